@@ -1,0 +1,528 @@
+"""The Executor: runs a block's ops in order over a scope.
+
+``run`` follows Fluid: it adds ``feed``/``fetch`` ops to a copy of the program (unless the
+program already has them, as saved inference models do), creates persistable variables in
+the given scope and temporaries in a local child scope whose values are dropped after the
+run, runs the ops, and returns the fetched values.
+
+Two stages keep repeated runs cheap:
+- ``prepare(block)`` resolves each op's definition and kernel once (:class:`PreparedBlock`);
+- ``bind(prepared, scope)`` turns it into a list of step closures that hold the scope's
+  variable holders directly, so running an op is one Python call plus its kernel.
+Block 0 plans are cached on the program, keyed by place, scope and feed/fetch names, and
+dropped when the program changes (``program._version``). Sub-blocks (``while``,
+``conditional_block``) reuse their PreparedBlock and bind it to each step scope.
+"""
+import time
+
+import numpy as np
+
+from ..errors import FluidError, InvalidArgument, NotFound, PreconditionNotMet, Unimplemented
+from ..framework.dtypes import VarType, convert_dtype, dtype_name, to_numpy_dtype
+from ..framework.program import EMPTY_VAR_NAME, Program, default_main_program
+from ..ops import registry
+from .place import CPUPlace
+from .scope import Scope, global_scope
+from .tensor import LoDTensor, LoDTensorArray, SelectedRows, as_tensor
+
+_RUNTIME_VALUES = (LoDTensor, LoDTensorArray, SelectedRows, list, Scope)
+
+#: counters tests read to prove work is not repeated
+stats = {"plans_built": 0, "blocks_prepared": 0}
+
+
+class KernelContext:
+    """What a kernel sees besides its inputs: attributes, the array module, its place.
+
+    Ops that run sub-blocks or touch the scope (feed, fetch, while) use ``scope``,
+    ``executor`` and ``op``.
+    """
+
+    __slots__ = ("op", "attrs", "xp", "place", "executor", "scope", "_wanted", "program")
+
+    def __init__(self, op, place, executor, scope, wanted):
+        self.op = op
+        self.attrs = op.attrs
+        self.place = place
+        self.xp = place.xp
+        self.executor = executor
+        self.scope = scope
+        self._wanted = wanted
+        self.program = op.block.program
+
+    def wants(self, slot):
+        """True when the program binds output ``slot`` to a variable."""
+        return slot in self._wanted
+
+    def input_names(self, slot):
+        return self.op.inputs.get(slot, [])
+
+    def output_names(self, slot):
+        return self.op.outputs.get(slot, [])
+
+    def random_state(self, seed_attr="seed"):
+        """A NumPy RandomState: from the op's ``seed`` if non-zero, else the program's
+        ``random_seed`` (advanced per call so repeated runs differ), else fresh entropy."""
+        seed = self.attrs.get(seed_attr, 0) or 0
+        if seed:
+            return np.random.RandomState(seed)
+        program_seed = self.program.random_seed
+        if program_seed:
+            counter = getattr(self.program, "_seed_counter", 0)
+            self.program._seed_counter = counter + 1
+            return np.random.RandomState((program_seed * 1000003 + counter) % (2 ** 32))
+        return np.random.RandomState()
+
+
+class PreparedOp:
+    __slots__ = ("op", "opdef", "kernel", "index")
+
+    def __init__(self, op, opdef, kernel, index):
+        self.op, self.opdef, self.kernel, self.index = op, opdef, kernel, index
+
+
+class PreparedBlock:
+    """A block's ops with definitions and kernels resolved; independent of any scope."""
+
+    def __init__(self, block, place):
+        self.block = block
+        self.place = place
+        self.ops = []
+        device = place.device
+        for index, op in enumerate(block.ops):
+            opdef = registry.find(op.type)
+            if opdef is None:
+                raise Unimplemented(f"op '{op.type}' (block {block.idx}, op {index}): a "
+                                    f"registered op type expected, but fluid_nb has no "
+                                    f"definition for it, so the program cannot run; it can still "
+                                    f"be inspected, saved and converted")
+            self.ops.append(PreparedOp(op, opdef, opdef.kernel_for(device), index))
+        self.version = block.program._version
+        stats["blocks_prepared"] += 1
+
+
+class Executor:
+    """``Executor(place).run(program, feed, fetch_list, scope, return_numpy)``."""
+
+    def __init__(self, place=None):
+        self.place = place if place is not None else CPUPlace()
+        self._prepared = {}  # id(block) -> (block, PreparedBlock) for sub-blocks
+        self.trace = None  # set to a list to record (op, seconds) per op run
+
+    # --- public -----------------------------------------------------------------------
+    def run(self, program=None, feed=None, fetch_list=None, feed_var_name="feed",
+            fetch_var_name="fetch", scope=None, return_numpy=True, use_program_cache=True,
+            **kwargs):
+        """Run block 0 of ``program`` and return the values of ``fetch_list``.
+
+        ``feed`` maps data variable names to arrays, LoDTensors or ``(array, lod)`` pairs;
+        ``fetch_list`` holds Variables or names. With ``return_numpy=False`` the result is
+        LoDTensors (with their LoD).
+        """
+        program = default_main_program() if program is None else program
+        program = getattr(program, "_program", program)  # CompiledProgram
+        if not isinstance(program, Program):
+            raise InvalidArgument(f"Executor.run: program expected Program, but received "
+                                  f"{type(program).__name__}")
+        scope = global_scope() if scope is None else scope
+        feed = {} if feed is None else feed
+        if not isinstance(feed, dict):
+            raise InvalidArgument(f"Executor.run: feed expected a dict of name -> value, but "
+                                  f"received {type(feed).__name__}")
+        fetch_names = _fetch_names(fetch_list)
+        key = (self.place, id(scope), tuple(feed), fetch_names, feed_var_name, fetch_var_name)
+        entry = program._plans.get(key)
+        if entry is None or entry[0] != program._version or entry[1] is not scope:
+            entry = self._build_plan(program, scope, tuple(feed), fetch_names, feed_var_name,
+                                     fetch_var_name)
+            if len(program._plans) > 32:
+                program._plans.clear()
+            program._plans[key] = entry
+        plan = entry[2]
+        return plan.run(feed, return_numpy)
+
+    def close(self):
+        """Kept for Fluid scripts; there is nothing to release."""
+
+    # --- plans ------------------------------------------------------------------------
+    def _build_plan(self, program, scope, feed_names, fetch_names, feed_var_name,
+                    fetch_var_name):
+        version = program._version
+        run_program = _with_feed_fetch(program, feed_names, fetch_names, feed_var_name,
+                                       fetch_var_name)
+        prepared = PreparedBlock(run_program.global_block(), self.place)
+        local = scope.new_scope()
+        scope.kids.remove(local)  # not a kid between runs: views see it only while it runs
+        plan = _RunPlan(self, program, run_program, prepared, scope, local, feed_names,
+                        feed_var_name, fetch_var_name, len(fetch_names))
+        stats["plans_built"] += 1
+        return (version, scope, plan)
+
+    def prepare(self, block):
+        """The PreparedBlock for ``block`` (cached until its program changes)."""
+        entry = self._prepared.get(id(block))
+        if entry is not None and entry[0] is block and entry[1].version == block.program._version:
+            return entry[1]
+        prepared = PreparedBlock(block, self.place)
+        self._prepared[id(block)] = (block, prepared)
+        return prepared
+
+    def run_block(self, block, scope):
+        """Run ``block`` in ``scope`` (sub-blocks: the caller makes the step scope)."""
+        prepared = self.prepare(block)
+        steps = bind(prepared, scope, scope, self)
+        run_steps(prepared, steps, self.trace)
+
+    def run_prepared(self, prepared, scope, local_scope=None):
+        steps = bind(prepared, scope, local_scope or scope, self)
+        run_steps(prepared, steps, self.trace)
+
+
+class _RunPlan:
+    """Block 0 bound to one scope; ``run`` feeds, steps and fetches."""
+
+    def __init__(self, executor, program, run_program, prepared, scope, local, feed_names,
+                 feed_var_name, fetch_var_name, n_fetch):
+        self.executor = executor
+        self.program = program
+        self.prepared = prepared
+        self.scope = scope
+        self.local = local
+        self.steps = bind(prepared, scope, local, executor)
+        self.feed_holder = scope.var(feed_var_name)
+        self.fetch_holder = scope.var(fetch_var_name)
+        self.local_holders = list(local.vars.values())
+        self.feed_checks = []
+        block = run_program.global_block()
+        for name in feed_names:
+            var = block._find_var_recursive(name)
+            if var is None:
+                raise NotFound(f"Executor.run: feed '{name}' expected to name a variable of the "
+                               f"program, but there is none")
+            self.feed_checks.append((name, var))
+        self.n_fetch = n_fetch
+        self.place = executor.place
+
+    def run(self, feed, return_numpy):
+        tensors = []
+        for name, var in self.feed_checks:
+            tensors.append(_feed_tensor(name, var, feed[name], self.place))
+        self.feed_holder.value = tensors
+        self.fetch_holder.value = [None] * self.n_fetch
+        scope = self.scope
+        scope.kids.append(self.local)
+        try:
+            run_steps(self.prepared, self.steps, self.executor.trace)
+            results = self.fetch_holder.value
+        finally:
+            scope.kids.remove(self.local)
+            for holder in self.local_holders:
+                holder.value = None
+        if return_numpy:
+            return [_to_numpy(t) for t in results]
+        return results
+
+
+def run_steps(prepared, steps, trace=None):
+    """The interpreter's core loop: run each step; on failure name the op and its slots."""
+    index = 0
+    try:
+        if trace is None:
+            for step in steps:
+                step()
+                index += 1
+        else:
+            clock = time.perf_counter
+            for step in steps:
+                start = clock()
+                step()
+                trace.append((prepared.ops[index].op, clock() - start))
+                index += 1
+    except FluidError as exc:
+        raise _located(exc, prepared.ops[index], exc) from exc
+    except Exception as exc:  # a kernel's own failure: name the op, its inputs and shapes
+        raise _located(exc, prepared.ops[index], None) from exc
+
+
+def _located(exc, prepared_op, fluid_exc):
+    op = prepared_op.op
+    if getattr(exc, "_fluid_located", False):
+        return exc
+    where = f"op '{op.type}' (block {op.block.idx}, op {prepared_op.index})"
+    if op.source is not None:
+        where += f", added at {op.source[0]}:{op.source[1]}"
+    shapes = ", ".join(f"{slot}={args}" for slot, args in op.inputs.items())
+    if fluid_exc is not None:
+        message = str(exc)
+        if not message.startswith(op.type) and "op '" not in message:
+            message = f"{where}: {message}"
+        new = type(exc)(message)
+    elif isinstance(exc, AttributeError) and "'NoneType'" in str(exc):
+        new = PreconditionNotMet(f"{where}: inputs expected to hold values, but one of "
+                                 f"{shapes} is not initialised (was it fed or computed "
+                                 f"earlier?)")
+    else:
+        new = InvalidArgument(f"{where}: kernel failed on inputs {shapes}: "
+                              f"{type(exc).__name__}: {exc}")
+    new._fluid_located = True
+    return new
+
+
+# --- binding a prepared block to holders -------------------------------------------------
+def bind(prepared, scope, local, executor):
+    """Step closures for ``prepared`` over holders found in ``scope`` (persistables and
+    outer variables) and ``local`` (temporaries, created there when missing)."""
+    block = prepared.block
+    place = prepared.place
+
+    def holder(name):
+        found = local.find_var(name)
+        if found is not None:
+            return found
+        var = block._find_var_recursive(name)
+        if var is not None and var.persistable:
+            return scope.var(name) if scope.find_var(name) is None else scope.find_var(name)
+        return local.var(name)
+
+    for var in block.vars.values():  # as Fluid: every declared variable exists before ops run
+        if var.persistable:
+            if scope.find_var(var.name) is None:
+                scope.var(var.name)
+        elif local.find_local_var(var.name) is None:
+            local.var(var.name)
+
+    return [_make_step(p, holder, place, executor, local) for p in prepared.ops]
+
+
+def _make_step(prepared_op, holder, place, executor, scope):
+    op, opdef, fn = prepared_op.op, prepared_op.opdef, prepared_op.kernel
+    wanted = frozenset(s for s, args in op.outputs.items()
+                       if args and any(a != EMPTY_VAR_NAME for a in args))
+    ctx = KernelContext(op, place, executor, scope, wanted)
+    if fn is None:  # no_kernel ops (markers) do nothing at run time
+        return _noop
+
+    ins = []
+    for slot in opdef.inputs:
+        args = op.inputs.get(slot.name)
+        if not args:
+            ins.append(None)
+        elif slot.duplicable:
+            ins.append([holder(a) for a in args])
+        else:
+            ins.append(holder(args[0]))
+    outs = []
+    for slot in opdef.outputs:
+        args = op.outputs.get(slot.name)
+        if not args or all(a == EMPTY_VAR_NAME for a in args):
+            outs.append(None)
+        elif slot.duplicable:
+            outs.append([holder(a) if a != EMPTY_VAR_NAME else None for a in args])
+        else:
+            outs.append(holder(args[0]))
+    lod_src = None
+    if opdef.share_lod is not None:
+        src_args = op.inputs.get(opdef.share_lod[0])
+        if src_args:
+            lod_src = holder(src_args[0])
+    lod_dsts = set(opdef.share_lod[1]) if opdef.share_lod is not None else set()
+    plain = all(not s.duplicable for s in opdef.inputs) and len(outs) == 1 \
+        and not opdef.outputs[0].duplicable and not opdef.lod_aware
+    if plain and outs[0] is not None and all(h is not None for h in ins):
+        out = outs[0]
+        src = lod_src if opdef.outputs[0].name in lod_dsts else None
+        return _plain_step(fn, ctx, ins, out, src)
+    return _general_step(fn, ctx, opdef, ins, outs, lod_src, lod_dsts)
+
+
+def _noop():
+    pass
+
+
+def _plain_step(fn, ctx, ins, out, src):
+    """Fast paths: one plain output, all inputs present and not duplicable."""
+    new = LoDTensor
+    if len(ins) == 1:
+        (a,) = ins
+        if src is None:
+            def step():
+                out.value = new(fn(ctx, a.value.array))
+        else:
+            def step():
+                out.value = new(fn(ctx, a.value.array), src.value._lod)
+        return step
+    if len(ins) == 2:
+        a, b = ins
+        if src is None:
+            def step():
+                out.value = new(fn(ctx, a.value.array, b.value.array))
+        else:
+            def step():
+                out.value = new(fn(ctx, a.value.array, b.value.array), src.value._lod)
+        return step
+
+    def step():
+        out.value = new(fn(ctx, *[h.value.array for h in ins]), src.value._lod if src else [])
+    return step
+
+
+def _general_step(fn, ctx, opdef, ins, outs, lod_src, lod_dsts):
+    lod_aware = opdef.lod_aware
+    slots = [s.name for s in opdef.outputs]
+    single = len(slots) == 1
+    shares = [name in lod_dsts for name in slots]
+
+    def read(h):
+        if h is None:
+            return None
+        if isinstance(h, list):
+            return [x.value if lod_aware else x.value.array for x in h]
+        return h.value if lod_aware else h.value.array
+
+    def store(h, value, lod):
+        if h is None or value is None:
+            return
+        if isinstance(value, _RUNTIME_VALUES) and not isinstance(value, np.ndarray):
+            if lod is not None and isinstance(value, LoDTensor) and not value._lod:
+                value = LoDTensor(value.array, lod)
+            h.value = value
+        else:
+            h.value = LoDTensor(value, lod if lod is not None else [])
+
+    def step():
+        result = fn(ctx, *[read(h) for h in ins])
+        if single:
+            result = (result,)
+        lod = lod_src.value._lod if lod_src is not None and lod_src.value is not None else None
+        for i, h in enumerate(outs):
+            if h is None:
+                continue
+            value = result[i]
+            share = lod if shares[i] else None
+            if isinstance(h, list):
+                if value is None:
+                    continue
+                for hh, v in zip(h, value):
+                    store(hh, v, share)
+            else:
+                store(h, value, share)
+    return step
+
+
+# --- feed and fetch --------------------------------------------------------------------
+def _fetch_names(fetch_list):
+    if fetch_list is None:
+        return ()
+    if not isinstance(fetch_list, (list, tuple)):
+        fetch_list = [fetch_list]
+    names = []
+    for item in fetch_list:
+        if isinstance(item, str):
+            names.append(item)
+        elif hasattr(item, "name"):
+            names.append(item.name)
+        else:
+            raise InvalidArgument(f"Executor.run: fetch_list items expected Variable or name, "
+                                  f"but received {type(item).__name__}")
+    return tuple(names)
+
+
+def _with_feed_fetch(program, feed_names, fetch_names, feed_var_name, fetch_var_name):
+    """The program to run: the original when it already has matching feed/fetch ops (saved
+    inference models), else a copy with ``feed`` ops first and ``fetch`` ops last."""
+    block = program.global_block()
+    existing_feeds = {op.output("Out")[0]: op.attrs.get("col") for op in block.ops
+                      if op.type == "feed"}
+    existing_fetches = {op.input("X")[0]: op.attrs.get("col") for op in block.ops
+                        if op.type == "fetch"}
+    if existing_feeds or existing_fetches:
+        ok_feed = not existing_feeds or set(feed_names) <= set(existing_feeds)
+        ok_fetch = not existing_fetches or set(fetch_names) <= set(existing_fetches)
+        if ok_feed and ok_fetch and (existing_feeds or not feed_names) \
+                and (existing_fetches or not fetch_names):
+            run = program.clone()
+            _renumber(run.global_block(), "feed", "Out", feed_names)
+            _renumber(run.global_block(), "fetch", "X", fetch_names)
+            return run
+        raise InvalidArgument(f"Executor.run: feed/fetch expected to match the program's own "
+                              f"feed ops {sorted(existing_feeds)} and fetch ops "
+                              f"{sorted(existing_fetches)}, but received feed {list(feed_names)} "
+                              f"and fetch {list(fetch_names)}")
+    run = program.clone()
+    glob = run.global_block()
+    for name in feed_names:
+        if glob._find_var_recursive(name) is None:
+            raise NotFound(f"Executor.run: feed '{name}' expected to name a variable of the "
+                           f"program, but there is none")
+    for name in fetch_names:
+        if glob._find_var_recursive(name) is None:
+            raise NotFound(f"Executor.run: fetch '{name}' expected to name a variable of the "
+                           f"program, but there is none")
+    glob.create_var(name=feed_var_name, type=VarType.FEED_MINIBATCH, persistable=True)
+    glob.create_var(name=fetch_var_name, type=VarType.FETCH_LIST, persistable=True)
+    for col, name in enumerate(feed_names):
+        glob._prepend_op("feed", {"X": [feed_var_name]}, {"Out": [name]}, {"col": col})
+    for col, name in enumerate(fetch_names):
+        glob.append_op("fetch", {"X": [name]}, {"Out": [fetch_var_name]}, {"col": col})
+    return run
+
+
+def _renumber(block, op_type, slot, names):
+    """Saved programs number their feed/fetch columns; align them with this call's order."""
+    order = {name: i for i, name in enumerate(names)}
+    keep = []
+    for op in block.ops:
+        if op.type == op_type:
+            arg = op.inputs[slot][0] if slot == "X" else op.outputs[slot][0]
+            if arg not in order:
+                continue
+            op.attrs["col"] = order[arg]
+        keep.append(op)
+    block.ops[:] = keep
+
+
+_KIND = {"f": "float", "i": "int", "u": "int", "b": "bool", "c": "complex"}
+
+
+def _feed_tensor(name, var, value, place):
+    """Convert a fed value to a LoDTensor of the variable's dtype, checking what Fluid
+    checks: rank and known dims must match; a lossless-kind cast (float64 -> float32,
+    int32 -> int64, int -> float) is done, a lossy one (float -> int) is refused."""
+    tensor = as_tensor(value, place=place)
+    array = tensor.array
+    want = to_numpy_dtype(var.dtype) if var.type == VarType.LOD_TENSOR else None
+    if want is not None and array.dtype != want:
+        have_kind, want_kind = _KIND.get(array.dtype.kind), _KIND.get(want.kind)
+        lossless = have_kind == want_kind or (have_kind in ("int", "bool") and want_kind == "float") \
+            or (have_kind == "bool" and want_kind == "int")
+        if not lossless:
+            raise InvalidArgument(f"feed '{name}': dtype expected {dtype_name(var.dtype)}, but "
+                                  f"received {array.dtype} (a {have_kind} array cannot be fed "
+                                  f"to a {want_kind} variable without losing values)")
+        tensor = LoDTensor(array.astype(want), tensor._lod)
+        array = tensor.array
+    if var.need_check_feed and var.shape:
+        shape = var.shape
+        got = array.shape
+        if len(got) != len(shape) or any(s >= 0 and s != g for s, g in zip(shape, got)):
+            raise InvalidArgument(f"feed '{name}': shape expected {list(shape)} (-1 is any "
+                                  f"size), but received {list(got)}")
+    if place.device != "cpu" and isinstance(array, np.ndarray):
+        tensor = LoDTensor(place.xp.asarray(array), tensor._lod)
+    return tensor
+
+
+def _to_numpy(value):
+    if isinstance(value, LoDTensor):
+        return np.asarray(value)
+    if isinstance(value, LoDTensorArray):
+        return [np.asarray(t) for t in value]
+    return value
+
+
+def as_numpy(tensor):
+    return _to_numpy(tensor)
+
+
+def dtype_of(var):
+    return convert_dtype(var.dtype)

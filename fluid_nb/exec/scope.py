@@ -1,0 +1,121 @@
+"""Scopes: a tree of name -> variable maps. Lookups climb to the parent; kids are dropped
+together (``drop_kids``), as Fluid drops a run's local scope or a loop's step scopes."""
+from ..errors import InvalidArgument, PreconditionNotMet
+from .tensor import LoDTensor, LoDTensorArray, SelectedRows
+
+
+class ScopeVariable:
+    """A holder in a scope; ``value`` is a LoDTensor, LoDTensorArray, SelectedRows, a list
+    (feed/fetch), a Scope list (step scopes), or None before anything was written."""
+
+    __slots__ = ("name", "value")
+
+    def __init__(self, name, value=None):
+        self.name = name
+        self.value = value
+
+    def get_tensor(self):
+        if self.value is None:
+            self.value = LoDTensor()
+        if not isinstance(self.value, LoDTensor):
+            raise InvalidArgument(f"variable '{self.name}': LoDTensor expected, but it holds "
+                                  f"{type(self.value).__name__}")
+        return self.value
+
+    get_lod_tensor = get_tensor
+
+    def get_lod_tensor_array(self):
+        if self.value is None:
+            self.value = LoDTensorArray()
+        return self.value
+
+    def get_selected_rows(self):
+        if self.value is None:
+            self.value = SelectedRows()
+        return self.value
+
+    def is_initialized(self):
+        value = self.value
+        return value is not None and not (isinstance(value, LoDTensor) and value.array is None)
+
+    def __repr__(self):
+        return f"ScopeVariable({self.name}, {self.value!r})"
+
+
+class Scope:
+    """``var(name)`` finds or creates in this scope; ``find_var(name)`` climbs to parents."""
+
+    def __init__(self, parent=None):
+        self.parent = parent
+        self.vars = {}
+        self.kids = []
+
+    def var(self, name):
+        holder = self.vars.get(name)
+        if holder is None:
+            holder = self.vars[name] = ScopeVariable(name)
+        return holder
+
+    def find_var(self, name):
+        scope = self
+        while scope is not None:
+            holder = scope.vars.get(name)
+            if holder is not None:
+                return holder
+            scope = scope.parent
+        return None
+
+    def find_local_var(self, name):
+        return self.vars.get(name)
+
+    def new_scope(self):
+        kid = Scope(self)
+        self.kids.append(kid)
+        return kid
+
+    def drop_kids(self):
+        self.kids.clear()
+
+    def erase(self, names):
+        for name in names:
+            self.vars.pop(name, None)
+
+    def local_var_names(self):
+        return list(self.vars)
+
+    def get_tensor(self, name):
+        holder = self.find_var(name)
+        if holder is None:
+            raise PreconditionNotMet(f"scope: variable '{name}' expected, but it is not in "
+                                     f"this scope or its parents")
+        return holder.get_tensor()
+
+    def __repr__(self):
+        return f"Scope({len(self.vars)} vars, {len(self.kids)} kids)"
+
+
+_global_scope = Scope()
+
+
+def global_scope():
+    return _global_scope
+
+
+def _switch_scope(scope):
+    global _global_scope
+    old, _global_scope = _global_scope, scope
+    return old
+
+
+class scope_guard:
+    """Inside the block, ``global_scope()`` is ``scope``."""
+
+    def __init__(self, scope):
+        self.scope = scope
+
+    def __enter__(self):
+        self.old = _switch_scope(self.scope)
+        return self.scope
+
+    def __exit__(self, *exc):
+        _switch_scope(self.old)

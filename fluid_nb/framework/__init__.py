@@ -1,0 +1,8 @@
+"""Compile time: programs, blocks, variables, operators. Never imports the runtime."""
+from . import unique_name  # noqa: F401
+from .attrs import AttrType  # noqa: F401
+from .dtypes import VarType, convert_dtype, dtype_name, to_numpy_dtype  # noqa: F401
+from .program import (  # noqa: F401
+    Block, Operator, Parameter, Program, Variable, default_main_program,
+    default_startup_program, grad_var_name, program_guard, switch_main_program,
+    switch_startup_program)

@@ -1,0 +1,651 @@
+"""Program, Block, Variable, Operator: the one in-memory form of a Fluid program.
+
+These objects *are* the program description (Paddle keeps a C++ desc and Python mirrors in
+step by hand; here there is a single copy). ``fluid_nb.proto.codec`` turns them into
+``ProgramDesc`` bytes and back.
+
+Invariants:
+- ``program.blocks[i].idx == i``; block 0 is the global block, its ``parent_idx`` is -1.
+- every op's input/output argument is a variable name; names are resolved through the
+  block's parent chain (``Block.var_recursive``), so sub-blocks see their parents' variables.
+- ``program._version`` grows on every structural change; executors key prepared plans on it.
+"""
+import contextlib
+
+from ..errors import InvalidArgument, NotFound, OutOfRange
+from . import unique_name
+from .attrs import AttrType, guess_attr_type, normalize_attr
+from .dtypes import VarType, convert_dtype, dtype_name
+
+#: name of a gradient variable: ``x`` -> ``x@GRAD``
+GRAD_SUFFIX = "@GRAD"
+EMPTY_VAR_NAME = "@EMPTY@"
+TEMP_VAR_NAME = "@TEMP@"
+
+
+def grad_var_name(name):
+    return name + GRAD_SUFFIX
+
+
+def _op_registry():
+    from ..ops import registry  # imported late: the op families import this module's package
+    return registry
+
+
+class Variable:
+    """A named slot in a block: its kind (``type``), data type, shape and LoD level.
+
+    ``shape`` may hold ``-1`` for a size known only at run time (the batch, usually).
+    In live mode ``numpy()``/``value``/``lod()`` read the variable's current value.
+    """
+
+    _presence = None  # optional VarDesc fields written although default (from a loaded file)
+    _type_extra = None  # VarType payload of kinds this module does not model (READER, TUPLE)
+    _attrs = ()  # raw VarDesc.Attr entries, kept for round trips
+
+    def __init__(self, block, name=None, type=VarType.LOD_TENSOR, shape=None, dtype=None,
+                 lod_level=None, persistable=None, stop_gradient=False, need_check_feed=False,
+                 is_data=False, error_clip=None, **kwargs):
+        self.block = block
+        self.name = name if name is not None else unique_name.generate("_generated_var")
+        self.type = VarType(type)
+        self.shape = tuple(int(d) for d in shape) if shape is not None else ()
+        self.dtype = convert_dtype(dtype) if dtype is not None else VarType.FP32
+        self.lod_level = int(lod_level) if lod_level is not None else 0
+        self.persistable = bool(persistable) if persistable is not None else False
+        self.stop_gradient = bool(stop_gradient)
+        self.need_check_feed = bool(need_check_feed)
+        self.is_data = bool(is_data)
+        self.error_clip = error_clip
+
+    is_parameter = False
+
+    # --- Fluid 1.x surface -------------------------------------------------------------
+    @property
+    def program(self):
+        return self.block.program
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    def to_string(self, throw_on_error=False, with_details=False):
+        text = f"var {self.name} : {_type_text(self)}"
+        if with_details:
+            text += (f"  persistable={self.persistable} stop_gradient={self.stop_gradient}"
+                     f" need_check_feed={self.need_check_feed}")
+        return text
+
+    def __str__(self):
+        return self.to_string()
+
+    def __repr__(self):
+        provider = _value_provider
+        preview = provider.preview(self) if provider is not None else None
+        text = f"Variable({self.name}, shape={list(self.shape)}, dtype={dtype_name(self.dtype)}"
+        if self.lod_level:
+            text += f", lod_level={self.lod_level}"
+        return text + (f", value={preview})" if preview else ")")
+
+    # --- values (live mode) -------------------------------------------------------------
+    def numpy(self):
+        """The variable's current value as a NumPy array (live mode)."""
+        return _require_provider(self).numpy(self)
+
+    @property
+    def value(self):
+        """The variable's current LoDTensor (live mode)."""
+        return _require_provider(self).value(self)
+
+    def lod(self):
+        """The LoD of the variable's current value (live mode)."""
+        return _require_provider(self).value(self).lod()
+
+    # Python operators (x + y, x * 2, ...) are attached by fluid_nb.layers.math_op_patch.
+
+
+class Parameter(Variable):
+    """A persistable, trainable variable created in the global block.
+
+    ``optimize_attr['learning_rate']`` scales the optimizer's rate for this parameter;
+    ``regularizer`` overrides the optimizer's; ``trainable=False`` keeps it out of updates.
+    """
+
+    is_parameter = True
+
+    def __init__(self, block, shape, dtype, name=None, trainable=True, optimize_attr=None,
+                 regularizer=None, do_model_average=None, need_clip=True, initializer=None,
+                 **kwargs):
+        if shape is None or any(int(d) < 0 for d in shape):
+            raise InvalidArgument(f"create_parameter: shape expected all dims >= 0, "
+                                  f"but received {shape} for parameter '{name}'")
+        kwargs.setdefault("persistable", True)
+        super().__init__(block, name=name, shape=shape, dtype=dtype, **kwargs)
+        self.trainable = trainable
+        self.stop_gradient = not trainable
+        self.optimize_attr = optimize_attr if optimize_attr is not None else {"learning_rate": 1.0}
+        self.regularizer = regularizer
+        self.do_model_average = do_model_average
+        self.need_clip = need_clip
+        self.initializer = initializer
+
+
+def _type_text(var):
+    if var.type in (VarType.LOD_TENSOR, VarType.SELECTED_ROWS, VarType.LOD_TENSOR_ARRAY):
+        kind = {VarType.LOD_TENSOR: "LOD_TENSOR", VarType.SELECTED_ROWS: "SELECTED_ROWS",
+                VarType.LOD_TENSOR_ARRAY: "LOD_TENSOR_ARRAY"}[var.type]
+        text = f"{kind}.shape{var.shape}.dtype({dtype_name(var.dtype)})"
+        if var.type != VarType.SELECTED_ROWS:
+            text += f".lod_level({var.lod_level})"
+        return text
+    return var.type.name
+
+
+class Operator:
+    """One op: its type, argument names per slot, and attributes.
+
+    ``inputs``/``outputs`` map slot name -> list of variable names; ``attrs`` maps attribute
+    name -> canonical Python value (a block as its index). ``attr_types`` holds the wire type
+    of attributes whose type the op's definition does not fix (unknown ops, loaded files).
+    """
+
+    __slots__ = ("block", "type", "inputs", "outputs", "attrs", "attr_types", "is_target",
+                 "source", "__weakref__")
+
+    def __init__(self, block, type, inputs, outputs, attrs, attr_types=None, is_target=False):
+        self.block = block
+        self.type = type
+        self.inputs = inputs
+        self.outputs = outputs
+        self.attrs = attrs
+        self.attr_types = attr_types if attr_types is not None else {}
+        self.is_target = is_target
+        self.source = None  # (filename, lineno, line) of the user's code that added the op
+
+    # --- Fluid 1.x surface -------------------------------------------------------------
+    def input(self, slot):
+        return list(self.inputs.get(slot, ()))
+
+    def output(self, slot):
+        return list(self.outputs.get(slot, ()))
+
+    @property
+    def input_names(self):
+        return list(self.inputs)
+
+    @property
+    def output_names(self):
+        return list(self.outputs)
+
+    @property
+    def input_arg_names(self):
+        return [n for args in self.inputs.values() for n in args]
+
+    @property
+    def output_arg_names(self):
+        return [n for args in self.outputs.values() for n in args]
+
+    def has_attr(self, name):
+        return name in self.attrs
+
+    def attr(self, name):
+        if name not in self.attrs:
+            raise NotFound(f"{self.type}: attribute '{name}' expected to exist, but the op has "
+                           f"only {sorted(self.attrs)}")
+        return self.attrs[name]
+
+    def block_attr(self, name):
+        return self.block.program.block(self.attrs[name])
+
+    def _block_attr_id(self, name):
+        return self.attrs[name]
+
+    def attr_type(self, name):
+        """The wire type of attribute ``name``."""
+        if name in self.attr_types:
+            return self.attr_types[name]
+        spec = _op_registry().find(self.type)
+        if spec is not None and name in spec.attrs:
+            return spec.attrs[name].type
+        return guess_attr_type(self.attrs[name])
+
+    @property
+    def attr_names(self):
+        return list(self.attrs)
+
+    def all_attrs(self):
+        return dict(self.attrs)
+
+    def _set_attr(self, name, value):
+        spec = _op_registry().find(self.type)
+        if spec is not None and name in spec.attrs:
+            value = normalize_attr(self.type, name, spec.attrs[name].type, value)
+        else:
+            attr_type = self.attr_types.get(name) or guess_attr_type(value)
+            value = normalize_attr(self.type, name, attr_type, value)
+            self.attr_types[name] = attr_type
+        self.attrs[name] = value
+        self.block.program._changed()
+
+    set_attr = _set_attr
+
+    def _rename_input(self, old, new):
+        for args in self.inputs.values():
+            args[:] = [new if a == old else a for a in args]
+        self.block.program._changed()
+
+    def _rename_output(self, old, new):
+        for args in self.outputs.values():
+            args[:] = [new if a == old else a for a in args]
+        self.block.program._changed()
+
+    def to_string(self, throw_on_error=False):
+        return _op_line(self)
+
+    def __str__(self):
+        return _op_line(self)
+
+    __repr__ = __str__
+
+    @property
+    def idx(self):
+        return self.block.ops.index(self)
+
+
+def _op_line(op):
+    outs = ", ".join(f"{k}={v}" for k, v in op.outputs.items())
+    ins = ", ".join(f"{k}={v}" for k, v in op.inputs.items())
+    attrs = ", ".join(f"{k} = {_attr_text(op, k, v)}" for k, v in sorted(op.attrs.items()))
+    return f"{{{outs}}} = {op.type}(inputs={{{ins}}}, {attrs})"
+
+
+def _attr_text(op, name, value):
+    if op.attr_type(name) == AttrType.BLOCK:
+        return f"block[{value}]"
+    if isinstance(value, str):
+        return f'"{value}"'
+    return str(value)
+
+
+class Block:
+    """A list of ops and the variables they name; sub-blocks (While, IfElse) nest by parent."""
+
+    def __init__(self, program, idx, parent_idx=-1, forward_block_idx=-1):
+        self.program = program
+        self.idx = idx
+        self.parent_idx = parent_idx
+        self.forward_block_idx = forward_block_idx
+        self.vars = {}
+        self.ops = []
+
+    @property
+    def parent_block(self):
+        return self.program.block(self.parent_idx) if self.parent_idx >= 0 else None
+
+    # --- variables ----------------------------------------------------------------------
+    def var(self, name):
+        """The variable ``name`` of this block (not its parents)."""
+        try:
+            return self.vars[name]
+        except KeyError:
+            raise NotFound(f"block {self.idx}: variable '{name}' expected to exist, "
+                           f"but it is not in this block") from None
+
+    def has_var(self, name):
+        return name in self.vars
+
+    def _find_var_recursive(self, name):
+        block = self
+        while block is not None:
+            var = block.vars.get(name)
+            if var is not None:
+                return var
+            block = block.parent_block
+        return None
+
+    def var_recursive(self, name):
+        var = self._find_var_recursive(name)
+        if var is None:
+            raise NotFound(f"block {self.idx}: variable '{name}' expected in this block or "
+                           f"its parents, but it is in neither")
+        return var
+
+    _var_recursive = var_recursive
+
+    def create_var(self, **kwargs):
+        """Create (or return the existing) variable; see :class:`Variable` for the fields."""
+        name = kwargs.get("name")
+        if name is not None and name in self.vars:
+            return self.vars[name]
+        var = Variable(self, **kwargs)
+        self.vars[var.name] = var
+        self.program._changed()
+        return var
+
+    def create_parameter(self, **kwargs):
+        """Create a Parameter in the global block (Fluid keeps all parameters there)."""
+        glob = self.program.global_block()
+        name = kwargs.get("name")
+        if name is not None and name in glob.vars and glob.vars[name].is_parameter:
+            return glob.vars[name]
+        param = Parameter(glob, **kwargs)
+        glob.vars[param.name] = param
+        self.program._changed()
+        return param
+
+    def _remove_var(self, name):
+        self.vars.pop(name, None)
+        self.program._changed()
+
+    def _rename_var(self, old, new):
+        var = self.var(old)
+        del self.vars[old]
+        var.name = new
+        self.vars[new] = var
+        for op in self.ops:
+            op._rename_input(old, new)
+            op._rename_output(old, new)
+        self.program._changed()
+        return var
+
+    def all_parameters(self):
+        return [v for v in self.vars.values() if v.is_parameter]
+
+    def iter_parameters(self):
+        return (v for v in self.vars.values() if v.is_parameter)
+
+    # --- ops ----------------------------------------------------------------------------
+    def append_op(self, type=None, inputs=None, outputs=None, attrs=None, **kwargs):
+        """Append an op; check it against its definition and infer its outputs' shapes.
+
+        On any error nothing is appended and no output variable is left behind.
+        """
+        return self._add_op(len(self.ops), type, inputs, outputs, attrs)
+
+    def _prepend_op(self, type=None, inputs=None, outputs=None, attrs=None, **kwargs):
+        return self._add_op(0, type, inputs, outputs, attrs)
+
+    def _insert_op(self, index, type=None, inputs=None, outputs=None, attrs=None, **kwargs):
+        return self._add_op(index, type, inputs, outputs, attrs)
+
+    def _remove_op(self, index, sync=True):
+        del self.ops[index]
+        self.program._changed()
+
+    def _add_op(self, index, type, inputs, outputs, attrs, infer=True):
+        if not isinstance(type, str) or not type:
+            raise InvalidArgument(f"append_op: type expected a non-empty op type string, "
+                                  f"but received {type!r}")
+        spec = _op_registry().find(type)
+        in_args = _arg_names(type, "input", inputs)
+        out_args = _arg_names(type, "output", outputs)
+        created = [n for args in out_args.values() for n in args
+                   if n != EMPTY_VAR_NAME and self._find_var_recursive(n) is None]
+        for name in created:
+            self.vars[name] = Variable(self, name=name)
+        try:
+            if spec is not None:
+                attrs, attr_types = spec.complete_attrs(attrs or {}, self.program)
+                spec.check_slots(in_args, out_args)
+            else:
+                attrs, attr_types = _untyped_attrs(type, attrs or {})
+            op = Operator(self, type, in_args, out_args, attrs, attr_types)
+            if spec is not None and infer and spec.infer_shape is not None:
+                spec.run_infer_shape(op)
+        except BaseException:
+            for name in created:
+                self.vars.pop(name, None)
+            raise
+        self.ops.insert(index, op)
+        self.program._changed()
+        hook = self.program._append_hook
+        if hook is not None:
+            hook(op)
+        return op
+
+    def _sync_with_cpp(self):
+        """Kept for Fluid code that calls it; there is nothing to synchronise here."""
+
+    def to_string(self, throw_on_error=False, with_details=False):
+        return "\n".join(_block_lines(self, "", with_details))
+
+    __str__ = to_string
+
+
+def _arg_names(op_type, kind, args):
+    """Normalise {slot: Variable | name | list of them} to {slot: [names]}."""
+    result = {}
+    if not args:
+        return result
+    for slot, value in args.items():
+        if value is None:
+            continue
+        items = value if isinstance(value, (list, tuple)) else [value]
+        names = []
+        for item in items:
+            if isinstance(item, str):
+                names.append(item)
+            elif isinstance(item, Variable):
+                names.append(item.name)
+            else:
+                raise InvalidArgument(f"{op_type}: {kind} '{slot}' expected Variable or variable "
+                                      f"name, but received {type(item).__name__}")
+        result[slot] = names
+    return result
+
+
+def _untyped_attrs(op_type, attrs):
+    types = {}
+    values = {}
+    for name, value in attrs.items():
+        attr_type = guess_attr_type(value)
+        values[name] = normalize_attr(op_type, name, attr_type, value)
+        types[name] = attr_type
+    return values, types
+
+
+def _block_lines(block, indent, with_details):
+    lines = [f"{indent}{{ // block_idx:{block.idx}  parent_idx:{block.parent_idx}  "
+             f"forward_idx:{block.forward_block_idx}"]
+    for var in block.vars.values():
+        prefix = "persist " if var.persistable else ""
+        prefix = ("param " if var.is_parameter else "") + prefix
+        lines.append(f"{indent}    {prefix}{var.to_string(with_details=with_details)}")
+    if block.vars:
+        lines.append("")
+    for op in block.ops:
+        lines.append(f"{indent}    {_op_line(op)}")
+        for name, value in op.attrs.items():
+            if op.attr_type(name) == AttrType.BLOCK:
+                lines.extend(_block_lines(block.program.block(value), indent + "        ",
+                                          with_details))
+    lines.append(f"{indent}}}")
+    return lines
+
+
+class Program:
+    """A Fluid program: a list of blocks, block 0 global.
+
+    Example::
+
+        prog = fluid.Program()
+        with fluid.program_guard(prog):
+            x = fluid.layers.data(name='x', shape=[13], dtype='float32')
+        print(prog)  # readable listing, nested blocks indented
+    """
+
+    def __init__(self):
+        self.blocks = [Block(self, 0)]
+        self.current_block_idx = 0
+        self.random_seed = 0
+        self.version = None  # ProgramDesc.version, when known
+        self.op_version_map = {}
+        self._version = 0
+        self._append_hook = None
+        self._is_test = False
+        self._plans = {}  # executor plans, keyed by the executor; cleared on change
+
+    def _changed(self):
+        self._version += 1
+
+    # --- blocks -------------------------------------------------------------------------
+    def global_block(self):
+        return self.blocks[0]
+
+    def block(self, index):
+        if not 0 <= index < len(self.blocks):
+            raise OutOfRange(f"program: block index expected in [0, {len(self.blocks)}), "
+                             f"but received {index}")
+        return self.blocks[index]
+
+    def current_block(self):
+        return self.blocks[self.current_block_idx]
+
+    @property
+    def num_blocks(self):
+        return len(self.blocks)
+
+    def _create_block(self, parent_idx=None):
+        parent = self.current_block_idx if parent_idx is None else parent_idx
+        block = Block(self, len(self.blocks), parent)
+        self.blocks.append(block)
+        self.current_block_idx = block.idx
+        self._changed()
+        return block
+
+    def _rollback(self):
+        self.current_block_idx = self.current_block().parent_idx
+
+    def list_vars(self):
+        for block in self.blocks:
+            yield from block.vars.values()
+
+    def all_parameters(self):
+        return self.global_block().all_parameters()
+
+    # --- text ---------------------------------------------------------------------------
+    def to_string(self, throw_on_error=False, with_details=False):
+        """Readable listing: variables, then one ``{Out=[..]} = op(inputs={..}, attrs)`` per op."""
+        if not isinstance(throw_on_error, bool) or not isinstance(with_details, bool):
+            raise InvalidArgument("to_string: throw_on_error and with_details expected bool, "
+                                  f"but received {type(throw_on_error).__name__}, "
+                                  f"{type(with_details).__name__}")
+        return "\n".join(_block_lines(self.global_block(), "", with_details))
+
+    def __str__(self):
+        return self.to_string()
+
+    # --- bytes --------------------------------------------------------------------------
+    def serialize_to_string(self):
+        from ..proto import codec
+        return codec.encode_program(self)
+
+    @property
+    def desc(self):
+        """Fluid scripts call ``program.desc.serialize_to_string()``; this serves them."""
+        return self
+
+    @staticmethod
+    def parse_from_string(binary_str):
+        from ..proto import codec
+        return codec.decode_program(binary_str)
+
+    # --- copies -------------------------------------------------------------------------
+    def clone(self, for_test=False):
+        """A deep copy. With ``for_test=True``, ops that have ``is_test`` get it set True
+        (dropout and batch_norm switch to inference); backward ops are not removed, so clone
+        before ``minimize`` as Fluid advises."""
+        twin = Program()
+        twin.blocks = []
+        twin.random_seed = self.random_seed
+        twin.version = self.version
+        twin.op_version_map = dict(self.op_version_map)
+        for block in self.blocks:
+            copy_block = Block(twin, block.idx, block.parent_idx, block.forward_block_idx)
+            for var in block.vars.values():
+                copy_var = object.__new__(type(var))
+                copy_var.__dict__.update(var.__dict__)
+                copy_var.block = copy_block
+                copy_block.vars[var.name] = copy_var
+            for op in block.ops:
+                copy_op = Operator(copy_block, op.type,
+                                   {k: list(v) for k, v in op.inputs.items()},
+                                   {k: list(v) for k, v in op.outputs.items()},
+                                   {k: (list(v) if isinstance(v, list) else v)
+                                    for k, v in op.attrs.items()},
+                                   dict(op.attr_types), op.is_target)
+                copy_op.source = op.source
+                if for_test and "is_test" in copy_op.attrs:
+                    copy_op.attrs["is_test"] = True
+                copy_block.ops.append(copy_op)
+            twin.blocks.append(copy_block)
+        twin._is_test = for_test or self._is_test
+        return twin
+
+    def _inference_optimize(self, prune_read_op=True):
+        return self.clone(for_test=True)
+
+
+# --- defaults and guards (sugar over explicit programs) --------------------------------
+_main_program = Program()
+_startup_program = Program()
+
+
+def default_main_program():
+    return _main_program
+
+
+def default_startup_program():
+    return _startup_program
+
+
+def switch_main_program(program):
+    global _main_program
+    old, _main_program = _main_program, program
+    return old
+
+
+def switch_startup_program(program):
+    global _startup_program
+    old, _startup_program = _startup_program, program
+    return old
+
+
+@contextlib.contextmanager
+def program_guard(main_program, startup_program=None):
+    """Inside the block, layers add ops to ``main_program`` (and initialisers to
+    ``startup_program``, when given)."""
+    if not isinstance(main_program, Program):
+        raise InvalidArgument(f"program_guard: main_program expected Program, but received "
+                              f"{type(main_program).__name__}")
+    if startup_program is not None and not isinstance(startup_program, Program):
+        raise InvalidArgument(f"program_guard: startup_program expected Program, but received "
+                              f"{type(startup_program).__name__}")
+    old_main = switch_main_program(main_program)
+    old_startup = switch_startup_program(startup_program) if startup_program is not None else None
+    try:
+        yield
+    finally:
+        switch_main_program(old_main)
+        if startup_program is not None:
+            switch_startup_program(old_startup)
+
+
+# --- values of variables (live mode installs a provider) -------------------------------
+_value_provider = None
+
+
+def set_value_provider(provider):
+    """Install the object that answers ``Variable.numpy()``/``value`` (the live session)."""
+    global _value_provider
+    old, _value_provider = _value_provider, provider
+    return old
+
+
+def _require_provider(var):
+    from ..errors import PreconditionNotMet
+    if _value_provider is None:
+        raise PreconditionNotMet(f"variable '{var.name}': a value expected (live mode), but "
+                                 f"no live session is active; run the program with an Executor "
+                                 f"and fetch it, or use fluid.live()")
+    return _value_provider

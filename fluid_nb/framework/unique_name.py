@@ -1,0 +1,47 @@
+"""Unique names as Fluid makes them: ``fc_0.w_0``, ``tmp_3``; ``guard()`` starts a fresh space."""
+import contextlib
+
+
+class UniqueNameGenerator:
+    """Hands out ``<prefix>_<n>`` with a counter per prefix."""
+
+    def __init__(self, prefix=""):
+        self.prefix = prefix
+        self.ids = {}
+
+    def __call__(self, key):
+        n = self.ids.get(key, 0)
+        self.ids[key] = n + 1
+        return f"{self.prefix}{key}_{n}"
+
+
+_generator = UniqueNameGenerator()
+
+
+def generate(key):
+    """Next unique name for ``key``: ``generate('fc') -> 'fc_0'``, then ``'fc_1'``."""
+    return _generator(key)
+
+
+def generate_with_ignorable_key(key):
+    return _generator(key)
+
+
+def switch(new_generator=None):
+    """Install ``new_generator`` (a fresh one if None); return the previous one."""
+    global _generator
+    old = _generator
+    _generator = new_generator if new_generator is not None else UniqueNameGenerator()
+    return old
+
+
+@contextlib.contextmanager
+def guard(new_generator=None):
+    """Names made inside start from zero again (or from the given generator / prefix)."""
+    if isinstance(new_generator, str):
+        new_generator = UniqueNameGenerator(new_generator)
+    old = switch(new_generator)
+    try:
+        yield
+    finally:
+        switch(old)

@@ -1,0 +1,97 @@
+"""``verify(program)``: the type-check pass every test program goes through.
+
+Checks, per block: every op type is registered; slot names and arities fit the op's
+definition; attributes have their declared types and pass their checkers; BLOCK attributes
+name existing blocks; every input names a declared variable (here or in a parent block);
+no temporary is written by two ops unless the second also reads it (an in-place update);
+re-running every op's infer_shape on a copy reproduces the declared output shapes and dtypes.
+All problems are collected and raised together as one InvalidArgument.
+"""
+from ..errors import FluidError, InvalidArgument
+from .attrs import AttrType, normalize_attr
+from .infer import shapes_match
+from .program import EMPTY_VAR_NAME
+
+
+def verify(program, check_shapes=True):
+    """Raise InvalidArgument listing every problem found in ``program``; return it if clean."""
+    from ..ops import registry
+    problems = []
+    for block in program.blocks:
+        written = {}
+        for index, op in enumerate(block.ops):
+            where = f"block {block.idx} op {index} '{op.type}'"
+            opdef = registry.find(op.type)
+            if opdef is None:
+                problems.append(f"{where}: op type expected registered, but it is unknown")
+                continue
+            try:
+                opdef.check_slots(op.inputs, op.outputs)
+            except FluidError as exc:
+                problems.append(f"{where}: {exc}")
+            for name, spec in opdef.attrs.items():
+                if name not in op.attrs:
+                    continue
+                try:
+                    value = normalize_attr(op.type, name, spec.type, op.attrs[name])
+                    problem = spec.checker(value) if spec.checker is not None else None
+                    if problem:
+                        problems.append(f"{where}: attribute '{name}' expected {problem}, but "
+                                        f"received {value!r}")
+                except FluidError as exc:
+                    problems.append(f"{where}: {exc}")
+                if spec.type == AttrType.BLOCK and not 0 <= op.attrs[name] < len(program.blocks):
+                    problems.append(f"{where}: attribute '{name}' expected a block index below "
+                                    f"{len(program.blocks)}, but received {op.attrs[name]}")
+            for slot, args in op.inputs.items():
+                for arg in args:
+                    if arg != EMPTY_VAR_NAME and block._find_var_recursive(arg) is None:
+                        problems.append(f"{where}: input '{slot}' expected a declared variable, "
+                                        f"but '{arg}' is unbound")
+            reads = set(op.input_arg_names)
+            for slot, args in op.outputs.items():
+                for arg in args:
+                    if arg == EMPTY_VAR_NAME:
+                        continue
+                    var = block._find_var_recursive(arg)
+                    if var is None:
+                        problems.append(f"{where}: output '{slot}' expected a declared "
+                                        f"variable, but '{arg}' is not declared")
+                        continue
+                    if arg in written and not var.persistable and arg not in reads:
+                        problems.append(f"{where}: output '{slot}' expected a fresh variable, "
+                                        f"but '{arg}' was already written by op {written[arg]}")
+                    written[arg] = index
+    if check_shapes and not problems:
+        problems.extend(_shape_problems(program, registry))
+    if problems:
+        raise InvalidArgument("verify: a well-formed program expected, but found:\n  "
+                              + "\n  ".join(problems))
+    return program
+
+
+def _shape_problems(program, registry):
+    twin = program.clone()
+    problems = []
+    for block in twin.blocks:
+        for index, op in enumerate(block.ops):
+            opdef = registry.find(op.type)
+            if opdef.infer_shape is None:
+                continue
+            declared = {a: (block.var_recursive(a).shape, block.var_recursive(a).dtype)
+                        for a in op.output_arg_names if a != EMPTY_VAR_NAME}
+            try:
+                opdef.run_infer_shape(op)
+            except FluidError as exc:
+                problems.append(f"block {block.idx} op {index} '{op.type}': {exc}")
+                continue
+            for arg, (shape, dtype) in declared.items():
+                var = block.var_recursive(arg)
+                if var.persistable and not shape:
+                    continue
+                if not shapes_match(var.shape, shape) or var.dtype != dtype:
+                    problems.append(f"block {block.idx} op {index} '{op.type}': output '{arg}' "
+                                    f"expected shape {list(var.shape)} {var.dtype.name} (from "
+                                    f"infer_shape), but it is declared {list(shape)} "
+                                    f"{dtype.name}")
+    return problems

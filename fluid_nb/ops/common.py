@@ -1,0 +1,150 @@
+"""Pieces many op families share: Paddle's elementwise broadcasting, reducing a gradient
+back to an input's shape, and factories that make an elementwise op one definition."""
+from ..framework.infer import dims_match
+from .registry import def_op, grad_maker, grads_like
+
+
+def align_for_axis(x_shape, y_shape, axis):
+    """Shapes for NumPy broadcasting under Paddle's ``axis`` rule.
+
+    With ``axis == -1`` (or equal ranks) the shapes line up at the right, as in NumPy.
+    Otherwise the shorter operand's dims line up with the longer one's starting at ``axis``:
+    X ``[2, 3, 4, 5]`` with Y ``[3, 4]`` and ``axis=1`` treats Y as ``[1, 3, 4, 1]``.
+    """
+    nx, ny = len(x_shape), len(y_shape)
+    if axis == -1 or nx == ny:
+        return tuple(x_shape), tuple(y_shape)
+    if nx > ny:
+        return tuple(x_shape), tuple(y_shape) + (1,) * (nx - axis - ny)
+    return tuple(x_shape) + (1,) * (ny - axis - nx), tuple(y_shape)
+
+
+def broadcast_shape(where, x_shape, y_shape, axis):
+    """The output shape of an elementwise op (``-1`` stays unknown); raises on a mismatch."""
+    from ..errors import InvalidArgument, expected
+    xs, ys = align_for_axis(x_shape, y_shape, axis)
+    if axis != -1 and len(x_shape) != len(y_shape):
+        shorter = len(y_shape) if len(x_shape) > len(y_shape) else len(x_shape)
+        longer = max(len(x_shape), len(y_shape))
+        if not 0 <= axis <= longer - shorter:
+            raise InvalidArgument(expected(where, "attribute 'axis'",
+                                           f"in [0, {longer - shorter}] or -1", axis))
+    n = max(len(xs), len(ys))
+    xs = (1,) * (n - len(xs)) + xs
+    ys = (1,) * (n - len(ys)) + ys
+    out = []
+    for a, b in zip(xs, ys):
+        if a == 1:
+            out.append(b)
+        elif b == 1:
+            out.append(a)
+        elif dims_match(a, b):
+            out.append(a if a >= 0 else b)
+        else:
+            raise InvalidArgument(expected(where, f"shapes of X {list(x_shape)} and Y "
+                                           f"{list(y_shape)} (axis={axis})",
+                                           "broadcastable dims", f"{a} against {b}"))
+    return tuple(out)
+
+
+def aligned(xp, x, y, axis):
+    """``x`` and ``y`` reshaped so NumPy/CuPy broadcasting does Paddle's ``axis`` rule."""
+    if axis == -1 or x.ndim == y.ndim:
+        return x, y
+    xs, ys = align_for_axis(x.shape, y.shape, axis)
+    return x.reshape(xs), y.reshape(ys)
+
+
+def unbroadcast(xp, grad, shape):
+    """Sum ``grad`` over the dims that broadcasting expanded, returning ``shape``."""
+    shape = tuple(shape)
+    if grad.shape == shape:
+        return grad
+    extra = grad.ndim - len(shape)
+    axes = tuple(range(extra)) + tuple(i + extra for i, n in enumerate(shape)
+                                       if n == 1 and grad.shape[i + extra] != 1)
+    if axes:
+        grad = grad.sum(axis=axes, keepdims=True)
+    return grad.reshape(shape)
+
+
+def unbroadcast_for_axis(xp, grad, shape, other_shape, axis):
+    """The gradient of an operand of ``shape`` broadcast against ``other_shape`` under
+    Paddle's ``axis`` rule."""
+    if axis == -1 or len(shape) == len(other_shape) or len(shape) >= len(other_shape):
+        return unbroadcast(xp, grad, shape)
+    padded = align_for_axis(other_shape, shape, axis)[1]
+    return unbroadcast(xp, grad, padded).reshape(shape)
+
+
+def binary_infer_shape(ctx):
+    shape = broadcast_shape(ctx.op_type, ctx.input_shape("X"), ctx.input_shape("Y"),
+                            ctx.attr("axis"))
+    ctx.set_output("Out", shape, ctx.input_dtype("X"))
+
+
+def elementwise_op(type, forward, backward, needs=("X", "Y"), doc=None, needs_out=False):
+    """Define an elementwise op with Paddle's ``axis`` broadcast, and its grad op.
+
+    ``forward(xp, x, y) -> out`` on aligned operands; ``backward(xp, x, y, out, dout) ->
+    (dx, dy)`` on aligned operands (either may be None when not wanted); the factory sums
+    each gradient back to its operand's shape.
+    """
+    def kernel(ctx, x, y):
+        if x.shape == y.shape:
+            return forward(ctx.xp, x, y)
+        xa, ya = aligned(ctx.xp, x, y, ctx.attrs["axis"])
+        return forward(ctx.xp, xa, ya)
+
+    def grad_kernel(ctx, x, y, out, dout):
+        xp, axis = ctx.xp, ctx.attrs["axis"]
+        xa, ya = aligned(xp, x, y, axis)
+        want_x, want_y = ctx.wants("X@GRAD"), ctx.wants("Y@GRAD")
+        dx, dy = backward(xp, xa, ya, out, dout, want_x, want_y)
+        if want_x and dx is not None:
+            dx = unbroadcast_for_axis(xp, xp.broadcast_to(dx, dout.shape), x.shape, y.shape, axis)
+            dx = dx.astype(x.dtype, copy=False)
+        if want_y and dy is not None:
+            dy = unbroadcast_for_axis(xp, xp.broadcast_to(dy, dout.shape), y.shape, x.shape, axis)
+            dy = dy.astype(y.dtype, copy=False)
+        return (dx if want_x else None), (dy if want_y else None)
+
+    grad_type = type + "_grad"
+    grad_inputs = ["X", "Y", "Out?", "Out@GRAD"]
+    fwd_outputs = ["Out"] if needs_out else []
+    def_op(type, inputs=["X", "Y"], outputs=["Out"], attrs={"axis": ("int", -1)},
+           infer_shape=binary_infer_shape, share_lod=("X", ["Out"]),
+           grad=grad_maker(grad_type, inputs=["X", "Y"], outputs=fwd_outputs, out_grads=["Out"],
+                           in_grads=["X", "Y"]),
+           kernel=kernel, doc=doc)
+    def_op(grad_type, inputs=grad_inputs, outputs=["X@GRAD?", "Y@GRAD?"],
+           attrs={"axis": ("int", -1)}, infer_shape=grads_like(**{"X@GRAD": "X", "Y@GRAD": "Y"}),
+           kernel=grad_kernel, doc=f"Gradient of {type}.")
+
+
+def unary_op(type, forward, backward, uses="X", attrs=None, doc=None):
+    """Define an elementwise one-input op and its grad op.
+
+    ``forward(xp, x, attrs) -> out``; ``backward(xp, v, dout, attrs) -> dx`` where ``v`` is
+    X or Out as ``uses`` says (name only what the gradient needs: relu's uses Out).
+    """
+    from .registry import same_shape
+
+    def kernel(ctx, x):
+        return forward(ctx.xp, x, ctx.attrs)
+
+    def grad_kernel(ctx, v, dout):
+        return backward(ctx.xp, v, dout, ctx.attrs).astype(dout.dtype, copy=False)
+
+    grad_type = type + "_grad"
+    attrs = attrs or {}
+    fwd_in = ["X"] if uses == "X" else []
+    fwd_out = ["Out"] if uses == "Out" else []
+    def_op(type, inputs=["X"], outputs=["Out"], attrs=attrs, infer_shape=same_shape("X", "Out"),
+           share_lod=("X", ["Out"]),
+           grad=grad_maker(grad_type, inputs=fwd_in, outputs=fwd_out, out_grads=["Out"],
+                           in_grads=["X"]),
+           kernel=kernel, doc=doc)
+    def_op(grad_type, inputs=[uses, "Out@GRAD"], outputs=["X@GRAD"], attrs=attrs,
+           infer_shape=same_shape("Out@GRAD", "X@GRAD"), kernel=grad_kernel,
+           doc=f"Gradient of {type}.")

@@ -1,0 +1,309 @@
+"""The op registry: one record per op type, everything about the op in one place.
+
+An op family module defines each op with :func:`def_op`::
+
+    def_op("relu",
+           inputs=["X"], outputs=["Out"],
+           infer_shape=same_shape("X", "Out"),
+           grad=grad_maker("relu_grad", inputs=["Out"], out_grads=["Out"], in_grads=["X"]),
+           kernel=lambda ctx, x: ctx.xp.maximum(x, 0),
+           doc="Out = max(X, 0)")
+
+Slot syntax: ``"X"`` plain, ``"X?"`` dispensable, ``"X[]"`` duplicable (a list of
+variables), ``"X!"`` intermediate; suffixes combine (``"X[]?"``).
+Attributes: ``{"axis": ("int", -1)}``, or ``("int", -1, checker)`` where ``checker(value)``
+returns an error string (or None when the value is fine).
+
+Kernels are ``kernel(ctx, *inputs)`` with one positional argument per input slot in
+declaration order: an array (``ctx.xp`` module), a list of arrays for a duplicable slot,
+``None`` for an absent dispensable slot. With ``lod_aware=True`` the kernel receives the
+runtime tensors (``LoDTensor`` etc.) instead of arrays. A kernel returns its outputs in
+declaration order (a bare value when the op has one output slot; ``None`` for an output it
+did not produce). ``ctx.wants(slot)`` says whether the program asked for an output.
+``ctx.attrs`` holds the attributes. Kernels never modify their inputs.
+
+Registering a type twice is an error; a missing op names the op and what to add.
+"""
+from ..errors import InvalidArgument, NotFound, Unimplemented, expected
+from ..framework.attrs import ATTR_TYPE_NAMES, AttrType, normalize_attr
+from ..framework.dtypes import VarType
+
+_OPS = {}
+
+
+class Slot:
+    __slots__ = ("name", "duplicable", "dispensable", "intermediate")
+
+    def __init__(self, spec):
+        name = spec
+        self.intermediate = self.dispensable = self.duplicable = False
+        while name[-1] in "?!]":
+            if name.endswith("[]"):
+                self.duplicable, name = True, name[:-2]
+            elif name.endswith("?"):
+                self.dispensable, name = True, name[:-1]
+            elif name.endswith("!"):
+                self.intermediate, name = True, name[:-1]
+            else:
+                break
+        self.name = name
+
+    def __repr__(self):
+        return (self.name + ("[]" if self.duplicable else "") + ("?" if self.dispensable else "")
+                + ("!" if self.intermediate else ""))
+
+
+class AttrSpec:
+    __slots__ = ("name", "type", "default", "checker")
+
+    def __init__(self, name, type, default=None, checker=None):
+        self.name = name
+        self.type = ATTR_TYPE_NAMES[type] if isinstance(type, str) else AttrType(type)
+        self.default = default
+        self.checker = checker
+
+
+class OpDef:
+    """Everything about one op type. Fields are read by the framework, executor, backward,
+    code generators and views; nothing about an op is kept anywhere else."""
+
+    def __init__(self, type, inputs, outputs, attrs, infer_shape, infer_var_type, grad,
+                 kernel, kernels, lod_aware, share_lod, traits, doc):
+        self.type = type
+        self.inputs = tuple(Slot(s) for s in inputs)
+        self.outputs = tuple(Slot(s) for s in outputs)
+        self.input_slots = {s.name: s for s in self.inputs}
+        self.output_slots = {s.name: s for s in self.outputs}
+        self.attrs = {}
+        for name, spec in (attrs or {}).items():
+            if isinstance(spec, AttrSpec):
+                self.attrs[name] = spec
+            else:
+                self.attrs[name] = AttrSpec(name, *spec)
+        self.infer_shape = infer_shape
+        self.infer_var_type = infer_var_type
+        self.grad = grad
+        self.kernels = dict(kernels or {})
+        if kernel is not None:
+            self.kernels.setdefault(("cpu", None), kernel)
+            self.kernels.setdefault(("gpu", None), kernel)
+        self.lod_aware = lod_aware
+        #: (input slot, [output slots]): outputs take the LoD of that input's first tensor
+        self.share_lod = share_lod
+        self.traits = frozenset(traits or ())
+        self.doc = doc
+        # defaults are filled from this list, so append_op stays cheap
+        self._defaults = [(n, s.default) for n, s in self.attrs.items() if s.default is not None]
+
+    def __repr__(self):
+        return f"OpDef({self.type}: {list(self.inputs)} -> {list(self.outputs)})"
+
+    # --- compile-time checks ---------------------------------------------------------
+    def complete_attrs(self, given, program=None):
+        """Attribute values checked, normalised and completed with defaults."""
+        attrs = {}
+        attr_types = {}
+        specs = self.attrs
+        for name, value in given.items():
+            if value is None:
+                continue
+            spec = specs.get(name)
+            if spec is None:
+                # Paddle's "extra" attributes (use_mkldnn, op_role, ...) ride along untyped
+                from ..framework.attrs import guess_attr_type
+                attr_type = guess_attr_type(value)
+                attrs[name] = normalize_attr(self.type, name, attr_type, value)
+                attr_types[name] = attr_type
+                continue
+            value = normalize_attr(self.type, name, spec.type, value)
+            if spec.checker is not None:
+                problem = spec.checker(value)
+                if problem:
+                    raise InvalidArgument(expected(self.type, f"attribute '{name}'", problem,
+                                                   repr(value)))
+            attrs[name] = value
+        for name, default in self._defaults:
+            if name not in attrs:
+                attrs[name] = list(default) if isinstance(default, list) else default
+        return attrs, attr_types
+
+    def check_slots(self, inputs, outputs):
+        for kind, given, slots in (("input", inputs, self.input_slots),
+                                   ("output", outputs, self.output_slots)):
+            for name, args in given.items():
+                slot = slots.get(name)
+                if slot is None:
+                    raise InvalidArgument(expected(self.type, f"{kind} slot '{name}'",
+                                                   f"one of {sorted(slots)}", f"'{name}'"))
+                if not slot.duplicable and len(args) > 1:
+                    raise InvalidArgument(expected(self.type, f"{kind} '{name}'",
+                                                   "one variable", f"{len(args)}: {args}"))
+            for slot in slots.values():
+                if not slot.dispensable and not slot.intermediate and not given.get(slot.name):
+                    if kind == "output" and "optional_outputs" in self.traits:
+                        continue
+                    raise InvalidArgument(expected(self.type, f"{kind} '{slot.name}'",
+                                                   "a variable", "none"))
+
+    def run_infer_shape(self, op):
+        from ..framework.infer import InferShapeContext
+        ctx = InferShapeContext(op, self)
+        self.infer_shape(ctx)
+        if self.share_lod is not None:
+            src, dsts = self.share_lod
+            for dst in dsts:
+                ctx.share_lod(src, dst)
+
+    # --- runtime ---------------------------------------------------------------------
+    def kernel_for(self, device, dtype=None):
+        """The kernel for ``device`` ('cpu'/'gpu') and ``dtype`` (a VarType or None)."""
+        kernels = self.kernels
+        fn = kernels.get((device, dtype)) if dtype is not None else None
+        if fn is None:
+            fn = kernels.get((device, None))
+        if fn is None:
+            if "no_kernel" in self.traits:
+                return None
+            have = sorted(f"{d}/{t.name if isinstance(t, VarType) else 'any'}"
+                          for d, t in kernels)
+            raise Unimplemented(f"{self.type}: kernel expected for {device}"
+                                f"{'/' + dtype.name if dtype is not None else ''}, but the op "
+                                f"has only {have or 'none'}; add one in its family module")
+        return fn
+
+
+def def_op(type, inputs=(), outputs=(), attrs=None, infer_shape=None, infer_var_type=None,
+           grad=None, kernel=None, kernels=None, lod_aware=False, share_lod=None, traits=(),
+           doc=None):
+    """Register op ``type``; see the module docstring for the conventions."""
+    if type in _OPS:
+        raise InvalidArgument(f"def_op: op type '{type}' expected to be new, but it is already "
+                              f"registered")
+    opdef = OpDef(type, inputs, outputs, attrs, infer_shape, infer_var_type, grad, kernel,
+                  kernels, lod_aware, share_lod, traits, doc)
+    _OPS[type] = opdef
+    return opdef
+
+
+def find(op_type):
+    """The OpDef for ``op_type``, or None."""
+    if not _loaded:
+        _load_families()
+    return _OPS.get(op_type)
+
+
+def get(op_type):
+    """The OpDef for ``op_type``; NotFound names the op and how to add it."""
+    opdef = find(op_type)
+    if opdef is None:
+        raise NotFound(f"op '{op_type}': a registered op type expected, but fluid_nb has no "
+                       f"definition for it; define it with def_op in a family module of "
+                       f"fluid_nb/ops")
+    return opdef
+
+
+def all_ops():
+    if not _loaded:
+        _load_families()
+    return dict(_OPS)
+
+
+_loaded = False
+
+
+def _load_families():
+    global _loaded
+    _loaded = True
+    from . import _families  # noqa: F401  (registers every family)
+
+
+# --- grad makers ---------------------------------------------------------------------
+class GradContext:
+    """What a grad maker sees of the forward op: argument names and gradient names.
+
+    ``input_grad(slot)`` names the gradients the backward pass wants for that input
+    (``@EMPTY@`` where it wants none); ``output_grad(slot)`` names the incoming gradients.
+    """
+
+    def __init__(self, op, no_grad_set=frozenset()):
+        self.fwd = op
+        self.type = op.type
+        self.attrs = op.attrs
+        self.no_grad_set = no_grad_set
+
+    def input(self, slot):
+        return list(self.fwd.inputs.get(slot, ()))
+
+    def output(self, slot):
+        return list(self.fwd.outputs.get(slot, ()))
+
+    def input_grad(self, slot):
+        from ..framework.program import EMPTY_VAR_NAME, grad_var_name
+        return [EMPTY_VAR_NAME if n in self.no_grad_set else grad_var_name(n)
+                for n in self.fwd.inputs.get(slot, ())]
+
+    def output_grad(self, slot):
+        from ..framework.program import grad_var_name
+        return [grad_var_name(n) for n in self.fwd.outputs.get(slot, ())]
+
+    def has_input(self, slot):
+        return bool(self.fwd.inputs.get(slot))
+
+    def op(self, type, inputs, outputs, attrs=None):
+        """A grad op spec: (type, inputs, outputs, attrs); attrs default to the forward's."""
+        return GradOpSpec(type, {k: v for k, v in inputs.items() if v},
+                          {k: v for k, v in outputs.items() if v},
+                          dict(self.attrs) if attrs is None else attrs)
+
+
+class GradOpSpec:
+    __slots__ = ("type", "inputs", "outputs", "attrs")
+
+    def __init__(self, type, inputs, outputs, attrs):
+        self.type, self.inputs, self.outputs, self.attrs = type, inputs, outputs, attrs
+
+    def __repr__(self):
+        return f"GradOpSpec({self.type}, {self.inputs} -> {self.outputs})"
+
+
+def grad_maker(grad_type, inputs=(), outputs=(), out_grads=("Out",), in_grads=("X",)):
+    """The common grad maker: ``grad_type`` takes the named forward inputs and outputs plus
+    the gradients of ``out_grads``, and produces the gradients of ``in_grads``.
+
+    Name only what the gradient really needs: a maker that takes everything keeps every
+    forward activation alive and defeats memory optimisation.
+    """
+    def make(g):
+        ins = {slot: g.input(slot) for slot in inputs}
+        ins.update({slot: g.output(slot) for slot in outputs})
+        ins.update({slot + "@GRAD": g.output_grad(slot) for slot in out_grads})
+        outs = {slot + "@GRAD": g.input_grad(slot) for slot in in_grads if g.has_input(slot)}
+        return [g.op(grad_type, ins, outs)]
+    make.grad_type = grad_type
+    return make
+
+
+def make_grad_ops(op, no_grad_set=frozenset()):
+    """Grad op specs for forward ``op`` (empty list if the op has no gradient)."""
+    opdef = get(op.type)
+    if opdef.grad is None:
+        return []
+    return opdef.grad(GradContext(op, no_grad_set))
+
+
+# --- shape-inference helpers shared by many ops ------------------------------------------
+def same_shape(src="X", dst="Out", dtype=None):
+    """infer_shape: ``dst`` has the shape (and dtype, unless given) of ``src``."""
+    def infer(ctx):
+        ctx.set_output(dst, ctx.input_shape(src), dtype or ctx.input_dtype(src))
+    return infer
+
+
+def grads_like(**pairs):
+    """infer_shape for grad ops: ``grads_like(**{'X@GRAD': 'X'})``: each gradient output has
+    the shape and dtype of the named input, when the output is asked for."""
+    def infer(ctx):
+        for out, src in pairs.items():
+            if ctx.has_output(out):
+                ctx.set_outputs(out, ctx.input_shapes(src), ctx.input_dtype(src))
+    return infer

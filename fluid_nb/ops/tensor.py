@@ -1,0 +1,1 @@
+"""(family module; ops defined with def_op)"""

@@ -1,0 +1,1 @@
+"""Paddle's ProgramDesc wire format: ``framework.proto``, its message classes, one codec."""

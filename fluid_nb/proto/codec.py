@@ -1,0 +1,253 @@
+"""The one codec: Program <-> ``ProgramDesc`` bytes, lossless both ways.
+
+Decoding keeps everything a file holds: unknown op types and attributes, attribute wire
+types (INT vs LONG, FLOAT vs FLOAT64), optional fields written at their default value
+(recorded in ``_presence``), variable attributes and variable kinds this package does not
+model (kept as their serialized ``VarType``). So ``encode(decode(b))`` parses to the same
+message as ``b``.
+"""
+from google.protobuf.message import DecodeError
+
+from ..errors import InvalidArgument
+from ..framework.attrs import AttrType
+from ..framework.dtypes import VarType
+from ..framework.program import Block, Operator, Parameter, Program, Variable
+from . import framework_pb2 as pb
+
+_TENSOR_KINDS = {VarType.LOD_TENSOR: "lod_tensor", VarType.LOD_TENSOR_ARRAY: "tensor_array",
+                 VarType.SELECTED_ROWS: "selected_rows"}
+
+# attribute type -> the Attr field that carries its value
+_ATTR_FIELD = {
+    AttrType.INT: "i", AttrType.FLOAT: "f", AttrType.STRING: "s", AttrType.INTS: "ints",
+    AttrType.FLOATS: "floats", AttrType.STRINGS: "strings", AttrType.BOOLEAN: "b",
+    AttrType.BOOLEANS: "bools", AttrType.BLOCK: "block_idx", AttrType.LONG: "l",
+    AttrType.BLOCKS: "blocks_idx", AttrType.LONGS: "longs", AttrType.FLOAT64S: "float64s",
+    AttrType.VAR: "var_name", AttrType.VARS: "vars_name", AttrType.FLOAT64: "float64",
+    AttrType.SCALAR: "scalar", AttrType.SCALARS: "scalars",
+}
+_REPEATED = {AttrType.INTS, AttrType.FLOATS, AttrType.STRINGS, AttrType.BOOLEANS,
+             AttrType.BLOCKS, AttrType.LONGS, AttrType.FLOAT64S, AttrType.VARS}
+
+
+# --- encode ---------------------------------------------------------------------------
+def encode_program(program):
+    """``ProgramDesc`` bytes of ``program``."""
+    return program_to_message(program).SerializeToString()
+
+
+def program_to_message(program):
+    msg = pb.ProgramDesc()
+    for block in program.blocks:
+        _encode_block(block, msg.blocks.add())
+    if program.version is not None:
+        msg.version.version = program.version
+    if program.op_version_map or "op_version_map" in (getattr(program, "_presence", None) or ()):
+        msg.op_version_map.SetInParent()
+        for name, version in program.op_version_map.items():
+            pair = msg.op_version_map.pair.add()
+            pair.op_name = name
+            pair.op_version.version = version
+    return msg
+
+
+def _encode_block(block, b):
+    b.idx = block.idx
+    b.parent_idx = block.parent_idx
+    if block.forward_block_idx != -1 or "forward_block_idx" in (getattr(block, "_presence", None) or ()):
+        b.forward_block_idx = block.forward_block_idx
+    for var in block.vars.values():
+        _encode_var(var, b.vars.add())
+    for op in block.ops:
+        _encode_op(op, b.ops.add())
+
+
+def _encode_var(var, v):
+    v.name = var.name
+    if var._type_extra is not None:
+        v.type.ParseFromString(var._type_extra)
+    else:
+        v.type.type = int(var.type)
+        kind = _TENSOR_KINDS.get(var.type)
+        if kind == "selected_rows":
+            v.type.selected_rows.data_type = int(var.dtype)
+            v.type.selected_rows.dims.extend(var.shape)
+        elif kind is not None:
+            desc = getattr(v.type, kind)
+            desc.tensor.data_type = int(var.dtype)
+            desc.tensor.dims.extend(var.shape)
+            if var.lod_level or "lod_level" in (var._presence or ()):
+                desc.lod_level = var.lod_level
+    presence = var._presence
+    for field in ("persistable", "need_check_feed", "is_parameter", "stop_gradient"):
+        value = var.is_parameter if field == "is_parameter" else getattr(var, field)
+        if value or (presence is not None and field in presence):
+            setattr(v, field, bool(value))
+    for raw in var._attrs:
+        v.attrs.add().ParseFromString(raw)
+
+
+def _encode_op(op, o):
+    o.type = op.type
+    for slot, args in op.inputs.items():
+        item = o.inputs.add()
+        item.parameter = slot
+        item.arguments.extend(args)
+    for slot, args in op.outputs.items():
+        item = o.outputs.add()
+        item.parameter = slot
+        item.arguments.extend(args)
+    for name, value in op.attrs.items():
+        attr_type = op.attr_type(name)
+        a = o.attrs.add()
+        a.name = name
+        a.type = int(attr_type)
+        field = _ATTR_FIELD[attr_type]
+        if attr_type == AttrType.SCALAR:
+            _encode_scalar(value, a.scalar)
+        elif attr_type == AttrType.SCALARS:
+            for x in value:
+                _encode_scalar(x, a.scalars.add())
+        elif attr_type in _REPEATED:
+            getattr(a, field).extend(value)
+        else:
+            setattr(a, field, value)
+    if op.is_target:
+        o.is_target = True
+
+
+def _encode_scalar(value, s):
+    if isinstance(value, bool):
+        s.type, s.b = pb.Scalar.BOOLEAN, value
+    elif isinstance(value, int):
+        s.type, s.i = pb.Scalar.LONG, value
+    elif isinstance(value, complex):
+        s.type = pb.Scalar.COMPLEX128
+        s.c.r, s.c.i = value.real, value.imag
+    else:
+        s.type, s.r = pb.Scalar.FLOAT64, float(value)
+
+
+# --- decode ---------------------------------------------------------------------------
+def decode_program(data, where="ProgramDesc"):
+    """A Program from ``ProgramDesc`` bytes; InvalidArgument for corrupt or truncated data."""
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise InvalidArgument(f"{where}: bytes expected, but received {type(data).__name__}")
+    msg = pb.ProgramDesc()
+    try:
+        msg.ParseFromString(bytes(data))
+    except DecodeError as exc:
+        raise InvalidArgument(f"{where}: a serialized ProgramDesc expected, but the "
+                              f"{len(data)} bytes do not parse ({exc}); the file is corrupt, "
+                              f"truncated, or not a program") from None
+    missing = msg.FindInitializationErrors()
+    if missing:
+        raise InvalidArgument(f"{where}: a complete ProgramDesc expected, but required fields "
+                              f"are missing: {', '.join(missing[:5])}")
+    if not msg.blocks:
+        raise InvalidArgument(f"{where}: a ProgramDesc with at least one block expected, but "
+                              f"received none ({len(data)} bytes)")
+    return message_to_program(msg, where)
+
+
+def message_to_program(msg, where="ProgramDesc"):
+    program = Program()
+    program.blocks = []
+    for i, b in enumerate(msg.blocks):
+        if b.idx != i:
+            raise InvalidArgument(f"{where}: block {i} expected idx {i}, but received {b.idx}")
+        program.blocks.append(_decode_block(program, b))
+    for block in program.blocks:
+        if not -1 <= block.parent_idx < len(program.blocks):
+            raise InvalidArgument(f"{where}: block {block.idx} parent_idx expected in "
+                                  f"[-1, {len(program.blocks)}), but received {block.parent_idx}")
+    if msg.HasField("version"):
+        program.version = msg.version.version
+    if msg.HasField("op_version_map"):
+        program._presence = {"op_version_map"}
+        program.op_version_map = {p.op_name: p.op_version.version for p in msg.op_version_map.pair}
+    return program
+
+
+def _decode_block(program, b):
+    block = Block(program, b.idx, b.parent_idx, b.forward_block_idx)
+    if b.HasField("forward_block_idx"):
+        block._presence = {"forward_block_idx"}
+    for v in b.vars:
+        var = _decode_var(block, v)
+        block.vars[var.name] = var
+    for o in b.ops:
+        block.ops.append(_decode_op(block, o))
+    return block
+
+
+def _decode_var(block, v):
+    kind = VarType(v.type.type)
+    shape, dtype, lod_level = (), VarType.FP32, 0
+    presence = {f for f in ("persistable", "need_check_feed", "is_parameter", "stop_gradient")
+                if v.HasField(f)}
+    modeled = kind in _TENSOR_KINDS and _only_kind_fields(v.type, _TENSOR_KINDS[kind])
+    if modeled:
+        name = _TENSOR_KINDS[kind]
+        if name == "selected_rows":
+            tensor = v.type.selected_rows
+        else:
+            desc = getattr(v.type, name)
+            tensor = desc.tensor
+            lod_level = desc.lod_level
+            if desc.HasField("lod_level"):
+                presence.add("lod_level")
+        shape, dtype = tuple(tensor.dims), VarType(tensor.data_type)
+    cls = Parameter if v.is_parameter else Variable
+    var = object.__new__(cls)
+    Variable.__init__(var, block, name=v.name, type=kind, shape=shape, dtype=dtype,
+                      lod_level=lod_level, persistable=v.persistable,
+                      stop_gradient=v.stop_gradient, need_check_feed=v.need_check_feed)
+    if cls is Parameter:
+        var.trainable = not v.stop_gradient
+        var.optimize_attr = {"learning_rate": 1.0}
+        var.regularizer = var.do_model_average = var.initializer = None
+        var.need_clip = True
+    var._presence = frozenset(presence)
+    if not modeled:
+        var._type_extra = v.type.SerializeToString()
+    if v.attrs:
+        var._attrs = [a.SerializeToString() for a in v.attrs]
+    return var
+
+
+def _only_kind_fields(var_type, field):
+    return [f.name for f, _ in var_type.ListFields() if f.name != "type"] == [field]
+
+
+def _decode_op(block, o):
+    inputs = {item.parameter: list(item.arguments) for item in o.inputs}
+    outputs = {item.parameter: list(item.arguments) for item in o.outputs}
+    attrs, attr_types = {}, {}
+    for a in o.attrs:
+        attr_type = AttrType(a.type)
+        field = _ATTR_FIELD[attr_type]
+        if attr_type == AttrType.SCALAR:
+            value = _decode_scalar(a.scalar)
+        elif attr_type == AttrType.SCALARS:
+            value = [_decode_scalar(s) for s in a.scalars]
+        elif attr_type in _REPEATED:
+            value = list(getattr(a, field))
+        else:
+            value = getattr(a, field)
+        attrs[a.name] = value
+        attr_types[a.name] = attr_type
+    op = Operator(block, o.type, inputs, outputs, attrs, attr_types, o.is_target)
+    return op
+
+
+def _decode_scalar(s):
+    if s.type == pb.Scalar.BOOLEAN:
+        return s.b
+    if s.type == pb.Scalar.LONG:
+        return s.i
+    if s.type == pb.Scalar.COMPLEX128:
+        return complex(s.c.r, s.c.i)
+    return s.r
+
+
