@@ -11,6 +11,7 @@ from .framework import (  # noqa: F401
     Operator, Parameter, Program, Variable, default_main_program, default_startup_program,
     program_guard, unique_name)
 from .framework.verify import verify  # noqa: F401
+from . import io  # noqa: F401
 from . import core  # noqa: F401
 
 __version__ = "0.1.0"
