@@ -18,6 +18,7 @@ import time
 import numpy as np
 
 from ..errors import FluidError, InvalidArgument, NotFound, PreconditionNotMet, Unimplemented
+from ..framework.attrs import AttrType
 from ..framework.dtypes import VarType, convert_dtype, dtype_name, to_numpy_dtype
 from ..framework.program import EMPTY_VAR_NAME, Program, default_main_program
 from ..ops import registry
@@ -188,7 +189,7 @@ class _RunPlan:
         self.prepared = prepared
         self.scope = scope
         self.local = local
-        self.steps = bind(prepared, scope, local, executor)
+        self.steps = bind(prepared, scope, local, executor, release=True)
         self.feed_holder = scope.var(feed_var_name)
         self.fetch_holder = scope.var(fetch_var_name)
         self.local_holders = list(local.vars.values())
@@ -269,9 +270,10 @@ def _located(exc, prepared_op, fluid_exc):
 
 
 # --- binding a prepared block to holders -------------------------------------------------
-def bind(prepared, scope, local, executor):
+def bind(prepared, scope, local, executor, release=False):
     """Step closures for ``prepared`` over holders found in ``scope`` (persistables and
-    outer variables) and ``local`` (temporaries, created there when missing)."""
+    outer variables) and ``local`` (temporaries, created there when missing). With
+    ``release``, each temporary's value is dropped after its last use."""
     block = prepared.block
     place = prepared.place
 
@@ -291,16 +293,54 @@ def bind(prepared, scope, local, executor):
         elif local.find_local_var(var.name) is None:
             local.var(var.name)
 
-    return [_make_step(p, holder, place, executor, local) for p in prepared.ops]
+    dead_after = _last_uses(prepared, local) if release else {}
+    return [_make_step(p, holder, place, executor, local,
+                       tuple(local.vars[n] for n in dead_after.get(i, ())))
+            for i, p in enumerate(prepared.ops)]
 
 
-def _make_step(prepared_op, holder, place, executor, scope):
+def _last_uses(prepared, local):
+    """op index -> temporaries no later op reads, so their values can go right after it.
+
+    As Paddle's eager deletion: a run's temporaries are dropped at its end anyway, so
+    freeing each at its last use changes nothing visible and keeps memory hot. Names used
+    inside an op's sub-blocks count as used by that op.
+    """
+    last = {}
+    program = prepared.block.program
+    for index, p in enumerate(prepared.ops):
+        names = set(p.op.input_arg_names) | set(p.op.output_arg_names)
+        for name, value in p.op.attrs.items():
+            if p.op.attr_type(name) in (AttrType.BLOCK, AttrType.BLOCKS):
+                for idx in (value if isinstance(value, list) else [value]):
+                    names |= _names_in_block(program.block(idx))
+        for name in names:
+            last[name] = index
+    dead = {}
+    for name, index in last.items():
+        if name in local.vars:
+            dead.setdefault(index, []).append(name)
+    return dead
+
+
+def _names_in_block(block):
+    names = set()
+    for op in block.ops:
+        names |= set(op.input_arg_names) | set(op.output_arg_names)
+        for name, value in op.attrs.items():
+            if op.attr_type(name) in (AttrType.BLOCK, AttrType.BLOCKS):
+                for idx in (value if isinstance(value, list) else [value]):
+                    names |= _names_in_block(block.program.block(idx))
+    return names
+
+
+def _make_step(prepared_op, holder, place, executor, scope, dead=()):
     op, opdef, fn = prepared_op.op, prepared_op.opdef, prepared_op.kernel
     wanted = frozenset(s for s, args in op.outputs.items()
                        if args and any(a != EMPTY_VAR_NAME for a in args))
     ctx = KernelContext(op, place, executor, scope, wanted)
     if fn is None:  # no_kernel ops (markers) do nothing at run time
-        return _noop
+        return _releasing(_noop, dead)
 
     ins = []
     for slot in opdef.inputs:
@@ -331,17 +371,51 @@ def _make_step(prepared_op, holder, place, executor, scope):
     if plain and outs[0] is not None and all(h is not None for h in ins):
         out = outs[0]
         src = lod_src if opdef.outputs[0].name in lod_dsts else None
-        return _plain_step(fn, ctx, ins, out, src)
-    return _general_step(fn, ctx, opdef, ins, outs, lod_src, lod_dsts)
+        return _plain_step(fn, ctx, ins, out, src, dead)
+    return _releasing(_general_step(fn, ctx, opdef, ins, outs, lod_src, lod_dsts), dead)
+
+
+def _releasing(step, dead):
+    if not dead:
+        return step
+
+    def releasing_step():
+        step()
+        for h in dead:
+            h.value = None
+    return releasing_step
 
 
 def _noop():
     pass
 
 
-def _plain_step(fn, ctx, ins, out, src):
-    """Fast paths: one plain output, all inputs present and not duplicable."""
+def _plain_step(fn, ctx, ins, out, src, dead):
+    """Fast paths: one plain output, all inputs present and not duplicable; the common
+    case of one temporary dying here (a chain) is inlined."""
     new = LoDTensor
+    if len(ins) == 2 and len(dead) == 1:
+        a, b = ins
+        (d,) = dead
+        if src is None:
+            def step():
+                out.value = new(fn(ctx, a.value.array, b.value.array))
+                d.value = None
+        else:
+            def step():
+                out.value = new(fn(ctx, a.value.array, b.value.array), src.value._lod)
+                d.value = None
+        return step
+    if len(ins) == 1 and len(dead) == 1:
+        (a,) = ins
+        (d,) = dead
+
+        def step():
+            out.value = new(fn(ctx, a.value.array), src.value._lod if src is not None else [])
+            d.value = None
+        return step
+    if dead:
+        return _releasing(_plain_step(fn, ctx, ins, out, src, ()), dead)
     if len(ins) == 1:
         (a,) = ins
         if src is None:

@@ -1,0 +1,30 @@
+"""Timing helpers shared by the benchmarks: best-of-N medians, printed as ratios."""
+import time
+
+
+def best_time(fn, repeat=7, number=1):
+    """The fastest of ``repeat`` timings of ``number`` calls, in seconds per call."""
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for _ in range(number):
+            fn()
+        best = min(best, (time.perf_counter() - start) / number)
+    return best
+
+
+def torch_or_none():
+    try:
+        import torch
+    except ImportError:
+        return None
+    torch.set_num_threads(1)
+    return torch
+
+
+def row(label, value, unit, reference=None, ref_label=None):
+    """Print ``value`` (in ``unit``); with ``reference`` (same unit) also the ratio."""
+    text = f"{label:<48s}{value:10.2f} {unit}"
+    if reference:
+        text += f"   ({value / reference:5.2f}x {ref_label})"
+    print(text)

@@ -1,0 +1,149 @@
+"""Executor semantics: feed/fetch ops, scopes, prepared plans, typed errors."""
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import fluid_nb as fluid
+from fluid_nb.errors import InvalidArgument, NotFound, PreconditionNotMet
+from fluid_nb.exec import executor as executor_module
+
+
+def _add_program():
+    program = fluid.Program()
+    block = program.global_block()
+    block.create_var(name="x", shape=(-1, 3), dtype="float32", need_check_feed=True)
+    block.create_var(name="y", shape=(3,), dtype="float32", persistable=True)
+    block.append_op(type="elementwise_add", inputs={"X": "x", "Y": "y"}, outputs={"Out": "z"})
+    return program
+
+
+def _scope_with_y():
+    scope = fluid.Scope()
+    scope.var("y").get_tensor().set(np.array([1, 2, 3], "float32"), fluid.CPUPlace())
+    return scope
+
+
+def test_run_feeds_and_fetches_by_name_and_by_variable():
+    program, scope = _add_program(), _scope_with_y()
+    exe = fluid.Executor(fluid.CPUPlace())
+    x = np.ones((2, 3), "float32")
+    by_name = exe.run(program, feed={"x": x}, fetch_list=["z"], scope=scope)[0]
+    by_var = exe.run(program, feed={"x": x}, fetch_list=[program.global_block().var("z")],
+                     scope=scope)[0]
+    np.testing.assert_array_equal(by_name, x + [1, 2, 3])
+    np.testing.assert_array_equal(by_var, by_name)
+
+
+def test_feed_and_fetch_go_through_feed_and_fetch_ops():
+    program, scope = _add_program(), _scope_with_y()
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(program, feed={"x": np.ones((1, 3), "float32")}, fetch_list=["z"], scope=scope)
+    plan = next(iter(program._plans.values()))[2]
+    types = [p.op.type for p in plan.prepared.ops]
+    assert types == ["feed", "elementwise_add", "fetch"]
+    assert program.global_block().ops[0].type == "elementwise_add"  # the user's program untouched
+
+
+def test_return_numpy_false_gives_lod_tensors_with_lod():
+    program, scope = _add_program(), _scope_with_y()
+    exe = fluid.Executor(fluid.CPUPlace())
+    x = fluid.create_lod_tensor(np.ones((5, 3), "float32"), [[2, 3]], fluid.CPUPlace())
+    (z,) = exe.run(program, feed={"x": x}, fetch_list=["z"], scope=scope, return_numpy=False)
+    assert isinstance(z, fluid.LoDTensor)
+    assert z.lod() == [[0, 2, 5]] and z.recursive_sequence_lengths() == [[2, 3]]
+
+
+def test_temporaries_are_dropped_and_persistables_stay():
+    program, scope = _add_program(), _scope_with_y()
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(program, feed={"x": np.ones((1, 3), "float32")}, fetch_list=["z"], scope=scope)
+    assert scope.find_var("z") is None
+    assert scope.find_var("y").is_initialized()
+    assert scope.kids == []
+
+
+def test_second_run_reuses_the_plan_and_a_change_replans():
+    program, scope = _add_program(), _scope_with_y()
+    exe = fluid.Executor(fluid.CPUPlace())
+    feed = {"x": np.ones((1, 3), "float32")}
+    exe.run(program, feed=feed, fetch_list=["z"], scope=scope)
+    built = executor_module.stats["plans_built"]
+    for _ in range(3):
+        exe.run(program, feed=feed, fetch_list=["z"], scope=scope)
+    assert executor_module.stats["plans_built"] == built
+    program.global_block().append_op(type="elementwise_add", inputs={"X": "z", "Y": "y"},
+                                     outputs={"Out": "w"})
+    (w,) = exe.run(program, feed=feed, fetch_list=["w"], scope=scope)
+    assert executor_module.stats["plans_built"] == built + 1
+    np.testing.assert_array_equal(w, [[3, 5, 7]])
+
+
+def test_feed_of_wrong_shape_names_the_variable():
+    program, scope = _add_program(), _scope_with_y()
+    exe = fluid.Executor(fluid.CPUPlace())
+    with pytest.raises(InvalidArgument, match=r"feed 'x': shape expected \[-1, 3\].*\[2, 4\]"):
+        exe.run(program, feed={"x": np.ones((2, 4), "float32")}, fetch_list=["z"], scope=scope)
+
+
+def test_feed_of_lossy_dtype_is_refused_and_lossless_is_cast():
+    program = fluid.Program()
+    block = program.global_block()
+    block.create_var(name="label", shape=(-1, 1), dtype="int64", need_check_feed=True)
+    block.append_op(type="elementwise_add", inputs={"X": "label", "Y": "label"},
+                    outputs={"Out": "twice"})
+    exe = fluid.Executor(fluid.CPUPlace())
+    with pytest.raises(InvalidArgument, match=r"feed 'label': dtype expected int64.*float"):
+        exe.run(program, feed={"label": np.ones((2, 1), "float32")}, fetch_list=["twice"],
+                scope=fluid.Scope())
+    (out,) = exe.run(program, feed={"label": np.ones((2, 1), "int32")}, fetch_list=["twice"],
+                     scope=fluid.Scope())
+    assert out.dtype == np.int64
+
+
+def test_fetch_of_unknown_variable_is_not_found():
+    program, scope = _add_program(), _scope_with_y()
+    exe = fluid.Executor(fluid.CPUPlace())
+    with pytest.raises(NotFound, match="fetch 'nothing'"):
+        exe.run(program, feed={"x": np.ones((1, 3), "float32")}, fetch_list=["nothing"],
+                scope=scope)
+
+
+def test_uninitialised_input_names_the_op():
+    program = _add_program()
+    exe = fluid.Executor(fluid.CPUPlace())
+    with pytest.raises(PreconditionNotMet, match=r"op 'elementwise_add'"):
+        exe.run(program, feed={"x": np.ones((1, 3), "float32")}, fetch_list=["z"],
+                scope=fluid.Scope())
+
+
+def test_kernel_failure_names_op_and_inputs():
+    program, scope = _add_program(), fluid.Scope()
+    scope.var("y").get_tensor().set(np.ones(4, "float32"))  # wrong size at run time
+    exe = fluid.Executor(fluid.CPUPlace())
+    with pytest.raises(InvalidArgument, match=r"op 'elementwise_add'.*X=\['x'\], Y=\['y'\]"):
+        exe.run(program, feed={"x": np.ones((1, 3), "float32")}, fetch_list=["z"], scope=scope)
+
+
+def test_scope_guard_switches_global_scope():
+    scope = fluid.Scope()
+    with fluid.scope_guard(scope):
+        assert fluid.global_scope() is scope
+    assert fluid.global_scope() is not scope
+
+
+def test_scope_tree_lookup_climbs_to_parents():
+    root = fluid.Scope()
+    root.var("a")
+    kid = root.new_scope()
+    assert kid.find_var("a") is root.find_var("a")
+    assert kid.find_local_var("a") is None
+    root.drop_kids()
+    assert root.kids == []
+
+
+def test_import_does_not_import_cupy():
+    code = "import sys, fluid_nb; print('cupy' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

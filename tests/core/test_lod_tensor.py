@@ -1,0 +1,42 @@
+"""LoDTensor: offset LoD, sequence lengths, validation."""
+import numpy as np
+import pytest
+
+import fluid_nb as fluid
+from fluid_nb.errors import InvalidArgument
+
+
+def test_design_document_lod_example():
+    """The design documents' sentence batch: four sequences of 5, 3, 2 and 4 words."""
+    t = fluid.create_lod_tensor(np.arange(14).reshape(14, 1).astype("float32"), [[5, 3, 2, 4]],
+                                fluid.CPUPlace())
+    assert t.lod() == [[0, 5, 8, 10, 14]]
+    assert t.recursive_sequence_lengths() == [[5, 3, 2, 4]]
+    assert t.shape() == [14, 1]
+    assert t.has_valid_recursive_sequence_lengths()
+
+
+def test_two_level_lod_example():
+    t = fluid.LoDTensor()
+    t.set(np.zeros((14, 1), "float32"), fluid.CPUPlace())
+    t.set_lod([[0, 2, 3, 5, 7, 8, 10, 13, 14]])
+    t.set_recursive_sequence_lengths([[2, 3, 1, 2], [2, 1, 2, 2, 1, 2, 3, 1]])
+    assert t.lod() == [[0, 2, 5, 6, 8], [0, 2, 3, 5, 7, 8, 10, 13, 14]]
+
+
+def test_list_of_id_sequences_becomes_int64_column():
+    t = fluid.create_lod_tensor([[1, 2, 3], [4, 5]], [[3, 2]], fluid.CPUPlace())
+    assert np.asarray(t).dtype == np.int64 and np.asarray(t).shape == (5, 1)
+
+
+@pytest.mark.parametrize("lod, message", [
+    ([[1, 5, 14]], "start at 0"),
+    ([[0, 8, 5, 14]], "non-decreasing"),
+    ([[0, 5, 13]], "number of rows"),
+    ([[0, 1, 2], [0, 5, 8, 14]], "number of sequences"),
+])
+def test_invalid_lod_is_rejected_with_a_clear_message(lod, message):
+    t = fluid.LoDTensor()
+    t.set(np.zeros((14, 1), "float32"), fluid.CPUPlace())
+    with pytest.raises(InvalidArgument, match=message):
+        t.set_lod(lod)

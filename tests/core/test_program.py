@@ -1,0 +1,164 @@
+"""The in-memory program: building, printing, cloning, verifying, and the codec."""
+import pytest
+
+import fluid_nb as fluid
+from fluid_nb.errors import InvalidArgument, NotFound, OutOfRange
+from fluid_nb.framework.attrs import AttrType
+from fluid_nb.proto import framework_pb2 as pb
+
+
+def _add_program():
+    program = fluid.Program()
+    block = program.global_block()
+    x = block.create_var(name="x", shape=(-1, 3), dtype="float32", need_check_feed=True)
+    y = block.create_var(name="y", shape=(3,), dtype="float32", persistable=True)
+    block.append_op(type="elementwise_add", inputs={"X": x, "Y": y}, outputs={"Out": "z"})
+    return program
+
+
+def test_append_op_infers_output_shape_and_fills_default_attrs():
+    program = _add_program()
+    op = program.global_block().ops[0]
+    assert program.global_block().var("z").shape == (-1, 3)
+    assert op.attr("axis") == -1
+    assert op.input("X") == ["x"] and op.output("Out") == ["z"]
+
+
+def test_str_shows_one_line_per_op_with_inputs_and_attrs():
+    text = str(_add_program())
+    assert "{Out=['z']} = elementwise_add(inputs={X=['x'], Y=['y']}, axis = -1)" in text
+    assert "persist var y : LOD_TENSOR.shape(3,).dtype(float32)" in text
+
+
+def test_sub_blocks_print_nested_inside_their_op():
+    program = _add_program()
+    sub = program._create_block()
+    sub.append_op(type="elementwise_add", inputs={"X": "x", "Y": "y"}, outputs={"Out": "w"})
+    program._rollback()
+    program.global_block().append_op(type="elementwise_add", inputs={"X": "x", "Y": "y"},
+                                     outputs={"Out": "v"}, attrs={"sub_block": sub})
+    lines = program.to_string(True).splitlines()
+    nested = [l for l in lines if "block_idx:1" in l]
+    assert nested and nested[0].startswith("        {")
+    assert program.global_block().ops[1].attr_type("sub_block") == AttrType.BLOCK
+
+
+def test_failed_append_leaves_no_op_and_no_variable():
+    program = _add_program()
+    block = program.global_block()
+    block.create_var(name="bad", shape=(4, 5), dtype="float32")
+    before_ops, before_vars = len(block.ops), set(block.vars)
+    with pytest.raises(InvalidArgument, match="elementwise_add"):
+        block.append_op(type="elementwise_add", inputs={"X": "x", "Y": "bad"},
+                        outputs={"Out": "fresh"})
+    assert len(block.ops) == before_ops and set(block.vars) == before_vars
+
+
+def test_wrong_attribute_type_names_op_and_attribute():
+    program = _add_program()
+    with pytest.raises(InvalidArgument, match=r"elementwise_add: attribute 'axis' expected int"):
+        program.global_block().append_op(type="elementwise_add", inputs={"X": "x", "Y": "y"},
+                                         outputs={"Out": "q"}, attrs={"axis": "one"})
+
+
+def test_missing_input_is_a_typed_error():
+    program = _add_program()
+    with pytest.raises(InvalidArgument, match=r"elementwise_add: input 'Y' expected a variable"):
+        program.global_block().append_op(type="elementwise_add", inputs={"X": "x"},
+                                         outputs={"Out": "q"})
+
+
+def test_unknown_slot_is_a_typed_error():
+    program = _add_program()
+    with pytest.raises(InvalidArgument, match=r"input slot 'Z' expected one of"):
+        program.global_block().append_op(type="elementwise_add",
+                                         inputs={"X": "x", "Y": "y", "Z": "x"},
+                                         outputs={"Out": "q"})
+
+
+def test_lookups_raise_typed_errors():
+    program = _add_program()
+    with pytest.raises(NotFound, match="'nope'"):
+        program.global_block().var("nope")
+    with pytest.raises(OutOfRange):
+        program.block(5)
+
+
+def test_clone_is_deep_and_for_test_sets_is_test():
+    program = _add_program()
+    program.global_block().ops[0]._set_attr("is_test", False)
+    twin = program.clone(for_test=True)
+    assert twin.global_block().ops[0].attr("is_test") is True
+    assert program.global_block().ops[0].attr("is_test") is False
+    twin.global_block().var("z").shape = (1, 1)
+    assert program.global_block().var("z").shape == (-1, 3)
+
+
+def test_round_trip_keeps_unknown_ops_and_attribute_types():
+    program = _add_program()
+    block = program.global_block()
+    block.append_op(type="my_custom_op", inputs={"X": ["x"]}, outputs={"Out": ["c"]},
+                    attrs={"alpha": 0.5, "big": 1 << 40, "names": ["a", "b"], "flag": True})
+    data = program.serialize_to_string()
+    again = fluid.Program.parse_from_string(data)
+    op = again.global_block().ops[-1]
+    assert op.type == "my_custom_op" and op.attr("big") == 1 << 40
+    assert op.attr_type("big") == AttrType.LONG and op.attr_type("names") == AttrType.STRINGS
+    assert pb.ProgramDesc.FromString(again.serialize_to_string()) == pb.ProgramDesc.FromString(data)
+
+
+def test_unknown_op_runs_into_a_clear_error():
+    program = fluid.Program()
+    block = program.global_block()
+    block.create_var(name="x", shape=(1,), dtype="float32")
+    block.append_op(type="my_custom_op", inputs={"X": ["x"]}, outputs={"Out": ["c"]})
+    exe = fluid.Executor(fluid.CPUPlace())
+    with pytest.raises(fluid.errors.Unimplemented, match="my_custom_op"):
+        exe.run(program, feed={"x": [1.0]}, fetch_list=["c"], scope=fluid.Scope())
+
+
+@pytest.mark.parametrize("data", [b"\x0a\xff\xff", b"garbage-bytes-not-a-program", b""])
+def test_corrupt_or_truncated_program_bytes_raise_invalid_argument(data):
+    with pytest.raises(InvalidArgument, match="ProgramDesc"):
+        fluid.Program.parse_from_string(data)
+
+
+def test_truncated_real_program_raises_invalid_argument(tmp_path):
+    good = _add_program().serialize_to_string()
+    with pytest.raises(InvalidArgument):
+        fluid.Program.parse_from_string(good[: len(good) // 2])
+
+
+def test_verify_reports_unbound_inputs_and_redefinitions():
+    program = _add_program()
+    block = program.global_block()
+    block.ops[0].inputs["X"] = ["ghost"]
+    block.append_op(type="elementwise_add", inputs={"X": "y", "Y": "y"}, outputs={"Out": "z"})
+    with pytest.raises(InvalidArgument) as info:
+        fluid.verify(program)
+    assert "'ghost' is unbound" in str(info.value)
+    assert "already written" in str(info.value)
+
+
+def test_verify_accepts_a_clean_program():
+    assert fluid.verify(_add_program())
+
+
+def test_program_guard_switches_default_programs():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        assert fluid.default_main_program() is main
+        assert fluid.default_startup_program() is startup
+    assert fluid.default_main_program() is not main
+    with pytest.raises(InvalidArgument):
+        with fluid.program_guard("main"):
+            pass
+
+
+def test_unique_names_count_per_key_and_guard_restarts():
+    with fluid.unique_name.guard():
+        assert fluid.unique_name.generate("fc") == "fc_0"
+        assert fluid.unique_name.generate("fc") == "fc_1"
+        assert fluid.unique_name.generate("conv") == "conv_0"
+    with fluid.unique_name.guard():
+        assert fluid.unique_name.generate("fc") == "fc_0"
