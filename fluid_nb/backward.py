@@ -1,0 +1,300 @@
+"""Backward: append gradient ops to a program, as Fluid does.
+
+``append_backward(loss)`` walks the ops that lead to ``loss`` in reverse and appends, for
+each, the grad ops its definition's grad maker names. Along the way:
+
+- the loss gradient starts as ``fill_constant(1.0)`` named ``<loss>@GRAD``;
+- ops whose inputs need no gradient, or whose outputs do not reach the loss, are pruned;
+- variables with ``stop_gradient`` and those in ``no_grad_set`` get no gradient (their grad
+  slots are left empty, as Paddle writes them);
+- a variable used by several ops receives several partial gradients: each is renamed
+  ``<x>@GRAD@RENAME@block<b>@<k>`` and a ``sum`` op adds them into ``<x>@GRAD`` before the
+  first op that reads it;
+- a gradient an op needs but no later op produced (an unused output) is zero-filled with
+  ``fill_zeros_like``.
+
+The walker handles one block; an op whose definition has the ``has_sub_block`` trait gets its
+sub-block differentiated first (``_differentiate_sub_block``), and the grad maker receives the
+resulting grad block as ``g.grad_block``, so ``while_grad``/``conditional_block_grad`` plug in
+without changing the walk.
+"""
+from .errors import InvalidArgument, NotFound, Unimplemented
+from .framework.dtypes import is_float_dtype
+from .framework.program import EMPTY_VAR_NAME, GRAD_SUFFIX, Variable, grad_var_name
+from .ops import registry
+
+#: Paddle's op roles, written as the ``op_role`` attribute
+OP_ROLE_FORWARD, OP_ROLE_BACKWARD, OP_ROLE_OPTIMIZE = 0, 1, 2
+OP_ROLE_LR_SCHED, OP_ROLE_LOSS = 16, 256
+
+
+def _names(items):
+    if items is None:
+        return set()
+    return {v.name if isinstance(v, Variable) else v for v in items}
+
+
+def _stop_gradient_names(program):
+    return {v.name for v in program.list_vars() if v.stop_gradient}
+
+
+def _check_scalar_loss(loss):
+    shape = loss.shape
+    if any(d != 1 for d in shape):
+        raise InvalidArgument(f"append_backward: loss '{loss.name}' expected a scalar (shape [] or "
+                              f"[1]), but received shape {list(shape)}; reduce it first, e.g. "
+                              f"with fluid.layers.mean")
+    if not is_float_dtype(loss.dtype):
+        raise InvalidArgument(f"append_backward: loss '{loss.name}' expected a floating-point "
+                              f"dtype, but received {loss.dtype.name}")
+
+
+def _find_op_path(block, target_names, no_grad, stop_at=None):
+    """Ops of ``block`` (up to ``stop_at``) that carry gradient from a variable that needs one
+    to a target, in forward order."""
+    ops = block.ops if stop_at is None else block.ops[:stop_at + 1]
+    produced = {n for op in ops for n in op.output_arg_names}
+    needs = set()
+    for op in ops:  # forward: which variables depend on something that wants a gradient
+        for name in op.input_arg_names:
+            if name in no_grad or name in needs:
+                continue
+            var = block._find_var_recursive(name)
+            if var is None or not is_float_dtype(var.dtype):
+                continue
+            if name not in produced:  # a leaf: a parameter, or an input left differentiable
+                needs.add(name)
+        if needs & set(op.input_arg_names):
+            for name in op.output_arg_names:
+                var = block._find_var_recursive(name)
+                if name not in no_grad and var is not None and is_float_dtype(var.dtype):
+                    needs.add(name)
+    reach = set(target_names)
+    path = []
+    for op in reversed(ops):  # backward: which of those reach a target
+        outs = set(op.output_arg_names)
+        if outs & reach and needs & set(op.input_arg_names):
+            path.append(op)
+            reach |= set(op.input_arg_names)
+    path.reverse()
+    return path
+
+
+def _grad_specs_for(op, no_grad):
+    opdef = registry.get(op.type)
+    if opdef.grad is None:
+        return None
+    context = registry.GradContext(op, frozenset(no_grad))
+    if "has_sub_block" in opdef.traits:
+        context.grad_block = _differentiate_sub_block(op, no_grad)
+    return opdef.grad(context)
+
+
+def _differentiate_sub_block(op, no_grad):
+    """Backward of an op's sub-block into a new grad block (control-flow ops)."""
+    hook = getattr(registry.get(op.type), "sub_block_backward", None)
+    if hook is None:
+        raise Unimplemented(f"append_backward: op '{op.type}' has a sub-block, and its definition "
+                            f"expected a sub_block_backward rule, but has none")
+    return hook(op, no_grad)
+
+
+def _no_grad_error(op, needs_grad):
+    raise Unimplemented(f"append_backward: op '{op.type}' lies between the parameters and the "
+                        f"loss (its inputs {sorted(needs_grad)} need gradients), so a grad maker "
+                        f"expected, but the op has none; set stop_gradient=True on its inputs "
+                        f"or define its gradient")
+
+
+def make_backward_ops(block, op_path, no_grad, available):
+    """Grad op specs for ``op_path`` (forward order), reversed, renamed and summed.
+
+    ``available``: gradient names already present (the loss gradient). Returns specs in the
+    order they must run.
+    """
+    specs = []
+    for op in reversed(op_path):
+        op_specs = _grad_specs_for(op, no_grad)
+        if op_specs is None:
+            needs = {n for n in op.input_arg_names if n not in no_grad}
+            floating = [block._find_var_recursive(n) for n in op.output_arg_names]
+            if needs and any(v is not None and is_float_dtype(v.dtype) for v in floating):
+                _no_grad_error(op, needs)
+            continue
+        for spec in op_specs:
+            for slot, args in spec.outputs.items():
+                spec.outputs[slot] = [a for a in args if a != EMPTY_VAR_NAME and
+                                      a[:-len(GRAD_SUFFIX)] not in no_grad]
+            spec.attrs = dict(spec.attrs)
+            spec.attrs["op_role"] = OP_ROLE_BACKWARD
+            specs.append(spec)
+    return _sum_repeated_and_fill_missing(block, specs, available)
+
+
+def _sum_repeated_and_fill_missing(block, specs, available):
+    writers = {}  # grad name -> [(spec, slot, index)]
+    for spec in specs:
+        for slot, args in spec.outputs.items():
+            for i, name in enumerate(args):
+                writers.setdefault(name, []).append((spec, slot, i))
+    repeated = {n for n, w in writers.items() if len(w) > 1}
+    renamed = {}
+    for name in repeated:
+        parts = []
+        for k, (spec, slot, i) in enumerate(writers[name]):
+            new = f"{name}@RENAME@block{block.idx}@{k}"
+            spec.outputs[slot][i] = new
+            parts.append(new)
+        renamed[name] = parts
+    # Every writer of x@GRAD is a grad op of a consumer of x, so in reverse order all of them
+    # come before the first reader (the grad op of x's producer): sum there, or at the end.
+    result = []
+    produced = set(available)
+    pending = dict(renamed)
+    for spec in specs:
+        for args in spec.inputs.values():
+            for name in args:
+                if not name.endswith(GRAD_SUFFIX) or name in produced:
+                    continue
+                if name in pending:
+                    result.append(_sum_spec(name, pending.pop(name)))
+                elif name not in writers and block._find_var_recursive(
+                        name[:-len(GRAD_SUFFIX)]) is not None:
+                    result.append(registry.GradOpSpec(
+                        "fill_zeros_like", {"X": [name[:-len(GRAD_SUFFIX)]]}, {"Out": [name]},
+                        {"op_role": OP_ROLE_BACKWARD}))
+                produced.add(name)
+        result.append(spec)
+        for args in spec.outputs.values():
+            produced.update(args)
+    for name, parts in pending.items():
+        result.append(_sum_spec(name, parts))
+    return result
+
+
+def _sum_spec(name, parts):
+    return registry.GradOpSpec("sum", {"X": parts}, {"Out": [name]},
+                               {"op_role": OP_ROLE_BACKWARD})
+
+
+def _append_specs(block, specs):
+    ops = []
+    for spec in specs:
+        for args in spec.outputs.values():
+            for name in args:
+                if block._find_var_recursive(name) is not None:
+                    continue
+                base = name.split("@GRAD")[0]
+                forward = block._find_var_recursive(base)
+                if forward is not None:
+                    block.create_var(name=name, shape=forward.shape, dtype=forward.dtype,
+                                     lod_level=forward.lod_level, type=forward.type)
+                else:
+                    block.create_var(name=name)
+        ops.append(block.append_op(type=spec.type, inputs=spec.inputs, outputs=spec.outputs,
+                                   attrs=spec.attrs))
+    return ops
+
+
+def append_backward(loss, parameter_list=None, no_grad_set=None, callbacks=None,
+                    checkpoints=None):
+    """Append the backward pass of ``loss`` to its program.
+
+    Returns ``[(parameter, gradient variable)]`` for the trainable parameters (or those in
+    ``parameter_list``) that the loss depends on, sorted by parameter name as Fluid sorts them.
+    ``callbacks`` and ``checkpoints`` (recomputation) are accepted for compatibility and
+    ignored.
+    """
+    if not isinstance(loss, Variable):
+        raise InvalidArgument(f"append_backward: loss expected Variable, but received "
+                              f"{type(loss).__name__}")
+    _check_scalar_loss(loss)
+    block = loss.block
+    program = block.program
+    no_grad = _stop_gradient_names(program) | _names(no_grad_set)
+    writer = [i for i, op in enumerate(block.ops) if loss.name in op.output_arg_names]
+    if not writer:
+        raise NotFound(f"append_backward: loss '{loss.name}' expected to be computed by an op "
+                       f"of its block, but no op writes it")
+    loss_index = writer[-1]
+    block.ops[loss_index].attrs["op_role"] = OP_ROLE_FORWARD | OP_ROLE_LOSS
+    op_path = _find_op_path(block, [loss.name], no_grad, stop_at=loss_index)
+    loss_grad = grad_var_name(loss.name)
+    block.create_var(name=loss_grad, shape=loss.shape, dtype=loss.dtype)
+    block.append_op(type="fill_constant", outputs={"Out": [loss_grad]},
+                    attrs={"shape": list(loss.shape), "value": 1.0, "dtype": int(loss.dtype),
+                           "force_cpu": False, "op_role": OP_ROLE_BACKWARD | OP_ROLE_LOSS})
+    specs = make_backward_ops(block, op_path, no_grad, {loss_grad})
+    _append_specs(block, specs)
+    params_grads = _params_and_grads(program, block, parameter_list, loss)
+    for param, grad in params_grads:
+        for op in reversed(block.ops):
+            if grad.name in op.output_arg_names:
+                op.attrs["op_role_var"] = [param.name, grad.name]
+                break
+    program._changed()
+    return params_grads
+
+
+def _params_and_grads(program, block, parameter_list, loss):
+    if parameter_list is not None:
+        names = [p.name if isinstance(p, Variable) else p for p in parameter_list]
+        params = [program.global_block().var(n) for n in names]
+    else:
+        params = [p for p in program.global_block().all_parameters() if p.trainable]
+    result = []
+    for param in params:
+        grad_name = grad_var_name(param.name)
+        if block._find_var_recursive(grad_name) is None:
+            if parameter_list is not None:
+                raise InvalidArgument(f"append_backward: parameter '{param.name}' expected a "
+                                      f"path to loss '{loss.name}', but the loss does not "
+                                      f"depend on it (or it is marked stop_gradient)")
+            continue
+        result.append((param, block._find_var_recursive(grad_name)))
+    result.sort(key=lambda pg: pg[0].name)
+    return result
+
+
+def gradients(targets, inputs, target_gradients=None, no_grad_set=None):
+    """Gradients of ``sum(targets * target_gradients)`` with respect to ``inputs``.
+
+    Returns one gradient variable per input (None where the targets do not depend on it).
+    ``target_gradients`` default to ones of each target's shape.
+    """
+    targets = targets if isinstance(targets, (list, tuple)) else [targets]
+    inputs = inputs if isinstance(inputs, (list, tuple)) else [inputs]
+    if target_gradients is not None and not isinstance(target_gradients, (list, tuple)):
+        target_gradients = [target_gradients]
+    block = targets[0].block
+    program = block.program
+    no_grad = (_stop_gradient_names(program) | _names(no_grad_set)) - {v.name for v in inputs}
+    last = max(i for i, op in enumerate(block.ops)
+               if set(op.output_arg_names) & {t.name for t in targets})
+    available = set()
+    for k, target in enumerate(targets):
+        name = grad_var_name(target.name)
+        given = target_gradients[k] if target_gradients is not None else None
+        if given is None:
+            block.create_var(name=name, shape=target.shape, dtype=target.dtype)
+            shape = [d if d >= 0 else 1 for d in target.shape]
+            if any(d < 0 for d in target.shape):
+                block.append_op(type="fill_any_like", inputs={"X": [target]},
+                                outputs={"Out": [name]},
+                                attrs={"value": 1.0, "op_role": OP_ROLE_BACKWARD})
+            else:
+                block.append_op(type="fill_constant", outputs={"Out": [name]},
+                                attrs={"shape": shape, "value": 1.0, "dtype": int(target.dtype),
+                                       "op_role": OP_ROLE_BACKWARD})
+        else:
+            block.create_var(name=name, shape=given.shape, dtype=given.dtype)
+            block.append_op(type="assign", inputs={"X": [given]}, outputs={"Out": [name]},
+                            attrs={"op_role": OP_ROLE_BACKWARD})
+        available.add(name)
+    op_path = _find_op_path(block, [t.name for t in targets], no_grad, stop_at=last)
+    _append_specs(block, make_backward_ops(block, op_path, no_grad, available))
+    program._changed()
+    return [block._find_var_recursive(grad_var_name(v.name)) for v in inputs]
+
+
+calc_gradient = gradients

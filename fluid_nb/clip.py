@@ -1,0 +1,130 @@
+"""Gradient clipping, as ops between backward and the updates.
+
+- ``GradientClipByValue(max, min)``: ``clip`` each gradient elementwise;
+- ``GradientClipByNorm(clip_norm)``: ``clip_by_norm`` each gradient;
+- ``GradientClipByGlobalNorm(clip_norm)``: scale all gradients by
+  ``clip_norm / max(global_norm, clip_norm)`` with ``global_norm = sqrt(sum ||g||^2)``.
+
+Pass one as ``grad_clip=`` to an optimizer, or register it for parameters with
+``set_gradient_clip`` (Fluid 1.x style).
+"""
+from .backward import OP_ROLE_BACKWARD
+from .errors import InvalidArgument
+from .framework import unique_name
+from .framework.program import default_main_program
+
+_ROLE = {"op_role": OP_ROLE_BACKWARD}
+
+
+def _new_var(block, base, like, shape=None):
+    return block.create_var(name=unique_name.generate(base),
+                            shape=like.shape if shape is None else shape, dtype=like.dtype)
+
+
+class GradientClipBase:
+    """Clips each gradient on its own; subclasses define ``_clip(param, grad)``."""
+
+    def __call__(self, params_grads):
+        return [(p, self._clip(p, g)) if g is not None and getattr(p, "need_clip", True)
+                else (p, g) for p, g in params_grads]
+
+
+class GradientClipByValue(GradientClipBase):
+    def __init__(self, max, min=None):
+        if min is None:
+            min = -max
+        if min > max:
+            raise InvalidArgument(f"GradientClipByValue: min expected <= max, but received "
+                                  f"min={min}, max={max}")
+        self.max, self.min = float(max), float(min)
+
+    def _clip(self, param, grad):
+        block = grad.block
+        out = _new_var(block, grad.name + "_clipped", grad)
+        block.append_op(type="clip", inputs={"X": [grad]}, outputs={"Out": [out]},
+                        attrs={"min": self.min, "max": self.max, **_ROLE})
+        return out
+
+
+class GradientClipByNorm(GradientClipBase):
+    def __init__(self, clip_norm):
+        self.clip_norm = float(clip_norm)
+
+    def _clip(self, param, grad):
+        block = grad.block
+        out = _new_var(block, grad.name + "_clipped", grad)
+        block.append_op(type="clip_by_norm", inputs={"X": [grad]}, outputs={"Out": [out]},
+                        attrs={"max_norm": self.clip_norm, **_ROLE})
+        return out
+
+
+class GradientClipByGlobalNorm(GradientClipBase):
+    def __init__(self, clip_norm, group_name="default_group"):
+        self.clip_norm = float(clip_norm)
+        self.group_name = group_name
+
+    def __call__(self, params_grads):
+        clipped = [(p, g) for p, g in params_grads if g is not None and getattr(p, "need_clip", True)]
+        if not clipped:
+            return params_grads
+        block = clipped[0][1].block
+        squares = []
+        for _, grad in clipped:
+            sq = _new_var(block, grad.name + "_squared_norm", grad, shape=(1,))
+            block.append_op(type="squared_l2_norm", inputs={"X": [grad]}, outputs={"Out": [sq]},
+                            attrs=dict(_ROLE))
+            squares.append(sq)
+        like = clipped[0][1]
+        total = _new_var(block, "global_norm_squared", like, shape=(1,))
+        block.append_op(type="sum", inputs={"X": squares}, outputs={"Out": [total]},
+                        attrs=dict(_ROLE))
+        norm = _new_var(block, "global_norm", like, shape=(1,))
+        block.append_op(type="sqrt", inputs={"X": [total]}, outputs={"Out": [norm]},
+                        attrs=dict(_ROLE))
+        limit = _new_var(block, "clip_norm", like, shape=(1,))
+        block.append_op(type="fill_constant", outputs={"Out": [limit]},
+                        attrs={"shape": [1], "value": self.clip_norm, "dtype": int(like.dtype),
+                               **_ROLE})
+        denom = _new_var(block, "global_norm_max", like, shape=(1,))
+        block.append_op(type="elementwise_max", inputs={"X": [norm], "Y": [limit]},
+                        outputs={"Out": [denom]}, attrs=dict(_ROLE))
+        scale = _new_var(block, "global_norm_scale", like, shape=(1,))
+        block.append_op(type="elementwise_div", inputs={"X": [limit], "Y": [denom]},
+                        outputs={"Out": [scale]}, attrs=dict(_ROLE))
+        result = []
+        scaled = {}
+        for param, grad in clipped:
+            out = _new_var(block, grad.name + "_clipped", grad)
+            block.append_op(type="elementwise_mul", inputs={"X": [grad], "Y": [scale]},
+                            outputs={"Out": [out]}, attrs=dict(_ROLE))
+            scaled[param.name] = out
+        for param, grad in params_grads:
+            result.append((param, scaled.get(param.name, grad)))
+        return result
+
+
+# Fluid 1.x: clips registered per program with set_gradient_clip, applied by minimize
+_registered = {}
+
+
+def set_gradient_clip(clip, param_list=None, program=None):
+    program = default_main_program() if program is None else program
+    params = param_list if param_list is not None else program.global_block().all_parameters()
+    names = [p if isinstance(p, str) else p.name for p in params]
+    _registered[id(program)] = (program, clip, set(names))
+
+
+def append_gradient_clip_ops(params_grads):
+    if not params_grads:
+        return params_grads
+    program = params_grads[0][0].block.program
+    entry = _registered.get(id(program))
+    if entry is None or entry[0] is not program:
+        return params_grads
+    _, clip, names = entry
+    chosen = [(p, g) for p, g in params_grads if p.name in names]
+    clipped = dict((p.name, g) for p, g in clip(chosen))
+    return [(p, clipped.get(p.name, g)) for p, g in params_grads]
+
+
+ErrorClipByValue = GradientClipByValue

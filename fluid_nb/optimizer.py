@@ -1,0 +1,423 @@
+"""Optimizers as Fluid builds them: backward ops, then one update op per parameter.
+
+``minimize(loss)`` = ``append_backward`` + gradient clipping + regularization + update ops.
+State lives in persistable variables named as Paddle names them (``<param>_moment1_0``,
+``<param>_beta1_pow_acc_0``, ``learning_rate_0``), created in the main program and
+initialised by ``fill_constant`` ops in the startup program, so a program saved here trains
+on in Paddle and the other way round.
+"""
+from .framework import unique_name as _un
+from .backward import OP_ROLE_LR_SCHED, OP_ROLE_OPTIMIZE, append_backward
+from .errors import InvalidArgument
+from .framework.dtypes import VarType
+from .framework.program import (Variable, default_main_program, default_startup_program,
+                                program_guard)
+from .regularizer import append_regularization_ops
+
+__all__ = ["SGD", "SGDOptimizer", "Momentum", "MomentumOptimizer", "Adam", "AdamOptimizer",
+           "Adamax", "AdamaxOptimizer", "Adagrad", "AdagradOptimizer", "RMSProp",
+           "RMSPropOptimizer", "Adadelta", "AdadeltaOptimizer", "DecayedAdagrad",
+           "DecayedAdagradOptimizer", "Lamb", "LambOptimizer", "Optimizer"]
+
+
+def create_persistable(main_program, startup_program, name, shape, dtype, value,
+                       stop_gradient=True):
+    """A persistable variable in ``main_program`` initialised to ``value`` by a
+    ``fill_constant`` op in ``startup_program``."""
+    var = main_program.global_block().create_var(name=name, shape=shape, dtype=dtype,
+                                                 persistable=True, stop_gradient=stop_gradient)
+    startup_block = startup_program.global_block()
+    startup_block.create_var(name=name, shape=shape, dtype=dtype, persistable=True)
+    startup_block.append_op(type="fill_constant", outputs={"Out": [name]},
+                            attrs={"shape": list(shape), "value": float(value),
+                                   "dtype": int(dtype), "force_cpu": False,
+                                   "str_value": repr(float(value))})
+    return var
+
+
+class Optimizer:
+    """Base of every optimizer: learning rate, accumulators, the update pass.
+
+    ``learning_rate`` is a float or a Variable (a schedule from ``fluid.layers``); a
+    parameter's ``optimize_attr['learning_rate']`` scales it for that parameter.
+    """
+
+    type = None
+
+    def __init__(self, learning_rate, parameter_list=None, regularization=None,
+                 grad_clip=None, name=None):
+        if not isinstance(learning_rate, (float, int, Variable)) or isinstance(learning_rate, bool):
+            raise InvalidArgument(f"{type(self).__name__}: learning_rate expected float or "
+                                  f"Variable, but received {type(learning_rate).__name__}")
+        self._learning_rate = learning_rate
+        self._parameter_list = parameter_list
+        self.regularization = regularization
+        self._grad_clip = grad_clip
+        self._name = name
+        self._accumulators = {}  # accumulator name -> param name -> Variable
+        self._learning_rate_map = {}  # program -> lr Variable
+        self.helper = None
+
+    # --- learning rate ----------------------------------------------------------------
+    def _global_learning_rate(self, program=None):
+        program = default_main_program() if program is None else program
+        return self._learning_rate_map.get(program)
+
+    def _create_global_learning_rate(self, main_program, startup_program):
+        if main_program in self._learning_rate_map:
+            return
+        if isinstance(self._learning_rate, Variable):
+            self._learning_rate_map[main_program] = self._learning_rate
+            return
+        name = _un.generate("learning_rate")
+        self._learning_rate_map[main_program] = create_persistable(
+            main_program, startup_program, name, (), VarType.FP32, float(self._learning_rate))
+
+    def _param_learning_rate(self, param, block):
+        lr = self._global_learning_rate(block.program)
+        scale = param.optimize_attr.get("learning_rate", 1.0) if param.optimize_attr else 1.0
+        if scale == 1.0:
+            return lr
+        scaled = block.create_var(name=_un.generate(f"{param.name}.lr"), shape=lr.shape,
+                                  dtype=lr.dtype)
+        block.append_op(type="scale", inputs={"X": [lr]}, outputs={"Out": [scaled]},
+                        attrs={"scale": float(scale), "op_role": OP_ROLE_LR_SCHED})
+        return scaled
+
+    # --- accumulators -----------------------------------------------------------------
+    def _add_accumulator(self, name, param, fill_value=0.0, shape=None, dtype=None):
+        per_param = self._accumulators.setdefault(name, {})
+        if param.name in per_param:
+            raise InvalidArgument(f"{type(self).__name__}: accumulator '{name}' for parameter "
+                                  f"'{param.name}' expected once, but it was added twice")
+        var_name = _un.generate(f"{param.name}_{name}")
+        var = create_persistable(self._main_program, self._startup_program, var_name,
+                                 param.shape if shape is None else shape,
+                                 param.dtype if dtype is None else dtype, fill_value)
+        per_param[param.name] = var
+        return var
+
+    def _get_accumulator(self, name, param):
+        return self._accumulators[name][param.name]
+
+    def _create_accumulators(self, block, parameters):
+        """Subclasses add their state variables here."""
+
+    def _append_optimize_op(self, block, param_and_grad):
+        raise NotImplementedError
+
+    def _finish_update(self, block, parameters_and_grads):
+        """Ops after all updates (e.g. Adamax's beta1 power)."""
+        return []
+
+    # --- the passes -------------------------------------------------------------------
+    def backward(self, loss, startup_program=None, parameter_list=None, no_grad_set=None,
+                 callbacks=None):
+        parameter_list = parameter_list if parameter_list is not None else self._parameter_list
+        return append_backward(loss, parameter_list, no_grad_set, callbacks)
+
+    def apply_gradients(self, params_grads):
+        """Clip, regularize and update; returns the update ops."""
+        params_grads = sorted(params_grads, key=lambda pg: pg[0].name)
+        if self._grad_clip is not None:
+            params_grads = self._grad_clip(params_grads)
+        else:
+            from .clip import append_gradient_clip_ops
+            params_grads = append_gradient_clip_ops(params_grads)
+        params_grads = append_regularization_ops(params_grads, self.regularization)
+        return self._create_optimization_pass(params_grads)
+
+    def apply_optimize(self, loss, startup_program, params_grads):
+        program = loss.block.program
+        with program_guard(program, startup_program or default_startup_program()):
+            return self.apply_gradients(params_grads)
+
+    def _create_optimization_pass(self, params_grads):
+        if not params_grads:
+            return []
+        block = params_grads[0][0].block.program.global_block()
+        self._main_program = block.program
+        self._startup_program = default_startup_program()
+        self._create_global_learning_rate(self._main_program, self._startup_program)
+        trainable = [pg for pg in params_grads if pg[0].trainable and pg[1] is not None]
+        self._create_accumulators(block, [p for p, _ in trainable])
+        ops = []
+        for param_and_grad in trainable:
+            op = self._append_optimize_op(block, param_and_grad)
+            op.attrs["op_role"] = OP_ROLE_OPTIMIZE
+            op.attrs["op_role_var"] = [param_and_grad[0].name, param_and_grad[1].name]
+            ops.append(op)
+        for op in self._finish_update(block, trainable):
+            op.attrs["op_role"] = OP_ROLE_OPTIMIZE
+            ops.append(op)
+        block.program._changed()
+        return ops
+
+    def minimize(self, loss, startup_program=None, parameter_list=None, no_grad_set=None):
+        """Append backward and update ops for ``loss``; returns (optimize_ops, params_grads)."""
+        program = loss.block.program
+        startup = startup_program if startup_program is not None else default_startup_program()
+        with program_guard(program, startup):
+            params_grads = self.backward(loss, startup, parameter_list, no_grad_set)
+            optimize_ops = self.apply_gradients(params_grads)
+        return optimize_ops, params_grads
+
+
+class SGD(Optimizer):
+    """``param -= lr * grad``."""
+    type = "sgd"
+
+    def __init__(self, learning_rate, parameter_list=None, regularization=None, grad_clip=None,
+                 name=None):
+        super().__init__(learning_rate, parameter_list, regularization, grad_clip, name)
+
+    def _append_optimize_op(self, block, param_and_grad):
+        param, grad = param_and_grad
+        return block.append_op(type="sgd", inputs={"Param": [param], "Grad": [grad],
+                                                   "LearningRate": [self._param_learning_rate(param, block)]},
+                               outputs={"ParamOut": [param]})
+
+
+class Momentum(Optimizer):
+    """``v = mu * v + grad``; ``param -= lr * v`` (Nesterov: ``lr * (grad + mu * v)``)."""
+    type = "momentum"
+
+    def __init__(self, learning_rate, momentum, parameter_list=None, use_nesterov=False,
+                 regularization=None, grad_clip=None, name=None):
+        super().__init__(learning_rate, parameter_list, regularization, grad_clip, name)
+        self._momentum = momentum
+        self._use_nesterov = bool(use_nesterov)
+
+    def _create_accumulators(self, block, parameters):
+        for p in parameters:
+            self._add_accumulator("velocity", p)
+
+    def _append_optimize_op(self, block, param_and_grad):
+        param, grad = param_and_grad
+        velocity = self._get_accumulator("velocity", param)
+        return block.append_op(
+            type="momentum",
+            inputs={"Param": [param], "Grad": [grad], "Velocity": [velocity],
+                    "LearningRate": [self._param_learning_rate(param, block)]},
+            outputs={"ParamOut": [param], "VelocityOut": [velocity]},
+            attrs={"mu": float(self._momentum), "use_nesterov": self._use_nesterov})
+
+
+class Adam(Optimizer):
+    """Adam with Paddle's bias correction folded into the step size."""
+    type = "adam"
+
+    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8,
+                 parameter_list=None, regularization=None, grad_clip=None, name=None,
+                 lazy_mode=False):
+        super().__init__(learning_rate, parameter_list, regularization, grad_clip, name)
+        self._beta1, self._beta2, self._epsilon = beta1, beta2, epsilon
+        self._lazy_mode = lazy_mode
+
+    def _create_accumulators(self, block, parameters):
+        for p in parameters:
+            self._add_accumulator("moment1", p)
+            self._add_accumulator("moment2", p)
+            self._add_accumulator("beta1_pow_acc", p, fill_value=self._beta1, shape=(1,),
+                                  dtype=VarType.FP32)
+            self._add_accumulator("beta2_pow_acc", p, fill_value=self._beta2, shape=(1,),
+                                  dtype=VarType.FP32)
+
+    def _append_optimize_op(self, block, param_and_grad):
+        param, grad = param_and_grad
+        acc = {k: self._get_accumulator(k, param)
+               for k in ("moment1", "moment2", "beta1_pow_acc", "beta2_pow_acc")}
+        return block.append_op(
+            type=self.type,
+            inputs={"Param": [param], "Grad": [grad],
+                    "LearningRate": [self._param_learning_rate(param, block)],
+                    "Moment1": [acc["moment1"]], "Moment2": [acc["moment2"]],
+                    "Beta1Pow": [acc["beta1_pow_acc"]], "Beta2Pow": [acc["beta2_pow_acc"]]},
+            outputs={"ParamOut": [param], "Moment1Out": [acc["moment1"]],
+                     "Moment2Out": [acc["moment2"]], "Beta1PowOut": [acc["beta1_pow_acc"]],
+                     "Beta2PowOut": [acc["beta2_pow_acc"]]},
+            attrs=self._update_attrs(param))
+
+    def _update_attrs(self, param):
+        return {"beta1": float(self._beta1), "beta2": float(self._beta2),
+                "epsilon": float(self._epsilon), "lazy_mode": bool(self._lazy_mode)}
+
+
+class Adamax(Optimizer):
+    """Adam with the infinity norm; the beta1 power is advanced by a ``scale`` op after
+    the updates, as Fluid does."""
+    type = "adamax"
+
+    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8,
+                 parameter_list=None, regularization=None, grad_clip=None, name=None):
+        super().__init__(learning_rate, parameter_list, regularization, grad_clip, name)
+        self._beta1, self._beta2, self._epsilon = beta1, beta2, epsilon
+
+    def _create_accumulators(self, block, parameters):
+        for p in parameters:
+            self._add_accumulator("moment", p)
+            self._add_accumulator("inf_norm", p)
+            self._add_accumulator("beta1_pow_acc", p, fill_value=self._beta1, shape=(1,),
+                                  dtype=VarType.FP32)
+
+    def _append_optimize_op(self, block, param_and_grad):
+        param, grad = param_and_grad
+        moment = self._get_accumulator("moment", param)
+        inf_norm = self._get_accumulator("inf_norm", param)
+        beta1_pow = self._get_accumulator("beta1_pow_acc", param)
+        return block.append_op(
+            type="adamax",
+            inputs={"Param": [param], "Grad": [grad],
+                    "LearningRate": [self._param_learning_rate(param, block)],
+                    "Moment": [moment], "InfNorm": [inf_norm], "Beta1Pow": [beta1_pow]},
+            outputs={"ParamOut": [param], "MomentOut": [moment], "InfNormOut": [inf_norm]},
+            attrs={"beta1": float(self._beta1), "beta2": float(self._beta2),
+                   "epsilon": float(self._epsilon)})
+
+    def _finish_update(self, block, parameters_and_grads):
+        ops = []
+        for param, _ in parameters_and_grads:
+            beta1_pow = self._get_accumulator("beta1_pow_acc", param)
+            ops.append(block.append_op(type="scale", inputs={"X": [beta1_pow]},
+                                       outputs={"Out": [beta1_pow]},
+                                       attrs={"scale": float(self._beta1)}))
+        return ops
+
+
+class Adagrad(Optimizer):
+    """``moment += grad^2``; ``param -= lr * grad / (sqrt(moment) + epsilon)``."""
+    type = "adagrad"
+
+    def __init__(self, learning_rate, epsilon=1.0e-6, parameter_list=None, regularization=None,
+                 grad_clip=None, name=None, initial_accumulator_value=0.0):
+        super().__init__(learning_rate, parameter_list, regularization, grad_clip, name)
+        self._epsilon = epsilon
+        self._initial = initial_accumulator_value
+
+    def _create_accumulators(self, block, parameters):
+        for p in parameters:
+            self._add_accumulator("moment", p, fill_value=self._initial)
+
+    def _append_optimize_op(self, block, param_and_grad):
+        param, grad = param_and_grad
+        moment = self._get_accumulator("moment", param)
+        return block.append_op(
+            type="adagrad",
+            inputs={"Param": [param], "Grad": [grad], "Moment": [moment],
+                    "LearningRate": [self._param_learning_rate(param, block)]},
+            outputs={"ParamOut": [param], "MomentOut": [moment]},
+            attrs={"epsilon": float(self._epsilon)})
+
+
+class DecayedAdagrad(Optimizer):
+    """``moment = decay * moment + (1 - decay) * grad^2``; Adagrad's step."""
+    type = "decayed_adagrad"
+
+    def __init__(self, learning_rate, decay=0.95, epsilon=1.0e-6, parameter_list=None,
+                 regularization=None, grad_clip=None, name=None):
+        super().__init__(learning_rate, parameter_list, regularization, grad_clip, name)
+        self._decay, self._epsilon = decay, epsilon
+
+    def _create_accumulators(self, block, parameters):
+        for p in parameters:
+            self._add_accumulator("moment", p)
+
+    def _append_optimize_op(self, block, param_and_grad):
+        param, grad = param_and_grad
+        moment = self._get_accumulator("moment", param)
+        return block.append_op(
+            type="decayed_adagrad",
+            inputs={"Param": [param], "Grad": [grad], "Moment": [moment],
+                    "LearningRate": [self._param_learning_rate(param, block)]},
+            outputs={"ParamOut": [param], "MomentOut": [moment]},
+            attrs={"decay": float(self._decay), "epsilon": float(self._epsilon)})
+
+
+class RMSProp(Optimizer):
+    """Mean-square scaled steps with momentum; ``centered`` also tracks the mean gradient."""
+    type = "rmsprop"
+
+    def __init__(self, learning_rate, rho=0.95, epsilon=1.0e-6, momentum=0.0, centered=False,
+                 parameter_list=None, regularization=None, grad_clip=None, name=None):
+        super().__init__(learning_rate, parameter_list, regularization, grad_clip, name)
+        self._rho, self._epsilon, self._momentum = rho, epsilon, momentum
+        self._centered = centered
+
+    def _create_accumulators(self, block, parameters):
+        for p in parameters:
+            self._add_accumulator("momentum", p)
+            self._add_accumulator("mean_square", p)
+            self._add_accumulator("mean_grad", p)
+
+    def _append_optimize_op(self, block, param_and_grad):
+        param, grad = param_and_grad
+        momentum = self._get_accumulator("momentum", param)
+        mean_square = self._get_accumulator("mean_square", param)
+        mean_grad = self._get_accumulator("mean_grad", param)
+        return block.append_op(
+            type="rmsprop",
+            inputs={"Param": [param], "Grad": [grad], "Moment": [momentum],
+                    "MeanSquare": [mean_square], "MeanGrad": [mean_grad],
+                    "LearningRate": [self._param_learning_rate(param, block)]},
+            outputs={"ParamOut": [param], "MomentOut": [momentum],
+                     "MeanSquareOut": [mean_square], "MeanGradOut": [mean_grad]},
+            attrs={"epsilon": float(self._epsilon), "decay": float(self._rho),
+                   "momentum": float(self._momentum), "centered": bool(self._centered)})
+
+
+class Adadelta(Optimizer):
+    """Step sizes from running averages of squared gradients and squared updates."""
+    type = "adadelta"
+
+    def __init__(self, learning_rate, epsilon=1.0e-6, rho=0.95, parameter_list=None,
+                 regularization=None, grad_clip=None, name=None):
+        super().__init__(learning_rate, parameter_list, regularization, grad_clip, name)
+        self._epsilon, self._rho = epsilon, rho
+
+    def _create_accumulators(self, block, parameters):
+        for p in parameters:
+            self._add_accumulator("_avg_squared_grad", p)
+            self._add_accumulator("_avg_squared_update", p)
+
+    def _append_optimize_op(self, block, param_and_grad):
+        param, grad = param_and_grad
+        avg_grad = self._get_accumulator("_avg_squared_grad", param)
+        avg_update = self._get_accumulator("_avg_squared_update", param)
+        return block.append_op(
+            type="adadelta",
+            inputs={"Param": [param], "Grad": [grad], "AvgSquaredGrad": [avg_grad],
+                    "AvgSquaredUpdate": [avg_update],
+                    "LearningRate": [self._param_learning_rate(param, block)]},
+            outputs={"ParamOut": [param], "AvgSquaredGradOut": [avg_grad],
+                     "AvgSquaredUpdateOut": [avg_update]},
+            attrs={"epsilon": float(self._epsilon), "rho": float(self._rho)})
+
+
+class Lamb(Adam):
+    """Adam's moments with a layer-wise trust ratio and decoupled weight decay."""
+    type = "lamb"
+
+    def __init__(self, learning_rate=0.001, lamb_weight_decay=0.01, beta1=0.9, beta2=0.999,
+                 epsilon=1e-6, parameter_list=None, regularization=None, grad_clip=None,
+                 exclude_from_weight_decay_fn=None, name=None):
+        super().__init__(learning_rate, beta1, beta2, epsilon, parameter_list, regularization,
+                         grad_clip, name)
+        self._weight_decay = lamb_weight_decay
+        self._exclude = exclude_from_weight_decay_fn
+
+    def _update_attrs(self, param):
+        excluded = self._exclude is not None and self._exclude(param)
+        return {"beta1": float(self._beta1), "beta2": float(self._beta2),
+                "epsilon": float(self._epsilon),
+                "weight_decay": 0.0 if excluded else float(self._weight_decay)}
+
+
+SGDOptimizer = SGD
+MomentumOptimizer = Momentum
+AdamOptimizer = Adam
+AdamaxOptimizer = Adamax
+AdagradOptimizer = Adagrad
+DecayedAdagradOptimizer = DecayedAdagrad
+RMSPropOptimizer = RMSProp
+AdadeltaOptimizer = Adadelta
+LambOptimizer = Lamb

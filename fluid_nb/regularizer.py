@@ -1,0 +1,74 @@
+"""Weight decay as ops on the gradient: ``grad += coeff * param`` (L2) or
+``grad += coeff * sign(param)`` (L1). A parameter's own regularizer wins over the
+optimizer's."""
+from .backward import OP_ROLE_BACKWARD
+from .errors import InvalidArgument
+from .framework import unique_name
+
+
+class WeightDecayRegularizer:
+    def __call__(self, param, grad, block):
+        raise NotImplementedError
+
+
+class L2Decay(WeightDecayRegularizer):
+    """``grad + coeff * param``."""
+
+    def __init__(self, regularization_coeff=0.0):
+        if not isinstance(regularization_coeff, (int, float)):
+            raise InvalidArgument(f"L2Decay: regularization_coeff expected float, but received "
+                                  f"{type(regularization_coeff).__name__}")
+        self._coeff = float(regularization_coeff)
+
+    def __call__(self, param, grad, block):
+        decay = block.create_var(name=unique_name.generate(f"{param.name}_l2_decay"),
+                                 shape=param.shape, dtype=param.dtype)
+        block.append_op(type="scale", inputs={"X": [param]}, outputs={"Out": [decay]},
+                        attrs={"scale": self._coeff, "op_role": OP_ROLE_BACKWARD})
+        return decay
+
+    def __str__(self):
+        return f"L2Decay, regularization_coeff={self._coeff:f}"
+
+
+class L1Decay(WeightDecayRegularizer):
+    """``grad + coeff * sign(param)``."""
+
+    def __init__(self, regularization_coeff=0.0):
+        self._coeff = float(regularization_coeff)
+
+    def __call__(self, param, grad, block):
+        sign = block.create_var(name=unique_name.generate(f"{param.name}_sign"),
+                                shape=param.shape, dtype=param.dtype)
+        block.append_op(type="sign", inputs={"X": [param]}, outputs={"Out": [sign]},
+                        attrs={"op_role": OP_ROLE_BACKWARD})
+        decay = block.create_var(name=unique_name.generate(f"{param.name}_l1_decay"),
+                                 shape=param.shape, dtype=param.dtype)
+        block.append_op(type="scale", inputs={"X": [sign]}, outputs={"Out": [decay]},
+                        attrs={"scale": self._coeff, "op_role": OP_ROLE_BACKWARD})
+        return decay
+
+    def __str__(self):
+        return f"L1Decay, regularization_coeff={self._coeff:f}"
+
+
+L2DecayRegularizer = L2Decay
+L1DecayRegularizer = L1Decay
+
+
+def append_regularization_ops(params_grads, regularization=None):
+    """Add each parameter's decay term to its gradient (a ``sum`` into a new variable)."""
+    result = []
+    for param, grad in params_grads:
+        regularizer = getattr(param, "regularizer", None) or regularization
+        if grad is None or regularizer is None:
+            result.append((param, grad))
+            continue
+        block = grad.block
+        term = regularizer(param, grad, block)
+        new_grad = block.create_var(name=unique_name.generate(f"{grad.name}_regularized"),
+                                    shape=grad.shape, dtype=grad.dtype)
+        block.append_op(type="sum", inputs={"X": [grad, term]}, outputs={"Out": [new_grad]},
+                        attrs={"op_role": OP_ROLE_BACKWARD})
+        result.append((param, new_grad))
+    return result
