@@ -368,7 +368,7 @@ def _make_step(prepared_op, holder, place, executor, scope, dead=()):
     lod_dsts = set(opdef.share_lod[1]) if opdef.share_lod is not None else set()
     plain = all(not s.duplicable for s in opdef.inputs) and len(outs) == 1 \
         and not opdef.outputs[0].duplicable and not opdef.lod_aware
-    if plain and outs[0] is not None and all(h is not None for h in ins):
+    if plain and outs[0] is not None and _leading_present(ins) > 0:
         out = outs[0]
         src = lod_src if opdef.outputs[0].name in lod_dsts else None
         return _plain_step(fn, ctx, ins, out, src, dead)
@@ -390,53 +390,56 @@ def _noop():
     pass
 
 
-def _plain_step(fn, ctx, ins, out, src, dead):
-    """Fast paths: one plain output, all inputs present and not duplicable; the common
-    case of one temporary dying here (a chain) is inlined."""
-    new = LoDTensor
-    if len(ins) == 2 and len(dead) == 1:
-        a, b = ins
-        (d,) = dead
-        if src is None:
-            def step():
-                out.value = new(fn(ctx, a.value.array, b.value.array))
-                d.value = None
-        else:
-            def step():
-                out.value = new(fn(ctx, a.value.array, b.value.array), src.value._lod)
-                d.value = None
-        return step
-    if len(ins) == 1 and len(dead) == 1:
-        (a,) = ins
-        (d,) = dead
+def _leading_present(ins):
+    """How many inputs come before the first absent one (absent ones must all trail)."""
+    count = 0
+    for h in ins:
+        if h is None:
+            break
+        count += 1
+    return count if all(h is None for h in ins[count:]) else -1
 
+
+def _plain_step(fn, ctx, ins, out, src, dead):
+    """Fast paths: one plain output, inputs not duplicable, absent optional inputs only at
+    the end (passed as None). The common chain case, one temporary dying here, is inlined."""
+    new = LoDTensor
+    present = [h for h in ins if h is not None]
+    absent = (None,) * (len(ins) - len(present))
+    if absent or len(present) > 2 or len(dead) > 1:
         def step():
-            out.value = new(fn(ctx, a.value.array), src.value._lod if src is not None else [])
-            d.value = None
-        return step
-    if dead:
-        return _releasing(_plain_step(fn, ctx, ins, out, src, ()), dead)
-    if len(ins) == 1:
-        (a,) = ins
-        if src is None:
+            out.value = new(fn(ctx, *[h.value.array for h in present], *absent),
+                            src.value._lod if src is not None else [])
+        return _releasing(step, dead)
+    d = dead[0] if dead else None
+    if len(present) == 1:
+        (a,) = present
+        if src is None and d is None:
             def step():
                 out.value = new(fn(ctx, a.value.array))
+        elif src is None:
+            def step():
+                out.value = new(fn(ctx, a.value.array))
+                d.value = None
         else:
             def step():
                 out.value = new(fn(ctx, a.value.array), src.value._lod)
-        return step
-    if len(ins) == 2:
-        a, b = ins
-        if src is None:
-            def step():
-                out.value = new(fn(ctx, a.value.array, b.value.array))
-        else:
-            def step():
-                out.value = new(fn(ctx, a.value.array, b.value.array), src.value._lod)
-        return step
-
-    def step():
-        out.value = new(fn(ctx, *[h.value.array for h in ins]), src.value._lod if src else [])
+        return step if src is None or d is None else _releasing(step, dead)
+    a, b = present
+    if src is None and d is None:
+        def step():
+            out.value = new(fn(ctx, a.value.array, b.value.array))
+    elif src is None:
+        def step():
+            out.value = new(fn(ctx, a.value.array, b.value.array))
+            d.value = None
+    elif d is None:
+        def step():
+            out.value = new(fn(ctx, a.value.array, b.value.array), src.value._lod)
+    else:
+        def step():
+            out.value = new(fn(ctx, a.value.array, b.value.array), src.value._lod)
+            d.value = None
     return step
 
 

@@ -98,8 +98,12 @@ def elementwise_op(type, forward, backward, needs=("X", "Y"), doc=None, needs_ou
 
     def grad_kernel(ctx, x, y, out, dout):
         xp, axis = ctx.xp, ctx.attrs["axis"]
-        xa, ya = aligned(xp, x, y, axis)
         want_x, want_y = ctx.wants("X@GRAD"), ctx.wants("Y@GRAD")
+        if x.shape == y.shape == dout.shape:  # nothing was broadcast: nothing to sum back
+            dx, dy = backward(xp, x, y, out, dout, want_x, want_y)
+            return ((dx.astype(x.dtype, copy=False) if want_x and dx is not None else None),
+                    (dy.astype(y.dtype, copy=False) if want_y and dy is not None else None))
+        xa, ya = aligned(xp, x, y, axis)
         dx, dy = backward(xp, xa, ya, out, dout, want_x, want_y)
         if want_x and dx is not None:
             dx = unbroadcast_for_axis(xp, xp.broadcast_to(dx, dout.shape), x.shape, y.shape, axis)

@@ -1,1 +1,239 @@
-"""(family module; ops defined with def_op)"""
+"""Lookup ops: embedding rows (``lookup_table``, ``lookup_table_v2``), ``one_hot_v2`` and
+``gather``. Their gradients scatter-add the output gradient back into the source's rows."""
+from ..errors import InvalidArgument, expected
+from ..framework.dtypes import VarType, convert_dtype, to_numpy_dtype
+from ..framework.infer import dims_match
+from .registry import def_op, grad_maker, grads_like
+
+_INT_TYPES = (VarType.INT32, VarType.INT64)
+NO_PADDING = -1  # Paddle's kNoPadding
+
+
+def _index_add(xp, target, index, values):
+    """``target[index[i]] += values[i]`` along dim 0, repeated indices summed, in place on
+    ``target`` (a fresh array the caller owns)."""
+    add_at = getattr(getattr(xp, "add", None), "at", None)
+    if add_at is not None:
+        add_at(target, index, values)
+    else:  # older CuPy spells it cupyx.scatter_add
+        import cupyx
+        cupyx.scatter_add(target, index, values)
+    return target
+
+
+def _check_ids(op, slot, ids, size):
+    if ids.size and bool(((ids < 0) | (ids >= size)).any()):
+        bad = ids[(ids < 0) | (ids >= size)]
+        raise InvalidArgument(expected(op, slot, f"values in [0, {size})", int(bad[0])))
+
+
+# --- lookup_table / lookup_table_v2 ---------------------------------------------------------
+_LOOKUP_ATTRS = {
+    "is_sparse": ("bool", False),
+    "is_distributed": ("bool", False),
+    "padding_idx": ("long", NO_PADDING),
+    "remote_prefetch": ("bool", False),
+    "trainer_id": ("int", 0),
+    "height_sections": ("longs", []),
+    "epmap": ("strings", []),
+    "table_names": ("strings", []),
+}
+
+
+def _lookup_infer(ctx, drop_last):
+    w, ids = ctx.input_shape("W"), list(ctx.input_shape("Ids"))
+    ctx.check(len(w) == 2, "input 'W'", "rank 2 ([rows, width])", list(w))
+    ctx.check(ctx.input_dtype("Ids") in _INT_TYPES, "input 'Ids' dtype", "int64 (or int32)",
+              ctx.input_dtype("Ids").name)
+    if drop_last:
+        ctx.check(len(ids) >= 1 and dims_match(ids[-1], 1), "input 'Ids'",
+                  "a last dim of 1", ids)
+        ids = ids[:-1]
+    ctx.set_output("Out", ids + [w[1]], ctx.input_dtype("W"))
+
+
+def _padding_mask(ctx, ids):
+    padding_idx = ctx.attrs["padding_idx"]
+    if padding_idx == NO_PADDING:
+        return None
+    return ids == padding_idx
+
+
+def _lookup(ctx, op, w, ids, out_shape):
+    xp = ctx.xp
+    flat = ids.reshape(-1).astype("int64")
+    pad = _padding_mask(ctx, flat)
+    if pad is not None:
+        flat = xp.where(pad, 0, flat)
+    _check_ids(op, "Ids", flat, w.shape[0])
+    rows = xp.take(w, flat, axis=0)
+    if pad is not None:
+        rows = xp.where(pad[:, None], 0, rows).astype(w.dtype)
+    return rows.reshape(tuple(out_shape) + (w.shape[1],))
+
+
+def _lookup_grad(ctx, op, w, ids, dout):
+    xp = ctx.xp
+    flat = ids.reshape(-1).astype("int64")
+    grads = dout.reshape(-1, w.shape[1])
+    pad = _padding_mask(ctx, flat)
+    if pad is not None:  # the padding row gets no gradient
+        flat, grads = flat[~pad], grads[~pad]
+    _check_ids(op, "Ids", flat, w.shape[0])
+    if ctx.attrs["is_sparse"]:
+        # Branch point for the SelectedRows gradient (rows = Ids, value = dOut rows) that
+        # Paddle makes here; until the optimizers take SelectedRows, the dense sum below is
+        # the same update.
+        pass
+    return _index_add(xp, xp.zeros(w.shape, dtype=dout.dtype), flat, grads)
+
+
+def _lookup_grad_infer(ctx):
+    ctx.set_output("W@GRAD", ctx.input_shape("W"), ctx.input_dtype("W"))
+
+
+def_op("lookup_table",
+       inputs=["W", "Ids"], outputs=["Out"],
+       attrs=dict(_LOOKUP_ATTRS, grad_inplace=("bool", False)),
+       infer_shape=lambda ctx: _lookup_infer(ctx, drop_last=True),
+       share_lod=("Ids", ["Out"]),
+       grad=grad_maker("lookup_table_grad", inputs=["W", "Ids"], out_grads=["Out"],
+                       in_grads=["W"]),
+       kernel=lambda ctx, w, ids: _lookup(ctx, "lookup_table", w, ids, ids.shape[:-1]),
+       doc="Out[..., :] = W[Ids[..., 0], :]; Ids has a last dim of 1, which Out drops "
+           "(Out: Ids.shape[:-1] + [W.shape[1]]). Rows whose id equals padding_idx (unless "
+           "-1) are zeros.")
+
+def_op("lookup_table_grad",
+       inputs=["W", "Ids", "Out@GRAD"], outputs=["W@GRAD"],
+       attrs=dict(_LOOKUP_ATTRS, grad_inplace=("bool", False)),
+       infer_shape=_lookup_grad_infer,
+       kernel=lambda ctx, w, ids, dout: _lookup_grad(ctx, "lookup_table_grad", w, ids, dout),
+       doc="Gradient of lookup_table: dW[r] = sum of dOut rows whose id is r (dense; the "
+           "padding row gets 0). W is read only for its shape.")
+
+def_op("lookup_table_v2",
+       inputs=["W", "Ids"], outputs=["Out"],
+       attrs=_LOOKUP_ATTRS,
+       infer_shape=lambda ctx: _lookup_infer(ctx, drop_last=False),
+       share_lod=("Ids", ["Out"]),
+       grad=grad_maker("lookup_table_v2_grad", inputs=["W", "Ids"], out_grads=["Out"],
+                       in_grads=["W"]),
+       kernel=lambda ctx, w, ids: _lookup(ctx, "lookup_table_v2", w, ids, ids.shape),
+       doc="Out[idx, :] = W[Ids[idx], :] (Out: Ids.shape + [W.shape[1]]). Rows whose id "
+           "equals padding_idx (unless -1) are zeros.")
+
+def_op("lookup_table_v2_grad",
+       inputs=["W", "Ids", "Out@GRAD"], outputs=["W@GRAD"],
+       attrs=_LOOKUP_ATTRS,
+       infer_shape=_lookup_grad_infer,
+       kernel=lambda ctx, w, ids, dout: _lookup_grad(ctx, "lookup_table_v2_grad", w, ids,
+                                                     dout),
+       doc="Gradient of lookup_table_v2: dW[r] = sum of dOut rows whose id is r (dense; the "
+           "padding row gets 0). W is read only for its shape.")
+
+
+# --- one_hot_v2 -----------------------------------------------------------------------------
+def _one_hot_infer(ctx):
+    x = list(ctx.input_shape("X"))
+    ctx.check(len(x) >= 1, "input 'X'", "rank >= 1", x)
+    ctx.check(ctx.input_dtype("X") in _INT_TYPES, "input 'X' dtype", "int64 (or int32)",
+              ctx.input_dtype("X").name)
+    depth = -1 if ctx.has_input("depth_tensor") else ctx.attr("depth")
+    if not ctx.has_input("depth_tensor"):
+        ctx.check(depth > 0, "attribute 'depth'", "> 0 (or a depth_tensor input)", depth)
+    ctx.set_output("Out", x + [depth], convert_dtype(ctx.attr("dtype")))
+
+
+def _one_hot_v2(ctx, x, depth_tensor):
+    xp, attrs = ctx.xp, ctx.attrs
+    depth = int(depth_tensor.reshape(-1)[0]) if depth_tensor is not None else attrs["depth"]
+    if not attrs["allow_out_of_range"]:
+        _check_ids("one_hot_v2", "X", x, depth)
+    # an out-of-range id matches no column, so its row stays zeros
+    hot = x[..., None] == xp.arange(depth, dtype=x.dtype)
+    return hot.astype(to_numpy_dtype(attrs["dtype"]))
+
+
+def _valid_dtype(value):
+    try:
+        to_numpy_dtype(value)
+    except (InvalidArgument, ValueError):
+        return "a data type id NumPy can hold"
+    return None
+
+
+def_op("one_hot_v2",
+       inputs=["X", "depth_tensor?"], outputs=["Out"],
+       attrs={"depth": ("int", -1), "dtype": ("int", int(VarType.FP32), _valid_dtype),
+              "allow_out_of_range": ("bool", False)},
+       infer_shape=_one_hot_infer, share_lod=("X", ["Out"]),
+       kernel=_one_hot_v2,
+       doc="Out[..., j] = 1 if X[...] == j else 0, for j < depth (the depth_tensor's value "
+           "when given); Out: X.shape + [depth], of data type ``dtype`` (FP32). An id outside "
+           "[0, depth) is an error unless allow_out_of_range, which gives a zero row.")
+
+
+# --- gather ---------------------------------------------------------------------------------
+def _gather_infer(ctx):
+    x, index = list(ctx.input_shape("X")), ctx.input_shape("Index")
+    ctx.check(ctx.input_dtype("Index") in _INT_TYPES, "input 'Index' dtype",
+              "int64 (or int32)", ctx.input_dtype("Index").name)
+    ctx.check(len(index) in (0, 1) or (len(index) == 2 and dims_match(index[1], 1)),
+              "input 'Index'", "shape [N] or [N, 1]", list(index))
+    if ctx.has_input("Axis"):  # the axis is known only at run time
+        out = [-1] * len(x) if len(index) else [-1] * (len(x) - 1)
+    else:
+        axis, rank = ctx.attr("axis"), len(x)
+        ctx.check(-rank <= axis < rank, "attribute 'axis'", f"in [{-rank}, {rank})", axis)
+        axis %= rank
+        out = x[:axis] + ([index[0]] if len(index) else []) + x[axis + 1:]
+    ctx.set_output("Out", out, ctx.input_dtype("X"))
+
+
+def _gather_axis(ctx, x, axis_tensor):
+    axis = int(axis_tensor.reshape(-1)[0]) if axis_tensor is not None else ctx.attrs["axis"]
+    if not -x.ndim <= axis < x.ndim:
+        raise InvalidArgument(expected("gather", "axis", f"in [{-x.ndim}, {x.ndim})", axis))
+    return axis % x.ndim
+
+
+def _gather_index(op, index, size):
+    flat = index.reshape(-1) if index.ndim else index
+    _check_ids(op, "Index", flat, size)
+    return flat
+
+
+def _gather(ctx, x, index, axis_tensor):
+    axis = _gather_axis(ctx, x, axis_tensor)
+    return ctx.xp.take(x, _gather_index("gather", index, x.shape[axis]), axis=axis)
+
+
+def _gather_grad(ctx, x, index, axis_tensor, dout):
+    xp = ctx.xp
+    axis = _gather_axis(ctx, x, axis_tensor)
+    flat = _gather_index("gather_grad", index, x.shape[axis]).reshape(-1)
+    # accumulate on dim 0 of a moved view, then move the axis back
+    grads = xp.moveaxis(dout.reshape(x.shape[:axis] + (flat.size,) + x.shape[axis + 1:]),
+                        axis, 0)
+    target = xp.zeros((x.shape[axis],) + grads.shape[1:], dtype=dout.dtype)
+    return xp.moveaxis(_index_add(xp, target, flat, grads), 0, axis)
+
+
+def_op("gather",
+       inputs=["X", "Index", "Axis?"], outputs=["Out"],
+       attrs={"axis": ("int", 0)},
+       infer_shape=_gather_infer,
+       grad=grad_maker("gather_grad", inputs=["X", "Index", "Axis"], out_grads=["Out"],
+                       in_grads=["X"]),
+       kernel=_gather,
+       doc="Out = X[Index] along ``axis`` (the Axis tensor's value when given): Out has X's "
+           "shape with dim ``axis`` replaced by len(Index). Index is [N] or [N, 1].")
+
+def_op("gather_grad",
+       inputs=["X", "Index", "Axis?", "Out@GRAD"], outputs=["X@GRAD"],
+       attrs={"axis": ("int", 0)},
+       infer_shape=grads_like(**{"X@GRAD": "X"}),
+       kernel=_gather_grad,
+       doc="Gradient of gather: dX = zeros like X with dOut slices added at Index along "
+           "``axis`` (repeated indices sum). X is read only for its shape.")

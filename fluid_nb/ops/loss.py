@@ -1,1 +1,304 @@
-"""(family module; ops defined with def_op)"""
+"""Loss ops: cross entropy on probabilities (``cross_entropy``, ``cross_entropy2``) and the
+fused ``softmax_with_cross_entropy``.
+
+Hard labels are integer class ids whose shape is the input's with the class dim set to 1 (for
+``cross_entropy`` the class dim may also be dropped). A sample whose label equals
+``ignore_index`` has loss 0 and gradient 0; any other label must lie in ``[0, classes)``.
+"""
+from ..errors import InvalidArgument, expected
+from ..framework.dtypes import VarType
+from ..framework.infer import dims_match
+from .registry import def_op, grad_maker
+
+_INT_TYPES = (VarType.INT32, VarType.INT64)
+
+#: Paddle's TolerableValue: log(0) is taken as -1e20 rather than -inf, so 0 * log(0) is 0
+_HUGE = 1e20
+
+
+def _log(xp, p):
+    positive = p > 0
+    return xp.where(positive, xp.log(xp.where(positive, p, 1)), -_HUGE).astype(p.dtype)
+
+
+def _hard_rows(op, xp, label, classes, ignore_index):
+    """Flat masks of the rows that count, and the int64 labels made safe to index."""
+    label = label.reshape(-1).astype("int64")
+    keep = label != ignore_index
+    bad = keep & ((label < 0) | (label >= classes))
+    if bool(bad.any()):
+        raise InvalidArgument(expected(op, "Label", f"class ids in [0, {classes}) or "
+                                       f"ignore_index {ignore_index}",
+                                       int(label[bad][0])))
+    return keep, xp.where(keep, label, 0)
+
+
+def _check_label_dtype(ctx, soft):
+    dtype = ctx.input_dtype("Label")
+    if soft:
+        ctx.check(dtype == ctx.input_dtype("X"), "input 'Label' dtype",
+                  "X's dtype (soft labels)", dtype.name)
+    else:
+        ctx.check(dtype in _INT_TYPES, "input 'Label' dtype", "int64 (or int32) class ids",
+                  dtype.name)
+
+
+# --- cross_entropy / cross_entropy2 -------------------------------------------------------
+def _xe_infer_y(ctx, soft):
+    x, label = ctx.input_shape("X"), ctx.input_shape("Label")
+    rank = len(x)
+    ctx.check(rank >= 1, "input 'X'", "rank >= 1", list(x))
+    lead = min(rank - 1, len(label))
+    ctx.check(all(dims_match(a, b) for a, b in zip(x[:lead], label[:lead])),
+              f"shapes of X {list(x)} and Label {list(label)}",
+              "equal dims except the last", "a mismatch")
+    if soft:
+        ctx.check(len(label) == rank and dims_match(label[-1], x[-1]),
+                  "input 'Label' (soft_label)", f"shape {list(x)}", list(label))
+    elif len(label) == rank:
+        ctx.check(dims_match(label[-1], 1), "input 'Label'", "last dim 1 (hard labels)",
+                  list(label))
+    else:
+        ctx.check(len(label) == rank - 1, "input 'Label'",
+                  f"rank {rank} or {rank - 1} (hard labels)", list(label))
+    _check_label_dtype(ctx, soft)
+    y = list(label)
+    if len(label) == rank:
+        y[-1] = 1
+    ctx.set_output("Y", y, ctx.input_dtype("X"))
+    return x
+
+
+def _cross_entropy(ctx, x, label):
+    xp = ctx.xp
+    if ctx.attrs["soft_label"]:
+        y = -(label * _log(xp, x)).sum(axis=-1, keepdims=True)
+        return y.astype(x.dtype).reshape(_y_shape(x, label))
+    return _hard_xe(ctx, "cross_entropy", x, label)[0]
+
+
+def _y_shape(x, label):
+    return label.shape[:-1] + (1,) if label.ndim == x.ndim else label.shape
+
+
+def _hard_xe(ctx, op, x, label):
+    """(Y, MatchX): loss and the probability picked for each sample."""
+    xp = ctx.xp
+    classes = x.shape[-1]
+    probs = x.reshape(-1, classes)
+    keep, safe = _hard_rows(op, xp, label, classes, ctx.attrs["ignore_index"])
+    match = xp.where(keep, probs[xp.arange(probs.shape[0]), safe], 0).astype(x.dtype)
+    y = xp.where(keep, -_log(xp, match), 0).astype(x.dtype)
+    return y.reshape(_y_shape(x, label)), match
+
+
+def _cross_entropy_grad(ctx, x, label, dy):
+    xp = ctx.xp
+    classes = x.shape[-1]
+    dy = dy.reshape(-1, 1)
+    if ctx.attrs["soft_label"]:
+        dx = -label.reshape(-1, classes) * dy / x.reshape(-1, classes)
+    else:
+        keep, safe = _hard_rows("cross_entropy_grad", xp, label, classes,
+                                   ctx.attrs["ignore_index"])
+        hit = (xp.arange(classes)[None, :] == safe[:, None]) & keep[:, None]
+        dx = xp.where(hit, -dy / xp.where(hit, x.reshape(-1, classes), 1), 0)
+    return dx.astype(x.dtype).reshape(x.shape)
+
+
+def _xe_grad_infer(ctx):
+    ctx.set_output("X@GRAD", ctx.input_shape("X"), ctx.input_dtype("Y@GRAD"))
+
+
+def_op("cross_entropy",
+       inputs=["X", "Label"], outputs=["Y"],
+       attrs={"soft_label": ("bool", False), "ignore_index": ("int", -100)},
+       infer_shape=lambda ctx: _xe_infer_y(ctx, ctx.attr("soft_label")),
+       share_lod=("X", ["Y"]),
+       grad=grad_maker("cross_entropy_grad", inputs=["X", "Label"], out_grads=["Y"],
+                       in_grads=["X"]),
+       kernel=_cross_entropy,
+       doc="Cross entropy of probabilities X (classes on the last dim) against Label.\n"
+           "Hard labels: Y[i] = -log(X[i, Label[i]]) (0 where Label[i] == ignore_index).\n"
+           "Soft labels (soft_label=True, Label shaped like X): Y[i] = -sum_j Label[i,j] * "
+           "log(X[i,j]).\nlog(0) is taken as -1e20. Y has X's shape with the last dim 1.")
+
+def_op("cross_entropy_grad",
+       inputs=["X", "Label", "Y@GRAD"], outputs=["X@GRAD"],
+       attrs={"soft_label": ("bool", False), "ignore_index": ("int", -100)},
+       infer_shape=_xe_grad_infer, share_lod=("X", ["X@GRAD"]),
+       kernel=_cross_entropy_grad,
+       doc="Gradient of cross_entropy: dX[i,j] = -dY[i] * Label[i,j] / X[i,j] (soft), or "
+           "-dY[i] / X[i, Label[i]] at the label's column and 0 elsewhere (hard).")
+
+
+def _xe2_infer(ctx):
+    x = _xe_infer_y(ctx, soft=False)
+    ctx.set_output("XShape", tuple(x) + (0,), ctx.input_dtype("X"))
+    ctx.set_output("MatchX", tuple(x[:-1]) + (1,), ctx.input_dtype("X"))
+
+
+def _cross_entropy2(ctx, x, label):
+    y, match = _hard_xe(ctx, "cross_entropy2", x, label)
+    # XShape carries only X's shape (with a trailing 0), as in Paddle
+    xshape = ctx.xp.zeros(x.shape + (0,), dtype=x.dtype)
+    return y, xshape, match.reshape(x.shape[:-1] + (1,))
+
+
+def _cross_entropy_grad2(ctx, label, match_x, xshape, dy):
+    xp = ctx.xp
+    shape = xshape.shape[:-1]
+    classes = shape[-1]
+    keep, safe = _hard_rows("cross_entropy_grad2", xp, label, classes,
+                               ctx.attrs["ignore_index"])
+    match = match_x.reshape(-1, 1)
+    hit = (xp.arange(classes)[None, :] == safe[:, None]) & keep[:, None]
+    dx = xp.where(hit, -dy.reshape(-1, 1) / xp.where(keep[:, None], match, 1), 0)
+    return dx.astype(dy.dtype).reshape(shape)
+
+
+def _xe2_grad_infer(ctx):
+    ctx.set_output("X@GRAD", ctx.input_shape("XShape")[:-1], ctx.input_dtype("Y@GRAD"))
+
+
+def_op("cross_entropy2",
+       inputs=["X", "Label"], outputs=["Y", "XShape", "MatchX"],
+       attrs={"ignore_index": ("int", -100)},
+       infer_shape=_xe2_infer, share_lod=("X", ["Y", "XShape"]),
+       grad=grad_maker("cross_entropy_grad2", inputs=["Label"], outputs=["MatchX", "XShape"],
+                       out_grads=["Y"], in_grads=["X"]),
+       kernel=_cross_entropy2,
+       doc="Hard-label cross entropy that keeps what its gradient needs instead of X:\n"
+           "MatchX[i] = X[i, Label[i]], Y[i] = -log(MatchX[i]) (both 0 where Label[i] == "
+           "ignore_index); XShape is an empty tensor shaped X.shape + [0].")
+
+def_op("cross_entropy_grad2",
+       inputs=["Label", "MatchX", "XShape", "Y@GRAD"], outputs=["X@GRAD"],
+       attrs={"ignore_index": ("int", -100)},
+       infer_shape=_xe2_grad_infer, share_lod=("XShape", ["X@GRAD"]),
+       kernel=_cross_entropy_grad2,
+       doc="Gradient of cross_entropy2: dX[i, Label[i]] = -dY[i] / MatchX[i], 0 elsewhere.")
+
+
+# --- softmax_with_cross_entropy -----------------------------------------------------------
+_SWCE_ATTRS = {
+    "soft_label": ("bool", False),
+    "use_softmax": ("bool", True),
+    "numeric_stable_mode": ("bool", True),
+    "ignore_index": ("int", -100),
+    "axis": ("int", -1),
+}
+
+
+def _swce_check(ctx, shape, label):
+    rank = len(shape)
+    axis = ctx.attr("axis")
+    ctx.check(-rank <= axis < rank, "attribute 'axis'", f"in [{-rank}, {rank})", axis)
+    axis %= rank
+    ctx.check(len(label) == rank and all(dims_match(a, b) for i, (a, b)
+                                         in enumerate(zip(shape, label)) if i != axis),
+              f"shapes of Logits {list(shape)} and Label {list(label)}",
+              f"equal dims except axis {axis}", "a mismatch")
+    if ctx.attr("soft_label"):
+        ctx.check(dims_match(label[axis], shape[axis]), "input 'Label' (soft_label)",
+                  f"dim {axis} equal to Logits' {shape[axis]}", label[axis])
+    else:
+        ctx.check(dims_match(label[axis], 1), "input 'Label'",
+                  f"dim {axis} of size 1 (hard labels)", list(label))
+    return axis
+
+
+def _swce_infer(ctx):
+    logits = ctx.input_shape("Logits")
+    axis = _swce_check(ctx, logits, ctx.input_shape("Label"))
+    if axis != len(logits) - 1:
+        ctx.check(ctx.attr("numeric_stable_mode"), "attribute 'numeric_stable_mode'",
+                  "True when axis is not the last dim", False)
+    soft = ctx.attr("soft_label")
+    ctx.check(ctx.input_dtype("Label") == ctx.input_dtype("Logits") if soft
+              else ctx.input_dtype("Label") in _INT_TYPES, "input 'Label' dtype",
+              "Logits' dtype (soft labels)" if soft else "int64 (or int32) class ids",
+              ctx.input_dtype("Label").name)
+    dtype = ctx.input_dtype("Logits")
+    ctx.set_output("Softmax", logits, dtype)
+    loss = list(logits)
+    loss[axis] = 1
+    ctx.set_output("Loss", loss, dtype)
+
+
+def _hard_axis_label(op, xp, label, classes, ignore_index):
+    """The keep-mask and safe-to-index int64 labels, both in the label's own shape."""
+    keep, safe = _hard_rows(op, xp, label, classes, ignore_index)
+    return keep.reshape(label.shape), safe.reshape(label.shape)
+
+
+def _softmax_with_cross_entropy(ctx, logits, label):
+    xp, attrs = ctx.xp, ctx.attrs
+    axis = attrs["axis"] % logits.ndim
+    if attrs["use_softmax"]:
+        shifted = logits - logits.max(axis=axis, keepdims=True)
+        exp = xp.exp(shifted)
+        total = exp.sum(axis=axis, keepdims=True)
+        softmax = exp / total
+        # log-softmax straight from the logits stays finite where softmax underflows
+        log_p = shifted - xp.log(total)
+    else:  # the input already holds probabilities
+        softmax = logits.copy()
+        log_p = _log(xp, logits)
+    if attrs["soft_label"]:
+        loss = -(label * log_p).sum(axis=axis, keepdims=True)
+    else:
+        keep, safe = _hard_axis_label("softmax_with_cross_entropy", xp, label,
+                                      logits.shape[axis], attrs["ignore_index"])
+        loss = xp.where(keep, -xp.take_along_axis(log_p, safe, axis=axis), 0)
+    return softmax.astype(logits.dtype), loss.astype(logits.dtype)
+
+
+def _softmax_with_cross_entropy_grad(ctx, label, softmax, dloss):
+    xp, attrs = ctx.xp, ctx.attrs
+    axis = attrs["axis"] % softmax.ndim
+    if attrs["soft_label"]:
+        if attrs["use_softmax"]:
+            dx = dloss * (softmax - label)
+        else:
+            dx = dloss * (-label / softmax)
+    else:
+        classes = softmax.shape[axis]
+        keep, safe = _hard_axis_label("softmax_with_cross_entropy_grad", xp, label, classes,
+                                      attrs["ignore_index"])
+        ids_shape = [1] * softmax.ndim
+        ids_shape[axis] = classes
+        hit = xp.arange(classes).reshape(ids_shape) == safe
+        if attrs["use_softmax"]:
+            dx = dloss * (softmax - hit)
+        else:
+            dx = xp.where(hit, -dloss / xp.where(hit, softmax, 1), 0)
+        dx = xp.where(keep, dx, 0)  # an ignored sample's row gets no gradient
+    return dx.astype(dloss.dtype)
+
+
+def _swce_grad_infer(ctx):
+    _swce_check(ctx, ctx.input_shape("Softmax"), ctx.input_shape("Label"))
+    ctx.set_output("Logits@GRAD", ctx.input_shape("Softmax"), ctx.input_dtype("Loss@GRAD"))
+
+
+def_op("softmax_with_cross_entropy",
+       inputs=["Logits", "Label"], outputs=["Softmax!", "Loss"],
+       attrs=_SWCE_ATTRS,
+       infer_shape=_swce_infer, share_lod=("Logits", ["Softmax", "Loss"]),
+       grad=grad_maker("softmax_with_cross_entropy_grad", inputs=["Label"],
+                       outputs=["Softmax"], out_grads=["Loss"], in_grads=["Logits"]),
+       kernel=_softmax_with_cross_entropy,
+       doc="Softmax = softmax(Logits) along ``axis`` (Logits itself when use_softmax=False);\n"
+           "hard labels: Loss = -log(Softmax[Label]) = -Logits[Label] + log(sum(exp(Logits)))"
+           " (0 where Label == ignore_index);\nsoft labels: Loss = -sum(Label * "
+           "log(Softmax)). Loss has Logits' shape with dim ``axis`` 1.")
+
+def_op("softmax_with_cross_entropy_grad",
+       inputs=["Label", "Softmax", "Loss@GRAD"], outputs=["Logits@GRAD"],
+       attrs=_SWCE_ATTRS,
+       infer_shape=_swce_grad_infer,
+       kernel=_softmax_with_cross_entropy_grad,
+       doc="Gradient of softmax_with_cross_entropy: dLogits = dLoss * (Softmax - onehot(Label))"
+           " (soft: Softmax - Label); with use_softmax=False dLogits = -dLoss * Label / "
+           "Softmax. Ignored samples get 0.")

@@ -1,1 +1,128 @@
-"""(family module; ops defined with def_op)"""
+"""Neural-network ops: softmax and dropout here; convolution and pooling in ``conv``,
+batch_norm and layer_norm in ``norm`` (imported below so the family registers them all)."""
+import numpy as np
+
+from ..framework.dtypes import VarType
+from .registry import def_op, grad_maker, same_shape
+from . import conv, norm  # noqa: F401  (register their ops with this family)
+
+
+# --- softmax -----------------------------------------------------------------------------
+def _softmax_infer_shape(ctx):
+    shape = ctx.input_shape("X")
+    axis = ctx.attrs().get("axis", -1)
+    rank = max(len(shape), 1)
+    ctx.check(-rank <= axis < rank, "attribute 'axis'", f"in [{-rank}, {rank - 1}] for X of "
+              f"rank {len(shape)}", axis)
+    ctx.set_output("Out", shape, ctx.input_dtype("X"))
+
+
+def _softmax(ctx, x):
+    xp = ctx.xp
+    if x.ndim == 0:
+        return xp.ones_like(x)
+    axis = ctx.attrs.get("axis", -1)
+    e = xp.exp(x - x.max(axis=axis, keepdims=True))
+    return (e / e.sum(axis=axis, keepdims=True)).astype(x.dtype, copy=False)
+
+
+def _softmax_grad(ctx, out, dout):
+    if out.ndim == 0:
+        return ctx.xp.zeros_like(dout)
+    axis = ctx.attrs.get("axis", -1)
+    dx = out * (dout - (dout * out).sum(axis=axis, keepdims=True))
+    return dx.astype(dout.dtype, copy=False)
+
+
+_SOFTMAX_ATTRS = {
+    "axis": ("int", -1),
+    # Paddle's "extra" attributes (defaults of Paddle 2.6); no effect here
+    "data_format": ("string", "AnyLayout"),
+    "use_cudnn": ("bool", True),
+    "use_mkldnn": ("bool", False),
+    "is_test": ("bool", False),
+}
+
+def_op("softmax", inputs=["X"], outputs=["Out"], attrs=_SOFTMAX_ATTRS,
+       infer_shape=_softmax_infer_shape, share_lod=("X", ["Out"]),
+       grad=grad_maker("softmax_grad", outputs=["Out"], out_grads=["Out"], in_grads=["X"]),
+       kernel=_softmax,
+       doc="Out = exp(X - max(X)) / sum(exp(X - max(X))) along ``axis``.")
+def_op("softmax_grad", inputs=["Out", "Out@GRAD"], outputs=["X@GRAD"], attrs=_SOFTMAX_ATTRS,
+       infer_shape=same_shape("Out@GRAD", "X@GRAD"), kernel=_softmax_grad,
+       doc="X@GRAD = Out * (dOut - sum(dOut * Out, axis)).")
+
+
+# --- dropout -----------------------------------------------------------------------------
+def _dropout_infer_shape(ctx):
+    shape = ctx.input_shape("X")
+    ctx.set_output("Out", shape, ctx.input_dtype("X"))
+    if ctx.has_output("Mask"):
+        ctx.set_output("Mask", shape, VarType.UINT8)
+
+
+def _dropout_random_state(ctx, seed_tensor):
+    """Paddle's seed order: the Seed input, then ``seed`` when ``fix_seed``, then the
+    program's random_seed / fresh entropy."""
+    if seed_tensor is not None:
+        seed = int(seed_tensor.reshape(-1)[0])
+        if seed:
+            return np.random.RandomState(seed % (2 ** 32))
+    if ctx.attrs.get("fix_seed", False) and ctx.attrs.get("seed", 0):
+        return ctx.random_state("seed")
+    return ctx.random_state(seed_attr="")  # no op seed: the program's seed or entropy
+
+
+def _dropout(ctx, x, seed_tensor):
+    xp, attrs = ctx.xp, ctx.attrs
+    p = float(attrs.get("dropout_prob", 0.5))
+    upscale = attrs.get("dropout_implementation", "downgrade_in_infer") == "upscale_in_train"
+    if attrs.get("is_test", False):
+        out = x.copy() if upscale else x * (1.0 - p)
+        return out.astype(x.dtype, copy=False), None  # Paddle writes no Mask when testing
+    if p == 1.0:
+        return xp.zeros_like(x), xp.zeros(x.shape, dtype=xp.uint8)
+    # a unit is dropped when its uniform draw falls below p (Paddle's rule)
+    keep = _dropout_random_state(ctx, seed_tensor).uniform(0.0, 1.0, x.shape) >= p
+    mask = xp.asarray(keep.astype(np.uint8))
+    out = x * mask
+    if upscale:
+        out = out / (1.0 - p)
+    return out.astype(x.dtype, copy=False), mask
+
+
+def _dropout_grad(ctx, mask, dout):
+    attrs = ctx.attrs
+    p = float(attrs.get("dropout_prob", 0.5))
+    upscale = attrs.get("dropout_implementation", "downgrade_in_infer") == "upscale_in_train"
+    if attrs.get("is_test", False):
+        dx = dout.copy() if upscale else dout * (1.0 - p)
+    elif upscale:
+        dx = ctx.xp.zeros_like(dout) if p == 1.0 else dout * mask / (1.0 - p)
+    else:
+        dx = dout * mask
+    return dx.astype(dout.dtype, copy=False)
+
+
+_DROPOUT_ATTRS = {
+    "dropout_prob": ("float", 0.5, lambda v: None if 0.0 <= v <= 1.0 else "a value in [0, 1]"),
+    "is_test": ("bool", False),
+    "dropout_implementation": ("string", "downgrade_in_infer",
+                               lambda v: None if v in ("downgrade_in_infer", "upscale_in_train")
+                               else "'downgrade_in_infer' or 'upscale_in_train'"),
+    "fix_seed": ("bool", False),
+    "seed": ("int", 0),
+}
+
+def_op("dropout", inputs=["X", "Seed?"], outputs=["Out", "Mask!"], attrs=_DROPOUT_ATTRS,
+       infer_shape=_dropout_infer_shape, share_lod=("X", ["Out"]),
+       grad=grad_maker("dropout_grad", outputs=["Mask"], out_grads=["Out"], in_grads=["X"]),
+       kernel=_dropout,
+       doc="""dropout: Mask[i] = 0 with probability dropout_prob (uniform draw < p), else 1
+(uint8). Training: Out = X * Mask ("downgrade_in_infer", the default) or
+X * Mask / (1 - p) ("upscale_in_train"). is_test: Out = X * (1 - p), or X when
+upscale_in_train (no Mask). The Seed input, or ``seed`` with fix_seed, fixes the draw.""")
+def_op("dropout_grad", inputs=["Mask", "Out@GRAD"], outputs=["X@GRAD"], attrs=_DROPOUT_ATTRS,
+       infer_shape=same_shape("Out@GRAD", "X@GRAD"), kernel=_dropout_grad,
+       doc="X@GRAD = dOut * Mask (/ (1 - p) when upscale_in_train); with is_test "
+           "dOut * (1 - p), or dOut when upscale_in_train.")

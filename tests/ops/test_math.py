@@ -2,16 +2,52 @@
 import numpy as np
 import pytest
 
-from .op_test import OpCase, case_id, check_grad, check_output
+import fluid_nb as fluid
+from fluid_nb.errors import InvalidArgument
+from fluid_nb.exec.tensor import LoDTensor, SelectedRows
+from fluid_nb.ops import registry
+
+from .op_test import OpCase, build, case_id, check_grad, check_output
 
 rng = np.random.RandomState(0)
 
 
-def r(*shape, dtype="float32"):
-    return rng.uniform(-1, 1, shape).astype(dtype)
+def r(*shape, dtype="float32", low=-1, high=1):
+    return rng.uniform(low, high, shape).astype(dtype)
+
+
+def apart(*shape):
+    """Values in [-1, 1] at least 0.05 apart from each other (no ties for max/min)."""
+    n = int(np.prod(shape))
+    values = np.linspace(-1, 1, n) + rng.uniform(-0.01, 0.01, n)
+    return rng.permutation(values).reshape(shape).astype("float32")
+
+
+def reduce_ref(fn):
+    def ref(i, a):
+        x = i["X"]
+        dims = a.get("dim", [0])
+        if a.get("reduce_all") or not dims or len(dims) == x.ndim:
+            axes = None
+        else:
+            axes = tuple(d % x.ndim for d in dims)
+        return {"Out": np.asarray(fn(x, axis=axes, keepdims=a.get("keep_dim", False)))}
+    return ref
+
+
+def matmul_ref(i, a):
+    x, y = i["X"], i["Y"]
+    x = x.reshape(1, -1) if x.ndim == 1 else x
+    y = y.reshape(-1, 1) if y.ndim == 1 else y
+    if a.get("transpose_X"):
+        x = np.swapaxes(x, -1, -2)
+    if a.get("transpose_Y"):
+        y = np.swapaxes(y, -1, -2)
+    return x, y
 
 
 CASES = [
+    # elementwise
     OpCase("elementwise_add", {"X": r(3, 4), "Y": r(3, 4)},
            ref=lambda i, a: {"Out": i["X"] + i["Y"]}, grad=["X", "Y"], name="same_shape"),
     OpCase("elementwise_add", {"X": r(2, 3, 4), "Y": r(3)}, attrs={"axis": 1},
@@ -19,6 +55,115 @@ CASES = [
            name="axis1"),
     OpCase("elementwise_add", {"X": r(2, 3, 4), "Y": r(4)},
            ref=lambda i, a: {"Out": i["X"] + i["Y"]}, grad=["X", "Y"], name="trailing"),
+    OpCase("elementwise_sub", {"X": r(3, 4), "Y": r(3, 4)},
+           ref=lambda i, a: {"Out": i["X"] - i["Y"]}, grad=["X", "Y"], name="same_shape"),
+    OpCase("elementwise_sub", {"X": r(2, 3, 4), "Y": r(3, 4)}, attrs={"axis": 1},
+           ref=lambda i, a: {"Out": i["X"] - i["Y"]}, grad=["X", "Y"], name="axis1"),
+    OpCase("elementwise_mul", {"X": r(3, 4), "Y": r(3, 4)},
+           ref=lambda i, a: {"Out": i["X"] * i["Y"]}, grad=["X", "Y"], name="same_shape"),
+    OpCase("elementwise_mul", {"X": r(2, 3, 4), "Y": r(2, 3)}, attrs={"axis": 0},
+           ref=lambda i, a: {"Out": i["X"] * i["Y"][:, :, None]}, grad=["X", "Y"],
+           name="axis0"),
+    OpCase("elementwise_div", {"X": r(3, 4), "Y": r(3, 4, low=0.5, high=2)},
+           ref=lambda i, a: {"Out": i["X"] / i["Y"]}, grad=["X", "Y"], name="same_shape"),
+    OpCase("elementwise_div", {"X": r(2, 3, 4), "Y": r(4, low=0.5, high=2)},
+           ref=lambda i, a: {"Out": i["X"] / i["Y"]}, grad=["X", "Y"], name="trailing"),
+    OpCase("elementwise_div", {"X": np.array([7, -7, 7, -7, 6], "int32"),
+                               "Y": np.array([2, 2, -2, -2, 3], "int32")},
+           ref=lambda i, a: {"Out": np.array([3, -3, -3, 3, 2], "int32")}, name="int_truncates"),
+    OpCase("elementwise_max", {"X": apart(3, 4), "Y": apart(3, 4)},
+           ref=lambda i, a: {"Out": np.maximum(i["X"], i["Y"])}, grad=["X", "Y"]),
+    OpCase("elementwise_max", {"X": apart(2, 3), "Y": apart(3)},
+           ref=lambda i, a: {"Out": np.maximum(i["X"], i["Y"])}, grad=["X", "Y"],
+           name="broadcast"),
+    OpCase("elementwise_min", {"X": apart(3, 4), "Y": apart(3, 4)},
+           ref=lambda i, a: {"Out": np.minimum(i["X"], i["Y"])}, grad=["X", "Y"]),
+    OpCase("elementwise_pow", {"X": r(3, 4, low=0.5, high=2), "Y": r(3, 4, low=-2, high=2)},
+           ref=lambda i, a: {"Out": np.power(i["X"], i["Y"])}, grad=["X", "Y"], rtol=1e-4),
+    OpCase("elementwise_pow", {"X": np.array([2, 3, -2], "int64"),
+                               "Y": np.array([3, 2, 3], "int64")},
+           ref=lambda i, a: {"Out": np.array([8, 9, -8], "int64")}, name="int"),
+    # scale, sum, mean
+    OpCase("scale", {"X": r(3, 4)}, attrs={"scale": 2.5, "bias": 0.5},
+           ref=lambda i, a: {"Out": i["X"] * 2.5 + 0.5}, grad=["X"], name="bias_after"),
+    OpCase("scale", {"X": r(3, 4)}, attrs={"scale": 2.5, "bias": 0.5, "bias_after_scale": False},
+           ref=lambda i, a: {"Out": (i["X"] + 0.5) * 2.5}, grad=["X"], name="bias_before"),
+    OpCase("scale", {"X": r(3, 4), "ScaleTensor": np.array([3.0], "float32")},
+           attrs={"scale": 2.5},
+           ref=lambda i, a: {"Out": i["X"] * 3.0}, grad=["X"], name="scale_tensor"),
+    OpCase("scale", {"X": np.array([1, 2, 3], "int32")}, attrs={"scale": 2.0, "bias": 1.0},
+           ref=lambda i, a: {"Out": np.array([3, 5, 7], "int32")}, name="int"),
+    OpCase("sum", {"X": [r(2, 3), r(2, 3), r(2, 3)]},
+           ref=lambda i, a: {"Out": i["X"][0] + i["X"][1] + i["X"][2]}, grad=["X"]),
+    OpCase("sum", {"X": [r(2, 3)]}, ref=lambda i, a: {"Out": i["X"][0]}, name="one"),
+    OpCase("sum", {"X": [r(4, 2), r(4, 2)]}, lod={"X": [[0, 1, 4]]},
+           ref=lambda i, a: {"Out": (i["X"][0] + i["X"][1], [[0, 1, 4]])}, name="lod"),
+    OpCase("mean", {"X": r(3, 4)}, ref=lambda i, a: {"Out": np.asarray(i["X"].mean())},
+           grad=["X"]),
+    # reductions
+    OpCase("reduce_sum", {"X": r(2, 3, 4)}, attrs={"dim": [1]},
+           ref=reduce_ref(np.sum), grad=["X"], name="dim1"),
+    OpCase("reduce_sum", {"X": r(2, 3, 4)}, attrs={"dim": [0, -1], "keep_dim": True},
+           ref=reduce_ref(np.sum), grad=["X"], name="keep_dim"),
+    OpCase("reduce_sum", {"X": r(2, 3)}, attrs={"reduce_all": True},
+           ref=reduce_ref(np.sum), grad=["X"], name="all"),
+    OpCase("reduce_sum", {"X": r(2, 3)}, ref=reduce_ref(np.sum), grad=["X"], name="default"),
+    OpCase("reduce_sum", {"X": np.arange(6, dtype="int32").reshape(2, 3)}, attrs={"dim": [1]},
+           ref=lambda i, a: {"Out": np.array([3, 12], "int64")}, name="int32_to_int64"),
+    OpCase("reduce_sum", {"X": r(2, 3)}, attrs={"dim": [1], "out_dtype": 6},
+           ref=lambda i, a: {"Out": i["X"].astype("float64").sum(1)}, name="out_dtype"),
+    OpCase("reduce_mean", {"X": r(2, 3, 4)}, attrs={"dim": [1, 2]},
+           ref=reduce_ref(np.mean), grad=["X"], name="dims"),
+    OpCase("reduce_mean", {"X": r(2, 3)}, attrs={"dim": [], "keep_dim": True},
+           ref=reduce_ref(np.mean), grad=["X"], name="empty_dim_all"),
+    OpCase("reduce_max", {"X": apart(2, 3, 4)}, attrs={"dim": [-1]},
+           ref=reduce_ref(np.max), grad=["X"]),
+    OpCase("reduce_max", {"X": apart(3, 4)}, attrs={"reduce_all": True},
+           ref=reduce_ref(np.max), grad=["X"], name="all"),
+    OpCase("reduce_min", {"X": apart(2, 3, 4)}, attrs={"dim": [0, 2], "keep_dim": True},
+           ref=reduce_ref(np.min), grad=["X"]),
+    # products
+    OpCase("mul", {"X": r(3, 4), "Y": r(4, 5)},
+           ref=lambda i, a: {"Out": i["X"] @ i["Y"]}, grad=["X", "Y"]),
+    OpCase("mul", {"X": r(2, 3, 4), "Y": r(2, 2, 5)},
+           attrs={"x_num_col_dims": 2, "y_num_col_dims": 2},
+           ref=lambda i, a: {"Out": (i["X"].reshape(6, 4) @ i["Y"].reshape(4, 5)).reshape(
+               2, 3, 5)}, grad=["X", "Y"], name="num_col_dims"),
+    OpCase("mul", {"X": r(5, 2), "Y": r(2, 3)}, lod={"X": [[0, 2, 5]]},
+           ref=lambda i, a: {"Out": (i["X"] @ i["Y"], [[0, 2, 5]])}, name="lod"),
+    OpCase("matmul", {"X": r(3, 4), "Y": r(4, 2)},
+           ref=lambda i, a: {"Out": i["X"] @ i["Y"]}, grad=["X", "Y"]),
+    OpCase("matmul", {"X": r(2, 4, 3), "Y": r(2, 2, 4)},
+           attrs={"transpose_X": True, "transpose_Y": True, "alpha": 0.5},
+           ref=lambda i, a: {"Out": 0.5 * np.swapaxes(i["X"], 1, 2) @ np.swapaxes(i["Y"], 1, 2)},
+           grad=["X", "Y"], name="batched_transposed"),
+    OpCase("matmul", {"X": r(2, 3, 4), "Y": r(4, 2)},
+           ref=lambda i, a: {"Out": i["X"] @ i["Y"]}, grad=["X", "Y"], name="batch_x_only"),
+    OpCase("matmul", {"X": r(3, 4), "Y": r(2, 4, 2)},
+           ref=lambda i, a: {"Out": i["X"] @ i["Y"]}, grad=["X", "Y"], name="batch_y_only"),
+    OpCase("matmul", {"X": r(4), "Y": r(4, 3)},
+           ref=lambda i, a: {"Out": i["X"] @ i["Y"]}, grad=["X", "Y"], name="vec_mat"),
+    OpCase("matmul", {"X": r(2, 3, 4), "Y": r(4)},
+           ref=lambda i, a: {"Out": i["X"] @ i["Y"]}, grad=["X", "Y"], name="mat_vec"),
+    OpCase("matmul", {"X": r(4), "Y": r(4)},
+           ref=lambda i, a: {"Out": np.asarray(i["X"] @ i["Y"])}, grad=["X", "Y"],
+           name="vec_vec"),
+    OpCase("matmul", {"X": r(3), "Y": r(1, 2)}, attrs={"transpose_X": True},
+           ref=lambda i, a: {"Out": i["X"].reshape(3, 1) @ i["Y"]}, grad=["X", "Y"],
+           name="vec_transposed"),
+    OpCase("matmul_v2", {"X": r(3, 4), "Y": r(4, 2)},
+           ref=lambda i, a: {"Out": i["X"] @ i["Y"]}, grad=["X", "Y"]),
+    OpCase("matmul_v2", {"X": r(2, 1, 4, 3), "Y": r(3, 2, 4)},
+           attrs={"trans_x": True, "trans_y": True},
+           ref=lambda i, a: {"Out": np.swapaxes(i["X"], -1, -2) @ np.swapaxes(i["Y"], -1, -2)},
+           grad=["X", "Y"], name="broadcast_batch"),
+    OpCase("matmul_v2", {"X": r(4), "Y": r(2, 4, 3)},
+           ref=lambda i, a: {"Out": i["X"] @ i["Y"]}, grad=["X", "Y"], name="vec_batch"),
+    OpCase("matmul_v2", {"X": r(2, 3, 4), "Y": r(4)}, attrs={"trans_y": True},
+           ref=lambda i, a: {"Out": i["X"] @ i["Y"]}, grad=["X", "Y"], name="batch_vec"),
+    OpCase("matmul_v2", {"X": r(4), "Y": r(4)},
+           ref=lambda i, a: {"Out": np.asarray(i["X"] @ i["Y"])}, grad=["X", "Y"],
+           name="vec_vec"),
 ]
 
 
@@ -30,3 +175,128 @@ def test_output_matches_numpy(case):
 @pytest.mark.parametrize("case", [c for c in CASES if c.grad], ids=case_id)
 def test_grad_matches_finite_differences(case):
     check_grad(case)
+
+
+# --- shapes, errors and runtime details ------------------------------------------------------
+def _infer(op_type, inputs, attrs=None, outputs=("Out",)):
+    """Append one op over variables of the given shapes; return the output shapes."""
+    program = fluid.Program()
+    block = program.global_block()
+    ins = {}
+    for slot, shape in inputs.items():
+        block.create_var(name=slot.lower(), shape=shape, dtype="float32")
+        ins[slot] = [slot.lower()]
+    outs = {slot: [slot.lower() + "_out"] for slot in outputs}
+    for names in outs.values():
+        block.create_var(name=names[0])
+    block.append_op(type=op_type, inputs=ins, outputs=outs, attrs=attrs or {})
+    return [block.var(names[0]).shape for names in outs.values()]
+
+
+@pytest.mark.parametrize("op_type, inputs, attrs, shape", [
+    ("reduce_sum", {"X": (-1, 3, 4)}, {"dim": [1, 2]}, (-1,)),
+    ("reduce_sum", {"X": (-1, 3)}, {"reduce_all": True}, ()),
+    ("reduce_max", {"X": (2, 3)}, {"dim": [0, 1], "keep_dim": True}, (1, 1)),
+    ("mean", {"X": (-1, 5)}, {}, ()),
+    ("mul", {"X": (-1, 2, 3), "Y": (6, 7)}, {}, (-1, 7)),
+    ("matmul", {"X": (-1, 3, 4), "Y": (4, 5)}, {}, (-1, 3, 5)),
+    ("matmul", {"X": (4,), "Y": (4,)}, {}, ()),
+    ("matmul_v2", {"X": (-1, 4), "Y": (4,)}, {}, (-1,)),
+    ("matmul_v2", {"X": (5, 1, 2, 3), "Y": (4, 3, 6)}, {}, (5, 4, 2, 6)),
+    ("sum", {"X": (-1, 3)}, {}, (-1, 3)),
+])
+def test_compile_time_shapes(op_type, inputs, attrs, shape):
+    assert _infer(op_type, inputs, attrs) == [shape]
+
+
+@pytest.mark.parametrize("op_type, inputs, attrs, words", [
+    ("elementwise_sub", {"X": (2, 3), "Y": (4,)}, {}, "broadcastable"),
+    ("elementwise_mul", {"X": (2, 3, 4), "Y": (3,)}, {"axis": 5}, "axis"),
+    ("reduce_sum", {"X": (2, 3)}, {"dim": [2]}, "dim"),
+    ("mul", {"X": (2, 3), "Y": (4, 5)}, {}, "width"),
+    ("mul", {"X": (2, 3), "Y": (3, 5)}, {"x_num_col_dims": 2}, "x_num_col_dims"),
+    ("matmul", {"X": (2, 3), "Y": (4, 5)}, {}, "width"),
+    ("matmul", {"X": (2, 3, 4), "Y": (3, 4, 5)}, {}, "batch"),
+    ("matmul_v2", {"X": (2, 3, 4), "Y": (3, 4, 5)}, {}, "batch"),
+    ("matmul_v2", {"X": (2, 3), "Y": (2, 3)}, {}, "width"),
+])
+def test_bad_shapes_raise_invalid_argument(op_type, inputs, attrs, words):
+    with pytest.raises(InvalidArgument) as info:
+        _infer(op_type, inputs, attrs)
+    assert str(info.value).startswith(op_type + ":") and words in str(info.value)
+
+
+def test_sum_with_two_inputs_of_different_shapes_names_the_input():
+    program = fluid.Program()
+    block = program.global_block()
+    block.create_var(name="a", shape=(2, 3), dtype="float32")
+    block.create_var(name="b", shape=(3, 3), dtype="float32")
+    block.create_var(name="c")
+    with pytest.raises(InvalidArgument, match=r"sum: shape of X\[1\]"):
+        block.append_op(type="sum", inputs={"X": ["a", "b"]}, outputs={"Out": ["c"]})
+
+
+def _grad_types(op_type, inputs, attrs=None):
+    case = OpCase(op_type, inputs, attrs=attrs or {})
+    _, op, _, _ = build(case)
+    return [(s.type, s.inputs, s.outputs, s.attrs) for s in registry.make_grad_ops(op)]
+
+
+def test_grad_makers_name_only_what_the_gradient_needs():
+    (g,) = _grad_types("elementwise_mul", {"X": r(2), "Y": r(2)})
+    assert g[0] == "elementwise_mul_grad" and set(g[1]) == {"X", "Y", "Out@GRAD"}
+    (g,) = _grad_types("elementwise_div", {"X": r(2), "Y": r(2)})
+    assert set(g[1]) == {"X", "Y", "Out", "Out@GRAD"}
+    (g,) = _grad_types("reduce_max", {"X": r(2)})
+    assert set(g[1]) == {"X", "Out", "Out@GRAD"}
+    (g,) = _grad_types("reduce_sum", {"X": r(2)})
+    assert set(g[1]) == {"X", "Out@GRAD"}
+
+
+def test_scale_and_sum_grads_are_scale_ops():
+    (g,) = _grad_types("scale", {"X": r(2)}, {"scale": 3.0, "bias": 2.0})
+    assert g[0] == "scale" and g[1] == {"X": ["out_out@GRAD"]} and g[2] == {"Out": ["x@GRAD"]}
+    assert g[3]["scale"] == 3.0 and g[3]["bias"] == 0.0 and g[3]["bias_after_scale"]
+    grads = _grad_types("sum", {"X": [r(2), r(2)]})
+    assert [(g[0], g[1], g[2], g[3]["scale"]) for g in grads] == [
+        ("scale", {"X": ["out_out@GRAD"]}, {"Out": ["x_0@GRAD"]}, 1.0),
+        ("scale", {"X": ["out_out@GRAD"]}, {"Out": ["x_1@GRAD"]}, 1.0)]
+
+
+def _kernel(op_type):
+    return registry.get(op_type).kernel_for("cpu")
+
+
+class _Ctx:
+    xp = np
+    attrs = {}
+
+
+def test_sum_skips_uninitialised_and_adds_selected_rows():
+    a = LoDTensor(np.ones((4, 2), "float32"), [[0, 1, 4]])
+    rows = SelectedRows([1, 3, 1], 4, LoDTensor(np.full((3, 2), 2.0, "float32")))
+    out = _kernel("sum")(_Ctx(), [a, LoDTensor(), rows])
+    want = np.ones((4, 2), "float32")
+    want[1] += 4
+    want[3] += 2
+    np.testing.assert_array_equal(out.array, want)
+    assert out.lod() == [[0, 1, 4]]
+    assert a.array.sum() == 8  # the input is untouched
+
+
+def test_sum_of_selected_rows_stays_sparse():
+    a = SelectedRows([0], 3, LoDTensor(np.ones((1, 2), "float32")))
+    b = SelectedRows([2, 0], 3, LoDTensor(np.full((2, 2), 3.0, "float32")))
+    out = _kernel("sum")(_Ctx(), [a, b])
+    assert isinstance(out, SelectedRows) and out.rows == [0, 2, 0] and out.height == 3
+    np.testing.assert_array_equal(out.to_dense(), [[4, 4], [0, 0], [3, 3]])
+
+
+def test_equal_shape_elementwise_keeps_dtype_and_skips_alignment():
+    ctx = _Ctx()
+    ctx.attrs = {"axis": -1}
+    for op_type in ("elementwise_add", "elementwise_sub", "elementwise_mul", "elementwise_div",
+                    "elementwise_max", "elementwise_min", "elementwise_pow"):
+        out = _kernel(op_type)(ctx, np.full((1, 1), 2.0, "float32"),
+                               np.full((1, 1), 4.0, "float32"))
+        assert out.shape == (1, 1) and out.dtype == np.float32, op_type

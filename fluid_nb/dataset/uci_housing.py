@@ -1,0 +1,49 @@
+"""UCI housing (Boston, 506 rows, 13 features), prepared as Paddle's ``uci_housing`` does.
+
+Each feature column becomes ``(x - mean) / (max - min)`` over all 506 rows; the price (in
+$1000s) is left as is. The first 80% of rows (404) are the training set, the rest (102)
+the test set. Samples are ``(features float32[13], price float32[1])``.
+
+The data file is the public dataset as distributed with scikit-learn 1.1.
+"""
+import csv
+import pathlib
+
+import numpy as np
+
+FEATURE_NAMES = ["CRIM", "ZN", "INDUS", "CHAS", "NOX", "RM", "AGE", "DIS", "RAD", "TAX",
+                 "PTRATIO", "B", "LSTAT"]
+_FILE = pathlib.Path(__file__).with_name("data") / "boston_house_prices.csv"
+_cache = {}
+
+
+def load_data(ratio=0.8):
+    """(train, test) float32 arrays of shape [rows, 14]: 13 normalised features + price."""
+    if ratio not in _cache:
+        with open(_FILE, newline="") as f:
+            rows = list(csv.reader(f))[2:]
+        data = np.array(rows, dtype=np.float64)
+        maximums, minimums = data.max(axis=0), data.min(axis=0)
+        averages = data.sum(axis=0) / data.shape[0]
+        for i in range(data.shape[1] - 1):
+            data[:, i] = (data[:, i] - averages[i]) / (maximums[i] - minimums[i])
+        offset = int(data.shape[0] * ratio)
+        _cache[ratio] = (data[:offset].astype(np.float32), data[offset:].astype(np.float32))
+    return _cache[ratio]
+
+
+def _reader(data):
+    def reader():
+        for row in data:
+            yield row[:-1], row[-1:]
+    return reader
+
+
+def train():
+    """Reader of the 404 training samples."""
+    return _reader(load_data()[0])
+
+
+def test():
+    """Reader of the 102 test samples."""
+    return _reader(load_data()[1])

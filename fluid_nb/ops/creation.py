@@ -1,0 +1,288 @@
+"""Tensor creation and copying: fill_constant, fill_any_like, fill_zeros_like, the random
+initialisers (uniform_random, gaussian_random), assign, cast and increment.
+
+Shapes may come from tensors at run time (``ShapeTensor``: one int tensor holding the shape;
+``ShapeTensorList``: one single-element int tensor per dim); at compile time those dims are
+unknown (-1).
+"""
+import math
+
+import numpy as np
+
+from ..errors import InvalidArgument, expected
+from ..exec.tensor import LoDTensor, LoDTensorArray, SelectedRows
+from ..framework.dtypes import DATA_TYPES, VarType, convert_dtype, to_numpy_dtype
+from ..framework.program import EMPTY_VAR_NAME
+from .registry import def_op, same_shape
+
+
+# --- helpers shared with shape.py ------------------------------------------------------
+def host_ints(value):
+    """A list of Python ints from an int tensor (NumPy or CuPy), or from a list of
+    single-element tensors (a ``*TensorList`` slot)."""
+    if isinstance(value, list):
+        return [int(v) for t in value for v in _flat(t)]
+    return [int(v) for v in _flat(value)]
+
+
+def _flat(t):
+    if isinstance(t, LoDTensor):
+        t = t.array
+    return t.reshape(-1).tolist()
+
+
+def dtype_attr(ctx, name, default=None):
+    """The VarType named by int attribute ``name`` (``default`` where it is -1)."""
+    value = ctx.attr(name)
+    if value == -1 and default is not None:
+        return convert_dtype(default)
+    try:
+        vt = convert_dtype(value)
+    except InvalidArgument:
+        vt = None
+    if vt not in DATA_TYPES:
+        ctx.fail(f"attribute '{name}'", "a data type number of VarType (e.g. 5 for float32)",
+                 value)
+    return vt
+
+
+def numel_of(shape):
+    """Elements of a compile-time shape, or -1 when a dim is unknown."""
+    if any(d < 0 for d in shape):
+        return -1
+    return math.prod(shape)
+
+
+def _attr_shape_or_tensor(ctx, list_gives_rank):
+    """Output shape of a creation op: Attr(shape), or unknown dims when a tensor holds it.
+
+    ``list_gives_rank``: a ShapeTensorList fixes the rank to its length (uniform_random,
+    gaussian_random); fill_constant keeps Attr(shape) there, where Python put -1s.
+    """
+    shape = list(ctx.attr("shape"))
+    has_list = ctx.has_input("ShapeTensorList")
+    if has_list and list_gives_rank:
+        return [-1] * len(ctx.op.inputs["ShapeTensorList"])
+    if ctx.has_input("ShapeTensor") and not shape:
+        n = numel_of(ctx.input_shape("ShapeTensor"))
+        return [-1] * n if n >= 0 else [-1]
+    if not ctx.has_input("ShapeTensor") and not has_list:
+        for i, d in enumerate(shape):
+            ctx.check(d >= 0, f"attribute 'shape'[{i}]", "no less than 0", f"{d} (shape={shape})")
+    return shape
+
+
+def _runtime_shape(op, shape_tensor, shape_list, attr_shape):
+    if shape_tensor is not None:
+        shape = host_ints(shape_tensor)
+    elif shape_list:
+        shape = host_ints(shape_list)
+    else:
+        shape = list(attr_shape)
+    if any(d < 0 for d in shape):
+        raise InvalidArgument(expected(op, "shape", "dims no less than 0", shape))
+    return tuple(shape)
+
+
+def _parse_str_value(text):
+    # Paddle reads str_value as a double; "inf", "-inf" and "nan" are spelled out
+    low = text.strip().lower()
+    if low in ("inf", "+inf"):
+        return math.inf
+    if low == "-inf":
+        return -math.inf
+    if low == "nan":
+        return math.nan
+    return float(text)
+
+
+_CREATION_ATTRS = {"shape": ("longs", []), "dtype": ("int", int(VarType.FP32))}
+
+
+# --- fill_constant -----------------------------------------------------------------------
+def _fill_constant_infer(ctx):
+    ctx.set_output("Out", _attr_shape_or_tensor(ctx, list_gives_rank=False),
+                   dtype_attr(ctx, "dtype"))
+
+
+def _fill_constant(ctx, value_tensor, shape_tensor, shape_list):
+    attrs = ctx.attrs
+    shape = _runtime_shape("fill_constant", shape_tensor, shape_list, attrs["shape"])
+    if value_tensor is not None:
+        value = value_tensor.reshape(-1)[0].item()
+    elif attrs.get("str_value"):
+        try:
+            value = _parse_str_value(attrs["str_value"])
+        except ValueError:
+            raise InvalidArgument(expected("fill_constant", "attribute 'str_value'",
+                                           "a number, 'inf', '-inf' or 'nan'",
+                                           repr(attrs["str_value"]))) from None
+    else:
+        value = attrs["value"]
+    return ctx.xp.full(shape, value, dtype=to_numpy_dtype(attrs["dtype"]))
+
+
+def_op("fill_constant",
+       inputs=["ValueTensor?", "ShapeTensor?", "ShapeTensorList[]?"], outputs=["Out"],
+       attrs={**_CREATION_ATTRS, "value": ("float", 0.0), "str_value": ("string", ""),
+              "force_cpu": ("bool", False), "place_type": ("int", -1)},
+       infer_shape=_fill_constant_infer, kernel=_fill_constant,
+       doc="Out = a tensor of shape ``shape`` (or ShapeTensor / ShapeTensorList) and type "
+           "``dtype``, every element equal to ValueTensor, else float(str_value) when "
+           "str_value is non-empty, else ``value``.")
+
+
+# --- fill_any_like / fill_zeros_like -----------------------------------------------------
+def _fill_any_like_infer(ctx):
+    ctx.set_output("Out", ctx.input_shape("X"), dtype_attr(ctx, "dtype", ctx.input_dtype("X")))
+
+
+def _fill_any_like(ctx, x):
+    dtype = ctx.attrs["dtype"]
+    dtype = x.dtype if dtype == -1 else to_numpy_dtype(dtype)
+    return ctx.xp.full(x.shape, ctx.attrs["value"], dtype=dtype)
+
+
+def_op("fill_any_like", inputs=["X"], outputs=["Out"],
+       attrs={"value": ("float", 0.0), "dtype": ("int", -1)},
+       infer_shape=_fill_any_like_infer, share_lod=("X", ["Out"]), kernel=_fill_any_like,
+       doc="Out = a tensor shaped like X, every element ``value``, of type ``dtype`` "
+           "(-1: X's type).")
+
+def_op("fill_zeros_like", inputs=["X"], outputs=["Out"],
+       infer_shape=same_shape("X", "Out"), share_lod=("X", ["Out"]),
+       kernel=lambda ctx, x: ctx.xp.zeros_like(x),
+       doc="Out = zeros shaped and typed like X.")
+
+
+# --- random initialisers -------------------------------------------------------------------
+def _random_infer(ctx):
+    ctx.set_output("Out", _attr_shape_or_tensor(ctx, list_gives_rank=True),
+                   dtype_attr(ctx, "dtype"))
+
+
+def _uniform_infer(ctx):
+    ctx.check(ctx.attr("min") < ctx.attr("max"), "attribute 'min'",
+              f"less than max ({ctx.attr('max')})", ctx.attr("min"))
+    for name in ("diag_num", "diag_step"):
+        ctx.check(ctx.attr(name) >= 0, f"attribute '{name}'", "no less than 0", ctx.attr(name))
+    _random_infer(ctx)
+
+
+def _uniform_random(ctx, shape_tensor, shape_list):
+    attrs = ctx.attrs
+    shape = _runtime_shape("uniform_random", shape_tensor, shape_list, attrs["shape"])
+    dtype = to_numpy_dtype(attrs["dtype"])
+    values = ctx.random_state().uniform(attrs["min"], attrs["max"], shape).astype(dtype)
+    diag_num, diag_step = attrs["diag_num"], attrs["diag_step"]
+    if diag_num > 0:
+        flat = values.reshape(-1)
+        last = (diag_num - 1) * (diag_step + 1)
+        if last >= flat.size:
+            raise InvalidArgument(expected("uniform_random", "attribute 'diag_num'",
+                                           f"diagonal positions inside the {flat.size} "
+                                           f"elements", f"diag_num={diag_num}, "
+                                           f"diag_step={diag_step}"))
+        flat[np.arange(diag_num) * (diag_step + 1)] = attrs["diag_val"]
+    return ctx.xp.asarray(values)
+
+
+def_op("uniform_random", inputs=["ShapeTensor?", "ShapeTensorList[]?"], outputs=["Out"],
+       attrs={**_CREATION_ATTRS, "min": ("float", -1.0), "max": ("float", 1.0),
+              "seed": ("int", 0), "diag_num": ("int", 0), "diag_step": ("int", 0),
+              "diag_val": ("float", 1.0)},
+       infer_shape=_uniform_infer, kernel=_uniform_random, traits=("stateful",),
+       doc="Out ~ U[min, max) of shape ``shape`` (or the shape tensors); then, when "
+           "diag_num > 0, Out.flat[i * (diag_step + 1)] = diag_val for i < diag_num. "
+           "seed != 0 fixes the stream; 0 uses the program's random_seed.")
+
+
+def _gaussian_random(ctx, shape_tensor, shape_list):
+    attrs = ctx.attrs
+    shape = _runtime_shape("gaussian_random", shape_tensor, shape_list, attrs["shape"])
+    values = ctx.random_state().normal(attrs["mean"], attrs["std"], shape)
+    return ctx.xp.asarray(values.astype(to_numpy_dtype(attrs["dtype"])))
+
+
+def_op("gaussian_random", inputs=["ShapeTensor?", "ShapeTensorList[]?"], outputs=["Out"],
+       attrs={**_CREATION_ATTRS, "mean": ("float", 0.0), "std": ("float", 1.0),
+              "seed": ("int", 0)},
+       infer_shape=_random_infer, kernel=_gaussian_random, traits=("stateful",),
+       doc="Out ~ N(mean, std^2) of shape ``shape`` (or the shape tensors).")
+
+
+# --- assign --------------------------------------------------------------------------------
+def _assign_infer(ctx):
+    if ctx.has_input("X"):
+        ctx.set_output("Out", ctx.input_shape("X"), ctx.input_dtype("X"),
+                       type=ctx.input_var_type("X"))
+
+
+def _assign(ctx, x):
+    """Copies, so that later writes to Out never reach X (Paddle copies too)."""
+    if x is None:
+        return None
+    if isinstance(x, LoDTensor):
+        return LoDTensor(x.array.copy() if x.array is not None else None, x.lod())
+    if isinstance(x, LoDTensorArray):
+        return LoDTensorArray(LoDTensor(t.array.copy(), t.lod()) for t in x)
+    if isinstance(x, SelectedRows):
+        return SelectedRows(x.rows, x.height, LoDTensor(x.value.array.copy(), x.value.lod()))
+    raise InvalidArgument(expected("assign", "input 'X'",
+                                   "a LoDTensor, LoDTensorArray or SelectedRows",
+                                   type(x).__name__))
+
+
+def _assign_grad(g):
+    dx = g.input_grad("X")
+    if not g.has_input("X") or all(n == EMPTY_VAR_NAME for n in dx):
+        return []
+    return [g.op("assign", {"X": g.output_grad("Out")}, {"Out": dx}, {})]
+
+
+def_op("assign", inputs=["X?"], outputs=["Out"], infer_shape=_assign_infer,
+       share_lod=("X", ["Out"]), grad=_assign_grad, kernel=_assign, lod_aware=True,
+       doc="Out = copy of X (a LoDTensor with its LoD, a LoDTensorArray or SelectedRows); "
+           "the gradient is assign(Out@GRAD).")
+
+
+# --- cast ----------------------------------------------------------------------------------
+def _cast_infer(ctx):
+    ctx.check("out_dtype" in ctx.attrs(), "attribute 'out_dtype'", "a data type number",
+              "none")
+    ctx.set_output("Out", ctx.input_shape("X"), dtype_attr(ctx, "out_dtype"))
+
+
+def _cast_grad(g):
+    dx = g.input_grad("X")
+    if all(n == EMPTY_VAR_NAME for n in dx):
+        return []
+    in_dtype = g.attrs.get("in_dtype")
+    if in_dtype is None:
+        in_dtype = int(g.fwd.block.var_recursive(g.input("X")[0]).dtype)
+    attrs = dict(g.attrs, in_dtype=g.attrs["out_dtype"], out_dtype=in_dtype)
+    return [g.op("cast", {"X": g.output_grad("Out")}, {"Out": dx}, attrs)]
+
+
+def_op("cast", inputs=["X"], outputs=["Out"],
+       attrs={"in_dtype": ("int", None), "out_dtype": ("int", None)},
+       infer_shape=_cast_infer, share_lod=("X", ["Out"]), grad=_cast_grad,
+       kernel=lambda ctx, x: x.astype(to_numpy_dtype(ctx.attrs["out_dtype"])),
+       doc="Out = X converted to out_dtype (floats to ints truncate toward zero; non-zero "
+           "to bool is true). The gradient is cast(Out@GRAD) back to in_dtype.")
+
+
+# --- increment -----------------------------------------------------------------------------
+def _increment_infer(ctx):
+    shape = ctx.input_shape("X")
+    n = numel_of(shape)
+    ctx.check(n in (-1, 1), "input 'X'", "a tensor of exactly one element",
+              f"shape {list(shape)}")
+    ctx.set_output("Out", shape, ctx.input_dtype("X"))
+
+
+def_op("increment", inputs=["X"], outputs=["Out"], attrs={"step": ("float", 1.0)},
+       infer_shape=_increment_infer, share_lod=("X", ["Out"]),
+       kernel=lambda ctx, x: x + x.dtype.type(ctx.attrs["step"]),
+       doc="Out = X + step, X one element; step is first converted to X's type (so an "
+           "int counter adds int(step)).")

@@ -1,0 +1,270 @@
+"""Normalisation: batch_norm and layer_norm with their grad ops."""
+from ..framework.dtypes import VarType
+from .registry import def_op, grads_like
+
+
+def _epsilon_range(v):
+    return None if 0.0 <= v <= 0.001 else "a value in [0, 0.001]"
+
+
+# --- batch_norm ------------------------------------------------------------------------
+def _channel_axis(attrs, ndim):
+    """NCHW: dim 1; NHWC: the last dim (a 2-D input is [N, C] either way)."""
+    return ndim - 1 if attrs.get("data_layout", "NCHW") == "NHWC" else 1
+
+
+def _bn_infer_shape(ctx):
+    x_shape = ctx.input_shape("X")
+    ctx.check(2 <= len(x_shape) <= 5, "input 'X'", "a 2-D to 5-D tensor", list(x_shape))
+    c = x_shape[_channel_axis(ctx.attrs(), len(x_shape))]
+    for slot in ("Scale", "Bias", "Mean", "Variance"):
+        shape = ctx.input_shape(slot)
+        ctx.check(len(shape) == 1 and (c < 0 or shape[0] < 0 or shape[0] == c),
+                  f"input '{slot}'", f"shape [{c}] (the channels of X {list(x_shape)})",
+                  list(shape))
+    ctx.set_output("Y", x_shape, ctx.input_dtype("X"))
+    stat_dtype = ctx.input_dtype("Mean")
+    for slot in ("MeanOut", "VarianceOut", "SavedMean", "SavedVariance"):
+        if ctx.has_output(slot):
+            ctx.set_output(slot, (c,), stat_dtype)
+    if ctx.has_output("ReserveSpace"):
+        ctx.set_output("ReserveSpace", (-1,), VarType.UINT8)
+
+
+def _bn_forward(ctx, x, scale, bias, mean, variance, momentum_tensor):
+    xp, attrs = ctx.xp, ctx.attrs
+    axis = _channel_axis(attrs, x.ndim)
+    c = x.shape[axis]
+    bshape = [1] * x.ndim
+    bshape[axis] = c
+    reduce_axes = tuple(i for i in range(x.ndim) if i != axis)
+    eps = attrs.get("epsilon", 1e-5)
+    momentum = attrs.get("momentum", 0.9)
+    if momentum_tensor is not None:
+        momentum = float(momentum_tensor.reshape(-1)[0])
+    test_mode = attrs.get("is_test", False) and not attrs.get("trainable_statistics", False)
+    global_stats = test_mode or attrs.get("use_global_stats", False)
+    stat_dtype = mean.dtype
+    zeros = xp.zeros((c,), dtype=stat_dtype)
+    reserve = xp.zeros((0,), dtype=xp.uint8) if ctx.wants("ReserveSpace") else None
+    if global_stats:
+        use_mean = mean
+        inv_std = 1.0 / xp.sqrt(variance + eps)
+        mean_out, var_out, saved_mean, saved_inv_std = mean.copy(), variance.copy(), zeros, zeros
+    else:
+        if x.size // c == 1:  # Paddle: one value per channel, Y = X and stats untouched
+            return x.copy(), mean.copy(), variance.copy(), zeros, zeros.copy(), reserve
+        batch_mean = x.mean(axis=reduce_axes)
+        batch_var = ((x - batch_mean.reshape(bshape)) ** 2).mean(axis=reduce_axes)
+        mean_out = mean * momentum + batch_mean * (1.0 - momentum)
+        var_out = variance * momentum + batch_var * (1.0 - momentum)
+        inv_std = 1.0 / xp.sqrt(batch_var + eps)
+        use_mean, saved_mean, saved_inv_std = batch_mean, batch_mean, inv_std
+    y = (x - use_mean.reshape(bshape)) * (inv_std * scale).reshape(bshape) + bias.reshape(bshape)
+    if attrs.get("fuse_with_relu", False):
+        y = xp.maximum(y, 0)
+    return (y.astype(x.dtype, copy=False), mean_out.astype(stat_dtype, copy=False),
+            var_out.astype(stat_dtype, copy=False), saved_mean.astype(stat_dtype, copy=False),
+            saved_inv_std.astype(stat_dtype, copy=False), reserve)
+
+
+def _bn_backward(ctx, x, scale, bias, mean, variance, saved_mean, saved_inv_std, reserve, dy):
+    xp, attrs = ctx.xp, ctx.attrs
+    axis = _channel_axis(attrs, x.ndim)
+    bshape = [1] * x.ndim
+    bshape[axis] = x.shape[axis]
+    reduce_axes = tuple(i for i in range(x.ndim) if i != axis)
+    global_stats = attrs.get("is_test", False) or attrs.get("use_global_stats", False)
+    if global_stats:
+        mu, inv_std = mean, 1.0 / xp.sqrt(variance + attrs.get("epsilon", 1e-5))
+    else:
+        mu, inv_std = saved_mean, saved_inv_std
+    x_hat = (x - mu.reshape(bshape)) * inv_std.reshape(bshape)
+    d_bias = dy.sum(axis=reduce_axes)
+    d_scale = (dy * x_hat).sum(axis=reduce_axes)
+    dx = None
+    if ctx.wants("X@GRAD"):
+        k = (scale * inv_std).reshape(bshape)
+        if global_stats:
+            dx = dy * k
+        else:
+            m = x.size // x.shape[axis]
+            dx = k * (dy - (d_bias.reshape(bshape) + x_hat * d_scale.reshape(bshape)) / m)
+        dx = dx.astype(x.dtype, copy=False)
+    return (dx, d_scale.astype(scale.dtype, copy=False) if ctx.wants("Scale@GRAD") else None,
+            d_bias.astype(bias.dtype, copy=False) if ctx.wants("Bias@GRAD") else None)
+
+
+def _bn_grad_maker(g):
+    ins = {"X": g.input("X"), "Scale": g.input("Scale"), "Bias": g.input("Bias"),
+           "SavedMean": g.output("SavedMean"), "SavedVariance": g.output("SavedVariance"),
+           "ReserveSpace": g.output("ReserveSpace"), "Y@GRAD": g.output_grad("Y")}
+    if g.attrs.get("use_global_stats", False) or g.attrs.get("is_test", False):
+        # the running statistics normalised X; MeanOut/VarianceOut are those variables
+        ins["Mean"] = g.output("MeanOut")
+        ins["Variance"] = g.output("VarianceOut")
+    outs = {"X@GRAD": g.input_grad("X"), "Scale@GRAD": g.input_grad("Scale"),
+            "Bias@GRAD": g.input_grad("Bias")}
+    return [g.op("batch_norm_grad", ins, outs)]
+
+
+_bn_grad_maker.grad_type = "batch_norm_grad"
+
+_BN_ATTRS = {
+    "momentum": ("float", 0.9),
+    "epsilon": ("float", 1e-5, _epsilon_range),
+    "data_layout": ("string", "NCHW"),
+    "is_test": ("bool", False),
+    "use_global_stats": ("bool", False),
+    "trainable_statistics": ("bool", False),
+    # Paddle's "extra" attributes
+    "use_mkldnn": ("bool", False),
+    "fuse_with_relu": ("bool", False),
+}
+
+def_op("batch_norm",
+       inputs=["X", "Scale", "Bias", "Mean", "Variance", "MomentumTensor?"],
+       outputs=["Y", "MeanOut", "VarianceOut", "SavedMean", "SavedVariance", "ReserveSpace?"],
+       attrs=_BN_ATTRS, infer_shape=_bn_infer_shape, share_lod=("X", ["Y"]),
+       grad=_bn_grad_maker, kernel=_bn_forward,
+       doc="""batch_norm: per-channel normalisation over every dim but the channel one.
+
+Training: mu, var = mean and biased variance of X per channel;
+  Y = (X - mu) / sqrt(var + epsilon) * Scale + Bias;
+  MeanOut = Mean * momentum + mu * (1 - momentum) (VarianceOut likewise with var);
+  SavedMean = mu, SavedVariance = 1 / sqrt(var + epsilon) (the inverse std, as Paddle).
+is_test (without trainable_statistics) or use_global_stats: Y normalises with Mean and
+Variance; MeanOut/VarianceOut = Mean/Variance, SavedMean/SavedVariance are zero.
+MomentumTensor, when given, overrides momentum. In Paddle MeanOut/VarianceOut are the
+Mean/Variance variables themselves (the running statistics are updated in place).""")
+def_op("batch_norm_grad",
+       inputs=["X", "Scale", "Bias", "Mean?", "Variance?", "SavedMean", "SavedVariance",
+               "ReserveSpace?", "Y@GRAD"],
+       outputs=["X@GRAD?", "Scale@GRAD?", "Bias@GRAD?"],
+       attrs=_BN_ATTRS,
+       infer_shape=grads_like(**{"X@GRAD": "X", "Scale@GRAD": "Scale", "Bias@GRAD": "Bias"}),
+       kernel=_bn_backward,
+       doc="""Gradient of batch_norm, x_hat = (X - mu) * inv_std, m = X.size / C:
+Bias@GRAD = sum(dY), Scale@GRAD = sum(dY * x_hat) (per channel);
+training: X@GRAD = Scale * inv_std * (dY - (Bias@GRAD + x_hat * Scale@GRAD) / m) with the
+batch statistics SavedMean/SavedVariance; with is_test or use_global_stats:
+X@GRAD = dY * Scale / sqrt(Variance + epsilon).""")
+
+
+# --- layer_norm --------------------------------------------------------------------------
+def _split(shape, begin):
+    left = right = 1
+    for i, d in enumerate(shape):
+        if d < 0:
+            if i < begin:
+                left = -1
+            else:
+                right = -1
+        elif i < begin:
+            left = left * d if left >= 0 else -1
+        else:
+            right = right * d if right >= 0 else -1
+    return left, right
+
+
+def _stat_dtype(dtype):
+    return VarType.FP32 if dtype in (VarType.FP16, VarType.BF16) else dtype
+
+
+def _ln_infer_shape(ctx):
+    x_shape = ctx.input_shape("X")
+    begin = ctx.attrs().get("begin_norm_axis", 1)
+    ctx.check(0 < begin < len(x_shape), "attribute 'begin_norm_axis'",
+              f"a value in [1, {len(x_shape) - 1}] (X is {list(x_shape)})", begin)
+    left, right = _split(x_shape, begin)
+    for slot in ("Scale", "Bias"):
+        if ctx.has_input(slot):
+            shape = ctx.input_shape(slot)
+            ctx.check(len(shape) == 1 and (right < 0 or shape[0] < 0 or shape[0] == right),
+                      f"input '{slot}'", f"shape [{right}] (X dims from {begin} on, "
+                      f"X is {list(x_shape)})", list(shape))
+    dtype = ctx.input_dtype("X")
+    ctx.set_output("Y", x_shape, dtype)
+    ctx.set_output("Mean", (left,), _stat_dtype(dtype))
+    ctx.set_output("Variance", (left,), _stat_dtype(dtype))
+
+
+def _ln_forward(ctx, x, scale, bias):
+    xp = ctx.xp
+    begin = ctx.attrs.get("begin_norm_axis", 1)
+    eps = ctx.attrs.get("epsilon", 1e-5)
+    left = 1
+    for d in x.shape[:begin]:
+        left *= d
+    rows = x.reshape(left, -1)
+    mean = rows.mean(axis=1)
+    centered = rows - mean[:, None]
+    var = (centered ** 2).mean(axis=1)
+    y = centered / xp.sqrt(var + eps)[:, None]
+    if scale is not None:
+        y = y * scale.reshape(1, -1)
+    if bias is not None:
+        y = y + bias.reshape(1, -1)
+    stat = mean.dtype if x.dtype.itemsize >= 4 else xp.float32
+    return (y.reshape(x.shape).astype(x.dtype, copy=False), mean.astype(stat, copy=False),
+            var.astype(stat, copy=False))
+
+
+def _ln_backward(ctx, x, scale, bias, mean, variance, dy):
+    xp = ctx.xp
+    eps = ctx.attrs.get("epsilon", 1e-5)
+    left = mean.shape[0]
+    rows, drows = x.reshape(left, -1), dy.reshape(left, -1)
+    inv_std = (1.0 / xp.sqrt(variance + eps))[:, None]
+    x_hat = (rows - mean[:, None]) * inv_std
+    dx = d_scale = d_bias = None
+    if scale is not None and ctx.wants("Scale@GRAD"):
+        d_scale = (drows * x_hat).sum(axis=0).reshape(scale.shape).astype(scale.dtype,
+                                                                           copy=False)
+    if bias is not None and ctx.wants("Bias@GRAD"):
+        d_bias = drows.sum(axis=0).reshape(bias.shape).astype(bias.dtype, copy=False)
+    if ctx.wants("X@GRAD"):
+        g = drows * scale.reshape(1, -1) if scale is not None else drows
+        dx = inv_std * (g - g.mean(axis=1, keepdims=True)
+                        - x_hat * (g * x_hat).mean(axis=1, keepdims=True))
+        dx = dx.reshape(x.shape).astype(x.dtype, copy=False)
+    return dx, d_scale, d_bias
+
+
+def _ln_grad_maker(g):
+    ins = {"X": g.input("X"), "Scale": g.input("Scale"), "Bias": g.input("Bias"),
+           "Mean": g.output("Mean"), "Variance": g.output("Variance"),
+           "Y@GRAD": g.output_grad("Y")}
+    outs = {"X@GRAD": g.input_grad("X")}
+    for slot in ("Scale", "Bias"):
+        if g.has_input(slot):
+            outs[slot + "@GRAD"] = g.input_grad(slot)
+    return [g.op("layer_norm_grad", ins, outs)]
+
+
+_ln_grad_maker.grad_type = "layer_norm_grad"
+
+_LN_ATTRS = {
+    "epsilon": ("float", 1e-5, _epsilon_range),
+    "begin_norm_axis": ("int", 1, lambda v: None if v > 0 else "a positive value"),
+    # Paddle's "extra" attributes
+    "use_mkldnn": ("bool", False),
+    "is_test": ("bool", False),
+}
+
+def_op("layer_norm", inputs=["X", "Scale?", "Bias?"], outputs=["Y", "Mean!", "Variance!"],
+       attrs=_LN_ATTRS, infer_shape=_ln_infer_shape, share_lod=("X", ["Y"]),
+       grad=_ln_grad_maker, kernel=_ln_forward,
+       doc="""layer_norm: X viewed as [left, right], left = prod(dims[:begin_norm_axis]).
+
+Mean/Variance (shape [left]) are each row's mean and biased variance;
+Y = (X - Mean) / sqrt(Variance + epsilon) * Scale + Bias, Scale/Bias of shape [right].""")
+def_op("layer_norm_grad",
+       inputs=["X", "Scale?", "Bias?", "Mean", "Variance", "Y@GRAD"],
+       outputs=["X@GRAD?", "Scale@GRAD?", "Bias@GRAD?"],
+       attrs=_LN_ATTRS,
+       infer_shape=grads_like(**{"X@GRAD": "X", "Scale@GRAD": "Scale", "Bias@GRAD": "Bias"}),
+       kernel=_ln_backward,
+       doc="""Gradient of layer_norm per row, x_hat = (X - Mean) / sqrt(Variance + eps),
+g = dY * Scale: X@GRAD = (g - mean(g) - x_hat * mean(g * x_hat)) / sqrt(Variance + eps);
+Scale@GRAD = sum over rows of dY * x_hat; Bias@GRAD = sum over rows of dY.""")

@@ -1,0 +1,605 @@
+"""Shape manipulation: concat, split, stack, reshape2, transpose2, squeeze2, unsqueeze2, slice.
+
+The ``*2`` ops also write ``XShape``, whose shape is ``[0] + X.shape``: it carries X's shape
+(and LoD) to the grad op so X itself can be freed after the forward pass. At run time XShape
+holds a zero-size array of that shape.
+
+LoD follows Paddle's InferShape: reshape2/squeeze2/unsqueeze2 pass X's LoD on only when the
+first dim is unchanged; slice only when ``axes[0] != 0``; split only when splitting along
+axis 0 (Paddle's SplitInferMeta does exactly that); concat and stack take X[0]'s LoD;
+transpose2 drops it.
+"""
+import math
+
+from ..errors import InvalidArgument, expected
+from ..exec.tensor import LoDTensor
+from ..framework.program import EMPTY_VAR_NAME
+from .creation import host_ints, numel_of
+from .registry import def_op, grad_maker, grads_like
+
+
+def _fail(op, what, want, got):
+    raise InvalidArgument(expected(op, what, want, got))
+
+
+def _norm_axis(op, what, axis, rank):
+    """``axis`` in [-rank, rank) made non-negative."""
+    if not -rank <= axis < rank:
+        _fail(op, what, f"in [{-rank}, {rank})", axis)
+    return axis + rank if axis < 0 else axis
+
+
+def _tensor(array, lod=None):
+    return LoDTensor(array, [list(level) for level in lod] if lod else [])
+
+
+def _same_first_dim(a, b):
+    return len(a) > 0 and len(b) > 0 and a[0] == b[0]
+
+
+# --- XShape plumbing shared by reshape2, transpose2, squeeze2, unsqueeze2 ---------------------
+def _set_xshape(ctx):
+    if ctx.has_output("XShape"):
+        ctx.set_output("XShape", (0,) + tuple(ctx.input_shape("X")), ctx.input_dtype("X"))
+        ctx.share_lod("X", "XShape")
+
+
+def _xshape_value(ctx, x):
+    if not ctx.wants("XShape"):
+        return None
+    return _tensor(ctx.xp.empty((0,) + x.array.shape, dtype=x.array.dtype), x._lod)
+
+
+def _xshape_grad_infer(ctx):
+    ctx.set_output("X@GRAD", ctx.input_shape("XShape")[1:], ctx.input_dtype("Out@GRAD"))
+
+
+def _xshape_grad_kernel(ctx, xshape, dout):
+    return dout.reshape(xshape.shape[1:])
+
+
+def _with_xshape_grad(op_type, doc):
+    """The forward's grad maker and its grad op: X@GRAD = Out@GRAD reshaped to XShape[1:]."""
+    grad_type = op_type + "_grad"
+    def_op(grad_type, inputs=["XShape", "Out@GRAD"], outputs=["X@GRAD"],
+           attrs=_FORWARD_ATTRS[op_type], infer_shape=_xshape_grad_infer,
+           share_lod=("XShape", ["X@GRAD"]), kernel=_xshape_grad_kernel, doc=doc)
+    return grad_maker(grad_type, outputs=["XShape"], out_grads=["Out"], in_grads=["X"])
+
+
+_FORWARD_ATTRS = {
+    "reshape2": {"shape": ("ints", [])},
+    "squeeze2": {"axes": ("ints", [])},
+    "unsqueeze2": {"axes": ("ints", [])},
+}
+
+
+# --- reshape2 ------------------------------------------------------------------------------
+def reshape_target(op, shape, in_shape):
+    """The output shape for Attr(shape) applied to ``in_shape``: 0 copies X's dim at that
+    index, one -1 is inferred from the element count (-1 stays unknown at compile time)."""
+    out, unknown = [], None
+    for i, s in enumerate(shape):
+        if s == -1:
+            if unknown is not None:
+                _fail(op, "attribute 'shape'", "at most one -1", list(shape))
+            unknown = i
+            out.append(-1)
+        elif s == 0:
+            if i >= len(in_shape):
+                _fail(op, f"attribute 'shape'[{i}] = 0 (copy X's dim)",
+                      f"an index below X's rank {len(in_shape)}",
+                      f"shape {list(shape)} for X of shape {list(in_shape)}")
+            out.append(in_shape[i])
+        elif s < 0:
+            _fail(op, f"attribute 'shape'[{i}]", "positive, 0 (copy) or -1 (infer)",
+                  f"{s} (shape={list(shape)})")
+        else:
+            out.append(s)
+    size = numel_of(in_shape)
+    rest = [d for j, d in enumerate(out) if j != unknown]
+    if size < 0 or any(d < 0 for d in rest):
+        return out
+    capacity = math.prod(rest)
+    if unknown is not None:
+        if capacity == 0 or size % capacity:
+            _fail(op, "attribute 'shape'", f"dims whose product divides X's size {size}",
+                  f"{list(shape)} for X of shape {list(in_shape)}")
+        out[unknown] = size // capacity
+    elif capacity != size:
+        _fail(op, "attribute 'shape'", f"as many elements as X ({size})",
+              f"{list(shape)} ({capacity} elements) for X of shape {list(in_shape)}")
+    return out
+
+
+def _reshape2_infer(ctx):
+    _set_xshape(ctx)
+    x_shape = ctx.input_shape("X")
+    shape = ctx.attr("shape")
+    dtype = ctx.input_dtype("X")
+    if ctx.has_input("ShapeTensor"):
+        out = [x_shape[i] if s == 0 and i < len(x_shape) else s for i, s in enumerate(shape)]
+        if len(shape) != len(ctx.op.inputs["ShapeTensor"]):
+            out = [-1] * len(ctx.op.inputs["ShapeTensor"])
+        ctx.set_output("Out", out, dtype)
+        return
+    if ctx.has_input("Shape") and not shape:
+        n = numel_of(ctx.input_shape("Shape"))
+        ctx.set_output("Out", [-1] * n if n >= 0 else [-1], dtype)
+        ctx.share_lod("X", "Out")
+        return
+    out = reshape_target("reshape2", shape, x_shape)
+    ctx.set_output("Out", out, dtype)
+    if _same_first_dim(x_shape, out):
+        ctx.share_lod("X", "Out")
+
+
+def _reshape2(ctx, x, shape_input, shape_list):
+    if shape_list:
+        shape = host_ints(shape_list)
+    elif shape_input is not None:
+        shape = host_ints(shape_input)
+    else:
+        shape = ctx.attrs["shape"]
+    array = x.array
+    out = array.reshape(reshape_target("reshape2", shape, array.shape))
+    lod = x._lod if _same_first_dim(array.shape, out.shape) else None
+    return _tensor(out, lod), _xshape_value(ctx, x)
+
+
+def_op("reshape2", inputs=["X", "Shape?", "ShapeTensor[]?"], outputs=["Out", "XShape!"],
+       attrs=_FORWARD_ATTRS["reshape2"], infer_shape=_reshape2_infer,
+       grad=_with_xshape_grad("reshape2", "X@GRAD = Out@GRAD reshaped to X's shape "
+                              "(XShape[1:])."),
+       kernel=_reshape2, lod_aware=True,
+       doc="Out = X reshaped to ShapeTensor (one int per dim), else Shape (an int tensor), "
+           "else Attr(shape); in the shape, 0 copies X's dim at that index and one -1 is "
+           "inferred. XShape = [0] + X.shape.")
+
+
+# --- transpose2 ----------------------------------------------------------------------------
+def _perm(op, axis, rank):
+    if len(axis) != rank:
+        _fail(op, "attribute 'axis'", f"{rank} entries (X's rank)", list(axis))
+    perm = [_norm_axis(op, "attribute 'axis'", a, rank) if rank else a for a in axis]
+    if sorted(perm) != list(range(rank)):
+        _fail(op, "attribute 'axis'", f"a permutation of 0..{rank - 1}", list(axis))
+    return perm
+
+
+def _transpose2_infer(ctx):
+    _set_xshape(ctx)
+    x_shape = ctx.input_shape("X")
+    perm = _perm("transpose2", ctx.attr("axis"), len(x_shape))
+    ctx.set_output("Out", [x_shape[p] for p in perm], ctx.input_dtype("X"))
+
+
+def _transpose2(ctx, x):
+    perm = _perm("transpose2", ctx.attrs["axis"], x.array.ndim)
+    out = ctx.xp.ascontiguousarray(ctx.xp.transpose(x.array, perm))
+    return _tensor(out), _xshape_value(ctx, x)
+
+
+def _transpose2_grad_infer(ctx):
+    d_shape = ctx.input_shape("Out@GRAD")
+    perm = _perm("transpose2_grad", ctx.attr("axis"), len(d_shape))
+    shape = [0] * len(perm)
+    for i, p in enumerate(perm):
+        shape[p] = d_shape[i]
+    ctx.set_output("X@GRAD", shape, ctx.input_dtype("Out@GRAD"))
+
+
+def _transpose2_grad(ctx, xshape, dout):
+    perm = _perm("transpose2_grad", ctx.attrs["axis"], dout.ndim)
+    inverse = [0] * len(perm)
+    for i, p in enumerate(perm):
+        inverse[p] = i
+    return ctx.xp.ascontiguousarray(ctx.xp.transpose(dout, inverse))
+
+
+def_op("transpose2", inputs=["X"], outputs=["Out", "XShape!"], attrs={"axis": ("ints", [])},
+       infer_shape=_transpose2_infer,
+       grad=grad_maker("transpose2_grad", outputs=["XShape"], out_grads=["Out"],
+                       in_grads=["X"]),
+       kernel=_transpose2, lod_aware=True,
+       doc="Out = X with its dims permuted: Out.shape[i] = X.shape[axis[i]]. "
+           "XShape = [0] + X.shape.")
+def_op("transpose2_grad", inputs=["XShape?", "Out@GRAD"], outputs=["X@GRAD"],
+       attrs={"axis": ("ints", [])}, infer_shape=_transpose2_grad_infer,
+       kernel=_transpose2_grad, doc="X@GRAD = Out@GRAD permuted by the inverse of axis.")
+
+
+# --- squeeze2 / unsqueeze2 -----------------------------------------------------------------
+def squeeze_shape(op, axes, in_shape, runtime):
+    """Drop the listed dims of size 1 (every size-1 dim when ``axes`` is empty). Listed dims
+    of another size stay; at compile time an unknown (-1) listed dim is dropped."""
+    rank = len(in_shape)
+    drop = [False] * rank
+    if not axes:
+        drop = [d == 1 for d in in_shape]
+    for a in axes:
+        if rank == 0:
+            continue
+        i = _norm_axis(op, "attribute 'axes'", a, rank)
+        if in_shape[i] == 1 or (not runtime and in_shape[i] == -1):
+            drop[i] = True
+    return [d for d, gone in zip(in_shape, drop) if not gone]
+
+
+def unsqueeze_shape(op, axes, in_shape):
+    """Insert a 1 at each axis in turn; a negative axis counts from the end of the shape
+    built so far (``axis + rank_so_far + 1``)."""
+    out = list(in_shape)
+    for a in axes:
+        cur = a + len(out) + 1 if a < 0 else a
+        if not 0 <= cur <= len(out):
+            _fail(op, "attribute 'axes'", f"values in [{-len(out) - 1}, {len(out)}] when "
+                  f"inserting into a rank-{len(out)} shape", list(axes))
+        out.insert(cur, 1)
+    return out
+
+
+def _squeeze2_infer(ctx):
+    _set_xshape(ctx)
+    x_shape = ctx.input_shape("X")
+    out = squeeze_shape("squeeze2", ctx.attr("axes"), x_shape, runtime=False)
+    ctx.set_output("Out", out, ctx.input_dtype("X"))
+    if _same_first_dim(x_shape, out):
+        ctx.share_lod("X", "Out")
+
+
+def _squeeze2(ctx, x):
+    array = x.array
+    out = array.reshape(squeeze_shape("squeeze2", ctx.attrs["axes"], array.shape, True))
+    return (_tensor(out, x._lod if _same_first_dim(array.shape, out.shape) else None),
+            _xshape_value(ctx, x))
+
+
+def_op("squeeze2", inputs=["X"], outputs=["Out", "XShape!"], attrs=_FORWARD_ATTRS["squeeze2"],
+       infer_shape=_squeeze2_infer,
+       grad=_with_xshape_grad("squeeze2", "X@GRAD = Out@GRAD reshaped to XShape[1:]."),
+       kernel=_squeeze2, lod_aware=True,
+       doc="Out = X without the size-1 dims listed in axes (all size-1 dims when axes is "
+           "empty); listed dims of another size are kept. XShape = [0] + X.shape.")
+
+
+def _unsqueeze2_infer(ctx):
+    _set_xshape(ctx)
+    x_shape = ctx.input_shape("X")
+    dtype = ctx.input_dtype("X")
+    if ctx.has_input("AxesTensorList") or ctx.has_input("AxesTensor"):
+        if ctx.has_input("AxesTensorList"):
+            n = len(ctx.op.inputs["AxesTensorList"])
+        else:
+            n = numel_of(ctx.input_shape("AxesTensor"))
+            n = n if n >= 0 else len(ctx.attr("axes"))
+        ctx.set_output("Out", [-1] * (len(x_shape) + n), dtype)
+        return
+    out = unsqueeze_shape("unsqueeze2", ctx.attr("axes"), x_shape)
+    ctx.set_output("Out", out, dtype)
+    if _same_first_dim(x_shape, out):
+        ctx.share_lod("X", "Out")
+
+
+def _unsqueeze2(ctx, x, axes_tensor, axes_list):
+    if axes_tensor is not None:
+        axes = host_ints(axes_tensor)
+    elif axes_list:
+        axes = host_ints(axes_list)
+    else:
+        axes = ctx.attrs["axes"]
+    array = x.array
+    out = array.reshape(unsqueeze_shape("unsqueeze2", axes, array.shape))
+    return (_tensor(out, x._lod if _same_first_dim(array.shape, out.shape) else None),
+            _xshape_value(ctx, x))
+
+
+def_op("unsqueeze2", inputs=["X", "AxesTensor?", "AxesTensorList[]?"],
+       outputs=["Out", "XShape!"], attrs=_FORWARD_ATTRS["unsqueeze2"],
+       infer_shape=_unsqueeze2_infer,
+       grad=_with_xshape_grad("unsqueeze2", "X@GRAD = Out@GRAD reshaped to XShape[1:]."),
+       kernel=_unsqueeze2, lod_aware=True,
+       doc="Out = X with a size-1 dim inserted at each of axes (AxesTensor / AxesTensorList "
+           "first), in order. XShape = [0] + X.shape.")
+
+
+# --- concat / stack ------------------------------------------------------------------------
+def _concat_infer(ctx):
+    shapes = ctx.input_shapes("X")
+    rank = len(shapes[0])
+    ctx.check(rank > 0, "input 'X'", "tensors of rank >= 1", "0-D tensors")
+    dtype = ctx.input_dtype("X")
+    if ctx.has_input("AxisTensor"):
+        ctx.set_output("Out", [-1] * rank, dtype)
+        return
+    axis = _norm_axis("concat", "attribute 'axis'", ctx.attr("axis"), rank)
+    out = list(shapes[0])
+    for k, shape in enumerate(shapes[1:], 1):
+        ok = len(shape) == rank and all(
+            i == axis or a == b or a < 0 or b < 0 for i, (a, b) in enumerate(zip(out, shape)))
+        ctx.check(ok, f"shape of X[{k}]", f"{list(shapes[0])} except along axis {axis}",
+                  list(shape))
+        out = [(a if a >= 0 else b) if i != axis else a for i, (a, b) in
+               enumerate(zip(out, shape))]
+    sizes = [s[axis] for s in shapes]
+    out[axis] = -1 if any(s < 0 for s in sizes) else sum(sizes)
+    ctx.set_output("Out", out, dtype)
+
+
+def _concat_axis(ctx, axis_tensor, rank):
+    axis = host_ints(axis_tensor)[0] if axis_tensor is not None else ctx.attrs["axis"]
+    return _norm_axis(ctx.op.type, "axis", axis, rank)
+
+
+def _concat(ctx, xs, axis_tensor):
+    return ctx.xp.concatenate(xs, axis=_concat_axis(ctx, axis_tensor, xs[0].ndim))
+
+
+def _concat_grad(ctx, xs, dout, axis_tensor):
+    axis = _concat_axis(ctx, axis_tensor, dout.ndim)
+    bounds, at = [], 0
+    for x in xs[:-1]:
+        at += x.shape[axis]
+        bounds.append(at)
+    return ctx.xp.split(dout, bounds, axis=axis)
+
+
+def_op("concat", inputs=["X[]", "AxisTensor?"], outputs=["Out"], attrs={"axis": ("int", 0)},
+       infer_shape=_concat_infer, share_lod=("X", ["Out"]),
+       grad=grad_maker("concat_grad", inputs=["X", "AxisTensor"], out_grads=["Out"],
+                       in_grads=["X"]),
+       kernel=_concat,
+       doc="Out = the X tensors joined along axis (AxisTensor first; negative counts from "
+           "the end); all other dims must agree.")
+def_op("concat_grad", inputs=["X[]", "Out@GRAD", "AxisTensor?"], outputs=["X@GRAD[]?"],
+       attrs={"axis": ("int", 0)}, infer_shape=grads_like(**{"X@GRAD": "X"}),
+       kernel=_concat_grad, doc="X@GRAD[k] = the slice of Out@GRAD that X[k] filled.")
+
+
+def _stack_axis(op, axis, rank):
+    if not -(rank + 1) <= axis < rank + 1:
+        _fail(op, "attribute 'axis'", f"in [{-(rank + 1)}, {rank + 1})", axis)
+    return axis + rank + 1 if axis < 0 else axis
+
+
+def _stack_infer(ctx):
+    shapes = ctx.input_shapes("X")
+    for k, shape in enumerate(shapes[1:], 1):
+        ok = len(shape) == len(shapes[0]) and all(
+            a == b or a < 0 or b < 0 for a, b in zip(shapes[0], shape))
+        ctx.check(ok, f"shape of X[{k}]", f"{list(shapes[0])} (the shape of X[0])", list(shape))
+    axis = _stack_axis("stack", ctx.attr("axis"), len(shapes[0]))
+    out = list(shapes[0])
+    out.insert(axis, len(shapes))
+    ctx.set_output("Y", out, ctx.input_dtype("X"))
+
+
+def _stack_grad_infer(ctx):
+    shape = list(ctx.input_shape("Y@GRAD"))
+    axis = _stack_axis("stack_grad", ctx.attr("axis"), len(shape) - 1)
+    del shape[axis]
+    n = len(ctx.op.outputs.get("X@GRAD", ()))
+    ctx.set_outputs("X@GRAD", [shape] * n, ctx.input_dtype("Y@GRAD"))
+
+
+def _stack_grad(ctx, dy):
+    axis = _stack_axis("stack_grad", ctx.attrs["axis"], dy.ndim - 1)
+    return [ctx.xp.take(dy, i, axis=axis) for i in range(dy.shape[axis])]
+
+
+def_op("stack", inputs=["X[]"], outputs=["Y"], attrs={"axis": ("int", 0)},
+       infer_shape=_stack_infer, share_lod=("X", ["Y"]),
+       grad=grad_maker("stack_grad", out_grads=["Y"], in_grads=["X"]),
+       kernel=lambda ctx, xs: ctx.xp.stack(xs, axis=_stack_axis("stack", ctx.attrs["axis"],
+                                                                 xs[0].ndim)),
+       doc="Y = the equally shaped X tensors stacked along a new dim at axis (in "
+           "[-(rank+1), rank+1)).")
+def_op("stack_grad", inputs=["Y@GRAD"], outputs=["X@GRAD[]?"], attrs={"axis": ("int", 0)},
+       infer_shape=_stack_grad_infer, kernel=_stack_grad,
+       doc="X@GRAD[k] = Y@GRAD taken at index k of axis.")
+
+
+# --- split -----------------------------------------------------------------------------------
+def split_sizes(op, dim, num, sections, n_out):
+    """Sizes of the pieces of a dim of size ``dim`` (-1: unknown): ``num`` equal pieces, or
+    ``sections`` with at most one -1 taking what is left."""
+    if num > 0:
+        if n_out != num:
+            _fail(op, "output 'Out'", f"{num} variables (attribute num)", n_out)
+        if dim < 0:
+            return [-1] * num
+        if dim % num:
+            _fail(op, "attribute 'num'", f"a divisor of the split dim {dim}", num)
+        return [dim // num] * num
+    if not sections:
+        _fail(op, "attributes 'num' and 'sections'", "num > 0 or non-empty sections",
+              f"num={num}, sections=[]")
+    if len(sections) != n_out:
+        _fail(op, "attribute 'sections'", f"{n_out} entries (one per output)", list(sections))
+    unknown = [i for i, s in enumerate(sections) if s == -1]
+    if len(unknown) > 1:
+        _fail(op, "attribute 'sections'", "at most one -1", list(sections))
+    if dim < 0:
+        return [-1] * len(sections)
+    known = sum(s for s in sections if s != -1)
+    sizes = list(sections)
+    if unknown:
+        if known > dim:
+            _fail(op, "attribute 'sections'", f"known sizes summing to at most {dim}",
+                  list(sections))
+        sizes[unknown[0]] = dim - known
+    elif known != dim:
+        _fail(op, "attribute 'sections'", f"sizes summing to the split dim {dim}",
+              list(sections))
+    return sizes
+
+
+def _split_infer(ctx):
+    x_shape = ctx.input_shape("X")
+    n_out = len(ctx.op.outputs["Out"])
+    dtype = ctx.input_dtype("X")
+    if ctx.has_input("AxisTensor"):
+        ctx.set_outputs("Out", [[-1] * len(x_shape)] * n_out, dtype)
+        return
+    axis = _norm_axis("split", "attribute 'axis'", ctx.attr("axis"), len(x_shape))
+    if ctx.has_input("SectionsTensorList"):
+        sizes = [-1] * n_out
+    else:
+        sizes = split_sizes("split", x_shape[axis], ctx.attr("num"), ctx.attr("sections"),
+                            n_out)
+    shapes = []
+    for size in sizes:
+        shape = list(x_shape)
+        shape[axis] = size
+        shapes.append(shape)
+    ctx.set_outputs("Out", shapes, dtype)
+    if axis == 0:
+        ctx.share_lod("X", "Out")
+
+
+def _split(ctx, x, axis_tensor, sections_list):
+    array = x.array
+    axis = _concat_axis(ctx, axis_tensor.array if axis_tensor is not None else None,
+                        array.ndim)
+    sections = host_ints(sections_list) if sections_list else ctx.attrs["sections"]
+    n_out = len(ctx.output_names("Out"))
+    sizes = split_sizes("split", array.shape[axis], ctx.attrs["num"], sections, n_out)
+    bounds, at = [], 0
+    for size in sizes[:-1]:
+        at += size
+        bounds.append(at)
+    lod = x._lod if axis == 0 else None
+    return [_tensor(piece, lod) for piece in ctx.xp.split(array, bounds, axis=axis)]
+
+
+def _split_grad(g):
+    dx = g.input_grad("X")
+    if all(n == EMPTY_VAR_NAME for n in dx):
+        return []
+    ins = {"X": g.output_grad("Out"), "AxisTensor": g.input("AxisTensor")}
+    return [g.op("concat", ins, {"Out": dx}, {"axis": g.attrs.get("axis", 0)})]
+
+
+def_op("split", inputs=["X", "AxisTensor?", "SectionsTensorList[]?"], outputs=["Out[]"],
+       attrs={"axis": ("int", 0), "num": ("int", 0), "sections": ("ints", [])},
+       infer_shape=_split_infer, grad=_split_grad, kernel=_split, lod_aware=True,
+       doc="Out = X cut along axis into num equal pieces, or pieces of the given sections "
+           "(one -1 takes the rest); AxisTensor and SectionsTensorList override the "
+           "attributes. The gradient is concat(Out@GRAD) along axis.")
+
+
+# --- slice -----------------------------------------------------------------------------------
+def slice_bounds(op, in_shape, axes, starts, ends, infer_flags=()):
+    """(axis, start, end) per sliced axis with Paddle's clipping: negative indices count
+    from the end, then both are clipped to [0, dim]; end < start is an error. start/end
+    are None where unknown (a -1 dim or infer_flags -1)."""
+    rank = len(in_shape)
+    if len(starts) != len(axes) or len(ends) != len(axes):
+        _fail(op, "attributes 'starts'/'ends'", f"{len(axes)} entries each (one per axis)",
+              f"starts={list(starts)}, ends={list(ends)}")
+    bounds = []
+    for i, a in enumerate(axes):
+        axis = _norm_axis(op, "attribute 'axes'", a, rank)
+        dim = in_shape[axis]
+        if (i < len(infer_flags) and infer_flags[i] == -1) or dim < 0:
+            bounds.append((axis, None, None))
+            continue
+        start = starts[i] + dim if starts[i] < 0 else starts[i]
+        end = ends[i] + dim if ends[i] < 0 else ends[i]
+        start = min(max(start, 0), dim)
+        end = max(min(end, dim), 0)
+        if end < start:
+            _fail(op, f"slice of axis {axis} (size {dim})", "end >= start after clipping",
+                  f"start={starts[i]}, end={ends[i]}")
+        bounds.append((axis, start, end))
+    return bounds
+
+
+def _decrease(op, shape, decrease_axis, runtime):
+    """``shape`` without the decrease_axis dims (each must be 1); no dims left gives 0-D."""
+    rank = len(shape)
+    gone = set()
+    for a in decrease_axis:
+        axis = _norm_axis(op, "attribute 'decrease_axis'", a, rank)
+        if runtime and shape[axis] != 1:
+            _fail(op, f"dim {axis} listed in decrease_axis", "size 1 after slicing",
+                  shape[axis])
+        gone.add(axis)
+    return [d for i, d in enumerate(shape) if i not in gone]
+
+
+def _slice_infer(ctx):
+    in_shape = ctx.input_shape("Input")
+    axes = ctx.attr("axes")
+    from_tensor = any(ctx.has_input(s) for s in ("StartsTensor", "EndsTensor",
+                                                  "StartsTensorList", "EndsTensorList"))
+    out = list(in_shape)
+    if from_tensor:
+        for a in axes:
+            out[_norm_axis("slice", "attribute 'axes'", a, len(in_shape))] = -1
+    else:
+        for axis, start, end in slice_bounds("slice", in_shape, axes, ctx.attr("starts"),
+                                             ctx.attr("ends"), ctx.attr("infer_flags")):
+            out[axis] = -1 if start is None else end - start
+    out = _decrease("slice", out, ctx.attr("decrease_axis"), runtime=False)
+    ctx.set_output("Out", out, ctx.input_dtype("Input"))
+    if axes and axes[0] != 0:
+        ctx.share_lod("Input", "Out")
+
+
+def _slice_index(ctx, shape, starts_t, ends_t, starts_l, ends_l):
+    """The runtime index tuple and the un-decreased slice shape."""
+    attrs = ctx.attrs
+    starts = host_ints(starts_t) if starts_t is not None else (
+        host_ints(starts_l) if starts_l else attrs["starts"])
+    ends = host_ints(ends_t) if ends_t is not None else (
+        host_ints(ends_l) if ends_l else attrs["ends"])
+    index = [slice(None)] * len(shape)
+    sliced = list(shape)
+    for axis, start, end in slice_bounds(ctx.op.type, shape, attrs["axes"], starts, ends):
+        index[axis] = slice(start, end)
+        sliced[axis] = end - start
+    return tuple(index), sliced
+
+
+def _slice(ctx, x, starts_t, ends_t, starts_l, ends_l):
+    array = x.array
+    index, sliced = _slice_index(ctx, array.shape, _arr(starts_t), _arr(ends_t),
+                                 _arrs(starts_l), _arrs(ends_l))
+    out = array[index].reshape(_decrease("slice", sliced, ctx.attrs["decrease_axis"], True))
+    axes = ctx.attrs["axes"]
+    return _tensor(out, x._lod if axes and axes[0] != 0 else None)
+
+
+def _arr(t):
+    return t.array if t is not None else None
+
+
+def _arrs(ts):
+    return [t.array for t in ts] if ts else ts
+
+
+def _slice_grad(ctx, x, starts_t, ends_t, starts_l, ends_l, dout):
+    index, sliced = _slice_index(ctx, x.shape, starts_t, ends_t, starts_l, ends_l)
+    dx = ctx.xp.zeros(x.shape, dtype=dout.dtype)
+    dx[index] = dout.reshape(sliced)
+    return dx
+
+
+_SLICE_ATTRS = {"axes": ("ints", []), "starts": ("ints", []), "ends": ("ints", []),
+                "infer_flags": ("ints", []), "decrease_axis": ("ints", [])}
+_SLICE_TENSORS = ["StartsTensor?", "EndsTensor?", "StartsTensorList[]?", "EndsTensorList[]?"]
+
+def_op("slice", inputs=["Input"] + _SLICE_TENSORS, outputs=["Out"], attrs=_SLICE_ATTRS,
+       infer_shape=_slice_infer,
+       grad=grad_maker("slice_grad", inputs=["Input", "StartsTensor", "EndsTensor",
+                                             "StartsTensorList", "EndsTensorList"],
+                       out_grads=["Out"], in_grads=["Input"]),
+       kernel=_slice, lod_aware=True,
+       doc="Out = Input[starts[i]:ends[i]] along each axes[i] (tensor inputs override the "
+           "attributes; negative indices count from the end; both are clipped to [0, dim]), "
+           "then the decrease_axis dims (size 1) are removed (none left: 0-D).")
+def_op("slice_grad", inputs=["Input"] + _SLICE_TENSORS + ["Out@GRAD"], outputs=["Input@GRAD"],
+       attrs=_SLICE_ATTRS, infer_shape=grads_like(**{"Input@GRAD": "Input"}),
+       kernel=_slice_grad, doc="Input@GRAD = zeros shaped like Input, with the sliced region "
+                               "set to Out@GRAD.")

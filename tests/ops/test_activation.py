@@ -1,0 +1,103 @@
+"""Activation ops against NumPy, with float64 finite-difference gradients."""
+import numpy as np
+import pytest
+
+import fluid_nb as fluid
+from fluid_nb.errors import InvalidArgument
+from fluid_nb.ops import registry
+
+from .op_test import OpCase, build, case_id, check_grad, check_output
+
+rng = np.random.RandomState(1)
+
+
+def r(*shape, low=-1, high=1, dtype="float32"):
+    return rng.uniform(low, high, shape).astype(dtype)
+
+
+def away_from_zero(*shape):
+    """Values with |x| in [0.1, 1]: no kinks for relu, leaky_relu and abs."""
+    return (rng.uniform(0.1, 1, shape) * rng.choice([-1, 1], shape)).astype("float32")
+
+
+def sigmoid(x):
+    return 1 / (1 + np.exp(-x.astype("float64")))
+
+
+CASES = [
+    OpCase("relu", {"X": away_from_zero(3, 4)},
+           ref=lambda i, a: {"Out": np.maximum(i["X"], 0)}, grad=["X"]),
+    OpCase("leaky_relu", {"X": away_from_zero(3, 4)},
+           ref=lambda i, a: {"Out": np.where(i["X"] > 0, i["X"], 0.02 * i["X"])}, grad=["X"],
+           name="default_alpha"),
+    OpCase("leaky_relu", {"X": away_from_zero(3, 4)}, attrs={"alpha": 0.3},
+           ref=lambda i, a: {"Out": np.where(i["X"] > 0, i["X"], 0.3 * i["X"])}, grad=["X"],
+           name="alpha"),
+    OpCase("sigmoid", {"X": r(3, 4, low=-4, high=4)},
+           ref=lambda i, a: {"Out": sigmoid(i["X"])}, grad=["X"]),
+    OpCase("sigmoid", {"X": np.array([-80, -30, 0, 30, 100], "float32")},
+           ref=lambda i, a: {"Out": sigmoid(i["X"])}, atol=0, rtol=1e-5, name="saturated"),
+    OpCase("tanh", {"X": r(3, 4, low=-2, high=2)},
+           ref=lambda i, a: {"Out": np.tanh(i["X"])}, grad=["X"]),
+    OpCase("exp", {"X": r(3, 4)}, ref=lambda i, a: {"Out": np.exp(i["X"])}, grad=["X"]),
+    OpCase("log", {"X": r(3, 4, low=0.5, high=2)},
+           ref=lambda i, a: {"Out": np.log(i["X"])}, grad=["X"]),
+    OpCase("sqrt", {"X": r(3, 4, low=0.5, high=2)},
+           ref=lambda i, a: {"Out": np.sqrt(i["X"])}, grad=["X"]),
+    OpCase("square", {"X": r(3, 4)}, ref=lambda i, a: {"Out": i["X"] ** 2}, grad=["X"]),
+    OpCase("abs", {"X": away_from_zero(3, 4)},
+           ref=lambda i, a: {"Out": np.abs(i["X"])}, grad=["X"]),
+    OpCase("relu", {"X": r(4, 2)}, lod={"X": [[0, 1, 4]]},
+           ref=lambda i, a: {"Out": (np.maximum(i["X"], 0), [[0, 1, 4]])}, name="lod"),
+    OpCase("clip", {"X": np.array([[-0.9, -0.3, 0.1], [0.35, 0.6, 0.95]], "float32")},
+           attrs={"min": -0.5, "max": 0.5},
+           ref=lambda i, a: {"Out": np.clip(i["X"], -0.5, 0.5)}, grad=["X"]),
+    OpCase("clip", {"X": np.array([-0.9, -0.3, 0.1, 0.6], "float32"),
+                    "Min": np.array([-0.2], "float32"), "Max": np.array([0.4], "float32")},
+           attrs={"min": -5.0, "max": 5.0},
+           ref=lambda i, a: {"Out": np.clip(i["X"], -0.2, 0.4)}, grad=["X"],
+           name="tensor_bounds"),
+    OpCase("clip", {"X": np.array([-7, 0, 7], "int32")}, attrs={"min": -2.0, "max": 3.0},
+           ref=lambda i, a: {"Out": np.array([-2, 0, 3], "int32")}, name="int"),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_output_matches_numpy(case):
+    check_output(case)
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.grad], ids=case_id)
+def test_grad_matches_finite_differences(case):
+    check_grad(case)
+
+
+@pytest.mark.parametrize("op_type, needs", [
+    ("relu", "Out"), ("sigmoid", "Out"), ("tanh", "Out"), ("exp", "Out"), ("sqrt", "Out"),
+    ("leaky_relu", "X"), ("log", "X"), ("square", "X"), ("abs", "X"), ("clip", "X"),
+])
+def test_grad_op_takes_only_what_it_needs(op_type, needs):
+    attrs = {"min": -1.0, "max": 1.0} if op_type == "clip" else {}
+    _, op, _, _ = build(OpCase(op_type, {"X": r(2, low=0.5)}, attrs=attrs))
+    (spec,) = registry.make_grad_ops(op)
+    assert spec.type == op_type + "_grad"
+    assert set(spec.inputs) == {needs, "Out@GRAD"}
+    assert spec.outputs == {"X@GRAD": ["x@GRAD"]}
+
+
+def _append_clip(attrs):
+    program = fluid.Program()
+    block = program.global_block()
+    block.create_var(name="x", shape=(2, 3), dtype="float32")
+    block.create_var(name="out")
+    block.append_op(type="clip", inputs={"X": ["x"]}, outputs={"Out": ["out"]}, attrs=attrs)
+
+
+def test_clip_min_above_max_raises():
+    with pytest.raises(InvalidArgument, match=r"^clip: attribute 'min' expected at most max"):
+        _append_clip({"min": 2.0, "max": 1.0})
+
+
+def test_clip_without_bounds_raises():
+    with pytest.raises(InvalidArgument, match=r"^clip: attribute 'min' expected a float"):
+        _append_clip({"max": 1.0})

@@ -1,0 +1,167 @@
+"""Loss ops against NumPy, with float64 finite-difference gradients."""
+import numpy as np
+import pytest
+
+import fluid_nb as fluid
+from fluid_nb.errors import InvalidArgument
+
+from .op_test import OpCase, case_id, check_grad, check_output
+
+rng = np.random.RandomState(0)
+
+
+def softmax(z, axis=-1):
+    e = np.exp(z - z.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def probs(*shape):
+    """Probabilities well away from 0 (softmax of small logits)."""
+    return softmax(rng.uniform(-0.5, 0.5, shape)).astype("float32")
+
+
+def labels(n, classes, shape=None):
+    return rng.randint(0, classes, n).reshape(shape or (n, 1)).astype("int64")
+
+
+def xe_ref(i, a):
+    x, label = i["X"], i["Label"]
+    if a.get("soft_label"):
+        return {"Y": -(label * np.log(x)).sum(-1, keepdims=True)}
+    flat = label.reshape(-1)
+    rows = x.reshape(-1, x.shape[-1])
+    y = -np.log(rows[np.arange(len(flat)), np.where(flat == a.get("ignore_index", -100), 0,
+                                                    flat)])
+    y[flat == a.get("ignore_index", -100)] = 0
+    shape = label.shape[:-1] + (1,) if label.ndim == x.ndim else label.shape
+    return {"Y": y.reshape(shape).astype(x.dtype)}
+
+
+def xe2_ref(i, a):
+    y = xe_ref(i, a)["Y"]
+    x, flat = i["X"], i["Label"].reshape(-1)
+    rows = x.reshape(-1, x.shape[-1])
+    keep = flat != a.get("ignore_index", -100)
+    match = np.where(keep, rows[np.arange(len(flat)), np.where(keep, flat, 0)], 0)
+    return {"Y": y, "MatchX": match.reshape(x.shape[:-1] + (1,)).astype(x.dtype)}
+
+
+def swce_ref(i, a):
+    logits, label = i["Logits"], i["Label"]
+    axis = a.get("axis", -1) % logits.ndim
+    use_softmax = a.get("use_softmax", True)
+    p = softmax(logits.astype("float64"), axis) if use_softmax else logits.astype("float64")
+    if a.get("soft_label"):
+        loss = -(label * np.log(p)).sum(axis, keepdims=True)
+    else:
+        ignore = a.get("ignore_index", -100)
+        keep = label != ignore
+        loss = -np.log(np.take_along_axis(p, np.where(keep, label, 0), axis))
+        loss[~keep] = 0
+    return {"Softmax": p.astype(logits.dtype), "Loss": loss.astype(logits.dtype)}
+
+
+soft = probs(3, 4)
+
+CASES = [
+    OpCase("cross_entropy", {"X": probs(4, 5), "Label": labels(4, 5)}, ref=xe_ref,
+           grad=["X"], name="hard"),
+    OpCase("cross_entropy", {"X": probs(4, 5), "Label": np.array([[1], [3], [1], [0]])},
+           attrs={"ignore_index": 1}, ref=xe_ref, grad=["X"], name="ignore_index"),
+    OpCase("cross_entropy", {"X": probs(2, 3, 4), "Label": labels(6, 4, (2, 3, 1))},
+           ref=xe_ref, grad=["X"], name="rank3"),
+    OpCase("cross_entropy", {"X": probs(4, 5), "Label": labels(4, 5, (4,))}, ref=xe_ref,
+           grad=["X"], name="label_rank_minus_1"),
+    OpCase("cross_entropy", {"X": probs(3, 4), "Label": probs(3, 4)},
+           attrs={"soft_label": True}, ref=xe_ref, grad=["X"], name="soft"),
+    OpCase("cross_entropy2", {"X": probs(4, 5), "Label": np.array([[2], [0], [2], [4]])},
+           ref=xe2_ref, grad=["X"], grad_outputs=["Y"], name="hard"),
+    OpCase("cross_entropy2", {"X": probs(2, 3, 4), "Label": np.array([[[1], [3], [1]],
+                                                                     [[0], [1], [2]]])},
+           attrs={"ignore_index": 1}, ref=xe2_ref, grad=["X"], grad_outputs=["Y"],
+           name="ignore_rank3"),
+    OpCase("softmax_with_cross_entropy",
+           {"Logits": rng.uniform(-1, 1, (4, 5)).astype("float32"), "Label": labels(4, 5)},
+           ref=swce_ref, grad=["Logits"], name="hard"),
+    OpCase("softmax_with_cross_entropy",
+           {"Logits": rng.uniform(-1, 1, (4, 5)).astype("float32"),
+            "Label": np.array([[0], [4], [4], [2]])},
+           attrs={"ignore_index": 4}, ref=swce_ref, grad=["Logits"], name="ignore_index"),
+    OpCase("softmax_with_cross_entropy",
+           {"Logits": rng.uniform(-1, 1, (3, 4)).astype("float32"), "Label": probs(3, 4)},
+           attrs={"soft_label": True}, ref=swce_ref, grad=["Logits"], name="soft"),
+    OpCase("softmax_with_cross_entropy",
+           {"Logits": rng.uniform(-1, 1, (2, 4, 3)).astype("float32"),
+            "Label": labels(6, 4, (2, 1, 3))},
+           attrs={"axis": 1}, ref=swce_ref, grad=["Logits"], name="axis1"),
+    OpCase("softmax_with_cross_entropy",
+           {"Logits": probs(3, 4), "Label": labels(3, 4)},
+           attrs={"use_softmax": False}, ref=swce_ref, grad=["Logits"], name="no_softmax"),
+    OpCase("softmax_with_cross_entropy",
+           {"Logits": probs(3, 4), "Label": probs(3, 4)},
+           attrs={"use_softmax": False, "soft_label": True}, ref=swce_ref, grad=["Logits"],
+           name="no_softmax_soft"),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_output_matches_numpy(case):
+    check_output(case)
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.grad], ids=case_id)
+def test_grad_matches_finite_differences(case):
+    check_grad(case)
+
+
+def _append(op_type, inputs, outputs, attrs=None):
+    program = fluid.Program()
+    block = program.global_block()
+    for name, (shape, dtype) in inputs.items():
+        block.create_var(name=name, shape=shape, dtype=dtype)
+    return block.append_op(type=op_type, inputs={k: [k] for k in inputs},
+                           outputs={k: [k.lower() + "_out"] for k in outputs},
+                           attrs=attrs or {})
+
+
+def test_cross_entropy_label_shape_mismatch_names_the_op():
+    with pytest.raises(InvalidArgument, match="cross_entropy: .*Label.*expected"):
+        _append("cross_entropy", {"X": ((4, 5), "float32"), "Label": ((4, 2), "int64")}, ["Y"])
+
+
+def test_cross_entropy_float_hard_label_is_refused():
+    with pytest.raises(InvalidArgument, match="cross_entropy: input 'Label' dtype"):
+        _append("cross_entropy", {"X": ((4, 5), "float32"), "Label": ((4, 1), "float32")},
+                ["Y"])
+
+
+def test_cross_entropy_label_out_of_range_at_run_time():
+    case = OpCase("cross_entropy", {"X": probs(2, 3), "Label": np.array([[0], [3]])})
+    with pytest.raises(InvalidArgument, match=r"cross_entropy: Label expected class ids in "
+                                              r"\[0, 3\)"):
+        check_output(case)
+
+
+def test_softmax_with_cross_entropy_axis_out_of_range():
+    with pytest.raises(InvalidArgument, match="softmax_with_cross_entropy: attribute 'axis'"):
+        _append("softmax_with_cross_entropy",
+                {"Logits": ((4, 5), "float32"), "Label": ((4, 1), "int64")},
+                ["Softmax", "Loss"], {"axis": 2})
+
+
+def test_softmax_with_cross_entropy_stable_for_large_logits():
+    logits = np.array([[1000.0, 0.0, -1000.0]], dtype="float32")
+    case = OpCase("softmax_with_cross_entropy", {"Logits": logits, "Label": np.array([[2]])})
+    out = check_output(case)
+    assert np.isclose(np.asarray(out["Loss"])[0, 0], 2000.0)
+
+
+def test_cross_entropy2_grad_op_slots():
+    from fluid_nb.ops import registry
+    op = _append("cross_entropy2", {"X": ((4, 5), "float32"), "Label": ((4, 1), "int64")},
+                 ["Y", "XShape", "MatchX"])
+    (spec,) = registry.make_grad_ops(op)
+    assert spec.type == "cross_entropy_grad2"
+    assert sorted(spec.inputs) == ["Label", "MatchX", "XShape", "Y@GRAD"]
+    assert list(spec.outputs) == ["X@GRAD"]
+    assert op.block.var("xshape_out").shape == (4, 5, 0)

@@ -1,0 +1,138 @@
+"""Metric and selection ops against NumPy, with float64 finite-difference gradients."""
+import numpy as np
+import pytest
+
+import fluid_nb as fluid
+from fluid_nb.errors import InvalidArgument
+
+from .op_test import OpCase, case_id, check_grad, check_output
+
+rng = np.random.RandomState(0)
+
+
+def distinct(*shape):
+    """Floats with no ties (top-k and arg_max gradients are exact there)."""
+    return (rng.permutation(int(np.prod(shape))).reshape(shape) * 0.1 - 1).astype("float32")
+
+
+def topk_ref(x, k, axis=-1, largest=True):
+    order = np.argsort(-x if largest else x, axis=axis, kind="stable")
+    idx = np.take(order, np.arange(k), axis=axis)
+    return {"Out": np.take_along_axis(x, idx, axis), "Indices": idx.astype("int64")}
+
+
+def accuracy_ref(i, a):
+    idx, label = i["Indices"], i["Label"]
+    correct = int((idx == label).any(axis=1).sum())
+    return {"Accuracy": np.array([correct / len(label)], "float32"),
+            "Correct": np.array([correct], "int32"), "Total": np.array([len(label)], "int32")}
+
+
+def argmax_ref(i, a):
+    x = i["X"]
+    if a.get("flatten"):
+        return {"Out": np.array([np.argmax(x)], "int64")}
+    out = np.argmax(x, axis=a["axis"])
+    if a.get("keepdims"):
+        out = np.expand_dims(out, a["axis"])
+    return {"Out": out.astype("int32" if a.get("dtype") == 2 else "int64")}
+
+
+top = distinct(5, 6)
+top_vals = topk_ref(top, 3)
+
+CASES = [
+    OpCase("accuracy", {"Out": top_vals["Out"], "Indices": top_vals["Indices"],
+                        "Label": np.array([[top_vals["Indices"][0, 1]], [0], [3],
+                                           [top_vals["Indices"][3, 0]], [5]])},
+           ref=accuracy_ref),
+    OpCase("top_k", {"X": distinct(3, 5)}, attrs={"k": 2},
+           ref=lambda i, a: topk_ref(i["X"], 2), grad=["X"]),
+    OpCase("top_k", {"X": distinct(2, 3, 4), "K": np.array([3], "int32")}, attrs={"k": 1},
+           ref=lambda i, a: topk_ref(i["X"], 3), grad=["X"], name="k_tensor"),
+    OpCase("top_k", {"X": np.array([[1, 3, 3, 2]], "float32")}, attrs={"k": 3},
+           ref=lambda i, a: {"Out": np.array([[3, 3, 2]], "float32"),
+                             "Indices": np.array([[1, 2, 3]])}, name="ties_lower_index_first"),
+    OpCase("top_k_v2", {"X": distinct(4, 5)}, attrs={"k": 2},
+           ref=lambda i, a: topk_ref(i["X"], 2), grad=["X"]),
+    OpCase("top_k_v2", {"X": distinct(4, 3, 2)}, attrs={"k": 2, "axis": 0},
+           ref=lambda i, a: topk_ref(i["X"], 2, axis=0), grad=["X"], name="axis0"),
+    OpCase("top_k_v2", {"X": distinct(3, 4, 2)}, attrs={"k": 3, "axis": 1, "largest": False},
+           ref=lambda i, a: topk_ref(i["X"], 3, axis=1, largest=False), grad=["X"],
+           name="smallest_axis1"),
+    OpCase("top_k_v2", {"X": rng.randint(-9, 9, (3, 6)).astype("int64")}, attrs={"k": 4},
+           ref=lambda i, a: topk_ref(i["X"], 4), name="int64"),
+    OpCase("top_k_v2", {"X": np.array([[1.0, np.nan, 3.0]], "float32")}, attrs={"k": 2},
+           ref=lambda i, a: {"Out": np.array([[np.nan, 3.0]], "float32"),
+                             "Indices": np.array([[1, 2]])}, name="nan_is_largest"),
+    OpCase("arg_max", {"X": distinct(3, 4)}, attrs={"axis": 1}, ref=argmax_ref),
+    OpCase("arg_max", {"X": distinct(2, 3, 4)}, attrs={"axis": -2, "keepdims": True},
+           ref=argmax_ref, name="keepdims"),
+    OpCase("arg_max", {"X": distinct(2, 3)}, attrs={"axis": 0, "dtype": 2}, ref=argmax_ref,
+           name="int32"),
+    OpCase("arg_max", {"X": distinct(2, 3)}, attrs={"axis": 1, "flatten": True},
+           ref=argmax_ref, name="flatten"),
+    OpCase("arg_max", {"X": np.array([[1, 5, 5], [7, 7, 0]], "int64")}, attrs={"axis": 1},
+           ref=lambda i, a: {"Out": np.array([1, 0])}, name="ties_first"),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_output_matches_numpy(case):
+    check_output(case)
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.grad], ids=case_id)
+def test_grad_matches_finite_differences(case):
+    check_grad(case)
+
+
+def _append(op_type, inputs, outputs, attrs=None):
+    program = fluid.Program()
+    block = program.global_block()
+    for name, (shape, dtype) in inputs.items():
+        block.create_var(name=name, shape=shape, dtype=dtype)
+    return block.append_op(type=op_type, inputs={k: [k] for k in inputs},
+                           outputs={k: [k.lower() + "_out"] for k in outputs},
+                           attrs=attrs or {})
+
+
+def test_accuracy_output_types():
+    op = _append("accuracy", {"Out": ((-1, 3), "float32"), "Indices": ((-1, 3), "int64"),
+                              "Label": ((-1, 1), "int64")}, ["Accuracy", "Correct", "Total"])
+    block = op.block
+    assert [block.var(n).dtype.name for n in ("accuracy_out", "correct_out", "total_out")] \
+        == ["FP32", "INT32", "INT32"]
+
+
+def test_accuracy_label_rank_is_checked():
+    with pytest.raises(InvalidArgument, match="accuracy: input 'Label' expected rank 2"):
+        _append("accuracy", {"Out": ((4, 3), "float32"), "Indices": ((4, 3), "int64"),
+                             "Label": ((4,), "int64")}, ["Accuracy", "Correct", "Total"])
+
+
+def test_top_k_larger_than_dim_is_refused():
+    with pytest.raises(InvalidArgument, match="top_k: attribute 'k' expected <= 4"):
+        _append("top_k", {"X": ((3, 4), "float32")}, ["Out", "Indices"], {"k": 5})
+
+
+def test_top_k_tensor_k_too_large_at_run_time():
+    case = OpCase("top_k", {"X": distinct(2, 3), "K": np.array([4], "int32")})
+    with pytest.raises(InvalidArgument, match=r"top_k: k expected in \[1, 3\]"):
+        check_output(case)
+
+
+def test_arg_max_dtype_must_be_int32_or_int64():
+    with pytest.raises(InvalidArgument, match="arg_max: attribute 'dtype'"):
+        _append("arg_max", {"X": ((3, 4), "float32")}, ["Out"], {"axis": 0, "dtype": 5})
+
+
+def test_arg_max_axis_is_required():
+    with pytest.raises(InvalidArgument, match="arg_max: attribute 'axis' expected a value"):
+        _append("arg_max", {"X": ((3, 4), "float32")}, ["Out"])
+
+
+def test_accuracy_and_arg_max_have_no_gradient():
+    from fluid_nb.ops import registry
+    assert registry.get("accuracy").grad is None
+    assert registry.get("arg_max").grad is None

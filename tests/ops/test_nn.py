@@ -1,0 +1,157 @@
+"""softmax and dropout against NumPy, with float64 finite-difference gradients."""
+import numpy as np
+import pytest
+
+from fluid_nb.errors import InvalidArgument
+
+from .op_test import OpCase, build, case_id, check_grad, check_output, run_case
+
+rng = np.random.RandomState(0)
+
+
+def r(*shape, dtype="float32"):
+    return rng.uniform(-1, 1, shape).astype(dtype)
+
+
+def ref_softmax(i, a):
+    x = i["X"].astype(np.float64)
+    axis = a.get("axis", -1)
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return {"Out": (e / e.sum(axis=axis, keepdims=True)).astype(i["X"].dtype)}
+
+
+def consistent_with_mask(result, inputs, attrs):
+    """Out is X where Mask keeps a unit (scaled for upscale_in_train) and 0 elsewhere."""
+    x = inputs["X"]
+    out, mask = np.asarray(result["Out"]), np.asarray(result["Mask"])
+    assert mask.dtype == np.uint8 and mask.shape == x.shape
+    assert set(np.unique(mask)) <= {0, 1}
+    p = attrs.get("dropout_prob", 0.5)
+    scale = 1 / (1 - p) if attrs.get("dropout_implementation") == "upscale_in_train" else 1
+    np.testing.assert_allclose(out, x * mask * scale, rtol=1e-6)
+
+
+def dropout(name, x, attrs, **kw):
+    attrs = {"fix_seed": True, "seed": 17, **attrs}
+    return OpCase("dropout", {"X": x}, attrs=attrs, check=consistent_with_mask, name=name, **kw)
+
+
+CASES = [
+    OpCase("softmax", {"X": r(3, 5)}, ref=ref_softmax, name="2d"),
+    OpCase("softmax", {"X": r(2, 3, 4) * 5}, attrs={"axis": 1}, ref=ref_softmax, name="axis1"),
+    OpCase("softmax", {"X": r(2, 3, 4)}, attrs={"axis": -3}, ref=ref_softmax,
+           name="axis_neg3"),
+    OpCase("softmax", {"X": r(4, 5)}, ref=ref_softmax, grad=["X"], name="grad"),
+    OpCase("softmax", {"X": r(2, 3, 4)}, attrs={"axis": 1}, ref=ref_softmax, grad=["X"],
+           name="grad_axis1"),
+    dropout("downgrade", r(6, 7), {"dropout_prob": 0.4}),
+    dropout("upscale", r(5, 4, 3), {"dropout_prob": 0.3,
+                                    "dropout_implementation": "upscale_in_train"}),
+    dropout("p0", r(4, 4), {"dropout_prob": 0.0}),
+    dropout("p1", r(4, 4), {"dropout_prob": 1.0}),
+    OpCase("dropout", {"X": r(3, 4)}, attrs={"dropout_prob": 0.25, "is_test": True},
+           ref=lambda i, a: {"Out": i["X"] * np.float32(0.75)}, outputs={"Out": 1},
+           name="is_test_downgrade"),
+    OpCase("dropout", {"X": r(3, 4)},
+           attrs={"dropout_prob": 0.25, "is_test": True,
+                  "dropout_implementation": "upscale_in_train"},
+           ref=lambda i, a: {"Out": i["X"]}, outputs={"Out": 1}, name="is_test_upscale"),
+    OpCase("dropout", {"X": r(3, 4)}, attrs={"dropout_prob": 0.5, "fix_seed": True, "seed": 3},
+           grad=["X"], grad_outputs=["Out"], name="grad_downgrade"),
+    OpCase("dropout", {"X": r(2, 5)},
+           attrs={"dropout_prob": 0.4, "fix_seed": True, "seed": 11,
+                  "dropout_implementation": "upscale_in_train"},
+           grad=["X"], grad_outputs=["Out"], name="grad_upscale"),
+    # the grad op alone: with is_test Paddle's dropout writes no Mask to differentiate
+    OpCase("dropout_grad", {"Mask": np.ones((2, 3), "uint8"), "Out@GRAD": r(2, 3)},
+           attrs={"dropout_prob": 0.4, "is_test": True},
+           ref=lambda i, a: {"X@GRAD": i["Out@GRAD"] * np.float32(0.6)},
+           name="is_test_downgrade"),
+    OpCase("dropout_grad", {"Mask": np.ones((2, 3), "uint8"), "Out@GRAD": r(2, 3)},
+           attrs={"dropout_prob": 0.4, "is_test": True,
+                  "dropout_implementation": "upscale_in_train"},
+           ref=lambda i, a: {"X@GRAD": i["Out@GRAD"]}, name="is_test_upscale"),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_output_matches_numpy(case):
+    check_output(case)
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.grad], ids=case_id)
+def test_grad_matches_finite_differences(case):
+    check_grad(case)
+
+
+def _mask(x, attrs, seed_input=None):
+    inputs = {"X": x}
+    if seed_input is not None:
+        inputs["Seed"] = np.array([seed_input], dtype="int32")
+    _, _, result = run_case(OpCase("dropout", inputs, attrs=attrs))
+    return np.asarray(result["Mask"])
+
+
+def test_dropout_fixed_seed_repeats_and_seeds_differ():
+    x = np.ones((20, 30), dtype="float32")
+    a = _mask(x, {"fix_seed": True, "seed": 5})
+    np.testing.assert_array_equal(a, _mask(x, {"fix_seed": True, "seed": 5}))
+    assert (a != _mask(x, {"fix_seed": True, "seed": 6})).any()
+
+
+def test_dropout_seed_attr_ignored_without_fix_seed_but_seed_input_used():
+    x = np.ones((20, 30), dtype="float32")
+    # without fix_seed the seed attribute is not used: fresh entropy gives fresh masks
+    masks = [_mask(x, {"fix_seed": False, "seed": 5}) for _ in range(3)]
+    assert any((m != masks[0]).any() for m in masks[1:])
+    a = _mask(x, {}, seed_input=9)
+    np.testing.assert_array_equal(a, _mask(x, {}, seed_input=9))
+
+
+@pytest.mark.parametrize("p", [0.1, 0.5, 0.8])
+def test_dropout_keep_rate_matches_probability(p):
+    x = np.ones((200, 200), dtype="float32")
+    mask = _mask(x, {"dropout_prob": p, "fix_seed": True, "seed": 123})
+    # 40000 Bernoulli draws: the standard error of the keep rate is below 0.0025
+    assert abs(mask.mean() - (1 - p)) < 0.01
+
+
+def test_dropout_upscale_preserves_mean():
+    x = np.ones((200, 200), dtype="float32")
+    _, _, result = run_case(OpCase("dropout", {"X": x}, attrs={
+        "dropout_prob": 0.3, "dropout_implementation": "upscale_in_train", "fix_seed": True,
+        "seed": 1}))
+    assert abs(np.asarray(result["Out"]).mean() - 1.0) < 0.02
+
+
+def test_dropout_mask_declared_uint8():
+    from fluid_nb.framework.dtypes import VarType
+    program, op, _, _ = build(OpCase("dropout", {"X": r(2, 3)}))
+    mask = program.global_block().var(op.outputs["Mask"][0])
+    assert mask.dtype == VarType.UINT8 and mask.shape == (2, 3)
+
+
+def test_grad_makers_take_only_what_the_gradient_needs():
+    from fluid_nb.ops import registry
+    _, op, _, _ = build(OpCase("softmax", {"X": r(2, 3)}))
+    (spec,) = registry.make_grad_ops(op)
+    assert spec.type == "softmax_grad" and set(spec.inputs) == {"Out", "Out@GRAD"}
+    _, op, _, _ = build(OpCase("dropout", {"X": r(2, 3)}))
+    (spec,) = registry.make_grad_ops(op)
+    assert spec.type == "dropout_grad" and set(spec.inputs) == {"Mask", "Out@GRAD"}
+
+
+def _fails(op, inputs, attrs, *words):
+    with pytest.raises(InvalidArgument) as info:
+        build(OpCase(op, inputs, attrs=attrs))
+    message = str(info.value)
+    assert message.startswith(op), message
+    for word in words:
+        assert word in message, message
+
+
+def test_errors_name_op_and_attribute():
+    _fails("softmax", {"X": r(2, 3)}, {"axis": 2}, "axis")
+    _fails("dropout", {"X": r(2, 3)}, {"dropout_prob": 1.5}, "dropout_prob")
+    _fails("dropout", {"X": r(2, 3)}, {"dropout_implementation": "scale"},
+           "dropout_implementation")

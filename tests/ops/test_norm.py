@@ -1,0 +1,154 @@
+"""batch_norm and layer_norm against NumPy, with float64 finite-difference gradients."""
+import numpy as np
+import pytest
+
+from fluid_nb.errors import InvalidArgument
+
+from .op_test import OpCase, build, case_id, check_grad, check_output
+
+rng = np.random.RandomState(0)
+
+
+def r(*shape, dtype="float32", low=-1.0, high=1.0):
+    return rng.uniform(low, high, shape).astype(dtype)
+
+
+def bn_inputs(shape, channel_axis=1, momentum_tensor=None):
+    c = shape[channel_axis]
+    inputs = {"X": r(*shape, low=-2, high=3), "Scale": r(c, low=0.5, high=1.5), "Bias": r(c),
+              "Mean": r(c), "Variance": r(c, low=0.5, high=1.5)}
+    if momentum_tensor is not None:
+        inputs["MomentumTensor"] = np.array([momentum_tensor], dtype="float32")
+    return inputs
+
+
+def ref_bn(i, a):
+    x = i["X"].astype(np.float64)
+    axis = x.ndim - 1 if a.get("data_layout") == "NHWC" else 1
+    axes = tuple(d for d in range(x.ndim) if d != axis)
+    shape = [1] * x.ndim
+    shape[axis] = x.shape[axis]
+    eps = a.get("epsilon", 1e-5)
+    momentum = float(i["MomentumTensor"][0]) if "MomentumTensor" in i else a.get("momentum", 0.9)
+    mean, var = i["Mean"].astype(np.float64), i["Variance"].astype(np.float64)
+    training = not ((a.get("is_test") and not a.get("trainable_statistics"))
+                    or a.get("use_global_stats"))
+    if training:
+        mu, v = x.mean(axis=axes), x.var(axis=axes)
+        out = {"MeanOut": mean * momentum + mu * (1 - momentum),
+               "VarianceOut": var * momentum + v * (1 - momentum),
+               "SavedMean": mu, "SavedVariance": 1 / np.sqrt(v + eps)}
+    else:
+        mu, v = mean, var
+        zeros = np.zeros_like(mean)
+        out = {"MeanOut": mean, "VarianceOut": var, "SavedMean": zeros, "SavedVariance": zeros}
+    y = (x - mu.reshape(shape)) / np.sqrt(v.reshape(shape) + eps) * i["Scale"].reshape(shape) \
+        + i["Bias"].reshape(shape)
+    out["Y"] = y
+    dtype = i["X"].dtype
+    return {k: val.astype(dtype) for k, val in out.items()}
+
+
+def ref_ln(i, a):
+    x = i["X"].astype(np.float64)
+    begin = a.get("begin_norm_axis", 1)
+    rows = x.reshape(int(np.prod(x.shape[:begin])), -1)
+    mean, var = rows.mean(axis=1), rows.var(axis=1)
+    y = (rows - mean[:, None]) / np.sqrt(var[:, None] + a.get("epsilon", 1e-5))
+    if "Scale" in i:
+        y = y * i["Scale"]
+    if "Bias" in i:
+        y = y + i["Bias"]
+    dtype = i["X"].dtype
+    return {"Y": y.reshape(x.shape).astype(dtype), "Mean": mean.astype(dtype),
+            "Variance": var.astype(dtype)}
+
+
+def bn(name, inputs, attrs=None, grad=(), **kw):
+    return OpCase("batch_norm", inputs, attrs=attrs or {}, ref=ref_bn, grad=list(grad),
+                  grad_outputs=["Y"], name=name, **kw)
+
+
+def ln(name, inputs, attrs=None, grad=(), **kw):
+    return OpCase("layer_norm", inputs, attrs=attrs or {}, ref=ref_ln, grad=list(grad),
+                  name=name, **kw)
+
+
+CASES = [
+    bn("train_nchw", bn_inputs((3, 4, 3, 2))),
+    bn("train_nhwc", bn_inputs((2, 3, 2, 5), channel_axis=3), {"data_layout": "NHWC"}),
+    bn("train_2d", bn_inputs((6, 4)), {"momentum": 0.5, "epsilon": 1e-4}),
+    bn("train_5d", bn_inputs((2, 3, 2, 2, 2))),
+    bn("momentum_tensor", bn_inputs((4, 3, 2), momentum_tensor=0.25)),
+    bn("is_test", bn_inputs((2, 3, 4, 4)), {"is_test": True}),
+    bn("use_global_stats", bn_inputs((2, 3, 4)), {"use_global_stats": True}),
+    bn("is_test_trainable_statistics", bn_inputs((3, 2, 3)),
+       {"is_test": True, "trainable_statistics": True}),
+    bn("grad_train", bn_inputs((2, 3, 2, 2)), grad=["X", "Scale", "Bias"]),
+    bn("grad_train_nhwc", bn_inputs((3, 2, 4), channel_axis=2), {"data_layout": "NHWC"},
+       grad=["X", "Scale", "Bias"]),
+    bn("grad_global_stats", bn_inputs((2, 3, 2, 2)), {"use_global_stats": True},
+       grad=["X", "Scale", "Bias"]),
+    bn("grad_is_test", bn_inputs((4, 3)), {"is_test": True}, grad=["X", "Scale", "Bias"]),
+    ln("begin1", {"X": r(3, 4, 5), "Scale": r(20), "Bias": r(20)}),
+    ln("begin2", {"X": r(2, 3, 4, 2), "Scale": r(8), "Bias": r(8)},
+       {"begin_norm_axis": 2, "epsilon": 1e-4}),
+    ln("no_scale_bias", {"X": r(4, 6)}),
+    ln("scale_only", {"X": r(3, 5), "Scale": r(5)}),
+    ln("grad", {"X": r(3, 6), "Scale": r(6), "Bias": r(6)}, grad=["X", "Scale", "Bias"]),
+    ln("grad_begin2", {"X": r(2, 3, 4), "Scale": r(4)}, {"begin_norm_axis": 2},
+       grad=["X", "Scale"]),
+    ln("grad_plain", {"X": r(2, 2, 5)}, grad=["X"]),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_output_matches_numpy(case):
+    check_output(case)
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.grad], ids=case_id)
+def test_grad_matches_finite_differences(case):
+    check_grad(case)
+
+
+def test_batch_norm_single_value_per_channel_passes_x_through():
+    inputs = bn_inputs((1, 3))
+    result = check_output(OpCase("batch_norm", inputs))
+    np.testing.assert_array_equal(np.asarray(result["Y"]), inputs["X"])
+    np.testing.assert_array_equal(np.asarray(result["MeanOut"]), inputs["Mean"])
+
+
+def test_batch_norm_grad_maker_reads_running_stats_only_when_global():
+    from fluid_nb.ops import registry
+    for attrs, want in (({}, False), ({"use_global_stats": True}, True),
+                        ({"is_test": True}, True)):
+        _, op, _, _ = build(OpCase("batch_norm", bn_inputs((2, 3)), attrs=attrs))
+        (spec,) = registry.make_grad_ops(op)
+        assert spec.type == "batch_norm_grad"
+        assert ("Mean" in spec.inputs) == want
+        if want:
+            assert spec.inputs["Mean"] == op.outputs["MeanOut"]
+        assert set(spec.outputs) == {"X@GRAD", "Scale@GRAD", "Bias@GRAD"}
+
+
+def _fails(op, inputs, attrs, *words):
+    with pytest.raises(InvalidArgument) as info:
+        build(OpCase(op, inputs, attrs=attrs))
+    message = str(info.value)
+    assert message.startswith(op), message
+    for word in words:
+        assert word in message, message
+
+
+def test_batch_norm_errors_name_op_and_slot():
+    inputs = bn_inputs((2, 3, 4))
+    inputs["Scale"] = r(4)
+    _fails("batch_norm", inputs, {}, "Scale", "[3]")
+    _fails("batch_norm", bn_inputs((2, 3)), {"epsilon": 0.5}, "epsilon")
+    _fails("batch_norm", {**bn_inputs((2, 3)), "X": r(3)}, {}, "X", "2-D to 5-D")
+
+
+def test_layer_norm_errors_name_op_and_slot():
+    _fails("layer_norm", {"X": r(2, 3)}, {"begin_norm_axis": 2}, "begin_norm_axis")
+    _fails("layer_norm", {"X": r(2, 3), "Scale": r(4)}, {}, "Scale", "[3]")

@@ -1,0 +1,322 @@
+"""Tensor creation and shape ops against NumPy, with float64 finite-difference gradients."""
+import numpy as np
+import pytest
+
+from fluid_nb.errors import InvalidArgument
+from fluid_nb.framework.dtypes import VarType
+from fluid_nb.ops import registry
+
+from .op_test import OpCase, build, case_id, check_grad, check_output, run_case
+
+rng = np.random.RandomState(0)
+
+FP32, FP64, INT32, INT64, BOOL = 5, 6, 2, 3, 0
+
+
+def r(*shape, dtype="float32"):
+    return rng.uniform(-1, 1, shape).astype(dtype)
+
+
+def ints(*values, dtype="int64"):
+    return np.array(values, dtype=dtype)
+
+
+def _in_range(lo, hi, shape):
+    def check(outs, inputs, attrs):
+        out = np.asarray(outs["Out"])
+        assert out.shape == shape
+        assert out.min() >= lo and out.max() < hi
+    return check
+
+
+def _diag_check(outs, inputs, attrs):
+    flat = np.asarray(outs["Out"]).reshape(-1)
+    np.testing.assert_array_equal(flat[[0, 5, 10]], [7.0, 7.0, 7.0])
+    assert (np.delete(flat, [0, 5, 10]) < 1).all()
+
+
+def _normal_check(outs, inputs, attrs):
+    out = np.asarray(outs["Out"])
+    assert out.shape == (100, 50) and out.dtype == np.float64
+    assert abs(out.mean() - 2.0) < 0.05 and abs(out.std() - 0.5) < 0.05
+
+
+def _split_ref(x, bounds, axis):
+    return {"Out": np.split(x, bounds, axis=axis)}
+
+
+X234 = r(2, 3, 4)
+X23 = r(2, 3)
+SEQ = r(5, 2)  # rows carrying LoD [[0, 2, 5]]
+
+CREATION_CASES = [
+    OpCase("fill_constant", {}, attrs={"shape": [2, 3], "value": 1.5},
+           ref=lambda i, a: {"Out": np.full((2, 3), 1.5, "float32")}, name="value"),
+    OpCase("fill_constant", {}, attrs={"shape": [2], "value": 1.0, "str_value": "-inf"},
+           ref=lambda i, a: {"Out": np.full((2,), -np.inf, "float32")}, name="str_value_wins"),
+    OpCase("fill_constant", {}, attrs={"shape": [3], "dtype": INT64, "str_value": "7",
+                                       "value": 7.0},
+           ref=lambda i, a: {"Out": np.full((3,), 7, "int64")}, name="int64"),
+    OpCase("fill_constant", {}, attrs={"shape": [], "value": 2.0, "dtype": FP64},
+           ref=lambda i, a: {"Out": np.array(2.0)}, name="zero_dim"),
+    OpCase("fill_constant", {"ValueTensor": ints(4.5, dtype="float32")},
+           attrs={"shape": [2, 2], "value": 1.0, "str_value": "1.0"},
+           ref=lambda i, a: {"Out": np.full((2, 2), 4.5, "float32")}, name="value_tensor"),
+    OpCase("fill_constant", {"ShapeTensor": ints(2, 3, dtype="int32")}, attrs={"value": 3.0},
+           ref=lambda i, a: {"Out": np.full((2, 3), 3.0, "float32")}, name="shape_tensor"),
+    OpCase("fill_constant", {"ShapeTensorList": [ints(2), ints(3)]},
+           attrs={"shape": [-1, 3], "value": 1.0, "dtype": INT32},
+           ref=lambda i, a: {"Out": np.ones((2, 3), "int32")}, name="shape_tensor_list"),
+    OpCase("fill_any_like", {"X": X23}, attrs={"value": 3.0},
+           ref=lambda i, a: {"Out": np.full((2, 3), 3.0, "float32")}, name="same_dtype"),
+    OpCase("fill_any_like", {"X": X23}, attrs={"value": 2.0, "dtype": INT64},
+           ref=lambda i, a: {"Out": np.full((2, 3), 2, "int64")}, name="int64"),
+    OpCase("fill_any_like", {"X": SEQ}, attrs={"value": 1.0}, lod={"X": [[0, 2, 5]]},
+           ref=lambda i, a: {"Out": (np.ones((5, 2), "float32"), [[0, 2, 5]])}, name="lod"),
+    OpCase("fill_zeros_like", {"X": ints(1, 2, 3)},
+           ref=lambda i, a: {"Out": np.zeros(3, "int64")}),
+    OpCase("uniform_random", {}, attrs={"shape": [30, 20], "min": -2.0, "max": 3.0, "seed": 3},
+           check=_in_range(-2.0, 3.0, (30, 20)), name="range"),
+    OpCase("uniform_random", {}, attrs={"shape": [4, 4], "min": 0.0, "max": 1.0, "seed": 1,
+                                        "diag_num": 3, "diag_step": 4, "diag_val": 7.0},
+           check=_diag_check, name="diag"),
+    OpCase("uniform_random", {"ShapeTensorList": [ints(3), ints(2)]}, attrs={"seed": 2},
+           check=_in_range(-1.0, 1.0, (3, 2)), name="shape_tensor_list"),
+    OpCase("gaussian_random", {}, attrs={"shape": [100, 50], "mean": 2.0, "std": 0.5,
+                                         "seed": 5, "dtype": FP64},
+           check=_normal_check),
+    OpCase("assign", {"X": X234}, ref=lambda i, a: {"Out": i["X"]}, grad=["X"]),
+    OpCase("assign", {"X": SEQ}, lod={"X": [[0, 2, 5]]},
+           ref=lambda i, a: {"Out": (i["X"], [[0, 2, 5]])}, name="lod"),
+    OpCase("cast", {"X": np.array([-1.7, 2.9, 0.0], "float32")},
+           attrs={"in_dtype": FP32, "out_dtype": INT32},
+           ref=lambda i, a: {"Out": np.array([-1, 2, 0], "int32")}, name="truncates"),
+    OpCase("cast", {"X": np.array([-1.5, 0.0, 3.0], "float32")},
+           attrs={"in_dtype": FP32, "out_dtype": BOOL},
+           ref=lambda i, a: {"Out": np.array([True, False, True])}, name="to_bool"),
+    OpCase("cast", {"X": X23}, attrs={"in_dtype": FP32, "out_dtype": FP64},
+           ref=lambda i, a: {"Out": i["X"].astype("float64")}, grad=["X"], name="fp64"),
+    OpCase("cast", {"X": SEQ}, attrs={"in_dtype": FP32, "out_dtype": FP64},
+           lod={"X": [[0, 2, 5]]},
+           ref=lambda i, a: {"Out": (i["X"].astype("float64"), [[0, 2, 5]])}, name="lod"),
+    OpCase("increment", {"X": ints(5)}, ref=lambda i, a: {"Out": ints(6)}, name="int64"),
+    OpCase("increment", {"X": ints(5)}, attrs={"step": 1.5},
+           ref=lambda i, a: {"Out": ints(6)}, name="int_step_truncated"),
+    OpCase("increment", {"X": np.array([1.0], "float32")}, attrs={"step": -2.5},
+           ref=lambda i, a: {"Out": np.array([-1.5], "float32")}, name="float"),
+]
+
+A, B, C = r(2, 3), r(2, 1), r(2, 2)
+
+SHAPE_CASES = [
+    OpCase("concat", {"X": [A, B, C]}, attrs={"axis": 1},
+           ref=lambda i, a: {"Out": np.concatenate(i["X"], axis=1)}, grad=["X"], name="axis1"),
+    OpCase("concat", {"X": [A, r(1, 3)]}, attrs={"axis": -2},
+           ref=lambda i, a: {"Out": np.concatenate(i["X"], axis=0)}, grad=["X"],
+           name="negative_axis"),
+    OpCase("concat", {"X": [A, C], "AxisTensor": ints(1, dtype="int32")},
+           ref=lambda i, a: {"Out": np.concatenate(i["X"], axis=1)}, name="axis_tensor"),
+    OpCase("concat", {"X": [SEQ, SEQ]}, attrs={"axis": 1}, lod={"X": [[0, 2, 5]]},
+           ref=lambda i, a: {"Out": (np.concatenate(i["X"], 1), [[0, 2, 5]])}, name="lod"),
+    OpCase("split", {"X": r(2, 6)}, attrs={"axis": 1, "num": 3}, outputs={"Out": 3},
+           ref=lambda i, a: _split_ref(i["X"], [2, 4], 1), grad=["X"], grad_outputs=["Out"],
+           name="num"),
+    OpCase("split", {"X": r(5, 2)}, attrs={"axis": 0, "sections": [2, -1]},
+           outputs={"Out": 2}, ref=lambda i, a: _split_ref(i["X"], [2], 0), grad=["X"],
+           grad_outputs=["Out"], name="sections_infer"),
+    OpCase("split", {"X": r(2, 5), "SectionsTensorList": [ints(1, dtype="int32"),
+                                                          ints(4, dtype="int32")]},
+           attrs={"axis": 1, "sections": [-1, -1]}, outputs={"Out": 2},
+           ref=lambda i, a: _split_ref(i["X"], [1], 1), name="sections_tensor"),
+    OpCase("split", {"X": r(4, 2), "AxisTensor": ints(-1, dtype="int32")},
+           attrs={"num": 2}, outputs={"Out": 2},
+           ref=lambda i, a: _split_ref(i["X"], [1], 1), name="axis_tensor"),
+    OpCase("reshape2", {"X": X234}, attrs={"shape": [0, -1]},
+           ref=lambda i, a: {"Out": i["X"].reshape(2, 12)}, grad=["X"], name="copy_and_infer"),
+    OpCase("reshape2", {"X": X234}, attrs={"shape": [4, 3, 2]},
+           ref=lambda i, a: {"Out": i["X"].reshape(4, 3, 2)}, grad=["X"], name="explicit"),
+    OpCase("reshape2", {"X": X234, "Shape": ints(6, 4, dtype="int32")},
+           ref=lambda i, a: {"Out": i["X"].reshape(6, 4)}, name="shape_input"),
+    OpCase("reshape2", {"X": X234, "ShapeTensor": [ints(3, dtype="int32"),
+                                                   ints(8, dtype="int32")]},
+           attrs={"shape": [-1, -1]},
+           ref=lambda i, a: {"Out": i["X"].reshape(3, 8)}, name="shape_tensor"),
+    OpCase("reshape2", {"X": SEQ}, attrs={"shape": [5, 2, 1]}, lod={"X": [[0, 2, 5]]},
+           ref=lambda i, a: {"Out": (i["X"].reshape(5, 2, 1), [[0, 2, 5]])},
+           name="lod_kept"),
+    OpCase("reshape2", {"X": SEQ}, attrs={"shape": [2, 5]}, lod={"X": [[0, 2, 5]]},
+           ref=lambda i, a: {"Out": (i["X"].reshape(2, 5), [])}, name="lod_dropped"),
+    OpCase("transpose2", {"X": X234}, attrs={"axis": [1, 2, 0]},
+           ref=lambda i, a: {"Out": i["X"].transpose(1, 2, 0)}, grad=["X"]),
+    OpCase("transpose2", {"X": X23}, attrs={"axis": [-1, 0]},
+           ref=lambda i, a: {"Out": i["X"].T}, grad=["X"], name="negative_axis"),
+    OpCase("squeeze2", {"X": r(1, 3, 1)}, ref=lambda i, a: {"Out": i["X"].reshape(3)},
+           grad=["X"], name="all"),
+    OpCase("squeeze2", {"X": r(1, 3, 1, 2)}, attrs={"axes": [0, -2, 1]},
+           ref=lambda i, a: {"Out": i["X"].reshape(3, 2)}, grad=["X"],
+           name="listed_non_one_kept"),
+    OpCase("squeeze2", {"X": SEQ.reshape(5, 1, 2)}, attrs={"axes": [1]},
+           lod={"X": [[0, 2, 5]]},
+           ref=lambda i, a: {"Out": (i["X"].reshape(5, 2), [[0, 2, 5]])}, name="lod"),
+    OpCase("unsqueeze2", {"X": X23}, attrs={"axes": [0, 2]},
+           ref=lambda i, a: {"Out": i["X"].reshape(1, 2, 1, 3)}, grad=["X"]),
+    OpCase("unsqueeze2", {"X": X23}, attrs={"axes": [-1, 0]},
+           ref=lambda i, a: {"Out": i["X"].reshape(1, 2, 3, 1)}, grad=["X"],
+           name="negative"),
+    OpCase("unsqueeze2", {"X": X23, "AxesTensor": ints(1, dtype="int32")},
+           ref=lambda i, a: {"Out": i["X"].reshape(2, 1, 3)}, name="axes_tensor"),
+    OpCase("unsqueeze2", {"X": X23, "AxesTensorList": [ints(0), ints(3)]},
+           ref=lambda i, a: {"Out": i["X"].reshape(1, 2, 3, 1)}, name="axes_tensor_list"),
+    OpCase("unsqueeze2", {"X": np.array(3.0, "float32")}, attrs={"axes": [0]},
+           ref=lambda i, a: {"Out": i["X"].reshape(1)}, name="zero_dim"),
+    OpCase("stack", {"X": [A, X23, A]}, ref=lambda i, a: {"Y": np.stack(i["X"])},
+           grad=["X"]),
+    OpCase("stack", {"X": [A, X23]}, attrs={"axis": -1},
+           ref=lambda i, a: {"Y": np.stack(i["X"], axis=-1)}, grad=["X"], name="last"),
+    OpCase("stack", {"X": [SEQ, SEQ]}, attrs={"axis": 1}, lod={"X": [[0, 2, 5]]},
+           ref=lambda i, a: {"Y": (np.stack(i["X"], 1), [[0, 2, 5]])}, name="lod"),
+    OpCase("slice", {"Input": X234}, attrs={"axes": [0, 2], "starts": [-1, 1],
+                                            "ends": [100, -1]},
+           ref=lambda i, a: {"Out": i["Input"][1:, :, 1:3]}, grad=["Input"], name="clipped"),
+    OpCase("slice", {"Input": X234}, attrs={"axes": [1], "starts": [1], "ends": [2],
+                                            "decrease_axis": [1]},
+           ref=lambda i, a: {"Out": i["Input"][:, 1, :]}, grad=["Input"], name="decrease"),
+    OpCase("slice", {"Input": r(4)}, attrs={"axes": [0], "starts": [2], "ends": [3],
+                                            "decrease_axis": [0]},
+           ref=lambda i, a: {"Out": i["Input"][2]}, grad=["Input"], name="to_zero_dim"),
+    OpCase("slice", {"Input": X234}, attrs={"axes": [1], "starts": [3], "ends": [5]},
+           ref=lambda i, a: {"Out": i["Input"][:, 3:5]}, name="empty"),
+    OpCase("slice", {"Input": X234, "StartsTensor": ints(1, 0, dtype="int32"),
+                     "EndsTensorList": [ints(2, dtype="int32"), ints(3, dtype="int32")]},
+           attrs={"axes": [0, 2], "starts": [-1, -1], "ends": [-1, -1],
+                  "infer_flags": [-1, -1]},
+           ref=lambda i, a: {"Out": i["Input"][1:2, :, 0:3]}, grad=["Input"],
+           name="tensor_bounds"),
+    OpCase("slice", {"Input": SEQ}, attrs={"axes": [1], "starts": [0], "ends": [1]},
+           lod={"Input": [[0, 2, 5]]},
+           ref=lambda i, a: {"Out": (i["Input"][:, :1], [[0, 2, 5]])}, name="lod_kept"),
+    OpCase("slice", {"Input": SEQ}, attrs={"axes": [0], "starts": [0], "ends": [2]},
+           lod={"Input": [[0, 2, 5]]},
+           ref=lambda i, a: {"Out": (i["Input"][:2], [])}, name="lod_dropped"),
+]
+
+CASES = CREATION_CASES + SHAPE_CASES
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_output_matches_numpy(case):
+    check_output(case)
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.grad], ids=case_id)
+def test_grad_matches_finite_differences(case):
+    check_grad(case)
+
+
+# --- focused tests -------------------------------------------------------------------------
+def _grad_specs(case):
+    _, op, _, _ = build(case)
+    return registry.make_grad_ops(op)
+
+
+def test_xshape_is_zero_size_with_x_shape():
+    _, _, outs = run_case(OpCase("reshape2", {"X": X234}, attrs={"shape": [6, 4]}))
+    xshape = np.asarray(outs["XShape"])
+    assert xshape.shape == (0, 2, 3, 4) and xshape.dtype == np.float32
+
+
+def test_reshape_like_grads_need_only_xshape_and_out_grad():
+    for op, attrs in [("reshape2", {"shape": [6, 4]}), ("transpose2", {"axis": [2, 0, 1]}),
+                      ("squeeze2", {}), ("unsqueeze2", {"axes": [0]})]:
+        (spec,) = _grad_specs(OpCase(op, {"X": X234}, attrs=attrs))
+        assert spec.type == op + "_grad"
+        assert sorted(spec.inputs) == ["Out@GRAD", "XShape"], spec
+        assert list(spec.outputs) == ["X@GRAD"]
+
+
+def test_cast_grad_casts_back():
+    (spec,) = _grad_specs(OpCase("cast", {"X": X23}, attrs={"in_dtype": FP32,
+                                                             "out_dtype": FP64}))
+    assert spec.type == "cast"
+    assert spec.attrs["in_dtype"] == FP64 and spec.attrs["out_dtype"] == FP32
+    assert spec.inputs == {"X": ["out_out@GRAD"]} and spec.outputs == {"Out": ["x@GRAD"]}
+
+
+def test_assign_and_split_grads_reuse_forward_ops():
+    (spec,) = _grad_specs(OpCase("assign", {"X": X23}))
+    assert spec.type == "assign" and spec.inputs == {"X": ["out_out@GRAD"]}
+    (spec,) = _grad_specs(OpCase("split", {"X": r(2, 4)}, attrs={"axis": 1, "num": 2},
+                                 outputs={"Out": 2}))
+    assert spec.type == "concat" and spec.attrs == {"axis": 1}
+    assert spec.inputs == {"X": ["out_out_0@GRAD", "out_out_1@GRAD"]}
+
+
+def test_concat_grad_keeps_positions_of_unwanted_inputs():
+    case = OpCase("concat", {"X": [A, B]}, attrs={"axis": 1})
+    _, op, _, _ = build(case)
+    (spec,) = registry.make_grad_ops(op, no_grad_set={"x_0"})
+    assert spec.outputs == {"X@GRAD": ["@EMPTY@", "x_1@GRAD"]}
+
+
+def test_random_ops_are_stateful_and_seeded():
+    for op in ("uniform_random", "gaussian_random"):
+        assert "stateful" in registry.get(op).traits
+    case = OpCase("uniform_random", {}, attrs={"shape": [5], "seed": 11})
+    first = np.asarray(run_case(case)[2]["Out"])
+    again = np.asarray(run_case(case)[2]["Out"])
+    np.testing.assert_array_equal(first, again)
+    other = np.asarray(run_case(OpCase("uniform_random", {}, attrs={"shape": [5],
+                                                                    "seed": 12}))[2]["Out"])
+    assert not np.array_equal(first, other)
+
+
+def test_fill_constant_defaults_match_paddle():
+    opdef = registry.get("fill_constant")
+    assert opdef.attrs["dtype"].default == int(VarType.FP32)
+    assert opdef.attrs["shape"].type.name == "LONGS"
+    assert opdef.attrs["place_type"].default == -1
+    assert registry.get("fill_constant").grad is None
+
+
+def test_assign_copies_lod_tensor_array():
+    from fluid_nb.exec.tensor import LoDTensor, LoDTensorArray
+    kernel = registry.get("assign").kernel_for("cpu")
+    src = LoDTensorArray([LoDTensor(np.ones(2), [[0, 1, 2]])])
+    out = kernel(None, src)
+    assert isinstance(out, LoDTensorArray) and out[0].lod() == [[0, 1, 2]]
+    assert out[0].array is not src[0].array
+
+
+def _bad(op, inputs, attrs, outputs=None):
+    case = OpCase(op, inputs, attrs=attrs, outputs=outputs)
+    with pytest.raises(InvalidArgument) as info:
+        check_output(case)
+    assert str(info.value).startswith(op) or f"'{op}'" in str(info.value), info.value
+    return str(info.value)
+
+
+@pytest.mark.parametrize("op,inputs,attrs,outputs,words", [
+    ("reshape2", {"X": X234}, {"shape": [5, -1]}, None, "divides"),
+    ("reshape2", {"X": X234}, {"shape": [-1, -1]}, None, "at most one -1"),
+    ("reshape2", {"X": X234}, {"shape": [5, 5]}, None, "as many elements"),
+    ("reshape2", {"X": X23}, {"shape": [0, 0, 0]}, None, "rank"),
+    ("concat", {"X": [A, r(3, 3)]}, {"axis": 1}, None, "except along axis 1"),
+    ("concat", {"X": [A, C]}, {"axis": 2}, None, "attribute 'axis'"),
+    ("transpose2", {"X": X234}, {"axis": [0, 0, 1]}, None, "permutation"),
+    ("transpose2", {"X": X234}, {"axis": [0, 1]}, None, "3 entries"),
+    ("slice", {"Input": X234}, {"axes": [1], "starts": [2], "ends": [1]}, None, "end >= start"),
+    ("slice", {"Input": X234}, {"axes": [3], "starts": [0], "ends": [1]}, None, "axes"),
+    ("slice", {"Input": X234}, {"axes": [1], "starts": [0], "ends": [3],
+                                "decrease_axis": [1]}, None, "size 1"),
+    ("split", {"X": r(2, 5)}, {"axis": 1, "sections": [2, 2]}, {"Out": 2}, "summing to"),
+    ("split", {"X": r(2, 5)}, {"axis": 1, "num": 2}, {"Out": 2}, "divisor"),
+    ("stack", {"X": [A, C]}, {}, None, "shape of X[1]"),
+    ("unsqueeze2", {"X": X23}, {"axes": [4]}, None, "attribute 'axes'"),
+    ("cast", {"X": X23}, {"in_dtype": FP32}, None, "out_dtype"),
+    ("fill_constant", {}, {"shape": [2, -3]}, None, "no less than 0"),
+    ("fill_constant", {}, {"shape": [2], "dtype": 7}, None, "data type"),
+    ("increment", {"X": ints(1, 2)}, {}, None, "one element"),
+    ("uniform_random", {}, {"shape": [2], "min": 1.0, "max": 1.0}, None, "less than max"),
+])
+def test_errors_name_the_op(op, inputs, attrs, outputs, words):
+    assert words in _bad(op, inputs, attrs, outputs)
