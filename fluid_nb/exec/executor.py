@@ -61,10 +61,12 @@ class KernelContext:
     def output_names(self, slot):
         return self.op.outputs.get(slot, [])
 
-    def random_state(self, seed_attr="seed"):
-        """A NumPy RandomState: from the op's ``seed`` if non-zero, else the program's
-        ``random_seed`` (advanced per call so repeated runs differ), else fresh entropy."""
-        seed = self.attrs.get(seed_attr, 0) or 0
+    def random_state(self, seed_attr="seed", seed=None):
+        """A NumPy RandomState: from ``seed`` when given, else the op's ``seed`` attribute if
+        non-zero, else the program's ``random_seed`` (advanced per call so repeated runs
+        differ), else fresh entropy."""
+        if seed is None:
+            seed = (self.attrs.get(seed_attr, 0) or 0) if seed_attr else 0
         if seed:
             return np.random.RandomState(seed)
         program_seed = self.program.random_seed

@@ -150,9 +150,9 @@ def _conv_infer_shape(ctx):
                       f"{list(w_shape)}, paddings {g.pads}", "a positive size", o)
     if ctx.has_input("Bias"):
         b_shape = ctx.input_shape("Bias")
-        ctx.check(len(b_shape) == 1 or (w_shape[0] >= 0 and _numel(b_shape) == w_shape[0]),
-                  "input 'Bias'", f"{w_shape[0]} values (one per output channel)",
-                  list(b_shape))
+        known = w_shape[0] >= 0 and all(d >= 0 for d in b_shape)
+        ctx.check(not known or _numel(b_shape) == w_shape[0], "input 'Bias'",
+                  f"{w_shape[0]} values (one per output channel)", list(b_shape))
     m = w_shape[0]
     shape = (x_shape[0], g.out[0], g.out[1], m) if g.channel_last else \
         (x_shape[0], m, g.out[0], g.out[1])
@@ -219,7 +219,7 @@ def _conv_grad_maker(grad_type):
     return make
 
 
-def _conv_attrs(use_cudnn):
+def _conv_attrs():
     return {
         "strides": ("ints", [1, 1]),
         "paddings": ("ints", [0, 0]),
@@ -227,9 +227,11 @@ def _conv_attrs(use_cudnn):
         "groups": ("int", 1),
         "dilations": ("ints", [1, 1], _all_positive),
         "data_format": ("string", "NCHW"),
-        # Paddle's "extra" attributes: no effect here, kept typed for round trips
-        "use_cudnn": ("bool", use_cudnn),
-        "use_mkldnn": ("bool", False),
+        # Paddle's "extra" attributes (use_cudnn defaults to True for conv2d, False for
+        # depthwise_conv2d there): typed, but not filled in, as Paddle 2.6 does not write
+        # them into programs; no effect here
+        "use_cudnn": ("bool", None),
+        "use_mkldnn": ("bool", None),
     }
 
 
@@ -241,21 +243,21 @@ Input [N, C, H, W] (or NHWC with data_format="NHWC"); Filter [M, C/groups, kh, k
 paddings: [ph, pw] or [top, bottom, left, right]; padding_algorithm SAME gives
 ceil(H/stride) (dilations ignored), VALID no padding.
 OH = (H + top + bottom - (dh*(kh-1)+1)) // sh + 1.
-Dispensable Bias (per output channel) and ResidualData are added when given (Paddle's
-fused-inference extras).{extra}"""
+Dispensable Bias (per output channel) and ResidualData are added when given: Paddle 2.6
+dropped these fused-inference slots, but older programs still name them (empty).{extra}"""
 
-for _type, _cudnn, _extra in (
-        ("conv2d", True, ""),
-        ("depthwise_conv2d", False, "\nDepthwise: groups equals the input channels.")):
+for _type, _extra in (
+        ("conv2d", ""),
+        ("depthwise_conv2d", "\nDepthwise: groups equals the input channels.")):
     def_op(_type,
            inputs=["Input", "Filter", "Bias?", "ResidualData?"], outputs=["Output"],
-           attrs=_conv_attrs(_cudnn), infer_shape=_conv_infer_shape,
+           attrs=_conv_attrs(), infer_shape=_conv_infer_shape,
            grad=_conv_grad_maker(_type + "_grad"), kernel=_conv_forward,
            doc=_CONV_DOC.format(op=_type, extra=_extra))
     def_op(_type + "_grad",
            inputs=["Input", "Filter", "Bias?", "Output@GRAD"],
            outputs=["Input@GRAD?", "Filter@GRAD?", "Bias@GRAD?"],
-           attrs=_conv_attrs(_cudnn),
+           attrs=_conv_attrs(),
            infer_shape=grads_like(**{"Input@GRAD": "Input", "Filter@GRAD": "Filter",
                                      "Bias@GRAD": "Bias"}),
            kernel=_conv_backward,
@@ -359,8 +361,8 @@ def _pool_forward(ctx, x):
     g = PoolGeometry(ctx.op.type, attrs, x.shape)
     xn = _to_nchw(x, g.channel_last)
     is_max = attrs["pooling_type"] == "max"
-    if g.adaptive:
-        out = _adaptive_pool(xp, xn, g, is_max)
+    if g.adaptive and not is_max:
+        out = _adaptive_avg_pool(xp, xn, g)
     elif is_max:
         padded, _, _ = _pool_padded(xp, xn, g, -xp.inf)
         out = None
@@ -384,24 +386,13 @@ def _divisors(xp, g, attrs, dtype):
     return rows[:, None] * cols[None, :]
 
 
-def _adaptive_pool(xp, x, g, is_max):
+def _adaptive_avg_pool(xp, x, g):
     n, c, h, w = x.shape
     out = xp.empty((n, c, g.out[0], g.out[1]), dtype=x.dtype)
     for i, (h0, h1) in enumerate(_adaptive_bins(h, g.out[0])):
         for j, (w0, w1) in enumerate(_adaptive_bins(w, g.out[1])):
-            window = x[:, :, h0:h1, w0:w1]
-            out[:, :, i, j] = window.max(axis=(2, 3)) if is_max else window.mean(axis=(2, 3))
+            out[:, :, i, j] = x[:, :, h0:h1, w0:w1].mean(axis=(2, 3))
     return out
-
-
-def _first_max_onehot(xp, window, dout):
-    """dout placed on the first (row-major) maximum of each window, as Paddle's max-pool
-    grad does: ties do not share the gradient."""
-    n, c = window.shape[:2]
-    flat = window.reshape(n, c, -1)
-    first = flat.argmax(axis=2)
-    hit = xp.arange(flat.shape[2])[None, None, :] == first[:, :, None]
-    return (hit * dout[:, :, None]).reshape(window.shape)
 
 
 def _pool_backward(ctx, x, out, dout):
@@ -410,22 +401,19 @@ def _pool_backward(ctx, x, out, dout):
     xn, doutn = _to_nchw(x, g.channel_last), _to_nchw(dout, g.channel_last)
     n, c, h, w = xn.shape
     is_max = attrs["pooling_type"] == "max"
-    if g.adaptive:
+    if g.adaptive and not is_max:
         dx = xp.zeros(xn.shape, dtype=xn.dtype)
         for i, (h0, h1) in enumerate(_adaptive_bins(h, g.out[0])):
             for j, (w0, w1) in enumerate(_adaptive_bins(w, g.out[1])):
-                d = doutn[:, :, i, j]
-                if is_max:
-                    dx[:, :, h0:h1, w0:w1] += _first_max_onehot(xp, xn[:, :, h0:h1, w0:w1], d)
-                else:
-                    dx[:, :, h0:h1, w0:w1] += (d / ((h1 - h0) * (w1 - w0)))[:, :, None, None]
+                share = doutn[:, :, i, j] / ((h1 - h0) * (w1 - w0))
+                dx[:, :, h0:h1, w0:w1] += share[:, :, None, None]
     else:
         padded, pt, pl = _pool_padded(xp, xn, g, -xp.inf if is_max else 0)
         dpad = xp.zeros(padded.shape, dtype=xn.dtype)
         if is_max:
             kw = g.ksizes[1]
             taps = xp.stack([padded[:, :, r, s] for _, _, r, s in _strided_views(g)], axis=-1)
-            first = taps.argmax(axis=-1)
+            first = taps.argmax(axis=-1)  # Paddle: only the first (row-major) maximum
             for i, j, rows, cols in _strided_views(g):
                 dpad[:, :, rows, cols] += doutn * (first == i * kw + j)
         else:
@@ -449,7 +437,7 @@ _POOL_ATTRS = {
     "data_format": ("string", "NCHW"),
     "padding_algorithm": ("string", "EXPLICIT", _one_of(*_ALGORITHMS)),
     "use_cudnn": ("bool", False),
-    "use_mkldnn": ("bool", False),  # extra
+    "use_mkldnn": ("bool", None),  # Paddle extra, not filled in
 }
 
 def_op("pool2d", inputs=["X"], outputs=["Out"], attrs=_POOL_ATTRS,
@@ -463,7 +451,10 @@ Window (i, j) covers rows i*sh - top .. i*sh - top + kh (clipped to the input).
 OH = (H - kh + top + bottom) // sh + 1, or with ceil_mode (H - kh + top + bottom + sh - 1)
 // sh + 1. avg divides by the clipped window size (exclusive=True) or by the window's extent
 up to H + top (exclusive=False). global_pooling: one window over H x W. adaptive: OH = ksize,
-bin i = [floor(i*H/OH), ceil((i+1)*H/OH)). SAME/VALID as in conv2d.""")
+avg over bin i = [floor(i*H/OH), ceil((i+1)*H/OH)); as in Paddle's kernels, max pooling
+ignores ``adaptive`` apart from the output size (kh x kw windows at the strides, no
+padding; Paddle's adaptive max pooling is the max_pool2d_with_index op).
+SAME/VALID as in conv2d.""")
 def_op("pool2d_grad", inputs=["X", "Out", "Out@GRAD"], outputs=["X@GRAD"], attrs=_POOL_ATTRS,
        infer_shape=grads_like(**{"X@GRAD": "X"}), kernel=_pool_backward,
        doc="Gradient of pool2d: avg spreads dOut evenly over each window; max routes it to "

@@ -36,11 +36,12 @@ def _softmax_grad(ctx, out, dout):
 
 _SOFTMAX_ATTRS = {
     "axis": ("int", -1),
-    # Paddle's "extra" attributes (defaults of Paddle 2.6); no effect here
-    "data_format": ("string", "AnyLayout"),
-    "use_cudnn": ("bool", True),
-    "use_mkldnn": ("bool", False),
-    "is_test": ("bool", False),
+    # Paddle's "extra" attributes (Paddle 2.6 defaults: "AnyLayout", True, False, False):
+    # typed, not filled in, as Paddle 2.6 does not write them into programs; no effect here
+    "data_format": ("string", None),
+    "use_cudnn": ("bool", None),
+    "use_mkldnn": ("bool", None),
+    "is_test": ("bool", None),
 }
 
 def_op("softmax", inputs=["X"], outputs=["Out"], attrs=_SOFTMAX_ATTRS,
@@ -67,7 +68,7 @@ def _dropout_random_state(ctx, seed_tensor):
     if seed_tensor is not None:
         seed = int(seed_tensor.reshape(-1)[0])
         if seed:
-            return np.random.RandomState(seed % (2 ** 32))
+            return ctx.random_state(seed=seed % (2 ** 32))
     if ctx.attrs.get("fix_seed", False) and ctx.attrs.get("seed", 0):
         return ctx.random_state("seed")
     return ctx.random_state(seed_attr="")  # no op seed: the program's seed or entropy
@@ -110,8 +111,9 @@ _DROPOUT_ATTRS = {
     "dropout_implementation": ("string", "downgrade_in_infer",
                                lambda v: None if v in ("downgrade_in_infer", "upscale_in_train")
                                else "'downgrade_in_infer' or 'upscale_in_train'"),
-    "fix_seed": ("bool", False),
-    "seed": ("int", 0),
+    # "extra" attributes in Paddle 2.6 (defaults False and 0): typed, not filled in
+    "fix_seed": ("bool", None),
+    "seed": ("int", None),
 }
 
 def_op("dropout", inputs=["X", "Seed?"], outputs=["Out", "Mask!"], attrs=_DROPOUT_ATTRS,

@@ -18,6 +18,8 @@ def _bn_infer_shape(ctx):
     ctx.check(2 <= len(x_shape) <= 5, "input 'X'", "a 2-D to 5-D tensor", list(x_shape))
     c = x_shape[_channel_axis(ctx.attrs(), len(x_shape))]
     for slot in ("Scale", "Bias", "Mean", "Variance"):
+        if not ctx.has_input(slot):
+            continue
         shape = ctx.input_shape(slot)
         ctx.check(len(shape) == 1 and (c < 0 or shape[0] < 0 or shape[0] == c),
                   f"input '{slot}'", f"shape [{c}] (the channels of X {list(x_shape)})",
@@ -31,7 +33,7 @@ def _bn_infer_shape(ctx):
         ctx.set_output("ReserveSpace", (-1,), VarType.UINT8)
 
 
-def _bn_forward(ctx, x, scale, bias, mean, variance, momentum_tensor):
+def _bn_forward(ctx, x, scale, bias, mean, variance, _momentum_tensor):
     xp, attrs = ctx.xp, ctx.attrs
     axis = _channel_axis(attrs, x.ndim)
     c = x.shape[axis]
@@ -39,14 +41,16 @@ def _bn_forward(ctx, x, scale, bias, mean, variance, momentum_tensor):
     bshape[axis] = c
     reduce_axes = tuple(i for i in range(x.ndim) if i != axis)
     eps = attrs.get("epsilon", 1e-5)
+    # Paddle 2.6's kernels ignore MomentumTensor (verified against paddlepaddle 2.6.2 CPU);
+    # Paddle before 2.3 let it override ``momentum``
     momentum = attrs.get("momentum", 0.9)
-    if momentum_tensor is not None:
-        momentum = float(momentum_tensor.reshape(-1)[0])
     test_mode = attrs.get("is_test", False) and not attrs.get("trainable_statistics", False)
     global_stats = test_mode or attrs.get("use_global_stats", False)
     stat_dtype = mean.dtype
     zeros = xp.zeros((c,), dtype=stat_dtype)
     reserve = xp.zeros((0,), dtype=xp.uint8) if ctx.wants("ReserveSpace") else None
+    scale = xp.ones((c,), dtype=x.dtype) if scale is None else scale
+    bias = xp.zeros((c,), dtype=x.dtype) if bias is None else bias
     if global_stats:
         use_mean = mean
         inv_std = 1.0 / xp.sqrt(variance + eps)
@@ -68,13 +72,19 @@ def _bn_forward(ctx, x, scale, bias, mean, variance, momentum_tensor):
             saved_inv_std.astype(stat_dtype, copy=False), reserve)
 
 
-def _bn_backward(ctx, x, scale, bias, mean, variance, saved_mean, saved_inv_std, reserve, dy):
+def _bn_backward(ctx, x, scale, bias, mean, variance, mean_out, variance_out, saved_mean,
+                 saved_inv_std, reserve, dy):
     xp, attrs = ctx.xp, ctx.attrs
     axis = _channel_axis(attrs, x.ndim)
+    c = x.shape[axis]
     bshape = [1] * x.ndim
-    bshape[axis] = x.shape[axis]
+    bshape[axis] = c
     reduce_axes = tuple(i for i in range(x.ndim) if i != axis)
     global_stats = attrs.get("is_test", False) or attrs.get("use_global_stats", False)
+    # Paddle 2.6 passes the running statistics as MeanOut/VarianceOut, older Paddle as
+    # Mean/Variance (only when they are used); they are the same variables
+    mean = mean_out if mean_out is not None else mean
+    variance = variance_out if variance_out is not None else variance
     if global_stats:
         mu, inv_std = mean, 1.0 / xp.sqrt(variance + attrs.get("epsilon", 1e-5))
     else:
@@ -84,27 +94,29 @@ def _bn_backward(ctx, x, scale, bias, mean, variance, saved_mean, saved_inv_std,
     d_scale = (dy * x_hat).sum(axis=reduce_axes)
     dx = None
     if ctx.wants("X@GRAD"):
-        k = (scale * inv_std).reshape(bshape)
+        k = (inv_std if scale is None else scale * inv_std).reshape(bshape)
         if global_stats:
             dx = dy * k
         else:
             m = x.size // x.shape[axis]
             dx = k * (dy - (d_bias.reshape(bshape) + x_hat * d_scale.reshape(bshape)) / m)
         dx = dx.astype(x.dtype, copy=False)
-    return (dx, d_scale.astype(scale.dtype, copy=False) if ctx.wants("Scale@GRAD") else None,
-            d_bias.astype(bias.dtype, copy=False) if ctx.wants("Bias@GRAD") else None)
+    d_scale = d_scale.astype(scale.dtype, copy=False) if ctx.wants("Scale@GRAD") else None
+    d_bias = d_bias.astype(bias.dtype, copy=False) if ctx.wants("Bias@GRAD") else None
+    return dx, d_scale, d_bias
 
 
 def _bn_grad_maker(g):
+    """Paddle 2.6's batch_norm_grad: the running statistics come in as MeanOut/VarianceOut
+    (used only with is_test/use_global_stats; they are [C] vectors)."""
     ins = {"X": g.input("X"), "Scale": g.input("Scale"), "Bias": g.input("Bias"),
+           "MeanOut": g.output("MeanOut"), "VarianceOut": g.output("VarianceOut"),
            "SavedMean": g.output("SavedMean"), "SavedVariance": g.output("SavedVariance"),
            "ReserveSpace": g.output("ReserveSpace"), "Y@GRAD": g.output_grad("Y")}
-    if g.attrs.get("use_global_stats", False) or g.attrs.get("is_test", False):
-        # the running statistics normalised X; MeanOut/VarianceOut are those variables
-        ins["Mean"] = g.output("MeanOut")
-        ins["Variance"] = g.output("VarianceOut")
-    outs = {"X@GRAD": g.input_grad("X"), "Scale@GRAD": g.input_grad("Scale"),
-            "Bias@GRAD": g.input_grad("Bias")}
+    outs = {"X@GRAD": g.input_grad("X")}
+    for slot in ("Scale", "Bias"):
+        if g.has_input(slot):
+            outs[slot + "@GRAD"] = g.input_grad(slot)
     return [g.op("batch_norm_grad", ins, outs)]
 
 
@@ -117,14 +129,14 @@ _BN_ATTRS = {
     "is_test": ("bool", False),
     "use_global_stats": ("bool", False),
     "trainable_statistics": ("bool", False),
-    # Paddle's "extra" attributes
-    "use_mkldnn": ("bool", False),
-    "fuse_with_relu": ("bool", False),
+    # Paddle's "extra" attributes (default False): typed, not filled in
+    "use_mkldnn": ("bool", None),
+    "fuse_with_relu": ("bool", None),
 }
 
 def_op("batch_norm",
-       inputs=["X", "Scale", "Bias", "Mean", "Variance", "MomentumTensor?"],
-       outputs=["Y", "MeanOut", "VarianceOut", "SavedMean", "SavedVariance", "ReserveSpace?"],
+       inputs=["X", "Scale?", "Bias?", "Mean", "Variance", "MomentumTensor?"],
+       outputs=["Y", "MeanOut", "VarianceOut", "SavedMean!", "SavedVariance!", "ReserveSpace?"],
        attrs=_BN_ATTRS, infer_shape=_bn_infer_shape, share_lod=("X", ["Y"]),
        grad=_bn_grad_maker, kernel=_bn_forward,
        doc="""batch_norm: per-channel normalisation over every dim but the channel one.
@@ -135,11 +147,13 @@ Training: mu, var = mean and biased variance of X per channel;
   SavedMean = mu, SavedVariance = 1 / sqrt(var + epsilon) (the inverse std, as Paddle).
 is_test (without trainable_statistics) or use_global_stats: Y normalises with Mean and
 Variance; MeanOut/VarianceOut = Mean/Variance, SavedMean/SavedVariance are zero.
-MomentumTensor, when given, overrides momentum. In Paddle MeanOut/VarianceOut are the
-Mean/Variance variables themselves (the running statistics are updated in place).""")
+MomentumTensor is accepted and ignored, as in Paddle 2.6 (older Paddle used it in place of
+momentum). Scale/Bias default to ones/zeros. In Paddle
+MeanOut/VarianceOut are the Mean/Variance variables themselves (updated in place).
+ReserveSpace (a cuDNN workspace in Paddle) comes out empty.""")
 def_op("batch_norm_grad",
-       inputs=["X", "Scale", "Bias", "Mean?", "Variance?", "SavedMean", "SavedVariance",
-               "ReserveSpace?", "Y@GRAD"],
+       inputs=["X", "Scale?", "Bias?", "Mean?", "Variance?", "MeanOut?", "VarianceOut?",
+               "SavedMean", "SavedVariance", "ReserveSpace?", "Y@GRAD"],
        outputs=["X@GRAD?", "Scale@GRAD?", "Bias@GRAD?"],
        attrs=_BN_ATTRS,
        infer_shape=grads_like(**{"X@GRAD": "X", "Scale@GRAD": "Scale", "Bias@GRAD": "Bias"}),
@@ -148,7 +162,8 @@ def_op("batch_norm_grad",
 Bias@GRAD = sum(dY), Scale@GRAD = sum(dY * x_hat) (per channel);
 training: X@GRAD = Scale * inv_std * (dY - (Bias@GRAD + x_hat * Scale@GRAD) / m) with the
 batch statistics SavedMean/SavedVariance; with is_test or use_global_stats:
-X@GRAD = dY * Scale / sqrt(Variance + epsilon).""")
+X@GRAD = dY * Scale / sqrt(Variance + epsilon), the running Variance coming in as
+VarianceOut (Paddle 2.6) or Variance (older programs).""")
 
 
 # --- layer_norm --------------------------------------------------------------------------
@@ -185,8 +200,9 @@ def _ln_infer_shape(ctx):
                       f"X is {list(x_shape)})", list(shape))
     dtype = ctx.input_dtype("X")
     ctx.set_output("Y", x_shape, dtype)
-    ctx.set_output("Mean", (left,), _stat_dtype(dtype))
-    ctx.set_output("Variance", (left,), _stat_dtype(dtype))
+    # Paddle 2.6 keeps the leading dims: Mean/Variance are X.shape[:begin_norm_axis]
+    ctx.set_output("Mean", x_shape[:begin], _stat_dtype(dtype))
+    ctx.set_output("Variance", x_shape[:begin], _stat_dtype(dtype))
 
 
 def _ln_forward(ctx, x, scale, bias):
@@ -206,17 +222,18 @@ def _ln_forward(ctx, x, scale, bias):
     if bias is not None:
         y = y + bias.reshape(1, -1)
     stat = mean.dtype if x.dtype.itemsize >= 4 else xp.float32
-    return (y.reshape(x.shape).astype(x.dtype, copy=False), mean.astype(stat, copy=False),
-            var.astype(stat, copy=False))
+    lead = x.shape[:begin]
+    return (y.reshape(x.shape).astype(x.dtype, copy=False),
+            mean.reshape(lead).astype(stat, copy=False), var.reshape(lead).astype(stat, copy=False))
 
 
 def _ln_backward(ctx, x, scale, bias, mean, variance, dy):
     xp = ctx.xp
     eps = ctx.attrs.get("epsilon", 1e-5)
-    left = mean.shape[0]
+    left = mean.size
     rows, drows = x.reshape(left, -1), dy.reshape(left, -1)
-    inv_std = (1.0 / xp.sqrt(variance + eps))[:, None]
-    x_hat = (rows - mean[:, None]) * inv_std
+    inv_std = (1.0 / xp.sqrt(variance.reshape(-1) + eps))[:, None]
+    x_hat = (rows - mean.reshape(-1, 1)) * inv_std
     dx = d_scale = d_bias = None
     if scale is not None and ctx.wants("Scale@GRAD"):
         d_scale = (drows * x_hat).sum(axis=0).reshape(scale.shape).astype(scale.dtype,
@@ -247,9 +264,9 @@ _ln_grad_maker.grad_type = "layer_norm_grad"
 _LN_ATTRS = {
     "epsilon": ("float", 1e-5, _epsilon_range),
     "begin_norm_axis": ("int", 1, lambda v: None if v > 0 else "a positive value"),
-    # Paddle's "extra" attributes
-    "use_mkldnn": ("bool", False),
-    "is_test": ("bool", False),
+    # Paddle's "extra" attributes (default False): typed, not filled in
+    "use_mkldnn": ("bool", None),
+    "is_test": ("bool", None),
 }
 
 def_op("layer_norm", inputs=["X", "Scale?", "Bias?"], outputs=["Y", "Mean!", "Variance!"],
@@ -257,7 +274,8 @@ def_op("layer_norm", inputs=["X", "Scale?", "Bias?"], outputs=["Y", "Mean!", "Va
        grad=_ln_grad_maker, kernel=_ln_forward,
        doc="""layer_norm: X viewed as [left, right], left = prod(dims[:begin_norm_axis]).
 
-Mean/Variance (shape [left]) are each row's mean and biased variance;
+Mean/Variance (shape X.shape[:begin_norm_axis], as Paddle 2.6) are each row's mean and
+biased variance;
 Y = (X - Mean) / sqrt(Variance + epsilon) * Scale + Bias, Scale/Bias of shape [right].""")
 def_op("layer_norm_grad",
        inputs=["X", "Scale?", "Bias?", "Mean", "Variance", "Y@GRAD"],

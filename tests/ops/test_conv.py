@@ -85,9 +85,11 @@ def ref_pool(i, a):
         pads = [0, 0, 0, 0]
     else:
         pads = _pads4(a.get("paddings", [0, 0]))
-    adaptive = a.get("adaptive", False)
+    # Paddle's pool2d kernels honour ``adaptive`` for avg only; max keeps kh x kw windows
+    # (the output size still comes from ksize)
+    adaptive = a.get("adaptive", False) and a["pooling_type"] == "avg"
     ceil = a.get("ceil_mode", False)
-    if adaptive:
+    if a.get("adaptive", False):
         oh, ow = kh, kw
     else:
         oh = (h - kh + pads[0] + pads[1] + (sh - 1 if ceil else 0)) // sh + 1
@@ -182,8 +184,11 @@ CASES = [
           "data_format": "NHWC"}),
     pool("adaptive_avg", r(2, 2, 5, 7),
          {"pooling_type": "avg", "ksize": [3, 2], "adaptive": True}),
-    pool("adaptive_max", r(2, 2, 7, 5),
+    pool("adaptive_max_paddle_windows", r(2, 2, 7, 5),
          {"pooling_type": "max", "ksize": [3, 3], "adaptive": True}),
+    pool("adaptive_max_strided", r(1, 2, 6, 6),
+         {"pooling_type": "max", "ksize": [2, 2], "strides": [2, 2], "adaptive": True,
+          "paddings": [1, 1]}),
     pool("same_nhwc", r(1, 5, 7, 2),
          {"pooling_type": "max", "ksize": [3, 3], "strides": [2, 2],
           "padding_algorithm": "SAME", "data_format": "NHWC"}),

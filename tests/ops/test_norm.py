@@ -29,7 +29,7 @@ def ref_bn(i, a):
     shape = [1] * x.ndim
     shape[axis] = x.shape[axis]
     eps = a.get("epsilon", 1e-5)
-    momentum = float(i["MomentumTensor"][0]) if "MomentumTensor" in i else a.get("momentum", 0.9)
+    momentum = a.get("momentum", 0.9)  # Paddle 2.6 ignores MomentumTensor
     mean, var = i["Mean"].astype(np.float64), i["Variance"].astype(np.float64)
     training = not ((a.get("is_test") and not a.get("trainable_statistics"))
                     or a.get("use_global_stats"))
@@ -42,8 +42,10 @@ def ref_bn(i, a):
         mu, v = mean, var
         zeros = np.zeros_like(mean)
         out = {"MeanOut": mean, "VarianceOut": var, "SavedMean": zeros, "SavedVariance": zeros}
-    y = (x - mu.reshape(shape)) / np.sqrt(v.reshape(shape) + eps) * i["Scale"].reshape(shape) \
-        + i["Bias"].reshape(shape)
+    scale = i.get("Scale", np.ones(x.shape[axis]))
+    bias = i.get("Bias", np.zeros(x.shape[axis]))
+    y = (x - mu.reshape(shape)) / np.sqrt(v.reshape(shape) + eps) * scale.reshape(shape) \
+        + bias.reshape(shape)
     out["Y"] = y
     dtype = i["X"].dtype
     return {k: val.astype(dtype) for k, val in out.items()}
@@ -59,9 +61,9 @@ def ref_ln(i, a):
         y = y * i["Scale"]
     if "Bias" in i:
         y = y + i["Bias"]
-    dtype = i["X"].dtype
-    return {"Y": y.reshape(x.shape).astype(dtype), "Mean": mean.astype(dtype),
-            "Variance": var.astype(dtype)}
+    dtype, lead = i["X"].dtype, x.shape[:begin]
+    return {"Y": y.reshape(x.shape).astype(dtype), "Mean": mean.reshape(lead).astype(dtype),
+            "Variance": var.reshape(lead).astype(dtype)}
 
 
 def bn(name, inputs, attrs=None, grad=(), **kw):
@@ -79,12 +81,16 @@ CASES = [
     bn("train_nhwc", bn_inputs((2, 3, 2, 5), channel_axis=3), {"data_layout": "NHWC"}),
     bn("train_2d", bn_inputs((6, 4)), {"momentum": 0.5, "epsilon": 1e-4}),
     bn("train_5d", bn_inputs((2, 3, 2, 2, 2))),
-    bn("momentum_tensor", bn_inputs((4, 3, 2), momentum_tensor=0.25)),
+    bn("momentum_tensor_ignored", bn_inputs((4, 3, 2), momentum_tensor=0.25)),
     bn("is_test", bn_inputs((2, 3, 4, 4)), {"is_test": True}),
     bn("use_global_stats", bn_inputs((2, 3, 4)), {"use_global_stats": True}),
     bn("is_test_trainable_statistics", bn_inputs((3, 2, 3)),
        {"is_test": True, "trainable_statistics": True}),
+    bn("no_scale_bias", {k: v for k, v in bn_inputs((3, 2, 2)).items()
+                         if k not in ("Scale", "Bias")}),
     bn("grad_train", bn_inputs((2, 3, 2, 2)), grad=["X", "Scale", "Bias"]),
+    bn("grad_no_scale", {k: v for k, v in bn_inputs((3, 2, 2)).items() if k != "Scale"},
+       grad=["X", "Bias"]),
     bn("grad_train_nhwc", bn_inputs((3, 2, 4), channel_axis=2), {"data_layout": "NHWC"},
        grad=["X", "Scale", "Bias"]),
     bn("grad_global_stats", bn_inputs((2, 3, 2, 2)), {"use_global_stats": True},
@@ -119,17 +125,30 @@ def test_batch_norm_single_value_per_channel_passes_x_through():
     np.testing.assert_array_equal(np.asarray(result["MeanOut"]), inputs["Mean"])
 
 
-def test_batch_norm_grad_maker_reads_running_stats_only_when_global():
+def test_batch_norm_grad_op_has_paddle_26_slots():
     from fluid_nb.ops import registry
-    for attrs, want in (({}, False), ({"use_global_stats": True}, True),
-                        ({"is_test": True}, True)):
-        _, op, _, _ = build(OpCase("batch_norm", bn_inputs((2, 3)), attrs=attrs))
-        (spec,) = registry.make_grad_ops(op)
-        assert spec.type == "batch_norm_grad"
-        assert ("Mean" in spec.inputs) == want
-        if want:
-            assert spec.inputs["Mean"] == op.outputs["MeanOut"]
-        assert set(spec.outputs) == {"X@GRAD", "Scale@GRAD", "Bias@GRAD"}
+    _, op, _, _ = build(OpCase("batch_norm", bn_inputs((2, 3))))
+    (spec,) = registry.make_grad_ops(op)
+    assert spec.type == "batch_norm_grad"
+    assert set(spec.inputs) == {"X", "Scale", "Bias", "MeanOut", "VarianceOut", "SavedMean",
+                                "SavedVariance", "Y@GRAD"}
+    assert spec.inputs["MeanOut"] == op.outputs["MeanOut"]
+    assert set(spec.outputs) == {"X@GRAD", "Scale@GRAD", "Bias@GRAD"}
+
+
+def test_batch_norm_grad_accepts_older_mean_variance_slots():
+    """Paddle before 2.4 fed the running statistics as Mean/Variance (global stats only)."""
+    inputs = bn_inputs((2, 3))
+    x, scale, var = inputs["X"], inputs["Scale"], inputs["Variance"]
+    dy = r(2, 3)
+    case = OpCase("batch_norm_grad",
+                  {"X": x, "Scale": scale, "Bias": inputs["Bias"], "Mean": inputs["Mean"],
+                   "Variance": var, "SavedMean": np.zeros(3, "float32"),
+                   "SavedVariance": np.zeros(3, "float32"), "Y@GRAD": dy},
+                  attrs={"use_global_stats": True},
+                  ref=lambda i, a: {"X@GRAD": dy * scale / np.sqrt(var + 1e-5)},
+                  outputs={"X@GRAD": 1})
+    check_output(case)
 
 
 def _fails(op, inputs, attrs, *words):

@@ -1,0 +1,170 @@
+"""Training-step speed in steady state, against hand-written NumPy and PyTorch eager.
+
+    python benchmarks/train_step.py
+
+W1: fit_a_line, fc 13 -> 1, square error, batch 20, SGD.
+W2: MLP 784-200-200-10 (relu), softmax cross-entropy, batch 64, Adam.
+Each fluid_nb step is one ``Executor.run(main, feed, fetch_list=[loss])``.
+"""
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fluid_nb as fluid  # noqa: E402
+from _timing import best_time, row, torch_or_none  # noqa: E402
+
+
+# --- W1 -----------------------------------------------------------------------------------
+def w1_fluid(x, y):
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        xv = fluid.layers.data(name="x", shape=[13], dtype="float32")
+        yv = fluid.layers.data(name="y", shape=[1], dtype="float32")
+        pred = fluid.layers.fc(input=xv, size=1)
+        loss = fluid.layers.mean(fluid.layers.square_error_cost(input=pred, label=yv))
+        fluid.optimizer.SGD(learning_rate=0.01).minimize(loss)
+    exe = fluid.Executor(fluid.CPUPlace())
+    scope = fluid.Scope()
+    exe.run(startup, scope=scope)
+    feed = {"x": x, "y": y}
+    return lambda: exe.run(main, feed=feed, fetch_list=[loss], scope=scope)
+
+
+def w1_numpy(x, y):
+    rng = np.random.RandomState(0)
+    w = rng.uniform(-0.5, 0.5, (13, 1)).astype("float32")
+    b = np.zeros(1, "float32")
+    lr = np.float32(0.01)
+
+    def step():
+        nonlocal w, b
+        pred = x @ w + b
+        diff = pred - y
+        loss = np.mean(diff * diff)
+        dpred = (2.0 / diff.size) * diff
+        w = w - lr * (x.T @ dpred)
+        b = b - lr * dpred.sum(axis=0)
+        return loss
+    return step
+
+
+def w1_torch(torch, x, y):
+    tx, ty = torch.from_numpy(x), torch.from_numpy(y)
+    model = torch.nn.Linear(13, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+
+    def step():
+        opt.zero_grad()
+        loss = ((model(tx) - ty) ** 2).mean()
+        loss.backward()
+        opt.step()
+        return loss
+    return step
+
+
+# --- W2 -----------------------------------------------------------------------------------
+def w2_fluid(x, label):
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        img = fluid.layers.data(name="img", shape=[784], dtype="float32")
+        lab = fluid.layers.data(name="label", shape=[1], dtype="int64")
+        h = fluid.layers.fc(input=img, size=200, act="relu")
+        h = fluid.layers.fc(input=h, size=200, act="relu")
+        logits = fluid.layers.fc(input=h, size=10)
+        loss = fluid.layers.mean(fluid.layers.softmax_with_cross_entropy(logits, lab))
+        fluid.optimizer.Adam(learning_rate=0.001).minimize(loss)
+    exe = fluid.Executor(fluid.CPUPlace())
+    scope = fluid.Scope()
+    exe.run(startup, scope=scope)
+    feed = {"img": x, "label": label}
+    return lambda: exe.run(main, feed=feed, fetch_list=[loss], scope=scope)
+
+
+def w2_numpy(x, label):
+    rng = np.random.RandomState(0)
+    sizes = [(784, 200), (200, 200), (200, 10)]
+    params = []
+    for fan_in, fan_out in sizes:
+        limit = np.sqrt(6.0 / (fan_in + fan_out))
+        params += [rng.uniform(-limit, limit, (fan_in, fan_out)).astype("float32"),
+                   np.zeros(fan_out, "float32")]
+    moments = [[np.zeros_like(p), np.zeros_like(p)] for p in params]
+    beta1, beta2, eps, lr = 0.9, 0.999, 1e-8, 0.001
+    state = {"t": 0}
+    onehot = np.eye(10, dtype="float32")[label.reshape(-1)]
+
+    def step():
+        w1, b1, w2, b2, w3, b3 = params
+        h1 = np.maximum(x @ w1 + b1, 0)
+        h2 = np.maximum(h1 @ w2 + b2, 0)
+        z = h2 @ w3 + b3
+        z = z - z.max(axis=1, keepdims=True)
+        e = np.exp(z)
+        p = e / e.sum(axis=1, keepdims=True)
+        loss = -np.mean(np.log(p[np.arange(len(p)), label.reshape(-1)]))
+        dz = (p - onehot) / len(p)
+        dh2 = (dz @ w3.T) * (h2 > 0)
+        dh1 = (dh2 @ w2.T) * (h1 > 0)
+        grads = [x.T @ dh1, dh1.sum(0), h1.T @ dh2, dh2.sum(0), h2.T @ dz, dz.sum(0)]
+        state["t"] += 1
+        t = state["t"]
+        lr_t = lr * np.sqrt(1 - beta2 ** t) / (1 - beta1 ** t)
+        for i, g in enumerate(grads):
+            m, v = moments[i]
+            m *= beta1
+            m += (1 - beta1) * g
+            v *= beta2
+            v += (1 - beta2) * g * g
+            params[i] = params[i] - lr_t * m / (np.sqrt(v) + eps)
+        return loss
+    return step
+
+
+def w2_torch(torch, x, label):
+    tx, tl = torch.from_numpy(x), torch.from_numpy(label.reshape(-1))
+    model = torch.nn.Sequential(torch.nn.Linear(784, 200), torch.nn.ReLU(),
+                                torch.nn.Linear(200, 200), torch.nn.ReLU(),
+                                torch.nn.Linear(200, 10))
+    opt = torch.optim.Adam(model.parameters(), lr=0.001)
+
+    def step():
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(tx), tl)
+        loss.backward()
+        opt.step()
+        return loss
+    return step
+
+
+def main():
+    torch = torch_or_none()
+    rng = np.random.RandomState(1)
+    results = {}
+    for name, make_fluid, make_numpy, make_torch, data, number in [
+        ("W1 fit_a_line step (13->1, batch 20, SGD)", w1_fluid, w1_numpy, w1_torch,
+         (rng.uniform(-1, 1, (20, 13)).astype("float32"),
+          rng.uniform(-1, 1, (20, 1)).astype("float32")), 200),
+        ("W2 MLP step (784-200-200-10, batch 64, Adam)", w2_fluid, w2_numpy, w2_torch,
+         (rng.uniform(-1, 1, (64, 784)).astype("float32"),
+          rng.randint(0, 10, (64, 1)).astype("int64")), 20),
+    ]:
+        print(name)
+        steps = {"fluid_nb": make_fluid(*data), "NumPy (hand-written)": make_numpy(*data)}
+        if torch is not None:
+            steps["PyTorch eager"] = make_torch(torch, *data)
+        times = {}
+        for label, step in steps.items():
+            for _ in range(5):
+                step()
+            times[label] = best_time(step, repeat=7, number=number)
+        reference = times["NumPy (hand-written)"]
+        for label, seconds in times.items():
+            row(f"  {label}", seconds * 1e6, "µs/step", reference * 1e6, "NumPy")
+        results[name] = times
+    return results
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,151 @@
+"""Gradient-clipping and regularization helper ops, and the SelectedRows helpers they use.
+
+Fluid's clips build on these: GradientClipByNorm is one ``clip_by_norm`` per gradient;
+GradientClipByGlobalNorm merges a sparse gradient (``merge_selected_rows`` then
+``get_tensor_from_selected_rows``), takes ``squared_l2_norm`` (or square + reduce_sum) of
+each, and scales by clip / max(clip, sqrt(sum)); L1Decay adds ``sign(param) * coeff``.
+
+``merged_rows`` is Paddle's MergeAdd, shared with the optimizer ops: a SelectedRows'
+distinct rows, sorted, with the values of repeated rows summed.
+"""
+import numpy as np
+
+from ..errors import InvalidArgument, expected
+from ..exec.tensor import LoDTensor, SelectedRows
+from ..framework.dtypes import VarType
+from ..framework.program import EMPTY_VAR_NAME
+from .registry import def_op, grad_maker, grads_like, same_shape
+
+
+def merged_rows(xp, selected, where, height=None):
+    """(rows, values) of ``selected`` with duplicate rows summed; rows sorted, as an int64
+    array on the host. ``height`` (default the SelectedRows' own) bounds the row ids."""
+    height = selected.height if height is None else height
+    # row ids are host-side bookkeeping, so NumPy is right here even on a GPU place
+    rows = np.asarray(selected.rows, dtype=np.int64)
+    values = selected.value.array
+    if values is None or values.shape[0] != rows.size:
+        raise InvalidArgument(expected(where, "SelectedRows value", f"{rows.size} rows (one per "
+                                       f"row id)", None if values is None else
+                                       list(values.shape)))
+    if rows.size and (rows.min() < 0 or rows.max() >= height):
+        raise InvalidArgument(expected(where, "SelectedRows row ids", f"in [0, {height})",
+                                       rows.tolist()))
+    unique, inverse = np.unique(rows, return_inverse=True)
+    if unique.size == rows.size and np.all(rows[:-1] < rows[1:]):
+        return rows, values
+    merged = xp.zeros((unique.size,) + tuple(values.shape[1:]), dtype=values.dtype)
+    xp.add.at(merged, xp.asarray(inverse), values)
+    return unique, merged
+
+
+# --- clip_by_norm -------------------------------------------------------------------------
+def _clip_to_norm(xp, x, max_norm):
+    norm = float(xp.sqrt(xp.sum(x.astype("float64") ** 2)))
+    if norm <= max_norm:
+        return x.copy()
+    return (x * (max_norm / norm)).astype(x.dtype, copy=False)
+
+
+def _clip_by_norm_infer(ctx):
+    ctx.check("max_norm" in ctx.attrs(), "attribute 'max_norm'", "a float", "none")
+    ctx.set_output("Out", ctx.input_shape("X"), ctx.input_dtype("X"),
+                   type=ctx.input_var_type("X"))
+    # here rather than share_lod: the executor's LoD sharing cannot read a SelectedRows X
+    ctx.share_lod("X", "Out")
+
+
+def _clip_by_norm_kernel(ctx, x):
+    max_norm = ctx.attrs["max_norm"]
+    if isinstance(x, SelectedRows):
+        rows, values = merged_rows(ctx.xp, x, "clip_by_norm")
+        return SelectedRows(rows.tolist(), x.height,
+                            LoDTensor(_clip_to_norm(ctx.xp, values, max_norm)))
+    return LoDTensor(_clip_to_norm(ctx.xp, x.array, max_norm), x.lod())
+
+
+def_op("clip_by_norm", inputs=["X"], outputs=["Out"], attrs={"max_norm": ("float", None)},
+       infer_shape=_clip_by_norm_infer, kernel=_clip_by_norm_kernel,
+       lod_aware=True,
+       doc="Out = X * max_norm / ||X||_2 when ||X||_2 > max_norm, else X. A SelectedRows X "
+           "is merged first and gives a SelectedRows. No gradient (Paddle has none).")
+
+
+# --- squared_l2_norm ------------------------------------------------------------------------
+def _squared_l2_norm_kernel(ctx, x):
+    return ctx.xp.sum(x * x).reshape(1).astype(x.dtype, copy=False)
+
+
+def_op("squared_l2_norm", inputs=["X"], outputs=["Out"],
+       infer_shape=lambda ctx: ctx.set_output("Out", (1,), ctx.input_dtype("X")),
+       grad=grad_maker("squared_l2_norm_grad", inputs=["X"], out_grads=["Out"], in_grads=["X"]),
+       kernel=_squared_l2_norm_kernel,
+       doc="Out = sum(X^2), shape [1]; dX = 2 * X * dOut.")
+def_op("squared_l2_norm_grad", inputs=["X", "Out@GRAD"], outputs=["X@GRAD"],
+       infer_shape=grads_like(**{"X@GRAD": "X"}),
+       kernel=lambda ctx, x, dout: (2 * x * dout.reshape(())).astype(x.dtype, copy=False),
+       doc="Gradient of squared_l2_norm.")
+
+
+# --- sign -------------------------------------------------------------------------------------
+def _sign_grad(g):
+    # Paddle's maker: the gradient is a scale of Out@GRAD by 0 (sign is flat almost everywhere)
+    (name,) = g.input_grad("X")
+    if name == EMPTY_VAR_NAME:
+        return []
+    return [g.op("scale", {"X": g.output_grad("Out")}, {"Out": [name]},
+                 {"scale": 0.0, "bias": 0.0, "bias_after_scale": True})]
+
+
+def_op("sign", inputs=["X"], outputs=["Out"], infer_shape=same_shape("X", "Out"),
+       share_lod=("X", ["Out"]), grad=_sign_grad,
+       kernel=lambda ctx, x: ctx.xp.sign(x).astype(x.dtype, copy=False),
+       doc="Out = sign(X) (-1, 0 or 1); the gradient is 0 (a scale op by 0).")
+
+
+# --- SelectedRows helpers ---------------------------------------------------------------------
+def _selected_rows_input(ctx):
+    kind = ctx.input_var_type("X")
+    ctx.check(kind == VarType.SELECTED_ROWS, "input 'X'", "a SELECTED_ROWS variable",
+              getattr(kind, "name", kind))
+
+
+def _merge_infer(ctx):
+    _selected_rows_input(ctx)
+    ctx.set_output("Out", ctx.input_shape("X"), ctx.input_dtype("X"),
+                   type=VarType.SELECTED_ROWS)
+
+
+def _require_selected_rows(where, x):
+    if not isinstance(x, SelectedRows):
+        raise InvalidArgument(expected(where, "input X", "a SelectedRows", type(x).__name__))
+
+
+def _merge_kernel(ctx, x):
+    _require_selected_rows("merge_selected_rows", x)
+    rows, values = merged_rows(ctx.xp, x, "merge_selected_rows")
+    return SelectedRows(rows.tolist(), x.height, LoDTensor(values.copy()))
+
+
+def_op("merge_selected_rows", inputs=["X"], outputs=["Out"], infer_shape=_merge_infer,
+       kernel=_merge_kernel, lod_aware=True,
+       doc="Out = X with duplicate rows summed into one (rows sorted ascending), as Paddle's "
+           "MergeAdd.")
+
+
+def _get_tensor_infer(ctx):
+    _selected_rows_input(ctx)
+    shape = ctx.input_shape("X")
+    # the value holds one row per row id, so its first dim is known only at run time
+    ctx.set_output("Out", (-1,) + tuple(shape[1:]) if shape else shape, ctx.input_dtype("X"),
+                   type=VarType.LOD_TENSOR)
+
+
+def _get_tensor_kernel(ctx, x):
+    _require_selected_rows("get_tensor_from_selected_rows", x)
+    return x.value.array.copy()
+
+
+def_op("get_tensor_from_selected_rows", inputs=["X"], outputs=["Out"],
+       infer_shape=_get_tensor_infer, kernel=_get_tensor_kernel, lod_aware=True,
+       doc="Out = the value tensor of SelectedRows X (one row per row id, row ids dropped).")

@@ -1,0 +1,494 @@
+"""Optimizer update ops (sgd, momentum, adam, ...) and learning-rate schedule helpers.
+
+An update op reads a parameter, its gradient, the learning rate and its accumulators and
+returns their new values. Paddle names each output after its input (ParamOut for Param,
+Moment1Out for Moment1) and programs bind both to the same variable, so storing the
+result is the in-place update. Kernels compute in the parameter's dtype with the formulas
+of Paddle's kernels (quoted in each op's doc).
+
+Sparse gradients (a SelectedRows Grad, from ``lookup_table`` with ``is_sparse``) are merged
+first (duplicate rows summed). Then, as Paddle:
+- sgd, adagrad and adam with ``lazy_mode`` update only the rows present;
+- momentum, rmsprop, adam and lamb update every row, a missing row's gradient being 0;
+- an empty SelectedRows leaves everything unchanged (Paddle's sparse kernels return early).
+Paddle has no sparse kernel for adamax, adadelta and decayed_adagrad; here they take the
+gradient as dense with missing rows 0.
+
+With ``multi_precision`` and a MasterParam (the float32 copy of a float16 parameter) the
+update runs on MasterParam; ParamOut is its cast to Param's dtype and MasterParamOut the
+new master copy.
+"""
+import math
+
+from ..errors import InvalidArgument, expected
+from ..exec.tensor import LoDTensor, SelectedRows
+from ..framework.dtypes import VarType
+from ..framework.infer import dims_match
+from .clip_ops import merged_rows
+from .common import unary_op
+from .registry import def_op, grad_maker, same_shape
+
+
+# --- reading runtime inputs -----------------------------------------------------------------
+def _array(t):
+    """The array of a runtime input (None stays None)."""
+    return t.array if isinstance(t, LoDTensor) else t
+
+
+def _value(t):
+    """The single value of a one-element tensor, as a Python number."""
+    return _array(t).reshape(-1)[0].item()
+
+
+def _dense_grad(xp, grad, param, where):
+    """Grad as a dense array shaped like ``param``: a SelectedRows is merged and its missing
+    rows are 0."""
+    if not isinstance(grad, SelectedRows):
+        return _array(grad)
+    rows, values = merged_rows(xp, grad, where, param.shape[0])
+    dense = xp.zeros(param.shape, dtype=param.dtype)
+    if rows.size:
+        dense[xp.asarray(rows)] = values.reshape((rows.size,) + param.shape[1:])
+    return dense
+
+
+def _is_empty_sparse(grad):
+    return isinstance(grad, SelectedRows) and not grad.rows
+
+
+def _base(ctx, param, master):
+    """What the update applies to: MasterParam under multi_precision, else Param."""
+    if ctx.attrs.get("multi_precision") and master is not None:
+        return master
+    return param
+
+
+def _param_outs(ctx, new, param, master):
+    """(ParamOut, MasterParamOut) from the updated values ``new``."""
+    use_master = ctx.attrs.get("multi_precision") and master is not None
+    return (new.astype(param.dtype, copy=False),
+            new if use_master and ctx.wants("MasterParamOut") else None)
+
+
+def _unchanged(*arrays):
+    return tuple(None if a is None else a.copy() for a in arrays)
+
+
+# --- compile-time checks shared by every update op ------------------------------------------
+def _numel(shape):
+    total = 1
+    for d in shape:
+        if d < 0:
+            return -1
+        total *= d
+    return total
+
+
+def _update_infer(state, scalars=("LearningRate",), required=(), scalar_at_least=False):
+    """infer_shape of an update op: a dense Grad and each ``state`` input have Param's shape;
+    each ``scalars`` input holds one value (at least one with ``scalar_at_least``); every
+    ``<X>Out`` output gets ``<X>``'s shape and dtype."""
+    def infer(ctx):
+        attrs = ctx.attrs()
+        for name in required:
+            ctx.check(name in attrs, f"attribute '{name}'", "a float", "none")
+        shape = ctx.input_shape("Param")
+        like = list(state)
+        if ctx.has_input("Grad") and ctx.input_var_type("Grad") != VarType.SELECTED_ROWS:
+            like.insert(0, "Grad")
+        for slot in like:
+            if not ctx.has_input(slot):
+                continue
+            got = ctx.input_shape(slot)
+            ctx.check(len(got) == len(shape) and all(dims_match(a, b) for a, b in zip(got, shape)),
+                      f"shape of input '{slot}'", f"{list(shape)} (the shape of Param)", list(got))
+        for slot in scalars:
+            if not ctx.has_input(slot):
+                continue
+            n = _numel(ctx.input_shape(slot))
+            ok = n < 0 or (n >= 1 if scalar_at_least else n == 1)
+            ctx.check(ok, f"input '{slot}'", "a tensor of one element",
+                      f"shape {list(ctx.input_shape(slot))}")
+        ctx.set_output("ParamOut", shape, ctx.input_dtype("Param"))
+        for slot in list(state) + list(scalars):
+            if ctx.has_input(slot):
+                ctx.set_output(slot + "Out", ctx.input_shape(slot), ctx.input_dtype(slot))
+    return infer
+
+
+# --- sgd ------------------------------------------------------------------------------------------
+def _sgd_kernel(ctx, param, lr, grad, master):
+    xp = ctx.xp
+    p, master = _array(param), _array(master)
+    base, rate = _base(ctx, p, master), _value(lr)
+    if isinstance(grad, SelectedRows):
+        rows, values = merged_rows(xp, grad, "sgd", base.shape[0])
+        new = base.copy()
+        if rows.size:
+            index = xp.asarray(rows)
+            new[index] = base[index] - rate * values.reshape((rows.size,) + base.shape[1:])
+    else:
+        new = base - rate * _array(grad)
+    return _param_outs(ctx, new.astype(base.dtype, copy=False), p, master)
+
+
+def_op("sgd", inputs=["Param", "LearningRate", "Grad", "MasterParam?"],
+       outputs=["ParamOut", "MasterParamOut?"], attrs={"multi_precision": ("bool", False)},
+       infer_shape=_update_infer(("MasterParam",)), kernel=_sgd_kernel, lod_aware=True,
+       doc="ParamOut = Param - LearningRate * Grad; a SelectedRows Grad updates only its "
+           "rows (repeated rows add up).")
+
+
+# --- momentum -------------------------------------------------------------------------------------
+def _momentum_kernel(ctx, param, grad, velocity, lr, master):
+    xp, a = ctx.xp, ctx.attrs
+    p, v, master = _array(param), _array(velocity), _array(master)
+    if _is_empty_sparse(grad):
+        out_p, out_v = _unchanged(p, v)
+        return out_p, out_v, None
+    base = _base(ctx, p, master)
+    mu, rate = a["mu"], _value(lr)
+    g = _dense_grad(xp, grad, base, "momentum")
+    if a["rescale_grad"] != 1.0:
+        g = g * a["rescale_grad"]
+    if a["regularization_method"] == "l2_decay":
+        g = g + a["regularization_coeff"] * base
+    v_out = v * mu + g
+    if a["use_nesterov"]:
+        new = base - (g + v_out * mu) * rate
+    else:
+        new = base - rate * v_out
+    p_out, m_out = _param_outs(ctx, new.astype(base.dtype, copy=False), p, master)
+    return p_out, v_out.astype(v.dtype, copy=False), m_out
+
+
+def_op("momentum", inputs=["Param", "Grad", "Velocity", "LearningRate", "MasterParam?"],
+       outputs=["ParamOut", "VelocityOut", "MasterParamOut?"],
+       attrs={"mu": ("float", None), "use_nesterov": ("bool", False),
+              "regularization_method": ("string", ""), "regularization_coeff": ("float", 0.0),
+              "multi_precision": ("bool", False), "rescale_grad": ("float", 1.0)},
+       infer_shape=_update_infer(("Velocity", "MasterParam"), required=("mu",)),
+       kernel=_momentum_kernel, lod_aware=True,
+       doc="g = Grad * rescale_grad (+ regularization_coeff * Param when "
+           "regularization_method is 'l2_decay'); VelocityOut = mu * Velocity + g; "
+           "ParamOut = Param - lr * (g + mu * VelocityOut) with use_nesterov, else "
+           "Param - lr * VelocityOut. A SelectedRows Grad updates every row (missing rows 0). "
+           "Paddle's CPU dense kernel ignores rescale_grad; here (as its GPU and sparse "
+           "kernels) it always applies.")
+
+
+# --- adam -------------------------------------------------------------------------------------
+def _adam_kernel(ctx, param, grad, lr, m1, m2, b1p, b2p, beta1_t, beta2_t, eps_t, master,
+                 skip):
+    xp, a = ctx.xp, ctx.attrs
+    p, m1, m2, master = _array(param), _array(m1), _array(m2), _array(master)
+    b1p, b2p = _array(b1p), _array(b2p)
+    skipped = skip is not None and bool(_value(skip))
+    if skipped or _is_empty_sparse(grad):
+        out = _unchanged(p, m1, m2)
+        # a skipped step copies the powers out; an empty sparse one leaves them alone
+        pows = _unchanged(b1p, b2p) if skipped and not a["use_global_beta_pow"] else (None, None)
+        return out + pows + (None,)
+    beta1 = a["beta1"] if beta1_t is None else _value(beta1_t)
+    beta2 = a["beta2"] if beta2_t is None else _value(beta2_t)
+    eps = a["epsilon"] if eps_t is None else _value(eps_t)
+    pow1, pow2 = _value(b1p), _value(b2p)
+    base = _base(ctx, p, master)
+    rate = _value(lr) * math.sqrt(1 - pow2) / (1 - pow1)
+    eps_hat = eps * math.sqrt(1 - pow2)
+
+    def step(pv, gv, m1v, m2v):
+        m1n = beta1 * m1v + (1 - beta1) * gv
+        m2n = beta2 * m2v + (1 - beta2) * gv * gv
+        return pv - rate * (m1n / (xp.sqrt(m2n) + eps_hat)), m1n, m2n
+
+    if isinstance(grad, SelectedRows) and a["lazy_mode"]:
+        rows, values = merged_rows(xp, grad, "adam", base.shape[0])
+        index = xp.asarray(rows)
+        new, m1_out, m2_out = base.copy(), m1.copy(), m2.copy()
+        new[index], m1_out[index], m2_out[index] = step(
+            base[index], values.reshape((rows.size,) + base.shape[1:]), m1[index], m2[index])
+    else:
+        new, m1_out, m2_out = step(base, _dense_grad(xp, grad, base, "adam"), m1, m2)
+    if a["use_global_beta_pow"]:
+        pows = (None, None)
+    else:
+        pows = ((b1p * beta1).astype(b1p.dtype, copy=False),
+                (b2p * beta2).astype(b2p.dtype, copy=False))
+    p_out, master_out = _param_outs(ctx, new.astype(base.dtype, copy=False), p, master)
+    return (p_out, m1_out.astype(m1.dtype, copy=False), m2_out.astype(m2.dtype, copy=False)) \
+        + pows + (master_out,)
+
+
+def_op("adam",
+       inputs=["Param", "Grad", "LearningRate", "Moment1", "Moment2", "Beta1Pow", "Beta2Pow",
+               "Beta1Tensor?", "Beta2Tensor?", "EpsilonTensor?", "MasterParam?", "SkipUpdate?"],
+       outputs=["ParamOut", "Moment1Out", "Moment2Out", "Beta1PowOut?", "Beta2PowOut?",
+                "MasterParamOut?"],
+       attrs={"beta1": ("float", 0.9), "beta2": ("float", 0.999), "epsilon": ("float", 1e-8),
+              "lazy_mode": ("bool", False), "min_row_size_to_use_multithread": ("long", 1000),
+              "multi_precision": ("bool", False), "use_global_beta_pow": ("bool", False)},
+       infer_shape=_update_infer(("Moment1", "Moment2", "MasterParam"),
+                                 ("LearningRate", "Beta1Pow", "Beta2Pow", "Beta1Tensor",
+                                  "Beta2Tensor", "EpsilonTensor", "SkipUpdate")),
+       kernel=_adam_kernel, lod_aware=True,
+       doc="Moment1Out = beta1 * Moment1 + (1 - beta1) * g; Moment2Out = beta2 * Moment2 + "
+           "(1 - beta2) * g^2; lr_t = lr * sqrt(1 - Beta2Pow) / (1 - Beta1Pow); ParamOut = "
+           "Param - lr_t * Moment1Out / (sqrt(Moment2Out) + epsilon * sqrt(1 - Beta2Pow)); "
+           "Beta{1,2}PowOut = Beta{1,2}Pow * beta{1,2} unless use_global_beta_pow. "
+           "Beta1Tensor/Beta2Tensor/EpsilonTensor override the attributes; a true SkipUpdate "
+           "copies every input to its output. A SelectedRows Grad updates every row (missing "
+           "rows 0), or only its rows with lazy_mode. Beta1PowOut/Beta2PowOut may be left "
+           "out (as programs from before Paddle 1.7 do).")
+
+
+# --- adamax -----------------------------------------------------------------------------------
+def _adamax_kernel(ctx, param, grad, lr, moment, inf_norm, b1p, master):
+    xp, a = ctx.xp, ctx.attrs
+    p, m, u, master = _array(param), _array(moment), _array(inf_norm), _array(master)
+    if _is_empty_sparse(grad):
+        return _unchanged(p, m, u) + (None,)
+    base = _base(ctx, p, master)
+    beta1, beta2, eps = a["beta1"], a["beta2"], a["epsilon"]
+    g = _dense_grad(xp, grad, base, "adamax")
+    m_out = beta1 * m + (1 - beta1) * g
+    u_out = xp.maximum(xp.abs(g), beta2 * u + eps)
+    rate = _value(lr) / (1 - _value(b1p))
+    new = base - rate * (m_out / u_out)
+    p_out, master_out = _param_outs(ctx, new.astype(base.dtype, copy=False), p, master)
+    return (p_out, m_out.astype(m.dtype, copy=False), u_out.astype(u.dtype, copy=False),
+            master_out)
+
+
+def_op("adamax",
+       inputs=["Param", "Grad", "LearningRate", "Moment", "InfNorm", "Beta1Pow", "MasterParam?"],
+       outputs=["ParamOut", "MomentOut", "InfNormOut", "MasterParamOut?"],
+       attrs={"beta1": ("float", 0.9), "beta2": ("float", 0.999), "epsilon": ("float", 1e-8),
+              "multi_precision": ("bool", False)},
+       infer_shape=_update_infer(("Moment", "InfNorm", "MasterParam"),
+                                 ("LearningRate", "Beta1Pow")),
+       kernel=_adamax_kernel, lod_aware=True,
+       doc="MomentOut = beta1 * Moment + (1 - beta1) * g; InfNormOut = max(|g|, beta2 * "
+           "InfNorm + epsilon); ParamOut = Param - lr / (1 - Beta1Pow) * MomentOut / "
+           "InfNormOut. Beta1Pow is not updated here (the optimizer appends a scale op).")
+
+
+# --- adagrad / decayed_adagrad ------------------------------------------------------------------
+def _adagrad_kernel(ctx, param, grad, moment, lr, master):
+    xp = ctx.xp
+    p, m, master = _array(param), _array(moment), _array(master)
+    base, rate, eps = _base(ctx, p, master), _value(lr), ctx.attrs["epsilon"]
+    if isinstance(grad, SelectedRows):
+        rows, values = merged_rows(xp, grad, "adagrad", base.shape[0])
+        new, m_out = base.copy(), m.copy()
+        if rows.size:
+            index = xp.asarray(rows)
+            g = values.reshape((rows.size,) + base.shape[1:])
+            m_rows = m[index] + g * g
+            m_out[index] = m_rows
+            new[index] = base[index] - rate * g / (xp.sqrt(m_rows) + eps)
+    else:
+        g = _array(grad)
+        m_out = m + g * g
+        new = base - rate * g / (xp.sqrt(m_out) + eps)
+    p_out, master_out = _param_outs(ctx, new.astype(base.dtype, copy=False), p, master)
+    return p_out, m_out.astype(m.dtype, copy=False), master_out
+
+
+def_op("adagrad", inputs=["Param", "Grad", "Moment", "LearningRate", "MasterParam?"],
+       outputs=["ParamOut", "MomentOut", "MasterParamOut?"],
+       attrs={"epsilon": ("float", 1e-6), "multi_precision": ("bool", False)},
+       infer_shape=_update_infer(("Moment", "MasterParam")),
+       kernel=_adagrad_kernel, lod_aware=True,
+       doc="MomentOut = Moment + g^2; ParamOut = Param - lr * g / (sqrt(MomentOut) + "
+           "epsilon). A SelectedRows Grad updates only its rows.")
+
+
+def _decayed_adagrad_kernel(ctx, param, grad, moment, lr):
+    xp, a = ctx.xp, ctx.attrs
+    p, m = _array(param), _array(moment)
+    if _is_empty_sparse(grad):
+        return _unchanged(p, m)
+    g = _dense_grad(xp, grad, p, "decayed_adagrad")
+    m_out = a["decay"] * m + (1 - a["decay"]) * g * g
+    new = p - _value(lr) * g / (xp.sqrt(m_out) + a["epsilon"])
+    return new.astype(p.dtype, copy=False), m_out.astype(m.dtype, copy=False)
+
+
+def_op("decayed_adagrad", inputs=["Param", "Grad", "Moment", "LearningRate"],
+       outputs=["ParamOut", "MomentOut"],
+       attrs={"decay": ("float", 0.95), "epsilon": ("float", 1e-6)},
+       infer_shape=_update_infer(("Moment",)), kernel=_decayed_adagrad_kernel, lod_aware=True,
+       doc="MomentOut = decay * Moment + (1 - decay) * g^2; ParamOut = Param - lr * g / "
+           "(sqrt(MomentOut) + epsilon).")
+
+
+# --- rmsprop ----------------------------------------------------------------------------------
+def _rmsprop_infer(ctx):
+    if ctx.attr("centered"):
+        ctx.check(ctx.has_input("MeanGrad"), "input 'MeanGrad'", "a variable when centered is "
+                  "true", "none")
+    _update_infer(("MeanSquare", "Moment", "MeanGrad"))(ctx)
+
+
+def _rmsprop_kernel(ctx, param, mean_square, mean_grad, lr, grad, moment):
+    xp, a = ctx.xp, ctx.attrs
+    p, ms, mg, mom = _array(param), _array(mean_square), _array(mean_grad), _array(moment)
+    if _is_empty_sparse(grad):
+        return _unchanged(p, mom, ms, mg)
+    rho, eps, rate = a["decay"], a["epsilon"], _value(lr)
+    g = _dense_grad(xp, grad, p, "rmsprop")
+    ms_out = rho * ms + (1 - rho) * g * g
+    mg_out = None
+    if a["centered"]:
+        if mg is None:
+            raise InvalidArgument(expected("rmsprop", "input MeanGrad", "a tensor when centered "
+                                           "is true", "none"))
+        mg_out = rho * mg + (1 - rho) * g
+        mom_out = a["momentum"] * mom + rate * g / xp.sqrt(ms_out - mg_out * mg_out + eps)
+        mg_out = mg_out.astype(mg.dtype, copy=False)
+    else:
+        mom_out = a["momentum"] * mom + rate * g / xp.sqrt(ms_out + eps)
+        if mg is not None and ctx.wants("MeanGradOut"):
+            mg_out = mg.copy()
+    new = p - mom_out
+    return (new.astype(p.dtype, copy=False), mom_out.astype(mom.dtype, copy=False),
+            ms_out.astype(ms.dtype, copy=False), mg_out)
+
+
+def_op("rmsprop",
+       inputs=["Param", "MeanSquare", "MeanGrad?", "LearningRate", "Grad", "Moment"],
+       outputs=["ParamOut", "MomentOut", "MeanSquareOut", "MeanGradOut?"],
+       attrs={"epsilon": ("float", 1e-10), "decay": ("float", 0.9), "momentum": ("float", 0.0),
+              "centered": ("bool", False)},
+       infer_shape=_rmsprop_infer, kernel=_rmsprop_kernel, lod_aware=True,
+       doc="MeanSquareOut = decay * MeanSquare + (1 - decay) * g^2; centered: MeanGradOut = "
+           "decay * MeanGrad + (1 - decay) * g and MomentOut = momentum * Moment + lr * g / "
+           "sqrt(MeanSquareOut - MeanGradOut^2 + epsilon); else MomentOut = momentum * Moment "
+           "+ lr * g / sqrt(MeanSquareOut + epsilon); ParamOut = Param - MomentOut. A "
+           "SelectedRows Grad updates every row (missing rows 0).")
+
+
+# --- adadelta ---------------------------------------------------------------------------------
+def _adadelta_kernel(ctx, param, grad, avg_sq_grad, avg_sq_update, lr, master):
+    xp, a = ctx.xp, ctx.attrs
+    p, asg, asu, master = _array(param), _array(avg_sq_grad), _array(avg_sq_update), \
+        _array(master)
+    if _is_empty_sparse(grad):
+        return _unchanged(p, asg, asu) + (None,)
+    base = _base(ctx, p, master)
+    rho, eps = a["rho"], a["epsilon"]
+    g = _dense_grad(xp, grad, base, "adadelta")
+    asg_out = rho * asg + (1 - rho) * g * g
+    update = -(xp.sqrt(asu + eps) / xp.sqrt(asg_out + eps)) * g
+    asu_out = rho * asu + (1 - rho) * update * update
+    rate = 1.0 if lr is None else _value(lr)
+    new = base + rate * update
+    p_out, master_out = _param_outs(ctx, new.astype(base.dtype, copy=False), p, master)
+    return (p_out, asg_out.astype(asg.dtype, copy=False), asu_out.astype(asu.dtype, copy=False),
+            master_out)
+
+
+def_op("adadelta",
+       inputs=["Param", "Grad", "AvgSquaredGrad", "AvgSquaredUpdate", "LearningRate?",
+               "MasterParam?"],
+       outputs=["ParamOut", "AvgSquaredGradOut", "AvgSquaredUpdateOut", "MasterParamOut?"],
+       attrs={"rho": ("float", 0.95), "epsilon": ("float", 1e-6),
+              "multi_precision": ("bool", False)},
+       infer_shape=_update_infer(("AvgSquaredGrad", "AvgSquaredUpdate", "MasterParam")),
+       kernel=_adadelta_kernel, lod_aware=True,
+       doc="AvgSquaredGradOut = rho * AvgSquaredGrad + (1 - rho) * g^2; update = "
+           "-sqrt(AvgSquaredUpdate + epsilon) / sqrt(AvgSquaredGradOut + epsilon) * g; "
+           "AvgSquaredUpdateOut = rho * AvgSquaredUpdate + (1 - rho) * update^2; ParamOut = "
+           "Param + lr * update (lr = 1 without LearningRate, as before Paddle 2.5).")
+
+
+# --- lamb -------------------------------------------------------------------------------------
+def _lamb_kernel(ctx, param, grad, lr, m1, m2, b1p, b2p, master, skip):
+    xp, a = ctx.xp, ctx.attrs
+    p, m1, m2, master = _array(param), _array(m1), _array(m2), _array(master)
+    b1p, b2p = _array(b1p), _array(b2p)
+    if (skip is not None and bool(_value(skip))) or _is_empty_sparse(grad):
+        return _unchanged(p, m1, m2, b1p, b2p) + (None,)
+    beta1, beta2, eps, decay = a["beta1"], a["beta2"], a["epsilon"], a["weight_decay"]
+    base = _base(ctx, p, master)
+    g = _dense_grad(xp, grad, base, "lamb")
+    m1_out = beta1 * m1 + (1 - beta1) * g
+    m2_out = beta2 * m2 + (1 - beta2) * g * g
+    m1_hat = m1_out / (1 - _value(b1p))
+    m2_hat = m2_out / (1 - _value(b2p))
+    ratio_div = m1_hat / (xp.sqrt(m2_hat) + eps) + decay * base
+    trust = 1.0
+    if decay > 0 or a["always_adapt"]:
+        p_norm = float(xp.sqrt(xp.sum(base * base)))
+        r_norm = float(xp.sqrt(xp.sum(ratio_div * ratio_div)))
+        if p_norm > 0 and r_norm > 0:
+            trust = p_norm / r_norm
+    new = base - _value(lr) * trust * ratio_div
+    p_out, master_out = _param_outs(ctx, new.astype(base.dtype, copy=False), p, master)
+    return (p_out, m1_out.astype(m1.dtype, copy=False), m2_out.astype(m2.dtype, copy=False),
+            (b1p * beta1).astype(b1p.dtype, copy=False),
+            (b2p * beta2).astype(b2p.dtype, copy=False), master_out)
+
+
+def_op("lamb",
+       inputs=["Param", "Grad", "LearningRate", "Moment1", "Moment2", "Beta1Pow", "Beta2Pow",
+               "MasterParam?", "SkipUpdate?"],
+       outputs=["ParamOut", "Moment1Out", "Moment2Out", "Beta1PowOut?", "Beta2PowOut?",
+                "MasterParamOut?"],
+       attrs={"weight_decay": ("float", None), "beta1": ("float", 0.9),
+              "beta2": ("float", 0.999), "epsilon": ("float", 1e-6),
+              "always_adapt": ("bool", False), "multi_precision": ("bool", False)},
+       infer_shape=_update_infer(("Moment1", "Moment2", "MasterParam"),
+                                 ("LearningRate", "Beta1Pow", "Beta2Pow", "SkipUpdate"),
+                                 required=("weight_decay",), scalar_at_least=True),
+       kernel=_lamb_kernel, lod_aware=True,
+       doc="Moment1Out = beta1 * Moment1 + (1 - beta1) * g; Moment2Out = beta2 * Moment2 + "
+           "(1 - beta2) * g^2; r = (Moment1Out / (1 - Beta1Pow)) / (sqrt(Moment2Out / (1 - "
+           "Beta2Pow)) + epsilon) + weight_decay * Param; ParamOut = Param - lr * t * r with "
+           "t = ||Param|| / ||r|| when weight_decay > 0 or always_adapt and both norms are "
+           "positive, else t = 1; Beta{1,2}PowOut = Beta{1,2}Pow * beta{1,2}. A true "
+           "SkipUpdate copies the inputs out; a SelectedRows Grad updates every row (missing "
+           "rows 0).")
+
+
+# --- learning-rate schedule helpers -----------------------------------------------------------
+def_op("floor", inputs=["X"], outputs=["Out"], infer_shape=same_shape("X", "Out"),
+       share_lod=("X", ["Out"]),
+       grad=grad_maker("floor_grad", out_grads=["Out"], in_grads=["X"]),
+       kernel=lambda ctx, x: ctx.xp.floor(x).astype(x.dtype, copy=False),
+       doc="Out = floor(X); the gradient is 0.")
+def_op("floor_grad", inputs=["Out@GRAD"], outputs=["X@GRAD"],
+       infer_shape=same_shape("Out@GRAD", "X@GRAD"),
+       kernel=lambda ctx, dout: ctx.xp.zeros_like(dout),
+       doc="Gradient of floor: zeros (it needs neither X nor Out).")
+
+unary_op("cos", forward=lambda xp, x, a: xp.cos(x),
+         backward=lambda xp, x, dout, a: -dout * xp.sin(x),
+         uses="X", doc="Out = cos(X); dX = -dOut * sin(X).")
+
+
+def _pow_factor(ctx, factor_t):
+    return ctx.attrs["factor"] if factor_t is None else _value(factor_t)
+
+
+def _pow_kernel(ctx, x, factor_t):
+    return ctx.xp.power(x, _pow_factor(ctx, factor_t)).astype(x.dtype, copy=False)
+
+
+def _pow_grad_kernel(ctx, x, factor_t, dout):
+    factor = _pow_factor(ctx, factor_t)
+    return (dout * factor * ctx.xp.power(x, factor - 1)).astype(dout.dtype, copy=False)
+
+
+_POW_ATTRS = {"factor": ("float", 1.0)}
+def_op("pow", inputs=["X", "FactorTensor?"], outputs=["Out"], attrs=_POW_ATTRS,
+       infer_shape=same_shape("X", "Out"), share_lod=("X", ["Out"]),
+       grad=grad_maker("pow_grad", inputs=["X", "FactorTensor"], out_grads=["Out"],
+                       in_grads=["X"]),
+       kernel=_pow_kernel,
+       doc="Out = X ^ factor (FactorTensor, when given, replaces the attribute); "
+           "dX = dOut * factor * X^(factor - 1).")
+def_op("pow_grad", inputs=["X", "FactorTensor?", "Out@GRAD"], outputs=["X@GRAD"],
+       attrs=_POW_ATTRS, infer_shape=same_shape("X", "X@GRAD"), kernel=_pow_grad_kernel,
+       doc="Gradient of pow.")

@@ -1,0 +1,49 @@
+"""Every registered op is pinned by the op tables: a NumPy-reference case for each forward
+op, and a finite-difference gradient case for each op that has a grad maker."""
+import importlib
+import pathlib
+
+from fluid_nb.ops import registry
+
+# ops exercised elsewhere, with the test that pins them
+PINNED_ELSEWHERE = {
+    "feed": "tests/core/test_executor.py (every run feeds through it)",
+    "fetch": "tests/core/test_executor.py (every run fetches through it)",
+}
+
+
+def _cases():
+    cases = []
+    for path in sorted(pathlib.Path(__file__).parent.glob("test_*.py")):
+        module = importlib.import_module(f"tests.ops.{path.stem}")
+        cases.extend(getattr(module, "CASES", []))
+    return cases
+
+
+def _grad_op_types():
+    """Types that only ever appear as some forward op's gradient."""
+    types = set()
+    for opdef in registry.all_ops().values():
+        maker = opdef.grad
+        if maker is not None and getattr(maker, "grad_type", None):
+            types.add(maker.grad_type)
+    return types | {t for t in registry.all_ops() if t.endswith("_grad") or t.endswith("_grad2")}
+
+
+def _forward_ops():
+    grads = _grad_op_types()
+    return {t: d for t, d in registry.all_ops().items()
+            if t not in grads and not t.startswith("test_")}
+
+
+def test_every_forward_op_has_a_numpy_reference_case():
+    tested = {c.op for c in _cases() if c.ref is not None or c.check is not None}
+    missing = sorted(set(_forward_ops()) - tested - set(PINNED_ELSEWHERE))
+    assert not missing, f"ops without an OpCase row: {missing}"
+
+
+def test_every_differentiable_op_has_a_gradient_case():
+    checked = {c.op for c in _cases() if c.grad}
+    missing = sorted(t for t, d in _forward_ops().items()
+                     if d.grad is not None and t not in checked)
+    assert not missing, f"ops with a grad maker but no gradient case: {missing}"
