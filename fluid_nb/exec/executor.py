@@ -472,7 +472,7 @@ def _general_step(fn, ctx, opdef, ins, outs, lod_src, lod_dsts):
         result = fn(ctx, *[read(h) for h in ins])
         if single:
             result = (result,)
-        lod = lod_src.value._lod if lod_src is not None and lod_src.value is not None else None
+        lod = getattr(lod_src.value, "_lod", None) if lod_src is not None else None
         for i, h in enumerate(outs):
             if h is None:
                 continue

@@ -453,15 +453,21 @@ def_op("lamb",
 
 
 # --- learning-rate schedule helpers -----------------------------------------------------------
-def_op("floor", inputs=["X"], outputs=["Out"], infer_shape=same_shape("X", "Out"),
-       share_lod=("X", ["Out"]),
-       grad=grad_maker("floor_grad", out_grads=["Out"], in_grads=["X"]),
-       kernel=lambda ctx, x: ctx.xp.floor(x).astype(x.dtype, copy=False),
-       doc="Out = floor(X); the gradient is 0.")
-def_op("floor_grad", inputs=["Out@GRAD"], outputs=["X@GRAD"],
-       infer_shape=same_shape("Out@GRAD", "X@GRAD"),
-       kernel=lambda ctx, dout: ctx.xp.zeros_like(dout),
-       doc="Gradient of floor: zeros (it needs neither X nor Out).")
+def _rounding_op(type, fn):
+    """floor/ceil: piecewise constant, so the gradient is zeros from Out@GRAD alone."""
+    def_op(type, inputs=["X"], outputs=["Out"], infer_shape=same_shape("X", "Out"),
+           share_lod=("X", ["Out"]),
+           grad=grad_maker(f"{type}_grad", out_grads=["Out"], in_grads=["X"]),
+           kernel=lambda ctx, x: fn(ctx.xp, x).astype(x.dtype, copy=False),
+           doc=f"Out = {type}(X); the gradient is 0.")
+    def_op(f"{type}_grad", inputs=["Out@GRAD"], outputs=["X@GRAD"],
+           infer_shape=same_shape("Out@GRAD", "X@GRAD"),
+           kernel=lambda ctx, dout: ctx.xp.zeros_like(dout),
+           doc=f"Gradient of {type}: zeros (it needs neither X nor Out).")
+
+
+_rounding_op("floor", lambda xp, x: xp.floor(x))
+_rounding_op("ceil", lambda xp, x: xp.ceil(x))
 
 unary_op("cos", forward=lambda xp, x, a: xp.cos(x),
          backward=lambda xp, x, dout, a: -dout * xp.sin(x),

@@ -9,6 +9,8 @@ from fluid_nb.ops import registry
 PINNED_ELSEWHERE = {
     "feed": "tests/core/test_executor.py (every run feeds through it)",
     "fetch": "tests/core/test_executor.py (every run fetches through it)",
+    "merge_selected_rows": "tests/ops/test_clip_ops.py (SelectedRows input)",
+    "get_tensor_from_selected_rows": "tests/ops/test_clip_ops.py (SelectedRows input)",
 }
 
 

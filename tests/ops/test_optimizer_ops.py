@@ -381,6 +381,8 @@ def floor_input():
 CASES = [update_case(name) for name in NAMES] + [
     OpCase("floor", {"X": floor_input()}, ref=lambda i, a: {"Out": np.floor(i["X"])},
            grad=["X"]),
+    OpCase("ceil", {"X": floor_input()}, ref=lambda i, a: {"Out": np.ceil(i["X"])},
+           grad=["X"]),
     OpCase("cos", {"X": r(3, 4, low=-3, high=3)}, ref=lambda i, a: {"Out": np.cos(i["X"])},
            grad=["X"]),
     OpCase("pow", {"X": r(3, 4, low=0.5, high=2)}, attrs={"factor": 2.5},

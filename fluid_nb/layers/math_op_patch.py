@@ -1,0 +1,123 @@
+"""Python operators on Variable, as Fluid 1.x patches them in.
+
+``x + 2`` appends a ``scale`` op; ``x + y`` an ``elementwise_add``; ``2 - x``,
+``x ** 2`` put the number in a one-element ``fill_constant`` tensor first; ``x < y`` and
+friends append the comparison ops (bool output); ``-x`` is ``scale(-1)``; ``x @ y`` is
+``matmul``; ``x.astype('int64')`` is ``cast``. Outputs are named ``tmp_<n>``.
+
+``==`` builds an ``equal`` op as in Fluid; Variables stay hashable by identity.
+"""
+from ..framework import unique_name
+from ..framework.dtypes import VarType, convert_dtype
+from ..framework.program import Variable
+
+_COMPARE = {"equal", "not_equal", "less_than", "less_equal", "greater_than", "greater_equal"}
+
+
+def _block(var):
+    return var.block.program.current_block()
+
+
+def _tmp(block, dtype):
+    return block.create_var(name=unique_name.generate("tmp"), dtype=dtype)
+
+
+def _scale(var, scale, bias):
+    block = _block(var)
+    out = _tmp(block, var.dtype)
+    block.append_op(type="scale", inputs={"X": [var]}, outputs={"Out": [out]},
+                    attrs={"scale": float(scale), "bias": float(bias)})
+    return out
+
+
+def _scalar_tensor(block, value, dtype):
+    var = _tmp(block, dtype)
+    block.append_op(type="fill_constant", outputs={"Out": [var]},
+                    attrs={"dtype": int(convert_dtype(dtype)), "shape": [1],
+                           "value": float(value), "force_cpu": True})
+    var.stop_gradient = True
+    return var
+
+
+def astype(self, dtype):
+    """This variable cast to ``dtype`` (``cast``)."""
+    block = _block(self)
+    out = _tmp(block, dtype)
+    block.append_op(type="cast", inputs={"X": [self]}, outputs={"Out": [out]},
+                    attrs={"in_dtype": int(self.dtype), "out_dtype": int(out.dtype)})
+    return out
+
+
+def _is_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool) or \
+        type(value).__module__ == "numpy" and getattr(value, "ndim", None) == 0
+
+
+def _binary(method, op_type, reverse, scalar_method):
+    def impl(self, other):
+        if scalar_method is not None and _is_number(other):
+            return scalar_method(self, float(other))
+        if not isinstance(other, Variable):
+            if not _is_number(other) and not isinstance(other, bool):
+                return NotImplemented
+            other = _scalar_tensor(_block(self), other, self.dtype)
+        elif other.dtype != self.dtype:
+            other = astype(other, self.dtype)
+        x, y = (other, self) if reverse else (self, other)
+        axis = -1
+        if y.shape and y.shape[0] == -1 and len(y.shape) < len(x.shape):
+            axis = 0  # Fluid aligns a batch-leading operand with the batch dim
+        block = _block(self)
+        out = _tmp(block, VarType.BOOL if op_type in _COMPARE else self.dtype)
+        block.append_op(type=op_type, inputs={"X": [x], "Y": [y]}, outputs={"Out": [out]},
+                        attrs={"axis": axis})
+        return out
+    impl.__name__ = method
+    impl.__doc__ = f"``{op_type}`` of the operands{' (reversed)' if reverse else ''}."
+    return impl
+
+
+def _matmul(self, other):
+    if not isinstance(other, Variable):
+        return NotImplemented
+    block = _block(self)
+    out = _tmp(block, self.dtype)
+    block.append_op(type="matmul", inputs={"X": [self], "Y": [other]}, outputs={"Out": [out]},
+                    attrs={"transpose_X": False, "transpose_Y": False, "alpha": 1.0})
+    return out
+
+
+_TABLE = (
+    ("__add__", "elementwise_add", False, lambda v, s: _scale(v, 1.0, s)),
+    ("__radd__", "elementwise_add", False, lambda v, s: _scale(v, 1.0, s)),
+    ("__sub__", "elementwise_sub", False, lambda v, s: _scale(v, 1.0, -s)),
+    ("__rsub__", "elementwise_sub", True, lambda v, s: _scale(v, -1.0, s)),
+    ("__mul__", "elementwise_mul", False, lambda v, s: _scale(v, s, 0.0)),
+    ("__rmul__", "elementwise_mul", False, lambda v, s: _scale(v, s, 0.0)),
+    ("__div__", "elementwise_div", False, lambda v, s: _scale(v, 1.0 / s, 0.0)),
+    ("__truediv__", "elementwise_div", False, lambda v, s: _scale(v, 1.0 / s, 0.0)),
+    ("__rdiv__", "elementwise_div", True, None),
+    ("__rtruediv__", "elementwise_div", True, None),
+    ("__pow__", "elementwise_pow", False, None),
+    ("__rpow__", "elementwise_pow", True, None),
+    ("__floordiv__", "elementwise_floordiv", False, None),
+    ("__mod__", "elementwise_mod", False, None),
+    ("__eq__", "equal", False, None),
+    ("__ne__", "not_equal", False, None),
+    ("__lt__", "less_than", False, None),
+    ("__le__", "less_equal", False, None),
+    ("__gt__", "greater_than", False, None),
+    ("__ge__", "greater_equal", False, None),
+)
+
+
+def monkey_patch_variable():
+    """Attach the operators to Variable (fluid_nb.layers calls this on import)."""
+    for method, op_type, reverse, scalar_method in _TABLE:
+        setattr(Variable, method, _binary(method, op_type, reverse, scalar_method))
+    Variable.__neg__ = lambda self: _scale(self, -1.0, 0.0)
+    Variable.__matmul__ = _matmul
+    Variable.astype = astype
+    Variable.__hash__ = object.__hash__
+    # numpy scalars on the left (np.float32(2) * x) defer to Variable.__rmul__
+    Variable.__array_ufunc__ = None
