@@ -12,6 +12,14 @@ from .framework import (  # noqa: F401
     program_guard, unique_name)
 from .framework.verify import verify  # noqa: F401
 from . import io  # noqa: F401
+from . import initializer, layers, nets, reader  # noqa: F401  (layers patches Variable operators)
+from . import backward, clip, dataset, optimizer, regularizer  # noqa: F401
+from .backward import append_backward, gradients  # noqa: F401
+from .data_feeder import DataFeeder  # noqa: F401
+from .param_attr import ParamAttr, WeightNormParamAttr  # noqa: F401
+from .initializer import force_init_on_cpu, init_on_cpu  # noqa: F401
+from .layers.io import fluid_data as data  # noqa: F401  (fluid.data: checked feed shapes)
+from .training import LossHistory, train_loop  # noqa: F401
 from . import core  # noqa: F401
 
 __version__ = "0.1.0"

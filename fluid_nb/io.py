@@ -19,6 +19,8 @@ from .framework.dtypes import VarType, dtype_name
 from .framework.program import Parameter, Program, Variable, default_main_program
 from .proto import tensor_stream
 from .proto.codec import decode_program, encode_program
+from .reader.decorator import (batch, buffered, cache, chain, compose, firstn,  # noqa: F401
+                               map_readers, multiprocess_reader, shuffle, xmap_readers)
 
 __all__ = ["save_vars", "load_vars", "save_params", "load_params", "save_persistables",
            "load_persistables", "save_inference_model", "load_inference_model",

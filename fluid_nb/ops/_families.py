@@ -1,4 +1,4 @@
 """Imports every op family so each registers its ops (the registry loads this lazily)."""
 from . import (  # noqa: F401
     io_ops, math, activation, nn, conv, norm, loss, creation, shape, tensor, metric, lookup,
-    compare, optimizer_ops, clip_ops)
+    compare, optimizer_ops, clip_ops, init_ops)

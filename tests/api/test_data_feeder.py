@@ -1,0 +1,78 @@
+"""DataFeeder turns a list of samples into feed tensors (with LoD for sequences)."""
+import numpy as np
+import pytest
+
+import fluid_nb as fluid
+from fluid_nb import layers
+from fluid_nb.data_feeder import DataFeeder
+from fluid_nb.errors import InvalidArgument
+
+
+def programs():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        img = layers.data("img", [2, 2])
+        label = layers.data("label", [1], dtype="int64")
+        words = layers.data("words", [1], dtype="int64", lod_level=1)
+        para = layers.data("para", [1], dtype="int64", lod_level=2)
+    return main, img, label, words, para
+
+
+def test_dense_feed_reshapes_to_the_data_shape():
+    main, img, label, _, _ = programs()
+    feeder = DataFeeder([img, label], fluid.CPUPlace(), program=main)
+    batch = [(np.arange(4).tolist(), 3), (np.ones(4), 5)]
+    feed = feeder.feed(batch)
+    assert sorted(feed) == ["img", "label"]
+    arr = np.array(feed["img"])
+    assert arr.shape == (2, 2, 2) and arr.dtype == np.float32
+    np.testing.assert_array_equal(arr[0], [[0, 1], [2, 3]])
+    lab = np.array(feed["label"])
+    assert lab.shape == (2, 1) and lab.dtype == np.int64 and lab[:, 0].tolist() == [3, 5]
+    assert feed["img"].lod() == []
+
+
+def test_sequences_get_lod():
+    main, _, _, words, para = programs()
+    feeder = DataFeeder(["words", "para"], fluid.CPUPlace(), program=main)
+    batch = [([1, 2, 3], [[1], [2, 3]]), ([4], [[4, 5, 6]])]
+    feed = feeder.feed(batch)
+    np.testing.assert_array_equal(np.array(feed["words"])[:, 0], [1, 2, 3, 4])
+    assert feed["words"].lod() == [[0, 3, 4]]
+    assert feed["words"].recursive_sequence_lengths() == [[3, 1]]
+    assert feed["para"].recursive_sequence_lengths() == [[2, 1], [1, 2, 3]]
+    assert np.array(feed["para"]).shape == (6, 1)
+
+
+def test_feed_runs_through_the_executor():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = layers.data("x", [3])
+        y = layers.reduce_sum(x, dim=[1])
+    feeder = DataFeeder([x], fluid.CPUPlace(), program=main)
+    out = fluid.Executor(fluid.CPUPlace()).run(
+        main, feed=feeder.feed([([1, 2, 3],), ([4, 5, 6],)]), fetch_list=[y],
+        scope=fluid.Scope())[0]
+    np.testing.assert_allclose(out, [6, 15])
+
+
+def test_decorate_reader_yields_feed_dicts():
+    main, img, label, _, _ = programs()
+    feeder = DataFeeder([img, label], fluid.CPUPlace(), program=main)
+
+    def reader():
+        for i in range(3):
+            yield [(np.full(4, i), i)] * 2
+    feeds = list(feeder.decorate_reader(reader, multi_devices=False)())
+    assert len(feeds) == 3 and np.array(feeds[2]["label"]).tolist() == [[2], [2]]
+
+
+def test_errors_name_the_problem():
+    main, img, label, _, _ = programs()
+    feeder = DataFeeder([img, label], fluid.CPUPlace(), program=main)
+    with pytest.raises(InvalidArgument, match="2 entries"):
+        feeder.feed([(np.zeros(4),)])
+    with pytest.raises(InvalidArgument, match="reshape"):
+        feeder.feed([(np.zeros(5), 1)])
+    with pytest.raises(InvalidArgument, match="nope"):
+        DataFeeder(["nope"], fluid.CPUPlace(), program=main)
