@@ -110,7 +110,7 @@ def w2_numpy(x, label):
         grads = [x.T @ dh1, dh1.sum(0), h1.T @ dh2, dh2.sum(0), h2.T @ dz, dz.sum(0)]
         state["t"] += 1
         t = state["t"]
-        lr_t = lr * np.sqrt(1 - beta2 ** t) / (1 - beta1 ** t)
+        lr_t = float(lr * np.sqrt(1 - beta2 ** t) / (1 - beta1 ** t))  # keep float32 math
         for i, g in enumerate(grads):
             m, v = moments[i]
             m *= beta1

@@ -7,7 +7,7 @@ initialised by ``fill_constant`` ops in the startup program, so a program saved 
 on in Paddle and the other way round.
 """
 from .framework import unique_name as _un
-from .backward import OP_ROLE_LR_SCHED, OP_ROLE_OPTIMIZE, append_backward
+from .backward import OP_ROLE_BACKWARD, OP_ROLE_LR_SCHED, OP_ROLE_OPTIMIZE, append_backward
 from .errors import InvalidArgument
 from .framework.dtypes import VarType
 from .framework.program import (Variable, default_main_program, default_startup_program,
@@ -119,13 +119,18 @@ class Optimizer:
     def apply_gradients(self, params_grads):
         """Clip, regularize and update; returns the update ops."""
         params_grads = sorted(params_grads, key=lambda pg: pg[0].name)
-        if self._grad_clip is not None:
-            params_grads = self._grad_clip(params_grads)
-        else:
-            from .clip import append_gradient_clip_ops
-            params_grads = append_gradient_clip_ops(params_grads)
-        params_grads = append_regularization_ops(params_grads, self.regularization)
-        return self._create_optimization_pass(params_grads)
+        if not params_grads:
+            return []
+        program = params_grads[0][0].block.program
+        with program.op_role_guard(OP_ROLE_BACKWARD):
+            if self._grad_clip is not None:
+                params_grads = self._grad_clip(params_grads)
+            else:
+                from .clip import append_gradient_clip_ops
+                params_grads = append_gradient_clip_ops(params_grads)
+            params_grads = append_regularization_ops(params_grads, self.regularization)
+        with program.op_role_guard(OP_ROLE_OPTIMIZE):
+            return self._create_optimization_pass(params_grads)
 
     def apply_optimize(self, loss, startup_program, params_grads):
         program = loss.block.program
@@ -158,7 +163,8 @@ class Optimizer:
         program = loss.block.program
         startup = startup_program if startup_program is not None else default_startup_program()
         with program_guard(program, startup):
-            params_grads = self.backward(loss, startup, parameter_list, no_grad_set)
+            with program.op_role_guard(OP_ROLE_BACKWARD):
+                params_grads = self.backward(loss, startup, parameter_list, no_grad_set)
             optimize_ops = self.apply_gradients(params_grads)
         return optimize_ops, params_grads
 

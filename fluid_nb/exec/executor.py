@@ -374,7 +374,7 @@ def _make_step(prepared_op, holder, place, executor, scope, dead=()):
         out = outs[0]
         src = lod_src if opdef.outputs[0].name in lod_dsts else None
         return _plain_step(fn, ctx, ins, out, src, dead)
-    return _releasing(_general_step(fn, ctx, opdef, ins, outs, lod_src, lod_dsts), dead)
+    return _general_step(fn, ctx, opdef, ins, outs, lod_src, lod_dsts, dead)
 
 
 def _releasing(step, dead):
@@ -445,11 +445,15 @@ def _plain_step(fn, ctx, ins, out, src, dead):
     return step
 
 
-def _general_step(fn, ctx, opdef, ins, outs, lod_src, lod_dsts):
+def _general_step(fn, ctx, opdef, ins, outs, lod_src, lod_dsts, dead):
+    """Any op: duplicable slots, several outputs, runtime tensors (``lod_aware``)."""
     lod_aware = opdef.lod_aware
-    slots = [s.name for s in opdef.outputs]
-    single = len(slots) == 1
-    shares = [name in lod_dsts for name in slots]
+    single = len(outs) == 1
+    new = LoDTensor
+    # outputs worth storing: (position in the result, holder or holder list, shares LoD)
+    stores = tuple((i, h, opdef.outputs[i].name in lod_dsts) for i, h in enumerate(outs)
+                   if h is not None)
+    arrays_only = not lod_aware and not any(isinstance(h, list) for h in ins)
 
     def read(h):
         if h is None:
@@ -459,32 +463,33 @@ def _general_step(fn, ctx, opdef, ins, outs, lod_src, lod_dsts):
         return h.value if lod_aware else h.value.array
 
     def store(h, value, lod):
-        if h is None or value is None:
-            return
-        if isinstance(value, _RUNTIME_VALUES) and not isinstance(value, np.ndarray):
-            if lod is not None and isinstance(value, LoDTensor) and not value._lod:
-                value = LoDTensor(value.array, lod)
-            h.value = value
+        if value.__class__ is np.ndarray or not isinstance(value, _RUNTIME_VALUES):
+            h.value = new(value, lod if lod is not None else [])
+        elif lod is not None and isinstance(value, LoDTensor) and not value._lod:
+            h.value = new(value.array, lod)
         else:
-            h.value = LoDTensor(value, lod if lod is not None else [])
+            h.value = value
 
     def step():
-        result = fn(ctx, *[read(h) for h in ins])
+        if arrays_only:
+            result = fn(ctx, *[h.value.array if h is not None else None for h in ins])
+        else:
+            result = fn(ctx, *[read(h) for h in ins])
         if single:
             result = (result,)
         lod = getattr(lod_src.value, "_lod", None) if lod_src is not None else None
-        for i, h in enumerate(outs):
-            if h is None:
-                continue
+        for i, h, share in stores:
             value = result[i]
-            share = lod if shares[i] else None
-            if isinstance(h, list):
-                if value is None:
-                    continue
+            if value is None:
+                continue
+            if h.__class__ is list:
                 for hh, v in zip(h, value):
-                    store(hh, v, share)
+                    if hh is not None and v is not None:
+                        store(hh, v, lod if share else None)
             else:
-                store(h, value, share)
+                store(h, value, lod if share else None)
+        for h in dead:
+            h.value = None
     return step
 
 

@@ -396,11 +396,21 @@ class Block:
             for name in created:
                 self.vars.pop(name, None)
             raise
+        role = self.program._current_role
+        if role and "op_role" not in op.attrs:
+            op.attrs["op_role"] = role
         self.ops.insert(index, op)
         self.program._changed()
         hook = self.program._append_hook
         if hook is not None:
-            hook(op)
+            try:
+                hook(op)
+            except BaseException:  # the hook (live mode) ran the op and it failed: undo
+                self.ops.remove(op)
+                for name in created:
+                    self.vars.pop(name, None)
+                self.program._changed()
+                raise
         return op
 
     def _sync_with_cpp(self):
@@ -482,6 +492,7 @@ class Program:
         self.op_version_map = {}
         self._version = 0
         self._append_hook = None
+        self._current_role = 0  # op_role stamped on ops appended now (see op_role_guard)
         self._is_test = False
         self._plans = {}  # executor plans, keyed by the executor; cleared on change
 
@@ -515,6 +526,16 @@ class Program:
 
     def _rollback(self):
         self.current_block_idx = self.current_block().parent_idx
+
+    @contextlib.contextmanager
+    def op_role_guard(self, role):
+        """Ops appended inside get ``op_role = role`` (Paddle's roles: 1 backward,
+        2 optimize, 16 learning-rate schedule), before any append hook sees them."""
+        old, self._current_role = self._current_role, role
+        try:
+            yield
+        finally:
+            self._current_role = old
 
     def list_vars(self):
         for block in self.blocks:

@@ -106,11 +106,13 @@ def elementwise_op(type, forward, backward, needs=("X", "Y"), doc=None, needs_ou
         xa, ya = aligned(xp, x, y, axis)
         dx, dy = backward(xp, xa, ya, out, dout, want_x, want_y)
         if want_x and dx is not None:
-            dx = unbroadcast_for_axis(xp, xp.broadcast_to(dx, dout.shape), x.shape, y.shape, axis)
-            dx = dx.astype(x.dtype, copy=False)
+            if dx.shape != dout.shape:
+                dx = xp.broadcast_to(dx, dout.shape)
+            dx = unbroadcast_for_axis(xp, dx, x.shape, y.shape, axis).astype(x.dtype, copy=False)
         if want_y and dy is not None:
-            dy = unbroadcast_for_axis(xp, xp.broadcast_to(dy, dout.shape), y.shape, x.shape, axis)
-            dy = dy.astype(y.dtype, copy=False)
+            if dy.shape != dout.shape:
+                dy = xp.broadcast_to(dy, dout.shape)
+            dy = unbroadcast_for_axis(xp, dy, y.shape, x.shape, axis).astype(y.dtype, copy=False)
         return (dx if want_x else None), (dy if want_y else None)
 
     grad_type = type + "_grad"
