@@ -209,7 +209,7 @@ def_op("sum", inputs=["X[]"], outputs=["Out"], infer_shape=_sum_infer, grad=_sum
 def_op("mean", inputs=["X"], outputs=["Out"],
        infer_shape=lambda ctx: ctx.set_output("Out", (), ctx.input_dtype("X")),
        grad=grad_maker("mean_grad", inputs=["X"]),
-       kernel=lambda ctx, x: ctx.xp.asarray(x.mean(), dtype=x.dtype),
+       kernel=lambda ctx, x: ctx.xp.asarray(x.sum() / x.size, dtype=x.dtype),
        doc="Out = sum(X) / numel(X), a 0-D tensor (shape [] as in Paddle 2.6; [1] before).")
 
 def_op("mean_grad", inputs=["X", "Out@GRAD"], outputs=["X@GRAD"],
@@ -381,12 +381,23 @@ def _mul_infer(ctx):
     ctx.set_output("Out", tuple(xs[:xn]) + tuple(ys[yn:]), ctx.input_dtype("X"))
 
 
+def _plain_matrices(x, y, attrs):
+    """True for the fc layer's case: two matrices, nothing to flatten."""
+    return x.ndim == 2 and y.ndim == 2 and attrs["x_num_col_dims"] == 1 \
+        and attrs["y_num_col_dims"] == 1
+
+
 def _mul_kernel(ctx, x, y):
+    if _plain_matrices(x, y, ctx.attrs):
+        return x @ y
     xm, ym, shape = _mul_matrices(x, y, ctx.attrs)
     return ctx.xp.matmul(xm, ym).reshape(shape)
 
 
 def _mul_grad_kernel(ctx, x, y, dout):
+    if _plain_matrices(x, y, ctx.attrs):
+        return ((dout @ y.T) if ctx.wants("X@GRAD") else None,
+                (x.T @ dout) if ctx.wants("Y@GRAD") else None)
     xm, ym, _ = _mul_matrices(x, y, ctx.attrs)
     dm = dout.reshape(xm.shape[0], ym.shape[1])
     dx, dy = _product_grads(ctx.xp, xm, ym, dm, ctx.wants("X@GRAD"), ctx.wants("Y@GRAD"))
