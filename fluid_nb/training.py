@@ -106,7 +106,7 @@ def train_loop(executor, program, reader, feeder, loss, epochs=1, scope=None,
                 value = float(np.asarray(values[0]).reshape(-1)[0])
                 history.record(value)
                 if bar is not None:
-                    bar.set_postfix(epoch=epoch, loss=f"{value:.5g}")
+                    bar.set_postfix(epoch=epoch, loss=f"{value:.5g}", refresh=False)
                     bar.update(1)
                 if on_step is not None:
                     on_step(len(history) - 1, value, *values[1:])
