@@ -45,6 +45,26 @@ def evaluate(exe, program, reader, feeder, fetch_list):
     return totals / count
 
 
+def epoch_range(epochs, progress):
+    """``range(epochs)``, with a progress bar over epochs when ``progress`` and tqdm allow."""
+    if progress:
+        try:
+            from tqdm.auto import trange
+            return trange(epochs, desc="training", unit="epoch")
+        except ImportError:
+            pass
+    return range(epochs)
+
+
+def logger(verbose, epochs_iter):
+    """``print`` (through the progress bar, when there is one), or nothing."""
+    if not verbose:
+        return lambda *args, **kwargs: None
+    if hasattr(epochs_iter, "write"):
+        return epochs_iter.write
+    return print
+
+
 def main(epochs=100, save_dir=None, seed=90, progress=True, num_predictions=10, verbose=True):
     """Train, evaluate, save and reload; returns a dict of results.
 
@@ -53,7 +73,6 @@ def main(epochs=100, save_dir=None, seed=90, progress=True, num_predictions=10, 
     reloaded model on the first ``num_predictions`` test samples), ``in_memory_predictions``
     (the same samples through the trained test program) and ``save_dir``.
     """
-    log = print if verbose else (lambda *a, **k: None)
     random.seed(seed)  # fluid.io.shuffle draws from Python's random module
     np.random.seed(seed)
 
@@ -85,10 +104,12 @@ def main(epochs=100, save_dir=None, seed=90, progress=True, num_predictions=10, 
         exe.run(startup_program)
 
         history = fluid.LossHistory()
-        for epoch in range(epochs):
+        epoch_iter = epoch_range(epochs, progress)
+        log = logger(verbose, epoch_iter)
+        for epoch in epoch_iter:
             # One pass over the shuffled training batches (history keeps every step's loss).
             fluid.train_loop(exe, main_program, train_reader, feeder, avg_loss, epochs=1,
-                             progress=progress, history=history)
+                             progress=False, history=history)
             train_mse, = evaluate(exe, test_program, train_eval_reader, feeder, [avg_loss])
             test_mse, = evaluate(exe, test_program, test_reader, feeder, [avg_loss])
             train_mse_per_epoch.append(float(train_mse))
