@@ -232,8 +232,34 @@ def _hard_axis_label(op, xp, label, classes, ignore_index):
     return keep.reshape(label.shape), safe.reshape(label.shape)
 
 
+def _plain_hard_labels(attrs, logits, label):
+    """The usual case, worth a fast path: [N, C] logits, [N, 1] class ids, softmax on."""
+    return (logits.ndim == 2 and label.ndim == 2 and label.shape[1] == 1
+            and attrs["axis"] in (-1, 1) and attrs["use_softmax"] and not attrs["soft_label"])
+
+
+def _rows_and_ids(op, xp, label, classes, ignore_index):
+    ids = label.reshape(-1)
+    keep = None
+    if 0 <= ignore_index < classes or ((ids == ignore_index).any() if ids.size else False):
+        keep, ids = _hard_rows(op, xp, label, classes, ignore_index)
+    elif ids.size and (int(ids.min()) < 0 or int(ids.max()) >= classes):
+        _hard_rows(op, xp, label, classes, ignore_index)  # raises, naming the bad id
+    return xp.arange(ids.shape[0]), ids, keep
+
+
 def _softmax_with_cross_entropy(ctx, logits, label):
     xp, attrs = ctx.xp, ctx.attrs
+    if _plain_hard_labels(attrs, logits, label):
+        shifted = logits - logits.max(axis=1, keepdims=True)
+        exp = xp.exp(shifted)
+        total = exp.sum(axis=1, keepdims=True)
+        rows, ids, keep = _rows_and_ids("softmax_with_cross_entropy", xp, label,
+                                        logits.shape[1], attrs["ignore_index"])
+        loss = (xp.log(total[:, 0]) - shifted[rows, ids]).reshape(-1, 1)
+        if keep is not None:
+            loss = xp.where(keep.reshape(-1, 1), loss, 0)
+        return (exp / total).astype(logits.dtype, copy=False), loss.astype(logits.dtype, copy=False)
     axis = attrs["axis"] % logits.ndim
     if attrs["use_softmax"]:
         shifted = logits - logits.max(axis=axis, keepdims=True)
@@ -256,6 +282,15 @@ def _softmax_with_cross_entropy(ctx, logits, label):
 
 def _softmax_with_cross_entropy_grad(ctx, label, softmax, dloss):
     xp, attrs = ctx.xp, ctx.attrs
+    if _plain_hard_labels(attrs, softmax, label):
+        rows, ids, keep = _rows_and_ids("softmax_with_cross_entropy_grad", xp, label,
+                                        softmax.shape[1], attrs["ignore_index"])
+        dx = softmax.copy()
+        dx[rows, ids] -= 1
+        dx *= dloss.reshape(-1, 1)
+        if keep is not None:
+            dx = xp.where(keep.reshape(-1, 1), dx, 0)
+        return dx.astype(dloss.dtype, copy=False)
     axis = attrs["axis"] % softmax.ndim
     if attrs["soft_label"]:
         if attrs["use_softmax"]:

@@ -214,8 +214,8 @@ def_op("mean", inputs=["X"], outputs=["Out"],
 
 def_op("mean_grad", inputs=["X", "Out@GRAD"], outputs=["X@GRAD"],
        infer_shape=grads_like(**{"X@GRAD": "X"}),
-       kernel=lambda ctx, x, dout: ctx.xp.broadcast_to(dout.reshape(()) / max(x.size, 1),
-                                                        x.shape).astype(x.dtype),
+       kernel=lambda ctx, x, dout: ctx.xp.full(x.shape, dout.reshape(-1)[0] / max(x.size, 1),
+                                               dtype=x.dtype),
        doc="dX = dOut / numel(X) everywhere.")
 
 

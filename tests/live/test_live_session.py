@@ -1,0 +1,169 @@
+"""Live mode without IPython: ops run as they are appended; transactions; re-feeding."""
+import numpy as np
+import pytest
+
+import fluid_nb as fluid
+from fluid_nb.errors import InvalidArgument
+from fluid_nb.live import disable_live, enable_live, feed, live, live_session, live_step
+
+X = np.arange(6, dtype="float32").reshape(2, 3) / 10
+
+
+def _build(name):
+    with live(name) as s:
+        x = fluid.layers.data(name="x", shape=[3], dtype="float32", value=X)
+        h = fluid.layers.fc(input=x, size=4, act="relu")
+        y = fluid.layers.fc(input=h, size=1)
+        label = fluid.layers.data(name="label", shape=[1], dtype="float32",
+                                  value=np.ones((2, 1), "float32"))
+        loss = fluid.layers.mean(fluid.layers.square_error_cost(input=y, label=label))
+    return s, x, h, y, label, loss
+
+
+def test_appended_ops_run_at_once_with_values(session_name):
+    s, x, h, y, label, loss = _build(session_name)
+    assert np.array_equal(x.numpy(), X)
+    w = s.scope.find_var("fc_0.w_0").value.numpy()
+    b = s.scope.find_var("fc_0.b_0").value.numpy()
+    np.testing.assert_allclose(h.numpy(), np.maximum(X @ w + b, 0), rtol=1e-6)
+    assert loss.numpy().shape in ((), (1,))
+    assert "value=" in repr(y) and y.name in repr(y)
+    assert y.lod() == []
+    assert s.stats["ops_run"] == len(s.program.global_block().ops)
+
+
+def test_ops_record_user_source_line(session_name):
+    with live(session_name) as s:
+        x = fluid.layers.data(name="x", shape=[3], dtype="float32", value=X)
+        fluid.layers.scale(x, scale=2.0)  # the line recorded
+    op = s.program.global_block().ops[-1]
+    assert op.source[0] == __file__ and "fluid.layers.scale(x, scale=2.0)" in op.source[2]
+
+
+def test_live_program_run_whole_gives_the_live_values(session_name):
+    s, x, h, y, label, loss = _build(session_name)
+    exe = fluid.Executor(fluid.CPUPlace())
+    got_h, got_loss = exe.run(s.program, feed={"x": X, "label": np.ones((2, 1), "float32")},
+                              fetch_list=[h, loss], scope=s.scope)
+    np.testing.assert_allclose(got_h, h.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(got_loss, loss.numpy(), rtol=1e-6)
+
+
+def test_bad_shape_rolls_back_and_names_the_line(session_name):
+    s, x, h, y, label, loss = _build(session_name)
+    n_ops = len(s.program.global_block().ops)
+    names = set(s.program.global_block().vars)
+    startup_ops = len(s.startup_program.global_block().ops)
+    holders = {n: hd.value for n, hd in s.scope.vars.items()}
+    with pytest.raises(InvalidArgument) as err:
+        with live(session_name):
+            z = fluid.layers.fc(input=x, size=5)  # new parameters, run at once
+            fluid.layers.elementwise_add(z, h)  # [-1, 5] + [-1, 4]
+    message = str(err.value)
+    assert "elementwise_add" in message and "[-1, 5]" in message and "[-1, 4]" in message
+    assert "fluid.layers.elementwise_add(z, h)" in message
+    assert len(s.program.global_block().ops) == n_ops
+    assert set(s.program.global_block().vars) == names
+    assert len(s.startup_program.global_block().ops) == startup_ops
+    assert {n: hd.value for n, hd in s.scope.vars.items()} == holders
+    with live(session_name):  # names restored: the next fc is fc_2 again, as if nothing ran
+        z = fluid.layers.fc(input=x, size=5)
+    assert z.name.startswith("fc_2.")
+
+
+def test_refeed_reruns_exactly_the_downstream_ops(session_name):
+    with live(session_name) as s:
+        x = fluid.layers.data(name="x", shape=[3], dtype="float32", value=X)
+        other = fluid.layers.data(name="o", shape=[3], dtype="float32", value=X)
+        a = fluid.layers.scale(x, scale=2.0)
+        b = fluid.layers.relu(a)
+        c = fluid.layers.scale(other, scale=3.0)  # not downstream of x
+        d = fluid.layers.elementwise_add(b, c)
+    before = s.stats["ops_run"]
+    c_value = c.value
+    new = -np.ones((2, 3), "float32")
+    rerun = feed(x, new)
+    assert [op.type for op in rerun] == ["scale", "relu", "elementwise_add"]
+    assert s.stats["ops_run"] - before == 3
+    assert c.value is c_value  # untouched
+    np.testing.assert_allclose(d.numpy(), np.maximum(2 * new, 0) + 3 * X)
+    assert len(feed(d, np.zeros((2, 3), "float32"))) == 0
+
+
+def test_minimize_records_updates_and_live_step_applies_them(session_name):
+    s, x, h, y, label, loss = _build(session_name)
+    with live(session_name):
+        fluid.optimizer.SGD(learning_rate=0.1).minimize(loss)
+    block = s.program.global_block()
+    updates = [op for op in block.ops if op.attrs.get("op_role", 0) & 2]
+    assert updates and all(op.type == "sgd" for op in updates) and s.update_ops == updates
+    w_before = s.scope.find_var("fc_0.w_0").value.numpy().copy()
+    grad = s.scope.find_var("fc_0.w_0@GRAD").value.numpy()  # backward ran at once
+    assert grad.shape == w_before.shape
+    assert np.array_equal(s.scope.find_var("fc_0.w_0").value.numpy(), w_before)
+    loss_before = float(loss.numpy())
+    live_step(s)
+    np.testing.assert_allclose(s.scope.find_var("fc_0.w_0").value.numpy(),
+                               w_before - 0.1 * grad, rtol=1e-6)
+    assert float(loss.numpy()) < loss_before  # forward refreshed after the step
+    exe = fluid.Executor(fluid.CPUPlace())  # the ordinary loop, same scope
+    feed_ = {"x": X, "label": np.ones((2, 1), "float32")}
+    losses = [float(exe.run(s.program, feed=feed_, fetch_list=[loss], scope=s.scope)[0])
+              for _ in range(5)]
+    assert losses[-1] < losses[0]
+
+
+def test_parameters_keep_values_across_cells(session_name):
+    s, x, h, y, label, loss = _build(session_name)
+    w = s.scope.find_var("fc_0.w_0").value
+    with live(session_name):
+        fluid.layers.fc(input=h, size=2)
+    assert s.scope.find_var("fc_0.w_0").value is w
+
+
+def test_record_only_defers_running(session_name):
+    with live(session_name, record_only=True) as s:
+        x = fluid.layers.data(name="x", shape=[3], dtype="float32", value=X)
+        a = fluid.layers.scale(x, scale=2.0)
+    assert s.stats["ops_run"] == 0 and s.scope.find_var(a.name) is None
+    np.testing.assert_allclose(a.numpy(), 2 * X)  # asking for a value catches up
+    assert s.stats["ops_run"] == 1
+
+
+def test_data_without_value_says_how_to_give_one(session_name):
+    from fluid_nb.errors import PreconditionNotMet
+    with pytest.raises(PreconditionNotMet, match="fluid.feed"):
+        with live(session_name):
+            x = fluid.layers.data(name="x", shape=[3], dtype="float32")
+            fluid.layers.scale(x, scale=2.0)
+
+
+def test_enable_disable_and_default_session():
+    s = enable_live("enable_disable")
+    try:
+        assert live_session() is s and fluid.default_main_program() is s.program
+        assert s.program._append_hook is not None
+    finally:
+        disable_live()
+    assert s.program._append_hook is None and fluid.default_main_program() is not s.program
+
+
+def test_reset_empties_the_session(session_name):
+    s, *_ = _build(session_name)
+    s.reset()
+    assert not s.program.global_block().ops and not s.scope.vars
+
+
+def test_display_renderers_show_state_without_changing_it(session_name):
+    from fluid_nb.notebook import display
+    s, x, h, y, label, loss = _build(session_name)
+    version = s.program._version
+    page = s.program._repr_html_()
+    assert "mul" in page and "fc_0.w_0" in page and "digraph" in page
+    bundle = s.program._repr_mimebundle_()
+    assert "text/vnd.graphviz" in bundle and "->" in bundle["text/vnd.graphviz"]
+    assert "fc_0.w_0" in s.scope._repr_html_()
+    assert "LoDTensor" in h.value._repr_html_()
+    assert "Variable" in h._repr_mimebundle_()["text/html"]
+    assert s.program._version == version
+    assert "relu" in display.op_text(s.program.global_block().ops[2])

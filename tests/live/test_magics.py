@@ -1,0 +1,98 @@
+"""%%fluid and %fluid driven through IPython's own shell."""
+import numpy as np
+
+import fluid_nb as fluid
+from fluid_nb.live import live_session
+
+CELL = """%%fluid --program {name}
+x = fluid.layers.data(name='x', shape=[3], dtype='float32',
+                      value=np.arange(6, dtype='float32').reshape(2, 3))
+h = fluid.layers.fc(input=x, size=4, act='relu')
+y = fluid.layers.fc(input=h, size=1)
+"""
+
+
+def _state(s):
+    block = s.program.global_block()
+    return (len(block.ops), set(block.vars), len(s.startup_program.global_block().ops),
+            {n: hd.value for n, hd in s.scope.vars.items()})
+
+
+def test_good_cell_runs_and_reports_what_it_added(shell, capsys):
+    result = shell.run_cell(CELL.format(name="m_good") + "y\n")
+    assert result.success, result.error_in_exec
+    s = live_session("m_good")
+    assert [op.type for op in s.program.global_block().ops] == \
+        ["mul", "elementwise_add", "relu", "mul", "elementwise_add"]
+    report = s.last_report
+    assert len(report.ops) == 5 and {"x", "fc_0.w_0"} <= {v.name for v in report.vars}
+    text = repr(report)
+    assert "mul(X=x[-1, 3]; Y=fc_0.w_0[3, 4]) -> Out=fc_0.tmp_0[-1, 4]" in text
+    assert "fc_0.w_0" in report._repr_html_()
+    assert result.result is shell.user_ns["y"]
+    assert shell.user_ns["y"].numpy().shape == (2, 1)
+    assert shell.user_ns["fluid"] is fluid
+
+
+def test_failing_cell_is_rolled_back(shell):
+    assert shell.run_cell(CELL.format(name="m_fail")).success
+    s = live_session("m_fail")
+    before = _state(s)
+    result = shell.run_cell("%%fluid --program m_fail\n"
+                            "z = fluid.layers.fc(input=h, size=3)\n"
+                            "bad = fluid.layers.elementwise_add(z, h)\n")
+    assert not result.success
+    message = str(result.error_in_exec)
+    assert "line 2" in message and "elementwise_add" in message and "[-1, 3]" in message
+    assert _state(s) == before
+    ok = shell.run_cell("%%fluid --program m_fail\nz = fluid.layers.fc(input=h, size=3)\n")
+    assert ok.success and shell.user_ns["z"].name == "fc_2.tmp_1"
+
+
+def test_refeed_reruns_only_downstream_ops(shell):
+    assert shell.run_cell(CELL.format(name="m_feed")).success
+    s = live_session("m_feed")
+    before = s.stats["ops_run"]
+    result = shell.run_cell("from fluid_nb.live import feed; rerun = feed(x, np.ones((2, 3), 'float32'))")
+    assert result.success
+    assert s.stats["ops_run"] - before == 5 == len(shell.user_ns["rerun"])
+    h, x = shell.user_ns["h"], shell.user_ns["x"]
+    w = s.scope.find_var("fc_0.w_0").value.numpy()
+    b = s.scope.find_var("fc_0.b_0").value.numpy()
+    np.testing.assert_allclose(h.numpy(), np.maximum(x.numpy() @ w + b, 0), rtol=1e-6)
+
+
+def test_record_only_cell_runs_nothing(shell):
+    assert shell.run_cell(CELL.replace("%%fluid --program {name}",
+                                       "%%fluid --program m_rec --record-only --quiet")).success
+    s = live_session("m_rec")
+    assert len(s.program.global_block().ops) == 5 and s.stats["ops_run"] == 0
+    assert shell.run_cell("%%fluid --program m_rec --quiet\nq = fluid.layers.scale(y)").success
+    assert s.stats["ops_run"] == 6  # the recorded ops ran first
+
+
+def test_step_flag_applies_updates(shell):
+    assert shell.run_cell(CELL.format(name="m_step")).success
+    s = live_session("m_step")
+    assert shell.run_cell("%%fluid --program m_step --quiet\n"
+                          "loss = fluid.layers.mean(y)\n"
+                          "fluid.optimizer.SGD(learning_rate=0.5).minimize(loss)\n").success
+    w0 = s.scope.find_var("fc_1.w_0").value.numpy().copy()
+    assert shell.run_cell("%%fluid --program m_step --step --quiet\npass").success
+    assert not np.array_equal(s.scope.find_var("fc_1.w_0").value.numpy(), w0)
+
+
+def test_line_magic_inspects_and_resets(shell, tmp_path):
+    assert shell.run_cell(CELL.format(name="m_line")).success
+    shell.run_cell("%%fluid --program m_line --quiet\npass")  # make m_line the session shown
+    s = live_session("m_line")
+    for command in ("show", "ops", "graph", "scope"):
+        assert shell.run_cell(f"%fluid {command}").success
+    # the line magic talks to the session that was live last, or 'main'; drive m_line here
+    assert shell.run_cell(f"%%fluid --program m_line --quiet\n"
+                          f"get_ipython().run_line_magic('fluid', 'save {tmp_path}/m')").success
+    assert (tmp_path / "m.pdmodel").exists() and (tmp_path / "m.pdtensors").exists()
+    assert shell.run_cell("%%fluid --program m_line --quiet\n"
+                          "get_ipython().run_line_magic('fluid', 'reset')").success
+    assert not s.program.global_block().ops and not s.scope.vars
+    assert not shell.run_cell("%fluid nonsense").success
