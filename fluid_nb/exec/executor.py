@@ -369,7 +369,8 @@ def _make_step(prepared_op, holder, place, executor, scope, dead=()):
             lod_src = holder(src_args[0])
     lod_dsts = set(opdef.share_lod[1]) if opdef.share_lod is not None else set()
     plain = all(not s.duplicable for s in opdef.inputs) and len(outs) == 1 \
-        and not opdef.outputs[0].duplicable and not opdef.lod_aware
+        and not opdef.outputs[0].duplicable and not opdef.lod_aware \
+        and "runtime_outputs" not in opdef.traits  # may return SelectedRows etc.
     if plain and outs[0] is not None and _leading_present(ins) > 0:
         out = outs[0]
         src = lod_src if opdef.outputs[0].name in lod_dsts else None

@@ -1,6 +1,8 @@
 """Lookup ops: embedding rows (``lookup_table``, ``lookup_table_v2``), ``one_hot_v2`` and
-``gather``. Their gradients scatter-add the output gradient back into the source's rows."""
+``gather``. Their gradients scatter-add the output gradient back into the source's rows
+(a sparse lookup's gradient is SelectedRows: the rows it used)."""
 from ..errors import InvalidArgument, expected
+from ..exec.tensor import LoDTensor, SelectedRows
 from ..framework.dtypes import VarType, convert_dtype, to_numpy_dtype
 from ..framework.infer import dims_match
 from .registry import def_op, grad_maker, grads_like
@@ -81,15 +83,20 @@ def _lookup_grad(ctx, op, w, ids, dout):
         flat, grads = flat[~pad], grads[~pad]
     _check_ids(op, "Ids", flat, w.shape[0])
     if ctx.attrs["is_sparse"]:
-        # Branch point for the SelectedRows gradient (rows = Ids, value = dOut rows) that
-        # Paddle makes here; until the optimizers take SelectedRows, the dense sum below is
-        # the same update.
-        pass
+        # Paddle's sparse gradient: one row per looked-up id (repeats kept; the optimizers
+        # merge them), so an update touches only the rows the batch used
+        return SelectedRows(flat.tolist(), w.shape[0], LoDTensor(grads.copy()))
     return _index_add(xp, xp.zeros(w.shape, dtype=dout.dtype), flat, grads)
 
 
 def _lookup_grad_infer(ctx):
     ctx.set_output("W@GRAD", ctx.input_shape("W"), ctx.input_dtype("W"))
+
+
+def _lookup_grad_var_type(ctx):
+    """W@GRAD is SelectedRows when the lookup is sparse."""
+    if ctx.attr("is_sparse") and ctx.has_output("W@GRAD"):
+        ctx.output_var("W@GRAD").type = VarType.SELECTED_ROWS
 
 
 def_op("lookup_table",
@@ -107,7 +114,8 @@ def_op("lookup_table",
 def_op("lookup_table_grad",
        inputs=["W", "Ids", "Out@GRAD"], outputs=["W@GRAD"],
        attrs=dict(_LOOKUP_ATTRS, grad_inplace=("bool", False)),
-       infer_shape=_lookup_grad_infer,
+       infer_shape=_lookup_grad_infer, infer_var_type=_lookup_grad_var_type,
+       traits=("runtime_outputs",),
        kernel=lambda ctx, w, ids, dout: _lookup_grad(ctx, "lookup_table_grad", w, ids, dout),
        doc="Gradient of lookup_table: dW[r] = sum of dOut rows whose id is r (dense; the "
            "padding row gets 0). W is read only for its shape.")
@@ -126,7 +134,8 @@ def_op("lookup_table_v2",
 def_op("lookup_table_v2_grad",
        inputs=["W", "Ids", "Out@GRAD"], outputs=["W@GRAD"],
        attrs=_LOOKUP_ATTRS,
-       infer_shape=_lookup_grad_infer,
+       infer_shape=_lookup_grad_infer, infer_var_type=_lookup_grad_var_type,
+       traits=("runtime_outputs",),
        kernel=lambda ctx, w, ids, dout: _lookup_grad(ctx, "lookup_table_v2_grad", w, ids,
                                                      dout),
        doc="Gradient of lookup_table_v2: dW[r] = sum of dOut rows whose id is r (dense; the "

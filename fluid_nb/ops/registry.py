@@ -153,6 +153,8 @@ class OpDef:
             src, dsts = self.share_lod
             for dst in dsts:
                 ctx.share_lod(src, dst)
+        if self.infer_var_type is not None:
+            self.infer_var_type(ctx)
 
     # --- runtime ---------------------------------------------------------------------
     def kernel_for(self, device, dtype=None):
