@@ -91,3 +91,22 @@ def test_loss_curve_follows_paddle(name):
     for pname, value in np.load(folder / "final_params.npz").items():
         np.testing.assert_allclose(np.asarray(scope.find_var(pname).value), value,
                                    rtol=1e-3, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", sorted(RUNS))
+def test_paddles_saved_training_program_trains_here(name):
+    """The training program Paddle saved (forward, backward, optimizer ops) runs here as is."""
+    folder = FIXTURES / name
+    meta = json.loads((folder / "meta.json").read_text())
+    main = fluid.Program.parse_from_string((folder / "main.pdmodel").read_bytes())
+    startup = fluid.Program.parse_from_string((folder / "startup.pdmodel").read_bytes())
+    fluid.verify(main)
+    scope = fluid.Scope()
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(startup, scope=scope)
+    for pname, value in np.load(folder / "init_params.npz").items():
+        scope.var(pname).get_tensor().set(value)
+    data = RUNS[name][1](meta)
+    losses = [float(np.asarray(exe.run(main, feed=batch, fetch_list=[meta["loss_name"]],
+                                       scope=scope)[0])) for batch in data]
+    np.testing.assert_allclose(losses, np.load(folder / "losses.npy"), rtol=1e-4)
