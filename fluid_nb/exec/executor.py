@@ -109,6 +109,7 @@ class Executor:
 
     def __init__(self, place=None):
         self.place = place if place is not None else CPUPlace()
+        self._place_key = repr(self.place)  # plain string: hashed in C on every run
         self._prepared = {}  # id(block) -> (block, PreparedBlock) for sub-blocks
         self.trace = None  # set to a list to record (op, seconds) per op run
 
@@ -133,7 +134,8 @@ class Executor:
             raise InvalidArgument(f"Executor.run: feed expected a dict of name -> value, but "
                                   f"received {type(feed).__name__}")
         fetch_names = _fetch_names(fetch_list)
-        key = (self.place, id(scope), tuple(feed), fetch_names, feed_var_name, fetch_var_name)
+        key = (self._place_key, id(scope), tuple(feed), fetch_names, feed_var_name,
+               fetch_var_name)
         entry = program._plans.get(key)
         if entry is None or entry[0] != program._version or entry[1] is not scope:
             entry = self._build_plan(program, scope, tuple(feed), fetch_names, feed_var_name,
@@ -202,14 +204,22 @@ class _RunPlan:
             if var is None:
                 raise NotFound(f"Executor.run: feed '{name}' expected to name a variable of the "
                                f"program, but there is none")
-            self.feed_checks.append((name, var))
+            want = to_numpy_dtype(var.dtype) if var.type == VarType.LOD_TENSOR else None
+            check_shape = var.shape if var.need_check_feed and var.shape else None
+            self.feed_checks.append((name, var, want, check_shape))
         self.n_fetch = n_fetch
         self.place = executor.place
 
     def run(self, feed, return_numpy):
         tensors = []
-        for name, var in self.feed_checks:
-            tensors.append(_feed_tensor(name, var, feed[name], self.place))
+        cpu = self.place.device == "cpu"
+        for name, var, want, check_shape in self.feed_checks:
+            value = feed[name]
+            if cpu and value.__class__ is np.ndarray and value.dtype == want and (
+                    check_shape is None or _shape_fits(check_shape, value.shape)):
+                tensors.append(LoDTensor(value))  # the common case: nothing to convert
+            else:
+                tensors.append(_feed_tensor(name, var, value, self.place))
         self.feed_holder.value = tensors
         self.fetch_holder.value = [None] * self.n_fetch
         scope = self.scope
@@ -371,11 +381,26 @@ def _make_step(prepared_op, holder, place, executor, scope, dead=()):
     plain = all(not s.duplicable for s in opdef.inputs) and len(outs) == 1 \
         and not opdef.outputs[0].duplicable and not opdef.lod_aware \
         and "runtime_outputs" not in opdef.traits  # may return SelectedRows etc.
+    if opdef.lod_aware and len(ins) == 1 and len(outs) == 1 and ins[0] is not None \
+            and not isinstance(ins[0], list) and not isinstance(outs[0], list) and not dead \
+            and outs[0] is not None and opdef.share_lod is None:
+        return _runtime_step(fn, ctx, ins[0], outs[0])
     if plain and outs[0] is not None and _leading_present(ins) > 0:
         out = outs[0]
         src = lod_src if opdef.outputs[0].name in lod_dsts else None
         return _plain_step(fn, ctx, ins, out, src, dead)
     return _general_step(fn, ctx, opdef, ins, outs, lod_src, lod_dsts, dead)
+
+
+def _runtime_step(fn, ctx, a, out):
+    """One runtime value in, one out (feed, fetch): no array unwrapping."""
+    new = LoDTensor
+
+    def step():
+        value = fn(ctx, a.value)
+        if value is not None:
+            out.value = new(value) if value.__class__ is np.ndarray else value
+    return step
 
 
 def _releasing(step, dead):
@@ -567,6 +592,10 @@ def _renumber(block, op_type, slot, names):
 
 
 _KIND = {"f": "float", "i": "int", "u": "int", "b": "bool", "c": "complex"}
+
+
+def _shape_fits(declared, shape):
+    return len(declared) == len(shape) and all(d < 0 or d == g for d, g in zip(declared, shape))
 
 
 def _feed_tensor(name, var, value, place):
