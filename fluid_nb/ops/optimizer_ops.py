@@ -120,6 +120,10 @@ def _update_infer(state, scalars=("LearningRate",), required=(), scalar_at_least
 
 # --- sgd ------------------------------------------------------------------------------------------
 def _sgd_kernel(ctx, param, lr, grad, master):
+    if master is None and grad.__class__ is LoDTensor:  # dense, no master copy: the usual
+        p, rate = param.array, lr.array
+        return (p - (rate.reshape(()) if rate.ndim else rate) * grad.array).astype(
+            p.dtype, copy=False), None
     xp = ctx.xp
     p, master = _array(param), _array(master)
     base, rate = _base(ctx, p, master), _value(lr)
