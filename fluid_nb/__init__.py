@@ -21,5 +21,9 @@ from .initializer import force_init_on_cpu, init_on_cpu  # noqa: F401
 from .layers.io import fluid_data as data  # noqa: F401  (fluid.data: checked feed shapes)
 from .training import LossHistory, train_loop  # noqa: F401
 from . import core  # noqa: F401
+from . import notebook  # noqa: F401  (rich display of programs, variables, tensors, scopes)
+from .notebook import load_ipython_extension  # noqa: F401  (%load_ext fluid_nb)
+from .live.session import (disable_live, enable_live, feed, live, live_session,  # noqa: F401
+                           live_step)
 
 __version__ = "0.1.0"
