@@ -46,7 +46,8 @@ class InferShapeContext:
         args = self.op.inputs.get(slot)
         if not args:
             raise InvalidArgument(expected(self.op.type, f"input '{slot}'", "a variable", "none"))
-        return self.block.var_recursive(args[index])
+        var = self.block.vars.get(args[index])  # most names live in the op's own block
+        return var if var is not None else self.block.var_recursive(args[index])
 
     def input_vars(self, slot):
         return [self.block.var_recursive(n) for n in self.op.inputs.get(slot, ())]
@@ -84,7 +85,9 @@ class InferShapeContext:
         args = self.op.outputs.get(slot)
         if not args or args[index] == EMPTY_VAR_NAME:
             return
-        var = self.block.var_recursive(args[index])
+        var = self.block.vars.get(args[index])
+        if var is None:
+            var = self.block.var_recursive(args[index])
         _set_var(var, shape, dtype, lod_level, type)
 
     def set_outputs(self, slot, shapes, dtype=None, lod_level=None):
@@ -94,11 +97,16 @@ class InferShapeContext:
 
     def share_lod(self, src, dst):
         """``dst`` gets ``src``'s LoD level (compile time carries only the level)."""
-        if self.has_input(src) and self.has_output(dst):
-            level = self.input_lod_level(src)
-            for name in self.op.outputs[dst]:
-                if name != EMPTY_VAR_NAME:
-                    self.block.var_recursive(name).lod_level = level
+        sources = self.op.inputs.get(src)
+        targets = self.op.outputs.get(dst)
+        if not sources or not targets:
+            return
+        level = self.input_var(src).lod_level
+        block = self.block
+        for name in targets:
+            if name != EMPTY_VAR_NAME:
+                var = block.vars.get(name)
+                (var if var is not None else block.var_recursive(name)).lod_level = level
 
     # --- checks ----------------------------------------------------------------------
     def fail(self, what, want, got):
@@ -110,9 +118,9 @@ class InferShapeContext:
 
 
 def _set_var(var: Variable, shape, dtype, lod_level, type):
-    var.shape = tuple(int(d) for d in shape)
+    var.shape = shape if shape.__class__ is tuple else tuple(int(d) for d in shape)
     if dtype is not None:
-        var.dtype = convert_dtype(dtype)
+        var.dtype = dtype if dtype.__class__ is VarType else convert_dtype(dtype)
     if lod_level is not None:
         var.lod_level = lod_level
     if type is not None:

@@ -27,9 +27,15 @@ def grad_var_name(name):
     return name + GRAD_SUFFIX
 
 
+_registry = None
+
+
 def _op_registry():
-    from ..ops import registry  # imported late: the op families import this module's package
-    return registry
+    global _registry
+    if _registry is None:
+        from ..ops import registry  # imported late: the op families import this package
+        _registry = registry
+    return _registry
 
 
 class Variable:
@@ -48,9 +54,10 @@ class Variable:
                  is_data=False, error_clip=None, **kwargs):
         self.block = block
         self.name = name if name is not None else unique_name.generate("_generated_var")
-        self.type = VarType(type)
-        self.shape = tuple(int(d) for d in shape) if shape is not None else ()
-        self.dtype = convert_dtype(dtype) if dtype is not None else VarType.FP32
+        self.type = type if type.__class__ is VarType else VarType(type)
+        self.shape = tuple(int(d) for d in shape) if shape else ()
+        self.dtype = VarType.FP32 if dtype is None else (
+            dtype if dtype.__class__ is VarType else convert_dtype(dtype))
         self.lod_level = int(lod_level) if lod_level is not None else 0
         self.persistable = bool(persistable) if persistable is not None else False
         self.stop_gradient = bool(stop_gradient)
@@ -59,6 +66,17 @@ class Variable:
         self.error_clip = error_clip
 
     is_parameter = False
+
+    @classmethod
+    def _output(cls, block, name):
+        """A fresh LoD-tensor variable for an op output named by string (infer_shape fills
+        in its shape and dtype); the lean path of append_op."""
+        var = cls.__new__(cls)
+        var.__dict__.update(block=block, name=name, type=VarType.LOD_TENSOR, shape=(),
+                            dtype=VarType.FP32, lod_level=0, persistable=False,
+                            stop_gradient=False, need_check_feed=False, is_data=False,
+                            error_clip=None)
+        return var
 
     # --- Fluid 1.x surface -------------------------------------------------------------
     @property
@@ -380,9 +398,10 @@ class Block:
         in_args = _arg_names(type, "input", inputs)
         out_args = _arg_names(type, "output", outputs)
         created = [n for args in out_args.values() for n in args
-                   if n != EMPTY_VAR_NAME and self._find_var_recursive(n) is None]
+                   if n not in self.vars and n != EMPTY_VAR_NAME
+                   and self._find_var_recursive(n) is None]
         for name in created:
-            self.vars[name] = Variable(self, name=name)
+            self.vars[name] = Variable._output(self, name)
         try:
             if spec is not None:
                 attrs, attr_types = spec.complete_attrs(attrs or {}, self.program)
@@ -429,6 +448,12 @@ def _arg_names(op_type, kind, args):
         return result
     for slot, value in args.items():
         if value is None:
+            continue
+        if value.__class__ is str:  # the common cases first: one name, one variable
+            result[slot] = [value]
+            continue
+        if isinstance(value, Variable):
+            result[slot] = [value.name]
             continue
         items = value if isinstance(value, (list, tuple)) else [value]
         names = []

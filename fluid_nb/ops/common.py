@@ -1,5 +1,6 @@
 """Pieces many op families share: Paddle's elementwise broadcasting, reducing a gradient
 back to an input's shape, and factories that make an elementwise op one definition."""
+from ..errors import InvalidArgument, expected
 from ..framework.infer import dims_match
 from .registry import def_op, grad_maker, grads_like
 
@@ -21,7 +22,8 @@ def align_for_axis(x_shape, y_shape, axis):
 
 def broadcast_shape(where, x_shape, y_shape, axis):
     """The output shape of an elementwise op (``-1`` stays unknown); raises on a mismatch."""
-    from ..errors import InvalidArgument, expected
+    if x_shape == y_shape:
+        return tuple(x_shape)
     xs, ys = align_for_axis(x_shape, y_shape, axis)
     if axis != -1 and len(x_shape) != len(y_shape):
         shorter = len(y_shape) if len(x_shape) > len(y_shape) else len(x_shape)

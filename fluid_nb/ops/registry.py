@@ -27,6 +27,7 @@ Registering a type twice is an error; a missing op names the op and what to add.
 from ..errors import InvalidArgument, NotFound, Unimplemented, expected
 from ..framework.attrs import ATTR_TYPE_NAMES, AttrType, normalize_attr
 from ..framework.dtypes import VarType
+from ..framework.infer import InferShapeContext
 
 _OPS = {}
 
@@ -92,8 +93,14 @@ class OpDef:
         self.share_lod = share_lod
         self.traits = frozenset(traits or ())
         self.doc = doc
-        # defaults are filled from this list, so append_op stays cheap
+        # precomputed so append_op stays cheap
         self._defaults = [(n, s.default) for n, s in self.attrs.items() if s.default is not None]
+        self._default_attrs = dict(self._defaults)
+        self._list_defaults = [n for n, d in self._defaults if isinstance(d, list)]
+        self._required_inputs = [s.name for s in self.inputs
+                                 if not s.dispensable and not s.intermediate]
+        self._required_outputs = [] if "optional_outputs" in self.traits else [
+            s.name for s in self.outputs if not s.dispensable and not s.intermediate]
 
     def __repr__(self):
         return f"OpDef({self.type}: {list(self.inputs)} -> {list(self.outputs)})"
@@ -101,6 +108,11 @@ class OpDef:
     # --- compile-time checks ---------------------------------------------------------
     def complete_attrs(self, given, program=None):
         """Attribute values checked, normalised and completed with defaults."""
+        if not given:  # the common case: all defaults (lists copied, so no op shares one)
+            attrs = dict(self._default_attrs)
+            for name in self._list_defaults:
+                attrs[name] = list(attrs[name])
+            return attrs, {}
         attrs = {}
         attr_types = {}
         specs = self.attrs
@@ -128,25 +140,26 @@ class OpDef:
         return attrs, attr_types
 
     def check_slots(self, inputs, outputs):
-        for kind, given, slots in (("input", inputs, self.input_slots),
-                                   ("output", outputs, self.output_slots)):
+        for kind, given, slots, required in (("input", inputs, self.input_slots,
+                                              self._required_inputs),
+                                             ("output", outputs, self.output_slots,
+                                              self._required_outputs)):
             for name, args in given.items():
                 slot = slots.get(name)
+                if slot is not None and (len(args) == 1 or slot.duplicable):
+                    continue
                 if slot is None:
                     raise InvalidArgument(expected(self.type, f"{kind} slot '{name}'",
                                                    f"one of {sorted(slots)}", f"'{name}'"))
                 if not slot.duplicable and len(args) > 1:
                     raise InvalidArgument(expected(self.type, f"{kind} '{name}'",
                                                    "one variable", f"{len(args)}: {args}"))
-            for slot in slots.values():
-                if not slot.dispensable and not slot.intermediate and not given.get(slot.name):
-                    if kind == "output" and "optional_outputs" in self.traits:
-                        continue
-                    raise InvalidArgument(expected(self.type, f"{kind} '{slot.name}'",
+            for name in required:
+                if not given.get(name):
+                    raise InvalidArgument(expected(self.type, f"{kind} '{name}'",
                                                    "a variable", "none"))
 
     def run_infer_shape(self, op):
-        from ..framework.infer import InferShapeContext
         ctx = InferShapeContext(op, self)
         self.infer_shape(ctx)
         if self.share_lod is not None:
