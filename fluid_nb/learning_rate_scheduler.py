@@ -120,13 +120,16 @@ def piecewise_decay(boundaries, values):
         raise InvalidArgument(f"piecewise_decay: values expected len(boundaries) + 1 = "
                               f"{len(boundaries) + 1} entries, but received {len(values)}")
     step = _step_counter()
-    lr = _const(values[0])
-    for boundary, before, after in zip(boundaries, values, values[1:]):
-        reached = _op("greater_equal", {"X": [step], "Y": [_const(boundary)]},
-                      dtype=VarType.BOOL)
-        reached = _op("cast", {"X": [reached]},
-                      {"in_dtype": int(VarType.BOOL), "out_dtype": int(VarType.FP32)})
-        lr = _binary("elementwise_add", lr, _scale(reached, after - before))
+    # Fluid's Switch takes the first case with step < boundaries[i], else values[-1]. Built
+    # from the last case back as lr = below * values[i] + (1 - below) * lr with below 0 or 1,
+    # so each value comes out exactly (no sums of differences).
+    lr = _const(values[-1])
+    for boundary, value in reversed(list(zip(boundaries, values))):
+        below = _op("less_than", {"X": [step], "Y": [_const(boundary)]}, dtype=VarType.BOOL)
+        below = _op("cast", {"X": [below]},
+                    {"in_dtype": int(VarType.BOOL), "out_dtype": int(VarType.FP32)})
+        lr = _binary("elementwise_add", _scale(below, value),
+                     _binary("elementwise_mul", _scale(below, -1.0, 1.0), lr))
     return lr
 
 

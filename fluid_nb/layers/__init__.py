@@ -11,8 +11,16 @@ from .metric_op import *  # noqa: F401,F403
 from .nn import *  # noqa: F401,F403
 from .ops import *  # noqa: F401,F403
 from .tensor import *  # noqa: F401,F403
+from .. import learning_rate_scheduler  # noqa: F401
+from ..learning_rate_scheduler import (  # noqa: F401
+    cosine_decay, exponential_decay, inverse_time_decay, linear_lr_warmup, natural_exp_decay,
+    noam_decay, piecewise_decay, polynomial_decay)
+
+_LR_SCHEDULES = ["exponential_decay", "natural_exp_decay", "inverse_time_decay",
+                 "polynomial_decay", "piecewise_decay", "noam_decay", "cosine_decay",
+                 "linear_lr_warmup"]
 
 math_op_patch.monkey_patch_variable()
 
 __all__ = (control_flow.__all__ + io.__all__ + loss.__all__ + manip.__all__
-           + metric_op.__all__ + nn.__all__ + ops.__all__ + tensor.__all__)
+           + metric_op.__all__ + nn.__all__ + ops.__all__ + tensor.__all__ + _LR_SCHEDULES)
