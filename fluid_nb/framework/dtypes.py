@@ -87,8 +87,22 @@ def convert_dtype(dtype):
                               f"complex64/128 or a VarType, but received {dtype!r}") from None
 
 
+_NUMPY_DTYPE_CACHE = {}
+
+
 def to_numpy_dtype(dtype):
     """Return the NumPy dtype that holds data of ``dtype``."""
+    try:
+        return _NUMPY_DTYPE_CACHE[dtype]
+    except (KeyError, TypeError):
+        pass
+    result = _to_numpy_dtype(dtype)
+    if isinstance(dtype, (int, str)):
+        _NUMPY_DTYPE_CACHE[dtype] = result
+    return result
+
+
+def _to_numpy_dtype(dtype):
     vt = convert_dtype(dtype)
     try:
         return np.dtype(_NUMPY_OF[vt])

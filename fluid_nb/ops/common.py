@@ -70,13 +70,25 @@ def unbroadcast(xp, grad, shape):
     return grad.reshape(shape)
 
 
+_SUM_AXES = {}  # (grad shape, operand shape, other shape, axis) -> axes to sum over
+
+
 def unbroadcast_for_axis(xp, grad, shape, other_shape, axis):
     """The gradient of an operand of ``shape`` broadcast against ``other_shape`` under
-    Paddle's ``axis`` rule."""
-    if axis == -1 or len(shape) == len(other_shape) or len(shape) >= len(other_shape):
-        return unbroadcast(xp, grad, shape)
-    padded = align_for_axis(other_shape, shape, axis)[1]
-    return unbroadcast(xp, grad, padded).reshape(shape)
+    Paddle's ``axis`` rule: ``grad`` summed over the broadcast dims, reshaped to ``shape``."""
+    key = (grad.shape, shape, other_shape, axis)
+    axes = _SUM_AXES.get(key)
+    if axes is None:
+        if axis == -1 or len(shape) >= len(other_shape):
+            padded = tuple(shape)
+        else:
+            padded = align_for_axis(other_shape, shape, axis)[1]
+        padded = (1,) * (grad.ndim - len(padded)) + tuple(padded)
+        axes = _SUM_AXES[key] = tuple(i for i, (g, n) in enumerate(zip(grad.shape, padded))
+                                      if n == 1 and g != 1)
+    if axes:
+        grad = grad.sum(axis=axes)
+    return grad.reshape(shape)
 
 
 def binary_infer_shape(ctx):
