@@ -165,6 +165,32 @@ def check_output(case):
     return result
 
 
+
+def append_one(op_type, inputs, outputs, attrs=None):
+    """Append one ``op_type`` to a fresh program: ``inputs`` maps slot -> (shape, dtype) and
+    names each variable after its slot; returns the op (its infer_shape has run)."""
+    program = fluid.Program()
+    block = program.global_block()
+    for name, (shape, dtype) in inputs.items():
+        block.create_var(name=name, shape=shape, dtype=dtype)
+    return block.append_op(type=op_type, inputs={k: [k] for k in inputs},
+                           outputs={k: [k.lower() + "_out"] for k in outputs},
+                           attrs=attrs or {})
+
+
+def assert_build_fails(op, inputs, attrs, *words):
+    """Building ``op`` raises InvalidArgument whose message starts with the op's type and
+    contains every one of ``words``."""
+    import pytest
+    from fluid_nb.errors import InvalidArgument
+    with pytest.raises(InvalidArgument) as info:
+        build(OpCase(op, inputs, attrs=attrs))
+    message = str(info.value)
+    assert message.startswith(op), message
+    for word in words:
+        assert word in message, message
+
+
 def _as64(value):
     if isinstance(value, list):
         return [_as64(v) for v in value]

@@ -5,7 +5,7 @@ import pytest
 import fluid_nb as fluid
 from fluid_nb.errors import InvalidArgument
 
-from .op_test import OpCase, case_id, check_grad, check_output
+from .op_test import append_one, OpCase, case_id, check_grad, check_output
 
 rng = np.random.RandomState(0)
 
@@ -87,14 +87,7 @@ def test_grad_matches_finite_differences(case):
     check_grad(case)
 
 
-def _append(op_type, inputs, outputs, attrs=None):
-    program = fluid.Program()
-    block = program.global_block()
-    for name, (shape, dtype) in inputs.items():
-        block.create_var(name=name, shape=shape, dtype=dtype)
-    return block.append_op(type=op_type, inputs={k: [k] for k in inputs},
-                           outputs={k: [k.lower() + "_out"] for k in outputs},
-                           attrs=attrs or {})
+_append = append_one
 
 
 def test_accuracy_output_types():
