@@ -208,18 +208,20 @@ def _adam_kernel(ctx, param, grad, lr, m1, m2, b1p, b2p, beta1_t, beta2_t, eps_t
     eps_hat = real(eps) * np.sqrt(one - real(pow2))
 
     def step(pv, gv, m1v, m2v):
-        # the same formula, worked in buffers this kernel owns, so a step allocates five
-        # arrays instead of a dozen (the inputs are never written)
+        # Paddle's formula term by term, worked in buffers this kernel owns (the outputs and
+        # one scratch array), so a step allocates four arrays; the inputs are never written
+        scratch = xp.multiply(gv, one - beta1)
         m1n = m1v * beta1
-        m1n += (one - beta1) * gv
-        m2n = gv * gv
-        m2n *= one - beta2
-        m2n += beta2 * m2v
-        update = xp.sqrt(m2n)
-        update += eps_hat
-        xp.divide(m1n, update, out=update)
-        update *= rate
-        return pv - update, m1n, m2n
+        m1n += scratch
+        xp.multiply(gv, gv, out=scratch)
+        scratch *= one - beta2
+        m2n = m2v * beta2
+        m2n += scratch
+        xp.sqrt(m2n, out=scratch)
+        scratch += eps_hat
+        xp.divide(m1n, scratch, out=scratch)
+        scratch *= rate
+        return pv - scratch, m1n, m2n
 
     if isinstance(grad, SelectedRows) and a["lazy_mode"]:
         rows, values = merged_rows(xp, grad, "adam", base.shape[0])
