@@ -117,7 +117,10 @@ def elementwise_op(type, forward, backward, needs=("X", "Y"), doc=None, needs_ou
             dx, dy = backward(xp, x, y, out, dout, want_x, want_y)
             return ((dx.astype(x.dtype, copy=False) if want_x and dx is not None else None),
                     (dy.astype(y.dtype, copy=False) if want_y and dy is not None else None))
-        xa, ya = aligned(xp, x, y, axis)
+        if axis == -1 or axis == x.ndim - y.ndim:  # trailing alignment: NumPy's own rule
+            xa, ya = x, y
+        else:
+            xa, ya = aligned(xp, x, y, axis)
         dx, dy = backward(xp, xa, ya, out, dout, want_x, want_y)
         if want_x and dx is not None:
             if dx.shape != dout.shape:

@@ -119,7 +119,27 @@ def _fill_constant(ctx, value_tensor, shape_tensor, shape_list):
                                            repr(attrs["str_value"]))) from None
     else:
         value = attrs["value"]
-    return ctx.xp.full(shape, value, dtype=to_numpy_dtype(attrs["dtype"]))
+    dtype = to_numpy_dtype(attrs["dtype"])
+    if ctx.xp is not np or value_tensor is not None:
+        return ctx.xp.full(shape, value, dtype=dtype)
+    return _small_constant(tuple(shape), value, dtype)
+
+
+_CONSTANTS = {}  # (shape, value, dtype) -> a read-only array, for small host constants
+
+
+def _small_constant(shape, value, dtype):
+    """A shared read-only array for a small constant (a loss gradient's 1.0, say): values
+    are never written in place, and the read-only flag makes sure of it."""
+    key = (shape, repr(value), dtype)  # repr keeps -0.0 apart from 0.0, and NaN findable
+    array = _CONSTANTS.get(key)
+    if array is None:
+        array = np.full(shape, value, dtype=dtype)
+        if array.size > 4096 or len(_CONSTANTS) > 512:
+            return array
+        array.flags.writeable = False
+        _CONSTANTS[key] = array
+    return array
 
 
 def_op("fill_constant",
