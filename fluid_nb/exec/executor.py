@@ -39,9 +39,12 @@ class KernelContext:
     ``executor`` and ``op``.
     """
 
-    __slots__ = ("op", "attrs", "xp", "place", "executor", "scope", "_wanted", "program")
+    __slots__ = ("op", "attrs", "xp", "place", "executor", "scope", "_wanted", "program",
+                 "cache")
 
     def __init__(self, op, place, executor, scope, wanted):
+        #: per-op memo for values that depend on attributes alone (a constant's array)
+        self.cache = {}
         self.op = op
         self.attrs = op.attrs
         self.place = place

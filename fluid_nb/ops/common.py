@@ -105,9 +105,10 @@ def elementwise_op(type, forward, backward, needs=("X", "Y"), doc=None, needs_ou
     each gradient back to its operand's shape.
     """
     def kernel(ctx, x, y):
-        if x.shape == y.shape:
-            return forward(ctx.xp, x, y)
-        xa, ya = aligned(ctx.xp, x, y, ctx.attrs["axis"])
+        axis = ctx.attrs["axis"]
+        if x.shape == y.shape or axis == -1 or axis == x.ndim - y.ndim:
+            return forward(ctx.xp, x, y)  # NumPy's trailing broadcast is Paddle's rule here
+        xa, ya = aligned(ctx.xp, x, y, axis)
         return forward(ctx.xp, xa, ya)
 
     def grad_kernel(ctx, x, y, out, dout):

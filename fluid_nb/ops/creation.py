@@ -106,6 +106,11 @@ def _fill_constant_infer(ctx):
 
 
 def _fill_constant(ctx, value_tensor, shape_tensor, shape_list):
+    from_attrs = value_tensor is None and shape_tensor is None and not shape_list
+    if from_attrs:
+        cached = ctx.cache.get("constant")
+        if cached is not None:
+            return cached
     attrs = ctx.attrs
     shape = _runtime_shape("fill_constant", shape_tensor, shape_list, attrs["shape"])
     if value_tensor is not None:
@@ -119,26 +124,12 @@ def _fill_constant(ctx, value_tensor, shape_tensor, shape_list):
                                            repr(attrs["str_value"]))) from None
     else:
         value = attrs["value"]
-    dtype = to_numpy_dtype(attrs["dtype"])
-    if ctx.xp is not np or value_tensor is not None:
-        return ctx.xp.full(shape, value, dtype=dtype)
-    return _small_constant(tuple(shape), value, dtype)
-
-
-_CONSTANTS = {}  # (shape, value, dtype) -> a read-only array, for small host constants
-
-
-def _small_constant(shape, value, dtype):
-    """A shared read-only array for a small constant (a loss gradient's 1.0, say): values
-    are never written in place, and the read-only flag makes sure of it."""
-    key = (shape, repr(value), dtype)  # repr keeps -0.0 apart from 0.0, and NaN findable
-    array = _CONSTANTS.get(key)
-    if array is None:
-        array = np.full(shape, value, dtype=dtype)
-        if array.size > 4096 or len(_CONSTANTS) > 512:
-            return array
+    array = ctx.xp.full(shape, value, dtype=to_numpy_dtype(attrs["dtype"]))
+    if from_attrs and array.size <= 4096 and hasattr(array, "flags"):
+        # the same small constant every run (a loss gradient's 1.0): made once, read-only,
+        # since values are never written in place
         array.flags.writeable = False
-        _CONSTANTS[key] = array
+        ctx.cache["constant"] = array
     return array
 
 

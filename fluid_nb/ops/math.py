@@ -206,6 +206,12 @@ def_op("sum", inputs=["X[]"], outputs=["Out"], infer_shape=_sum_infer, grad=_sum
            "LoDTensorArrays add index by index). Out takes X[0]'s LoD.")
 
 
+def _filled(xp, shape, dtype, value):
+    array = xp.empty(shape, dtype=dtype)
+    array.fill(value)
+    return array
+
+
 def_op("mean", inputs=["X"], outputs=["Out"],
        infer_shape=lambda ctx: ctx.set_output("Out", (), ctx.input_dtype("X")),
        grad=grad_maker("mean_grad", inputs=["X"]),
@@ -214,8 +220,8 @@ def_op("mean", inputs=["X"], outputs=["Out"],
 
 def_op("mean_grad", inputs=["X", "Out@GRAD"], outputs=["X@GRAD"],
        infer_shape=grads_like(**{"X@GRAD": "X"}),
-       kernel=lambda ctx, x, dout: ctx.xp.full(x.shape, dout.reshape(-1)[0] / max(x.size, 1),
-                                               dtype=x.dtype),
+       kernel=lambda ctx, x, dout: _filled(ctx.xp, x.shape, x.dtype,
+                                           float(dout.reshape(-1)[0]) / max(x.size, 1)),
        doc="dX = dOut / numel(X) everywhere.")
 
 
