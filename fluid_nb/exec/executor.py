@@ -482,7 +482,9 @@ def _general_step(fn, ctx, opdef, ins, outs, lod_src, lod_dsts, dead):
     # outputs worth storing: (position in the result, holder or holder list, shares LoD)
     stores = tuple((i, h, opdef.outputs[i].name in lod_dsts) for i, h in enumerate(outs)
                    if h is not None)
-    arrays_only = not lod_aware and not any(isinstance(h, list) for h in ins)
+    single_slots = not any(isinstance(h, list) for h in ins)
+    arrays_only = not lod_aware and single_slots
+    values_only = lod_aware and single_slots  # optimizer updates: runtime values, no lists
 
     def read(h):
         if h is None:
@@ -502,6 +504,8 @@ def _general_step(fn, ctx, opdef, ins, outs, lod_src, lod_dsts, dead):
     def step():
         if arrays_only:
             result = fn(ctx, *[h.value.array if h is not None else None for h in ins])
+        elif values_only:
+            result = fn(ctx, *[h.value if h is not None else None for h in ins])
         else:
             result = fn(ctx, *[read(h) for h in ins])
         if single:
