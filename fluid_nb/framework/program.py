@@ -606,8 +606,12 @@ class Program:
         twin.random_seed = self.random_seed
         twin.version = self.version
         twin.op_version_map = dict(self.op_version_map)
+        if hasattr(self, "_presence"):
+            twin._presence = set(self._presence)
         for block in self.blocks:
             copy_block = Block(twin, block.idx, block.parent_idx, block.forward_block_idx)
+            if hasattr(block, "_presence"):
+                copy_block._presence = set(block._presence)
             for var in block.vars.values():
                 copy_var = object.__new__(type(var))
                 copy_var.__dict__.update(var.__dict__)

@@ -114,6 +114,12 @@ def test_program_bytes_round_trip(path):
     assert again == data
 
 
+@pytest.mark.parametrize("path", PROGRAM_FILES, ids=lambda p: str(p.relative_to(FIXTURES)))
+def test_clone_of_a_loaded_program_serializes_identically(path):
+    data = path.read_bytes()
+    assert fluid.Program.parse_from_string(data).clone().serialize_to_string() == data
+
+
 def test_loaded_training_program_keeps_parameters_and_optimizer_state():
     meta = json.loads((FIXTURES / "training" / "mlp_adam" / "meta.json").read_text())
     program = fluid.Program.parse_from_string(
