@@ -1,4 +1,5 @@
 """Imports every op family so each registers its ops (the registry loads this lazily)."""
 from . import (  # noqa: F401
     io_ops, math, activation, nn, conv, norm, loss, creation, shape, tensor, metric, lookup,
-    compare, optimizer_ops, clip_ops, init_ops)
+    compare, optimizer_ops, clip_ops, init_ops, sequence,
+    sequence_conv, sequence_layout)
