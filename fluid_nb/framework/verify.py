@@ -3,12 +3,14 @@
 Checks, per block: every op type is registered; slot names and arities fit the op's
 definition; attributes have their declared types and pass their checkers; BLOCK attributes
 name existing blocks; every input names a declared variable (here or in a parent block);
-no temporary is written by two ops unless the second also reads it (an in-place update);
+no temporary is written by two ops unless the second also reads it (an in-place update) or
+it is a tensor array (written slot by slot);
 re-running every op's infer_shape on a copy reproduces the declared output shapes and dtypes.
 All problems are collected and raised together as one InvalidArgument.
 """
 from ..errors import FluidError, InvalidArgument
 from .attrs import AttrType, normalize_attr
+from .dtypes import VarType
 from .infer import shapes_match
 from .program import EMPTY_VAR_NAME
 
@@ -58,7 +60,9 @@ def verify(program, check_shapes=True):
                         problems.append(f"{where}: output '{slot}' expected a declared "
                                         f"variable, but '{arg}' is not declared")
                         continue
-                    if arg in written and not var.persistable and arg not in reads:
+                    # a tensor array is written slot by slot (write_to_array, as in Paddle)
+                    if arg in written and not var.persistable and arg not in reads \
+                            and var.type != VarType.LOD_TENSOR_ARRAY:
                         problems.append(f"{where}: output '{slot}' expected a fresh variable, "
                                         f"but '{arg}' was already written by op {written[arg]}")
                     written[arg] = index

@@ -12,6 +12,12 @@ PINNED_ELSEWHERE = {
     "merge_selected_rows": "tests/ops/test_clip_ops.py (SelectedRows input)",
     "get_tensor_from_selected_rows": "tests/ops/test_clip_ops.py (SelectedRows input)",
 }
+# rank tables and tensor arrays cannot be fed by the op table: pinned, forward and gradient,
+# by the hand-built programs of tests/ops/test_lod_ops.py
+for _op in ["array_to_lod_tensor", "lod_tensor_to_array", "lod_array_length", "max_sequence_len",
+            "read_from_array", "reorder_lod_tensor_by_rank", "shrink_rnn_memory",
+            "write_to_array", "select_input", "select_output"]:
+    PINNED_ELSEWHERE[_op] = "tests/ops/test_lod_ops.py (rank table or tensor array)"
 
 
 def _cases():
@@ -47,5 +53,5 @@ def test_every_forward_op_has_a_numpy_reference_case():
 def test_every_differentiable_op_has_a_gradient_case():
     checked = {c.op for c in _cases() if c.grad}
     missing = sorted(t for t, d in _forward_ops().items()
-                     if d.grad is not None and t not in checked)
+                     if d.grad is not None and t not in checked and t not in PINNED_ELSEWHERE)
     assert not missing, f"ops with a grad maker but no gradient case: {missing}"
