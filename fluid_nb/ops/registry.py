@@ -69,7 +69,7 @@ class OpDef:
     code generators and views; nothing about an op is kept anywhere else."""
 
     def __init__(self, type, inputs, outputs, attrs, infer_shape, infer_var_type, grad,
-                 kernel, kernels, lod_aware, share_lod, traits, doc):
+                 kernel, kernels, lod_aware, share_lod, traits, doc, sub_block_backward=None):
         self.type = type
         self.inputs = tuple(Slot(s) for s in inputs)
         self.outputs = tuple(Slot(s) for s in outputs)
@@ -93,6 +93,10 @@ class OpDef:
         self.share_lod = share_lod
         self.traits = frozenset(traits or ())
         self.doc = doc
+        #: for ops with the ``has_sub_block`` trait: ``rule(op, no_grad) -> grad block`` that
+        #: differentiates the op's sub-block; backward hands the result to the grad maker as
+        #: ``g.grad_block``
+        self.sub_block_backward = sub_block_backward
         # precomputed so append_op stays cheap
         self._defaults = [(n, s.default) for n, s in self.attrs.items() if s.default is not None]
         self._default_attrs = dict(self._defaults)
@@ -189,13 +193,13 @@ class OpDef:
 
 def def_op(type, inputs=(), outputs=(), attrs=None, infer_shape=None, infer_var_type=None,
            grad=None, kernel=None, kernels=None, lod_aware=False, share_lod=None, traits=(),
-           doc=None):
+           doc=None, sub_block_backward=None):
     """Register op ``type``; see the module docstring for the conventions."""
     if type in _OPS:
         raise InvalidArgument(f"def_op: op type '{type}' expected to be new, but it is already "
                               f"registered")
     opdef = OpDef(type, inputs, outputs, attrs, infer_shape, infer_var_type, grad, kernel,
-                  kernels, lod_aware, share_lod, traits, doc)
+                  kernels, lod_aware, share_lod, traits, doc, sub_block_backward)
     _OPS[type] = opdef
     return opdef
 
