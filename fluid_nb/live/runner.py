@@ -27,6 +27,38 @@ def _is_internal(filename):
     return filename.startswith(_PKG_DIR) or filename.endswith(_CONTEXTLIB)
 
 
+class SourceLine:
+    """Where an op was added: indexable as ``(filename, lineno, line)``. The line's text is
+    read only when asked for, since most recorded ops are never shown or fail."""
+
+    __slots__ = ("filename", "lineno")
+
+    def __init__(self, filename, lineno):
+        self.filename, self.lineno = filename, lineno
+
+    @property
+    def line(self):
+        return linecache.getline(self.filename, self.lineno).strip()
+
+    def __getitem__(self, index):
+        return (self.filename, self.lineno, self.line)[index]
+
+    def __iter__(self):
+        return iter((self.filename, self.lineno, self.line))
+
+    def __len__(self):
+        return 3
+
+    def __eq__(self, other):
+        return tuple(self) == tuple(other)
+
+    def __hash__(self):
+        return hash((self.filename, self.lineno))
+
+    def __repr__(self):
+        return f"SourceLine({self.filename!r}, {self.lineno}, {self.line!r})"
+
+
 def user_source(depth=2):
     """``(filename, lineno, line)`` of the innermost caller outside the fluid_nb package."""
     frame = sys._getframe(depth)
@@ -34,8 +66,7 @@ def user_source(depth=2):
         frame = frame.f_back
     if frame is None:
         return None
-    filename, lineno = frame.f_code.co_filename, frame.f_lineno
-    return (filename, lineno, linecache.getline(filename, lineno).strip())
+    return SourceLine(frame.f_code.co_filename, frame.f_lineno)
 
 
 class OpRunner:
