@@ -3,7 +3,7 @@
 Every name here builds the same op types, slots and variable names as Paddle Fluid 1.8
 (``fc`` -> mul, elementwise_add, act; parameters ``fc_0.w_0``/``fc_0.b_0``)."""
 from . import (control_flow, io, loss, manip, math_op_patch, metric_op, nn, ops, rnn,  # noqa: F401
-               sequence, tensor)
+               rnn_layers, sequence, tensor)
 from .control_flow import *  # noqa: F401,F403
 from .io import *  # noqa: F401,F403
 from .loss import *  # noqa: F401,F403
@@ -12,6 +12,7 @@ from .metric_op import *  # noqa: F401,F403
 from .nn import *  # noqa: F401,F403
 from .ops import *  # noqa: F401,F403
 from .rnn import *  # noqa: F401,F403
+from .rnn_layers import *  # noqa: F401,F403
 from .sequence import *  # noqa: F401,F403
 from .tensor import *  # noqa: F401,F403
 from .. import learning_rate_scheduler  # noqa: F401
@@ -26,5 +27,6 @@ _LR_SCHEDULES = ["exponential_decay", "natural_exp_decay", "inverse_time_decay",
 math_op_patch.monkey_patch_variable()
 
 __all__ = (control_flow.__all__ + io.__all__ + loss.__all__ + manip.__all__
-           + metric_op.__all__ + nn.__all__ + ops.__all__ + rnn.__all__ + sequence.__all__
+           + metric_op.__all__ + nn.__all__ + ops.__all__ + rnn.__all__ + rnn_layers.__all__
+           + sequence.__all__
            + tensor.__all__ + _LR_SCHEDULES)
