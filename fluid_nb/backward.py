@@ -134,8 +134,11 @@ def make_backward_ops(block, op_path, no_grad, available):
 def _sum_repeated_and_fill_missing(block, specs, available):
     writers = {}  # grad name -> [(spec, slot, index)]
     for spec in specs:
+        reads = {n for args in spec.inputs.values() for n in args}
         for slot, args in spec.outputs.items():
             for i, name in enumerate(args):
+                if name in reads:  # in place (while_grad's loop-carried gradient): as Paddle,
+                    continue       # it updates the one value, it is not a second partial
                 writers.setdefault(name, []).append((spec, slot, i))
     repeated = {n for n, w in writers.items() if len(w) > 1}
     renamed = {}

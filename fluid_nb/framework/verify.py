@@ -4,7 +4,7 @@ Checks, per block: every op type is registered; slot names and arities fit the o
 definition; attributes have their declared types and pass their checkers; BLOCK attributes
 name existing blocks; every input names a declared variable (here or in a parent block);
 no temporary is written by two ops unless the second also reads it (an in-place update) or
-it is a tensor array (written slot by slot);
+it is a tensor array (written slot by slot) or the writer runs a sub-block (a branch);
 re-running every op's infer_shape on a copy reproduces the declared output shapes and dtypes.
 All problems are collected and raised together as one InvalidArgument.
 """
@@ -51,6 +51,8 @@ def verify(program, check_shapes=True):
                         problems.append(f"{where}: input '{slot}' expected a declared variable, "
                                         f"but '{arg}' is unbound")
             reads = set(op.input_arg_names)
+            # an op with a sub-block (a branch, a loop) may overwrite what an earlier op wrote
+            overwrites = "has_sub_block" in opdef.traits
             for slot, args in op.outputs.items():
                 for arg in args:
                     if arg == EMPTY_VAR_NAME:
@@ -62,7 +64,7 @@ def verify(program, check_shapes=True):
                         continue
                     # a tensor array is written slot by slot (write_to_array, as in Paddle)
                     if arg in written and not var.persistable and arg not in reads \
-                            and var.type != VarType.LOD_TENSOR_ARRAY:
+                            and var.type != VarType.LOD_TENSOR_ARRAY and not overwrites:
                         problems.append(f"{where}: output '{slot}' expected a fresh variable, "
                                         f"but '{arg}' was already written by op {written[arg]}")
                     written[arg] = index

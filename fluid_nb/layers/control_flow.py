@@ -1,12 +1,29 @@
-"""Counters and comparisons of Fluid's control_flow module: increment, less_than, equal,
-..., and the logical ops. The comparison outputs are bool and carry no gradient."""
+"""Fluid's control_flow module: counters and comparisons (increment, less_than, ...,
+the logical ops), tensor arrays and rank tables (array_write, lod_rank_table, ...), and the
+blocks (While, IfElse, Switch, cond, case, switch_case, while_loop).
+
+The block layers build exactly the ops Fluid built: a ``while`` op or ``conditional_block``
+op whose ``sub_block`` holds the user's ops, with ``X``/``Input`` the outer variables the
+block reads and ``Out`` the outer variables it writes. The comparison outputs are bool and
+carry no gradient.
+"""
+import contextlib
+import functools
+
 from ..errors import InvalidArgument
+from ..framework import unique_name
+from ..framework.attrs import AttrType
 from ..framework.dtypes import VarType
 from ..framework.program import Variable
 from ..layer_helper import LayerHelper
 
 __all__ = ["increment", "less_than", "less_equal", "greater_than", "greater_equal", "equal",
-           "not_equal", "logical_and", "logical_or", "logical_xor", "logical_not"]
+           "not_equal", "logical_and", "logical_or", "logical_xor", "logical_not",
+           "create_array", "array_write", "array_read", "array_length", "lod_rank_table",
+           "max_sequence_len", "lod_tensor_to_array", "array_to_lod_tensor", "shrink_memory",
+           "reorder_lod_tensor_by_rank", "is_empty", "split_lod_tensor", "merge_lod_tensor",
+           "select_input", "While", "ConditionalBlock", "IfElse", "Switch", "cond", "case",
+           "switch_case", "while_loop"]
 
 
 def increment(x, value=1.0, in_place=True):
@@ -85,3 +102,528 @@ def logical_xor(x, y, out=None, name=None):
 
 def logical_not(x, out=None, name=None):
     return _logical("logical_not", x, None, out, name)
+
+
+def _check_var(where, name, value):
+    if not isinstance(value, Variable):
+        raise InvalidArgument(f"{where}: {name} expected Variable, but received "
+                              f"{type(value).__name__}")
+
+
+# --- tensor arrays and rank tables --------------------------------------------------------------
+def create_array(dtype):
+    """An empty tensor array variable ``array_<n>.out``."""
+    helper = LayerHelper("array")
+    return helper.create_variable(name=f"{helper.name}.out", type=VarType.LOD_TENSOR_ARRAY,
+                                  dtype=dtype)
+
+
+def array_write(x, i, array=None):
+    """``array[i] = x`` (write_to_array); a new array ``array_write_<n>.out`` when None."""
+    _check_var("array_write", "x", x)
+    _check_var("array_write", "i", i)
+    helper = LayerHelper("array_write")
+    if array is None:
+        array = helper.create_variable(name=f"{helper.name}.out",
+                                       type=VarType.LOD_TENSOR_ARRAY, dtype=x.dtype)
+    helper.append_op(type="write_to_array", inputs={"X": [x], "I": [i]},
+                     outputs={"Out": [array]})
+    return array
+
+
+def array_read(array, i):
+    """``array[i]`` (read_from_array)."""
+    _check_var("array_read", "array", array)
+    _check_var("array_read", "i", i)
+    helper = LayerHelper("array_read")
+    out = helper.create_variable_for_type_inference(dtype=array.dtype)
+    helper.append_op(type="read_from_array", inputs={"X": [array], "I": [i]},
+                     outputs={"Out": [out]})
+    return out
+
+
+def array_length(array):
+    """The number of tensors in ``array`` (lod_array_length, int64 [1])."""
+    helper = LayerHelper("array_length")
+    out = helper.create_variable_for_type_inference(dtype=VarType.INT64, stop_gradient=True)
+    helper.append_op(type="lod_array_length", inputs={"X": [array]}, outputs={"Out": [out]})
+    return out
+
+
+def lod_rank_table(x, level=0):
+    """The sequences of LoD level ``level`` of ``x`` ranked by length, longest first."""
+    helper = LayerHelper("lod_rank_table")
+    table = helper.create_variable(type=VarType.LOD_RANK_TABLE,
+                                   name=unique_name.generate("lod_rank_table"))
+    helper.append_op(type="lod_rank_table", inputs={"X": [x]}, outputs={"Out": [table]},
+                     attrs={"level": level})
+    return table
+
+
+def max_sequence_len(rank_table):
+    helper = LayerHelper("max_seqence_len")  # sic: Fluid's helper name
+    out = helper.create_variable_for_type_inference(dtype=VarType.INT64)
+    helper.append_op(type="max_sequence_len", inputs={"RankTable": [rank_table]},
+                     outputs={"Out": [out]})
+    return out
+
+
+def lod_tensor_to_array(x, table):
+    helper = LayerHelper("lod_tensor_to_array")
+    array = helper.create_variable(name=unique_name.generate("lod_tensor_to_array"),
+                                   type=VarType.LOD_TENSOR_ARRAY, dtype=x.dtype)
+    helper.append_op(type="lod_tensor_to_array", inputs={"X": [x], "RankTable": [table]},
+                     outputs={"Out": [array]})
+    return array
+
+
+def array_to_lod_tensor(x, table):
+    helper = LayerHelper("array_to_lod_tensor")
+    out = helper.create_variable_for_type_inference(dtype=x.dtype)
+    helper.append_op(type="array_to_lod_tensor", inputs={"X": [x], "RankTable": [table]},
+                     outputs={"Out": [out]})
+    return out
+
+
+def shrink_memory(x, i, table):
+    helper = LayerHelper("shrink_memory")
+    out = helper.create_variable_for_type_inference(dtype=x.dtype)
+    helper.append_op(type="shrink_rnn_memory",
+                     inputs={"X": [x], "I": [i], "RankTable": [table]}, outputs={"Out": [out]})
+    return out
+
+
+def reorder_lod_tensor_by_rank(x, rank_table):
+    helper = LayerHelper("reorder_lod_tensor_by_rank")
+    out = helper.create_variable_for_type_inference(dtype=x.dtype)
+    helper.append_op(type="reorder_lod_tensor_by_rank",
+                     inputs={"X": [x], "RankTable": [rank_table]}, outputs={"Out": [out]})
+    return out
+
+
+def is_empty(x, cond=None):
+    helper = LayerHelper("is_empty")
+    if cond is None:
+        cond = helper.create_variable_for_type_inference(dtype=VarType.BOOL, stop_gradient=True)
+    helper.append_op(type="is_empty", inputs={"X": [x]}, outputs={"Out": [cond]})
+    return cond
+
+
+def split_lod_tensor(input, mask, level=0):
+    helper = LayerHelper("split_lod_tensor")
+    out_true = helper.create_variable_for_type_inference(dtype=input.dtype)
+    out_false = helper.create_variable_for_type_inference(dtype=input.dtype)
+    helper.append_op(type="split_lod_tensor", inputs={"X": [input], "Mask": [mask]},
+                     outputs={"OutTrue": [out_true], "OutFalse": [out_false]},
+                     attrs={"level": level})
+    return out_true, out_false
+
+
+def merge_lod_tensor(in_true, in_false, x, mask, level=0):
+    helper = LayerHelper("merge_lod_tensor")
+    out = helper.create_variable_for_type_inference(dtype=in_true.dtype)
+    helper.append_op(type="merge_lod_tensor",
+                     inputs={"X": [x], "Mask": [mask], "InTrue": [in_true],
+                             "InFalse": [in_false]},
+                     outputs={"Out": [out]}, attrs={"level": level})
+    return out
+
+
+def select_input(inputs, mask):
+    """``inputs[mask]`` (select_input; mask an int32 [1])."""
+    helper = LayerHelper("select_input")
+    first = inputs[0]
+    out = helper.create_variable(dtype=first.dtype, shape=first.shape, type=first.type)
+    helper.append_op(type="select_input", inputs={"X": list(inputs), "Mask": [mask]},
+                     outputs={"Out": [out]})
+    return out
+
+
+# --- sub-blocks ----------------------------------------------------------------------------------
+def _block_reads_writes(block, reads=None, writes=None):
+    """(names read before written, names written) by ``block``'s ops, nested blocks
+    included, in first-use order."""
+    reads = [] if reads is None else reads
+    writes = {} if writes is None else writes
+    program = block.program
+    for op in block.ops:
+        for name in op.input_arg_names:
+            if name not in writes and name not in reads:
+                reads.append(name)
+        for name, value in op.attrs.items():
+            if op.attr_type(name) == AttrType.BLOCK:
+                inner_reads, _ = _block_reads_writes(program.block(value))
+                reads.extend(n for n in inner_reads if n not in writes and n not in reads)
+        for name in op.output_arg_names:
+            writes.setdefault(name, None)
+    return reads, list(writes)
+
+
+@contextlib.contextmanager
+def _sub_block(complete):
+    """Ops appended inside go to a new block; ``complete(block)`` then adds the op that runs
+    it to the parent block."""
+    from ..framework.program import default_main_program
+    program = default_main_program()
+    block = program._create_block()
+    try:
+        yield block
+    except BaseException:
+        program._rollback()
+        raise
+    program._rollback()
+    complete(block)
+
+
+class While:
+    """``while cond: <the ops added inside with while_op.block()>``.
+
+    ``cond`` is a bool variable of one element; the body must update it (e.g.
+    ``less_than(i, n, cond=cond)``). Example::
+
+        i = fluid.layers.fill_constant(shape=[1], dtype='int64', value=0)
+        n = fluid.layers.fill_constant(shape=[1], dtype='int64', value=10)
+        cond = fluid.layers.less_than(x=i, y=n)
+        loop = fluid.layers.While(cond=cond)
+        with loop.block():
+            fluid.layers.increment(x=i, value=1, in_place=True)
+            fluid.layers.less_than(x=i, y=n, cond=cond)
+    """
+
+    def __init__(self, cond, is_test=False, name=None):
+        _check_var("While", "cond", cond)
+        if cond.dtype != VarType.BOOL:
+            raise InvalidArgument(f"While: cond expected a bool variable, but received "
+                                  f"{cond.dtype.name}")
+        size = 1
+        for d in cond.shape:
+            size *= d
+        if size != 1:
+            raise InvalidArgument(f"While: cond expected shape [1] (one element), but "
+                                  f"received {list(cond.shape)}")
+        self.helper = LayerHelper("while", name=name)
+        self.cond_var = cond
+        self.is_test = is_test
+
+    def block(self):
+        return _sub_block(self._complete)
+
+    def _complete(self, body):
+        parent = body.parent_block
+        reads, writes = _block_reads_writes(body)
+        x_vars = [parent._find_var_recursive(n) for n in reads if n != self.cond_var.name]
+        x_vars = [v for v in x_vars if v is not None and v.name not in body.vars]
+        out_vars = [parent._find_var_recursive(n) for n in [self.cond_var.name] + writes]
+        seen, outs = set(), []
+        for v in out_vars:
+            if v is not None and v.name not in seen and v.name not in body.vars:
+                seen.add(v.name)
+                outs.append(v)
+        step_scopes = parent.create_var(type=VarType.STEP_SCOPES)
+        parent.append_op(type="while", inputs={"X": x_vars, "Condition": [self.cond_var]},
+                         outputs={"Out": outs, "StepScopes": [step_scopes]},
+                         attrs={"sub_block": body.idx, "is_test": self.is_test})
+
+
+class ConditionalBlock:
+    """Runs the ops added inside ``with cb.block():`` when ``inputs`` say so (the first
+    element of inputs[0] with ``is_scalar_condition``; else every input non-empty)."""
+
+    def __init__(self, inputs, is_scalar_condition=False, name=None):
+        for each in inputs:
+            _check_var("ConditionalBlock", "inputs", each)
+        self.inputs = list(inputs)
+        self.is_scalar_condition = is_scalar_condition
+        self.helper = LayerHelper("conditional_block", name=name)
+
+    def block(self):
+        return _sub_block(self.complete)
+
+    def complete(self, inside):
+        parent = inside.parent_block
+        reads, writes = _block_reads_writes(inside)
+        params = [parent._find_var_recursive(n) for n in reads if n not in inside.vars]
+        params = [v for v in params if v is not None]
+        outs = [parent._find_var_recursive(n) for n in writes if n not in inside.vars]
+        outs = [v for v in outs if v is not None]
+        scope = parent.create_var(type=VarType.STEP_SCOPES)
+        parent.append_op(type="conditional_block",
+                         inputs={"Cond": self.inputs, "Input": params},
+                         outputs={"Out": outs, "Scope": [scope]},
+                         attrs={"sub_block": inside.idx,
+                                "is_scalar_condition": self.is_scalar_condition})
+
+
+class IfElse:
+    """Per-row branching (Fluid 1.x): ``cond`` is a bool [N, 1] mask; inside
+    ``true_block()``/``false_block()``, ``input(x)`` gives the rows of x for that branch
+    (split_lod_tensor), ``output(...)`` collects the branch's results, and ``ie()`` merges
+    them back in row order (merge_lod_tensor). Both branches always run (on possibly empty
+    inputs), as in Fluid."""
+
+    OUT_IF_ELSE_BLOCKS, IN_IF_ELSE_TRUE_BLOCKS, IN_IF_ELSE_FALSE_BLOCKS = 0, 1, 2
+
+    def __init__(self, cond, name=None):
+        _check_var("IfElse", "cond", cond)
+        self.helper = LayerHelper("ifelse", name=name)
+        self.cond = cond
+        self.input_table = {}
+        self.status = IfElse.OUT_IF_ELSE_BLOCKS
+        self.conditional_true_block = ConditionalBlock(inputs=[self.cond])
+        self.conditional_false_block = ConditionalBlock(inputs=[self.cond])
+        self.output_table = ([], [])  # (false outputs, true outputs), as Fluid
+
+    def _parent_block(self):
+        program = self.helper.main_program
+        return program.block(program.current_block().parent_idx)
+
+    def input(self, x):
+        if self.status == IfElse.OUT_IF_ELSE_BLOCKS:
+            raise InvalidArgument("IfElse.input: a call inside true_block() or false_block() "
+                                  "expected, but it was called outside")
+        if id(x) not in self.input_table:
+            parent = self._parent_block()
+            key = "ifelse_input" + self.helper.name
+            out_true = parent.create_var(name=unique_name.generate_with_ignorable_key(key),
+                                         dtype=x.dtype)
+            out_false = parent.create_var(name=unique_name.generate_with_ignorable_key(key),
+                                          dtype=x.dtype)
+            parent.append_op(type="split_lod_tensor", inputs={"X": [x], "Mask": [self.cond]},
+                             outputs={"OutTrue": [out_true], "OutFalse": [out_false]},
+                             attrs={"level": 0})
+            self.input_table[id(x)] = (out_true, out_false)
+        out_true, out_false = self.input_table[id(x)]
+        return out_true if self.status == IfElse.IN_IF_ELSE_TRUE_BLOCKS else out_false
+
+    @contextlib.contextmanager
+    def _branch(self, is_true):
+        block = self.conditional_true_block if is_true else self.conditional_false_block
+        self.status = IfElse.IN_IF_ELSE_TRUE_BLOCKS if is_true \
+            else IfElse.IN_IF_ELSE_FALSE_BLOCKS
+        try:
+            with block.block():
+                yield
+        finally:
+            self.status = IfElse.OUT_IF_ELSE_BLOCKS
+
+    def true_block(self):
+        return self._branch(True)
+
+    def false_block(self):
+        return self._branch(False)
+
+    def output(self, *outs):
+        from .tensor import assign
+        if self.status == IfElse.OUT_IF_ELSE_BLOCKS:
+            raise InvalidArgument("IfElse.output: a call inside true_block() or false_block() "
+                                  "expected, but it was called outside")
+        table = self.output_table[1 if self.status == IfElse.IN_IF_ELSE_TRUE_BLOCKS else 0]
+        parent = self._parent_block()
+        for each in outs:
+            _check_var("IfElse.output", "outs", each)
+            outside = parent.create_var(
+                name=unique_name.generate_with_ignorable_key(self.helper.name + "_output"),
+                dtype=each.dtype)
+            table.append(outside)
+            assign(input=each, output=outside)
+
+    def __call__(self):
+        if self.status != IfElse.OUT_IF_ELSE_BLOCKS:
+            raise InvalidArgument("IfElse(): a call outside the branches expected, but it was "
+                                  "called inside one")
+        false_len, true_len = map(len, self.output_table)
+        if false_len == 0 and true_len == 0:
+            raise InvalidArgument("IfElse(): outputs from true_block/false_block expected, "
+                                  "but neither branch called output()")
+        if false_len != true_len and false_len != 0 and true_len != 0:
+            raise InvalidArgument(f"IfElse(): both branches expected the same number of "
+                                  f"outputs, but received {true_len} (true) and {false_len} "
+                                  f"(false)")
+        if false_len == 0 or true_len == 0:
+            return self.output_table[0 if false_len != 0 else 1]
+        return [merge_lod_tensor(in_true=t, in_false=f, x=self.cond, mask=self.cond, level=0)
+                for f, t in zip(*self.output_table)]
+
+
+class Switch:
+    """``with Switch() as s: with s.case(c1): ...; with s.default(): ...``: the first case
+    whose scalar condition holds runs (conditional blocks on ``c_k and not c_1..c_k-1``)."""
+
+    def __init__(self, name=None):
+        self.helper = LayerHelper("switch", name=name)
+        self.inside_scope = False
+        self.pre_not_conditions = []
+
+    def case(self, condition):
+        if not self.inside_scope:
+            raise InvalidArgument("Switch.case: a call inside 'with Switch()' expected, but "
+                                  "it was called outside")
+        _check_var("Switch.case", "condition", condition)
+        if condition.dtype != VarType.BOOL:
+            raise InvalidArgument(f"Switch.case: condition expected bool, but received "
+                                  f"{condition.dtype.name}")
+        if not self.pre_not_conditions:
+            block = ConditionalBlock([condition], is_scalar_condition=True)
+            self.pre_not_conditions.append(logical_not(x=condition))
+        else:
+            pre_not = self.pre_not_conditions[-1]
+            self.pre_not_conditions.append(
+                logical_and(x=pre_not, y=logical_not(x=condition)))
+            block = ConditionalBlock([logical_and(x=pre_not, y=condition)],
+                                     is_scalar_condition=True)
+        return block.block()
+
+    def default(self):
+        if not self.pre_not_conditions:
+            raise InvalidArgument("Switch.default: at least one case before default expected, "
+                                  "but there is none")
+        block = ConditionalBlock([self.pre_not_conditions[-1]], is_scalar_condition=True)
+        return block.block()
+
+    def __enter__(self):
+        self.inside_scope = True
+        return self
+
+    def __exit__(self, exc_type, exc_val, exc_tb):
+        self.inside_scope = False
+        return False
+
+
+# --- functional control flow (Paddle 2.x static) ----------------------------------------------
+def _flatten(value):
+    if value is None:
+        return []
+    if isinstance(value, (list, tuple)):
+        out = []
+        for item in value:
+            out.extend(_flatten(item))
+        return out
+    return [value]
+
+
+def _pack_like(structure, flat):
+    flat = iter(flat)
+
+    def pack(s):
+        if isinstance(s, (list, tuple)):
+            return type(s)(pack(item) for item in s)
+        return next(flat)
+    return pack(structure)
+
+
+def _copy_to_parent(var):
+    from .tensor import assign
+    from ..framework.program import default_main_program
+    program = default_main_program()
+    parent = program.block(program.current_block().parent_idx)
+    out = parent.create_var(dtype=var.dtype, shape=var.shape, type=var.type)
+    assign(var, out)
+    return out
+
+
+def cond(pred, true_fn=None, false_fn=None, name=None):
+    """``true_fn()`` if pred else ``false_fn()`` (pred a bool [1]): each branch runs in a
+    conditional_block, its results copied out; select_input picks the taken branch's."""
+    from .tensor import cast
+    _check_var("cond", "pred", pred)
+    true_out = false_out = None
+    if true_fn is not None:
+        block = ConditionalBlock([pred], is_scalar_condition=True)
+        with block.block():
+            result = true_fn()
+            if result is not None:
+                true_out = _pack_like(result, [_copy_to_parent(v) for v in _flatten(result)])
+    if false_fn is not None:
+        block = ConditionalBlock([logical_not(pred)], is_scalar_condition=True)
+        with block.block():
+            result = false_fn()
+            if result is not None:
+                false_out = _pack_like(result, [_copy_to_parent(v) for v in _flatten(result)])
+    if true_out is None and false_out is None:
+        return None
+    if true_out is None or false_out is None:
+        raise InvalidArgument(f"cond: true_fn and false_fn expected both to return values or "
+                              f"both None, but {'true_fn' if true_out is None else 'false_fn'} "
+                              f"returned None")
+    flat_true, flat_false = _flatten(true_out), _flatten(false_out)
+    if len(flat_true) != len(flat_false):
+        raise InvalidArgument(f"cond: true_fn and false_fn expected the same number of "
+                              f"outputs, but received {len(flat_true)} and {len(flat_false)}")
+    mask = cast(pred, dtype="int32")
+    merged = [select_input([f, t], mask) for f, t in zip(flat_false, flat_true)]
+    return _pack_like(true_out, merged)
+
+
+def case(pred_fn_pairs, default=None, name=None):
+    """The fn of the first pair whose pred holds, else ``default`` (else the last fn)."""
+    if not isinstance(pred_fn_pairs, (list, tuple)) or not pred_fn_pairs:
+        raise InvalidArgument("case: pred_fn_pairs expected a non-empty list of (pred, fn), "
+                              f"but received {pred_fn_pairs!r}")
+    pairs = list(pred_fn_pairs)
+    for pair in pairs:
+        if not isinstance(pair, tuple) or len(pair) != 2 or not callable(pair[1]):
+            raise InvalidArgument(f"case: each pair expected (bool Variable, callable), but "
+                                  f"received {pair!r}")
+    if default is None:
+        default = pairs[-1][1]
+        pairs = pairs[:-1]
+    false_fn = default
+    for pred, true_fn in reversed(pairs):
+        false_fn = functools.partial(cond, pred=pred, true_fn=true_fn, false_fn=false_fn)
+    return false_fn()
+
+
+def switch_case(branch_index, branch_fns, default=None, name=None):
+    """``branch_fns[branch_index]()``; ``default`` (else the largest index's fn) otherwise.
+    ``branch_fns``: a dict index -> fn, a list of (index, fn), or a list of fns."""
+    from .tensor import fill_constant
+    _check_var("switch_case", "branch_index", branch_index)
+    if isinstance(branch_fns, dict):
+        items = list(branch_fns.items())
+    elif isinstance(branch_fns, (list, tuple)) and branch_fns and callable(branch_fns[0]):
+        items = list(enumerate(branch_fns))
+    else:
+        items = list(branch_fns)
+    keys = [k for k, _ in items]
+    if len(set(keys)) != len(keys):
+        raise InvalidArgument(f"switch_case: branch indices expected unique, but received "
+                              f"{keys}")
+    items.sort(key=lambda kv: kv[0])
+    if default is None:
+        default = items[-1][1]
+        items = items[:-1]
+    pairs = []
+    for index, fn in items:
+        value = fill_constant(shape=[1], dtype=branch_index.dtype, value=index)
+        pairs.append((equal(branch_index, value), fn))
+    false_fn = default
+    for pred, true_fn in pairs:
+        false_fn = functools.partial(cond, pred=pred, true_fn=true_fn, false_fn=false_fn)
+    return false_fn()
+
+
+def while_loop(cond, body, loop_vars, is_test=False, name=None):
+    """``while cond(*loop_vars): loop_vars = body(*loop_vars)``; returns loop_vars (the
+    same variables, updated in place by assign at the end of each step)."""
+    from .tensor import assign
+    if not callable(cond) or not callable(body):
+        raise InvalidArgument("while_loop: cond and body expected callables, but received "
+                              f"{type(cond).__name__} and {type(body).__name__}")
+    if not isinstance(loop_vars, (list, tuple)) or not loop_vars:
+        raise InvalidArgument(f"while_loop: loop_vars expected a non-empty list, but received "
+                              f"{loop_vars!r}")
+    pre_cond = cond(*loop_vars)
+    _check_var("while_loop", "cond(*loop_vars)", pre_cond)
+    loop = While(pre_cond, is_test=is_test, name=name)
+    with loop.block():
+        outs = body(*loop_vars)
+        outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
+        if len(outs) != len(loop_vars):
+            raise InvalidArgument(f"while_loop: body expected to return {len(loop_vars)} "
+                                  f"values (one per loop var), but returned {len(outs)}")
+        now_cond = cond(*outs)
+        for new, old in zip(outs, loop_vars):
+            if new is not old:
+                assign(new, old)
+        assign(now_cond, pre_cond)
+    return loop_vars

@@ -1,0 +1,436 @@
+"""Control flow with sub-blocks: while, while_grad, conditional_block, conditional_block_grad.
+
+``while`` runs its sub-block (attribute ``sub_block``) over and over while ``Condition``
+(a bool [1] tensor the body rewrites) holds. Each step runs in a fresh child scope: the
+body's own variables live there, outer variables (``X`` read, ``Out`` written) are found
+through the parent. Unless ``is_test``, the step scopes are kept in ``StepScopes`` for
+``while_grad``, and, as Paddle does, each step scope keeps a snapshot of the ``X`` tensors
+as they were when the step began (values here are never changed in place, so a snapshot is
+a reference), so the backward of step t sees step t's inputs.
+
+``while_grad`` runs the grad sub-block over the kept scopes in reverse. Before each step it
+puts the current outer output gradients into the step scope (``Out@GRAD`` outside ->
+``original_output_grad`` inside); after it, the gradient of each ``X`` is summed into the
+outer ``X@GRAD``, except for a loop-carried variable (its ``X@GRAD`` is also an
+``Out@GRAD``), whose gradient replaces the outer one: it is the gradient flowing into the
+previous step.
+
+``conditional_block`` runs its sub-block once in a child scope when ``Cond`` holds (the
+first element of Cond with ``is_scalar_condition``; else: every Cond tensor non-empty);
+``conditional_block_grad`` runs the grad sub-block in that scope, or, when the block did not
+run, gives zero gradients.
+
+The grad sub-block is built by :func:`sub_block_backward`, the backward walker applied to
+the forward sub-block with the parent's no-grad set (``backward.py`` calls it through the
+op definition's ``sub_block_backward``).
+"""
+from ..errors import InvalidArgument, expected
+from ..exec.tensor import LoDTensor, LoDTensorArray
+from ..framework.dtypes import VarType, is_float_dtype, to_numpy_dtype
+from ..framework.program import EMPTY_VAR_NAME, grad_var_name
+from . import registry
+from .registry import def_op
+
+_BLOCK = ("block",)
+_SKIP = ("strings", [])
+
+
+# --- scopes ------------------------------------------------------------------------------------
+def _sub_block(ctx):
+    return ctx.program.block(ctx.attrs["sub_block"])
+
+
+def _child_scope(parent):
+    """A kid scope; the caller drops it (``_drop``) when the op no longer needs it."""
+    return parent.new_scope()
+
+
+def _drop(parent, scopes):
+    for kid in scopes or ():
+        if kid in parent.kids:
+            parent.kids.remove(kid)
+
+
+def _cond_value(op, value):
+    if not isinstance(value, LoDTensor) or value.array is None:
+        raise InvalidArgument(expected(op, "input 'Condition'", "an initialised bool tensor",
+                                       type(value).__name__))
+    flat = value.array.reshape(-1)
+    if flat.shape[0] != 1:
+        raise InvalidArgument(expected(op, "input 'Condition'", "a tensor of one element",
+                                       list(value.array.shape)))
+    return bool(flat[0])
+
+
+# --- while ---------------------------------------------------------------------------------------
+def _no_copy_names(block):
+    """X names a step need not snapshot: parameters and variables an op of the body both
+    reads and writes (in-place counters), as Paddle's WhileOp."""
+    names = {v.name for v in block.program.global_block().vars.values() if v.is_parameter}
+    for op in block.ops:
+        names |= set(op.input_arg_names) & set(op.output_arg_names)
+    return names
+
+
+def _while(ctx, xs, cond):
+    executor, outer = ctx.executor, ctx.scope
+    block = _sub_block(ctx)
+    prepared = executor.prepare(block)
+    cond_name = ctx.input_names("Condition")[0]
+    holder = ctx.op.outputs.get("StepScopes")
+    if holder:  # as Paddle, a new run drops the previous run's step scopes
+        old = outer.find_var(holder[0])
+        _drop(outer, old.value if old is not None and isinstance(old.value, list) else ())
+    running = _cond_value("while", cond)
+    if ctx.attrs["is_test"]:
+        step = _child_scope(outer)
+        while running:
+            executor.run_prepared(prepared, step)
+            running = _cond_value("while", outer.find_var(cond_name).value)
+        _drop(outer, [step])
+        return None, []
+    no_copy = _no_copy_names(block)
+    x_names = [n for n in ctx.input_names("X") if n not in no_copy]
+    scopes = []
+    while running:
+        step = _child_scope(outer)
+        scopes.append(step)
+        snapshot = {}
+        for name in x_names:
+            found = outer.find_var(name)
+            if found is not None and isinstance(found.value, LoDTensor):
+                snapshot[name] = found.value
+        executor.run_prepared(prepared, step)
+        for name, value in snapshot.items():
+            step.var(name).value = value
+        running = _cond_value("while", outer.find_var(cond_name).value)
+    return None, scopes
+
+
+# --- backward of a sub-block -------------------------------------------------------------------
+def _sub_block_op_path(block, targets, no_grad):
+    """Ops of ``block`` that carry gradient to ``targets``, plus in-place ``increment`` ops
+    of counters not in ``no_grad`` (their reverse restores the counter step by step, the
+    device DynamicRNN uses with ``step_idx.stop_gradient = False``)."""
+    needs, written = set(), set()
+    for op in block.ops:
+        for name in op.input_arg_names:
+            var = block._find_var_recursive(name)
+            if name not in no_grad and name not in written and var is not None \
+                    and (is_float_dtype(var.dtype) or var.type == VarType.LOD_TENSOR_ARRAY):
+                needs.add(name)  # read before any write in this step: comes from outside
+        if needs & set(op.input_arg_names):
+            for name in op.output_arg_names:
+                var = block._find_var_recursive(name)
+                if name not in no_grad and var is not None and (
+                        is_float_dtype(var.dtype) or var.type == VarType.LOD_TENSOR_ARRAY):
+                    needs.add(name)
+        written |= set(op.output_arg_names)
+    reach, path = set(targets), []
+    for op in reversed(block.ops):
+        counter = op.type == "increment" and op.input("X") == op.output("Out") \
+            and op.input("X")[0] not in no_grad
+        if counter or (set(op.output_arg_names) & reach and needs & set(op.input_arg_names)):
+            path.append(op)
+            reach |= set(op.input_arg_names)
+    path.reverse()
+    return path
+
+
+def _grad_specs(block, path, no_grad, available):
+    from .. import backward
+    specs = []
+    increment_has_grad = registry.get("increment").grad is not None
+    for op in reversed(path):
+        if op.type == "increment" and op.input("X") == op.output("Out") and \
+                not increment_has_grad:
+            specs.append(registry.GradOpSpec(
+                "increment", {"X": op.output("Out")}, {"Out": op.input("X")},
+                {"step": -float(op.attrs.get("step", 1.0)),
+                 "op_role": backward.OP_ROLE_BACKWARD}))
+            continue
+        op_specs = backward._grad_specs_for(op, no_grad)
+        if op_specs is None:
+            continue  # comparisons, counters: nothing to differentiate
+        for spec in op_specs:
+            for slot, args in spec.outputs.items():
+                spec.outputs[slot] = [a for a in args if a != EMPTY_VAR_NAME and
+                                      a[:-len("@GRAD")] not in no_grad]
+            spec.attrs = dict(spec.attrs)
+            spec.attrs["op_role"] = backward.OP_ROLE_BACKWARD
+            specs.append(spec)
+    return backward._sum_repeated_and_fill_missing(block, specs, available)
+
+
+def sub_block_backward(op, no_grad):
+    """The grad block of ``op``'s sub-block: the backward walk of the forward sub-block
+    towards the op's ``Out`` variables, whose gradients come from outside."""
+    from .. import backward
+    program = op.block.program
+    forward = program.block(op.attrs["sub_block"])
+    current = program.current_block_idx
+    # Paddle's grad block has parent op.block and forward_block_idx = forward.idx; our Block
+    # lookup climbs parents only, so the grad block hangs under the forward block to see its
+    # variables at compile time (Block._find_var_recursive could also try forward_block_idx).
+    grad_block = program._create_block(parent_idx=forward.idx)
+    grad_block.forward_block_idx = forward.idx
+    program.current_block_idx = current
+    outs = [n for n in op.output("Out") if n != EMPTY_VAR_NAME]
+    available = set()
+    for name in outs:  # the gradients flowing in from outside, declared where they are read
+        var = forward._find_var_recursive(name)
+        gname = grad_var_name(name)
+        available.add(gname)
+        if var is not None and grad_block._find_var_recursive(gname) is None:
+            grad_block.create_var(name=gname, shape=var.shape, dtype=var.dtype,
+                                  lod_level=var.lod_level, type=var.type)
+    path = _sub_block_op_path(forward, outs, set(no_grad))
+    specs = _grad_specs(forward, path, set(no_grad), available)
+    backward._append_specs(grad_block, specs)
+    return grad_block
+
+
+def _outer_grads_read(grad_block, op):
+    """Output gradients the grad block reads before writing them (Paddle's
+    ``original_output_grad``), in the order of the forward op's ``Out``."""
+    read, written = set(), set()
+    for gop in grad_block.ops:
+        read |= {n for n in gop.input_arg_names if n not in written}
+        written |= set(gop.output_arg_names)
+    return [grad_var_name(n) for n in op.output("Out") if grad_var_name(n) in read]
+
+
+def _while_grad_maker(g):
+    block = g.grad_block
+    produced = {n for op in block.ops for n in op.output_arg_names}
+    x_grads = [n if n in produced else EMPTY_VAR_NAME for n in g.input_grad("X")]
+    ogs = _outer_grads_read(block, g.fwd)
+    attrs = dict(g.attrs)
+    attrs.update(sub_block=block.idx, original_output_grad=list(ogs),
+                 skip_eager_deletion_vars=[])
+    return [registry.GradOpSpec("while_grad",
+                                {"X": g.input("X"), "Out": g.output("Out"),
+                                 "Out@GRAD": ogs, "StepScopes": g.output("StepScopes")},
+                                {"X@GRAD": x_grads}, attrs)]
+
+
+def _grad_pairs(inputs, grads):
+    """(input index, grad index) pairs. The backward walker drops ``@EMPTY@`` entries, so a
+    gradient is matched to its input by name (``x@GRAD``, or ``x@GRAD@RENAME@...``)."""
+    where = {name: k for k, name in enumerate(inputs)}
+    pairs = []
+    for j, grad in enumerate(grads):
+        if grad == EMPTY_VAR_NAME or "@GRAD" not in grad:
+            continue
+        k = where.get(grad[:grad.index("@GRAD")])
+        if k is not None:
+            pairs.append((k, j))
+    return pairs
+
+
+def _x_grad_infer(slot_in, slot_out):
+    def infer(ctx):
+        ins = ctx.op.inputs.get(slot_in, ())
+        outs = ctx.op.outputs.get(slot_out, ())
+        for k, j in _grad_pairs(ins, outs):
+            var = ctx.input_var(slot_in, k)
+            ctx.set_output(slot_out, var.shape, var.dtype, lod_level=var.lod_level,
+                           index=j, type=var.type)
+    return infer
+
+
+def_op("while", inputs=["X[]?", "Condition"], outputs=["Out[]?", "StepScopes"],
+       attrs={"sub_block": _BLOCK, "is_test": ("bool", False),
+              "skip_eager_deletion_vars": _SKIP},
+       kernel=_while, lod_aware=True, traits=("has_sub_block", "runtime_outputs"),
+       grad=_while_grad_maker, sub_block_backward=sub_block_backward,
+       doc="while Condition: run sub_block in a new step scope (kept in StepScopes unless "
+           "is_test). X: outer variables the body reads; Out: outer variables it writes.")
+
+
+# --- while_grad ----------------------------------------------------------------------------------
+def _zeros_like(xp, value):
+    if isinstance(value, LoDTensor) and value.array is not None:
+        return LoDTensor(xp.zeros_like(value.array), [list(l) for l in value._lod])
+    if isinstance(value, list):
+        return LoDTensorArray(_zeros_like(xp, t) for t in value)
+    return None
+
+
+def _add(xp, a, b):
+    """a + b for LoDTensors or tensor arrays (index by index); None is zero."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    if isinstance(a, list) or isinstance(b, list):
+        a = a if isinstance(a, list) else []
+        b = b if isinstance(b, list) else []
+        out = LoDTensorArray()
+        for k in range(max(len(a), len(b))):
+            ta = a[k] if k < len(a) and a[k].array is not None else None
+            tb = b[k] if k < len(b) and b[k].array is not None else None
+            out.append(_add(xp, ta, tb) if ta is not None or tb is not None else LoDTensor())
+        return out
+    return LoDTensor(a.array + b.array, [list(l) for l in a._lod])
+
+
+def _prepare_grad_scope(step, grad_block, og_values):
+    """Every gradient the grad block writes gets a holder of its own in ``step`` (so no
+    gradient is written outside but through the op's outputs; a reversed counter increment
+    still updates the outer counter); the incoming gradients go in first."""
+    for op in grad_block.ops:
+        for name in op.output_arg_names:
+            if "@GRAD" in name and step.find_local_var(name) is None:
+                step.var(name)
+    for name, value in og_values.items():
+        step.var(name).value = value
+
+
+def _while_grad(ctx, xs, outs, ogs, scopes):
+    xp, executor, outer = ctx.xp, ctx.executor, ctx.scope
+    block = _sub_block(ctx)
+    prepared = executor.prepare(block)
+    inside_ogs = list(ctx.attrs.get("original_output_grad") or ())
+    outside_ogs = ctx.input_names("Out@GRAD")
+    if len(inside_ogs) != len(outside_ogs):
+        raise InvalidArgument(expected("while_grad", "attribute 'original_output_grad'",
+                                       f"{len(outside_ogs)} names (one per Out@GRAD)",
+                                       len(inside_ogs)))
+    current = {}
+    for name, value in zip(outside_ogs, ogs or ()):
+        if value is None or (isinstance(value, LoDTensor) and value.array is None):
+            var = ctx.program.block(ctx.op.block.idx)._find_var_recursive(name)
+            shape = [max(d, 1) for d in var.shape] if var is not None else [1]
+            dtype = var.dtype if var is not None else VarType.FP32
+            value = LoDTensor(xp.zeros(shape, dtype=to_numpy_dtype(dtype)))
+        current[name] = value
+    x_names = ctx.input_names("X")
+    x_grads = ctx.output_names("X@GRAD")
+    pairs = _grad_pairs(x_names, x_grads)
+    carried = set(outside_ogs)
+    sums = {}
+    for step in reversed(scopes or ()):
+        _prepare_grad_scope(step, block, {inside: current[outside] for inside, outside
+                                          in zip(inside_ogs, outside_ogs)})
+        executor.run_prepared(prepared, step)
+        for k, j in pairs:
+            gname = x_grads[j]
+            found = step.find_local_var(grad_var_name(x_names[k]))
+            value = found.value if found is not None else None
+            if gname in carried:
+                if value is not None:
+                    current[gname] = value
+            else:
+                sums[gname] = _add(xp, sums.get(gname), value)
+    _drop(outer, scopes)
+    result = [None] * len(x_grads)
+    for k, j in pairs:
+        gname = x_grads[j]
+        if gname in carried:
+            result[j] = current[gname]
+        else:
+            value = sums.get(gname)
+            result[j] = value if value is not None else _zeros_like(xp, xs[k])
+    return result
+
+
+def_op("while_grad", inputs=["X[]", "Out[]", "Out@GRAD[]?", "StepScopes"],
+       outputs=["X@GRAD[]"],
+       attrs={"sub_block": _BLOCK, "is_test": ("bool", False),
+              "original_output_grad": ("strings", []), "skip_eager_deletion_vars": _SKIP},
+       infer_shape=_x_grad_infer("X", "X@GRAD"), kernel=_while_grad, lod_aware=True,
+       traits=("has_sub_block", "runtime_outputs", "optional_outputs"),
+       doc="Backward of while: the grad sub_block over StepScopes in reverse; X@GRAD sums "
+           "the steps' gradients (a loop-carried variable's gradient flows step to step).")
+
+
+# --- conditional_block -------------------------------------------------------------------------
+def _need_run(op, conds, scalar):
+    if scalar:
+        if not conds:
+            raise InvalidArgument(expected(op, "input 'Cond'", "a variable", "none"))
+        return _cond_value(op, conds[0])
+    return all(isinstance(c, LoDTensor) and c.array is not None and c.array.size != 0
+               for c in conds)
+
+
+def _conditional_block(ctx, conds, inputs):
+    outer = ctx.scope
+    holder = ctx.op.outputs.get("Scope")
+    if holder:
+        old = outer.find_var(holder[0])
+        _drop(outer, old.value if old is not None and isinstance(old.value, list) else ())
+    if not _need_run("conditional_block", conds, ctx.attrs["is_scalar_condition"]):
+        return None, []
+    step = _child_scope(outer)
+    ctx.executor.run_prepared(ctx.executor.prepare(_sub_block(ctx)), step)
+    return None, [step]
+
+
+def _conditional_block_grad_maker(g):
+    block = g.grad_block
+    x_grads = []
+    for name, gname in zip(g.input("Input"), g.input_grad("Input")):
+        var = g.fwd.block._find_var_recursive(name)
+        differentiable = var is not None and (is_float_dtype(var.dtype)
+                                              or var.type == VarType.LOD_TENSOR_ARRAY)
+        x_grads.append(gname if differentiable else EMPTY_VAR_NAME)
+    attrs = {"sub_block": block.idx,
+             "is_scalar_condition": g.attrs.get("is_scalar_condition", False)}
+    return [registry.GradOpSpec("conditional_block_grad",
+                                {"Cond": g.input("Cond"), "Input": g.input("Input"),
+                                 "Out": g.output("Out"), "Out@GRAD": g.output_grad("Out"),
+                                 "Scope": g.output("Scope")},
+                                {"Input@GRAD": x_grads}, attrs)]
+
+
+def_op("conditional_block", inputs=["Cond[]", "Input[]?"], outputs=["Out[]", "Scope"],
+       attrs={"sub_block": _BLOCK, "is_scalar_condition": ("bool", False),
+              "skip_eager_deletion_vars": _SKIP},
+       kernel=_conditional_block, lod_aware=True,
+       traits=("has_sub_block", "runtime_outputs", "optional_outputs"),
+       grad=_conditional_block_grad_maker, sub_block_backward=sub_block_backward,
+       doc="if Cond (its first element with is_scalar_condition, else: every Cond "
+           "tensor non-empty): run sub_block once in a new scope, kept in Scope.")
+
+
+def _conditional_block_grad(ctx, conds, inputs, outs, ogs, scopes):
+    xp, outer = ctx.xp, ctx.scope
+    names = ctx.input_names("Input")
+    grads = ctx.output_names("Input@GRAD")
+    inputs = inputs or []
+    ran = _need_run("conditional_block_grad", conds, ctx.attrs["is_scalar_condition"])
+    pairs = _grad_pairs(names, grads)
+    result = [None] * len(grads)
+    if not ran or not scopes:
+        for k, j in pairs:
+            result[j] = _zeros_like(xp, inputs[k])
+        return result
+    step = scopes[0]
+    block = _sub_block(ctx)
+    og_values = {}
+    for name, value in zip(ctx.input_names("Out@GRAD"), ogs or ()):
+        if value is not None:
+            og_values[name] = value
+    _prepare_grad_scope(step, block, og_values)
+    ctx.executor.run_prepared(ctx.executor.prepare(block), step)
+    for k, j in pairs:
+        found = step.find_local_var(grad_var_name(names[k]))
+        value = found.value if found is not None else None
+        if value is None or (isinstance(value, LoDTensor) and value.array is None):
+            value = _zeros_like(xp, inputs[k])
+        result[j] = value
+    _drop(outer, scopes)
+    return result
+
+
+def_op("conditional_block_grad",
+       inputs=["Cond[]", "Input[]?", "Out[]?", "Out@GRAD[]?", "Scope"],
+       outputs=["Input@GRAD[]"],
+       attrs={"sub_block": _BLOCK, "is_scalar_condition": ("bool", False),
+              "skip_eager_deletion_vars": _SKIP},
+       infer_shape=_x_grad_infer("Input", "Input@GRAD"), kernel=_conditional_block_grad,
+       lod_aware=True, traits=("has_sub_block", "runtime_outputs", "optional_outputs"),
+       doc="Backward of conditional_block: the grad sub_block in the kept scope when the "
+           "block ran; zero gradients for Input when it did not.")
