@@ -19,7 +19,7 @@ resulting grad block as ``g.grad_block``, so ``while_grad``/``conditional_block_
 without changing the walk.
 """
 from .errors import InvalidArgument, NotFound, Unimplemented
-from .framework.dtypes import is_float_dtype
+from .framework.dtypes import VarType, is_float_dtype
 from .framework.program import EMPTY_VAR_NAME, GRAD_SUFFIX, Variable, grad_var_name
 from .ops import registry
 
@@ -49,6 +49,15 @@ def _check_scalar_loss(loss):
                               f"dtype, but received {loss.dtype.name}")
 
 
+_GRADIENT_KINDS = (VarType.LOD_TENSOR, VarType.LOD_TENSOR_ARRAY, VarType.SELECTED_ROWS)
+
+
+def _carries_gradient(var):
+    """Only floating-point tensors (and arrays of them) have gradients; a rank table, a
+    step-scope list or an integer tensor does not."""
+    return var is not None and var.type in _GRADIENT_KINDS and is_float_dtype(var.dtype)
+
+
 def _find_op_path(block, target_names, no_grad, stop_at=None):
     """Ops of ``block`` (up to ``stop_at``) that carry gradient from a variable that needs one
     to a target, in forward order."""
@@ -60,14 +69,13 @@ def _find_op_path(block, target_names, no_grad, stop_at=None):
             if name in no_grad or name in needs:
                 continue
             var = block._find_var_recursive(name)
-            if var is None or not is_float_dtype(var.dtype):
+            if not _carries_gradient(var):
                 continue
             if name not in produced:  # a leaf: a parameter, or an input left differentiable
                 needs.add(name)
         if needs & set(op.input_arg_names):
             for name in op.output_arg_names:
-                var = block._find_var_recursive(name)
-                if name not in no_grad and var is not None and is_float_dtype(var.dtype):
+                if name not in no_grad and _carries_gradient(block._find_var_recursive(name)):
                     needs.add(name)
     reach = set(target_names)
     path = []
@@ -117,8 +125,8 @@ def make_backward_ops(block, op_path, no_grad, available):
         op_specs = _grad_specs_for(op, no_grad)
         if op_specs is None:
             needs = {n for n in op.input_arg_names if n not in no_grad}
-            floating = [block._find_var_recursive(n) for n in op.output_arg_names]
-            if needs and any(v is not None and is_float_dtype(v.dtype) for v in floating):
+            outputs = [block._find_var_recursive(n) for n in op.output_arg_names]
+            if needs and any(_carries_gradient(v) for v in outputs):
                 _no_grad_error(op, needs)
             continue
         for spec in op_specs:

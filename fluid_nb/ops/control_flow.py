@@ -301,6 +301,11 @@ def _while_grad(ctx, xs, outs, ogs, scopes):
     for name, value in zip(outside_ogs, ogs or ()):
         if value is None or (isinstance(value, LoDTensor) and value.array is None):
             var = ctx.program.block(ctx.op.block.idx)._find_var_recursive(name)
+            if var is not None and var.type == VarType.LOD_TENSOR_ARRAY:
+                # An array nothing read after the loop: an empty gradient array, whose
+                # reads give zeros shaped like the forward value written there (X_W).
+                current[name] = LoDTensorArray()
+                continue
             shape = [max(d, 1) for d in var.shape] if var is not None else [1]
             dtype = var.dtype if var is not None else VarType.FP32
             value = LoDTensor(xp.zeros(shape, dtype=to_numpy_dtype(dtype)))

@@ -160,10 +160,24 @@ def_op("fill_any_like", inputs=["X"], outputs=["Out"],
        doc="Out = a tensor shaped like X, every element ``value``, of type ``dtype`` "
            "(-1: X's type).")
 
+def _zeros_like(ctx, x):
+    """Zeros like a tensor (keeping its LoD), or like each tensor of a tensor array (the
+    zero gradient of an array that nothing read)."""
+    if isinstance(x, LoDTensorArray):
+        return LoDTensorArray(_zeros_like(ctx, t) for t in x)
+    return LoDTensor(ctx.xp.zeros_like(x.array), x._lod)
+
+
+def _zeros_like_infer(ctx):
+    same_shape("X", "Out")(ctx)
+    ctx.output_var("Out").type = ctx.input_var_type("X")
+
+
 def_op("fill_zeros_like", inputs=["X"], outputs=["Out"],
-       infer_shape=same_shape("X", "Out"), share_lod=("X", ["Out"]),
-       kernel=lambda ctx, x: ctx.xp.zeros_like(x),
-       doc="Out = zeros shaped and typed like X.")
+       infer_shape=_zeros_like_infer, share_lod=("X", ["Out"]), kernel=_zeros_like,
+       lod_aware=True, traits=("runtime_outputs",),
+       doc="Out = zeros shaped and typed like X (for a tensor array, like each of its "
+           "tensors).")
 
 
 # --- random initialisers -------------------------------------------------------------------

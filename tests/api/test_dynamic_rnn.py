@@ -170,8 +170,6 @@ def test_tanh_rnn_matches_numpy(boot_memory):
 # WAITING on shared code, not on this layer: lod_rank_table needs Paddle's empty grad maker
 # (backward stops at it), and fill_zeros_like must accept a LoDTensorArray (the gradient of a
 # memory array nobody reads after the loop). strict: drop this marker once it passes.
-@pytest.mark.xfail(strict=True, reason="waiting: lod_rank_table empty grad maker; "
-                   "fill_zeros_like on LoDTensorArray")
 def test_tanh_rnn_gradients_match_finite_differences():
     lengths = [2, 1, 3]
     rng = np.random.RandomState(2)

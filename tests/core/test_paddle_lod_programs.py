@@ -45,3 +45,25 @@ def test_lod_text_classifier_gives_paddles_outputs_and_gradients():
     meta, got, expected = run_fixture("text_classifier")
     assert "sequence_conv_grad" in meta["op_types"]["0"]
     _compare(meta, got, expected)
+
+
+def test_while_loop_and_while_grad_give_paddles_outputs_and_gradients():
+    meta, got, expected = run_fixture("while_grad")
+    assert "while_grad" in meta["op_types"]["0"]
+    _compare(meta, got, expected)
+
+
+@pytest.mark.parametrize("branch", ["true", "false"])
+def test_cond_with_select_input_gives_paddles_outputs_and_gradients(branch):
+    meta, got, expected = run_fixture("cond_select", f"feed_{branch}.npz",
+                                      f"expected_{branch}.npz")
+    _compare(meta, got, expected)
+
+
+def test_dynamic_rnn_from_raw_ops_gives_paddles_outputs_and_gradients():
+    """The design documents' batch (lengths 10, 8, 5, 7) through Fluid's DynamicRNN
+    machinery, forward and backward."""
+    meta, got, expected = run_fixture("dynamic_rnn_raw")
+    assert {"lod_rank_table", "shrink_rnn_memory", "while", "while_grad"} <= {
+        t for types in meta["op_types"].values() for t in types}
+    _compare(meta, got, expected)
