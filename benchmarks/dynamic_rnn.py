@@ -6,7 +6,10 @@
 loss = mean of each sequence's last hidden state. fluid_nb runs it as Fluid does, with
 DynamicRNN (rank table, shrinking per-step batch, while loop) and append_backward; the
 references are a hand-written NumPy loop over the same sorted, shrinking batch, and PyTorch's
-eager loop and packed ``nn.RNN`` when installed.
+eager loop and packed ``nn.RNN`` when installed, and PaddlePaddle 2.6's static graph on the
+same ops when this Python has Paddle (for instance a venv with ``paddlepaddle==2.6.2``)::
+
+    /path/to/paddle-venv/bin/python benchmarks/dynamic_rnn.py
 """
 import os
 import sys
@@ -140,6 +143,50 @@ def torch_steps(torch, data, lengths, w, u, b):
     return loop, packed
 
 
+def paddle_step(data, lengths, w, u, b):
+    """Paddle 2.6's static graph running the same DynamicRNN op structure (Paddle 2.6 no
+    longer ships the DynamicRNN layer; the fixture tools rebuild it from the raw ops), or
+    None when Paddle is not installed in this Python."""
+    try:
+        import paddle  # noqa: F401
+    except ImportError:
+        return None
+    tools = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools",
+                         "paddle_fixtures")
+    sys.path.insert(0, tools)
+    import gen_control_flow as raw  # switches Paddle to static-graph mode
+    static = raw.static
+    main, startup = static.Program(), static.Program()
+    with static.program_guard(main, startup):
+        x = static.data(name="x", shape=[None, INPUT], dtype="float32", lod_level=1)
+        # Paddle's executor fails on this backward unless x takes a gradient
+        # ("numel() can't be used in TensorArray" in fill_any_like)
+        x.stop_gradient = False
+        rnn = raw.RawDynamicRNN(main)
+        with rnn.block():
+            x_t = rnn.step_input(x)
+            h_prev = rnn.memory(shape=[HIDDEN], value=0.0)
+            h = static.nn.fc([x_t, h_prev], size=HIDDEN, activation="tanh",
+                             weight_attr=[raw.paddle.ParamAttr(name="w"),
+                                          raw.paddle.ParamAttr(name="u")],
+                             bias_attr=raw.paddle.ParamAttr(name="b"))
+            rnn.update_memory(h_prev, h)
+            rnn.output(h)
+        last = static.nn.sequence_lod.sequence_pool(rnn.outputs[0], "last")
+        loss = raw.fluid_mean(last)
+        static.append_backward(loss)
+    place = raw.paddle.CPUPlace()
+    exe = static.Executor(place)
+    scope = raw.paddle.static.global_scope()
+    exe.run(startup)
+    for name, value in (("w", w), ("u", u), ("b", b)):
+        scope.var(name).get_tensor().set(value, place)
+    offsets = [0] + [int(o) for o in np.cumsum(lengths)]
+    feed = {"x": raw.lod_tensor(data, [offsets], place)}
+    fetch = [loss.name, "w@GRAD", "u@GRAD", "b@GRAD"]
+    return lambda: exe.run(main, feed=feed, fetch_list=fetch)
+
+
 def main():
     data, lengths = make_batch()
     w, u, b = make_params()
@@ -155,6 +202,12 @@ def main():
           f"(values checked against NumPy)")
     times = {"fluid_nb DynamicRNN": best_time(ours, repeat=5),
              "NumPy loop over the sorted batch": best_time(reference, repeat=5)}
+    in_paddle = paddle_step(data, lengths, w, u, b)
+    if in_paddle is not None:
+        loss_p, gw_p, _, _ = in_paddle()
+        np.testing.assert_allclose(float(np.asarray(loss_p).reshape(-1)[0]), loss_ref, rtol=1e-4)
+        np.testing.assert_allclose(np.asarray(gw_p), dw, rtol=1e-3, atol=1e-6)
+        times["PaddlePaddle 2.6 static, the same ops"] = best_time(in_paddle, repeat=5)
     torch = torch_or_none()
     if torch is not None:
         loop, packed = torch_steps(torch, data, lengths, w, u, b)

@@ -115,6 +115,9 @@ class Executor:
         self._place_key = repr(self.place)  # plain string: hashed in C on every run
         self._prepared = {}  # id(block) -> (block, PreparedBlock) for sub-blocks
         self.trace = None  # set to a list to record (op, seconds) per op run
+        #: a fresh object during each ``run``, None outside: values made in one run (a
+        #: tensor array being filled step by step) may be updated in place within it
+        self.run_token = None
 
     # --- public -----------------------------------------------------------------------
     def run(self, program=None, feed=None, fetch_list=None, feed_var_name="feed",
@@ -147,7 +150,11 @@ class Executor:
                 program._plans.clear()
             program._plans[key] = entry
         plan = entry[2]
-        return plan.run(feed, return_numpy)
+        self.run_token = object()
+        try:
+            return plan.run(feed, return_numpy)
+        finally:
+            self.run_token = None
 
     def close(self):
         """Kept for Fluid scripts; there is nothing to release."""

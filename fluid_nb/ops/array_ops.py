@@ -3,8 +3,10 @@ lod_array_length, is_empty, fill_constant_batch_size_like, select_input, select_
 
 A tensor array (``LoDTensorArray``) is a list of LoDTensors written and read by an index
 tensor ``I`` (one int64). Paddle's ``write_to_array`` updates the array variable in place;
-here it builds a new array holding the old tensors plus the new one (values are never
-changed in place, so a reader of the old array keeps what it read). The gradient of a
+here it builds a new array holding the old tensors plus the new one (so a reader of the
+old array keeps what it read), except for an array it made earlier in the same
+``Executor.run``, which only that run can hold: that one grows in place, so a loop of n
+writes costs O(n), not O(n^2). The gradient of a
 write is a read of the gradient array at the same index, and the other way round.
 """
 from ..errors import InvalidArgument, expected
@@ -36,7 +38,12 @@ def _write_to_array(ctx, x, i):
         raise InvalidArgument(expected("write_to_array", "input 'I'", ">= 0", offset))
     holder = ctx.scope.find_var(ctx.output_names("Out")[0])
     old = holder.value if holder is not None else None
-    array = LoDTensorArray(old if isinstance(old, list) else ())
+    token = ctx.executor.run_token if ctx.executor is not None else None
+    if token is not None and getattr(old, "run_token", None) is token:
+        array = old  # made earlier in this run: nobody else holds it yet
+    else:
+        array = LoDTensorArray(old if isinstance(old, list) else ())
+        array.run_token = token
     while len(array) <= offset:
         array.append(LoDTensor())
     if isinstance(x, LoDTensor) and x.array is not None:

@@ -25,6 +25,7 @@ the forward sub-block with the parent's no-grad set (``backward.py`` calls it th
 op definition's ``sub_block_backward``).
 """
 from ..errors import InvalidArgument, expected
+from ..exec.frame import BodyFrame, reusable
 from ..exec.tensor import LoDTensor, LoDTensorArray
 from ..framework.dtypes import VarType, is_float_dtype, to_numpy_dtype
 from ..framework.program import EMPTY_VAR_NAME, grad_var_name
@@ -75,35 +76,72 @@ def _no_copy_names(block):
 def _while(ctx, xs, cond):
     executor, outer = ctx.executor, ctx.scope
     block = _sub_block(ctx)
-    prepared = executor.prepare(block)
     cond_name = ctx.input_names("Condition")[0]
     holder = ctx.op.outputs.get("StepScopes")
     if holder:  # as Paddle, a new run drops the previous run's step scopes
         old = outer.find_var(holder[0])
         _drop(outer, old.value if old is not None and isinstance(old.value, list) else ())
     running = _cond_value("while", cond)
+    condition = outer.find_var(cond_name)
+    if not reusable(block):
+        return _while_per_iteration(ctx, block, outer, running, condition)
+    frame = BodyFrame(executor, block, outer)
+    if ctx.attrs["is_test"]:  # one scope for all iterations, as Paddle's inference mode
+        while running:
+            frame.run()
+            running = _cond_value("while", condition.value)
+        return None, []
+    x_names = _snapshot_names(ctx, block)
+    scopes = []
+    while running:
+        snapshot = _snapshot(outer, x_names)
+        frame.run()
+        step = frame.keep()
+        for name, value in snapshot.items():
+            step.var(name).value = value
+        scopes.append(step)
+        running = _cond_value("while", condition.value)
+    return None, scopes
+
+
+def _snapshot_names(ctx, block):
+    no_copy = _no_copy_names(block)
+    return [n for n in ctx.input_names("X") if n not in no_copy]
+
+
+def _snapshot(outer, names):
+    """The outer values a step reads, as they are before it runs (later steps overwrite
+    them, and the step's gradient needs these)."""
+    snapshot = {}
+    for name in names:
+        found = outer.find_var(name)
+        if found is not None and isinstance(found.value, LoDTensor):
+            snapshot[name] = found.value
+    return snapshot
+
+
+def _while_per_iteration(ctx, block, outer, running, condition):
+    """Bodies holding sub-block ops keep the scope each iteration ran in (nested step
+    scopes hang under it), so each iteration binds to a scope of its own."""
+    executor = ctx.executor
+    prepared = executor.prepare(block)
     if ctx.attrs["is_test"]:
         step = _child_scope(outer)
         while running:
             executor.run_prepared(prepared, step)
-            running = _cond_value("while", outer.find_var(cond_name).value)
+            running = _cond_value("while", condition.value)
         _drop(outer, [step])
         return None, []
-    no_copy = _no_copy_names(block)
-    x_names = [n for n in ctx.input_names("X") if n not in no_copy]
+    x_names = _snapshot_names(ctx, block)
     scopes = []
     while running:
         step = _child_scope(outer)
         scopes.append(step)
-        snapshot = {}
-        for name in x_names:
-            found = outer.find_var(name)
-            if found is not None and isinstance(found.value, LoDTensor):
-                snapshot[name] = found.value
+        snapshot = _snapshot(outer, x_names)
         executor.run_prepared(prepared, step)
         for name, value in snapshot.items():
             step.var(name).value = value
-        running = _cond_value("while", outer.find_var(cond_name).value)
+        running = _cond_value("while", condition.value)
     return None, scopes
 
 
@@ -279,18 +317,69 @@ def _prepare_grad_scope(step, grad_block, og_values):
     """Every gradient the grad block writes gets a holder of its own in ``step`` (so no
     gradient is written outside but through the op's outputs; a reversed counter increment
     still updates the outer counter); the incoming gradients go in first."""
-    for op in grad_block.ops:
-        for name in op.output_arg_names:
-            if "@GRAD" in name and step.find_local_var(name) is None:
-                step.var(name)
+    for name in _grads_written(grad_block):
+        if step.find_local_var(name) is None:
+            step.var(name)
     for name, value in og_values.items():
         step.var(name).value = value
+
+
+def _grads_written(grad_block):
+    return [name for op in grad_block.ops for name in op.output_arg_names if "@GRAD" in name]
+
+
+def _grad_steps(executor, block, outer, scopes, inside_ogs):
+    """``run(step, og_values) -> read``: the grad block run over one kept step scope, and a
+    reader of the gradients it left. One binding serves every step when it can."""
+    if not reusable(block):
+        prepared = executor.prepare(block)
+
+        def run_per_step(step, og_values):
+            _prepare_grad_scope(step, block, og_values)
+            executor.run_prepared(prepared, step)
+
+            def read(name):
+                found = step.find_local_var(name)
+                return found.value if found is not None else None
+            return read
+        return run_per_step
+    names = set(_grads_written(block)) | set(inside_ogs)
+    for step in scopes:
+        names.update(step.vars)
+    frame = BodyFrame(executor, block, outer, sorted(names))
+
+    def run_reused(step, og_values):
+        frame.load(step)
+        for name, value in og_values.items():
+            frame.scope.vars[name].value = value
+        frame.run()
+        return frame.value
+    return run_reused
+
+
+def _accumulate(xp, total, value):
+    """total + value, where ``total`` is owned here (a tensor array is filled in place:
+    each step's gradient array holds only the slots that step wrote)."""
+    if value is None:
+        return total
+    if not isinstance(value, list):
+        return _add(xp, total, value)
+    if total is None:
+        total = LoDTensorArray()
+    for k, item in enumerate(value):
+        if item.array is None:
+            continue
+        while len(total) <= k:
+            total.append(LoDTensor())
+        held = total[k]
+        total[k] = item if held.array is None else LoDTensor(held.array + item.array,
+                                                             [list(l) for l in held._lod])
+    return total
 
 
 def _while_grad(ctx, xs, outs, ogs, scopes):
     xp, executor, outer = ctx.xp, ctx.executor, ctx.scope
     block = _sub_block(ctx)
-    prepared = executor.prepare(block)
     inside_ogs = list(ctx.attrs.get("original_output_grad") or ())
     outside_ogs = ctx.input_names("Out@GRAD")
     if len(inside_ogs) != len(outside_ogs):
@@ -315,19 +404,18 @@ def _while_grad(ctx, xs, outs, ogs, scopes):
     pairs = _grad_pairs(x_names, x_grads)
     carried = set(outside_ogs)
     sums = {}
+    run_step = _grad_steps(executor, block, outer, scopes or (), inside_ogs)
     for step in reversed(scopes or ()):
-        _prepare_grad_scope(step, block, {inside: current[outside] for inside, outside
-                                          in zip(inside_ogs, outside_ogs)})
-        executor.run_prepared(prepared, step)
+        read = run_step(step, {inside: current[outside] for inside, outside
+                               in zip(inside_ogs, outside_ogs)})
         for k, j in pairs:
             gname = x_grads[j]
-            found = step.find_local_var(grad_var_name(x_names[k]))
-            value = found.value if found is not None else None
+            value = read(grad_var_name(x_names[k]))
             if gname in carried:
                 if value is not None:
                     current[gname] = value
             else:
-                sums[gname] = _add(xp, sums.get(gname), value)
+                sums[gname] = _accumulate(xp, sums.get(gname), value)
     _drop(outer, scopes)
     result = [None] * len(x_grads)
     for k, j in pairs:

@@ -142,6 +142,8 @@ def _lod_tensor_to_array(ctx, x, table):
     lod = _lod_for_table(op, x, table)
     level = table.level
     steps = table[0][1] if table else 0
+    if level == len(lod) - 1:  # the items are rows: each step is a gather, with no LoD
+        return _rows_to_array(ctx.xp, x.array, lod[level], table, steps)
     out = LoDTensorArray()
     for t in range(steps):
         step_lod, ranges = [], []
@@ -154,6 +156,12 @@ def _lod_tensor_to_array(ctx, x, table):
             ranges.append(rows)
         out.append(LoDTensor(gather_rows(ctx.xp, x.array, ranges), step_lod))
     return out
+
+
+def _rows_to_array(xp, data, offsets, table, steps):
+    starts = np.array([offsets[index] for index, _ in table], dtype=np.int64)
+    return LoDTensorArray(LoDTensor(data[xp.asarray(starts[:n] + t)])
+                          for t, n in enumerate(_running_per_step(table, steps)))
 
 
 def _to_array_grad(g):
@@ -189,6 +197,9 @@ def _array_to_lod_tensor(ctx, array, table):
             raise InvalidArgument(expected(op, f"X[{t}]", f"dims [-1, {list(first.shape[1:])}"
                                            f"] and dtype {first.dtype} as X[0]",
                                            f"{list(step.array.shape)} {step.array.dtype}"))
+    if all(not step._lod and step.array.shape[0] >= n for step, n
+           in zip(array, _running_per_step(table, len(array)))):
+        return _array_rows_to_lod_tensor(ctx.xp, array, table, op)
     ranked = [0]
     inner = []
     pieces = []
@@ -207,6 +218,30 @@ def _array_to_lod_tensor(ctx, array, table):
     xp = ctx.xp
     data = xp.concatenate(pieces) if pieces else xp.zeros((0,) + first.shape[1:], first.dtype)
     return LoDTensor(data, table.coarse_lod + [ranked] + inner)
+
+
+def _running_per_step(table, steps):
+    """How many sequences of ``table`` are still running at each of ``steps`` steps."""
+    lengths = np.array([length for _, length in table], dtype=np.int64)
+    return (lengths[None, :] > np.arange(steps)[:, None]).sum(axis=1).tolist()
+
+
+def _array_rows_to_lod_tensor(xp, array, table, op):
+    """The common case (array items are rows without LoD; item t row p belongs to the
+    sequence at rank position p) as one gather."""
+    sizes = np.array([step.array.shape[0] for step in array], dtype=np.int64)
+    step_start = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    ranked, index = [0], []
+    for position in sorted(range(len(table)), key=lambda p: table[p][0]):
+        length = table[position][1]
+        if length > len(array):
+            raise InvalidArgument(expected(op, "input 'X'", f"at least {length} steps (a "
+                                           f"sequence's length in RankTable)", len(array)))
+        ranked.append(ranked[-1] + length)
+        index.append(step_start[:length] + position)
+    data = xp.concatenate([step.array for step in array])
+    rows = np.concatenate(index) if index else np.zeros(0, np.int64)
+    return LoDTensor(data[xp.asarray(rows)], table.coarse_lod + [ranked])
 
 
 def _from_array_grad(g):

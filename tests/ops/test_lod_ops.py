@@ -386,6 +386,9 @@ def test_write_to_array_does_not_change_an_array_already_read():
         xp = np
         attrs = {}
 
+        class executor:  # a later run than the one that made ``arr``
+            run_token = object()
+
         class scope:
             @staticmethod
             def find_var(name):

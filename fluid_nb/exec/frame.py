@@ -1,0 +1,68 @@
+"""A loop body bound once and run for every iteration.
+
+``while`` runs its body in a new step scope per iteration and keeps the step scopes for
+``while_grad``, which runs the grad body once per kept scope. Binding a block to a scope
+(resolving every op's holders and building its step closures) costs about as much as
+running a small op, so binding per iteration would double a loop's cost.
+
+A ``BodyFrame`` binds the block once to a working scope whose holders the closures keep.
+An iteration runs the closures; ``keep`` then moves the working values into a fresh step
+scope (new holders, the same values: nothing is copied) and clears the working holders, so
+every iteration starts from an empty scope as it would in a new step scope. ``load`` does
+the reverse for the grad body: it puts a kept step scope's values into the working holders.
+
+The invariant that makes this equal to per-iteration scopes: every name the body resolves
+to a step scope has a holder in the working scope (the caller names them, and binding
+creates the rest there), and no op of the body keeps the scope it ran in (ops with
+sub-blocks do: ``reusable`` says no for such bodies, and they bind per iteration).
+"""
+from .executor import bind, run_steps
+from .scope import Scope, ScopeVariable
+
+
+def reusable(block):
+    """True when ``block``'s ops can share one binding across iterations."""
+    for op in block.ops:
+        if "sub_block" in op.attrs or "sub_blocks" in op.attrs:
+            return False
+    return True
+
+
+class BodyFrame:
+    """``block`` bound once over a working scope under ``outer``."""
+
+    def __init__(self, executor, block, outer, names=()):
+        self.executor = executor
+        self.prepared = executor.prepare(block)
+        self.outer = outer
+        self.scope = Scope(outer)  # a working scope: not one of outer's kids
+        for name in names:
+            self.scope.var(name)
+        self.steps = bind(self.prepared, self.scope, self.scope, executor)
+        self.holders = tuple(self.scope.vars.values())
+
+    def run(self):
+        run_steps(self.prepared, self.steps, self.executor.trace)
+
+    def keep(self):
+        """A new kid scope of ``outer`` holding this iteration's values; the working
+        holders are cleared for the next iteration."""
+        step = self.outer.new_scope()
+        kept = step.vars
+        for holder in self.holders:
+            value = holder.value
+            if value is not None:
+                kept[holder.name] = ScopeVariable(holder.name, value)
+                holder.value = None
+        return step
+
+    def load(self, step):
+        """Set the working holders to ``step``'s values (None where it has none)."""
+        kept = step.vars
+        for holder in self.holders:
+            found = kept.get(holder.name)
+            holder.value = found.value if found is not None else None
+
+    def value(self, name):
+        holder = self.scope.vars.get(name)
+        return holder.value if holder is not None else None
