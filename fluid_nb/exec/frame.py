@@ -56,10 +56,13 @@ class BodyFrame:
                 holder.value = None
         return step
 
-    def load(self, step):
-        """Set the working holders to ``step``'s values (None where it has none)."""
+    def load(self, step, keep=()):
+        """Set the working holders to ``step``'s values (None where it has none), except
+        the holders named in ``keep``, which go on from the previous iteration."""
         kept = step.vars
         for holder in self.holders:
+            if holder.name in keep:
+                continue
             found = kept.get(holder.name)
             holder.value = found.value if found is not None else None
 

@@ -328,9 +328,11 @@ def _grads_written(grad_block):
     return [name for op in grad_block.ops for name in op.output_arg_names if "@GRAD" in name]
 
 
-def _grad_steps(executor, block, outer, scopes, inside_ogs):
+def _grad_steps(executor, block, outer, scopes, inside_ogs, shared=()):
     """``run(step, og_values) -> read``: the grad block run over one kept step scope, and a
-    reader of the gradients it left. One binding serves every step when it can."""
+    reader of the gradients it left. One binding serves every step when it can; then the
+    holders named in ``shared`` keep their value from step to step (``run.per_step`` is
+    False)."""
     if not reusable(block):
         prepared = executor.prepare(block)
 
@@ -342,6 +344,7 @@ def _grad_steps(executor, block, outer, scopes, inside_ogs):
                 found = step.find_local_var(name)
                 return found.value if found is not None else None
             return read
+        run_per_step.per_step = True
         return run_per_step
     names = set(_grads_written(block)) | set(inside_ogs)
     for step in scopes:
@@ -349,11 +352,12 @@ def _grad_steps(executor, block, outer, scopes, inside_ogs):
     frame = BodyFrame(executor, block, outer, sorted(names))
 
     def run_reused(step, og_values):
-        frame.load(step)
+        frame.load(step, keep=shared)
         for name, value in og_values.items():
             frame.scope.vars[name].value = value
         frame.run()
         return frame.value
+    run_reused.per_step = False
     return run_reused
 
 
@@ -404,7 +408,12 @@ def _while_grad(ctx, xs, outs, ogs, scopes):
     pairs = _grad_pairs(x_names, x_grads)
     carried = set(outside_ogs)
     sums = {}
-    run_step = _grad_steps(executor, block, outer, scopes or (), inside_ogs)
+    # Gradient arrays of the body's input arrays: each step writes its own slots, and as
+    # Paddle (which shares each step's written slots into the outer array) one array
+    # collects them all.
+    shared = {grad_var_name(x_names[k]) for k, j in pairs if x_grads[j] not in carried
+              and isinstance(xs[k], list)}
+    run_step = _grad_steps(executor, block, outer, scopes or (), inside_ogs, shared)
     for step in reversed(scopes or ()):
         read = run_step(step, {inside: current[outside] for inside, outside
                                in zip(inside_ogs, outside_ogs)})
@@ -414,6 +423,9 @@ def _while_grad(ctx, xs, outs, ogs, scopes):
             if gname in carried:
                 if value is not None:
                     current[gname] = value
+            elif grad_var_name(x_names[k]) in shared:
+                sums[gname] = _accumulate(xp, sums.get(gname), value) \
+                    if run_step.per_step else value
             else:
                 sums[gname] = _accumulate(xp, sums.get(gname), value)
     _drop(outer, scopes)
