@@ -6,7 +6,8 @@
 from . import errors  # noqa: F401
 from .exec import (  # noqa: F401
     CPUPlace, CUDAPinnedPlace, CUDAPlace, Executor, LoDTensor, LoDTensorArray, Scope,
-    SelectedRows, Tensor, create_lod_tensor, global_scope, is_compiled_with_cuda, scope_guard)
+    SelectedRows, Tensor, create_lod_tensor, global_scope, is_compiled_with_cuda,
+    lod_from_row_offsets, scope_guard)
 from .framework import (  # noqa: F401
     Operator, Parameter, Program, Variable, default_main_program, default_startup_program,
     program_guard, unique_name)

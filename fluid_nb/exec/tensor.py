@@ -42,6 +42,27 @@ def lengths_to_offsets(lengths):
     return offsets
 
 
+def lod_from_row_offsets(row_offsets):
+    """Paddle's LoD from levels written as row offsets, the design documents' notation.
+
+    The design documents draw every level in rows: paragraphs ``[0, 5, 8, 10, 14]`` over
+    sentences ``[0, 2, 3, 5, 7, 8, 10, 13, 14]``. Paddle stores each level but the last in
+    units of the next level's sequences: ``[[0, 3, 5, 6, 8], [0, 2, 3, 5, 7, 8, 10, 13, 14]]``.
+    Every boundary of a level must also be a boundary of the level below.
+    """
+    levels = [list(level) for level in row_offsets]
+    lod = [levels[-1]] if levels else []
+    for depth in range(len(levels) - 2, -1, -1):
+        below = {row: index for index, row in enumerate(levels[depth + 1])}
+        missing = [row for row in levels[depth] if row not in below]
+        if missing:
+            raise InvalidArgument(f"lod_from_row_offsets: level {depth} boundaries expected "
+                                  f"to be boundaries of level {depth + 1} too, but rows "
+                                  f"{missing} are not")
+        lod.insert(0, [below[row] for row in levels[depth]])
+    return lod
+
+
 def offsets_to_lengths(offsets):
     return [b - a for a, b in zip(offsets, offsets[1:])]
 

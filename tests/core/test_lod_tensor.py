@@ -40,3 +40,29 @@ def test_invalid_lod_is_rejected_with_a_clear_message(lod, message):
     t.set(np.zeros((14, 1), "float32"), fluid.CPUPlace())
     with pytest.raises(InvalidArgument, match=message):
         t.set_lod(lod)
+
+
+def test_design_documents_two_level_example_in_row_offsets_is_paddles_lod():
+    """Figure (b) of the design documents draws both levels in rows; Paddle stores the top
+    level in units of the level below."""
+    lod = fluid.lod_from_row_offsets([[0, 5, 8, 10, 14], [0, 2, 3, 5, 7, 8, 10, 13, 14]])
+    assert lod == [[0, 3, 5, 6, 8], [0, 2, 3, 5, 7, 8, 10, 13, 14]]
+    t = fluid.LoDTensor()
+    t.set(np.arange(14, dtype="float32").reshape(14, 1), fluid.CPUPlace())
+    t.set_lod(lod)
+    assert t.recursive_sequence_lengths() == [[3, 2, 1, 2], [2, 1, 2, 2, 1, 2, 3, 1]]
+    # the paragraphs still cover rows 0-5, 5-8, 8-10, 10-14
+    sentences = lod[1]
+    assert [sentences[i] for i in lod[0]] == [0, 5, 8, 10, 14]
+
+
+def test_design_documents_row_offsets_given_as_paddles_lod_are_rejected_clearly():
+    t = fluid.LoDTensor()
+    t.set(np.zeros((14, 1), "float32"), fluid.CPUPlace())
+    with pytest.raises(fluid.errors.InvalidArgument, match="number of sequences in level 1"):
+        t.set_lod([[0, 5, 8, 10, 14], [0, 2, 3, 5, 7, 8, 10, 13, 14]])
+
+
+def test_row_offsets_that_split_a_lower_sequence_are_rejected():
+    with pytest.raises(fluid.errors.InvalidArgument, match=r"rows \[4\]"):
+        fluid.lod_from_row_offsets([[0, 4, 14], [0, 2, 3, 5, 14]])
