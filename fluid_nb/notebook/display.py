@@ -296,9 +296,12 @@ def _program_html(self):
 
 
 def _program_bundle(self, include=None, exclude=None):
-    return {"text/plain": f"Program({len(self.blocks)} blocks, "
-                          f"{sum(len(b.ops) for b in self.blocks)} ops)\n{self.to_string()}",
-            "text/html": program_html(self), "text/vnd.graphviz": program_dot(self)}
+    """The program model for the graph renderer, with a readable HTML listing and the text
+    listing for frontends without it (and the DOT text for those that draw Graphviz)."""
+    from .. import viz
+    model = viz.program_model(self)
+    return {viz.MIME_TYPE: model, "text/html": viz.listing_html(self),
+            "text/plain": str(self), "text/vnd.graphviz": viz.assemble_dot(model)}
 
 
 def _bundle_of(html_fn):

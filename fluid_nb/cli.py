@@ -1,0 +1,272 @@
+"""``fluid-nb``: look at, render and run Fluid program files; the demo; JupyterLab.
+
+    fluid-nb show model.pdmodel                  readable listing of a program file
+    fluid-nb render model.pdmodel -o graph.html  interactive graph page (.html), .dot or .svg
+    fluid-nb run inference_dir --feed x=x.npy    run a saved model, print the fetched arrays
+    fluid-nb demo -o fluid_nb_demo.html          train fit_a_line, write its graph page
+    fluid-nb lab                                 JupyterLab on the bundled notebooks
+
+A program file is a ``*.pdmodel``, a ``__model__``, or a directory holding one of them; it
+is decoded by fluid_nb's own codec (nothing in it is executed). Errors print as one line
+and exit with status 1 (``--debug`` shows the traceback).
+"""
+import argparse
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+from .errors import FluidError, InvalidArgument, NotFound, PreconditionNotMet
+
+PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+# --- program files ---------------------------------------------------------------------------
+def find_program_file(path):
+    """The program file that ``path`` names: the file itself, or in a directory its
+    ``__model__`` or its only ``*.pdmodel``."""
+    if os.path.isdir(path):
+        if os.path.isfile(os.path.join(path, "__model__")):
+            return os.path.join(path, "__model__")
+        found = sorted(f for f in os.listdir(path) if f.endswith(".pdmodel"))
+        if len(found) == 1:
+            return os.path.join(path, found[0])
+        raise NotFound(f"{path}: a directory holding __model__ or one *.pdmodel file expected, "
+                       f"but it holds {'several: ' + ', '.join(found) if found else 'neither'}")
+    if not os.path.isfile(path):
+        raise NotFound(f"{path}: a program file (*.pdmodel, __model__ or a directory holding "
+                       f"one) expected, but there is no such file or directory")
+    return path
+
+
+def load_program(path):
+    """The Program decoded from the program file ``path`` (see :func:`find_program_file`)."""
+    from .framework.program import Program
+    file = find_program_file(path)
+    with open(file, "rb") as f:
+        data = f.read()
+    try:
+        return Program.parse_from_string(data)
+    except FluidError as exc:  # name the file: the codec knows only the bytes
+        raise type(exc)(f"{file}: {exc}") from exc
+    except Exception as exc:  # a damaged or foreign file: say which, not a protobuf trace
+        raise InvalidArgument(f"{file}: ProgramDesc bytes expected, but decoding failed: "
+                              f"{exc}") from exc
+
+
+# --- show / render -----------------------------------------------------------------------------
+def cmd_show(args, out):
+    from .viz import program_listing
+    print(program_listing(load_program(args.file)), file=out)
+    return 0
+
+
+def render_svg(dot_text):
+    """SVG text of DOT text, through the ``graphviz`` package and Graphviz's ``dot`` binary."""
+    try:
+        import graphviz
+    except ImportError:
+        raise PreconditionNotMet("render: .svg needs the Python package 'graphviz' (pip install "
+                                 "graphviz) and Graphviz's 'dot' program (e.g. apt-get install "
+                                 "graphviz), but the package is not installed; write .html "
+                                 "instead (it lays the graph out in the browser)") from None
+    try:
+        return graphviz.Source(dot_text).pipe(format="svg").decode("utf-8")
+    except graphviz.ExecutableNotFound:
+        raise PreconditionNotMet("render: .svg needs Graphviz's 'dot' program on PATH (e.g. "
+                                 "apt-get install graphviz), but it was not found; write .html "
+                                 "instead (it lays the graph out in the browser)") from None
+
+
+def cmd_render(args, out):
+    from .viz import assemble_dot, html_page, program_listing, program_model
+    kind = os.path.splitext(args.output)[1].lower()
+    if kind not in (".html", ".htm", ".svg", ".dot", ".gv"):
+        raise InvalidArgument(f"render: -o expected a file ending in .html, .svg or .dot, but "
+                              f"received {args.output!r}")
+    program = load_program(args.file)
+    title = args.title or os.path.basename(os.path.normpath(args.file))
+    model = program_model(program, title=title)
+    if kind in (".html", ".htm"):
+        text = html_page(model, title, listing=program_listing(program))
+    elif kind == ".svg":
+        text = render_svg(assemble_dot(model))
+    else:
+        text = assemble_dot(model)
+    with open(args.output, "w", encoding="utf-8") as f:
+        f.write(text)
+    print(f"wrote {args.output} ({model['stats']['ops']} ops, {len(text)} bytes)", file=out)
+    return 0
+
+
+# --- run ---------------------------------------------------------------------------------------
+def load_model_for_run(path, executor, scope):
+    """``[program, feed names, fetch vars]`` of a saved inference model: a directory
+    (``__model__`` + parameter files, or one ``x.pdmodel`` + ``x.pdiparams``), a ``__model__``
+    file, or an ``x.pdmodel`` file with its ``x.pdiparams`` (or parameter files) beside it."""
+    from . import io
+    file = find_program_file(path)
+    folder, name = os.path.split(file)
+    if name.endswith(".pdmodel"):
+        prefix = file[:-len(".pdmodel")]
+        if os.path.isfile(prefix + ".pdiparams"):
+            return io.load_inference_model(prefix, executor, scope=scope)
+    return io.load_inference_model(folder or ".", executor, model_filename=name, scope=scope)
+
+
+def parse_feed(item):
+    """``name=path.npy`` -> ``(name, array)``; the file is read without unpickling."""
+    name, sep, file = item.partition("=")
+    if not sep or not name or not file:
+        raise InvalidArgument(f"run: --feed expected name=array.npy, but received {item!r}")
+    try:
+        return name, np.load(file, allow_pickle=False)
+    except FileNotFoundError:
+        raise NotFound(f"run: --feed {name}: file {file!r} expected, but it does not "
+                       f"exist") from None
+    except ValueError as exc:
+        raise InvalidArgument(f"run: --feed {name}: a .npy array file expected in {file!r}, "
+                              f"but reading it failed: {exc}") from None
+
+
+def array_summary(name, array):
+    """A few lines about a fetched array: shape, dtype, min/max/mean, leading values."""
+    array = np.asarray(array)
+    head = f"{name}: shape {list(array.shape)} {array.dtype}"
+    if array.size and np.issubdtype(array.dtype, np.number):
+        head += (f"  min {array.min():.6g}  max {array.max():.6g}  "
+                 f"mean {array.mean(dtype=np.float64):.6g}")
+    with np.printoptions(precision=5, threshold=20, edgeitems=3, suppress=True):
+        body = np.array2string(array)
+    return head + "\n" + "\n".join("  " + line for line in body.splitlines())
+
+
+def without_feed_fetch_ops(program):
+    """A copy of a saved model's program without its own feed and fetch ops, so the executor
+    may feed and fetch other variables (it adds its own ops, as for any program)."""
+    copy = program.clone()
+    block = copy.global_block()
+    for index in reversed(range(len(block.ops))):
+        if block.ops[index].type in ("feed", "fetch"):
+            block._remove_op(index)
+    return copy
+
+
+def cmd_run(args, out):
+    import fluid_nb as fluid
+    feeds = dict(parse_feed(item) for item in args.feed)
+    scope = fluid.Scope()
+    exe = fluid.Executor(fluid.CPUPlace())
+    program, feed_names, fetch_vars = load_model_for_run(args.file, exe, scope)
+    missing = [n for n in feed_names if n not in feeds]
+    if missing:
+        raise InvalidArgument(f"run: a --feed for each input of the model expected "
+                              f"({', '.join(feed_names)}), but {', '.join(missing)} has none")
+    if args.fetch:
+        program = without_feed_fetch_ops(program)
+        names = fetch_list = list(args.fetch)
+    else:
+        fetch_list, names = fetch_vars, [v.name for v in fetch_vars]
+    values = exe.run(program, feed=feeds, fetch_list=fetch_list, scope=scope)
+    for name, value in zip(names, values):
+        print(array_summary(name, value), file=out)
+        if args.save_dir:
+            os.makedirs(args.save_dir, exist_ok=True)
+            path = os.path.join(args.save_dir, name.replace("/", "_") + ".npy")
+            np.save(path, np.asarray(value), allow_pickle=False)
+            print(f"  saved {path}", file=out)
+    return 0
+
+
+# --- demo / lab --------------------------------------------------------------------------------
+def cmd_demo(args, out):
+    from .demo import run_demo
+    run_demo(args.output, steps=args.steps, log=lambda text: print(text, file=out))
+    return 0
+
+
+def notebooks_dir(explicit=None):
+    """The folder ``fluid-nb lab`` opens: ``explicit``, else the ``notebooks/`` folder next to
+    the package (a source checkout); NotFound when it does not exist."""
+    folder = explicit if explicit is not None else \
+        os.path.join(os.path.dirname(PACKAGE_DIR), "notebooks")
+    if not os.path.isdir(folder):
+        how = "the folder given by --dir" if explicit is not None else \
+            "the notebooks/ folder of a fluid_nb source checkout (pip install -e .)"
+        raise NotFound(f"lab: {how} expected at {folder}, but there is no such directory; "
+                       f"pass --dir DIR")
+    return os.path.abspath(folder)
+
+
+def lab_command(folder, extra=()):
+    """The command line that starts JupyterLab with ``folder`` as its root."""
+    return [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={folder}", *extra]
+
+
+def cmd_lab(args, out):
+    command = lab_command(notebooks_dir(args.dir), args.lab_args)
+    print("starting: " + " ".join(command), file=out)
+    return subprocess.call(command)
+
+
+# --- main ----------------------------------------------------------------------------------------
+def build_parser():
+    parser = argparse.ArgumentParser(prog="fluid-nb", description=__doc__.splitlines()[0])
+    parser.add_argument("--debug", action="store_true", help="show tracebacks of errors")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    show = sub.add_parser("show", help="print the readable listing of a program file")
+    show.add_argument("file", help="*.pdmodel, __model__, or a directory holding one")
+    show.set_defaults(handler=cmd_show)
+
+    render = sub.add_parser("render", help="draw a program file as .html, .svg or .dot")
+    render.add_argument("file", help="*.pdmodel, __model__, or a directory holding one")
+    render.add_argument("-o", "--output", required=True, help="OUT.html, OUT.svg or OUT.dot")
+    render.add_argument("--title", help="page title (default: the file name)")
+    render.set_defaults(handler=cmd_render)
+
+    run = sub.add_parser("run", help="run a saved inference model on .npy inputs")
+    run.add_argument("file", help="an inference model directory, __model__, or x.pdmodel "
+                                  "(with x.pdiparams beside it)")
+    run.add_argument("--feed", action="append", default=[], metavar="NAME=ARRAY.npy",
+                     help="an input value (repeat for several inputs)")
+    run.add_argument("--fetch", action="append", default=[], metavar="NAME",
+                     help="a variable to fetch (default: the model's outputs)")
+    run.add_argument("--save-dir", help="also save each fetched array as NAME.npy here")
+    run.set_defaults(handler=cmd_run)
+
+    demo = sub.add_parser("demo", help="train fit_a_line headless and write its graph page")
+    demo.add_argument("-o", "--output", default="fluid_nb_demo.html", help="the HTML page")
+    demo.add_argument("--steps", type=int, default=100, help="SGD steps to train")
+    demo.set_defaults(handler=cmd_demo)
+
+    lab = sub.add_parser("lab", help="start JupyterLab on the bundled notebooks (other "
+                                     "arguments are passed on to jupyter lab)")
+    lab.add_argument("--dir", help="root folder (default: the checkout's notebooks/)")
+    lab.set_defaults(handler=cmd_lab, lab_args=[])  # other arguments go to jupyter lab
+    return parser
+
+
+def main(argv=None, out=None):
+    """Run the command line ``argv`` (default ``sys.argv[1:]``); returns the exit status.
+    Expected failures (typed fluid_nb errors, missing files) print one line on stderr."""
+    out = out if out is not None else sys.stdout
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # only `lab` passes options on (to jupyter lab)
+        if args.command != "lab":
+            parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+        args.lab_args = unknown
+    try:
+        return args.handler(args, out)
+    except (FluidError, OSError) as exc:
+        if args.debug:
+            raise
+        print(f"fluid-nb {args.command}: error: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

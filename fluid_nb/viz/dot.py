@@ -1,0 +1,140 @@
+"""DOT text for the program graph: one statement per node and edge, and their assembly.
+
+Each op, variable and edge of a program model carries its own DOT statement (``"dot"``), so a
+delta that adds ten ops carries ten small statements and the front end re-assembles the graph
+without any DOT knowledge beyond :func:`assemble_dot`'s few lines (mirrored in TypeScript).
+
+Every node statement names the node by its model id and sets ``id="<model id>"`` and a
+``class``, so the SVG Graphviz makes has ``<g id="<model id>" class="node op role-...">``;
+that is how clicks map back to model elements. Statements never depend on the ``new`` flags,
+so an element's statement changes only when the element itself does.
+"""
+
+#: the graph, node and edge defaults (a node is a forward op unless its statement says
+#: otherwise, which keeps the statements of the common case short); ``assemble_dot`` closes
+#: the brace
+DOT_HEADER = (
+    "digraph program {\n"
+    '  graph [rankdir=TB, fontname="Helvetica", fontsize=10, nodesep=0.25, ranksep=0.3, '
+    'newrank=true];\n'
+    '  node [fontname="Helvetica", fontsize=10, height=0.3, margin="0.08,0.03", shape=box, '
+    'style=filled, fillcolor="#dbeafe"];\n'
+    '  edge [arrowsize=0.6, color="#6b7280"];')
+
+#: op fill colours by role (light colours: text stays readable on light and dark pages)
+ROLE_FILL = {
+    "forward": "#dbeafe",
+    "backward": "#fee2e2",
+    "optimize": "#dcfce7",
+    "lr_sched": "#ede9fe",
+    "loss": "#fef3c7",
+    "other": "#e5e7eb",
+}
+
+#: op styles by role: gradients dashed, updates rounded
+ROLE_STYLE = {
+    "backward": "filled,dashed",
+    "optimize": "filled,rounded,bold",
+    "lr_sched": "filled,rounded",
+}
+
+PARAMETER_FILL = "#fcd34d"
+PERSISTABLE_FILL = "#fef3c7"
+VARIABLE_FILL = "#ffffff"
+
+
+def quote(text):
+    """``text`` as a DOT double-quoted string (backslashes and quotes escaped)."""
+    return '"' + str(text).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def _lines(*parts):
+    """Quoted DOT string whose parts are separated by DOT's ``\\n`` line break."""
+    return '"' + "\\n".join(p.replace("\\", "\\\\").replace('"', '\\"') for p in parts) + '"'
+
+
+def op_statement(op_id, op_type, role, tooltip, has_sub_blocks=False):
+    """The node statement of an op: a box labelled with its type, filled by role."""
+    extra = ""
+    if role != "forward":
+        extra += f', fillcolor="{ROLE_FILL.get(role, ROLE_FILL["other"])}"'
+    if role in ROLE_STYLE:
+        extra += f', style="{ROLE_STYLE[role]}"'
+    if has_sub_blocks:
+        extra += ", peripheries=2"
+    return (f'{quote(op_id)} [id={quote(op_id)}, class="op role-{role}", label={quote(op_type)}'
+            f'{extra}, tooltip={quote(tooltip)}];')
+
+
+def var_statement(var_id, name, shape_text, parameter, persistable, tooltip):
+    """The node statement of a variable: an ellipse labelled name and shape; parameters
+    bold and amber, other persistables pale amber, temporaries white."""
+    if parameter:
+        kind, style, fill = "parameter", ', style="filled,bold"', PARAMETER_FILL
+    elif persistable:
+        kind, style, fill = "persistable", "", PERSISTABLE_FILL
+    else:
+        kind, style, fill = "temporary", "", VARIABLE_FILL
+    return (f'{quote(var_id)} [id={quote(var_id)}, class="var {kind}", '
+            f'label={_lines(name, shape_text)}, shape=ellipse{style}, fillcolor="{fill}", '
+            f'tooltip={quote(tooltip)}];')
+
+
+def edge_statement(edge_id, src, dst, slot):
+    """The statement of a data edge; its tooltip is the op's slot."""
+    return f'{quote(src)} -> {quote(dst)} [id={quote(edge_id)}, tooltip={quote(slot)}];'
+
+
+def assemble_dot(model, collapsed=()):
+    """The whole DOT text of a program model.
+
+    Order (the front end's ``assembleDot`` writes the same text): ``dot_header``; block b0's
+    node statements (ops, then variables, in model order); then for each child block,
+    recursively nested, ``subgraph "cluster_<bid>" {`` + ``label="<label>";`` + its nodes +
+    its child clusters + ``}``; then every edge whose two ends are shown; then ``}``.
+    A block in ``collapsed`` is left out together with its nested blocks (the op that owns it
+    stays). Lines are indented two spaces per level.
+    """
+    collapsed = set(collapsed)
+    nodes = {block["id"]: [] for block in model["blocks"]}
+    for element in model["ops"]:
+        nodes.setdefault(element["block"], []).append(element)
+    for element in model["vars"]:
+        nodes.setdefault(element["block"], []).append(element)
+    children = {}
+    roots = []
+    for block in model["blocks"]:
+        if block["parent"] is None:
+            roots.append(block)
+        else:
+            children.setdefault(block["parent"], []).append(block)
+
+    lines = [model["dot_header"]]
+    shown = set()
+
+    def emit_nodes(block_id, indent):
+        for element in nodes.get(block_id, ()):
+            shown.add(element["id"])
+            lines.append(indent + element["dot"])
+
+    def emit_cluster(block, indent):
+        if block["id"] in collapsed:
+            return
+        lines.append(f"{indent}subgraph {quote('cluster_' + block['id'])} {{")
+        lines.append(f"{indent}  label={quote(block['label'])};")
+        emit_nodes(block["id"], indent + "  ")
+        for child in children.get(block["id"], ()):
+            emit_cluster(child, indent + "  ")
+        lines.append(f"{indent}}}")
+
+    for root in roots:
+        if root["id"] in collapsed:
+            continue
+        emit_nodes(root["id"], "  ")
+        for child in children.get(root["id"], ()):
+            emit_cluster(child, "  ")
+    for edge in model["edges"]:
+        if edge["src"] in shown and edge["dst"] in shown:
+            lines.append("  " + edge["dot"])
+    lines.append("}")
+    return "\n".join(lines)

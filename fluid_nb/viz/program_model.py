@@ -1,0 +1,382 @@
+"""The program model: a program as plain JSON for the graph view (MIME ``PROGRAM_MIME``).
+
+``program_model(program)`` is a pure function of the program (it reads, never changes it)
+returning the dict the front end draws: blocks nested by parent (a sub-block's ``owner`` is the
+``while``/``conditional_block`` op whose block attribute names it), op and variable nodes, data
+edges, forward<->grad pairs, op roles, the ops added since a mark, and one DOT statement per
+element (see :mod:`fluid_nb.viz.dot`).
+
+Identity: op ids (``"op:<n>"``) are stable while a program grows or shrinks. Each Operator
+and Variable object gets a serial number the first time a model (or a mark) sees it, counted
+per program, so ops that were there keep their ids in later models, and ops appended later
+get higher numbers. A live-mode rollback restores the very same objects, so their ids
+survive it too. Variable ids are ``"v:<block idx>:<name>"``.
+
+Canonical order (what :func:`~fluid_nb.viz.delta.apply_delta` restores): blocks by index;
+ops by (block index, index in block); variables by (block index, name); edges by their op's
+(block index, index), inputs before outputs, then slot, then variable id.
+"""
+import enum
+import math
+import weakref
+
+from ..errors import InvalidArgument
+from ..framework.attrs import AttrType
+from ..framework.dtypes import dtype_name
+from ..framework.program import EMPTY_VAR_NAME, GRAD_SUFFIX, Program
+from . import dot as _dot
+
+MIME_TYPE = "application/vnd.fluid-nb.program+json"
+FORMAT = "fluid-nb.program"
+VERSION = 1
+
+#: attributes left out of the model: Paddle's Python traceback of the building script
+#: (tens of lines per op in saved files, nothing a reader of the graph needs)
+HIDDEN_ATTRS = frozenset({"op_callstack"})
+
+# Paddle's OpRole bits
+ROLE_BACKWARD, ROLE_OPTIMIZE, ROLE_RPC, ROLE_DIST, ROLE_LRSCHED, ROLE_LOSS = 1, 2, 4, 8, 16, 256
+
+
+def op_role_name(value):
+    """Paddle's ``op_role`` bits as one role name.
+
+    Precedence: learning-rate schedule, then optimize, then backward (so Backward|Loss = 257
+    is ``"backward"``), then loss (256 alone, the loss op), then RPC/Dist (``"other"``);
+    0 or no attribute is ``"forward"``.
+    """
+    try:
+        bits = int(value or 0)
+    except (TypeError, ValueError):
+        return "other"
+    if bits == 0:
+        return "forward"
+    if bits & ROLE_LRSCHED:
+        return "lr_sched"
+    if bits & ROLE_OPTIMIZE:
+        return "optimize"
+    if bits & ROLE_BACKWARD:
+        return "backward"
+    if bits & ROLE_LOSS:
+        return "loss"
+    return "other"
+
+
+# --- stable identity ------------------------------------------------------------------------
+class _Serials:
+    """Serial numbers of objects, keyed by ``id`` with a weak reference to each object.
+
+    Keyed by ``id`` rather than by the object: ``Variable`` overloads ``==`` to build an op,
+    so it cannot be a dict key. The weak reference's callback drops the entry when its
+    object dies, before the ``id`` can be reused.
+    """
+
+    def __init__(self):
+        self._table = {}  # id(obj) -> (weakref, serial)
+
+    def get(self, obj):
+        entry = self._table.get(id(obj))
+        if entry is not None and entry[0]() is obj:
+            return entry[1]
+        return None
+
+    def set(self, obj, serial):
+        key = id(obj)
+        table = self._table
+
+        def forget(ref, key=key):
+            current = table.get(key)
+            if current is not None and current[0] is ref:
+                del table[key]
+
+        table[key] = (weakref.ref(obj, forget), serial)
+        return serial
+
+
+_serials = _Serials()
+_counters = weakref.WeakKeyDictionary()  # Program -> last serial handed out
+
+
+def _serial(program, obj):
+    serial = _serials.get(obj)
+    if serial is None:
+        serial = _counters.get(program, 0) + 1
+        _counters[program] = serial
+        _serials.set(obj, serial)
+    return serial
+
+
+def op_id(op):
+    """The stable model id of ``op`` (``"op:<n>"``); numbers it on first sight."""
+    return f"op:{_serial(op.block.program, op)}"
+
+
+class ProgramMark:
+    """A point in a program's growth: ops and variables numbered after it are ``new``.
+
+    Holds the program weakly and the last serial handed out when the mark was taken, so it
+    costs nothing to keep and stays valid when ops are appended or rolled back.
+    """
+
+    __slots__ = ("_program", "serial")
+
+    def __init__(self, program, serial):
+        self._program = weakref.ref(program)
+        self.serial = serial
+
+    @property
+    def program(self):
+        return self._program()
+
+    def __repr__(self):
+        return f"ProgramMark(serial={self.serial})"
+
+
+def program_mark(program):
+    """A mark of ``program`` as it is now; ``program_model(program, mark=m)`` flags as
+    ``new`` exactly the ops and variables added after this call."""
+    if not isinstance(program, Program):
+        raise InvalidArgument(f"program_mark: program expected Program, but received "
+                              f"{type(program).__name__}")
+    for block in program.blocks:  # number what exists now, so later additions rank above
+        for op in block.ops:
+            _serial(program, op)
+        for var in block.vars.values():
+            _serial(program, var)
+    return ProgramMark(program, _counters.get(program, 0))
+
+
+# --- values -----------------------------------------------------------------------------------
+def json_value(value):
+    """``value`` as plain JSON: NumPy scalars and arrays to Python, enums to their value,
+    non-finite floats to ``"inf"``/``"-inf"``/``"nan"`` (JSON has none), bytes decoded."""
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, enum.Enum):
+        return json_value(value.value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value) if math.isfinite(value) else str(value)
+    if isinstance(value, (list, tuple)):
+        return [json_value(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): json_value(v) for k, v in value.items()}
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).decode("utf-8", "replace")
+    if hasattr(value, "tolist"):  # NumPy scalar or array
+        return json_value(value.tolist())
+    return str(value)
+
+
+def _block_attr_names(op, cache):
+    """Names of ``op``'s attributes that hold blocks (BLOCK or BLOCKS), cached per type."""
+    names = cache.get(op.type)
+    if names is None:
+        from ..ops import registry
+        spec = registry.find(op.type)
+        names = frozenset(n for n, a in spec.attrs.items()
+                          if a.type in (AttrType.BLOCK, AttrType.BLOCKS)) if spec else frozenset()
+        cache[op.type] = names
+    if op.attr_types:  # unknown ops and loaded files carry their own wire types
+        extra = [n for n, t in op.attr_types.items() if t in (AttrType.BLOCK, AttrType.BLOCKS)]
+        if extra:
+            names = names | frozenset(extra)
+    return names
+
+
+def _source_text(source):
+    if source is None:
+        return None
+    filename = getattr(source, "filename", None)  # SourceLine: do not read the line's text
+    if filename is not None:
+        return f"{filename}:{source.lineno}"
+    return f"{source[0]}:{source[1]}"
+
+
+def _shape_text(shape):
+    return "[" + ", ".join(str(d) for d in shape) + "]"
+
+
+def _dtype_text(var):
+    try:
+        return dtype_name(var.dtype)
+    except Exception:  # kinds without a tensor dtype (READER, RAW...) keep what they hold
+        return str(getattr(var.dtype, "name", var.dtype)).lower()
+
+
+def _grad_base(name):
+    """``x`` for ``x@GRAD`` and ``x@GRAD@RENAME@block0@1``; None for other names."""
+    at = name.find(GRAD_SUFFIX)
+    return name[:at] if at > 0 else None
+
+
+# --- the model ----------------------------------------------------------------------------------
+def program_model(program, mark=None, title=None):
+    """The program model of ``program`` (see the module docstring and the contract).
+
+    Invariants: the result is JSON-serialisable; ``program`` is not changed; op ids are stable
+    across calls while the program grows or is rolled back; ``new`` is true exactly for ops and
+    variables added after ``mark`` (a :func:`program_mark` of this program; all false without
+    one); every edge joins two elements of the model; lists are in canonical order.
+    """
+    if not isinstance(program, Program):
+        raise InvalidArgument(f"program_model: program expected Program, but received "
+                              f"{type(program).__name__}")
+    if mark is not None:
+        if not isinstance(mark, ProgramMark):
+            raise InvalidArgument(f"program_model: mark expected the result of program_mark(), "
+                                  f"but received {type(mark).__name__}")
+        if mark.program is not program:
+            raise InvalidArgument("program_model: mark expected to come from the same program, "
+                                  "but it was taken on another one")
+    since = mark.serial if mark is not None else None
+
+    block_attr_cache = {}
+    owners = {}  # block idx -> (id, type) of the op holding it
+    op_records = []  # (op, id, serial, block idx, index)
+    for block in program.blocks:
+        for index, op in enumerate(block.ops):
+            serial = _serial(program, op)
+            oid = f"op:{serial}"
+            op_records.append((op, oid, serial, block.idx, index))
+            for name in _block_attr_names(op, block_attr_cache):
+                value = op.attrs.get(name)
+                for idx in (value if isinstance(value, (list, tuple)) else [value]):
+                    if isinstance(idx, int):
+                        owners.setdefault(idx, (oid, op.type))
+    pairs = _pair_grad_ops(op_records)
+
+    blocks = []
+    for block in program.blocks:
+        owner, owner_type = owners.get(block.idx, (None, None))
+        label = f"block {block.idx}" + (f" ({owner_type})" if owner_type else "")
+        blocks.append({"id": f"b{block.idx}", "idx": block.idx,
+                       "parent": f"b{block.parent_idx}" if block.parent_idx >= 0 else None,
+                       "owner": owner, "label": label})
+
+    variables = []
+    for block in program.blocks:
+        bid = f"b{block.idx}"
+        for name in sorted(block.vars):
+            var = block.vars[name]
+            vid = f"v:{block.idx}:{name}"
+            shape = [int(d) for d in var.shape]
+            dtype = _dtype_text(var)
+            kind = var.type.name
+            parameter = bool(var.is_parameter)
+            tooltip = f"{kind} {dtype} {_shape_text(shape)}" + (
+                f" lod_level {var.lod_level}" if var.lod_level else "") + (
+                ", parameter" if parameter else ", persistable" if var.persistable else "")
+            variables.append({
+                "id": vid, "block": bid, "name": name, "type": kind, "dtype": dtype,
+                "shape": shape, "lod_level": int(var.lod_level),
+                "persistable": bool(var.persistable), "parameter": parameter,
+                "stop_gradient": bool(var.stop_gradient),
+                "new": since is not None and _serial(program, var) > since,
+                "dot": _dot.var_statement(vid, name, _shape_text(shape), parameter,
+                                          var.persistable, tooltip)})
+
+    ops = []
+    edges = []
+    seen_edges = set()
+    for op, oid, serial, bidx, index in op_records:
+        block = op.block
+        block_names = _block_attr_names(op, block_attr_cache)
+        attrs = {}
+        sub_blocks = []
+        for name, value in op.attrs.items():
+            if name in HIDDEN_ATTRS:
+                continue
+            if name in block_names:
+                if isinstance(value, (list, tuple)):
+                    attrs[name] = [f"b{v}" for v in value]
+                    sub_blocks.extend(attrs[name])
+                else:
+                    attrs[name] = f"b{value}"
+                    sub_blocks.append(attrs[name])
+            else:
+                attrs[name] = json_value(value)
+        role = op_role_name(op.attrs.get("op_role"))
+        source = _source_text(op.source)
+        op_edges = []
+        for direction, args in ((0, op.inputs), (1, op.outputs)):
+            for slot, names in args.items():
+                for name in names:
+                    if name == EMPTY_VAR_NAME:
+                        continue
+                    var = block._find_var_recursive(name)
+                    if var is None:  # named but declared nowhere (a loaded file may do this)
+                        continue
+                    vid = f"v:{var.block.idx}:{name}"
+                    src, dst = (vid, oid) if direction == 0 else (oid, vid)
+                    eid = f"e|{src}|{dst}|{slot}"
+                    if eid in seen_edges:
+                        continue
+                    seen_edges.add(eid)
+                    op_edges.append((direction, slot, vid, {
+                        "id": eid, "src": src, "dst": dst, "slot": slot,
+                        "dot": _dot.edge_statement(eid, src, dst, slot)}))
+        op_edges.sort(key=lambda e: e[:3])
+        edges.extend(e[3] for e in op_edges)
+        tooltip = f"{op.type} ({role})" + (f"\n{source}" if source is not None else "")
+        ops.append({
+            "id": oid, "block": f"b{bidx}", "index": index, "type": op.type, "role": role,
+            "inputs": {k: list(v) for k, v in op.inputs.items()},
+            "outputs": {k: list(v) for k, v in op.outputs.items()},
+            "attrs": attrs, "sub_blocks": sub_blocks, "pair": pairs.get(oid),
+            "new": since is not None and serial > since, "source": source,
+            "dot": _dot.op_statement(oid, op.type, role, tooltip, bool(sub_blocks))})
+
+    return {
+        "format": FORMAT, "version": VERSION, "revision": int(program._version),
+        "title": title if title is not None else "program",
+        "blocks": blocks, "ops": ops, "vars": variables, "edges": edges,
+        "dot_header": _dot.DOT_HEADER,
+        "stats": {"blocks": len(blocks), "ops": len(ops), "vars": len(variables)},
+    }
+
+
+def _pair_grad_ops(op_records):
+    """{op id: paired op id} for forward ops and their ``<type>_grad`` ops (both ways).
+
+    Rule: a ``T_grad`` op pairs with the latest not-yet-paired op of type ``T`` (earlier in
+    program order: blocks by index, ops in order) that outputs a variable whose gradient
+    (``name@GRAD``, ``@RENAME`` suffixes ignored) the grad op reads. If it reads none (a grad op
+    fed only by forward values), the grad op's outputs are used instead: it pairs with the
+    latest unpaired ``T`` op that reads ``name`` where the grad op writes ``name@GRAD``.
+    Backward writes grad ops in reverse forward order, so "latest unpaired" matches the
+    forward op of the same step when a variable is written by several ops of one type.
+    """
+    producers = {}  # (type, output name) -> [(order, op id)]
+    consumers = {}  # (type, input name) -> [(order, op id)]
+    pairs = {}
+    for order, (op, oid, _, _, _) in enumerate(op_records):
+        op_type = op.type
+        if op_type.endswith("_grad"):
+            forward_type = op_type[:-5]
+            found = _candidates(op.inputs, forward_type, producers)
+            if not found:
+                found = _candidates(op.outputs, forward_type, consumers)
+            best = max((c for c in found if c[1] not in pairs), default=None)
+            if best is not None:
+                pairs[oid] = best[1]
+                pairs[best[1]] = oid
+            continue
+        for names in op.outputs.values():
+            for name in names:
+                producers.setdefault((op_type, name), []).append((order, oid))
+        for names in op.inputs.values():
+            for name in names:
+                consumers.setdefault((op_type, name), []).append((order, oid))
+    return pairs
+
+
+def _candidates(args, forward_type, index):
+    found = []
+    for names in args.values():
+        for name in names:
+            base = _grad_base(name)
+            if base is not None:
+                found.extend(index.get((forward_type, base), ()))
+    return found

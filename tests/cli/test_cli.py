@@ -1,0 +1,162 @@
+"""The `fluid-nb` command line: show, render, run, demo and lab, called in-process through
+`main([...])`, plus one run of the installed console script."""
+import importlib
+import io
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from fluid_nb import cli
+from fluid_nb.errors import FluidError
+
+FIXTURES = pathlib.Path(__file__).resolve().parent.parent / "fixtures" / "paddle"
+MLP = FIXTURES / "inference" / "mlp"
+html_page_module = importlib.import_module("fluid_nb.viz.html_page")
+
+
+def _main(argv, capsys):
+    out = io.StringIO()
+    code = cli.main([str(a) for a in argv], out=out)
+    return code, out.getvalue(), capsys.readouterr().err
+
+
+@pytest.fixture
+def viewer_bundle(tmp_path, monkeypatch):
+    path = tmp_path / "viewer.js"
+    path.write_text("window.fluidNbViewer={renderProgram:function(el,m){el.textContent=m.title}};")
+    monkeypatch.setattr(html_page_module, "VIEWER_JS", str(path))
+    return path
+
+
+@pytest.mark.parametrize("target", [MLP / "combined" / "model.pdmodel", MLP / "separate",
+                                    MLP / "separate" / "__model__"])
+def test_show_prints_the_listing_of_a_program_file(target, capsys):
+    code, out, err = _main(["show", target], capsys)
+    assert code == 0 and not err
+    assert out.startswith("{ // block_idx:0")
+    assert "= mul(inputs={X=[x], Y=[fc_0.w_0]}" in out and "= softmax(" in out
+
+
+def test_show_of_a_missing_file_is_one_clear_line(tmp_path, capsys):
+    code, out, err = _main(["show", tmp_path / "nope.pdmodel"], capsys)
+    assert code == 1 and not out
+    assert err.count("\n") == 1 and "nope.pdmodel" in err and "Traceback" not in err
+
+
+def test_show_of_a_file_that_is_not_a_program_fails_cleanly(tmp_path, capsys):
+    bad = tmp_path / "bad.pdmodel"
+    bad.write_bytes(b"\xff\xfe not protobuf \x00")
+    code, _, err = _main(["show", bad], capsys)
+    assert code == 1 and "bad.pdmodel" in err and "Traceback" not in err
+
+
+def test_render_dot_writes_the_assembled_graph(tmp_path, capsys):
+    out_file = tmp_path / "mlp.dot"
+    code, out, _ = _main(["render", MLP / "separate", "-o", out_file], capsys)
+    dot = out_file.read_text()
+    assert code == 0 and "wrote" in out
+    assert dot.startswith("digraph program {") and dot.count("{") == dot.count("}")
+    assert dot.count('class="op ') == 12  # feed, 3 x (mul, add, act), scale, fetch
+
+
+def test_render_html_writes_a_self_contained_page(tmp_path, capsys, viewer_bundle):
+    out_file = tmp_path / "mlp.html"
+    code, _, _ = _main(["render", MLP / "combined" / "model.pdmodel", "-o", out_file], capsys)
+    page = out_file.read_text()
+    assert code == 0 and page.startswith("<!DOCTYPE html>")
+    assert viewer_bundle.read_text() in page and "application/json" in page
+    assert "= softmax(inputs=" in page  # the listing, readable without JavaScript
+
+
+def test_render_svg_without_graphviz_names_what_is_missing(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no `dot` binary reachable
+    code, _, err = _main(["render", MLP / "separate", "-o", tmp_path / "g.svg"], capsys)
+    assert code == 1 and "dot" in err and ".html" in err and "Traceback" not in err
+
+
+def test_render_refuses_an_unknown_output_kind(tmp_path, capsys):
+    code, _, err = _main(["render", MLP / "separate", "-o", tmp_path / "g.png"], capsys)
+    assert code == 1 and ".html, .svg or .dot" in err
+
+
+@pytest.mark.parametrize("target", [MLP / "combined" / "model.pdmodel", MLP / "separate"])
+def test_run_prints_and_saves_the_fetched_arrays(target, tmp_path, capsys):
+    code, out, err = _main(["run", target, "--feed", f"x={MLP / 'input.npy'}",
+                            "--save-dir", tmp_path], capsys)
+    assert code == 0 and not err
+    assert out.startswith("save_infer_model/scale_0.tmp_0: shape [3, 4] float32")
+    saved = np.load(tmp_path / "save_infer_model_scale_0.tmp_0.npy")
+    np.testing.assert_allclose(saved, np.load(MLP / "expected.npy"), rtol=1e-5, atol=1e-6)
+
+
+def test_run_fetches_a_named_variable(capsys):
+    code, out, _ = _main(["run", MLP / "separate", "--feed", f"x={MLP / 'input.npy'}",
+                          "--fetch", "fc_0.tmp_0"], capsys)
+    assert code == 0 and out.startswith("fc_0.tmp_0: shape [3, 16] float32")
+
+
+def test_run_with_a_bad_feed_prints_the_executors_error_in_one_line(tmp_path, capsys):
+    np.save(tmp_path / "bad.npy", np.ones((3, 5), "float32"))
+    argv = ["run", MLP / "separate", "--feed", f"x={tmp_path / 'bad.npy'}"]
+    code, out, err = _main(argv, capsys)
+    assert code == 1 and not out
+    assert err.count("\n") == 1 and "feed 'x'" in err and "[3, 5]" in err
+    with pytest.raises(FluidError):
+        _main(["--debug"] + argv, capsys)
+
+
+def test_run_without_a_feed_for_an_input_says_which(capsys):
+    code, _, err = _main(["run", MLP / "separate"], capsys)
+    assert code == 1 and "--feed" in err and "x" in err
+
+
+def test_demo_trains_prints_and_writes_the_page(tmp_path, capsys, viewer_bundle):
+    page = tmp_path / "demo.html"
+    code, out, _ = _main(["demo", "-o", page, "--steps", "30"], capsys)
+    assert code == 0 and page.exists()
+    assert "= sgd(inputs=" in out and "= mul_grad(inputs=" in out
+    losses = [float(line.split()[-1]) for line in out.splitlines() if line.startswith("step ")]
+    assert len(losses) == 30 and np.mean(losses[-5:]) < np.mean(losses[:5])
+    assert "fit_a_line" in page.read_text()
+
+
+def test_demo_without_built_assets_fails_before_training(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(html_page_module, "VIEWER_JS", str(tmp_path / "missing.js"))
+    code, out, err = _main(["demo", "-o", tmp_path / "d.html", "--steps", "3"], capsys)
+    assert code == 1 and "not built" in err and "step" not in out
+
+
+def test_lab_runs_jupyterlab_on_the_notebooks_folder(tmp_path, capsys, monkeypatch):
+    ran = []
+    monkeypatch.setattr(cli.subprocess, "call", lambda command: ran.append(command) or 0)
+    code, _, _ = _main(["lab", "--dir", tmp_path, "--port", "8899", "--no-browser"], capsys)
+    assert code == 0
+    assert ran == [[sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={tmp_path}",
+                    "--port", "8899", "--no-browser"]]
+
+
+def test_lab_defaults_to_the_notebooks_folder_beside_the_package():
+    folder = cli.notebooks_dir()
+    assert folder == str(pathlib.Path(cli.__file__).resolve().parent.parent / "notebooks")
+    assert cli.lab_command(folder)[-1] == f"--ServerApp.root_dir={folder}"
+
+
+def test_lab_without_a_notebooks_folder_is_a_clear_error(tmp_path, capsys):
+    code, _, err = _main(["lab", "--dir", tmp_path / "missing"], capsys)
+    assert code == 1 and "--dir" in err and "missing" in err
+
+
+def test_installed_console_script_shows_a_program():
+    exe = shutil.which("fluid-nb")
+    if exe is None:
+        pytest.fail("the fluid-nb console script is not installed: pip install -e .")
+    done = subprocess.run([exe, "show", str(MLP / "combined" / "model.pdmodel")],
+                          capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, PYTHONWARNINGS="ignore"))
+    assert done.returncode == 0, done.stderr
+    assert "= softmax(inputs=" in done.stdout

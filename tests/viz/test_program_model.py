@@ -1,0 +1,284 @@
+"""The program model: blocks nested by owner, op and variable nodes, data edges (outer-block
+variables for sub-block uses), forward<->grad pairs, roles, stable ids, `new` since a mark,
+JSON-serialisable, and DOT that names every node."""
+import json
+import pathlib
+import re
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+import fluid_nb as fluid
+import fluid_nb.ops.control_flow  # noqa: F401  (control-flow ops registered)
+from fluid_nb import viz
+from fluid_nb.errors import InvalidArgument
+
+L = fluid.layers
+FIXTURES = pathlib.Path(__file__).resolve().parent.parent / "fixtures" / "paddle"
+
+
+def _fc_net(optimize=True):
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = L.data(name="x", shape=[13], dtype="float32")
+        y = L.data(name="y", shape=[1], dtype="float32")
+        hidden = L.fc(x, size=8, act="relu")
+        pred = L.fc(hidden, size=1)
+        loss = L.mean(L.square_error_cost(input=pred, label=y))
+        if optimize:
+            fluid.optimizer.SGD(learning_rate=0.01).minimize(loss)
+    return main
+
+
+def _while_program():
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()), fluid.unique_name.guard():
+        limit = L.fill_constant(shape=[1], dtype="int64", value=3)
+        i = L.fill_constant(shape=[1], dtype="int64", value=0)
+        total = L.fill_constant(shape=[2], dtype="float32", value=0.0)
+        cond = L.less_than(i, limit)
+        loop = L.While(cond=cond)
+        with loop.block():
+            L.assign(L.scale(total, scale=2.0, bias=1.0), total)
+            L.increment(x=i, value=1, in_place=True)
+            L.less_than(i, limit, cond=cond)
+    return main
+
+
+def _ops_by_type(model, op_type):
+    return [op for op in model["ops"] if op["type"] == op_type]
+
+
+def _by_id(model):
+    return {e["id"]: e for kind in ("blocks", "ops", "vars") for e in model[kind]}
+
+
+def test_fc_net_model_has_ops_vars_and_data_edges():
+    main = _fc_net(optimize=False)
+    model = viz.program_model(main, title="fc")
+    assert model["format"] == "fluid-nb.program" and model["version"] == 1
+    assert model["title"] == "fc" and model["revision"] == main._version
+    assert [op["type"] for op in model["ops"]] == [op.type for op in main.global_block().ops]
+    assert model["stats"] == {"blocks": 1, "ops": len(model["ops"]), "vars": len(model["vars"])}
+    mul = model["ops"][0]
+    assert mul["type"] == "mul" and mul["inputs"] == {"X": ["x"], "Y": ["fc_0.w_0"]}
+    assert mul["attrs"]["x_num_col_dims"] == 1 and mul["role"] == "forward"
+    edges = {(e["src"], e["dst"], e["slot"]) for e in model["edges"]}
+    assert ("v:0:x", mul["id"], "X") in edges and ("v:0:fc_0.w_0", mul["id"], "Y") in edges
+    assert (mul["id"], "v:0:fc_0.tmp_0", "Out") in edges
+    weight = _by_id(model)["v:0:fc_0.w_0"]
+    assert weight["parameter"] and weight["persistable"] and weight["shape"] == [13, 8]
+    x = _by_id(model)["v:0:x"]
+    assert x["shape"] == [-1, 13] and x["dtype"] == "float32" and x["type"] == "LOD_TENSOR"
+    ids = _by_id(model)
+    assert all(e["src"] in ids and e["dst"] in ids for e in model["edges"])
+    assert len({e["id"] for e in model["edges"]}) == len(model["edges"])
+
+
+def test_backward_and_optimizer_ops_get_roles_and_grad_pairs():
+    model = viz.program_model(_fc_net())
+    ops = _by_id(model)
+    roles = {op["type"]: op["role"] for op in model["ops"]}
+    assert roles["mean"] == "loss" and roles["sgd"] == "optimize" and roles["relu"] == "forward"
+    assert roles["mean_grad"] == "backward" and roles["mul_grad"] == "backward"
+    # fill_constant of the loss gradient carries Backward|Loss = 257: backward
+    assert _ops_by_type(model, "fill_constant")[0]["role"] == "backward"
+    muls, mul_grads = _ops_by_type(model, "mul"), _ops_by_type(model, "mul_grad")
+    # the second fc's mul (reading the hidden layer) pairs with the grad op reading its Out@GRAD
+    for mul in muls:
+        grad = ops[mul["pair"]]
+        assert grad["type"] == "mul_grad" and grad["pair"] == mul["id"]
+        assert mul["outputs"]["Out"][0] + "@GRAD" in grad["inputs"]["Out@GRAD"]
+    assert {g["id"] for g in mul_grads} == {m["pair"] for m in muls}
+    assert all(op["pair"] is None for op in _ops_by_type(model, "sgd"))
+
+
+def test_while_sub_block_nests_under_its_owner_with_outer_variable_edges():
+    main = _while_program()
+    model = viz.program_model(main)
+    blocks = {b["id"]: b for b in model["blocks"]}
+    loop = _ops_by_type(model, "while")[0]
+    assert blocks["b1"]["parent"] == "b0" and blocks["b1"]["owner"] == loop["id"]
+    assert blocks["b0"]["parent"] is None and blocks["b0"]["owner"] is None
+    assert loop["sub_blocks"] == ["b1"] and loop["attrs"]["sub_block"] == "b1"
+    scale = _ops_by_type(model, "scale")[0]
+    assert scale["block"] == "b1"
+    total = scale["inputs"]["X"][0]
+    # `total` lives in block 0: the sub-block op's edge goes to the outer variable node
+    assert (f"v:0:{total}", scale["id"]) in {(e["src"], e["dst"]) for e in model["edges"]}
+    assert f"v:1:{total}" not in _by_id(model)
+    dot = viz.assemble_dot(model)
+    assert 'subgraph "cluster_b1" {' in dot and dot.count("{") == dot.count("}")
+
+
+def test_conditional_block_sub_blocks_are_owned_by_their_ops():
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()), fluid.unique_name.guard():
+        x = L.data(name="x", shape=[2], dtype="float32", append_batch_size=False)
+        p = L.data(name="p", shape=[1], dtype="bool", append_batch_size=False)
+        L.cond(p, lambda: x * 2.0, lambda: x - 1.0)
+    model = viz.program_model(main)
+    conds = _ops_by_type(model, "conditional_block")
+    assert len(conds) == 2
+    blocks = {b["id"]: b for b in model["blocks"]}
+    for op in conds:
+        (bid,) = op["sub_blocks"]
+        assert blocks[bid]["owner"] == op["id"] and blocks[bid]["parent"] == "b0"
+        assert "conditional_block" in blocks[bid]["label"]
+        inner = [o for o in model["ops"] if o["block"] == bid]
+        assert inner and any(e["src"] == "v:0:x" and e["dst"] == inner[0]["id"]
+                             for e in model["edges"])
+
+
+def test_op_ids_stay_stable_as_the_program_grows_and_rolls_back():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = L.data(name="x", shape=[4], dtype="float32")
+        h = L.fc(x, size=4)
+        first = [op["id"] for op in viz.program_model(main)["ops"]]
+        L.relu(h)
+    grown = [op["id"] for op in viz.program_model(main)["ops"]]
+    assert grown[:len(first)] == first and len(grown) == len(first) + 1
+    main.global_block()._remove_op(len(main.global_block().ops) - 1)
+    assert [op["id"] for op in viz.program_model(main)["ops"]] == first
+    assert viz.op_id(main.global_block().ops[0]) == first[0]
+
+
+def test_mark_flags_exactly_the_ops_and_vars_added_after_it():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = L.data(name="x", shape=[4], dtype="float32")
+        h = L.fc(x, size=4)
+        mark = viz.program_mark(main)
+        out = L.relu(h)
+    model = viz.program_model(main, mark=mark)
+    assert [op["type"] for op in model["ops"] if op["new"]] == ["relu"]
+    assert [v["name"] for v in model["vars"] if v["new"]] == [out.name]
+    assert not any(op["new"] for op in viz.program_model(main)["ops"])
+    with pytest.raises(InvalidArgument, match="same program"):
+        viz.program_model(fluid.Program(), mark=mark)
+
+
+def test_live_source_lines_reach_the_model():
+    with fluid.live(name="viz_source_test") as session:
+        x = L.data(name="x", shape=[3], dtype="float32", value=np.ones((2, 3), "float32"))
+        L.scale(x, scale=2.0)
+    model = viz.program_model(session.program)
+    scale = _ops_by_type(model, "scale")[0]
+    assert scale["source"] == f"{__file__}:{scale['source'].rsplit(':', 1)[1]}"
+    assert int(scale["source"].rsplit(":", 1)[1]) > 0
+    assert __file__ in scale["dot"]  # the tooltip says where the op was added
+
+
+def test_op_role_bits_map_to_role_names():
+    assert [viz.op_role_name(v) for v in (0, None, 1, 2, 16, 256, 257, 4, 8, 2 | 16)] == \
+        ["forward", "forward", "backward", "optimize", "lr_sched", "loss", "backward",
+         "other", "other", "lr_sched"]
+
+
+def test_model_is_plain_json_even_with_numpy_and_non_finite_attrs():
+    main = fluid.Program()
+    block = main.global_block()
+    block.create_var(name="a", shape=[2], dtype="float32")
+    block.append_op(type="some_unknown_op", inputs={"X": ["a"]}, outputs={},
+                    attrs={"scale": np.float32(0.5), "limit": float("inf"),
+                           "sizes": [np.int64(2), 3]})
+    model = viz.program_model(main)
+    attrs = json.loads(json.dumps(model, allow_nan=False))["ops"][0]["attrs"]
+    assert attrs["scale"] == 0.5 and attrs["limit"] == "inf" and attrs["sizes"] == [2, 3]
+    assert model["ops"][0]["role"] == "forward"
+
+
+def test_loaded_paddle_program_models_with_its_control_flow():
+    data = (FIXTURES / "control_flow" / "while_grad" / "main.pdmodel").read_bytes()
+    program = fluid.Program.parse_from_string(data)
+    model = viz.program_model(program)
+    json.dumps(model, allow_nan=False)
+    assert model["stats"]["ops"] == sum(len(b.ops) for b in program.blocks)
+    assert len(model["blocks"]) == len(program.blocks) > 1
+    owned = [b for b in model["blocks"] if b["owner"] is not None]
+    assert owned and all(_by_id(model)[b["owner"]]["type"] in ("while", "while_grad")
+                         for b in owned)
+    loop = _ops_by_type(model, "while")[0]
+    assert _by_id(model)[loop["pair"]]["type"] == "while_grad"
+    assert all("op_callstack" not in op["attrs"] for op in model["ops"])
+
+
+def _check_dot(dot, model, collapsed=()):
+    assert dot.startswith("digraph program {") and dot.endswith("}")
+    assert dot.count("{") == dot.count("}") and dot.count("[") == dot.count("]")
+    for element in model["ops"] + model["vars"]:
+        if element["block"] not in collapsed:
+            assert f'"{element["id"]}" [id="{element["id"]}"' in dot
+
+
+def test_dot_names_every_node_by_its_model_id():
+    model = viz.program_model(_fc_net())
+    dot = viz.assemble_dot(model)
+    _check_dot(dot, model)
+    assert dot.count(" -> ") == len(model["edges"])
+    sgd = _ops_by_type(model, "sgd")[0]["dot"]
+    grad = _ops_by_type(model, "mul_grad")[0]["dot"]
+    fwd = _ops_by_type(model, "mul")[0]["dot"]
+    colours = [re.search(r'fillcolor="([^"]+)"', s) for s in (sgd, grad, fwd)]
+    assert colours[0].group(1) != colours[1].group(1)  # optimizer and grad ops look different
+    assert colours[2] is None  # forward ops take the header's default fill
+    assert 'class="var parameter"' in _by_id(model)["v:0:fc_0.w_0"]["dot"]
+    assert all("tooltip=" in e["dot"] for kind in ("ops", "vars", "edges") for e in model[kind])
+
+
+def test_collapsed_block_leaves_out_its_nodes_and_edges():
+    model = viz.program_model(_while_program())
+    dot = viz.assemble_dot(model, collapsed={"b1"})
+    _check_dot(dot, model, collapsed={"b1"})
+    assert "cluster_b1" not in dot
+    loop = _ops_by_type(model, "while")[0]
+    assert f'"{loop["id"]}" [' in dot  # the owning op stays
+    hidden = {op["id"] for op in model["ops"] if op["block"] == "b1"}
+    assert not any(f'"{h}"' in dot for h in hidden)
+
+
+def test_dot_names_with_quotes_and_backslashes_stay_inside_their_strings():
+    main = fluid.Program()
+    main.global_block().create_var(name='we"ird\\name', shape=[1], dtype="float32")
+    model = viz.program_model(main)
+    dot = viz.assemble_dot(model)
+    assert '"v:0:we\\"ird\\\\name"' in dot
+    assert dot.count("{") == dot.count("}")
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot binary not installed")
+def test_graphviz_lays_out_the_dot_with_model_ids():
+    model = viz.program_model(_while_program())
+    svg = subprocess.run(["dot", "-Tsvg"], input=viz.assemble_dot(model), text=True,
+                         capture_output=True, check=True).stdout
+    for op in model["ops"]:
+        assert f'id="{op["id"]}"' in svg
+
+
+def test_thousand_op_model_builds_fast_enough():
+    import time
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()), fluid.unique_name.guard():
+        h = L.data(name="x", shape=[8], dtype="float32")
+        while len(main.global_block().ops) < 1000:
+            h = L.fc(h, size=8, act="relu")
+    start = time.perf_counter()
+    model = viz.program_model(main)
+    json.dumps(model)
+    assert time.perf_counter() - start < 1.0
+
+
+def test_program_displays_as_a_model_with_html_and_text_fallbacks():
+    import fluid_nb.notebook  # noqa: F401  (attaches the display methods)
+    main = _fc_net()
+    version = main._version
+    bundle = main._repr_mimebundle_()
+    assert bundle[viz.MIME_TYPE]["format"] == "fluid-nb.program"
+    assert bundle[viz.MIME_TYPE]["stats"]["ops"] == len(main.global_block().ops)
+    assert bundle["text/plain"] == str(main)
+    assert "<table>" in bundle["text/html"] and "mul(inputs={X=[x]" in bundle["text/html"]
+    json.dumps(bundle)
+    assert main._version == version  # displaying changes nothing
