@@ -239,6 +239,9 @@ class _RunPlan:
             results = self.fetch_holder.value
         finally:
             scope.kids.remove(self.local)
+            # the step scopes a while/conditional_block kept hang under the local scope;
+            # as Paddle deletes the local scope with its kids, they go with the run
+            self.local.drop_kids()
             for holder in self.local_holders:
                 holder.value = None
         if return_numpy:

@@ -56,10 +56,11 @@ def lod_from_row_offsets(row_offsets):
         below = {row: index for index, row in enumerate(levels[depth + 1])}
         missing = [row for row in levels[depth] if row not in below]
         if missing:
-            raise InvalidArgument(f"lod_from_row_offsets: level {depth} boundaries expected "
-                                  f"to be boundaries of level {depth + 1} too, but rows "
-                                  f"{missing} are not")
+            raise InvalidArgument(f"lod_from_row_offsets: row offsets of level {depth} "
+                                  f"expected to be boundaries of level {depth + 1} too, but "
+                                  f"rows {missing} are not")
         lod.insert(0, [below[row] for row in levels[depth]])
+    check_lod(lod, where="lod_from_row_offsets")
     return lod
 
 
