@@ -14,7 +14,7 @@ from ..exec.tensor import LoDTensor, LoDTensorArray, SelectedRows
 from ..framework.dtypes import VarType, to_numpy_dtype
 from .creation import _parse_str_value, dtype_attr
 from .lod_ops import host_int
-from .registry import def_op
+from .registry import def_op, no_gradient
 
 
 # --- write_to_array / read_from_array -------------------------------------------------------
@@ -146,6 +146,7 @@ def_op("fill_constant_batch_size_like", inputs=["Input"], outputs=["Out"],
               "input_dim_idx": ("int", 0), "output_dim_idx": ("int", 0),
               "force_cpu": ("bool", False)},
        infer_shape=_batch_like_infer, kernel=_fill_batch_like, lod_aware=True,
+       grad=no_gradient,
        doc="Out = full(shape, value) with shape[output_dim_idx] = "
            "Input.dims[input_dim_idx] (the number of sequences when Input has LoD and "
            "input_dim_idx is 0).")

@@ -13,7 +13,7 @@ from ..errors import InvalidArgument, expected
 from ..exec.tensor import LoDTensor, LoDTensorArray, SelectedRows
 from ..framework.dtypes import DATA_TYPES, VarType, convert_dtype, to_numpy_dtype
 from ..framework.program import EMPTY_VAR_NAME
-from .registry import def_op, same_shape
+from .registry import def_op, no_gradient, same_shape
 
 
 # --- helpers shared with shape.py ------------------------------------------------------
@@ -157,6 +157,7 @@ def _fill_any_like(ctx, x):
 def_op("fill_any_like", inputs=["X"], outputs=["Out"],
        attrs={"value": ("float", 0.0), "dtype": ("int", -1)},
        infer_shape=_fill_any_like_infer, share_lod=("X", ["Out"]), kernel=_fill_any_like,
+       grad=no_gradient,
        doc="Out = a tensor shaped like X, every element ``value``, of type ``dtype`` "
            "(-1: X's type).")
 
@@ -176,6 +177,7 @@ def _zeros_like_infer(ctx):
 def_op("fill_zeros_like", inputs=["X"], outputs=["Out"],
        infer_shape=_zeros_like_infer, share_lod=("X", ["Out"]), kernel=_zeros_like,
        lod_aware=True, traits=("runtime_outputs",),
+       grad=no_gradient,
        doc="Out = zeros shaped and typed like X (for a tensor array, like each of its "
            "tensors).")
 

@@ -311,6 +311,12 @@ def make_grad_ops(op, no_grad_set=frozenset()):
 
 
 # --- shape-inference helpers shared by many ops ------------------------------------------
+def no_gradient(grad_context):
+    """The grad maker of an op whose output does not depend on its inputs' values (only on
+    their shapes): no grad ops, and the gradient stops there (Paddle's EmptyGradOpMaker)."""
+    return []
+
+
 def same_shape(src="X", dst="Out", dtype=None):
     """infer_shape: ``dst`` has the shape (and dtype, unless given) of ``src``."""
     def infer(ctx):

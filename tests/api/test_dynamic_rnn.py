@@ -289,3 +289,31 @@ def test_static_rnn_rejects_unequal_lengths():
             with rnn.step():
                 rnn.step_input(a)
                 rnn.step_input(b)
+
+
+def test_gradient_stops_at_a_memory_made_from_the_batch_size():
+    """``memory(shape=...)`` fills zeros shaped like the step's batch
+    (fill_constant_batch_size_like): its value depends on no input's values, so the gradient
+    stops there as in Paddle, and an embedding in front of the RNN still trains."""
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        ids = fluid.layers.data(name="ids", shape=[1], dtype="int64", lod_level=1)
+        emb = fluid.layers.embedding(ids, size=[10, 4])
+        rnn = fluid.layers.DynamicRNN()
+        with rnn.block():
+            x_t = rnn.step_input(emb)
+            h_prev = rnn.memory(shape=[3], value=0.0)
+            h = fluid.layers.fc(input=[x_t, h_prev], size=3, act="tanh")
+            rnn.update_memory(h_prev, h)
+            rnn.output(h)
+        loss = fluid.layers.mean(fluid.layers.sequence_last_step(rnn()))
+        fluid.backward.append_backward(loss)
+    types = [op.type for op in main.global_block().ops]
+    assert "fill_constant_batch_size_like" in types
+    assert "fill_constant_batch_size_like_grad" not in types
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    exe.run(startup, scope=scope)
+    feed = {"ids": fluid.create_lod_tensor(np.array([[1], [2], [3], [4], [5]], "int64"),
+                                           [[3, 2]], fluid.CPUPlace())}
+    (grad,) = exe.run(main, feed=feed, fetch_list=["embedding_0.w_0@GRAD"], scope=scope)
+    assert np.abs(np.asarray(grad)).sum() > 0
