@@ -28,3 +28,13 @@ from .live.session import (disable_live, enable_live, feed, live, live_session, 
                            live_step)
 
 __version__ = "0.1.0"
+
+
+def _jupyter_labextension_paths():
+    """Where JupyterLab finds the prebuilt extension (``jupyter labextension develop``)."""
+    return [{"src": "labextension", "dest": "fluid-nb-labext"}]
+
+
+def _jupyter_server_extension_points():
+    """The Jupyter server extension: program files for the viewer, the viewer bundle."""
+    return [{"module": "fluid_nb.server"}]

@@ -2,6 +2,7 @@
 variables for sub-block uses), forward<->grad pairs, roles, stable ids, `new` since a mark,
 JSON-serialisable, and DOT that names every node."""
 import json
+import os
 import pathlib
 import re
 import shutil
@@ -249,26 +250,15 @@ def test_dot_names_with_quotes_and_backslashes_stay_inside_their_strings():
     assert dot.count("{") == dot.count("}")
 
 
-@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot binary not installed")
+# CI installs Graphviz, so there a missing dot is a failure, not a skip
+@pytest.mark.skipif(shutil.which("dot") is None and not os.environ.get("CI"),
+                    reason="Graphviz's dot binary not installed")
 def test_graphviz_lays_out_the_dot_with_model_ids():
     model = viz.program_model(_while_program())
     svg = subprocess.run(["dot", "-Tsvg"], input=viz.assemble_dot(model), text=True,
                          capture_output=True, check=True).stdout
     for op in model["ops"]:
         assert f'id="{op["id"]}"' in svg
-
-
-def test_thousand_op_model_builds_fast_enough():
-    import time
-    main = fluid.Program()
-    with fluid.program_guard(main, fluid.Program()), fluid.unique_name.guard():
-        h = L.data(name="x", shape=[8], dtype="float32")
-        while len(main.global_block().ops) < 1000:
-            h = L.fc(h, size=8, act="relu")
-    start = time.perf_counter()
-    model = viz.program_model(main)
-    json.dumps(model)
-    assert time.perf_counter() - start < 1.0
 
 
 def test_program_displays_as_a_model_with_html_and_text_fallbacks():

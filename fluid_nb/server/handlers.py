@@ -1,0 +1,94 @@
+"""Request handlers of the fluid_nb server extension (see the package docstring)."""
+import json
+import os
+from pathlib import Path
+
+from jupyter_server.auth.decorator import authorized
+from jupyter_server.base.handlers import APIHandler, JupyterHandler
+from jupyter_server.utils import url_path_join
+from tornado import web
+from tornado.ioloop import IOLoop
+
+from ..errors import FluidError
+from .paths import PathOutsideRoot, resolve_in_root
+
+#: the built front-end files (viewer.js, widget.js)
+STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
+
+
+def program_model_of_file(path):
+    """The program model of the ProgramDesc file at ``path`` (a typed error if the bytes are
+    not a program). Runs off the server's event loop."""
+    from ..framework.program import Program
+    from ..viz import program_model
+    data = Path(path).read_bytes()
+    return program_model(Program.parse_from_string(data), title=Path(path).name)
+
+
+class ProgramModelHandler(APIHandler):
+    """``GET fluid-nb/api/program?path=...``: a program file's model as JSON."""
+
+    auth_resource = "contents"  # reading a file under the root, like the contents API
+
+    @web.authenticated
+    @authorized
+    async def get(self):
+        relative = self.get_query_argument("path", "")
+        root = self.settings.get("server_root_dir") or self.contents_manager.root_dir
+        try:
+            path = resolve_in_root(root, relative)
+        except PathOutsideRoot as err:
+            return self._refuse(403, str(err))
+        except FluidError as err:
+            return self._refuse(400, str(err))
+        hidden = not self.contents_manager.allow_hidden and _is_hidden(path, Path(root))
+        if not path.exists() or hidden:
+            return self._refuse(404, f"fluid-nb: no file {relative!r} under the server root")
+        if not path.is_file():
+            return self._refuse(400, f"fluid-nb: {relative!r} is not a file")
+        try:
+            model = await IOLoop.current().run_in_executor(None, program_model_of_file, path)
+        except FluidError as err:
+            return self._refuse(400, f"{relative}: {err}")
+        self.set_header("Content-Type", "application/json")
+        self.finish(json.dumps(model))
+
+    def _refuse(self, status, message):
+        """Reply ``{"message": ...}`` with ``status``, as the server's own APIs do (the message
+        is the typed error's text, sent as is)."""
+        self.log.info("fluid-nb program API: %d %s", status, message)
+        self.set_status(status)
+        self.set_header("Content-Type", "application/json")
+        self.finish(json.dumps({"message": message, "reason": None}))
+
+
+def _is_hidden(path, root):
+    """True when a part of ``path`` below ``root`` starts with a dot."""
+    parts = path.relative_to(root.resolve()).parts
+    return any(part.startswith(".") for part in parts)
+
+
+class ViewerAssetHandler(JupyterHandler, web.StaticFileHandler):
+    """``GET fluid-nb/static/<file>``: the built front-end bundles, for logged-in users."""
+
+    @web.authenticated
+    def get(self, path, include_body=True):
+        return super().get(path, include_body)
+
+    @web.authenticated
+    def head(self, path):
+        return super().head(path)
+
+    def set_extra_headers(self, path):
+        # the file changes only when the package is reinstalled; revalidate, never trust a
+        # cached copy blindly
+        self.set_header("Cache-Control", "no-cache")
+
+
+def route_table(base_url):
+    """The extension's tornado routes under ``base_url``."""
+    return [
+        (url_path_join(base_url, "fluid-nb/api/program"), ProgramModelHandler),
+        (url_path_join(base_url, "fluid-nb/static/(.*)"), ViewerAssetHandler,
+         {"path": os.fspath(STATIC_DIR)}),
+    ]

@@ -1,0 +1,115 @@
+/**
+ * Opens Paddle program files (`*.pdmodel`, `__model__`) from the file browser as program
+ * graphs. The bytes are binary protobuf; the server extension decodes them with fluid_nb's own
+ * codec (`GET <base>/fluid-nb/api/program?path=<path>` returns the program model).
+ */
+import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
+import { URLExt } from '@jupyterlab/coreutils';
+import { ABCWidgetFactory, DocumentRegistry, DocumentWidget } from '@jupyterlab/docregistry';
+import { ServerConnection } from '@jupyterlab/services';
+import { Widget } from '@lumino/widgets';
+
+import { IProgramModel, isProgramModel } from './model';
+import { IProgramHandle, renderProgram } from './view';
+
+/** The file type name of program files. */
+export const PROGRAM_FILE_TYPE = 'fluid-nb-program';
+/** The viewer's factory name (shown in "Open With"). */
+export const PROGRAM_VIEWER = 'Fluid program graph';
+
+/** Fetch the program model of a file, by its path relative to the server root. */
+export async function fetchProgramModel(
+  path: string,
+  settings: ServerConnection.ISettings = ServerConnection.makeSettings()
+): Promise<IProgramModel> {
+  const url =
+    URLExt.join(settings.baseUrl, 'fluid-nb/api/program') +
+    URLExt.objectToQueryString({ path });
+  const response = await ServerConnection.makeRequest(url, {}, settings);
+  const body = await response.json().catch(() => ({}));
+  if (!response.ok) {
+    throw new Error(body.message ?? `${response.status} ${response.statusText}`);
+  }
+  if (!isProgramModel(body)) {
+    throw new Error(`${path}: the server did not return a program model`);
+  }
+  return body;
+}
+
+/** The content of a program file tab: the graph, or the error that stopped it. */
+class ProgramFileView extends Widget {
+  private handle: IProgramHandle | null = null;
+
+  constructor(private readonly context: DocumentRegistry.Context) {
+    super();
+    this.addClass('fluid-nb-program-file');
+    void context.ready.then(() => this.load());
+    context.model.contentChanged.connect(() => void this.load(), this);
+  }
+
+  private async load(): Promise<void> {
+    try {
+      const model = await fetchProgramModel(this.context.localPath);
+      if (this.isDisposed) {
+        return;
+      }
+      this.clear();
+      this.handle = renderProgram(this.node, model, { title: this.context.localPath });
+      await this.handle.ready;
+    } catch (err) {
+      this.clear();
+      const box = document.createElement('div');
+      box.className = 'fluid-nb-program-error';
+      box.textContent = `Cannot show ${this.context.localPath}: ${(err as Error).message}`;
+      this.node.appendChild(box);
+    }
+  }
+
+  private clear() {
+    this.handle?.dispose();
+    this.handle = null;
+    this.node.replaceChildren();
+  }
+
+  dispose(): void {
+    this.clear();
+    super.dispose();
+  }
+}
+
+class ProgramFileFactory extends ABCWidgetFactory<DocumentWidget<ProgramFileView>> {
+  protected createNewWidget(context: DocumentRegistry.Context): DocumentWidget<ProgramFileView> {
+    const widget = new DocumentWidget({ content: new ProgramFileView(context), context });
+    widget.title.caption = context.localPath;
+    return widget;
+  }
+}
+
+const plugin: JupyterFrontEndPlugin<void> = {
+  id: 'fluid-nb-labext:program-file-viewer',
+  description: 'Opens .pdmodel and __model__ program files as interactive graphs.',
+  autoStart: true,
+  activate: (app: JupyterFrontEnd) => {
+    app.docRegistry.addFileType({
+      name: PROGRAM_FILE_TYPE,
+      displayName: 'Paddle program',
+      extensions: ['.pdmodel'],
+      pattern: '^__model__$',
+      mimeTypes: ['application/x-paddle-program'],
+      fileFormat: 'base64',
+      contentType: 'file'
+    });
+    app.docRegistry.addWidgetFactory(
+      new ProgramFileFactory({
+        name: PROGRAM_VIEWER,
+        label: 'Program graph',
+        modelName: 'base64',
+        fileTypes: [PROGRAM_FILE_TYPE],
+        defaultFor: [PROGRAM_FILE_TYPE],
+        readOnly: true
+      })
+    );
+  }
+};
+
+export default plugin;

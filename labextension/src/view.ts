@@ -1,0 +1,459 @@
+/**
+ * `renderProgram(el, model, options)`: the interactive program graph. Used by the JupyterLab
+ * MIME renderer, the program-file viewer, the ProgramView widget and the standalone HTML
+ * viewer.
+ *
+ * The graph is laid out by Graphviz (WebAssembly); node ids in the SVG are model ids. Click an
+ * op or variable for its details, click a cluster label (or use the op's Sub-blocks buttons,
+ * or double-click the op) to collapse or expand a sub-block, type in the search box to
+ * highlight matching ops and variables. Ops with `new: true` are highlighted.
+ */
+import { applyDelta as applyModelDelta } from './delta';
+import { ModelIndex, renderDetails } from './details';
+import { ISegment, SEGMENT_OPS, SEGMENT_THRESHOLD, segmentDots } from './dot';
+import { IProgramDelta, IProgramModel } from './model';
+import { drawSvg, graphviz } from './viz';
+
+/** What was clicked: an op or a variable of the model. */
+export interface ISelection {
+  kind: 'op' | 'var';
+  id: string;
+}
+
+/** Figures of one render, also written on the root element as `data-*` attributes. */
+export interface IRenderStats {
+  /** Model revision drawn. */
+  revision: number;
+  /** Wall time of the whole render (DOT assembly, layout, DOM), milliseconds. */
+  ms: number;
+  /** Of which Graphviz layout, milliseconds. */
+  layoutMs: number;
+  /** Segments drawn, and how many of them were laid out anew (others reused). */
+  segments: number;
+  laidOut: number;
+  /** Op and variable nodes in the SVG. */
+  nodes: number;
+}
+
+/** Options of `renderProgram`. All optional. */
+export interface IRenderOptions {
+  /** Block ids collapsed at first. */
+  collapsed?: string[];
+  /** Title shown in the toolbar (default: the model's). */
+  title?: string;
+  /** Element id selected at first. */
+  selected?: string | null;
+  /** Search text at first. */
+  search?: string;
+  /** Called when the selection changes (null: cleared). */
+  onSelect?: (selection: ISelection | null) => void;
+  /** Called when the search text changes. */
+  onSearch?: (text: string) => void;
+  /** Called after every render with its figures. */
+  onRender?: (stats: IRenderStats) => void;
+  /** Show the toolbar (default true) and the details panel (default true). */
+  toolbar?: boolean;
+  details?: boolean;
+  /** Above this many ops the graph is laid out in segments of `segmentOps` ops. */
+  segmentThreshold?: number;
+  segmentOps?: number;
+}
+
+/** The live view returned by `renderProgram`. */
+export interface IProgramHandle {
+  readonly element: HTMLElement;
+  /** The model drawn (after every delta applied so far). */
+  readonly model: IProgramModel;
+  /** Resolves after the first render. */
+  readonly ready: Promise<IRenderStats>;
+  /** Figures of the latest render. */
+  readonly stats: IRenderStats | null;
+  /** Apply a delta (its `base` must be the model's revision) and redraw; only the ops it adds
+   * stay highlighted. Rejects with `DeltaMismatch` on a revision mismatch. */
+  applyDelta(delta: IProgramDelta): Promise<IRenderStats>;
+  /** Replace the model and redraw. */
+  setModel(model: IProgramModel): Promise<IRenderStats>;
+  /** Select an op or variable by model id (null clears). */
+  select(id: string | null): void;
+  /** Highlight the ops and variables matching `text`; returns the number of matches. */
+  setSearch(text: string): number;
+  /** Collapse or expand one sub-block, or set the collapsed set. */
+  toggleBlock(blockId: string): Promise<IRenderStats>;
+  setCollapsed(blockIds: string[]): Promise<IRenderStats>;
+  /** Remove the view and its listeners. */
+  dispose(): void;
+}
+
+interface IDrawn {
+  segment: ISegment;
+  box: HTMLElement;
+}
+
+function div(className: string, text?: string): HTMLDivElement {
+  const d = document.createElement('div');
+  d.className = className;
+  if (text !== undefined) {
+    d.textContent = text;
+  }
+  return d;
+}
+
+function button(className: string, text: string, title: string): HTMLButtonElement {
+  const b = document.createElement('button');
+  b.type = 'button';
+  b.className = className;
+  b.textContent = text;
+  b.title = title;
+  return b;
+}
+
+class ProgramGraph implements IProgramHandle {
+  readonly element: HTMLElement;
+  ready: Promise<IRenderStats>;
+  stats: IRenderStats | null = null;
+  model: IProgramModel;
+
+  private index: ModelIndex;
+  private collapsed: Set<string>;
+  private selected: string | null;
+  private search: string;
+  private drawn: IDrawn[] = [];
+  private queue: Promise<unknown> = Promise.resolve();
+  private disposed = false;
+  private zoom = 1;
+  private readonly graph: HTMLDivElement;
+  private readonly panel: HTMLDivElement;
+  private readonly statsLabel: HTMLSpanElement;
+  private readonly titleLabel: HTMLSpanElement;
+  private readonly matchesLabel: HTMLSpanElement;
+  private readonly searchBox: HTMLInputElement;
+
+  constructor(
+    host: HTMLElement,
+    model: IProgramModel,
+    private readonly options: IRenderOptions
+  ) {
+    this.model = model;
+    this.index = new ModelIndex(model);
+    this.collapsed = new Set(options.collapsed ?? []);
+    this.selected = options.selected ?? null;
+    this.search = options.search ?? '';
+
+    this.element = div('fluid-nb-program');
+    const toolbar = div('fluid-nb-program-toolbar');
+    this.titleLabel = document.createElement('span');
+    this.titleLabel.className = 'fluid-nb-program-title';
+    this.statsLabel = document.createElement('span');
+    this.statsLabel.className = 'fluid-nb-program-stats';
+    this.searchBox = document.createElement('input');
+    this.searchBox.type = 'search';
+    this.searchBox.className = 'fluid-nb-program-search';
+    this.searchBox.placeholder = 'Search ops and variables';
+    this.searchBox.value = this.search;
+    this.searchBox.addEventListener('input', () => {
+      this.setSearch(this.searchBox.value);
+      this.options.onSearch?.(this.searchBox.value);
+    });
+    this.searchBox.addEventListener('keydown', ev => {
+      if (ev.key === 'Enter') {
+        this.element.querySelector('.fluid-nb-match')?.scrollIntoView({ block: 'center' });
+      }
+    });
+    this.matchesLabel = document.createElement('span');
+    this.matchesLabel.className = 'fluid-nb-program-matches';
+    const zoomOut = button('fluid-nb-zoom-out', '−', 'Zoom out');
+    const zoomIn = button('fluid-nb-zoom-in', '+', 'Zoom in');
+    zoomOut.addEventListener('click', () => this.setZoom(this.zoom / 1.25));
+    zoomIn.addEventListener('click', () => this.setZoom(this.zoom * 1.25));
+    const collapseAll = button('fluid-nb-collapse-all', 'Collapse blocks', 'Collapse all sub-blocks');
+    collapseAll.addEventListener('click', () =>
+      this.setCollapsed(this.model.blocks.filter(b => b.parent !== null).map(b => b.id))
+    );
+    const expandAll = button('fluid-nb-expand-all', 'Expand blocks', 'Expand all sub-blocks');
+    expandAll.addEventListener('click', () => this.setCollapsed([]));
+    toolbar.append(this.titleLabel, this.statsLabel, this.searchBox, this.matchesLabel,
+                   zoomOut, zoomIn, collapseAll, expandAll);
+    toolbar.hidden = options.toolbar === false;
+
+    const body = div('fluid-nb-program-body');
+    this.graph = div('fluid-nb-program-graph');
+    this.graph.addEventListener('click', this.onClick);
+    this.graph.addEventListener('dblclick', this.onDoubleClick);
+    this.panel = div('fluid-nb-program-details');
+    this.panel.hidden = true;
+    body.append(this.graph, this.panel);
+    this.element.append(toolbar, body);
+    host.appendChild(this.element);
+
+    this.ready = this.enqueue();
+  }
+
+  applyDelta(delta: IProgramDelta): Promise<IRenderStats> {
+    // applied now, so a second delta sent before the first render ends finds the new revision
+    this.model = applyModelDelta(this.model, delta);
+    return this.enqueue();
+  }
+
+  setModel(model: IProgramModel): Promise<IRenderStats> {
+    this.model = model;
+    return this.enqueue();
+  }
+
+  select(id: string | null): void {
+    const known = id !== null && (this.index.ops.has(id) || this.index.vars.has(id));
+    const next = known ? id : null;
+    const changed = next !== this.selected;
+    this.selected = next;
+    this.paintClasses();
+    if (this.options.details !== false) {
+      renderDetails(this.panel, this.index, this.selected, this.actions);
+    }
+    if (changed) {
+      this.options.onSelect?.(
+        next === null ? null : { kind: this.index.ops.has(next) ? 'op' : 'var', id: next }
+      );
+    }
+  }
+
+  setSearch(text: string): number {
+    this.search = text;
+    if (this.searchBox.value !== text) {
+      this.searchBox.value = text;
+    }
+    return this.paintClasses();
+  }
+
+  toggleBlock(blockId: string): Promise<IRenderStats> {
+    if (this.collapsed.has(blockId)) {
+      this.collapsed.delete(blockId);
+    } else {
+      this.collapsed.add(blockId);
+    }
+    return this.enqueue();
+  }
+
+  setCollapsed(blockIds: string[]): Promise<IRenderStats> {
+    this.collapsed = new Set(blockIds);
+    return this.enqueue();
+  }
+
+  dispose(): void {
+    this.disposed = true;
+    this.graph.removeEventListener('click', this.onClick);
+    this.graph.removeEventListener('dblclick', this.onDoubleClick);
+    this.element.remove();
+  }
+
+  private readonly actions = {
+    select: (id: string) => this.select(id),
+    toggleBlock: (blockId: string) => void this.toggleBlock(blockId),
+    isCollapsed: (blockId: string) => this.collapsed.has(blockId)
+  };
+
+  /** Renders run one after another, each drawing the latest state. */
+  private enqueue(): Promise<IRenderStats> {
+    const run = this.queue.then(() => this.render());
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  private async render(): Promise<IRenderStats> {
+    const start = performance.now();
+    const model = this.model;
+    this.index = new ModelIndex(model);
+    const segments = segmentDots(
+      model,
+      this.collapsed,
+      this.options.segmentThreshold ?? SEGMENT_THRESHOLD,
+      this.options.segmentOps ?? SEGMENT_OPS
+    );
+    const viz = await graphviz();
+    const reuse = new Map(this.drawn.map(d => [d.segment.dot, d] as [string, IDrawn]));
+    let layoutMs = 0;
+    let laidOut = 0;
+    const drawn: IDrawn[] = segments.map(segment => {
+      const old = reuse.get(segment.dot);
+      if (old) {
+        reuse.delete(segment.dot);
+        old.segment = segment;
+        (old.box.firstChild as HTMLElement).textContent = segment.caption;
+        return old;
+      }
+      const t = performance.now();
+      const svg = drawSvg(viz, segment.dot);
+      layoutMs += performance.now() - t;
+      laidOut += 1;
+      const box = div('fluid-nb-program-segment');
+      const caption = div('fluid-nb-program-caption', segment.caption);
+      caption.hidden = !segment.caption;
+      box.append(caption, svg);
+      this.scaleSvg(svg);
+      return { segment, box };
+    });
+    if (this.disposed) {
+      throw new Error('program view disposed');
+    }
+    this.placeBoxes(drawn.map(d => d.box));
+    this.drawn = drawn;
+
+    const title = this.options.title ?? model.title ?? '';
+    this.titleLabel.textContent = title;
+    this.titleLabel.hidden = !title;
+    this.statsLabel.textContent =
+      `${model.ops.length} ops · ${model.vars.length} vars · ${model.blocks.length} blocks`;
+    this.select(this.selected);
+    const nodes = this.graph.querySelectorAll('g.node').length;
+    const stats: IRenderStats = {
+      revision: model.revision,
+      ms: performance.now() - start,
+      layoutMs,
+      segments: segments.length,
+      laidOut,
+      nodes
+    };
+    this.stats = stats;
+    const data = this.element.dataset;
+    data.revision = String(stats.revision);
+    data.renderMs = stats.ms.toFixed(1);
+    data.layoutMs = stats.layoutMs.toFixed(1);
+    data.segments = String(stats.segments);
+    data.laidOut = String(stats.laidOut);
+    data.nodes = String(nodes);
+    this.options.onRender?.(stats);
+    return stats;
+  }
+
+  /** Put the segment boxes in order, moving only those not already in place: re-inserting
+   * an unchanged drawing would make the browser restyle all of its nodes. */
+  private placeBoxes(boxes: HTMLElement[]) {
+    const keep = new Set(boxes);
+    for (const child of Array.from(this.graph.children)) {
+      if (!keep.has(child as HTMLElement)) {
+        child.remove();
+      }
+    }
+    boxes.forEach((box, i) => {
+      const current = this.graph.children[i];
+      if (current !== box) {
+        this.graph.insertBefore(box, current ?? null);
+      }
+    });
+  }
+
+  /** Classes on SVG nodes: new, selected, search match, collapsed owner. Returns matches. */
+  private paintClasses(): number {
+    const needle = this.search.trim().toLowerCase();
+    const collapsedOwners = new Set<string>();
+    for (const block of this.model.blocks) {
+      if (block.owner && this.collapsed.has(block.id)) {
+        collapsedOwners.add(block.owner);
+      }
+    }
+    let matches = 0;
+    for (const { segment, box } of this.drawn) {
+      box.querySelectorAll<SVGGElement>('g.node').forEach(g => {
+        const id = segment.refs.get(g.id) ?? g.id;
+        const op = this.index.ops.get(id);
+        const v = op ? undefined : this.index.vars.get(id);
+        const hit = !!needle && matchesSearch(needle, id, op?.type, v?.name, op);
+        if (hit && !segment.refs.has(g.id)) {
+          matches += 1;
+        }
+        g.classList.toggle('fluid-nb-new', !!op?.new);
+        g.classList.toggle('fluid-nb-selected', id === this.selected);
+        g.classList.toggle('fluid-nb-match', hit);
+        g.classList.toggle('fluid-nb-dim', !!needle && !hit);
+        g.classList.toggle('fluid-nb-collapsed', collapsedOwners.has(id));
+      });
+    }
+    this.matchesLabel.textContent = needle ? `${matches} found` : '';
+    return matches;
+  }
+
+  private setZoom(zoom: number) {
+    this.zoom = Math.min(4, Math.max(0.1, zoom));
+    this.graph.querySelectorAll('svg').forEach(svg => this.scaleSvg(svg));
+  }
+
+  private scaleSvg(svg: SVGSVGElement) {
+    const box = svg.viewBox.baseVal;
+    if (box && box.width) {
+      svg.setAttribute('width', `${box.width * this.zoom}pt`);
+      svg.setAttribute('height', `${box.height * this.zoom}pt`);
+    }
+  }
+
+  private modelIdAt(target: EventTarget | null): string | null {
+    const g = (target as Element | null)?.closest?.('g.node');
+    if (!g) {
+      return null;
+    }
+    for (const { segment } of this.drawn) {
+      const ref = segment.refs.get(g.id);
+      if (ref) {
+        return ref;
+      }
+    }
+    return g.id;
+  }
+
+  private readonly onClick = (ev: MouseEvent) => {
+    const id = this.modelIdAt(ev.target);
+    if (id) {
+      this.select(id);
+      return;
+    }
+    const cluster = (ev.target as Element | null)?.closest?.('g.cluster');
+    const name = cluster?.querySelector('title')?.textContent ?? '';
+    if (name.startsWith('cluster_')) {
+      void this.toggleBlock(name.slice('cluster_'.length));
+    }
+  };
+
+  private readonly onDoubleClick = (ev: MouseEvent) => {
+    const op = this.index.ops.get(this.modelIdAt(ev.target) ?? '');
+    if (op && op.sub_blocks.length) {
+      const collapse = !op.sub_blocks.every(b => this.collapsed.has(b));
+      op.sub_blocks.forEach(b => (collapse ? this.collapsed.add(b) : this.collapsed.delete(b)));
+      void this.enqueue();
+    }
+  };
+}
+
+function matchesSearch(
+  needle: string,
+  id: string,
+  type: string | undefined,
+  name: string | undefined,
+  op: { inputs: object; outputs: object } | undefined
+): boolean {
+  if (id.toLowerCase() === needle) {
+    return true;
+  }
+  if ((type ?? name ?? '').toLowerCase().includes(needle)) {
+    return true;
+  }
+  if (op) {
+    // an op also matches by the names of the variables it reads or writes
+    const names = [...Object.values(op.inputs), ...Object.values(op.outputs)].flat() as string[];
+    return names.some(n => n.toLowerCase() === needle);
+  }
+  return false;
+}
+
+/**
+ * Draw `model` into `el` and return a handle for later deltas. The first render is
+ * asynchronous (Graphviz loads once per page): await `handle.ready`.
+ */
+export function renderProgram(
+  el: HTMLElement,
+  model: IProgramModel,
+  options: IRenderOptions = {}
+): IProgramHandle {
+  return new ProgramGraph(el, model, options);
+}
+
+/** `handle.applyDelta(delta)`, as a function (the standalone viewer's API). */
+export function applyDelta(handle: IProgramHandle, delta: IProgramDelta): Promise<IRenderStats> {
+  return handle.applyDelta(delta);
+}

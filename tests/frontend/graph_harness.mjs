@@ -1,0 +1,22 @@
+// Runs the front end's pure graph functions on JSON from a file, for the Python tests:
+// node <bundle> assemble|apply|segments <input.json>  ->  JSON on stdout
+import { readFileSync } from 'fs';
+import { assembleDot, segmentDots } from '../../labextension/src/dot';
+import { applyDelta } from '../../labextension/src/delta';
+
+const [command, file] = process.argv.slice(2);
+const input = JSON.parse(readFileSync(file, 'utf8'));
+let out;
+if (command === 'assemble') {
+  out = assembleDot(input.model, input.collapsed ?? []);
+} else if (command === 'apply') {
+  out = applyDelta(input.model, input.delta);
+} else if (command === 'segments') {
+  out = segmentDots(input.model, input.collapsed ?? [], input.threshold, input.per).map(s => ({
+    dot: s.dot,
+    refs: Object.fromEntries(s.refs)
+  }));
+} else {
+  throw new Error(`unknown command ${command}`);
+}
+process.stdout.write(JSON.stringify(out));

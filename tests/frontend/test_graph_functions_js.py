@@ -1,0 +1,121 @@
+"""The front end's graph functions (TypeScript, run with Node) against the Python reference:
+the same DOT text as ``assemble_dot``, the same model as ``apply_delta``, and segmented
+layouts that draw every element exactly once and keep earlier segments when ops are
+appended."""
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from fluid_nb.framework.program import Program
+from fluid_nb.viz import apply_delta, assemble_dot, program_delta, program_model
+
+from .programs import deep_mlp
+
+HERE = Path(__file__).resolve().parent
+LABEXTENSION = HERE.parent.parent / "labextension"
+ESBUILD = LABEXTENSION / "node_modules" / ".bin" / "esbuild"
+DYNAMIC_RNN = HERE.parent / "fixtures" / "paddle" / "control_flow" / "dynamic_rnn_raw" / "main.pdmodel"
+
+NODE_RE = re.compile(r'^\s*"((?:[^"\\]|\\.)*)" \[id=')
+EDGE_RE = re.compile(r'-> "(?:[^"\\]|\\.)*" \[id="((?:[^"\\]|\\.)*)"')
+
+
+@pytest.fixture(scope="module")
+def harness(tmp_path_factory):
+    """``run(command, payload)``: the harness's JSON answer."""
+    node = shutil.which("node")
+    # the source tree builds with Node and these node_modules; without them nothing here runs
+    assert node and ESBUILD.exists(), "Node.js and labextension/node_modules are needed " \
+        "(pip install -e . runs npm install)"
+    tmp = tmp_path_factory.mktemp("harness")
+    bundle = tmp / "harness.mjs"
+    subprocess.run([str(ESBUILD), str(HERE / "graph_harness.mjs"), "--bundle",
+                    "--platform=node", "--format=esm", f"--outfile={bundle}", "--log-level=error"],
+                   check=True, cwd=LABEXTENSION)
+    counter = iter(range(10**6))
+
+    def run(command, payload):
+        source = tmp / f"in{next(counter)}.json"
+        source.write_text(json.dumps(payload))
+        done = subprocess.run([node, str(bundle), command, str(source)], capture_output=True,
+                              text=True, check=True, timeout=60)
+        return json.loads(done.stdout)
+    return run
+
+
+@pytest.fixture(scope="module")
+def rnn_model():
+    return program_model(Program.parse_from_string(DYNAMIC_RNN.read_bytes()), title="rnn")
+
+
+def test_front_end_dot_text_equals_python_assemble_dot(harness, rnn_model):
+    assert len(rnn_model["blocks"]) > 1
+    for collapsed in ([], ["b1"]):
+        assert harness("assemble", {"model": rnn_model, "collapsed": collapsed}) == \
+            assemble_dot(rnn_model, collapsed)
+
+
+def test_collapsed_block_leaves_out_its_nodes_but_keeps_the_owner(harness, rnn_model):
+    dot = harness("assemble", {"model": rnn_model, "collapsed": ["b1"]})
+    owner = next(b["owner"] for b in rnn_model["blocks"] if b["id"] == "b1")
+    inside = [op["id"] for op in rnn_model["ops"] if op["block"] == "b1"]
+    assert f'"{owner}" [id=' in dot
+    assert inside and all(f'"{op_id}" [id=' not in dot for op_id in inside)
+    assert "cluster_b1" not in dot
+
+
+def test_front_end_apply_delta_equals_python_apply_delta(harness):
+    program, add_ops = deep_mlp(2, grow=10)
+    old = program_model(program)
+    add_ops()
+    new = program_model(program)
+    delta = program_delta(old, new)
+    assert harness("apply", {"model": old, "delta": delta}) == apply_delta(old, delta)
+
+
+def _drawn(segments):
+    nodes, edges, refs = [], [], {}
+    for segment in segments:
+        refs.update(segment["refs"])
+        for line in segment["dot"].splitlines():
+            edge = EDGE_RE.search(line)
+            node = NODE_RE.match(line)
+            if edge:
+                edges.append(edge.group(1))
+            elif node and node.group(1) not in segment["refs"]:
+                nodes.append(node.group(1))
+    return nodes, edges, refs
+
+
+@pytest.mark.parametrize("which", ["mlp", "rnn"])
+def test_segmented_layout_draws_every_element_exactly_once(harness, rnn_model, which):
+    model = program_model(deep_mlp(20)) if which == "mlp" else rnn_model
+    segments = harness("segments", {"model": model, "threshold": 0, "per": 7})
+    assert len(segments) > 2
+    nodes, edges, refs = _drawn(segments)
+    assert sorted(nodes) == sorted([op["id"] for op in model["ops"]] +
+                                   [v["id"] for v in model["vars"]])
+    assert sorted(edges) == sorted(e["id"] for e in model["edges"])
+    var_ids = {v["id"] for v in model["vars"]}
+    assert refs and set(refs.values()) <= var_ids
+
+
+def test_small_program_is_one_segment_with_the_full_dot(harness, rnn_model):
+    segments = harness("segments", {"model": rnn_model, "threshold": 150, "per": 40})
+    assert [s["dot"] for s in segments] == [assemble_dot(rnn_model)]
+
+
+def test_appending_ops_lays_out_only_the_last_segments_again(harness):
+    program, add_ops = deep_mlp(30, grow=10)
+    old = program_model(program)
+    add_ops()
+    new = program_model(program)
+    before = [s["dot"] for s in harness("segments", {"model": old, "threshold": 150, "per": 40})]
+    after = [s["dot"] for s in harness("segments", {"model": new, "threshold": 150, "per": 40})]
+    changed = [i for i, dot in enumerate(after) if i >= len(before) or before[i] != dot]
+    assert len(old["ops"]) > 150 and changed
+    assert len(after) - 2 <= min(changed), changed

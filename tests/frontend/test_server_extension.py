@@ -1,0 +1,157 @@
+"""The Jupyter server extension, against a real ``jupyter server`` on 127.0.0.1: program files
+decode to program models; corrupt files, paths outside the root and anonymous requests are
+refused; the viewer bundle is served to logged-in users."""
+import http.client
+import json
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.parse
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "paddle"
+FIT_A_LINE = FIXTURES / "training" / "fit_a_line_sgd" / "main.pdmodel"
+DYNAMIC_RNN = FIXTURES / "control_flow" / "dynamic_rnn_raw" / "main.pdmodel"
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """A running server: ``get(path, token=True)`` -> (status, headers, body bytes)."""
+
+    def __init__(self, port, token, root):
+        self.port, self.token, self.root = port, token, root
+
+    def get(self, url_path, token=True):
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+        headers = {"Authorization": f"token {self.token}"} if token else {}
+        conn.request("GET", url_path, headers=headers)
+        response = conn.getresponse()
+        body = response.read()
+        conn.close()
+        return response.status, dict(response.getheaders()), body
+
+    def program(self, path, token=True):
+        query = urllib.parse.urlencode({"path": path})
+        status, _, body = self.get(f"/fluid-nb/api/program?{query}", token)
+        return status, json.loads(body) if body else None
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("server")
+    root = tmp / "root"
+    (root / "models" / "rnn").mkdir(parents=True)
+    shutil.copy(FIT_A_LINE, root / "models" / "fit_a_line.pdmodel")
+    shutil.copy(DYNAMIC_RNN, root / "models" / "rnn" / "__model__")
+    (root / "models" / "corrupt.pdmodel").write_bytes(b"\x0a\xff\xff\x07not a program")
+    outside = tmp / "outside.pdmodel"
+    shutil.copy(FIT_A_LINE, outside)
+    (root / "models" / "link.pdmodel").symlink_to(outside)
+    config = tmp / "config"
+    config.mkdir()
+    # enabled here too, so the test does not depend on where the package's config was installed
+    (config / "jupyter_server_config.json").write_text(
+        json.dumps({"ServerApp": {"jpserver_extensions": {"fluid_nb": True}}}))
+    port, token = _free_port(), secrets.token_hex(16)
+    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(config), JUPYTER_RUNTIME_DIR=str(tmp / "rt"),
+               JUPYTER_DATA_DIR=str(tmp / "data"))
+    log = open(tmp / "server.log", "wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jupyter_server", "--no-browser", "--allow-root",
+         "--ip=127.0.0.1", f"--port={port}", "--ServerApp.port_retries=0",
+         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}"],
+        env=env, stdout=log, stderr=subprocess.STDOUT)
+    running = Server(port, token, root)
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                if running.get("/api/status")[0] == 200:
+                    break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("jupyter server did not start:\n"
+                                   + (tmp / "server.log").read_text(errors="replace"))
+            time.sleep(0.3)
+        yield running
+    finally:
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            conn.request("POST", "/api/shutdown", headers={"Authorization": f"token {token}"})
+            conn.getresponse().read()
+        except OSError:
+            pass
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.terminate()
+            proc.wait(10)
+        log.close()
+
+
+def test_program_file_decodes_to_its_program_model(server):
+    status, model = server.program("models/fit_a_line.pdmodel")
+    assert status == 200, model
+    assert model["format"] == "fluid-nb.program"
+    types = {op["type"] for op in model["ops"]}
+    assert {"mul", "elementwise_add", "sgd"} <= types
+    assert model["stats"]["ops"] == len(model["ops"]) > 0
+
+
+def test_file_named_model_with_sub_blocks_decodes(server):
+    status, model = server.program("models/rnn/__model__")
+    assert status == 200, model
+    assert len(model["blocks"]) > 1
+    assert any(op["sub_blocks"] for op in model["ops"])
+
+
+def test_corrupt_program_file_is_a_400_with_the_decoder_message(server):
+    status, reply = server.program("models/corrupt.pdmodel")
+    assert status == 400
+    assert "ProgramDesc" in reply["message"] and "corrupt.pdmodel" in reply["message"]
+
+
+@pytest.mark.parametrize("path", ["../outside.pdmodel", "models/../../outside.pdmodel",
+                                  "/etc/passwd", "models/link.pdmodel"])
+def test_paths_leaving_the_server_root_are_forbidden(server, path):
+    status, reply = server.program(path)
+    assert status == 403, reply
+    assert "server root" in reply["message"]
+
+
+def test_missing_program_file_is_a_404(server):
+    assert server.program("models/none.pdmodel")[0] == 404
+
+
+def test_program_api_needs_a_logged_in_user(server):
+    status, _, body = server.get("/fluid-nb/api/program?path=models/fit_a_line.pdmodel",
+                                 token=False)
+    assert status == 403
+    assert b"mul" not in body
+
+
+def test_viewer_bundle_is_served_to_logged_in_users_only(server):
+    status, headers, body = server.get("/fluid-nb/static/viewer.js")
+    assert status == 200
+    assert "javascript" in headers.get("Content-Type", "")
+    assert b"fluidNbViewer" in body and len(body) > 1_000_000
+    anonymous = server.get("/fluid-nb/static/viewer.js", token=False)
+    assert anonymous[0] in (302, 403) and b"fluidNbViewer" not in anonymous[2]
+
+
+def test_static_route_does_not_serve_files_outside_its_folder(server):
+    status, _, body = server.get("/fluid-nb/static/..%2F__init__.py")
+    assert status in (403, 404)
+    assert b"_jupyter_server_extension_points" not in body
