@@ -1,0 +1,323 @@
+"""The teaching notebooks 02-04 run top to bottom in a real kernel and print the facts they
+teach: the op counts of fit_a_line by role, the protobuf round trip, the design documents' LoD
+examples, the DynamicRNN batch shrinking step by step. Saved with their widget state they stay
+under 1 MB, and the stored files are exactly what ``tools/make_notebooks.py`` writes (no
+outputs)."""
+import ast
+import importlib.util
+import re
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+nbformat = pytest.importorskip("nbformat")
+nbclient = pytest.importorskip("nbclient")
+pytest.importorskip("ipykernel")
+
+ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOKS = ROOT / "notebooks"
+PROGRAM_MIME = "application/vnd.fluid-nb.program+json"
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+
+# the design documents' examples
+SENTENCE_LOD = [[0, 5, 8, 10, 14]]                       # figure (a): 4 sentences, 14 words
+PARAGRAPH_LOD = [[0, 3, 5, 6, 8], [0, 2, 3, 5, 7, 8, 10, 13, 14]]  # figure (b), Paddle's form
+SOURCE_LENGTHS, TARGET_LENGTHS = [10, 8, 5, 7], [5, 7, 4, 6]
+ENCODER_BATCHES = [4, 4, 4, 4, 4, 3, 3, 2, 1, 1]         # lengths 10, 8, 5, 7 ranked 10, 8, 7, 5
+DECODER_BATCHES = [4, 4, 4, 4, 3, 2, 1]                  # lengths 5, 7, 4, 6 ranked 7, 6, 5, 4
+
+
+def _generator():
+    spec = importlib.util.spec_from_file_location("make_notebooks",
+                                                  ROOT / "tools" / "make_notebooks.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class Executed:
+    """A notebook executed in a fresh kernel: its cells' outputs by cell id."""
+
+    def __init__(self, name):
+        self.nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+        client = nbclient.NotebookClient(self.nb, kernel_name="python3", timeout=120,
+                                         record_timing=True,
+                                         resources={"metadata": {"path": str(ROOT)}})
+        client.execute()
+        self.cells = {cell.id: cell for cell in self.nb.cells}
+
+    def outputs(self, cell_id):
+        return self.cells[cell_id].outputs
+
+    def text(self, cell_id):
+        """Everything the cell printed or returned as plain text."""
+        return "".join(o.get("text", "") if o.output_type == "stream"
+                       else o.get("data", {}).get("text/plain", "") + "\n"
+                       for o in self.outputs(cell_id))
+
+    def value_after(self, cell_id, label):
+        """The Python literal printed after ``label`` on its line."""
+        for line in self.text(cell_id).splitlines():
+            if line.startswith(label):
+                return ast.literal_eval(line[len(label):].strip())
+        raise AssertionError(f"cell {cell_id!r} printed no line starting with {label!r}:\n"
+                             f"{self.text(cell_id)}")
+
+    def data(self, cell_id, mime):
+        found = [o.data[mime] for o in self.outputs(cell_id)
+                 if o.output_type in ("execute_result", "display_data") and mime in o.data]
+        assert found, f"cell {cell_id!r} has no {mime} output"
+        return found[0]
+
+    def seconds(self):
+        """From the first cell starting to the last one finishing (kernel start excluded)."""
+        times = [cell.metadata["execution"] for cell in self.nb.cells
+                 if cell.cell_type == "code"]
+        start = datetime.fromisoformat(times[0]["iopub.execute_input"].rstrip("Z"))
+        end = datetime.fromisoformat(times[-1]["shell.execute_reply"].rstrip("Z"))
+        return (end - start).total_seconds()
+
+    def widget_states(self):
+        state = self.nb.metadata["widgets"][WIDGET_STATE]["state"]
+        return [m["state"] for m in state.values() if m["model_name"] == "AnyModel"]
+
+    def saved_size(self, tmp_path):
+        path = tmp_path / "saved.ipynb"
+        nbformat.write(self.nb, path)
+        return path.stat().st_size
+
+
+def assert_clean_run(executed):
+    outputs = [o for cell in executed.nb.cells if cell.cell_type == "code" for o in cell.outputs]
+    errors = [f"{o.ename}: {o.evalue}" for o in outputs if o.output_type == "error"]
+    assert not errors
+    assert not [o.text for o in outputs if o.output_type == "stream" and o.name == "stderr"]
+    assert executed.seconds() < 10
+
+
+@pytest.fixture(scope="module")
+def anatomy():
+    return Executed("02_program_anatomy.ipynb")
+
+
+@pytest.fixture(scope="module")
+def lod():
+    return Executed("03_lod_tensors.ipynb")
+
+
+@pytest.fixture(scope="module")
+def rnn():
+    return Executed("04_dynamic_rnn.ipynb")
+
+
+# --- stored form -----------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["02_program_anatomy.ipynb", "03_lod_tensors.ipynb",
+                                  "04_dynamic_rnn.ipynb"])
+def test_stored_notebook_has_no_outputs_and_is_what_the_generator_writes(name):
+    generator = _generator()
+    stored = (NOTEBOOKS / name).read_text(encoding="utf-8")
+    assert stored == generator.text_of(generator.build(generator.NOTEBOOKS[name]))
+    nb = nbformat.reads(stored, as_version=4)
+    code = [cell for cell in nb.cells if cell.cell_type == "code"]
+    assert code and all(not cell.outputs and cell.execution_count is None for cell in code)
+    assert "widgets" not in nb.metadata
+
+
+# --- 02: program anatomy ---------------------------------------------------------------------
+@pytest.mark.slow
+def test_program_anatomy_runs_clean_and_counts_the_ops_of_fit_a_line(anatomy):
+    assert_clean_run(anatomy)
+    # fc = mul + elementwise_add; square_error_cost = elementwise_sub + square; mean
+    assert anatomy.value_after("build", "forward ops: 5") == [
+        "mul", "elementwise_add", "elementwise_sub", "square", "mean"]
+    assert "block 0 (parent -1): 9 vars, 5 ops" in anatomy.text("anatomy")
+    assert "{Out=[fc_0.tmp_0]} = mul(inputs={X=[x], Y=[fc_0.w_0]}" in anatomy.text("listing")
+    assert anatomy.value_after("startup", "startup ops:") == ["uniform_random", "fill_constant"]
+
+
+@pytest.mark.slow
+def test_program_anatomy_decodes_and_round_trips_the_protobuf_bytes(anatomy):
+    text = anatomy.text("protobuf")
+    size = int(re.search(r"ProgramDesc: (\d+) bytes; first 16: 0a ", text).group(1))
+    block = int(re.search(r"block 0 is (\d+) bytes", text).group(1))
+    assert 0 < block < size  # one block, its key and length varint before it
+    assert "key 0x0a: field 1, wire type 2" in text
+    assert "field 1 (idx) = 0, field 2 (parent_idx) = -1" in text
+    assert "parsed back, same ops: True" in text and "parsed back, same bytes: True" in text
+
+
+@pytest.mark.slow
+def test_program_anatomy_shows_backward_and_optimizer_ops_appearing(anatomy):
+    assert anatomy.value_after("backward", "forward only:") == {"forward": 5}
+    # the loss op is the mean; backward: fill_constant (dloss = 1) + 5 grad ops
+    assert anatomy.value_after("backward", "after append_backward:") == {
+        "backward": 6, "forward": 4, "loss": 1}
+    assert "mul <-> mul_grad" in anatomy.value_after("backward", "pairs:")
+    assert anatomy.value_after("optimizer", "after the optimizer:") == {
+        "backward": 6, "forward": 4, "loss": 1, "optimize": 2}
+    assert anatomy.value_after("optimizer", "optimize ops:") == ["sgd", "sgd"]
+    first, last = map(float, re.search(r"loss ([\d.]+) -> ([\d.]+)",
+                                       anatomy.text("train")).groups())
+    assert last < first / 5
+
+
+@pytest.mark.slow
+def test_program_anatomy_displays_the_program_model_with_an_html_fallback(anatomy):
+    model = anatomy.data("display", PROGRAM_MIME)
+    assert model["format"] == "fluid-nb.program" and model["stats"]["ops"] == 13
+    assert sorted({op["role"] for op in model["ops"]}) == ["backward", "forward", "loss",
+                                                           "optimize"]
+    assert "mul_grad" in anatomy.data("display", "text/html")
+
+
+@pytest.mark.slow
+def test_program_view_grows_with_each_live_cell(anatomy):
+    assert anatomy.data("view", WIDGET_MIME)["model_id"]
+    assert anatomy.data("view", PROGRAM_MIME)["stats"]["ops"] == 0  # two data variables
+    # two fc layers: mul, elementwise_add, relu; mul, elementwise_add
+    assert anatomy.text("diff-fc").startswith("ProgramDiff: +5 ops, +9 vars")
+    # loss (3) + fill_constant + 8 grad ops + 4 sgd
+    assert anatomy.text("diff-loss").startswith("ProgramDiff: +16 ops")
+    assert "21 ops" in anatomy.text("diff-loss")
+    kinds = [state["_kind"] for state in anatomy.widget_states()]
+    assert kinds == ["program"]
+
+
+@pytest.mark.slow
+def test_program_anatomy_saved_with_widget_state_is_under_one_megabyte(anatomy, tmp_path):
+    assert anatomy.saved_size(tmp_path) < 1_000_000
+
+
+# --- 03: LoD tensors -------------------------------------------------------------------------
+@pytest.mark.slow
+def test_lod_notebook_shows_the_design_documents_one_level_lod(lod):
+    assert_clean_run(lod)
+    assert lod.value_after("one-level", "lod:") == SENTENCE_LOD
+    assert lod.value_after("one-level", "lengths:") == [[5, 3, 2, 4]]
+    assert lod.text("boxes").splitlines()[-1] == "[0 1 2 3 4] [5 6 7] [8 9] [10 11 12 13]"
+    assert "level 0: offsets [0, 5, 8, 10, 14] lengths [5, 3, 2, 4]" in lod.text(
+        "one-level-view")
+
+
+@pytest.mark.slow
+def test_lod_notebook_converts_the_two_level_figure_to_paddles_lod(lod):
+    assert lod.value_after("two-level", "lod:") == PARAGRAPH_LOD
+    assert lod.value_after("two-level", "lengths:") == [[3, 2, 1, 2], [2, 1, 2, 2, 1, 2, 3, 1]]
+    assert lod.text("two-level").splitlines()[-1] == \
+        "[[0 1] [2] [3 4]] [[5 6] [7]] [[8 9]] [[10 11 12] [13]]"
+    assert "2 LoD level(s)" in lod.text("two-level-view")
+
+
+@pytest.mark.slow
+def test_lod_notebook_runs_sequence_ops_per_sentence(lod):
+    text = lod.text("sequence-ops")
+    assert "sum      [10.0, 18.0, 17.0, 46.0] lod []" in text
+    assert "max      [4.0, 7.0, 9.0, 13.0] lod []" in text
+    assert "last     [4.0, 7.0, 9.0, 13.0] lod []" in text
+    assert "expand   [4.0, 4.0, 4.0, 4.0, 4.0, 7.0, 7.0, 7.0, 9.0, 9.0, 13.0, 13.0, 13.0, " \
+           "13.0] lod []" in text
+
+
+@pytest.mark.slow
+def test_lod_notebook_softmax_sums_to_one_per_sentence(lod):
+    line = next(l for l in lod.text("sequence-ops").splitlines() if l.startswith("softmax"))
+    values = ast.literal_eval(line[len("softmax"):line.index(" lod ")].strip())
+    sums = [sum(values[a:b]) for a, b in zip(SENTENCE_LOD[0], SENTENCE_LOD[0][1:])]
+    assert sums == pytest.approx([1, 1, 1, 1], abs=0.01)
+    assert line.endswith(f"lod {SENTENCE_LOD}")
+
+
+@pytest.mark.slow
+def test_lod_notebook_pools_two_levels_down_to_paragraphs(lod):
+    text = lod.text("two-level-ops")
+    assert "sentence sums:  [1.0, 2.0, 7.0, 11.0, 7.0, 17.0, 33.0, 13.0] lod [[0, 3, 5, 6, 8]]" \
+        in text
+    assert "paragraph sums: [10.0, 18.0, 17.0, 46.0] lod []" in text
+
+
+@pytest.mark.slow
+def test_lod_notebook_shows_an_empty_sequence(lod):
+    text = lod.text("empty")
+    assert "offsets [0, 2, 2, 5] lengths [2, 0, 3] empty [1]" in text
+    assert "[0 1] [] [2 3 4]" in text
+    assert "sum      [1.0, 0.0, 9.0] lod []" in text  # pad_value for the empty one
+    assert text.rstrip().endswith("lod [[0, 2, 2, 5]]")  # softmax keeps the empty sequence
+
+
+@pytest.mark.slow
+def test_lod_notebook_saved_with_three_tensor_views_is_under_one_megabyte(lod, tmp_path):
+    states = lod.widget_states()
+    assert [state["_kind"] for state in states] == ["tensor"] * 3
+    assert sorted(len(state["_model"]["levels"]) for state in states) == [1, 1, 2]
+    assert lod.saved_size(tmp_path) < 1_000_000
+
+
+# --- 04: DynamicRNN --------------------------------------------------------------------------
+def _shrinks(text):
+    """(rows before, rows after) of the memory at each printed step."""
+    return [(int(a), int(b)) for a, b in re.findall(r"memory \[(\d+), \d+\] -> \[(\d+), \d+\]",
+                                                    text)]
+
+
+@pytest.mark.slow
+def test_dynamic_rnn_notebook_builds_the_fluid_machinery_and_runs(rnn):
+    assert_clean_run(rnn)
+    assert rnn.value_after("build", "block 0:") == {
+        "lod_rank_table": 2, "lod_tensor_to_array": 2, "reorder_lod_tensor_by_rank": 2,
+        "while": 2, "array_to_lod_tensor": 2}
+    assert "prediction: (22, 23) lod [[0, 5, 12, 16, 22]]" in rnn.text("build")
+
+
+@pytest.mark.slow
+def test_encoder_batch_shrinks_4_4_4_4_4_3_3_2_1_1_for_lengths_10_8_5_7(rnn):
+    assert rnn.value_after("encoder-trace", "rank table (index, length):") == [
+        (0, 10), (1, 8), (3, 7), (2, 5)]
+    assert rnn.value_after("encoder-trace", "encoder batch per step:") == ENCODER_BATCHES
+    text = rnn.text("encoder-trace")
+    assert [int(n) for n in re.findall(r"step \d+: batch (\d+)", text)] == ENCODER_BATCHES
+    assert [after for _, after in _shrinks(text)] == ENCODER_BATCHES
+    # step 5 reads the 6th word of the sequences still running, longest first
+    assert "step 5: batch 3, sequences [0, 1, 3], words [6, 16, 29]" in text
+
+
+@pytest.mark.slow
+def test_decoder_sorts_the_external_memory_by_the_step_inputs_rank_table(rnn):
+    text = rnn.text("decoder-trace")
+    assert text.startswith("rank table order: [1, 3, 0, 2] sorted lengths: [7, 6, 5, 4]")
+    memory = text.split("external memory, sorted:\n")[1].splitlines()[:4]
+    assert [line.split()[0] + "-" + line.split()[-1] for line in memory] == [
+        "11-18", "24-30", "1-10", "19-23"]  # the documents' sorted external memory
+    assert rnn.value_after("decoder-trace", "decoder batch per step:") == DECODER_BATCHES
+    assert [after for _, after in _shrinks(text)] == DECODER_BATCHES
+    assert "step 6: batch 1, memory [2, 4] -> [1, 4], encoder states 8 rows, lod [[0, 8]]" \
+        in text
+
+
+@pytest.mark.slow
+def test_decoder_outputs_come_back_in_input_order(rnn):
+    text = rnn.text("restore")
+    assert "output steps: 7" in text
+    assert re.findall(r"sequence (\d) \(rank (\d), (\d) steps\) -> rows (\d+)\.\.(\d+)", text) == [
+        ("0", "2", "5", "0", "5"), ("1", "0", "7", "5", "12"), ("2", "3", "4", "12", "16"),
+        ("3", "1", "6", "16", "22")]
+    assert "prediction lod: [[0, 5, 12, 16, 22]] == target lod: True" in text
+    conditions = re.findall(r"condition (True|False)", rnn.text("iterations"))
+    assert conditions == ["True"] * 6 + ["False"]
+
+
+@pytest.mark.slow
+def test_dynamic_rnn_steppers_are_saved_with_their_batches_under_one_megabyte(rnn, tmp_path):
+    assert rnn.data("stepper", WIDGET_MIME)["model_id"]
+    assert "DynamicRNN batch per step: [4, 4, 4, 4, 4, 3, 3, 2, 1, 1]" in rnn.text("stepper")
+    assert rnn.text("stepper-step").split() == ["7", "2"]
+    states = rnn.widget_states()
+    assert [state["_kind"] for state in states] == ["stepper", "stepper"]
+    by_steps = {len(s["_model"]["iterations"]): s for s in states}
+    assert by_steps[10]["_model"]["dynamic_rnn"]["batch_sizes"] == ENCODER_BATCHES
+    assert by_steps[10]["step"] == 7  # set from Python, synced into the saved state
+    assert by_steps[7]["_model"]["dynamic_rnn"]["batch_sizes"] == DECODER_BATCHES
+    size = rnn.saved_size(tmp_path)
+    print(f"\n04_dynamic_rnn.ipynb saved with two steppers: {size:,} bytes")
+    assert size < 1_000_000
