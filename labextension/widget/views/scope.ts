@@ -72,7 +72,7 @@ function scopeSection(node: IScopeNode, label: string, open: boolean): HTMLEleme
     const rows = node.vars.map(entry => [
       h('code', '', entry.name),
       kindText(entry),
-      entry.initialized ? shapeText(entry.shape) : '',
+      entry.initialized && entry.shape ? shapeText(entry.shape) : '',
       entry.dtype ?? '',
       entry.lod && entry.lod.length ? JSON.stringify(entry.lod) : '',
       entry.place ?? '',

@@ -190,6 +190,9 @@ export function renderStepper(el: HTMLElement, model: ILoopModel, options: IStep
   slider.min = '0';
   slider.max = String(Math.max(count - 1, 0));
   slider.step = '1';
+  // the arrow keys move the slider, not JupyterLab's notebook cursor (whose command-mode
+  // bindings match any focused element inside a notebook)
+  slider.dataset.lmSuppressShortcuts = 'true';
   const label = h('span', 'fluid-nb-step-label');
   controls.append(play, slider, label);
   root.appendChild(controls);

@@ -73,8 +73,10 @@ function sequenceBox(node: ILodNode, top: number, rows: Map<number, ILodRow>, va
   box.dataset.sequence = String(top);
   box.style.background = sequenceColour(top, 0.08 + 0.06 * node.level);
   box.style.borderColor = sequenceColour(top, 0.9);
+  const [first, end] = node.rows;
+  const where = end - first === 1 ? ` · row ${first}` : ` · rows ${first}–${end - 1}`;
   const label = `level ${node.level} · sequence ${node.index} · length ${node.length}` +
-    (node.empty ? ' (empty)' : ` · rows ${node.rows[0]}–${node.rows[1] - 1}`);
+    (node.empty ? ' (empty)' : where);
   box.appendChild(h('div', 'fluid-nb-seq-label', label));
   if (node.children.length) {
     for (const child of node.children) {
@@ -100,13 +102,20 @@ export function renderTensor(el: HTMLElement, model: ILodModel): void {
   }
   root.appendChild(h('div', 'fluid-nb-note', `${model.place ?? ''} · ${bytesText(model.bytes)} · ${model.levels.length} LoD level(s)`));
   if (model.levels.length) {
-    const rows = model.levels.map(level => [
-      `level ${level.level}`,
-      h('code', '', `[${level.offsets.join(', ')}]${level.truncated ? ' …' : ''}`),
-      h('code', '', `[${level.lengths.join(', ')}]${level.truncated ? ' …' : ''}`),
-      level.empty.length ? `empty: ${level.empty.join(', ')}` : ''
-    ]);
-    root.appendChild(table(['LoD', 'offsets', 'lengths', ''], rows, 'fluid-nb-lod-table'));
+    const anyEmpty = model.levels.some(level => level.empty.length > 0);
+    const rows = model.levels.map(level => {
+      const cells: (string | Node)[] = [
+        `level ${level.level}`,
+        h('code', '', `[${level.offsets.join(', ')}]${level.truncated ? ' …' : ''}`),
+        h('code', '', `[${level.lengths.join(', ')}]${level.truncated ? ' …' : ''}`)
+      ];
+      if (anyEmpty) {
+        cells.push(level.empty.length ? level.empty.join(', ') : '');
+      }
+      return cells;
+    });
+    const head = ['LoD', 'offsets', 'lengths'].concat(anyEmpty ? ['empty sequences'] : []);
+    root.appendChild(table(head, rows, 'fluid-nb-lod-table'));
   }
   const byRow = new Map(model.data.rows.map(r => [r.row, r] as [number, ILodRow]));
   const valuesTruncated = model.data.values_truncated;

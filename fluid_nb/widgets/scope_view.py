@@ -1,0 +1,44 @@
+"""``ScopeView``: the scope tree (kid scopes, step scopes of loops) with each variable's
+type, shape, dtype, LoD, place and bytes (the model is
+:func:`fluid_nb.viz.scope_model.scope_model`'s)."""
+import traitlets
+
+from ..errors import InvalidArgument
+from ..exec.scope import Scope, global_scope
+from ..notebook.display import scope_html
+from ..viz.scope_model import scope_model
+from ._base import ViewWidget, json_clean
+
+
+class ScopeView(ViewWidget):
+    """The scope tree as a widget; :meth:`refresh` redraws it after the scope changed.
+
+    Example::
+
+        ScopeView()                   # the global scope (the live session's by default)
+        ScopeView(exe_scope, max_depth=2)
+    """
+
+    _kind = traitlets.Unicode("scope").tag(sync=True)
+
+    def __init__(self, scope=None, max_depth=4, **kwargs):
+        scope = global_scope() if scope is None else scope
+        if not isinstance(scope, Scope):
+            raise InvalidArgument(f"ScopeView: scope expected a fluid_nb Scope or None, but "
+                                  f"received {type(scope).__name__}")
+        self.scope = scope
+        self.max_depth = max_depth
+        super().__init__(_model=self._build(), **kwargs)
+
+    def _build(self):
+        return json_clean(scope_model(self.scope, max_depth=self.max_depth))
+
+    def refresh(self):
+        """Rebuild the model from the scope as it is now and send it (scopes are small)."""
+        self._model = self._build()
+
+    def _fallback_bundle(self):
+        return {"text/html": scope_html(self.scope)}
+
+    def __repr__(self):
+        return f"ScopeView({len(self.scope.vars)} variables, {len(self.scope.kids)} kid scopes)"
