@@ -7,9 +7,10 @@ so re-running an op (re-feeding, ``live_step``) costs one Python call plus its k
 Every variable of a live program, temporaries included, lives in the session scope, so
 values stay visible after the op ran.
 """
+import linecache
 import os
 import sys
-import linecache
+from time import perf_counter
 
 from ..errors import FluidError, PreconditionNotMet, Unimplemented
 from ..exec.executor import KernelContext, PreparedOp, _feed_tensor, _located, _make_step
@@ -77,20 +78,25 @@ class OpRunner:
         self.place = place
         self.executor = executor
         self.steps = {}  # op -> (step, PreparedOp)
+        self.last_run = {}  # op -> seconds its kernel took the last time it ran (views show it)
 
     def clear(self):
         self.steps.clear()
+        self.last_run.clear()
 
     def forget(self, keep):
         """Drop cached steps of ops not in ``keep`` (a set of ops)."""
         self.steps = {op: entry for op, entry in self.steps.items() if op in keep}
+        self.last_run = {op: t for op, t in self.last_run.items() if op in keep}
 
     def run(self, op):
         entry = self.steps.get(op)
         if entry is None:
             entry = self._build(op)
         try:
+            start = perf_counter()
             entry[0]()
+            self.last_run[op] = perf_counter() - start
         except FluidError as exc:
             raise _located(exc, entry[1], exc) from exc
         except Exception as exc:  # a kernel's own failure

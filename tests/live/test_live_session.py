@@ -32,6 +32,14 @@ def test_appended_ops_run_at_once_with_values(session_name):
     assert s.stats["ops_run"] == len(s.program.global_block().ops)
 
 
+def test_each_live_op_remembers_how_long_it_ran(session_name):
+    s, *_ = _build(session_name)
+    ops = s.program.global_block().ops
+    assert all(s.runner.last_run[op] > 0 for op in ops)  # the startup ops' runs too
+    assert {op.type for op in s.runner.last_run} - {op.type for op in ops} == {
+        "uniform_random", "fill_constant"}
+
+
 def test_ops_record_user_source_line(session_name):
     with live(session_name) as s:
         x = fluid.layers.data(name="x", shape=[3], dtype="float32", value=X)
