@@ -112,6 +112,7 @@ class FluidMagics(Magics):
             return session.scope
         if command == "reset":
             session.reset()
+            _refresh_open_views(session.program)
             print(f"live session '{session.name}' reset: empty programs and scope")
             return None
         if len(parts) != 2:
