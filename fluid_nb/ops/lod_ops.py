@@ -159,9 +159,18 @@ def _lod_tensor_to_array(ctx, x, table):
 
 
 def _rows_to_array(xp, data, offsets, table, steps):
+    if not steps:
+        return LoDTensorArray()
     starts = np.array([offsets[index] for index, _ in table], dtype=np.int64)
-    return LoDTensorArray(LoDTensor(data[xp.asarray(starts[:n] + t)])
-                          for t, n in enumerate(_running_per_step(table, steps)))
+    lengths = np.array([length for _, length in table], dtype=np.int64)
+    step = np.arange(steps)[:, None]
+    running = step < lengths[None, :]  # [step, rank]: that sequence still runs then
+    # one gather for all steps, step-major and rank order within a step; each step is then
+    # a slice (a view) of it
+    rows = data[xp.asarray((starts[None, :] + step)[running])]
+    ends = np.cumsum(running.sum(axis=1)).tolist()
+    return LoDTensorArray(LoDTensor(rows[begin:end])
+                          for begin, end in zip([0] + ends[:-1], ends))
 
 
 def _to_array_grad(g):
