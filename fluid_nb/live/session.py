@@ -22,6 +22,8 @@ values are never mutated in place, so a shallow copy of each ``.value`` is enoug
 unique-name counters and the session's own lists.
 """
 import contextlib
+import sys
+import warnings
 
 import numpy as np
 
@@ -433,6 +435,19 @@ def live(name=None, program=None, startup_program=None, scope=None, place=None,
     finally:
         session.record_only = old_record
         disable_live()
+        refresh_open_views(session.program)
+
+
+def refresh_open_views(program):
+    """Open ProgramViews of a live program follow it block by block, sent as deltas
+    (after a rolled-back block too: the delta then removes what the block had added)."""
+    views = sys.modules.get("fluid_nb.widgets.program_view")  # none open if never imported
+    if views is None:
+        return
+    try:
+        views.refresh_views(program)
+    except Exception as exc:  # a view must never change what the block did
+        warnings.warn(f"refreshing the open program views failed: {exc}")
 
 
 def feed(var, value, session=None):

@@ -13,8 +13,6 @@ the cell line.
 import argparse
 import ast
 import shlex
-import sys
-import warnings
 
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 
@@ -84,7 +82,7 @@ class FluidMagics(Magics):
         finally:
             session.record_only = old_record
             _live.disable_live()
-            _refresh_open_views(session.program)
+            _live.refresh_open_views(session.program)
         report = display.CellReport(snap.added(session), session)
         session.last_report = report
         if not args.quiet:
@@ -112,25 +110,13 @@ class FluidMagics(Magics):
             return session.scope
         if command == "reset":
             session.reset()
-            _refresh_open_views(session.program)
+            _live.refresh_open_views(session.program)
             print(f"live session '{session.name}' reset: empty programs and scope")
             return None
         if len(parts) != 2:
             raise InvalidArgument("%fluid save: a path expected (%fluid save PATH), but "
                                   f"received {parts[1:]}")
         return _save(session, parts[1])
-
-
-def _refresh_open_views(program):
-    """Open ProgramViews of the live program follow it cell by cell, sent as deltas
-    (after a rolled-back cell too: the delta then removes what the cell had added)."""
-    views = sys.modules.get("fluid_nb.widgets.program_view")  # none open if never imported
-    if views is None:
-        return
-    try:
-        views.refresh_views(program)
-    except Exception as exc:  # a view must never change what the cell did
-        warnings.warn(f"%%fluid: refreshing the open program views failed: {exc}")
 
 
 class _Html:

@@ -226,3 +226,16 @@ def test_a_view_that_fails_to_refresh_warns_and_the_others_still_refresh(fresh_n
     with pytest.warns(RuntimeWarning, match="'broken' could not refresh: RuntimeError"):
         assert refresh_views(program) == [fine]
     assert len(sent.custom()) == 1
+
+
+def test_a_live_with_block_refreshes_open_views_by_a_delta(fresh_names, capture):
+    with fluid.live("w_block") as session:
+        x = fluid.layers.data(name="x", shape=[2], dtype="float32",
+                              value=np.ones((1, 2), "float32"))
+    view = ProgramView(session.program)
+    sent = capture(view)
+    with fluid.live("w_block"):
+        fluid.layers.scale(x, scale=2.0)
+    [message] = sent.custom()
+    assert message["type"] == "delta"
+    assert [op["type"] for op in message["delta"]["add"]["ops"]] == ["scale"]
