@@ -47,7 +47,7 @@ def _write_to_array(ctx, x, i):
     while len(array) <= offset:
         array.append(LoDTensor())
     if isinstance(x, LoDTensor) and x.array is not None:
-        array[offset] = LoDTensor(x.array, [list(level) for level in x._lod])
+        array[offset] = LoDTensor(x.array, [list(level) for level in x._lod] if x._lod else [])
     elif isinstance(x, LoDTensor):  # as Paddle: an empty tensor writes only its LoD
         array[offset] = LoDTensor(None, [list(level) for level in x._lod])
     return array
@@ -75,7 +75,7 @@ def _read_from_array(ctx, array, i):
     if not 0 <= offset < len(array):
         return None  # as Paddle: Out is left as it was
     item = array[offset]
-    return LoDTensor(item.array, [list(level) for level in item._lod])
+    return LoDTensor(item.array, [list(level) for level in item._lod] if item._lod else [])
 
 
 def_op("read_from_array", inputs=["X", "I"], outputs=["Out"],

@@ -58,7 +58,7 @@ def host_int(op, slot, value):
     if array is None or array.size != 1:
         raise InvalidArgument(expected(op, f"input '{slot}'", "a tensor of one element",
                                        None if array is None else list(array.shape)))
-    return int(array.reshape(-1)[0])
+    return int(array.item())
 
 
 def host_bools(value):
