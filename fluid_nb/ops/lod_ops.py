@@ -238,18 +238,19 @@ def _running_per_step(table, steps):
 def _array_rows_to_lod_tensor(xp, array, table, op):
     """The common case (array items are rows without LoD; item t row p belongs to the
     sequence at rank position p) as one gather."""
+    lengths = np.array([length for _, length in table], dtype=np.int64)
+    if lengths.size and lengths.max() > len(array):
+        raise InvalidArgument(expected(op, "input 'X'", f"at least {int(lengths.max())} steps "
+                                       f"(a sequence's length in RankTable)", len(array)))
     sizes = np.array([step.array.shape[0] for step in array], dtype=np.int64)
     step_start = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-    ranked, index = [0], []
-    for position in sorted(range(len(table)), key=lambda p: table[p][0]):
-        length = table[position][1]
-        if length > len(array):
-            raise InvalidArgument(expected(op, "input 'X'", f"at least {length} steps (a "
-                                           f"sequence's length in RankTable)", len(array)))
-        ranked.append(ranked[-1] + length)
-        index.append(step_start[:length] + position)
+    # [position, step] -> row of the concatenated steps; positions in input order, each
+    # sequence's steps in time order: row-major order is the output's row order
+    order = np.argsort(np.array([index for index, _ in table], dtype=np.int64), kind="stable")
+    steps = np.arange(len(array))
+    rows = (step_start[None, :] + order[:, None])[steps[None, :] < lengths[order][:, None]]
+    ranked = np.concatenate([[0], np.cumsum(lengths[order])]).tolist()
     data = xp.concatenate([step.array for step in array])
-    rows = np.concatenate(index) if index else np.zeros(0, np.int64)
     return LoDTensor(data[xp.asarray(rows)], table.coarse_lod + [ranked])
 
 
