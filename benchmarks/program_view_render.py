@@ -1,6 +1,6 @@
 """Render timings of the program graph in Chromium (standalone viewer, no JupyterLab).
 
-Run ``python tests/frontend/measure_render.py [ops]``: builds a program of about ``ops`` ops
+Run ``python benchmarks/program_view_render.py [ops]``: builds a program of about ``ops`` ops
 (default 1000), renders its model with ``fluid_nb/static/viewer.js`` in headless Chromium,
 then appends 10 ops, applies the delta, and prints the figures (model and delta sizes, full
 render and delta render times, segments laid out). Needs Playwright and /usr/bin/chromium.
@@ -12,7 +12,9 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# the test programs (a deep MLP with backward and SGD ops) live with the front-end tests
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
+                                "frontend"))
 
 from programs import deep_mlp  # noqa: E402
 
