@@ -1,7 +1,7 @@
 """Cross-check: a training program built and saved by fluid_nb trains in real Paddle.
 
     python tools/paddle_fixtures/check_in_paddle.py build OUT_DIR      # with fluid_nb
-    /tmp/paddle-venv/bin/python tools/paddle_fixtures/check_in_paddle.py paddle OUT_DIR
+    paddle-venv/bin/python tools/paddle_fixtures/check_in_paddle.py paddle OUT_DIR
 
 ``build`` writes the main/startup ProgramDesc of an fc-relu-fc regression trained with Adam,
 its initial parameters, 5 batches and fluid_nb's losses; ``paddle`` loads the programs with

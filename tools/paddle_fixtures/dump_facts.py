@@ -1,7 +1,7 @@
 """Print format facts about Paddle's framework.proto and the generated fixtures.
 
 Reads (does not write) tests/fixtures/paddle/.  Run after the generators:
-    /tmp/paddle-venv/bin/python tools/paddle_fixtures/dump_facts.py
+    paddle-venv/bin/python tools/paddle_fixtures/dump_facts.py
 """
 
 import os

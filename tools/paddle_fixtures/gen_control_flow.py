@@ -25,7 +25,7 @@ All parameters (biases included) use seeded uniform initializers, so params.npz 
 exactly what the startup program produces with the stored random_seed.
 
 Run from the repo root:
-    /tmp/paddle-venv/bin/python tools/paddle_fixtures/gen_control_flow.py
+    paddle-venv/bin/python tools/paddle_fixtures/gen_control_flow.py
 """
 
 import json

@@ -11,7 +11,7 @@ Output: tests/fixtures/paddle/inference/<model>/
     meta.json                  feed/fetch names, parameter names/shapes/dtypes, op types
 
 Run from the repo root:
-    /tmp/paddle-venv/bin/python tools/paddle_fixtures/gen_inference.py
+    paddle-venv/bin/python tools/paddle_fixtures/gen_inference.py
 """
 
 import os

@@ -9,7 +9,7 @@ Output: tests/fixtures/paddle/programs/
 The .pb files are exactly ``program.desc.serialize_to_string()``.
 
 Run from the repo root:
-    /tmp/paddle-venv/bin/python tools/paddle_fixtures/gen_programs.py
+    paddle-venv/bin/python tools/paddle_fixtures/gen_programs.py
 """
 
 import os

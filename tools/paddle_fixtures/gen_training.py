@@ -16,7 +16,7 @@ like fluid.layers.cross_entropy / fluid.layers.mean used to (modern
 paddle.mean would emit ``reduce_mean`` instead).
 
 Run from the repo root:
-    /tmp/paddle-venv/bin/python tools/paddle_fixtures/gen_training.py
+    paddle-venv/bin/python tools/paddle_fixtures/gen_training.py
 """
 
 import os
