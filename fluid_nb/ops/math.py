@@ -414,11 +414,12 @@ def _transposed_weight(ctx, y):
     if y.size > (1 << 20):  # no second copy of a big weight
         return y.T
     held = ctx.cache.get("y_t")
-    if held is not None and held[0] is y:
-        return held[1]
-    y_t = ctx.xp.ascontiguousarray(y.T)
-    ctx.cache["y_t"] = (y, y_t)
-    return y_t
+    if held is None or held[0] is not y:  # first sight of this Y (a training step's
+        ctx.cache["y_t"] = (y, None)      # weight is new every step): no copy
+        return y.T
+    if held[1] is None:  # seen again: a loop's weight, worth laying out once
+        ctx.cache["y_t"] = held = (y, ctx.xp.ascontiguousarray(y.T))
+    return held[1]
 
 
 def _mul_grad_kernel(ctx, x, y, dout):
