@@ -11,7 +11,7 @@ from ..layer_helper import LayerHelper
 from ..param_attr import ParamAttr
 
 __all__ = ["create_tensor", "create_parameter", "create_global_var", "cast", "concat", "sums",
-           "assign", "fill_constant", "zeros", "ones", "zeros_like", "ones_like", "argmax",
+           "assign", "fill_constant", "fill_constant_batch_size_like", "zeros", "ones", "zeros_like", "ones_like", "argmax",
            "argmin", "uniform_random", "gaussian_random"]
 
 
@@ -147,6 +147,26 @@ def fill_constant(shape, dtype, value, force_cpu=False, out=None):
         out = helper.create_variable_for_type_inference(dtype=vt)
     attrs["dtype"] = int(out.dtype)
     helper.append_op(type="fill_constant", inputs=inputs, outputs={"Out": [out]}, attrs=attrs)
+    out.stop_gradient = True
+    return out
+
+
+def fill_constant_batch_size_like(input, shape, dtype, value, input_dim_idx=0,
+                                  output_dim_idx=0, force_cpu=False):
+    """A tensor of ``shape`` filled with ``value`` whose dim ``output_dim_idx`` is, at run
+    time, ``input``'s dim ``input_dim_idx`` (the batch size); no gradient."""
+    _check_variable("fill_constant_batch_size_like", "input", input)
+    helper = LayerHelper("fill_constant_batch_size_like")
+    vt = convert_dtype(dtype)
+    out = helper.create_variable_for_type_inference(dtype=vt)
+    integral = vt in (VarType.INT32, VarType.INT64, VarType.INT16, VarType.INT8, VarType.UINT8)
+    helper.append_op(type="fill_constant_batch_size_like", inputs={"Input": [input]},
+                     outputs={"Out": [out]},
+                     attrs={"shape": [int(d) for d in shape], "dtype": int(vt),
+                            "value": float(value),
+                            "str_value": str(int(value)) if integral else str(float(value)),
+                            "input_dim_idx": input_dim_idx, "output_dim_idx": output_dim_idx,
+                            "force_cpu": force_cpu})
     out.stop_gradient = True
     return out
 

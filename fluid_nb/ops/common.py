@@ -2,7 +2,7 @@
 back to an input's shape, and factories that make an elementwise op one definition."""
 from ..errors import InvalidArgument, expected
 from ..framework.infer import dims_match
-from .registry import def_op, grad_maker, grads_like
+from .registry import def_op, grad_maker, grads_like, no_gradient
 
 
 def align_for_axis(x_shape, y_shape, axis):
@@ -102,7 +102,8 @@ def elementwise_op(type, forward, backward, needs=("X", "Y"), doc=None, needs_ou
 
     ``forward(xp, x, y) -> out`` on aligned operands; ``backward(xp, x, y, out, dout) ->
     (dx, dy)`` on aligned operands (either may be None when not wanted); the factory sums
-    each gradient back to its operand's shape.
+    each gradient back to its operand's shape. ``backward=None``: no gradient (as Paddle's
+    empty grad maker).
     """
     def kernel(ctx, x, y):
         axis = ctx.attrs["axis"]
@@ -133,6 +134,11 @@ def elementwise_op(type, forward, backward, needs=("X", "Y"), doc=None, needs_ou
             dy = unbroadcast_for_axis(xp, dy, y.shape, x.shape, axis).astype(y.dtype, copy=False)
         return (dx if want_x else None), (dy if want_y else None)
 
+    if backward is None:  # integer-valued ops (floordiv, mod): the gradient stops here
+        def_op(type, inputs=["X", "Y"], outputs=["Out"], attrs={"axis": ("int", -1)},
+               infer_shape=binary_infer_shape, share_lod=("X", ["Out"]), grad=no_gradient,
+               kernel=kernel, doc=doc)
+        return
     grad_type = type + "_grad"
     grad_inputs = ["X", "Y", "Out?", "Out@GRAD"]
     fwd_outputs = ["Out"] if needs_out else []

@@ -91,6 +91,20 @@ elementwise_op(
     doc="Out = X ^ Y; dX = dOut * Y * X^(Y-1), dY = dOut * log(X) * X^Y.")
 
 
+elementwise_op(
+    "elementwise_floordiv",
+    forward=lambda xp, x, y: xp.floor_divide(x, y),
+    backward=None,
+    doc="Out = floor(X / Y) (Python's //: 7 // -2 = -4, as Paddle 2.6). No gradient.")
+
+elementwise_op(
+    "elementwise_mod",
+    forward=lambda xp, x, y: xp.mod(x, y),
+    backward=None,
+    doc="Out = X mod Y with the sign of Y (Python's %: -7 % 2 = 1, 7.5 % -2 = -0.5, as "
+        "Paddle 2.6). No gradient.")
+
+
 # --- scale, sum, mean ------------------------------------------------------------------------
 def _scale_kernel(ctx, x, scale_tensor):
     attrs = ctx.attrs

@@ -535,3 +535,16 @@ def test_layer_helper_names_and_bias_false():
 def test_bad_arguments_raise_invalid_argument_naming_the_layer(make, message):
     with pytest.raises(InvalidArgument, match=message):
         build(make)
+
+
+def test_fill_constant_batch_size_like_takes_the_batch_from_its_input():
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        x = fluid.layers.data("x", [5], dtype="float32")
+        filled = fluid.layers.fill_constant_batch_size_like(x, shape=[-1, 3], dtype="int64",
+                                                             value=7)
+    assert filled.shape == (-1, 3) and filled.stop_gradient
+    fluid.verify(main)
+    (got,) = fluid.Executor(fluid.CPUPlace()).run(
+        main, feed={"x": np.zeros((4, 5), "float32")}, fetch_list=[filled], scope=fluid.Scope())
+    np.testing.assert_array_equal(got, np.full((4, 3), 7, "int64"))

@@ -83,6 +83,19 @@ CASES = [
     OpCase("elementwise_pow", {"X": np.array([2, 3, -2], "int64"),
                                "Y": np.array([3, 2, 3], "int64")},
            ref=lambda i, a: {"Out": np.array([8, 9, -8], "int64")}, name="int"),
+    # floordiv and mod round like Python's // and % (Paddle 2.6's outputs on these inputs)
+    OpCase("elementwise_floordiv", {"X": np.array([7, -7, 7, -7], "int64"),
+                                    "Y": np.array([2, 2, -2, -2], "int64")},
+           ref=lambda i, a: {"Out": np.array([3, -4, -4, 3], "int64")}),
+    OpCase("elementwise_floordiv", {"X": np.array([[7, -7], [9, -9]], "int32"),
+                                    "Y": np.array([4, -4], "int32")},
+           ref=lambda i, a: {"Out": np.floor_divide(i["X"], i["Y"])}, name="broadcast"),
+    OpCase("elementwise_mod", {"X": np.array([7, -7, 7, -7], "int64"),
+                               "Y": np.array([2, 2, -2, -2], "int64")},
+           ref=lambda i, a: {"Out": np.array([1, 1, -1, -1], "int64")}),
+    OpCase("elementwise_mod", {"X": np.array([7.5, -7.5, 7.5, -7.5], "float32"),
+                               "Y": np.array([2, 2, -2, -2], "float32")},
+           ref=lambda i, a: {"Out": np.array([1.5, 0.5, -0.5, -1.5], "float32")}, name="float"),
     # scale, sum, mean
     OpCase("scale", {"X": r(3, 4)}, attrs={"scale": 2.5, "bias": 0.5},
            ref=lambda i, a: {"Out": i["X"] * 2.5 + 0.5}, grad=["X"], name="bias_after"),
@@ -296,7 +309,23 @@ def test_equal_shape_elementwise_keeps_dtype_and_skips_alignment():
     ctx = _Ctx()
     ctx.attrs = {"axis": -1}
     for op_type in ("elementwise_add", "elementwise_sub", "elementwise_mul", "elementwise_div",
-                    "elementwise_max", "elementwise_min", "elementwise_pow"):
+                    "elementwise_max", "elementwise_min", "elementwise_pow",
+                    "elementwise_mod"):
         out = _kernel(op_type)(ctx, np.full((1, 1), 2.0, "float32"),
                                np.full((1, 1), 4.0, "float32"))
         assert out.shape == (1, 1) and out.dtype == np.float32, op_type
+
+
+def test_python_operators_floordiv_and_mod_build_checked_ops():
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        x = fluid.layers.data("x", [3], dtype="int64", append_batch_size=False)
+        y = fluid.layers.data("y", [3], dtype="int64", append_batch_size=False)
+        q, m = x // y, x % y
+    fluid.verify(main)
+    exe = fluid.Executor(fluid.CPUPlace())
+    got_q, got_m = exe.run(main, feed={"x": np.array([7, -7, 9], "int64"),
+                                       "y": np.array([2, 2, -4], "int64")},
+                           fetch_list=[q, m], scope=fluid.Scope())
+    np.testing.assert_array_equal(got_q, [3, -4, -3])
+    np.testing.assert_array_equal(got_m, [1, 1, -3])
