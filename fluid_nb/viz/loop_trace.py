@@ -150,6 +150,10 @@ def trace_while(executor=None, program=None, feed=None, fetch_list=None, scope=N
     """Run ``program`` once (as ``executor.run(program, feed, fetch_list, scope)`` would) and
     return the per-iteration model of its ``while`` op (see the module docstring).
 
+    Looking changes nothing: every persistable variable of ``scope`` (parameters, optimizer
+    accumulators, counters) holds the same value afterwards as before, even when the program
+    trains (values are never written in place, so putting the old ones back is enough).
+
     ``executor`` gives the place (CPU when None); ``while_op`` picks the loop (see
     :func:`find_while`). Example::
 
@@ -178,8 +182,31 @@ def trace_while(executor=None, program=None, feed=None, fetch_list=None, scope=N
     caps = {"max_iterations": max_iterations, "max_values": max_values,
             "max_items": max_items, "max_rows": max_rows}
     recorder = _LoopRecorder(place, loop, caps)
-    recorder.run_once(program, feed, _fetch_names(fetch_list), scope)
+    persistables = _persistable_values(program, scope)
+    try:
+        recorder.run_once(program, feed, _fetch_names(fetch_list), scope)
+    finally:
+        _restore(scope, persistables)
     return recorder.model()
+
+
+def _persistable_values(program, scope):
+    """name -> (holder, value) for the program's persistable variables (holder None: the
+    scope has none yet)."""
+    values = {}
+    for var in program.list_vars():
+        if var.persistable:
+            holder = scope.find_var(var.name)
+            values[var.name] = (holder, holder.value if holder is not None else None)
+    return values
+
+
+def _restore(scope, values):
+    for name, (holder, value) in values.items():
+        if holder is not None:
+            holder.value = value
+        elif name in scope.vars:  # made by the traced run
+            scope.erase([name])
 
 
 # --- watching a run -----------------------------------------------------------------------------

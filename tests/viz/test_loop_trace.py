@@ -325,8 +325,11 @@ def test_dynamic_rnn_with_backward_and_update_is_traced():
     lengths = [2, 4, 1]
     feed = {"x": fluid.create_lod_tensor(np.ones((7, 3), "float32"), [lengths],
                                          fluid.CPUPlace())}
+    before = {p.name: scope.find_var(p.name).value.array for p in main.all_parameters()}
     trace = trace_while(exe, main, feed=feed, scope=scope, fetch_list=[loss])
     assert trace["iteration_count"] == 4
+    # tracing is looking: the SGD step it ran is undone
+    assert all(scope.find_var(name).value.array is value for name, value in before.items())
     rnn = trace["dynamic_rnn"]
     assert rnn["batch_sizes"] == [3, 2, 1, 1] and rnn["restore_order"] == [1, 0, 2]
     assert [step["memories"][0]["after"] for step in rnn["steps"]] == \
