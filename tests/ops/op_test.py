@@ -9,6 +9,7 @@ import dataclasses
 from typing import Any, Callable, Dict, List, Optional
 
 import numpy as np
+import pytest
 
 import fluid_nb as fluid
 from fluid_nb.framework.dtypes import convert_dtype
@@ -189,6 +190,23 @@ def assert_build_fails(op, inputs, attrs, *words):
     assert message.startswith(op), message
     for word in words:
         assert word in message, message
+
+
+def table_tests(cases):
+    """The two tests of an op family's table: every case against its NumPy reference, and
+    every case with ``grad`` against float64 finite differences. A test module binds them::
+
+        test_output_matches_numpy, test_grad_matches_finite_differences = table_tests(CASES)
+    """
+    @pytest.mark.parametrize("case", cases, ids=case_id)
+    def test_output_matches_numpy(case):
+        check_output(case)
+
+    @pytest.mark.parametrize("case", [c for c in cases if c.grad], ids=case_id)
+    def test_grad_matches_finite_differences(case):
+        check_grad(case)
+
+    return test_output_matches_numpy, test_grad_matches_finite_differences
 
 
 def _as64(value):

@@ -6,7 +6,7 @@ import fluid_nb as fluid
 from fluid_nb.errors import InvalidArgument
 from fluid_nb.ops import registry
 
-from .op_test import OpCase, build, case_id, check_grad, check_output
+from .op_test import OpCase, build, table_tests
 
 rng = np.random.RandomState(1)
 
@@ -62,14 +62,7 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", CASES, ids=case_id)
-def test_output_matches_numpy(case):
-    check_output(case)
-
-
-@pytest.mark.parametrize("case", [c for c in CASES if c.grad], ids=case_id)
-def test_grad_matches_finite_differences(case):
-    check_grad(case)
+test_output_matches_numpy, test_grad_matches_finite_differences = table_tests(CASES)
 
 
 @pytest.mark.parametrize("op_type, needs", [

@@ -10,7 +10,7 @@ from fluid_nb.exec.tensor import LoDTensor, SelectedRows
 from fluid_nb.framework.dtypes import VarType
 from fluid_nb.ops import registry
 
-from .op_test import OpCase, build, case_id, check_grad, check_output
+from .op_test import OpCase, build, table_tests
 
 rng = np.random.RandomState(0)
 
@@ -51,14 +51,7 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", CASES, ids=case_id)
-def test_output_matches_numpy(case):
-    check_output(case)
-
-
-@pytest.mark.parametrize("case", [c for c in CASES if c.grad], ids=case_id)
-def test_grad_matches_finite_differences(case):
-    check_grad(case)
+test_output_matches_numpy, test_grad_matches_finite_differences = table_tests(CASES)
 
 
 def test_sign_grad_is_a_scale_by_zero():

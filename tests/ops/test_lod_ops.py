@@ -16,7 +16,7 @@ from fluid_nb.exec.tensor import LoDTensor, LoDTensorArray
 from fluid_nb.framework.dtypes import VarType
 from fluid_nb.ops import registry
 
-from .op_test import OpCase, assert_build_fails, case_id, check_grad, check_output
+from .op_test import OpCase, assert_build_fails, check_output, table_tests
 
 rng = np.random.RandomState(0)
 
@@ -493,14 +493,7 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", CASES, ids=case_id)
-def test_output_matches_numpy(case):
-    check_output(case)
-
-
-@pytest.mark.parametrize("case", [c for c in CASES if c.grad], ids=case_id)
-def test_grad_matches_finite_differences(case):
-    check_grad(case)
+test_output_matches_numpy, test_grad_matches_finite_differences = table_tests(CASES)
 
 
 def test_split_and_merge_with_lod_gradients():

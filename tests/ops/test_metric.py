@@ -2,10 +2,9 @@
 import numpy as np
 import pytest
 
-import fluid_nb as fluid
 from fluid_nb.errors import InvalidArgument
 
-from .op_test import append_one, OpCase, case_id, check_grad, check_output
+from .op_test import OpCase, append_one, check_output, table_tests
 
 rng = np.random.RandomState(0)
 
@@ -77,14 +76,7 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", CASES, ids=case_id)
-def test_output_matches_numpy(case):
-    check_output(case)
-
-
-@pytest.mark.parametrize("case", [c for c in CASES if c.grad], ids=case_id)
-def test_grad_matches_finite_differences(case):
-    check_grad(case)
+test_output_matches_numpy, test_grad_matches_finite_differences = table_tests(CASES)
 
 
 _append = append_one

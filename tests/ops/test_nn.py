@@ -2,10 +2,8 @@
 import numpy as np
 import pytest
 
-from fluid_nb.errors import InvalidArgument
 
-from .op_test import (OpCase, assert_build_fails, build, case_id, check_grad, check_output,
-                      run_case)
+from .op_test import OpCase, assert_build_fails, build, run_case, table_tests
 
 rng = np.random.RandomState(0)
 
@@ -75,14 +73,7 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", CASES, ids=case_id)
-def test_output_matches_numpy(case):
-    check_output(case)
-
-
-@pytest.mark.parametrize("case", [c for c in CASES if c.grad], ids=case_id)
-def test_grad_matches_finite_differences(case):
-    check_grad(case)
+test_output_matches_numpy, test_grad_matches_finite_differences = table_tests(CASES)
 
 
 def _mask(x, attrs, seed_input=None):

@@ -1,10 +1,8 @@
 """batch_norm and layer_norm against NumPy, with float64 finite-difference gradients."""
 import numpy as np
-import pytest
 
-from fluid_nb.errors import InvalidArgument
 
-from .op_test import assert_build_fails, OpCase, build, case_id, check_grad, check_output
+from .op_test import OpCase, assert_build_fails, build, check_output, table_tests
 
 rng = np.random.RandomState(0)
 
@@ -108,14 +106,7 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", CASES, ids=case_id)
-def test_output_matches_numpy(case):
-    check_output(case)
-
-
-@pytest.mark.parametrize("case", [c for c in CASES if c.grad], ids=case_id)
-def test_grad_matches_finite_differences(case):
-    check_grad(case)
+test_output_matches_numpy, test_grad_matches_finite_differences = table_tests(CASES)
 
 
 def test_batch_norm_single_value_per_channel_passes_x_through():

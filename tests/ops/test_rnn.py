@@ -7,7 +7,7 @@ import fluid_nb as fluid
 import fluid_nb.ops.rnn  # noqa: F401  (registers the family until _families lists it)
 from fluid_nb.errors import InvalidArgument
 
-from .op_test import OpCase, build, case_id, check_grad, check_output
+from .op_test import OpCase, build, check_output, table_tests
 
 rng = np.random.RandomState(0)
 
@@ -189,14 +189,7 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", CASES, ids=case_id)
-def test_output_matches_numpy(case):
-    check_output(case)
-
-
-@pytest.mark.parametrize("case", [c for c in CASES if c.grad], ids=case_id)
-def test_grad_matches_finite_differences(case):
-    check_grad(case)
+test_output_matches_numpy, test_grad_matches_finite_differences = table_tests(CASES)
 
 
 # --- batch layout, as the design document's rank table says ---------------------------------

@@ -6,7 +6,7 @@ from fluid_nb.errors import InvalidArgument
 from fluid_nb.framework.dtypes import VarType
 from fluid_nb.ops import registry
 
-from .op_test import OpCase, build, case_id, check_grad, check_output, run_case
+from .op_test import OpCase, build, check_output, run_case, table_tests
 
 rng = np.random.RandomState(0)
 
@@ -203,14 +203,7 @@ SHAPE_CASES = [
 CASES = CREATION_CASES + SHAPE_CASES
 
 
-@pytest.mark.parametrize("case", CASES, ids=case_id)
-def test_output_matches_numpy(case):
-    check_output(case)
-
-
-@pytest.mark.parametrize("case", [c for c in CASES if c.grad], ids=case_id)
-def test_grad_matches_finite_differences(case):
-    check_grad(case)
+test_output_matches_numpy, test_grad_matches_finite_differences = table_tests(CASES)
 
 
 # --- focused tests -------------------------------------------------------------------------
