@@ -2,6 +2,7 @@
  * The details panel: what one op or variable is, built with DOM calls only (model text is
  * never parsed as HTML).
  */
+import { el, shapeText } from './dom';
 import { IEdge, IOp, IProgramModel, IVar } from './model';
 
 /** Lookups over one model revision. */
@@ -62,26 +63,6 @@ export interface IDetailsActions {
   select(id: string): void;
   toggleBlock(blockId: string): void;
   isCollapsed(blockId: string): boolean;
-}
-
-function el<K extends keyof HTMLElementTagNameMap>(
-  tag: K,
-  className?: string,
-  text?: string
-): HTMLElementTagNameMap[K] {
-  const node = document.createElement(tag);
-  if (className) {
-    node.className = className;
-  }
-  if (text !== undefined) {
-    node.textContent = text;
-  }
-  return node;
-}
-
-/** `[-1, 13]`, or `?` when unknown. */
-export function shapeText(shape: number[] | null | undefined): string {
-  return shape ? `[${shape.join(', ')}]` : '?';
 }
 
 /** A short JSON text of an attribute value (long lists cut with a count). */

@@ -3,26 +3,11 @@
  * The views are plain DOM (no framework) so the standalone viewer and the widget share them.
  */
 
-/** An element with a class and optional text. */
-export function h<K extends keyof HTMLElementTagNameMap>(
-  tag: K,
-  className = '',
-  text?: string
-): HTMLElementTagNameMap[K] {
-  const node = document.createElement(tag);
-  if (className) {
-    node.className = className;
-  }
-  if (text !== undefined) {
-    node.textContent = text;
-  }
-  return node;
-}
+import { el, shapeText } from '../../src/dom';
 
-/** `[3, 2]`; `?` for an unknown shape. */
-export function shapeText(shape: number[] | null | undefined): string {
-  return shape ? `[${shape.join(', ')}]` : '?';
-}
+/** An element with a class and optional text. */
+export const h = el;
+export { shapeText };
 
 /** A number as people read it: integers whole, floats to 4 significant digits. */
 export function numberText(value: unknown): string {
