@@ -162,12 +162,10 @@ def _rows_to_array(xp, data, offsets, table, steps):
     if not steps:
         return LoDTensorArray()
     starts = np.array([offsets[index] for index, _ in table], dtype=np.int64)
-    lengths = np.array([length for _, length in table], dtype=np.int64)
-    step = np.arange(steps)[:, None]
-    running = step < lengths[None, :]  # [step, rank]: that sequence still runs then
+    running = _running(table, steps)
     # one gather for all steps, step-major and rank order within a step; each step is then
     # a slice (a view) of it
-    rows = data[xp.asarray((starts[None, :] + step)[running])]
+    rows = data[xp.asarray((starts[None, :] + np.arange(steps)[:, None])[running])]
     ends = np.cumsum(running.sum(axis=1)).tolist()
     return LoDTensorArray(LoDTensor(rows[begin:end])
                           for begin, end in zip([0] + ends[:-1], ends))
@@ -206,9 +204,10 @@ def _array_to_lod_tensor(ctx, array, table):
             raise InvalidArgument(expected(op, f"X[{t}]", f"dims [-1, {list(first.shape[1:])}"
                                            f"] and dtype {first.dtype} as X[0]",
                                            f"{list(step.array.shape)} {step.array.dtype}"))
+    running = _running(table, len(array))
     if all(not step._lod and step.array.shape[0] >= n for step, n
-           in zip(array, _running_per_step(table, len(array)))):
-        return _array_rows_to_lod_tensor(ctx.xp, array, table, op)
+           in zip(array, running.sum(axis=1).tolist())):
+        return _array_rows_to_lod_tensor(ctx.xp, array, table, running, op)
     ranked = [0]
     inner = []
     pieces = []
@@ -229,27 +228,25 @@ def _array_to_lod_tensor(ctx, array, table):
     return LoDTensor(data, table.coarse_lod + [ranked] + inner)
 
 
-def _running_per_step(table, steps):
-    """How many sequences of ``table`` are still running at each of ``steps`` steps."""
+def _running(table, steps):
+    """[step, rank position] -> True while that sequence of ``table`` still runs."""
     lengths = np.array([length for _, length in table], dtype=np.int64)
-    return (lengths[None, :] > np.arange(steps)[:, None]).sum(axis=1).tolist()
+    return np.arange(steps)[:, None] < lengths[None, :]
 
 
-def _array_rows_to_lod_tensor(xp, array, table, op):
+def _array_rows_to_lod_tensor(xp, array, table, running, op):
     """The common case (array items are rows without LoD; item t row p belongs to the
-    sequence at rank position p) as one gather."""
-    lengths = np.array([length for _, length in table], dtype=np.int64)
-    if lengths.size and lengths.max() > len(array):
-        raise InvalidArgument(expected(op, "input 'X'", f"at least {int(lengths.max())} steps "
+    sequence at rank position p) as one gather; ``running`` is ``_running(table, steps)``."""
+    if table and table[0][1] > len(array):  # the table is sorted longest first
+        raise InvalidArgument(expected(op, "input 'X'", f"at least {table[0][1]} steps "
                                        f"(a sequence's length in RankTable)", len(array)))
     sizes = np.array([step.array.shape[0] for step in array], dtype=np.int64)
     step_start = np.concatenate([[0], np.cumsum(sizes)[:-1]])
     # [position, step] -> row of the concatenated steps; positions in input order, each
     # sequence's steps in time order: row-major order is the output's row order
     order = np.argsort(np.array([index for index, _ in table], dtype=np.int64), kind="stable")
-    steps = np.arange(len(array))
-    rows = (step_start[None, :] + order[:, None])[steps[None, :] < lengths[order][:, None]]
-    ranked = np.concatenate([[0], np.cumsum(lengths[order])]).tolist()
+    rows = (step_start[None, :] + order[:, None])[running.T[order]]
+    ranked = np.concatenate([[0], np.cumsum(running.sum(axis=0)[order])]).tolist()
     data = xp.concatenate([step.array for step in array])
     return LoDTensor(data[xp.asarray(rows)], table.coarse_lod + [ranked])
 
