@@ -14,7 +14,8 @@ the reverse for the grad body: it puts a kept step scope's values into the worki
 The invariant that makes this equal to per-iteration scopes: every name the body resolves
 to a step scope has a holder in the working scope (the caller names them, and binding
 creates the rest there), and no op of the body keeps the scope it ran in (ops with
-sub-blocks do: ``reusable`` says no for such bodies, and they bind per iteration).
+sub-blocks do: ``reusable`` says no for such bodies, and they bind per iteration). A loop
+that keeps nothing (``is_test``) runs any body in one frame, as Paddle runs it in one scope.
 """
 from .executor import bind, run_steps
 from .scope import Scope, ScopeVariable

@@ -83,25 +83,44 @@ def _while(ctx, xs, cond):
         _drop(outer, old.value if old is not None and isinstance(old.value, list) else ())
     running = _cond_value("while", cond)
     condition = outer.find_var(cond_name)
-    if not reusable(block):
-        return _while_per_iteration(ctx, block, outer, running, condition)
-    frame = BodyFrame(executor, block, outer)
     if ctx.attrs["is_test"]:  # one scope for all iterations, as Paddle's inference mode
+        frame = BodyFrame(executor, block, outer)
         while running:
             frame.run()
             running = _cond_value("while", condition.value)
         return None, []
+    run_iteration = _iteration_runner(executor, block, outer)
     x_names = _snapshot_names(ctx, block)
     scopes = []
     while running:
         snapshot = _snapshot(outer, x_names)
-        frame.run()
-        step = frame.keep()
+        step = run_iteration()
         for name, value in snapshot.items():
             step.var(name).value = value
         scopes.append(step)
         running = _cond_value("while", condition.value)
     return None, scopes
+
+
+def _iteration_runner(executor, block, outer):
+    """``run() -> step scope``: one iteration of the body, its values kept in a new kid
+    scope of ``outer`` for while_grad. One binding serves every iteration unless the body
+    holds sub-block ops, which keep the scope they ran in (nested step scopes hang under
+    it): then each iteration binds to a scope of its own."""
+    if reusable(block):
+        frame = BodyFrame(executor, block, outer)
+
+        def run_reused():
+            frame.run()
+            return frame.keep()
+        return run_reused
+    prepared = executor.prepare(block)
+
+    def run_fresh():
+        step = _child_scope(outer)
+        executor.run_prepared(prepared, step)
+        return step
+    return run_fresh
 
 
 def _snapshot_names(ctx, block):
@@ -118,31 +137,6 @@ def _snapshot(outer, names):
         if found is not None and isinstance(found.value, LoDTensor):
             snapshot[name] = found.value
     return snapshot
-
-
-def _while_per_iteration(ctx, block, outer, running, condition):
-    """Bodies holding sub-block ops keep the scope each iteration ran in (nested step
-    scopes hang under it), so each iteration binds to a scope of its own."""
-    executor = ctx.executor
-    prepared = executor.prepare(block)
-    if ctx.attrs["is_test"]:
-        step = _child_scope(outer)
-        while running:
-            executor.run_prepared(prepared, step)
-            running = _cond_value("while", condition.value)
-        _drop(outer, [step])
-        return None, []
-    x_names = _snapshot_names(ctx, block)
-    scopes = []
-    while running:
-        step = _child_scope(outer)
-        scopes.append(step)
-        snapshot = _snapshot(outer, x_names)
-        executor.run_prepared(prepared, step)
-        for name, value in snapshot.items():
-            step.var(name).value = value
-        running = _cond_value("while", condition.value)
-    return None, scopes
 
 
 # --- backward of a sub-block -------------------------------------------------------------------
