@@ -289,21 +289,12 @@ def _zeros_like(xp, value):
     return None
 
 
-def _add(xp, a, b):
-    """a + b for LoDTensors or tensor arrays (index by index); None is zero."""
+def _add(a, b):
+    """a + b for LoDTensors; None is zero."""
     if a is None:
         return b
     if b is None:
         return a
-    if isinstance(a, list) or isinstance(b, list):
-        a = a if isinstance(a, list) else []
-        b = b if isinstance(b, list) else []
-        out = LoDTensorArray()
-        for k in range(max(len(a), len(b))):
-            ta = a[k] if k < len(a) and a[k].array is not None else None
-            tb = b[k] if k < len(b) and b[k].array is not None else None
-            out.append(_add(xp, ta, tb) if ta is not None or tb is not None else LoDTensor())
-        return out
     return LoDTensor(a.array + b.array, [list(l) for l in a._lod])
 
 
@@ -355,13 +346,13 @@ def _grad_steps(executor, block, outer, scopes, inside_ogs, shared=()):
     return run_reused
 
 
-def _accumulate(xp, total, value):
+def _accumulate(total, value):
     """total + value, where ``total`` is owned here (a tensor array is filled in place:
     each step's gradient array holds only the slots that step wrote)."""
     if value is None:
         return total
     if not isinstance(value, list):
-        return _add(xp, total, value)
+        return _add(total, value)
     if total is None:
         total = LoDTensorArray()
     for k, item in enumerate(value):
@@ -418,10 +409,10 @@ def _while_grad(ctx, xs, outs, ogs, scopes):
                 if value is not None:
                     current[gname] = value
             elif grad_var_name(x_names[k]) in shared:
-                sums[gname] = _accumulate(xp, sums.get(gname), value) \
+                sums[gname] = _accumulate(sums.get(gname), value) \
                     if run_step.per_step else value
             else:
-                sums[gname] = _accumulate(xp, sums.get(gname), value)
+                sums[gname] = _accumulate(sums.get(gname), value)
     _drop(outer, scopes)
     result = [None] * len(x_grads)
     for k, j in pairs:
