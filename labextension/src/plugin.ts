@@ -36,33 +36,61 @@ export async function fetchProgramModel(
   return body;
 }
 
-/** The content of a program file tab: the graph, or the error that stopped it. */
+/**
+ * The content of a program file tab: the graph, or the error that stopped it.
+ *
+ * Loads may overlap (the file changes on disk while a graph is still being laid out); each
+ * load takes a generation number and only the newest one may touch the DOM, so an older
+ * load can neither dispose the newer graph nor replace it with its own error.
+ */
 class ProgramFileView extends Widget {
   private handle: IProgramHandle | null = null;
+  private generation = 0;
 
   constructor(private readonly context: DocumentRegistry.Context) {
     super();
     this.addClass('fluid-nb-program-file');
-    void context.ready.then(() => this.load());
-    context.model.contentChanged.connect(() => void this.load(), this);
+    // reload when the file is reverted or changes on disk; the first load comes from `ready`
+    // (the initial content also signals contentChanged, which must not start a second load)
+    void context.ready.then(
+      () => {
+        context.model.contentChanged.connect(() => void this.load(), this);
+        return this.load();
+      },
+      err => this.showError(++this.generation, err)
+    );
   }
 
   private async load(): Promise<void> {
+    const generation = ++this.generation;
     try {
       const model = await fetchProgramModel(this.context.localPath);
-      if (this.isDisposed) {
+      if (!this.isCurrent(generation)) {
         return;
       }
       this.clear();
-      this.handle = renderProgram(this.node, model, { title: this.context.localPath });
-      await this.handle.ready;
+      const handle = renderProgram(this.node, model, { title: this.context.localPath });
+      this.handle = handle;
+      await handle.ready;
     } catch (err) {
-      this.clear();
-      const box = document.createElement('div');
-      box.className = 'fluid-nb-program-error';
-      box.textContent = `Cannot show ${this.context.localPath}: ${(err as Error).message}`;
-      this.node.appendChild(box);
+      this.showError(generation, err);
     }
+  }
+
+  private isCurrent(generation: number): boolean {
+    return !this.isDisposed && generation === this.generation;
+  }
+
+  private showError(generation: number, err: unknown) {
+    if (!this.isCurrent(generation)) {
+      return;
+    }
+    this.clear();
+    const box = document.createElement('div');
+    box.className = 'fluid-nb-program-error';
+    const reason = err instanceof Error ? err.message : String(err);
+    box.textContent = `Cannot show ${this.context.localPath}: ${reason}`;
+    this.node.appendChild(box);
   }
 
   private clear() {

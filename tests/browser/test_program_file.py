@@ -1,34 +1,79 @@
 """A Paddle program file opened from JupyterLab's file browser shows as a program graph."""
 import shutil
+import time
 from pathlib import Path
 
 from .conftest import SLOW, screenshot
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "paddle" / "training" / \
     "fit_a_line_sgd" / "main.pdmodel"
+PROGRAM_API = "fluid-nb/api/program"
+VIEWER = "Fluid program graph"
+
+
+def _default_factory(page, path):
+    return page.evaluate("path => window.jupyterapp.docRegistry.defaultWidgetFactory(path).name",
+                         path)
+
+
+def _main_area_text(page):
+    """What the main area shows, for a failure message."""
+    return page.evaluate("() => { const w = window.jupyterapp.shell.currentWidget;"
+                         " return w ? `${w.node.className}: ${w.node.innerText.slice(0, 500)}`"
+                         " : 'no current widget'; }")
+
+
+def _late(route):
+    time.sleep(1.5)
+    route.continue_()
+
+
+def test_program_files_open_with_the_program_viewer_by_default(page, lab):
+    # what the file browser's double-click opens: the default factory of the file's type
+    assert _default_factory(page, "fit_a_line.pdmodel") == VIEWER
+    assert _default_factory(page, "model_dir/__model__") == VIEWER
+    assert _default_factory(page, "notes.txt") != VIEWER
 
 
 def test_pdmodel_opens_from_the_file_browser_as_a_graph(page, lab):
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
     shutil.copy(FIXTURE, lab.root / "fit_a_line.pdmodel")
-    page.evaluate("async () => { const app = window.jupyterapp;"
-                  " await app.commands.execute('filebrowser:activate');"
-                  " await app.commands.execute('filebrowser:refresh'); }")
-    item = page.locator(".jp-DirListing-item", has_text="fit_a_line.pdmodel")
-    tab = page.locator(".lm-TabBar-tab", has_text="fit_a_line.pdmodel")
-    for attempt in range(2):  # the listing may redraw under the first double-click
-        item.wait_for(timeout=SLOW)
-        item.dblclick()
+    program_requests = []
+
+    def count_program_requests(request):
+        if PROGRAM_API in request.url:
+            program_requests.append(request.url)
+    page.on("request", count_program_requests)
+    # the file's content arrives late, as on a slow machine: the tab exists before it does
+    page.route("**/api/contents/fit_a_line.pdmodel?*", _late)
+    try:
+        # the file browser's double-click runs this command with the file's path
+        page.evaluate("async () => { const app = window.jupyterapp;"
+                      " await app.commands.execute('filebrowser:activate');"
+                      " await app.commands.execute('docmanager:open',"
+                      "                            {path: 'fit_a_line.pdmodel'}); }")
+        graph = page.locator(".fluid-nb-program-file .fluid-nb-program[data-nodes]")
+        error = page.locator(".fluid-nb-program-file .fluid-nb-program-error")
+        shown = graph.or_(error).first
         try:
-            tab.wait_for(timeout=15_000)
-            break
-        except PlaywrightTimeout:
-            if attempt:
-                raise
-    graph = page.locator(".fluid-nb-program-file .fluid-nb-program[data-nodes]")
-    graph.wait_for(timeout=SLOW)
+            shown.wait_for(state="attached", timeout=SLOW)
+        except Exception as err:
+            raise AssertionError(f"no graph and no error in {SLOW} ms; the main area shows "
+                                 f"{_main_area_text(page)!r}\nlab log:\n{lab.log_tail()}") \
+                from err
+        assert error.count() == 0, f"{error.first.text_content()}\nlab log:\n{lab.log_tail()}"
+        # the graph stays: nothing loads the file a second time and replaces it
+        page.wait_for_timeout(1_000)
+        assert error.count() == 0, f"{error.first.text_content()}\nlab log:\n{lab.log_tail()}"
+        assert graph.count() == 1
+        assert len(program_requests) == 1, program_requests
+    finally:
+        page.unroute("**/api/contents/fit_a_line.pdmodel?*", _late)
+        page.remove_listener("request", count_program_requests)
+    tab = page.locator(".lm-TabBar-tab.lm-mod-current", has_text="fit_a_line.pdmodel")
+    assert tab.count() == 1
     nodes = page.locator(".fluid-nb-program-file svg g.node")
     assert nodes.count() == int(graph.get_attribute("data-nodes")) > 10
     texts = " ".join(nodes.all_text_contents())
     assert "mul" in texts and "sgd" in texts
+    graph.wait_for(timeout=SLOW)  # visible, for the screenshot
     screenshot(page, "program_file_viewer")
