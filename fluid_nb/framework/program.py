@@ -397,11 +397,14 @@ class Block:
         spec = _op_registry().find(type)
         in_args = _arg_names(type, "input", inputs)
         out_args = _arg_names(type, "output", outputs)
-        created = [n for args in out_args.values() for n in args
-                   if n not in self.vars and n != EMPTY_VAR_NAME
-                   and self._find_var_recursive(n) is None]
-        for name in created:
-            self.vars[name] = Variable._output(self, name)
+        own_vars = self.vars
+        created = []
+        for args in out_args.values():
+            for name in args:
+                if name not in own_vars and name != EMPTY_VAR_NAME and (
+                        self.parent_idx < 0 or self._find_var_recursive(name) is None):
+                    own_vars[name] = Variable._output(self, name)
+                    created.append(name)
         try:
             if spec is not None:
                 attrs, attr_types = spec.complete_attrs(attrs or {}, self.program)

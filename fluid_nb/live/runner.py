@@ -18,7 +18,7 @@ from ..exec.tensor import LoDTensor
 from ..framework.program import EMPTY_VAR_NAME
 from ..ops import registry
 
-_SIMPLE = {}  # OpDef -> (input slot names, output slot name, LoD source slot) or None
+_SIMPLE = {}  # OpDef -> its simple binding (see _simple_binding) or None
 
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _CONTEXTLIB = os.path.join("", "contextlib.py")
@@ -26,6 +26,16 @@ _CONTEXTLIB = os.path.join("", "contextlib.py")
 
 def _is_internal(filename):
     return filename.startswith(_PKG_DIR) or filename.endswith(_CONTEXTLIB)
+
+
+_INTERNAL_CODE = {}  # code object -> True when it is fluid_nb's own (or contextlib's) code
+
+
+def _is_internal_code(code):
+    internal = _INTERNAL_CODE.get(code)
+    if internal is None:
+        internal = _INTERNAL_CODE[code] = _is_internal(code.co_filename)
+    return internal
 
 
 class SourceLine:
@@ -60,10 +70,20 @@ class SourceLine:
         return f"SourceLine({self.filename!r}, {self.lineno}, {self.line!r})"
 
 
+#: frames between an append hook and the code that appended the op: the hook, Block._add_op
+#: and the Block method that called it (append_op, _prepend_op, _insert_op)
+HOOK_DEPTH = 4
+
+
 def user_source(depth=2):
-    """``(filename, lineno, line)`` of the innermost caller outside the fluid_nb package."""
-    frame = sys._getframe(depth)
-    while frame is not None and _is_internal(frame.f_code.co_filename):
+    """``(filename, lineno, line)`` of the innermost caller outside the fluid_nb package,
+    looking from ``depth`` frames up (frames below it are known to be fluid_nb's own, and
+    are not walked: each frame walked costs a frame object)."""
+    try:
+        frame = sys._getframe(depth)
+    except ValueError:  # fewer frames than that: nothing outside the package
+        return None
+    while frame is not None and _is_internal_code(frame.f_code):
         frame = frame.f_back
     if frame is None:
         return None
@@ -110,105 +130,106 @@ class OpRunner:
         ops = op.block.ops
         index = len(ops) - 1 if ops and ops[-1] is op else ops.index(op)
         prepared = PreparedOp(op, opdef, opdef.kernel_for(self.place.device), index)
-        scope = self.scope
-        self._check_inputs(op, scope)
-
-        def holder(name):
-            found = scope.find_var(name)
-            return found if found is not None else scope.var(name)
-
-        step = _simple_step(op, opdef, prepared.kernel, holder, self.place, self.executor, scope)
+        step = self._simple_step(op, opdef, prepared.kernel)
         if step is None:
+            scope = self.scope
+
+            def holder(name):
+                found = scope.find_var(name)
+                return found if found is not None else scope.var(name)
+
+            for names in op.inputs.values():
+                for name in names:
+                    self._input_holder(op, name)
             step = _make_step(prepared, holder, self.place, self.executor, scope)
         entry = self.steps[op] = (step, prepared)
         return entry
 
-    def _check_inputs(self, op, scope):
-        """Inputs without a value: feed a data variable's sample value, or say what to do."""
-        block = op.block
-        for names in op.inputs.values():
-            for name in names:
-                found = scope.find_var(name)
-                if found is not None and found.value is not None:
-                    continue
-                var = block._find_var_recursive(name)
-                if var is None:
-                    continue
-                sample = getattr(var, "_sample_value", None)
-                if sample is not None:
-                    scope.var(name).value = _feed_tensor(name, var, sample, self.place)
-                elif var.is_data:
-                    raise PreconditionNotMet(
-                        f"{op.type}: input '{name}' expected a value in live mode, but the data "
-                        f"variable has none; give it one with fluid.layers.data(..., value=arr) "
-                        f"or fluid.feed({name!r}, arr)")
+    def _input_holder(self, op, name):
+        found = self.scope.find_var(name)
+        if found is None or found.value is None:
+            found = self._provide_input(op, name)
+        return found
+
+    def _simple_step(self, op, opdef, fn):
+        """The executor's plain one-output step, bound with less work per op (an op appended
+        in live mode is bound once and usually run once, so binding is part of its cost).
+        None when the op needs the general binder."""
+        binding = _simple_binding(opdef) if fn is not None else None
+        if binding is None:
+            return None
+        in_slots, out_slot, src_index, wanted = binding
+        out_args = op.outputs.get(out_slot)
+        if not out_args or out_args[0] == EMPTY_VAR_NAME:
+            return None
+        scope = self.scope
+        ins = []
+        for slot in in_slots:
+            args = op.inputs.get(slot)
+            if not args:
+                return None  # an optional input left out: the general binder handles it
+            holder = scope.find_var(args[0])
+            if holder is None or holder.value is None:
+                holder = self._provide_input(op, args[0])
+            ins.append(holder)
+        src = ins[src_index] if src_index is not None else None
+        out = scope.find_var(out_args[0])
+        if out is None:
+            out = scope.var(out_args[0])
+        ctx = KernelContext(op, self.place, self.executor, scope, wanted)
+        new = LoDTensor
+        if len(ins) == 1:
+            (a,) = ins
+            if src is None:
+                def step():
+                    out.value = new(fn(ctx, a.value.array))
+            else:
+                def step():
+                    out.value = new(fn(ctx, a.value.array), src.value._lod)
+            return step
+        a, b = ins
+        if src is None:
+            def step():
+                out.value = new(fn(ctx, a.value.array, b.value.array))
+        else:
+            def step():
+                out.value = new(fn(ctx, a.value.array, b.value.array), src.value._lod)
+        return step
+
+    def _provide_input(self, op, name):
+        """An input without a value: feed a data variable's sample value, or say what to do.
+        Returns the input's scope holder (created when missing)."""
+        var = op.block._find_var_recursive(name)
+        sample = getattr(var, "_sample_value", None) if var is not None else None
+        if sample is not None:
+            holder = self.scope.var(name)
+            holder.value = _feed_tensor(name, var, sample, self.place)
+            return holder
+        if var is not None and var.is_data:
+            raise PreconditionNotMet(
+                f"{op.type}: input '{name}' expected a value in live mode, but the data "
+                f"variable has none; give it one with fluid.layers.data(..., value=arr) "
+                f"or fluid.feed({name!r}, arr)")
+        found = self.scope.find_var(name)
+        return found if found is not None else self.scope.var(name)
 
 
-def _simple_info(opdef):
-    """For ops with plain slots and one plain output: what binding needs, computed once."""
+def _simple_binding(opdef):
+    """For ops with one or two plain input slots and one plain output: ``(input slots,
+    output slot, index of the LoD source among the inputs or None, wanted outputs)``,
+    computed once per op definition; None for ops that need the general binder."""
     if opdef in _SIMPLE:
         return _SIMPLE[opdef]
-    info = None
+    binding = None
+    in_slots = tuple(s.name for s in opdef.inputs)
     if not opdef.lod_aware and len(opdef.outputs) == 1 and not opdef.outputs[0].duplicable \
-            and not any(s.duplicable for s in opdef.inputs):
+            and not any(s.duplicable for s in opdef.inputs) and 0 < len(in_slots) <= 2:
         out = opdef.outputs[0].name
         src = None
         if opdef.share_lod is not None and out in opdef.share_lod[1]:
             src = opdef.share_lod[0]
-        info = (tuple(s.name for s in opdef.inputs), out, src)
-    _SIMPLE[opdef] = info
-    return info
-
-
-def _simple_step(op, opdef, fn, holder, place, executor, scope):
-    """The executor's plain one-output step, bound with less work per op (an op appended in
-    live mode is bound once and usually run once, so binding is part of its cost). None
-    when the op needs the general binder."""
-    if fn is None:
-        return None
-    info = _simple_info(opdef)
-    if info is None:
-        return None
-    in_slots, out_slot, src_slot = info
-    out_args = op.outputs.get(out_slot)
-    if not out_args or out_args[0] == EMPTY_VAR_NAME:
-        return None
-    ins = []
-    for slot in in_slots:
-        args = op.inputs.get(slot)
-        if not args:
-            break
-        ins.append(holder(args[0]))
-    if not ins or len(ins) > 2:
-        return None
-    for slot in in_slots[len(ins):]:
-        if op.inputs.get(slot):
-            return None  # a gap: absent input before a present one
-    absent = len(in_slots) - len(ins)
-    if absent:
-        return None
-    src = None
-    if src_slot is not None:
-        src_args = op.inputs.get(src_slot)
-        if src_args:
-            src = holder(src_args[0])
-    out = holder(out_args[0])
-    ctx = KernelContext(op, place, executor, scope, frozenset((out_slot,)))
-    new = LoDTensor
-    if len(ins) == 1:
-        (a,) = ins
-        if src is None:
-            def step():
-                out.value = new(fn(ctx, a.value.array))
-        else:
-            def step():
-                out.value = new(fn(ctx, a.value.array), src.value._lod)
-        return step
-    a, b = ins
-    if src is None:
-        def step():
-            out.value = new(fn(ctx, a.value.array, b.value.array))
-    else:
-        def step():
-            out.value = new(fn(ctx, a.value.array, b.value.array), src.value._lod)
-    return step
+        if src is None or src in in_slots:
+            binding = (in_slots, out, None if src is None else in_slots.index(src),
+                       frozenset((out,)))
+    _SIMPLE[opdef] = binding
+    return binding

@@ -36,7 +36,7 @@ from ..framework import program as _fw
 from ..framework import unique_name
 from ..framework.program import (Program, Variable, default_main_program,
                                  default_startup_program)
-from .runner import OpRunner, _is_internal, user_source
+from .runner import HOOK_DEPTH, OpRunner, _is_internal, user_source
 
 OP_ROLE_OPTIMIZE = 2
 
@@ -104,7 +104,7 @@ class LiveSession:
 
     # --- the hooks --------------------------------------------------------------------
     def _on_main_op(self, op):
-        op.source = user_source()
+        op.source = user_source(HOOK_DEPTH)
         block = op.block
         if block.idx != 0:
             return  # sub-block ops run when their control-flow op runs
@@ -123,7 +123,7 @@ class LiveSession:
             self._rerun(block, set(op.output_arg_names), start)
 
     def _on_startup_op(self, op):
-        op.source = user_source()
+        op.source = user_source(HOOK_DEPTH)
         if op.block.idx == 0:
             self.runner.run(op)
 

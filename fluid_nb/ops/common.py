@@ -92,9 +92,11 @@ def unbroadcast_for_axis(xp, grad, shape, other_shape, axis):
 
 
 def binary_infer_shape(ctx):
-    shape = broadcast_shape(ctx.op_type, ctx.input_shape("X"), ctx.input_shape("Y"),
-                            ctx.attr("axis"))
-    ctx.set_output("Out", shape, ctx.input_dtype("X"))
+    x, y = ctx.input_var("X"), ctx.input_var("Y")
+    shape = x.shape
+    if y.shape != shape:
+        shape = broadcast_shape(ctx.op.type, shape, y.shape, ctx.op.attrs["axis"])
+    ctx.set_output("Out", shape, x.dtype)
 
 
 def elementwise_op(type, forward, backward, needs=("X", "Y"), doc=None, needs_out=False):
