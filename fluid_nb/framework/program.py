@@ -67,15 +67,25 @@ class Variable:
 
     is_parameter = False
 
+    # the defaults of __init__, as class attributes: an output variable made by _output
+    # holds only its block and name until infer_shape writes its shape and dtype
+    type = VarType.LOD_TENSOR
+    shape = ()
+    dtype = VarType.FP32
+    lod_level = 0
+    persistable = False
+    stop_gradient = False
+    need_check_feed = False
+    is_data = False
+    error_clip = None
+
     @classmethod
     def _output(cls, block, name):
         """A fresh LoD-tensor variable for an op output named by string (infer_shape fills
         in its shape and dtype); the lean path of append_op."""
         var = cls.__new__(cls)
-        var.__dict__.update(block=block, name=name, type=VarType.LOD_TENSOR, shape=(),
-                            dtype=VarType.FP32, lod_level=0, persistable=False,
-                            stop_gradient=False, need_check_feed=False, is_data=False,
-                            error_clip=None)
+        var.block = block
+        var.name = name
         return var
 
     # --- Fluid 1.x surface -------------------------------------------------------------

@@ -144,24 +144,33 @@ class OpDef:
         return attrs, attr_types
 
     def check_slots(self, inputs, outputs):
-        for kind, given, slots, required in (("input", inputs, self.input_slots,
-                                              self._required_inputs),
-                                             ("output", outputs, self.output_slots,
-                                              self._required_outputs)):
-            for name, args in given.items():
-                slot = slots.get(name)
-                if slot is not None and (len(args) == 1 or slot.duplicable):
-                    continue
-                if slot is None:
-                    raise InvalidArgument(expected(self.type, f"{kind} slot '{name}'",
-                                                   f"one of {sorted(slots)}", f"'{name}'"))
-                if not slot.duplicable and len(args) > 1:
-                    raise InvalidArgument(expected(self.type, f"{kind} '{name}'",
-                                                   "one variable", f"{len(args)}: {args}"))
-            for name in required:
-                if not given.get(name):
-                    raise InvalidArgument(expected(self.type, f"{kind} '{name}'",
-                                                   "a variable", "none"))
+        """Every given slot is one of the op's, a non-duplicable slot holds one variable,
+        and every required slot is given."""
+        slots = self.input_slots
+        for name, args in inputs.items():
+            slot = slots.get(name)
+            if slot is None or (len(args) > 1 and not slot.duplicable):
+                self._slot_error("input", name, args, slots)
+        for name in self._required_inputs:
+            if not inputs.get(name):
+                self._slot_error("input", name, (), slots)
+        slots = self.output_slots
+        for name, args in outputs.items():
+            slot = slots.get(name)
+            if slot is None or (len(args) > 1 and not slot.duplicable):
+                self._slot_error("output", name, args, slots)
+        for name in self._required_outputs:
+            if not outputs.get(name):
+                self._slot_error("output", name, (), slots)
+
+    def _slot_error(self, kind, name, args, slots):
+        if name not in slots:
+            raise InvalidArgument(expected(self.type, f"{kind} slot '{name}'",
+                                           f"one of {sorted(slots)}", f"'{name}'"))
+        if not args:
+            raise InvalidArgument(expected(self.type, f"{kind} '{name}'", "a variable", "none"))
+        raise InvalidArgument(expected(self.type, f"{kind} '{name}'", "one variable",
+                                       f"{len(args)}: {args}"))
 
     def run_infer_shape(self, op):
         ctx = InferShapeContext(op, self)
