@@ -97,7 +97,7 @@ class OpRunner:
         self.scope = scope
         self.place = place
         self.executor = executor
-        self.steps = {}  # op -> (step, PreparedOp)
+        self.steps = {}  # op -> its bound step (a no-argument callable)
         self.last_run = {}  # op -> seconds its kernel took the last time it ran (views show it)
 
     def clear(self):
@@ -110,28 +110,35 @@ class OpRunner:
         self.last_run = {op: t for op, t in self.last_run.items() if op in keep}
 
     def run(self, op):
-        entry = self.steps.get(op)
-        if entry is None:
-            entry = self._build(op)
+        step = self.steps.get(op)
+        if step is None:
+            step = self._build(op)
         try:
             start = perf_counter()
-            entry[0]()
+            step()
             self.last_run[op] = perf_counter() - start
         except FluidError as exc:
-            raise _located(exc, entry[1], exc) from exc
+            raise _located(exc, self._prepared(op), exc) from exc
         except Exception as exc:  # a kernel's own failure
-            raise _located(exc, entry[1], None) from exc
+            raise _located(exc, self._prepared(op), None) from exc
 
-    def _build(self, op):
+    def _prepared(self, op):
+        """The op with its definition, kernel and index resolved (for a step, or to say
+        where a failure happened)."""
         opdef = registry.find(op.type)
         if opdef is None:
             raise Unimplemented(f"op '{op.type}': a registered op type expected to run it in "
                                 f"live mode, but fluid_nb has no definition for it")
         ops = op.block.ops
         index = len(ops) - 1 if ops and ops[-1] is op else ops.index(op)
-        prepared = PreparedOp(op, opdef, opdef.kernel_for(self.place.device), index)
-        step = self._simple_step(op, opdef, prepared.kernel)
+        return PreparedOp(op, opdef, opdef.kernel_for(self.place.device), index)
+
+    def _build(self, op):
+        opdef = registry.find(op.type)
+        kernel = opdef.kernel_for(self.place.device) if opdef is not None else None
+        step = self._simple_step(op, opdef, kernel) if kernel is not None else None
         if step is None:
+            prepared = self._prepared(op)
             scope = self.scope
 
             def holder(name):
@@ -142,8 +149,8 @@ class OpRunner:
                 for name in names:
                     self._input_holder(op, name)
             step = _make_step(prepared, holder, self.place, self.executor, scope)
-        entry = self.steps[op] = (step, prepared)
-        return entry
+        self.steps[op] = step
+        return step
 
     def _input_holder(self, op, name):
         found = self.scope.find_var(name)
@@ -155,7 +162,7 @@ class OpRunner:
         """The executor's plain one-output step, bound with less work per op (an op appended
         in live mode is bound once and usually run once, so binding is part of its cost).
         None when the op needs the general binder."""
-        binding = _simple_binding(opdef) if fn is not None else None
+        binding = _simple_binding(opdef)
         if binding is None:
             return None
         in_slots, out_slot, src_index, wanted = binding
