@@ -46,11 +46,17 @@ def test_pdmodel_opens_from_the_file_browser_as_a_graph(page, lab):
     # the file's content arrives late, as on a slow machine: the tab exists before it does
     page.route("**/api/contents/fit_a_line.pdmodel?*", _late)
     try:
-        # the file browser's double-click runs this command with the file's path
+        # select the file in the file browser and open it with the browser's own Open
+        # command (what its double-click and context menu do: the default viewer)
         page.evaluate("async () => { const app = window.jupyterapp;"
                       " await app.commands.execute('filebrowser:activate');"
-                      " await app.commands.execute('docmanager:open',"
-                      "                            {path: 'fit_a_line.pdmodel'}); }")
+                      " await app.commands.execute('filebrowser:refresh'); }")
+        item = page.locator(".jp-DirListing-item", has_text="fit_a_line.pdmodel")
+        item.click()
+        page.locator(".jp-DirListing-item.jp-mod-selected",
+                     has_text="fit_a_line.pdmodel").wait_for(timeout=SLOW)
+        page.evaluate("async () => {"
+                      " await window.jupyterapp.commands.execute('filebrowser:open'); }")
         graph = page.locator(".fluid-nb-program-file .fluid-nb-program[data-nodes]")
         error = page.locator(".fluid-nb-program-file .fluid-nb-program-error")
         shown = graph.or_(error).first
