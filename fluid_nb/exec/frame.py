@@ -41,6 +41,7 @@ class BodyFrame:
             self.scope.var(name)
         self.steps = bind(self.prepared, self.scope, self.scope, executor)
         self.holders = tuple(self.scope.vars.values())
+        self._loaded = {}  # keep names -> (holder, name) pairs that load() sets
 
     def run(self):
         run_steps(self.prepared, self.steps, self.executor.trace)
@@ -57,14 +58,17 @@ class BodyFrame:
                 holder.value = None
         return step
 
-    def load(self, step, keep=()):
+    def load(self, step, keep=frozenset()):
         """Set the working holders to ``step``'s values (None where it has none), except
-        the holders named in ``keep``, which go on from the previous iteration."""
-        kept = step.vars
-        for holder in self.holders:
-            if holder.name in keep:
-                continue
-            found = kept.get(holder.name)
+        the holders named in ``keep`` (a frozenset), which go on from the previous
+        iteration."""
+        loaded = self._loaded.get(keep)
+        if loaded is None:
+            loaded = self._loaded[keep] = tuple((h, h.name) for h in self.holders
+                                                if h.name not in keep)
+        get = step.vars.get
+        for holder, name in loaded:
+            found = get(name)
             holder.value = found.value if found is not None else None
 
     def value(self, name):

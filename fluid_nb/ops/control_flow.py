@@ -313,16 +313,18 @@ def _grads_written(grad_block):
     return [name for op in grad_block.ops for name in op.output_arg_names if "@GRAD" in name]
 
 
-def _grad_steps(executor, block, outer, scopes, inside_ogs, shared=()):
-    """``run(step, og_values) -> read``: the grad block run over one kept step scope, and a
-    reader of the gradients it left. One binding serves every step when it can; then the
-    holders named in ``shared`` keep their value from step to step (``run.per_step`` is
-    False)."""
+def _grad_steps(executor, block, outer, scopes, og_names, shared=frozenset()):
+    """``run(step, current) -> read``: the grad block run over one kept step scope, with
+    each inside output gradient of ``og_names`` ((inside, outside) pairs) set to
+    ``current[outside]``, and a reader of the gradients it left. One binding serves every
+    step when it can; then the holders named in ``shared`` keep their value from step to
+    step (``run.per_step`` is False)."""
     if not reusable(block):
         prepared = executor.prepare(block)
 
-        def run_per_step(step, og_values):
-            _prepare_grad_scope(step, block, og_values)
+        def run_per_step(step, current):
+            _prepare_grad_scope(step, block, {inside: current[outside]
+                                              for inside, outside in og_names})
             executor.run_prepared(prepared, step)
 
             def read(name):
@@ -331,17 +333,19 @@ def _grad_steps(executor, block, outer, scopes, inside_ogs, shared=()):
             return read
         run_per_step.per_step = True
         return run_per_step
-    names = set(_grads_written(block)) | set(inside_ogs)
+    names = set(_grads_written(block)) | {inside for inside, _ in og_names}
     for step in scopes:
         names.update(step.vars)
     frame = BodyFrame(executor, block, outer, sorted(names))
+    og_holders = tuple((frame.scope.vars[inside], outside) for inside, outside in og_names)
+    load, run, value = frame.load, frame.run, frame.value
 
-    def run_reused(step, og_values):
-        frame.load(step, keep=shared)
-        for name, value in og_values.items():
-            frame.scope.vars[name].value = value
-        frame.run()
-        return frame.value
+    def run_reused(step, current):
+        load(step, shared)
+        for holder, outside in og_holders:
+            holder.value = current[outside]
+        run()
+        return value
     run_reused.per_step = False
     return run_reused
 
@@ -364,6 +368,38 @@ def _accumulate(total, value):
         total[k] = item if held.array is None else LoDTensor(held.array + item.array,
                                                              [list(l) for l in held._lod])
     return total
+
+
+class _Total:
+    """The sum of one gradient over the steps. The first sum of two steps makes a new
+    array, owned here and seen by nobody else until the loop ends, so later steps add
+    into it in place (one array for the whole loop instead of one per step)."""
+
+    __slots__ = ("value", "owned")
+
+    def __init__(self):
+        self.value = None
+        self.owned = False
+
+    def add(self, value):
+        total = self.value
+        if value is None:
+            return
+        if total is None:
+            self.value = value  # a step's own value: not ours to change
+            return
+        if isinstance(value, list) or isinstance(total, list):
+            self.value = _accumulate(total, value)
+            return
+        a, b = total.array, value.array
+        if self.owned and b is not None and a.shape == b.shape and a.dtype == b.dtype:
+            a += b  # the same values a + b would give, without a new array
+            return
+        self.value = _add(total, value)
+        self.owned = True
+
+
+_CARRIED, _LAST, _SUM = 0, 1, 2
 
 
 def _while_grad(ctx, xs, outs, ogs, scopes):
@@ -392,27 +428,38 @@ def _while_grad(ctx, xs, outs, ogs, scopes):
     x_grads = ctx.output_names("X@GRAD")
     pairs = _grad_pairs(x_names, x_grads)
     carried = set(outside_ogs)
-    sums = {}
     # Gradient arrays of the body's input arrays: each step writes its own slots, and as
     # Paddle (which shares each step's written slots into the outer array) one array
     # collects them all.
-    shared = {grad_var_name(x_names[k]) for k, j in pairs if x_grads[j] not in carried
-              and isinstance(xs[k], list)}
-    run_step = _grad_steps(executor, block, outer, scopes or (), inside_ogs, shared)
+    shared = frozenset(grad_var_name(x_names[k]) for k, j in pairs
+                       if x_grads[j] not in carried and isinstance(xs[k], list))
+    run_step = _grad_steps(executor, block, outer, scopes or (),
+                           tuple(zip(inside_ogs, outside_ogs)), shared)
+    totals = {}
+    # per gradient: (its name outside, its name inside, how the steps combine)
+    plan = []
+    for k, j in pairs:
+        gname, inside = x_grads[j], grad_var_name(x_names[k])
+        if gname in carried:
+            how = _CARRIED  # flows into the previous step
+        elif inside in shared and not run_step.per_step:
+            how = _LAST  # the one shared array already holds every step's slots
+        else:
+            how = _SUM
+            totals.setdefault(gname, _Total())
+        plan.append((gname, inside, how))
+    last = {}
     for step in reversed(scopes or ()):
-        read = run_step(step, {inside: current[outside] for inside, outside
-                               in zip(inside_ogs, outside_ogs)})
-        for k, j in pairs:
-            gname = x_grads[j]
-            value = read(grad_var_name(x_names[k]))
-            if gname in carried:
+        read = run_step(step, current)
+        for gname, inside, how in plan:
+            value = read(inside)
+            if how == _SUM:
+                totals[gname].add(value)
+            elif how == _CARRIED:
                 if value is not None:
                     current[gname] = value
-            elif grad_var_name(x_names[k]) in shared:
-                sums[gname] = _accumulate(sums.get(gname), value) \
-                    if run_step.per_step else value
             else:
-                sums[gname] = _accumulate(sums.get(gname), value)
+                last[gname] = value
     _drop(outer, scopes)
     result = [None] * len(x_grads)
     for k, j in pairs:
@@ -420,7 +467,7 @@ def _while_grad(ctx, xs, outs, ogs, scopes):
         if gname in carried:
             result[j] = current[gname]
         else:
-            value = sums.get(gname)
+            value = totals[gname].value if gname in totals else last.get(gname)
             result[j] = value if value is not None else _zeros_like(xp, xs[k])
     return result
 
