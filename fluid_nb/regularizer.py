@@ -4,6 +4,10 @@ optimizer's."""
 from .backward import OP_ROLE_BACKWARD
 from .errors import InvalidArgument
 from .framework import unique_name
+from .framework.dtypes import VarType
+
+#: Paddle's suffix for a sparse gradient made dense by regularization
+NEW_GRAD_SUFFIX = "@NEWGRAD@"
 
 
 class WeightDecayRegularizer:
@@ -57,7 +61,10 @@ L1DecayRegularizer = L1Decay
 
 
 def append_regularization_ops(params_grads, regularization=None):
-    """Add each parameter's decay term to its gradient (a ``sum`` into a new variable)."""
+    """Add each parameter's decay term to its gradient with a ``sum`` op, as Paddle does: a
+    dense gradient is summed in place (``Out`` is the gradient itself); a sparse
+    (SelectedRows) one, being a different kind, is summed into the dense ``<grad>@NEWGRAD@``.
+    The decay term covers the whole parameter, so with a sparse gradient every row decays."""
     result = []
     for param, grad in params_grads:
         regularizer = getattr(param, "regularizer", None) or regularization
@@ -66,8 +73,11 @@ def append_regularization_ops(params_grads, regularization=None):
             continue
         block = grad.block
         term = regularizer(param, grad, block)
-        new_grad = block.create_var(name=unique_name.generate(f"{grad.name}_regularized"),
-                                    shape=grad.shape, dtype=grad.dtype)
+        new_grad = grad
+        if grad.type == VarType.SELECTED_ROWS:
+            new_grad = block.create_var(name=grad.name + NEW_GRAD_SUFFIX, shape=param.shape,
+                                        dtype=param.dtype, lod_level=param.lod_level,
+                                        type=VarType.LOD_TENSOR)
         block.append_op(type="sum", inputs={"X": [grad, term]}, outputs={"Out": [new_grad]},
                         attrs={"op_role": OP_ROLE_BACKWARD})
         result.append((param, new_grad))

@@ -44,15 +44,17 @@ def _build(w_attr=None, b_attr=None, before_minimize=None, **optimizer_kwargs):
     return main, startup
 
 
-def _step(main, startup):
-    """Run the startup program and one step; return the raw gradients and the new params."""
+def _step(main, startup, grads=None):
+    """Run the startup program and one step; check ``w@GRAD`` and ``b@GRAD`` against
+    ``grads`` (default: the raw gradients) and return the new params."""
     exe = fluid.Executor(fluid.CPUPlace())
     scope = fluid.Scope()
     exe.run(startup, scope=scope)
     dw, db, w, b = exe.run(main, feed={"x": X}, fetch_list=["w@GRAD", "b@GRAD", "w", "b"],
                            scope=scope)
-    np.testing.assert_allclose(dw, _raw_grads()[0], rtol=1e-6)
-    np.testing.assert_allclose(db, _raw_grads()[1], rtol=1e-6)
+    want_dw, want_db = grads if grads is not None else _raw_grads()
+    np.testing.assert_allclose(dw, want_dw, rtol=1e-6)
+    np.testing.assert_allclose(db, want_db, rtol=1e-6)
     return np.asarray(w, dtype=np.float64), np.asarray(b, dtype=np.float64)
 
 
@@ -64,16 +66,19 @@ def _sgd(param, grad):
 
 def test_l2_decay_is_sgd_on_grad_plus_coeff_times_param():
     c = 0.3
-    w, b = _step(*_build(regularization=fluid.regularizer.L2Decay(c)))
     dw, db = _raw_grads()
+    # as in Paddle, the decay is summed into the gradient variable itself
+    w, b = _step(*_build(regularization=fluid.regularizer.L2Decay(c)),
+                 grads=(dw + c * W0, db + c * B0))
     np.testing.assert_allclose(w, _sgd(W0, dw + c * W0), rtol=1e-6)
     np.testing.assert_allclose(b, _sgd(B0, db + c * B0), rtol=1e-6)
 
 
 def test_l1_decay_adds_coeff_times_sign():
     c = 0.4
-    w, b = _step(*_build(regularization=fluid.regularizer.L1Decay(c)))
     dw, db = _raw_grads()
+    w, b = _step(*_build(regularization=fluid.regularizer.L1Decay(c)),
+                 grads=(dw + c * np.sign(W0), db + c * np.sign(B0)))
     np.testing.assert_allclose(w, _sgd(W0, dw + c * np.sign(W0)), rtol=1e-6)
     np.testing.assert_allclose(b, _sgd(B0, db + c * np.sign(B0)), rtol=1e-6)
     assert (W0 == 0).any()  # sign(0) = 0: that entry gets no decay
@@ -88,7 +93,10 @@ def test_regularizer_aliases_and_ops():
     assert types.count("scale") >= 2 and types.count("sum") >= 2
     assert max(i for i, t in enumerate(types) if t == "sum") < types.index("sgd")
     sgd_grads = sorted(op.input("Grad")[0] for op in main.global_block().ops if op.type == "sgd")
-    assert all("regularized" in g for g in sgd_grads)
+    assert sgd_grads == ["b@GRAD", "w@GRAD"]
+    sums = [op for op in main.global_block().ops if op.type == "sum"]
+    assert sorted(op.output("Out")[0] for op in sums) == sgd_grads  # in place, as Paddle
+    assert all(op.output("Out")[0] == op.input("X")[0] for op in sums)
     assert "L2Decay" in str(fluid.regularizer.L2Decay(0.5))
 
 
@@ -99,17 +107,19 @@ def test_l2_decay_refuses_non_number_coeff():
 
 def test_param_attr_regularizer_wins_over_the_optimizers():
     cw, cb = 0.2, 0.05
-    w, b = _step(*_build(w_attr={"regularizer": fluid.regularizer.L1Decay(cw)},
-                         regularization=fluid.regularizer.L2Decay(cb)))
     dw, db = _raw_grads()
+    w, b = _step(*_build(w_attr={"regularizer": fluid.regularizer.L1Decay(cw)},
+                         regularization=fluid.regularizer.L2Decay(cb)),
+                 grads=(dw + cw * np.sign(W0), db + cb * B0))
     np.testing.assert_allclose(w, _sgd(W0, dw + cw * np.sign(W0)), rtol=1e-6)  # its own L1
     np.testing.assert_allclose(b, _sgd(B0, db + cb * B0), rtol=1e-6)  # the optimizer's L2
 
 
 def test_param_attr_regularizer_without_optimizer_regularization():
     c = 0.25
-    w, b = _step(*_build(b_attr={"regularizer": fluid.regularizer.L2Decay(c)}))
     dw, db = _raw_grads()
+    w, b = _step(*_build(b_attr={"regularizer": fluid.regularizer.L2Decay(c)}),
+                 grads=(dw, db + c * B0))
     np.testing.assert_allclose(w, _sgd(W0, dw), rtol=1e-6)
     np.testing.assert_allclose(b, _sgd(B0, db + c * B0), rtol=1e-6)
 
@@ -215,3 +225,32 @@ def test_set_gradient_clip_does_not_leak_into_other_programs():
     dw, db = _raw_grads()
     np.testing.assert_allclose(w, _sgd(W0, dw), rtol=1e-6)
     np.testing.assert_allclose(b, _sgd(B0, db), rtol=1e-6)
+
+
+def test_l2_decay_of_a_sparse_gradient_decays_every_row_into_a_dense_newgrad():
+    """As in Paddle 2.x: the decay term covers the whole table, so the regularized gradient
+    is dense, ``<grad>@NEWGRAD@``, and every row decays, looked up or not."""
+    c = 0.5
+    table = np.arange(10, dtype="float32").reshape(5, 2)
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        ids = L.data(name="ids", shape=[1], dtype="int64")
+        emb = L.embedding(ids, size=[5, 2], is_sparse=True, param_attr=fluid.ParamAttr(
+            name="emb", initializer=fluid.initializer.NumpyArrayInitializer(table)))
+        loss = L.reduce_sum(emb)
+        fluid.optimizer.SGD(learning_rate=LR,
+                            regularization=fluid.regularizer.L2Decay(c)).minimize(loss)
+    fluid.verify(main)
+    (sgd,) = [op for op in main.global_block().ops if op.type == "sgd"]
+    assert sgd.input("Grad") == ["emb@GRAD@NEWGRAD@"]
+    assert main.global_block().var("emb@GRAD").type == fluid.core.VarDesc.VarType.SELECTED_ROWS
+    assert main.global_block().var("emb@GRAD@NEWGRAD@").type == \
+        fluid.core.VarDesc.VarType.LOD_TENSOR
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    exe.run(startup, scope=scope)
+    (new_table,) = exe.run(main, feed={"ids": np.array([[1], [3], [1]], dtype="int64")},
+                           fetch_list=["emb"], scope=scope)
+    raw = np.zeros((5, 2))
+    raw[1] += 2.0  # id 1 looked up twice
+    raw[3] += 1.0
+    np.testing.assert_allclose(new_table, table - LR * (raw + c * table), rtol=1e-6)
