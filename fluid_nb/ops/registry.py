@@ -146,22 +146,17 @@ class OpDef:
     def check_slots(self, inputs, outputs):
         """Every given slot is one of the op's, a non-duplicable slot holds one variable,
         and every required slot is given."""
-        slots = self.input_slots
-        for name, args in inputs.items():
+        self._check_given("input", inputs, self.input_slots, self._required_inputs)
+        self._check_given("output", outputs, self.output_slots, self._required_outputs)
+
+    def _check_given(self, kind, given, slots, required):
+        for name, args in given.items():
             slot = slots.get(name)
             if slot is None or (len(args) > 1 and not slot.duplicable):
-                self._slot_error("input", name, args, slots)
-        for name in self._required_inputs:
-            if not inputs.get(name):
-                self._slot_error("input", name, (), slots)
-        slots = self.output_slots
-        for name, args in outputs.items():
-            slot = slots.get(name)
-            if slot is None or (len(args) > 1 and not slot.duplicable):
-                self._slot_error("output", name, args, slots)
-        for name in self._required_outputs:
-            if not outputs.get(name):
-                self._slot_error("output", name, (), slots)
+                self._slot_error(kind, name, args, slots)
+        for name in required:
+            if not given.get(name):
+                self._slot_error(kind, name, (), slots)
 
     def _slot_error(self, kind, name, args, slots):
         if name not in slots:
