@@ -29,7 +29,7 @@ from .tensor import LoDTensor, LoDTensorArray, SelectedRows, as_tensor
 _RUNTIME_VALUES = (LoDTensor, LoDTensorArray, SelectedRows, list, Scope)
 
 #: counters tests read to prove work is not repeated
-stats = {"plans_built": 0, "blocks_prepared": 0}
+stats = {"plans_built": 0, "blocks_prepared": 0, "frames_bound": 0}
 
 
 class KernelContext:

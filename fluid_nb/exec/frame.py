@@ -17,7 +17,7 @@ creates the rest there), and no op of the body keeps the scope it ran in (ops wi
 sub-blocks do: ``reusable`` says no for such bodies, and they bind per iteration). A loop
 that keeps nothing (``is_test``) runs any body in one frame, as Paddle runs it in one scope.
 """
-from .executor import bind, run_steps
+from .executor import bind, run_steps, stats
 from .scope import Scope, ScopeVariable
 
 
@@ -37,9 +37,11 @@ class BodyFrame:
         self.prepared = executor.prepare(block)
         self.outer = outer
         self.scope = Scope(outer)  # a working scope: not one of outer's kids
+        self.names = frozenset(names)  # the names given: holders here, not outside
         for name in names:
             self.scope.var(name)
         self.steps = bind(self.prepared, self.scope, self.scope, executor)
+        stats["frames_bound"] += 1
         self.holders = tuple(self.scope.vars.values())
         self._loaded = {}  # keep names -> (holder, name) pairs that load() sets
 
@@ -70,6 +72,11 @@ class BodyFrame:
         for holder, name in loaded:
             found = get(name)
             holder.value = found.value if found is not None else None
+
+    def clear(self):
+        """Empty every working holder (a frame kept for a later run holds nothing)."""
+        for holder in self.holders:
+            holder.value = None
 
     def value(self, name):
         holder = self.scope.vars.get(name)

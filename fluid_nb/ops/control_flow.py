@@ -47,12 +47,16 @@ def _child_scope(parent):
 
 
 def _drop(parent, scopes):
-    for kid in scopes or ():
-        if kid in parent.kids:
-            parent.kids.remove(kid)
+    if not scopes:
+        return
+    gone = {id(kid) for kid in scopes}
+    parent.kids[:] = [kid for kid in parent.kids if id(kid) not in gone]
 
 
 def _cond_value(op, value):
+    if value.__class__ is LoDTensor and value.array is not None \
+            and value.array.shape == (1,):  # the common case: a [1] bool tensor
+        return bool(value.array[0])
     if not isinstance(value, LoDTensor) or value.array is None:
         raise InvalidArgument(expected(op, "input 'Condition'", "an initialised bool tensor",
                                        type(value).__name__))
@@ -61,6 +65,22 @@ def _cond_value(op, value):
         raise InvalidArgument(expected(op, "input 'Condition'", "a tensor of one element",
                                        list(value.array.shape)))
     return bool(flat[0])
+
+
+def _frame(ctx, key, block, outer, names=frozenset()):
+    """The op's BodyFrame for ``block`` under ``outer``, bound once and kept in the op's
+    cache for its later runs: a bound plan runs its ops with the same context, under the
+    same local scope, every run. A new binding is made when the block was prepared again
+    (the program changed), the scope is another one, or ``names`` (a frozenset: the
+    holders the frame must have of its own) differ."""
+    held = ctx.cache.get(key)
+    prepared = ctx.executor.prepare(block)
+    if held is not None and held.outer is outer and held.prepared is prepared \
+            and held.names == names:
+        held.clear()  # nothing left from a run that failed half way
+        return held
+    frame = ctx.cache[key] = BodyFrame(ctx.executor, block, outer, sorted(names))
+    return frame
 
 
 # --- while ---------------------------------------------------------------------------------------
@@ -84,36 +104,47 @@ def _while(ctx, xs, cond):
     running = _cond_value("while", cond)
     condition = outer.find_var(cond_name)
     if ctx.attrs["is_test"]:  # one scope for all iterations, as Paddle's inference mode
-        frame = BodyFrame(executor, block, outer)
-        while running:
-            frame.run()
-            running = _cond_value("while", condition.value)
+        frame = _frame(ctx, "frame", block, outer)
+        try:
+            while running:
+                frame.run()
+                running = _cond_value("while", condition.value)
+        finally:
+            frame.clear()
         return None, []
-    run_iteration = _iteration_runner(executor, block, outer)
-    x_names = _snapshot_names(ctx, block)
+    run_iteration = _iteration_runner(ctx, block, outer)
+    # The holders are found once: the body's ops create holders only in their own step
+    # scope, never in ``outer`` or above, so what a name finds cannot change in the loop.
+    snapshot_holders = [(name, found) for name in _snapshot_names(ctx, block)
+                        if (found := outer.find_var(name)) is not None]
     scopes = []
     while running:
-        snapshot = _snapshot(outer, x_names)
+        # the outer values a step reads, as they are before it runs (later steps
+        # overwrite them, and the step's gradient needs these)
+        snapshot = [(name, found.value) for name, found in snapshot_holders
+                    if isinstance(found.value, LoDTensor)]
         step = run_iteration()
-        for name, value in snapshot.items():
+        for name, value in snapshot:
             step.var(name).value = value
         scopes.append(step)
         running = _cond_value("while", condition.value)
     return None, scopes
 
 
-def _iteration_runner(executor, block, outer):
+def _iteration_runner(ctx, block, outer):
     """``run() -> step scope``: one iteration of the body, its values kept in a new kid
     scope of ``outer`` for while_grad. One binding serves every iteration unless the body
     holds sub-block ops, which keep the scope they ran in (nested step scopes hang under
     it): then each iteration binds to a scope of its own."""
     if reusable(block):
-        frame = BodyFrame(executor, block, outer)
+        frame = _frame(ctx, "frame", block, outer)
+        run, keep = frame.run, frame.keep
 
         def run_reused():
-            frame.run()
-            return frame.keep()
+            run()
+            return keep()
         return run_reused
+    executor = ctx.executor
     prepared = executor.prepare(block)
 
     def run_fresh():
@@ -124,19 +155,14 @@ def _iteration_runner(executor, block, outer):
 
 
 def _snapshot_names(ctx, block):
-    no_copy = _no_copy_names(block)
-    return [n for n in ctx.input_names("X") if n not in no_copy]
-
-
-def _snapshot(outer, names):
-    """The outer values a step reads, as they are before it runs (later steps overwrite
-    them, and the step's gradient needs these)."""
-    snapshot = {}
-    for name in names:
-        found = outer.find_var(name)
-        if found is not None and isinstance(found.value, LoDTensor):
-            snapshot[name] = found.value
-    return snapshot
+    """X names a step snapshots (kept in the op's cache while the program is unchanged)."""
+    version = block.program._version
+    held = ctx.cache.get("snapshot_names")
+    if held is None or held[0] != version:
+        no_copy = _no_copy_names(block)
+        held = ctx.cache["snapshot_names"] = (
+            version, [n for n in ctx.input_names("X") if n not in no_copy])
+    return held[1]
 
 
 # --- backward of a sub-block -------------------------------------------------------------------
@@ -313,12 +339,14 @@ def _grads_written(grad_block):
     return [name for op in grad_block.ops for name in op.output_arg_names if "@GRAD" in name]
 
 
-def _grad_steps(executor, block, outer, scopes, og_names, shared=frozenset()):
+def _grad_steps(ctx, block, outer, scopes, og_names, shared=frozenset()):
     """``run(step, current) -> read``: the grad block run over one kept step scope, with
     each inside output gradient of ``og_names`` ((inside, outside) pairs) set to
     ``current[outside]``, and a reader of the gradients it left. One binding serves every
     step when it can; then the holders named in ``shared`` keep their value from step to
-    step (``run.per_step`` is False)."""
+    step (``run.per_step`` is False), and ``run.frame`` is the frame to clear after the
+    loop."""
+    executor = ctx.executor
     if not reusable(block):
         prepared = executor.prepare(block)
 
@@ -332,11 +360,12 @@ def _grad_steps(executor, block, outer, scopes, og_names, shared=frozenset()):
                 return found.value if found is not None else None
             return read
         run_per_step.per_step = True
+        run_per_step.frame = None
         return run_per_step
     names = set(_grads_written(block)) | {inside for inside, _ in og_names}
     for step in scopes:
         names.update(step.vars)
-    frame = BodyFrame(executor, block, outer, sorted(names))
+    frame = _frame(ctx, "grad_frame", block, outer, frozenset(names))
     og_holders = tuple((frame.scope.vars[inside], outside) for inside, outside in og_names)
     load, run, value = frame.load, frame.run, frame.value
 
@@ -347,6 +376,7 @@ def _grad_steps(executor, block, outer, scopes, og_names, shared=frozenset()):
         run()
         return value
     run_reused.per_step = False
+    run_reused.frame = frame
     return run_reused
 
 
@@ -403,7 +433,7 @@ _CARRIED, _LAST, _SUM = 0, 1, 2
 
 
 def _while_grad(ctx, xs, outs, ogs, scopes):
-    xp, executor, outer = ctx.xp, ctx.executor, ctx.scope
+    xp, outer = ctx.xp, ctx.scope
     block = _sub_block(ctx)
     inside_ogs = list(ctx.attrs.get("original_output_grad") or ())
     outside_ogs = ctx.input_names("Out@GRAD")
@@ -433,7 +463,7 @@ def _while_grad(ctx, xs, outs, ogs, scopes):
     # collects them all.
     shared = frozenset(grad_var_name(x_names[k]) for k, j in pairs
                        if x_grads[j] not in carried and isinstance(xs[k], list))
-    run_step = _grad_steps(executor, block, outer, scopes or (),
+    run_step = _grad_steps(ctx, block, outer, scopes or (),
                            tuple(zip(inside_ogs, outside_ogs)), shared)
     totals = {}
     # per gradient: (its name outside, its name inside, how the steps combine)
@@ -449,17 +479,21 @@ def _while_grad(ctx, xs, outs, ogs, scopes):
             totals.setdefault(gname, _Total())
         plan.append((gname, inside, how))
     last = {}
-    for step in reversed(scopes or ()):
-        read = run_step(step, current)
-        for gname, inside, how in plan:
-            value = read(inside)
-            if how == _SUM:
-                totals[gname].add(value)
-            elif how == _CARRIED:
-                if value is not None:
-                    current[gname] = value
-            else:
-                last[gname] = value
+    try:
+        for step in reversed(scopes or ()):
+            read = run_step(step, current)
+            for gname, inside, how in plan:
+                value = read(inside)
+                if how == _SUM:
+                    totals[gname].add(value)
+                elif how == _CARRIED:
+                    if value is not None:
+                        current[gname] = value
+                else:
+                    last[gname] = value
+    finally:
+        if run_step.frame is not None:
+            run_step.frame.clear()  # the last step's values go with the loop
     _drop(outer, scopes)
     result = [None] * len(x_grads)
     for k, j in pairs:
