@@ -402,6 +402,9 @@ def _make_step(prepared_op, holder, place, executor, scope, dead=()):
         out = outs[0]
         src = lod_src if opdef.outputs[0].name in lod_dsts else None
         return _plain_step(fn, ctx, ins, out, src, dead)
+    if opdef.lod_aware and len(outs) == 1 and outs[0] is not None \
+            and not isinstance(outs[0], list) and opdef.outputs[0].name not in lod_dsts:
+        return _releasing(_values_step(fn, ctx, ins, outs[0]), dead)
     return _general_step(fn, ctx, opdef, ins, outs, lod_src, lod_dsts, dead)
 
 
@@ -413,6 +416,44 @@ def _runtime_step(fn, ctx, a, out):
         value = fn(ctx, a.value)
         if value is not None:
             out.value = new(value) if value.__class__ is np.ndarray else value
+    return step
+
+
+def _values_step(fn, ctx, ins, out):
+    """Runtime values in (duplicable slots as lists), one output that takes no LoD from
+    an input: tensor arrays, rank tables, LoD ops. What the kernel returns is stored as
+    ``_general_step`` stores it (an array becomes a LoDTensor; None leaves Out as it was)."""
+    keep = (LoDTensor, LoDTensorArray)  # exact classes stored as they are
+
+    def stored(value):
+        if value.__class__ is np.ndarray or not isinstance(value, _RUNTIME_VALUES):
+            return LoDTensor(value, [])
+        return value
+
+    if not any(isinstance(h, list) for h in ins) and all(h is not None for h in ins) \
+            and len(ins) in (2, 3):
+        if len(ins) == 2:
+            a, b = ins
+
+            def step():
+                value = fn(ctx, a.value, b.value)
+                if value is not None:
+                    out.value = value if value.__class__ in keep else stored(value)
+            return step
+        a, b, c = ins
+
+        def step():
+            value = fn(ctx, a.value, b.value, c.value)
+            if value is not None:
+                out.value = value if value.__class__ in keep else stored(value)
+        return step
+    readers = tuple((h, isinstance(h, list)) for h in ins)
+
+    def step():
+        value = fn(ctx, *[None if h is None else [x.value for x in h] if many else h.value
+                          for h, many in readers])
+        if value is not None:
+            out.value = value if value.__class__ in keep else stored(value)
     return step
 
 
