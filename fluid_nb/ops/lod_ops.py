@@ -198,12 +198,14 @@ def _array_to_lod_tensor(ctx, array, table):
                                        "an empty array" if isinstance(array, list)
                                        else type(array).__name__))
     first = tensor(op, "X[0]", array[0]).array
+    dims, dtype = first.shape[1:], first.dtype
     for t, step in enumerate(array):
-        tensor(op, f"X[{t}]", step)
-        if step.array.shape[1:] != first.shape[1:] or step.array.dtype != first.dtype:
-            raise InvalidArgument(expected(op, f"X[{t}]", f"dims [-1, {list(first.shape[1:])}"
-                                           f"] and dtype {first.dtype} as X[0]",
-                                           f"{list(step.array.shape)} {step.array.dtype}"))
+        data = step.array if isinstance(step, LoDTensor) else None
+        if data is None or data.shape[1:] != dims or data.dtype != dtype:
+            tensor(op, f"X[{t}]", step)
+            raise InvalidArgument(expected(op, f"X[{t}]", f"dims [-1, {list(dims)}"
+                                           f"] and dtype {dtype} as X[0]",
+                                           f"{list(data.shape)} {data.dtype}"))
     running = _running(table, len(array))
     if all(not step._lod and step.array.shape[0] >= n for step, n
            in zip(array, running.sum(axis=1).tolist())):

@@ -98,6 +98,15 @@ def _sequence_pool(ctx, x):
     count = len(offsets) - 1
     out = xp.full((count,) + data.shape[1:], ctx.attrs["pad_value"], dtype=data.dtype)
     index = xp.full(out.shape, -1, dtype="int32") if ctx.wants("MaxIndex") else None
+    # the pooled rows are the sequences of the next level up
+    out_lod = [list(level) for level in lod[:-1]]
+    if pooltype in ("LAST", "FIRST"):  # one row per non-empty sequence: one gather
+        nonempty = [i for i in range(count) if offsets[i + 1] > offsets[i]]
+        if nonempty:
+            rows = [offsets[i + 1] - 1 if pooltype == "LAST" else offsets[i]
+                    for i in nonempty]
+            out[xp.asarray(np.asarray(nonempty, dtype="int64"))] = gather_rows(xp, data, rows)
+        return LoDTensor(out, out_lod), (LoDTensor(index) if index is not None else None)
     for i in range(count):
         start, end = offsets[i], offsets[i + 1]
         if start == end:  # an empty sequence pools to pad_value (MaxIndex -1)
@@ -109,18 +118,12 @@ def _sequence_pool(ctx, x):
             out[i] = seq.sum(axis=0) / (end - start)
         elif pooltype == "SQRT":
             out[i] = seq.sum(axis=0) / np.sqrt(end - start)
-        elif pooltype == "LAST":
-            out[i] = seq[-1]
-        elif pooltype == "FIRST":
-            out[i] = seq[0]
         else:  # MAX: the first maximal row wins, its absolute row number is kept
             arg = xp.argmax(seq, axis=0)
             out[i] = xp.max(seq, axis=0)
             if index is not None:
                 index[i] = (arg + start).astype("int32")
-    # the pooled rows are the sequences of the next level up
-    return LoDTensor(out, [list(level) for level in lod[:-1]]), \
-        (LoDTensor(index) if index is not None else None)
+    return LoDTensor(out, out_lod), (LoDTensor(index) if index is not None else None)
 
 
 def _pool_grad_maker(g):
@@ -154,7 +157,11 @@ def _sequence_pool_grad(ctx, x, max_index, dout):
     if pooltype in ("LAST", "FIRST"):
         nonempty = [i for i, n in enumerate(lengths) if n]
         rows = [offsets[i + 1] - 1 if pooltype == "LAST" else offsets[i] for i in nonempty]
-        dx = scatter_rows(xp, shape, dtype, rows, gather_rows(xp, dout, nonempty))
+        # each non-empty sequence has a row of its own: a plain assignment, no summing
+        dx = xp.zeros(shape, dtype=dtype)
+        if rows:
+            dx[xp.asarray(np.asarray(rows, dtype="int64"))] = \
+                gather_rows(xp, dout, nonempty)
         return LoDTensor(dx, x.lod())
     seg = segment_ids(offsets)
     dx = gather_rows(xp, dout, seg)
