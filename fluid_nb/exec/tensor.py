@@ -154,9 +154,6 @@ Tensor = LoDTensor
 class LoDTensorArray(list):
     """A list of LoDTensors (Fluid's tensor array, written and read by index)."""
 
-    def append(self, tensor):
-        super().append(tensor)
-
     def __repr__(self):
         return f"LoDTensorArray({len(self)} tensors)"
 

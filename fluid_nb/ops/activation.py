@@ -29,8 +29,17 @@ unary_op("sigmoid", forward=_sigmoid,
          backward=lambda xp, out, dout, a: dout * out * (1 - out),
          uses="Out", doc="Out = 1 / (1 + exp(-X)); dX = dOut * Out * (1 - Out).")
 
+def _tanh_grad(xp, out, dout, a):
+    if out.dtype != dout.dtype or out.shape != dout.shape:
+        return dout * (1 - out * out)
+    grad = out * out  # a new array of our own: the rest is done in it, in place
+    xp.subtract(1, grad, out=grad)
+    grad *= dout
+    return grad
+
+
 unary_op("tanh", forward=lambda xp, x, a: xp.tanh(x),
-         backward=lambda xp, out, dout, a: dout * (1 - out * out),
+         backward=_tanh_grad,
          uses="Out", doc="Out = tanh(X); dX = dOut * (1 - Out^2).")
 
 unary_op("exp", forward=lambda xp, x, a: xp.exp(x),
