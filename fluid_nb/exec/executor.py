@@ -40,9 +40,12 @@ class KernelContext:
     """
 
     __slots__ = ("op", "attrs", "xp", "place", "executor", "scope", "_wanted", "program",
-                 "cache")
+                 "cache", "unused")
 
-    def __init__(self, op, place, executor, scope, wanted):
+    def __init__(self, op, place, executor, scope, wanted, unused=frozenset()):
+        #: output names no later op of the run reads (temporaries dropped right after this
+        #: op): an op running a sub-block need not produce them
+        self.unused = unused
         #: per-op memo for values that depend on attributes alone (a constant's array)
         self.cache = {}
         self.op = op
@@ -295,10 +298,12 @@ def _located(exc, prepared_op, fluid_exc):
 
 
 # --- binding a prepared block to holders -------------------------------------------------
-def bind(prepared, scope, local, executor, release=False):
+def bind(prepared, scope, local, executor, release=False, unwanted=None):
     """Step closures for ``prepared`` over holders found in ``scope`` (persistables and
     outer variables) and ``local`` (temporaries, created there when missing). With
-    ``release``, each temporary's value is dropped after its last use."""
+    ``release``, each temporary's value is dropped after its last use. ``unwanted`` maps
+    an op's index to output names nobody needs: its kernel is not asked for a slot whose
+    names all are, and an op whose outputs all are does not run."""
     block = prepared.block
     place = prepared.place
 
@@ -319,9 +324,15 @@ def bind(prepared, scope, local, executor, release=False):
             local.var(var.name)
 
     dead_after = _last_uses(prepared, local) if release else {}
-    return [_make_step(p, holder, place, executor, local,
-                       tuple(local.vars[n] for n in dead_after.get(i, ())))
-            for i, p in enumerate(prepared.ops)]
+    unwanted = unwanted or {}
+    steps = []
+    for i, p in enumerate(prepared.ops):
+        dead = dead_after.get(i, ())
+        unused = frozenset(dead).intersection(p.op.output_arg_names) if dead else frozenset()
+        steps.append(_make_step(p, holder, place, executor, local,
+                                tuple(local.vars[n] for n in dead), unused,
+                                unwanted.get(i, frozenset())))
+    return steps
 
 
 def _last_uses(prepared, local):
@@ -359,12 +370,14 @@ def _names_in_block(block):
     return names
 
 
-def _make_step(prepared_op, holder, place, executor, scope, dead=()):
+def _make_step(prepared_op, holder, place, executor, scope, dead=(), unused=frozenset(),
+               unwanted=frozenset()):
     op, opdef, fn = prepared_op.op, prepared_op.opdef, prepared_op.kernel
     wanted = frozenset(s for s, args in op.outputs.items()
-                       if args and any(a != EMPTY_VAR_NAME for a in args))
-    ctx = KernelContext(op, place, executor, scope, wanted)
-    if fn is None:  # no_kernel ops (markers) do nothing at run time
+                       if args and any(a != EMPTY_VAR_NAME and a not in unwanted
+                                       for a in args))
+    ctx = KernelContext(op, place, executor, scope, wanted, unused)
+    if fn is None or (unwanted and not wanted):  # markers; ops nobody needs
         return _releasing(_noop, dead)
 
     ins = []

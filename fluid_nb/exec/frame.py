@@ -29,18 +29,48 @@ def reusable(block):
     return True
 
 
+def _unwanted(prepared, outer, names, reads):
+    """op index -> outputs nobody needs, for a frame whose caller reads only ``reads``
+    after an iteration and keeps nothing else (a grad body): values of the working scope
+    that no later op of the block reads. Outer variables are always wanted, and so is
+    everything an op with a sub-block writes."""
+    block = prepared.block
+
+    def working(name):
+        return name in names or name in block.vars or outer.find_var(name) is None
+
+    needed = set(reads)
+    unwanted = {}
+    for index in range(len(prepared.ops) - 1, -1, -1):
+        op = prepared.ops[index].op
+        if "sub_block" in op.attrs or "sub_blocks" in op.attrs:
+            drop = set()
+        else:
+            drop = {n for n in op.output_arg_names if n not in needed and working(n)}
+        if drop:
+            unwanted[index] = frozenset(drop)
+        kept = [n for n in op.output_arg_names if n not in drop]
+        if kept or not op.output_arg_names:  # the op runs: what it reads is needed
+            needed.update(op.input_arg_names)
+    return unwanted
+
+
 class BodyFrame:
     """``block`` bound once over a working scope under ``outer``."""
 
-    def __init__(self, executor, block, outer, names=()):
+    def __init__(self, executor, block, outer, names=(), reads=None):
         self.executor = executor
         self.prepared = executor.prepare(block)
         self.outer = outer
         self.scope = Scope(outer)  # a working scope: not one of outer's kids
         self.names = frozenset(names)  # the names given: holders here, not outside
+        self.reads = reads
         for name in names:
             self.scope.var(name)
-        self.steps = bind(self.prepared, self.scope, self.scope, executor)
+        unwanted = None if reads is None else _unwanted(self.prepared, outer, self.names,
+                                                         reads)
+        self.steps = bind(self.prepared, self.scope, self.scope, executor,
+                          unwanted=unwanted)
         stats["frames_bound"] += 1
         self.holders = tuple(self.scope.vars.values())
         self._loaded = {}  # keep names -> (holder, name) pairs that load() sets

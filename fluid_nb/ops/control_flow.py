@@ -67,7 +67,7 @@ def _cond_value(op, value):
     return bool(flat[0])
 
 
-def _frame(ctx, key, block, outer, names=frozenset()):
+def _frame(ctx, key, block, outer, names=frozenset(), reads=None):
     """The op's BodyFrame for ``block`` under ``outer``, bound once and kept in the op's
     cache for its later runs: a bound plan runs its ops with the same context, under the
     same local scope, every run. A new binding is made when the block was prepared again
@@ -76,10 +76,10 @@ def _frame(ctx, key, block, outer, names=frozenset()):
     held = ctx.cache.get(key)
     prepared = ctx.executor.prepare(block)
     if held is not None and held.outer is outer and held.prepared is prepared \
-            and held.names == names:
+            and held.names == names and held.reads == reads:
         held.clear()  # nothing left from a run that failed half way
         return held
-    frame = ctx.cache[key] = BodyFrame(ctx.executor, block, outer, sorted(names))
+    frame = ctx.cache[key] = BodyFrame(ctx.executor, block, outer, sorted(names), reads)
     return frame
 
 
@@ -339,13 +339,14 @@ def _grads_written(grad_block):
     return [name for op in grad_block.ops for name in op.output_arg_names if "@GRAD" in name]
 
 
-def _grad_steps(ctx, block, outer, scopes, og_names, shared=frozenset()):
+def _grad_steps(ctx, block, outer, scopes, og_names, shared=frozenset(), reads=None):
     """``run(step, current) -> read``: the grad block run over one kept step scope, with
     each inside output gradient of ``og_names`` ((inside, outside) pairs) set to
     ``current[outside]``, and a reader of the gradients it left. One binding serves every
     step when it can; then the holders named in ``shared`` keep their value from step to
-    step (``run.per_step`` is False), and ``run.frame`` is the frame to clear after the
-    loop."""
+    step (``run.per_step`` is False), ``run.frame`` is the frame to clear after the loop,
+    and the binding leaves out the work on values not in ``reads`` (the gradients read
+    after each step) that no op of the block reads."""
     executor = ctx.executor
     if not reusable(block):
         prepared = executor.prepare(block)
@@ -365,7 +366,7 @@ def _grad_steps(ctx, block, outer, scopes, og_names, shared=frozenset()):
     names = set(_grads_written(block)) | {inside for inside, _ in og_names}
     for step in scopes:
         names.update(step.vars)
-    frame = _frame(ctx, "grad_frame", block, outer, frozenset(names))
+    frame = _frame(ctx, "grad_frame", block, outer, frozenset(names), reads)
     og_holders = tuple((frame.scope.vars[inside], outside) for inside, outside in og_names)
     load, run, value = frame.load, frame.run, frame.value
 
@@ -461,10 +462,14 @@ def _while_grad(ctx, xs, outs, ogs, scopes):
     # Gradient arrays of the body's input arrays: each step writes its own slots, and as
     # Paddle (which shares each step's written slots into the outer array) one array
     # collects them all.
+    # a gradient no op after this one reads (nor a fetch) is not computed; one carried
+    # from step to step still flows through the steps
+    pairs = [(k, j) for k, j in pairs if x_grads[j] in carried or x_grads[j] not in ctx.unused]
     shared = frozenset(grad_var_name(x_names[k]) for k, j in pairs
                        if x_grads[j] not in carried and isinstance(xs[k], list))
     run_step = _grad_steps(ctx, block, outer, scopes or (),
-                           tuple(zip(inside_ogs, outside_ogs)), shared)
+                           tuple(zip(inside_ogs, outside_ogs)), shared,
+                           frozenset(grad_var_name(x_names[k]) for k, _ in pairs))
     totals = {}
     # per gradient: (its name outside, its name inside, how the steps combine)
     plan = []

@@ -253,6 +253,52 @@ def test_repeated_runs_bind_each_loop_body_once_and_follow_each_batch():
                                        err_msg=name)
 
 
+def test_gradients_nobody_reads_are_not_computed_inside_the_loop():
+    """With x not needing a gradient, the grad body leaves out the gradient of each step's
+    input (mul_grad's X@GRAD and its write into the input array's gradient); the parameter
+    gradients are those of the program that does compute it."""
+    from fluid_nb.exec.frame import _unwanted
+
+    def build(x_grad):
+        main, startup = fluid.Program(), fluid.Program()
+        main.random_seed = startup.random_seed = 7
+        with fluid.program_guard(main, startup), fluid.unique_name.guard():
+            x = layers.data("x", [D], dtype="float64", lod_level=1, stop_gradient=not x_grad)
+            drnn = DynamicRNN()
+            with drnn.block():
+                word = drnn.step_input(x)
+                prev = drnn.memory(shape=[H], dtype="float64")
+                hidden = layers.fc(input=[word, prev], size=H, act="tanh",
+                                   param_attr=[fluid.ParamAttr(name="W"),
+                                               fluid.ParamAttr(name="U")],
+                                   bias_attr=fluid.ParamAttr(name="b"))
+                drnn.update_memory(prev, hidden)
+                drnn.output(hidden)
+            loss = layers.mean(drnn())
+            fluid.backward.append_backward(loss)
+        return main, startup, loss
+
+    lengths = [3, 1, 4]
+    feed = {"x": lod_feed(np.random.RandomState(4).uniform(-1, 1, (sum(lengths), D)),
+                          lengths)}
+    names = ["W@GRAD", "U@GRAD", "b@GRAD"]
+    results = []
+    for x_grad in (True, False):
+        main, startup, loss = build(x_grad)
+        got, _ = run(main, startup, feed, [loss] + names)
+        results.append([np.asarray(g) for g in got])
+    for name, a, b in zip(["loss"] + names, *results):
+        np.testing.assert_allclose(a, b, rtol=1e-12, err_msg=name)
+    grad_op = next(op for op in main.global_block().ops if op.type == "while_grad")
+    grad_block = main.block(grad_op.attr("sub_block"))
+    prepared = fluid.Executor(fluid.CPUPlace()).prepare(grad_block)
+    reads = {n + "@GRAD" for n in grad_op.input("X") if n in ("W", "U", "b")}
+    unwanted = _unwanted(prepared, fluid.Scope(), set(), reads)
+    dropped = {grad_block.ops[i].type: names for i, names in unwanted.items()}
+    assert any(n.endswith("@GRAD") for n in dropped["mul_grad"])  # an input's gradient
+    assert grad_block.ops[max(unwanted)].type == "write_to_array"  # into the input array
+
+
 # --- misuse ----------------------------------------------------------------------------------
 def test_dynamic_rnn_misuse_is_reported():
     main, startup = fluid.Program(), fluid.Program()
