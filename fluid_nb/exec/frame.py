@@ -16,6 +16,9 @@ to a step scope has a holder in the working scope (the caller names them, and bi
 creates the rest there), and no op of the body keeps the scope it ran in (ops with
 sub-blocks do: ``reusable`` says no for such bodies, and they bind per iteration). A loop
 that keeps nothing (``is_test``) runs any body in one frame, as Paddle runs it in one scope.
+
+A frame given ``reads`` (the names its caller reads after an iteration; a grad body, whose
+working values are not kept) binds without the work on values nothing reads.
 """
 from .executor import bind, run_steps, stats
 from .scope import Scope, ScopeVariable
