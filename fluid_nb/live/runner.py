@@ -97,7 +97,7 @@ class OpRunner:
         self.scope = scope
         self.place = place
         self.executor = executor
-        self.steps = {}  # op -> its bound step (a no-argument callable)
+        self.steps = {}  # op -> (its bound step, a no-argument callable; the kernel bound)
         self.last_run = {}  # op -> seconds its kernel took the last time it ran (views show it)
 
     def clear(self):
@@ -109,13 +109,18 @@ class OpRunner:
         self.steps = {op: entry for op, entry in self.steps.items() if op in keep}
         self.last_run = {op: t for op, t in self.last_run.items() if op in keep}
 
+    def bound_kernel(self, op):
+        """The kernel this runner bound for ``op``, or None when the op has not run here."""
+        entry = self.steps.get(op)
+        return entry[1] if entry is not None else None
+
     def run(self, op):
-        step = self.steps.get(op)
-        if step is None:
-            step = self._build(op)
+        entry = self.steps.get(op)
+        if entry is None:
+            entry = self._build(op)
         try:
             start = perf_counter()
-            step()
+            entry[0]()
             self.last_run[op] = perf_counter() - start
         except FluidError as exc:
             raise _located(exc, self._prepared(op), exc) from exc
@@ -139,6 +144,7 @@ class OpRunner:
         step = self._simple_step(op, opdef, kernel) if kernel is not None else None
         if step is None:
             prepared = self._prepared(op)
+            kernel = prepared.kernel
             scope = self.scope
 
             def holder(name):
@@ -149,8 +155,8 @@ class OpRunner:
                 for name in names:
                     self._input_holder(op, name)
             step = _make_step(prepared, holder, self.place, self.executor, scope)
-        self.steps[op] = step
-        return step
+        entry = self.steps[op] = (step, kernel)
+        return entry
 
     def _input_holder(self, op, name):
         found = self.scope.find_var(name)

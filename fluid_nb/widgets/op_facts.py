@@ -48,9 +48,10 @@ def op_facts(op, session=None, trace=None):
     """
     device = session.place.device if session is not None else "cpu"
     facts = {"kernel": None, "device": device, "last_run_ms": None, "defined": True}
-    bound = getattr(getattr(session, "runner", None), "steps", {}).get(op)
+    runner = getattr(session, "runner", None)
+    bound = runner.bound_kernel(op) if runner is not None else None
     if bound is not None:
-        facts["kernel"] = kernel_name(bound[1].kernel)
+        facts["kernel"] = kernel_name(bound)
     else:
         opdef = registry.find(op.type)
         if opdef is None:

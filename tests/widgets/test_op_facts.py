@@ -5,7 +5,7 @@ import numpy as np
 
 import fluid_nb as fluid
 from fluid_nb.exec.place import CPUPlace
-from fluid_nb.widgets.op_facts import last_run_seconds, op_facts
+from fluid_nb.widgets.op_facts import kernel_name, last_run_seconds, op_facts
 
 
 def _fc_program():
@@ -37,9 +37,22 @@ def test_executor_trace_gives_the_last_run_time_of_the_op_it_ran_a_copy_of():
     assert last_run_seconds(add, trace=exe.trace) is not None
 
 
+def test_an_op_run_in_live_mode_shows_the_kernel_its_session_bound_and_its_run_time():
+    program, startup = fluid.Program(), fluid.Program()
+    with fluid.unique_name.guard(), fluid.live(name="op-facts", program=program,
+                                               startup_program=startup) as session:
+        x = fluid.layers.data("x", [3], dtype="float32", value=np.ones((2, 3), "float32"))
+        fluid.layers.fc(x, 2)
+    mul = next(op for op in program.global_block().ops if op.type == "mul")
+    facts = op_facts(mul, session)
+    assert facts["kernel"] == kernel_name(session.runner.bound_kernel(mul))
+    assert facts["kernel"].startswith("ops.math.") and facts["device"] == "cpu"
+    assert facts["last_run_ms"] == round(session.runner.last_run[mul] * 1e3, 4) >= 0
+
+
 def test_live_runner_record_is_used_when_the_runner_keeps_one():
     main, _ = _fc_program()
     mul = main.global_block().ops[0]
-    session = SimpleNamespace(place=CPUPlace(), runner=SimpleNamespace(steps={},
-                                                                       last_run={mul: 0.002}))
+    session = SimpleNamespace(place=CPUPlace(), runner=SimpleNamespace(
+        bound_kernel=lambda op: None, last_run={mul: 0.002}))
     assert op_facts(mul, session)["last_run_ms"] == 2.0
