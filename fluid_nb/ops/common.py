@@ -91,6 +91,18 @@ def unbroadcast_for_axis(xp, grad, shape, other_shape, axis):
     return grad.reshape(shape)
 
 
+def _operand_grad(xp, grad, operand, other, dout, axis):
+    """An elementwise op's gradient ``grad`` (of the broadcast result's shape, or of a shape
+    that broadcasts to it) brought back to ``operand``'s shape and dtype."""
+    if grad is None:
+        return None
+    if grad.shape != operand.shape:  # the operand was broadcast: sum over what was expanded
+        if grad.shape != dout.shape:
+            grad = xp.broadcast_to(grad, dout.shape)
+        grad = unbroadcast_for_axis(xp, grad, operand.shape, other.shape, axis)
+    return grad if grad.dtype == operand.dtype else grad.astype(operand.dtype)
+
+
 def binary_infer_shape(ctx):
     x, y = ctx.input_var("X"), ctx.input_var("Y")
     shape = x.shape
@@ -126,15 +138,8 @@ def elementwise_op(type, forward, backward, needs=("X", "Y"), doc=None, needs_ou
         else:
             xa, ya = aligned(xp, x, y, axis)
         dx, dy = backward(xp, xa, ya, out, dout, want_x, want_y)
-        if want_x and dx is not None:
-            if dx.shape != dout.shape:
-                dx = xp.broadcast_to(dx, dout.shape)
-            dx = unbroadcast_for_axis(xp, dx, x.shape, y.shape, axis).astype(x.dtype, copy=False)
-        if want_y and dy is not None:
-            if dy.shape != dout.shape:
-                dy = xp.broadcast_to(dy, dout.shape)
-            dy = unbroadcast_for_axis(xp, dy, y.shape, x.shape, axis).astype(y.dtype, copy=False)
-        return (dx if want_x else None), (dy if want_y else None)
+        return (_operand_grad(xp, dx, x, y, dout, axis) if want_x else None,
+                _operand_grad(xp, dy, y, x, dout, axis) if want_y else None)
 
     if backward is None:  # integer-valued ops (floordiv, mod): the gradient stops here
         def_op(type, inputs=["X", "Y"], outputs=["Out"], attrs={"axis": ("int", -1)},
@@ -166,7 +171,8 @@ def unary_op(type, forward, backward, uses="X", attrs=None, doc=None):
         return forward(ctx.xp, x, ctx.attrs)
 
     def grad_kernel(ctx, v, dout):
-        return backward(ctx.xp, v, dout, ctx.attrs).astype(dout.dtype, copy=False)
+        dx = backward(ctx.xp, v, dout, ctx.attrs)
+        return dx if dx.dtype == dout.dtype else dx.astype(dout.dtype)
 
     grad_type = type + "_grad"
     attrs = attrs or {}

@@ -209,7 +209,8 @@ def _array_to_lod_tensor(ctx, array, table):
     running = _running(table, len(array))
     if all(not step._lod and step.array.shape[0] >= n for step, n
            in zip(array, running.sum(axis=1).tolist())):
-        return _array_rows_to_lod_tensor(ctx.xp, array, table, running, op)
+        return _array_rows_to_lod_tensor(ctx.xp, array, table, running, op,
+                                         getattr(ctx, "cache", None))
     ranked = [0]
     inner = []
     pieces = []
@@ -236,9 +237,13 @@ def _running(table, steps):
     return np.arange(steps)[:, None] < lengths[None, :]
 
 
-def _array_rows_to_lod_tensor(xp, array, table, running, op):
+def _array_rows_to_lod_tensor(xp, array, table, running, op, scratch=None):
     """The common case (array items are rows without LoD; item t row p belongs to the
-    sequence at rank position p) as one gather; ``running`` is ``_running(table, steps)``."""
+    sequence at rank position p) as one gather; ``running`` is ``_running(table, steps)``.
+
+    The steps are concatenated into a buffer kept in ``scratch`` (the op's cache) between
+    runs: it is the gather's source only, never a value anyone sees, and a fresh buffer of
+    that size each run would be handed back to the OS and faulted in again every time."""
     if table and table[0][1] > len(array):  # the table is sorted longest first
         raise InvalidArgument(expected(op, "input 'X'", f"at least {table[0][1]} steps "
                                        f"(a sequence's length in RankTable)", len(array)))
@@ -249,7 +254,16 @@ def _array_rows_to_lod_tensor(xp, array, table, running, op):
     order = np.argsort(np.array([index for index, _ in table], dtype=np.int64), kind="stable")
     rows = (step_start[None, :] + order[:, None])[running.T[order]]
     ranked = np.concatenate([[0], np.cumsum(running.sum(axis=0)[order])]).tolist()
-    data = xp.concatenate([step.array for step in array])
+    steps = [step.array for step in array]
+    if scratch is None:
+        data = xp.concatenate(steps)
+    else:
+        total, first = int(sizes.sum()), steps[0]
+        buffer = scratch.get("steps")
+        if buffer is None or buffer.shape[0] < total or buffer.shape[1:] != first.shape[1:] \
+                or buffer.dtype != first.dtype or not isinstance(buffer, type(first)):
+            buffer = scratch["steps"] = xp.empty((total,) + first.shape[1:], first.dtype)
+        data = xp.concatenate(steps, out=buffer[:total])
     return LoDTensor(data[xp.asarray(rows)], table.coarse_lod + [ranked])
 
 
