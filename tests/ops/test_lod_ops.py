@@ -221,6 +221,26 @@ def test_to_array_with_empty_sequences_round_trips():
     assert y.lod() == lod
 
 
+def test_round_trip_runs_again_on_larger_and_smaller_batches():
+    """array_to_lod_tensor keeps its concatenation buffer between runs; each run's output is
+    its own array, and a run of another size is exact too."""
+    ops = [_rank_op(),
+           ("lod_tensor_to_array", {"X": ["x"], "RankTable": ["table"]}, {"Out": ["arr"]}, None),
+           ("array_to_lod_tensor", {"X": ["arr"], "RankTable": ["table"]}, {"Out": ["y"]}, None)]
+    small, large = (r(6, 2), [[0, 3, 3, 4, 6]]), (r(10, 2), [[0, 5, 8, 10]])
+    program = _program(ops, {"x": _data(*small)})[0]
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    outputs = []
+    for x, lod in (small, large, small, large):
+        (y,) = exe.run(program, feed={"x": (x, lod)}, fetch_list=["y"], scope=scope,
+                       return_numpy=False)
+        np.testing.assert_array_equal(np.asarray(y), x)
+        assert y.lod() == lod and np.asarray(y).dtype == x.dtype
+        outputs.append((np.asarray(y), x))
+    for got, want in outputs:  # no output shares memory with a later run's
+        np.testing.assert_array_equal(got, want)
+
+
 def test_to_array_at_level_0_of_two_level_lod_keeps_the_inner_lod():
     # 3 paragraphs of 2, 1, 2 sentences; sentences of 1, 2 | 3 | 1, 1 words
     lod = [[0, 2, 3, 5], [0, 1, 3, 6, 7, 8]]
