@@ -7,9 +7,10 @@ running a small op, so binding per iteration would double a loop's cost.
 
 A ``BodyFrame`` binds the block once to a working scope whose holders the closures keep.
 An iteration runs the closures; ``keep`` then moves the working values into a fresh step
-scope (new holders, the same values: nothing is copied) and clears the working holders, so
-every iteration starts from an empty scope as it would in a new step scope. ``load`` does
-the reverse for the grad body: it puts a kept step scope's values into the working holders.
+scope (a ``KeptScope``: the same values, nothing is copied, and holders made only when
+someone other than ``while_grad`` looks) and clears the working holders, so every
+iteration starts from an empty scope as it would in a new step scope. ``load`` does the
+reverse for the grad body: it puts a kept step scope's values into the working holders.
 
 The invariant that makes this equal to per-iteration scopes: every name the body resolves
 to a step scope has a holder in the working scope (the caller names them, and binding
@@ -21,7 +22,7 @@ A frame given ``reads`` (the names its caller reads after an iteration; a grad b
 working values are not kept) binds without the work on values nothing reads.
 """
 from .executor import bind, run_steps, stats
-from .scope import Scope, ScopeVariable
+from .scope import KeptScope, Scope
 
 
 def reusable(block):
@@ -58,6 +59,13 @@ def _unwanted(prepared, outer, names, reads):
     return unwanted
 
 
+def names_held(scopes):
+    """The set of names any of ``scopes`` holds (a kept step's names without making its
+    holders)."""
+    return set().union(*[step.values if step.__class__ is KeptScope and step.values is not None
+                         else step.vars for step in scopes])
+
+
 class BodyFrame:
     """``block`` bound once over a working scope under ``outer``."""
 
@@ -81,16 +89,18 @@ class BodyFrame:
     def run(self):
         run_steps(self.prepared, self.steps, self.executor.trace)
 
-    def keep(self):
-        """A new kid scope of ``outer`` holding this iteration's values; the working
-        holders are cleared for the next iteration."""
-        step = self.outer.new_scope()
-        kept = step.vars
-        for holder in self.holders:
-            value = holder.value
-            if value is not None:
-                kept[holder.name] = ScopeVariable(holder.name, value)
-                holder.value = None
+    def keep(self, extra=()):
+        """A new kid scope of ``outer`` holding this iteration's values and the
+        ``(name, value)`` pairs of ``extra``; the working holders are cleared for the next
+        iteration."""
+        holders = self.holders
+        values = {h.name: value for h in holders if (value := h.value) is not None}
+        for holder in holders:
+            holder.value = None
+        for name, value in extra:
+            values[name] = value
+        step = KeptScope(self.outer, values)
+        self.outer.kids.append(step)
         return step
 
     def load(self, step, keep=frozenset()):
@@ -101,10 +111,12 @@ class BodyFrame:
         if loaded is None:
             loaded = self._loaded[keep] = tuple((h, h.name) for h in self.holders
                                                 if h.name not in keep)
-        get = step.vars.get
+        values = step.values if step.__class__ is KeptScope else None
+        if values is None:  # a scope with holders of its own
+            values = {name: holder.value for name, holder in step.vars.items()}
+        get = values.get
         for holder, name in loaded:
-            found = get(name)
-            holder.value = found.value if found is not None else None
+            holder.value = get(name)
 
     def clear(self):
         """Empty every working holder (a frame kept for a later run holds nothing)."""

@@ -94,6 +94,32 @@ class Scope:
         return f"Scope({len(self.vars)} vars, {len(self.kids)} kids)"
 
 
+class KeptScope(Scope):
+    """A finished loop step's scope, made from its values (``BodyFrame.keep``). Its holders
+    are made the first time ``vars`` is asked for: until then ``values`` (name -> value)
+    holds them, which is all ``while_grad`` reads, so a step nobody else looks at costs one
+    dict instead of a holder per value. Once made, the holders are the scope's state and
+    ``values`` is None."""
+
+    def __init__(self, parent, values):
+        self.parent = parent
+        self.kids = []
+        self.values = values
+        self._holders = None
+
+    @property
+    def vars(self):
+        holders = self._holders
+        if holders is None:
+            holders = self._holders = {name: ScopeVariable(name, value)
+                                       for name, value in self.values.items()}
+            self.values = None
+        return holders
+
+    def local_var_names(self):
+        return list(self.values if self._holders is None else self._holders)
+
+
 _global_scope = Scope()
 
 

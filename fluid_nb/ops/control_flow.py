@@ -25,7 +25,8 @@ the forward sub-block with the parent's no-grad set (``backward.py`` calls it th
 op definition's ``sub_block_backward``).
 """
 from ..errors import InvalidArgument, expected
-from ..exec.frame import BodyFrame, reusable
+from ..exec.frame import BodyFrame, names_held, reusable
+from ..exec.scope import ScopeVariable
 from ..exec.tensor import LoDTensor, LoDTensorArray
 from ..framework.dtypes import VarType, is_float_dtype, to_numpy_dtype
 from ..framework.program import EMPTY_VAR_NAME, grad_var_name
@@ -48,6 +49,10 @@ def _child_scope(parent):
 
 def _drop(parent, scopes):
     if not scopes:
+        return
+    kids, n = parent.kids, len(scopes)
+    if kids[-n:] == list(scopes):  # the usual case: the last kids, in order (compared by
+        del kids[-n:]              # identity: a Scope has no __eq__ of its own)
         return
     gone = {id(kid) for kid in scopes}
     parent.kids[:] = [kid for kid in parent.kids if id(kid) not in gone]
@@ -118,38 +123,38 @@ def _while(ctx, xs, cond):
     snapshot_holders = [(name, found) for name in _snapshot_names(ctx, block)
                         if (found := outer.find_var(name)) is not None]
     scopes = []
+    append = scopes.append
     while running:
         # the outer values a step reads, as they are before it runs (later steps
         # overwrite them, and the step's gradient needs these)
-        snapshot = [(name, found.value) for name, found in snapshot_holders
-                    if isinstance(found.value, LoDTensor)]
-        step = run_iteration()
-        for name, value in snapshot:
-            step.var(name).value = value
-        scopes.append(step)
+        append(run_iteration([(name, value) for name, found in snapshot_holders
+                              if isinstance(value := found.value, LoDTensor)]))
         running = _cond_value("while", condition.value)
     return None, scopes
 
 
 def _iteration_runner(ctx, block, outer):
-    """``run() -> step scope``: one iteration of the body, its values kept in a new kid
-    scope of ``outer`` for while_grad. One binding serves every iteration unless the body
-    holds sub-block ops, which keep the scope they ran in (nested step scopes hang under
-    it): then each iteration binds to a scope of its own."""
+    """``run(snapshot) -> step scope``: one iteration of the body, its values and the
+    ``(name, value)`` pairs of ``snapshot`` kept in a new kid scope of ``outer`` for
+    while_grad. One binding serves every iteration unless the body holds sub-block ops,
+    which keep the scope they ran in (nested step scopes hang under it): then each
+    iteration binds to a scope of its own."""
     if reusable(block):
         frame = _frame(ctx, "frame", block, outer)
         run, keep = frame.run, frame.keep
 
-        def run_reused():
+        def run_reused(snapshot):
             run()
-            return keep()
+            return keep(snapshot)
         return run_reused
     executor = ctx.executor
     prepared = executor.prepare(block)
 
-    def run_fresh():
+    def run_fresh(snapshot):
         step = _child_scope(outer)
         executor.run_prepared(prepared, step)
+        for name, value in snapshot:
+            step.var(name).value = value
         return step
     return run_fresh
 
@@ -339,14 +344,26 @@ def _grads_written(grad_block):
     return [name for op in grad_block.ops for name in op.output_arg_names if "@GRAD" in name]
 
 
-def _grad_steps(ctx, block, outer, scopes, og_names, shared=frozenset(), reads=None):
-    """``run(step, current) -> read``: the grad block run over one kept step scope, with
+def _block_writes(ctx, block):
+    """(gradients the block writes, every name its ops write), kept in the op's cache
+    while the program is unchanged."""
+    version = block.program._version
+    held = ctx.cache.get("block_writes")
+    if held is None or held[0] != version or held[1] is not block:
+        written = {name for op in block.ops for name in op.output_arg_names}
+        held = ctx.cache["block_writes"] = (version, block, _grads_written(block),
+                                            frozenset(written))
+    return held[2], held[3]
+
+
+def _grad_steps(ctx, block, outer, scopes, og_names, shared, reads):
+    """``run(step, current) -> values``: the grad block run over one kept step scope, with
     each inside output gradient of ``og_names`` ((inside, outside) pairs) set to
-    ``current[outside]``, and a reader of the gradients it left. One binding serves every
-    step when it can; then the holders named in ``shared`` keep their value from step to
-    step (``run.per_step`` is False), ``run.frame`` is the frame to clear after the loop,
-    and the binding leaves out the work on values not in ``reads`` (the gradients read
-    after each step) that no op of the block reads."""
+    ``current[outside]``; ``values`` are the gradients it left under the names of
+    ``reads`` (a tuple), in that order. One binding serves every step when it can; then
+    the holders named in ``shared`` keep their value from step to step (``run.per_step``
+    is False), ``run.frame`` is the frame to clear after the loop, and the binding leaves
+    out the work on values not in ``reads`` that no op of the block reads."""
     executor = ctx.executor
     if not reusable(block):
         prepared = executor.prepare(block)
@@ -355,27 +372,32 @@ def _grad_steps(ctx, block, outer, scopes, og_names, shared=frozenset(), reads=N
             _prepare_grad_scope(step, block, {inside: current[outside]
                                               for inside, outside in og_names})
             executor.run_prepared(prepared, step)
-
-            def read(name):
-                found = step.find_local_var(name)
-                return found.value if found is not None else None
-            return read
+            found = [step.find_local_var(name) for name in reads]
+            return [h.value if h is not None else None for h in found]
         run_per_step.per_step = True
         run_per_step.frame = None
         return run_per_step
-    names = set(_grads_written(block)) | {inside for inside, _ in og_names}
-    for step in scopes:
-        names.update(step.vars)
-    frame = _frame(ctx, "grad_frame", block, outer, frozenset(names), reads)
-    og_holders = tuple((frame.scope.vars[inside], outside) for inside, outside in og_names)
-    load, run, value = frame.load, frame.run, frame.value
+    grads, written = _block_writes(ctx, block)
+    insides = {inside for inside, _ in og_names}
+    kept = names_held(scopes)  # the names some step scope holds
+    frame = _frame(ctx, "grad_frame", block, outer, frozenset(kept.union(grads, insides)),
+                   frozenset(reads))
+    working = frame.scope.vars
+    og_holders = tuple((working[inside], outside) for inside, outside in og_names)
+    absent = ScopeVariable("")  # a name the block has no holder for reads as None
+    read_holders = tuple(working.get(name, absent) for name in reads)
+    # Holders a step need not load: the shared ones; the incoming gradients, set right
+    # after; and those no step holds and no op writes, which stay empty.
+    not_loaded = shared.union(insides, (name for name in working
+                                        if name not in kept and name not in written))
+    load, run = frame.load, frame.run
 
     def run_reused(step, current):
-        load(step, shared)
+        load(step, not_loaded)
         for holder, outside in og_holders:
             holder.value = current[outside]
         run()
-        return value
+        return [holder.value for holder in read_holders]
     run_reused.per_step = False
     run_reused.frame = frame
     return run_reused
@@ -413,9 +435,13 @@ class _Total:
         self.owned = False
 
     def add(self, value):
+        """Add one step's gradient (not None)."""
         total = self.value
-        if value is None:
-            return
+        if self.owned and value.__class__ is LoDTensor and total.__class__ is LoDTensor:
+            a, b = total.array, value.array
+            if b is not None and a.shape == b.shape and a.dtype == b.dtype:
+                a += b  # the same values a + b would give, without a new array
+                return
         if total is None:
             self.value = value  # a step's own value: not ours to change
             return
@@ -428,9 +454,6 @@ class _Total:
             return
         self.value = _add(total, value)
         self.owned = True
-
-
-_CARRIED, _LAST, _SUM = 0, 1, 2
 
 
 def _while_grad(ctx, xs, outs, ogs, scopes):
@@ -467,35 +490,37 @@ def _while_grad(ctx, xs, outs, ogs, scopes):
     pairs = [(k, j) for k, j in pairs if x_grads[j] in carried or x_grads[j] not in ctx.unused]
     shared = frozenset(grad_var_name(x_names[k]) for k, j in pairs
                        if x_grads[j] not in carried and isinstance(xs[k], list))
+    reads = tuple(dict.fromkeys(grad_var_name(x_names[k]) for k, _ in pairs))
     run_step = _grad_steps(ctx, block, outer, scopes or (),
-                           tuple(zip(inside_ogs, outside_ogs)), shared,
-                           frozenset(grad_var_name(x_names[k]) for k, _ in pairs))
-    totals = {}
-    # per gradient: (its name outside, its name inside, how the steps combine)
-    plan = []
+                           tuple(zip(inside_ogs, outside_ogs)), shared, reads)
+    where = {name: i for i, name in enumerate(reads)}
+    # how each gradient combines over the steps, with where run_step's values hold it
+    totals, sums, flows, lasts = {}, [], [], []
     for k, j in pairs:
-        gname, inside = x_grads[j], grad_var_name(x_names[k])
+        gname, i = x_grads[j], where[grad_var_name(x_names[k])]
         if gname in carried:
-            how = _CARRIED  # flows into the previous step
-        elif inside in shared and not run_step.per_step:
-            how = _LAST  # the one shared array already holds every step's slots
+            flows.append((i, gname))  # flows into the previous step
+        elif reads[i] in shared and not run_step.per_step:
+            lasts.append((i, gname))  # the one shared array already holds every step's slots
         else:
-            how = _SUM
-            totals.setdefault(gname, _Total())
-        plan.append((gname, inside, how))
+            total = totals.get(gname)
+            if total is None:
+                total = totals[gname] = _Total()
+            sums.append((i, total))
     last = {}
     try:
         for step in reversed(scopes or ()):
-            read = run_step(step, current)
-            for gname, inside, how in plan:
-                value = read(inside)
-                if how == _SUM:
-                    totals[gname].add(value)
-                elif how == _CARRIED:
-                    if value is not None:
-                        current[gname] = value
-                else:
-                    last[gname] = value
+            values = run_step(step, current)
+            for i, total in sums:
+                value = values[i]
+                if value is not None:
+                    total.add(value)
+            for i, gname in flows:
+                value = values[i]
+                if value is not None:
+                    current[gname] = value
+            for i, gname in lasts:
+                last[gname] = values[i]
     finally:
         if run_step.frame is not None:
             run_step.frame.clear()  # the last step's values go with the loop
