@@ -1,0 +1,78 @@
+"""Loop step scopes kept as values (KeptScope) and the grad body's frame: a step scope makes
+its holders only when looked at, and looking changes nothing while_grad computes."""
+import numpy as np
+
+import fluid_nb as fluid
+from fluid_nb import layers
+from fluid_nb.exec.frame import names_held
+from fluid_nb.exec.scope import KeptScope, Scope
+from fluid_nb.exec.tensor import LoDTensor
+
+
+def test_a_kept_scope_makes_its_holders_when_first_asked_for():
+    parent = Scope()
+    a, b = LoDTensor(np.ones(2)), LoDTensor(np.zeros(3))
+    step = KeptScope(parent, {"a": a, "b": b})
+    assert step.local_var_names() == ["a", "b"] and step.values is not None
+    assert names_held([step, Scope()]) == {"a", "b"}
+    assert step.find_var("a").value is a  # asking for a holder makes them all
+    assert step.values is None and set(step.vars) == {"a", "b"}
+    assert step.vars["b"].value is b and step.local_var_names() == ["a", "b"]
+    step.var("c").value = a  # from now on the holders are the scope's state
+    assert names_held([step]) == {"a", "b", "c"} and step.parent is parent
+
+
+def build_rnn():
+    main, startup = fluid.Program(), fluid.Program()
+    main.random_seed = startup.random_seed = 5
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = layers.data("x", [3], dtype="float64", lod_level=1)
+        drnn = layers.DynamicRNN()
+        with drnn.block():
+            word = drnn.step_input(x)
+            prev = drnn.memory(shape=[4], dtype="float64")
+            hidden = layers.fc(input=[word, prev], size=4, act="tanh")
+            drnn.update_memory(prev, hidden)
+            drnn.output(hidden)
+        loss = layers.mean(layers.sequence_last_step(drnn()))
+        fluid.backward.append_backward(loss)
+    return main, startup, loss
+
+
+class _LookAtSteps(list):
+    """An executor trace that, right after each ``while`` op, makes the holders of every
+    step scope it kept (as a scope view would) before ``while_grad`` reads them."""
+
+    def __init__(self, local):
+        super().__init__()
+        self.local = local
+        self.looked = 0
+
+    def append(self, item):
+        if item[0].type == "while":
+            for kid in self.local.kids:
+                if isinstance(kid, KeptScope):
+                    assert kid.vars  # materialised here
+                    self.looked += 1
+        super().append(item)
+
+
+def test_step_scopes_looked_at_before_while_grad_give_the_same_gradients():
+    main, startup, loss = build_rnn()
+    lengths = [3, 1, 4]
+    rng = np.random.RandomState(2)
+    feed = {"x": fluid.create_lod_tensor(rng.uniform(-1, 1, (sum(lengths), 3)), [lengths],
+                                         fluid.CPUPlace())}
+    grads = [p.name + "@GRAD" for p in main.global_block().all_parameters()]
+    scope, exe = fluid.Scope(), fluid.Executor(fluid.CPUPlace())
+    exe.run(startup, scope=scope)
+    exe.run(main, feed=feed, fetch_list=[loss] + grads, scope=scope)  # weights' caches warm
+    want = exe.run(main, feed=feed, fetch_list=[loss] + grads, scope=scope)
+    plan = next(iter(main._plans.values()))[2]
+    exe.trace = _LookAtSteps(plan.local)
+    got = exe.run(main, feed=feed, fetch_list=[loss] + grads, scope=scope)
+    assert exe.trace.looked == max(lengths)  # one kept scope per step
+    exe.trace = None
+    for name, a, b in zip(["loss"] + grads, got, want):
+        np.testing.assert_array_equal(a, b, err_msg=name)
+    assert plan.local.kids == []  # while_grad dropped the step scopes it read
