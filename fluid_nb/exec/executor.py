@@ -253,24 +253,31 @@ class _RunPlan:
 
 
 def run_steps(prepared, steps, trace=None):
-    """The interpreter's core loop: run each step; on failure name the op and its slots."""
-    index = 0
+    """The interpreter's core loop: run each step; on failure name the op and its slots.
+    The loop counts nothing: a failing step is found by identity afterwards (each op has
+    a closure of its own; only ``_noop``, which cannot fail, is shared)."""
+    step = None
     try:
         if trace is None:
             for step in steps:
                 step()
-                index += 1
         else:
             clock = time.perf_counter
-            for step in steps:
+            for p, step in zip(prepared.ops, steps):
                 start = clock()
                 step()
-                trace.append((prepared.ops[index].op, clock() - start))
-                index += 1
+                trace.append((p.op, clock() - start))
     except FluidError as exc:
-        raise _located(exc, prepared.ops[index], exc) from exc
+        raise _located(exc, prepared.ops[_index_of(steps, step)], exc) from exc
     except Exception as exc:  # a kernel's own failure: name the op, its inputs and shapes
-        raise _located(exc, prepared.ops[index], None) from exc
+        raise _located(exc, prepared.ops[_index_of(steps, step)], None) from exc
+
+
+def _index_of(steps, step):
+    for index, candidate in enumerate(steps):
+        if candidate is step:
+            return index
+    raise AssertionError("run_steps: the failing step is not one of the block's steps")
 
 
 def _located(exc, prepared_op, fluid_exc):
@@ -418,6 +425,9 @@ def _make_step(prepared_op, holder, place, executor, scope, dead=(), unused=froz
     if opdef.lod_aware and len(outs) == 1 and outs[0] is not None \
             and not isinstance(outs[0], list) and opdef.outputs[0].name not in lod_dsts:
         return _releasing(_values_step(fn, ctx, ins, outs[0]), dead)
+    if not opdef.lod_aware and len(outs) > 1 and lod_src is None and not dead \
+            and not any(isinstance(h, list) for h in ins + outs) and _leading_present(ins) > 0:
+        return _arrays_step(fn, ctx, ins, outs)
     return _general_step(fn, ctx, opdef, ins, outs, lod_src, lod_dsts, dead)
 
 
@@ -535,6 +545,44 @@ def _plain_step(fn, ctx, ins, out, src, dead):
         def step():
             out.value = new(fn(ctx, a.value.array, b.value.array), src.value._lod)
             d.value = None
+    return step
+
+
+def _arrays_step(fn, ctx, ins, outs):
+    """Arrays in (no duplicable slots; absent optional inputs only at the end), several
+    outputs taking no LoD, nothing to free: the grad ops of plain ops (mul_grad,
+    elementwise grads). What the kernel returns is stored as ``_general_step`` stores it."""
+    new = LoDTensor
+    present = [h for h in ins if h is not None]
+    absent = (None,) * (len(ins) - len(present))
+    stores = tuple((i, h) for i, h in enumerate(outs) if h is not None)
+
+    def stored(value):
+        if value.__class__ is np.ndarray or not isinstance(value, _RUNTIME_VALUES):
+            return new(value, [])
+        return value
+
+    def store(result):
+        for i, h in stores:
+            value = result[i]
+            if value is not None:
+                h.value = new(value) if value.__class__ is np.ndarray else stored(value)
+
+    if not absent and len(present) == 3:
+        a, b, c = present
+
+        def step():
+            store(fn(ctx, a.value.array, b.value.array, c.value.array))
+        return step
+    if not absent and len(present) == 2:
+        a, b = present
+
+        def step():
+            store(fn(ctx, a.value.array, b.value.array))
+        return step
+
+    def step():
+        store(fn(ctx, *[h.value.array for h in present], *absent))
     return step
 
 

@@ -126,6 +126,29 @@ def test_kernel_failure_names_op_and_inputs():
         exe.run(program, feed={"x": np.ones((1, 3), "float32")}, fetch_list=["z"], scope=scope)
 
 
+def test_a_failure_names_the_index_of_the_op_that_failed_traced_or_not():
+    program = fluid.Program()
+    block = program.global_block()
+    block.create_var(name="x", shape=[-1, 3], dtype="float32")
+    block.create_var(name="y", shape=[3], dtype="float32", persistable=True)
+    prev = "x"
+    for k in range(3):  # ops before the failing one, so its index is not 0 (feed is op 0)
+        block.create_var(name=f"s{k}", shape=[-1, 3], dtype="float32")
+        block.append_op("scale", {"X": [prev]}, {"Out": [f"s{k}"]}, {"scale": 2.0})
+        prev = f"s{k}"
+    block.create_var(name="z", shape=[-1, 3], dtype="float32")
+    block.append_op("elementwise_add", {"X": [prev], "Y": ["y"]}, {"Out": ["z"]})
+    scope = fluid.Scope()
+    scope.var("y").get_tensor().set(np.ones(4, "float32"))  # wrong size at run time
+    exe = fluid.Executor(fluid.CPUPlace())
+    for trace in (None, []):
+        exe.trace = trace
+        with pytest.raises(InvalidArgument, match=r"op 'elementwise_add' \(block 0, op 4\)"):
+            exe.run(program, feed={"x": np.ones((1, 3), "float32")}, fetch_list=["z"],
+                    scope=scope)
+    assert [op.type for op, _ in trace] == ["feed", "scale", "scale", "scale"]
+
+
 def test_scope_guard_switches_global_scope():
     scope = fluid.Scope()
     with fluid.scope_guard(scope):
