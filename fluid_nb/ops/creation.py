@@ -161,33 +161,12 @@ def_op("fill_any_like", inputs=["X"], outputs=["Out"],
        doc="Out = a tensor shaped like X, every element ``value``, of type ``dtype`` "
            "(-1: X's type).")
 
-#: distinct (shape, dtype) zero blocks one fill_zeros_like op keeps between runs
-_ZEROS_KEPT = 256
-
-
 def _zeros_like(ctx, x):
     """Zeros like a tensor (keeping its LoD), or like each tensor of a tensor array (the
-    zero gradient of an array that nothing read).
-
-    For an array, steps of one shape share one read-only zero block kept in the op's cache
-    across runs: values are never written in place, and an array's steps mostly repeat a
-    few shapes (a batch shrinking step by step), so a run allocates nothing."""
-    if not isinstance(x, LoDTensorArray):
-        return LoDTensor(ctx.xp.zeros_like(x.array), x._lod)
-    kept = ctx.cache.setdefault("zeros", {})
-    if len(kept) > _ZEROS_KEPT:
-        kept.clear()
-    out = LoDTensorArray()
-    for step in x:
-        array = step.array
-        key = (array.shape, array.dtype)
-        zeros = kept.get(key)
-        if zeros is None or not isinstance(zeros, type(array)):
-            zeros = kept[key] = ctx.xp.zeros_like(array)
-            if ctx.xp is np:  # CuPy arrays have no read-only flag
-                zeros.flags.writeable = False
-        out.append(LoDTensor(zeros, step._lod))
-    return out
+    zero gradient of an array that nothing read)."""
+    if isinstance(x, LoDTensorArray):
+        return LoDTensorArray(_zeros_like(ctx, t) for t in x)
+    return LoDTensor(ctx.xp.zeros_like(x.array), x._lod)
 
 
 def _zeros_like_infer(ctx):

@@ -607,19 +607,3 @@ def test_grad_makers_use_paddles_grad_ops():
                          {"Out": ["arr@GRAD"]})]
     assert types[3] == [("reorder_lod_tensor_by_rank_grad",
                          {"X": ["z@GRAD"], "RankTable": ["table"]}, {"Out": ["x@GRAD"]})]
-
-
-def test_zeros_like_a_tensor_array_follows_each_steps_shape_over_runs():
-    ops = [_rank_op(),
-           ("lod_tensor_to_array", {"X": ["x"], "RankTable": ["table"]}, {"Out": ["arr"]}, None),
-           ("fill_zeros_like", {"X": ["arr"]}, {"Out": ["zeros"]}, None)]
-    program = _program(ops, {"x": _data(r(6, 2), [[0, 3, 3, 4, 6]])})[0]
-    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
-    for lod, steps in (([[0, 3, 3, 4, 6]], [3, 2, 1]), ([[0, 1, 2, 3]], [3])):
-        (zeros,) = exe.run(program, feed={"x": (r(lod[0][-1], 2), lod)}, fetch_list=["zeros"],
-                           scope=scope, return_numpy=False)
-        assert [np.asarray(z).shape for z in zeros] == [(n, 2) for n in steps]
-        assert all(not np.asarray(z).any() and np.asarray(z).dtype == np.float32
-                   for z in zeros)
-        with pytest.raises(ValueError, match="read-only"):  # shared blocks: never written
-            np.asarray(zeros[0])[...] = 1.0
