@@ -445,14 +445,7 @@ def _runtime_step(fn, ctx, a, out):
 def _values_step(fn, ctx, ins, out):
     """Runtime values in (duplicable slots as lists), one output that takes no LoD from
     an input: tensor arrays, rank tables, LoD ops. What the kernel returns is stored as
-    ``_general_step`` stores it (an array becomes a LoDTensor; None leaves Out as it was)."""
-    keep = (LoDTensor, LoDTensorArray)  # exact classes stored as they are
-
-    def stored(value):
-        if value.__class__ is np.ndarray or not isinstance(value, _RUNTIME_VALUES):
-            return LoDTensor(value, [])
-        return value
-
+    ``_stored`` says (an array becomes a LoDTensor; None leaves Out as it was)."""
     if not any(isinstance(h, list) for h in ins) and all(h is not None for h in ins) \
             and len(ins) in (2, 3):
         if len(ins) == 2:
@@ -461,14 +454,14 @@ def _values_step(fn, ctx, ins, out):
             def step():
                 value = fn(ctx, a.value, b.value)
                 if value is not None:
-                    out.value = value if value.__class__ in keep else stored(value)
+                    out.value = _stored(value)
             return step
         a, b, c = ins
 
         def step():
             value = fn(ctx, a.value, b.value, c.value)
             if value is not None:
-                out.value = value if value.__class__ in keep else stored(value)
+                out.value = _stored(value)
         return step
     readers = tuple((h, isinstance(h, list)) for h in ins)
 
@@ -476,8 +469,19 @@ def _values_step(fn, ctx, ins, out):
         value = fn(ctx, *[None if h is None else [x.value for x in h] if many else h.value
                           for h, many in readers])
         if value is not None:
-            out.value = value if value.__class__ in keep else stored(value)
+            out.value = _stored(value)
     return step
+
+
+def _stored(value, lod=None):
+    """What a holder keeps of a kernel's result: an array (or scalar) as a LoDTensor with
+    ``lod`` (none when None), a LoDTensor without LoD of its own given ``lod``, any other
+    runtime value (tensor array, rank table, scopes) as it is."""
+    if value.__class__ is np.ndarray or not isinstance(value, _RUNTIME_VALUES):
+        return LoDTensor(value, lod if lod is not None else [])
+    if lod is not None and isinstance(value, LoDTensor) and not value._lod:
+        return LoDTensor(value.array, lod)
+    return value
 
 
 def _releasing(step, dead):
@@ -551,22 +555,16 @@ def _plain_step(fn, ctx, ins, out, src, dead):
 def _arrays_step(fn, ctx, ins, outs):
     """Arrays in (no duplicable slots; absent optional inputs only at the end), several
     outputs taking no LoD, nothing to free: the grad ops of plain ops (mul_grad,
-    elementwise grads). What the kernel returns is stored as ``_general_step`` stores it."""
-    new = LoDTensor
+    elementwise grads). What the kernel returns is stored as ``_stored`` says."""
     present = [h for h in ins if h is not None]
     absent = (None,) * (len(ins) - len(present))
     stores = tuple((i, h) for i, h in enumerate(outs) if h is not None)
-
-    def stored(value):
-        if value.__class__ is np.ndarray or not isinstance(value, _RUNTIME_VALUES):
-            return new(value, [])
-        return value
 
     def store(result):
         for i, h in stores:
             value = result[i]
             if value is not None:
-                h.value = new(value) if value.__class__ is np.ndarray else stored(value)
+                h.value = _stored(value)
 
     if not absent and len(present) == 3:
         a, b, c = present
@@ -590,7 +588,6 @@ def _general_step(fn, ctx, opdef, ins, outs, lod_src, lod_dsts, dead):
     """Any op: duplicable slots, several outputs, runtime tensors (``lod_aware``)."""
     lod_aware = opdef.lod_aware
     single = len(outs) == 1
-    new = LoDTensor
     # outputs worth storing: (position in the result, holder or holder list, shares LoD)
     stores = tuple((i, h, opdef.outputs[i].name in lod_dsts) for i, h in enumerate(outs)
                    if h is not None)
@@ -604,14 +601,6 @@ def _general_step(fn, ctx, opdef, ins, outs, lod_src, lod_dsts, dead):
         if isinstance(h, list):
             return [x.value if lod_aware else x.value.array for x in h]
         return h.value if lod_aware else h.value.array
-
-    def store(h, value, lod):
-        if value.__class__ is np.ndarray or not isinstance(value, _RUNTIME_VALUES):
-            h.value = new(value, lod if lod is not None else [])
-        elif lod is not None and isinstance(value, LoDTensor) and not value._lod:
-            h.value = new(value.array, lod)
-        else:
-            h.value = value
 
     def step():
         if arrays_only:
@@ -630,9 +619,9 @@ def _general_step(fn, ctx, opdef, ins, outs, lod_src, lod_dsts, dead):
             if h.__class__ is list:
                 for hh, v in zip(h, value):
                     if hh is not None and v is not None:
-                        store(hh, v, lod if share else None)
+                        hh.value = _stored(v, lod if share else None)
             else:
-                store(h, value, lod if share else None)
+                h.value = _stored(value, lod if share else None)
         for h in dead:
             h.value = None
     return step
