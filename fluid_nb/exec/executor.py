@@ -513,16 +513,17 @@ def _plain_step(fn, ctx, ins, out, src, dead):
     """Fast paths: one plain output, inputs not duplicable, absent optional inputs only at
     the end (passed as None). The common chain case, one temporary dying here, is inlined."""
     new = LoDTensor
-    present = [h for h in ins if h is not None]
-    absent = (None,) * (len(ins) - len(present))
-    if absent or len(present) > 2 or len(dead) > 1:
+    if None in ins or len(ins) > 2 or len(dead) > 1:
+        present = [h for h in ins if h is not None]
+        absent = (None,) * (len(ins) - len(present))
+
         def step():
             out.value = new(fn(ctx, *[h.value.array for h in present], *absent),
                             src.value._lod if src is not None else [])
         return _releasing(step, dead)
     d = dead[0] if dead else None
-    if len(present) == 1:
-        (a,) = present
+    if len(ins) == 1:
+        (a,) = ins
         if src is None and d is None:
             def step():
                 out.value = new(fn(ctx, a.value.array))
@@ -534,7 +535,7 @@ def _plain_step(fn, ctx, ins, out, src, dead):
             def step():
                 out.value = new(fn(ctx, a.value.array), src.value._lod)
         return step if src is None or d is None else _releasing(step, dead)
-    a, b = present
+    a, b = ins
     if src is None and d is None:
         def step():
             out.value = new(fn(ctx, a.value.array, b.value.array))

@@ -13,8 +13,8 @@ import sys
 from time import perf_counter
 
 from ..errors import FluidError, PreconditionNotMet, Unimplemented
-from ..exec.executor import KernelContext, PreparedOp, _feed_tensor, _located, _make_step
-from ..exec.tensor import LoDTensor
+from ..exec.executor import (KernelContext, PreparedOp, _feed_tensor, _located, _make_step,
+                             _plain_step)
 from ..framework.program import EMPTY_VAR_NAME
 from ..ops import registry
 
@@ -145,29 +145,29 @@ class OpRunner:
         if step is None:
             prepared = self._prepared(op)
             kernel = prepared.kernel
-            scope = self.scope
-
-            def holder(name):
-                found = scope.find_var(name)
-                return found if found is not None else scope.var(name)
-
             for names in op.inputs.values():
                 for name in names:
                     self._input_holder(op, name)
-            step = _make_step(prepared, holder, self.place, self.executor, scope)
+            step = _make_step(prepared, self._holder, self.place, self.executor, self.scope)
         entry = self.steps[op] = (step, kernel)
         return entry
 
+    def _holder(self, name):
+        """The scope holder of ``name``, created in the session scope when missing."""
+        found = self.scope.find_var(name)
+        return found if found is not None else self.scope.var(name)
+
     def _input_holder(self, op, name):
+        """The holder of input ``name``, given a value first when it has none."""
         found = self.scope.find_var(name)
         if found is None or found.value is None:
             found = self._provide_input(op, name)
         return found
 
     def _simple_step(self, op, opdef, fn):
-        """The executor's plain one-output step, bound with less work per op (an op appended
-        in live mode is bound once and usually run once, so binding is part of its cost).
-        None when the op needs the general binder."""
+        """The executor's plain one-output step, bound with less work per op than
+        ``_make_step`` does (an op appended in live mode is bound once and usually run once,
+        so binding is part of its cost). None when the op needs the general binder."""
         binding = _simple_binding(opdef)
         if binding is None:
             return None
@@ -175,39 +175,15 @@ class OpRunner:
         out_args = op.outputs.get(out_slot)
         if not out_args or out_args[0] == EMPTY_VAR_NAME:
             return None
-        scope = self.scope
         ins = []
         for slot in in_slots:
             args = op.inputs.get(slot)
             if not args:
                 return None  # an optional input left out: the general binder handles it
-            holder = scope.find_var(args[0])
-            if holder is None or holder.value is None:
-                holder = self._provide_input(op, args[0])
-            ins.append(holder)
+            ins.append(self._input_holder(op, args[0]))
         src = ins[src_index] if src_index is not None else None
-        out = scope.find_var(out_args[0])
-        if out is None:
-            out = scope.var(out_args[0])
-        ctx = KernelContext(op, self.place, self.executor, scope, wanted)
-        new = LoDTensor
-        if len(ins) == 1:
-            (a,) = ins
-            if src is None:
-                def step():
-                    out.value = new(fn(ctx, a.value.array))
-            else:
-                def step():
-                    out.value = new(fn(ctx, a.value.array), src.value._lod)
-            return step
-        a, b = ins
-        if src is None:
-            def step():
-                out.value = new(fn(ctx, a.value.array, b.value.array))
-        else:
-            def step():
-                out.value = new(fn(ctx, a.value.array, b.value.array), src.value._lod)
-        return step
+        ctx = KernelContext(op, self.place, self.executor, self.scope, wanted)
+        return _plain_step(fn, ctx, ins, self._holder(out_args[0]), src, ())
 
     def _provide_input(self, op, name):
         """An input without a value: feed a data variable's sample value, or say what to do.
@@ -223,8 +199,7 @@ class OpRunner:
                 f"{op.type}: input '{name}' expected a value in live mode, but the data "
                 f"variable has none; give it one with fluid.layers.data(..., value=arr) "
                 f"or fluid.feed({name!r}, arr)")
-        found = self.scope.find_var(name)
-        return found if found is not None else self.scope.var(name)
+        return self._holder(name)
 
 
 def _simple_binding(opdef):
