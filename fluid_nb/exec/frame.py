@@ -62,8 +62,7 @@ def _unwanted(prepared, outer, names, reads):
 def names_held(scopes):
     """The set of names any of ``scopes`` holds (a kept step's names without making its
     holders)."""
-    return set().union(*[step.values if step.__class__ is KeptScope and step.values is not None
-                         else step.vars for step in scopes])
+    return set().union(*[step.local_values() for step in scopes])
 
 
 class BodyFrame:
@@ -111,10 +110,7 @@ class BodyFrame:
         if loaded is None:
             loaded = self._loaded[keep] = tuple((h, h.name) for h in self.holders
                                                 if h.name not in keep)
-        values = step.values if step.__class__ is KeptScope else None
-        if values is None:  # a scope with holders of its own
-            values = {name: holder.value for name, holder in step.vars.items()}
-        get = values.get
+        get = step.local_values().get
         for holder, name in loaded:
             holder.value = get(name)
 

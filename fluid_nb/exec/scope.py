@@ -83,6 +83,10 @@ class Scope:
     def local_var_names(self):
         return list(self.vars)
 
+    def local_values(self):
+        """name -> value of the variables this scope holds itself (not its parents')."""
+        return {name: holder.value for name, holder in self.vars.items()}
+
     def get_tensor(self, name):
         holder = self.find_var(name)
         if holder is None:
@@ -118,6 +122,10 @@ class KeptScope(Scope):
 
     def local_var_names(self):
         return list(self.values if self._holders is None else self._holders)
+
+    def local_values(self):
+        """name -> value, without making holders when none were made yet."""
+        return self.values if self._holders is None else super().local_values()
 
 
 _global_scope = Scope()
