@@ -99,7 +99,7 @@ def _no_copy_names(block):
 
 
 def _while(ctx, xs, cond):
-    executor, outer = ctx.executor, ctx.scope
+    outer = ctx.scope
     block = _sub_block(ctx)
     cond_name = ctx.input_names("Condition")[0]
     holder = ctx.op.outputs.get("StepScopes")
@@ -159,15 +159,22 @@ def _iteration_runner(ctx, block, outer):
     return run_fresh
 
 
-def _snapshot_names(ctx, block):
-    """X names a step snapshots (kept in the op's cache while the program is unchanged)."""
+def _per_version(ctx, key, block, compute):
+    """``compute()``, kept in the op's cache under ``key`` while ``block`` is the same block
+    of an unchanged program."""
     version = block.program._version
-    held = ctx.cache.get("snapshot_names")
-    if held is None or held[0] != version:
+    held = ctx.cache.get(key)
+    if held is None or held[0] != version or held[1] is not block:
+        held = ctx.cache[key] = (version, block, compute())
+    return held[2]
+
+
+def _snapshot_names(ctx, block):
+    """X names a step snapshots."""
+    def compute():
         no_copy = _no_copy_names(block)
-        held = ctx.cache["snapshot_names"] = (
-            version, [n for n in ctx.input_names("X") if n not in no_copy])
-    return held[1]
+        return [n for n in ctx.input_names("X") if n not in no_copy]
+    return _per_version(ctx, "snapshot_names", block, compute)
 
 
 # --- backward of a sub-block -------------------------------------------------------------------
@@ -345,15 +352,10 @@ def _grads_written(grad_block):
 
 
 def _block_writes(ctx, block):
-    """(gradients the block writes, every name its ops write), kept in the op's cache
-    while the program is unchanged."""
-    version = block.program._version
-    held = ctx.cache.get("block_writes")
-    if held is None or held[0] != version or held[1] is not block:
-        written = {name for op in block.ops for name in op.output_arg_names}
-        held = ctx.cache["block_writes"] = (version, block, _grads_written(block),
-                                            frozenset(written))
-    return held[2], held[3]
+    """(gradients the block writes, every name its ops write)."""
+    return _per_version(ctx, "block_writes", block, lambda: (
+        _grads_written(block),
+        frozenset(name for op in block.ops for name in op.output_arg_names)))
 
 
 def _grad_steps(ctx, block, outer, scopes, og_names, shared, reads):
@@ -437,11 +439,6 @@ class _Total:
     def add(self, value):
         """Add one step's gradient (not None)."""
         total = self.value
-        if self.owned and value.__class__ is LoDTensor and total.__class__ is LoDTensor:
-            a, b = total.array, value.array
-            if b is not None and a.shape == b.shape and a.dtype == b.dtype:
-                a += b  # the same values a + b would give, without a new array
-                return
         if total is None:
             self.value = value  # a step's own value: not ours to change
             return
