@@ -12,7 +12,7 @@ the math runs on ``ctx.xp``.
 import numpy as np
 
 from ..errors import InvalidArgument, expected
-from ..exec.tensor import LoDTensor, lengths_to_offsets, offsets_to_lengths
+from ..exec.tensor import LoDTensor, offsets_to_lengths
 from ..framework.dtypes import VarType
 from ..framework.infer import dims_match
 from .registry import def_op, grad_maker, grads_like
@@ -91,6 +91,17 @@ def _pool_infer(ctx):
         ctx.set_output("MaxIndex", out, VarType.INT32)
 
 
+def _picked_rows(offsets, pooltype):
+    """LAST/FIRST pooling: (the non-empty sequences, the row of each that is picked)."""
+    nonempty = [i for i in range(len(offsets) - 1) if offsets[i + 1] > offsets[i]]
+    rows = [offsets[i + 1] - 1 if pooltype == "LAST" else offsets[i] for i in nonempty]
+    return nonempty, rows
+
+
+def _index_array(xp, positions):
+    return xp.asarray(np.asarray(positions, dtype="int64"))
+
+
 def _sequence_pool(ctx, x):
     xp, pooltype = ctx.xp, ctx.attrs["pooltype"]
     lod = lod_of("sequence_pool", x)
@@ -101,11 +112,9 @@ def _sequence_pool(ctx, x):
     # the pooled rows are the sequences of the next level up
     out_lod = [list(level) for level in lod[:-1]]
     if pooltype in ("LAST", "FIRST"):  # one row per non-empty sequence: one gather
-        nonempty = [i for i in range(count) if offsets[i + 1] > offsets[i]]
-        if nonempty:
-            rows = [offsets[i + 1] - 1 if pooltype == "LAST" else offsets[i]
-                    for i in nonempty]
-            out[xp.asarray(np.asarray(nonempty, dtype="int64"))] = gather_rows(xp, data, rows)
+        nonempty, rows = _picked_rows(offsets, pooltype)
+        if rows:
+            out[_index_array(xp, nonempty)] = gather_rows(xp, data, rows)
         return LoDTensor(out, out_lod), (LoDTensor(index) if index is not None else None)
     for i in range(count):
         start, end = offsets[i], offsets[i + 1]
@@ -153,16 +162,14 @@ def _sequence_pool_grad(ctx, x, max_index, dout):
         for i in range(flat.shape[0]):
             dx[idx[i][keep[i]], cols[keep[i]]] = flat[i][keep[i]]
         return LoDTensor(dx.reshape(shape), x.lod())
-    lengths = offsets_to_lengths(offsets)
     if pooltype in ("LAST", "FIRST"):
-        nonempty = [i for i, n in enumerate(lengths) if n]
-        rows = [offsets[i + 1] - 1 if pooltype == "LAST" else offsets[i] for i in nonempty]
+        nonempty, rows = _picked_rows(offsets, pooltype)
         # each non-empty sequence has a row of its own: a plain assignment, no summing
         dx = xp.zeros(shape, dtype=dtype)
         if rows:
-            dx[xp.asarray(np.asarray(rows, dtype="int64"))] = \
-                gather_rows(xp, dout, nonempty)
+            dx[_index_array(xp, rows)] = gather_rows(xp, dout, nonempty)
         return LoDTensor(dx, x.lod())
+    lengths = offsets_to_lengths(offsets)
     seg = segment_ids(offsets)
     dx = gather_rows(xp, dout, seg)
     if pooltype != "SUM":
