@@ -32,29 +32,24 @@ def _write_infer(ctx):
                    lod_level=ctx.input_lod_level("X"), type=VarType.LOD_TENSOR_ARRAY)
 
 
-class _Unbound:
-    value = None
-
-
 def _bound_output(ctx):
-    """The holder Out is bound to, looked up once per bound op (a binding's holders stay
-    the same); an object holding None when there is none."""
-    try:
-        return ctx.cache["out"]
-    except (KeyError, AttributeError):  # first run, or a context without a cache
+    """The holder Out is bound to (None when there is none), looked up once per bound op:
+    a binding's holders stay the same."""
+    cache = getattr(ctx, "cache", None)  # None: a bare context, looked up every time
+    holder = cache.get("out") if cache is not None else None
+    if holder is None:
         holder = ctx.scope.find_var(ctx.output_names("Out")[0])
-        if holder is None:
-            return _Unbound
-        if hasattr(ctx, "cache"):
-            ctx.cache["out"] = holder
-        return holder
+        if holder is not None and cache is not None:
+            cache["out"] = holder
+    return holder
 
 
 def _write_to_array(ctx, x, i):
     offset = host_int("write_to_array", "I", i)
     if offset < 0:
         raise InvalidArgument(expected("write_to_array", "input 'I'", ">= 0", offset))
-    old = _bound_output(ctx).value
+    holder = _bound_output(ctx)
+    old = holder.value if holder is not None else None
     token = ctx.executor.run_token if ctx.executor is not None else None
     if token is not None and getattr(old, "run_token", None) is token:
         array = old  # made earlier in this run: nobody else holds it yet
