@@ -120,11 +120,11 @@ def test_design_example_steps_shrink_as_the_rank_table_says():
 D, H = 3, 4
 
 
-def build_tanh_rnn(dtype="float32", boot_memory=True):
+def build_tanh_rnn(dtype="float32", boot_memory=True, x_gradient=True):
     main, startup = fluid.Program(), fluid.Program()
     main.random_seed = startup.random_seed = 7
     with fluid.program_guard(main, startup), fluid.unique_name.guard():
-        x = layers.data("x", [D], dtype=dtype, lod_level=1, stop_gradient=False)
+        x = layers.data("x", [D], dtype=dtype, lod_level=1, stop_gradient=not x_gradient)
         h0 = layers.data("h0", [H], dtype=dtype, stop_gradient=False)
         drnn = DynamicRNN()
         with drnn.block():
@@ -138,6 +138,15 @@ def build_tanh_rnn(dtype="float32", boot_memory=True):
             drnn.output(hidden)
         out = drnn()
     return main, startup, out
+
+
+def train_tanh_rnn(**kwargs):
+    """``build_tanh_rnn`` in float64 with loss = mean of its outputs and the backward."""
+    main, startup, out = build_tanh_rnn("float64", **kwargs)
+    with fluid.program_guard(main, startup):
+        loss = layers.mean(out)
+        fluid.backward.append_backward(loss)
+    return main, startup, loss
 
 
 def ref_tanh_rnn(x, h0, lengths, w, u, b):
@@ -224,20 +233,13 @@ def test_repeated_runs_bind_each_loop_body_once_and_follow_each_batch():
     what a fresh program gives, for batches of other lengths and step counts too."""
     from fluid_nb.exec import executor as executor_module
 
-    def build():
-        main, startup, out = build_tanh_rnn(dtype="float64")
-        with fluid.program_guard(main, startup):
-            loss = layers.mean(out)
-            fluid.backward.append_backward(loss)
-        return main, startup, loss
-
     names = ["x@GRAD", "h0@GRAD", "W@GRAD", "U@GRAD", "b@GRAD"]
     rng = np.random.RandomState(3)
     batches = []
     for lengths in ([2, 1, 3], [5, 2, 4, 1], [2, 1, 3]):
         batches.append({"x": lod_feed(rng.uniform(-1, 1, (sum(lengths), D)), lengths),
                         "h0": rng.uniform(-1, 1, (len(lengths), H))})
-    main, startup, loss = build()
+    main, startup, loss = train_tanh_rnn()
     scope = fluid.Scope()
     exe = fluid.Executor(fluid.CPUPlace())
     exe.run(startup, scope=scope)
@@ -246,7 +248,7 @@ def test_repeated_runs_bind_each_loop_body_once_and_follow_each_batch():
         got = exe.run(main, feed=feed, fetch_list=[loss] + names, scope=scope)
         if k:  # the first run bound both bodies; later runs bind nothing
             assert executor_module.stats["frames_bound"] == bound
-        fresh_main, fresh_startup, fresh_loss = build()
+        fresh_main, fresh_startup, fresh_loss = train_tanh_rnn()
         want, _ = run(fresh_main, fresh_startup, feed, [fresh_loss] + names)
         for name, a, b in zip(["loss"] + names, got, want):  # equal up to BLAS rounding
             np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-12, atol=1e-15,
@@ -259,32 +261,13 @@ def test_gradients_nobody_reads_are_not_computed_inside_the_loop():
     gradients are those of the program that does compute it."""
     from fluid_nb.exec.frame import _unwanted
 
-    def build(x_grad):
-        main, startup = fluid.Program(), fluid.Program()
-        main.random_seed = startup.random_seed = 7
-        with fluid.program_guard(main, startup), fluid.unique_name.guard():
-            x = layers.data("x", [D], dtype="float64", lod_level=1, stop_gradient=not x_grad)
-            drnn = DynamicRNN()
-            with drnn.block():
-                word = drnn.step_input(x)
-                prev = drnn.memory(shape=[H], dtype="float64")
-                hidden = layers.fc(input=[word, prev], size=H, act="tanh",
-                                   param_attr=[fluid.ParamAttr(name="W"),
-                                               fluid.ParamAttr(name="U")],
-                                   bias_attr=fluid.ParamAttr(name="b"))
-                drnn.update_memory(prev, hidden)
-                drnn.output(hidden)
-            loss = layers.mean(drnn())
-            fluid.backward.append_backward(loss)
-        return main, startup, loss
-
     lengths = [3, 1, 4]
     feed = {"x": lod_feed(np.random.RandomState(4).uniform(-1, 1, (sum(lengths), D)),
                           lengths)}
     names = ["W@GRAD", "U@GRAD", "b@GRAD"]
     results = []
     for x_grad in (True, False):
-        main, startup, loss = build(x_grad)
+        main, startup, loss = train_tanh_rnn(boot_memory=False, x_gradient=x_grad)
         got, _ = run(main, startup, feed, [loss] + names)
         results.append([np.asarray(g) for g in got])
     for name, a, b in zip(["loss"] + names, *results):
