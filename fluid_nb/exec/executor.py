@@ -513,7 +513,7 @@ def _plain_step(fn, ctx, ins, out, src, dead):
     """Fast paths: one plain output, inputs not duplicable, absent optional inputs only at
     the end (passed as None). The common chain case, one temporary dying here, is inlined."""
     new = LoDTensor
-    if None in ins or len(ins) > 2 or len(dead) > 1:
+    if len(ins) > 2 or len(dead) > 1 or ins[-1] is None:  # absent inputs come last
         present = [h for h in ins if h is not None]
         absent = (None,) * (len(ins) - len(present))
 

@@ -13,12 +13,10 @@ import sys
 from time import perf_counter
 
 from ..errors import FluidError, PreconditionNotMet, Unimplemented
-from ..exec.executor import (KernelContext, PreparedOp, _feed_tensor, _located, _make_step,
-                             _plain_step)
+from ..exec.executor import KernelContext, PreparedOp, _feed_tensor, _located, _make_step
+from ..exec.tensor import LoDTensor
 from ..framework.program import EMPTY_VAR_NAME
 from ..ops import registry
-
-_SIMPLE = {}  # OpDef -> its simple binding (see _simple_binding) or None
 
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _CONTEXTLIB = os.path.join("", "contextlib.py")
@@ -98,6 +96,7 @@ class OpRunner:
         self.place = place
         self.executor = executor
         self.steps = {}  # op -> (its bound step, a no-argument callable; the kernel bound)
+        self._by_type = {}  # op type -> (kernel, simple binding or None): see _resolved
         self.last_run = {}  # op -> seconds its kernel took the last time it ran (views show it)
 
     def clear(self):
@@ -138,16 +137,31 @@ class OpRunner:
         index = len(ops) - 1 if ops and ops[-1] is op else ops.index(op)
         return PreparedOp(op, opdef, opdef.kernel_for(self.place.device), index)
 
+    def _resolved(self, op_type):
+        """``(kernel, simple binding or None)`` of a registered op type on this runner's
+        place, worked out once per type; None for a type with no definition or kernel."""
+        known = self._by_type.get(op_type)
+        if known is None:
+            opdef = registry.find(op_type)
+            if opdef is None:
+                return None
+            kernel = opdef.kernel_for(self.place.device)
+            if kernel is None:
+                return None
+            known = self._by_type[op_type] = (kernel, _simple_binding(opdef))
+        return known
+
     def _build(self, op):
-        opdef = registry.find(op.type)
-        kernel = opdef.kernel_for(self.place.device) if opdef is not None else None
-        step = self._simple_step(op, opdef, kernel) if kernel is not None else None
+        resolved = self._resolved(op.type)
+        kernel = step = None
+        if resolved is not None:
+            kernel, binding = resolved
+            if binding is not None:
+                step = self._simple_step(op, kernel, binding)
         if step is None:
             prepared = self._prepared(op)
             kernel = prepared.kernel
-            for names in op.inputs.values():
-                for name in names:
-                    self._input_holder(op, name)
+            self._input_holders(op, [name for names in op.inputs.values() for name in names])
             step = _make_step(prepared, self._holder, self.place, self.executor, self.scope)
         entry = self.steps[op] = (step, kernel)
         return entry
@@ -157,33 +171,55 @@ class OpRunner:
         found = self.scope.find_var(name)
         return found if found is not None else self.scope.var(name)
 
-    def _input_holder(self, op, name):
-        """The holder of input ``name``, given a value first when it has none."""
-        found = self.scope.find_var(name)
-        if found is None or found.value is None:
-            found = self._provide_input(op, name)
-        return found
+    def _input_holders(self, op, names):
+        """The holders of the inputs ``names``, each given a value first when it has none."""
+        find = self.scope.find_var
+        holders = []
+        for name in names:
+            found = find(name)
+            if found is None or found.value is None:
+                found = self._provide_input(op, name)
+            holders.append(found)
+        return holders
 
-    def _simple_step(self, op, opdef, fn):
+    def _simple_step(self, op, fn, binding):
         """The executor's plain one-output step, bound with less work per op than
         ``_make_step`` does (an op appended in live mode is bound once and usually run once,
         so binding is part of its cost). None when the op needs the general binder."""
-        binding = _simple_binding(opdef)
-        if binding is None:
-            return None
         in_slots, out_slot, src_index, wanted = binding
         out_args = op.outputs.get(out_slot)
         if not out_args or out_args[0] == EMPTY_VAR_NAME:
             return None
-        ins = []
+        names = []
         for slot in in_slots:
             args = op.inputs.get(slot)
             if not args:
                 return None  # an optional input left out: the general binder handles it
-            ins.append(self._input_holder(op, args[0]))
+            names.append(args[0])
+        ins = self._input_holders(op, names)
         src = ins[src_index] if src_index is not None else None
         ctx = KernelContext(op, self.place, self.executor, self.scope, wanted)
-        return _plain_step(fn, ctx, ins, self._holder(out_args[0]), src, ())
+        out = self._holder(out_args[0])
+        # the two-input shapes of the executor's _plain_step with nothing to free, bound
+        # here directly: in live mode binding is part of every op's cost
+        new = LoDTensor
+        if len(ins) == 1:
+            (a,) = ins
+            if src is None:
+                def step():
+                    out.value = new(fn(ctx, a.value.array))
+            else:
+                def step():
+                    out.value = new(fn(ctx, a.value.array), src.value._lod)
+            return step
+        a, b = ins
+        if src is None:
+            def step():
+                out.value = new(fn(ctx, a.value.array, b.value.array))
+        else:
+            def step():
+                out.value = new(fn(ctx, a.value.array, b.value.array), src.value._lod)
+        return step
 
     def _provide_input(self, op, name):
         """An input without a value: feed a data variable's sample value, or say what to do.
@@ -204,10 +240,8 @@ class OpRunner:
 
 def _simple_binding(opdef):
     """For ops with one or two plain input slots and one plain output: ``(input slots,
-    output slot, index of the LoD source among the inputs or None, wanted outputs)``,
-    computed once per op definition; None for ops that need the general binder."""
-    if opdef in _SIMPLE:
-        return _SIMPLE[opdef]
+    output slot, index of the LoD source among the inputs or None, wanted outputs)``;
+    None for ops that need the general binder."""
     binding = None
     in_slots = tuple(s.name for s in opdef.inputs)
     if not opdef.lod_aware and len(opdef.outputs) == 1 and not opdef.outputs[0].duplicable \
@@ -219,5 +253,4 @@ def _simple_binding(opdef):
         if src is None or src in in_slots:
             binding = (in_slots, out, None if src is None else in_slots.index(src),
                        frozenset((out,)))
-    _SIMPLE[opdef] = binding
     return binding
