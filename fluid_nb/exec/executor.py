@@ -426,7 +426,7 @@ def _make_step(prepared_op, holder, place, executor, scope, dead=(), unused=froz
             and not isinstance(outs[0], list) and opdef.outputs[0].name not in lod_dsts:
         return _releasing(_values_step(fn, ctx, ins, outs[0]), dead)
     if not opdef.lod_aware and len(outs) > 1 and lod_src is None and not dead \
-            and not any(isinstance(h, list) for h in ins + outs) and _leading_present(ins) > 0:
+            and not any(isinstance(h, list) for h in ins + outs) and ins and ins[0] is not None:
         return _arrays_step(fn, ctx, ins, outs)
     return _general_step(fn, ctx, opdef, ins, outs, lod_src, lod_dsts, dead)
 
@@ -446,6 +446,14 @@ def _values_step(fn, ctx, ins, out):
     """Runtime values in (duplicable slots as lists), one output that takes no LoD from
     an input: tensor arrays, rank tables, LoD ops. What the kernel returns is stored as
     ``_stored`` says (an array becomes a LoDTensor; None leaves Out as it was)."""
+    if len(ins) == 1 and isinstance(ins[0], list) and len(ins[0]) == 2:
+        (a, b), = ins  # two gradients meeting in a sum
+
+        def step():
+            value = fn(ctx, [a.value, b.value])
+            if value is not None:
+                out.value = _stored(value)
+        return step
     if not any(isinstance(h, list) for h in ins) and all(h is not None for h in ins) \
             and len(ins) in (2, 3):
         if len(ins) == 2:
@@ -513,6 +521,15 @@ def _plain_step(fn, ctx, ins, out, src, dead):
     """Fast paths: one plain output, inputs not duplicable, absent optional inputs only at
     the end (passed as None). The common chain case, one temporary dying here, is inlined."""
     new = LoDTensor
+    if len(ins) == 2 and ins[1] is None and ins[0] is not None:  # an optional input absent
+        a = ins[0]
+        if src is None:
+            def step():
+                out.value = new(fn(ctx, a.value.array, None))
+        else:
+            def step():
+                out.value = new(fn(ctx, a.value.array, None), src.value._lod)
+        return _releasing(step, dead)
     if len(ins) > 2 or len(dead) > 1 or ins[-1] is None:  # absent inputs come last
         present = [h for h in ins if h is not None]
         absent = (None,) * (len(ins) - len(present))
@@ -554,11 +571,10 @@ def _plain_step(fn, ctx, ins, out, src, dead):
 
 
 def _arrays_step(fn, ctx, ins, outs):
-    """Arrays in (no duplicable slots; absent optional inputs only at the end), several
-    outputs taking no LoD, nothing to free: the grad ops of plain ops (mul_grad,
-    elementwise grads). What the kernel returns is stored as ``_stored`` says."""
-    present = [h for h in ins if h is not None]
-    absent = (None,) * (len(ins) - len(present))
+    """Arrays in (no duplicable slots, the first input present; an absent optional input
+    is passed as None), several outputs taking no LoD, nothing to free: the grad ops of
+    plain ops (mul_grad, elementwise grads). What the kernel returns is stored as
+    ``_stored`` says."""
     stores = tuple((i, h) for i, h in enumerate(outs) if h is not None)
 
     def store(result):
@@ -567,21 +583,28 @@ def _arrays_step(fn, ctx, ins, outs):
             if value is not None:
                 h.value = _stored(value)
 
-    if not absent and len(present) == 3:
-        a, b, c = present
+    present = tuple(h is not None for h in ins)
+    if present == (True, True, True):
+        a, b, c = ins
 
         def step():
             store(fn(ctx, a.value.array, b.value.array, c.value.array))
         return step
-    if not absent and len(present) == 2:
-        a, b = present
+    if present == (True, True):
+        a, b = ins
 
         def step():
             store(fn(ctx, a.value.array, b.value.array))
         return step
+    if present == (True, True, False, True):  # elementwise grads that take no Out
+        a, b, _, d = ins
+
+        def step():
+            store(fn(ctx, a.value.array, b.value.array, None, d.value.array))
+        return step
 
     def step():
-        store(fn(ctx, *[h.value.array for h in present], *absent))
+        store(fn(ctx, *[h.value.array if h is not None else None for h in ins]))
     return step
 
 
