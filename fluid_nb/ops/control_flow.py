@@ -439,15 +439,16 @@ class _Total:
     def add(self, value):
         """Add one step's gradient (not None)."""
         total = self.value
+        if self.owned and value.__class__ is LoDTensor:  # the common case, tested first
+            a, b = total.array, value.array
+            if b is not None and a.shape == b.shape and a.dtype == b.dtype:
+                a += b  # the same values a + b would give, without a new array
+                return
         if total is None:
             self.value = value  # a step's own value: not ours to change
             return
         if isinstance(value, list) or isinstance(total, list):
             self.value = _accumulate(total, value)
-            return
-        a, b = total.array, value.array
-        if self.owned and b is not None and a.shape == b.shape and a.dtype == b.dtype:
-            a += b  # the same values a + b would give, without a new array
             return
         self.value = _add(total, value)
         self.owned = True
