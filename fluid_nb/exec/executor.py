@@ -22,6 +22,7 @@ from ..framework.attrs import AttrType
 from ..framework.dtypes import VarType, convert_dtype, dtype_name, to_numpy_dtype
 from ..framework.program import EMPTY_VAR_NAME, Program, default_main_program
 from ..ops import registry
+from .host_memory import keep_freed_memory
 from .place import CPUPlace
 from .scope import Scope, global_scope
 from .tensor import LoDTensor, LoDTensorArray, SelectedRows, as_tensor
@@ -115,6 +116,7 @@ class Executor:
 
     def __init__(self, place=None):
         self.place = place if place is not None else CPUPlace()
+        keep_freed_memory()  # a run's freed host memory serves the next run, as in Paddle
         self._place_key = repr(self.place)  # plain string: hashed in C on every run
         self._prepared = {}  # id(block) -> (block, PreparedBlock) for sub-blocks
         self.trace = None  # set to a list to record (op, seconds) per op run
