@@ -10,20 +10,35 @@ sequences of the next level) it holds. The sort is stable, so equal lengths keep
 original order. ``coarse_lod`` keeps the LoD levels above ``level`` (offsets), so that
 ``array_to_lod_tensor`` can rebuild the whole LoD.
 """
+from bisect import bisect_left
+
 from ..errors import InvalidArgument, expected
 
 
 class LoDRankTable(list):
     """``[(index, length), ...]`` sorted by length, descending (stable).
 
-    A list subclass so that the executor stores it as a runtime value as it is.
+    A list subclass so that the executor stores it as a runtime value as it is. Like every
+    value it is not changed once made: ``batch_size_at`` reads lengths kept at construction.
     """
 
-    __slots__ = ("coarse_lod",)
+    __slots__ = ("coarse_lod", "_negated_lengths")
 
     def __init__(self, items=(), coarse_lod=()):
         super().__init__((int(i), int(n)) for i, n in items)
         self.coarse_lod = [list(level) for level in coarse_lod]
+        self._negated_lengths = [-n for _, n in self]
+
+    @classmethod
+    def _of_ints(cls, items, coarse_lod):
+        """A table of ``(int, int)`` pairs already ranked, taking ``coarse_lod`` as it is:
+        the constructor without its conversions."""
+        table = cls.__new__(cls)
+        list.extend(table, items)
+        table.coarse_lod = coarse_lod
+        # ascending, so that bisect counts the sequences longer than a step
+        table._negated_lengths = [-n for _, n in items]
+        return table
 
     @classmethod
     def from_lod(cls, lod, level=0, where="lod_rank_table"):
@@ -31,10 +46,16 @@ class LoDRankTable(list):
         if not 0 <= level < len(lod):
             raise InvalidArgument(expected(where, "attribute 'level'",
                                            f"in [0, {len(lod)}) (the LoD depth of X)", level))
-        offsets = lod[level]
-        items = [(i, b - a) for i, (a, b) in enumerate(zip(offsets, offsets[1:]))]
-        items.sort(key=lambda item: -item[1])  # list.sort is stable, as std::stable_sort
-        return cls(items, lod[:level])
+        offsets = list(map(int, lod[level]))
+        lengths = [b - a for a, b in zip(offsets, offsets[1:])]
+        # sorted() is stable with reverse=True too, as std::stable_sort
+        order = sorted(range(len(lengths)), key=lengths.__getitem__, reverse=True)
+        return cls._of_ints([(i, lengths[i]) for i in order],
+                            [list(level) for level in lod[:level]])
+
+    def copy(self):
+        """A new table equal to this one (its coarse LoD copied too)."""
+        return self._of_ints(list(self), [list(level) for level in self.coarse_lod])
 
     @property
     def level(self):
@@ -55,12 +76,7 @@ class LoDRankTable(list):
     def batch_size_at(self, step):
         """How many sequences are longer than ``step`` (the batch size of time step
         ``step``): a prefix of the ranking, since lengths descend."""
-        count = 0
-        for _, length in self:
-            if length <= step:
-                break
-            count += 1
-        return count
+        return bisect_left(self._negated_lengths, -step)
 
     def __repr__(self):
         return f"LoDRankTable(level={self.level}, items={list(self)})"

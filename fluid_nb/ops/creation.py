@@ -308,8 +308,22 @@ def _increment_infer(ctx):
     ctx.set_output("Out", shape, ctx.input_dtype("X"))
 
 
+def _increment(ctx, x):
+    cache = getattr(ctx, "cache", None)
+    step = cache.get("step") if cache is not None else None
+    if step is None or step.dtype != x.dtype or step.shape != x.shape:
+        # step converted to X's type once, as an array shaped like X: adding two arrays
+        # of one element costs a third of adding a NumPy scalar
+        step = ctx.xp.full(x.shape, x.dtype.type(ctx.attrs["step"]), x.dtype)
+        if isinstance(step, np.ndarray):
+            step.flags.writeable = False  # shared by every run: never written
+        if cache is not None:
+            cache["step"] = step
+    return x + step
+
+
 def_op("increment", inputs=["X"], outputs=["Out"], attrs={"step": ("float", 1.0)},
        infer_shape=_increment_infer, share_lod=("X", ["Out"]),
-       kernel=lambda ctx, x: x + x.dtype.type(ctx.attrs["step"]),
+       kernel=_increment,
        doc="Out = X + step, X one element; step is first converted to X's type (so an "
            "int counter adds int(step)).")

@@ -104,7 +104,17 @@ def _rank_table_infer(ctx):
 
 def _lod_rank_table(ctx, x):
     x = tensor("lod_rank_table", "X", x)
-    return LoDRankTable.from_lod(x._lod, ctx.attrs["level"])
+    level = ctx.attrs["level"]
+    cache = getattr(ctx, "cache", None)
+    if cache is None:
+        return LoDRankTable.from_lod(x._lod, level)
+    # a loop fed the same batch again ranks the same LoD: copy the last table made
+    last = cache.get("table")
+    if last is not None and last[0] == x._lod[:level + 1]:
+        return last[1].copy()
+    table = LoDRankTable.from_lod(x._lod, level)
+    cache["table"] = ([list(offsets) for offsets in x._lod[:level + 1]], table.copy())
+    return table
 
 
 def _non_negative(value):
@@ -143,7 +153,7 @@ def _lod_tensor_to_array(ctx, x, table):
     level = table.level
     steps = table[0][1] if table else 0
     if level == len(lod) - 1:  # the items are rows: each step is a gather, with no LoD
-        return _rows_to_array(ctx.xp, x.array, lod[level], table, steps)
+        return _rows_to_array(ctx, x.array, lod[level], table, steps)
     out = LoDTensorArray()
     for t in range(steps):
         step_lod, ranges = [], []
@@ -158,17 +168,31 @@ def _lod_tensor_to_array(ctx, x, table):
     return out
 
 
-def _rows_to_array(xp, data, offsets, table, steps):
+def _rows_to_array(ctx, data, offsets, table, steps):
     if not steps:
         return LoDTensorArray()
+    index, bounds = _step_major_rows(ctx, offsets, table, steps)
+    # one gather for all steps; each step is then a slice (a view) of it
+    rows = ctx.xp.take(data, index, axis=0)
+    return LoDTensorArray(map(LoDTensor, map(rows.__getitem__, bounds)))
+
+
+def _step_major_rows(ctx, offsets, table, steps):
+    """(the rows of all steps, step-major and in rank order within a step, as an index
+    array; each step's slice of them). They depend on the LoD and the table alone, so the
+    op keeps the last ones it made: a loop fed batches of the same LoD reuses them."""
+    cache = getattr(ctx, "cache", None)
+    last = cache.get("rows") if cache is not None else None
+    if last is not None and last[0] == offsets and last[1] == table and last[2] == steps:
+        return last[3]
     starts = np.array([offsets[index] for index, _ in table], dtype=np.int64)
     running = _running(table, steps)
-    # one gather for all steps, step-major and rank order within a step; each step is then
-    # a slice (a view) of it
-    rows = data[xp.asarray((starts[None, :] + np.arange(steps)[:, None])[running])]
+    index = ctx.xp.asarray((starts[None, :] + np.arange(steps)[:, None])[running])
     ends = np.cumsum(running.sum(axis=1)).tolist()
-    return LoDTensorArray(LoDTensor(rows[begin:end])
-                          for begin, end in zip([0] + ends[:-1], ends))
+    plan = index, [slice(begin, end) for begin, end in zip([0] + ends[:-1], ends)]
+    if cache is not None:
+        cache["rows"] = (list(offsets), list(table), steps, plan)
+    return plan
 
 
 def _to_array_grad(g):
@@ -206,11 +230,13 @@ def _array_to_lod_tensor(ctx, array, table):
             raise InvalidArgument(expected(op, f"X[{t}]", f"dims [-1, {list(dims)}"
                                            f"] and dtype {dtype} as X[0]",
                                            f"{list(data.shape)} {data.dtype}"))
-    running = _running(table, len(array))
-    if all(not step._lod and step.array.shape[0] >= n for step, n
-           in zip(array, running.sum(axis=1).tolist())):
-        return _array_rows_to_lod_tensor(ctx.xp, array, table, running, op,
-                                         getattr(ctx, "cache", None))
+    if not any([step._lod for step in array]):
+        if table and table[0][1] > len(array):  # the table is sorted longest first
+            raise InvalidArgument(expected(op, "input 'X'", f"at least {table[0][1]} steps "
+                                           f"(a sequence's length in RankTable)", len(array)))
+        plan = _input_order_rows(ctx, table, [step.array.shape[0] for step in array])
+        if plan is not None:
+            return _gather_steps(ctx, array, table, *plan)
     ranked = [0]
     inner = []
     pieces = []
@@ -237,34 +263,54 @@ def _running(table, steps):
     return np.arange(steps)[:, None] < lengths[None, :]
 
 
-def _array_rows_to_lod_tensor(xp, array, table, running, op, scratch=None):
-    """The common case (array items are rows without LoD; item t row p belongs to the
-    sequence at rank position p) as one gather; ``running`` is ``_running(table, steps)``.
-
-    The steps are concatenated into a buffer kept in ``scratch`` (the op's cache) between
-    runs: it is the gather's source only, never a value anyone sees, and a fresh buffer of
-    that size each run would be handed back to the OS and faulted in again every time."""
-    if table and table[0][1] > len(array):  # the table is sorted longest first
-        raise InvalidArgument(expected(op, "input 'X'", f"at least {table[0][1]} steps "
-                                       f"(a sequence's length in RankTable)", len(array)))
-    sizes = np.array([step.array.shape[0] for step in array], dtype=np.int64)
-    step_start = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-    # [position, step] -> row of the concatenated steps; positions in input order, each
-    # sequence's steps in time order: row-major order is the output's row order
-    order = np.argsort(np.array([index for index, _ in table], dtype=np.int64), kind="stable")
-    rows = (step_start[None, :] + order[:, None])[running.T[order]]
-    ranked = np.concatenate([[0], np.cumsum(running.sum(axis=0)[order])]).tolist()
-    steps = [step.array for step in array]
-    if scratch is None:
-        data = xp.concatenate(steps)
+def _input_order_rows(ctx, table, sizes):
+    """Where the steps' rows go when they are rows without LoD (item t row p belongs to the
+    sequence at rank position p): (the rows of the concatenated steps in output order, as an
+    index array; the sequence offsets), or None when a step has fewer rows than sequences
+    still running. They depend on the table and the steps' sizes alone, so the op keeps the
+    last ones it made."""
+    cache = getattr(ctx, "cache", None)
+    last = cache.get("rows") if cache is not None else None
+    if last is not None and last[0] == sizes and last[1] == table:
+        return last[2]
+    running = _running(table, len(sizes))
+    if (np.asarray(sizes) < running.sum(axis=1)).any():
+        plan = None
     else:
-        total, first = int(sizes.sum()), steps[0]
-        buffer = scratch.get("steps")
-        if buffer is None or buffer.shape[0] < total or buffer.shape[1:] != first.shape[1:] \
-                or buffer.dtype != first.dtype or not isinstance(buffer, type(first)):
-            buffer = scratch["steps"] = xp.empty((total,) + first.shape[1:], first.dtype)
-        data = xp.concatenate(steps, out=buffer[:total])
-    return LoDTensor(data[xp.asarray(rows)], table.coarse_lod + [ranked])
+        step_start = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        # [position, step] -> row of the concatenated steps; positions in input order, each
+        # sequence's steps in time order: row-major order is the output's row order
+        order = np.argsort(np.array([index for index, _ in table], dtype=np.int64),
+                           kind="stable")
+        rows = ctx.xp.asarray((step_start[None, :] + order[:, None])[running.T[order]])
+        plan = rows, np.concatenate([[0], np.cumsum(running.sum(axis=0)[order])]).tolist()
+    if cache is not None:
+        cache["rows"] = (list(sizes), list(table), plan)
+    return plan
+
+
+def _gather_steps(ctx, array, table, rows, offsets):
+    """Out of the steps of ``array`` (rows without LoD), gathered to ``rows`` of their
+    concatenation; its LoD the table's coarse levels and ``offsets``."""
+    steps = [step.array for step in array]
+    return LoDTensor(ctx.xp.take(_concatenated(ctx, steps), rows, axis=0),
+                     table.coarse_lod + [list(offsets)])
+
+
+def _concatenated(ctx, steps):
+    """The steps concatenated, into a buffer the op keeps between runs: it is the gather's
+    source only, never a value anyone sees, and a fresh buffer of that size each run could
+    be handed back to the OS and faulted in again every time."""
+    xp, first = ctx.xp, steps[0]
+    cache = getattr(ctx, "cache", None)
+    if cache is None:
+        return xp.concatenate(steps)
+    total = sum([step.shape[0] for step in steps])
+    buffer = cache.get("steps")
+    if buffer is None or buffer.shape[0] < total or buffer.shape[1:] != first.shape[1:] \
+            or buffer.dtype != first.dtype or not isinstance(buffer, type(first)):
+        buffer = cache["steps"] = xp.empty((total,) + first.shape[1:], first.dtype)
+    return xp.concatenate(steps, out=buffer[:total])
 
 
 def _from_array_grad(g):
@@ -292,10 +338,15 @@ def _shrink_infer(ctx):
 
 def _shrink_rnn_memory(ctx, x, table, i):
     op = "shrink_rnn_memory"
-    x, table = tensor(op, "X", x), rank_table(op, table)
+    if type(x) is not LoDTensor or x.array is None:
+        x = tensor(op, "X", x)
+    if type(table) is not LoDRankTable:
+        table = rank_table(op, table)
     keep = table.batch_size_at(host_int(op, "I", i))
+    if not x._lod:  # a batch of rows (DynamicRNN's memories): its first rows
+        return LoDTensor(x.array[:keep])
     height, lod = keep, []
-    if x._lod and len(x._lod[0]) > keep:
+    if len(x._lod[0]) > keep:
         if len(x._lod) > 1:
             lengths, (_, height) = sub_lod(x._lod, 0, keep, 0)
             append_lod(lod, lengths)
@@ -320,12 +371,15 @@ def _shrink_grad_infer(ctx):
 
 
 def _shrink_rnn_memory_grad(ctx, x, dout):
-    x = tensor("shrink_rnn_memory_grad", "X", x)
-    if dout is not None and dout.array is not None and dout.array.shape == x.array.shape:
-        return LoDTensor(dout.array, x._lod)  # nothing was cut at this step
-    dx = ctx.xp.zeros_like(x.array)
-    if dout is not None and dout.array is not None and dout.array.shape[0]:
-        dx[:dout.array.shape[0]] = dout.array
+    if type(x) is not LoDTensor or x.array is None:
+        x = tensor("shrink_rnn_memory_grad", "X", x)
+    rows = dout.array if dout is not None else None
+    if rows is not None and rows.shape == x.array.shape:
+        return LoDTensor(rows, x._lod)  # nothing was cut at this step
+    # zeros(shape, dtype) costs a quarter of zeros_like, and every row gets a value anyway
+    dx = ctx.xp.zeros(x.array.shape, x.array.dtype)
+    if rows is not None and rows.shape[0]:
+        dx[:rows.shape[0]] = rows
     return LoDTensor(dx, x._lod)
 
 

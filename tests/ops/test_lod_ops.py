@@ -4,6 +4,9 @@ Rank tables and tensor arrays cannot be fed by the table harness, so ops that ta
 tested with small hand-built programs (``_run``) and a finite-difference check over a chain
 of ops (``_grad_check``).
 """
+import copy
+import pickle
+
 import numpy as np
 import pytest
 
@@ -167,6 +170,34 @@ def test_rank_table_is_stable_and_keeps_empty_sequences_last():
     assert [table.batch_size_at(t) for t in range(4)] == [3, 3, 1, 0]
 
 
+def test_rank_table_batch_sizes_and_copies():
+    table = LoDRankTable([(2, 3), (0, 2), (3, 2), (1, 0)], [[0, 4]])
+    assert [table.batch_size_at(t) for t in range(-1, 5)] == [4, 3, 3, 1, 0, 0]
+    for other in (table.copy(), copy.deepcopy(table), pickle.loads(pickle.dumps(table))):
+        assert isinstance(other, LoDRankTable) and other is not table
+        assert other.items() == table.items() and other.coarse_lod == [[0, 4]]
+        assert other.coarse_lod is not table.coarse_lod
+        assert [other.batch_size_at(t) for t in range(4)] == [3, 3, 1, 0]
+    assert LoDRankTable().batch_size_at(0) == 0
+
+
+def test_rank_table_op_reruns_on_other_and_equal_lods():
+    """The op keeps its last table: an equal LoD gets an equal table of its own, another
+    LoD a table of its own ranking."""
+    program = _program([_rank_op()], {"x": _data(r(6, 1), [[0, 3, 4, 6]])})[0]
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    tables = []
+    for offsets in ([0, 3, 4, 6], [0, 1, 4, 6], [0, 3, 4, 6], [0, 3, 4, 6], [0, 2, 2, 6]):
+        (table,) = exe.run(program, feed={"x": (r(6, 1), [offsets])}, fetch_list=["table"],
+                           scope=scope, return_numpy=False)
+        assert table.items() == ref_rank_table(offsets) and table.coarse_lod == []
+        lengths = np.diff(offsets)
+        assert [table.batch_size_at(t) for t in range(5)] == \
+            [int((lengths > t).sum()) for t in range(5)]
+        assert all(table is not earlier for earlier in tables)
+        tables.append(table)
+
+
 def test_rank_table_of_a_lower_level_keeps_the_coarse_lod():
     lod = [[0, 1, 3], [0, 2, 5, 6]]  # 2 paragraphs of 1 and 2 sentences (2, 3, 1 words)
     (t0, t1) = _run([_rank_op(out="t0"), _rank_op(out="t1", level=1)],
@@ -239,6 +270,30 @@ def test_round_trip_runs_again_on_larger_and_smaller_batches():
         outputs.append((np.asarray(y), x))
     for got, want in outputs:  # no output shares memory with a later run's
         np.testing.assert_array_equal(got, want)
+
+
+def test_round_trip_reruns_on_batches_with_the_same_step_sizes():
+    """Both ops keep the row plan of their last run; batches whose steps have the same sizes
+    but whose sequences are ranked differently, or that start elsewhere, get their own."""
+    ops = [_rank_op(),
+           ("lod_tensor_to_array", {"X": ["x"], "RankTable": ["table"]}, {"Out": ["arr"]}, None),
+           ("array_to_lod_tensor", {"X": ["arr"], "RankTable": ["table"]}, {"Out": ["y"]}, None)]
+    program = _program(ops, {"x": _data(r(6, 2), [[0, 3, 4, 6]])})[0]
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    # lengths 3, 1, 2 / 1, 3, 2 / 2, 1, 3: steps of 3, 2 and 1 rows each time
+    for offsets in ([0, 3, 4, 6], [0, 1, 4, 6], [0, 3, 4, 6], [0, 2, 3, 6], [0, 2, 3, 6]):
+        x = r(6, 2)
+        table, arr, y = exe.run(program, feed={"x": (x, [offsets])},
+                                fetch_list=["table", "arr", "y"], scope=scope,
+                                return_numpy=False)
+        assert table.items() == ref_rank_table(offsets)
+        want = ref_time_steps(x, offsets, table)
+        assert len(arr) == len(want)
+        for got, step in zip(arr, want):
+            np.testing.assert_array_equal(np.asarray(got), step)
+            assert got.lod() == []
+        np.testing.assert_array_equal(np.asarray(y), x)
+        assert y.lod() == [offsets]
 
 
 def test_to_array_at_level_0_of_two_level_lod_keeps_the_inner_lod():

@@ -106,6 +106,27 @@ CREATION_CASES = [
            ref=lambda i, a: {"Out": np.array([-1.5], "float32")}, name="float"),
 ]
 
+
+
+def test_increment_reruns_on_other_dtypes_and_shapes():
+    """The op keeps its step converted to the last X's type and shape; another X gets its
+    own."""
+    kernel = registry.get("increment").kernel_for("cpu")
+
+    class Ctx:
+        attrs = {"step": 1.5}
+        xp = np
+        cache = {}
+    for x, want in ((ints(5), ints(6)), (ints(5), ints(6)),
+                    (np.array([[2.0]], "float32"), np.array([[3.5]], "float32")),
+                    (np.array([7], "int32"), np.array([8], "int32")),
+                    (np.array([1.0], "float64"), np.array([2.5], "float64"))):
+        got = kernel(Ctx, x)
+        np.testing.assert_array_equal(got, want)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        assert x.tolist() != got.tolist()  # X itself is not changed
+
+
 A, B, C = r(2, 3), r(2, 1), r(2, 2)
 
 SHAPE_CASES = [
