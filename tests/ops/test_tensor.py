@@ -108,6 +108,30 @@ CREATION_CASES = [
 
 
 
+def test_fill_zeros_like_of_tensors_and_arrays_keeps_shapes_dtypes_and_lod():
+    from fluid_nb.exec.tensor import LoDTensor, LoDTensorArray
+    kernel = registry.get("fill_zeros_like").kernel_for("cpu")
+
+    class Ctx:
+        attrs = {}
+        xp = np
+        cache = {}
+    items = [LoDTensor(r(3, 2), [[0, 1, 3]]), LoDTensor(ints(4, 5, dtype="int32")),
+             LoDTensor(np.asfortranarray(r(2, 3)).astype("float64")),
+             LoDTensor(np.array(2.5, "float32"))]
+    for x in (LoDTensorArray(items), LoDTensorArray(), *items):
+        got = kernel(Ctx, x)
+        assert type(got) is type(x)
+        if isinstance(x, LoDTensorArray):
+            assert len(got) == len(x)
+        pairs = zip(got, x) if isinstance(x, LoDTensorArray) else [(got, x)]
+        for out, t in pairs:
+            want = np.zeros_like(t.array)
+            np.testing.assert_array_equal(out.array, want)
+            assert out.array.dtype == want.dtype and out.array.shape == want.shape
+            assert out.lod() == t.lod() and out.array is not t.array
+
+
 def test_increment_reruns_on_other_dtypes_and_shapes():
     """The op keeps its step converted to the last X's type and shape; another X gets its
     own."""
