@@ -91,11 +91,21 @@ def _pool_infer(ctx):
         ctx.set_output("MaxIndex", out, VarType.INT32)
 
 
-def _picked_rows(offsets, pooltype):
-    """LAST/FIRST pooling: (the non-empty sequences, the row of each that is picked)."""
+def _picked_rows(ctx, offsets, pooltype):
+    """LAST/FIRST pooling: (the non-empty sequences, the row of each that is picked), as
+    index arrays, or (None, rows) when every sequence is non-empty. They depend on the LoD
+    alone, so the op keeps the last ones it made."""
+    cache = getattr(ctx, "cache", None)
+    last = cache.get("picked") if cache is not None else None
+    if last is not None and last[0] == offsets:
+        return last[1]
     nonempty = [i for i in range(len(offsets) - 1) if offsets[i + 1] > offsets[i]]
     rows = [offsets[i + 1] - 1 if pooltype == "LAST" else offsets[i] for i in nonempty]
-    return nonempty, rows
+    picked = (None if len(nonempty) == len(offsets) - 1 else _index_array(ctx.xp, nonempty),
+              _index_array(ctx.xp, rows))
+    if cache is not None:
+        cache["picked"] = (list(offsets), picked)
+    return picked
 
 
 def _index_array(xp, positions):
@@ -106,16 +116,21 @@ def _sequence_pool(ctx, x):
     xp, pooltype = ctx.xp, ctx.attrs["pooltype"]
     lod = lod_of("sequence_pool", x)
     offsets, data = lod[-1], x.array
-    count = len(offsets) - 1
-    out = xp.full((count,) + data.shape[1:], ctx.attrs["pad_value"], dtype=data.dtype)
-    index = xp.full(out.shape, -1, dtype="int32") if ctx.wants("MaxIndex") else None
+    shape = (len(offsets) - 1,) + data.shape[1:]
+    index = xp.full(shape, -1, dtype="int32") if ctx.wants("MaxIndex") else None
     # the pooled rows are the sequences of the next level up
     out_lod = [list(level) for level in lod[:-1]]
     if pooltype in ("LAST", "FIRST"):  # one row per non-empty sequence: one gather
-        nonempty, rows = _picked_rows(offsets, pooltype)
-        if rows:
-            out[_index_array(xp, nonempty)] = gather_rows(xp, data, rows)
+        nonempty, rows = _picked_rows(ctx, offsets, pooltype)
+        if nonempty is None:  # no sequence is empty: the gather is all of Out
+            out = xp.take(data, rows, axis=0)
+        else:
+            out = xp.full(shape, ctx.attrs["pad_value"], dtype=data.dtype)
+            if len(rows):
+                out[nonempty] = xp.take(data, rows, axis=0)
         return LoDTensor(out, out_lod), (LoDTensor(index) if index is not None else None)
+    out = xp.full(shape, ctx.attrs["pad_value"], dtype=data.dtype)
+    count = shape[0]
     for i in range(count):
         start, end = offsets[i], offsets[i + 1]
         if start == end:  # an empty sequence pools to pad_value (MaxIndex -1)
@@ -163,11 +178,12 @@ def _sequence_pool_grad(ctx, x, max_index, dout):
             dx[idx[i][keep[i]], cols[keep[i]]] = flat[i][keep[i]]
         return LoDTensor(dx.reshape(shape), x.lod())
     if pooltype in ("LAST", "FIRST"):
-        nonempty, rows = _picked_rows(offsets, pooltype)
+        nonempty, rows = _picked_rows(ctx, offsets, pooltype)
         # each non-empty sequence has a row of its own: a plain assignment, no summing
         dx = xp.zeros(shape, dtype=dtype)
-        if rows:
-            dx[_index_array(xp, rows)] = gather_rows(xp, dout, nonempty)
+        if len(rows):
+            dx[rows] = dout[:len(rows)] if nonempty is None \
+                else xp.take(dout, nonempty, axis=0)
         return LoDTensor(dx, x.lod())
     lengths = offsets_to_lengths(offsets)
     seg = segment_ids(offsets)

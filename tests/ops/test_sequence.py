@@ -391,3 +391,29 @@ def test_sequence_slice_out_of_range_fails():
         _run("sequence_slice", {"X": (r(4, 2), [[0, 2, 4]]),
                                 "Offset": np.array([[1], [0]]),
                                 "Length": np.array([[2], [1]])}, ["Out"])
+
+
+@pytest.mark.parametrize("kind", ["LAST", "FIRST"])
+def test_sequence_pool_last_first_rerun_on_other_lods(kind):
+    """The op keeps the rows it picked for the last LoD; a run on another LoD (with or
+    without empty sequences) picks its own, forward and backward."""
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.layers.data(name="x", shape=[3], dtype="float64", lod_level=1)
+        x.stop_gradient = False
+        out = fluid.layers.sequence_pool(x, kind.lower(), pad_value=0.25)
+        loss = fluid.layers.mean(out)
+        fluid.backward.append_backward(loss)
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    for offsets in ([0, 2, 5, 6], [0, 2, 2, 6], [0, 1, 4, 6], [0, 2, 5, 6], [0, 0, 6, 6]):
+        data = r(6, 3).astype("float64")
+        got, dx = exe.run(main, feed={"x": (data, [offsets])}, fetch_list=[out, "x@GRAD"],
+                          scope=scope, return_numpy=False)
+        want, _ = pool_ref([offsets])({"X": data}, {"pooltype": kind,
+                                                   "pad_value": 0.25})["Out"]
+        np.testing.assert_array_equal(np.asarray(got), want)
+        want_dx = np.zeros_like(data)
+        for s, e in spans(offsets):
+            if e > s:
+                want_dx[e - 1 if kind == "LAST" else s] = 1.0 / want.size
+        np.testing.assert_allclose(np.asarray(dx), want_dx, rtol=1e-12)
