@@ -9,8 +9,11 @@ A ``BodyFrame`` binds the block once to a working scope whose holders the closur
 An iteration runs the closures; ``keep`` then moves the working values into a fresh step
 scope (a ``KeptScope``: the same values, nothing is copied, and holders made only when
 someone other than ``while_grad`` looks) and clears the working holders, so every
-iteration starts from an empty scope as it would in a new step scope. ``load`` does the
-reverse for the grad body: it puts a kept step scope's values into the working holders.
+iteration starts from an empty scope as it would in a new step scope (given ``only``, it
+keeps just those names: ``while`` passes what its ``while_grad`` reads, and the rest is
+freed, as Paddle's eager deletion frees what a while op's grad does not need). ``load``
+does the reverse for the grad body: it puts a kept step scope's values into the working
+holders.
 
 The invariant that makes this equal to per-iteration scopes: every name the body resolves
 to a step scope has a holder in the working scope (the caller names them, and binding
@@ -84,16 +87,19 @@ class BodyFrame:
         stats["frames_bound"] += 1
         self.holders = tuple(self.scope.vars.values())
         self._loaded = {}  # keep names -> (holder, name) pairs that load() sets
+        self._kept = {}  # only names -> the holders keep() keeps
 
     def run(self):
         run_steps(self.prepared, self.steps, self.executor.trace)
 
-    def keep(self, extra=()):
-        """A new kid scope of ``outer`` holding this iteration's values and the
-        ``(name, value)`` pairs of ``extra``; the working holders are cleared for the next
+    def keep(self, extra=(), only=None):
+        """A new kid scope of ``outer`` holding this iteration's values (those named in
+        ``only``, a frozenset, when given: the rest are freed here) and the ``(name,
+        value)`` pairs of ``extra``; the working holders are cleared for the next
         iteration."""
         holders = self.holders
-        values = {h.name: value for h in holders if (value := h.value) is not None}
+        kept = holders if only is None else self._kept_holders(only)
+        values = {h.name: value for h in kept if (value := h.value) is not None}
         for holder in holders:
             holder.value = None
         for name, value in extra:
@@ -101,6 +107,12 @@ class BodyFrame:
         step = KeptScope(self.outer, values)
         self.outer.kids.append(step)
         return step
+
+    def _kept_holders(self, only):
+        kept = self._kept.get(only)
+        if kept is None:
+            kept = self._kept[only] = tuple(h for h in self.holders if h.name in only)
+        return kept
 
     def load(self, step, keep=frozenset()):
         """Set the working holders to ``step``'s values (None where it has none), except

@@ -142,10 +142,11 @@ def _iteration_runner(ctx, block, outer):
     if reusable(block):
         frame = _frame(ctx, "frame", block, outer)
         run, keep = frame.run, frame.keep
+        only = _grad_reads(ctx, block)
 
         def run_reused(snapshot):
             run()
-            return keep(snapshot)
+            return keep(snapshot, only)
         return run_reused
     executor = ctx.executor
     prepared = executor.prepare(block)
@@ -167,6 +168,41 @@ def _per_version(ctx, key, block, compute):
     if held is None or held[0] != version or held[1] is not block:
         held = ctx.cache[key] = (version, block, compute())
     return held[2]
+
+
+def _grad_reads(ctx, block):
+    """The names the loop's ``while_grad`` (found by its StepScopes) reads in its grad body
+    and the blocks nested there, or None when the program has no backward for this loop.
+
+    A step scope keeps only these, as Paddle's eager deletion keeps only a while op's
+    ``skip_eager_deletion_vars`` (what its grad op needs): freeing the rest after each
+    iteration (a fc's matmul outputs, say) lets the next iteration reuse their memory
+    while it is still in cache. Without a backward every value stays, for views."""
+    def compute():
+        scopes = ctx.op.outputs.get("StepScopes")
+        if not scopes:
+            return None
+        program, names = ctx.program, None
+        for any_block in program.blocks:
+            for op in any_block.ops:
+                if op.type == "while_grad" and op.inputs.get("StepScopes") == scopes:
+                    names = set() if names is None else names
+                    names |= _names_read(program.block(op.attrs["sub_block"]))
+        return frozenset(names) if names is not None else None
+    return _per_version(ctx, "grad_reads", block, compute)
+
+
+def _names_read(block):
+    """Every input name of ``block``'s ops and of the blocks nested in them."""
+    names = set()
+    for op in block.ops:
+        names.update(op.input_arg_names)
+        for attr in ("sub_block", "sub_blocks"):
+            nested = op.attrs.get(attr)
+            if nested is not None:
+                for idx in (nested if isinstance(nested, list) else [nested]):
+                    names |= _names_read(block.program.block(idx))
+    return names
 
 
 def _snapshot_names(ctx, block):

@@ -22,7 +22,7 @@ def test_a_kept_scope_makes_its_holders_when_first_asked_for():
     assert names_held([step]) == {"a", "b", "c"} and step.parent is parent
 
 
-def build_rnn():
+def build_rnn(backward=True):
     main, startup = fluid.Program(), fluid.Program()
     main.random_seed = startup.random_seed = 5
     with fluid.program_guard(main, startup), fluid.unique_name.guard():
@@ -35,7 +35,8 @@ def build_rnn():
             drnn.update_memory(prev, hidden)
             drnn.output(hidden)
         loss = layers.mean(layers.sequence_last_step(drnn()))
-        fluid.backward.append_backward(loss)
+        if backward:
+            fluid.backward.append_backward(loss)
     return main, startup, loss
 
 
@@ -76,3 +77,63 @@ def test_step_scopes_looked_at_before_while_grad_give_the_same_gradients():
     for name, a, b in zip(["loss"] + grads, got, want):
         np.testing.assert_array_equal(a, b, err_msg=name)
     assert plan.local.kids == []  # while_grad dropped the step scopes it read
+
+
+class _StepNames(list):
+    """An executor trace that records, right after each ``while`` op, the names each step
+    scope it kept holds."""
+
+    def __init__(self, local):
+        super().__init__()
+        self.local = local
+        self.steps = []
+
+    def append(self, item):
+        if item[0].type == "while":
+            self.steps = [set(kid.local_values()) for kid in self.local.kids
+                          if isinstance(kid, KeptScope)]
+        super().append(item)
+
+
+def _step_names(main, startup, loss):
+    lengths = [3, 1, 4]
+    feed = {"x": fluid.create_lod_tensor(np.random.RandomState(2).uniform(
+        -1, 1, (sum(lengths), 3)), [lengths], fluid.CPUPlace())}
+    scope, exe = fluid.Scope(), fluid.Executor(fluid.CPUPlace())
+    exe.run(startup, scope=scope)
+    exe.run(main, feed=feed, fetch_list=[loss], scope=scope)
+    plan = next(iter(main._plans.values()))[2]
+    exe.trace = _StepNames(plan.local)
+    exe.run(main, feed=feed, fetch_list=[loss], scope=scope)
+    assert len(exe.trace.steps) == max(lengths)
+    return exe.trace.steps
+
+
+def _body_and_grad_body(main):
+    ops = main.global_block().ops
+    loop = next(op for op in ops if op.type == "while")
+    body = main.block(loop.attrs["sub_block"])
+    grad = [main.block(op.attrs["sub_block"]) for op in ops if op.type == "while_grad"]
+    return body, (grad[0] if grad else None)
+
+
+def test_a_step_scope_keeps_only_what_while_grad_reads():
+    main, startup, loss = build_rnn()
+    body, grad_body = _body_and_grad_body(main)
+    read = {n for op in grad_body.ops for n in op.input_arg_names}
+    made_here = {n for op in body.ops for n in op.output_arg_names if n in body.vars}
+    matmul_outputs = {op.output("Out")[0] for op in body.ops if op.type == "mul"}
+    assert matmul_outputs and not matmul_outputs & read  # fc's products: sum's grad is
+    for names in _step_names(main, startup, loss):      # scale, which needs no inputs
+        assert made_here & read <= names  # all the backward needs of the step
+        assert not names & matmul_outputs  # freed after the step (Paddle's eager deletion)
+        assert names & made_here <= read
+
+
+def test_without_a_backward_a_step_scope_keeps_every_value():
+    main, startup, loss = build_rnn(backward=False)
+    body, grad_body = _body_and_grad_body(main)
+    assert grad_body is None
+    made_here = {n for op in body.ops for n in op.output_arg_names if n in body.vars}
+    for names in _step_names(main, startup, loss):
+        assert made_here <= names
