@@ -6,9 +6,10 @@ import platform
 import subprocess
 import sys
 
-# In a fresh interpreter: make an executor, then twice build up 4 MiB in 64 KiB arrays
+# In a fresh interpreter: make an executor, then twice build up 96 MiB in 64 KiB arrays
 # (each below glibc's mmap threshold, so they come from the heap) and free it all, as a
 # DynamicRNN run does with its step scopes. Report the page faults of the second round.
+# 96 MiB is above any trim threshold glibc's own dynamic policy sets (at most 64 MiB).
 _ROUNDS = """
 import json, resource
 import numpy as np
@@ -18,7 +19,7 @@ fluid.Executor(fluid.CPUPlace())
 applied = keep_freed_memory()  # already done by the executor: says what it did
 def round_trip():
     before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-    arrays = [np.ones(16384, "float32") for _ in range(64)]
+    arrays = [np.ones(16384, "float32") for _ in range(1536)]
     del arrays
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
 round_trip()
@@ -44,15 +45,15 @@ def test_memory_freed_by_a_run_is_reused_without_page_faults():
     assert kept["applied"] is GLIBC
     if not GLIBC:
         return
-    # 4 MiB is 1024 pages; reused heap memory faults (almost) none of them
-    assert kept["faults"] < 100, kept
+    # 96 MiB is 24576 pages; reused heap memory faults (almost) none of them
+    assert kept["faults"] < 1000, kept
 
 
 def test_system_policy_leaves_glibc_returning_memory():
-    # the effect the policy removes: glibc trims the freed heap top, so the same 4 MiB
+    # the effect the policy removes: glibc trims the freed heap top, so the same 96 MiB
     # page-faults in again
     returned = _second_round("system")
     assert returned["applied"] is False
     if not GLIBC:
         return
-    assert returned["faults"] > 500, returned
+    assert returned["faults"] > 12000, returned
