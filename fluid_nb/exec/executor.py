@@ -358,7 +358,7 @@ def _last_uses(prepared, local):
         for name, value in p.op.attrs.items():
             if p.op.attr_type(name) in (AttrType.BLOCK, AttrType.BLOCKS):
                 for idx in (value if isinstance(value, list) else [value]):
-                    names |= _names_in_block(program.block(idx))
+                    names |= names_in_block(program.block(idx))
         for name in names:
             last[name] = index
     dead = {}
@@ -368,14 +368,18 @@ def _last_uses(prepared, local):
     return dead
 
 
-def _names_in_block(block):
+def names_in_block(block, writes=True):
+    """Every name the ops of ``block`` and of the blocks nested in them read, and (unless
+    ``writes`` is False) write."""
     names = set()
     for op in block.ops:
-        names |= set(op.input_arg_names) | set(op.output_arg_names)
+        names.update(op.input_arg_names)
+        if writes:
+            names.update(op.output_arg_names)
         for name, value in op.attrs.items():
             if op.attr_type(name) in (AttrType.BLOCK, AttrType.BLOCKS):
                 for idx in (value if isinstance(value, list) else [value]):
-                    names |= _names_in_block(block.program.block(idx))
+                    names |= names_in_block(block.program.block(idx), writes)
     return names
 
 

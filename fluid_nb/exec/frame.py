@@ -86,8 +86,7 @@ class BodyFrame:
                           unwanted=unwanted)
         stats["frames_bound"] += 1
         self.holders = tuple(self.scope.vars.values())
-        self._loaded = {}  # keep names -> (holder, name) pairs that load() sets
-        self._kept = {}  # only names -> the holders keep() keeps
+        self._subsets = {}  # (names, inside) -> (holder, name) pairs: see _holders_where
 
     def run(self):
         run_steps(self.prepared, self.steps, self.executor.trace)
@@ -97,10 +96,9 @@ class BodyFrame:
         ``only``, a frozenset, when given: the rest are freed here) and the ``(name,
         value)`` pairs of ``extra``; the working holders are cleared for the next
         iteration."""
-        holders = self.holders
-        kept = holders if only is None else self._kept_holders(only)
-        values = {h.name: value for h in kept if (value := h.value) is not None}
-        for holder in holders:
+        kept = self._holders_where(frozenset() if only is None else only, only is not None)
+        values = {name: value for holder, name in kept if (value := holder.value) is not None}
+        for holder in self.holders:
             holder.value = None
         for name, value in extra:
             values[name] = value
@@ -108,22 +106,21 @@ class BodyFrame:
         self.outer.kids.append(step)
         return step
 
-    def _kept_holders(self, only):
-        kept = self._kept.get(only)
-        if kept is None:
-            kept = self._kept[only] = tuple(h for h in self.holders if h.name in only)
-        return kept
+    def _holders_where(self, names, inside):
+        """(holder, name) pairs of the working holders whose names are in ``names`` (a
+        frozenset; not in it when ``inside`` is False), found once per such set."""
+        pairs = self._subsets.get((names, inside))
+        if pairs is None:
+            pairs = self._subsets[names, inside] = tuple(
+                (h, h.name) for h in self.holders if (h.name in names) == inside)
+        return pairs
 
     def load(self, step, keep=frozenset()):
         """Set the working holders to ``step``'s values (None where it has none), except
         the holders named in ``keep`` (a frozenset), which go on from the previous
         iteration."""
-        loaded = self._loaded.get(keep)
-        if loaded is None:
-            loaded = self._loaded[keep] = tuple((h, h.name) for h in self.holders
-                                                if h.name not in keep)
         get = step.local_values().get
-        for holder, name in loaded:
+        for holder, name in self._holders_where(keep, False):
             holder.value = get(name)
 
     def clear(self):

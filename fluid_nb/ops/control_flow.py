@@ -25,6 +25,7 @@ the forward sub-block with the parent's no-grad set (``backward.py`` calls it th
 op definition's ``sub_block_backward``).
 """
 from ..errors import InvalidArgument, expected
+from ..exec.executor import names_in_block
 from ..exec.frame import BodyFrame, names_held, reusable
 from ..exec.scope import ScopeVariable
 from ..exec.tensor import LoDTensor, LoDTensorArray
@@ -180,29 +181,16 @@ def _grad_reads(ctx, block):
     while it is still in cache. Without a backward every value stays, for views."""
     def compute():
         scopes = ctx.op.outputs.get("StepScopes")
-        if not scopes:
+        program = ctx.program
+        grad_bodies = [program.block(op.attrs["sub_block"]) for any_block in program.blocks
+                       for op in any_block.ops
+                       if scopes and op.type == "while_grad"
+                       and op.inputs.get("StepScopes") == scopes]
+        if not grad_bodies:
             return None
-        program, names = ctx.program, None
-        for any_block in program.blocks:
-            for op in any_block.ops:
-                if op.type == "while_grad" and op.inputs.get("StepScopes") == scopes:
-                    names = set() if names is None else names
-                    names |= _names_read(program.block(op.attrs["sub_block"]))
-        return frozenset(names) if names is not None else None
+        return frozenset().union(*[names_in_block(body, writes=False)
+                                   for body in grad_bodies])
     return _per_version(ctx, "grad_reads", block, compute)
-
-
-def _names_read(block):
-    """Every input name of ``block``'s ops and of the blocks nested in them."""
-    names = set()
-    for op in block.ops:
-        names.update(op.input_arg_names)
-        for attr in ("sub_block", "sub_blocks"):
-            nested = op.attrs.get(attr)
-            if nested is not None:
-                for idx in (nested if isinstance(nested, list) else [nested]):
-                    names |= _names_read(block.program.block(idx))
-    return names
 
 
 def _snapshot_names(ctx, block):
