@@ -1,8 +1,35 @@
 """Pieces many op families share: Paddle's elementwise broadcasting, reducing a gradient
-back to an input's shape, and factories that make an elementwise op one definition."""
+back to an input's shape, factories that make an elementwise op one definition, and the
+plans an op keeps between runs."""
 from ..errors import InvalidArgument, expected
 from ..framework.infer import dims_match
 from .registry import def_op, grad_maker, grads_like, no_gradient
+
+
+def kept_plan(ctx, name, key, make):
+    """``make()``, kept in the op's cache under ``name`` with ``key`` and returned again
+    while the key is equal: the row plans that depend on a LoD, a rank table or step sizes
+    alone, so that a loop fed batches of the same layout works them out once. ``key`` is a
+    tuple of numbers and (nested) lists, compared by value and stored as a copy, since the
+    lists are the caller's. A plan is working data: never hand it out as a value. A context
+    without a cache (a bare one, in a kernel's unit test) makes the plan every time."""
+    cache = getattr(ctx, "cache", None)
+    held = cache.get(name) if cache is not None else None
+    if held is not None and held[0] == key:
+        return held[1]
+    plan = make()
+    if cache is not None:
+        cache[name] = (_copied(key), plan)
+    return plan
+
+
+def _copied(key):
+    """``key`` with its lists (a rank table too) copied, to any depth."""
+    if isinstance(key, tuple):
+        return tuple(_copied(item) for item in key)
+    if isinstance(key, list):
+        return [_copied(item) for item in key]
+    return key
 
 
 def align_for_axis(x_shape, y_shape, axis):

@@ -19,6 +19,7 @@ from ..errors import InvalidArgument, OutOfRange, expected
 from ..exec.lod_rank_table import LoDRankTable
 from ..exec.tensor import LoDTensor, LoDTensorArray, lengths_to_offsets
 from ..framework.dtypes import VarType
+from .common import kept_plan
 from .registry import def_op
 
 
@@ -105,16 +106,9 @@ def _rank_table_infer(ctx):
 def _lod_rank_table(ctx, x):
     x = tensor("lod_rank_table", "X", x)
     level = ctx.attrs["level"]
-    cache = getattr(ctx, "cache", None)
-    if cache is None:
-        return LoDRankTable.from_lod(x._lod, level)
-    # a loop fed the same batch again ranks the same LoD: copy the last table made
-    last = cache.get("table")
-    if last is not None and last[0] == x._lod[:level + 1]:
-        return last[1].copy()
-    table = LoDRankTable.from_lod(x._lod, level)
-    cache["table"] = ([list(offsets) for offsets in x._lod[:level + 1]], table.copy())
-    return table
+    # a loop fed the same batch again ranks the same LoD: a copy of the table kept
+    return kept_plan(ctx, "table", (x._lod[:level + 1],),
+                     lambda: LoDRankTable.from_lod(x._lod, level)).copy()
 
 
 def _non_negative(value):
@@ -181,18 +175,13 @@ def _step_major_rows(ctx, offsets, table, steps):
     """(the rows of all steps, step-major and in rank order within a step, as an index
     array; each step's slice of them). They depend on the LoD and the table alone, so the
     op keeps the last ones it made: a loop fed batches of the same LoD reuses them."""
-    cache = getattr(ctx, "cache", None)
-    last = cache.get("rows") if cache is not None else None
-    if last is not None and last[0] == offsets and last[1] == table and last[2] == steps:
-        return last[3]
-    starts = np.array([offsets[index] for index, _ in table], dtype=np.int64)
-    running = _running(table, steps)
-    index = ctx.xp.asarray((starts[None, :] + np.arange(steps)[:, None])[running])
-    ends = np.cumsum(running.sum(axis=1)).tolist()
-    plan = index, [slice(begin, end) for begin, end in zip([0] + ends[:-1], ends)]
-    if cache is not None:
-        cache["rows"] = (list(offsets), list(table), steps, plan)
-    return plan
+    def make():
+        starts = np.array([offsets[index] for index, _ in table], dtype=np.int64)
+        running = _running(table, steps)
+        index = ctx.xp.asarray((starts[None, :] + np.arange(steps)[:, None])[running])
+        ends = np.cumsum(running.sum(axis=1)).tolist()
+        return index, [slice(begin, end) for begin, end in zip([0] + ends[:-1], ends)]
+    return kept_plan(ctx, "rows", (offsets, table, steps), make)
 
 
 def _to_array_grad(g):
@@ -269,24 +258,18 @@ def _input_order_rows(ctx, table, sizes):
     index array; the sequence offsets), or None when a step has fewer rows than sequences
     still running. They depend on the table and the steps' sizes alone, so the op keeps the
     last ones it made."""
-    cache = getattr(ctx, "cache", None)
-    last = cache.get("rows") if cache is not None else None
-    if last is not None and last[0] == sizes and last[1] == table:
-        return last[2]
-    running = _running(table, len(sizes))
-    if (np.asarray(sizes) < running.sum(axis=1)).any():
-        plan = None
-    else:
+    def make():
+        running = _running(table, len(sizes))
+        if (np.asarray(sizes) < running.sum(axis=1)).any():
+            return None
         step_start = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
         # [position, step] -> row of the concatenated steps; positions in input order, each
         # sequence's steps in time order: row-major order is the output's row order
         order = np.argsort(np.array([index for index, _ in table], dtype=np.int64),
                            kind="stable")
         rows = ctx.xp.asarray((step_start[None, :] + order[:, None])[running.T[order]])
-        plan = rows, np.concatenate([[0], np.cumsum(running.sum(axis=0)[order])]).tolist()
-    if cache is not None:
-        cache["rows"] = (list(sizes), list(table), plan)
-    return plan
+        return rows, np.concatenate([[0], np.cumsum(running.sum(axis=0)[order])]).tolist()
+    return kept_plan(ctx, "rows", (sizes, table), make)
 
 
 def _gather_steps(ctx, array, table, rows, offsets):

@@ -15,6 +15,7 @@ from ..errors import InvalidArgument, expected
 from ..exec.tensor import LoDTensor, offsets_to_lengths
 from ..framework.dtypes import VarType
 from ..framework.infer import dims_match
+from .common import kept_plan
 from .registry import def_op, grad_maker, grads_like
 
 
@@ -95,17 +96,12 @@ def _picked_rows(ctx, offsets, pooltype):
     """LAST/FIRST pooling: (the non-empty sequences, the row of each that is picked), as
     index arrays, or (None, rows) when every sequence is non-empty. They depend on the LoD
     alone, so the op keeps the last ones it made."""
-    cache = getattr(ctx, "cache", None)
-    last = cache.get("picked") if cache is not None else None
-    if last is not None and last[0] == offsets:
-        return last[1]
-    nonempty = [i for i in range(len(offsets) - 1) if offsets[i + 1] > offsets[i]]
-    rows = [offsets[i + 1] - 1 if pooltype == "LAST" else offsets[i] for i in nonempty]
-    picked = (None if len(nonempty) == len(offsets) - 1 else _index_array(ctx.xp, nonempty),
-              _index_array(ctx.xp, rows))
-    if cache is not None:
-        cache["picked"] = (list(offsets), picked)
-    return picked
+    def make():
+        nonempty = [i for i in range(len(offsets) - 1) if offsets[i + 1] > offsets[i]]
+        rows = [offsets[i + 1] - 1 if pooltype == "LAST" else offsets[i] for i in nonempty]
+        return (None if len(nonempty) == len(offsets) - 1
+                else _index_array(ctx.xp, nonempty), _index_array(ctx.xp, rows))
+    return kept_plan(ctx, "picked", (offsets, pooltype), make)
 
 
 def _index_array(xp, positions):
