@@ -22,6 +22,7 @@ from ..framework.attrs import AttrType
 from ..framework.dtypes import VarType, convert_dtype, dtype_name, to_numpy_dtype
 from ..framework.program import EMPTY_VAR_NAME, Program, default_main_program
 from ..ops import registry
+from . import collector
 from .host_memory import keep_freed_memory
 from .place import CPUPlace
 from .scope import Scope, global_scope
@@ -134,6 +135,15 @@ class Executor:
         ``fetch_list`` holds Variables or names. With ``return_numpy=False`` the result is
         LoDTensors (with their LoD).
         """
+        paused = collector.pause()  # a run's objects die by reference counting
+        try:
+            return self._run(program, feed, fetch_list, feed_var_name, fetch_var_name,
+                             scope, return_numpy)
+        finally:
+            collector.resume(paused)
+
+    def _run(self, program, feed, fetch_list, feed_var_name, fetch_var_name, scope,
+             return_numpy):
         program = default_main_program() if program is None else program
         program = getattr(program, "_program", program)  # CompiledProgram
         if not isinstance(program, Program):
