@@ -461,14 +461,16 @@ def _runtime_step(fn, ctx, a, out):
 def _values_step(fn, ctx, ins, out):
     """Runtime values in (duplicable slots as lists), one output that takes no LoD from
     an input: tensor arrays, rank tables, LoD ops. What the kernel returns is stored as
-    ``_stored`` says (an array becomes a LoDTensor; None leaves Out as it was)."""
+    ``_stored`` says (an array becomes a LoDTensor; None leaves Out as it was); a
+    LoDTensor or tensor array, the common results, is stored without the call."""
+    tensor, array = LoDTensor, LoDTensorArray
     if len(ins) == 1 and isinstance(ins[0], list) and len(ins[0]) == 2:
         (a, b), = ins  # two gradients meeting in a sum
 
         def step():
             value = fn(ctx, [a.value, b.value])
             if value is not None:
-                out.value = _stored(value)
+                out.value = value if value.__class__ is tensor else _stored(value)
         return step
     if not any(isinstance(h, list) for h in ins) and all(h is not None for h in ins) \
             and len(ins) in (2, 3):
@@ -478,14 +480,15 @@ def _values_step(fn, ctx, ins, out):
             def step():
                 value = fn(ctx, a.value, b.value)
                 if value is not None:
-                    out.value = _stored(value)
+                    cls = value.__class__
+                    out.value = value if cls is tensor or cls is array else _stored(value)
             return step
         a, b, c = ins
 
         def step():
             value = fn(ctx, a.value, b.value, c.value)
             if value is not None:
-                out.value = _stored(value)
+                out.value = value if value.__class__ is tensor else _stored(value)
         return step
     readers = tuple((h, isinstance(h, list)) for h in ins)
 
@@ -592,12 +595,13 @@ def _arrays_step(fn, ctx, ins, outs):
     plain ops (mul_grad, elementwise grads). What the kernel returns is stored as
     ``_stored`` says."""
     stores = tuple((i, h) for i, h in enumerate(outs) if h is not None)
+    ndarray = np.ndarray
 
     def store(result):
         for i, h in stores:
             value = result[i]
             if value is not None:
-                h.value = _stored(value)
+                h.value = LoDTensor(value) if value.__class__ is ndarray else _stored(value)
 
     present = tuple(h is not None for h in ins)
     if present == (True, True, True):

@@ -58,10 +58,10 @@ def _write_to_array(ctx, x, i):
         array.run_token = token
     while len(array) <= offset:
         array.append(LoDTensor())
-    if isinstance(x, LoDTensor) and x.array is not None:
-        array[offset] = LoDTensor(x.array, [list(level) for level in x._lod] if x._lod else [])
-    elif isinstance(x, LoDTensor):  # as Paddle: an empty tensor writes only its LoD
-        array[offset] = LoDTensor(None, [list(level) for level in x._lod])
+    # the item shares X's data and LoD lists (LoD is never changed in place), as Paddle's
+    # item shares X's memory
+    if isinstance(x, LoDTensor):  # an empty X writes only its LoD, as in Paddle
+        array[offset] = LoDTensor(x.array, x._lod)
     return array
 
 
@@ -87,7 +87,7 @@ def _read_from_array(ctx, array, i):
     if not 0 <= offset < len(array):
         return None  # as Paddle: Out is left as it was
     item = array[offset]
-    return LoDTensor(item.array, [list(level) for level in item._lod] if item._lod else [])
+    return LoDTensor(item.array, item._lod)  # shares the item's data and LoD lists
 
 
 def_op("read_from_array", inputs=["X", "I"], outputs=["Out"],

@@ -55,11 +55,12 @@ def gather_rows(xp, array, ranges):
 
 def host_int(op, slot, value):
     """The single integer held by an index tensor (``I``, ``Mask``)."""
-    array = value.array if isinstance(value, LoDTensor) else value
-    if array is None or array.size != 1:
-        raise InvalidArgument(expected(op, f"input '{slot}'", "a tensor of one element",
-                                       None if array is None else list(array.shape)))
-    return int(array.item())
+    array = value.array if value.__class__ is LoDTensor or isinstance(value, LoDTensor) \
+        else value
+    if array is not None and array.size == 1:
+        return int(array.item())
+    raise InvalidArgument(expected(op, f"input '{slot}'", "a tensor of one element",
+                                   None if array is None else list(array.shape)))
 
 
 def host_bools(value):
