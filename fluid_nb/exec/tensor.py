@@ -76,9 +76,11 @@ class LoDTensor:
 
     __slots__ = ("array", "_lod")
 
-    def __init__(self, array=None, lod=None):
+    def __init__(self, array=None, lod=()):
+        # ``_lod``: offset levels; never changed in place (``set_lod`` replaces it), so
+        # tensors share LoD lists, and no LoD is one shared empty tuple
         self.array = array
-        self._lod = lod if lod is not None else []
+        self._lod = lod if lod is not None else ()
 
     # --- Fluid surface ------------------------------------------------------------------
     def set(self, array, place=None):

@@ -90,13 +90,13 @@ def _lod_for_table(op, x, table):
     level = table.level
     if len(x._lod) > level:
         return x._lod
-    if x._lod in ([], table.coarse_lod):
+    if not x._lod or x._lod == table.coarse_lod:
         offsets = lengths_to_offsets(table.lengths_by_index())
         if offsets[-1] == x.array.shape[0]:
             return table.coarse_lod + [offsets]
     raise InvalidArgument(expected(op, "input 'X'", f"a LoDTensor with at least {level + 1} "
                                    f"LoD levels (the rank table's level {level} + 1)",
-                                   f"LoD {x._lod} with {x.array.shape[0]} rows"))
+                                   f"LoD {list(x._lod)} with {x.array.shape[0]} rows"))
 
 
 # --- lod_rank_table, max_sequence_len ---------------------------------------------------------
