@@ -13,6 +13,25 @@ def best_time(fn, repeat=7, number=1):
     return best
 
 
+def interleaved_best(fns, rounds=15, number=20):
+    """{label: seconds per call}: the fastest of ``rounds`` timings of ``number`` calls of
+    each of ``fns`` (label -> callable). The candidates take turns within each round, and
+    the order of turns rotates from round to round, so that neither a machine speeding up
+    or slowing down meanwhile nor coming right after another candidate (whose data then
+    fills the caches) favours one of them."""
+    best = {label: float("inf") for label in fns}
+    order = list(fns)
+    for _ in range(rounds):
+        for label in order:
+            fn = fns[label]
+            start = time.perf_counter()
+            for _ in range(number):
+                fn()
+            best[label] = min(best[label], (time.perf_counter() - start) / number)
+        order = order[1:] + order[:1]
+    return best
+
+
 def torch_or_none():
     try:
         import torch

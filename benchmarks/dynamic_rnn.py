@@ -10,6 +10,11 @@ eager loop and packed ``nn.RNN`` when installed, and PaddlePaddle 2.6's static g
 same ops when this Python has Paddle (for instance a venv with ``paddlepaddle==2.6.2``)::
 
     /path/to/paddle-venv/bin/python benchmarks/dynamic_rnn.py
+
+Every candidate starts each batch from the batch itself (rows and lengths, or sequences)
+and does its own ranking and gathering inside the timing. The candidates take turns, 20
+batches each, for 15 rounds, in an order that rotates from round to round, and each keeps
+its fastest round; compare the ratios, which machine load moves far less than the times.
 """
 import os
 import sys
@@ -18,7 +23,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fluid_nb as fluid  # noqa: E402
-from _timing import best_time, row, torch_or_none  # noqa: E402
+from _timing import interleaved_best, row, torch_or_none  # noqa: E402
 
 BATCH, INPUT, HIDDEN = 32, 64, 128
 
@@ -39,16 +44,28 @@ def make_params(seed=1):
 
 
 def numpy_step(data, lengths, w, u, b):
-    """Forward and backward over the batch sorted by length, shrinking as sequences end."""
-    offsets = np.concatenate([[0], np.cumsum(lengths)])
-    order = np.argsort(-np.asarray(lengths), kind="stable")
-    sorted_lengths = np.asarray(lengths)[order]
-    steps = int(sorted_lengths[0])
-    # x per step: rows of the sequences still running, in rank order
-    batch_at = [int((sorted_lengths > t).sum()) for t in range(steps)]
-    xs = [data[offsets[order[:n]] + t] for t, n in enumerate(batch_at)]
+    """Forward and backward over the batch sorted by length, shrinking as sequences end.
+
+    Each call starts from the LoD batch itself (its rows and lengths), as a fluid_nb run
+    starts from the fed LoDTensor and the PyTorch loop from the sequences: it ranks the
+    sequences by length and gathers each step's rows (one gather, a view per step)."""
+    lengths = np.asarray(lengths)
+    offsets = np.concatenate([[0], np.cumsum(lengths)])[:-1]
+
+    def layout():
+        order = np.argsort(-lengths, kind="stable")
+        sorted_lengths = lengths[order]
+        steps = int(sorted_lengths[0])
+        running = np.arange(steps)[:, None] < sorted_lengths[None, :]  # [step, rank]
+        batch_at = running.sum(axis=1).tolist()
+        # x per step: rows of the sequences still running, in rank order
+        rows = data[(offsets[order][None, :] + np.arange(steps)[:, None])[running]]
+        ends = np.cumsum(batch_at).tolist()
+        xs = [rows[end - n:end] for n, end in zip(batch_at, ends)]
+        return sorted_lengths, steps, batch_at, xs
 
     def run():
+        sorted_lengths, steps, batch_at, xs = layout()
         h = np.zeros((BATCH, HIDDEN), "float32")
         hs = []
         for t, n in enumerate(batch_at):
@@ -200,19 +217,22 @@ def main():
     print(f"W3 DynamicRNN, {BATCH} sequences (lengths 5..50, {sum(lengths)} rows), "
           f"input {INPUT}, hidden {HIDDEN}, tanh, forward + backward "
           f"(values checked against NumPy)")
-    times = {"fluid_nb DynamicRNN": best_time(ours, repeat=5),
-             "NumPy loop over the sorted batch": best_time(reference, repeat=5)}
+    candidates = {"fluid_nb DynamicRNN": ours, "NumPy loop over the sorted batch": reference}
     in_paddle = paddle_step(data, lengths, w, u, b)
     if in_paddle is not None:
         loss_p, gw_p, _, _ = in_paddle()
         np.testing.assert_allclose(float(np.asarray(loss_p).reshape(-1)[0]), loss_ref, rtol=1e-4)
         np.testing.assert_allclose(np.asarray(gw_p), dw, rtol=1e-3, atol=1e-6)
-        times["PaddlePaddle 2.6 static, the same ops"] = best_time(in_paddle, repeat=5)
+        candidates["PaddlePaddle 2.6 static, the same ops"] = in_paddle
     torch = torch_or_none()
     if torch is not None:
         loop, packed = torch_steps(torch, data, lengths, w, u, b)
-        times["PyTorch eager loop"] = best_time(loop, repeat=5)
-        times["PyTorch packed nn.RNN"] = best_time(packed, repeat=5)
+        candidates["PyTorch eager loop"] = loop
+        candidates["PyTorch packed nn.RNN"] = packed
+    for fn in candidates.values():  # warm up: plans, caches, allocator
+        for _ in range(10):
+            fn()
+    times = interleaved_best(candidates)
     base = times["NumPy loop over the sorted batch"]
     for label, seconds in times.items():
         row(f"  {label}", seconds * 1e3, "ms/batch", base * 1e3, "NumPy")
