@@ -7,13 +7,14 @@ running a small op, so binding per iteration would double a loop's cost.
 
 A ``BodyFrame`` binds the block once to a working scope whose holders the closures keep.
 An iteration runs the closures; ``keep`` then moves the working values into a fresh step
-scope (a ``KeptScope``: the same values, nothing is copied, and holders made only when
-someone other than ``while_grad`` looks) and clears the working holders, so every
+scope (a ``KeptScope``: the same values as a row, in the order of a names tuple all the
+frame's steps share; nothing is copied, and holders are made only when someone other than
+``while_grad`` looks) and clears the working holders, so every
 iteration starts from an empty scope as it would in a new step scope (given ``only``, it
 keeps just those names: ``while`` passes what its ``while_grad`` reads, and the rest is
 freed, as Paddle's eager deletion frees what a while op's grad does not need). ``load``
 does the reverse for the grad body: it puts a kept step scope's values into the working
-holders.
+holders, lined up with the row's names once for all the steps of a loop.
 
 The invariant that makes this equal to per-iteration scopes: every name the body resolves
 to a step scope has a holder in the working scope (the caller names them, and binding
@@ -25,7 +26,7 @@ A frame given ``reads`` (the names its caller reads after an iteration; a grad b
 working values are not kept) binds without the work on values nothing reads.
 """
 from .executor import bind, run_steps, stats
-from .scope import KeptScope, Scope
+from .scope import KeptScope, Scope, ScopeVariable
 
 
 def reusable(block):
@@ -63,9 +64,17 @@ def _unwanted(prepared, outer, names, reads):
 
 
 def names_held(scopes):
-    """The set of names any of ``scopes`` holds (a kept step's names without making its
-    holders)."""
-    return set().union(*[step.local_values() for step in scopes])
+    """The set of names any of ``scopes`` may hold: a kept step's row names (which may
+    include names without a value; steps kept by one frame share one tuple, read once),
+    or the names a scope with holders holds."""
+    rows, held = {}, []
+    for step in scopes:
+        names = getattr(step, "names", None)
+        if names is not None:
+            rows[id(names)] = names
+        else:
+            held.append(step.local_values())
+    return set().union(*rows.values(), *held)
 
 
 class BodyFrame:
@@ -87,22 +96,30 @@ class BodyFrame:
         stats["frames_bound"] += 1
         self.holders = tuple(self.scope.vars.values())
         self._subsets = {}  # (names, inside) -> (holder, name) pairs: see _holders_where
+        self._keep_plans = {}  # (only, extra names) -> (row names, holders kept): keep
+        self._load_plan = None  # the last _plan_load: the steps of a loop share one
 
     def run(self):
         run_steps(self.prepared, self.steps, self.executor.trace)
 
-    def keep(self, extra=(), only=None):
+    def keep(self, extra_names=(), extra_values=(), only=None):
         """A new kid scope of ``outer`` holding this iteration's values (those named in
-        ``only``, a frozenset, when given: the rest are freed here) and the ``(name,
-        value)`` pairs of ``extra``; the working holders are cleared for the next
+        ``only``, a frozenset, when given: the rest are freed here) and ``extra_values``
+        under ``extra_names`` (a tuple); the working holders are cleared for the next
         iteration."""
-        kept = self._holders_where(frozenset() if only is None else only, only is not None)
-        values = {name: value for holder, name in kept if (value := holder.value) is not None}
+        plan = self._keep_plans.get((only, extra_names))
+        if plan is None:
+            pairs = self._holders_where(frozenset() if only is None else only,
+                                        only is not None)
+            plan = self._keep_plans[only, extra_names] = (
+                tuple(name for _, name in pairs) + extra_names,
+                tuple(holder for holder, _ in pairs))
+        names, kept = plan
+        row = [holder.value for holder in kept]
+        row += extra_values
         for holder in self.holders:
             holder.value = None
-        for name, value in extra:
-            values[name] = value
-        step = KeptScope(self.outer, values)
+        step = KeptScope(self.outer, names=names, row=row)
         self.outer.kids.append(step)
         return step
 
@@ -119,9 +136,29 @@ class BodyFrame:
         """Set the working holders to ``step``'s values (None where it has none), except
         the holders named in ``keep`` (a frozenset), which go on from the previous
         iteration."""
-        get = step.local_values().get
-        for holder, name in self._holders_where(keep, False):
-            holder.value = get(name)
+        names = getattr(step, "names", None)
+        if names is None:  # a scope with holders
+            get = step.local_values().get
+            for holder, name in self._holders_where(keep, False):
+                holder.value = get(name)
+            return
+        plan = self._load_plan
+        if plan is None or plan[0] is not names or plan[1] is not keep:
+            plan = self._load_plan = self._plan_load(names, keep)
+        for holder, value in zip(plan[2], step.row):
+            holder.value = value
+        for holder in plan[3]:
+            holder.value = None
+
+    def _plan_load(self, names, keep):
+        """(names, keep, a holder per row entry, the holders to empty) for loading rows
+        named ``names``: a row entry for a holder in ``keep`` or without a working holder
+        (or named again later in the row, whose last entry wins, as in a dict) goes to a
+        holder nobody reads."""
+        working = {name: holder for holder, name in self._holders_where(keep, False)}
+        sink = ScopeVariable("")
+        aligned = [working.pop(name, sink) for name in reversed(names)]
+        return names, keep, tuple(reversed(aligned)), tuple(working.values())
 
     def clear(self):
         """Empty every working holder (a frame kept for a later run holds nothing)."""

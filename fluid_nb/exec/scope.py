@@ -100,15 +100,20 @@ class Scope:
 
 class KeptScope(Scope):
     """A finished loop step's scope, made from its values (``BodyFrame.keep``). Its holders
-    are made the first time ``vars`` is asked for: until then ``values`` (name -> value)
-    holds them, which is all ``while_grad`` reads, so a step nobody else looks at costs one
-    dict instead of a holder per value. Once made, the holders are the scope's state and
-    ``values`` is None."""
+    are made the first time ``vars`` is asked for: until then the step is a row, ``names``
+    (a tuple, the same object for every step a frame keeps) and ``row`` (the values in that
+    order, None where a name has none), which is all ``while_grad`` reads, so a step nobody
+    else looks at costs one list instead of a holder per value. Once made, the holders are
+    the scope's state and ``names`` and ``row`` are None. ``KeptScope(parent, values)``
+    makes one from a dict."""
 
-    def __init__(self, parent, values):
+    def __init__(self, parent, values=None, names=(), row=()):
         self.parent = parent
         self.kids = []
-        self.values = values
+        if values is not None:
+            names, row = tuple(values), list(values.values())
+        self.names = names
+        self.row = row
         self._holders = None
 
     @property
@@ -116,16 +121,22 @@ class KeptScope(Scope):
         holders = self._holders
         if holders is None:
             holders = self._holders = {name: ScopeVariable(name, value)
-                                       for name, value in self.values.items()}
-            self.values = None
+                                       for name, value in zip(self.names, self.row)
+                                       if value is not None}
+            self.names = self.row = None
         return holders
 
     def local_var_names(self):
-        return list(self.values if self._holders is None else self._holders)
+        if self._holders is None:
+            return [name for name, value in zip(self.names, self.row) if value is not None]
+        return list(self._holders)
 
     def local_values(self):
         """name -> value, without making holders when none were made yet."""
-        return self.values if self._holders is None else super().local_values()
+        if self._holders is None:
+            return {name: value for name, value in zip(self.names, self.row)
+                    if value is not None}
+        return super().local_values()
 
 
 _global_scope = Scope()

@@ -121,42 +121,47 @@ def _while(ctx, xs, cond):
     run_iteration = _iteration_runner(ctx, block, outer)
     # The holders are found once: the body's ops create holders only in their own step
     # scope, never in ``outer`` or above, so what a name finds cannot change in the loop.
-    snapshot_holders = [(name, found) for name in _snapshot_names(ctx, block)
-                        if (found := outer.find_var(name)) is not None]
+    found = [(name, holder) for name in _snapshot_names(ctx, block)
+             if (holder := outer.find_var(name)) is not None]
+    snapshot_names = tuple(name for name, _ in found)
+    snapshot_holders = tuple(holder for _, holder in found)
+    tensor = LoDTensor
     scopes = []
     append = scopes.append
     while running:
         # the outer values a step reads, as they are before it runs (later steps
-        # overwrite them, and the step's gradient needs these)
-        append(run_iteration([(name, value) for name, found in snapshot_holders
-                              if isinstance(value := found.value, LoDTensor)]))
+        # overwrite them, and the step's gradient needs these): tensors only, as Paddle
+        append(run_iteration(snapshot_names, [
+            value if isinstance(value := holder.value, tensor) else None
+            for holder in snapshot_holders]))
         running = _cond_value("while", condition.value)
     return None, scopes
 
 
 def _iteration_runner(ctx, block, outer):
-    """``run(snapshot) -> step scope``: one iteration of the body, its values and the
-    ``(name, value)`` pairs of ``snapshot`` kept in a new kid scope of ``outer`` for
-    while_grad. One binding serves every iteration unless the body holds sub-block ops,
-    which keep the scope they ran in (nested step scopes hang under it): then each
-    iteration binds to a scope of its own."""
+    """``run(names, values) -> step scope``: one iteration of the body, its values and
+    ``values`` (None where there is none) under ``names`` kept in a new kid scope of
+    ``outer`` for while_grad. One binding serves every iteration unless the body holds
+    sub-block ops, which keep the scope they ran in (nested step scopes hang under it):
+    then each iteration binds to a scope of its own."""
     if reusable(block):
         frame = _frame(ctx, "frame", block, outer)
         run, keep = frame.run, frame.keep
         only = _grad_reads(ctx, block)
 
-        def run_reused(snapshot):
+        def run_reused(names, values):
             run()
-            return keep(snapshot, only)
+            return keep(names, values, only)
         return run_reused
     executor = ctx.executor
     prepared = executor.prepare(block)
 
-    def run_fresh(snapshot):
+    def run_fresh(names, values):
         step = _child_scope(outer)
         executor.run_prepared(prepared, step)
-        for name, value in snapshot:
-            step.var(name).value = value
+        for name, value in zip(names, values):
+            if value is not None:
+                step.var(name).value = value
         return step
     return run_fresh
 
@@ -194,10 +199,14 @@ def _grad_reads(ctx, block):
 
 
 def _snapshot_names(ctx, block):
-    """X names a step snapshots."""
+    """X names a step snapshots: not in ``_no_copy_names``, and not declared as anything
+    but a tensor (a tensor array or rank table is never copied, as in Paddle)."""
     def compute():
         no_copy = _no_copy_names(block)
-        return [n for n in ctx.input_names("X") if n not in no_copy]
+        outside = ctx.program.block(ctx.op.block.idx)
+        declared = {n: outside._find_var_recursive(n) for n in ctx.input_names("X")}
+        return [n for n, var in declared.items() if n not in no_copy
+                and (var is None or var.type == VarType.LOD_TENSOR)]
     return _per_version(ctx, "snapshot_names", block, compute)
 
 

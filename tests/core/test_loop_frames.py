@@ -4,7 +4,7 @@ import numpy as np
 
 import fluid_nb as fluid
 from fluid_nb import layers
-from fluid_nb.exec.frame import names_held
+from fluid_nb.exec.frame import BodyFrame, names_held
 from fluid_nb.exec.scope import KeptScope, Scope
 from fluid_nb.exec.tensor import LoDTensor
 
@@ -13,13 +13,39 @@ def test_a_kept_scope_makes_its_holders_when_first_asked_for():
     parent = Scope()
     a, b = LoDTensor(np.ones(2)), LoDTensor(np.zeros(3))
     step = KeptScope(parent, {"a": a, "b": b})
-    assert step.local_var_names() == ["a", "b"] and step.values is not None
+    assert step.local_var_names() == ["a", "b"] and step.row is not None
     assert names_held([step, Scope()]) == {"a", "b"}
     assert step.find_var("a").value is a  # asking for a holder makes them all
-    assert step.values is None and set(step.vars) == {"a", "b"}
+    assert step.row is None and set(step.vars) == {"a", "b"}
     assert step.vars["b"].value is b and step.local_var_names() == ["a", "b"]
     step.var("c").value = a  # from now on the holders are the scope's state
     assert names_held([step]) == {"a", "b", "c"} and step.parent is parent
+
+
+def test_a_kept_row_loads_into_the_working_holders_as_its_dict_says():
+    program = fluid.Program()
+    body = program._create_block()
+    for name in ("x", "y"):
+        body.create_var(name=name, shape=[2], dtype="float64")
+    body.append_op(type="scale", inputs={"X": ["x"]}, outputs={"Out": ["y"]},
+                   attrs={"scale": 2.0})
+    program._rollback()
+    frame = BodyFrame(fluid.Executor(fluid.CPUPlace()), body, Scope(), names=["x", "y"])
+    x1, x2, y = (LoDTensor(np.full(2, v)) for v in (1.0, 2.0, 3.0))
+    step = KeptScope(Scope(), names=("x", "y", "x"), row=[x1, None, x2])
+    assert step.local_values() == {"x": x2}  # a later entry wins; None is no value
+    frame.scope.vars["y"].value = y
+    frame.load(step)
+    assert frame.value("x") is x2 and frame.value("y") is None
+    frame.scope.vars["y"].value = y
+    frame.load(step, keep=frozenset({"y"}))  # a kept holder goes on as it was
+    assert frame.value("x") is x2 and frame.value("y") is y
+    frame.run()
+    computed = frame.value("y")
+    np.testing.assert_array_equal(computed.array, [4.0, 4.0])
+    kept = frame.keep(("z",), [y], only=frozenset({"y"}))
+    assert kept.names == ("y", "z") and kept.local_values() == {"y": computed, "z": y}
+    assert frame.value("x") is None and frame.value("y") is None  # cleared for the next
 
 
 def build_rnn(backward=True):
