@@ -28,14 +28,12 @@ import os
 #: False when ``FLUID_NB_COLLECTOR=always`` asks for the collector to run during runs
 PAUSING = os.environ.get("FLUID_NB_COLLECTOR", "").strip().lower() != "always"
 
-_isenabled, _disable, _enable = gc.isenabled, gc.disable, gc.enable
-
 
 def pause():
     """A run begins: disable the collector if it is running. Returns whether this call
     disabled it; pass that to ``resume``."""
-    if PAUSING and _isenabled():
-        _disable()
+    if PAUSING and gc.isenabled():
+        gc.disable()
         return True
     return False
 
@@ -43,4 +41,4 @@ def pause():
 def resume(paused):
     """A run ends (also by an exception): re-enable the collector if ``pause`` disabled it."""
     if paused:
-        _enable()
+        gc.enable()

@@ -461,16 +461,14 @@ def _runtime_step(fn, ctx, a, out):
 def _values_step(fn, ctx, ins, out):
     """Runtime values in (duplicable slots as lists), one output that takes no LoD from
     an input: tensor arrays, rank tables, LoD ops. What the kernel returns is stored as
-    ``_stored`` says (an array becomes a LoDTensor; None leaves Out as it was); a
-    LoDTensor or tensor array, the common results, is stored without the call."""
-    tensor, array = LoDTensor, LoDTensorArray
+    ``_stored`` says (an array becomes a LoDTensor; None leaves Out as it was)."""
     if len(ins) == 1 and isinstance(ins[0], list) and len(ins[0]) == 2:
         (a, b), = ins  # two gradients meeting in a sum
 
         def step():
             value = fn(ctx, [a.value, b.value])
             if value is not None:
-                out.value = value if value.__class__ is tensor else _stored(value)
+                out.value = _stored(value)
         return step
     if not any(isinstance(h, list) for h in ins) and all(h is not None for h in ins) \
             and len(ins) in (2, 3):
@@ -480,15 +478,14 @@ def _values_step(fn, ctx, ins, out):
             def step():
                 value = fn(ctx, a.value, b.value)
                 if value is not None:
-                    cls = value.__class__
-                    out.value = value if cls is tensor or cls is array else _stored(value)
+                    out.value = _stored(value)
             return step
         a, b, c = ins
 
         def step():
             value = fn(ctx, a.value, b.value, c.value)
             if value is not None:
-                out.value = value if value.__class__ is tensor else _stored(value)
+                out.value = _stored(value)
         return step
     readers = tuple((h, isinstance(h, list)) for h in ins)
 
@@ -504,8 +501,11 @@ def _stored(value, lod=None):
     """What a holder keeps of a kernel's result: an array (or scalar) as a LoDTensor with
     ``lod`` (none when None), a LoDTensor without LoD of its own given ``lod``, any other
     runtime value (tensor array, rank table, scopes) as it is."""
-    if value.__class__ is np.ndarray or not isinstance(value, _RUNTIME_VALUES):
-        return LoDTensor(value, lod if lod is not None else [])
+    cls = value.__class__
+    if lod is None and (cls is LoDTensor or cls is LoDTensorArray):  # the common results
+        return value
+    if cls is np.ndarray or not isinstance(value, _RUNTIME_VALUES):
+        return LoDTensor(value, lod)
     if lod is not None and isinstance(value, LoDTensor) and not value._lod:
         return LoDTensor(value.array, lod)
     return value
@@ -555,7 +555,7 @@ def _plain_step(fn, ctx, ins, out, src, dead):
 
         def step():
             out.value = new(fn(ctx, *[h.value.array for h in present], *absent),
-                            src.value._lod if src is not None else [])
+                            src.value._lod if src is not None else ())
         return _releasing(step, dead)
     d = dead[0] if dead else None
     if len(ins) == 1:
@@ -595,13 +595,12 @@ def _arrays_step(fn, ctx, ins, outs):
     plain ops (mul_grad, elementwise grads). What the kernel returns is stored as
     ``_stored`` says."""
     stores = tuple((i, h) for i, h in enumerate(outs) if h is not None)
-    ndarray = np.ndarray
 
     def store(result):
         for i, h in stores:
             value = result[i]
             if value is not None:
-                h.value = LoDTensor(value) if value.__class__ is ndarray else _stored(value)
+                h.value = _stored(value)
 
     present = tuple(h is not None for h in ins)
     if present == (True, True, True):

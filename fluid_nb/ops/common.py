@@ -130,22 +130,6 @@ def _operand_grad(xp, grad, operand, other, dout, axis):
     return grad if grad.dtype == operand.dtype else grad.astype(operand.dtype)
 
 
-_LEADING_AXES = [tuple(range(n)) for n in range(33)]  # n -> (0, ..., n - 1)
-
-
-def _trailing_grad(xp, grad, operand, other, dout, axis):
-    """``_operand_grad`` for operands aligned on their trailing dims. The common case, an
-    operand as wide as the gradient's trailing dims and broadcast only over its leading
-    ones (a bias), is one sum over those leading dims; anything else goes the general way."""
-    if grad is not None and grad.shape == dout.shape and grad.dtype == operand.dtype:
-        lead = grad.ndim - operand.ndim
-        if 0 < lead and grad.shape[lead:] == operand.shape:
-            return grad.sum(axis=_LEADING_AXES[lead])
-        if lead == 0 and grad.shape == operand.shape:
-            return grad
-    return _operand_grad(xp, grad, operand, other, dout, axis)
-
-
 def binary_infer_shape(ctx):
     x, y = ctx.input_var("X"), ctx.input_var("Y")
     shape = x.shape
@@ -177,10 +161,9 @@ def elementwise_op(type, forward, backward, needs=("X", "Y"), doc=None, needs_ou
             return ((dx.astype(x.dtype, copy=False) if want_x and dx is not None else None),
                     (dy.astype(y.dtype, copy=False) if want_y and dy is not None else None))
         if axis == -1 or axis == x.ndim - y.ndim:  # trailing alignment: NumPy's own rule
-            dx, dy = backward(xp, x, y, out, dout, want_x, want_y)
-            return (_trailing_grad(xp, dx, x, y, dout, axis) if want_x else None,
-                    _trailing_grad(xp, dy, y, x, dout, axis) if want_y else None)
-        xa, ya = aligned(xp, x, y, axis)
+            xa, ya = x, y
+        else:
+            xa, ya = aligned(xp, x, y, axis)
         dx, dy = backward(xp, xa, ya, out, dout, want_x, want_y)
         return (_operand_grad(xp, dx, x, y, dout, axis) if want_x else None,
                 _operand_grad(xp, dy, y, x, dout, axis) if want_y else None)

@@ -55,8 +55,7 @@ def gather_rows(xp, array, ranges):
 
 def host_int(op, slot, value):
     """The single integer held by an index tensor (``I``, ``Mask``)."""
-    array = value.array if value.__class__ is LoDTensor or isinstance(value, LoDTensor) \
-        else value
+    array = value.array if isinstance(value, LoDTensor) else value
     if array is not None and array.size == 1:
         return int(array.item())
     raise InvalidArgument(expected(op, f"input '{slot}'", "a tensor of one element",
