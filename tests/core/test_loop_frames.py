@@ -48,7 +48,13 @@ def test_a_kept_row_loads_into_the_working_holders_as_its_dict_says():
     assert frame.value("x") is None and frame.value("y") is None  # cleared for the next
 
 
-def build_rnn(backward=True):
+def _tanh_cell(word, prev):
+    return layers.fc(input=[word, prev], size=4, act="tanh")
+
+
+def build_rnn(backward=True, cell=_tanh_cell, size=4):
+    """A DynamicRNN over 3-wide float64 rows, ``hidden = cell(word, prev)`` with ``size``
+    wide memories, and loss = the mean of each sequence's last hidden state."""
     main, startup = fluid.Program(), fluid.Program()
     main.random_seed = startup.random_seed = 5
     with fluid.program_guard(main, startup), fluid.unique_name.guard():
@@ -56,8 +62,8 @@ def build_rnn(backward=True):
         drnn = layers.DynamicRNN()
         with drnn.block():
             word = drnn.step_input(x)
-            prev = drnn.memory(shape=[4], dtype="float64")
-            hidden = layers.fc(input=[word, prev], size=4, act="tanh")
+            prev = drnn.memory(shape=[size], dtype="float64")
+            hidden = cell(word, prev)
             drnn.update_memory(prev, hidden)
             drnn.output(hidden)
         loss = layers.mean(layers.sequence_last_step(drnn()))
