@@ -118,13 +118,7 @@ def _while(ctx, xs, cond):
         finally:
             frame.clear()
         return None, []
-    run_iteration = _iteration_runner(ctx, block, outer)
-    # The holders are found once: the body's ops create holders only in their own step
-    # scope, never in ``outer`` or above, so what a name finds cannot change in the loop.
-    found = [(name, holder) for name in _snapshot_names(ctx, block)
-             if (holder := outer.find_var(name)) is not None]
-    snapshot_names = tuple(name for name, _ in found)
-    snapshot_holders = tuple(holder for _, holder in found)
+    run_iteration, snapshot_names, snapshot_holders = _iteration_runner(ctx, block, outer)
     tensor = LoDTensor
     scopes = []
     append = scopes.append
@@ -139,31 +133,47 @@ def _while(ctx, xs, cond):
 
 
 def _iteration_runner(ctx, block, outer):
-    """``run(names, values) -> step scope``: one iteration of the body, its values and
-    ``values`` (None where there is none) under ``names`` kept in a new kid scope of
-    ``outer`` for while_grad. One binding serves every iteration unless the body holds
-    sub-block ops, which keep the scope they ran in (nested step scopes hang under it):
-    then each iteration binds to a scope of its own."""
+    """(``run(names, values) -> step scope``, the names a step snapshots, their holders).
+    ``run`` is one iteration of the body, its values and ``values`` (None where there is
+    none) under ``names`` kept in a new kid scope of ``outer`` for while_grad. One binding
+    serves every iteration unless the body holds sub-block ops, which keep the scope they
+    ran in (nested step scopes hang under it): then each iteration binds to a scope of its
+    own. The snapshot holders are found once: the body's ops create holders only in their
+    own step scope, never in ``outer`` or above, so what a name finds cannot change in the
+    loop. All three are kept for the next run under the same scope and program."""
+    prepared = ctx.executor.prepare(block)
+    held = ctx.cache.get("iteration_runner")
+    if held is not None and held[0] is prepared and held[1] is outer:
+        return held[2]
+    found = [(name, holder) for name in _snapshot_names(ctx, block)
+             if (holder := outer.find_var(name)) is not None]
+    snapshot = (tuple(name for name, _ in found), tuple(holder for _, holder in found))
     if reusable(block):
         frame = _frame(ctx, "frame", block, outer)
-        run, keep = frame.run, frame.keep
+        run, keep, clear = frame.run, frame.keep, frame.clear
         only = _grad_reads(ctx, block)
 
         def run_reused(names, values):
-            run()
+            try:
+                run()
+            except BaseException:
+                clear()  # the next run starts from empty holders, as a new step scope
+                raise
             return keep(names, values, only)
-        return run_reused
-    executor = ctx.executor
-    prepared = executor.prepare(block)
+        runner = (run_reused,) + snapshot
+    else:
+        executor = ctx.executor
 
-    def run_fresh(names, values):
-        step = _child_scope(outer)
-        executor.run_prepared(prepared, step)
-        for name, value in zip(names, values):
-            if value is not None:
-                step.var(name).value = value
-        return step
-    return run_fresh
+        def run_fresh(names, values):
+            step = _child_scope(outer)
+            executor.run_prepared(prepared, step)
+            for name, value in zip(names, values):
+                if value is not None:
+                    step.var(name).value = value
+            return step
+        runner = (run_fresh,) + snapshot
+    ctx.cache["iteration_runner"] = (prepared, outer, runner)
+    return runner
 
 
 def _per_version(ctx, key, block, compute):
@@ -391,16 +401,18 @@ def _block_writes(ctx, block):
         frozenset(name for op in block.ops for name in op.output_arg_names)))
 
 
-def _grad_steps(ctx, block, outer, scopes, og_names, shared, reads):
+def _grad_steps(ctx, block, outer, scopes, plan):
     """``run(step, current) -> values``: the grad block run over one kept step scope, with
-    each inside output gradient of ``og_names`` ((inside, outside) pairs) set to
+    each inside output gradient of ``plan.og_names`` ((inside, outside) pairs) set to
     ``current[outside]``; ``values`` are the gradients it left under the names of
-    ``reads`` (a tuple), in that order. One binding serves every step when it can; then
-    the holders named in ``shared`` keep their value from step to step (``run.per_step``
+    ``plan.reads``, in that order. One binding serves every step when it can; then the
+    holders named in ``plan.shared`` keep their value from step to step (``run.per_step``
     is False), ``run.frame`` is the frame to clear after the loop, and the binding leaves
-    out the work on values not in ``reads`` that no op of the block reads."""
-    executor = ctx.executor
-    if not reusable(block):
+    out the work on values not in ``plan.reads`` that no op of the block reads. The runner
+    is kept for the next run while the plan, the outer scope and the names the steps hold
+    are the same."""
+    executor, og_names, reads = ctx.executor, plan.og_names, plan.reads
+    if plan.per_step:
         prepared = executor.prepare(block)
 
         def run_per_step(step, current):
@@ -412,9 +424,12 @@ def _grad_steps(ctx, block, outer, scopes, og_names, shared, reads):
         run_per_step.per_step = True
         run_per_step.frame = None
         return run_per_step
+    kept = names_held(scopes)  # the names some step scope holds
+    held = ctx.cache.get("grad_runner")
+    if held is not None and held[0] is plan and held[1] is outer and held[2] == kept:
+        return held[3]
     grads, written = _block_writes(ctx, block)
     insides = {inside for inside, _ in og_names}
-    kept = names_held(scopes)  # the names some step scope holds
     frame = _frame(ctx, "grad_frame", block, outer, frozenset(kept.union(grads, insides)),
                    frozenset(reads))
     working = frame.scope.vars
@@ -423,8 +438,8 @@ def _grad_steps(ctx, block, outer, scopes, og_names, shared, reads):
     read_holders = tuple(working.get(name, absent) for name in reads)
     # Holders a step need not load: the shared ones; the incoming gradients, set right
     # after; and those no step holds and no op writes, which stay empty.
-    not_loaded = shared.union(insides, (name for name in working
-                                        if name not in kept and name not in written))
+    not_loaded = plan.shared.union(insides, (name for name in working
+                                             if name not in kept and name not in written))
     load, run = frame.load, frame.run
 
     def run_reused(step, current):
@@ -435,6 +450,7 @@ def _grad_steps(ctx, block, outer, scopes, og_names, shared, reads):
         return [holder.value for holder in read_holders]
     run_reused.per_step = False
     run_reused.frame = frame
+    ctx.cache["grad_runner"] = (plan, outer, kept, run_reused)
     return run_reused
 
 
@@ -487,60 +503,79 @@ class _Total:
         self.owned = True
 
 
-def _while_grad(ctx, xs, outs, ogs, scopes):
-    xp, outer = ctx.xp, ctx.scope
-    block = _sub_block(ctx)
-    inside_ogs = list(ctx.attrs.get("original_output_grad") or ())
-    outside_ogs = ctx.input_names("Out@GRAD")
-    if len(inside_ogs) != len(outside_ogs):
-        raise InvalidArgument(expected("while_grad", "attribute 'original_output_grad'",
-                                       f"{len(outside_ogs)} names (one per Out@GRAD)",
-                                       len(inside_ogs)))
+class _GradPlan:
+    """What a while_grad run works out from its program alone (and from which inputs are
+    tensor arrays), kept while the program is unchanged.
+
+    ``og_names``: (inside, outside) pairs of the incoming output gradients; ``pairs``: (X
+    index, X@GRAD index) of the gradients computed (one no later op reads is not, unless
+    it is carried from step to step); ``reads``: the gradient names the grad block leaves
+    for them; ``shared``: gradients of the body's input arrays, one array collecting every
+    step's slots (as Paddle shares each step's written slots into the outer array). How
+    each gradient combines over the steps, as (position in ``reads``, X@GRAD name):
+    ``sums`` are summed, ``flows`` (a loop-carried variable's, also an ``Out@GRAD``) flow
+    into the previous step, ``lasts`` are the shared array the last step leaves."""
+
+    def __init__(self, ctx, block, arrays):
+        inside_ogs = list(ctx.attrs.get("original_output_grad") or ())
+        self.outside_ogs = ctx.input_names("Out@GRAD")
+        if len(inside_ogs) != len(self.outside_ogs):
+            raise InvalidArgument(expected("while_grad", "attribute 'original_output_grad'",
+                                           f"{len(self.outside_ogs)} names (one per "
+                                           f"Out@GRAD)", len(inside_ogs)))
+        self.og_names = tuple(zip(inside_ogs, self.outside_ogs))
+        self.per_step = not reusable(block)
+        x_names = ctx.input_names("X")
+        self.x_grads = x_grads = ctx.output_names("X@GRAD")
+        carried = self.carried = frozenset(self.outside_ogs)
+        self.pairs = [(k, j) for k, j in _grad_pairs(x_names, x_grads)
+                      if x_grads[j] in carried or x_grads[j] not in ctx.unused]
+        self.shared = frozenset(grad_var_name(x_names[k]) for k, j in self.pairs
+                                if x_grads[j] not in carried and arrays[k])
+        self.reads = tuple(dict.fromkeys(grad_var_name(x_names[k]) for k, _ in self.pairs))
+        where = {name: i for i, name in enumerate(self.reads)}
+        self.sums, self.flows, self.lasts = [], [], []
+        for k, j in self.pairs:
+            gname, i = x_grads[j], where[grad_var_name(x_names[k])]
+            if gname in carried:
+                self.flows.append((i, gname))
+            elif self.reads[i] in self.shared and not self.per_step:
+                self.lasts.append((i, gname))
+            else:
+                self.sums.append((i, gname))
+
+
+def _incoming_grads(ctx, plan, ogs):
+    """outside Out@GRAD name -> its value, an absent one made: zeros shaped like its
+    variable, or an empty gradient array for an array nothing read after the loop (its
+    reads give zeros shaped like the forward value written there)."""
     current = {}
-    for name, value in zip(outside_ogs, ogs or ()):
+    for name, value in zip(plan.outside_ogs, ogs or ()):
         if value is None or (isinstance(value, LoDTensor) and value.array is None):
             var = ctx.program.block(ctx.op.block.idx)._find_var_recursive(name)
             if var is not None and var.type == VarType.LOD_TENSOR_ARRAY:
-                # An array nothing read after the loop: an empty gradient array, whose
-                # reads give zeros shaped like the forward value written there (X_W).
                 current[name] = LoDTensorArray()
                 continue
             shape = [max(d, 1) for d in var.shape] if var is not None else [1]
             dtype = var.dtype if var is not None else VarType.FP32
-            value = LoDTensor(xp.zeros(shape, dtype=to_numpy_dtype(dtype)))
+            value = LoDTensor(ctx.xp.zeros(shape, dtype=to_numpy_dtype(dtype)))
         current[name] = value
-    x_names = ctx.input_names("X")
-    x_grads = ctx.output_names("X@GRAD")
-    pairs = _grad_pairs(x_names, x_grads)
-    carried = set(outside_ogs)
-    # Gradient arrays of the body's input arrays: each step writes its own slots, and as
-    # Paddle (which shares each step's written slots into the outer array) one array
-    # collects them all.
-    # a gradient no op after this one reads (nor a fetch) is not computed; one carried
-    # from step to step still flows through the steps
-    pairs = [(k, j) for k, j in pairs if x_grads[j] in carried or x_grads[j] not in ctx.unused]
-    shared = frozenset(grad_var_name(x_names[k]) for k, j in pairs
-                       if x_grads[j] not in carried and isinstance(xs[k], list))
-    reads = tuple(dict.fromkeys(grad_var_name(x_names[k]) for k, _ in pairs))
-    run_step = _grad_steps(ctx, block, outer, scopes or (),
-                           tuple(zip(inside_ogs, outside_ogs)), shared, reads)
-    where = {name: i for i, name in enumerate(reads)}
-    # how each gradient combines over the steps, with where run_step's values hold it
-    totals, sums, flows, lasts = {}, [], [], []
-    for k, j in pairs:
-        gname, i = x_grads[j], where[grad_var_name(x_names[k])]
-        if gname in carried:
-            flows.append((i, gname))  # flows into the previous step
-        elif reads[i] in shared and not run_step.per_step:
-            lasts.append((i, gname))  # the one shared array already holds every step's slots
-        else:
-            total = totals.get(gname)
-            if total is None:
-                total = totals[gname] = _Total()
-            sums.append((i, total))
-    last = {}
+    return current
+
+
+def _while_grad(ctx, xs, outs, ogs, scopes):
+    block = _sub_block(ctx)
+    arrays = tuple(isinstance(x, list) for x in xs)
+    plan = _per_version(ctx, ("grad_plan", arrays), block,
+                        lambda: _GradPlan(ctx, block, arrays))
+    current = _incoming_grads(ctx, plan, ogs)
+    scopes = scopes or ()
+    run_step = _grad_steps(ctx, block, ctx.scope, scopes, plan)
+    totals = {gname: _Total() for _, gname in plan.sums}
+    sums = [(i, totals[gname]) for i, gname in plan.sums]
+    flows, lasts, last = plan.flows, plan.lasts, {}
     try:
-        for step in reversed(scopes or ()):
+        for step in reversed(scopes):
             values = run_step(step, current)
             for i, total in sums:
                 value = values[i]
@@ -555,15 +590,15 @@ def _while_grad(ctx, xs, outs, ogs, scopes):
     finally:
         if run_step.frame is not None:
             run_step.frame.clear()  # the last step's values go with the loop
-    _drop(outer, scopes)
-    result = [None] * len(x_grads)
-    for k, j in pairs:
-        gname = x_grads[j]
-        if gname in carried:
+    _drop(ctx.scope, scopes)
+    result = [None] * len(plan.x_grads)
+    for k, j in plan.pairs:
+        gname = plan.x_grads[j]
+        if gname in plan.carried:
             result[j] = current[gname]
         else:
             value = totals[gname].value if gname in totals else last.get(gname)
-            result[j] = value if value is not None else _zeros_like(xp, xs[k])
+            result[j] = value if value is not None else _zeros_like(ctx.xp, xs[k])
     return result
 
 
