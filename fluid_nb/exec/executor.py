@@ -25,7 +25,7 @@ from ..ops import registry
 from . import collector
 from .host_memory import keep_freed_memory
 from .place import CPUPlace
-from .scope import Scope, global_scope
+from .scope import Scope, ScopeVariable, global_scope
 from .tensor import LoDTensor, LoDTensorArray, SelectedRows, as_tensor
 
 _RUNTIME_VALUES = (LoDTensor, LoDTensorArray, SelectedRows, list, Scope)
@@ -114,6 +114,10 @@ class PreparedBlock:
 
 class Executor:
     """``Executor(place).run(program, feed, fetch_list, scope, return_numpy)``."""
+
+    #: bind an op's host step, where it has one, instead of its kernel's step (a recorder
+    #: that watches the kernel calls turns this off)
+    host_steps = True
 
     def __init__(self, place=None):
         self.place = place if place is not None else CPUPlace()
@@ -395,13 +399,25 @@ def names_in_block(block, writes=True):
 
 def _make_step(prepared_op, holder, place, executor, scope, dead=(), unused=frozenset(),
                unwanted=frozenset()):
+    step, ctx, ins, outs = _kernel_step(prepared_op, holder, place, executor, scope, dead,
+                                        unused, unwanted)
+    host_step = prepared_op.opdef.host_step
+    if host_step is not None and place.device == "cpu" and len(outs) == 1 \
+            and outs[0].__class__ is ScopeVariable and getattr(executor, "host_steps", True):
+        return _releasing(host_step(ctx, ins, outs[0], step), dead)
+    return step
+
+
+def _kernel_step(prepared_op, holder, place, executor, scope, dead, unused, unwanted):
+    """(the step that runs the op's kernel, its context, the input holders, the output
+    holders): holders in slot order, a list for a duplicable slot, None for an absent one."""
     op, opdef, fn = prepared_op.op, prepared_op.opdef, prepared_op.kernel
     wanted = frozenset(s for s, args in op.outputs.items()
                        if args and any(a != EMPTY_VAR_NAME and a not in unwanted
                                        for a in args))
     ctx = KernelContext(op, place, executor, scope, wanted, unused)
     if fn is None or (unwanted and not wanted):  # markers; ops nobody needs
-        return _releasing(_noop, dead)
+        return _releasing(_noop, dead), ctx, (), ()
 
     ins = []
     for slot in opdef.inputs:
@@ -433,18 +449,18 @@ def _make_step(prepared_op, holder, place, executor, scope, dead=(), unused=froz
     if opdef.lod_aware and len(ins) == 1 and len(outs) == 1 and ins[0] is not None \
             and not isinstance(ins[0], list) and not isinstance(outs[0], list) and not dead \
             and outs[0] is not None and opdef.share_lod is None:
-        return _runtime_step(fn, ctx, ins[0], outs[0])
+        return _runtime_step(fn, ctx, ins[0], outs[0]), ctx, ins, outs
     if plain and outs[0] is not None and _leading_present(ins) > 0:
         out = outs[0]
         src = lod_src if opdef.outputs[0].name in lod_dsts else None
-        return _plain_step(fn, ctx, ins, out, src, dead)
+        return _plain_step(fn, ctx, ins, out, src, dead), ctx, ins, outs
     if opdef.lod_aware and len(outs) == 1 and outs[0] is not None \
             and not isinstance(outs[0], list) and opdef.outputs[0].name not in lod_dsts:
-        return _releasing(_values_step(fn, ctx, ins, outs[0]), dead)
+        return _releasing(_values_step(fn, ctx, ins, outs[0]), dead), ctx, ins, outs
     if not opdef.lod_aware and len(outs) > 1 and lod_src is None and not dead \
             and not any(isinstance(h, list) for h in ins + outs) and ins and ins[0] is not None:
-        return _arrays_step(fn, ctx, ins, outs)
-    return _general_step(fn, ctx, opdef, ins, outs, lod_src, lod_dsts, dead)
+        return _arrays_step(fn, ctx, ins, outs), ctx, ins, outs
+    return _general_step(fn, ctx, opdef, ins, outs, lod_src, lod_dsts, dead), ctx, ins, outs
 
 
 def _runtime_step(fn, ctx, a, out):

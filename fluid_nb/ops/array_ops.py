@@ -49,8 +49,13 @@ def _write_to_array(ctx, x, i):
     if offset < 0:
         raise InvalidArgument(expected("write_to_array", "input 'I'", ">= 0", offset))
     holder = _bound_output(ctx)
-    old = holder.value if holder is not None else None
     token = ctx.executor.run_token if ctx.executor is not None else None
+    return _written(holder.value if holder is not None else None, offset, x, token)
+
+
+def _written(old, offset, x, token):
+    """The array Out holds after ``Out[offset] = x``: ``old`` itself when this run
+    (``token``) made it, else a new array holding ``old``'s tensors."""
     if token is not None and getattr(old, "run_token", None) is token:
         array = old  # made earlier in this run: nobody else holds it yet
     else:
@@ -65,8 +70,28 @@ def _write_to_array(ctx, x, i):
     return array
 
 
+def _write_step(ctx, ins, out, kernel_step):
+    """write_to_array's host step: a LoDTensor X at a host index of one element (anything
+    else goes to the kernel, which names what it expected)."""
+    x_holder, index_holder = ins
+    executor = ctx.executor
+
+    def step():
+        x = x_holder.value
+        try:
+            offset = int(index_holder.value.array.item())
+        except Exception:  # no index of one element
+            offset = -1
+        if offset >= 0 and x.__class__ is LoDTensor:
+            out.value = _written(out.value, offset, x, executor.run_token)
+        else:
+            kernel_step()
+    return step
+
+
 def_op("write_to_array", inputs=["X", "I"], outputs=["Out"],
        infer_shape=_write_infer, kernel=_write_to_array, lod_aware=True,
+       host_step=_write_step,
        grad=lambda g: [g.op("read_from_array", {"X": g.output_grad("Out"), "I": g.input("I")},
                             {"Out": g.input_grad("X")})],
        doc="Out[I] = X (Out, a tensor array, grows to I + 1 tensors when shorter). "
@@ -90,8 +115,29 @@ def _read_from_array(ctx, array, i):
     return LoDTensor(item.array, item._lod)  # shares the item's data and LoD lists
 
 
+def _read_step(ctx, ins, out, kernel_step):
+    """read_from_array's host step: a tensor array X at a host index of one element
+    (anything else goes to the kernel, which names what it expected)."""
+    array_holder, index_holder = ins
+    new = LoDTensor
+
+    def step():
+        array = array_holder.value
+        try:
+            offset = int(index_holder.value.array.item())
+            if 0 <= offset < len(array):
+                item = array[offset]
+                out.value = new(item.array, item._lod)
+            return  # past the end: Out is left as it was
+        except Exception:  # no tensor array, no index of one element
+            pass
+        kernel_step()
+    return step
+
+
 def_op("read_from_array", inputs=["X", "I"], outputs=["Out"],
        infer_shape=_read_infer, kernel=_read_from_array, lod_aware=True,
+       host_step=_read_step,
        grad=lambda g: [g.op("write_to_array", {"X": g.output_grad("Out"), "I": g.input("I")},
                             {"Out": g.input_grad("X")})],
        doc="Out = X[I] (X a tensor array; Out unchanged when I is past its end). "

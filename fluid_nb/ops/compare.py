@@ -3,6 +3,9 @@
 Comparisons broadcast Y into X with Paddle's elementwise ``axis`` rule; logical ops broadcast
 NumPy-style and treat any nonzero input as true.
 """
+import numpy as np
+
+from ..exec.tensor import LoDTensor
 from ..framework.dtypes import VarType
 from .common import aligned, broadcast_shape
 from .registry import def_op
@@ -45,12 +48,28 @@ def _comparison(type, formula, fn):
         xa, ya = aligned(ctx.xp, x, y, ctx.attrs["axis"])
         return fn(ctx.xp, xa, ya)
 
+    def host_step(ctx, ins, out, kernel_step):
+        """Y aligned to X's trailing dims, as NumPy broadcasts (a loop's condition:
+        counter < length); anything else goes to the kernel."""
+        if ctx.attrs["axis"] != -1:  # the kernel aligns Y to X by the axis
+            return kernel_step
+        x_holder, y_holder = ins
+        new = LoDTensor
+
+        def step():
+            x = x_holder.value
+            try:
+                out.value = new(fn(np, x.array, y_holder.value.array), x._lod)
+            except Exception:  # no tensors, or no broadcast: the kernel says which
+                kernel_step()
+        return step
+
     def_op(type,
            inputs=["X", "Y"], outputs=["Out"],
            attrs={"axis": ("int", -1, lambda v: None if v >= -1 else "an int >= -1"),
                   "force_cpu": ("bool", False)},
            infer_shape=_binary_bool_infer(axis_attr=True), share_lod=("X", ["Out"]),
-           kernel=kernel,
+           kernel=kernel, host_step=host_step,
            doc=f"Out = {formula}, elementwise (bool); Y broadcasts into X from dim ``axis`` "
                f"(-1 aligns the trailing dims). force_cpu only chooses the output's place in "
                f"Paddle. No gradient.")

@@ -312,21 +312,47 @@ def _increment_infer(ctx):
 
 
 def _increment(ctx, x):
+    return x + _step_like(ctx, x)
+
+
+def _step_like(ctx, x):
+    """The op's step converted to X's type once, as a 0-d array (adding it keeps X's shape;
+    adding two arrays costs a third of adding a NumPy scalar), kept for the next run."""
     cache = getattr(ctx, "cache", None)
     step = cache.get("step") if cache is not None else None
-    if step is None or step.dtype != x.dtype or step.shape != x.shape:
-        # step converted to X's type once, as an array shaped like X: adding two arrays
-        # of one element costs a third of adding a NumPy scalar
-        step = ctx.xp.full(x.shape, x.dtype.type(ctx.attrs["step"]), x.dtype)
+    if step is None or step.dtype != x.dtype or not isinstance(step, type(x)):
+        step = ctx.xp.asarray(x.dtype.type(ctx.attrs["step"]))
         if isinstance(step, np.ndarray):
             step.flags.writeable = False  # shared by every run: never written
         if cache is not None:
             cache["step"] = step
-    return x + step
+    return step
+
+
+def _increment_step(ctx, ins, out, kernel_step):
+    """increment's host step: X a host array of the type of the step the kernel kept last
+    (anything else goes to the kernel, which keeps the step for X's type)."""
+    counter, = ins
+    new, cache = LoDTensor, ctx.cache
+    held = [None, None]  # the kept step's type and the step
+
+    def step():
+        x = counter.value
+        try:
+            if x.array.dtype is held[0]:
+                out.value = new(x.array + held[1], x._lod)
+                return
+        except AttributeError:  # no tensor
+            pass
+        kernel_step()
+        step_array = cache.get("step")
+        if step_array.__class__ is np.ndarray:
+            held[:] = step_array.dtype, step_array
+    return step
 
 
 def_op("increment", inputs=["X"], outputs=["Out"], attrs={"step": ("float", 1.0)},
        infer_shape=_increment_infer, share_lod=("X", ["Out"]),
-       kernel=_increment,
+       kernel=_increment, host_step=_increment_step,
        doc="Out = X + step, X one element; step is first converted to X's type (so an "
            "int counter adds int(step)).")

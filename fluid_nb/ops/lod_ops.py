@@ -339,8 +339,29 @@ def _shrink_rnn_memory(ctx, x, table, i):
     return LoDTensor(x.array[:height], lod)
 
 
+def _shrink_step(ctx, ins, out, kernel_step):
+    """shrink_rnn_memory's host step: X rows without LoD (DynamicRNN's memories), a rank
+    table and a host index of one element (anything else goes to the kernel, which names
+    what it expected)."""
+    x_holder, table_holder, index_holder = ins
+    new = LoDTensor
+
+    def step():
+        x = x_holder.value
+        try:
+            if not x._lod:
+                out.value = new(x.array[:table_holder.value.batch_size_at(
+                    int(index_holder.value.array.item()))])
+                return
+        except Exception:  # no tensor, rank table or index of one element
+            pass
+        kernel_step()
+    return step
+
+
 def_op("shrink_rnn_memory", inputs=["X", "RankTable", "I"], outputs=["Out"],
        infer_shape=_shrink_infer, kernel=_shrink_rnn_memory, lod_aware=True,
+       host_step=_shrink_step,
        grad=lambda g: [g.op("shrink_rnn_memory_grad",
                             {"X": g.input("X"), "Out@GRAD": g.output_grad("Out")},
                             {"X@GRAD": g.input_grad("X")})],
@@ -356,18 +377,39 @@ def _shrink_grad_infer(ctx):
 def _shrink_rnn_memory_grad(ctx, x, dout):
     if type(x) is not LoDTensor or x.array is None:
         x = tensor("shrink_rnn_memory_grad", "X", x)
-    rows = dout.array if dout is not None else None
+    return _grown(ctx.xp, x, dout.array if dout is not None else None)
+
+
+def _grown(xp, x, rows):
+    """X@GRAD: ``rows`` (Out@GRAD's, or None) in the first rows of zeros shaped like X."""
     if rows is not None and rows.shape == x.array.shape:
         return LoDTensor(rows, x._lod)  # nothing was cut at this step
     # zeros(shape, dtype) costs a quarter of zeros_like, and every row gets a value anyway
-    dx = ctx.xp.zeros(x.array.shape, x.array.dtype)
+    dx = xp.zeros(x.array.shape, x.array.dtype)
     if rows is not None and rows.shape[0]:
         dx[:rows.shape[0]] = rows
     return LoDTensor(dx, x._lod)
 
 
+def _shrink_grad_step(ctx, ins, out, kernel_step):
+    """shrink_rnn_memory_grad's host step: X and Out@GRAD tensors (anything else goes to
+    the kernel, which names what it expected)."""
+    x_holder, dout_holder = ins
+    if dout_holder is None:
+        return kernel_step
+
+    def step():
+        x = x_holder.value
+        try:
+            out.value = _grown(np, x, dout_holder.value.array)
+        except Exception:
+            kernel_step()
+    return step
+
+
 def_op("shrink_rnn_memory_grad", inputs=["X", "Out@GRAD?"], outputs=["X@GRAD"],
        infer_shape=_shrink_grad_infer, kernel=_shrink_rnn_memory_grad, lod_aware=True,
+       host_step=_shrink_grad_step,
        doc="X@GRAD = Out@GRAD in its first rows, zeros below (all zeros without Out@GRAD).")
 
 

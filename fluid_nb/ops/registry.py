@@ -22,6 +22,14 @@ declaration order (a bare value when the op has one output slot; ``None`` for an
 did not produce). ``ctx.wants(slot)`` says whether the program asked for an output.
 ``ctx.attrs`` holds the attributes. Kernels never modify their inputs.
 
+``host_step(ctx, ins, out, kernel_step) -> step`` (optional, ops with one output slot) builds
+the step the executor runs on the host place instead of the kernel's: a closure over the
+input holders ``ins`` (in slot order) and the output holder ``out`` that does the op's
+common case itself, reading and writing the holders' runtime values, and calls
+``kernel_step()`` (the kernel's own step) for anything else, so errors and uncommon inputs
+are the kernel's. Worth it for the small ops a loop body runs every iteration, whose kernel
+call costs more than their work (tensor-array reads and writes, counters, conditions).
+
 Registering a type twice is an error; a missing op names the op and what to add.
 """
 from ..errors import InvalidArgument, NotFound, Unimplemented, expected
@@ -69,7 +77,8 @@ class OpDef:
     code generators and views; nothing about an op is kept anywhere else."""
 
     def __init__(self, type, inputs, outputs, attrs, infer_shape, infer_var_type, grad,
-                 kernel, kernels, lod_aware, share_lod, traits, doc, sub_block_backward=None):
+                 kernel, kernels, lod_aware, share_lod, traits, doc, sub_block_backward=None,
+                 host_step=None):
         self.type = type
         self.inputs = tuple(Slot(s) for s in inputs)
         self.outputs = tuple(Slot(s) for s in outputs)
@@ -97,6 +106,8 @@ class OpDef:
         #: differentiates the op's sub-block; backward hands the result to the grad maker as
         #: ``g.grad_block``
         self.sub_block_backward = sub_block_backward
+        #: the op's common case as a step of its own on the host (see the module docstring)
+        self.host_step = host_step
         # precomputed so append_op stays cheap
         self._defaults = [(n, s.default) for n, s in self.attrs.items() if s.default is not None]
         self._default_attrs = dict(self._defaults)
@@ -197,13 +208,13 @@ class OpDef:
 
 def def_op(type, inputs=(), outputs=(), attrs=None, infer_shape=None, infer_var_type=None,
            grad=None, kernel=None, kernels=None, lod_aware=False, share_lod=None, traits=(),
-           doc=None, sub_block_backward=None):
+           doc=None, sub_block_backward=None, host_step=None):
     """Register op ``type``; see the module docstring for the conventions."""
     if type in _OPS:
         raise InvalidArgument(f"def_op: op type '{type}' expected to be new, but it is already "
                               f"registered")
     opdef = OpDef(type, inputs, outputs, attrs, infer_shape, infer_var_type, grad, kernel,
-                  kernels, lod_aware, share_lod, traits, doc, sub_block_backward)
+                  kernels, lod_aware, share_lod, traits, doc, sub_block_backward, host_step)
     _OPS[type] = opdef
     return opdef
 

@@ -224,6 +224,8 @@ class _LoopRecorder(Executor):
     """An Executor that watches one ``while`` op (of the program it is given, identified by
     its body's block index, which ``Executor.run``'s program copy keeps)."""
 
+    host_steps = False  # every op of the loop goes through its (watched) kernel
+
     def __init__(self, place, loop, caps):
         super().__init__(place)
         self.loop = loop
