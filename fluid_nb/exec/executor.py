@@ -477,29 +477,14 @@ def _runtime_step(fn, ctx, a, out):
 def _values_step(fn, ctx, ins, out):
     """Runtime values in (duplicable slots as lists), one output that takes no LoD from
     an input: tensor arrays, rank tables, LoD ops. What the kernel returns is stored as
-    ``_stored`` says (an array becomes a LoDTensor; None leaves Out as it was)."""
+    ``_stored`` says (an array becomes a LoDTensor; None leaves Out as it was). Two
+    gradients meeting in a ``sum`` (a loop's grad body has one per step) get a step of
+    their own; the loop's other runtime-value ops have host steps."""
     if len(ins) == 1 and isinstance(ins[0], list) and len(ins[0]) == 2:
-        (a, b), = ins  # two gradients meeting in a sum
+        (a, b), = ins
 
         def step():
             value = fn(ctx, [a.value, b.value])
-            if value is not None:
-                out.value = _stored(value)
-        return step
-    if not any(isinstance(h, list) for h in ins) and all(h is not None for h in ins) \
-            and len(ins) in (2, 3):
-        if len(ins) == 2:
-            a, b = ins
-
-            def step():
-                value = fn(ctx, a.value, b.value)
-                if value is not None:
-                    out.value = _stored(value)
-            return step
-        a, b, c = ins
-
-        def step():
-            value = fn(ctx, a.value, b.value, c.value)
             if value is not None:
                 out.value = _stored(value)
         return step

@@ -117,8 +117,7 @@ class BodyFrame:
         names, kept = plan
         row = [holder.value for holder in kept]
         row += extra_values
-        for holder in self.holders:
-            holder.value = None
+        self.clear()
         step = KeptScope(self.outer, names=names, row=row)
         self.outer.kids.append(step)
         return step

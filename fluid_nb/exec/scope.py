@@ -127,9 +127,7 @@ class KeptScope(Scope):
         return holders
 
     def local_var_names(self):
-        if self._holders is None:
-            return [name for name, value in zip(self.names, self.row) if value is not None]
-        return list(self._holders)
+        return list(self.local_values())
 
     def local_values(self):
         """name -> value, without making holders when none were made yet."""

@@ -32,23 +32,11 @@ def _write_infer(ctx):
                    lod_level=ctx.input_lod_level("X"), type=VarType.LOD_TENSOR_ARRAY)
 
 
-def _bound_output(ctx):
-    """The holder Out is bound to (None when there is none), looked up once per bound op:
-    a binding's holders stay the same."""
-    cache = getattr(ctx, "cache", None)  # None: a bare context, looked up every time
-    holder = cache.get("out") if cache is not None else None
-    if holder is None:
-        holder = ctx.scope.find_var(ctx.output_names("Out")[0])
-        if holder is not None and cache is not None:
-            cache["out"] = holder
-    return holder
-
-
 def _write_to_array(ctx, x, i):
     offset = host_int("write_to_array", "I", i)
     if offset < 0:
         raise InvalidArgument(expected("write_to_array", "input 'I'", ">= 0", offset))
-    holder = _bound_output(ctx)
+    holder = ctx.scope.find_var(ctx.output_names("Out")[0])
     token = ctx.executor.run_token if ctx.executor is not None else None
     return _written(holder.value if holder is not None else None, offset, x, token)
 

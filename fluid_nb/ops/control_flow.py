@@ -78,12 +78,12 @@ def _frame(ctx, key, block, outer, names=frozenset(), reads=None):
     cache for its later runs: a bound plan runs its ops with the same context, under the
     same local scope, every run. A new binding is made when the block was prepared again
     (the program changed), the scope is another one, or ``names`` (a frozenset: the
-    holders the frame must have of its own) differ."""
+    holders the frame must have of its own) differ. Every user empties the frame's holders
+    when it is done with them (also when a run fails), so a kept frame holds nothing."""
     held = ctx.cache.get(key)
     prepared = ctx.executor.prepare(block)
     if held is not None and held.outer is outer and held.prepared is prepared \
             and held.names == names and held.reads == reads:
-        held.clear()  # nothing left from a run that failed half way
         return held
     frame = ctx.cache[key] = BodyFrame(ctx.executor, block, outer, sorted(names), reads)
     return frame
@@ -188,36 +188,32 @@ def _per_version(ctx, key, block, compute):
 
 def _grad_reads(ctx, block):
     """The names the loop's ``while_grad`` (found by its StepScopes) reads in its grad body
-    and the blocks nested there, or None when the program has no backward for this loop.
+    and the blocks nested there, or None when the program has no backward for this loop
+    (worked out when the iteration runner is made).
 
     A step scope keeps only these, as Paddle's eager deletion keeps only a while op's
     ``skip_eager_deletion_vars`` (what its grad op needs): freeing the rest after each
     iteration (a fc's matmul outputs, say) lets the next iteration reuse their memory
     while it is still in cache. Without a backward every value stays, for views."""
-    def compute():
-        scopes = ctx.op.outputs.get("StepScopes")
-        program = ctx.program
-        grad_bodies = [program.block(op.attrs["sub_block"]) for any_block in program.blocks
-                       for op in any_block.ops
-                       if scopes and op.type == "while_grad"
-                       and op.inputs.get("StepScopes") == scopes]
-        if not grad_bodies:
-            return None
-        return frozenset().union(*[names_in_block(body, writes=False)
-                                   for body in grad_bodies])
-    return _per_version(ctx, "grad_reads", block, compute)
+    scopes = ctx.op.outputs.get("StepScopes")
+    program = ctx.program
+    grad_bodies = [program.block(op.attrs["sub_block"]) for any_block in program.blocks
+                   for op in any_block.ops
+                   if scopes and op.type == "while_grad"
+                   and op.inputs.get("StepScopes") == scopes]
+    if not grad_bodies:
+        return None
+    return frozenset().union(*[names_in_block(body, writes=False) for body in grad_bodies])
 
 
 def _snapshot_names(ctx, block):
     """X names a step snapshots: not in ``_no_copy_names``, and not declared as anything
     but a tensor (a tensor array or rank table is never copied, as in Paddle)."""
-    def compute():
-        no_copy = _no_copy_names(block)
-        outside = ctx.program.block(ctx.op.block.idx)
-        declared = {n: outside._find_var_recursive(n) for n in ctx.input_names("X")}
-        return [n for n, var in declared.items() if n not in no_copy
-                and (var is None or var.type == VarType.LOD_TENSOR)]
-    return _per_version(ctx, "snapshot_names", block, compute)
+    no_copy = _no_copy_names(block)
+    outside = ctx.program.block(ctx.op.block.idx)
+    declared = {n: outside._find_var_recursive(n) for n in ctx.input_names("X")}
+    return [n for n, var in declared.items() if n not in no_copy
+            and (var is None or var.type == VarType.LOD_TENSOR)]
 
 
 # --- backward of a sub-block -------------------------------------------------------------------
@@ -394,13 +390,6 @@ def _grads_written(grad_block):
     return [name for op in grad_block.ops for name in op.output_arg_names if "@GRAD" in name]
 
 
-def _block_writes(ctx, block):
-    """(gradients the block writes, every name its ops write)."""
-    return _per_version(ctx, "block_writes", block, lambda: (
-        _grads_written(block),
-        frozenset(name for op in block.ops for name in op.output_arg_names)))
-
-
 def _grad_steps(ctx, block, outer, scopes, plan):
     """``run(step, current) -> values``: the grad block run over one kept step scope, with
     each inside output gradient of ``plan.og_names`` ((inside, outside) pairs) set to
@@ -428,7 +417,8 @@ def _grad_steps(ctx, block, outer, scopes, plan):
     held = ctx.cache.get("grad_runner")
     if held is not None and held[0] is plan and held[1] is outer and held[2] == kept:
         return held[3]
-    grads, written = _block_writes(ctx, block)
+    grads = _grads_written(block)
+    written = frozenset(name for op in block.ops for name in op.output_arg_names)
     insides = {inside for inside, _ in og_names}
     frame = _frame(ctx, "grad_frame", block, outer, frozenset(kept.union(grads, insides)),
                    frozenset(reads))

@@ -321,15 +321,10 @@ def _shrink_infer(ctx):
 
 def _shrink_rnn_memory(ctx, x, table, i):
     op = "shrink_rnn_memory"
-    if type(x) is not LoDTensor or x.array is None:
-        x = tensor(op, "X", x)
-    if type(table) is not LoDRankTable:
-        table = rank_table(op, table)
+    x, table = tensor(op, "X", x), rank_table(op, table)
     keep = table.batch_size_at(host_int(op, "I", i))
-    if not x._lod:  # a batch of rows (DynamicRNN's memories): its first rows
-        return LoDTensor(x.array[:keep])
     height, lod = keep, []
-    if len(x._lod[0]) > keep:
+    if x._lod and len(x._lod[0]) > keep:
         if len(x._lod) > 1:
             lengths, (_, height) = sub_lod(x._lod, 0, keep, 0)
             append_lod(lod, lengths)
@@ -375,8 +370,7 @@ def _shrink_grad_infer(ctx):
 
 
 def _shrink_rnn_memory_grad(ctx, x, dout):
-    if type(x) is not LoDTensor or x.array is None:
-        x = tensor("shrink_rnn_memory_grad", "X", x)
+    x = tensor("shrink_rnn_memory_grad", "X", x)
     return _grown(ctx.xp, x, dout.array if dout is not None else None)
 
 
