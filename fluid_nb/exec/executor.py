@@ -754,7 +754,7 @@ def _feed_tensor(name, var, value, place):
     """Convert a fed value to a LoDTensor of the variable's dtype, checking what Fluid
     checks: rank and known dims must match; a lossless-kind cast (float64 -> float32,
     int32 -> int64, int -> float) is done, a lossy one (float -> int) is refused."""
-    tensor = as_tensor(value, place=place)
+    tensor = as_tensor(value, place=place, where=f"feed '{name}'")
     array = tensor.array
     want = to_numpy_dtype(var.dtype) if var.type == VarType.LOD_TENSOR else None
     if want is not None and array.dtype != want:
@@ -763,8 +763,9 @@ def _feed_tensor(name, var, value, place):
             or (have_kind == "bool" and want_kind == "int")
         if not lossless:
             raise InvalidArgument(f"feed '{name}': dtype expected {dtype_name(var.dtype)}, but "
-                                  f"received {array.dtype} (a {have_kind} array cannot be fed "
-                                  f"to a {want_kind} variable without losing values)")
+                                  f"received {array.dtype} (a {have_kind or array.dtype} array "
+                                  f"cannot be fed to a {want_kind or want} variable without "
+                                  f"losing values)")
         tensor = LoDTensor(array.astype(want), tensor._lod)
         array = tensor.array
     if var.need_check_feed and var.shape:

@@ -11,13 +11,52 @@ offset of the last level equals the number of rows.
 """
 import numpy as np
 
-from ..errors import InvalidArgument, PreconditionNotMet
+from ..errors import InvalidArgument, PreconditionNotMet, expected
 from ..framework.dtypes import convert_dtype, to_numpy_dtype
 from .place import CPUPlace, place_of
 
 
+def _offset(value, where, level):
+    """One LoD offset or length as an int: ints and integral floats (``1.0``) are fine;
+    fractions, NaN, strings and other objects are refused rather than truncated."""
+    if isinstance(value, (bool, np.bool_)):
+        raise InvalidArgument(expected(where, f"LoD level {level} entries", "integers",
+                                       f"the bool {value!r}"))
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)) and float(value).is_integer():
+        return int(value)
+    raise InvalidArgument(expected(where, f"LoD level {level} entries", "integers",
+                                   f"{value!r} ({type(value).__name__})"))
+
+
+def _levels(lod, where, what="LoD"):
+    """``lod`` as a list of levels, each a list of ints (refusing anything else)."""
+    if isinstance(lod, np.ndarray) and lod.ndim == 2:
+        lod = lod.tolist()
+    if not isinstance(lod, (list, tuple)):
+        raise InvalidArgument(expected(where, what, "a list of levels, each a list of integers",
+                                       f"{type(lod).__name__}"))
+    levels = []
+    for level, entries in enumerate(lod):
+        if isinstance(entries, np.ndarray) and entries.ndim == 1:
+            entries = entries.tolist()
+        if not isinstance(entries, (list, tuple)):
+            raise InvalidArgument(expected(where, f"{what} level {level}",
+                                           "a list of integers", f"{entries!r}"))
+        levels.append([_offset(value, where, level) for value in entries])
+    return levels
+
+
+def _all_ints(lod):
+    return isinstance(lod, (list, tuple)) and all(
+        isinstance(level, (list, tuple)) and all(type(x) is int for x in level) for level in lod)
+
+
 def check_lod(lod, rows=None, where="LoDTensor"):
     """Raise InvalidArgument unless ``lod`` is a valid offset LoD (for ``rows`` rows)."""
+    if not _all_ints(lod):
+        lod = _levels(lod, where)
     for level, offsets in enumerate(lod):
         if len(offsets) < 1 or offsets[0] != 0:
             raise InvalidArgument(f"{where}: LoD level {level} expected to start at 0, but "
@@ -33,6 +72,32 @@ def check_lod(lod, rows=None, where="LoDTensor"):
     if lod and rows is not None and lod[-1][-1] != rows:
         raise InvalidArgument(f"{where}: last LoD level expected to end at {rows} (the number "
                               f"of rows), but received {list(lod[-1])}")
+
+
+def checked_lod(lod, rows=None, where="LoDTensor"):
+    """The one way a LoD gets in: ``lod`` as levels of ints, checked by :func:`check_lod`.
+    A LoD already made of int lists is returned as it is (no copy)."""
+    if lod is None:
+        raise InvalidArgument(expected(where, "LoD", "a list of levels (use [] for none)",
+                                       "None"))
+    if not _all_ints(lod):
+        lod = _levels(lod, where)
+    check_lod(lod, rows, where)
+    return lod
+
+
+def checked_lengths(lengths, where="LoDTensor"):
+    """Sequence lengths (``[[5, 3, 2, 4]]``) as levels of non-negative ints."""
+    if lengths is None:
+        raise InvalidArgument(expected(where, "sequence lengths",
+                                       "a list of levels (use [] for none)", "None"))
+    levels = _levels(lengths, where, "sequence lengths")
+    for level, entries in enumerate(levels):
+        negative = [n for n in entries if n < 0]
+        if negative:
+            raise InvalidArgument(expected(where, f"sequence lengths of level {level}",
+                                           "non-negative integers", entries))
+    return levels
 
 
 def lengths_to_offsets(lengths):
@@ -80,6 +145,10 @@ class LoDTensor:
         # ``_lod``: offset levels; never changed in place (``set_lod`` replaces it), so
         # tensors share LoD lists, and no LoD is one shared empty tuple
         self.array = array
+        if lod:
+            # the structure only: kernels share a LoD with outputs of other row counts
+            # (reshape2 keeps X's LoD), as Paddle does; feeds check the rows
+            lod = checked_lod(lod)
         self._lod = lod if lod is not None else ()
 
     # --- Fluid surface ------------------------------------------------------------------
@@ -98,15 +167,19 @@ class LoDTensor:
         return [list(level) for level in self._lod]
 
     def set_lod(self, lod):
-        lod = [[int(x) for x in level] for level in lod]
-        check_lod(lod, self.array.shape[0] if self.array is not None and self.array.ndim else None)
-        self._lod = lod
+        """Set the offset LoD (checked against the rows, refused rather than truncated)."""
+        lod = checked_lod(lod, _rows(self.array), "LoDTensor.set_lod")
+        self._lod = [list(level) for level in lod]
 
     def recursive_sequence_lengths(self):
         return [offsets_to_lengths(level) for level in self._lod]
 
     def set_recursive_sequence_lengths(self, lengths):
-        self.set_lod([lengths_to_offsets(level) for level in lengths])
+        """Set the LoD from sequence lengths (``[[5, 3, 2, 4]]``)."""
+        lengths = checked_lengths(lengths, "LoDTensor.set_recursive_sequence_lengths")
+        lod = [lengths_to_offsets(level) for level in lengths]
+        check_lod(lod, _rows(self.array), "LoDTensor.set_recursive_sequence_lengths")
+        self._lod = lod
 
     def has_valid_recursive_sequence_lengths(self):
         try:
@@ -151,6 +224,14 @@ class LoDTensor:
 
 
 Tensor = LoDTensor
+
+
+def _rows(array):
+    """The row count a LoD must end at (None for no array or a 0-d one)."""
+    if array is None:
+        return None
+    shape = getattr(array, "shape", None)
+    return shape[0] if shape else None
 
 
 class LoDTensorArray(list):
@@ -198,35 +279,85 @@ def create_lod_tensor(data, recursive_seq_lens, place=None):
     ``[[0, 5, 8, 10, 14]]``. With a list of lists, each inner list is one sequence of ids
     (int64, one column), as in Fluid.
     """
+    where = "create_lod_tensor"
+    lengths = checked_lengths(recursive_seq_lens, where)
     if isinstance(data, LoDTensor):
-        return create_lod_tensor(np.asarray(data), recursive_seq_lens, place)
-    if isinstance(data, list):
-        flat = [x for seq in data for x in (seq if isinstance(seq, (list, tuple)) else [seq])]
-        lengths = [len(seq) for seq in data]
-        if recursive_seq_lens and lengths != list(recursive_seq_lens[-1]):
-            raise InvalidArgument(f"create_lod_tensor: sequence lengths expected to match the "
-                                  f"data {lengths}, but received {recursive_seq_lens[-1]}")
-        data = np.array(flat, dtype="int64").reshape(-1, 1)
+        data = value_array(data, where)
+    elif isinstance(data, list) and data and all(isinstance(seq, (list, tuple)) for seq in data):
+        found = [len(seq) for seq in data]
+        if lengths and found != lengths[-1]:
+            raise InvalidArgument(f"{where}: sequence lengths expected to match the "
+                                  f"data {found}, but received {lengths[-1]}")
+        data = value_array([x for seq in data for x in seq], where, "int64").reshape(-1, 1)
+    else:
+        data = value_array(data, where)
+    lod = [lengths_to_offsets(level) for level in lengths]
+    check_lod(lod, _rows(data), where)
     tensor = LoDTensor()
-    tensor.set(np.asarray(data), place)
-    tensor.set_recursive_sequence_lengths(recursive_seq_lens)
+    tensor.set(data, place)
+    tensor._lod = lod
     return tensor
 
 
 def create_random_int_lodtensor(recursive_seq_lens, base_shape, place, low, high):
-    rows = sum(recursive_seq_lens[-1])
+    lengths = checked_lengths(recursive_seq_lens, "create_random_int_lodtensor")
+    rows = sum(lengths[-1]) if lengths else 0
     data = np.random.randint(low, high + 1, [rows] + list(base_shape)).astype("int64")
-    return create_lod_tensor(data, recursive_seq_lens, place)
+    return create_lod_tensor(data, lengths, place)
 
 
-def as_tensor(value, dtype=None, place=None):
+_ARRAY_KINDS = "biufc"  # bool, ints, floats, complex: what a tensor can hold
+
+
+def value_array(value, where, dtype=None, xp=np):
+    """The one conversion of a user's value (array, nested lists, scalar, LoDTensor) to a
+    numeric array: ragged lists, None, strings, objects and uninitialised tensors are
+    refused with ``where`` named; NaN and infinities are values like any other."""
+    if isinstance(value, LoDTensor):
+        if value.array is None:
+            raise InvalidArgument(expected(where, "value", "an initialised tensor",
+                                           "a LoDTensor holding no data"))
+        value = value.array
+    if value is None or isinstance(value, (str, bytes, dict, set)):
+        raise InvalidArgument(expected(where, "value", "an array or nested lists of numbers",
+                                       f"{type(value).__name__}"))
+    want = to_numpy_dtype(dtype) if dtype is not None else None
+    try:
+        array = xp.asarray(value, dtype=want)
+    except (ValueError, TypeError, OverflowError) as exc:
+        shape = _ragged_shape(value)
+        got = f"ragged nested lists ({shape})" if shape else f"{type(value).__name__} ({exc})"
+        raise InvalidArgument(expected(where, "value", "a rectangular array of numbers",
+                                       got)) from None
+    if array.dtype.kind not in _ARRAY_KINDS:
+        raise InvalidArgument(expected(where, "value", "an array of numbers",
+                                       f"dtype {array.dtype}"))
+    return array
+
+
+def _ragged_shape(value):
+    """For nested lists of unequal lengths, a short description of where they differ."""
+    if not isinstance(value, (list, tuple)):
+        return None
+    lengths = [len(item) if isinstance(item, (list, tuple)) else None for item in value]
+    if len(set(lengths)) > 1:
+        return f"rows of lengths {lengths[:8]}"
+    for item in value:
+        inner = _ragged_shape(item)
+        if inner:
+            return inner
+    return None
+
+
+def as_tensor(value, dtype=None, place=None, where="value"):
     """A LoDTensor from a LoDTensor, an array, or a (array, lod) pair."""
     if isinstance(value, LoDTensor):
+        value_array(value, where)  # refuses an uninitialised tensor
+        check_lod(value._lod, _rows(value.array), where)
         return value
     if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], list):
-        tensor = as_tensor(value[0], dtype, place)
-        tensor.set_lod(value[1])
-        return tensor
+        array = as_tensor(value[0], dtype, place, where).array
+        return LoDTensor(array, [list(level) for level in
+                                 checked_lod(value[1], _rows(array), where)])
     xp = place.xp if place is not None else np
-    array = xp.asarray(value, dtype=to_numpy_dtype(dtype) if dtype is not None else None)
-    return LoDTensor(array)
+    return LoDTensor(value_array(value, where, dtype, xp))
