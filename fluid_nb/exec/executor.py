@@ -17,10 +17,11 @@ import time
 
 import numpy as np
 
-from ..errors import FluidError, InvalidArgument, NotFound, PreconditionNotMet, Unimplemented
+from ..errors import (FluidError, InvalidArgument, NotFound, PreconditionNotMet,
+                      ResourceExhausted, Unimplemented, expected)
 from ..framework.attrs import AttrType
 from ..framework.dtypes import VarType, convert_dtype, dtype_name, to_numpy_dtype
-from ..framework.program import EMPTY_VAR_NAME, Program, default_main_program
+from ..framework.program import EMPTY_VAR_NAME, Program, Variable, default_main_program
 from ..ops import registry
 from . import collector
 from .host_memory import keep_freed_memory
@@ -154,10 +155,21 @@ class Executor:
             raise InvalidArgument(f"Executor.run: program expected Program, but received "
                                   f"{type(program).__name__}")
         scope = global_scope() if scope is None else scope
+        if not isinstance(scope, Scope):
+            raise InvalidArgument(expected("Executor.run", "scope", "a Scope (or None for the "
+                                           "global scope)", type(scope).__name__))
         feed = {} if feed is None else feed
         if not isinstance(feed, dict):
             raise InvalidArgument(f"Executor.run: feed expected a dict of name -> value, but "
                                   f"received {type(feed).__name__}")
+        for name in feed:
+            if not isinstance(name, str):
+                raise InvalidArgument(expected("Executor.run", "feed keys", "variable names "
+                                               "(str)", f"{name!r} ({type(name).__name__})"))
+        for what, name in (("feed_var_name", feed_var_name), ("fetch_var_name", fetch_var_name)):
+            if not isinstance(name, str) or not name:
+                raise InvalidArgument(expected("Executor.run", what, "a variable name (str)",
+                                               repr(name)))
         fetch_names = _fetch_names(fetch_list)
         key = (self._place_key, id(scope), tuple(feed), fetch_names, feed_var_name,
                fetch_var_name)
@@ -309,6 +321,8 @@ def _located(exc, prepared_op, fluid_exc):
         if not message.startswith(op.type) and "op '" not in message:
             message = f"{where}: {message}"
         new = type(exc)(message)
+    elif isinstance(exc, MemoryError):
+        new = ResourceExhausted(_memory_summary(where, exc))
     elif isinstance(exc, AttributeError) and "'NoneType'" in str(exc):
         new = PreconditionNotMet(f"{where}: inputs expected to hold values, but one of "
                                  f"{shapes} is not initialised (was it fed or computed "
@@ -318,6 +332,26 @@ def _located(exc, prepared_op, fluid_exc):
                               f"{type(exc).__name__}: {exc}")
     new._fluid_located = True
     return new
+
+
+def _memory_summary(where, exc):
+    """What a kernel asked for when memory ran out: bytes, shape and dtype where NumPy
+    says them (its allocation error carries ``shape`` and ``dtype``), else its message."""
+    shape, dtype = getattr(exc, "shape", None), getattr(exc, "dtype", None)
+    if shape is None or dtype is None:
+        return expected(where, "memory", "enough for the op's outputs",
+                        f"MemoryError: {exc}")
+    size = int(np.prod(shape, dtype=object)) * np.dtype(dtype).itemsize
+    return expected(where, "memory", "enough for the op's outputs",
+                    f"a request of {size} bytes ({_human_bytes(size)}) for an array of shape "
+                    f"{list(shape)} and dtype {np.dtype(dtype)}")
+
+
+def _human_bytes(size):
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if size < 1024 or unit == "TiB":
+            return f"{size:.1f} {unit}" if unit != "B" else f"{size} B"
+        size /= 1024
 
 
 # --- binding a prepared block to holders -------------------------------------------------
@@ -681,7 +715,7 @@ def _fetch_names(fetch_list):
     for item in fetch_list:
         if isinstance(item, str):
             names.append(item)
-        elif hasattr(item, "name"):
+        elif isinstance(item, Variable):
             names.append(item.name)
         else:
             raise InvalidArgument(f"Executor.run: fetch_list items expected Variable or name, "
