@@ -1,10 +1,17 @@
 """``fluid.nets``: small compositions of layers (conv + pool blocks)."""
 from . import layers
 from .errors import InvalidArgument
+from .layers.arg_checks import (POSITIVE_INT, PROBABILITY, activation, boolean, checks,
+    int_or_ints, ints, one_of, per_conv, variable)
 
 __all__ = ["simple_img_conv_pool", "img_conv_group"]
 
 
+@checks(input=variable, num_filters=POSITIVE_INT, filter_size=int_or_ints(2, 1),
+        pool_size=int_or_ints(2, 1), pool_stride=int_or_ints(2, 1),
+        pool_type=one_of('max', 'avg'), global_pooling=boolean, conv_stride=int_or_ints(2, 1),
+        conv_dilation=int_or_ints(2, 1), conv_groups=POSITIVE_INT, act=activation,
+        use_cudnn=boolean)
 def simple_img_conv_pool(input, num_filters, filter_size, pool_size, pool_stride,
                          pool_padding=0, pool_type="max", global_pooling=False, conv_stride=1,
                          conv_padding=0, conv_dilation=1, conv_groups=1, param_attr=None,
@@ -19,6 +26,11 @@ def simple_img_conv_pool(input, num_filters, filter_size, pool_size, pool_stride
                          global_pooling=global_pooling, use_cudnn=use_cudnn)
 
 
+@checks(input=variable, conv_num_filter=ints(None, 1, 'filter counts'),
+        pool_size=int_or_ints(2, 1), conv_act=activation,
+        conv_batchnorm_drop_rate=per_conv(PROBABILITY), conv_with_batchnorm=per_conv(boolean),
+        conv_filter_size=per_conv(POSITIVE_INT), pool_stride=int_or_ints(2, 1),
+        pool_type=one_of('max', 'avg'), use_cudnn=boolean)
 def img_conv_group(input, conv_num_filter, pool_size, conv_padding=1, conv_filter_size=3,
                    conv_act=None, param_attr=None, conv_with_batchnorm=False,
                    conv_batchnorm_drop_rate=0.0, pool_stride=1, pool_type="max",

@@ -2,6 +2,7 @@
 from ..errors import InvalidArgument
 from ..framework.dtypes import VarType
 from ..layer_helper import LayerHelper
+from .arg_checks import NON_NEGATIVE_INT, boolean, checks, data_shape, dtype, string
 
 __all__ = ["data"]
 
@@ -14,6 +15,8 @@ def _check_name_shape(where, name, shape):
                               f"{type(shape).__name__}")
 
 
+@checks(name=string, shape=data_shape, append_batch_size=boolean, dtype=dtype,
+        lod_level=NON_NEGATIVE_INT, stop_gradient=boolean)
 def data(name, shape, append_batch_size=True, dtype="float32", lod_level=0,
          type=VarType.LOD_TENSOR, stop_gradient=True, value=None):
     """A global input variable to feed. With ``append_batch_size`` (and no None or negative

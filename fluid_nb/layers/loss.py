@@ -2,6 +2,7 @@
 from ..errors import InvalidArgument
 from ..framework.program import Variable
 from ..layer_helper import LayerHelper
+from .arg_checks import INT, boolean, checks, variable
 
 __all__ = ["square_error_cost", "cross_entropy", "softmax_with_cross_entropy"]
 
@@ -15,6 +16,7 @@ def _check_variable(where, name, value):
                               f"{type(value).__name__}")
 
 
+@checks(input=variable, label=variable)
 def square_error_cost(input, label):
     """``(input - label)^2`` elementwise: ``elementwise_sub`` then ``square``."""
     _check_variable("square_error_cost", "input", input)
@@ -28,6 +30,7 @@ def square_error_cost(input, label):
     return out
 
 
+@checks(input=variable, label=variable, soft_label=boolean, ignore_index=INT)
 def cross_entropy(input, label, soft_label=False, ignore_index=kIgnoreIndex):
     """``-log(input[label])`` per row, ``input`` already a probability distribution.
 
@@ -52,6 +55,8 @@ def cross_entropy(input, label, soft_label=False, ignore_index=kIgnoreIndex):
     return out
 
 
+@checks(logits=variable, label=variable, soft_label=boolean, ignore_index=INT,
+        numeric_stable_mode=boolean, return_softmax=boolean, axis=INT)
 def softmax_with_cross_entropy(logits, label, soft_label=False, ignore_index=kIgnoreIndex,
                                numeric_stable_mode=True, return_softmax=False, axis=-1):
     """Softmax of ``logits`` and its cross entropy with ``label`` in one op; returns the loss

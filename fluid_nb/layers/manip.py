@@ -4,6 +4,8 @@ from ..errors import InvalidArgument
 from ..framework.dtypes import VarType
 from ..framework.program import Variable
 from ..layer_helper import LayerHelper
+from .arg_checks import (INT, NAME, activation, boolean, checks, dims, ints, or_variable,
+    sections, variable, variable_list)
 
 __all__ = ["reshape", "transpose", "squeeze", "unsqueeze", "split", "stack", "slice",
            "gather"]
@@ -15,6 +17,7 @@ def _check_variable(where, name, value):
                               f"{type(value).__name__}")
 
 
+@checks(x=variable, shape=dims(-1), act=activation, inplace=boolean, name=NAME)
 def reshape(x, shape, actual_shape=None, act=None, inplace=False, name=None):
     """``x`` with a new shape (``reshape2``): one dim may be -1 (inferred), 0 copies the
     input's dim. ``shape`` may be a Variable or hold Variables (run-time dims)."""
@@ -48,6 +51,7 @@ def reshape(x, shape, actual_shape=None, act=None, inplace=False, name=None):
     return helper.append_activation(out)
 
 
+@checks(x=variable, perm=ints(None, 0), name=NAME)
 def transpose(x, perm, name=None):
     """Dims permuted by ``perm`` (``transpose2``)."""
     _check_variable("transpose", "x", x)
@@ -62,6 +66,7 @@ def transpose(x, perm, name=None):
     return out
 
 
+@checks(input=variable, axes=or_variable(ints()), name=NAME)
 def squeeze(input, axes, name=None):
     """Size-1 dims ``axes`` removed (``squeeze2``)."""
     _check_variable("squeeze", "input", input)
@@ -73,6 +78,7 @@ def squeeze(input, axes, name=None):
     return out
 
 
+@checks(input=variable, axes=or_variable(ints()), name=NAME)
 def unsqueeze(input, axes, name=None):
     """Size-1 dims inserted at ``axes`` (``unsqueeze2``)."""
     _check_variable("unsqueeze", "input", input)
@@ -93,6 +99,7 @@ def unsqueeze(input, axes, name=None):
     return out
 
 
+@checks(input=variable, num_or_sections=sections, dim=or_variable(INT), name=NAME)
 def split(input, num_or_sections, dim=-1, name=None):
     """A list of pieces along ``dim``: ``num`` equal ones, or the given section sizes (one
     may be -1)."""
@@ -132,6 +139,7 @@ def split(input, num_or_sections, dim=-1, name=None):
     return outs
 
 
+@checks(x=variable_list, axis=INT)
 def stack(x, axis=0):
     """Tensors of one shape stacked along a new dim ``axis`` (``stack``)."""
     helper = LayerHelper("stack", x=x)
@@ -141,6 +149,8 @@ def stack(x, axis=0):
     return out
 
 
+@checks(input=variable, axes=ints(None, 0), starts=or_variable(dims(-2**62)),
+        ends=or_variable(dims(-2**62)))
 def slice(input, axes, starts, ends):
     """``input[starts:ends]`` on the dims ``axes`` (``slice``)."""
     _check_variable("slice", "input", input)
@@ -158,6 +168,7 @@ def slice(input, axes, starts, ends):
     return out
 
 
+@checks(input=variable, index=variable, overwrite=boolean)
 def gather(input, index, overwrite=True):
     """Rows of ``input`` picked by ``index`` (``gather``)."""
     _check_variable("gather", "input", input)

@@ -4,10 +4,13 @@ from ..framework.dtypes import VarType
 from ..framework.program import Variable
 from ..layer_helper import LayerHelper
 from .nn import topk
+from .arg_checks import POSITIVE_INT, checks, optional, variable
 
 __all__ = ["accuracy"]
 
 
+@checks(input=variable, label=variable, k=POSITIVE_INT, correct=optional(variable),
+        total=optional(variable))
 def accuracy(input, label, k=1, correct=None, total=None):
     """Fraction of rows whose ``label`` is among the top ``k`` scores of ``input``."""
     for name, value in (("input", input), ("label", label)):

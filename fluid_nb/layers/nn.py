@@ -13,6 +13,9 @@ from ..framework.program import Variable
 from ..initializer import ConstantInitializer, NormalInitializer
 from ..layer_helper import LayerHelper
 from ..param_attr import ParamAttr
+from .arg_checks import (INT, NAME, NON_NEGATIVE_INT, NUMBER, POSITIVE_INT, PROBABILITY,
+    activation, boolean, checks, dtype, int_or_ints, ints, one_of, optional, or_variable,
+    real_in, variable, variables)
 
 __all__ = ["fc", "embedding", "conv2d", "pool2d", "batch_norm", "layer_norm", "dropout",
            "softmax", "matmul", "mul", "topk", "one_hot", "mean", "scale", "clip", "relu",
@@ -44,6 +47,8 @@ def _out_named(helper, dtype, name):
 
 
 # --- layers with parameters -----------------------------------------------------------------
+@checks(input=variables, size=POSITIVE_INT, num_flatten_dims=INT, act=activation, name=NAME,
+        is_test=boolean)
 def fc(input, size, num_flatten_dims=1, param_attr=None, bias_attr=None, act=None,
        name=None, is_test=False):
     """``act(sum_i(flatten(input_i) @ W_i) + b)``: one ``mul`` per input (summed with
@@ -78,6 +83,8 @@ def fc(input, size, num_flatten_dims=1, param_attr=None, bias_attr=None, act=Non
     return helper.append_activation(pre_activation)
 
 
+@checks(input=variable, size=ints(2, 1, 'sizes'), is_sparse=boolean, is_distributed=boolean,
+        padding_idx=optional(INT), dtype=dtype)
 def embedding(input, size, is_sparse=False, is_distributed=False, padding_idx=None,
               param_attr=None, dtype="float32"):
     """Rows of a [vocab, dim] table picked by int64 ids (``lookup_table``; ids end in a 1)."""
@@ -120,6 +127,9 @@ def _conv_padding(padding, where):
     return padding, "EXPLICIT"
 
 
+@checks(input=variable, num_filters=POSITIVE_INT, filter_size=int_or_ints(2, 1),
+        stride=int_or_ints(2, 1), dilation=int_or_ints(2, 1), groups=optional(POSITIVE_INT),
+        use_cudnn=boolean, act=activation, name=NAME, data_format=one_of('NCHW', 'NHWC'))
 def conv2d(input, num_filters, filter_size, stride=1, padding=0, dilation=1, groups=None,
            param_attr=None, bias_attr=None, use_cudnn=True, act=None, name=None,
            data_format="NCHW"):
@@ -169,6 +179,9 @@ def conv2d(input, num_filters, filter_size, stride=1, padding=0, dilation=1, gro
     return helper.append_activation(pre_act)
 
 
+@checks(input=variable, pool_size=int_or_ints(2, -1), pool_type=one_of('max', 'avg'),
+        pool_stride=int_or_ints(2, 1), global_pooling=boolean, use_cudnn=boolean,
+        ceil_mode=boolean, name=NAME, exclusive=boolean, data_format=one_of('NCHW', 'NHWC'))
 def pool2d(input, pool_size=-1, pool_type="max", pool_stride=1, pool_padding=0,
            global_pooling=False, use_cudnn=True, ceil_mode=False, name=None, exclusive=True,
            data_format="NCHW"):
@@ -197,6 +210,10 @@ def pool2d(input, pool_size=-1, pool_type="max", pool_stride=1, pool_padding=0,
     return out
 
 
+@checks(input=variable, act=activation, is_test=boolean, momentum=or_variable(PROBABILITY),
+        epsilon=real_in(0.0), data_layout=one_of('NCHW', 'NHWC'), in_place=boolean, name=NAME,
+        moving_mean_name=NAME, moving_variance_name=NAME,
+        do_model_average_for_mean_and_var=boolean, use_global_stats=boolean)
 def batch_norm(input, act=None, is_test=False, momentum=0.9, epsilon=1e-05, param_attr=None,
                bias_attr=None, data_layout="NCHW", in_place=False, name=None,
                moving_mean_name=None, moving_variance_name=None,
@@ -250,6 +267,8 @@ def batch_norm(input, act=None, is_test=False, momentum=0.9, epsilon=1e-05, para
     return helper.append_activation(out)
 
 
+@checks(input=variable, scale=boolean, shift=boolean, begin_norm_axis=POSITIVE_INT,
+        epsilon=real_in(0.0), act=activation, name=NAME)
 def layer_norm(input, scale=True, shift=True, begin_norm_axis=1, epsilon=1e-05,
                param_attr=None, bias_attr=None, act=None, name=None):
     """Normalise over dims ``begin_norm_axis:``; optional scale (``.w_0``, ones) and shift
@@ -283,6 +302,8 @@ def layer_norm(input, scale=True, shift=True, begin_norm_axis=1, epsilon=1e-05,
 
 
 # --- transforms ---------------------------------------------------------------------------
+@checks(x=variable, dropout_prob=PROBABILITY, is_test=boolean, seed=optional(NON_NEGATIVE_INT),
+        name=NAME, dropout_implementation=one_of('downgrade_in_infer', 'upscale_in_train'))
 def dropout(x, dropout_prob, is_test=False, seed=None, name=None,
             dropout_implementation="downgrade_in_infer"):
     """Zero elements with probability ``dropout_prob`` (``dropout`` op with a uint8 Mask)."""
@@ -302,6 +323,7 @@ def dropout(x, dropout_prob, is_test=False, seed=None, name=None,
     return out
 
 
+@checks(input=variable, use_cudnn=boolean, name=NAME, axis=INT)
 def softmax(input, use_cudnn=False, name=None, axis=-1):
     _check_variable("softmax", "input", input)
     helper = LayerHelper("softmax", input=input, name=name)
@@ -311,6 +333,8 @@ def softmax(input, use_cudnn=False, name=None, axis=-1):
     return out
 
 
+@checks(x=variable, y=variable, transpose_x=boolean, transpose_y=boolean, alpha=NUMBER,
+        name=NAME)
 def matmul(x, y, transpose_x=False, transpose_y=False, alpha=1.0, name=None):
     """``alpha * op(x) @ op(y)`` (``matmul``), batched over leading dims."""
     _check_variable("matmul", "x", x)
@@ -323,6 +347,8 @@ def matmul(x, y, transpose_x=False, transpose_y=False, alpha=1.0, name=None):
     return out
 
 
+@checks(x=variable, y=variable, x_num_col_dims=POSITIVE_INT, y_num_col_dims=POSITIVE_INT,
+        name=NAME)
 def mul(x, y, x_num_col_dims=1, y_num_col_dims=1, name=None):
     """``flatten(x, x_num_col_dims) @ flatten(y, y_num_col_dims)`` (``mul``)."""
     _check_variable("mul", "x", x)
@@ -334,6 +360,7 @@ def mul(x, y, x_num_col_dims=1, y_num_col_dims=1, name=None):
     return out
 
 
+@checks(input=variable, k=or_variable(POSITIVE_INT), name=NAME)
 def topk(input, k, name=None):
     """(values, int64 indices) of the ``k`` largest along the last dim (``top_k``)."""
     _check_variable("topk", "input", input)
@@ -353,6 +380,7 @@ def topk(input, k, name=None):
     return values, indices
 
 
+@checks(input=variable, depth=or_variable(POSITIVE_INT), allow_out_of_range=boolean)
 def one_hot(input, depth, allow_out_of_range=False):
     """Fluid 1.x one_hot: int ids of shape [..., 1] -> float32 [..., depth].
 
@@ -384,6 +412,7 @@ def one_hot(input, depth, allow_out_of_range=False):
     return out
 
 
+@checks(x=variable, name=NAME)
 def mean(x, name=None):
     """The mean of all elements, a one-element tensor (``mean``)."""
     _check_variable("mean", "x", x)
@@ -393,6 +422,8 @@ def mean(x, name=None):
     return out
 
 
+@checks(x=variable, scale=or_variable(NUMBER), bias=NUMBER, bias_after_scale=boolean,
+        act=activation, name=NAME)
 def scale(x, scale=1.0, bias=0.0, bias_after_scale=True, act=None, name=None):
     """``scale * x + bias`` (or ``scale * (x + bias)``) with the ``scale`` op."""
     _check_variable("scale", "x", x)
@@ -408,6 +439,7 @@ def scale(x, scale=1.0, bias=0.0, bias_after_scale=True, act=None, name=None):
     return helper.append_activation(out)
 
 
+@checks(x=variable, min=NUMBER, max=NUMBER, name=NAME)
 def clip(x, min, max, name=None):
     """Elements limited to [min, max] (``clip``)."""
     _check_variable("clip", "x", x)
@@ -426,14 +458,17 @@ def _unary(op_type, x, attrs=None, name=None):
     return out
 
 
+@checks(x=variable, name=NAME)
 def relu(x, name=None):
     return _unary("relu", x, name=name)
 
 
+@checks(x=variable, alpha=NUMBER, name=NAME)
 def leaky_relu(x, alpha=0.02, name=None):
     return _unary("leaky_relu", x, {"alpha": float(alpha)}, name=name)
 
 
+@checks(x=variable, name=NAME)
 def log(x, name=None):
     return _unary("log", x, name=name)
 
@@ -451,26 +486,32 @@ def _reduce(op_type, input, dim, keep_dim, name):
     return out
 
 
+@checks(input=variable, dim=optional(int_or_ints(None)), keep_dim=boolean, name=NAME)
 def reduce_sum(input, dim=None, keep_dim=False, name=None):
     return _reduce("reduce_sum", input, dim, keep_dim, name)
 
 
+@checks(input=variable, dim=optional(int_or_ints(None)), keep_dim=boolean, name=NAME)
 def reduce_mean(input, dim=None, keep_dim=False, name=None):
     return _reduce("reduce_mean", input, dim, keep_dim, name)
 
 
+@checks(input=variable, dim=optional(int_or_ints(None)), keep_dim=boolean, name=NAME)
 def reduce_max(input, dim=None, keep_dim=False, name=None):
     return _reduce("reduce_max", input, dim, keep_dim, name)
 
 
+@checks(input=variable, dim=optional(int_or_ints(None)), keep_dim=boolean, name=NAME)
 def reduce_min(input, dim=None, keep_dim=False, name=None):
     return _reduce("reduce_min", input, dim, keep_dim, name)
 
 
+@checks(input=variable, dim=optional(int_or_ints(None)), keep_dim=boolean, name=NAME)
 def reduce_prod(input, dim=None, keep_dim=False, name=None):
     return _reduce("reduce_prod", input, dim, keep_dim, name)
 
 
+@checks(x=variable, axis=INT, epsilon=real_in(0.0), name=NAME)
 def l2_normalize(x, axis, epsilon=1e-12, name=None):
     """``x / sqrt(max(sum(x^2, axis), epsilon))`` built from square, reduce_sum, clip-free
     elementwise ops (the ``norm`` op is not available)."""

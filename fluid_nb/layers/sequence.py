@@ -8,6 +8,8 @@ from ..errors import InvalidArgument
 from ..framework.dtypes import VarType, convert_dtype
 from ..framework.program import Variable
 from ..layer_helper import LayerHelper
+from .arg_checks import (INT, NAME, NUMBER, POSITIVE_INT, activation, boolean, checks, dtype,
+    int_in, ints, one_of, one_of_lower, optional, or_variable, variable, variable_list)
 
 __all__ = ["sequence_pool", "sequence_first_step", "sequence_last_step", "sequence_softmax",
            "sequence_expand", "sequence_expand_as", "sequence_concat", "sequence_conv",
@@ -32,6 +34,9 @@ def _unary(layer, op_type, x, attrs=None, out_slot="Out", dtype=None, name=None)
     return out
 
 
+@checks(input=variable,
+        pool_type=one_of_lower('sum', 'average', 'sqrt', 'max', 'last', 'first'),
+        is_test=boolean, pad_value=NUMBER)
 def sequence_pool(input, pool_type, is_test=False, pad_value=0.0):
     """One row per sequence: SUM, AVERAGE, SQRT (sum / sqrt(len)), MAX, LAST or FIRST.
 
@@ -50,21 +55,25 @@ def sequence_pool(input, pool_type, is_test=False, pad_value=0.0):
     return out
 
 
+@checks(input=variable)
 def sequence_first_step(input):
     """The first row of each sequence."""
     return sequence_pool(input, "first")
 
 
+@checks(input=variable)
 def sequence_last_step(input):
     """The last row of each sequence."""
     return sequence_pool(input, "last")
 
 
+@checks(input=variable, use_cudnn=boolean, name=NAME)
 def sequence_softmax(input, use_cudnn=False, name=None):
     """Softmax over the rows of each sequence (X of shape [T, 1])."""
     return _unary("sequence_softmax", "sequence_softmax", input, name=name)
 
 
+@checks(x=variable, y=variable, ref_level=int_in(-1), name=NAME)
 def sequence_expand(x, y, ref_level=-1, name=None):
     """Repeat each sequence (or row) of ``x`` as many times as ``y``'s ``ref_level`` says."""
     _check("sequence_expand", "x", x)
@@ -76,6 +85,7 @@ def sequence_expand(x, y, ref_level=-1, name=None):
     return out
 
 
+@checks(x=variable, y=variable, name=NAME)
 def sequence_expand_as(x, y, name=None):
     """Repeat row i of ``x`` as many times as sequence i of ``y`` is long."""
     _check("sequence_expand_as", "x", x)
@@ -87,6 +97,7 @@ def sequence_expand_as(x, y, name=None):
     return out
 
 
+@checks(input=variable_list, name=NAME)
 def sequence_concat(input, name=None):
     """Concatenate the i-th sequences of every input into the i-th output sequence."""
     if not isinstance(input, (list, tuple)) or not input:
@@ -98,6 +109,9 @@ def sequence_concat(input, name=None):
     return out
 
 
+@checks(input=variable, num_filters=POSITIVE_INT, filter_size=POSITIVE_INT,
+        filter_stride=one_of(1), padding=boolean, padding_start=optional(INT), act=activation,
+        name=NAME)
 def sequence_conv(input, num_filters, filter_size=3, filter_stride=1, padding=True,
                   padding_start=None, bias_attr=None, param_attr=None, act=None, name=None):
     """Convolution along time inside each sequence: a window of ``filter_size`` rows
@@ -120,16 +134,19 @@ def sequence_conv(input, num_filters, filter_size=3, filter_stride=1, padding=Tr
     return helper.append_activation(pre_act)
 
 
+@checks(input=variable, new_dim=POSITIVE_INT)
 def sequence_reshape(input, new_dim):
     """Re-split each sequence's data into rows of width ``new_dim``."""
     return _unary("sequence_reshape", "sequence_reshape", input, {"new_dim": new_dim})
 
 
+@checks(x=variable, name=NAME)
 def sequence_reverse(x, name=None):
     """Reverse the rows inside each sequence."""
     return _unary("sequence_reverse", "sequence_reverse", x, out_slot="Y", name=name)
 
 
+@checks(x=variable, maxlen=optional(or_variable(POSITIVE_INT)), dtype=dtype, name=NAME)
 def sequence_mask(x, maxlen=None, dtype="int64", name=None):
     """``mask[i, j] = j < x[i]`` for lengths ``x``; ``maxlen`` defaults to ``max(x)``."""
     _check("sequence_mask", "x", x)
@@ -145,6 +162,7 @@ def sequence_mask(x, maxlen=None, dtype="int64", name=None):
     return out
 
 
+@checks(x=variable, pad_value=variable, maxlen=optional(POSITIVE_INT), name=NAME)
 def sequence_pad(x, pad_value, maxlen=None, name=None):
     """Pad every sequence to ``maxlen`` rows (default: the longest) with ``pad_value``;
     returns (padded [N, maxlen, ...], lengths [N])."""
@@ -159,6 +177,7 @@ def sequence_pad(x, pad_value, maxlen=None, name=None):
     return out, length
 
 
+@checks(x=variable, length=variable, name=NAME)
 def sequence_unpad(x, length, name=None):
     """Inverse of sequence_pad: keep the first ``length[i]`` rows of each padded sequence."""
     _check("sequence_unpad", "x", x)
@@ -170,6 +189,7 @@ def sequence_unpad(x, length, name=None):
     return out
 
 
+@checks(input=variable, offset=variable, length=variable, name=NAME)
 def sequence_slice(input, offset, length, name=None):
     """Rows ``offset[i] .. offset[i] + length[i]`` of each sequence."""
     _check("sequence_slice", "input", input)
@@ -181,6 +201,7 @@ def sequence_slice(input, offset, length, name=None):
     return out
 
 
+@checks(x=variable, y=optional(variable), target_lod=optional(ints(None, 0)))
 def lod_reset(x, y=None, target_lod=None):
     """``x`` with a new LoD: ``y``'s LoD (or ``y``'s data as offsets), else ``target_lod``."""
     _check("lod_reset", "x", x)

@@ -9,6 +9,8 @@ from ..framework.program import Variable
 from ..initializer import ConstantInitializer, assign_value_op, force_init_on_cpu
 from ..layer_helper import LayerHelper
 from ..param_attr import ParamAttr
+from .arg_checks import (INT, NAME, NON_NEGATIVE_INT, NUMBER, boolean, checks, dims, dtype,
+    ints, optional, or_variable, real_in, variable, variable_list, variables)
 
 __all__ = ["create_tensor", "create_parameter", "create_global_var", "cast", "concat", "sums",
            "assign", "fill_constant", "fill_constant_batch_size_like", "zeros", "ones", "zeros_like", "ones_like", "argmax",
@@ -21,12 +23,14 @@ def _check_variable(where, name, value):
                               f"{type(value).__name__}")
 
 
+@checks(dtype=dtype, name=NAME, persistable=boolean)
 def create_tensor(dtype, name=None, persistable=False):
     """An empty variable named ``name`` (or ``create_tensor_<n>``) for ops to write."""
     helper = LayerHelper("create_tensor", name=name)
     return helper.create_variable(name=helper.name, dtype=dtype, persistable=persistable)
 
 
+@checks(shape=ints(None, 1, 'dims'), dtype=dtype, name=NAME, is_bias=boolean)
 def create_parameter(shape, dtype, name=None, attr=None, is_bias=False,
                      default_initializer=None):
     """A standalone parameter (``create_parameter_<n>.w_0`` unless named)."""
@@ -37,6 +41,8 @@ def create_parameter(shape, dtype, name=None, attr=None, is_bias=False,
                                    default_initializer)
 
 
+@checks(shape=ints(None, 1, 'dims'), value=NUMBER, dtype=dtype, persistable=boolean,
+        force_cpu=boolean, name=NAME)
 def create_global_var(shape, value, dtype, persistable=False, force_cpu=False, name=None):
     """A global variable filled with ``value`` by the startup program."""
     helper = LayerHelper("global_var")
@@ -46,6 +52,7 @@ def create_global_var(shape, value, dtype, persistable=False, force_cpu=False, n
     return var
 
 
+@checks(x=variable, dtype=dtype)
 def cast(x, dtype):
     """``x`` converted to ``dtype`` (``cast``)."""
     _check_variable("cast", "x", x)
@@ -56,6 +63,7 @@ def cast(x, dtype):
     return out
 
 
+@checks(input=variable_list, axis=or_variable(INT), name=NAME)
 def concat(input, axis=0, name=None):
     """Join a list of tensors along ``axis`` (``concat``)."""
     helper = LayerHelper("concat", input=input, name=name)
@@ -70,6 +78,7 @@ def concat(input, axis=0, name=None):
     return out
 
 
+@checks(input=variables, out=optional(variable))
 def sums(input, out=None):
     """The elementwise sum of a list of tensors (``sum``)."""
     helper = LayerHelper("sum", input=input)
@@ -129,6 +138,8 @@ def _shape_inputs(shape, inputs, attrs, op_type):
         attrs["shape"] = [int(d) for d in shape]
 
 
+@checks(shape=dims(0), dtype=dtype, value=or_variable(real_in(finite=False)),
+        force_cpu=boolean, out=optional(variable))
 def fill_constant(shape, dtype, value, force_cpu=False, out=None):
     """A tensor of ``shape`` filled with ``value`` (``fill_constant``); no gradient."""
     helper = LayerHelper("fill_constant")
@@ -151,6 +162,8 @@ def fill_constant(shape, dtype, value, force_cpu=False, out=None):
     return out
 
 
+@checks(input=variable, shape=ints(None, -1, 'dims'), dtype=dtype, value=real_in(finite=False),
+        input_dim_idx=NON_NEGATIVE_INT, output_dim_idx=NON_NEGATIVE_INT, force_cpu=boolean)
 def fill_constant_batch_size_like(input, shape, dtype, value, input_dim_idx=0,
                                   output_dim_idx=0, force_cpu=False):
     """A tensor of ``shape`` filled with ``value`` whose dim ``output_dim_idx`` is, at run
@@ -171,14 +184,17 @@ def fill_constant_batch_size_like(input, shape, dtype, value, input_dim_idx=0,
     return out
 
 
+@checks(shape=dims(0), dtype=dtype, force_cpu=boolean)
 def zeros(shape, dtype, force_cpu=False):
     return fill_constant(shape, dtype, 0.0, force_cpu)
 
 
+@checks(shape=dims(0), dtype=dtype, force_cpu=boolean)
 def ones(shape, dtype, force_cpu=False):
     return fill_constant(shape, dtype, 1.0, force_cpu)
 
 
+@checks(x=variable, out=optional(variable))
 def zeros_like(x, out=None):
     """Zeros shaped like ``x`` (``fill_zeros_like``)."""
     _check_variable("zeros_like", "x", x)
@@ -190,6 +206,7 @@ def zeros_like(x, out=None):
     return out
 
 
+@checks(x=variable, out=optional(variable))
 def ones_like(x, out=None):
     """Ones shaped like ``x`` (``fill_any_like`` with value 1)."""
     _check_variable("ones_like", "x", x)
@@ -211,15 +228,18 @@ def _arg(op_type, x, axis):
     return out
 
 
+@checks(x=variable, axis=INT)
 def argmax(x, axis=0):
     """int64 index of the largest element along ``axis`` (``arg_max``)."""
     return _arg("arg_max", x, axis)
 
 
+@checks(x=variable, axis=INT)
 def argmin(x, axis=0):
     return _arg("arg_min", x, axis)
 
 
+@checks(shape=dims(1), dtype=dtype, min=NUMBER, max=NUMBER, seed=NON_NEGATIVE_INT)
 def uniform_random(shape, dtype="float32", min=-1.0, max=1.0, seed=0):
     """U[min, max) of ``shape`` (``uniform_random``)."""
     helper = LayerHelper("uniform_random")
@@ -232,6 +252,7 @@ def uniform_random(shape, dtype="float32", min=-1.0, max=1.0, seed=0):
     return out
 
 
+@checks(shape=dims(1), mean=NUMBER, std=real_in(0.0), seed=NON_NEGATIVE_INT, dtype=dtype)
 def gaussian_random(shape, mean=0.0, std=1.0, seed=0, dtype="float32"):
     """N(mean, std^2) of ``shape`` (``gaussian_random``)."""
     helper = LayerHelper("gaussian_random")
