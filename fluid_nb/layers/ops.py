@@ -3,9 +3,11 @@
 
 As in Fluid, ``name=`` names the output variable itself for these layers.
 """
-from ..errors import InvalidArgument
+from ..errors import InvalidArgument, Unimplemented, expected
 from ..framework.program import Variable
 from ..layer_helper import LayerHelper
+from ..ops import registry
+from .arg_checks import INT, NAME, activation, check
 
 _ACTIVATIONS = ["sigmoid", "logsigmoid", "exp", "tanh", "tanh_shrink", "sqrt", "rsqrt", "abs",
                 "ceil", "floor", "cos", "sin", "round", "reciprocal", "square", "softplus",
@@ -29,6 +31,10 @@ def _activation_layer(op_type):
         if not isinstance(x, Variable):
             raise InvalidArgument(f"{op_type}: x expected Variable, but received "
                                   f"{type(x).__name__}")
+        check(op_type, "name", name, NAME)
+        if registry.find(op_type) is None:  # refused here, not when the program runs
+            raise Unimplemented(expected(op_type, "an op definition", f"one for '{op_type}'",
+                                         "none: fluid_nb does not define this op yet"))
         helper = LayerHelper(op_type, name=name)
         out = _output(helper, x.dtype, name)
         helper.append_op(type=op_type, inputs={"X": [x]}, outputs={"Out": [out]}, attrs=attrs)
@@ -44,6 +50,9 @@ def _elementwise_layer(op_type):
             if not isinstance(value, Variable):
                 raise InvalidArgument(f"{op_type}: {arg} expected Variable, but received "
                                       f"{type(value).__name__}")
+        for arg, value, rule in (("axis", axis, INT), ("act", act, activation),
+                                 ("name", name, NAME)):
+            check(op_type, arg, value, rule)
         helper = LayerHelper(op_type, act=act, name=name)
         out = _output(helper, x.dtype, name)
         helper.append_op(type=op_type, inputs={"X": [x], "Y": [y]}, outputs={"Out": [out]},
