@@ -18,7 +18,7 @@ sub-block differentiated first (``_differentiate_sub_block``), and the grad make
 resulting grad block as ``g.grad_block``, so ``while_grad``/``conditional_block_grad`` plug in
 without changing the walk.
 """
-from .errors import InvalidArgument, NotFound, Unimplemented
+from .errors import InvalidArgument, NotFound, Unimplemented, expected
 from .framework.dtypes import VarType, is_float_dtype
 from .framework.program import EMPTY_VAR_NAME, GRAD_SUFFIX, Variable, grad_var_name
 from .ops import registry
@@ -26,6 +26,27 @@ from .ops import registry
 #: Paddle's op roles, written as the ``op_role`` attribute
 OP_ROLE_FORWARD, OP_ROLE_BACKWARD, OP_ROLE_OPTIMIZE = 0, 1, 2
 OP_ROLE_LR_SCHED, OP_ROLE_LOSS = 16, 256
+
+
+def _check_names(where, what, items):
+    """``items`` must be None or a collection of Variables or variable names."""
+    if items is None:
+        return
+    if not isinstance(items, (list, tuple, set, frozenset)) or not all(
+            isinstance(v, (Variable, str)) for v in items):
+        raise InvalidArgument(expected(where, what, "None or a list or set of Variables or "
+                                       "variable names", f"{repr(items)[:60]} "
+                                       f"({type(items).__name__})"))
+
+
+def _check_variables(where, what, value, allow_none=False):
+    """``value`` must be a Variable or a non-empty list of them (None entries if allowed)."""
+    items = value if isinstance(value, (list, tuple)) else [value]
+    if not items or not all(isinstance(v, Variable) or (allow_none and v is None)
+                            for v in items):
+        raise InvalidArgument(expected(where, what, "a Variable or a non-empty list of "
+                                       "Variables", f"{repr(value)[:60]} "
+                                       f"({type(value).__name__})"))
 
 
 def _names(items):
@@ -219,6 +240,20 @@ def append_backward(loss, parameter_list=None, no_grad_set=None, callbacks=None,
     if not isinstance(loss, Variable):
         raise InvalidArgument(f"append_backward: loss expected Variable, but received "
                               f"{type(loss).__name__}")
+    _check_names("append_backward", "no_grad_set", no_grad_set)
+    _check_names("append_backward", "parameter_list", parameter_list)
+    if parameter_list is not None:
+        glob = loss.block.program.global_block()
+        for item in parameter_list:
+            name = item.name if isinstance(item, Variable) else item
+            if glob._find_var_recursive(name) is None:
+                raise NotFound(expected("append_backward", "parameter_list",
+                                        "names of variables of the loss's program",
+                                        f"'{name}', which it does not have"))
+    if callbacks is not None and (not isinstance(callbacks, (list, tuple)) or not all(
+            callable(c) for c in callbacks)):
+        raise InvalidArgument(expected("append_backward", "callbacks",
+                                       "None or a list of functions", repr(callbacks)[:60]))
     _check_scalar_loss(loss)
     block = loss.block
     program = block.program
@@ -273,10 +308,19 @@ def gradients(targets, inputs, target_gradients=None, no_grad_set=None):
     Returns one gradient variable per input (None where the targets do not depend on it).
     ``target_gradients`` default to ones of each target's shape.
     """
+    _check_variables("gradients", "targets", targets)
+    _check_variables("gradients", "inputs", inputs)
+    if target_gradients is not None:
+        _check_variables("gradients", "target_gradients", target_gradients, allow_none=True)
+    _check_names("gradients", "no_grad_set", no_grad_set)
     targets = targets if isinstance(targets, (list, tuple)) else [targets]
     inputs = inputs if isinstance(inputs, (list, tuple)) else [inputs]
     if target_gradients is not None and not isinstance(target_gradients, (list, tuple)):
         target_gradients = [target_gradients]
+    if target_gradients is not None and len(target_gradients) != len(targets):
+        raise InvalidArgument(expected("gradients", "target_gradients",
+                                       f"one per target ({len(targets)})",
+                                       f"{len(target_gradients)}"))
     block = targets[0].block
     program = block.program
     no_grad = (_stop_gradient_names(program) | _names(no_grad_set)) - {v.name for v in inputs}

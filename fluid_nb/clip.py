@@ -21,6 +21,11 @@ def _new_var(block, base, like, shape=None):
                             shape=like.shape if shape is None else shape, dtype=like.dtype)
 
 
+def _check_number(where, name, value, low=None):
+    from .layers.arg_checks import check, real_in
+    check(where, name, value, real_in(low))
+
+
 class GradientClipBase:
     """Clips each gradient on its own; subclasses define ``_clip(param, grad)``."""
 
@@ -31,6 +36,9 @@ class GradientClipBase:
 
 class GradientClipByValue(GradientClipBase):
     def __init__(self, max, min=None):
+        _check_number("GradientClipByValue", "max", max)
+        if min is not None:
+            _check_number("GradientClipByValue", "min", min)
         if min is None:
             min = -max
         if min > max:
@@ -48,6 +56,7 @@ class GradientClipByValue(GradientClipBase):
 
 class GradientClipByNorm(GradientClipBase):
     def __init__(self, clip_norm):
+        _check_number("GradientClipByNorm", "clip_norm", clip_norm, 0.0)
         self.clip_norm = float(clip_norm)
 
     def _clip(self, param, grad):
@@ -60,6 +69,7 @@ class GradientClipByNorm(GradientClipBase):
 
 class GradientClipByGlobalNorm(GradientClipBase):
     def __init__(self, clip_norm, group_name="default_group"):
+        _check_number("GradientClipByGlobalNorm", "clip_norm", clip_norm, 0.0)
         self.clip_norm = float(clip_norm)
         self.group_name = group_name
 

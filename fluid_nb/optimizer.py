@@ -12,7 +12,34 @@ from .errors import InvalidArgument
 from .framework.dtypes import VarType
 from .framework.program import (Variable, default_main_program, default_startup_program,
                                 program_guard)
-from .regularizer import append_regularization_ops
+from .clip import GradientClipBase
+from .layers.arg_checks import (NAME, PROBABILITY, Refused, boolean, check, optional,
+                                or_variable, real_in)
+from .regularizer import WeightDecayRegularizer, append_regularization_ops
+
+
+def _is(cls, want):
+    """An arg_checks rule: an instance of ``cls``."""
+    def rule(value):
+        if not isinstance(value, cls):
+            raise Refused(want)
+    return rule
+
+
+def parameters(value):
+    """An arg_checks rule: a list of Parameters or parameter names."""
+    if not isinstance(value, (list, tuple)) or not all(
+            isinstance(p, (str, Variable)) for p in value):
+        raise Refused("a list of Parameters or parameter names")
+
+
+_NON_NEGATIVE = real_in(0.0)
+
+
+def _function(value):
+    if not callable(value):
+        raise Refused("a function")
+_BETA = real_in(0.0, 1.0, want="a number in [0, 1)")
 
 __all__ = ["SGD", "SGDOptimizer", "Momentum", "MomentumOptimizer", "Adam", "AdamOptimizer",
            "Adamax", "AdamaxOptimizer", "Adagrad", "AdagradOptimizer", "RMSProp",
@@ -49,6 +76,15 @@ class Optimizer:
         if not isinstance(learning_rate, (float, int, Variable)) or isinstance(learning_rate, bool):
             raise InvalidArgument(f"{type(self).__name__}: learning_rate expected float or "
                                   f"Variable, but received {type(learning_rate).__name__}")
+        self._check_arguments(learning_rate=(learning_rate, or_variable(real_in(0.0))),
+                              parameter_list=(parameter_list, optional(parameters)),
+                              regularization=(regularization, optional(_is(
+                                  WeightDecayRegularizer, "a regularizer such as "
+                                  "fluid.regularizer.L2Decay(1e-4)"))),
+                              grad_clip=(grad_clip, optional(_is(
+                                  GradientClipBase, "a clip such as "
+                                  "fluid.clip.GradientClipByGlobalNorm(5.0)"))),
+                              name=(name, NAME))
         self._learning_rate = learning_rate
         self._parameter_list = parameter_list
         self.regularization = regularization
@@ -57,6 +93,12 @@ class Optimizer:
         self._accumulators = {}  # accumulator name -> param name -> Variable
         self._learning_rate_map = {}  # program -> lr Variable
         self.helper = None
+
+    def _check_arguments(self, **values_and_rules):
+        """Refuse a constructor argument that breaks its rule (``layers.arg_checks``), naming
+        the optimizer and the argument, before anything is built."""
+        for name, (value, rule) in values_and_rules.items():
+            check(type(self).__name__, name, value, rule)
 
     # --- learning rate ----------------------------------------------------------------
     def _global_learning_rate(self, program=None):
@@ -191,6 +233,8 @@ class Momentum(Optimizer):
     def __init__(self, learning_rate, momentum, parameter_list=None, use_nesterov=False,
                  regularization=None, grad_clip=None, name=None):
         super().__init__(learning_rate, parameter_list, regularization, grad_clip, name)
+        self._check_arguments(momentum=(momentum, _NON_NEGATIVE),
+                              use_nesterov=(use_nesterov, boolean))
         self._momentum = momentum
         self._use_nesterov = bool(use_nesterov)
 
@@ -217,6 +261,8 @@ class Adam(Optimizer):
                  parameter_list=None, regularization=None, grad_clip=None, name=None,
                  lazy_mode=False):
         super().__init__(learning_rate, parameter_list, regularization, grad_clip, name)
+        self._check_arguments(beta1=(beta1, or_variable(_BETA)), beta2=(beta2, or_variable(_BETA)),
+                              epsilon=(epsilon, _NON_NEGATIVE), lazy_mode=(lazy_mode, boolean))
         self._beta1, self._beta2, self._epsilon = beta1, beta2, epsilon
         self._lazy_mode = lazy_mode
 
@@ -257,6 +303,8 @@ class Adamax(Optimizer):
     def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8,
                  parameter_list=None, regularization=None, grad_clip=None, name=None):
         super().__init__(learning_rate, parameter_list, regularization, grad_clip, name)
+        self._check_arguments(beta1=(beta1, _BETA), beta2=(beta2, _BETA),
+                              epsilon=(epsilon, _NON_NEGATIVE))
         self._beta1, self._beta2, self._epsilon = beta1, beta2, epsilon
 
     def _create_accumulators(self, block, parameters):
@@ -297,6 +345,9 @@ class Adagrad(Optimizer):
     def __init__(self, learning_rate, epsilon=1.0e-6, parameter_list=None, regularization=None,
                  grad_clip=None, name=None, initial_accumulator_value=0.0):
         super().__init__(learning_rate, parameter_list, regularization, grad_clip, name)
+        self._check_arguments(epsilon=(epsilon, _NON_NEGATIVE),
+                              initial_accumulator_value=(initial_accumulator_value,
+                                                         _NON_NEGATIVE))
         self._epsilon = epsilon
         self._initial = initial_accumulator_value
 
@@ -322,6 +373,7 @@ class DecayedAdagrad(Optimizer):
     def __init__(self, learning_rate, decay=0.95, epsilon=1.0e-6, parameter_list=None,
                  regularization=None, grad_clip=None, name=None):
         super().__init__(learning_rate, parameter_list, regularization, grad_clip, name)
+        self._check_arguments(decay=(decay, PROBABILITY), epsilon=(epsilon, _NON_NEGATIVE))
         self._decay, self._epsilon = decay, epsilon
 
     def _create_accumulators(self, block, parameters):
@@ -346,6 +398,8 @@ class RMSProp(Optimizer):
     def __init__(self, learning_rate, rho=0.95, epsilon=1.0e-6, momentum=0.0, centered=False,
                  parameter_list=None, regularization=None, grad_clip=None, name=None):
         super().__init__(learning_rate, parameter_list, regularization, grad_clip, name)
+        self._check_arguments(rho=(rho, PROBABILITY), epsilon=(epsilon, _NON_NEGATIVE),
+                              momentum=(momentum, _NON_NEGATIVE), centered=(centered, boolean))
         self._rho, self._epsilon, self._momentum = rho, epsilon, momentum
         self._centered = centered
 
@@ -378,6 +432,7 @@ class Adadelta(Optimizer):
     def __init__(self, learning_rate, epsilon=1.0e-6, rho=0.95, parameter_list=None,
                  regularization=None, grad_clip=None, name=None):
         super().__init__(learning_rate, parameter_list, regularization, grad_clip, name)
+        self._check_arguments(epsilon=(epsilon, _NON_NEGATIVE), rho=(rho, PROBABILITY))
         self._epsilon, self._rho = epsilon, rho
 
     def _create_accumulators(self, block, parameters):
@@ -408,6 +463,9 @@ class Lamb(Adam):
                  exclude_from_weight_decay_fn=None, name=None):
         super().__init__(learning_rate, beta1, beta2, epsilon, parameter_list, regularization,
                          grad_clip, name)
+        self._check_arguments(lamb_weight_decay=(lamb_weight_decay, _NON_NEGATIVE),
+                              exclude_from_weight_decay_fn=(exclude_from_weight_decay_fn,
+                                                            optional(_function)))
         self._weight_decay = lamb_weight_decay
         self._exclude = exclude_from_weight_decay_fn
 

@@ -10,6 +10,11 @@ from .framework.dtypes import VarType
 NEW_GRAD_SUFFIX = "@NEWGRAD@"
 
 
+def _check_coeff(where, coeff):
+    from .layers.arg_checks import check, real_in
+    check(where, "regularization_coeff", coeff, real_in(0.0))
+
+
 class WeightDecayRegularizer:
     def __call__(self, param, grad, block):
         raise NotImplementedError
@@ -19,9 +24,7 @@ class L2Decay(WeightDecayRegularizer):
     """``grad + coeff * param``."""
 
     def __init__(self, regularization_coeff=0.0):
-        if not isinstance(regularization_coeff, (int, float)):
-            raise InvalidArgument(f"L2Decay: regularization_coeff expected float, but received "
-                                  f"{type(regularization_coeff).__name__}")
+        _check_coeff("L2Decay", regularization_coeff)
         self._coeff = float(regularization_coeff)
 
     def __call__(self, param, grad, block):
@@ -39,6 +42,7 @@ class L1Decay(WeightDecayRegularizer):
     """``grad + coeff * sign(param)``."""
 
     def __init__(self, regularization_coeff=0.0):
+        _check_coeff("L1Decay", regularization_coeff)
         self._coeff = float(regularization_coeff)
 
     def __call__(self, param, grad, block):
