@@ -24,6 +24,9 @@ class L2Decay(WeightDecayRegularizer):
     """``grad + coeff * param``."""
 
     def __init__(self, regularization_coeff=0.0):
+        if not isinstance(regularization_coeff, (int, float)):
+            raise InvalidArgument(f"L2Decay: regularization_coeff expected float, but received "
+                                  f"{type(regularization_coeff).__name__}")
         _check_coeff("L2Decay", regularization_coeff)
         self._coeff = float(regularization_coeff)
 
