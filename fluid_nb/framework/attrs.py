@@ -2,7 +2,7 @@
 import enum
 import numbers
 
-from ..errors import InvalidArgument
+from ..errors import InvalidArgument, expected
 
 
 class AttrType(enum.IntEnum):
@@ -135,3 +135,41 @@ def guess_attr_type(value):
             return AttrType.BLOCKS
     raise InvalidArgument(f"attribute: expected bool, int, float, str, a list of one of them "
                           f"or a Block, but received {type(value).__name__} {value!r}")
+
+
+# Wire types that carry the same Python value: a file may store an int attribute as LONG
+# or a float one as FLOAT64 (Paddle's Python side picks by value), and the value decides.
+_SAME_VALUE = {AttrType.LONG: AttrType.INT, AttrType.FLOAT64: AttrType.FLOAT,
+               AttrType.LONGS: AttrType.INTS, AttrType.FLOAT64S: AttrType.FLOATS}
+
+
+def attr_problems(op_type, attrs, attr_types, specs):
+    """What is wrong with an op's attributes against its definition's ``specs``
+    (name -> spec with ``type``, ``default``, ``checker``): ``[(name, message)]``.
+
+    An attribute without a default is required; a present one must have the declared type
+    (its wire type in ``attr_types`` where it has one) and pass the checker. Attributes the
+    definition does not declare (Paddle's extra ones: op_role, use_mkldnn...) are not
+    checked. The one attribute check for built and decoded programs alike."""
+    problems = []
+    for name, spec in specs.items():
+        where = f"{op_type}: attribute '{name}'"
+        if name not in attrs:
+            if spec.default is None:
+                problems.append((name, expected(where, "a value", f"a {spec.type.name.lower()} "
+                                                "(it is required)", "none")))
+            continue
+        wire = attr_types.get(name)
+        if wire is not None and _SAME_VALUE.get(wire, wire) != _SAME_VALUE.get(spec.type, spec.type):
+            problems.append((name, expected(where, "type", spec.type.name,
+                                            f"{AttrType(wire).name} {attrs[name]!r}")))
+            continue
+        try:
+            value = normalize_attr(op_type, name, spec.type, attrs[name])
+        except InvalidArgument as exc:
+            problems.append((name, str(exc)))
+            continue
+        problem = spec.checker(value) if spec.checker is not None else None
+        if problem:
+            problems.append((name, expected(where, "value", problem, repr(value))))
+    return problems

@@ -8,11 +8,12 @@ message as ``b``.
 """
 from google.protobuf.message import DecodeError
 
-from ..errors import InvalidArgument
-from ..framework.attrs import AttrType
+from ..errors import InvalidArgument, expected
+from ..framework.attrs import AttrType, attr_problems
 from ..framework.dtypes import VarType
 from ..framework.program import Block, Operator, Parameter, Program, Variable
 from . import framework_pb2 as pb
+from . import wire
 
 _TENSOR_KINDS = {VarType.LOD_TENSOR: "lod_tensor", VarType.LOD_TENSOR_ARRAY: "tensor_array",
                  VarType.SELECTED_ROWS: "selected_rows"}
@@ -130,37 +131,94 @@ def _encode_scalar(value, s):
 
 # --- decode ---------------------------------------------------------------------------
 def decode_program(data, where="ProgramDesc"):
-    """A Program from ``ProgramDesc`` bytes; InvalidArgument for corrupt or truncated data."""
+    """A Program from ``ProgramDesc`` bytes.
+
+    The one validation point for program files: the wire bytes are walked first
+    (:mod:`.wire`: truncation, bad tags, non-UTF-8 strings, undefined enum values, missing
+    required fields), then the structure (:func:`check_structure`: block numbering and
+    parents, block attributes, unique variable names, attributes against the op
+    definitions). Every refusal is an InvalidArgument naming ``where`` and a byte offset.
+    """
     if not isinstance(data, (bytes, bytearray, memoryview)):
-        raise InvalidArgument(f"{where}: bytes expected, but received {type(data).__name__}")
+        raise InvalidArgument(expected(where, "ProgramDesc", "bytes", type(data).__name__))
+    data = bytes(data)
+    root = wire.check_message(data, pb.ProgramDesc.DESCRIPTOR, where)
     msg = pb.ProgramDesc()
     try:
-        msg.ParseFromString(bytes(data))
-    except DecodeError as exc:
-        raise InvalidArgument(f"{where}: a serialized ProgramDesc expected, but the "
-                              f"{len(data)} bytes do not parse ({exc}); the file is corrupt, "
-                              f"truncated, or not a program") from None
-    missing = msg.FindInitializationErrors()
-    if missing:
-        raise InvalidArgument(f"{where}: a complete ProgramDesc expected, but required fields "
-                              f"are missing: {', '.join(missing[:5])}")
-    if not msg.blocks:
-        raise InvalidArgument(f"{where}: a ProgramDesc with at least one block expected, but "
-                              f"received none ({len(data)} bytes)")
+        msg.ParseFromString(data)
+    except DecodeError as exc:  # the walk accepted it, so this is the runtime's own limit
+        raise InvalidArgument(expected(f"{where}: byte 0", "a ProgramDesc the protobuf "
+                                       "runtime parses", "bytes it refuses", exc)) from None
+    check_structure(msg, root, where)
     return message_to_program(msg, where)
 
 
-def message_to_program(msg, where="ProgramDesc"):
-    program = Program()
-    program.blocks = []
+def check_structure(msg, root, where="ProgramDesc"):
+    """Refuse a parsed ``ProgramDesc`` that no program can be: ``root`` (from
+    :func:`.wire.check_message`) gives the byte offsets the errors name.
+
+    Paddle creates a block after its parent, so block 0's parent is -1 and every other
+    block's parent is an earlier block (no lookup can then loop); an op's BLOCK/BLOCKS
+    attribute names a later block (so running it never re-enters its own block or an
+    ancestor); a grad block's forward block is another, earlier block.
+    """
+    def fail(offset, what, want, got):
+        raise InvalidArgument(expected(f"{where}: byte {offset}", what, want, got))
+
+    count = len(msg.blocks)
+    if not count:
+        fail(0, "ProgramDesc", "at least one block", "none")
+    from ..ops import registry
     for i, b in enumerate(msg.blocks):
+        node = root.at("blocks", i)
         if b.idx != i:
-            raise InvalidArgument(f"{where}: block {i} expected idx {i}, but received {b.idx}")
-        program.blocks.append(_decode_block(program, b))
-    for block in program.blocks:
-        if not -1 <= block.parent_idx < len(program.blocks):
-            raise InvalidArgument(f"{where}: block {block.idx} parent_idx expected in "
-                                  f"[-1, {len(program.blocks)}), but received {block.parent_idx}")
+            fail(node.offset("idx"), f"block {i} idx", i, b.idx)
+        if i == 0 and b.parent_idx != -1:
+            fail(node.offset("parent_idx"), "block 0 parent_idx", "-1", b.parent_idx)
+        if i > 0 and not 0 <= b.parent_idx < i:
+            fail(node.offset("parent_idx"), f"block {i} parent_idx",
+                 f"an earlier block in [0, {i})", b.parent_idx)
+        if b.HasField("forward_block_idx") and b.forward_block_idx != -1 \
+                and not 0 <= b.forward_block_idx < i:
+            fail(node.offset("forward_block_idx"), f"block {i} forward_block_idx",
+                 f"-1 or an earlier block in [0, {i})", b.forward_block_idx)
+        names = set()
+        for k, v in enumerate(b.vars):
+            if v.name in names:
+                fail(node.at("vars", k).offset("name"), f"block {i} variable name",
+                     "a name not declared earlier in the block", repr(v.name))
+            names.add(v.name)
+        for j, o in enumerate(b.ops):
+            op_node = node.at("ops", j)
+            _check_op(o, i, j, count, op_node, registry.find(o.type), fail)
+
+
+def _check_op(o, block_idx, op_idx, count, node, opdef, fail):
+    label = f"block {block_idx} op {op_idx} '{o.type}'"
+    attrs, types = {}, {}
+    for k, a in enumerate(o.attrs):
+        offset = node.at("attrs", k).offset()
+        if a.name in attrs:
+            fail(offset, f"{label}: attribute name", "each attribute once", repr(a.name))
+        if a.type in (AttrType.BLOCK, AttrType.BLOCKS):
+            targets = [a.block_idx] if a.type == AttrType.BLOCK else list(a.blocks_idx)
+            for target in targets:
+                if not block_idx < target < count:
+                    fail(offset, f"{label}: attribute '{a.name}'",
+                         f"a later block in ({block_idx}, {count})", target)
+        attrs[a.name], types[a.name] = _attr_value(a), AttrType(a.type)
+    if opdef is None:  # unknown op types are kept; running one reports it
+        return
+    for name, message in attr_problems(o.type, attrs, types, opdef.attrs):
+        offset = node.at("attrs", list(attrs).index(name)).offset() if name in attrs \
+            else node.offset()
+        fail(offset, label, "attributes that fit the op's definition", message)
+
+
+def message_to_program(msg, where="ProgramDesc"):
+    """The Program of a ``ProgramDesc`` message that :func:`check_structure` accepted."""
+    program = Program()
+    program.blocks = [_decode_block(program, b) for b in msg.blocks]
     if msg.HasField("version"):
         program.version = msg.version.version
     if msg.HasField("op_version_map"):
@@ -225,20 +283,22 @@ def _decode_op(block, o):
     outputs = {item.parameter: list(item.arguments) for item in o.outputs}
     attrs, attr_types = {}, {}
     for a in o.attrs:
-        attr_type = AttrType(a.type)
-        field = _ATTR_FIELD[attr_type]
-        if attr_type == AttrType.SCALAR:
-            value = _decode_scalar(a.scalar)
-        elif attr_type == AttrType.SCALARS:
-            value = [_decode_scalar(s) for s in a.scalars]
-        elif attr_type in _REPEATED:
-            value = list(getattr(a, field))
-        else:
-            value = getattr(a, field)
-        attrs[a.name] = value
-        attr_types[a.name] = attr_type
+        attrs[a.name] = _attr_value(a)
+        attr_types[a.name] = AttrType(a.type)
     op = Operator(block, o.type, inputs, outputs, attrs, attr_types, o.is_target)
     return op
+
+
+def _attr_value(a):
+    attr_type = AttrType(a.type)
+    field = _ATTR_FIELD[attr_type]
+    if attr_type == AttrType.SCALAR:
+        return _decode_scalar(a.scalar)
+    if attr_type == AttrType.SCALARS:
+        return [_decode_scalar(s) for s in a.scalars]
+    if attr_type in _REPEATED:
+        return list(getattr(a, field))
+    return getattr(a, field)
 
 
 def _decode_scalar(s):
