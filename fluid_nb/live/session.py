@@ -282,6 +282,12 @@ def _program_state(program):
               [(v, dict(v.__dict__)) for v in block.vars.values()]) for block in program.blocks])
 
 
+def _fields_changed(now, saved):
+    """Whether a variable's fields differ from the saved ones, by identity: a field may hold
+    an array (a data variable's sample value), which ``==`` would compare elementwise."""
+    return now.keys() != saved.keys() or any(now[k] is not v for k, v in saved.items())
+
+
 class _Snapshot:
     """What a transaction restores; O(variables + scope holders), taken once per cell."""
 
@@ -308,7 +314,7 @@ class _Snapshot:
                 block.vars.clear()
                 block.vars.update(vars_)
                 for var, saved in fields:
-                    if var.__dict__ != saved:
+                    if _fields_changed(var.__dict__, saved):
                         var.__dict__.clear()
                         var.__dict__.update(saved)
             program.current_block_idx = current
