@@ -4,13 +4,17 @@ variables of lod_level > 0 (each sample's entry is then a sequence, or a sequenc
 sequences)."""
 import numpy as np
 
-from .errors import InvalidArgument
+from .errors import InvalidArgument, expected
 from .exec.place import CPUPlace
-from .exec.tensor import LoDTensor
+from .exec.tensor import LoDTensor, lossless_cast, value_array
 from .framework.dtypes import to_numpy_dtype
 from .framework.program import Variable, default_main_program
 
 __all__ = ["DataFeeder"]
+
+
+def _shown(value):
+    return f"{repr(value)[:40]} ({type(value).__name__})"
 
 
 class DataToLoDTensorConverter:
@@ -36,17 +40,17 @@ class DataToLoDTensorConverter:
         if lod_level == 0:
             self.data.append(data)
             return
+        if not isinstance(data, (list, tuple, np.ndarray)):
+            raise InvalidArgument(expected(f"DataFeeder '{self.name}'", "entry",
+                                           f"a sequence (the variable has lod_level "
+                                           f"{self.lod_level})", _shown(data)))
         lod[0].append(len(data))
         for item in data:
             self._feed(item, lod[1:], lod_level - 1)
 
     def done(self):
-        try:
-            arr = np.array(self.data, dtype=self.dtype)
-        except (ValueError, TypeError) as exc:
-            raise InvalidArgument(f"DataFeeder: entries of '{self.name}' expected one shape "
-                                  f"and numbers of type {self.dtype}, but they are not "
-                                  f"({exc})") from None
+        where = f"DataFeeder '{self.name}'"
+        arr = lossless_cast(value_array(self.data, where), self.dtype, where)
         if self.shape and len(arr.shape) != len(self.shape):
             try:
                 arr = arr.reshape(self.shape)
@@ -54,6 +58,10 @@ class DataToLoDTensorConverter:
                 raise InvalidArgument(f"DataFeeder: data of '{self.name}' expected to reshape "
                                       f"to {self.shape} (the data layer's shape), but "
                                       f"received shape {list(arr.shape)}") from None
+        if self.shape and any(want >= 0 and want != got
+                              for want, got in zip(self.shape[1:], arr.shape[1:])):
+            raise InvalidArgument(expected(where, "shape", f"{self.shape} (-1 is any size)",
+                                           list(arr.shape)))
         tensor = LoDTensor()
         tensor.set(arr, self.place)
         if self.lod_level > 0:
@@ -99,6 +107,11 @@ class DataFeeder:
         list with one entry per feed variable."""
         converters = self._converters()
         for sample in iterable:
+            if not isinstance(sample, (list, tuple)):
+                raise InvalidArgument(expected("DataFeeder", "each sample",
+                                               f"a tuple or list of {len(converters)} entries "
+                                               f"(one per feed variable {self.feed_names})",
+                                               _shown(sample)))
             if len(sample) != len(converters):
                 raise InvalidArgument(f"DataFeeder: each sample expected {len(converters)} "
                                       f"entries (one per feed variable {self.feed_names}), "

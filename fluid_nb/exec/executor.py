@@ -20,14 +20,14 @@ import numpy as np
 from ..errors import (FluidError, InvalidArgument, NotFound, PreconditionNotMet,
                       ResourceExhausted, Unimplemented, expected)
 from ..framework.attrs import AttrType
-from ..framework.dtypes import VarType, convert_dtype, dtype_name, to_numpy_dtype
+from ..framework.dtypes import VarType, convert_dtype, to_numpy_dtype
 from ..framework.program import EMPTY_VAR_NAME, Program, Variable, default_main_program
 from ..ops import registry
 from . import collector
 from .host_memory import keep_freed_memory
 from .place import CPUPlace
 from .scope import Scope, ScopeVariable, global_scope
-from .tensor import LoDTensor, LoDTensorArray, SelectedRows, as_tensor
+from .tensor import LoDTensor, LoDTensorArray, SelectedRows, as_tensor, lossless_cast
 
 _RUNTIME_VALUES = (LoDTensor, LoDTensorArray, SelectedRows, list, Scope)
 
@@ -777,7 +777,6 @@ def _renumber(block, op_type, slot, names):
     block.ops[:] = keep
 
 
-_KIND = {"f": "float", "i": "int", "u": "int", "b": "bool", "c": "complex"}
 
 
 def _shape_fits(declared, shape):
@@ -792,16 +791,8 @@ def _feed_tensor(name, var, value, place):
     array = tensor.array
     want = to_numpy_dtype(var.dtype) if var.type == VarType.LOD_TENSOR else None
     if want is not None and array.dtype != want:
-        have_kind, want_kind = _KIND.get(array.dtype.kind), _KIND.get(want.kind)
-        lossless = have_kind == want_kind or (have_kind in ("int", "bool") and want_kind == "float") \
-            or (have_kind == "bool" and want_kind == "int")
-        if not lossless:
-            raise InvalidArgument(f"feed '{name}': dtype expected {dtype_name(var.dtype)}, but "
-                                  f"received {array.dtype} (a {have_kind or array.dtype} array "
-                                  f"cannot be fed to a {want_kind or want} variable without "
-                                  f"losing values)")
-        tensor = LoDTensor(array.astype(want), tensor._lod)
-        array = tensor.array
+        array = lossless_cast(array, want, f"feed '{name}'")
+        tensor = LoDTensor(array, tensor._lod)
     if var.need_check_feed and var.shape:
         shape = var.shape
         got = array.shape

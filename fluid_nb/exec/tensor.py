@@ -203,7 +203,9 @@ class LoDTensor:
     def __array__(self, dtype=None, copy=None):
         if self.array is None:
             raise PreconditionNotMet("LoDTensor: data expected, but the tensor is not initialised")
-        array = self.array if isinstance(self.array, np.ndarray) else self.array.get()
+        array = self.array
+        if not isinstance(array, np.ndarray):  # a device array, or a NumPy scalar a kernel made
+            array = array.get() if hasattr(array, "get") else np.asarray(array)
         return array.astype(dtype) if dtype is not None else array
 
     def numpy(self):
@@ -333,6 +335,25 @@ def value_array(value, where, dtype=None, xp=np):
         raise InvalidArgument(expected(where, "value", "an array of numbers",
                                        f"dtype {array.dtype}"))
     return array
+
+
+_KIND = {"f": "float", "i": "int", "u": "int", "b": "bool", "c": "complex"}
+
+
+def lossless_cast(array, want, where):
+    """``array`` as dtype ``want`` where no value can change kind (float64 -> float32,
+    int32 -> int64, int or bool -> float); a lossy cast (float -> int) is refused."""
+    want = np.dtype(want)
+    if array.dtype == want:
+        return array
+    have_kind, want_kind = _KIND.get(array.dtype.kind), _KIND.get(want.kind)
+    lossless = have_kind == want_kind or (have_kind in ("int", "bool") and want_kind == "float") \
+        or (have_kind == "bool" and want_kind == "int")
+    if not lossless:
+        raise InvalidArgument(f"{where}: dtype expected {want}, but received {array.dtype} "
+                              f"(a {have_kind or array.dtype} array cannot be fed to a "
+                              f"{want_kind or want} variable without losing values)")
+    return array.astype(want)
 
 
 def _ragged_shape(value):
