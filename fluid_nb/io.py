@@ -13,12 +13,13 @@ import tempfile
 
 import numpy as np
 
-from .errors import InvalidArgument, NotFound, PreconditionNotMet
+from .errors import InvalidArgument, NotFound, PreconditionNotMet, expected
 from .framework.attrs import AttrType
 from .framework.dtypes import VarType, dtype_name
 from .framework.program import Parameter, Program, Variable, default_main_program
 from .proto import tensor_stream
-from .proto.codec import decode_program, encode_program
+from .proto.codec import decode_program, program_to_message
+from .proto.paddle_versions import OP_VERSIONS, PADDLE_VERSION
 from .reader.decorator import (batch, buffered, cache, chain, compose, firstn,  # noqa: F401
                                map_readers, multiprocess_reader, shuffle, xmap_readers)
 
@@ -54,11 +55,30 @@ def atomic_write(path, data):
 
 
 def _read(path, what):
+    """The bytes of the file at ``path``, read once (a file changing later changes nothing);
+    a typed error naming the path when there is no readable file there."""
     try:
         with open(path, "rb") as f:
             return f.read()
     except FileNotFoundError:
-        raise NotFound(f"{what}: a file expected at '{path}', but there is none") from None
+        raise NotFound(expected(what, f"'{path}'", "a file", "nothing at that path")) from None
+    except IsADirectoryError:
+        raise InvalidArgument(expected(what, f"'{path}'", "a file", "a directory")) from None
+    except NotADirectoryError:
+        raise InvalidArgument(expected(what, f"'{path}'", "a path through directories",
+                                       "a file where a directory is named")) from None
+    except OSError as exc:  # permissions, a symlink loop, a device that fails
+        raise InvalidArgument(expected(what, f"'{path}'", "a readable file",
+                                       exc.strerror or type(exc).__name__)) from None
+
+
+def _folder(dirname, what):
+    """``dirname`` if it is a directory; a typed error naming it otherwise."""
+    if os.path.isdir(dirname):
+        return dirname
+    if os.path.lexists(dirname):
+        raise InvalidArgument(expected(what, f"'{dirname}'", "a directory", "a file"))
+    raise NotFound(expected(what, f"'{dirname}'", "a directory", "nothing at that path"))
 
 
 def _scope_of(scope):
@@ -110,41 +130,57 @@ def load_vars(executor, dirname, main_program=None, vars=None, predicate=None, f
               scope=None):
     """Load variables saved by :func:`save_vars` (or by Paddle) into ``scope``.
 
-    All files are read and checked (count, shapes, dtypes) before the scope is touched.
+    A transaction: every file is read and checked (format, count, shapes, dtypes, LoD) and
+    every value staged before the scope is touched, so a failed load leaves it as it was.
     """
     scope = _scope_of(scope)
     _, selected = _selected_vars(main_program, vars, predicate)
     selected = [v for v in selected if v.type not in _NOT_SAVED]
+    if not selected:
+        return
+    folder = _folder(dirname, "load_vars")
     loaded = {}
     if filename is None:
         for var in selected:
-            path = os.path.join(dirname, var.name)
+            path = os.path.join(folder, var.name)
             loaded[var.name] = tensor_stream.read_one(_read(path, "load_vars"), path)
     else:
-        path = os.path.join(dirname, filename)
+        path = os.path.join(folder, filename)
         records = tensor_stream.read_lod_tensors(_read(path, "load_vars"), path)
         ordered = sorted(selected, key=lambda v: v.name)
         if len(records) != len(ordered):
-            raise InvalidArgument(f"load_vars: '{path}' expected {len(ordered)} tensors "
-                                  f"({', '.join(v.name for v in ordered[:6])}...), but it holds "
-                                  f"{len(records)}")
+            raise InvalidArgument(expected(f"load_vars: '{path}'", "tensors",
+                                           f"{len(ordered)} ({', '.join(v.name for v in ordered[:6])}...)",
+                                           len(records)))
         loaded = {v.name: r for v, r in zip(ordered, records)}
     for var in selected:
         array, _ = loaded[var.name]
         if var.shape and (len(var.shape) != array.ndim or any(
                 d >= 0 and d != a for d, a in zip(var.shape, array.shape))):
-            raise InvalidArgument(f"load_vars: variable '{var.name}' expected shape "
-                                  f"{list(var.shape)}, but the file holds {list(array.shape)}")
+            raise InvalidArgument(expected(f"load_vars: variable '{var.name}'", "shape",
+                                           list(var.shape), f"{list(array.shape)} in the file"))
         if var.type == VarType.LOD_TENSOR and dtype_name(var.dtype) != str(array.dtype):
-            raise InvalidArgument(f"load_vars: variable '{var.name}' expected dtype "
-                                  f"{dtype_name(var.dtype)}, but the file holds {array.dtype}")
+            raise InvalidArgument(expected(f"load_vars: variable '{var.name}'", "dtype",
+                                           dtype_name(var.dtype), f"{array.dtype} in the file"))
+        holder = scope.find_local_var(var.name)
+        if holder is not None and holder.value is not None \
+                and type(holder.value).__name__ != "LoDTensor":
+            raise InvalidArgument(expected(f"load_vars: variable '{var.name}'",
+                                           "a scope variable holding a LoDTensor or nothing",
+                                           f"one holding {type(holder.value).__name__}"))
+    from .exec.tensor import LoDTensor
     place = getattr(executor, "place", None)
-    for var in selected:
+    staged = {}
+    for var in selected:  # the same calls as below, on new tensors: anything failing fails here
         array, lod = loaded[var.name]
-        tensor = scope.var(var.name).get_tensor()
+        tensor = LoDTensor()
         tensor.set(array, place)
-        if lod:
-            tensor.set_lod(lod)
+        tensor.set_lod(lod)
+        staged[var.name] = tensor
+    for var in selected:
+        tensor = scope.var(var.name).get_tensor()
+        tensor.array = staged[var.name].array  # already copied onto the place
+        tensor.set_lod(staged[var.name].lod())
 
 
 def save_params(executor, dirname, main_program=None, filename=None):
@@ -166,7 +202,10 @@ def load_persistables(executor, dirname, main_program=None, filename=None):
 # --- inference models ------------------------------------------------------------------
 def prune_program(program, target_names, feed_names=()):
     """A copy of ``program`` keeping only the global-block ops that ``target_names`` need
-    (walking back from the targets, stopping at fed variables), in test mode."""
+    (walking back from the targets, stopping at fed variables), in test mode.
+
+    As Paddle's pruning does, only the sub-blocks of kept ops (and theirs) stay, renumbered
+    in their old order; the variables no kept op uses leave the global block."""
     pruned = program.clone(for_test=True)
     block = pruned.global_block()
     needed = set(target_names)
@@ -178,11 +217,11 @@ def prune_program(program, target_names, feed_names=()):
         if needed & set(op.output_arg_names):
             keep.append(op)
             needed |= set(op.input_arg_names) - feeds
-            for name, value in op.attrs.items():  # ops with sub-blocks read inside them too
-                if op.attr_type(name) == AttrType.BLOCK:
-                    for sub_op in pruned.block(value).ops:
-                        needed |= set(sub_op.input_arg_names)
+            for sub in _sub_blocks(pruned, op):  # ops with sub-blocks read inside them too
+                for sub_op in sub.ops:
+                    needed |= set(sub_op.input_arg_names)
     block.ops = list(reversed(keep))
+    _keep_blocks_of_kept_ops(pruned)
     used = set()
     for b in pruned.blocks:
         for op in b.ops:
@@ -196,6 +235,63 @@ def prune_program(program, target_names, feed_names=()):
             block.vars[var.name] = plain
     pruned._changed()
     return pruned
+
+
+def _block_attrs(op):
+    """``(name, [block indices])`` of each BLOCK or BLOCKS attribute of ``op``."""
+    for name, value in op.attrs.items():
+        kind = op.attr_type(name)
+        if kind == AttrType.BLOCK:
+            yield name, [value if isinstance(value, int) else value.idx]
+        elif kind == AttrType.BLOCKS:
+            yield name, [v if isinstance(v, int) else v.idx for v in value]
+
+
+def _sub_blocks(program, op):
+    """The blocks ``op`` runs, and the blocks their ops run, recursively."""
+    found, todo = [], [op]
+    while todo:
+        for _, indices in _block_attrs(todo.pop()):
+            for idx in indices:
+                sub = program.block(idx)
+                found.append(sub)
+                todo.extend(sub.ops)
+    return found
+
+
+def _keep_blocks_of_kept_ops(program):
+    """Drop every block no op of the global block reaches; renumber the rest."""
+    kept = {0}
+    for op in program.global_block().ops:
+        kept |= {b.idx for b in _sub_blocks(program, op)}
+    order = sorted(kept)
+    new_idx = {old: new for new, old in enumerate(order)}
+    blocks = [program.blocks[old] for old in order]
+    for block in blocks:
+        block.idx = new_idx[block.idx]
+        block.parent_idx = new_idx.get(block.parent_idx, -1) if block.parent_idx >= 0 else -1
+        block.forward_block_idx = new_idx.get(block.forward_block_idx, -1)
+        for op in block.ops:
+            for name, indices in _block_attrs(op):
+                moved = [new_idx[i] for i in indices]
+                op.attrs[name] = moved[0] if op.attr_type(name) == AttrType.BLOCK else moved
+    program.blocks = blocks
+    program.current_block_idx = 0
+
+
+def _file_bytes(program):
+    """``ProgramDesc`` bytes for a file: a program that does not say which Paddle format it
+    holds (one built here) gets the version and op versions Paddle 2.6 writes; a decoded one
+    keeps its own."""
+    msg = program_to_message(program)
+    if not msg.HasField("version"):
+        msg.version.version = PADDLE_VERSION
+    if not msg.HasField("op_version_map"):
+        for name, version in OP_VERSIONS.items():
+            pair = msg.op_version_map.pair.add()
+            pair.op_name = name
+            pair.op_version.version = version
+    return msg.SerializeToString()
 
 
 def _model_paths(dirname, model_filename, params_filename):
@@ -236,7 +332,7 @@ def save_inference_model(dirname, feeded_var_names, target_vars, executor, main_
     for col, name in enumerate(target_names):
         glob._add_op(len(glob.ops), "fetch", {"X": [name]}, {"Out": ["fetch"]}, {"col": col},
                      infer=False)
-    model_bytes = encode_program(pruned)
+    model_bytes = _file_bytes(pruned)
     if not program_only:
         save_persistables(executor, dirname, pruned, filename=params_filename) \
             if scope is None else save_vars(executor, dirname, pruned, predicate=is_persistable,
@@ -272,7 +368,7 @@ def save(program, model_path):
     ``<model_path>.pdmodel``, never pickle."""
     folder, prefix = os.path.split(model_path)
     save_persistables(None, folder or ".", program, filename=prefix + ".pdtensors")
-    atomic_write(model_path + ".pdmodel", encode_program(program))
+    atomic_write(model_path + ".pdmodel", _file_bytes(program))
 
 
 def load(program, model_path, executor=None):

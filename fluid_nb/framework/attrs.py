@@ -143,11 +143,18 @@ _SAME_VALUE = {AttrType.LONG: AttrType.INT, AttrType.FLOAT64: AttrType.FLOAT,
                AttrType.LONGS: AttrType.INTS, AttrType.FLOAT64S: AttrType.FLOATS}
 
 
+#: attributes that definitions leave without a default and kernels read only when given:
+#: Paddle's "extra" attributes (Paddle 2.6 does not write them into programs) and dropout's
+#: seed pair. Every other attribute without a default is required.
+OPTIONAL_ATTRS = frozenset({"use_mkldnn", "use_cudnn", "data_format", "is_test",
+                            "fuse_with_relu", "mkldnn_data_type", "fix_seed", "seed"})
+
+
 def attr_problems(op_type, attrs, attr_types, specs):
     """What is wrong with an op's attributes against its definition's ``specs``
     (name -> spec with ``type``, ``default``, ``checker``): ``[(name, message)]``.
 
-    An attribute without a default is required; a present one must have the declared type
+    An attribute without a default is required (but :data:`OPTIONAL_ATTRS`); a present one must have the declared type
     (its wire type in ``attr_types`` where it has one) and pass the checker. Attributes the
     definition does not declare (Paddle's extra ones: op_role, use_mkldnn...) are not
     checked. The one attribute check for built and decoded programs alike."""
@@ -155,7 +162,7 @@ def attr_problems(op_type, attrs, attr_types, specs):
     for name, spec in specs.items():
         where = f"{op_type}: attribute '{name}'"
         if name not in attrs:
-            if spec.default is None:
+            if spec.default is None and name not in OPTIONAL_ATTRS:
                 problems.append((name, expected(where, "a value", f"a {spec.type.name.lower()} "
                                                 "(it is required)", "none")))
             continue

@@ -1,15 +1,16 @@
 """``verify(program)``: the type-check pass every test program goes through.
 
 Checks, per block: every op type is registered; slot names and arities fit the op's
-definition; attributes have their declared types and pass their checkers; BLOCK attributes
-name existing blocks; every input names a declared variable (here or in a parent block);
+definition; required attributes are present, and present ones have their declared types and pass their
+checkers (:func:`attrs.attr_problems`, the check decoding uses too); BLOCK attributes name a
+later block (a sub-block, never the op's own block or an ancestor); every input names a declared variable (here or in a parent block);
 no temporary is written by two ops unless the second also reads it (an in-place update) or
 it is a tensor array (written slot by slot) or the writer runs a sub-block (a branch);
 re-running every op's infer_shape on a copy reproduces the declared output shapes and dtypes.
 All problems are collected and raised together as one InvalidArgument.
 """
-from ..errors import FluidError, InvalidArgument
-from .attrs import AttrType, normalize_attr
+from ..errors import FluidError, InvalidArgument, expected
+from .attrs import AttrType, attr_problems
 from .dtypes import VarType
 from .infer import shapes_match
 from .program import EMPTY_VAR_NAME
@@ -31,20 +32,18 @@ def verify(program, check_shapes=True):
                 opdef.check_slots(op.inputs, op.outputs)
             except FluidError as exc:
                 problems.append(f"{where}: {exc}")
-            for name, spec in opdef.attrs.items():
-                if name not in op.attrs:
-                    continue
-                try:
-                    value = normalize_attr(op.type, name, spec.type, op.attrs[name])
-                    problem = spec.checker(value) if spec.checker is not None else None
-                    if problem:
-                        problems.append(f"{where}: attribute '{name}' expected {problem}, but "
-                                        f"received {value!r}")
-                except FluidError as exc:
-                    problems.append(f"{where}: {exc}")
-                if spec.type == AttrType.BLOCK and not 0 <= op.attrs[name] < len(program.blocks):
-                    problems.append(f"{where}: attribute '{name}' expected a block index below "
-                                    f"{len(program.blocks)}, but received {op.attrs[name]}")
+            problems.extend(f"{where}: {message}" for _, message in
+                            attr_problems(op.type, op.attrs, op.attr_types, opdef.attrs))
+            for name, value in op.attrs.items():
+                kind = op.attr_type(name)
+                if kind in (AttrType.BLOCK, AttrType.BLOCKS):
+                    for idx in ([value] if kind == AttrType.BLOCK else value):
+                        idx = getattr(idx, "idx", idx)
+                        if not block.idx < idx < len(program.blocks):
+                            problems.append(expected(f"{where}: attribute '{name}'",
+                                                     "a later block",
+                                                     f"in ({block.idx}, {len(program.blocks)})",
+                                                     idx))
             for slot, args in op.inputs.items():
                 for arg in args:
                     if arg != EMPTY_VAR_NAME and block._find_var_recursive(arg) is None:

@@ -279,14 +279,19 @@ def _only_kind_fields(var_type, field):
 
 
 def _decode_op(block, o):
+    from ..ops import registry
     inputs = {item.parameter: list(item.arguments) for item in o.inputs}
     outputs = {item.parameter: list(item.arguments) for item in o.outputs}
     attrs, attr_types = {}, {}
     for a in o.attrs:
         attrs[a.name] = _attr_value(a)
         attr_types[a.name] = AttrType(a.type)
-    op = Operator(block, o.type, inputs, outputs, attrs, attr_types, o.is_target)
-    return op
+    opdef = registry.find(o.type)
+    if opdef is not None:  # as Paddle's attribute checker does when it creates the op
+        for name, spec in opdef.attrs.items():
+            if name not in attrs and spec.default is not None:
+                attrs[name] = list(spec.default) if isinstance(spec.default, list) else spec.default
+    return Operator(block, o.type, inputs, outputs, attrs, attr_types, o.is_target)
 
 
 def _attr_value(a):

@@ -18,9 +18,10 @@ import struct
 
 import numpy as np
 
-from ..errors import InvalidArgument
+from ..errors import InvalidArgument, expected
 from ..framework.dtypes import VarType, dtype_size, to_numpy_dtype
 from . import framework_pb2 as pb
+from . import wire
 
 
 def write_lod_tensor(out, array, lod=()):
@@ -44,16 +45,21 @@ def write_lod_tensor(out, array, lod=()):
 
 
 class _Reader:
+    """Reads a parameter file from memory; every refusal names the file and a byte offset."""
+
     def __init__(self, data, where):
         self.data = memoryview(data)
         self.pos = 0
         self.where = where
 
+    def fail(self, offset, what, want, got):
+        raise InvalidArgument(expected(f"{self.where}: byte {offset}", what, want, got))
+
     def take(self, n, what):
-        if n < 0 or self.pos + n > len(self.data):
-            raise InvalidArgument(f"{self.where}: {n} bytes of {what} expected at offset "
-                                  f"{self.pos}, but the file has {len(self.data) - self.pos} "
-                                  f"left (truncated or not a Paddle tensor file)")
+        left = len(self.data) - self.pos
+        if n > left:
+            self.fail(self.pos, what, f"{n} bytes", f"{left} left (the file is truncated or "
+                      f"not a Paddle tensor file)")
         chunk = self.data[self.pos:self.pos + n]
         self.pos += n
         return chunk
@@ -66,44 +72,80 @@ class _Reader:
         return self.pos >= len(self.data)
 
 
+# Paddle's own limit is the tensor's rank; no real file nests sequences this deep
+_MAX_LOD_LEVELS = 16
+_ELEMENT_TYPES = frozenset(t for t in VarType if t <= VarType.FP64 or t in (
+    VarType.UINT8, VarType.INT8, VarType.BF16, VarType.COMPLEX64, VarType.COMPLEX128,
+    VarType.FP8_E4M3FN, VarType.FP8_E5M2))
+
+
 def read_lod_tensor(reader):
-    """Read one record; returns (array, lod)."""
-    start = reader.pos
+    """Read one record; returns (array, lod). The one validation point for the stream:
+    nothing is built from a record before all of its header has been checked."""
+    at = reader.pos
     version = reader.unpack("<I", "LoDTensor version")
     if version != 0:
-        raise InvalidArgument(f"{reader.where}: LoDTensor version 0 expected at offset {start}, "
-                              f"but received {version}")
+        reader.fail(at, "LoDTensor version", "0", version)
+    at = reader.pos
     levels = reader.unpack("<Q", "LoD level count")
-    if levels > 16:
-        raise InvalidArgument(f"{reader.where}: a LoD level count below 16 expected at offset "
-                              f"{start + 4}, but received {levels}")
-    lod = []
-    for _ in range(levels):
-        size = reader.unpack("<Q", "LoD level size")
-        if size % 8:
-            raise InvalidArgument(f"{reader.where}: a LoD level size in whole uint64s expected, "
-                                  f"but received {size} bytes")
-        lod.append(np.frombuffer(reader.take(size, "LoD offsets"), dtype="<u8").astype(int).tolist())
+    if levels > _MAX_LOD_LEVELS:
+        reader.fail(at, "LoD level count", f"at most {_MAX_LOD_LEVELS}", levels)
+    lod, lod_at = [], []
+    for level in range(levels):
+        at = reader.pos
+        size = reader.unpack("<Q", f"LoD level {level} size")
+        if size % 8 or size == 0:
+            reader.fail(at, f"LoD level {level} size", "a positive multiple of 8 bytes (uint64 "
+                        "offsets)", size)
+        lod_at.append(reader.pos)
+        raw = reader.take(size, f"LoD level {level} offsets")
+        lod.append([int(x) for x in np.frombuffer(raw, dtype="<u8")])
+    at = reader.pos
     tensor_version = reader.unpack("<I", "tensor version")
     if tensor_version != 0:
-        raise InvalidArgument(f"{reader.where}: tensor version 0 expected, but received "
-                              f"{tensor_version}")
+        reader.fail(at, "tensor version", "0", tensor_version)
+    at = reader.pos
     desc_size = reader.unpack("<i", "TensorDesc size")
-    desc = pb.VarType.TensorDesc()
-    try:
-        desc.ParseFromString(bytes(reader.take(desc_size, "TensorDesc")))
-    except Exception as exc:
-        raise InvalidArgument(f"{reader.where}: a TensorDesc expected at offset {reader.pos}, "
-                              f"but it does not parse ({exc})") from None
-    dtype = VarType(desc.data_type)
+    if desc_size < 0:
+        reader.fail(at, "TensorDesc size", "a non-negative byte count", desc_size)
+    desc_at = reader.pos
+    raw = bytes(reader.take(desc_size, "TensorDesc"))
+    desc_where = f"{reader.where}: TensorDesc at byte {desc_at}"
+    node = wire.check_message(raw, pb.VarType.TensorDesc.DESCRIPTOR, desc_where)
+    desc = pb.VarType.TensorDesc.FromString(raw)
+    if desc.data_type not in _ELEMENT_TYPES:
+        reader.fail(desc_at + node.offset("data_type"), "TensorDesc data_type",
+                    "an element type (BOOL, INT*, FP*, UINT8, INT8, BF16, COMPLEX*)",
+                    VarType(desc.data_type).name)
     shape = tuple(desc.dims)
     if any(d < 0 for d in shape):
-        raise InvalidArgument(f"{reader.where}: non-negative dims expected, but received "
-                              f"{list(shape)}")
-    numel = int(np.prod(shape, dtype=np.int64)) if shape else 1
+        reader.fail(desc_at + node.offset("dims"), "TensorDesc dims",
+                    "non-negative sizes", list(shape))
+    numel = 1
+    for d in shape:  # Python ints: a product past int64 is just a size no file holds
+        numel *= d
+    dtype = VarType(desc.data_type)
+    _check_lod(reader, lod, lod_at, shape)
     raw = reader.take(numel * dtype_size(dtype), f"data of a {list(shape)} {dtype.name} tensor")
     array = np.frombuffer(raw, dtype=to_numpy_dtype(dtype).newbyteorder("<")).reshape(shape)
     return array.astype(array.dtype.newbyteorder("="), copy=True), lod
+
+
+def _check_lod(reader, lod, lod_at, shape):
+    """Offsets of each level start at 0 and never decrease; a level ends at the number of
+    sequences of the level below it, the last one at the tensor's row count."""
+    for level, offsets in enumerate(lod):
+        what = f"LoD level {level}"
+        if offsets[0] != 0:
+            reader.fail(lod_at[level], what, "offsets starting at 0", offsets[:8])
+        if any(b < a for a, b in zip(offsets, offsets[1:])):
+            reader.fail(lod_at[level], what, "non-decreasing offsets", offsets[:8])
+        end = len(lod[level + 1]) - 1 if level + 1 < len(lod) else (shape[0] if shape else 1)
+        if offsets[-1] != end:
+            below = (f"the {end} sequences of level {level + 1}" if level + 1 < len(lod)
+                     else f"the tensor's {end} rows")
+            reader.fail(lod_at[level], what, f"offsets ending at {end} ({below})",
+                        f"an end at {offsets[-1]}")
 
 
 def read_lod_tensors(data, where):
@@ -116,9 +158,10 @@ def read_lod_tensors(data, where):
 
 
 def read_one(data, where):
+    """The one record of a per-variable file; trailing bytes are refused."""
     reader = _Reader(data, where)
     record = read_lod_tensor(reader)
     if not reader.done:
-        raise InvalidArgument(f"{where}: one tensor expected, but {len(reader.data) - reader.pos} "
-                              f"bytes follow it")
+        reader.fail(reader.pos, "end of file", "the end after one tensor",
+                    f"{len(reader.data) - reader.pos} more bytes")
     return record
