@@ -2,7 +2,7 @@
 from . import layers
 from .errors import InvalidArgument
 from .layers.arg_checks import (POSITIVE_INT, PROBABILITY, activation, boolean, checks,
-    int_or_ints, ints, one_of, per_conv, variable)
+                                int_or_ints, ints, one_of, per_conv, variable)
 
 __all__ = ["simple_img_conv_pool", "img_conv_group"]
 

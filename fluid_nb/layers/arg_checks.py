@@ -195,7 +195,8 @@ def dtype(value):
     """A data type Fluid knows: a name ('float32'), a NumPy dtype or a VarType."""
     from ..framework.dtypes import DATA_TYPES, convert_dtype
     try:
-        known = not isinstance(value, (bool, float)) and convert_dtype(value) in DATA_TYPES
+        known = value is not None and not isinstance(value, (bool, float)) \
+            and convert_dtype(value) in DATA_TYPES
     except InvalidArgument:
         known = False
     if not known:

@@ -5,7 +5,7 @@ from ..framework.dtypes import VarType
 from ..framework.program import Variable
 from ..layer_helper import LayerHelper
 from .arg_checks import (INT, NAME, activation, boolean, checks, dims, ints, or_variable,
-    sections, variable, variable_list)
+                         sections, variable, variable_list)
 
 __all__ = ["reshape", "transpose", "squeeze", "unsqueeze", "split", "stack", "slice",
            "gather"]

@@ -14,8 +14,8 @@ from ..initializer import ConstantInitializer, NormalInitializer
 from ..layer_helper import LayerHelper
 from ..param_attr import ParamAttr
 from .arg_checks import (INT, NAME, NON_NEGATIVE_INT, NUMBER, POSITIVE_INT, PROBABILITY,
-    activation, boolean, checks, dtype, int_or_ints, ints, one_of, optional, or_variable,
-    real_in, variable, variables)
+                         activation, boolean, check, checks, dtype, int_or_ints, ints, one_of,
+                         optional, or_variable, real_in, variable, variables)
 
 __all__ = ["fc", "embedding", "conv2d", "pool2d", "batch_norm", "layer_norm", "dropout",
            "softmax", "matmul", "mul", "topk", "one_hot", "mean", "scale", "clip", "relu",
@@ -477,6 +477,11 @@ def _reduce(op_type, input, dim, keep_dim, name):
     _check_variable(op_type, "input", input)
     if dim is not None and not isinstance(dim, (list, tuple)):
         dim = [dim]
+    rank = len(input.shape)
+    check(op_type, "dim", dim, optional(ints(None, -rank, f"dims below {rank} (the rank)")))
+    if dim and any(d >= rank for d in dim):
+        raise InvalidArgument(f"{op_type}: dim expected values in [{-rank}, {rank}), but "
+                              f"received {list(dim)}")
     helper = LayerHelper(op_type, input=input, name=name)
     out = helper.create_variable_for_type_inference(dtype=helper.input_dtype())
     reduce_all = not dim or len(dim) == len(input.shape)

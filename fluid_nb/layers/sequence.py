@@ -9,7 +9,8 @@ from ..framework.dtypes import VarType, convert_dtype
 from ..framework.program import Variable
 from ..layer_helper import LayerHelper
 from .arg_checks import (INT, NAME, NUMBER, POSITIVE_INT, activation, boolean, checks, dtype,
-    int_in, ints, one_of, one_of_lower, optional, or_variable, variable, variable_list)
+                         int_in, ints, one_of, one_of_lower, optional, or_variable, variable,
+                         variable_list)
 
 __all__ = ["sequence_pool", "sequence_first_step", "sequence_last_step", "sequence_softmax",
            "sequence_expand", "sequence_expand_as", "sequence_concat", "sequence_conv",

@@ -10,7 +10,8 @@ from ..initializer import ConstantInitializer, assign_value_op, force_init_on_cp
 from ..layer_helper import LayerHelper
 from ..param_attr import ParamAttr
 from .arg_checks import (INT, NAME, NON_NEGATIVE_INT, NUMBER, boolean, checks, dims, dtype,
-    ints, optional, or_variable, real_in, variable, variable_list, variables)
+                         ints, optional, or_variable, real_in, variable, variable_list,
+                         variables)
 
 __all__ = ["create_tensor", "create_parameter", "create_global_var", "cast", "concat", "sums",
            "assign", "fill_constant", "fill_constant_batch_size_like", "zeros", "ones", "zeros_like", "ones_like", "argmax",
