@@ -170,3 +170,20 @@ def test_import_does_not_import_cupy():
     code = "import sys, fluid_nb; print('cupy' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_ragged_feed_and_uninitialised_tensor_are_invalid_arguments():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.layers.data(name="x", shape=[2], dtype="float32")
+    exe = fluid.Executor(fluid.CPUPlace())
+    with pytest.raises(InvalidArgument, match="feed 'x': value expected a rectangular array"):
+        exe.run(main, feed={"x": [[1, 2], [3]]}, fetch_list=[x], scope=fluid.Scope())
+    with pytest.raises(InvalidArgument, match="feed 'x': value expected an initialised tensor"):
+        exe.run(main, feed={"x": fluid.LoDTensor()}, fetch_list=[x], scope=fluid.Scope())
+
+
+def test_run_refuses_a_scope_that_is_not_a_scope():
+    main = fluid.Program()
+    with pytest.raises(InvalidArgument, match="Executor.run: scope expected a Scope"):
+        fluid.Executor(fluid.CPUPlace()).run(main, scope=123)

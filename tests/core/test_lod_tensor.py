@@ -66,3 +66,24 @@ def test_design_documents_row_offsets_given_as_paddles_lod_are_rejected_clearly(
 def test_row_offsets_that_split_a_lower_sequence_are_rejected():
     with pytest.raises(fluid.errors.InvalidArgument, match=r"rows \[4\]"):
         fluid.lod_from_row_offsets([[0, 4, 14], [0, 2, 3, 5, 14]])
+
+
+def test_fractional_lod_offsets_are_refused_not_truncated():
+    t = fluid.LoDTensor(np.ones((3, 1), "float32"))
+    with pytest.raises(InvalidArgument, match="integers, but received 1.5"):
+        t.set_lod([[0, 1.5, 3]])
+    t.set_lod([[0, 1.0, 3]])  # an integral float is an integer value
+    assert t.lod() == [[0, 1, 3]] and all(type(x) is int for x in t.lod()[0])
+
+
+def test_set_lod_none_and_nan_are_invalid_arguments():
+    t = fluid.LoDTensor(np.ones((3, 1), "float32"))
+    for bad in (None, [[0, float("nan"), 3]], 5, [5]):
+        with pytest.raises(InvalidArgument, match="set_lod: LoD"):
+            t.set_lod(bad)
+    assert t.lod() == []
+
+
+def test_lod_given_to_the_constructor_is_checked():
+    with pytest.raises(InvalidArgument, match="non-decreasing"):
+        fluid.LoDTensor(np.ones((3, 1), "float32"), [[0, 2, 1, 3]])
