@@ -215,6 +215,21 @@ def _running_as_root():
     return hasattr(os, "geteuid") and os.geteuid() == 0
 
 
+def hand_over_to(command):
+    """Run ``command`` in place of this process. On POSIX the process becomes it (exec), so
+    Ctrl-C, SIGTERM and the exit status are JupyterLab's own and stopping ``fluid-nb lab``
+    stops the server; elsewhere it runs as a child that is waited for (Ctrl-C reaches the
+    child from the console, and the child decides)."""
+    if os.name == "posix":
+        os.execv(command[0], command)
+    child = subprocess.Popen(command)
+    while True:
+        try:
+            return child.wait()
+        except KeyboardInterrupt:
+            continue
+
+
 def cmd_lab(args, out):
     import importlib.util
     if importlib.util.find_spec("jupyterlab") is None:
@@ -227,7 +242,7 @@ def cmd_lab(args, out):
         print("running as root: passing --allow-root to JupyterLab", file=out)
     print("starting: " + " ".join(command), file=out)
     out.flush()
-    return subprocess.call(command)
+    return hand_over_to(command)
 
 
 # --- main ----------------------------------------------------------------------------------------

@@ -144,7 +144,7 @@ def test_demo_without_built_assets_fails_before_training(tmp_path, capsys, monke
 def test_lab_runs_jupyterlab_on_the_notebooks_folder(tmp_path, capsys, monkeypatch):
     ran = []
     monkeypatch.setattr(cli, "_running_as_root", lambda: False)
-    monkeypatch.setattr(cli.subprocess, "call", lambda command: ran.append(command) or 0)
+    monkeypatch.setattr(cli, "hand_over_to", lambda command: ran.append(command) or 0)
     code, _, _ = _main(["lab", "--dir", tmp_path, "--port", "8899", "--no-browser"], capsys)
     assert code == 0
     assert ran == [[sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={tmp_path}",
@@ -154,7 +154,7 @@ def test_lab_runs_jupyterlab_on_the_notebooks_folder(tmp_path, capsys, monkeypat
 def test_lab_as_root_passes_allow_root_and_says_so(tmp_path, capsys, monkeypatch):
     ran = []
     monkeypatch.setattr(cli, "_running_as_root", lambda: True)
-    monkeypatch.setattr(cli.subprocess, "call", lambda command: ran.append(command) or 0)
+    monkeypatch.setattr(cli, "hand_over_to", lambda command: ran.append(command) or 0)
     code, out, _ = _main(["lab", "--dir", tmp_path, "--no-browser"], capsys)
     assert code == 0 and "running as root: passing --allow-root" in out
     assert ran[0][-2:] == ["--no-browser", "--allow-root"]
@@ -253,43 +253,103 @@ def test_jupyter_lists_the_extension_enabled_and_ok():
     assert re.search(r"fluid-nb-labext v\S+ enabled\s+OK \(python, fluid_nb\)", listing), listing
 
 
-def test_fluid_nb_lab_starts_jupyterlab_with_the_extension(tmp_path):
-    """`fluid-nb lab` as a user runs it (as root in CI: it adds --allow-root itself) serves
-    JupyterLab, whose page lists the fluid_nb extension among the federated ones."""
-    import json
-    import socket
-    import time
-    import urllib.request
-    exe = shutil.which("fluid-nb")
-    assert exe is not None, "the fluid-nb console script is not installed: pip install -e ."
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+class _RunningLab:
+    """`fluid-nb lab` as a user starts it (as root in CI: it adds --allow-root itself), on a
+    free port of 127.0.0.1, with its own Jupyter runtime and config folders."""
     token = "first-contact"
-    env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"),
-               JUPYTER_CONFIG_DIR=str(tmp_path / "config"))
-    lab = subprocess.Popen([exe, "lab", "--dir", str(tmp_path), "--no-browser",
-                            "--ip=127.0.0.1", f"--port={port}", "--ServerApp.port_retries=0",
-                            f"--IdentityProvider.token={token}"],
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
-    try:
-        deadline, page = time.monotonic() + 90, None
-        while time.monotonic() < deadline and page is None:
-            assert lab.poll() is None, lab.stdout.read().decode(errors="replace")[-2000:]
+
+    def __init__(self, tmp_path):
+        import socket
+        exe = shutil.which("fluid-nb")
+        assert exe is not None, "the fluid-nb console script is not installed: pip install -e ."
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"),
+                   JUPYTER_CONFIG_DIR=str(tmp_path / "config"))
+        self.process = subprocess.Popen(
+            [exe, "lab", "--dir", str(tmp_path), "--no-browser", "--ip=127.0.0.1",
+             f"--port={self.port}", "--ServerApp.port_retries=0",
+             f"--IdentityProvider.token={self.token}"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+
+    def url(self, path):
+        return f"http://127.0.0.1:{self.port}{path}?token={self.token}"
+
+    def get(self, path, timeout=5):
+        import urllib.request
+        with urllib.request.urlopen(self.url(path), timeout=timeout) as response:
+            return response.read().decode()
+
+    def wait_for_page(self, seconds=90):
+        import time
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            assert self.process.poll() is None, self.output()[-2000:]
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/lab?token={token}",
-                                            timeout=5) as response:
-                    page = response.read().decode()
+                return self.get("/lab")
             except OSError:
                 time.sleep(0.5)
-        assert page is not None, "JupyterLab did not answer within 90 s"
+        raise AssertionError(f"JupyterLab did not answer within {seconds} s")
+
+    def answers(self):
+        try:
+            self.get("/api", timeout=2)
+            return True
+        except OSError:
+            return False
+
+    def output(self):
+        return self.process.stdout.read().decode(errors="replace")
+
+    def stop(self):
+        """Stop the process started, and any server it left behind (through the server's
+        own shutdown request)."""
+        import urllib.request
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+        if self.answers():
+            try:
+                urllib.request.urlopen(urllib.request.Request(self.url("/api/shutdown"),
+                                                              method="POST"), timeout=10)
+            except OSError:
+                pass
+
+
+def test_fluid_nb_lab_starts_jupyterlab_with_the_extension(tmp_path):
+    """`fluid-nb lab` serves JupyterLab, whose page lists the fluid_nb extension among the
+    federated ones."""
+    import json
+    lab = _RunningLab(tmp_path)
+    try:
+        page = lab.wait_for_page()
         config = json.loads(page.split('id="jupyter-config-data"', 1)[1]
                             .split(">", 1)[1].split("</script>", 1)[0])
         names = [ext["name"] for ext in config.get("federated_extensions", [])]
         assert "fluid-nb-labext" in names, names
     finally:
-        lab.terminate()
-        try:
-            lab.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            lab.kill()
+        lab.stop()
+
+
+@pytest.mark.skipif(os.name != "posix", reason="signals as POSIX sends them")
+@pytest.mark.parametrize("signal_name", ["SIGTERM", "SIGINT"])
+def test_stopping_fluid_nb_lab_stops_jupyterlab(tmp_path, signal_name):
+    """A signal to the `fluid-nb lab` process (a service manager's SIGTERM, Ctrl-C's SIGINT)
+    reaches JupyterLab itself: the server shuts down, nothing is left serving, and no
+    traceback of fluid-nb is printed."""
+    import signal
+    lab = _RunningLab(tmp_path)
+    try:
+        lab.wait_for_page()
+        lab.process.send_signal(getattr(signal, signal_name))
+        lab.process.wait(timeout=60)
+        left_serving = lab.answers()
+        output = lab.output()
+        assert not left_serving, "JupyterLab still serves after fluid-nb lab was stopped"
+        assert "Traceback" not in output, output[-3000:]
+    finally:
+        lab.stop()
