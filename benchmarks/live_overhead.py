@@ -80,8 +80,9 @@ def layers_chain(shape, live_mode, operator=False):
     (``c + one`` with ``operator``), in live mode or appended to a plain program."""
     main, startup, scope = fluid.Program(), fluid.Program(), fluid.Scope()
     with fluid.program_guard(main, startup), fluid.unique_name.guard():
-        session = fluid.live(name=f"bench_layers_{time.perf_counter_ns()}", program=main,
-                             startup_program=startup, scope=scope) if live_mode else None
+        # an unnamed session lives on its program, so it goes with it after the round
+        session = fluid.live(program=main, startup_program=startup, scope=scope) \
+            if live_mode else None
         if session is not None:
             session.__enter__()
         try:

@@ -379,6 +379,19 @@ def live_session(name=None, program=None, startup_program=None, scope=None, plac
     return session
 
 
+def _program_session(program, startup_program, scope, place):
+    """The unnamed session of ``program``: kept on the program itself, so a second
+    ``live(program=p)`` resumes it (same scope, same ops run) and it goes when ``p`` does,
+    where a registry entry would keep every program it ever saw alive."""
+    session = program.__dict__.get("_live_session")
+    if session is None:
+        session = program._live_session = LiveSession(
+            program, startup_program, scope, place, f"program_{id(program)}")
+    elif place is not None:
+        session.set_place(place)
+    return session
+
+
 def enable_live(name=None, program=None, startup_program=None, scope=None, place=None):
     """Turn live mode on for session ``name`` (see :func:`live_session`) and return it.
 
@@ -386,8 +399,9 @@ def enable_live(name=None, program=None, startup_program=None, scope=None, place
     Calls nest; each ``enable_live`` needs one ``disable_live``.
     """
     if program is not None and name is None:
-        name = f"program_{id(program)}"
-    session = live_session(name, program, startup_program, scope, place)
+        session = _program_session(program, startup_program, scope, place)
+    else:
+        session = live_session(name, program, startup_program, scope, place)
     if _active and _active[-1][0] is session:
         _active[-1][1] += 1
         return session

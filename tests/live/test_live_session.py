@@ -175,3 +175,21 @@ def test_display_renderers_show_state_without_changing_it(session_name):
     assert "Variable" in h._repr_mimebundle_()["text/html"]
     assert s.program._version == version
     assert "relu" in display.op_text(s.program.global_block().ops[2])
+
+
+def test_an_unnamed_program_session_resumes_and_goes_with_its_program():
+    """``live(program=p)`` twice is one session (the first block's values are there in the
+    second); when the program is dropped, its session and values go with it."""
+    import gc
+    import weakref
+    main, startup = fluid.Program(), fluid.Program()
+    with live(program=main, startup_program=startup) as first:
+        c = fluid.layers.fill_constant([2, 2], "float32", 1.5)
+    with live(program=main, startup_program=startup) as second:
+        d = c * 2.0
+    assert second is first
+    np.testing.assert_array_equal(d.numpy(), np.full((2, 2), 3.0, "float32"))
+    gone = weakref.ref(first)
+    del main, startup, first, second, c, d
+    gc.collect()
+    assert gone() is None
