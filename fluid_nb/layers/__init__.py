@@ -2,24 +2,32 @@
 
 Every name here builds the same op types, slots and variable names as Paddle Fluid 1.8
 (``fc`` -> mul, elementwise_add, act; parameters ``fc_0.w_0``/``fc_0.b_0``)."""
-from . import (control_flow, io, loss, manip, math_op_patch, metric_op, nn, ops, rnn,  # noqa: F401
-               rnn_layers, sequence, tensor)
+from . import (control_flow, creation, crf, decoding, detection, distributions, io,  # noqa: F401
+               loss, manip, math, math_op_patch, metric_op, nn, ops, rnn, rnn_cells, rnn_layers,
+               sequence, tensor)
 from ..framework.transaction import wrap_module
 
 # every public layer is a transaction: if it fails, the programs are as they were before it
 # (wrapped in its own module too, so calls between layers and fluid.data pass the same point)
-for _module in (control_flow, io, loss, manip, metric_op, nn, ops, rnn, rnn_layers, sequence,
-                tensor):
+for _module in (control_flow, creation, crf, decoding, detection, io, loss, manip, math,
+                metric_op, nn, ops, rnn, rnn_cells, rnn_layers, sequence, tensor):
     wrap_module(_module, _module.__all__)
 wrap_module(io, ["fluid_data"])
 from .control_flow import *  # noqa: F401,F403
+from .creation import *  # noqa: F401,F403
+from .crf import *  # noqa: F401,F403
+from .decoding import *  # noqa: F401,F403
+from .detection import *  # noqa: F401,F403
+from .distributions import *  # noqa: F401,F403
 from .io import *  # noqa: F401,F403
 from .loss import *  # noqa: F401,F403
 from .manip import *  # noqa: F401,F403
+from .math import *  # noqa: F401,F403
 from .metric_op import *  # noqa: F401,F403
 from .nn import *  # noqa: F401,F403
 from .ops import *  # noqa: F401,F403
 from .rnn import *  # noqa: F401,F403
+from .rnn_cells import *  # noqa: F401,F403
 from .rnn_layers import *  # noqa: F401,F403
 from .sequence import *  # noqa: F401,F403
 from .tensor import *  # noqa: F401,F403
@@ -34,7 +42,8 @@ _LR_SCHEDULES = ["exponential_decay", "natural_exp_decay", "inverse_time_decay",
 
 math_op_patch.monkey_patch_variable()
 
-__all__ = (control_flow.__all__ + io.__all__ + loss.__all__ + manip.__all__
-           + metric_op.__all__ + nn.__all__ + ops.__all__ + rnn.__all__ + rnn_layers.__all__
-           + sequence.__all__
+__all__ = (control_flow.__all__ + creation.__all__ + crf.__all__ + decoding.__all__
+           + detection.__all__ + distributions.__all__ + io.__all__ + loss.__all__
+           + manip.__all__ + math.__all__ + metric_op.__all__ + nn.__all__ + ops.__all__
+           + rnn.__all__ + rnn_cells.__all__ + rnn_layers.__all__ + sequence.__all__
            + tensor.__all__ + _LR_SCHEDULES)

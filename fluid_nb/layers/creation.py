@@ -1,0 +1,3 @@
+"""Layers that make tensors: range, linspace, full, eye, diag, random integers and permutations, ..."""
+
+__all__ = []

@@ -1,0 +1,3 @@
+"""Probability distributions of fluid.layers: Uniform, Normal, Categorical, MultivariateNormalDiag."""
+
+__all__ = []

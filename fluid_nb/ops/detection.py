@@ -1,0 +1,1 @@
+"""Detection op family: prior boxes, box coding, IoU, non-maximum suppression, RoI pooling."""

@@ -1,0 +1,1 @@
+"""Index and layout op family: gather_nd, scatter, expand, crop, strided_slice, unstack, pad, ..."""

@@ -1,0 +1,1 @@
+"""Math op family beyond math.py: elementwise functions, scans, sorting and searching."""
