@@ -1,0 +1,1 @@
+"""Similarity op family: cos_sim."""
