@@ -93,6 +93,38 @@ class PreparedOp:
         self.op, self.opdef, self.kernel, self.index = op, opdef, kernel, index
 
 
+def scalars_as_declared(op, opdef, kernel):
+    """``kernel``, or a kernel that gives its 0-D results the shape [1] where ``op``'s output
+    is declared [1]: a Fluid 1.x program (built here, or from a pre-2.0 file) declares its
+    scalars so (a fetched mean is indexed ``loss[0]``), while kernels compute Paddle 2.x's
+    0-D. Programs from 2.x files declare [] and get the kernel's 0-D unchanged."""
+    if kernel is None:
+        return None
+    declared_one = []
+    for slot in opdef.outputs:
+        args = op.outputs.get(slot.name)
+        var = op.block._find_var_recursive(args[0]) \
+            if args and not slot.duplicable and args[0] != EMPTY_VAR_NAME else None
+        declared_one.append(var is not None and var.shape == (1,))
+    if not any(declared_one):
+        return kernel
+    if len(declared_one) == 1:
+        def as_declared(ctx, *inputs):
+            return _one_if_scalar(kernel(ctx, *inputs))
+    else:
+        def as_declared(ctx, *inputs):
+            results = kernel(ctx, *inputs)
+            return tuple(_one_if_scalar(r) if one else r
+                         for r, one in zip(results, declared_one))
+    return as_declared
+
+
+def _one_if_scalar(value):
+    if getattr(value, "ndim", None) == 0 and not isinstance(value, (LoDTensor, SelectedRows)):
+        return value.reshape(1)
+    return value
+
+
 class PreparedBlock:
     """A block's ops with definitions and kernels resolved; independent of any scope."""
 
@@ -108,7 +140,8 @@ class PreparedBlock:
                                     f"registered op type expected, but fluid_nb has no "
                                     f"definition for it, so the program cannot run; it can still "
                                     f"be inspected, saved and converted")
-            self.ops.append(PreparedOp(op, opdef, opdef.kernel_for(device), index))
+            kernel = scalars_as_declared(op, opdef, opdef.kernel_for(device))
+            self.ops.append(PreparedOp(op, opdef, kernel, index))
         self.version = block.program._version
         stats["blocks_prepared"] += 1
 
@@ -805,9 +838,34 @@ def _feed_tensor(name, var, value, place):
     return tensor
 
 
+class FetchedScalar(np.ndarray):
+    """A fetched value of shape [1], Fluid 1.x's scalar (a mean, an accuracy): an ndarray
+    that ``float()`` and ``int()`` also take, as NumPy before 2.x took any one-element
+    array, so 1.x scripts' ``loss[0]`` and ``float(loss)`` both work."""
+
+    def _item(self, convert):
+        if self.size != 1:
+            raise TypeError(f"only one-element arrays convert to a Python scalar, but "
+                            f"this one has shape {self.shape}")
+        return convert(self.reshape(-1)[0])
+
+    def __float__(self):
+        return self._item(float)
+
+    def __int__(self):
+        return self._item(int)
+
+    def __complex__(self):
+        return self._item(complex)
+
+    def __repr__(self):  # shown as the plain array it is
+        return repr(self.view(np.ndarray))
+
+
 def _to_numpy(value):
     if isinstance(value, LoDTensor):
-        return np.asarray(value)
+        array = np.asarray(value)
+        return array.view(FetchedScalar) if array.shape == (1,) else array
     if isinstance(value, LoDTensorArray):
         return [np.asarray(t) for t in value]
     return value

@@ -124,10 +124,24 @@ class InferShapeContext:
             self.fail(what, want, got)
 
 
+#: ProgramDesc.version from which Paddle has 0-D tensors (2.0.0); older files and programs
+#: built here with the Fluid 1.x API have none
+FIRST_0D_VERSION = 2000000
+
+
+def fluid1_shapes(program):
+    """True when ``program`` follows Fluid 1.x's shapes: built here (no file version) or
+    decoded from a file older than Paddle 2.0."""
+    version = program.version
+    return version is None or version < FIRST_0D_VERSION
+
+
 def _set_var(var: Variable, shape, dtype, lod_level, type):
     journal = transaction.journal
     if journal is not None and id(var) not in journal:
         transaction.note_change(var)  # a layer may yet fail: keep what the var said
+    if shape == () and fluid1_shapes(var.block.program):
+        shape = (1,)  # a scalar of Fluid 1.x (a mean, a full reduction) has shape [1]
     var.shape = shape if shape.__class__ is tuple else tuple(int(d) for d in shape)
     if dtype is not None:
         var.dtype = dtype if dtype.__class__ is VarType else convert_dtype(dtype)

@@ -547,7 +547,7 @@ class _ValueProvider:
 
 def to_numpy(value):
     if isinstance(value, LoDTensor):
-        return np.asarray(value)
+        return _executor.as_numpy(value)  # a [1] scalar as a fetch gives it
     if isinstance(value, LoDTensorArray):
         return [np.asarray(t) for t in value]
     if isinstance(value, SelectedRows):

@@ -15,6 +15,7 @@ import fluid_nb as fluid
 from fluid_nb.framework.dtypes import convert_dtype
 from fluid_nb.framework.program import EMPTY_VAR_NAME
 from fluid_nb.ops import registry
+from fluid_nb.proto.paddle_versions import PADDLE_VERSION
 
 
 @dataclasses.dataclass
@@ -86,6 +87,9 @@ def build(case, inputs=None, expected=None):
     """A program with one op of ``case``; returns (program, op, feed, fetch names by slot)."""
     inputs = case.inputs if inputs is None else inputs
     program = fluid.Program()
+    # the references are Paddle 2.x's, with its 0-D scalars: the program says it is one
+    # (a program of the Fluid 1.x API gives a scalar shape [1]; tests/api pins that rule)
+    program.version = PADDLE_VERSION
     block = program.global_block()
     opdef = registry.get(case.op)
     op_inputs, feed = {}, {}

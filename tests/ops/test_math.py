@@ -6,6 +6,7 @@ import fluid_nb as fluid
 from fluid_nb.errors import InvalidArgument
 from fluid_nb.exec.tensor import LoDTensor, SelectedRows
 from fluid_nb.ops import registry
+from fluid_nb.proto.paddle_versions import PADDLE_VERSION
 
 from .op_test import OpCase, build, table_tests
 
@@ -219,9 +220,11 @@ test_output_matches_numpy, test_grad_matches_finite_differences = table_tests(CA
 
 
 # --- shapes, errors and runtime details ------------------------------------------------------
-def _infer(op_type, inputs, attrs=None, outputs=("Out",)):
-    """Append one op over variables of the given shapes; return the output shapes."""
+def _infer(op_type, inputs, attrs=None, outputs=("Out",), version=PADDLE_VERSION):
+    """Append one op over variables of the given shapes, in a program of the given file
+    version (Paddle 2.6's unless told); return the output shapes."""
     program = fluid.Program()
+    program.version = version
     block = program.global_block()
     ins = {}
     for slot, shape in inputs.items():
@@ -248,6 +251,19 @@ def _infer(op_type, inputs, attrs=None, outputs=("Out",)):
 ])
 def test_compile_time_shapes(op_type, inputs, attrs, shape):
     assert _infer(op_type, inputs, attrs) == [shape]
+
+
+@pytest.mark.parametrize("version", [None, 1008005, 0])
+@pytest.mark.parametrize("op_type, inputs, attrs", [
+    ("mean", {"X": (-1, 5)}, {}),
+    ("reduce_sum", {"X": (-1, 3)}, {"reduce_all": True}),
+    ("reduce_max", {"X": (2, 3)}, {"dim": [0, 1]}),
+    ("matmul", {"X": (4,), "Y": (4,)}, {}),
+])
+def test_a_fluid1_program_declares_its_scalars_with_shape_one(op_type, inputs, attrs, version):
+    """Fluid 1.x had no 0-D tensors: in a program built here (no file version) or decoded
+    from a file older than Paddle 2.0, a scalar result is declared [1]."""
+    assert _infer(op_type, inputs, attrs, version=version) == [(1,)]
 
 
 @pytest.mark.parametrize("op_type, inputs, attrs, words", [

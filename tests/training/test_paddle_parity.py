@@ -85,7 +85,7 @@ def test_loss_curve_follows_paddle(name):
     exe.run(startup, scope=scope)
     for pname, value in np.load(folder / "init_params.npz").items():
         scope.var(pname).get_tensor().set(value)
-    losses = [float(np.asarray(exe.run(main, feed=batch, fetch_list=[loss], scope=scope)[0]))
+    losses = [float(exe.run(main, feed=batch, fetch_list=[loss], scope=scope)[0])
               for batch in data(meta)]
     np.testing.assert_allclose(losses, np.load(folder / "losses.npy"), rtol=1e-4)
     for pname, value in np.load(folder / "final_params.npz").items():
@@ -107,6 +107,6 @@ def test_paddles_saved_training_program_trains_here(name):
     for pname, value in np.load(folder / "init_params.npz").items():
         scope.var(pname).get_tensor().set(value)
     data = RUNS[name][1](meta)
-    losses = [float(np.asarray(exe.run(main, feed=batch, fetch_list=[meta["loss_name"]],
-                                       scope=scope)[0])) for batch in data]
+    losses = [float(exe.run(main, feed=batch, fetch_list=[meta["loss_name"]],
+                            scope=scope)[0]) for batch in data]
     np.testing.assert_allclose(losses, np.load(folder / "losses.npy"), rtol=1e-4)
