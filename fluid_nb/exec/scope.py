@@ -15,12 +15,21 @@ class ScopeVariable:
         self.value = value
 
     def get_tensor(self):
-        if self.value is None:
-            self.value = LoDTensor()
-        if not isinstance(self.value, LoDTensor):
+        """The variable's tensor as Fluid hands it out: a handle that stays bound to this
+        variable, so one taken before ``Executor.run`` reads (and writes) what the run
+        left there, as Fluid's tensors, updated in place, do."""
+        self.current_tensor()
+        return BoundTensor(self)
+
+    def current_tensor(self):
+        """The LoDTensor the variable holds now (an empty one is made when it holds none)."""
+        value = self.value
+        if value is None:
+            value = self.value = LoDTensor()
+        elif not isinstance(value, LoDTensor):
             raise InvalidArgument(f"variable '{self.name}': LoDTensor expected, but it holds "
-                                  f"{type(self.value).__name__}")
-        return self.value
+                                  f"{type(value).__name__}")
+        return value
 
     get_lod_tensor = get_tensor
 
@@ -40,6 +49,36 @@ class ScopeVariable:
 
     def __repr__(self):
         return f"ScopeVariable({self.name}, {self.value!r})"
+
+
+class BoundTensor(LoDTensor):
+    """A LoDTensor handle bound to a scope variable: its data and LoD are those of the
+    tensor the variable holds at each access (the executor stores a new tensor object per
+    write), and writing through it (``set``, ``set_lod``) writes that tensor."""
+
+    __slots__ = ("holder",)
+
+    def __init__(self, holder):  # no data of its own: everything reads through the holder
+        self.holder = holder
+
+    @property
+    def array(self):
+        return self.holder.current_tensor().array
+
+    @array.setter
+    def array(self, value):
+        self.holder.current_tensor().array = value
+
+    @property
+    def _lod(self):
+        return self.holder.current_tensor()._lod
+
+    @_lod.setter
+    def _lod(self, value):
+        self.holder.current_tensor()._lod = value
+
+    def __repr__(self):
+        return repr(self.holder.current_tensor())
 
 
 class Scope:
