@@ -242,8 +242,9 @@ def append_backward(loss, parameter_list=None, no_grad_set=None, callbacks=None,
                     checkpoints=None):
     """Append the backward pass of ``loss`` to its program.
 
-    Returns ``[(parameter, gradient variable)]`` for the trainable parameters (or those in
-    ``parameter_list``) that the loss depends on, sorted by parameter name as Fluid sorts them.
+    Returns ``[(parameter, gradient variable)]`` for the trainable parameters that the loss
+    depends on, in the order they were created, or for those of ``parameter_list`` in its
+    order, as Fluid returns them (the optimizers sort by name when they apply them).
     ``callbacks`` and ``checkpoints`` (recomputation) are accepted for compatibility and
     ignored.
     """
@@ -308,7 +309,6 @@ def _params_and_grads(program, block, parameter_list, loss):
                                       f"depend on it (or it is marked stop_gradient)")
             continue
         result.append((param, block._find_var_recursive(grad_name)))
-    result.sort(key=lambda pg: pg[0].name)
     return result
 
 

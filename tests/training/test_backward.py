@@ -39,8 +39,8 @@ def test_backward_of_fit_a_line_matches_paddles_program():
     program = fluid.Program()
     loss = _fit_a_line(program.global_block())
     params_grads = append_backward(loss)
-    assert [(p.name, g.name) for p, g in params_grads] == [
-        ("fc_0.b_0", "fc_0.b_0@GRAD"), ("fc_0.w_0", "fc_0.w_0@GRAD")]
+    assert [(p.name, g.name) for p, g in params_grads] == [  # in creation order, as Fluid
+        ("fc_0.w_0", "fc_0.w_0@GRAD"), ("fc_0.b_0", "fc_0.b_0@GRAD")]
     assert _signature(program) == _signature(reference)
     fluid.verify(program)
 
@@ -155,3 +155,25 @@ def test_gradients_match_finite_differences():
     exe = fluid.Executor(fluid.CPUPlace())
     (got,) = exe.run(program, feed={"x": x}, fetch_list=[dx], scope=fluid.Scope())
     np.testing.assert_allclose(got, np.tanh(x) + x * (1 - np.tanh(x) ** 2), rtol=1e-10)
+
+
+def test_parameter_pairs_come_in_the_order_of_parameter_list_or_of_creation():
+    """Fluid returns (parameter, gradient) pairs in the order it was given the parameters,
+    or in creation order; only the optimizers sort them by name when applying them."""
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.layers.data(name="x", shape=[4], dtype="float32")
+        hidden = fluid.layers.fc(input=x, size=3, param_attr=fluid.ParamAttr(name="z_first"))
+        out = fluid.layers.fc(input=hidden, size=1, param_attr=fluid.ParamAttr(name="a_second"))
+        loss = fluid.layers.mean(out)
+        pairs = fluid.backward.append_backward(loss, parameter_list=["fc_1.b_0", "z_first",
+                                                                     "a_second"])
+    assert [p.name for p, _ in pairs] == ["fc_1.b_0", "z_first", "a_second"]
+    assert [g.name for _, g in pairs] == ["fc_1.b_0@GRAD", "z_first@GRAD", "a_second@GRAD"]
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.layers.data(name="x", shape=[4], dtype="float32")
+        hidden = fluid.layers.fc(input=x, size=3, param_attr=fluid.ParamAttr(name="z_first"))
+        out = fluid.layers.fc(input=hidden, size=1, param_attr=fluid.ParamAttr(name="a_second"))
+        pairs = fluid.backward.append_backward(fluid.layers.mean(out))
+    assert [p.name for p, _ in pairs] == ["z_first", "fc_0.b_0", "a_second", "fc_1.b_0"]
