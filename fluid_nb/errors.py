@@ -14,6 +14,11 @@ class InvalidArgument(FluidError, ValueError):
     """An argument (shape, dtype, attribute, LoD, file content) is not what the callee needs."""
 
 
+class InvalidType(InvalidArgument, TypeError):
+    """An argument of the wrong type (a string for a size, a list for a Variable). Fluid
+    raises TypeError for these, and scripts catch it; it is an InvalidArgument as well."""
+
+
 class NotFound(FluidError, KeyError):
     """A variable, op type, block or file that was named does not exist."""
 

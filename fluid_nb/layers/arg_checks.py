@@ -7,8 +7,10 @@ A layer declares its rules next to its definition::
 
 and a call with a wrong type, range or name is refused before anything is added to the
 program, as ``InvalidArgument`` naming the layer and the argument:
-``fc: size expected a positive int, but received 2.5 (float)``. Only the arguments the
-caller passed are checked (the defaults are valid by construction).
+``fc: size expected a positive int, but received 2.5 (float)``; an argument of the wrong
+type (a string for that size, a list for a Variable) is ``InvalidType``, also a
+``TypeError`` as in Fluid. Only the arguments the caller passed are checked (the defaults
+are valid by construction).
 
 A rule is a function ``rule(value) -> None`` that raises :class:`Refused` with what it
 expected; :func:`checks` adds the layer and argument names.
@@ -20,16 +22,18 @@ import numbers
 
 import numpy as np
 
-from ..errors import InvalidArgument, expected
+from ..errors import InvalidArgument, InvalidType, expected
 from ..framework.program import Variable
 
 
 class Refused(Exception):
-    """A rule's verdict: ``want`` is what the argument should have been."""
+    """A rule's verdict: ``want`` is what the argument should have been; ``wrong_type``
+    when the value is not even of a type the argument takes (rather than out of range)."""
 
-    def __init__(self, want):
+    def __init__(self, want, wrong_type=False):
         super().__init__(want)
         self.want = want
+        self.wrong_type = wrong_type
 
 
 def _shown(value):
@@ -44,7 +48,8 @@ def check(where, name, value, rule):
     try:
         rule(value)
     except Refused as refused:
-        raise InvalidArgument(expected(where, name, refused.want, _shown(value))) from None
+        error = InvalidType if refused.wrong_type else InvalidArgument
+        raise error(expected(where, name, refused.want, _shown(value))) from None
 
 
 def checks(**rules):
@@ -61,8 +66,8 @@ def checks(**rules):
             try:
                 bound = signature.bind(*args, **kwargs)
             except TypeError as exc:
-                raise InvalidArgument(expected(where, "arguments", f"the signature "
-                                               f"{where}{signature}", str(exc))) from None
+                raise InvalidType(expected(where, "arguments", f"the signature "
+                                           f"{where}{signature}", str(exc))) from None
             for name, value in bound.arguments.items():
                 rule = rules.get(name)
                 if rule is not None:
@@ -94,15 +99,18 @@ def optional(rule):
             try:
                 rule(value)
             except Refused as refused:
-                raise Refused(f"None or {refused.want}") from None
+                raise Refused(f"None or {refused.want}", refused.wrong_type) from None
     return allowed
 
 
 def int_in(low=None, high=None, want=None):
     """An int (not a bool) within [low, high]."""
     def rule(value):
-        if not _is_int(value) or (low is not None and value < low) or (
-                high is not None and value > high):
+        if not _is_int(value):
+            # a number that is not an int (2.5) is a wrong value; a string or None a wrong type
+            raise Refused(want or _range_text("an int", low, high),
+                          wrong_type=not _is_real(value))
+        if (low is not None and value < low) or (high is not None and value > high):
             raise Refused(want or _range_text("an int", low, high))
     return rule
 
@@ -110,7 +118,9 @@ def int_in(low=None, high=None, want=None):
 def real_in(low=None, high=None, want=None, finite=True):
     """A real number (not a bool, not a string) within [low, high]."""
     def rule(value):
-        if not _is_real(value) or (finite and not math.isfinite(float(value))) or (
+        if not _is_real(value):
+            raise Refused(want or _range_text("a finite number", low, high), wrong_type=True)
+        if (finite and not math.isfinite(float(value))) or (
                 low is not None and value < low) or (high is not None and value > high):
             raise Refused(want or _range_text("a finite number", low, high))
     return rule
@@ -129,9 +139,10 @@ def _range_text(kind, low, high):
 def one_of(*choices):
     """One of the given values (strings compared exactly)."""
     def rule(value):
-        if not isinstance(value, (str, bool, int, type(None))) or value not in choices or (
-                isinstance(value, bool) != any(isinstance(c, bool) for c in choices if
-                                               c == value)):
+        if not any(isinstance(value, type(c)) and isinstance(value, bool) == isinstance(c, bool)
+                   for c in choices):  # (True == 1: a bool is not an int choice, nor back)
+            raise Refused("one of " + ", ".join(repr(c) for c in choices), wrong_type=True)
+        if value not in choices:
             raise Refused("one of " + ", ".join(repr(c) for c in choices))
     return rule
 
@@ -139,12 +150,12 @@ def one_of(*choices):
 def ints(length=None, low=None, what="ints"):
     """A list or tuple of ints (``length`` of them when given), each >= ``low``."""
     def rule(value):
-        if not isinstance(value, (list, tuple)) or not all(_is_int(v) for v in value) or (
-                length is not None and len(value) != length) or (
+        mistyped = not isinstance(value, (list, tuple)) or not all(_is_int(v) for v in value)
+        if mistyped or (length is not None and len(value) != length) or (
                 low is not None and any(v < low for v in value)):
             count = f"{length} " if length is not None else ""
             bound = f" each >= {low}" if low is not None else ""
-            raise Refused(f"a list of {count}{what}{bound}")
+            raise Refused(f"a list of {count}{what}{bound}", mistyped)
     return rule
 
 
@@ -156,27 +167,28 @@ def int_or_ints(length, low=None):
     def rule(value):
         try:
             (one if not isinstance(value, (list, tuple)) else many)(value)
-        except Refused:
+        except Refused as refused:
             bound = f" >= {low}" if low is not None else ""
             count = f"{length} " if length is not None else ""
-            raise Refused(f"an int{bound} or a list of {count}such ints") from None
+            raise Refused(f"an int{bound} or a list of {count}such ints",
+                          refused.wrong_type) from None
     return rule
 
 
 def boolean(value):
     """True or False (a NumPy bool too)."""
     if not isinstance(value, (bool, np.bool_)):
-        raise Refused("a bool")
+        raise Refused("a bool", wrong_type=True)
 
 
 def string(value):
     if not isinstance(value, str):
-        raise Refused("a str")
+        raise Refused("a str", wrong_type=True)
 
 
 def variable(value):
     if not isinstance(value, Variable):
-        raise Refused("a Variable")
+        raise Refused("a Variable", wrong_type=True)
 
 
 def variables(value):
@@ -185,14 +197,16 @@ def variables(value):
         return
     if not isinstance(value, (list, tuple)) or not value or not all(
             isinstance(v, Variable) for v in value):
-        raise Refused("a Variable or a non-empty list of Variables")
+        raise Refused("a Variable or a non-empty list of Variables",
+                      wrong_type=not isinstance(value, (list, tuple)) or bool(value))
 
 
 def variable_list(value):
     """A non-empty list of Variables."""
     if not isinstance(value, (list, tuple)) or not value or not all(
             isinstance(v, Variable) for v in value):
-        raise Refused("a non-empty list of Variables")
+        raise Refused("a non-empty list of Variables",
+                      wrong_type=not isinstance(value, (list, tuple)) or bool(value))
 
 
 def dtype(value):
@@ -203,15 +217,17 @@ def dtype(value):
             and convert_dtype(value) in DATA_TYPES
     except InvalidArgument:
         known = False
-    if not known:
-        raise Refused("a data type such as 'float32' or 'int64'")
+    if not known:  # a name Fluid does not know is a wrong value; a number a wrong type
+        named = isinstance(value, (str, np.dtype, type)) or type(value).__name__ == "VarType"
+        raise Refused("a data type such as 'float32' or 'int64'", wrong_type=not named)
 
 
 def shape(value):
     """A list of dims, each a positive int or -1 (unknown)."""
     if not isinstance(value, (list, tuple)) or not all(
             _is_int(d) and (d > 0 or d == -1) for d in value):
-        raise Refused("a list of ints, each positive or -1")
+        raise Refused("a list of ints, each positive or -1", wrong_type=not isinstance(
+            value, (list, tuple)) or not all(_is_int(d) for d in value))
 
 
 # Paddle's activation op types (``act=`` names); those with an op definition here count
@@ -235,7 +251,8 @@ def activation(value):
         return
     name = value.get("type") if isinstance(value, dict) else value
     if not isinstance(name, str) or name not in known_activations():
-        raise Refused("None or an activation name, one of " + ", ".join(known_activations()))
+        raise Refused("None or an activation name, one of " + ", ".join(known_activations()),
+                      wrong_type=not isinstance(name, str))
 
 
 # the rules layers use most, by what they mean
@@ -254,7 +271,7 @@ def or_variable(rule):
             try:
                 rule(value)
             except Refused as refused:
-                raise Refused(f"{refused.want} or a Variable") from None
+                raise Refused(f"{refused.want} or a Variable", refused.wrong_type) from None
     return allowed
 
 
@@ -266,7 +283,9 @@ def dims(low):
             return
         if not isinstance(value, (list, tuple)) or not all(
                 isinstance(d, Variable) or (_is_int(d) and d >= low) for d in value):
-            raise Refused(f"a list of ints >= {low} (or Variables), or a Variable")
+            raise Refused(f"a list of ints >= {low} (or Variables), or a Variable",
+                          wrong_type=not isinstance(value, (list, tuple)) or not all(
+                              isinstance(d, Variable) or _is_int(d) for d in value))
     return rule
 
 
@@ -277,14 +296,16 @@ def sections(value):
     if isinstance(value, (list, tuple)) and value and all(
             isinstance(s, Variable) or (_is_int(s) and s >= -1) for s in value):
         return
-    raise Refused("an int > 1 or a non-empty list of section sizes (ints >= -1 or Variables)")
+    raise Refused("an int > 1 or a non-empty list of section sizes (ints >= -1 or Variables)",
+                  wrong_type=not (_is_int(value) or isinstance(value, (list, tuple))))
 
 
 def one_of_lower(*choices):
     """One of ``choices``, in any letter case."""
     def rule(value):
         if not isinstance(value, str) or value.lower() not in choices:
-            raise Refused("one of " + ", ".join(repr(c) for c in choices))
+            raise Refused("one of " + ", ".join(repr(c) for c in choices),
+                          wrong_type=not isinstance(value, str))
     return rule
 
 
@@ -295,7 +316,8 @@ def per_conv(rule):
             try:
                 rule(item)
             except Refused as refused:
-                raise Refused(f"{refused.want}, or a list of them (one per conv)") from None
+                raise Refused(f"{refused.want}, or a list of them (one per conv)",
+                              refused.wrong_type) from None
     return allowed
 
 
@@ -303,4 +325,6 @@ def data_shape(value):
     """A data layer's shape: ints >= 1, with -1 or None for a dim known only when fed."""
     if not isinstance(value, (list, tuple)) or not all(
             d is None or (_is_int(d) and (d >= 1 or d == -1 or d == 0)) for d in value):
-        raise Refused("a list of dims, each an int >= 0, -1 or None")
+        raise Refused("a list of dims, each an int >= 0, -1 or None",
+                      wrong_type=not isinstance(value, (list, tuple)) or not all(
+                          d is None or _is_int(d) for d in value))

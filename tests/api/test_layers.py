@@ -550,3 +550,41 @@ def test_fill_constant_batch_size_like_takes_the_batch_from_its_input():
     (got,) = fluid.Executor(fluid.CPUPlace()).run(
         main, feed={"x": np.zeros((4, 5), "float32")}, fetch_list=[filled], scope=fluid.Scope())
     np.testing.assert_array_equal(got, np.full((4, 3), 7, "int64"))
+
+
+@pytest.mark.parametrize("call", [
+    lambda x: fluid.layers.fc(input=x, size="3"),
+    lambda x: fluid.layers.fc(input=[x, "y"], size=3),
+    lambda x: fluid.layers.fc(input=x, size=3, act=5),
+    lambda x: fluid.layers.dropout(x, dropout_prob="0.5"),
+    lambda x: fluid.layers.reshape(x, shape="3"),
+    lambda x: fluid.layers.fc(x, 3, 1, None, None, None, False, None, "extra"),
+], ids=["size_str", "input_list_with_str", "act_int", "prob_str", "shape_str", "too_many"])
+def test_an_argument_of_the_wrong_type_is_a_type_error_as_in_fluid(call):
+    """Fluid raises TypeError for wrong argument types, and scripts catch it; the error is
+    also an InvalidArgument in the project's format."""
+    from fluid_nb.errors import InvalidArgument, InvalidType
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.layers.data(name="x", shape=[4], dtype="float32")
+        with pytest.raises(TypeError) as info:
+            call(x)
+    assert isinstance(info.value, InvalidType) and isinstance(info.value, InvalidArgument)
+    assert " expected " in str(info.value) and ", but received " in str(info.value)
+    assert len(main.global_block().ops) == 0
+
+
+@pytest.mark.parametrize("call", [
+    lambda x: fluid.layers.fc(input=x, size=0),
+    lambda x: fluid.layers.fc(input=x, size=2.5),
+    lambda x: fluid.layers.dropout(x, dropout_prob=1.5),
+    lambda x: fluid.layers.fc(input=x, size=3, act="nope"),
+], ids=["size_zero", "size_fraction", "prob_above_one", "act_unknown"])
+def test_an_argument_of_the_right_type_but_a_wrong_value_is_not_a_type_error(call):
+    from fluid_nb.errors import InvalidArgument
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.layers.data(name="x", shape=[4], dtype="float32")
+        with pytest.raises(InvalidArgument) as info:
+            call(x)
+    assert not isinstance(info.value, TypeError)
