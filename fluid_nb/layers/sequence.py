@@ -15,7 +15,7 @@ from .arg_checks import (INT, NAME, NUMBER, POSITIVE_INT, activation, boolean, c
 __all__ = ["sequence_pool", "sequence_first_step", "sequence_last_step", "sequence_softmax",
            "sequence_expand", "sequence_expand_as", "sequence_concat", "sequence_conv",
            "sequence_reshape", "sequence_reverse", "sequence_mask", "sequence_pad",
-           "sequence_unpad", "sequence_slice", "lod_reset"]
+           "sequence_unpad", "sequence_slice", "lod_reset", "cos_sim"]
 
 _POOL_TYPES = ("SUM", "AVERAGE", "SQRT", "MAX", "LAST", "FIRST")
 
@@ -217,4 +217,25 @@ def lod_reset(x, y=None, target_lod=None):
     else:
         raise InvalidArgument("lod_reset: y or target_lod expected, but received neither")
     helper.append_op(type="lod_reset", inputs=inputs, outputs={"Out": [out]}, attrs=attrs)
+    return out
+
+
+@checks(X=variable, Y=variable)
+def cos_sim(X, Y):
+    """Cosine similarity of matching rows: ``Out[i] = <X[i], Y[i]> / (|X[i]| |Y[i]|)`` over
+    every dimension after the first, shape ``[N, 1]``; a ``Y`` of one row is compared
+    with every row of ``X``. ``Out`` keeps ``X``'s LoD.
+
+    Example::
+
+        x = fluid.data(name='x', shape=[3, 7], dtype='float32')
+        y = fluid.data(name='y', shape=[1, 7], dtype='float32')
+        out = fluid.layers.cos_sim(x, y)
+    """
+    helper = LayerHelper("cos_sim")
+    out = helper.create_variable_for_type_inference(X.dtype)
+    x_norm = helper.create_variable_for_type_inference(X.dtype)
+    y_norm = helper.create_variable_for_type_inference(X.dtype)
+    helper.append_op(type="cos_sim", inputs={"X": [X], "Y": [Y]},
+                     outputs={"Out": [out], "XNorm": [x_norm], "YNorm": [y_norm]})
     return out

@@ -74,3 +74,21 @@ def test_lod_text_classifier_trains():
     losses = [float(exe.run(main, feed=feed, fetch_list=[loss], scope=scope)[0])
               for _ in range(30)]
     assert losses[-1] < 0.2 * losses[0]
+
+
+def test_cos_sim_compares_rows_and_broadcasts_a_single_y_row():
+    rng = np.random.RandomState(4)
+    x, y = rng.randn(4, 3).astype("float32"), rng.randn(1, 3).astype("float32")
+
+    def build():
+        xs = fluid.data(name="x", shape=[4, 3], dtype="float32")
+        ys = fluid.data(name="y", shape=[1, 3], dtype="float32")
+        xs.stop_gradient = ys.stop_gradient = False
+        out = fluid.layers.cos_sim(xs, ys)
+        fluid.backward.append_backward(fluid.layers.reduce_sum(out))
+        return out, fluid.default_main_program().global_block().var("y@GRAD")
+
+    out, dy = _run(build, {"x": x, "y": y})
+    want = (x @ y[0]) / (np.linalg.norm(x, axis=1) * np.linalg.norm(y))
+    np.testing.assert_allclose(np.asarray(out), want.reshape(4, 1), rtol=1e-5)
+    assert np.asarray(dy).shape == (1, 3)
