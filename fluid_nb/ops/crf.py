@@ -75,6 +75,9 @@ def _row_spans(op, emission, label, length, lod_from):
         flat = data
     labels = None
     if label is not None:
+        if label.array is None:
+            raise InvalidArgument(expected(op, "input 'Label'", "a tensor with a value",
+                                           "an empty variable (was it fed?)"))
         labels = _host(label.array).reshape(-1).astype("int64")
         if labels.size != flat.shape[0]:
             raise InvalidArgument(expected(op, "input 'Label'",
@@ -166,6 +169,9 @@ def _forward_one(xp, x, x_exps, row_max, w, w_exps, tags_of_seq, alpha):
 
 def _linear_chain_crf(ctx, emission, transition, label, length):
     xp, op = ctx.xp, "linear_chain_crf"
+    if label is None:
+        raise InvalidArgument(expected(op, "input 'Label'", "a tensor (the tags to score)",
+                                       "no value (was it fed?)"))
     flat, labels, spans = _row_spans(op, emission, label, length, (label, emission))
     w = transition.array
     _check_transition(op, w, flat.shape[1])
