@@ -15,7 +15,8 @@ from .arg_checks import (INT, NAME, NUMBER, POSITIVE_INT, activation, boolean, c
 __all__ = ["sequence_pool", "sequence_first_step", "sequence_last_step", "sequence_softmax",
            "sequence_expand", "sequence_expand_as", "sequence_concat", "sequence_conv",
            "sequence_reshape", "sequence_reverse", "sequence_mask", "sequence_pad",
-           "sequence_unpad", "sequence_slice", "lod_reset", "cos_sim"]
+           "sequence_unpad", "sequence_slice", "lod_reset", "cos_sim", "sequence_scatter",
+           "sequence_enumerate"]
 
 _POOL_TYPES = ("SUM", "AVERAGE", "SQRT", "MAX", "LAST", "FIRST")
 
@@ -238,4 +239,43 @@ def cos_sim(X, Y):
     y_norm = helper.create_variable_for_type_inference(X.dtype)
     helper.append_op(type="cos_sim", inputs={"X": [X], "Y": [Y]},
                      outputs={"Out": [out], "XNorm": [x_norm], "YNorm": [y_norm]})
+    return out
+
+
+@checks(input=variable, index=variable, updates=variable, name=NAME)
+def sequence_scatter(input, index, updates, name=None):
+    """``out = input`` with ``updates`` added at the positions ``index`` gives, sequence by
+    sequence: for element ``j`` of sequence ``i`` of ``index`` (int64 with one LoD level),
+    ``out[i, index[j]] += updates[j]`` (``updates`` has ``index``'s shape and LoD).
+
+    Example::
+
+        x = fluid.data(name='x', shape=[3, 6], dtype='float32')
+        ids = fluid.data(name='ids', shape=[-1, 1], dtype='int64', lod_level=1)
+        upd = fluid.data(name='upd', shape=[-1, 1], dtype='float32', lod_level=1)
+        out = fluid.layers.sequence_scatter(x, ids, upd)
+    """
+    helper = LayerHelper("sequence_scatter", name=name)
+    out = helper.create_variable_for_type_inference(input.dtype)
+    helper.append_op(type="sequence_scatter",
+                     inputs={"X": [input], "Ids": [index], "Updates": [updates]},
+                     outputs={"Out": [out]})
+    return out
+
+
+@checks(input=variable, win_size=int_in(2, want="an int >= 2"), pad_value=INT, name=NAME)
+def sequence_enumerate(input, win_size, pad_value=0, name=None):
+    """Every window of ``win_size`` consecutive ids of each sequence: ``out[r, k] =
+    input[r + k]`` while ``r + k`` is in the same sequence, else ``pad_value``. ``input``
+    is int32/int64 ``[N, 1]`` with a LoD; ``out`` is ``[N, win_size]`` with the same LoD.
+
+    Example::
+
+        ids = fluid.data(name='ids', shape=[-1, 1], dtype='int64', lod_level=1)
+        windows = fluid.layers.sequence_enumerate(ids, win_size=2)  # bigrams
+    """
+    helper = LayerHelper("sequence_enumerate", name=name)
+    out = helper.create_variable_for_type_inference(input.dtype, stop_gradient=True)
+    helper.append_op(type="sequence_enumerate", inputs={"X": [input]}, outputs={"Out": [out]},
+                     attrs={"win_size": win_size, "pad_value": pad_value})
     return out

@@ -1,5 +1,6 @@
 """Sequence ops over LoD batches: ``sequence_pool``, ``sequence_softmax``,
-``sequence_expand``, ``sequence_expand_as``, ``sequence_concat`` (``sequence_conv`` and the
+``sequence_expand``, ``sequence_expand_as``, ``sequence_concat``, ``sequence_scatter``,
+``sequence_enumerate`` (``sequence_conv`` and the
 layout ops live in ``sequence_conv.py`` and ``sequence_layout.py``).
 
 A LoD batch stacks variable-length sequences along dim 0; the last LoD level's offsets say
@@ -448,3 +449,112 @@ def_op("sequence_concat_grad",
        doc="dX[k] = the rows of dOut that came from X[k]. X is read only for its LoD and "
            "shapes.")
 
+
+
+# --- sequence_scatter -------------------------------------------------------------------------
+def _scatter_infer(ctx):
+    x, ids, updates = (ctx.input_shape(s) for s in ("X", "Ids", "Updates"))
+    ctx.check(len(x) >= 2, "input 'X'", "rank >= 2", list(x))
+    ctx.check(len(ids) == len(updates) and all(dims_match(a, b) for a, b in zip(ids, updates)),
+              "input 'Updates'", f"the shape of Ids {list(ids)}", list(updates))
+    require_lod_level(ctx, "Ids")
+    ctx.set_output("Out", x, ctx.input_dtype("X"))
+
+
+def _scatter_slots(op, x_shape, ids):
+    """(flat slot in X of every Ids row, its sequence): sequence i of Ids indexes into row i
+    of X, all X's dims after the first taken as one."""
+    offsets = lod_of(op, ids, "Ids")[0]
+    rows = x_shape[0]
+    width = int(np.prod(x_shape[1:], dtype="int64"))
+    if len(offsets) - 1 > rows:
+        raise InvalidArgument(expected(op, "the sequences of Ids",
+                                       f"at most {rows} (the rows of X)", len(offsets) - 1))
+    index = ids.array.get() if hasattr(ids.array, "get") else np.asarray(ids.array)
+    index = index.reshape(-1).astype("int64")
+    if index.size and not 0 <= index.min() <= index.max() < width:
+        raise InvalidArgument(expected(op, "input 'Ids' values", f"in [0, {width})",
+                                       int(index.max() if index.max() >= width
+                                           else index.min())))
+    seq = segment_ids(offsets)
+    return seq * width + index
+
+
+def _sequence_scatter(ctx, x, ids, updates):
+    xp = ctx.xp
+    data = x.array
+    slots = _scatter_slots("sequence_scatter", data.shape, ids)
+    flat = scatter_rows(xp, (data.size,), data.dtype, slots,
+                        updates.array.reshape(-1).astype(data.dtype, copy=False))
+    return (data + flat.reshape(data.shape)).astype(data.dtype, copy=False)
+
+
+def _sequence_scatter_grad(ctx, ids, updates, dout):
+    d = dout.array
+    slots = _scatter_slots("sequence_scatter_grad", d.shape, ids)
+    d_updates = None
+    if ctx.wants("Updates@GRAD"):
+        picked = gather_rows(ctx.xp, d.reshape(-1), slots)
+        d_updates = LoDTensor(picked.reshape(updates.array.shape), updates.lod())
+    d_x = d.copy() if ctx.wants("X@GRAD") else None
+    return d_x, d_updates
+
+
+def _scatter_grad_infer(ctx):
+    if ctx.has_output("X@GRAD"):
+        ctx.set_output("X@GRAD", ctx.input_shape("Out@GRAD"), ctx.input_dtype("Out@GRAD"))
+    if ctx.has_output("Updates@GRAD"):
+        ctx.set_output("Updates@GRAD", ctx.input_shape("Updates"), ctx.input_dtype("Updates"))
+        ctx.share_lod("Updates", "Updates@GRAD")
+
+
+def_op("sequence_scatter",
+       inputs=["X", "Ids", "Updates"], outputs=["Out"],
+       infer_shape=_scatter_infer,
+       grad=grad_maker("sequence_scatter_grad", inputs=["Ids", "Updates"], out_grads=["Out"],
+                       in_grads=["X", "Updates"]),
+       kernel=_sequence_scatter, lod_aware=True,
+       doc="Out = X, then Out[i, Ids[j]] += Updates[j] for every element j of sequence i of "
+           "Ids (LoD level 0; Updates has Ids' shape and LoD; X's dims after the first "
+           "count as one).")
+
+def_op("sequence_scatter_grad",
+       inputs=["Ids", "Updates", "Out@GRAD"], outputs=["X@GRAD", "Updates@GRAD"],
+       infer_shape=_scatter_grad_infer, traits=("optional_outputs",),
+       kernel=_sequence_scatter_grad, lod_aware=True,
+       doc="dX = dOut; dUpdates[j] = dOut[i, Ids[j]] for j in sequence i. Updates is read "
+           "only for its shape and LoD.")
+
+
+# --- sequence_enumerate -----------------------------------------------------------------------
+def _enumerate_infer(ctx):
+    x = ctx.input_shape("X")
+    ctx.check(len(x) == 2 and dims_match(x[1], 1), "input 'X'", "shape [N, 1]", list(x))
+    require_lod_level(ctx, "X")
+    win = ctx.attr("win_size")
+    ctx.check(win >= 2, "attribute 'win_size'", ">= 2", win)
+    ctx.set_output("Out", (x[0], win), ctx.input_dtype("X"))
+
+
+def _sequence_enumerate(ctx, x):
+    xp, win, pad = ctx.xp, ctx.attrs["win_size"], ctx.attrs["pad_value"]
+    offsets = last_level("sequence_enumerate", x)
+    rows = x.array.shape[0]
+    # position r + k of the window starting at row r, kept only inside r's own sequence
+    ends = np.repeat(np.asarray(offsets[1:], "int64"), offsets_to_lengths(offsets))
+    source = np.arange(rows, dtype="int64")[:, None] + np.arange(win, dtype="int64")[None, :]
+    inside = source < ends[:, None]
+    values = gather_rows(xp, x.array.reshape(-1), np.where(inside, source, 0).reshape(-1))
+    out = xp.where(xp.asarray(inside.reshape(-1)), values,
+                   xp.asarray(pad, dtype=x.array.dtype))
+    return out.reshape(rows, win).astype(x.array.dtype, copy=False)
+
+
+def_op("sequence_enumerate",
+       inputs=["X"], outputs=["Out"],
+       attrs={"win_size": ("int", None), "pad_value": ("int", 0)},
+       infer_shape=_enumerate_infer, share_lod=("X", ["Out"]),
+       kernel=_sequence_enumerate, lod_aware=True,
+       doc="Out[r, k] = X[r + k] while r + k is in r's sequence (X's last LoD level), else "
+           "pad_value: every window of win_size ids. X: int32/int64 [N, 1]; Out [N, win_size] "
+           "with X's LoD. No gradient.")

@@ -92,3 +92,41 @@ def test_cos_sim_compares_rows_and_broadcasts_a_single_y_row():
     want = (x @ y[0]) / (np.linalg.norm(x, axis=1) * np.linalg.norm(y))
     np.testing.assert_allclose(np.asarray(out), want.reshape(4, 1), rtol=1e-5)
     assert np.asarray(dy).shape == (1, 3)
+
+
+def test_sequence_scatter_adds_updates_into_each_sequences_row():
+    x = np.zeros((2, 4), "float32")
+    ids, upd = np.array([[1], [3], [1], [0]]), np.array([[1.], [2.], [3.], [4.]], "float32")
+    place = fluid.CPUPlace()
+
+    def build():
+        xs = fluid.data(name="x", shape=[2, 4], dtype="float32")
+        index = fluid.data(name="ids", shape=[-1, 1], dtype="int64", lod_level=1)
+        updates = fluid.data(name="upd", shape=[-1, 1], dtype="float32", lod_level=1)
+        return (fluid.layers.sequence_scatter(xs, index, updates),)
+
+    (out,) = _run(build, {"x": x, "ids": fluid.create_lod_tensor(ids, [[2, 2]], place),
+                          "upd": fluid.create_lod_tensor(upd, [[2, 2]], place)})
+    # sequence 0 (ids 1, 3) goes to row 0, sequence 1 (ids 1, 0) to row 1
+    np.testing.assert_array_equal(np.asarray(out), [[0, 1, 0, 2], [4, 3, 0, 0]])
+
+
+def test_sequence_enumerate_makes_windows_inside_each_sequence():
+    ids = np.array([[1], [2], [3], [4], [5]])
+
+    def build():
+        x = fluid.data(name="ids", shape=[-1, 1], dtype="int64", lod_level=1)
+        return (fluid.layers.sequence_enumerate(x, win_size=2, pad_value=0),)
+
+    (out,) = _run(build, {"ids": fluid.create_lod_tensor(ids, [[3, 2]], fluid.CPUPlace())})
+    np.testing.assert_array_equal(np.asarray(out), [[1, 2], [2, 3], [3, 0], [4, 5], [5, 0]])
+    assert out.lod() == [[0, 3, 5]]
+
+
+def test_sequence_enumerate_refuses_a_window_below_two():
+    import pytest
+    from fluid_nb.errors import InvalidArgument
+    with fluid.program_guard(fluid.Program(), fluid.Program()):
+        x = fluid.data(name="ids", shape=[-1, 1], dtype="int64", lod_level=1)
+        with pytest.raises(InvalidArgument, match="sequence_enumerate: win_size expected"):
+            fluid.layers.sequence_enumerate(x, win_size=1)

@@ -185,6 +185,31 @@ def lod_reset_ref(new_lod):
     return lambda i, a: {"Out": (i["X"], new_lod)}
 
 
+def scatter_ref(ids_lod):
+    def ref(i, a):
+        out = i["X"].copy()
+        flat = out.reshape(len(out), -1)
+        ids, upd = i["Ids"].reshape(-1), i["Updates"].reshape(-1)
+        for seq, (s, e) in enumerate(spans(ids_lod[0])):
+            for j in range(s, e):
+                flat[seq, ids[j]] += upd[j]
+        return {"Out": out}
+    return ref
+
+
+def enumerate_ref(lod):
+    def ref(i, a):
+        x, win, pad = i["X"].reshape(-1), a["win_size"], a.get("pad_value", 0)
+        out = np.full((len(x), win), pad, dtype=i["X"].dtype)
+        for s, e in spans(lod[-1]):
+            for row in range(s, e):
+                for k in range(win):
+                    if row + k < e:
+                        out[row, k] = x[row + k]
+        return {"Out": (out, lod)}
+    return ref
+
+
 # --- tables -----------------------------------------------------------------------------------
 def pool_case(kind, x, lod, grad=False, **attrs):
     return OpCase("sequence_pool", {"X": x}, attrs=dict(pooltype=kind, **attrs),
@@ -285,6 +310,19 @@ CASES = [
            ref=lod_reset_ref([[0, 3, 5, 8], [0, 1, 1, 2, 4, 5, 6, 8, 8]]), name="append"),
     OpCase("lod_reset", {"X": small}, lod={"X": EMPTY}, attrs={"target_lod": [0, 6]},
            ref=lod_reset_ref([[0, 6]]), grad=["X"], name="grad"),
+    OpCase("sequence_scatter", {"X": r(3, 6), "Ids": np.array([[0], [5], [0], [2], [2], [4]]),
+                                "Updates": r(6, 1)},
+           lod={"Ids": [[0, 3, 3, 6]], "Updates": [[0, 3, 3, 6]]},
+           ref=scatter_ref([[0, 3, 3, 6]]), grad=["X", "Updates"]),
+    OpCase("sequence_scatter", {"X": r(2, 2, 2), "Ids": np.array([[3], [1], [0]]),
+                                "Updates": r(3, 1)},
+           lod={"Ids": [[0, 1, 3]], "Updates": [[0, 1, 3]]},
+           ref=scatter_ref([[0, 1, 3]]), name="rank3_x"),
+    OpCase("sequence_enumerate", {"X": np.arange(14).reshape(14, 1)}, lod={"X": LOD1},
+           attrs={"win_size": 3, "pad_value": -1}, ref=enumerate_ref(LOD1)),
+    OpCase("sequence_enumerate", {"X": np.arange(6, dtype="int32").reshape(6, 1)},
+           lod={"X": EMPTY}, attrs={"win_size": 2}, ref=enumerate_ref(EMPTY),
+           name="empty_int32"),
 ]
 
 
@@ -441,3 +479,44 @@ def test_sequence_reverse_gradient_through_a_mean_is_laid_out_as_x(grad_form):
         scope=fluid.Scope(), return_numpy=False)
     np.testing.assert_allclose(np.asarray(dx), np.full(x.shape, 2.0 / x.size))
     assert dx.lod() == LOD1
+
+
+def test_sequence_reverse_gradient_from_an_fc_takes_the_lod_of_x():
+    """fc after sequence_reverse: mul_grad hands back Y@GRAD without a LoD (as Paddle's
+    does); the gradient of X is reversed by X's sequences and carries X's LoD."""
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.layers.data(name="x", shape=[3], dtype="float64", lod_level=1)
+        x.stop_gradient = False
+        y = fluid.layers.sequence_reverse(x)
+        out = fluid.layers.fc(y, size=1, bias_attr=False,
+                              param_attr=fluid.ParamAttr(
+                                  name="w", initializer=fluid.initializer.Constant(1.0)))
+        fluid.backward.append_backward(fluid.layers.reduce_sum(out * out))
+    scope, exe = fluid.Scope(), fluid.Executor(fluid.CPUPlace())
+    exe.run(startup, scope=scope)
+    data = X14.astype("float64")
+    dy, dx = exe.run(main, feed={"x": (data, LOD1)}, fetch_list=[y.name + "@GRAD", "x@GRAD"],
+                     scope=scope, return_numpy=False)
+    assert dy.lod() == []
+    assert dx.lod() == LOD1
+    # d/dx of sum((rev(x) @ 1)^2) = 2 * row sums of x, at the same rows (reversal cancels)
+    want = np.repeat(2 * data.sum(axis=1, keepdims=True), 3, axis=1)
+    np.testing.assert_allclose(np.asarray(dx), want)
+
+
+def test_sequence_reverse_grad_uses_the_lod_of_x_not_that_of_dy():
+    """A Y@GRAD with no LoD, or with another one, is laid out as X: X's sequences decide."""
+    dy = r(14, 3)
+    for dy_value in (dy, (dy, [[0, 7, 14]])):
+        (dx,) = _run("sequence_reverse_grad", {"X": (X14, LOD1), "Y@GRAD": dy_value},
+                     ["X@GRAD"])
+        want = np.concatenate([dy[a:b][::-1] for a, b in spans(LOD1[0])])
+        np.testing.assert_array_equal(np.asarray(dx), want)
+        assert dx.lod() == LOD1
+
+
+def test_sequence_scatter_refuses_ids_beyond_the_row():
+    with pytest.raises(InvalidArgument, match="sequence_scatter: input 'Ids' values"):
+        _run("sequence_scatter", {"X": r(2, 3), "Ids": (np.array([[3]]), [[0, 1]]),
+                                  "Updates": (r(1, 1), [[0, 1]])}, ["Out"])
