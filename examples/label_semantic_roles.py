@@ -9,7 +9,10 @@ linear-chain CRF. ``crf_decoding`` gives the best tag sequence under the learnt
 transitions and ``chunk_eval`` scores the role chunks it finds. The trained decoder is
 saved as an inference model, loaded back and run on random sentences.
 
-The script is the book's Fluid 1.x program; only its two import lines name fluid_nb:
+The script is written in the book's Fluid 1.x form; only its two import lines name
+fluid_nb. Beside the book's program it scores the decoded roles with ``chunk_eval`` after
+each pass, saves the decoder (the book saves the emission scores) and ``train`` returns
+the cost of every batch. Run it with:
 
     python examples/label_semantic_roles.py --num_epochs 1
 
