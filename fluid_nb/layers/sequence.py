@@ -4,7 +4,7 @@
 row; ``sequence_last_step``/``sequence_first_step`` are pools of type LAST/FIRST;
 ``sequence_conv`` convolves along time within each sequence. Output LoD follows Paddle.
 """
-from ..errors import InvalidArgument
+from ..errors import InvalidArgument, InvalidType
 from ..framework.dtypes import VarType, convert_dtype
 from ..framework.program import Variable
 from ..layer_helper import LayerHelper
@@ -233,6 +233,10 @@ def cos_sim(X, Y):
         y = fluid.data(name='y', shape=[1, 7], dtype='float32')
         out = fluid.layers.cos_sim(x, y)
     """
+    for name, value in (("X", X), ("Y", Y)):
+        if value.dtype not in (VarType.FP32, VarType.FP64):
+            raise InvalidType(f"cos_sim: {name} expected a Variable of float32 or float64, "
+                              f"but received {value.dtype.name.lower()}")
     helper = LayerHelper("cos_sim")
     out = helper.create_variable_for_type_inference(X.dtype)
     x_norm = helper.create_variable_for_type_inference(X.dtype)

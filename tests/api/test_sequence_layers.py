@@ -130,3 +130,12 @@ def test_sequence_enumerate_refuses_a_window_below_two():
         x = fluid.data(name="ids", shape=[-1, 1], dtype="int64", lod_level=1)
         with pytest.raises(InvalidArgument, match="sequence_enumerate: win_size expected"):
             fluid.layers.sequence_enumerate(x, win_size=1)
+
+
+def test_cos_sim_refuses_integer_input_as_a_type_error():
+    import pytest
+    with fluid.program_guard(fluid.Program(), fluid.Program()):
+        x = fluid.data(name="x", shape=[2, 3], dtype="int64")
+        y = fluid.data(name="y", shape=[1, 3], dtype="float32")
+        with pytest.raises(TypeError, match="cos_sim: X expected a Variable of float32"):
+            fluid.layers.cos_sim(x, y)
