@@ -13,6 +13,7 @@ import tempfile
 
 import numpy as np
 
+from .backward import OP_ROLE_OPTIMIZE
 from .errors import InvalidArgument, NotFound, PreconditionNotMet, expected
 from .framework.attrs import AttrType
 from .framework.dtypes import VarType, dtype_name
@@ -209,12 +210,18 @@ def prune_program(program, target_names, feed_names=()):
     pruned = program.clone(for_test=True)
     block = pruned.global_block()
     needed = set(target_names)
+    targets = set(target_names)
     feeds = set(feed_names)
     keep = []
     for op in reversed(block.ops):
         if op.type in ("feed", "fetch"):
             continue
-        if needed & set(op.output_arg_names):
+        outputs = set(op.output_arg_names)
+        # an optimizer op writes a parameter a target reads, but only a target it makes
+        # itself keeps it (Paddle's rule): the inference model reads the parameter's value
+        if op.attrs.get("op_role", 0) & OP_ROLE_OPTIMIZE and not targets & outputs:
+            continue
+        if needed & outputs:
             keep.append(op)
             needed |= set(op.input_arg_names) - feeds
             for sub in _sub_blocks(pruned, op):  # ops with sub-blocks read inside them too

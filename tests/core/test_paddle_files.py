@@ -128,3 +128,30 @@ def test_loaded_training_program_keeps_parameters_and_optimizer_state():
     assert {v["name"] for v in meta["persistable_vars"]} <= names
     params = {v.name for v in program.all_parameters()}
     assert params == {p["name"] for p in meta["params"]}
+
+
+def test_an_inference_model_of_a_parameter_leaves_out_the_optimizer_that_updates_it(tmp_path):
+    """A target reading a parameter (a CRF decoder reads the transition matrix the optimizer
+    updates) keeps the parameter's value, not the training ops that would write it: as in
+    Paddle's pruning, an optimizer op stays only when it makes a target itself."""
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.layers.data(name="x", shape=[3], dtype="float32")
+        label = fluid.layers.data(name="label", shape=[1], dtype="float32")
+        hidden = fluid.layers.fc(input=x, size=2, param_attr=fluid.ParamAttr(name="w"))
+        loss = fluid.layers.mean(fluid.layers.square_error_cost(
+            input=fluid.layers.reduce_sum(hidden, dim=1, keep_dim=True), label=label))
+        fluid.optimizer.SGD(learning_rate=0.1).minimize(loss)
+        weight = main.global_block().var("w")
+        scaled = fluid.layers.scale(fluid.layers.matmul(x, weight), 2.0)  # reads w after sgd
+    exe = fluid.Executor(fluid.CPUPlace())
+    scope = fluid.Scope()
+    exe.run(startup, scope=scope)
+    with fluid.scope_guard(scope):
+        fluid.io.save_inference_model(str(tmp_path), ["x"], [scaled], exe, main_program=main)
+        program, feeds, fetches = fluid.io.load_inference_model(str(tmp_path), exe)
+        assert [op.type for op in program.global_block().ops
+                if op.type not in ("feed", "fetch")] == ["matmul", "scale"]
+        (out,) = exe.run(program, feed={"x": np.ones((2, 3), "float32")}, fetch_list=fetches)
+    w = np.asarray(scope.find_var("w").value)
+    np.testing.assert_allclose(out, 2 * np.ones((2, 3)) @ w, rtol=1e-6)
