@@ -1,4 +1,5 @@
-"""Shape manipulation: concat, split, stack, reshape2, transpose2, squeeze2, unsqueeze2, slice.
+"""Shape manipulation: concat, split, stack, unstack, reshape2, flatten2, transpose2, squeeze2,
+unsqueeze2, slice.
 
 The ``*2`` ops also write ``XShape``, whose shape is ``[0] + X.shape``: it carries X's shape
 (and LoD) to the grad op so X itself can be freed after the forward pass. At run time XShape
@@ -72,6 +73,7 @@ _FORWARD_ATTRS = {
     "reshape2": {"shape": ("ints", [])},
     "squeeze2": {"axes": ("ints", [])},
     "unsqueeze2": {"axes": ("ints", [])},
+    "flatten2": {"axis": ("int", 1)},
 }
 
 
@@ -156,6 +158,50 @@ def_op("reshape2", inputs=["X", "Shape?", "ShapeTensor[]?"], outputs=["Out", "XS
        doc="Out = X reshaped to ShapeTensor (one int per dim), else Shape (an int tensor), "
            "else Attr(shape); in the shape, 0 copies X's dim at that index and one -1 is "
            "inferred. XShape = [0] + X.shape.")
+
+
+# --- flatten2 / flatten ----------------------------------------------------------------------
+def flatten_shape(op, axis, in_shape):
+    """[prod(in_shape[:axis]), prod(in_shape[axis:])]; -1 where a factor is unknown."""
+    if not 0 <= axis <= len(in_shape):
+        _fail(op, "attribute 'axis'", f"in [0, {len(in_shape)}] (X's rank)", axis)
+    return [numel_of(in_shape[:axis]), numel_of(in_shape[axis:])]
+
+
+def _flatten_infer(ctx):
+    _set_xshape(ctx)
+    x_shape = ctx.input_shape("X")
+    out = flatten_shape(ctx.op.type, ctx.attr("axis"), x_shape)
+    ctx.set_output("Out", out, ctx.input_dtype("X"))
+    if _same_first_dim(x_shape, out):
+        ctx.share_lod("X", "Out")
+
+
+def _flatten(ctx, x):
+    array = x.array
+    out = array.reshape(flatten_shape(ctx.op.type, ctx.attrs["axis"], array.shape))
+    lod = x._lod if _same_first_dim(array.shape, out.shape) else None
+    if ctx.op.type == "flatten":
+        return _tensor(out, lod)
+    return _tensor(out, lod), _xshape_value(ctx, x)
+
+
+def_op("flatten2", inputs=["X"], outputs=["Out", "XShape!"], attrs=_FORWARD_ATTRS["flatten2"],
+       infer_shape=_flatten_infer,
+       grad=_with_xshape_grad("flatten2", "X@GRAD = Out@GRAD reshaped to XShape[1:]."),
+       kernel=_flatten, lod_aware=True,
+       doc="Out = X as a matrix: Out.shape = [prod(X.shape[:axis]), prod(X.shape[axis:])], "
+           "axis in [0, rank] (axis 0 gives [1, numel]). XShape = [0] + X.shape.")
+def_op("flatten", inputs=["X"], outputs=["Out"], attrs={"axis": ("int", 1)},
+       infer_shape=_flatten_infer,
+       grad=grad_maker("flatten_grad", inputs=["X"], out_grads=["Out"], in_grads=["X"]),
+       kernel=_flatten, lod_aware=True,
+       doc="flatten2 without XShape (the older op): Out.shape = [prod(X.shape[:axis]), "
+           "prod(X.shape[axis:])].")
+def_op("flatten_grad", inputs=["X", "Out@GRAD"], outputs=["X@GRAD"],
+       attrs={"axis": ("int", 1)}, infer_shape=grads_like(**{"X@GRAD": "X"}),
+       kernel=lambda ctx, x, dout: dout.reshape(x.shape),
+       doc="X@GRAD = Out@GRAD reshaped to X's shape.")
 
 
 # --- transpose2 ----------------------------------------------------------------------------
@@ -441,6 +487,9 @@ def _stack_infer(ctx):
 
 
 def _stack_grad_infer(ctx):
+    if ctx.has_input("X"):
+        _concat_grad_infer(ctx)
+        return
     shape = list(ctx.input_shape("Y@GRAD"))
     axis = _stack_axis("stack_grad", ctx.attr("axis"), len(shape) - 1)
     del shape[axis]
@@ -448,9 +497,33 @@ def _stack_grad_infer(ctx):
     ctx.set_outputs("X@GRAD", [shape] * n, ctx.input_dtype("Y@GRAD"))
 
 
-def _stack_grad(ctx, dy):
+def _stack_grad(ctx, dy, xs):
+    dy = dy.array
     axis = _stack_axis("stack_grad", ctx.attrs["axis"], dy.ndim - 1)
-    return [ctx.xp.take(dy, i, axis=axis) for i in range(dy.shape[axis])]
+    pieces = [LoDTensor(ctx.xp.take(dy, i, axis=axis)) for i in range(dy.shape[axis])]
+    if xs is None:
+        return pieces
+    # laid out as the forward's X: a tensor array's gradient is a tensor array
+    at, grads = iter(pieces), []
+    for x in xs:
+        if isinstance(x, LoDTensorArray):
+            grads.append(LoDTensorArray(LoDTensor(next(at).array, t._lod) for t in x))
+        else:
+            grads.append(LoDTensor(next(at).array, x._lod))
+    return grads
+
+
+def _stack_grad_maker(g):
+    """stack_grad from Y@GRAD alone, as Paddle's; when an X is a tensor array, the
+    forward X too, so that the gradient can be split back into arrays of the right length."""
+    dx = g.input_grad("X")
+    if all(n == EMPTY_VAR_NAME for n in dx):
+        return []
+    block = g.fwd.block
+    ins = {"Y@GRAD": g.output_grad("Y")}
+    if any(block.var_recursive(n).type == VarType.LOD_TENSOR_ARRAY for n in g.input("X")):
+        ins["X"] = g.input("X")
+    return [g.op("stack_grad", ins, {"X@GRAD": dx})]
 
 
 def _stack(ctx, xs):
@@ -462,13 +535,62 @@ def _stack(ctx, xs):
 
 def_op("stack", inputs=["X[]"], outputs=["Y"], attrs={"axis": ("int", 0)},
        infer_shape=_stack_infer,
-       grad=grad_maker("stack_grad", out_grads=["Y"], in_grads=["X"]),
+       grad=_stack_grad_maker,
        kernel=_stack, lod_aware=True,
        doc="Y = the equally shaped X tensors (a tensor array: its items) stacked along a new "
            "dim at axis (in [-(rank+1), rank+1)); Y takes X[0]'s LoD.")
-def_op("stack_grad", inputs=["Y@GRAD"], outputs=["X@GRAD[]?"], attrs={"axis": ("int", 0)},
-       infer_shape=_stack_grad_infer, kernel=_stack_grad,
-       doc="X@GRAD[k] = Y@GRAD taken at index k of axis.")
+def_op("stack_grad", inputs=["Y@GRAD", "X[]?"], outputs=["X@GRAD[]?"],
+       attrs={"axis": ("int", 0)}, infer_shape=_stack_grad_infer, kernel=_stack_grad,
+       lod_aware=True,
+       doc="X@GRAD[k] = Y@GRAD taken at index k of axis. When X (the forward's, given only "
+           "when one is a tensor array) is given, the gradients are laid out as X: a tensor "
+           "array's gradient is an array of its items' slices.")
+
+
+# --- unstack ---------------------------------------------------------------------------------
+def _unstack_infer(ctx):
+    shape = list(ctx.input_shape("X"))
+    axis = _norm_axis("unstack", "attribute 'axis'", ctx.attr("axis"), len(shape))
+    n = len(ctx.op.outputs["Y"])
+    ctx.check(shape[axis] < 0 or shape[axis] == n, "output 'Y'",
+              f"{shape[axis]} variables (X's dim {axis})", n)
+    ctx.check(ctx.attr("num") in (n, 0), "attribute 'num'", f"{n} (the number of Y)",
+              ctx.attr("num"))
+    del shape[axis]
+    ctx.set_outputs("Y", [shape] * n, ctx.input_dtype("X"))
+
+
+def _unstack(ctx, x):
+    axis = _norm_axis("unstack", "attribute 'axis'", ctx.attrs["axis"], x.ndim)
+    n = len(ctx.output_names("Y"))
+    if x.shape[axis] != n:
+        _fail("unstack", "output 'Y'", f"{x.shape[axis]} variables (X's dim {axis})", n)
+    return [ctx.xp.ascontiguousarray(ctx.xp.take(x, i, axis=axis)) for i in range(n)]
+
+
+def _unstack_grad_infer(ctx):
+    shape = list(ctx.input_shape("Y@GRAD"))
+    axis = _stack_axis("unstack_grad", ctx.attr("axis"), len(shape))
+    shape.insert(axis, len(ctx.op.inputs["Y@GRAD"]))
+    ctx.set_output("X@GRAD", shape, ctx.input_dtype("Y@GRAD"))
+
+
+def _unstack_grad(ctx, dys):
+    axis = _stack_axis("unstack_grad", ctx.attrs["axis"], dys[0].ndim)
+    return ctx.xp.stack(dys, axis=axis)
+
+
+_UNSTACK_ATTRS = {"axis": ("int", 0), "num": ("int", 0)}
+
+def_op("unstack", inputs=["X"], outputs=["Y[]"], attrs=_UNSTACK_ATTRS,
+       infer_shape=_unstack_infer,
+       grad=grad_maker("unstack_grad", out_grads=["Y"], in_grads=["X"]),
+       kernel=_unstack,
+       doc="Y[k] = X taken at index k of axis, for k < num = X.shape[axis]: the inverse of "
+           "stack.")
+def_op("unstack_grad", inputs=["Y@GRAD[]"], outputs=["X@GRAD"], attrs=_UNSTACK_ATTRS,
+       infer_shape=_unstack_grad_infer, kernel=_unstack_grad,
+       doc="X@GRAD = the Y@GRAD stacked along axis.")
 
 
 # --- split -----------------------------------------------------------------------------------

@@ -263,7 +263,25 @@ SHAPE_CASES = [
            ref=lambda i, a: {"Out": (i["Input"][:2], [])}, name="lod_dropped"),
 ]
 
-CASES = CREATION_CASES + SHAPE_CASES
+LAYOUT_CASES = [
+    OpCase("flatten2", {"X": X234}, ref=lambda i, a: {"Out": i["X"].reshape(2, 12)},
+           grad=["X"]),
+    OpCase("flatten2", {"X": X234}, attrs={"axis": 0},
+           ref=lambda i, a: {"Out": i["X"].reshape(1, 24)}, grad=["X"], name="axis0"),
+    OpCase("flatten2", {"X": X234}, attrs={"axis": 3},
+           ref=lambda i, a: {"Out": i["X"].reshape(24, 1)}, name="axis_rank"),
+    OpCase("flatten2", {"X": SEQ.reshape(5, 2, 1)}, lod={"X": [[0, 2, 5]]},
+           ref=lambda i, a: {"Out": (i["X"].reshape(5, 2), [[0, 2, 5]])}, name="lod_kept"),
+    OpCase("flatten", {"X": X234}, attrs={"axis": 2},
+           ref=lambda i, a: {"Out": i["X"].reshape(6, 4)}, grad=["X"]),
+    OpCase("unstack", {"X": X234}, attrs={"axis": 1, "num": 3},
+           ref=lambda i, a: {"Y": [i["X"][:, k] for k in range(3)]}, grad=["X"]),
+    OpCase("unstack", {"X": X234}, attrs={"axis": -1},
+           ref=lambda i, a: {"Y": [i["X"][..., k] for k in range(4)]}, grad=["X"],
+           name="last_axis"),
+]
+
+CASES = CREATION_CASES + SHAPE_CASES + LAYOUT_CASES
 
 
 test_output_matches_numpy, test_grad_matches_finite_differences = table_tests(CASES)
@@ -489,3 +507,36 @@ def test_concat_grad_of_a_tensor_array_is_a_tensor_array_of_slices():
     np.testing.assert_array_equal(np.asarray(grads[0]), dout[:5])
     np.testing.assert_array_equal(np.asarray(grads[1]), dout[5:])
     assert grads[0].lod() == [[0, 2, 5]] and grads[1].lod() == [[0, 3]]
+
+
+def test_stack_grad_of_a_tensor_array_is_a_tensor_array_of_slices():
+    program = fluid.Program()
+    block = program.global_block()
+    block.create_var(name="arr", type=VarType.LOD_TENSOR_ARRAY, dtype="float32")
+    feed = {}
+    for k, value in enumerate([X23, A, X23 * 2]):
+        block.create_var(name=f"x{k}", shape=(2, 3), dtype="float32")
+        block.create_var(name=f"i{k}", shape=(1,), dtype="int64")
+        feed[f"x{k}"], feed[f"i{k}"] = value, np.array([k], "int64")
+        block.append_op(type="write_to_array", inputs={"X": [f"x{k}"], "I": [f"i{k}"]},
+                        outputs={"Out": ["arr"]})
+    op = block.append_op(type="stack", inputs={"X": ["arr"]}, outputs={"Y": ["y"]},
+                         attrs={"axis": 1})
+    block.create_var(name="y@GRAD", shape=(2, 3, 3), dtype="float32")
+    (spec,) = registry.make_grad_ops(op)
+    block.append_op(type=spec.type, inputs=spec.inputs, outputs=spec.outputs, attrs=spec.attrs)
+    assert block.var("arr@GRAD").type == VarType.LOD_TENSOR_ARRAY
+    block.var("arr@GRAD").persistable = True
+    dy = np.arange(18, dtype="float32").reshape(2, 3, 3)
+    feed["y@GRAD"] = dy
+    scope = fluid.Scope()
+    fluid.Executor(fluid.CPUPlace()).run(program, feed=feed, scope=scope)
+    grads = scope.find_var("arr@GRAD").value
+    assert len(grads) == 3
+    for k in range(3):
+        np.testing.assert_array_equal(np.asarray(grads[k]), dy[:, k])
+
+
+def test_stack_grad_of_tensors_takes_only_the_output_gradient():
+    (spec,) = _grad_specs(OpCase("stack", {"X": [X23, A]}))
+    assert spec.type == "stack_grad" and list(spec.inputs) == ["Y@GRAD"]
