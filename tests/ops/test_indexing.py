@@ -136,7 +136,107 @@ INDEX_CASES = [
            ref=_shard_ref(20, 3, 2, -5), name="uneven_shards"),
 ]
 
-CASES = INDEX_CASES
+def _pad2d_ref(pads, mode="constant", value=0.0, layout="NCHW"):
+    def ref(i, a):
+        x = i["X"]
+        hw = [(pads[0], pads[1]), (pads[2], pads[3])]
+        pairs = [(0, 0), (0, 0)] + hw if layout == "NCHW" else [(0, 0)] + hw + [(0, 0)]
+        extra = {"constant_values": value} if mode == "constant" else {}
+        return {"Out": np.pad(x, pairs, mode=mode, **extra)}
+    return ref
+
+
+X1234 = r(1, 2, 3, 4)
+
+PAD_CROP_CASES = [
+    OpCase("pad", {"X": X23}, attrs={"paddings": [1, 0, 2, 1], "pad_value": 0.5},
+           ref=lambda i, a: {"Out": np.pad(i["X"], [(1, 0), (2, 1)], constant_values=0.5)},
+           grad=["X"]),
+    OpCase("pad2d", {"X": X1234}, attrs={"paddings": [1, 2, 0, 3], "pad_value": -1.0},
+           ref=_pad2d_ref([1, 2, 0, 3], value=-1.0), grad=["X"]),
+    OpCase("pad2d", {"X": X1234}, attrs={"paddings": [2, 1, 3, 2], "mode": "reflect"},
+           ref=_pad2d_ref([2, 1, 3, 2], "reflect"), grad=["X"], name="reflect"),
+    OpCase("pad2d", {"X": X1234}, attrs={"paddings": [2, 0, 1, 3], "mode": "edge"},
+           ref=_pad2d_ref([2, 0, 1, 3], "edge"), grad=["X"], name="edge"),
+    OpCase("pad2d", {"X": X1234}, attrs={"paddings": [1, 1, 2, 0], "mode": "reflect",
+                                         "data_format": "NHWC"},
+           ref=_pad2d_ref([1, 1, 2, 0], "reflect", layout="NHWC"), grad=["X"], name="nhwc"),
+    OpCase("pad2d", {"X": X1234, "Paddings": ints(0, 1, 1, 1, dtype="int32")},
+           attrs={"mode": "edge", "data_format": "NHWC"},
+           ref=_pad2d_ref([0, 1, 1, 1], "edge", layout="NHWC"), grad=["X"],
+           name="paddings_tensor"),
+    OpCase("pad_constant_like", {"X": r(3, 4), "Y": X23}, attrs={"pad_value": 2.0},
+           ref=lambda i, a: {"Out": np.pad(i["Y"], [(0, 1), (0, 1)], constant_values=2.0)},
+           grad=["Y"]),
+    OpCase("crop", {"X": X234}, attrs={"shape": [1, 2, 2], "offsets": [1, 0, 2]},
+           ref=lambda i, a: {"Out": i["X"][1:2, 0:2, 2:4]}, grad=["X"]),
+    OpCase("crop", {"X": X234, "Y": r(2, 1, 3), "Offsets": ints(0, 2, 1, dtype="int32")},
+           ref=lambda i, a: {"Out": i["X"][:, 2:3, 1:4]}, grad=["X"], name="y_and_offsets"),
+    OpCase("crop_tensor", {"X": X234}, attrs={"shape": [2, -1, 2], "offsets": [0, 1, 1]},
+           ref=lambda i, a: {"Out": i["X"][:, 1:, 1:3]}, grad=["X"]),
+    OpCase("crop_tensor", {"X": X234, "Shape": ints(1, 2, 3, dtype="int32"),
+                           "Offsets": ints(1, 1, 0, dtype="int32")},
+           ref=lambda i, a: {"Out": i["X"][1:, 1:3, 0:3]}, grad=["X"], name="tensors"),
+    OpCase("crop_tensor", {"X": X234, "ShapeTensor": [ints(1, dtype="int32"),
+                                                      ints(2, dtype="int32"),
+                                                      ints(2, dtype="int32")],
+                           "OffsetsTensor": [ints(0, dtype="int32"), ints(1, dtype="int32"),
+                                             ints(2, dtype="int32")]},
+           attrs={"shape": [0, 2, 2], "offsets": [-1, 1, -1]},
+           ref=lambda i, a: {"Out": i["X"][0:1, 1:3, 2:4]}, grad=["X"], name="tensor_lists"),
+]
+
+
+def _hash_ref(num_hash, mod_by):
+    from fluid_nb.ops.features import xxh64
+
+    def ref(i, a):
+        x = i["X"]
+        out = [[xxh64(row.tobytes(), k) % mod_by for k in range(num_hash)] for row in x]
+        return {"Out": np.array(out, x.dtype).reshape(x.shape[0], num_hash, 1)}
+    return ref
+
+
+def _cvm_ref(i, a):
+    x = i["X"]
+    if not a.get("use_cvm", True):
+        return {"Y": x[:, 2:]}
+    show = np.log(x[:, :1] + 1)
+    return {"Y": np.concatenate([show, np.log(x[:, 1:2] + 1) - show, x[:, 2:]], 1)}
+
+
+COUNTS = np.abs(r(4, 5)) * 10
+INS = r(5, 3)
+
+FEATURE_CASES = [
+    OpCase("hash", {"X": ints([1, 2], [3, 4], [1, 2])}, attrs={"num_hash": 3, "mod_by": 1000},
+           ref=_hash_ref(3, 1000)),
+    OpCase("hash", {"X": ints([7], [123456789], dtype="int32")},
+           attrs={"num_hash": 2, "mod_by": 97}, ref=_hash_ref(2, 97), name="int32"),
+    OpCase("cvm", {"X": COUNTS, "CVM": r(4, 2)}, ref=_cvm_ref),
+    OpCase("cvm", {"X": COUNTS, "CVM": np.zeros((4, 2), "float32")},
+           attrs={"use_cvm": False}, ref=_cvm_ref, grad=["X"], name="no_cvm"),
+    OpCase("filter_by_instag", {"Ins": INS, "Ins_tag": ints(1, 2, 3, 2, 4, 5),
+                                "Filter_tag": ints(2, 9)},
+           lod={"Ins_tag": [[0, 1, 3, 4, 5, 6]]},
+           ref=lambda i, a: {"Out": (i["Ins"][[1, 2]], [[0, 1, 2]]),
+                             "LossWeight": np.ones((2, 1), "float32"),
+                             "IndexMap": ints([0, 1, 1], [1, 2, 1])},
+           grad=["Ins"], grad_outputs=["Out"]),
+    OpCase("filter_by_instag", {"Ins": INS, "Ins_tag": ints(1, 2, 3),
+                                "Filter_tag": ints(3)},
+           attrs={"is_lod": True}, lod={"Ins": [[0, 2, 5]], "Ins_tag": [[0, 2, 3]]},
+           ref=lambda i, a: {"Out": (i["Ins"][2:], [[0, 3]]),
+                             "IndexMap": ints([0, 2, 3])},
+           grad=["Ins"], grad_outputs=["Out"], name="sequences"),
+    OpCase("filter_by_instag", {"Ins": INS, "Ins_tag": ints(1, 2), "Filter_tag": ints(3)},
+           attrs={"out_val_if_empty": 7}, lod={"Ins_tag": [[0, 1, 2, 2, 2, 2]]},
+           ref=lambda i, a: {"Out": (np.full((1, 3), 7, "float32"), [[0, 1]]),
+                             "LossWeight": np.zeros((1, 1), "float32"),
+                             "IndexMap": ints([0, 1, 1])}, name="none_kept"),
+]
+
+CASES = INDEX_CASES + PAD_CROP_CASES + FEATURE_CASES
 
 test_output_matches_numpy, test_grad_matches_finite_differences = table_tests(CASES)
 
@@ -154,3 +254,27 @@ def test_gather_nd_refuses_coordinates_outside_x():
 def test_strided_slice_refuses_an_empty_range():
     assert_build_fails("strided_slice", {"Input": X23},
                        {"axes": [1], "starts": [2], "ends": [1], "strides": [1]}, "start < end")
+
+
+def test_xxh64_matches_the_reference_vectors():
+    from fluid_nb.ops.features import xxh64
+    assert xxh64(b"") == 0xEF46DB3751D8E999
+    assert xxh64(b"abc") == 0x44BC2CF5AD770999
+
+
+def test_cvm_grad_feeds_back_the_counts_of_each_sequence():
+    case = OpCase("cvm", {"X": COUNTS, "CVM": ints([1, 2], [3, 4], dtype="float32")},
+                  lod={"X": [[0, 3, 4]]})
+    from .op_test import build
+    import fluid_nb as fluid
+    from fluid_nb.ops import registry
+    program, op, feed, _ = build(case)
+    block = program.global_block()
+    (spec,) = registry.make_grad_ops(op)
+    block.create_var(name="out_y@GRAD", shape=(4, 5), dtype="float32")
+    feed["out_y@GRAD"] = np.ones((4, 5), "float32")
+    block.append_op(type=spec.type, inputs=spec.inputs, outputs=spec.outputs, attrs=spec.attrs)
+    (dx,) = fluid.Executor(fluid.CPUPlace()).run(program, feed=feed, fetch_list=["x@GRAD"],
+                                                 scope=fluid.Scope())
+    np.testing.assert_array_equal(dx[:, :2], [[1, 2], [1, 2], [1, 2], [3, 4]])
+    np.testing.assert_array_equal(dx[:, 2:], np.ones((4, 3)))
