@@ -1,5 +1,5 @@
 """Tensor arrays and small control-flow helpers: write_to_array, read_from_array,
-lod_array_length, is_empty, fill_constant_batch_size_like, select_input, select_output.
+lod_array_length, tensor_array_to_tensor, is_empty, fill_constant_batch_size_like, select_input, select_output.
 
 A tensor array (``LoDTensorArray``) is a list of LoDTensors written and read by an index
 tensor ``I`` (one int64). Paddle's ``write_to_array`` updates the array variable in place;
@@ -14,7 +14,7 @@ from ..exec.tensor import LoDTensor, LoDTensorArray, SelectedRows
 from ..framework.dtypes import VarType, to_numpy_dtype
 from .creation import _parse_str_value, dtype_attr
 from .lod_ops import host_int
-from .registry import def_op, no_gradient
+from .registry import def_op, grad_maker, no_gradient
 
 
 # --- write_to_array / read_from_array -------------------------------------------------------
@@ -144,6 +144,87 @@ def_op("lod_array_length", inputs=["X"], outputs=["Out"],
        infer_shape=lambda ctx: ctx.set_output("Out", (1,), VarType.INT64),
        kernel=_array_length, lod_aware=True,
        doc="Out = [len(X)] (int64), X a tensor array.")
+
+
+# --- tensor_array_to_tensor ------------------------------------------------------------------
+def _array_items(op, x):
+    if not isinstance(x, list) or not x:
+        raise InvalidArgument(expected(op, "input 'X'", "a non-empty LoDTensorArray",
+                                       type(x).__name__ if not isinstance(x, list) else "[]"))
+    return list(x)
+
+
+def _array_axis(op, axis, rank):
+    if not -rank <= axis < rank:
+        raise InvalidArgument(expected(op, "attribute 'axis'", f"in [{-rank}, {rank})", axis))
+    return axis + rank if axis < 0 else axis
+
+
+def _array_to_tensor_infer(ctx):
+    shape = list(ctx.input_shape("X"))
+    dtype = ctx.input_dtype("X")
+    if ctx.attr("use_stack"):
+        axis = _array_axis("tensor_array_to_tensor", ctx.attr("axis"), len(shape) + 1)
+        shape.insert(axis, -1)
+    elif shape:
+        axis = _array_axis("tensor_array_to_tensor", ctx.attr("axis"), len(shape))
+        shape[axis] = -1
+    ctx.set_output("Out", shape, dtype)
+    ctx.set_output("OutIndex", (-1,), VarType.INT32)
+
+
+def _array_to_tensor(ctx, x):
+    items = [t.array for t in _array_items("tensor_array_to_tensor", x)]
+    xp = ctx.xp
+    if ctx.attrs["use_stack"]:
+        axis = _array_axis("tensor_array_to_tensor", ctx.attrs["axis"], items[0].ndim + 1)
+        return (LoDTensor(xp.stack(items, axis=axis)),
+                LoDTensor(xp.ones(len(items), dtype="int32")))
+    axis = _array_axis("tensor_array_to_tensor", ctx.attrs["axis"], items[0].ndim)
+    sizes = [a.shape[axis] for a in items]
+    return (LoDTensor(xp.concatenate(items, axis=axis)),
+            LoDTensor(xp.asarray(sizes, dtype="int32")))
+
+
+def _array_to_tensor_grad(ctx, x, dout):
+    items = _array_items("tensor_array_to_tensor_grad", x)
+    dout = dout.array
+    xp = ctx.xp
+    if ctx.attrs["use_stack"]:
+        axis = _array_axis("tensor_array_to_tensor_grad", ctx.attrs["axis"], dout.ndim)
+        pieces = [xp.take(dout, i, axis=axis) for i in range(len(items))]
+    else:
+        axis = _array_axis("tensor_array_to_tensor_grad", ctx.attrs["axis"], dout.ndim)
+        bounds, at = [], 0
+        for t in items[:-1]:
+            at += t.array.shape[axis]
+            bounds.append(at)
+        pieces = xp.split(dout, bounds, axis=axis)
+    return LoDTensorArray(LoDTensor(xp.ascontiguousarray(p), t._lod)
+                          for p, t in zip(pieces, items))
+
+
+def _array_to_tensor_grad_infer(ctx):
+    var = ctx.input_var("X")
+    ctx.set_output("X@GRAD", var.shape, var.dtype, lod_level=var.lod_level,
+                   type=VarType.LOD_TENSOR_ARRAY)
+
+
+_ARRAY_TO_TENSOR_ATTRS = {"axis": ("int", 0), "use_stack": ("bool", False)}
+
+def_op("tensor_array_to_tensor", inputs=["X"], outputs=["Out", "OutIndex"],
+       attrs=_ARRAY_TO_TENSOR_ATTRS, infer_shape=_array_to_tensor_infer,
+       grad=grad_maker("tensor_array_to_tensor_grad", inputs=["X"], out_grads=["Out"],
+                       in_grads=["X"]),
+       kernel=_array_to_tensor, lod_aware=True,
+       doc="Out = the items of the tensor array X concatenated along axis (use_stack: "
+           "stacked along a new dim axis); OutIndex (int32) = each item's size along axis "
+           "(1 each when stacked).")
+def_op("tensor_array_to_tensor_grad", inputs=["X", "Out@GRAD"], outputs=["X@GRAD"],
+       attrs=_ARRAY_TO_TENSOR_ATTRS, infer_shape=_array_to_tensor_grad_infer,
+       kernel=_array_to_tensor_grad, lod_aware=True,
+       doc="X@GRAD = a tensor array of the slices of Out@GRAD each item of X filled, each "
+           "with its item's LoD.")
 
 
 def _is_empty(ctx, x):

@@ -540,3 +540,57 @@ def test_stack_grad_of_a_tensor_array_is_a_tensor_array_of_slices():
 def test_stack_grad_of_tensors_takes_only_the_output_gradient():
     (spec,) = _grad_specs(OpCase("stack", {"X": [X23, A]}))
     assert spec.type == "stack_grad" and list(spec.inputs) == ["Y@GRAD"]
+
+
+# tensor arrays cannot be fed by the op table: the two tests below pin tensor_array_to_tensor
+from . import test_coverage  # noqa: E402
+
+test_coverage.PINNED_ELSEWHERE["tensor_array_to_tensor"] = (
+    "tests/ops/test_tensor.py (a tensor array input)")
+
+
+def _array_to_tensor_program(items, attrs):
+    program = fluid.Program()
+    block = program.global_block()
+    block.create_var(name="arr", type=VarType.LOD_TENSOR_ARRAY, dtype="float32")
+    feed = {}
+    for k, value in enumerate(items):
+        block.create_var(name=f"x{k}", shape=(-1, 3), dtype="float32")
+        block.create_var(name=f"i{k}", shape=(1,), dtype="int64")
+        feed[f"x{k}"], feed[f"i{k}"] = value, np.array([k], "int64")
+        block.append_op(type="write_to_array", inputs={"X": [f"x{k}"], "I": [f"i{k}"]},
+                        outputs={"Out": ["arr"]})
+    op = block.append_op(type="tensor_array_to_tensor", inputs={"X": ["arr"]},
+                         outputs={"Out": ["out"], "OutIndex": ["index"]}, attrs=attrs)
+    return program, op, feed
+
+
+@pytest.mark.parametrize("attrs, join", [
+    ({"axis": 0}, lambda xs: np.concatenate(xs, 0)),
+    ({"axis": 1, "use_stack": True}, lambda xs: np.stack(xs, 1)),
+])
+def test_tensor_array_to_tensor_joins_items_and_splits_the_gradient(attrs, join):
+    items = [X23, A, X23 * 3] if attrs.get("use_stack") else [X23, A[:1], X23 * 3]
+    program, op, feed = _array_to_tensor_program(items, attrs)
+    block = program.global_block()
+    (spec,) = registry.make_grad_ops(op)
+    want = join(items)
+    block.create_var(name="out@GRAD", shape=want.shape, dtype="float32")
+    block.append_op(type=spec.type, inputs=spec.inputs, outputs=spec.outputs, attrs=spec.attrs)
+    assert block.var("arr@GRAD").type == VarType.LOD_TENSOR_ARRAY
+    block.var("arr@GRAD").persistable = True
+    dout = rng.uniform(-1, 1, want.shape).astype("float32")
+    feed["out@GRAD"] = dout
+    scope = fluid.Scope()
+    out, index = fluid.Executor(fluid.CPUPlace()).run(
+        program, feed=feed, fetch_list=["out", "index"], scope=scope)
+    np.testing.assert_array_equal(out, want)
+    sizes = [1] * 3 if attrs.get("use_stack") else [2, 1, 2]
+    np.testing.assert_array_equal(index, np.array(sizes, "int32"))
+    grads = scope.find_var("arr@GRAD").value
+    if attrs.get("use_stack"):
+        expected = [dout[:, k] for k in range(3)]
+    else:
+        expected = np.split(dout, [2, 3], axis=0)
+    for got, piece in zip(grads, expected):
+        np.testing.assert_array_equal(np.asarray(got), piece)
