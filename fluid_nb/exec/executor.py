@@ -817,9 +817,23 @@ def _shape_fits(declared, shape):
     return len(declared) == len(shape) and all(d < 0 or d == g for d, g in zip(declared, shape))
 
 
+def _to_rank(got, declared):
+    """``got`` with trailing dims of size 1 dropped or added to reach ``declared``'s rank
+    (where ``declared`` has 1 or -1 there), or None. Fluid 1.x scripts feed sequences of ids
+    as [N, 1] (``create_lod_tensor`` of lists makes them so) into variables declared [-1],
+    which Paddle lets through without comparing ranks."""
+    rank = len(declared)
+    if len(got) > rank and all(d == 1 for d in got[rank:]):
+        return tuple(got[:rank])
+    if 0 < len(got) < rank and all(d in (1, -1) for d in declared[len(got):]):
+        return tuple(got) + (1,) * (rank - len(got))
+    return None
+
+
 def _feed_tensor(name, var, value, place):
     """Convert a fed value to a LoDTensor of the variable's dtype, checking what Fluid
-    checks: rank and known dims must match; a lossless-kind cast (float64 -> float32,
+    checks: rank (up to trailing dims of size 1, see ``_to_rank``) and known dims must
+    match; a lossless-kind cast (float64 -> float32,
     int32 -> int64, int -> float) is done, a lossy one (float -> int) is refused."""
     tensor = as_tensor(value, place=place, where=f"feed '{name}'")
     array = tensor.array
@@ -830,6 +844,12 @@ def _feed_tensor(name, var, value, place):
     if var.need_check_feed and var.shape:
         shape = var.shape
         got = array.shape
+        if len(got) != len(shape):
+            conformed = _to_rank(got, shape)
+            if conformed is not None:  # [15, 1] ids into a [-1] variable: the same values
+                array = array.reshape(conformed)
+                tensor = LoDTensor(array, tensor._lod)
+                got = conformed
         if len(got) != len(shape) or any(s >= 0 and s != g for s, g in zip(shape, got)):
             raise InvalidArgument(f"feed '{name}': shape expected {list(shape)} (-1 is any "
                                   f"size), but received {list(got)}")
@@ -838,10 +858,11 @@ def _feed_tensor(name, var, value, place):
     return tensor
 
 
-class FetchedScalar(np.ndarray):
-    """A fetched value of shape [1], Fluid 1.x's scalar (a mean, an accuracy): an ndarray
-    that ``float()`` and ``int()`` also take, as NumPy before 2.x took any one-element
-    array, so 1.x scripts' ``loss[0]`` and ``float(loss)`` both work."""
+class FetchedArray(np.ndarray):
+    """What a run fetches: an ndarray that, as NumPy's arrays did when Fluid 1.x scripts
+    were written, also converts to a Python scalar when it holds one element, so the
+    scripts' ``float(loss)``, ``"%.2f" % row`` and ``loss[0]`` all work under NumPy 2
+    (slices and results of arithmetic stay FetchedArrays; shown as a plain array)."""
 
     def _item(self, convert):
         if self.size != 1:
@@ -858,16 +879,15 @@ class FetchedScalar(np.ndarray):
     def __complex__(self):
         return self._item(complex)
 
-    def __repr__(self):  # shown as the plain array it is
+    def __repr__(self):
         return repr(self.view(np.ndarray))
 
 
 def _to_numpy(value):
     if isinstance(value, LoDTensor):
-        array = np.asarray(value)
-        return array.view(FetchedScalar) if array.shape == (1,) else array
+        return np.asarray(value).view(FetchedArray)
     if isinstance(value, LoDTensorArray):
-        return [np.asarray(t) for t in value]
+        return [np.asarray(t).view(FetchedArray) for t in value]
     return value
 
 

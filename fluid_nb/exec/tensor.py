@@ -236,6 +236,8 @@ def _as_array(value):
     ``base``, another type for every check); a device array stays as it is."""
     if isinstance(value, (np.generic, int, float, complex)):
         return np.asarray(value)
+    if isinstance(value, np.ndarray):  # a subclass (a fetched array): its plain array
+        return value.view(np.ndarray)
     return value
 
 

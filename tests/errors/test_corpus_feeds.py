@@ -45,9 +45,11 @@ def _run_x(value, name="x"):
         feed = {"x": np.ones((1, 3), "float32"), "loose": np.ones((1, 3), "float32")}
         feed[name] = value
         out = EXE.run(MAIN, feed=feed, fetch_list=[Y, LOOSE_OUT], scope=SCOPE)
-        data = value[0] if isinstance(value, tuple) else value
-        np.testing.assert_allclose(out[0 if name == "x" else 1],
-                                   2 * np.asarray(data, "float32"), rtol=1e-6)
+        data = np.asarray(value[0] if isinstance(value, tuple) else value, "float32")
+        got = out[0 if name == "x" else 1]
+        if name == "x":  # fed with trailing dims of 1, x holds the declared rank
+            data = data.reshape(got.shape)
+        np.testing.assert_allclose(got, 2 * data, rtol=1e-6)
     return act
 
 
@@ -71,7 +73,8 @@ def _feed_cases():
         "uninitialised_tensor": LoDTensor(),
         "float_to_int_lossy_shape": np.ones((2, 4), "float32"),
         "rank_1": np.ones(3, "float32"),
-        "rank_3": np.ones((2, 3, 1), "float32"),
+        "rank_3": np.ones((2, 3, 2), "float32"),
+        "rank_3_leading_one": np.ones((1, 2, 3), "float32"),
         "scalar": 1.5,
         "complex": np.ones((2, 3), "complex64"),
         "empty_list": [],
@@ -97,6 +100,8 @@ def _feed_cases():
         "pair_with_lod": (np.ones((3, 3), "float32"), [[0, 1, 3]]),
         "pair_integral_float_lod": (np.ones((3, 3), "float32"), [[0, 1.0, 3]]),
         "zero_rows": np.zeros((0, 3), "float32"),
+        # a trailing dim of size 1 is dropped (Fluid 1.x feeds ids as [N, 1] into [-1])
+        "trailing_one_dim": np.ones((2, 3, 1), "float32"),
     }
     for name, value in good_x.items():
         if name in ("nan_values", "inf_values"):
@@ -110,8 +115,8 @@ def _feed_cases():
     for i in range(20):  # random wrong shapes: a rank or a known dim off
         rank = rng.choice([1, 2, 3, 4])
         dims = [rng.randint(1, 5) for _ in range(rank)]
-        if rank == 2 and dims[1] == 3:
-            dims[1] = 4
+        if rank >= 2 and dims[1] == 3:
+            dims[1] = 4  # (a right shape with trailing dims of 1 would be a right feed)
         yield Case("feeds", f"x_shape_{i}_{dims}", _run_x(np.ones(dims, "float32")), state,
                    True, mentions=("feed 'x'",))
     for i in range(10):  # a layers.data variable takes any shape, as in Fluid 1.x
