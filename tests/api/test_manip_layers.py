@@ -370,3 +370,19 @@ def test_bad_arguments_name_the_layer(call, words):
         with pytest.raises(InvalidArgument) as info:
             call(data_x())
     assert words in str(info.value)
+
+
+def test_programs_of_the_new_layers_survive_the_program_file_codec():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = data_x()
+        ids = fluid.data(name="ids", shape=[2, 2], dtype="int64")
+        layers.hash(ids, hash_size=2 ** 40, num_hash=2)
+        layers.pad2d(layers.unsqueeze(x, 0), [1, 0, 2, 1], mode="edge", data_format="NHWC")
+        layers.strided_slice(x, [1], [int_value(0)], [3], [2])
+        layers.crop_tensor(x, shape=[1, -1, 2])
+        layers.flatten(layers.expand(x, [1, 2, 1]))
+    copy = fluid.Program.parse_from_string(main.desc.serialize_to_string())
+    for op, again in zip(main.global_block().ops, copy.global_block().ops):
+        assert op.type == again.type and op.attrs == again.attrs
+    assert the_op(copy, "hash").attr("mod_by") == 2 ** 40
