@@ -178,11 +178,12 @@ class LayerHelper:
                                                             **kwargs)
 
     def create_or_get_global_variable(self, name, *args, **kwargs):
-        """(variable, True) when it existed already, else (new variable, False)."""
+        """``(variable, is_new)`` as Fluid returns it: the existing global variable and
+        False, or a new one and True."""
         block = self.main_program.global_block()
         if name in block.vars:
-            return block.vars[name], True
-        return self.create_global_variable(*args, name=name, **kwargs), False
+            return block.vars[name], False
+        return self.create_global_variable(*args, name=name, **kwargs), True
 
     def set_variable_initializer(self, var, initializer):
         """Declare ``var`` persistable in the startup program and initialise it there."""

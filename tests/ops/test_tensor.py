@@ -542,11 +542,7 @@ def test_stack_grad_of_tensors_takes_only_the_output_gradient():
     assert spec.type == "stack_grad" and list(spec.inputs) == ["Y@GRAD"]
 
 
-# tensor arrays cannot be fed by the op table: the two tests below pin tensor_array_to_tensor
-from . import test_coverage  # noqa: E402
-
-test_coverage.PINNED_ELSEWHERE["tensor_array_to_tensor"] = (
-    "tests/ops/test_tensor.py (a tensor array input)")
+# tensor arrays cannot be fed by the op table: the tests below pin tensor_array_to_tensor
 
 
 def _array_to_tensor_program(items, attrs):
