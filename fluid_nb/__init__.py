@@ -7,10 +7,11 @@ from . import errors  # noqa: F401
 from .exec import (  # noqa: F401
     CPUPlace, CUDAPinnedPlace, CUDAPlace, Executor, LoDTensor, LoDTensorArray, Scope,
     SelectedRows, Tensor, cpu_places, create_lod_tensor, create_random_int_lodtensor,
-    global_scope, is_compiled_with_cuda, lod_from_row_offsets, scope_guard)
+    cuda_pinned_places, cuda_places, global_scope, is_compiled_with_cuda,
+    lod_from_row_offsets, scope_guard)
 from .framework import (  # noqa: F401
     Operator, Parameter, Program, Variable, default_main_program, default_startup_program,
-    program_guard, unique_name)
+    device_guard, name_scope, program_guard, unique_name)
 from .framework.verify import verify  # noqa: F401
 from . import io  # noqa: F401
 from . import initializer, layers, nets, reader  # noqa: F401  (layers patches Variable operators)
@@ -23,6 +24,12 @@ from .layers.io import fluid_data as data  # noqa: F401  (fluid.data: checked fe
 from . import executor, input  # noqa: F401  (the module paths Fluid 1.x scripts import)
 from .input import embedding, one_hot  # noqa: F401  (Fluid 1.6+: ids without a trailing 1)
 from .training import LossHistory, train_loop  # noqa: F401
+from . import compiler, flags, install_check, profiler  # noqa: F401
+from .compiler import (BuildStrategy, CompiledProgram, ExecutionStrategy,  # noqa: F401
+                       ParallelExecutor)
+from .flags import get_flags, set_flags  # noqa: F401
+from .io import load, save  # noqa: F401
+from . import learning_rate_scheduler as learning_rate_decay  # noqa: F401
 from . import core  # noqa: F401
 from . import notebook  # noqa: F401  (rich display of programs, variables, tensors, scopes)
 from .notebook import load_ipython_extension  # noqa: F401  (%load_ext fluid_nb)
@@ -30,6 +37,48 @@ from .live.session import (disable_live, enable_live, feed, live, live_session, 
                            live_step)
 
 __version__ = "0.1.0"
+
+#: the Fluid release whose Python API fluid_nb implements (``require_version`` checks it)
+FLUID_VERSION = "1.8.5"
+
+# fluid.framework's runtime names (places): the framework package never imports the
+# runtime, so they are attached from here, where both are loaded
+from . import framework as _framework  # noqa: E402
+for _name in ("cpu_places", "cuda_places", "cuda_pinned_places", "is_compiled_with_cuda"):
+    setattr(_framework, _name, globals()[_name])
+del _name
+
+
+def in_dygraph_mode():
+    """False: fluid_nb builds static programs (Fluid's imperative mode is not part of it)."""
+    return False
+
+
+def require_version(min_version, max_version=None):
+    """Refuse to go on unless the Fluid API version fluid_nb implements (``FLUID_VERSION``)
+    lies in ``[min_version, max_version]``; versions are dotted numbers like "1.6.0"."""
+    def parsed(text, what):
+        if not isinstance(text, str) or not all(p.isdigit() for p in text.split(".")):
+            raise errors.InvalidType(errors.expected(
+                "require_version", what, "a version string such as '1.6.0'", repr(text)))
+        parts = [int(p) for p in text.split(".")]
+        return parts + [0] * (4 - len(parts))
+    have = parsed(FLUID_VERSION, "version")
+    low = parsed(min_version, "min_version")
+    high = parsed(max_version, "max_version") if max_version is not None else None
+    if have < low or (high is not None and have > high):
+        wanted = f">= {min_version}" + (f" and <= {max_version}" if max_version else "")
+        raise errors.PreconditionNotMet(errors.expected(
+            "require_version", "the Fluid version", wanted,
+            f"{FLUID_VERSION} (the version of the Fluid API fluid_nb implements)"))
+
+
+def load_op_library(lib_filename):
+    """Fluid loads custom C++ operators from a shared library; fluid_nb's ops are Python
+    definitions (``fluid_nb.ops.registry.def_op``), so a library cannot be loaded."""
+    raise errors.Unimplemented(errors.expected(
+        "load_op_library", "custom ops", "Python definitions (fluid_nb.ops.registry.def_op)",
+        f"the C++ library {lib_filename!r}, which fluid_nb cannot load"))
 
 
 def _jupyter_labextension_paths():
@@ -40,3 +89,9 @@ def _jupyter_labextension_paths():
 def _jupyter_server_extension_points():
     """The Jupyter server extension: program files for the viewer, the viewer bundle."""
     return [{"module": "fluid_nb.server"}]
+
+
+for _name in ("in_dygraph_mode", "require_version", "load_op_library", "set_flags",
+              "get_flags"):
+    setattr(_framework, _name, globals()[_name])
+del _name

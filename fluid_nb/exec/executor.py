@@ -153,12 +153,15 @@ class Executor:
     #: that watches the kernel calls turns this off)
     host_steps = True
 
+    #: a list to record (op, seconds) of each op run, or None: set on an executor, or on the
+    #: class for every executor (what ``fluid.profiler`` does)
+    trace = None
+
     def __init__(self, place=None):
         self.place = place if place is not None else CPUPlace()
         keep_freed_memory()  # a run's freed host memory serves the next run, as in Paddle
         self._place_key = repr(self.place)  # plain string: hashed in C on every run
         self._prepared = {}  # id(block) -> (block, PreparedBlock) for sub-blocks
-        self.trace = None  # set to a list to record (op, seconds) per op run
         #: a fresh object during each ``run``, None outside: values made in one run (a
         #: tensor array being filled step by step) may be updated in place within it
         self.run_token = None

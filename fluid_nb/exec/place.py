@@ -89,10 +89,24 @@ def is_compiled_with_cuda():
 
 
 def cuda_places(device_ids=None):
+    """CUDAPlaces of ``device_ids`` (default: the ids in ``FLAGS_selected_gpus``, else every
+    GPU CuPy sees; ``CUDA_VISIBLE_DEVICES`` limits those as it does for any CUDA program).
+    Without a usable GPU: PreconditionNotMet saying why."""
+    import os
+    cupy = cupy_module()
     if device_ids is None:
-        import cupy
-        device_ids = range(cupy.cuda.runtime.getDeviceCount())
-    return [CUDAPlace(i) for i in device_ids]
+        selected = os.environ.get("FLAGS_selected_gpus", "").strip()
+        device_ids = ([int(i) for i in selected.split(",") if i.strip()] if selected
+                      else range(cupy.cuda.runtime.getDeviceCount()))
+    elif isinstance(device_ids, (int, np.integer)) and not isinstance(device_ids, bool):
+        device_ids = [device_ids]
+    return [CUDAPlace(int(i)) for i in device_ids]
+
+
+def cuda_pinned_places(device_count=None):
+    """``device_count`` CUDAPinnedPlaces (default as :func:`cpu_places`): page-locked host
+    memory, which here is host memory."""
+    return [CUDAPinnedPlace() for _ in cpu_places(device_count)]
 
 
 def place_of(array):

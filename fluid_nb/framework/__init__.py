@@ -1,5 +1,6 @@
 """Compile time: programs, blocks, variables, operators. Never imports the runtime."""
 from . import unique_name  # noqa: F401
+from .annotations import device_guard, name_scope  # noqa: F401
 from .attrs import AttrType  # noqa: F401
 from .dtypes import VarType, convert_dtype, dtype_name, to_numpy_dtype  # noqa: F401
 from .program import (  # noqa: F401

@@ -13,6 +13,7 @@ Invariants:
 import contextlib
 
 from ..errors import InvalidArgument, NotFound, OutOfRange
+from . import annotations as _annotations
 from . import transaction as _transaction
 from . import unique_name
 from .attrs import AttrType, guess_attr_type, normalize_attr
@@ -482,6 +483,9 @@ class Block:
         role = self.program._current_role
         if role and "op_role" not in attrs:
             op.attrs["op_role"] = role
+        if _annotations.current:  # inside a name_scope or device_guard
+            for name, value in _annotations.current.items():
+                op.attrs.setdefault(name, value)
         if _index is None:
             self.ops.append(op)
         else:

@@ -1,0 +1,98 @@
+"""``fluid.set_flags`` / ``fluid.get_flags``: Fluid's global FLAGS_ settings.
+
+Fluid reads its flags in C++ (allocator, memory fractions, debugging checks). Here each
+known flag is a typed value kept in this module (its environment variable gives the
+default, as in Fluid), so that scripts setting or reading them run unchanged; none of
+them changes what fluid_nb's executor does yet. An unknown name is refused, as in Fluid,
+with the known ones listed.
+"""
+import os
+
+from .errors import InvalidArgument, InvalidType, NotFound, expected
+
+#: flag -> default value (its type is the default's)
+DEFAULTS = {
+    "FLAGS_check_nan_inf": False,
+    "FLAGS_benchmark": False,
+    "FLAGS_eager_delete_tensor_gb": 0.0,
+    "FLAGS_fast_eager_deletion_mode": True,
+    "FLAGS_memory_fraction_of_eager_deletion": 1.0,
+    "FLAGS_fraction_of_gpu_memory_to_use": 0.92,
+    "FLAGS_initial_gpu_memory_in_mb": 0,
+    "FLAGS_reallocate_gpu_memory_in_mb": 0,
+    "FLAGS_allocator_strategy": "auto_growth",
+    "FLAGS_cudnn_deterministic": False,
+    "FLAGS_cudnn_exhaustive_search": False,
+    "FLAGS_conv_workspace_size_limit": 512,
+    "FLAGS_enable_parallel_graph": False,
+    "FLAGS_sync_nccl_allreduce": True,
+    "FLAGS_selected_gpus": "",
+    "FLAGS_use_mkldnn": False,
+    "FLAGS_paddle_num_threads": 1,
+    "FLAGS_rpc_deadline": 180000,
+    "FLAGS_print_sub_graph_dir": "",
+    "FLAGS_use_ngraph": False,
+    "FLAGS_inner_op_parallelism": 0,
+    "FLAGS_enable_cublas_tensor_op_math": False,
+    "FLAGS_free_idle_chunk": False,
+    "FLAGS_free_when_no_cache_hit": False,
+}
+
+_values = {}
+
+
+def _known(name, where):
+    if not isinstance(name, str):
+        raise InvalidType(expected(where, "flag name", "a str", repr(name)))
+    if name not in DEFAULTS:
+        raise NotFound(expected(where, "flag name", "one of Fluid's flags ("
+                                + ", ".join(sorted(DEFAULTS)) + ")", repr(name)))
+    return name
+
+
+def _from_environment(name):
+    """A flag's value from the environment variable of its name, as Fluid reads it."""
+    text = os.environ.get(name)
+    default = DEFAULTS[name]
+    if text is None:
+        return default
+    if isinstance(default, bool):
+        return text.strip().lower() in ("1", "true", "yes")
+    try:
+        return type(default)(text)
+    except ValueError:
+        return default
+
+
+def get_flags(flags):
+    """``{name: value}`` of a flag name or a list of them."""
+    names = [flags] if isinstance(flags, str) else flags
+    if not isinstance(names, (list, tuple)):
+        raise InvalidType(expected("get_flags", "flags", "a flag name or a list of them",
+                                   repr(flags)))
+    return {name: _values.get(_known(name, "get_flags"), _from_environment(name))
+            for name in names}
+
+
+def set_flags(flags):
+    """Set flags from a ``{name: value}`` dict; each value must have its flag's type."""
+    if not isinstance(flags, dict):
+        raise InvalidType(expected("set_flags", "flags", "a dict of flag names to values",
+                                   repr(flags)))
+    checked = {}
+    for name, value in flags.items():
+        default = DEFAULTS[_known(name, "set_flags")]
+        kind = type(default)
+        fits = isinstance(value, kind) and (kind is not int or not isinstance(value, bool))
+        if kind is float and isinstance(value, int) and not isinstance(value, bool):
+            value, fits = float(value), True
+        if not fits:
+            raise InvalidArgument(expected("set_flags", f"flag {name}", f"a {kind.__name__}",
+                                           f"{value!r} ({type(value).__name__})"))
+        checked[name] = value
+    _values.update(checked)  # all or nothing
+
+
+def flag(name):
+    """The current value of one flag (for fluid_nb's own readers)."""
+    return _values.get(name, _from_environment(name))
