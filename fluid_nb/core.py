@@ -3,6 +3,7 @@ from .exec.place import CPUPlace, CUDAPinnedPlace, CUDAPlace, is_compiled_with_c
 from .exec.scope import Scope  # noqa: F401
 from .exec.tensor import LoDTensor, LoDTensorArray, SelectedRows, Tensor  # noqa: F401
 from .framework.dtypes import VarType
+from .reader.loader import EOFException  # noqa: F401
 
 
 class VarDesc:

@@ -21,8 +21,10 @@ from .framework.program import Parameter, Program, Variable, default_main_progra
 from .proto import tensor_stream
 from .proto.codec import decode_program, program_to_message
 from .proto.paddle_versions import OP_VERSIONS, PADDLE_VERSION
-from .reader.decorator import (batch, buffered, cache, chain, compose, firstn,  # noqa: F401
-                               map_readers, multiprocess_reader, shuffle, xmap_readers)
+from .reader.decorator import (ComposeNotAligned, batch, buffered, cache, chain,  # noqa: F401
+                               compose, firstn, map_readers, multiprocess_reader, shuffle,
+                               xmap_readers)
+from .reader.loader import DataLoader, PyReader, default_collate_fn  # noqa: F401
 
 __all__ = ["save_vars", "load_vars", "save_params", "load_params", "save_persistables",
            "load_persistables", "save_inference_model", "load_inference_model",
@@ -182,6 +184,16 @@ def load_vars(executor, dirname, main_program=None, vars=None, predicate=None, f
         tensor = scope.var(var.name).get_tensor()
         tensor.array = staged[var.name].array  # already copied onto the place
         tensor.set_lod(staged[var.name].lod())
+
+
+def get_program_parameter(program):
+    """The program's parameters (Parameter variables), in creation order."""
+    return [var for var in program.list_vars() if is_parameter(var)]
+
+
+def get_program_persistable_vars(program):
+    """The program's persistable variables, in creation order."""
+    return [var for var in program.list_vars() if is_persistable(var)]
 
 
 def save_params(executor, dirname, main_program=None, filename=None):

@@ -31,3 +31,15 @@ def_op("feed", inputs=["X"], outputs=["Out"], attrs={"col": ("int", 0)}, infer_s
        kernel=_feed, lod_aware=True, doc="Out = X[col], X the feed list of this run.")
 def_op("fetch", inputs=["X"], outputs=["Out"], attrs={"col": ("int", 0)}, infer_shape=_no_shape,
        kernel=_fetch, lod_aware=True, doc="Out[col] = X, Out the fetch list of this run.")
+
+
+def _read(ctx, reader):
+    """The next batch of the loader behind the Reader variable (``fluid.io.DataLoader``
+    made with ``iterable=False``); EOFException when its pass is over."""
+    from ..reader.loader import next_batch
+    return next_batch(ctx.op.inputs["Reader"][0])
+
+
+def_op("read", inputs=["Reader?"], outputs=["Out[]"], attrs={"throw_eof_exp": ("bool", True)},
+       infer_shape=_no_shape, kernel=_read, lod_aware=True, traits={"runtime_outputs"},
+       doc="Out = the next batch of the Reader's loader, one tensor per output.")

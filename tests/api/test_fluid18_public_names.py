@@ -237,14 +237,7 @@ NOT_PROVIDED = {
     ("fluid.optimizer", "PipelineOptimizer"): NOT_YET,
     ("fluid.optimizer", "LookaheadOptimizer"): NOT_YET,
     ("fluid.optimizer", "RecomputeOptimizer"): NOT_YET,
-    ("fluid.io", "get_program_parameter"): NOT_YET,
-    ("fluid.io", "get_program_persistable_vars"): NOT_YET,
-    ("fluid.io", "PyReader"): NOT_YET,
-    ("fluid.io", "DataLoader"): NOT_YET,
-    ("fluid.io", "default_collate_fn"): NOT_YET,
-    ("fluid.io", "ComposeNotAligned"): NOT_YET,
     ("fluid.framework", "ComplexVariable"): DYGRAPH,
-
 }
 
 
