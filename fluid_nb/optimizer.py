@@ -45,7 +45,10 @@ _BETA = real_in(0.0, 1.0, want="a number in [0, 1)")
 __all__ = ["SGD", "SGDOptimizer", "Momentum", "MomentumOptimizer", "Adam", "AdamOptimizer",
            "Adamax", "AdamaxOptimizer", "Adagrad", "AdagradOptimizer", "RMSProp",
            "RMSPropOptimizer", "Adadelta", "AdadeltaOptimizer", "DecayedAdagrad",
-           "DecayedAdagradOptimizer", "Lamb", "LambOptimizer", "Optimizer"]
+           "DecayedAdagradOptimizer", "Lamb", "LambOptimizer", "Optimizer", "Ftrl",
+           "FtrlOptimizer", "LarsMomentum", "LarsMomentumOptimizer", "Dpsgd",
+           "DpsgdOptimizer", "LookaheadOptimizer", "RecomputeOptimizer",
+           "ExponentialMovingAverage", "ModelAverage"]
 
 
 def create_persistable(main_program, startup_program, name, shape, dtype, value,
@@ -61,6 +64,11 @@ def create_persistable(main_program, startup_program, name, shape, dtype, value,
                                    "dtype": int(dtype), "force_cpu": False,
                                    "str_value": repr(float(value))})
     return var
+
+
+def _start(value, default):
+    """A hyper-parameter's number, or ``default`` where a Variable gives it at run time."""
+    return default if isinstance(value, Variable) else float(value)
 
 
 class Optimizer:
@@ -278,10 +286,12 @@ class Adam(Optimizer):
         for p in parameters:
             self._add_accumulator("moment1", p)
             self._add_accumulator("moment2", p)
-            self._add_accumulator("beta1_pow_acc", p, fill_value=self._beta1, shape=(1,),
-                                  dtype=VarType.FP32)
-            self._add_accumulator("beta2_pow_acc", p, fill_value=self._beta2, shape=(1,),
-                                  dtype=VarType.FP32)
+            # a beta given as a Variable is known only at run time: its power starts from
+            # Paddle's default, as in Fluid
+            self._add_accumulator("beta1_pow_acc", p, fill_value=_start(self._beta1, 0.9),
+                                  shape=(1,), dtype=VarType.FP32)
+            self._add_accumulator("beta2_pow_acc", p, fill_value=_start(self._beta2, 0.999),
+                                  shape=(1,), dtype=VarType.FP32)
 
     def _append_optimize_op(self, block, param_and_grad):
         param, grad = param_and_grad
@@ -289,17 +299,24 @@ class Adam(Optimizer):
                for k in ("moment1", "moment2", "beta1_pow_acc", "beta2_pow_acc")}
         return block.append_op(
             type=self.type,
-            inputs={"Param": [param], "Grad": [grad],
-                    "LearningRate": [self._param_learning_rate(param, block)],
-                    "Moment1": [acc["moment1"]], "Moment2": [acc["moment2"]],
-                    "Beta1Pow": [acc["beta1_pow_acc"]], "Beta2Pow": [acc["beta2_pow_acc"]]},
+            inputs=dict({"Param": [param], "Grad": [grad],
+                         "LearningRate": [self._param_learning_rate(param, block)],
+                         "Moment1": [acc["moment1"]], "Moment2": [acc["moment2"]],
+                         "Beta1Pow": [acc["beta1_pow_acc"]],
+                         "Beta2Pow": [acc["beta2_pow_acc"]]}, **self._tensor_betas()),
             outputs={"ParamOut": [param], "Moment1Out": [acc["moment1"]],
                      "Moment2Out": [acc["moment2"]], "Beta1PowOut": [acc["beta1_pow_acc"]],
                      "Beta2PowOut": [acc["beta2_pow_acc"]]},
             attrs=self._update_attrs(param))
 
+    def _tensor_betas(self):
+        """Betas given as Variables, as the op's Beta1Tensor / Beta2Tensor inputs."""
+        return {slot: [value] for slot, value in (("Beta1Tensor", self._beta1),
+                                                   ("Beta2Tensor", self._beta2))
+                if isinstance(value, Variable)}
+
     def _update_attrs(self, param):
-        return {"beta1": float(self._beta1), "beta2": float(self._beta2),
+        return {"beta1": _start(self._beta1, 0.9), "beta2": _start(self._beta2, 0.999),
                 "epsilon": float(self._epsilon), "lazy_mode": bool(self._lazy_mode)}
 
 
@@ -493,3 +510,93 @@ DecayedAdagradOptimizer = DecayedAdagrad
 RMSPropOptimizer = RMSProp
 AdadeltaOptimizer = Adadelta
 LambOptimizer = Lamb
+
+
+class Ftrl(Optimizer):
+    """FTRL-proximal (McMahan et al.) with l1 and l2 regularisation (op ``ftrl``)."""
+    type = "ftrl"
+
+    def __init__(self, learning_rate, l1=0.0, l2=0.0, lr_power=-0.5, parameter_list=None,
+                 regularization=None, grad_clip=None, name=None):
+        super().__init__(learning_rate, parameter_list, regularization, grad_clip, name)
+        self._check_arguments(l1=(l1, _NON_NEGATIVE), l2=(l2, _NON_NEGATIVE),
+                              lr_power=(lr_power, real_in()))
+        self._l1, self._l2, self._lr_power = float(l1), float(l2), float(lr_power)
+
+    def _create_accumulators(self, block, parameters):
+        for p in parameters:
+            self._add_accumulator("squared", p)
+            self._add_accumulator("linear", p)
+
+    def _append_optimize_op(self, block, param_and_grad):
+        param, grad = param_and_grad
+        squared = self._get_accumulator("squared", param)
+        linear = self._get_accumulator("linear", param)
+        return block.append_op(
+            type="ftrl",
+            inputs={"Param": [param], "Grad": [grad], "SquaredAccumulator": [squared],
+                    "LinearAccumulator": [linear],
+                    "LearningRate": [self._param_learning_rate(param, block)]},
+            outputs={"ParamOut": [param], "SquaredAccumOut": [squared],
+                     "LinearAccumOut": [linear]},
+            attrs={"l1": self._l1, "l2": self._l2, "lr_power": self._lr_power})
+
+
+class LarsMomentum(Optimizer):
+    """Momentum with a layer-wise adaptive rate (LARS, You et al.; op ``lars_momentum``)."""
+    type = "lars_momentum"
+
+    def __init__(self, learning_rate, momentum, lars_coeff=0.001, lars_weight_decay=0.0005,
+                 parameter_list=None, regularization=None, grad_clip=None, name=None):
+        super().__init__(learning_rate, parameter_list, regularization, grad_clip, name)
+        self._check_arguments(momentum=(momentum, _NON_NEGATIVE),
+                              lars_coeff=(lars_coeff, _NON_NEGATIVE),
+                              lars_weight_decay=(lars_weight_decay, _NON_NEGATIVE))
+        self._momentum, self._lars_coeff = float(momentum), float(lars_coeff)
+        self._lars_weight_decay = float(lars_weight_decay)
+
+    def _create_accumulators(self, block, parameters):
+        for p in parameters:
+            self._add_accumulator("velocity", p)
+
+    def _append_optimize_op(self, block, param_and_grad):
+        param, grad = param_and_grad
+        velocity = self._get_accumulator("velocity", param)
+        return block.append_op(
+            type="lars_momentum",
+            inputs={"Param": [param], "Grad": [grad], "Velocity": [velocity],
+                    "LearningRate": [self._param_learning_rate(param, block)]},
+            outputs={"ParamOut": [param], "VelocityOut": [velocity]},
+            attrs={"mu": self._momentum, "lars_coeff": self._lars_coeff,
+                   "lars_weight_decay": self._lars_weight_decay})
+
+
+class Dpsgd(Optimizer):
+    """Differentially private SGD (Abadi et al.; op ``dpsgd``): the gradient clipped to
+    norm ``clip`` plus Gaussian noise of scale ``sigma``, over ``batch_size``."""
+    type = "dpsgd"
+
+    def __init__(self, learning_rate=0.001, clip=0.9, batch_size=0.999, sigma=1e-8,
+                 parameter_list=None):
+        super().__init__(learning_rate, parameter_list)
+        self._check_arguments(clip=(clip, real_in(0.0)), batch_size=(batch_size, real_in(0.0)),
+                              sigma=(sigma, _NON_NEGATIVE))
+        self._clip, self._batch_size, self._sigma = float(clip), float(batch_size), float(sigma)
+
+    def _append_optimize_op(self, block, param_and_grad):
+        param, grad = param_and_grad
+        return block.append_op(
+            type="dpsgd",
+            inputs={"Param": [param], "Grad": [grad],
+                    "LearningRate": [self._param_learning_rate(param, block)]},
+            outputs={"ParamOut": [param]},
+            attrs={"clip": self._clip, "batch_size": self._batch_size, "sigma": self._sigma,
+                   "seed": int(block.program.random_seed or 0)})
+
+
+FtrlOptimizer = Ftrl
+LarsMomentumOptimizer = LarsMomentum
+DpsgdOptimizer = Dpsgd
+
+from .optimizer_wrappers import (ExponentialMovingAverage, LookaheadOptimizer,  # noqa: E402
+                                 ModelAverage, RecomputeOptimizer)

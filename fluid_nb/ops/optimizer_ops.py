@@ -521,3 +521,126 @@ def_op("pow", inputs=["X", "FactorTensor?"], outputs=["Out"], attrs=_POW_ATTRS,
 def_op("pow_grad", inputs=["X", "FactorTensor?", "Out@GRAD"], outputs=["X@GRAD"],
        attrs=_POW_ATTRS, infer_shape=same_shape("X", "X@GRAD"), kernel=_pow_grad_kernel,
        doc="Gradient of pow.")
+
+
+# --- ftrl, lars_momentum, dpsgd -----------------------------------------------------------------
+def _ftrl_kernel(ctx, param, squared, linear, grad, lr):
+    xp, a = ctx.xp, ctx.attrs
+    p, n, z = _array(param), _array(squared), _array(linear)
+    g = _dense_grad(xp, grad, p, "ftrl")
+    rate, l1, l2, power = _value(lr), a["l1"], a["l2"], a["lr_power"]
+    new_n = n + g * g
+    if power == -0.5:
+        sigma = (xp.sqrt(new_n) - xp.sqrt(n)) / rate
+        y = xp.sqrt(new_n) / rate + 2 * l2
+    else:
+        sigma = (new_n ** -power - n ** -power) / rate
+        y = new_n ** -power / rate + 2 * l2
+    new_z = z + g - sigma * p
+    new_p = xp.where(xp.abs(new_z) > l1, (l1 * xp.sign(new_z) - new_z) / y, 0)
+    return (new_p.astype(p.dtype, copy=False), new_n.astype(n.dtype, copy=False),
+            new_z.astype(z.dtype, copy=False))
+
+
+def_op("ftrl", inputs=["Param", "SquaredAccumulator", "LinearAccumulator", "Grad",
+                       "LearningRate"],
+       outputs=["ParamOut", "SquaredAccumOut", "LinearAccumOut"],
+       attrs={"l1": ("float", 0.0), "l2": ("float", 0.0), "lr_power": ("float", -0.5)},
+       infer_shape=lambda ctx: [ctx.set_output(out, ctx.input_shape(src), ctx.input_dtype(src))
+                                for out, src in (("ParamOut", "Param"),
+                                                 ("SquaredAccumOut", "SquaredAccumulator"),
+                                                 ("LinearAccumOut", "LinearAccumulator"))],
+       kernel=_ftrl_kernel, lod_aware=True,
+       doc="FTRL-proximal: n' = n + g^2; z' = z + g - (n'^-p - n^-p) / lr * Param (p = "
+           "lr_power; -0.5 gives square roots); ParamOut = (l1 sign(z') - z') / (n'^-p / lr "
+           "+ 2 l2) where |z'| > l1, else 0; SquaredAccumOut = n', LinearAccumOut = z'.")
+
+
+def _lars_momentum_kernel(ctx, param, grad, velocity, lr):
+    xp, a = ctx.xp, ctx.attrs
+    p, v = _array(param), _array(velocity)
+    g = _dense_grad(xp, grad, p, "lars_momentum")
+    decay, rate = a["lars_weight_decay"], _value(lr)
+    p_norm, g_norm = float(xp.sqrt((p * p).sum())), float(xp.sqrt((g * g).sum()))
+    if p_norm > 0 and g_norm > 0:
+        rate = rate * a["lars_coeff"] * p_norm / (g_norm + decay * p_norm)
+    new_v = a["mu"] * v + rate * (g + decay * p)
+    return (p - new_v).astype(p.dtype, copy=False), new_v.astype(v.dtype, copy=False)
+
+
+def_op("lars_momentum", inputs=["Param", "Grad", "Velocity", "LearningRate"],
+       outputs=["ParamOut", "VelocityOut"],
+       attrs={"mu": ("float", None), "lars_coeff": ("float", 0.001),
+              "lars_weight_decay": ("float", 0.0005)},
+       infer_shape=_update_infer(("Velocity",), required=("mu",)),
+       kernel=_lars_momentum_kernel, lod_aware=True,
+       doc="Layer-wise adaptive rate: local_lr = lr * lars_coeff * |P| / (|G| + "
+           "lars_weight_decay * |P|) (lr when either norm is 0); VelocityOut = mu * Velocity "
+           "+ local_lr * (G + lars_weight_decay * P); ParamOut = P - VelocityOut.")
+
+
+def _dpsgd_kernel(ctx, param, grad, lr):
+    xp, a = ctx.xp, ctx.attrs
+    p = _array(param)
+    g = _dense_grad(xp, grad, p, "dpsgd")
+    norm = float(xp.sqrt((g * g).sum()))
+    scale = norm / a["clip"] if norm > a["clip"] else 1.0
+    noise = ctx.random_state().normal(0.0, a["sigma"]) if a["sigma"] > 0 else 0.0
+    new = p - _value(lr) * (g / scale + noise / a["batch_size"])
+    return new.astype(p.dtype, copy=False)
+
+
+def_op("dpsgd", inputs=["Param", "Grad", "LearningRate"], outputs=["ParamOut"],
+       attrs={"clip": ("float", 10.0), "batch_size": ("float", 16.0), "sigma": ("float", 1.0),
+              "seed": ("int", 0)},
+       infer_shape=_update_infer(()),
+       kernel=_dpsgd_kernel, lod_aware=True,
+       doc="Differentially private SGD: G is scaled down to norm clip when longer; one "
+           "Gaussian draw n ~ N(0, sigma^2) per step; ParamOut = P - lr * (G / scale + "
+           "n / batch_size).")
+
+
+# --- average_accumulates: ModelAverage's window sums ----------------------------------------------
+#: after this many steps the running sum moves into the second one (float precision)
+MAX_NUM_ACCUMULATES = 16384
+
+
+def _average_accumulates_kernel(ctx, param, sum_1, sum_2, sum_3, num_acc, old_num_acc,
+                                num_updates):
+    a = ctx.attrs
+    p = _array(param)
+    s1, s2, s3 = _array(sum_1) + p, _array(sum_2).copy(), _array(sum_3).copy()
+    n_acc, n_old, n_upd = (int(_value(t)) for t in (num_acc, old_num_acc, num_updates))
+    n_upd += 1
+    n_acc += 1
+    if n_upd % MAX_NUM_ACCUMULATES == 0:
+        s2, s1 = s2 + s1, s1 * 0
+    if n_acc >= a["min_average_window"] and n_acc >= min(a["max_average_window"],
+                                                          n_upd * a["average_window"]):
+        s3, s1, s2 = s1 + s2, s1 * 0, s2 * 0
+        n_old, n_acc = n_acc, 0
+    count = ctx.xp.asarray
+    return (s1, s2, s3, count([n_acc], dtype="int64"), count([n_old], dtype="int64"),
+            count([n_upd], dtype="int64"))
+
+
+def_op("average_accumulates",
+       inputs=["param", "in_sum_1", "in_sum_2", "in_sum_3", "in_num_accumulates",
+               "in_old_num_accumulates", "in_num_updates"],
+       outputs=["out_sum_1", "out_sum_2", "out_sum_3", "out_num_accumulates",
+                "out_old_num_accumulates", "out_num_updates"],
+       attrs={"average_window": ("float", 0.0), "max_average_window": ("long", 2 ** 63 - 1),
+              "min_average_window": ("long", 10000)},
+       infer_shape=lambda ctx: [ctx.set_output(out, ctx.input_shape(src), ctx.input_dtype(src))
+                                for out, src in (
+                                    ("out_sum_1", "in_sum_1"), ("out_sum_2", "in_sum_2"),
+                                    ("out_sum_3", "in_sum_3"),
+                                    ("out_num_accumulates", "in_num_accumulates"),
+                                    ("out_old_num_accumulates", "in_old_num_accumulates"),
+                                    ("out_num_updates", "in_num_updates"))],
+       kernel=_average_accumulates_kernel, lod_aware=True,
+       doc="ModelAverage's window: num_updates and num_accumulates count up; sum_1 += "
+           "param; every 16384 updates sum_2 += sum_1, sum_1 = 0; when num_accumulates >= "
+           "min_average_window and >= min(max_average_window, num_updates * "
+           "average_window): sum_3 = sum_1 + sum_2, sum_1 = sum_2 = 0, "
+           "old_num_accumulates = num_accumulates, num_accumulates = 0.")

@@ -397,6 +397,89 @@ CASES = [update_case(name) for name in NAMES] + [
 ]
 
 
+
+def ftrl_ref(i, a):
+    """FTRL-proximal, written from its formula (McMahan et al., with Fluid's lr_power)."""
+    p, n, z, g = (np.asarray(i[k], "float64") for k in
+                  ("Param", "SquaredAccumulator", "LinearAccumulator", "Grad"))
+    lr, l1, l2, power = i["LearningRate"][0], a["l1"], a["l2"], a["lr_power"]
+    new_n = n + g ** 2
+    new_z = z + g - (new_n ** -power - n ** -power) / lr * p
+    denominator = new_n ** -power / lr + 2 * l2
+    new_p = np.where(np.abs(new_z) > l1, (l1 * np.sign(new_z) - new_z) / denominator, 0.0)
+    return {"ParamOut": new_p, "SquaredAccumOut": new_n, "LinearAccumOut": new_z}
+
+
+def lars_ref(i, a):
+    p, v, g = (np.asarray(i[k], "float64") for k in ("Param", "Velocity", "Grad"))
+    decay = a["lars_weight_decay"]
+    local_lr = i["LearningRate"][0] * a["lars_coeff"] * np.linalg.norm(p) / (
+        np.linalg.norm(g) + decay * np.linalg.norm(p))
+    new_v = a["mu"] * v + local_lr * (g + decay * p)
+    return {"ParamOut": p - new_v, "VelocityOut": new_v}
+
+
+def _ftrl_state():
+    return {"Param": r(*SHAPE), "SquaredAccumulator": r(*SHAPE, low=0.1, high=1.0),
+            "LinearAccumulator": r(*SHAPE), "Grad": r(*SHAPE), "LearningRate": one(0.1)}
+
+
+def _dpsgd_check(outputs, inputs, attrs):
+    """Without noise the step is the clipped gradient's; the noise is one draw per step."""
+    p, g, lr = inputs["Param"], inputs["Grad"], inputs["LearningRate"][0]
+    norm = np.linalg.norm(g)
+    scale = norm / attrs["clip"] if norm > attrs["clip"] else 1.0
+    residual = (p - lr * g / scale) - np.asarray(outputs["ParamOut"], "float64")
+    noise = residual * attrs["batch_size"] / lr
+    assert np.allclose(noise, noise.flat[0], atol=1e-4)  # the same draw for every element
+    if attrs["sigma"] == 0:
+        assert abs(noise.flat[0]) < 1e-4
+
+
+def _accumulate_ref(i, a):
+    """ModelAverage's window after one update (the window closes at min_average_window)."""
+    s1 = i["in_sum_1"] + i["param"]
+    n_acc, n_upd = int(i["in_num_accumulates"][0]) + 1, int(i["in_num_updates"][0]) + 1
+    n_old, s2, s3 = int(i["in_old_num_accumulates"][0]), i["in_sum_2"], i["in_sum_3"]
+    if n_acc >= a["min_average_window"] and n_acc >= min(a["max_average_window"],
+                                                         n_upd * a["average_window"]):
+        s3, s1, s2, n_old, n_acc = s1 + s2, 0 * s1, 0 * s2, n_acc, 0
+    return {"out_sum_1": s1, "out_sum_2": s2, "out_sum_3": s3,
+            "out_num_accumulates": np.array([n_acc]), "out_old_num_accumulates":
+            np.array([n_old]), "out_num_updates": np.array([n_upd])}
+
+
+def _accumulate_inputs(n_acc):
+    return {"param": r(*SHAPE), "in_sum_1": r(*SHAPE), "in_sum_2": r(*SHAPE),
+            "in_sum_3": r(*SHAPE), "in_num_accumulates": np.array([n_acc], "int64"),
+            "in_old_num_accumulates": np.array([2], "int64"),
+            "in_num_updates": np.array([n_acc + 5], "int64")}
+
+
+CASES += [
+    OpCase("ftrl", _ftrl_state(), attrs={"l1": 0.1, "l2": 0.2, "lr_power": -0.5},
+           ref=ftrl_ref, rtol=2e-5, atol=1e-6),
+    OpCase("ftrl", _ftrl_state(), attrs={"l1": 0.0, "l2": 0.0, "lr_power": -0.3},
+           ref=ftrl_ref, rtol=2e-5, atol=1e-6, name="lr_power"),
+    OpCase("lars_momentum", {"Param": r(*SHAPE), "Velocity": r(*SHAPE), "Grad": r(*SHAPE),
+                             "LearningRate": one(0.1)},
+           attrs={"mu": 0.9, "lars_coeff": 0.01, "lars_weight_decay": 0.001},
+           ref=lars_ref, rtol=2e-5, atol=1e-6),
+    OpCase("dpsgd", {"Param": r(*SHAPE), "Grad": r(*SHAPE) * 10, "LearningRate": one(0.1)},
+           attrs={"clip": 1.0, "batch_size": 4.0, "sigma": 0.5, "seed": 3},
+           check=_dpsgd_check),
+    OpCase("dpsgd", {"Param": r(*SHAPE), "Grad": r(*SHAPE), "LearningRate": one(0.1)},
+           attrs={"clip": 100.0, "batch_size": 4.0, "sigma": 0.0}, check=_dpsgd_check,
+           name="no_noise"),
+    OpCase("average_accumulates", _accumulate_inputs(3),
+           attrs={"average_window": 0.5, "min_average_window": 10, "max_average_window": 20},
+           ref=_accumulate_ref, name="window_open"),
+    OpCase("average_accumulates", _accumulate_inputs(9),
+           attrs={"average_window": 0.5, "min_average_window": 10, "max_average_window": 20},
+           ref=_accumulate_ref, name="window_closes"),
+]
+
+
 test_output_matches_numpy, test_grad_matches_finite_differences = table_tests(CASES)
 
 
