@@ -22,6 +22,12 @@ __all__ = ["fc", "embedding", "conv2d", "pool2d", "batch_norm", "layer_norm", "d
            "leaky_relu", "log", "reduce_sum", "reduce_mean", "reduce_max", "reduce_min",
            "reduce_prod", "l2_normalize"]
 
+# the vision layers live in their own modules, exported as part of this one
+from . import nn_conv  # noqa: E402
+from .nn_conv import *  # noqa: E402,F401,F403
+from .nn_conv import conv_padding  # noqa: E402
+__all__ += nn_conv.__all__
+
 
 def _check_variable(where, name, value):
     if not isinstance(value, Variable):
@@ -107,27 +113,6 @@ def _padding_idx(padding_idx, size):
     return padding_idx if padding_idx >= 0 else size[0] + padding_idx
 
 
-def _conv_padding(padding, where, data_format="NCHW"):
-    """(paddings attr, padding_algorithm) from Fluid's accepted forms."""
-    if isinstance(padding, str):
-        algo = padding.upper()
-        if algo not in ("SAME", "VALID"):
-            raise InvalidArgument(f"{where}: padding expected 'SAME', 'VALID', an int or a "
-                                  f"list, but received '{padding}'")
-        return [0, 0], algo
-    if isinstance(padding, int):
-        return [padding, padding], "EXPLICIT"
-    padding = list(padding)
-    if padding and isinstance(padding[0], (list, tuple)):  # one pair per dim of the layout
-        spatial = padding[1:3] if data_format == "NHWC" else padding[2:]
-        padding = [p for pair in spatial for p in pair]
-    if len(padding) == 4 and padding[0] == padding[1] and padding[2] == padding[3]:
-        padding = [padding[0], padding[2]]
-    if len(padding) not in (2, 4):
-        raise InvalidArgument(f"{where}: padding expected 2 or 4 ints, but received {padding}")
-    return padding, "EXPLICIT"
-
-
 @checks(input=variable, num_filters=POSITIVE_INT, filter_size=int_or_ints(2, 1),
         stride=int_or_ints(2, 1), dilation=int_or_ints(2, 1), groups=optional(POSITIVE_INT),
         use_cudnn=boolean, act=activation, name=NAME, data_format=one_of('NCHW', 'NHWC'))
@@ -161,7 +146,7 @@ def conv2d(input, num_filters, filter_size, stride=1, padding=0, dilation=1, gro
     filter_size = _pair(filter_size, "conv2d", "filter_size")
     stride = _pair(stride, "conv2d", "stride")
     dilation = _pair(dilation, "conv2d", "dilation")
-    paddings, algo = _conv_padding(padding, "conv2d", data_format)
+    paddings, algo = conv_padding(padding, "conv2d", data_format)
     filter_shape = [num_filters, int(num_filter_channels)] + filter_size
     std = (2.0 / (filter_size[0] * filter_size[1] * num_channels)) ** 0.5
     w = helper.create_parameter(attr=helper.param_attr, shape=filter_shape, dtype=dtype,
@@ -196,7 +181,7 @@ def pool2d(input, pool_size=-1, pool_type="max", pool_stride=1, pool_padding=0,
                               "but received -1")
     pool_size = _pair(pool_size, "pool2d", "pool_size")
     pool_stride = _pair(pool_stride, "pool2d", "pool_stride")
-    paddings, algo = _conv_padding(pool_padding, "pool2d", data_format)
+    paddings, algo = conv_padding(pool_padding, "pool2d", data_format)
     if algo == "VALID" and ceil_mode:
         raise InvalidArgument("pool2d: ceil_mode expected False with padding 'VALID', but "
                               "received True")

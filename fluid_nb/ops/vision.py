@@ -1,1 +1,3 @@
-"""Vision op family beyond conv.py and norm.py: 3-D convolution and pooling, resizing, ..."""
+"""Vision op family beyond conv.py and norm.py; each concept in its own module, imported
+here so the family registers them all: N-D convolution and pooling (``conv_nd``)."""
+from . import conv_nd  # noqa: F401

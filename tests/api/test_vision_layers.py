@@ -1,0 +1,208 @@
+"""Fluid 1.8's convolution, pooling, normalisation and image layers build Fluid's ops
+(types, attributes, parameter names) and agree with NumPy."""
+import numpy as np
+import pytest
+
+import fluid_nb as fluid
+from fluid_nb import layers
+from fluid_nb.errors import InvalidArgument
+
+from ..ops.test_vision import ref_conv_nd, ref_conv_transpose, ref_pool_nd
+
+rng = np.random.RandomState(11)
+
+
+def r(*shape):
+    return rng.uniform(-1, 1, shape).astype("float32")
+
+
+def build_and_run(fn, feed):
+    """Build ``fn()`` in fresh programs, run startup and main; return (main, scope,
+    fetched arrays)."""
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        outs = fn()
+    outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
+    fluid.verify(main)
+    exe = fluid.Executor(fluid.CPUPlace())
+    scope = fluid.Scope()
+    exe.run(startup, scope=scope)
+    return main, scope, exe.run(main, feed=feed, fetch_list=outs, scope=scope)
+
+
+def the_op(program, op_type):
+    (op,) = [op for op in program.global_block().ops if op.type == op_type]
+    return op
+
+
+def param(scope, name):
+    return np.asarray(scope.find_var(name).get_tensor())
+
+
+def data(name, array):
+    return fluid.data(name=name, shape=list(array.shape), dtype=str(array.dtype))
+
+
+# --- padding forms -------------------------------------------------------------------------------
+@pytest.mark.parametrize("layer, kwargs", [
+    (layers.conv2d, {"num_filters": 2, "filter_size": 3}),
+    (layers.pool2d, {"pool_size": 2}),
+    (layers.conv2d_transpose, {"num_filters": 2, "filter_size": 3}),
+])
+@pytest.mark.parametrize("data_format, padding", [
+    ("NCHW", [[0, 0], [1, 1], [1, 1], [1, 1]]),
+    ("NCHW", [[1, 0], [0, 0], [1, 1], [1, 1]]),
+    ("NHWC", [[0, 0], [1, 1], [1, 1], [0, 1]]),
+])
+def test_padding_pairs_of_batch_or_channel_dims_are_refused(layer, kwargs, data_format,
+                                                           padding):
+    """As Fluid 1.8: in the one-pair-per-dim form, batch and channel pairs must be [0, 0]."""
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data(name="x", shape=[1, 3, 5, 5], dtype="float32")
+        key = "pool_padding" if layer is layers.pool2d else "padding"
+        with pytest.raises(InvalidArgument, match="batch and channel"):
+            layer(x, data_format=data_format, **{key: padding}, **kwargs)
+        assert not main.global_block().ops
+
+
+def test_conv3d_padding_pairs_of_channel_dim_are_refused():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data(name="x", shape=[1, 2, 4, 4, 4], dtype="float32")
+        with pytest.raises(InvalidArgument, match="batch and channel"):
+            layers.conv3d(x, 2, 3, padding=[[0, 0], [0, 1], [1, 1], [1, 1], [1, 1]])
+        with pytest.raises(InvalidArgument, match="batch and channel"):
+            layers.pool3d(x, 2, pool_padding=[[0, 0], [1, 1], [1, 1], [1, 1], [1, 1]],
+                          data_format="NDHWC")
+
+
+# --- convolutions -----------------------------------------------------------------------------
+def test_conv2d_transpose_with_output_size_and_bias():
+    x = r(2, 3, 4, 4)
+
+    def net():
+        return layers.conv2d_transpose(data("x", x), num_filters=4, filter_size=3, stride=2,
+                                       padding=1, output_size=8, act="relu")
+    main, scope, (out,) = build_and_run(net, {"x": x})
+    op = the_op(main, "conv2d_transpose")
+    assert op.attr("output_size") == [8, 8] and op.attr("paddings") == [1, 1]
+    w = param(scope, "conv2d_transpose_0.w_0")
+    assert w.shape == (3, 4, 3, 3)
+    b = param(scope, "conv2d_transpose_0.b_0")
+    want = ref_conv_transpose({"Input": x, "Filter": w},
+                              {"strides": [2, 2], "paddings": [1, 1],
+                               "output_size": [8, 8]})["Output"]
+    want = np.maximum(want + b.reshape(1, -1, 1, 1), 0)
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+
+
+def test_conv2d_transpose_works_out_filter_size_from_output_size():
+    x = r(1, 2, 3, 3)
+
+    def net():
+        return layers.conv2d_transpose(data("x", x), num_filters=2, output_size=[7, 8],
+                                       stride=2, padding=[0, 1, 1, 0], bias_attr=False)
+    main, scope, (out,) = build_and_run(net, {"x": x})
+    op = the_op(main, "conv2d_transpose")
+    assert op.attr("paddings") == [0, 1, 1, 0]
+    assert param(scope, "conv2d_transpose_0.w_0").shape == (2, 2, 4, 5)
+    assert out.shape == (1, 2, 7, 8)
+
+
+def test_depthwise_conv2d_transpose_is_chosen_as_fluid_does():
+    def net():
+        x = fluid.data(name="x", shape=[1, 3, 4, 4], dtype="float32")
+        return layers.conv2d_transpose(x, 3, filter_size=2, groups=3, use_cudnn=False)
+    main, _, (out,) = build_and_run(net, {"x": r(1, 3, 4, 4)})
+    assert the_op(main, "depthwise_conv2d_transpose").attr("groups") == 3
+    assert out.shape == (1, 3, 5, 5)
+
+
+def test_conv3d_matches_numpy_ndhwc():
+    x = r(2, 4, 5, 3, 2)
+
+    def net():
+        return layers.conv3d(data("x", x), num_filters=3, filter_size=[3, 2, 2], stride=2,
+                             padding="SAME", data_format="NDHWC")
+    main, scope, (out,) = build_and_run(net, {"x": x})
+    w, b = param(scope, "conv3d_0.w_0"), param(scope, "conv3d_0.b_0")
+    assert w.shape == (3, 2, 3, 2, 2)
+    want = ref_conv_nd({"Input": x, "Filter": w},
+                       {"strides": [2, 2, 2], "padding_algorithm": "SAME",
+                        "data_format": "NDHWC"})["Output"] + b
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+
+
+def test_conv3d_transpose_writes_the_2d_layout_name():
+    def net():
+        x = fluid.data(name="x", shape=[1, 2, 2, 3, 2], dtype="float32")
+        return layers.conv3d_transpose(x, num_filters=2, filter_size=2, stride=2)
+    main, _, (out,) = build_and_run(net, {"x": r(1, 2, 2, 3, 2)})
+    assert the_op(main, "conv3d_transpose").attr("data_format") == "NCHW"
+    assert out.shape == (1, 2, 4, 6, 4)
+
+
+# --- pooling -----------------------------------------------------------------------------------
+def test_pool3d_matches_numpy():
+    x = r(2, 2, 5, 4, 6)
+
+    def net():
+        return layers.pool3d(data("x", x), pool_size=[2, 3, 2], pool_type="avg",
+                             pool_stride=2, pool_padding=[1, 0, 1, 1, 1, 0], ceil_mode=True)
+    main, _, (out,) = build_and_run(net, {"x": x})
+    want = ref_pool_nd({"X": x}, {"pooling_type": "avg", "ksize": [2, 3, 2],
+                                  "strides": [2, 2, 2], "paddings": [1, 0, 1, 1, 1, 0],
+                                  "ceil_mode": True})["Out"]
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6)
+
+
+def test_adaptive_pool2d_max_gives_out_and_mask():
+    x = r(2, 3, 7, 5)
+
+    def net():
+        return layers.adaptive_pool2d(data("x", x), pool_size=[3, 2], require_index=True)
+    main, _, (out, mask) = build_and_run(net, {"x": x})
+    op = the_op(main, "max_pool2d_with_index")
+    assert op.attr("adaptive") is True and op.attr("ksize") == [3, 2]
+    want = ref_pool_nd({"X": x}, {"ksize": [3, 2], "adaptive": True}, with_index=True)
+    np.testing.assert_allclose(out, want["Out"], rtol=1e-6)
+    np.testing.assert_array_equal(mask, want["Mask"])
+
+
+def test_adaptive_pool3d_avg_uses_pool3d():
+    x = r(1, 2, 5, 4, 3)
+
+    def net():
+        return layers.adaptive_pool3d(data("x", x), pool_size=2, pool_type="avg")
+    main, _, (out,) = build_and_run(net, {"x": x})
+    assert the_op(main, "pool3d").attr("adaptive") is True
+    want = ref_pool_nd({"X": x}, {"pooling_type": "avg", "ksize": [2, 2, 2],
+                                  "adaptive": True})["Out"]
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6)
+
+
+def test_adaptive_pool_refuses_index_for_avg():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data(name="x", shape=[1, 2, 4, 4], dtype="float32")
+        with pytest.raises(InvalidArgument, match="require_index"):
+            layers.adaptive_pool2d(x, 2, pool_type="avg", require_index=True)
+
+
+def test_conv_transpose_trains_with_backward():
+    """A conv2d_transpose + pool3d-free decoder trains: the loss falls."""
+    x = r(4, 2, 3, 3)
+    y = r(4, 1, 6, 6)
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        xv, yv = data("x", x), data("y", y)
+        out = layers.conv2d_transpose(xv, 1, filter_size=2, stride=2)
+        loss = layers.mean(layers.square(out - yv))
+        fluid.optimizer.SGD(0.5).minimize(loss)
+    exe = fluid.Executor(fluid.CPUPlace())
+    scope = fluid.Scope()
+    exe.run(startup, scope=scope)
+    losses = [float(exe.run(main, feed={"x": x, "y": y}, fetch_list=[loss], scope=scope)[0])
+              for _ in range(20)]
+    assert losses[-1] < losses[0] * 0.9

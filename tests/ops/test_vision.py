@@ -1,0 +1,276 @@
+"""Vision ops beyond conv2d/pool2d (conv3d, transposed convolutions, pool3d, max pooling
+with index, ...) against direct-loop NumPy references, with float64 finite-difference
+gradients on small shapes."""
+import itertools
+
+import numpy as np
+import pytest
+
+from .op_test import OpCase, assert_build_fails, table_tests
+
+rng = np.random.RandomState(3)
+
+
+def r(*shape, dtype="float32"):
+    return rng.uniform(-1, 1, shape).astype(dtype)
+
+
+# --- convolution references: one output (or input) position at a time ---------------------
+def _pads(a, d, sizes, ksizes, strides):
+    algo = a.get("padding_algorithm", "EXPLICIT")
+    if algo == "VALID":
+        return [(0, 0)] * d
+    if algo == "SAME":
+        pads = []
+        for size, k, s in zip(sizes, ksizes, strides):
+            total = max((-(-size // s) - 1) * s + k - size, 0)
+            pads.append((total // 2, total - total // 2))
+        return pads
+    p = a.get("paddings", [0] * d)
+    return [(v, v) for v in p] if len(p) == d else [(p[2 * i], p[2 * i + 1]) for i in range(d)]
+
+
+def _channel_first(x, a):
+    if a.get("data_format") in ("NHWC", "NDHWC"):
+        return np.moveaxis(x, -1, 1)
+    return x
+
+
+def _restore(out, a):
+    if a.get("data_format") in ("NHWC", "NDHWC"):
+        return np.moveaxis(out, 1, -1)
+    return out
+
+
+def ref_conv_nd(i, a):
+    x, w = _channel_first(i["Input"], a).astype(np.float64), i["Filter"]
+    d = x.ndim - 2
+    strides = a.get("strides", [1] * d)
+    dil = a.get("dilations", [1] * d)
+    pads = _pads(a, d, x.shape[2:], w.shape[2:], strides)
+    if a.get("padding_algorithm") == "SAME":
+        dil = [1] * d
+    groups = a.get("groups", 1)
+    xp = np.pad(x, ((0, 0), (0, 0)) + tuple(pads))
+    out_sizes = [(s + p0 + p1 - (dl * (k - 1) + 1)) // st + 1 for s, (p0, p1), dl, k, st in
+                 zip(x.shape[2:], pads, dil, w.shape[2:], strides)]
+    m, cg = w.shape[:2]
+    out = np.zeros((x.shape[0], m) + tuple(out_sizes))
+    for o in range(m):
+        g = o // (m // groups)
+        for pos in itertools.product(*(range(s) for s in out_sizes)):
+            region = tuple(slice(p * st, p * st + dl * (k - 1) + 1, dl) for p, st, dl, k in
+                           zip(pos, strides, dil, w.shape[2:]))
+            patch = xp[(slice(None), slice(g * cg, (g + 1) * cg)) + region]
+            out[(slice(None), o) + pos] = (patch * w[o]).reshape(x.shape[0], -1).sum(axis=1)
+    return {"Output": _restore(out, a).astype(i["Input"].dtype)}
+
+
+def ref_conv_transpose(i, a):
+    x, w = _channel_first(i["Input"], a).astype(np.float64), i["Filter"]
+    d = x.ndim - 2
+    strides = a.get("strides", [1] * d)
+    dil = a.get("dilations", [1] * d)
+    pads = _pads(a, d, x.shape[2:], w.shape[2:], strides)
+    if a.get("padding_algorithm") == "SAME":
+        dil = [1] * d
+    groups = a.get("groups", 1)
+    c, mg = w.shape[:2]
+    sizes = [(s - 1) * st - p0 - p1 + dl * (k - 1) + 1 for s, st, (p0, p1), dl, k in
+             zip(x.shape[2:], strides, pads, dil, w.shape[2:])]
+    if a.get("output_size"):
+        sizes = list(a["output_size"])
+    full = np.zeros((x.shape[0], mg * groups) + tuple(s + p0 + p1 + max(strides) * 3
+                                                      for s, (p0, p1) in zip(sizes, pads)))
+    for ci in range(c):
+        g = ci // (c // groups)
+        for pos in itertools.product(*(range(s) for s in x.shape[2:])):
+            for tap in itertools.product(*(range(k) for k in w.shape[2:])):
+                at = tuple(p * st + t * dl for p, st, t, dl in zip(pos, strides, tap, dil))
+                full[(slice(None), slice(g * mg, (g + 1) * mg)) + at] += (
+                    x[(slice(None), ci) + pos][:, None] * w[(ci, slice(None)) + tap][None, :])
+    crop = tuple(slice(p0, p0 + s) for (p0, _), s in zip(pads, sizes))
+    out = full[(slice(None), slice(None)) + crop]
+    return {"Output": _restore(out, a).astype(i["Input"].dtype)}
+
+
+# --- pooling references ------------------------------------------------------------------------
+def _pool_bounds(size, k, s, pad, o, adaptive):
+    if adaptive:
+        start, end = o * size // k, -(-(o + 1) * size // k)
+        return start, end, end - start
+    start = o * s - pad
+    end = min(start + k, size + pad)
+    return max(start, 0), min(end, size), end - start
+
+
+def ref_pool_nd(i, a, with_index=False):
+    x = _channel_first(i["X"], a).astype(np.float64)
+    d = x.ndim - 2
+    sizes = x.shape[2:]
+    ksize = list(sizes) if a.get("global_pooling") else a["ksize"]
+    strides = a.get("strides", [1] * d)
+    adaptive = a.get("adaptive", False)
+    if a.get("global_pooling") or adaptive:
+        pads = [(0, 0)] * d
+    else:
+        pads = _pads(a, d, sizes, ksize, strides)
+    ceil = a.get("ceil_mode", False)
+    if adaptive:
+        out_sizes = list(ksize)
+    else:
+        out_sizes = [(s - k + p0 + p1 + (st - 1 if ceil else 0)) // st + 1
+                     for s, k, st, (p0, p1) in zip(sizes, ksize, strides, pads)]
+    is_max = with_index or a["pooling_type"] == "max"
+    out = np.zeros(x.shape[:2] + tuple(out_sizes))
+    mask = np.zeros(out.shape, dtype=np.int32)
+    for pos in itertools.product(*(range(o) for o in out_sizes)):
+        bounds = [_pool_bounds(s, k, st, p0, o, adaptive) for s, k, st, (p0, _), o in
+                  zip(sizes, ksize, strides, pads, pos)]
+        win = x[(slice(None), slice(None)) + tuple(slice(b0, b1) for b0, b1, _ in bounds)]
+        at = (slice(None), slice(None)) + pos
+        if is_max:
+            flat = win.reshape(x.shape[:2] + (-1,))
+            out[at] = flat.max(axis=-1)
+            local = np.unravel_index(flat.argmax(axis=-1), win.shape[2:])
+            mask[at] = np.ravel_multi_index(
+                tuple(l + b0 for l, (b0, _, _) in zip(local, bounds)), sizes)
+        else:
+            exclusive = a.get("exclusive", True) or adaptive
+            count = np.prod([(b1 - b0) if exclusive else ext for b0, b1, ext in bounds])
+            out[at] = win.reshape(x.shape[:2] + (-1,)).sum(axis=-1) / count
+    if with_index:
+        return {"Out": out.astype(i["X"].dtype), "Mask": mask}
+    return {"Out": _restore(out, a).astype(i["X"].dtype)}
+
+
+def conv(op, name, inputs, attrs, grad=(), ref=ref_conv_nd, **kw):
+    return OpCase(op, inputs, attrs=attrs, ref=ref, grad=list(grad), name=name, **kw)
+
+
+def tconv(op, name, inputs, attrs, grad=(), **kw):
+    return conv(op, name, inputs, attrs, grad, ref=ref_conv_transpose, **kw)
+
+
+def pool3(name, x, attrs, grad=False, **kw):
+    return OpCase("pool3d", {"X": x}, attrs=attrs, ref=ref_pool_nd,
+                  grad=["X"] if grad else [], name=name, **kw)
+
+
+def with_index(op, name, x, attrs, grad=False):
+    return OpCase(op, {"X": x}, attrs=attrs, ref=lambda i, a: ref_pool_nd(i, a, True),
+                  grad=["X"] if grad else [], name=name, grad_outputs=["Out"])
+
+
+CONV_CASES = [
+    conv("conv3d", "pad1", {"Input": r(2, 2, 4, 5, 4), "Filter": r(3, 2, 3, 3, 2)},
+         {"paddings": [1, 1, 0]}),
+    conv("conv3d", "strided_dilated_pads6", {"Input": r(1, 2, 6, 5, 5),
+                                             "Filter": r(2, 1, 2, 2, 2)},
+         {"strides": [2, 1, 2], "dilations": [2, 1, 1], "paddings": [1, 0, 0, 1, 1, 1],
+          "groups": 2}),
+    conv("conv3d", "ndhwc_same", {"Input": r(1, 4, 5, 3, 2), "Filter": r(2, 2, 3, 3, 3)},
+         {"data_format": "NDHWC", "padding_algorithm": "SAME", "strides": [2, 2, 1]}),
+    conv("conv3d", "grad", {"Input": r(1, 2, 3, 3, 3), "Filter": r(2, 2, 2, 2, 2)},
+         {"paddings": [1, 0, 1], "strides": [2, 1, 1]}, grad=["Input", "Filter"]),
+    tconv("conv2d_transpose", "basic", {"Input": r(2, 3, 3, 4), "Filter": r(3, 2, 3, 3)},
+          {}),
+    tconv("conv2d_transpose", "stride_pad_dilation",
+          {"Input": r(1, 2, 3, 3), "Filter": r(2, 3, 3, 2)},
+          {"strides": [2, 3], "paddings": [1, 0], "dilations": [1, 2]}),
+    tconv("conv2d_transpose", "pads4_groups",
+          {"Input": r(1, 4, 3, 3), "Filter": r(4, 1, 2, 3)},
+          {"strides": [2, 2], "paddings": [0, 1, 1, 0], "groups": 2}),
+    tconv("conv2d_transpose", "output_size",
+          {"Input": r(1, 2, 3, 3), "Filter": r(2, 2, 3, 3)},
+          {"strides": [2, 2], "paddings": [1, 1], "output_size": [6, 5]}),
+    tconv("conv2d_transpose", "nhwc_same", {"Input": r(1, 3, 4, 2), "Filter": r(2, 3, 3, 3)},
+          {"strides": [2, 2], "padding_algorithm": "SAME", "data_format": "NHWC"}),
+    tconv("conv2d_transpose", "valid", {"Input": r(1, 2, 3, 3), "Filter": r(2, 1, 2, 2)},
+          {"padding_algorithm": "VALID", "paddings": [3, 3]}),
+    tconv("depthwise_conv2d_transpose", "c3", {"Input": r(1, 3, 3, 3),
+                                               "Filter": r(3, 1, 3, 3)},
+          {"groups": 3, "strides": [2, 2], "paddings": [1, 1]}),
+    tconv("conv2d_transpose", "grad", {"Input": r(1, 2, 3, 2), "Filter": r(2, 2, 3, 2)},
+          {"strides": [2, 1], "paddings": [1, 0]}, grad=["Input", "Filter"]),
+    tconv("conv2d_transpose", "grad_groups_output_size",
+          {"Input": r(1, 2, 2, 2), "Filter": r(2, 1, 2, 2)},
+          {"strides": [2, 2], "groups": 2, "output_size": [5, 4]}, grad=["Input", "Filter"]),
+    tconv("depthwise_conv2d_transpose", "grad", {"Input": r(1, 2, 2, 3),
+                                                 "Filter": r(2, 1, 2, 2)},
+          {"groups": 2, "strides": [2, 2]}, grad=["Input", "Filter"]),
+    tconv("conv3d_transpose", "basic", {"Input": r(1, 2, 2, 3, 2),
+                                        "Filter": r(2, 3, 2, 2, 3)},
+          {"strides": [2, 1, 2], "paddings": [0, 1, 1]}),
+    tconv("conv3d_transpose", "grad", {"Input": r(1, 2, 2, 2, 2), "Filter": r(2, 1, 2, 2, 2)},
+          {"strides": [2, 2, 1]}, grad=["Input", "Filter"]),
+]
+
+POOL_CASES = [
+    pool3("max", r(2, 2, 4, 4, 5), {"pooling_type": "max", "ksize": [2, 2, 2],
+                                    "strides": [2, 2, 2]}),
+    pool3("avg_pad_exclusive", r(1, 2, 4, 5, 4),
+          {"pooling_type": "avg", "ksize": [3, 3, 2], "strides": [1, 2, 1],
+           "paddings": [1, 1, 0]}),
+    pool3("avg_inclusive_ceil", r(1, 2, 5, 5, 4),
+          {"pooling_type": "avg", "ksize": [2, 3, 2], "strides": [2, 2, 2],
+           "ceil_mode": True, "exclusive": False, "paddings": [0, 1, 1, 0, 0, 0]}),
+    pool3("global_avg_ndhwc", r(2, 3, 4, 2, 3),
+          {"pooling_type": "avg", "ksize": [1, 1, 1], "global_pooling": True,
+           "data_format": "NDHWC"}),
+    pool3("adaptive_avg", r(1, 2, 5, 4, 7), {"pooling_type": "avg", "ksize": [2, 3, 3],
+                                             "adaptive": True}),
+    pool3("adaptive_max", r(1, 2, 5, 4, 7), {"pooling_type": "max", "ksize": [3, 3, 2],
+                                             "adaptive": True}),
+    pool3("same_max", r(1, 1, 5, 4, 3), {"pooling_type": "max", "ksize": [3, 3, 3],
+                                         "strides": [2, 2, 2],
+                                         "padding_algorithm": "SAME"}),
+    pool3("grad_max", r(1, 2, 3, 4, 3), {"pooling_type": "max", "ksize": [2, 2, 2],
+                                         "strides": [1, 2, 1], "paddings": [1, 0, 0]},
+          grad=True),
+    pool3("grad_avg", r(1, 1, 3, 4, 4), {"pooling_type": "avg", "ksize": [2, 3, 2],
+                                         "strides": [1, 1, 2], "paddings": [0, 1, 1],
+                                         "exclusive": False}, grad=True),
+    pool3("grad_adaptive_avg", r(1, 2, 3, 5, 2), {"pooling_type": "avg", "ksize": [2, 2, 1],
+                                                  "adaptive": True}, grad=True),
+    with_index("max_pool2d_with_index", "strided_pad", r(2, 2, 5, 6),
+               {"ksize": [3, 3], "strides": [2, 2], "paddings": [1, 1]}),
+    with_index("max_pool2d_with_index", "adaptive", r(1, 3, 7, 5),
+               {"ksize": [3, 2], "adaptive": True}),
+    with_index("max_pool2d_with_index", "global", r(2, 2, 3, 4),
+               {"ksize": [1, 1], "global_pooling": True}),
+    with_index("max_pool2d_with_index", "grad_adaptive", r(1, 2, 5, 4),
+               {"ksize": [2, 3], "adaptive": True}, grad=True),
+    with_index("max_pool3d_with_index", "adaptive", r(1, 2, 5, 3, 4),
+               {"ksize": [2, 2, 3], "adaptive": True}),
+    with_index("max_pool3d_with_index", "grad", r(1, 1, 4, 3, 4),
+               {"ksize": [2, 2, 2], "strides": [2, 1, 2]}, grad=True),
+]
+
+CASES = CONV_CASES + POOL_CASES
+
+test_output_matches_numpy, test_grad_matches_finite_differences = table_tests(CASES)
+
+
+def test_conv2d_transpose_refuses_output_size_out_of_reach():
+    assert_build_fails("conv2d_transpose", {"Input": r(1, 2, 3, 3), "Filter": r(2, 2, 3, 3)},
+                       {"strides": [2, 2], "output_size": [9, 7]}, "output_size")
+
+
+def test_conv3d_refuses_channel_mismatch_and_rank():
+    assert_build_fails("conv3d", {"Input": r(1, 3, 3, 3, 3), "Filter": r(2, 2, 2, 2, 2)}, {},
+                       "input channels")
+    assert_build_fails("conv3d", {"Input": r(1, 3, 3, 3), "Filter": r(2, 3, 2, 2, 2)}, {},
+                       "5-D")
+
+
+def test_pool3d_refuses_a_2d_ksize():
+    assert_build_fails("pool3d", {"X": r(1, 1, 3, 3, 3)},
+                       {"pooling_type": "max", "ksize": [2, 2]}, "ksize")
+
+
+def test_max_pool_with_index_mask_is_int32():
+    from .op_test import check_output
+    case = POOL_CASES[-6]
+    result = check_output(case)
+    assert np.asarray(result["Mask"]).dtype == np.int32
