@@ -24,7 +24,7 @@ __all__ = ["increment", "less_than", "less_equal", "greater_than", "greater_equa
            "max_sequence_len", "lod_tensor_to_array", "array_to_lod_tensor", "shrink_memory",
            "reorder_lod_tensor_by_rank", "is_empty", "split_lod_tensor", "merge_lod_tensor",
            "select_input", "While", "ConditionalBlock", "IfElse", "Switch", "cond", "case",
-           "switch_case", "while_loop"]
+           "switch_case", "while_loop", "Print", "py_func"]
 
 
 def increment(x, value=1.0, in_place=True):
@@ -638,3 +638,64 @@ def while_loop(cond, body, loop_vars, is_test=False, name=None):
                 assign(new, old)
         assign(now_cond, pre_cond)
     return loop_vars
+
+
+# --- Print and py_func ---------------------------------------------------------------------
+def Print(input, first_n=-1, message=None, summarize=20, print_tensor_name=True,
+          print_tensor_type=True, print_tensor_shape=True, print_tensor_lod=True,
+          print_phase="both"):
+    """Print ``input`` whenever the program runs (at most ``first_n`` times; the first
+    ``summarize`` values) and pass it on; with ``print_phase`` "backward" or "both" its
+    gradient is printed in the backward pass too. Returns the passed-on variable."""
+    from .arg_checks import check, int_in, one_of_lower, variable
+    check("Print", "input", input, variable)
+    check("Print", "first_n", first_n, int_in(-1))
+    check("Print", "summarize", summarize, int_in(-1))
+    check("Print", "print_phase", print_phase, one_of_lower("forward", "backward", "both"))
+    helper = LayerHelper("print", **locals())
+    output = helper.create_variable_for_type_inference(input.dtype)
+    helper.append_op(type="print", inputs={"In": [input]}, outputs={"Out": [output]},
+                     attrs={"first_n": first_n, "summarize": summarize,
+                            "message": message or "", "print_tensor_name": print_tensor_name,
+                            "print_tensor_type": print_tensor_type,
+                            "print_tensor_shape": print_tensor_shape,
+                            "print_tensor_lod": print_tensor_lod,
+                            "print_phase": print_phase.upper()})
+    return output
+
+
+def py_func(func, x, out, backward_func=None, skip_vars_in_backward_input=None):
+    """Run the Python function ``func`` as an op: ``func(*x_arrays)`` returns the values of
+    ``out`` (Variables the caller created, e.g. with ``create_global_var`` or
+    ``default_main_program().current_block().create_var``). ``backward_func(*x, *out,
+    *out_grads)`` (less ``skip_vars_in_backward_input``) returns the gradients of ``x``."""
+    from ..ops.io_ops import PY_FUNCS
+    from .arg_checks import check, variable, variables
+    if not callable(func):
+        from ..errors import InvalidType, expected
+        raise InvalidType(expected("py_func", "func", "a callable", type(func).__name__))
+    if backward_func is not None and not callable(backward_func):
+        from ..errors import InvalidType, expected
+        raise InvalidType(expected("py_func", "backward_func", "None or a callable",
+                                   type(backward_func).__name__))
+    xs = [] if x is None else [x] if isinstance(x, Variable) else list(x)
+    outs = [] if out is None else [out] if isinstance(out, Variable) else list(out)
+    for item in xs:
+        check("py_func", "x", item, variable)
+    if outs:
+        check("py_func", "out", outs, variables)
+    skip = skip_vars_in_backward_input or []
+    skip = [skip] if isinstance(skip, Variable) else list(skip)
+    skip_names = [v.name if isinstance(v, Variable) else v for v in skip]
+    PY_FUNCS.append(func)
+    forward_id = len(PY_FUNCS) - 1
+    backward_id = -1
+    if backward_func is not None:
+        PY_FUNCS.append(backward_func)
+        backward_id = len(PY_FUNCS) - 1
+    helper = LayerHelper("py_func", **locals())
+    helper.append_op(type="py_func", inputs={"X": xs}, outputs={"Out": outs},
+                     attrs={"forward_callable_id": forward_id,
+                            "backward_callable_id": backward_id,
+                            "skip_vars_in_backward_input": skip_names})
+    return out

@@ -43,3 +43,119 @@ def _read(ctx, reader):
 def_op("read", inputs=["Reader?"], outputs=["Out[]"], attrs={"throw_eof_exp": ("bool", True)},
        infer_shape=_no_shape, kernel=_read, lod_aware=True, traits={"runtime_outputs"},
        doc="Out = the next batch of the Reader's loader, one tensor per output.")
+
+
+# --- load: a tensor from a file of Paddle's tensor stream ------------------------------------------
+def _load(ctx):
+    from ..errors import NotFound, expected
+    from ..proto.tensor_stream import read_one
+    path = ctx.attrs["file_path"]
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as exc:
+        raise NotFound(expected("load", "file_path", "a readable tensor file",
+                                f"{path!r} ({exc.strerror})")) from None
+    array, lod = read_one(data, path)
+    if ctx.attrs["load_as_fp16"]:
+        array = array.astype("float16")
+    return LoDTensor(ctx.xp.asarray(array), lod)
+
+
+def_op("load", inputs=[], outputs=["Out"],
+       attrs={"file_path": ("string", None), "load_as_fp16": ("bool", False),
+              "seek": ("long", -1), "shape": ("longs", [])},
+       infer_shape=_no_shape, kernel=_load, lod_aware=True,
+       doc="Out = the tensor saved at file_path (Paddle's LoDTensor stream, as save and "
+           "save_vars write one variable), as float16 with load_as_fp16.")
+
+
+# --- print: show a tensor as the program runs -------------------------------------------------
+def _print(ctx, x):
+    import numpy as np
+    a = ctx.attrs
+    counter = ctx.cache.get("printed", 0)
+    phase = a["print_phase"].upper()
+    wanted = phase == "BOTH" or (phase == "FORWARD") == a["is_forward"]
+    if wanted and (a["first_n"] < 0 or counter < a["first_n"]):
+        ctx.cache["printed"] = counter + 1
+        name = ctx.op.inputs["In"][0]
+        lines = [a["message"]] if a["message"] else []
+        if a["print_tensor_name"]:
+            lines.append(f"Tensor[{name}]")
+        array = np.asarray(x)
+        if a["print_tensor_type"]:
+            lines.append(f"\tdtype: {array.dtype}")
+        if a["print_tensor_shape"]:
+            lines.append(f"\tshape: {list(array.shape)}")
+        if a["print_tensor_lod"] and isinstance(x, LoDTensor) and x.lod():
+            lines.append(f"\tLoD: {x.lod()}")
+        flat = array.reshape(-1)
+        shown = flat if a["summarize"] < 0 else flat[:a["summarize"]]
+        lines.append("\tdata: " + " ".join(str(v) for v in shown.tolist()))
+        print("\n".join(lines), flush=True)
+    return x
+
+
+def _print_grad(g):
+    attrs = dict(g.attrs, is_forward=False)
+    return [g.op("print", {"In": g.output_grad("Out")}, {"Out": g.input_grad("In")}, attrs)]
+
+
+def_op("print", inputs=["In"], outputs=["Out"],
+       attrs={"first_n": ("int", -1), "message": ("string", ""), "summarize": ("int", 20),
+              "print_tensor_name": ("bool", True), "print_tensor_type": ("bool", True),
+              "print_tensor_shape": ("bool", True), "print_tensor_lod": ("bool", True),
+              "print_phase": ("string", "BOTH"), "is_forward": ("bool", True)},
+       infer_shape=lambda ctx: ctx.set_output("Out", ctx.input_shape("In"),
+                                              ctx.input_dtype("In")),
+       grad=_print_grad, kernel=_print, lod_aware=True,
+       doc="Out = In; prints In (message, name, dtype, shape, LoD, the first summarize "
+           "values) at most first_n times, in the forward pass, the backward one (the grad "
+           "op prints the gradient) or both, as print_phase says.")
+
+
+# --- py_func: a Python function as an op -------------------------------------------------------
+#: callable id -> the Python function (the program holds only the id, as in Fluid)
+PY_FUNCS = []
+
+
+def _py_func(ctx, xs):
+    import numpy as np
+    from ..errors import InvalidArgument, expected
+    func = PY_FUNCS[ctx.attrs["forward_callable_id"]]
+    skipped = set(ctx.attrs.get("skip_vars_in_backward_input") or ())
+    names = ctx.op.inputs.get("X", [])
+    args = [x for name, x in zip(names, xs) if name not in skipped] \
+        if not ctx.attrs["is_forward"] else list(xs)
+    result = func(*args)
+    outs = ctx.op.outputs.get("Out", [])
+    results = [] if result is None else list(result) if isinstance(result, (list, tuple)) \
+        else [result]
+    if len(results) != len(outs):
+        raise InvalidArgument(expected("py_func", "the function's results",
+                                       f"{len(outs)} (one per out variable)", len(results)))
+    return [r if isinstance(r, LoDTensor) or r is None else LoDTensor(np.asarray(r))
+            for r in results]
+
+
+def _py_func_grad(g):
+    backward = g.attrs["backward_callable_id"]
+    if backward < 0:
+        return []
+    skip = set(g.attrs.get("skip_vars_in_backward_input") or ())
+    ins = [n for n in g.input("X") if n not in skip] + \
+        [n for n in g.output("Out") if n not in skip] + g.output_grad("Out")
+    attrs = dict(g.attrs, forward_callable_id=backward, backward_callable_id=-1,
+                 is_forward=False, skip_vars_in_backward_input=[])
+    return [g.op("py_func", {"X": ins}, {"Out": g.input_grad("X")}, attrs)]
+
+
+def_op("py_func", inputs=["X[]?"], outputs=["Out[]?"],
+       attrs={"forward_callable_id": ("int", -1), "backward_callable_id": ("int", -1),
+              "skip_vars_in_backward_input": ("strings", []), "is_forward": ("bool", True)},
+       infer_shape=_no_shape, grad=_py_func_grad, kernel=_py_func, lod_aware=True,
+       traits={"runtime_outputs"},
+       doc="Out = func(*X), func the Python function registered under forward_callable_id "
+           "(its results become the Out tensors); the grad op calls backward_callable_id's "
+           "function with X, Out and Out@GRAD (less skip_vars_in_backward_input).")

@@ -163,10 +163,10 @@ class GeneratorLoader:
                 yield [feed]
 
     # --- non-iterable use ---------------------------------------------------------------
-    def _add_read_op(self):
+    def _add_read_op(self, reader_name=None):
         program = self._feed_list[0].block.program
         block = program.global_block()
-        self._reader_name = unique_name.generate("create_py_reader")
+        self._reader_name = reader_name or unique_name.generate("create_py_reader")
         reader = block.create_var(name=self._reader_name, type=VarType.READER,
                                   persistable=True)
         block._prepend_op(type="read", inputs={"Reader": [reader]},
