@@ -27,6 +27,9 @@ from . import nn_conv  # noqa: E402
 from .nn_conv import *  # noqa: E402,F401,F403
 from .nn_conv import conv_padding  # noqa: E402
 __all__ += nn_conv.__all__
+from . import nn_image  # noqa: E402
+from .nn_image import *  # noqa: E402,F401,F403
+__all__ += nn_image.__all__
 
 
 def _check_variable(where, name, value):

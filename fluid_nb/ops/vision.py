@@ -1,3 +1,4 @@
 """Vision op family beyond conv.py and norm.py; each concept in its own module, imported
-here so the family registers them all: N-D convolution and pooling (``conv_nd``)."""
+here so the family registers them all: N-D convolution and pooling (``conv_nd``), image resizing (``interp``)."""
 from . import conv_nd  # noqa: F401
+from . import interp  # noqa: F401

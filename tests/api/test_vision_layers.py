@@ -206,3 +206,68 @@ def test_conv_transpose_trains_with_backward():
     losses = [float(exe.run(main, feed={"x": x, "y": y}, fetch_list=[loss], scope=scope)[0])
               for _ in range(20)]
     assert losses[-1] < losses[0] * 0.9
+
+
+# --- resizing ------------------------------------------------------------------------------------
+def test_resize_bilinear_builds_bilinear_interp_and_matches_numpy():
+    from ..ops.test_vision import ref_interp
+    x = r(2, 3, 4, 5)
+
+    def net():
+        return layers.resize_bilinear(data("x", x), out_shape=[6, 8], align_corners=False,
+                                      align_mode=0)
+    main, _, (out,) = build_and_run(net, {"x": x})
+    op = the_op(main, "bilinear_interp")
+    assert (op.attr("out_h"), op.attr("out_w"), op.attr("interp_method")) == (6, 8,
+                                                                              "bilinear")
+    want = ref_interp("bilinear")({"X": x}, {"out_h": 6, "out_w": 8, "align_corners": False,
+                                             "align_mode": 0})["Out"]
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6)
+
+
+def test_resize_nearest_by_scale_and_image_resize_short():
+    x = r(1, 2, 4, 6)
+
+    def net():
+        xv = data("x", x)
+        return (layers.resize_nearest(xv, scale=2.0),
+                layers.image_resize_short(xv, out_short_len=2))
+    main, _, (big, short) = build_and_run(net, {"x": x})
+    np.testing.assert_array_equal(big.shape, (1, 2, 8, 12))
+    assert the_op(main, "nearest_interp").attr("scale") == 2.0
+    assert short.shape == (1, 2, 2, 3)
+
+
+def test_image_resize_takes_variable_dims_as_size_tensor():
+    x = r(1, 1, 3, 3)
+
+    def net():
+        h = layers.fill_constant([1], "int32", 5)
+        return layers.image_resize(data("x", x), out_shape=[h, 4])
+    main, _, (out,) = build_and_run(net, {"x": x})
+    op = the_op(main, "bilinear_interp")
+    assert len(op.input("SizeTensor")) == 2 and op.attr("out_h") == -1
+    assert out.shape == (1, 1, 5, 4)
+
+
+def test_resize_trilinear_and_interpolate_bicubic():
+    x5, x4 = r(1, 2, 2, 3, 2), r(1, 1, 3, 3)
+
+    def net():
+        return (layers.resize_trilinear(data("x5", x5), out_shape=[3, 4, 5]),
+                layers.interpolate(data("x4", x4), out_shape=[5, 5], resample="BICUBIC"))
+    main, _, (tri, cubic) = build_and_run(net, {"x5": x5, "x4": x4})
+    assert tri.shape == (1, 2, 3, 4, 5) and cubic.shape == (1, 1, 5, 5)
+    np.testing.assert_allclose(cubic[0, 0, 0, 0], x4[0, 0, 0, 0], rtol=1e-5)
+
+
+def test_image_resize_refuses_wrong_rank_and_missing_size():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data(name="x", shape=[1, 2, 3, 3], dtype="float32")
+        with pytest.raises(InvalidArgument, match="5-D"):
+            layers.image_resize(x, out_shape=[2, 2, 2], resample="TRILINEAR")
+        with pytest.raises(InvalidArgument, match="out_shape or scale"):
+            layers.resize_bilinear(x)
+        with pytest.raises(InvalidArgument, match="resample"):
+            layers.image_resize(x, out_shape=[2, 2], resample="BICUBIC")

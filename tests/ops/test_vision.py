@@ -247,7 +247,118 @@ POOL_CASES = [
                {"ksize": [2, 2, 2], "strides": [2, 1, 2]}, grad=True),
 ]
 
-CASES = CONV_CASES + POOL_CASES
+
+# --- interpolation references: Paddle's per-pixel formulas ------------------------------------
+def _interp_sizes(x_sizes, a, i):
+    n = len(x_sizes)
+    if "SizeTensor" in i:
+        return [int(t.reshape(-1)[0]) for t in i["SizeTensor"]]
+    sizes = [a.get(k, -1) for k in ("out_d", "out_h", "out_w")[3 - n:]]
+    scale = float(i["Scale"].reshape(-1)[0]) if "Scale" in i else a.get("scale", 0.0)
+    if scale > 0:
+        sizes = [int(s * scale) for s in x_sizes]
+    if "OutSize" in i:
+        sizes = [int(v) for v in i["OutSize"]]
+    return sizes
+
+
+def _src_linear(k, size_in, size_out, a):
+    align = a.get("align_corners", True)
+    ratio = 0.0 if size_out <= 1 else ((size_in - 1) / (size_out - 1) if align
+                                       else size_in / size_out)
+    if a.get("align_mode", 1) == 0 and not align:
+        src = max(ratio * (k + 0.5) - 0.5, 0.0)
+    else:
+        src = ratio * k
+    low = max(int(src), 0)
+    high = low + 1 if low < size_in - 1 else low
+    return [(low, 1 - (src - low)), (high, src - low)]
+
+
+def _src_nearest(k, size_in, size_out, a):
+    align = a.get("align_corners", True)
+    ratio = 0.0 if size_out <= 1 else ((size_in - 1) / (size_out - 1) if align
+                                       else size_in / size_out)
+    return [(int(ratio * k + 0.5) if align else int(ratio * k), 1.0)]
+
+
+def _src_cubic(k, size_in, size_out, a):
+    align = a.get("align_corners", True)
+    ratio = 0.0 if size_out <= 1 else ((size_in - 1) / (size_out - 1) if align
+                                       else size_in / size_out)
+    src = ratio * k if align else ratio * (k + 0.5) - 0.5
+    base = int(np.floor(src))
+    t = src - base
+    A = -0.75
+    c1 = lambda x: ((A + 2) * x - (A + 3)) * x * x + 1  # noqa: E731
+    c2 = lambda x: ((A * x - 5 * A) * x + 8 * A) * x - 4 * A  # noqa: E731
+    weights = [c2(t + 1), c1(t), c1(1 - t), c2(2 - t)]
+    return [(min(max(base - 1 + j, 0), size_in - 1), w) for j, w in enumerate(weights)]
+
+
+def ref_interp(method):
+    pick = {"nearest": _src_nearest, "bicubic": _src_cubic}.get(method, _src_linear)
+
+    def ref(i, a):
+        x = i["X"].astype(np.float64)
+        last = a.get("data_layout", "NCHW") == "NHWC"
+        if last:
+            x = np.moveaxis(x, -1, 1)
+        in_sizes = x.shape[2:]
+        sizes = _interp_sizes(in_sizes, a, i)
+        out = np.zeros(x.shape[:2] + tuple(sizes))
+        for pos in itertools.product(*(range(s) for s in sizes)):
+            per_dim = [pick(k, si, so, a) for k, si, so in zip(pos, in_sizes, sizes)]
+            for combo in itertools.product(*per_dim):
+                w = np.prod([c[1] for c in combo])
+                out[(slice(None), slice(None)) + pos] += w * x[
+                    (slice(None), slice(None)) + tuple(c[0] for c in combo)]
+        if last:
+            out = np.moveaxis(out, 1, -1)
+        return {"Out": out.astype(i["X"].dtype)}
+    return ref
+
+
+def interp(method, name, inputs, attrs, grad=False, **kw):
+    return OpCase(f"{method}_interp", inputs, attrs=attrs, ref=ref_interp(method),
+                  grad=["X"] if grad else [], name=name, **kw)
+
+
+INTERP_CASES = [
+    interp("bilinear", "align_corners", {"X": r(2, 2, 3, 4)}, {"out_h": 5, "out_w": 7}),
+    interp("bilinear", "align_mode0", {"X": r(1, 2, 4, 4)},
+           {"out_h": 7, "out_w": 3, "align_corners": False, "align_mode": 0}),
+    interp("bilinear", "align_mode1_scale", {"X": r(1, 2, 3, 5)},
+           {"scale": 1.5, "align_corners": False, "align_mode": 1}),
+    interp("bilinear", "nhwc_outsize", {"X": r(1, 4, 3, 2), "OutSize": np.array([6, 5],
+                                                                               "int32")},
+           {"out_h": 2, "out_w": 2, "data_layout": "NHWC"}),
+    interp("bilinear", "size_tensor", {"X": r(1, 1, 3, 3),
+                                       "SizeTensor": [np.array([4], "int32"),
+                                                      np.array([2], "int32")]},
+           {"out_h": -1, "out_w": 2}),
+    interp("bilinear", "scale_tensor", {"X": r(1, 1, 2, 3), "Scale": np.array([2.0],
+                                                                              "float32")},
+           {}),
+    interp("nearest", "align_corners", {"X": r(2, 3, 4, 3)}, {"out_h": 7, "out_w": 5}),
+    interp("nearest", "not_aligned", {"X": r(1, 2, 5, 4)},
+           {"out_h": 3, "out_w": 8, "align_corners": False}),
+    interp("trilinear", "align_mode0", {"X": r(1, 2, 3, 2, 3)},
+           {"out_d": 4, "out_h": 3, "out_w": 5, "align_corners": False, "align_mode": 0}),
+    interp("trilinear", "aligned", {"X": r(1, 1, 2, 3, 2)},
+           {"out_d": 3, "out_h": 5, "out_w": 4}),
+    interp("bicubic", "aligned", {"X": r(1, 2, 4, 5)}, {"out_h": 6, "out_w": 3}),
+    interp("bicubic", "half_pixel", {"X": r(1, 1, 3, 4)},
+           {"out_h": 5, "out_w": 7, "align_corners": False}),
+    interp("bilinear", "grad", {"X": r(1, 2, 3, 3)},
+           {"out_h": 4, "out_w": 5, "align_corners": False, "align_mode": 0}, grad=True),
+    interp("nearest", "grad", {"X": r(1, 1, 3, 4)}, {"out_h": 5, "out_w": 2}, grad=True),
+    interp("trilinear", "grad", {"X": r(1, 1, 2, 3, 2)}, {"out_d": 3, "out_h": 2, "out_w": 3},
+           grad=True),
+    interp("bicubic", "grad", {"X": r(1, 1, 3, 3)}, {"out_h": 4, "out_w": 4}, grad=True),
+]
+
+CASES = CONV_CASES + POOL_CASES + INTERP_CASES
 
 test_output_matches_numpy, test_grad_matches_finite_differences = table_tests(CASES)
 
