@@ -106,3 +106,120 @@ def_op("clip", inputs=["X", "Min?", "Max?"], outputs=["Out"], attrs=_CLIP_ATTRS,
 def_op("clip_grad", inputs=["X", "Min?", "Max?", "Out@GRAD"], outputs=["X@GRAD"],
        attrs=_CLIP_ATTRS, infer_shape=same_shape("X", "X@GRAD"), kernel=_clip_grad_kernel,
        doc="Gradient of clip.")
+
+
+# --- the rest of Fluid 1.8's activations --------------------------------------------------------
+def _erf(xp, x):
+    """The error function elementwise (NumPy has none: math.erf per element on the host,
+    CuPy's own on the device)."""
+    if xp.__name__ == "numpy":
+        import math
+        return xp.vectorize(math.erf, otypes=[x.dtype])(x) if x.size else x.copy()
+    from cupyx.scipy.special import erf
+    return erf(x)
+
+
+def _sigmoid_of(xp, x):
+    return _sigmoid(xp, x, None)
+
+
+def _gelu(xp, x, a):
+    if a["approximate"]:
+        inner = 0.7978845608028654 * (x + 0.044715 * x ** 3)
+        return (0.5 * x * (1 + xp.tanh(inner))).astype(x.dtype, copy=False)
+    return (0.5 * x * (1 + _erf(xp, x * 0.7071067811865476))).astype(x.dtype, copy=False)
+
+
+def _gelu_grad(xp, x, dout, a):
+    if a["approximate"]:
+        inner = 0.7978845608028654 * (x + 0.044715 * x ** 3)
+        t = xp.tanh(inner)
+        d_inner = 0.7978845608028654 * (1 + 3 * 0.044715 * x * x)
+        return dout * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * d_inner)
+    pdf = xp.exp(-0.5 * x * x) * 0.3989422804014327
+    return dout * (0.5 * (1 + _erf(xp, x * 0.7071067811865476)) + x * pdf)
+
+
+def _softplus(xp, x, a):
+    beta, threshold = a["beta"], a["threshold"]
+    scaled = beta * x
+    soft = xp.logaddexp(0, scaled) / beta
+    return xp.where(scaled > threshold, x, soft).astype(x.dtype, copy=False)
+
+
+unary_op("logsigmoid", forward=lambda xp, x, a: (-xp.logaddexp(0, -x)).astype(x.dtype),
+         backward=lambda xp, x, dout, a: dout * _sigmoid_of(xp, -x),
+         uses="X", doc="Out = log(1 / (1 + e^-X)); dX = dOut * sigmoid(-X).")
+
+unary_op("tanh_shrink", forward=lambda xp, x, a: x - xp.tanh(x),
+         backward=lambda xp, x, dout, a: dout * xp.tanh(x) ** 2,
+         uses="X", doc="Out = X - tanh(X); dX = dOut * tanh(X)^2.")
+
+unary_op("rsqrt", forward=lambda xp, x, a: 1 / xp.sqrt(x),
+         backward=lambda xp, out, dout, a: dout * -0.5 * out ** 3,
+         uses="Out", doc="Out = 1 / sqrt(X); dX = -0.5 * dOut * Out^3.")
+
+unary_op("sin", forward=lambda xp, x, a: xp.sin(x),
+         backward=lambda xp, x, dout, a: dout * xp.cos(x),
+         uses="X", doc="Out = sin(X); dX = dOut * cos(X).")
+
+unary_op("round", forward=lambda xp, x, a: xp.round(x),
+         backward=lambda xp, x, dout, a: xp.zeros_like(dout),
+         uses="X", doc="Out = X rounded to the nearest integer (halves to even); dX = 0.")
+
+unary_op("reciprocal", forward=lambda xp, x, a: 1 / x,
+         backward=lambda xp, out, dout, a: dout * -(out * out),
+         uses="Out", doc="Out = 1 / X; dX = -dOut * Out^2.")
+
+unary_op("softplus", forward=_softplus,
+         backward=lambda xp, x, dout, a: xp.where(a["beta"] * x > a["threshold"], dout,
+                                                  dout * _sigmoid_of(xp, a["beta"] * x)),
+         uses="X", attrs={"beta": ("float", 1.0), "threshold": ("float", 20.0)},
+         doc="Out = log(1 + e^(beta X)) / beta (X where beta X > threshold); dX = dOut * "
+             "sigmoid(beta X) (dOut past the threshold).")
+
+unary_op("softsign", forward=lambda xp, x, a: x / (1 + xp.abs(x)),
+         backward=lambda xp, x, dout, a: dout / (1 + xp.abs(x)) ** 2,
+         uses="X", doc="Out = X / (1 + |X|); dX = dOut / (1 + |X|)^2.")
+
+unary_op("relu6",
+         forward=lambda xp, x, a: xp.clip(x, 0, a["threshold"]).astype(x.dtype, copy=False),
+         backward=lambda xp, out, dout, a: dout * ((out > 0) & (out < a["threshold"])),
+         uses="Out", attrs={"threshold": ("float", 6.0)},
+         doc="Out = min(max(X, 0), threshold); dX = dOut where 0 < Out < threshold.")
+
+unary_op("softshrink",
+         forward=lambda xp, x, a: xp.where(x > a["lambda"], x - a["lambda"], xp.where(
+             x < -a["lambda"], x + a["lambda"], 0)).astype(x.dtype, copy=False),
+         backward=lambda xp, x, dout, a: dout * (xp.abs(x) > a["lambda"]),
+         uses="X", attrs={"lambda": ("float", 0.5)},
+         doc="Out = X - lambda where X > lambda, X + lambda where X < -lambda, else 0; "
+             "dX = dOut where |X| > lambda.")
+
+unary_op("hard_sigmoid",
+         forward=lambda xp, x, a: xp.clip(a["slope"] * x + a["offset"], 0, 1).astype(
+             x.dtype, copy=False),
+         backward=lambda xp, out, dout, a: dout * a["slope"] * ((out > 0) & (out < 1)),
+         uses="Out", attrs={"slope": ("float", 0.2), "offset": ("float", 0.5)},
+         doc="Out = clip(slope * X + offset, 0, 1); dX = slope * dOut where 0 < Out < 1.")
+
+unary_op("swish",
+         forward=lambda xp, x, a: (x * _sigmoid_of(xp, a["beta"] * x)).astype(x.dtype),
+         backward=lambda xp, x, dout, a: dout * (
+             _sigmoid_of(xp, a["beta"] * x) + a["beta"] * x * _sigmoid_of(xp, a["beta"] * x)
+             * (1 - _sigmoid_of(xp, a["beta"] * x))),
+         uses="X", attrs={"beta": ("float", 1.0)},
+         doc="Out = X * sigmoid(beta X); dX = dOut * (s + beta X s (1 - s)), s = sigmoid(beta X).")
+
+unary_op("gelu", forward=_gelu, backward=_gelu_grad, uses="X",
+         attrs={"approximate": ("bool", False)},
+         doc="Out = X * Phi(X) = 0.5 X (1 + erf(X / sqrt 2)) (with approximate: 0.5 X (1 + "
+             "tanh(sqrt(2/pi) (X + 0.044715 X^3)))); dX = dOut * (Phi(X) + X phi(X)).")
+
+unary_op("elu",
+         forward=lambda xp, x, a: xp.where(x > 0, x, a["alpha"] * (xp.exp(xp.minimum(x, 0))
+                                                                    - 1)).astype(x.dtype),
+         backward=lambda xp, x, dout, a: xp.where(x > 0, dout,
+                                                  dout * a["alpha"] * xp.exp(xp.minimum(x, 0))),
+         uses="X", attrs={"alpha": ("float", 1.0)},
+         doc="Out = X where X > 0, else alpha (e^X - 1); dX = dOut, or dOut alpha e^X.")

@@ -588,3 +588,17 @@ def test_an_argument_of_the_right_type_but_a_wrong_value_is_not_a_type_error(cal
         with pytest.raises(InvalidArgument) as info:
             call(x)
     assert not isinstance(info.value, TypeError)
+
+
+@pytest.mark.parametrize("op_type", fluid.layers.ops._ACTIVATIONS)
+def test_every_activation_layer_builds_and_runs(op_type):
+    """Each one-op activation layer of fluid.layers appends its op and runs it, with the
+    input's shape and dtype (values: the op tables of tests/ops/test_activation.py)."""
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.layers.data(name="x", shape=[3], dtype="float32")
+        out = getattr(fluid.layers, op_type)(x)
+    assert [op.type for op in main.global_block().ops] == [op_type]
+    value = np.array([[0.25, 0.5, 1.5]], "float32")
+    (got,) = fluid.Executor(fluid.CPUPlace()).run(main, feed={"x": value}, fetch_list=[out])
+    assert got.shape == (1, 3) and got.dtype == np.float32 and np.all(np.isfinite(got))

@@ -62,6 +62,76 @@ CASES = [
 ]
 
 
+
+def _erf(x):
+    import math
+    return np.vectorize(math.erf)(np.asarray(x, "float64"))
+
+
+def _f64(x):
+    return np.asarray(x, "float64")
+
+
+def _away_from(points, *shape):
+    """Values at least 0.05 from each kink in ``points`` (finite differences stay smooth)."""
+    values = rng.uniform(-3, 3, shape)
+    for point in points:
+        near = np.abs(values - point) < 0.05
+        values[near] += 0.1
+    return values.astype("float32")
+
+
+CASES += [
+    OpCase("logsigmoid", {"X": r(3, 4, low=-4, high=4)},
+           ref=lambda i, a: {"Out": -np.log1p(np.exp(-_f64(i["X"])))}, grad=["X"]),
+    OpCase("tanh_shrink", {"X": r(3, 4, low=-2, high=2)},
+           ref=lambda i, a: {"Out": _f64(i["X"]) - np.tanh(_f64(i["X"]))}, grad=["X"]),
+    OpCase("rsqrt", {"X": r(3, 4, low=0.5, high=3)},
+           ref=lambda i, a: {"Out": 1 / np.sqrt(_f64(i["X"]))}, grad=["X"]),
+    OpCase("sin", {"X": r(3, 4, low=-3, high=3)}, ref=lambda i, a: {"Out": np.sin(i["X"])},
+           grad=["X"]),
+    OpCase("round", {"X": np.array([[-1.5, -0.4, 0.5, 1.5, 2.6]], "float32")},
+           ref=lambda i, a: {"Out": np.round(i["X"])}),
+    OpCase("round", {"X": _away_from([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5], 3, 4)},
+           ref=lambda i, a: {"Out": np.round(i["X"])}, grad=["X"], name="grad_is_zero"),
+    OpCase("reciprocal", {"X": r(3, 4, low=0.5, high=2)},
+           ref=lambda i, a: {"Out": 1 / _f64(i["X"])}, grad=["X"]),
+    OpCase("softplus", {"X": r(3, 4, low=-4, high=4)},
+           ref=lambda i, a: {"Out": np.log1p(np.exp(_f64(i["X"])))}, grad=["X"]),
+    OpCase("softplus", {"X": np.array([[-3.0, 1.0, 5.0, 30.0]], "float32")},
+           attrs={"beta": 2.0, "threshold": 8.0},
+           ref=lambda i, a: {"Out": np.where(2 * _f64(i["X"]) > 8, i["X"],
+                                             np.log1p(np.exp(2 * _f64(i["X"]))) / 2)},
+           grad=["X"], name="beta_threshold"),
+    OpCase("softsign", {"X": r(3, 4, low=-3, high=3)},
+           ref=lambda i, a: {"Out": _f64(i["X"]) / (1 + np.abs(_f64(i["X"])))}, grad=["X"]),
+    OpCase("relu6", {"X": _away_from([0, 6], 3, 4) * 3},
+           ref=lambda i, a: {"Out": np.clip(i["X"], 0, 6)}, grad=["X"]),
+    OpCase("relu6", {"X": _away_from([0, 2], 3, 4)}, attrs={"threshold": 2.0},
+           ref=lambda i, a: {"Out": np.clip(i["X"], 0, 2)}, grad=["X"], name="threshold"),
+    OpCase("softshrink", {"X": _away_from([-0.5, 0.5], 3, 4)},
+           ref=lambda i, a: {"Out": np.where(i["X"] > 0.5, i["X"] - 0.5,
+                                             np.where(i["X"] < -0.5, i["X"] + 0.5, 0))},
+           grad=["X"]),
+    OpCase("hard_sigmoid", {"X": _away_from([-2.5, 2.5], 3, 4)},
+           ref=lambda i, a: {"Out": np.clip(0.2 * _f64(i["X"]) + 0.5, 0, 1)}, grad=["X"]),
+    OpCase("swish", {"X": r(3, 4, low=-3, high=3)}, attrs={"beta": 1.5},
+           ref=lambda i, a: {"Out": _f64(i["X"]) / (1 + np.exp(-1.5 * _f64(i["X"])))},
+           grad=["X"]),
+    OpCase("gelu", {"X": r(3, 4, low=-3, high=3)},
+           ref=lambda i, a: {"Out": 0.5 * _f64(i["X"]) * (1 + _erf(_f64(i["X"]) / np.sqrt(2)))},
+           grad=["X"]),
+    OpCase("gelu", {"X": r(3, 4, low=-3, high=3)}, attrs={"approximate": True},
+           ref=lambda i, a: {"Out": 0.5 * _f64(i["X"]) * (1 + np.tanh(np.sqrt(2 / np.pi) * (
+               _f64(i["X"]) + 0.044715 * _f64(i["X"]) ** 3)))},
+           grad=["X"], name="approximate"),
+    OpCase("elu", {"X": away_from_zero(3, 4) * 3}, attrs={"alpha": 0.7},
+           ref=lambda i, a: {"Out": np.where(i["X"] > 0, i["X"],
+                                             0.7 * (np.exp(_f64(i["X"])) - 1))},
+           grad=["X"]),
+]
+
+
 test_output_matches_numpy, test_grad_matches_finite_differences = table_tests(CASES)
 
 
