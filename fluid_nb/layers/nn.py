@@ -30,6 +30,9 @@ __all__ += nn_conv.__all__
 from . import nn_image  # noqa: E402
 from .nn_image import *  # noqa: E402,F401,F403
 __all__ += nn_image.__all__
+from . import nn_norm  # noqa: E402
+from .nn_norm import *  # noqa: E402,F401,F403
+__all__ += nn_norm.__all__
 
 
 def _check_variable(where, name, value):

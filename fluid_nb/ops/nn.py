@@ -1,4 +1,5 @@
-"""Neural-network ops: softmax and dropout here; convolution and pooling in ``conv``,
+"""Neural-network ops: softmax, dropout, prelu and label_smooth here; convolution and
+pooling in ``conv``,
 batch_norm and layer_norm in ``norm`` (imported below so the family registers them all)."""
 import numpy as np
 
@@ -136,3 +137,121 @@ def_op("dropout_grad", inputs=["Mask", "Out@GRAD"], outputs=["X@GRAD"], attrs=_D
        infer_shape=same_shape("Out@GRAD", "X@GRAD"), kernel=_dropout_grad, lod_aware=True,
        doc="X@GRAD = dOut * Mask (/ (1 - p) when upscale_in_train); with is_test "
            "dOut * (1 - p), or dOut when upscale_in_train.")
+
+
+# --- prelu -----------------------------------------------------------------------------------
+def _prelu_alpha(xp, x, alpha, attrs):
+    """Alpha laid out to broadcast against X by ``mode``: one value (all), one per channel
+    (channel: dim 1, or the last dim with data_format NHWC), one per element of a sample
+    (element)."""
+    mode = attrs.get("mode", "all")
+    if mode == "all":
+        return alpha.reshape(())
+    if mode == "channel":
+        shape = [1] * x.ndim
+        axis = x.ndim - 1 if attrs.get("data_format", "NCHW") == "NHWC" else 1
+        shape[axis] = -1
+        return alpha.reshape(shape)
+    return alpha.reshape((1,) + x.shape[1:])
+
+
+def _prelu_infer_shape(ctx):
+    x_shape, a_shape = ctx.input_shape("X"), ctx.input_shape("Alpha")
+    mode = ctx.attrs().get("mode", "all")
+    count = 1
+    for d in a_shape:
+        count = -1 if d < 0 or count < 0 else count * d
+    if mode == "all":
+        ctx.check(count in (-1, 1), "input 'Alpha'", "one value for mode 'all'",
+                  list(a_shape))
+    elif mode == "channel":
+        ctx.check(len(x_shape) >= 2, "input 'X'", "rank >= 2 for mode 'channel'",
+                  list(x_shape))
+        axis = len(x_shape) - 1 if ctx.attrs().get("data_format") == "NHWC" else 1
+        c = x_shape[axis]
+        ctx.check(count < 0 or c < 0 or count == c, "input 'Alpha'",
+                  f"{c} values (one per channel)", list(a_shape))
+    else:
+        per_sample = 1
+        for d in x_shape[1:]:
+            per_sample = -1 if d < 0 or per_sample < 0 else per_sample * d
+        ctx.check(count < 0 or per_sample < 0 or count == per_sample, "input 'Alpha'",
+                  f"{per_sample} values (one per element of a sample)", list(a_shape))
+    ctx.set_output("Out", x_shape, ctx.input_dtype("X"))
+
+
+def _prelu(ctx, x, alpha):
+    a = _prelu_alpha(ctx.xp, x, alpha, ctx.attrs)
+    return ctx.xp.where(x > 0, x, a * x).astype(x.dtype, copy=False)
+
+
+def _prelu_grad(ctx, x, alpha, dout):
+    xp = ctx.xp
+    a = _prelu_alpha(xp, x, alpha, ctx.attrs)
+    dx = da = None
+    if ctx.wants("X@GRAD"):
+        dx = xp.where(x > 0, dout, a * dout).astype(x.dtype, copy=False)
+    if ctx.wants("Alpha@GRAD"):
+        contribution = xp.where(x > 0, 0, x * dout)
+        a_full = xp.broadcast_to(a, x.shape) if a.ndim else None
+        if a_full is None:
+            da = contribution.sum()
+        else:
+            axes = tuple(i for i in range(x.ndim) if a.shape[i] == 1)
+            da = contribution.sum(axis=axes)
+        da = da.reshape(alpha.shape).astype(alpha.dtype, copy=False)
+    return dx, da
+
+
+_PRELU_ATTRS = {"mode": ("string", "all",
+                         lambda v: None if v in ("all", "channel", "element")
+                         else "'all', 'channel' or 'element'"),
+                "data_format": ("string", "NCHW")}
+
+def_op("prelu", inputs=["X", "Alpha"], outputs=["Out"], attrs=_PRELU_ATTRS,
+       infer_shape=_prelu_infer_shape, share_lod=("X", ["Out"]),
+       grad=grad_maker("prelu_grad", inputs=["X", "Alpha"], out_grads=["Out"],
+                       in_grads=["X", "Alpha"]),
+       kernel=_prelu,
+       doc="""prelu: Out = X where X > 0, Alpha * X elsewhere; Alpha is one value (mode
+'all'), one per channel ('channel', dim 1 or the last with data_format NHWC) or one per
+element of a sample ('element', shape [1, *X.shape[1:]]).""")
+def_op("prelu_grad", inputs=["X", "Alpha", "Out@GRAD"], outputs=["X@GRAD?", "Alpha@GRAD?"],
+       attrs=_PRELU_ATTRS,
+       infer_shape=lambda ctx: _grads_like_inputs(ctx, ("X", "Alpha")), kernel=_prelu_grad,
+       doc="X@GRAD = dOut where X > 0, Alpha * dOut elsewhere; Alpha@GRAD = the sum of "
+           "X * dOut over the negative X each alpha value scales.")
+
+
+def _grads_like_inputs(ctx, slots):
+    for slot in slots:
+        if ctx.has_output(slot + "@GRAD"):
+            ctx.set_output(slot + "@GRAD", ctx.input_shape(slot), ctx.input_dtype(slot))
+
+
+# --- label_smooth --------------------------------------------------------------------------------
+def _label_smooth(ctx, x, prior):
+    eps = ctx.attrs.get("epsilon", 0.0)
+    if prior is not None:
+        out = (1.0 - eps) * x + eps * prior.reshape(1, -1)
+    else:
+        out = (1.0 - eps) * x + eps / x.shape[-1]
+    return out.astype(x.dtype, copy=False)
+
+
+def _label_smooth_grad(ctx, dout):
+    return ((1.0 - ctx.attrs.get("epsilon", 0.0)) * dout).astype(dout.dtype, copy=False)
+
+
+_LS_ATTRS = {"epsilon": ("float", 0.0,
+                         lambda v: None if 0.0 <= v <= 1.0 else "a value in [0, 1]")}
+
+def_op("label_smooth", inputs=["X", "PriorDist?"], outputs=["Out"], attrs=_LS_ATTRS,
+       infer_shape=same_shape("X", "Out"), share_lod=("X", ["Out"]),
+       grad=grad_maker("label_smooth_grad", out_grads=["Out"], in_grads=["X"]),
+       kernel=_label_smooth,
+       doc="""label_smooth: Out = (1 - epsilon) * X + epsilon * PriorDist, with PriorDist
+[1, K] or, without it, the uniform 1 / K (K the last dim of X).""")
+def_op("label_smooth_grad", inputs=["Out@GRAD"], outputs=["X@GRAD"], attrs=_LS_ATTRS,
+       infer_shape=same_shape("Out@GRAD", "X@GRAD"), kernel=_label_smooth_grad,
+       doc="X@GRAD = (1 - epsilon) * dOut.")

@@ -1,6 +1,7 @@
-"""Normalisation: batch_norm and layer_norm with their grad ops."""
+"""Normalisation: batch_norm, layer_norm, instance_norm, group_norm and lrn with their
+grad ops."""
 from ..framework.dtypes import VarType
-from .registry import def_op, grads_like
+from .registry import def_op, grad_maker, grads_like
 
 
 def _epsilon_range(v):
@@ -286,3 +287,278 @@ def_op("layer_norm_grad",
        doc="""Gradient of layer_norm per row, x_hat = (X - Mean) / sqrt(Variance + eps),
 g = dY * Scale: X@GRAD = (g - mean(g) - x_hat * mean(g * x_hat)) / sqrt(Variance + eps);
 Scale@GRAD = sum over rows of dY * x_hat; Bias@GRAD = sum over rows of dY.""")
+
+
+# --- instance_norm and group_norm: normalising rows of a regrouped X -----------------------
+def _row_stats(rows, eps):
+    """(mean, inverse std, x_hat) of each row of a 2-D array (biased variance)."""
+    mean = rows.mean(axis=1, keepdims=True)
+    centered = rows - mean
+    var = (centered ** 2).mean(axis=1, keepdims=True)
+    inv_std = 1.0 / (var + eps) ** 0.5
+    return mean[:, 0], var[:, 0], inv_std, centered * inv_std
+
+
+def _row_norm_grad(x_hat, inv_std, g):
+    """d(x_hat) / d(rows) applied to ``g`` (the gradient reaching x_hat), row by row."""
+    return inv_std * (g - g.mean(axis=1, keepdims=True)
+                      - x_hat * (g * x_hat).mean(axis=1, keepdims=True))
+
+
+def _channel_shape(ndim, channel_axis):
+    shape = [1] * ndim
+    shape[channel_axis] = -1
+    return shape
+
+
+def _in_infer_shape(ctx):
+    x_shape = ctx.input_shape("X")
+    ctx.check(2 <= len(x_shape) <= 5, "input 'X'", "a 2-D to 5-D tensor", list(x_shape))
+    c = x_shape[1]
+    for slot in ("Scale", "Bias"):
+        if ctx.has_input(slot):
+            shape = ctx.input_shape(slot)
+            ctx.check(len(shape) == 1 and (c < 0 or shape[0] < 0 or shape[0] == c),
+                      f"input '{slot}'", f"shape [{c}] (the channels of X)", list(shape))
+    dtype = ctx.input_dtype("X")
+    ctx.set_output("Y", x_shape, dtype)
+    nc = x_shape[0] * c if x_shape[0] >= 0 and c >= 0 else -1
+    for slot in ("SavedMean", "SavedVariance"):
+        if ctx.has_output(slot):
+            ctx.set_output(slot, (nc,), _stat_dtype(dtype))
+
+
+def _in_forward(ctx, x, scale, bias):
+    n, c = x.shape[:2]
+    rows = x.reshape(n * c, -1)
+    mean, _, inv_std, x_hat = _row_stats(rows, ctx.attrs.get("epsilon", 1e-5))
+    y = x_hat.reshape(x.shape)
+    cshape = _channel_shape(x.ndim, 1)
+    if scale is not None:
+        y = y * scale.reshape(cshape)
+    if bias is not None:
+        y = y + bias.reshape(cshape)
+    return y.astype(x.dtype, copy=False), mean, inv_std[:, 0]
+
+
+def _in_backward(ctx, x, scale, saved_mean, saved_inv_std, dy):
+    n, c = x.shape[:2]
+    rows = x.reshape(n * c, -1)
+    inv_std = saved_inv_std.reshape(-1, 1)
+    x_hat = (rows - saved_mean.reshape(-1, 1)) * inv_std
+    drows = dy.reshape(n * c, -1)
+    dx = d_scale = d_bias = None
+    if ctx.wants("X@GRAD"):
+        g = drows if scale is None else drows * ctx.xp.tile(scale, n)[:, None]
+        dx = _row_norm_grad(x_hat, inv_std, g).reshape(x.shape).astype(x.dtype, copy=False)
+    if ctx.wants("Scale@GRAD"):
+        d_scale = (drows * x_hat).sum(axis=1).reshape(n, c).sum(axis=0).astype(x.dtype)
+    if ctx.wants("Bias@GRAD"):
+        d_bias = drows.sum(axis=1).reshape(n, c).sum(axis=0).astype(x.dtype)
+    return dx, d_scale, d_bias
+
+
+def _in_grad_maker(g):
+    ins = {"X": g.input("X"), "Scale": g.input("Scale"), "SavedMean": g.output("SavedMean"),
+           "SavedVariance": g.output("SavedVariance"), "Y@GRAD": g.output_grad("Y")}
+    outs = {"X@GRAD": g.input_grad("X")}
+    for slot in ("Scale", "Bias"):
+        if g.has_input(slot):
+            outs[slot + "@GRAD"] = g.input_grad(slot)
+    return [g.op("instance_norm_grad", ins, outs)]
+
+
+def _in_grad_shapes(ctx):
+    if ctx.has_output("X@GRAD"):
+        ctx.set_output("X@GRAD", ctx.input_shape("X"), ctx.input_dtype("X"))
+    c = ctx.input_shape("X")[1]
+    for slot in ("Scale@GRAD", "Bias@GRAD"):
+        if ctx.has_output(slot):
+            ctx.set_output(slot, (c,), ctx.input_dtype("X"))
+
+
+_in_grad_maker.grad_type = "instance_norm_grad"
+_IN_ATTRS = {"epsilon": ("float", 1e-5, _epsilon_range)}
+
+def_op("instance_norm", inputs=["X", "Scale?", "Bias?"],
+       outputs=["Y", "SavedMean!", "SavedVariance!"], attrs=_IN_ATTRS,
+       infer_shape=_in_infer_shape, grad=_in_grad_maker, kernel=_in_forward,
+       doc="""instance_norm: each (sample, channel) slice of X [N, C, ...] normalised over
+its spatial positions: Y = (X - mu) / sqrt(var + epsilon) * Scale[c] + Bias[c];
+SavedMean [N*C] = mu, SavedVariance [N*C] = 1 / sqrt(var + epsilon) (the inverse std).""")
+def_op("instance_norm_grad",
+       inputs=["X", "Scale?", "SavedMean", "SavedVariance", "Y@GRAD"],
+       outputs=["X@GRAD?", "Scale@GRAD?", "Bias@GRAD?"], attrs=_IN_ATTRS,
+       infer_shape=_in_grad_shapes, kernel=_in_backward,
+       doc="""Gradient of instance_norm per slice, g = dY * Scale[c]: X@GRAD = inv_std *
+(g - mean(g) - x_hat * mean(g * x_hat)); Scale@GRAD = sum of dY * x_hat, Bias@GRAD = sum of
+dY per channel.""")
+
+
+def _gn_channel_axis(attrs, ndim):
+    return ndim - 1 if attrs.get("data_layout", "NCHW") == "NHWC" else 1
+
+
+def _gn_infer_shape(ctx):
+    attrs = ctx.attrs()
+    x_shape = ctx.input_shape("X")
+    ctx.check(len(x_shape) >= 2, "input 'X'", "a tensor of rank >= 2", list(x_shape))
+    c = x_shape[_gn_channel_axis(attrs, len(x_shape))]
+    groups = attrs.get("groups", 1)
+    ctx.check(groups >= 1 and (c < 0 or c % groups == 0), "attribute 'groups'",
+              f"a positive divisor of the {c} channels", groups)
+    for slot in ("Scale", "Bias"):
+        if ctx.has_input(slot):
+            shape = ctx.input_shape(slot)
+            ctx.check(len(shape) == 1 and (c < 0 or shape[0] < 0 or shape[0] == c),
+                      f"input '{slot}'", f"shape [{c}] (the channels of X)", list(shape))
+    dtype = ctx.input_dtype("X")
+    ctx.set_output("Y", x_shape, dtype)
+    for slot in ("Mean", "Variance"):
+        if ctx.has_output(slot):
+            ctx.set_output(slot, (x_shape[0], groups), _stat_dtype(dtype))
+
+
+def _gn_rows(xp, x, attrs):
+    """X as [N*G, C/G * spatial] rows (channel-first)."""
+    axis = _gn_channel_axis(attrs, x.ndim)
+    xc = xp.moveaxis(x, axis, 1)
+    return xc, xc.reshape(x.shape[0] * attrs.get("groups", 1), -1)
+
+
+def _gn_forward(ctx, x, scale, bias):
+    xp, attrs = ctx.xp, ctx.attrs
+    axis = _gn_channel_axis(attrs, x.ndim)
+    xc, rows = _gn_rows(xp, x, attrs)
+    mean, var, _, x_hat = _row_stats(rows, attrs.get("epsilon", 1e-5))
+    y = x_hat.reshape(xc.shape)
+    cshape = _channel_shape(x.ndim, 1)
+    if scale is not None:
+        y = y * scale.reshape(cshape)
+    if bias is not None:
+        y = y + bias.reshape(cshape)
+    n, groups = x.shape[0], attrs.get("groups", 1)
+    return (xp.ascontiguousarray(xp.moveaxis(y, 1, axis)).astype(x.dtype, copy=False),
+            mean.reshape(n, groups), var.reshape(n, groups))
+
+
+def _gn_backward(ctx, x, scale, bias, mean, variance, dy):
+    xp, attrs = ctx.xp, ctx.attrs
+    axis = _gn_channel_axis(attrs, x.ndim)
+    xc, rows = _gn_rows(xp, x, attrs)
+    inv_std = 1.0 / (variance.reshape(-1, 1) + attrs.get("epsilon", 1e-5)) ** 0.5
+    x_hat = (rows - mean.reshape(-1, 1)) * inv_std
+    dyc = xp.moveaxis(dy, axis, 1)
+    reduce_axes = (0,) + tuple(range(2, x.ndim))
+    x_hat_c = x_hat.reshape(xc.shape)
+    dx = d_scale = d_bias = None
+    if ctx.wants("X@GRAD"):
+        g = dyc if scale is None else dyc * scale.reshape(_channel_shape(x.ndim, 1))
+        dxc = _row_norm_grad(x_hat, inv_std, g.reshape(rows.shape)).reshape(xc.shape)
+        dx = xp.ascontiguousarray(xp.moveaxis(dxc, 1, axis)).astype(x.dtype, copy=False)
+    if scale is not None and ctx.wants("Scale@GRAD"):
+        d_scale = (dyc * x_hat_c).sum(axis=reduce_axes).astype(scale.dtype, copy=False)
+    if bias is not None and ctx.wants("Bias@GRAD"):
+        d_bias = dyc.sum(axis=reduce_axes).astype(bias.dtype, copy=False)
+    return dx, d_scale, d_bias
+
+
+def _gn_grad_maker(g):
+    ins = {"X": g.input("X"), "Scale": g.input("Scale"), "Bias": g.input("Bias"),
+           "Mean": g.output("Mean"), "Variance": g.output("Variance"),
+           "Y@GRAD": g.output_grad("Y")}
+    outs = {"X@GRAD": g.input_grad("X")}
+    for slot in ("Scale", "Bias"):
+        if g.has_input(slot):
+            outs[slot + "@GRAD"] = g.input_grad(slot)
+    return [g.op("group_norm_grad", ins, outs)]
+
+
+_gn_grad_maker.grad_type = "group_norm_grad"
+_GN_ATTRS = {"epsilon": ("float", 1e-5, _epsilon_range), "groups": ("int", 1),
+             "data_layout": ("string", "NCHW")}
+
+def_op("group_norm", inputs=["X", "Scale?", "Bias?"], outputs=["Y", "Mean!", "Variance!"],
+       attrs=_GN_ATTRS, infer_shape=_gn_infer_shape, grad=_gn_grad_maker,
+       kernel=_gn_forward,
+       doc="""group_norm: the channels of X (NCHW, or NHWC with data_layout) split into
+``groups``; each (sample, group) normalised over its channels and positions:
+Y = (X - mu) / sqrt(var + epsilon) * Scale[c] + Bias[c]; Mean and Variance [N, groups]
+(the biased variance).""")
+def_op("group_norm_grad",
+       inputs=["X", "Scale?", "Bias?", "Mean", "Variance", "Y@GRAD"],
+       outputs=["X@GRAD?", "Scale@GRAD?", "Bias@GRAD?"], attrs=_GN_ATTRS,
+       infer_shape=grads_like(**{"X@GRAD": "X", "Scale@GRAD": "Scale", "Bias@GRAD": "Bias"}),
+       kernel=_gn_backward,
+       doc="""Gradient of group_norm per (sample, group) row, g = dY * Scale[c]:
+X@GRAD = inv_std * (g - mean(g) - x_hat * mean(g * x_hat)); Scale@GRAD = sum of
+dY * x_hat, Bias@GRAD = sum of dY per channel.""")
+
+
+# --- lrn -----------------------------------------------------------------------------------------
+def _lrn_window_sum(xp, sq, n):
+    """sum of ``sq`` over channels [c - (n-1)//2, c - (n-1)//2 + n) (channel axis 1)."""
+    before = (n - 1) // 2
+    pad = [(0, 0)] * sq.ndim
+    pad[1] = (before + 1, n - 1 - before)
+    cums = xp.cumsum(xp.pad(sq, pad), axis=1)
+    c = sq.shape[1]
+    return cums[:, n:n + c] - cums[:, 0:c]
+
+
+def _lrn_forward(ctx, x):
+    xp, attrs = ctx.xp, ctx.attrs
+    last = attrs.get("data_format", "NCHW") == "NHWC"
+    xc = xp.moveaxis(x, -1, 1) if last else x
+    mid = attrs.get("k", 1.0) + attrs.get("alpha", 1e-4) * _lrn_window_sum(
+        xp, xc * xc, attrs.get("n", 5))
+    out = xc * mid ** (-attrs.get("beta", 0.75))
+    if last:
+        out, mid = xp.moveaxis(out, 1, -1), xp.moveaxis(mid, 1, -1)
+    return (xp.ascontiguousarray(out).astype(x.dtype, copy=False),
+            xp.ascontiguousarray(mid).astype(x.dtype, copy=False))
+
+
+def _lrn_backward(ctx, x, out, mid, dout):
+    xp, attrs = ctx.xp, ctx.attrs
+    last = attrs.get("data_format", "NCHW") == "NHWC"
+    move = (lambda a: xp.moveaxis(a, -1, 1)) if last else (lambda a: a)
+    xc, midc, dc = move(x), move(mid), move(dout)
+    beta, alpha, n = attrs.get("beta", 0.75), attrs.get("alpha", 1e-4), attrs.get("n", 5)
+    # channel i's square feeds the window of channel c exactly when c's window holds i:
+    # the transposed window, [i - (n - 1 - (n-1)//2), i + (n-1)//2]
+    ratio = dc * xc * midc ** (-beta - 1)
+    flipped = _lrn_window_sum(xp, ratio[:, ::-1], n)[:, ::-1]
+    dx = dc * midc ** (-beta) - 2.0 * alpha * beta * xc * flipped
+    if last:
+        dx = xp.moveaxis(dx, 1, -1)
+    return xp.ascontiguousarray(dx).astype(x.dtype, copy=False)
+
+
+_LRN_ATTRS = {"n": ("int", 5), "k": ("float", 1.0), "alpha": ("float", 1e-4),
+              "beta": ("float", 0.75), "data_format": ("string", "AnyLayout"),
+              "is_test": ("bool", None), "use_mkldnn": ("bool", None)}
+
+
+def _lrn_infer_shape(ctx):
+    x_shape = ctx.input_shape("X")
+    ctx.check(len(x_shape) == 4, "input 'X'", "a 4-D tensor", list(x_shape))
+    ctx.check(ctx.attrs().get("n", 5) > 0, "attribute 'n'", "a positive size",
+              ctx.attrs().get("n"))
+    ctx.set_output("Out", x_shape, ctx.input_dtype("X"))
+    if ctx.has_output("MidOut"):
+        ctx.set_output("MidOut", x_shape, ctx.input_dtype("X"))
+
+
+def_op("lrn", inputs=["X"], outputs=["Out", "MidOut!"], attrs=_LRN_ATTRS,
+       infer_shape=_lrn_infer_shape,
+       grad=grad_maker("lrn_grad", inputs=["X"], outputs=["Out", "MidOut"],
+                       out_grads=["Out"], in_grads=["X"]),
+       kernel=_lrn_forward,
+       doc="""lrn: local response normalisation across channels of X [N, C, H, W] (NHWC
+with data_format). MidOut = k + alpha * sum_{j = c - (n-1)//2}^{c - (n-1)//2 + n - 1}
+X[j]^2 (channels outside [0, C) left out); Out = X * MidOut^(-beta).""")
+def_op("lrn_grad", inputs=["X", "Out", "MidOut", "Out@GRAD"], outputs=["X@GRAD"],
+       attrs=_LRN_ATTRS, infer_shape=grads_like(**{"X@GRAD": "X"}), kernel=_lrn_backward,
+       doc="""Gradient of lrn: X@GRAD[i] = dOut[i] * MidOut[i]^(-beta) - 2 * alpha * beta *
+X[i] * sum over the channels c whose window holds i of dOut[c] * X[c] * MidOut[c]^(-beta-1).""")

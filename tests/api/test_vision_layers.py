@@ -271,3 +271,62 @@ def test_image_resize_refuses_wrong_rank_and_missing_size():
             layers.resize_bilinear(x)
         with pytest.raises(InvalidArgument, match="resample"):
             layers.image_resize(x, out_shape=[2, 2], resample="BICUBIC")
+
+
+# --- normalisation and activation layers ---------------------------------------------------------
+def test_instance_norm_parameters_and_values():
+    from ..ops.test_norm import ref_instance_norm
+    x = r(2, 3, 4, 4)
+
+    def net():
+        return layers.instance_norm(data("x", x))
+    main, scope, (out,) = build_and_run(net, {"x": x})
+    scale, bias = param(scope, "instance_norm_0.w_0"), param(scope, "instance_norm_0.b_0")
+    np.testing.assert_array_equal(scale, np.ones(3))
+    want = ref_instance_norm({"X": x, "Scale": scale, "Bias": bias}, {})["Y"]
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+
+
+def test_group_norm_has_no_affine_parameters_by_default_as_in_fluid_18():
+    from ..ops.test_norm import ref_group_norm
+    x = r(2, 4, 3, 3)
+
+    def net():
+        return (layers.group_norm(data("x", x), groups=2),
+                layers.group_norm(data("x2", x), groups=2, param_attr=fluid.ParamAttr("gs"),
+                                  bias_attr=fluid.ParamAttr("gb"), act="relu"))
+    main, scope, (plain, affine) = build_and_run(net, {"x": x, "x2": x})
+    ops = [op for op in main.global_block().ops if op.type == "group_norm"]
+    assert "Scale" not in ops[0].inputs or not ops[0].input("Scale")
+    assert ops[1].input("Scale") == ["gs"] and ops[1].input("Bias") == ["gb"]
+    np.testing.assert_allclose(plain, ref_group_norm({"X": x}, {"groups": 2})["Y"],
+                               rtol=1e-5, atol=1e-5)
+    assert (affine >= 0).all()
+
+
+def test_lrn_prelu_label_smooth():
+    from ..ops.test_norm import ref_lrn
+    x = r(2, 6, 3, 3)
+    label = np.eye(4, dtype="float32")[[1, 3]]
+
+    def net():
+        xv = data("x", x)
+        return (layers.lrn(xv, n=3, alpha=0.5),
+                layers.prelu(xv, mode="channel"),
+                layers.prelu(xv, mode="element", param_attr=fluid.ParamAttr("pe")),
+                layers.label_smooth(data("label", label), epsilon=0.2))
+    main, scope, (normed, pc, pe, smooth) = build_and_run(net, {"x": x, "label": label})
+    np.testing.assert_allclose(normed, ref_lrn({"X": x}, {"n": 3, "alpha": 0.5})["Out"],
+                               rtol=1e-5)
+    assert param(scope, "prelu_0.w_0").shape == (1, 6, 1, 1)
+    assert param(scope, "pe").shape == (1, 6, 3, 3)
+    np.testing.assert_allclose(pc, np.where(x > 0, x, 0.25 * x), rtol=1e-6)
+    np.testing.assert_allclose(smooth, label * 0.8 + 0.05, rtol=1e-6)
+
+
+def test_prelu_refuses_unknown_mode():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data(name="x", shape=[2, 3], dtype="float32")
+        with pytest.raises(InvalidArgument, match="mode"):
+            layers.prelu(x, mode="row")

@@ -84,6 +84,62 @@ CASES = [
 ]
 
 
+
+
+def ref_prelu(i, a):
+    x, alpha = i["X"], i["Alpha"]
+    mode = a.get("mode", "all")
+    if mode == "all":
+        al = alpha.reshape(())
+    elif mode == "channel":
+        shape = [1] * x.ndim
+        shape[-1 if a.get("data_format") == "NHWC" else 1] = -1
+        al = alpha.reshape(shape)
+    else:
+        al = alpha.reshape((1,) + x.shape[1:])
+    return {"Out": np.where(x > 0, x, al * x).astype(x.dtype)}
+
+
+def ref_label_smooth(i, a):
+    eps = a.get("epsilon", 0.0)
+    prior = i["PriorDist"] if "PriorDist" in i else 1.0 / i["X"].shape[-1]
+    return {"Out": ((1 - eps) * i["X"] + eps * prior).astype(i["X"].dtype)}
+
+
+def _away_from_zero(*shape):
+    x = r(*shape)
+    return np.where(np.abs(x) < 0.05, 0.3, x).astype("float32")
+
+
+ACTIVATION_CASES = [
+    OpCase("prelu", {"X": r(2, 3, 4), "Alpha": np.array([0.2], "float32")},
+           attrs={"mode": "all"}, ref=ref_prelu, name="all"),
+    OpCase("prelu", {"X": r(2, 3, 2, 2), "Alpha": r(1, 3, 1, 1)}, attrs={"mode": "channel"},
+           ref=ref_prelu, name="channel"),
+    OpCase("prelu", {"X": r(2, 2, 2, 3), "Alpha": r(3)},
+           attrs={"mode": "channel", "data_format": "NHWC"}, ref=ref_prelu,
+           name="channel_nhwc"),
+    OpCase("prelu", {"X": r(2, 3, 2), "Alpha": r(1, 3, 2)}, attrs={"mode": "element"},
+           ref=ref_prelu, name="element"),
+    OpCase("prelu", {"X": _away_from_zero(2, 3), "Alpha": np.array([0.3], "float32")},
+           attrs={"mode": "all"}, ref=ref_prelu, grad=["X", "Alpha"], name="grad_all"),
+    OpCase("prelu", {"X": _away_from_zero(2, 2, 3), "Alpha": r(1, 2, 1)},
+           attrs={"mode": "channel"}, ref=ref_prelu, grad=["X", "Alpha"],
+           name="grad_channel"),
+    OpCase("prelu", {"X": _away_from_zero(2, 3), "Alpha": r(1, 3)},
+           attrs={"mode": "element"}, ref=ref_prelu, grad=["X", "Alpha"],
+           name="grad_element"),
+    OpCase("label_smooth", {"X": np.eye(4, dtype="float32")[[0, 2, 3]]},
+           attrs={"epsilon": 0.1}, ref=ref_label_smooth, name="uniform"),
+    OpCase("label_smooth", {"X": np.eye(3, dtype="float32")[[1, 2]],
+                            "PriorDist": np.array([[0.2, 0.3, 0.5]], "float32")},
+           attrs={"epsilon": 0.2}, ref=ref_label_smooth, name="prior"),
+    OpCase("label_smooth", {"X": r(2, 3)}, attrs={"epsilon": 0.3}, ref=ref_label_smooth,
+           grad=["X"], name="grad"),
+]
+
+CASES = CASES + ACTIVATION_CASES
+
 test_output_matches_numpy, test_grad_matches_finite_differences = table_tests(CASES)
 
 

@@ -106,6 +106,102 @@ CASES = [
 ]
 
 
+
+
+# --- instance_norm, group_norm, lrn: loops over samples, groups and channels ----------------
+def ref_instance_norm(i, a):
+    x = i["X"].astype(np.float64)
+    eps = a.get("epsilon", 1e-5)
+    n, c = x.shape[:2]
+    y = np.empty_like(x)
+    mean = np.empty(n * c)
+    inv_std = np.empty(n * c)
+    for b in range(n):
+        for ch in range(c):
+            m, v = x[b, ch].mean(), x[b, ch].var()
+            mean[b * c + ch], inv_std[b * c + ch] = m, 1 / np.sqrt(v + eps)
+            y[b, ch] = (x[b, ch] - m) / np.sqrt(v + eps)
+            if "Scale" in i:
+                y[b, ch] *= i["Scale"][ch]
+            if "Bias" in i:
+                y[b, ch] += i["Bias"][ch]
+    dt = i["X"].dtype
+    return {"Y": y.astype(dt), "SavedMean": mean.astype(dt), "SavedVariance": inv_std.astype(dt)}
+
+
+def ref_group_norm(i, a):
+    x = i["X"].astype(np.float64)
+    nhwc = a.get("data_layout") == "NHWC"
+    if nhwc:
+        x = np.moveaxis(x, -1, 1)
+    eps, groups = a.get("epsilon", 1e-5), a.get("groups", 1)
+    n, c = x.shape[:2]
+    per = c // groups
+    y = np.empty_like(x)
+    mean, var = np.empty((n, groups)), np.empty((n, groups))
+    for b in range(n):
+        for g in range(groups):
+            part = x[b, g * per:(g + 1) * per]
+            mean[b, g], var[b, g] = part.mean(), part.var()
+            y[b, g * per:(g + 1) * per] = (part - mean[b, g]) / np.sqrt(var[b, g] + eps)
+    shape = [1, c] + [1] * (x.ndim - 2)
+    if "Scale" in i:
+        y = y * i["Scale"].reshape(shape)
+    if "Bias" in i:
+        y = y + i["Bias"].reshape(shape)
+    if nhwc:
+        y = np.moveaxis(y, 1, -1)
+    dt = i["X"].dtype
+    return {"Y": y.astype(dt), "Mean": mean.astype(dt), "Variance": var.astype(dt)}
+
+
+def ref_lrn(i, a):
+    x = i["X"].astype(np.float64)
+    nhwc = a.get("data_format") == "NHWC"
+    if nhwc:
+        x = np.moveaxis(x, -1, 1)
+    n, k, alpha, beta = a.get("n", 5), a.get("k", 1.0), a.get("alpha", 1e-4), a.get("beta", 0.75)
+    c = x.shape[1]
+    mid = np.full(x.shape, k)
+    for ch in range(c):
+        for j in range(ch - (n - 1) // 2, ch - (n - 1) // 2 + n):
+            if 0 <= j < c:
+                mid[:, ch] += alpha * x[:, j] ** 2
+    out = x * mid ** -beta
+    if nhwc:
+        out, mid = np.moveaxis(out, 1, -1), np.moveaxis(mid, 1, -1)
+    return {"Out": out.astype(i["X"].dtype), "MidOut": mid.astype(i["X"].dtype)}
+
+
+NORM_CASES = [
+    OpCase("instance_norm", {"X": r(2, 3, 4, 5), "Scale": r(3), "Bias": r(3)},
+           attrs={"epsilon": 1e-5}, ref=ref_instance_norm, name="nchw"),
+    OpCase("instance_norm", {"X": r(2, 3, 6)}, ref=ref_instance_norm, name="no_scale_3d"),
+    OpCase("instance_norm", {"X": r(2, 2, 3, 3), "Scale": r(2), "Bias": r(2)},
+           ref=ref_instance_norm, grad=["X", "Scale", "Bias"], grad_outputs=["Y"],
+           name="grad"),
+    OpCase("group_norm", {"X": r(2, 6, 3, 4), "Scale": r(6), "Bias": r(6)},
+           attrs={"groups": 3}, ref=ref_group_norm, name="nchw"),
+    OpCase("group_norm", {"X": r(2, 3, 2, 4)}, attrs={"groups": 2, "data_layout": "NHWC"},
+           ref=ref_group_norm, name="nhwc_no_affine"),
+    OpCase("group_norm", {"X": r(2, 4, 3, 2), "Scale": r(4), "Bias": r(4)},
+           attrs={"groups": 2}, ref=ref_group_norm, grad=["X", "Scale", "Bias"],
+           grad_outputs=["Y"], name="grad"),
+    OpCase("group_norm", {"X": r(1, 3, 2, 4), "Scale": r(4)},
+           attrs={"groups": 2, "data_layout": "NHWC"}, ref=ref_group_norm,
+           grad=["X", "Scale"], grad_outputs=["Y"], name="grad_nhwc"),
+    OpCase("lrn", {"X": r(2, 7, 3, 3)}, attrs={"n": 5, "k": 2.0, "alpha": 0.1, "beta": 0.75},
+           ref=ref_lrn, name="n5"),
+    OpCase("lrn", {"X": r(1, 3, 2, 6)}, attrs={"n": 4, "alpha": 0.5, "data_format": "NHWC"},
+           ref=ref_lrn, name="n4_nhwc"),
+    OpCase("lrn", {"X": r(1, 5, 2, 2)}, attrs={"n": 3, "alpha": 0.3, "beta": 0.6},
+           ref=ref_lrn, grad=["X"], grad_outputs=["Out"], name="grad"),
+    OpCase("lrn", {"X": r(1, 4, 2, 1)}, attrs={"n": 4, "alpha": 0.3, "k": 1.5},
+           ref=ref_lrn, grad=["X"], grad_outputs=["Out"], name="grad_even_window"),
+]
+
+CASES = CASES + NORM_CASES
+
 test_output_matches_numpy, test_grad_matches_finite_differences = table_tests(CASES)
 
 
