@@ -3,9 +3,10 @@
 Each grad op takes only what its formula needs, as Paddle's do: Out for relu, sigmoid,
 tanh, exp and sqrt; X for leaky_relu, log, square, abs and clip.
 """
-from ..errors import InvalidArgument, expected
+from ..errors import InvalidArgument, InvalidType, expected
+from ..framework.dtypes import VarType, dtype_name
 from .common import unary_op
-from .registry import def_op, grad_maker, same_shape
+from .registry import def_op, find, grad_maker, same_shape
 
 
 def _sigmoid(xp, x, attrs):
@@ -223,3 +224,239 @@ unary_op("elu",
                                                   dout * a["alpha"] * xp.exp(xp.minimum(x, 0))),
          uses="X", attrs={"alpha": ("float", 1.0)},
          doc="Out = X where X > 0, else alpha (e^X - 1); dX = dOut, or dOut alpha e^X.")
+
+
+def _selu_scale(a):
+    return a["scale"], a["alpha"]
+
+
+def _softplus_plain(xp, x):
+    return xp.logaddexp(0, x)
+
+
+unary_op("log1p", forward=lambda xp, x, a: xp.log1p(x),
+         backward=lambda xp, x, dout, a: dout / (1 + x),
+         uses="X", doc="Out = ln(1 + X); dX = dOut / (1 + X).")
+
+unary_op("erf", forward=lambda xp, x, a: _erf(xp, x),
+         backward=lambda xp, x, dout, a: dout * 1.1283791670955126 * xp.exp(-x * x),
+         uses="X", doc="Out = erf(X); dX = dOut * 2 / sqrt(pi) * e^(-X^2).")
+
+unary_op("atan", forward=lambda xp, x, a: xp.arctan(x),
+         backward=lambda xp, x, dout, a: dout / (1 + x * x),
+         uses="X", doc="Out = atan(X); dX = dOut / (1 + X^2).")
+
+unary_op("acos", forward=lambda xp, x, a: xp.arccos(x),
+         backward=lambda xp, x, dout, a: -dout / xp.sqrt(1 - x * x),
+         uses="X", doc="Out = acos(X); dX = -dOut / sqrt(1 - X^2).")
+
+unary_op("asin", forward=lambda xp, x, a: xp.arcsin(x),
+         backward=lambda xp, x, dout, a: dout / xp.sqrt(1 - x * x),
+         uses="X", doc="Out = asin(X); dX = dOut / sqrt(1 - X^2).")
+
+unary_op("hard_shrink",
+         forward=lambda xp, x, a: xp.where(xp.abs(x) > a["threshold"], x, 0).astype(x.dtype),
+         backward=lambda xp, x, dout, a: dout * (xp.abs(x) > a["threshold"]),
+         uses="X", attrs={"threshold": ("float", 0.5)},
+         doc="Out = X where |X| > threshold, else 0; dX = dOut there.")
+
+unary_op("thresholded_relu",
+         forward=lambda xp, x, a: xp.where(x > a["threshold"], x, 0).astype(x.dtype),
+         backward=lambda xp, x, dout, a: dout * (x > a["threshold"]),
+         uses="X", attrs={"threshold": ("float", 1.0)},
+         doc="Out = X where X > threshold, else 0; dX = dOut there.")
+
+unary_op("selu",
+         forward=lambda xp, x, a: (a["scale"] * xp.where(
+             x > 0, x, a["alpha"] * (xp.exp(xp.minimum(x, 0)) - 1))).astype(x.dtype),
+         backward=lambda xp, out, dout, a: dout * xp.where(
+             out > 0, a["scale"], out + a["scale"] * a["alpha"]),
+         uses="Out", attrs={"scale": ("float", 1.0507009873554805),
+                            "alpha": ("float", 1.6732632423543772)},
+         doc="Out = scale * (X where X > 0, else alpha (e^X - 1)); dX = dOut * scale, or "
+             "dOut * (Out + scale alpha).")
+
+unary_op("stanh",
+         forward=lambda xp, x, a: (a["scale_b"] * xp.tanh(a["scale_a"] * x)).astype(x.dtype),
+         backward=lambda xp, x, dout, a: dout * a["scale_a"] * a["scale_b"] * (
+             1 - xp.tanh(a["scale_a"] * x) ** 2),
+         uses="X", attrs={"scale_a": ("float", 0.67), "scale_b": ("float", 1.7159)},
+         doc="Out = scale_b tanh(scale_a X); dX = dOut scale_a scale_b (1 - tanh^2).")
+
+unary_op("brelu",
+         forward=lambda xp, x, a: xp.clip(x, a["t_min"], a["t_max"]).astype(x.dtype),
+         backward=lambda xp, x, dout, a: dout * ((x > a["t_min"]) & (x < a["t_max"])),
+         uses="X", attrs={"t_min": ("float", 0.0), "t_max": ("float", 24.0)},
+         doc="Out = min(max(X, t_min), t_max); dX = dOut where t_min < X < t_max.")
+
+unary_op("soft_relu",
+         forward=lambda xp, x, a: _softplus_plain(xp, xp.clip(
+             x, -a["threshold"], a["threshold"])).astype(x.dtype),
+         backward=lambda xp, out, dout, a: dout * (1 - xp.exp(-out)) * (
+             (out > -a["threshold"]) & (out < a["threshold"])),
+         uses="Out", attrs={"threshold": ("float", 40.0)},
+         doc="Out = ln(1 + e^clip(X, -threshold, threshold)); dX = dOut (1 - e^-Out) where "
+             "-threshold < Out < threshold (Paddle's rule: it compares Out, not X).")
+
+unary_op("hard_swish",
+         forward=lambda xp, x, a: (x * xp.clip(x + a["offset"], 0, a["threshold"])
+                                   / a["scale"]).astype(x.dtype),
+         backward=lambda xp, x, dout, a: dout * xp.where(
+             x + a["offset"] <= 0, 0, xp.where(x + a["offset"] >= a["threshold"],
+                                               a["threshold"] / a["scale"],
+                                               (2 * x + a["offset"]) / a["scale"])),
+         uses="X", attrs={"threshold": ("float", 6.0), "scale": ("float", 6.0),
+                          "offset": ("float", 3.0)},
+         doc="Out = X * min(max(X + offset, 0), threshold) / scale; dX piecewise: 0, (2X + "
+             "offset) / scale, threshold / scale.")
+
+
+def _mish(xp, x, a):
+    soft = xp.where(x > a["threshold"], x, xp.logaddexp(0, x))
+    return (x * xp.tanh(soft)).astype(x.dtype)
+
+
+def _mish_grad(xp, x, dout, a):
+    soft = xp.where(x > a["threshold"], x, xp.logaddexp(0, x))
+    t = xp.tanh(soft)
+    dsoft = xp.where(x > a["threshold"], 1.0, _sigmoid_of(xp, x))
+    return dout * (t + x * (1 - t * t) * dsoft)
+
+
+unary_op("mish", forward=_mish, backward=_mish_grad, uses="X",
+         attrs={"threshold": ("float", 20.0)},
+         doc="Out = X tanh(softplus(X)) (softplus(X) = X past threshold); dX = dOut (tanh(sp) "
+             "+ X (1 - tanh(sp)^2) sigmoid(X)).")
+
+
+# --- trigonometric inverses, erf, and the activations with thresholds ---------------------------
+unary_op("atan", forward=lambda xp, x, a: xp.arctan(x),
+         backward=lambda xp, x, dout, a: dout / (1 + x * x),
+         uses="X", doc="Out = atan(X); dX = dOut / (1 + X^2).")
+
+unary_op("acos", forward=lambda xp, x, a: xp.arccos(x),
+         backward=lambda xp, x, dout, a: -dout / xp.sqrt(1 - x * x),
+         uses="X", doc="Out = acos(X) for X in [-1, 1]; dX = -dOut / sqrt(1 - X^2).")
+
+unary_op("asin", forward=lambda xp, x, a: xp.arcsin(x),
+         backward=lambda xp, x, dout, a: dout / xp.sqrt(1 - x * x),
+         uses="X", doc="Out = asin(X) for X in [-1, 1]; dX = dOut / sqrt(1 - X^2).")
+
+unary_op("erf", forward=lambda xp, x, a: _erf(xp, x),
+         backward=lambda xp, x, dout, a: dout * 1.1283791670955126 * xp.exp(-x * x),
+         uses="X", doc="Out = erf(X) = 2/sqrt(pi) * integral_0^X e^(-t^2) dt; "
+                       "dX = dOut * 2/sqrt(pi) * e^(-X^2).")
+
+unary_op("hard_shrink",
+         forward=lambda xp, x, a: xp.where(xp.abs(x) > a["threshold"], x, 0).astype(
+             x.dtype, copy=False),
+         backward=lambda xp, x, dout, a: dout * (xp.abs(x) > a["threshold"]),
+         uses="X", attrs={"threshold": ("float", 0.5)},
+         doc="Out = X where |X| > threshold, else 0; dX = dOut where |X| > threshold.")
+
+unary_op("thresholded_relu",
+         forward=lambda xp, x, a: xp.where(x > a["threshold"], x, 0).astype(x.dtype, copy=False),
+         backward=lambda xp, x, dout, a: dout * (x > a["threshold"]),
+         uses="X", attrs={"threshold": ("float", 1.0)},
+         doc="Out = X where X > threshold, else 0; dX = dOut where X > threshold.")
+
+unary_op("selu",
+         forward=lambda xp, x, a: (a["scale"] * xp.where(
+             x > 0, x, a["alpha"] * (xp.exp(xp.minimum(x, 0)) - 1))).astype(x.dtype, copy=False),
+         backward=lambda xp, out, dout, a: xp.where(
+             out > 0, dout * a["scale"], dout * (out + a["scale"] * a["alpha"])),
+         uses="Out", attrs={"scale": ("float", 1.0507009873554805),
+                            "alpha": ("float", 1.6732632423543772)},
+         doc="Out = scale * (X where X > 0, else alpha (e^X - 1)); dX = dOut * scale where "
+             "Out > 0, else dOut * (Out + scale alpha).")
+
+unary_op("stanh",
+         forward=lambda xp, x, a: (a["scale_b"] * xp.tanh(a["scale_a"] * x)).astype(
+             x.dtype, copy=False),
+         backward=lambda xp, x, dout, a: dout * a["scale_a"] * a["scale_b"] * (
+             1 - xp.tanh(a["scale_a"] * x) ** 2),
+         uses="X", attrs={"scale_a": ("float", 0.67), "scale_b": ("float", 1.7159)},
+         doc="Out = scale_b tanh(scale_a X); dX = dOut scale_a scale_b (1 - tanh^2(scale_a X)).")
+
+unary_op("brelu",
+         forward=lambda xp, x, a: xp.clip(x, a["t_min"], a["t_max"]).astype(x.dtype, copy=False),
+         backward=lambda xp, x, dout, a: dout * ((x > a["t_min"]) & (x < a["t_max"])),
+         uses="X", attrs={"t_min": ("float", 0.0), "t_max": ("float", 24.0)},
+         doc="Out = min(max(X, t_min), t_max); dX = dOut where t_min < X < t_max.")
+
+unary_op("soft_relu",
+         forward=lambda xp, x, a: xp.logaddexp(0, xp.clip(
+             x, -a["threshold"], a["threshold"])).astype(x.dtype, copy=False),
+         backward=lambda xp, out, dout, a: dout * -xp.expm1(-out) * (
+             (out > -a["threshold"]) & (out < a["threshold"])),
+         uses="Out", attrs={"threshold": ("float", 40.0)},
+         doc="Out = ln(1 + e^clip(X, -threshold, threshold)); dX = dOut (1 - e^-Out) where "
+             "-threshold < Out < threshold (Paddle compares Out with the threshold).")
+
+
+def _hard_swish_grad(xp, x, dout, a):
+    shifted = x + a["offset"]
+    slope = xp.where(shifted <= 0, 0.0, xp.where(
+        shifted >= a["threshold"], a["threshold"] / a["scale"], (2 * x + a["offset"]) / a["scale"]))
+    return dout * slope
+
+
+unary_op("hard_swish",
+         forward=lambda xp, x, a: (x * xp.clip(x + a["offset"], 0, a["threshold"])
+                                   / a["scale"]).astype(x.dtype, copy=False),
+         backward=_hard_swish_grad, uses="X",
+         attrs={"threshold": ("float", 6.0), "scale": ("float", 6.0), "offset": ("float", 3.0)},
+         doc="Out = X min(max(X + offset, 0), threshold) / scale; dX = dOut times 0, "
+             "threshold / scale, or (2X + offset) / scale by where X + offset lies.")
+
+
+def _mish_softplus(xp, x, threshold):
+    # past the threshold (when it is positive) softplus is X itself, or e^X far below 0
+    soft = xp.logaddexp(0, x)
+    if threshold > 0:
+        soft = xp.where(x > threshold, x, xp.where(x < -threshold, xp.exp(x), soft))
+    return soft
+
+
+def _mish_grad(xp, x, dout, a):
+    soft = _mish_softplus(xp, x, a["threshold"])
+    t = xp.tanh(soft)
+    d_soft = _sigmoid_of(xp, x)
+    if a["threshold"] > 0:
+        d_soft = xp.where(x > a["threshold"], 1.0,
+                          xp.where(x < -a["threshold"], xp.exp(x), d_soft))
+    return dout * (t + x * (1 - t * t) * d_soft)
+
+
+unary_op("mish",
+         forward=lambda xp, x, a: (x * xp.tanh(_mish_softplus(xp, x, a["threshold"]))).astype(
+             x.dtype, copy=False),
+         backward=_mish_grad, uses="X", attrs={"threshold": ("float", 20.0)},
+         doc="Out = X tanh(softplus(X)), softplus(X) = ln(1 + e^X) (X above threshold, e^X "
+             "below -threshold, when threshold > 0); dX = dOut (t + X (1 - t^2) softplus'(X)).")
+
+
+# --- the ops whose Paddle kernels take floating-point tensors only ------------------------------
+FLOAT_TYPES = (VarType.FP16, VarType.FP32, VarType.FP64, VarType.BF16)
+
+#: activations defined on real numbers only: an integer tensor is refused when the op is built
+FLOAT_ONLY = ("sigmoid", "logsigmoid", "tanh", "tanh_shrink", "log", "sqrt", "rsqrt",
+              "reciprocal", "softplus", "softsign", "softshrink", "hard_shrink", "hard_sigmoid",
+              "swish", "gelu", "elu", "selu", "stanh", "brelu", "soft_relu", "hard_swish", "mish",
+              "relu6", "thresholded_relu", "atan", "acos", "asin", "sin", "round", "erf")
+
+
+def _refusing_integers(op_type, infer):
+    def infer_floats(ctx):
+        dtype = ctx.input_dtype("X")
+        if dtype not in FLOAT_TYPES:
+            raise InvalidType(expected(op_type, "input 'X'", "a float16, float32 or float64 "
+                                       "tensor", dtype_name(dtype)))
+        infer(ctx)
+    return infer_floats
+
+
+for _type in FLOAT_ONLY:
+    _opdef = find(_type)
+    _opdef.infer_shape = _refusing_integers(_type, _opdef.infer_shape)
+del _type, _opdef
