@@ -202,69 +202,6 @@ def test_clip_without_bounds_raises():
         _append_clip({"max": 1.0})
 
 
-def _softplus64(x):
-    return np.logaddexp(0, _f64(x))
-
-
-def _mish_ref(x, threshold=20.0):
-    x = _f64(x)
-    soft = np.where(x > threshold, x, np.where(x < -threshold, np.exp(x), np.logaddexp(0, x)))
-    return x * np.tanh(soft)
-
-
-_SELU_SCALE, _SELU_ALPHA = 1.0507009873554805, 1.6732632423543772
-
-CASES_MORE = [
-    OpCase("atan", {"X": r(3, 4, low=-3, high=3)},
-           ref=lambda i, a: {"Out": np.arctan(_f64(i["X"]))}, grad=["X"]),
-    OpCase("acos", {"X": r(3, 4, low=-0.9, high=0.9)},
-           ref=lambda i, a: {"Out": np.arccos(_f64(i["X"]))}, grad=["X"]),
-    OpCase("asin", {"X": r(3, 4, low=-0.9, high=0.9)},
-           ref=lambda i, a: {"Out": np.arcsin(_f64(i["X"]))}, grad=["X"]),
-    OpCase("erf", {"X": r(3, 4, low=-2, high=2)}, ref=lambda i, a: {"Out": _erf(i["X"])},
-           grad=["X"]),
-    OpCase("hard_shrink", {"X": _away_from([-0.5, 0.5], 3, 4)},
-           ref=lambda i, a: {"Out": np.where(np.abs(i["X"]) > 0.5, i["X"], 0)}, grad=["X"]),
-    OpCase("hard_shrink", {"X": _away_from([-1.5, 1.5], 3, 4)}, attrs={"threshold": 1.5},
-           ref=lambda i, a: {"Out": np.where(np.abs(i["X"]) > 1.5, i["X"], 0)}, grad=["X"],
-           name="threshold"),
-    OpCase("thresholded_relu", {"X": _away_from([1.0], 3, 4)},
-           ref=lambda i, a: {"Out": np.where(i["X"] > 1.0, i["X"], 0)}, grad=["X"]),
-    OpCase("thresholded_relu", {"X": _away_from([0.1], 3, 4)}, attrs={"threshold": 0.1},
-           ref=lambda i, a: {"Out": np.where(i["X"] > 0.1, i["X"], 0)}, grad=["X"],
-           name="threshold"),
-    OpCase("selu", {"X": away_from_zero(3, 4) * 2},
-           ref=lambda i, a: {"Out": _SELU_SCALE * np.where(
-               i["X"] > 0, _f64(i["X"]), _SELU_ALPHA * (np.exp(_f64(i["X"])) - 1))},
-           grad=["X"]),
-    OpCase("selu", {"X": away_from_zero(3, 4)}, attrs={"scale": 2.0, "alpha": 0.5},
-           ref=lambda i, a: {"Out": 2.0 * np.where(i["X"] > 0, _f64(i["X"]),
-                                                   0.5 * (np.exp(_f64(i["X"])) - 1))},
-           grad=["X"], name="attrs"),
-    OpCase("stanh", {"X": r(3, 4, low=-3, high=3)},
-           ref=lambda i, a: {"Out": 1.7159 * np.tanh(0.67 * _f64(i["X"]))}, grad=["X"]),
-    OpCase("brelu", {"X": _away_from([1.0, 2.0], 3, 4)}, attrs={"t_min": 1.0, "t_max": 2.0},
-           ref=lambda i, a: {"Out": np.clip(i["X"], 1.0, 2.0)}, grad=["X"]),
-    OpCase("brelu", {"X": _away_from([0.0], 3, 4) * 10},
-           ref=lambda i, a: {"Out": np.clip(i["X"], 0.0, 24.0)}, name="defaults"),
-    OpCase("soft_relu", {"X": r(3, 4, low=-3, high=3)},
-           ref=lambda i, a: {"Out": _softplus64(i["X"])}, grad=["X"]),
-    OpCase("soft_relu", {"X": np.array([[-5.0, -0.5, 0.5, 5.0]], "float32")},
-           attrs={"threshold": 2.0},
-           ref=lambda i, a: {"Out": _softplus64(np.clip(i["X"], -2, 2))}, name="threshold"),
-    OpCase("hard_swish", {"X": _away_from([-3.0, 3.0], 3, 4) * 1.5},
-           ref=lambda i, a: {"Out": _f64(i["X"]) * np.clip(_f64(i["X"]) + 3, 0, 6) / 6},
-           grad=["X"]),
-    OpCase("mish", {"X": r(3, 4, low=-4, high=4)}, ref=lambda i, a: {"Out": _mish_ref(i["X"])},
-           grad=["X"]),
-    OpCase("mish", {"X": _away_from([-1.0, 1.0], 3, 4)}, attrs={"threshold": 1.0},
-           ref=lambda i, a: {"Out": _mish_ref(i["X"], 1.0)}, grad=["X"], name="threshold"),
-]
-
-(test_more_outputs_match_numpy,
- test_more_grads_match_finite_differences) = table_tests(CASES_MORE)
-
-
 @pytest.mark.parametrize("op_type", ["sigmoid", "tanh", "log", "sqrt", "atan", "mish"])
 def test_float_only_activation_refuses_an_integer_tensor_when_built(op_type):
     from fluid_nb.errors import InvalidType
