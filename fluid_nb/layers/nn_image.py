@@ -1,5 +1,6 @@
 """Image layers of Fluid 1.8: resizing (image_resize, resize_bilinear, resize_nearest,
-resize_trilinear, image_resize_short, interpolate).
+resize_trilinear, image_resize_short, interpolate) and ROI pooling (roi_pool, roi_align,
+psroi_pool, prroi_pool).
 
 Each builds the op types and attributes of the Fluid 1.8 function of the same name;
 ``fluid.layers`` exports them through ``nn``.
@@ -7,10 +8,13 @@ Each builds the op types and attributes of the Fluid 1.8 function of the same na
 from ..errors import InvalidArgument
 from ..framework.program import Variable
 from ..layer_helper import LayerHelper
-from .arg_checks import NAME, POSITIVE_INT, boolean, checks, one_of, variable
+from ..framework.dtypes import VarType
+from .arg_checks import (INT, NAME, POSITIVE_INT, boolean, checks, one_of, optional, real_in,
+                         variable)
 
 __all__ = ["image_resize", "resize_bilinear", "resize_nearest", "resize_trilinear",
-           "image_resize_short", "interpolate"]
+           "image_resize_short", "interpolate", "roi_pool", "roi_align", "psroi_pool",
+           "prroi_pool"]
 
 _RESAMPLE = {"BILINEAR": "bilinear", "TRILINEAR": "trilinear", "NEAREST": "nearest",
              "BICUBIC": "bicubic"}
@@ -167,3 +171,78 @@ def interpolate(input, out_shape=None, scale=None, name=None, resample="BILINEAR
     convolution with A = -0.75 over the 4 x 4 neighbours)."""
     return _resize("interpolate", input, out_shape, scale, name, resample, actual_shape,
                    align_corners, align_mode, data_format, tuple(_RESAMPLE))
+
+
+# --- ROI pooling ---------------------------------------------------------------------------------
+_ROI_CHECKS = dict(input=variable, rois=variable, pooled_height=POSITIVE_INT,
+                   pooled_width=POSITIVE_INT, spatial_scale=real_in(0.0))
+
+
+@checks(rois_lod=optional(variable), **_ROI_CHECKS)
+def roi_pool(input, rois, pooled_height=1, pooled_width=1, spatial_scale=1.0, rois_lod=None):
+    """Max pooling of each ROI (x1, y1, x2, y2, in the ROIs' LoD order of images, or by
+    ``rois_lod`` offsets) into pooled_height x pooled_width bins (``roi_pool``)."""
+    helper = LayerHelper("roi_pool", input=input)
+    out = helper.create_variable_for_type_inference(helper.input_dtype())
+    argmax = helper.create_variable_for_type_inference(dtype=VarType.INT32)
+    inputs = {"X": [input], "ROIs": [rois]}
+    if rois_lod is not None:
+        inputs["RoisLod"] = [rois_lod]
+    helper.append_op(type="roi_pool", inputs=inputs,
+                     outputs={"Out": [out], "Argmax": [argmax]},
+                     attrs={"pooled_height": pooled_height, "pooled_width": pooled_width,
+                            "spatial_scale": float(spatial_scale)})
+    return out
+
+
+@checks(sampling_ratio=INT, name=NAME, rois_lod=optional(variable), **_ROI_CHECKS)
+def roi_align(input, rois, pooled_height=1, pooled_width=1, spatial_scale=1.0,
+              sampling_ratio=-1, name=None, rois_lod=None):
+    """ROI Align (``roi_align``): each bin the mean of bilinear samples on a grid of
+    sampling_ratio (or ceil(bin size)) points per side, no rounding of the ROI."""
+    helper = LayerHelper("roi_align", input=input, name=name)
+    out = helper.create_variable_for_type_inference(helper.input_dtype())
+    inputs = {"X": [input], "ROIs": [rois]}
+    if rois_lod is not None:
+        inputs["RoisLod"] = [rois_lod]
+    helper.append_op(type="roi_align", inputs=inputs, outputs={"Out": [out]},
+                     attrs={"pooled_height": pooled_height, "pooled_width": pooled_width,
+                            "spatial_scale": float(spatial_scale),
+                            "sampling_ratio": sampling_ratio})
+    return out
+
+
+@checks(input=variable, rois=variable, output_channels=POSITIVE_INT,
+        spatial_scale=real_in(0.0), pooled_height=POSITIVE_INT, pooled_width=POSITIVE_INT,
+        name=NAME)
+def psroi_pool(input, rois, output_channels, spatial_scale, pooled_height, pooled_width,
+               name=None):
+    """Position-sensitive ROI average pooling (``psroi_pool``): input has output_channels
+    * pooled_height * pooled_width channels; bin (i, j) of channel c averages input channel
+    (c * pooled_height + i) * pooled_width + j."""
+    helper = LayerHelper("psroi_pool", input=input, name=name)
+    out = helper.create_variable_for_type_inference(helper.input_dtype())
+    helper.append_op(type="psroi_pool", inputs={"X": [input], "ROIs": [rois]},
+                     outputs={"Out": [out]},
+                     attrs={"output_channels": output_channels,
+                            "spatial_scale": float(spatial_scale),
+                            "pooled_height": pooled_height, "pooled_width": pooled_width})
+    return out
+
+
+@checks(input=variable, rois=variable, spatial_scale=real_in(0.0),
+        pooled_height=POSITIVE_INT, pooled_width=POSITIVE_INT,
+        batch_roi_nums=optional(variable), name=NAME)
+def prroi_pool(input, rois, spatial_scale=1.0, pooled_height=1, pooled_width=1,
+               batch_roi_nums=None, name=None):
+    """Precise ROI pooling (``prroi_pool``): each bin the integral of the bilinearly
+    interpolated map over the bin's area, divided by the area."""
+    helper = LayerHelper("prroi_pool", input=input, name=name)
+    out = helper.create_variable_for_type_inference(helper.input_dtype())
+    inputs = {"X": [input], "ROIs": [rois]}
+    if batch_roi_nums is not None:
+        inputs["BatchRoINums"] = [batch_roi_nums]
+    helper.append_op(type="prroi_pool", inputs=inputs, outputs={"Out": [out]},
+                     attrs={"spatial_scale": float(spatial_scale),
+                            "pooled_height": pooled_height, "pooled_width": pooled_width})
+    return out

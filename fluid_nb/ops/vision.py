@@ -1,4 +1,5 @@
 """Vision op family beyond conv.py and norm.py; each concept in its own module, imported
-here so the family registers them all: N-D convolution and pooling (``conv_nd``), image resizing (``interp``)."""
+here so the family registers them all: N-D convolution and pooling (``conv_nd``), image resizing (``interp``), ROI pooling (``roi``)."""
 from . import conv_nd  # noqa: F401
 from . import interp  # noqa: F401
+from . import roi  # noqa: F401

@@ -330,3 +330,45 @@ def test_prelu_refuses_unknown_mode():
         x = fluid.data(name="x", shape=[2, 3], dtype="float32")
         with pytest.raises(InvalidArgument, match="mode"):
             layers.prelu(x, mode="row")
+
+
+# --- ROI pooling -------------------------------------------------------------------------------
+def test_roi_layers_take_lod_rois_and_match_numpy():
+    from ..ops.test_vision import ROIS, ROI_LOD, ref_roi_align, ref_roi_pool
+    x = r(2, 3, 8, 8)
+
+    def net():
+        xv = data("x", x)
+        rois = fluid.data(name="rois", shape=[-1, 4], dtype="float32", lod_level=1)
+        return (layers.roi_pool(xv, rois, pooled_height=2, pooled_width=2, spatial_scale=0.5),
+                layers.roi_align(xv, rois, pooled_height=2, pooled_width=3,
+                                 sampling_ratio=2))
+    lod_rois = fluid.create_lod_tensor(ROIS, [[2, 1]], fluid.CPUPlace())
+    main, _, (pooled, aligned) = build_and_run(net, {"x": x, "rois": lod_rois})
+    assert the_op(main, "roi_pool").output("Argmax")
+    attrs = {"pooled_height": 2, "pooled_width": 2, "spatial_scale": 0.5}
+    np.testing.assert_allclose(pooled, ref_roi_pool({"X": x, "ROIs": ROIS}, attrs)["Out"],
+                               rtol=1e-6)
+    attrs = {"pooled_height": 2, "pooled_width": 3, "spatial_scale": 1.0,
+             "sampling_ratio": 2}
+    np.testing.assert_allclose(aligned, ref_roi_align({"X": x, "ROIs": ROIS}, attrs)["Out"],
+                               rtol=1e-5, atol=1e-6)
+    assert ROI_LOD == [[0, 2, 3]]
+
+
+def test_psroi_and_prroi_pool_layers():
+    x = r(2, 8, 6, 6)
+
+    def net():
+        xv = data("x", x)
+        rois = fluid.data(name="rois", shape=[-1, 4], dtype="float32", lod_level=1)
+        nums = layers.assign(np.array([2, 1], "int64"))
+        return (layers.psroi_pool(xv, rois, output_channels=2, spatial_scale=1.0,
+                                  pooled_height=2, pooled_width=2),
+                layers.prroi_pool(xv, rois, pooled_height=3, pooled_width=3,
+                                  batch_roi_nums=nums))
+    from ..ops.test_vision import ROIS
+    lod_rois = fluid.create_lod_tensor(ROIS, [[2, 1]], fluid.CPUPlace())
+    main, _, (ps, pr) = build_and_run(net, {"x": x, "rois": lod_rois})
+    assert ps.shape == (3, 2, 2, 2) and pr.shape == (3, 8, 3, 3)
+    assert the_op(main, "prroi_pool").input("BatchRoINums")

@@ -360,7 +360,6 @@ INTERP_CASES = [
 
 CASES = CONV_CASES + POOL_CASES + INTERP_CASES
 
-test_output_matches_numpy, test_grad_matches_finite_differences = table_tests(CASES)
 
 
 def test_conv2d_transpose_refuses_output_size_out_of_reach():
@@ -385,3 +384,185 @@ def test_max_pool_with_index_mask_is_int32():
     case = POOL_CASES[-6]
     result = check_output(case)
     assert np.asarray(result["Mask"]).dtype == np.int32
+
+
+# --- ROI pooling references: Paddle's per-bin loops -----------------------------------------
+def _c_round(v):
+    return np.floor(v + 0.5) if v >= 0 else -np.floor(-v + 0.5)
+
+
+def _roi_images(i, n_rois):
+    if "RoisNum" in i:
+        return np.repeat(np.arange(len(i["RoisNum"])), i["RoisNum"])
+    if "BatchRoINums" in i:
+        return np.repeat(np.arange(len(i["BatchRoINums"])), i["BatchRoINums"])
+    offsets = i["RoisLod"] if "RoisLod" in i else ROI_LOD[0]
+    return np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
+
+
+def ref_roi_pool(i, a):
+    x, rois = i["X"].astype(np.float64), i["ROIs"]
+    n, c, h, w = x.shape
+    ph, pw, scale = a.get("pooled_height", 1), a.get("pooled_width", 1), a["spatial_scale"]
+    out = np.zeros((len(rois), c, ph, pw))
+    arg = np.full(out.shape, -1, dtype=np.int64)
+    for r, image in enumerate(_roi_images(i, len(rois))):
+        x1, y1, x2, y2 = (int(_c_round(v * scale)) for v in rois[r])
+        rh, rw = max(y2 - y1 + 1, 1), max(x2 - x1 + 1, 1)
+        for p in range(ph):
+            for q in range(pw):
+                h0 = min(max(int(np.floor(p * rh / ph)) + y1, 0), h)
+                h1 = min(max(int(np.ceil((p + 1) * rh / ph)) + y1, 0), h)
+                w0 = min(max(int(np.floor(q * rw / pw)) + x1, 0), w)
+                w1 = min(max(int(np.ceil((q + 1) * rw / pw)) + x1, 0), w)
+                if h1 <= h0 or w1 <= w0:
+                    continue
+                win = x[image, :, h0:h1, w0:w1].reshape(c, -1)
+                out[r, :, p, q] = win.max(axis=1)
+                k = win.argmax(axis=1)
+                arg[r, :, p, q] = (h0 + k // (w1 - w0)) * w + w0 + k % (w1 - w0)
+    return {"Out": out.astype(i["X"].dtype), "Argmax": arg}
+
+
+def _bilinear(img, y, x):
+    h, w = img.shape[1:]
+    if y < -1 or y > h or x < -1 or x > w:
+        return 0.0
+    y, x = max(y, 0.0), max(x, 0.0)
+    yl, xl = int(y), int(x)
+    if yl >= h - 1:
+        yl = yh = h - 1
+        y = float(yl)
+    else:
+        yh = yl + 1
+    if xl >= w - 1:
+        xl = xh = w - 1
+        x = float(xl)
+    else:
+        xh = xl + 1
+    ly, lx = y - yl, x - xl
+    return ((1 - ly) * (1 - lx) * img[:, yl, xl] + (1 - ly) * lx * img[:, yl, xh]
+            + ly * (1 - lx) * img[:, yh, xl] + ly * lx * img[:, yh, xh])
+
+
+def ref_roi_align(i, a):
+    x, rois = i["X"].astype(np.float64), i["ROIs"]
+    c = x.shape[1]
+    ph, pw, scale = a.get("pooled_height", 1), a.get("pooled_width", 1), a["spatial_scale"]
+    ratio, aligned = a.get("sampling_ratio", -1), a.get("aligned", False)
+    out = np.zeros((len(rois), c, ph, pw))
+    for r, image in enumerate(_roi_images(i, len(rois))):
+        off = 0.5 if aligned else 0.0
+        x1, y1, x2, y2 = (v * scale - off for v in rois[r])
+        rw, rh = x2 - x1, y2 - y1
+        if not aligned:
+            rw, rh = max(rw, 1.0), max(rh, 1.0)
+        bh, bw = rh / ph, rw / pw
+        gh = ratio if ratio > 0 else int(np.ceil(rh / ph))
+        gw = ratio if ratio > 0 else int(np.ceil(rw / pw))
+        count = max(gh * gw, 1)
+        for p in range(ph):
+            for q in range(pw):
+                total = 0.0
+                for iy in range(gh):
+                    for ix in range(gw):
+                        total = total + _bilinear(x[image], y1 + p * bh + (iy + 0.5) * bh / gh,
+                                                  x1 + q * bw + (ix + 0.5) * bw / gw)
+                out[r, :, p, q] = total / count
+    return {"Out": out.astype(i["X"].dtype)}
+
+
+def ref_psroi_pool(i, a):
+    x, rois = i["X"].astype(np.float64), i["ROIs"]
+    h, w = x.shape[2:]
+    oc, ph, pw = a["output_channels"], a["pooled_height"], a["pooled_width"]
+    scale = a["spatial_scale"]
+    out = np.zeros((len(rois), oc, ph, pw))
+    for r, image in enumerate(_roi_images(i, len(rois))):
+        x1, y1 = _c_round(rois[r][0]) * scale, _c_round(rois[r][1]) * scale
+        x2, y2 = (_c_round(rois[r][2]) + 1) * scale, (_c_round(rois[r][3]) + 1) * scale
+        rh, rw = max(y2 - y1, 0.1), max(x2 - x1, 0.1)
+        for ch in range(oc):
+            for p in range(ph):
+                for q in range(pw):
+                    h0 = min(max(int(np.floor(rh / ph * p + y1)), 0), h)
+                    h1 = min(max(int(np.ceil(rh / ph * (p + 1) + y1)), 0), h)
+                    w0 = min(max(int(np.floor(rw / pw * q + x1)), 0), w)
+                    w1 = min(max(int(np.ceil(rw / pw * (q + 1) + x1)), 0), w)
+                    if h1 > h0 and w1 > w0:
+                        out[r, ch, p, q] = x[image, (ch * ph + p) * pw + q, h0:h1,
+                                             w0:w1].mean()
+    return {"Out": out.astype(i["X"].dtype)}
+
+
+def ref_prroi_pool(i, a):
+    """Numerical integration of the bilinear surface (zero outside the map) over each bin."""
+    x, rois = i["X"].astype(np.float64), i["ROIs"]
+    c, h, w = x.shape[1:]
+    ph, pw, scale = a["pooled_height"], a["pooled_width"], a.get("spatial_scale", 1.0)
+    steps = 400
+    out = np.zeros((len(rois), c, ph, pw))
+
+    def hat(t):
+        return np.maximum(0.0, 1 - np.abs(t))
+    for r, image in enumerate(_roi_images(i, len(rois))):
+        x1, y1, x2, y2 = (v * scale for v in rois[r])
+        bh, bw = max(y2 - y1, 0) / ph, max(x2 - x1, 0) / pw
+        for p in range(ph):
+            for q in range(pw):
+                if bh * bw == 0:
+                    continue
+                ys = y1 + bh * p + (np.arange(steps) + 0.5) * bh / steps
+                xs = x1 + bw * q + (np.arange(steps) + 0.5) * bw / steps
+                wy = hat(ys[:, None] - np.arange(h)[None, :]).mean(axis=0) * bh
+                wx = hat(xs[:, None] - np.arange(w)[None, :]).mean(axis=0) * bw
+                out[r, :, p, q] = np.einsum("h,chw,w->c", wy, x[image], wx) / (bh * bw)
+    return {"Out": out.astype(i["X"].dtype)}
+
+
+ROI_LOD = [[0, 2, 3]]
+ROIS = np.array([[0.5, 1.0, 6.2, 5.1], [2.0, 0.0, 4.0, 7.5], [1.2, 2.3, 3.0, 3.1]],
+                "float32")
+
+
+def roi(op, name, x, attrs, ref, grad=False, extra=None, lod=True, **kw):
+    inputs = {"X": x, "ROIs": ROIS}
+    inputs.update(extra or {})
+    return OpCase(op, inputs, attrs=attrs, ref=ref, grad=["X"] if grad else [], name=name,
+                  lod={"ROIs": ROI_LOD} if lod else {}, grad_outputs=["Out"], **kw)
+
+
+ROI_CASES = [
+    roi("roi_pool", "lod", r(2, 3, 8, 8), {"pooled_height": 2, "pooled_width": 3,
+                                           "spatial_scale": 1.0}, ref_roi_pool),
+    roi("roi_pool", "scaled_rois_num", r(2, 2, 5, 6),
+        {"pooled_height": 3, "pooled_width": 2, "spatial_scale": 0.5}, ref_roi_pool,
+        extra={"RoisNum": np.array([1, 2], "int32")}, lod=False),
+    roi("roi_pool", "grad", r(2, 1, 6, 6), {"pooled_height": 2, "pooled_width": 2,
+                                            "spatial_scale": 0.7}, ref_roi_pool, grad=True),
+    roi("roi_align", "lod", r(2, 3, 8, 8), {"pooled_height": 2, "pooled_width": 3,
+                                            "spatial_scale": 1.0}, ref_roi_align),
+    roi("roi_align", "ratio2_aligned", r(2, 2, 6, 7),
+        {"pooled_height": 3, "pooled_width": 2, "spatial_scale": 0.6, "sampling_ratio": 2,
+         "aligned": True}, ref_roi_align,
+        extra={"RoisLod": np.array([0, 1, 3], "int64")}, lod=False),
+    roi("roi_align", "grad", r(2, 2, 5, 5), {"pooled_height": 2, "pooled_width": 2,
+                                             "spatial_scale": 0.8}, ref_roi_align, grad=True),
+    roi("psroi_pool", "basic", r(2, 2 * 2 * 3, 7, 8),
+        {"output_channels": 2, "pooled_height": 2, "pooled_width": 3, "spatial_scale": 0.9},
+        ref_psroi_pool),
+    roi("psroi_pool", "grad", r(2, 1 * 2 * 2, 5, 5),
+        {"output_channels": 1, "pooled_height": 2, "pooled_width": 2, "spatial_scale": 0.8},
+        ref_psroi_pool, grad=True),
+    roi("prroi_pool", "basic", r(2, 2, 6, 8),
+        {"pooled_height": 2, "pooled_width": 3, "spatial_scale": 0.9}, ref_prroi_pool,
+        atol=1e-4, rtol=1e-3),
+    roi("prroi_pool", "batch_roi_nums", r(2, 1, 5, 5),
+        {"pooled_height": 2, "pooled_width": 2, "spatial_scale": 1.0}, ref_prroi_pool,
+        extra={"BatchRoINums": np.array([2, 1], "int64")}, lod=False, atol=1e-4, rtol=1e-3),
+    roi("prroi_pool", "grad", r(2, 1, 5, 5),
+        {"pooled_height": 2, "pooled_width": 2, "spatial_scale": 0.8}, None, grad=True),
+]
+
+CASES = CASES + ROI_CASES
+test_output_matches_numpy, test_grad_matches_finite_differences = table_tests(CASES)
