@@ -1,5 +1,7 @@
 """Tensor creation and copying: fill_constant, fill_any_like, fill_zeros_like, the random
-initialisers (uniform_random, gaussian_random), assign, cast and increment.
+initialisers (uniform_random, gaussian_random and their ``*_batch_size_like`` forms, randint,
+randperm), assign, cast, increment, and the sequences and matrices Fluid 1.8 builds (range,
+linspace, eye, diag, tril_triu).
 
 Shapes may come from tensors at run time (``ShapeTensor``: one int tensor holding the shape;
 ``ShapeTensorList``: one single-element int tensor per dim); at compile time those dims are
@@ -13,7 +15,7 @@ from ..errors import InvalidArgument, expected
 from ..exec.tensor import LoDTensor, LoDTensorArray, SelectedRows
 from ..framework.dtypes import DATA_TYPES, VarType, convert_dtype, to_numpy_dtype
 from ..framework.program import EMPTY_VAR_NAME
-from .registry import def_op, no_gradient, same_shape
+from .registry import def_op, grad_maker, no_gradient, same_shape
 
 
 # --- helpers shared with shape.py ------------------------------------------------------
@@ -405,3 +407,214 @@ def_op("increment", inputs=["X"], outputs=["Out"], attrs={"step": ("float", 1.0)
        kernel=_increment, host_step=_increment_step,
        doc="Out = X + step, X one element; step is first converted to X's type (so an "
            "int counter adds int(step)).")
+
+
+# --- range and linspace: 1-D sequences from one-element tensors ---------------------------------
+def _scalar(t):
+    return t.reshape(-1)[0].item()
+
+
+def _range_size(start, end, step):
+    """Paddle's element count: ceil(|end - start| / |step|), refusing a step that never
+    reaches ``end``."""
+    if step == 0:
+        raise InvalidArgument(expected("range", "input 'Step'", "a non-zero value", step))
+    if (start < end and step < 0) or (start > end and step > 0):
+        raise InvalidArgument(expected("range", "input 'Step'",
+                                       f"a step that goes from {start} towards {end}", step))
+    return int(math.ceil(abs((end - start) / step)))
+
+
+def _range_infer(ctx):
+    for slot in ("Start", "End", "Step"):
+        n = numel_of(ctx.input_shape(slot))
+        ctx.check(n in (1, -1), f"input '{slot}'", "one element", list(ctx.input_shape(slot)))
+    ctx.set_output("Out", (-1,), ctx.input_dtype("Start"))
+
+
+def _range(ctx, start, end, step):
+    first, last, stride = _scalar(start), _scalar(end), _scalar(step)
+    size = _range_size(first, last, stride)
+    values = first + stride * np.arange(size)
+    return ctx.xp.asarray(values.astype(start.dtype, copy=False))
+
+
+def_op("range", inputs=["Start", "End", "Step"], outputs=["Out"], infer_shape=_range_infer,
+       kernel=_range, grad=no_gradient,
+       doc="Out[i] = Start + i * Step for i < ceil(|End - Start| / |Step|): the half-open "
+           "interval [Start, End) in steps (Start, End and Step one element each, of Out's "
+           "type). A step of 0, or one pointing away from End, is refused.")
+
+
+def _linspace_infer(ctx):
+    for slot in ("Start", "Stop", "Num"):
+        n = numel_of(ctx.input_shape(slot))
+        ctx.check(n in (1, -1), f"input '{slot}'", "one element", list(ctx.input_shape(slot)))
+    ctx.set_output("Out", (-1,), ctx.input_dtype("Start"))
+
+
+def _linspace(ctx, start, stop, num):
+    count = int(_scalar(num))
+    if count <= 0:
+        raise InvalidArgument(expected("linspace", "input 'Num'", "a count above 0", count))
+    first, last = _scalar(start), _scalar(stop)
+    step = (last - first) / (count - 1) if count > 1 else 0.0
+    values = first + step * np.arange(count, dtype=np.float64)
+    return ctx.xp.asarray(values.astype(start.dtype))
+
+
+def_op("linspace", inputs=["Start", "Stop", "Num"], outputs=["Out"],
+       infer_shape=_linspace_infer, kernel=_linspace, grad=no_gradient,
+       doc="Out[i] = Start + i * (Stop - Start) / (Num - 1) for i < Num (Out = [Start] when "
+           "Num is 1); Out has Start's type.")
+
+
+# --- eye, diag and tril_triu --------------------------------------------------------------------
+def _eye_columns(attrs):
+    columns = attrs["num_columns"]
+    return attrs["num_rows"] if columns == -1 else columns
+
+
+def _eye_infer(ctx):
+    rows, columns = ctx.attr("num_rows"), _eye_columns(ctx.attrs())
+    ctx.check(rows >= 0, "attribute 'num_rows'", "no less than 0", rows)
+    ctx.check(columns >= 0, "attribute 'num_columns'", "no less than 0 (or -1)", columns)
+    ctx.set_output("Out", (rows, columns), dtype_attr(ctx, "dtype"))
+
+
+def_op("eye", outputs=["Out"],
+       attrs={"num_rows": ("long", 0), "num_columns": ("long", -1),
+              "dtype": ("int", int(VarType.FP32))},
+       infer_shape=_eye_infer, grad=no_gradient,
+       kernel=lambda ctx: ctx.xp.eye(ctx.attrs["num_rows"], _eye_columns(ctx.attrs),
+                                     dtype=to_numpy_dtype(ctx.attrs["dtype"])),
+       doc="Out = the identity matrix of num_rows x num_columns (num_columns -1: square).")
+
+
+def _diag_infer(ctx):
+    shape = ctx.input_shape("Diagonal")
+    ctx.check(len(shape) == 1, "input 'Diagonal'", "a 1-D tensor", list(shape))
+    ctx.set_output("Out", (shape[0], shape[0]), ctx.input_dtype("Diagonal"))
+
+
+def_op("diag", inputs=["Diagonal"], outputs=["Out"], infer_shape=_diag_infer,
+       grad=no_gradient, kernel=lambda ctx, d: ctx.xp.diag(d),
+       doc="Out = the N x N matrix with Diagonal (N values) on its diagonal, zeros elsewhere.")
+
+
+def _tril_triu_mask(xp, shape, attrs):
+    rows, columns = shape[-2], shape[-1]
+    diagonal = attrs["diagonal"]
+    if attrs["lower"]:
+        return xp.tri(rows, columns, diagonal, dtype=bool)
+    return ~xp.tri(rows, columns, diagonal - 1, dtype=bool)
+
+
+def _tril_triu_infer(ctx):
+    shape = ctx.input_shape("X")
+    ctx.check(len(shape) >= 2, "input 'X'", "a tensor of rank 2 or more", list(shape))
+    same_shape("X", "Out")(ctx)
+
+
+def _tril_triu(ctx, x):
+    mask = _tril_triu_mask(ctx.xp, x.shape, ctx.attrs)
+    return ctx.xp.where(mask, x, 0).astype(x.dtype, copy=False)
+
+
+_TRIL_TRIU_ATTRS = {"diagonal": ("int", 0), "lower": ("bool", True)}
+def_op("tril_triu", inputs=["X"], outputs=["Out"], attrs=_TRIL_TRIU_ATTRS,
+       infer_shape=_tril_triu_infer,
+       grad=grad_maker("tril_triu_grad", out_grads=["Out"], in_grads=["X"]),
+       kernel=_tril_triu,
+       doc="Out = X on and below (lower) or on and above (upper) the diagonal ``diagonal`` of "
+           "each matrix in the last two dims (0: the main one, positive: above it), zeros "
+           "elsewhere. dX = dOut under the same mask.")
+def_op("tril_triu_grad", inputs=["Out@GRAD"], outputs=["X@GRAD"], attrs=_TRIL_TRIU_ATTRS,
+       infer_shape=same_shape("Out@GRAD", "X@GRAD"),
+       kernel=lambda ctx, dout: _tril_triu(ctx, dout), doc="Gradient of tril_triu.")
+
+
+# --- randint, randperm and the random *_batch_size_like ops ---------------------------------------
+def _randint_infer(ctx):
+    ctx.check(ctx.attr("low") < ctx.attr("high"), "attribute 'low'",
+              f"less than high ({ctx.attr('high')})", ctx.attr("low"))
+    ctx.set_output("Out", _attr_shape_or_tensor(ctx, list_gives_rank=True),
+                   dtype_attr(ctx, "dtype"))
+
+
+def _randint(ctx, shape_tensor, shape_list):
+    attrs = ctx.attrs
+    shape = _runtime_shape("randint", shape_tensor, shape_list, attrs["shape"])
+    values = ctx.random_state().randint(attrs["low"], attrs["high"], shape, dtype=np.int64)
+    return ctx.xp.asarray(values.astype(to_numpy_dtype(attrs["dtype"])))
+
+
+def_op("randint", inputs=["ShapeTensor?", "ShapeTensorList[]?"], outputs=["Out"],
+       attrs={"shape": ("longs", []), "low": ("int", 0), "high": ("int", 0),
+              "seed": ("int", 0), "dtype": ("int", int(VarType.INT64))},
+       infer_shape=_randint_infer, kernel=_randint, grad=no_gradient, traits=("stateful",),
+       doc="Out ~ uniform integers in [low, high) of shape ``shape`` (or the shape tensors). "
+           "seed != 0 fixes the stream; 0 uses the program's seed.")
+
+
+def _randperm_infer(ctx):
+    n = ctx.attr("n")
+    ctx.check(n > 0, "attribute 'n'", "a count above 0", n)
+    ctx.set_output("Out", (n,), dtype_attr(ctx, "dtype"))
+
+
+def_op("randperm", outputs=["Out"],
+       attrs={"n": ("int", 0), "dtype": ("int", int(VarType.INT64)), "seed": ("int", 0)},
+       infer_shape=_randperm_infer, grad=no_gradient, traits=("stateful",),
+       kernel=lambda ctx: ctx.xp.asarray(ctx.random_state().permutation(
+           ctx.attrs["n"]).astype(to_numpy_dtype(ctx.attrs["dtype"]))),
+       doc="Out = a random permutation of 0 .. n-1.")
+
+
+def _batch_size_like_infer(ctx):
+    shape = list(ctx.attr("shape"))
+    in_shape = ctx.input_shape("Input")
+    in_idx, out_idx = ctx.attr("input_dim_idx"), ctx.attr("output_dim_idx")
+    ctx.check(bool(shape), "attribute 'shape'", "a non-empty list", shape)
+    ctx.check(0 <= out_idx < len(shape), "attribute 'output_dim_idx'",
+              f"in [0, {len(shape)}) (the rank of attribute 'shape')", out_idx)
+    ctx.check(0 <= in_idx < len(in_shape), "attribute 'input_dim_idx'",
+              f"in [0, {len(in_shape)}) (the rank of Input)", in_idx)
+    shape[out_idx] = in_shape[in_idx]
+    ctx.set_output("Out", tuple(shape), dtype_attr(ctx, "dtype"))
+
+
+def _batch_shape(attrs, x):
+    shape = list(attrs["shape"])
+    shape[attrs["output_dim_idx"]] = x.shape[attrs["input_dim_idx"]]
+    return tuple(shape)
+
+
+def _uniform_batch_like(ctx, x):
+    attrs = ctx.attrs
+    values = ctx.random_state().uniform(attrs["min"], attrs["max"], _batch_shape(attrs, x))
+    return ctx.xp.asarray(values.astype(to_numpy_dtype(attrs["dtype"])))
+
+
+def _gaussian_batch_like(ctx, x):
+    attrs = ctx.attrs
+    values = ctx.random_state().normal(attrs["mean"], attrs["std"], _batch_shape(attrs, x))
+    return ctx.xp.asarray(values.astype(to_numpy_dtype(attrs["dtype"])))
+
+
+_BATCH_LIKE_ATTRS = {"shape": ("ints", []), "input_dim_idx": ("int", 0),
+                     "output_dim_idx": ("int", 0), "seed": ("int", 0),
+                     "dtype": ("int", int(VarType.FP32))}
+def_op("uniform_random_batch_size_like", inputs=["Input"], outputs=["Out"],
+       attrs={**_BATCH_LIKE_ATTRS, "min": ("float", -1.0), "max": ("float", 1.0),
+              "diag_num": ("int", 0), "diag_step": ("int", 0), "diag_val": ("float", 1.0)},
+       infer_shape=_batch_size_like_infer, kernel=_uniform_batch_like, grad=no_gradient,
+       traits=("stateful",),
+       doc="Out ~ U[min, max) of ``shape`` with shape[output_dim_idx] = "
+           "Input.dims[input_dim_idx] (the batch size).")
+def_op("gaussian_random_batch_size_like", inputs=["Input"], outputs=["Out"],
+       attrs={**_BATCH_LIKE_ATTRS, "mean": ("float", 0.0), "std": ("float", 1.0)},
+       infer_shape=_batch_size_like_infer, kernel=_gaussian_batch_like, grad=no_gradient,
+       traits=("stateful",),
+       doc="Out ~ N(mean, std^2) of ``shape`` with shape[output_dim_idx] = "
+           "Input.dims[input_dim_idx] (the batch size).")
