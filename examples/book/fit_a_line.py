@@ -8,15 +8,12 @@ with the package, so this chapter never downloads anything.
     python examples/book/fit_a_line.py --num_epochs 100
 """
 import argparse
-import os
-import sys
 import tempfile
 
 import numpy
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-import fluid_nb.paddle as paddle  # noqa: E402  (the book: import paddle)
-import fluid_nb as fluid  # noqa: E402  (the book: import paddle.fluid as fluid)
+import fluid_nb.paddle as paddle  # the book: import paddle
+import fluid_nb as fluid  # the book: import paddle.fluid as fluid
 
 
 def main(num_epochs=100, batch_size=20, save_dir=None, seed=90):

@@ -4,7 +4,8 @@ The book's program with its two import lines changed: a ResNet for CIFAR (3 stag
 basic blocks, conv-batch_norm pairs with identity or 1x1 shortcuts, global average pool)
 or VGG-16 with batch norm and dropout (``fluid.nets.img_conv_group``), softmax cross
 entropy, Adam; a test program cloned before the optimizer; the inference model saved,
-loaded back and run on a test image.
+loaded back and run on a test image, written as a PNG and read back with PIL as the book
+reads its ``image/dog.png``.
 
 It reads ``paddle.dataset.cifar``; when CIFAR-10 is not in the dataset cache (and with
 ``--sample``) it uses a small sample in the same format instead.
@@ -13,15 +14,13 @@ It reads ``paddle.dataset.cifar``; when CIFAR-10 is not in the dataset cache (an
 """
 import argparse
 import os
-import sys
 import tempfile
 
 import numpy
+from PIL import Image
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-import fluid_nb.paddle as paddle  # noqa: E402  (the book: import paddle)
-import fluid_nb as fluid  # noqa: E402  (the book: import paddle.fluid as fluid)
-from fluid_nb.dataset import samples  # noqa: E402
+import fluid_nb.paddle as paddle  # the book: import paddle
+import fluid_nb as fluid  # the book: import paddle.fluid as fluid
 
 
 def conv_bn_layer(input, ch_out, filter_size, stride, padding, act="relu", bias_attr=False):
@@ -50,7 +49,7 @@ def stage(input, ch_in, ch_out, count, stride):
     return out
 
 
-def resnet_cifar10(image, depth=20):
+def resnet_cifar10(image, depth=32):
     assert (depth - 2) % 6 == 0, "a CIFAR ResNet has depth 6n + 2"
     n = (depth - 2) // 6
     conv1 = conv_bn_layer(image, ch_out=16, filter_size=3, stride=1, padding=1)
@@ -81,9 +80,9 @@ def vgg_bn_drop(image):
     return fluid.layers.fc(input=fc2, size=10, act="softmax")
 
 
-def inference_network(net):
+def inference_network(net, depth=32):
     images = fluid.layers.data(name="pixel", shape=[3, 32, 32], dtype="float32")
-    return resnet_cifar10(images, 20) if net == "resnet" else vgg_bn_drop(images)
+    return resnet_cifar10(images, depth) if net == "resnet" else vgg_bn_drop(images)
 
 
 def train_network(predict):
@@ -94,22 +93,22 @@ def train_network(predict):
     return [avg_cost, accuracy]
 
 
-def main(net="resnet", num_epochs=1, batch_size=32, max_batches=None, save_dir=None,
-         sample=False, seed=90):
+def main(net="resnet", num_epochs=1, batch_size=128, max_batches=None, save_dir=None,
+         sample=False, seed=90, depth=32):
     """Train, test, save, reload and infer; returns the batch costs, the test figures
-    and the inference output."""
-    if sample or not samples.is_cached("cifar"):
-        samples.use_samples("cifar")
+    and the inference output. ``depth`` is the ResNet's (6n + 2: 20, 32, 44, ...)."""
+    if sample or not paddle.dataset.samples.is_cached("cifar"):
+        paddle.dataset.samples.use_samples("cifar")
     place = fluid.CPUPlace()
     save_dir = save_dir or tempfile.mkdtemp(prefix="image_classification_")
     train_reader = paddle.batch(paddle.reader.shuffle(paddle.dataset.cifar.train10(),
-                                                      buf_size=1000), batch_size=batch_size)
+                                                      buf_size=128 * 100), batch_size=batch_size)
     test_reader = paddle.batch(paddle.dataset.cifar.test10(), batch_size=batch_size)
 
     main_program = fluid.default_main_program()
     startup_program = fluid.default_startup_program()
     main_program.random_seed = startup_program.random_seed = seed
-    predict = inference_network(net)
+    predict = inference_network(net, depth)
     avg_cost, acc = train_network(predict)
     test_program = main_program.clone(for_test=True)
     fluid.optimizer.Adam(learning_rate=0.001).minimize(avg_cost)
@@ -135,14 +134,30 @@ def main(net="resnet", num_epochs=1, batch_size=32, max_batches=None, save_dir=N
         print("Test with Pass %d, Loss %.3f, Acc %.3f" % (pass_id, test_cost, test_acc))
         fluid.io.save_inference_model(save_dir, ["pixel"], [predict], exe)
 
+    # the book reads image/dog.png; here the first test image is written as a PNG
+    image, label = next(paddle.dataset.cifar.test10()())
+    image_file = os.path.join(tempfile.mkdtemp(prefix="cifar_image_"), "test_%d.png" % label)
+    Image.fromarray((image.reshape(3, 32, 32).transpose(1, 2, 0) * 255).round().astype(
+        numpy.uint8)).save(image_file)
+
+    def load_image(infer_file):
+        im = Image.open(infer_file)
+        im = im.resize((32, 32), Image.LANCZOS)
+        im = numpy.array(im).astype(numpy.float32)
+        im = im.transpose((2, 0, 1))  # the file is HWC, the network reads CHW
+        im = im / 255.0
+        return numpy.expand_dims(im, axis=0)
+
+    img = load_image(image_file)
     infer_exe = fluid.Executor(place)
     with fluid.scope_guard(fluid.core.Scope()):
         program, feed_names, fetch_targets = fluid.io.load_inference_model(save_dir, infer_exe)
-        image = next(paddle.dataset.cifar.test10()())[0].reshape(1, 3, 32, 32)
-        (probabilities,) = infer_exe.run(program, feed={feed_names[0]: image},
-                                         fetch_list=fetch_targets)
-    print("infer: class %d (probability %.3f)" % (numpy.argmax(probabilities[0]),
-                                                 numpy.max(probabilities[0])))
+        results = infer_exe.run(program, feed={feed_names[0]: img}, fetch_list=fetch_targets)
+    probabilities = results[0]
+    label_list = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse",
+                  "ship", "truck"]
+    print("infer results: %s (the image is a %s)" % (label_list[numpy.argmax(results[0])],
+                                                      label_list[label]))
     return {"costs": costs, "tests": tests, "probabilities": probabilities,
             "save_dir": save_dir}
 
@@ -151,10 +166,12 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser("image_classification")
     parser.add_argument("--net", choices=["resnet", "vgg"], default="resnet")
     parser.add_argument("--num_epochs", type=int, default=1)
-    parser.add_argument("--batch_size", type=int, default=32)
+    parser.add_argument("--batch_size", type=int, default=128)
+    parser.add_argument("--depth", type=int, default=32, help="the ResNet's depth, 6n + 2")
     parser.add_argument("--max_batches", type=int, default=None,
                         help="batches per pass (default: all)")
     parser.add_argument("--sample", action="store_true",
                         help="train on the small sample even when CIFAR-10 is cached")
     args = parser.parse_args()
-    main(args.net, args.num_epochs, args.batch_size, args.max_batches, sample=args.sample)
+    main(args.net, args.num_epochs, args.batch_size, args.max_batches, sample=args.sample,
+         depth=args.depth)

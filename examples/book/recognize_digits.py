@@ -4,8 +4,8 @@ The book's program with its two import lines changed: softmax regression, a two-
 tanh perceptron, or the LeNet-style convolutional network (two
 ``fluid.nets.simple_img_conv_pool`` with batch norm between), softmax cross entropy and
 Adam; the test program is cloned before the optimizer; the inference model is saved,
-loaded back and run on a test image (the book reads a PNG with PIL; here the first test
-image, so no file is needed).
+loaded back and run on a test image, written as a PNG and read back with PIL as the book
+reads its ``image/infer_3.png``.
 
 It reads ``paddle.dataset.mnist``; when MNIST is not in the dataset cache (and with
 ``--sample``) it uses a small sample in the same format instead.
@@ -14,15 +14,13 @@ It reads ``paddle.dataset.mnist``; when MNIST is not in the dataset cache (and w
 """
 import argparse
 import os
-import sys
 import tempfile
 
 import numpy
+from PIL import Image
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-import fluid_nb.paddle as paddle  # noqa: E402  (the book: import paddle)
-import fluid_nb as fluid  # noqa: E402  (the book: import paddle.fluid as fluid)
-from fluid_nb.dataset import samples  # noqa: E402
+import fluid_nb.paddle as paddle  # the book: import paddle
+import fluid_nb as fluid  # the book: import paddle.fluid as fluid
 
 
 def loss_net(hidden, label):
@@ -60,8 +58,8 @@ def main(nn_type="conv", num_epochs=1, batch_size=64, max_batches=None, save_dir
          sample=False, seed=90):
     """Train, test, save, reload and classify a test image; returns the batch costs, the
     test figures and the image's class probabilities."""
-    if sample or not samples.is_cached("mnist"):
-        samples.use_samples("mnist")
+    if sample or not paddle.dataset.samples.is_cached("mnist"):
+        paddle.dataset.samples.use_samples("mnist")
     place = fluid.CPUPlace()
     save_dir = save_dir or tempfile.mkdtemp(prefix="recognize_digits_")
     train_reader = paddle.batch(paddle.reader.shuffle(paddle.dataset.mnist.train(),
@@ -97,15 +95,27 @@ def main(nn_type="conv", num_epochs=1, batch_size=64, max_batches=None, save_dir
         print("Test with Epoch %d, avg_cost: %s, acc: %s" % (pass_id, *tests[-1]))
         fluid.io.save_inference_model(save_dir, ["img"], [prediction], exe)
 
+    # the book reads image/infer_3.png; here the first test image is written as a PNG
+    image, digit = next(paddle.dataset.mnist.test()())
+    image_file = os.path.join(tempfile.mkdtemp(prefix="mnist_image_"), "infer_%d.png" % digit)
+    Image.fromarray(((image.reshape(28, 28) + 1) * 127.5).round().astype(numpy.uint8)).save(
+        image_file)
+
+    def load_image(file):
+        im = Image.open(file).convert("L")
+        im = im.resize((28, 28), Image.LANCZOS)
+        im = numpy.array(im).reshape(1, 1, 28, 28).astype(numpy.float32)
+        return im / 255.0 * 2.0 - 1.0
+
+    tensor_img = load_image(image_file)
     infer_exe = fluid.Executor(place)
     with fluid.scope_guard(fluid.core.Scope()):
         program, feed_names, fetch_targets = fluid.io.load_inference_model(save_dir, infer_exe)
-        image, digit = next(paddle.dataset.mnist.test()())
-        (probabilities,) = infer_exe.run(program,
-                                         feed={feed_names[0]: image.reshape(1, 1, 28, 28)},
-                                         fetch_list=fetch_targets)
-    print("Inference result of the first test image (a %d): %d" % (
-        digit, numpy.argmax(probabilities[0])))
+        results = infer_exe.run(program, feed={feed_names[0]: tensor_img},
+                                fetch_list=fetch_targets)
+    probabilities = results[0]
+    lab = numpy.argsort(results)
+    print("Inference result of %s is: %d" % (os.path.basename(image_file), lab[0][0][-1]))
     return {"costs": costs, "tests": tests, "probabilities": probabilities, "digit": digit,
             "save_dir": save_dir}
 

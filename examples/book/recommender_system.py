@@ -13,16 +13,12 @@ It reads ``paddle.dataset.movielens``; when ml-1m is not in the dataset cache (a
     python examples/book/recommender_system.py --num_epochs 1
 """
 import argparse
-import os
-import sys
 import tempfile
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-import fluid_nb.paddle as paddle  # noqa: E402  (the book: import paddle)
-import fluid_nb as fluid  # noqa: E402  (the book: import paddle.fluid as fluid)
-from fluid_nb.dataset import samples  # noqa: E402
+import fluid_nb.paddle as paddle  # the book: import paddle
+import fluid_nb as fluid  # the book: import paddle.fluid as fluid
 
 layers = fluid.layers
 nets = fluid.nets
@@ -72,12 +68,12 @@ def inference_program():
     return scale_infer, avg_cost
 
 
-def main(num_epochs=1, batch_size=64, max_batches=None, save_dir=None, sample=False,
+def main(num_epochs=1, batch_size=256, max_batches=None, save_dir=None, sample=False,
          seed=90):
     """Train, test, save, reload and predict; returns the batch costs, the test costs and
     the predicted rating."""
-    if sample or not samples.is_cached("movielens"):
-        samples.use_samples("movielens")
+    if sample or not paddle.dataset.samples.is_cached("movielens"):
+        paddle.dataset.samples.use_samples("movielens")
     place = fluid.CPUPlace()
     save_dir = save_dir or tempfile.mkdtemp(prefix="recommender_system_")
     train_reader = paddle.batch(paddle.reader.shuffle(paddle.dataset.movielens.train(),

@@ -12,16 +12,12 @@ It reads ``paddle.dataset.imikolov``; when PTB is not in the dataset cache (and 
     python examples/book/word2vec.py --num_epochs 1
 """
 import argparse
-import os
-import sys
 import tempfile
 
 import numpy
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-import fluid_nb.paddle as paddle  # noqa: E402  (the book: import paddle)
-import fluid_nb as fluid  # noqa: E402  (the book: import paddle.fluid as fluid)
-from fluid_nb.dataset import samples  # noqa: E402
+import fluid_nb.paddle as paddle  # the book: import paddle
+import fluid_nb as fluid  # the book: import paddle.fluid as fluid
 
 EMBED_SIZE = 32
 HIDDEN_SIZE = 256
@@ -48,8 +44,8 @@ def main(num_epochs=1, batch_size=100, max_batches=None, save_dir=None, sample=F
          is_sparse=True, seed=90):
     """Train, test, save, reload and predict; returns the batch costs, the test costs and
     the predicted next word."""
-    if sample or not samples.is_cached("imikolov"):
-        samples.use_samples("imikolov")
+    if sample or not paddle.dataset.samples.is_cached("imikolov"):
+        paddle.dataset.samples.use_samples("imikolov")
     word_dict = paddle.dataset.imikolov.build_dict()
     dict_size = len(word_dict)
     place = fluid.CPUPlace()
@@ -65,7 +61,7 @@ def main(num_epochs=1, batch_size=100, max_batches=None, save_dir=None, sample=F
     avg_cost = train_program(predict_word)
     test_program = main_program.clone(for_test=True)
     fluid.optimizer.AdagradOptimizer(
-        learning_rate=3e-2,
+        learning_rate=3e-3,
         regularization=fluid.regularizer.L2DecayRegularizer(8e-4)).minimize(avg_cost)
 
     exe = fluid.Executor(place)
