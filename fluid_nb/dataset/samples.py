@@ -1,10 +1,11 @@
 """Small stand-ins for Paddle's datasets, in their real file formats.
 
-The book's chapters read ``paddle.dataset.mnist``, ``cifar``, ``imikolov``, ``imdb`` and
-``movielens``, whose files are downloaded on first use. Without a network (or to try a
-chapter in seconds), :func:`use_samples` writes a few hundred samples of each into a cache
-folder, in the very layout the readers parse (gzipped IDX files, a tarball of pickled
-batches, the PTB and aclImdb tarballs, the ml-1m zip), and makes the readers take them::
+The book's chapters read ``paddle.dataset.mnist``, ``cifar``, ``imikolov``, ``imdb``,
+``movielens`` and ``wmt16``, whose files are downloaded on first use. Without a network
+(or to try a chapter in seconds), :func:`use_samples` writes a few hundred samples of each
+into a cache folder, in the very layout the readers parse (gzipped IDX files, a tarball of
+pickled batches, the PTB, aclImdb and WMT16 tarballs, the ml-1m zip), and makes the
+readers take them::
 
     from fluid_nb.dataset import samples
     samples.use_samples("mnist", "imdb")        # before the readers are first called
@@ -30,13 +31,13 @@ import zipfile
 import numpy as np
 
 from ..errors import InvalidArgument, expected
-from . import cifar, common, imdb, imikolov, mnist, movielens
+from . import cifar, common, imdb, imikolov, mnist, movielens, wmt16
 
 __all__ = ["use_samples", "is_cached", "SAMPLES"]
 
 
-def _put(module, md5_attr, url, folder, payload):
-    path = common.cache_path(url, folder)
+def _put(module, md5_attr, url, folder, payload, save_name=None):
+    path = common.cache_path(url, folder, save_name)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "wb") as f:
         f.write(payload)
@@ -177,6 +178,27 @@ def _write_movielens(rng, users=60, movies=40, ratings=2400):
     _put(movielens, "MD5", movielens.URL, "movielens", buf.getvalue())
 
 
+_ENGLISH = ("the a cat dog bird sees likes eats small big red old house tree fish man "
+            "woman child").split()
+
+
+def _write_wmt16(rng, train=400, test=40, val=20):
+    """English-German pairs where each English word has one German word and the order is
+    kept, so a sequence-to-sequence model can learn the mapping; tab-separated lines in
+    wmt16/train, wmt16/test and wmt16/val."""
+    german = {word: "de_" + word[::-1] for word in _ENGLISH}
+
+    def lines(count):
+        out = []
+        for _ in range(count):
+            words = [_ENGLISH[rng.randint(len(_ENGLISH))] for _ in range(rng.randint(3, 7))]
+            out.append(" ".join(words) + "\t" + " ".join(german[w] for w in words) + "\n")
+        return "".join(out).encode()
+    _put(wmt16, "DATA_MD5", wmt16.DATA_URL, "wmt16", _tar({
+        "wmt16/train": lines(train), "wmt16/test": lines(test), "wmt16/val": lines(val)}),
+        save_name=wmt16.SAVE_NAME)
+
+
 #: dataset name -> the (url, module name, md5 attribute) of each file its readers download
 _FILES = {
     "mnist": [(mnist, url, "mnist", md5) for url, md5 in [
@@ -186,14 +208,15 @@ _FILES = {
     "imikolov": [(imikolov, imikolov.URL, "imikolov", "MD5")],
     "imdb": [(imdb, imdb.URL, "imdb", "MD5")],
     "movielens": [(movielens, movielens.URL, "movielens", "MD5")],
+    "wmt16": [(wmt16, wmt16.DATA_URL, "wmt16", "DATA_MD5", wmt16.SAVE_NAME)],
 }
 
 
 def is_cached(name):
     """True when the dataset's real files are in the cache with the md5s its module
     declares (so its readers need no download)."""
-    for module, url, folder, md5_attr in _FILES[name]:
-        path = common.cache_path(url, folder)
+    for module, url, folder, md5_attr, *save_name in _FILES[name]:
+        path = common.cache_path(url, folder, *save_name)
         if not os.path.exists(path) or common.md5file(path) != getattr(module, md5_attr):
             return False
     return True
@@ -201,7 +224,7 @@ def is_cached(name):
 
 #: dataset name -> writer of its sample files
 SAMPLES = {"mnist": _write_mnist, "cifar": _write_cifar, "imikolov": _write_imikolov,
-           "imdb": _write_imdb, "movielens": _write_movielens}
+           "imdb": _write_imdb, "movielens": _write_movielens, "wmt16": _write_wmt16}
 
 
 def use_samples(*names, home=None, seed=0):

@@ -20,6 +20,8 @@ for _op in ["array_to_lod_tensor", "lod_tensor_to_array", "lod_array_length", "m
     PINNED_ELSEWHERE[_op] = "tests/ops/test_lod_ops.py (rank table or tensor array)"
 for _op in ["print", "py_func", "load"]:
     PINNED_ELSEWHERE[_op] = "tests/api/test_print_py_func.py (side effects, Python, files)"
+PINNED_ELSEWHERE["beam_search"] = "tests/ops/test_beam_search.py (Paddle's cases, two-level LoD)"
+PINNED_ELSEWHERE["beam_search_decode"] = "tests/ops/test_beam_search.py (tensor arrays)"
 PINNED_ELSEWHERE["read"] = "tests/api/test_data_loader.py (a loader's batches, not a table)"
 PINNED_ELSEWHERE["tensor_array_to_tensor"] = "tests/ops/test_tensor.py (a tensor array input)"
 for _op in ["while", "conditional_block"]:
