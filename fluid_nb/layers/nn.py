@@ -33,6 +33,9 @@ __all__ += nn_image.__all__
 from . import nn_norm  # noqa: E402
 from .nn_norm import *  # noqa: E402,F401,F403
 __all__ += nn_norm.__all__
+from . import nn_rearrange  # noqa: E402
+from .nn_rearrange import *  # noqa: E402,F401,F403
+__all__ += nn_rearrange.__all__
 
 
 def _check_variable(where, name, value):

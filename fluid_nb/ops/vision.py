@@ -1,5 +1,7 @@
 """Vision op family beyond conv.py and norm.py; each concept in its own module, imported
-here so the family registers them all: N-D convolution and pooling (``conv_nd``), image resizing (``interp``), ROI pooling (``roi``)."""
+here so the family registers them all: N-D convolution and pooling (``conv_nd``), image resizing (``interp``), ROI pooling (``roi``),
+rearrangements and small per-channel maps (``rearrange``)."""
 from . import conv_nd  # noqa: F401
 from . import interp  # noqa: F401
 from . import roi  # noqa: F401
+from . import rearrange  # noqa: F401

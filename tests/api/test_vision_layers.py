@@ -372,3 +372,51 @@ def test_psroi_and_prroi_pool_layers():
     main, _, (ps, pr) = build_and_run(net, {"x": x, "rois": lod_rois})
     assert ps.shape == (3, 2, 2, 2) and pr.shape == (3, 8, 3, 3)
     assert the_op(main, "prroi_pool").input("BatchRoINums")
+
+
+# --- rearrangement layers ----------------------------------------------------------------------
+def test_rearrangement_layers_match_their_references():
+    from ..ops import test_vision as ref
+    x = r(4, 8, 4, 4)
+
+    def net():
+        xv = data("x", x)
+        return (layers.maxout(xv, groups=2), layers.space_to_depth(xv, 2),
+                layers.pixel_shuffle(xv, 2), layers.shuffle_channel(xv, 4),
+                layers.temporal_shift(xv, seg_num=2, shift_ratio=0.25),
+                layers.unfold(xv, [2, 2], strides=2, paddings=[1, 0]))
+    main, _, outs = build_and_run(net, {"x": x})
+    wants = [ref.ref_maxout({"X": x}, {"groups": 2})["Out"],
+             ref.ref_space_to_depth({"X": x}, {"blocksize": 2})["Out"],
+             ref.ref_pixel_shuffle({"X": x}, {"upscale_factor": 2})["Out"],
+             ref.ref_shuffle_channel({"X": x}, {"group": 4})["Out"],
+             ref.ref_temporal_shift({"X": x}, {"seg_num": 2})["Out"],
+             ref.ref_unfold({"X": x}, {"kernel_sizes": [2, 2], "strides": [2, 2],
+                                       "paddings": [1, 0, 1, 0]})["Y"]]
+    for got, want in zip(outs, wants):
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+    assert the_op(main, "unfold").attr("paddings") == [1, 0, 1, 0]
+
+
+def test_channel_mixing_layers():
+    x, y = r(2, 3, 4, 4), r(2, 5, 4, 4)
+    a, b = r(3, 4), r(3, 2)
+
+    def net():
+        xv = data("x", x)
+        scale = layers.assign(np.array([1.0, 2.0, 3.0], "float32"))
+        bias = layers.assign(np.array([0.5, 0.0, -1.0], "float32"))
+        seq = fluid.data(name="seq", shape=[-1, 4], dtype="float32", lod_level=1)
+        return (layers.affine_channel(xv, scale, bias, act="relu"),
+                layers.fsp_matrix(xv, data("y", y)),
+                layers.bilinear_tensor_product(data("a", a), data("b", b), size=6),
+                layers.add_position_encoding(seq, alpha=1.0, beta=1.0))
+    seq = fluid.create_lod_tensor(r(5, 4), [[2, 3]], fluid.CPUPlace())
+    main, scope, (aff, fsp, btp, pe) = build_and_run(
+        net, {"x": x, "y": y, "a": a, "b": b, "seq": seq})
+    want = np.maximum(x * np.array([1, 2, 3]).reshape(1, 3, 1, 1)
+                      + np.array([0.5, 0, -1]).reshape(1, 3, 1, 1), 0)
+    np.testing.assert_allclose(aff, want, rtol=1e-6)
+    assert fsp.shape == (2, 3, 5) and btp.shape == (3, 6) and pe.shape == (5, 4)
+    assert param(scope, "bilinear_tensor_product_0.w_0").shape == (6, 4, 2)
+    assert param(scope, "bilinear_tensor_product_0.b_0").shape == (1, 6)

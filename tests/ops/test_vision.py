@@ -566,3 +566,180 @@ ROI_CASES = [
 
 CASES = CASES + ROI_CASES
 test_output_matches_numpy, test_grad_matches_finite_differences = table_tests(CASES)
+
+
+# --- rearrangements: element-by-element references ----------------------------------------------
+def ref_maxout(i, a):
+    x, g = i["X"], a["groups"]
+    axis = a.get("axis", 1) % 4
+    xc = np.moveaxis(x, axis, 1)
+    n, c, h, w = xc.shape
+    out = np.zeros((n, c // g, h, w), x.dtype)
+    for ch in range(c // g):
+        out[:, ch] = xc[:, ch * g:(ch + 1) * g].max(axis=1)
+    return {"Out": np.moveaxis(out, 1, axis)}
+
+
+def ref_space_to_depth(i, a):
+    x, bs = i["X"], a["blocksize"]
+    b, c, h, w = x.shape
+    out_c = c // (bs * bs)
+    flat = np.zeros(x.size, x.dtype)
+    for bi, k, j, ii in itertools.product(range(b), range(c), range(h), range(w)):
+        c2, off = k % out_c, k // out_c
+        w2, h2 = ii * bs + off % bs, j * bs + off // bs
+        flat[w2 + w * bs * (h2 + h * bs * (c2 + out_c * bi))] = x[bi, k, j, ii]
+    return {"Out": flat.reshape(b, c * bs * bs, h // bs, w // bs)}
+
+
+def ref_pixel_shuffle(i, a):
+    x, r = i["X"], a["upscale_factor"]
+    last = a.get("data_format") == "NHWC"
+    xc = np.moveaxis(x, -1, 1) if last else x
+    n, c, h, w = xc.shape
+    out = np.zeros((n, c // (r * r), h * r, w * r), x.dtype)
+    for ch, hh, ww, p, q in itertools.product(range(c // (r * r)), range(h), range(w),
+                                              range(r), range(r)):
+        out[:, ch, hh * r + p, ww * r + q] = xc[:, ch * r * r + p * r + q, hh, ww]
+    return {"Out": np.moveaxis(out, 1, -1) if last else out}
+
+
+def ref_shuffle_channel(i, a):
+    x, g = i["X"], a["group"]
+    c = x.shape[1]
+    out = np.empty_like(x)
+    for gi in range(g):
+        for j in range(c // g):
+            out[:, j * g + gi] = x[:, gi * (c // g) + j]
+    return {"Out": out}
+
+
+def ref_temporal_shift(i, a):
+    x, t, ratio = i["X"], a["seg_num"], a.get("shift_ratio", 0.25)
+    nt, c = x.shape[:2]
+    c1, c2 = int(c * ratio), int(c * 2 * ratio)
+    out = np.zeros_like(x)
+    for row in range(nt):
+        n, it = divmod(row, t)
+        for ch in range(c):
+            src = it - 1 if ch < c1 else (it + 1 if ch < c2 else it)
+            if 0 <= src < t:
+                out[row, ch] = x[n * t + src, ch]
+    return {"Out": out}
+
+
+def ref_affine_channel(i, a):
+    x = i["X"]
+    shape = [1] * x.ndim
+    shape[-1 if a.get("data_layout") == "NHWC" else 1] = -1
+    return {"Out": x * i["Scale"].reshape(shape) + i["Bias"].reshape(shape)}
+
+
+def ref_unfold(i, a):
+    x = i["X"].astype(np.float64)
+    kh, kw = a["kernel_sizes"]
+    sh, sw = a.get("strides", [1, 1])
+    dh, dw = a.get("dilations", [1, 1])
+    top, left, bottom, right = a.get("paddings", [0, 0, 0, 0])
+    xp = np.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)))
+    n, c = x.shape[:2]
+    oh = (xp.shape[2] - (dh * (kh - 1) + 1)) // sh + 1
+    ow = (xp.shape[3] - (dw * (kw - 1) + 1)) // sw + 1
+    out = np.zeros((n, c * kh * kw, oh * ow))
+    for y, z in itertools.product(range(oh), range(ow)):
+        patch = xp[:, :, y * sh:y * sh + dh * (kh - 1) + 1:dh, z * sw:z * sw + dw * (kw - 1) + 1:dw]
+        out[:, :, y * ow + z] = patch.reshape(n, -1)
+    return {"Y": out.astype(i["X"].dtype)}
+
+
+def ref_fsp(i, a):
+    x, y = i["X"], i["Y"]
+    hw = x.shape[2] * x.shape[3]
+    return {"Out": np.einsum("nihw,njhw->nij", x, y) / hw}
+
+
+def ref_btp(i, a):
+    out = np.stack([np.einsum("nm,mk,nk->n", i["X"], w, i["Y"]) for w in i["Weight"]], 1)
+    if "Bias" in i:
+        out = out + i["Bias"]
+    return {"Out": out.astype(i["X"].dtype)}
+
+
+def ref_position_encoding(i, a):
+    x = i["X"].astype(np.float64)
+    alpha, beta = a.get("alpha", 1.0), a.get("beta", 1.0)
+    half = x.shape[-1] // 2
+    out = np.zeros_like(x)
+    lod = ROI_LOD_PE if x.ndim == 2 else None
+    rows = ([(r, r - s) for s, e in zip(lod[:-1], lod[1:]) for r in range(s, e)]
+            if lod else None)
+    for idx in np.ndindex(x.shape[:-1]):
+        j = rows[idx[0]][1] if rows else idx[1]
+        for k in range(half):
+            val = j / 10000.0 ** (k / (half - 1)) if half > 1 else j / 10000.0
+            out[idx + (k,)] = x[idx + (k,)] * alpha + np.sin(val) * beta
+            out[idx + (half + k,)] = x[idx + (half + k,)] * alpha + np.cos(val) * beta
+    return {"Out": out.astype(i["X"].dtype)}
+
+
+ROI_LOD_PE = [0, 2, 5]
+
+
+def op(name_op, name, inputs, attrs, ref, grad=(), **kw):
+    return OpCase(name_op, inputs, attrs=attrs, ref=ref, grad=list(grad), name=name, **kw)
+
+
+def distinct(*shape):
+    """Values far apart, so a max has one clear winner under finite differences."""
+    return (rng.permutation(int(np.prod(shape))).reshape(shape) * 0.1).astype("float32")
+
+
+REARRANGE_CASES = [
+    op("maxout", "axis1", {"X": r(2, 6, 3, 2)}, {"groups": 3}, ref_maxout),
+    op("maxout", "axis3", {"X": r(2, 3, 2, 4)}, {"groups": 2, "axis": 3}, ref_maxout),
+    op("maxout", "grad", {"X": distinct(1, 4, 2, 2)}, {"groups": 2}, ref_maxout, ["X"]),
+    op("space_to_depth", "bs2", {"X": r(2, 8, 4, 6)}, {"blocksize": 2}, ref_space_to_depth),
+    op("space_to_depth", "grad", {"X": r(1, 4, 2, 2)}, {"blocksize": 2}, ref_space_to_depth,
+       ["X"]),
+    op("pixel_shuffle", "r2", {"X": r(2, 8, 3, 2)}, {"upscale_factor": 2}, ref_pixel_shuffle),
+    op("pixel_shuffle", "nhwc", {"X": r(1, 2, 3, 9)},
+       {"upscale_factor": 3, "data_format": "NHWC"}, ref_pixel_shuffle),
+    op("pixel_shuffle", "grad", {"X": r(1, 4, 2, 2)}, {"upscale_factor": 2},
+       ref_pixel_shuffle, ["X"]),
+    op("shuffle_channel", "g3", {"X": r(2, 6, 2, 3)}, {"group": 3}, ref_shuffle_channel),
+    op("shuffle_channel", "grad", {"X": r(1, 4, 2, 2)}, {"group": 2}, ref_shuffle_channel,
+       ["X"]),
+    op("temporal_shift", "t3", {"X": r(6, 8, 2, 2)}, {"seg_num": 3, "shift_ratio": 0.25},
+       ref_temporal_shift),
+    op("temporal_shift", "grad", {"X": r(4, 4, 2, 1)}, {"seg_num": 2, "shift_ratio": 0.3},
+       ref_temporal_shift, ["X"]),
+    op("affine_channel", "nchw", {"X": r(2, 3, 2, 2), "Scale": r(3), "Bias": r(3)},
+       {"data_layout": "NCHW"}, ref_affine_channel),
+    op("affine_channel", "grad_nhwc", {"X": r(2, 2, 2, 3), "Scale": r(3), "Bias": r(3)},
+       {"data_layout": "NHWC"}, ref_affine_channel, ["X", "Scale", "Bias"]),
+    op("unfold", "basic", {"X": r(2, 3, 5, 4)},
+       {"kernel_sizes": [2, 3], "strides": [1, 1], "paddings": [0, 1, 1, 0],
+        "dilations": [1, 1]}, ref_unfold),
+    op("unfold", "strided_dilated", {"X": r(1, 2, 7, 7)},
+       {"kernel_sizes": [3, 2], "strides": [2, 3], "paddings": [1, 1, 1, 1],
+        "dilations": [2, 1]}, ref_unfold),
+    op("unfold", "grad", {"X": r(1, 2, 4, 4)},
+       {"kernel_sizes": [2, 2], "strides": [2, 1], "paddings": [1, 0, 0, 1],
+        "dilations": [1, 1]}, ref_unfold, ["X"]),
+    op("fsp", "basic", {"X": r(2, 3, 4, 5), "Y": r(2, 2, 4, 5)}, {}, ref_fsp),
+    op("fsp", "grad", {"X": r(1, 2, 2, 3), "Y": r(1, 3, 2, 3)}, {}, ref_fsp, ["X", "Y"]),
+    op("bilinear_tensor_product", "bias", {"X": r(3, 4), "Y": r(3, 2), "Weight": r(5, 4, 2),
+                                           "Bias": r(1, 5)}, {}, ref_btp),
+    op("bilinear_tensor_product", "grad", {"X": r(2, 3), "Y": r(2, 2), "Weight": r(2, 3, 2),
+                                           "Bias": r(1, 2)}, {}, ref_btp,
+       ["X", "Y", "Weight", "Bias"]),
+    op("add_position_encoding", "padded", {"X": r(2, 4, 6)}, {"alpha": 0.5, "beta": 2.0},
+       ref_position_encoding),
+    op("add_position_encoding", "lod", {"X": r(5, 4)}, {"alpha": 1.0, "beta": 0.5},
+       ref_position_encoding, lod={"X": [ROI_LOD_PE]}),
+    op("add_position_encoding", "grad", {"X": r(1, 3, 2)}, {"alpha": 0.7, "beta": 1.0},
+       ref_position_encoding, ["X"]),
+]
+
+CASES = CASES + REARRANGE_CASES
+test_output_matches_numpy, test_grad_matches_finite_differences = table_tests(CASES)
