@@ -349,12 +349,18 @@ def create_lod_tensor(data, recursive_seq_lens, place=None):
     lengths = checked_lengths(recursive_seq_lens, where)
     if isinstance(data, LoDTensor):
         data = value_array(data, where)
-    elif isinstance(data, list) and data and all(isinstance(seq, (list, tuple)) for seq in data):
+    elif isinstance(data, list) and data and all(isinstance(seq, (list, tuple, np.ndarray))
+                                                 for seq in data):
+        # one sequence per entry (lists of ids, or arrays of rows): joined, as in Fluid
         found = [len(seq) for seq in data]
         if lengths and found != lengths[-1]:
             raise InvalidArgument(f"{where}: sequence lengths expected to match the "
                                   f"data {found}, but received {lengths[-1]}")
-        data = value_array([x for seq in data for x in seq], where, "int64").reshape(-1, 1)
+        if all(isinstance(seq, (list, tuple)) for seq in data):
+            data = value_array([x for seq in data for x in seq], where, "int64").reshape(-1, 1)
+        else:
+            rows = [value_array(seq, where) for seq in data]
+            data = np.concatenate([r.reshape(len(r), -1) for r in rows], axis=0)
     else:
         data = value_array(data, where)
     lod = [lengths_to_offsets(level) for level in lengths]

@@ -41,6 +41,15 @@ def _select(pre_ids, pre_scores, ids, scores, high_level, beam_size, end_id, acc
     return kept
 
 
+def _absolute(lod, level):
+    """LoD level ``level`` as row offsets (the deeper levels applied), as Paddle's
+    ToAbsOffset gives it: the prefixes of each source as rows of the candidates."""
+    offsets = list(lod[level])
+    for deeper in lod[level + 1:]:
+        offsets = [deeper[i] for i in offsets]
+    return offsets
+
+
 def _beam_search(ctx, pre_ids, pre_scores, ids, scores):
     a = ctx.attrs
     lod = scores.lod() if scores.lod() else (ids.lod() if ids is not None else [])
@@ -48,7 +57,7 @@ def _beam_search(ctx, pre_ids, pre_scores, ids, scores):
         raise InvalidArgument(expected("beam_search", "scores' LoD",
                                        f"at least {a['level'] + 1} levels (sources, prefixes)",
                                        lod))
-    high_level = lod[a["level"]]
+    high_level = _absolute(lod, a["level"])
     score_array = np.asarray(scores)
     if score_array.ndim == 1:
         score_array = score_array.reshape(-1, 1)
