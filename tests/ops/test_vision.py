@@ -742,4 +742,180 @@ REARRANGE_CASES = [
 ]
 
 CASES = CASES + REARRANGE_CASES
+
+
+# --- sampling ops: per-pixel references -----------------------------------------------------------
+def ref_affine_grid(i, a):
+    theta = i["Theta"]
+    n, _, h, w = a["output_shape"]
+    align = a.get("align_corners", True)
+
+    def lin(size):
+        p = np.linspace(-1, 1, size)
+        return p if align else p * (size - 1) / size
+    out = np.zeros((theta.shape[0], h, w, 2))
+    for b, y, x in itertools.product(range(theta.shape[0]), range(h), range(w)):
+        out[b, y, x] = theta[b] @ np.array([lin(w)[x], lin(h)[y], 1.0])
+    return {"Output": out.astype(theta.dtype)}
+
+
+def ref_grid_sampler(i, a):
+    x, grid = i["X"].astype(np.float64), i["Grid"]
+    n, c, h, w = x.shape
+    align = a.get("align_corners", True)
+    border = a.get("padding_mode", "zeros") == "border"
+    out = np.zeros((n, c) + grid.shape[1:3])
+
+    def at(b, yy, xx):
+        if 0 <= yy < h and 0 <= xx < w:
+            return x[b, :, yy, xx]
+        return np.zeros(c)
+    for b, p, q in itertools.product(range(n), range(grid.shape[1]), range(grid.shape[2])):
+        gx, gy = grid[b, p, q]
+        px = (gx + 1) * (w - 1) / 2 if align else ((gx + 1) * w - 1) / 2
+        py = (gy + 1) * (h - 1) / 2 if align else ((gy + 1) * h - 1) / 2
+        if border:
+            px, py = min(max(px, 0), w - 1), min(max(py, 0), h - 1)
+        if a.get("mode", "bilinear") == "nearest":
+            out[b, :, p, q] = at(b, int(np.rint(py)), int(np.rint(px)))
+            continue
+        x0, y0 = int(np.floor(px)), int(np.floor(py))
+        fx, fy = px - x0, py - y0
+        out[b, :, p, q] = ((1 - fx) * (1 - fy) * at(b, y0, x0) + fx * (1 - fy) * at(b, y0, x0 + 1)
+                           + (1 - fx) * fy * at(b, y0 + 1, x0) + fx * fy * at(b, y0 + 1, x0 + 1))
+    return {"Output": out.astype(i["X"].dtype)}
+
+
+def ref_im2sequence(i, a):
+    x = i["X"]
+    up, left, down, right = a["paddings"]
+    cols = ref_unfold({"X": x}, {"kernel_sizes": a["kernels"], "strides": a["strides"],
+                                 "paddings": [up, left, down, right]})["Y"]
+    n, blocks = x.shape[0], cols.shape[2]
+    rows = cols.transpose(0, 2, 1).reshape(n * blocks, -1)
+    return {"Out": (rows, [[k * blocks for k in range(n + 1)]])}
+
+
+SEQ_LOD = [0, 3, 4, 7]
+
+
+def ref_row_conv(i, a):
+    x, f = i["X"].astype(np.float64), i["Filter"]
+    out = np.zeros_like(x)
+    if x.ndim == 3:
+        for t in range(x.shape[1]):
+            for k in range(f.shape[0]):
+                if t + k < x.shape[1]:
+                    out[:, t] += x[:, t + k] * f[k]
+    else:
+        for s, e in zip(SEQ_LOD[:-1], SEQ_LOD[1:]):
+            for t in range(s, e):
+                for k in range(f.shape[0]):
+                    if t + k < e:
+                        out[t] += x[t + k] * f[k]
+    return {"Out": out.astype(i["X"].dtype)}
+
+
+def ref_spectral_norm(i, a):
+    w = i["Weight"].astype(np.float64)
+    dim, eps = a.get("dim", 0), a.get("eps", 1e-12)
+    mat = np.moveaxis(w, dim, 0).reshape(w.shape[dim], -1)
+    u, v = i["U"].astype(np.float64), i["V"].astype(np.float64)
+    for _ in range(a.get("power_iters", 1)):
+        v = mat.T @ u
+        v = v / (np.linalg.norm(v) + eps)
+        u = mat @ v
+        u = u / (np.linalg.norm(u) + eps)
+    return {"Out": (w / (u @ mat @ v)).astype(i["Weight"].dtype)}
+
+
+def ref_similarity_focus(i, a):
+    x, axis = i["X"], a["axis"]
+    moved = np.moveaxis(x, axis, 1)
+    n, _, p, q = moved.shape
+    mask = np.zeros((n, p, q))
+    for b in range(n):
+        for index in a["indexes"]:
+            table = moved[b, index]
+            order = np.argsort(-table, axis=None, kind="stable")
+            rows, cols = set(), set()
+            for flat in order:
+                rr, cc = divmod(int(flat), q)
+                if rr in rows or cc in cols:
+                    continue
+                rows.add(rr)
+                cols.add(cc)
+                mask[b, rr, cc] = 1
+                if len(rows) == min(p, q):
+                    break
+    out = np.broadcast_to(mask[:, None], moved.shape)
+    return {"Out": np.moveaxis(out, 1, axis).astype(x.dtype)}
+
+
+def check_random_crop(result, inputs, attrs):
+    out = np.asarray(result["Out"])
+    x = inputs["X"]
+    shape = attrs["shape"]
+    assert out.shape == x.shape[:x.ndim - len(shape)] + tuple(shape)
+    for row, crop in zip(x.reshape(-1, *x.shape[-2:]), out.reshape(-1, *shape)):
+        found = any(np.array_equal(row[p:p + shape[0], q:q + shape[1]], crop)
+                    for p in range(row.shape[0] - shape[0] + 1)
+                    for q in range(row.shape[1] - shape[1] + 1))
+        assert found, "each crop is a window of its own instance"
+    assert np.asarray(result["SeedOut"]).dtype == np.int64
+
+
+def _theta():
+    return np.array([[[0.9, 0.2, 0.1], [-0.1, 1.1, 0.05]],
+                     [[1.0, -0.3, 0.0], [0.2, 0.8, -0.1]]], "float32")
+
+
+def _grid(n, h, w, spread=1.2):
+    return rng.uniform(-spread, spread, (n, h, w, 2)).astype("float32")
+
+
+SAMPLING_CASES = [
+    op("affine_grid", "aligned", {"Theta": _theta()}, {"output_shape": [2, 1, 3, 4]},
+       ref_affine_grid),
+    op("affine_grid", "not_aligned", {"Theta": _theta()},
+       {"output_shape": [2, 1, 4, 2], "align_corners": False}, ref_affine_grid),
+    op("affine_grid", "output_shape_tensor", {"Theta": _theta(),
+                                              "OutputShape": np.array([2, 1, 3, 3], "int32")},
+       {}, lambda i, a: ref_affine_grid(i, {"output_shape": [2, 1, 3, 3]})),
+    op("affine_grid", "grad", {"Theta": _theta()}, {"output_shape": [2, 1, 2, 3]},
+       ref_affine_grid, ["Theta"]),
+    op("grid_sampler", "aligned_zeros", {"X": r(2, 3, 4, 5), "Grid": _grid(2, 3, 2)}, {},
+       ref_grid_sampler),
+    op("grid_sampler", "not_aligned_border", {"X": r(1, 2, 3, 4), "Grid": _grid(1, 2, 3)},
+       {"align_corners": False, "padding_mode": "border"}, ref_grid_sampler),
+    op("grid_sampler", "nearest", {"X": r(1, 2, 3, 4), "Grid": _grid(1, 2, 2, 0.9)},
+       {"mode": "nearest"}, ref_grid_sampler),
+    op("grid_sampler", "grad", {"X": r(1, 2, 3, 3), "Grid": _grid(1, 2, 2, 1.1)}, {},
+       ref_grid_sampler, ["X", "Grid"]),
+    op("im2sequence", "basic", {"X": r(2, 2, 4, 5)},
+       {"kernels": [2, 3], "strides": [2, 1], "paddings": [1, 0, 0, 1]}, ref_im2sequence),
+    op("im2sequence", "grad", {"X": r(1, 2, 3, 3)},
+       {"kernels": [2, 2], "strides": [1, 1], "paddings": [0, 1, 1, 0]}, ref_im2sequence,
+       ["X"]),
+    op("row_conv", "lod", {"X": r(7, 3), "Filter": r(3, 3)}, {}, ref_row_conv,
+       lod={"X": [SEQ_LOD]}),
+    op("row_conv", "padded", {"X": r(2, 4, 3), "Filter": r(2, 3)}, {}, ref_row_conv),
+    op("row_conv", "grad", {"X": r(7, 2), "Filter": r(3, 2)}, {}, ref_row_conv,
+       ["X", "Filter"], lod={"X": [SEQ_LOD]}),
+    op("spectral_norm", "dim0", {"Weight": r(3, 4), "U": r(3), "V": r(4)},
+       {"dim": 0, "power_iters": 2}, ref_spectral_norm),
+    op("spectral_norm", "dim1_4d", {"Weight": r(2, 3, 2, 2), "U": r(3), "V": r(8)},
+       {"dim": 1, "power_iters": 3, "eps": 1e-10}, ref_spectral_norm),
+    op("spectral_norm", "grad_fixed_uv", {"Weight": r(3, 2), "U": r(3), "V": r(2)},
+       {"dim": 0, "power_iters": 0}, ref_spectral_norm, ["Weight"]),
+    op("similarity_focus", "axis1", {"X": r(2, 3, 3, 4)}, {"axis": 1, "indexes": [0, 2]},
+       ref_similarity_focus),
+    op("similarity_focus", "axis3", {"X": r(1, 4, 3, 2)}, {"axis": 3, "indexes": [1]},
+       ref_similarity_focus),
+    OpCase("random_crop", {"X": r(2, 3, 5, 6), "Seed": np.array([7], "int64")},
+           attrs={"shape": [3, 4]}, check=check_random_crop, name="seeded",
+           outputs={"Out": 1, "SeedOut": 1}),
+]
+
+CASES = CASES + SAMPLING_CASES
 test_output_matches_numpy, test_grad_matches_finite_differences = table_tests(CASES)
