@@ -6,11 +6,19 @@ with Paddle's attributes."""
 from ..errors import InvalidArgument
 from ..framework.program import Variable
 from ..layer_helper import LayerHelper
-from .arg_checks import NAME, NUMBER, check, checks, optional, real_in, variable, variables
+import builtins
+
+from .arg_checks import (INT, NAME, NUMBER, boolean, check, checks, dtype, int_or_ints, ints,
+                         optional, real_in, variable, variables)
+
+builtins_range = builtins.range  # this module's own names shadow a few built-ins
 
 __all__ = ["log1p", "erf", "atan", "acos", "asin", "hard_shrink", "thresholded_relu", "selu",
            "stanh", "brelu", "soft_relu", "hard_swish", "mish", "pow", "sum", "sign",
-           "clip_by_norm"]
+           "clip_by_norm", "shape", "rank", "size", "where", "nonzero", "argsort",
+           "reduce_all", "reduce_any", "has_inf", "has_nan", "isfinite", "reverse", "flip",
+           "roll", "index_select", "index_sample", "unique", "unique_with_counts", "logsumexp",
+           "log_softmax", "clamp", "elementwise_equal", "addcmul", "t"]
 
 _FLOATS = ("float16", "float32", "float64")
 
@@ -120,7 +128,8 @@ def mish(x, threshold=20, name=None):
 
 def pow(x, factor=1.0, name=None):
     """Out = X ^ factor; ``factor`` a number or a Variable of one value (FactorTensor)."""
-    _float_input("pow", x)
+    check("pow", "x", x, variable)
+    _dtype_among("pow", "x", x, ("int32", "int64", "float32", "float64"))
     check("pow", "name", name, NAME)
     helper = LayerHelper("pow", name=name)
     out = helper.create_variable_for_type_inference(x.dtype)
@@ -165,4 +174,332 @@ def clip_by_norm(x, max_norm, name=None):
     out = helper.create_variable_for_type_inference(x.dtype)
     helper.append_op(type="clip_by_norm", inputs={"X": [x]}, outputs={"Out": [out]},
                      attrs={"max_norm": float(max_norm)})
+    return out
+
+
+# --- shapes, searching and sorting ----------------------------------------------------------
+def _dtype_among(where, name, var, allowed):
+    """Fluid's check_variable_and_dtype: ``var``'s type is one of ``allowed``."""
+    from ..errors import InvalidType, expected
+    from ..framework.dtypes import dtype_name
+    got = dtype_name(var.dtype)
+    if got not in allowed:
+        raise InvalidType(expected(where, f"{name}'s dtype", "one of " + ", ".join(allowed),
+                                   got))
+
+
+def _one_op(op_type, inputs, out_dtype, attrs=None, layer=None, stop_gradient=False):
+    helper = LayerHelper(layer or op_type)
+    out = helper.create_variable_for_type_inference(out_dtype)
+    helper.append_op(type=op_type, inputs=inputs, outputs={"Out": [out]}, attrs=attrs or {})
+    if stop_gradient:
+        out.stop_gradient = True
+    return out
+
+
+@checks(input=variable)
+def shape(input):
+    """The dims of ``input`` as an int32 tensor of its rank (``shape``); dims unknown when
+    the program was built (-1) are the real ones at run time."""
+    from ..framework.dtypes import VarType
+    _dtype_among("shape", "input", input, ("float32", "float64", "int32", "int64"))
+    return _one_op("shape", {"Input": [input]}, VarType.INT32)
+
+
+@checks(input=variable)
+def rank(input):
+    """The number of dims of ``input``, an int32 constant (``assign_value``)."""
+    import numpy as np
+    from .tensor import assign
+    return assign(np.array(len(input.shape), "int32"))
+
+
+@checks(input=variable)
+def size(input):
+    """The number of elements of ``input``, an int64 tensor of shape [1] (``size``)."""
+    from ..framework.dtypes import VarType
+    return _one_op("size", {"Input": [input]}, VarType.INT64)
+
+
+@checks(condition=variable)
+def where(condition):
+    """The coordinates of the true elements of ``condition``: an int64 tensor [count, rank]
+    (Fluid 1.8's one-argument ``where`` is the ``where_index`` op)."""
+    from ..framework.dtypes import VarType
+    return _one_op("where_index", {"Condition": [condition]}, VarType.INT64)
+
+
+@checks(input=variable, as_tuple=boolean)
+def nonzero(input, as_tuple=False):
+    """The coordinates of the non-zero elements (``where_index``); with ``as_tuple``, one
+    [count, 1] tensor per dim (sliced from them)."""
+    from .manip import slice
+    coords = where(input)
+    if not as_tuple:
+        return coords
+    rank_ = len(input.shape)
+    if rank_ == 1:
+        return (coords,)
+    return tuple(slice(coords, axes=[1], starts=[i], ends=[i + 1]) for i in builtins_range(rank_))
+
+
+@checks(input=variable, axis=INT, descending=boolean, name=NAME)
+def argsort(input, axis=-1, descending=False, name=None):
+    """``input`` sorted along ``axis`` and the int64 indices of the sorted values:
+    returns (out, indices) (``argsort``)."""
+    from ..framework.dtypes import VarType
+    _dtype_among("argsort", "input", input,
+                 ("float32", "float64", "int16", "int32", "int64", "uint8"))
+    rank_ = len(input.shape)
+    if not -rank_ <= axis < max(rank_, 1):
+        raise InvalidArgument(f"argsort: axis expected in [{-rank_}, {rank_}), but received "
+                              f"{axis}")
+    helper = LayerHelper("argsort", name=name)
+    out = helper.create_variable_for_type_inference(input.dtype, stop_gradient=True)
+    ids = helper.create_variable_for_type_inference(VarType.INT64, stop_gradient=True)
+    helper.append_op(type="argsort", inputs={"X": [input]},
+                     outputs={"Out": [out], "Indices": [ids]},
+                     attrs={"axis": axis, "descending": descending})
+    return out, ids
+
+
+def _logical_reduce(op_type, input, dim, keep_dim, name):
+    _dtype_among(op_type, "input", input, ("bool",))
+    if dim is not None and not isinstance(dim, list):
+        dim = [dim]
+    helper = LayerHelper(op_type, name=name)
+    out = helper.create_variable_for_type_inference(input.dtype)
+    helper.append_op(type=op_type, inputs={"X": [input]}, outputs={"Out": [out]},
+                     attrs={"dim": dim if dim else [0], "keep_dim": keep_dim,
+                            "reduce_all": not dim})
+    return out
+
+
+@checks(input=variable, dim=optional(int_or_ints(None)), keep_dim=boolean, name=NAME)
+def reduce_all(input, dim=None, keep_dim=False, name=None):
+    """Logical and of a bool tensor over ``dim`` (every dim when None) (``reduce_all``)."""
+    return _logical_reduce("reduce_all", input, dim, keep_dim, name)
+
+
+@checks(input=variable, dim=optional(int_or_ints(None)), keep_dim=boolean, name=NAME)
+def reduce_any(input, dim=None, keep_dim=False, name=None):
+    """Logical or of a bool tensor over ``dim`` (every dim when None) (``reduce_any``)."""
+    return _logical_reduce("reduce_any", input, dim, keep_dim, name)
+
+
+@checks(x=variable)
+def has_inf(x):
+    """[True] when any element of ``x`` is infinite (``isinf``, a bool of shape [1])."""
+    return _one_op("isinf", {"X": [x]}, x.dtype)
+
+
+@checks(x=variable)
+def has_nan(x):
+    """[True] when any element of ``x`` is NaN (``isnan``, a bool of shape [1])."""
+    return _one_op("isnan", {"X": [x]}, x.dtype)
+
+
+@checks(x=variable)
+def isfinite(x):
+    """[True] when every element of ``x`` is finite (``isfinite``, a bool of shape [1])."""
+    from ..framework.dtypes import VarType
+    _dtype_among("isfinite", "x", x, ("float32", "float64", "int32", "int64"))
+    return _one_op("isfinite", {"X": [x]}, VarType.BOOL)
+
+
+@checks(x=variable, axis=int_or_ints(None))
+def reverse(x, axis):
+    """``x`` reversed along ``axis`` (an int or a list of them) (``reverse``)."""
+    _dtype_among("reverse", "x", x, ("float32", "float64", "int32", "int64", "uint8"))
+    axis = [axis] if not isinstance(axis, (list, tuple)) else list(axis)
+    return _one_op("reverse", {"X": [x]}, x.dtype, {"axis": axis})
+
+
+@checks(input=variable, dims=ints(), name=NAME)
+def flip(input, dims, name=None):
+    """``input`` reversed along each dim in ``dims`` (``flip``)."""
+    _dtype_among("flip", "input", input,
+                 ("float16", "float32", "float64", "int32", "int64", "bool"))
+    if not dims:
+        raise InvalidArgument(f"flip: dims expected at least one dim, but received {dims}")
+    helper = LayerHelper("flip", name=name)
+    out = helper.create_variable_for_type_inference(input.dtype) if name is None else \
+        helper.create_variable(name=name, dtype=input.dtype, persistable=False)
+    helper.append_op(type="flip", inputs={"X": [input]}, outputs={"Out": [out]},
+                     attrs={"dims": list(dims)})
+    return out
+
+
+@checks(input=variable, shifts=int_or_ints(None), dims=optional(int_or_ints(None)))
+def roll(input, shifts, dims=None):
+    """``input`` shifted by ``shifts`` along ``dims``, wrapping round (``roll``); with no
+    dims, the flattened tensor is rolled (reshape to [-1, 1], roll, reshape back)."""
+    from .manip import reshape
+    shifts = [shifts] if not isinstance(shifts, (list, tuple)) else list(shifts)
+    dims = [dims] if isinstance(dims, int) else dims
+    origin = list(input.shape)
+    if not dims:
+        input, dims = reshape(input, shape=[-1, 1]), [0]
+    out = _one_op("roll", {"X": [input]}, input.dtype, {"dims": list(dims), "shifts": shifts})
+    return reshape(out, shape=origin, inplace=True)
+
+
+@checks(input=variable, index=variable, dim=INT)
+def index_select(input, index, dim=0):
+    """The slices of ``input`` at ``index`` (int32/int64, 1-D) along ``dim``
+    (``index_select``)."""
+    _dtype_among("index_select", "x", input, ("float32", "float64", "int32", "int64"))
+    _dtype_among("index_select", "index", index, ("int32", "int64"))
+    return _one_op("index_select", {"X": [input], "Index": [index]}, input.dtype, {"dim": dim})
+
+
+@checks(x=variable, index=variable)
+def index_sample(x, index):
+    """Out[i, j] = x[i, index[i, j]] (``index_sample``)."""
+    _dtype_among("index_sample", "x", x, ("float32", "float64", "int32", "int64"))
+    _dtype_among("index_sample", "index", index, ("int32", "int64"))
+    return _one_op("index_sample", {"X": [x], "Index": [index]}, x.dtype)
+
+
+def _unique(op_type, x, index_dtype, outputs):
+    from ..framework.dtypes import convert_dtype, dtype_name
+    _dtype_among(op_type, "x", x, ("float32", "float64", "int32", "int64"))
+    vt = convert_dtype(index_dtype)
+    if dtype_name(vt) not in ("int32", "int64"):
+        from ..errors import InvalidType
+        raise InvalidType(f"{op_type}: dtype expected int32 or int64, but received "
+                          f"{dtype_name(vt)}")
+    if len(x.shape) != 1:
+        raise InvalidArgument(f"{op_type}: x expected a 1-D tensor, but received shape "
+                              f"{list(x.shape)}")
+    helper = LayerHelper(op_type)
+    outs = {"Out": [helper.create_variable_for_type_inference(x.dtype)]}
+    for slot in outputs:
+        outs[slot] = [helper.create_variable_for_type_inference(vt)]
+    helper.append_op(type=op_type, inputs={"X": [x]}, outputs=outs, attrs={"dtype": int(vt)})
+    return tuple(outs[slot][0] for slot in ["Out"] + outputs)
+
+
+@checks(x=variable, dtype=dtype)
+def unique(x, dtype="int32"):
+    """The distinct values of 1-D ``x`` in the order they first appear and, for each
+    element, the position of its value among them: returns (out, index) (``unique``)."""
+    return _unique("unique", x, dtype, ["Index"])
+
+
+@checks(x=variable, dtype=dtype)
+def unique_with_counts(x, dtype="int32"):
+    """``unique`` and how often each distinct value occurs: returns (out, index, count)
+    (``unique_with_counts``)."""
+    return _unique("unique_with_counts", x, dtype, ["Index", "Count"])
+
+
+# --- composites of existing ops -----------------------------------------------------------
+@checks(x=variable, dim=optional(int_or_ints(None)), keepdim=boolean, out=optional(variable),
+        name=NAME)
+def logsumexp(x, dim=None, keepdim=False, out=None, name=None):
+    """log(sum(exp(x))) over ``dim`` (every dim when None): ``exp``, ``reduce_sum`` and
+    ``log`` ops, as Fluid 1.8 builds it."""
+    from .nn import log, reduce_sum
+    from .ops import exp
+    _dtype_among("logsumexp", "x", x, ("float32", "float64"))
+    total = reduce_sum(exp(x), dim, keepdim)
+    if out is None:
+        return log(total, name)
+    helper = LayerHelper("logsumexp")
+    helper.append_op(type="log", inputs={"X": [total]}, outputs={"Out": [out]})
+    return out
+
+
+@checks(input=variable, axis=optional(INT), name=NAME)
+def log_softmax(input, axis=None, dtype=None, name=None):
+    """log(softmax(input)) along ``axis`` (the last when None): an optional ``cast`` to
+    ``dtype``, then ``softmax`` and ``log`` ops."""
+    from ..framework.dtypes import convert_dtype
+    axis = -1 if axis is None else axis
+    helper = LayerHelper("log_softmax", name=name)
+    source = input
+    if dtype is None:
+        _dtype_among("log_softmax", "input", input, ("float16", "float32", "float64"))
+    else:
+        vt = convert_dtype(dtype)
+        source = helper.create_variable_for_type_inference(vt)
+        helper.append_op(type="cast", inputs={"X": [input]}, outputs={"Out": [source]},
+                         attrs={"in_dtype": int(input.dtype), "out_dtype": int(vt)})
+    soft = helper.create_variable_for_type_inference(source.dtype)
+    helper.append_op(type="softmax", inputs={"X": [source]}, outputs={"Out": [soft]},
+                     attrs={"axis": axis, "use_cudnn": False})
+    out = helper.create_variable_for_type_inference(soft.dtype)
+    helper.append_op(type="log", inputs={"X": [soft]}, outputs={"Out": [out]})
+    return out
+
+
+_BOUND = optional(lambda v: None if isinstance(v, Variable) else NUMBER(v))
+
+
+@checks(input=variable, min=_BOUND, max=_BOUND, output=optional(variable), name=NAME)
+def clamp(input, min=None, max=None, output=None, name=None):
+    """``input`` limited to [min, max] (a ``clip`` op; a bound left out is the largest
+    float's, a Variable bound goes to the Min / Max input)."""
+    import sys
+    if min is None and max is None:
+        raise InvalidArgument("clamp: min or max expected, but received neither")
+    inputs = {"X": [input]}
+    attrs = {"min": sys.float_info.min, "max": sys.float_info.max}
+    for key, slot, bound in (("min", "Min", min), ("max", "Max", max)):
+        if isinstance(bound, Variable):
+            _dtype_among("clamp", key, bound, ("float32", "float64", "int32"))
+            bound.stop_gradient = True
+            inputs[slot] = [bound]
+        elif bound is not None:
+            attrs[key] = float(bound)
+    helper = LayerHelper("clamp", name=name)
+    if output is None:
+        output = helper.create_variable_for_type_inference(input.dtype)
+    helper.append_op(type="clip", inputs=inputs, outputs={"Out": [output]}, attrs=attrs)
+    return output
+
+
+@checks(x=variable, y=variable, name=NAME)
+def elementwise_equal(x, y, name=None):
+    """x == y elementwise, a bool tensor (the ``equal`` op)."""
+    from ..framework.dtypes import VarType
+    helper = LayerHelper("elementwise_equal", name=name)
+    out = helper.create_variable_for_type_inference(VarType.BOOL)
+    out.stop_gradient = True
+    helper.append_op(type="equal", inputs={"X": [x], "Y": [y]}, outputs={"Out": [out]},
+                     attrs={"force_cpu": False})
+    return out
+
+
+@checks(input=variable, tensor1=variable, tensor2=variable, value=NUMBER,
+        out=optional(variable), name=NAME)
+def addcmul(input, tensor1, tensor2, value=1.0, out=None, name=None):
+    """input + value * tensor1 * tensor2 (``elementwise_mul``, ``scale``,
+    ``elementwise_add``; ``assign`` into ``out`` when given)."""
+    from .nn import scale
+    from .ops import elementwise_add, elementwise_mul
+    from .tensor import assign
+    allowed = ("float32", "float64", "int32", "int64")
+    for arg, var in (("input", input), ("tensor1", tensor1), ("tensor2", tensor2)):
+        _dtype_among("addcmul", arg, var, allowed)
+    result = elementwise_add(input, scale(elementwise_mul(tensor1, tensor2), scale=value))
+    return result if out is None else assign(result, out)
+
+
+@checks(input=variable, name=NAME)
+def t(input, name=None):
+    """The transpose of a matrix (``transpose2`` with axis [1, 0]); a tensor of rank 0 or
+    1 is returned as it is."""
+    if len(input.shape) > 2:
+        raise InvalidArgument(f"t: input expected a tensor of rank 2 or less (use "
+                              f"transpose), but received shape {list(input.shape)}")
+    _dtype_among("t", "input", input, ("float16", "float32", "float64", "int32", "int64"))
+    if len(input.shape) < 2:
+        return input
+    helper = LayerHelper("t", name=name)
+    out = helper.create_variable_for_type_inference(input.dtype)
+    x_shape = helper.create_variable_for_type_inference(input.dtype)
+    helper.append_op(type="transpose2", inputs={"X": [input]},
+                     outputs={"Out": [out], "XShape": [x_shape]}, attrs={"axis": [1, 0]})
     return out

@@ -3,11 +3,12 @@
 
 As in Fluid, ``name=`` names the output variable itself for these layers.
 """
-from ..errors import InvalidArgument, Unimplemented, expected
+from ..errors import InvalidArgument, InvalidType, Unimplemented, expected
+from ..framework.dtypes import dtype_name
 from ..framework.program import Variable
 from ..layer_helper import LayerHelper
 from ..ops import registry
-from .arg_checks import INT, NAME, activation, check
+from .arg_checks import INT, NAME, activation, boolean, check, checks, optional, variable
 
 _ACTIVATIONS = ["sigmoid", "logsigmoid", "exp", "tanh", "tanh_shrink", "sqrt", "rsqrt", "abs",
                 "ceil", "floor", "cos", "sin", "round", "reciprocal", "square", "softplus",
@@ -17,7 +18,21 @@ _ELEMENTWISE = ["elementwise_add", "elementwise_sub", "elementwise_mul", "elemen
                 "elementwise_max", "elementwise_min", "elementwise_pow", "elementwise_mod",
                 "elementwise_floordiv"]
 
-__all__ = list(_ACTIVATIONS) + list(_ELEMENTWISE)
+#: Fluid 1.8's dtypes for each activation layer: exp, abs and square take integers too
+_INT_OR_FLOAT = ("int32", "int64", "float16", "float32", "float64")
+_FLOAT = ("float16", "float32", "float64")
+_DTYPES = {"exp": _INT_OR_FLOAT, "abs": _INT_OR_FLOAT, "square": _INT_OR_FLOAT}
+
+#: activation layers whose attributes follow x as positional arguments (Fluid 1.8's order),
+#: with the attribute each argument sets
+_PARAMETERS = {"softshrink": [("alpha", "lambda", None)],
+               "relu6": [("threshold", "threshold", 6.0)],
+               "hard_sigmoid": [("slope", "slope", 0.2), ("offset", "offset", 0.5)],
+               "swish": [("beta", "beta", 1.0)],
+               "gelu": [("approximate", "approximate", False)],
+               "elu": [("alpha", "alpha", 1.0)]}
+
+__all__ = list(_ACTIVATIONS) + list(_ELEMENTWISE) + ["cumsum"]
 
 
 def _output(helper, dtype, name):
@@ -26,12 +41,20 @@ def _output(helper, dtype, name):
     return helper.create_variable(name=name, dtype=dtype, persistable=False)
 
 
+def _check_dtype(op_type, x):
+    allowed = _DTYPES.get(op_type, _FLOAT)
+    got = dtype_name(x.dtype)
+    if got not in allowed:  # Fluid's check_variable_and_dtype: a TypeError at the call
+        raise InvalidType(expected(op_type, "x's dtype", "one of " + ", ".join(allowed), got))
+
+
 def _activation_layer(op_type):
     def layer(x, name=None, **attrs):
         if not isinstance(x, Variable):
             raise InvalidArgument(f"{op_type}: x expected Variable, but received "
                                   f"{type(x).__name__}")
         check(op_type, "name", name, NAME)
+        _check_dtype(op_type, x)
         if registry.find(op_type) is None:  # refused here, not when the program runs
             raise Unimplemented(expected(op_type, "an op definition", f"one for '{op_type}'",
                                          "none: fluid_nb does not define this op yet"))
@@ -82,3 +105,51 @@ for _op in _ACTIVATIONS:
 for _op in _ELEMENTWISE:
     globals()[_op] = _elementwise_layer(_op)
 del _op
+
+
+def _parameterised(op_type, parameters):
+    """An activation layer taking its attributes positionally after ``x``, as Fluid 1.8's
+    ``elu(x, alpha=1.0, name=None)``; an argument left None keeps the op's default."""
+    plain = _activation_layer(op_type)
+
+    def layer(x, *args, **kwargs):
+        names = [p for p, _, _ in parameters] + ["name"]
+        if len(args) > len(names):
+            raise InvalidArgument(f"{op_type}: arguments expected at most "
+                                  f"{len(names) + 1}, but received {len(args) + 1}")
+        given = dict(zip(names, args))
+        for key, value in kwargs.items():
+            if key not in names or key in given:
+                raise InvalidArgument(f"{op_type}: arguments expected x, "
+                                      f"{', '.join(names)}, but received {key}=")
+            given[key] = value
+        attrs = {}
+        for param, attr, default in parameters:
+            value = given.get(param, default)
+            if value is not None:
+                attrs[attr] = value
+        return plain(x, name=given.get("name"), **attrs)
+    signature = ", ".join(f"{p}={d!r}" for p, _, d in parameters)
+    layer.__name__ = op_type
+    layer.__doc__ = (f"Appends a ``{op_type}`` op: {op_type}(x, {signature}, name=None), "
+                     f"elementwise.")
+    return layer
+
+
+for _op, _params in _PARAMETERS.items():
+    globals()[_op] = _parameterised(_op, _params)
+del _op, _params
+
+
+@checks(x=variable, axis=optional(INT), exclusive=optional(boolean),
+        reverse=optional(boolean))
+def cumsum(x, axis=None, exclusive=None, reverse=None):
+    """The running sum of ``x`` along ``axis`` (the last when None) (``cumsum``):
+    Out[i] = x[0] + ... + x[i]; ``exclusive`` leaves x[i] out (Out[0] = 0), ``reverse``
+    sums from the end."""
+    attrs = {key: value for key, value in
+             (("axis", axis), ("exclusive", exclusive), ("reverse", reverse)) if value is not None}
+    helper = LayerHelper("cumsum")
+    out = helper.create_variable_for_type_inference(x.dtype)
+    helper.append_op(type="cumsum", inputs={"X": [x]}, outputs={"Out": [out]}, attrs=attrs)
+    return out
