@@ -1,20 +1,27 @@
 """Image layers of Fluid 1.8: resizing (image_resize, resize_bilinear, resize_nearest,
-resize_trilinear, image_resize_short, interpolate) and ROI pooling (roi_pool, roi_align,
-psroi_pool, prroi_pool).
+resize_trilinear, image_resize_short, interpolate), ROI pooling (roi_pool, roi_align,
+psroi_pool, prroi_pool), sampling (affine_grid, grid_sampler, random_crop) and patches
+(im2sequence, row_conv, spectral_norm, similarity_focus).
 
 Each builds the op types and attributes of the Fluid 1.8 function of the same name;
 ``fluid.layers`` exports them through ``nn``.
 """
+import numpy as np
+
 from ..errors import InvalidArgument
-from ..framework.program import Variable
-from ..layer_helper import LayerHelper
+from ..framework import unique_name
 from ..framework.dtypes import VarType
-from .arg_checks import (INT, NAME, POSITIVE_INT, boolean, checks, one_of, optional, real_in,
-                         variable)
+from ..framework.program import Variable
+from ..initializer import NormalInitializer
+from ..layer_helper import LayerHelper
+from ..param_attr import ParamAttr
+from .arg_checks import (INT, NAME, NON_NEGATIVE_INT, POSITIVE_INT, activation, boolean,
+                         checks, int_or_ints, ints, one_of, optional, real_in, variable)
 
 __all__ = ["image_resize", "resize_bilinear", "resize_nearest", "resize_trilinear",
            "image_resize_short", "interpolate", "roi_pool", "roi_align", "psroi_pool",
-           "prroi_pool"]
+           "prroi_pool", "affine_grid", "grid_sampler", "random_crop", "im2sequence",
+           "row_conv", "spectral_norm", "similarity_focus"]
 
 _RESAMPLE = {"BILINEAR": "bilinear", "TRILINEAR": "trilinear", "NEAREST": "nearest",
              "BICUBIC": "bicubic"}
@@ -245,4 +252,136 @@ def prroi_pool(input, rois, spatial_scale=1.0, pooled_height=1, pooled_width=1,
     helper.append_op(type="prroi_pool", inputs=inputs, outputs={"Out": [out]},
                      attrs={"spatial_scale": float(spatial_scale),
                             "pooled_height": pooled_height, "pooled_width": pooled_width})
+    return out
+
+
+# --- sampling -----------------------------------------------------------------------------------
+@checks(theta=variable, name=NAME)
+def affine_grid(theta, out_shape, name=None):
+    """The sampling grid [N, H, W, 2] of the affine transforms ``theta`` [N, 2, 3]
+    (``affine_grid``): grid[n, h, w] = theta[n] @ (x_w, y_h, 1), x and y evenly spaced in
+    [-1, 1]; ``out_shape`` [N, C, H, W] as a list or an int32 Variable."""
+    helper = LayerHelper("affine_grid", name=name)
+    out = helper.create_variable_for_type_inference(theta.dtype)
+    inputs, attrs = {"Theta": [theta]}, {}
+    if isinstance(out_shape, Variable):
+        inputs["OutputShape"] = [out_shape]
+    elif isinstance(out_shape, (list, tuple)) and len(out_shape) == 4:
+        attrs["output_shape"] = [int(d) for d in out_shape]
+    else:
+        raise InvalidArgument(f"affine_grid: out_shape expected a list of 4 ints or a "
+                              f"Variable, but received {out_shape!r}")
+    helper.append_op(type="affine_grid", inputs=inputs, outputs={"Output": [out]},
+                     attrs=attrs)
+    return out
+
+
+@checks(x=variable, grid=variable, name=NAME)
+def grid_sampler(x, grid, name=None):
+    """x [N, C, H, W] sampled bilinearly at ``grid`` [N, H_out, W_out, 2] ((x, y) in
+    [-1, 1], corners aligned, zero outside the map) (``grid_sampler``)."""
+    helper = LayerHelper("grid_sampler", name=name)
+    out = helper.create_variable_for_type_inference(x.dtype)
+    helper.append_op(type="grid_sampler", inputs={"X": [x], "Grid": [grid]},
+                     outputs={"Output": [out]})
+    return out
+
+
+@checks(x=variable, shape=ints(None, 1))
+def random_crop(x, shape, seed=None):
+    """Crop every instance of ``x`` to ``shape`` (its trailing dims) at a random offset
+    (``random_crop``). ``seed`` an int (the first draw; a persistable int64 variable keeps
+    the next seed between runs) or a Variable holding it."""
+    helper = LayerHelper("random_crop")
+    out = helper.create_variable_for_type_inference(x.dtype)
+    if seed is None:
+        seed = int(np.random.randint(-65536, 65536))
+    attrs = {"shape": list(shape)}
+    if isinstance(seed, int):
+        attrs["startup_seed"] = seed
+        seed = helper.create_variable(name=unique_name.generate("random_crop_seed"),
+                                      dtype="int64", persistable=True)
+    elif not isinstance(seed, Variable):
+        raise InvalidArgument(f"random_crop: seed expected an int or a Variable, but "
+                              f"received {seed!r}")
+    helper.append_op(type="random_crop", inputs={"X": [x], "Seed": [seed]},
+                     outputs={"Out": [out], "SeedOut": [seed]}, attrs=attrs)
+    return out
+
+
+# --- patches and sequences ---------------------------------------------------------------------
+@checks(input=variable, filter_size=int_or_ints(2, 1), stride=int_or_ints(2, 1),
+        padding=int_or_ints(None, 0), input_image_size=optional(variable),
+        out_stride=int_or_ints(2, 1), name=NAME)
+def im2sequence(input, filter_size=1, stride=1, padding=0, input_image_size=None,
+                out_stride=1, name=None):
+    """Each image's filter_size patches as the rows of one sequence (``im2sequence``):
+    [N, C, H, W] -> a LoDTensor [N * oh * ow, C * kh * kw]; padding an int, [ph, pw] or
+    [up, left, down, right]."""
+    filter_size = [filter_size] * 2 if isinstance(filter_size, int) else list(filter_size)
+    stride = [stride] * 2 if isinstance(stride, int) else list(stride)
+    padding = [padding] * 2 if isinstance(padding, int) else list(padding)
+    if len(padding) == 2:
+        padding = padding + padding
+    if len(padding) != 4:
+        raise InvalidArgument(f"im2sequence: padding expected an int, 2 or 4 ints, but "
+                              f"received {padding}")
+    inputs = {"X": [input]}
+    attrs = {"kernels": filter_size, "strides": stride, "paddings": padding}
+    if input_image_size is not None:
+        inputs["Y"] = [input_image_size]
+        attrs["out_stride"] = [out_stride] * 2 if isinstance(out_stride, int) \
+            else list(out_stride)
+    helper = LayerHelper("im2sequence", input=input, name=name)
+    out = helper.create_variable_for_type_inference(dtype=helper.input_dtype())
+    helper.append_op(type="im2sequence", inputs=inputs, outputs={"Out": [out]}, attrs=attrs)
+    return out
+
+
+@checks(input=variable, future_context_size=NON_NEGATIVE_INT, act=activation)
+def row_conv(input, future_context_size, param_attr=None, act=None):
+    """Lookahead convolution (``row_conv``): out[t] = sum_{i=0}^{k} input[t + i] * W[i]
+    within each sequence, W ``row_conv_0.w_0`` [future_context_size + 1, D]."""
+    helper = LayerHelper("row_conv", input=input, param_attr=param_attr, act=act)
+    dtype = helper.input_dtype()
+    w = helper.create_parameter(attr=helper.param_attr, dtype=dtype,
+                                shape=[future_context_size + 1, input.shape[-1]])
+    out = helper.create_variable_for_type_inference(dtype)
+    helper.append_op(type="row_conv", inputs={"X": [input], "Filter": [w]},
+                     outputs={"Out": [out]})
+    return helper.append_activation(out)
+
+
+@checks(weight=variable, dim=INT, power_iters=NON_NEGATIVE_INT, eps=real_in(0.0), name=NAME)
+def spectral_norm(weight, dim=0, power_iters=1, eps=1e-12, name=None):
+    """weight / sigma, sigma its largest singular value by power iteration
+    (``spectral_norm``) from U [h] and V [w] parameters (Normal(0, 1), no gradient)."""
+    helper = LayerHelper("spectral_norm", name=name)
+    dtype = weight.dtype
+    h = weight.shape[dim]
+    w = int(np.prod(weight.shape)) // h
+    u = helper.create_parameter(attr=ParamAttr(), shape=[h], dtype=dtype,
+                                default_initializer=NormalInitializer(0.0, 1.0))
+    u.stop_gradient = True
+    v = helper.create_parameter(attr=ParamAttr(), shape=[w], dtype=dtype,
+                                default_initializer=NormalInitializer(0.0, 1.0))
+    v.stop_gradient = True
+    out = helper.create_variable(dtype=dtype)
+    helper.append_op(type="spectral_norm", inputs={"Weight": [weight], "U": [u], "V": [v]},
+                     outputs={"Out": [out]},
+                     attrs={"dim": dim, "power_iters": power_iters, "eps": float(eps)})
+    return out
+
+
+@checks(input=variable, axis=one_of(1, 2, 3), indexes=ints(None, 0), name=NAME)
+def similarity_focus(input, axis, indexes, name=None):
+    """A 0/1 mask of ``input``'s shape (``similarity_focus``): for each index, the slice
+    along ``axis`` picks, greedily by value, one cell per row and column."""
+    if not indexes:
+        raise InvalidArgument("similarity_focus: indexes expected a non-empty list, but "
+                              "received []")
+    helper = LayerHelper("similarity_focus", name=name)
+    out = helper.create_variable_for_type_inference(dtype=input.dtype)
+    helper.append_op(type="similarity_focus", inputs={"X": [input]}, outputs={"Out": [out]},
+                     attrs={"axis": axis, "indexes": list(indexes)})
     return out

@@ -420,3 +420,51 @@ def test_channel_mixing_layers():
     assert fsp.shape == (2, 3, 5) and btp.shape == (3, 6) and pe.shape == (5, 4)
     assert param(scope, "bilinear_tensor_product_0.w_0").shape == (6, 4, 2)
     assert param(scope, "bilinear_tensor_product_0.b_0").shape == (1, 6)
+
+
+# --- sampling and patch layers -----------------------------------------------------------------
+def test_affine_grid_then_grid_sampler_is_identity_for_the_identity_transform():
+    x = r(2, 3, 4, 5)
+    theta = np.tile(np.array([[1, 0, 0], [0, 1, 0]], "float32"), (2, 1, 1))
+
+    def net():
+        grid = layers.affine_grid(data("theta", theta), out_shape=[2, 3, 4, 5])
+        return layers.grid_sampler(data("x", x), grid)
+    main, _, (out,) = build_and_run(net, {"x": x, "theta": theta})
+    np.testing.assert_allclose(out, x, rtol=1e-5, atol=1e-6)
+    assert the_op(main, "affine_grid").attr("output_shape") == [2, 3, 4, 5]
+
+
+def test_im2sequence_row_conv_spectral_norm_similarity_focus():
+    from ..ops import test_vision as ref
+    x = r(2, 2, 3, 3)
+
+    def net():
+        xv = data("x", x)
+        seq = layers.im2sequence(xv, filter_size=2, stride=1, padding=[0, 0, 1, 1])
+        ahead = layers.row_conv(seq, future_context_size=1)
+        w = layers.create_parameter([3, 4], "float32", name="sn_w")
+        return seq, ahead, layers.spectral_norm(w, power_iters=5), \
+            layers.similarity_focus(xv, axis=1, indexes=[0])
+    main, scope, (seq, ahead, normed, mask) = build_and_run(net, {"x": x})
+    want = ref.ref_im2sequence({"X": x}, {"kernels": [2, 2], "strides": [1, 1],
+                                          "paddings": [0, 0, 1, 1]})["Out"][0]
+    np.testing.assert_allclose(seq, want, rtol=1e-6)
+    assert ahead.shape == want.shape
+    assert param(scope, "row_conv_0.w_0").shape == (2, 8)
+    assert abs(np.linalg.svd(normed, compute_uv=False)[0] - 1.0) < 0.05
+    assert set(np.unique(mask)) <= {0.0, 1.0}
+
+
+def test_random_crop_draws_new_offsets_each_run():
+    x = np.arange(2 * 6 * 6, dtype="float32").reshape(2, 6, 6)
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        out = layers.random_crop(data("x", x), shape=[3, 3], seed=5)
+    exe = fluid.Executor(fluid.CPUPlace())
+    scope = fluid.Scope()
+    exe.run(startup, scope=scope)
+    crops = [exe.run(main, feed={"x": x}, fetch_list=[out], scope=scope)[0]
+             for _ in range(4)]
+    assert crops[0].shape == (2, 3, 3)
+    assert any(not np.array_equal(crops[0], c) for c in crops[1:])
