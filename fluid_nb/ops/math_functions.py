@@ -368,3 +368,384 @@ def_op("unique_with_counts", inputs=["X"], outputs=["Out", "Index", "Count"],
        infer_shape=lambda ctx: _unique_infer(ctx, True),
        kernel=lambda ctx, x: _unique(ctx, x, True), grad=no_gradient,
        doc="unique, and Count[k] = how many elements of X equal Out[k].")
+
+
+# --- products: addmm, bmm, dot, kron ---------------------------------------------------------
+def _addmm_infer(ctx):
+    x, y, inp = ctx.input_shape("X"), ctx.input_shape("Y"), ctx.input_shape("Input")
+    ctx.check(len(x) == 2 and len(y) == 2, "inputs 'X' and 'Y'", "2-D tensors",
+              f"{list(x)} and {list(y)}")
+    ctx.check(x[1] < 0 or y[0] < 0 or x[1] == y[0], "input 'Y'",
+              f"{x[1]} rows (X's columns)", y[0])
+    ctx.check(len(inp) == 2 and all(d in (1, n) or d < 0 or n < 0
+                                    for d, n in zip(inp, (x[0], y[1]))),
+              "input 'Input'", f"a 2-D tensor that broadcasts to [{x[0]}, {y[1]}]", list(inp))
+    ctx.set_output("Out", (x[0], y[1]), ctx.input_dtype("X"))
+
+
+def _addmm(ctx, inp, x, y):
+    a = ctx.attrs
+    return (a["Beta"] * inp + a["Alpha"] * (x @ y)).astype(x.dtype, copy=False)
+
+
+def _addmm_grad(ctx, inp, x, y, dout):
+    from .common import unbroadcast
+    a, xp = ctx.attrs, ctx.xp
+    d_inp = unbroadcast(xp, a["Beta"] * dout, inp.shape) if ctx.wants("Input@GRAD") else None
+    dx = a["Alpha"] * (dout @ y.T) if ctx.wants("X@GRAD") else None
+    dy = a["Alpha"] * (x.T @ dout) if ctx.wants("Y@GRAD") else None
+    return d_inp, dx, dy
+
+
+_ADDMM_ATTRS = {"Alpha": ("float", 1.0), "Beta": ("float", 1.0)}
+def_op("addmm", inputs=["Input", "X", "Y"], outputs=["Out"], attrs=_ADDMM_ATTRS,
+       infer_shape=_addmm_infer, kernel=_addmm,
+       grad=grad_maker("addmm_grad", inputs=["Input", "X", "Y"], out_grads=["Out"],
+                       in_grads=["Input", "X", "Y"]),
+       doc="Out = Beta * Input + Alpha * X Y (X [M, K], Y [K, N], Input broadcast to "
+           "[M, N]). dInput = Beta dOut (summed back), dX = Alpha dOut Y^T, "
+           "dY = Alpha X^T dOut.")
+def_op("addmm_grad", inputs=["Input", "X", "Y", "Out@GRAD"],
+       outputs=["Input@GRAD?", "X@GRAD?", "Y@GRAD?"], attrs=_ADDMM_ATTRS,
+       infer_shape=grads_like(**{"Input@GRAD": "Input", "X@GRAD": "X", "Y@GRAD": "Y"}),
+       kernel=_addmm_grad, doc="Gradient of addmm.")
+
+
+def _bmm_infer(ctx):
+    x, y = ctx.input_shape("X"), ctx.input_shape("Y")
+    ctx.check(len(x) == 3 and len(y) == 3, "inputs 'X' and 'Y'", "3-D tensors",
+              f"{list(x)} and {list(y)}")
+    ctx.check(x[0] < 0 or y[0] < 0 or x[0] == y[0], "input 'Y'", f"batch {x[0]} (X's)", y[0])
+    ctx.check(x[2] < 0 or y[1] < 0 or x[2] == y[1], "input 'Y'",
+              f"{x[2]} rows (X's columns)", y[1])
+    ctx.set_output("Out", (x[0], x[1], y[2]), ctx.input_dtype("X"))
+
+
+def _bmm_grad(ctx, x, y, dout):
+    t = (0, 2, 1)
+    return (dout @ y.transpose(t) if ctx.wants("X@GRAD") else None,
+            x.transpose(t) @ dout if ctx.wants("Y@GRAD") else None)
+
+
+def_op("bmm", inputs=["X", "Y"], outputs=["Out"], infer_shape=_bmm_infer,
+       kernel=lambda ctx, x, y: x @ y,
+       grad=grad_maker("bmm_grad", inputs=["X", "Y"], out_grads=["Out"], in_grads=["X", "Y"]),
+       doc="Out[b] = X[b] Y[b] (X [B, M, K], Y [B, K, N]); dX[b] = dOut[b] Y[b]^T, "
+           "dY[b] = X[b]^T dOut[b].")
+def_op("bmm_grad", inputs=["X", "Y", "Out@GRAD"], outputs=["X@GRAD?", "Y@GRAD?"],
+       infer_shape=grads_like(**{"X@GRAD": "X", "Y@GRAD": "Y"}), kernel=_bmm_grad,
+       doc="Gradient of bmm.")
+
+
+def _dot_infer(ctx):
+    x, y = ctx.input_shape("X"), ctx.input_shape("Y")
+    ctx.check(len(x) in (1, 2), "input 'X'", "a 1-D or 2-D tensor", list(x))
+    ctx.check(len(x) == len(y) and all(a == b or a < 0 or b < 0 for a, b in zip(x, y)),
+              "input 'Y'", f"X's shape {list(x)}", list(y))
+    ctx.set_output("Out", tuple(x[:-1]) + (1,), ctx.input_dtype("X"))
+
+
+def_op("dot", inputs=["X", "Y"], outputs=["Out"], infer_shape=_dot_infer,
+       kernel=lambda ctx, x, y: (x * y).sum(axis=-1, keepdims=True).astype(x.dtype, copy=False),
+       grad=grad_maker("dot_grad", inputs=["X", "Y"], out_grads=["Out"], in_grads=["X", "Y"]),
+       doc="Out = sum(X * Y) over the last dim, kept as 1: [1] for vectors, [B, 1] for rows "
+           "of a matrix. dX = dOut Y, dY = dOut X.")
+def_op("dot_grad", inputs=["X", "Y", "Out@GRAD"], outputs=["X@GRAD?", "Y@GRAD?"],
+       infer_shape=grads_like(**{"X@GRAD": "X", "Y@GRAD": "Y"}),
+       kernel=lambda ctx, x, y, dout: (dout * y if ctx.wants("X@GRAD") else None,
+                                       dout * x if ctx.wants("Y@GRAD") else None),
+       doc="Gradient of dot.")
+
+
+def _kron_operands(x, y):
+    """``x`` and ``y`` with leading 1s added so both have the larger rank."""
+    rank = max(x.ndim, y.ndim)
+    return x.reshape((1,) * (rank - x.ndim) + x.shape), y.reshape((1,) * (rank - y.ndim) + y.shape)
+
+
+def _kron_infer(ctx):
+    x, y = list(ctx.input_shape("X")), list(ctx.input_shape("Y"))
+    rank = max(len(x), len(y))
+    x, y = [1] * (rank - len(x)) + x, [1] * (rank - len(y)) + y
+    ctx.set_output("Out", tuple(a * b if a >= 0 and b >= 0 else -1 for a, b in zip(x, y)),
+                   ctx.input_dtype("X"))
+
+
+def _kron_grad(ctx, x, y, dout):
+    # Out viewed as [x0, y0, x1, y1, ...]: each gradient sums the other operand's dims away
+    xp = ctx.xp
+    xs, ys = _kron_operands(x, y)
+    rank = xs.ndim
+    blocks = dout.reshape([n for pair in zip(xs.shape, ys.shape) for n in pair])
+    x_axes, y_axes = tuple(range(0, 2 * rank, 2)), tuple(range(1, 2 * rank, 2))
+    x_view = xs.reshape([n for d in xs.shape for n in (d, 1)])
+    y_view = ys.reshape([n for d in ys.shape for n in (1, d)])
+    dx = (blocks * y_view).sum(axis=y_axes).reshape(x.shape) if ctx.wants("X@GRAD") else None
+    dy = (blocks * x_view).sum(axis=x_axes).reshape(y.shape) if ctx.wants("Y@GRAD") else None
+    return dx, dy
+
+
+def_op("kron", inputs=["X", "Y"], outputs=["Out"], infer_shape=_kron_infer,
+       kernel=lambda ctx, x, y: ctx.xp.kron(*_kron_operands(x, y)).astype(x.dtype, copy=False),
+       grad=grad_maker("kron_grad", inputs=["X", "Y"], out_grads=["Out"], in_grads=["X", "Y"]),
+       doc="Out = the Kronecker product of X and Y (ranks padded with leading 1s): "
+           "Out[i * Y.shape + j] = X[i] Y[j]. dX[i] = sum_j dOut[i, j] Y[j], and likewise dY.")
+def_op("kron_grad", inputs=["X", "Y", "Out@GRAD"], outputs=["X@GRAD?", "Y@GRAD?"],
+       infer_shape=grads_like(**{"X@GRAD": "X", "Y@GRAD": "Y"}), kernel=_kron_grad,
+       doc="Gradient of kron.")
+
+
+# --- dist, cross ---------------------------------------------------------------------------------
+def _dist(ctx, x, y):
+    p = ctx.attrs["p"]
+    z = ctx.xp.abs(x - y)
+    if p == 0:
+        value = (z != 0).sum()
+    elif p == float("inf"):
+        value = z.max()
+    elif p == float("-inf"):
+        value = z.min()
+    else:
+        value = (z ** p).sum() ** (1.0 / p)
+    return ctx.xp.asarray([value], dtype=x.dtype)
+
+
+def _dist_grad(ctx, x, y, out, dout):
+    from .common import unbroadcast
+    xp, p = ctx.xp, ctx.attrs["p"]
+    z = x - y
+    norm = out.reshape(-1)[0]
+    if p == 0 or norm == 0:
+        dz = xp.zeros_like(z)
+    elif p in (float("inf"), float("-inf")):
+        dz = xp.sign(z) * (xp.abs(z) == norm)
+    else:
+        dz = xp.sign(z) * xp.abs(z) ** (p - 1) / norm ** (p - 1)
+    dz = dz * dout.reshape(-1)[0]
+    return (unbroadcast(xp, dz, x.shape) if ctx.wants("X@GRAD") else None,
+            unbroadcast(xp, -dz, y.shape) if ctx.wants("Y@GRAD") else None)
+
+
+def _dist_infer(ctx):
+    from .common import broadcast_shape
+    broadcast_shape("dist", ctx.input_shape("X"), ctx.input_shape("Y"), -1)
+    ctx.set_output("Out", (1,), ctx.input_dtype("X"))
+
+
+def_op("dist", inputs=["X", "Y"], outputs=["Out"], attrs={"p": ("float", 2.0)},
+       infer_shape=_dist_infer, kernel=_dist,
+       grad=grad_maker("dist_grad", inputs=["X", "Y"], outputs=["Out"], out_grads=["Out"],
+                       in_grads=["X", "Y"]),
+       doc="Out = [||X - Y||_p] over every element (X, Y broadcast): (sum |z|^p)^(1/p); "
+           "p = 0 counts the non-zeros, p = inf / -inf takes the largest / smallest |z|. "
+           "dX = -dY = dOut sign(z) |z|^(p-1) / Out^(p-1) (summed back to each shape).")
+def_op("dist_grad", inputs=["X", "Y", "Out", "Out@GRAD"], outputs=["X@GRAD?", "Y@GRAD?"],
+       attrs={"p": ("float", 2.0)}, infer_shape=grads_like(**{"X@GRAD": "X", "Y@GRAD": "Y"}),
+       kernel=_dist_grad, doc="Gradient of dist.")
+
+#: Paddle's "no dim given" value for cross (its DDim's largest rank)
+CROSS_DEFAULT_DIM = 9
+
+
+def _cross_dim(where, shape, dim):
+    if dim == CROSS_DEFAULT_DIM:
+        for i, n in enumerate(shape):
+            if n == 3:
+                return i
+        raise InvalidArgument(expected(where, "inputs 'X' and 'Y'", "a dim of size 3",
+                                       list(shape)))
+    dim = _axis(where, dim, len(shape), "attribute 'dim'")
+    if shape[dim] not in (3, -1):
+        raise InvalidArgument(expected(where, "attribute 'dim'", "a dim of size 3",
+                                       f"{dim} (size {shape[dim]})"))
+    return dim
+
+
+def _cross_infer(ctx):
+    x, y = ctx.input_shape("X"), ctx.input_shape("Y")
+    ctx.check(len(x) == len(y) and all(a == b or a < 0 or b < 0 for a, b in zip(x, y)),
+              "input 'Y'", f"X's shape {list(x)}", list(y))
+    _cross_dim("cross", x, ctx.attr("dim"))
+    same_shape("X", "Out")(ctx)
+
+
+def _cross(ctx, x, y):
+    dim = _cross_dim("cross", x.shape, ctx.attrs["dim"])
+    return ctx.xp.cross(x, y, axis=dim).astype(x.dtype, copy=False)
+
+
+def _cross_grad(ctx, x, y, dout):
+    xp = ctx.xp
+    dim = _cross_dim("cross", x.shape, ctx.attrs["dim"])
+    return (xp.cross(y, dout, axis=dim) if ctx.wants("X@GRAD") else None,
+            xp.cross(dout, x, axis=dim) if ctx.wants("Y@GRAD") else None)
+
+
+def_op("cross", inputs=["X", "Y"], outputs=["Out"], attrs={"dim": ("int", CROSS_DEFAULT_DIM)},
+       infer_shape=_cross_infer, kernel=_cross,
+       grad=grad_maker("cross_grad", inputs=["X", "Y"], out_grads=["Out"], in_grads=["X", "Y"]),
+       doc="Out = X x Y, the cross product of the 3-vectors along ``dim`` (the first dim of "
+           "size 3 when not given). dX = Y x dOut, dY = dOut x X.")
+def_op("cross_grad", inputs=["X", "Y", "Out@GRAD"], outputs=["X@GRAD?", "Y@GRAD?"],
+       attrs={"dim": ("int", CROSS_DEFAULT_DIM)},
+       infer_shape=grads_like(**{"X@GRAD": "X", "Y@GRAD": "Y"}), kernel=_cross_grad,
+       doc="Gradient of cross.")
+
+
+# --- diagonals: trace, diag_embed ----------------------------------------------------------------
+def _trace_dims(where, rank, attrs):
+    d1 = _axis(where, attrs["dim1"], rank, "attribute 'dim1'")
+    d2 = _axis(where, attrs["dim2"], rank, "attribute 'dim2'")
+    if d1 == d2:
+        raise InvalidArgument(expected(where, "attribute 'dim2'", f"a dim other than dim1 "
+                                       f"({d1})", d2))
+    return d1, d2
+
+
+def _trace_infer(ctx):
+    shape = ctx.input_shape("Input")
+    ctx.check(len(shape) >= 2, "input 'Input'", "a tensor of rank 2 or more", list(shape))
+    d1, d2 = _trace_dims("trace", len(shape), ctx.attrs())
+    out = tuple(n for i, n in enumerate(shape) if i not in (d1, d2))
+    ctx.set_output("Out", out or (1,), ctx.input_dtype("Input"))
+
+
+def _trace(ctx, x):
+    d1, d2 = _trace_dims("trace", x.ndim, ctx.attrs)
+    out = ctx.xp.trace(x, offset=ctx.attrs["offset"], axis1=d1, axis2=d2).astype(x.dtype)
+    return out.reshape(1) if out.ndim == 0 else out
+
+
+def _trace_grad(ctx, x, dout):
+    xp = ctx.xp
+    d1, d2 = _trace_dims("trace", x.ndim, ctx.attrs)
+    rows, cols = x.shape[d1], x.shape[d2]
+    mask = xp.eye(rows, cols, k=ctx.attrs["offset"], dtype=dout.dtype)
+    # dOut spread over the diagonal: move the two dims last, multiply, move them back
+    spread = dout.reshape(tuple(n for i, n in enumerate(x.shape) if i not in (d1, d2))
+                          + (1, 1)) * mask
+    return xp.moveaxis(spread, (-2, -1), (d1, d2))
+
+
+_TRACE_ATTRS = {"offset": ("int", 0), "dim1": ("int", 0), "dim2": ("int", 1)}
+def_op("trace", inputs=["Input"], outputs=["Out"], attrs=_TRACE_ATTRS,
+       infer_shape=_trace_infer, kernel=_trace,
+       grad=grad_maker("trace_grad", inputs=["Input"], out_grads=["Out"], in_grads=["Input"]),
+       doc="Out = the sums of the diagonal ``offset`` of the matrices in dims dim1, dim2 "
+           "(above the main one when positive); [1] for a matrix. dInput = dOut on that "
+           "diagonal, 0 elsewhere.")
+def_op("trace_grad", inputs=["Input", "Out@GRAD"], outputs=["Input@GRAD"], attrs=_TRACE_ATTRS,
+       infer_shape=grads_like(**{"Input@GRAD": "Input"}), kernel=_trace_grad,
+       doc="Gradient of trace.")
+
+
+def _diag_embed_dims(rank, attrs):
+    out_rank = rank + 1
+    d1 = _axis("diag_embed", attrs["dim1"], out_rank, "attribute 'dim1'")
+    d2 = _axis("diag_embed", attrs["dim2"], out_rank, "attribute 'dim2'")
+    if d1 == d2:
+        raise InvalidArgument(expected("diag_embed", "attribute 'dim2'",
+                                       f"a dim other than dim1 ({d1})", d2))
+    return d1, d2
+
+
+def _diag_embed_shape(shape, attrs):
+    d1, d2 = _diag_embed_dims(len(shape), attrs)
+    n = shape[-1] + abs(attrs["offset"]) if shape[-1] >= 0 else -1
+    rest = list(shape[:-1])
+    out = []
+    for i in range(len(shape) + 1):
+        out.append(n if i in (d1, d2) else rest.pop(0))
+    return tuple(out)
+
+
+def _diag_embed(ctx, x):
+    xp, attrs = ctx.xp, ctx.attrs
+    d1, d2 = _diag_embed_dims(x.ndim, attrs)
+    offset = attrs["offset"]
+    n = x.shape[-1] + abs(offset)
+    square = xp.zeros(x.shape[:-1] + (n, n), dtype=x.dtype)
+    idx = xp.arange(x.shape[-1])
+    rows, cols = (idx, idx + offset) if offset >= 0 else (idx - offset, idx)
+    square[..., rows, cols] = x
+    # the two new dims sit last; move them to dim1 and dim2
+    return xp.ascontiguousarray(xp.moveaxis(square, (-2, -1), (d1, d2)))
+
+
+def_op("diag_embed", inputs=["Input"], outputs=["Out"],
+       attrs={"offset": ("int", 0), "dim1": ("int", -2), "dim2": ("int", -1)},
+       infer_shape=lambda ctx: ctx.set_output(
+           "Out", _diag_embed_shape(ctx.input_shape("Input"), ctx.attrs()),
+           ctx.input_dtype("Input")),
+       kernel=_diag_embed, grad=no_gradient,
+       doc="Out: for each vector in Input's last dim, the (N + |offset|)-square matrix with "
+           "it on diagonal ``offset``, placed in dims dim1, dim2 of the output (rank + 1).")
+
+
+# --- meshgrid --------------------------------------------------------------------------------
+def _meshgrid_infer(ctx):
+    shapes = ctx.input_shapes("X")
+    for i, s in enumerate(shapes):
+        ctx.check(len(s) == 1, f"input 'X'[{i}]", "a 1-D tensor", list(s))
+    grid = tuple(s[0] for s in shapes)
+    ctx.set_outputs("Out", [grid] * len(shapes), ctx.input_dtype("X"))
+
+
+def _meshgrid_grad(ctx, xs, douts):
+    outs = []
+    for i, x in enumerate(xs):
+        axes = tuple(a for a in range(len(xs)) if a != i)
+        outs.append(douts[i].sum(axis=axes).astype(x.dtype, copy=False)
+                    if douts[i] is not None else ctx.xp.zeros_like(x))
+    return outs
+
+
+def_op("meshgrid", inputs=["X[]"], outputs=["Out[]"], infer_shape=_meshgrid_infer,
+       kernel=lambda ctx, xs: [ctx.xp.ascontiguousarray(g)
+                               for g in ctx.xp.meshgrid(*xs, indexing="ij")],
+       grad=grad_maker("meshgrid_grad", inputs=["X"], out_grads=["Out"]),
+       doc="Out[k][i0, i1, ...] = X[k][ik]: N 1-D tensors spread over the N-D grid of their "
+           "lengths (matrix indexing). dX[k] = dOut[k] summed over the other dims.")
+def_op("meshgrid_grad", inputs=["X[]", "Out@GRAD[]"], outputs=["X@GRAD[]"],
+       infer_shape=grads_like(**{"X@GRAD": "X"}), kernel=_meshgrid_grad,
+       doc="Gradient of meshgrid.")
+
+
+# --- allclose, sampling_id -----------------------------------------------------------------------
+def _allclose(ctx, a, b):
+    attrs = ctx.attrs
+    close = ctx.xp.allclose(a, b, rtol=attrs["rtol"], atol=attrs["atol"],
+                            equal_nan=attrs["equal_nan"])
+    return ctx.xp.asarray(np.array([bool(close)]))
+
+
+def_op("allclose", inputs=["Input", "Other"], outputs=["Out"],
+       attrs={"rtol": ("float", 1e-5), "atol": ("float", 1e-8), "equal_nan": ("bool", False)},
+       infer_shape=lambda ctx: ctx.set_output("Out", (1,), VarType.BOOL),
+       kernel=_allclose, grad=no_gradient,
+       doc="Out = [all |Input - Other| <= atol + rtol |Other|] (NaNs equal when equal_nan).")
+
+
+def _sampling_id(ctx, x):
+    attrs = ctx.attrs
+    probs = _host(ctx.xp, x)
+    draws = ctx.random_state().uniform(attrs["min"], attrs["max"], probs.shape[0])
+    # the first column whose running total passes the draw; the last one when none does
+    passed = np.cumsum(probs, axis=1) > draws[:, None]
+    ids = np.where(passed.any(axis=1), passed.argmax(axis=1), probs.shape[1] - 1)
+    return ctx.xp.asarray(ids.astype(x.dtype))
+
+
+def _sampling_id_infer(ctx):
+    shape = ctx.input_shape("X")
+    ctx.check(len(shape) == 2, "input 'X'", "a 2-D tensor [batch, classes]", list(shape))
+    ctx.set_output("Out", (shape[0],), ctx.input_dtype("X"))
+
+
+def_op("sampling_id", inputs=["X"], outputs=["Out"],
+       attrs={"min": ("float", 0.0), "max": ("float", 1.0), "seed": ("int", 0)},
+       infer_shape=_sampling_id_infer, kernel=_sampling_id, grad=no_gradient,
+       traits=("stateful",),
+       doc="Out[i] = a column drawn from row i of X taken as a distribution: the first j "
+           "with X[i, 0] + ... + X[i, j] > r, r ~ U[min, max) (the last column when none); "
+           "Out has X's type.")

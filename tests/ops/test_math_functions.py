@@ -125,3 +125,112 @@ def test_index_select_out_of_range_index_is_refused():
 def test_argsort_axis_outside_the_rank_is_refused_when_built():
     with pytest.raises(InvalidArgument, match=r"^argsort: attribute 'axis' expected in \[-2, 2\)"):
         build(OpCase("argsort", {"X": r(2, 3)}, attrs={"axis": 2}))
+
+
+def _kron_ref(x, y):
+    rank = max(x.ndim, y.ndim)
+    return np.kron(x.reshape((1,) * (rank - x.ndim) + x.shape),
+                   y.reshape((1,) * (rank - y.ndim) + y.shape))
+
+
+def _dist_ref(x, y, p):
+    z = np.abs(_f64(x) - _f64(y)).reshape(-1)
+    if p == 0:
+        return np.array([np.count_nonzero(z)], "float64")
+    if np.isinf(p):
+        return np.array([z.max() if p > 0 else z.min()])
+    return np.array([(z ** p).sum() ** (1 / p)])
+
+
+def _f64(x):
+    return np.asarray(x, "float64")
+
+
+def _diag_embed_ref(x, offset, dim1, dim2):
+    n = x.shape[-1] + abs(offset)
+    out = np.zeros(x.shape[:-1] + (n, n), x.dtype)
+    for k in range(x.shape[-1]):
+        i, j = (k, k + offset) if offset >= 0 else (k - offset, k)
+        out[..., i, j] = x[..., k]
+    return np.moveaxis(out, (-2, -1), (dim1, dim2))
+
+
+def _sampled_ids(outputs, inputs, attrs):
+    ids = np.asarray(outputs["Out"])
+    assert ids.shape == (2000,) and ids.dtype == np.float32
+    # row distribution [0.1, 0.6, 0.3]
+    freq = np.bincount(ids.astype(int), minlength=3) / ids.size
+    np.testing.assert_allclose(freq, [0.1, 0.6, 0.3], atol=0.04)
+
+
+BROADCAST_Y = r(1, 3)
+
+PRODUCT_CASES = [
+    OpCase("addmm", {"Input": r(1, 4), "X": r(3, 2), "Y": r(2, 4)},
+           attrs={"Alpha": 2.0, "Beta": 0.5},
+           ref=lambda i, a: {"Out": 0.5 * i["Input"] + 2.0 * i["X"] @ i["Y"]},
+           grad=["Input", "X", "Y"]),
+    OpCase("bmm", {"X": r(2, 3, 4), "Y": r(2, 4, 5)},
+           ref=lambda i, a: {"Out": i["X"] @ i["Y"]}, grad=["X", "Y"]),
+    OpCase("dot", {"X": r(5), "Y": r(5)},
+           ref=lambda i, a: {"Out": np.array([np.dot(_f64(i["X"]), i["Y"])])}, grad=["X", "Y"]),
+    OpCase("dot", {"X": r(3, 4), "Y": r(3, 4)},
+           ref=lambda i, a: {"Out": (_f64(i["X"]) * i["Y"]).sum(1, keepdims=True)},
+           grad=["X", "Y"], name="rows"),
+    OpCase("kron", {"X": r(2, 3), "Y": r(3, 2)}, ref=lambda i, a: {"Out": np.kron(i["X"], i["Y"])},
+           grad=["X", "Y"]),
+    OpCase("kron", {"X": r(2, 2, 2), "Y": r(3, 2)},
+           ref=lambda i, a: {"Out": _kron_ref(i["X"], i["Y"])}, grad=["X", "Y"],
+           name="ranks_differ"),
+    OpCase("dist", {"X": r(2, 3), "Y": BROADCAST_Y},
+           ref=lambda i, a: {"Out": _dist_ref(i["X"], np.broadcast_to(i["Y"], (2, 3)), 2.0)},
+           grad=["X", "Y"]),
+    OpCase("dist", {"X": r(2, 3), "Y": r(2, 3)}, attrs={"p": 3.0},
+           ref=lambda i, a: {"Out": _dist_ref(i["X"], i["Y"], 3.0)}, grad=["X", "Y"], name="p3"),
+    OpCase("dist", {"X": distinct(2, 3), "Y": np.zeros((2, 3), "float32")},
+           attrs={"p": float("inf")}, ref=lambda i, a: {"Out": _dist_ref(i["X"], i["Y"], np.inf)},
+           grad=["X"], name="inf"),
+    OpCase("dist", {"X": np.array([[3, 3], [3, 3]], "float32"),
+                    "Y": np.array([[3, 3], [3, 1]], "float32")}, attrs={"p": 0.0},
+           ref=lambda i, a: {"Out": np.array([1.0], "float32")}, name="zero"),
+    OpCase("cross", {"X": r(2, 3), "Y": r(2, 3)},
+           ref=lambda i, a: {"Out": np.cross(i["X"], i["Y"], axis=1)}, grad=["X", "Y"],
+           name="first_dim_of_3"),
+    OpCase("cross", {"X": r(3, 3), "Y": r(3, 3)}, attrs={"dim": 0},
+           ref=lambda i, a: {"Out": np.cross(i["X"], i["Y"], axis=0)}, grad=["X", "Y"],
+           name="dim0"),
+    OpCase("trace", {"Input": r(3, 4)}, ref=lambda i, a: {"Out": np.array([np.trace(i["Input"])])},
+           grad=["Input"]),
+    OpCase("trace", {"Input": r(2, 3, 4)}, attrs={"offset": 1, "dim1": 1, "dim2": 2},
+           ref=lambda i, a: {"Out": np.trace(i["Input"], 1, 1, 2)}, grad=["Input"],
+           name="batched_offset"),
+    OpCase("trace", {"Input": r(4, 2, 3)}, attrs={"offset": -1, "dim1": -1, "dim2": 0},
+           ref=lambda i, a: {"Out": np.trace(i["Input"], -1, 2, 0)}, grad=["Input"],
+           name="negative_dims"),
+    OpCase("diag_embed", {"Input": r(2, 3)},
+           ref=lambda i, a: {"Out": _diag_embed_ref(i["Input"], 0, -2, -1)}),
+    OpCase("diag_embed", {"Input": r(2, 3)}, attrs={"offset": -1, "dim1": 0, "dim2": 2},
+           ref=lambda i, a: {"Out": _diag_embed_ref(i["Input"], -1, 0, 2)}, name="offset_dims"),
+    OpCase("meshgrid", {"X": [r(3), r(4), r(2)]},
+           ref=lambda i, a: {"Out": list(np.meshgrid(*i["X"], indexing="ij"))}, grad=["X"]),
+    OpCase("allclose", {"Input": np.array([1.0, 2.0], "float32"),
+                        "Other": np.array([1.0, 2.00001], "float32")},
+           ref=lambda i, a: {"Out": np.array([True])}),
+    OpCase("allclose", {"Input": np.array([np.nan, 1.0]), "Other": np.array([np.nan, 1.0])},
+           attrs={"equal_nan": True}, ref=lambda i, a: {"Out": np.array([True])}, name="nan"),
+    OpCase("allclose", {"Input": np.array([1.0]), "Other": np.array([1.1])}, attrs={"atol": 0.01},
+           ref=lambda i, a: {"Out": np.array([False])}, name="far"),
+    OpCase("sampling_id", {"X": np.tile(np.array([[0.1, 0.6, 0.3]], "float32"), (2000, 1))},
+           attrs={"seed": 7}, check=_sampled_ids),
+]
+
+CASES = CASES + PRODUCT_CASES  # a new list: the table above keeps its own rows
+
+(test_products_match_numpy,
+ test_products_grads_match_finite_differences) = table_tests(PRODUCT_CASES)
+
+
+def test_cross_without_a_dim_of_three_is_refused_when_built():
+    with pytest.raises(InvalidArgument, match=r"^cross: inputs 'X' and 'Y' expected a dim of "
+                                              r"size 3"):
+        build(OpCase("cross", {"X": r(2, 4), "Y": r(2, 4)}))
