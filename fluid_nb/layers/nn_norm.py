@@ -1,17 +1,20 @@
 """Normalisation and activation layers of Fluid 1.8 with parameters: instance_norm,
-group_norm, lrn, prelu, label_smooth.
+group_norm, data_norm, inplace_abn, lrn, prelu, label_smooth.
 
 Each builds the op types, attributes and parameter names of the Fluid 1.8 function of the
 same name; ``fluid.layers`` exports them through ``nn``.
 """
 from ..errors import InvalidArgument
 from ..framework.dtypes import VarType
+from ..framework.program import Variable
 from ..initializer import ConstantInitializer
 from ..layer_helper import LayerHelper
-from .arg_checks import (NAME, NUMBER, POSITIVE_INT, activation, checks, dtype, one_of,
-                         optional, real_in, variable)
+from ..param_attr import ParamAttr
+from .arg_checks import (INT, NAME, NUMBER, PROBABILITY, POSITIVE_INT, activation, boolean,
+                         checks, dtype, one_of, optional, or_variable, real_in, variable)
 
-__all__ = ["instance_norm", "group_norm", "lrn", "prelu", "label_smooth"]
+__all__ = ["instance_norm", "group_norm", "data_norm", "inplace_abn", "lrn", "prelu",
+           "label_smooth"]
 
 
 def _float_input(where, x):
@@ -143,3 +146,107 @@ def label_smooth(label, prior_dist=None, epsilon=0.1, dtype="float32", name=None
     helper.append_op(type="label_smooth", inputs=inputs, outputs={"Out": [out]},
                      attrs={"epsilon": float(epsilon)})
     return out
+
+
+@checks(input=variable, act=activation, epsilon=real_in(0.0), data_layout=one_of("NCHW", "NHWC"),
+        in_place=boolean, name=NAME, slot_dim=INT, sync_stats=boolean,
+        summary_decay_rate=real_in(0.0, 1.0), enable_scale_and_shift=boolean)
+def data_norm(input, act=None, epsilon=1e-05, param_attr=None, data_layout="NCHW",
+              in_place=False, name=None, moving_mean_name=None, moving_variance_name=None,
+              do_model_average_for_mean_and_var=True, slot_dim=-1, sync_stats=False,
+              summary_decay_rate=0.9999999, enable_scale_and_shift=False):
+    """Normalise [N, C] features by running summaries (``data_norm``):
+    (x - batch_sum / batch_size) * sqrt(batch_size / batch_square_sum), with the summaries
+    ``<name>.batch_size`` (1e4), ``.batch_sum`` (0), ``.batch_square_sum`` (1e4) (``name``
+    defaults to 'dn'; a dict param_attr sets their starting values) and, with
+    enable_scale_and_shift, ``.scale_w`` and ``.bias``."""
+    helper = LayerHelper("data_norm", input=input, act=act, name=name)
+    dtype = helper.input_dtype()
+    channels = input.shape[1] if data_layout == "NCHW" else input.shape[-1]
+    defaults = {"batch_size": 1e4, "batch_sum": 0.0, "batch_square": 1e4, "scale_w": 1.0,
+                "bias": 0.0}
+    if param_attr and isinstance(param_attr, dict):
+        defaults.update({k: v for k, v in param_attr.items() if k in defaults})
+    name = name or "dn"
+
+    def summary(suffix, value):
+        return helper.create_parameter(
+            attr=ParamAttr(name=f"{name}.{suffix}",
+                           initializer=ConstantInitializer(float(value)), trainable=True),
+            shape=[channels], dtype=input.dtype)
+    inputs = {"X": [input]}
+    if enable_scale_and_shift:
+        inputs["scale_w"] = [summary("scale_w", defaults["scale_w"])]
+        inputs["bias"] = [summary("bias", defaults["bias"])]
+    batch_size = summary("batch_size", defaults["batch_size"])
+    batch_sum = summary("batch_sum", defaults["batch_sum"])
+    batch_square_sum = summary("batch_square_sum", defaults["batch_square"])
+    inputs.update({"BatchSize": [batch_size], "BatchSum": [batch_sum],
+                   "BatchSquareSum": [batch_square_sum]})
+    means = helper.create_variable(dtype=dtype, stop_gradient=True)
+    scales = helper.create_variable(dtype=dtype, stop_gradient=True)
+    out = input if in_place else helper.create_variable(dtype=dtype)
+    attrs = {"epsilon": epsilon, "sync_stats": sync_stats,
+             "summary_decay_rate": summary_decay_rate}
+    if slot_dim > 0:
+        attrs["slot_dim"] = slot_dim
+    if enable_scale_and_shift:
+        attrs["enable_scale_and_shift"] = True
+    helper.append_op(type="data_norm", inputs=inputs,
+                     outputs={"Y": [out], "Means": [means], "Scales": [scales],
+                              "BatchSize": [batch_size], "BatchSum": [batch_sum],
+                              "BatchSquareSum": [batch_square_sum]},
+                     attrs=attrs)
+    return helper.append_activation(out)
+
+
+@checks(input=variable, act=one_of(None, "identity", "leaky_relu", "elu"), is_test=boolean,
+        momentum=or_variable(PROBABILITY), epsilon=real_in(0.0),
+        data_layout=one_of("NCHW", "NHWC"), name=NAME, use_global_stats=boolean,
+        act_alpha=NUMBER)
+def inplace_abn(input, act=None, is_test=False, momentum=0.9, epsilon=1e-05, param_attr=None,
+                bias_attr=None, data_layout="NCHW", name=None, moving_mean_name=None,
+                moving_variance_name=None, do_model_average_for_mean_and_var=True,
+                use_global_stats=False, act_alpha=1.0):
+    """batch_norm and an activation (identity, leaky_relu or elu, slope/scale act_alpha)
+    written over ``input`` (``inplace_abn``); parameters as batch_norm names them
+    (``inplace_abn_0.w_0`` scale, ``.b_0`` bias, ``.w_1``/``.w_2`` moving mean and
+    variance). Returns ``input``, now holding the result."""
+    if bias_attr is False:
+        raise InvalidArgument("inplace_abn: bias_attr expected a ParamAttr or None, but "
+                              "received False")
+    helper = LayerHelper("inplace_abn", input=input, param_attr=param_attr,
+                         bias_attr=bias_attr, name=name)
+    dtype = helper.input_dtype()
+    channels = input.shape[1] if data_layout == "NCHW" else input.shape[-1]
+    shape = [channels]
+    scale = helper.create_parameter(attr=helper.param_attr, shape=shape, dtype=dtype,
+                                    default_initializer=ConstantInitializer(1.0))
+    bias = helper.create_parameter(attr=helper.bias_attr, shape=shape, dtype=dtype,
+                                   is_bias=True)
+
+    def moving(stat_name, value):
+        var = helper.create_parameter(
+            attr=ParamAttr(name=stat_name, initializer=ConstantInitializer(value),
+                           trainable=False, do_model_average=do_model_average_for_mean_and_var),
+            shape=shape, dtype=dtype)
+        var.stop_gradient = True
+        return var
+    mean = moving(moving_mean_name, 0.0)
+    variance = moving(moving_variance_name, 1.0)
+    saved_mean = helper.create_variable_for_type_inference(dtype=dtype, stop_gradient=True)
+    saved_variance = helper.create_variable_for_type_inference(dtype=dtype, stop_gradient=True)
+    inputs = {"X": [input], "Scale": [scale], "Bias": [bias], "Mean": [mean],
+              "Variance": [variance]}
+    attrs = {"epsilon": epsilon, "is_test": is_test, "data_layout": data_layout,
+             "use_mkldnn": False, "fuse_with_relu": False, "use_global_stats": use_global_stats,
+             "activation": act or "identity", "alpha": float(act_alpha)}
+    if isinstance(momentum, Variable):
+        inputs["MomentumTensor"] = [momentum]
+    else:
+        attrs["momentum"] = momentum
+    helper.append_op(type="inplace_abn", inputs=inputs,
+                     outputs={"Y": [input], "MeanOut": [mean], "VarianceOut": [variance],
+                              "SavedMean": [saved_mean], "SavedVariance": [saved_variance]},
+                     attrs=attrs)
+    return input

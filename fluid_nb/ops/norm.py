@@ -1,5 +1,5 @@
-"""Normalisation: batch_norm, layer_norm, instance_norm, group_norm and lrn with their
-grad ops."""
+"""Normalisation: batch_norm, layer_norm, instance_norm, group_norm, lrn, data_norm and
+inplace_abn with their grad ops."""
 from ..framework.dtypes import VarType
 from .registry import def_op, grad_maker, grads_like
 
@@ -562,3 +562,195 @@ def_op("lrn_grad", inputs=["X", "Out", "MidOut", "Out@GRAD"], outputs=["X@GRAD"]
        attrs=_LRN_ATTRS, infer_shape=grads_like(**{"X@GRAD": "X"}), kernel=_lrn_backward,
        doc="""Gradient of lrn: X@GRAD[i] = dOut[i] * MidOut[i]^(-beta) - 2 * alpha * beta *
 X[i] * sum over the channels c whose window holds i of dOut[c] * X[c] * MidOut[c]^(-beta-1).""")
+
+
+# --- data_norm ---------------------------------------------------------------------------------
+def _dn_infer_shape(ctx):
+    x_shape = ctx.input_shape("X")
+    ctx.check(len(x_shape) == 2, "input 'X'", "a 2-D tensor [N, C]", list(x_shape))
+    c = x_shape[1]
+    for slot in ("BatchSize", "BatchSum", "BatchSquareSum"):
+        shape = ctx.input_shape(slot)
+        ctx.check(len(shape) == 1 and (c < 0 or shape[0] < 0 or shape[0] == c),
+                  f"input '{slot}'", f"shape [{c}]", list(shape))
+    dtype = ctx.input_dtype("X")
+    ctx.set_output("Y", x_shape, dtype)
+    for slot in ("Means", "Scales"):
+        ctx.set_output(slot, (c,), dtype)
+    for slot in ("BatchSize", "BatchSum", "BatchSquareSum"):
+        if ctx.has_output(slot):
+            ctx.set_output(slot, (c,), dtype)
+
+
+def _dn_empty_slots(xp, x, slot_dim):
+    """With slot_dim > 0: a [N, C] mask, True on the slots whose first value (the show
+    count) is 0 — Paddle leaves those outputs 0."""
+    n, c = x.shape
+    shows = x.reshape(n, c // slot_dim, slot_dim)[:, :, :1]
+    return xp.broadcast_to(xp.abs(shows) < 1e-5, (n, c // slot_dim, slot_dim)).reshape(n, c)
+
+
+def _dn_forward(ctx, x, batch_size, batch_sum, batch_square_sum, scale_w, bias):
+    xp, attrs = ctx.xp, ctx.attrs
+    means = batch_sum / batch_size
+    scales = xp.sqrt(batch_size / batch_square_sum)
+    y = (x - means) * scales
+    if attrs.get("enable_scale_and_shift", False) and scale_w is not None:
+        y = y * scale_w + bias
+    slot_dim = attrs.get("slot_dim", -1)
+    if slot_dim > 0:
+        y = xp.where(_dn_empty_slots(xp, x, slot_dim), 0, y)
+    return (y.astype(x.dtype, copy=False), means, scales, batch_size.copy(), batch_sum.copy(),
+            batch_square_sum.copy())
+
+
+def _dn_backward(ctx, x, scales, means, scale_w, bias, dy):
+    """X@GRAD = dY * Scales (* scale_w); the statistics' "gradients" are this batch's
+    count, sum and centred square sum (+ N * epsilon), which the optimizer folds into the
+    running summaries."""
+    xp, attrs = ctx.xp, ctx.attrs
+    n = x.shape[0]
+    scale_on = attrs.get("enable_scale_and_shift", False) and scale_w is not None
+    dx = dy * scales * (scale_w if scale_on else 1.0)
+    slot_dim = attrs.get("slot_dim", -1)
+    if slot_dim > 0:
+        dx = xp.where(_dn_empty_slots(xp, x, slot_dim), 0, dx)
+    d_size = xp.full((x.shape[1],), float(n), dtype=x.dtype)
+    d_sum = x.sum(axis=0)
+    d_square = ((x - means) ** 2).sum(axis=0) + n * attrs.get("epsilon", 1e-4)
+    d_scale = d_bias = None
+    if scale_on:
+        d_scale = (dy * (x - means) * scales).sum(axis=0)
+        d_bias = dy.sum(axis=0)
+    return (dx.astype(x.dtype, copy=False), d_size, d_sum.astype(x.dtype),
+            d_square.astype(x.dtype), d_scale, d_bias)
+
+
+def _dn_grad_maker(g):
+    ins = {"X": g.input("X"), "Scales": g.output("Scales"), "Means": g.output("Means"),
+           "scale_w": g.input("scale_w"), "bias": g.input("bias"),
+           "Y@GRAD": g.output_grad("Y")}
+    outs = {s + "@GRAD": g.input_grad(s) for s in
+            ("X", "BatchSize", "BatchSum", "BatchSquareSum", "scale_w", "bias")
+            if g.has_input(s)}
+    return [g.op("data_norm_grad", ins, outs)]
+
+
+def _dn_grad_shapes(ctx):
+    if ctx.has_output("X@GRAD"):
+        ctx.set_output("X@GRAD", ctx.input_shape("X"), ctx.input_dtype("X"))
+    c = ctx.input_shape("X")[1]
+    for slot in ("BatchSize", "BatchSum", "BatchSquareSum", "scale_w", "bias"):
+        if ctx.has_output(slot + "@GRAD"):
+            ctx.set_output(slot + "@GRAD", (c,), ctx.input_dtype("X"))
+
+
+_dn_grad_maker.grad_type = "data_norm_grad"
+_DN_ATTRS = {"epsilon": ("float", 1e-4), "slot_dim": ("int", -1),
+             "summary_decay_rate": ("float", 0.9999999), "sync_stats": ("bool", False),
+             "enable_scale_and_shift": ("bool", False), "data_layout": ("string", "NCHW")}
+
+def_op("data_norm",
+       inputs=["X", "BatchSize", "BatchSum", "BatchSquareSum", "scale_w?", "bias?"],
+       outputs=["Y", "Means", "Scales", "BatchSize?", "BatchSum?", "BatchSquareSum?"],
+       attrs=_DN_ATTRS, infer_shape=_dn_infer_shape, grad=_dn_grad_maker,
+       kernel=_dn_forward,
+       doc="""data_norm: normalisation by running summaries (CTR models): Means =
+BatchSum / BatchSize, Scales = sqrt(BatchSize / BatchSquareSum), Y = (X - Means) * Scales
+(* scale_w + bias with enable_scale_and_shift). slot_dim > 0: X's columns are slots of
+slot_dim values whose first is a show count; slots with show 0 give 0. The summaries come
+out unchanged (BatchSize/BatchSum/BatchSquareSum outputs are the same variables).""")
+def_op("data_norm_grad",
+       inputs=["X", "Scales", "Means", "scale_w?", "bias?", "Y@GRAD"],
+       outputs=["X@GRAD?", "BatchSize@GRAD?", "BatchSum@GRAD?", "BatchSquareSum@GRAD?",
+                "scale_w@GRAD?", "bias@GRAD?"],
+       attrs=_DN_ATTRS,
+       infer_shape=_dn_grad_shapes, kernel=_dn_backward,
+       doc=_dn_backward.__doc__)
+
+
+# --- inplace_abn: batch_norm fused with an invertible activation --------------------------------
+def _abn_activate(xp, z, attrs):
+    act, alpha = attrs.get("activation", ""), attrs.get("alpha", 1.0)
+    if act == "leaky_relu":
+        return xp.where(z >= 0, z, alpha * z)
+    if act == "elu":
+        return xp.where(z >= 0, z, alpha * (xp.exp(xp.minimum(z, 0)) - 1))
+    return z
+
+
+def _abn_undo(xp, y, dy, attrs):
+    """(pre-activation z, dL/dz) from the output Y (the activation is inverted, since X
+    was overwritten by Y)."""
+    act, alpha = attrs.get("activation", ""), attrs.get("alpha", 1.0)
+    if act == "leaky_relu":
+        return xp.where(y >= 0, y, y / alpha), xp.where(y >= 0, dy, dy * alpha)
+    if act == "elu":
+        return (xp.where(y >= 0, y, xp.log1p(xp.minimum(y, 0) / alpha)),
+                xp.where(y >= 0, dy, dy * (y + alpha)))
+    return y, dy
+
+
+def _abn_forward(ctx, x, scale, bias, mean, variance, momentum_tensor):
+    outs = list(_bn_forward(ctx, x, scale, bias, mean, variance, momentum_tensor))
+    outs[0] = _abn_activate(ctx.xp, outs[0], ctx.attrs).astype(x.dtype, copy=False)
+    return tuple(outs)
+
+
+def _abn_backward(ctx, y, scale, bias, mean_out, variance_out, saved_mean, saved_inv_std, dy):
+    xp, attrs = ctx.xp, ctx.attrs
+    axis = _channel_axis(attrs, y.ndim)
+    bshape = [1] * y.ndim
+    bshape[axis] = y.shape[axis]
+    reduce_axes = tuple(i for i in range(y.ndim) if i != axis)
+    z, dz = _abn_undo(xp, y, dy, attrs)
+    x_hat = (z - bias.reshape(bshape)) / scale.reshape(bshape)
+    global_stats = attrs.get("is_test", False) or attrs.get("use_global_stats", False)
+    inv_std = 1.0 / xp.sqrt(variance_out + attrs.get("epsilon", 1e-5)) if global_stats \
+        else saved_inv_std
+    d_bias = dz.sum(axis=reduce_axes)
+    d_scale = (dz * x_hat).sum(axis=reduce_axes)
+    k = (scale * inv_std).reshape(bshape)
+    if global_stats:
+        dx = dz * k
+    else:
+        m = y.size // y.shape[axis]
+        dx = k * (dz - (d_bias.reshape(bshape) + x_hat * d_scale.reshape(bshape)) / m)
+    return (dx.astype(y.dtype, copy=False) if ctx.wants("X@GRAD") else None,
+            d_scale.astype(scale.dtype) if ctx.wants("Scale@GRAD") else None,
+            d_bias.astype(bias.dtype) if ctx.wants("Bias@GRAD") else None)
+
+
+def _abn_grad_maker(g):
+    ins = {"Y": g.output("Y"), "Scale": g.input("Scale"), "Bias": g.input("Bias"),
+           "MeanOut": g.output("MeanOut"), "VarianceOut": g.output("VarianceOut"),
+           "SavedMean": g.output("SavedMean"), "SavedVariance": g.output("SavedVariance"),
+           "Y@GRAD": g.output_grad("Y")}
+    outs = {s + "@GRAD": g.input_grad(s) for s in ("X", "Scale", "Bias")}
+    return [g.op("inplace_abn_grad", ins, outs)]
+
+
+_abn_grad_maker.grad_type = "inplace_abn_grad"
+_ABN_ATTRS = dict(_BN_ATTRS, activation=("string", "identity",
+                                         lambda v: None if v in ("", "identity", "leaky_relu",
+                                                                 "elu")
+                                         else "'identity', 'leaky_relu' or 'elu'"),
+                  alpha=("float", 1.0))
+
+def_op("inplace_abn",
+       inputs=["X", "Scale", "Bias", "Mean", "Variance", "MomentumTensor?"],
+       outputs=["Y", "MeanOut", "VarianceOut", "SavedMean!", "SavedVariance!",
+                "ReserveSpace?"],
+       attrs=_ABN_ATTRS, infer_shape=_bn_infer_shape, grad=_abn_grad_maker,
+       kernel=_abn_forward,
+       doc="""inplace_abn: batch_norm followed by ``activation`` (identity, leaky_relu with
+slope alpha, or elu with alpha), written over X (Y is X's variable). The gradient reads Y
+only: it inverts the activation to recover x_hat = (z - Bias) / Scale.""")
+def_op("inplace_abn_grad",
+       inputs=["Y", "Scale", "Bias", "MeanOut?", "VarianceOut?", "SavedMean",
+               "SavedVariance", "Y@GRAD"],
+       outputs=["X@GRAD?", "Scale@GRAD?", "Bias@GRAD?"], attrs=_ABN_ATTRS,
+       infer_shape=grads_like(**{"X@GRAD": "Y", "Scale@GRAD": "Scale", "Bias@GRAD": "Bias"}),
+       kernel=_abn_backward,
+       doc="""Gradient of inplace_abn from Y: z = activation^-1(Y), dz = dY *
+activation'(z), x_hat = (z - Bias) / Scale, then batch_norm's gradient with dz.""")

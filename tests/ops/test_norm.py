@@ -200,6 +200,72 @@ NORM_CASES = [
            ref=ref_lrn, grad=["X"], grad_outputs=["Out"], name="grad_even_window"),
 ]
 
+
+
+def ref_data_norm(i, a):
+    x = i["X"].astype(np.float64)
+    means = i["BatchSum"] / i["BatchSize"]
+    scales = np.sqrt(i["BatchSize"] / i["BatchSquareSum"])
+    y = (x - means) * scales
+    if a.get("enable_scale_and_shift"):
+        y = y * i["scale_w"] + i["bias"]
+    slot = a.get("slot_dim", -1)
+    if slot > 0:
+        for row in range(x.shape[0]):
+            for start in range(0, x.shape[1], slot):
+                if abs(x[row, start]) < 1e-5:
+                    y[row, start:start + slot] = 0
+    dt = i["X"].dtype
+    return {"Y": y.astype(dt), "Means": means.astype(dt), "Scales": scales.astype(dt)}
+
+
+def dn_inputs(n, c):
+    return {"X": r(n, c), "BatchSize": r(c, low=50, high=100), "BatchSum": r(c, low=-5, high=5),
+            "BatchSquareSum": r(c, low=40, high=90)}
+
+
+def ref_inplace_abn(i, a):
+    y = ref_bn(i, a)
+    z = y["Y"].astype(np.float64)
+    alpha = a.get("alpha", 1.0)
+    if a.get("activation") == "leaky_relu":
+        z = np.where(z >= 0, z, alpha * z)
+    elif a.get("activation") == "elu":
+        z = np.where(z >= 0, z, alpha * (np.exp(np.minimum(z, 0)) - 1))
+    y["Y"] = z.astype(i["X"].dtype)
+    return y
+
+
+_slotted = dn_inputs(3, 4)
+_slotted["X"][1, 0] = 0.0
+_scaled = dict(dn_inputs(3, 2), scale_w=r(2, low=0.5, high=1.5), bias=r(2))
+
+NORM_CASES += [
+    OpCase("data_norm", dn_inputs(4, 3), ref=ref_data_norm, name="basic"),
+    OpCase("data_norm", _slotted, attrs={"slot_dim": 2}, ref=ref_data_norm, name="slot_dim"),
+    OpCase("data_norm", _scaled, attrs={"enable_scale_and_shift": True}, ref=ref_data_norm,
+           name="scale_and_shift"),
+    OpCase("data_norm", dn_inputs(3, 2), ref=ref_data_norm, grad=["X"], grad_outputs=["Y"],
+           name="grad"),
+    OpCase("inplace_abn", bn_inputs((2, 3, 2, 2)),
+           attrs={"activation": "leaky_relu", "alpha": 0.1}, ref=ref_inplace_abn,
+           name="leaky_relu", outputs={"Y": 1, "MeanOut": 1, "VarianceOut": 1,
+                                       "SavedMean": 1, "SavedVariance": 1}),
+    OpCase("inplace_abn", bn_inputs((2, 3, 3)), attrs={"activation": "elu", "alpha": 0.5},
+           ref=ref_inplace_abn, name="elu"),
+    OpCase("inplace_abn", bn_inputs((3, 2, 2)), attrs={"activation": "leaky_relu",
+                                                       "alpha": 0.2},
+           ref=ref_inplace_abn, grad=["X", "Scale", "Bias"], grad_outputs=["Y"],
+           name="grad_leaky_relu"),
+    OpCase("inplace_abn", bn_inputs((3, 2, 2)), attrs={"activation": "elu", "alpha": 0.7},
+           ref=ref_inplace_abn, grad=["X", "Scale", "Bias"], grad_outputs=["Y"],
+           name="grad_elu"),
+    OpCase("inplace_abn", bn_inputs((3, 2, 2)), attrs={"activation": "identity",
+                                                       "use_global_stats": True},
+           ref=ref_inplace_abn, grad=["X", "Scale", "Bias"], grad_outputs=["Y"],
+           name="grad_global_stats"),
+]
+
 CASES = CASES + NORM_CASES
 
 test_output_matches_numpy, test_grad_matches_finite_differences = table_tests(CASES)
