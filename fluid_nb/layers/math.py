@@ -18,7 +18,9 @@ __all__ = ["log1p", "erf", "atan", "acos", "asin", "hard_shrink", "thresholded_r
            "clip_by_norm", "shape", "rank", "size", "where", "nonzero", "argsort",
            "reduce_all", "reduce_any", "has_inf", "has_nan", "isfinite", "reverse", "flip",
            "roll", "index_select", "index_sample", "unique", "unique_with_counts", "logsumexp",
-           "log_softmax", "clamp", "elementwise_equal", "addcmul", "t"]
+           "log_softmax", "clamp", "elementwise_equal", "addcmul", "t", "addmm", "bmm", "dot",
+           "dist", "cross", "diag_embed", "meshgrid", "kron", "trace", "allclose",
+           "sampling_id"]
 
 _FLOATS = ("float16", "float32", "float64")
 
@@ -503,3 +505,146 @@ def t(input, name=None):
     helper.append_op(type="transpose2", inputs={"X": [input]},
                      outputs={"Out": [out], "XShape": [x_shape]}, attrs={"axis": [1, 0]})
     return out
+
+
+# --- products, distances and diagonals -------------------------------------------------------
+_FLOAT_ONLY = ("float32", "float64")
+_NUMBERS = ("float32", "float64", "int32", "int64")
+
+
+def _named_out(helper, dtype, name):
+    if name is None:
+        return helper.create_variable_for_type_inference(dtype)
+    return helper.create_variable(name=name, dtype=dtype, persistable=False)
+
+
+@checks(input=variable, x=variable, y=variable, alpha=NUMBER, beta=NUMBER, name=NAME)
+def addmm(input, x, y, alpha=1.0, beta=1.0, name=None):
+    """beta * input + alpha * (x @ y) for matrices x [M, K], y [K, N], input broadcast to
+    [M, N] (``addmm``)."""
+    for arg, var in (("Input", input), ("X", x), ("Y", y)):
+        _dtype_among("addmm", arg, var, _FLOAT_ONLY)
+    return _one_op("addmm", {"Input": [input], "X": [x], "Y": [y]}, x.dtype,
+                   {"Alpha": float(alpha), "Beta": float(beta)})
+
+
+@checks(x=variable, y=variable, name=NAME)
+def bmm(x, y, name=None):
+    """The batched matrix product out[b] = x[b] @ y[b] of [B, M, K] and [B, K, N]
+    (``bmm``)."""
+    if len(x.shape) != 3 or len(y.shape) != 3:
+        raise InvalidArgument(f"bmm: x and y expected 3-D tensors, but received shapes "
+                              f"{list(x.shape)} and {list(y.shape)}")
+    return _one_op("bmm", {"X": [x], "Y": [y]}, x.dtype)
+
+
+@checks(x=variable, y=variable, name=NAME)
+def dot(x, y, name=None):
+    """The inner product of vectors, or of each row of two matrices: shape [1] or [B, 1]
+    (``dot``)."""
+    _dtype_among("dot", "x", x, _NUMBERS)
+    _dtype_among("dot", "y", y, _NUMBERS)
+    helper = LayerHelper("dot", name=name)
+    out = _named_out(helper, x.dtype, name)
+    helper.append_op(type="dot", inputs={"X": [x], "Y": [y]}, outputs={"Out": [out]})
+    return out
+
+
+@checks(x=variable, y=variable, p=real_in(finite=False))
+def dist(x, y, p=2):
+    """The p-norm of x - y over every element (x and y broadcast), shape [1] (``dist``):
+    p = 0 counts the non-zeros, inf / -inf take the largest / smallest |x - y|."""
+    _dtype_among("dist", "x", x, _FLOAT_ONLY)
+    _dtype_among("dist", "y", y, _FLOAT_ONLY)
+    return _one_op("dist", {"X": [x], "Y": [y]}, x.dtype, {"p": float(p)})
+
+
+@checks(input=variable, other=variable, dim=optional(INT))
+def cross(input, other, dim=None):
+    """The cross product of the 3-vectors along ``dim`` (the first dim of size 3 when None)
+    (``cross``)."""
+    return _one_op("cross", {"X": [input], "Y": [other]}, input.dtype,
+                   {"dim": dim} if dim else None)
+
+
+@checks(input=variable, offset=INT, dim1=INT, dim2=INT)
+def diag_embed(input, offset=0, dim1=-2, dim2=-1):
+    """Each vector of ``input``'s last dim placed on diagonal ``offset`` of a square matrix
+    in dims ``dim1``, ``dim2`` of the result, one rank higher (``diag_embed``)."""
+    _dtype_among("diag_embed", "Input", input, ("int32", "int64", "float16") + _FLOAT_ONLY)
+    rank_ = len(input.shape)
+    d1 = dim1 if dim1 >= 0 else rank_ + dim1 + 1
+    d2 = dim2 if dim2 >= 0 else rank_ + dim2 + 1
+    if not (0 <= d1 <= rank_ and 0 <= d2 <= rank_) or d1 == d2:
+        raise InvalidArgument(f"diag_embed: dim1 and dim2 expected two different dims in "
+                              f"[{-rank_ - 1}, {rank_}], but received {dim1} and {dim2}")
+    return _one_op("diag_embed", {"Input": [input]}, input.dtype,
+                   {"offset": offset, "dim1": dim1, "dim2": dim2}, stop_gradient=True)
+
+
+@checks(input=variables, name=NAME)
+def meshgrid(input, name=None):
+    """N 1-D tensors spread over the N-D grid of their lengths: returns N tensors, the k-th
+    varying along dim k (``meshgrid``, matrix indexing)."""
+    if not isinstance(input, list):
+        from ..errors import InvalidType
+        raise InvalidType(f"meshgrid: input expected a list of Variables, but received "
+                          f"{type(input).__name__}")
+    for var in input:
+        _dtype_among("meshgrid", "input", var, ("float16", "float32", "float64", "int32",
+                                                 "int64"))
+    helper = LayerHelper("meshgrid", name=name)
+    outs = [helper.create_variable_for_type_inference(var.dtype) for var in input]
+    helper.append_op(type="meshgrid", inputs={"X": list(input)}, outputs={"Out": outs})
+    return outs
+
+
+@checks(x=variable, y=variable, out=optional(variable), name=NAME)
+def kron(x, y, out=None, name=None):
+    """The Kronecker product of ``x`` and ``y`` (``kron``)."""
+    allowed = ("float16",) + _NUMBERS
+    _dtype_among("kron", "x", x, allowed)
+    _dtype_among("kron", "y", y, allowed)
+    if out is None:
+        return _one_op("kron", {"X": [x], "Y": [y]}, x.dtype)
+    LayerHelper("kron").append_op(type="kron", inputs={"X": [x], "Y": [y]},
+                                  outputs={"Out": [out]})
+    return out
+
+
+@checks(input=variable, offset=INT, dim1=INT, dim2=INT, out=optional(variable), name=NAME)
+def trace(input, offset=0, dim1=0, dim2=1, out=None, name=None):
+    """The sums of diagonal ``offset`` of the matrices in dims ``dim1``, ``dim2``
+    (``trace``)."""
+    rank_ = len(input.shape)
+    if rank_ < 2:
+        raise InvalidArgument(f"trace: input expected a tensor of rank 2 or more, but "
+                              f"received shape {list(input.shape)}")
+    d1, d2 = (dim1 + rank_ if dim1 < 0 else dim1), (dim2 + rank_ if dim2 < 0 else dim2)
+    if not (0 <= d1 < rank_ and 0 <= d2 < rank_) or d1 == d2:
+        raise InvalidArgument(f"trace: dim1 and dim2 expected two different dims in "
+                              f"[{-rank_}, {rank_}), but received {dim1} and {dim2}")
+    attrs = {"offset": offset, "dim1": dim1, "dim2": dim2}
+    if out is None:
+        return _one_op("trace", {"Input": [input]}, input.dtype, attrs)
+    LayerHelper("trace").append_op(type="trace", inputs={"Input": [input]},
+                                   outputs={"Out": [out]}, attrs=attrs)
+    return out
+
+
+@checks(input=variable, other=variable, rtol=NUMBER, atol=NUMBER, equal_nan=boolean,
+        name=NAME)
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False, name=None):
+    """[True] when every |input - other| <= atol + rtol * |other| (``allclose``)."""
+    from ..framework.dtypes import VarType
+    return _one_op("allclose", {"Input": [input], "Other": [other]}, VarType.BOOL,
+                   {"rtol": float(rtol), "atol": float(atol), "equal_nan": equal_nan})
+
+
+@checks(x=variable, min=NUMBER, max=NUMBER, seed=INT, dtype=dtype)
+def sampling_id(x, min=0.0, max=1.0, seed=0, dtype="float32"):
+    """One column drawn per row of ``x`` [batch, classes], each row taken as a probability
+    distribution (``sampling_id``)."""
+    from ..framework.dtypes import convert_dtype
+    return _one_op("sampling_id", {"X": [x]}, convert_dtype(dtype),
+                   {"min": float(min), "max": float(max), "seed": seed})

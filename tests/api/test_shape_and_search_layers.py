@@ -155,3 +155,37 @@ def test_activation_layers_take_fluid_18_positional_arguments():
     np.testing.assert_allclose(hsig, np.clip(0.1 * X + 0.2, 0, 1), rtol=1e-6)
     ops = main.global_block().ops
     assert ops[0].attr("alpha") == 0.5 and ops[1].attr("lambda") == 1.0
+
+
+def test_products_distances_and_diagonals():
+    a = np.arange(6, dtype="float32").reshape(2, 3)
+
+    def build(x):
+        m = L.assign(a.T.copy())
+        batch = L.assign(np.ones((2, 3, 2), "float32"))
+        v = L.assign(np.array([1.0, 2.0, 3.0], "float32"))
+        w = L.assign(np.array([0.0, 1.0, 0.0], "float32"))
+        gx, gy = L.meshgrid([v, L.assign(np.array([5.0, 6.0], "float32"))])
+        return [L.addmm(L.assign(np.ones((1, 2), "float32")), x, m, alpha=2.0, beta=0.5),
+                L.bmm(L.assign(np.ones((2, 2, 3), "float32")), batch), L.dot(v, w),
+                L.dist(x, L.assign(np.zeros((2, 3), "float32")), p=1), L.cross(v, w),
+                L.diag_embed(v), gx, gy, L.kron(v, w), L.trace(L.assign(np.eye(3, dtype="float32"))),
+                L.allclose(v, v)]
+    _, _, values = _run(build, {"x": X})
+    addmm, bmm, dot, dist, cross, embed, gx, gy, kron, trace, close = values
+    np.testing.assert_allclose(addmm, 0.5 + 2.0 * X @ a.T)
+    np.testing.assert_allclose(bmm, np.full((2, 2, 2), 3.0))
+    np.testing.assert_allclose(dot, [2.0])
+    np.testing.assert_allclose(dist, [np.abs(X).sum()])
+    np.testing.assert_allclose(cross, np.cross([1, 2, 3], [0, 1, 0]))
+    np.testing.assert_allclose(embed, np.diag([1.0, 2.0, 3.0]))
+    assert gx.shape == gy.shape == (3, 2)
+    np.testing.assert_allclose(kron, np.kron([1, 2, 3], [0, 1, 0]))
+    np.testing.assert_allclose(trace, [3.0])
+    assert close.tolist() == [True]
+
+
+def test_sampling_id_draws_columns_by_probability():
+    probs = np.tile(np.array([[0.0, 1.0, 0.0]], "float32"), (4, 1))
+    _, _, (ids,) = _run(lambda x: L.sampling_id(x, seed=3), {"x": probs})
+    np.testing.assert_array_equal(ids, [1, 1, 1, 1])
