@@ -100,21 +100,41 @@ def _write_cifar(rng, train=256, test=64):
 # --- text -------------------------------------------------------------------------------------
 _WORDS = ("the market said its shares rose in new york trading as investors bought stock "
           "after company reported higher profit for year while bank sold bonds").split()
+_CONSONANTS, _VOWELS = "bdfgklmnprstvz", "aeiou"
 
 
-def _write_imikolov(rng, train=700, test=120):
-    """PTB-style lines from a chain where each word mostly has one successor, so the next
-    word of an n-gram can be learnt; every word occurs far more than 50 times."""
-    successor = {w: _WORDS[(3 * i + 1) % len(_WORDS)] for i, w in enumerate(_WORDS)}
+def _made_up_words(count, syllables=3):
+    """``count`` distinct made-up words (``"bababat"``, ``"dababat"``, ...), the same every
+    time: the j-th word spells j in base 70, one consonant-vowel syllable per digit."""
+    pairs = [c + v for v in _VOWELS for c in _CONSONANTS]
+    words = []
+    for j in range(count):
+        digits = [(j // len(pairs) ** k) % len(pairs) for k in range(syllables)]
+        words.append("".join(pairs[d] for d in digits) + "t")
+    return words
+
+
+#: PTB's dictionary has about 2,000 words over its 50-occurrence cut and the book infers
+#: with fixed ids up to 211; the sample's dictionary is past that too
+_PTB_VOCABULARY = _WORDS + _made_up_words(240 - len(_WORDS))
+
+
+def _write_imikolov(rng, train=1900, test=300):
+    """PTB-style lines from a chain where each word mostly has one successor (a
+    permutation of the vocabulary), so the next word of an n-gram can be learnt; every
+    word occurs more than the 50 times the dictionary asks for."""
+    size = len(_PTB_VOCABULARY)
+    successor = {w: _PTB_VOCABULARY[(7 * i + 1) % size] for i, w in enumerate(_PTB_VOCABULARY)}
 
     def lines(count):
         out = []
         for _ in range(count):
-            word = _WORDS[rng.randint(len(_WORDS))]
+            word = _PTB_VOCABULARY[rng.randint(size)]
             sentence = []
             for _ in range(rng.randint(6, 12)):
                 sentence.append(word)
-                word = successor[word] if rng.rand() < 0.9 else _WORDS[rng.randint(len(_WORDS))]
+                word = successor[word] if rng.rand() < 0.9 else \
+                    _PTB_VOCABULARY[rng.randint(size)]
             out.append(" " + " ".join(sentence) + " \n")
         return "".join(out).encode()
     _put(imikolov, "MD5", imikolov.URL, "imikolov", _tar({
@@ -145,32 +165,40 @@ def _write_imdb(rng, train=300, test=100):
     _put(imdb, "MD5", imdb.URL, "imdb", _tar(members))
 
 
-_GENRES = ["Action", "Comedy", "Drama", "Horror", "Romance", "Thriller"]
+#: ml-1m's 18 genres
+_GENRES = ["Action", "Adventure", "Animation", "Children's", "Comedy", "Crime",
+           "Documentary", "Drama", "Fantasy", "Film-Noir", "Horror", "Musical", "Mystery",
+           "Romance", "Sci-Fi", "Thriller", "War", "Western"]
 _TITLE_WORDS = "night day love war return city last first dark star king house".split()
 
 
-def _write_movielens(rng, users=60, movies=40, ratings=2400):
+def _write_movielens(rng, users=60, movies=120, ratings=6400, title_length=37):
     """ml-1m files: a user's rating follows whether the movie's first genre is one the
-    user's group likes, plus noise."""
+    user's group likes, plus noise. Movie ids step by 8 up to 959 and titles are long, so
+    that ids the book infers with (movie 783, title words up to 4140) exist; the training
+    part holds the 21 batches of 256 that the book trains before it saves its model."""
     user_lines, movie_lines, rating_lines = [], [], []
     for uid in range(1, users + 1):
         user_lines.append(f"{uid}::{'MF'[uid % 2]}::{movielens.age_table[uid % 7]}::"
                           f"{uid % 21}::{10000 + uid}\n")
     genres_of = {}
-    for mid in range(1, movies + 1):
-        first = _GENRES[mid % len(_GENRES)]
-        second = _GENRES[(mid * 5) % len(_GENRES)]
+    unique_words = iter(_made_up_words(movies * (title_length - 2)))
+    movie_ids = [7 + 8 * k for k in range(movies)]
+    for k, mid in enumerate(movie_ids):
+        first = _GENRES[k % len(_GENRES)]
+        second = _GENRES[(k * 5 + 3) % len(_GENRES)]
         genres_of[mid] = first
-        title = " ".join(_TITLE_WORDS[(mid * k) % len(_TITLE_WORDS)] for k in (1, 7)).title()
+        words = [_TITLE_WORDS[(k * m) % len(_TITLE_WORDS)] for m in (1, 7)]
+        words += [next(unique_words) for _ in range(title_length - 2)]
         genres = first if second == first else f"{first}|{second}"
-        movie_lines.append(f"{mid}::{title} ({1980 + mid % 30})::{genres}\n")
+        movie_lines.append(f"{mid}::{' '.join(words).title()} ({1980 + k % 30})::{genres}\n")
     for i in range(ratings):
-        uid, mid = rng.randint(1, users + 1), rng.randint(1, movies + 1)
+        uid, mid = rng.randint(1, users + 1), movie_ids[rng.randint(movies)]
         liked = _GENRES.index(genres_of[mid]) % 3 == uid % 3
         score = int(np.clip(round((4.5 if liked else 2.0) + rng.randn() * 0.5), 1, 5))
         rating_lines.append(f"{uid}::{mid}::{score}::{978300000 + i}\n")
     buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w") as archive:
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as archive:
         for name, lines in (("users.dat", user_lines), ("movies.dat", movie_lines),
                             ("ratings.dat", rating_lines)):
             archive.writestr(zipfile.ZipInfo(f"ml-1m/{name}", (1980, 1, 1, 0, 0, 0)),
