@@ -1,5 +1,5 @@
 """Convolution and pooling layers of Fluid 1.8 beyond conv2d/pool2d: conv2d_transpose,
-conv3d, conv3d_transpose, pool3d, adaptive_pool2d, adaptive_pool3d; and the padding
+conv3d, conv3d_transpose, pool3d, adaptive_pool2d, adaptive_pool3d, deformable_conv; and the padding
 rules every conv and pool layer shares (``conv_padding``).
 
 Each builds the op types, attributes and parameter names of the Fluid 1.8 function of the
@@ -13,7 +13,7 @@ from .arg_checks import (NAME, POSITIVE_INT, activation, boolean, checks, int_or
                          optional, variable)
 
 __all__ = ["conv2d_transpose", "conv3d", "conv3d_transpose", "pool3d", "adaptive_pool2d",
-           "adaptive_pool3d"]
+           "adaptive_pool3d", "deformable_conv"]
 
 _CHANNEL_LAST = ("NHWC", "NDHWC")
 
@@ -271,3 +271,49 @@ def adaptive_pool2d(input, pool_size, pool_type="max", require_index=False, name
 def adaptive_pool3d(input, pool_size, pool_type="max", require_index=False, name=None):
     """adaptive_pool2d over D, H and W (``max_pool3d_with_index`` or ``pool3d``)."""
     return _adaptive_pool(3, input, pool_size, pool_type, require_index, name)
+
+
+# --- deformable convolution -----------------------------------------------------------------
+@checks(input=variable, offset=variable, mask=optional(variable), num_filters=POSITIVE_INT,
+        filter_size=int_or_ints(2, 1), stride=int_or_ints(2, 1), padding=int_or_ints(2, 0),
+        dilation=int_or_ints(2, 1), groups=optional(POSITIVE_INT),
+        deformable_groups=optional(POSITIVE_INT), im2col_step=optional(POSITIVE_INT),
+        modulated=boolean, name=NAME)
+def deformable_conv(input, offset, mask, num_filters, filter_size, stride=1, padding=0,
+                    dilation=1, groups=None, deformable_groups=None, im2col_step=None,
+                    param_attr=None, bias_attr=None, modulated=True, name=None):
+    """Deformable convolution: each filter tap samples ``input`` at its place plus the
+    learned ``offset`` [N, 2 * deformable_groups * kh * kw, OH, OW] (bilinearly), scaled by
+    ``mask`` [N, deformable_groups * kh * kw, OH, OW] when ``modulated``
+    (``deformable_conv``; ``deformable_conv_v1`` without a mask). Filter
+    ``deformable_conv_0.w_0`` (Normal(0, sqrt(2 / (kh*kw*C)))), bias on the channels."""
+    if param_attr is False:
+        raise InvalidArgument("deformable_conv: param_attr expected a ParamAttr or None, but "
+                              "received False")
+    if modulated and mask is None:
+        raise InvalidArgument("deformable_conv: mask expected a Variable when modulated, "
+                              "but received None")
+    helper = LayerHelper("deformable_conv", input=input, param_attr=param_attr,
+                         bias_attr=bias_attr, name=name)
+    dtype = helper.input_dtype()
+    channels = _channels(input, "NCHW", "deformable_conv")
+    if groups is not None and channels % groups:
+        raise InvalidArgument(f"deformable_conv: groups expected to divide the {channels} "
+                              f"input channels, but received {groups}")
+    filter_size = as_list(filter_size, 2, "deformable_conv", "filter_size")
+    std = (2.0 / (filter_size[0] * filter_size[1] * channels)) ** 0.5
+    w = helper.create_parameter(attr=helper.param_attr, dtype=dtype,
+                                shape=[num_filters, channels // (groups or 1)] + filter_size,
+                                default_initializer=NormalInitializer(0.0, std, 0))
+    pre_bias = helper.create_variable_for_type_inference(dtype)
+    inputs = {"Input": [input], "Filter": [w], "Offset": [offset]}
+    if modulated:
+        inputs["Mask"] = [mask]
+    helper.append_op(type="deformable_conv" if modulated else "deformable_conv_v1",
+                     inputs=inputs, outputs={"Output": [pre_bias]},
+                     attrs={"strides": as_list(stride, 2, "deformable_conv", "stride"),
+                            "paddings": as_list(padding, 2, "deformable_conv", "padding"),
+                            "dilations": as_list(dilation, 2, "deformable_conv", "dilation"),
+                            "groups": groups, "deformable_groups": deformable_groups,
+                            "im2col_step": im2col_step})
+    return helper.append_bias_op(pre_bias, dim_start=1, dim_end=2)

@@ -501,3 +501,24 @@ def test_inplace_abn_writes_over_its_input_and_trains():
     losses = [float(exe.run(main, feed={"x": x, "y": y}, fetch_list=[loss], scope=scope)[0])
               for _ in range(15)]
     assert losses[-1] < losses[0]
+
+
+def test_deformable_conv_with_zero_offsets_is_conv2d():
+    x = r(2, 3, 5, 5)
+
+    def net():
+        xv = data("x", x)
+        offset = layers.fill_constant([2, 18, 5, 5], "float32", 0.0)
+        mask = layers.fill_constant([2, 9, 5, 5], "float32", 1.0)
+        deformed = layers.deformable_conv(xv, offset, mask, num_filters=4, filter_size=3,
+                                          padding=1, param_attr=fluid.ParamAttr("dw"),
+                                          bias_attr=False)
+        plain = layers.conv2d(xv, 4, 3, padding=1, param_attr=fluid.ParamAttr("dw"),
+                              bias_attr=False)
+        v1 = layers.deformable_conv(xv, offset, None, num_filters=4, filter_size=3,
+                                    padding=1, modulated=False)
+        return deformed, plain, v1
+    main, _, (deformed, plain, v1) = build_and_run(net, {"x": x})
+    np.testing.assert_allclose(deformed, plain, rtol=1e-5, atol=1e-5)
+    assert v1.shape == (2, 4, 5, 5)
+    assert the_op(main, "deformable_conv_v1").attr("deformable_groups") == 1

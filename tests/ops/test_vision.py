@@ -918,4 +918,77 @@ SAMPLING_CASES = [
 ]
 
 CASES = CASES + SAMPLING_CASES
+
+
+# --- deformable convolution: Paddle's per-sample loops ---------------------------------------------
+def _dmcn_bilinear(img, y, x):
+    h, w = img.shape
+    if not (y > -1 and x > -1 and y < h and x < w):
+        return 0.0
+    y0, x0 = int(np.floor(y)), int(np.floor(x))
+    ly, lx = y - y0, x - x0
+    total = 0.0
+    for yy, wy in ((y0, 1 - ly), (y0 + 1, ly)):
+        for xx, wx in ((x0, 1 - lx), (x0 + 1, lx)):
+            if 0 <= yy < h and 0 <= xx < w:
+                total += wy * wx * img[yy, xx]
+    return total
+
+
+def ref_deformable_conv(i, a):
+    x, off, w = i["Input"].astype(np.float64), i["Offset"], i["Filter"]
+    mask = i.get("Mask")
+    n, c, h, wd = x.shape
+    m, cg, kh, kw = w.shape
+    sh, sw = a.get("strides", [1, 1])
+    ph, pw = a.get("paddings", [0, 0])
+    dh, dw = a.get("dilations", [1, 1])
+    groups, dg = a.get("groups", 1), a.get("deformable_groups", 1)
+    oh = (h + 2 * ph - (dh * (kh - 1) + 1)) // sh + 1
+    ow = (wd + 2 * pw - (dw * (kw - 1) + 1)) // sw + 1
+    cols = np.zeros((n, c, kh, kw, oh, ow))
+    for b, ch, p, q, yi, xi in itertools.product(range(n), range(c), range(kh), range(kw),
+                                                 range(oh), range(ow)):
+        d = ch // (c // dg)
+        tap = p * kw + q
+        dy = off[b, d * 2 * kh * kw + 2 * tap, yi, xi]
+        dx = off[b, d * 2 * kh * kw + 2 * tap + 1, yi, xi]
+        val = _dmcn_bilinear(x[b, ch], yi * sh - ph + p * dh + dy, xi * sw - pw + q * dw + dx)
+        if mask is not None:
+            val *= mask[b, d * kh * kw + tap, yi, xi]
+        cols[b, ch, p, q, yi, xi] = val
+    out = np.zeros((n, m, oh, ow))
+    for o in range(m):
+        g = o // (m // groups)
+        out[:, o] = np.einsum("ncpqij,cpq->nij", cols[:, g * cg:(g + 1) * cg], w[o])
+    return {"Output": out.astype(i["Input"].dtype)}
+
+
+def _deform_inputs(n, c, h, w, m, groups, dg, k, oh, ow, with_mask=True, spread=1.5):
+    inputs = {"Input": r(n, c, h, w),
+              "Offset": rng.uniform(-spread, spread, (n, 2 * dg * k * k, oh, ow)).astype(
+                  "float32"),
+              "Filter": r(m, c // groups, k, k)}
+    if with_mask:
+        inputs["Mask"] = rng.uniform(0, 1, (n, dg * k * k, oh, ow)).astype("float32")
+    return inputs
+
+
+DEFORMABLE_CASES = [
+    op("deformable_conv", "basic", _deform_inputs(2, 2, 5, 5, 3, 1, 1, 3, 5, 5),
+       {"paddings": [1, 1]}, ref_deformable_conv),
+    op("deformable_conv", "groups_dg2_strided", _deform_inputs(1, 4, 6, 5, 4, 2, 2, 2, 3, 2),
+       {"strides": [2, 2], "paddings": [0, 0], "groups": 2, "deformable_groups": 2},
+       ref_deformable_conv),
+    op("deformable_conv_v1", "dilated", _deform_inputs(1, 2, 6, 6, 2, 1, 1, 2, 4, 4, False),
+       {"dilations": [2, 2], "paddings": [0, 0]}, ref_deformable_conv),
+    op("deformable_conv", "grad", _deform_inputs(1, 2, 4, 4, 2, 1, 2, 2, 3, 3, spread=0.7),
+       {"deformable_groups": 2}, ref_deformable_conv, ["Input", "Offset", "Filter", "Mask"],
+       grad_atol=1e-5, grad_rtol=1e-3),
+    op("deformable_conv_v1", "grad", _deform_inputs(1, 1, 4, 3, 2, 1, 1, 2, 5, 4, False, 0.6),
+       {"paddings": [1, 1], "strides": [1, 1]}, ref_deformable_conv,
+       ["Input", "Offset", "Filter"], grad_atol=1e-5, grad_rtol=1e-3),
+]
+
+CASES = CASES + DEFORMABLE_CASES
 test_output_matches_numpy, test_grad_matches_finite_differences = table_tests(CASES)
