@@ -749,3 +749,59 @@ def_op("sampling_id", inputs=["X"], outputs=["Out"],
        doc="Out[i] = a column drawn from row i of X taken as a distribution: the first j "
            "with X[i, 0] + ... + X[i, j] > r, r ~ U[min, max) (the last column when none); "
            "Out has X's type.")
+
+
+# --- where (three inputs) and log_softmax: the single ops later Paddle programs use ------------------
+def _where_infer(ctx):
+    shapes = [ctx.input_shape(s) for s in ("Condition", "X", "Y")]
+    ctx.check(all(len(s) == len(shapes[1]) and all(a == b or a < 0 or b < 0
+                                                  for a, b in zip(s, shapes[1]))
+                  for s in shapes), "inputs 'Condition', 'X' and 'Y'", "one shape",
+              [list(s) for s in shapes])
+    same_shape("X", "Out")(ctx)
+
+
+def _where_grad(ctx, cond, x, y, dout):
+    zeros = ctx.xp.zeros_like(dout)
+    return (ctx.xp.where(cond, dout, zeros) if ctx.wants("X@GRAD") else None,
+            ctx.xp.where(cond, zeros, dout) if ctx.wants("Y@GRAD") else None)
+
+
+def_op("where", inputs=["Condition", "X", "Y"], outputs=["Out"], infer_shape=_where_infer,
+       kernel=lambda ctx, cond, x, y: ctx.xp.where(cond, x, y),
+       grad=grad_maker("where_grad", inputs=["Condition", "X", "Y"], out_grads=["Out"],
+                       in_grads=["X", "Y"]),
+       doc="Out = X where Condition, else Y (one shape); dX = dOut where Condition, dY = dOut "
+           "elsewhere. (Fluid 1.8's one-argument ``where`` layer is where_index.)")
+def_op("where_grad", inputs=["Condition", "X", "Y", "Out@GRAD"], outputs=["X@GRAD?", "Y@GRAD?"],
+       infer_shape=grads_like(**{"X@GRAD": "X", "Y@GRAD": "Y"}), kernel=_where_grad,
+       doc="Gradient of where.")
+
+
+def _log_softmax(ctx, x):
+    xp = ctx.xp
+    axis = _axis("log_softmax", ctx.attrs["axis"], x.ndim)
+    shifted = x - x.max(axis=axis, keepdims=True)
+    return (shifted - xp.log(xp.exp(shifted).sum(axis=axis, keepdims=True))).astype(
+        x.dtype, copy=False)
+
+
+def _log_softmax_grad(ctx, out, dout):
+    xp = ctx.xp
+    axis = _axis("log_softmax", ctx.attrs["axis"], out.ndim)
+    return dout - xp.exp(out) * dout.sum(axis=axis, keepdims=True)
+
+
+def _log_softmax_infer(ctx):
+    _axis("log_softmax", ctx.attr("axis"), len(ctx.input_shape("X")))
+    same_shape("X", "Out")(ctx)
+
+
+def_op("log_softmax", inputs=["X"], outputs=["Out"], attrs={"axis": ("int", -1)},
+       infer_shape=_log_softmax_infer, kernel=_log_softmax, share_lod=("X", ["Out"]),
+       grad=grad_maker("log_softmax_grad", outputs=["Out"], out_grads=["Out"]),
+       doc="Out = X - log(sum(exp(X))) along ``axis``, computed from X - max(X); "
+           "dX = dOut - exp(Out) * sum(dOut) along the axis.")
+def_op("log_softmax_grad", inputs=["Out", "Out@GRAD"], outputs=["X@GRAD"],
+       attrs={"axis": ("int", -1)}, infer_shape=same_shape("Out", "X@GRAD"),
+       kernel=_log_softmax_grad, doc="Gradient of log_softmax.")

@@ -224,6 +224,23 @@ PRODUCT_CASES = [
            attrs={"seed": 7}, check=_sampled_ids),
 ]
 
+def _log_softmax_ref(x, axis):
+    x = _f64(x)
+    shifted = x - x.max(axis, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis, keepdims=True))
+
+
+CONDITION = np.array([[True, False, True], [False, False, True]])
+
+PRODUCT_CASES += [
+    OpCase("where", {"Condition": CONDITION, "X": r(2, 3), "Y": r(2, 3)},
+           ref=lambda i, a: {"Out": np.where(i["Condition"], i["X"], i["Y"])}, grad=["X", "Y"]),
+    OpCase("log_softmax", {"X": r(3, 4, low=-3, high=3)},
+           ref=lambda i, a: {"Out": _log_softmax_ref(i["X"], -1)}, grad=["X"]),
+    OpCase("log_softmax", {"X": r(3, 4, low=-3, high=3)}, attrs={"axis": 0},
+           ref=lambda i, a: {"Out": _log_softmax_ref(i["X"], 0)}, grad=["X"], name="axis0"),
+]
+
 CASES = CASES + PRODUCT_CASES  # a new list: the table above keeps its own rows
 
 (test_products_match_numpy,
