@@ -1,10 +1,15 @@
-"""Loss layers: square_error_cost, cross_entropy, softmax_with_cross_entropy."""
+"""Loss layers: square_error_cost, cross_entropy, softmax_with_cross_entropy, and the
+further losses of Fluid 1.8 (sigmoid cross entropy, Huber, smooth L1, log, KL divergence,
+ranking, BPR, MSE, Dice, N-pair)."""
 from ..errors import InvalidArgument
 from ..framework.program import Variable
 from ..layer_helper import LayerHelper
-from .arg_checks import INT, boolean, checks, variable
+from .arg_checks import INT, NUMBER, boolean, checks, optional, real_in, variable
 
-__all__ = ["square_error_cost", "cross_entropy", "softmax_with_cross_entropy"]
+__all__ = ["square_error_cost", "cross_entropy", "softmax_with_cross_entropy",
+           "sigmoid_cross_entropy_with_logits", "huber_loss", "smooth_l1", "log_loss",
+           "kldiv_loss", "margin_rank_loss", "rank_loss", "bpr_loss", "mse_loss", "dice_loss",
+           "npair_loss"]
 
 #: Paddle's default ignore_index
 kIgnoreIndex = -100
@@ -74,3 +79,122 @@ def softmax_with_cross_entropy(logits, label, soft_label=False, ignore_index=kIg
     if return_softmax:
         return loss, softmax
     return loss
+
+
+# --- the further losses of fluid.layers ------------------------------------------------------
+def _one_op(op_type, inputs, out_slot, dtype, attrs=None, extra_outputs=(), name=None):
+    helper = LayerHelper(op_type, name=name)
+    out = helper.create_variable_for_type_inference(dtype)
+    outputs = {out_slot: [out]}
+    for slot in extra_outputs:
+        outputs[slot] = [helper.create_variable_for_type_inference(dtype)]
+    helper.append_op(type=op_type, inputs=inputs, outputs=outputs, attrs=attrs or {})
+    return out
+
+
+@checks(x=variable, label=variable, ignore_index=INT, normalize=boolean)
+def sigmoid_cross_entropy_with_logits(x, label, ignore_index=kIgnoreIndex, name=None,
+                                      normalize=False):
+    """Elementwise log loss of sigmoid(x) against label probabilities (labels equal to
+    ``ignore_index`` count 0; ``normalize`` divides by the count of the others)."""
+    return _one_op("sigmoid_cross_entropy_with_logits", {"X": [x], "Label": [label]}, "Out",
+                   x.dtype, {"ignore_index": ignore_index, "normalize": normalize}, name=name)
+
+
+@checks(input=variable, label=variable, delta=real_in(0.0))
+def huber_loss(input, label, delta):
+    """Out = r^2 / 2 where |r| <= delta, else delta (|r| - delta / 2), r = label - input."""
+    return _one_op("huber_loss", {"X": [input], "Y": [label]}, "Out", input.dtype,
+                   {"delta": float(delta)}, extra_outputs=("Residual",))
+
+
+@checks(x=variable, y=variable, inside_weight=optional(variable),
+        outside_weight=optional(variable), sigma=optional(real_in(0.0)))
+def smooth_l1(x, y, inside_weight=None, outside_weight=None, sigma=None):
+    """The smooth L1 loss of each row, [N, 1] (Fast R-CNN's box regression loss)."""
+    inputs = {"X": [x], "Y": [y]}
+    if inside_weight is not None:
+        inputs["InsideWeight"] = [inside_weight]
+    if outside_weight is not None:
+        inputs["OutsideWeight"] = [outside_weight]
+    return _one_op("smooth_l1_loss", inputs, "Out", x.dtype,
+                   {"sigma": 1.0 if sigma is None else float(sigma)}, extra_outputs=("Diff",))
+
+
+@checks(input=variable, label=variable, epsilon=real_in(0.0))
+def log_loss(input, label, epsilon=1e-4, name=None):
+    """Loss = -label log(input + eps) - (1 - label) log(1 - input + eps)."""
+    return _one_op("log_loss", {"Predicted": [input], "Labels": [label]}, "Loss",
+                   input.dtype, {"epsilon": float(epsilon)}, name=name)
+
+
+@checks(x=variable, target=variable)
+def kldiv_loss(x, target, reduction="mean", name=None):
+    """KL divergence of ``target`` from the distribution whose logs are ``x``; reduction
+    'none', 'sum', 'mean' or 'batchmean'."""
+    from .arg_checks import check, one_of
+    check("kldiv_loss", "reduction", reduction, one_of("none", "sum", "mean", "batchmean"))
+    return _one_op("kldiv_loss", {"X": [x], "Target": [target]}, "Loss", x.dtype,
+                   {"reduction": reduction}, name=name)
+
+
+@checks(label=variable, left=variable, right=variable, margin=NUMBER)
+def margin_rank_loss(label, left, right, margin=0.1, name=None):
+    """Out = max(0, -label (left - right) + margin), label +1 or -1."""
+    return _one_op("margin_rank_loss", {"X1": [left], "X2": [right], "Label": [label]},
+                   "Out", left.dtype, {"margin": float(margin)},
+                   extra_outputs=("Activated",), name=name)
+
+
+@checks(label=variable, left=variable, right=variable)
+def rank_loss(label, left, right, name=None):
+    """RankNet: Out = log(1 + e^(left - right)) - label (left - right)."""
+    return _one_op("rank_loss", {"Label": [label], "Left": [left], "Right": [right]}, "Out",
+                   left.dtype, name=name)
+
+
+@checks(input=variable, label=variable)
+def bpr_loss(input, label, name=None):
+    """Bayesian personalized ranking of each row's labelled item above the others."""
+    return _one_op("bpr_loss", {"X": [input], "Label": [label]}, "Y", input.dtype,
+                   name=name)
+
+
+@checks(input=variable, label=variable)
+def mse_loss(input, label):
+    """The mean of (input - label)^2."""
+    from .nn import reduce_mean
+    return reduce_mean(square_error_cost(input, label))
+
+
+@checks(input=variable, label=variable, epsilon=real_in(0.0))
+def dice_loss(input, label, epsilon=0.00001):
+    """1 - 2 |X n Y| / (|X| + |Y|) averaged over the batch, with ``label`` class ids one-hot
+    over ``input``'s last dim (segmentation)."""
+    from .nn import one_hot, reduce_mean, reduce_sum
+    label = one_hot(label, depth=input.shape[-1])
+    dims = list(range(1, len(input.shape)))
+    intersection = reduce_sum(input * label, dim=dims)
+    denominator = reduce_sum(input, dim=dims) + reduce_sum(label, dim=dims)
+    score = 1 - intersection * 2 / (denominator + epsilon)
+    return reduce_mean(score)
+
+
+@checks(anchor=variable, positive=variable, labels=variable, l2_reg=real_in(0.0))
+def npair_loss(anchor, positive, labels, l2_reg=0.002):
+    """N-pair loss (Sohn): softmax cross entropy of the anchor-positive similarities
+    against the same-label matrix, plus l2_reg / 4 times the embeddings' mean squared norms."""
+    from .control_flow import equal
+    from .manip import expand, reshape, transpose
+    from .nn import matmul, reduce_mean, reduce_sum
+    from .ops import square
+    from .tensor import cast
+    batch = labels.shape[0]
+    labels = expand(reshape(labels, [batch, 1]), [1, batch])
+    same = cast(equal(labels, transpose(labels, [1, 0])), "float32")
+    same = same / reduce_sum(same, dim=1, keep_dim=True)
+    l2 = (reduce_mean(reduce_sum(square(anchor), 1)) +
+          reduce_mean(reduce_sum(square(positive), 1))) * (0.25 * l2_reg)
+    similarity = matmul(anchor, positive, transpose_y=True)
+    entropy = softmax_with_cross_entropy(similarity, same, soft_label=True)
+    return l2 + reduce_mean(reduce_sum(same * entropy, 0))

@@ -337,3 +337,288 @@ def_op("softmax_with_cross_entropy_grad",
        doc="Gradient of softmax_with_cross_entropy: dLogits = dLoss * (Softmax - onehot(Label))"
            " (soft: Softmax - Label); with use_softmax=False dLogits = -dLoss * Label / "
            "Softmax. Ignored samples get 0.")
+
+
+# --- the elementwise and pairwise losses of fluid.layers ------------------------------------------
+def _like(*pairs):
+    """infer_shape: each output takes the shape and dtype of its named input."""
+    def infer(ctx):
+        for out, src in pairs:
+            if ctx.has_output(out):
+                ctx.set_output(out, ctx.input_shape(src), ctx.input_dtype(src))
+    return infer
+
+
+def _sigmoid(xp, x):
+    return xp.exp(xp.minimum(x, 0)) / (1 + xp.exp(-xp.abs(x)))
+
+
+def _sce_mask(ctx, label):
+    keep = label != ctx.attrs["ignore_index"]
+    count = max(int(keep.sum()), 1) if ctx.attrs["normalize"] else 1
+    return keep, count
+
+
+def _sigmoid_ce(ctx, x, label):
+    xp = ctx.xp
+    keep, count = _sce_mask(ctx, label)
+    out = xp.maximum(x, 0) - x * label + xp.log1p(xp.exp(-xp.abs(x)))
+    return (xp.where(keep, out, 0) / count).astype(x.dtype)
+
+
+def _sigmoid_ce_grad(ctx, x, label, dout):
+    xp = ctx.xp
+    keep, count = _sce_mask(ctx, label)
+    return (xp.where(keep, (_sigmoid(xp, x) - label) * dout, 0) / count).astype(x.dtype)
+
+
+_SCE_ATTRS = {"normalize": ("bool", False), "ignore_index": ("int", -100)}
+def_op("sigmoid_cross_entropy_with_logits", inputs=["X", "Label"], outputs=["Out"],
+       attrs=_SCE_ATTRS, infer_shape=_like(("Out", "X")),
+       grad=grad_maker("sigmoid_cross_entropy_with_logits_grad", inputs=["X", "Label"],
+                       in_grads=["X"]),
+       kernel=_sigmoid_ce,
+       doc="Out = max(X, 0) - X * Label + log(1 + e^-|X|) elementwise (0 where Label is "
+           "ignore_index; divided by the count of the others with normalize); dX = "
+           "(sigmoid(X) - Label) * dOut likewise.")
+def_op("sigmoid_cross_entropy_with_logits_grad", inputs=["X", "Label", "Out@GRAD"],
+       outputs=["X@GRAD"], attrs=_SCE_ATTRS, infer_shape=_like(("X@GRAD", "X")),
+       kernel=_sigmoid_ce_grad, doc="Gradient of sigmoid_cross_entropy_with_logits.")
+
+
+def _huber(ctx, x, y):
+    xp, delta = ctx.xp, ctx.attrs["delta"]
+    r = y - x
+    out = xp.where(xp.abs(r) <= delta, 0.5 * r * r, delta * (xp.abs(r) - 0.5 * delta))
+    return out.astype(x.dtype), r
+
+
+def _huber_grad(ctx, residual, dout):
+    xp, delta = ctx.xp, ctx.attrs["delta"]
+    slope = xp.where(xp.abs(residual) <= delta, residual, delta * xp.sign(residual)) * dout
+    return -slope, slope
+
+
+def_op("huber_loss", inputs=["X", "Y"], outputs=["Out", "Residual!"],
+       attrs={"delta": ("float", 1.0)}, infer_shape=_like(("Out", "X"), ("Residual", "X")),
+       grad=grad_maker("huber_loss_grad", outputs=["Residual"], in_grads=["X", "Y"]),
+       kernel=_huber,
+       doc="r = Y - X; Out = r^2 / 2 where |r| <= delta, else delta (|r| - delta / 2); "
+           "dY = -dX = dOut * (r, or delta sign(r)).")
+def_op("huber_loss_grad", inputs=["Residual", "Out@GRAD"], outputs=["X@GRAD?", "Y@GRAD?"],
+       attrs={"delta": ("float", 1.0)},
+       infer_shape=_like(("X@GRAD", "Residual"), ("Y@GRAD", "Residual")),
+       kernel=_huber_grad, doc="Gradient of huber_loss.")
+
+
+def _smooth_l1_parts(ctx, x, y, inside):
+    diff = x - y
+    if inside is not None:
+        diff = diff * inside
+    return diff
+
+
+def _smooth_l1(ctx, x, y, inside, outside):
+    xp = ctx.xp
+    s2 = ctx.attrs["sigma"] ** 2
+    diff = _smooth_l1_parts(ctx, x, y, inside)
+    loss = xp.where(xp.abs(diff) < 1 / s2, 0.5 * s2 * diff * diff, xp.abs(diff) - 0.5 / s2)
+    if outside is not None:
+        loss = loss * outside
+    out = loss.reshape(len(x), -1).sum(axis=1, keepdims=True).astype(x.dtype)
+    return diff.astype(x.dtype), out
+
+
+def _smooth_l1_grad(ctx, inside, outside, diff, dout):
+    xp = ctx.xp
+    s2 = ctx.attrs["sigma"] ** 2
+    slope = xp.where(xp.abs(diff) < 1 / s2, s2 * diff, xp.sign(diff))
+    scale = dout.reshape((len(diff),) + (1,) * (diff.ndim - 1))
+    dx = slope * scale
+    if outside is not None:
+        dx = dx * outside
+    if inside is not None:
+        dx = dx * inside
+    return dx.astype(diff.dtype), (-dx).astype(diff.dtype)
+
+
+def _smooth_l1_infer(ctx):
+    shape = ctx.input_shape("X")
+    ctx.set_output("Diff", shape, ctx.input_dtype("X"))
+    ctx.set_output("Out", (shape[0], 1), ctx.input_dtype("X"))
+
+
+def _smooth_l1_grad_maker(g):
+    ins = {"InsideWeight": g.input("InsideWeight"), "OutsideWeight": g.input("OutsideWeight"),
+           "Diff": g.output("Diff"), "Out@GRAD": g.output_grad("Out")}
+    outs = {"X@GRAD": g.input_grad("X"), "Y@GRAD": g.input_grad("Y")}
+    return [g.op("smooth_l1_loss_grad", ins, outs)]
+
+
+def_op("smooth_l1_loss", inputs=["X", "Y", "InsideWeight?", "OutsideWeight?"],
+       outputs=["Diff!", "Out"], attrs={"sigma": ("float", 1.0)},
+       infer_shape=_smooth_l1_infer, grad=_smooth_l1_grad_maker, kernel=_smooth_l1,
+       doc="d = (X - Y) * InsideWeight; l = (sigma d)^2 / 2 where |d| < 1 / sigma^2, else "
+           "|d| - 1 / (2 sigma^2); Out = the sum over each row of l * OutsideWeight, [N, 1].")
+def_op("smooth_l1_loss_grad",
+       inputs=["InsideWeight?", "OutsideWeight?", "Diff", "Out@GRAD"],
+       outputs=["X@GRAD?", "Y@GRAD?"], attrs={"sigma": ("float", 1.0)},
+       infer_shape=_like(("X@GRAD", "Diff"), ("Y@GRAD", "Diff")),
+       kernel=_smooth_l1_grad, doc="Gradient of smooth_l1_loss.")
+
+
+def _log_loss(ctx, p, label):
+    xp, eps = ctx.xp, ctx.attrs["epsilon"]
+    return (-label * xp.log(p + eps) - (1 - label) * xp.log(1 - p + eps)).astype(p.dtype)
+
+
+def _log_loss_grad(ctx, p, label, dloss):
+    eps = ctx.attrs["epsilon"]
+    return (dloss * (-label / (p + eps) + (1 - label) / (1 - p + eps))).astype(p.dtype)
+
+
+def_op("log_loss", inputs=["Predicted", "Labels"], outputs=["Loss"],
+       attrs={"epsilon": ("float", 1e-4)}, infer_shape=_like(("Loss", "Predicted")),
+       grad=grad_maker("log_loss_grad", inputs=["Predicted", "Labels"], out_grads=["Loss"],
+                       in_grads=["Predicted"]),
+       kernel=_log_loss,
+       doc="Loss = -Labels log(Predicted + eps) - (1 - Labels) log(1 - Predicted + eps).")
+def_op("log_loss_grad", inputs=["Predicted", "Labels", "Loss@GRAD"],
+       outputs=["Predicted@GRAD"], attrs={"epsilon": ("float", 1e-4)},
+       infer_shape=_like(("Predicted@GRAD", "Predicted")), kernel=_log_loss_grad,
+       doc="Gradient of log_loss.")
+
+
+def _kldiv_scale(ctx, x):
+    reduction = ctx.attrs["reduction"]
+    if reduction == "mean":
+        return 1.0 / max(x.size, 1)
+    if reduction == "batchmean":
+        return 1.0 / max(len(x), 1)
+    return 1.0
+
+
+def _kldiv(ctx, x, target):
+    xp = ctx.xp
+    positive = target > 0
+    loss = xp.where(positive, target * (xp.log(xp.where(positive, target, 1)) - x), 0)
+    if ctx.attrs["reduction"] == "none":
+        return loss.astype(x.dtype)
+    return xp.asarray(loss.sum() * _kldiv_scale(ctx, x), dtype=x.dtype)
+
+
+def _kldiv_grad(ctx, x, target, dloss):
+    xp = ctx.xp
+    scale = dloss if ctx.attrs["reduction"] == "none" else dloss.reshape(-1)[0]
+    return (-xp.where(target > 0, target, 0) * scale * _kldiv_scale(ctx, x)).astype(x.dtype)
+
+
+def _kldiv_infer(ctx):
+    shape = ctx.input_shape("X") if ctx.attrs()["reduction"] == "none" else ()
+    ctx.set_output("Loss", shape, ctx.input_dtype("X"))
+
+
+def _reduction(value):
+    if value not in ("none", "mean", "sum", "batchmean"):
+        return "one of none, mean, sum, batchmean"
+    return None
+
+
+_KLDIV_ATTRS = {"reduction": ("string", "mean", _reduction)}
+def_op("kldiv_loss", inputs=["X", "Target"], outputs=["Loss"], attrs=_KLDIV_ATTRS,
+       infer_shape=_kldiv_infer,
+       grad=grad_maker("kldiv_loss_grad", inputs=["X", "Target"], out_grads=["Loss"],
+                       in_grads=["X"]),
+       kernel=_kldiv,
+       doc="l = Target (log Target - X) where Target > 0, else 0 (X holds log-probabilities); "
+           "Loss = l (none), its sum, its mean, or its sum over the batch size (batchmean).")
+def_op("kldiv_loss_grad", inputs=["X", "Target", "Loss@GRAD"], outputs=["X@GRAD"],
+       attrs=_KLDIV_ATTRS, infer_shape=_like(("X@GRAD", "X")), kernel=_kldiv_grad,
+       doc="Gradient of kldiv_loss.")
+
+
+def _margin_rank(ctx, x1, x2, label):
+    out = ctx.xp.maximum(0, -label * (x1 - x2) + ctx.attrs["margin"]).astype(x1.dtype)
+    return out, (out > 0).astype(x1.dtype)
+
+
+def _margin_rank_grad(ctx, label, activated, dout):
+    d1 = -label * activated * dout
+    return d1.astype(dout.dtype), (-d1).astype(dout.dtype)
+
+
+def_op("margin_rank_loss", inputs=["X1", "X2", "Label"], outputs=["Out", "Activated!"],
+       attrs={"margin": ("float", 0.0)},
+       infer_shape=_like(("Out", "X1"), ("Activated", "X1")),
+       grad=grad_maker("margin_rank_loss_grad", inputs=["Label"], outputs=["Activated"],
+                       in_grads=["X1", "X2"]),
+       kernel=_margin_rank,
+       doc="Out = max(0, -Label (X1 - X2) + margin); dX1 = -dX2 = -Label dOut where Out > 0.")
+def_op("margin_rank_loss_grad", inputs=["Label", "Activated", "Out@GRAD"],
+       outputs=["X1@GRAD?", "X2@GRAD?"], attrs={"margin": ("float", 0.0)},
+       infer_shape=_like(("X1@GRAD", "Label"), ("X2@GRAD", "Label")),
+       kernel=_margin_rank_grad, doc="Gradient of margin_rank_loss.")
+
+
+def _rank(ctx, label, left, right):
+    o = left - right
+    return (ctx.xp.logaddexp(0, o) - label * o).astype(left.dtype)
+
+
+def _rank_grad(ctx, label, left, right, dout):
+    d = (_sigmoid(ctx.xp, left - right) - label) * dout
+    return d.astype(left.dtype), (-d).astype(left.dtype)
+
+
+def_op("rank_loss", inputs=["Label", "Left", "Right"], outputs=["Out"],
+       infer_shape=_like(("Out", "Left")),
+       grad=grad_maker("rank_loss_grad", inputs=["Label", "Left", "Right"],
+                       in_grads=["Left", "Right"]),
+       kernel=_rank,
+       doc="o = Left - Right; Out = log(1 + e^o) - Label o (RankNet); dLeft = -dRight = "
+           "(sigmoid(o) - Label) dOut.")
+def_op("rank_loss_grad", inputs=["Label", "Left", "Right", "Out@GRAD"],
+       outputs=["Left@GRAD?", "Right@GRAD?"],
+       infer_shape=_like(("Left@GRAD", "Left"), ("Right@GRAD", "Right")),
+       kernel=_rank_grad, doc="Gradient of rank_loss.")
+
+
+def _bpr_parts(ctx, x, label):
+    xp = ctx.xp
+    label = label.reshape(-1).astype("int64")
+    positive = x[xp.arange(len(x)), label][:, None]
+    others = xp.ones(x.shape, dtype=bool)
+    others[xp.arange(len(x)), label] = False
+    return positive - x, others
+
+
+def _bpr(ctx, x, label):
+    xp = ctx.xp
+    margin, others = _bpr_parts(ctx, x, label)
+    log_sig = -xp.logaddexp(0, -margin)
+    out = -(log_sig * others).sum(axis=1, keepdims=True) / max(x.shape[1] - 1, 1)
+    return out.astype(x.dtype)
+
+
+def _bpr_grad(ctx, x, label, dout):
+    xp = ctx.xp
+    margin, others = _bpr_parts(ctx, x, label)
+    weight = (1 - _sigmoid(xp, margin)) * others / max(x.shape[1] - 1, 1) * dout
+    dx = weight.copy()
+    rows = xp.arange(len(x))
+    dx[rows, label.reshape(-1).astype("int64")] = -weight.sum(axis=1)
+    return dx.astype(x.dtype)
+
+
+def _bpr_infer(ctx):
+    ctx.set_output("Y", (ctx.input_shape("X")[0], 1), ctx.input_dtype("X"))
+
+
+def_op("bpr_loss", inputs=["X", "Label"], outputs=["Y"], infer_shape=_bpr_infer,
+       grad=grad_maker("bpr_loss_grad", inputs=["X", "Label"], out_grads=["Y"],
+                       in_grads=["X"]),
+       kernel=_bpr,
+       doc="Bayesian personalized ranking: Y_i = -1/(C-1) sum_{j != Label_i} "
+           "log sigmoid(X_i,Label_i - X_ij).")
+def_op("bpr_loss_grad", inputs=["X", "Label", "Y@GRAD"], outputs=["X@GRAD"],
+       infer_shape=_like(("X@GRAD", "X")), kernel=_bpr_grad, doc="Gradient of bpr_loss.")

@@ -103,6 +103,103 @@ CASES = [
 ]
 
 
+def _f(x):
+    return np.asarray(x, "float64")
+
+
+def _sigmoid_ce_ref(i, a):
+    x, label = _f(i["X"]), _f(i["Label"])
+    keep = label != a.get("ignore_index", -100)
+    out = np.where(keep, np.log1p(np.exp(x)) - x * label, 0)
+    return {"Out": out / (keep.sum() if a.get("normalize") else 1)}
+
+
+def _huber_ref(i, a):
+    r = _f(i["Y"]) - _f(i["X"])
+    d = a["delta"]
+    return {"Out": np.where(np.abs(r) <= d, 0.5 * r * r, d * (np.abs(r) - 0.5 * d)),
+            "Residual": r}
+
+
+def _smooth_l1_ref(i, a):
+    s2 = a.get("sigma", 1.0) ** 2
+    d = (_f(i["X"]) - _f(i["Y"])) * _f(i.get("InsideWeight", 1.0))
+    loss = np.where(np.abs(d) < 1 / s2, 0.5 * s2 * d * d, np.abs(d) - 0.5 / s2)
+    loss = loss * _f(i.get("OutsideWeight", 1.0))
+    return {"Out": loss.reshape(len(d), -1).sum(1, keepdims=True)}
+
+
+def _away(center, spread, *shape):
+    """Values whose distance from the kinks at +-1 (and 0) is at least 0.05."""
+    v = rng.uniform(-spread, spread, shape) + center
+    v[np.abs(np.abs(v) - 1) < 0.05] += 0.1
+    v[np.abs(v) < 0.05] += 0.1
+    return v.astype("float32")
+
+
+LOSS_X, LOSS_Y = rng.uniform(-2, 2, (4, 3)).astype("float32"), np.zeros((4, 3), "float32")
+KL_TARGET = softmax(rng.uniform(-1, 1, (3, 4)))
+KL_TARGET[0, 0] = 0.0  # a zero target contributes nothing
+LABELS_PM = np.array([[1.0], [-1.0], [1.0], [-1.0]], "float32")
+
+CASES += [
+    OpCase("sigmoid_cross_entropy_with_logits",
+           {"X": rng.uniform(-3, 3, (4, 3)).astype("float32"),
+            "Label": rng.uniform(0, 1, (4, 3)).astype("float32")},
+           ref=_sigmoid_ce_ref, grad=["X"]),
+    OpCase("sigmoid_cross_entropy_with_logits",
+           {"X": rng.uniform(-3, 3, (4, 3)).astype("float32"),
+            "Label": np.array([[1, 0, -100], [0, 1, 1], [-100, 0, 0], [1, 1, 0]], "float32")},
+           attrs={"normalize": True}, ref=_sigmoid_ce_ref, grad=["X"],
+           name="ignore_and_normalize"),
+    OpCase("huber_loss", {"X": _away(0, 2.5, 4, 3), "Y": LOSS_Y}, attrs={"delta": 1.0},
+           ref=_huber_ref, grad=["X", "Y"], grad_outputs=["Out"]),
+    OpCase("smooth_l1_loss", {"X": _away(0, 2.5, 4, 3), "Y": LOSS_Y}, ref=_smooth_l1_ref,
+           grad=["X", "Y"], grad_outputs=["Out"]),
+    OpCase("smooth_l1_loss", {"X": _away(0, 2.5, 4, 3), "Y": LOSS_Y,
+                              "InsideWeight": np.full((4, 3), 0.5, "float32"),
+                              "OutsideWeight": rng.uniform(0.5, 1, (4, 3)).astype("float32")},
+           attrs={"sigma": 2.0},
+           ref=lambda i, a: _smooth_l1_ref(i, a), grad=["X"], grad_outputs=["Out"],
+           name="weights_sigma"),
+    OpCase("log_loss", {"Predicted": rng.uniform(0.1, 0.9, (5, 1)).astype("float32"),
+                        "Labels": rng.randint(0, 2, (5, 1)).astype("float32")},
+           ref=lambda i, a: {"Loss": -_f(i["Labels"]) * np.log(_f(i["Predicted"]) + 1e-4)
+                             - (1 - _f(i["Labels"])) * np.log(1 - _f(i["Predicted"]) + 1e-4)},
+           grad=["Predicted"]),
+    OpCase("kldiv_loss", {"X": np.log(softmax(rng.uniform(-1, 1, (3, 4)))).astype("float32"),
+                          "Target": KL_TARGET.astype("float32")},
+           attrs={"reduction": "batchmean"},
+           ref=lambda i, a: {"Loss": np.array(np.where(
+               _f(i["Target"]) > 0, _f(i["Target"]) * (np.log(np.where(
+                   _f(i["Target"]) > 0, _f(i["Target"]), 1)) - _f(i["X"])), 0).sum() / 3)},
+           grad=["X"]),
+    OpCase("kldiv_loss", {"X": np.log(softmax(rng.uniform(-1, 1, (3, 4)))).astype("float32"),
+                          "Target": KL_TARGET.astype("float32")},
+           attrs={"reduction": "none"},
+           ref=lambda i, a: {"Loss": np.where(_f(i["Target"]) > 0, _f(i["Target"]) * (
+               np.log(np.where(_f(i["Target"]) > 0, _f(i["Target"]), 1)) - _f(i["X"])), 0)},
+           grad=["X"], name="none"),
+    OpCase("margin_rank_loss", {"X1": rng.uniform(-1, 1, (4, 1)).astype("float32"),
+                                "X2": rng.uniform(-1, 1, (4, 1)).astype("float32"),
+                                "Label": LABELS_PM}, attrs={"margin": 0.1},
+           ref=lambda i, a: {"Out": np.maximum(0, -_f(i["Label"]) * (_f(i["X1"]) - _f(
+               i["X2"])) + 0.1)}, grad=["X1", "X2"], grad_outputs=["Out"]),
+    OpCase("rank_loss", {"Label": np.array([[1.0], [0.0], [0.5], [1.0]], "float32"),
+                         "Left": rng.uniform(-2, 2, (4, 1)).astype("float32"),
+                         "Right": rng.uniform(-2, 2, (4, 1)).astype("float32")},
+           ref=lambda i, a: {"Out": np.log1p(np.exp(_f(i["Left"]) - _f(i["Right"])))
+                             - _f(i["Label"]) * (_f(i["Left"]) - _f(i["Right"]))},
+           grad=["Left", "Right"]),
+    OpCase("bpr_loss", {"X": rng.uniform(-1, 1, (4, 5)).astype("float32"),
+                        "Label": np.array([[0], [3], [4], [1]], "int64")},
+           ref=lambda i, a: {"Y": np.array([[-sum(
+               np.log(1 / (1 + np.exp(-(_f(i["X"])[r, l] - _f(i["X"])[r, j]))))
+               for j in range(5) if j != l) / 4] for r, l in enumerate(i["Label"][:, 0])])},
+           grad=["X"]),
+]
+
+
 test_output_matches_numpy, test_grad_matches_finite_differences = table_tests(CASES)
 
 

@@ -1,0 +1,95 @@
+"""The further loss layers of fluid.layers against NumPy, built as users call them, and a
+small training loop on each trainable one."""
+import numpy as np
+import pytest
+
+import fluid_nb as fluid
+
+RNG = np.random.RandomState(3)
+
+
+def _run(build, feed):
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        out = build({name: fluid.data(name=name, shape=list(v.shape), dtype=str(v.dtype))
+                     for name, v in feed.items()})
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(startup)
+    return exe.run(main, feed=feed, fetch_list=[out])[0]
+
+
+X = RNG.uniform(-2, 2, (4, 3)).astype("float32")
+P = RNG.uniform(0.1, 0.9, (4, 1)).astype("float32")
+Y01 = RNG.randint(0, 2, (4, 1)).astype("float32")
+
+
+@pytest.mark.parametrize("build, feed, reference", [
+    (lambda v: fluid.layers.sigmoid_cross_entropy_with_logits(v["x"], v["y"]),
+     {"x": X, "y": (X > 0).astype("float32")},
+     lambda f: np.log1p(np.exp(f["x"])) - f["x"] * f["y"]),
+    (lambda v: fluid.layers.huber_loss(v["x"], v["y"], delta=1.0),
+     {"x": X, "y": np.zeros_like(X)},
+     lambda f: np.where(np.abs(f["x"]) <= 1, 0.5 * f["x"] ** 2, np.abs(f["x"]) - 0.5)),
+    (lambda v: fluid.layers.smooth_l1(v["x"], v["y"]), {"x": X, "y": np.zeros_like(X)},
+     lambda f: np.where(np.abs(f["x"]) < 1, 0.5 * f["x"] ** 2,
+                        np.abs(f["x"]) - 0.5).sum(1, keepdims=True)),
+    (lambda v: fluid.layers.log_loss(v["p"], v["y"]), {"p": P, "y": Y01},
+     lambda f: -f["y"] * np.log(f["p"] + 1e-4) - (1 - f["y"]) * np.log(1 - f["p"] + 1e-4)),
+    (lambda v: fluid.layers.mse_loss(v["x"], v["y"]), {"x": X, "y": np.ones_like(X)},
+     lambda f: np.mean((f["x"] - 1) ** 2)),
+    (lambda v: fluid.layers.rank_loss(v["y"], v["l"], v["r"]),
+     {"y": Y01, "l": P, "r": P[::-1].copy()},
+     lambda f: np.log1p(np.exp(f["l"] - f["r"])) - f["y"] * (f["l"] - f["r"])),
+    (lambda v: fluid.layers.margin_rank_loss(v["y"], v["l"], v["r"], margin=0.2),
+     {"y": Y01 * 2 - 1, "l": P, "r": P[::-1].copy()},
+     lambda f: np.maximum(0, -f["y"] * (f["l"] - f["r"]) + 0.2)),
+], ids=["sigmoid_ce", "huber", "smooth_l1", "log_loss", "mse", "rank", "margin_rank"])
+def test_loss_layer_matches_numpy(build, feed, reference):
+    got = _run(build, feed)
+    np.testing.assert_allclose(np.asarray(got).reshape(-1),
+                               np.asarray(reference({k: v.astype("float64")
+                                                     for k, v in feed.items()})).reshape(-1),
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_kldiv_bpr_and_dice():
+    logits = RNG.uniform(-1, 1, (3, 4)).astype("float32")
+    log_q = logits - np.log(np.exp(logits).sum(1, keepdims=True))
+    target = np.exp(RNG.uniform(-1, 1, (3, 4))).astype("float32")
+    target /= target.sum(1, keepdims=True)
+    got = _run(lambda v: fluid.layers.kldiv_loss(v["x"], v["t"], reduction="sum"),
+               {"x": log_q, "t": target})
+    np.testing.assert_allclose(got, [(target * (np.log(target) - log_q)).sum()], rtol=1e-5)
+
+    scores = RNG.uniform(-1, 1, (2, 3)).astype("float32")
+    label = np.array([[2], [0]], "int64")
+    got = _run(lambda v: fluid.layers.bpr_loss(v["x"], v["y"]), {"x": scores, "y": label})
+    want = [[-np.mean([np.log(1 / (1 + np.exp(-(scores[r, l] - scores[r, j]))))
+                       for j in range(3) if j != l])] for r, l in enumerate(label[:, 0])]
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+
+    probs = np.array([[[0.9, 0.1], [0.2, 0.8]]], "float32")
+    truth = np.array([[[0], [1]]], "int64")
+    got = _run(lambda v: fluid.layers.dice_loss(v["p"], v["t"]), {"p": probs, "t": truth})
+    one_hot = np.array([[[1, 0], [0, 1]]], "float32")
+    want = 1 - 2 * (probs * one_hot).sum() / (probs.sum() + one_hot.sum() + 1e-5)
+    np.testing.assert_allclose(got, [want], rtol=1e-5)
+
+
+def test_npair_loss_trains_embeddings_apart():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        a = fluid.data(name="a", shape=[4, 3], dtype="float32")
+        p = fluid.data(name="p", shape=[4, 3], dtype="float32")
+        labels = fluid.data(name="labels", shape=[4], dtype="float32")
+        ea = fluid.layers.fc(a, 3, name="emb", param_attr=fluid.ParamAttr(name="w"))
+        ep = fluid.layers.fc(p, 3, param_attr=fluid.ParamAttr(name="w"))
+        loss = fluid.layers.npair_loss(ea, ep, labels)
+        fluid.optimizer.SGD(0.5).minimize(loss)
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    exe.run(startup, scope=scope)
+    feed = {"a": np.eye(4, 3, dtype="float32"), "p": np.eye(4, 3, dtype="float32") * 0.9,
+            "labels": np.array([0, 1, 2, 3], "float32")}
+    losses = [float(exe.run(main, feed=feed, fetch_list=[loss], scope=scope)[0])
+              for _ in range(30)]
+    assert losses[-1] < losses[0]
