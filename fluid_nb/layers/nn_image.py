@@ -21,7 +21,7 @@ from .arg_checks import (INT, NAME, NON_NEGATIVE_INT, POSITIVE_INT, activation, 
 __all__ = ["image_resize", "resize_bilinear", "resize_nearest", "resize_trilinear",
            "image_resize_short", "interpolate", "roi_pool", "roi_align", "psroi_pool",
            "prroi_pool", "affine_grid", "grid_sampler", "random_crop", "im2sequence",
-           "row_conv", "spectral_norm", "similarity_focus"]
+           "row_conv", "spectral_norm", "similarity_focus", "deformable_roi_pooling"]
 
 _RESAMPLE = {"BILINEAR": "bilinear", "TRILINEAR": "trilinear", "NEAREST": "nearest",
              "BICUBIC": "bicubic"}
@@ -384,4 +384,38 @@ def similarity_focus(input, axis, indexes, name=None):
     out = helper.create_variable_for_type_inference(dtype=input.dtype)
     helper.append_op(type="similarity_focus", inputs={"X": [input]}, outputs={"Out": [out]},
                      attrs={"axis": axis, "indexes": list(indexes)})
+    return out
+
+
+@checks(input=variable, rois=variable, trans=variable, no_trans=boolean,
+        spatial_scale=real_in(0.0), group_size=int_or_ints(2, 1), pooled_height=POSITIVE_INT,
+        pooled_width=POSITIVE_INT, part_size=optional(int_or_ints(2, 1)),
+        sample_per_part=POSITIVE_INT, trans_std=real_in(0.0), position_sensitive=boolean,
+        name=NAME)
+def deformable_roi_pooling(input, rois, trans, no_trans=False, spatial_scale=1.0,
+                           group_size=[1, 1], pooled_height=1, pooled_width=1, part_size=None,
+                           sample_per_part=1, trans_std=0.1, position_sensitive=False,
+                           name=None):
+    """Deformable (PS)ROI pooling (``deformable_psroi_pooling``): each bin of each ROI
+    moved by ``trans`` [R, 2 * classes, part_h, part_w] * trans_std * the ROI's size and
+    averaged over sample_per_part^2 bilinear samples; position_sensitive reads channel
+    groups as psroi_pool does (output channels C / (pooled_height * pooled_width))."""
+    channels = input.shape[1]
+    output_channels = channels // pooled_height // pooled_width if position_sensitive \
+        else channels
+    part_size = [pooled_height, pooled_width] if part_size is None else (
+        [part_size] * 2 if isinstance(part_size, int) else list(part_size))
+    group_size = [group_size] * 2 if isinstance(group_size, int) else list(group_size)
+    helper = LayerHelper("deformable_psroi_pooling", input=input, name=name)
+    dtype = helper.input_dtype()
+    out = helper.create_variable_for_type_inference(dtype)
+    top_count = helper.create_variable_for_type_inference(dtype="int32")
+    helper.append_op(type="deformable_psroi_pooling",
+                     inputs={"Input": [input], "ROIs": [rois], "Trans": [trans]},
+                     outputs={"Output": [out], "TopCount": [top_count]},
+                     attrs={"no_trans": no_trans, "spatial_scale": float(spatial_scale),
+                            "output_dim": output_channels, "group_size": group_size,
+                            "pooled_height": pooled_height, "pooled_width": pooled_width,
+                            "part_size": part_size, "sample_per_part": sample_per_part,
+                            "trans_std": float(trans_std)})
     return out

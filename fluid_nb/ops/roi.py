@@ -350,3 +350,160 @@ def_op("roi_pool_grad", inputs=["X", "ROIs", "RoisLod?", "RoisNum?", "Argmax", "
        outputs=["X@GRAD"], attrs=dict(_POOLED), infer_shape=grads_like(**{"X@GRAD": "X"}),
        kernel=_roi_pool_backward, lod_aware=True,
        doc="Gradient of roi_pool: dOut added at each bin's Argmax position of its image.")
+
+
+# --- deformable_psroi_pooling ------------------------------------------------------------------
+def _dpsroi_samples(xp, attrs, rois, ids, trans, x_shape):
+    """Every sample of every output bin: (flat index of its 4 corners, their weights,
+    d weight / dx and / dy, valid mask [R, OC, PH, PW, S, S], the bins' trans positions and
+    the ROI sizes) as Paddle's deformable PSROI pooling places them."""
+    n, c, h, w = x_shape
+    oc, ph, pw = attrs["output_dim"], attrs["pooled_height"], attrs["pooled_width"]
+    gh, gw = attrs.get("group_size", [1, 1])
+    part_h, part_w = attrs.get("part_size", [ph, pw]) or [ph, pw]
+    spp, scale = attrs.get("sample_per_part", 1), attrs.get("spatial_scale", 1.0)
+    r = len(ids)
+    rounded = np.vectorize(round_half_away)(np.asarray(rois, dtype=np.float64).reshape(r, 4))
+    start_w, start_h = rounded[:, 0] * scale - 0.5, rounded[:, 1] * scale - 0.5
+    roi_w = np.maximum((rounded[:, 2] + 1) * scale - 0.5 - start_w, 0.1)
+    roi_h = np.maximum((rounded[:, 3] + 1) * scale - 0.5 - start_h, 0.1)
+    bin_h, bin_w = roi_h / ph, roi_w / pw
+    p_h = np.floor(np.arange(ph) / ph * part_h).astype(np.int64)
+    p_w = np.floor(np.arange(pw) / pw * part_w).astype(np.int64)
+    no_trans = attrs.get("no_trans", False) or trans is None
+    classes = 1 if no_trans else trans.shape[1] // 2
+    class_of = np.arange(oc) // (oc // classes)
+    std = attrs.get("trans_std", 0.1)
+    if no_trans:
+        tx = ty = xp.zeros((r, oc, ph, pw), dtype=xp.float64)
+    else:
+        t = trans.astype(xp.float64)[:, :, p_h][:, :, :, p_w]  # [R, 2*classes, PH, PW]
+        tx = t[:, 2 * class_of] * std
+        ty = t[:, 2 * class_of + 1] * std
+    rw, rh = xp.asarray(roi_w)[:, None, None, None], xp.asarray(roi_h)[:, None, None, None]
+    wstart = (xp.asarray(np.arange(pw)[None, :] * bin_w[:, None] + start_w[:, None])
+              [:, None, None, :] + tx * rw)
+    hstart = (xp.asarray(np.arange(ph)[None, :] * bin_h[:, None] + start_h[:, None])
+              [:, None, :, None] + ty * rh)
+    steps = xp.arange(spp, dtype=xp.float64)
+    ws = wstart[..., None, None] + steps[None, :] * xp.asarray(bin_w / spp).reshape(-1, 1, 1, 1, 1, 1)
+    hs = hstart[..., None, None] + steps[:, None] * xp.asarray(bin_h / spp).reshape(-1, 1, 1, 1, 1, 1)
+    valid = (ws >= -0.5) & (ws <= w - 0.5) & (hs >= -0.5) & (hs <= h - 0.5)
+    # a sample clamped onto the map's edge does not move with Trans
+    free_x, free_y = (ws >= 0) & (ws <= w - 1), (hs >= 0) & (hs <= h - 1)
+    ws, hs = xp.clip(ws, 0, w - 1), xp.clip(hs, 0, h - 1)
+    g_h = np.clip(np.floor(np.arange(ph) * gh / ph), 0, gh - 1).astype(np.int64)
+    g_w = np.clip(np.floor(np.arange(pw) * gw / pw), 0, gw - 1).astype(np.int64)
+    channel = (np.arange(oc)[:, None, None] * gh + g_h[None, :, None]) * gw + g_w[None, None, :]
+    plane = (xp.asarray(ids, dtype=xp.int64)[:, None, None, None] * c
+             + xp.asarray(channel)[None]) * (h * w)
+    x0, y0 = xp.floor(ws), xp.floor(hs)
+    fx, fy = ws - x0, hs - y0
+    x0, y0 = x0.astype(xp.int64), y0.astype(xp.int64)
+    corners = []
+    for dy, wy, gy in ((0, 1 - fy, -1.0), (1, fy, 1.0)):
+        for dx, wx, gx in ((0, 1 - fx, -1.0), (1, fx, 1.0)):
+            index = plane[..., None, None] + xp.minimum(y0 + dy, h - 1) * w + \
+                xp.minimum(x0 + dx, w - 1)
+            corners.append((index, wy * wx, gx * wy * free_x, wx * gy * free_y))
+    return corners, valid, (p_h, p_w, class_of), (rw, rh, std)
+
+
+def _dpsroi_forward(ctx, x, rois, trans):
+    xp, attrs = ctx.xp, ctx.attrs
+    xa, ta = _array(x), _array(trans)
+    ids = roi_batch_ids("deformable_psroi_pooling", rois, None, None, xa.shape[0])
+    host_rois = _array(rois).tolist()
+    corners, valid, _, _ = _dpsroi_samples(xp, attrs, host_rois, ids, ta, xa.shape)
+    flat = xa.reshape(-1).astype(xp.float64)
+    total = 0
+    for index, weight, _, _ in corners:
+        total = total + flat[index] * weight
+    count = valid.sum(axis=(-2, -1))
+    summed = (total * valid).sum(axis=(-2, -1))
+    out = xp.where(count > 0, summed / xp.maximum(count, 1), 0)
+    return LoDTensor(out.astype(xa.dtype)), LoDTensor(count.astype(xp.int32))
+
+
+def _dpsroi_backward(ctx, x, rois, trans, top_count, dout):
+    xp, attrs = ctx.xp, ctx.attrs
+    xa, ta, d = _array(x), _array(trans), _array(dout).astype(xp.float64)
+    ids = roi_batch_ids("deformable_psroi_pooling", rois, None, None, xa.shape[0])
+    corners, valid, (p_h, p_w, class_of), (rw, rh, std) = _dpsroi_samples(
+        xp, attrs, _array(rois).tolist(), ids, ta, xa.shape)
+    count = valid.sum(axis=(-2, -1))
+    share = (d / xp.maximum(count, 1))[..., None, None] * valid  # dL/d(each sample)
+    dx = dtrans = None
+    if ctx.wants("Input@GRAD"):
+        flat = xp.zeros(xa.size, dtype=xp.float64)
+        for index, weight, _, _ in corners:
+            _index_add(xp, flat, index.reshape(-1), (share * weight).reshape(-1))
+        dx = flat.reshape(xa.shape).astype(xa.dtype)
+    if ta is not None and ctx.wants("Trans@GRAD") and not attrs.get("no_trans", False):
+        values = xa.reshape(-1).astype(xp.float64)
+        d_w = d_h = 0
+        for index, _, slope_x, slope_y in corners:
+            d_w = d_w + values[index] * slope_x
+            d_h = d_h + values[index] * slope_y
+        gx = (share * d_w).sum(axis=(-2, -1)) * rw * std  # [R, OC, PH, PW]
+        gy = (share * d_h).sum(axis=(-2, -1)) * rh * std
+        dtrans = xp.zeros(ta.shape, dtype=xp.float64)
+        r, oc, ph, pw = gx.shape
+        rr = xp.arange(r)[:, None, None, None]
+        cls = xp.asarray(class_of)[None, :, None, None]
+        hh = xp.asarray(p_h)[None, None, :, None]
+        ww = xp.asarray(p_w)[None, None, None, :]
+        shape = (r, oc, ph, pw)
+        for k, g in ((0, gx), (1, gy)):
+            target = ((rr * ta.shape[1] + 2 * cls + k) * ta.shape[2] + hh) * ta.shape[3] + ww
+            flat_t = dtrans.reshape(-1)
+            _index_add(xp, flat_t, xp.broadcast_to(target, shape).reshape(-1), g.reshape(-1))
+        dtrans = dtrans.astype(ta.dtype)
+    return (LoDTensor(dx) if dx is not None else None,
+            LoDTensor(dtrans) if dtrans is not None else None)
+
+
+def _dpsroi_infer(ctx):
+    attrs = ctx.attrs()
+    x, r_shape = ctx.input_shape("Input"), ctx.input_shape("ROIs")
+    ctx.check(len(x) == 4, "input 'Input'", "a 4-D tensor [N, C, H, W]", list(x))
+    oc, ph, pw = attrs.get("output_dim", 1), attrs["pooled_height"], attrs["pooled_width"]
+    gh, gw = attrs.get("group_size", [1, 1])
+    ctx.check(x[1] < 0 or x[1] == oc * gh * gw, "input channels of 'Input'",
+              f"output_dim * group_size[0] * group_size[1] = {oc * gh * gw}", x[1])
+    shape = (r_shape[0], oc, ph, pw)
+    ctx.set_output("Output", shape, ctx.input_dtype("Input"))
+    if ctx.has_output("TopCount"):
+        ctx.set_output("TopCount", shape, VarType.INT32)
+
+
+def _dpsroi_grad_maker(g):
+    ins = {"Input": g.input("Input"), "ROIs": g.input("ROIs"), "Trans": g.input("Trans"),
+           "TopCount": g.output("TopCount"), "Output@GRAD": g.output_grad("Output")}
+    return [g.op("deformable_psroi_pooling_grad", ins,
+                 {"Input@GRAD": g.input_grad("Input"), "Trans@GRAD": g.input_grad("Trans")})]
+
+
+_dpsroi_grad_maker.grad_type = "deformable_psroi_pooling_grad"
+_DPSROI_ATTRS = {"no_trans": ("bool", False), "spatial_scale": ("float", 1.0),
+                 "output_dim": ("int", 1), "group_size": ("ints", [1, 1]),
+                 "pooled_height": ("int", 1), "pooled_width": ("int", 1),
+                 "part_size": ("ints", []), "sample_per_part": ("int", 1),
+                 "trans_std": ("float", 0.1)}
+
+def_op("deformable_psroi_pooling", inputs=["Input", "ROIs", "Trans?"],
+       outputs=["Output", "TopCount!"], attrs=_DPSROI_ATTRS, infer_shape=_dpsroi_infer,
+       grad=_dpsroi_grad_maker, kernel=_dpsroi_forward, lod_aware=True,
+       doc="""deformable_psroi_pooling: each ROI (corners rounded, times spatial_scale,
+minus 0.5) in pooled_height x pooled_width bins, each bin moved by Trans[roi, 2*class
+(+1), part] * trans_std * roi size (no move with no_trans) and averaged over
+sample_per_part^2 bilinear samples inside [-0.5, size - 0.5] (clamped to the map); output
+channel c of bin (i, j) reads input channel (c * gh + i*gh//PH) * gw + j*gw//PW
+(group_size [gh, gw]). TopCount (int32) is the number of samples averaged.""")
+def_op("deformable_psroi_pooling_grad",
+       inputs=["Input", "ROIs", "Trans?", "TopCount", "Output@GRAD"],
+       outputs=["Input@GRAD?", "Trans@GRAD?"], attrs=_DPSROI_ATTRS,
+       infer_shape=grads_like(**{"Input@GRAD": "Input", "Trans@GRAD": "Trans"}),
+       kernel=_dpsroi_backward, lod_aware=True,
+       doc="Gradient of deformable_psroi_pooling: each sample's share of dOutput onto its "
+           "bilinear corners; Trans@GRAD from the weights' slopes times roi size * trans_std.")

@@ -522,3 +522,23 @@ def test_deformable_conv_with_zero_offsets_is_conv2d():
     np.testing.assert_allclose(deformed, plain, rtol=1e-5, atol=1e-5)
     assert v1.shape == (2, 4, 5, 5)
     assert the_op(main, "deformable_conv_v1").attr("deformable_groups") == 1
+
+
+def test_deformable_roi_pooling_without_trans_matches_the_op_reference():
+    from ..ops.test_vision import DPS_ROIS, ref_deformable_psroi
+    x = r(2, 3, 7, 8)
+
+    def net():
+        rois = fluid.data(name="rois", shape=[-1, 4], dtype="float32", lod_level=1)
+        trans = layers.fill_constant([3, 2, 2, 2], "float32", 0.0)
+        return layers.deformable_roi_pooling(data("x", x), rois, trans, no_trans=True,
+                                             pooled_height=2, pooled_width=2,
+                                             sample_per_part=2)
+    lod_rois = fluid.create_lod_tensor(DPS_ROIS, [[2, 1]], fluid.CPUPlace())
+    main, _, (out,) = build_and_run(net, {"x": x, "rois": lod_rois})
+    want = ref_deformable_psroi({"Input": x, "ROIs": DPS_ROIS},
+                                {"no_trans": True, "output_dim": 3, "pooled_height": 2,
+                                 "pooled_width": 2, "sample_per_part": 2,
+                                 "trans_std": 0.1})["Output"]
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6)
+    assert the_op(main, "deformable_psroi_pooling").attr("output_dim") == 3

@@ -990,5 +990,80 @@ DEFORMABLE_CASES = [
        ["Input", "Offset", "Filter"], grad_atol=1e-5, grad_rtol=1e-3),
 ]
 
+
+
+def ref_deformable_psroi(i, a):
+    x, rois, trans = i["Input"].astype(np.float64), i["ROIs"], i.get("Trans")
+    n, c, h, w = x.shape
+    oc, ph, pw = a["output_dim"], a["pooled_height"], a["pooled_width"]
+    gh, gw = a.get("group_size", [1, 1])
+    part_h, part_w = a.get("part_size") or [ph, pw]
+    spp, scale, std = a.get("sample_per_part", 1), a.get("spatial_scale", 1.0), a["trans_std"]
+    no_trans = a.get("no_trans", False) or trans is None
+    classes = 1 if no_trans else trans.shape[1] // 2
+    out = np.zeros((len(rois), oc, ph, pw))
+    count = np.zeros(out.shape, dtype=np.int32)
+    for r_, image in enumerate(_roi_images(i, len(rois))):
+        sw_ = _c_round(rois[r_][0]) * scale - 0.5
+        sh_ = _c_round(rois[r_][1]) * scale - 0.5
+        rw = max((_c_round(rois[r_][2]) + 1) * scale - 0.5 - sw_, 0.1)
+        rh = max((_c_round(rois[r_][3]) + 1) * scale - 0.5 - sh_, 0.1)
+        bh, bw = rh / ph, rw / pw
+        for ct, p, q in itertools.product(range(oc), range(ph), range(pw)):
+            parth, partw = int(np.floor(p / ph * part_h)), int(np.floor(q / pw * part_w))
+            cls = ct // (oc // classes)
+            tx = 0.0 if no_trans else trans[r_, 2 * cls, parth, partw] * std
+            ty = 0.0 if no_trans else trans[r_, 2 * cls + 1, parth, partw] * std
+            ws, hs = q * bw + sw_ + tx * rw, p * bh + sh_ + ty * rh
+            g_h = min(max(int(np.floor(p * gh / ph)), 0), gh - 1)
+            g_w = min(max(int(np.floor(q * gw / pw)), 0), gw - 1)
+            ch = (ct * gh + g_h) * gw + g_w
+            total, k = 0.0, 0
+            for ih, iw in itertools.product(range(spp), range(spp)):
+                xx, yy = ws + iw * bw / spp, hs + ih * bh / spp
+                if xx < -0.5 or xx > w - 0.5 or yy < -0.5 or yy > h - 0.5:
+                    continue
+                xx, yy = min(max(xx, 0), w - 1), min(max(yy, 0), h - 1)
+                x1, y1 = int(np.floor(xx)), int(np.floor(yy))
+                x2, y2 = int(np.ceil(xx)), int(np.ceil(yy))
+                dx, dy = xx - x1, yy - y1
+                img = x[image, ch]
+                total += ((1 - dx) * (1 - dy) * img[y1, x1] + (1 - dx) * dy * img[y2, x1]
+                          + dx * (1 - dy) * img[y1, x2] + dx * dy * img[y2, x2])
+                k += 1
+            out[r_, ct, p, q] = total / k if k else 0.0
+            count[r_, ct, p, q] = k
+    return {"Output": out.astype(i["Input"].dtype), "TopCount": count}
+
+
+DPS_ROIS = np.array([[1.0, 1.0, 5.0, 4.0], [0.0, 2.0, 3.0, 6.0], [2.0, 0.0, 6.0, 5.0]],
+                    "float32")
+
+
+def dpsroi(name, x, attrs, trans=None, grad=(), **kw):
+    inputs = {"Input": x, "ROIs": DPS_ROIS}
+    if trans is not None:
+        inputs["Trans"] = trans
+    return OpCase("deformable_psroi_pooling", inputs, attrs=attrs, ref=ref_deformable_psroi,
+                  grad=list(grad), name=name, lod={"ROIs": ROI_LOD}, grad_outputs=["Output"],
+                  outputs={"Output": 1, "TopCount": 1}, **kw)
+
+
+DEFORMABLE_CASES += [
+    dpsroi("no_trans", r(2, 3, 7, 8),
+           {"no_trans": True, "output_dim": 3, "pooled_height": 2, "pooled_width": 2,
+            "sample_per_part": 2, "trans_std": 0.1, "spatial_scale": 1.0}),
+    dpsroi("trans_position_sensitive", r(2, 2 * 2 * 2, 7, 8),
+           {"output_dim": 2, "group_size": [2, 2], "pooled_height": 2, "pooled_width": 2,
+            "part_size": [2, 2], "sample_per_part": 3, "trans_std": 0.2,
+            "spatial_scale": 0.8},
+           trans=rng.uniform(-0.5, 0.5, (3, 2, 2, 2)).astype("float32")),
+    dpsroi("grad", r(2, 2, 7, 8),
+           {"output_dim": 2, "pooled_height": 2, "pooled_width": 2, "sample_per_part": 2,
+            "trans_std": 0.1, "spatial_scale": 0.9},
+           trans=rng.uniform(-0.3, 0.3, (3, 4, 2, 2)).astype("float32"),
+           grad=["Input", "Trans"], grad_atol=1e-5, grad_rtol=1e-3),
+]
+
 CASES = CASES + DEFORMABLE_CASES
 test_output_matches_numpy, test_grad_matches_finite_differences = table_tests(CASES)
