@@ -198,53 +198,70 @@ def _axes_of(op_type, attr_name, axes, rank):
     return tuple(_axis(op_type, a, rank, f"attribute '{attr_name}'") for a in axes)
 
 
-def _flipping_op(type, attr_name, doc):
+def _flip_axes(attrs, attr_name, alias):
+    """The axes to flip: ``attr_name``, or (a program of later Paddle) ``alias``."""
+    axes = attrs.get(attr_name)
+    if not axes and alias is not None:
+        axes = attrs.get(alias)
+    return list(axes or [])
+
+
+def _flipping_op(type, attr_name, doc, alias=None):
     def infer(ctx):
-        axes = ctx.attr(attr_name)
+        axes = _flip_axes(ctx.attrs(), attr_name, alias)
         ctx.check(bool(axes), f"attribute '{attr_name}'", "at least one axis", axes)
         _axes_of(type, attr_name, axes, len(ctx.input_shape("X")))
         same_shape("X", "Out")(ctx)
 
     def kernel(ctx, x):
-        axes = _axes_of(type, attr_name, ctx.attrs[attr_name], x.ndim)
+        axes = _axes_of(type, attr_name, _flip_axes(ctx.attrs, attr_name, alias), x.ndim)
         return ctx.xp.ascontiguousarray(ctx.xp.flip(x, axes))
 
     def grad(g):  # flipping twice is the identity: the gradient is the same flip of dOut
         return [g.op(type, {"X": g.output_grad("Out")}, {"Out": g.input_grad("X")})]
 
+    # the alias stays undeclared: it rides along as an extra attribute when a program has
+    # it, and a Fluid 1.x program never gains it
     def_op(type, inputs=["X"], outputs=["Out"], attrs={attr_name: ("ints", [])},
            infer_shape=infer, kernel=kernel, grad=grad, doc=doc)
 
 
 _flipping_op("reverse", "axis", "Out = X reversed along each dim in ``axis``; dX = dOut "
                                 "reversed the same way (a reverse op).")
-_flipping_op("flip", "dims", "Out = X reversed along each dim in ``dims``; dX = dOut flipped "
-                             "the same way (a flip op).")
+_flipping_op("flip", "dims", "Out = X reversed along each dim in ``dims`` (``axis`` in "
+                             "programs of Paddle 2); dX = dOut flipped the same way (a flip "
+                             "op).", alias="axis")
+
+
+def _roll_dims(attrs):
+    # Paddle 2 names the attribute axis
+    return list(attrs.get("dims") or attrs.get("axis") or [])
 
 
 def _roll_shift(ctx, x, sign):
     attrs, xp = ctx.attrs, ctx.xp
     shifts = [sign * s for s in attrs["shifts"]]
-    dims = list(attrs["dims"])
+    dims = _roll_dims(attrs)
     if not dims:  # no dims: roll the flattened tensor
         return xp.roll(x.reshape(-1), shifts[0]).reshape(x.shape)
     return xp.roll(x, shifts, _axes_of("roll", "dims", dims, x.ndim))
 
 
 def _roll_infer(ctx):
-    shifts, dims = ctx.attr("shifts"), ctx.attr("dims")
+    shifts, dims = ctx.attr("shifts"), _roll_dims(ctx.attrs())
     ctx.check(len(shifts) == len(dims) or (not dims and len(shifts) == 1), "attribute 'shifts'",
               f"one shift per dim ({len(dims)})", shifts)
     _axes_of("roll", "dims", dims, len(ctx.input_shape("X")))
     same_shape("X", "Out")(ctx)
 
 
-_ROLL_ATTRS = {"shifts": ("longs", []), "dims": ("longs", [])}
+_ROLL_ATTRS = {"shifts": ("longs", []), "dims": ("longs", [])}  # (axis: an extra, as flip's)
 def_op("roll", inputs=["X"], outputs=["Out"], attrs=_ROLL_ATTRS, infer_shape=_roll_infer,
        kernel=lambda ctx, x: _roll_shift(ctx, x, 1),
        grad=grad_maker("roll_grad", inputs=["X"], out_grads=["Out"]),
-       doc="Out = X shifted by shifts[i] along dims[i], elements past the end coming back at "
-           "the start (the flattened tensor when dims is empty). dX = dOut rolled back.")
+       doc="Out = X shifted by shifts[i] along dims[i] (``axis`` in programs of Paddle 2), "
+           "elements past the end coming back at the start (the flattened tensor when no "
+           "dims are given). dX = dOut rolled back.")
 def_op("roll_grad", inputs=["X", "Out@GRAD"], outputs=["X@GRAD"], attrs=_ROLL_ATTRS,
        infer_shape=grads_like(**{"X@GRAD": "X"}),
        kernel=lambda ctx, x, dout: _roll_shift(ctx, dout, -1), doc="Gradient of roll.")
@@ -805,3 +822,68 @@ def_op("log_softmax", inputs=["X"], outputs=["Out"], attrs={"axis": ("int", -1)}
 def_op("log_softmax_grad", inputs=["Out", "Out@GRAD"], outputs=["X@GRAD"],
        attrs={"axis": ("int", -1)}, infer_shape=same_shape("Out", "X@GRAD"),
        kernel=_log_softmax_grad, doc="Gradient of log_softmax.")
+
+
+
+# --- elementwise finiteness and logsumexp as single ops (programs of Paddle 2) ---------------
+def _elementwise_test(type, test, doc):
+    def kernel(ctx, x):
+        if x.dtype.kind not in "fc":  # integers are finite, never inf or nan
+            return ctx.xp.full(x.shape, type == "isfinite_v2", dtype=bool)
+        return test(ctx.xp, x)
+
+    def_op(type, inputs=["X"], outputs=["Out"],
+           infer_shape=lambda ctx: ctx.set_output("Out", ctx.input_shape("X"), VarType.BOOL),
+           share_lod=("X", ["Out"]), kernel=kernel, grad=no_gradient, doc=doc)
+
+
+_elementwise_test("isinf_v2", lambda xp, x: xp.isinf(x), "Out = isinf(X) elementwise (bool).")
+_elementwise_test("isnan_v2", lambda xp, x: xp.isnan(x), "Out = isnan(X) elementwise (bool).")
+_elementwise_test("isfinite_v2", lambda xp, x: xp.isfinite(x),
+                  "Out = isfinite(X) elementwise (bool).")
+
+
+def _logsumexp_axes(rank, attrs):
+    axes = list(attrs["axis"] or [])
+    if attrs["reduce_all"] or not axes or rank == 0:
+        return tuple(range(rank))
+    return tuple(sorted({_axis("logsumexp", a, rank) for a in axes}))
+
+
+def _logsumexp_infer(ctx):
+    shape = list(ctx.input_shape("X"))
+    axes = _logsumexp_axes(len(shape), ctx.attrs())
+    keep = ctx.attr("keepdim")
+    out = [1 if i in axes else d for i, d in enumerate(shape)] if keep else \
+        [d for i, d in enumerate(shape) if i not in axes]
+    ctx.set_output("Out", tuple(out), ctx.input_dtype("X"))
+
+
+def _logsumexp(ctx, x):
+    xp = ctx.xp
+    axes = _logsumexp_axes(x.ndim, ctx.attrs)
+    top = x.max(axis=axes, keepdims=True) if x.size else xp.zeros((1,) * x.ndim, x.dtype)
+    top = xp.where(xp.isfinite(top), top, 0)
+    out = xp.log(xp.exp(x - top).sum(axis=axes, keepdims=True)) + top
+    if not ctx.attrs["keepdim"]:
+        out = out.reshape([d for i, d in enumerate(x.shape) if i not in axes])
+    return out.astype(x.dtype, copy=False)
+
+
+def _logsumexp_grad(ctx, x, out, dout):
+    axes = _logsumexp_axes(x.ndim, ctx.attrs)
+    kept = [1 if i in axes else d for i, d in enumerate(x.shape)]
+    return (dout.reshape(kept) * ctx.xp.exp(x - out.reshape(kept))).astype(x.dtype, copy=False)
+
+
+_LOGSUMEXP_ATTRS = {"axis": ("ints", [0]), "keepdim": ("bool", False),
+                    "reduce_all": ("bool", False)}
+def_op("logsumexp", inputs=["X"], outputs=["Out"], attrs=_LOGSUMEXP_ATTRS,
+       infer_shape=_logsumexp_infer, kernel=_logsumexp,
+       grad=grad_maker("logsumexp_grad", inputs=["X"], outputs=["Out"], out_grads=["Out"]),
+       doc="Out = log(sum(exp(X))) over ``axis`` (every dim when reduce_all or axis is "
+           "empty), computed from X - max(X); dX = dOut * exp(X - Out). (Fluid 1.8's "
+           "logsumexp layer builds exp, reduce_sum and log instead.)")
+def_op("logsumexp_grad", inputs=["X", "Out", "Out@GRAD"], outputs=["X@GRAD"],
+       attrs=_LOGSUMEXP_ATTRS, infer_shape=grads_like(**{"X@GRAD": "X"}),
+       kernel=_logsumexp_grad, doc="Gradient of logsumexp.")

@@ -241,6 +241,32 @@ PRODUCT_CASES += [
            ref=lambda i, a: {"Out": _log_softmax_ref(i["X"], 0)}, grad=["X"], name="axis0"),
 ]
 
+def _logsumexp_ref(x, axis, keepdims=False):
+    x = _f64(x)
+    return np.log(np.exp(x).sum(axis=axis, keepdims=keepdims))
+
+
+SPECIALS = np.array([1.0, np.inf, -np.inf, np.nan, 0.0], "float32")
+
+PRODUCT_CASES += [
+    OpCase("flip", {"X": r(2, 3)}, attrs={"axis": [0]},
+           ref=lambda i, a: {"Out": i["X"][::-1]}, name="paddle2_axis"),
+    OpCase("roll", {"X": r(2, 3)}, attrs={"shifts": [1], "axis": [1]},
+           ref=lambda i, a: {"Out": np.roll(i["X"], 1, 1)}, name="paddle2_axis"),
+    OpCase("isinf_v2", {"X": SPECIALS}, ref=lambda i, a: {"Out": np.isinf(i["X"])}),
+    OpCase("isnan_v2", {"X": SPECIALS}, ref=lambda i, a: {"Out": np.isnan(i["X"])}),
+    OpCase("isfinite_v2", {"X": SPECIALS}, ref=lambda i, a: {"Out": np.isfinite(i["X"])}),
+    OpCase("isfinite_v2", {"X": np.array([3, 4], "int64")},
+           ref=lambda i, a: {"Out": np.array([True, True])}, name="int"),
+    OpCase("logsumexp", {"X": r(3, 4, low=-3, high=3)}, attrs={"axis": [1]},
+           ref=lambda i, a: {"Out": _logsumexp_ref(i["X"], 1)}, grad=["X"]),
+    OpCase("logsumexp", {"X": r(2, 3, 2, low=-3, high=3)}, attrs={"axis": [0, 2], "keepdim": True},
+           ref=lambda i, a: {"Out": _logsumexp_ref(i["X"], (0, 2), True)}, grad=["X"],
+           name="keepdim"),
+    OpCase("logsumexp", {"X": np.array([[1000.0, 1000.0]], "float32")}, attrs={"reduce_all": True},
+           ref=lambda i, a: {"Out": np.array(1000.0 + np.log(2.0), "float32")}, name="large"),
+]
+
 CASES = CASES + PRODUCT_CASES  # a new list: the table above keeps its own rows
 
 (test_products_match_numpy,
