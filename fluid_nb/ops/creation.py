@@ -248,21 +248,27 @@ def _uniform_infer(ctx):
     _random_infer(ctx)
 
 
+def _set_diagonal(values, attrs, op_type):
+    """Paddle's diag_num/diag_step/diag_val: values.flat[i * (diag_step + 1)] = diag_val for
+    i < diag_num (in place)."""
+    diag_num, diag_step = attrs["diag_num"], attrs["diag_step"]
+    if diag_num <= 0:
+        return
+    flat = values.reshape(-1)
+    last = (diag_num - 1) * (diag_step + 1)
+    if last >= flat.size:
+        raise InvalidArgument(expected(op_type, "attribute 'diag_num'",
+                                       f"diagonal positions inside the {flat.size} elements",
+                                       f"diag_num={diag_num}, diag_step={diag_step}"))
+    flat[np.arange(diag_num) * (diag_step + 1)] = attrs["diag_val"]
+
+
 def _uniform_random(ctx, shape_tensor, shape_list):
     attrs = ctx.attrs
     shape = _runtime_shape("uniform_random", shape_tensor, shape_list, attrs["shape"])
     dtype = to_numpy_dtype(attrs["dtype"])
     values = ctx.random_state().uniform(attrs["min"], attrs["max"], shape).astype(dtype)
-    diag_num, diag_step = attrs["diag_num"], attrs["diag_step"]
-    if diag_num > 0:
-        flat = values.reshape(-1)
-        last = (diag_num - 1) * (diag_step + 1)
-        if last >= flat.size:
-            raise InvalidArgument(expected("uniform_random", "attribute 'diag_num'",
-                                           f"diagonal positions inside the {flat.size} "
-                                           f"elements", f"diag_num={diag_num}, "
-                                           f"diag_step={diag_step}"))
-        flat[np.arange(diag_num) * (diag_step + 1)] = attrs["diag_val"]
+    _set_diagonal(values, attrs, "uniform_random")
     return _as_declared_out(ctx, ctx.xp.asarray(values))
 
 
@@ -593,7 +599,9 @@ def _batch_shape(attrs, x):
 def _uniform_batch_like(ctx, x):
     attrs = ctx.attrs
     values = ctx.random_state().uniform(attrs["min"], attrs["max"], _batch_shape(attrs, x))
-    return ctx.xp.asarray(values.astype(to_numpy_dtype(attrs["dtype"])))
+    values = values.astype(to_numpy_dtype(attrs["dtype"]))
+    _set_diagonal(values, attrs, "uniform_random_batch_size_like")
+    return ctx.xp.asarray(values)
 
 
 def _gaussian_batch_like(ctx, x):
@@ -611,7 +619,8 @@ def_op("uniform_random_batch_size_like", inputs=["Input"], outputs=["Out"],
        infer_shape=_batch_size_like_infer, kernel=_uniform_batch_like, grad=no_gradient,
        traits=("stateful",),
        doc="Out ~ U[min, max) of ``shape`` with shape[output_dim_idx] = "
-           "Input.dims[input_dim_idx] (the batch size).")
+           "Input.dims[input_dim_idx] (the batch size); diag_num > 0 sets diagonal values "
+           "as uniform_random does.")
 def_op("gaussian_random_batch_size_like", inputs=["Input"], outputs=["Out"],
        attrs={**_BATCH_LIKE_ATTRS, "mean": ("float", 0.0), "std": ("float", 1.0)},
        infer_shape=_batch_size_like_infer, kernel=_gaussian_batch_like, grad=no_gradient,

@@ -90,6 +90,10 @@ CASES = [
     OpCase("uniform_random_batch_size_like", {"Input": np.zeros((7, 2), "float32")},
            attrs={"shape": [-1, 500], "min": 2.0, "max": 3.0, "seed": 4},
            check=_uniform_batch(7, 2.0, 3.0)),
+    OpCase("uniform_random_batch_size_like", {"Input": np.zeros((3, 2), "float32")},
+           attrs={"shape": [-1, 3], "diag_num": 3, "diag_step": 3, "diag_val": 5.0, "seed": 1},
+           check=lambda o, i, a: np.testing.assert_array_equal(
+               np.diag(np.asarray(o["Out"])), [5.0, 5.0, 5.0]), name="diagonal"),
     OpCase("gaussian_random_batch_size_like", {"Input": np.zeros((3, 1000), "float32")},
            attrs={"shape": [-1, 4], "input_dim_idx": 1, "mean": 2.0, "std": 0.5, "seed": 8,
                   "dtype": 6},
