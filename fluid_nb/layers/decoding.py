@@ -6,7 +6,7 @@ from ..framework.program import Variable
 from ..layer_helper import LayerHelper
 from .arg_checks import INT, NON_NEGATIVE_INT, POSITIVE_INT, boolean, checks, optional, variable
 
-__all__ = ["beam_search", "beam_search_decode"]
+__all__ = ["beam_search", "beam_search_decode", "ctc_greedy_decoder"]
 
 
 def _of_dtype(where, name, var, *dtypes):
@@ -68,3 +68,25 @@ def beam_search_decode(ids, scores, beam_size, end_id, name=None):
                               "SentenceScores": [sentence_scores]},
                      attrs={"beam_size": beam_size, "end_id": end_id})
     return sentence_ids, sentence_scores
+
+
+@checks(blank=NON_NEGATIVE_INT)
+def ctc_greedy_decoder(input, blank, input_length=None, padding_value=0, name=None):
+    """Best-path CTC decoding of per-step class probabilities (a LoD sequence per row
+    group): the most probable class of each step, repeats merged, ``blank`` removed.
+    Returns the decoded id sequences (LoD)."""
+    from ..errors import Unimplemented
+    from .arg_checks import check
+    from .nn import topk
+    check("ctc_greedy_decoder", "input", input, variable)
+    if input_length is not None:
+        raise Unimplemented(expected("ctc_greedy_decoder", "input",
+                                     "a LoD tensor (the padded form with input_length is not "
+                                     "supported yet)", "input_length"))
+    _, ids = topk(input, k=1)
+    helper = LayerHelper("ctc_greedy_decoder", name=name)
+    out = helper.create_variable_for_type_inference(VarType.INT64)
+    helper.append_op(type="ctc_align", inputs={"Input": [ids]}, outputs={"Output": [out]},
+                     attrs={"merge_repeated": True, "blank": blank,
+                            "padding_value": padding_value})
+    return out

@@ -9,7 +9,7 @@ from .arg_checks import INT, NUMBER, boolean, checks, optional, real_in, variabl
 __all__ = ["square_error_cost", "cross_entropy", "softmax_with_cross_entropy",
            "sigmoid_cross_entropy_with_logits", "huber_loss", "smooth_l1", "log_loss",
            "kldiv_loss", "margin_rank_loss", "rank_loss", "bpr_loss", "mse_loss", "dice_loss",
-           "npair_loss"]
+           "npair_loss", "edit_distance"]
 
 #: Paddle's default ignore_index
 kIgnoreIndex = -100
@@ -198,3 +198,34 @@ def npair_loss(anchor, positive, labels, l2_reg=0.002):
     similarity = matmul(anchor, positive, transpose_y=True)
     entropy = softmax_with_cross_entropy(similarity, same, soft_label=True)
     return l2 + reduce_mean(reduce_sum(same * entropy, 0))
+
+
+@checks(input=variable, label=variable, normalized=boolean,
+        input_length=optional(variable), label_length=optional(variable))
+def edit_distance(input, label, normalized=True, ignored_tokens=None, input_length=None,
+                  label_length=None):
+    """Levenshtein distances between hypotheses and references (int64 id sequences by LoD,
+    or padded with lengths), divided by the reference length when ``normalized``; ids in
+    ``ignored_tokens`` are erased first. Returns ``(distances [N, 1], sequence_num)``."""
+    from ..framework.dtypes import VarType
+    helper = LayerHelper("edit_distance")
+    if ignored_tokens:
+        erased = []
+        for seq in (input, label):
+            out = helper.create_variable_for_type_inference(VarType.INT64)
+            helper.append_op(type="sequence_erase", inputs={"X": [seq]},
+                             outputs={"Out": [out]},
+                             attrs={"tokens": [int(t) for t in ignored_tokens]})
+            erased.append(out)
+        input, label = erased
+    inputs = {"Hyps": [input], "Refs": [label]}
+    if input_length is not None:
+        inputs["HypsLength"] = [input_length]
+    if label_length is not None:
+        inputs["RefsLength"] = [label_length]
+    distance = helper.create_variable_for_type_inference(VarType.FP32)
+    sequence_num = helper.create_variable_for_type_inference(VarType.INT64)
+    helper.append_op(type="edit_distance", inputs=inputs,
+                     outputs={"Out": [distance], "SequenceNum": [sequence_num]},
+                     attrs={"normalized": normalized})
+    return distance, sequence_num

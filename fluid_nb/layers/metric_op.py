@@ -6,7 +6,7 @@ from ..layer_helper import LayerHelper
 from .nn import topk
 from .arg_checks import POSITIVE_INT, checks, optional, variable
 
-__all__ = ["accuracy"]
+__all__ = ["accuracy", "mean_iou"]
 
 
 @checks(input=variable, label=variable, k=POSITIVE_INT, correct=optional(variable),
@@ -28,3 +28,22 @@ def accuracy(input, label, k=1, correct=None, total=None):
                      inputs={"Out": [topk_out], "Indices": [topk_indices], "Label": [label]},
                      outputs={"Accuracy": [acc_out], "Correct": [correct], "Total": [total]})
     return acc_out
+
+
+def mean_iou(input, label, num_classes):
+    """Mean intersection over union of predicted and true class ids (segmentation):
+    returns ``(mean_iou, out_wrong, out_correct)``, the per-class counts as well."""
+    from ..framework.dtypes import VarType
+    from .arg_checks import POSITIVE_INT, check, variable
+    check("mean_iou", "input", input, variable)
+    check("mean_iou", "label", label, variable)
+    check("mean_iou", "num_classes", num_classes, POSITIVE_INT)
+    helper = LayerHelper("mean_iou")
+    out_mean_iou = helper.create_variable_for_type_inference(VarType.FP32)
+    out_wrong = helper.create_variable_for_type_inference(VarType.INT32)
+    out_correct = helper.create_variable_for_type_inference(VarType.INT32)
+    helper.append_op(type="mean_iou", inputs={"Predictions": [input], "Labels": [label]},
+                     outputs={"OutMeanIou": [out_mean_iou], "OutWrong": [out_wrong],
+                              "OutCorrect": [out_correct]},
+                     attrs={"num_classes": num_classes})
+    return out_mean_iou, out_wrong, out_correct

@@ -1,9 +1,12 @@
 """Metric and selection ops: ``accuracy`` over top-k predictions, ``top_k``/``top_k_v2``
 (values and int64 indices of the k largest or smallest entries) and ``arg_max``."""
+import numpy as np
+
 from ..errors import InvalidArgument, expected
+from ..exec.tensor import LoDTensor
 from ..framework.dtypes import VarType
 from ..framework.infer import dims_match
-from .registry import def_op, grad_maker, grads_like
+from .registry import def_op, grad_maker, grads_like, no_gradient
 
 
 # --- accuracy -----------------------------------------------------------------------------
@@ -191,3 +194,155 @@ def_op("arg_max",
        doc="Out = the index of the first largest entry of X along ``axis`` (of the flattened X "
            "when flatten=True, giving shape [1]); int64 (dtype=3) or int32 (dtype=2). No "
            "gradient.")
+
+
+# --- mean_iou, edit_distance, ctc_align ----------------------------------------------------------
+def _mean_iou(ctx, predictions, labels, in_wrongs, in_corrects, in_mean_ious):
+    xp = ctx.xp
+    classes = ctx.attrs["num_classes"]
+    pred = xp.asarray(predictions).reshape(-1).astype("int64")
+    label = xp.asarray(labels).reshape(-1).astype("int64")
+    for name, values in (("Predictions", pred), ("Labels", label)):
+        if values.size and (int(values.min()) < 0 or int(values.max()) >= classes):
+            raise InvalidArgument(expected("mean_iou", name, f"class ids in [0, {classes})",
+                                           f"ids from {int(values.min())} to "
+                                           f"{int(values.max())}"))
+    hit = pred == label
+    correct = xp.bincount(label[hit], minlength=classes).astype("int32")
+    wrong = (xp.bincount(label[~hit], minlength=classes)
+             + xp.bincount(pred[~hit], minlength=classes)).astype("int32")
+    for extra in in_wrongs or ():
+        wrong = wrong + xp.asarray(extra).astype("int32")
+    for extra in in_corrects or ():
+        correct = correct + xp.asarray(extra).astype("int32")
+    seen = (correct + wrong) > 0
+    iou = xp.where(seen, correct / xp.maximum(correct + wrong, 1), 0)
+    mean = iou.sum() / max(int(seen.sum()), 1)
+    for extra in in_mean_ious or ():
+        mean = mean + float(xp.asarray(extra).reshape(-1)[0])
+    return xp.asarray([mean], dtype="float32"), wrong, correct
+
+
+def _mean_iou_infer(ctx):
+    classes = ctx.attrs()["num_classes"]
+    ctx.set_output("OutMeanIou", (1,), VarType.FP32)
+    ctx.set_output("OutWrong", (classes,), VarType.INT32)
+    ctx.set_output("OutCorrect", (classes,), VarType.INT32)
+
+
+def_op("mean_iou", inputs=["Predictions", "Labels", "InWrongs[]?", "InCorrects[]?",
+                           "InMeanIou[]?"],
+       outputs=["OutMeanIou", "OutWrong", "OutCorrect"],
+       attrs={"num_classes": ("int", None)}, infer_shape=_mean_iou_infer, grad=no_gradient,
+       kernel=_mean_iou,
+       doc="Per class c: correct = pixels predicted c where the label is c; wrong = pixels "
+           "labelled c predicted otherwise plus pixels predicted c labelled otherwise (the "
+           "In* counts added); OutMeanIou = the mean of correct / (correct + wrong) over the "
+           "classes that occur.")
+
+
+def _levenshtein(a, b):
+    previous = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        current = [i]
+        for j, y in enumerate(b, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1,
+                               previous[j - 1] + (x != y)))
+        previous = current
+    return previous[-1]
+
+
+def _sequences(tensor, lengths, where):
+    """The rows of each sequence: by LoD, or by the padded rows and their lengths."""
+    values = np.asarray(tensor)
+    if lengths is not None:
+        counts = np.asarray(lengths).reshape(-1).astype("int64")
+        rows = values.reshape(len(counts), -1)
+        return [list(rows[i, :counts[i]]) for i in range(len(counts))]
+    lod = tensor.lod()
+    if not lod:
+        raise InvalidArgument(expected(where, "a LoD or lengths", "one of them", "neither"))
+    flat = values.reshape(-1)
+    offsets = lod[-1]
+    return [list(flat[offsets[i]:offsets[i + 1]]) for i in range(len(offsets) - 1)]
+
+
+def _edit_distance(ctx, hyps, refs, hyps_length, refs_length):
+    hyp_seqs = _sequences(hyps, hyps_length, "edit_distance")
+    ref_seqs = _sequences(refs, refs_length, "edit_distance")
+    if len(hyp_seqs) != len(ref_seqs):
+        raise InvalidArgument(expected("edit_distance", "as many Refs as Hyps",
+                                       len(hyp_seqs), len(ref_seqs)))
+    distances = []
+    for hyp, ref in zip(hyp_seqs, ref_seqs):
+        d = float(_levenshtein(hyp, ref))
+        if ctx.attrs["normalized"]:
+            d = d / len(ref) if ref else float(len(hyp) > 0)
+        distances.append(d)
+    xp = ctx.xp
+    return (LoDTensor(xp.asarray(np.array(distances, "float32").reshape(-1, 1))),
+            LoDTensor(xp.asarray(np.array([len(distances)], "int64"))))
+
+
+def _edit_distance_infer(ctx):
+    ctx.set_output("Out", (-1, 1), VarType.FP32)
+    ctx.set_output("SequenceNum", (1,), VarType.INT64)
+
+
+def_op("edit_distance", inputs=["Hyps", "Refs", "HypsLength?", "RefsLength?"],
+       outputs=["Out", "SequenceNum"], attrs={"normalized": ("bool", False)},
+       infer_shape=_edit_distance_infer, grad=no_gradient, kernel=_edit_distance,
+       lod_aware=True, traits={"runtime_outputs"},
+       doc="Out[i] = the Levenshtein distance between hypothesis i and reference i "
+           "(sequences by LoD, or padded rows with lengths), divided by the reference's "
+           "length when normalized; SequenceNum = the number of pairs.")
+
+
+def _ctc_align(ctx, x):
+    a = ctx.attrs
+    blank, merge = a["blank"], a["merge_repeated"]
+    rows = []
+    for seq in _sequences(x, None, "ctc_align"):
+        kept, previous = [], None
+        for token in seq:
+            token = int(token)
+            if token != blank and not (merge and token == previous):
+                kept.append(token)
+            previous = token
+        rows.append(kept)
+    offsets = [0]
+    for row in rows:
+        offsets.append(offsets[-1] + len(row))
+    if offsets[-1] == 0:  # nothing left anywhere: Fluid's one row of -1
+        return LoDTensor(ctx.xp.asarray(np.array([[-1]], "int64")), [[0, 1]])
+    flat = np.array([t for row in rows for t in row], "int64").reshape(-1, 1)
+    return LoDTensor(ctx.xp.asarray(flat), [offsets])
+
+
+def_op("ctc_align", inputs=["Input"], outputs=["Output"],
+       attrs={"blank": ("int", 0), "merge_repeated": ("bool", True),
+              "padding_value": ("int", 0)},
+       infer_shape=lambda ctx: ctx.set_output("Output", (-1, 1), ctx.input_dtype("Input"),
+                                              lod_level=1),
+       grad=no_gradient, kernel=_ctc_align, lod_aware=True, traits={"runtime_outputs"},
+       doc="Per sequence: repeated tokens merged (merge_repeated), then the blank removed; "
+           "LoD by sequence (a single -1 row when nothing is left in any).")
+
+
+def _sequence_erase(ctx, x):
+    tokens = set(ctx.attrs["tokens"])
+    rows = [[t for t in seq if int(t) not in tokens]
+            for seq in _sequences(x, None, "sequence_erase")]
+    offsets = [0]
+    for row in rows:
+        offsets.append(offsets[-1] + len(row))
+    flat = np.array([t for row in rows for t in row], np.asarray(x).dtype).reshape(-1, 1)
+    return LoDTensor(ctx.xp.asarray(flat), [offsets])
+
+
+def_op("sequence_erase", inputs=["X"], outputs=["Out"], attrs={"tokens": ("ints", [])},
+       infer_shape=lambda ctx: ctx.set_output("Out", (-1, 1), ctx.input_dtype("X"),
+                                              lod_level=1),
+       grad=no_gradient, kernel=_sequence_erase, lod_aware=True,
+       traits={"runtime_outputs"},
+       doc="Out = each sequence of X without the ids in tokens (LoD recomputed).")

@@ -78,6 +78,57 @@ CASES = [
 ]
 
 
+def _levenshtein(a, b):
+    table = np.arange(len(b) + 1)
+    for i, x in enumerate(a, 1):
+        row = [i]
+        for j, y in enumerate(b, 1):
+            row.append(min(table[j] + 1, row[j - 1] + 1, table[j - 1] + (x != y)))
+        table = np.array(row)
+    return table[-1]
+
+
+HYPS = np.array([1, 2, 3, 4, 5, 5, 7], "int64").reshape(-1, 1)
+REFS = np.array([1, 3, 3, 5, 5, 6], "int64").reshape(-1, 1)
+HYPS_LOD, REFS_LOD = [[0, 4, 7]], [[0, 3, 6]]
+
+
+def _edit_ref(i, a):
+    hyps = [HYPS[0:4, 0], HYPS[4:7, 0]]
+    refs = [REFS[0:3, 0], REFS[3:6, 0]]
+    d = np.array([[_levenshtein(h, r) / (len(r) if a.get("normalized") else 1)]
+                  for h, r in zip(hyps, refs)], "float32")
+    return {"Out": d, "SequenceNum": np.array([2], "int64")}
+
+
+CASES += [
+    OpCase("mean_iou", {"Predictions": np.array([0, 1, 1, 2, 2, 2], "int32"),
+                        "Labels": np.array([0, 1, 2, 2, 2, 0], "int32")},
+           attrs={"num_classes": 3},
+           # class 0: 1 correct, 1 wrong; 1: 1, 1; 2: 2, 2 -> (1/2 + 1/2 + 2/4) / 3
+           ref=lambda i, a: {"OutMeanIou": np.array([0.5], "float32"),
+                             "OutWrong": np.array([1, 1, 2], "int32"),
+                             "OutCorrect": np.array([1, 1, 2], "int32")}),
+    OpCase("edit_distance", {"Hyps": HYPS, "Refs": REFS},
+           lod={"Hyps": HYPS_LOD, "Refs": REFS_LOD}, ref=_edit_ref),
+    OpCase("edit_distance", {"Hyps": HYPS, "Refs": REFS}, attrs={"normalized": True},
+           lod={"Hyps": HYPS_LOD, "Refs": REFS_LOD}, ref=_edit_ref, name="normalized"),
+    OpCase("ctc_align", {"Input": np.array([0, 1, 1, 0, 2, 2, 3, 0, 0, 4, 4], "int64")
+                         .reshape(-1, 1)},
+           lod={"Input": [[0, 7, 11]]}, attrs={"blank": 0},
+           ref=lambda i, a: {"Output": (np.array([1, 2, 3, 4], "int64").reshape(-1, 1),
+                                        [[0, 3, 4]])}),
+    OpCase("ctc_align", {"Input": np.array([0, 0, 0], "int64").reshape(-1, 1)},
+           lod={"Input": [[0, 1, 3]]}, attrs={"blank": 0},
+           ref=lambda i, a: {"Output": (np.array([[-1]], "int64"), [[0, 1]])},
+           name="all_blank"),
+    OpCase("sequence_erase", {"X": np.array([2, 9, 3, 9, 9, 1], "int64").reshape(-1, 1)},
+           lod={"X": [[0, 3, 6]]}, attrs={"tokens": [9]},
+           ref=lambda i, a: {"Out": (np.array([2, 3, 1], "int64").reshape(-1, 1),
+                                     [[0, 2, 3]])}),
+]
+
+
 test_output_matches_numpy, test_grad_matches_finite_differences = table_tests(CASES)
 
 
