@@ -311,22 +311,32 @@ unary_op("hard_swish",
              "offset) / scale, threshold / scale.")
 
 
+def _mish_softplus(xp, x, threshold):
+    """softplus(X) as Paddle's mish takes it: X above threshold and e^X below -threshold
+    (when threshold > 0), ln(1 + e^X) otherwise."""
+    soft = xp.logaddexp(0, x)
+    if threshold > 0:
+        soft = xp.where(x > threshold, x, xp.where(x < -threshold, xp.exp(x), soft))
+    return soft
+
+
 def _mish(xp, x, a):
-    soft = xp.where(x > a["threshold"], x, xp.logaddexp(0, x))
-    return (x * xp.tanh(soft)).astype(x.dtype)
+    return (x * xp.tanh(_mish_softplus(xp, x, a["threshold"]))).astype(x.dtype)
 
 
 def _mish_grad(xp, x, dout, a):
-    soft = xp.where(x > a["threshold"], x, xp.logaddexp(0, x))
-    t = xp.tanh(soft)
-    dsoft = xp.where(x > a["threshold"], 1.0, _sigmoid_of(xp, x))
+    threshold = a["threshold"]
+    t = xp.tanh(_mish_softplus(xp, x, threshold))
+    dsoft = _sigmoid_of(xp, x)
+    if threshold > 0:
+        dsoft = xp.where(x > threshold, 1.0, xp.where(x < -threshold, xp.exp(x), dsoft))
     return dout * (t + x * (1 - t * t) * dsoft)
 
 
 unary_op("mish", forward=_mish, backward=_mish_grad, uses="X",
          attrs={"threshold": ("float", 20.0)},
-         doc="Out = X tanh(softplus(X)) (softplus(X) = X past threshold); dX = dOut (tanh(sp) "
-             "+ X (1 - tanh(sp)^2) sigmoid(X)).")
+         doc="Out = X tanh(sp(X)), sp(X) = ln(1 + e^X), or X above threshold and e^X below "
+             "-threshold when threshold > 0; dX = dOut (tanh(sp) + X (1 - tanh(sp)^2) sp'(X)).")
 
 
 # --- the ops whose Paddle kernels take floating-point tensors only ------------------------------

@@ -165,6 +165,12 @@ CASES += [
     OpCase("mish", {"X": r(3, 4, low=-3, high=3)},
            ref=lambda i, a: {"Out": _f64(i["X"]) * np.tanh(np.log1p(np.exp(_f64(i["X"]))))},
            grad=["X"]),
+    # past +-threshold Paddle takes softplus as X and as e^X
+    OpCase("mish", {"X": _away_from([-1.0, 1.0], 3, 4)}, attrs={"threshold": 1.0},
+           ref=lambda i, a: {"Out": _f64(i["X"]) * np.tanh(np.where(
+               i["X"] > 1, _f64(i["X"]), np.where(i["X"] < -1, np.exp(_f64(i["X"])),
+                                                  np.log1p(np.exp(_f64(i["X"]))))))},
+           grad=["X"], name="threshold"),
 ]
 
 
