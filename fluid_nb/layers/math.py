@@ -149,6 +149,8 @@ def pow(x, factor=1.0, name=None):
 def sum(x):
     """Out = x[0] + x[1] + ... (a Variable or a list of them, LoD from the first)."""
     xs = [x] if isinstance(x, Variable) else list(x)
+    for var in xs:
+        _dtype_among("sum", "x", var, ("float32", "float64", "int32", "int64"))
     helper = LayerHelper("sum")
     out = helper.create_variable_for_type_inference(xs[0].dtype)
     helper.append_op(type="sum", inputs={"X": xs}, outputs={"Out": [out]},
@@ -163,6 +165,7 @@ def sign(x):
         from .tensor import assign
         x = assign(x)
     check("sign", "x", x, variable)
+    _dtype_among("sign", "x", x, _FLOATS)
     helper = LayerHelper("sign")
     out = helper.create_variable_for_type_inference(x.dtype)
     helper.append_op(type="sign", inputs={"X": [x]}, outputs={"Out": [out]})

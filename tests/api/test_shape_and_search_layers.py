@@ -189,3 +189,12 @@ def test_sampling_id_draws_columns_by_probability():
     probs = np.tile(np.array([[0.0, 1.0, 0.0]], "float32"), (4, 1))
     _, _, (ids,) = _run(lambda x: L.sampling_id(x, seed=3), {"x": probs})
     np.testing.assert_array_equal(ids, [1, 1, 1, 1])
+
+
+def test_sign_and_sum_check_fluid_18_dtypes():
+    with pytest.raises(TypeError, match="^sign: x's dtype expected one of float16"):
+        _run(lambda x: L.sign(x), {"x": np.array([[1, -2]], "int32")})
+    with pytest.raises(TypeError, match="^sum: x's dtype expected one of float32"):
+        _run(lambda x: L.sum([x, x]), {"x": np.array([[True]])})
+    _, _, (total,) = _run(lambda x: L.sum([x, x]), {"x": np.array([[1, 2]], "int64")})
+    np.testing.assert_array_equal(total, [[2, 4]])
