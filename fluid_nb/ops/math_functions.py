@@ -10,6 +10,7 @@ import numpy as np
 from ..errors import InvalidArgument, expected
 from ..framework.dtypes import VarType, to_numpy_dtype
 from .creation import dtype_attr
+from .lookup import _index_add
 from .registry import def_op, grad_maker, grads_like, no_gradient, same_shape
 
 
@@ -120,9 +121,8 @@ def _argsort_infer(ctx):
 def _argsort_grad(ctx, indices, x, dout):
     xp = ctx.xp
     axis = _axis("argsort", ctx.attrs["axis"], x.ndim)
-    dx = xp.zeros_like(x, dtype=dout.dtype)
-    xp.put_along_axis(dx, indices, dout, axis)
-    return dx
+    # Indices is a permutation along the axis: its inverse gathers dOut back into place
+    return xp.take_along_axis(dout, xp.argsort(indices, axis=axis), axis)
 
 
 _ARGSORT_ATTRS = {"axis": ("int", -1), "descending": ("bool", False)}
@@ -293,7 +293,7 @@ def _index_select_grad(ctx, x, index, dout):
     dim = _axis("index_select", ctx.attrs["dim"], x.ndim, "attribute 'dim'")
     dx = xp.zeros(x.shape, dtype=dout.dtype)
     moved = xp.moveaxis(dx, dim, 0)  # a view: adding into it fills dx
-    xp.add.at(moved, index.reshape(-1), xp.moveaxis(dout, dim, 0))
+    _index_add(xp, moved, index.reshape(-1), xp.moveaxis(dout, dim, 0))
     return dx
 
 
@@ -328,7 +328,7 @@ def _index_sample_grad(ctx, x, index, dout):
     xp = ctx.xp
     dx = xp.zeros(x.shape, dtype=dout.dtype)
     rows = xp.arange(x.shape[0])[:, None]
-    xp.add.at(dx, (xp.broadcast_to(rows, index.shape), index.astype(np.int64)), dout)
+    _index_add(xp, dx, (xp.broadcast_to(rows, index.shape), index.astype(np.int64)), dout)
     return dx
 
 
