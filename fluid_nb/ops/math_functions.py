@@ -56,7 +56,7 @@ def_op("where_index", inputs=["Condition"], outputs=["Out"],
 # --- cumsum --------------------------------------------------------------------------------------
 def _cumsum(ctx, x):
     attrs, xp = ctx.attrs, ctx.xp
-    if attrs["flatten"]:
+    if attrs.get("flatten"):
         x = x.reshape(-1)
     axis = _axis("cumsum", attrs["axis"], x.ndim)
     if attrs["reverse"]:
@@ -71,7 +71,7 @@ def _cumsum(ctx, x):
 
 def _cumsum_infer(ctx):
     shape = ctx.input_shape("X")
-    if ctx.attr("flatten"):
+    if ctx.attrs().get("flatten"):
         n = int(np.prod(shape)) if all(d >= 0 for d in shape) else -1
         ctx.set_output("Out", (n,), ctx.input_dtype("X"))
         return
@@ -87,8 +87,9 @@ def _cumsum_grad(g):
 
 
 def_op("cumsum", inputs=["X"], outputs=["Out"],
-       attrs={"axis": ("int", -1), "flatten": ("bool", False), "exclusive": ("bool", False),
-              "reverse": ("bool", False)},
+       # Paddle 2's flatten stays undeclared: read when a program has it, never added to a
+       # Fluid 1.x program (whose cumsum has no such attribute)
+       attrs={"axis": ("int", -1), "exclusive": ("bool", False), "reverse": ("bool", False)},
        infer_shape=_cumsum_infer, kernel=_cumsum, grad=_cumsum_grad,
        doc="Out[.., i, ..] = sum of X[.., j, ..] for j <= i along ``axis`` (j < i when "
            "exclusive; from the end when reverse; over X flattened when flatten). "
@@ -160,8 +161,10 @@ def _logical_reduce(type, fn, word):
                                  keepdims=ctx.attrs["keep_dim"]))
 
     def_op(type, inputs=["X"], outputs=["Out"],
+           # the attributes of Paddle's shared reduce op maker (the dtypes unused here)
            attrs={"dim": ("ints", [0]), "keep_dim": ("bool", False),
-                  "reduce_all": ("bool", False)},
+                  "reduce_all": ("bool", False), "in_dtype": ("int", -1),
+                  "out_dtype": ("int", -1)},
            infer_shape=infer, kernel=kernel, grad=no_gradient,
            doc=f"Out = logical {word} of X over ``dim`` (every dim when reduce_all or dim is "
                f"empty), a bool tensor; keep_dim keeps the reduced dims as 1.")
