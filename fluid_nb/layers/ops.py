@@ -4,7 +4,7 @@
 As in Fluid, ``name=`` names the output variable itself for these layers.
 """
 from ..errors import InvalidArgument, InvalidType, Unimplemented, expected
-from ..framework.dtypes import dtype_name
+from ..framework.dtypes import convert_dtype, dtype_name
 from ..framework.program import Variable
 from ..layer_helper import LayerHelper
 from ..ops import registry
@@ -41,11 +41,18 @@ def _output(helper, dtype, name):
     return helper.create_variable(name=name, dtype=dtype, persistable=False)
 
 
+_ALLOWED_TYPES = {}  # op type -> the VarTypes its layer takes (worked out at first use)
+
+
 def _check_dtype(op_type, x):
-    allowed = _DTYPES.get(op_type, _FLOAT)
-    got = dtype_name(x.dtype)
-    if got not in allowed:  # Fluid's check_variable_and_dtype: a TypeError at the call
-        raise InvalidType(expected(op_type, "x's dtype", "one of " + ", ".join(allowed), got))
+    allowed = _ALLOWED_TYPES.get(op_type)
+    if allowed is None:
+        allowed = _ALLOWED_TYPES[op_type] = frozenset(
+            convert_dtype(name) for name in _DTYPES.get(op_type, _FLOAT))
+    if x.dtype not in allowed:  # Fluid's check_variable_and_dtype: a TypeError at the call
+        names = _DTYPES.get(op_type, _FLOAT)
+        raise InvalidType(expected(op_type, "x's dtype", "one of " + ", ".join(names),
+                                   dtype_name(x.dtype)))
 
 
 def _activation_layer(op_type):
