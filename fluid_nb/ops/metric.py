@@ -346,3 +346,78 @@ def_op("sequence_erase", inputs=["X"], outputs=["Out"], attrs={"tokens": ("ints"
        grad=no_gradient, kernel=_sequence_erase, lod_aware=True,
        traits={"runtime_outputs"},
        doc="Out = each sequence of X without the ids in tokens (LoD recomputed).")
+
+
+# --- auc: the area under ROC or PR curves from bucketed counts ----------------------------------
+def _area(pos, neg, curve):
+    """The area under the curve from per-bucket positive and negative counts (highest
+    bucket first, as the thresholds fall), by trapezoids as Paddle sums them."""
+    total_pos = total_neg = 0.0
+    area = 0.0
+    for bucket in range(len(pos) - 1, -1, -1):
+        previous_pos, previous_neg = total_pos, total_neg
+        total_pos += float(pos[bucket])
+        total_neg += float(neg[bucket])
+        if curve == "ROC":
+            area += abs(total_neg - previous_neg) * (total_pos + previous_pos) / 2
+        elif total_pos + total_neg > 0 and previous_pos + previous_neg > 0:  # PR
+            precision = total_pos / (total_pos + total_neg)
+            previous_precision = previous_pos / (previous_pos + previous_neg)
+            area += abs(total_pos - previous_pos) * (precision + previous_precision) / 2
+    if curve == "ROC":
+        return area / total_pos / total_neg if total_pos > 0 and total_neg > 0 else 0.0
+    return area / total_pos if total_pos > 0 else 0.0
+
+
+def _auc(ctx, predict, label, stat_pos, stat_neg):
+    a = ctx.attrs
+    thresholds, steps = a["num_thresholds"], a["slide_steps"]
+    buckets = thresholds + 1
+    scores = np.asarray(predict).reshape(len(predict), -1)[:, -1]
+    labels = np.asarray(label).reshape(-1)
+    bins = np.clip((scores * thresholds).astype("int64"), 0, thresholds)
+    batch_pos = np.bincount(bins[labels != 0], minlength=buckets).astype("int64")
+    batch_neg = np.bincount(bins[labels == 0], minlength=buckets).astype("int64")
+    pos = np.array(stat_pos, dtype="int64").reshape(-1)
+    neg = np.array(stat_neg, dtype="int64").reshape(-1)
+    if steps == 0:  # every batch so far
+        pos[:buckets] += batch_pos
+        neg[:buckets] += batch_neg
+        summed_pos, summed_neg = pos[:buckets], neg[:buckets]
+    else:  # a window of the last slide_steps batches: a ring of rows, their sum, a counter
+        step = int(pos[(steps + 1) * buckets]) % steps
+        ring, total = slice(step * buckets, (step + 1) * buckets), slice(steps * buckets,
+                                                                         (steps + 1) * buckets)
+        for counts, batch in ((pos, batch_pos), (neg, batch_neg)):
+            counts[total] -= counts[ring]
+            counts[ring] = batch
+            counts[total] += batch
+            counts[(steps + 1) * buckets] += 1
+        summed_pos, summed_neg = pos[total], neg[total]
+    value = _area(summed_pos, summed_neg, a["curve"])
+    xp = ctx.xp
+    shape_pos, shape_neg = np.asarray(stat_pos).shape, np.asarray(stat_neg).shape
+    return (xp.asarray(np.array(value, "float64")), xp.asarray(pos.reshape(shape_pos)),
+            xp.asarray(neg.reshape(shape_neg)))
+
+
+def _auc_infer(ctx):
+    ctx.set_output("AUC", (), VarType.FP64)
+    ctx.set_output("StatPosOut", ctx.input_shape("StatPos"), VarType.INT64)
+    ctx.set_output("StatNegOut", ctx.input_shape("StatNeg"), VarType.INT64)
+
+
+def _curve(value):
+    return None if value in ("ROC", "PR") else "ROC or PR"
+
+
+def_op("auc", inputs=["Predict", "Label", "StatPos", "StatNeg"],
+       outputs=["AUC", "StatPosOut", "StatNegOut"],
+       attrs={"curve": ("string", "ROC", _curve), "num_thresholds": ("int", 2 ** 12 - 1),
+              "slide_steps": ("int", 1)},
+       infer_shape=_auc_infer, grad=no_gradient, kernel=_auc,
+       doc="Each prediction (Predict's last column) falls in bucket floor(p * "
+           "num_thresholds); StatPos/StatNeg count the positive and negative labels per "
+           "bucket over all batches (slide_steps 0) or the last slide_steps batches (a ring "
+           "of rows, their sum and a step counter); AUC = the trapezoid area under the ROC "
+           "(or PR) curve of the counts, thresholds from high to low.")

@@ -52,3 +52,35 @@ def test_ctc_greedy_decoder_merges_repeats_and_drops_blanks():
     (decoded,) = _run(build, {"x": probs}, 1)
     assert decoded.lod() == [[0, 2, 3]]
     np.testing.assert_array_equal(np.array(decoded).reshape(-1), [2, 3, 1])
+
+
+def test_auc_over_a_window_of_batches_and_over_all_of_them():
+    """The batch AUC covers the last slide_steps batches, the global one every batch; with
+    enough thresholds both equal the exact rank statistic of the scores they cover."""
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        p = fluid.data(name="p", shape=[None, 2], dtype="float32")
+        label = fluid.data(name="label", shape=[None, 1], dtype="int64")
+        global_auc, batch_auc, states = fluid.layers.auc(p, label, num_thresholds=1000,
+                                                         slide_steps=1)
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(startup)
+    rng = np.random.RandomState(0)
+    seen_scores, seen_labels = [], []
+    for _ in range(3):
+        scores = np.round(rng.rand(40), 3).astype("float32")
+        labels = (rng.rand(40) < scores).astype("int64")
+        seen_scores.append(scores)
+        seen_labels.append(labels)
+        g, b = exe.run(main, feed={"p": np.stack([1 - scores, scores], 1),
+                                   "label": labels.reshape(-1, 1)},
+                       fetch_list=[global_auc, batch_auc])
+        np.testing.assert_allclose(b, [_exact(scores, labels)], atol=0.02)
+        np.testing.assert_allclose(g, [_exact(np.concatenate(seen_scores),
+                                              np.concatenate(seen_labels))], atol=0.02)
+    assert len(states) == 4
+
+
+def _exact(scores, labels):
+    pos, neg = scores[labels == 1], scores[labels == 0]
+    return np.mean([(a > b) + 0.5 * (a == b) for a in pos for b in neg])

@@ -129,6 +129,48 @@ CASES += [
 ]
 
 
+def _exact_auc(scores, labels):
+    """The probability that a positive outranks a negative (ties count half)."""
+    pos, neg = scores[labels == 1], scores[labels == 0]
+    return np.mean([(p > n) + 0.5 * (p == n) for p in pos for n in neg])
+
+
+AUC_SCORES = np.array([0.1, 0.35, 0.4, 0.8, 0.7, 0.2], "float32")
+AUC_LABELS = np.array([0, 0, 1, 1, 1, 0], "int64")
+AUC_PREDICT = np.stack([1 - AUC_SCORES, AUC_SCORES], 1)
+
+
+def _auc_case(slide_steps, stat_shape, ref_stats):
+    def ref(i, a):  # the rank statistic of the buckets (scores in one bucket tie)
+        buckets = np.floor(AUC_SCORES * 9)
+        return dict(ref_stats(), AUC=np.array(_exact_auc(buckets, AUC_LABELS)))
+    return OpCase("auc", {"Predict": AUC_PREDICT, "Label": AUC_LABELS.reshape(-1, 1),
+                          "StatPos": np.zeros(stat_shape, "int64"),
+                          "StatNeg": np.zeros(stat_shape, "int64")},
+                  attrs={"num_thresholds": 9, "slide_steps": slide_steps, "curve": "ROC"},
+                  ref=ref, name=f"slide_steps_{slide_steps}")
+
+
+def _global_stats():
+    pos, neg = np.zeros((1, 10), "int64"), np.zeros((1, 10), "int64")
+    for score, label in zip(AUC_SCORES, AUC_LABELS):
+        (pos if label else neg)[0, int(score * 9)] += 1
+    return {"StatPosOut": pos, "StatNegOut": neg}
+
+
+def _window_stats():
+    g = _global_stats()
+    pos, neg = np.zeros(2 * 10 + 1, "int64"), np.zeros(2 * 10 + 1, "int64")
+    # one step of a one-batch window: the ring row, the sum row, the step counter
+    pos[0:10] = pos[10:20] = g["StatPosOut"][0]
+    neg[0:10] = neg[10:20] = g["StatNegOut"][0]
+    pos[20] = neg[20] = 1
+    return {"StatPosOut": pos, "StatNegOut": neg}
+
+
+CASES += [_auc_case(0, (1, 10), _global_stats), _auc_case(1, (2 * 10 + 1,), _window_stats)]
+
+
 test_output_matches_numpy, test_grad_matches_finite_differences = table_tests(CASES)
 
 
