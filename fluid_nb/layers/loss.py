@@ -9,7 +9,7 @@ from .arg_checks import INT, NUMBER, boolean, checks, optional, real_in, variabl
 __all__ = ["square_error_cost", "cross_entropy", "softmax_with_cross_entropy",
            "sigmoid_cross_entropy_with_logits", "huber_loss", "smooth_l1", "log_loss",
            "kldiv_loss", "margin_rank_loss", "rank_loss", "bpr_loss", "mse_loss", "dice_loss",
-           "npair_loss", "edit_distance"]
+           "npair_loss", "edit_distance", "teacher_student_sigmoid_loss", "center_loss"]
 
 #: Paddle's default ignore_index
 kIgnoreIndex = -100
@@ -229,3 +229,41 @@ def edit_distance(input, label, normalized=True, ignored_tokens=None, input_leng
                      outputs={"Out": [distance], "SequenceNum": [sequence_num]},
                      attrs={"normalized": normalized})
     return distance, sequence_num
+
+
+@checks(input=variable, label=variable, soft_max_up_bound=NUMBER, soft_max_lower_bound=NUMBER)
+def teacher_student_sigmoid_loss(input, label, soft_max_up_bound=15.0,
+                                 soft_max_lower_bound=-15.0):
+    """The click and teacher-score sigmoid cross entropies of a CTR model distilled from a
+    teacher (``label`` encodes both; see the op)."""
+    return _one_op("teacher_student_sigmoid_loss", {"X": [input], "Label": [label]}, "Y",
+                   input.dtype, {"soft_max_up_bound": float(soft_max_up_bound),
+                                 "soft_max_lower_bound": float(soft_max_lower_bound)})
+
+
+@checks(input=variable, label=variable, alpha=NUMBER, update_center=boolean)
+def center_loss(input, label, num_classes, alpha, param_attr, update_center=True):
+    """Center loss (Wen et al.): half the squared distance of each feature row to its
+    class center; the centers (a parameter, initialised 0) move towards their samples at
+    rate ``alpha`` at every run when ``update_center``. Returns the loss, [N, 1]."""
+    from ..framework.dtypes import VarType
+    from ..initializer import Constant
+    from .arg_checks import POSITIVE_INT, check
+    from .tensor import create_global_var
+    check("center_loss", "num_classes", num_classes, POSITIVE_INT)
+    helper = LayerHelper("center_loss", param_attr=param_attr)
+    centers = helper.create_parameter(attr=helper.param_attr,
+                                      shape=[num_classes, input.shape[1]], dtype=input.dtype,
+                                      default_initializer=Constant(0.0))
+    centers.stop_gradient = True
+    rate = create_global_var(shape=[1], value=float(alpha), dtype="float32", persistable=True,
+                             name="center_loss_alpha")
+    diff = helper.create_variable_for_type_inference(input.dtype)
+    loss = helper.create_variable_for_type_inference(input.dtype)
+    helper.append_op(type="center_loss",
+                     inputs={"X": [input], "Label": [label], "Centers": [centers],
+                             "CenterUpdateRate": [rate]},
+                     outputs={"SampleCenterDiff": [diff], "Loss": [loss],
+                              "CentersOut": [centers]},
+                     attrs={"cluster_num": num_classes, "need_update": update_center})
+    return loss

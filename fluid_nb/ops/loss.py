@@ -622,3 +622,80 @@ def_op("bpr_loss", inputs=["X", "Label"], outputs=["Y"], infer_shape=_bpr_infer,
            "log sigmoid(X_i,Label_i - X_ij).")
 def_op("bpr_loss_grad", inputs=["X", "Label", "Y@GRAD"], outputs=["X@GRAD"],
        infer_shape=_like(("X@GRAD", "X")), kernel=_bpr_grad, doc="Gradient of bpr_loss.")
+
+
+def _teacher_student(ctx, x, label):
+    xp = ctx.xp
+    soft = xp.maximum(x, 0) + xp.log1p(xp.exp(-xp.abs(x)))  # log(1 + e^x)
+    hard_one = soft - x            # -log(sigmoid(x))
+    out = xp.where(label < -1, soft,
+                   xp.where(label < 0, hard_one,
+                            xp.where(label < 1, soft + soft - x * label,
+                                     hard_one + soft - x * (label - 1))))
+    return out.astype(x.dtype)
+
+
+def _teacher_student_grad(ctx, x, label, dy):
+    xp, a = ctx.xp, ctx.attrs
+    p = _sigmoid(xp, xp.clip(x, a["soft_max_lower_bound"], a["soft_max_up_bound"]))
+    dx = xp.where(label < -1, p, xp.where(label < 0, p - 1, xp.where(
+        label < 1, 2 * p - label, 2 * p - 1 - (label - 1))))
+    return (dx * dy).astype(x.dtype)
+
+
+_TS_ATTRS = {"soft_max_up_bound": ("float", 15.0), "soft_max_lower_bound": ("float", -15.0)}
+def_op("teacher_student_sigmoid_loss", inputs=["X", "Label"], outputs=["Y"],
+       attrs=_TS_ATTRS, infer_shape=_like(("Y", "X")),
+       grad=grad_maker("teacher_student_sigmoid_loss_grad", inputs=["X", "Label"],
+                       out_grads=["Y"], in_grads=["X"]),
+       kernel=_teacher_student,
+       doc="Label < -1: click 0, no teacher; < 0: click 1, no teacher; in [0, 1): click 0 "
+           "and teacher score Label; >= 1: click 1 and teacher score Label - 1. Y sums the "
+           "sigmoid cross entropies of X against the click and the teacher score.")
+def_op("teacher_student_sigmoid_loss_grad", inputs=["X", "Label", "Y@GRAD"],
+       outputs=["X@GRAD"], attrs=_TS_ATTRS, infer_shape=_like(("X@GRAD", "X")),
+       kernel=_teacher_student_grad, doc="Gradient of teacher_student_sigmoid_loss.")
+
+
+def _center_loss(ctx, x, label, centers, rate):
+    xp = ctx.xp
+    ids = label.reshape(-1).astype("int64")
+    if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= len(centers)):
+        raise InvalidArgument(expected("center_loss", "Label", f"class ids in [0, "
+                                       f"{len(centers)})", int(ids.max())))
+    diff = x - centers[ids]
+    loss = 0.5 * (diff * diff).sum(axis=1, keepdims=True)
+    new_centers = centers
+    if ctx.attrs["need_update"]:
+        counts = xp.bincount(ids, minlength=len(centers)).astype(x.dtype)
+        moves = xp.zeros_like(centers)
+        xp.add.at(moves, ids, -diff)  # sum over the class of (center - x)
+        new_centers = centers - float(rate.reshape(-1)[0]) * moves / (1 + counts)[:, None]
+    return diff.astype(x.dtype), loss.astype(x.dtype), new_centers.astype(centers.dtype)
+
+
+def _center_loss_infer(ctx):
+    shape = ctx.input_shape("X")
+    ctx.set_output("SampleCenterDiff", shape, ctx.input_dtype("X"))
+    ctx.set_output("Loss", (shape[0], 1), ctx.input_dtype("X"))
+    ctx.set_output("CentersOut", ctx.input_shape("Centers"), ctx.input_dtype("Centers"))
+
+
+def _center_loss_grad(ctx, diff, dloss):
+    return (diff * dloss).astype(diff.dtype)
+
+
+def_op("center_loss", inputs=["X", "Label", "Centers", "CenterUpdateRate"],
+       outputs=["SampleCenterDiff!", "Loss", "CentersOut"],
+       attrs={"cluster_num": ("int", 0), "need_update": ("bool", True)},
+       infer_shape=_center_loss_infer,
+       grad=grad_maker("center_loss_grad", outputs=["SampleCenterDiff"], out_grads=["Loss"],
+                       in_grads=["X"]),
+       kernel=_center_loss,
+       doc="d_i = X_i - Centers[Label_i]; Loss_i = |d_i|^2 / 2; with need_update each center "
+           "moves by -rate * sum over its samples of (center - X_i) / (1 + their count); "
+           "dX = d * dLoss.")
+def_op("center_loss_grad", inputs=["SampleCenterDiff", "Loss@GRAD"], outputs=["X@GRAD"],
+       attrs={"cluster_num": ("int", 0), "need_update": ("bool", True)},
+       infer_shape=_like(("X@GRAD", "SampleCenterDiff")), kernel=_center_loss_grad,
+       doc="Gradient of center_loss.")

@@ -335,7 +335,9 @@ def no_gradient(grad_context):
 def same_shape(src="X", dst="Out", dtype=None):
     """infer_shape: ``dst`` has the shape (and dtype, unless given) of ``src``."""
     def infer(ctx):
-        ctx.set_output(dst, ctx.input_shape(src), dtype or ctx.input_dtype(src))
+        # (``is None``: BOOL is VarType 0, a dtype like any other)
+        ctx.set_output(dst, ctx.input_shape(src), ctx.input_dtype(src) if dtype is None
+                       else dtype)
     return infer
 
 

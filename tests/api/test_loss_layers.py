@@ -93,3 +93,31 @@ def test_npair_loss_trains_embeddings_apart():
     losses = [float(exe.run(main, feed=feed, fetch_list=[loss], scope=scope)[0])
               for _ in range(30)]
     assert losses[-1] < losses[0]
+
+
+def test_center_loss_pulls_the_centers_to_their_classes():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.data(name="x", shape=[None, 2], dtype="float32")
+        label = fluid.data(name="label", shape=[None, 1], dtype="int64")
+        loss = fluid.layers.mean(fluid.layers.center_loss(
+            x, label, num_classes=2, alpha=0.5, param_attr=fluid.ParamAttr(name="centers")))
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    exe.run(startup, scope=scope)
+    feed = {"x": np.array([[1, 1], [1.2, 0.8], [-1, -1]], "float32"),
+            "label": np.array([[0], [0], [1]], "int64")}
+    losses = [float(exe.run(main, feed=feed, fetch_list=[loss], scope=scope)[0])
+              for _ in range(20)]
+    assert losses[-1] < losses[0] / 10
+    np.testing.assert_allclose(np.array(scope.find_var("centers").value),
+                               [[1.1, 0.9], [-1, -1]], atol=0.05)
+
+
+def test_teacher_student_sigmoid_loss_layer():
+    x = np.array([[0.5], [-1.0]], "float32")
+    label = np.array([[-2.0], [1.3]], "float32")  # click 0 without teacher; click 1, q = 0.3
+    got = _run(lambda v: fluid.layers.teacher_student_sigmoid_loss(v["x"], v["y"]),
+               {"x": x, "y": label})
+    soft = np.log1p(np.exp(x.astype("float64")))
+    want = [soft[0], (soft[1] - x[1]) + soft[1] - x[1] * 0.3]
+    np.testing.assert_allclose(got, want, rtol=1e-5)

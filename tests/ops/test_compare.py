@@ -103,3 +103,26 @@ def test_no_gradients():
     from fluid_nb.ops import registry
     for op in list(COMPARE) + list(LOGICAL) + ["logical_not"]:
         assert registry.get(op).grad is None, op
+
+
+def test_same_shape_with_a_bool_dtype_gives_bool():
+    """BOOL is VarType 0: same_shape(dtype=BOOL) must not take it for "no dtype given"."""
+    from fluid_nb.framework.dtypes import VarType
+    from fluid_nb.ops import registry
+    infer = registry.same_shape("X", "Out", dtype=VarType.BOOL)
+    program = fluid.Program()
+    block = program.global_block()
+    block.create_var(name="x", shape=(2, 3), dtype="float32")
+    out = block.create_var(name="out")
+
+    class Ctx:
+        def input_shape(self, slot):
+            return (2, 3)
+
+        def input_dtype(self, slot):
+            return VarType.FP32
+
+        def set_output(self, slot, shape, dtype):
+            out.shape, out.dtype = shape, dtype
+    infer(Ctx())
+    assert out.dtype == VarType.BOOL and out.shape == (2, 3)

@@ -200,6 +200,46 @@ CASES += [
 ]
 
 
+def _softplus(x):
+    return np.log1p(np.exp(x))
+
+
+def _teacher_student_ref(i, a):
+    x, label = _f(i["X"]), _f(i["Label"])
+    soft, hard = _softplus(x), _softplus(x) - x
+    return {"Y": np.where(label < -1, soft, np.where(
+        label < 0, hard, np.where(label < 1, 2 * soft - x * label,
+                                  hard + soft - x * (label - 1))))}
+
+
+CENTER_X = rng.uniform(-1, 1, (5, 3)).astype("float32")
+CENTER_LABEL = np.array([[0], [2], [0], [1], [2]], "int64")
+CENTERS = rng.uniform(-1, 1, (3, 3)).astype("float32")
+
+
+def _center_ref(i, a):
+    ids = i["Label"][:, 0]
+    diff = _f(i["X"]) - _f(i["Centers"])[ids]
+    moves = np.zeros((3, 3))
+    for row, c in enumerate(ids):
+        moves[c] += _f(i["Centers"])[c] - _f(i["X"])[row]
+    counts = np.bincount(ids, minlength=3)
+    return {"Loss": 0.5 * (diff ** 2).sum(1, keepdims=True),
+            "CentersOut": _f(i["Centers"]) - 0.1 * moves / (1 + counts)[:, None]}
+
+
+CASES += [
+    OpCase("teacher_student_sigmoid_loss",
+           {"X": rng.uniform(-3, 3, (6, 1)).astype("float32"),
+            "Label": np.array([[-2.0], [-0.5], [0.3], [0.8], [1.2], [1.9]], "float32")},
+           ref=_teacher_student_ref, grad=["X"]),
+    OpCase("center_loss", {"X": CENTER_X, "Label": CENTER_LABEL, "Centers": CENTERS,
+                           "CenterUpdateRate": np.array([0.1], "float32")},
+           attrs={"cluster_num": 3, "need_update": True}, ref=_center_ref, grad=["X"],
+           grad_outputs=["Loss"]),
+]
+
+
 test_output_matches_numpy, test_grad_matches_finite_differences = table_tests(CASES)
 
 
