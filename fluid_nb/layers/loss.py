@@ -9,7 +9,8 @@ from .arg_checks import INT, NUMBER, boolean, checks, optional, real_in, variabl
 __all__ = ["square_error_cost", "cross_entropy", "softmax_with_cross_entropy",
            "sigmoid_cross_entropy_with_logits", "huber_loss", "smooth_l1", "log_loss",
            "kldiv_loss", "margin_rank_loss", "rank_loss", "bpr_loss", "mse_loss", "dice_loss",
-           "npair_loss", "edit_distance", "teacher_student_sigmoid_loss", "center_loss"]
+           "npair_loss", "edit_distance", "teacher_student_sigmoid_loss", "center_loss",
+           "warpctc"]
 
 #: Paddle's default ignore_index
 kIgnoreIndex = -100
@@ -267,3 +268,19 @@ def center_loss(input, label, num_classes, alpha, param_attr, update_center=True
                               "CentersOut": [centers]},
                      attrs={"cluster_num": num_classes, "need_update": update_center})
     return loss
+
+
+@checks(input=variable, label=variable, blank=INT, norm_by_times=boolean,
+        input_length=optional(variable), label_length=optional(variable))
+def warpctc(input, label, blank=0, norm_by_times=False, input_length=None, label_length=None):
+    """CTC loss of unnormalised class scores ``input`` (LoD sequences [T, C + 1], or padded
+    [Tmax, N, C + 1] with ``input_length``/``label_length``) against id ``label``s; the
+    ``blank`` class separates repeats. Returns the loss of each sequence, [N, 1]."""
+    inputs = {"Logits": [input], "Label": [label]}
+    if input_length is not None:
+        inputs["LogitsLength"] = [input_length]
+    if label_length is not None:
+        inputs["LabelLength"] = [label_length]
+    return _one_op("warpctc", inputs, "Loss", input.dtype,
+                   {"blank": blank, "norm_by_times": norm_by_times},
+                   extra_outputs=("WarpCTCGrad",))

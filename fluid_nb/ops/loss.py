@@ -5,7 +5,10 @@ Hard labels are integer class ids whose shape is the input's with the class dim 
 ``cross_entropy`` the class dim may also be dropped). A sample whose label equals
 ``ignore_index`` has loss 0 and gradient 0; any other label must lie in ``[0, classes)``.
 """
+import numpy as np
+
 from ..errors import InvalidArgument, expected
+from ..exec.tensor import LoDTensor
 from ..framework.dtypes import VarType
 from ..framework.infer import dims_match
 from .registry import def_op, grad_maker
@@ -699,3 +702,134 @@ def_op("center_loss_grad", inputs=["SampleCenterDiff", "Loss@GRAD"], outputs=["X
        attrs={"cluster_num": ("int", 0), "need_update": ("bool", True)},
        infer_shape=_like(("X@GRAD", "SampleCenterDiff")), kernel=_center_loss_grad,
        doc="Gradient of center_loss.")
+
+
+# --- warpctc: connectionist temporal classification ----------------------------------------------
+def _ctc_one(logits, label, blank):
+    """(-log p(label | logits), d(-log p) / d logits) for one sequence: softmax over the
+    classes, forward-backward over the label with blanks between and around (log space)."""
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    log_probs = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+    steps = len(log_probs)
+    extended = [blank]
+    for token in label:
+        extended += [int(token), blank]
+    size = len(extended)
+    ext = np.array(extended)
+    # a step may skip a blank between two different labels
+    skip = np.zeros(size, bool)
+    skip[2:] = (ext[2:] != blank) & (ext[2:] != ext[:-2])
+    neg_inf = -np.inf
+    alpha = np.full((steps, size), neg_inf)
+    alpha[0, 0] = log_probs[0, ext[0]]
+    if size > 1:
+        alpha[0, 1] = log_probs[0, ext[1]]
+    for t in range(1, steps):
+        previous = alpha[t - 1]
+        stay = previous
+        step = np.concatenate([[neg_inf], previous[:-1]])
+        jump = np.where(skip, np.concatenate([[neg_inf, neg_inf], previous[:-2]]), neg_inf)
+        alpha[t] = np.logaddexp(np.logaddexp(stay, step), jump) + log_probs[t, ext]
+    beta = np.full((steps, size), neg_inf)
+    beta[-1, -1] = log_probs[-1, ext[-1]]
+    if size > 1:
+        beta[-1, -2] = log_probs[-1, ext[-2]]
+    skip_back = np.zeros(size, bool)
+    skip_back[:-2] = skip[2:]
+    for t in range(steps - 2, -1, -1):
+        following = beta[t + 1]
+        stay = following
+        step = np.concatenate([following[1:], [neg_inf]])
+        jump = np.where(skip_back, np.concatenate([following[2:], [neg_inf, neg_inf]]),
+                        neg_inf)
+        beta[t] = np.logaddexp(np.logaddexp(stay, step), jump) + log_probs[t, ext]
+    ends = alpha[-1, -1] if size == 1 else np.logaddexp(alpha[-1, -1], alpha[-1, -2])
+    if not np.isfinite(ends):  # the label cannot fit in the steps
+        return np.inf, np.zeros_like(logits)
+    # posterior of each class at each step: sum over label positions of alpha beta / p
+    occupancy = alpha + beta - log_probs[:, ext]
+    collected = np.full(log_probs.shape, neg_inf)
+    for position, token in enumerate(ext):
+        collected[:, token] = np.logaddexp(collected[:, token], occupancy[:, position])
+    gradient = np.exp(log_probs) - np.exp(collected - ends)
+    return -ends, gradient
+
+
+def _ctc_sequences(logits, label, logits_length, label_length):
+    """(per-sequence logits [T, C], labels) from LoD tensors or padded ones with lengths."""
+    values = np.asarray(logits, "float64")
+    if logits_length is not None:  # padded: logits [Tmax, N, C], labels [N, Lmax]
+        steps = np.asarray(logits_length).reshape(-1).astype("int64")
+        lengths = np.asarray(label_length).reshape(-1).astype("int64")
+        labels = np.asarray(label).reshape(len(steps), -1)
+        return ([values[:steps[i], i] for i in range(len(steps))],
+                [labels[i, :lengths[i]] for i in range(len(steps))], True)
+    offsets, label_offsets = logits.lod()[0], label.lod()[0]
+    flat = np.asarray(label).reshape(-1)
+    return ([values[offsets[i]:offsets[i + 1]] for i in range(len(offsets) - 1)],
+            [flat[label_offsets[i]:label_offsets[i + 1]] for i in range(len(offsets) - 1)],
+            False)
+
+
+def _warpctc(ctx, logits, label, logits_length, label_length):
+    a = ctx.attrs
+    sequences, labels, padded = _ctc_sequences(logits, label, logits_length, label_length)
+    losses, grads = [], []
+    for seq, lab in zip(sequences, labels):
+        loss, grad = _ctc_one(seq, lab, a["blank"])
+        if a["norm_by_times"]:
+            grad = grad / max(len(seq), 1)
+        losses.append(loss)
+        grads.append(grad)
+    dtype = np.asarray(logits).dtype
+    xp = ctx.xp
+    if padded:
+        whole = np.zeros(np.asarray(logits).shape)
+        for i, grad in enumerate(grads):
+            whole[:len(grad), i] = grad
+        grad_tensor = LoDTensor(xp.asarray(whole.astype(dtype)))
+    else:
+        grad_tensor = LoDTensor(xp.asarray(np.concatenate(grads).astype(dtype)), logits.lod())
+    loss = LoDTensor(xp.asarray(np.array(losses, dtype).reshape(-1, 1)))
+    return grad_tensor, loss
+
+
+def _warpctc_grad(ctx, ctc_grad, logits, dloss):
+    grad = np.asarray(ctc_grad)
+    scale = np.asarray(dloss).reshape(-1)
+    if np.asarray(logits).ndim == 3:  # padded: sequence i is column i
+        out = grad * scale[None, :, None]
+    else:
+        offsets = logits.lod()[0]
+        rows = np.repeat(scale, np.diff(offsets))
+        out = grad * rows[:, None]
+    return LoDTensor(ctx.xp.asarray(out.astype(grad.dtype)), logits.lod())
+
+
+def _warpctc_infer(ctx):
+    shape = ctx.input_shape("Logits")
+    ctx.set_output("WarpCTCGrad", shape, ctx.input_dtype("Logits"))
+    ctx.set_output("Loss", (-1, 1), ctx.input_dtype("Logits"))
+
+
+def _warpctc_grad_maker(g):
+    return [g.op("warpctc_grad", {"WarpCTCGrad": g.output("WarpCTCGrad"),
+                                  "Logits": g.input("Logits"),
+                                  "Loss@GRAD": g.output_grad("Loss")},
+                 {"Logits@GRAD": g.input_grad("Logits")})]
+
+
+_CTC_ATTRS = {"blank": ("int", 0), "norm_by_times": ("bool", False)}
+def_op("warpctc", inputs=["Logits", "Label", "LogitsLength?", "LabelLength?"],
+       outputs=["WarpCTCGrad!", "Loss"], attrs=_CTC_ATTRS, infer_shape=_warpctc_infer,
+       grad=_warpctc_grad_maker, kernel=_warpctc, lod_aware=True,
+       traits={"runtime_outputs"},
+       doc="Loss_i = -log p(Label_i | Logits_i), the CTC likelihood of sequence i's labels "
+           "under softmax(Logits) summed over every alignment with blanks (LoD sequences, or "
+           "padded [Tmax, N, C] with LogitsLength/LabelLength); WarpCTCGrad = softmax - the "
+           "posterior of each class (divided by the length with norm_by_times).")
+def_op("warpctc_grad", inputs=["WarpCTCGrad", "Logits", "Loss@GRAD"], outputs=["Logits@GRAD"],
+       attrs=_CTC_ATTRS,
+       infer_shape=lambda ctx: ctx.set_output("Logits@GRAD", ctx.input_shape("Logits"),
+                                              ctx.input_dtype("Logits")),
+       kernel=_warpctc_grad, lod_aware=True, doc="Gradient of warpctc.")

@@ -121,3 +121,28 @@ def test_teacher_student_sigmoid_loss_layer():
     soft = np.log1p(np.exp(x.astype("float64")))
     want = [soft[0], (soft[1] - x[1]) + soft[1] - x[1] * 0.3]
     np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+def test_warpctc_trains_a_sequence_labeller():
+    """A per-step classifier over a LoD batch learns to emit its label sequences: the CTC
+    loss falls, and best-path decoding gives the labels."""
+    place = fluid.CPUPlace()
+    steps = np.eye(6, dtype="float32")[[0, 1, 2, 2, 3, 4, 5, 5]]
+    features = fluid.create_lod_tensor(steps, [[4, 4]], place)
+    labels = fluid.create_lod_tensor([[1, 2], [3, 1]], [[2, 2]], place)
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.data(name="x", shape=[None, 6], dtype="float32", lod_level=1)
+        y = fluid.data(name="y", shape=[None, 1], dtype="int64", lod_level=1)
+        scores = fluid.layers.fc(x, size=4)
+        loss = fluid.layers.mean(fluid.layers.warpctc(scores, y, blank=0))
+        decoded = fluid.layers.ctc_greedy_decoder(fluid.layers.softmax(scores), blank=0)
+        fluid.optimizer.Adam(0.1).minimize(loss)
+    exe, scope = fluid.Executor(place), fluid.Scope()
+    exe.run(startup, scope=scope)
+    feed = {"x": features, "y": labels}
+    losses = [float(exe.run(main, feed=feed, fetch_list=[loss], scope=scope)[0])
+              for _ in range(60)]
+    assert losses[-1] < losses[0] / 10
+    (out,) = exe.run(main, feed=feed, fetch_list=[decoded], scope=scope, return_numpy=False)
+    np.testing.assert_array_equal(np.array(out).reshape(-1), [1, 2, 3, 1])

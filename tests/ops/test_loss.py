@@ -240,6 +240,36 @@ CASES += [
 ]
 
 
+def _ctc_brute_force(logits, label, blank=0):
+    """-log of the summed probability of every path that collapses to ``label``."""
+    import itertools
+    p = np.exp(logits - logits.max(1, keepdims=True))
+    p /= p.sum(1, keepdims=True)
+    total = 0.0
+    for path in itertools.product(range(logits.shape[1]), repeat=len(logits)):
+        collapsed = [k for k, _ in itertools.groupby(path) if k != blank]
+        if collapsed == list(label):
+            total += np.prod([p[t, c] for t, c in enumerate(path)])
+    return -np.log(total)
+
+
+CTC_LOGITS = rng.uniform(-1, 1, (7, 3)).astype("float32")
+CTC_LABEL = np.array([1, 2, 2], "int64").reshape(-1, 1)
+
+
+def _ctc_ref(i, a):
+    logits = _f(i["Logits"])
+    return {"Loss": np.array([[_ctc_brute_force(logits[0:4], [1, 2])],
+                              [_ctc_brute_force(logits[4:7], [2])]])}
+
+
+CASES += [
+    OpCase("warpctc", {"Logits": CTC_LOGITS, "Label": CTC_LABEL},
+           lod={"Logits": [[0, 4, 7]], "Label": [[0, 2, 3]]}, ref=_ctc_ref, grad=["Logits"],
+           grad_outputs=["Loss"]),
+]
+
+
 test_output_matches_numpy, test_grad_matches_finite_differences = table_tests(CASES)
 
 
