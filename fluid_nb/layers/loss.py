@@ -10,7 +10,7 @@ __all__ = ["square_error_cost", "cross_entropy", "softmax_with_cross_entropy",
            "sigmoid_cross_entropy_with_logits", "huber_loss", "smooth_l1", "log_loss",
            "kldiv_loss", "margin_rank_loss", "rank_loss", "bpr_loss", "mse_loss", "dice_loss",
            "npair_loss", "edit_distance", "teacher_student_sigmoid_loss", "center_loss",
-           "warpctc"]
+           "warpctc", "hsigmoid"]
 
 #: Paddle's default ignore_index
 kIgnoreIndex = -100
@@ -284,3 +284,37 @@ def warpctc(input, label, blank=0, norm_by_times=False, input_length=None, label
     return _one_op("warpctc", inputs, "Loss", input.dtype,
                    {"blank": blank, "norm_by_times": norm_by_times},
                    extra_outputs=("WarpCTCGrad",))
+
+
+@checks(input=variable, label=variable, path_table=optional(variable),
+        path_code=optional(variable), is_custom=boolean, is_sparse=boolean)
+def hsigmoid(input, label, num_classes, param_attr=None, bias_attr=None, name=None,
+             path_table=None, path_code=None, is_custom=False, is_sparse=False):
+    """Hierarchical sigmoid: the cost of ``label`` along its path in a binary tree of
+    sigmoid classifiers (Paddle's default tree over ``num_classes``, or a custom one given
+    by ``path_table``/``path_code``). Parameters W [num_classes - 1, dim] and bias
+    [num_classes - 1, 1]; returns the cost, [N, 1]."""
+    from .arg_checks import check, int_in
+    check("hsigmoid", "num_classes", num_classes, int_in(2))
+    if is_custom and (path_table is None or path_code is None):
+        raise InvalidArgument("hsigmoid: path_table and path_code expected with is_custom, "
+                              "but one of them is None")
+    helper = LayerHelper("hierarchical_sigmoid", param_attr=param_attr, bias_attr=bias_attr,
+                         name=name)
+    dim = input.shape[1]
+    rows = num_classes if is_custom else num_classes - 1
+    weights = helper.create_parameter(attr=helper.param_attr, shape=[rows, dim],
+                                      dtype=input.dtype, is_bias=False)
+    inputs = {"X": [input], "W": [weights], "Label": [label]}
+    if is_custom:
+        inputs["PathTable"], inputs["PathCode"] = [path_table], [path_code]
+    if helper.bias_attr:
+        bias = helper.create_parameter(attr=helper.bias_attr, shape=[rows, 1],
+                                       dtype=input.dtype, is_bias=True)
+        inputs["Bias"] = [bias]
+    out = helper.create_variable_for_type_inference(input.dtype)
+    pre_out = helper.create_variable_for_type_inference(input.dtype)
+    helper.append_op(type="hierarchical_sigmoid", inputs=inputs,
+                     outputs={"Out": [out], "PreOut": [pre_out]},
+                     attrs={"num_classes": num_classes, "is_sparse": is_sparse})
+    return out

@@ -833,3 +833,114 @@ def_op("warpctc_grad", inputs=["WarpCTCGrad", "Logits", "Loss@GRAD"], outputs=["
        infer_shape=lambda ctx: ctx.set_output("Logits@GRAD", ctx.input_shape("Logits"),
                                               ctx.input_dtype("Logits")),
        kernel=_warpctc_grad, lod_aware=True, doc="Gradient of warpctc.")
+
+
+# --- hierarchical_sigmoid: a binary tree of sigmoids over the classes ------------------------------
+def _simple_code_paths(labels, num_classes):
+    """Per sample, the (node index, bit) pairs from leaf to root of Paddle's default tree:
+    class c is the leaf c + num_classes of a heap; node n's parent is n // 2, and each inner
+    node k (heap number k + 1) owns row k of W and Bias."""
+    paths = []
+    for c in labels:
+        code = int(c) + num_classes
+        length = code.bit_length() - 1
+        paths.append([((code >> (j + 1)) - 1, (code >> j) & 1) for j in range(length)])
+    return paths
+
+
+def _custom_paths(table, code):
+    """Paths given by PathTable (node ids, -1 ends a path) and PathCode (bits)."""
+    paths = []
+    for nodes, bits in zip(np.asarray(table), np.asarray(code)):
+        paths.append([(int(n), int(b)) for n, b in zip(nodes, bits) if n >= 0])
+    return paths
+
+
+def _hsigmoid_paths(ctx, label, path_table, path_code):
+    labels = np.asarray(label).reshape(-1)
+    if path_table is not None:
+        return _custom_paths(path_table, path_code)
+    return _simple_code_paths(labels, ctx.attrs["num_classes"])
+
+
+def _code_length(ctx, paths):
+    return max((len(p) for p in paths), default=1) or 1
+
+
+def _hsigmoid(ctx, x, w, label, path_table, path_code, bias):
+    paths = _hsigmoid_paths(ctx, label, path_table, path_code)
+    x64, w64 = np.asarray(x, "float64"), np.asarray(w, "float64")
+    b64 = None if bias is None else np.asarray(bias, "float64").reshape(-1)
+    width = _code_length(ctx, paths)
+    pre = np.zeros((len(x64), width))
+    out = np.zeros((len(x64), 1))
+    for i, path in enumerate(paths):
+        for j, (node, bit) in enumerate(path):
+            value = x64[i] @ w64[node] + (b64[node] if b64 is not None else 0.0)
+            value = min(max(value, -40.0), 40.0)
+            pre[i, j] = value
+            out[i, 0] += np.logaddexp(0, value) - bit * value
+    dtype = np.asarray(x).dtype
+    return out.astype(dtype), pre.astype(dtype), None
+
+
+def _hsigmoid_grad(ctx, x, w, label, path_table, path_code, bias, pre_out, dout):
+    paths = _hsigmoid_paths(ctx, label, path_table, path_code)
+    x64, w64 = np.asarray(x, "float64"), np.asarray(w, "float64")
+    dout = np.asarray(dout, "float64").reshape(-1)
+    dx, dw = np.zeros_like(x64), np.zeros_like(w64)
+    db = None if bias is None else np.zeros(np.asarray(bias).shape, "float64").reshape(-1)
+    pre = np.asarray(pre_out, "float64")
+    for i, path in enumerate(paths):
+        for j, (node, bit) in enumerate(path):
+            value = pre[i, j]
+            d = (1 / (1 + np.exp(-value)) - bit) * dout[i]
+            if -40.0 < value < 40.0:  # the clip passes no gradient at its bounds
+                dx[i] += d * w64[node]
+                dw[node] += d * x64[i]
+                if db is not None:
+                    db[node] += d
+    dtype = np.asarray(x).dtype
+    return (dx.astype(dtype), dw.astype(dtype),
+            None if db is None else db.reshape(np.asarray(bias).shape).astype(dtype))
+
+
+def _hsigmoid_infer(ctx):
+    rows = ctx.input_shape("X")[0]
+    attrs = ctx.attrs()
+    width = max(int(attrs["num_classes"]) - 1, 1).bit_length()
+    ctx.set_output("Out", (rows, 1), ctx.input_dtype("X"))
+    ctx.set_output("PreOut", (rows, width), ctx.input_dtype("X"))
+
+
+def _hsigmoid_grad_maker(g):
+    ins = {slot: g.input(slot) for slot in ("X", "W", "Label", "PathTable", "PathCode",
+                                            "Bias")}
+    ins["PreOut"] = g.output("PreOut")
+    ins["Out@GRAD"] = g.output_grad("Out")
+    outs = {"X@GRAD": g.input_grad("X"), "W@GRAD": g.input_grad("W"),
+            "Bias@GRAD": g.input_grad("Bias")}
+    return [g.op("hierarchical_sigmoid_grad", ins, outs)]
+
+
+_HSIGMOID_ATTRS = {"num_classes": ("int", 2), "is_sparse": ("bool", False),
+                   "remote_prefetch": ("bool", False), "trainer_id": ("int", 0),
+                   "height_sections": ("longs", []), "epmap": ("strings", []),
+                   "table_names": ("strings", [])}
+def_op("hierarchical_sigmoid",
+       inputs=["X", "W", "Label", "PathTable?", "PathCode?", "Bias?"],
+       outputs=["Out", "PreOut!", "W_Out?"], attrs=_HSIGMOID_ATTRS,
+       infer_shape=_hsigmoid_infer, grad=_hsigmoid_grad_maker, kernel=_hsigmoid,
+       doc="Each label is a leaf of a binary tree (Paddle's default heap tree over "
+           "num_classes leaves, or PathTable/PathCode); PreOut_ij = clip(X_i . W[node_ij] + "
+           "Bias[node_ij], -40, 40) along the path, Out_i = sum_j log(1 + e^PreOut_ij) - "
+           "bit_ij PreOut_ij.")
+def_op("hierarchical_sigmoid_grad",
+       inputs=["X", "W", "Label", "PathTable?", "PathCode?", "Bias?", "PreOut", "Out@GRAD"],
+       outputs=["X@GRAD?", "W@GRAD?", "Bias@GRAD?"], attrs=_HSIGMOID_ATTRS,
+       infer_shape=lambda ctx: [ctx.set_output(out, ctx.input_shape(src),
+                                               ctx.input_dtype(src))
+                                for out, src in (("X@GRAD", "X"), ("W@GRAD", "W"),
+                                                 ("Bias@GRAD", "Bias"))
+                                if ctx.has_output(out)],
+       kernel=_hsigmoid_grad, doc="Gradient of hierarchical_sigmoid.")

@@ -146,3 +146,21 @@ def test_warpctc_trains_a_sequence_labeller():
     assert losses[-1] < losses[0] / 10
     (out,) = exe.run(main, feed=feed, fetch_list=[decoded], scope=scope, return_numpy=False)
     np.testing.assert_array_equal(np.array(out).reshape(-1), [1, 2, 3, 1])
+
+
+def test_hsigmoid_learns_the_classes_of_a_tree():
+    x_value = np.eye(6, dtype="float32")
+    label_value = np.arange(6, dtype="int64").reshape(-1, 1)
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.data(name="x", shape=[None, 6], dtype="float32")
+        label = fluid.data(name="label", shape=[None, 1], dtype="int64")
+        cost = fluid.layers.mean(fluid.layers.hsigmoid(x, label, num_classes=6))
+        fluid.optimizer.SGD(1.0).minimize(cost)
+    names = [v.name for v in main.global_block().all_parameters()]
+    assert names == ["hierarchical_sigmoid_0.w_0", "hierarchical_sigmoid_0.b_0"]
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    exe.run(startup, scope=scope)
+    costs = [float(exe.run(main, feed={"x": x_value, "label": label_value},
+                           fetch_list=[cost], scope=scope)[0]) for _ in range(50)]
+    assert costs[-1] < costs[0] / 5

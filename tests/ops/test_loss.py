@@ -270,6 +270,31 @@ CASES += [
 ]
 
 
+def _hsigmoid_ref(i, a):
+    """The default tree written out: leaf c + K of a heap, inner node n owns row n - 1."""
+    x, w, b = _f(i["X"]), _f(i["W"]), _f(i["Bias"]).reshape(-1)
+    out = []
+    for row, c in zip(x, i["Label"][:, 0]):
+        node, total = int(c) + a["num_classes"], 0.0
+        while node > 1:
+            bit, node = node & 1, node // 2
+            pre = row @ w[node - 1] + b[node - 1]
+            total += np.log1p(np.exp(pre)) - bit * pre
+        out.append([total])
+    return {"Out": np.array(out)}
+
+
+CASES += [
+    OpCase("hierarchical_sigmoid",
+           {"X": rng.uniform(-1, 1, (4, 3)).astype("float32"),
+            "W": rng.uniform(-1, 1, (5, 3)).astype("float32"),
+            "Label": np.array([[0], [5], [2], [3]], "int64"),
+            "Bias": rng.uniform(-0.5, 0.5, (5, 1)).astype("float32")},
+           attrs={"num_classes": 6}, ref=_hsigmoid_ref, grad=["X", "W", "Bias"],
+           grad_outputs=["Out"]),
+]
+
+
 test_output_matches_numpy, test_grad_matches_finite_differences = table_tests(CASES)
 
 
