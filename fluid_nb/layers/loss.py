@@ -10,7 +10,7 @@ __all__ = ["square_error_cost", "cross_entropy", "softmax_with_cross_entropy",
            "sigmoid_cross_entropy_with_logits", "huber_loss", "smooth_l1", "log_loss",
            "kldiv_loss", "margin_rank_loss", "rank_loss", "bpr_loss", "mse_loss", "dice_loss",
            "npair_loss", "edit_distance", "teacher_student_sigmoid_loss", "center_loss",
-           "warpctc", "hsigmoid"]
+           "warpctc", "hsigmoid", "nce"]
 
 #: Paddle's default ignore_index
 kIgnoreIndex = -100
@@ -318,3 +318,41 @@ def hsigmoid(input, label, num_classes, param_attr=None, bias_attr=None, name=No
                      outputs={"Out": [out], "PreOut": [pre_out]},
                      attrs={"num_classes": num_classes, "is_sparse": is_sparse})
     return out
+
+
+@checks(input=variable, label=variable, sample_weight=optional(variable), seed=INT,
+        is_sparse=boolean)
+def nce(input, label, num_total_classes, sample_weight=None, param_attr=None, bias_attr=None,
+        num_neg_samples=None, name=None, sampler="uniform", custom_dist=None, seed=0,
+        is_sparse=False):
+    """Noise-contrastive estimation: the true label(s) of each row told apart from
+    ``num_neg_samples`` (default 10) classes drawn by ``sampler`` ("uniform" or
+    "log_uniform"). Weight [num_total_classes, dim] and bias [num_total_classes, 1]
+    parameters; returns the cost over num_neg_samples + 1, [N, 1], as Fluid does."""
+    from .arg_checks import POSITIVE_INT, check, one_of
+    check("nce", "num_total_classes", num_total_classes, POSITIVE_INT)
+    check("nce", "sampler", sampler, one_of("uniform", "log_uniform"))
+    negatives = 10 if num_neg_samples is None else num_neg_samples
+    check("nce", "num_neg_samples", negatives, POSITIVE_INT)
+    helper = LayerHelper("nce", param_attr=param_attr, bias_attr=bias_attr, name=name)
+    dim = input.shape[1]
+    weight = helper.create_parameter(attr=helper.param_attr, shape=[num_total_classes, dim],
+                                     dtype=input.dtype, is_bias=False)
+    inputs = {"Input": [input], "Label": [label], "Weight": [weight]}
+    if helper.bias_attr:
+        inputs["Bias"] = [helper.create_parameter(attr=helper.bias_attr,
+                                                  shape=[num_total_classes, 1],
+                                                  dtype=input.dtype, is_bias=True)]
+    if sample_weight is not None:
+        inputs["SampleWeight"] = [sample_weight]
+    cost = helper.create_variable_for_type_inference(input.dtype)
+    logits = helper.create_variable_for_type_inference(input.dtype)
+    labels = helper.create_variable_for_type_inference(label.dtype)
+    helper.append_op(type="nce", inputs=inputs,
+                     outputs={"Cost": [cost], "SampleLogits": [logits],
+                              "SampleLabels": [labels]},
+                     attrs={"num_total_classes": int(num_total_classes),
+                            "num_neg_samples": int(negatives),
+                            "sampler": 0 if sampler == "uniform" else 1, "seed": seed,
+                            "is_sparse": is_sparse})
+    return cost / (negatives + 1)

@@ -944,3 +944,124 @@ def_op("hierarchical_sigmoid_grad",
                                                  ("Bias@GRAD", "Bias"))
                                 if ctx.has_output(out)],
        kernel=_hsigmoid_grad, doc="Gradient of hierarchical_sigmoid.")
+
+
+# --- nce: noise-contrastive estimation ------------------------------------------------------------
+def _nce_probability(attrs, classes, ids):
+    """The sampler's probability of drawing each id: uniform, or log-uniform (Zipf's law
+    over ids sorted by frequency)."""
+    if attrs["sampler"] == 1:
+        return np.log((ids + 2.0) / (ids + 1.0)) / np.log(classes + 1.0)
+    return np.full(ids.shape, 1.0 / classes)
+
+
+def _nce_draw(ctx, classes, count):
+    rng = ctx.random_state()
+    if ctx.attrs["sampler"] == 1:  # log-uniform: floor(exp(u log(C + 1))) - 1
+        u = rng.random_sample(count)
+        return (np.exp(u * np.log(classes + 1.0)).astype("int64") - 1).clip(0, classes - 1)
+    return rng.randint(0, classes, count).astype("int64")
+
+
+def _nce_forward(ctx, x, label, weight, bias, sample_weight):
+    a = ctx.attrs
+    classes, negatives = a["num_total_classes"], a["num_neg_samples"]
+    true = np.asarray(label).reshape(len(x), -1).astype("int64")
+    if a["custom_neg_classes"]:
+        sampled = np.tile(np.array(a["custom_neg_classes"], "int64"), (len(x), 1))
+    else:
+        sampled = _nce_draw(ctx, classes, len(x) * negatives).reshape(len(x), negatives)
+    labels = np.concatenate([true, sampled], axis=1)
+    x64, w64 = np.asarray(x, "float64"), np.asarray(weight, "float64")
+    logits = np.einsum("nd,nkd->nk", x64, w64[labels])
+    if bias is not None:
+        logits = logits + np.asarray(bias, "float64").reshape(-1)[labels]
+    o = 1 / (1 + np.exp(-logits))
+    b = _nce_probability(a, classes, labels) * negatives
+    num_true = true.shape[1]
+    cost = np.where(np.arange(labels.shape[1]) < num_true, -np.log(o / (o + b)),
+                    -np.log(b / (o + b))).sum(axis=1, keepdims=True)
+    if sample_weight is not None:
+        cost = cost * np.asarray(sample_weight, "float64").reshape(-1, 1)
+    return cost, o, labels, b, num_true
+
+
+def _nce(ctx, x, label, weight, bias, sample_weight):
+    cost, o, labels, _, _ = _nce_forward(ctx, x, label, weight, bias, sample_weight)
+    dtype = np.asarray(x).dtype
+    return cost.astype(dtype), o.astype(dtype), labels
+
+
+def _nce_grad(ctx, x, label, weight, bias, sample_weight, sample_logits, sample_labels,
+              dcost):
+    a = ctx.attrs
+    labels = np.asarray(sample_labels).astype("int64")
+    o = np.asarray(sample_logits, "float64")
+    b = _nce_probability(a, a["num_total_classes"], labels) * a["num_neg_samples"]
+    num_true = np.asarray(label).reshape(len(labels), -1).shape[1]
+    dz = np.where(np.arange(labels.shape[1]) < num_true, -b * (1 - o) / (o + b),
+                  o * (1 - o) / (o + b))
+    scale = np.asarray(dcost, "float64").reshape(-1, 1)
+    if sample_weight is not None:
+        scale = scale * np.asarray(sample_weight, "float64").reshape(-1, 1)
+    dz = dz * scale
+    x64, w64 = np.asarray(x, "float64"), np.asarray(weight, "float64")
+    dx = np.einsum("nk,nkd->nd", dz, w64[labels])
+    dw = np.zeros_like(w64)
+    np.add.at(dw, labels.reshape(-1), (dz[:, :, None] * x64[:, None, :]).reshape(-1, x64.shape[1]))
+    db = None
+    if bias is not None:
+        db = np.zeros(np.asarray(bias).size)
+        np.add.at(db, labels.reshape(-1), dz.reshape(-1))
+        db = db.reshape(np.asarray(bias).shape).astype(np.asarray(bias).dtype)
+    dtype = np.asarray(x).dtype
+    return dx.astype(dtype), dw.astype(dtype), db
+
+
+def _nce_infer(ctx):
+    rows = ctx.input_shape("Input")[0]
+    attrs = ctx.attrs()
+    width = ctx.input_shape("Label")[-1] + attrs["num_neg_samples"]
+    ctx.set_output("Cost", (rows, 1), ctx.input_dtype("Input"))
+    ctx.set_output("SampleLogits", (rows, width), ctx.input_dtype("Input"))
+    ctx.set_output("SampleLabels", (rows, width), VarType.INT64)
+
+
+def _nce_grad_maker(g):
+    ins = {slot: g.input(slot) for slot in ("Input", "Label", "Weight", "Bias",
+                                            "SampleWeight")}
+    ins.update({"SampleLogits": g.output("SampleLogits"),
+                "SampleLabels": g.output("SampleLabels"), "Cost@GRAD": g.output_grad("Cost")})
+    return [g.op("nce_grad", ins, {"Input@GRAD": g.input_grad("Input"),
+                                   "Weight@GRAD": g.input_grad("Weight"),
+                                   "Bias@GRAD": g.input_grad("Bias")})]
+
+
+_NCE_ATTRS = {"num_total_classes": ("int", None), "num_neg_samples": ("int", 10),
+              "sampler": ("int", 0, lambda v: None if v in (0, 1) else
+                          "0 (uniform) or 1 (log-uniform); the custom distribution (2) is "
+                          "not supported"),
+              "seed": ("int", 0), "custom_neg_classes": ("ints", []),
+              "is_sparse": ("bool", False), "is_test": ("bool", False),
+              "remote_prefetch": ("bool", False), "height_sections": ("longs", []),
+              "epmap": ("strings", []), "table_names": ("strings", [])}
+def_op("nce", inputs=["Input", "Label", "Weight", "Bias?", "SampleWeight?",
+                      "CustomDistProbs?", "CustomDistAlias?", "CustomDistAliasProbs?"],
+       outputs=["Cost", "SampleLogits!", "SampleLabels!"], attrs=_NCE_ATTRS,
+       infer_shape=_nce_infer, grad=_nce_grad_maker,
+       kernel=lambda ctx, x, label, weight, bias, sample_weight, *custom:
+       _nce(ctx, x, label, weight, bias, sample_weight),
+       doc="Per row: the true labels and num_neg_samples drawn ones (uniform, or log-uniform "
+           "with sampler 1; custom_neg_classes fixes them); o = sigmoid(Input . Weight[id] + "
+           "Bias[id]), b = num_neg_samples * P(id); Cost = sum over the true of "
+           "-log(o / (o + b)) plus over the drawn of -log(b / (o + b)), times SampleWeight.")
+def_op("nce_grad", inputs=["Input", "Label", "Weight", "Bias?", "SampleWeight?",
+                           "SampleLogits", "SampleLabels", "Cost@GRAD"],
+       outputs=["Input@GRAD?", "Weight@GRAD?", "Bias@GRAD?"], attrs=_NCE_ATTRS,
+       infer_shape=lambda ctx: [ctx.set_output(out, ctx.input_shape(src),
+                                               ctx.input_dtype(src))
+                                for out, src in (("Input@GRAD", "Input"),
+                                                 ("Weight@GRAD", "Weight"),
+                                                 ("Bias@GRAD", "Bias"))
+                                if ctx.has_output(out)],
+       kernel=_nce_grad, doc="Gradient of nce.")

@@ -295,6 +295,40 @@ CASES += [
 ]
 
 
+NCE_X = rng.uniform(-1, 1, (3, 4)).astype("float32")
+NCE_W = rng.uniform(-1, 1, (6, 4)).astype("float32")
+NCE_B = rng.uniform(-0.5, 0.5, (6, 1)).astype("float32")
+NCE_LABEL = np.array([[1], [4], [0]], "int64")
+
+
+def _nce_ref(i, a):
+    """The cost from the drawn labels the op reports (custom_neg_classes fixes them)."""
+    negatives = np.tile(np.array(a["custom_neg_classes"]), (3, 1))
+    labels = np.concatenate([i["Label"], negatives], axis=1)
+    z = np.einsum("nd,nkd->nk", _f(i["X"] if "X" in i else i["Input"]), _f(i["Weight"])[labels])
+    z = z + _f(i["Bias"]).reshape(-1)[labels]
+    o = 1 / (1 + np.exp(-z))
+    b = 2 / 6  # two negatives, uniform over six classes
+    cost = -np.log(o[:, :1] / (o[:, :1] + b)).sum(1) - np.log(b / (o[:, 1:] + b)).sum(1)
+    return {"Cost": cost.reshape(-1, 1)}
+
+
+def _nce_check(outputs, inputs, attrs):
+    labels = np.asarray(outputs["SampleLabels"])
+    assert labels.shape == (3, 4) and (labels[:, :1] == inputs["Label"]).all()
+    assert ((labels >= 0) & (labels < 6)).all()
+
+
+CASES += [
+    OpCase("nce", {"Input": NCE_X, "Label": NCE_LABEL, "Weight": NCE_W, "Bias": NCE_B},
+           attrs={"num_total_classes": 6, "num_neg_samples": 2, "custom_neg_classes": [2, 5]},
+           ref=_nce_ref, grad=["Input", "Weight", "Bias"], grad_outputs=["Cost"]),
+    OpCase("nce", {"Input": NCE_X, "Label": NCE_LABEL, "Weight": NCE_W, "Bias": NCE_B},
+           attrs={"num_total_classes": 6, "num_neg_samples": 3, "seed": 5},
+           check=_nce_check, outputs={"Cost": 1, "SampleLabels": 1}, name="drawn"),
+]
+
+
 test_output_matches_numpy, test_grad_matches_finite_differences = table_tests(CASES)
 
 
