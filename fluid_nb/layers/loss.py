@@ -10,7 +10,7 @@ __all__ = ["square_error_cost", "cross_entropy", "softmax_with_cross_entropy",
            "sigmoid_cross_entropy_with_logits", "huber_loss", "smooth_l1", "log_loss",
            "kldiv_loss", "margin_rank_loss", "rank_loss", "bpr_loss", "mse_loss", "dice_loss",
            "npair_loss", "edit_distance", "teacher_student_sigmoid_loss", "center_loss",
-           "warpctc", "hsigmoid", "nce"]
+           "warpctc", "hsigmoid", "nce", "sampled_softmax_with_cross_entropy"]
 
 #: Paddle's default ignore_index
 kIgnoreIndex = -100
@@ -356,3 +356,48 @@ def nce(input, label, num_total_classes, sample_weight=None, param_attr=None, bi
                             "sampler": 0 if sampler == "uniform" else 1, "seed": seed,
                             "is_sparse": is_sparse})
     return cost / (negatives + 1)
+
+
+@checks(logits=variable, label=variable, remove_accidental_hits=boolean,
+        use_customized_samples=boolean, seed=INT)
+def sampled_softmax_with_cross_entropy(logits, label, num_samples, num_true=1,
+                                       remove_accidental_hits=True,
+                                       use_customized_samples=False, customized_samples=None,
+                                       customized_probabilities=None, seed=0):
+    """Softmax cross entropy over the true classes and ``num_samples`` classes drawn
+    log-uniformly (the logits corrected by the chance of each being drawn), for
+    vocabularies too large for a full softmax. Returns the loss over num_true, [N, 1]."""
+    from ..framework.dtypes import VarType
+    from .arg_checks import POSITIVE_INT, check
+    check("sampled_softmax_with_cross_entropy", "num_samples", num_samples, POSITIVE_INT)
+    check("sampled_softmax_with_cross_entropy", "num_true", num_true, POSITIVE_INT)
+    helper = LayerHelper("sample_logits")
+    inputs = {"Logits": [logits], "Labels": [label]}
+    if use_customized_samples:
+        inputs["CustomizedSamples"] = [customized_samples]
+        inputs["CustomizedProbabilities"] = [customized_probabilities]
+    made = {slot: helper.create_variable_for_type_inference(dtype) for slot, dtype in (
+        ("Samples", VarType.INT64), ("Probabilities", logits.dtype),
+        ("SampledLogits", logits.dtype), ("SampledLabels", VarType.INT64),
+        ("LogitsDim", VarType.INT64), ("LabelsDim", VarType.INT64))}
+    helper.append_op(type="sample_logits", inputs=inputs,
+                     outputs={slot: [var] for slot, var in made.items()},
+                     attrs={"use_customized_samples": use_customized_samples, "uniq": True,
+                            "remove_accidental_hits": remove_accidental_hits,
+                            "num_samples": num_samples, "seed": seed})
+    # the true classes lead each row of samples: their one-hot rows summed are the labels
+    one_hot = helper.create_variable_for_type_inference(logits.dtype)
+    helper.append_op(type="one_hot_v2", inputs={"X": [made["SampledLabels"]]},
+                     outputs={"Out": [one_hot]},
+                     attrs={"depth": num_samples + num_true,
+                            "dtype": int(logits.dtype)})
+    from .nn import reduce_sum
+    soft_labels = reduce_sum(one_hot, dim=1)
+    softmax = helper.create_variable_for_type_inference(logits.dtype)
+    loss = helper.create_variable_for_type_inference(logits.dtype)
+    helper.append_op(type="softmax_with_cross_entropy",
+                     inputs={"Logits": [made["SampledLogits"]], "Label": [soft_labels]},
+                     outputs={"Softmax": [softmax], "Loss": [loss]},
+                     attrs={"soft_label": True, "ignore_index": -100,
+                            "numeric_stable_mode": False})
+    return loss / num_true

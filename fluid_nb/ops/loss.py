@@ -1065,3 +1065,99 @@ def_op("nce_grad", inputs=["Input", "Label", "Weight", "Bias?", "SampleWeight?",
                                                  ("Bias@GRAD", "Bias"))
                                 if ctx.has_output(out)],
        kernel=_nce_grad, doc="Gradient of nce.")
+
+
+# --- sample_logits: the logits of the true classes and of drawn ones -------------------------------
+def _sample_logits(ctx, logits, labels, customized_samples, customized_probabilities):
+    a = ctx.attrs
+    rows, classes = logits.shape
+    true = np.asarray(labels).reshape(rows, -1).astype("int64")
+    if a["use_customized_samples"]:
+        samples = np.asarray(customized_samples).astype("int64")
+        probabilities = np.asarray(customized_probabilities, "float64")
+    else:
+        rng = ctx.random_state()
+        count = a["num_samples"]
+        log_range = np.log(classes + 1.0)
+        drawn, tries = [], 0
+        while len(drawn) < count:  # log-uniform draws, unique ones kept (uniq)
+            tries += 1
+            value = int(np.exp(rng.random_sample() * log_range)) - 1
+            value = min(max(value, 0), classes - 1)
+            if not a["uniq"] or value not in drawn:
+                drawn.append(value)
+        negatives = np.array(drawn, "int64")
+        samples = np.concatenate([true, np.tile(negatives, (rows, 1))], axis=1)
+        p = np.log((samples + 2.0) / (samples + 1.0)) / log_range
+        probabilities = 1 - (1 - p) ** tries if a["uniq"] else p * count
+    sampled = np.take_along_axis(np.asarray(logits, "float64"), samples, axis=1)
+    sampled = sampled - np.log(probabilities)
+    if a["remove_accidental_hits"]:  # a drawn class that is a true one of its row
+        num_true = true.shape[1]
+        hits = (samples[:, num_true:, None] == true[:, None, :]).any(axis=2)
+        sampled[:, num_true:][hits] -= 1e20
+    num_true = true.shape[1]
+    sampled_labels = np.tile(np.arange(num_true, dtype="int64"), (rows, 1))
+    dtype = np.asarray(logits).dtype
+    return (samples, probabilities.astype(dtype), sampled.astype(dtype), sampled_labels,
+            None, None)
+
+
+def _sample_logits_grad(ctx, samples, dsampled, logits_dim):
+    rows = dsampled.shape[0]
+    classes = int(np.asarray(logits_dim).reshape(-1)[1]) if logits_dim is not None else \
+        int(np.asarray(samples).max()) + 1
+    grad = np.zeros((rows, classes), "float64")
+    np.add.at(grad, (np.arange(rows)[:, None].repeat(samples.shape[1], 1), samples),
+              np.asarray(dsampled, "float64"))
+    return grad.astype(dsampled.dtype)
+
+
+def _sample_logits_infer(ctx):
+    rows, _ = ctx.input_shape("Logits")
+    attrs = ctx.attrs()
+    width = ctx.input_shape("Labels")[-1] + attrs["num_samples"]
+    ctx.set_output("Samples", (rows, width), VarType.INT64)
+    ctx.set_output("Probabilities", (rows, width), ctx.input_dtype("Logits"))
+    ctx.set_output("SampledLogits", (rows, width), ctx.input_dtype("Logits"))
+    ctx.set_output("SampledLabels", (rows, ctx.input_shape("Labels")[-1]), VarType.INT64)
+    if ctx.has_output("LogitsDim"):
+        ctx.set_output("LogitsDim", (2,), VarType.INT64)
+    if ctx.has_output("LabelsDim"):
+        ctx.set_output("LabelsDim", (2,), VarType.INT64)
+
+
+def _sample_logits_kernel(ctx, logits, labels, customized_samples, customized_probabilities):
+    samples, probs, sampled, sampled_labels, _, _ = _sample_logits(
+        ctx, logits, labels, customized_samples, customized_probabilities)
+    dims = np.array(np.asarray(logits).shape, "int64")
+    label_dims = np.array(np.asarray(labels).reshape(len(logits), -1).shape, "int64")
+    return samples, probs, sampled, sampled_labels, dims, label_dims
+
+
+def _sample_logits_grad_maker(g):
+    return [g.op("sample_logits_grad",
+                 {"Samples": g.output("Samples"), "SampledLogits@GRAD":
+                  g.output_grad("SampledLogits"), "LogitsDim": g.output("LogitsDim")},
+                 {"Logits@GRAD": g.input_grad("Logits")})]
+
+
+_SAMPLE_ATTRS = {"use_customized_samples": ("bool", False), "uniq": ("bool", True),
+                 "remove_accidental_hits": ("bool", True), "num_samples": ("int", None),
+                 "seed": ("int", 0)}
+def_op("sample_logits",
+       inputs=["Logits", "Labels", "CustomizedSamples?", "CustomizedProbabilities?"],
+       outputs=["Samples", "Probabilities", "SampledLogits", "SampledLabels",
+                "LogitsDim!", "LabelsDim!"],
+       attrs=_SAMPLE_ATTRS, infer_shape=_sample_logits_infer, grad=_sample_logits_grad_maker,
+       kernel=_sample_logits_kernel,
+       doc="Samples = each row's true labels then num_samples classes drawn log-uniformly "
+           "(unique with uniq, shared by the rows); SampledLogits = Logits[Samples] - log Q, "
+           "Q the chance a class is drawn (1 - (1 - p)^tries with uniq), -1e20 more where a "
+           "drawn class is one of the row's true labels (remove_accidental_hits); "
+           "SampledLabels = 0 .. num_true - 1.")
+def_op("sample_logits_grad", inputs=["Samples", "SampledLogits@GRAD", "LogitsDim"],
+       outputs=["Logits@GRAD"], attrs=_SAMPLE_ATTRS,
+       infer_shape=lambda ctx: ctx.set_output("Logits@GRAD", (-1, -1),
+                                              ctx.input_dtype("SampledLogits@GRAD")),
+       kernel=_sample_logits_grad, doc="dLogits = dSampledLogits added back at Samples.")

@@ -187,3 +187,25 @@ def test_nce_trains_against_sampled_negatives():
     assert np.mean(costs[-5:]) < np.mean(costs[:5]) / 3
     scores = x_value @ np.array(scope.find_var("nce_0.w_0").value).T
     assert (scores.argmax(axis=1) == label_value[:, 0]).all()
+
+
+def test_sampled_softmax_trains_a_large_output_layer():
+    x_value = np.eye(12, dtype="float32")
+    label_value = (np.arange(12, dtype="int64") * 7 % 40).reshape(-1, 1)
+    main, startup = fluid.Program(), fluid.Program()
+    main.random_seed = startup.random_seed = 2
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.data(name="x", shape=[None, 12], dtype="float32")
+        label = fluid.data(name="label", shape=[None, 1], dtype="int64")
+        logits = fluid.layers.fc(x, size=40)
+        loss = fluid.layers.mean(fluid.layers.sampled_softmax_with_cross_entropy(
+            logits, label, num_samples=8))
+        fluid.optimizer.Adam(0.1).minimize(loss)
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    exe.run(startup, scope=scope)
+    losses = [float(exe.run(main, feed={"x": x_value, "label": label_value},
+                            fetch_list=[loss], scope=scope)[0]) for _ in range(40)]
+    assert np.mean(losses[-5:]) < np.mean(losses[:5]) / 3
+    full = x_value @ np.array(scope.find_var("fc_0.w_0").value) + np.array(
+        scope.find_var("fc_0.b_0").value)
+    assert (full.argmax(axis=1) == label_value[:, 0]).mean() > 0.8

@@ -329,6 +329,53 @@ CASES += [
 ]
 
 
+SAMPLE_LOGITS = rng.uniform(-1, 1, (3, 6)).astype("float32")
+SAMPLE_LABELS = np.array([[1], [4], [0]], "int64")
+SAMPLE_CUSTOM = np.array([[1, 2, 4], [4, 0, 3], [0, 3, 5]], "int64")
+SAMPLE_HITS = np.array([[1, 1, 4], [4, 0, 3], [0, 0, 5]], "int64")  # drawn copies of a label
+SAMPLE_PROBS = rng.uniform(0.1, 0.9, (3, 3)).astype("float32")
+
+
+def _sample_logits_ref(i, a):
+    """Given samples and their probabilities: the logits gathered, minus log Q, and the
+    drawn copies of a true label pushed down by 1e20."""
+    gathered = np.take_along_axis(_f(i["Logits"]), i["CustomizedSamples"], axis=1)
+    out = gathered - np.log(_f(i["CustomizedProbabilities"]))
+    hits = i["CustomizedSamples"][:, 1:] == i["Labels"]
+    out[:, 1:][hits] -= 1e20
+    return {"SampledLogits": out, "Samples": i["CustomizedSamples"],
+            "SampledLabels": np.zeros((3, 1), "int64")}
+
+
+def _sample_logits_check(outputs, inputs, attrs):
+    samples = np.asarray(outputs["Samples"])
+    assert samples.shape == (3, 4) and (samples[:, 0] == inputs["Labels"][:, 0]).all()
+    drawn = samples[0, 1:]
+    assert len(set(drawn.tolist())) == 3 and ((drawn >= 0) & (drawn < 6)).all()
+    assert (samples[:, 1:] == drawn).all()  # one draw shared by the rows
+
+
+CASES += [
+    OpCase("sample_logits", {"Logits": SAMPLE_LOGITS, "Labels": SAMPLE_LABELS,
+                             "CustomizedSamples": SAMPLE_CUSTOM,
+                             "CustomizedProbabilities": SAMPLE_PROBS},
+           attrs={"use_customized_samples": True, "num_samples": 2},
+           ref=_sample_logits_ref, grad=["Logits"], grad_outputs=["SampledLogits"],
+           outputs=dict.fromkeys(["Samples", "Probabilities", "SampledLogits",
+                                  "SampledLabels", "LogitsDim", "LabelsDim"], 1)),
+    OpCase("sample_logits", {"Logits": SAMPLE_LOGITS, "Labels": SAMPLE_LABELS,
+                             "CustomizedSamples": SAMPLE_HITS,
+                             "CustomizedProbabilities": SAMPLE_PROBS},
+           attrs={"use_customized_samples": True, "num_samples": 2}, ref=_sample_logits_ref,
+           atol=1e-3, outputs=dict.fromkeys(["Samples", "Probabilities", "SampledLogits",
+                                             "SampledLabels"], 1), name="accidental_hits"),
+    OpCase("sample_logits", {"Logits": SAMPLE_LOGITS, "Labels": SAMPLE_LABELS},
+           attrs={"num_samples": 3, "seed": 4}, check=_sample_logits_check,
+           outputs=dict.fromkeys(["Samples", "Probabilities", "SampledLogits",
+                                  "SampledLabels"], 1), name="drawn"),
+]
+
+
 test_output_matches_numpy, test_grad_matches_finite_differences = table_tests(CASES)
 
 
