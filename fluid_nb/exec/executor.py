@@ -93,38 +93,6 @@ class PreparedOp:
         self.op, self.opdef, self.kernel, self.index = op, opdef, kernel, index
 
 
-def scalars_as_declared(op, opdef, kernel):
-    """``kernel``, or a kernel that gives its 0-D results the shape [1] where ``op``'s output
-    is declared [1]: a Fluid 1.x program (built here, or from a pre-2.0 file) declares its
-    scalars so (a fetched mean is indexed ``loss[0]``), while kernels compute Paddle 2.x's
-    0-D. Programs from 2.x files declare [] and get the kernel's 0-D unchanged."""
-    if kernel is None:
-        return None
-    declared_one = []
-    for slot in opdef.outputs:
-        args = op.outputs.get(slot.name)
-        var = op.block._find_var_recursive(args[0]) \
-            if args and not slot.duplicable and args[0] != EMPTY_VAR_NAME else None
-        declared_one.append(var is not None and var.shape == (1,))
-    if not any(declared_one):
-        return kernel
-    if len(declared_one) == 1:
-        def as_declared(ctx, *inputs):
-            return _one_if_scalar(kernel(ctx, *inputs))
-    else:
-        def as_declared(ctx, *inputs):
-            results = kernel(ctx, *inputs)
-            return tuple(_one_if_scalar(r) if one else r
-                         for r, one in zip(results, declared_one))
-    return as_declared
-
-
-def _one_if_scalar(value):
-    if getattr(value, "ndim", None) == 0 and not isinstance(value, (LoDTensor, SelectedRows)):
-        return value.reshape(1)
-    return value
-
-
 class PreparedBlock:
     """A block's ops with definitions and kernels resolved; independent of any scope."""
 
@@ -140,8 +108,7 @@ class PreparedBlock:
                                     f"registered op type expected, but fluid_nb has no "
                                     f"definition for it, so the program cannot run; it can still "
                                     f"be inspected, saved and converted")
-            kernel = scalars_as_declared(op, opdef, opdef.kernel_for(device))
-            self.ops.append(PreparedOp(op, opdef, kernel, index))
+            self.ops.append(PreparedOp(op, opdef, opdef.kernel_for(device), index))
         self.version = block.program._version
         stats["blocks_prepared"] += 1
 
@@ -236,7 +203,7 @@ class Executor:
         local = scope.new_scope()
         scope.kids.remove(local)  # not a kid between runs: views see it only while it runs
         plan = _RunPlan(self, program, run_program, prepared, scope, local, feed_names,
-                        feed_var_name, fetch_var_name, len(fetch_names))
+                        feed_var_name, fetch_var_name, fetch_names)
         stats["plans_built"] += 1
         return (version, scope, plan)
 
@@ -264,7 +231,7 @@ class _RunPlan:
     """Block 0 bound to one scope; ``run`` feeds, steps and fetches."""
 
     def __init__(self, executor, program, run_program, prepared, scope, local, feed_names,
-                 feed_var_name, fetch_var_name, n_fetch):
+                 feed_var_name, fetch_var_name, fetch_names):
         self.executor = executor
         self.program = program
         self.prepared = prepared
@@ -284,7 +251,10 @@ class _RunPlan:
             want = to_numpy_dtype(var.dtype) if var.type == VarType.LOD_TENSOR else None
             check_shape = var.shape if var.need_check_feed and var.shape else None
             self.feed_checks.append((name, var, want, check_shape))
-        self.n_fetch = n_fetch
+        self.n_fetch = len(fetch_names)
+        # fetches a Fluid 1.x program declares [1]: a kernel's 0-D result is given that shape
+        self.scalar_fetches = tuple(i for i, name in enumerate(fetch_names)
+                                    if declared_scalar(block._find_var_recursive(name)))
         self.place = executor.place
 
     def run(self, feed, return_numpy):
@@ -311,6 +281,8 @@ class _RunPlan:
             self.local.drop_kids()
             for holder in self.local_holders:
                 holder.value = None
+        for i in self.scalar_fetches:
+            results[i] = _as_declared_scalar(results[i])
         if return_numpy:
             return [_to_numpy(t) for t in results]
         return results
@@ -859,6 +831,19 @@ def _feed_tensor(name, var, value, place):
     if place.device != "cpu" and isinstance(array, np.ndarray):
         tensor = LoDTensor(place.xp.asarray(array), tensor._lod)
     return tensor
+
+
+def declared_scalar(var):
+    """True for a variable declared [1] in a program of Fluid 1.x shapes, where a kernel's
+    0-D result (a mean, a full reduction) stands for that [1]."""
+    return var is not None and var.shape == (1,)
+
+
+def _as_declared_scalar(value):
+    """A 0-D tensor as the [1] its variable declares (Fluid 1.x had no 0-D tensors)."""
+    if isinstance(value, LoDTensor) and getattr(value.array, "ndim", None) == 0:
+        return LoDTensor(value.array.reshape(1), value._lod)
+    return value
 
 
 class FetchedArray(np.ndarray):

@@ -14,8 +14,7 @@ from functools import partial
 from time import perf_counter
 
 from ..errors import FluidError, PreconditionNotMet, Unimplemented
-from ..exec.executor import (KernelContext, PreparedOp, _feed_tensor, _located, _make_step,
-                             scalars_as_declared)
+from ..exec.executor import KernelContext, PreparedOp, _feed_tensor, _located, _make_step
 from ..exec.tensor import LoDTensor
 from ..framework.program import EMPTY_VAR_NAME
 from ..ops import registry
@@ -138,8 +137,7 @@ class OpRunner:
                                 f"live mode, but fluid_nb has no definition for it")
         ops = op.block.ops
         index = len(ops) - 1 if ops and ops[-1] is op else ops.index(op)
-        kernel = scalars_as_declared(op, opdef, opdef.kernel_for(self.place.device))
-        return PreparedOp(op, opdef, kernel, index)
+        return PreparedOp(op, opdef, opdef.kernel_for(self.place.device), index)
 
     def _resolved(self, op_type):
         """``(kernel, simple binding or None)`` of a registered op type on this runner's
@@ -152,15 +150,14 @@ class OpRunner:
             kernel = opdef.kernel_for(self.place.device)
             if kernel is None:
                 return None
-            known = self._by_type[op_type] = (kernel, _simple_binding(opdef), opdef)
+            known = self._by_type[op_type] = (kernel, _simple_binding(opdef))
         return known
 
     def _build(self, op):
         resolved = self._resolved(op.type)
         kernel = step = None
         if resolved is not None:
-            kernel, binding, opdef = resolved
-            kernel = scalars_as_declared(op, opdef, kernel)
+            kernel, binding = resolved
             if binding is not None:
                 step = self._simple_step(op, kernel, binding)
         if step is None:

@@ -533,7 +533,10 @@ class _ValueProvider:
         return self._session(var).value(var)
 
     def numpy(self, var):
-        return to_numpy(self.value(var))
+        value = self.value(var)
+        if _executor.declared_scalar(var):  # a 0-D result read as the [1] it is declared
+            value = _executor._as_declared_scalar(value)
+        return to_numpy(value)
 
     def preview(self, var):
         session = _session_of(var)
