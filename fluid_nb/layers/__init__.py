@@ -9,9 +9,12 @@ from ..framework.transaction import wrap_module
 
 # every public layer is a transaction: if it fails, the programs are as they were before it
 # (wrapped in its own module too, so calls between layers and fluid.data pass the same point)
-for _module in (control_flow, creation, crf, decoding, detection, io, loss, manip, math,
-                metric_op, nn, ops, rnn, rnn_cells, rnn_layers, sequence, tensor):
-    wrap_module(_module, _module.__all__)
+# the modules, kept apart: the star imports below bring names (``rnn``) that shadow some
+_MODULES = (control_flow, creation, crf, decoding, detection, distributions, io, loss, manip,
+            math, metric_op, nn, ops, rnn, rnn_cells, rnn_layers, sequence, tensor)
+for _module in _MODULES:
+    if _module is not distributions:  # (classes, which carry no transaction of their own)
+        wrap_module(_module, _module.__all__)
 wrap_module(io, ["fluid_data"])
 from .control_flow import *  # noqa: F401,F403
 from .creation import *  # noqa: F401,F403
@@ -42,8 +45,4 @@ _LR_SCHEDULES = ["exponential_decay", "natural_exp_decay", "inverse_time_decay",
 
 math_op_patch.monkey_patch_variable()
 
-__all__ = (control_flow.__all__ + creation.__all__ + crf.__all__ + decoding.__all__
-           + detection.__all__ + distributions.__all__ + io.__all__ + loss.__all__
-           + manip.__all__ + math.__all__ + metric_op.__all__ + nn.__all__ + ops.__all__
-           + rnn.__all__ + rnn_cells.__all__ + rnn_layers.__all__ + sequence.__all__
-           + tensor.__all__ + _LR_SCHEDULES)
+__all__ = [name for _module in _MODULES for name in _module.__all__] + _LR_SCHEDULES

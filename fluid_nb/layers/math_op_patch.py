@@ -116,6 +116,58 @@ _TABLE = (
 )
 
 
+def _getitem(var, item):
+    """``x[i]``, ``x[a:b]``, ``x[:, i]``, ``x[::-1]``: a ``slice`` op (``strided_slice`` when
+    a step is not 1), an int index dropping its dim (``decrease_axis``), as Fluid slices."""
+    from ..errors import InvalidType, expected
+    from ..layer_helper import LayerHelper
+    items = item if isinstance(item, tuple) else (item,)
+    if len(items) > len(var.shape):
+        raise InvalidType(expected("Variable.__getitem__", "index",
+                                   f"at most {len(var.shape)} items (one per dim)",
+                                   repr(item)))
+    axes, starts, ends, steps, decrease = [], [], [], [], []
+    for axis, index in enumerate(items):
+        if isinstance(index, slice):
+            if index.start is None and index.stop is None and index.step in (None, 1):
+                continue
+            step = 1 if index.step is None else index.step
+            if step == 0:
+                raise InvalidType(expected("Variable.__getitem__", "slice step",
+                                           "a non-zero int", 0))
+            big = 2 ** 31 - 1
+            start = index.start if index.start is not None else (0 if step > 0 else big)
+            stop = index.stop if index.stop is not None else (big if step > 0 else -big)
+            axes.append(axis)
+            starts.append(int(start))
+            ends.append(int(stop))
+            steps.append(int(step))
+        elif isinstance(index, int) and not isinstance(index, bool):
+            axes.append(axis)
+            starts.append(index)
+            ends.append(index + 1 if index != -1 else 2 ** 31 - 1)
+            steps.append(1)
+            decrease.append(axis)
+        else:
+            raise InvalidType(expected("Variable.__getitem__", "index",
+                                       "ints and slices", repr(index)))
+    if not axes:
+        return var
+    helper = LayerHelper("slice")
+    out = helper.create_variable_for_type_inference(var.dtype)
+    if all(step == 1 for step in steps):
+        helper.append_op(type="slice", inputs={"Input": [var]}, outputs={"Out": [out]},
+                         attrs={"axes": axes, "starts": starts, "ends": ends,
+                                "decrease_axis": decrease, "infer_flags": [1] * len(axes)})
+    else:
+        helper.append_op(type="strided_slice", inputs={"Input": [var]},
+                         outputs={"Out": [out]},
+                         attrs={"axes": axes, "starts": starts, "ends": ends,
+                                "strides": steps, "decrease_axis": decrease,
+                                "infer_flags": [1] * len(axes)})
+    return out
+
+
 def monkey_patch_variable():
     """Attach the operators to Variable (fluid_nb.layers calls this on import)."""
     # each operator is a layer call, so a transaction (a failed `a + b` leaves no temporary)
@@ -125,6 +177,7 @@ def monkey_patch_variable():
     Variable.__neg__ = transactional(lambda self: _scale(self, -1.0, 0.0))
     Variable.__matmul__ = transactional(_matmul)
     Variable.astype = transactional(astype)
+    Variable.__getitem__ = transactional(_getitem)
     Variable.__hash__ = object.__hash__
     # numpy scalars on the left (np.float32(2) * x) defer to Variable.__rmul__
     Variable.__array_ufunc__ = None

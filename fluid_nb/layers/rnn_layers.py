@@ -374,6 +374,9 @@ class StaticRNN:
                 self.seq_len_var = fill_constant(shape=[1], dtype="int64", value=self.seq_len,
                                                  force_cpu=True)
                 less_than(x=self.step_idx, y=self.seq_len_var, force_cpu=True, cond=self.cond)
+            # this step's bounds as values of the step itself (the counter is updated in
+            # place, so the backward pass would read its last value): kept per step
+            self.step_begin = increment(x=self.step_idx, value=0.0, in_place=False)
             self.step_end = increment(x=self.step_idx, value=1.0, in_place=False)
         elif self.seq_len != x.shape[0]:
             raise InvalidArgument(f"StaticRNN.step_input: x expected sequence length "
@@ -382,7 +385,7 @@ class StaticRNN:
         helper = LayerHelper("slice")
         out = helper.create_variable_for_type_inference(dtype=x.dtype)
         helper.append_op(type="slice",
-                         inputs={"Input": [x], "StartsTensor": [self.step_idx],
+                         inputs={"Input": [x], "StartsTensor": [self.step_begin],
                                  "EndsTensor": [self.step_end]},
                          outputs={"Out": [out]},
                          attrs={"axes": [0], "starts": [-1], "ends": [-1],

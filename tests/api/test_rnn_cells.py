@@ -1,0 +1,123 @@
+"""The Fluid 1.6+ RNN API: GRUCell and LSTMCell steps against their formulas in NumPy, rnn()
+over a padded batch (sequence lengths, reversed) against a NumPy loop; Variable indexing,
+which rnn() and scripts use."""
+import numpy as np
+import pytest
+
+import fluid_nb as fluid
+
+RNG = np.random.RandomState(4)
+
+
+def _sigmoid(v):
+    return 1 / (1 + np.exp(-v))
+
+
+def _params(scope, names):
+    return [np.array(scope.find_var(n).value, dtype="float64") for n in names]
+
+
+def _gru_step(x, h, w_gate, w_cand, b_gate, b_cand):
+    gates = _sigmoid(np.concatenate([x, h], 1) @ w_gate + b_gate)
+    r, u = np.split(gates, 2, axis=1)
+    c = np.tanh(np.concatenate([x, r * h], 1) @ w_cand + b_cand)
+    return u * h + (1 - u) * c
+
+
+def _lstm_step(x, h, c, w, b, forget_bias=1.0):
+    i, j, f, o = np.split(np.concatenate([x, h], 1) @ w + b, 4, axis=1)
+    c = c * _sigmoid(f + forget_bias) + _sigmoid(i) * np.tanh(j)
+    return np.tanh(c) * _sigmoid(o), c
+
+
+def _build_and_run(build, feed, seed=3):
+    main, startup = fluid.Program(), fluid.Program()
+    main.random_seed = startup.random_seed = seed
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        fetches, param_names = build()
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    exe.run(startup, scope=scope)
+    values = exe.run(main, feed=feed, fetch_list=fetches, scope=scope)
+    return values, _params(scope, param_names), (main, exe, scope)
+
+
+X = RNG.uniform(-1, 1, (3, 5, 4)).astype("float32")   # batch 3, time 5, width 4
+LENGTHS = np.array([5, 2, 3], "int64")
+
+
+def test_gru_cell_step_matches_its_formula():
+    h0 = RNG.uniform(-1, 1, (3, 6)).astype("float32")
+
+    def build():
+        x = fluid.data(name="x", shape=[3, 4], dtype="float32")
+        h = fluid.data(name="h", shape=[3, 6], dtype="float32")
+        out, new = fluid.layers.GRUCell(6)(x, h)
+        return [out, new], ["GRUCell/basic_gru_unit_0.w_0", "GRUCell/basic_gru_unit_0.w_1",
+                            "GRUCell/basic_gru_unit_0.b_0", "GRUCell/basic_gru_unit_0.b_1"]
+    (out, new), params, _ = _build_and_run(build, {"x": X[:, 0], "h": h0})
+    np.testing.assert_allclose(out, _gru_step(X[:, 0], h0, *params), rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(out, new)
+
+
+def test_lstm_cell_step_matches_its_formula():
+    h0, c0 = (RNG.uniform(-1, 1, (3, 6)).astype("float32") for _ in range(2))
+
+    def build():
+        x = fluid.data(name="x", shape=[3, 4], dtype="float32")
+        h = fluid.data(name="h", shape=[3, 6], dtype="float32")
+        c = fluid.data(name="c", shape=[3, 6], dtype="float32")
+        out, (new_h, new_c) = fluid.layers.LSTMCell(6, forget_bias=0.5)(x, [h, c])
+        return [out, new_c], ["LSTMCell/basic_lstm_unit_0.w_0", "LSTMCell/basic_lstm_unit_0.b_0"]
+    (out, new_c), params, _ = _build_and_run(build, {"x": X[:, 0], "h": h0, "c": c0})
+    want_h, want_c = _lstm_step(X[:, 0], h0, c0, *params, forget_bias=0.5)
+    np.testing.assert_allclose(out, want_h, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(new_c, want_c, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("is_reverse", [False, True])
+def test_rnn_runs_the_cell_over_time_keeping_ended_states(is_reverse):
+    def build():
+        x = fluid.data(name="x", shape=[3, 5, 4], dtype="float32")
+        lengths = fluid.data(name="lengths", shape=[3], dtype="int64")
+        outputs, final = fluid.layers.rnn(fluid.layers.GRUCell(6), x, sequence_length=lengths,
+                                          is_reverse=is_reverse)
+        return [outputs, final], ["GRUCell/basic_gru_unit_0.w_0",
+                                  "GRUCell/basic_gru_unit_0.w_1",
+                                  "GRUCell/basic_gru_unit_0.b_0",
+                                  "GRUCell/basic_gru_unit_0.b_1"]
+    (outputs, final), params, _ = _build_and_run(build, {"x": X, "lengths": LENGTHS})
+    h = np.zeros((3, 6))
+    want = np.zeros((3, 5, 6))
+    steps = range(4, -1, -1) if is_reverse else range(5)
+    for t in steps:
+        new = _gru_step(X[:, t], h, *params)
+        want[:, t] = new
+        alive = (t < LENGTHS)[:, None]
+        h = np.where(alive, new, h)
+    np.testing.assert_allclose(outputs, want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(final, h, rtol=1e-5, atol=1e-5)
+
+
+def test_initial_states_follow_the_batch_and_wrong_cells_are_refused():
+    def build():
+        x = fluid.data(name="x", shape=[-1, 5, 4], dtype="float32")
+        states = fluid.layers.LSTMCell(6).get_initial_states(batch_ref=x, init_value=0.5)
+        return states, []
+    (h, c), _, _ = _build_and_run(build, {"x": X})
+    np.testing.assert_array_equal(h, np.full((3, 6), 0.5, "float32"))
+    with fluid.program_guard(fluid.Program(), fluid.Program()):
+        x = fluid.data(name="x", shape=[3, 5, 4], dtype="float32")
+        with pytest.raises(TypeError, match="cell expected an RNNCell"):
+            fluid.layers.rnn("gru", x)
+        with pytest.raises(TypeError, match="hidden_size expected a positive int"):
+            fluid.layers.GRUCell(0)
+
+
+def test_variable_indexing_slices_as_numpy_does():
+    def build():
+        x = fluid.data(name="x", shape=[3, 5, 4], dtype="float32")
+        return [x[-1], x[:, 1], x[0, 1:3], x[::-1], x[:, :, 2], x[1:, ::2, -2]], []
+    values, _, _ = _build_and_run(build, {"x": X})
+    for got, want in zip(values, [X[-1], X[:, 1], X[0, 1:3], X[::-1], X[:, :, 2],
+                                  X[1:, ::2, -2]]):
+        np.testing.assert_array_equal(got, want)
