@@ -4,4 +4,5 @@ from . import (  # noqa: F401
     compare, optimizer_ops, clip_ops, init_ops, sequence,
     sequence_conv, sequence_layout, lod_ops, array_ops, rnn,
     control_flow, math_functions, indexing, vision, detection, crf, beam_search,
-    similarity)
+    similarity, detection_heads, detection_proposals, detection_losses, decoding_ops,
+    rnn_lstm)

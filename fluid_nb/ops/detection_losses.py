@@ -1,0 +1,1 @@
+"""Op family (filled in as its ops arrive)."""
