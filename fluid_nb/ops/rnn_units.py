@@ -170,10 +170,11 @@ def gru_step_grad(xp, gates, reset_h, h_prev, dh, gate_w, state_w, act, gate_act
 
 
 # --- LSTM cell -------------------------------------------------------------------------------
-def lstm_step(xp, pre, c_prev, peep, acts):
+def lstm_step(xp, pre, c_prev, peep, acts, cell_clip=0.0):
     """One step of Paddle's lstm. ``pre``: [n, 4D] projections in Paddle's gate order
     (candidate, input, forget, output); ``c_prev`` None means a zero state; ``peep`` None or
-    (w_ic, w_fc, w_oc). Returns (activated gates, c, act_cell(c), h)."""
+    (w_ic, w_fc, w_oc); ``cell_clip`` > 0 clips c to [-cell_clip, cell_clip] before the
+    output gate reads it. Returns (activated gates, c, act_cell(c), h)."""
     gate_act, cell_act, cand_act = acts
     d = pre.shape[1] // 4
     cand = activate(xp, cand_act, pre[:, :d])
@@ -184,14 +185,17 @@ def lstm_step(xp, pre, c_prev, peep, acts):
     ig = activate(xp, gate_act, zi)
     fg = activate(xp, gate_act, zf)
     c = cand * ig + (c_prev * fg if c_prev is not None else 0)
+    if cell_clip > 0:
+        c = xp.clip(c, -cell_clip, cell_clip)
     og = activate(xp, gate_act, zo + c * peep[2] if peep is not None else zo)
     c_act = activate(xp, cell_act, c)
     return xp.concatenate([cand, ig, fg, og], axis=1), c, c_act, og * c_act
 
 
-def lstm_step_grad(xp, gates, c, c_act, c_prev, dh, dc, peep, acts):
+def lstm_step_grad(xp, gates, c, c_act, c_prev, dh, dc, peep, acts, cell_clip=0.0):
     """Gradients of one lstm step given dh and the cell gradient dc flowing in from later
-    steps: (d pre [n, 4D], d c_prev or None, peephole grads (3 arrays [D]) or None)."""
+    steps: (d pre [n, 4D], d c_prev or None, peephole grads (3 arrays [D]) or None).
+    With ``cell_clip``, no gradient passes where c was clipped."""
     gate_act, cell_act, cand_act = acts
     d = c.shape[1]
     cand, ig, fg, og = (gates[:, k * d:(k + 1) * d] for k in range(4))
@@ -199,6 +203,8 @@ def lstm_step_grad(xp, gates, c, c_act, c_prev, dh, dc, peep, acts):
     dc = dc + activate_grad(xp, cell_act, dh * og, c_act)
     if peep is not None:
         dc = dc + dog * peep[2]
+    if cell_clip > 0:
+        dc = dc * ((c > -cell_clip) & (c < cell_clip))
     dcand = activate_grad(xp, cand_act, dc * ig, cand)
     dig = activate_grad(xp, gate_act, dc * cand, ig)
     prev = c_prev if c_prev is not None else xp.zeros_like(c)
