@@ -139,7 +139,13 @@ def _shape_inputs(shape, inputs, attrs, op_type):
         attrs["shape"] = [int(d) for d in shape]
 
 
-@checks(shape=dims(0), dtype=dtype, value=or_variable(real_in(finite=False)),
+def _fill_value(value):
+    """A number, or a bool (``fill_constant([1], 'bool', True)``)."""
+    if not isinstance(value, (bool, np.bool_)):
+        real_in(finite=False, want="a number or a bool")(value)
+
+
+@checks(shape=dims(0), dtype=dtype, value=or_variable(_fill_value),
         force_cpu=boolean, out=optional(variable))
 def fill_constant(shape, dtype, value, force_cpu=False, out=None):
     """A tensor of ``shape`` filled with ``value`` (``fill_constant``); no gradient."""
@@ -163,7 +169,7 @@ def fill_constant(shape, dtype, value, force_cpu=False, out=None):
     return out
 
 
-@checks(input=variable, shape=ints(None, -1, 'dims'), dtype=dtype, value=real_in(finite=False),
+@checks(input=variable, shape=ints(None, -1, 'dims'), dtype=dtype, value=_fill_value,
         input_dim_idx=NON_NEGATIVE_INT, output_dim_idx=NON_NEGATIVE_INT, force_cpu=boolean)
 def fill_constant_batch_size_like(input, shape, dtype, value, input_dim_idx=0,
                                   output_dim_idx=0, force_cpu=False):

@@ -219,8 +219,11 @@ def _snapshot_names(ctx, block):
 # --- backward of a sub-block -------------------------------------------------------------------
 def _sub_block_op_path(block, targets, no_grad):
     """Ops of ``block`` that carry gradient to ``targets``, plus in-place ``increment`` ops
-    of counters not in ``no_grad`` (their reverse restores the counter step by step, the
-    device DynamicRNN uses with ``step_idx.stop_gradient = False``)."""
+    of counters: their reverse restores the counter step by step in the backward pass. A
+    counter not in ``no_grad`` always (the device DynamicRNN uses with
+    ``step_idx.stop_gradient = False``); one in it when an op of the path reads it (a
+    tensor-array index), as Paddle keeps in a while block the ops that write what the
+    path reads."""
     needs, written = set(), set()
     for op in block.ops:
         for name in op.input_arg_names:
@@ -235,15 +238,19 @@ def _sub_block_op_path(block, targets, no_grad):
                         is_float_dtype(var.dtype) or var.type == VarType.LOD_TENSOR_ARRAY):
                     needs.add(name)
         written |= set(op.output_arg_names)
+    def in_place_counter(op):
+        return op.type == "increment" and op.input("X") == op.output("Out")
+
     reach, path = set(targets), []
     for op in reversed(block.ops):
-        counter = op.type == "increment" and op.input("X") == op.output("Out") \
-            and op.input("X")[0] not in no_grad
+        counter = in_place_counter(op) and op.input("X")[0] not in no_grad
         if counter or (set(op.output_arg_names) & reach and needs & set(op.input_arg_names)):
             path.append(op)
             reach |= set(op.input_arg_names)
     path.reverse()
-    return path
+    read = {name for op in path if not in_place_counter(op) for name in op.input_arg_names}
+    return [op for op in block.ops if op in path or (
+        in_place_counter(op) and op.input("X")[0] in read)]
 
 
 def _grad_specs(block, path, no_grad, available):

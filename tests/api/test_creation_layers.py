@@ -130,3 +130,14 @@ def test_assign_writes_a_bool_array_through_bool_values():
     assert value.dtype == np.bool_
     (op,) = main.global_block().ops
     assert op.type == "assign_value" and op.attr("bool_values") == [1, 0, 1]
+
+
+def test_fill_constant_takes_a_bool_value_as_fluid_does():
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        flag = fluid.layers.fill_constant([2], "bool", True)
+        x = fluid.data("x", [None, 3])
+        done = fluid.layers.fill_constant_batch_size_like(x, [-1], "bool", False)
+    got = fluid.Executor(fluid.CPUPlace()).run(
+        main, feed={"x": np.zeros((3, 3), "float32")}, fetch_list=[flag, done])
+    assert got[0].tolist() == [True, True] and got[1].tolist() == [False] * 3

@@ -121,3 +121,46 @@ def test_variable_indexing_slices_as_numpy_does():
     for got, want in zip(values, [X[-1], X[:, 1], X[0, 1:3], X[::-1], X[:, :, 2],
                                   X[1:, ::2, -2]]):
         np.testing.assert_array_equal(got, want)
+
+
+def test_rnn_gradients_match_finite_differences():
+    """The StaticRNN under rnn() differentiates: the gradient of a weighted sum of every
+    output with respect to the input and a parameter, against float64 central differences
+    (the backward pass restores the step counter it reads the step slices by)."""
+    x_value = RNG.uniform(-1, 1, (2, 3, 2))
+    weights = RNG.uniform(-1, 1, (2, 3, 3))
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.data(name="x", shape=[2, 3, 2], dtype="float64")
+        x.stop_gradient = False
+        w = fluid.data(name="w", shape=[2, 3, 3], dtype="float64")
+        outputs, _ = fluid.layers.rnn(fluid.layers.GRUCell(3, dtype="float64"), x)
+        loss = fluid.layers.reduce_sum(outputs * w)
+        fluid.append_backward(loss)
+    weight_name = "GRUCell/basic_gru_unit_0.w_0"
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    exe.run(startup, scope=scope)
+    feed = {"x": x_value, "w": weights}
+    dx, dw = exe.run(main, feed=feed, fetch_list=["x@GRAD", weight_name + "@GRAD"],
+                     scope=scope)
+    param = scope.find_var(weight_name).get_tensor()
+
+    def loss_at(x_in, w_param):
+        param.set(w_param, fluid.CPUPlace())
+        return float(exe.run(main, feed={"x": x_in, "w": weights}, fetch_list=[loss],
+                             scope=scope)[0])
+
+    w_value = np.array(param)
+    delta = 1e-6
+    for index in [(0, 0, 0), (1, 2, 1), (0, 1, 1)]:
+        up, down = x_value.copy(), x_value.copy()
+        up[index] += delta
+        down[index] -= delta
+        numeric = (loss_at(up, w_value) - loss_at(down, w_value)) / (2 * delta)
+        assert abs(dx[index] - numeric) < 1e-6, (index, dx[index], numeric)
+    for index in [(0, 0), (4, 5), (2, 3)]:
+        up, down = w_value.copy(), w_value.copy()
+        up[index] += delta
+        down[index] -= delta
+        numeric = (loss_at(x_value, up) - loss_at(x_value, down)) / (2 * delta)
+        assert abs(dw[index] - numeric) < 1e-6, (index, dw[index], numeric)
