@@ -109,6 +109,7 @@ def_op("box_coder", inputs=["PriorBox", "PriorBoxVar?", "TargetBox"], outputs=["
               "box_normalized": ("bool", True), "axis": ("int", 0),
               "variance": ("floats", [])},
        infer_shape=_box_coder_infer, grad=no_gradient, kernel=_box_coder,
+       share_lod=("TargetBox", ["OutputBox"]),
        doc="encode: OutputBox[i, j] = ((tcx - pcx) / pw / v0, (tcy - pcy) / ph / v1, "
            "log(tw / pw) / v2, log(th / ph) / v3) of target i against prior j; decode: the "
            "inverse, prior j along dim 1 of TargetBox (axis 0) or dim 0 (axis 1); variances "
