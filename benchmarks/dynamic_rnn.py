@@ -211,7 +211,7 @@ def main():
     ours = fluid_step(data, lengths, w, u, b)
     loss_ref, dw, du, db = reference()
     loss, gw, gu, gb = ours()
-    np.testing.assert_allclose(float(np.asarray(loss)), loss_ref, rtol=1e-4)
+    np.testing.assert_allclose(np.asarray(loss).item(), loss_ref, rtol=1e-4)
     for got, want in ((gw, dw), (gu, du), (gb, db)):
         np.testing.assert_allclose(np.asarray(got), want, rtol=1e-3, atol=1e-6)
     print(f"W3 DynamicRNN, {BATCH} sequences (lengths 5..50, {sum(lengths)} rows), "
