@@ -4,5 +4,6 @@ from . import (  # noqa: F401
     compare, optimizer_ops, clip_ops, init_ops, sequence,
     sequence_conv, sequence_layout, lod_ops, array_ops, rnn,
     control_flow, math_functions, indexing, vision, detection, crf, beam_search,
-    similarity, detection_heads, detection_proposals, detection_losses, decoding_ops,
+    similarity, detection_heads, detection_proposals, detection_losses, detection_training,
+    decoding_ops,
     rnn_lstm)

@@ -1,0 +1,357 @@
+"""Two-stage detector training targets, as Paddle's kernels compute them: which anchors an
+RPN or RetinaNet head learns from (``rpn_target_assign``, ``retinanet_target_assign``),
+which proposals the second stage samples (``generate_proposal_labels``), their mask targets
+(``generate_mask_labels``), and ``roi_perspective_transform`` with its gradient.
+
+Boxes are in pixels, ``[x1, y1, x2, y2]`` with both ends inside the box, so a box is
+``x2 - x1 + 1`` wide (Faster R-CNN's convention). A batch of ground truths is a LoD tensor:
+one LoD level gives each image's rows; ``ImInfo`` [N, 3] holds each image's
+(height, width, scale)."""
+import numpy as np
+
+from ..errors import InvalidArgument, expected
+from ..exec.tensor import LoDTensor
+from ..framework.dtypes import VarType
+from .registry import def_op, no_gradient
+
+_TIE = 1e-5  # overlaps closer than this are the same overlap
+
+
+# --- box arithmetic shared by the ops ------------------------------------------------------
+def pixel_overlaps(boxes, gts):
+    """IoU [len(boxes), len(gts)] of pixel boxes (widths x2 - x1 + 1)."""
+    boxes = np.asarray(boxes, "float64").reshape(-1, 4)
+    gts = np.asarray(gts, "float64").reshape(-1, 4)
+    area_b = (boxes[:, 2] - boxes[:, 0] + 1) * (boxes[:, 3] - boxes[:, 1] + 1)
+    area_g = (gts[:, 2] - gts[:, 0] + 1) * (gts[:, 3] - gts[:, 1] + 1)
+    w = np.minimum(boxes[:, None, 2], gts[None, :, 2]) - \
+        np.maximum(boxes[:, None, 0], gts[None, :, 0]) + 1
+    h = np.minimum(boxes[:, None, 3], gts[None, :, 3]) - \
+        np.maximum(boxes[:, None, 1], gts[None, :, 1]) + 1
+    inter = np.maximum(w, 0) * np.maximum(h, 0)
+    union = area_b[:, None] + area_g[None, :] - inter
+    return np.where(inter == 0, 0.0, inter / np.where(union == 0, 1, union))
+
+
+def box_to_delta(boxes, gts, weights=None):
+    """The regression target of each box towards its ground truth:
+    ((gx - bx) / bw, (gy - by) / bh, log(gw / bw), log(gh / bh)), each divided by its
+    weight when ``weights`` is given (centres and sizes in pixels)."""
+    boxes = np.asarray(boxes, "float64").reshape(-1, 4)
+    gts = np.asarray(gts, "float64").reshape(-1, 4)
+    bw, bh = boxes[:, 2] - boxes[:, 0] + 1, boxes[:, 3] - boxes[:, 1] + 1
+    gw, gh = gts[:, 2] - gts[:, 0] + 1, gts[:, 3] - gts[:, 1] + 1
+    bx, by = boxes[:, 0] + 0.5 * bw, boxes[:, 1] + 0.5 * bh
+    gx, gy = gts[:, 0] + 0.5 * gw, gts[:, 1] + 0.5 * gh
+    with np.errstate(divide="ignore", invalid="ignore"):
+        delta = np.stack([(gx - bx) / bw, (gy - by) / bh, np.log(gw / bw), np.log(gh / bh)],
+                         axis=1)
+    if weights is not None:
+        delta = delta / np.asarray(weights, "float64")
+    return delta
+
+
+def reservoir_sample(indices, count, rng, replace_below=None):
+    """Keep ``count`` of ``indices``: with ``rng``, reservoir sampling (each later index
+    replaces a random kept one, drawn below ``replace_below``, ``count`` by default);
+    without, the first ``count``."""
+    indices = list(indices)
+    if len(indices) <= count:
+        return indices
+    if rng is not None:
+        below = count if replace_below is None else replace_below
+        for i in range(count, len(indices)):
+            j = int(np.floor(rng.uniform() * i))
+            if j < below:
+                indices[j], indices[i] = indices[i], indices[j]
+    return indices[:count]
+
+
+def _offsets(tensor, rows, what, op):
+    lod = tensor.lod() if isinstance(tensor, LoDTensor) else None
+    if not lod:
+        raise InvalidArgument(expected(op, f"input '{what}'", "a LoD tensor with 1 level "
+                                       "(rows by image)", f"no LoD ({rows} rows)"))
+    return list(lod[-1])
+
+
+def _ragged(parts, width, dtype):
+    """Rows of every image, one after another, and the LoD that splits them."""
+    offsets = [0]
+    for part in parts:
+        offsets.append(offsets[-1] + len(part))
+    rows = [np.asarray(p, dtype).reshape(-1, *width) for p in parts]
+    array = np.concatenate(rows) if rows else np.zeros((0, *width), dtype)
+    return array.astype(dtype), offsets
+
+
+# --- rpn_target_assign / retinanet_target_assign ------------------------------------------
+def label_anchors(overlap, positive, negative, batch_size=-1, fg_fraction=-1.0, rng=None):
+    """Faster R-CNN's anchor labels for one image, ``overlap`` [anchors, gts].
+
+    Foreground: each anchor that is some ground truth's best (ties within _TIE) or overlaps
+    one by >= ``positive``; background: best overlap < ``negative``, background winning.
+    With a positive ``batch_size`` and ``fg_fraction``, at most batch_size * fg_fraction
+    foreground and batch_size minus that many background anchors are sampled.
+
+    Returns (fg, bg, located, inside_weight): ``fg``/``bg`` the anchors scored as 1/0 in
+    ascending order; ``located`` the anchors given a box target: for each sampled foreground
+    anchor that ended as background, the first sampled foreground anchor with weight 0,
+    then ``fg`` with weight 1."""
+    anchors, gts = overlap.shape
+    best = overlap.max(1) if gts else np.zeros(anchors)
+    gt_best = overlap.max(0) if anchors else np.zeros(gts)
+    is_best = (np.abs(overlap - gt_best[None, :]) < _TIE).any(1) if gts else \
+        np.zeros(anchors, bool)
+    fg_candidates = [i for i in range(anchors) if is_best[i] or best[i] >= positive]
+    sampling = fg_fraction > 0 and batch_size > 0
+    if sampling:
+        fg_candidates = reservoir_sample(fg_candidates, int(fg_fraction * batch_size), rng)
+    label = np.full(anchors, -1)
+    label[fg_candidates] = 1
+    bg_candidates = [i for i in range(anchors) if best[i] < negative]
+    if sampling:
+        bg_candidates = reservoir_sample(bg_candidates, batch_size - len(fg_candidates), rng)
+    demoted = sum(1 for i in bg_candidates if label[i] == 1)
+    label[bg_candidates] = 0
+    fg = [i for i in range(anchors) if label[i] == 1]
+    bg = [i for i in range(anchors) if label[i] == 0]
+    located = [fg_candidates[0]] * demoted + fg
+    weight = [0.0] * demoted + [1.0] * len(fg)
+    return fg, bg, located, weight
+
+
+def _inside_anchors(anchors, straddle, height, width):
+    """Indices of the anchors inside the image by ``straddle`` pixels (all when < 0)."""
+    if straddle < 0:
+        return np.arange(len(anchors))
+    keep = (anchors[:, 0] >= -straddle) & (anchors[:, 1] >= -straddle) & \
+        (anchors[:, 2] < width + straddle) & (anchors[:, 3] < height + straddle)
+    return np.nonzero(keep)[0]
+
+
+def _assign_targets(ctx, op, anchor, gt_boxes, gt_labels, is_crowd, im_info, straddle,
+                    positive, negative, batch_size, fg_fraction, rng):
+    """The per-image loop both target_assign ops share; returns their outputs."""
+    anchors = np.asarray(anchor.array)
+    boxes = np.asarray(gt_boxes.array).reshape(-1, 4)
+    crowd = np.asarray(is_crowd.array).reshape(-1)
+    info = np.asarray(im_info.array).reshape(-1, 3)
+    labels = None if gt_labels is None else np.asarray(gt_labels.array).reshape(-1)
+    gt_lod = _offsets(gt_boxes, len(boxes), "GtBoxes", op)
+    crowd_lod = _offsets(is_crowd, len(crowd), "IsCrowd", op)
+    label_lod = None if gt_labels is None else _offsets(gt_labels, len(labels), "GtLabels", op)
+    dtype = anchors.dtype
+    locs, scores, targets, deltas, weights, fg_numbers = [], [], [], [], [], []
+    for i in range(len(gt_lod) - 1):
+        height, width, scale = info[i]
+        inside = _inside_anchors(anchors, straddle, height, width)
+        kept = crowd[crowd_lod[i]:crowd_lod[i + 1]] == 0
+        gts = boxes[gt_lod[i]:gt_lod[i + 1]][kept].astype("float64") * scale
+        overlap = pixel_overlaps(anchors[inside], gts)
+        fg, bg, located, weight = label_anchors(overlap, positive, negative, batch_size,
+                                                fg_fraction, rng)
+        matched = overlap.argmax(1) if len(gts) else np.zeros(len(inside), int)
+        offset = i * len(anchors)
+        loc = inside[located]
+        locs.append(loc + offset)
+        scores.append(inside[fg + bg] + offset)
+        if labels is None:
+            target = [1] * len(fg)
+        else:
+            image_labels = labels[label_lod[i]:label_lod[i + 1]][kept]
+            target = [int(image_labels[matched[a]]) for a in fg]
+        targets.append(target + [0] * len(bg))
+        deltas.append(box_to_delta(anchors[loc], gts[matched[located]]) if len(loc)
+                      else np.zeros((0, 4)))
+        weights.append(np.repeat(np.asarray(weight, "float64")[:, None], 4, 1))
+        fg_numbers.append([len(located) + 1])
+    xp = ctx.xp
+
+    def out(parts, width, dt):
+        array, offsets = _ragged(parts, width, dt)
+        return LoDTensor(xp.asarray(array), [offsets])
+    return (out(locs, (), "int32"), out(scores, (), "int32"), out(targets, (1,), "int32"),
+            out(deltas, (4,), dtype), out(weights, (4,), dtype), out(fg_numbers, (1,), "int32"))
+
+
+def _assign_infer(ctx, fg_number=False):
+    for slot in ("Anchor", "GtBoxes", "ImInfo") + (("GtLabels",) if fg_number else ()):
+        shape = ctx.input_shape(slot)
+        ctx.check(len(shape) == 2, f"input '{slot}' rank", 2, len(shape))
+    dtype = ctx.input_dtype("Anchor")
+    ctx.set_output("LocationIndex", (-1,), VarType.INT32, lod_level=1)
+    ctx.set_output("ScoreIndex", (-1,), VarType.INT32, lod_level=1)
+    ctx.set_output("TargetLabel", (-1, 1), VarType.INT32, lod_level=1)
+    ctx.set_output("TargetBBox", (-1, 4), dtype, lod_level=1)
+    ctx.set_output("BBoxInsideWeight", (-1, 4), dtype, lod_level=1)
+    if fg_number:
+        ctx.set_output("ForegroundNumber", (-1, 1), VarType.INT32, lod_level=1)
+
+
+def _rpn_target_assign(ctx, anchor, gt_boxes, is_crowd, im_info):
+    a = ctx.attrs
+    rng = ctx.random_state(seed_attr=None) if a["use_random"] else None
+    return _assign_targets(ctx, "rpn_target_assign", anchor, gt_boxes, None, is_crowd,
+                           im_info, a["rpn_straddle_thresh"], a["rpn_positive_overlap"],
+                           a["rpn_negative_overlap"], a["rpn_batch_size_per_im"],
+                           a["rpn_fg_fraction"], rng)[:5]
+
+
+def_op("rpn_target_assign", inputs=["Anchor", "GtBoxes", "IsCrowd", "ImInfo"],
+       outputs=["LocationIndex", "ScoreIndex", "TargetLabel", "TargetBBox",
+                "BBoxInsideWeight"],
+       attrs={"rpn_batch_size_per_im": ("int", 256), "rpn_straddle_thresh": ("float", 0.0),
+              "rpn_positive_overlap": ("float", 0.7), "rpn_negative_overlap": ("float", 0.3),
+              "rpn_fg_fraction": ("float", 0.25), "use_random": ("bool", True)},
+       infer_shape=_assign_infer, grad=no_gradient, kernel=_rpn_target_assign,
+       lod_aware=True, traits={"runtime_outputs"},
+       doc="Per image: anchors inside the image (by rpn_straddle_thresh, none dropped when "
+           "< 0) against its non-crowd GtBoxes scaled by ImInfo's scale (pixel IoU); "
+           "foreground = a ground truth's best anchor or IoU >= rpn_positive_overlap, "
+           "background = best IoU < rpn_negative_overlap; at most rpn_batch_size_per_im * "
+           "rpn_fg_fraction foreground and the rest of rpn_batch_size_per_im background "
+           "(reservoir sampling when use_random, else the first). ScoreIndex = foreground "
+           "then background anchors, TargetLabel 1 then 0; LocationIndex the foreground "
+           "anchors with TargetBBox = their deltas to the best ground truth, "
+           "BBoxInsideWeight 1 (0 for a sampled foreground demoted to background). Indices "
+           "count anchors over the batch (image i adds i * anchors); one LoD level by image.")
+
+
+def _retinanet_target_assign(ctx, anchor, gt_boxes, gt_labels, is_crowd, im_info):
+    a = ctx.attrs
+    return _assign_targets(ctx, "retinanet_target_assign", anchor, gt_boxes, gt_labels,
+                           is_crowd, im_info, -1.0, a["positive_overlap"],
+                           a["negative_overlap"], -1, -1.0, None)
+
+
+def_op("retinanet_target_assign",
+       inputs=["Anchor", "GtBoxes", "GtLabels", "IsCrowd", "ImInfo"],
+       outputs=["LocationIndex", "ScoreIndex", "TargetLabel", "TargetBBox",
+                "BBoxInsideWeight", "ForegroundNumber"],
+       attrs={"positive_overlap": ("float", 0.5), "negative_overlap": ("float", 0.4)},
+       infer_shape=lambda ctx: _assign_infer(ctx, fg_number=True), grad=no_gradient,
+       kernel=_retinanet_target_assign, lod_aware=True, traits={"runtime_outputs"},
+       doc="rpn_target_assign's labelling over every anchor, no sampling, thresholds "
+           "positive_overlap and negative_overlap: TargetLabel is the class (GtLabels) of "
+           "each foreground anchor's best ground truth, 0 for background; "
+           "ForegroundNumber [N, 1] = (located anchors + 1) per image.")
+
+
+# --- generate_proposal_labels -----------------------------------------------------------
+def sample_proposals(overlap, crowd, a, rng, boxes):
+    """Foreground/background proposals of one image (rows of ``overlap``: ground truths
+    first, then proposals). Returns (fg rows, bg rows, gt of each fg row)."""
+    fg, bg, fg_gt = [], [], []
+    for i in range(len(overlap)):
+        best = overlap[i].max() if overlap.shape[1] else 0.0
+        if i < len(crowd) and crowd[i]:
+            best = -1.0
+        if a["is_cascade_rcnn"] and (boxes[i, 2] - boxes[i, 0] + 1 <= 0
+                                     or boxes[i, 3] - boxes[i, 1] + 1 <= 0):
+            continue
+        if best >= a["fg_thresh"]:
+            fg.append(i)
+            fg_gt.append(int(np.nonzero(np.abs(overlap[i] - best) < _TIE)[0][0]))
+        elif a["bg_thresh_lo"] <= best < a["bg_thresh_hi"]:
+            bg.append(i)
+    if a["is_cascade_rcnn"]:
+        return fg, bg, fg_gt
+    fg_count = min(int(np.floor(a["batch_size_per_im"] * a["fg_fraction"])), len(fg))
+    if rng is not None and len(fg) > fg_count:
+        pairs = reservoir_sample(list(zip(fg, fg_gt)), fg_count, rng)
+        fg, fg_gt = [p[0] for p in pairs], [p[1] for p in pairs]
+    fg, fg_gt = fg[:fg_count], fg_gt[:fg_count]
+    bg_count = min(a["batch_size_per_im"] - fg_count, len(bg))
+    # Paddle draws the background replacements below the foreground count, not the
+    # background one; the same here, so the sampled sets follow the same distribution
+    bg = reservoir_sample(bg, bg_count, rng, replace_below=fg_count)
+    return fg, bg, fg_gt
+
+
+def _proposal_labels_one(rois, classes, crowd, gts, info, a, rng):
+    scale = float(info[2])
+    boxes = np.concatenate([gts.astype("float64"), rois.astype("float64") / scale])
+    overlap = pixel_overlaps(boxes, gts)
+    fg, bg, fg_gt = sample_proposals(overlap, crowd, a, rng, boxes)
+    picked = boxes[fg + bg]
+    labels = np.concatenate([classes[fg_gt], np.zeros(len(bg), classes.dtype)]).astype("int32")
+    width = 4 * a["class_nums"]
+    targets = np.zeros((len(picked), width))
+    weights = np.zeros((len(picked), width))
+    if fg:
+        delta = box_to_delta(picked[:len(fg)], gts[fg_gt], a["bbox_reg_weights"])
+        for row, label in enumerate(labels[:len(fg)]):
+            column = 4 * (1 if a["is_cls_agnostic"] else int(label))
+            if label > 0:
+                targets[row, column:column + 4] = delta[row]
+                weights[row, column:column + 4] = 1.0
+    return picked * scale, labels, targets, weights
+
+
+def _generate_proposal_labels(ctx, rpn_rois, gt_classes, is_crowd, gt_boxes, im_info):
+    a, op = ctx.attrs, "generate_proposal_labels"
+    rois = np.asarray(rpn_rois.array).reshape(-1, 4)
+    classes = np.asarray(gt_classes.array).reshape(-1)
+    crowd = np.asarray(is_crowd.array).reshape(-1)
+    boxes = np.asarray(gt_boxes.array).reshape(-1, 4)
+    info = np.asarray(im_info.array).reshape(-1, 3)
+    roi_lod = _offsets(rpn_rois, len(rois), "RpnRois", op)
+    class_lod = _offsets(gt_classes, len(classes), "GtClasses", op)
+    crowd_lod = _offsets(is_crowd, len(crowd), "IsCrowd", op)
+    box_lod = _offsets(gt_boxes, len(boxes), "GtBoxes", op)
+    rng = ctx.random_state(seed_attr=None) if a["use_random"] else None
+    results = []
+    for i in range(len(roi_lod) - 1):
+        if roi_lod[i] == roi_lod[i + 1]:
+            results.append(None)
+            continue
+        results.append(_proposal_labels_one(
+            rois[roi_lod[i]:roi_lod[i + 1]], classes[class_lod[i]:class_lod[i + 1]],
+            crowd[crowd_lod[i]:crowd_lod[i + 1]], boxes[box_lod[i]:box_lod[i + 1]],
+            info[i], a, rng))
+    dtype, width = rois.dtype, 4 * a["class_nums"]
+    empty = (np.zeros((0, 4)), np.zeros(0, "int32"), np.zeros((0, width)),
+             np.zeros((0, width)))
+    results = [r if r is not None else empty for r in results]
+    xp = ctx.xp
+
+    def out(k, shape, dt):
+        array, offsets = _ragged([r[k] for r in results], shape, dt)
+        return LoDTensor(xp.asarray(array), [offsets])
+    return (out(0, (4,), dtype), out(1, (1,), "int32"), out(2, (width,), dtype),
+            out(3, (width,), dtype), out(3, (width,), dtype))
+
+
+def _proposal_labels_infer(ctx):
+    for slot in ("RpnRois", "GtBoxes", "ImInfo"):
+        shape = ctx.input_shape(slot)
+        ctx.check(len(shape) == 2, f"input '{slot}' rank", 2, len(shape))
+    dtype, width = ctx.input_dtype("RpnRois"), 4 * ctx.attr("class_nums")
+    ctx.set_output("Rois", (-1, 4), dtype, lod_level=1)
+    ctx.set_output("LabelsInt32", (-1, 1), VarType.INT32, lod_level=1)
+    for slot in ("BboxTargets", "BboxInsideWeights", "BboxOutsideWeights"):
+        ctx.set_output(slot, (-1, width), dtype, lod_level=1)
+
+
+def_op("generate_proposal_labels",
+       inputs=["RpnRois", "GtClasses", "IsCrowd", "GtBoxes", "ImInfo"],
+       outputs=["Rois", "LabelsInt32", "BboxTargets", "BboxInsideWeights",
+                "BboxOutsideWeights"],
+       attrs={"batch_size_per_im": ("int", 256), "fg_fraction": ("float", 0.25),
+              "fg_thresh": ("float", 0.25), "bg_thresh_hi": ("float", 0.5),
+              "bg_thresh_lo": ("float", 0.0),
+              "bbox_reg_weights": ("floats", [0.1, 0.1, 0.2, 0.2]),
+              "class_nums": ("int", 1), "use_random": ("bool", True),
+              "is_cls_agnostic": ("bool", False), "is_cascade_rcnn": ("bool", False)},
+       infer_shape=_proposal_labels_infer, grad=no_gradient,
+       kernel=_generate_proposal_labels, lod_aware=True, traits={"runtime_outputs"},
+       doc="Per image: the candidates are its GtBoxes then its RpnRois / scale; a crowd "
+           "ground truth is never picked; foreground = best pixel IoU >= fg_thresh (its "
+           "ground truth the first best), background = bg_thresh_lo <= IoU < bg_thresh_hi; "
+           "at most floor(batch_size_per_im * fg_fraction) foreground, the rest of "
+           "batch_size_per_im background (reservoir sampling when use_random; with "
+           "is_cascade_rcnn, no sampling and boxes of no size dropped). Rois = picked * "
+           "scale, LabelsInt32 the ground truth's class (0 for background); BboxTargets "
+           "[P, 4 * class_nums] holds the deltas / bbox_reg_weights in the label's four "
+           "columns (column group 1 when is_cls_agnostic), the weights 1 there.")
