@@ -6,7 +6,8 @@ from ..layer_helper import LayerHelper
 from . import manip
 from .arg_checks import POSITIVE_INT, Refused, boolean, checks, optional, real_in, variable
 
-__all__ = ["rpn_target_assign", "retinanet_target_assign", "generate_proposal_labels"]
+__all__ = ["rpn_target_assign", "retinanet_target_assign", "generate_proposal_labels",
+           "roi_perspective_transform"]
 
 _OVERLAP = real_in(0.0, 1.0, want="an overlap in [0, 1]")
 
@@ -15,6 +16,12 @@ def _four_numbers(value):
     if not isinstance(value, (list, tuple)) or len(value) != 4 or not all(
             isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
         raise Refused("a list of 4 numbers", wrong_type=not isinstance(value, (list, tuple)))
+
+
+def _positive_number(value):
+    real_in(want="a number > 0")(value)
+    if value <= 0:
+        raise Refused("a number > 0")
 
 
 def _no_gradient(*variables):
@@ -178,3 +185,41 @@ def generate_proposal_labels(rpn_rois, gt_classes, is_crowd, gt_boxes, im_info,
     outputs = (rois, labels_int32, bbox_targets, bbox_inside_weights, bbox_outside_weights)
     _no_gradient(*outputs)
     return outputs
+
+
+@checks(input=variable, rois=variable, transformed_height=POSITIVE_INT,
+        transformed_width=POSITIVE_INT,
+        spatial_scale=_positive_number, name=optional(lambda v: None))
+def roi_perspective_transform(input, rois, transformed_height, transformed_width,
+                              spatial_scale=1.0, name=None):
+    """Warp each quadrilateral RoI of ``input`` (NCHW) onto a ``transformed_height`` x
+    ``transformed_width`` grid (op ``roi_perspective_transform``), as text-detection
+    heads read rotated words. ``rois`` [R, 8] (one LoD level by image) holds the corners
+    (x0, y0) top left, (x1, y1) top right, (x2, y2) bottom right, (x3, y3) bottom left,
+    multiplied by ``spatial_scale``. Output pixel (w, h) samples the RoI's image
+    bilinearly at (u / s, v / s), where (u, v, s) = M (w, h, 1) and M maps the grid's
+    corners to the quad's; pixels outside the quad or the map are 0.
+
+    Returns ``(out [R, C, H, W], mask [R, 1, H, W] int32, transform_matrix [R, 9])``;
+    ``out`` has a gradient with respect to ``input``.
+
+    Example::
+
+        words, mask, matrix = fluid.layers.roi_perspective_transform(
+            feature, quads, transformed_height=8, transformed_width=64, spatial_scale=0.25)
+    """
+    helper = LayerHelper("roi_perspective_transform", name=name)
+    dtype = input.dtype
+    out = helper.create_variable_for_type_inference(dtype)
+    mask = helper.create_variable_for_type_inference(dtype="int32")
+    transform_matrix = helper.create_variable_for_type_inference(dtype)
+    out2in_idx = helper.create_variable_for_type_inference(dtype="int32")
+    out2in_w = helper.create_variable_for_type_inference(dtype)
+    helper.append_op(
+        type="roi_perspective_transform", inputs={"X": [input], "ROIs": [rois]},
+        outputs={"Out": [out], "Out2InIdx": [out2in_idx], "Out2InWeights": [out2in_w],
+                 "Mask": [mask], "TransformMatrix": [transform_matrix]},
+        attrs={"transformed_height": transformed_height,
+               "transformed_width": transformed_width,
+               "spatial_scale": float(spatial_scale)})
+    return out, mask, transform_matrix

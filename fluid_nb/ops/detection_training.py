@@ -12,7 +12,7 @@ import numpy as np
 from ..errors import InvalidArgument, expected
 from ..exec.tensor import LoDTensor
 from ..framework.dtypes import VarType
-from .registry import def_op, no_gradient
+from .registry import def_op, grad_maker, grads_like, no_gradient
 
 _TIE = 1e-5  # overlaps closer than this are the same overlap
 
@@ -355,3 +355,187 @@ def_op("generate_proposal_labels",
            "scale, LabelsInt32 the ground truth's class (0 for background); BboxTargets "
            "[P, 4 * class_nums] holds the deltas / bbox_reg_weights in the label's four "
            "columns (column group 1 when is_cls_agnostic), the weights 1 there.")
+
+
+# --- roi_perspective_transform -------------------------------------------------------------
+_NEAR = 1e-4  # coordinates this close count as equal
+
+
+def _at_least(a, b):
+    return a > b or abs(a - b) < _NEAR
+
+
+def _on_or_inside(x, y, qx, qy):
+    """Whether (x, y) lies in the quadrilateral (qx, qy): on an edge, or inside by the
+    crossing count of a ray to the right."""
+    edges = [(qx[k], qy[k], qx[(k + 1) % 4], qy[(k + 1) % 4]) for k in range(4)]
+    for xs, ys, xe, ye in edges:
+        if abs(ys - ye) < _NEAR:
+            if abs(y - ys) < _NEAR and abs(y - ye) < _NEAR and \
+                    _at_least(x, min(xs, xe)) and _at_least(max(xs, xe), x):
+                return True
+        elif abs((y - ys) * (xe - xs) / (ye - ys) + xs - x) < _NEAR and \
+                _at_least(y, min(ys, ye)) and _at_least(max(ys, ye), y):
+            return True
+    crossings = 0
+    for xs, ys, xe, ye in edges:
+        if abs(ys - ye) < _NEAR or _at_least(min(ys, ye), y) or y - max(ys, ye) > _NEAR:
+            continue
+        cross = (y - ys) * (xe - xs) / (ye - ys) + xs
+        if abs(cross - x) < _NEAR:
+            return True
+        if cross - x > _NEAR:
+            crossings += 1
+    return crossings % 2 == 1
+
+
+def perspective_matrix(qx, qy, height, width):
+    """The 3 x 3 homography (row-major, last entry 1) taking output pixel (w, h, 1) to the
+    quadrilateral: corner 0 at (0, 0), 1 at (W' - 1, 0), 2 at (W' - 1, H' - 1), 3 at
+    (0, H' - 1), with H' = max(2, height) and W' the quad's aspect ratio at that height,
+    within [2, width]."""
+    x0, x1, x2, x3 = qx
+    y0, y1, y2, y3 = qy
+    side = lambda ax, ay, bx, by: np.sqrt((ax - bx) ** 2 + (ay - by) ** 2)  # noqa: E731
+    est_h = (side(x1, y1, x2, y2) + side(x3, y3, x0, y0)) / 2
+    est_w = (side(x0, y0, x1, y1) + side(x2, y2, x3, y3)) / 2
+    norm_h = max(2, height)
+    norm_w = max(2, min(int(np.round(est_w * (norm_h - 1) / est_h)) + 1, width))
+    dx1, dx2, dx3 = x1 - x2, x3 - x2, x0 - x1 + x2 - x3
+    dy1, dy2, dy3 = y1 - y2, y3 - y2, y0 - y1 + y2 - y3
+    det = dx1 * dy2 - dx2 * dy1 + 1e-5
+    m = np.zeros(9)
+    m[6] = (dx3 * dy2 - dx2 * dy3) / det / (norm_w - 1)
+    m[7] = (dx1 * dy3 - dx3 * dy1) / det / (norm_h - 1)
+    m[8] = 1
+    m[3] = (y1 - y0 + m[6] * (norm_w - 1) * y1) / (norm_w - 1)
+    m[4] = (y3 - y0 + m[7] * (norm_h - 1) * y3) / (norm_h - 1)
+    m[5] = y0
+    m[0] = (x1 - x0 + m[6] * (norm_w - 1) * x1) / (norm_w - 1)
+    m[1] = (x3 - x0 + m[7] * (norm_h - 1) * x3) / (norm_h - 1)
+    m[2] = x0
+    return m
+
+
+def _bilinear_taps(x, y, height, width):
+    """The four (row, column, weight) taps of bilinear sampling at (x, y); a point within
+    half a pixel outside is clamped to the border."""
+    x = 0.0 if _at_least(0, x) else x
+    y = 0.0 if _at_least(0, y) else y
+    xf, yf = int(np.floor(x)), int(np.floor(y))
+    if _at_least(xf, width - 1):
+        xf = xc = width - 1
+        x = float(xf)
+    else:
+        xc = xf + 1
+    if _at_least(yf, height - 1):
+        yf = yc = height - 1
+        y = float(yf)
+    else:
+        yc = yf + 1
+    ax, ay = x - xf, y - yf
+    return [(yf, xf, (1 - ax) * (1 - ay)), (yc, xf, (1 - ax) * ay), (yc, xc, ax * ay),
+            (yf, xc, ax * (1 - ay))]
+
+
+def _perspective_taps(rois, image_of, attrs, height, width):
+    """Per RoI: its matrix, and per output pixel inside the quad and the feature map, the
+    bilinear taps [(roi, out_h, out_w, image, row, column, weight)]."""
+    th, tw, scale = attrs["transformed_height"], attrs["transformed_width"], \
+        attrs["spatial_scale"]
+    matrices, taps = [], []
+    for n, roi in enumerate(np.asarray(rois, "float64").reshape(-1, 8)):
+        qx, qy = roi[0::2] * scale, roi[1::2] * scale
+        m = perspective_matrix(qx, qy, th, tw)
+        matrices.append(m)
+        for oh in range(th):
+            for ow in range(tw):
+                u, v, w = m[0:3] @ (ow, oh, 1), m[3:6] @ (ow, oh, 1), m[6:9] @ (ow, oh, 1)
+                x, y = u / w, v / w
+                if not _on_or_inside(x, y, qx, qy) or _at_least(-0.5, x) or \
+                        _at_least(x, width - 0.5) or _at_least(-0.5, y) or \
+                        _at_least(y, height - 0.5):
+                    continue
+                for row, col, weight in _bilinear_taps(x, y, height, width):
+                    taps.append((n, oh, ow, image_of[n], row, col, weight))
+    return np.asarray(matrices).reshape(-1, 9), taps
+
+
+def _image_of_rois(rois, count):
+    lod = rois.lod() if isinstance(rois, LoDTensor) else None
+    offsets = list(lod[-1]) if lod else [0, count]
+    return np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
+
+
+def _roi_perspective_transform(ctx, x, rois):
+    a = ctx.attrs
+    values = np.asarray(x.array)
+    boxes = np.asarray(rois.array)
+    _, channels, height, width = values.shape
+    th, tw = a["transformed_height"], a["transformed_width"]
+    matrices, taps = _perspective_taps(boxes, _image_of_rois(rois, len(boxes)), a, height,
+                                       width)
+    out = np.zeros((len(boxes), channels, th, tw), "float64")
+    mask = np.zeros((len(boxes), 1, th, tw), "int32")
+    for n, oh, ow, image, row, col, weight in taps:
+        out[n, :, oh, ow] += weight * values[image, :, row, col]
+        mask[n, 0, oh, ow] = 1
+    xp = ctx.xp
+    return (LoDTensor(xp.asarray(out.astype(values.dtype)), rois.lod()),
+            LoDTensor(xp.asarray(mask)),
+            LoDTensor(xp.asarray(matrices.astype(values.dtype))), None, None)
+
+
+def _roi_perspective_transform_grad(ctx, x, rois, out_grad):
+    values = np.asarray(x.array)
+    boxes = np.asarray(rois.array)
+    dout = np.asarray(out_grad.array, "float64")
+    _, _, height, width = values.shape
+    _, taps = _perspective_taps(boxes, _image_of_rois(rois, len(boxes)), ctx.attrs, height,
+                                width)
+    dx = np.zeros(values.shape, "float64")
+    for n, oh, ow, image, row, col, weight in taps:
+        dx[image, :, row, col] += weight * dout[n, :, oh, ow]
+    return LoDTensor(ctx.xp.asarray(dx.astype(values.dtype)))
+
+
+def _perspective_infer(ctx):
+    x, rois = ctx.input_shape("X"), ctx.input_shape("ROIs")
+    ctx.check(len(x) == 4, "input 'X' rank", "4 (NCHW)", len(x))
+    ctx.check(len(rois) == 2 and rois[1] == 8, "input 'ROIs' shape",
+              "[rois, 8] (four corners x, y)", list(rois))
+    th, tw = ctx.attr("transformed_height"), ctx.attr("transformed_width")
+    dtype = ctx.input_dtype("X")
+    ctx.set_output("Out", (rois[0], x[1], th, tw), dtype)
+    ctx.set_output("Mask", (rois[0], 1, th, tw), VarType.INT32)
+    ctx.set_output("TransformMatrix", (rois[0], 9), dtype)
+    ctx.share_lod("ROIs", "Out")
+
+
+def _positive(what):
+    return lambda v: None if v > 0 else f"{what} > 0"
+
+
+def_op("roi_perspective_transform", inputs=["X", "ROIs"],
+       outputs=["Out", "Mask", "TransformMatrix", "Out2InIdx!", "Out2InWeights!"],
+       attrs={"spatial_scale": ("float", 1.0, _positive("a scale")),
+              "transformed_height": ("int", 1, _positive("a height")),
+              "transformed_width": ("int", 1, _positive("a width"))},
+       infer_shape=_perspective_infer,
+       grad=grad_maker("roi_perspective_transform_grad", inputs=["X", "ROIs"]),
+       kernel=_roi_perspective_transform, lod_aware=True,
+       doc="Each RoI (x0, y0, ..., x3, y3: top left, top right, bottom right, bottom left, "
+           "times spatial_scale) warped onto a transformed_height x transformed_width grid: "
+           "output pixel (w, h) samples X of the RoI's image (ROIs' LoD) bilinearly at "
+           "(u / s, v / s), (u, v, s) = TransformMatrix (w, h, 1); pixels falling outside "
+           "the quad or the map are 0 with Mask 0. Out [R, C, H, W], Mask [R, 1, H, W], "
+           "TransformMatrix [R, 9].")
+
+def_op("roi_perspective_transform_grad", inputs=["X", "ROIs", "Out@GRAD"],
+       outputs=["X@GRAD"],
+       attrs={"spatial_scale": ("float", 1.0), "transformed_height": ("int", 1),
+              "transformed_width": ("int", 1)},
+       infer_shape=grads_like(**{"X@GRAD": "X"}), kernel=_roi_perspective_transform_grad,
+       lod_aware=True,
+       doc="X@GRAD: each output pixel's gradient added back to its four bilinear taps with "
+           "their weights.")

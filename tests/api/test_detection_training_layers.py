@@ -12,7 +12,8 @@ from tests.ops.test_detection_training import (ANCHORS, GT_BOXES, GT_LABELS, GT_
                                                IM_INFO, IS_CROWD, PROPOSAL_ATTRS,
                                                PROPOSAL_CLASSES, PROPOSAL_CROWD,
                                                PROPOSAL_GTS, PROPOSAL_INFO, PROPOSAL_ROIS,
-                                               anchor_targets, proposal_labels)
+                                               QUADS, anchor_targets, perspective_ref,
+                                               proposal_labels)
 
 L = fluid.layers
 RNG = np.random.RandomState(5)
@@ -148,4 +149,43 @@ def test_training_target_layers_refuse_bad_arguments():
         with pytest.raises(InvalidArgument, match="generate_proposal_labels: bbox_reg_w"):
             L.generate_proposal_labels(gt_boxes, gt_labels, is_crowd, gt_boxes, im_info,
                                        bbox_reg_weights=[1.0, 1.0], class_nums=3)
+    assert not main.global_block().ops
+
+
+def test_roi_perspective_transform_warps_quads_and_trains_through_them():
+    main, startup = fluid.Program(), fluid.Program()
+    main.random_seed = startup.random_seed = 3
+    with fluid.program_guard(main, startup):
+        image = fluid.data("image", [2, 1, 10, 12])
+        quads = fluid.data("quads", [None, 8], lod_level=1)
+        feature = L.conv2d(image, 2, 3, padding=1)
+        warped, mask, matrix = L.roi_perspective_transform(feature, quads, 4, 6)
+        loss = L.reduce_mean(L.square(warped - 0.5))
+        fluid.optimizer.SGD(0.5).minimize(loss)
+    types = [op.type for op in main.global_block().ops]
+    assert "roi_perspective_transform" in types and "roi_perspective_transform_grad" in types
+    assert tuple(warped.shape[1:]) == (2, 4, 6) and tuple(mask.shape[1:]) == (1, 4, 6)
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(startup)
+    feed = {"image": RNG.uniform(0, 1, (2, 1, 10, 12)).astype("float32"),
+            "quads": lod_tensor(QUADS, [0, 2, 3])}
+    first, got_mask = exe.run(main, feed=feed, fetch_list=[loss, mask])
+    for _ in range(15):
+        last, = exe.run(main, feed=feed, fetch_list=[loss])
+    assert float(np.asarray(last).reshape(-1)[0]) < 0.5 * float(np.asarray(first).reshape(-1)[0])
+    want = perspective_ref({"X": feed["image"], "ROIs": QUADS},
+                           {"transformed_height": 4, "transformed_width": 6,
+                            "spatial_scale": 1.0}, [0, 2, 3])
+    np.testing.assert_array_equal(got_mask, want["Mask"])
+
+
+def test_roi_perspective_transform_refuses_bad_sizes():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        image = fluid.data("image", [2, 1, 10, 12])
+        quads = fluid.data("quads", [None, 8], lod_level=1)
+        with pytest.raises(InvalidArgument, match="roi_perspective_transform: transformed_h"):
+            L.roi_perspective_transform(image, quads, 0, 6)
+        with pytest.raises(InvalidArgument, match="roi_perspective_transform: spatial_scale"):
+            L.roi_perspective_transform(image, quads, 4, 6, spatial_scale=0.0)
     assert not main.global_block().ops

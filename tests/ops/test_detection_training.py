@@ -203,6 +203,77 @@ PROPOSAL_ATTRS = {"batch_size_per_im": 8, "fg_fraction": 0.5, "fg_thresh": 0.5,
                   "use_random": False, "bbox_reg_weights": [0.1, 0.1, 0.2, 0.2]}
 
 
+
+# --- roi_perspective_transform ------------------------------------------------------------------
+def homography(corners, width, height):
+    """The 3 x 3 map from the output grid's corners (0, 0), (W-1, 0), (W-1, H-1), (0, H-1)
+    to ``corners``, solved as an 8 x 8 linear system."""
+    grid = [(0, 0), (width - 1, 0), (width - 1, height - 1), (0, height - 1)]
+    rows, rhs = [], []
+    for (u, v), (x, y) in zip(grid, corners):
+        rows.append([u, v, 1, 0, 0, 0, -u * x, -v * x])
+        rows.append([0, 0, 0, u, v, 1, -u * y, -v * y])
+        rhs += [x, y]
+    return np.append(np.linalg.solve(np.array(rows, "float64"), rhs), 1.0)
+
+
+def inside_convex(x, y, corners, tol=1e-3):
+    signs = []
+    for k in range(4):
+        (ax, ay), (bx, by) = corners[k], corners[(k + 1) % 4]
+        cross = (bx - ax) * (y - ay) - (by - ay) * (x - ax)
+        length = math.hypot(bx - ax, by - ay)
+        signs.append(cross / length)
+    return all(c >= -tol for c in signs) or all(c <= tol for c in signs)
+
+
+def bilinear(image, x, y):
+    h, w = image.shape[1:]
+    x, y = max(x, 0.0), max(y, 0.0)
+    x0, y0 = min(int(x), w - 1), min(int(y), h - 1)
+    x1, y1 = min(x0 + 1, w - 1), min(y0 + 1, h - 1)
+    fx, fy = min(x - x0, 1.0) if x0 < w - 1 else 0.0, min(y - y0, 1.0) if y0 < h - 1 else 0.0
+    return (image[:, y0, x0] * (1 - fx) * (1 - fy) + image[:, y0, x1] * fx * (1 - fy)
+            + image[:, y1, x0] * (1 - fx) * fy + image[:, y1, x1] * fx * fy)
+
+
+def perspective_ref(i, a, offsets):
+    x, rois = i["X"].astype("float64"), i["ROIs"].astype("float64")
+    th, tw, scale = a["transformed_height"], a["transformed_width"], a["spatial_scale"]
+    height, width = x.shape[2:]
+    out = np.zeros((len(rois), x.shape[1], th, tw))
+    mask = np.zeros((len(rois), 1, th, tw), "int32")
+    matrices = []
+    for n, roi in enumerate(rois):
+        image = int(np.searchsorted(offsets, n, side="right") - 1)
+        corners = [(roi[2 * k] * scale, roi[2 * k + 1] * scale) for k in range(4)]
+        side = lambda p, q: math.hypot(p[0] - q[0], p[1] - q[1])  # noqa: E731
+        est_h = (side(corners[1], corners[2]) + side(corners[3], corners[0])) / 2
+        est_w = (side(corners[0], corners[1]) + side(corners[2], corners[3])) / 2
+        norm_h = max(2, th)
+        norm_w = max(2, min(int(round(est_w * (norm_h - 1) / est_h)) + 1, tw))
+        m = homography(corners, norm_w, norm_h)
+        matrices.append(m)
+        for oh in range(th):
+            for ow in range(tw):
+                u, v, s = m.reshape(3, 3) @ [ow, oh, 1]
+                px, py = u / s, v / s
+                if not inside_convex(px, py, corners):
+                    continue
+                if px <= -0.5 or py <= -0.5 or px >= width - 0.5 or py >= height - 0.5:
+                    continue
+                out[n, :, oh, ow] = bilinear(x[image], px, py)
+                mask[n, 0, oh, ow] = 1
+    return {"Out": out.astype(i["X"].dtype), "Mask": mask,
+            "TransformMatrix": np.array(matrices).astype(i["X"].dtype)}
+
+
+QUADS = np.array([[1, 1, 8, 2, 7, 6, 0, 5],          # a tilted quadrilateral
+                  [2.5, 1, 9.5, 1, 11, 8, 1, 8],     # a trapezoid
+                  [-1, 3, 6, 2, 7, 12, -2, 11]],     # reaching past the map
+                 "float32")
+PERSPECTIVE_ATTRS = {"transformed_height": 4, "transformed_width": 6, "spatial_scale": 1.0}
+
 CASES = [
     OpCase("rpn_target_assign", RPN_INPUTS, lod=ASSIGN_LOD,
            attrs={"rpn_batch_size_per_im": 256, "rpn_fg_fraction": 0.5, "use_random": False,
@@ -239,6 +310,21 @@ CASES = [
            attrs=dict(PROPOSAL_ATTRS, batch_size_per_im=2, is_cascade_rcnn=True),
            ref=lambda i, a: proposal_labels(i, a, [0, 12, 22], [0, 2, 4]),
            name="cascade_takes_all"),
+    OpCase("roi_perspective_transform",
+           {"X": rng.uniform(-1, 1, (2, 2, 10, 12)).astype("float32"), "ROIs": QUADS},
+           lod={"ROIs": [[0, 2, 3]]}, attrs=PERSPECTIVE_ATTRS,
+           ref=lambda i, a: perspective_ref(i, a, [0, 2, 3]), atol=1e-4, rtol=1e-4),
+    OpCase("roi_perspective_transform",
+           {"X": rng.uniform(-1, 1, (1, 1, 12, 14)).astype("float32"), "ROIs": QUADS * 2},
+           lod={"ROIs": [[0, 3]]},
+           attrs={"transformed_height": 3, "transformed_width": 8, "spatial_scale": 0.5},
+           ref=lambda i, a: perspective_ref(i, a, [0, 3]), atol=1e-4, rtol=1e-4,
+           name="scaled_narrow_output"),
+    OpCase("roi_perspective_transform",
+           {"X": rng.uniform(-1, 1, (2, 2, 10, 12)), "ROIs": QUADS},
+           lod={"ROIs": [[0, 2, 3]]}, attrs=PERSPECTIVE_ATTRS,
+           ref=lambda i, a: perspective_ref(i, a, [0, 2, 3]), grad=["X"],
+           grad_outputs=["Out"], atol=1e-4, rtol=1e-4, name="float64_grad"),
 ]
 
 test_output_matches_numpy, test_grad_matches_finite_differences = table_tests(CASES)
