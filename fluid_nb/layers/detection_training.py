@@ -7,7 +7,7 @@ from . import manip
 from .arg_checks import POSITIVE_INT, Refused, boolean, checks, optional, real_in, variable
 
 __all__ = ["rpn_target_assign", "retinanet_target_assign", "generate_proposal_labels",
-           "roi_perspective_transform"]
+           "roi_perspective_transform", "generate_mask_labels"]
 
 _OVERLAP = real_in(0.0, 1.0, want="an overlap in [0, 1]")
 
@@ -223,3 +223,39 @@ def roi_perspective_transform(input, rois, transformed_height, transformed_width
                "transformed_width": transformed_width,
                "spatial_scale": float(spatial_scale)})
     return out, mask, transform_matrix
+
+
+@checks(im_info=variable, gt_classes=variable, is_crowd=variable, gt_segms=variable,
+        rois=variable, labels_int32=variable, num_classes=POSITIVE_INT,
+        resolution=POSITIVE_INT)
+def generate_mask_labels(im_info, gt_classes, is_crowd, gt_segms, rois, labels_int32,
+                         num_classes, resolution):
+    """Mask R-CNN's mask targets (op ``generate_mask_labels``): each foreground RoI
+    (``labels_int32`` > 0, from generate_proposal_labels) takes the non-crowd object whose
+    polygons' box it overlaps most, and that object's polygons (``gt_segms`` [S, 2], LoD
+    levels: objects by image, polygons by object, points by polygon) are rasterised inside
+    the RoI at ``resolution`` x ``resolution`` (COCO's polygon rule).
+
+    Returns ``(mask_rois [P, 4], roi_has_mask_int32 [P, 1], mask_int32 [P, num_classes *
+    resolution^2])``: the foreground RoIs, their row among the image's RoIs, and the mask
+    in the block of the RoI's class, -1 elsewhere.
+
+    Example::
+
+        mask_rois, has_mask, mask_int32 = fluid.layers.generate_mask_labels(
+            im_info, gt_classes, is_crowd, gt_segms, rois, labels_int32,
+            num_classes=81, resolution=14)
+    """
+    helper = LayerHelper("generate_mask_labels")
+    mask_rois = helper.create_variable_for_type_inference(dtype=rois.dtype)
+    roi_has_mask_int32 = helper.create_variable_for_type_inference(dtype=gt_classes.dtype)
+    mask_int32 = helper.create_variable_for_type_inference(dtype=gt_classes.dtype)
+    helper.append_op(
+        type="generate_mask_labels",
+        inputs={"ImInfo": [im_info], "GtClasses": [gt_classes], "IsCrowd": [is_crowd],
+                "GtSegms": [gt_segms], "Rois": [rois], "LabelsInt32": [labels_int32]},
+        outputs={"MaskRois": [mask_rois], "RoiHasMaskInt32": [roi_has_mask_int32],
+                 "MaskInt32": [mask_int32]},
+        attrs={"num_classes": num_classes, "resolution": resolution})
+    _no_gradient(mask_rois, roi_has_mask_int32, mask_int32)
+    return mask_rois, roi_has_mask_int32, mask_int32

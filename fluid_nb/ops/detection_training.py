@@ -539,3 +539,193 @@ def_op("roi_perspective_transform_grad", inputs=["X", "ROIs", "Out@GRAD"],
        lod_aware=True,
        doc="X@GRAD: each output pixel's gradient added back to its four bilinear taps with "
            "their weights.")
+
+
+# --- generate_mask_labels ---------------------------------------------------------------------
+_SUPERSAMPLE = 5  # polygon vertices are rounded on a grid this many times finer than pixels
+
+
+def _edge_points(x, y):
+    """The supersampled points along each closed-polygon edge, stepping along its longer
+    axis (always in increasing order, so both directions round alike)."""
+    u, v = [], []
+    for j in range(len(x) - 1):
+        xs, xe, ys, ye = x[j], x[j + 1], y[j], y[j + 1]
+        dx, dy = abs(xe - xs), abs(ys - ye)
+        flip = (dx >= dy and xs > xe) or (dx < dy and ys > ye)
+        if flip:
+            xs, xe, ys, ye = xe, xs, ye, ys
+        if dx >= dy:
+            slope = (ye - ys) / dx if dx else 0.0
+            for d in range(dx + 1):
+                t = dx - d if flip else d
+                u.append(t + xs)
+                v.append(int(ys + slope * t + .5))
+        else:
+            slope = (xe - xs) / dy
+            for d in range(dy + 1):
+                t = dy - d if flip else d
+                v.append(t + ys)
+                u.append(int(xs + slope * t + .5))
+    return u, v
+
+
+def polygon_mask(xy, height, width):
+    """A polygon (x, y pairs; pixel (c, r) spans [c, c + 1) x [r, r + 1)) rasterised into
+    a uint8 [height, width] mask as COCO's API does, a pixel set when its centre is inside:
+    edges traced on a 5x finer grid, each pixel column
+    entered or left where an edge crosses it, then the column runs filled alternately."""
+    xy = np.asarray(xy, "float64").reshape(-1, 2)
+    x = [int(_SUPERSAMPLE * p + .5) for p in xy[:, 0]]
+    y = [int(_SUPERSAMPLE * p + .5) for p in xy[:, 1]]
+    u, v = _edge_points(x + x[:1], y + y[:1])
+    starts = []
+    for j in range(1, len(u)):
+        if u[j] == u[j - 1]:
+            continue
+        column = u[j] if u[j] < u[j - 1] else u[j] - 1
+        column = (column + .5) / _SUPERSAMPLE - .5
+        if np.floor(column) != column or column < 0 or column > width - 1:
+            continue
+        row = (min(v[j], v[j - 1]) + .5) / _SUPERSAMPLE - .5
+        row = float(np.ceil(min(max(row, 0.0), float(height))))
+        starts.append(int(column) * height + int(row))
+    bounds = sorted(starts) + [height * width]
+    runs, previous = [], 0
+    for b in bounds:
+        runs.append(b - previous)
+        previous = b
+    merged = [runs[0]]  # an empty run joins its neighbours
+    j = 1
+    while j < len(runs):
+        if runs[j] > 0:
+            merged.append(runs[j])
+            j += 1
+        else:
+            j += 1
+            if j < len(runs):
+                merged[-1] += runs[j]
+                j += 1
+    flat = np.concatenate([np.full(n, k % 2, "uint8") for k, n in enumerate(merged)])
+    return flat[:height * width].reshape(width, height).T
+
+
+def _polygons_mask(polygons, box, resolution):
+    """The union of ``polygons`` rasterised in ``box`` scaled to resolution x resolution."""
+    f32 = np.float32
+    w = max(f32(box[2]) - f32(box[0]), f32(1))
+    h = max(f32(box[3]) - f32(box[1]), f32(1))
+    mask = np.zeros((resolution, resolution), "uint8")
+    for poly in polygons:
+        pts = np.asarray(poly, "float32").reshape(-1, 2)
+        scaled = np.stack([(pts[:, 0] - f32(box[0])) * f32(resolution) / w,
+                           (pts[:, 1] - f32(box[1])) * f32(resolution) / h], 1)
+        mask |= polygon_mask(scaled.astype("float64"), resolution, resolution)
+    return mask
+
+
+def _polygon_boxes(objects):
+    """Each object's box around all its polygons' points."""
+    tiny = float(np.finfo("float32").tiny)  # the initial maximum, as Paddle starts it
+    boxes = []
+    for polys in objects:
+        pts = np.concatenate([np.asarray(p, "float32").reshape(-1, 2) for p in polys])
+        boxes.append([min(pts[:, 0].min(), np.finfo("float32").max), min(pts[:, 1].min(),
+                      np.finfo("float32").max), max(pts[:, 0].max(), tiny),
+                      max(pts[:, 1].max(), tiny)])
+    return np.asarray(boxes, "float32").reshape(-1, 4)
+
+
+def _mask_targets_one(rois, labels, classes, crowd, objects, scale, a):
+    """(mask rois, their row in the image's rois, targets [P, classes * M * M])."""
+    m = a["resolution"]
+    keep = [g for g in range(len(classes)) if classes[g] > 0 and crowd[g] == 0]
+    polys = [objects[g] for g in keep]
+    fg = [r for r in range(len(rois)) if labels[r] > 0]
+    f32 = np.float32
+    targets = np.full((max(len(fg), 1), a["num_classes"] * m * m), -1, "int32")
+    if fg:
+        picked = rois[fg].astype("float32") / f32(scale)
+        overlap = pixel_overlaps(picked, _polygon_boxes(polys))
+        for row, r in enumerate(fg):
+            best = int(np.argmax(overlap[row])) if overlap.shape[1] and \
+                overlap[row].max() > 0 else 0
+            mask = _polygons_mask(polys[best], picked[row], m)
+            label = int(labels[r])
+            targets[row, label * m * m:(label + 1) * m * m] = mask.reshape(-1)
+        return picked * f32(scale), fg, targets
+    # no foreground: the first background row stands in with class 0 and no target
+    background = [r for r in range(len(rois)) if labels[r] == 0][:1]
+    stand_in = rois[:1].astype("float32") / f32(scale) * f32(scale)
+    return stand_in, background, targets
+
+
+def _generate_mask_labels(ctx, im_info, gt_classes, is_crowd, gt_segms, rois, labels_int32):
+    a, op = ctx.attrs, "generate_mask_labels"
+    info = np.asarray(im_info.array).reshape(-1, 3)
+    classes = np.asarray(gt_classes.array).reshape(-1)
+    crowd = np.asarray(is_crowd.array).reshape(-1)
+    points = np.asarray(gt_segms.array).reshape(-1, 2)
+    boxes = np.asarray(rois.array).reshape(-1, 4)
+    labels = np.asarray(labels_int32.array).reshape(-1)
+    segm_lod = gt_segms.lod() if isinstance(gt_segms, LoDTensor) else None
+    if not segm_lod or len(segm_lod) != 3:
+        raise InvalidArgument(expected(op, "input 'GtSegms' LoD", "3 levels (objects by "
+                                       "image, polygons by object, points by polygon)",
+                                       f"{len(segm_lod or [])} levels"))
+    class_lod = _offsets(gt_classes, len(classes), "GtClasses", op)
+    crowd_lod = _offsets(is_crowd, len(crowd), "IsCrowd", op)
+    roi_lod = _offsets(rois, len(boxes), "Rois", op)
+    label_lod = _offsets(labels_int32, len(labels), "LabelsInt32", op)
+    objects_lod, polys_lod, points_lod = segm_lod
+
+    def object_polygons(g):
+        return [points[points_lod[p]:points_lod[p + 1]]
+                for p in range(polys_lod[g], polys_lod[g + 1])]
+    parts = []
+    for i in range(len(class_lod) - 1):
+        if roi_lod[i] == roi_lod[i + 1]:
+            continue
+        objects = [object_polygons(g) for g in range(objects_lod[i], objects_lod[i + 1])]
+        parts.append(_mask_targets_one(
+            boxes[roi_lod[i]:roi_lod[i + 1]], labels[label_lod[i]:label_lod[i + 1]],
+            classes[class_lod[i]:class_lod[i + 1]], crowd[crowd_lod[i]:crowd_lod[i + 1]],
+            objects, info[i][2], a))
+    # images with rois add their masks; those without keep the offset where it is
+    k, counts = 0, []
+    for i in range(len(class_lod) - 1):
+        counts.append(len(parts[k][1]) if roi_lod[i] != roi_lod[i + 1] else 0)
+        k += roi_lod[i] != roi_lod[i + 1]
+    offsets = list(np.cumsum([0] + counts))
+    width = a["num_classes"] * a["resolution"] ** 2
+    mask_rois = np.concatenate([p[0] for p in parts]) if parts else np.zeros((0, 4))
+    has_mask = np.concatenate([np.asarray(p[1], "int32") for p in parts]) if parts else \
+        np.zeros(0, "int32")
+    targets = np.concatenate([p[2][:len(p[1])] for p in parts]) if parts else \
+        np.zeros((0, width), "int32")
+    xp, lod = ctx.xp, [[int(o) for o in offsets]]
+    return (LoDTensor(xp.asarray(mask_rois.astype(boxes.dtype).reshape(-1, 4)), lod),
+            LoDTensor(xp.asarray(has_mask.reshape(-1, 1)), lod),
+            LoDTensor(xp.asarray(targets.reshape(-1, width)), lod))
+
+
+def _mask_labels_infer(ctx):
+    width = ctx.attr("num_classes") * ctx.attr("resolution") ** 2
+    ctx.set_output("MaskRois", (-1, 4), ctx.input_dtype("Rois"), lod_level=1)
+    ctx.set_output("RoiHasMaskInt32", (-1, 1), VarType.INT32, lod_level=1)
+    ctx.set_output("MaskInt32", (-1, width), VarType.INT32, lod_level=1)
+
+
+def_op("generate_mask_labels",
+       inputs=["ImInfo", "GtClasses", "IsCrowd", "GtSegms", "Rois", "LabelsInt32"],
+       outputs=["MaskRois", "RoiHasMaskInt32", "MaskInt32"],
+       attrs={"num_classes": ("int", 1), "resolution": ("int", 14)},
+       infer_shape=_mask_labels_infer, grad=no_gradient, kernel=_generate_mask_labels,
+       lod_aware=True, traits={"runtime_outputs"},
+       doc="Per image: each foreground RoI (LabelsInt32 > 0) takes the non-crowd object "
+           "whose polygons' box overlaps it most (pixel IoU, RoIs / scale); its polygons "
+           "(GtSegms: LoD objects by image, polygons by object, points by polygon) are "
+           "rasterised COCO-style in the RoI at resolution x resolution. MaskRois the "
+           "foreground RoIs, RoiHasMaskInt32 their rows within the image, MaskInt32 [P, "
+           "num_classes * resolution^2] -1 except the label's block. With no foreground, "
+           "the image's first RoI stands in for its first background row with all -1.")

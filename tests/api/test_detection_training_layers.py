@@ -12,8 +12,9 @@ from tests.ops.test_detection_training import (ANCHORS, GT_BOXES, GT_LABELS, GT_
                                                IM_INFO, IS_CROWD, PROPOSAL_ATTRS,
                                                PROPOSAL_CLASSES, PROPOSAL_CROWD,
                                                PROPOSAL_GTS, PROPOSAL_INFO, PROPOSAL_ROIS,
-                                               QUADS, anchor_targets, perspective_ref,
-                                               proposal_labels)
+                                               QUADS, MASK_INPUTS, MASK_LOD, SEGMS,
+                                               anchor_targets, mask_labels_ref,
+                                               perspective_ref, proposal_labels)
 
 L = fluid.layers
 RNG = np.random.RandomState(5)
@@ -189,3 +190,37 @@ def test_roi_perspective_transform_refuses_bad_sizes():
         with pytest.raises(InvalidArgument, match="roi_perspective_transform: spatial_scale"):
             L.roi_perspective_transform(image, quads, 4, 6, spatial_scale=0.0)
     assert not main.global_block().ops
+
+
+def test_generate_mask_labels_rasterises_the_matched_objects():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        info = fluid.data("info", [None, 3])
+        classes = fluid.data("classes", [None, 1], "int32", lod_level=1)
+        crowd = fluid.data("crowd", [None, 1], "int32", lod_level=1)
+        segms = fluid.data("segms", [None, 2], lod_level=3)
+        rois = fluid.data("rois", [None, 4], lod_level=1)
+        labels = fluid.data("labels", [None, 1], "int32", lod_level=1)
+        outs = L.generate_mask_labels(info, classes, crowd, segms, rois, labels,
+                                      num_classes=4, resolution=8)
+    assert [op.type for op in main.global_block().ops] == ["generate_mask_labels"]
+    assert outs[2].shape[1] == 4 * 64
+
+    def lengths(offsets):
+        return [b - a for a, b in zip(offsets, offsets[1:])]
+    segm_tensor = fluid.create_lod_tensor(MASK_INPUTS["GtSegms"],
+                                          [lengths(level) for level in MASK_LOD["GtSegms"]],
+                                          fluid.CPUPlace())
+    feed = {"info": MASK_INPUTS["ImInfo"], "segms": segm_tensor,
+            "classes": lod_tensor(MASK_INPUTS["GtClasses"], [0, 3, 4]),
+            "crowd": lod_tensor(MASK_INPUTS["IsCrowd"], [0, 3, 4]),
+            "rois": lod_tensor(MASK_INPUTS["Rois"], [0, 3, 5]),
+            "labels": lod_tensor(MASK_INPUTS["LabelsInt32"], [0, 3, 5])}
+    got = fluid.Executor(fluid.CPUPlace()).run(main, feed=feed, fetch_list=list(outs),
+                                               return_numpy=False)
+    want = mask_labels_ref(MASK_INPUTS, {"num_classes": 4, "resolution": 8}, [0, 3, 5],
+                           [0, 3, 4], SEGMS)
+    for tensor, slot in zip(got, ["MaskRois", "RoiHasMaskInt32", "MaskInt32"]):
+        value, lod = want[slot]
+        assert tensor.lod() == lod
+        np.testing.assert_allclose(np.asarray(tensor), value)

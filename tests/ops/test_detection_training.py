@@ -274,6 +274,79 @@ QUADS = np.array([[1, 1, 8, 2, 7, 6, 0, 5],          # a tilted quadrilateral
                  "float32")
 PERSPECTIVE_ATTRS = {"transformed_height": 4, "transformed_width": 6, "spatial_scale": 1.0}
 
+
+# --- generate_mask_labels --------------------------------------------------------------------
+def centre_mask(polys, box, m):
+    """Pixels whose centre (c + 0.5, r + 0.5) is inside any polygon scaled into the box."""
+    w, h = max(box[2] - box[0], 1), max(box[3] - box[1], 1)
+    mask = np.zeros((m, m), "int32")
+    for poly in polys:
+        pts = np.asarray(poly, "float64").reshape(-1, 2)
+        xs, ys = (pts[:, 0] - box[0]) * m / w, (pts[:, 1] - box[1]) * m / h
+        for r in range(m):
+            for c in range(m):
+                inside = False
+                for k in range(len(xs)):
+                    x0, y0, x1, y1 = xs[k], ys[k], xs[k - 1], ys[k - 1]
+                    cy, cx = r + 0.5, c + 0.5
+                    if (y0 > cy) != (y1 > cy) and cx < x0 + (cy - y0) * (x1 - x0) / (y1 - y0):
+                        inside = not inside
+                mask[r, c] |= inside
+    return mask
+
+
+def mask_labels_ref(i, a, roi_lod, gt_lod, segms):
+    m, classes_n = a["resolution"], a["num_classes"]
+    rois, labels = i["Rois"].astype("float64"), i["LabelsInt32"].reshape(-1)
+    out_rois, has, targets, offsets = [], [], [], [0]
+    for n in range(len(roi_lod) - 1):
+        scale = i["ImInfo"][n][2]
+        objs = [g for g in range(gt_lod[n], gt_lod[n + 1])
+                if i["GtClasses"][g, 0] > 0 and i["IsCrowd"][g, 0] == 0]
+        for r in range(roi_lod[n], roi_lod[n + 1]):
+            if labels[r] <= 0:
+                continue
+            box = rois[r] / scale
+            ious = []
+            for g in objs:
+                pts = np.concatenate(segms[g])
+                ious.append(pixel_iou(box, [pts[:, 0].min(), pts[:, 1].min(),
+                                            pts[:, 0].max(), pts[:, 1].max()]))
+            g = objs[int(np.argmax(ious))]
+            row = np.full(classes_n * m * m, -1, "int32")
+            row[labels[r] * m * m:(labels[r] + 1) * m * m] = centre_mask(segms[g], box,
+                                                                         m).reshape(-1)
+            out_rois.append(rois[r])
+            has.append(r - roi_lod[n])
+            targets.append(row)
+        offsets.append(len(out_rois))
+    lod = [offsets]
+    return {"MaskRois": (np.array(out_rois, "float32"), lod),
+            "RoiHasMaskInt32": (np.array(has, "int32").reshape(-1, 1), lod),
+            "MaskInt32": (np.array(targets, "int32"), lod)}
+
+
+# object 0: a square; object 1: a triangle in two polygons (one small square apart);
+# object 2 (crowd) and object 3 (image 1) a rectangle
+SEGMS = [[np.array([[2.2, 2.3], [9.7, 2.3], [9.7, 9.6], [2.2, 9.6]])],
+         [np.array([[12.3, 3.2], [20.6, 3.2], [12.3, 12.7]]),
+          np.array([[17.3, 10.2], [19.6, 10.2], [19.6, 12.7], [17.3, 12.7]])],
+         [np.array([[0.3, 0.3], [5.6, 0.3], [5.6, 5.6]])],
+         [np.array([[4.3, 4.2], [15.8, 4.2], [15.8, 11.7], [4.3, 11.7]])]]
+MASK_POINTS = np.concatenate([p for obj in SEGMS for p in obj]).astype("float32")
+MASK_SEGM_LOD = [[0, 3, 4], [0, 1, 3, 4, 5], list(np.cumsum(
+    [0] + [len(p) for obj in SEGMS for p in obj]))]
+MASK_INPUTS = {
+    "ImInfo": np.array([[24, 24, 1.0], [32, 32, 2.0]], "float32"),
+    "GtClasses": np.array([[1], [2], [1], [3]], "int32"),
+    "IsCrowd": np.array([[0], [0], [1], [0]], "int32"),
+    "GtSegms": MASK_POINTS,
+    "Rois": np.array([[1, 1, 11, 11], [11, 2, 21, 13], [0, 0, 4, 4], [6, 6, 34, 26],
+                      [2, 2, 8, 8]], "float32"),
+    "LabelsInt32": np.array([[1], [2], [0], [3], [0]], "int32")}
+MASK_LOD = {"GtClasses": [[0, 3, 4]], "IsCrowd": [[0, 3, 4]], "GtSegms": MASK_SEGM_LOD,
+            "Rois": [[0, 3, 5]], "LabelsInt32": [[0, 3, 5]]}
+
 CASES = [
     OpCase("rpn_target_assign", RPN_INPUTS, lod=ASSIGN_LOD,
            attrs={"rpn_batch_size_per_im": 256, "rpn_fg_fraction": 0.5, "use_random": False,
@@ -325,6 +398,9 @@ CASES = [
            lod={"ROIs": [[0, 2, 3]]}, attrs=PERSPECTIVE_ATTRS,
            ref=lambda i, a: perspective_ref(i, a, [0, 2, 3]), grad=["X"],
            grad_outputs=["Out"], atol=1e-4, rtol=1e-4, name="float64_grad"),
+    OpCase("generate_mask_labels", MASK_INPUTS, lod=MASK_LOD,
+           attrs={"num_classes": 4, "resolution": 8},
+           ref=lambda i, a: mask_labels_ref(i, a, [0, 3, 5], [0, 3, 4], SEGMS)),
 ]
 
 test_output_matches_numpy, test_grad_matches_finite_differences = table_tests(CASES)
