@@ -191,10 +191,13 @@ def test_adaptive_pool_refuses_index_for_avg():
 
 
 def test_conv_transpose_trains_with_backward():
-    """A conv2d_transpose + pool3d-free decoder trains: the loss falls."""
+    """A conv2d_transpose learns a teacher's filter: the loss falls."""
     x = r(4, 2, 3, 3)
-    y = r(4, 1, 6, 6)
+    teacher = r(2, 1, 2, 2)
+    # stride 2 and a 2x2 filter: each input pixel paints its own 2x2 block of the output
+    y = np.einsum("ncij,coab->noiajb", x, teacher).reshape(4, 1, 6, 6).astype(x.dtype)
     main, startup = fluid.Program(), fluid.Program()
+    main.random_seed = startup.random_seed = 7
     with fluid.program_guard(main, startup), fluid.unique_name.guard():
         xv, yv = data("x", x), data("y", y)
         out = layers.conv2d_transpose(xv, 1, filter_size=2, stride=2)
@@ -205,7 +208,7 @@ def test_conv_transpose_trains_with_backward():
     exe.run(startup, scope=scope)
     losses = [float(exe.run(main, feed={"x": x, "y": y}, fetch_list=[loss], scope=scope)[0])
               for _ in range(20)]
-    assert losses[-1] < losses[0] * 0.9
+    assert losses[-1] < losses[0] * 0.5, losses
 
 
 # --- resizing ------------------------------------------------------------------------------------
