@@ -1,20 +1,22 @@
 """The Fluid 1.6+ RNN API: ``RNNCell``, ``GRUCell``, ``LSTMCell`` and ``rnn()``.
 
 A cell maps ``(inputs, states)`` of one step to ``(outputs, new_states)``; ``rnn`` runs it
-over the time dim of a padded batch with a ``StaticRNN``, as Fluid's static graph does,
-and with ``sequence_length`` keeps each sequence's state once it has ended (the step's
-mask picks the old state). The GRU and LSTM cells are Fluid's BasicGRUUnit and
+over the time dim of a padded batch in a ``While`` loop over tensor arrays (the number of
+steps read from the inputs when the program runs, so the time dim may be unknown), and
+with ``sequence_length`` keeps each sequence's state once it has ended (the step's mask
+picks the old state). The GRU and LSTM cells are Fluid's BasicGRUUnit and
 BasicLSTMUnit: the input and the previous hidden state concatenated, one matmul per gate
 group; their parameters are made at the first call (when the input width is known) and
 named ``<name>/basic_gru_unit_N.w_0`` and so on, as Fluid names them.
 """
 from ..errors import InvalidArgument, InvalidType, expected
 from ..framework import unique_name
-from ..framework.program import Variable
+from ..framework.program import Variable, default_main_program
 from ..initializer import Constant
-from . import control_flow, nn, ops, tensor
+from ..layer_helper import LayerHelper
+from . import control_flow, manip, nn, ops, tensor
 from .manip import reshape, split, transpose
-from .rnn_layers import StaticRNN
+from .math import shape as nn_shape
 
 __all__ = ["RNNCell", "GRUCell", "LSTMCell", "rnn"]
 
@@ -195,56 +197,121 @@ def rnn(cell, inputs, initial_states=None, sequence_length=None, time_major=Fals
         is_reverse=False, **kwargs):
     """Run ``cell`` over the time dim of ``inputs`` ([batch, time, ...], or [time, batch,
     ...] with ``time_major``). Returns ``(outputs, final_states)``: the outputs of every
-    step (same layout as the inputs) and the states after each sequence's last step
-    (``sequence_length`` gives the lengths: the states of ended sequences stay)."""
+    step (same layout as the inputs) and the states after each sequence's last step.
+
+    With lengths ``L = sequence_length``, step ``t`` keeps the old state of a sequence that
+    has ended: ``state_t = new_t * m_t + state_{t-1} * (1 - m_t)``, ``m_t = [t < L]``.
+    The steps run in a ``While`` loop whose bound is read from the inputs when the program
+    runs, so the time dim may be unknown (-1) when the program is built. Extra keyword
+    arguments go to ``cell.call`` at every step (inputs that do not vary over time).
+    """
     if not isinstance(cell, RNNCell):
         raise InvalidType(expected("rnn", "cell", "an RNNCell", type(cell).__name__))
     if sequence_length is not None and not isinstance(sequence_length, Variable):
         raise InvalidType(expected("rnn", "sequence_length", "None or a Variable",
                                    type(sequence_length).__name__))
+    for i, x in enumerate(_flatten(inputs)):
+        if not isinstance(x, Variable):
+            raise InvalidType(expected("rnn", f"inputs[{i}]", "a Variable", type(x).__name__))
     if initial_states is None:
         initial_states = cell.get_initial_states(batch_ref=inputs,
                                                  batch_dim_idx=1 if time_major else 0)
-    for state in _flatten(initial_states):
-        state.stop_gradient = True if initial_states is None else state.stop_gradient
 
     def batch_time_swapped(x):
         return transpose(x, [1, 0] + list(range(2, len(x.shape))))
 
     if not time_major:
         inputs = _map(batch_time_swapped, inputs)
+    steps = _time_steps(_flatten(inputs)[0])
     mask = None
     if sequence_length is not None:
-        first = _flatten(inputs)[0]
-        mask = transpose(_sequence_mask(sequence_length, first.shape[0],
+        mask = transpose(_sequence_mask(sequence_length, steps,
                                         _flatten(initial_states)[0].dtype), [1, 0])
     if is_reverse:
         inputs = _map(lambda x: _reverse(x, axis=[0]), inputs)
         mask = _reverse(mask, axis=[0]) if mask is not None else None
-
-    static = StaticRNN()
-    with static.step():
-        step_inputs = _map(static.step_input, inputs)
-        states = _map(static.memory, initial_states)
-        outputs, new_states = cell.call(step_inputs, _map(lambda x: x, states), **kwargs)
-        if mask is not None:
-            step_mask = static.step_input(mask)
-            new_states = _map(lambda old, new: ops.elementwise_mul(new, step_mask, axis=0)
-                              - ops.elementwise_mul(old, step_mask - 1.0, axis=0),
-                              states, new_states)
-        _map(static.update_memory, states, new_states)
-        flat_outputs = _flatten(outputs)
-        _map(static.step_output, outputs)
-        _map(static.step_output, new_states)
-    produced = static()
-    produced = produced if isinstance(produced, (list, tuple)) else [produced]
-    final_outputs = _pack_like(outputs, produced[:len(flat_outputs)])
-    final_states = _pack_like(new_states, [x[-1] for x in produced[len(flat_outputs):]])
+    outputs_arrays, final_states = _run_steps(cell, inputs, initial_states, mask, steps,
+                                              kwargs)
+    final_outputs = _map(lambda array: manip.tensor_array_to_tensor(
+        array, axis=0, use_stack=True)[0], outputs_arrays)
     if is_reverse:
         final_outputs = _map(lambda x: _reverse(x, axis=[0]), final_outputs)
     if not time_major:
         final_outputs = _map(batch_time_swapped, final_outputs)
     return final_outputs, final_states
+
+
+def _run_steps(cell, inputs, initial_states, mask, steps, kwargs):
+    """The While loop of ``rnn``: step t slices row t of every time-major input, reads the
+    states of step t from tensor arrays and writes step t + 1's. Returns the arrays of the
+    step outputs and the final states."""
+    step_idx = tensor.fill_constant([1], "int64", 0, force_cpu=True)
+    step_idx.stop_gradient = True
+    cond = control_flow.less_than(step_idx, steps)
+    states_arrays = _map(lambda x: control_flow.array_write(x, step_idx), initial_states)
+    outputs_arrays = None
+    with control_flow.While(cond).block():
+        # this step's bounds as values of the step itself: the backward pass of the loop
+        # must not read the in-place counter's last value
+        begin = control_flow.increment(step_idx, value=0.0, in_place=False)
+        end = control_flow.increment(step_idx, value=1.0, in_place=False)
+        step_inputs = _map(lambda x: _time_row(x, begin, end), inputs)
+        states = _map(lambda array: control_flow.array_read(array, step_idx), states_arrays)
+        outputs, new_states = cell.call(step_inputs, _map(lambda x: x, states), **kwargs)
+        if len(_flatten(new_states)) != len(_flatten(states)):
+            raise InvalidArgument(expected("rnn", "the new states of cell.call",
+                                           f"{len(_flatten(states))} states as the initial "
+                                           f"ones", len(_flatten(new_states))))
+        if mask is not None:
+            step_mask = _time_row(mask, begin, end)
+            new_states = _map(lambda old, new: ops.elementwise_mul(new, step_mask, axis=0)
+                              - ops.elementwise_mul(old, step_mask - 1.0, axis=0),
+                              states, new_states)
+        outputs_arrays = _map(lambda x: _array_in_parent_block(x.dtype), outputs)
+        _map(lambda x, array: control_flow.array_write(x, i=step_idx, array=array),
+             outputs, outputs_arrays)
+        control_flow.increment(x=step_idx, value=1.0, in_place=True)
+        _map(lambda x, array: control_flow.array_write(x, i=step_idx, array=array),
+             new_states, states_arrays)
+        control_flow.less_than(step_idx, steps, cond=cond)
+    final_states = _pack_like(new_states, [control_flow.array_read(array, step_idx)
+                                           for array in _flatten(states_arrays)])
+    return outputs_arrays, final_states
+
+
+def _time_steps(x):
+    """The length of dim 0 of ``x`` when the program runs, as an int64 [1]."""
+    length = reshape(x=_slice_rows(nn_shape(x), 0, 1), shape=[1])
+    length = tensor.cast(length, "int64")
+    length.stop_gradient = True
+    return length
+
+
+def _slice_rows(x, begin, end):
+    from .manip import slice as slice_layer
+    return slice_layer(x, axes=[0], starts=[begin], ends=[end])
+
+
+def _time_row(x, begin, end):
+    """Row ``begin`` of dim 0 of ``x``, the dim dropped (begin and end are int64 [1])."""
+    helper = LayerHelper("slice")
+    out = helper.create_variable_for_type_inference(dtype=x.dtype)
+    helper.append_op(type="slice",
+                     inputs={"Input": [x], "StartsTensor": [begin], "EndsTensor": [end]},
+                     outputs={"Out": [out]},
+                     attrs={"axes": [0], "starts": [-1], "ends": [-1],
+                            "decrease_axis": [0], "infer_flags": [-1]})
+    return out
+
+
+def _array_in_parent_block(dtype):
+    program = default_main_program()
+    current = program.current_block_idx
+    program.current_block_idx = program.current_block().parent_idx
+    try:
+        return control_flow.create_array(dtype)
+    finally:
+        program.current_block_idx = current
 
 
 def _reverse(x, axis):
@@ -254,7 +321,4 @@ def _reverse(x, axis):
 
 def _sequence_mask(lengths, maxlen, dtype):
     from .sequence import sequence_mask
-    if maxlen is None or maxlen < 0:
-        raise InvalidArgument(expected("rnn", "the time dim of inputs",
-                                       "a known size (StaticRNN unrolls it)", maxlen))
     return sequence_mask(lengths, maxlen=maxlen, dtype=dtype)

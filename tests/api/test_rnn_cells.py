@@ -164,3 +164,72 @@ def test_rnn_gradients_match_finite_differences():
         down[index] -= delta
         numeric = (loss_at(x_value, up) - loss_at(x_value, down)) / (2 * delta)
         assert abs(dw[index] - numeric) < 1e-6, (index, dw[index], numeric)
+
+
+def test_rnn_reads_the_number_of_steps_when_the_program_runs():
+    """Batch and time dims unknown (-1) when the program is built, as fluid.data([None,
+    None, ...]) declares them: one program runs batches of 5 and of 2 steps, the LSTM's
+    (h, c) states kept after each sequence's end."""
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.data(name="x", shape=[None, None, 4], dtype="float32")
+        lengths = fluid.data(name="lengths", shape=[None], dtype="int64")
+        outputs, (h, c) = fluid.layers.rnn(fluid.layers.LSTMCell(6), x,
+                                           sequence_length=lengths)
+    assert list(outputs.shape) == [-1, -1, 6] and list(h.shape) == [-1, 6]
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    exe.run(startup, scope=scope)
+    w, b = _params(scope, ["LSTMCell/basic_lstm_unit_0.w_0", "LSTMCell/basic_lstm_unit_0.b_0"])
+    for x_value, length_value in [(X, LENGTHS), (X[:2, :2], np.array([1, 2], "int64"))]:
+        got = exe.run(main, feed={"x": x_value, "lengths": length_value},
+                      fetch_list=[outputs, h, c], scope=scope)
+        batch, time = x_value.shape[:2]
+        want_h, want_c = np.zeros((batch, 6)), np.zeros((batch, 6))
+        want_out = np.zeros((batch, time, 6))
+        for t in range(time):
+            new_h, new_c = _lstm_step(x_value[:, t], want_h, want_c, w, b)
+            want_out[:, t] = new_h
+            alive = (t < length_value)[:, None]
+            want_h, want_c = np.where(alive, new_h, want_h), np.where(alive, new_c, want_c)
+        for value, want in zip(got, [want_out, want_h, want_c]):
+            np.testing.assert_allclose(value, want, rtol=1e-5, atol=1e-5)
+
+
+def test_rnn_final_state_gradients_match_finite_differences():
+    """Gradients reach the input through the masked final state and a time-major,
+    reversed run with a given initial state, against float64 central differences."""
+    x_value = RNG.uniform(-1, 1, (3, 2, 2))   # time 3, batch 2 (time major)
+    h0_value = RNG.uniform(-1, 1, (2, 3))
+    weights = RNG.uniform(-1, 1, (2, 3))
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.data(name="x", shape=[None, None, 2], dtype="float64")
+        x.stop_gradient = False
+        h0 = fluid.data(name="h0", shape=[None, 3], dtype="float64")
+        h0.stop_gradient = False
+        lengths = fluid.data(name="lengths", shape=[None], dtype="int64")
+        w = fluid.data(name="w", shape=[None, 3], dtype="float64")
+        _, final = fluid.layers.rnn(fluid.layers.GRUCell(3, dtype="float64"), x,
+                                    initial_states=h0, sequence_length=lengths,
+                                    time_major=True, is_reverse=True)
+        loss = fluid.layers.reduce_sum(final * w)
+        fluid.append_backward(loss)
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    exe.run(startup, scope=scope)
+    feed = {"x": x_value, "h0": h0_value, "lengths": np.array([3, 1], "int64"), "w": weights}
+    dx, dh0 = exe.run(main, feed=feed, fetch_list=["x@GRAD", "h0@GRAD"], scope=scope)
+
+    def loss_at(**changed):
+        return float(exe.run(main, feed=dict(feed, **changed), fetch_list=[loss],
+                             scope=scope)[0])
+
+    delta = 1e-6
+    for name, value, grad, index in [("x", x_value, dx, (0, 0, 1)),
+                                     ("x", x_value, dx, (2, 1, 0)),
+                                     ("x", x_value, dx, (0, 1, 1)),
+                                     ("h0", h0_value, dh0, (1, 2))]:
+        up, down = value.copy(), value.copy()
+        up[index] += delta
+        down[index] -= delta
+        numeric = (loss_at(**{name: up}) - loss_at(**{name: down})) / (2 * delta)
+        assert abs(grad[index] - numeric) < 1e-6, (name, index, grad[index], numeric)
