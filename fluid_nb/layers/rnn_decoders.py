@@ -116,14 +116,20 @@ class BeamSearchDecoder(Decoder):
         x = manip.unsqueeze(x, [1])
         times = [1] * len(x.shape)
         times[1] = beam_size
-        x = manip.expand(x, times)
-        return manip.reshape(x, [-1] + list(x.shape[2:]))
+        return _merge_first_two_dims(manip.expand(x, times))
 
     def _split_batch_beams(self, x):
-        return manip.reshape(x, [-1, self.beam_size] + list(x.shape[1:]))
+        if all(d >= 0 for d in x.shape[1:]):
+            return manip.reshape(x, [-1, self.beam_size] + list(x.shape[1:]))
+        # an unknown trailing dim (a source length): the first dim split at the end,
+        # where reshape's 0s copy the dims before it
+        rank = len(x.shape)
+        x = manip.transpose(x, list(range(1, rank)) + [0])
+        x = manip.reshape(x, [0] * (rank - 1) + [-1, self.beam_size])
+        return manip.transpose(x, [rank - 1, rank] + list(range(rank - 1)))
 
     def _merge_batch_beams(self, x):
-        return manip.reshape(x, [-1] + list(x.shape[2:]))
+        return _merge_first_two_dims(x)
 
     def _expand_to_beam_size(self, x):
         x = manip.unsqueeze(x, [1])
@@ -224,6 +230,18 @@ class BeamSearchDecoder(Decoder):
     def tracks_own_finished(self):
         # beams are reordered every step, and their finished flags with them
         return True
+
+
+def _merge_first_two_dims(x):
+    """``[a, b, ...]`` -> ``[a * b, ...]``, also when a dim after the first two is unknown
+    (-1) while the program is built: then the two dims move to the end, where reshape's
+    0s copy every dim before them."""
+    if all(d >= 0 for d in x.shape[2:]):
+        return manip.reshape(x, [-1] + list(x.shape[2:]))
+    rank = len(x.shape)
+    x = manip.transpose(x, list(range(2, rank)) + [0, 1])
+    x = manip.reshape(x, [0] * (rank - 2) + [-1])
+    return manip.transpose(x, [rank - 2] + list(range(rank - 2)))
 
 
 def _create_array_in_parent_block(dtype):

@@ -121,6 +121,21 @@ def test_tile_beam_merge_with_batch_repeats_each_entry():
     np.testing.assert_array_equal(tiled, value[[0, 0, 1, 1]])
 
 
+def test_beams_merge_and_split_with_an_unknown_source_length():
+    """An encoder's [batch, src_len, width] output with src_len unknown while building
+    (the book tiles it for every beam) merges to [batch * beam, ...] and splits back."""
+    value = np.arange(24, dtype="float32").reshape(2, 3, 4)
+
+    def build():
+        x = fluid.data("x", [None, None, 4])
+        tiled = L.BeamSearchDecoder.tile_beam_merge_with_batch(x, 3)
+        decoder = L.BeamSearchDecoder(L.GRUCell(2), START, END, beam_size=3)
+        return [tiled, decoder._split_batch_beams(tiled)]
+    (tiled, split), _, _ = run(build, {"x": value})
+    np.testing.assert_array_equal(tiled, np.repeat(value, 3, axis=0))
+    np.testing.assert_array_equal(split, np.repeat(value[:, None], 3, axis=1))
+
+
 def test_training_helper_decodes_as_rnn_over_the_same_cell():
     tokens = RNG.randint(0, VOCAB, (3, 5)).astype("int64")
 
