@@ -230,6 +230,8 @@ def rnn(cell, inputs, initial_states=None, sequence_length=None, time_major=Fals
     if is_reverse:
         inputs = _map(lambda x: _reverse(x, axis=[0]), inputs)
         mask = _reverse(mask, axis=[0]) if mask is not None else None
+    if mask is not None:
+        mask.stop_gradient = True
     outputs_arrays, final_states = _run_steps(cell, inputs, initial_states, mask, steps,
                                               kwargs)
     final_outputs = _map(lambda array: manip.tensor_array_to_tensor(

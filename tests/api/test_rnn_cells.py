@@ -177,6 +177,7 @@ def test_rnn_reads_the_number_of_steps_when_the_program_runs():
         outputs, (h, c) = fluid.layers.rnn(fluid.layers.LSTMCell(6), x,
                                            sequence_length=lengths)
     assert list(outputs.shape) == [-1, -1, 6] and list(h.shape) == [-1, 6]
+    fluid.verify(main)
     exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
     exe.run(startup, scope=scope)
     w, b = _params(scope, ["LSTMCell/basic_lstm_unit_0.w_0", "LSTMCell/basic_lstm_unit_0.b_0"])
@@ -214,6 +215,7 @@ def test_rnn_final_state_gradients_match_finite_differences():
                                     time_major=True, is_reverse=True)
         loss = fluid.layers.reduce_sum(final * w)
         fluid.append_backward(loss)
+    fluid.verify(main)
     exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
     exe.run(startup, scope=scope)
     feed = {"x": x_value, "h0": h0_value, "lengths": np.array([3, 1], "int64"), "w": weights}
