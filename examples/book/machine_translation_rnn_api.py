@@ -214,8 +214,7 @@ def train(c, num_epochs, save_dir, max_batches, place):
         for batch_id, data in enumerate(loader()):
             if max_batches is not None and batch_id >= max_batches:
                 break
-            # one place: its feed dict (Fluid's data-parallel run takes the list itself)
-            (loss_val,) = exe.run(prog, feed=data[0], fetch_list=[loss])
+            (loss_val,) = exe.run(prog, feed=data, fetch_list=[loss])
             costs.append(float(np.asarray(loss_val).reshape(-1)[0]))
             if batch_id % 10 == 0:
                 print("pass_id: %d, batch_id: %d, loss: %f" % (pass_id, batch_id, costs[-1]))
@@ -241,7 +240,7 @@ def infer(c, save_dir, place, max_batches=1):
     for batch_id, data in enumerate(loader()):
         if batch_id >= max_batches:
             break
-        (seq_ids,) = exe.run(prog, feed=data[0], fetch_list=[predict_seqs])
+        (seq_ids,) = exe.run(prog, feed=data, fetch_list=[predict_seqs])
         seq_ids = np.asarray(seq_ids)
         all_ids.append(seq_ids)
         src_seqs = np.array(data[0]["src"])

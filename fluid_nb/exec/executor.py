@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 
-from ..errors import (FluidError, InvalidArgument, NotFound, PreconditionNotMet,
+from ..errors import (FluidError, InvalidArgument, InvalidType, NotFound, PreconditionNotMet,
                       ResourceExhausted, Unimplemented, expected)
 from ..framework.attrs import AttrType
 from ..framework.dtypes import VarType, convert_dtype, to_numpy_dtype
@@ -153,7 +153,10 @@ class Executor:
     def _run(self, program, feed, fetch_list, feed_var_name, fetch_var_name, scope,
              return_numpy):
         program = default_main_program() if program is None else program
+        compiled = hasattr(program, "_program")
         program = getattr(program, "_program", program)  # CompiledProgram
+        if compiled and isinstance(feed, (list, tuple)):
+            feed = _one_place_feed(feed)
         if not isinstance(program, Program):
             raise InvalidArgument(f"Executor.run: program expected Program, but received "
                                   f"{type(program).__name__}")
@@ -885,3 +888,26 @@ def as_numpy(tensor):
 
 def dtype_of(var):
     return convert_dtype(var.dtype)
+
+
+def _one_place_feed(feeds):
+    """A compiled program's feed given per place (a list of dicts, one per place, as Fluid's
+    data-parallel runs take it) as the one place here runs it: one dict, or the places'
+    batches joined in order (what they would have split)."""
+    if not feeds or not all(isinstance(f, dict) for f in feeds):
+        raise InvalidType(expected("Executor.run", "feed of a CompiledProgram",
+                                   "a dict, or a list of dicts (one per place)",
+                                   repr(feeds)[:60]))
+    if len(feeds) == 1:
+        return feeds[0]
+    names = set(feeds[0])
+    if any(set(f) != names for f in feeds):
+        raise InvalidArgument(expected("Executor.run", "the places' feeds",
+                                       "dicts with the same names",
+                                       [sorted(f) for f in feeds]))
+    if any(isinstance(f[name], LoDTensor) or isinstance(f[name], tuple)
+           for f in feeds for name in names):
+        raise Unimplemented(expected("Executor.run", "the places' feeds",
+                                     "dense arrays to join (one dict when they carry LoD)",
+                                     "LoD tensors in several places' feeds"))
+    return {name: np.concatenate([np.asarray(f[name]) for f in feeds]) for name in names}

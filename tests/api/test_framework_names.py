@@ -94,6 +94,35 @@ def test_a_compiled_program_with_data_parallel_runs_as_its_program():
         fluid.CompiledProgram(main).with_data_parallel(loss_name="nope")
 
 
+def test_a_compiled_program_takes_its_feed_per_place_as_fluid_scripts_give_it():
+    """``exe.run(compiled, feed=data)`` with a DataLoader's list of one dict per place (the
+    book's scripts), or several places' batches, which the one place runs joined."""
+    main, startup, loss = _line()
+    exe = fluid.Executor(fluid.CPUPlace())
+    first = fluid.Scope()
+    exe.run(startup, scope=first)
+
+    def scope_like_first():  # the same starting parameters for each run (they train)
+        scope = fluid.Scope()
+        exe.run(startup, scope=scope)
+        for name in ("fc_0.w_0", "fc_0.b_0"):
+            scope.var(name).get_tensor().set(np.array(first.find_var(name).value))
+        return scope
+    compiled = fluid.CompiledProgram(main).with_data_parallel(loss_name=loss.name)
+    (whole,) = exe.run(main, feed={"x": X}, fetch_list=[loss], scope=scope_like_first())
+    (listed,) = exe.run(compiled, feed=[{"x": X}], fetch_list=[loss],
+                        scope=scope_like_first())
+    (halves,) = exe.run(compiled, feed=[{"x": X[:2]}, {"x": X[2:]}], fetch_list=[loss],
+                        scope=scope_like_first())
+    np.testing.assert_array_equal(listed, whole)
+    np.testing.assert_allclose(halves, whole, rtol=1e-6)
+    scope = first
+    with pytest.raises(TypeError, match="one per place"):
+        exe.run(compiled, feed=[X], fetch_list=[loss], scope=scope)
+    with pytest.raises(InvalidArgument, match="feed expected a dict"):
+        exe.run(main, feed=[{"x": X}], fetch_list=[loss], scope=scope)
+
+
 def test_parallel_executor_joins_per_place_feeds():
     main, startup, loss = _line()
     scope = fluid.Scope()
