@@ -6,7 +6,8 @@ A step's candidates come as rows (one per prefix, i.e. per hypothesis kept so fa
 each source the ``beam_size`` best candidates over all its prefixes are kept; a prefix
 that already ended (its ``pre_id`` is ``end_id``) offers only itself, with its score. The
 kept items go out grouped by prefix (level 1 of the output LoD counts them per prefix),
-best first within a prefix, with ``parent_idx`` naming each one's prefix row. A source
+best first within a prefix, with ``parent_idx`` naming each one's prefix row. On equal
+scores the candidate of the later prefix row ranks higher (Paddle's order). A source
 whose kept items all continue ended prefixes is finished and drops out (no items).
 """
 import numpy as np
@@ -16,24 +17,44 @@ from ..exec.tensor import LoDTensor, LoDTensorArray
 from .registry import def_op, no_gradient
 
 
+def _ranks_below(a, b):
+    """Paddle's order of candidates ``(score, row, id)``: by score, and on equal scores the
+    candidate of the later prefix row ranks higher."""
+    return a[0] < b[0] or (a[0] == b[0] and a[1] < b[1])
+
+
+def _insert(best, candidate, beam_size):
+    """Insert ``candidate`` into ``best`` (best first, at most ``beam_size`` long) the way
+    Paddle's bounded insertion does: after every candidate it does not outrank, so equal
+    candidates keep their arrival order, and a full list drops its last entry for a
+    candidate that is not below it (the later of two equals takes the last place)."""
+    if len(best) == beam_size:
+        if _ranks_below(candidate, best[-1]):
+            return
+        best.pop()
+    position = 0
+    while position < len(best) and not _ranks_below(best[position], candidate):
+        position += 1
+    best.insert(position, candidate)
+
+
 def _select(pre_ids, pre_scores, ids, scores, high_level, beam_size, end_id, accumulated):
     """Per prefix row: the kept items ``(score, id)``, best first."""
     kept = [[] for _ in range(high_level[-1])]
     width = scores.shape[1] if scores.ndim > 1 else 1
     for start, end in zip(high_level, high_level[1:]):
-        candidates = []  # (score, row, id); row order breaks ties, as the rows come
+        best = []  # (score, row, id), best first
         for row in range(start, end):
             pre_id, pre_score = pre_ids[row], pre_scores[row]
             if pre_id == end_id:
-                candidates.append((pre_score, row, end_id))
+                _insert(best, (pre_score, row, end_id), beam_size)
                 continue
             for column in range(width):
                 score = scores[row, column]
-                if not accumulated:
+                if not accumulated:  # in the scores' precision, as the kernel computes it
                     score = pre_score + np.log(score)
                 candidate_id = ids[row, column] if ids is not None else column
-                candidates.append((float(score), row, int(candidate_id)))
-        best = sorted(candidates, key=lambda c: (-c[0], c[1]))[:beam_size]
+                _insert(best, (score, row, int(candidate_id)), beam_size)
         if all(pre_ids[row] == end_id and cid == end_id for _, row, cid in best):
             continue  # every kept item continues an ended prefix: the source is finished
         for score, row, cid in best:
@@ -66,7 +87,8 @@ def _beam_search(ctx, pre_ids, pre_scores, ids, scores):
         raise InvalidArgument(expected("beam_search", "rows of scores",
                                        f"{high_level[-1]} (one per prefix, as the LoD says)",
                                        score_array.shape[0]))
-    kept = _select(np.asarray(pre_ids).reshape(-1), np.asarray(pre_scores).reshape(-1),
+    kept = _select(np.asarray(pre_ids).reshape(-1),
+                   np.asarray(pre_scores).reshape(-1).astype(score_array.dtype),
                    id_array, score_array, high_level, a["beam_size"], a["end_id"],
                    a["is_accumulated"])
     low_level, out_ids, out_scores, parents = [0], [], [], []

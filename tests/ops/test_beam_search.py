@@ -51,6 +51,13 @@ CASES = [
           [[0.6, 0.9], [0.5, 0.3], [0.9, 0.5], [0.1, 0.7]], 1, True,
           [2, 7, 3, 1], [0.9, 0.5, 0.9, 0.7], [[0, 1, 2, 3, 4], [0, 1, 2, 3, 4]],
           [0, 1, 2, 3], lod=[[0, 1, 2, 3, 4], [0, 1, 2, 3, 4]]),
+    # equal scores: the later prefix row ranks higher, and a full beam gives its last place
+    # to the later of two equal candidates of one row
+    _case("ties_favour_the_later_prefix", [1, 2], [0.0, 0.0], [[3, 4], [5, 6]],
+          [[0.5, 0.5], [0.5, 0.5]], 2, True, [5, 6], [0.5, 0.5], [[0, 2], [0, 0, 2]], [1, 1],
+          lod=[[0, 2], [0, 1, 2]]),
+    _case("ties_within_a_row", [1], [0.0], [[3, 4, 5]], [[0.5, 0.5, 0.5]], 2, True,
+          [3, 5], [0.5, 0.5], [[0, 1], [0, 2]], [0, 0], lod=[[0, 1], [0, 1]]),
 ]
 
 
