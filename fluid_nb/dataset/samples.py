@@ -1,10 +1,10 @@
 """Small stand-ins for Paddle's datasets, in their real file formats.
 
 The book's chapters read ``paddle.dataset.mnist``, ``cifar``, ``imikolov``, ``imdb``,
-``movielens`` and ``wmt16``, whose files are downloaded on first use. Without a network
+``movielens``, ``wmt16`` and ``wmt14``, whose files are downloaded on first use. Without a network
 (or to try a chapter in seconds), :func:`use_samples` writes a few hundred samples of each
 into a cache folder, in the very layout the readers parse (gzipped IDX files, a tarball of
-pickled batches, the PTB, aclImdb and WMT16 tarballs, the ml-1m zip), and makes the
+pickled batches, the PTB, aclImdb, WMT16 and WMT14 tarballs, the ml-1m zip), and makes the
 readers take them::
 
     from fluid_nb.dataset import samples
@@ -31,7 +31,7 @@ import zipfile
 import numpy as np
 
 from ..errors import InvalidArgument, expected
-from . import cifar, common, imdb, imikolov, mnist, movielens, wmt16
+from . import cifar, common, imdb, imikolov, mnist, movielens, wmt14, wmt16
 
 __all__ = ["use_samples", "is_cached", "SAMPLES"]
 
@@ -227,6 +227,27 @@ def _write_wmt16(rng, train=400, test=40, val=20):
         save_name=wmt16.SAVE_NAME)
 
 
+def _write_wmt14(rng, train=300, test=30, gen=10):
+    """French-English pairs in wmt14.tgz, each (made-up) French word standing for one
+    English word in the same place; src.dict and trg.dict start with <s>, <e>, <unk>."""
+    french = {word: "fr_" + word[::-1] for word in _ENGLISH}
+
+    def lines(count):
+        out = []
+        for _ in range(count):
+            words = [_ENGLISH[rng.randint(len(_ENGLISH))] for _ in range(rng.randint(3, 7))]
+            out.append(" ".join(french[w] for w in words) + "\t" + " ".join(words) + "\n")
+        return "".join(out).encode()
+
+    def dictionary(words):
+        return "".join(f"{w}\n" for w in ["<s>", "<e>", "<unk>", *words]).encode()
+    _put(wmt14, "MD5_TRAIN", wmt14.URL_TRAIN, "wmt14", _tar({
+        "wmt14/src.dict": dictionary(sorted(french.values())),
+        "wmt14/trg.dict": dictionary(sorted(_ENGLISH)),
+        "wmt14/train/train": lines(train), "wmt14/test/test": lines(test),
+        "wmt14/gen/gen": lines(gen)}))
+
+
 #: dataset name -> the (url, module name, md5 attribute) of each file its readers download
 _FILES = {
     "mnist": [(mnist, url, "mnist", md5) for url, md5 in [
@@ -237,6 +258,7 @@ _FILES = {
     "imdb": [(imdb, imdb.URL, "imdb", "MD5")],
     "movielens": [(movielens, movielens.URL, "movielens", "MD5")],
     "wmt16": [(wmt16, wmt16.DATA_URL, "wmt16", "DATA_MD5", wmt16.SAVE_NAME)],
+    "wmt14": [(wmt14, wmt14.URL_TRAIN, "wmt14", "MD5_TRAIN")],
 }
 
 
@@ -252,7 +274,8 @@ def is_cached(name):
 
 #: dataset name -> writer of its sample files
 SAMPLES = {"mnist": _write_mnist, "cifar": _write_cifar, "imikolov": _write_imikolov,
-           "imdb": _write_imdb, "movielens": _write_movielens, "wmt16": _write_wmt16}
+           "imdb": _write_imdb, "movielens": _write_movielens, "wmt16": _write_wmt16,
+           "wmt14": _write_wmt14}
 
 
 def use_samples(*names, home=None, seed=0):

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 import fluid_nb.paddle as paddle
-from fluid_nb.dataset import cifar, common, imdb, imikolov, mnist, movielens, samples
+from fluid_nb.dataset import (cifar, common, imdb, imikolov, mnist, movielens, samples, wmt14,
+                              wmt16)
 from fluid_nb.errors import InvalidArgument
 
 
@@ -16,7 +17,7 @@ def restored(monkeypatch, tmp_path):
     for module, attr in [(mnist, "TRAIN_IMAGE_MD5"), (mnist, "TRAIN_LABEL_MD5"),
                          (mnist, "TEST_IMAGE_MD5"), (mnist, "TEST_LABEL_MD5"),
                          (cifar, "CIFAR10_MD5"), (imikolov, "MD5"), (imdb, "MD5"),
-                         (movielens, "MD5")]:
+                         (movielens, "MD5"), (wmt16, "DATA_MD5"), (wmt14, "MD5_TRAIN")]:
         monkeypatch.setattr(module, attr, getattr(module, attr))
     return tmp_path
 
@@ -36,6 +37,9 @@ def test_every_sample_reads_through_the_dataset_readers(restored):
     assert label in (0, 1) and all(0 <= w < len(word_dict) for w in review)
     rating = next(paddle.dataset.movielens.train()())
     assert len(rating) == 8 and paddle.dataset.movielens.max_user_id() > 0
+    source, target, target_next = next(paddle.dataset.wmt14.train(30000)())
+    assert source[0] == 0 and source[-1] == 1 and target[1:] == target_next[:-1]
+    assert len(paddle.dataset.wmt14.get_dict(30000)[1]) > 10
 
 
 def test_the_same_seed_writes_the_same_bytes(restored):
