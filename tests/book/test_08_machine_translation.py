@@ -5,8 +5,7 @@ search gives, per source sentence, at most beam_size hypotheses that start with 
 first."""
 import numpy as np
 
-from .conftest import (EXAMPLES, assert_inference_model_saved, load_chapter, loss_falls,
-                       run_chapter)
+from .conftest import load_chapter, loss_falls, run_chapter
 
 
 def test_08_machine_translation_trains_and_beam_search_decodes(sample_datasets, tmp_path):
@@ -28,19 +27,3 @@ def test_08_machine_translation_trains_and_beam_search_decodes(sample_datasets, 
             length = sentence_level[j + 1] - sentence_level[j]
             assert 2 <= length <= config.max_length + 1  # <s>, words, and at most the limit
 
-
-def test_rnn_encoder_decoder_trains_saves_and_infers(sample_datasets, tmp_path):
-    """The encoder-decoder Fluid tests its book models with (examples/rnn_encoder_decoder.py):
-    a bidirectional dynamic_lstm encoder and a DynamicRNN decoder whose LSTM step is made
-    of fc layers, on WMT14's tarball; the saved inference model reloads and gives a softmax
-    over the target words for every target word fed."""
-    sample_datasets("wmt14")
-    module = load_chapter("rnn_encoder_decoder", folder=EXAMPLES)
-    result = run_chapter(module, tmp_path, num_batches=24, learning_rate=0.1)
-    assert loss_falls(result["costs"])
-    assert_inference_model_saved(result["save_dir"])
-    prediction = result["prediction"]
-    assert prediction.recursive_sequence_lengths() == [[4, 6]]
-    probabilities = np.array(prediction)
-    assert probabilities.shape == (10, result["dict_size"])
-    np.testing.assert_allclose(probabilities.sum(axis=1), 1.0, rtol=1e-5)
