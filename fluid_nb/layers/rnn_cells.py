@@ -66,8 +66,11 @@ class RNNCell:
 
         def states_of(shape_part, dtype_part):
             if is_shape(shape_part):
+                # the batch dim comes first; -1 is put there unless the shape has it
+                full = list(shape_part) if shape_part[:1] in ([-1], (-1,)) else \
+                    [-1] + list(shape_part)
                 return tensor.fill_constant_batch_size_like(
-                    input=batch_ref, shape=[-1] + list(shape_part), dtype=dtype_part,
+                    input=batch_ref, shape=full, dtype=dtype_part,
                     value=init_value, input_dim_idx=batch_dim_idx)
             parts = dtype_part if isinstance(dtype_part, (list, tuple)) else \
                 [dtype_part] * len(shape_part)

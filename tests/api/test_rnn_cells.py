@@ -113,6 +113,19 @@ def test_initial_states_follow_the_batch_and_wrong_cells_are_refused():
             fluid.layers.GRUCell(0)
 
 
+def test_initial_states_of_given_shapes_put_the_batch_first_once():
+    def build():
+        x = fluid.data(name="x", shape=[5, -1, 4], dtype="float32")  # time-major
+        cell = fluid.layers.GRUCell(2)
+        states = cell.get_initial_states(batch_ref=x, shape=[[-1, 3], [[2], (2, 2)]],
+                                         dtype="float64", init_value=1.5, batch_dim_idx=1)
+        (first, (second, third)) = states
+        return [first, second, third], []
+    values, _, _ = _build_and_run(build, {"x": X.transpose(1, 0, 2)})
+    assert [v.shape for v in values] == [(3, 3), (3, 2), (3, 2, 2)]
+    assert all(v.dtype == np.float64 and (v == 1.5).all() for v in values)
+
+
 def test_variable_indexing_slices_as_numpy_does():
     def build():
         x = fluid.data(name="x", shape=[3, 5, 4], dtype="float32")
