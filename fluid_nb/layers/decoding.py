@@ -32,7 +32,7 @@ def beam_search(pre_ids, pre_scores, ids, scores, beam_size, end_id, level=0,
     _of_dtype("beam_search", "scores", scores, "float32", "float64")
     helper = LayerHelper("beam_search", name=name)
     selected_ids = helper.create_variable_for_type_inference(VarType.INT64)
-    selected_scores = helper.create_variable_for_type_inference(scores.dtype)
+    selected_scores = helper.create_variable_for_type_inference(pre_scores.dtype)
     parent_idx = helper.create_variable_for_type_inference(VarType.INT32)
     inputs = {"pre_ids": [pre_ids], "pre_scores": [pre_scores], "scores": [scores]}
     if ids is not None:

@@ -26,4 +26,3 @@ def test_08_machine_translation_trains_and_beam_search_decodes(sample_datasets, 
         for j in range(source_level[i], source_level[i + 1]):
             length = sentence_level[j + 1] - sentence_level[j]
             assert 2 <= length <= config.max_length + 1  # <s>, words, and at most the limit
-
