@@ -51,6 +51,12 @@ CASES = [
           [[0.6, 0.9], [0.5, 0.3], [0.9, 0.5], [0.1, 0.7]], 1, True,
           [2, 7, 3, 1], [0.9, 0.5, 0.9, 0.7], [[0, 1, 2, 3, 4], [0, 1, 2, 3, 4]],
           [0, 1, 2, 3], lod=[[0, 1, 2, 3, 4], [0, 1, 2, 3, 4]]),
+    # level 0 counts entries of level 1: its sources' prefixes are rows 0-1 and 2-3 once
+    # level 1 is applied (Paddle's absolute offsets), and the output keeps those offsets
+    _case("sources_found_through_level_1", [1, 2, 3, 4], [0.1, 0.2, 0.3, 0.4], IDS,
+          [[0.6, 0.9], [0.5, 0.3], [0.9, 0.5], [0.1, 0.7]], 2, True,
+          [2, 4, 3, 1], [0.9, 0.6, 0.9, 0.7], [[0, 2, 4], [0, 2, 2, 3, 4]], [0, 0, 2, 3],
+          lod=[[0, 1, 3], [0, 2, 3, 4]]),
     # equal scores: the later prefix row ranks higher, and a full beam gives its last place
     # to the later of two equal candidates of one row
     _case("ties_favour_the_later_prefix", [1, 2], [0.0, 0.0], [[3, 4], [5, 6]],
@@ -59,6 +65,23 @@ CASES = [
     _case("ties_within_a_row", [1], [0.0], [[3, 4, 5]], [[0.5, 0.5, 0.5]], 2, True,
           [3, 5], [0.5, 0.5], [[0, 1], [0, 2]], [0, 0], lod=[[0, 1], [0, 1]]),
 ]
+
+
+def _whole_vocabulary_ref(i, a):
+    lod = [[0, 2], [0, 1, 2]]
+    return {"selected_ids": (np.array([[1], [2]], "int64"), lod),
+            "selected_scores": (np.array([[0.6], [0.5]], "float32"), lod),
+            "parent_idx": np.array([0, 1], "int32")}
+
+
+# without ids, a candidate's id is its column: the scores cover the whole vocabulary
+CASES.append(OpCase("beam_search",
+                    {"pre_ids": np.array([[1], [2]], "int64"),
+                     "pre_scores": np.zeros((2, 1), "float32"),
+                     "scores": np.array([[0.1, 0.6, 0.3], [0.2, 0.2, 0.5]], "float32")},
+                    attrs={"level": 0, "beam_size": 2, "end_id": 0, "is_accumulated": True},
+                    lod={"scores": [[0, 2], [0, 1, 2]]}, ref=_whole_vocabulary_ref,
+                    name="ids_are_columns_without_ids"))
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
