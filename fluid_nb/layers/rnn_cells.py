@@ -7,7 +7,8 @@ with ``sequence_length`` keeps each sequence's state once it has ended (the step
 picks the old state). The GRU and LSTM cells are Fluid's BasicGRUUnit and
 BasicLSTMUnit: the input and the previous hidden state concatenated, one matmul per gate
 group; their parameters are made at the first call (when the input width is known) and
-named ``<name>/basic_gru_unit_N.w_0`` and so on, as Fluid names them.
+named ``<name>/BasicGRUUnit_N.w_0`` and so on (N counted when the cell is made), as
+Fluid names them.
 """
 from ..errors import InvalidArgument, InvalidType, expected
 from ..framework import unique_name
@@ -115,10 +116,13 @@ class GRUCell(RNNCell):
         self._param_attr, self._bias_attr = param_attr, bias_attr
         self._gate_activation = gate_activation or ops.sigmoid
         self._activation = activation or ops.tanh
+        # named when the cell is made, its parameters at the first call (the input width
+        # is known then), as Fluid's BasicGRUUnit does
+        self._unit_name = unique_name.generate(f"{name}/BasicGRUUnit")
         self._params = None
 
     def _build(self, input_size):
-        full = unique_name.generate(f"{self._name}/basic_gru_unit")
+        full = self._unit_name
         h = self.hidden_size
         self._params = (
             _param(f"{full}.w_0", [input_size + h, 2 * h], self._dtype, self._param_attr, False),
@@ -163,10 +167,11 @@ class LSTMCell(RNNCell):
         self._gate_activation = gate_activation or ops.sigmoid
         self._activation = activation or ops.tanh
         self._forget_bias = float(forget_bias)
+        self._unit_name = unique_name.generate(f"{name}/BasicLSTMUnit")
         self._params = None
 
     def _build(self, input_size):
-        full = unique_name.generate(f"{self._name}/basic_lstm_unit")
+        full = self._unit_name
         h = self.hidden_size
         self._params = (
             _param(f"{full}.w_0", [input_size + h, 4 * h], self._dtype, self._param_attr, False),

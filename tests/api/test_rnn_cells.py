@@ -52,8 +52,8 @@ def test_gru_cell_step_matches_its_formula():
         x = fluid.data(name="x", shape=[3, 4], dtype="float32")
         h = fluid.data(name="h", shape=[3, 6], dtype="float32")
         out, new = fluid.layers.GRUCell(6)(x, h)
-        return [out, new], ["GRUCell/basic_gru_unit_0.w_0", "GRUCell/basic_gru_unit_0.w_1",
-                            "GRUCell/basic_gru_unit_0.b_0", "GRUCell/basic_gru_unit_0.b_1"]
+        return [out, new], ["GRUCell/BasicGRUUnit_0.w_0", "GRUCell/BasicGRUUnit_0.w_1",
+                            "GRUCell/BasicGRUUnit_0.b_0", "GRUCell/BasicGRUUnit_0.b_1"]
     (out, new), params, _ = _build_and_run(build, {"x": X[:, 0], "h": h0})
     np.testing.assert_allclose(out, _gru_step(X[:, 0], h0, *params), rtol=1e-5, atol=1e-6)
     np.testing.assert_array_equal(out, new)
@@ -67,7 +67,7 @@ def test_lstm_cell_step_matches_its_formula():
         h = fluid.data(name="h", shape=[3, 6], dtype="float32")
         c = fluid.data(name="c", shape=[3, 6], dtype="float32")
         out, (new_h, new_c) = fluid.layers.LSTMCell(6, forget_bias=0.5)(x, [h, c])
-        return [out, new_c], ["LSTMCell/basic_lstm_unit_0.w_0", "LSTMCell/basic_lstm_unit_0.b_0"]
+        return [out, new_c], ["LSTMCell/BasicLSTMUnit_0.w_0", "LSTMCell/BasicLSTMUnit_0.b_0"]
     (out, new_c), params, _ = _build_and_run(build, {"x": X[:, 0], "h": h0, "c": c0})
     want_h, want_c = _lstm_step(X[:, 0], h0, c0, *params, forget_bias=0.5)
     np.testing.assert_allclose(out, want_h, rtol=1e-5, atol=1e-6)
@@ -81,10 +81,10 @@ def test_rnn_runs_the_cell_over_time_keeping_ended_states(is_reverse):
         lengths = fluid.data(name="lengths", shape=[3], dtype="int64")
         outputs, final = fluid.layers.rnn(fluid.layers.GRUCell(6), x, sequence_length=lengths,
                                           is_reverse=is_reverse)
-        return [outputs, final], ["GRUCell/basic_gru_unit_0.w_0",
-                                  "GRUCell/basic_gru_unit_0.w_1",
-                                  "GRUCell/basic_gru_unit_0.b_0",
-                                  "GRUCell/basic_gru_unit_0.b_1"]
+        return [outputs, final], ["GRUCell/BasicGRUUnit_0.w_0",
+                                  "GRUCell/BasicGRUUnit_0.w_1",
+                                  "GRUCell/BasicGRUUnit_0.b_0",
+                                  "GRUCell/BasicGRUUnit_0.b_1"]
     (outputs, final), params, _ = _build_and_run(build, {"x": X, "lengths": LENGTHS})
     h = np.zeros((3, 6))
     want = np.zeros((3, 5, 6))
@@ -126,6 +126,23 @@ def test_initial_states_of_given_shapes_put_the_batch_first_once():
     assert all(v.dtype == np.float64 and (v == 1.5).all() for v in values)
 
 
+def test_cells_are_numbered_when_made_and_their_parameters_made_at_the_first_call():
+    with fluid.program_guard(fluid.Program(), fluid.Program()), fluid.unique_name.guard():
+        first, second = fluid.layers.GRUCell(4), fluid.layers.LSTMCell(4, name="dec")
+        third = fluid.layers.GRUCell(4)
+        x = fluid.data(name="x", shape=[-1, 3, 5], dtype="float32")
+        assert fluid.default_main_program().global_block().all_parameters() == []
+        fluid.layers.rnn(third, x)
+        fluid.layers.rnn(second, x)
+        fluid.layers.rnn(first, x)
+        names = [p.name for p in fluid.default_main_program().global_block().all_parameters()]
+    assert names == ["GRUCell/BasicGRUUnit_1.w_0", "GRUCell/BasicGRUUnit_1.w_1",
+                     "GRUCell/BasicGRUUnit_1.b_0", "GRUCell/BasicGRUUnit_1.b_1",
+                     "dec/BasicLSTMUnit_0.w_0", "dec/BasicLSTMUnit_0.b_0",
+                     "GRUCell/BasicGRUUnit_0.w_0", "GRUCell/BasicGRUUnit_0.w_1",
+                     "GRUCell/BasicGRUUnit_0.b_0", "GRUCell/BasicGRUUnit_0.b_1"]
+
+
 def test_variable_indexing_slices_as_numpy_does():
     def build():
         x = fluid.data(name="x", shape=[3, 5, 4], dtype="float32")
@@ -150,7 +167,7 @@ def test_rnn_gradients_match_finite_differences():
         outputs, _ = fluid.layers.rnn(fluid.layers.GRUCell(3, dtype="float64"), x)
         loss = fluid.layers.reduce_sum(outputs * w)
         fluid.append_backward(loss)
-    weight_name = "GRUCell/basic_gru_unit_0.w_0"
+    weight_name = "GRUCell/BasicGRUUnit_0.w_0"
     exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
     exe.run(startup, scope=scope)
     feed = {"x": x_value, "w": weights}
@@ -193,7 +210,7 @@ def test_rnn_reads_the_number_of_steps_when_the_program_runs():
     fluid.verify(main)
     exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
     exe.run(startup, scope=scope)
-    w, b = _params(scope, ["LSTMCell/basic_lstm_unit_0.w_0", "LSTMCell/basic_lstm_unit_0.b_0"])
+    w, b = _params(scope, ["LSTMCell/BasicLSTMUnit_0.w_0", "LSTMCell/BasicLSTMUnit_0.b_0"])
     for x_value, length_value in [(X, LENGTHS), (X[:2, :2], np.array([1, 2], "int64"))]:
         got = exe.run(main, feed={"x": x_value, "lengths": length_value},
                       fetch_list=[outputs, h, c], scope=scope)

@@ -11,8 +11,8 @@ L = fluid.layers
 RNG = np.random.RandomState(12)
 VOCAB, EMB, HIDDEN = 7, 3, 4
 START, END = 0, 1
-GRU_PARAMS = ["GRUCell/basic_gru_unit_0.w_0", "GRUCell/basic_gru_unit_0.w_1",
-              "GRUCell/basic_gru_unit_0.b_0", "GRUCell/basic_gru_unit_0.b_1"]
+GRU_PARAMS = ["GRUCell/BasicGRUUnit_0.w_0", "GRUCell/BasicGRUUnit_0.w_1",
+              "GRUCell/BasicGRUUnit_0.b_0", "GRUCell/BasicGRUUnit_0.b_1"]
 
 
 def sigmoid(v):
