@@ -48,7 +48,8 @@ __all__ = ["SGD", "SGDOptimizer", "Momentum", "MomentumOptimizer", "Adam", "Adam
            "DecayedAdagradOptimizer", "Lamb", "LambOptimizer", "Optimizer", "Ftrl",
            "FtrlOptimizer", "LarsMomentum", "LarsMomentumOptimizer", "Dpsgd",
            "DpsgdOptimizer", "LookaheadOptimizer", "RecomputeOptimizer",
-           "ExponentialMovingAverage", "ModelAverage"]
+           "ExponentialMovingAverage", "ModelAverage", "DGCMomentumOptimizer",
+           "PipelineOptimizer"]
 
 
 def create_persistable(main_program, startup_program, name, shape, dtype, value,
@@ -598,5 +599,6 @@ FtrlOptimizer = Ftrl
 LarsMomentumOptimizer = LarsMomentum
 DpsgdOptimizer = Dpsgd
 
-from .optimizer_wrappers import (ExponentialMovingAverage, LookaheadOptimizer,  # noqa: E402
-                                 ModelAverage, RecomputeOptimizer)
+from .optimizer_wrappers import (DGCMomentumOptimizer, ExponentialMovingAverage,  # noqa: E402
+                                 LookaheadOptimizer, ModelAverage, PipelineOptimizer,
+                                 RecomputeOptimizer)

@@ -1,17 +1,18 @@
 """Fluid 1.8's optimizers that wrap or follow another one: Lookahead, Recompute,
 ExponentialMovingAverage and ModelAverage (the averages are applied to the parameters for
-evaluation and restored afterwards)."""
+evaluation and restored afterwards); and the two multi-device ones, DGCMomentumOptimizer
+and PipelineOptimizer, which refuse with the reason."""
 import contextlib
 
 from .backward import OP_ROLE_OPTIMIZE
-from .errors import InvalidArgument, InvalidType, PreconditionNotMet, expected
+from .errors import InvalidArgument, InvalidType, PreconditionNotMet, Unimplemented, expected
 from .framework import unique_name
 from .framework.dtypes import VarType
 from .framework.program import Program, default_main_program, default_startup_program
 from .layers.arg_checks import POSITIVE_INT, check, real_in
 
 __all__ = ["LookaheadOptimizer", "RecomputeOptimizer", "ExponentialMovingAverage",
-           "ModelAverage"]
+           "ModelAverage", "DGCMomentumOptimizer", "PipelineOptimizer"]
 
 
 def _state(main, startup, name, shape, dtype, value):
@@ -310,3 +311,34 @@ class ModelAverage(_Averaged):
                         attrs={"in_dtype": int(VarType.INT64), "out_dtype": int(param.dtype)})
         block.append_op(type="elementwise_div", inputs={"X": [total], "Y": [count_float]},
                         outputs={"Out": [param.name]})
+
+
+class DGCMomentumOptimizer:
+    """Deep gradient compression: each trainer sends only the largest accumulated gradient
+    entries to the others (momentum correction, local accumulation, top-k). It exists to cut
+    the traffic between trainers, and Fluid runs it only on several CUDA trainers; fluid_nb
+    runs one trainer, where the method has nothing to compress, so it refuses and names the
+    optimizer to use instead."""
+
+    def __init__(self, learning_rate, momentum, rampup_begin_step, rampup_step=1,
+                 sparsity=(0.999,), use_nesterov=False, local_grad_clip_norm=None,
+                 num_trainers=None, regularization=None, grad_clip=None, name=None):
+        raise Unimplemented(expected(
+            "DGCMomentumOptimizer", "the training setup",
+            "several trainers exchanging compressed gradients",
+            "fluid_nb's one trainer; fluid.optimizer.Momentum gives the same update there"))
+
+
+class PipelineOptimizer:
+    """Pipeline parallelism: a program cut into sections, each on its own device, with
+    queues of micro-batches between them (run by Fluid's PipelineTrainer through
+    train_from_dataset). fluid_nb runs one place and has no dataset trainers, so it refuses;
+    the inner optimizer alone trains the same model."""
+
+    def __init__(self, optimizer, cut_list=None, place_list=None, concurrency_list=None,
+                 queue_size=30, sync_steps=1, start_cpu_core_id=0, num_microbatches=1):
+        _inner("PipelineOptimizer", optimizer)
+        raise Unimplemented(expected(
+            "PipelineOptimizer", "the training setup",
+            "several devices joined by micro-batch queues (Fluid's PipelineTrainer)",
+            "fluid_nb's one place; minimize with the inner optimizer instead"))

@@ -4,8 +4,10 @@ A loader is given a generator of samples, of sample lists or of whole batches, a
 variables it feeds (``feed_list``). Two ways to use it, as in Fluid:
 
 * iterable (the default): ``for data in loader(): exe.run(main, feed=data)``. Each item is
-  a list with one ``{name: LoDTensor}`` dict per place (one place here), or, with
-  ``return_list=True``, a list per place of the values in ``feed_list`` order;
+  a list with one ``{name: LoDTensor}`` dict per place, or, with ``return_list=True``, a
+  list per place of the values in ``feed_list`` order. As in Fluid, N places take N
+  consecutive batches, one each (a last incomplete group is dropped when ``drop_last``);
+  ``Executor.run`` of a CompiledProgram runs such a group on its one place as one step;
 * not iterable: the loader adds a ``read`` op at the head of the main program that fills
   the feed variables from the loader, so ``exe.run(main)`` needs no feed;
   ``loader.start()`` begins a pass and ``exe.run`` raises ``fluid.core.EOFException`` when
@@ -72,6 +74,8 @@ class GeneratorLoader:
                                            repr(capacity)))
         self._feed_list = list(feed_list)
         self._iterable = bool(iterable)
+        self._drop_last = bool(drop_last)
+        self._place_count = 1  # how many batches one item of an iterable loader holds
         self._return_list = bool(return_list)
         self._batches = None  # a generator function of feed dicts, once set
         self._running = None  # the pass a non-iterable loader is in
@@ -99,6 +103,7 @@ class GeneratorLoader:
     def set_sample_list_generator(self, reader, places=None):
         """Lists of samples from ``reader()``, one list to a batch."""
         self._check_reader("set_sample_list_generator", reader)
+        self._set_places("set_sample_list_generator", places)
         feeder = DataFeeder(self._feed_list, place=None,
                             program=self._feed_list[0].block.program)
 
@@ -111,6 +116,7 @@ class GeneratorLoader:
     def set_batch_generator(self, reader, places=None):
         """Whole batches from ``reader()``: one array (or LoDTensor) per feed variable."""
         self._check_reader("set_batch_generator", reader)
+        self._set_places("set_batch_generator", places)
         names = [v.name for v in self._feed_list]
 
         def batches():
@@ -131,6 +137,16 @@ class GeneratorLoader:
     decorate_sample_generator = set_sample_generator
     decorate_sample_list_generator = set_sample_list_generator
     decorate_batch_generator = set_batch_generator
+
+    def _set_places(self, where, places):
+        """Remember how many places an iterable loader feeds (a place or a list of them)."""
+        if places is None:
+            return
+        places = list(places) if isinstance(places, (list, tuple)) else [places]
+        if not places:
+            raise InvalidArgument(expected(where, "places", "a place or a non-empty list of "
+                                           "places", "an empty list"))
+        self._place_count = len(places)
 
     @staticmethod
     def _check_reader(where, reader):
@@ -156,11 +172,15 @@ class GeneratorLoader:
                                      "this one was made with iterable=False (use start() and "
                                      "exe.run until EOFException, then reset())")
         names = [v.name for v in self._feed_list]
-        for feed in self._source():
+        batches = iter(self._source())
+        while True:
+            group = list(itertools.islice(batches, self._place_count))
+            if not group or (self._drop_last and len(group) < self._place_count):
+                return
             if self._return_list:
-                yield [[np.asarray(feed[name]) for name in names]]
+                yield [[np.asarray(feed[name]) for name in names] for feed in group]
             else:
-                yield [feed]
+                yield group
 
     # --- non-iterable use ---------------------------------------------------------------
     def _add_read_op(self, reader_name=None):

@@ -114,3 +114,20 @@ def test_collate_and_program_variable_helpers():
     main, _, _, _, _ = _regression()
     assert [p.name for p in fluid.io.get_program_parameter(main)] == ["fc_0.w_0"]
     assert "fc_0.w_0" in [v.name for v in fluid.io.get_program_persistable_vars(main)]
+
+
+def test_several_places_take_consecutive_batches_one_each():
+    main, startup, x, y, loss = _regression()
+    kept = fluid.io.DataLoader.from_generator(feed_list=[x, y], drop_last=False,
+                                              return_list=True)
+    kept.set_sample_generator(samples, batch_size=8, drop_last=True,
+                              places=fluid.cpu_places(2))
+    groups = list(kept())  # 5 batches of 8: two groups of two, and the last batch alone
+    assert [[place[0].shape for place in group] for group in groups] == \
+        [[(8, 3), (8, 3)], [(8, 3), (8, 3)], [(8, 3)]]
+    np.testing.assert_array_equal(groups[0][1][0], XS[8:16])
+    dropped = fluid.io.DataLoader.from_generator(feed_list=[x, y])
+    dropped.set_sample_generator(samples, batch_size=8, places=fluid.cpu_places(2))
+    assert [len(group) for group in dropped()] == [2, 2]
+    with pytest.raises(InvalidArgument, match="places expected a place"):
+        dropped.set_batch_generator(lambda: iter(()), places=[])
