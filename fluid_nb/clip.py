@@ -11,6 +11,7 @@ Pass one as ``grad_clip=`` to an optimizer, or register it for parameters with
 from .backward import OP_ROLE_BACKWARD
 from .errors import InvalidArgument
 from .framework import unique_name
+from .framework.dtypes import VarType
 from .framework.program import default_main_program
 
 _ROLE = {"op_role": OP_ROLE_BACKWARD}
@@ -67,6 +68,23 @@ class GradientClipByNorm(GradientClipBase):
         return out
 
 
+def _norm_input(block, grad):
+    """What a gradient's norm is taken of: the gradient itself, or for a sparse one
+    (SelectedRows, as a sparse embedding's) its values with repeated rows merged
+    (``merge_selected_rows`` then ``get_tensor_from_selected_rows``), as Fluid does."""
+    if grad.type != VarType.SELECTED_ROWS:
+        return grad
+    merged = block.create_var(name=unique_name.generate(grad.name + "_merged"),
+                              shape=grad.shape, dtype=grad.dtype,
+                              type=VarType.SELECTED_ROWS)
+    block.append_op(type="merge_selected_rows", inputs={"X": [grad]},
+                    outputs={"Out": [merged]}, attrs=dict(_ROLE))
+    values = _new_var(block, grad.name + "_merged_values", grad)
+    block.append_op(type="get_tensor_from_selected_rows", inputs={"X": [merged]},
+                    outputs={"Out": [values]}, attrs=dict(_ROLE))
+    return values
+
+
 class GradientClipByGlobalNorm(GradientClipBase):
     def __init__(self, clip_norm, group_name="default_group"):
         _check_number("GradientClipByGlobalNorm", "clip_norm", clip_norm, 0.0)
@@ -81,8 +99,8 @@ class GradientClipByGlobalNorm(GradientClipBase):
         squares = []
         for _, grad in clipped:
             sq = _new_var(block, grad.name + "_squared_norm", grad, shape=(1,))
-            block.append_op(type="squared_l2_norm", inputs={"X": [grad]}, outputs={"Out": [sq]},
-                            attrs=dict(_ROLE))
+            block.append_op(type="squared_l2_norm", inputs={"X": [_norm_input(block, grad)]},
+                            outputs={"Out": [sq]}, attrs=dict(_ROLE))
             squares.append(sq)
         like = clipped[0][1]
         total = _new_var(block, "global_norm_squared", like, shape=(1,))
@@ -104,9 +122,16 @@ class GradientClipByGlobalNorm(GradientClipBase):
         result = []
         scaled = {}
         for param, grad in clipped:
-            out = _new_var(block, grad.name + "_clipped", grad)
-            block.append_op(type="elementwise_mul", inputs={"X": [grad], "Y": [scale]},
-                            outputs={"Out": [out]}, attrs=dict(_ROLE))
+            if grad.type == VarType.SELECTED_ROWS:  # stays sparse: its values scaled
+                out = block.create_var(name=unique_name.generate(grad.name + "_clipped"),
+                                       shape=grad.shape, dtype=grad.dtype,
+                                       type=VarType.SELECTED_ROWS)
+                block.append_op(type="scale", inputs={"X": [grad], "ScaleTensor": [scale]},
+                                outputs={"Out": [out]}, attrs=dict(_ROLE))
+            else:
+                out = _new_var(block, grad.name + "_clipped", grad)
+                block.append_op(type="elementwise_mul", inputs={"X": [grad], "Y": [scale]},
+                                outputs={"Out": [out]}, attrs=dict(_ROLE))
             scaled[param.name] = out
         for param, grad in params_grads:
             result.append((param, scaled.get(param.name, grad)))

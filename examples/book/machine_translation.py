@@ -178,6 +178,7 @@ def train(c, num_epochs, save_dir, max_batches, place):
     startup_program = fluid.default_startup_program()
     main_program.random_seed = startup_program.random_seed = 90
     avg_cost = train_model(c)
+    fluid.clip.set_gradient_clip(clip=fluid.clip.GradientClipByGlobalNorm(clip_norm=5.0))
     lr_decay = fluid.layers.learning_rate_scheduler.noam_decay(c.hidden_dim, c.warmup_steps)
     fluid.optimizer.Adam(learning_rate=lr_decay,
                          regularization=fluid.regularizer.L2DecayRegularizer(

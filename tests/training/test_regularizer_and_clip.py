@@ -185,6 +185,36 @@ def test_clip_by_global_norm_scales_all_gradients_together(clip_norm):
         np.testing.assert_allclose(np.linalg.norm(steps), clip_norm, rtol=1e-4)
 
 
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+def test_clip_by_global_norm_of_a_sparse_embedding_is_that_of_the_dense_one(optimizer):
+    """A sparse embedding's gradient (SelectedRows, a row repeated) counts in the global
+    norm by its merged rows and stays sparse when scaled: the same steps as the dense
+    embedding's."""
+    ids = np.array([[1], [3], [1], [0]], "int64")
+    table = np.random.RandomState(2).uniform(-1, 1, (5, 3)).astype("float32")
+
+    def train(is_sparse):
+        main, startup = fluid.Program(), fluid.Program()
+        with fluid.program_guard(main, startup), fluid.unique_name.guard():
+            x = L.data(name="ids", shape=[1], dtype="int64")
+            emb = L.embedding(x, size=[5, 3], is_sparse=is_sparse, param_attr=fluid.ParamAttr(
+                name="table", initializer=fluid.initializer.NumpyArrayInitializer(table)))
+            loss = L.reduce_sum(L.square(emb))
+            fluid.clip.set_gradient_clip(fluid.clip.GradientClipByGlobalNorm(clip_norm=0.5))
+            opt = fluid.optimizer.SGD(0.1) if optimizer == "sgd" else fluid.optimizer.Adam(0.1)
+            opt.minimize(loss)
+        exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+        exe.run(startup, scope=scope)
+        for _ in range(3):
+            exe.run(main, feed={"ids": ids}, scope=scope)
+        return main, np.array(scope.find_var("table").value)
+    sparse_main, sparse = train(True)
+    _, dense = train(False)
+    assert "merge_selected_rows" in [op.type for op in sparse_main.global_block().ops]
+    np.testing.assert_allclose(sparse, dense, rtol=1e-5, atol=1e-6)
+    assert not np.allclose(sparse, table)
+
+
 def test_clipping_happens_before_regularization():
     """Fluid 1.x apply_gradients: grad_clip, then append_regularization_ops."""
     c, clip_norm = 0.3, 5.0
