@@ -528,7 +528,8 @@ def _ftrl_kernel(ctx, param, squared, linear, grad, lr):
     xp, a = ctx.xp, ctx.attrs
     p, n, z = _array(param), _array(squared), _array(linear)
     g = _dense_grad(xp, grad, p, "ftrl")
-    rate, l1, l2, power = _value(lr), a["l1"], a["l2"], a["lr_power"]
+    # Fluid's kernel adds 1e-10 to both strengths (so l1 = 0 still zeroes an exact 0 z')
+    rate, l1, l2, power = _value(lr), a["l1"] + 1e-10, a["l2"] + 1e-10, a["lr_power"]
     new_n = n + g * g
     if power == -0.5:
         sigma = (xp.sqrt(new_n) - xp.sqrt(n)) / rate
@@ -553,7 +554,8 @@ def_op("ftrl", inputs=["Param", "SquaredAccumulator", "LinearAccumulator", "Grad
        kernel=_ftrl_kernel, lod_aware=True,
        doc="FTRL-proximal: n' = n + g^2; z' = z + g - (n'^-p - n^-p) / lr * Param (p = "
            "lr_power; -0.5 gives square roots); ParamOut = (l1 sign(z') - z') / (n'^-p / lr "
-           "+ 2 l2) where |z'| > l1, else 0; SquaredAccumOut = n', LinearAccumOut = z'.")
+           "+ 2 l2) where |z'| > l1, else 0 (l1, l2 each plus 1e-10); SquaredAccumOut = n', "
+           "LinearAccumOut = z'.")
 
 
 def _lars_momentum_kernel(ctx, param, grad, velocity, lr):

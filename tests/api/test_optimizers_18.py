@@ -117,3 +117,32 @@ def test_model_average_applies_the_mean_over_the_window():
         np.testing.assert_allclose(np.array(scope.find_var("fc_0.w_0").value), weights[-1])
     with pytest.raises(InvalidArgument, match="max_average_window"):
         fluid.optimizer.ModelAverage(0.15, min_average_window=10, max_average_window=5)
+
+
+def test_adam_reads_both_beta_variables_at_run_time():
+    """As in Fluid, betas given as Variables are read by the op at run time while their
+    powers start from the defaults 0.9 and 0.999 (the values are unknown when the program
+    is built): the first step is checked against that rule."""
+    def with_variables():
+        beta1 = fluid.layers.create_global_var([1], 0.8, "float32", persistable=True,
+                                               name="beta1")
+        beta2 = fluid.layers.create_global_var([1], 0.99, "float32", persistable=True,
+                                               name="beta2")
+        return fluid.optimizer.Adam(learning_rate=0.1, beta1=beta1, beta2=beta2)
+    _, (w1,), (_, _, main, _, _, _) = _train(with_variables, steps=1)
+    _, (w0,), _ = _train(lambda: fluid.optimizer.SGD(learning_rate=0.0), steps=1)
+    g = 2 * X.T.astype("float64") @ (X @ w0 - Y) / len(X)
+    m, v = (1 - 0.8) * g, (1 - 0.99) * g * g
+    step = 0.1 * np.sqrt(1 - 0.999) / (1 - 0.9) * m / (np.sqrt(v) + 1e-8)
+    np.testing.assert_allclose(w1, w0 - step, rtol=1e-4)
+    adam = [op for op in main.global_block().ops if op.type == "adam"][0]
+    assert (adam.inputs["Beta1Tensor"], adam.inputs["Beta2Tensor"]) == (["beta1"], ["beta2"])
+
+
+def test_the_multi_device_optimizers_refuse_saying_why():
+    from fluid_nb.errors import Unimplemented
+    with pytest.raises(Unimplemented, match="several trainers"):
+        fluid.optimizer.DGCMomentumOptimizer(learning_rate=0.1, momentum=0.9,
+                                             rampup_begin_step=0)
+    with pytest.raises(Unimplemented, match="minimize with the inner optimizer"):
+        fluid.optimizer.PipelineOptimizer(fluid.optimizer.SGD(learning_rate=0.1))

@@ -402,7 +402,8 @@ def ftrl_ref(i, a):
     """FTRL-proximal, written from its formula (McMahan et al., with Fluid's lr_power)."""
     p, n, z, g = (np.asarray(i[k], "float64") for k in
                   ("Param", "SquaredAccumulator", "LinearAccumulator", "Grad"))
-    lr, l1, l2, power = i["LearningRate"][0], a["l1"], a["l2"], a["lr_power"]
+    lr, power = i["LearningRate"][0], a["lr_power"]
+    l1, l2 = a["l1"] + 1e-10, a["l2"] + 1e-10  # Fluid's kernel adds 1e-10 to both
     new_n = n + g ** 2
     new_z = z + g - (new_n ** -power - n ** -power) / lr * p
     denominator = new_n ** -power / lr + 2 * l2
