@@ -7,6 +7,8 @@ exactly as its program does: ``Executor.run(compiled, ...)`` takes it, and
 split over N identical places and averaged computes what one place computes on the whole
 batch when the loss is a mean). The strategies are the attribute bags scripts configure.
 """
+import copy
+
 from .errors import InvalidArgument, InvalidType, expected
 from .framework.program import Program
 
@@ -16,8 +18,8 @@ class _Strategy:
     _defaults = {}
 
     def __init__(self):
-        for name, value in self._defaults.items():
-            object.__setattr__(self, name, value)
+        for name, value in self._defaults.items():  # a copy each: lists and sets are mutable
+            object.__setattr__(self, name, copy.copy(value))
 
     def __setattr__(self, name, value):
         if name not in self._defaults:
@@ -53,6 +55,9 @@ class BuildStrategy(_Strategy):
         "enable_backward_optimizer_op_deps": True, "cache_runtime_context": False,
         "sync_batch_norm": False, "num_trainers": 1, "trainer_id": 0, "remove_unnecessary_lock": True,
         "enable_auto_fusion": False, "is_distribution": False, "mkldnn_enabled_op_types": set(),
+        # multi-trainer settings (collective training scripts set them)
+        "trainers_endpoints": [], "nccl_comm_num": 1, "use_hierarchical_allreduce": False,
+        "hierarchical_allreduce_inter_nranks": 0, "async_mode": False,
     }
 
 
@@ -60,7 +65,8 @@ class ExecutionStrategy(_Strategy):
     """How Fluid runs the graph (threads, how often local scopes are dropped)."""
     _defaults = {"num_threads": 0, "use_thread_barrier": False,
                  "num_iteration_per_drop_scope": 100, "num_iteration_per_run": 1,
-                 "use_experimental_executor": False, "allow_op_delay": False}
+                 "use_experimental_executor": False, "allow_op_delay": False,
+                 "use_cuda": False}
 
 
 class CompiledProgram:

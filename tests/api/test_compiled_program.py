@@ -115,6 +115,9 @@ def test_strategies_are_bags_of_fluids_fields_and_refuse_unknown_ones():
     assert (build.fuse_all_optimizer_ops, build.memory_optimize, build.num_trainers) == \
         (False, False, 1)
     assert (execution.num_threads, execution.num_iteration_per_drop_scope) == (0, 100)
+    build.trainers_endpoints.append("127.0.0.1:6170")  # each strategy owns its lists
+    assert fluid.BuildStrategy().trainers_endpoints == []
+    assert (build.nccl_comm_num, execution.use_cuda) == (1, False)
     execution.use_experimental_executor = True
     assert "use_experimental_executor" in repr(execution)
     with pytest.raises(InvalidArgument, match="ExecutionStrategy: attribute expected"):
