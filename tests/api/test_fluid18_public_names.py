@@ -20,7 +20,6 @@ NAMES_FILE = os.path.join(os.path.dirname(__file__), "..", "fixtures",
 
 DYGRAPH = "imperative (dygraph) mode: fluid_nb builds and runs static programs"
 DISTRIBUTED = "the distributed transpiler and parameter servers are not built yet"
-MEMORY = "the memory arena's program optimiser is not built yet"
 TRAINERS = ("Fluid's C++ Dataset trainers (train_from_dataset) are not built; fluid_nb "
             "trains through Executor.run and DataLoader")
 CONTRIB = "fluid.contrib: Paddle's incubating extras (slim, mixed precision, ...)"
@@ -42,11 +41,7 @@ NOT_PROVIDED = {
     ("fluid", "PipelineTrainer"): TRAINERS,
     ("fluid", "DistributeTranspiler"): DISTRIBUTED,
     ("fluid", "DistributeTranspilerConfig"): DISTRIBUTED,
-    ("fluid", "HashName"): DISTRIBUTED,
-    ("fluid", "RoundRobin"): DISTRIBUTED,
     ("fluid", "transpiler"): DISTRIBUTED,
-    ("fluid", "memory_optimize"): MEMORY,
-    ("fluid", "release_memory"): MEMORY,
     ("fluid", "contrib"): CONTRIB,
 }
 

@@ -1,6 +1,7 @@
 """Names Fluid 1.x scripts use that sit outside fluid.layers: fluid.embedding and
-fluid.one_hot (ids without a trailing 1), fluid.cpu_places, fluid.create_random_int_lodtensor
-and the fluid.executor module path."""
+fluid.one_hot (ids without a trailing 1), fluid.cpu_places, fluid.create_random_int_lodtensor,
+the fluid.executor module path, the deprecated memory_optimize/release_memory, and the
+parameter-server dispatchers HashName and RoundRobin."""
 import numpy as np
 import pytest
 
@@ -112,3 +113,51 @@ def test_the_executor_module_path_scripts_import():
     from fluid_nb.executor import Executor, global_scope, scope_guard
     assert Executor is fluid.Executor and global_scope is fluid.global_scope
     assert scope_guard is fluid.scope_guard
+
+
+def test_memory_optimize_and_release_memory_warn_and_leave_the_program_as_fluid_18_does():
+    from fluid_nb.errors import InvalidType
+    from fluid_nb.proto.codec import encode_program
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.data(name="x", shape=[None, 2], dtype="float32")
+        loss = fluid.layers.mean(fluid.layers.fc(input=x, size=1))
+        fluid.optimizer.SGD(learning_rate=0.1).minimize(loss)
+    before = encode_program(main)
+    with pytest.warns(DeprecationWarning, match="memory_optimize is deprecated"):
+        fluid.memory_optimize(main, level=1)
+    with pytest.warns(DeprecationWarning, match="release_memory is deprecated"):
+        fluid.release_memory(main)
+    assert encode_program(main) == before
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    exe.run(startup, scope=scope)
+    exe.run(main, feed={"x": np.ones((3, 2), "float32")}, fetch_list=[loss], scope=scope)
+    with pytest.raises(InvalidArgument, match="level expected 0 or 1"):
+        fluid.memory_optimize(main, level=2)
+    with pytest.raises(InvalidType, match="input_program expected a Program"):
+        fluid.release_memory("main")
+
+
+def test_round_robin_takes_the_servers_in_turn_across_calls():
+    endpoints = ["127.0.0.1:6170", "127.0.0.1:6171", "127.0.0.1:6172"]
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        w = fluid.layers.create_parameter([2, 2], "float32", name="w")
+    dispatcher = fluid.RoundRobin(endpoints)
+    assert dispatcher.dispatch([w, "b", "v", "u"]) == endpoints + endpoints[:1]
+    assert dispatcher.dispatch(["z"]) == endpoints[1:2]
+    dispatcher.reset()
+    assert dispatcher.dispatch(["z"]) == endpoints[:1]
+    assert dispatcher.eps == endpoints
+
+
+def test_hash_name_sends_a_name_to_the_same_server_in_every_process():
+    import zlib
+    endpoints = ["127.0.0.1:6170", "127.0.0.1:6171"]
+    names = ["fc_0.w_0", "fc_0.b_0", "embedding_0.w_0", "fc_1.w_0"]
+    placed = fluid.HashName(endpoints).dispatch(names)
+    assert placed == [endpoints[zlib.crc32(n.encode()) % 2] for n in names]
+    assert len(set(placed)) == 2  # these names spread over both servers
+    assert fluid.HashName(endpoints).dispatch(names[::-1]) == placed[::-1]
+    with pytest.raises(InvalidArgument, match="pserver_endpoints expected a non-empty list"):
+        fluid.HashName([])
