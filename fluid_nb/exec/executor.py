@@ -155,7 +155,12 @@ class Executor:
         program = default_main_program() if program is None else program
         compiled = hasattr(program, "_program")
         program = getattr(program, "_program", program)  # CompiledProgram
-        if compiled and isinstance(feed, (list, tuple)):
+        if isinstance(feed, (list, tuple)):
+            # one dict per place, as a DataLoader yields them; a plain program has one place
+            if not compiled and len(feed) != 1:
+                raise InvalidArgument(expected(
+                    "Executor.run", "feed of a Program (not compiled for several places)",
+                    "a dict, or a list of one dict", f"a list of {len(feed)}"))
             feed = _one_place_feed(feed)
         if not isinstance(program, Program):
             raise InvalidArgument(f"Executor.run: program expected Program, but received "

@@ -119,8 +119,11 @@ def test_a_compiled_program_takes_its_feed_per_place_as_fluid_scripts_give_it():
     scope = first
     with pytest.raises(TypeError, match="one per place"):
         exe.run(compiled, feed=[X], fetch_list=[loss], scope=scope)
-    with pytest.raises(InvalidArgument, match="feed expected a dict"):
-        exe.run(main, feed=[{"x": X}], fetch_list=[loss], scope=scope)
+    # a plain program takes a DataLoader's list of one dict, and no more places
+    (plain,) = exe.run(main, feed=[{"x": X}], fetch_list=[loss], scope=scope_like_first())
+    np.testing.assert_array_equal(plain, whole)
+    with pytest.raises(InvalidArgument, match="a list of one dict"):
+        exe.run(main, feed=[{"x": X[:2]}, {"x": X[2:]}], fetch_list=[loss], scope=scope)
 
 
 def test_parallel_executor_joins_per_place_feeds():
