@@ -1,0 +1,3 @@
+"""Memory arenas. ``buddy`` is the allocator's core: integer-offset arithmetic over chunks
+a system allocator hands out, independent of any device."""
+from .buddy import BuddyArena, OutOfArena  # noqa: F401
