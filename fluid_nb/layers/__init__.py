@@ -3,18 +3,18 @@
 Every name here builds the same op types, slots and variable names as Paddle Fluid 1.8
 (``fc`` -> mul, elementwise_add, act; parameters ``fc_0.w_0``/``fc_0.b_0``)."""
 from . import (control_flow, creation, crf, decoding, detection, detection_fpn,  # noqa: F401
-               detection_heads, detection_losses, detection_proposals, detection_training,
-               distributions, io, loss, manip, math, math_op_patch, metric_op, nn, ops, rnn,
-               rnn_cells, rnn_decoders, rnn_layers, rnn_lstm, sequence, tensor)
+               detection_heads, detection_losses, detection_training, distributions, io, loss,
+               manip, math, math_op_patch, metric_op, nn, ops, rnn, rnn_cells, rnn_decoders,
+               rnn_layers, rnn_lstm, sequence, tensor)
 from ..framework.transaction import wrap_module
 
 # every public layer is a transaction: if it fails, the programs are as they were before it
 # (wrapped in its own module too, so calls between layers and fluid.data pass the same point)
 # the modules, kept apart: the star imports below bring names (``rnn``) that shadow some
 _MODULES = (control_flow, creation, crf, decoding, detection, detection_fpn, detection_heads,
-            detection_losses, detection_proposals, detection_training, distributions, io, loss,
-            manip, math, metric_op, nn, ops, rnn, rnn_cells, rnn_decoders, rnn_layers, rnn_lstm,
-            sequence, tensor)
+            detection_losses, detection_training, distributions, io, loss, manip, math,
+            metric_op, nn, ops, rnn, rnn_cells, rnn_decoders, rnn_layers, rnn_lstm, sequence,
+            tensor)
 for _module in _MODULES:
     if _module is not distributions:  # (classes, which carry no transaction of their own)
         wrap_module(_module, _module.__all__)
@@ -28,7 +28,6 @@ from .detection_fpn import *  # noqa: F401,F403
 from .detection_heads import *  # noqa: F401,F403
 from .detection_losses import *  # noqa: F401,F403
 from .detection_training import *  # noqa: F401,F403
-from .detection_proposals import *  # noqa: F401,F403
 from .distributions import *  # noqa: F401,F403
 from .io import *  # noqa: F401,F403
 from .loss import *  # noqa: F401,F403

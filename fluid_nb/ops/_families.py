@@ -4,7 +4,5 @@ from . import (  # noqa: F401
     compare, optimizer_ops, clip_ops, init_ops, sequence,
     sequence_conv, sequence_layout, lod_ops, array_ops, rnn,
     control_flow, math_functions, indexing, vision, detection, crf, beam_search,
-    similarity, detection_heads, detection_proposals, detection_losses, detection_training,
-    detection_fpn,
-    decoding_ops,
-    rnn_lstm)
+    similarity, detection_heads, detection_losses, detection_training, detection_fpn,
+    decoding_ops, rnn_lstm)

@@ -1,1 +1,0 @@
-"""Op family (filled in as its ops arrive)."""
