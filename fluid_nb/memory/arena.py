@@ -1,0 +1,45 @@
+"""The memory arena in C (``_arena``, compiled when the package is installed): the buddy
+allocator of :mod:`fluid_nb.memory.buddy` over chunks of host memory, which NumPy can use as
+its data allocator (NEP 49) for a scope of code:
+
+    arena = Arena(chunk_size=1 << 20, min_block=256)
+    with allocating_from(arena):
+        x = np.ones((100, 100))     # x's data lies in one of arena.chunks()
+    arena.used                      # bytes of the blocks handed out (x's, while it lives)
+
+An array remembers the allocator it was made with and gives its data back to it when it
+dies, whenever that is; the arena (its chunks) lives until its last such array has died.
+"""
+import contextlib
+
+__all__ = ["Arena", "allocating_from"]
+
+
+def _module():
+    try:
+        from . import _arena
+    except ImportError as missing:
+        raise ImportError(
+            "fluid_nb.memory: the arena's C core (fluid_nb/memory/_arena.c) is not built; "
+            "install the package (pip install -e .), which compiles it with the system's C "
+            f"compiler ({missing})") from None
+    return _arena
+
+
+def Arena(chunk_size=1 << 20, min_block=256, limit=0):
+    """A buddy allocator over system chunks of ``chunk_size`` bytes, blocks of at least
+    ``min_block`` bytes (both powers of two); ``limit`` > 0 caps the bytes it takes from
+    the system (a request past it raises MemoryError)."""
+    return _module().Arena(chunk_size=chunk_size, min_block=min_block, limit=limit)
+
+
+@contextlib.contextmanager
+def allocating_from(arena):
+    """NumPy allocates array data from ``arena`` inside the block (in this thread and
+    context; the allocator NumPy had before is restored after)."""
+    module = _module()
+    previous = module.set_handler(arena.handler)
+    try:
+        yield arena
+    finally:
+        module.set_handler(previous)

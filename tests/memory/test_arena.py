@@ -1,0 +1,156 @@
+"""The arena's C core: the same alloc/free sequences through it and through the plain-Python
+model (fluid_nb.memory.buddy) give the same blocks at the same offsets of the same chunks;
+as NumPy's allocator, arrays made in its scope lie in its chunks and give their blocks back
+when they die, whenever that is."""
+import gc
+import random
+import threading
+
+import numpy as np
+import pytest
+
+from fluid_nb.memory import BuddyArena
+from fluid_nb.memory.arena import Arena, allocating_from
+
+try:
+    from numpy._core.multiarray import get_handler_name
+except ImportError:  # NumPy 1.x
+    from numpy.core.multiarray import get_handler_name
+
+
+def relative(blocks, chunk_bases, chunk_size):
+    """(chunk index, offset, size) of each (address, size) inside a chunk; huge blocks as
+    ("huge", size)."""
+    out = []
+    for address, size in blocks:
+        for k, base in enumerate(chunk_bases):
+            if base <= address < base + chunk_size:
+                out.append((k, address - base, size))
+                break
+        else:
+            out.append(("huge", size))
+    return sorted(out, key=repr)
+
+
+class ModelSystem:
+    def __init__(self):
+        self.next = 1 << 40
+
+    def alloc(self, size):
+        address = self.next
+        self.next += max(size, 1 << 20) * 4
+        return address
+
+    def free(self, address, size):
+        pass
+
+
+def test_the_c_core_and_the_python_model_agree_on_random_sequences():
+    rng = random.Random(1)
+    for _ in range(2000):
+        chunk_size, min_block = 1 << rng.randint(8, 13), 1 << rng.randint(4, 7)
+        c_arena = Arena(chunk_size=chunk_size, min_block=min_block)
+        model = BuddyArena(ModelSystem().alloc, ModelSystem().free, chunk_size=chunk_size,
+                           min_block=min_block)
+        c_live, model_live = [], []
+        for _ in range(rng.randint(1, 30)):
+            if rng.random() < 0.6 or not c_live:
+                size = rng.randint(1, chunk_size + chunk_size // 2)
+                c_live.append(c_arena.alloc(size))
+                model_live.append(model.alloc(size))
+            else:
+                k = rng.randrange(len(c_live))
+                c_arena.free(c_live.pop(k))
+                model.free(model_live.pop(k))
+            if rng.random() < 0.1:
+                assert c_arena.release() == model.release()
+            c_bases = c_arena.chunks()
+            model_bases = [chunk.address for chunk in model.chunks]
+            assert c_arena.used == model.used
+            assert relative(c_arena.used_blocks(), c_bases, chunk_size) == \
+                relative(model.used_blocks(), model_bases, chunk_size)
+            assert relative(c_arena.free_blocks(), c_bases, chunk_size) == \
+                relative(model.free_blocks(), model_bases, chunk_size)
+        for address in c_live:
+            c_arena.free(address)
+        assert c_arena.used == 0
+        assert [size for _, size in c_arena.free_blocks()] == [chunk_size] * c_arena.n_chunks
+
+
+def in_chunks(arena, array):
+    address = array.__array_interface__["data"][0]
+    return any(base <= address < base + arena.chunk_size for base in arena.chunks())
+
+
+def test_numpy_arrays_made_in_its_scope_live_in_its_chunks():
+    arena = Arena(chunk_size=1 << 20, min_block=256)
+    with allocating_from(arena):
+        assert get_handler_name() == "fluid_nb_arena"
+        x = np.ones((100, 100))
+        y = x @ x
+        z = np.arange(10, dtype="float32") * 2
+    outside = np.ones(10)
+    assert get_handler_name() == "default_allocator"
+    assert get_handler_name(outside) == "default_allocator"
+    arrays = [x, y, z]
+    assert all(get_handler_name(a) == "fluid_nb_arena" and in_chunks(arena, a) for a in arrays)
+    np.testing.assert_array_equal(y, np.full((100, 100), 100.0))
+    held = {address: size for address, size in arena.used_blocks()}
+    for a in arrays:
+        assert a.__array_interface__["data"][0] in held
+    used_before = arena.used
+    del x, y, z, arrays, a  # (a: the loop above left the last array in it)
+    gc.collect()
+    assert arena.used == 0 and used_before == 2 * 131072 + 256  # two 80,000-byte arrays, one small
+
+
+def test_realloc_moves_data_within_the_arena():
+    arena = Arena(chunk_size=1 << 16, min_block=64)
+    with allocating_from(arena):
+        grown = np.arange(10.0)
+        grown.resize(3000, refcheck=False)  # NumPy reallocates the data
+    assert in_chunks(arena, grown) and arena.used == 32768  # 24,000 bytes in a 2^15 block
+    np.testing.assert_array_equal(grown[:10], np.arange(10.0))
+    assert np.all(grown[10:] == 0)
+
+
+def test_the_arena_outlives_its_object_while_an_array_lives_in_it():
+    arena = Arena(chunk_size=1 << 16, min_block=64)
+    with allocating_from(arena):
+        kept = np.full(1000, 7.0)
+    del arena
+    gc.collect()
+    np.testing.assert_array_equal(kept, np.full(1000, 7.0))  # its data is still there
+    del kept
+    gc.collect()
+
+
+def test_a_new_thread_allocates_as_numpy_does():
+    arena = Arena()
+    names = []
+    with allocating_from(arena):
+        thread = threading.Thread(target=lambda: names.append(get_handler_name(np.ones(3))))
+        thread.start()
+        thread.join()
+    assert names == ["default_allocator"]
+
+
+def test_a_limit_is_a_memory_error_and_the_arena_stays_usable():
+    arena = Arena(chunk_size=1 << 12, min_block=64, limit=1 << 13)
+    first = arena.alloc(1 << 12)
+    second = arena.alloc(1 << 12)
+    with pytest.raises(MemoryError, match="refused"):
+        arena.alloc(10)
+    arena.free(first)
+    assert arena.alloc(10) == first
+    arena.free(second)
+
+
+def test_bad_arguments_say_what_was_expected():
+    with pytest.raises(ValueError, match="powers of two"):
+        Arena(chunk_size=1000)
+    arena = Arena()
+    with pytest.raises(ValueError, match="size expected an int >= 1"):
+        arena.alloc(0)
+    with pytest.raises(ValueError, match="a block of this arena"):
+        arena.free(12345)
