@@ -152,6 +152,7 @@ def test_hsigmoid_learns_the_classes_of_a_tree():
     x_value = np.eye(6, dtype="float32")
     label_value = np.arange(6, dtype="int64").reshape(-1, 1)
     main, startup = fluid.Program(), fluid.Program()
+    startup.random_seed = 7
     with fluid.program_guard(main, startup), fluid.unique_name.guard():
         x = fluid.data(name="x", shape=[None, 6], dtype="float32")
         label = fluid.data(name="label", shape=[None, 1], dtype="int64")
@@ -162,8 +163,12 @@ def test_hsigmoid_learns_the_classes_of_a_tree():
     exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
     exe.run(startup, scope=scope)
     costs = [float(exe.run(main, feed={"x": x_value, "label": label_value},
-                           fetch_list=[cost], scope=scope)[0]) for _ in range(50)]
-    assert costs[-1] < costs[0] / 5
+                           fetch_list=[cost], scope=scope)[0]) for _ in range(100)]
+    # Each class's path costs log(2) per node at chance (about 1.8 in all for
+    # six leaves); learnt, every node's sigmoid points down the right branch.
+    assert costs[0] > 1.0
+    assert all(later < earlier for earlier, later in zip(costs, costs[1:]))
+    assert costs[-1] < 0.2
 
 
 def test_nce_trains_against_sampled_negatives():
