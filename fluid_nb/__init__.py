@@ -27,7 +27,7 @@ from .layers.io import fluid_data as data  # noqa: F401  (fluid.data: checked fe
 from . import executor, input  # noqa: F401  (the module paths Fluid 1.x scripts import)
 from .input import embedding, one_hot  # noqa: F401  (Fluid 1.6+: ids without a trailing 1)
 from .training import LossHistory, train_loop  # noqa: F401
-from . import average, compiler, flags, install_check, metrics, profiler  # noqa: F401
+from . import average, compiler, flags, install_check, memory, metrics, profiler  # noqa: F401
 from .compiler import (BuildStrategy, CompiledProgram, ExecutionStrategy,  # noqa: F401
                        ParallelExecutor)
 from .flags import get_flags, set_flags  # noqa: F401

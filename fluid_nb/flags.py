@@ -2,9 +2,12 @@
 
 Fluid reads its flags in C++ (allocator, memory fractions, debugging checks). Here each
 known flag is a typed value kept in this module (its environment variable gives the
-default, as in Fluid), so that scripts setting or reading them run unchanged; none of
-them changes what fluid_nb's executor does yet. An unknown name is refused, as in Fluid,
-with the known ones listed.
+default, as in Fluid), so that scripts setting or reading them run unchanged. The host
+memory arena reads ``FLAGS_use_system_allocator``, ``FLAGS_initial_cpu_memory_in_mb``,
+``FLAGS_fraction_of_cpu_memory_to_use`` and ``FLAGS_memory_event_limit``
+(:mod:`fluid_nb.memory.places`), and the executor ``FLAGS_eager_delete_tensor_gb`` (below
+0: temporaries live to the end of a run); the others are kept for scripts that set them.
+An unknown name is refused, as in Fluid, with the known ones listed.
 """
 import os
 
@@ -36,9 +39,15 @@ DEFAULTS = {
     "FLAGS_enable_cublas_tensor_op_math": False,
     "FLAGS_free_idle_chunk": False,
     "FLAGS_free_when_no_cache_hit": False,
+    "FLAGS_use_system_allocator": False,
+    "FLAGS_initial_cpu_memory_in_mb": 500,
+    "FLAGS_fraction_of_cpu_memory_to_use": 1.0,
+    "FLAGS_memory_event_limit": 1 << 20,
 }
 
 _values = {}
+#: bumped by every set_flags, so readers can cache what they derive from flags
+version = [0]
 
 
 def _known(name, where):
@@ -91,6 +100,7 @@ def set_flags(flags):
                                            f"{value!r} ({type(value).__name__})"))
         checked[name] = value
     _values.update(checked)  # all or nothing
+    version[0] += 1
 
 
 def flag(name):

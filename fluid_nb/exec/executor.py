@@ -12,6 +12,11 @@ Two stages keep repeated runs cheap:
 Block 0 plans are cached on the program, keyed by place, scope and feed/fetch names, and
 dropped when the program changes (``program._version``). Sub-blocks (``while``,
 ``conditional_block``) reuse their PreparedBlock and bind it to each step scope.
+
+On the host, NumPy allocates from the place's memory arena (:mod:`fluid_nb.memory`) for the
+duration of a run, so every array a kernel makes lies in the arena's chunks; temporaries are
+dropped at their last use (unless ``FLAGS_eager_delete_tensor_gb`` < 0). With the arena's
+event log on, each op's allocations are tagged with the op and the variables they became.
 """
 import time
 
@@ -23,8 +28,10 @@ from ..framework.attrs import AttrType
 from ..framework.dtypes import VarType, convert_dtype, to_numpy_dtype
 from ..framework.program import EMPTY_VAR_NAME, Program, Variable, default_main_program
 from ..ops import registry
+from .. import flags
+from ..memory import places as memory_places
+from ..memory.arena import set_handler
 from . import collector
-from .host_memory import keep_freed_memory
 from .place import CPUPlace
 from .scope import Scope, ScopeVariable, global_scope
 from .tensor import LoDTensor, LoDTensorArray, SelectedRows, as_tensor, lossless_cast
@@ -126,8 +133,11 @@ class Executor:
 
     def __init__(self, place=None):
         self.place = place if place is not None else CPUPlace()
-        keep_freed_memory()  # a run's freed host memory serves the next run, as in Paddle
+        self._on_host = self.place.device == "cpu"
         self._place_key = repr(self.place)  # plain string: hashed in C on every run
+        #: the arena's event recorder while a recording run is under way (else None):
+        #: sub-blocks run by this executor tag their ops too
+        self.watch = None
         self._prepared = {}  # id(block) -> (block, PreparedBlock) for sub-blocks
         #: a fresh object during each ``run``, None outside: values made in one run (a
         #: tensor array being filled step by step) may be updated in place within it
@@ -144,10 +154,24 @@ class Executor:
         LoDTensors (with their LoD).
         """
         paused = collector.pause()  # a run's objects die by reference counting
+        arena = memory_places.host_arena() if self._on_host else None
+        if arena is None:
+            try:
+                return self._run(program, feed, fetch_list, feed_var_name, fetch_var_name,
+                                 scope, return_numpy)
+            finally:
+                collector.resume(paused)
+        # NumPy allocates from the arena in this context for the run (NEP 49); arrays made
+        # here give their blocks back to it whenever they die
+        previous = set_handler(arena.capsule)
+        if arena.arena.recording:
+            self.watch = arena.recorder
         try:
             return self._run(program, feed, fetch_list, feed_var_name, fetch_var_name,
                              scope, return_numpy)
         finally:
+            set_handler(previous)
+            self.watch = None
             collector.resume(paused)
 
     def _run(self, program, feed, fetch_list, feed_var_name, fetch_var_name, scope,
@@ -183,7 +207,7 @@ class Executor:
                                                repr(name)))
         fetch_names = _fetch_names(fetch_list)
         key = (self._place_key, id(scope), tuple(feed), fetch_names, feed_var_name,
-               fetch_var_name)
+               fetch_var_name, _eager_deletion())
         entry = program._plans.get(key)
         if entry is None or entry[0] != program._version or entry[1] is not scope:
             entry = self._build_plan(program, scope, tuple(feed), fetch_names, feed_var_name,
@@ -211,7 +235,7 @@ class Executor:
         local = scope.new_scope()
         scope.kids.remove(local)  # not a kid between runs: views see it only while it runs
         plan = _RunPlan(self, program, run_program, prepared, scope, local, feed_names,
-                        feed_var_name, fetch_var_name, fetch_names)
+                        feed_var_name, fetch_var_name, fetch_names, _eager_deletion())
         stats["plans_built"] += 1
         return (version, scope, plan)
 
@@ -228,24 +252,24 @@ class Executor:
         """Run ``block`` in ``scope`` (sub-blocks: the caller makes the step scope)."""
         prepared = self.prepare(block)
         steps = bind(prepared, scope, scope, self)
-        run_steps(prepared, steps, self.trace)
+        run_steps(prepared, steps, self.trace, self.watch, scope)
 
     def run_prepared(self, prepared, scope, local_scope=None):
         steps = bind(prepared, scope, local_scope or scope, self)
-        run_steps(prepared, steps, self.trace)
+        run_steps(prepared, steps, self.trace, self.watch, local_scope or scope)
 
 
 class _RunPlan:
     """Block 0 bound to one scope; ``run`` feeds, steps and fetches."""
 
     def __init__(self, executor, program, run_program, prepared, scope, local, feed_names,
-                 feed_var_name, fetch_var_name, fetch_names):
+                 feed_var_name, fetch_var_name, fetch_names, release=True):
         self.executor = executor
         self.program = program
         self.prepared = prepared
         self.scope = scope
         self.local = local
-        self.steps = bind(prepared, scope, local, executor, release=True)
+        self.steps = bind(prepared, scope, local, executor, release=release)
         self.feed_holder = scope.var(feed_var_name)
         self.fetch_holder = scope.var(fetch_var_name)
         self.local_holders = list(local.vars.values())
@@ -280,8 +304,11 @@ class _RunPlan:
         scope = self.scope
         scope.kids.append(self.local)
         try:
-            run_steps(self.prepared, self.steps, self.executor.trace)
+            run_steps(self.prepared, self.steps, self.executor.trace, self.executor.watch,
+                      self.local)
             results = self.fetch_holder.value
+        except ResourceExhausted as exc:
+            raise _with_holders(exc, self.place, scope) from exc.__cause__
         finally:
             scope.kids.remove(self.local)
             # the step scopes a while/conditional_block kept hang under the local scope;
@@ -296,25 +323,79 @@ class _RunPlan:
         return results
 
 
-def run_steps(prepared, steps, trace=None):
+def run_steps(prepared, steps, trace=None, watch=None, scope=None):
     """The interpreter's core loop: run each step; on failure name the op and its slots.
     The loop counts nothing: a failing step is found by identity afterwards (each op has
-    a closure of its own; only ``_noop``, which cannot fail, is shared)."""
+    a closure of its own; only ``_noop``, which cannot fail, is shared). ``trace`` gets
+    ``(op, seconds)`` per op; ``watch`` (the arena's event recorder) is told each op
+    before it runs and the values of its outputs in ``scope`` after."""
     step = None
     try:
-        if trace is None:
+        if trace is None and watch is None:
             for step in steps:
                 step()
-        else:
+        elif watch is None:
             clock = time.perf_counter
             for p, step in zip(prepared.ops, steps):
                 start = clock()
                 step()
                 trace.append((p.op, clock() - start))
+        else:
+            clock = time.perf_counter
+            for p, step in zip(prepared.ops, steps):
+                start = clock()
+                watch.before(p.op)
+                try:
+                    step()
+                finally:
+                    watch.after(p.op, _output_values(p.op, scope))
+                if trace is not None:
+                    trace.append((p.op, clock() - start))
     except FluidError as exc:
         raise _located(exc, prepared.ops[_index_of(steps, step)], exc) from exc
     except Exception as exc:  # a kernel's own failure: name the op, its inputs and shapes
         raise _located(exc, prepared.ops[_index_of(steps, step)], None) from exc
+
+
+def _output_values(op, scope):
+    """``[(name, value)]`` of the op's outputs found in ``scope``."""
+    values = []
+    if scope is not None:
+        for names in op.outputs.values():
+            for name in names:
+                holder = scope.find_var(name)
+                if holder is not None:
+                    values.append((name, holder.value))
+    return values
+
+
+_eager = [None, True]  # (flags version read, value)
+
+
+def _eager_deletion():
+    """Whether temporaries go at their last use: Paddle's ``FLAGS_eager_delete_tensor_gb``
+    (a negative value keeps them to the end of the run). Read again only after set_flags."""
+    if _eager[0] != flags.version[0]:
+        _eager[:] = [flags.version[0], flags.flag("FLAGS_eager_delete_tensor_gb") >= 0]
+    return _eager[1]
+
+
+def _with_holders(exc, place, scope):
+    """``exc`` (memory ran out) with what holds the place's arena, the largest first."""
+    try:
+        held = memory_places.holders(place, scope)
+    except FluidError:  # no arena on this place: nothing more to say
+        return exc
+    arena = memory_places.arena_of(place)
+    listing = ", ".join(f"{name} ({_human_bytes(size)})" for name, size in held[:8])
+    more = f" and {len(held) - 8} more" if len(held) > 8 else ""
+    new = ResourceExhausted(
+        f"{exc}; the arena holds {_human_bytes(arena.used)} in blocks (limit "
+        f"{_human_bytes(memory_places.host_arena().limit)}, "
+        f"FLAGS_fraction_of_cpu_memory_to_use), the largest holders: "
+        f"{listing or 'none of the scope’s variables'}{more}")
+    new._fluid_located = True
+    return new
 
 
 def _index_of(steps, step):
@@ -338,7 +419,8 @@ def _located(exc, prepared_op, fluid_exc):
             message = f"{where}: {message}"
         new = type(exc)(message)
     elif isinstance(exc, MemoryError):
-        new = ResourceExhausted(_memory_summary(where, exc))
+        outputs = ", ".join(f"{slot}={args}" for slot, args in op.outputs.items())
+        new = ResourceExhausted(_memory_summary(f"{where} computing {outputs}", exc))
     elif isinstance(exc, AttributeError) and "'NoneType'" in str(exc):
         new = PreconditionNotMet(f"{where}: inputs expected to hold values, but one of "
                                  f"{shapes} is not initialised (was it fed or computed "

@@ -14,9 +14,12 @@ from functools import partial
 from time import perf_counter
 
 from ..errors import FluidError, PreconditionNotMet, Unimplemented
-from ..exec.executor import KernelContext, PreparedOp, _feed_tensor, _located, _make_step
+from ..exec.executor import (KernelContext, PreparedOp, _feed_tensor, _located, _make_step,
+                             _output_values)
 from ..exec.tensor import LoDTensor
 from ..framework.program import EMPTY_VAR_NAME
+from ..memory.arena import set_handler
+from ..memory.places import host_arena
 from ..ops import registry
 
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
@@ -119,14 +122,43 @@ class OpRunner:
         entry = self.steps.get(op)
         if entry is None:
             entry = self._build(op)
+        arena = host_arena() if self.place.device == "cpu" else None
         try:
-            start = perf_counter()
-            entry[0]()
-            self.last_run[op] = perf_counter() - start
+            if arena is None:
+                start = perf_counter()
+                entry[0]()
+                self.last_run[op] = perf_counter() - start
+            else:
+                self._run_in_arena(op, entry[0], arena)
         except FluidError as exc:
             raise _located(exc, self._prepared(op), exc) from exc
         except Exception as exc:  # a kernel's own failure
             raise _located(exc, self._prepared(op), None) from exc
+
+    def _run_in_arena(self, op, step, arena):
+        """Run ``step`` with NumPy allocating from the host arena; with the arena's event log
+        on (a live session turns it on while it is active), its blocks are tagged with the
+        op and the variables they hold."""
+        previous = set_handler(arena.capsule)
+        if not arena.arena.recording:
+            try:
+                start = perf_counter()
+                step()
+                self.last_run[op] = perf_counter() - start
+            finally:
+                set_handler(previous)
+            return
+        recorder, executor = arena.recorder, self.executor
+        executor.watch = recorder  # a sub-block the op runs tags its own ops
+        recorder.before(op)
+        try:
+            start = perf_counter()
+            step()
+            self.last_run[op] = perf_counter() - start
+        finally:
+            recorder.after(op, _output_values(op, self.scope))
+            executor.watch = None
+            set_handler(previous)
 
     def _prepared(self, op):
         """The op with its definition, kernel and index resolved (for a step, or to say

@@ -37,6 +37,7 @@ from ..framework import unique_name
 from ..framework.program import (Program, Variable, default_main_program,
                                  default_startup_program)
 from .runner import HOOK_DEPTH, OpRunner, _is_internal, user_source
+from ..memory.places import host_arena
 
 OP_ROLE_OPTIMIZE = 2
 
@@ -92,10 +93,20 @@ class LiveSession:
         main._append_hook = self._on_main_op
         startup._append_hook = self._on_startup_op
         _install_provider()
+        # live cells record what they allocate, so memory views can say which op and
+        # variable each block is for
+        arena = host_arena() if self.place.device == "cpu" else None
+        self._arena_was_recording = None
+        if arena is not None:
+            self._arena_was_recording = arena.arena.recording
+            arena.arena.recording = True
 
     def _deactivate(self):
         main_hook, startup_hook, old_main, old_startup, old_scope = self._saved
         self._saved = None
+        arena = host_arena() if self.place.device == "cpu" else None
+        if arena is not None and self._arena_was_recording is not None:
+            arena.arena.recording = self._arena_was_recording
         self.program._append_hook = main_hook
         self.startup_program._append_hook = startup_hook
         _fw.switch_main_program(old_main)

@@ -11,6 +11,11 @@
  * blocks of each order form a list ordered by offset (kept sorted on insert so that "lowest
  * offset" is the head, as the Python model picks it). One mutex guards the arena: NumPy may
  * allocate without the GIL.
+ *
+ * With recording on, each change is appended to an event log (alloc, free, split, merge, a
+ * chunk taken or released, a huge block), stamped with the arena's current tag (the op the
+ * executor is running); Python takes the log as packed records (see EVENT_FORMAT in
+ * arena.py). Off, recording costs one branch per change.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -38,6 +43,18 @@ typedef struct Huge {
     struct Huge *next;
 } Huge;
 
+enum { EV_ALLOC, EV_FREE, EV_SPLIT, EV_MERGE, EV_CHUNK, EV_RELEASE, EV_HUGE_ALLOC,
+       EV_HUGE_FREE };
+
+typedef struct {      /* 40 bytes, no padding: '<QQQQii' in arena.py */
+    uint64_t address;
+    uint64_t size;      /* the block's (or chunk's) bytes */
+    uint64_t requested; /* what the caller asked for (alloc events), else 0 */
+    uint64_t used;      /* the arena's used bytes after the change */
+    int32_t kind;
+    int32_t tag;
+} Event;
+
 typedef struct {
     size_t chunk_size, min_block;
     int min_order, chunk_order, orders; /* orders = chunk_order - min_order + 1 */
@@ -45,10 +62,34 @@ typedef struct {
     Chunk *chunks;
     size_t n_chunks, cap_chunks;
     Huge *huge;
-    size_t used, peak, limit, system_bytes;
+    size_t used, peak, limit, system_bytes, huge_bytes;
     uint64_t allocs, frees;
+    int recording;
+    int32_t tag;
+    Event *events;
+    size_t n_events, cap_events, event_limit;
+    uint64_t dropped; /* events not logged: the log was at event_limit */
     pthread_mutex_t lock;
 } Arena;
+
+static void record(Arena *a, int kind, const void *address, size_t size, size_t requested) {
+    if (!a->recording) return;
+    if (a->n_events >= a->event_limit) { a->dropped++; return; }
+    if (a->n_events == a->cap_events) {
+        size_t cap = a->cap_events ? 2 * a->cap_events : 1024;
+        Event *grown = realloc(a->events, cap * sizeof(Event));
+        if (!grown) { a->dropped++; return; } /* the log is an aid: it never fails an alloc */
+        a->events = grown;
+        a->cap_events = cap;
+    }
+    Event *e = &a->events[a->n_events++];
+    e->address = (uint64_t)(uintptr_t)address;
+    e->size = size;
+    e->requested = requested;
+    e->used = a->used;
+    e->kind = kind;
+    e->tag = a->tag;
+}
 
 static int order_of(size_t size) { /* smallest k with 2^k >= size */
     int k = 0;
@@ -84,6 +125,7 @@ static int arena_init(Arena *a, size_t chunk_size, size_t min_block, size_t limi
     a->orders = a->chunk_order - a->min_order + 1;
     a->units = chunk_size / min_block;
     a->limit = limit;
+    a->event_limit = (size_t)1 << 20;
     if (a->orders > MAX_ORDERS) return -1;
     pthread_mutex_init(&a->lock, NULL);
     return 0;
@@ -126,6 +168,7 @@ static Chunk *new_chunk(Arena *a) {
     c->used_blocks = 0;
     list_insert(c, a->orders - 1, 0);
     a->n_chunks++;
+    record(a, EV_CHUNK, base, a->chunk_size, 0);
     return c;
 }
 
@@ -140,8 +183,10 @@ static void *arena_alloc(Arena *a, size_t size) {
         h->next = a->huge;
         a->huge = h;
         a->used += size;
+        a->huge_bytes += size;
         if (a->used > a->peak) a->peak = a->used;
         a->allocs++;
+        record(a, EV_HUGE_ALLOC, h->ptr, size, size);
         return h->ptr;
     }
     int want = order_of(size);
@@ -161,14 +206,19 @@ static void *arena_alloc(Arena *a, size_t size) {
     list_remove(c, have, unit);
     while (have > level) { /* keep the lower half, free the upper buddy */
         have--;
-        list_insert(c, have, unit + (int32_t)((size_t)1 << have));
+        int32_t upper = unit + (int32_t)((size_t)1 << have);
+        list_insert(c, have, upper);
+        record(a, EV_SPLIT, c->base + (size_t)upper * a->min_block,
+               (size_t)1 << (have + a->min_order), 0);
     }
     c->used_order[unit] = (int8_t)level;
     c->used_blocks++;
     a->used += (size_t)1 << want;
     if (a->used > a->peak) a->peak = a->used;
     a->allocs++;
-    return c->base + (size_t)unit * a->min_block;
+    char *block = c->base + (size_t)unit * a->min_block;
+    record(a, EV_ALLOC, block, (size_t)1 << want, size);
+    return block;
 }
 
 /* the chunk holding ptr, or NULL */
@@ -201,7 +251,9 @@ static int arena_free(Arena *a, char *ptr) {
                 Huge *gone = *h;
                 *h = gone->next;
                 a->used -= gone->size;
+                a->huge_bytes -= gone->size;
                 a->system_bytes -= gone->size;
+                record(a, EV_HUGE_FREE, gone->ptr, gone->size, 0);
                 free(gone->ptr);
                 free(gone);
                 a->frees++;
@@ -217,12 +269,15 @@ static int arena_free(Arena *a, char *ptr) {
     c->used_order[unit] = -1;
     c->used_blocks--;
     a->used -= (size_t)1 << (level + a->min_order);
+    record(a, EV_FREE, ptr, (size_t)1 << (level + a->min_order), 0);
     while (level < a->orders - 1) {
         int32_t buddy = unit ^ (int32_t)((size_t)1 << level);
         if (c->free_order[buddy] != level) break;
         list_remove(c, level, buddy);
         if (buddy < unit) unit = buddy;
         level++;
+        record(a, EV_MERGE, c->base + (size_t)unit * a->min_block,
+               (size_t)1 << (level + a->min_order), 0);
     }
     list_insert(c, level, unit);
     a->frees++;
@@ -234,6 +289,7 @@ static size_t arena_release(Arena *a) {
     for (size_t i = 0; i < a->n_chunks; i++) {
         Chunk *c = &a->chunks[i];
         if (c->used_blocks == 0) {
+            record(a, EV_RELEASE, c->base, a->chunk_size, 0);
             free(c->base); free(c->free_order); free(c->used_order); free(c->next);
             free(c->prev);
             a->system_bytes -= a->chunk_size;
@@ -345,6 +401,7 @@ static void Arena_dealloc(ArenaObject *self) {
         }
         free(a->chunks);
         for (Huge *h = a->huge; h;) { Huge *n = h->next; free(h->ptr); free(h); h = n; }
+        free(a->events);
         pthread_mutex_destroy(&a->lock);
     }
     Py_TYPE(self)->tp_free((PyObject *)self);
@@ -435,6 +492,33 @@ static PyObject *blocks(ArenaObject *self, int used) {
     return out;
 }
 
+/* (the log since the last call as packed Event records, the events dropped since then);
+   the log starts empty again */
+static PyObject *Arena_take_events(ArenaObject *self, PyObject *unused) {
+    Arena *a = &self->arena;
+    pthread_mutex_lock(&a->lock);
+    PyObject *raw = PyBytes_FromStringAndSize((const char *)a->events,
+                                              (Py_ssize_t)(a->n_events * sizeof(Event)));
+    PyObject *out = raw ? Py_BuildValue("(NK)", raw, (unsigned long long)a->dropped) : NULL;
+    if (out) { a->n_events = 0; a->dropped = 0; }
+    pthread_mutex_unlock(&a->lock);
+    return out;
+}
+
+/* (free bytes in chunks, largest free block): from the free lists' heads, without a scan */
+static PyObject *Arena_free_space(ArenaObject *self, PyObject *unused) {
+    Arena *a = &self->arena;
+    pthread_mutex_lock(&a->lock);
+    size_t in_chunks = a->n_chunks * a->chunk_size;
+    size_t free_bytes = in_chunks - (a->used - a->huge_bytes);
+    size_t largest = 0;
+    for (int l = a->orders - 1; l >= 0 && !largest; l--)
+        for (size_t i = 0; i < a->n_chunks; i++)
+            if (a->chunks[i].heads[l] != -1) { largest = (size_t)1 << (l + a->min_order); break; }
+    pthread_mutex_unlock(&a->lock);
+    return Py_BuildValue("(nn)", (Py_ssize_t)free_bytes, (Py_ssize_t)largest);
+}
+
 static PyObject *Arena_free_blocks(ArenaObject *self, PyObject *u) { return blocks(self, 0); }
 static PyObject *Arena_used_blocks(ArenaObject *self, PyObject *u) { return blocks(self, 1); }
 
@@ -455,8 +539,50 @@ static PyObject *Arena_get(ArenaObject *self, void *which) {
         Py_INCREF(self);
         return capsule;
     }
-    default: return PyLong_FromSize_t(a->system_bytes);
+    case 8: return PyLong_FromSize_t(a->system_bytes);
+    case 9: return PyBool_FromLong(a->recording);
+    case 10: return PyLong_FromLong(a->tag);
+    case 12: return PyLong_FromSize_t(a->event_limit);
+    case 13: return PyLong_FromUnsignedLongLong(a->dropped);
+    default: return PyLong_FromSize_t(a->huge_bytes);
     }
+}
+
+static int Arena_set(ArenaObject *self, PyObject *value, void *which) {
+    if (!value) {
+        PyErr_SetString(PyExc_AttributeError, "Arena: the attribute cannot be deleted");
+        return -1;
+    }
+    if ((intptr_t)which == 9) {
+        int on = PyObject_IsTrue(value);
+        if (on < 0) return -1;
+        pthread_mutex_lock(&self->arena.lock);
+        self->arena.recording = on;
+        pthread_mutex_unlock(&self->arena.lock);
+        return 0;
+    }
+    if ((intptr_t)which == 12) {
+        Py_ssize_t limit = PyLong_AsSsize_t(value);
+        if (limit == -1 && PyErr_Occurred()) return -1;
+        if (limit < 0) {
+            PyErr_Format(PyExc_ValueError, "Arena.event_limit: expected an int >= 0, but "
+                         "received %zd", limit);
+            return -1;
+        }
+        pthread_mutex_lock(&self->arena.lock);
+        self->arena.event_limit = (size_t)limit;
+        pthread_mutex_unlock(&self->arena.lock);
+        return 0;
+    }
+    long tag = PyLong_AsLong(value);
+    if (tag == -1 && PyErr_Occurred()) return -1;
+    if (tag < INT32_MIN || tag > INT32_MAX) {
+        PyErr_Format(PyExc_ValueError, "Arena.tag: expected a 32-bit int, but received %ld",
+                     tag);
+        return -1;
+    }
+    self->arena.tag = (int32_t)tag; /* one word: read under the lock by record() */
+    return 0;
 }
 
 static PyGetSetDef Arena_getset[] = {
@@ -470,6 +596,16 @@ static PyGetSetDef Arena_getset[] = {
     {"handler", (getter)Arena_get, NULL, "NumPy's mem_handler capsule over this arena",
      (void *)7},
     {"system_bytes", (getter)Arena_get, NULL, "bytes taken from the system", (void *)8},
+    {"recording", (getter)Arena_get, (setter)Arena_set, "whether changes go to the event log",
+     (void *)9},
+    {"tag", (getter)Arena_get, (setter)Arena_set, "the int stamped on the events recorded",
+     (void *)10},
+    {"huge_bytes", (getter)Arena_get, NULL, "bytes of the blocks larger than a chunk",
+     (void *)11},
+    {"event_limit", (getter)Arena_get, (setter)Arena_set, "the most events the log keeps "
+     "(later ones are counted in dropped)", (void *)12},
+    {"dropped", (getter)Arena_get, NULL, "events not logged since the log was full",
+     (void *)13},
     {NULL}};
 
 static PyMethodDef Arena_methods[] = {
@@ -481,6 +617,10 @@ static PyMethodDef Arena_methods[] = {
     {"chunks", (PyCFunction)Arena_chunks, METH_NOARGS, "the chunks' base addresses"},
     {"free_blocks", (PyCFunction)Arena_free_blocks, METH_NOARGS, "[(address, size)] free"},
     {"used_blocks", (PyCFunction)Arena_used_blocks, METH_NOARGS, "[(address, size)] used"},
+    {"take_events", (PyCFunction)Arena_take_events, METH_NOARGS,
+     "(the event log since the last call as packed records, events dropped)"},
+    {"free_space", (PyCFunction)Arena_free_space, METH_NOARGS,
+     "(free bytes in the chunks, the largest free block's bytes)"},
     {NULL}};
 
 static PyTypeObject ArenaType = {
@@ -507,7 +647,23 @@ static PyObject *set_handler(PyObject *module, PyObject *capsule) {
     return PyDataMem_SetHandler(capsule == Py_None ? NULL : capsule);
 }
 
+/* data_address(array) -> the address of the data of the array that owns the memory (a
+   view's base, followed to the array that allocated it) */
+static PyObject *data_address(PyObject *module, PyObject *array) {
+    if (!PyArray_Check(array)) {
+        PyErr_Format(PyExc_TypeError, "data_address: an ndarray expected, but received %s",
+                     Py_TYPE(array)->tp_name);
+        return NULL;
+    }
+    PyArrayObject *owner = (PyArrayObject *)array;
+    while (PyArray_BASE(owner) && PyArray_Check(PyArray_BASE(owner)))
+        owner = (PyArrayObject *)PyArray_BASE(owner);
+    return PyLong_FromVoidPtr(PyArray_DATA(owner));
+}
+
 static PyMethodDef module_methods[] = {
+    {"data_address", (PyCFunction)data_address, METH_O,
+     "data_address(array) -> address of the data of the array owning its memory"},
     {"set_handler", (PyCFunction)set_handler, METH_O,
      "set_handler(capsule or None) -> previous: NumPy's data allocator for this context"},
     {NULL}};

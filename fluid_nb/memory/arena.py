@@ -12,10 +12,15 @@ dies, whenever that is; the arena (its chunks) lives until its last such array h
 """
 import contextlib
 
-__all__ = ["Arena", "allocating_from"]
+__all__ = ["Arena", "allocating_from", "set_handler"]
+
+
+_loaded = []  # the C module once imported (an import statement per call costs a lookup)
 
 
 def _module():
+    if _loaded:
+        return _loaded[0]
     try:
         from . import _arena
     except ImportError as missing:
@@ -23,6 +28,7 @@ def _module():
             "fluid_nb.memory: the arena's C core (fluid_nb/memory/_arena.c) is not built; "
             "install the package (pip install -e .), which compiles it with the system's C "
             f"compiler ({missing})") from None
+    _loaded.append(_arena)
     return _arena
 
 
@@ -31,6 +37,12 @@ def Arena(chunk_size=1 << 20, min_block=256, limit=0):
     ``min_block`` bytes (both powers of two); ``limit`` > 0 caps the bytes it takes from
     the system (a request past it raises MemoryError)."""
     return _module().Arena(chunk_size=chunk_size, min_block=min_block, limit=limit)
+
+
+def set_handler(capsule):
+    """Make ``capsule`` (an arena's ``handler``, or None for NumPy's default) NumPy's data
+    allocator in the current context; returns the one it replaces."""
+    return _module().set_handler(capsule)
 
 
 @contextlib.contextmanager

@@ -1,0 +1,274 @@
+"""One arena per place, configured by Fluid's flags, and the public ``fluid.memory`` API.
+
+The host's arena is a C buddy allocator (:mod:`fluid_nb.memory.arena`) that NumPy allocates
+from while the executor runs, so the tensors of a program live in its chunks. Its shape
+comes from the flags, as Paddle's CPU allocator's does:
+
+- ``FLAGS_fraction_of_cpu_memory_to_use`` (default 1.0): the arena takes at most that
+  fraction of the machine's physical memory from the system; past it a request fails with
+  ``ResourceExhausted``;
+- ``FLAGS_initial_cpu_memory_in_mb`` (default 500): the chunk size, rounded down to a power
+  of two and at most a 32nd of the limit (Paddle's rule), so the default chunk is 256 MiB of
+  address space, paged in only as it is used;
+- ``FLAGS_use_system_allocator`` (default False): NumPy's own allocator instead;
+- ``FLAGS_memory_event_limit`` (default 2**20): the most events the log keeps unread.
+
+The arena keeps its chunks between runs (``release`` hands wholly free ones back). Changing
+one of these flags gives the place a new arena from the next run on; the old one lives on
+until the last array in it dies.
+"""
+import bisect
+import os
+
+from .. import flags
+from ..errors import (InvalidArgument, InvalidType, NotFound, ResourceExhausted, Unimplemented,
+                      expected)
+from .arena import Arena
+from .events import Recorder, arrays_in, data_address
+
+__all__ = ["alloc", "free", "used", "peak", "reset_peak", "stats", "release", "blocks",
+           "holders", "record_events", "events", "arena_of"]
+
+#: the smallest block (and alignment) of the host arena: NumPy makes many small arrays
+MIN_BLOCK = 256
+
+
+class PlaceArena:
+    """The arena of one place with its event recorder and the flags it was made from."""
+
+    __slots__ = ("arena", "capsule", "recorder", "limit", "version")
+
+    def __init__(self, arena, limit, version):
+        self.arena = arena
+        #: NumPy's handler capsule over the arena, made once (each keeps the arena alive)
+        self.capsule = arena.handler
+        self.recorder = Recorder(arena)
+        self.limit = limit
+        self.version = version
+
+
+_host = [None]  # the host's PlaceArena (None: not made yet)
+_system = object()  # _host's value while FLAGS_use_system_allocator is on
+
+
+def host_arena():
+    """The host's PlaceArena for this run, or None with ``FLAGS_use_system_allocator``.
+    Cheap when the flags have not changed: the executor asks on every run."""
+    entry = _host[0]
+    if entry is None or entry is _system or entry.version != flags.version[0]:
+        entry = _host[0] = _configured(entry)
+    return None if entry is _system else entry
+
+
+def _configured(previous):
+    version = flags.version[0]
+    if flags.flag("FLAGS_use_system_allocator"):
+        return _system
+    chunk_size, limit = host_layout()
+    if (previous is not None and previous is not _system
+            and previous.arena.chunk_size == chunk_size and previous.limit == limit):
+        previous.version = version
+        return previous
+    entry = PlaceArena(Arena(chunk_size=chunk_size, min_block=MIN_BLOCK, limit=limit),
+                       limit, version)
+    entry.arena.event_limit = _event_limit()
+    if previous is not None and previous is not _system:
+        entry.arena.recording = previous.arena.recording
+    return entry
+
+
+def host_layout():
+    """``(chunk_size, limit)`` in bytes from the flags (see the module's text)."""
+    fraction = flags.flag("FLAGS_fraction_of_cpu_memory_to_use")
+    initial_mb = flags.flag("FLAGS_initial_cpu_memory_in_mb")
+    if not 0 < fraction <= 1:
+        raise InvalidArgument(expected("the host memory arena",
+                                       "FLAGS_fraction_of_cpu_memory_to_use",
+                                       "a fraction in (0, 1]", repr(fraction)))
+    if initial_mb < 1:
+        raise InvalidArgument(expected("the host memory arena", "FLAGS_initial_cpu_memory_in_mb",
+                                       "an int >= 1", repr(initial_mb)))
+    limit = int(fraction * physical_memory())
+    chunk = min(initial_mb << 20, max(limit // 32, MIN_BLOCK))
+    return 1 << (chunk.bit_length() - 1), limit
+
+
+def physical_memory():
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):  # not a POSIX system: assume 8 GiB
+        return 8 << 30
+
+
+def _event_limit():
+    limit = flags.flag("FLAGS_memory_event_limit")
+    if limit < 0:
+        raise InvalidArgument(expected("the host memory arena", "FLAGS_memory_event_limit",
+                                       "an int >= 0", repr(limit)))
+    return limit
+
+
+def _entry(place, where):
+    device = getattr(place, "device", None)
+    if device is None:
+        raise InvalidType(expected(f"fluid.memory.{where}", "place",
+                                   "a place (fluid.CPUPlace() or fluid.CUDAPlace(i))",
+                                   type(place).__name__))
+    if device != "cpu":
+        raise Unimplemented(f"fluid.memory.{where}: the arena of {place!r} expected, but "
+                            "only the host (CPUPlace) has one")
+    entry = host_arena()
+    if entry is None:
+        raise NotFound(expected(f"fluid.memory.{where}", "the host arena",
+                                "an arena (FLAGS_use_system_allocator off)",
+                                "FLAGS_use_system_allocator on: NumPy's own allocator"))
+    return entry
+
+
+# --- the public API (the developer's guide's Alloc/Free/Used, and what views read) ----------
+def alloc(place, size):
+    """A block of at least ``size`` bytes from the place's arena: its address (an int).
+    Blocks are ``2**k`` bytes (at least 256), aligned to their size within their chunk."""
+    if not isinstance(size, int) or isinstance(size, bool) or size < 1:
+        raise InvalidArgument(expected("fluid.memory.alloc", "size", "an int >= 1",
+                                       repr(size)))
+    entry = _entry(place, "alloc")
+    try:
+        return entry.arena.alloc(size)
+    except MemoryError:
+        raise ResourceExhausted(expected(
+            "fluid.memory.alloc", "memory", f"{size} bytes within the arena's limit "
+            f"({entry.limit} bytes, FLAGS_fraction_of_cpu_memory_to_use)",
+            f"{entry.arena.system_bytes} bytes taken from the system already")) from None
+
+
+def free(place, address):
+    """Give back the block at ``address`` (from :func:`alloc`)."""
+    entry = _entry(place, "free")
+    try:
+        entry.arena.free(address)
+    except (ValueError, TypeError, OverflowError):
+        raise InvalidArgument(expected("fluid.memory.free", "address",
+                                       "the address of a block handed out by this arena",
+                                       repr(address))) from None
+
+
+def used(place):
+    """Bytes of the blocks handed out (each rounded up to its block's size)."""
+    return _entry(place, "used").arena.used
+
+
+def peak(place):
+    """The largest :func:`used` since the arena was made or :func:`reset_peak`."""
+    return _entry(place, "peak").arena.peak
+
+
+def reset_peak(place):
+    """Start measuring the peak from the bytes used now."""
+    _entry(place, "reset_peak").arena.reset_peak()
+
+
+def release(place):
+    """Hand the wholly free chunks back to the system; returns the bytes released."""
+    return _entry(place, "release").arena.release()
+
+
+def stats(place):
+    """The arena's state as a dict: ``chunk_size``, ``min_block``, ``chunks``,
+    ``system_bytes`` (taken from the system), ``limit``, ``used``, ``peak``, ``free`` (free
+    bytes in the chunks), ``largest_free`` (the largest free block), ``fragmentation``
+    (``1 - largest_free / free``: how much of the free space no single request can use),
+    ``used_blocks``, ``free_blocks``, ``huge_bytes`` (blocks larger than a chunk, from the
+    system directly), ``allocs`` and ``frees`` (counts so far)."""
+    arena = _entry(place, "stats").arena
+    free_bytes, largest = arena.free_space()
+    return {
+        "chunk_size": arena.chunk_size, "min_block": arena.min_block,
+        "chunks": arena.n_chunks, "system_bytes": arena.system_bytes,
+        "limit": _host[0].limit, "used": arena.used, "peak": arena.peak,
+        "free": free_bytes, "largest_free": largest,
+        "fragmentation": 1.0 - largest / free_bytes if free_bytes else 0.0,
+        "used_blocks": len(arena.used_blocks()), "free_blocks": len(arena.free_blocks()),
+        "huge_bytes": arena.huge_bytes, "allocs": arena.allocs, "frees": arena.frees,
+    }
+
+
+def blocks(place, scope=None):
+    """The block map: ``[(chunk, offset, size, state)]`` by chunk and offset, where
+    ``chunk`` is the chunk's index (None for a block larger than a chunk) and ``state`` is
+    ``"free"``, or the name of the variable of ``scope`` (and its kids) whose tensor lies
+    in the block, or ``"used"`` when no variable of the scope holds it."""
+    arena = _entry(place, "blocks").arena
+    bases = arena.chunks()
+    names = _names_by_block(arena, scope) if scope is not None else {}
+    out = []
+    for kind, listing in (("free", arena.free_blocks()), ("used", arena.used_blocks())):
+        for address, size in listing:
+            chunk, offset = _locate(bases, arena.chunk_size, address)
+            out.append((chunk, offset, size,
+                        kind if kind == "free" else names.get(address, "used")))
+    out.sort(key=lambda b: (b[0] is None, b[0] or 0, b[1]))
+    return out
+
+
+def holders(place, scope):
+    """``[(variable name, bytes)]`` of the variables of ``scope`` (and its kids) whose
+    tensors lie in the place's arena, the largest first."""
+    arena = _entry(place, "holders").arena
+    sizes = dict(arena.used_blocks())
+    held = {}
+    for address, name in _names_by_block(arena, scope).items():
+        held[name] = held.get(name, 0) + sizes.get(address, 0)
+    return sorted(held.items(), key=lambda item: (-item[1], item[0]))
+
+
+def record_events(place, on=True):
+    """Switch the place's event log on or off (it starts off; live sessions turn it on).
+    Returns whether it was on."""
+    entry = _entry(place, "record_events")
+    was = entry.arena.recording
+    entry.arena.recording = bool(on)
+    return was
+
+
+def events(place):
+    """The events recorded since the last call, oldest first: :class:`Event` records
+    (``kind``, ``address``, ``size``, ``requested``, ``used``, ``op``, ``variable``)."""
+    return _entry(place, "events").recorder.events()
+
+
+def arena_of(place):
+    """The place's C arena object (``used``, ``peak``, ``chunks()``, ``used_blocks()``,
+    ``free_blocks()``, ``handler``, ...)."""
+    return _entry(place, "arena_of").arena
+
+
+# --- finding variables in blocks -------------------------------------------------------------
+def _locate(bases, chunk_size, address):
+    for index, base in enumerate(bases):
+        if base <= address < base + chunk_size:
+            return index, address - base
+    return None, address
+
+
+def _names_by_block(arena, scope):
+    """block address -> the name of a variable of ``scope`` (or its kids) whose tensor
+    lies in the block (the outermost scope's name, when several hold it)."""
+    starts = [address for address, _ in arena.used_blocks()]
+    sizes = dict(arena.used_blocks())
+    found = {}
+    for name, holder in _all_vars(scope):
+        for array in arrays_in(getattr(holder, "value", None)):
+            address = data_address(array)
+            at = bisect.bisect_right(starts, address) - 1
+            if at >= 0 and address < starts[at] + sizes[starts[at]]:
+                found.setdefault(starts[at], name)
+    return found
+
+
+def _all_vars(scope):
+    stack = [scope]
+    while stack:
+        current = stack.pop()
+        yield from current.vars.items()
+        stack.extend(getattr(current, "kids", ()))

@@ -1,0 +1,301 @@
+"""Tensors live in the host arena: the executor and live cells allocate from it, the
+``fluid.memory`` API reads it, the event log says which op and variable each block is for,
+and running out of it is a typed error that leaves everything usable."""
+import numpy as np
+import pytest
+
+import fluid_nb as fluid
+from fluid_nb import flags
+from fluid_nb.memory import places
+from fluid_nb.memory.arena import Arena, allocating_from
+from fluid_nb.memory.events import data_address
+
+try:
+    from numpy._core.multiarray import get_handler_name
+except ImportError:  # NumPy 1.x
+    from numpy.core.multiarray import get_handler_name
+
+CPU = fluid.CPUPlace()
+
+# NumPy keeps a small array alive for the process the first time a RandomState is seeded;
+# made here, in an arena of its own, it is not counted as one of a run's tensors below
+with allocating_from(Arena(1 << 16, 256)):
+    np.random.RandomState(1).uniform(size=2)
+
+
+@pytest.fixture(autouse=True)
+def own_arena():
+    """Each test gets a fresh host arena (a chunk size no other test uses) and the flags
+    as they were afterwards."""
+    saved = dict(flags._values)
+    fluid.set_flags({"FLAGS_initial_cpu_memory_in_mb": 17})  # 16 MiB chunks
+    places._host[0] = None  # a new arena, not the last test's
+    yield places.host_arena()
+    flags._values.clear()
+    flags._values.update(saved)
+    flags.version[0] += 1
+
+
+def mlp(hidden=32, seed=1):
+    main, startup = fluid.Program(), fluid.Program()
+    main.random_seed = startup.random_seed = seed
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.data("x", [None, 16], "float32")
+        label = fluid.data("label", [None, 1], "int64")
+        h = fluid.layers.fc(x, hidden, act="relu")
+        logits = fluid.layers.fc(h, 4)
+        loss = fluid.layers.mean(fluid.layers.softmax_with_cross_entropy(logits, label))
+        fluid.optimizer.Adam(0.01).minimize(loss)
+    return main, startup, loss
+
+
+def feed(batch=8, seed=0):
+    rng = np.random.RandomState(seed)
+    return {"x": rng.rand(batch, 16).astype("float32"),
+            "label": rng.randint(0, 4, (batch, 1)).astype("int64")}
+
+
+def block_of(arena, array):
+    """(address, size) of the arena block holding ``array``'s data, or None."""
+    address = data_address(array)
+    for start, size in arena.used_blocks():
+        if start <= address < start + size:
+            return start, size
+    return None
+
+
+def scope_arrays(scope):
+    out = {}
+    for name, holder in scope.vars.items():
+        value = holder.value
+        if getattr(value, "array", None) is not None:
+            out[name] = value.array
+    return out
+
+
+def test_every_tensor_a_run_leaves_lies_in_the_arena_and_used_is_their_blocks(own_arena):
+    arena = own_arena.arena
+    assert arena.used == 0
+    main, startup, loss = mlp()
+    scope = fluid.Scope()
+    exe = fluid.Executor(CPU)
+    exe.run(startup, scope=scope)
+    fetched = [exe.run(main, feed=feed(seed=i), fetch_list=[loss], scope=scope)[0]
+               for i in range(3)]
+    # the plans hold per-op constants in the arena too: with them gone, what is left in
+    # the arena is exactly the scope's tensors and the fetched arrays
+    main._plans.clear()
+    startup._plans.clear()
+    del exe
+    live = dict(scope_arrays(scope))
+    live.update({f"fetched {i}": array for i, array in enumerate(fetched)})
+    blocks = {}
+    for name, array in live.items():
+        found = block_of(arena, array)
+        assert found is not None, f"{name} does not lie in the arena"
+        blocks[found[0]] = found[1]
+        assert found[1] >= array.nbytes  # the block holds the whole tensor
+        assert found[1] < 2 * max(array.nbytes, arena.min_block)  # rounded up, no more
+    assert arena.used == sum(blocks.values())
+    assert set(blocks) == {address for address, _ in arena.used_blocks()}
+    # the arrays the user fed are the user's: not copied into the arena
+    x = feed()["x"]
+    fluid.Executor(CPU).run(main, feed={"x": x, "label": feed()["label"]},
+                            fetch_list=[loss], scope=scope)
+    assert block_of(arena, x) is None
+
+
+def test_outside_a_run_numpy_allocates_as_it_did():
+    before = get_handler_name()
+    main, startup, loss = mlp()
+    exe = fluid.Executor(CPU)
+    exe.run(startup)
+    exe.run(main, feed=feed(), fetch_list=[loss])
+    assert get_handler_name() == before == "default_allocator"
+    assert get_handler_name(np.ones(3)) == "default_allocator"
+
+
+def test_results_are_bit_identical_with_the_arena_and_with_the_system_allocator():
+    def train(system):
+        fluid.set_flags({"FLAGS_use_system_allocator": system})
+        main, startup, loss = mlp(seed=3)
+        scope, exe = fluid.Scope(), fluid.Executor(CPU)
+        exe.run(startup, scope=scope)
+        losses = [exe.run(main, feed=feed(seed=i), fetch_list=[loss], scope=scope)[0]
+                  for i in range(5)]
+        return losses, {n: a.copy() for n, a in scope_arrays(scope).items()}
+
+    arena_run, system_run = train(False), train(True)
+    for a, b in zip(arena_run[0], system_run[0]):
+        np.testing.assert_array_equal(a, b)
+    assert arena_run[1].keys() == system_run[1].keys()
+    for name in arena_run[1]:
+        np.testing.assert_array_equal(arena_run[1][name], system_run[1][name])
+
+
+def test_the_system_allocator_flag_turns_the_arena_off():
+    fluid.set_flags({"FLAGS_use_system_allocator": True})
+    assert places.host_arena() is None
+    main, startup, loss = mlp()
+    scope, exe = fluid.Scope(), fluid.Executor(CPU)
+    exe.run(startup, scope=scope)
+    exe.run(main, feed=feed(), fetch_list=[loss], scope=scope)
+    assert all(get_handler_name(a) == "default_allocator"
+               for a in scope_arrays(scope).values())
+    with pytest.raises(fluid.errors.NotFound, match="FLAGS_use_system_allocator"):
+        fluid.memory.used(CPU)
+
+
+def test_the_event_log_names_the_op_and_the_variable_of_each_block(own_arena):
+    main, startup, loss = mlp()
+    scope, exe = fluid.Scope(), fluid.Executor(CPU)
+    exe.run(startup, scope=scope)
+    exe.run(main, feed=feed(), fetch_list=[loss], scope=scope)
+    assert fluid.memory.events(CPU) == []  # off by default in Executor.run
+    assert fluid.memory.record_events(CPU) is False
+    exe.run(main, feed=feed(), fetch_list=[loss], scope=scope)
+    log = fluid.memory.events(CPU)
+    fluid.memory.record_events(CPU, False)
+    allocs = [e for e in log if e.kind == "alloc"]
+    kinds = {e.kind for e in log}
+    assert {"alloc", "free"} <= kinds
+    named = {e.variable: e for e in allocs if e.variable is not None}
+    assert named["fc_0.tmp_0"].op[0] == "mul"
+    assert named["fc_0.w_0"].op[0] == "adam"  # the optimizer writes the new weights
+    assert named["fc_0.tmp_0"].requested == 8 * 32 * 4
+    assert named["fc_0.tmp_0"].size == 1024
+    # used after each event is the running total of alloc minus free
+    total = log[0].used - (log[0].size if log[0].kind == "alloc" else
+                           -log[0].size if log[0].kind == "free" else 0)
+    for event in log:
+        if event.kind in ("alloc", "huge_alloc"):
+            total += event.size
+        elif event.kind in ("free", "huge_free"):
+            total -= event.size
+        assert event.used == total
+    # splits and merges name blocks of 2^k bytes at offsets that are multiples of their size
+    base = fluid.memory.arena_of(CPU).chunks()[0]
+    for event in log:
+        if event.kind in ("split", "merge"):
+            assert event.size & (event.size - 1) == 0
+            assert (event.address - base) % event.size == 0
+
+
+def test_live_cells_record_their_blocks_by_op_and_variable():
+    main, startup, scope = fluid.Program(), fluid.Program(), fluid.Scope()
+    fluid.memory.events(CPU)  # start from an empty log
+    with fluid.live(program=main, startup_program=startup, scope=scope):
+        x = fluid.layers.fill_constant([64, 64], "float32", 1.0)
+        y = fluid.layers.relu(x * 2.0)
+    log = fluid.memory.events(CPU)
+    named = {e.variable: e.op for e in log if e.kind == "alloc" and e.variable}
+    assert named[x.name][0] == "fill_constant"
+    assert named[y.name][0] == "relu"
+    assert fluid.memory.arena_of(CPU).recording is False  # back off after the session
+    assert block_of(fluid.memory.arena_of(CPU), scope.find_var(y.name).value.array)
+
+
+def test_running_out_of_the_arena_is_resource_exhausted_and_everything_stays_usable():
+    fluid.set_flags({"FLAGS_fraction_of_cpu_memory_to_use":
+                     (64 << 20) / places.physical_memory()})  # a 64 MiB limit
+    arena = places.host_arena().arena
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        size = fluid.data("size", [1], "float32")
+        keep = fluid.layers.create_global_var([1024, 1024], 1.0, "float32", persistable=True,
+                                              name="keep")
+        small = fluid.layers.scale(keep, 2.0)
+        big = fluid.layers.fill_constant([8192, 4096], "float32", 1.0)  # 128 MiB
+        total = fluid.layers.reduce_sum(big) + fluid.layers.reduce_sum(small)
+        fluid.layers.assign(fluid.layers.scale(keep, 3.0), keep)
+    scope, exe = fluid.Scope(), fluid.Executor(CPU)
+    exe.run(startup, scope=scope)
+    keep_before = scope.find_var("keep").value.array.copy()
+    used_before = arena.used
+    with pytest.raises(fluid.errors.ResourceExhausted) as caught:
+        exe.run(main, feed={"size": np.ones(1, "float32")}, fetch_list=[total], scope=scope)
+    message = str(caught.value)
+    assert "fill_constant" in message and big.name in message
+    assert "134217728 bytes" in message and "[8192, 4096]" in message
+    assert "keep (4.0 MiB)" in message  # what holds the arena, the largest first
+    assert "limit 64.0 MiB" in message
+    # the scope holds what it held, the arena what it held, and both keep working
+    np.testing.assert_array_equal(scope.find_var("keep").value.array, keep_before)
+    assert arena.used == used_before
+    with fluid.program_guard(fluid.Program(), fluid.Program()):
+        fine = fluid.layers.scale(fluid.data("keep", [1024, 1024], "float32"), 0.5)
+    (out,) = exe.run(fine.block.program, feed={"keep": keep_before}, fetch_list=[fine],
+                     scope=fluid.Scope())
+    np.testing.assert_array_equal(out, keep_before * 0.5)
+    del out
+    fine.block.program._plans.clear()  # its run's scope held the fetched tensor
+    assert arena.used == used_before
+
+
+def test_changing_the_flags_gives_a_new_arena_and_old_tensors_stay_valid():
+    main, startup, loss = mlp()
+    scope, exe = fluid.Scope(), fluid.Executor(CPU)
+    exe.run(startup, scope=scope)
+    (first,) = exe.run(main, feed=feed(), fetch_list=[loss], scope=scope)
+    old = fluid.memory.arena_of(CPU)
+    assert old.chunk_size == 16 << 20
+    fluid.set_flags({"FLAGS_initial_cpu_memory_in_mb": 8})
+    (second,) = exe.run(main, feed=feed(), fetch_list=[loss], scope=scope)
+    new = fluid.memory.arena_of(CPU)
+    assert new is not old and new.chunk_size == 8 << 20
+    assert block_of(old, first) is not None and block_of(new, second) is not None
+    assert np.isfinite(first).all() and old.used > 0
+
+
+def test_eager_deletion_keeps_the_peak_below_keeping_every_temporary():
+    def peak(eager):
+        fluid.set_flags({"FLAGS_eager_delete_tensor_gb": 0.0 if eager else -1.0})
+        main, startup, loss = mlp(hidden=256)
+        scope, exe = fluid.Scope(), fluid.Executor(CPU)
+        exe.run(startup, scope=scope)
+        exe.run(main, feed=feed(batch=64), fetch_list=[loss], scope=scope)
+        fluid.memory.reset_peak(CPU)
+        exe.run(main, feed=feed(batch=64), fetch_list=[loss], scope=scope)
+        return fluid.memory.peak(CPU) - fluid.memory.used(CPU)
+
+    assert peak(eager=True) < 0.8 * peak(eager=False)
+
+
+def test_alloc_free_used_and_stats_follow_the_developers_guide(own_arena):
+    address = fluid.memory.alloc(CPU, 1000)
+    assert fluid.memory.used(CPU) == 1024
+    other = fluid.memory.alloc(CPU, 3000)
+    base = fluid.memory.arena_of(CPU).chunks()[0]
+    assert fluid.memory.used(CPU) == 1024 + 4096
+    assert (address - base) % 1024 == 0 and (other - base) % 4096 == 0
+    stats = fluid.memory.stats(CPU)
+    assert (stats["chunks"], stats["chunk_size"], stats["used_blocks"]) == (1, 16 << 20, 2)
+    assert stats["free"] == (16 << 20) - 5120 and stats["largest_free"] == 8 << 20
+    assert stats["fragmentation"] == pytest.approx(1 - (8 << 20) / ((16 << 20) - 5120))
+    blocks = fluid.memory.blocks(CPU)
+    assert [b for b in blocks if b[3] != "free"] == [(0, 0, 1024, "used"), (0, 4096, 4096, "used")]
+    fluid.memory.free(CPU, address)
+    fluid.memory.free(CPU, other)
+    assert fluid.memory.used(CPU) == 0 and fluid.memory.peak(CPU) == 5120
+    assert fluid.memory.blocks(CPU) == [(0, 0, 16 << 20, "free")]
+    fluid.memory.reset_peak(CPU)
+    assert fluid.memory.peak(CPU) == 0
+    assert fluid.memory.release(CPU) == 16 << 20 and fluid.memory.stats(CPU)["chunks"] == 0
+
+
+def test_bad_calls_say_what_was_expected():
+    with pytest.raises(fluid.errors.InvalidArgument, match="size expected an int >= 1"):
+        fluid.memory.alloc(CPU, 0)
+    with pytest.raises(fluid.errors.InvalidType, match="place expected a place"):
+        fluid.memory.used("cpu")
+    with pytest.raises(fluid.errors.Unimplemented, match="only the host"):
+        fluid.memory.used(fluid.CUDAPlace(0))
+    with pytest.raises(fluid.errors.InvalidArgument, match="handed out by this arena"):
+        fluid.memory.free(CPU, 12345)
+    fluid.set_flags({"FLAGS_fraction_of_cpu_memory_to_use": 1.5})
+    with pytest.raises(fluid.errors.InvalidArgument, match="a fraction in \\(0, 1\\]"):
+        fluid.memory.used(CPU)
+    fluid.set_flags({"FLAGS_fraction_of_cpu_memory_to_use": 1.0})
+    fluid.set_flags({"FLAGS_fraction_of_cpu_memory_to_use": 1e-9})
+    with pytest.raises(fluid.errors.ResourceExhausted, match="within the arena's limit"):
+        fluid.memory.alloc(CPU, 1 << 20)
