@@ -5,8 +5,12 @@ definition; required attributes are present, and present ones have their declare
 checkers (:func:`attrs.attr_problems`, the check decoding uses too); BLOCK attributes name a
 later block (a sub-block, never the op's own block or an ancestor); every input names a declared variable (here or in a parent block);
 no temporary is written by two ops unless the second also reads it (an in-place update) or
-it is a tensor array (written slot by slot) or the writer runs a sub-block (a branch);
-re-running every op's infer_shape on a copy reproduces the declared output shapes and dtypes.
+it is a tensor array (written slot by slot) or the writer runs a sub-block (a branch) or
+its value was read since it was last written (its buffer reused, as ``fluid.memory_optimize``
+renames a later temporary to a dead one's name);
+re-running every op's infer_shape on a copy reproduces the declared output shapes and dtypes
+(a reused buffer may be declared larger than what is written into it: same dtype, and the
+written shape fits it as :func:`fits_buffer` says).
 All problems are collected and raised together as one InvalidArgument.
 """
 from ..errors import FluidError, InvalidArgument, expected
@@ -22,6 +26,7 @@ def verify(program, check_shapes=True):
     problems = []
     for block in program.blocks:
         written = {}
+        consumed = set()  # temporaries read since their last write: their buffer is free
         for index, op in enumerate(block.ops):
             where = f"block {block.idx} op {index} '{op.type}'"
             opdef = registry.find(op.type)
@@ -50,6 +55,7 @@ def verify(program, check_shapes=True):
                         problems.append(f"{where}: input '{slot}' expected a declared variable, "
                                         f"but '{arg}' is unbound")
             reads = set(op.input_arg_names)
+            consumed |= reads
             # an op with a sub-block (a branch, a loop) may overwrite what an earlier op wrote
             overwrites = "has_sub_block" in opdef.traits
             for slot, args in op.outputs.items():
@@ -62,11 +68,12 @@ def verify(program, check_shapes=True):
                                         f"variable, but '{arg}' is not declared")
                         continue
                     # a tensor array is written slot by slot (write_to_array, as in Paddle)
-                    if arg in written and not var.persistable and arg not in reads \
+                    if arg in written and not var.persistable and arg not in consumed \
                             and var.type != VarType.LOD_TENSOR_ARRAY and not overwrites:
                         problems.append(f"{where}: output '{slot}' expected a fresh variable, "
                                         f"but '{arg}' was already written by op {written[arg]}")
                     written[arg] = index
+            consumed.difference_update(op.output_arg_names)
     if check_shapes and not problems:
         problems.extend(_shape_problems(program, registry))
     if problems:
@@ -75,11 +82,35 @@ def verify(program, check_shapes=True):
     return program
 
 
+def fits_buffer(shape, buffer):
+    """Whether a tensor of ``shape`` fits a buffer declared ``buffer`` (counting elements):
+    both fully known and no larger, or -1 in the same positions and the known dims' product
+    no larger."""
+    if any(d < 0 for d in shape) or any(d < 0 for d in buffer):
+        if [i for i, d in enumerate(shape) if d < 0] != [i for i, d in enumerate(buffer)
+                                                          if d < 0]:
+            return False
+    return _known_size(shape) <= _known_size(buffer)
+
+
+def _known_size(shape):
+    size = 1
+    for d in shape:
+        if d >= 0:
+            size *= d
+    return size
+
+
 def _shape_problems(program, registry):
     twin = program.clone()
     problems = []
     for block in twin.blocks:
+        written = set()
         for index, op in enumerate(block.ops):
+            # outputs written by an earlier op and not read here: a reused buffer
+            outs, ins = op.output_arg_names, op.input_arg_names
+            reuses = {a for a in outs if a in written and a not in ins}
+            written.update(outs)
             opdef = registry.find(op.type)
             if opdef.infer_shape is None:
                 continue
@@ -93,6 +124,9 @@ def _shape_problems(program, registry):
             for arg, (shape, dtype) in declared.items():
                 var = block.var_recursive(arg)
                 if var.persistable and not shape:
+                    continue
+                if arg in reuses and not var.persistable and var.dtype == dtype and \
+                        fits_buffer(var.shape, program.blocks[block.idx].var_recursive(arg).shape):
                     continue
                 if not shapes_match(var.shape, shape) or var.dtype != dtype:
                     problems.append(f"block {block.idx} op {index} '{op.type}': output '{arg}' "

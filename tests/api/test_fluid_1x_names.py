@@ -1,6 +1,6 @@
 """Names Fluid 1.x scripts use that sit outside fluid.layers: fluid.embedding and
 fluid.one_hot (ids without a trailing 1), fluid.cpu_places, fluid.create_random_int_lodtensor,
-the fluid.executor module path, the deprecated memory_optimize/release_memory, and the
+the fluid.executor module path, memory_optimize/release_memory's arguments, and the
 parameter-server dispatchers HashName and RoundRobin."""
 import numpy as np
 import pytest
@@ -115,20 +115,25 @@ def test_the_executor_module_path_scripts_import():
     assert scope_guard is fluid.scope_guard
 
 
-def test_memory_optimize_and_release_memory_warn_and_leave_the_program_as_fluid_18_does():
+def test_memory_optimize_and_release_memory_transform_the_program_and_check_arguments():
+    import warnings
     from fluid_nb.errors import InvalidType
-    from fluid_nb.proto.codec import encode_program
     main, startup = fluid.Program(), fluid.Program()
     with fluid.program_guard(main, startup), fluid.unique_name.guard():
         x = fluid.data(name="x", shape=[None, 2], dtype="float32")
-        loss = fluid.layers.mean(fluid.layers.fc(input=x, size=1))
-        fluid.optimizer.SGD(learning_rate=0.1).minimize(loss)
-    before = encode_program(main)
-    with pytest.warns(DeprecationWarning, match="memory_optimize is deprecated"):
-        fluid.memory_optimize(main, level=1)
-    with pytest.warns(DeprecationWarning, match="release_memory is deprecated"):
-        fluid.release_memory(main)
-    assert encode_program(main) == before
+        hidden = fluid.layers.fc(input=x, size=2)
+        loss = fluid.layers.mean(fluid.layers.fc(input=hidden, size=1))
+    version = main._version
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no longer deprecated no-ops: nothing to warn about
+        assert fluid.memory_optimize(main, level=1) is None
+        assert fluid.release_memory(main) is None
+    reuses = main._memory_optimize_log
+    assert [(r.var, r.reuses) for r in reuses] == [("fc_1.tmp_0", "fc_0.tmp_0"),
+                                                   ("fc_1.tmp_1", "fc_0.tmp_1")]
+    assert main._version > version
+    assert [op.type for op in main.global_block().ops].count("delete_var") >= 1
+    fluid.verify(main)
     exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
     exe.run(startup, scope=scope)
     exe.run(main, feed={"x": np.ones((3, 2), "float32")}, fetch_list=[loss], scope=scope)
@@ -136,6 +141,10 @@ def test_memory_optimize_and_release_memory_warn_and_leave_the_program_as_fluid_
         fluid.memory_optimize(main, level=2)
     with pytest.raises(InvalidType, match="input_program expected a Program"):
         fluid.release_memory("main")
+    with pytest.raises(InvalidType, match="input_program expected a Program"):
+        fluid.memory_optimize(None)
+    with pytest.raises(InvalidType, match="skip_opt_set expected a set of variable names"):
+        fluid.memory_optimize(main, skip_opt_set="fc_0.tmp_0")
 
 
 def test_round_robin_takes_the_servers_in_turn_across_calls():
