@@ -49,6 +49,7 @@ class PlaceArena:
 
 _host = [None]  # the host's PlaceArena (None: not made yet)
 _system = object()  # _host's value while FLAGS_use_system_allocator is on
+_last_host = [None]  # the last arena made: turning the system allocator off again finds it
 
 
 def host_arena():
@@ -60,20 +61,31 @@ def host_arena():
     return None if entry is _system else entry
 
 
+def fresh_host_arena():
+    """Give the host a new, empty arena from now on (the old one lives until its last
+    array dies): for measuring one program's memory on its own."""
+    _host[0] = _last_host[0] = None
+    return host_arena()
+
+
 def _configured(previous):
     version = flags.version[0]
     if flags.flag("FLAGS_use_system_allocator"):
         return _system
     chunk_size, limit = host_layout()
-    if (previous is not None and previous is not _system
-            and previous.arena.chunk_size == chunk_size and previous.limit == limit):
+    if previous is _system or previous is None:
+        previous = _last_host[0]
+    if (previous is not None and previous.arena.chunk_size == chunk_size
+            and previous.limit == limit):
         previous.version = version
+        previous.arena.event_limit = _event_limit()
         return previous
     entry = PlaceArena(Arena(chunk_size=chunk_size, min_block=MIN_BLOCK, limit=limit),
                        limit, version)
     entry.arena.event_limit = _event_limit()
-    if previous is not None and previous is not _system:
+    if previous is not None:
         entry.arena.recording = previous.arena.recording
+    _last_host[0] = entry
     return entry
 
 

@@ -86,6 +86,18 @@ def _window(i, step, count, dilation=1):
     return slice(start, start + step * (count - 1) + 1, step)
 
 
+#: bytes of im2col columns a convolution builds at a time: a few samples at once, so the
+#: largest buffer of conv2d and its gradient does not grow with the batch
+COLUMNS_BUDGET = 1 << 20
+
+
+def _samples_per_step(x, g):
+    """How many samples' columns fit in COLUMNS_BUDGET (at least one)."""
+    per_sample = x.shape[1] * g.ksizes[0] * g.ksizes[1] * g.out[0] * g.out[1] * \
+        x.dtype.itemsize
+    return max(1, COLUMNS_BUDGET // max(per_sample, 1))
+
+
 def _im2col(xp, x, g):
     """(N, C, kh, kw, OH, OW): every input pixel each output position's filter tap sees."""
     n, c = x.shape[:2]
@@ -173,8 +185,19 @@ def _conv_forward(ctx, x, w, bias, residual):
     x = _to_nchw(x, g.channel_last)
     n, m, groups = x.shape[0], w.shape[0], g.groups
     oh, ow = g.out
-    cols = _im2col(xp, x, g).reshape(n, groups, -1, oh * ow)
-    out = xp.matmul(w.reshape(groups, m // groups, -1), cols).reshape(n, m, oh, ow)
+    w_g = w.reshape(groups, m // groups, -1)
+    step = _samples_per_step(x, g)
+    if step >= n:
+        out = xp.matmul(w_g, _im2col(xp, x, g).reshape(n, groups, -1, oh * ow))
+    else:
+        out = xp.empty((n, groups, m // groups, oh * ow),
+                       dtype=xp.result_type(x.dtype, w.dtype))
+        for start in range(0, n, step):
+            part = slice(start, min(start + step, n))
+            cols = _im2col(xp, x[part], g).reshape(-1, groups, w_g.shape[2], oh * ow)
+            out[part] = xp.matmul(w_g, cols)
+            del cols
+    out = out.reshape(n, m, oh, ow)
     if bias is not None:
         out = out + bias.reshape(1, m, 1, 1)
     out = _from_nchw(xp, out, g.channel_last)
@@ -193,14 +216,27 @@ def _conv_backward(ctx, x, w, bias, dout):
     oh, ow = g.out
     dout_g = dout.reshape(n, groups, m // groups, oh * ow)
     dx = dw = db = None
+    step = _samples_per_step(x, g)
     if ctx.wants("Filter@GRAD"):
-        cols = _im2col(xp, x, g).reshape(n, groups, -1, oh * ow)
-        dw = xp.matmul(dout_g, cols.transpose(0, 1, 3, 2)).sum(axis=0)
+        for start in range(0, n, step):
+            part = slice(start, min(start + step, n))
+            cols = _im2col(xp, x[part], g).reshape(-1, groups, c // groups * g.ksizes[0]
+                                                   * g.ksizes[1], oh * ow)
+            term = xp.matmul(dout_g[part], cols.transpose(0, 1, 3, 2)).sum(axis=0)
+            dw = term if dw is None else dw + term
+            del cols, term
         dw = dw.reshape(w.shape).astype(w.dtype, copy=False)
     if ctx.wants("Input@GRAD"):
         w_t = w.reshape(groups, m // groups, -1).transpose(0, 2, 1)
-        dcols = xp.matmul(w_t, dout_g).reshape(n, c, g.ksizes[0], g.ksizes[1], oh, ow)
-        dx = _from_nchw(xp, _col2im(xp, dcols, g, h, wd), g.channel_last)
+        parts = []
+        for start in range(0, n, step):
+            part = slice(start, min(start + step, n))
+            dcols = xp.matmul(w_t, dout_g[part]).reshape(-1, c, g.ksizes[0], g.ksizes[1],
+                                                          oh, ow)
+            parts.append(_col2im(xp, dcols, g, h, wd))
+            del dcols
+        dx = parts[0] if len(parts) == 1 else xp.concatenate(parts, axis=0)
+        dx = _from_nchw(xp, dx, g.channel_last)
         dx = xp.ascontiguousarray(dx).astype(x.dtype, copy=False)
     if bias is not None and ctx.wants("Bias@GRAD"):
         db = dout.sum(axis=(0, 2, 3)).reshape(bias.shape).astype(bias.dtype, copy=False)
@@ -409,11 +445,16 @@ def _pool_backward(ctx, x, out, dout):
                 dx[:, :, h0:h1, w0:w1] += share[:, :, None, None]
     else:
         padded, pt, pl = _pool_padded(xp, xn, g, -xp.inf if is_max else 0)
-        dpad = xp.zeros(padded.shape, dtype=xn.dtype)
+        first = None
         if is_max:
-            kw = g.ksizes[1]
             taps = xp.stack([padded[:, :, r, s] for _, _, r, s in _strided_views(g)], axis=-1)
             first = taps.argmax(axis=-1)  # Paddle: only the first (row-major) maximum
+            del taps
+        # the padded input goes before its gradient, as big as it, is made
+        shape, padded = padded.shape, None
+        dpad = xp.zeros(shape, dtype=xn.dtype)
+        if is_max:
+            kw = g.ksizes[1]
             for i, j, rows, cols in _strided_views(g):
                 dpad[:, :, rows, cols] += doutn * (first == i * kw + j)
         else:

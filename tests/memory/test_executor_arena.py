@@ -29,8 +29,7 @@ def own_arena():
     as they were afterwards."""
     saved = dict(flags._values)
     fluid.set_flags({"FLAGS_initial_cpu_memory_in_mb": 17})  # 16 MiB chunks
-    places._host[0] = None  # a new arena, not the last test's
-    yield places.host_arena()
+    yield places.fresh_host_arena()  # a new arena, not the last test's
     flags._values.clear()
     flags._values.update(saved)
     flags.version[0] += 1
@@ -299,3 +298,10 @@ def test_bad_calls_say_what_was_expected():
     fluid.set_flags({"FLAGS_fraction_of_cpu_memory_to_use": 1e-9})
     with pytest.raises(fluid.errors.ResourceExhausted, match="within the arena's limit"):
         fluid.memory.alloc(CPU, 1 << 20)
+
+
+def test_turning_the_system_allocator_on_and_off_keeps_the_same_arena(own_arena):
+    fluid.set_flags({"FLAGS_use_system_allocator": True})
+    assert places.host_arena() is None
+    fluid.set_flags({"FLAGS_use_system_allocator": False})
+    assert places.host_arena() is own_arena  # its chunks (and what lives there) kept

@@ -338,3 +338,28 @@ def test_pool2d_layer_reads_one_padding_pair_per_dim_of_its_layout(data_format, 
                                "paddings": [1, 1, 2, 2], "data_format": data_format})["Out"]
     assert out.shape == want.shape
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("groups", [1, 2])
+def test_conv2d_over_a_few_samples_at_a_time_equals_the_whole_batch(monkeypatch, groups):
+    """With a small column budget conv2d and its gradient work a sample or two at a time;
+    the output and both gradients match the reference and the whole-batch kernels."""
+    from fluid_nb.ops import conv
+    x, w = r(5, 4, 6, 6), r(6, 4 // groups, 3, 3)
+    attrs = {"paddings": [1, 1], "groups": groups}
+    dout = r(5, 6, 6, 6)
+
+    def outputs():
+        case = OpCase("conv2d", {"Input": x, "Filter": w}, attrs=attrs)
+        check_output(OpCase(**{**case.__dict__, "ref": ref_conv}))
+        return [_run_grad("conv2d", {"Input": x, "Filter": w}, attrs, "Output", slot, dout)
+                for slot in ("Input", "Filter")]
+
+    whole = outputs()
+    per_sample = 4 * 9 * 36 * 4
+    monkeypatch.setattr(conv, "COLUMNS_BUDGET", 2 * per_sample)  # two samples at a time
+    assert conv._samples_per_step(x, conv.ConvGeometry("conv2d", {
+        **{"strides": [1, 1], "dilations": [1, 1], "data_format": "NCHW",
+           "padding_algorithm": "EXPLICIT"}, **attrs}, x.shape, w.shape)) == 2
+    for got, want in zip(outputs(), whole):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
