@@ -100,7 +100,8 @@ class BodyFrame:
         self._load_plan = None  # the last _plan_load: the steps of a loop share one
 
     def run(self):
-        run_steps(self.prepared, self.steps, self.executor.trace)
+        executor = self.executor
+        run_steps(self.prepared, self.steps, executor.trace, executor.watch, self.scope)
 
     def keep(self, extra_names=(), extra_values=(), only=None):
         """A new kid scope of ``outer`` holding this iteration's values (those named in
