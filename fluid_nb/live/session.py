@@ -479,6 +479,14 @@ def refresh_open_views(program):
         views.refresh_views(program)
     except Exception as exc:  # a view must never change what the block did
         warnings.warn(f"refreshing the open program views failed: {exc}")
+    _refresh_memory_views(program)
+
+
+def _refresh_memory_views(program):
+    """Open MemoryViews of a live program take the block's allocations as their timeline."""
+    views = sys.modules.get("fluid_nb.widgets.memory_view")  # none open if never imported
+    if views is not None:
+        views.refresh_memory_views(program)
 
 
 def feed(var, value, session=None):

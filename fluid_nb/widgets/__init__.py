@@ -3,14 +3,17 @@
 - :class:`ProgramView`: the program graph, updated by deltas as live cells grow it;
 - :class:`TensorView`: a tensor's values with its LoD as nested boxes;
 - :class:`ScopeView`: the scope tree;
-- :class:`StepperView`: a ``while`` loop (or a DynamicRNN) stepped iteration by iteration.
+- :class:`StepperView`: a ``while`` loop (or a DynamicRNN) stepped iteration by iteration;
+- :class:`MemoryView`: the host memory arena: block map, a run's used bytes op by op, variables.
 
 Every widget also carries a plain fallback (HTML or text, and the program MIME bundle for
 ``ProgramView``) for frontends without widgets.
 """
+from .memory_view import MemoryView
 from .program_view import ProgramView, refresh_views
 from .scope_view import ScopeView
 from .stepper_view import StepperView
 from .tensor_view import TensorView
 
-__all__ = ["ProgramView", "ScopeView", "StepperView", "TensorView", "refresh_views"]
+__all__ = ["MemoryView", "ProgramView", "ScopeView", "StepperView", "TensorView",
+           "refresh_views"]

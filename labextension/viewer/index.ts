@@ -8,10 +8,11 @@ import { assembleDot } from '../src/dot';
 import { renderTensor } from '../widget/views/tensor';
 import { renderScope } from '../widget/views/scope';
 import { renderStepper } from '../widget/views/stepper';
+import { renderMemory } from '../widget/views/memory';
 import { injectStyle } from './style';
 import { graphviz } from '../src/viz';
 
-const api = { renderProgram, applyDelta, renderTensor, renderScope, renderStepper, assembleDot };
+const api = { renderProgram, applyDelta, renderTensor, renderScope, renderStepper, renderMemory, assembleDot };
 
 declare global {
   interface Window {

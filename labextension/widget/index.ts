@@ -1,6 +1,6 @@
 /**
  * The anywidget front end of fluid_nb's widgets (ProgramView, TensorView, ScopeView,
- * StepperView). Kept small on purpose: it is saved in every widget's state, so the heavy
+ * StepperView, MemoryView). Kept small on purpose: it is saved in every widget's state, so the heavy
  * viewer (Graphviz in WebAssembly and the views) is loaded once per page from the Jupyter
  * server (`<base>/fluid-nb/static/viewer.js`) and used through `window.fluidNbViewer`.
  *
@@ -40,6 +40,7 @@ interface IViewer {
   renderProgram(el: HTMLElement, model: IProgramModel, options?: Record<string, unknown>): IProgramHandle;
   renderTensor(el: HTMLElement, model: unknown): void;
   renderScope(el: HTMLElement, model: unknown): void;
+  renderMemory(el: HTMLElement, model: unknown): void;
   renderStepper(el: HTMLElement, model: unknown, options?: Record<string, unknown>): {
     setStep(step: number): void;
     dispose(): void;
@@ -277,7 +278,10 @@ async function renderStateView(model: IWidgetModel, el: HTMLElement, kind: strin
       stepper.dispose();
     };
   }
-  const draw = () => (kind === 'tensor' ? viewer.renderTensor : viewer.renderScope)(host, model.get('_model'));
+  const renderers: { [kind: string]: (el: HTMLElement, model: unknown) => void } = {
+    tensor: viewer.renderTensor, scope: viewer.renderScope, memory: viewer.renderMemory
+  };
+  const draw = () => (renderers[kind] ?? viewer.renderScope)(host, model.get('_model'));
   draw();
   model.on('change:_model', draw);
   return () => model.off('change:_model', draw);
