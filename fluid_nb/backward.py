@@ -19,7 +19,7 @@ resulting grad block as ``g.grad_block``, so ``while_grad``/``conditional_block_
 without changing the walk.
 """
 from .errors import InvalidArgument, NotFound, Unimplemented, expected
-from .framework.dtypes import VarType, is_float_dtype
+from .tensor.dtypes import VarType, is_float_dtype
 from .framework.program import EMPTY_VAR_NAME, GRAD_SUFFIX, Variable, grad_var_name
 from .framework.transaction import transactional_on
 from .ops import registry

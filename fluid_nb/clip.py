@@ -11,7 +11,7 @@ Pass one as ``grad_clip=`` to an optimizer, or register it for parameters with
 from .backward import OP_ROLE_BACKWARD
 from .errors import InvalidArgument
 from .framework import unique_name
-from .framework.dtypes import VarType
+from .tensor.dtypes import VarType
 from .framework.program import default_main_program
 
 _ROLE = {"op_role": OP_ROLE_BACKWARD}

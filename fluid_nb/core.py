@@ -1,10 +1,10 @@
 """``fluid.core``: the names Fluid scripts reach for in Paddle's C++ core module."""
 from .errors import FluidError, PreconditionNotMet
-from .exec.place import (CPUPlace, CUDAPinnedPlace, CUDAPlace, cupy_module,  # noqa: F401
+from .tensor.place import (CPUPlace, CUDAPinnedPlace, CUDAPlace, cupy_module,  # noqa: F401
                          is_compiled_with_cuda)
 from .exec.scope import Scope  # noqa: F401
-from .exec.tensor import LoDTensor, LoDTensorArray, SelectedRows, Tensor  # noqa: F401
-from .framework.dtypes import VarType
+from .tensor.tensor import LoDTensor, LoDTensorArray, SelectedRows, Tensor  # noqa: F401
+from .tensor.dtypes import VarType
 from .reader.loader import EOFException  # noqa: F401
 
 #: what Paddle's C++ checks raise; every error fluid_nb raises on purpose is one

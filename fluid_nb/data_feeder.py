@@ -5,9 +5,9 @@ sequences)."""
 import numpy as np
 
 from .errors import InvalidArgument, expected
-from .exec.place import CPUPlace
-from .exec.tensor import LoDTensor, lossless_cast, value_array
-from .framework.dtypes import to_numpy_dtype
+from .tensor.place import CPUPlace
+from .tensor.tensor import LoDTensor, lossless_cast, value_array
+from .tensor.dtypes import to_numpy_dtype
 from .framework.program import Variable, default_main_program
 
 __all__ = ["DataFeeder"]

@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from .errors import InvalidArgument
-from .framework.dtypes import VarType, convert_dtype
+from .tensor.dtypes import VarType, convert_dtype
 from .ops import init_ops  # noqa: F401  (registers truncated_gaussian_random, assign_value)
 
 _force_init_on_cpu = False

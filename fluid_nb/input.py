@@ -8,7 +8,7 @@ shape ``[..]`` give float32 ``[.., depth]``, an id outside ``[0, depth)`` a row 
 """
 import sys
 
-from .framework.dtypes import VarType
+from .tensor.dtypes import VarType
 from .framework.program import Variable
 from .framework.transaction import wrap_module
 from .layer_helper import LayerHelper

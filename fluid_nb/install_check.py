@@ -8,7 +8,7 @@ def run_check():
     """Build a small network, train it a few steps on the CPU (and on the GPU when one is
     usable), and say that the installation works; raises if a step fails."""
     from . import CPUPlace, Executor, Program, Scope, layers, optimizer, program_guard
-    from .exec.place import CUDAPlace, is_compiled_with_cuda
+    from .tensor.place import CUDAPlace, is_compiled_with_cuda
     places = [CPUPlace()] + ([CUDAPlace(0)] if is_compiled_with_cuda() else [])
     rng = np.random.RandomState(0)
     x_value = rng.rand(8, 2).astype("float32")

@@ -16,7 +16,7 @@ import numpy as np
 from .backward import OP_ROLE_OPTIMIZE
 from .errors import InvalidArgument, NotFound, PreconditionNotMet, expected
 from .framework.attrs import AttrType
-from .framework.dtypes import VarType, dtype_name
+from .tensor.dtypes import VarType, dtype_name
 from .framework.program import Parameter, Program, Variable, default_main_program
 from .proto import tensor_stream
 from .proto.codec import decode_program, program_to_message
@@ -171,7 +171,7 @@ def load_vars(executor, dirname, main_program=None, vars=None, predicate=None, f
             raise InvalidArgument(expected(f"load_vars: variable '{var.name}'",
                                            "a scope variable holding a LoDTensor or nothing",
                                            f"one holding {type(holder.value).__name__}"))
-    from .exec.tensor import LoDTensor
+    from .tensor.tensor import LoDTensor
     place = getattr(executor, "place", None)
     staged = {}
     for var in selected:  # the same calls as below, on new tensors: anything failing fails here

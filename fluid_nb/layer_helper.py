@@ -13,7 +13,7 @@ import copy
 from .errors import InvalidArgument
 from .framework import program as _fw
 from .framework import unique_name
-from .framework.dtypes import VarType, convert_dtype
+from .tensor.dtypes import VarType, convert_dtype
 from .framework.program import Variable, default_main_program, default_startup_program
 from .param_attr import ParamAttr
 

@@ -11,7 +11,7 @@ import math
 
 from .backward import OP_ROLE_LR_SCHED
 from .framework import unique_name
-from .framework.dtypes import VarType
+from .tensor.dtypes import VarType
 from .framework.program import default_main_program, default_startup_program
 
 COUNTER_NAME = "@LR_DECAY_COUNTER@"

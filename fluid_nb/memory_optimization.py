@@ -23,7 +23,7 @@ import collections
 
 from .errors import InvalidArgument, InvalidType, expected
 from .framework.attrs import AttrType
-from .framework.dtypes import VarType, dtype_name, dtype_size
+from .tensor.dtypes import VarType, dtype_name, dtype_size
 from .framework.program import EMPTY_VAR_NAME, GRAD_SUFFIX, Program, Variable
 from .framework.verify import fits_buffer
 

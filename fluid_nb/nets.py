@@ -141,7 +141,7 @@ def scaled_dot_product_attention(queries, keys, values, num_heads=1, dropout_rat
 
 
 def _check_float(where, name, value, *dtypes):
-    from .framework.dtypes import convert_dtype
+    from .tensor.dtypes import convert_dtype
     dtypes = dtypes or ("float32", "float64")
     if value.dtype not in {convert_dtype(d) for d in dtypes}:
         raise InvalidType(f"{where}: {name} expected a Variable of {' or '.join(dtypes)}, "

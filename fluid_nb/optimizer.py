@@ -9,7 +9,7 @@ on in Paddle and the other way round.
 from .framework import unique_name as _un
 from .backward import OP_ROLE_BACKWARD, OP_ROLE_LR_SCHED, OP_ROLE_OPTIMIZE, append_backward
 from .errors import InvalidArgument
-from .framework.dtypes import VarType
+from .tensor.dtypes import VarType
 from .framework.program import (Variable, default_main_program, default_startup_program,
                                 program_guard)
 from .clip import GradientClipBase

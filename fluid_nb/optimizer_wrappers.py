@@ -7,7 +7,7 @@ import contextlib
 from .backward import OP_ROLE_OPTIMIZE
 from .errors import InvalidArgument, InvalidType, PreconditionNotMet, Unimplemented, expected
 from .framework import unique_name
-from .framework.dtypes import VarType
+from .tensor.dtypes import VarType
 from .framework.program import Program, default_main_program, default_startup_program
 from .layers.arg_checks import POSITIVE_INT, check, real_in
 

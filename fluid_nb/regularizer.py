@@ -4,7 +4,7 @@ optimizer's."""
 from .backward import OP_ROLE_BACKWARD
 from .errors import InvalidArgument
 from .framework import unique_name
-from .framework.dtypes import VarType
+from .tensor.dtypes import VarType
 
 #: Paddle's suffix for a sparse gradient made dense by regularization
 NEW_GRAD_SUFFIX = "@NEWGRAD@"

@@ -25,16 +25,16 @@ import numpy as np
 from ..errors import (FluidError, InvalidArgument, InvalidType, NotFound, PreconditionNotMet,
                       ResourceExhausted, Unimplemented, expected)
 from ..framework.attrs import AttrType
-from ..framework.dtypes import VarType, convert_dtype, to_numpy_dtype
+from ..tensor.dtypes import VarType, convert_dtype, to_numpy_dtype
 from ..framework.program import EMPTY_VAR_NAME, Program, Variable, default_main_program
 from ..ops import registry
 from .. import flags
 from ..memory import places as memory_places
 from ..memory.arena import set_handler
 from . import collector
-from .place import CPUPlace
+from ..tensor.place import CPUPlace
 from .scope import Scope, ScopeVariable, global_scope
-from .tensor import LoDTensor, LoDTensorArray, SelectedRows, as_tensor, lossless_cast
+from ..tensor.tensor import LoDTensor, LoDTensorArray, SelectedRows, as_tensor, lossless_cast
 
 _RUNTIME_VALUES = (LoDTensor, LoDTensorArray, SelectedRows, list, Scope)
 

@@ -1,7 +1,7 @@
 """Scopes: a tree of name -> variable maps. Lookups climb to the parent; kids are dropped
 together (``drop_kids``), as Fluid drops a run's local scope or a loop's step scopes."""
 from ..errors import InvalidArgument, PreconditionNotMet
-from .tensor import LoDTensor, LoDTensorArray, SelectedRows
+from ..tensor.tensor import LoDTensor, LoDTensorArray, SelectedRows
 
 
 class ScopeVariable:

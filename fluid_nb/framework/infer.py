@@ -6,7 +6,7 @@ naming the op, the slot and the shapes.
 """
 from ..errors import InvalidArgument, expected
 from . import transaction
-from .dtypes import VarType, convert_dtype
+from ..tensor.dtypes import VarType, convert_dtype
 from .program import EMPTY_VAR_NAME, Variable
 
 

@@ -17,7 +17,7 @@ from . import annotations as _annotations
 from . import transaction as _transaction
 from . import unique_name
 from .attrs import AttrType, guess_attr_type, normalize_attr
-from .dtypes import VarType, convert_dtype, dtype_name
+from ..tensor.dtypes import VarType, convert_dtype, dtype_name
 
 #: name of a gradient variable: ``x`` -> ``x@GRAD``
 GRAD_SUFFIX = "@GRAD"

@@ -15,7 +15,7 @@ All problems are collected and raised together as one InvalidArgument.
 """
 from ..errors import FluidError, InvalidArgument, expected
 from .attrs import AttrType, attr_problems
-from .dtypes import VarType
+from ..tensor.dtypes import VarType
 from .infer import shapes_match
 from .program import EMPTY_VAR_NAME
 

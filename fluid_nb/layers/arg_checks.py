@@ -211,7 +211,7 @@ def variable_list(value):
 
 def dtype(value):
     """A data type Fluid knows: a name ('float32'), a NumPy dtype or a VarType."""
-    from ..framework.dtypes import DATA_TYPES, convert_dtype
+    from ..tensor.dtypes import DATA_TYPES, convert_dtype
     try:
         known = value is not None and not isinstance(value, (bool, float)) \
             and convert_dtype(value) in DATA_TYPES

@@ -13,7 +13,7 @@ import functools
 from ..errors import InvalidArgument
 from ..framework import unique_name
 from ..framework.attrs import AttrType
-from ..framework.dtypes import VarType
+from ..tensor.dtypes import VarType
 from ..framework.program import Variable
 from ..framework.transaction import atomic
 from ..layer_helper import LayerHelper

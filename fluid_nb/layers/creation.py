@@ -11,7 +11,7 @@ Example::
 import numpy as np
 
 from ..errors import InvalidArgument, InvalidType, expected
-from ..framework.dtypes import convert_dtype, dtype_name
+from ..tensor.dtypes import convert_dtype, dtype_name
 from ..framework.program import Variable
 from ..layer_helper import LayerHelper
 from .arg_checks import (INT, NAME, NON_NEGATIVE_INT, NUMBER, Refused, boolean, check,

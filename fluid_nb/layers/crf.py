@@ -6,7 +6,7 @@ A batch is either a LoD batch (emissions ``[N, D]``, labels ``[N, 1]`` with one 
 or padded (emissions ``[B, S, D]``, labels ``[B, S]`` or ``[B, S, 1]``, and ``length``
 ``[B]`` or ``[B, 1]`` int64 with the valid steps of each row).
 """
-from ..framework.dtypes import VarType, convert_dtype
+from ..tensor.dtypes import VarType, convert_dtype
 from ..framework.program import Variable
 from ..layer_helper import LayerHelper
 from ..param_attr import ParamAttr

@@ -1,7 +1,7 @@
 """Decoding layers: ``beam_search`` (one step) and ``beam_search_decode`` (the sentences),
 as the Fluid 1.x machine translation programs use them inside a While loop."""
 from ..errors import InvalidType, expected
-from ..framework.dtypes import VarType, dtype_name
+from ..tensor.dtypes import VarType, dtype_name
 from ..framework.program import Variable
 from ..layer_helper import LayerHelper
 from .arg_checks import INT, NON_NEGATIVE_INT, POSITIVE_INT, boolean, checks, optional, variable

@@ -1,6 +1,6 @@
 """Input layers: ``fluid.layers.data`` (Fluid 1.x) and ``fluid.data`` (Fluid 1.6+)."""
 from ..errors import InvalidArgument
-from ..framework.dtypes import VarType
+from ..tensor.dtypes import VarType
 from ..layer_helper import LayerHelper
 from .arg_checks import NON_NEGATIVE_INT, boolean, checks, data_shape, dtype, string
 

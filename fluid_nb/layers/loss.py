@@ -208,7 +208,7 @@ def edit_distance(input, label, normalized=True, ignored_tokens=None, input_leng
     """Levenshtein distances between hypotheses and references (int64 id sequences by LoD,
     or padded with lengths), divided by the reference length when ``normalized``; ids in
     ``ignored_tokens`` are erased first. Returns ``(distances [N, 1], sequence_num)``."""
-    from ..framework.dtypes import VarType
+    from ..tensor.dtypes import VarType
     helper = LayerHelper("edit_distance")
     if ignored_tokens:
         erased = []
@@ -247,7 +247,7 @@ def center_loss(input, label, num_classes, alpha, param_attr, update_center=True
     """Center loss (Wen et al.): half the squared distance of each feature row to its
     class center; the centers (a parameter, initialised 0) move towards their samples at
     rate ``alpha`` at every run when ``update_center``. Returns the loss, [N, 1]."""
-    from ..framework.dtypes import VarType
+    from ..tensor.dtypes import VarType
     from ..initializer import Constant
     from .arg_checks import POSITIVE_INT, check
     from .tensor import create_global_var
@@ -367,7 +367,7 @@ def sampled_softmax_with_cross_entropy(logits, label, num_samples, num_true=1,
     """Softmax cross entropy over the true classes and ``num_samples`` classes drawn
     log-uniformly (the logits corrected by the chance of each being drawn), for
     vocabularies too large for a full softmax. Returns the loss over num_true, [N, 1]."""
-    from ..framework.dtypes import VarType
+    from ..tensor.dtypes import VarType
     from .arg_checks import POSITIVE_INT, check
     check("sampled_softmax_with_cross_entropy", "num_samples", num_samples, POSITIVE_INT)
     check("sampled_softmax_with_cross_entropy", "num_true", num_true, POSITIVE_INT)

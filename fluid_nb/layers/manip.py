@@ -7,7 +7,7 @@ Where Fluid 1.8 takes a Variable for a list argument (slice's starts, split's se
 expand's expand_times, ...), so do these: a whole list as one int tensor, or a list holding
 Variables among ints, each int then becoming a ``fill_constant`` of shape [1]."""
 from ..errors import InvalidArgument, InvalidType
-from ..framework.dtypes import VarType
+from ..tensor.dtypes import VarType
 from ..framework.program import Variable
 from ..layer_helper import LayerHelper
 from .arg_checks import (INT, NAME, NUMBER, Refused, _is_int, activation, boolean, checks,

@@ -27,7 +27,7 @@ _FLOATS = ("float16", "float32", "float64")
 
 def _float_input(where, x):
     """Fluid's check: these layers take float tensors only."""
-    from ..framework.dtypes import dtype_name
+    from ..tensor.dtypes import dtype_name
     from ..errors import InvalidType, expected
     check(where, "x", x, variable)
     if dtype_name(x.dtype) not in _FLOATS:
@@ -186,7 +186,7 @@ def clip_by_norm(x, max_norm, name=None):
 def _dtype_among(where, name, var, allowed):
     """Fluid's check_variable_and_dtype: ``var``'s type is one of ``allowed``."""
     from ..errors import InvalidType, expected
-    from ..framework.dtypes import dtype_name
+    from ..tensor.dtypes import dtype_name
     got = dtype_name(var.dtype)
     if got not in allowed:
         raise InvalidType(expected(where, f"{name}'s dtype", "one of " + ", ".join(allowed),
@@ -206,7 +206,7 @@ def _one_op(op_type, inputs, out_dtype, attrs=None, layer=None, stop_gradient=Fa
 def shape(input):
     """The dims of ``input`` as an int32 tensor of its rank (``shape``); dims unknown when
     the program was built (-1) are the real ones at run time."""
-    from ..framework.dtypes import VarType
+    from ..tensor.dtypes import VarType
     _dtype_among("shape", "input", input, ("float32", "float64", "int32", "int64"))
     return _one_op("shape", {"Input": [input]}, VarType.INT32)
 
@@ -222,7 +222,7 @@ def rank(input):
 @checks(input=variable)
 def size(input):
     """The number of elements of ``input``, an int64 tensor of shape [1] (``size``)."""
-    from ..framework.dtypes import VarType
+    from ..tensor.dtypes import VarType
     return _one_op("size", {"Input": [input]}, VarType.INT64)
 
 
@@ -230,7 +230,7 @@ def size(input):
 def where(condition):
     """The coordinates of the true elements of ``condition``: an int64 tensor [count, rank]
     (Fluid 1.8's one-argument ``where`` is the ``where_index`` op)."""
-    from ..framework.dtypes import VarType
+    from ..tensor.dtypes import VarType
     return _one_op("where_index", {"Condition": [condition]}, VarType.INT64)
 
 
@@ -252,7 +252,7 @@ def nonzero(input, as_tuple=False):
 def argsort(input, axis=-1, descending=False, name=None):
     """``input`` sorted along ``axis`` and the int64 indices of the sorted values:
     returns (out, indices) (``argsort``)."""
-    from ..framework.dtypes import VarType
+    from ..tensor.dtypes import VarType
     _dtype_among("argsort", "input", input,
                  ("float32", "float64", "int16", "int32", "int64", "uint8"))
     rank_ = len(input.shape)
@@ -307,7 +307,7 @@ def has_nan(x):
 @checks(x=variable)
 def isfinite(x):
     """[True] when every element of ``x`` is finite (``isfinite``, a bool of shape [1])."""
-    from ..framework.dtypes import VarType
+    from ..tensor.dtypes import VarType
     _dtype_among("isfinite", "x", x, ("float32", "float64", "int32", "int64"))
     return _one_op("isfinite", {"X": [x]}, VarType.BOOL)
 
@@ -367,7 +367,7 @@ def index_sample(x, index):
 
 
 def _unique(op_type, x, index_dtype, outputs):
-    from ..framework.dtypes import convert_dtype, dtype_name
+    from ..tensor.dtypes import convert_dtype, dtype_name
     _dtype_among(op_type, "x", x, ("float32", "float64", "int32", "int64"))
     vt = convert_dtype(index_dtype)
     if dtype_name(vt) not in ("int32", "int64"):
@@ -420,7 +420,7 @@ def logsumexp(x, dim=None, keepdim=False, out=None, name=None):
 def log_softmax(input, axis=None, dtype=None, name=None):
     """log(softmax(input)) along ``axis`` (the last when None): an optional ``cast`` to
     ``dtype``, then ``softmax`` and ``log`` ops."""
-    from ..framework.dtypes import convert_dtype
+    from ..tensor.dtypes import convert_dtype
     axis = -1 if axis is None else axis
     helper = LayerHelper("log_softmax", name=name)
     source = input
@@ -468,7 +468,7 @@ def clamp(input, min=None, max=None, output=None, name=None):
 @checks(x=variable, y=variable, name=NAME)
 def elementwise_equal(x, y, name=None):
     """x == y elementwise, a bool tensor (the ``equal`` op)."""
-    from ..framework.dtypes import VarType
+    from ..tensor.dtypes import VarType
     helper = LayerHelper("elementwise_equal", name=name)
     out = helper.create_variable_for_type_inference(VarType.BOOL)
     out.stop_gradient = True
@@ -639,7 +639,7 @@ def trace(input, offset=0, dim1=0, dim2=1, out=None, name=None):
         name=NAME)
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False, name=None):
     """[True] when every |input - other| <= atol + rtol * |other| (``allclose``)."""
-    from ..framework.dtypes import VarType
+    from ..tensor.dtypes import VarType
     return _one_op("allclose", {"Input": [input], "Other": [other]}, VarType.BOOL,
                    {"rtol": float(rtol), "atol": float(atol), "equal_nan": equal_nan})
 
@@ -648,6 +648,6 @@ def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False, name=None):
 def sampling_id(x, min=0.0, max=1.0, seed=0, dtype="float32"):
     """One column drawn per row of ``x`` [batch, classes], each row taken as a probability
     distribution (``sampling_id``)."""
-    from ..framework.dtypes import convert_dtype
+    from ..tensor.dtypes import convert_dtype
     return _one_op("sampling_id", {"X": [x]}, convert_dtype(dtype),
                    {"min": float(min), "max": float(max), "seed": seed})

@@ -8,7 +8,7 @@ friends append the comparison ops (bool output); ``-x`` is ``scale(-1)``; ``x @ 
 ``==`` builds an ``equal`` op as in Fluid; Variables stay hashable by identity.
 """
 from ..framework import unique_name
-from ..framework.dtypes import VarType, convert_dtype
+from ..tensor.dtypes import VarType, convert_dtype
 from ..framework.program import Variable
 
 _COMPARE = {"equal", "not_equal", "less_than", "less_equal", "greater_than", "greater_equal"}

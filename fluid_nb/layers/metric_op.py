@@ -1,6 +1,6 @@
 """Metric layers: accuracy (top_k + accuracy ops)."""
 from ..errors import InvalidArgument
-from ..framework.dtypes import VarType
+from ..tensor.dtypes import VarType
 from ..framework.program import Variable
 from ..layer_helper import LayerHelper
 from .nn import topk
@@ -33,7 +33,7 @@ def accuracy(input, label, k=1, correct=None, total=None):
 def mean_iou(input, label, num_classes):
     """Mean intersection over union of predicted and true class ids (segmentation):
     returns ``(mean_iou, out_wrong, out_correct)``, the per-class counts as well."""
-    from ..framework.dtypes import VarType
+    from ..tensor.dtypes import VarType
     from .arg_checks import POSITIVE_INT, check, variable
     check("mean_iou", "input", input, variable)
     check("mean_iou", "label", label, variable)
@@ -55,7 +55,7 @@ def auc(input, label, curve="ROC", num_thresholds=2 ** 12 - 1, topk=1, slide_ste
     last ``slide_steps`` batches and over every batch. Returns ``(auc, batch_auc,
     [batch_stat_pos, batch_stat_neg, stat_pos, stat_neg])``, as Fluid does."""
     from ..framework import unique_name
-    from ..framework.dtypes import VarType
+    from ..tensor.dtypes import VarType
     from ..framework.program import default_main_program, default_startup_program
     from .arg_checks import INT, NON_NEGATIVE_INT, POSITIVE_INT, check, one_of, variable
     check("auc", "input", input, variable)

@@ -8,7 +8,7 @@ Fluid 1.8 function of that name.
 import functools
 
 from ..errors import InvalidArgument
-from ..framework.dtypes import VarType
+from ..tensor.dtypes import VarType
 from ..framework.program import Variable
 from ..initializer import ConstantInitializer, NormalInitializer
 from ..layer_helper import LayerHelper

@@ -6,7 +6,7 @@ Each builds the op types, attributes and parameter names of the Fluid 1.8 functi
 same name; ``fluid.layers`` exports them through ``nn``.
 """
 from ..errors import InvalidArgument
-from ..framework.dtypes import VarType
+from ..tensor.dtypes import VarType
 from ..initializer import NormalInitializer
 from ..layer_helper import LayerHelper
 from .arg_checks import (NAME, POSITIVE_INT, activation, boolean, checks, int_or_ints, one_of,

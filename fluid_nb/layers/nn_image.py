@@ -10,7 +10,7 @@ import numpy as np
 
 from ..errors import InvalidArgument
 from ..framework import unique_name
-from ..framework.dtypes import VarType
+from ..tensor.dtypes import VarType
 from ..framework.program import Variable
 from ..initializer import NormalInitializer
 from ..layer_helper import LayerHelper

@@ -5,7 +5,7 @@ Each builds the op types, attributes and parameter names of the Fluid 1.8 functi
 same name; ``fluid.layers`` exports them through ``nn``.
 """
 from ..errors import InvalidArgument
-from ..framework.dtypes import VarType
+from ..tensor.dtypes import VarType
 from ..framework.program import Variable
 from ..initializer import ConstantInitializer
 from ..layer_helper import LayerHelper

@@ -4,7 +4,7 @@
 As in Fluid, ``name=`` names the output variable itself for these layers.
 """
 from ..errors import InvalidArgument, InvalidType, Unimplemented, expected
-from ..framework.dtypes import convert_dtype, dtype_name
+from ..tensor.dtypes import convert_dtype, dtype_name
 from ..framework.program import Variable
 from ..layer_helper import LayerHelper
 from ..ops import registry

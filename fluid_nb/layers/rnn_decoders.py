@@ -16,7 +16,7 @@ import collections
 
 import numpy as np
 
-from ..framework.dtypes import VarType, convert_dtype
+from ..tensor.dtypes import VarType, convert_dtype
 from ..framework.program import default_main_program
 from ..layer_helper import LayerHelper
 from . import control_flow, creation, manip, math, nn, ops, tensor

@@ -24,7 +24,7 @@ import contextlib
 
 from ..errors import InvalidArgument
 from ..framework import unique_name
-from ..framework.dtypes import VarType
+from ..tensor.dtypes import VarType
 from ..framework.program import Variable
 from ..framework import transaction
 from ..framework.transaction import atomic

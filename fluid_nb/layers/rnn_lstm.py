@@ -2,7 +2,7 @@
 stacked padded LSTM (``lstm``, op ``cudnn_lstm``), with Paddle's parameter shapes and names
 (``lstmp_0.w_0`` [P, 4D], ``lstmp_0.w_1`` [D, P], ``lstmp_0.b_0``; ``cudnn_lstm_0.w_0``
 flat)."""
-from ..framework.dtypes import convert_dtype
+from ..tensor.dtypes import convert_dtype
 from ..layer_helper import LayerHelper
 from ..ops.rnn_lstm import weight_size
 from .arg_checks import (POSITIVE_INT, Refused, boolean, checks, int_in, one_of, optional,

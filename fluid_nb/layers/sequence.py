@@ -5,7 +5,7 @@ row; ``sequence_last_step``/``sequence_first_step`` are pools of type LAST/FIRST
 ``sequence_conv`` convolves along time within each sequence. Output LoD follows Paddle.
 """
 from ..errors import InvalidArgument, InvalidType
-from ..framework.dtypes import VarType, convert_dtype
+from ..tensor.dtypes import VarType, convert_dtype
 from ..framework.program import Variable
 from ..layer_helper import LayerHelper
 from .arg_checks import (INT, NAME, NUMBER, POSITIVE_INT, activation, boolean, checks, dtype,

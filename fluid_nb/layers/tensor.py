@@ -4,7 +4,7 @@ create_global_var)."""
 import numpy as np
 
 from ..errors import InvalidArgument
-from ..framework.dtypes import VarType, convert_dtype
+from ..tensor.dtypes import VarType, convert_dtype
 from ..framework.program import Variable
 from ..initializer import ConstantInitializer, assign_value_op, force_init_on_cpu
 from ..layer_helper import LayerHelper

@@ -16,7 +16,7 @@ from time import perf_counter
 from ..errors import FluidError, PreconditionNotMet, Unimplemented
 from ..exec.executor import (KernelContext, PreparedOp, _feed_tensor, _located, _make_step,
                              _output_values)
-from ..exec.tensor import LoDTensor
+from ..tensor.tensor import LoDTensor
 from ..framework.program import EMPTY_VAR_NAME
 from ..memory.arena import set_handler
 from ..memory.places import host_arena

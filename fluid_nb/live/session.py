@@ -29,9 +29,9 @@ import numpy as np
 
 from ..errors import FluidError, InvalidArgument, PreconditionNotMet
 from ..exec import executor as _executor
-from ..exec.place import CPUPlace
+from ..tensor.place import CPUPlace
 from ..exec.scope import Scope, _switch_scope, global_scope
-from ..exec.tensor import LoDTensor, LoDTensorArray, SelectedRows
+from ..tensor.tensor import LoDTensor, LoDTensorArray, SelectedRows
 from ..framework import program as _fw
 from ..framework import unique_name
 from ..framework.program import (Program, Variable, default_main_program,

@@ -9,9 +9,9 @@ import html
 import numpy as np
 
 from ..exec.scope import Scope
-from ..exec.tensor import LoDTensor, LoDTensorArray, SelectedRows
+from ..tensor.tensor import LoDTensor, LoDTensorArray, SelectedRows
 from ..framework.attrs import AttrType
-from ..framework.dtypes import dtype_name
+from ..tensor.dtypes import dtype_name
 from ..framework.program import EMPTY_VAR_NAME, Program, Variable, holds_tensor
 
 # wide op tables scroll inside the output and long names wrap, instead of being clipped

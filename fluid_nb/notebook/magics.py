@@ -43,7 +43,7 @@ _LINE_COMMANDS = ("show", "reset", "save", "graph", "dot", "ops", "scope")
 def _place(name):
     if name is None:
         return None
-    from ..exec.place import CPUPlace, CUDAPlace
+    from ..tensor.place import CPUPlace, CUDAPlace
     return CPUPlace() if name == "cpu" else CUDAPlace(0)
 
 

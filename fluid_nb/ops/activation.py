@@ -4,7 +4,7 @@ Each grad op takes only what its formula needs, as Paddle's do: Out for relu, si
 tanh, exp and sqrt; X for leaky_relu, log, square, abs and clip.
 """
 from ..errors import InvalidArgument, InvalidType, expected
-from ..framework.dtypes import VarType, dtype_name
+from ..tensor.dtypes import VarType, dtype_name
 from .common import unary_op
 from .registry import def_op, find, grad_maker, same_shape
 

@@ -10,8 +10,8 @@ writes costs O(n), not O(n^2). The gradient of a
 write is a read of the gradient array at the same index, and the other way round.
 """
 from ..errors import InvalidArgument, expected
-from ..exec.tensor import LoDTensor, LoDTensorArray, SelectedRows
-from ..framework.dtypes import VarType, to_numpy_dtype
+from ..tensor.tensor import LoDTensor, LoDTensorArray, SelectedRows
+from ..tensor.dtypes import VarType, to_numpy_dtype
 from .creation import _parse_str_value, dtype_attr
 from .lod_ops import host_int
 from .registry import def_op, grad_maker, no_gradient

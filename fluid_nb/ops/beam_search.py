@@ -13,7 +13,7 @@ whose kept items all continue ended prefixes is finished and drops out (no items
 import numpy as np
 
 from ..errors import InvalidArgument, expected
-from ..exec.tensor import LoDTensor, LoDTensorArray
+from ..tensor.tensor import LoDTensor, LoDTensorArray
 from .registry import def_op, no_gradient
 
 
@@ -111,7 +111,7 @@ def _beam_search_infer(ctx):
     ctx.set_output("selected_ids", (-1, 1), ctx.input_dtype("pre_ids"), lod_level=2)
     ctx.set_output("selected_scores", (-1, 1), ctx.input_dtype("scores"), lod_level=2)
     if ctx.has_output("parent_idx"):
-        from ..framework.dtypes import VarType
+        from ..tensor.dtypes import VarType
         ctx.set_output("parent_idx", (-1,), VarType.INT32)
 
 
@@ -182,7 +182,7 @@ def _beam_search_decode(ctx, ids, scores):
 
 
 def _decode_infer(ctx):
-    from ..framework.dtypes import VarType
+    from ..tensor.dtypes import VarType
     ctx.set_output("SentenceIds", (-1,), VarType.INT64, lod_level=2)
     ctx.set_output("SentenceScores", (-1,), VarType.FP32, lod_level=2)
 

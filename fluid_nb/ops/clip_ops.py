@@ -11,8 +11,8 @@ distinct rows, sorted, with the values of repeated rows summed.
 import numpy as np
 
 from ..errors import InvalidArgument, expected
-from ..exec.tensor import LoDTensor, SelectedRows
-from ..framework.dtypes import VarType
+from ..tensor.tensor import LoDTensor, SelectedRows
+from ..tensor.dtypes import VarType
 from ..framework.program import EMPTY_VAR_NAME
 from .registry import def_op, grad_maker, grads_like, same_shape
 

@@ -5,8 +5,8 @@ NumPy-style and treat any nonzero input as true.
 """
 import numpy as np
 
-from ..exec.tensor import LoDTensor
-from ..framework.dtypes import VarType
+from ..tensor.tensor import LoDTensor
+from ..tensor.dtypes import VarType
 from .common import aligned, broadcast_shape
 from .registry import def_op
 

@@ -28,8 +28,8 @@ from ..errors import InvalidArgument, expected
 from ..exec.executor import names_in_block
 from ..exec.frame import BodyFrame, names_held, reusable
 from ..exec.scope import ScopeVariable
-from ..exec.tensor import LoDTensor, LoDTensorArray
-from ..framework.dtypes import VarType, is_float_dtype, to_numpy_dtype
+from ..tensor.tensor import LoDTensor, LoDTensorArray
+from ..tensor.dtypes import VarType, is_float_dtype, to_numpy_dtype
 from ..framework.program import EMPTY_VAR_NAME, grad_var_name
 from . import registry
 from .registry import def_op

@@ -535,7 +535,7 @@ def _pool_infer_shape(rank, with_index=False):
         shape = _layout(x_shape[0], channels_of(x_shape, last), g.out, last)
         ctx.set_output("Out", shape, ctx.input_dtype("X"))
         if with_index and ctx.has_output("Mask"):
-            from ..framework.dtypes import VarType
+            from ..tensor.dtypes import VarType
             ctx.set_output("Mask", shape, VarType.INT32)
     return infer
 

@@ -12,8 +12,8 @@ import math
 import numpy as np
 
 from ..errors import InvalidArgument, expected
-from ..exec.tensor import LoDTensor, LoDTensorArray, SelectedRows
-from ..framework.dtypes import DATA_TYPES, VarType, convert_dtype, to_numpy_dtype
+from ..tensor.tensor import LoDTensor, LoDTensorArray, SelectedRows
+from ..tensor.dtypes import DATA_TYPES, VarType, convert_dtype, to_numpy_dtype
 from ..framework.program import EMPTY_VAR_NAME
 from .registry import def_op, grad_maker, no_gradient, same_shape
 

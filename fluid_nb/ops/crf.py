@@ -20,8 +20,8 @@ kernels do); the arrays they use are the place's (``ctx.xp``).
 import numpy as np
 
 from ..errors import InvalidArgument, expected
-from ..exec.tensor import LoDTensor
-from ..framework.dtypes import VarType
+from ..tensor.tensor import LoDTensor
+from ..tensor.dtypes import VarType
 from ..framework.infer import dims_match
 from .registry import def_op
 

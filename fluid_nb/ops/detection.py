@@ -6,8 +6,8 @@ either (Paddle's detection models train through other ops)."""
 import numpy as np
 
 from ..errors import Unimplemented, expected
-from ..exec.tensor import LoDTensor
-from ..framework.dtypes import VarType
+from ..tensor.tensor import LoDTensor
+from ..tensor.dtypes import VarType
 from .registry import def_op, no_gradient
 
 

@@ -7,8 +7,8 @@ None has a gradient."""
 import numpy as np
 
 from ..errors import InvalidArgument, expected
-from ..exec.tensor import LoDTensor
-from ..framework.dtypes import VarType
+from ..tensor.tensor import LoDTensor
+from ..tensor.dtypes import VarType
 from .detection import nms
 from .registry import def_op, no_gradient
 

@@ -6,8 +6,8 @@ decoding with assignment (``box_decoder_and_assign``), and the other suppression
 import numpy as np
 
 from ..errors import InvalidArgument, expected
-from ..exec.tensor import LoDTensor
-from ..framework.dtypes import VarType
+from ..tensor.tensor import LoDTensor
+from ..tensor.dtypes import VarType
 from .detection import iou_matrix, nms
 from .registry import def_op, no_gradient
 

@@ -7,8 +7,8 @@ A batch of ground truths is a LoD tensor: one LoD level gives each image's rows.
 import numpy as np
 
 from ..errors import InvalidArgument, expected
-from ..exec.tensor import LoDTensor
-from ..framework.dtypes import VarType
+from ..tensor.tensor import LoDTensor
+from ..tensor.dtypes import VarType
 from .registry import def_op, grads_like, no_gradient
 
 _EPS = 1e-6  # a distance below this is no overlap at all

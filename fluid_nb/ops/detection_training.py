@@ -10,8 +10,8 @@ one LoD level gives each image's rows; ``ImInfo`` [N, 3] holds each image's
 import numpy as np
 
 from ..errors import InvalidArgument, expected
-from ..exec.tensor import LoDTensor
-from ..framework.dtypes import VarType
+from ..tensor.tensor import LoDTensor
+from ..tensor.dtypes import VarType
 from .registry import def_op, grad_maker, grads_like, no_gradient
 
 _TIE = 1e-5  # overlaps closer than this are the same overlap

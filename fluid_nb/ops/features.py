@@ -2,8 +2,8 @@
 import numpy as np
 
 from ..errors import InvalidArgument, expected
-from ..exec.tensor import LoDTensor
-from ..framework.dtypes import VarType
+from ..tensor.tensor import LoDTensor
+from ..tensor.dtypes import VarType
 from .registry import def_op, grad_maker, grads_like, no_gradient
 
 _MASK = (1 << 64) - 1

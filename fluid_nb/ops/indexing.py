@@ -5,7 +5,7 @@ Index tensors are read on the host (``host_ints``), as Paddle reads them on the 
 compile-time dim is -1 where it depends on a tensor's value.
 """
 from ..errors import InvalidArgument, expected
-from ..framework.dtypes import VarType
+from ..tensor.dtypes import VarType
 from .creation import host_ints
 from .lookup import _index_add
 from .registry import def_op, grad_maker, grads_like, no_gradient

@@ -3,7 +3,7 @@ assign_value (a constant tensor written into the op's attributes)."""
 import numpy as np
 
 from ..errors import InvalidArgument, expected
-from ..framework.dtypes import VarType, convert_dtype, to_numpy_dtype
+from ..tensor.dtypes import VarType, convert_dtype, to_numpy_dtype
 from .registry import def_op
 
 

@@ -1,5 +1,5 @@
 """feed and fetch: how values enter and leave a run (columns of the feed/fetch lists)."""
-from ..exec.tensor import LoDTensor
+from ..tensor.tensor import LoDTensor
 from .registry import def_op
 
 

@@ -16,9 +16,9 @@ Index bookkeeping stays on the host (NumPy); data moves with ``ctx.xp``.
 import numpy as np
 
 from ..errors import InvalidArgument, OutOfRange, expected
-from ..exec.lod_rank_table import LoDRankTable
-from ..exec.tensor import LoDTensor, LoDTensorArray, lengths_to_offsets
-from ..framework.dtypes import VarType
+from ..tensor.lod_rank_table import LoDRankTable
+from ..tensor.tensor import LoDTensor, LoDTensorArray, lengths_to_offsets
+from ..tensor.dtypes import VarType
 from .common import kept_plan
 from .registry import def_op
 

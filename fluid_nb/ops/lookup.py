@@ -2,8 +2,8 @@
 ``gather``. Their gradients scatter-add the output gradient back into the source's rows
 (a sparse lookup's gradient is SelectedRows: the rows it used)."""
 from ..errors import InvalidArgument, expected
-from ..exec.tensor import LoDTensor, SelectedRows
-from ..framework.dtypes import VarType, convert_dtype, to_numpy_dtype
+from ..tensor.tensor import LoDTensor, SelectedRows
+from ..tensor.dtypes import VarType, convert_dtype, to_numpy_dtype
 from ..framework.infer import dims_match
 from .registry import def_op, grad_maker, grads_like
 

@@ -8,8 +8,8 @@ Hard labels are integer class ids whose shape is the input's with the class dim 
 import numpy as np
 
 from ..errors import InvalidArgument, expected
-from ..exec.tensor import LoDTensor
-from ..framework.dtypes import VarType
+from ..tensor.tensor import LoDTensor
+from ..tensor.dtypes import VarType
 from ..framework.infer import dims_match
 from .registry import def_op, grad_maker
 

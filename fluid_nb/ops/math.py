@@ -5,8 +5,8 @@ Shapes follow Paddle 2.6, where reductions to a single value are 0-D: ``mean``, 
 vectors all give shape ``[]``.
 """
 from ..errors import InvalidArgument, Unimplemented, expected
-from ..exec.tensor import LoDTensor, LoDTensorArray, SelectedRows
-from ..framework.dtypes import VarType, convert_dtype, to_numpy_dtype
+from ..tensor.tensor import LoDTensor, LoDTensorArray, SelectedRows
+from ..tensor.dtypes import VarType, convert_dtype, to_numpy_dtype
 from ..framework.infer import dims_match
 from ..framework.program import EMPTY_VAR_NAME
 from .common import elementwise_op, unbroadcast

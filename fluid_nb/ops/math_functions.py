@@ -8,7 +8,7 @@ sorted values and their int64 indices, ``unique`` the values in order of first a
 import numpy as np
 
 from ..errors import InvalidArgument, expected
-from ..framework.dtypes import VarType, to_numpy_dtype
+from ..tensor.dtypes import VarType, to_numpy_dtype
 from .creation import dtype_attr
 from .lookup import _index_add
 from .registry import def_op, grad_maker, grads_like, no_gradient, same_shape

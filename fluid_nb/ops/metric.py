@@ -3,8 +3,8 @@
 import numpy as np
 
 from ..errors import InvalidArgument, expected
-from ..exec.tensor import LoDTensor
-from ..framework.dtypes import VarType
+from ..tensor.tensor import LoDTensor
+from ..tensor.dtypes import VarType
 from ..framework.infer import dims_match
 from .registry import def_op, grad_maker, grads_like, no_gradient
 

@@ -4,7 +4,7 @@ batch_norm and layer_norm in ``norm`` (imported below so the family registers th
 import numpy as np
 
 from ..errors import PreconditionNotMet, expected
-from ..framework.dtypes import VarType
+from ..tensor.dtypes import VarType
 from .registry import def_op, grad_maker, same_shape
 from . import conv, norm  # noqa: F401  (register their ops with this family)
 

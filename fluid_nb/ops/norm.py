@@ -1,6 +1,6 @@
 """Normalisation: batch_norm, layer_norm, instance_norm, group_norm, lrn, data_norm and
 inplace_abn with their grad ops."""
-from ..framework.dtypes import VarType
+from ..tensor.dtypes import VarType
 from .registry import def_op, grad_maker, grads_like
 
 

@@ -23,8 +23,8 @@ import math
 import numpy as np
 
 from ..errors import InvalidArgument, expected
-from ..exec.tensor import LoDTensor, SelectedRows
-from ..framework.dtypes import VarType
+from ..tensor.tensor import LoDTensor, SelectedRows
+from ..tensor.dtypes import VarType
 from ..framework.infer import dims_match
 from .clip_ops import merged_rows
 from .common import unary_op

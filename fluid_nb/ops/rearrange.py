@@ -7,7 +7,7 @@ permutation of the output gradient.
 """
 import numpy as np
 
-from ..exec.tensor import LoDTensor
+from ..tensor.tensor import LoDTensor
 from .conv_nd import ConvGeometry, col2im, pad_spatial, windows
 from .registry import def_op, grad_maker, grads_like, same_shape
 

@@ -34,7 +34,7 @@ Registering a type twice is an error; a missing op names the op and what to add.
 """
 from ..errors import InvalidArgument, NotFound, Unimplemented, expected
 from ..framework.attrs import ATTR_TYPE_NAMES, AttrType, normalize_attr
-from ..framework.dtypes import VarType
+from ..tensor.dtypes import VarType
 from ..framework.infer import InferShapeContext
 
 _OPS = {}

@@ -9,7 +9,7 @@ keep the activated values: ``d act(x) / dx`` is ``y(1-y)`` for sigmoid, ``1-y^2`
 import numpy as np
 
 from ..errors import InvalidArgument, expected
-from ..exec.tensor import offsets_to_lengths
+from ..tensor.tensor import offsets_to_lengths
 
 #: gru_unit's integer activation codes (Paddle's GRUActivationType)
 GRU_UNIT_ACTIVATIONS = {0: "identity", 1: "sigmoid", 2: "tanh", 3: "relu"}

@@ -16,8 +16,8 @@ import math
 import numpy as np
 
 from ..errors import InvalidArgument, expected
-from ..exec.tensor import LoDTensor
-from ..framework.dtypes import VarType
+from ..tensor.tensor import LoDTensor
+from ..tensor.dtypes import VarType
 from .creation import host_ints
 from .lookup import _index_add
 from .registry import def_op, grads_like

@@ -3,8 +3,8 @@ spectral_norm, similarity_focus and random_crop (with grad ops where Paddle has 
 import numpy as np
 
 from ..errors import Unimplemented, expected
-from ..exec.tensor import LoDTensor
-from ..framework.dtypes import VarType
+from ..tensor.tensor import LoDTensor
+from ..tensor.dtypes import VarType
 from .conv_nd import ConvGeometry, col2im, pad_spatial, windows
 from .creation import host_ints
 from .lookup import _index_add

@@ -13,8 +13,8 @@ the math runs on ``ctx.xp``.
 import numpy as np
 
 from ..errors import InvalidArgument, expected
-from ..exec.tensor import LoDTensor, offsets_to_lengths
-from ..framework.dtypes import VarType
+from ..tensor.tensor import LoDTensor, offsets_to_lengths
+from ..tensor.dtypes import VarType
 from ..framework.infer import dims_match
 from .common import kept_plan
 from .registry import def_op, grad_maker, grads_like

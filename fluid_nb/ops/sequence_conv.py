@@ -2,7 +2,7 @@
 followed by a matmul with Filter), with zero or trainable padding at sequence edges."""
 import numpy as np
 
-from ..exec.tensor import LoDTensor
+from ..tensor.tensor import LoDTensor
 from ..framework.infer import dims_match
 from .registry import def_op, grads_like
 from .sequence import lod_of, scatter_rows

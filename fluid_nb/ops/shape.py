@@ -13,8 +13,8 @@ transpose2 drops it.
 import math
 
 from ..errors import InvalidArgument, expected
-from ..exec.tensor import LoDTensor, LoDTensorArray
-from ..framework.dtypes import VarType
+from ..tensor.tensor import LoDTensor, LoDTensorArray
+from ..tensor.dtypes import VarType
 from ..framework.program import EMPTY_VAR_NAME
 from .creation import host_ints, numel_of
 from .registry import def_op, grad_maker, grads_like

@@ -10,7 +10,7 @@ from google.protobuf.message import DecodeError
 
 from ..errors import InvalidArgument, expected
 from ..framework.attrs import AttrType, attr_problems
-from ..framework.dtypes import VarType
+from ..tensor.dtypes import VarType
 from ..framework.program import Block, Operator, Parameter, Program, Variable
 from . import framework_pb2 as pb
 from . import wire

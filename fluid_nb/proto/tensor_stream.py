@@ -19,7 +19,7 @@ import struct
 import numpy as np
 
 from ..errors import InvalidArgument, expected
-from ..framework.dtypes import VarType, dtype_size, to_numpy_dtype
+from ..tensor.dtypes import VarType, dtype_size, to_numpy_dtype
 from . import framework_pb2 as pb
 from . import wire
 
@@ -35,7 +35,7 @@ def write_lod_tensor(out, array, lod=()):
         out.write(offsets.tobytes())
     out.write(struct.pack("<I", 0))
     desc = pb.VarType.TensorDesc()
-    from ..framework.dtypes import convert_dtype
+    from ..tensor.dtypes import convert_dtype
     desc.data_type = int(convert_dtype(array.dtype))
     desc.dims.extend(array.shape)
     raw = desc.SerializeToString()

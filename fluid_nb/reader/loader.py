@@ -23,9 +23,9 @@ import numpy as np
 
 from ..data_feeder import DataFeeder
 from ..errors import InvalidArgument, InvalidType, OutOfRange, PreconditionNotMet, expected
-from ..exec.tensor import LoDTensor
+from ..tensor.tensor import LoDTensor
 from ..framework import unique_name
-from ..framework.dtypes import VarType
+from ..tensor.dtypes import VarType
 from ..framework.program import Variable, default_main_program
 
 __all__ = ["DataLoader", "PyReader", "default_collate_fn", "EOFException"]

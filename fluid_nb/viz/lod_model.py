@@ -51,8 +51,8 @@ from bisect import bisect_right
 import numpy as np
 
 from ..errors import InvalidArgument
-from ..exec.place import place_of
-from ..exec.tensor import LoDTensor, check_lod, lod_from_row_offsets, offsets_to_lengths
+from ..tensor.place import place_of
+from ..tensor.tensor import LoDTensor, check_lod, lod_from_row_offsets, offsets_to_lengths
 
 __all__ = ["lod_model", "lod_from_row_offsets", "json_value", "host_rows", "preview_values",
            "row_starts"]

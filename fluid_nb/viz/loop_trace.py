@@ -76,11 +76,11 @@ import copy
 
 from ..errors import InvalidArgument, NotFound, expected
 from ..exec.executor import Executor, PreparedOp, _fetch_names
-from ..exec.lod_rank_table import LoDRankTable
-from ..exec.place import CPUPlace
+from ..tensor.lod_rank_table import LoDRankTable
+from ..tensor.place import CPUPlace
 from ..exec.scope import Scope, global_scope
-from ..exec.tensor import LoDTensor, LoDTensorArray
-from ..framework.dtypes import VarType
+from ..tensor.tensor import LoDTensor, LoDTensorArray
+from ..tensor.dtypes import VarType
 from ..framework.program import Operator, Program, default_main_program
 from .lod_model import lod_model, row_starts
 from .scope_model import describe_value

@@ -23,7 +23,7 @@ import weakref
 
 from ..errors import InvalidArgument
 from ..framework.attrs import AttrType
-from ..framework.dtypes import dtype_name
+from ..tensor.dtypes import dtype_name
 from ..framework.program import EMPTY_VAR_NAME, GRAD_SUFFIX, Program, holds_tensor
 from . import dot as _dot
 

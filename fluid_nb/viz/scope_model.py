@@ -40,10 +40,10 @@ Invariants:
 import numpy as np
 
 from ..errors import InvalidArgument, expected
-from ..exec.lod_rank_table import LoDRankTable
-from ..exec.place import place_of
+from ..tensor.lod_rank_table import LoDRankTable
+from ..tensor.place import place_of
 from ..exec.scope import Scope
-from ..exec.tensor import LoDTensor, LoDTensorArray, SelectedRows
+from ..tensor.tensor import LoDTensor, LoDTensorArray, SelectedRows
 from .lod_model import preview_values
 
 __all__ = ["scope_model", "describe_value"]

@@ -15,7 +15,7 @@ import traitlets
 
 from .. import memory
 from ..errors import InvalidArgument
-from ..exec.place import CPUPlace
+from ..tensor.place import CPUPlace
 from ..exec.scope import Scope, global_scope
 from ..framework.program import Program
 from ..live import session as _live

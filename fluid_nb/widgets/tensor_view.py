@@ -3,7 +3,7 @@ top-level sequence (the model is :func:`fluid_nb.viz.lod_model.lod_model`'s)."""
 import traitlets
 
 from ..errors import InvalidArgument
-from ..exec.tensor import LoDTensor
+from ..tensor.tensor import LoDTensor
 from ..viz.lod_model import lod_model
 from ._base import ViewWidget, json_clean
 

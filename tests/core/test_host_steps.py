@@ -7,10 +7,10 @@ import pytest
 
 import fluid_nb as fluid
 from fluid_nb.exec.executor import Executor, _make_step
-from fluid_nb.exec.lod_rank_table import LoDRankTable
+from fluid_nb.tensor.lod_rank_table import LoDRankTable
 from fluid_nb.exec.scope import Scope
-from fluid_nb.exec.tensor import LoDTensor, LoDTensorArray
-from fluid_nb.framework.dtypes import VarType
+from fluid_nb.tensor.tensor import LoDTensor, LoDTensorArray
+from fluid_nb.tensor.dtypes import VarType
 from fluid_nb.ops import registry
 
 HOST_STEP_OPS = ["read_from_array", "write_to_array", "increment", "less_than", "less_equal",

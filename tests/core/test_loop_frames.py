@@ -11,7 +11,7 @@ from fluid_nb import layers
 from fluid_nb.errors import FluidError
 from fluid_nb.exec.frame import BodyFrame, names_held
 from fluid_nb.exec.scope import KeptScope, Scope
-from fluid_nb.exec.tensor import LoDTensor
+from fluid_nb.tensor.tensor import LoDTensor
 
 
 def test_a_kept_scope_makes_its_holders_when_first_asked_for():

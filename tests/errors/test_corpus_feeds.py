@@ -8,7 +8,7 @@ import pytest
 
 import fluid_nb as fluid
 from fluid_nb.data_feeder import DataFeeder
-from fluid_nb.exec.tensor import LoDTensor
+from fluid_nb.tensor.tensor import LoDTensor
 
 from .corpus import Case, check, state_of
 

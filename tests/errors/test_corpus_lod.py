@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import fluid_nb as fluid
-from fluid_nb.exec.tensor import LoDTensor, create_lod_tensor
+from fluid_nb.tensor.tensor import LoDTensor, create_lod_tensor
 
 from .corpus import Case, check
 

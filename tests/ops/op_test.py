@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import fluid_nb as fluid
-from fluid_nb.framework.dtypes import convert_dtype
+from fluid_nb.tensor.dtypes import convert_dtype
 from fluid_nb.framework.program import EMPTY_VAR_NAME
 from fluid_nb.ops import registry
 from fluid_nb.proto.paddle_versions import PADDLE_VERSION

@@ -5,7 +5,7 @@ import pytest
 
 import fluid_nb as fluid
 from fluid_nb.errors import InvalidArgument
-from fluid_nb.exec.tensor import LoDTensor, LoDTensorArray
+from fluid_nb.tensor.tensor import LoDTensor, LoDTensorArray
 from fluid_nb.ops import registry
 
 from .op_test import OpCase, check_output

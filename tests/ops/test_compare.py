@@ -107,7 +107,7 @@ def test_no_gradients():
 
 def test_same_shape_with_a_bool_dtype_gives_bool():
     """BOOL is VarType 0: same_shape(dtype=BOOL) must not take it for "no dtype given"."""
-    from fluid_nb.framework.dtypes import VarType
+    from fluid_nb.tensor.dtypes import VarType
     from fluid_nb.ops import registry
     infer = registry.same_shape("X", "Out", dtype=VarType.BOOL)
     program = fluid.Program()

@@ -9,8 +9,8 @@ import pytest
 import fluid_nb as fluid
 import fluid_nb.ops.control_flow  # noqa: F401  (until control_flow is in ops/_families.py)
 from fluid_nb.errors import InvalidArgument
-from fluid_nb.exec.tensor import LoDTensor
-from fluid_nb.framework.dtypes import VarType
+from fluid_nb.tensor.tensor import LoDTensor
+from fluid_nb.tensor.dtypes import VarType
 
 L = fluid.layers
 FIXTURE = os.path.join(os.path.dirname(__file__), "..", "fixtures", "paddle", "programs",

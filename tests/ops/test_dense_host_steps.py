@@ -4,7 +4,7 @@ kernel leaves or raises what it raises."""
 import numpy as np
 import pytest
 
-from fluid_nb.exec.tensor import LoDTensor, SelectedRows
+from fluid_nb.tensor.tensor import LoDTensor, SelectedRows
 from fluid_nb.ops import registry
 from tests.core.test_host_steps import _host_agrees, _run_one, Executor, KernelsOnly
 

@@ -14,9 +14,9 @@ import fluid_nb as fluid
 import fluid_nb.ops.array_ops  # noqa: F401  (until the family list names these modules)
 import fluid_nb.ops.lod_ops  # noqa: F401
 from fluid_nb.errors import InvalidArgument, OutOfRange
-from fluid_nb.exec.lod_rank_table import LoDRankTable
-from fluid_nb.exec.tensor import LoDTensor, LoDTensorArray
-from fluid_nb.framework.dtypes import VarType
+from fluid_nb.tensor.lod_rank_table import LoDRankTable
+from fluid_nb.tensor.tensor import LoDTensor, LoDTensorArray
+from fluid_nb.tensor.dtypes import VarType
 from fluid_nb.ops import registry
 
 from .op_test import OpCase, assert_build_fails, check_output, table_tests

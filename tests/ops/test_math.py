@@ -4,7 +4,7 @@ import pytest
 
 import fluid_nb as fluid
 from fluid_nb.errors import InvalidArgument
-from fluid_nb.exec.tensor import LoDTensor, SelectedRows
+from fluid_nb.tensor.tensor import LoDTensor, SelectedRows
 from fluid_nb.ops import registry
 from fluid_nb.proto.paddle_versions import PADDLE_VERSION
 

@@ -184,7 +184,7 @@ def test_dropout_upscale_preserves_mean():
 
 
 def test_dropout_mask_declared_uint8():
-    from fluid_nb.framework.dtypes import VarType
+    from fluid_nb.tensor.dtypes import VarType
     program, op, _, _ = build(OpCase("dropout", {"X": r(2, 3)}))
     mask = program.global_block().var(op.outputs["Mask"][0])
     assert mask.dtype == VarType.UINT8 and mask.shape == (2, 3)

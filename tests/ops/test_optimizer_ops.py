@@ -8,8 +8,8 @@ import pytest
 import fluid_nb as fluid
 import fluid_nb.ops.optimizer_ops  # noqa: F401  (registers the family before _families does)
 from fluid_nb.errors import InvalidArgument
-from fluid_nb.exec.tensor import LoDTensor, SelectedRows
-from fluid_nb.framework.dtypes import VarType
+from fluid_nb.tensor.tensor import LoDTensor, SelectedRows
+from fluid_nb.tensor.dtypes import VarType
 from fluid_nb.ops import registry
 
 from .op_test import OpCase, check_output, table_tests

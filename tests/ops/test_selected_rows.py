@@ -5,7 +5,7 @@ import pytest
 import fluid_nb as fluid
 from fluid_nb import core
 from fluid_nb.errors import InvalidArgument, OutOfRange
-from fluid_nb.exec.tensor import LoDTensor, SelectedRows
+from fluid_nb.tensor.tensor import LoDTensor, SelectedRows
 
 
 def test_rows_height_and_sync_index_are_methods_as_in_fluid():

@@ -5,7 +5,7 @@ import pytest
 import fluid_nb as fluid
 
 from fluid_nb.errors import InvalidArgument
-from fluid_nb.framework.dtypes import VarType
+from fluid_nb.tensor.dtypes import VarType
 from fluid_nb.ops import registry
 
 from .op_test import EachLoD, OpCase, build, check_output, run_case, table_tests
@@ -115,7 +115,7 @@ CREATION_CASES = [
 
 
 def test_fill_zeros_like_of_tensors_and_arrays_keeps_shapes_dtypes_and_lod():
-    from fluid_nb.exec.tensor import LoDTensor, LoDTensorArray
+    from fluid_nb.tensor.tensor import LoDTensor, LoDTensorArray
     kernel = registry.get("fill_zeros_like").kernel_for("cpu")
 
     class Ctx:
@@ -414,7 +414,7 @@ def test_fill_constant_defaults_match_paddle():
 
 
 def test_assign_copies_lod_tensor_array():
-    from fluid_nb.exec.tensor import LoDTensor, LoDTensorArray
+    from fluid_nb.tensor.tensor import LoDTensor, LoDTensorArray
     kernel = registry.get("assign").kernel_for("cpu")
     src = LoDTensorArray([LoDTensor(np.ones(2), [[0, 1, 2]])])
     out = kernel(None, src)

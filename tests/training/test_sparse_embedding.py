@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import fluid_nb as fluid
-from fluid_nb.framework.dtypes import VarType
+from fluid_nb.tensor.dtypes import VarType
 
 
 def _train(is_sparse, make_optimizer, steps=3):

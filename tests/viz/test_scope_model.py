@@ -8,8 +8,8 @@ import pytest
 import fluid_nb as fluid
 from fluid_nb import layers
 from fluid_nb.errors import InvalidArgument
-from fluid_nb.exec.lod_rank_table import LoDRankTable
-from fluid_nb.exec.tensor import LoDTensor, LoDTensorArray, SelectedRows
+from fluid_nb.tensor.lod_rank_table import LoDRankTable
+from fluid_nb.tensor.tensor import LoDTensor, LoDTensorArray, SelectedRows
 from fluid_nb.viz.scope_model import describe_value, scope_model
 
 

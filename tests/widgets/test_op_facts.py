@@ -4,7 +4,7 @@ from types import SimpleNamespace
 import numpy as np
 
 import fluid_nb as fluid
-from fluid_nb.exec.place import CPUPlace
+from fluid_nb.tensor.place import CPUPlace
 from fluid_nb.widgets.op_facts import kernel_name, last_run_seconds, op_facts
 
 

@@ -12,7 +12,7 @@ offset of the last level equals the number of rows.
 import numpy as np
 
 from ..errors import InvalidArgument, OutOfRange, PreconditionNotMet, expected
-from ..framework.dtypes import convert_dtype, to_numpy_dtype
+from .dtypes import convert_dtype, to_numpy_dtype
 from .place import CPUPlace, place_of
 
 
