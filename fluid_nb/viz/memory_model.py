@@ -10,6 +10,8 @@ HTML fallback.
      "map": block_map(...), "timeline": timeline(...) or None,
      "variables": variable_table(...), "colours": {name: css colour}}
 
+(the colours go by the table's order, then by name, :func:`colour_at`)
+
 ``block_map(blocks, stats)`` -- the chunks as bars::
 
     {"chunk_size": b, "min_block": b, "fragmentation": f, "free": b, "largest_free": b,
@@ -43,10 +45,9 @@ Nothing here changes the arena; reading the events drains them (``fluid.memory.e
 so callers pass the events they read.
 """
 import html
-import zlib
 
 __all__ = ["MEMORY_FORMAT", "block_map", "timeline", "variable_table", "memory_model",
-           "memory_html", "timeline_svg", "op_label", "colour_of", "bytes_text"]
+           "memory_html", "timeline_svg", "op_label", "colour_at", "bytes_text"]
 
 MEMORY_FORMAT = "fluid-nb.memory"
 
@@ -74,11 +75,10 @@ def op_label(op):
     return f"{kind} #{index}" + (f" (block {block})" if block else "")
 
 
-def colour_of(name):
-    """The colour a variable is drawn in: a hue from a hash of its name, so it keeps its
-    colour from one refresh (and one run) to the next."""
-    hue = zlib.crc32(name.encode()) * 137.508 % 360
-    return f"hsl({hue:.0f}, 62%, 58%)"
+def colour_at(rank):
+    """The colour of the ``rank``-th variable (by block size, largest first): hues spread by
+    the golden angle, so the big blocks that sit side by side never look alike."""
+    return f"hsl({rank * 137.508 % 360:.0f}, 62%, 58%)"
 
 
 # --- the block map --------------------------------------------------------------------------
@@ -234,15 +234,17 @@ def memory_model(place, scope=None, events=(), title="memory", max_alive=12):
     arena_map = block_map(memory.blocks(place, scope), stats)
     line = timeline(events, max_alive=max_alive)
     table = variable_table(events, holders)
-    names = {row["name"] for row in table}
+    names = [row["name"] for row in table]  # the table's order: the largest first
+    others = set()
     for chunk in arena_map["chunks"]:
-        names.update(b["state"] for b in chunk["blocks"] if b["state"] not in ("free", "used"))
-    names.update(b["state"] for b in arena_map["huge"] if b["state"] not in ("free", "used"))
+        others.update(b["state"] for b in chunk["blocks"])
+    others.update(b["state"] for b in arena_map["huge"])
     for point in (line or {}).get("points", ()):
-        names.update(name for name, _ in point["alive"])
+        others.update(name for name, _ in point["alive"])
+    names += sorted(others - set(names) - {"free", "used"})
     return {"format": MEMORY_FORMAT, "version": 1, "title": title, "stats": stats,
             "map": arena_map, "timeline": line, "variables": table,
-            "colours": {name: colour_of(name) for name in sorted(names)}}
+            "colours": {name: colour_at(rank) for rank, name in enumerate(names)}}
 
 
 # --- HTML for frontends without the widget --------------------------------------------------

@@ -321,3 +321,101 @@ def test_dynamic_rnn_steppers_are_saved_with_their_batches_under_one_megabyte(rn
     size = rnn.saved_size(tmp_path)
     print(f"\n04_dynamic_rnn.ipynb saved with two steppers: {size:,} bytes")
     assert size < 1_000_000
+
+
+# --- 08: memory ------------------------------------------------------------------------------
+MEMORY_NOTEBOOK = "08_memory.ipynb"
+
+
+def _memory_generator():
+    spec = importlib.util.spec_from_file_location("make_memory_notebook",
+                                                  ROOT / "tools" / "make_memory_notebook.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def memory_nb():
+    return Executed(MEMORY_NOTEBOOK)
+
+
+def test_stored_memory_notebook_has_no_outputs_and_is_what_its_generator_writes():
+    stored = (NOTEBOOKS / MEMORY_NOTEBOOK).read_text(encoding="utf-8")
+    assert stored == _memory_generator().text()
+    nb = nbformat.reads(stored, as_version=4)
+    assert all(not cell.outputs for cell in nb.cells if cell.cell_type == "code")
+
+
+@pytest.mark.slow
+def test_memory_notebook_splits_the_chunk_for_three_blocks_and_merges_it_back(memory_nb):
+    assert_clean_run(memory_nb)
+    assert memory_nb.value_after("setup", "chunk size: 16777216 smallest block:") == 256
+    text = memory_nb.text("alloc")
+    # 16 MiB down to 1 KiB is 14 halvings; the 256-byte block splits a free 1 KiB twice
+    assert "splits: 16 allocs: [(1000, 1024), (3000, 4096), (200, 256)]" in text
+    assert memory_nb.value_after("alloc", "used:") == 1024 + 4096 + 256
+    listing = [tuple(line.split()) for line in text.splitlines() if line.startswith("  ")]
+    assert listing[:3] == [("0", "1024", "used"), ("1024", "256", "used"),
+                           ("1280", "256", "free")]
+    assert ("4096", "4096", "used") in listing
+    view = memory_nb.data("alloc-view", "text/html")
+    assert view.count("title='used:") == 3
+    text = memory_nb.text("free")
+    assert "frees: 3 merges: 16" in text
+    assert memory_nb.value_after("free", "blocks:") == [(0, 0, 16777216, "free")]
+    assert "used: 0 largest free: 16777216 fragmentation: 0.0" in text
+
+
+@pytest.mark.slow
+def test_memory_notebook_shows_the_mlp_step_peaking_in_adam(memory_nb):
+    text = memory_nb.text("mlp")
+    peak, op = re.search(r"peak: (\d+) during (.+)", text).groups()
+    assert op.startswith("adam #")
+    extra = int(re.search(r"the step needs at most (\d+) bytes more", text).group(1))
+    before, after = map(int, re.search(r"before the step: (\d+) after: (\d+)", text).groups())
+    assert int(peak) - before == extra and before == after  # a step leaves what it found
+    # Adam's update of the 784x200 weight: three new 1 MiB blocks and its temporaries
+    assert int(peak) - before > 3 << 20
+    page = memory_nb.data("mlp", "text/html")
+    assert "<polyline" in page and "class='fluid-nb-peak'" in page
+    assert f"at {op}" in page
+    lines = memory_nb.text("peak").splitlines()
+    assert lines[0].startswith(f"alive after {op} :")
+    assert lines[1].split() == ["fc_0.w_0", "1048576"]
+    assert "fc_0.w_0 627200 1048576 adam #" in memory_nb.text("peak")
+
+
+@pytest.mark.slow
+def test_memory_notebook_compares_eager_deletion_and_memory_optimize(memory_nb):
+    found = re.findall(r"eager_delete_tensor_gb=\s*(-?[\d.]+)\s+memory_optimize=(\w+)\s+peak "
+                       r"\+\s*([\d,]+) bytes", memory_nb.text("compare"))
+    peaks = {(float(keep), opt == "True"): int(size.replace(",", ""))
+             for keep, opt, size in found}
+    assert len(peaks) == 4
+    assert peaks[-1.0, False] > peaks[0.0, False]  # temporaries kept to the end of the run
+    for keep in (0.0, -1.0):  # renaming never needs more memory
+        assert peaks[keep, True] <= peaks[keep, False]
+
+
+@pytest.mark.slow
+def test_memory_notebook_shows_the_dynamic_rnn_loop_filling_and_releasing(memory_nb):
+    text = memory_nb.text("rnn")
+    forward, backward = map(int, re.search(
+        r"forward loop: (\d+) in the backward loop: (\d+)", text).groups())
+    # 10 steps of the longest sequence, several ops each, both ways
+    assert forward >= 10 * 3 and backward >= 10 * 3
+    before, mid, after = map(int, re.search(
+        r"used: before (\d+) end of the forward loop (\d+) after (\d+)", text).groups())
+    assert mid > before == after
+    peak, op = re.search(r"peak (\d+) during (.+)", text).groups()
+    assert int(peak) >= mid and "(block " in op
+
+
+@pytest.mark.slow
+def test_memory_notebook_saves_its_memory_views_under_one_megabyte(memory_nb, tmp_path):
+    states = memory_nb.widget_states()
+    assert [state["_kind"] for state in states] == ["memory"] * 3  # alloc, MLP, RNN
+    peaks = [s["_model"]["timeline"]["peak"]["label"] for s in states if s["_model"]["timeline"]]
+    assert len(peaks) == 2 and peaks[0].startswith("adam #")
+    assert memory_nb.saved_size(tmp_path) < 1_000_000

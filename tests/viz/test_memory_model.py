@@ -12,7 +12,7 @@ from fluid_nb import flags
 from fluid_nb.memory import places
 from fluid_nb.memory.events import Event
 from fluid_nb.viz.memory_model import (MEMORY_FORMAT, MIN_SHOWN, block_map, bytes_text,
-                                       colour_of, memory_html, memory_model, op_label,
+                                       colour_at, memory_html, memory_model, op_label,
                                        timeline, variable_table)
 
 CPU = fluid.CPUPlace()
@@ -212,7 +212,9 @@ def test_memory_model_joins_the_parts_and_colours_every_named_variable():
     named = {b["state"] for c in model["map"]["chunks"] for b in c["blocks"]} - {"free", "used"}
     named |= {r["name"] for r in model["variables"]}
     assert named <= set(model["colours"])
-    assert model["colours"]["fc_0.w_0"] == colour_of("fc_0.w_0")
+    ranked = [r["name"] for r in model["variables"]]
+    assert [model["colours"][name] for name in ranked[:3]] == [colour_at(k) for k in range(3)]
+    assert len(set(list(model["colours"].values())[:8])) == 8  # neighbours differ
     assert memory_model(CPU, scope)["timeline"] is None
 
 

@@ -144,16 +144,25 @@ function timelineChart(model: IMemoryModel, line: IMemoryTimeline): HTMLElement 
     const tick = svg('text', { x: left - 4, y: anchorY + 4, 'text-anchor': 'end', class: 'fluid-nb-memory-axis' }, chart);
     tick.textContent = bytes(value);
   }
+  // one column per op under the line, for hovering (the handler is set once `show` exists)
+  const columns = points.map((_, k) => {
+    const column = svg('rect', {
+      x: x(k) - step / 2, y: top, width: Math.max(step, 1), height: H - top - bottom,
+      fill: 'transparent', class: 'fluid-nb-memory-column'
+    }, chart);
+    column.dataset.index = String(k);
+    return column;
+  });
   const coords = [`${x(-1)},${y(line.start)}`];
   points.forEach((p, k) => coords.push(`${x(k)},${y(p.high)}`, `${x(k)},${y(p.used)}`));
-  svg('polyline', { points: coords.join(' '), fill: 'none', stroke: '#1976d2', 'stroke-width': 1.5, class: 'fluid-nb-memory-line' }, chart);
-  const guide = svg('line', { y1: top, y2: H - bottom, stroke: '#888', 'stroke-dasharray': '3 3', visibility: 'hidden' }, chart);
+  svg('polyline', { points: coords.join(' '), fill: 'none', stroke: '#1976d2', 'stroke-width': 1.5, class: 'fluid-nb-memory-line', 'pointer-events': 'none' }, chart);
+  const guide = svg('line', { y1: top, y2: H - bottom, stroke: '#888', 'stroke-dasharray': '3 3', visibility: 'hidden', 'pointer-events': 'none' }, chart);
   const px = x(peak.index), py = y(peak.used);
   const dot = svg('circle', { cx: px, cy: py, r: 4.5, fill: '#d32f2f', class: 'fluid-nb-memory-peak' }, chart);
   svg('title', {}, dot).textContent = `peak ${bytes(peak.used)} during ${peak.label}`;
   const label = svg('text', {
     x: px + (px > W / 2 ? -7 : 7), y: Math.max(py - 6, 12), fill: '#d32f2f',
-    'text-anchor': px > W / 2 ? 'end' : 'start', class: 'fluid-nb-memory-peak-label'
+    'text-anchor': px > W / 2 ? 'end' : 'start', class: 'fluid-nb-memory-peak-label', 'pointer-events': 'none'
   }, chart);
   label.textContent = `peak ${bytes(peak.used)} · ${peak.label}`;
   const first = svg('text', { x: left, y: H - 6, class: 'fluid-nb-memory-axis' }, chart);
@@ -184,14 +193,8 @@ function timelineChart(model: IMemoryModel, line: IMemoryTimeline): HTMLElement 
     }
     hover.appendChild(list);
   };
-  points.forEach((p, k) => {
-    const column = svg('rect', {
-      x: x(k) - step / 2, y: top, width: Math.max(step, 1), height: H - top - bottom,
-      fill: 'transparent', class: 'fluid-nb-memory-column'
-    }, chart);
-    column.dataset.index = String(k);
-    column.addEventListener('mouseenter', () => show(k));
-  });
+  columns.forEach((column, k) => column.addEventListener('mouseenter', () => show(k)));
+  dot.addEventListener('mouseenter', () => show(peak.index));
   chart.addEventListener('mouseleave', () => guide.setAttribute('visibility', 'hidden'));
   box.append(chart, hover);
   show(peak.index); // the peak's op until the pointer points elsewhere
@@ -225,6 +228,7 @@ const CSS = `
 .fluid-nb-memory-hover { min-height: 3.2em; max-width: 720px; margin: 2px 0 4px; padding: 3px 6px;
   background: var(--jp-layout-color2, #f3f3f3); border-radius: 3px; }
 .fluid-nb-memory-hover-op { font-weight: 600; }
+.fluid-nb-memory-table-box { max-height: 360px; overflow-y: auto; max-width: 960px; }
 .fluid-nb-memory-alive { display: flex; flex-wrap: wrap; gap: 2px 10px; }
 .fluid-nb-memory-swatch { display: inline-block; width: 10px; height: 10px; margin-right: 4px;
   border: 1px solid rgba(0,0,0,0.25); vertical-align: middle; }

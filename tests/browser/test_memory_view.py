@@ -1,0 +1,95 @@
+"""The memory view in a real JupyterLab: the MLP training step's arena as chunk bars of
+blocks coloured by variable, the used-bytes timeline with its peak marked (hovering an op
+shows it and the variables alive), the variable table, and a live cell's allocations."""
+import re
+
+from .conftest import SLOW, screenshot
+from .notebook_driver import cell, open_notebook, run_cell, write_notebook
+
+MLP = """import numpy as np
+import fluid_nb as fluid
+from fluid_nb.widgets import MemoryView
+
+fluid.set_flags({"FLAGS_initial_cpu_memory_in_mb": 17})   # 16 MiB chunks: easy to read
+place = fluid.CPUPlace()
+main, startup = fluid.Program(), fluid.Program()
+with fluid.program_guard(main, startup):
+    image = fluid.data('image', [None, 784], 'float32')
+    label = fluid.data('label', [None, 1], 'int64')
+    hidden = fluid.layers.fc(image, 200, act='relu')
+    hidden = fluid.layers.fc(hidden, 200, act='relu')
+    prediction = fluid.layers.fc(hidden, 10, act='softmax')
+    loss = fluid.layers.mean(fluid.layers.cross_entropy(prediction, label))
+    fluid.optimizer.Adam(0.001).minimize(loss)
+scope, exe = fluid.Scope(), fluid.Executor(place)
+exe.run(startup, scope=scope)
+rng = np.random.RandomState(0)
+feed = {'image': rng.rand(64, 784).astype('float32'),
+        'label': rng.randint(0, 10, (64, 1)).astype('int64')}
+view = MemoryView(place, scope)
+view.record(exe.run, main, feed=feed, fetch_list=[loss], scope=scope)
+print('peak', view.peak, 'during', view.peak_op)
+view"""
+
+LIVE = """with fluid.live(scope=fluid.Scope()):
+    live_view = MemoryView()
+    ones = fluid.layers.fill_constant([256, 256], 'float32', 1.0)
+    doubled = fluid.layers.relu(ones * 2.0)
+live_view"""
+
+
+def test_memory_view_draws_chunks_timeline_with_peak_and_table(page, lab):
+    open_notebook(page, write_notebook(lab, "memory_view.ipynb", [MLP, LIVE]))
+    run_cell(page, 0)
+    view = cell(page, 0).locator(".fluid-nb-memory-view")
+    view.wait_for(timeout=SLOW)
+    printed = cell(page, 0).locator(".jp-OutputArea-output pre").first.inner_text()
+    peak, peak_op = re.search(r"peak (\d+) during (.+)", printed).groups()
+    assert peak_op.startswith("adam #"), printed  # Adam's temporaries for the 784x200 weight
+
+    # the chunk bar: blocks named by the scope's variables, coloured, with free space light
+    bar = view.locator("svg.fluid-nb-memory-chunk")
+    assert bar.count() >= 1
+    states = bar.first.locator("rect.fluid-nb-memory-block").evaluate_all(
+        "rects => rects.map(r => [r.dataset.state, r.getAttribute('fill'),"
+        " r.getBoundingClientRect().width])")
+    by_state = {state: (fill, width) for state, fill, width in states}
+    assert {"fc_0.w_0", "fc_0.w_0_moment1_0", "free"} <= set(by_state), sorted(by_state)
+    assert by_state["free"][0] == "#eef1f4"
+    assert by_state["fc_0.w_0"][0] != by_state["fc_0.w_0_moment1_0"][0]
+    assert by_state["fc_0.w_0"][1] > 10  # a 1 MiB block is a visible part of the bar
+
+    # the timeline: a line, the peak marked and labelled with its op
+    chart = view.locator("svg.fluid-nb-memory-timeline")
+    assert chart.locator("polyline.fluid-nb-memory-line").count() == 1
+    assert chart.locator("circle.fluid-nb-memory-peak").count() == 1
+    label = chart.locator("text.fluid-nb-memory-peak-label").text_content()
+    assert label.startswith("peak ") and label.endswith(peak_op), label
+    hover = view.locator(".fluid-nb-memory-hover")
+    assert peak_op in hover.inner_text()  # the peak's op until the pointer moves
+    columns = chart.locator("rect.fluid-nb-memory-column")
+    assert columns.count() >= 20
+    columns.nth(1).hover()
+    first_op = hover.locator(".fluid-nb-memory-hover-op").inner_text()
+    assert first_op.startswith("2. ") and "after" in first_op, first_op
+    assert "named variable(s)" in hover.inner_text()
+
+    # the table: each variable with its bytes, block and the op that allocated it
+    rows = view.locator("table.fluid-nb-memory-vars tbody tr")
+    table = {r[0]: r for r in (row.split("\t") for row in rows.all_inner_texts())}
+    assert table["fc_0.w_0"][1].strip() == str(784 * 200 * 4)
+    assert table["fc_0.w_0"][2].strip() == "1.0 MiB"
+    assert table["fc_0.w_0"][3].strip().startswith("adam #")
+    assert table["fc_0.tmp_0"][3].strip().startswith("mul #")
+    chart.locator("circle.fluid-nb-memory-peak").hover()
+    screenshot(cell(page, 0), "memory_view_mlp_adam")
+
+    # a live cell's allocations become the timeline of a view that follows the session
+    run_cell(page, 1)
+    live = cell(page, 1).locator(".fluid-nb-memory-view")
+    live.wait_for(timeout=SLOW)
+    live_chart = live.locator("svg.fluid-nb-memory-timeline")
+    live_chart.wait_for(timeout=SLOW)
+    assert live_chart.locator("rect.fluid-nb-memory-column").count() == 3
+    names = live.locator("table.fluid-nb-memory-vars td:first-child").all_inner_texts()
+    assert any(name.strip().startswith("fill_constant") for name in names), names
