@@ -78,9 +78,9 @@ def require_version(min_version, max_version=None):
 
 def load_op_library(lib_filename):
     """Fluid loads custom C++ operators from a shared library; fluid_nb's ops are Python
-    definitions (``fluid_nb.ops.registry.def_op``), so a library cannot be loaded."""
+    definitions (``fluid_nb.framework.registry.def_op``), so a library cannot be loaded."""
     raise errors.Unimplemented(errors.expected(
-        "load_op_library", "custom ops", "Python definitions (fluid_nb.ops.registry.def_op)",
+        "load_op_library", "custom ops", "Python definitions (fluid_nb.framework.registry.def_op)",
         f"the C++ library {lib_filename!r}, which fluid_nb cannot load"))
 
 

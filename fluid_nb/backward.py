@@ -364,3 +364,95 @@ def gradients(targets, inputs, target_gradients=None, no_grad_set=None):
 
 
 calc_gradient = gradients
+
+
+# --- backward of a sub-block -------------------------------------------------------------------
+def _sub_block_op_path(block, targets, no_grad):
+    """Ops of ``block`` that carry gradient to ``targets``, plus in-place ``increment`` ops
+    of counters: their reverse restores the counter step by step in the backward pass. A
+    counter not in ``no_grad`` always (the device DynamicRNN uses with
+    ``step_idx.stop_gradient = False``); one in it when an op of the path reads it (a
+    tensor-array index), as Paddle keeps in a while block the ops that write what the
+    path reads."""
+    needs, written = set(), set()
+    for op in block.ops:
+        for name in op.input_arg_names:
+            var = block._find_var_recursive(name)
+            if name not in no_grad and name not in written and var is not None \
+                    and (is_float_dtype(var.dtype) or var.type == VarType.LOD_TENSOR_ARRAY):
+                needs.add(name)  # read before any write in this step: comes from outside
+        if needs & set(op.input_arg_names):
+            for name in op.output_arg_names:
+                var = block._find_var_recursive(name)
+                if name not in no_grad and var is not None and (
+                        is_float_dtype(var.dtype) or var.type == VarType.LOD_TENSOR_ARRAY):
+                    needs.add(name)
+        written |= set(op.output_arg_names)
+    def in_place_counter(op):
+        return op.type == "increment" and op.input("X") == op.output("Out")
+
+    reach, path = set(targets), []
+    for op in reversed(block.ops):
+        counter = in_place_counter(op) and op.input("X")[0] not in no_grad
+        if counter or (set(op.output_arg_names) & reach and needs & set(op.input_arg_names)):
+            path.append(op)
+            reach |= set(op.input_arg_names)
+    path.reverse()
+    read = {name for op in path if not in_place_counter(op) for name in op.input_arg_names}
+    return [op for op in block.ops if op in path or (
+        in_place_counter(op) and op.input("X")[0] in read)]
+
+
+def _sub_block_grad_specs(block, path, no_grad, available):
+    specs = []
+    increment_has_grad = registry.get("increment").grad is not None
+    for op in reversed(path):
+        if op.type == "increment" and op.input("X") == op.output("Out") and \
+                not increment_has_grad:
+            specs.append(registry.GradOpSpec(
+                "increment", {"X": op.output("Out")}, {"Out": op.input("X")},
+                {"step": -float(op.attrs.get("step", 1.0)),
+                 "op_role": OP_ROLE_BACKWARD}))
+            continue
+        op_specs = _grad_specs_for(op, no_grad)
+        if op_specs is None:
+            continue  # comparisons, counters: nothing to differentiate
+        for spec in op_specs:
+            for slot, args in spec.outputs.items():
+                spec.outputs[slot] = [a for a in args if a != EMPTY_VAR_NAME and
+                                      a[:-len("@GRAD")] not in no_grad]
+            spec.attrs = dict(spec.attrs)
+            spec.attrs["op_role"] = OP_ROLE_BACKWARD
+            specs.append(spec)
+    return _sum_repeated_and_fill_missing(block, specs, available)
+
+
+def sub_block_backward(op, no_grad):
+    """The grad block of ``op``'s sub-block: the backward walk of the forward sub-block
+    towards the op's ``Out`` variables, whose gradients come from outside."""
+    program = op.block.program
+    forward = program.block(op.attrs["sub_block"])
+    current = program.current_block_idx
+    # Paddle's grad block has parent op.block and forward_block_idx = forward.idx; our Block
+    # lookup climbs parents only, so the grad block hangs under the forward block to see its
+    # variables at compile time (Block._find_var_recursive could also try forward_block_idx).
+    grad_block = program._create_block(parent_idx=forward.idx)
+    grad_block.forward_block_idx = forward.idx
+    program.current_block_idx = current
+    outs = [n for n in op.output("Out") if n != EMPTY_VAR_NAME]
+    available = set()
+    for name in outs:  # the gradients flowing in from outside, declared where they are read
+        var = forward._find_var_recursive(name)
+        gname = grad_var_name(name)
+        available.add(gname)
+        if var is not None and grad_block._find_var_recursive(gname) is None:
+            grad_block.create_var(name=gname, shape=var.shape, dtype=var.dtype,
+                                  lod_level=var.lod_level, type=var.type)
+    path = _sub_block_op_path(forward, outs, set(no_grad))
+    specs = _sub_block_grad_specs(forward, path, set(no_grad), available)
+    _append_specs(grad_block, specs)
+    return grad_block
+
+
+for _op_type in ("while", "conditional_block"):
+    registry.attach_sub_block_backward(_op_type, sub_block_backward)

@@ -19,7 +19,7 @@ from .framework.attrs import AttrType
 from .tensor.dtypes import VarType, dtype_name
 from .framework.program import Parameter, Program, Variable, default_main_program
 from .proto import tensor_stream
-from .proto.codec import decode_program, program_to_message
+from .framework.codec import decode_program, program_to_message
 from .proto.paddle_versions import OP_VERSIONS, PADDLE_VERSION
 from .reader.decorator import (ComposeNotAligned, batch, buffered, cache, chain,  # noqa: F401
                                compose, firstn, map_readers, multiprocess_reader, shuffle,

@@ -5,3 +5,4 @@ from ..tensor.place import (CPUPlace, CUDAPinnedPlace, CUDAPlace, cpu_places,  #
 from .scope import Scope, global_scope, scope_guard  # noqa: F401
 from ..tensor.tensor import (LoDTensor, LoDTensorArray, SelectedRows, Tensor, create_lod_tensor,  # noqa: F401
                      create_random_int_lodtensor, lod_from_row_offsets)
+from . import control_flow  # noqa: F401  (attaches the control-flow ops' kernels)

@@ -9,11 +9,11 @@ message as ``b``.
 from google.protobuf.message import DecodeError
 
 from ..errors import InvalidArgument, expected
-from ..framework.attrs import AttrType, attr_problems
+from .attrs import AttrType, attr_problems
 from ..tensor.dtypes import VarType
-from ..framework.program import Block, Operator, Parameter, Program, Variable
-from . import framework_pb2 as pb
-from . import wire
+from .program import Block, Operator, Parameter, Program, Variable
+from ..proto import framework_pb2 as pb
+from ..proto import wire
 
 _TENSOR_KINDS = {VarType.LOD_TENSOR: "lod_tensor", VarType.LOD_TENSOR_ARRAY: "tensor_array",
                  VarType.SELECTED_ROWS: "selected_rows"}
@@ -168,7 +168,7 @@ def check_structure(msg, root, where="ProgramDesc"):
     count = len(msg.blocks)
     if not count:
         fail(0, "ProgramDesc", "at least one block", "none")
-    from ..ops import registry
+    from . import registry
     for i, b in enumerate(msg.blocks):
         node = root.at("blocks", i)
         if b.idx != i:
@@ -279,7 +279,7 @@ def _only_kind_fields(var_type, field):
 
 
 def _decode_op(block, o):
-    from ..ops import registry
+    from . import registry
     inputs = {item.parameter: list(item.arguments) for item in o.inputs}
     outputs = {item.parameter: list(item.arguments) for item in o.outputs}
     attrs, attr_types = {}, {}

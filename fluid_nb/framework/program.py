@@ -1,7 +1,7 @@
 """Program, Block, Variable, Operator: the one in-memory form of a Fluid program.
 
 These objects *are* the program description (Paddle keeps a C++ desc and Python mirrors in
-step by hand; here there is a single copy). ``fluid_nb.proto.codec`` turns them into
+step by hand; here there is a single copy). ``fluid_nb.framework.codec`` turns them into
 ``ProgramDesc`` bytes and back.
 
 Invariants:
@@ -31,14 +31,14 @@ def grad_var_name(name):
 
 _registry = None
 #: the registry's op definitions by type (its own dict, bound on first use): append_op reads
-#: it directly and asks ``registry.find`` (which loads the op families) only on a miss
+#: it directly and asks ``registry.find`` only on a miss
 _op_defs = {}
 
 
 def _op_registry():
     global _registry, _op_defs
     if _registry is None:
-        from ..ops import registry  # imported late: the op families import this package
+        from . import registry  # imported late: the registry imports this module
         _registry = registry
         _op_defs = registry._OPS
     return _registry
@@ -659,7 +659,7 @@ class Program:
 
     # --- bytes --------------------------------------------------------------------------
     def serialize_to_string(self):
-        from ..proto import codec
+        from . import codec
         return codec.encode_program(self)
 
     @property
@@ -669,7 +669,7 @@ class Program:
 
     @staticmethod
     def parse_from_string(binary_str):
-        from ..proto import codec
+        from . import codec
         return codec.decode_program(binary_str)
 
     # --- copies -------------------------------------------------------------------------

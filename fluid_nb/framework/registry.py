@@ -33,9 +33,9 @@ call costs more than their work (tensor-array reads and writes, counters, condit
 Registering a type twice is an error; a missing op names the op and what to add.
 """
 from ..errors import InvalidArgument, NotFound, Unimplemented, expected
-from ..framework.attrs import ATTR_TYPE_NAMES, AttrType, normalize_attr
+from .attrs import ATTR_TYPE_NAMES, AttrType, normalize_attr
 from ..tensor.dtypes import VarType
-from ..framework.infer import InferShapeContext
+from .infer import InferShapeContext
 
 _OPS = {}
 
@@ -221,14 +221,12 @@ def def_op(type, inputs=(), outputs=(), attrs=None, infer_shape=None, infer_var_
 
 def find(op_type):
     """The OpDef for ``op_type``, or None."""
-    if not _loaded:
-        _load_families()
     return _OPS.get(op_type)
 
 
 def get(op_type):
     """The OpDef for ``op_type``; NotFound names the op and how to add it."""
-    opdef = find(op_type)
+    opdef = _OPS.get(op_type)
     if opdef is None:
         raise NotFound(f"op '{op_type}': a registered op type expected, but fluid_nb has no "
                        f"definition for it; define it with def_op in a family module of "
@@ -237,18 +235,30 @@ def get(op_type):
 
 
 def all_ops():
-    if not _loaded:
-        _load_families()
     return dict(_OPS)
 
 
-_loaded = False
+def attach_kernel(op_type, kernel, host_step=None):
+    """Give op ``op_type`` (defined without a kernel) its kernel for every device: for ops
+    whose kernels drive the executor (``while``, ``conditional_block``) or read runtime
+    objects (``read``), which live in a layer above the op definitions."""
+    opdef = get(op_type)
+    if opdef.kernels:
+        raise InvalidArgument(f"attach_kernel: op '{op_type}' expected to have no kernel yet, "
+                              f"but it has {sorted(d for d, _ in opdef.kernels)}")
+    opdef.kernels[("cpu", None)] = opdef.kernels[("gpu", None)] = kernel
+    if host_step is not None:
+        opdef.host_step = host_step
 
 
-def _load_families():
-    global _loaded
-    _loaded = True
-    from . import _families  # noqa: F401  (registers every family)
+def attach_sub_block_backward(op_type, rule):
+    """Give op ``op_type`` the rule that differentiates its sub-block (``rule(op,
+    no_grad) -> grad block``): backward's, which lives above the op definitions."""
+    opdef = get(op_type)
+    if opdef.sub_block_backward is not None:
+        raise InvalidArgument(f"attach_sub_block_backward: op '{op_type}' expected to have "
+                              f"no rule yet, but it has one")
+    opdef.sub_block_backward = rule
 
 
 # --- grad makers ---------------------------------------------------------------------
@@ -272,12 +282,12 @@ class GradContext:
         return list(self.fwd.outputs.get(slot, ()))
 
     def input_grad(self, slot):
-        from ..framework.program import EMPTY_VAR_NAME, grad_var_name
+        from .program import EMPTY_VAR_NAME, grad_var_name
         return [EMPTY_VAR_NAME if n in self.no_grad_set else grad_var_name(n)
                 for n in self.fwd.inputs.get(slot, ())]
 
     def output_grad(self, slot):
-        from ..framework.program import grad_var_name
+        from .program import grad_var_name
         return [grad_var_name(n) for n in self.fwd.outputs.get(slot, ())]
 
     def has_input(self, slot):

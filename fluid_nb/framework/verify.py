@@ -22,7 +22,7 @@ from .program import EMPTY_VAR_NAME
 
 def verify(program, check_shapes=True):
     """Raise InvalidArgument listing every problem found in ``program``; return it if clean."""
-    from ..ops import registry
+    from . import registry
     problems = []
     for block in program.blocks:
         written = {}

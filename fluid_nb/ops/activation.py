@@ -6,7 +6,7 @@ tanh, exp and sqrt; X for leaky_relu, log, square, abs and clip.
 from ..errors import InvalidArgument, InvalidType, expected
 from ..tensor.dtypes import VarType, dtype_name
 from .common import unary_op
-from .registry import def_op, find, grad_maker, same_shape
+from ..framework.registry import def_op, find, grad_maker, same_shape
 
 
 def _sigmoid(xp, x, attrs):

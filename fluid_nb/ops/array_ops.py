@@ -14,7 +14,7 @@ from ..tensor.tensor import LoDTensor, LoDTensorArray, SelectedRows
 from ..tensor.dtypes import VarType, to_numpy_dtype
 from .creation import _parse_str_value, dtype_attr
 from .lod_ops import host_int
-from .registry import def_op, grad_maker, no_gradient
+from ..framework.registry import def_op, grad_maker, no_gradient
 
 
 # --- write_to_array / read_from_array -------------------------------------------------------

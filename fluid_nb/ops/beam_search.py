@@ -14,7 +14,7 @@ import numpy as np
 
 from ..errors import InvalidArgument, expected
 from ..tensor.tensor import LoDTensor, LoDTensorArray
-from .registry import def_op, no_gradient
+from ..framework.registry import def_op, no_gradient
 
 
 def _ranks_below(a, b):

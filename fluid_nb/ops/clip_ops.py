@@ -14,7 +14,7 @@ from ..errors import InvalidArgument, expected
 from ..tensor.tensor import LoDTensor, SelectedRows
 from ..tensor.dtypes import VarType
 from ..framework.program import EMPTY_VAR_NAME
-from .registry import def_op, grad_maker, grads_like, same_shape
+from ..framework.registry import def_op, grad_maker, grads_like, same_shape
 
 
 def merged_rows(xp, selected, where, height=None):

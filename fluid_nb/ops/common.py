@@ -3,7 +3,7 @@ back to an input's shape, factories that make an elementwise op one definition, 
 plans an op keeps between runs."""
 from ..errors import InvalidArgument, expected
 from ..framework.infer import dims_match
-from .registry import def_op, grad_maker, grads_like, no_gradient
+from ..framework.registry import def_op, grad_maker, grads_like, no_gradient
 
 
 def kept_plan(ctx, name, key, make):
@@ -192,7 +192,7 @@ def unary_op(type, forward, backward, uses="X", attrs=None, doc=None):
     ``forward(xp, x, attrs) -> out``; ``backward(xp, v, dout, attrs) -> dx`` where ``v`` is
     X or Out as ``uses`` says (name only what the gradient needs: relu's uses Out).
     """
-    from .registry import same_shape
+    from ..framework.registry import same_shape
 
     def kernel(ctx, x):
         return forward(ctx.xp, x, ctx.attrs)

@@ -8,7 +8,7 @@ import numpy as np
 from ..tensor.tensor import LoDTensor
 from ..tensor.dtypes import VarType
 from .common import aligned, broadcast_shape
-from .registry import def_op
+from ..framework.registry import def_op
 
 #: Paddle compares floats for equality within this absolute tolerance
 _EQUAL_EPS = 1e-8

@@ -6,7 +6,7 @@ with the filter as one batched matmul per group; its gradient scatters the colum
 (col2im). Pooling reduces the same shifted views directly.
 """
 from ..errors import InvalidArgument, expected
-from .registry import def_op, grad_maker, grads_like
+from ..framework.registry import def_op, grad_maker, grads_like
 
 _ALGORITHMS = ("EXPLICIT", "SAME", "VALID")
 

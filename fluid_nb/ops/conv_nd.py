@@ -16,7 +16,7 @@ import itertools
 from ..errors import InvalidArgument, expected
 from .conv import _ALGORITHMS, _all_positive, _one_of, resolve_paddings
 from .lookup import _index_add
-from .registry import def_op, grad_maker, grads_like
+from ..framework.registry import def_op, grad_maker, grads_like
 
 CHANNEL_LAST_FORMATS = ("NHWC", "NDHWC")
 

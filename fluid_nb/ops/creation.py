@@ -15,7 +15,7 @@ from ..errors import InvalidArgument, expected
 from ..tensor.tensor import LoDTensor, LoDTensorArray, SelectedRows
 from ..tensor.dtypes import DATA_TYPES, VarType, convert_dtype, to_numpy_dtype
 from ..framework.program import EMPTY_VAR_NAME
-from .registry import def_op, grad_maker, no_gradient, same_shape
+from ..framework.registry import def_op, grad_maker, no_gradient, same_shape
 
 
 # --- helpers shared with shape.py ------------------------------------------------------

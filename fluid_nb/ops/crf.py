@@ -23,7 +23,7 @@ from ..errors import InvalidArgument, expected
 from ..tensor.tensor import LoDTensor
 from ..tensor.dtypes import VarType
 from ..framework.infer import dims_match
-from .registry import def_op
+from ..framework.registry import def_op
 
 # rows of the transition parameter: start weights, end weights, then tag-to-tag weights
 _START, _END, _FIRST_PAIR_ROW = 0, 1, 2

@@ -3,7 +3,7 @@ through each step's parent beams."""
 import numpy as np
 
 from ..errors import InvalidArgument, expected
-from .registry import def_op, no_gradient
+from ..framework.registry import def_op, no_gradient
 
 
 def _gather_tree(ctx, ids, parents):

@@ -8,7 +8,7 @@ the mask, and multiplied with the filter like im2col columns; the gradient scatt
 through the same corners and differentiates the bilinear weights for the offsets.
 """
 from .lookup import _index_add
-from .registry import def_op, grads_like
+from ..framework.registry import def_op, grads_like
 
 
 class _Geometry:

@@ -8,7 +8,7 @@ import numpy as np
 from ..errors import Unimplemented, expected
 from ..tensor.tensor import LoDTensor
 from ..tensor.dtypes import VarType
-from .registry import def_op, no_gradient
+from ..framework.registry import def_op, no_gradient
 
 
 def _areas(boxes, normalized):

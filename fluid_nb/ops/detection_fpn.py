@@ -10,7 +10,7 @@ from ..errors import InvalidArgument, expected
 from ..tensor.tensor import LoDTensor
 from ..tensor.dtypes import VarType
 from .detection import nms
-from .registry import def_op, no_gradient
+from ..framework.registry import def_op, no_gradient
 
 #: the largest log-size change a delta may ask for (Paddle's kBBoxClipDefault)
 BBOX_CLIP = float(np.log(1000.0 / 16.0))

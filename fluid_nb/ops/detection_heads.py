@@ -9,7 +9,7 @@ from ..errors import InvalidArgument, expected
 from ..tensor.tensor import LoDTensor
 from ..tensor.dtypes import VarType
 from .detection import iou_matrix, nms
-from .registry import def_op, no_gradient
+from ..framework.registry import def_op, no_gradient
 
 
 # --- density_prior_box -------------------------------------------------------------------------

@@ -9,7 +9,7 @@ import numpy as np
 from ..errors import InvalidArgument, expected
 from ..tensor.tensor import LoDTensor
 from ..tensor.dtypes import VarType
-from .registry import def_op, grads_like, no_gradient
+from ..framework.registry import def_op, grads_like, no_gradient
 
 _EPS = 1e-6  # a distance below this is no overlap at all
 

@@ -4,7 +4,7 @@ import numpy as np
 from ..errors import InvalidArgument, expected
 from ..tensor.tensor import LoDTensor
 from ..tensor.dtypes import VarType
-from .registry import def_op, grad_maker, grads_like, no_gradient
+from ..framework.registry import def_op, grad_maker, grads_like, no_gradient
 
 _MASK = (1 << 64) - 1
 _P1, _P2, _P3 = 11400714785074694791, 14029467366897019727, 1609587929392839161

@@ -8,7 +8,7 @@ from ..errors import InvalidArgument, expected
 from ..tensor.dtypes import VarType
 from .creation import host_ints
 from .lookup import _index_add
-from .registry import def_op, grad_maker, grads_like, no_gradient
+from ..framework.registry import def_op, grad_maker, grads_like, no_gradient
 
 _INT_TYPES = (VarType.INT32, VarType.INT64)
 

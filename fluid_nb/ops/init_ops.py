@@ -4,7 +4,7 @@ import numpy as np
 
 from ..errors import InvalidArgument, expected
 from ..tensor.dtypes import VarType, convert_dtype, to_numpy_dtype
-from .registry import def_op
+from ..framework.registry import def_op
 
 
 def _shape_infer(ctx, op_type):

@@ -23,7 +23,7 @@ import numpy as np
 
 from .conv_nd import from_channel_first, spatial_dims, to_channel_first
 from .creation import host_ints
-from .registry import def_op, grads_like
+from ..framework.registry import def_op, grads_like
 
 _SIZE_ATTRS = ("out_d", "out_h", "out_w")
 

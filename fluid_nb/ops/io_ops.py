@@ -1,6 +1,6 @@
 """feed and fetch: how values enter and leave a run (columns of the feed/fetch lists)."""
 from ..tensor.tensor import LoDTensor
-from .registry import def_op
+from ..framework.registry import def_op
 
 
 def _feed(ctx, feed_list):
@@ -33,15 +33,9 @@ def_op("fetch", inputs=["X"], outputs=["Out"], attrs={"col": ("int", 0)}, infer_
        kernel=_fetch, lod_aware=True, doc="Out[col] = X, Out the fetch list of this run.")
 
 
-def _read(ctx, reader):
-    """The next batch of the loader behind the Reader variable (``fluid.io.DataLoader``
-    made with ``iterable=False``); EOFException when its pass is over."""
-    from ..reader.loader import next_batch
-    return next_batch(ctx.op.inputs["Reader"][0])
-
-
+# its kernel reads the loader objects of fluid_nb.reader, which attaches it
 def_op("read", inputs=["Reader?"], outputs=["Out[]"], attrs={"throw_eof_exp": ("bool", True)},
-       infer_shape=_no_shape, kernel=_read, lod_aware=True, traits={"runtime_outputs"},
+       infer_shape=_no_shape, lod_aware=True, traits={"runtime_outputs"},
        doc="Out = the next batch of the Reader's loader, one tensor per output.")
 
 

@@ -20,7 +20,7 @@ from ..tensor.lod_rank_table import LoDRankTable
 from ..tensor.tensor import LoDTensor, LoDTensorArray, lengths_to_offsets
 from ..tensor.dtypes import VarType
 from .common import kept_plan
-from .registry import def_op
+from ..framework.registry import def_op
 
 
 # --- LoD helpers ---------------------------------------------------------------------------

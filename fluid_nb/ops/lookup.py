@@ -5,7 +5,7 @@ from ..errors import InvalidArgument, expected
 from ..tensor.tensor import LoDTensor, SelectedRows
 from ..tensor.dtypes import VarType, convert_dtype, to_numpy_dtype
 from ..framework.infer import dims_match
-from .registry import def_op, grad_maker, grads_like
+from ..framework.registry import def_op, grad_maker, grads_like
 
 _INT_TYPES = (VarType.INT32, VarType.INT64)
 NO_PADDING = -1  # Paddle's kNoPadding

@@ -11,7 +11,7 @@ from ..errors import InvalidArgument, expected
 from ..tensor.tensor import LoDTensor
 from ..tensor.dtypes import VarType
 from ..framework.infer import dims_match
-from .registry import def_op, grad_maker
+from ..framework.registry import def_op, grad_maker
 
 _INT_TYPES = (VarType.INT32, VarType.INT64)
 

@@ -10,7 +10,7 @@ from ..tensor.dtypes import VarType, convert_dtype, to_numpy_dtype
 from ..framework.infer import dims_match
 from ..framework.program import EMPTY_VAR_NAME
 from .common import elementwise_op, unbroadcast
-from .registry import def_op, grad_maker, grads_like
+from ..framework.registry import def_op, grad_maker, grads_like
 
 
 def _prod(dims):

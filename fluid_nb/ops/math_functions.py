@@ -11,7 +11,7 @@ from ..errors import InvalidArgument, expected
 from ..tensor.dtypes import VarType, to_numpy_dtype
 from .creation import dtype_attr
 from .lookup import _index_add
-from .registry import def_op, grad_maker, grads_like, no_gradient, same_shape
+from ..framework.registry import def_op, grad_maker, grads_like, no_gradient, same_shape
 
 
 def _axis(ctx_or_op, axis, rank, what="attribute 'axis'"):

@@ -1,6 +1,6 @@
 """delete_var: drops the values of variables in the scope (what ``fluid.release_memory``
 inserts after each temporary's last use)."""
-from .registry import def_op
+from ..framework.registry import def_op
 
 
 def _delete_var(ctx, values):

@@ -6,7 +6,7 @@ from ..errors import InvalidArgument, expected
 from ..tensor.tensor import LoDTensor
 from ..tensor.dtypes import VarType
 from ..framework.infer import dims_match
-from .registry import def_op, grad_maker, grads_like, no_gradient
+from ..framework.registry import def_op, grad_maker, grads_like, no_gradient
 
 
 # --- accuracy -----------------------------------------------------------------------------

@@ -5,7 +5,7 @@ import numpy as np
 
 from ..errors import PreconditionNotMet, expected
 from ..tensor.dtypes import VarType
-from .registry import def_op, grad_maker, same_shape
+from ..framework.registry import def_op, grad_maker, same_shape
 from . import conv, norm  # noqa: F401  (register their ops with this family)
 
 

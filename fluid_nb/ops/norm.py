@@ -1,7 +1,7 @@
 """Normalisation: batch_norm, layer_norm, instance_norm, group_norm, lrn, data_norm and
 inplace_abn with their grad ops."""
 from ..tensor.dtypes import VarType
-from .registry import def_op, grad_maker, grads_like
+from ..framework.registry import def_op, grad_maker, grads_like
 
 
 def _epsilon_range(v):

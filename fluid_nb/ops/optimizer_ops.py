@@ -28,7 +28,7 @@ from ..tensor.dtypes import VarType
 from ..framework.infer import dims_match
 from .clip_ops import merged_rows
 from .common import unary_op
-from .registry import def_op, grad_maker, same_shape
+from ..framework.registry import def_op, grad_maker, same_shape
 
 
 # --- reading runtime inputs -----------------------------------------------------------------

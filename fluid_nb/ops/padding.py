@@ -7,7 +7,7 @@ modes read some inputs more than once, so their gradients add every read.
 from ..errors import InvalidArgument, expected
 from .creation import host_ints
 from .lookup import _index_add
-from .registry import def_op, grad_maker, grads_like
+from ..framework.registry import def_op, grad_maker, grads_like
 
 
 def _fail(op, what, want, got):

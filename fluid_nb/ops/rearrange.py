@@ -9,7 +9,7 @@ import numpy as np
 
 from ..tensor.tensor import LoDTensor
 from .conv_nd import ConvGeometry, col2im, pad_spatial, windows
-from .registry import def_op, grad_maker, grads_like, same_shape
+from ..framework.registry import def_op, grad_maker, grads_like, same_shape
 
 
 def _positive(name):

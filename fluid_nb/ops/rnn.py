@@ -8,7 +8,7 @@ its LoD. The ``Batch*`` intermediates keep the step-ordered values the grad ops 
 The input projections (``x @ W_x``) are not part of these ops: Fluid adds an ``fc`` before.
 """
 from ..framework.infer import dims_match
-from .registry import def_op, grads_like
+from ..framework.registry import def_op, grads_like
 from .rnn_units import (
     ACTIVATIONS, GRU_UNIT_ACTIVATIONS, BatchLayout, gru_step,
     gru_step_grad, gru_weight_grad, gru_weights, lod_offsets, lstm_step, lstm_step_grad, one_of)

@@ -6,7 +6,7 @@ op. ``lstmp`` runs in the time-step batch order of ``lstm`` (see ``rnn_units.Bat
 import numpy as np
 
 from ..errors import InvalidArgument, Unimplemented, expected
-from .registry import def_op, grads_like
+from ..framework.registry import def_op, grads_like
 from .rnn_units import (ACTIVATIONS, BatchLayout, activate, activate_grad, lod_offsets,
                         lstm_step, lstm_step_grad, one_of)
 

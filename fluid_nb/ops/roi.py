@@ -20,7 +20,7 @@ from ..tensor.tensor import LoDTensor
 from ..tensor.dtypes import VarType
 from .creation import host_ints
 from .lookup import _index_add
-from .registry import def_op, grads_like
+from ..framework.registry import def_op, grads_like
 
 
 def _array(t):

@@ -8,7 +8,7 @@ from ..tensor.dtypes import VarType
 from .conv_nd import ConvGeometry, col2im, pad_spatial, windows
 from .creation import host_ints
 from .lookup import _index_add
-from .registry import def_op, grad_maker, grads_like, no_gradient
+from ..framework.registry import def_op, grad_maker, grads_like, no_gradient
 
 
 # --- affine_grid ---------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from ..tensor.tensor import LoDTensor, offsets_to_lengths
 from ..tensor.dtypes import VarType
 from ..framework.infer import dims_match
 from .common import kept_plan
-from .registry import def_op, grad_maker, grads_like
+from ..framework.registry import def_op, grad_maker, grads_like
 
 
 # --- helpers shared by the sequence family ---------------------------------------------------

@@ -4,7 +4,7 @@ import numpy as np
 
 from ..tensor.tensor import LoDTensor
 from ..framework.infer import dims_match
-from .registry import def_op, grads_like
+from ..framework.registry import def_op, grads_like
 from .sequence import lod_of, scatter_rows
 
 _CONV_ATTRS = {

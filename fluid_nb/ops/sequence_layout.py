@@ -7,7 +7,7 @@ from ..errors import InvalidArgument, expected
 from ..tensor.tensor import LoDTensor, check_lod, lengths_to_offsets, offsets_to_lengths
 from ..tensor.dtypes import VarType, convert_dtype, to_numpy_dtype
 from ..framework.infer import dims_match
-from .registry import def_op, grad_maker, grads_like
+from ..framework.registry import def_op, grad_maker, grads_like
 from .sequence import gather_rows, lod_of, require_lod_level, rows_unknown, scatter_rows
 
 

@@ -17,7 +17,7 @@ from ..tensor.tensor import LoDTensor, LoDTensorArray
 from ..tensor.dtypes import VarType
 from ..framework.program import EMPTY_VAR_NAME
 from .creation import host_ints, numel_of
-from .registry import def_op, grad_maker, grads_like
+from ..framework.registry import def_op, grad_maker, grads_like
 
 
 def _fail(op, what, want, got):

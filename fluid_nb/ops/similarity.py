@@ -1,6 +1,6 @@
 """Similarity op family: ``cos_sim``, the cosine similarity of matching rows."""
 from ..framework.infer import dims_match
-from .registry import def_op
+from ..framework.registry import def_op
 
 
 def _rows(a):

@@ -24,7 +24,7 @@ import numpy as np
 from ..data_feeder import DataFeeder
 from ..errors import InvalidArgument, InvalidType, OutOfRange, PreconditionNotMet, expected
 from ..tensor.tensor import LoDTensor
-from ..framework import unique_name
+from ..framework import registry, unique_name
 from ..tensor.dtypes import VarType
 from ..framework.program import Variable, default_main_program
 
@@ -47,6 +47,16 @@ def next_batch(reader_name):
         raise PreconditionNotMet(expected("read", f"a loader for reader '{reader_name}'",
                                           "one that exists", "none (it was deleted)"))
     return loader._next_for_read()
+
+
+def _read_kernel(ctx, reader):
+    """The ``read`` op: the next batch of the loader behind the Reader variable
+    (``fluid.io.DataLoader`` made with ``iterable=False``); EOFException when its pass is
+    over."""
+    return next_batch(ctx.op.inputs["Reader"][0])
+
+
+registry.attach_kernel("read", _read_kernel)
 
 
 def default_collate_fn(batch):

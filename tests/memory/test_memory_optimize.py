@@ -11,7 +11,7 @@ from fluid_nb.errors import InvalidArgument, InvalidType
 from fluid_nb.framework.attrs import AttrType
 from fluid_nb.layers.rnn_layers import DynamicRNN
 from fluid_nb.memory_optimization import Reuse
-from fluid_nb.proto.codec import decode_program, encode_program
+from fluid_nb.framework.codec import decode_program, encode_program
 
 TRANSFORMS = {
     "level0": lambda p: fluid.memory_optimize(p),

@@ -130,7 +130,7 @@ def test_parameter_without_path_to_loss_is_named():
 
 
 def test_op_without_grad_maker_on_the_path_is_named():
-    from fluid_nb.ops.registry import def_op, same_shape
+    from fluid_nb.framework.registry import def_op, same_shape
     if fluid.ops.find("test_opaque") is None:
         def_op("test_opaque", inputs=["X"], outputs=["Out"], infer_shape=same_shape(),
                kernel=lambda ctx, x: x)
