@@ -293,9 +293,10 @@ def timeline_svg(line, width=640, height=140):
         return x, bottom - (bottom - pad) * (value - low) / span
 
     coords = [xy(-1, line["start"])]
-    for k, point in enumerate(points):
-        coords.append(xy(k, point["high"]))
-        coords.append(xy(k, point["used"]))
+    before = line["start"]
+    for k, point in enumerate(points):  # a staircase: level between ops, a step at each
+        coords += [xy(k, before), xy(k, point["high"]), xy(k, point["used"])]
+        before = point["used"]
     polyline = " ".join(f"{x:.1f},{y:.1f}" for x, y in coords)
     peak = line["peak"]
     px, py = xy(peak["index"], peak["used"])

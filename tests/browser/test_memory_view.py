@@ -82,7 +82,7 @@ def test_memory_view_draws_chunks_timeline_with_peak_and_table(page, lab):
     assert table["fc_0.w_0"][3].strip().startswith("adam #")
     assert table["fc_0.tmp_0"][3].strip().startswith("mul #")
     chart.locator("circle.fluid-nb-memory-peak").hover()
-    screenshot(cell(page, 0), "memory_view_mlp_adam")
+    screenshot(view, "memory_view_mlp_adam")
 
     # a live cell's allocations become the timeline of a view that follows the session
     run_cell(page, 1)
@@ -93,3 +93,4 @@ def test_memory_view_draws_chunks_timeline_with_peak_and_table(page, lab):
     assert live_chart.locator("rect.fluid-nb-memory-column").count() == 3
     names = live.locator("table.fluid-nb-memory-vars td:first-child").all_inner_texts()
     assert any(name.strip().startswith("fill_constant") for name in names), names
+    screenshot(cell(page, 1), "memory_view_live_cell")

@@ -154,7 +154,13 @@ function timelineChart(model: IMemoryModel, line: IMemoryTimeline): HTMLElement 
     return column;
   });
   const coords = [`${x(-1)},${y(line.start)}`];
-  points.forEach((p, k) => coords.push(`${x(k)},${y(p.high)}`, `${x(k)},${y(p.used)}`));
+  // a staircase: the bytes stay level between ops and change at each op (up to the most
+  // during it, then to what it left)
+  let before = line.start;
+  points.forEach((p, k) => {
+    coords.push(`${x(k)},${y(before)}`, `${x(k)},${y(p.high)}`, `${x(k)},${y(p.used)}`);
+    before = p.used;
+  });
   svg('polyline', { points: coords.join(' '), fill: 'none', stroke: '#1976d2', 'stroke-width': 1.5, class: 'fluid-nb-memory-line', 'pointer-events': 'none' }, chart);
   const guide = svg('line', { y1: top, y2: H - bottom, stroke: '#888', 'stroke-dasharray': '3 3', visibility: 'hidden', 'pointer-events': 'none' }, chart);
   const px = x(peak.index), py = y(peak.used);
