@@ -18,6 +18,7 @@ duration of a run, so every array a kernel makes lies in the arena's chunks; tem
 dropped at their last use (unless ``FLAGS_eager_delete_tensor_gb`` < 0). With the arena's
 event log on, each op's allocations are tagged with the op and the variables they became.
 """
+import sys
 import time
 
 import numpy as np
@@ -50,7 +51,7 @@ class KernelContext:
     """
 
     __slots__ = ("op", "attrs", "xp", "place", "executor", "scope", "_wanted", "program",
-                 "cache", "unused")
+                 "cache", "unused", "donated")
 
     def __init__(self, op, place, executor, scope, wanted, unused=frozenset()):
         #: output names no later op of the run reads (temporaries dropped right after this
@@ -58,6 +59,9 @@ class KernelContext:
         self.unused = unused
         #: per-op memo for values that depend on attributes alone (a constant's array)
         self.cache = {}
+        #: input slots whose arrays the kernel may overwrite with their update (the op's
+        #: ``in_place`` pairs whose input nothing else holds), set before each call
+        self.donated = frozenset()
         self.op = op
         self.attrs = op.attrs
         self.place = place
@@ -582,6 +586,14 @@ def _kernel_step(prepared_op, holder, place, executor, scope, dead, unused, unwa
             and not isinstance(ins[0], list) and not isinstance(outs[0], list) and not dead \
             and outs[0] is not None and opdef.share_lod is None:
         return _runtime_step(fn, ctx, ins[0], outs[0]), ctx, ins, outs
+    donors = _donors(op, opdef, ins)
+    if donors:
+        inner = _general_step(fn, ctx, opdef, ins, outs, lod_src, lod_dsts, dead)
+
+        def donating_step():
+            ctx.donated = frozenset(slot for slot, h in donors if _sole_owner(h))
+            inner()
+        return donating_step, ctx, ins, outs
     if plain and outs[0] is not None and _leading_present(ins) > 0:
         out = outs[0]
         src = lod_src if opdef.outputs[0].name in lod_dsts else None
@@ -593,6 +605,34 @@ def _kernel_step(prepared_op, holder, place, executor, scope, dead, unused, unwa
             and not any(isinstance(h, list) for h in ins + outs) and ins and ins[0] is not None:
         return _arrays_step(fn, ctx, ins, outs), ctx, ins, outs
     return _general_step(fn, ctx, opdef, ins, outs, lod_src, lod_dsts, dead), ctx, ins, outs
+
+
+def _donors(op, opdef, ins):
+    """(input slot, holder) of the op's ``in_place`` pairs whose output names the same
+    variable as the input."""
+    if not opdef.in_place:
+        return ()
+    position = {slot.name: i for i, slot in enumerate(opdef.inputs)}
+    donors = []
+    for out_slot, in_slot in opdef.in_place.items():
+        out_args, in_args = op.outputs.get(out_slot), op.inputs.get(in_slot)
+        if out_args and in_args and len(out_args) == len(in_args) == 1 \
+                and out_args[0] == in_args[0] and ins[position[in_slot]] is not None:
+            donors.append((in_slot, ins[position[in_slot]]))
+    return tuple(donors)
+
+
+def _sole_owner(holder):
+    """True when the holder's tensor and its array are held by nothing else (no other
+    holder, view, fetched result or user reference; counted by reference counts: the
+    holder's and this frame's for the tensor, the tensor's for the array), so writing the
+    array changes nothing anyone else can see."""
+    value = holder.value
+    if value.__class__ is not LoDTensor or sys.getrefcount(value) != 3:
+        return False
+    array = value.array
+    return (array is not None and array.base is None and sys.getrefcount(array) == 3
+            and array.flags.writeable)
 
 
 def _runtime_step(fn, ctx, a, out):

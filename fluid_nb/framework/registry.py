@@ -20,7 +20,12 @@ declaration order: an array (``ctx.xp`` module), a list of arrays for a duplicab
 runtime tensors (``LoDTensor`` etc.) instead of arrays. A kernel returns its outputs in
 declaration order (a bare value when the op has one output slot; ``None`` for an output it
 did not produce). ``ctx.wants(slot)`` says whether the program asked for an output.
-``ctx.attrs`` holds the attributes. Kernels never modify their inputs.
+``ctx.attrs`` holds the attributes. Kernels never modify their inputs, with one exception:
+an update op declared with ``in_place={"ParamOut": "Param"}`` may write its new value into
+the input's own array when the executor lists the input slot in ``ctx.donated`` (the
+output names the same variable and no other tensor, view or reference holds the array), as
+Paddle updates parameters and optimizer state in place. The values are the same either
+way; only the memory differs.
 
 ``host_step(ctx, ins, out, kernel_step) -> step`` (optional, ops with one output slot) builds
 the step the executor runs on the host place instead of the kernel's: a closure over the
@@ -78,7 +83,7 @@ class OpDef:
 
     def __init__(self, type, inputs, outputs, attrs, infer_shape, infer_var_type, grad,
                  kernel, kernels, lod_aware, share_lod, traits, doc, sub_block_backward=None,
-                 host_step=None):
+                 host_step=None, in_place=None):
         self.type = type
         self.inputs = tuple(Slot(s) for s in inputs)
         self.outputs = tuple(Slot(s) for s in outputs)
@@ -108,6 +113,10 @@ class OpDef:
         self.sub_block_backward = sub_block_backward
         #: the op's common case as a step of its own on the host (see the module docstring)
         self.host_step = host_step
+        #: {output slot: input slot} an update op may write in place (ParamOut: Param) when
+        #: both name the same variable and nothing else holds the input's array: the
+        #: executor puts those input slots in ``ctx.donated`` (see the module docstring)
+        self.in_place = dict(in_place or {})
         # precomputed so append_op stays cheap
         self._defaults = [(n, s.default) for n, s in self.attrs.items() if s.default is not None]
         self._default_attrs = dict(self._defaults)
@@ -208,13 +217,14 @@ class OpDef:
 
 def def_op(type, inputs=(), outputs=(), attrs=None, infer_shape=None, infer_var_type=None,
            grad=None, kernel=None, kernels=None, lod_aware=False, share_lod=None, traits=(),
-           doc=None, sub_block_backward=None, host_step=None):
+           doc=None, sub_block_backward=None, host_step=None, in_place=None):
     """Register op ``type``; see the module docstring for the conventions."""
     if type in _OPS:
         raise InvalidArgument(f"def_op: op type '{type}' expected to be new, but it is already "
                               f"registered")
     opdef = OpDef(type, inputs, outputs, attrs, infer_shape, infer_var_type, grad, kernel,
-                  kernels, lod_aware, share_lod, traits, doc, sub_block_backward, host_step)
+                  kernels, lod_aware, share_lod, traits, doc, sub_block_backward, host_step,
+                  in_place)
     _OPS[type] = opdef
     return opdef
 

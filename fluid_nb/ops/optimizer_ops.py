@@ -122,8 +122,10 @@ def _update_infer(state, scalars=("LearningRate",), required=(), scalar_at_least
 def _sgd_kernel(ctx, param, lr, grad, master):
     if master is None and grad.__class__ is LoDTensor:  # dense, no master copy: the usual
         p, rate = param.array, lr.array
-        return (p - (rate.reshape(()) if rate.ndim else rate) * grad.array).astype(
-            p.dtype, copy=False), None
+        step = (rate.reshape(()) if rate.ndim else rate) * grad.array
+        if "Param" in ctx.donated and step.dtype == p.dtype:
+            return ctx.xp.subtract(p, step, out=p), None
+        return (p - step).astype(p.dtype, copy=False), None
     xp = ctx.xp
     p, master = _array(param), _array(master)
     base, rate = _base(ctx, p, master), _value(lr)
@@ -141,6 +143,7 @@ def _sgd_kernel(ctx, param, lr, grad, master):
 def_op("sgd", inputs=["Param", "LearningRate", "Grad", "MasterParam?"],
        outputs=["ParamOut", "MasterParamOut?"], attrs={"multi_precision": ("bool", False)},
        infer_shape=_update_infer(("MasterParam",)), kernel=_sgd_kernel, lod_aware=True,
+       in_place={"ParamOut": "Param"},
        doc="ParamOut = Param - LearningRate * Grad; a SelectedRows Grad updates only its "
            "rows (repeated rows add up).")
 
@@ -159,11 +162,17 @@ def _momentum_kernel(ctx, param, grad, velocity, lr, master):
         g = g * a["rescale_grad"]
     if a["regularization_method"] == "l2_decay":
         g = g + a["regularization_coeff"] * base
-    v_out = v * mu + g
-    if a["use_nesterov"]:
-        new = base - (g + v_out * mu) * rate
+    if "Velocity" in ctx.donated and g.dtype == v.dtype:
+        v_out = v  # the same values as v * mu + g, in v's own array
+        v_out *= mu
+        v_out += g
     else:
-        new = base - rate * v_out
+        v_out = v * mu + g
+    step = (g + v_out * mu) * rate if a["use_nesterov"] else rate * v_out
+    if "Param" in ctx.donated and base is p and step.dtype == p.dtype:
+        new = xp.subtract(p, step, out=p)
+    else:
+        new = base - step
     p_out, m_out = _param_outs(ctx, new.astype(base.dtype, copy=False), p, master)
     return p_out, v_out.astype(v.dtype, copy=False), m_out
 
@@ -175,6 +184,7 @@ def_op("momentum", inputs=["Param", "Grad", "Velocity", "LearningRate", "MasterP
               "multi_precision": ("bool", False), "rescale_grad": ("float", 1.0)},
        infer_shape=_update_infer(("Velocity", "MasterParam"), required=("mu",)),
        kernel=_momentum_kernel, lod_aware=True,
+       in_place={"ParamOut": "Param", "VelocityOut": "Velocity"},
        doc="g = Grad * rescale_grad (+ regularization_coeff * Param when "
            "regularization_method is 'l2_decay'); VelocityOut = mu * Velocity + g; "
            "ParamOut = Param - lr * (g + mu * VelocityOut) with use_nesterov, else "
@@ -184,6 +194,12 @@ def_op("momentum", inputs=["Param", "Grad", "Velocity", "LearningRate", "MasterP
 
 
 # --- adam -------------------------------------------------------------------------------------
+#: the inputs adam updates in place when they are donated
+_ADAM_STATE = frozenset({"Param", "Moment1", "Moment2"})
+#: elements of scratch an in-place adam update works with at a time
+_ADAM_SCRATCH = 1 << 16
+
+
 def _adam_kernel(ctx, param, grad, lr, m1, m2, b1p, b2p, beta1_t, beta2_t, eps_t, master,
                  skip):
     xp, a = ctx.xp, ctx.attrs
@@ -207,20 +223,31 @@ def _adam_kernel(ctx, param, grad, lr, m1, m2, b1p, b2p, beta1_t, beta2_t, eps_t
     rate = real(_value(lr)) * np.sqrt(one - real(pow2)) / (one - real(pow1))
     eps_hat = real(eps) * np.sqrt(one - real(pow2))
 
-    def step(pv, gv, m1v, m2v):
+    def step(pv, gv, m1v, m2v, donated=frozenset()):
         # Paddle's formula term by term, worked in buffers this kernel owns (the outputs and
-        # one scratch array), so a step allocates four arrays; the inputs are never written
+        # one scratch array), so a step allocates four arrays; an input is written only
+        # when donated (then its array is the output: one scratch array in all)
         scratch = xp.multiply(gv, one - beta1)
-        m1n = m1v * beta1
+        if "Moment1" in donated:
+            m1n = m1v
+            m1n *= beta1
+        else:
+            m1n = m1v * beta1
         m1n += scratch
         xp.multiply(gv, gv, out=scratch)
         scratch *= one - beta2
-        m2n = m2v * beta2
+        if "Moment2" in donated:
+            m2n = m2v
+            m2n *= beta2
+        else:
+            m2n = m2v * beta2
         m2n += scratch
         xp.sqrt(m2n, out=scratch)
         scratch += eps_hat
         xp.divide(m1n, scratch, out=scratch)
         scratch *= rate
+        if "Param" in donated:
+            return xp.subtract(pv, scratch, out=pv), m1n, m2n
         return pv - scratch, m1n, m2n
 
     if isinstance(grad, SelectedRows) and a["lazy_mode"]:
@@ -230,7 +257,22 @@ def _adam_kernel(ctx, param, grad, lr, m1, m2, b1p, b2p, beta1_t, beta2_t, eps_t
         new[index], m1_out[index], m2_out[index] = step(
             base[index], values.reshape((rows.size,) + base.shape[1:]), m1[index], m2[index])
     else:
-        new, m1_out, m2_out = step(base, _dense_grad(xp, grad, base, "adam"), m1, m2)
+        dense = _dense_grad(xp, grad, base, "adam")
+        same = dense.dtype == base.dtype == m1.dtype == m2.dtype
+        # the master copy (not Param) is what the update writes under multi_precision
+        donated = ctx.donated if same and base is p else ctx.donated - {"Param"} if same \
+            else frozenset()
+        if donated >= _ADAM_STATE and base.size > _ADAM_SCRATCH and all(
+                x.flags.c_contiguous for x in (base, m1, m2)):
+            # all three updated in place: a slice at a time, so the scratch array stays
+            # small (the values are the same: the formula is elementwise)
+            flat = [x.reshape(-1) for x in (base, dense, m1, m2)]
+            for start in range(0, base.size, _ADAM_SCRATCH):
+                part = slice(start, start + _ADAM_SCRATCH)
+                step(*[x[part] for x in flat], donated)
+            new, m1_out, m2_out = base, m1, m2
+        else:
+            new, m1_out, m2_out = step(base, dense, m1, m2, donated)
     if a["use_global_beta_pow"]:
         pows = (None, None)
     else:
@@ -253,6 +295,7 @@ def_op("adam",
                                  ("LearningRate", "Beta1Pow", "Beta2Pow", "Beta1Tensor",
                                   "Beta2Tensor", "EpsilonTensor", "SkipUpdate")),
        kernel=_adam_kernel, lod_aware=True,
+       in_place={"ParamOut": "Param", "Moment1Out": "Moment1", "Moment2Out": "Moment2"},
        doc="Moment1Out = beta1 * Moment1 + (1 - beta1) * g; Moment2Out = beta2 * Moment2 + "
            "(1 - beta2) * g^2; lr_t = lr * sqrt(1 - Beta2Pow) / (1 - Beta1Pow); ParamOut = "
            "Param - lr_t * Moment1Out / (sqrt(Moment2Out) + epsilon * sqrt(1 - Beta2Pow)); "

@@ -1,6 +1,8 @@
 """Tensors live in the host arena: the executor and live cells allocate from it, the
 ``fluid.memory`` API reads it, the event log says which op and variable each block is for,
 and running out of it is a typed error that leaves everything usable."""
+import weakref
+
 import numpy as np
 import pytest
 
@@ -160,7 +162,8 @@ def test_the_event_log_names_the_op_and_the_variable_of_each_block(own_arena):
     assert {"alloc", "free"} <= kinds
     named = {e.variable: e for e in allocs if e.variable is not None}
     assert named["fc_0.tmp_0"].op[0] == "mul"
-    assert named["fc_0.w_0"].op[0] == "adam"  # the optimizer writes the new weights
+    assert named["fc_0.w_0@GRAD"].op[0] == "mul_grad"
+    assert "fc_0.w_0" not in named  # adam updates the weights in their own block
     assert named["fc_0.tmp_0"].requested == 8 * 32 * 4
     assert named["fc_0.tmp_0"].size == 1024
     # used after each event is the running total of alloc minus free
@@ -305,3 +308,64 @@ def test_turning_the_system_allocator_on_and_off_keeps_the_same_arena(own_arena)
     assert places.host_arena() is None
     fluid.set_flags({"FLAGS_use_system_allocator": False})
     assert places.host_arena() is own_arena  # its chunks (and what lives there) kept
+
+
+@pytest.mark.parametrize("optimizer", [lambda: fluid.optimizer.SGD(0.1),
+                                       lambda: fluid.optimizer.Momentum(0.1, 0.9),
+                                       lambda: fluid.optimizer.Momentum(0.1, 0.9,
+                                                                        use_nesterov=True),
+                                       lambda: fluid.optimizer.Adam(0.01)],
+                         ids=["sgd", "momentum", "nesterov", "adam"])
+def test_updates_in_place_only_what_nobody_else_holds_with_the_same_values(optimizer):
+    """Parameters and optimizer state are updated in their own arrays (as Paddle does)
+    when nothing else holds them; an array someone holds is never written, and either
+    way the values are bit for bit the same."""
+    def train(hold):
+        main, startup = fluid.Program(), fluid.Program()
+        main.random_seed = startup.random_seed = 5
+        with fluid.program_guard(main, startup), fluid.unique_name.guard():
+            x = fluid.data("x", [None, 16], "float32")
+            label = fluid.data("label", [None, 1], "int64")
+            h = fluid.layers.fc(x, 5000, act="relu")  # 80,000 weights: adam in two slices
+            logits = fluid.layers.fc(h, 4)
+            loss = fluid.layers.mean(fluid.layers.softmax_with_cross_entropy(logits, label))
+            optimizer().minimize(loss)
+        scope, exe = fluid.Scope(), fluid.Executor(CPU)
+        exe.run(startup, scope=scope)
+        persistable = [v.name for v in main.list_vars() if v.persistable
+                       and scope.find_var(v.name) is not None]
+        held, copies, same_array = [], [], True
+        losses = []
+        for i in range(4):
+            weights = weakref.ref(scope.find_var("fc_0.w_0").value.array)
+            if hold:
+                arrays = {n: scope.find_var(n).value.array for n in persistable}
+                held.append(arrays)
+                copies.append({n: a.copy() for n, a in arrays.items()})
+            losses.append(exe.run(main, feed=feed(seed=i), fetch_list=[loss], scope=scope)[0])
+            same_array &= scope.find_var("fc_0.w_0").value.array is weights()
+        for arrays, saved in zip(held, copies):  # what was held was never written
+            for name in arrays:
+                np.testing.assert_array_equal(arrays[name], saved[name])
+        return losses, {n: scope.find_var(n).value.array.copy() for n in persistable}, \
+            same_array
+
+    free_losses, free_state, in_place = train(hold=False)
+    held_losses, held_state, held_in_place = train(hold=True)
+    assert in_place and not held_in_place
+    for a, b in zip(free_losses, held_losses):
+        np.testing.assert_array_equal(a, b)
+    assert free_state.keys() == held_state.keys()
+    for name in free_state:
+        np.testing.assert_array_equal(free_state[name], held_state[name])
+
+
+def test_a_view_of_a_parameter_keeps_its_values():
+    main, startup, loss = mlp()
+    scope, exe = fluid.Scope(), fluid.Executor(CPU)
+    exe.run(startup, scope=scope)
+    view = scope.find_var("fc_0.w_0").value.array[:2]
+    before = view.copy()
+    exe.run(main, feed=feed(), fetch_list=[loss], scope=scope)
+    np.testing.assert_array_equal(view, before)
+    assert not np.array_equal(scope.find_var("fc_0.w_0").value.array[:2], before)
