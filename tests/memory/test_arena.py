@@ -45,9 +45,9 @@ class ModelSystem:
         pass
 
 
-def test_the_c_core_and_the_python_model_agree_on_random_sequences():
+def test_the_c_core_and_the_python_model_agree_on_10000_random_sequences():
     rng = random.Random(1)
-    for _ in range(2000):
+    for _ in range(10000):
         chunk_size, min_block = 1 << rng.randint(8, 13), 1 << rng.randint(4, 7)
         c_arena = Arena(chunk_size=chunk_size, min_block=min_block)
         model = BuddyArena(ModelSystem().alloc, ModelSystem().free, chunk_size=chunk_size,
