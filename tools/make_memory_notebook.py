@@ -116,10 +116,10 @@ print('peak:', view.peak, 'during', view.peak_op)
 print('the step needs at most', view.peak - line['start'], 'bytes more than it starts with')
 view"""),
     ("md", """\
-At the peak, `adam` updates the 784×200 weight: the new weight and both new moments exist next
-to the old ones until the op ends, each 627,200 bytes in a 1 MiB block. The table lists every
-variable the step allocated with the op that did it; the parameters' rows say which are still
-in the arena."""),
+The cell below prints the op during which the step peaked and the named variables alive after
+it. The table lists every variable the step allocated, with the op that did it, and the
+parameters and optimizer state that the arena holds for the scope (the 784×200 weight and its
+moments are 627,200 bytes each, in 1 MiB blocks)."""),
     ("code", "peak", """\
 point = line['points'][line['peak']['index']]
 print('alive after', point['label'], ':', point['alive_count'], 'named variables')
@@ -163,9 +163,8 @@ for keep in (0.0, -1.0):
 fluid.set_flags({'FLAGS_eager_delete_tensor_gb': 0.0})
 print('keeping temporaries costs', peaks[-1.0, False] - peaks[0.0, False], 'bytes at the peak')"""),
     ("md", """\
-With eager deletion on, a renamed temporary changes little: the executor already frees each
-value after its last use, and kernels write new arrays rather than into old ones. Renaming
-matters where values are kept to the end of the run."""),
+Eager deletion already frees each value after its last use, so renaming has the most room
+where values are kept to the end of the run."""),
     ("md", """\
 ## A DynamicRNN's step scopes
 

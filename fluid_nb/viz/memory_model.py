@@ -32,13 +32,14 @@ HTML fallback.
                  "alive": [[name, bytes]] (largest first, at most max_alive),
                  "alive_count": n, "alive_bytes": b}]}
 
-  A variable is alive from the alloc that named it to the free of its block; only blocks
-  allocated within the events are known by name.
+  ``alive`` is as the op left it. A variable is alive from the alloc that named it to the
+  free of its block; only blocks allocated within the events are known by name. Op indices
+  are those of the program that ran: ``Executor.run``'s copy, with its feed ops first.
 
 ``variable_table(events, holders)`` -- one row per variable, the largest block first::
 
     [{"name", "bytes" (requested), "block" (the block's size), "op" (label of the op that
-      allocated it last, or None), "allocs": n, "alive": bool (not freed by the end of the
+      allocated it last, or None: before the events), "allocs": n, "alive": bool (not freed by the end of the
       events), "in_scope": bool (its tensor lies in the arena now)}]
 
 Nothing here changes the arena; reading the events drains them (``fluid.memory.events``),
@@ -189,10 +190,11 @@ def _joined(points, max_points):
 
 
 # --- the variables --------------------------------------------------------------------------
-def variable_table(events, holders=()):
+def variable_table(events, holders=(), nbytes=None):
     """One row per variable named in ``events`` or held in the arena (``holders``:
-    ``fluid.memory.holders``' ``[(name, bytes)]``), the largest block first (see the
-    module's text)."""
+    ``fluid.memory.holders``' ``[(name, block bytes)]``), the largest block first (see the
+    module's text). ``nbytes`` (``{name: bytes of its data}``) gives the bytes of a held
+    variable no event names; without it they are its blocks' bytes."""
     rows = {}
     alive = {}  # address -> name
     for event in events:
@@ -210,7 +212,8 @@ def variable_table(events, holders=()):
         row["in_scope"] = row["name"] in held
     for name, size in held.items():
         if name not in rows:
-            rows[name] = {"name": name, "bytes": size, "block": size, "op": None,
+            rows[name] = {"name": name, "bytes": (nbytes or {}).get(name, size),
+                          "block": size, "op": None,
                           "allocs": 0, "alive": True, "in_scope": True}
     return sorted(rows.values(), key=lambda r: (-r["block"], r["name"]))
 
@@ -224,7 +227,7 @@ def memory_model(place, scope=None, events=(), title="memory", max_alive=12):
         fluid.memory.record_events(place)
         exe.run(main, feed=feed, fetch_list=[loss])
         model = memory_model(place, fluid.global_scope(), fluid.memory.events(place))
-        model["timeline"]["peak"]      # {'index': 31, 'used': 9485824, 'label': 'adam #40'}
+        model["timeline"]["peak"]      # {'index': 24, 'used': 9485824, 'label': 'adam #26'}
     """
     from .. import memory
 
@@ -233,7 +236,7 @@ def memory_model(place, scope=None, events=(), title="memory", max_alive=12):
     holders = memory.holders(place, scope) if scope is not None else []
     arena_map = block_map(memory.blocks(place, scope), stats)
     line = timeline(events, max_alive=max_alive)
-    table = variable_table(events, holders)
+    table = variable_table(events, holders, _data_bytes(scope, holders))
     names = [row["name"] for row in table]  # the table's order: the largest first
     others = set()
     for chunk in arena_map["chunks"]:
@@ -245,6 +248,19 @@ def memory_model(place, scope=None, events=(), title="memory", max_alive=12):
     return {"format": MEMORY_FORMAT, "version": 1, "title": title, "stats": stats,
             "map": arena_map, "timeline": line, "variables": table,
             "colours": {name: colour_at(rank) for rank, name in enumerate(names)}}
+
+
+def _data_bytes(scope, holders):
+    """``{name: bytes of the arrays its value holds}`` for the held variables ``scope`` (or
+    a parent) finds."""
+    from ..memory.events import arrays_in
+
+    found = {}
+    for name, _ in holders:
+        holder = scope.find_var(name)
+        if holder is not None:
+            found[name] = sum(int(a.nbytes) for a in arrays_in(holder.value))
+    return found
 
 
 # --- HTML for frontends without the widget --------------------------------------------------
@@ -331,7 +347,7 @@ def memory_html(model, max_rows=40):
     rows = "".join(
         f"<tr><td><span style='display:inline-block;width:10px;height:10px;background:"
         f"{_colour(model, r['name'])}'></span> {esc(r['name'])}</td><td>{r['bytes']}</td>"
-        f"<td>{bytes_text(r['block'])}</td><td>{esc(r['op'] or '')}</td>"
+        f"<td>{bytes_text(r['block'])}</td><td>{esc(r['op'] or 'earlier')}</td>"
         f"<td>{'yes' if r['alive'] else ''}</td></tr>"
         for r in model["variables"][:max_rows])
     if rows:

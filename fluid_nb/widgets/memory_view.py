@@ -17,7 +17,7 @@ from .. import memory
 from ..errors import InvalidArgument
 from ..tensor.place import CPUPlace
 from ..exec.scope import Scope, global_scope
-from ..framework.program import Program
+from ..framework.program import Program, default_main_program
 from ..live import session as _live
 from ..viz.memory_model import bytes_text, memory_html, memory_model
 from ._base import ViewWidget, json_clean
@@ -79,8 +79,9 @@ class MemoryView(ViewWidget):
             session.scope if session is not None else global_scope())
         self.title = title or (f"memory of live session '{session.name}'" if session
                                else "host memory arena")
-        #: the events of the last recording (or live cell), oldest first
-        self.events = []
+        #: the events of the last recording (or live cell), oldest first; a view of a live
+        #: session starts with what its earlier cells recorded and nobody has read
+        self.events = memory.events(self.place) if session is not None else []
         super().__init__(_model=self._build(), **kwargs)
         _open_views.add(self)
 
@@ -161,8 +162,10 @@ class MemoryView(ViewWidget):
 
 def _session_for(program):
     """The live session a view follows: the active one when no program is given in live
-    mode, or the session that owns ``program``; else None."""
-    if program is None:
-        return _live.live_session() if _live.is_live() else None
+    mode, or the session that owns ``program`` (by default the default main program, which
+    ``%%fluid`` cells grow); else None."""
+    if program is None and _live.is_live():
+        return _live.live_session()
+    program = program if program is not None else default_main_program()
     session = program.__dict__.get("_live_session")
     return session if session is not None and session.program is program else None

@@ -7,6 +7,7 @@ import pytest
 import fluid_nb as fluid
 from fluid_nb import flags
 from fluid_nb.errors import InvalidArgument
+from fluid_nb.live.session import live_session
 from fluid_nb.memory import places
 from fluid_nb.widgets import MemoryView
 from fluid_nb.widgets.memory_view import refresh_memory_views
@@ -99,6 +100,24 @@ def test_a_view_of_a_live_program_takes_each_cells_allocations():
     other = MemoryView(program=fluid.Program())
     assert refresh_memory_views(main) == [view]
     assert other.timeline is None
+
+
+def test_a_view_of_a_fluid_cells_program_takes_each_cells_allocations(shell, capture):
+    assert shell.run_cell("%%fluid --program m_live --quiet\n"
+                          "x = fluid.layers.fill_constant([32, 32], 'float32', 1.0)\n").success
+    session = live_session("m_live")
+    view = MemoryView(program=session.program)
+    assert view.scope is session.scope and "m_live" in view.title
+    assert [p["label"] for p in view.timeline["points"]] == ["fill_constant #0"]  # unread
+    sent = capture(view)
+    assert shell.run_cell("%%fluid --program m_live --quiet\n"
+                          "y = fluid.layers.relu(x)\n").success
+    assert [p["label"] for p in view.timeline["points"]] == ["relu #1"]
+    assert view.timeline["points"][0]["alive"] == [[shell.user_ns["y"].name, 32 * 32 * 4]]
+    assert sent.updates() and sent.updates()[-1]["_model"]["timeline"] == view.timeline
+    # a cell that allocates nothing keeps the last cell's timeline
+    assert shell.run_cell("%%fluid --program m_live --quiet\nz = 1\n").success
+    assert [p["label"] for p in view.timeline["points"]] == ["relu #1"]
 
 
 def test_fallback_html_has_the_bars_the_timeline_with_the_peak_and_the_table():

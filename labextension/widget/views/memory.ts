@@ -213,7 +213,7 @@ function variablesTable(model: IMemoryModel): HTMLElement {
     const swatch = h('span', 'fluid-nb-memory-swatch');
     swatch.style.background = colour(model, v.name);
     name.append(swatch, h('code', '', v.name));
-    return [name, String(v.bytes), bytes(v.block), v.op ?? '', v.alive ? 'yes' : '', v.in_scope ? 'yes' : ''];
+    return [name, String(v.bytes), bytes(v.block), v.op ?? h('span', 'fluid-nb-note', 'earlier'), v.alive ? 'yes' : '', v.in_scope ? 'yes' : ''];
   });
   const box = h('div', 'fluid-nb-memory-table-box');
   box.appendChild(table(['variable', 'bytes', 'block', 'allocated by', 'alive after', 'in arena now'], rows, 'fluid-nb-memory-vars'));
