@@ -588,12 +588,8 @@ def _kernel_step(prepared_op, holder, place, executor, scope, dead, unused, unwa
         return _runtime_step(fn, ctx, ins[0], outs[0]), ctx, ins, outs
     donors = _donors(op, opdef, ins)
     if donors:
-        inner = _general_step(fn, ctx, opdef, ins, outs, lod_src, lod_dsts, dead)
-
-        def donating_step():
-            ctx.donated = frozenset(slot for slot, h in donors if _sole_owner(h))
-            inner()
-        return donating_step, ctx, ins, outs
+        return _donating_step(_general_step(fn, ctx, opdef, ins, outs, lod_src, lod_dsts,
+                                            dead), ctx, donors), ctx, ins, outs
     if plain and outs[0] is not None and _leading_present(ins) > 0:
         out = outs[0]
         src = lod_src if opdef.outputs[0].name in lod_dsts else None
@@ -607,9 +603,14 @@ def _kernel_step(prepared_op, holder, place, executor, scope, dead, unused, unwa
     return _general_step(fn, ctx, opdef, ins, outs, lod_src, lod_dsts, dead), ctx, ins, outs
 
 
+#: the smallest variable (declared bytes) worth updating in place: below it a new array
+#: costs less than checking that the old one may be written
+DONATE_MIN_BYTES = 64 << 10
+
+
 def _donors(op, opdef, ins):
     """(input slot, holder) of the op's ``in_place`` pairs whose output names the same
-    variable as the input."""
+    variable as the input, a variable of at least DONATE_MIN_BYTES."""
     if not opdef.in_place:
         return ()
     position = {slot.name: i for i, slot in enumerate(opdef.inputs)}
@@ -617,9 +618,40 @@ def _donors(op, opdef, ins):
     for out_slot, in_slot in opdef.in_place.items():
         out_args, in_args = op.outputs.get(out_slot), op.inputs.get(in_slot)
         if out_args and in_args and len(out_args) == len(in_args) == 1 \
-                and out_args[0] == in_args[0] and ins[position[in_slot]] is not None:
+                and out_args[0] == in_args[0] and ins[position[in_slot]] is not None \
+                and _declared_bytes(op.block._find_var_recursive(in_args[0])) \
+                >= DONATE_MIN_BYTES:
             donors.append((in_slot, ins[position[in_slot]]))
     return tuple(donors)
+
+
+def _declared_bytes(var):
+    """A variable's size from its declaration (0 when unknown or not a tensor)."""
+    if var is None or var.type != VarType.LOD_TENSOR or not var.shape \
+            or any(d < 0 for d in var.shape):
+        return 0
+    count = 1
+    for d in var.shape:
+        count *= d
+    return count * np.dtype(to_numpy_dtype(var.dtype)).itemsize
+
+
+def _donating_step(inner, ctx, donors):
+    """``inner`` with ``ctx.donated`` set first to the donor slots nothing else holds."""
+    nothing = frozenset()
+    if len(donors) == 1:  # sgd: the usual case, without building a set per run
+        (slot, holder), = donors
+        only = frozenset((slot,))
+
+        def donating_step():
+            ctx.donated = only if _sole_owner(holder) else nothing
+            inner()
+        return donating_step
+
+    def donating_step():
+        ctx.donated = frozenset([slot for slot, holder in donors if _sole_owner(holder)])
+        inner()
+    return donating_step
 
 
 def _sole_owner(holder):
