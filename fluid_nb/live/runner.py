@@ -150,7 +150,7 @@ class OpRunner:
             return
         recorder, executor = arena.recorder, self.executor
         executor.watch = recorder  # a sub-block the op runs tags its own ops
-        recorder.before(op)
+        recorder.before_new(op)
         try:
             start = perf_counter()
             step()

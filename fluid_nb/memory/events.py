@@ -79,6 +79,13 @@ class Recorder:
     def before(self, op):
         self.arena.tag = self.tag_of(op)
 
+    def before_new(self, op):
+        """``before`` for an op seen once (a live cell's): a tag of its own, not cached."""
+        ops = self._ops
+        block = op.block
+        self.arena.tag = len(ops)
+        ops.append((op.type, block.idx, _index_in(block, op)))
+
     def after(self, op, values):
         tag, names = self.arena.tag, self._names
         for name, value in values:
