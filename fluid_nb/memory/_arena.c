@@ -12,6 +12,12 @@
  * offset" is the head, as the Python model picks it). One mutex guards the arena: NumPy may
  * allocate without the GIL.
  *
+ * The system allocator is posix_memalign by default. An arena made with ``system=(alloc,
+ * free)`` takes its chunks from those Python callables instead (device memory: CuPy's),
+ * called with the lock released: the core asks for memory by failing with ``wants`` set,
+ * the Python method provides it and retries, and memory to hand back is queued and given
+ * to ``free`` after the lock is released. Such an arena is never NumPy's allocator.
+ *
  * With recording on, each change is appended to an event log (alloc, free, split, merge, a
  * chunk taken or released, a huge block), stamped with the arena's current tag (the op the
  * executor is running); Python takes the log as packed records (see EVENT_FORMAT in
@@ -56,6 +62,11 @@ typedef struct {      /* 40 bytes, no padding: '<QQQQii' in arena.py */
 } Event;
 
 typedef struct {
+    char *ptr;
+    size_t size;
+} Span;
+
+typedef struct {
     size_t chunk_size, min_block;
     int min_order, chunk_order, orders; /* orders = chunk_order - min_order + 1 */
     size_t units;
@@ -68,6 +79,11 @@ typedef struct {
     int32_t tag;
     Event *events;
     size_t n_events, cap_events, event_limit;
+    int external;          /* chunks from the Python system allocator */
+    size_t wants;          /* external: bytes the core asked the system for and lacked */
+    char *provided;        /* external: memory the caller got from the system for it */
+    Span *returned;        /* external: memory to hand back once the lock is released */
+    size_t n_returned, cap_returned;
     uint64_t dropped; /* events not logged: the log was at event_limit */
     pthread_mutex_t lock;
 } Arena;
@@ -134,10 +150,33 @@ static int arena_init(Arena *a, size_t chunk_size, size_t min_block, size_t limi
 static void *system_alloc(Arena *a, size_t size) {
     void *p = NULL;
     if (a->limit && a->system_bytes + size > a->limit) return NULL;
-    if (posix_memalign(&p, a->min_block < sizeof(void *) ? sizeof(void *) : a->min_block,
-                       size) != 0) return NULL;
+    if (a->external) {
+        if (!a->provided) { a->wants = size; return NULL; }
+        p = a->provided;
+        a->provided = NULL;
+    } else if (posix_memalign(&p, a->min_block < sizeof(void *) ? sizeof(void *)
+                              : a->min_block, size) != 0) {
+        return NULL;
+    }
     a->system_bytes += size;
     return p;
+}
+
+/* give memory back to the system (external: queued for after the lock); 0 on success */
+static int system_free(Arena *a, char *ptr, size_t size) {
+    a->system_bytes -= size;
+    if (!a->external) { free(ptr); return 0; }
+    if (a->n_returned == a->cap_returned) {
+        size_t cap = a->cap_returned ? 2 * a->cap_returned : 8;
+        Span *grown = realloc(a->returned, cap * sizeof(Span));
+        if (!grown) return -1;
+        a->returned = grown;
+        a->cap_returned = cap;
+    }
+    a->returned[a->n_returned].ptr = ptr;
+    a->returned[a->n_returned].size = size;
+    a->n_returned++;
+    return 0;
 }
 
 static Chunk *new_chunk(Arena *a) {
@@ -158,8 +197,7 @@ static Chunk *new_chunk(Arena *a) {
     c->prev = malloc(a->units * sizeof(int32_t));
     if (!c->free_order || !c->used_order || !c->next || !c->prev) {
         free(c->free_order); free(c->used_order); free(c->next); free(c->prev);
-        free(base);
-        a->system_bytes -= a->chunk_size;
+        system_free(a, base, a->chunk_size);
         return NULL;
     }
     memset(c->free_order, -1, a->units);
@@ -252,9 +290,8 @@ static int arena_free(Arena *a, char *ptr) {
                 *h = gone->next;
                 a->used -= gone->size;
                 a->huge_bytes -= gone->size;
-                a->system_bytes -= gone->size;
                 record(a, EV_HUGE_FREE, gone->ptr, gone->size, 0);
-                free(gone->ptr);
+                system_free(a, gone->ptr, gone->size);
                 free(gone);
                 a->frees++;
                 return 0;
@@ -290,9 +327,8 @@ static size_t arena_release(Arena *a) {
         Chunk *c = &a->chunks[i];
         if (c->used_blocks == 0) {
             record(a, EV_RELEASE, c->base, a->chunk_size, 0);
-            free(c->base); free(c->free_order); free(c->used_order); free(c->next);
-            free(c->prev);
-            a->system_bytes -= a->chunk_size;
+            system_free(a, c->base, a->chunk_size);
+            free(c->free_order); free(c->used_order); free(c->next); free(c->prev);
             released += a->chunk_size;
         } else {
             a->chunks[kept++] = *c;
@@ -347,7 +383,65 @@ typedef struct {
     Arena arena;
     PyDataMem_Handler handler;
     int ready;
+    PyObject *sys_alloc, *sys_free; /* the Python system allocator, or NULL */
 } ArenaObject;
+
+/* hand the queued memory back through the Python system allocator (lock not held); -1
+   with the error set when one call failed (the rest are still handed back) */
+static int return_queued(ArenaObject *self) {
+    Arena *a = &self->arena;
+    int status = 0;
+    for (;;) {
+        pthread_mutex_lock(&a->lock);
+        if (a->n_returned == 0) { pthread_mutex_unlock(&a->lock); return status; }
+        Span span = a->returned[--a->n_returned];
+        pthread_mutex_unlock(&a->lock);
+        PyObject *r = PyObject_CallFunction(self->sys_free, "Nn", PyLong_FromVoidPtr(span.ptr),
+                                            (Py_ssize_t)span.size);
+        if (r) Py_DECREF(r);
+        else if (status == 0) status = -1; /* keep the first error */
+        else PyErr_Clear();
+    }
+}
+
+/* arena_alloc through the Python system allocator: when the core lacks memory, get it with
+   the lock released and try again */
+static void *external_alloc(ArenaObject *self, size_t size) {
+    Arena *a = &self->arena;
+    for (int tries = 0; tries < 4; tries++) {
+        pthread_mutex_lock(&a->lock);
+        void *p = arena_alloc(a, size);
+        size_t wants = a->wants;
+        a->wants = 0;
+        pthread_mutex_unlock(&a->lock);
+        if (p || !wants) return p;
+        PyObject *r = PyObject_CallFunction(self->sys_alloc, "n", (Py_ssize_t)wants);
+        if (!r) return NULL;
+        void *base = PyLong_AsVoidPtr(r);
+        Py_DECREF(r);
+        if (!base) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_MemoryError, "Arena: the system allocator gave 0");
+            return NULL;
+        }
+        pthread_mutex_lock(&a->lock);
+        a->provided = base;
+        p = arena_alloc(a, size);
+        char *unused = a->provided; /* another thread's free made room meanwhile */
+        a->provided = NULL;
+        a->wants = 0;
+        pthread_mutex_unlock(&a->lock);
+        if (unused) {
+            PyObject *back = PyObject_CallFunction(self->sys_free, "Nn",
+                                                   PyLong_FromVoidPtr(unused),
+                                                   (Py_ssize_t)wants);
+            if (!back) return NULL;
+            Py_DECREF(back);
+        }
+        if (p) return p;
+    }
+    return NULL;
+}
 
 /* A handler capsule keeps its arena alive: NumPy keeps the capsule with every array it
    made through it, so the chunks outlive the last such array, whenever that dies. */
@@ -359,11 +453,25 @@ static void capsule_gone(PyObject *capsule) {
 static int is_power_of_two(Py_ssize_t v) { return v > 0 && (v & (v - 1)) == 0; }
 
 static int Arena_init(ArenaObject *self, PyObject *args, PyObject *kwds) {
-    static char *kwlist[] = {"chunk_size", "min_block", "limit", NULL};
+    static char *kwlist[] = {"chunk_size", "min_block", "limit", "system", NULL};
     Py_ssize_t chunk_size = 1 << 20, min_block = 256, limit = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|nnn", kwlist, &chunk_size, &min_block,
-                                     &limit))
+    PyObject *system = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|nnnO", kwlist, &chunk_size, &min_block,
+                                     &limit, &system))
         return -1;
+    PyObject *sys_alloc = NULL, *sys_free = NULL;
+    if (system != Py_None) {
+        if (!PyTuple_Check(system) || PyTuple_GET_SIZE(system) != 2
+            || !PyCallable_Check(PyTuple_GET_ITEM(system, 0))
+            || !PyCallable_Check(PyTuple_GET_ITEM(system, 1))) {
+            PyErr_Format(PyExc_TypeError, "Arena: system expected None or a pair (alloc(size) "
+                         "-> address, free(address, size)) of callables, but received %s",
+                         Py_TYPE(system)->tp_name);
+            return -1;
+        }
+        sys_alloc = PyTuple_GET_ITEM(system, 0);
+        sys_free = PyTuple_GET_ITEM(system, 1);
+    }
     if (!is_power_of_two(chunk_size) || !is_power_of_two(min_block) || min_block > chunk_size
         || limit < 0) {
         PyErr_Format(PyExc_ValueError, "Arena: chunk_size and min_block expected powers of "
@@ -379,6 +487,11 @@ static int Arena_init(ArenaObject *self, PyObject *args, PyObject *kwds) {
         PyErr_SetString(PyExc_ValueError, "Arena: too many block orders in a chunk");
         return -1;
     }
+    self->arena.external = sys_alloc != NULL;
+    Py_XINCREF(sys_alloc);
+    Py_XINCREF(sys_free);
+    self->sys_alloc = sys_alloc;
+    self->sys_free = sys_free;
     snprintf(self->handler.name, sizeof(self->handler.name), "fluid_nb_arena");
     self->handler.version = 1;
     self->handler.allocator.ctx = &self->arena;
@@ -396,14 +509,29 @@ static void Arena_dealloc(ArenaObject *self) {
     if (self->ready) {
         Arena *a = &self->arena;
         for (size_t i = 0; i < a->n_chunks; i++) {
-            free(a->chunks[i].base); free(a->chunks[i].free_order);
+            system_free(a, a->chunks[i].base, a->chunk_size);
+            free(a->chunks[i].free_order);
             free(a->chunks[i].used_order); free(a->chunks[i].next); free(a->chunks[i].prev);
         }
         free(a->chunks);
-        for (Huge *h = a->huge; h;) { Huge *n = h->next; free(h->ptr); free(h); h = n; }
+        for (Huge *h = a->huge; h;) {
+            Huge *n = h->next;
+            system_free(a, h->ptr, h->size);
+            free(h);
+            h = n;
+        }
+        if (a->external) {
+            PyObject *type, *value, *trace;
+            PyErr_Fetch(&type, &value, &trace);
+            if (return_queued(self) < 0) PyErr_WriteUnraisable((PyObject *)self);
+            PyErr_Restore(type, value, trace);
+        }
+        free(a->returned);
         free(a->events);
         pthread_mutex_destroy(&a->lock);
     }
+    Py_XDECREF(self->sys_alloc);
+    Py_XDECREF(self->sys_free);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -418,8 +546,14 @@ static PyObject *Arena_alloc(ArenaObject *self, PyObject *arg) {
                      "received %zd", size);
         return NULL;
     }
-    void *p = LOCKED(&self->arena, arena_alloc(&self->arena, (size_t)size));
-    UNLOCK(&self->arena);
+    void *p;
+    if (self->arena.external) {
+        p = external_alloc(self, (size_t)size);
+        if (!p && PyErr_Occurred()) return NULL; /* the system allocator's own error */
+    } else {
+        p = LOCKED(&self->arena, arena_alloc(&self->arena, (size_t)size));
+        UNLOCK(&self->arena);
+    }
     if (!p) {
         PyErr_Format(PyExc_MemoryError, "Arena.alloc: the system allocator refused %zd bytes "
                      "(the arena holds %zu bytes)", size, self->arena.used);
@@ -438,12 +572,14 @@ static PyObject *Arena_free(ArenaObject *self, PyObject *arg) {
                      "but received %p", p);
         return NULL;
     }
+    if (self->arena.external && return_queued(self) < 0) return NULL;
     Py_RETURN_NONE;
 }
 
 static PyObject *Arena_release(ArenaObject *self, PyObject *unused) {
     size_t released = LOCKED(&self->arena, arena_release(&self->arena));
     UNLOCK(&self->arena);
+    if (self->arena.external && return_queued(self) < 0) return NULL;
     return PyLong_FromSize_t(released);
 }
 
@@ -533,6 +669,11 @@ static PyObject *Arena_get(ArenaObject *self, void *which) {
     case 5: return PyLong_FromUnsignedLongLong(a->allocs);
     case 6: return PyLong_FromUnsignedLongLong(a->frees);
     case 7: {
+        if (a->external) {
+            PyErr_SetString(PyExc_TypeError, "Arena.handler: an arena over a Python system "
+                            "allocator (device memory) cannot be NumPy's allocator");
+            return NULL;
+        }
         PyObject *capsule = PyCapsule_New(&self->handler, "mem_handler", capsule_gone);
         if (!capsule) return NULL;
         if (PyCapsule_SetContext(capsule, self) != 0) { Py_DECREF(capsule); return NULL; }

@@ -32,11 +32,18 @@ def _module():
     return _arena
 
 
-def Arena(chunk_size=1 << 20, min_block=256, limit=0):
+def Arena(chunk_size=1 << 20, min_block=256, limit=0, system=None):
     """A buddy allocator over system chunks of ``chunk_size`` bytes, blocks of at least
     ``min_block`` bytes (both powers of two); ``limit`` > 0 caps the bytes it takes from
-    the system (a request past it raises MemoryError)."""
-    return _module().Arena(chunk_size=chunk_size, min_block=min_block, limit=limit)
+    the system (a request past it raises MemoryError).
+
+    ``system``: None for host memory (``posix_memalign``), or a pair of callables
+    ``(alloc(size) -> address, free(address, size))`` the chunks come from instead, a
+    device's memory (CuPy's ``cupy.cuda.runtime.malloc``/``free``): the same algorithm over
+    another system allocator. They are called with the arena unlocked; an error they raise
+    is the alloc's. Such an arena hands out addresses only (it is never NumPy's allocator)."""
+    return _module().Arena(chunk_size=chunk_size, min_block=min_block, limit=limit,
+                           system=system)
 
 
 def set_handler(capsule):

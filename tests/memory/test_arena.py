@@ -2,6 +2,7 @@
 model (fluid_nb.memory.buddy) give the same blocks at the same offsets of the same chunks;
 as NumPy's allocator, arrays made in its scope lie in its chunks and give their blocks back
 when they die, whenever that is."""
+import ctypes
 import gc
 import random
 import threading
@@ -154,3 +155,84 @@ def test_bad_arguments_say_what_was_expected():
         arena.alloc(0)
     with pytest.raises(ValueError, match="a block of this arena"):
         arena.free(12345)
+
+
+class RecordingSystem:
+    """A system allocator over real host buffers that records what it hands out and gets
+    back, standing in for a device's (the arena only does address arithmetic on it)."""
+
+    def __init__(self, fail_after=None):
+        self.buffers, self.calls, self.fail_after = {}, [], fail_after
+
+    def alloc(self, size):
+        if self.fail_after is not None and len(self.buffers) >= self.fail_after:
+            raise MemoryError(f"out of device memory asking for {size} bytes")
+        buffer = ctypes.create_string_buffer(size + 4096)
+        address = (ctypes.addressof(buffer) + 4095) & ~4095  # page-aligned, as devices are
+        self.buffers[address] = (buffer, size)
+        self.calls.append(("alloc", size))
+        return address
+
+    def free(self, address, size):
+        _, held = self.buffers.pop(address)
+        assert held == size
+        self.calls.append(("free", size))
+
+
+def test_over_another_system_allocator_the_core_gives_the_same_blocks():
+    """The same algorithm over a Python system allocator (how a device's memory is
+    managed): 2,000 random sequences agree with the model block for block, and every
+    chunk and huge block goes back to the system allocator it came from."""
+    rng = random.Random(2)
+    for _ in range(2000):
+        chunk_size, min_block = 1 << rng.randint(8, 12), 1 << rng.randint(4, 7)
+        system = RecordingSystem()
+        arena = Arena(chunk_size=chunk_size, min_block=min_block,
+                      system=(system.alloc, system.free))
+        model = BuddyArena(ModelSystem().alloc, ModelSystem().free, chunk_size=chunk_size,
+                           min_block=min_block)
+        live, model_live = [], []
+        for _ in range(rng.randint(1, 25)):
+            if rng.random() < 0.6 or not live:
+                size = rng.randint(1, chunk_size + chunk_size // 2)
+                live.append(arena.alloc(size))
+                model_live.append(model.alloc(size))
+            else:
+                k = rng.randrange(len(live))
+                arena.free(live.pop(k))
+                model.free(model_live.pop(k))
+            if rng.random() < 0.1:
+                assert arena.release() == model.release()
+            assert relative(arena.used_blocks(), arena.chunks(), chunk_size) == relative(
+                model.used_blocks(), [c.address for c in model.chunks], chunk_size)
+            assert arena.system_bytes == sum(size for _, size in system.buffers.values())
+        for address in live:
+            arena.free(address)
+        arena.release()
+        assert system.buffers == {} and arena.system_bytes == 0
+
+
+def test_a_failing_system_allocator_fails_the_alloc_and_leaves_the_arena_usable():
+    system = RecordingSystem(fail_after=1)
+    arena = Arena(chunk_size=1024, min_block=64, system=(system.alloc, system.free))
+    first = arena.alloc(1000)
+    with pytest.raises(MemoryError, match="out of device memory asking for 1024 bytes"):
+        arena.alloc(1000)  # a second chunk is needed, and the system has none
+    assert (arena.used, arena.n_chunks) == (1024, 1)
+    arena.free(first)
+    assert arena.alloc(512) and arena.used == 512  # the first chunk serves again
+    with pytest.raises(TypeError, match="cannot be NumPy's allocator"):
+        arena.handler
+
+
+def test_an_arena_gives_its_system_memory_back_when_it_goes():
+    system = RecordingSystem()
+    arena = Arena(chunk_size=1024, min_block=64, system=(system.alloc, system.free))
+    arena.alloc(100)
+    arena.alloc(5000)  # larger than a chunk: a block of its own from the system
+    assert sorted(size for _, size in system.buffers.values()) == [1024, 5000]
+    del arena
+    gc.collect()
+    assert system.buffers == {}
+    with pytest.raises(TypeError, match="a pair \\(alloc\\(size\\) -> address"):
+        Arena(system=print)
