@@ -323,7 +323,8 @@ def timeline_svg(line, width=640, height=140):
             f"<rect x='0' y='0' width='{width}' height='{height}' fill='#fff' stroke='#ccc'/>"
             f"<polyline points='{polyline}' fill='none' stroke='#1976d2' stroke-width='1.5'/>"
             f"<circle class='fluid-nb-peak' cx='{px:.1f}' cy='{py:.1f}' r='4' fill='#d32f2f'/>"
-            f"<text x='{px:.1f}' y='{max(py - 6, 10):.1f}' font-size='11' fill='#d32f2f' "
+            f"<text x='{px + (-7 if anchor == 'end' else 7):.1f}' y='{max(py - 6, 10):.1f}' "
+            f"font-size='11' fill='#d32f2f' "
             f"text-anchor='{anchor}'>{label}</text>"
             f"<text x='{pad}' y='{height - 4}' font-size='10' fill='#666'>"
             f"{bytes_text(low)} … {bytes_text(high)} over {len(points)} ops</text></svg>")
