@@ -35,7 +35,8 @@ def test_viewer_bundle_defines_the_viewer_api_with_graphviz_wasm_inlined():
     assert len(text) > 1_000_000, "Graphviz (WebAssembly) is missing from the viewer bundle"
     assert "\\0asm" in text and "WebAssembly.instantiate" in text
     assert "fluidNbViewer" in text
-    for name in ("renderProgram", "applyDelta", "renderTensor", "renderScope", "renderStepper"):
+    for name in ("renderProgram", "applyDelta", "renderTensor", "renderScope", "renderStepper",
+                 "renderMemory"):
         assert re.search(rf"\b{name}\b", text), name
     # no network: the bundle names no remote address to load code or data from
     assert not re.search(r"""(import\(|fetch\()\s*["']https?://""", text)
