@@ -929,6 +929,9 @@ def _with_feed_fetch(program, feed_names, fetch_names, feed_var_name, fetch_var_
     glob.create_var(name=fetch_var_name, type=VarType.FETCH_LIST, persistable=True)
     for col, name in enumerate(feed_names):
         glob._prepend_op("feed", {"X": [feed_var_name]}, {"Out": [name]}, {"col": col})
+    # ops before these in the copy: views and the event log number ops as in the program
+    # the user built (the added feed ops count negative)
+    glob.ops_prepended = len(feed_names)
     for col, name in enumerate(fetch_names):
         glob.append_op("fetch", {"X": [name]}, {"Out": [fetch_var_name]}, {"col": col})
     return run

@@ -327,6 +327,9 @@ class Block:
         self.forward_block_idx = forward_block_idx
         self.vars = {}
         self.ops = []
+        #: ops an executor put before the user's in its run copy (feeds): views number the
+        #: user's ops from 0 after them
+        self.ops_prepended = 0
 
     @property
     def parent_block(self):

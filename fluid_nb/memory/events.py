@@ -120,14 +120,17 @@ class Recorder:
 
 
 def _index_in(block, op):
+    """The op's index in its block as the user's program numbers it: a block an executor
+    copied and gave ``ops_prepended`` ops of its own (feeds) counts those negative."""
     ops = getattr(block, "ops", None)
     if not ops:
         return -1
+    shift = block.ops_prepended
     if ops[-1] is op:
-        return len(ops) - 1
+        return len(ops) - 1 - shift
     for index, candidate in enumerate(ops):
         if candidate is op:
-            return index
+            return index - shift
     return -1
 
 
