@@ -9,9 +9,12 @@ import threading
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
 
 from fluid_nb.memory import BuddyArena
 from fluid_nb.memory.arena import Arena, allocating_from
+
+from .test_buddy import OPS, run_sequence
 
 try:
     from numpy._core.multiarray import get_handler_name
@@ -236,3 +239,32 @@ def test_an_arena_gives_its_system_memory_back_when_it_goes():
     assert system.buffers == {}
     with pytest.raises(TypeError, match="a pair \\(alloc\\(size\\) -> address"):
         Arena(system=print)
+
+
+@settings(max_examples=10000, deadline=None)
+@given(OPS)
+def test_hypothesis_sequences_keep_the_invariants_and_the_c_core_agrees(ops):
+    """10,000 generated alloc/free sequences: the model keeps the buddy invariants (no
+    overlap, alignment, ``used`` exact, all merged back at the end), and the C core, given
+    the same sequence, hands out the same blocks at the same offsets after every step."""
+    chunk_size, min_block = 1 << 12, 64
+    model = run_sequence(ops, chunk_size, min_block)  # checks the invariants step by step
+    assert model.used == 0
+    c_arena = Arena(chunk_size=chunk_size, min_block=min_block)
+    twin = BuddyArena(ModelSystem().alloc, ModelSystem().free, chunk_size=chunk_size,
+                      min_block=min_block)
+    c_live, twin_live = [], []
+    for kind, value in ops:
+        if kind == "alloc":
+            c_live.append(c_arena.alloc(value))
+            twin_live.append(twin.alloc(value))
+        elif c_live:
+            k = value % len(c_live)
+            c_arena.free(c_live.pop(k))
+            twin.free(twin_live.pop(k))
+        assert relative(c_arena.used_blocks(), c_arena.chunks(), chunk_size) == relative(
+            twin.used_blocks(), [c.address for c in twin.chunks], chunk_size)
+    for address in c_live:
+        c_arena.free(address)
+    assert c_arena.used == 0
+    assert [size for _, size in c_arena.free_blocks()] == [chunk_size] * c_arena.n_chunks
