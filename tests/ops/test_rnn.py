@@ -137,7 +137,7 @@ def gru_case(lod, d, name, bias=True, h0=False, grad=(), **attrs):
 ALL_LSTM = ["Input", "Weight", "Bias"]
 
 CASES = [
-    # lstm forward on the brief's LoDs
+    # lstm forward on a small LoD and on the documentation's lengths
     lstm_case(LOD_A, 3, "peepholes"),
     lstm_case(LOD_A, 3, "no_peepholes_reverse", peep=False, is_reverse=True),
     lstm_case(LOD_DOC, 2, "doc_lengths_h0_c0", h0=True, c0=True),
