@@ -1,5 +1,6 @@
 """The host memory arena: peak bytes of three programs under each way of freeing, the
-arena's alloc/free time against NumPy's own allocator, and W1-W3 with the arena on and off.
+arena's alloc/free time against NumPy's own allocator, W1-W3 with the arena on and off, and
+W1-W2 with its event log on and off.
 
     python benchmarks/memory.py
 
@@ -238,12 +239,43 @@ def on_off():
     return out
 
 
+# --- the event log's cost ------------------------------------------------------------------------
+def recording_cost():
+    """W1 and W2 with the arena's event log on and off (read every 50 allocations)."""
+    rng = np.random.RandomState(1)
+    w1 = train_step.w1_fluid(rng.uniform(-1, 1, (20, 13)).astype("float32"),
+                             rng.uniform(-1, 1, (20, 1)).astype("float32"))
+    w2 = train_step.w2_fluid(rng.uniform(-1, 1, (64, 784)).astype("float32"),
+                             rng.randint(0, 10, (64, 1)).astype("int64"))
+    print("the event log on and off in Executor.run (on: tagged by op, named by variable)")
+    out = {}
+    for name, step, number in (("W1 fit_a_line", w1, 400), ("W2 MLP", w2, 20)):
+        def with_log(on, step=step):
+            def run():
+                arena = fluid.memory.arena_of(CPU)
+                if arena.recording != on:
+                    fluid.memory.record_events(CPU, on)
+                step()
+                if on and arena.allocs % 50 == 0:
+                    fluid.memory.events(CPU)
+            return run
+        times = interleaved_best({"on": with_log(True), "off": with_log(False)}, rounds=9,
+                                 number=number)
+        fluid.memory.record_events(CPU, False)
+        fluid.memory.events(CPU)
+        out[name] = times
+        print(f"  {name:16s} log on {times['on'] * 1e6:9.1f} µs   off "
+              f"{times['off'] * 1e6:9.1f} µs   on/off {times['on'] / times['off']:.3f}")
+    return out
+
+
 def main():
     saved = dict(flags._values)
     try:
         peaks()
         alloc_free_times()
         on_off()
+        recording_cost()
     finally:
         flags._values.clear()
         flags._values.update(saved)
