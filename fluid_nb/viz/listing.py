@@ -7,11 +7,14 @@ A sub-block is listed, indented, right under the op that owns it.
 
 :func:`model_listing` writes the same kind of text from a program model, for pages that hold
 only the model (the HTML page's no-script section).
+
+With memory figures (:func:`~fluid_nb.viz.program_model.program_memory`, keyed by op id) an
+op that allocated something ends its line with ``  # allocates 1.0 MiB in 3 blocks: ...``.
 """
 import html
 
 from ..framework.program import EMPTY_VAR_NAME, _attr_text
-from .program_model import HIDDEN_ATTRS, _block_attr_names, _dtype_text
+from .program_model import HIDDEN_ATTRS, _block_attr_names, _dtype_text, memory_text, op_id
 
 _BLOCK_ATTRS = {}  # op type -> names of its block attributes
 
@@ -46,15 +49,22 @@ def _var_prefix(parameter, persistable):
 
 
 # --- from a Program ----------------------------------------------------------------------
-def program_listing(program, with_vars=True):
+def _memory_suffix(memory, element_id):
+    figure = (memory or {}).get("ops", {}).get(element_id)
+    return f"  # {memory_text(figure)}" if figure else ""
+
+
+def program_listing(program, with_vars=True, memory=None):
     """The readable listing of ``program``: block 0, its variables (unless ``with_vars`` is
-    false) and ops, each sub-block nested under the op that owns it."""
+    false) and ops, each sub-block nested under the op that owns it; with ``memory`` (a
+    :func:`~fluid_nb.viz.program_model.program_memory` of this program) each op that
+    allocated something says how much."""
     lines = []
-    _program_block(program.global_block(), "", with_vars, lines)
+    _program_block(program.global_block(), "", with_vars, lines, memory)
     return "\n".join(lines)
 
 
-def _program_block(block, indent, with_vars, lines):
+def _program_block(block, indent, with_vars, lines, memory=None):
     lines.append(indent + _block_header(block.idx, block.parent_idx, block.forward_block_idx))
     inner = indent + _INDENT
     if with_vars:
@@ -66,12 +76,14 @@ def _program_block(block, indent, with_vars, lines):
     for op in block.ops:
         texts = [(name, _attr_text(op, name, value)) for name, value in sorted(op.attrs.items())
                  if name not in HIDDEN_ATTRS]
-        lines.append(inner + op_line(op.type, op.inputs, op.outputs, texts))
+        suffix = _memory_suffix(memory, op_id(op)) if memory else ""
+        lines.append(inner + op_line(op.type, op.inputs, op.outputs, texts) + suffix)
         for name in sorted(_block_attr_names(op, _BLOCK_ATTRS)):
             value = op.attrs.get(name)
             for idx in (value if isinstance(value, (list, tuple)) else [value]):
                 if isinstance(idx, int):
-                    _program_block(block.program.block(idx), inner + _INDENT, with_vars, lines)
+                    _program_block(block.program.block(idx), inner + _INDENT, with_vars, lines,
+                                   memory)
     lines.append(indent + "}")
 
 
@@ -86,7 +98,8 @@ def _model_attr_text(value):
 
 def model_listing(model, with_vars=True):
     """The readable listing of a program model (the same layout as :func:`program_listing`;
-    variables sorted by name, attributes as the model holds them)."""
+    variables sorted by name, attributes as the model holds them; the bytes each op
+    allocated when the model carries memory figures under ``"memory"``)."""
     blocks = {b["id"]: b for b in model["blocks"]}
     ops_of = {bid: [] for bid in blocks}
     for op in model["ops"]:
@@ -97,11 +110,11 @@ def model_listing(model, with_vars=True):
     lines = []
     root = blocks.get("b0")
     if root is not None:
-        _model_block(root, blocks, ops_of, vars_of, "", with_vars, lines)
+        _model_block(root, blocks, ops_of, vars_of, "", with_vars, lines, model.get("memory"))
     return "\n".join(lines)
 
 
-def _model_block(block, blocks, ops_of, vars_of, indent, with_vars, lines):
+def _model_block(block, blocks, ops_of, vars_of, indent, with_vars, lines, memory=None):
     parent = blocks.get(block["parent"]) if block["parent"] else None
     lines.append(indent + _block_header(block["idx"], parent["idx"] if parent else -1, -1))
     inner = indent + _INDENT
@@ -118,11 +131,12 @@ def _model_block(block, blocks, ops_of, vars_of, indent, with_vars, lines):
             lines.append("")
     for op in ops_of[block["id"]]:
         texts = [(name, _model_attr_text(value)) for name, value in sorted(op["attrs"].items())]
-        lines.append(inner + op_line(op["type"], op["inputs"], op["outputs"], texts))
+        lines.append(inner + op_line(op["type"], op["inputs"], op["outputs"], texts)
+                     + _memory_suffix(memory, op["id"]))
         for bid in op["sub_blocks"]:
             if bid in blocks:
                 _model_block(blocks[bid], blocks, ops_of, vars_of, inner + _INDENT, with_vars,
-                             lines)
+                             lines, memory)
     lines.append(indent + "}")
 
 
@@ -134,10 +148,31 @@ _STYLE = ("<style>.fluid-nb-listing{max-width:100%;overflow-x:auto}"
           ".fluid-nb-listing pre{font-size:12px;overflow-x:auto}</style>")
 
 
-def listing_html(program, max_vars=500):
+def _memory_html(memory, max_rows):
+    """The memory figures as HTML: the total, then one row per op that allocated something
+    (in program order): the op, bytes of its blocks, bytes asked, blocks, variables."""
+    from .memory_model import bytes_text
+
+    e = html.escape
+    ops = memory.get("ops") or {}
+    if not ops:
+        return "<p class='fluid-nb-listing-memory'><b>Memory</b>: no op allocated anything</p>"
+    rows = "".join(
+        f"<tr><td>{e(f['label'])}</td><td>{bytes_text(f['bytes'])}</td><td>{f['requested']}"
+        f"</td><td>{f['blocks']}</td><td>{e(memory_text(f).partition(': ')[2])}</td></tr>"
+        for f in list(ops.values())[:max_rows])
+    more = f"<p><i>{len(ops) - max_rows} more ops</i></p>" if len(ops) > max_rows else ""
+    return (f"<p class='fluid-nb-listing-memory'><b>Memory</b>: {len(ops)} ops allocated "
+            f"{bytes_text(memory['total'])} in {memory['blocks']} blocks</p>"
+            "<table class='fluid-nb-listing-memory'><tr><th>op</th><th>allocated</th>"
+            f"<th>bytes asked</th><th>blocks</th><th>variables</th></tr>{rows}</table>{more}")
+
+
+def listing_html(program, max_vars=500, memory=None):
     """The program as plain HTML (for frontends without the graph renderer): a summary, the
     op listing with nested blocks, and a table of variables (at most ``max_vars`` rows).
-    Every name is escaped."""
+    With ``memory`` (:func:`~fluid_nb.viz.program_model.program_memory` of a recorded run)
+    each op's line ends with the bytes it allocated. Every name is escaped."""
     e = html.escape
     n_ops = sum(len(b.ops) for b in program.blocks)
     n_vars = sum(len(b.vars) for b in program.blocks)
@@ -154,6 +189,7 @@ def listing_html(program, max_vars=500):
     more = f"<p><i>{n_vars - len(rows)} more variables</i></p>" if n_vars > len(rows) else ""
     return (f"{_STYLE}<div class='fluid-nb-listing'><p><b>Program</b>: {len(program.blocks)} "
             f"block(s), {n_ops} ops, {n_vars} variables</p>"
-            f"<pre>{e(program_listing(program, with_vars=False))}</pre>"
+            + (_memory_html(memory, max_vars) if memory else "")
+            + f"<pre>{e(program_listing(program, with_vars=False, memory=memory))}</pre>"
             "<table><tr><th>block</th><th>variable</th><th>type</th><th>dtype</th><th>shape</th>"
             f"<th>lod_level</th><th></th></tr>{''.join(rows)}</table>{more}</div>")

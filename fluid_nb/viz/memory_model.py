@@ -42,13 +42,21 @@ HTML fallback.
       allocated it last, or None: before the events), "allocs": n, "alive": bool (not freed by the end of the
       events), "in_scope": bool (its tensor lies in the arena now)}]
 
+``op_allocations(events)`` -- what each op allocated, summed over every run of it (a loop
+body's op runs once per iteration)::
+
+    {(type, block, index) | None: {"bytes": b (block sizes), "requested": b, "blocks": n,
+                                   "variables": [name, ...] (first allocation first),
+                                   "unnamed": n (blocks no variable kept: temporaries)}}
+
 Nothing here changes the arena; reading the events drains them (``fluid.memory.events``),
 so callers pass the events they read.
 """
 import html
 
-__all__ = ["MEMORY_FORMAT", "block_map", "timeline", "variable_table", "memory_model",
-           "memory_html", "timeline_svg", "op_label", "colour_at", "bytes_text"]
+__all__ = ["MEMORY_FORMAT", "block_map", "timeline", "variable_table", "op_allocations",
+           "memory_model", "memory_html", "timeline_svg", "op_label", "colour_at",
+           "bytes_text"]
 
 MEMORY_FORMAT = "fluid-nb.memory"
 
@@ -216,6 +224,33 @@ def variable_table(events, holders=(), nbytes=None):
                           "block": size, "op": None,
                           "allocs": 0, "alive": True, "in_scope": True}
     return sorted(rows.values(), key=lambda r: (-r["block"], r["name"]))
+
+
+# --- by op ---------------------------------------------------------------------------------
+def op_allocations(events):
+    """What each op of ``events`` allocated (see the module's text): the alloc and
+    huge_alloc events summed per ``Event.op`` (None: outside ops), block bytes and bytes
+    asked, the number of blocks, and the variables whose blocks they were, in the order of
+    their first allocation."""
+    found = {}
+    for event in events:
+        if event.kind not in _ALLOCS:
+            continue
+        entry = found.get(event.op)
+        if entry is None:
+            entry = found[event.op] = {"bytes": 0, "requested": 0, "blocks": 0,
+                                       "variables": [], "unnamed": 0, "_seen": set()}
+        entry["bytes"] += event.size
+        entry["requested"] += event.requested
+        entry["blocks"] += 1
+        if event.variable is None:
+            entry["unnamed"] += 1
+        elif event.variable not in entry["_seen"]:
+            entry["_seen"].add(event.variable)
+            entry["variables"].append(event.variable)
+    for entry in found.values():
+        del entry["_seen"]
+    return found
 
 
 # --- all of it, read from the arena ---------------------------------------------------------

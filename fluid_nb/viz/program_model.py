@@ -453,3 +453,85 @@ def _candidates(args, forward_type, index):
             if base is not None:
                 found.extend(index.get((forward_type, base), ()))
     return found
+
+
+# --- memory figures per op --------------------------------------------------------------------
+MEMORY_FIGURES_FORMAT = "fluid-nb.op-memory"
+
+#: variables listed per op in the memory figures (the count says how many there were)
+MAX_MEMORY_VARS = 8
+
+
+def program_memory(model, events, max_vars=MAX_MEMORY_VARS):
+    """What each op of a program model allocated during a recorded run: the arena's events
+    (``fluid.memory.events(place)``, :class:`~fluid_nb.memory.events.Event` records) summed
+    per op and keyed by the model's op ids, for the graph to tint its ops by::
+
+        {"format": "fluid-nb.op-memory", "version": 1, "events": n,
+         "ops": {op id: {"label": "mul #2", "bytes": b (block sizes), "requested": b (asked),
+                         "blocks": n, "vars": [name, ...] (at most max_vars),
+                         "vars_count": n, "unnamed": n (blocks no variable kept)}},
+         "min": b, "max": b (over the ops listed), "total": b, "blocks": n,
+         "outside": {"bytes", "requested", "blocks"} (feeding, fetching, no op),
+         "unmatched": {"bytes", "requested", "blocks"} (ops this model does not have)}
+
+    Events name ops as ``(type, block index, op index)`` in the user's program, so ops of
+    sub-blocks map by (block, index), summed over every iteration of a loop. An event whose
+    op is not at that place in the model, or is of another type there (the program changed
+    after the run), counts as ``unmatched``. Only ops that allocated something are listed.
+
+    Example::
+
+        fluid.memory.record_events(place)
+        exe.run(main, feed=feed, fetch_list=[loss])
+        figures = program_memory(program_model(main), fluid.memory.events(place))
+        figures["ops"]["op:3"]    # {'bytes': 65536, 'requested': 51200, 'blocks': 1, ...}
+    """
+    from .memory_model import op_allocations, op_label
+
+    at = {(int(op["block"][1:]), op["index"]): op for op in model["ops"]}
+    ops = {}
+    outside = {"bytes": 0, "requested": 0, "blocks": 0}
+    unmatched = dict(outside)
+    events = list(events)
+    for key, entry in op_allocations(events).items():
+        found = None if key is None else at.get((key[1], key[2]))
+        if found is None or found["type"] != key[0]:
+            if key is None or key[2] < 0 or key[0] in ("feed", "fetch"):
+                into = outside
+            else:
+                into = unmatched
+            for field in into:
+                into[field] += entry[field]
+            continue
+        ops[found["id"]] = {"label": op_label(key),
+                            "bytes": entry["bytes"], "requested": entry["requested"],
+                            "blocks": entry["blocks"], "vars": entry["variables"][:max_vars],
+                            "vars_count": len(entry["variables"]),
+                            "unnamed": entry["unnamed"]}
+    sizes = [figure["bytes"] for figure in ops.values()]
+    order = {op["id"]: k for k, op in enumerate(model["ops"])}
+    return {"format": MEMORY_FIGURES_FORMAT, "version": 1, "events": len(events),
+            "ops": dict(sorted(ops.items(), key=lambda item: order[item[0]])),
+            "min": min(sizes, default=0), "max": max(sizes, default=0),
+            "total": sum(sizes), "blocks": sum(f["blocks"] for f in ops.values()),
+            "outside": outside, "unmatched": unmatched}
+
+
+def memory_text(figure):
+    """``"allocates 1.0 MiB in 3 blocks: fc_0.tmp_0, fc_0.tmp_1, fc_0.tmp_2"`` for one op's
+    memory figures (an entry of :func:`program_memory`'s ``ops``), ``"allocates nothing"``
+    for None; the front end's details panel writes the same."""
+    from .memory_model import bytes_text
+
+    if not figure:
+        return "allocates nothing"
+    blocks = figure["blocks"]
+    text = f"allocates {bytes_text(figure['bytes'])} in {blocks} block{'s' if blocks != 1 else ''}"
+    names = list(figure["vars"])
+    more = figure["vars_count"] - len(names)
+    if more > 0:
+        names.append(f"… {more} more")
+    if figure.get("unnamed"):
+        names.append(f"{figure['unnamed']} unnamed")
+    return text + (": " + ", ".join(names) if names else "")

@@ -9,6 +9,10 @@ grows cell by cell and highlights what the latest cell added.
 Clicking an element in the graph sets ``selected`` (synced back from the browser); the kernel
 then fills ``_details`` with what only it knows: the op's kernel and last run time, or the
 variable's value as a LoD tensor model (drawn as a ``TensorView`` inside the widget).
+
+:meth:`ProgramView.show_memory` attaches what each op allocated in a recorded run (the
+``_memory`` trait, :func:`fluid_nb.viz.program_model.program_memory`'s figures, a few bytes
+per op): the front end tints the ops by it without laying the graph out again.
 """
 import html
 import warnings
@@ -19,8 +23,10 @@ import traitlets
 from ..errors import InvalidArgument
 from ..framework.program import Program, default_main_program
 from ..live import session as _live
+from ..memory.events import Event
 from ..viz import MIME_TYPE, listing_html, program_delta, program_mark, program_model
 from ..viz.lod_model import lod_model
+from ..viz.program_model import program_memory
 from ._base import ViewWidget, json_clean
 from .op_facts import op_facts
 
@@ -116,6 +122,8 @@ class ProgramView(ViewWidget):
     search = traitlets.Unicode("").tag(sync=True)
     #: what the kernel adds about ``selected``: kernel, last run, the variable's value
     _details = traitlets.Dict().tag(sync=True)
+    #: bytes allocated per op in a recorded run (``program_memory``'s figures; {} for none)
+    _memory = traitlets.Dict().tag(sync=True)
 
     def __init__(self, program=None, title=None, scope=None, trace=None, **kwargs):
         if program is not None and not isinstance(program, Program):
@@ -168,6 +176,7 @@ class ProgramView(ViewWidget):
         if program is not self._shown:
             message = {"type": "model", "model": new}
             self._last_delta = None
+            self._memory = {}  # figures of another program's ops
         else:
             delta = program_delta(self._model, new)
             if _delta_is_empty(delta):
@@ -185,6 +194,54 @@ class ProgramView(ViewWidget):
     def diff(self):
         """What the latest :meth:`refresh` added, removed and updated (a :class:`ProgramDiff`)."""
         return ProgramDiff(self._last_delta)
+
+    # --- memory figures ------------------------------------------------------------------
+    def show_memory(self, events):
+        """Tint the ops by the bytes each allocated in a recorded run, or clear the tint
+        (``None``). Returns the figures shown (None when cleared).
+
+        ``events``: the arena's event records of a run of this program
+        (``fluid.memory.events(place)`` after ``fluid.memory.record_events(place)``), or a
+        :class:`~fluid_nb.widgets.MemoryView` whose last recording to use. Per op: the
+        bytes of the blocks it allocated (and the bytes asked), how many blocks, and the
+        variables they hold; ops of sub-blocks are matched by (block, index) and summed over
+        a loop's iterations. The front end colours each op that allocated something on a
+        log scale, draws a legend, and lists the figures in the op's details.
+
+        Example::
+
+            view = ProgramView(main)
+            mem = MemoryView(place, scope)
+            mem.record(exe.run, main, feed=feed, fetch_list=[loss], scope=scope)
+            view.show_memory(mem)            # or view.show_memory(fluid.memory.events(place))
+            view.memory["ops"]               # {op id: {"bytes", "requested", "blocks", "vars"}}
+            view.show_memory(None)           # back to the colours by role
+        """
+        if events is None:
+            self._memory = {}
+            return None
+        from .memory_view import MemoryView
+
+        if isinstance(events, MemoryView):
+            events = events.events
+        if isinstance(events, (str, bytes, dict)) or not hasattr(events, "__iter__"):
+            raise InvalidArgument(f"ProgramView.show_memory: events expected a list of "
+                                  f"fluid.memory events, a MemoryView or None, but received "
+                                  f"{type(events).__name__}")
+        events = list(events)
+        wrong = next((e for e in events if not isinstance(e, Event)), None)
+        if wrong is not None:
+            raise InvalidArgument(f"ProgramView.show_memory: events expected Event records "
+                                  f"(fluid.memory.events(place)), but received an item of "
+                                  f"type {type(wrong).__name__}")
+        figures = json_clean(program_memory(self._model, events))
+        self._memory = figures
+        return figures
+
+    @property
+    def memory(self):
+        """The per-op memory figures shown (see :meth:`show_memory`), or None."""
+        return self._memory or None
 
     def _on_front_end_message(self, _widget, content, _buffers):
         """Clicks and searches come as messages (not trait writes) so the front end never
@@ -240,7 +297,8 @@ class ProgramView(ViewWidget):
     # --- display without widgets ---------------------------------------------------------
     def _fallback_bundle(self):
         program = self.program
-        return {PROGRAM_MIME: self._model, "text/html": listing_html(program),
+        model = {**self._model, "memory": self._memory} if self._memory else self._model
+        return {PROGRAM_MIME: model, "text/html": listing_html(program, memory=self.memory),
                 "text/plain": str(program)}
 
     def __repr__(self):
