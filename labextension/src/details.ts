@@ -3,7 +3,8 @@
  * never parsed as HTML).
  */
 import { el, shapeText } from './dom';
-import { IEdge, IOp, IProgramModel, IVar } from './model';
+import { bytesText, memoryFill, memoryParts } from './memory';
+import { IEdge, IMemoryFigures, IOp, IProgramModel, IVar } from './model';
 
 /** The name Paddle writes in a slot that holds no variable. */
 const EMPTY_VAR_NAME = '@EMPTY@';
@@ -140,7 +141,43 @@ function slotRows(
   });
 }
 
-function opDetails(index: ModelIndex, op: IOp, actions: IDetailsActions): HTMLElement {
+/** The op's memory figures: `allocates 1.0 MiB in 3 blocks: fc_0.tmp_0, …` with each
+ * variable a link, and a swatch of its fill. */
+function memoryRows(
+  index: ModelIndex,
+  op: IOp,
+  figures: IMemoryFigures,
+  actions: IDetailsActions
+): [string, Node][] {
+  const figure = figures.ops[op.id];
+  const cell = el('span', 'fluid-nb-details-memory');
+  if (figure) {
+    const swatch = el('span', 'fluid-nb-memory-swatch');
+    swatch.style.background = memoryFill(figure.bytes, figures.min, figures.max);
+    cell.appendChild(swatch);
+  }
+  const { head, names, extra } = memoryParts(figure);
+  cell.appendChild(document.createTextNode(head + (names.length || extra.length ? ': ' : '')));
+  names.forEach((name, i) => {
+    if (i > 0) {
+      cell.appendChild(document.createTextNode(', '));
+    }
+    const v = index.resolve(op.block, name);
+    cell.appendChild(v ? link(name, v.id, actions) : el('span', 'fluid-nb-var-name', name));
+  });
+  if (extra.length) {
+    cell.appendChild(document.createTextNode((names.length ? ', ' : '') + extra.join(', ')));
+  }
+  const rows: [string, Node][] = [['memory', cell]];
+  if (figure) {
+    rows.push(['bytes asked', document.createTextNode(
+      `${figure.requested} (${bytesText(figure.requested)})`)]);
+  }
+  return rows;
+}
+
+function opDetails(index: ModelIndex, op: IOp, actions: IDetailsActions,
+                   memory: IMemoryFigures | null = null): HTMLElement {
   const root = el('div', 'fluid-nb-details-op');
   const head = el('h3', 'fluid-nb-details-title');
   head.appendChild(el('span', 'fluid-nb-details-type', op.type));
@@ -158,6 +195,9 @@ function opDetails(index: ModelIndex, op: IOp, actions: IDetailsActions): HTMLEl
   }
   if (op.last_run_ms !== undefined && op.last_run_ms !== null) {
     rows.push(['last run', `${Number(op.last_run_ms).toFixed(3)} ms`]);
+  }
+  if (memory) {
+    rows.push(...memoryRows(index, op, memory, actions));
   }
   if (op.pair) {
     const other = index.ops.get(op.pair);
@@ -239,19 +279,21 @@ function varDetails(index: ModelIndex, v: IVar, actions: IDetailsActions): HTMLE
   return root;
 }
 
-/** Fill `panel` with the details of the op or variable `id` (empty it for null). */
+/** Fill `panel` with the details of the op or variable `id` (empty it for null); with
+ * `memory`, an op's details say what it allocated. */
 export function renderDetails(
   panel: HTMLElement,
   index: ModelIndex,
   id: string | null,
-  actions: IDetailsActions
+  actions: IDetailsActions,
+  memory: IMemoryFigures | null = null
 ): void {
   panel.replaceChildren();
   const op = id === null ? undefined : index.ops.get(id);
   const v = id === null ? undefined : index.vars.get(id);
   panel.hidden = !op && !v;
   if (op) {
-    panel.appendChild(opDetails(index, op, actions));
+    panel.appendChild(opDetails(index, op, actions, memory));
   } else if (v) {
     panel.appendChild(varDetails(index, v, actions));
   }

@@ -71,6 +71,48 @@ export interface IEdge {
   inline?: boolean;
 }
 
+/** What one op allocated in a recorded run (`fluid_nb.viz.program_model.program_memory`). */
+export interface IOpMemory {
+  /** `mul #2`, `relu #0 (block 1)`. */
+  label: string;
+  /** Bytes of the blocks it allocated, and the bytes asked for. */
+  bytes: number;
+  requested: number;
+  blocks: number;
+  /** The variables its blocks hold (the first few), and how many there were. */
+  vars: string[];
+  vars_count: number;
+  /** Blocks no variable kept (a kernel's temporaries). */
+  unnamed: number;
+}
+
+/** Bytes, bytes asked and blocks of allocations outside the model's ops. */
+export interface IMemoryTotals {
+  bytes: number;
+  requested: number;
+  blocks: number;
+}
+
+/** The memory figures of a recorded run, per op id (only ops that allocated something). */
+export interface IMemoryFigures {
+  format: 'fluid-nb.op-memory';
+  version: number;
+  events: number;
+  ops: { [opId: string]: IOpMemory };
+  min: number;
+  max: number;
+  total: number;
+  blocks: number;
+  outside: IMemoryTotals;
+  unmatched: IMemoryTotals;
+}
+
+/** True when `data` looks like memory figures. */
+export function isMemoryFigures(data: unknown): data is IMemoryFigures {
+  const m = data as IMemoryFigures;
+  return !!m && m.format === 'fluid-nb.op-memory' && typeof m.ops === 'object' && m.ops !== null;
+}
+
 /** The whole program model. */
 export interface IProgramModel {
   format: 'fluid-nb.program';
@@ -83,6 +125,8 @@ export interface IProgramModel {
   edges: IEdge[];
   dot_header: string;
   stats: { blocks: number; ops: number; vars: number };
+  /** Bytes allocated per op in a recorded run, when a view attached them. */
+  memory?: IMemoryFigures | null;
   [extra: string]: unknown;
 }
 

@@ -6,12 +6,15 @@
  * The graph is laid out by Graphviz (WebAssembly); node ids in the SVG are model ids. Click an
  * op or variable for its details, click a cluster label (or use the op's Sub-blocks buttons,
  * or double-click the op) to collapse or expand a sub-block, type in the search box to
- * highlight matching ops and variables. Ops with `new: true` are highlighted.
+ * highlight matching ops and variables. Ops with `new: true` are highlighted. With memory
+ * figures (`setMemory`, or a model's `memory`) each op that allocated something is filled by
+ * its bytes on a log scale, with a legend above the graph and the figures in its details.
  */
 import { applyDelta as applyModelDelta } from './delta';
 import { ModelIndex, renderDetails } from './details';
 import { ISegment, IViewOptions, SEGMENT_OPS, SEGMENT_THRESHOLD, segmentDots } from './dot';
-import { IProgramDelta, IProgramModel } from './model';
+import { memoryFill, memoryLegend } from './memory';
+import { IMemoryFigures, IProgramDelta, IProgramModel, isMemoryFigures } from './model';
 import { drawSvg, graphviz } from './viz';
 
 /** What was clicked: an op or a variable of the model. */
@@ -45,6 +48,8 @@ export interface IRenderOptions extends IViewOptions {
   selected?: string | null;
   /** Search text at first. */
   search?: string;
+  /** Bytes allocated per op in a recorded run (default: the model's `memory`). */
+  memory?: IMemoryFigures | null;
   /** Called when the selection changes (null: cleared). */
   onSelect?: (selection: ISelection | null) => void;
   /** Called when the search text changes. */
@@ -71,8 +76,12 @@ export interface IProgramHandle {
   /** Apply a delta (its `base` must be the model's revision) and redraw; only the ops it adds
    * stay highlighted. Rejects with `DeltaMismatch` on a revision mismatch. */
   applyDelta(delta: IProgramDelta): Promise<IRenderStats>;
-  /** Replace the model and redraw. */
+  /** Replace the model and redraw (a model carrying `memory` figures replaces them too). */
   setModel(model: IProgramModel): Promise<IRenderStats>;
+  /** The memory figures shown, or null. */
+  readonly memory: IMemoryFigures | null;
+  /** Tint the ops by the bytes they allocated (null: back to colours by role); no layout. */
+  setMemory(figures: IMemoryFigures | null): void;
   /** Select an op or variable by model id (null clears). */
   select(id: string | null): void;
   /** Highlight the ops and variables matching `text`; returns the number of matches. */
@@ -142,6 +151,7 @@ class ProgramGraph implements IProgramHandle {
   ready: Promise<IRenderStats>;
   stats: IRenderStats | null = null;
   model: IProgramModel;
+  memory: IMemoryFigures | null;
 
   private index: ModelIndex;
   private collapsed: Set<string>;
@@ -161,6 +171,7 @@ class ProgramGraph implements IProgramHandle {
   private readonly resizeObserver: ResizeObserver | null;
   private readonly graph: HTMLDivElement;
   private readonly panel: HTMLDivElement;
+  private readonly legend: HTMLDivElement;
   private readonly statsLabel: HTMLSpanElement;
   private readonly titleLabel: HTMLSpanElement;
   private readonly matchesLabel: HTMLSpanElement;
@@ -172,6 +183,7 @@ class ProgramGraph implements IProgramHandle {
     private readonly options: IRenderOptions
   ) {
     this.model = model;
+    this.memory = figuresOf(options.memory !== undefined ? options.memory : model.memory);
     this.index = new ModelIndex(model);
     this.collapsed = new Set(options.collapsed ?? []);
     this.selected = options.selected ?? null;
@@ -245,7 +257,9 @@ class ProgramGraph implements IProgramHandle {
     this.panel = div('fluid-nb-program-details');
     this.panel.hidden = true;
     body.append(this.graph, this.panel);
-    this.element.append(toolbar, body);
+    this.legend = div('fluid-nb-memory-legend-host');
+    this.element.append(toolbar, this.legend, body);
+    this.drawLegend();
     host.appendChild(this.element);
 
     // the view may be drawn before it is attached or sized (JupyterLab lays outputs out
@@ -336,7 +350,58 @@ class ProgramGraph implements IProgramHandle {
 
   setModel(model: IProgramModel): Promise<IRenderStats> {
     this.model = model;
+    if (model.memory !== undefined) {
+      this.memory = figuresOf(model.memory);
+      this.drawLegend();
+    }
     return this.enqueue();
+  }
+
+  setMemory(figures: IMemoryFigures | null): void {
+    this.memory = figuresOf(figures);
+    this.drawLegend();
+    this.paintMemory();
+    this.select(this.selected);  // the details panel shows the figures
+  }
+
+  private drawLegend(): void {
+    this.legend.replaceChildren();
+    this.legend.hidden = !this.memory;
+    if (this.memory) {
+      this.legend.appendChild(memoryLegend(this.memory));
+    }
+    this.element.dataset.memory = String(!!this.memory);
+  }
+
+  /** Fill each op node by the bytes it allocated; ops without figures get their own fill
+   * back (kept in `data-fill` the first time a shape is tinted). */
+  private paintMemory(): void {
+    const figures = this.memory;
+    for (const { box } of this.drawn) {
+      box.querySelectorAll<SVGGElement>('g.node.op').forEach(g => {
+        const figure = figures?.ops[g.id];
+        const fill = figure ? memoryFill(figure.bytes, figures!.min, figures!.max) : null;
+        g.classList.toggle('fluid-nb-mem', !!fill);
+        if (figure) {
+          g.setAttribute('data-bytes', String(figure.bytes));
+        } else {
+          g.removeAttribute('data-bytes');
+        }
+        g.querySelectorAll<SVGElement>('polygon, path, ellipse').forEach(shape => {
+          const own = shape.getAttribute('data-fill') ?? shape.getAttribute('fill');
+          if (!own || own === 'none' || own === 'transparent') {
+            return;
+          }
+          if (fill) {
+            shape.setAttribute('data-fill', own);
+            shape.setAttribute('fill', fill);
+          } else if (shape.hasAttribute('data-fill')) {
+            shape.setAttribute('fill', own);
+            shape.removeAttribute('data-fill');
+          }
+        });
+      });
+    }
   }
 
   select(id: string | null): void {
@@ -346,7 +411,7 @@ class ProgramGraph implements IProgramHandle {
     this.selected = next;
     this.paintClasses();
     if (this.options.details !== false) {
-      renderDetails(this.panel, this.index, this.selected, this.actions);
+      renderDetails(this.panel, this.index, this.selected, this.actions, this.memory);
     }
     if (changed) {
       this.options.onSelect?.(
@@ -448,6 +513,7 @@ class ProgramGraph implements IProgramHandle {
     }
     this.placeBoxes(drawn.map(d => d.box));
     this.drawn = drawn;
+    this.paintMemory();
 
     const title = this.options.title ?? model.title ?? '';
     this.titleLabel.textContent = title;
@@ -582,6 +648,11 @@ class ProgramGraph implements IProgramHandle {
       void this.enqueue();
     }
   };
+}
+
+/** Figures to show, or null for none (an empty object from a widget trait is none). */
+function figuresOf(data: unknown): IMemoryFigures | null {
+  return isMemoryFigures(data) ? data : null;
 }
 
 function matchesSearch(

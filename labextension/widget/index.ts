@@ -4,6 +4,9 @@
  * viewer (Graphviz in WebAssembly and the views) is loaded once per page from the Jupyter
  * server (`<base>/fluid-nb/static/viewer.js`) and used through `window.fluidNbViewer`.
  *
+ * The program view's `_memory` trait (bytes allocated per op, or `{}`) tints its ops
+ * (`handle.setMemory`), without a layout.
+ *
  * Messages (custom, JSON):
  * - kernel -> front end: `{type: "delta", delta}` (apply to the shown program),
  *   `{type: "model", model}` (replace it);
@@ -32,6 +35,7 @@ interface IProgramHandle {
   setModel(model: IProgramModel): Promise<unknown>;
   select(id: string | null): void;
   setSearch(text: string): number;
+  setMemory(figures: unknown): void;
   dispose(): void;
 }
 
@@ -190,6 +194,7 @@ async function renderProgramView(model: IWidgetModel, el: HTMLElement): Promise<
     title: model.get('title') || undefined,
     selected: model.get('selected') || null,
     search: model.get('search') ?? '',
+    memory: model.get('_memory') ?? null,
     onSelect: (selection: { id: string } | null) => model.send({ type: 'select', id: selection?.id ?? '' }),
     onSearch: (text: string) => model.send({ type: 'search', text })
   });
@@ -215,7 +220,9 @@ async function renderProgramView(model: IWidgetModel, el: HTMLElement): Promise<
   const onDetails = () => runtimeDetails(viewer, model.get('_details'), graph, runtime);
   const onSelected = () => handle.select(model.get('selected') || null);
   const onSearch = () => handle.setSearch(model.get('search') ?? '');
+  const onMemory = () => handle.setMemory(model.get('_memory') ?? null);
   model.on('msg:custom', onMessage);
+  model.on('change:_memory', onMemory);
   model.on('change:_details', onDetails);
   model.on('change:selected', onSelected);
   model.on('change:search', onSearch);
@@ -225,6 +232,7 @@ async function renderProgramView(model: IWidgetModel, el: HTMLElement): Promise<
     model.off('change:_details', onDetails);
     model.off('change:selected', onSelected);
     model.off('change:search', onSearch);
+    model.off('change:_memory', onMemory);
     handle.dispose();
   };
 }

@@ -4,6 +4,7 @@ import { readFileSync } from 'fs';
 import { assembleDot, segmentDots } from '../../labextension/src/dot';
 import { applyDelta } from '../../labextension/src/delta';
 import { ModelIndex } from '../../labextension/src/details';
+import { bytesText, memoryFill, memoryText } from '../../labextension/src/memory';
 
 const [command, file] = process.argv.slice(2);
 const input = JSON.parse(readFileSync(file, 'utf8'));
@@ -25,6 +26,16 @@ if (command === 'assemble') {
     ['in', 'out'].flatMap(dir => Object.keys(dir === 'in' ? op.inputs : op.outputs).map(
       slot => [`${dir}:${slot}`,
                index.slotVars(op, slot, dir).map(v => (typeof v === 'string' ? v : v.name))])))]));
+} else if (command === 'memory') {
+  // per op of memory figures: the details panel's text and the node's fill; byte texts
+  const f = input.figures;
+  out = {
+    texts: Object.fromEntries(Object.entries(f.ops).map(([id, op]) => [id, memoryText(op)])),
+    fills: Object.fromEntries(Object.entries(f.ops).map(
+      ([id, op]) => [id, memoryFill(op.bytes, f.min, f.max)])),
+    nothing: memoryText(null),
+    bytes: (input.sizes ?? []).map(bytesText)
+  };
 } else {
   throw new Error(`unknown command ${command}`);
 }
