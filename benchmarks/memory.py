@@ -9,10 +9,15 @@ included, each configuration in a fresh arena) of W2 (MLP 784-200-200-10, batch 
 a small CNN (conv 3x3x16, pool, conv 3x3x32, pool, fc 10; batch 32 of 1x28x28, SGD) and W3
 (the tanh DynamicRNN of dynamic_rnn.py, forward and backward):
 
-- none: every temporary kept to the end of the run (``FLAGS_eager_delete_tensor_gb=-1``);
+- none: no memory optimisation at all: every temporary kept to the end of the run
+  (``FLAGS_eager_delete_tensor_gb=-1``) and update ops making new parameter arrays
+  (``FLAGS_inplace_update=False``);
+- in place: only the optimizer's in-place updates (the default for them);
 - memory_optimize: the program rewritten by ``fluid.memory_optimize`` (and then
-  ``fluid.release_memory``), temporaries otherwise kept to the end;
-- eager: the executor's own freeing of each temporary after its last use (the default);
+  ``fluid.release_memory``), with in-place updates, temporaries otherwise kept to the end
+  (and once alone, without in-place updates);
+- eager: the executor's defaults, each temporary freed after its last use and in-place
+  updates;
 - lower bound: the largest total of simultaneously live variables' blocks (each from its
   alloc to the end of its last use, read from the eager run's event log), in block bytes
   (what this allocator must hold) and in the bytes the tensors need.
@@ -100,9 +105,10 @@ def _fresh_arena():
     return places.fresh_host_arena()  # nothing of earlier runs in it
 
 
-def step_peak(build, optimize=False, eager=True, record=False):
+def step_peak(build, optimize=False, eager=True, record=False, in_place=True):
     """(peak arena bytes during the second training step, its event log or None)."""
-    fluid.set_flags({"FLAGS_eager_delete_tensor_gb": 0.0 if eager else -1.0})
+    fluid.set_flags({"FLAGS_eager_delete_tensor_gb": 0.0 if eager else -1.0,
+                     "FLAGS_inplace_update": in_place})
     main, startup, feed, fetch = build()
     if optimize:
         fluid.memory_optimize(main)
@@ -154,15 +160,20 @@ def live_bound(log, used_at_start):
 def peaks():
     rows = {}
     for name, build in PROGRAMS:
-        none, _ = step_peak(build, eager=False)
+        none, _ = step_peak(build, eager=False, in_place=False)
+        in_place, _ = step_peak(build, eager=False)
+        optimized_alone, _ = step_peak(build, optimize=True, eager=False, in_place=False)
         optimized, _ = step_peak(build, optimize=True, eager=False)
         eager, log = step_peak(build, record=True)
         start = log[0].used - (log[0].size if log[0].kind in ("alloc", "huge_alloc") else
                                -log[0].size if log[0].kind in ("free", "huge_free") else 0)
         bound_blocks, bound_requested = live_bound(log, start)
-        rows[name] = (none, optimized, eager, bound_blocks, bound_requested)
+        rows[name] = (none, in_place, optimized_alone, optimized, eager, bound_blocks,
+                      bound_requested)
         print(f"{name}")
-        for label, value in (("none (temporaries kept to the end)", none),
+        for label, value in (("none (no memory optimisation)", none),
+                             ("in-place updates only", in_place),
+                             ("memory_optimize + release_memory alone", optimized_alone),
                              ("memory_optimize + release_memory", optimized),
                              ("eager freeing (the executor's default)", eager),
                              ("lower bound: live tensors' blocks", bound_blocks),

@@ -6,7 +6,9 @@ default, as in Fluid), so that scripts setting or reading them run unchanged. Th
 memory arena reads ``FLAGS_use_system_allocator``, ``FLAGS_initial_cpu_memory_in_mb``,
 ``FLAGS_fraction_of_cpu_memory_to_use`` and ``FLAGS_memory_event_limit``
 (:mod:`fluid_nb.memory.places`), and the executor ``FLAGS_eager_delete_tensor_gb`` (below
-0: temporaries live to the end of a run); the others are kept for scripts that set them.
+0: temporaries live to the end of a run) and ``FLAGS_inplace_update`` (off: update ops make
+new arrays instead of writing parameters in place; not one of Paddle's flags, whose updates
+are always in place); the others are kept for scripts that set them.
 An unknown name is refused, as in Fluid, with the known ones listed.
 """
 import os
@@ -43,6 +45,7 @@ DEFAULTS = {
     "FLAGS_initial_cpu_memory_in_mb": 500,
     "FLAGS_fraction_of_cpu_memory_to_use": 1.0,
     "FLAGS_memory_event_limit": 1 << 20,
+    "FLAGS_inplace_update": True,
 }
 
 _values = {}

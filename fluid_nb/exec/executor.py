@@ -211,7 +211,7 @@ class Executor:
                                                repr(name)))
         fetch_names = _fetch_names(fetch_list)
         key = (self._place_key, id(scope), tuple(feed), fetch_names, feed_var_name,
-               fetch_var_name, _eager_deletion())
+               fetch_var_name, _memory_policy())
         entry = program._plans.get(key)
         if entry is None or entry[0] != program._version or entry[1] is not scope:
             entry = self._build_plan(program, scope, tuple(feed), fetch_names, feed_var_name,
@@ -373,15 +373,22 @@ def _output_values(op, scope):
     return values
 
 
-_eager = [None, True]  # (flags version read, value)
+_policy = [None, (True, True)]  # (flags version read, (eager deletion, in-place updates))
+
+
+def _memory_policy():
+    """(eager deletion, in-place updates), the plan-shaping memory flags: temporaries go at
+    their last use unless Paddle's ``FLAGS_eager_delete_tensor_gb`` is negative, and update
+    ops write parameters in place unless ``FLAGS_inplace_update`` is off. Read again only
+    after set_flags; plans are keyed by it."""
+    if _policy[0] != flags.version[0]:
+        _policy[:] = [flags.version[0], (flags.flag("FLAGS_eager_delete_tensor_gb") >= 0,
+                                         flags.flag("FLAGS_inplace_update"))]
+    return _policy[1]
 
 
 def _eager_deletion():
-    """Whether temporaries go at their last use: Paddle's ``FLAGS_eager_delete_tensor_gb``
-    (a negative value keeps them to the end of the run). Read again only after set_flags."""
-    if _eager[0] != flags.version[0]:
-        _eager[:] = [flags.version[0], flags.flag("FLAGS_eager_delete_tensor_gb") >= 0]
-    return _eager[1]
+    return _memory_policy()[0]
 
 
 def _with_holders(exc, place, scope):
@@ -611,7 +618,7 @@ DONATE_MIN_BYTES = 64 << 10
 def _donors(op, opdef, ins):
     """(input slot, holder) of the op's ``in_place`` pairs whose output names the same
     variable as the input, a variable of at least DONATE_MIN_BYTES."""
-    if not opdef.in_place:
+    if not opdef.in_place or not _memory_policy()[1]:
         return ()
     position = {slot.name: i for i, slot in enumerate(opdef.inputs)}
     donors = []

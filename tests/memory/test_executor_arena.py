@@ -370,3 +370,17 @@ def test_a_view_of_a_parameter_keeps_its_values():
     exe.run(main, feed=feed(), fetch_list=[loss], scope=scope)
     np.testing.assert_array_equal(view, before)
     assert not np.array_equal(scope.find_var("fc_0.w_0").value.array[:2], before)
+
+
+def test_the_inplace_flag_turns_in_place_updates_off():
+    main, startup, loss = mlp(hidden=1024)
+    scope, exe = fluid.Scope(), fluid.Executor(CPU)
+    exe.run(startup, scope=scope)
+    fluid.set_flags({"FLAGS_inplace_update": False})
+    weights = weakref.ref(scope.find_var("fc_0.w_0").value.array)
+    exe.run(main, feed=feed(), fetch_list=[loss], scope=scope)
+    assert scope.find_var("fc_0.w_0").value.array is not weights()  # a new array
+    fluid.set_flags({"FLAGS_inplace_update": True})
+    weights = weakref.ref(scope.find_var("fc_0.w_0").value.array)
+    exe.run(main, feed=feed(), fetch_list=[loss], scope=scope)
+    assert scope.find_var("fc_0.w_0").value.array is weights()  # updated in its array
