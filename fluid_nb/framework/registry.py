@@ -35,6 +35,16 @@ common case itself, reading and writing the holders' runtime values, and calls
 are the kernel's. Worth it for the small ops a loop body runs every iteration, whose kernel
 call costs more than their work (tensor-array reads and writes, counters, conditions).
 
+On a device place (CuPy, or the strict device the tests use) ``ctx.xp`` is the device's
+array module and the kernel's arrays live there: a kernel computes with ``ctx.xp`` only, and
+never converts a device value to a host one implicitly (``float(a)``, ``a.item()``,
+``a.tolist()``, ``np.asarray(a)``, a device value as a condition). Values that stay
+arithmetic stay on the device (a learning rate multiplies as a 0-d array). Where the op's
+meaning needs a value on the host (a shape tensor, a count that decides an output's shape, a
+data-dependent number of boxes), the kernel copies it with
+:func:`fluid_nb.tensor.transfer.to_host`, once per run of the op, and the op says so in
+``host_reads``; the device tests allow host copies only to ops that declare them.
+
 Registering a type twice is an error; a missing op names the op and what to add.
 """
 from ..errors import InvalidArgument, NotFound, Unimplemented, expected
@@ -83,7 +93,7 @@ class OpDef:
 
     def __init__(self, type, inputs, outputs, attrs, infer_shape, infer_var_type, grad,
                  kernel, kernels, lod_aware, share_lod, traits, doc, sub_block_backward=None,
-                 host_step=None, in_place=None):
+                 host_step=None, in_place=None, host_reads=None):
         self.type = type
         self.inputs = tuple(Slot(s) for s in inputs)
         self.outputs = tuple(Slot(s) for s in outputs)
@@ -117,6 +127,10 @@ class OpDef:
         #: both name the same variable and nothing else holds the input's array: the
         #: executor puts those input slots in ``ctx.donated`` (see the module docstring)
         self.in_place = dict(in_place or {})
+        #: on a device place, the input values the kernel copies to the host and why (a
+        #: shape tensor, a size that decides an output's shape): the op's meaning needs them
+        #: there (see the module docstring); None: it reads no device value on the host
+        self.host_reads = host_reads
         # precomputed so append_op stays cheap
         self._defaults = [(n, s.default) for n, s in self.attrs.items() if s.default is not None]
         self._default_attrs = dict(self._defaults)
@@ -217,14 +231,14 @@ class OpDef:
 
 def def_op(type, inputs=(), outputs=(), attrs=None, infer_shape=None, infer_var_type=None,
            grad=None, kernel=None, kernels=None, lod_aware=False, share_lod=None, traits=(),
-           doc=None, sub_block_backward=None, host_step=None, in_place=None):
+           doc=None, sub_block_backward=None, host_step=None, in_place=None, host_reads=None):
     """Register op ``type``; see the module docstring for the conventions."""
     if type in _OPS:
         raise InvalidArgument(f"def_op: op type '{type}' expected to be new, but it is already "
                               f"registered")
     opdef = OpDef(type, inputs, outputs, attrs, infer_shape, infer_var_type, grad, kernel,
                   kernels, lod_aware, share_lod, traits, doc, sub_block_backward, host_step,
-                  in_place)
+                  in_place, host_reads)
     _OPS[type] = opdef
     return opdef
 

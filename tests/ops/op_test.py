@@ -117,10 +117,10 @@ def build(case, inputs=None, expected=None):
     return program, op, feed, op_outputs
 
 
-def run_case(case, inputs=None, expected=None):
+def run_case(case, inputs=None, expected=None, place=None):
     program, op, feed, outputs = build(case, inputs, expected)
     fetch = [n for names in outputs.values() for n in names]
-    exe = fluid.Executor(fluid.CPUPlace())
+    exe = fluid.Executor(place or fluid.CPUPlace())
     values = exe.run(program, feed=feed, fetch_list=fetch, scope=fluid.Scope(),
                      return_numpy=False)
     by_name = dict(zip(fetch, values))
@@ -209,10 +209,12 @@ def assert_build_fails(op, inputs, attrs, *words):
 
 
 def table_tests(cases):
-    """The two tests of an op family's table: every case against its NumPy reference, and
-    every case with ``grad`` against float64 finite differences. A test module binds them::
+    """The three tests of an op family's table: every case against its NumPy reference,
+    every case with ``grad`` against float64 finite differences, and every case forward and
+    backward on the strict device against the host. A test module binds them::
 
-        test_output_matches_numpy, test_grad_matches_finite_differences = table_tests(CASES)
+        (test_output_matches_numpy, test_grad_matches_finite_differences,
+         test_runs_on_the_strict_device) = table_tests(CASES)
     """
     @pytest.mark.parametrize("case", cases, ids=case_id)
     def test_output_matches_numpy(case):
@@ -230,7 +232,12 @@ def table_tests(cases):
                                  if registry.get(c.op).grad not in (None, registry.no_gradient)})
             assert not with_grads, f"ops with a grad maker but no gradient case: {with_grads}"
 
-    return test_output_matches_numpy, test_grad_matches_finite_differences
+    @pytest.mark.parametrize("case", cases, ids=case_id)
+    def test_runs_on_the_strict_device(case):
+        check_on_device(case)
+
+    return (test_output_matches_numpy, test_grad_matches_finite_differences,
+            test_runs_on_the_strict_device)
 
 
 def _as64(value):
@@ -240,11 +247,8 @@ def _as64(value):
     return value.astype(np.float64) if value.dtype.kind == "f" else value
 
 
-def check_grad(case):
-    """Analytic gradients (grad ops) against float64 central differences."""
-    inputs = {k: _as64(v) for k, v in case.inputs.items()}
-    expected = case.ref(inputs, dict(case.attrs)) if case.ref is not None else None
-    program, op, feed, outputs = build(case, inputs, expected)
+def _loss_weights(case, inputs, expected):
+    """The forward outputs, the slots the loss is built from and its fixed random weights."""
     _, _, forward = run_case(case, inputs, expected)
     loss_slots = case.grad_outputs or [s for s, v in forward.items()
                                        if not isinstance(v, list) and v is not None
@@ -258,19 +262,13 @@ def check_grad(case):
             weights[slot] = [rng.uniform(0.5, 1.5, np.asarray(o).shape) for o in out]
         else:
             weights[slot] = rng.uniform(0.5, 1.5, np.asarray(out).shape)
+    return forward, loss_slots, weights
 
-    def loss(values):
-        _, _, outs = run_case(case, values, expected)
-        total = 0.0
-        for slot in loss_slots:
-            o, w = outs[slot], weights[slot]
-            if isinstance(o, list):
-                total += sum(float((np.asarray(a) * b).sum()) for a, b in zip(o, w))
-            else:
-                total += float((np.asarray(o) * w).sum())
-        return total
 
-    # analytic: forward op + its grad ops, Out@GRAD fed with the weights
+def grad_program(case, inputs, expected, forward, loss_slots, weights):
+    """The forward op and its grad ops, ``Out@GRAD`` fed with the loss weights: (program,
+    feed, [(input slot, variable)] whose gradients it fetches as ``variable@GRAD``)."""
+    program, op, feed, outputs = build(case, inputs, expected)
     block = program.global_block()
     specs = registry.make_grad_ops(op)
     assert specs, f"{case.id}: the op has no grad maker"
@@ -303,10 +301,31 @@ def check_grad(case):
     fluid.verify(program)
     targets = []
     for slot in case.grad:
-        names = op.inputs[slot]
-        for name in names:
+        for name in op.inputs[slot]:
             assert name + "@GRAD" in produced, f"{case.id}: no gradient produced for {slot}"
             targets.append((slot, name))
+    return program, op, grad_feed, targets
+
+
+def check_grad(case):
+    """Analytic gradients (grad ops) against float64 central differences."""
+    inputs = {k: _as64(v) for k, v in case.inputs.items()}
+    expected = case.ref(inputs, dict(case.attrs)) if case.ref is not None else None
+    forward, loss_slots, weights = _loss_weights(case, inputs, expected)
+
+    def loss(values):
+        _, _, outs = run_case(case, values, expected)
+        total = 0.0
+        for slot in loss_slots:
+            o, w = outs[slot], weights[slot]
+            if isinstance(o, list):
+                total += sum(float((np.asarray(a) * b).sum()) for a, b in zip(o, w))
+            else:
+                total += float((np.asarray(o) * w).sum())
+        return total
+
+    program, op, grad_feed, targets = grad_program(case, inputs, expected, forward,
+                                                   loss_slots, weights)
     exe = fluid.Executor(fluid.CPUPlace())
     analytic = exe.run(program, feed=grad_feed, fetch_list=[n + "@GRAD" for _, n in targets],
                        scope=fluid.Scope())
@@ -343,3 +362,83 @@ def _replace(value, index, new):
     value = list(value)
     value[index] = new
     return value
+
+
+# --- the strict device -------------------------------------------------------------------------
+def _host(value):
+    """A fetched value as host data (an explicit, counted transfer for device tensors)."""
+    if isinstance(value, list):
+        return [_host(v) for v in value]
+    return value if value is None else np.asarray(value)
+
+
+def _same_on_both(case, what, on_host, on_device):
+    for slot, want in on_host.items():
+        got = on_device[slot]
+        pairs = list(zip(got, want)) if isinstance(want, list) else [(got, want)]
+        for g, w in pairs:
+            if w is None:
+                assert g is None, f"{case.id}: {what} {slot} is None on the host only"
+                continue
+            if isinstance(w, fluid.LoDTensor):
+                assert g.lod() == w.lod(), f"{case.id}: {what} {slot} LoD {g.lod()} != {w.lod()}"
+            g, w = _host(g), _host(w)
+            assert g.dtype == w.dtype and g.shape == w.shape, (
+                f"{case.id}: {what} {slot} is {g.dtype}{list(g.shape)} on the device, "
+                f"{w.dtype}{list(w.shape)} on the host")
+            if w.dtype.kind in "fc":
+                np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-7,
+                                           err_msg=f"{case.id}: {what} {slot} on the device")
+            else:
+                np.testing.assert_array_equal(g, w, err_msg=f"{case.id}: {what} {slot} on the device")
+
+
+def _declared(op_type, copies, case):
+    """Host copies beyond feeds and fetches only from an op that says it needs them."""
+    if copies > 0:
+        assert registry.get(op_type).host_reads, (
+            f"{case.id}: {op_type} on the device copied {copies} value(s) to the host, but "
+            f"its definition declares no host_reads")
+
+
+def check_on_device(case):
+    """The case's op, forward and (with ``grad``) backward, on the strict device: the same
+    dtypes, shapes, LoD and values as on the host (random ops: the case's own ``check``), with
+    no host transfers but the feeds and the fetches.
+
+    Returns the transfers each run made beyond those: {"forward": n, "backward": n}."""
+    from fluid_nb.testing.strict_device import StrictDevicePlace, counting
+    place = StrictDevicePlace()
+    inputs = dict(case.inputs)
+    expected = case.ref(inputs, dict(case.attrs)) if case.ref is not None else None
+    _, _, on_host = run_case(case, inputs, expected)
+    with counting() as count:
+        _, _, on_device = run_case(case, inputs, expected, place=place)
+    extra = {"forward": count["to_host"] - sum(
+        len(v) if isinstance(v, list) else 1 for v in on_device.values())}
+    _declared(case.op, extra["forward"], case)
+    if case.check is not None:
+        case.check(on_device, inputs, dict(case.attrs))
+    else:
+        _same_on_both(case, "output", on_host, on_device)
+    if case.grad:
+        inputs = {k: _as64(v) for k, v in case.inputs.items()}
+        expected = case.ref(inputs, dict(case.attrs)) if case.ref is not None else None
+        forward, loss_slots, weights = _loss_weights(case, inputs, expected)
+        grads = {}
+        for where in (fluid.CPUPlace(), place):
+            program, _, feed, targets = grad_program(case, inputs, expected, forward,
+                                                     loss_slots, weights)
+            fetch = [n + "@GRAD" for _, n in targets]
+            with counting() as count:
+                grads[where.device] = dict(zip(fetch, fluid.Executor(where).run(
+                    program, feed=feed, fetch_list=fetch, scope=fluid.Scope(),
+                    return_numpy=False)))
+        extra["backward"] = count["to_host"] - len(fetch)
+        if extra["backward"] > 0:
+            grad_ops = [o.type for o in program.global_block().ops[1:]]
+            assert any(registry.get(t).host_reads for t in grad_ops), (
+                f"{case.id}: the grad ops {grad_ops} on the device copied {extra['backward']} "
+                f"value(s) to the host, but none declares host_reads")
+        _same_on_both(case, "gradient", grads["cpu"], grads["gpu"])
+    return extra

@@ -174,7 +174,8 @@ CASES += [
 ]
 
 
-test_output_matches_numpy, test_grad_matches_finite_differences = table_tests(CASES)
+(test_output_matches_numpy, test_grad_matches_finite_differences,
+ test_runs_on_the_strict_device) = table_tests(CASES)
 
 
 @pytest.mark.parametrize("op_type, needs", [

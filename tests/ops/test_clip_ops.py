@@ -51,7 +51,8 @@ CASES = [
 ]
 
 
-test_output_matches_numpy, test_grad_matches_finite_differences = table_tests(CASES)
+(test_output_matches_numpy, test_grad_matches_finite_differences,
+ test_runs_on_the_strict_device) = table_tests(CASES)
 
 
 def test_sign_grad_is_a_scale_by_zero():

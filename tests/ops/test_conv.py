@@ -212,7 +212,8 @@ CASES = [
 ]
 
 
-test_output_matches_numpy, test_grad_matches_finite_differences = table_tests(CASES)
+(test_output_matches_numpy, test_grad_matches_finite_differences,
+ test_runs_on_the_strict_device) = table_tests(CASES)
 
 
 def _run_grad(op, inputs, attrs, out_slot, in_slot, dout):

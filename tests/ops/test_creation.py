@@ -100,7 +100,8 @@ CASES = [
            check=_gaussian_batch),
 ]
 
-test_output_matches_numpy, test_grad_matches_finite_differences = table_tests(CASES)
+(test_output_matches_numpy, test_grad_matches_finite_differences,
+ test_runs_on_the_strict_device) = table_tests(CASES)
 
 
 @pytest.mark.parametrize("op", ["randint", "randperm", "uniform_random_batch_size_like",

@@ -195,7 +195,8 @@ CASES = [
            name="padded"),
 ]
 
-test_output_matches_numpy, test_grad_matches_finite_differences = table_tests(CASES)
+(test_output_matches_numpy, test_grad_matches_finite_differences,
+ test_runs_on_the_strict_device) = table_tests(CASES)
 
 
 def test_case_values_are_the_brute_force_ones():

@@ -38,7 +38,8 @@ CASES = [
            ref=gather_tree_ref, name="one_step_int32"),
 ]
 
-test_output_matches_numpy, test_grad_matches_finite_differences = table_tests(CASES)
+(test_output_matches_numpy, test_grad_matches_finite_differences,
+ test_runs_on_the_strict_device) = table_tests(CASES)
 
 
 def test_documented_example_gives_the_documented_sequences():

@@ -249,7 +249,8 @@ CASES += [
            attrs=dict(NMS_ATTRS, keep_top_k=3), ref=nms_ref(3), name="keep_top_k"),
 ]
 
-test_output_matches_numpy, test_grad_matches_finite_differences = table_tests(CASES)
+(test_output_matches_numpy, test_grad_matches_finite_differences,
+ test_runs_on_the_strict_device) = table_tests(CASES)
 
 
 def test_iou_keeps_the_lod_of_x():

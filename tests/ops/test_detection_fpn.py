@@ -140,7 +140,8 @@ CASES = [
            attrs={"post_nms_topN": 7}, ref=collect_ref(COLLECT_LODS)),
 ]
 
-test_output_matches_numpy, test_grad_matches_finite_differences = table_tests(CASES)
+(test_output_matches_numpy, test_grad_matches_finite_differences,
+ test_runs_on_the_strict_device) = table_tests(CASES)
 
 
 def test_proposals_and_levels_carry_one_lod_level_by_image():

@@ -276,7 +276,8 @@ CASES = [
            attrs=RETINA, ref=retinanet_ref, atol=1e-3),
 ]
 
-test_output_matches_numpy, test_grad_matches_finite_differences = table_tests(CASES)
+(test_output_matches_numpy, test_grad_matches_finite_differences,
+ test_runs_on_the_strict_device) = table_tests(CASES)
 
 
 def test_outputs_carry_one_lod_level_by_image():

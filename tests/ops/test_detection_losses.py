@@ -239,7 +239,8 @@ CASES = [
            grad_outputs=["Loss"], name="grad"),
 ]
 
-test_output_matches_numpy, test_grad_matches_finite_differences = table_tests(CASES)
+(test_output_matches_numpy, test_grad_matches_finite_differences,
+ test_runs_on_the_strict_device) = table_tests(CASES)
 
 
 def test_target_assign_wants_one_instance_per_match_row():

@@ -403,7 +403,8 @@ CASES = [
            ref=lambda i, a: mask_labels_ref(i, a, [0, 3, 5], [0, 3, 4], SEGMS)),
 ]
 
-test_output_matches_numpy, test_grad_matches_finite_differences = table_tests(CASES)
+(test_output_matches_numpy, test_grad_matches_finite_differences,
+ test_runs_on_the_strict_device) = table_tests(CASES)
 
 
 def test_rpn_sampling_draws_within_the_caps():

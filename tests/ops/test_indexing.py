@@ -238,7 +238,8 @@ FEATURE_CASES = [
 
 CASES = INDEX_CASES + PAD_CROP_CASES + FEATURE_CASES
 
-test_output_matches_numpy, test_grad_matches_finite_differences = table_tests(CASES)
+(test_output_matches_numpy, test_grad_matches_finite_differences,
+ test_runs_on_the_strict_device) = table_tests(CASES)
 
 
 def test_expand_refuses_times_of_another_rank():

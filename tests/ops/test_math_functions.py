@@ -106,7 +106,8 @@ CASES = [
                              "Count": np.array([1, 3, 1, 1], "int32")}),
 ]
 
-test_output_matches_numpy, test_grad_matches_finite_differences = table_tests(CASES)
+(test_output_matches_numpy, test_grad_matches_finite_differences,
+ test_runs_on_the_strict_device) = table_tests(CASES)
 
 
 def test_cumsum_gradient_is_a_cumsum_the_other_way():
@@ -269,8 +270,8 @@ PRODUCT_CASES += [
 
 CASES = CASES + PRODUCT_CASES  # a new list: the table above keeps its own rows
 
-(test_products_match_numpy,
- test_products_grads_match_finite_differences) = table_tests(PRODUCT_CASES)
+(test_products_match_numpy, test_products_grads_match_finite_differences,
+ test_products_run_on_the_strict_device) = table_tests(PRODUCT_CASES)
 
 
 def test_cross_without_a_dim_of_three_is_refused_when_built():

@@ -171,7 +171,8 @@ def _window_stats():
 CASES += [_auc_case(0, (1, 10), _global_stats), _auc_case(1, (2 * 10 + 1,), _window_stats)]
 
 
-test_output_matches_numpy, test_grad_matches_finite_differences = table_tests(CASES)
+(test_output_matches_numpy, test_grad_matches_finite_differences,
+ test_runs_on_the_strict_device) = table_tests(CASES)
 
 
 _append = append_one

@@ -140,7 +140,8 @@ ACTIVATION_CASES = [
 
 CASES = CASES + ACTIVATION_CASES
 
-test_output_matches_numpy, test_grad_matches_finite_differences = table_tests(CASES)
+(test_output_matches_numpy, test_grad_matches_finite_differences,
+ test_runs_on_the_strict_device) = table_tests(CASES)
 
 
 def _mask(x, attrs, seed_input=None):

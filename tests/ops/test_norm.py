@@ -268,7 +268,8 @@ NORM_CASES += [
 
 CASES = CASES + NORM_CASES
 
-test_output_matches_numpy, test_grad_matches_finite_differences = table_tests(CASES)
+(test_output_matches_numpy, test_grad_matches_finite_differences,
+ test_runs_on_the_strict_device) = table_tests(CASES)
 
 
 def test_batch_norm_single_value_per_channel_passes_x_through():

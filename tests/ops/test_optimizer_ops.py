@@ -481,7 +481,8 @@ CASES += [
 ]
 
 
-test_output_matches_numpy, test_grad_matches_finite_differences = table_tests(CASES)
+(test_output_matches_numpy, test_grad_matches_finite_differences,
+ test_runs_on_the_strict_device) = table_tests(CASES)
 
 
 def test_adamax_with_beta1_pow_one_gives_ieee_inf_without_warnings():

@@ -142,7 +142,8 @@ CASES = [
                size=2, grad=["Input", "InitH", "InitC", "W"]),
 ]
 
-test_output_matches_numpy, test_grad_matches_finite_differences = table_tests(CASES)
+(test_output_matches_numpy, test_grad_matches_finite_differences,
+ test_runs_on_the_strict_device) = table_tests(CASES)
 
 
 def test_lstmp_clip_bounds_hold():

@@ -30,7 +30,8 @@ CASES = [
            grad_outputs=["Out"], name="broadcast_y_rank3"),
 ]
 
-test_output_matches_numpy, test_grad_matches_finite_differences = table_tests(CASES)
+(test_output_matches_numpy, test_grad_matches_finite_differences,
+ test_runs_on_the_strict_device) = table_tests(CASES)
 
 
 def test_out_keeps_the_lod_of_x():

@@ -284,7 +284,8 @@ LAYOUT_CASES = [
 CASES = CREATION_CASES + SHAPE_CASES + LAYOUT_CASES
 
 
-test_output_matches_numpy, test_grad_matches_finite_differences = table_tests(CASES)
+(test_output_matches_numpy, test_grad_matches_finite_differences,
+ test_runs_on_the_strict_device) = table_tests(CASES)
 
 
 # --- focused tests -------------------------------------------------------------------------

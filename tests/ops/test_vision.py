@@ -565,7 +565,8 @@ ROI_CASES = [
 ]
 
 CASES = CASES + ROI_CASES
-test_output_matches_numpy, test_grad_matches_finite_differences = table_tests(CASES)
+(test_output_matches_numpy, test_grad_matches_finite_differences,
+ test_runs_on_the_strict_device) = table_tests(CASES)
 
 
 # --- rearrangements: element-by-element references ----------------------------------------------
@@ -1066,4 +1067,5 @@ DEFORMABLE_CASES += [
 ]
 
 CASES = CASES + DEFORMABLE_CASES
-test_output_matches_numpy, test_grad_matches_finite_differences = table_tests(CASES)
+(test_output_matches_numpy, test_grad_matches_finite_differences,
+ test_runs_on_the_strict_device) = table_tests(CASES)
