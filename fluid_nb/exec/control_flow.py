@@ -25,12 +25,15 @@ run, gives zero gradients.
 The grad sub-block is built by ``backward.sub_block_backward``, the backward walker applied
 to the forward sub-block with the parent's no-grad set.
 """
+import numpy as np
+
 from ..errors import InvalidArgument, expected
 from ..framework import registry
 from ..framework.program import grad_var_name
 from ..ops.control_flow import grad_pairs
 from ..tensor.dtypes import VarType, to_numpy_dtype
 from ..tensor.tensor import LoDTensor, LoDTensorArray
+from ..tensor.transfer import host_scalar
 from .executor import names_in_block
 from .frame import BodyFrame, names_held, reusable
 from .scope import ScopeVariable
@@ -58,8 +61,8 @@ def _drop(parent, scopes):
 
 
 def _cond_value(op, value):
-    if value.__class__ is LoDTensor and value.array is not None \
-            and value.array.shape == (1,):  # the common case: a [1] bool tensor
+    if value.__class__ is LoDTensor and value.array.__class__ is np.ndarray \
+            and value.array.shape == (1,):  # the common case: a [1] bool tensor on the host
         return bool(value.array[0])
     if not isinstance(value, LoDTensor) or value.array is None:
         raise InvalidArgument(expected(op, "input 'Condition'", "an initialised bool tensor",
@@ -68,7 +71,7 @@ def _cond_value(op, value):
     if flat.shape[0] != 1:
         raise InvalidArgument(expected(op, "input 'Condition'", "a tensor of one element",
                                        list(value.array.shape)))
-    return bool(flat[0])
+    return bool(host_scalar(flat))  # a condition on a device: the one copy its meaning needs
 
 
 def _frame(ctx, key, block, outer, names=frozenset(), reads=None):

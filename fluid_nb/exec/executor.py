@@ -540,14 +540,45 @@ def names_in_block(block, writes=True):
     return names
 
 
+_HOST = CPUPlace()
+
+
 def _make_step(prepared_op, holder, place, executor, scope, dead=(), unused=frozenset(),
                unwanted=frozenset()):
+    if place.device != "cpu":
+        op, opdef = prepared_op.op, prepared_op.opdef
+        if op.attrs.get("force_cpu") is True or "host_output" in opdef.traits:
+            # Paddle's force_cpu, and ops whose Paddle kernel is the host's (a rank table's
+            # max_sequence_len, an array's length): the output lives on the host whatever
+            # the place, so the loop counters and conditions they feed need no device copy
+            place = _HOST
+        elif opdef.kernel_place_of is not None and op.inputs.get(opdef.kernel_place_of):
+            return _following_step(prepared_op, holder, place, executor, scope, dead, unused,
+                                   unwanted)
+    return _step_on(prepared_op, holder, place, executor, scope, dead, unused, unwanted)
+
+
+def _step_on(prepared_op, holder, place, executor, scope, dead, unused, unwanted):
     step, ctx, ins, outs = _kernel_step(prepared_op, holder, place, executor, scope, dead,
                                         unused, unwanted)
     host_step = prepared_op.opdef.host_step
     if host_step is not None and place.device == "cpu" and len(outs) == 1 \
             and outs[0].__class__ is ScopeVariable and getattr(executor, "host_steps", True):
         return _releasing(host_step(ctx, ins, outs[0], step), dead)
+    return step
+
+
+def _following_step(prepared_op, holder, place, executor, scope, dead, unused, unwanted):
+    """On a device place, the step of an op whose kernel runs where its input
+    ``opdef.kernel_place_of`` lives (Paddle's increment): on the host for a host counter."""
+    source = holder(prepared_op.op.inputs[prepared_op.opdef.kernel_place_of][0])
+    on_device = _step_on(prepared_op, holder, place, executor, scope, dead, unused, unwanted)
+    on_host = _step_on(prepared_op, holder, _HOST, executor, scope, dead, unused, unwanted)
+
+    def step():
+        value = source.value
+        array = getattr(value, "array", None)
+        (on_host if array.__class__ is np.ndarray else on_device)()
     return step
 
 

@@ -93,7 +93,7 @@ class OpDef:
 
     def __init__(self, type, inputs, outputs, attrs, infer_shape, infer_var_type, grad,
                  kernel, kernels, lod_aware, share_lod, traits, doc, sub_block_backward=None,
-                 host_step=None, in_place=None, host_reads=None):
+                 host_step=None, in_place=None, host_reads=None, kernel_place_of=None):
         self.type = type
         self.inputs = tuple(Slot(s) for s in inputs)
         self.outputs = tuple(Slot(s) for s in outputs)
@@ -131,6 +131,9 @@ class OpDef:
         #: shape tensor, a size that decides an output's shape): the op's meaning needs them
         #: there (see the module docstring); None: it reads no device value on the host
         self.host_reads = host_reads
+        #: an input slot whose place decides the kernel's on a device place: a host value
+        #: (a loop counter made with force_cpu) is computed on the host, as Paddle's increment
+        self.kernel_place_of = kernel_place_of
         # precomputed so append_op stays cheap
         self._defaults = [(n, s.default) for n, s in self.attrs.items() if s.default is not None]
         self._default_attrs = dict(self._defaults)
@@ -231,14 +234,15 @@ class OpDef:
 
 def def_op(type, inputs=(), outputs=(), attrs=None, infer_shape=None, infer_var_type=None,
            grad=None, kernel=None, kernels=None, lod_aware=False, share_lod=None, traits=(),
-           doc=None, sub_block_backward=None, host_step=None, in_place=None, host_reads=None):
+           doc=None, sub_block_backward=None, host_step=None, in_place=None, host_reads=None,
+           kernel_place_of=None):
     """Register op ``type``; see the module docstring for the conventions."""
     if type in _OPS:
         raise InvalidArgument(f"def_op: op type '{type}' expected to be new, but it is already "
                               f"registered")
     opdef = OpDef(type, inputs, outputs, attrs, infer_shape, infer_var_type, grad, kernel,
                   kernels, lod_aware, share_lod, traits, doc, sub_block_backward, host_step,
-                  in_place, host_reads)
+                  in_place, host_reads, kernel_place_of)
     _OPS[type] = opdef
     return opdef
 

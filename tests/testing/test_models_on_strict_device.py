@@ -1,0 +1,168 @@
+"""Whole programs on the strict device: training (an MLP with Adam, a conv net, a DynamicRNN,
+an LoD text model), a while loop and live mode give the host's values, and a step copies to
+the host only its fetches and the values the program's meaning needs (loop conditions)."""
+import numpy as np
+import pytest
+
+import fluid_nb as fluid
+from fluid_nb.live import live
+from fluid_nb.testing.strict_device import DeviceArray, StrictDevicePlace, counting
+
+HOST, DEVICE = fluid.CPUPlace(), StrictDevicePlace()
+
+
+def train(build, feed, place, steps=3):
+    """(losses, transfers of the last step) of ``steps`` runs of the program ``build()``
+    makes, from the same seeded initialisation."""
+    main, startup = fluid.Program(), fluid.Program()
+    main.random_seed = startup.random_seed = 11
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        loss = build()
+    exe, scope = fluid.Executor(place), fluid.Scope()
+    exe.run(startup, scope=scope)
+    losses = []
+    for _ in range(steps):
+        with counting() as count:
+            value, = exe.run(main, feed=feed, fetch_list=[loss], scope=scope)
+        losses.append(float(value.reshape(-1)[0]))
+    return losses, count, scope
+
+
+def same_training(build, feed, rtol=1e-5):
+    on_host, _, _ = train(build, feed, HOST)
+    on_device, count, scope = train(build, feed, DEVICE)
+    np.testing.assert_allclose(on_device, on_host, rtol=rtol)
+    assert on_device[-1] < on_device[0], on_device
+    return count, scope
+
+
+def mlp():
+    img = fluid.layers.data(name="img", shape=[784], dtype="float32")
+    label = fluid.layers.data(name="label", shape=[1], dtype="int64")
+    h = fluid.layers.fc(input=img, size=200, act="relu")
+    h = fluid.layers.fc(input=h, size=200, act="relu")
+    logits = fluid.layers.fc(input=h, size=10)
+    loss = fluid.layers.mean(fluid.layers.softmax_with_cross_entropy(logits, label))
+    fluid.optimizer.Adam(learning_rate=0.001).minimize(loss)
+    return loss
+
+
+def test_the_mlp_trains_with_adam_on_the_device_copying_only_feeds_and_the_loss():
+    rng = np.random.RandomState(0)
+    feed = {"img": rng.rand(64, 784).astype("float32"),
+            "label": rng.randint(0, 10, (64, 1)).astype("int64")}
+    count, scope = same_training(mlp, feed)
+    assert (count["to_device"], count["to_host"]) == (2, 1), count
+    assert isinstance(scope.find_var("fc_0.w_0").get_tensor().array, DeviceArray)
+
+
+def conv_net():
+    img = fluid.layers.data(name="img", shape=[1, 12, 12], dtype="float32")
+    label = fluid.layers.data(name="label", shape=[1], dtype="int64")
+    conv = fluid.nets.simple_img_conv_pool(input=img, filter_size=3, num_filters=4,
+                                           pool_size=2, pool_stride=2, act="relu")
+    conv = fluid.layers.batch_norm(conv)
+    prediction = fluid.layers.fc(input=conv, size=10, act="softmax")
+    loss = fluid.layers.mean(fluid.layers.cross_entropy(input=prediction, label=label))
+    fluid.optimizer.Momentum(learning_rate=0.05, momentum=0.9).minimize(loss)
+    return loss
+
+
+def test_a_conv_net_with_batch_norm_and_momentum_trains_on_the_device():
+    rng = np.random.RandomState(1)
+    feed = {"img": rng.rand(8, 1, 12, 12).astype("float32"),
+            "label": rng.randint(0, 10, (8, 1)).astype("int64")}
+    count, _ = same_training(conv_net, feed, rtol=1e-4)
+    assert (count["to_device"], count["to_host"]) == (2, 1), count
+
+
+LENGTHS = [3, 5, 2, 4]
+
+
+def dynamic_rnn():
+    x = fluid.layers.data(name="x", shape=[6], dtype="float32", lod_level=1)
+    rnn = fluid.layers.DynamicRNN()
+    with rnn.block():
+        x_t = rnn.step_input(x)
+        h_prev = rnn.memory(shape=[8], value=0.0)
+        h = fluid.layers.fc(input=[x_t, h_prev], size=8, act="tanh")
+        rnn.update_memory(h_prev, h)
+        rnn.output(h)
+    last = fluid.layers.sequence_last_step(rnn())
+    loss = fluid.layers.mean(fluid.layers.fc(input=last, size=1))
+    fluid.optimizer.SGD(learning_rate=0.1).minimize(loss)
+    return loss
+
+
+def test_a_dynamic_rnn_trains_on_the_device_reading_only_its_loop_conditions():
+    data = np.random.RandomState(2).rand(sum(LENGTHS), 6).astype("float32")
+    feed = {"x": fluid.create_lod_tensor(data, [LENGTHS], HOST)}
+    count, _ = same_training(dynamic_rnn, feed)
+    # the loop counters, conditions and rank table live on the host (force_cpu, as in
+    # Paddle): only the feed goes over, and only the loss comes back
+    assert (count["to_device"], count["to_host"]) == (1, 1), count
+
+
+def text_classifier():
+    words = fluid.layers.data(name="words", shape=[1], dtype="int64", lod_level=1)
+    label = fluid.layers.data(name="label", shape=[1], dtype="int64")
+    emb = fluid.layers.embedding(input=words, size=[50, 8])
+    conv = fluid.nets.sequence_conv_pool(input=emb, num_filters=6, filter_size=3,
+                                         act="tanh", pool_type="sqrt")
+    prediction = fluid.layers.fc(input=conv, size=2, act="softmax")
+    loss = fluid.layers.mean(fluid.layers.cross_entropy(input=prediction, label=label))
+    fluid.optimizer.Adagrad(learning_rate=0.1).minimize(loss)
+    return loss
+
+
+def test_an_lod_text_classifier_trains_on_the_device():
+    rng = np.random.RandomState(3)
+    words = rng.randint(0, 50, (sum(LENGTHS), 1)).astype("int64")
+    feed = {"words": fluid.create_lod_tensor(words, [LENGTHS], HOST),
+            "label": rng.randint(0, 2, (4, 1)).astype("int64")}
+    count, _ = same_training(text_classifier, feed)
+    assert (count["to_device"], count["to_host"]) == (2, 1), count
+
+
+def test_a_while_loop_reads_one_condition_per_iteration():
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        x = fluid.layers.data(name="x", shape=[3], dtype="float32",
+                              append_batch_size=False)
+        i = fluid.layers.fill_constant(shape=[1], dtype="int64", value=0)
+        limit = fluid.layers.fill_constant(shape=[1], dtype="int64", value=5)
+        total = fluid.layers.fill_constant(shape=[3], dtype="float32", value=0.0)
+        cond = fluid.layers.less_than(i, limit)
+        loop = fluid.layers.While(cond=cond)
+        with loop.block():
+            fluid.layers.assign(fluid.layers.elementwise_add(total, x), total)
+            fluid.layers.increment(i, in_place=True)
+            fluid.layers.less_than(i, limit, cond=cond)
+    feed = {"x": np.array([1, 2, 3], "float32")}
+    want, = fluid.Executor(HOST).run(main, feed=feed, fetch_list=[total])
+    with counting() as count:
+        got, = fluid.Executor(DEVICE).run(main, feed=feed, fetch_list=[total])
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(got, [5, 10, 15])
+    # counters made without force_cpu live on the device: the while op copies its
+    # condition to the host once before each of the 6 tests, and nothing else comes back
+    assert count["to_host"] == 1 + 6, count
+
+
+def test_live_mode_runs_each_cell_on_the_device(session_name):
+    x_value = np.arange(6, dtype="float32").reshape(2, 3) / 10
+    with live(session_name, place=DEVICE) as session:
+        x = fluid.layers.data(name="x", shape=[3], dtype="float32", value=x_value)
+        h = fluid.layers.fc(input=x, size=4, act="relu")
+        loss = fluid.layers.mean(h)
+    weight = session.scope.find_var("fc_0.w_0").get_tensor()
+    assert isinstance(weight.array, DeviceArray)
+    w, b = np.array(weight), np.array(session.scope.find_var("fc_0.b_0").get_tensor())
+    np.testing.assert_allclose(h.numpy(), np.maximum(x_value @ w + b, 0), rtol=1e-6)
+    np.testing.assert_allclose(loss.numpy().reshape(-1)[0], np.maximum(x_value @ w + b, 0).mean(),
+                               rtol=1e-6)
+
+
+@pytest.fixture
+def session_name(request):
+    return f"strict-{request.node.name}"
