@@ -1,0 +1,91 @@
+"""CUDAPlace: without a GPU a typed error says what is missing and CuPy is never imported;
+with one (tests marked ``gpu``), every op table and the model tests give the host's results
+on CuPy."""
+import importlib
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import fluid_nb as fluid
+from fluid_nb.errors import PreconditionNotMet
+from fluid_nb.tensor.place import is_compiled_with_cuda
+
+from tests.ops.op_test import case_id, check_on_device
+from tests.testing import test_models_on_strict_device as models
+
+HAS_GPU = is_compiled_with_cuda()
+
+
+@pytest.mark.skipif(HAS_GPU, reason="a GPU is visible: the error is for machines without one")
+def test_a_cuda_place_without_a_gpu_is_a_typed_error_naming_what_is_missing():
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        x = fluid.layers.data(name="x", shape=[2], dtype="float32")
+        y = fluid.layers.scale(x, scale=2.0)
+    assert fluid.is_compiled_with_cuda() is False
+    with pytest.raises(PreconditionNotMet, match="CUDAPlace: (CuPy|a CUDA GPU) expected"):
+        fluid.Executor(fluid.CUDAPlace(0)).run(
+            main, feed={"x": np.ones((1, 2), "float32")}, fetch_list=[y])
+
+
+def test_a_cpu_training_run_imports_no_cupy():
+    code = ("import sys, numpy as np, fluid_nb as fluid\n"
+            "x = fluid.layers.data(name='x', shape=[3], dtype='float32')\n"
+            "loss = fluid.layers.mean(fluid.layers.fc(input=x, size=2))\n"
+            "fluid.optimizer.SGD(0.1).minimize(loss)\n"
+            "exe = fluid.Executor(fluid.CPUPlace())\n"
+            "exe.run(fluid.default_startup_program())\n"
+            "exe.run(feed={'x': np.ones((4, 3), 'float32')}, fetch_list=[loss])\n"
+            "print('cupy' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=120)
+    assert out.stdout.strip() == "False"
+
+
+def _table_cases():
+    cases = []
+    for path in sorted((pathlib.Path(__file__).parent.parent / "ops").glob("test_*.py")):
+        module = importlib.import_module(f"tests.ops.{path.stem}")
+        cases.extend(getattr(module, "CASES", []))
+    return cases
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", _table_cases(), ids=case_id)
+def test_every_op_table_case_on_cuda_matches_the_host(case):
+    check_on_device(case, place=fluid.CUDAPlace(0))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("build, feed", [
+    (models.mlp, lambda rng: {"img": rng.rand(64, 784).astype("float32"),
+                              "label": rng.randint(0, 10, (64, 1)).astype("int64")}),
+    (models.conv_net, lambda rng: {"img": rng.rand(8, 1, 12, 12).astype("float32"),
+                                   "label": rng.randint(0, 10, (8, 1)).astype("int64")}),
+    (models.dynamic_rnn, lambda rng: {"x": fluid.create_lod_tensor(
+        rng.rand(sum(models.LENGTHS), 6).astype("float32"), [models.LENGTHS],
+        fluid.CPUPlace())}),
+], ids=["mlp_adam", "conv_bn_momentum", "dynamic_rnn"])
+def test_training_curves_on_cuda_follow_the_host(build, feed):
+    feed = feed(np.random.RandomState(0))
+    on_host, _, _ = models.train(build, feed, fluid.CPUPlace(), steps=5)
+    on_gpu, _, scope = models.train(build, feed, fluid.CUDAPlace(0), steps=5)
+    np.testing.assert_allclose(on_gpu, on_host, rtol=1e-3)
+    assert on_gpu[-1] < on_gpu[0]
+
+
+@pytest.mark.gpu
+def test_live_mode_on_cuda():
+    import cupy
+    from fluid_nb.live import live
+    x_value = np.arange(6, dtype="float32").reshape(2, 3) / 10
+    with fluid.unique_name.guard(), live("gpu-live", place=fluid.CUDAPlace(0)) as session:
+        x = fluid.layers.data(name="x", shape=[3], dtype="float32", value=x_value)
+        h = fluid.layers.fc(input=x, size=4, act="relu")
+    weight = session.scope.find_var("fc_0.w_0").get_tensor()
+    assert isinstance(weight.array, cupy.ndarray)
+    w, b = np.array(weight), np.array(session.scope.find_var("fc_0.b_0").get_tensor())
+    np.testing.assert_allclose(h.numpy(), np.maximum(x_value @ w + b, 0), rtol=1e-5)
