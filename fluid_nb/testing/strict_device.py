@@ -277,6 +277,10 @@ class _Namespace(types.ModuleType):
         def device_function(*args, **kwargs):
             return _wrap(found(*_unwrap(args, operand=True), **_unwrap(kwargs, operand=True)))
         device_function.__name__ = name
+        if isinstance(found, np.ufunc):  # CuPy's ufuncs have .at (xp.add.at scatter-adds)
+            device_function.at = lambda a, index, b=None: found.at(
+                _unwrap_operand(a), _unwrap_key(index),
+                *(() if b is None else (_unwrap_operand(b),)))
         return device_function
 
 
