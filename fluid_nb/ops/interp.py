@@ -22,7 +22,7 @@ tensor per dim).
 import numpy as np
 
 from .conv_nd import from_channel_first, spatial_dims, to_channel_first
-from .creation import host_ints
+from ..tensor.transfer import host_list
 from ..framework.registry import def_op, grads_like
 
 _SIZE_ATTRS = ("out_d", "out_h", "out_w")
@@ -36,19 +36,22 @@ def _attr_sizes(attrs, n):
     return [int(attrs.get(name, -1)) for name in _SIZE_ATTRS[3 - n:]]
 
 
-def out_sizes(attrs, in_sizes, scale_input=None, out_size=None, size_tensor=None):
-    """The output's spatial sizes, by the rules of the module docstring."""
+def out_sizes(attrs, in_sizes, scale_input=None, out_size=None, size_tensor=None, xp=np):
+    """The output's spatial sizes, by the rules of the module docstring. Sizes given as
+    tensors decide the output's shape, so they are read on the host (one copy)."""
     n = len(in_sizes)
     if size_tensor:
-        return host_ints(size_tensor)
+        # one copy for the whole list
+        joined = xp.concatenate([t.reshape(-1) for t in size_tensor])
+        return [int(v) for v in host_list(joined)]
     sizes = _attr_sizes(attrs, n)
     scale = float(attrs.get("scale", 0.0) or 0.0)
+    if out_size is not None:
+        return [int(v) for v in host_list(out_size)]
     if scale_input is not None:
-        scale = float(np.asarray(scale_input).reshape(-1)[0])
+        scale = float(host_list(scale_input)[0])
     if scale > 0:
         sizes = [int(s * scale) for s in in_sizes]
-    if out_size is not None:
-        sizes = host_ints(out_size)
     return sizes
 
 
@@ -154,7 +157,7 @@ def _interp_kernel(method):
         xp, attrs = ctx.xp, ctx.attrs
         last = _channel_last(attrs)
         xc = to_channel_first(x, last)
-        sizes = out_sizes(attrs, xc.shape[2:], scale, out_size, size_tensor)
+        sizes = out_sizes(attrs, xc.shape[2:], scale, out_size, size_tensor, xp)
         out = _contract(xp, xc, _matrices(method, attrs, xc.shape[2:], sizes))
         return from_channel_first(xp, out, last).astype(x.dtype, copy=False)
     return kernel
@@ -206,6 +209,7 @@ for _method, _rank, _what, _extra in (
     def_op(_type, inputs=["X", "OutSize?", "SizeTensor[]?", "Scale?"], outputs=["Out"],
            attrs=_interp_attrs(_method), infer_shape=_interp_infer_shape(_method, _rank),
            grad=_interp_grad_maker(_type + "_grad"), kernel=_interp_kernel(_method),
+           host_reads="OutSize / SizeTensor / Scale: the output's spatial sizes",
            doc=_INTERP_DOC.format(op=_type, what=_what, layout=_layout, dims=_dims,
                                   extra=_extra))
     def_op(_type + "_grad", inputs=["X", "OutSize?", "SizeTensor[]?", "Scale?", "Out@GRAD"],

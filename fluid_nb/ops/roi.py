@@ -18,7 +18,7 @@ import numpy as np
 from ..errors import InvalidArgument, expected
 from ..tensor.tensor import LoDTensor
 from ..tensor.dtypes import VarType
-from .creation import host_ints
+from ..tensor.transfer import host_list, to_host
 from .lookup import _index_add
 from ..framework.registry import def_op, grads_like
 
@@ -28,15 +28,16 @@ def _array(t):
 
 
 def roi_batch_ids(op, rois, rois_lod, rois_num, batch):
-    """The image index of each ROI (a host list)."""
+    """The image index of each ROI (a host list: the counts or offsets are read from the
+device once, as the ROIs' batch assignment decides which image each one pools)."""
     count = _array(rois).shape[0]
     if rois_num is not None and _array(rois_num) is not None:
-        counts = host_ints(_array(rois_num))
+        counts = host_list(_array(rois_num))
         offsets = [0]
         for c in counts:
             offsets.append(offsets[-1] + c)
     elif rois_lod is not None and _array(rois_lod) is not None:
-        offsets = host_ints(_array(rois_lod))
+        offsets = host_list(_array(rois_lod))
     elif getattr(rois, "_lod", None):
         offsets = list(rois._lod[-1])
     else:
@@ -179,31 +180,38 @@ def _linear_pool(mats, op):
             return xp.einsum("rih,cijhw,rjw->rcij", a, cells, b)
         return xp.einsum("rciw,rjw->rcij", xp.einsum("rih,chw->rciw", a, x_image), b)
 
-    def matrices(xp, rois, idx, attrs, h, w, dtype):
-        pairs = [mats(rois[r], attrs, h, w) for r in idx]
-        return (xp.asarray(np.stack([p[0] for p in pairs]), dtype=dtype),
-                xp.asarray(np.stack([p[1] for p in pairs]), dtype=dtype))
+    def matrices(xp, rois, attrs, h, w, dtype):
+        """Every ROI's (A, B), built on the host from its coordinates and moved to the
+        device once."""
+        pairs = [mats(roi, attrs, h, w) for roi in rois]
+        ph, pw = attrs.get("pooled_height", 1), attrs.get("pooled_width", 1)
+        a = np.stack([p[0] for p in pairs]) if pairs else np.zeros((0, ph, h))
+        b = np.stack([p[1] for p in pairs]) if pairs else np.zeros((0, pw, w))
+        return xp.asarray(a, dtype=dtype), xp.asarray(b, dtype=dtype)
 
     def forward(ctx, x, rois, rois_lod, rois_num):
         xp, attrs = ctx.xp, ctx.attrs
-        xa, host_rois = _array(x), np.asarray(_array(rois).tolist())
+        xa, host_rois = _array(x), to_host(_array(rois))
         ids = roi_batch_ids(op, rois, rois_lod, rois_num, xa.shape[0])
         ph, pw = attrs.get("pooled_height", 1), attrs.get("pooled_width", 1)
         c = attrs["output_channels"] if position_sensitive else xa.shape[1]
         out = xp.zeros((len(ids), c, ph, pw), dtype=xa.dtype)
+        a_all, b_all = matrices(xp, host_rois, attrs, xa.shape[2], xa.shape[3], xa.dtype)
         for image, idx in _by_image(ids).items():
-            a, b = matrices(xp, host_rois, idx, attrs, xa.shape[2], xa.shape[3], xa.dtype)
-            out[xp.asarray(idx)] = contract(xp, xa[image], a, b)
+            # an image's ROIs are contiguous (offsets or counts): slices, no index arrays
+            rows = slice(idx[0], idx[-1] + 1)
+            out[rows] = contract(xp, xa[image], a_all[rows], b_all[rows])
         return LoDTensor(out)
 
     def backward(ctx, x, rois, rois_lod, rois_num, dout):
         xp, attrs = ctx.xp, ctx.attrs
-        xa, host_rois, da = _array(x), np.asarray(_array(rois).tolist()), _array(dout)
+        xa, host_rois, da = _array(x), to_host(_array(rois)), _array(dout)
         ids = roi_batch_ids(op, rois, rois_lod, rois_num, xa.shape[0])
         dx = xp.zeros(xa.shape, dtype=xa.dtype)
+        a_all, b_all = matrices(xp, host_rois, attrs, xa.shape[2], xa.shape[3], xa.dtype)
         for image, idx in _by_image(ids).items():
-            a, b = matrices(xp, host_rois, idx, attrs, xa.shape[2], xa.shape[3], xa.dtype)
-            d = da[xp.asarray(idx)]
+            rows = slice(idx[0], idx[-1] + 1)
+            a, b, d = a_all[rows], b_all[rows], da[rows]
             if position_sensitive:
                 ph, pw = a.shape[1], b.shape[1]
                 cells = xp.einsum("rih,rcij,rjw->cijhw", a, d, b)
@@ -253,6 +261,9 @@ _SLOT_READERS = {
     "prroi_pool": lambda rest: (None, rest[0]),
 }
 
+_HOST_READS = ("ROIs: each ROI's bin weight matrices are built on the host from its corners; "
+               "RoisLod / RoisNum / BatchRoINums: which image each ROI pools")
+
 for _op, (_mats, _extra_inputs, _extra_attrs, _channels, _doc) in _LINEAR_POOLS.items():
     _forward, _backward = _linear_pool(_mats, _op)
 
@@ -265,10 +276,10 @@ for _op, (_mats, _extra_inputs, _extra_attrs, _channels, _doc) in _LINEAR_POOLS.
     _attrs = dict(_POOLED, **_extra_attrs)
     def_op(_op, inputs=["X", "ROIs"] + _extra_inputs, outputs=["Out"], attrs=_attrs,
            infer_shape=_roi_infer_shape(_channels), grad=_linear_grad_maker(_op + "_grad"),
-           kernel=_kernel, lod_aware=True, doc=_doc)
+           kernel=_kernel, lod_aware=True, doc=_doc, host_reads=_HOST_READS)
     def_op(_op + "_grad", inputs=["X", "ROIs"] + _extra_inputs + ["Out@GRAD"],
            outputs=["X@GRAD"], attrs=_attrs, infer_shape=grads_like(**{"X@GRAD": "X"}),
-           kernel=_grad_kernel, lod_aware=True,
+           kernel=_grad_kernel, lod_aware=True, host_reads=_HOST_READS,
            doc=f"Gradient of {_op} with respect to X: each ROI's dOut spread back through "
                f"its bin weights (the transposed row and column matrices).")
 
@@ -292,7 +303,8 @@ def _roi_pool_bins(start, end, pooled, size):
 
 def _roi_pool_forward(ctx, x, rois, rois_lod, rois_num):
     xp, attrs = ctx.xp, ctx.attrs
-    xa, host_rois = _array(x), np.asarray(_array(rois).tolist())
+    # each ROI's bins are integer pixel ranges: its corners are read on the host once
+    xa, host_rois = _array(x), to_host(_array(rois))
     ids = roi_batch_ids("roi_pool", rois, rois_lod, rois_num, xa.shape[0])
     n, c, h, w = xa.shape
     ph, pw = attrs.get("pooled_height", 1), attrs.get("pooled_width", 1)
@@ -303,15 +315,16 @@ def _roi_pool_forward(ctx, x, rois, rois_lod, rois_num):
         x1, y1, x2, y2 = (round_half_away(float(v) * scale) for v in host_rois[r])
         rows, row_ok = _roi_pool_bins(y1, y2, ph, h)
         cols, col_ok = _roi_pool_bins(x1, x2, pw, w)
+        rows, cols = xp.asarray(rows), xp.asarray(cols)
         # (C, ph, Lh, pw, Lw): every bin's pixels, short bins repeating their last one
         window = xa[image][:, rows[:, :, None, None], cols[None, None, :, :]]
         flat = window.transpose(0, 1, 3, 2, 4).reshape(c, ph, pw, -1)
         best = flat.argmax(axis=-1)
-        lh, lw = np.unravel_index(np.asarray(best.tolist()), (rows.shape[1], cols.shape[1]))
-        pos = rows[np.arange(ph)[:, None], lh] * w + cols[np.arange(pw)[None, :], lw]
+        lh, lw = best // cols.shape[1], best % cols.shape[1]
+        pos = rows[xp.arange(ph)[:, None], lh] * w + cols[xp.arange(pw)[None, :], lw]
         ok = xp.asarray(row_ok[:, None] & col_ok[None, :])
         out[r] = xp.where(ok, xp.take_along_axis(flat, best[..., None], -1)[..., 0], 0)
-        argmax[r] = xp.where(ok, xp.asarray(pos), -1)
+        argmax[r] = xp.where(ok, pos, -1)
     return LoDTensor(out), LoDTensor(argmax)
 
 
@@ -342,6 +355,8 @@ _roi_pool_grad_maker.grad_type = "roi_pool_grad"
 def_op("roi_pool", inputs=["X", "ROIs", "RoisLod?", "RoisNum?"], outputs=["Out", "Argmax!"],
        attrs=dict(_POOLED), infer_shape=_roi_infer_shape(), grad=_roi_pool_grad_maker,
        kernel=_roi_pool_forward, lod_aware=True,
+       host_reads="ROIs: per-ROI bin bounds are integer pixel ranges computed on the host; "
+                  "RoisLod / RoisNum: which image each ROI pools",
        doc="""roi_pool: max pooling of each ROI (corners times spatial_scale, rounded; at
 least 1 x 1) over pooled_height x pooled_width bins; bin i along a dim covers
 [floor(i * len / P), ceil((i + 1) * len / P)) from the ROI's start, clipped to the map.
@@ -349,6 +364,7 @@ Empty bins give 0 (Argmax -1). Argmax (int64) is the flat h * W + w of each maxi
 def_op("roi_pool_grad", inputs=["X", "ROIs", "RoisLod?", "RoisNum?", "Argmax", "Out@GRAD"],
        outputs=["X@GRAD"], attrs=dict(_POOLED), infer_shape=grads_like(**{"X@GRAD": "X"}),
        kernel=_roi_pool_backward, lod_aware=True,
+       host_reads="RoisLod / RoisNum: which image each ROI's gradient goes to",
        doc="Gradient of roi_pool: dOut added at each bin's Argmax position of its image.")
 
 
@@ -377,9 +393,10 @@ def _dpsroi_samples(xp, attrs, rois, ids, trans, x_shape):
     if no_trans:
         tx = ty = xp.zeros((r, oc, ph, pw), dtype=xp.float64)
     else:
-        t = trans.astype(xp.float64)[:, :, p_h][:, :, :, p_w]  # [R, 2*classes, PH, PW]
-        tx = t[:, 2 * class_of] * std
-        ty = t[:, 2 * class_of + 1] * std
+        d_h, d_w, d_class = xp.asarray(p_h), xp.asarray(p_w), xp.asarray(class_of)
+        t = trans.astype(xp.float64)[:, :, d_h][:, :, :, d_w]  # [R, 2*classes, PH, PW]
+        tx = t[:, 2 * d_class] * std
+        ty = t[:, 2 * d_class + 1] * std
     rw, rh = xp.asarray(roi_w)[:, None, None, None], xp.asarray(roi_h)[:, None, None, None]
     wstart = (xp.asarray(np.arange(pw)[None, :] * bin_w[:, None] + start_w[:, None])
               [:, None, None, :] + tx * rw)
@@ -413,7 +430,7 @@ def _dpsroi_forward(ctx, x, rois, trans):
     xp, attrs = ctx.xp, ctx.attrs
     xa, ta = _array(x), _array(trans)
     ids = roi_batch_ids("deformable_psroi_pooling", rois, None, None, xa.shape[0])
-    host_rois = _array(rois).tolist()
+    host_rois = to_host(_array(rois))  # sample positions come from rounded corners
     corners, valid, _, _ = _dpsroi_samples(xp, attrs, host_rois, ids, ta, xa.shape)
     flat = xa.reshape(-1).astype(xp.float64)
     total = 0
@@ -430,7 +447,7 @@ def _dpsroi_backward(ctx, x, rois, trans, top_count, dout):
     xa, ta, d = _array(x), _array(trans), _array(dout).astype(xp.float64)
     ids = roi_batch_ids("deformable_psroi_pooling", rois, None, None, xa.shape[0])
     corners, valid, (p_h, p_w, class_of), (rw, rh, std) = _dpsroi_samples(
-        xp, attrs, _array(rois).tolist(), ids, ta, xa.shape)
+        xp, attrs, to_host(_array(rois)), ids, ta, xa.shape)
     count = valid.sum(axis=(-2, -1))
     share = (d / xp.maximum(count, 1))[..., None, None] * valid  # dL/d(each sample)
     dx = dtrans = None
@@ -494,6 +511,7 @@ _DPSROI_ATTRS = {"no_trans": ("bool", False), "spatial_scale": ("float", 1.0),
 def_op("deformable_psroi_pooling", inputs=["Input", "ROIs", "Trans?"],
        outputs=["Output", "TopCount!"], attrs=_DPSROI_ATTRS, infer_shape=_dpsroi_infer,
        grad=_dpsroi_grad_maker, kernel=_dpsroi_forward, lod_aware=True,
+       host_reads="ROIs: the bins' start and size come from rounded corners on the host",
        doc="""deformable_psroi_pooling: each ROI (corners rounded, times spatial_scale,
 minus 0.5) in pooled_height x pooled_width bins, each bin moved by Trans[roi, 2*class
 (+1), part] * trans_std * roi size (no move with no_trans) and averaged over
@@ -505,5 +523,6 @@ def_op("deformable_psroi_pooling_grad",
        outputs=["Input@GRAD?", "Trans@GRAD?"], attrs=_DPSROI_ATTRS,
        infer_shape=grads_like(**{"Input@GRAD": "Input", "Trans@GRAD": "Trans"}),
        kernel=_dpsroi_backward, lod_aware=True,
+       host_reads="ROIs: the bins' start and size come from rounded corners on the host",
        doc="Gradient of deformable_psroi_pooling: each sample's share of dOutput onto its "
            "bilinear corners; Trans@GRAD from the weights' slopes times roi size * trans_std.")
