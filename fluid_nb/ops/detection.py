@@ -8,32 +8,35 @@ import numpy as np
 from ..errors import Unimplemented, expected
 from ..tensor.tensor import LoDTensor
 from ..tensor.dtypes import VarType
+from ..tensor.transfer import to_host
 from ..framework.registry import def_op, no_gradient
 
 
-def _areas(boxes, normalized):
+def _areas(boxes, normalized, xp=np):
     extra = 0.0 if normalized else 1.0
-    return (np.maximum(boxes[:, 2] - boxes[:, 0] + extra, 0)
-            * np.maximum(boxes[:, 3] - boxes[:, 1] + extra, 0))
+    return (xp.maximum(boxes[:, 2] - boxes[:, 0] + extra, 0)
+            * xp.maximum(boxes[:, 3] - boxes[:, 1] + extra, 0))
 
 
-def iou_matrix(a, b, normalized=True):
-    """IoU of every box of ``a`` [N, 4] with every box of ``b`` [M, 4]: [N, M]."""
+def iou_matrix(a, b, normalized=True, xp=np):
+    """IoU of every box of ``a`` [N, 4] with every box of ``b`` [M, 4]: [N, M] (``xp``:
+    the arrays' module)."""
     extra = 0.0 if normalized else 1.0
-    x1 = np.maximum(a[:, None, 0], b[None, :, 0])
-    y1 = np.maximum(a[:, None, 1], b[None, :, 1])
-    x2 = np.minimum(a[:, None, 2], b[None, :, 2])
-    y2 = np.minimum(a[:, None, 3], b[None, :, 3])
-    inter = np.maximum(x2 - x1 + extra, 0) * np.maximum(y2 - y1 + extra, 0)
-    union = _areas(a, normalized)[:, None] + _areas(b, normalized)[None, :] - inter
-    return np.where(union > 0, inter / np.where(union > 0, union, 1), 0.0)
+    x1 = xp.maximum(a[:, None, 0], b[None, :, 0])
+    y1 = xp.maximum(a[:, None, 1], b[None, :, 1])
+    x2 = xp.minimum(a[:, None, 2], b[None, :, 2])
+    y2 = xp.minimum(a[:, None, 3], b[None, :, 3])
+    inter = xp.maximum(x2 - x1 + extra, 0) * xp.maximum(y2 - y1 + extra, 0)
+    union = _areas(a, normalized, xp)[:, None] + _areas(b, normalized, xp)[None, :] - inter
+    return xp.where(union > 0, inter / xp.where(union > 0, union, 1), 0.0)
 
 
 # --- iou_similarity ---------------------------------------------------------------------------
 def _iou_similarity(ctx, x, y):
-    out = iou_matrix(np.asarray(x, "float64"), np.asarray(y, "float64"),
-                     ctx.attrs["box_normalized"])
-    return LoDTensor(ctx.xp.asarray(out.astype(np.asarray(x).dtype)), x.lod())
+    xp, xa = ctx.xp, x.array
+    out = iou_matrix(xa.astype(xp.float64), y.array.astype(xp.float64),
+                     ctx.attrs["box_normalized"], xp)
+    return LoDTensor(out.astype(xa.dtype), x.lod())
 
 
 def_op("iou_similarity", inputs=["X", "Y"], outputs=["Out"],
@@ -54,25 +57,25 @@ def _centres(boxes, normalized):
 
 
 def _box_coder(ctx, prior, prior_var, target):
-    a = ctx.attrs
+    a, xp = ctx.attrs, ctx.xp
     normalized = a["box_normalized"]
-    prior = np.asarray(prior, "float64")
-    t = np.asarray(target, "float64")
+    prior = prior.astype(xp.float64)
+    t = target.astype(xp.float64)
     if prior_var is not None:
-        var = np.asarray(prior_var, "float64")
+        var = prior_var.astype(xp.float64)
     elif a["variance"]:
-        var = np.tile(np.array(a["variance"], "float64"), (len(prior), 1))
+        var = xp.tile(xp.asarray(a["variance"], dtype=xp.float64), (len(prior), 1))
     else:
-        var = np.ones((len(prior), 4))
+        var = xp.ones((len(prior), 4))
     pcx, pcy, pw, ph = _centres(prior, normalized)
     if a["code_type"] == "encode_center_size":
         _, _, tw, th = _centres(t, normalized)
         # a target's centre is its corners' midpoint, even in pixels (Paddle's rule)
         tcx, tcy = (t[:, 0] + t[:, 2]) / 2, (t[:, 1] + t[:, 3]) / 2
-        out = np.stack([(tcx[:, None] - pcx[None]) / pw[None] / var[None, :, 0],
+        out = xp.stack([(tcx[:, None] - pcx[None]) / pw[None] / var[None, :, 0],
                         (tcy[:, None] - pcy[None]) / ph[None] / var[None, :, 1],
-                        np.log(np.abs(tw[:, None] / pw[None])) / var[None, :, 2],
-                        np.log(np.abs(th[:, None] / ph[None])) / var[None, :, 3]], axis=-1)
+                        xp.log(xp.abs(tw[:, None] / pw[None])) / var[None, :, 2],
+                        xp.log(xp.abs(th[:, None] / ph[None])) / var[None, :, 3]], axis=-1)
     else:  # decode_center_size: prior j along dim 1 (axis 0) or dim 0 (axis 1)
         if t.ndim == 2:
             t = t[:, None, :]
@@ -81,12 +84,12 @@ def _box_coder(ctx, prior, prior_var, target):
         v = [var[:, k].reshape(shape) for k in range(4)]
         cx = v[0] * t[..., 0] * p[2] + p[0]
         cy = v[1] * t[..., 1] * p[3] + p[1]
-        w = np.exp(v[2] * t[..., 2]) * p[2]
-        h = np.exp(v[3] * t[..., 3]) * p[3]
+        w = xp.exp(v[2] * t[..., 2]) * p[2]
+        h = xp.exp(v[3] * t[..., 3]) * p[3]
         extra = 0.0 if normalized else 1.0
-        out = np.stack([cx - w / 2, cy - h / 2, cx + w / 2 - extra, cy + h / 2 - extra],
+        out = xp.stack([cx - w / 2, cy - h / 2, cx + w / 2 - extra, cy + h / 2 - extra],
                        axis=-1)
-    return ctx.xp.asarray(out.astype(np.asarray(target).dtype))
+    return out.astype(target.dtype)
 
 
 def _code_type(value):
@@ -128,9 +131,11 @@ def _expanded_ratios(ratios, flip):
 
 
 def _prior_box(ctx, feature, image):
+    # the priors depend only on the attributes and the inputs' shapes: built on the host
+    # (no device values read) and moved to the device once
     a = ctx.attrs
-    fh, fw = np.asarray(feature).shape[2:]
-    ih, iw = np.asarray(image).shape[2:]
+    fh, fw = feature.shape[2:]
+    ih, iw = image.shape[2:]
     step_w = a["step_w"] or iw / fw
     step_h = a["step_h"] or ih / fh
     ratios = _expanded_ratios(a["aspect_ratios"], a["flip"])
@@ -155,7 +160,7 @@ def _prior_box(ctx, feature, image):
     if a["clip"]:
         boxes = boxes.clip(0, 1)
     variances = np.broadcast_to(np.array(a["variances"]), boxes.shape)
-    dtype = np.asarray(feature).dtype
+    dtype = feature.dtype
     return ctx.xp.asarray(boxes.astype(dtype)), ctx.xp.asarray(variances.astype(dtype))
 
 
@@ -224,8 +229,9 @@ def _multiclass_nms_image(a, boxes, scores):
 
 def _multiclass_nms(ctx, bboxes, scores):
     a = ctx.attrs
-    boxes_all = np.asarray(bboxes, "float64")
-    scores_all = np.asarray(scores, "float64")
+    # greedy NMS keeps a data-dependent number of boxes: it runs on the host
+    boxes_all = to_host(bboxes).astype("float64")
+    scores_all = to_host(scores).astype("float64")
     if boxes_all.ndim != 3 or scores_all.ndim != 3:
         raise Unimplemented(expected(
             f"{ctx.op.type}", "BBoxes [N, M, 4] and Scores [N, C, M]", "(the per-class LoD "
@@ -237,7 +243,7 @@ def _multiclass_nms(ctx, bboxes, scores):
             rows.append([label, score] + list(boxes_all[n, i]))
             index.append(n * boxes_all.shape[1] + i)
         offsets.append(len(rows))
-    dtype = np.asarray(bboxes).dtype
+    dtype = bboxes.dtype
     xp = ctx.xp
     if not rows:
         if ctx.wants("Index"):  # multiclass_nms2: empty results, every image empty
@@ -255,6 +261,9 @@ _NMS_ATTRS = {"background_label": ("int", 0), "score_threshold": ("float", None)
               "normalized": ("bool", True)}
 
 
+_NMS_READS = "BBoxes, Scores: greedy NMS keeps a data-dependent number of boxes"
+
+
 def _nms_infer(ctx):
     ctx.set_output("Out", (-1, 6), ctx.input_dtype("BBoxes"), lod_level=1)
     if ctx.has_output("Index"):
@@ -264,56 +273,57 @@ def _nms_infer(ctx):
 def_op("multiclass_nms", inputs=["BBoxes", "Scores"], outputs=["Out"], attrs=_NMS_ATTRS,
        infer_shape=_nms_infer, grad=no_gradient,
        kernel=lambda ctx, b, s: _multiclass_nms(ctx, b, s)[0], lod_aware=False,
-       traits={"runtime_outputs"},
+       traits={"runtime_outputs"}, host_reads=_NMS_READS,
        doc="Per image and class (but background_label): the boxes scoring above "
            "score_threshold, the nms_top_k best, greedy NMS at nms_threshold (adaptive with "
            "nms_eta); then the keep_top_k best over the classes. Out rows [label, score, "
            "xmin, ymin, xmax, ymax] grouped by label, LoD by image (one -1 row if nothing).")
 def_op("multiclass_nms2", inputs=["BBoxes", "Scores"], outputs=["Out", "Index"],
        attrs=_NMS_ATTRS, infer_shape=_nms_infer, grad=no_gradient,
-       kernel=_multiclass_nms, traits={"runtime_outputs"},
+       kernel=_multiclass_nms, traits={"runtime_outputs"}, host_reads=_NMS_READS,
        doc="multiclass_nms, with Index: each kept box's row in BBoxes flattened over the "
            "images.")
 
 
 # --- yolo_box ---------------------------------------------------------------------------------
-def _sigmoid(v):
-    return 1 / (1 + np.exp(-v))
+def _sigmoid(v, xp=np):
+    return 1 / (1 + xp.exp(-v))
 
 
 def _yolo_box(ctx, x, img_size):
-    a = ctx.attrs
-    dtype = np.asarray(x).dtype
-    x = np.asarray(x, "float64")
+    a, xp = ctx.attrs, ctx.xp
+    dtype = x.dtype
+    x = x.astype(xp.float64)
     n, _, h, w = x.shape
-    anchors = np.array(a["anchors"], "float64").reshape(-1, 2)
+    anchors = xp.asarray(a["anchors"], dtype=xp.float64).reshape(-1, 2)
     classes = a["class_num"]
     values = x.reshape(n, len(anchors), 5 + classes, h, w)
-    sizes = np.asarray(img_size, "float64").reshape(n, 2)  # (height, width)
+    sizes = img_size.astype(xp.float64).reshape(n, 2)  # (height, width)
     img_h, img_w = sizes[:, 0, None, None, None], sizes[:, 1, None, None, None]
-    grid_x = np.arange(w)[None, None, None, :]
-    grid_y = np.arange(h)[None, None, :, None]
+    grid_x = xp.arange(w)[None, None, None, :]
+    grid_y = xp.arange(h)[None, None, :, None]
     scale, bias = a["scale_x_y"], -0.5 * (a["scale_x_y"] - 1)
-    cx = (grid_x + _sigmoid(values[:, :, 0]) * scale + bias) * img_w / w
-    cy = (grid_y + _sigmoid(values[:, :, 1]) * scale + bias) * img_h / h
+    cx = (grid_x + _sigmoid(values[:, :, 0], xp) * scale + bias) * img_w / w
+    cy = (grid_y + _sigmoid(values[:, :, 1], xp) * scale + bias) * img_h / h
     # the network's input size along each axis (Paddle 2.x; 1.8 used the height for both)
-    bw = np.exp(values[:, :, 2]) * anchors[None, :, 0, None, None] * img_w / (
+    bw = xp.exp(values[:, :, 2]) * anchors[None, :, 0, None, None] * img_w / (
         a["downsample_ratio"] * w)
-    bh = np.exp(values[:, :, 3]) * anchors[None, :, 1, None, None] * img_h / (
+    bh = xp.exp(values[:, :, 3]) * anchors[None, :, 1, None, None] * img_h / (
         a["downsample_ratio"] * h)
-    conf = _sigmoid(values[:, :, 4])
+    conf = _sigmoid(values[:, :, 4], xp)
     keep = conf >= a["conf_thresh"]
-    boxes = np.stack([cx - bw / 2, cy - bh / 2, cx + bw / 2, cy + bh / 2], axis=-1)
+    boxes = xp.stack([cx - bw / 2, cy - bh / 2, cx + bw / 2, cy + bh / 2], axis=-1)
     if a["clip_bbox"]:
-        boxes[..., 0] = np.clip(boxes[..., 0], 0, None)
-        boxes[..., 1] = np.clip(boxes[..., 1], 0, None)
-        boxes[..., 2] = np.minimum(boxes[..., 2], img_w - 1)
-        boxes[..., 3] = np.minimum(boxes[..., 3], img_h - 1)
-    boxes = np.where(keep[..., None], boxes, 0.0)
-    scores = np.where(keep[:, :, None], conf[:, :, None] * _sigmoid(values[:, :, 5:]), 0.0)
+        boxes[..., 0] = xp.maximum(boxes[..., 0], 0)
+        boxes[..., 1] = xp.maximum(boxes[..., 1], 0)
+        boxes[..., 2] = xp.minimum(boxes[..., 2], img_w - 1)
+        boxes[..., 3] = xp.minimum(boxes[..., 3], img_h - 1)
+    boxes = xp.where(keep[..., None], boxes, 0.0)
+    scores = xp.where(keep[:, :, None], conf[:, :, None] * _sigmoid(values[:, :, 5:], xp),
+                      0.0)
     boxes = boxes.reshape(n, -1, 4)
     scores = scores.transpose(0, 1, 3, 4, 2).reshape(n, -1, classes)
-    return ctx.xp.asarray(boxes.astype(dtype)), ctx.xp.asarray(scores.astype(dtype))
+    return boxes.astype(dtype), scores.astype(dtype)
 
 
 def _yolo_box_infer(ctx):
@@ -338,18 +348,20 @@ def_op("yolo_box", inputs=["X", "ImgSize"], outputs=["Boxes", "Scores"],
 
 # --- box_clip -----------------------------------------------------------------------------------
 def _box_clip(ctx, boxes, im_info):
-    values = np.asarray(boxes, "float64")
-    info = np.asarray(im_info, "float64")
+    xp = ctx.xp
+    values = boxes.array.astype(xp.float64)
+    info = im_info.array.astype(xp.float64)
     lod = boxes.lod()
     offsets = lod[0] if lod else [0, len(values)]
+    # each box's image (the LoD is host metadata), so every image's bounds gather at once
+    image = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
+    rows = info[xp.asarray(image)]
+    h = xp.round(rows[:, 0] / rows[:, 2]).reshape((-1,) + (1,) * (values.ndim - 1))
+    w = xp.round(rows[:, 1] / rows[:, 2]).reshape(h.shape)
     out = values.copy()
-    for n in range(len(offsets) - 1):
-        h = np.round(info[n, 0] / info[n, 2])
-        w = np.round(info[n, 1] / info[n, 2])
-        part = out[offsets[n]:offsets[n + 1]]
-        part[..., 0::2] = np.clip(part[..., 0::2], 0, w - 1)
-        part[..., 1::2] = np.clip(part[..., 1::2], 0, h - 1)
-    return LoDTensor(ctx.xp.asarray(out.astype(np.asarray(boxes).dtype)), lod)
+    out[..., 0::2] = xp.minimum(xp.maximum(out[..., 0::2], 0), w - 1)
+    out[..., 1::2] = xp.minimum(xp.maximum(out[..., 1::2], 0), h - 1)
+    return LoDTensor(out.astype(boxes.array.dtype), lod)
 
 
 def_op("box_clip", inputs=["Input", "ImInfo"], outputs=["Output"],
