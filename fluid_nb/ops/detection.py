@@ -12,6 +12,18 @@ from ..tensor.transfer import to_host
 from ..framework.registry import def_op, no_gradient
 
 
+def host_array(value, dtype=None):
+    """A tensor's (or array's) values on the host, for the kernels whose per-box loops run
+    there: one explicit copy from a device (none on the CPU); ``dtype`` casts."""
+    array = to_host(value.array if isinstance(value, LoDTensor) else value)
+    return array if dtype is None else array.astype(dtype, copy=False)
+
+
+def dtype_of(value):
+    """A tensor's (or array's) dtype, without reading its values."""
+    return (value.array if isinstance(value, LoDTensor) else value).dtype
+
+
 def _areas(boxes, normalized, xp=np):
     extra = 0.0 if normalized else 1.0
     return (xp.maximum(boxes[:, 2] - boxes[:, 0] + extra, 0)

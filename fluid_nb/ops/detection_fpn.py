@@ -9,7 +9,7 @@ import numpy as np
 from ..errors import InvalidArgument, expected
 from ..tensor.tensor import LoDTensor
 from ..tensor.dtypes import VarType
-from .detection import nms
+from .detection import dtype_of, host_array, nms
 from ..framework.registry import def_op, no_gradient
 
 #: the largest log-size change a delta may ask for (Paddle's kBBoxClipDefault)
@@ -72,17 +72,17 @@ def _proposals_of_image(a, scores, deltas, anchors, variances, info):
 
 def _generate_proposals(ctx, scores, deltas, im_info, anchors, variances):
     a = ctx.attrs
-    dtype = np.asarray(deltas).dtype
-    scores = np.asarray(scores, "float64")
-    deltas = np.asarray(deltas, "float64")
-    info = np.asarray(im_info, "float64")
+    dtype = dtype_of(deltas)
+    scores = host_array(scores, "float64")
+    deltas = host_array(deltas, "float64")
+    info = host_array(im_info, "float64")
     n, count, h, w = scores.shape
     if deltas.shape != (n, 4 * count, h, w):
         raise InvalidArgument(expected("generate_proposals", "BboxDeltas",
                                        f"[N, 4 A, H, W] = {[n, 4 * count, h, w]}",
                                        list(deltas.shape)))
-    anchor_rows = np.asarray(anchors, "float64").reshape(-1, 4)
-    variance_rows = np.asarray(variances, "float64").reshape(-1, 4) \
+    anchor_rows = host_array(anchors, "float64").reshape(-1, 4)
+    variance_rows = host_array(variances, "float64").reshape(-1, 4) \
         if variances is not None else None
     if len(anchor_rows) != h * w * count:
         raise InvalidArgument(expected("generate_proposals", "Anchors", f"[H, W, A, 4] with "
@@ -120,6 +120,7 @@ def_op("generate_proposals",
               "nms_thresh": ("float", 0.5), "min_size": ("float", 0.1),
               "eta": ("float", 1.0)},
        infer_shape=_generate_proposals_infer, grad=no_gradient, kernel=_generate_proposals,
+       host_reads="Scores, BboxDeltas, ImInfo, Anchors, Variances: top-k and NMS keep a data-dependent number of proposals, on the host",
        traits={"runtime_outputs"},
        doc="Per image: the pre_nms_topN best anchors by Scores [N, A, H, W], moved by "
            "BboxDeltas [N, 4A, H, W] (times Variances; log-size deltas at most log(1000/16)), "
@@ -143,7 +144,7 @@ def target_levels(rois, attrs):
 
 def _distribute_fpn_proposals(ctx, fpn_rois):
     a = ctx.attrs
-    rois = np.asarray(fpn_rois.array)
+    rois = host_array(fpn_rois.array)
     offsets = _offsets(fpn_rois, len(rois), "distribute_fpn_proposals", "FpnRois")
     levels = target_levels(rois.astype("float64"), a)
     outputs, order = [], []
@@ -157,7 +158,7 @@ def _distribute_fpn_proposals(ctx, fpn_rois):
         order += rows
     # RestoreIndex[r]: where RoI r sits in the levels' outputs, concatenated
     restore = np.empty(len(rois), "int32")
-    restore[np.asarray(order, int)] = np.arange(len(order))
+    restore[host_array(order, int)] = np.arange(len(order))
     return outputs, LoDTensor(ctx.xp.asarray(restore.reshape(-1, 1)))
 
 
@@ -176,6 +177,7 @@ def_op("distribute_fpn_proposals", inputs=["FpnRois"],
        attrs={"min_level": ("int", None), "max_level": ("int", None),
               "refer_level": ("int", None), "refer_scale": ("int", None)},
        infer_shape=_distribute_infer, grad=no_gradient, kernel=_distribute_fpn_proposals,
+       host_reads="FpnRois (and its RoisNum): each RoI's level decides the outputs' sizes, on the host",
        lod_aware=True, traits={"runtime_outputs"},
        doc="Each RoI of FpnRois (LoD by image) goes to level floor(log2(sqrt(area) / "
            "refer_scale) + refer_level), kept within [min_level, max_level]; MultiFpnRois "
@@ -194,8 +196,8 @@ def _collect_fpn_proposals(ctx, multi_rois, multi_scores):
     all_rois = []
     images, base = None, 0
     for rois, scores in zip(multi_rois, multi_scores):
-        values = np.asarray(rois.array).reshape(-1, 4)
-        score_values = np.asarray(scores.array).reshape(-1)
+        values = host_array(rois.array).reshape(-1, 4)
+        score_values = host_array(scores.array).reshape(-1)
         offsets = _offsets(rois, len(values), "collect_fpn_proposals", "MultiLevelRois")
         if images is None:
             images = len(offsets) - 1
@@ -213,7 +215,7 @@ def _collect_fpn_proposals(ctx, multi_rois, multi_scores):
         offsets.append(offsets[-1] + sum(1 for entry in kept if entry[1] == i))
     out = rois[[entry[2] for entry in kept]].reshape(-1, 4)
     counts = np.diff(offsets).astype("int32")
-    return (LoDTensor(ctx.xp.asarray(out.astype(np.asarray(multi_rois[0].array).dtype)),
+    return (LoDTensor(ctx.xp.asarray(out.astype(dtype_of(multi_rois[0].array))),
                       [offsets]),
             LoDTensor(ctx.xp.asarray(counts)))
 
@@ -227,6 +229,7 @@ def _collect_infer(ctx):
 def_op("collect_fpn_proposals", inputs=["MultiLevelRois[]", "MultiLevelScores[]"],
        outputs=["FpnRois", "RoisNum?"], attrs={"post_nms_topN": ("int", 100)},
        infer_shape=_collect_infer, grad=no_gradient, kernel=_collect_fpn_proposals,
+       host_reads="MultiLevelRois, MultiLevelScores (and their RoisNum): the top post_nms_topN per image, on the host",
        lod_aware=True, traits={"runtime_outputs"},
        doc="The post_nms_topN best RoIs of all levels (MultiLevelRois with their "
            "MultiLevelScores, LoD by image) by score, then ordered by image (best first "

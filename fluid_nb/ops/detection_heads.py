@@ -8,7 +8,7 @@ import numpy as np
 from ..errors import InvalidArgument, expected
 from ..tensor.tensor import LoDTensor
 from ..tensor.dtypes import VarType
-from .detection import iou_matrix, nms
+from .detection import dtype_of, host_array, iou_matrix, nms
 from ..framework.registry import def_op, no_gradient
 
 
@@ -19,8 +19,8 @@ def _density_count(attrs):
 
 def _density_prior_box(ctx, feature, image):
     a = ctx.attrs
-    fh, fw = np.asarray(feature).shape[2:]
-    ih, iw = np.asarray(image).shape[2:]
+    fh, fw = feature.shape[2:]
+    ih, iw = image.shape[2:]
     step_w = a["step_w"] or iw / fw
     step_h = a["step_h"] or ih / fh
     step_average = int((step_w + step_h) * 0.5)
@@ -46,7 +46,7 @@ def _density_prior_box(ctx, feature, image):
     variances = np.broadcast_to(np.array(a["variances"], "float64"), boxes.shape)
     if a["flatten_to_2d"]:
         boxes, variances = boxes.reshape(-1, 4), variances.reshape(-1, 4)
-    dtype = np.asarray(feature).dtype
+    dtype = dtype_of(feature)
     return ctx.xp.asarray(boxes.astype(dtype)), ctx.xp.asarray(variances.astype(dtype))
 
 
@@ -78,7 +78,7 @@ def_op("density_prior_box", inputs=["Input", "Image"], outputs=["Boxes", "Varian
 # --- anchor_generator --------------------------------------------------------------------------
 def _anchor_generator(ctx, feature):
     a = ctx.attrs
-    fh, fw = np.asarray(feature).shape[2:]
+    fh, fw = feature.shape[2:]
     stride_w, stride_h = a["stride"][0], a["stride"][1]
     per_cell = []
     for ratio in a["aspect_ratios"]:
@@ -95,7 +95,7 @@ def _anchor_generator(ctx, feature):
     anchors[..., 2] = cx[None, :, None] + 0.5 * (sizes[None, None, :, 0] - 1)
     anchors[..., 3] = cy[:, None, None] + 0.5 * (sizes[None, None, :, 1] - 1)
     variances = np.broadcast_to(np.array(a["variances"], "float64"), anchors.shape)
-    dtype = np.asarray(feature).dtype
+    dtype = dtype_of(feature)
     return ctx.xp.asarray(anchors.astype(dtype)), ctx.xp.asarray(variances.astype(dtype))
 
 
@@ -123,7 +123,7 @@ def_op("anchor_generator", inputs=["Input"], outputs=["Anchors", "Variances"],
 
 # --- polygon_box_transform ----------------------------------------------------------------
 def _polygon_box_transform(ctx, x):
-    values = np.asarray(x)
+    values = host_array(x)
     if values.ndim != 4:
         raise InvalidArgument(expected("polygon_box_transform", "input 'Input'",
                                        "[N, geometry channels, H, W]", list(values.shape)))
@@ -144,10 +144,10 @@ def_op("polygon_box_transform", inputs=["Input"], outputs=["Output"],
 
 # --- box_decoder_and_assign -------------------------------------------------------------------
 def _box_decoder_and_assign(ctx, prior, prior_var, target, score):
-    prior = np.asarray(prior, "float64")
-    var = np.asarray(prior_var, "float64").reshape(-1)
-    deltas = np.asarray(target, "float64")
-    scores = np.asarray(score)
+    prior = host_array(prior, "float64")
+    var = host_array(prior_var, "float64").reshape(-1)
+    deltas = host_array(target, "float64")
+    scores = host_array(score)
     rois, classes = scores.shape
     deltas = deltas.reshape(rois, classes, 4)
     width = prior[:, 2] - prior[:, 0] + 1
@@ -166,7 +166,7 @@ def _box_decoder_and_assign(ctx, prior, prior_var, target, score):
         if classes > 1 else np.zeros(rois, int)
     has_best = (best > 0) & (scores[np.arange(rois), best] > -1)
     assigned = np.where(has_best[:, None], decoded[np.arange(rois), best], prior)
-    dtype = np.asarray(target).dtype
+    dtype = dtype_of(target)
     return (ctx.xp.asarray(decoded.reshape(rois, classes * 4).astype(dtype)),
             ctx.xp.asarray(assigned.astype(dtype)))
 
@@ -217,8 +217,8 @@ def matrix_nms_class(boxes, scores, a):
 
 def _matrix_nms(ctx, bboxes, scores):
     a = ctx.attrs
-    boxes_all = np.asarray(bboxes, "float64")
-    scores_all = np.asarray(scores, "float64")
+    boxes_all = host_array(bboxes, "float64")
+    scores_all = host_array(scores, "float64")
     rows, index, offsets = [], [], [0]
     for n in range(len(scores_all)):
         found = []
@@ -233,7 +233,7 @@ def _matrix_nms(ctx, bboxes, scores):
         rows += [[label, score] + list(boxes_all[n, i]) for score, label, i in found]
         index += [n * boxes_all.shape[1] + i for _, _, i in found]
         offsets.append(len(rows))
-    dtype = np.asarray(bboxes).dtype
+    dtype = dtype_of(bboxes)
     xp = ctx.xp
     out = np.array(rows, dtype).reshape(-1, 6)
     counts = np.diff(offsets).astype("int32")
@@ -255,6 +255,7 @@ def_op("matrix_nms", inputs=["BBoxes", "Scores"], outputs=["Out", "Index", "Rois
               "keep_top_k": ("int", None), "normalized": ("bool", True),
               "use_gaussian": ("bool", False), "gaussian_sigma": ("float", 2.0)},
        infer_shape=_matrix_nms_infer, grad=no_gradient, kernel=_matrix_nms,
+       host_reads="BBoxes, Scores: per-class decay and the data-dependent number of kept boxes are computed on the host",
        traits={"runtime_outputs"},
        doc="Matrix NMS (SOLOv2): per image and class, the nms_top_k boxes above "
            "score_threshold, best first; box i's score decays by min over better boxes j of "
@@ -286,8 +287,8 @@ def _merge_consecutive(boxes, scores, threshold, normalized):
 
 def _locality_aware_nms(ctx, bboxes, scores):
     a = ctx.attrs
-    boxes_all = np.asarray(bboxes, "float64")
-    scores_all = np.asarray(scores, "float64")
+    boxes_all = host_array(bboxes, "float64")
+    scores_all = host_array(scores, "float64")
     if boxes_all.shape[2] != 4:
         raise InvalidArgument(expected("locality_aware_nms", "BBoxes", "[N, M, 4] (axis-"
                                        "aligned boxes; quadrilaterals are not supported)",
@@ -313,7 +314,7 @@ def _locality_aware_nms(ctx, bboxes, scores):
         for label in sorted({f[1] for f in found}):
             rows += [[label, score] + list(boxes[i]) for score, l, i in found if l == label]
         offsets.append(len(rows))
-    dtype = np.asarray(bboxes).dtype
+    dtype = dtype_of(bboxes)
     if not rows:
         return LoDTensor(ctx.xp.asarray(np.array([[-1.0]], dtype)), [[0, 1]])
     return LoDTensor(ctx.xp.asarray(np.array(rows, dtype)), [offsets])
@@ -326,7 +327,8 @@ def_op("locality_aware_nms", inputs=["BBoxes", "Scores"], outputs=["Out"],
               "normalized": ("bool", True)},
        infer_shape=lambda ctx: ctx.set_output("Out", (-1, 6), ctx.input_dtype("BBoxes"),
                                               lod_level=1),
-       grad=no_gradient, kernel=_locality_aware_nms, traits={"runtime_outputs"},
+       grad=no_gradient, kernel=_locality_aware_nms,
+       host_reads="BBoxes, Scores: merging and NMS keep a data-dependent number of boxes, on the host", traits={"runtime_outputs"},
        doc="EAST's NMS: per image and class, consecutive boxes overlapping beyond "
            "nms_threshold are first merged into the earlier one (score-weighted coordinates, "
            "summed scores; the merged boxes carry over to the next class, as in Paddle), "
@@ -371,16 +373,16 @@ def _retinanet_image(a, deltas, scores, anchors, info):
 
 def _retinanet_detection_output(ctx, bboxes, scores, anchors, im_info):
     a = ctx.attrs
-    deltas = [np.asarray(b, "float64") for b in bboxes]
-    level_scores = [np.asarray(s, "float64") for s in scores]
-    level_anchors = [np.asarray(an, "float64").reshape(-1, 4) for an in anchors]
-    info = np.asarray(im_info, "float64")
+    deltas = [host_array(b, "float64") for b in bboxes]
+    level_scores = [host_array(s, "float64") for s in scores]
+    level_anchors = [host_array(an, "float64").reshape(-1, 4) for an in anchors]
+    info = host_array(im_info, "float64")
     rows, offsets = [], [0]
     for n in range(len(info)):
         rows += _retinanet_image(a, [d[n] for d in deltas], [s[n] for s in level_scores],
                                  level_anchors, info[n])
         offsets.append(len(rows))
-    out = np.array(rows, np.asarray(scores[0]).dtype).reshape(-1, 6)
+    out = np.array(rows, dtype_of(scores[0])).reshape(-1, 6)
     return LoDTensor(ctx.xp.asarray(out), [offsets])
 
 
@@ -391,7 +393,8 @@ def_op("retinanet_detection_output", inputs=["BBoxes[]", "Scores[]", "Anchors[]"
               "keep_top_k": ("int", 100)},
        infer_shape=lambda ctx: ctx.set_output("Out", (-1, 6), ctx.input_dtype("Scores"),
                                               lod_level=1),
-       grad=no_gradient, kernel=_retinanet_detection_output, traits={"runtime_outputs"},
+       grad=no_gradient, kernel=_retinanet_detection_output,
+       host_reads="BBoxes, Scores, Anchors, ImInfo: per-level top-k, decoding and NMS keep a data-dependent number of boxes, on the host", traits={"runtime_outputs"},
        doc="RetinaNet's detections: per image and FPN level, the nms_top_k (anchor, class) "
            "scores above score_threshold (any score on the last level), their anchors "
            "decoded by BBoxes deltas (pixel boxes, then over ImInfo's scale and clipped to "

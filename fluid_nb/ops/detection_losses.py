@@ -9,6 +9,7 @@ import numpy as np
 from ..errors import InvalidArgument, expected
 from ..tensor.tensor import LoDTensor
 from ..tensor.dtypes import VarType
+from .detection import dtype_of, host_array
 from ..framework.registry import def_op, grads_like, no_gradient
 
 _EPS = 1e-6  # a distance below this is no overlap at all
@@ -57,7 +58,7 @@ def _per_prediction_match(dist, indices, dists, threshold):
 
 
 def _bipartite_match(ctx, dist_mat):
-    dist = np.asarray(dist_mat.array)
+    dist = host_array(dist_mat.array)
     offsets = _instances(dist_mat, dist.shape[0])
     n, cols = len(offsets) - 1, dist.shape[1]
     indices = np.full((n, cols), -1, "int32")
@@ -87,6 +88,7 @@ def_op("bipartite_match", inputs=["DistMat"],
                              else "bipartite or per_prediction"),
               "dist_threshold": ("float", 0.5)},
        infer_shape=_bipartite_match_infer, grad=no_gradient, kernel=_bipartite_match,
+       host_reads="DistMat: the greedy matching runs per instance on the host",
        lod_aware=True,
        doc="Per instance (a LoD segment of DistMat [K, M], rows = ground truths, columns = "
            "priors): greedy bipartite matching, the largest free entry first; with "
@@ -97,11 +99,11 @@ def_op("bipartite_match", inputs=["DistMat"],
 
 # --- target_assign -------------------------------------------------------------------------
 def _target_assign(ctx, x, match_indices, neg_indices):
-    values = np.asarray(x.array)
+    values = host_array(x.array)
     if values.ndim != 3:
         raise InvalidArgument(expected("target_assign", "input 'X'",
                                        "a 3-D LoD tensor [rows, P, K]", list(values.shape)))
-    match = np.asarray(match_indices.array)
+    match = host_array(match_indices.array)
     offsets = _instances(x, values.shape[0])
     n, priors = match.shape
     if len(offsets) - 1 != n:
@@ -118,7 +120,7 @@ def _target_assign(ctx, x, match_indices, neg_indices):
                 out[i, j] = values[offsets[i] + row, j % p]
                 weight[i, j] = 1.0
     if neg_indices is not None:
-        negatives = np.asarray(neg_indices.array).reshape(-1)
+        negatives = host_array(neg_indices.array).reshape(-1)
         neg_offsets = _instances(neg_indices, len(negatives))
         for i in range(len(neg_offsets) - 1):
             for j in negatives[neg_offsets[i]:neg_offsets[i + 1]]:
@@ -137,6 +139,7 @@ def _target_assign_infer(ctx):
 def_op("target_assign", inputs=["X", "MatchIndices", "NegIndices?"],
        outputs=["Out", "OutWeight"], attrs={"mismatch_value": ("int", 0)},
        infer_shape=_target_assign_infer, grad=no_gradient, kernel=_target_assign,
+       host_reads="MatchIndices, NegIndices: which rows each target takes, per instance on the host",
        lod_aware=True,
        doc="Out[i, j] = X[lod[i] + MatchIndices[i, j], j % P] with OutWeight 1 where the "
            "prior is matched; mismatch_value with weight 0 where not; each NegIndices entry "
@@ -146,10 +149,10 @@ def_op("target_assign", inputs=["X", "MatchIndices", "NegIndices?"],
 # --- mine_hard_examples --------------------------------------------------------------------
 def _mine_hard_examples(ctx, cls_loss, loc_loss, match_indices, match_dist):
     a = ctx.attrs
-    cls = np.asarray(cls_loss.array, "float64")
-    loc = np.asarray(loc_loss.array, "float64") if loc_loss is not None else None
-    match = np.asarray(match_indices.array)
-    dist = np.asarray(match_dist.array)
+    cls = host_array(cls_loss.array, "float64")
+    loc = host_array(loc_loss.array, "float64") if loc_loss is not None else None
+    match = host_array(match_indices.array)
+    dist = host_array(match_dist.array)
     hard = a["mining_type"] == "hard_example"
     updated = match.copy()
     negatives, offsets = [], [0]
@@ -176,7 +179,7 @@ def _mine_hard_examples(ctx, cls_loss, loc_loss, match_indices, match_dist):
             selected = [m for m in selected if match[n, m] == -1]
         negatives += selected
         offsets.append(len(negatives))
-    neg = np.asarray(negatives, "int32").reshape(-1, 1)
+    neg = host_array(negatives, "int32").reshape(-1, 1)
     return (LoDTensor(ctx.xp.asarray(neg), [offsets]),
             LoDTensor(ctx.xp.asarray(updated.astype(match.dtype))))
 
@@ -195,6 +198,7 @@ def_op("mine_hard_examples", inputs=["ClsLoss", "LocLoss?", "MatchIndices", "Mat
                               lambda v: None if v in ("max_negative", "hard_example")
                               else "max_negative or hard_example")},
        infer_shape=_mine_infer, grad=no_gradient, kernel=_mine_hard_examples,
+       host_reads="ClsLoss, LocLoss, MatchIndices, MatchDist: the data-dependent negatives are chosen on the host",
        lod_aware=True, traits={"runtime_outputs"},
        doc="Per image: max_negative picks, among the unmatched priors with MatchDist < "
            "neg_dist_threshold, the neg_pos_ratio x (matched count) of highest ClsLoss; "
@@ -208,7 +212,7 @@ def _focal_parts(x, label, fg_num, gamma, alpha):
     """(pos weight, neg weight, p): Out = pos * (1-p)^g log p + neg * p^g log(1-p)."""
     classes = np.arange(1, x.shape[1] + 1)[None, :]
     g = label.reshape(-1, 1)
-    fg = max(float(np.asarray(fg_num).reshape(-1)[0]), 1.0)
+    fg = max(float(host_array(fg_num).reshape(-1)[0]), 1.0)
     positive = (g == classes)
     negative = (g != -1) & (g != classes)
     p = 1 / (1 + np.exp(-x))
@@ -222,24 +226,24 @@ def _log_sigmoid(x):
 
 def _sigmoid_focal_loss(ctx, x, label, fg_num):
     a = ctx.attrs
-    values = np.asarray(x, "float64")
-    pos, neg, p = _focal_parts(values, np.asarray(label), fg_num, a["gamma"], a["alpha"])
+    values = host_array(x, "float64")
+    pos, neg, p = _focal_parts(values, host_array(label), fg_num, a["gamma"], a["alpha"])
     out = pos * (1 - p) ** a["gamma"] * _log_sigmoid(values) + \
         neg * p ** a["gamma"] * _log_sigmoid(-values)
-    return ctx.xp.asarray(out.astype(np.asarray(x).dtype))
+    return ctx.xp.asarray(out.astype(dtype_of(x)))
 
 
 def _sigmoid_focal_loss_grad(ctx, x, label, fg_num, dout):
     a = ctx.attrs
     gamma = a["gamma"]
-    values = np.asarray(x, "float64")
-    pos, neg, p = _focal_parts(values, np.asarray(label), fg_num, gamma, a["alpha"])
+    values = host_array(x, "float64")
+    pos, neg, p = _focal_parts(values, host_array(label), fg_num, gamma, a["alpha"])
     # d/dx (1-p)^g log p = (1-p)^g ((1-p) - g p log p); d/dx p^g log(1-p) = p^g (g (1-p)
     # log(1-p) - p)
     d_pos = (1 - p) ** gamma * ((1 - p) - gamma * p * _log_sigmoid(values))
     d_neg = p ** gamma * (gamma * (1 - p) * _log_sigmoid(-values) - p)
-    dx = np.asarray(dout, "float64") * (pos * d_pos + neg * d_neg)
-    return ctx.xp.asarray(dx.astype(np.asarray(x).dtype))
+    dx = host_array(dout, "float64") * (pos * d_pos + neg * d_neg)
+    return ctx.xp.asarray(dx.astype(dtype_of(x)))
 
 
 def _focal_grad_maker(g):
@@ -370,24 +374,24 @@ def _check_yolo(attrs, x):
 
 
 def _yolov3_loss(ctx, x, gt_box, gt_label, gt_score):
-    values = np.asarray(x, "float64")
+    values = host_array(x, "float64")
     _check_yolo(ctx.attrs, values)
     loss, _, objectness, match = _yolo_terms(
-        ctx.attrs, values, np.asarray(gt_box, "float64"), np.asarray(gt_label),
-        None if gt_score is None else np.asarray(gt_score, "float64"))
-    dtype = np.asarray(x).dtype
+        ctx.attrs, values, host_array(gt_box, "float64"), host_array(gt_label),
+        None if gt_score is None else host_array(gt_score, "float64"))
+    dtype = dtype_of(x)
     xp = ctx.xp
     return (xp.asarray(loss.astype(dtype)), xp.asarray(objectness.astype(dtype)),
             xp.asarray(match))
 
 
 def _yolov3_loss_grad(ctx, x, gt_box, gt_label, gt_score, dloss):
-    values = np.asarray(x, "float64")
-    _, grad, _, _ = _yolo_terms(ctx.attrs, values, np.asarray(gt_box, "float64"),
-                                np.asarray(gt_label),
-                                None if gt_score is None else np.asarray(gt_score, "float64"))
-    dx = grad * np.asarray(dloss, "float64").reshape(-1, 1, 1, 1)
-    return ctx.xp.asarray(dx.astype(np.asarray(x).dtype))
+    values = host_array(x, "float64")
+    _, grad, _, _ = _yolo_terms(ctx.attrs, values, host_array(gt_box, "float64"),
+                                host_array(gt_label),
+                                None if gt_score is None else host_array(gt_score, "float64"))
+    dx = grad * host_array(dloss, "float64").reshape(-1, 1, 1, 1)
+    return ctx.xp.asarray(dx.astype(dtype_of(x)))
 
 
 def _yolov3_loss_infer(ctx):
@@ -417,6 +421,7 @@ _YOLO_ATTRS = {"anchors": ("ints", None), "anchor_mask": ("ints", None),
 def_op("yolov3_loss", inputs=["X", "GTBox", "GTLabel", "GTScore?"],
        outputs=["Loss", "ObjectnessMask!", "GTMatchMask!"], attrs=_YOLO_ATTRS,
        infer_shape=_yolov3_loss_infer, grad=_yolov3_grad_maker, kernel=_yolov3_loss,
+       host_reads="X, GTBox, GTLabel, GTScore: each ground-truth box's anchor and cell are chosen on the host",
        doc="YOLOv3's loss per image. Each ground truth (GTBox rows (cx, cy, w, h) as "
            "fractions of the image; w or h 0 = padding) goes to the grid cell of its centre "
            "and the anchor of best shape IoU; if that anchor is in anchor_mask: sigmoid "
@@ -428,4 +433,5 @@ def_op("yolov3_loss", inputs=["X", "GTBox", "GTLabel", "GTScore?"],
 def_op("yolov3_loss_grad", inputs=["X", "GTBox", "GTLabel", "GTScore?", "Loss@GRAD"],
        outputs=["X@GRAD"], attrs=_YOLO_ATTRS,
        infer_shape=grads_like(**{"X@GRAD": "X"}), kernel=_yolov3_loss_grad,
+       host_reads="X, GTBox, GTLabel, GTScore: each ground-truth box's anchor and cell are chosen on the host",
        doc="dX = dLoss[n] * d Loss[n] / dX (the ignore mask held fixed).")

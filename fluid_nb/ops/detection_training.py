@@ -12,6 +12,7 @@ import numpy as np
 from ..errors import InvalidArgument, expected
 from ..tensor.tensor import LoDTensor
 from ..tensor.dtypes import VarType
+from .detection import dtype_of, host_array
 from ..framework.registry import def_op, grad_maker, grads_like, no_gradient
 
 _TIE = 1e-5  # overlaps closer than this are the same overlap
@@ -20,8 +21,8 @@ _TIE = 1e-5  # overlaps closer than this are the same overlap
 # --- box arithmetic shared by the ops ------------------------------------------------------
 def pixel_overlaps(boxes, gts):
     """IoU [len(boxes), len(gts)] of pixel boxes (widths x2 - x1 + 1)."""
-    boxes = np.asarray(boxes, "float64").reshape(-1, 4)
-    gts = np.asarray(gts, "float64").reshape(-1, 4)
+    boxes = host_array(boxes, "float64").reshape(-1, 4)
+    gts = host_array(gts, "float64").reshape(-1, 4)
     area_b = (boxes[:, 2] - boxes[:, 0] + 1) * (boxes[:, 3] - boxes[:, 1] + 1)
     area_g = (gts[:, 2] - gts[:, 0] + 1) * (gts[:, 3] - gts[:, 1] + 1)
     w = np.minimum(boxes[:, None, 2], gts[None, :, 2]) - \
@@ -37,8 +38,8 @@ def box_to_delta(boxes, gts, weights=None):
     """The regression target of each box towards its ground truth:
     ((gx - bx) / bw, (gy - by) / bh, log(gw / bw), log(gh / bh)), each divided by its
     weight when ``weights`` is given (centres and sizes in pixels)."""
-    boxes = np.asarray(boxes, "float64").reshape(-1, 4)
-    gts = np.asarray(gts, "float64").reshape(-1, 4)
+    boxes = host_array(boxes, "float64").reshape(-1, 4)
+    gts = host_array(gts, "float64").reshape(-1, 4)
     bw, bh = boxes[:, 2] - boxes[:, 0] + 1, boxes[:, 3] - boxes[:, 1] + 1
     gw, gh = gts[:, 2] - gts[:, 0] + 1, gts[:, 3] - gts[:, 1] + 1
     bx, by = boxes[:, 0] + 0.5 * bw, boxes[:, 1] + 0.5 * bh
@@ -47,7 +48,7 @@ def box_to_delta(boxes, gts, weights=None):
         delta = np.stack([(gx - bx) / bw, (gy - by) / bh, np.log(gw / bw), np.log(gh / bh)],
                          axis=1)
     if weights is not None:
-        delta = delta / np.asarray(weights, "float64")
+        delta = delta / host_array(weights, "float64")
     return delta
 
 
@@ -80,7 +81,7 @@ def _ragged(parts, width, dtype):
     offsets = [0]
     for part in parts:
         offsets.append(offsets[-1] + len(part))
-    rows = [np.asarray(p, dtype).reshape(-1, *width) for p in parts]
+    rows = [host_array(p, dtype).reshape(-1, *width) for p in parts]
     array = np.concatenate(rows) if rows else np.zeros((0, *width), dtype)
     return array.astype(dtype), offsets
 
@@ -133,11 +134,11 @@ def _inside_anchors(anchors, straddle, height, width):
 def _assign_targets(ctx, op, anchor, gt_boxes, gt_labels, is_crowd, im_info, straddle,
                     positive, negative, batch_size, fg_fraction, rng):
     """The per-image loop both target_assign ops share; returns their outputs."""
-    anchors = np.asarray(anchor.array)
-    boxes = np.asarray(gt_boxes.array).reshape(-1, 4)
-    crowd = np.asarray(is_crowd.array).reshape(-1)
-    info = np.asarray(im_info.array).reshape(-1, 3)
-    labels = None if gt_labels is None else np.asarray(gt_labels.array).reshape(-1)
+    anchors = host_array(anchor.array)
+    boxes = host_array(gt_boxes.array).reshape(-1, 4)
+    crowd = host_array(is_crowd.array).reshape(-1)
+    info = host_array(im_info.array).reshape(-1, 3)
+    labels = None if gt_labels is None else host_array(gt_labels.array).reshape(-1)
     gt_lod = _offsets(gt_boxes, len(boxes), "GtBoxes", op)
     crowd_lod = _offsets(is_crowd, len(crowd), "IsCrowd", op)
     label_lod = None if gt_labels is None else _offsets(gt_labels, len(labels), "GtLabels", op)
@@ -164,7 +165,7 @@ def _assign_targets(ctx, op, anchor, gt_boxes, gt_labels, is_crowd, im_info, str
         targets.append(target + [0] * len(bg))
         deltas.append(box_to_delta(anchors[loc], gts[matched[located]]) if len(loc)
                       else np.zeros((0, 4)))
-        weights.append(np.repeat(np.asarray(weight, "float64")[:, None], 4, 1))
+        weights.append(np.repeat(host_array(weight, "float64")[:, None], 4, 1))
         fg_numbers.append([len(located) + 1])
     xp = ctx.xp
 
@@ -205,6 +206,7 @@ def_op("rpn_target_assign", inputs=["Anchor", "GtBoxes", "IsCrowd", "ImInfo"],
               "rpn_positive_overlap": ("float", 0.7), "rpn_negative_overlap": ("float", 0.3),
               "rpn_fg_fraction": ("float", 0.25), "use_random": ("bool", True)},
        infer_shape=_assign_infer, grad=no_gradient, kernel=_rpn_target_assign,
+       host_reads="Anchor, GtBoxes, IsCrowd, ImInfo: sampled anchors (data-dependent counts) per image on the host",
        lod_aware=True, traits={"runtime_outputs"},
        doc="Per image: anchors inside the image (by rpn_straddle_thresh, none dropped when "
            "< 0) against its non-crowd GtBoxes scaled by ImInfo's scale (pixel IoU); "
@@ -231,7 +233,8 @@ def_op("retinanet_target_assign",
                 "BBoxInsideWeight", "ForegroundNumber"],
        attrs={"positive_overlap": ("float", 0.5), "negative_overlap": ("float", 0.4)},
        infer_shape=lambda ctx: _assign_infer(ctx, fg_number=True), grad=no_gradient,
-       kernel=_retinanet_target_assign, lod_aware=True, traits={"runtime_outputs"},
+       kernel=_retinanet_target_assign,
+       host_reads="Anchor, GtBoxes, GtLabels, IsCrowd, ImInfo: assigned anchors (data-dependent counts) per image on the host", lod_aware=True, traits={"runtime_outputs"},
        doc="rpn_target_assign's labelling over every anchor, no sampling, thresholds "
            "positive_overlap and negative_overlap: TargetLabel is the class (GtLabels) of "
            "each foreground anchor's best ground truth, 0 for background; "
@@ -291,11 +294,11 @@ def _proposal_labels_one(rois, classes, crowd, gts, info, a, rng):
 
 def _generate_proposal_labels(ctx, rpn_rois, gt_classes, is_crowd, gt_boxes, im_info):
     a, op = ctx.attrs, "generate_proposal_labels"
-    rois = np.asarray(rpn_rois.array).reshape(-1, 4)
-    classes = np.asarray(gt_classes.array).reshape(-1)
-    crowd = np.asarray(is_crowd.array).reshape(-1)
-    boxes = np.asarray(gt_boxes.array).reshape(-1, 4)
-    info = np.asarray(im_info.array).reshape(-1, 3)
+    rois = host_array(rpn_rois.array).reshape(-1, 4)
+    classes = host_array(gt_classes.array).reshape(-1)
+    crowd = host_array(is_crowd.array).reshape(-1)
+    boxes = host_array(gt_boxes.array).reshape(-1, 4)
+    info = host_array(im_info.array).reshape(-1, 3)
     roi_lod = _offsets(rpn_rois, len(rois), "RpnRois", op)
     class_lod = _offsets(gt_classes, len(classes), "GtClasses", op)
     crowd_lod = _offsets(is_crowd, len(crowd), "IsCrowd", op)
@@ -345,7 +348,8 @@ def_op("generate_proposal_labels",
               "class_nums": ("int", 1), "use_random": ("bool", True),
               "is_cls_agnostic": ("bool", False), "is_cascade_rcnn": ("bool", False)},
        infer_shape=_proposal_labels_infer, grad=no_gradient,
-       kernel=_generate_proposal_labels, lod_aware=True, traits={"runtime_outputs"},
+       kernel=_generate_proposal_labels,
+       host_reads="RpnRois, GtClasses, IsCrowd, GtBoxes, ImInfo: sampled RoIs (data-dependent counts) per image on the host", lod_aware=True, traits={"runtime_outputs"},
        doc="Per image: the candidates are its GtBoxes then its RpnRois / scale; a crowd "
            "ground truth is never picked; foreground = best pixel IoU >= fg_thresh (its "
            "ground truth the first best), background = bg_thresh_lo <= IoU < bg_thresh_hi; "
@@ -444,7 +448,7 @@ def _perspective_taps(rois, image_of, attrs, height, width):
     th, tw, scale = attrs["transformed_height"], attrs["transformed_width"], \
         attrs["spatial_scale"]
     matrices, taps = [], []
-    for n, roi in enumerate(np.asarray(rois, "float64").reshape(-1, 8)):
+    for n, roi in enumerate(host_array(rois, "float64").reshape(-1, 8)):
         qx, qy = roi[0::2] * scale, roi[1::2] * scale
         m = perspective_matrix(qx, qy, th, tw)
         matrices.append(m)
@@ -458,7 +462,7 @@ def _perspective_taps(rois, image_of, attrs, height, width):
                     continue
                 for row, col, weight in _bilinear_taps(x, y, height, width):
                     taps.append((n, oh, ow, image_of[n], row, col, weight))
-    return np.asarray(matrices).reshape(-1, 9), taps
+    return host_array(matrices).reshape(-1, 9), taps
 
 
 def _image_of_rois(rois, count):
@@ -469,8 +473,8 @@ def _image_of_rois(rois, count):
 
 def _roi_perspective_transform(ctx, x, rois):
     a = ctx.attrs
-    values = np.asarray(x.array)
-    boxes = np.asarray(rois.array)
+    values = host_array(x.array)
+    boxes = host_array(rois.array)
     _, channels, height, width = values.shape
     th, tw = a["transformed_height"], a["transformed_width"]
     matrices, taps = _perspective_taps(boxes, _image_of_rois(rois, len(boxes)), a, height,
@@ -487,9 +491,9 @@ def _roi_perspective_transform(ctx, x, rois):
 
 
 def _roi_perspective_transform_grad(ctx, x, rois, out_grad):
-    values = np.asarray(x.array)
-    boxes = np.asarray(rois.array)
-    dout = np.asarray(out_grad.array, "float64")
+    values = host_array(x.array)
+    boxes = host_array(rois.array)
+    dout = host_array(out_grad.array, "float64")
     _, _, height, width = values.shape
     _, taps = _perspective_taps(boxes, _image_of_rois(rois, len(boxes)), ctx.attrs, height,
                                 width)
@@ -523,7 +527,8 @@ def_op("roi_perspective_transform", inputs=["X", "ROIs"],
               "transformed_width": ("int", 1, _positive("a width"))},
        infer_shape=_perspective_infer,
        grad=grad_maker("roi_perspective_transform_grad", inputs=["X", "ROIs"]),
-       kernel=_roi_perspective_transform, lod_aware=True,
+       kernel=_roi_perspective_transform,
+       host_reads="ROIs: each ROI's perspective taps come from its corners on the host", lod_aware=True,
        doc="Each RoI (x0, y0, ..., x3, y3: top left, top right, bottom right, bottom left, "
            "times spatial_scale) warped onto a transformed_height x transformed_width grid: "
            "output pixel (w, h) samples X of the RoI's image (ROIs' LoD) bilinearly at "
@@ -536,6 +541,7 @@ def_op("roi_perspective_transform_grad", inputs=["X", "ROIs", "Out@GRAD"],
        attrs={"spatial_scale": ("float", 1.0), "transformed_height": ("int", 1),
               "transformed_width": ("int", 1)},
        infer_shape=grads_like(**{"X@GRAD": "X"}), kernel=_roi_perspective_transform_grad,
+       host_reads="ROIs: each ROI's perspective taps come from its corners on the host",
        lod_aware=True,
        doc="X@GRAD: each output pixel's gradient added back to its four bilinear taps with "
            "their weights.")
@@ -575,7 +581,7 @@ def polygon_mask(xy, height, width):
     a uint8 [height, width] mask as COCO's API does, a pixel set when its centre is inside:
     edges traced on a 5x finer grid, each pixel column
     entered or left where an edge crosses it, then the column runs filled alternately."""
-    xy = np.asarray(xy, "float64").reshape(-1, 2)
+    xy = host_array(xy, "float64").reshape(-1, 2)
     x = [int(_SUPERSAMPLE * p + .5) for p in xy[:, 0]]
     y = [int(_SUPERSAMPLE * p + .5) for p in xy[:, 1]]
     u, v = _edge_points(x + x[:1], y + y[:1])
@@ -617,7 +623,7 @@ def _polygons_mask(polygons, box, resolution):
     h = max(f32(box[3]) - f32(box[1]), f32(1))
     mask = np.zeros((resolution, resolution), "uint8")
     for poly in polygons:
-        pts = np.asarray(poly, "float32").reshape(-1, 2)
+        pts = host_array(poly, "float32").reshape(-1, 2)
         scaled = np.stack([(pts[:, 0] - f32(box[0])) * f32(resolution) / w,
                            (pts[:, 1] - f32(box[1])) * f32(resolution) / h], 1)
         mask |= polygon_mask(scaled.astype("float64"), resolution, resolution)
@@ -629,11 +635,11 @@ def _polygon_boxes(objects):
     tiny = float(np.finfo("float32").tiny)  # the initial maximum, as Paddle starts it
     boxes = []
     for polys in objects:
-        pts = np.concatenate([np.asarray(p, "float32").reshape(-1, 2) for p in polys])
+        pts = np.concatenate([host_array(p, "float32").reshape(-1, 2) for p in polys])
         boxes.append([min(pts[:, 0].min(), np.finfo("float32").max), min(pts[:, 1].min(),
                       np.finfo("float32").max), max(pts[:, 0].max(), tiny),
                       max(pts[:, 1].max(), tiny)])
-    return np.asarray(boxes, "float32").reshape(-1, 4)
+    return host_array(boxes, "float32").reshape(-1, 4)
 
 
 def _mask_targets_one(rois, labels, classes, crowd, objects, scale, a):
@@ -662,12 +668,12 @@ def _mask_targets_one(rois, labels, classes, crowd, objects, scale, a):
 
 def _generate_mask_labels(ctx, im_info, gt_classes, is_crowd, gt_segms, rois, labels_int32):
     a, op = ctx.attrs, "generate_mask_labels"
-    info = np.asarray(im_info.array).reshape(-1, 3)
-    classes = np.asarray(gt_classes.array).reshape(-1)
-    crowd = np.asarray(is_crowd.array).reshape(-1)
-    points = np.asarray(gt_segms.array).reshape(-1, 2)
-    boxes = np.asarray(rois.array).reshape(-1, 4)
-    labels = np.asarray(labels_int32.array).reshape(-1)
+    info = host_array(im_info.array).reshape(-1, 3)
+    classes = host_array(gt_classes.array).reshape(-1)
+    crowd = host_array(is_crowd.array).reshape(-1)
+    points = host_array(gt_segms.array).reshape(-1, 2)
+    boxes = host_array(rois.array).reshape(-1, 4)
+    labels = host_array(labels_int32.array).reshape(-1)
     segm_lod = gt_segms.lod() if isinstance(gt_segms, LoDTensor) else None
     if not segm_lod or len(segm_lod) != 3:
         raise InvalidArgument(expected(op, "input 'GtSegms' LoD", "3 levels (objects by "
@@ -699,7 +705,7 @@ def _generate_mask_labels(ctx, im_info, gt_classes, is_crowd, gt_segms, rois, la
     offsets = list(np.cumsum([0] + counts))
     width = a["num_classes"] * a["resolution"] ** 2
     mask_rois = np.concatenate([p[0] for p in parts]) if parts else np.zeros((0, 4))
-    has_mask = np.concatenate([np.asarray(p[1], "int32") for p in parts]) if parts else \
+    has_mask = np.concatenate([host_array(p[1], "int32") for p in parts]) if parts else \
         np.zeros(0, "int32")
     targets = np.concatenate([p[2][:len(p[1])] for p in parts]) if parts else \
         np.zeros((0, width), "int32")
@@ -721,6 +727,7 @@ def_op("generate_mask_labels",
        outputs=["MaskRois", "RoiHasMaskInt32", "MaskInt32"],
        attrs={"num_classes": ("int", 1), "resolution": ("int", 14)},
        infer_shape=_mask_labels_infer, grad=no_gradient, kernel=_generate_mask_labels,
+       host_reads="ImInfo, GtClasses, IsCrowd, GtSegms, Rois, LabelsInt32: polygons rasterised per RoI on the host (data-dependent counts)",
        lod_aware=True, traits={"runtime_outputs"},
        doc="Per image: each foreground RoI (LabelsInt32 > 0) takes the non-crowd object "
            "whose polygons' box overlaps it most (pixel IoU, RoIs / scale); its polygons "
