@@ -120,7 +120,8 @@ def_op("generate_proposals",
               "nms_thresh": ("float", 0.5), "min_size": ("float", 0.1),
               "eta": ("float", 1.0)},
        infer_shape=_generate_proposals_infer, grad=no_gradient, kernel=_generate_proposals,
-       host_reads="Scores, BboxDeltas, ImInfo, Anchors, Variances: top-k and NMS keep a data-dependent number of proposals, on the host",
+       host_reads=("Scores, BboxDeltas, ImInfo, Anchors, Variances: top-k and NMS keep a "
+                   "data-dependent number of proposals, on the host"),
        traits={"runtime_outputs"},
        doc="Per image: the pre_nms_topN best anchors by Scores [N, A, H, W], moved by "
            "BboxDeltas [N, 4A, H, W] (times Variances; log-size deltas at most log(1000/16)), "
@@ -177,7 +178,8 @@ def_op("distribute_fpn_proposals", inputs=["FpnRois"],
        attrs={"min_level": ("int", None), "max_level": ("int", None),
               "refer_level": ("int", None), "refer_scale": ("int", None)},
        infer_shape=_distribute_infer, grad=no_gradient, kernel=_distribute_fpn_proposals,
-       host_reads="FpnRois (and its RoisNum): each RoI's level decides the outputs' sizes, on the host",
+       host_reads=("FpnRois (and its RoisNum): each RoI's level decides the outputs' sizes, on "
+                   "the host"),
        lod_aware=True, traits={"runtime_outputs"},
        doc="Each RoI of FpnRois (LoD by image) goes to level floor(log2(sqrt(area) / "
            "refer_scale) + refer_level), kept within [min_level, max_level]; MultiFpnRois "
@@ -229,7 +231,8 @@ def _collect_infer(ctx):
 def_op("collect_fpn_proposals", inputs=["MultiLevelRois[]", "MultiLevelScores[]"],
        outputs=["FpnRois", "RoisNum?"], attrs={"post_nms_topN": ("int", 100)},
        infer_shape=_collect_infer, grad=no_gradient, kernel=_collect_fpn_proposals,
-       host_reads="MultiLevelRois, MultiLevelScores (and their RoisNum): the top post_nms_topN per image, on the host",
+       host_reads=("MultiLevelRois, MultiLevelScores (and their RoisNum): the top post_nms_topN "
+                   "per image, on the host"),
        lod_aware=True, traits={"runtime_outputs"},
        doc="The post_nms_topN best RoIs of all levels (MultiLevelRois with their "
            "MultiLevelScores, LoD by image) by score, then ordered by image (best first "

@@ -123,15 +123,15 @@ def_op("anchor_generator", inputs=["Input"], outputs=["Anchors", "Variances"],
 
 # --- polygon_box_transform ----------------------------------------------------------------
 def _polygon_box_transform(ctx, x):
-    values = host_array(x)
+    xp, values = ctx.xp, x
     if values.ndim != 4:
         raise InvalidArgument(expected("polygon_box_transform", "input 'Input'",
                                        "[N, geometry channels, H, W]", list(values.shape)))
     _, channels, h, w = values.shape
-    grid = np.where((np.arange(channels) % 2 == 0)[:, None, None],
-                    np.broadcast_to(np.arange(w)[None, None, :], (channels, h, w)),
-                    np.broadcast_to(np.arange(h)[None, :, None], (channels, h, w)))
-    return ctx.xp.asarray((4 * grid[None] - values).astype(values.dtype))
+    grid = xp.where((xp.arange(channels) % 2 == 0)[:, None, None],
+                    xp.broadcast_to(xp.arange(w)[None, None, :], (channels, h, w)),
+                    xp.broadcast_to(xp.arange(h)[None, :, None], (channels, h, w)))
+    return (4 * grid[None] - values).astype(values.dtype)
 
 
 def_op("polygon_box_transform", inputs=["Input"], outputs=["Output"],
@@ -144,31 +144,32 @@ def_op("polygon_box_transform", inputs=["Input"], outputs=["Output"],
 
 # --- box_decoder_and_assign -------------------------------------------------------------------
 def _box_decoder_and_assign(ctx, prior, prior_var, target, score):
-    prior = host_array(prior, "float64")
-    var = host_array(prior_var, "float64").reshape(-1)
-    deltas = host_array(target, "float64")
-    scores = host_array(score)
+    xp = ctx.xp
+    prior = prior.astype(xp.float64)
+    var = prior_var.astype(xp.float64).reshape(-1)
+    deltas = target.astype(xp.float64)
+    scores = score
     rois, classes = scores.shape
     deltas = deltas.reshape(rois, classes, 4)
     width = prior[:, 2] - prior[:, 0] + 1
     height = prior[:, 3] - prior[:, 1] + 1
     cx, cy = prior[:, 0] + 0.5 * width, prior[:, 1] + 0.5 * height
     clip = ctx.attrs["box_clip"]
-    dw = np.minimum(var[2] * deltas[..., 2], clip)
-    dh = np.minimum(var[3] * deltas[..., 3], clip)
+    dw = xp.minimum(var[2] * deltas[..., 2], clip)
+    dh = xp.minimum(var[3] * deltas[..., 3], clip)
     box_cx = var[0] * deltas[..., 0] * width[:, None] + cx[:, None]
     box_cy = var[1] * deltas[..., 1] * height[:, None] + cy[:, None]
-    box_w, box_h = np.exp(dw) * width[:, None], np.exp(dh) * height[:, None]
-    decoded = np.stack([box_cx - box_w / 2, box_cy - box_h / 2, box_cx + box_w / 2 - 1,
+    box_w, box_h = xp.exp(dw) * width[:, None], xp.exp(dh) * height[:, None]
+    decoded = xp.stack([box_cx - box_w / 2, box_cy - box_h / 2, box_cx + box_w / 2 - 1,
                         box_cy + box_h / 2 - 1], axis=-1)
     # each RoI takes the box of its best class but the background (class 0), or stays
-    best = np.argmax(np.where(np.arange(classes)[None] > 0, scores, -np.inf), axis=1) \
-        if classes > 1 else np.zeros(rois, int)
-    has_best = (best > 0) & (scores[np.arange(rois), best] > -1)
-    assigned = np.where(has_best[:, None], decoded[np.arange(rois), best], prior)
-    dtype = dtype_of(target)
-    return (ctx.xp.asarray(decoded.reshape(rois, classes * 4).astype(dtype)),
-            ctx.xp.asarray(assigned.astype(dtype)))
+    best = xp.argmax(xp.where(xp.arange(classes)[None] > 0, scores, -xp.inf), axis=1) \
+        if classes > 1 else xp.zeros(rois, dtype=xp.int64)
+    every = xp.arange(rois)
+    has_best = (best > 0) & (scores[every, best] > -1)
+    assigned = xp.where(has_best[:, None], decoded[every, best], prior)
+    dtype = target.dtype
+    return decoded.reshape(rois, classes * 4).astype(dtype), assigned.astype(dtype)
 
 
 def _box_decoder_and_assign_infer(ctx):
@@ -255,7 +256,8 @@ def_op("matrix_nms", inputs=["BBoxes", "Scores"], outputs=["Out", "Index", "Rois
               "keep_top_k": ("int", None), "normalized": ("bool", True),
               "use_gaussian": ("bool", False), "gaussian_sigma": ("float", 2.0)},
        infer_shape=_matrix_nms_infer, grad=no_gradient, kernel=_matrix_nms,
-       host_reads="BBoxes, Scores: per-class decay and the data-dependent number of kept boxes are computed on the host",
+       host_reads=("BBoxes, Scores: per-class decay and the data-dependent number of kept boxes "
+                   "are computed on the host"),
        traits={"runtime_outputs"},
        doc="Matrix NMS (SOLOv2): per image and class, the nms_top_k boxes above "
            "score_threshold, best first; box i's score decays by min over better boxes j of "
@@ -328,7 +330,9 @@ def_op("locality_aware_nms", inputs=["BBoxes", "Scores"], outputs=["Out"],
        infer_shape=lambda ctx: ctx.set_output("Out", (-1, 6), ctx.input_dtype("BBoxes"),
                                               lod_level=1),
        grad=no_gradient, kernel=_locality_aware_nms,
-       host_reads="BBoxes, Scores: merging and NMS keep a data-dependent number of boxes, on the host", traits={"runtime_outputs"},
+       host_reads=("BBoxes, Scores: merging and NMS keep a data-dependent number of boxes, on"
+                   " the host"),
+       traits={"runtime_outputs"},
        doc="EAST's NMS: per image and class, consecutive boxes overlapping beyond "
            "nms_threshold are first merged into the earlier one (score-weighted coordinates, "
            "summed scores; the merged boxes carry over to the next class, as in Paddle), "
@@ -394,7 +398,9 @@ def_op("retinanet_detection_output", inputs=["BBoxes[]", "Scores[]", "Anchors[]"
        infer_shape=lambda ctx: ctx.set_output("Out", (-1, 6), ctx.input_dtype("Scores"),
                                               lod_level=1),
        grad=no_gradient, kernel=_retinanet_detection_output,
-       host_reads="BBoxes, Scores, Anchors, ImInfo: per-level top-k, decoding and NMS keep a data-dependent number of boxes, on the host", traits={"runtime_outputs"},
+       host_reads=("BBoxes, Scores, Anchors, ImInfo: per-level top-k, decoding and NMS keep a"
+                   " data-dependent number of boxes, on the host"),
+       traits={"runtime_outputs"},
        doc="RetinaNet's detections: per image and FPN level, the nms_top_k (anchor, class) "
            "scores above score_threshold (any score on the last level), their anchors "
            "decoded by BBoxes deltas (pixel boxes, then over ImInfo's scale and clipped to "

@@ -139,7 +139,8 @@ def _target_assign_infer(ctx):
 def_op("target_assign", inputs=["X", "MatchIndices", "NegIndices?"],
        outputs=["Out", "OutWeight"], attrs={"mismatch_value": ("int", 0)},
        infer_shape=_target_assign_infer, grad=no_gradient, kernel=_target_assign,
-       host_reads="MatchIndices, NegIndices: which rows each target takes, per instance on the host",
+       host_reads=("MatchIndices, NegIndices: which rows each target takes, per instance on the "
+                   "host"),
        lod_aware=True,
        doc="Out[i, j] = X[lod[i] + MatchIndices[i, j], j % P] with OutWeight 1 where the "
            "prior is matched; mismatch_value with weight 0 where not; each NegIndices entry "
@@ -198,7 +199,8 @@ def_op("mine_hard_examples", inputs=["ClsLoss", "LocLoss?", "MatchIndices", "Mat
                               lambda v: None if v in ("max_negative", "hard_example")
                               else "max_negative or hard_example")},
        infer_shape=_mine_infer, grad=no_gradient, kernel=_mine_hard_examples,
-       host_reads="ClsLoss, LocLoss, MatchIndices, MatchDist: the data-dependent negatives are chosen on the host",
+       host_reads=("ClsLoss, LocLoss, MatchIndices, MatchDist: the data-dependent negatives are "
+                   "chosen on the host"),
        lod_aware=True, traits={"runtime_outputs"},
        doc="Per image: max_negative picks, among the unmatched priors with MatchDist < "
            "neg_dist_threshold, the neg_pos_ratio x (matched count) of highest ClsLoss; "
@@ -208,42 +210,43 @@ def_op("mine_hard_examples", inputs=["ClsLoss", "LocLoss?", "MatchIndices", "Mat
 
 
 # --- sigmoid_focal_loss --------------------------------------------------------------------
-def _focal_parts(x, label, fg_num, gamma, alpha):
-    """(pos weight, neg weight, p): Out = pos * (1-p)^g log p + neg * p^g log(1-p)."""
-    classes = np.arange(1, x.shape[1] + 1)[None, :]
+def _focal_parts(xp, x, label, fg_num, gamma, alpha):
+    """(pos weight, neg weight, p): Out = pos * (1-p)^g log p + neg * p^g log(1-p); all on
+    x's device (FgNum only divides, so it stays there too)."""
+    classes = xp.arange(1, x.shape[1] + 1)[None, :]
     g = label.reshape(-1, 1)
-    fg = max(float(host_array(fg_num).reshape(-1)[0]), 1.0)
+    fg = xp.maximum(fg_num.reshape(-1)[0].astype(xp.float64), 1.0)
     positive = (g == classes)
     negative = (g != -1) & (g != classes)
-    p = 1 / (1 + np.exp(-x))
+    p = 1 / (1 + xp.exp(-x))
     return -alpha / fg * positive, -(1 - alpha) / fg * negative, p
 
 
-def _log_sigmoid(x):
+def _log_sigmoid(x, xp=np):
     """log sigmoid(x) = -log(1 + e^-x), without overflow."""
-    return -np.logaddexp(0, -x)
+    return -xp.logaddexp(0, -x)
 
 
 def _sigmoid_focal_loss(ctx, x, label, fg_num):
-    a = ctx.attrs
-    values = host_array(x, "float64")
-    pos, neg, p = _focal_parts(values, host_array(label), fg_num, a["gamma"], a["alpha"])
-    out = pos * (1 - p) ** a["gamma"] * _log_sigmoid(values) + \
-        neg * p ** a["gamma"] * _log_sigmoid(-values)
-    return ctx.xp.asarray(out.astype(dtype_of(x)))
+    a, xp = ctx.attrs, ctx.xp
+    values = x.astype(xp.float64)
+    pos, neg, p = _focal_parts(xp, values, label, fg_num, a["gamma"], a["alpha"])
+    out = pos * (1 - p) ** a["gamma"] * _log_sigmoid(values, xp) + \
+        neg * p ** a["gamma"] * _log_sigmoid(-values, xp)
+    return out.astype(x.dtype)
 
 
 def _sigmoid_focal_loss_grad(ctx, x, label, fg_num, dout):
-    a = ctx.attrs
+    a, xp = ctx.attrs, ctx.xp
     gamma = a["gamma"]
-    values = host_array(x, "float64")
-    pos, neg, p = _focal_parts(values, host_array(label), fg_num, gamma, a["alpha"])
+    values = x.astype(xp.float64)
+    pos, neg, p = _focal_parts(xp, values, label, fg_num, gamma, a["alpha"])
     # d/dx (1-p)^g log p = (1-p)^g ((1-p) - g p log p); d/dx p^g log(1-p) = p^g (g (1-p)
     # log(1-p) - p)
-    d_pos = (1 - p) ** gamma * ((1 - p) - gamma * p * _log_sigmoid(values))
-    d_neg = p ** gamma * (gamma * (1 - p) * _log_sigmoid(-values) - p)
-    dx = host_array(dout, "float64") * (pos * d_pos + neg * d_neg)
-    return ctx.xp.asarray(dx.astype(dtype_of(x)))
+    d_pos = (1 - p) ** gamma * ((1 - p) - gamma * p * _log_sigmoid(values, xp))
+    d_neg = p ** gamma * (gamma * (1 - p) * _log_sigmoid(-values, xp) - p)
+    dx = dout.astype(xp.float64) * (pos * d_pos + neg * d_neg)
+    return dx.astype(x.dtype)
 
 
 def _focal_grad_maker(g):
@@ -421,7 +424,8 @@ _YOLO_ATTRS = {"anchors": ("ints", None), "anchor_mask": ("ints", None),
 def_op("yolov3_loss", inputs=["X", "GTBox", "GTLabel", "GTScore?"],
        outputs=["Loss", "ObjectnessMask!", "GTMatchMask!"], attrs=_YOLO_ATTRS,
        infer_shape=_yolov3_loss_infer, grad=_yolov3_grad_maker, kernel=_yolov3_loss,
-       host_reads="X, GTBox, GTLabel, GTScore: each ground-truth box's anchor and cell are chosen on the host",
+       host_reads=("X, GTBox, GTLabel, GTScore: each ground-truth box's anchor and cell are "
+                   "chosen on the host"),
        doc="YOLOv3's loss per image. Each ground truth (GTBox rows (cx, cy, w, h) as "
            "fractions of the image; w or h 0 = padding) goes to the grid cell of its centre "
            "and the anchor of best shape IoU; if that anchor is in anchor_mask: sigmoid "
@@ -433,5 +437,6 @@ def_op("yolov3_loss", inputs=["X", "GTBox", "GTLabel", "GTScore?"],
 def_op("yolov3_loss_grad", inputs=["X", "GTBox", "GTLabel", "GTScore?", "Loss@GRAD"],
        outputs=["X@GRAD"], attrs=_YOLO_ATTRS,
        infer_shape=grads_like(**{"X@GRAD": "X"}), kernel=_yolov3_loss_grad,
-       host_reads="X, GTBox, GTLabel, GTScore: each ground-truth box's anchor and cell are chosen on the host",
+       host_reads=("X, GTBox, GTLabel, GTScore: each ground-truth box's anchor and cell are "
+                   "chosen on the host"),
        doc="dX = dLoss[n] * d Loss[n] / dX (the ignore mask held fixed).")

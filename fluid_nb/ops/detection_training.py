@@ -206,7 +206,8 @@ def_op("rpn_target_assign", inputs=["Anchor", "GtBoxes", "IsCrowd", "ImInfo"],
               "rpn_positive_overlap": ("float", 0.7), "rpn_negative_overlap": ("float", 0.3),
               "rpn_fg_fraction": ("float", 0.25), "use_random": ("bool", True)},
        infer_shape=_assign_infer, grad=no_gradient, kernel=_rpn_target_assign,
-       host_reads="Anchor, GtBoxes, IsCrowd, ImInfo: sampled anchors (data-dependent counts) per image on the host",
+       host_reads=("Anchor, GtBoxes, IsCrowd, ImInfo: sampled anchors (data-dependent counts) per"
+                   " image on the host"),
        lod_aware=True, traits={"runtime_outputs"},
        doc="Per image: anchors inside the image (by rpn_straddle_thresh, none dropped when "
            "< 0) against its non-crowd GtBoxes scaled by ImInfo's scale (pixel IoU); "
@@ -234,7 +235,9 @@ def_op("retinanet_target_assign",
        attrs={"positive_overlap": ("float", 0.5), "negative_overlap": ("float", 0.4)},
        infer_shape=lambda ctx: _assign_infer(ctx, fg_number=True), grad=no_gradient,
        kernel=_retinanet_target_assign,
-       host_reads="Anchor, GtBoxes, GtLabels, IsCrowd, ImInfo: assigned anchors (data-dependent counts) per image on the host", lod_aware=True, traits={"runtime_outputs"},
+       host_reads=("Anchor, GtBoxes, GtLabels, IsCrowd, ImInfo: assigned anchors "
+                   "(data-dependent counts) per image on the host"),
+       lod_aware=True, traits={"runtime_outputs"},
        doc="rpn_target_assign's labelling over every anchor, no sampling, thresholds "
            "positive_overlap and negative_overlap: TargetLabel is the class (GtLabels) of "
            "each foreground anchor's best ground truth, 0 for background; "
@@ -349,7 +352,9 @@ def_op("generate_proposal_labels",
               "is_cls_agnostic": ("bool", False), "is_cascade_rcnn": ("bool", False)},
        infer_shape=_proposal_labels_infer, grad=no_gradient,
        kernel=_generate_proposal_labels,
-       host_reads="RpnRois, GtClasses, IsCrowd, GtBoxes, ImInfo: sampled RoIs (data-dependent counts) per image on the host", lod_aware=True, traits={"runtime_outputs"},
+       host_reads=("RpnRois, GtClasses, IsCrowd, GtBoxes, ImInfo: sampled RoIs "
+                   "(data-dependent counts) per image on the host"),
+       lod_aware=True, traits={"runtime_outputs"},
        doc="Per image: the candidates are its GtBoxes then its RpnRois / scale; a crowd "
            "ground truth is never picked; foreground = best pixel IoU >= fg_thresh (its "
            "ground truth the first best), background = bg_thresh_lo <= IoU < bg_thresh_hi; "
@@ -528,7 +533,8 @@ def_op("roi_perspective_transform", inputs=["X", "ROIs"],
        infer_shape=_perspective_infer,
        grad=grad_maker("roi_perspective_transform_grad", inputs=["X", "ROIs"]),
        kernel=_roi_perspective_transform,
-       host_reads="ROIs: each ROI's perspective taps come from its corners on the host", lod_aware=True,
+       host_reads=("ROIs: each ROI's perspective taps come from its corners on the host"),
+       lod_aware=True,
        doc="Each RoI (x0, y0, ..., x3, y3: top left, top right, bottom right, bottom left, "
            "times spatial_scale) warped onto a transformed_height x transformed_width grid: "
            "output pixel (w, h) samples X of the RoI's image (ROIs' LoD) bilinearly at "
@@ -727,7 +733,8 @@ def_op("generate_mask_labels",
        outputs=["MaskRois", "RoiHasMaskInt32", "MaskInt32"],
        attrs={"num_classes": ("int", 1), "resolution": ("int", 14)},
        infer_shape=_mask_labels_infer, grad=no_gradient, kernel=_generate_mask_labels,
-       host_reads="ImInfo, GtClasses, IsCrowd, GtSegms, Rois, LabelsInt32: polygons rasterised per RoI on the host (data-dependent counts)",
+       host_reads=("ImInfo, GtClasses, IsCrowd, GtSegms, Rois, LabelsInt32: polygons rasterised "
+                   "per RoI on the host (data-dependent counts)"),
        lod_aware=True, traits={"runtime_outputs"},
        doc="Per image: each foreground RoI (LabelsInt32 > 0) takes the non-crowd object "
            "whose polygons' box overlaps it most (pixel IoU, RoIs / scale); its polygons "
