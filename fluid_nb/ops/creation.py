@@ -13,6 +13,7 @@ import numpy as np
 
 from ..errors import InvalidArgument, expected
 from ..tensor.tensor import LoDTensor, LoDTensorArray, SelectedRows
+from ..tensor.transfer import host_list
 from ..tensor.dtypes import DATA_TYPES, VarType, convert_dtype, to_numpy_dtype
 from ..framework.program import EMPTY_VAR_NAME
 from ..framework.registry import def_op, grad_maker, no_gradient, same_shape
@@ -20,17 +21,40 @@ from ..framework.registry import def_op, grad_maker, no_gradient, same_shape
 
 # --- helpers shared with shape.py ------------------------------------------------------
 def host_ints(value):
-    """A list of Python ints from an int tensor (NumPy or CuPy), or from a list of
-    single-element tensors (a ``*TensorList`` slot)."""
-    if isinstance(value, list):
-        return [int(v) for t in value for v in _flat(t)]
-    return [int(v) for v in _flat(value)]
+    """A list of Python ints from an int tensor (NumPy or device), or from a list of
+    single-element tensors (a ``*TensorList`` slot): from a device, one copy. The op that
+    reads them declares ``host_reads``."""
+    ints, = host_int_lists(value)
+    return ints
 
 
-def _flat(t):
-    if isinstance(t, LoDTensor):
-        t = t.array
-    return t.reshape(-1).tolist()
+def host_int_lists(*values):
+    """``host_ints`` of several tensors / tensor lists at once (None for an absent one or an
+    empty list): their device values come over in one copy."""
+    groups = [None if value is None or (isinstance(value, list) and not value) else
+              [t.array if isinstance(t, LoDTensor) else t for t in
+               (value if isinstance(value, list) else [value])] for value in values]
+    flats = iter(_host_lists([a for g in groups if g is not None for a in g]))
+    return [None if g is None else [int(v) for _ in g for v in next(flats)] for g in groups]
+
+
+def _host_lists(arrays):
+    """Each array's values as a flat Python list. Device arrays come over in one copy:
+    joined there first (np.concatenate dispatches to their module, CuPy's or the strict
+    device's), so an op reading several shape or bound tensors waits on the device once."""
+    flats = [a.reshape(-1) for a in arrays]
+    on_device = [a for a in flats if not isinstance(a, np.ndarray)]
+    if len(on_device) < 2:
+        return [host_list(a) for a in flats]
+    joined = host_list(np.concatenate(on_device))
+    lists, at = [], 0
+    for a in flats:
+        if isinstance(a, np.ndarray):
+            lists.append(a.tolist())
+        else:
+            lists.append(joined[at:at + a.size])
+            at += a.size
+    return lists
 
 
 def dtype_attr(ctx, name, default=None):
@@ -75,6 +99,8 @@ def _attr_shape_or_tensor(ctx, list_gives_rank):
 
 
 def _runtime_shape(op, shape_tensor, shape_list, attr_shape):
+    """The output shape: from the shape tensor(s), read on the host (the op declares
+    host_reads), else the attribute."""
     if shape_tensor is not None:
         shape = host_ints(shape_tensor)
     elif shape_list:
@@ -140,7 +166,8 @@ def _constant(ctx, value_tensor, shape_tensor, shape_list, from_attrs):
     attrs = ctx.attrs
     shape = _runtime_shape("fill_constant", shape_tensor, shape_list, attrs["shape"])
     if value_tensor is not None:
-        value = value_tensor.reshape(-1)[0].item()
+        # a 0-d array: on a device the value fills Out there, never read on the host
+        value = value_tensor.reshape(-1)[0]
     elif attrs.get("str_value"):
         try:
             value = _parse_str_value(attrs["str_value"])
@@ -164,6 +191,7 @@ def_op("fill_constant",
        attrs={**_CREATION_ATTRS, "value": ("float", 0.0), "str_value": ("string", ""),
               "force_cpu": ("bool", False), "place_type": ("int", -1)},
        infer_shape=_fill_constant_infer, kernel=_fill_constant, traits=("runtime_outputs",),
+       host_reads="ShapeTensor / ShapeTensorList: Out's shape",
        doc="Out = a tensor of shape ``shape`` (or ShapeTensor / ShapeTensorList) and type "
            "``dtype``, every element equal to ValueTensor, else float(str_value) when "
            "str_value is non-empty, else ``value``. An Out declared SelectedRows gets the "
@@ -277,6 +305,7 @@ def_op("uniform_random", inputs=["ShapeTensor?", "ShapeTensorList[]?"], outputs=
               "seed": ("int", 0), "diag_num": ("int", 0), "diag_step": ("int", 0),
               "diag_val": ("float", 1.0)},
        infer_shape=_uniform_infer, kernel=_uniform_random,
+       host_reads="ShapeTensor / ShapeTensorList: Out's shape",
        traits=("stateful", "runtime_outputs"),
        doc="Out ~ U[min, max) of shape ``shape`` (or the shape tensors); then, when "
            "diag_num > 0, Out.flat[i * (diag_step + 1)] = diag_val for i < diag_num. "
@@ -295,6 +324,7 @@ def_op("gaussian_random", inputs=["ShapeTensor?", "ShapeTensorList[]?"], outputs
        attrs={**_CREATION_ATTRS, "mean": ("float", 0.0), "std": ("float", 1.0),
               "seed": ("int", 0)},
        infer_shape=_random_infer, kernel=_gaussian_random, traits=("stateful",),
+       host_reads="ShapeTensor / ShapeTensorList: Out's shape",
        doc="Out ~ N(mean, std^2) of shape ``shape`` (or the shape tensors).")
 
 
@@ -416,8 +446,10 @@ def_op("increment", inputs=["X"], outputs=["Out"], attrs={"step": ("float", 1.0)
 
 
 # --- range and linspace: 1-D sequences from one-element tensors ---------------------------------
-def _scalar(t):
-    return t.reshape(-1)[0].item()
+def _host_scalars(*tensors):
+    """The value of each one-element tensor as a Python number (device values: one copy).
+    range and linspace read them on the host: they decide Out's length."""
+    return [values[0] for values in _host_lists([t.reshape(-1)[:1] for t in tensors])]
 
 
 def _range_size(start, end, step):
@@ -439,14 +471,15 @@ def _range_infer(ctx):
 
 
 def _range(ctx, start, end, step):
-    first, last, stride = _scalar(start), _scalar(end), _scalar(step)
+    first, last, stride = _host_scalars(start, end, step)
     size = _range_size(first, last, stride)
-    values = first + stride * np.arange(size)
-    return ctx.xp.asarray(values.astype(start.dtype, copy=False))
+    values = first + stride * ctx.xp.arange(size)
+    return values.astype(start.dtype, copy=False)
 
 
 def_op("range", inputs=["Start", "End", "Step"], outputs=["Out"], infer_shape=_range_infer,
        kernel=_range, grad=no_gradient,
+       host_reads="Start, End, Step: they decide Out's length",
        doc="Out[i] = Start + i * Step for i < ceil(|End - Start| / |Step|): the half-open "
            "interval [Start, End) in steps (Start, End and Step one element each, of Out's "
            "type). A step of 0, or one pointing away from End, is refused.")
@@ -460,17 +493,18 @@ def _linspace_infer(ctx):
 
 
 def _linspace(ctx, start, stop, num):
-    count = int(_scalar(num))
+    first, last, count = _host_scalars(start, stop, num)
+    count = int(count)
     if count <= 0:
         raise InvalidArgument(expected("linspace", "input 'Num'", "a count above 0", count))
-    first, last = _scalar(start), _scalar(stop)
     step = (last - first) / (count - 1) if count > 1 else 0.0
-    values = first + step * np.arange(count, dtype=np.float64)
-    return ctx.xp.asarray(values.astype(start.dtype))
+    values = first + step * ctx.xp.arange(count, dtype=np.float64)
+    return values.astype(start.dtype)
 
 
 def_op("linspace", inputs=["Start", "Stop", "Num"], outputs=["Out"],
        infer_shape=_linspace_infer, kernel=_linspace, grad=no_gradient,
+       host_reads="Start, Stop, Num: Num is Out's length, Start and Stop its values",
        doc="Out[i] = Start + i * (Stop - Start) / (Num - 1) for i < Num (Out = [Start] when "
            "Num is 1); Out has Start's type.")
 
@@ -559,6 +593,7 @@ def_op("randint", inputs=["ShapeTensor?", "ShapeTensorList[]?"], outputs=["Out"]
        attrs={"shape": ("longs", []), "low": ("int", 0), "high": ("int", 0),
               "seed": ("int", 0), "dtype": ("int", int(VarType.INT64))},
        infer_shape=_randint_infer, kernel=_randint, grad=no_gradient, traits=("stateful",),
+       host_reads="ShapeTensor / ShapeTensorList: Out's shape",
        doc="Out ~ uniform integers in [low, high) of shape ``shape`` (or the shape tensors). "
            "seed != 0 fixes the stream; 0 uses the program's seed.")
 

@@ -1,12 +1,17 @@
 """Index and repeat ops: expand, expand_as, gather_nd, scatter, scatter_nd_add,
 strided_slice, multiplex, shard_index.
 
-Index tensors are read on the host (``host_ints``), as Paddle reads them on the CPU. A
-compile-time dim is -1 where it depends on a tensor's value.
+Tensors that give shapes or bounds (expand_times, strided_slice's starts/ends/strides) are
+read on the host (``host_int_lists``, one copy from a device), as Paddle reads them on the
+CPU. Index tensors (gather_nd, scatter, multiplex, shard_index) stay where they are: their
+values are checked on the host only. A compile-time dim is -1 where it depends on a
+tensor's value.
 """
+import numpy as np
+
 from ..errors import InvalidArgument, expected
 from ..tensor.dtypes import VarType
-from .creation import host_ints
+from .creation import host_int_lists
 from .lookup import _index_add
 from ..framework.registry import def_op, grad_maker, grads_like, no_gradient
 
@@ -23,20 +28,24 @@ def _norm_axis(op, what, axis, rank):
     return axis + rank if axis < 0 else axis
 
 
-def _ints_or_none(value):
-    """host_ints of an optional tensor or tensor list (None when absent or empty)."""
-    if value is None or (isinstance(value, list) and not value):
-        return None
-    return host_ints(value)
+def _check_ids(op, what, ids, size):
+    """Refuse index values outside [0, size), on the host only: on a device the check would
+    copy the indices over and wait for them every run (Paddle's CUDA kernels do not check
+    them either), so there an index out of range is the program's error."""
+    if not isinstance(ids, np.ndarray) or not ids.size:
+        return
+    bad = (ids < 0) | (ids >= size)
+    if bad.any():
+        _fail(op, what, f"values in [0, {size})", int(ids[bad][0]))
 
 
 # --- expand / expand_as ----------------------------------------------------------------------
 def _expand_times(op, ctx, times_tensor, times_list, rank):
-    times = _ints_or_none(times_tensor)
-    if times is None:
-        times = _ints_or_none(times_list)
-    if times is None:
-        times = ctx.attrs["expand_times"]
+    # read on the host (the op declares host_reads): the tensor, else the list, else the
+    # attribute
+    times_tensor, times_list = host_int_lists(times_tensor, times_list)
+    times = next(t for t in (times_tensor, times_list, ctx.attrs["expand_times"])
+                 if t is not None)
     if len(times) != rank or any(t <= 0 for t in times):
         _fail(op, "expand_times", f"{rank} positive ints (one per dim of X)", list(times))
     return times
@@ -85,13 +94,13 @@ def_op("expand", inputs=["X", "ExpandTimes?", "expand_times_tensor[]?"], outputs
        attrs=_EXPAND_ATTRS, infer_shape=_expand_infer,
        grad=grad_maker("expand_grad", inputs=["X", "ExpandTimes", "expand_times_tensor"],
                        out_grads=["Out"], in_grads=["X"]),
-       kernel=_expand,
+       kernel=_expand, host_reads="ExpandTimes / expand_times_tensor: Out's shape",
        doc="Out = X tiled expand_times[i] times along each dim i: Out.shape[i] = "
            "X.shape[i] * expand_times[i]. ExpandTimes (one int tensor) or "
            "expand_times_tensor (one single-int tensor per dim) override the attribute.")
 def_op("expand_grad", inputs=["X", "ExpandTimes?", "expand_times_tensor[]?", "Out@GRAD"],
        outputs=["X@GRAD"], attrs=_EXPAND_ATTRS, infer_shape=grads_like(**{"X@GRAD": "X"}),
-       kernel=_expand_grad,
+       kernel=_expand_grad, host_reads="ExpandTimes / expand_times_tensor: X's copies",
        doc="X@GRAD[j] = sum of Out@GRAD over the expand_times copies of element j.")
 
 
@@ -141,9 +150,7 @@ def _nd_index(op, index, x_shape):
     coords = []
     for k in range(depth):
         ids = index[..., k]
-        if ids.size and bool(((ids < 0) | (ids >= x_shape[k])).any()):
-            _fail(op, f"Index[..., {k}]", f"values in [0, {x_shape[k]})",
-                  int(ids[(ids < 0) | (ids >= x_shape[k])][0]))
+        _check_ids(op, f"Index[..., {k}]", ids, x_shape[k])
         coords.append(ids)
     return tuple(coords)
 
@@ -240,9 +247,7 @@ def _scatter_ids(op, ids, rows):
     flat = ids.reshape(-1)
     if ids.ndim > 2 or (ids.ndim == 2 and ids.shape[1] != 1):
         _fail(op, "input 'Ids'", "shape [N] or [N, 1]", list(ids.shape))
-    if flat.size and bool(((flat < 0) | (flat >= rows)).any()):
-        _fail(op, "input 'Ids'", f"values in [0, {rows})",
-              int(flat[(flat < 0) | (flat >= rows)][0]))
+    _check_ids(op, "input 'Ids'", flat, rows)
     return flat
 
 
@@ -261,9 +266,14 @@ def _scatter(ctx, x, ids, updates):
     flat = _scatter_ids("scatter", ids, x.shape[0])
     out = x.copy()
     if ctx.attrs["overwrite"]:
-        # rows written in order: of repeated ids the last update stays
-        for i, row in enumerate(flat.tolist()):
-            out[row] = updates[i]
+        # of repeated ids the last update stays: every write of an id writes its last
+        # update (found in a stable sort), so the order a device writes repeats in does not
+        # matter
+        xp = ctx.xp
+        order = xp.argsort(flat, kind="stable")
+        ids = flat[order]
+        last = xp.searchsorted(ids, ids, side="right") - 1
+        out[ids] = updates[order[last]]
         return out
     out[flat] = 0
     return _index_add(ctx.xp, out, flat, updates)
@@ -358,14 +368,12 @@ def _strided_infer(ctx):
 
 
 def _strided_index(ctx, shape, tensors):
-    starts_t, ends_t, strides_t, starts_l, ends_l, strides_l = tensors
+    # every bound tensor read at once (one copy from a device; the op declares host_reads)
+    starts_t, ends_t, strides_t, starts_l, ends_l, strides_l = host_int_lists(*tensors)
     attrs = ctx.attrs
 
     def pick(tensor, tensor_list, name):
-        value = _ints_or_none(tensor)
-        if value is None:
-            value = _ints_or_none(tensor_list)
-        return value if value is not None else attrs[name]
+        return next(v for v in (tensor, tensor_list, attrs[name]) if v is not None)
 
     ranges = strided_ranges(ctx.op.type, shape, attrs["axes"], pick(starts_t, starts_l, "starts"),
                             pick(ends_t, ends_l, "ends"), pick(strides_t, strides_l, "strides"))
@@ -399,6 +407,7 @@ def_op("strided_slice", inputs=["Input"] + _STRIDED_TENSORS, outputs=["Out"],
                        inputs=["Input"] + [s.rstrip("?[]") for s in _STRIDED_TENSORS],
                        out_grads=["Out"], in_grads=["Input"]),
        kernel=_strided_slice,
+       host_reads="Starts/Ends/Strides Tensor(List): the bounds of the slice",
        doc="Out = Input[starts[i]:ends[i]:strides[i]] along each axes[i], with Python's "
            "slice rules (negative indices count from the end, clipped to the dim); the "
            "range may not be empty; the *Tensor / *TensorList inputs override the "
@@ -406,6 +415,7 @@ def_op("strided_slice", inputs=["Input"] + _STRIDED_TENSORS, outputs=["Out"],
 def_op("strided_slice_grad", inputs=["Input"] + _STRIDED_TENSORS + ["Out@GRAD"],
        outputs=["Input@GRAD"], attrs=_STRIDED_ATTRS,
        infer_shape=grads_like(**{"Input@GRAD": "Input"}), kernel=_strided_slice_grad,
+       host_reads="Starts/Ends/Strides Tensor(List): the bounds of the slice",
        doc="Input@GRAD = zeros like Input with the strided region set to Out@GRAD.")
 
 
@@ -426,9 +436,7 @@ def _multiplex_rows(op, ids, n, count):
     flat = ids.reshape(-1)
     if flat.size != n:
         _fail(op, "input 'Ids'", f"{n} ids (one per row of X)", list(ids.shape))
-    if flat.size and bool(((flat < 0) | (flat >= count)).any()):
-        _fail(op, "input 'Ids'", f"values in [0, {count})",
-              int(flat[(flat < 0) | (flat >= count)][0]))
+    _check_ids(op, "input 'Ids'", flat, count)
     return flat
 
 
@@ -476,9 +484,7 @@ def _shard_index_infer(ctx):
 
 def _shard_index(ctx, x):
     a = ctx.attrs
-    if x.size and bool(((x < 0) | (x >= a["index_num"])).any()):
-        _fail("shard_index", "input 'X'", f"values in [0, {a['index_num']})",
-              int(x[(x < 0) | (x >= a["index_num"])][0]))
+    _check_ids("shard_index", "input 'X'", x, a["index_num"])
     shard_size = (a["index_num"] + a["nshards"] - 1) // a["nshards"]
     mine = x // shard_size == a["shard_id"]
     return ctx.xp.where(mine, x - a["shard_id"] * shard_size,

@@ -5,7 +5,7 @@ output gradient placed at the offsets in zeros shaped like X. pad2d's reflect an
 modes read some inputs more than once, so their gradients add every read.
 """
 from ..errors import InvalidArgument, expected
-from .creation import host_ints
+from .creation import host_int_lists, host_ints
 from .lookup import _index_add
 from ..framework.registry import def_op, grad_maker, grads_like
 
@@ -125,9 +125,9 @@ def _pad2d(ctx, x, paddings_tensor):
     h, rows, cols = _pad2d_maps("pad2d", ctx, x.shape, paddings_tensor)
     moved = xp.moveaxis(x, (h, h + 1), (0, 1))  # (H, W, ...) whatever the layout
     out = moved[xp.clip(rows, 0, None)][:, xp.clip(cols, 0, None)]
-    outside = (rows < 0)[:, None] | (cols < 0)[None, :]
-    if bool(outside.any()):
-        out = out.copy()
+    # only constant mode reads outside X (the -1s), where it pads: known from the shapes
+    if ctx.attrs["mode"] == "constant" and out.shape[:2] != moved.shape[:2]:
+        outside = (rows < 0)[:, None] | (cols < 0)[None, :]
         out[outside] = ctx.attrs["pad_value"]
     return xp.ascontiguousarray(xp.moveaxis(out, (0, 1), (h, h + 1)))
 
@@ -150,13 +150,14 @@ def_op("pad2d", inputs=["X", "Paddings?"], outputs=["Out"], attrs=_PAD2D_ATTRS,
        infer_shape=_pad2d_infer,
        grad=grad_maker("pad2d_grad", inputs=["X", "Paddings"], out_grads=["Out"],
                        in_grads=["X"]),
-       kernel=_pad2d,
+       kernel=_pad2d, host_reads="Paddings: Out's shape",
        doc="Out = the 4-D X padded on its H and W dims (data_format NCHW or NHWC) by "
            "paddings = [top, bottom, left, right] (the Paddings tensor when given): "
            "'constant' fills pad_value, 'reflect' mirrors without repeating the edge "
            "(x[1], x[0] | x[0] ...: in_h = -out_h), 'edge' repeats the edge.")
 def_op("pad2d_grad", inputs=["X", "Paddings?", "Out@GRAD"], outputs=["X@GRAD"],
        attrs=_PAD2D_ATTRS, infer_shape=grads_like(**{"X@GRAD": "X"}), kernel=_pad2d_grad,
+       host_reads="Paddings: where X sits in Out",
        doc="X@GRAD[j] = the sum of Out@GRAD over every output position that read X[j].")
 
 
@@ -207,11 +208,9 @@ def _crop_region(op, x_shape, shape, offsets):
 
 
 def _crop_offsets(ctx, offsets_tensor, offsets_list=None):
-    if offsets_tensor is not None:
-        return host_ints(offsets_tensor)
-    if offsets_list:
-        return host_ints(offsets_list)
-    return ctx.attrs["offsets"]
+    # read on the host (the op declares host_reads): the crop's region
+    offsets_tensor, offsets_list = host_int_lists(offsets_tensor, offsets_list)
+    return next(o for o in (offsets_tensor, offsets_list, ctx.attrs["offsets"]) if o is not None)
 
 
 def _crop_infer(ctx):
@@ -247,11 +246,12 @@ def_op("crop", inputs=["X", "Y?", "Offsets?"], outputs=["Out"], attrs=_CROP_ATTR
        infer_shape=_crop_infer,
        grad=grad_maker("crop_grad", inputs=["X", "Y", "Offsets"], out_grads=["Out"],
                        in_grads=["X"]),
-       kernel=_crop,
+       kernel=_crop, host_reads="Offsets: the crop's region",
        doc="Out = X[offsets[i] : offsets[i] + shape[i]] along every dim i; shape is Y's "
            "shape when Y is given, offsets the Offsets tensor's values when given.")
 def_op("crop_grad", inputs=["X", "Y?", "Offsets?", "Out@GRAD"], outputs=["X@GRAD"],
        attrs=_CROP_ATTRS, infer_shape=grads_like(**{"X@GRAD": "X"}), kernel=_crop_grad,
+       host_reads="Offsets: where Out@GRAD goes",
        doc="X@GRAD = zeros like X with Out@GRAD placed at the offsets.")
 
 
@@ -278,18 +278,14 @@ def _crop_tensor_infer(ctx):
     ctx.set_output("Out", out, dtype)
 
 
-def _crop_tensor_shape(ctx, shape_tensor, shape_list):
-    if shape_tensor is not None:
-        return host_ints(shape_tensor)
-    if shape_list:
-        return host_ints(shape_list)
-    return ctx.attrs["shape"]
-
-
 def _crop_tensor(ctx, x, shape_tensor, offsets_tensor, shape_list, offsets_list):
-    offsets = _crop_offsets(ctx, offsets_tensor, offsets_list) or [0] * x.ndim
-    index = _crop_region("crop_tensor", x.shape, _crop_tensor_shape(ctx, shape_tensor,
-                                                                     shape_list), offsets)
+    # the shape and offset tensors read at once: one copy from a device
+    shape_tensor, offsets_tensor, shape_list, offsets_list = host_int_lists(
+        shape_tensor, offsets_tensor, shape_list, offsets_list)
+    shape = next(s for s in (shape_tensor, shape_list, ctx.attrs["shape"]) if s is not None)
+    offsets = next(o for o in (offsets_tensor, offsets_list, ctx.attrs["offsets"])
+                   if o is not None) or [0] * x.ndim
+    index = _crop_region("crop_tensor", x.shape, shape, offsets)
     return ctx.xp.ascontiguousarray(x[index])
 
 
@@ -305,11 +301,12 @@ def_op("crop_tensor", inputs=["X", "Shape?", "Offsets?", "ShapeTensor[]?", "Offs
        outputs=["Out"], attrs=_CROP_ATTRS, infer_shape=_crop_tensor_infer,
        grad=grad_maker("crop_tensor_grad", inputs=["X", "Offsets", "OffsetsTensor"],
                        out_grads=["Out"], in_grads=["X"]),
-       kernel=_crop_tensor,
+       kernel=_crop_tensor, host_reads="Shape / ShapeTensor, Offsets / OffsetsTensor: the "
+                                       "crop's region",
        doc="Out = X[offsets[i] : offsets[i] + shape[i]] along every dim i, where shape[i] = "
            "-1 takes the rest of the dim; Shape / ShapeTensor and Offsets / OffsetsTensor "
            "override the attributes.")
 def_op("crop_tensor_grad", inputs=["X", "Offsets?", "OffsetsTensor[]?", "Out@GRAD"],
        outputs=["X@GRAD"], attrs=_CROP_ATTRS, infer_shape=grads_like(**{"X@GRAD": "X"}),
-       kernel=_crop_tensor_grad,
+       kernel=_crop_tensor_grad, host_reads="Offsets / OffsetsTensor: where Out@GRAD goes",
        doc="X@GRAD = zeros like X with Out@GRAD placed at the offsets.")

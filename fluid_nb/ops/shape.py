@@ -16,7 +16,7 @@ from ..errors import InvalidArgument, expected
 from ..tensor.tensor import LoDTensor, LoDTensorArray
 from ..tensor.dtypes import VarType
 from ..framework.program import EMPTY_VAR_NAME
-from .creation import host_ints, numel_of
+from .creation import host_int_lists, host_ints, numel_of
 from ..framework.registry import def_op, grad_maker, grads_like
 
 
@@ -155,6 +155,7 @@ def_op("reshape2", inputs=["X", "Shape?", "ShapeTensor[]?"], outputs=["Out", "XS
        grad=_with_xshape_grad("reshape2", "X@GRAD = Out@GRAD reshaped to X's shape "
                               "(XShape[1:])."),
        kernel=_reshape2, lod_aware=True,
+       host_reads="ShapeTensor / Shape: Out's shape",
        doc="Out = X reshaped to ShapeTensor (one int per dim), else Shape (an int tensor), "
            "else Attr(shape); in the shape, 0 copies X's dim at that index and one -1 is "
            "inferred. XShape = [0] + X.shape.")
@@ -346,6 +347,7 @@ def_op("unsqueeze2", inputs=["X", "AxesTensor?", "AxesTensorList[]?"],
        infer_shape=_unsqueeze2_infer,
        grad=_with_xshape_grad("unsqueeze2", "X@GRAD = Out@GRAD reshaped to XShape[1:]."),
        kernel=_unsqueeze2, lod_aware=True,
+       host_reads="AxesTensor / AxesTensorList: where Out's dims go",
        doc="Out = X with a size-1 dim inserted at each of axes (AxesTensor / AxesTensorList "
            "first), in order. XShape = [0] + X.shape.")
 
@@ -417,6 +419,7 @@ def _concat_infer(ctx):
 
 
 def _concat_axis(ctx, axis_tensor, rank):
+    # AxisTensor is read on the host (the op declares host_reads)
     axis = host_ints(axis_tensor)[0] if axis_tensor is not None else ctx.attrs["axis"]
     return _norm_axis(ctx.op.type, "axis", axis, rank)
 
@@ -455,14 +458,14 @@ def_op("concat", inputs=["X[]", "AxisTensor?"], outputs=["Out"], attrs={"axis": 
        infer_shape=_concat_infer,
        grad=grad_maker("concat_grad", inputs=["X", "AxisTensor"], out_grads=["Out"],
                        in_grads=["X"]),
-       kernel=_concat, lod_aware=True,
+       kernel=_concat, lod_aware=True, host_reads="AxisTensor: the axis to join on",
        doc="Out = the X tensors (a tensor array: its items) joined along axis (AxisTensor "
            "first; negative counts from the end); all other dims must agree. Joined on axis "
            "0, inputs that all carry LoD give Out their LoDs one after another; otherwise Out "
            "takes X[0]'s LoD.")
 def_op("concat_grad", inputs=["X[]", "Out@GRAD", "AxisTensor?"], outputs=["X@GRAD[]?"],
        attrs={"axis": ("int", 0)}, infer_shape=_concat_grad_infer,
-       kernel=_concat_grad, lod_aware=True,
+       kernel=_concat_grad, lod_aware=True, host_reads="AxisTensor: the axis to cut along",
        doc="X@GRAD[k] = the slice of Out@GRAD that X[k] filled (a tensor array's: one slice "
            "per item), with X[k]'s LoD.")
 
@@ -653,9 +656,10 @@ def _split_infer(ctx):
 
 def _split(ctx, x, axis_tensor, sections_list):
     array = x.array
-    axis = _concat_axis(ctx, axis_tensor.array if axis_tensor is not None else None,
-                        array.ndim)
-    sections = host_ints(sections_list) if sections_list else ctx.attrs["sections"]
+    # AxisTensor and SectionsTensorList read together: one copy from a device
+    axis, sections = host_int_lists(axis_tensor, sections_list)
+    axis = _norm_axis("split", "axis", axis[0] if axis else ctx.attrs["axis"], array.ndim)
+    sections = sections if sections is not None else ctx.attrs["sections"]
     n_out = len(ctx.output_names("Out"))
     sizes = split_sizes("split", array.shape[axis], ctx.attrs["num"], sections, n_out)
     bounds, at = [], 0
@@ -677,6 +681,7 @@ def _split_grad(g):
 def_op("split", inputs=["X", "AxisTensor?", "SectionsTensorList[]?"], outputs=["Out[]"],
        attrs={"axis": ("int", 0), "num": ("int", 0), "sections": ("ints", [])},
        infer_shape=_split_infer, grad=_split_grad, kernel=_split, lod_aware=True,
+       host_reads="AxisTensor, SectionsTensorList: the axis and Out's sizes",
        doc="Out = X cut along axis into num equal pieces, or pieces of the given sections "
            "(one -1 takes the rest); AxisTensor and SectionsTensorList override the "
            "attributes. The gradient is concat(Out@GRAD) along axis.")
@@ -744,10 +749,10 @@ def _slice_infer(ctx):
 def _slice_index(ctx, shape, starts_t, ends_t, starts_l, ends_l):
     """The runtime index tuple and the un-decreased slice shape."""
     attrs = ctx.attrs
-    starts = host_ints(starts_t) if starts_t is not None else (
-        host_ints(starts_l) if starts_l else attrs["starts"])
-    ends = host_ints(ends_t) if ends_t is not None else (
-        host_ints(ends_l) if ends_l else attrs["ends"])
+    # every bound tensor read at once: one copy from a device; a whole tensor overrides a list
+    starts_t, ends_t, starts_l, ends_l = host_int_lists(starts_t, ends_t, starts_l, ends_l)
+    starts = next(b for b in (starts_t, starts_l, attrs["starts"]) if b is not None)
+    ends = next(b for b in (ends_t, ends_l, attrs["ends"]) if b is not None)
     index = [slice(None)] * len(shape)
     sliced = list(shape)
     for axis, start, end in slice_bounds(ctx.op.type, shape, attrs["axes"], starts, ends):
@@ -790,10 +795,12 @@ def_op("slice", inputs=["Input"] + _SLICE_TENSORS, outputs=["Out"], attrs=_SLICE
                                              "StartsTensorList", "EndsTensorList"],
                        out_grads=["Out"], in_grads=["Input"]),
        kernel=_slice, lod_aware=True,
+       host_reads="StartsTensor(List) / EndsTensor(List): the bounds of the slice",
        doc="Out = Input[starts[i]:ends[i]] along each axes[i] (tensor inputs override the "
            "attributes; negative indices count from the end; both are clipped to [0, dim]), "
            "then the decrease_axis dims (size 1) are removed (none left: 0-D).")
 def_op("slice_grad", inputs=["Input"] + _SLICE_TENSORS + ["Out@GRAD"], outputs=["Input@GRAD"],
        attrs=_SLICE_ATTRS, infer_shape=grads_like(**{"Input@GRAD": "Input"}),
-       kernel=_slice_grad, doc="Input@GRAD = zeros shaped like Input, with the sliced region "
-                               "set to Out@GRAD.")
+       kernel=_slice_grad,
+       host_reads="StartsTensor(List) / EndsTensor(List): the bounds of the slice",
+       doc="Input@GRAD = zeros shaped like Input, with the sliced region set to Out@GRAD.")
