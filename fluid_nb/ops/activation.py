@@ -3,6 +3,8 @@
 Each grad op takes only what its formula needs, as Paddle's do: Out for relu, sigmoid,
 tanh, exp and sqrt; X for leaky_relu, log, square, abs and clip.
 """
+import numpy as np
+
 from ..errors import InvalidArgument, InvalidType, expected
 from ..tensor.dtypes import VarType, dtype_name
 from .common import unary_op
@@ -66,14 +68,19 @@ unary_op("abs", forward=lambda xp, x, a: xp.abs(x),
 
 # --- clip: bounds from attributes, or from the optional Min / Max tensors -------------------
 def _clip_bounds(ctx, x, min_t, max_t):
+    # a bound from a tensor is a 0-d array: on a device it is compared with X there, never
+    # read on the host (so min <= max is checked on the host only)
     attrs = ctx.attrs
-    lo = attrs["min"] if min_t is None else min_t.reshape(-1)[0].item()
-    hi = attrs["max"] if max_t is None else max_t.reshape(-1)[0].item()
-    if lo > hi:
+    lo = attrs["min"] if min_t is None else min_t.reshape(-1)[0]
+    hi = attrs["max"] if max_t is None else max_t.reshape(-1)[0]
+    if ctx.xp is np and lo > hi:
         raise InvalidArgument(expected("clip", "min", f"at most max ({hi})", lo))
-    if x.dtype.kind in "iu":  # Paddle casts the bounds to the tensor's type
-        lo, hi = int(lo), int(hi)
-    return lo, hi
+
+    def as_x(bound, tensor):  # Paddle casts the bounds to the tensor's type
+        if tensor is not None:
+            return bound.astype(x.dtype)
+        return int(bound) if x.dtype.kind in "iu" else bound
+    return as_x(lo, min_t), as_x(hi, max_t)
 
 
 def _clip_infer(ctx):
@@ -112,12 +119,15 @@ def_op("clip_grad", inputs=["X", "Min?", "Max?", "Out@GRAD"], outputs=["X@GRAD"]
 # --- the rest of Fluid 1.8's activations --------------------------------------------------------
 def _erf(xp, x):
     """The error function elementwise (NumPy has none: math.erf per element on the host,
-    CuPy's own on the device)."""
+    CuPy's own on the device: cupyx.scipy.special's, which the strict device stands in for
+    as its module's ``scipy_special``)."""
     if xp.__name__ == "numpy":
         import math
         return xp.vectorize(math.erf, otypes=[x.dtype])(x) if x.size else x.copy()
-    from cupyx.scipy.special import erf
-    return erf(x)
+    special = getattr(xp, "scipy_special", None)
+    if special is None:
+        from cupyx.scipy import special
+    return special.erf(x)
 
 
 def _sigmoid_of(xp, x):

@@ -41,10 +41,13 @@ def merged_rows(xp, selected, where, height=None):
 
 # --- clip_by_norm -------------------------------------------------------------------------
 def _clip_to_norm(xp, x, max_norm):
-    norm = float(xp.sqrt(xp.sum(x.astype("float64") ** 2)))
-    if norm <= max_norm:
-        return x.copy()
-    return (x * (max_norm / norm)).astype(x.dtype, copy=False)
+    norm = xp.sqrt(xp.sum(x.astype("float64") ** 2))
+    # the factor max_norm / norm, or exactly 1 where norm <= max_norm, chosen without
+    # reading the norm (it stays on a device); the floor keeps a max_norm <= 0 off 0 / 0
+    scale = max_norm / xp.maximum(norm, max(max_norm, np.finfo(np.float64).tiny))
+    if x.dtype.kind == "f":  # multiplied in X's type, as a Python number would be
+        scale = scale.astype(x.dtype)
+    return (x * scale).astype(x.dtype, copy=False)
 
 
 def _clip_by_norm_infer(ctx):

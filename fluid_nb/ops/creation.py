@@ -165,10 +165,13 @@ def _fill_constant(ctx, value_tensor, shape_tensor, shape_list):
 def _constant(ctx, value_tensor, shape_tensor, shape_list, from_attrs):
     attrs = ctx.attrs
     shape = _runtime_shape("fill_constant", shape_tensor, shape_list, attrs["shape"])
+    dtype = to_numpy_dtype(attrs["dtype"])
     if value_tensor is not None:
-        # a 0-d array: on a device the value fills Out there, never read on the host
-        value = value_tensor.reshape(-1)[0]
-    elif attrs.get("str_value"):
+        # assigned where it lies: on a device the value fills Out there, never read on the host
+        array = ctx.xp.empty(shape, dtype=dtype)
+        array[...] = value_tensor.reshape(-1)[0]
+        return array
+    if attrs.get("str_value"):
         try:
             value = _parse_str_value(attrs["str_value"])
         except ValueError:
@@ -177,7 +180,7 @@ def _constant(ctx, value_tensor, shape_tensor, shape_list, from_attrs):
                                            repr(attrs["str_value"]))) from None
     else:
         value = attrs["value"]
-    array = ctx.xp.full(shape, value, dtype=to_numpy_dtype(attrs["dtype"]))
+    array = ctx.xp.full(shape, value, dtype=dtype)
     if from_attrs and array.size <= 4096 and hasattr(array, "flags"):
         # the same small constant every run (a loss gradient's 1.0): made once, read-only,
         # since values are never written in place

@@ -121,13 +121,19 @@ def _scale_kernel(ctx, x, scale_tensor):
 
 def _scaled(ctx, x, scale_tensor):
     attrs = ctx.attrs
-    scale = attrs["scale"] if scale_tensor is None else \
-        scale_tensor.array.reshape(-1)[0].item()
     bias = attrs["bias"]
-    if scale == 1 and not bias:  # sum's gradient: the same values (never changed in place)
-        return x
-    if x.dtype.kind in "iu":  # Paddle casts scale and bias to the tensor's type
-        scale, bias = int(scale), int(bias)
+    if scale_tensor is not None:
+        # a 0-d array of X's type (Paddle casts the scale to it): on a device it only
+        # multiplies there
+        scale = scale_tensor.array.reshape(-1)[0].astype(x.dtype)
+    else:
+        scale = attrs["scale"]
+        if scale == 1 and not bias:  # sum's gradient: the same values (never changed in place)
+            return x
+        if x.dtype.kind in "iu":  # Paddle casts scale and bias to the tensor's type
+            scale = int(scale)
+    if x.dtype.kind in "iu":
+        bias = int(bias)
     if attrs["bias_after_scale"]:
         out = x * scale + bias if bias else x * scale
     else:
@@ -266,7 +272,7 @@ def_op("sum", inputs=["X[]"], outputs=["Out"], infer_shape=_sum_infer, grad=_sum
 
 def _filled(xp, shape, dtype, value):
     array = xp.empty(shape, dtype=dtype)
-    array.fill(value)
+    array[...] = value  # a number, or a 0-d array (assigned on the device it lies on)
     return array
 
 
@@ -278,8 +284,9 @@ def_op("mean", inputs=["X"], outputs=["Out"],
 
 def_op("mean_grad", inputs=["X", "Out@GRAD"], outputs=["X@GRAD"],
        infer_shape=grads_like(**{"X@GRAD": "X"}), share_lod=("X", ["X@GRAD"]),
-       kernel=lambda ctx, x, dout: _filled(ctx.xp, x.shape, x.dtype,
-                                           float(dout.reshape(-1)[0]) / max(x.size, 1)),
+       # dOut divided in float64 as a 0-d array: on a device it fills dX there
+       kernel=lambda ctx, x, dout: _filled(
+           ctx.xp, x.shape, x.dtype, dout.reshape(-1)[0].astype("float64") / max(x.size, 1)),
        doc="dX = dOut / numel(X) everywhere.")
 
 

@@ -177,11 +177,9 @@ _logical_reduce("reduce_any", np.any, "or")
 # --- isinf / isnan / isfinite: one bool for the whole tensor -------------------------------------
 def _overflow_op(type, test, doc):
     def kernel(ctx, x):
-        if x.dtype.kind not in "fc":
-            found = type == "isfinite"  # integers are finite and never inf or nan
-        else:
-            found = bool(test(ctx.xp, x))
-        return ctx.xp.asarray(np.array([found]))
+        if x.dtype.kind not in "fc":  # integers are finite and never inf or nan
+            return ctx.xp.full((1,), type == "isfinite", dtype=bool)
+        return test(ctx.xp, x).reshape(1)  # the answer stays where X is
 
     def_op(type, inputs=["X"], outputs=["Out"],
            infer_shape=lambda ctx: ctx.set_output("Out", (1,), VarType.BOOL),
@@ -284,7 +282,9 @@ def _index_select_infer(ctx):
 def _index_select(ctx, x, index):
     dim = _axis("index_select", ctx.attrs["dim"], x.ndim, "attribute 'dim'")
     index = index.reshape(-1)
-    if index.size and (index.min() < 0 or index.max() >= x.shape[dim]):
+    # checked on the host only: on a device the check would wait on a copy every run
+    if isinstance(index, np.ndarray) and index.size and (
+            index.min() < 0 or index.max() >= x.shape[dim]):
         raise InvalidArgument(expected("index_select", "input 'Index'",
                                        f"values in [0, {x.shape[dim]})",
                                        f"{int(index.min())} .. {int(index.max())}"))
@@ -320,7 +320,9 @@ def _index_sample_infer(ctx):
 
 
 def _index_sample(ctx, x, index):
-    if index.size and (index.min() < 0 or index.max() >= x.shape[1]):
+    # checked on the host only: on a device the check would wait on a copy every run
+    if isinstance(index, np.ndarray) and index.size and (
+            index.min() < 0 or index.max() >= x.shape[1]):
         raise InvalidArgument(expected("index_sample", "input 'Index'",
                                        f"values in [0, {x.shape[1]})",
                                        f"{int(index.min())} .. {int(index.max())}"))
@@ -527,7 +529,7 @@ def _dist(ctx, x, y):
         value = z.min()
     else:
         value = (z ** p).sum() ** (1.0 / p)
-    return ctx.xp.asarray([value], dtype=x.dtype)
+    return ctx.xp.asarray(value, dtype=x.dtype).reshape(1)
 
 
 def _dist_grad(ctx, x, y, out, dout):
@@ -535,12 +537,16 @@ def _dist_grad(ctx, x, y, out, dout):
     xp, p = ctx.xp, ctx.attrs["p"]
     z = x - y
     norm = out.reshape(-1)[0]
-    if p == 0 or norm == 0:
+    if p == 0:
         dz = xp.zeros_like(z)
     elif p in (float("inf"), float("-inf")):
-        dz = xp.sign(z) * (xp.abs(z) == norm)
+        dz = xp.sign(z) * (xp.abs(z) == norm)  # a zero norm: z is all 0, and so is sign(z)
     else:
-        dz = xp.sign(z) * xp.abs(z) ** (p - 1) / norm ** (p - 1)
+        # a zero norm (z all 0) gives a zero gradient: chosen with where, so that the norm
+        # stays on a device; dividing by 1 there keeps clear of 0 / 0
+        zero = norm == 0
+        dz = xp.sign(z) * xp.abs(z) ** (p - 1) / xp.where(zero, 1, norm) ** (p - 1)
+        dz = xp.where(zero, 0, dz)
     dz = dz * dout.reshape(-1)[0]
     return (unbroadcast(xp, dz, x.shape) if ctx.wants("X@GRAD") else None,
             unbroadcast(xp, -dz, y.shape) if ctx.wants("Y@GRAD") else None)

@@ -18,6 +18,7 @@ A kernel that keeps to ``ctx.xp`` runs unchanged on it; one that reaches for hos
 loop that copies to the host every step, fails or shows in the counts.
 """
 import contextlib
+import math
 import types
 
 import numpy as np
@@ -315,6 +316,11 @@ class _Module(_Namespace):
     @staticmethod
     def get_array_module(*arrays):
         return xp if any(isinstance(a, DeviceArray) for a in arrays) else np
+
+    #: stands in for ``cupyx.scipy.special`` (CuPy keeps SciPy's special functions there, out
+    #: of its array module); kernels look it up as ``getattr(xp, "scipy_special", None)``
+    scipy_special = types.SimpleNamespace(
+        erf=lambda a: DeviceArray(np.vectorize(math.erf, otypes=[a.dtype])(a._data)))
 
 
 #: the strict array module (what a test-only device place gives kernels as ``ctx.xp``)
