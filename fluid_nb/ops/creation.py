@@ -25,17 +25,25 @@ def host_ints(value):
     single-element tensors (a ``*TensorList`` slot): from a device, one copy. The op that
     reads them declares ``host_reads``."""
     ints, = host_int_lists(value)
-    return ints
+    return ints if ints is not None else []
 
 
 def host_int_lists(*values):
     """``host_ints`` of several tensors / tensor lists at once (None for an absent one or an
     empty list): their device values come over in one copy."""
-    groups = [None if value is None or (isinstance(value, list) and not value) else
-              [t.array if isinstance(t, LoDTensor) else t for t in
-               (value if isinstance(value, list) else [value])] for value in values]
+    groups = []  # per value: its arrays, or None
+    for value in values:
+        if value is None or (isinstance(value, list) and not value):
+            groups.append(None)
+        else:
+            groups.append([t.array if isinstance(t, LoDTensor) else t for t in
+                           (value if isinstance(value, list) else [value])])
     flats = iter(_host_lists([a for g in groups if g is not None for a in g]))
-    return [None if g is None else [int(v) for _ in g for v in next(flats)] for g in groups]
+    lists = []
+    for g in groups:
+        # one flat list per array of the group, in order
+        lists.append(None if g is None else [int(v) for _ in g for v in next(flats)])
+    return lists
 
 
 def _host_lists(arrays):
