@@ -1,11 +1,18 @@
 """Lookup ops: embedding rows (``lookup_table``, ``lookup_table_v2``), ``one_hot_v2`` and
 ``gather``. Their gradients scatter-add the output gradient back into the source's rows
-(a sparse lookup's gradient is SelectedRows: the rows it used)."""
+(a sparse lookup's gradient is SelectedRows: the rows it used).
+
+Ids out of range are an error on the host. A device does not check them (that would copy
+the ids to the host every run): there such an id reads zeros and gets no gradient, as a
+padding id does."""
+import numpy as np
+
 from ..errors import InvalidArgument, expected
 from ..tensor.tensor import LoDTensor, SelectedRows
 from ..tensor.dtypes import VarType, convert_dtype, to_numpy_dtype
 from ..framework.infer import dims_match
 from ..framework.registry import def_op, grad_maker, grads_like
+from ..tensor.transfer import host_scalar, to_host
 
 _INT_TYPES = (VarType.INT32, VarType.INT64)
 NO_PADDING = -1  # Paddle's kNoPadding
@@ -27,6 +34,20 @@ def _check_ids(op, slot, ids, size):
     if ids.size and bool(((ids < 0) | (ids >= size)).any()):
         bad = ids[(ids < 0) | (ids >= size)]
         raise InvalidArgument(expected(op, slot, f"values in [0, {size})", int(bad[0])))
+
+
+def _ids_in_range(xp, op, slot, ids, size):
+    """(ids safe to index with, the mask of those out of range or None): the host checks
+    them (an error), a device masks them (module doc)."""
+    if xp is np:
+        _check_ids(op, slot, ids, size)
+        return ids, None
+    bad = (ids < 0) | (ids >= size)
+    return xp.where(bad, 0, ids), bad
+
+
+def _either(mask, other):
+    return other if mask is None else mask if other is None else mask | other
 
 
 # --- lookup_table / lookup_table_v2 ---------------------------------------------------------
@@ -67,7 +88,8 @@ def _lookup(ctx, op, w, ids, out_shape):
     pad = _padding_mask(ctx, flat)
     if pad is not None:
         flat = xp.where(pad, 0, flat)
-    _check_ids(op, "Ids", flat, w.shape[0])
+    flat, bad = _ids_in_range(xp, op, "Ids", flat, w.shape[0])
+    pad = _either(pad, bad)
     rows = xp.take(w, flat, axis=0)
     if pad is not None:
         rows = xp.where(pad[:, None], 0, rows).astype(w.dtype)
@@ -81,7 +103,8 @@ def _lookup_rows(ctx, op, table, ids, out_shape):
     values = table.value.array
     table.sync_index()
     padding_idx = ctx.attrs["padding_idx"]
-    flat = [int(i) for i in (ids.get() if hasattr(ids, "get") else ids).reshape(-1)]
+    # the table's row index is host data: the ids are read there (one copy from a device)
+    flat = to_host(ids).reshape(-1).tolist()
     positions, padded = [], []
     for i, row in enumerate(flat):
         if padding_idx != NO_PADDING and row == padding_idx:
@@ -137,13 +160,23 @@ def _lookup_grad(ctx, op, w, ids, dout):
     flat = ids.reshape(-1).astype("int64")
     grads = dout.reshape(-1, w.shape[1])
     pad = _padding_mask(ctx, flat)
-    if pad is not None:  # the padding row gets no gradient
-        flat, grads = flat[~pad], grads[~pad]
-    _check_ids(op, "Ids", flat, w.shape[0])
     if ctx.attrs["is_sparse"]:
         # Paddle's sparse gradient: one row per looked-up id (repeats kept; the optimizers
-        # merge them), so an update touches only the rows the batch used
-        return SelectedRows(flat.tolist(), w.shape[0], LoDTensor(grads.copy()))
+        # merge them), so an update touches only the rows the batch used. Its row list is
+        # host data: the ids are read there (one copy from a device)
+        ids_host = to_host(flat)
+        keep = np.ones(ids_host.shape, bool) if pad is None else ids_host != \
+            ctx.attrs["padding_idx"]
+        ids_host = ids_host[keep]
+        _check_ids(op, "Ids", ids_host, w.shape[0])
+        kept = grads if keep.all() else grads[xp.asarray(np.flatnonzero(keep))]
+        return SelectedRows(ids_host.tolist(), w.shape[0], LoDTensor(kept.copy()))
+    if pad is not None:  # the padding row gets no gradient
+        flat = xp.where(pad, 0, flat)
+    flat, bad = _ids_in_range(xp, op, "Ids", flat, w.shape[0])
+    pad = _either(pad, bad)
+    if pad is not None:
+        grads = xp.where(pad[:, None], 0, grads)
     return _index_add(xp, xp.zeros(w.shape, dtype=dout.dtype), flat, grads)
 
 
@@ -166,6 +199,7 @@ def_op("lookup_table",
                        in_grads=["W"]),
        kernel=_lookup_kernel("lookup_table", True), lod_aware=True,
        host_step=_lookup_step("lookup_table", True),
+       host_reads="Ids, only when W is a SelectedRows table: its row index is host data",
        doc="Out[..., :] = W[Ids[..., 0], :]; Ids has a last dim of 1, which Out drops "
            "(Out: Ids.shape[:-1] + [W.shape[1]]). Rows whose id equals padding_idx (unless "
            "-1) are zeros. A SelectedRows W is a sparse table: id r reads the value row at "
@@ -177,6 +211,7 @@ def_op("lookup_table_grad",
        infer_shape=_lookup_grad_infer, infer_var_type=_lookup_grad_var_type,
        traits=("runtime_outputs",),
        kernel=lambda ctx, w, ids, dout: _lookup_grad(ctx, "lookup_table_grad", w, ids, dout),
+       host_reads="Ids, only with is_sparse: the SelectedRows gradient's row list is host data",
        doc="Gradient of lookup_table: dW[r] = sum of dOut rows whose id is r (dense; the "
            "padding row gets 0). W is read only for its shape.")
 
@@ -189,6 +224,7 @@ def_op("lookup_table_v2",
                        in_grads=["W"]),
        kernel=_lookup_kernel("lookup_table_v2", False), lod_aware=True,
        host_step=_lookup_step("lookup_table_v2", False),
+       host_reads="Ids, only when W is a SelectedRows table: its row index is host data",
        doc="Out[idx, :] = W[Ids[idx], :] (Out: Ids.shape + [W.shape[1]]). Rows whose id "
            "equals padding_idx (unless -1) are zeros. A SelectedRows W reads as in "
            "lookup_table.")
@@ -200,6 +236,7 @@ def_op("lookup_table_v2_grad",
        traits=("runtime_outputs",),
        kernel=lambda ctx, w, ids, dout: _lookup_grad(ctx, "lookup_table_v2_grad", w, ids,
                                                      dout),
+       host_reads="Ids, only with is_sparse: the SelectedRows gradient's row list is host data",
        doc="Gradient of lookup_table_v2: dW[r] = sum of dOut rows whose id is r (dense; the "
            "padding row gets 0). W is read only for its shape.")
 
@@ -218,8 +255,9 @@ def _one_hot_infer(ctx):
 
 def _one_hot_v2(ctx, x, depth_tensor):
     xp, attrs = ctx.xp, ctx.attrs
-    depth = int(depth_tensor.reshape(-1)[0]) if depth_tensor is not None else attrs["depth"]
-    if not attrs["allow_out_of_range"]:
+    # the depth decides the output's shape: read on the host
+    depth = host_scalar(depth_tensor) if depth_tensor is not None else attrs["depth"]
+    if not attrs["allow_out_of_range"] and xp is np:  # a device does not check (module doc)
         _check_ids("one_hot_v2", "X", x, depth)
     # an out-of-range id matches no column, so its row stays zeros
     hot = x[..., None] == xp.arange(depth, dtype=x.dtype)
@@ -240,6 +278,7 @@ def_op("one_hot_v2",
               "allow_out_of_range": ("bool", False)},
        infer_shape=_one_hot_infer, share_lod=("X", ["Out"]),
        kernel=_one_hot_v2,
+       host_reads="depth_tensor: the depth decides the output's shape",
        doc="Out[..., j] = 1 if X[...] == j else 0, for j < depth (the depth_tensor's value "
            "when given); Out: X.shape + [depth], of data type ``dtype`` (FP32). An id outside "
            "[0, depth) is an error unless allow_out_of_range, which gives a zero row.")
@@ -263,30 +302,40 @@ def _gather_infer(ctx):
 
 
 def _gather_axis(ctx, x, axis_tensor):
-    axis = int(axis_tensor.reshape(-1)[0]) if axis_tensor is not None else ctx.attrs["axis"]
+    # the axis decides the output's shape: read on the host
+    axis = host_scalar(axis_tensor) if axis_tensor is not None else ctx.attrs["axis"]
     if not -x.ndim <= axis < x.ndim:
         raise InvalidArgument(expected("gather", "axis", f"in [{-x.ndim}, {x.ndim})", axis))
     return axis % x.ndim
 
 
-def _gather_index(op, index, size):
+def _gather_index(xp, op, index, size):
+    """(the index, flat and safe, the mask of those out of range or None)."""
     flat = index.reshape(-1) if index.ndim else index
-    _check_ids(op, "Index", flat, size)
-    return flat
+    return _ids_in_range(xp, op, "Index", flat, size)
 
 
 def _gather(ctx, x, index, axis_tensor):
+    xp = ctx.xp
     axis = _gather_axis(ctx, x, axis_tensor)
-    return ctx.xp.take(x, _gather_index("gather", index, x.shape[axis]), axis=axis)
+    flat, bad = _gather_index(xp, "gather", index, x.shape[axis])
+    out = xp.take(x, flat, axis=axis)
+    if bad is not None:  # an index out of range reads zeros (module doc)
+        out = xp.where(bad.reshape((1,) * axis + bad.shape + (1,) * (x.ndim - axis - 1)),
+                       0, out).astype(x.dtype, copy=False)
+    return out
 
 
 def _gather_grad(ctx, x, index, axis_tensor, dout):
     xp = ctx.xp
     axis = _gather_axis(ctx, x, axis_tensor)
-    flat = _gather_index("gather_grad", index, x.shape[axis]).reshape(-1)
+    flat, bad = _gather_index(xp, "gather_grad", index, x.shape[axis])
+    flat = flat.reshape(-1)
     # accumulate on dim 0 of a moved view, then move the axis back
     grads = xp.moveaxis(dout.reshape(x.shape[:axis] + (flat.size,) + x.shape[axis + 1:]),
                         axis, 0)
+    if bad is not None:  # an index out of range gets no gradient
+        grads = xp.where(bad.reshape((-1,) + (1,) * (grads.ndim - 1)), 0, grads)
     target = xp.zeros((x.shape[axis],) + grads.shape[1:], dtype=dout.dtype)
     return xp.moveaxis(_index_add(xp, target, flat, grads), 0, axis)
 
@@ -298,6 +347,7 @@ def_op("gather",
        grad=grad_maker("gather_grad", inputs=["X", "Index", "Axis"], out_grads=["Out"],
                        in_grads=["X"]),
        kernel=_gather,
+       host_reads="Axis: the axis decides the output's shape",
        doc="Out = X[Index] along ``axis`` (the Axis tensor's value when given): Out has X's "
            "shape with dim ``axis`` replaced by len(Index). Index is [N] or [N, 1].")
 
@@ -306,5 +356,6 @@ def_op("gather_grad",
        attrs={"axis": ("int", 0)},
        infer_shape=grads_like(**{"X@GRAD": "X"}),
        kernel=_gather_grad,
+       host_reads="Axis: the axis decides the gradient's layout",
        doc="Gradient of gather: dX = zeros like X with dOut slices added at Index along "
            "``axis`` (repeated indices sum). X is read only for its shape.")

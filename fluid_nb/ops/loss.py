@@ -4,6 +4,8 @@ fused ``softmax_with_cross_entropy``.
 Hard labels are integer class ids whose shape is the input's with the class dim set to 1 (for
 ``cross_entropy`` the class dim may also be dropped). A sample whose label equals
 ``ignore_index`` has loss 0 and gradient 0; any other label must lie in ``[0, classes)``.
+On the host a label out of range is an error; on a device, where checking would copy the
+labels to the host every step, it counts as ignored (loss and gradient 0).
 """
 import numpy as np
 
@@ -12,6 +14,7 @@ from ..tensor.tensor import LoDTensor
 from ..tensor.dtypes import VarType
 from ..framework.infer import dims_match
 from ..framework.registry import def_op, grad_maker
+from ..tensor.transfer import host_list, host_scalar, to_host
 
 _INT_TYPES = (VarType.INT32, VarType.INT64)
 
@@ -29,7 +32,9 @@ def _hard_rows(op, xp, label, classes, ignore_index):
     label = label.reshape(-1).astype("int64")
     keep = label != ignore_index
     bad = keep & ((label < 0) | (label >= classes))
-    if bool(bad.any()):
+    if xp is not np:  # no host copy to check: an id out of range is ignored (module doc)
+        keep = keep & ~bad
+    elif bool(bad.any()):
         raise InvalidArgument(expected(op, "Label", f"class ids in [0, {classes}) or "
                                        f"ignore_index {ignore_index}",
                                        int(label[bad][0])))
@@ -244,7 +249,9 @@ def _plain_hard_labels(attrs, logits, label):
 def _rows_and_ids(op, xp, label, classes, ignore_index):
     ids = label.reshape(-1)
     keep = None
-    if 0 <= ignore_index < classes or ((ids == ignore_index).any() if ids.size else False):
+    # a device always masks (testing the ids for ignore_index would copy them to the host)
+    if xp is not np or 0 <= ignore_index < classes or (
+            (ids == ignore_index).any() if ids.size else False):
         keep, ids = _hard_rows(op, xp, label, classes, ignore_index)
     elif ids.size and (int(ids.min()) < 0 or int(ids.max()) >= classes):
         _hard_rows(op, xp, label, classes, ignore_index)  # raises, naming the bad id
@@ -356,22 +363,24 @@ def _sigmoid(xp, x):
     return xp.exp(xp.minimum(x, 0)) / (1 + xp.exp(-xp.abs(x)))
 
 
-def _sce_mask(ctx, label):
+def _sce_mask(ctx, label, dtype):
+    """The kept elements and the divisor (their count with normalize, at least 1; an array
+    scalar of ``dtype``, so a device keeps it)."""
     keep = label != ctx.attrs["ignore_index"]
-    count = max(int(keep.sum()), 1) if ctx.attrs["normalize"] else 1
+    count = ctx.xp.maximum(keep.sum(), 1).astype(dtype) if ctx.attrs["normalize"] else 1
     return keep, count
 
 
 def _sigmoid_ce(ctx, x, label):
     xp = ctx.xp
-    keep, count = _sce_mask(ctx, label)
+    keep, count = _sce_mask(ctx, label, x.dtype)
     out = xp.maximum(x, 0) - x * label + xp.log1p(xp.exp(-xp.abs(x)))
     return (xp.where(keep, out, 0) / count).astype(x.dtype)
 
 
 def _sigmoid_ce_grad(ctx, x, label, dout):
     xp = ctx.xp
-    keep, count = _sce_mask(ctx, label)
+    keep, count = _sce_mask(ctx, label, x.dtype)
     return (xp.where(keep, (_sigmoid(xp, x) - label) * dout, 0) / count).astype(x.dtype)
 
 
@@ -663,7 +672,8 @@ def_op("teacher_student_sigmoid_loss_grad", inputs=["X", "Label", "Y@GRAD"],
 def _center_loss(ctx, x, label, centers, rate):
     xp = ctx.xp
     ids = label.reshape(-1).astype("int64")
-    if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= len(centers)):
+    # checked on the host only: on a device it would copy the labels there every step
+    if xp is np and ids.size and (int(ids.min()) < 0 or int(ids.max()) >= len(centers)):
         raise InvalidArgument(expected("center_loss", "Label", f"class ids in [0, "
                                        f"{len(centers)})", int(ids.max())))
     diff = x - centers[ids]
@@ -673,7 +683,9 @@ def _center_loss(ctx, x, label, centers, rate):
         counts = xp.bincount(ids, minlength=len(centers)).astype(x.dtype)
         moves = xp.zeros_like(centers)
         xp.add.at(moves, ids, -diff)  # sum over the class of (center - x)
-        new_centers = centers - float(rate.reshape(-1)[0]) * moves / (1 + counts)[:, None]
+        # the rate as an array scalar of the centers' type: a device keeps it
+        rate = rate.reshape(-1)[0].astype(moves.dtype)
+        new_centers = centers - rate * moves / (1 + counts)[:, None]
     return diff.astype(x.dtype), loss.astype(x.dtype), new_centers.astype(centers.dtype)
 
 
@@ -756,16 +768,18 @@ def _ctc_one(logits, label, blank):
 
 
 def _ctc_sequences(logits, label, logits_length, label_length):
-    """(per-sequence logits [T, C], labels) from LoD tensors or padded ones with lengths."""
-    values = np.asarray(logits, "float64")
+    """(per-sequence logits [T, C], labels) from LoD tensors or padded ones with lengths, on
+    the host: the forward-backward recursion is a loop per sequence there (one copy of each
+    input from a device)."""
+    values = to_host(logits.array).astype("float64")
     if logits_length is not None:  # padded: logits [Tmax, N, C], labels [N, Lmax]
-        steps = np.asarray(logits_length).reshape(-1).astype("int64")
-        lengths = np.asarray(label_length).reshape(-1).astype("int64")
-        labels = np.asarray(label).reshape(len(steps), -1)
+        steps = to_host(logits_length.array).reshape(-1).astype("int64")
+        lengths = to_host(label_length.array).reshape(-1).astype("int64")
+        labels = to_host(label.array).reshape(len(steps), -1)
         return ([values[:steps[i], i] for i in range(len(steps))],
                 [labels[i, :lengths[i]] for i in range(len(steps))], True)
     offsets, label_offsets = logits.lod()[0], label.lod()[0]
-    flat = np.asarray(label).reshape(-1)
+    flat = to_host(label.array).reshape(-1)
     return ([values[offsets[i]:offsets[i + 1]] for i in range(len(offsets) - 1)],
             [flat[label_offsets[i]:label_offsets[i + 1]] for i in range(len(offsets) - 1)],
             False)
@@ -781,10 +795,10 @@ def _warpctc(ctx, logits, label, logits_length, label_length):
             grad = grad / max(len(seq), 1)
         losses.append(loss)
         grads.append(grad)
-    dtype = np.asarray(logits).dtype
+    dtype = logits.array.dtype
     xp = ctx.xp
     if padded:
-        whole = np.zeros(np.asarray(logits).shape)
+        whole = np.zeros(logits.array.shape)
         for i, grad in enumerate(grads):
             whole[:len(grad), i] = grad
         grad_tensor = LoDTensor(xp.asarray(whole.astype(dtype)))
@@ -795,15 +809,15 @@ def _warpctc(ctx, logits, label, logits_length, label_length):
 
 
 def _warpctc_grad(ctx, ctc_grad, logits, dloss):
-    grad = np.asarray(ctc_grad)
-    scale = np.asarray(dloss).reshape(-1)
-    if np.asarray(logits).ndim == 3:  # padded: sequence i is column i
+    grad = ctc_grad.array
+    scale = dloss.array.reshape(-1)
+    if logits.array.ndim == 3:  # padded: sequence i is column i
         out = grad * scale[None, :, None]
-    else:
+    else:  # each sequence's rows (the LoD is host data) take its scale
         offsets = logits.lod()[0]
-        rows = np.repeat(scale, np.diff(offsets))
+        rows = ctx.xp.repeat(scale, np.diff(offsets).tolist())
         out = grad * rows[:, None]
-    return LoDTensor(ctx.xp.asarray(out.astype(grad.dtype)), logits.lod())
+    return LoDTensor(out.astype(grad.dtype), logits.lod())
 
 
 def _warpctc_infer(ctx):
@@ -824,6 +838,9 @@ def_op("warpctc", inputs=["Logits", "Label", "LogitsLength?", "LabelLength?"],
        outputs=["WarpCTCGrad!", "Loss"], attrs=_CTC_ATTRS, infer_shape=_warpctc_infer,
        grad=_warpctc_grad_maker, kernel=_warpctc, lod_aware=True,
        traits={"runtime_outputs"},
+       host_reads="Logits, Label (and LogitsLength, LabelLength): the CTC forward-backward "
+                  "is a loop per sequence and label on the host (one copy of each in, the "
+                  "loss and gradient copied back once)",
        doc="Loss_i = -log p(Label_i | Logits_i), the CTC likelihood of sequence i's labels "
            "under softmax(Logits) summed over every alignment with blanks (LoD sequences, or "
            "padded [Tmax, N, C] with LogitsLength/LabelLength); WarpCTCGrad = softmax - the "
@@ -836,73 +853,56 @@ def_op("warpctc_grad", inputs=["WarpCTCGrad", "Logits", "Loss@GRAD"], outputs=["
 
 
 # --- hierarchical_sigmoid: a binary tree of sigmoids over the classes ------------------------------
-def _simple_code_paths(labels, num_classes):
-    """Per sample, the (node index, bit) pairs from leaf to root of Paddle's default tree:
-    class c is the leaf c + num_classes of a heap; node n's parent is n // 2, and each inner
-    node k (heap number k + 1) owns row k of W and Bias."""
-    paths = []
-    for c in labels:
-        code = int(c) + num_classes
-        length = code.bit_length() - 1
-        paths.append([((code >> (j + 1)) - 1, (code >> j) & 1) for j in range(length)])
-    return paths
-
-
-def _custom_paths(table, code):
-    """Paths given by PathTable (node ids, -1 ends a path) and PathCode (bits)."""
-    paths = []
-    for nodes, bits in zip(np.asarray(table), np.asarray(code)):
-        paths.append([(int(n), int(b)) for n, b in zip(nodes, bits) if n >= 0])
-    return paths
-
-
-def _hsigmoid_paths(ctx, label, path_table, path_code):
-    labels = np.asarray(label).reshape(-1)
+def _hsigmoid_paths(ctx, x, label, path_table, path_code):
+    """(node, bit, valid), each [N, L]: the inner nodes from leaf to root of each sample's
+    path, their bits and which steps the path has. Paddle's default tree: class c is the
+    leaf c + num_classes of a heap, node n's parent is n // 2, inner node k (heap number
+    k + 1) owns row k of W and Bias; L is the longest path any class has, as Paddle's
+    PreOut width. Custom trees: PathTable's node ids (-1 ends a path) and PathCode's bits.
+    On the array module, so a device keeps the labels."""
+    xp = ctx.xp
     if path_table is not None:
-        return _custom_paths(path_table, path_code)
-    return _simple_code_paths(labels, ctx.attrs["num_classes"])
-
-
-def _code_length(ctx, paths):
-    return max((len(p) for p in paths), default=1) or 1
+        table = path_table.astype("int64")
+        valid = table >= 0
+        return xp.where(valid, table, 0), path_code.astype("int64"), valid
+    classes = ctx.attrs["num_classes"]
+    code = label.reshape(-1, 1).astype("int64") + classes
+    steps = xp.arange(max(classes - 1, 1).bit_length(), dtype="int64")[None, :]
+    parent = code >> (steps + 1)
+    valid = parent >= 1
+    return xp.where(valid, parent - 1, 0), (code >> steps) & 1, valid
 
 
 def _hsigmoid(ctx, x, w, label, path_table, path_code, bias):
-    paths = _hsigmoid_paths(ctx, label, path_table, path_code)
-    x64, w64 = np.asarray(x, "float64"), np.asarray(w, "float64")
-    b64 = None if bias is None else np.asarray(bias, "float64").reshape(-1)
-    width = _code_length(ctx, paths)
-    pre = np.zeros((len(x64), width))
-    out = np.zeros((len(x64), 1))
-    for i, path in enumerate(paths):
-        for j, (node, bit) in enumerate(path):
-            value = x64[i] @ w64[node] + (b64[node] if b64 is not None else 0.0)
-            value = min(max(value, -40.0), 40.0)
-            pre[i, j] = value
-            out[i, 0] += np.logaddexp(0, value) - bit * value
-    dtype = np.asarray(x).dtype
-    return out.astype(dtype), pre.astype(dtype), None
+    xp = ctx.xp
+    node, bit, valid = _hsigmoid_paths(ctx, x, label, path_table, path_code)
+    x64, w64 = x.astype("float64"), w.astype("float64")
+    pre = xp.einsum("nd,nkd->nk", x64, w64[node])
+    if bias is not None:
+        pre = pre + bias.astype("float64").reshape(-1)[node]
+    pre = xp.where(valid, xp.clip(pre, -40.0, 40.0), 0)
+    out = xp.where(valid, xp.logaddexp(0, pre) - bit * pre, 0).sum(axis=1, keepdims=True)
+    return out.astype(x.dtype), pre.astype(x.dtype), None
 
 
 def _hsigmoid_grad(ctx, x, w, label, path_table, path_code, bias, pre_out, dout):
-    paths = _hsigmoid_paths(ctx, label, path_table, path_code)
-    x64, w64 = np.asarray(x, "float64"), np.asarray(w, "float64")
-    dout = np.asarray(dout, "float64").reshape(-1)
-    dx, dw = np.zeros_like(x64), np.zeros_like(w64)
-    db = None if bias is None else np.zeros(np.asarray(bias).shape, "float64").reshape(-1)
-    pre = np.asarray(pre_out, "float64")
-    for i, path in enumerate(paths):
-        for j, (node, bit) in enumerate(path):
-            value = pre[i, j]
-            d = (1 / (1 + np.exp(-value)) - bit) * dout[i]
-            if -40.0 < value < 40.0:  # the clip passes no gradient at its bounds
-                dx[i] += d * w64[node]
-                dw[node] += d * x64[i]
-                if db is not None:
-                    db[node] += d
-    dtype = np.asarray(x).dtype
-    return (dx.astype(dtype), dw.astype(dtype),
-            None if db is None else db.reshape(np.asarray(bias).shape).astype(dtype))
+    xp = ctx.xp
+    node, bit, valid = _hsigmoid_paths(ctx, x, label, path_table, path_code)
+    x64, w64 = x.astype("float64"), w.astype("float64")
+    pre = pre_out.astype("float64")
+    # the clip passes no gradient at its bounds
+    live = valid & (pre > -40.0) & (pre < 40.0)
+    d = xp.where(live, (1 / (1 + xp.exp(-pre)) - bit) * dout.astype("float64").reshape(-1, 1),
+                 0)
+    dx = xp.einsum("nk,nkd->nd", d, w64[node])
+    dw = xp.zeros_like(w64)
+    xp.add.at(dw, node.reshape(-1), (d[:, :, None] * x64[:, None, :]).reshape(-1, x.shape[1]))
+    db = None
+    if bias is not None:
+        db = xp.zeros(bias.size, "float64")
+        xp.add.at(db, node.reshape(-1), d.reshape(-1))
+        db = db.reshape(bias.shape).astype(x.dtype)
+    return dx.astype(x.dtype), dw.astype(x.dtype), db
 
 
 def _hsigmoid_infer(ctx):
@@ -947,15 +947,16 @@ def_op("hierarchical_sigmoid_grad",
 
 
 # --- nce: noise-contrastive estimation ------------------------------------------------------------
-def _nce_probability(attrs, classes, ids):
+def _nce_probability(xp, attrs, classes, ids):
     """The sampler's probability of drawing each id: uniform, or log-uniform (Zipf's law
     over ids sorted by frequency)."""
     if attrs["sampler"] == 1:
-        return np.log((ids + 2.0) / (ids + 1.0)) / np.log(classes + 1.0)
-    return np.full(ids.shape, 1.0 / classes)
+        return xp.log((ids + 2.0) / (ids + 1.0)) / np.log(classes + 1.0)
+    return xp.full(ids.shape, 1.0 / classes)
 
 
 def _nce_draw(ctx, classes, count):
+    """The negative ids, drawn on the host (the op's random state is NumPy's)."""
     rng = ctx.random_state()
     if ctx.attrs["sampler"] == 1:  # log-uniform: floor(exp(u log(C + 1))) - 1
         u = rng.random_sample(count)
@@ -964,58 +965,58 @@ def _nce_draw(ctx, classes, count):
 
 
 def _nce_forward(ctx, x, label, weight, bias, sample_weight):
-    a = ctx.attrs
+    xp, a = ctx.xp, ctx.attrs
     classes, negatives = a["num_total_classes"], a["num_neg_samples"]
-    true = np.asarray(label).reshape(len(x), -1).astype("int64")
+    true = label.reshape(len(x), -1).astype("int64")
     if a["custom_neg_classes"]:
         sampled = np.tile(np.array(a["custom_neg_classes"], "int64"), (len(x), 1))
     else:
         sampled = _nce_draw(ctx, classes, len(x) * negatives).reshape(len(x), negatives)
-    labels = np.concatenate([true, sampled], axis=1)
-    x64, w64 = np.asarray(x, "float64"), np.asarray(weight, "float64")
-    logits = np.einsum("nd,nkd->nk", x64, w64[labels])
+    # the draws go to where the labels are (host to device: no read back)
+    labels = xp.concatenate([true, xp.asarray(sampled)], axis=1)
+    x64, w64 = x.astype("float64"), weight.astype("float64")
+    logits = xp.einsum("nd,nkd->nk", x64, w64[labels])
     if bias is not None:
-        logits = logits + np.asarray(bias, "float64").reshape(-1)[labels]
-    o = 1 / (1 + np.exp(-logits))
-    b = _nce_probability(a, classes, labels) * negatives
+        logits = logits + bias.astype("float64").reshape(-1)[labels]
+    o = 1 / (1 + xp.exp(-logits))
+    b = _nce_probability(xp, a, classes, labels) * negatives
     num_true = true.shape[1]
-    cost = np.where(np.arange(labels.shape[1]) < num_true, -np.log(o / (o + b)),
-                    -np.log(b / (o + b))).sum(axis=1, keepdims=True)
+    cost = xp.where(xp.arange(labels.shape[1]) < num_true, -xp.log(o / (o + b)),
+                    -xp.log(b / (o + b))).sum(axis=1, keepdims=True)
     if sample_weight is not None:
-        cost = cost * np.asarray(sample_weight, "float64").reshape(-1, 1)
+        cost = cost * sample_weight.astype("float64").reshape(-1, 1)
     return cost, o, labels, b, num_true
 
 
 def _nce(ctx, x, label, weight, bias, sample_weight):
     cost, o, labels, _, _ = _nce_forward(ctx, x, label, weight, bias, sample_weight)
-    dtype = np.asarray(x).dtype
-    return cost.astype(dtype), o.astype(dtype), labels
+    return cost.astype(x.dtype), o.astype(x.dtype), labels
 
 
 def _nce_grad(ctx, x, label, weight, bias, sample_weight, sample_logits, sample_labels,
               dcost):
-    a = ctx.attrs
-    labels = np.asarray(sample_labels).astype("int64")
-    o = np.asarray(sample_logits, "float64")
-    b = _nce_probability(a, a["num_total_classes"], labels) * a["num_neg_samples"]
-    num_true = np.asarray(label).reshape(len(labels), -1).shape[1]
-    dz = np.where(np.arange(labels.shape[1]) < num_true, -b * (1 - o) / (o + b),
+    xp, a = ctx.xp, ctx.attrs
+    labels = sample_labels.astype("int64")
+    o = sample_logits.astype("float64")
+    b = _nce_probability(xp, a, a["num_total_classes"], labels) * a["num_neg_samples"]
+    num_true = label.reshape(len(labels), -1).shape[1]
+    dz = xp.where(xp.arange(labels.shape[1]) < num_true, -b * (1 - o) / (o + b),
                   o * (1 - o) / (o + b))
-    scale = np.asarray(dcost, "float64").reshape(-1, 1)
+    scale = dcost.astype("float64").reshape(-1, 1)
     if sample_weight is not None:
-        scale = scale * np.asarray(sample_weight, "float64").reshape(-1, 1)
+        scale = scale * sample_weight.astype("float64").reshape(-1, 1)
     dz = dz * scale
-    x64, w64 = np.asarray(x, "float64"), np.asarray(weight, "float64")
-    dx = np.einsum("nk,nkd->nd", dz, w64[labels])
-    dw = np.zeros_like(w64)
-    np.add.at(dw, labels.reshape(-1), (dz[:, :, None] * x64[:, None, :]).reshape(-1, x64.shape[1]))
+    x64, w64 = x.astype("float64"), weight.astype("float64")
+    dx = xp.einsum("nk,nkd->nd", dz, w64[labels])
+    dw = xp.zeros_like(w64)
+    xp.add.at(dw, labels.reshape(-1),
+              (dz[:, :, None] * x64[:, None, :]).reshape(-1, x64.shape[1]))
     db = None
     if bias is not None:
-        db = np.zeros(np.asarray(bias).size)
-        np.add.at(db, labels.reshape(-1), dz.reshape(-1))
-        db = db.reshape(np.asarray(bias).shape).astype(np.asarray(bias).dtype)
-    dtype = np.asarray(x).dtype
-    return dx.astype(dtype), dw.astype(dtype), db
+        db = xp.zeros(bias.size)
+        xp.add.at(db, labels.reshape(-1), dz.reshape(-1))
+        db = db.reshape(bias.shape).astype(bias.dtype)
+    return dx.astype(x.dtype), dw.astype(x.dtype), db
 
 
 def _nce_infer(ctx):
@@ -1069,16 +1070,18 @@ def_op("nce_grad", inputs=["Input", "Label", "Weight", "Bias?", "SampleWeight?",
 
 # --- sample_logits: the logits of the true classes and of drawn ones -------------------------------
 def _sample_logits(ctx, logits, labels, customized_samples, customized_probabilities):
-    a = ctx.attrs
+    xp, a = ctx.xp, ctx.attrs
     rows, classes = logits.shape
-    true = np.asarray(labels).reshape(rows, -1).astype("int64")
+    true = labels.reshape(rows, -1).astype("int64")
+    log_range = np.log(classes + 1.0)
     if a["use_customized_samples"]:
-        samples = np.asarray(customized_samples).astype("int64")
-        probabilities = np.asarray(customized_probabilities, "float64")
+        samples = customized_samples.astype("int64")
+        probabilities = customized_probabilities.astype("float64")
     else:
+        # the draws run on the host (the op's random state is NumPy's) and go to where the
+        # labels are, a copy to a device and none back
         rng = ctx.random_state()
         count = a["num_samples"]
-        log_range = np.log(classes + 1.0)
         drawn, tries = [], 0
         while len(drawn) < count:  # log-uniform draws, unique ones kept (uniq)
             tries += 1
@@ -1086,30 +1089,31 @@ def _sample_logits(ctx, logits, labels, customized_samples, customized_probabili
             value = min(max(value, 0), classes - 1)
             if not a["uniq"] or value not in drawn:
                 drawn.append(value)
-        negatives = np.array(drawn, "int64")
-        samples = np.concatenate([true, np.tile(negatives, (rows, 1))], axis=1)
-        p = np.log((samples + 2.0) / (samples + 1.0)) / log_range
+        negatives = xp.asarray(np.array(drawn, "int64"))
+        samples = xp.concatenate([true, xp.tile(negatives, (rows, 1))], axis=1)
+        p = xp.log((samples + 2.0) / (samples + 1.0)) / log_range
         probabilities = 1 - (1 - p) ** tries if a["uniq"] else p * count
-    sampled = np.take_along_axis(np.asarray(logits, "float64"), samples, axis=1)
-    sampled = sampled - np.log(probabilities)
-    if a["remove_accidental_hits"]:  # a drawn class that is a true one of its row
-        num_true = true.shape[1]
-        hits = (samples[:, num_true:, None] == true[:, None, :]).any(axis=2)
-        sampled[:, num_true:][hits] -= 1e20
+    sampled = xp.take_along_axis(logits.astype("float64"), samples, axis=1)
+    sampled = sampled - xp.log(probabilities)
     num_true = true.shape[1]
-    sampled_labels = np.tile(np.arange(num_true, dtype="int64"), (rows, 1))
-    dtype = np.asarray(logits).dtype
-    return (samples, probabilities.astype(dtype), sampled.astype(dtype), sampled_labels,
-            None, None)
+    if a["remove_accidental_hits"]:  # a drawn class that is a true one of its row
+        hits = (samples[:, num_true:, None] == true[:, None, :]).any(axis=2)
+        drawn_part = xp.where(hits, sampled[:, num_true:] - 1e20, sampled[:, num_true:])
+        sampled = xp.concatenate([sampled[:, :num_true], drawn_part], axis=1)
+    sampled_labels = xp.tile(xp.arange(num_true, dtype="int64"), (rows, 1))
+    return (samples, probabilities.astype(logits.dtype), sampled.astype(logits.dtype),
+            sampled_labels, None, None)
 
 
 def _sample_logits_grad(ctx, samples, dsampled, logits_dim):
+    xp = ctx.xp
     rows = dsampled.shape[0]
-    classes = int(np.asarray(logits_dim).reshape(-1)[1]) if logits_dim is not None else \
-        int(np.asarray(samples).max()) + 1
-    grad = np.zeros((rows, classes), "float64")
-    np.add.at(grad, (np.arange(rows)[:, None].repeat(samples.shape[1], 1), samples),
-              np.asarray(dsampled, "float64"))
+    # the class count decides the gradient's shape: read on the host
+    classes = host_list(logits_dim)[1] if logits_dim is not None else \
+        host_scalar(samples.max()) + 1
+    grad = xp.zeros((rows, classes), "float64")
+    xp.add.at(grad, (xp.arange(rows)[:, None].repeat(samples.shape[1], 1), samples),
+              dsampled.astype("float64"))
     return grad.astype(dsampled.dtype)
 
 
@@ -1130,8 +1134,9 @@ def _sample_logits_infer(ctx):
 def _sample_logits_kernel(ctx, logits, labels, customized_samples, customized_probabilities):
     samples, probs, sampled, sampled_labels, _, _ = _sample_logits(
         ctx, logits, labels, customized_samples, customized_probabilities)
-    dims = np.array(np.asarray(logits).shape, "int64")
-    label_dims = np.array(np.asarray(labels).reshape(len(logits), -1).shape, "int64")
+    xp = ctx.xp
+    dims = xp.asarray(logits.shape, dtype="int64")
+    label_dims = xp.asarray(labels.reshape(len(logits), -1).shape, dtype="int64")
     return samples, probs, sampled, sampled_labels, dims, label_dims
 
 
@@ -1158,6 +1163,8 @@ def_op("sample_logits",
            "SampledLabels = 0 .. num_true - 1.")
 def_op("sample_logits_grad", inputs=["Samples", "SampledLogits@GRAD", "LogitsDim"],
        outputs=["Logits@GRAD"], attrs=_SAMPLE_ATTRS,
+       host_reads="LogitsDim (or Samples' largest id without it): the class count decides "
+                  "Logits@GRAD's shape",
        infer_shape=lambda ctx: ctx.set_output("Logits@GRAD", (-1, -1),
                                               ctx.input_dtype("SampledLogits@GRAD")),
        kernel=_sample_logits_grad, doc="dLogits = dSampledLogits added back at Samples.")

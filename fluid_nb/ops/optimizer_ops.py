@@ -38,8 +38,37 @@ def _array(t):
 
 
 def _value(t):
-    """The single value of a one-element tensor, as a Python number."""
+    """The single value of a one-element tensor, as a Python number (host arrays only)."""
     return _array(t).reshape(-1)[0].item()
+
+
+def _scalar(ctx, t):
+    """The single value of a one-element tensor for arithmetic: a Python number on the host
+    (the cheapest there), a float64 0-d array on a device (it stays there: reading it would
+    copy to the host every step). float64 either way, so scalar arithmetic agrees."""
+    if ctx.xp is np:
+        return _value(t)
+    return _array(t).reshape(()).astype(np.float64)
+
+
+def _as(value, dtype):
+    """A scalar ready to meet arrays of ``dtype``: a Python number as it is (NumPy casts it
+    to the array's type), an array scalar cast to ``dtype`` (a float64 one would promote the
+    result)."""
+    return value.astype(dtype) if hasattr(value, "astype") else value
+
+
+def _norm(xp, x):
+    """||x|| (summed in x's dtype, as Paddle's kernels) as a float64 array scalar."""
+    return xp.sqrt(xp.sum(x * x)).astype(np.float64)
+
+
+def _device_flag(ctx, t):
+    """A SkipUpdate-like flag that stays on a device (a 0-d bool array there; None on the
+    host, where reading it is free): the update runs and ``xp.where`` keeps the inputs."""
+    if t is None or ctx.xp is np:
+        return None
+    return _array(t).reshape(()).astype(bool)
 
 
 def _dense_grad(xp, grad, param, where):
@@ -128,7 +157,8 @@ def _sgd_kernel(ctx, param, lr, grad, master):
         return (p - step).astype(p.dtype, copy=False), None
     xp = ctx.xp
     p, master = _array(param), _array(master)
-    base, rate = _base(ctx, p, master), _value(lr)
+    base = _base(ctx, p, master)
+    rate = _as(_scalar(ctx, lr), base.dtype)
     if isinstance(grad, SelectedRows):
         rows, values = merged_rows(xp, grad, "sgd", base.shape[0])
         new = base.copy()
@@ -156,7 +186,7 @@ def _momentum_kernel(ctx, param, grad, velocity, lr, master):
         out_p, out_v = _unchanged(p, v)
         return out_p, out_v, None
     base = _base(ctx, p, master)
-    mu, rate = a["mu"], _value(lr)
+    mu, rate = a["mu"], _as(_scalar(ctx, lr), base.dtype)
     g = _dense_grad(xp, grad, base, "momentum")
     if a["rescale_grad"] != 1.0:
         g = g * a["rescale_grad"]
@@ -205,23 +235,28 @@ def _adam_kernel(ctx, param, grad, lr, m1, m2, b1p, b2p, beta1_t, beta2_t, eps_t
     xp, a = ctx.xp, ctx.attrs
     p, m1, m2, master = _array(param), _array(m1), _array(m2), _array(master)
     b1p, b2p = _array(b1p), _array(b2p)
-    skipped = skip is not None and bool(_value(skip))
+    skip_flag = _device_flag(ctx, skip)
+    skipped = skip is not None and skip_flag is None and bool(_value(skip))
     if skipped or _is_empty_sparse(grad):
         out = _unchanged(p, m1, m2)
         # a skipped step copies the powers out; an empty sparse one leaves them alone
         pows = _unchanged(b1p, b2p) if skipped and not a["use_global_beta_pow"] else (None, None)
         return out + pows + (None,)
-    beta1 = a["beta1"] if beta1_t is None else _value(beta1_t)
-    beta2 = a["beta2"] if beta2_t is None else _value(beta2_t)
-    eps = a["epsilon"] if eps_t is None else _value(eps_t)
-    pow1, pow2 = _value(b1p), _value(b2p)
     base = _base(ctx, p, master)
     # Paddle's kernel does its scalar arithmetic in the parameter's type (float32: 1 - 0.999f
     # is 4.7e-5 away from 1 - 0.999), and over many steps that shows in the loss curve.
     real = base.dtype.type
-    one, beta1, beta2 = real(1), real(beta1), real(beta2)
-    rate = real(_value(lr)) * np.sqrt(one - real(pow2)) / (one - real(pow1))
-    eps_hat = real(eps) * np.sqrt(one - real(pow2))
+    if xp is np:  # the host: NumPy scalars of the parameter's type
+        def scalar(t, default=None):
+            return real(default if t is None else _value(t))
+    else:  # a device: 0-d arrays of that type, which stay there
+        def scalar(t, default=None):
+            return real(default) if t is None else _array(t).reshape(()).astype(real)
+    one = real(1)
+    beta1, beta2 = scalar(beta1_t, a["beta1"]), scalar(beta2_t, a["beta2"])
+    eps, pow1, pow2 = scalar(eps_t, a["epsilon"]), scalar(b1p), scalar(b2p)
+    rate = scalar(lr) * xp.sqrt(one - pow2) / (one - pow1)
+    eps_hat = eps * xp.sqrt(one - pow2)
 
     def step(pv, gv, m1v, m2v, donated=frozenset()):
         # Paddle's formula term by term, worked in buffers this kernel owns (the outputs and
@@ -262,6 +297,8 @@ def _adam_kernel(ctx, param, grad, lr, m1, m2, b1p, b2p, beta1_t, beta2_t, eps_t
         # the master copy (not Param) is what the update writes under multi_precision
         donated = ctx.donated if same and base is p else ctx.donated - {"Param"} if same \
             else frozenset()
+        if skip_flag is not None:  # the inputs may be kept, so they are not written
+            donated = frozenset()
         if donated >= _ADAM_STATE and base.size > _ADAM_SCRATCH and all(
                 x.flags.c_contiguous for x in (base, m1, m2)):
             # all three updated in place: a slice at a time, so the scratch array stays
@@ -278,6 +315,12 @@ def _adam_kernel(ctx, param, grad, lr, m1, m2, b1p, b2p, beta1_t, beta2_t, eps_t
     else:
         pows = ((b1p * beta1).astype(b1p.dtype, copy=False),
                 (b2p * beta2).astype(b2p.dtype, copy=False))
+    if skip_flag is not None:  # a true SkipUpdate on a device keeps every input
+        new, m1_out, m2_out = (xp.where(skip_flag, old, x) for old, x in
+                               ((base, new), (m1, m1_out), (m2, m2_out)))
+        if not a["use_global_beta_pow"]:
+            pows = tuple(xp.where(skip_flag, old, x).astype(old.dtype, copy=False)
+                         for old, x in zip((b1p, b2p), pows))
     p_out, master_out = _param_outs(ctx, new.astype(base.dtype, copy=False), p, master)
     return (p_out, m1_out.astype(m1.dtype, copy=False), m2_out.astype(m2.dtype, copy=False)) \
         + pows + (master_out,)
@@ -317,9 +360,13 @@ def _adamax_kernel(ctx, param, grad, lr, moment, inf_norm, b1p, master):
     g = _dense_grad(xp, grad, base, "adamax")
     m_out = beta1 * m + (1 - beta1) * g
     u_out = xp.maximum(xp.abs(g), beta2 * u + eps)
-    # Beta1Pow = 1 gives IEEE inf (and nan where the moment is 0), as Paddle's kernel does
+    # the rate in float64 (NumPy's, not Python's: Beta1Pow = 1 gives IEEE inf, and nan where
+    # the moment is 0, as Paddle's kernel does); the result is cast back below
+    rate, pow1 = _scalar(ctx, lr), _scalar(ctx, b1p)
+    if xp is np:
+        rate, pow1 = np.float64(rate), np.float64(pow1)
     with np.errstate(divide="ignore", invalid="ignore"):
-        rate = np.float64(_value(lr)) / (1 - np.float64(_value(b1p)))
+        rate = rate / (1 - pow1)
         new = base - rate * (m_out / u_out)
     p_out, master_out = _param_outs(ctx, new.astype(base.dtype, copy=False), p, master)
     return (p_out, m_out.astype(m.dtype, copy=False), u_out.astype(u.dtype, copy=False),
@@ -343,7 +390,8 @@ def_op("adamax",
 def _adagrad_kernel(ctx, param, grad, moment, lr, master):
     xp = ctx.xp
     p, m, master = _array(param), _array(moment), _array(master)
-    base, rate, eps = _base(ctx, p, master), _value(lr), ctx.attrs["epsilon"]
+    base, eps = _base(ctx, p, master), ctx.attrs["epsilon"]
+    rate = _as(_scalar(ctx, lr), base.dtype)
     if isinstance(grad, SelectedRows):
         rows, values = merged_rows(xp, grad, "adagrad", base.shape[0])
         new, m_out = base.copy(), m.copy()
@@ -377,7 +425,7 @@ def _decayed_adagrad_kernel(ctx, param, grad, moment, lr):
         return _unchanged(p, m)
     g = _dense_grad(xp, grad, p, "decayed_adagrad")
     m_out = a["decay"] * m + (1 - a["decay"]) * g * g
-    new = p - _value(lr) * g / (xp.sqrt(m_out) + a["epsilon"])
+    new = p - _as(_scalar(ctx, lr), p.dtype) * g / (xp.sqrt(m_out) + a["epsilon"])
     return new.astype(p.dtype, copy=False), m_out.astype(m.dtype, copy=False)
 
 
@@ -402,7 +450,7 @@ def _rmsprop_kernel(ctx, param, mean_square, mean_grad, lr, grad, moment):
     p, ms, mg, mom = _array(param), _array(mean_square), _array(mean_grad), _array(moment)
     if _is_empty_sparse(grad):
         return _unchanged(p, mom, ms, mg)
-    rho, eps, rate = a["decay"], a["epsilon"], _value(lr)
+    rho, eps, rate = a["decay"], a["epsilon"], _as(_scalar(ctx, lr), p.dtype)
     g = _dense_grad(xp, grad, p, "rmsprop")
     ms_out = rho * ms + (1 - rho) * g * g
     mg_out = None
@@ -448,7 +496,7 @@ def _adadelta_kernel(ctx, param, grad, avg_sq_grad, avg_sq_update, lr, master):
     asg_out = rho * asg + (1 - rho) * g * g
     update = -(xp.sqrt(asu + eps) / xp.sqrt(asg_out + eps)) * g
     asu_out = rho * asu + (1 - rho) * update * update
-    rate = 1.0 if lr is None else _value(lr)
+    rate = 1.0 if lr is None else _as(_scalar(ctx, lr), base.dtype)
     new = base + rate * update
     p_out, master_out = _param_outs(ctx, new.astype(base.dtype, copy=False), p, master)
     return (p_out, asg_out.astype(asg.dtype, copy=False), asu_out.astype(asu.dtype, copy=False),
@@ -474,27 +522,34 @@ def _lamb_kernel(ctx, param, grad, lr, m1, m2, b1p, b2p, master, skip):
     xp, a = ctx.xp, ctx.attrs
     p, m1, m2, master = _array(param), _array(m1), _array(m2), _array(master)
     b1p, b2p = _array(b1p), _array(b2p)
-    if (skip is not None and bool(_value(skip))) or _is_empty_sparse(grad):
+    skip_flag = _device_flag(ctx, skip)
+    if (skip is not None and skip_flag is None and bool(_value(skip))) \
+            or _is_empty_sparse(grad):
         return _unchanged(p, m1, m2, b1p, b2p) + (None,)
     beta1, beta2, eps, decay = a["beta1"], a["beta2"], a["epsilon"], a["weight_decay"]
     base = _base(ctx, p, master)
     g = _dense_grad(xp, grad, base, "lamb")
     m1_out = beta1 * m1 + (1 - beta1) * g
     m2_out = beta2 * m2 + (1 - beta2) * g * g
-    m1_hat = m1_out / (1 - _value(b1p))
-    m2_hat = m2_out / (1 - _value(b2p))
+    m1_hat = m1_out / _as(1 - _scalar(ctx, b1p), base.dtype)
+    m2_hat = m2_out / _as(1 - _scalar(ctx, b2p), base.dtype)
     ratio_div = m1_hat / (xp.sqrt(m2_hat) + eps) + decay * base
-    trust = 1.0
+    rate = _scalar(ctx, lr)
     if decay > 0 or a["always_adapt"]:
-        p_norm = float(xp.sqrt(xp.sum(base * base)))
-        r_norm = float(xp.sqrt(xp.sum(ratio_div * ratio_div)))
-        if p_norm > 0 and r_norm > 0:
-            trust = p_norm / r_norm
-    new = base - _value(lr) * trust * ratio_div
+        # the trust ratio ||Param|| / ||r|| (1 when either is 0), on the array module so a
+        # device keeps the norms
+        p_norm, r_norm = _norm(xp, base), _norm(xp, ratio_div)
+        ok = (p_norm > 0) & (r_norm > 0)
+        rate = rate * xp.where(ok, p_norm / xp.where(ok, r_norm, 1.0), 1.0)
+    new = base - _as(rate, base.dtype) * ratio_div
+    outs = [new, m1_out, m2_out, b1p * beta1, b2p * beta2]
+    if skip_flag is not None:  # a true SkipUpdate on a device keeps every input
+        outs = [xp.where(skip_flag, old, x) for old, x in zip((base, m1, m2, b1p, b2p), outs)]
+    new, m1_out, m2_out, b1p_out, b2p_out = outs
     p_out, master_out = _param_outs(ctx, new.astype(base.dtype, copy=False), p, master)
     return (p_out, m1_out.astype(m1.dtype, copy=False), m2_out.astype(m2.dtype, copy=False),
-            (b1p * beta1).astype(b1p.dtype, copy=False),
-            (b2p * beta2).astype(b2p.dtype, copy=False), master_out)
+            b1p_out.astype(b1p.dtype, copy=False), b2p_out.astype(b2p.dtype, copy=False),
+            master_out)
 
 
 def_op("lamb",
@@ -541,16 +596,17 @@ unary_op("cos", forward=lambda xp, x, a: xp.cos(x),
 
 
 def _pow_factor(ctx, factor_t):
-    return ctx.attrs["factor"] if factor_t is None else _value(factor_t)
+    return ctx.attrs["factor"] if factor_t is None else _scalar(ctx, factor_t)
 
 
 def _pow_kernel(ctx, x, factor_t):
-    return ctx.xp.power(x, _pow_factor(ctx, factor_t)).astype(x.dtype, copy=False)
+    return ctx.xp.power(x, _as(_pow_factor(ctx, factor_t), x.dtype)).astype(x.dtype, copy=False)
 
 
 def _pow_grad_kernel(ctx, x, factor_t, dout):
     factor = _pow_factor(ctx, factor_t)
-    return (dout * factor * ctx.xp.power(x, factor - 1)).astype(dout.dtype, copy=False)
+    return (dout * _as(factor, dout.dtype) * ctx.xp.power(x, _as(factor - 1, x.dtype))).astype(
+        dout.dtype, copy=False)
 
 
 _POW_ATTRS = {"factor": ("float", 1.0)}
@@ -572,7 +628,8 @@ def _ftrl_kernel(ctx, param, squared, linear, grad, lr):
     p, n, z = _array(param), _array(squared), _array(linear)
     g = _dense_grad(xp, grad, p, "ftrl")
     # Fluid's kernel adds 1e-10 to both strengths (so l1 = 0 still zeroes an exact 0 z')
-    rate, l1, l2, power = _value(lr), a["l1"] + 1e-10, a["l2"] + 1e-10, a["lr_power"]
+    rate, l1, l2, power = _as(_scalar(ctx, lr), p.dtype), a["l1"] + 1e-10, a["l2"] + 1e-10, \
+        a["lr_power"]
     new_n = n + g * g
     if power == -0.5:
         sigma = (xp.sqrt(new_n) - xp.sqrt(n)) / rate
@@ -605,11 +662,13 @@ def _lars_momentum_kernel(ctx, param, grad, velocity, lr):
     xp, a = ctx.xp, ctx.attrs
     p, v = _array(param), _array(velocity)
     g = _dense_grad(xp, grad, p, "lars_momentum")
-    decay, rate = a["lars_weight_decay"], _value(lr)
-    p_norm, g_norm = float(xp.sqrt((p * p).sum())), float(xp.sqrt((g * g).sum()))
-    if p_norm > 0 and g_norm > 0:
-        rate = rate * a["lars_coeff"] * p_norm / (g_norm + decay * p_norm)
-    new_v = a["mu"] * v + rate * (g + decay * p)
+    decay, rate = a["lars_weight_decay"], _scalar(ctx, lr)
+    # the local rate on the array module (a device keeps the norms); lr when a norm is 0
+    p_norm, g_norm = _norm(xp, p), _norm(xp, g)
+    ok = (p_norm > 0) & (g_norm > 0)
+    local = rate * a["lars_coeff"] * p_norm / xp.where(ok, g_norm + decay * p_norm, 1.0)
+    rate = xp.where(ok, local, rate)
+    new_v = a["mu"] * v + _as(rate, v.dtype) * (g + decay * p)
     return (p - new_v).astype(p.dtype, copy=False), new_v.astype(v.dtype, copy=False)
 
 
@@ -628,10 +687,11 @@ def _dpsgd_kernel(ctx, param, grad, lr):
     xp, a = ctx.xp, ctx.attrs
     p = _array(param)
     g = _dense_grad(xp, grad, p, "dpsgd")
-    norm = float(xp.sqrt((g * g).sum()))
-    scale = norm / a["clip"] if norm > a["clip"] else 1.0
+    norm = _norm(xp, g)  # stays on a device: the scale is a 0-d array there
+    scale = xp.where(norm > a["clip"], norm / a["clip"], 1.0)
     noise = ctx.random_state().normal(0.0, a["sigma"]) if a["sigma"] > 0 else 0.0
-    new = p - _value(lr) * (g / scale + noise / a["batch_size"])
+    new = p - _as(_scalar(ctx, lr), p.dtype) * (g / _as(scale, g.dtype)
+                                                + noise / a["batch_size"])
     return new.astype(p.dtype, copy=False)
 
 
@@ -652,21 +712,21 @@ MAX_NUM_ACCUMULATES = 16384
 
 def _average_accumulates_kernel(ctx, param, sum_1, sum_2, sum_3, num_acc, old_num_acc,
                                 num_updates):
-    a = ctx.attrs
+    xp, a = ctx.xp, ctx.attrs
     p = _array(param)
-    s1, s2, s3 = _array(sum_1) + p, _array(sum_2).copy(), _array(sum_3).copy()
-    n_acc, n_old, n_upd = (int(_value(t)) for t in (num_acc, old_num_acc, num_updates))
-    n_upd += 1
-    n_acc += 1
-    if n_upd % MAX_NUM_ACCUMULATES == 0:
-        s2, s1 = s2 + s1, s1 * 0
-    if n_acc >= a["min_average_window"] and n_acc >= min(a["max_average_window"],
-                                                          n_upd * a["average_window"]):
-        s3, s1, s2 = s1 + s2, s1 * 0, s2 * 0
-        n_old, n_acc = n_acc, 0
-    count = ctx.xp.asarray
-    return (s1, s2, s3, count([n_acc], dtype="int64"), count([n_old], dtype="int64"),
-            count([n_upd], dtype="int64"))
+    s1, s2, s3 = _array(sum_1) + p, _array(sum_2), _array(sum_3)
+    # the counters stay arrays and the branches are selections, so a device keeps them
+    n_acc, n_old, n_upd = (_array(t).reshape(()).astype(np.int64)
+                           for t in (num_acc, old_num_acc, num_updates))
+    n_upd = n_upd + 1
+    n_acc = n_acc + 1
+    roll = n_upd % MAX_NUM_ACCUMULATES == 0
+    s2, s1 = xp.where(roll, s2 + s1, s2), xp.where(roll, 0, s1)
+    close = (n_acc >= a["min_average_window"]) & (
+        n_acc >= xp.minimum(float(a["max_average_window"]), n_upd * a["average_window"]))
+    s3, s1, s2 = xp.where(close, s1 + s2, s3), xp.where(close, 0, s1), xp.where(close, 0, s2)
+    n_old, n_acc = xp.where(close, n_acc, n_old), xp.where(close, 0, n_acc)
+    return (s1, s2, s3) + tuple(n.reshape(1).astype(np.int64) for n in (n_acc, n_old, n_upd))
 
 
 def_op("average_accumulates",
