@@ -3,6 +3,7 @@ import numpy as np
 
 from ..errors import InvalidArgument, expected
 from ..tensor.tensor import LoDTensor
+from ..tensor.transfer import host_list, host_scalar, to_host
 from ..tensor.dtypes import VarType
 from ..framework.registry import def_op, grad_maker, grads_like, no_gradient
 
@@ -71,7 +72,7 @@ def _hash_infer(ctx):
 
 
 def _hash(ctx, x):
-    array = np.ascontiguousarray(x.array if ctx.xp is np else x.array.get())
+    array = np.ascontiguousarray(to_host(x.array))  # XXH64 runs on the host
     num_hash, mod_by = ctx.attrs["num_hash"], ctx.attrs["mod_by"]
     rows = array.reshape(-1, array.shape[-1]) if array.size else array.reshape(0, 1)
     out = np.array([[xxh64(row.tobytes(), seed) % mod_by for seed in range(num_hash)]
@@ -83,7 +84,7 @@ def _hash(ctx, x):
 def_op("hash", inputs=["X"], outputs=["Out"],
        attrs={"num_hash": ("int", 1), "mod_by": ("long", 100000)},
        infer_shape=_hash_infer, share_lod=("X", ["Out"]), grad=no_gradient,
-       kernel=_hash, lod_aware=True,
+       kernel=_hash, lod_aware=True, host_reads="X: XXH64 of each row runs on the host",
        doc="Out[..., k, 0] = XXH64(bytes of the row X[..., :], seed=k) % mod_by for k < "
            "num_hash, the row's bytes being its ids in X's dtype, little-endian (Paddle "
            "hashes the rows of a 2-D X the same way). Out: X.shape[:-1] + [num_hash, 1], "
@@ -164,8 +165,9 @@ def _instance_offsets(ins, is_lod):
 
 def _filter_by_instag(ctx, ins, ins_tag, filter_tag):
     xp = ctx.xp
-    wanted = {int(t) for t in filter_tag.array.reshape(-1).tolist()}
-    tags = ins_tag.array.reshape(-1).tolist()
+    # the tags decide which rows are kept (the output's size): read on the host, together
+    wanted = {int(t) for t in host_list(filter_tag.array)}
+    tags = host_list(ins_tag.array)
     if not ins_tag._lod:
         raise InvalidArgument(expected("filter_by_instag", "input 'Ins_tag'",
                                        "a LoD (the tags of each instance)", "no LoD"))
@@ -197,9 +199,9 @@ def _filter_by_instag_grad(ctx, index_map, loss_weight, ins, dout):
     xp = ctx.xp
     dx = xp.zeros(ins.array.shape, dtype=dout.array.dtype)
     weights = loss_weight.array.reshape(-1)
-    if weights.size == 1 and float(weights[0]) == 0:
+    if weights.size == 1 and host_scalar(weights) == 0:
         return LoDTensor(dx, ins._lod)  # nothing was kept
-    for out_at, in_at, length in index_map.array.reshape(-1, 3).tolist():
+    for out_at, in_at, length in to_host(index_map.array).reshape(-1, 3).tolist():
         dx[in_at:in_at + length] = dout.array[out_at:out_at + length]
     return LoDTensor(dx, ins._lod)
 
@@ -212,6 +214,7 @@ def_op("filter_by_instag", inputs=["Ins", "Ins_tag", "Filter_tag"],
        grad=grad_maker("filter_by_instag_grad", inputs=["Ins"],
                        outputs=["IndexMap", "LossWeight"], out_grads=["Out"], in_grads=["Ins"]),
        kernel=_filter_by_instag, lod_aware=True,
+       host_reads="Ins_tag, Filter_tag: the tags decide which instances are kept",
        doc="Keeps the instances of Ins (its rows, or its sequences when is_lod) having a tag "
            "(Ins_tag, one LoD sequence of int64 tags per instance) in Filter_tag. Out: the kept "
            "rows, one LoD sequence per instance; IndexMap[k] = [row in Out, row in Ins, "
@@ -220,4 +223,5 @@ def_op("filter_by_instag", inputs=["Ins", "Ins_tag", "Filter_tag"],
 def_op("filter_by_instag_grad", inputs=["IndexMap", "LossWeight", "Ins", "Out@GRAD"],
        outputs=["Ins@GRAD"], attrs=_INSTAG_ATTRS, infer_shape=grads_like(**{"Ins@GRAD": "Ins"}),
        kernel=_filter_by_instag_grad, lod_aware=True,
+       host_reads="IndexMap, LossWeight: where each kept instance's rows go back",
        doc="Ins@GRAD = zeros like Ins with each kept instance's Out@GRAD rows put back.")

@@ -1,5 +1,8 @@
 """feed and fetch: how values enter and leave a run (columns of the feed/fetch lists)."""
+import numpy as np
+
 from ..tensor.tensor import LoDTensor
+from ..tensor.transfer import to_host
 from ..framework.registry import def_op
 
 
@@ -14,8 +17,12 @@ def _feed(ctx, feed_list):
 def _fetch(ctx, value):
     holder = ctx.scope.find_var(ctx.op.outputs["Out"][0])
     col = ctx.attrs["col"]
-    if isinstance(value, LoDTensor):
-        value = LoDTensor(value.array.copy(), value._lod)  # fetched values are the caller's
+    if isinstance(value, LoDTensor) and value.array is not None:
+        # fetched values are the caller's, on the host as Paddle's fetch leaves them: a
+        # device tensor comes back with one copy
+        array = value.array
+        value = LoDTensor(array.copy() if array.__class__ is np.ndarray else to_host(array),
+                          value._lod)
     fetched = holder.value
     while len(fetched) <= col:
         fetched.append(None)
@@ -30,7 +37,9 @@ def _no_shape(ctx):
 def_op("feed", inputs=["X"], outputs=["Out"], attrs={"col": ("int", 0)}, infer_shape=_no_shape,
        kernel=_feed, lod_aware=True, doc="Out = X[col], X the feed list of this run.")
 def_op("fetch", inputs=["X"], outputs=["Out"], attrs={"col": ("int", 0)}, infer_shape=_no_shape,
-       kernel=_fetch, lod_aware=True, doc="Out[col] = X, Out the fetch list of this run.")
+       kernel=_fetch, lod_aware=True, host_reads="X: a fetched value goes to the host",
+       doc="Out[col] = X, Out the fetch list of this run (a device tensor copied to the "
+           "host).")
 
 
 # its kernel reads the loader objects of fluid_nb.reader, which attaches it

@@ -9,6 +9,7 @@ import numpy as np
 
 from ..errors import InvalidArgument, expected
 from ..tensor.dtypes import VarType, to_numpy_dtype
+from ..tensor.transfer import to_host
 from .creation import dtype_attr
 from .lookup import _index_add
 from ..framework.registry import def_op, grad_maker, grads_like, no_gradient, same_shape
@@ -22,8 +23,8 @@ def _axis(ctx_or_op, axis, rank, what="attribute 'axis'"):
 
 
 def _host(xp, a):
-    """``a`` as a NumPy array (a CuPy array is copied to the host)."""
-    return xp.asnumpy(a) if hasattr(xp, "asnumpy") else np.asarray(a)
+    """``a`` as a NumPy array (a device array is copied to the host)."""
+    return to_host(a)
 
 
 # --- shape and size: a tensor's dims as data -----------------------------------------------------
@@ -49,6 +50,7 @@ def_op("where_index", inputs=["Condition"], outputs=["Out"],
        infer_shape=lambda ctx: ctx.set_output("Out", (-1, len(ctx.input_shape("Condition"))),
                                               VarType.INT64),
        kernel=_where_index, grad=no_gradient,
+       host_reads="Condition: the number of true elements is Out's length",
        doc="Out = the coordinates of the non-zero (true) elements of Condition, one int64 row "
            "of rank entries each, in row-major order: shape [count, rank].")
 
@@ -383,12 +385,14 @@ def_op("unique", inputs=["X"], outputs=["Out", "Index"],
        attrs={"dtype": ("int", int(VarType.INT32))},
        infer_shape=lambda ctx: _unique_infer(ctx, False),
        kernel=lambda ctx, x: _unique(ctx, x, False), grad=no_gradient,
+       host_reads="X: the number of distinct values is Out's length",
        doc="Out = the distinct values of 1-D X in the order they first appear; Index[i] = the "
            "position of X[i] in Out (of type ``dtype``), so Out[Index] == X.")
 def_op("unique_with_counts", inputs=["X"], outputs=["Out", "Index", "Count"],
        attrs={"dtype": ("int", int(VarType.INT32))},
        infer_shape=lambda ctx: _unique_infer(ctx, True),
        kernel=lambda ctx, x: _unique(ctx, x, True), grad=no_gradient,
+       host_reads="X: the number of distinct values is Out's length",
        doc="unique, and Count[k] = how many elements of X equal Out[k].")
 
 
@@ -754,12 +758,13 @@ def_op("allclose", inputs=["Input", "Other"], outputs=["Out"],
 
 def _sampling_id(ctx, x):
     attrs = ctx.attrs
-    probs = _host(ctx.xp, x)
-    draws = ctx.random_state().uniform(attrs["min"], attrs["max"], probs.shape[0])
+    xp = ctx.xp
+    # the draws come from the host's generator (as every random op's), the rest stays on x's
+    draws = xp.asarray(ctx.random_state().uniform(attrs["min"], attrs["max"], x.shape[0]))
     # the first column whose running total passes the draw; the last one when none does
-    passed = np.cumsum(probs, axis=1) > draws[:, None]
-    ids = np.where(passed.any(axis=1), passed.argmax(axis=1), probs.shape[1] - 1)
-    return ctx.xp.asarray(ids.astype(x.dtype))
+    passed = xp.cumsum(x, axis=1) > draws[:, None]
+    ids = xp.where(passed.any(axis=1), passed.argmax(axis=1), x.shape[1] - 1)
+    return ids.astype(x.dtype)
 
 
 def _sampling_id_infer(ctx):
