@@ -43,7 +43,11 @@ arithmetic stay on the device (a learning rate multiplies as a 0-d array). Where
 meaning needs a value on the host (a shape tensor, a count that decides an output's shape, a
 data-dependent number of boxes), the kernel copies it with
 :func:`fluid_nb.tensor.transfer.to_host`, once per run of the op, and the op says so in
-``host_reads``; the device tests allow host copies only to ops that declare them.
+``host_reads``; the device tests allow host copies only to ops that declare them. Loop
+machinery stays on the host as in Paddle: an op with a true ``force_cpu`` attribute, or the
+``host_output`` trait (a rank table's ``max_sequence_len``, an array's length), runs its
+kernel on the host whatever the place, and ``kernel_place_of`` names the input whose place
+an op's kernel follows (``increment`` of a host counter stays on the host).
 
 Registering a type twice is an error; a missing op names the op and what to add.
 """

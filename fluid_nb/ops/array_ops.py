@@ -79,7 +79,7 @@ def _write_step(ctx, ins, out, kernel_step):
 
 def_op("write_to_array", inputs=["X", "I"], outputs=["Out"],
        infer_shape=_write_infer, kernel=_write_to_array, lod_aware=True,
-       host_step=_write_step,
+       host_step=_write_step, host_reads="I: the index picks the array slot",
        grad=lambda g: [g.op("read_from_array", {"X": g.output_grad("Out"), "I": g.input("I")},
                             {"Out": g.input_grad("X")})],
        doc="Out[I] = X (Out, a tensor array, grows to I + 1 tensors when shorter). "
@@ -125,7 +125,7 @@ def _read_step(ctx, ins, out, kernel_step):
 
 def_op("read_from_array", inputs=["X", "I"], outputs=["Out"],
        infer_shape=_read_infer, kernel=_read_from_array, lod_aware=True,
-       host_step=_read_step,
+       host_step=_read_step, host_reads="I: the index picks the array slot",
        grad=lambda g: [g.op("write_to_array", {"X": g.output_grad("Out"), "I": g.input("I")},
                             {"Out": g.input_grad("X")})],
        doc="Out = X[I] (X a tensor array; Out unchanged when I is past its end). "
@@ -142,8 +142,9 @@ def _array_length(ctx, array):
 
 def_op("lod_array_length", inputs=["X"], outputs=["Out"],
        infer_shape=lambda ctx: ctx.set_output("Out", (1,), VarType.INT64),
-       kernel=_array_length, lod_aware=True,
-       doc="Out = [len(X)] (int64), X a tensor array.")
+       kernel=_array_length, lod_aware=True, traits=("host_output",),
+       doc="Out = [len(X)] (int64), X a tensor array; on the host whatever the place (a "
+           "loop bound, as in Paddle).")
 
 
 # --- tensor_array_to_tensor ------------------------------------------------------------------
@@ -305,6 +306,7 @@ def _select_input(ctx, xs, mask):
 
 def_op("select_input", inputs=["X[]", "Mask"], outputs=["Out"],
        infer_shape=_select_input_infer, kernel=_select_input, lod_aware=True,
+       host_reads="Mask: it picks the branch",
        grad=lambda g: [g.op("select_output", {"X": g.output_grad("Out"),
                                               "Mask": g.input("Mask")},
                             {"Out": g.input_grad("X")})],
@@ -327,6 +329,7 @@ def _select_output(ctx, x, mask):
 
 def_op("select_output", inputs=["X", "Mask"], outputs=["Out[]"],
        infer_shape=_select_output_infer, kernel=_select_output, lod_aware=True,
+       host_reads="Mask: it picks the branch",
        grad=lambda g: [g.op("select_input", {"X": g.output_grad("Out"),
                                              "Mask": g.input("Mask")},
                             {"Out": g.input_grad("X")})],

@@ -451,7 +451,7 @@ def _increment_step(ctx, ins, out, kernel_step):
 
 def_op("increment", inputs=["X"], outputs=["Out"], attrs={"step": ("float", 1.0)},
        infer_shape=_increment_infer, share_lod=("X", ["Out"]),
-       kernel=_increment, host_step=_increment_step,
+       kernel=_increment, host_step=_increment_step, kernel_place_of="X",
        doc="Out = X + step, X one element; step is first converted to X's type (so an "
            "int counter adds int(step)).")
 
