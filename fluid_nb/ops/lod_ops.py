@@ -19,6 +19,7 @@ from ..errors import InvalidArgument, OutOfRange, expected
 from ..tensor.lod_rank_table import LoDRankTable
 from ..tensor.tensor import LoDTensor, LoDTensorArray, lengths_to_offsets
 from ..tensor.dtypes import VarType
+from ..tensor.transfer import host_scalar, to_host
 from .common import kept_plan
 from ..framework.registry import def_op
 
@@ -54,18 +55,19 @@ def gather_rows(xp, array, ranges):
 
 
 def host_int(op, slot, value):
-    """The single integer held by an index tensor (``I``, ``Mask``)."""
+    """The single integer held by an index tensor (``I``, ``Mask``), read on the host (one
+    copy from a device): it picks an array slot or a branch. The op declares host_reads."""
     array = value.array if isinstance(value, LoDTensor) else value
     if array is not None and array.size == 1:
-        return int(array.item())
+        return int(host_scalar(array))
     raise InvalidArgument(expected(op, f"input '{slot}'", "a tensor of one element",
                                    None if array is None else list(array.shape)))
 
 
 def host_bools(value):
+    """A mask's values on the host (one copy from a device): they decide rows and LoD."""
     array = value.array if isinstance(value, LoDTensor) else value
-    array = array.get() if hasattr(array, "get") else np.asarray(array)
-    return array.reshape(-1).astype(bool).tolist()
+    return to_host(array).reshape(-1).astype(bool).tolist()
 
 
 def rank_table(op, value):
@@ -511,6 +513,7 @@ def _split_lod_tensor(ctx, x, mask):
 def_op("split_lod_tensor", inputs=["X", "Mask"], outputs=["OutTrue", "OutFalse"],
        attrs={"level": ("int", 0, _non_negative)},
        infer_shape=_split_infer, kernel=_split_lod_tensor, lod_aware=True,
+       host_reads="Mask: which items go to each branch decides the outputs' rows and LoD",
        grad=lambda g: [g.op("merge_lod_tensor",
                             {"X": g.input("X"), "Mask": g.input("Mask"),
                              "InTrue": g.output_grad("OutTrue"),
@@ -565,6 +568,7 @@ def _merge_lod_tensor(ctx, x, mask, in_true, in_false):
 def_op("merge_lod_tensor", inputs=["X", "Mask", "InTrue", "InFalse"], outputs=["Out"],
        attrs={"level": ("int", 0, _non_negative)},
        infer_shape=_merge_infer, kernel=_merge_lod_tensor, lod_aware=True,
+       host_reads="Mask: which branch each item comes from decides the rows and LoD",
        grad=lambda g: [g.op("split_lod_tensor",
                             {"X": g.output_grad("Out"), "Mask": g.input("Mask")},
                             {"OutTrue": g.input_grad("InTrue"),
@@ -578,4 +582,5 @@ def_op("merge_lod_tensor", inputs=["X", "Mask", "InTrue", "InFalse"], outputs=["
 def_op("merge_lod_tensor_infer", inputs=["X", "Mask", "InTrue", "InFalse"], outputs=["Out"],
        attrs={"level": ("int", 0, _non_negative)},
        infer_shape=_merge_infer, kernel=_merge_lod_tensor, lod_aware=True,
+       host_reads="Mask: which branch each item comes from decides the rows and LoD",
        doc="merge_lod_tensor for inference programs (no gradient).")

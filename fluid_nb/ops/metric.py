@@ -7,6 +7,7 @@ from ..tensor.tensor import LoDTensor
 from ..tensor.dtypes import VarType
 from ..framework.infer import dims_match
 from ..framework.registry import def_op, grad_maker, grads_like, no_gradient
+from ..tensor.transfer import host_scalar, to_host
 
 
 # --- accuracy -----------------------------------------------------------------------------
@@ -41,7 +42,9 @@ def_op("accuracy",
 
 # --- top_k / top_k_v2 -----------------------------------------------------------------------
 def _k_of(ctx, k_tensor):
-    return int(k_tensor.reshape(-1)[0]) if k_tensor is not None else ctx.attrs["k"]
+    """k: the K tensor's value (read on the host: it decides the outputs' shape) or the
+    attribute."""
+    return int(host_scalar(k_tensor)) if k_tensor is not None else ctx.attrs["k"]
 
 
 def _top_k_along(ctx, op, x, k, axis, largest):
@@ -111,6 +114,7 @@ def_op("top_k",
        grad=grad_maker("top_k_grad", inputs=["X"], outputs=["Indices"], out_grads=["Out"],
                        in_grads=["X"]),
        kernel=_top_k,
+       host_reads="K: k decides the outputs' shape",
        doc="Out, Indices = the k largest entries of X along its last dim (k from the K tensor "
            "when given), largest first; Indices is int64.")
 
@@ -145,6 +149,7 @@ def_op("top_k_v2",
        grad=grad_maker("top_k_v2_grad", inputs=["X"], outputs=["Indices"], out_grads=["Out"],
                        in_grads=["X"]),
        kernel=_top_k_v2,
+       host_reads="K: k decides the outputs' shape",
        doc="Out, Indices = the k largest (largest=True) or smallest entries of X along "
            "``axis``, best first; Indices is int64.")
 
@@ -200,27 +205,37 @@ def_op("arg_max",
 def _mean_iou(ctx, predictions, labels, in_wrongs, in_corrects, in_mean_ious):
     xp = ctx.xp
     classes = ctx.attrs["num_classes"]
-    pred = xp.asarray(predictions).reshape(-1).astype("int64")
-    label = xp.asarray(labels).reshape(-1).astype("int64")
-    for name, values in (("Predictions", pred), ("Labels", label)):
-        if values.size and (int(values.min()) < 0 or int(values.max()) >= classes):
-            raise InvalidArgument(expected("mean_iou", name, f"class ids in [0, {classes})",
-                                           f"ids from {int(values.min())} to "
-                                           f"{int(values.max())}"))
+    pred = predictions.reshape(-1).astype("int64")
+    label = labels.reshape(-1).astype("int64")
+    counted = None
+    if xp is np:  # checked on the host; a device would copy the ids there every run
+        for name, values in (("Predictions", pred), ("Labels", label)):
+            if values.size and (int(values.min()) < 0 or int(values.max()) >= classes):
+                raise InvalidArgument(expected("mean_iou", name,
+                                               f"class ids in [0, {classes})",
+                                               f"ids from {int(values.min())} to "
+                                               f"{int(values.max())}"))
+    else:  # a device counts only the pixels whose ids are in range
+        counted = (pred >= 0) & (pred < classes) & (label >= 0) & (label < classes)
+        pred, label = xp.where(counted, pred, 0), xp.where(counted, label, 0)
     hit = pred == label
-    correct = xp.bincount(label[hit], minlength=classes).astype("int32")
-    wrong = (xp.bincount(label[~hit], minlength=classes)
-             + xp.bincount(pred[~hit], minlength=classes)).astype("int32")
+    miss = ~hit
+    if counted is not None:
+        hit, miss = hit & counted, miss & counted
+    # masks as weights (not boolean indexing) keep the shapes fixed, as a device wants
+    correct = xp.bincount(label, weights=hit, minlength=classes).astype("int32")
+    wrong = (xp.bincount(label, weights=miss, minlength=classes)
+             + xp.bincount(pred, weights=miss, minlength=classes)).astype("int32")
     for extra in in_wrongs or ():
-        wrong = wrong + xp.asarray(extra).astype("int32")
+        wrong = wrong + extra.astype("int32")
     for extra in in_corrects or ():
-        correct = correct + xp.asarray(extra).astype("int32")
+        correct = correct + extra.astype("int32")
     seen = (correct + wrong) > 0
     iou = xp.where(seen, correct / xp.maximum(correct + wrong, 1), 0)
-    mean = iou.sum() / max(int(seen.sum()), 1)
+    mean = iou.sum() / xp.maximum(seen.sum(), 1)
     for extra in in_mean_ious or ():
-        mean = mean + float(xp.asarray(extra).reshape(-1)[0])
-    return xp.asarray([mean], dtype="float32"), wrong, correct
+        mean = mean + extra.reshape(-1)[0].astype("float64")
+    return mean.reshape(1).astype("float32"), wrong, correct
 
 
 def _mean_iou_infer(ctx):
@@ -253,10 +268,12 @@ def _levenshtein(a, b):
 
 
 def _sequences(tensor, lengths, where):
-    """The rows of each sequence: by LoD, or by the padded rows and their lengths."""
-    values = np.asarray(tensor)
+    """The rows of each sequence, on the host (one copy of each input from a device: the
+    ops that call this loop over sequences there): by LoD, or by the padded rows and their
+    lengths."""
+    values = to_host(tensor.array)
     if lengths is not None:
-        counts = np.asarray(lengths).reshape(-1).astype("int64")
+        counts = to_host(lengths.array).reshape(-1).astype("int64")
         rows = values.reshape(len(counts), -1)
         return [list(rows[i, :counts[i]]) for i in range(len(counts))]
     lod = tensor.lod()
@@ -292,6 +309,8 @@ def _edit_distance_infer(ctx):
 def_op("edit_distance", inputs=["Hyps", "Refs", "HypsLength?", "RefsLength?"],
        outputs=["Out", "SequenceNum"], attrs={"normalized": ("bool", False)},
        infer_shape=_edit_distance_infer, grad=no_gradient, kernel=_edit_distance,
+       host_reads="Hyps, Refs (and their lengths): the Levenshtein recursion is a loop per "
+                  "sequence pair on the host (one copy in, the distances copied back once)",
        lod_aware=True, traits={"runtime_outputs"},
        doc="Out[i] = the Levenshtein distance between hypothesis i and reference i "
            "(sequences by LoD, or padded rows with lengths), divided by the reference's "
@@ -325,6 +344,7 @@ def_op("ctc_align", inputs=["Input"], outputs=["Output"],
        infer_shape=lambda ctx: ctx.set_output("Output", (-1, 1), ctx.input_dtype("Input"),
                                               lod_level=1),
        grad=no_gradient, kernel=_ctc_align, lod_aware=True, traits={"runtime_outputs"},
+       host_reads="Input: the tokens kept decide the output's rows and LoD",
        doc="Per sequence: repeated tokens merged (merge_repeated), then the blank removed; "
            "LoD by sequence (a single -1 row when nothing is left in any).")
 
@@ -336,7 +356,7 @@ def _sequence_erase(ctx, x):
     offsets = [0]
     for row in rows:
         offsets.append(offsets[-1] + len(row))
-    flat = np.array([t for row in rows for t in row], np.asarray(x).dtype).reshape(-1, 1)
+    flat = np.array([t for row in rows for t in row], x.array.dtype).reshape(-1, 1)
     return LoDTensor(ctx.xp.asarray(flat), [offsets])
 
 
@@ -344,61 +364,68 @@ def_op("sequence_erase", inputs=["X"], outputs=["Out"], attrs={"tokens": ("ints"
        infer_shape=lambda ctx: ctx.set_output("Out", (-1, 1), ctx.input_dtype("X"),
                                               lod_level=1),
        grad=no_gradient, kernel=_sequence_erase, lod_aware=True,
+       host_reads="X: the tokens kept decide the output's rows and LoD",
        traits={"runtime_outputs"},
        doc="Out = each sequence of X without the ids in tokens (LoD recomputed).")
 
 
 # --- auc: the area under ROC or PR curves from bucketed counts ----------------------------------
-def _area(pos, neg, curve):
+def _area(xp, pos, neg, curve):
     """The area under the curve from per-bucket positive and negative counts (highest
-    bucket first, as the thresholds fall), by trapezoids as Paddle sums them."""
-    total_pos = total_neg = 0.0
-    area = 0.0
-    for bucket in range(len(pos) - 1, -1, -1):
-        previous_pos, previous_neg = total_pos, total_neg
-        total_pos += float(pos[bucket])
-        total_neg += float(neg[bucket])
-        if curve == "ROC":
-            area += abs(total_neg - previous_neg) * (total_pos + previous_pos) / 2
-        elif total_pos + total_neg > 0 and previous_pos + previous_neg > 0:  # PR
-            precision = total_pos / (total_pos + total_neg)
-            previous_precision = previous_pos / (previous_pos + previous_neg)
-            area += abs(total_pos - previous_pos) * (precision + previous_precision) / 2
+    bucket first, as the thresholds fall), by trapezoids as Paddle sums them; on the array
+    module (a 0-d float64 array), so a device keeps the counts. The terms are sums and
+    products of counts and halves, exact in float64, so their order does not matter."""
+    total_pos = xp.cumsum(pos[::-1].astype("float64"))
+    total_neg = xp.cumsum(neg[::-1].astype("float64"))
+    zero = xp.zeros(1)
+    previous_pos = xp.concatenate([zero, total_pos[:-1]])
+    previous_neg = xp.concatenate([zero, total_neg[:-1]])
+    all_pos, all_neg = total_pos[-1], total_neg[-1]
     if curve == "ROC":
-        return area / total_pos / total_neg if total_pos > 0 and total_neg > 0 else 0.0
-    return area / total_pos if total_pos > 0 else 0.0
+        area = (xp.abs(total_neg - previous_neg) * (total_pos + previous_pos) / 2).sum()
+        both = (all_pos > 0) & (all_neg > 0)
+        return xp.where(both, area / xp.where(both, all_pos * all_neg, 1.0), 0.0)
+    # PR: a step counts where both it and the one before have predictions
+    now, before = total_pos + total_neg, previous_pos + previous_neg
+    counted = (now > 0) & (before > 0)
+    precision = total_pos / xp.where(counted, now, 1.0)
+    previous_precision = previous_pos / xp.where(counted, before, 1.0)
+    area = xp.where(counted, xp.abs(total_pos - previous_pos)
+                    * (precision + previous_precision) / 2, 0.0).sum()
+    return xp.where(all_pos > 0, area / xp.where(all_pos > 0, all_pos, 1.0), 0.0)
 
 
 def _auc(ctx, predict, label, stat_pos, stat_neg):
-    a = ctx.attrs
+    xp, a = ctx.xp, ctx.attrs
     thresholds, steps = a["num_thresholds"], a["slide_steps"]
     buckets = thresholds + 1
-    scores = np.asarray(predict).reshape(len(predict), -1)[:, -1]
-    labels = np.asarray(label).reshape(-1)
-    bins = np.clip((scores * thresholds).astype("int64"), 0, thresholds)
-    batch_pos = np.bincount(bins[labels != 0], minlength=buckets).astype("int64")
-    batch_neg = np.bincount(bins[labels == 0], minlength=buckets).astype("int64")
-    pos = np.array(stat_pos, dtype="int64").reshape(-1)
-    neg = np.array(stat_neg, dtype="int64").reshape(-1)
+    scores = predict.reshape(len(predict), -1)[:, -1]
+    labels = label.reshape(-1)
+    bins = xp.clip((scores * thresholds).astype("int64"), 0, thresholds)
+    # label masks as weights (not boolean indexing): fixed shapes, as a device wants
+    batch_pos = xp.bincount(bins, weights=labels != 0, minlength=buckets).astype("int64")
+    batch_neg = xp.bincount(bins, weights=labels == 0, minlength=buckets).astype("int64")
+    pos = stat_pos.astype("int64").reshape(-1)  # fresh arrays (astype copies)
+    neg = stat_neg.astype("int64").reshape(-1)
     if steps == 0:  # every batch so far
         pos[:buckets] += batch_pos
         neg[:buckets] += batch_neg
         summed_pos, summed_neg = pos[:buckets], neg[:buckets]
     else:  # a window of the last slide_steps batches: a ring of rows, their sum, a counter
-        step = int(pos[(steps + 1) * buckets]) % steps
-        ring, total = slice(step * buckets, (step + 1) * buckets), slice(steps * buckets,
-                                                                         (steps + 1) * buckets)
+        counter = (steps + 1) * buckets
+        # the ring row this batch replaces, picked by a mask so the counter stays put
+        ring = (xp.arange(steps) == pos[counter] % steps)[:, None]
+        total = slice(steps * buckets, (steps + 1) * buckets)
         for counts, batch in ((pos, batch_pos), (neg, batch_neg)):
-            counts[total] -= counts[ring]
-            counts[ring] = batch
-            counts[total] += batch
-            counts[(steps + 1) * buckets] += 1
+            rows = counts[:steps * buckets].reshape(steps, buckets)
+            old = xp.where(ring, rows, 0).sum(axis=0)
+            counts[total] += batch - old
+            counts[:steps * buckets] = xp.where(ring, batch[None, :], rows).reshape(-1)
+            counts[counter] += 1
         summed_pos, summed_neg = pos[total], neg[total]
-    value = _area(summed_pos, summed_neg, a["curve"])
-    xp = ctx.xp
-    shape_pos, shape_neg = np.asarray(stat_pos).shape, np.asarray(stat_neg).shape
-    return (xp.asarray(np.array(value, "float64")), xp.asarray(pos.reshape(shape_pos)),
-            xp.asarray(neg.reshape(shape_neg)))
+    value = _area(xp, summed_pos, summed_neg, a["curve"])
+    return (value.astype("float64").reshape(()), pos.reshape(stat_pos.shape),
+            neg.reshape(stat_neg.shape))
 
 
 def _auc_infer(ctx):
