@@ -158,6 +158,12 @@ class Executor:
         LoDTensors (with their LoD).
         """
         paused = collector.pause()  # a run's objects die by reference counting
+        if getattr(self.place, "device_id", None) is not None:
+            try:
+                return self._run_on_device(program, feed, fetch_list, feed_var_name,
+                                           fetch_var_name, scope, return_numpy)
+            finally:
+                collector.resume(paused)
         arena = memory_places.host_arena() if self._on_host else None
         if arena is None:
             try:
@@ -177,6 +183,18 @@ class Executor:
             set_handler(previous)
             self.watch = None
             collector.resume(paused)
+
+    def _run_on_device(self, *args):
+        """A run on a CUDAPlace: CuPy allocates from the device's arena (the same buddy
+        core as the host's, over cudaMalloc) for its duration."""
+        from ..memory.device import allocating_on  # imports CuPy: only for a CUDAPlace
+        with allocating_on(self.place) as entry:
+            if entry.arena.recording:
+                self.watch = entry.recorder
+            try:
+                return self._run(*args)
+            finally:
+                self.watch = None
 
     def _run(self, program, feed, fetch_list, feed_var_name, fetch_var_name, scope,
              return_numpy):

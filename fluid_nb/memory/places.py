@@ -127,8 +127,11 @@ def _entry(place, where):
                                    "a place (fluid.CPUPlace() or fluid.CUDAPlace(i))",
                                    type(place).__name__))
     if device != "cpu":
-        raise Unimplemented(f"fluid.memory.{where}: the arena of {place!r} expected, but "
-                            "only the host (CPUPlace) has one")
+        if getattr(place, "device_id", None) is None:
+            raise Unimplemented(f"fluid.memory.{where}: the arena of {place!r} expected, but "
+                                "only the host and CUDAPlaces have one")
+        from .device import device_arena  # imports CuPy: only for a CUDAPlace
+        return device_arena(place)
     entry = host_arena()
     if entry is None:
         raise NotFound(expected(f"fluid.memory.{where}", "the host arena",
@@ -192,12 +195,13 @@ def stats(place):
     (``1 - largest_free / free``: how much of the free space no single request can use),
     ``used_blocks``, ``free_blocks``, ``huge_bytes`` (blocks larger than a chunk, from the
     system directly), ``allocs`` and ``frees`` (counts so far)."""
-    arena = _entry(place, "stats").arena
+    entry = _entry(place, "stats")
+    arena = entry.arena
     free_bytes, largest = arena.free_space()
     return {
         "chunk_size": arena.chunk_size, "min_block": arena.min_block,
         "chunks": arena.n_chunks, "system_bytes": arena.system_bytes,
-        "limit": _host[0].limit, "used": arena.used, "peak": arena.peak,
+        "limit": entry.limit, "used": arena.used, "peak": arena.peak,
         "free": free_bytes, "largest_free": largest,
         "fragmentation": 1.0 - largest / free_bytes if free_bytes else 0.0,
         "used_blocks": len(arena.used_blocks()), "free_blocks": len(arena.free_blocks()),
