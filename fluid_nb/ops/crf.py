@@ -24,6 +24,7 @@ from ..tensor.tensor import LoDTensor
 from ..tensor.dtypes import VarType
 from ..framework.infer import dims_match
 from ..framework.registry import def_op
+from ..tensor.transfer import to_host
 
 # rows of the transition parameter: start weights, end weights, then tag-to-tag weights
 _START, _END, _FIRST_PAIR_ROW = 0, 1, 2
@@ -32,6 +33,37 @@ _START, _END, _FIRST_PAIR_ROW = 0, 1, 2
 def _host(array):
     """A small integer array (labels, lengths) as a host NumPy array."""
     return array.get() if hasattr(array, "get") else np.asarray(array)
+
+
+class _HostContext:
+    """A kernel context whose array module is NumPy (everything else is the kernel's)."""
+    xp = np
+
+    def __init__(self, ctx):
+        self._ctx = ctx
+
+    def __getattr__(self, name):
+        return getattr(self._ctx, name)
+
+
+def _on_host(kernel):
+    """``kernel`` (a loop per sequence and per step, with data-dependent control flow) run
+    on the host: on a device each input is copied to the host once and each output back
+    once, rather than every step of the loop reading device values. The op declares
+    host_reads."""
+    def run(ctx, *inputs):
+        if ctx.xp is np:
+            return kernel(ctx, *inputs)
+        outputs = kernel(_HostContext(ctx), *[
+            None if t is None else LoDTensor(to_host(t.array), t.lod()) for t in inputs])
+        single = not isinstance(outputs, tuple)
+
+        def back(value):
+            if isinstance(value, LoDTensor):
+                return LoDTensor(ctx.xp.asarray(value.array), value.lod())
+            return None if value is None else ctx.xp.asarray(value)
+        return back(outputs) if single else tuple(back(v) for v in outputs)
+    return run
 
 
 # --- the layouts ------------------------------------------------------------------------------
@@ -290,7 +322,9 @@ def_op("linear_chain_crf",
        inputs=["Emission", "Transition", "Label", "Length?"],
        outputs=["Alpha!", "EmissionExps!", "TransitionExps!", "LogLikelihood"],
        infer_shape=_crf_infer, grad=_crf_grad_maker,
-       kernel=_linear_chain_crf, lod_aware=True,
+       kernel=_on_host(_linear_chain_crf), lod_aware=True,
+       host_reads="Emission, Transition, Label, Length: the forward recursion is a loop per "
+                  "sequence and step on the host (each copied in once, the results back once)",
        doc="LogLikelihood[i] = log Z(x_i) - score(s_i) (the negative log-likelihood of "
            "sequence i's labels; 0 for an empty one), with score(s) = a[s_1] + b[s_L] + "
            "sum_l x[l, s_l] + sum_l w[2 + s_(l-1), s_l] and Z the sum of exp(score) over all "
@@ -303,7 +337,9 @@ def_op("linear_chain_crf_grad",
                "Length?", "LogLikelihood@GRAD"],
        outputs=["Emission@GRAD", "Transition@GRAD"],
        infer_shape=_crf_grad_infer,
-       kernel=_linear_chain_crf_grad, lod_aware=True, traits=("optional_outputs",),
+       kernel=_on_host(_linear_chain_crf_grad), lod_aware=True, traits=("optional_outputs",),
+       host_reads="every input: the backward recursion is a loop per sequence and step on "
+                  "the host (each copied in once, the gradients back once)",
        doc="dEmission[k] = g * (P(s_k = . | x) - onehot(label_k)); dTransition = g * "
            "(expected start, end and pair counts - the label's counts), g = "
            "dLogLikelihood of the sequence; from Alpha, EmissionExps and TransitionExps.")
@@ -360,7 +396,9 @@ def _decoding_infer(ctx):
 def_op("crf_decoding",
        inputs=["Emission", "Transition", "Label?", "Length?"], outputs=["ViterbiPath"],
        infer_shape=_decoding_infer,
-       kernel=_crf_decoding, lod_aware=True,
+       kernel=_on_host(_crf_decoding), lod_aware=True,
+       host_reads="Emission, Transition, Label, Length: Viterbi is a loop per sequence and "
+                  "step with back-pointers on the host (each copied in once, the path back once)",
        doc="ViterbiPath = argmax over tag sequences s of score(s) (see linear_chain_crf), per "
            "sequence: int64 [N, 1] with Emission's LoD, or [B, S] when padded with Length. "
            "With Label: 1 where the decoded tag equals the label, else 0 (padding 0). No "
@@ -503,6 +541,8 @@ def_op("chunk_eval",
               "excluded_chunk_types": ("ints", [])},
        infer_shape=_chunk_infer,
        kernel=_chunk_eval, lod_aware=True,
+       host_reads="Inference, Label (and SeqLength): chunks are found by a scan per sequence "
+                  "on the host; their counts are small",
        doc="Chunks (first step, last step, type) of the inferred and the true tags of each "
            "sequence under chunk_scheme (IOB, IOE, IOBES, plain; label v = tag v % n of type "
            "v // n, type num_chunk_types outside chunks); excluded types are not counted. "

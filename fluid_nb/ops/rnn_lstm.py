@@ -321,7 +321,7 @@ def _cudnn_lstm_grad(ctx, x, init_h, init_c, flat, weight_list, sequence_length,
     xp, attrs = ctx.xp, ctx.attrs
     directions = 2 if attrs["is_bidirec"] else 1
     hidden = attrs["hidden_size"]
-    masks = np.asarray(reserve)
+    masks = reserve  # the saved masks, where the arrays are (xp.asarray keeps them)
     _, _, _, records, inputs = _cudnn_lstm_forward(ctx, x, init_h, init_c, flat.reshape(-1),
                                                    masks)
     pieces = _split_weight(attrs, flat.reshape(-1))
