@@ -291,8 +291,12 @@ def test_bad_calls_say_what_was_expected():
         fluid.memory.alloc(CPU, 0)
     with pytest.raises(fluid.errors.InvalidType, match="place expected a place"):
         fluid.memory.used("cpu")
-    with pytest.raises(fluid.errors.Unimplemented, match="only the host"):
-        fluid.memory.used(fluid.CUDAPlace(0))
+    from fluid_nb.testing.strict_device import StrictDevicePlace
+    with pytest.raises(fluid.errors.Unimplemented, match="only the host and CUDAPlaces"):
+        fluid.memory.used(StrictDevicePlace())
+    if not fluid.is_compiled_with_cuda():  # a CUDAPlace's arena needs CuPy and a GPU
+        with pytest.raises(fluid.errors.PreconditionNotMet, match="CUDAPlace: .* expected"):
+            fluid.memory.used(fluid.CUDAPlace(0))
     with pytest.raises(fluid.errors.InvalidArgument, match="handed out by this arena"):
         fluid.memory.free(CPU, 12345)
     fluid.set_flags({"FLAGS_fraction_of_cpu_memory_to_use": 1.5})
