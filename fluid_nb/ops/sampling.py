@@ -7,6 +7,7 @@ from ..tensor.tensor import LoDTensor
 from ..tensor.dtypes import VarType
 from .conv_nd import ConvGeometry, col2im, pad_spatial, windows
 from .creation import host_ints
+from ..tensor.transfer import host_scalar
 from .lookup import _index_add
 from ..framework.registry import def_op, grad_maker, grads_like, no_gradient
 
@@ -65,7 +66,7 @@ def_op("affine_grid", inputs=["Theta", "OutputShape?"], outputs=["Output"], attr
        infer_shape=_affine_grid_infer,
        grad=grad_maker("affine_grid_grad", inputs=["Theta", "OutputShape"],
                        out_grads=["Output"], in_grads=["Theta"]),
-       kernel=_affine_grid,
+       kernel=_affine_grid, host_reads="OutputShape: the grid's shape",
        doc="""affine_grid: Output[n, h, w] = Theta[n] @ (x_w, y_h, 1), the sampling grid
 [N, H, W, 2] of an affine transform; x_w = linspace(-1, 1, W) (times (W-1)/W without
 align_corners), y_h likewise; H, W from output_shape [N, C, H, W] or OutputShape.""")
@@ -446,7 +447,8 @@ def _random_crop(ctx, x, seed):
     xp = ctx.xp
     a = x.array
     held = seed.array if seed is not None else None
-    start = int(held.reshape(-1)[0]) if held is not None and held.size else \
+    # the offsets come from the host's generator, seeded by Seed: one copy
+    start = int(host_scalar(held)) if held is not None and held.size else \
         int(ctx.attrs.get("startup_seed", 0))
     rng = np.random.RandomState(start % (2 ** 32))
     shape = list(ctx.attrs["shape"])
@@ -467,6 +469,7 @@ def_op("random_crop", inputs=["X", "Seed?"], outputs=["Out", "SeedOut?"],
        attrs={"shape": ("ints", []), "startup_seed": ("int", 0)},
        infer_shape=_random_crop_infer, grad=no_gradient, kernel=_random_crop,
        lod_aware=True, traits=("stateful",),
+       host_reads="Seed: it seeds the host's generator that draws the offsets",
        doc="""random_crop: every instance (the leading dims of X) cropped to ``shape`` (the
 trailing dims) at its own uniformly drawn offset. The draw starts from Seed (or
 startup_seed when Seed holds no value) and SeedOut carries the next seed, so a Seed

@@ -447,9 +447,10 @@ def check_on_device(case, place=None):
                     return_numpy=False)))
         extra["backward"] = count["to_host"] - _copied_back(grads["gpu"])
         if extra["backward"] > 0:
-            grad_ops = [o.type for o in program.global_block().ops[1:]]
+            grad_ops = [o.type for o in program.global_block().ops]  # the forward op too
             assert any(registry.get(t).host_reads for t in grad_ops), (
-                f"{case.id}: the grad ops {grad_ops} on the device copied {extra['backward']} "
+                f"{case.id}: the ops {grad_ops} of the backward run on the device copied "
+                f"{extra['backward']} "
                 f"value(s) to the host, but none declares host_reads")
         _same_on_both(case, "gradient", grads["cpu"], grads["gpu"], **close)
     return extra
