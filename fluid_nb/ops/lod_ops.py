@@ -131,8 +131,9 @@ def _max_sequence_len(ctx, table):
 
 def_op("max_sequence_len", inputs=["RankTable"], outputs=["Out"],
        infer_shape=lambda ctx: ctx.set_output("Out", (1,), VarType.INT64),
-       kernel=_max_sequence_len, lod_aware=True,
-       doc="Out = [the longest length in RankTable] (int64; 0 for an empty table).")
+       kernel=_max_sequence_len, lod_aware=True, traits=("host_output",),
+       doc="Out = [the longest length in RankTable] (int64; 0 for an empty table), on the "
+           "host whatever the place (a loop bound, as in Paddle).")
 
 
 # --- lod_tensor_to_array / array_to_lod_tensor ----------------------------------------------
