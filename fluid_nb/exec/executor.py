@@ -610,6 +610,8 @@ def _kernel_step(prepared_op, holder, place, executor, scope, dead, unused, unwa
     ctx = KernelContext(op, place, executor, scope, wanted, unused)
     if fn is None or (unwanted and not wanted):  # markers; ops nobody needs
         return _releasing(_noop, dead), ctx, (), ()
+    if place.device != "cpu" and not opdef.lod_aware:
+        fn = _on_device(fn, place.xp)
 
     ins = []
     for slot in opdef.inputs:
@@ -657,6 +659,23 @@ def _kernel_step(prepared_op, holder, place, executor, scope, dead, unused, unwa
             and not any(isinstance(h, list) for h in ins + outs) and ins and ins[0] is not None:
         return _arrays_step(fn, ctx, ins, outs), ctx, ins, outs
     return _general_step(fn, ctx, opdef, ins, outs, lod_src, lod_dsts, dead), ctx, ins, outs
+
+
+def _on_device(fn, xp):
+    """An array kernel on a device place, given its host inputs (a force_cpu constant, a
+    host counter) moved to the device first, as Paddle's data transform moves a kernel's
+    inputs to its place: a copy to the device, never back."""
+    def kernel(ctx, *args):
+        return fn(ctx, *[_to_device(a, xp) for a in args])
+    return kernel
+
+
+def _to_device(value, xp):
+    if value.__class__ is np.ndarray:
+        return xp.asarray(value)
+    if value.__class__ is list:
+        return [_to_device(v, xp) for v in value]
+    return value
 
 
 #: the smallest variable (declared bytes) worth updating in place: below it a new array

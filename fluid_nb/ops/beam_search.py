@@ -120,6 +120,8 @@ def_op("beam_search", inputs=["pre_ids", "pre_scores", "ids?", "scores"],
        attrs={"level": ("int", 0), "beam_size": ("int", None), "end_id": ("int", None),
               "is_accumulated": ("bool", True)},
        infer_shape=_beam_search_infer, grad=no_gradient, kernel=_beam_search, lod_aware=True,
+       host_reads="pre_ids, pre_scores, ids, scores: each prefix's candidates are ranked on "
+                  "the host, and how many a source keeps decides the output's LoD",
        traits={"runtime_outputs"},
        doc="One beam search step (see the module docstring): candidates' score = scores "
            "(is_accumulated) or pre_score + log(scores); the beam_size best per source; "
@@ -192,6 +194,7 @@ def_op("beam_search_decode", inputs=["Ids", "Scores"],
        attrs={"beam_size": ("int", None), "end_id": ("int", None)},
        infer_shape=_decode_infer, grad=no_gradient, kernel=_beam_search_decode,
        lod_aware=True, traits={"runtime_outputs"},
+       host_reads="Ids, Scores: every step's values, traced back on the host into sentences",
        doc="The sentences of a beam search: each hypothesis of the last step a source has "
            "items in, traced back through the steps' LoD to the first word (an end_id "
            "carried by an ended hypothesis counted once); per source, best final score "

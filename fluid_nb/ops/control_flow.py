@@ -69,6 +69,8 @@ def_op("while", inputs=["X[]?", "Condition"], outputs=["Out[]?", "StepScopes"],
        attrs={"sub_block": _BLOCK, "is_test": ("bool", False),
               "skip_eager_deletion_vars": _SKIP},
        lod_aware=True, traits=("has_sub_block", "runtime_outputs"),
+       host_reads="Condition: whether to run the body again, before each iteration (none "
+                  "when it lives on the host, as force_cpu comparisons leave it)",
        grad=_while_grad_maker,
        doc="while Condition: run sub_block in a new step scope (kept in StepScopes unless "
            "is_test). X: outer variables the body reads; Out: outer variables it writes.")
@@ -108,7 +110,7 @@ def _conditional_block_grad_maker(g):
 def_op("conditional_block", inputs=["Cond[]", "Input[]?"], outputs=["Out[]", "Scope"],
        attrs={"sub_block": _BLOCK, "is_scalar_condition": ("bool", False),
               "skip_eager_deletion_vars": _SKIP},
-       lod_aware=True,
+       lod_aware=True, host_reads="Cond: with is_scalar_condition, whether the block runs",
        traits=("has_sub_block", "runtime_outputs", "optional_outputs"),
        grad=_conditional_block_grad_maker,
        doc="if Cond (its first element with is_scalar_condition, else: every Cond "
@@ -123,5 +125,6 @@ def_op("conditional_block_grad",
               "skip_eager_deletion_vars": _SKIP},
        infer_shape=_x_grad_infer("Input", "Input@GRAD"),
        lod_aware=True, traits=("has_sub_block", "runtime_outputs", "optional_outputs"),
+       host_reads="Cond: with is_scalar_condition, whether the forward block ran",
        doc="Backward of conditional_block: the grad sub_block in the kept scope when the "
            "block ran; zero gradients for Input when it did not.")

@@ -8,7 +8,7 @@ from fluid_nb.errors import InvalidArgument
 from fluid_nb.tensor.tensor import LoDTensor, LoDTensorArray
 from fluid_nb.ops import registry
 
-from .op_test import OpCase, check_output
+from .op_test import OpCase, check_on_device, check_output
 
 LOD = [[0, 2, 4], [0, 1, 2, 3, 4]]
 IDS = np.array([[4, 2], [7, 3], [3, 5], [8, 1]], "int64")
@@ -89,6 +89,11 @@ def test_beam_search_step(case):
     check_output(case)
 
 
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_beam_search_step_on_the_strict_device(case):
+    check_on_device(case)
+
+
 def _array(steps, dtype):
     return LoDTensorArray([LoDTensor(np.array(values, dtype), lod) for lod, values in steps])
 
@@ -108,6 +113,21 @@ def test_beam_search_decode_backtraces_the_steps_into_sentences():
         np.asarray(ids), [0, 2, 3, 1, 0, 2, 1, 0, 4, 5, 3, 5, 0, 4, 5, 3, 1])
     with pytest.raises(InvalidArgument, match="tensor arrays"):
         kernel(ctx, LoDTensor(np.zeros(2, "int64")), _array(STEPS, "float32"))
+
+
+def test_beam_search_decode_on_the_strict_device_gives_device_sentences():
+    from fluid_nb.testing.strict_device import DeviceArray, xp
+
+    def on_device(steps, dtype):
+        return LoDTensorArray([LoDTensor(xp.asarray(np.array(values, dtype)), lod)
+                               for lod, values in steps])
+    kernel = registry.get("beam_search_decode").kernel_for("gpu")
+    ctx = type("Ctx", (), {"attrs": {"beam_size": 2, "end_id": 1}, "xp": xp})()
+    ids, scores = kernel(ctx, on_device(STEPS, "int64"), on_device(STEPS, "float32"))
+    assert isinstance(ids.array, DeviceArray) and isinstance(scores.array, DeviceArray)
+    assert ids.lod() == [[0, 2, 4], [0, 4, 7, 12, 17]]
+    np.testing.assert_array_equal(
+        np.asarray(ids), [0, 2, 3, 1, 0, 2, 1, 0, 4, 5, 3, 5, 0, 4, 5, 3, 1])
 
 
 def test_the_layers_check_their_inputs_as_fluid_does():

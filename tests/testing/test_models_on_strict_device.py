@@ -152,6 +152,54 @@ def test_a_while_loop_reads_one_condition_per_iteration():
     assert count["to_host"] == 1 + 6, count
 
 
+def branches():
+    x = fluid.layers.data(name="x", shape=[1], dtype="float32")
+    y = fluid.layers.fc(input=x, size=1)
+    limit = fluid.layers.fill_constant(shape=[1], dtype="float32", value=0.5)
+    rows = fluid.layers.IfElse(fluid.layers.less_than(x, limit))  # a condition per row
+    with rows.true_block():
+        rows.output(fluid.layers.scale(rows.input(y), scale=2.0))
+    with rows.false_block():
+        rows.output(fluid.layers.scale(rows.input(y), scale=-1.0))
+    per_row = rows()[0]
+    total = fluid.layers.reduce_sum(per_row)
+    whole = fluid.layers.cond(total > 0.0,  # one condition for the batch
+                              lambda: fluid.layers.scale(per_row, scale=0.5),
+                              lambda: fluid.layers.scale(per_row, scale=3.0))
+    loss = fluid.layers.mean(fluid.layers.square(whole))
+    fluid.optimizer.SGD(learning_rate=0.05).minimize(loss)
+    return loss
+
+
+def test_if_else_and_cond_train_on_the_device():
+    feed = {"x": np.linspace(0, 1, 8, dtype="float32").reshape(8, 1)}
+    count, _ = same_training(branches, feed)
+    # besides the loss, what the branches' meaning needs on the host: IfElse's row mask,
+    # read to split its input and merge its output, forward and backward (4); cond's
+    # predicate and its negation, read by the two conditional_blocks, forward and backward
+    # (4); select_input's and select_output's mask (2)
+    assert count["to_host"] == 1 + 4 + 4 + 2, count
+
+
+def sparse_embedding():
+    words = fluid.layers.data(name="words", shape=[1], dtype="int64")
+    label = fluid.layers.data(name="label", shape=[1], dtype="float32")
+    emb = fluid.layers.embedding(input=words, size=[30, 4], is_sparse=True)
+    loss = fluid.layers.mean(fluid.layers.square_error_cost(
+        fluid.layers.fc(input=emb, size=1), label))
+    fluid.optimizer.Adam(learning_rate=0.05).minimize(loss)
+    return loss
+
+
+def test_a_sparse_embedding_trains_with_adam_on_the_device():
+    rng = np.random.RandomState(4)
+    feed = {"words": rng.randint(0, 30, (16, 1)).astype("int64"),
+            "label": rng.rand(16, 1).astype("float32")}
+    count, _ = same_training(sparse_embedding, feed)
+    # a sparse gradient's rows are host data (SelectedRows): one copy of the ids
+    assert count["to_host"] == 1 + 1, count
+
+
 def test_live_mode_runs_each_cell_on_the_device(session_name):
     x_value = np.arange(6, dtype="float32").reshape(2, 3) / 10
     with live(session_name, place=DEVICE) as session:
@@ -168,4 +216,6 @@ def test_live_mode_runs_each_cell_on_the_device(session_name):
 
 @pytest.fixture
 def session_name(request):
-    return f"strict-{request.node.name}"
+    """A fresh live session name, in a fresh unique-name space (fc_0 is this test's)."""
+    with fluid.unique_name.guard():
+        yield f"strict-{request.node.name}"
