@@ -113,6 +113,7 @@ def_op("print", inputs=["In"], outputs=["Out"],
        infer_shape=lambda ctx: ctx.set_output("Out", ctx.input_shape("In"),
                                               ctx.input_dtype("In")),
        grad=_print_grad, kernel=_print, lod_aware=True,
+       host_reads="In: the values it prints",
        doc="Out = In; prints In (message, name, dtype, shape, LoD, the first summarize "
            "values) at most first_n times, in the forward pass, the backward one (the grad "
            "op prints the gradient) or both, as print_phase says.")
@@ -124,7 +125,6 @@ PY_FUNCS = []
 
 
 def _py_func(ctx, xs):
-    import numpy as np
     from ..errors import InvalidArgument, expected
     func = PY_FUNCS[ctx.attrs["forward_callable_id"]]
     skipped = set(ctx.attrs.get("skip_vars_in_backward_input") or ())
@@ -138,7 +138,8 @@ def _py_func(ctx, xs):
     if len(results) != len(outs):
         raise InvalidArgument(expected("py_func", "the function's results",
                                        f"{len(outs)} (one per out variable)", len(results)))
-    return [r if isinstance(r, LoDTensor) or r is None else LoDTensor(np.asarray(r))
+    # the function's host results go to the op's place (a copy to a device)
+    return [r if isinstance(r, LoDTensor) or r is None else LoDTensor(ctx.xp.asarray(r))
             for r in results]
 
 
@@ -159,6 +160,8 @@ def_op("py_func", inputs=["X[]?"], outputs=["Out[]?"],
               "skip_vars_in_backward_input": ("strings", []), "is_forward": ("bool", True)},
        infer_shape=_no_shape, grad=_py_func_grad, kernel=_py_func, lod_aware=True,
        traits={"runtime_outputs"},
+       host_reads="X: the Python function gets the tensors; np.asarray(x) copies one to the "
+                  "host",
        doc="Out = func(*X), func the Python function registered under forward_callable_id "
            "(its results become the Out tensors); the grad op calls backward_callable_id's "
            "function with X, Out and Out@GRAD (less skip_vars_in_backward_input).")

@@ -200,6 +200,81 @@ def test_a_sparse_embedding_trains_with_adam_on_the_device():
     assert count["to_host"] == 1 + 1, count
 
 
+def arrays_and_ranks():
+    x = fluid.layers.data(name="x", shape=[6], dtype="float32", lod_level=1)
+    table = fluid.layers.lod_rank_table(x)
+    hidden = fluid.layers.fc(input=x, size=4, act="tanh")
+    reordered = fluid.layers.reorder_lod_tensor_by_rank(hidden, table)
+    items = fluid.layers.create_array("float32")
+    for k in range(3):
+        index = fluid.layers.fill_constant(shape=[1], dtype="int64", value=k)
+        fluid.layers.array_write(fluid.layers.scale(reordered, scale=float(k + 1)), index,
+                                 array=items)
+    length = fluid.layers.array_length(items)
+    joined, _ = fluid.layers.tensor_array_to_tensor(items, axis=1)
+    loss = fluid.layers.mean(joined) + fluid.layers.reduce_sum(
+        fluid.layers.cast(length, "float32")) * 0.0
+    fluid.optimizer.SGD(learning_rate=0.1).minimize(loss)
+    return loss
+
+
+def test_tensor_arrays_and_rank_tables_train_on_the_device():
+    data = np.random.RandomState(5).rand(sum(LENGTHS), 6).astype("float32")
+    feed = {"x": fluid.create_lod_tensor(data, [LENGTHS], HOST)}
+    count, _ = same_training(arrays_and_ranks, feed)
+    # the array positions are fill_constants without force_cpu, so they live on the
+    # device: write_to_array reads each (3), and the backward's read_from_array each (3)
+    assert count["to_host"] == 1 + 3 + 3, count
+
+
+def test_memory_optimize_and_sparse_gradient_clipping_on_the_device():
+    def build():
+        words = fluid.layers.data(name="words", shape=[1], dtype="int64")
+        label = fluid.layers.data(name="label", shape=[1], dtype="float32")
+        emb = fluid.layers.embedding(input=words, size=[30, 4], is_sparse=True)
+        hidden = fluid.layers.fc(input=emb, size=8, act="relu")
+        loss = fluid.layers.mean(fluid.layers.square_error_cost(
+            fluid.layers.fc(input=hidden, size=1), label))
+        fluid.optimizer.SGD(
+            learning_rate=0.1,
+            grad_clip=fluid.clip.GradientClipByGlobalNorm(clip_norm=0.5)).minimize(loss)
+        main = fluid.default_main_program()
+        fluid.memory_optimize(main)
+        fluid.release_memory(main)
+        ops = {op.type for op in main.global_block().ops}
+        assert {"merge_selected_rows", "get_tensor_from_selected_rows", "delete_var"} <= ops
+        return loss
+    rng = np.random.RandomState(6)
+    feed = {"words": rng.randint(0, 30, (16, 1)).astype("int64"),
+            "label": rng.rand(16, 1).astype("float32")}
+    count, _ = same_training(build, feed)
+    # the sparse gradient's rows are host data: lookup_table_grad copies the ids once
+    assert count["to_host"] == 1 + 1, count
+
+
+def test_print_and_py_func_see_device_values_through_explicit_copies(capsys):
+    seen = []
+
+    def double(x):
+        seen.append(type(x).__name__)
+        return np.asarray(x) * 2  # a LoDTensor: np.asarray copies it to the host
+
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        x = fluid.layers.data(name="x", shape=[3], dtype="float32")
+        shown = fluid.layers.Print(x, message="on the device")
+        out = main.current_block().create_var(name="doubled", dtype="float32", shape=[-1, 3])
+        fluid.layers.py_func(double, shown, out)
+    feed = {"x": np.arange(6, dtype="float32").reshape(2, 3)}
+    with counting() as count:
+        got, = fluid.Executor(DEVICE).run(main, feed=feed, fetch_list=[out])
+    np.testing.assert_array_equal(got, feed["x"] * 2)
+    assert "on the device" in capsys.readouterr().out and seen == ["LoDTensor"]
+    # Print copies what it shows, py_func's function copies its input; its result goes to
+    # the device and comes back as the fetch
+    assert (count["to_device"], count["to_host"]) == (1 + 1, 1 + 1 + 1), count
+
+
 def test_live_mode_runs_each_cell_on_the_device(session_name):
     x_value = np.arange(6, dtype="float32").reshape(2, 3) / 10
     with live(session_name, place=DEVICE) as session:
