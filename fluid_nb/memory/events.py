@@ -160,7 +160,9 @@ def arrays_in(value):
 
 def data_address(array):
     """The address of the block an array's data starts in: its owner's data (a view's
-    base owns the block). NumPy arrays only; CuPy's say it as ``data.ptr``."""
+    base owns the block). NumPy arrays only; CuPy's say it as ``data.ptr``; None for an
+    array of another kind."""
     if array.__class__ is np.ndarray or isinstance(array, np.ndarray):
         return _address_of(array)
-    return array.data.ptr
+    pointer = getattr(array.data, "ptr", None)  # None: an array in no arena (the strict
+    return pointer                              # device's, a foreign module's)

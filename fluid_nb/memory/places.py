@@ -276,6 +276,8 @@ def _names_by_block(arena, scope):
     for name, holder in _all_vars(scope):
         for array in arrays_in(getattr(holder, "value", None)):
             address = data_address(array)
+            if address is None:
+                continue
             at = bisect.bisect_right(starts, address) - 1
             if at >= 0 and address < starts[at] + sizes[starts[at]]:
                 found.setdefault(starts[at], name)

@@ -277,7 +277,7 @@ def test_print_and_py_func_see_device_values_through_explicit_copies(capsys):
 
 def test_live_mode_runs_each_cell_on_the_device(session_name):
     x_value = np.arange(6, dtype="float32").reshape(2, 3) / 10
-    with live(session_name, place=DEVICE) as session:
+    with live(session_name, place=DEVICE, scope=fluid.Scope()) as session:
         x = fluid.layers.data(name="x", shape=[3], dtype="float32", value=x_value)
         h = fluid.layers.fc(input=x, size=4, act="relu")
         loss = fluid.layers.mean(h)
