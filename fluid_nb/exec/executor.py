@@ -199,6 +199,8 @@ class Executor:
     def _run(self, program, feed, fetch_list, feed_var_name, fetch_var_name, scope,
              return_numpy):
         program = default_main_program() if program is None else program
+        if hasattr(program, "_executor_run"):  # a program compiled to native code
+            return program._executor_run(self, feed, fetch_list, scope, return_numpy)
         compiled = hasattr(program, "_program")
         program = getattr(program, "_program", program)  # CompiledProgram
         if isinstance(feed, (list, tuple)):

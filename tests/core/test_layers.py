@@ -21,6 +21,7 @@ ALLOWED = {
     "ops": {"errors", "flags", "tensor", "memory", "proto", "framework"},
     "exec": {"errors", "flags", "tensor", "memory", "proto", "framework", "ops"},
     "backward": {"errors", "tensor", "framework", "ops"},
+    "native": {"errors", "flags", "tensor", "memory", "proto", "framework", "ops", "exec"},
 }
 
 

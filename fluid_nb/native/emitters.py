@@ -1,0 +1,303 @@
+"""The native code generator's emitters: one entry per op type, each turning one op instance
+into the C++ body of its function (calls into ``runtime/fluid_native.h``).
+
+An emitter is ``emit(op, env) -> [lines]``. ``env`` knows every variable's concrete shape
+and element type (the generated code is specialised on one set of feed shapes) and gives
+its pointer expression (``env.ptr(name)``, named after the variable in the function).
+An emitter that meets a case it does not handle raises :class:`NoEmitter` saying why; the
+generator then reports the op as one that stays in the interpreter.
+"""
+import math
+
+import numpy as np
+
+
+class NoEmitter(Exception):
+    """This op instance has no native code (the message says why)."""
+
+
+EMITTERS = {}
+
+
+def emitter(*op_types):
+    def register(fn):
+        for op_type in op_types:
+            EMITTERS[op_type] = fn
+        return fn
+    return register
+
+
+def _count(shape):
+    return int(np.prod(shape, dtype=np.int64)) if len(shape) else 1
+
+
+def _one(op, slot, kind="inputs"):
+    args = getattr(op, kind).get(slot) or []
+    return args[0] if args else None
+
+
+def _float(value, ctype):
+    text = repr(float(value))
+    special = {"inf": "INFINITY", "-inf": "-INFINITY", "nan": "NAN"}
+    if text in special:
+        return f"{ctype}({special[text]})"
+    return f"{text}f" if ctype == "float" else text
+
+
+def _require_float(op, env, name):
+    if env.ctype(name) not in ("float", "double"):
+        raise NoEmitter(f"{name} is {env.ctype(name)}, a float type expected")
+
+
+# --- matrix products ---------------------------------------------------------------------------
+def _mul_dims(op, env):
+    x, y = _one(op, "X"), _one(op, "Y")
+    xs, ys = env.shape(x), env.shape(y)
+    xc, yc = op.attrs.get("x_num_col_dims", 1), op.attrs.get("y_num_col_dims", 1)
+    M, K = _count(xs[:xc]), _count(xs[xc:])
+    K2, N = _count(ys[:yc]), _count(ys[yc:])
+    if K != K2:
+        raise NoEmitter(f"X flattens to [{M}, {K}] but Y to [{K2}, {N}]")
+    return x, y, M, K, N
+
+
+@emitter("mul")
+def _mul(op, env):
+    x, y, M, K, N = _mul_dims(op, env)
+    _require_float(op, env, x)
+    out = _one(op, "Out", "outputs")
+    return [f"mul({env.ptr(x)}, {env.ptr(y)}, {env.ptr(out)}, {M}, {K}, {N});"]
+
+
+@emitter("mul_grad")
+def _mul_grad(op, env):
+    x, y, M, K, N = _mul_dims(op, env)
+    dout = _one(op, "Out@GRAD")
+    dx, dy = _one(op, "X@GRAD", "outputs"), _one(op, "Y@GRAD", "outputs")
+    absent = f"static_cast<{env.ctype(x)}*>(nullptr)"
+    return [f"mul_grad({env.ptr(x)}, {env.ptr(y)}, {env.ptr(dout)}, "
+            f"{env.ptr(dx) if dx else absent}, {env.ptr(dy) if dy else absent}, "
+            f"{M}, {K}, {N});"]
+
+
+# --- elementwise ---------------------------------------------------------------------------------------
+def _broadcast(op, env, x, y):
+    """(pre, n, post): X viewed as [pre, n, post] and Y as [n], Paddle's axis rule."""
+    xs, ys = list(env.shape(x)), list(env.shape(y))
+    if xs == ys:
+        return 1, _count(xs), 1
+    axis = op.attrs.get("axis", -1)
+    while len(ys) > 1 and ys[-1] == 1:  # Paddle trims Y's trailing 1s
+        ys.pop()
+    if axis == -1:
+        axis = len(xs) - len(ys)
+    if not (0 <= axis <= len(xs) - len(ys)) or xs[axis:axis + len(ys)] != ys:
+        raise NoEmitter(f"Y {env.shape(y)} does not broadcast over X {env.shape(x)} at "
+                        f"axis {op.attrs.get('axis', -1)} without a general broadcast")
+    return _count(xs[:axis]), _count(ys), _count(xs[axis + len(ys):])
+
+
+@emitter("elementwise_add", "elementwise_sub", "elementwise_mul")
+def _elementwise(op, env):
+    x, y, out = _one(op, "X"), _one(op, "Y"), _one(op, "Out", "outputs")
+    pre, n, post = _broadcast(op, env, x, y)
+    name = {"elementwise_add": "add", "elementwise_sub": "sub",
+            "elementwise_mul": "mul_elementwise"}[op.type]
+    return [f"{name}({env.ptr(x)}, {env.ptr(y)}, {env.ptr(out)}, {pre}, {n}, {post});"]
+
+
+@emitter("elementwise_add_grad", "elementwise_sub_grad")
+def _elementwise_grad(op, env):
+    x, y, dout = _one(op, "X"), _one(op, "Y"), _one(op, "Out@GRAD")
+    dx, dy = _one(op, "X@GRAD", "outputs"), _one(op, "Y@GRAD", "outputs")
+    pre, n, post = _broadcast(op, env, x, y)
+    lines = []
+    if dx:
+        lines.append(f"copy({env.ptr(dout)}, {env.ptr(dx)}, {pre * n * post});")
+    if dy:
+        sign = "1" if op.type == "elementwise_add_grad" else "-1"
+        if (pre, post) == (1, 1):
+            call = "copy" if sign == "1" else "negate"
+            lines.append(f"{call}({env.ptr(dout)}, {env.ptr(dy)}, {n});")
+        else:
+            lines.append(f"reduce_to_y({env.ptr(dout)}, {env.ptr(dy)}, {pre}, {n}, {post}, "
+                         f"{env.ctype(dy)}({sign}));")
+    return lines
+
+
+# --- activations and other maps ----------------------------------------------------------------------
+_UNARY = {"relu": "relu", "tanh": "tanh_", "sigmoid": "sigmoid", "square": "square"}
+
+
+@emitter(*_UNARY)
+def _unary(op, env):
+    x, out = _one(op, "X"), _one(op, "Out", "outputs")
+    _require_float(op, env, x)
+    return [f"{_UNARY[op.type]}({env.ptr(x)}, {env.ptr(out)}, {_count(env.shape(x))});"]
+
+
+@emitter("relu_grad", "tanh_grad", "sigmoid_grad")
+def _from_out_grad(op, env):
+    out, dout, dx = _one(op, "Out"), _one(op, "Out@GRAD"), _one(op, "X@GRAD", "outputs")
+    return [f"{op.type}({env.ptr(out)}, {env.ptr(dout)}, {env.ptr(dx)}, "
+            f"{_count(env.shape(out))});"]
+
+
+@emitter("square_grad")
+def _square_grad(op, env):
+    x, dout, dx = _one(op, "X"), _one(op, "Out@GRAD"), _one(op, "X@GRAD", "outputs")
+    return [f"square_grad({env.ptr(x)}, {env.ptr(dout)}, {env.ptr(dx)}, "
+            f"{_count(env.shape(x))});"]
+
+
+@emitter("assign")
+def _assign(op, env):
+    x, out = _one(op, "X"), _one(op, "Out", "outputs")
+    return [f"copy({env.ptr(x)}, {env.ptr(out)}, {_count(env.shape(x))});"]
+
+
+@emitter("scale")
+def _scale(op, env):
+    if op.inputs.get("ScaleTensor"):
+        raise NoEmitter("ScaleTensor: a scale read at run time")
+    x, out = _one(op, "X"), _one(op, "Out", "outputs")
+    _require_float(op, env, x)
+    ctype, a = env.ctype(x), op.attrs
+    return [f"scale({env.ptr(x)}, {env.ptr(out)}, {_count(env.shape(x))}, "
+            f"{_float(a.get('scale', 1.0), ctype)}, {_float(a.get('bias', 0.0), ctype)}, "
+            f"{'true' if a.get('bias_after_scale', True) else 'false'});"]
+
+
+@emitter("fill_constant")
+def _fill_constant(op, env):
+    if op.inputs.get("ValueTensor") or op.inputs.get("ShapeTensor") \
+            or op.inputs.get("ShapeTensorList"):
+        raise NoEmitter("a value or shape read at run time")
+    out = _one(op, "Out", "outputs")
+    ctype = env.ctype(out)
+    value = op.attrs.get("value", 0.0)
+    if op.attrs.get("str_value"):  # Paddle: a str_value wins over value
+        value = float(op.attrs["str_value"])
+    floating = ctype in ("float", "double")
+    if not floating and not math.isfinite(value):
+        raise NoEmitter(f"value {value} for an integer tensor")
+    literal = _float(value, ctype) if floating else str(int(value))
+    return [f"fill({env.ptr(out)}, {_count(env.shape(out))}, {ctype}({literal}));"]
+
+
+# --- reductions, softmax, losses -----------------------------------------------------------------------
+@emitter("mean")
+def _mean(op, env):
+    x, out = _one(op, "X"), _one(op, "Out", "outputs")
+    _require_float(op, env, x)
+    return [f"mean({env.ptr(x)}, {env.ptr(out)}, {_count(env.shape(x))});"]
+
+
+@emitter("mean_grad")
+def _mean_grad(op, env):
+    x, dout, dx = _one(op, "X"), _one(op, "Out@GRAD"), _one(op, "X@GRAD", "outputs")
+    return [f"mean_grad({env.ptr(dout)}, {env.ptr(dx)}, {_count(env.shape(x))});"]
+
+
+def _rows_classes(op, env, name):
+    shape = env.shape(name)
+    axis = op.attrs.get("axis", -1)
+    if axis not in (-1, len(shape) - 1):
+        raise NoEmitter(f"axis {axis}: the last axis expected")
+    return _count(shape[:-1]), shape[-1]
+
+
+@emitter("softmax")
+def _softmax(op, env):
+    x, out = _one(op, "X"), _one(op, "Out", "outputs")
+    _require_float(op, env, x)
+    rows, classes = _rows_classes(op, env, x)
+    return [f"softmax({env.ptr(x)}, {env.ptr(out)}, {rows}, {classes});"]
+
+
+def _hard_labels(op, env, label):
+    a = op.attrs
+    if a.get("soft_label") or not a.get("use_softmax", True):
+        raise NoEmitter("soft labels or use_softmax=False")
+    if env.ctype(label) != "int64_t":
+        raise NoEmitter(f"Label is {env.ctype(label)}, int64 expected")
+
+
+@emitter("softmax_with_cross_entropy")
+def _softmax_xent(op, env):
+    logits, label = _one(op, "Logits"), _one(op, "Label")
+    softmax, loss = _one(op, "Softmax", "outputs"), _one(op, "Loss", "outputs")
+    _hard_labels(op, env, label)
+    rows, classes = _rows_classes(op, env, logits)
+    return [f"softmax_cross_entropy({env.ptr(logits)}, {env.ptr(label)}, {env.ptr(softmax)}, "
+            f"{env.ptr(loss)}, {rows}, {classes}, {int(op.attrs.get('ignore_index', -100))});"]
+
+
+@emitter("softmax_with_cross_entropy_grad")
+def _softmax_xent_grad(op, env):
+    softmax, label = _one(op, "Softmax"), _one(op, "Label")
+    dloss, dlogits = _one(op, "Loss@GRAD"), _one(op, "Logits@GRAD", "outputs")
+    _hard_labels(op, env, label)
+    rows, classes = _rows_classes(op, env, softmax)
+    return [f"softmax_cross_entropy_grad({env.ptr(softmax)}, {env.ptr(label)}, "
+            f"{env.ptr(dloss)}, {env.ptr(dlogits)}, {rows}, {classes}, "
+            f"{int(op.attrs.get('ignore_index', -100))});"]
+
+
+# --- optimizers ------------------------------------------------------------------------------------------
+def _updated(op, env, pairs):
+    """The update kernels work in place: each output that is not its input (ParamOut other
+    than Param) starts as a copy of the input. Returns (copy lines, {input slot: the
+    variable the kernel updates})."""
+    lines, target = [], {}
+    for out_slot, in_slot in pairs:
+        source, out = _one(op, in_slot), _one(op, out_slot, "outputs")
+        if out is None:
+            raise NoEmitter(f"no {out_slot}")
+        if out != source:
+            lines.append(f"copy({env.ptr(source)}, {env.ptr(out)}, "
+                         f"{_count(env.shape(source))});")
+        target[in_slot] = out
+    return lines, target
+
+
+@emitter("sgd")
+def _sgd(op, env):
+    grad, lr = _one(op, "Grad"), _one(op, "LearningRate")
+    if env.kind(grad) != "dense":
+        raise NoEmitter("a sparse gradient")
+    lines, target = _updated(op, env, [("ParamOut", "Param")])
+    param = target["Param"]
+    return lines + [f"sgd({env.ptr(param)}, {env.ptr(grad)}, {env.ptr(lr)}, "
+                    f"{_count(env.shape(param))});"]
+
+
+@emitter("adam")
+def _adam(op, env):
+    pows = [("Beta1PowOut", "Beta1Pow"), ("Beta2PowOut", "Beta2Pow")]
+    update_pows = all(op.outputs.get(out) for out, _ in pows)
+    for slot in ("Beta1Tensor", "Beta2Tensor", "EpsilonTensor", "MasterParam", "SkipUpdate"):
+        if op.inputs.get(slot):
+            raise NoEmitter(f"{slot} given")
+    a = op.attrs
+    if a.get("lazy_mode") or a.get("use_global_beta_pow") or a.get("multi_precision"):
+        raise NoEmitter("lazy_mode, use_global_beta_pow or multi_precision")
+    grad = _one(op, "Grad")
+    if env.kind(grad) != "dense":
+        raise NoEmitter("a sparse gradient")
+    lines, target = _updated(op, env, [("ParamOut", "Param"), ("Moment1Out", "Moment1"),
+                                       ("Moment2Out", "Moment2")]
+                             + (pows if update_pows else []))
+    param = target["Param"]
+    ctype = env.ctype(param)
+    names = [param, grad, _one(op, "LearningRate"), target["Moment1"], target["Moment2"],
+             target.get("Beta1Pow", _one(op, "Beta1Pow")),
+             target.get("Beta2Pow", _one(op, "Beta2Pow"))]
+    pointers = ", ".join(env.ptr(n) for n in names)
+    return lines + [f"adam({pointers}, {_count(env.shape(param))}, "
+            f"{ctype}({_float(a['beta1'], ctype)}), {ctype}({_float(a['beta2'], ctype)}), "
+            f"{ctype}({_float(a['epsilon'], ctype)}), {'true' if update_pows else 'false'});"]
+
+
+def supported(op_type):
+    return op_type in EMITTERS

@@ -1,0 +1,150 @@
+"""A program compiled to native code, which ``Executor.run`` takes in place of the program.
+
+``compile(program, feed, fetch_list, scope)`` generates and builds the C++ for the shapes of
+``feed`` and returns a :class:`NativeProgram`. Running it with feeds of other shapes builds
+(or takes from the cache) another specialisation. Parameters stay in the scope: the compiled
+code reads them from the scope's arrays and its optimizer ops update them in place, so the
+interpreter and the compiled program can take turns on one scope.
+"""
+import ctypes
+
+import numpy as np
+
+from ..errors import InvalidArgument, NotFound, Unimplemented, expected
+from ..exec.executor import FetchedArray
+from ..exec.scope import global_scope
+from ..framework.program import Program
+from ..tensor.tensor import LoDTensor
+from .build import build, load
+from .generate import generate
+
+
+class _Specialisation:
+    """The build for one set of feed shapes: the library, the pointer array, the buffers
+    of temporaries and feeds it owns, and the scope arrays it last pointed at."""
+
+    def __init__(self, source, library, cached, run):
+        self.source, self.library, self.cached, self.run_fn = source, library, cached, run
+        variables = source.variables
+        self.pointers = (ctypes.c_void_p * max(len(variables), 1))()
+        self.address = ctypes.addressof(self.pointers)
+        self.owned = {}
+        for v in variables:
+            if v.role != "persistable":
+                array = np.zeros(v.shape, v.dtype)
+                self.owned[v.name] = array
+                self.pointers[v.index] = array.ctypes.data
+        self.persistables = [v for v in variables if v.role == "persistable"]
+        self.bound = [None] * len(self.persistables)
+        self.feeds = [(v.name, self.owned[v.name]) for v in variables if v.role == "feed"]
+
+    def bind(self, scope):
+        """Point at the scope's arrays of the persistables (again only where one changed)."""
+        for k, v in enumerate(self.persistables):
+            held = scope.find_var(v.name)
+            tensor = getattr(held, "value", None)
+            array = getattr(tensor, "array", None)
+            if array is self.bound[k]:
+                continue
+            if not isinstance(tensor, LoDTensor) or array is None:
+                raise NotFound(expected("a compiled program", f"variable {v.name!r}",
+                                        "a tensor in the scope (run the startup program "
+                                        "first)", "none"))
+            if array.__class__ is not np.ndarray or array.shape != v.shape \
+                    or array.dtype != v.dtype or not array.flags.c_contiguous \
+                    or not array.flags.writeable:
+                if tuple(np.shape(array)) != v.shape:
+                    raise InvalidArgument(expected(
+                        "a compiled program", f"variable {v.name!r}",
+                        f"shape {list(v.shape)} (as compiled)", list(np.shape(array))))
+                array = np.array(array, dtype=v.dtype, order="C")  # its own, writable copy
+                tensor.set(array)
+                array = tensor.array
+            self.bound[k] = array
+            self.pointers[v.index] = array.ctypes.data
+
+
+class NativeProgram:
+    """``program`` compiled to native code for the given feed and fetch names. Run it with
+    ``Executor.run(native, feed=..., fetch_list=..., scope=...)`` or :meth:`run`."""
+
+    def __init__(self, program, fetch_names, march_native=False):
+        self.program = program
+        self.fetch_names = list(fetch_names)
+        self.march_native = march_native
+        self._built = {}  # feed signature -> _Specialisation
+
+    @property
+    def source(self):
+        """The generated source of the last specialisation built (a NativeSource)."""
+        return next(reversed(self._built.values())).source if self._built else None
+
+    def specialise(self, feed, scope):
+        key = tuple(sorted((name, value.shape, value.dtype.str) for name, value in feed.items()))
+        spec = self._built.get(key)
+        if spec is None:
+            source = generate(self.program, feed=feed, fetch=self.fetch_names, scope=scope)
+            if source.fallbacks:
+                listing = "; ".join(f"op {i} {t}: {why}" for i, t, why in source.fallbacks)
+                raise Unimplemented(expected("compile", "every op with native code",
+                                             "an emitter for each op", listing))
+            library, cached = build(source.source, self.march_native)
+            _, run = load(library)
+            spec = self._built[key] = _Specialisation(source, library, cached, run)
+        return spec
+
+    def run(self, feed=None, fetch_list=None, scope=None, return_numpy=True):
+        scope = global_scope() if scope is None else scope
+        feed = {name: _array(name, value) for name, value in (feed or {}).items()}
+        fetch_names = [getattr(f, "name", f) for f in fetch_list] if fetch_list is not None \
+            else self.fetch_names
+        spec = self.specialise(feed, scope)
+        for name, buffer in spec.feeds:
+            buffer[...] = feed[name]
+        spec.bind(scope)
+        spec.run_fn(spec.address)
+        results = []
+        for name in fetch_names:
+            if name in spec.owned:
+                value = spec.owned[name].copy()
+            else:
+                held = scope.find_var(name)
+                if held is None or getattr(held, "value", None) is None:
+                    raise NotFound(expected("a compiled program", "fetch",
+                                            "a variable the compiled code computes",
+                                            repr(name)))
+                value = np.array(held.value.array)
+            results.append(value.view(FetchedArray) if return_numpy else LoDTensor(value))
+        return results
+
+    def _executor_run(self, executor, feed, fetch_list, scope, return_numpy):
+        if executor.place.device != "cpu":
+            raise Unimplemented(expected("Executor.run", "the place of a native program",
+                                         "CPUPlace (the CUDA target is not built yet)",
+                                         repr(executor.place)))
+        return self.run(feed, fetch_list, scope, return_numpy)
+
+
+def _array(name, value):
+    if isinstance(value, LoDTensor):
+        if value.lod():
+            raise Unimplemented(expected("a compiled program", f"feed {name!r}",
+                                         "a dense tensor (LoD is not compiled yet)",
+                                         f"LoD {value.lod()}"))
+        value = value.array
+    value = np.asarray(value)  # (not ascontiguousarray, which makes a 0-D array 1-D)
+    return value if value.flags.c_contiguous else value.copy(order="C")
+
+
+def compile(program, feed, fetch_list, scope=None, march_native=False):
+    """``program`` compiled to native code, specialised on the shapes of ``feed``, which
+    a first trace run of the interpreter (on a copy of the scope) determines. Raises
+    Unimplemented listing the ops that have no native code."""
+    if not isinstance(program, Program):
+        raise InvalidArgument(expected("compile", "program", "a Program",
+                                       type(program).__name__))
+    fetch_names = [getattr(f, "name", f) for f in fetch_list]
+    native = NativeProgram(program, fetch_names, march_native)
+    scope = global_scope() if scope is None else scope
+    native.specialise({name: _array(name, value) for name, value in feed.items()}, scope)
+    return native

@@ -1,0 +1,286 @@
+// The runtime of programs compiled by fluid_nb's native code generator: the kernels the
+// generated op functions call. Every buffer is a contiguous row-major array whose shape
+// the generated code knows (it is specialised on the shapes of one set of feeds), so a
+// kernel takes pointers and sizes. Matrix products go to BLAS (CBLAS's sgemm and dgemm,
+// named by FLUID_SGEMM and FLUID_DGEMM at build time).
+#pragma once
+
+#include <cblas.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <algorithm>
+
+#ifndef FLUID_SGEMM
+#define FLUID_SGEMM cblas_sgemm
+#define FLUID_DGEMM cblas_dgemm
+#endif
+
+namespace fluid_native {
+
+// --- matrix products ---------------------------------------------------------------------------
+// C[M, N] = beta * C + op(A) @ op(B), op(A) [M, K], op(B) [K, N], all row-major
+inline void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A,
+                 const float* B, float* C, float beta = 0.0f) {
+  FLUID_SGEMM(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+              trans_b ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K, 1.0f, A,
+              trans_a ? (int)M : (int)K, B, trans_b ? (int)K : (int)N, beta, C, (int)N);
+}
+
+inline void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const double* A,
+                 const double* B, double* C, double beta = 0.0) {
+  FLUID_DGEMM(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+              trans_b ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K, 1.0, A,
+              trans_a ? (int)M : (int)K, B, trans_b ? (int)K : (int)N, beta, C, (int)N);
+}
+
+// mul: Out[M, N] = X[M, K] @ Y[K, N] (X and Y flattened at their num_col_dims)
+template <class T>
+void mul(const T* x, const T* y, T* out, int64_t M, int64_t K, int64_t N) {
+  gemm(false, false, M, N, K, x, y, out);
+}
+
+// mul_grad: dX = dOut @ Y^T, dY = X^T @ dOut (either may be absent)
+template <class T>
+void mul_grad(const T* x, const T* y, const T* dout, T* dx, T* dy, int64_t M, int64_t K,
+              int64_t N) {
+  if (dx) gemm(false, true, M, K, N, dout, y, dx);
+  if (dy) gemm(true, false, K, N, M, x, dout, dy);
+}
+
+// --- elementwise with Paddle's axis broadcast: X viewed as [pre, n, post], Y as [n] --------------
+template <class T, class F>
+void broadcast(const T* x, const T* y, T* out, int64_t pre, int64_t n, int64_t post, F f) {
+  for (int64_t i = 0; i < pre; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      const T b = y[j];
+      const int64_t at = (i * n + j) * post;
+      for (int64_t k = 0; k < post; ++k) out[at + k] = f(x[at + k], b);
+    }
+}
+
+template <class T>
+void add(const T* x, const T* y, T* out, int64_t pre, int64_t n, int64_t post) {
+  broadcast(x, y, out, pre, n, post, [](T a, T b) { return a + b; });
+}
+
+template <class T>
+void sub(const T* x, const T* y, T* out, int64_t pre, int64_t n, int64_t post) {
+  broadcast(x, y, out, pre, n, post, [](T a, T b) { return a - b; });
+}
+
+template <class T>
+void mul_elementwise(const T* x, const T* y, T* out, int64_t pre, int64_t n, int64_t post) {
+  broadcast(x, y, out, pre, n, post, [](T a, T b) { return a * b; });
+}
+
+// the gradient reaching Y of a broadcast add (sign +1) or sub (sign -1): dOut summed over
+// the pre and post dims; X's is dOut itself (times nothing)
+template <class T>
+void reduce_to_y(const T* dout, T* dy, int64_t pre, int64_t n, int64_t post, T sign) {
+  for (int64_t j = 0; j < n; ++j) dy[j] = 0;
+  for (int64_t i = 0; i < pre; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      const T* row = dout + (i * n + j) * post;
+      T total = 0;
+      for (int64_t k = 0; k < post; ++k) total += row[k];
+      dy[j] += sign * total;
+    }
+}
+
+template <class T>
+void copy(const T* x, T* out, int64_t count) {
+  if (x != out) memcpy(out, x, sizeof(T) * count);
+}
+
+template <class T>
+void negate(const T* x, T* out, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) out[i] = -x[i];
+}
+
+// --- activations ---------------------------------------------------------------------------------
+template <class T>
+void relu(const T* x, T* out, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) out[i] = x[i] > 0 ? x[i] : T(0);
+}
+
+// relu_grad from Out: dX = dOut where Out > 0
+template <class T>
+void relu_grad(const T* out, const T* dout, T* dx, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) dx[i] = out[i] > 0 ? dout[i] : T(0);
+}
+
+template <class T>
+void tanh_(const T* x, T* out, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) out[i] = std::tanh(x[i]);
+}
+
+// tanh_grad from Out: dX = dOut * (1 - Out^2)
+template <class T>
+void tanh_grad(const T* out, const T* dout, T* dx, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) dx[i] = dout[i] * (T(1) - out[i] * out[i]);
+}
+
+template <class T>
+void sigmoid(const T* x, T* out, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) out[i] = T(1) / (T(1) + std::exp(-x[i]));
+}
+
+// sigmoid_grad from Out: dX = dOut * Out * (1 - Out)
+template <class T>
+void sigmoid_grad(const T* out, const T* dout, T* dx, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) dx[i] = dout[i] * out[i] * (T(1) - out[i]);
+}
+
+template <class T>
+void square(const T* x, T* out, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) out[i] = x[i] * x[i];
+}
+
+// square_grad: dX = 2 X dOut
+template <class T>
+void square_grad(const T* x, const T* dout, T* dx, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) dx[i] = dout[i] * T(2) * x[i];
+}
+
+// scale: Out = scale * X + bias (bias_after_scale) or scale * (X + bias)
+template <class T>
+void scale(const T* x, T* out, int64_t count, T s, T bias, bool bias_after_scale) {
+  if (bias_after_scale)
+    for (int64_t i = 0; i < count; ++i) out[i] = s * x[i] + bias;
+  else
+    for (int64_t i = 0; i < count; ++i) out[i] = s * (x[i] + bias);
+}
+
+// --- reductions ------------------------------------------------------------------------------------
+// mean: Out[0] = sum(X) / count, summed pairwise as NumPy sums (its rounding, not a loop's)
+template <class T>
+T pairwise_sum(const T* x, int64_t count) {
+  if (count < 8) {
+    T total = 0;
+    for (int64_t i = 0; i < count; ++i) total += x[i];
+    return total;
+  }
+  if (count <= 128) {  // NumPy's unrolled block: eight partial sums
+    T r[8];
+    for (int k = 0; k < 8; ++k) r[k] = x[k];
+    int64_t i = 8;
+    for (; i < count - (count % 8); i += 8)
+      for (int k = 0; k < 8; ++k) r[k] += x[i + k];
+    T total = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+    for (; i < count; ++i) total += x[i];
+    return total;
+  }
+  int64_t half = count / 2;
+  half -= half % 8;
+  return pairwise_sum(x, half) + pairwise_sum(x + half, count - half);
+}
+
+template <class T>
+void mean(const T* x, T* out, int64_t count) {
+  out[0] = pairwise_sum(x, count) / T(count);
+}
+
+// mean_grad: dX = dOut[0] / count everywhere
+template <class T>
+void mean_grad(const T* dout, T* dx, int64_t count) {
+  const T value = dout[0] / T(count);
+  for (int64_t i = 0; i < count; ++i) dx[i] = value;
+}
+
+template <class T>
+void fill(T* out, int64_t count, T value) {
+  for (int64_t i = 0; i < count; ++i) out[i] = value;
+}
+
+// --- softmax and cross-entropy ----------------------------------------------------------------------
+// softmax over the last dim of [rows, classes]: exp(x - max) / sum
+template <class T>
+void softmax(const T* x, T* out, int64_t rows, int64_t classes) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* in = x + r * classes;
+    T* o = out + r * classes;
+    T top = in[0];
+    for (int64_t c = 1; c < classes; ++c) top = std::max(top, in[c]);
+    T total = 0;
+    for (int64_t c = 0; c < classes; ++c) {
+      o[c] = std::exp(in[c] - top);
+      total += o[c];
+    }
+    for (int64_t c = 0; c < classes; ++c) o[c] /= total;
+  }
+}
+
+// softmax_with_cross_entropy, hard labels: Softmax as above, Loss[r] = -log(Softmax[r, label])
+// (0 for ignore_index); log-softmax computed as x - max - log(sum) for accuracy
+template <class T>
+void softmax_cross_entropy(const T* logits, const int64_t* label, T* softmax_out, T* loss,
+                           int64_t rows, int64_t classes, int64_t ignore_index) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* in = logits + r * classes;
+    T* o = softmax_out + r * classes;
+    T top = in[0];
+    for (int64_t c = 1; c < classes; ++c) top = std::max(top, in[c]);
+    T total = 0;
+    for (int64_t c = 0; c < classes; ++c) {
+      o[c] = std::exp(in[c] - top);
+      total += o[c];
+    }
+    for (int64_t c = 0; c < classes; ++c) o[c] /= total;
+    const int64_t k = label[r];
+    loss[r] = k == ignore_index ? T(0) : -(in[k] - top - std::log(total));
+  }
+}
+
+// its gradient: dLogits[r] = (Softmax[r] - onehot(label[r])) * dLoss[r]
+template <class T>
+void softmax_cross_entropy_grad(const T* softmax_in, const int64_t* label, const T* dloss,
+                                T* dlogits, int64_t rows, int64_t classes,
+                                int64_t ignore_index) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* s = softmax_in + r * classes;
+    T* d = dlogits + r * classes;
+    const int64_t k = label[r];
+    if (k == ignore_index) {
+      for (int64_t c = 0; c < classes; ++c) d[c] = 0;
+      continue;
+    }
+    const T g = dloss[r];
+    for (int64_t c = 0; c < classes; ++c) d[c] = s[c] * g;
+    d[k] -= g;
+  }
+}
+
+// --- optimizers (in place: ParamOut is Param) ---------------------------------------------------------
+// sgd: Param -= LearningRate[0] * Grad
+template <class T>
+void sgd(T* param, const T* grad, const T* lr, int64_t count) {
+  const T rate = lr[0];
+  for (int64_t i = 0; i < count; ++i) param[i] -= rate * grad[i];
+}
+
+// adam, Paddle's formula in the parameter's type:
+//   m1 = beta1 m1 + (1 - beta1) g;  m2 = beta2 m2 + (1 - beta2) g^2
+//   Param -= lr sqrt(1 - beta2^t) / (1 - beta1^t) * m1 / (sqrt(m2) + eps sqrt(1 - beta2^t))
+//   beta1^t *= beta1, beta2^t *= beta2 when the op has Beta1PowOut and Beta2PowOut
+template <class T>
+void adam(T* param, const T* grad, const T* lr, T* m1, T* m2, T* beta1_pow, T* beta2_pow,
+          int64_t count, T beta1, T beta2, T epsilon, bool update_pows) {
+  const T one = 1;
+  const T pow1 = beta1_pow[0], pow2 = beta2_pow[0];
+  const T rate = lr[0] * std::sqrt(one - pow2) / (one - pow1);
+  const T eps_hat = epsilon * std::sqrt(one - pow2);
+  for (int64_t i = 0; i < count; ++i) {
+    const T g = grad[i];
+    m1[i] = m1[i] * beta1 + g * (one - beta1);
+    m2[i] = m2[i] * beta2 + g * g * (one - beta2);
+    param[i] -= m1[i] / (std::sqrt(m2[i]) + eps_hat) * rate;
+  }
+  if (update_pows) {  // Beta1PowOut and Beta2PowOut given: the op carries the powers on
+    beta1_pow[0] = pow1 * beta1;
+    beta2_pow[0] = pow2 * beta2;
+  }
+}
+
+}  // namespace fluid_native

@@ -1,0 +1,195 @@
+"""Whole programs compiled to native code: training steps give the interpreter's losses
+over 50 steps, a saved inference model compiles and predicts what the interpreter does,
+the seeds' example generates the code the seeds show, and what cannot compile says why."""
+import numpy as np
+import pytest
+
+import fluid_nb as fluid
+from fluid_nb import native
+from fluid_nb.errors import InvalidArgument, PreconditionNotMet, Unimplemented
+
+
+def fit_a_line():
+    x = fluid.layers.data(name="x", shape=[13], dtype="float32")
+    y = fluid.layers.data(name="y", shape=[1], dtype="float32")
+    predict = fluid.layers.fc(input=x, size=1)
+    loss = fluid.layers.mean(fluid.layers.square_error_cost(input=predict, label=y))
+    fluid.optimizer.SGD(learning_rate=0.01).minimize(loss)
+    return loss
+
+
+def mlp():
+    img = fluid.layers.data(name="img", shape=[784], dtype="float32")
+    label = fluid.layers.data(name="label", shape=[1], dtype="int64")
+    h = fluid.layers.fc(input=img, size=200, act="relu")
+    h = fluid.layers.fc(input=h, size=200, act="relu")
+    logits = fluid.layers.fc(input=h, size=10)
+    loss = fluid.layers.mean(fluid.layers.softmax_with_cross_entropy(logits, label))
+    fluid.optimizer.Adam(learning_rate=0.001).minimize(loss)
+    return loss
+
+
+def _programs(build):
+    main, startup = fluid.Program(), fluid.Program()
+    main.random_seed = startup.random_seed = 5
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        loss = build()
+    return main, startup, loss
+
+
+def _feeds(build, rng):
+    if build is fit_a_line:
+        return {"x": rng.rand(20, 13).astype("float32"), "y": rng.rand(20, 1).astype("float32")}
+    return {"img": rng.uniform(-1, 1, (64, 784)).astype("float32"),
+            "label": rng.randint(0, 10, (64, 1)).astype("int64")}
+
+
+@pytest.mark.parametrize("build", [fit_a_line, mlp], ids=["W1_fit_a_line_sgd", "W2_mlp_adam"])
+def test_a_compiled_training_step_follows_the_interpreter_for_50_steps(build):
+    main, startup, loss = _programs(build)
+    feed = _feeds(build, np.random.RandomState(0))
+    exe = fluid.Executor(fluid.CPUPlace())
+    interpreted, compiled = fluid.Scope(), fluid.Scope()
+    exe.run(startup, scope=interpreted)
+    exe.run(startup, scope=compiled)
+    program = native.compile(main, feed, [loss], scope=compiled)
+    assert program.source.fallbacks == []
+    want = [float(exe.run(main, feed=feed, fetch_list=[loss], scope=interpreted)[0][0])
+            for _ in range(50)]
+    got = [float(exe.run(program, feed=feed, fetch_list=[loss], scope=compiled)[0][0])
+           for _ in range(50)]
+    assert want[-1] < want[0] / 2
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)
+    # the parameters were updated in place in the scope: the interpreter sees them
+    for param in main.global_block().all_parameters():
+        np.testing.assert_allclose(np.array(compiled.find_var(param.name).get_tensor()),
+                                   np.array(interpreted.find_var(param.name).get_tensor()),
+                                   rtol=1e-3, atol=1e-5)
+
+
+def test_the_interpreter_and_the_compiled_program_take_turns_on_one_scope():
+    main, startup, loss = _programs(fit_a_line)
+    feed = _feeds(fit_a_line, np.random.RandomState(1))
+    exe, scope, reference = fluid.Executor(fluid.CPUPlace()), fluid.Scope(), fluid.Scope()
+    exe.run(startup, scope=scope)
+    exe.run(startup, scope=reference)
+    program = native.compile(main, feed, [loss], scope=scope)
+    got = [exe.run(program if k % 2 else main, feed=feed, fetch_list=[loss], scope=scope)[0]
+           for k in range(6)]
+    want = [exe.run(main, feed=feed, fetch_list=[loss], scope=reference)[0] for _ in range(6)]
+    np.testing.assert_allclose(np.concatenate(got), np.concatenate(want), rtol=1e-5)
+
+
+def test_a_saved_inference_model_compiles_and_predicts_as_the_interpreter(tmp_path):
+    main, startup, loss = _programs(fit_a_line)
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    exe.run(startup, scope=scope)
+    predict = main.global_block().ops[1].outputs["Out"][0]  # fc's output after the bias
+    with fluid.scope_guard(scope):
+        fluid.io.save_inference_model(str(tmp_path), ["x"], [main.global_block().var(predict)],
+                                      exe, main_program=main)
+        program, feeds, fetches = fluid.io.load_inference_model(str(tmp_path), exe)
+    x = np.random.RandomState(2).rand(7, 13).astype("float32")
+    with fluid.scope_guard(scope):
+        want, = exe.run(program, feed={feeds[0]: x}, fetch_list=fetches)
+        compiled = native.compile(program, {feeds[0]: x}, fetches, scope=scope)
+        got, = exe.run(compiled, feed={feeds[0]: x}, fetch_list=fetches)
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    # another batch size: another specialisation, built on demand
+    x5 = x[:5]
+    with fluid.scope_guard(scope):
+        np.testing.assert_allclose(exe.run(compiled, feed={feeds[0]: x5}, fetch_list=fetches)[0],
+                                   want[:5], rtol=1e-5)
+    assert len(compiled._built) == 2
+
+
+SEEDS_EXAMPLE = '''\
+// op 0: assign(X=w_init) -> Out=W
+static void fluid_cpp_assign_0(void** v) {
+  float* w_init = static_cast<float*>(v[0]);
+  float* W = static_cast<float*>(v[1]);
+  copy(w_init, W, 6);
+}
+
+// op 1: mul(X=X, Y=W) -> Out=Y
+static void fluid_cpp_mul_1(void** v) {
+  float* X = static_cast<float*>(v[2]);
+  float* W = static_cast<float*>(v[1]);
+  float* Y = static_cast<float*>(v[3]);
+  mul(X, W, Y, 4, 3, 2);
+}
+
+extern "C" void fluid_run(void** v) {
+  fluid_cpp_assign_0(v);
+  fluid_cpp_mul_1(v);
+}
+'''
+
+
+def test_the_seeds_example_generates_the_seeds_listing():
+    """The seeds' program: X read (here: fed), W assigned, Y = mult(X, W). Each op becomes a
+    function that runs its kernel, and the entry calls them in order."""
+    program = fluid.Program()
+    block = program.global_block()
+    block.create_var(name="X", shape=[4, 3], dtype="float32")
+    block.create_var(name="w_init", shape=[3, 2], dtype="float32", persistable=True)
+    block.create_var(name="W", shape=[3, 2], dtype="float32")
+    block.create_var(name="Y", shape=[4, 2], dtype="float32")
+    block.append_op(type="assign", inputs={"X": ["w_init"]}, outputs={"Out": ["W"]})
+    block.append_op(type="mul", inputs={"X": ["X"], "Y": ["W"]}, outputs={"Out": ["Y"]})
+    scope = fluid.Scope()
+    scope.var("w_init").get_tensor().set(np.arange(6, dtype="float32").reshape(3, 2))
+    x = np.ones((4, 3), "float32")
+    source = native.generate(program, feed={"X": x}, fetch=["Y"], scope=scope)
+    assert source.source.endswith(SEEDS_EXAMPLE), source.source
+    got, = fluid.Executor(fluid.CPUPlace()).run(
+        native.compile(program, {"X": x}, ["Y"], scope=scope), feed={"X": x},
+        fetch_list=["Y"], scope=scope)
+    np.testing.assert_array_equal(got, x @ np.arange(6, dtype="float32").reshape(3, 2))
+
+
+def test_ops_without_native_code_are_named_with_why():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.layers.data(name="x", shape=[4], dtype="float32")
+        y = fluid.layers.fc(input=fluid.layers.cumsum(x), size=2)
+    scope = fluid.Scope()
+    fluid.Executor(fluid.CPUPlace()).run(startup, scope=scope)
+    feed = {"x": np.ones((3, 4), "float32")}
+    source = native.generate(main, feed=feed, fetch=[y], scope=scope)
+    assert source.fallbacks == [(0, "cumsum", "no emitter for this op type")]
+    assert "// not compiled: op 0 cumsum (no emitter for this op type)" in source.source
+    with pytest.raises(Unimplemented, match="op 0 cumsum: no emitter"):
+        native.compile(main, feed, [y], scope=scope)
+
+
+def test_a_missing_compiler_is_a_typed_error(monkeypatch, tmp_path):
+    monkeypatch.setenv("CXX", "no-such-compiler")
+    monkeypatch.setenv("FLUID_NB_CACHE", str(tmp_path))
+    main, startup, loss = _programs(fit_a_line)
+    scope = fluid.Scope()
+    fluid.Executor(fluid.CPUPlace()).run(startup, scope=scope)
+    with pytest.raises(PreconditionNotMet, match="a C\\+\\+ compiler expected"):
+        native.compile(main, _feeds(fit_a_line, np.random.RandomState(0)), [loss], scope=scope)
+    assert list(tmp_path.iterdir()) == []  # nothing half-built left behind
+
+
+def test_builds_are_cached_by_their_source(monkeypatch, tmp_path):
+    monkeypatch.setenv("FLUID_NB_CACHE", str(tmp_path))
+    main, startup, loss = _programs(fit_a_line)
+    scope = fluid.Scope()
+    fluid.Executor(fluid.CPUPlace()).run(startup, scope=scope)
+    feed = _feeds(fit_a_line, np.random.RandomState(0))
+    first = native.compile(main, feed, [loss], scope=scope)
+    again = native.compile(main, feed, [loss], scope=scope)
+    spec_a, spec_b = (next(iter(p._built.values())) for p in (first, again))
+    assert (spec_a.cached, spec_b.cached) == (False, True)
+    assert spec_a.library == spec_b.library
+    assert [p.suffix for p in (tmp_path / "native").iterdir()] == [".so"]
+
+
+def test_bad_arguments_are_named():
+    with pytest.raises(InvalidArgument, match="compile: program expected a Program"):
+        native.compile("main", {}, [])
+    with pytest.raises(Unimplemented, match="target expected 'cpp'"):
+        native.generate(fluid.Program(), target="fortran")
