@@ -1,8 +1,10 @@
 """Building generated C++ into a shared library, cached by what went into it.
 
 The system's C++ compiler (``$CXX``, else ``c++``) builds with ``-O3`` (and
-``-march=native`` when asked) against the runtime header and OpenBLAS, which the
-``scipy-openblas32`` wheel provides (headers, library, its symbol prefix). A build is cached
+``-march=native`` when asked) against the runtime header. The library links no BLAS: its
+``fluid_sgemm`` and ``fluid_dgemm`` pointers are set at load time to the CBLAS of the
+OpenBLAS NumPy's wheels bundle (one BLAS, one thread pool in the process; two would fight
+over the cores). A build is cached
 under ``$FLUID_NB_CACHE`` (default ``~/.cache/fluid_nb/native``) by a hash of the source,
 the header, the compiler's version and the flags; it is written to a temporary file and
 renamed into place, so an interrupted build leaves no partial library.
@@ -14,6 +16,8 @@ import pathlib
 import shutil
 import subprocess
 import tempfile
+
+import numpy as np
 
 from ..errors import PreconditionNotMet, expected
 
@@ -39,24 +43,49 @@ def compiler():
     return command, version[0] if version else command
 
 
+#: (sgemm symbol, dgemm symbol, integer width) of the CBLAS builds NumPy bundles: NumPy 2's
+#: scipy-openblas64 (ILP64, prefixed and suffixed), NumPy 1.x's openblas64_ (ILP64,
+#: suffixed), and a plain LP64 CBLAS
+_SYMBOLS = [("scipy_cblas_sgemm64_", "scipy_cblas_dgemm64_", "int64_t"),
+            ("cblas_sgemm64_", "cblas_dgemm64_", "int64_t"),
+            ("scipy_cblas_sgemm", "scipy_cblas_dgemm", "int"),
+            ("cblas_sgemm", "cblas_dgemm", "int")]
+_blas = []
+
+
 def blas():
-    """(include dir, library dir, library name, symbol prefix) of OpenBLAS."""
-    try:
-        import scipy_openblas32 as openblas
-    except ImportError:
-        raise PreconditionNotMet(expected("the native compiler", "OpenBLAS",
-                                          "the scipy-openblas32 package (pip install "
-                                          "scipy-openblas32)", "not installed")) from None
-    return (openblas.get_include_dir(), openblas.get_lib_dir(), openblas.get_library(),
-            "scipy_")
+    """(sgemm address, dgemm address, the C integer type of their sizes, the library): the
+    OpenBLAS NumPy loaded, so compiled code shares NumPy's BLAS and its threads."""
+    if _blas:
+        return _blas[0]
+    candidates = []
+    libs = pathlib.Path(np.__file__).parent.parent / "numpy.libs"
+    if libs.is_dir():
+        candidates += sorted(p for p in libs.iterdir() if "blas" in p.name)
+    for path in candidates:
+        try:
+            library = ctypes.CDLL(str(path))
+        except OSError:
+            continue
+        for sgemm, dgemm, width in _SYMBOLS:
+            try:
+                found = (ctypes.cast(getattr(library, sgemm), ctypes.c_void_p).value,
+                         ctypes.cast(getattr(library, dgemm), ctypes.c_void_p).value, width)
+            except AttributeError:
+                continue
+            _blas.append(found + (library,))  # the handle keeps the library loaded
+            return _blas[0]
+    raise PreconditionNotMet(expected("the native compiler", "a CBLAS library",
+                                      "the OpenBLAS NumPy's wheels bundle (numpy.libs)",
+                                      "none in this NumPy"))
 
 
 def flags(march_native=False):
-    include, lib, name, prefix = blas()
-    return (["-O3", "-std=c++17", "-shared", "-fPIC", f"-I{RUNTIME}", f"-I{include}",
-             f"-DFLUID_SGEMM={prefix}cblas_sgemm", f"-DFLUID_DGEMM={prefix}cblas_dgemm"]
-            + (["-march=native"] if march_native else []),
-            [f"-L{lib}", f"-l{name}", f"-Wl,-rpath,{lib}"])
+    width = blas()[2]
+    # -fno-math-errno: sqrt and exp need not set errno, so their loops vectorise (the
+    # values are the same)
+    return (["-O3", "-fno-math-errno", "-std=c++17", "-shared", "-fPIC", f"-I{RUNTIME}",
+             f"-DFLUID_BLAS_INT={width}"] + (["-march=native"] if march_native else []), [])
 
 
 def build(source, march_native=False):
@@ -92,8 +121,11 @@ def build(source, march_native=False):
 
 
 def load(library):
-    """The library's ``fluid_run(void**)`` as a ctypes function."""
+    """The library's ``fluid_run(void**)`` as a ctypes function, its BLAS pointers set."""
     lib = ctypes.CDLL(str(library))
+    sgemm, dgemm = blas()[:2]
+    ctypes.c_void_p.in_dll(lib, "fluid_sgemm").value = sgemm
+    ctypes.c_void_p.in_dll(lib, "fluid_dgemm").value = dgemm
     run = lib.fluid_run
     run.argtypes = [ctypes.c_void_p]
     run.restype = None

@@ -1,21 +1,49 @@
 // The runtime of programs compiled by fluid_nb's native code generator: the kernels the
 // generated op functions call. Every buffer is a contiguous row-major array whose shape
 // the generated code knows (it is specialised on the shapes of one set of feeds), so a
-// kernel takes pointers and sizes. Matrix products go to BLAS (CBLAS's sgemm and dgemm,
-// named by FLUID_SGEMM and FLUID_DGEMM at build time).
+// kernel takes pointers and sizes.
+//
+// Matrix products go to CBLAS's sgemm and dgemm through two function pointers the loader
+// sets (fluid_sgemm, fluid_dgemm): in a Python process, those of the OpenBLAS NumPy already
+// loaded, so compiled code and NumPy share one BLAS and one thread pool. FLUID_BLAS_INT is
+// that library's integer (int64_t for an ILP64 build, int otherwise).
 #pragma once
 
-#include <cblas.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 
 #include <algorithm>
+#include <cmath>
 
-#ifndef FLUID_SGEMM
-#define FLUID_SGEMM cblas_sgemm
-#define FLUID_DGEMM cblas_dgemm
+#ifndef FLUID_BLAS_INT
+#define FLUID_BLAS_INT int64_t
 #endif
+
+// the loops that are bound by arithmetic rather than memory get an AVX2 clone as well
+// as the baseline one, picked at load time for the machine (a portable binary either way)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define FLUID_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define FLUID_VECTOR_CLONES
+#endif
+
+namespace fluid_native {
+
+typedef FLUID_BLAS_INT blas_int;
+enum { kRowMajor = 101, kNoTrans = 111, kTrans = 112 };  // CBLAS's enum values
+typedef void (*sgemm_fn)(int, int, int, blas_int, blas_int, blas_int, float, const float*,
+                         blas_int, const float*, blas_int, float, float*, blas_int);
+typedef void (*dgemm_fn)(int, int, int, blas_int, blas_int, blas_int, double, const double*,
+                         blas_int, const double*, blas_int, double, double*, blas_int);
+
+}  // namespace fluid_native
+
+extern "C" {
+// set by the loader before fluid_run is called
+__attribute__((visibility("default"))) fluid_native::sgemm_fn fluid_sgemm = nullptr;
+__attribute__((visibility("default"))) fluid_native::dgemm_fn fluid_dgemm = nullptr;
+}
 
 namespace fluid_native {
 
@@ -23,16 +51,14 @@ namespace fluid_native {
 // C[M, N] = beta * C + op(A) @ op(B), op(A) [M, K], op(B) [K, N], all row-major
 inline void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A,
                  const float* B, float* C, float beta = 0.0f) {
-  FLUID_SGEMM(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-              trans_b ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K, 1.0f, A,
-              trans_a ? (int)M : (int)K, B, trans_b ? (int)K : (int)N, beta, C, (int)N);
+  fluid_sgemm(kRowMajor, trans_a ? kTrans : kNoTrans, trans_b ? kTrans : kNoTrans, M, N, K,
+              1.0f, A, trans_a ? M : K, B, trans_b ? K : N, beta, C, N);
 }
 
 inline void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const double* A,
                  const double* B, double* C, double beta = 0.0) {
-  FLUID_DGEMM(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-              trans_b ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K, 1.0, A,
-              trans_a ? (int)M : (int)K, B, trans_b ? (int)K : (int)N, beta, C, (int)N);
+  fluid_dgemm(kRowMajor, trans_a ? kTrans : kNoTrans, trans_b ? kTrans : kNoTrans, M, N, K,
+              1.0, A, trans_a ? M : K, B, trans_b ? K : N, beta, C, N);
 }
 
 // mul: Out[M, N] = X[M, K] @ Y[K, N] (X and Y flattened at their num_col_dims)
@@ -265,8 +291,9 @@ void sgd(T* param, const T* grad, const T* lr, int64_t count) {
 //   Param -= lr sqrt(1 - beta2^t) / (1 - beta1^t) * m1 / (sqrt(m2) + eps sqrt(1 - beta2^t))
 //   beta1^t *= beta1, beta2^t *= beta2 when the op has Beta1PowOut and Beta2PowOut
 template <class T>
-void adam(T* param, const T* grad, const T* lr, T* m1, T* m2, T* beta1_pow, T* beta2_pow,
-          int64_t count, T beta1, T beta2, T epsilon, bool update_pows) {
+FLUID_VECTOR_CLONES void adam(T* __restrict__ param, const T* __restrict__ grad, const T* lr,
+          T* __restrict__ m1, T* __restrict__ m2, T* beta1_pow, T* beta2_pow, int64_t count,
+          T beta1, T beta2, T epsilon, bool update_pows) {
   const T one = 1;
   const T pow1 = beta1_pow[0], pow2 = beta2_pow[0];
   const T rate = lr[0] * std::sqrt(one - pow2) / (one - pow1);
