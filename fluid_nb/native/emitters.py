@@ -244,6 +244,77 @@ def _softmax_xent_grad(op, env):
             f"{int(op.attrs.get('ignore_index', -100))});"]
 
 
+# --- convolution, pooling, batch norm (NCHW) -------------------------------------------------------
+@emitter("conv2d", "depthwise_conv2d")
+def _conv2d(op, env):
+    from ..ops.conv import ConvGeometry
+    x, w, out = _one(op, "Input"), _one(op, "Filter"), _one(op, "Output", "outputs")
+    if op.inputs.get("Bias") or op.inputs.get("ResidualData"):
+        raise NoEmitter("a fused Bias or ResidualData")
+    _require_float(op, env, x)
+    xs, ws = env.shape(x), env.shape(w)
+    g = ConvGeometry(op.type, op.attrs, xs, ws)
+    if g.channel_last:
+        raise NoEmitter("NHWC layout")
+    (pt, _), (pl, _) = g.pads
+    (oh, ow), (kh, kw) = g.out, g.ksizes
+    rows = (xs[1] // g.groups) * kh * kw
+    cols = env.scratch(rows * oh * ow, "float32" if env.ctype(x) == "float" else "float64")
+    return [f"conv2d({env.ptr(x)}, {env.ptr(w)}, {env.ptr(out)}, {cols}, {xs[0]}, {xs[1]}, "
+            f"{xs[2]}, {xs[3]}, {ws[0]}, {kh}, {kw}, {oh}, {ow}, {g.strides[0]}, "
+            f"{g.strides[1]}, {pt}, {pl}, {g.dilations[0]}, {g.dilations[1]}, {g.groups});"]
+
+
+@emitter("pool2d")
+def _pool2d(op, env):
+    from ..ops.conv import PoolGeometry
+    x, out = _one(op, "X"), _one(op, "Out", "outputs")
+    _require_float(op, env, x)
+    xs = env.shape(x)
+    g = PoolGeometry(op.type, op.attrs, xs)
+    if g.channel_last or g.adaptive:
+        raise NoEmitter("NHWC layout or adaptive pooling")
+    (pt, _), (pl, _) = g.pads
+    (oh, ow), (kh, kw) = g.out, g.ksizes
+    is_max = op.attrs.get("pooling_type") == "max"
+    exclusive = bool(op.attrs.get("exclusive", True))
+    return [f"pool2d({env.ptr(x)}, {env.ptr(out)}, {xs[0] * xs[1]}, {xs[2]}, {xs[3]}, {kh}, "
+            f"{kw}, {oh}, {ow}, {g.strides[0]}, {g.strides[1]}, {pt}, {pl}, "
+            f"{'true' if is_max else 'false'}, {'true' if exclusive else 'false'});"]
+
+
+@emitter("batch_norm")
+def _batch_norm(op, env):
+    a = op.attrs
+    if not (a.get("is_test") or a.get("use_global_stats")) or a.get("trainable_statistics"):
+        raise NoEmitter("batch statistics (training): only the running statistics' form")
+    if a.get("data_layout", "NCHW") != "NCHW" or a.get("fuse_with_relu"):
+        raise NoEmitter("a layout other than NCHW, or fuse_with_relu")
+    x, y = _one(op, "X"), _one(op, "Y", "outputs")
+    _require_float(op, env, x)
+    xs = env.shape(x)
+    mean, variance = _one(op, "Mean"), _one(op, "Variance")
+    scale, bias = _one(op, "Scale"), _one(op, "Bias")
+    ctype = env.ctype(x)
+    if env.ctype(mean) != ctype:
+        raise NoEmitter("statistics of another type than X")
+    absent = f"static_cast<const {ctype}*>(nullptr)"
+    lines = [f"batch_norm_inference({env.ptr(x)}, {env.ptr(scale) if scale else absent}, "
+             f"{env.ptr(bias) if bias else absent}, {env.ptr(mean)}, {env.ptr(variance)}, "
+             f"{env.ptr(y)}, {xs[0]}, {xs[1]}, {_count(xs[2:])}, "
+             f"{ctype}({_float(a.get('epsilon', 1e-5), ctype)}));"]
+    # the statistics pass through; the saved ones are zero, as the interpreter leaves them
+    for out_slot, source in (("MeanOut", mean), ("VarianceOut", variance)):
+        out = _one(op, out_slot, "outputs")
+        if out and out != source:
+            lines.append(f"copy({env.ptr(source)}, {env.ptr(out)}, {_count(env.shape(source))});")
+    for out_slot in ("SavedMean", "SavedVariance"):
+        out = _one(op, out_slot, "outputs")
+        if out and env.has(out):
+            lines.append(f"fill({env.ptr(out)}, {_count(env.shape(out))}, {ctype}(0));")
+    return lines
+
+
 # --- optimizers ------------------------------------------------------------------------------------------
 def _updated(op, env, pairs):
     """The update kernels work in place: each output that is not its input (ParamOut other

@@ -62,12 +62,24 @@ class NativeSource:
 class _Env:
     """What an emitter asks of the variables: shape, C type, kind and pointer expression."""
 
-    def __init__(self, shapes, kinds, identifiers):
+    def __init__(self, shapes, kinds, identifiers, index):
         self._shapes, self._kinds, self._identifiers = shapes, kinds, identifiers
+        self._index = index
         self.used = []
+
+    def scratch(self, count, dtype):
+        """A work buffer of ``count`` elements for this op (the compiled program owns it)."""
+        name = f"scratch@{self._index}"
+        self._shapes[name] = ((int(count),), np.dtype(dtype))
+        self._identifiers[name] = f"scratch_{self._index}"
+        return self.ptr(name)
 
     def shape(self, name):
         return self._shapes[name][0]
+
+    def has(self, name):
+        """Whether ``name`` had a tensor value in the trace run."""
+        return name in self._shapes
 
     def ctype(self, name):
         dtype = self._shapes[name][1]
@@ -186,7 +198,7 @@ def generate(program, target="cpp", feed=None, fetch=None, scope=None):
         if emit is None:
             fallbacks.append((index, op.type, "no emitter for this op type"))
             continue
-        env = _Env(shapes, kinds, identifiers)
+        env = _Env(shapes, kinds, identifiers, index)
         try:
             lines = emit(op, env)
         except NoEmitter as exc:

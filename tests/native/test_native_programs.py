@@ -103,6 +103,41 @@ def test_a_saved_inference_model_compiles_and_predicts_as_the_interpreter(tmp_pa
     assert len(compiled._built) == 2
 
 
+def _recognize_digits(kind):
+    img = fluid.layers.data(name="img", shape=[1, 28, 28], dtype="float32")
+    if kind == "mlp":
+        hidden = fluid.layers.fc(input=img, size=200, act="tanh")
+        hidden = fluid.layers.fc(input=hidden, size=200, act="tanh")
+    else:  # the book's LeNet: conv-pool, batch norm, conv-pool
+        hidden = fluid.nets.simple_img_conv_pool(input=img, filter_size=5, num_filters=20,
+                                                 pool_size=2, pool_stride=2, act="relu")
+        hidden = fluid.layers.batch_norm(hidden)
+        hidden = fluid.nets.simple_img_conv_pool(input=hidden, filter_size=5, num_filters=50,
+                                                 pool_size=2, pool_stride=2, act="relu")
+    return fluid.layers.fc(input=hidden, size=10, act="softmax")
+
+
+@pytest.mark.parametrize("kind", ["mlp", "conv"])
+def test_the_books_recognize_digits_inference_models_compile_fully(kind, tmp_path):
+    main, startup = fluid.Program(), fluid.Program()
+    main.random_seed = startup.random_seed = 4
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        prediction = _recognize_digits(kind)
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    exe.run(startup, scope=scope)
+    images = np.random.RandomState(3).rand(16, 1, 28, 28).astype("float32")
+    with fluid.scope_guard(scope):
+        fluid.io.save_inference_model(str(tmp_path), ["img"], [prediction], exe,
+                                      main_program=main)
+        program, feeds, fetches = fluid.io.load_inference_model(str(tmp_path), exe)
+        compiled = native.compile(program, {"img": images}, fetches)
+        assert compiled.source.fallbacks == []
+        want, = exe.run(program, feed={"img": images}, fetch_list=fetches)
+        got, = exe.run(compiled, feed={"img": images}, fetch_list=fetches)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
+    assert (got.argmax(axis=1) == want.argmax(axis=1)).all()
+
+
 SEEDS_EXAMPLE = '''\
 // op 0: assign(X=w_init) -> Out=W
 static void fluid_cpp_assign_0(void** v) {

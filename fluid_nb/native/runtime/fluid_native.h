@@ -278,6 +278,82 @@ void softmax_cross_entropy_grad(const T* softmax_in, const int64_t* label, const
   }
 }
 
+// --- convolution, pooling, batch norm (NCHW, inference) -----------------------------------------
+// conv2d: Out[n, m] = sum over the group's channels and taps of W[m, c, i, j] *
+// X[n, c, oy*sh - pt + i*dh, ox*sw - pl + j*dw] (zero outside X), as im2col columns per
+// sample and group times the group's filters. cols: a scratch of (C/g) kh kw * oh ow values.
+template <class T>
+void conv2d(const T* x, const T* w, T* out, T* cols, int64_t N, int64_t C, int64_t H,
+            int64_t W, int64_t M, int64_t kh, int64_t kw, int64_t oh, int64_t ow, int64_t sh,
+            int64_t sw, int64_t pt, int64_t pl, int64_t dh, int64_t dw, int64_t groups) {
+  const int64_t cg = C / groups, mg = M / groups, rows = cg * kh * kw, spots = oh * ow;
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t g = 0; g < groups; ++g) {
+      const T* xg = x + (n * C + g * cg) * H * W;
+      for (int64_t c = 0; c < cg; ++c)
+        for (int64_t i = 0; i < kh; ++i)
+          for (int64_t j = 0; j < kw; ++j) {
+            T* col = cols + ((c * kh + i) * kw + j) * spots;
+            for (int64_t oy = 0; oy < oh; ++oy) {
+              const int64_t y = oy * sh - pt + i * dh;
+              for (int64_t ox = 0; ox < ow; ++ox) {
+                const int64_t xx = ox * sw - pl + j * dw;
+                col[oy * ow + ox] = (y >= 0 && y < H && xx >= 0 && xx < W)
+                                        ? xg[(c * H + y) * W + xx] : T(0);
+              }
+            }
+          }
+      gemm(false, false, mg, spots, rows, w + g * mg * rows, cols,
+           out + (n * M + g * mg) * spots);
+    }
+}
+
+// pool2d, max or average over kh x kw windows starting at o*s - pad_before (Paddle's
+// windows; positions outside X are skipped). Average divides by the positions inside X
+// (exclusive) or by the window clipped to X plus the padding (not exclusive).
+template <class T>
+void pool2d(const T* x, T* out, int64_t NC, int64_t H, int64_t W, int64_t kh, int64_t kw,
+            int64_t oh, int64_t ow, int64_t sh, int64_t sw, int64_t pt, int64_t pl, bool is_max,
+            bool exclusive) {
+  for (int64_t p = 0; p < NC; ++p) {
+    const T* plane = x + p * H * W;
+    for (int64_t oy = 0; oy < oh; ++oy) {
+      const int64_t y0 = oy * sh - pt, y1 = std::min(y0 + kh, H + pt);
+      for (int64_t ox = 0; ox < ow; ++ox) {
+        const int64_t x0 = ox * sw - pl, x1 = std::min(x0 + kw, W + pl);
+        T best = -INFINITY, total = 0;
+        for (int64_t y = std::max(y0, int64_t(0)); y < std::min(y1, H); ++y)
+          for (int64_t xx = std::max(x0, int64_t(0)); xx < std::min(x1, W); ++xx) {
+            const T v = plane[y * W + xx];
+            best = v > best ? v : best;
+            total += v;
+          }
+        T count = exclusive ? T((std::min(y1, H) - std::max(y0, int64_t(0))) *
+                                (std::min(x1, W) - std::max(x0, int64_t(0))))
+                            : T((y1 - y0) * (x1 - x0));
+        out[(p * oh + oy) * ow + ox] = is_max ? best : total / count;
+      }
+    }
+  }
+}
+
+// batch_norm with the running statistics: Y = (X - Mean) * (Scale / sqrt(Variance + eps))
+// + Bias per channel of [N, C, spots]
+template <class T>
+void batch_norm_inference(const T* x, const T* scale, const T* bias, const T* mean,
+                          const T* variance, T* y, int64_t N, int64_t C, int64_t spots,
+                          T epsilon) {
+  for (int64_t c = 0; c < C; ++c) {
+    const T inv_std = T(1) / std::sqrt(variance[c] + epsilon);
+    const T k = inv_std * (scale ? scale[c] : T(1)), b = bias ? bias[c] : T(0), mu = mean[c];
+    for (int64_t n = 0; n < N; ++n) {
+      const T* in = x + (n * C + c) * spots;
+      T* o = y + (n * C + c) * spots;
+      for (int64_t i = 0; i < spots; ++i) o[i] = (in[i] - mu) * k + b;
+    }
+  }
+}
+
 // --- optimizers (in place: ParamOut is Param) ---------------------------------------------------------
 // sgd: Param -= LearningRate[0] * Grad
 template <class T>
