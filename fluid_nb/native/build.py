@@ -88,12 +88,39 @@ def flags(march_native=False):
              f"-DFLUID_BLAS_INT={width}"] + (["-march=native"] if march_native else []), [])
 
 
-def build(source, march_native=False):
+#: the GPU generations a CUDA build carries code for (Ampere, Hopper, and PTX for later ones)
+CUDA_ARCHS = ["-gencode", "arch=compute_80,code=sm_80",
+              "-gencode", "arch=compute_90,code=[sm_90,compute_90]"]
+
+
+def nvcc():
+    """CUDA's compiler and its version line."""
+    command = os.environ.get("NVCC") or shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+    if not os.path.exists(command) and shutil.which(command) is None:
+        raise PreconditionNotMet(expected("the native compiler", "CUDA's compiler",
+                                          "nvcc on the PATH or $NVCC", "none"))
+    lines = subprocess.run([command, "--version"], capture_output=True, text=True,
+                           timeout=30).stdout.splitlines()
+    return command, lines[-1] if lines else command
+
+
+def cuda_flags():
+    return ["-O3", "-std=c++17", "-shared", "-Xcompiler", "-fPIC", f"-I{RUNTIME}",
+            *CUDA_ARCHS], []
+
+
+def build(source, march_native=False, target="cpp"):
     """The path of the shared library built from ``source`` (from the cache when the same
-    source, header, compiler and flags were built before) and whether it was cached."""
-    command, version = compiler()
-    compile_flags, link_flags = flags(march_native)
-    header = (RUNTIME / "fluid_native.h").read_bytes()
+    source, header, compiler and flags were built before) and whether it was cached.
+    ``target="cuda"`` builds a ``.cu`` with nvcc."""
+    if target == "cuda":
+        command, version = nvcc()
+        compile_flags, link_flags = cuda_flags()
+        header = (RUNTIME / "fluid_native_cuda.cuh").read_bytes()
+    else:
+        command, version = compiler()
+        compile_flags, link_flags = flags(march_native)
+        header = (RUNTIME / "fluid_native.h").read_bytes()
     key = hashlib.sha256("\0".join([source, version, " ".join(compile_flags + link_flags)])
                          .encode() + header).hexdigest()[:24]
     directory = cache_dir()
@@ -102,7 +129,7 @@ def build(source, march_native=False):
         return library, True
     directory.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=directory) as work:
-        cc = pathlib.Path(work) / f"fluid_{key}.cc"
+        cc = pathlib.Path(work) / f"fluid_{key}.{'cu' if target == 'cuda' else 'cc'}"
         cc.write_text(source)
         out = pathlib.Path(work) / library.name
         try:
@@ -118,6 +145,34 @@ def build(source, march_native=False):
                 f"exit status {result.returncode}: {result.stderr.strip()[-2000:]}"))
         os.replace(out, library)  # atomic: no reader ever sees a partial library
     return library, False
+
+
+def load_cuda(library, cupy):
+    """A CUDA build's ``fluid_run``, its cuBLAS pointers set to CuPy's cuBLAS and handle."""
+    lib = ctypes.CDLL(str(library))
+    cublas = _cublas_library(cupy)
+    ctypes.c_void_p.in_dll(lib, "fluid_cublas_handle").value = \
+        cupy.cuda.device.get_cublas_handle()
+    for name, symbol in (("fluid_cublas_sgemm", "cublasSgemm_v2"),
+                         ("fluid_cublas_dgemm", "cublasDgemm_v2")):
+        ctypes.c_void_p.in_dll(lib, name).value = \
+            ctypes.cast(getattr(cublas, symbol), ctypes.c_void_p).value
+    run = lib.fluid_run
+    run.argtypes = [ctypes.c_void_p]
+    run.restype = None
+    return lib, run
+
+
+def _cublas_library(cupy):
+    """The cuBLAS CuPy loaded (found by name among the process's libraries)."""
+    cupy.cuda.device.get_cublas_handle()  # makes CuPy load it
+    with open("/proc/self/maps") as maps:
+        paths = sorted({line.split()[-1] for line in maps if "libcublas.so" in line})
+    for path in paths:
+        if "libcublasLt" not in path:
+            return ctypes.CDLL(path)
+    raise PreconditionNotMet(expected("the CUDA target", "cuBLAS", "the cuBLAS CuPy loaded",
+                                      "none in this process"))
 
 
 def load(library):

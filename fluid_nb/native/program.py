@@ -15,7 +15,8 @@ from ..exec.executor import FetchedArray
 from ..exec.scope import global_scope
 from ..framework.program import Program
 from ..tensor.tensor import LoDTensor
-from .build import build, load
+from ..tensor.transfer import to_host
+from .build import build, load, load_cuda
 from .generate import generate
 
 
@@ -23,17 +24,18 @@ class _Specialisation:
     """The build for one set of feed shapes: the library, the pointer array, the buffers
     of temporaries and feeds it owns, and the scope arrays it last pointed at."""
 
-    def __init__(self, source, library, cached, run):
+    def __init__(self, source, library, cached, run, xp=np):
         self.source, self.library, self.cached, self.run_fn = source, library, cached, run
+        self.xp = xp  # NumPy, or CuPy for the CUDA target (buffers in device memory)
         variables = source.variables
         self.pointers = (ctypes.c_void_p * max(len(variables), 1))()
         self.address = ctypes.addressof(self.pointers)
         self.owned = {}
         for v in variables:
             if v.role != "persistable":
-                array = np.zeros(v.shape, v.dtype)
+                array = xp.zeros(v.shape, v.dtype)
                 self.owned[v.name] = array
-                self.pointers[v.index] = array.ctypes.data
+                self.pointers[v.index] = _address(array)
         self.persistables = [v for v in variables if v.role == "persistable"]
         self.bound = [None] * len(self.persistables)
         self.feeds = [(v.name, self.owned[v.name]) for v in variables if v.role == "feed"]
@@ -50,28 +52,35 @@ class _Specialisation:
                 raise NotFound(expected("a compiled program", f"variable {v.name!r}",
                                         "a tensor in the scope (run the startup program "
                                         "first)", "none"))
-            if array.__class__ is not np.ndarray or array.shape != v.shape \
+            xp = self.xp
+            if not isinstance(array, xp.ndarray) or array.shape != v.shape \
                     or array.dtype != v.dtype or not array.flags.c_contiguous \
-                    or not array.flags.writeable:
-                if tuple(np.shape(array)) != v.shape:
+                    or (xp is np and not array.flags.writeable):
+                if tuple(array.shape) != v.shape:
                     raise InvalidArgument(expected(
                         "a compiled program", f"variable {v.name!r}",
-                        f"shape {list(v.shape)} (as compiled)", list(np.shape(array))))
-                array = np.array(array, dtype=v.dtype, order="C")  # its own, writable copy
-                tensor.set(array)
+                        f"shape {list(v.shape)} (as compiled)", list(array.shape)))
+                # its own writable copy where the compiled code works (host or device)
+                tensor.array = xp.array(array if xp is np else xp.asarray(array),
+                                        dtype=v.dtype, order="C")
                 array = tensor.array
             self.bound[k] = array
-            self.pointers[v.index] = array.ctypes.data
+            self.pointers[v.index] = _address(array)
+
+
+def _address(array):
+    return array.ctypes.data if isinstance(array, np.ndarray) else array.data.ptr
 
 
 class NativeProgram:
     """``program`` compiled to native code for the given feed and fetch names. Run it with
     ``Executor.run(native, feed=..., fetch_list=..., scope=...)`` or :meth:`run`."""
 
-    def __init__(self, program, fetch_names, march_native=False):
+    def __init__(self, program, fetch_names, march_native=False, target="cpp"):
         self.program = program
         self.fetch_names = list(fetch_names)
         self.march_native = march_native
+        self.target = target
         self._built = {}  # feed signature -> _Specialisation
 
     @property
@@ -83,14 +92,22 @@ class NativeProgram:
         key = tuple(sorted((name, value.shape, value.dtype.str) for name, value in feed.items()))
         spec = self._built.get(key)
         if spec is None:
-            source = generate(self.program, feed=feed, fetch=self.fetch_names, scope=scope)
+            source = generate(self.program, target=self.target, feed=feed,
+                              fetch=self.fetch_names, scope=scope)
             if source.fallbacks:
                 listing = "; ".join(f"op {i} {t}: {why}" for i, t, why in source.fallbacks)
                 raise Unimplemented(expected("compile", "every op with native code",
                                              "an emitter for each op", listing))
-            library, cached = build(source.source, self.march_native)
-            _, run = load(library)
-            spec = self._built[key] = _Specialisation(source, library, cached, run)
+            library, cached = build(source.source, self.march_native, self.target)
+            if self.target == "cuda":
+                from ..tensor.place import cupy_module
+                cupy = cupy_module()
+                _, run = load_cuda(library, cupy)
+                spec = _Specialisation(source, library, cached, run, xp=cupy)
+            else:
+                _, run = load(library)
+                spec = _Specialisation(source, library, cached, run)
+            self._built[key] = spec
         return spec
 
     def run(self, feed=None, fetch_list=None, scope=None, return_numpy=True):
@@ -100,28 +117,32 @@ class NativeProgram:
             else self.fetch_names
         spec = self.specialise(feed, scope)
         for name, buffer in spec.feeds:
-            buffer[...] = feed[name]
+            if spec.xp is np:
+                buffer[...] = feed[name]
+            else:
+                buffer.set(feed[name])  # host to device
         spec.bind(scope)
         spec.run_fn(spec.address)
         results = []
         for name in fetch_names:
             if name in spec.owned:
-                value = spec.owned[name].copy()
+                value = to_host(spec.owned[name]).copy()
             else:
                 held = scope.find_var(name)
                 if held is None or getattr(held, "value", None) is None:
                     raise NotFound(expected("a compiled program", "fetch",
                                             "a variable the compiled code computes",
                                             repr(name)))
-                value = np.array(held.value.array)
+                value = np.array(to_host(held.value.array))
             results.append(value.view(FetchedArray) if return_numpy else LoDTensor(value))
         return results
 
     def _executor_run(self, executor, feed, fetch_list, scope, return_numpy):
-        if executor.place.device != "cpu":
-            raise Unimplemented(expected("Executor.run", "the place of a native program",
-                                         "CPUPlace (the CUDA target is not built yet)",
-                                         repr(executor.place)))
+        want = "gpu" if self.target == "cuda" else "cpu"
+        if executor.place.device != want:
+            raise InvalidArgument(expected(
+                "Executor.run", f"the place of a program compiled for {self.target!r}",
+                "a CUDAPlace" if want == "gpu" else "CPUPlace", repr(executor.place)))
         return self.run(feed, fetch_list, scope, return_numpy)
 
 
@@ -136,15 +157,16 @@ def _array(name, value):
     return value if value.flags.c_contiguous else value.copy(order="C")
 
 
-def compile(program, feed, fetch_list, scope=None, march_native=False):
+def compile(program, feed, fetch_list, scope=None, march_native=False, target="cpp"):
     """``program`` compiled to native code, specialised on the shapes of ``feed``, which
     a first trace run of the interpreter (on a copy of the scope) determines. Raises
-    Unimplemented listing the ops that have no native code."""
+    Unimplemented listing the ops that have no native code. ``target="cuda"`` builds the
+    CUDA source with nvcc and runs it on a CUDAPlace (needs CuPy and a GPU)."""
     if not isinstance(program, Program):
         raise InvalidArgument(expected("compile", "program", "a Program",
                                        type(program).__name__))
     fetch_names = [getattr(f, "name", f) for f in fetch_list]
-    native = NativeProgram(program, fetch_names, march_native)
+    native = NativeProgram(program, fetch_names, march_native, target)
     scope = global_scope() if scope is None else scope
     native.specialise({name: _array(name, value) for name, value in feed.items()}, scope)
     return native

@@ -4,7 +4,8 @@ from fluid_nb.tensor.place import is_compiled_with_cuda
 
 
 def pytest_collection_modifyitems(config, items):
-    """Tests marked ``gpu`` run where CuPy sees a device and are skipped elsewhere."""
+    """Tests marked ``gpu`` (anywhere in the suite) run where CuPy sees a device and are
+    skipped elsewhere."""
     if is_compiled_with_cuda():
         return
     skip = pytest.mark.skip(reason="no CUDA GPU visible to CuPy")
