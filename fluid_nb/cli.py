@@ -3,6 +3,8 @@
     fluid-nb show model.pdmodel                  readable listing of a program file
     fluid-nb render model.pdmodel -o graph.html  interactive graph page (.html), .dot or .svg
     fluid-nb run inference_dir --feed x=x.npy    run a saved model, print the fetched arrays
+    fluid-nb compile inference_dir --feed x=x.npy -o model.cc --binary model
+                                                 the model as C++ (and a binary, no Python)
     fluid-nb demo -o fluid_nb_demo.html          train fit_a_line, write its graph page
     fluid-nb lab                                 JupyterLab on the bundled notebooks
 
@@ -181,6 +183,36 @@ def cmd_run(args, out):
     return 0
 
 
+# --- compile ---------------------------------------------------------------------------------------
+def cmd_compile(args, out):
+    import fluid_nb as fluid
+    from .native.standalone import build_binary, standalone_source
+    feeds = dict(parse_feed(item) for item in args.feed)
+    scope = fluid.Scope()
+    exe = fluid.Executor(fluid.CPUPlace())
+    program, feed_names, fetch_vars = load_model_for_run(args.file, exe, scope)
+    missing = [n for n in feed_names if n not in feeds]
+    if missing:
+        raise InvalidArgument(f"compile: a --feed for each input of the model expected "
+                              f"({', '.join(feed_names)}), but {', '.join(missing)} has none")
+    if args.target != "cpp":
+        raise InvalidArgument(f"compile: a standalone --target expected 'cpp' (a CUDA build "
+                              f"runs through fluid_nb.native.compile(..., target='cuda')), "
+                              f"but received {args.target!r}")
+    source, native = standalone_source(program, feeds, fetch_vars, scope)
+    partial = args.output + ".part"
+    with open(partial, "w") as f:
+        f.write(source)
+    os.replace(partial, args.output)
+    print(f"wrote {args.output}: {len(native.functions)} ops, inputs "
+          f"{', '.join(f'{n} {list(feeds[n].shape)}' for n in feed_names)}", file=out)
+    if args.binary:
+        build_binary(args.output, args.binary)
+        print(f"built {args.binary}; run: {args.binary} PARAMS "
+              f"{' '.join(n + '.npy' for n in sorted(feeds))} OUT_DIR", file=out)
+    return 0
+
+
 # --- demo / lab --------------------------------------------------------------------------------
 def cmd_demo(args, out):
     from .demo import run_demo
@@ -275,6 +307,18 @@ def build_parser():
                      help="a variable to fetch (default: the model's outputs)")
     run.add_argument("--save-dir", help="also save each fetched array as NAME.npy here")
     run.set_defaults(handler=cmd_run)
+
+    comp = sub.add_parser("compile", help="a saved inference model as standalone C++ (and "
+                                          "a binary): parameters from Paddle's files, inputs "
+                                          "and outputs as .npy")
+    comp.add_argument("file", help="an inference model directory, __model__, x.pdmodel "
+                                   "(with x.pdiparams beside it) or the path prefix x")
+    comp.add_argument("--feed", action="append", default=[], metavar="NAME=ARRAY.npy",
+                      help="an example input: the code is specialised on its shape and type")
+    comp.add_argument("-o", "--output", required=True, help="the C++ file to write")
+    comp.add_argument("--binary", help="also build it into this executable")
+    comp.add_argument("--target", default="cpp", help="cpp (the standalone target)")
+    comp.set_defaults(handler=cmd_compile)
 
     demo = sub.add_parser("demo", help="train fit_a_line headless and write its graph page")
     demo.add_argument("-o", "--output", default="fluid_nb_demo.html", help="the HTML page")

@@ -1,0 +1,77 @@
+"""``fluid-nb compile``: a saved inference model becomes self-contained C++ and a binary
+that reads Paddle's parameter files and .npy inputs, with no Python, and predicts what the
+interpreter does."""
+import subprocess
+
+import numpy as np
+import pytest
+
+import fluid_nb as fluid
+from fluid_nb.cli import main as cli
+
+from .test_native_programs import _recognize_digits
+
+
+@pytest.fixture(scope="module")
+def lenet(tmp_path_factory):
+    """The book's LeNet saved both ways (a file per parameter, and one combined file),
+    an input batch and the interpreter's prediction for it."""
+    root = tmp_path_factory.mktemp("lenet")
+    main, startup = fluid.Program(), fluid.Program()
+    main.random_seed = startup.random_seed = 6
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        prediction = _recognize_digits("conv")
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    exe.run(startup, scope=scope)
+    images = np.random.RandomState(0).rand(4, 1, 28, 28).astype("float32")
+    with fluid.scope_guard(scope):
+        for name, params in (("dir", None), ("combined", "__params__")):
+            fluid.io.save_inference_model(str(root / name), ["img"], [prediction], exe,
+                                          main_program=main, params_filename=params)
+        want, = exe.run(main.clone(for_test=True), feed={"img": images},
+                        fetch_list=[prediction])
+    np.save(root / "img.npy", images)
+    source, binary = root / "lenet.cc", root / "lenet"
+    assert cli(["compile", str(root / "dir"), "--feed", f"img={root / 'img.npy'}",
+                "-o", str(source), "--binary", str(binary)]) == 0
+    return root, source, binary, want, prediction.name
+
+
+@pytest.mark.parametrize("params", ["dir", "combined/__params__"])
+def test_the_binary_predicts_what_the_interpreter_does(lenet, params, tmp_path):
+    root, _, binary, want, name = lenet
+    done = subprocess.run([str(binary), str(root / params), str(root / "img.npy"),
+                           str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    np.testing.assert_allclose(np.load(tmp_path / f"{name}.npy"), want, rtol=1e-5, atol=1e-7)
+
+
+def test_the_source_stands_alone(lenet):
+    _, source, _, _, _ = lenet
+    text = source.read_text()
+    assert '#include "' not in text  # the runtime is written into it
+    assert "int main(int argc, char** argv)" in text and "fluid_cpp_conv2d_0" in text
+
+
+def test_bad_inputs_get_a_message_and_status_2(lenet, tmp_path):
+    root, _, binary, _, _ = lenet
+    usage = subprocess.run([str(binary)], capture_output=True, text=True, timeout=60)
+    assert usage.returncode == 2 and "usage:" in usage.stderr and "img.npy" in usage.stderr
+    np.save(tmp_path / "wrong.npy", np.zeros((3, 1, 28, 28), "float32"))
+    wrong = subprocess.run([str(binary), str(root / "dir"), str(tmp_path / "wrong.npy"),
+                            str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert wrong.returncode == 2
+    assert "feed img expected dtype <f4 and shape (4, 1, 28, 28)" in wrong.stderr
+    truncated = tmp_path / "params"
+    truncated.write_bytes((root / "combined" / "__params__").read_bytes()[:100])
+    cut = subprocess.run([str(binary), str(truncated), str(root / "img.npy"), str(tmp_path)],
+                         capture_output=True, text=True, timeout=60)
+    assert cut.returncode == 2 and "but the file ends" in cut.stderr
+    assert not list(tmp_path.glob("*.npy.part"))  # no partial output
+
+
+def test_a_model_input_without_a_feed_is_refused(lenet, tmp_path, capsys):
+    root, _, _, _, _ = lenet
+    assert cli(["compile", str(root / "dir"), "-o", str(tmp_path / "x.cc")]) == 1
+    assert "a --feed for each input of the model expected (img)" in capsys.readouterr().err
+    assert not (tmp_path / "x.cc").exists()
