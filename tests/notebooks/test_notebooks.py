@@ -418,3 +418,58 @@ def test_memory_notebook_saves_its_memory_views_under_one_megabyte(memory_nb, tm
     peaks = [s["_model"]["timeline"]["peak"]["label"] for s in states if s["_model"]["timeline"]]
     assert len(peaks) == 2 and all(re.fullmatch(r"\w+ #\d+( \(block \d\))?", p) for p in peaks)
     assert memory_nb.saved_size(tmp_path) < 1_000_000
+
+
+# --- 09: the compiler ----------------------------------------------------------------------------
+COMPILER_NOTEBOOK = "09_compiler.ipynb"
+
+
+def _compiler_generator():
+    spec = importlib.util.spec_from_file_location("make_compiler_notebook",
+                                                  ROOT / "tools" / "make_compiler_notebook.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def compiler_nb():
+    return Executed(COMPILER_NOTEBOOK)
+
+
+def test_stored_compiler_notebook_has_no_outputs_and_is_what_its_generator_writes():
+    stored = (NOTEBOOKS / COMPILER_NOTEBOOK).read_text(encoding="utf-8")
+    assert stored == _compiler_generator().text()
+    nb = nbformat.reads(stored, as_version=4)
+    assert all(not cell.outputs for cell in nb.cells if cell.cell_type == "code")
+
+
+@pytest.mark.slow
+def test_compiler_notebook_shows_the_seeds_listing_and_runs_it(compiler_nb):
+    assert_clean_run(compiler_nb)
+    listing = compiler_nb.text("seeds")
+    assert "static void fluid_cpp_assign_0(void** v)" in listing
+    assert "mul(X, W, Y, 4, 3, 2);" in listing
+    assert "fluid_cpp_assign_0(v);\n  fluid_cpp_mul_1(v);" in listing
+    assert "equal to X @ W: True" in compiler_nb.text("seeds-run")
+
+
+@pytest.mark.slow
+def test_compiler_notebook_trains_fit_a_line_compiled_as_the_interpreter(compiler_nb):
+    text = compiler_nb.text("train")
+    assert "fallbacks: []" in text
+    interpreted = re.search(r"interpreted: (\[.*\])", text).group(1)
+    compiled = re.search(r"compiled:\s+(\[.*\])", text).group(1)
+    assert interpreted == compiled
+    assert compiler_nb.value_after("train", "largest relative difference over 50 steps:") < 1e-5
+    speedup = float(re.search(r"speed-up ([\d.]+)x", compiler_nb.text("speed")).group(1))
+    assert speedup > 1.5
+
+
+@pytest.mark.slow
+def test_compiler_notebook_compiles_lenet_and_names_what_it_cannot(compiler_nb):
+    text = compiler_nb.text("lenet")
+    assert "fluid_cpp_conv2d_0" in text and "fluid_cpp_pool2d_3" in text
+    assert "same classes: True" in text
+    assert "not compiled: [(0, 'cumsum', 'no emitter for this op type')]" in \
+        compiler_nb.text("fallback")

@@ -1,0 +1,170 @@
+"""Write notebooks/09_compiler.ipynb (the native code generator, on the seeds' example and
+the book's models) from the cell list below, the way ``tools/make_notebooks.py`` writes
+02-04: no outputs, fixed cell ids::
+
+    python tools/make_compiler_notebook.py            # (re)write it
+    python tools/make_compiler_notebook.py --check    # exit 1 if the stored notebook differs
+"""
+import argparse
+import importlib.util
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+NAME = "09_compiler.ipynb"
+
+CELLS = [
+    ("md", """\
+# The Fluid compiler: a program as native code
+
+The design's compiler note ("Fluid: Towards a Compiled Programming Language") describes a
+transpiler that takes a ProgramDesc and writes a `.cc` (or `.cu`) file in which **each op is a
+function that runs its kernel** and a main calls them in order. `fluid_nb.native` is that
+generator: the interpreter stays the specification, and the compiled program is checked
+against it."""),
+    ("code", "seeds", """\
+import time
+
+import numpy as np
+import fluid_nb as fluid
+from fluid_nb import native
+
+# the seeds' example: X read (here: fed), W assigned, Y = mult(X, W)
+program = fluid.Program()
+block = program.global_block()
+block.create_var(name='X', shape=[4, 3], dtype='float32')
+block.create_var(name='w_init', shape=[3, 2], dtype='float32', persistable=True)
+block.create_var(name='W', shape=[3, 2], dtype='float32')
+block.create_var(name='Y', shape=[4, 2], dtype='float32')
+block.append_op(type='assign', inputs={'X': ['w_init']}, outputs={'Out': ['W']})
+block.append_op(type='mul', inputs={'X': ['X'], 'Y': ['W']}, outputs={'Out': ['Y']})
+scope = fluid.Scope()
+scope.var('w_init').get_tensor().set(np.arange(6, dtype='float32').reshape(3, 2))
+x = np.ones((4, 3), 'float32')
+source = native.generate(program, feed={'X': x}, fetch=['Y'], scope=scope)
+print(source.source[source.source.index('// op 0'):])"""),
+    ("md", """\
+Each function takes the program's variables as one array of pointers and calls a kernel of
+the runtime header (`fluid_native.h`); sizes are literals because the code is specialised on
+the shapes of the feeds. `compile` builds it with the system's C++ compiler and gives a
+program `Executor.run` accepts in place of the original:"""),
+    ("code", "seeds-run", """\
+compiled = native.compile(program, {'X': x}, ['Y'], scope=scope)
+y, = fluid.Executor(fluid.CPUPlace()).run(compiled, feed={'X': x}, fetch_list=['Y'],
+                                          scope=scope)
+print(y)
+print('equal to X @ W:', np.array_equal(y, x @ np.arange(6, dtype='float32').reshape(3, 2)))"""),
+    ("md", """\
+## Training compiled: fit_a_line
+
+The forward ops, their gradients and the SGD updates all compile; the parameters stay in the
+scope and the compiled `sgd` updates them in place, so one line switches the training loop."""),
+    ("code", "train", """\
+def fit_a_line():
+    main, startup = fluid.Program(), fluid.Program()
+    main.random_seed = startup.random_seed = 5
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.layers.data(name='x', shape=[13], dtype='float32')
+        y = fluid.layers.data(name='y', shape=[1], dtype='float32')
+        predict = fluid.layers.fc(input=x, size=1)
+        loss = fluid.layers.mean(fluid.layers.square_error_cost(input=predict, label=y))
+        fluid.optimizer.SGD(learning_rate=0.01).minimize(loss)
+    return main, startup, loss
+
+main, startup, loss = fit_a_line()
+rng = np.random.RandomState(0)
+feed = {'x': rng.rand(20, 13).astype('float32'), 'y': rng.rand(20, 1).astype('float32')}
+exe = fluid.Executor(fluid.CPUPlace())
+interpreted, native_scope = fluid.Scope(), fluid.Scope()
+exe.run(startup, scope=interpreted)
+exe.run(startup, scope=native_scope)
+fast = native.compile(main, feed, [loss], scope=native_scope)
+print('ops compiled:', len(fast.source.functions), 'fallbacks:', fast.source.fallbacks)
+
+want = [float(exe.run(main, feed=feed, fetch_list=[loss], scope=interpreted)[0][0])
+        for _ in range(50)]
+got = [float(exe.run(fast, feed=feed, fetch_list=[loss], scope=native_scope)[0][0])
+       for _ in range(50)]
+print('loss after 1, 10, 50 steps, interpreted:', [round(want[i], 5) for i in (0, 9, 49)])
+print('loss after 1, 10, 50 steps, compiled:   ', [round(got[i], 5) for i in (0, 9, 49)])
+print('largest relative difference over 50 steps:',
+      max(abs(a - b) / abs(a) for a, b in zip(want, got)))"""),
+    ("code", "speed", """\
+def per_step(program, scope, steps=2000):
+    exe.run(program, feed=feed, fetch_list=[loss], scope=scope)
+    start = time.perf_counter()
+    for _ in range(steps):
+        exe.run(program, feed=feed, fetch_list=[loss], scope=scope)
+    return (time.perf_counter() - start) / steps
+
+interpreter, compiled_step = per_step(main, interpreted), per_step(fast, native_scope)
+print(f'interpreter {interpreter * 1e6:.1f} us/step, compiled {compiled_step * 1e6:.1f} us/step, '
+      f'speed-up {interpreter / compiled_step:.1f}x')"""),
+    ("md", """\
+## Inference: the book's LeNet
+
+`conv2d`, `pool2d` and `batch_norm` compile for inference (NCHW); a saved inference model
+compiles whole. An op the generator has no code for is named, with the reason, instead."""),
+    ("code", "lenet", """\
+main, startup = fluid.Program(), fluid.Program()
+with fluid.program_guard(main, startup), fluid.unique_name.guard():
+    img = fluid.layers.data(name='img', shape=[1, 28, 28], dtype='float32')
+    hidden = fluid.nets.simple_img_conv_pool(input=img, filter_size=5, num_filters=20,
+                                             pool_size=2, pool_stride=2, act='relu')
+    hidden = fluid.layers.batch_norm(hidden)
+    hidden = fluid.nets.simple_img_conv_pool(input=hidden, filter_size=5, num_filters=50,
+                                             pool_size=2, pool_stride=2, act='relu')
+    prediction = fluid.layers.fc(input=hidden, size=10, act='softmax')
+lenet_scope = fluid.Scope()
+exe.run(startup, scope=lenet_scope)
+test_program = main.clone(for_test=True)
+images = np.random.RandomState(1).rand(16, 1, 28, 28).astype('float32')
+lenet = native.compile(test_program, {'img': images}, [prediction], scope=lenet_scope)
+print('ops:', [function for _, function in lenet.source.functions])
+want, = exe.run(test_program, feed={'img': images}, fetch_list=[prediction], scope=lenet_scope)
+got, = exe.run(lenet, feed={'img': images}, fetch_list=[prediction], scope=lenet_scope)
+print('same classes:', bool((want.argmax(1) == got.argmax(1)).all()),
+      'largest difference:', float(np.abs(want - got).max()))"""),
+    ("code", "fallback", """\
+main, startup = fluid.Program(), fluid.Program()
+with fluid.program_guard(main, startup), fluid.unique_name.guard():
+    x = fluid.layers.data(name='x', shape=[4], dtype='float32')
+    y = fluid.layers.fc(input=fluid.layers.cumsum(x), size=2)
+other_scope = fluid.Scope()
+exe.run(startup, scope=other_scope)
+report = native.generate(main, feed={'x': np.ones((3, 4), 'float32')}, fetch=[y],
+                         scope=other_scope)
+print('not compiled:', report.fallbacks)"""),
+]
+
+
+def _generator():
+    spec = importlib.util.spec_from_file_location("make_notebooks",
+                                                  ROOT / "tools" / "make_notebooks.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def text():
+    """The notebook file's text."""
+    generator = _generator()
+    return generator.text_of(generator.build(CELLS))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="compare; write nothing")
+    args = parser.parse_args(argv)
+    path = ROOT / "notebooks" / NAME
+    if args.check:
+        same = path.is_file() and path.read_text(encoding="utf-8") == text()
+        print(f"{path.relative_to(ROOT)}: {'up to date' if same else 'differs'}")
+        return 0 if same else 1
+    path.write_text(text(), encoding="utf-8")
+    print(f"wrote {path.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
