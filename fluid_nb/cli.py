@@ -157,7 +157,9 @@ def without_feed_fetch_ops(program):
     return copy
 
 
-def cmd_run(args, out):
+def model_and_feeds(args, command):
+    """(executor, scope, program, feed names, fetch vars, feeds) of a command that takes a
+    saved model and a --feed for each of its inputs."""
     import fluid_nb as fluid
     feeds = dict(parse_feed(item) for item in args.feed)
     scope = fluid.Scope()
@@ -165,8 +167,13 @@ def cmd_run(args, out):
     program, feed_names, fetch_vars = load_model_for_run(args.file, exe, scope)
     missing = [n for n in feed_names if n not in feeds]
     if missing:
-        raise InvalidArgument(f"run: a --feed for each input of the model expected "
+        raise InvalidArgument(f"{command}: a --feed for each input of the model expected "
                               f"({', '.join(feed_names)}), but {', '.join(missing)} has none")
+    return exe, scope, program, feed_names, fetch_vars, feeds
+
+
+def cmd_run(args, out):
+    exe, scope, program, feed_names, fetch_vars, feeds = model_and_feeds(args, "run")
     if args.fetch:
         program = without_feed_fetch_ops(program)
         names = fetch_list = list(args.fetch)
@@ -185,16 +192,8 @@ def cmd_run(args, out):
 
 # --- compile ---------------------------------------------------------------------------------------
 def cmd_compile(args, out):
-    import fluid_nb as fluid
     from .native.standalone import build_binary, standalone_source
-    feeds = dict(parse_feed(item) for item in args.feed)
-    scope = fluid.Scope()
-    exe = fluid.Executor(fluid.CPUPlace())
-    program, feed_names, fetch_vars = load_model_for_run(args.file, exe, scope)
-    missing = [n for n in feed_names if n not in feeds]
-    if missing:
-        raise InvalidArgument(f"compile: a --feed for each input of the model expected "
-                              f"({', '.join(feed_names)}), but {', '.join(missing)} has none")
+    _, scope, program, feed_names, fetch_vars, feeds = model_and_feeds(args, "compile")
     if args.target != "cpp":
         raise InvalidArgument(f"compile: a standalone --target expected 'cpp' (a CUDA build "
                               f"runs through fluid_nb.native.compile(..., target='cuda')), "

@@ -4,7 +4,6 @@ list below, the way ``tools/make_notebooks.py`` writes 02-04: no outputs, fixed 
     python tools/make_memory_notebook.py            # (re)write it
     python tools/make_memory_notebook.py --check    # exit 1 if the stored notebook differs
 """
-import argparse
 import importlib.util
 import sys
 from pathlib import Path
@@ -224,17 +223,7 @@ def text():
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="compare; write nothing")
-    args = parser.parse_args(argv)
-    path = ROOT / "notebooks" / NAME
-    if args.check:
-        same = path.is_file() and path.read_text(encoding="utf-8") == text()
-        print(f"{path.relative_to(ROOT)}: {'up to date' if same else 'differs'}")
-        return 0 if same else 1
-    path.write_text(text(), encoding="utf-8")
-    print(f"wrote {path.relative_to(ROOT)}")
-    return 0
+    return _generator().write_or_check(NAME, CELLS, argv, __doc__.splitlines()[0])
 
 
 if __name__ == "__main__":

@@ -558,6 +558,23 @@ def text_of(nb):
     return nbformat.writes(nb) + "\n"
 
 
+def write_or_check(name, cells, argv=None, description=""):
+    """The command line of a one-notebook generator: write ``notebooks/<name>`` from
+    ``cells``, or with ``--check`` exit 1 when the stored file differs."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--check", action="store_true", help="compare; write nothing")
+    args = parser.parse_args(argv)
+    path = NOTEBOOK_DIR / name
+    text = text_of(build(cells))
+    if args.check:
+        same = path.is_file() and path.read_text(encoding="utf-8") == text
+        print(f"{path.relative_to(ROOT)}: {'up to date' if same else 'differs'}")
+        return 0 if same else 1
+    path.write_text(text, encoding="utf-8")
+    print(f"wrote {path.relative_to(ROOT)}")
+    return 0
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true",

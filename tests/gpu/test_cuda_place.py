@@ -1,8 +1,6 @@
 """CUDAPlace: without a GPU a typed error says what is missing and CuPy is never imported;
 with one (tests marked ``gpu``), every op table and the model tests give the host's results
 on CuPy."""
-import importlib
-import pathlib
 import subprocess
 import sys
 
@@ -13,7 +11,7 @@ import fluid_nb as fluid
 from fluid_nb.errors import PreconditionNotMet
 from fluid_nb.tensor.place import is_compiled_with_cuda
 
-from tests.ops.op_test import case_id, check_on_device
+from tests.ops.op_test import all_table_cases, case_id, check_on_device
 from tests.testing import test_models_on_strict_device as models
 
 HAS_GPU = is_compiled_with_cuda()
@@ -45,16 +43,10 @@ def test_a_cpu_training_run_imports_no_cupy():
     assert out.stdout.strip() == "False"
 
 
-def _table_cases():
-    cases = []
-    for path in sorted((pathlib.Path(__file__).parent.parent / "ops").glob("test_*.py")):
-        module = importlib.import_module(f"tests.ops.{path.stem}")
-        cases.extend(getattr(module, "CASES", []))
-    return cases
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("case", _table_cases(), ids=case_id)
+@pytest.mark.parametrize("case", all_table_cases(), ids=case_id)
 def test_every_op_table_case_on_cuda_matches_the_host(case):
     check_on_device(case, place=fluid.CUDAPlace(0))
 

@@ -2,8 +2,6 @@
 gradients on the op tables' inputs: float32 within 1e-5 relative, float64 within 1e-12.
 A case an emitter declines (a broadcast it has no kernel for) must be reported as a
 fallback with its reason, and every emitter has table cases."""
-import importlib
-import pathlib
 
 import numpy as np
 import pytest
@@ -13,15 +11,10 @@ from fluid_nb.native import compile, generate
 from fluid_nb.native.emitters import EMITTERS
 from fluid_nb.ops import registry
 
-from tests.ops.op_test import _as64, _loss_weights, build, case_id, grad_program
+from tests.ops.op_test import (_as64, _loss_weights, all_table_cases, build, case_id,
+                                grad_program)
 
 
-def _table_cases():
-    cases = []
-    for path in sorted((pathlib.Path(__file__).parent.parent / "ops").glob("test_*.py")):
-        module = importlib.import_module(f"tests.ops.{path.stem}")
-        cases.extend(getattr(module, "CASES", []))
-    return cases
 
 
 def _plain(case):
@@ -29,7 +22,7 @@ def _plain(case):
     return not case.lod and all(not isinstance(v, list) for v in case.inputs.values())
 
 
-FORWARD = [c for c in _table_cases() if c.op in EMITTERS and _plain(c)]
+FORWARD = [c for c in all_table_cases() if c.op in EMITTERS and _plain(c)]
 
 
 def _grad_types(case):

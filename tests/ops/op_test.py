@@ -6,6 +6,8 @@ output with the case's NumPy reference (and the compile-time shapes with the run
 finite differences of ``loss = sum_k sum(w_k * out_k)`` for fixed random weights ``w_k``.
 """
 import dataclasses
+import importlib
+import pathlib
 from typing import Any, Callable, Dict, List, Optional
 
 import numpy as np
@@ -65,6 +67,15 @@ def _lod_of(case, slot, i):
 
 def case_id(case):
     return case.id
+
+
+def all_table_cases():
+    """The rows of every op family's table (each tests/ops module's CASES)."""
+    cases = []
+    for path in sorted(pathlib.Path(__file__).parent.glob("test_*.py")):
+        module = importlib.import_module(f"tests.ops.{path.stem}")
+        cases.extend(getattr(module, "CASES", []))
+    return cases
 
 
 def _output_counts(case, expected):

@@ -3,8 +3,6 @@ each case forward and backward there (tests/ops/op_test.py), and the programs of
 tests/testing/test_models_on_strict_device.py and tests/ops/test_beam_search.py run the ops
 a table cannot feed (rank tables, tensor arrays, sub-blocks, sparse gradients, Print,
 py_func). Loading parameters onto the device is pinned here."""
-import importlib
-import pathlib
 
 import numpy as np
 
@@ -12,7 +10,7 @@ import fluid_nb as fluid
 from fluid_nb.ops import registry
 from fluid_nb.testing.strict_device import DeviceArray, StrictDevicePlace
 
-from tests.ops.op_test import build
+from tests.ops.op_test import all_table_cases, build
 from tests.testing import test_models_on_strict_device as models
 
 #: ops run on the strict device by a test outside the tables and the model programs
@@ -31,17 +29,11 @@ MODEL_PROGRAMS = [models.mlp, models.conv_net, models.dynamic_rnn, models.text_c
                   models.branches, models.sparse_embedding, models.arrays_and_ranks]
 
 
-def _table_cases():
-    cases = []
-    for path in sorted((pathlib.Path(__file__).parent.parent / "ops").glob("test_*.py")):
-        module = importlib.import_module(f"tests.ops.{path.stem}")
-        cases.extend(getattr(module, "CASES", []))
-    return cases
 
 
 def _ops_run_by_the_tables():
     ran = set()
-    for case in _table_cases():
+    for case in all_table_cases():
         ran.add(case.op)
         if case.grad:
             inputs = dict(case.inputs)

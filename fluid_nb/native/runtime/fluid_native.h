@@ -221,21 +221,27 @@ void fill(T* out, int64_t count, T value) {
 }
 
 // --- softmax and cross-entropy ----------------------------------------------------------------------
-// softmax over the last dim of [rows, classes]: exp(x - max) / sum
+// one row's softmax into o: exp(x - max) / sum; returns (max, sum) for a log-softmax
+template <class T>
+void softmax_row(const T* in, T* o, int64_t classes, T* top_out, T* total_out) {
+  T top = in[0];
+  for (int64_t c = 1; c < classes; ++c) top = std::max(top, in[c]);
+  T total = 0;
+  for (int64_t c = 0; c < classes; ++c) {
+    o[c] = std::exp(in[c] - top);
+    total += o[c];
+  }
+  for (int64_t c = 0; c < classes; ++c) o[c] /= total;
+  *top_out = top;
+  *total_out = total;
+}
+
+// softmax over the last dim of [rows, classes]
 template <class T>
 void softmax(const T* x, T* out, int64_t rows, int64_t classes) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const T* in = x + r * classes;
-    T* o = out + r * classes;
-    T top = in[0];
-    for (int64_t c = 1; c < classes; ++c) top = std::max(top, in[c]);
-    T total = 0;
-    for (int64_t c = 0; c < classes; ++c) {
-      o[c] = std::exp(in[c] - top);
-      total += o[c];
-    }
-    for (int64_t c = 0; c < classes; ++c) o[c] /= total;
-  }
+  T top, total;
+  for (int64_t r = 0; r < rows; ++r) softmax_row(x + r * classes, out + r * classes, classes,
+                                                 &top, &total);
 }
 
 // softmax_with_cross_entropy, hard labels: Softmax as above, Loss[r] = -log(Softmax[r, label])
@@ -243,17 +249,10 @@ void softmax(const T* x, T* out, int64_t rows, int64_t classes) {
 template <class T>
 void softmax_cross_entropy(const T* logits, const int64_t* label, T* softmax_out, T* loss,
                            int64_t rows, int64_t classes, int64_t ignore_index) {
+  T top, total;
   for (int64_t r = 0; r < rows; ++r) {
     const T* in = logits + r * classes;
-    T* o = softmax_out + r * classes;
-    T top = in[0];
-    for (int64_t c = 1; c < classes; ++c) top = std::max(top, in[c]);
-    T total = 0;
-    for (int64_t c = 0; c < classes; ++c) {
-      o[c] = std::exp(in[c] - top);
-      total += o[c];
-    }
-    for (int64_t c = 0; c < classes; ++c) o[c] /= total;
+    softmax_row(in, softmax_out + r * classes, classes, &top, &total);
     const int64_t k = label[r];
     loss[r] = k == ignore_index ? T(0) : -(in[k] - top - std::log(total));
   }
