@@ -103,7 +103,8 @@ print(f'interpreter {interpreter * 1e6:.1f} us/step, compiled {compiled_step * 1
 ## Inference: the book's LeNet
 
 `conv2d`, `pool2d` and `batch_norm` compile for inference (NCHW); a saved inference model
-compiles whole. An op the generator has no code for is named, with the reason, instead."""),
+compiles whole. An op the generator has no code for is named with the reason, and runs in the
+interpreter between the compiled runs around it."""),
     ("code", "lenet", """\
 main, startup = fluid.Program(), fluid.Program()
 with fluid.program_guard(main, startup), fluid.unique_name.guard():
@@ -131,9 +132,14 @@ with fluid.program_guard(main, startup), fluid.unique_name.guard():
     y = fluid.layers.fc(input=fluid.layers.cumsum(x), size=2)
 other_scope = fluid.Scope()
 exe.run(startup, scope=other_scope)
-report = native.generate(main, feed={'x': np.ones((3, 4), 'float32')}, fetch=[y],
-                         scope=other_scope)
-print('not compiled:', report.fallbacks)"""),
+ones = {'x': np.ones((3, 4), 'float32')}
+report = native.generate(main, feed=ones, fetch=[y], scope=other_scope)
+print('not compiled:', report.fallbacks)
+print('runs:', [(kind, indices) for kind, _, indices in report.segments])
+split = native.compile(main, ones, [y], scope=other_scope)  # cumsum runs in the interpreter
+print("split run gives the interpreter's values:", np.allclose(
+    exe.run(split, feed=ones, fetch_list=[y], scope=other_scope)[0],
+    exe.run(main, feed=ones, fetch_list=[y], scope=other_scope)[0]))"""),
 ]
 
 

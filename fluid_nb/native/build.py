@@ -148,7 +148,7 @@ def build(source, march_native=False, target="cpp"):
 
 
 def load_cuda(library, cupy):
-    """A CUDA build's ``fluid_run``, its cuBLAS pointers set to CuPy's cuBLAS and handle."""
+    """A loaded CUDA build, its cuBLAS pointers set to CuPy's cuBLAS and handle."""
     lib = ctypes.CDLL(str(library))
     cublas = _cublas_library(cupy)
     ctypes.c_void_p.in_dll(lib, "fluid_cublas_handle").value = \
@@ -157,10 +157,7 @@ def load_cuda(library, cupy):
                          ("fluid_cublas_dgemm", "cublasDgemm_v2")):
         ctypes.c_void_p.in_dll(lib, name).value = \
             ctypes.cast(getattr(cublas, symbol), ctypes.c_void_p).value
-    run = lib.fluid_run
-    run.argtypes = [ctypes.c_void_p]
-    run.restype = None
-    return lib, run
+    return lib
 
 
 def _cublas_library(cupy):
@@ -176,12 +173,17 @@ def _cublas_library(cupy):
 
 
 def load(library):
-    """The library's ``fluid_run(void**)`` as a ctypes function, its BLAS pointers set."""
+    """The loaded library, its BLAS pointers set (:func:`entry` gives its functions)."""
     lib = ctypes.CDLL(str(library))
     sgemm, dgemm = blas()[:2]
     ctypes.c_void_p.in_dll(lib, "fluid_sgemm").value = sgemm
     ctypes.c_void_p.in_dll(lib, "fluid_dgemm").value = dgemm
-    run = lib.fluid_run
-    run.argtypes = [ctypes.c_void_p]
-    run.restype = None
-    return lib, run
+    return lib
+
+
+def entry(lib, symbol):
+    """The library's ``symbol(void**)`` (``fluid_run``, a ``fluid_segment_<k>``)."""
+    function = getattr(lib, symbol)
+    function.argtypes = [ctypes.c_void_p]
+    function.restype = None
+    return function

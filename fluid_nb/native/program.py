@@ -11,22 +11,28 @@ import ctypes
 import numpy as np
 
 from ..errors import InvalidArgument, NotFound, Unimplemented, expected
-from ..exec.executor import FetchedArray
+from ..exec.executor import Executor, FetchedArray
 from ..exec.scope import global_scope
-from ..framework.program import Program
+from ..framework.program import EMPTY_VAR_NAME, Block, Program
+from ..tensor.place import CPUPlace
 from ..tensor.tensor import LoDTensor
 from ..tensor.transfer import to_host
-from .build import build, load, load_cuda
-from .generate import generate
+from .build import build, entry, load, load_cuda
+from .generate import generate, without_io
 
 
 class _Specialisation:
     """The build for one set of feed shapes: the library, the pointer array, the buffers
     of temporaries and feeds it owns, and the scope arrays it last pointed at."""
 
-    def __init__(self, source, library, cached, run, xp=np):
-        self.source, self.library, self.cached, self.run_fn = source, library, cached, run
+    def __init__(self, program, source, library, cached, lib, xp=np):
+        self.source, self.library, self.cached = source, library, cached
         self.xp = xp  # NumPy, or CuPy for the CUDA target (buffers in device memory)
+        #: the program's runs in order: a compiled entry, or (a program of the ops that fell
+        #: back, its inputs fed from the buffers, its outputs copied back into them)
+        self.steps = [entry(lib, symbol) if kind == "native"
+                      else _interpreted(program, indices, source)
+                      for kind, symbol, indices in source.segments]
         variables = source.variables
         self.pointers = (ctypes.c_void_p * max(len(variables), 1))()
         self.address = ctypes.addressof(self.pointers)
@@ -68,6 +74,51 @@ class _Specialisation:
             self.pointers[v.index] = _address(array)
 
 
+class _Interpreted:
+    """A run of ops that fell back: a program of just those ops, run by the interpreter
+    on the compiled program's buffers (fed without a copy) and the scope's parameters."""
+
+    def __init__(self, program, inputs, outputs):
+        self.program, self.inputs, self.outputs = program, inputs, outputs
+        self.executor = Executor(CPUPlace())
+
+    def run(self, spec, scope):
+        feed = {name: spec.owned[name] for name in self.inputs}
+        values = self.executor.run(self.program, feed=feed, fetch_list=self.outputs,
+                                   scope=scope)
+        for name, value in zip(self.outputs, values):
+            np.copyto(spec.owned[name], value.reshape(spec.owned[name].shape))
+
+
+def _interpreted(program, indices, source):
+    block = program.global_block()
+    owned = {v.name for v in source.variables if v.role != "persistable"}
+    ops = [block.ops[i] for i in indices]
+    for op in ops:
+        if any(isinstance(value, Block) or (isinstance(value, list) and value
+                                            and isinstance(value[0], Block))
+               for value in op.attrs.values()):
+            raise Unimplemented(expected("compile", f"op {op.type} to run in the interpreter "
+                                         "between compiled ops", "an op without sub-blocks",
+                                         "an op with a sub-block"))
+    written = {n for op in ops for args in op.outputs.values() for n in args}
+    read = [n for op in ops for args in op.inputs.values() for n in args]
+    inputs = sorted({n for n in read if n in owned and n not in written})
+    outputs = sorted(n for n in written if n in owned)
+    part = Program()
+    part_block = part.global_block()
+    for name in sorted({n for op in ops for args in list(op.inputs.values())
+                        + list(op.outputs.values()) for n in args if n != EMPTY_VAR_NAME}):
+        var = block._find_var_recursive(name)
+        if var is not None:
+            part_block.create_var(name=name, shape=var.shape, dtype=var.dtype, type=var.type,
+                                  persistable=var.persistable, lod_level=var.lod_level)
+    for op in ops:
+        part_block.append_op(type=op.type, inputs=dict(op.inputs), outputs=dict(op.outputs),
+                             attrs=dict(op.attrs))
+    return _Interpreted(part, inputs, outputs)
+
+
 def _address(array):
     return array.ctypes.data if isinstance(array, np.ndarray) else array.data.ptr
 
@@ -94,19 +145,21 @@ class NativeProgram:
         if spec is None:
             source = generate(self.program, target=self.target, feed=feed,
                               fetch=self.fetch_names, scope=scope)
-            if source.fallbacks:
-                listing = "; ".join(f"op {i} {t}: {why}" for i, t, why in source.fallbacks)
-                raise Unimplemented(expected("compile", "every op with native code",
-                                             "an emitter for each op", listing))
             library, cached = build(source.source, self.march_native, self.target)
+            program = without_io(self.program)
             if self.target == "cuda":
+                if source.fallbacks:
+                    raise Unimplemented(expected(
+                        "compile", "every op with native code for the CUDA target (ops run "
+                        "in the interpreter between compiled ones on the host only)",
+                        "an emitter for each op",
+                        "; ".join(f"op {i} {t}: {why}" for i, t, why in source.fallbacks)))
                 from ..tensor.place import cupy_module
                 cupy = cupy_module()
-                _, run = load_cuda(library, cupy)
-                spec = _Specialisation(source, library, cached, run, xp=cupy)
+                spec = _Specialisation(program, source, library, cached,
+                                       load_cuda(library, cupy), xp=cupy)
             else:
-                _, run = load(library)
-                spec = _Specialisation(source, library, cached, run)
+                spec = _Specialisation(program, source, library, cached, load(library))
             self._built[key] = spec
         return spec
 
@@ -122,7 +175,12 @@ class NativeProgram:
             else:
                 buffer.set(feed[name])  # host to device
         spec.bind(scope)
-        spec.run_fn(spec.address)
+        for step in spec.steps:
+            if isinstance(step, _Interpreted):
+                step.run(spec, scope)
+                spec.bind(scope)  # the interpreter may have replaced a parameter's array
+            else:
+                step(spec.address)
         results = []
         for name in fetch_names:
             if name in spec.owned:

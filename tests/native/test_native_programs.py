@@ -183,19 +183,44 @@ def test_the_seeds_example_generates_the_seeds_listing():
     np.testing.assert_array_equal(got, x @ np.arange(6, dtype="float32").reshape(3, 2))
 
 
-def test_ops_without_native_code_are_named_with_why():
+def test_ops_without_native_code_run_in_the_interpreter_between_compiled_ones():
+    main, startup = fluid.Program(), fluid.Program()
+    main.random_seed = startup.random_seed = 3
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.layers.data(name="x", shape=[4], dtype="float32")
+        h = fluid.layers.fc(input=x, size=3, act="relu")
+        y = fluid.layers.fc(input=fluid.layers.cumsum(h, axis=1), size=2)
+        loss = fluid.layers.mean(y)
+        fluid.optimizer.SGD(learning_rate=0.1).minimize(loss)
+    exe = fluid.Executor(fluid.CPUPlace())
+    interpreted, compiled = fluid.Scope(), fluid.Scope()
+    exe.run(startup, scope=interpreted)
+    exe.run(startup, scope=compiled)
+    feed = {"x": np.random.RandomState(0).rand(5, 4).astype("float32")}
+    source = native.generate(main, feed=feed, fetch=[loss], scope=compiled)
+    fell_back = [(i, t) for i, t, _ in source.fallbacks]
+    assert [t for _, t in fell_back] == ["cumsum", "cumsum"]  # the op and its gradient
+    assert all(why == "no emitter for this op type" for *_, why in source.fallbacks)
+    kinds = [kind for kind, _, _ in source.segments]
+    assert kinds == ["native", "interpreter", "native", "interpreter", "native"]
+    assert f"// ops {fell_back[0][0]}-{fell_back[0][0]} run in the interpreter here" in \
+        source.source
+    program = native.compile(main, feed, [loss], scope=compiled)
+    want = [exe.run(main, feed=feed, fetch_list=[loss], scope=interpreted)[0] for _ in range(5)]
+    got = [exe.run(program, feed=feed, fetch_list=[loss], scope=compiled)[0] for _ in range(5)]
+    np.testing.assert_allclose(np.concatenate(got), np.concatenate(want), rtol=1e-5)
+
+
+def test_a_standalone_program_cannot_fall_back():
+    from fluid_nb.native.standalone import standalone_source
     main, startup = fluid.Program(), fluid.Program()
     with fluid.program_guard(main, startup), fluid.unique_name.guard():
         x = fluid.layers.data(name="x", shape=[4], dtype="float32")
         y = fluid.layers.fc(input=fluid.layers.cumsum(x), size=2)
     scope = fluid.Scope()
     fluid.Executor(fluid.CPUPlace()).run(startup, scope=scope)
-    feed = {"x": np.ones((3, 4), "float32")}
-    source = native.generate(main, feed=feed, fetch=[y], scope=scope)
-    assert source.fallbacks == [(0, "cumsum", "no emitter for this op type")]
-    assert "// not compiled: op 0 cumsum (no emitter for this op type)" in source.source
-    with pytest.raises(Unimplemented, match="op 0 cumsum: no emitter"):
-        native.compile(main, feed, [y], scope=scope)
+    with pytest.raises(InvalidArgument, match="op 0 cumsum: no emitter"):
+        standalone_source(main, {"x": np.ones((3, 4), "float32")}, [y], scope)
 
 
 def test_a_missing_compiler_is_a_typed_error(monkeypatch, tmp_path):

@@ -471,5 +471,7 @@ def test_compiler_notebook_compiles_lenet_and_names_what_it_cannot(compiler_nb):
     text = compiler_nb.text("lenet")
     assert "fluid_cpp_conv2d_0" in text and "fluid_cpp_pool2d_3" in text
     assert "same classes: True" in text
-    assert "not compiled: [(0, 'cumsum', 'no emitter for this op type')]" in \
-        compiler_nb.text("fallback")
+    text = compiler_nb.text("fallback")
+    assert "not compiled: [(0, 'cumsum', 'no emitter for this op type')]" in text
+    assert "runs: [('interpreter', [0]), ('native', [1, 2])]" in text
+    assert "split run gives the interpreter's values: True" in text
