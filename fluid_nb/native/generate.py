@@ -8,6 +8,7 @@ Variables are passed to ``fluid_run`` as one array of data pointers, in the orde
 :attr:`NativeSource.variables`.
 """
 import dataclasses
+import html
 import re
 from typing import Dict, List, Tuple
 
@@ -61,8 +62,10 @@ class NativeSource:
     def __str__(self):
         return self.source
 
-    def _repr_markdown_(self):
-        return f"```cpp\n{self.source}\n```"
+    def _repr_html_(self):
+        """The ops beside the source: each op's row links to its function (or says why it
+        runs in the interpreter), each function's header links back to its op."""
+        return _html(self)
 
 
 class _Env:
@@ -292,3 +295,33 @@ def _source(program, target, variables, bodies, fallbacks, segments):
         lines += [f"  {function_of[i]}(v);" for i in indices]
         lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+def _html(source):
+    functions = dict(source.functions)
+    why = {index: (op_type, reason) for index, op_type, reason in source.fallbacks}
+    ops = sorted(set(functions) | set(why))
+    rows = []
+    for index in ops:
+        if index in functions:
+            name = functions[index]
+            cell = f"<a href='#fluid-fn-{name}' id='fluid-op-{name}'><code>{name}</code></a>"
+            op_type = name[len(f"fluid_{source.target}_"):].rsplit("_", 1)[0]
+        else:
+            op_type, reason = why[index]
+            cell = f"interpreter: {html.escape(reason)}"
+        rows.append(f"<tr><td>{index}</td><td>{html.escape(op_type)}</td><td>{cell}</td></tr>")
+    code = []
+    for line in source.source.splitlines():
+        escaped = html.escape(line)
+        match = re.match(r"static void (fluid_\w+)\(", line)
+        if match:
+            name = match.group(1)
+            escaped = (f"<span id='fluid-fn-{name}'><a href='#fluid-op-{name}'>"
+                       f"{escaped}</a></span>")
+        code.append(escaped)
+    return ("<div class='fluid-nb-native'>"
+            f"<p>{len(source.functions)} ops compiled ({source.target}), "
+            f"{len(source.fallbacks)} in the interpreter</p>"
+            "<table><tr><th>op</th><th>type</th><th>native code</th></tr>"
+            + "".join(rows) + "</table><pre>" + "\n".join(code) + "</pre></div>")

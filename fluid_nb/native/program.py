@@ -134,6 +134,11 @@ class NativeProgram:
         self.target = target
         self._built = {}  # feed signature -> _Specialisation
 
+    def _repr_html_(self):
+        source = self.source
+        return source._repr_html_() if source is not None else \
+            "<p>a native program, not built yet</p>"
+
     @property
     def source(self):
         """The generated source of the last specialisation built (a NativeSource)."""

@@ -206,6 +206,8 @@ def test_ops_without_native_code_run_in_the_interpreter_between_compiled_ones():
     assert f"// ops {fell_back[0][0]}-{fell_back[0][0]} run in the interpreter here" in \
         source.source
     program = native.compile(main, feed, [loss], scope=compiled)
+    assert "<td>cumsum</td><td>interpreter: no emitter for this op type</td>" in \
+        program._repr_html_()
     want = [exe.run(main, feed=feed, fetch_list=[loss], scope=interpreted)[0] for _ in range(5)]
     got = [exe.run(program, feed=feed, fetch_list=[loss], scope=compiled)[0] for _ in range(5)]
     np.testing.assert_allclose(np.concatenate(got), np.concatenate(want), rtol=1e-5)
@@ -253,3 +255,17 @@ def test_bad_arguments_are_named():
         native.compile("main", {}, [])
     with pytest.raises(Unimplemented, match="target expected 'cpp'"):
         native.generate(fluid.Program(), target="fortran")
+
+
+def test_a_compiled_program_shows_its_ops_linked_to_their_functions():
+    main, startup, loss = _programs(fit_a_line)
+    scope = fluid.Scope()
+    fluid.Executor(fluid.CPUPlace()).run(startup, scope=scope)
+    compiled = native.compile(main, _feeds(fit_a_line, np.random.RandomState(0)), [loss],
+                              scope=scope)
+    page = compiled._repr_html_()
+    assert "13 ops compiled (cpp), 0 in the interpreter" in page
+    for _, function in compiled.source.functions:
+        assert f"href='#fluid-fn-{function}' id='fluid-op-{function}'" in page  # op -> code
+        assert f"<span id='fluid-fn-{function}'><a href='#fluid-op-{function}'>" in page
+    assert "<td>mul_grad</td>" in page and "&lt;" not in page.split("<pre>")[0]
