@@ -33,6 +33,8 @@ class _Specialisation:
         self.steps = [entry(lib, symbol) if kind == "native"
                       else _interpreted(program, indices, source)
                       for kind, symbol, indices in source.segments]
+        self.whole = self.steps[0] if len(self.steps) == 1 \
+            and not isinstance(self.steps[0], _Interpreted) else None
         variables = source.variables
         self.pointers = (ctypes.c_void_p * max(len(variables), 1))()
         self.address = ctypes.addressof(self.pointers)
@@ -145,7 +147,7 @@ class NativeProgram:
         return next(reversed(self._built.values())).source if self._built else None
 
     def specialise(self, feed, scope):
-        key = tuple(sorted((name, value.shape, value.dtype.str) for name, value in feed.items()))
+        key = tuple(sorted((name, value.shape, value.dtype) for name, value in feed.items()))
         spec = self._built.get(key)
         if spec is None:
             source = generate(self.program, target=self.target, feed=feed,
@@ -180,12 +182,15 @@ class NativeProgram:
             else:
                 buffer.set(feed[name])  # host to device
         spec.bind(scope)
-        for step in spec.steps:
-            if isinstance(step, _Interpreted):
-                step.run(spec, scope)
-                spec.bind(scope)  # the interpreter may have replaced a parameter's array
-            else:
-                step(spec.address)
+        if spec.whole is not None:  # the usual case: one compiled entry
+            spec.whole(spec.address)
+        else:
+            for step in spec.steps:
+                if isinstance(step, _Interpreted):
+                    step.run(spec, scope)
+                    spec.bind(scope)  # the interpreter may have replaced a parameter's array
+                else:
+                    step(spec.address)
         results = []
         for name in fetch_names:
             if name in spec.owned:
