@@ -269,3 +269,26 @@ def test_a_compiled_program_shows_its_ops_linked_to_their_functions():
         assert f"href='#fluid-fn-{function}' id='fluid-op-{function}'" in page  # op -> code
         assert f"<span id='fluid-fn-{function}'><a href='#fluid-op-{function}'>" in page
     assert "<td>mul_grad</td>" in page and "&lt;" not in page.split("<pre>")[0]
+
+
+@pytest.mark.parametrize("model", ["mlp", "linreg", "cnn"])
+@pytest.mark.parametrize("layout", ["separate", "combined"])
+def test_paddles_own_inference_models_compile_and_give_paddles_outputs(model, layout):
+    """The models real PaddlePaddle 2.6.2 saved (tests/fixtures/paddle/inference), compiled
+    whole, give the outputs Paddle computed."""
+    import json
+    import pathlib
+    from fluid_nb.cli import load_model_for_run
+    root = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "paddle" / "inference"
+    meta = json.loads((root / model / "meta.json").read_text())
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    path = root / model / layout
+    program, feeds, fetches = load_model_for_run(
+        str(path if layout == "separate" else next(path.glob("*.pdmodel"))), exe, scope)
+    assert feeds == meta["feed_names"]
+    x = np.load(root / model / "input.npy")
+    compiled = native.compile(program, {feeds[0]: x}, fetches, scope=scope)
+    assert compiled.source.fallbacks == []
+    got, = exe.run(compiled, feed={feeds[0]: x}, fetch_list=fetches, scope=scope)
+    np.testing.assert_allclose(got, np.load(root / model / "expected.npy"), rtol=1e-5,
+                               atol=1e-6)
