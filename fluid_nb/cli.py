@@ -5,6 +5,7 @@
     fluid-nb run inference_dir --feed x=x.npy    run a saved model, print the fetched arrays
     fluid-nb compile inference_dir --feed x=x.npy -o model.cc --binary model
                                                  the model as C++ (and a binary, no Python)
+    fluid-nb export inference_dir -o model.onnx  the model as ONNX, with an op-by-op report
     fluid-nb demo -o fluid_nb_demo.html          train fit_a_line, write its graph page
     fluid-nb lab                                 JupyterLab on the bundled notebooks
 
@@ -146,17 +147,6 @@ def array_summary(name, array):
     return head + "\n" + "\n".join("  " + line for line in body.splitlines())
 
 
-def without_feed_fetch_ops(program):
-    """A copy of a saved model's program without its own feed and fetch ops, so the executor
-    may feed and fetch other variables (it adds its own ops, as for any program)."""
-    copy = program.clone()
-    block = copy.global_block()
-    for index in reversed(range(len(block.ops))):
-        if block.ops[index].type in ("feed", "fetch"):
-            block._remove_op(index)
-    return copy
-
-
 def model_and_feeds(args, command):
     """(executor, scope, program, feed names, fetch vars, feeds) of a command that takes a
     saved model and a --feed for each of its inputs."""
@@ -175,6 +165,7 @@ def model_and_feeds(args, command):
 def cmd_run(args, out):
     exe, scope, program, feed_names, fetch_vars, feeds = model_and_feeds(args, "run")
     if args.fetch:
+        from .framework.program import without_feed_fetch_ops
         program = without_feed_fetch_ops(program)
         names = fetch_list = list(args.fetch)
     else:
@@ -210,6 +201,18 @@ def cmd_compile(args, out):
         print(f"built {args.binary}; run: {args.binary} PARAMS "
               f"{' '.join(n + '.npy' for n in sorted(feeds))} OUT_DIR", file=out)
     return 0
+
+
+# --- export ----------------------------------------------------------------------------------------
+def cmd_export(args, out):
+    import fluid_nb as fluid
+    scope = fluid.Scope()
+    exe = fluid.Executor(fluid.CPUPlace())
+    program, _, fetch_vars = load_model_for_run(args.file, exe, scope)
+    report = fluid.onnx.export(program, args.output, scope=scope, opset=args.opset,
+                               strict=args.strict)
+    print(report, file=out)
+    return 0 if report.path is not None else 1
 
 
 # --- demo / lab --------------------------------------------------------------------------------
@@ -318,6 +321,16 @@ def build_parser():
     comp.add_argument("--binary", help="also build it into this executable")
     comp.add_argument("--target", default="cpp", help="cpp (the standalone target)")
     comp.set_defaults(handler=cmd_compile)
+
+    exp = sub.add_parser("export", help="a saved inference model as an ONNX model, with a "
+                                        "report of every op")
+    exp.add_argument("file", help="an inference model directory, __model__, x.pdmodel "
+                                  "(with x.pdiparams beside it) or the path prefix x")
+    exp.add_argument("-o", "--output", required=True, help="the .onnx file to write")
+    exp.add_argument("--opset", type=int, default=17, help="the ONNX opset (default 17)")
+    exp.add_argument("--strict", action="store_true",
+                     help="write nothing if any op does not convert")
+    exp.set_defaults(handler=cmd_export)
 
     demo = sub.add_parser("demo", help="train fit_a_line headless and write its graph page")
     demo.add_argument("-o", "--output", default="fluid_nb_demo.html", help="the HTML page")

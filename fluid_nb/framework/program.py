@@ -720,6 +720,19 @@ _main_program = Program()
 _startup_program = Program()
 
 
+def without_feed_fetch_ops(program):
+    """``program`` without its own feed and fetch ops (a saved model's), as a copy, so a
+    caller may feed and fetch other variables; ``program`` itself when it has none."""
+    if not any(op.type in ("feed", "fetch") for op in program.global_block().ops):
+        return program
+    copy = program.clone()
+    block = copy.global_block()
+    for index in reversed(range(len(block.ops))):
+        if block.ops[index].type in ("feed", "fetch"):
+            block._remove_op(index)
+    return copy
+
+
 def default_main_program():
     return _main_program
 

@@ -17,7 +17,7 @@ import numpy as np
 from ..errors import InvalidArgument, NotFound, Unimplemented, expected
 from ..exec.executor import Executor
 from ..exec.scope import Scope
-from ..framework.program import EMPTY_VAR_NAME, Program
+from ..framework.program import EMPTY_VAR_NAME, Program, without_feed_fetch_ops
 from ..tensor.place import CPUPlace
 from ..tensor.tensor import LoDTensor, SelectedRows
 from ..tensor.transfer import to_host
@@ -146,20 +146,6 @@ def trace(program, feed, scope):
     return shapes, kinds
 
 
-def without_io(program):
-    """``program`` without its own feed and fetch ops (a saved inference model's): the
-    compiled program takes feeds and gives fetches itself. The program when it has none."""
-    block = program.global_block()
-    if not any(op.type in ("feed", "fetch") for op in block.ops):
-        return program
-    program = program.clone()
-    block = program.global_block()
-    for index in reversed(range(len(block.ops))):
-        if block.ops[index].type in ("feed", "fetch"):
-            block._remove_op(index)
-    return program
-
-
 def _identifier(name, taken):
     base = re.sub(r"[^0-9A-Za-z_]", "_", name)
     if not base or base[0].isdigit():
@@ -195,7 +181,7 @@ def generate(program, target="cpp", feed=None, fetch=None, scope=None):
         if not block.has_var(name):
             raise NotFound(expected("generate", "fetch", "variables of the program",
                                     repr(name)))
-    program = without_io(program)
+    program = without_feed_fetch_ops(program)
     block = program.global_block()
     shapes, kinds = trace(program, feed, scope)
     taken = set()

@@ -13,12 +13,12 @@ import numpy as np
 from ..errors import InvalidArgument, NotFound, Unimplemented, expected
 from ..exec.executor import Executor, FetchedArray
 from ..exec.scope import global_scope
-from ..framework.program import EMPTY_VAR_NAME, Block, Program
+from ..framework.program import EMPTY_VAR_NAME, Block, Program, without_feed_fetch_ops
 from ..tensor.place import CPUPlace
 from ..tensor.tensor import LoDTensor
 from ..tensor.transfer import to_host
 from .build import build, entry, load, load_cuda
-from .generate import generate, without_io
+from .generate import generate
 
 
 class _Specialisation:
@@ -153,7 +153,7 @@ class NativeProgram:
             source = generate(self.program, target=self.target, feed=feed,
                               fetch=self.fetch_names, scope=scope)
             library, cached = build(source.source, self.march_native, self.target)
-            program = without_io(self.program)
+            program = without_feed_fetch_ops(self.program)
             if self.target == "cuda":
                 if source.fallbacks:
                     raise Unimplemented(expected(

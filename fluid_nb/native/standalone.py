@@ -12,10 +12,10 @@ import subprocess
 import numpy as np
 
 from ..errors import InvalidArgument, PreconditionNotMet, expected
-from ..framework.program import Program
+from ..framework.program import Program, without_feed_fetch_ops
 from ..tensor.dtypes import VarType, convert_dtype
 from .build import BUILD_TIMEOUT_S, RUNTIME, blas, compiler
-from .generate import generate, without_io
+from .generate import generate
 
 _ROLES = {"feed": 0, "persistable": 1, "temporary": 2}
 
@@ -51,7 +51,7 @@ def standalone_source(program, feed, fetch, scope):
     sgemm, dgemm = _blas_symbols()
     index = {v.name: v.index for v in source.variables}
     persistables = sorted(
-        var.name for var in without_io(program).global_block().vars.values()
+        var.name for var in without_feed_fetch_ops(program).global_block().vars.values()
         if var.persistable and var.type == VarType.LOD_TENSOR)
     body = source.source.replace('#include "fluid_native.h"', "\n".join([
         f"#define FLUID_BLAS_INT {width}", _inlined("fluid_native.h"),

@@ -22,6 +22,7 @@ ALLOWED = {
     "exec": {"errors", "flags", "tensor", "memory", "proto", "framework", "ops"},
     "backward": {"errors", "tensor", "framework", "ops"},
     "native": {"errors", "flags", "tensor", "memory", "proto", "framework", "ops", "exec"},
+    "onnx": {"errors", "flags", "tensor", "memory", "proto", "framework", "ops", "exec"},
 }
 
 

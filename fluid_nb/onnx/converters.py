@@ -1,0 +1,396 @@
+"""One converter per op type: a Fluid op instance -> ONNX nodes (opset 17).
+
+A converter is ``convert(op, ctx)``: it reads the op's variables through ``ctx`` (names,
+declared shapes, constant values of parameters) and adds nodes with ``ctx.node(...)``. It
+returns None when the conversion is exact, or a sentence saying what it approximates; it
+raises :class:`NotConvertible` with the reason when ONNX cannot express this instance.
+"""
+import numpy as np
+
+from ..ops.conv import ConvGeometry, PoolGeometry
+
+
+class NotConvertible(Exception):
+    """This op instance has no ONNX form (the message says why)."""
+
+
+CONVERTERS = {}
+
+
+def converter(*op_types):
+    def register(fn):
+        for op_type in op_types:
+            CONVERTERS[op_type] = fn
+        return fn
+    return register
+
+
+def _in(op, slot):
+    args = op.inputs.get(slot) or []
+    return args[0] if args else None
+
+
+def _out(op, slot):
+    args = op.outputs.get(slot) or []
+    return args[0] if args else None
+
+
+def _no_tensor_attrs(op, *slots):
+    for slot in slots:
+        if op.inputs.get(slot):
+            raise NotConvertible(f"{slot}: a value read at run time (a fixed attribute "
+                                 "expected)")
+
+
+# --- elementwise -------------------------------------------------------------------------------
+_BINARY = {"elementwise_add": "Add", "elementwise_sub": "Sub", "elementwise_mul": "Mul",
+           "elementwise_div": "Div", "elementwise_max": "Max", "elementwise_min": "Min",
+           "elementwise_pow": "Pow"}
+
+
+def _aligned_y(op, ctx, x, y):
+    """Y shaped for ONNX's trailing broadcast under Paddle's ``axis``: Y's dims placed at
+    ``axis`` of X, with 1s appended after them."""
+    x_rank, y_shape = len(ctx.shape(x)), list(ctx.shape(y))
+    axis = op.attrs.get("axis", -1)
+    if axis == -1 or len(y_shape) == x_rank:
+        return y
+    while len(y_shape) > 1 and y_shape[-1] == 1:  # Paddle trims Y's trailing 1s
+        y_shape.pop()
+    trailing = x_rank - axis - len(y_shape)
+    if trailing < 0:
+        raise NotConvertible(f"axis {axis} puts Y {ctx.shape(y)} past X's rank {x_rank}")
+    if trailing == 0:
+        return y
+    return ctx.reshaped(y, y_shape + [1] * trailing)
+
+
+@converter(*_BINARY)
+def _binary(op, ctx):
+    x, y = _in(op, "X"), _in(op, "Y")
+    ctx.node(_BINARY[op.type], [x, _aligned_y(op, ctx, x, y)], [_out(op, "Out")])
+
+
+# --- activations and other maps ---------------------------------------------------------------------
+_UNARY = {"relu": "Relu", "tanh": "Tanh", "sigmoid": "Sigmoid", "exp": "Exp", "log": "Log",
+          "sqrt": "Sqrt", "abs": "Abs", "floor": "Floor", "ceil": "Ceil",
+          "reciprocal": "Reciprocal", "softsign": "Softsign", "softplus": "Softplus",
+          "assign": "Identity", "sign": "Sign", "sin": "Sin", "cos": "Cos", "round": "Round",
+          "erf": "Erf", "logical_not": "Not"}
+
+
+@converter(*_UNARY)
+def _unary(op, ctx):
+    ctx.node(_UNARY[op.type], [_in(op, "X")], [_out(op, "Out")])
+
+
+@converter("square")
+def _square(op, ctx):
+    x = _in(op, "X")
+    ctx.node("Mul", [x, x], [_out(op, "Out")])
+
+
+@converter("leaky_relu")
+def _leaky_relu(op, ctx):
+    ctx.node("LeakyRelu", [_in(op, "X")], [_out(op, "Out")],
+             alpha=float(op.attrs.get("alpha", 0.02)))
+
+
+@converter("elu")
+def _elu(op, ctx):
+    ctx.node("Elu", [_in(op, "X")], [_out(op, "Out")], alpha=float(op.attrs.get("alpha", 1.0)))
+
+
+@converter("hard_sigmoid")
+def _hard_sigmoid(op, ctx):
+    ctx.node("HardSigmoid", [_in(op, "X")], [_out(op, "Out")],
+             alpha=float(op.attrs.get("slope", 0.2)), beta=float(op.attrs.get("offset", 0.5)))
+
+
+@converter("relu6")
+def _relu6(op, ctx):
+    x = _in(op, "X")
+    ctx.node("Clip", [x, ctx.scalar(0.0, x), ctx.scalar(op.attrs.get("threshold", 6.0), x)],
+             [_out(op, "Out")])
+
+
+@converter("swish", "silu")
+def _swish(op, ctx):
+    x = _in(op, "X")
+    beta = float(op.attrs.get("beta", 1.0)) if op.type == "swish" else 1.0
+    scaled = ctx.tmp("scaled")
+    ctx.node("Mul", [x, ctx.scalar(beta, x)], [scaled])
+    gate = ctx.tmp("gate")
+    ctx.node("Sigmoid", [scaled], [gate])
+    ctx.node("Mul", [x, gate], [_out(op, "Out")])
+
+
+@converter("gelu")
+def _gelu(op, ctx):
+    if op.attrs.get("approximate"):
+        raise NotConvertible("the tanh approximation (opset 17 has no Gelu)")
+    x = _in(op, "X")
+    scaled, erf, one_plus, half = (ctx.tmp(n) for n in ("scaled", "erf", "one_plus", "half"))
+    ctx.node("Mul", [x, ctx.scalar(1 / np.sqrt(2.0), x)], [scaled])
+    ctx.node("Erf", [scaled], [erf])
+    ctx.node("Add", [erf, ctx.scalar(1.0, x)], [one_plus])
+    ctx.node("Mul", [x, ctx.scalar(0.5, x)], [half])
+    ctx.node("Mul", [half, one_plus], [_out(op, "Out")])
+
+
+@converter("scale")
+def _scale(op, ctx):
+    _no_tensor_attrs(op, "ScaleTensor")
+    x, out = _in(op, "X"), _out(op, "Out")
+    scale, bias = float(op.attrs.get("scale", 1.0)), float(op.attrs.get("bias", 0.0))
+    if ctx.dtype(x).kind not in "f":
+        raise NotConvertible(f"an integer X ({ctx.dtype(x)})")
+    if bias == 0.0:
+        ctx.node("Mul", [x, ctx.scalar(scale, x)], [out])
+        return
+    step = ctx.tmp("scaled")
+    if op.attrs.get("bias_after_scale", True):
+        ctx.node("Mul", [x, ctx.scalar(scale, x)], [step])
+        ctx.node("Add", [step, ctx.scalar(bias, x)], [out])
+    else:
+        ctx.node("Add", [x, ctx.scalar(bias, x)], [step])
+        ctx.node("Mul", [step, ctx.scalar(scale, x)], [out])
+
+
+@converter("softmax", "log_softmax")
+def _softmax(op, ctx):
+    ctx.node("Softmax" if op.type == "softmax" else "LogSoftmax", [_in(op, "X")],
+             [_out(op, "Out")], axis=int(op.attrs.get("axis", -1)))
+
+
+@converter("dropout")
+def _dropout(op, ctx):
+    if not op.attrs.get("is_test", False):
+        raise NotConvertible("a training dropout (is_test=False draws a random mask)")
+    x, out = _in(op, "X"), _out(op, "Out")
+    if op.attrs.get("dropout_implementation", "downgrade_in_infer") == "upscale_in_train":
+        ctx.node("Identity", [x], [out])
+    else:
+        ctx.node("Mul", [x, ctx.scalar(1.0 - float(op.attrs.get("dropout_prob", 0.5)), x)],
+                 [out])
+
+
+@converter("cast")
+def _cast(op, ctx):
+    ctx.node("Cast", [_in(op, "X")], [_out(op, "Out")], to=ctx.onnx_type(_out(op, "Out")))
+
+
+@converter("sum")
+def _sum(op, ctx):
+    ctx.node("Sum", list(op.inputs["X"]), [_out(op, "Out")])
+
+
+@converter("fill_constant")
+def _fill_constant(op, ctx):
+    _no_tensor_attrs(op, "ValueTensor", "ShapeTensor", "ShapeTensorList")
+    out = _out(op, "Out")
+    value = float(op.attrs["str_value"]) if op.attrs.get("str_value") else \
+        op.attrs.get("value", 0.0)
+    ctx.node("Identity", [ctx.const(np.full(op.attrs.get("shape", [1]), value,
+                                            dtype=ctx.dtype(out)), out)], [out])
+
+
+# --- matrix products -----------------------------------------------------------------------------------
+@converter("mul")
+def _mul(op, ctx):
+    x, y, out = _in(op, "X"), _in(op, "Y"), _out(op, "Out")
+    xc, yc = op.attrs.get("x_num_col_dims", 1), op.attrs.get("y_num_col_dims", 1)
+    x_shape, y_shape = ctx.shape(x), ctx.shape(y)
+    if yc != 1 or len(y_shape) != 2:
+        y = ctx.reshaped(y, [int(np.prod(y_shape[:yc])), int(np.prod(y_shape[yc:]))])
+    flat = x
+    if len(x_shape) != 2 or xc != 1:
+        flat = ctx.tmp("flat")
+        ctx.node("Flatten", [x], [flat], axis=int(xc))
+    if xc == 1:
+        ctx.node("MatMul", [flat, y], [out])
+        return
+    product = ctx.tmp("product")
+    ctx.node("MatMul", [flat, y], [product])
+    # back to X.shape[:xc] + Y.shape[yc:], the leading dims copied from X (0 in Reshape)
+    ctx.node("Reshape", [product, ctx.const(np.array([0] * xc + list(y_shape[yc:]), "int64"))],
+             [out])
+
+
+def _transposed_last_two(ctx, name):
+    rank = len(ctx.shape(name))
+    if rank < 2:
+        raise NotConvertible(f"transposing a {rank}-D operand")
+    flipped = ctx.tmp("transposed")
+    ctx.node("Transpose", [name], [flipped], perm=list(range(rank - 2)) + [rank - 1, rank - 2])
+    return flipped
+
+
+@converter("matmul", "matmul_v2")
+def _matmul(op, ctx):
+    x, y, out = _in(op, "X"), _in(op, "Y"), _out(op, "Out")
+    trans_x = op.attrs.get("trans_x", op.attrs.get("transpose_X", False))
+    trans_y = op.attrs.get("trans_y", op.attrs.get("transpose_Y", False))
+    if trans_x:
+        x = _transposed_last_two(ctx, x)
+    if trans_y:
+        y = _transposed_last_two(ctx, y)
+    alpha = float(op.attrs.get("alpha", 1.0))
+    if alpha == 1.0:
+        ctx.node("MatMul", [x, y], [out])
+    else:
+        product = ctx.tmp("product")
+        ctx.node("MatMul", [x, y], [product])
+        ctx.node("Mul", [product, ctx.scalar(alpha, out)], [out])
+
+
+# --- convolution, pooling, normalisation ------------------------------------------------------------------
+@converter("conv2d", "depthwise_conv2d")
+def _conv2d(op, ctx):
+    x, w, out = _in(op, "Input"), _in(op, "Filter"), _out(op, "Output")
+    if op.inputs.get("Bias") or op.inputs.get("ResidualData"):
+        raise NotConvertible("a fused Bias or ResidualData")
+    x_shape, w_shape = ctx.shape(x), ctx.shape(w)
+    g = ConvGeometry(op.type, op.attrs, x_shape, w_shape)
+    if g.channel_last:
+        raise NotConvertible("NHWC layout")
+    (pt, pb), (pl, pr) = g.pads
+    ctx.node("Conv", [x, w], [out], kernel_shape=list(g.ksizes), strides=g.strides,
+             dilations=g.dilations, pads=[pt, pl, pb, pr], group=g.groups)
+
+
+@converter("pool2d")
+def _pool2d(op, ctx):
+    x, out = _in(op, "X"), _out(op, "Out")
+    g = PoolGeometry(op.type, op.attrs, ctx.shape(x))
+    is_max = op.attrs.get("pooling_type") == "max"
+    if g.channel_last:
+        raise NotConvertible("NHWC layout")
+    if g.global_pooling or (g.adaptive and list(op.attrs.get("ksize")) == [1, 1]):
+        ctx.node("GlobalMaxPool" if is_max else "GlobalAveragePool", [x], [out])
+        return None
+    if g.adaptive:
+        raise NotConvertible("adaptive pooling to more than 1x1 (ONNX has no adaptive pool)")
+    (pt, pb), (pl, pr) = g.pads
+    attrs = dict(kernel_shape=list(g.ksizes), strides=g.strides, pads=[pt, pl, pb, pr],
+                 ceil_mode=int(bool(op.attrs.get("ceil_mode", False))))
+    note = None
+    if not is_max:
+        exclusive = bool(op.attrs.get("exclusive", True))
+        attrs["count_include_pad"] = 0 if exclusive else 1
+        if not exclusive and (pb or pr):
+            note = ("average divisor at the far edge: ONNX counts the trailing padding, "
+                    "Paddle stops its windows' count at the input plus the leading padding")
+    ctx.node("MaxPool" if is_max else "AveragePool", [x], [out], **attrs)
+    return note
+
+
+@converter("batch_norm")
+def _batch_norm(op, ctx):
+    a = op.attrs
+    if not (a.get("is_test") or a.get("use_global_stats")) or a.get("trainable_statistics"):
+        raise NotConvertible("batch statistics (a training batch_norm); inference uses the "
+                             "running ones (is_test)")
+    if a.get("data_layout", "NCHW") != "NCHW":
+        raise NotConvertible("NHWC layout")
+    x, y = _in(op, "X"), _out(op, "Y")
+    channels = ctx.shape(_in(op, "Mean"))[0]
+    scale = _in(op, "Scale") or ctx.const(np.ones(channels, ctx.dtype(x)), "ones")
+    bias = _in(op, "Bias") or ctx.const(np.zeros(channels, ctx.dtype(x)), "zeros")
+    ctx.node("BatchNormalization", [x, scale, bias, _in(op, "Mean"), _in(op, "Variance")],
+             [y], epsilon=float(a.get("epsilon", 1e-5)))
+
+
+# --- shapes ------------------------------------------------------------------------------------------------
+@converter("reshape2", "reshape")
+def _reshape(op, ctx):
+    _no_tensor_attrs(op, "Shape", "ShapeTensor")
+    ctx.node("Reshape", [_in(op, "X"), ctx.const(np.array(op.attrs["shape"], "int64"))],
+             [_out(op, "Out")])
+
+
+@converter("transpose2", "transpose")
+def _transpose(op, ctx):
+    ctx.node("Transpose", [_in(op, "X")], [_out(op, "Out")], perm=list(op.attrs["axis"]))
+
+
+@converter("flatten2", "flatten")
+def _flatten(op, ctx):
+    ctx.node("Flatten", [_in(op, "X")], [_out(op, "Out")], axis=int(op.attrs.get("axis", 1)))
+
+
+@converter("flatten_contiguous_range")
+def _flatten_range(op, ctx):
+    x = _in(op, "X")
+    rank = len(ctx.shape(x))
+    start, stop = op.attrs.get("start_axis", 1) % rank, op.attrs.get("stop_axis", -1) % rank
+    if stop != rank - 1:
+        raise NotConvertible(f"flattening dims {start}..{stop} of {rank} (only the trailing "
+                             "ones map to Flatten)")
+    if start == 0:
+        ctx.node("Reshape", [x, ctx.const(np.array([-1], "int64"))], [_out(op, "Out")])
+    else:
+        ctx.node("Flatten", [x], [_out(op, "Out")], axis=int(start))
+
+
+@converter("concat")
+def _concat(op, ctx):
+    _no_tensor_attrs(op, "AxisTensor")
+    ctx.node("Concat", list(op.inputs["X"]), [_out(op, "Out")],
+             axis=int(op.attrs.get("axis", 0)))
+
+
+@converter("squeeze2", "squeeze")
+def _squeeze(op, ctx):
+    axes = list(op.attrs.get("axes", []))
+    inputs = [_in(op, "X")] + ([ctx.const(np.array(axes, "int64"))] if axes else [])
+    ctx.node("Squeeze", inputs, [_out(op, "Out")])
+
+
+@converter("unsqueeze2", "unsqueeze")
+def _unsqueeze(op, ctx):
+    _no_tensor_attrs(op, "AxesTensor", "AxesTensorList")
+    ctx.node("Unsqueeze", [_in(op, "X"), ctx.const(np.array(op.attrs["axes"], "int64"))],
+             [_out(op, "Out")])
+
+
+# --- reductions ---------------------------------------------------------------------------------------------
+@converter("mean")
+def _mean(op, ctx):
+    reduced = ctx.tmp("mean")
+    ctx.node("ReduceMean", [_in(op, "X")], [reduced], keepdims=0)
+    ctx.node("Reshape", [reduced, ctx.const(np.array(list(ctx.shape(_out(op, "Out"))) or [],
+                                                     "int64"))], [_out(op, "Out")])
+
+
+_REDUCE = {"reduce_sum": "ReduceSum", "reduce_mean": "ReduceMean", "reduce_max": "ReduceMax",
+           "reduce_min": "ReduceMin", "reduce_prod": "ReduceProd"}
+
+
+@converter(*_REDUCE)
+def _reduce(op, ctx):
+    x, out = _in(op, "X"), _out(op, "Out")
+    rank = len(ctx.shape(x))
+    dims = list(range(rank)) if op.attrs.get("reduce_all") else \
+        [d % rank for d in op.attrs.get("dim", [0])]
+    keep = int(bool(op.attrs.get("keep_dim", False)))
+    if op.type == "reduce_sum":  # opset 13 takes ReduceSum's axes as an input
+        ctx.node("ReduceSum", [x, ctx.const(np.array(dims, "int64"))], [out], keepdims=keep)
+    else:
+        ctx.node(_REDUCE[op.type], [x], [out], axes=dims, keepdims=keep)
+
+
+# --- lookups ------------------------------------------------------------------------------------------------
+@converter("lookup_table", "lookup_table_v2")
+def _lookup(op, ctx):
+    ids, w, out = _in(op, "Ids"), _in(op, "W"), _out(op, "Out")
+    if op.attrs.get("is_sparse") and ctx.kind(w) != "dense":
+        raise NotConvertible("a SelectedRows table")
+    padding = op.attrs.get("padding_idx", -1)
+    if padding is not None and padding != -1:
+        raise NotConvertible(f"padding_idx {padding} (rows read as zeros)")
+    if op.type == "lookup_table":  # ids [N, 1]: the last dim goes
+        squeezed = ctx.tmp("ids")
+        ctx.node("Squeeze", [ids, ctx.const(np.array([-1], "int64"))], [squeezed])
+        ids = squeezed
+    ctx.node("Gather", [w, ids], [out], axis=0)

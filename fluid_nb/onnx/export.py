@@ -1,0 +1,261 @@
+"""Exporting an inference program to ONNX, with a report of every op.
+
+The model is built with the ``onnx`` package: the parameters the converted ops read become
+initializers (from the scope), the feeds are the graph's inputs with a symbolic dimension
+wherever the variable declares -1, the fetches its outputs, and the program's variable names
+are the ONNX value names (each node is named ``<op type>_<op index>[_<k>]``), so a node maps
+back to its op. Ops with no ONNX form are reported with the reason; with ``strict=True`` no
+file is written if there is any, otherwise they are written as nodes of the
+``ai.fluid_nb`` domain (the graph stays whole and readable; onnxruntime refuses it).
+"""
+import dataclasses
+import html
+import os
+from typing import List
+
+import numpy as np
+
+from ..errors import InvalidArgument, NotFound, PreconditionNotMet, expected
+from ..exec.scope import global_scope
+from ..framework.program import EMPTY_VAR_NAME, Program, without_feed_fetch_ops
+from ..tensor.dtypes import to_numpy_dtype
+from ..tensor.tensor import LoDTensor
+from ..tensor.transfer import to_host
+from .converters import CONVERTERS, NotConvertible
+
+DOMAIN = "ai.fluid_nb"
+
+
+def _onnx():
+    try:
+        import onnx
+    except ImportError:
+        raise PreconditionNotMet(expected("ONNX export", "the onnx package",
+                                          "pip install 'fluid_nb[onnx]'", "not installed")) \
+            from None
+    return onnx
+
+
+@dataclasses.dataclass
+class Row:
+    """One op of the program: ``status`` is "converted", "approximated" or "not converted";
+    ``note`` says what is approximated or why it did not convert."""
+    index: int
+    op_type: str
+    status: str
+    note: str = ""
+
+
+@dataclasses.dataclass
+class Report:
+    """What :func:`export` did, op by op; ``path`` is None when nothing was written."""
+    rows: List[Row]
+    path: object
+    opset: int
+    inputs: List[str]
+    outputs: List[str]
+
+    @property
+    def complete(self):
+        return all(row.status != "not converted" for row in self.rows)
+
+    @property
+    def not_converted(self):
+        return [row for row in self.rows if row.status == "not converted"]
+
+    def __str__(self):
+        width = max([len(r.op_type) for r in self.rows] + [7])
+        lines = [f"{'op':>4}  {'type':<{width}}  status"]
+        for r in self.rows:
+            lines.append(f"{r.index:>4}  {r.op_type:<{width}}  {r.status}"
+                         + (f": {r.note}" if r.note else ""))
+        done = sum(r.status != "not converted" for r in self.rows)
+        lines.append(f"{done} of {len(self.rows)} ops converted (opset {self.opset}); "
+                     + (f"written to {self.path}" if self.path else "no model written"))
+        return "\n".join(lines)
+
+    def _repr_html_(self):
+        body = "".join(
+            f"<tr><td>{r.index}</td><td>{html.escape(r.op_type)}</td><td>{r.status}</td>"
+            f"<td>{html.escape(r.note)}</td></tr>" for r in self.rows)
+        return ("<table class='fluid-nb-onnx-report'><tr><th>op</th><th>type</th>"
+                f"<th>status</th><th>note</th></tr>{body}</table>"
+                f"<p>{html.escape(str(self).splitlines()[-1])}</p>")
+
+
+class _Context:
+    """What converters see: the program's variables and the graph being built."""
+
+    def __init__(self, onnx, block, scope, op_index):
+        self.onnx, self.block, self.scope = onnx, block, scope
+        self.nodes, self.initializers, self.used_params = [], {}, set()
+        self.op, self.op_index, self._k = None, op_index, 0
+
+    def start(self, op, index):
+        self.op, self.op_index, self._k = op, index, 0
+
+    def _var(self, name):
+        var = self.block._find_var_recursive(name)
+        if var is None:
+            raise NotConvertible(f"variable {name!r} is not declared")
+        return var
+
+    def shape(self, name):
+        if name in self.initializers:
+            return tuple(self.initializers[name].shape)
+        return tuple(self._var(name).shape)
+
+    def dtype(self, name):
+        if name in self.initializers:
+            return self.initializers[name].dtype
+        return np.dtype(to_numpy_dtype(self._var(name).dtype))
+
+    def kind(self, name):
+        held = self.scope.find_var(name)
+        value = getattr(held, "value", None) if held is not None else None
+        return "dense" if value is None or isinstance(value, LoDTensor) else \
+            type(value).__name__
+
+    def onnx_type(self, name):
+        return self.onnx.helper.np_dtype_to_tensor_dtype(self.dtype(name))
+
+    def node(self, op_type, inputs, outputs, **attrs):
+        name = f"{self.op.type}_{self.op_index}" + (f"_{self._k}" if self._k else "")
+        self._k += 1
+        self.nodes.append(self.onnx.helper.make_node(op_type, inputs, outputs, name=name,
+                                                     **attrs))
+
+    def tmp(self, hint):
+        self._k += 1
+        return f"{self.op.type}_{self.op_index}.{hint}_{self._k}"
+
+    def const(self, array, hint="const"):
+        name = f"{self.op.type}_{self.op_index}.{hint}_{len(self.initializers)}"
+        self.initializers[name] = np.asarray(array)
+        return name
+
+    def scalar(self, value, like):
+        """A 0-D constant of ``like``'s element type."""
+        return self.const(np.array(value, dtype=self.dtype(like)), "scalar")
+
+    def reshaped(self, name, shape):
+        """``name`` reshaped to ``shape``: a parameter's reshaped copy, else a Reshape."""
+        var = self.block._find_var_recursive(name)
+        if var is not None and var.persistable:
+            return self.const(self.param(name).reshape(shape), "reshaped")
+        out = self.tmp("reshaped")
+        self.node("Reshape", [name, self.const(np.array(shape, "int64"), "shape")], [out])
+        return out
+
+    def param(self, name):
+        held = self.scope.find_var(name)
+        value = getattr(held, "value", None) if held is not None else None
+        if not isinstance(value, LoDTensor) or value.array is None:
+            raise NotConvertible(f"parameter {name!r} has no value in the scope")
+        return np.asarray(to_host(value.array))
+
+
+def _value_info(onnx, name, shape, dtype, symbol):
+    dims = [d if d >= 0 else f"{symbol}_{i}" if i else "batch" for i, d in enumerate(shape)]
+    return onnx.helper.make_tensor_value_info(
+        name, onnx.helper.np_dtype_to_tensor_dtype(np.dtype(dtype)), dims)
+
+
+def export(program, path=None, feed=None, fetch=None, scope=None, opset=17, strict=False):
+    """Export block 0 of the inference ``program`` to the ONNX file ``path`` (None: only
+    report). ``feed``: the input names (default: the program's feed ops, else its data
+    variables); ``fetch``: the outputs (variables or names; default: its fetch ops);
+    ``scope``: where the parameters are. Returns the :class:`Report`."""
+    onnx = _onnx()
+    if not isinstance(program, Program):
+        raise InvalidArgument(expected("onnx.export", "program", "a Program",
+                                       type(program).__name__))
+    if not isinstance(opset, int) or not 13 <= opset <= onnx.defs.onnx_opset_version():
+        raise InvalidArgument(expected("onnx.export", "opset",
+                                       f"an int in [13, {onnx.defs.onnx_opset_version()}]",
+                                       repr(opset)))
+    scope = global_scope() if scope is None else scope
+    block = program.global_block()
+    feed_names = list(feed) if feed is not None else \
+        [op.outputs["Out"][0] for op in block.ops if op.type == "feed"] or \
+        [v.name for v in block.vars.values() if getattr(v, "is_data", False)]
+    fetch_names = [getattr(f, "name", f) for f in fetch] if fetch is not None else \
+        [op.inputs["X"][0] for op in block.ops if op.type == "fetch"]
+    if not fetch_names:
+        raise InvalidArgument(expected("onnx.export", "fetch", "the outputs to export",
+                                       "none (the program has no fetch ops)"))
+    for name in feed_names + fetch_names:
+        if not block.has_var(name):
+            raise NotFound(expected("onnx.export", "feed/fetch", "variables of the program",
+                                    repr(name)))
+    body = without_feed_fetch_ops(program).global_block()
+    ctx = _Context(onnx, body, scope, 0)
+    rows = []
+    produced = set(feed_names)
+    for index, op in enumerate(body.ops):
+        ctx.start(op, index)
+        convert = CONVERTERS.get(op.type)
+        before = len(ctx.nodes)
+        try:
+            if convert is None:
+                raise NotConvertible("no converter for this op type (no ONNX counterpart "
+                                     "written)")
+            note = convert(op, ctx)
+            rows.append(Row(index, op.type, "approximated" if note else "converted",
+                            note or ""))
+        except NotConvertible as exc:
+            del ctx.nodes[before:]
+            rows.append(Row(index, op.type, "not converted", str(exc)))
+            outs = [n for args in op.outputs.values() for n in args if n != EMPTY_VAR_NAME]
+            ins = [n for args in op.inputs.values() for n in args if n != EMPTY_VAR_NAME]
+            ctx.nodes.append(onnx.helper.make_node(op.type, ins, outs, name=f"{op.type}_{index}",
+                                                   domain=DOMAIN))
+    produced.update(n for node in ctx.nodes for n in node.output)
+    # the parameters: every input no node produces and no feed gives
+    read = [n for node in ctx.nodes for n in node.input if n]
+    for name in dict.fromkeys(read):
+        if name in produced or name in ctx.initializers:
+            continue
+        try:
+            ctx.initializers[name] = ctx.param(name)
+        except NotConvertible as exc:
+            raise NotFound(expected("onnx.export", f"input {name!r}",
+                                    "a feed or a parameter with a value in the scope",
+                                    str(exc))) from None
+    report = Report(rows, None, opset, feed_names, fetch_names)
+    if not report.complete and strict:
+        return report
+    graph = onnx.helper.make_graph(
+        ctx.nodes, _graph_name(program),
+        [_value_info(onnx, n, block.var(n).shape, to_numpy_dtype(block.var(n).dtype), n)
+         for n in feed_names],
+        [_value_info(onnx, n, block.var(n).shape, to_numpy_dtype(block.var(n).dtype), n)
+         for n in fetch_names],
+        [onnx.numpy_helper.from_array(np.ascontiguousarray(a), name)
+         for name, a in ctx.initializers.items()])
+    imports = [onnx.helper.make_opsetid("", opset)]
+    if not report.complete:
+        imports.append(onnx.helper.make_opsetid(DOMAIN, 1))
+    model = onnx.helper.make_model(graph, opset_imports=imports, producer_name="fluid_nb",
+                                   doc_string=_doc(report))
+    model.ir_version = min(model.ir_version, 8)  # readable by onnxruntimes of opset 17
+    if path is not None:
+        partial = f"{path}.part"
+        onnx.save(model, partial)
+        os.replace(partial, path)  # no partial model is ever left at path
+        report.path = path
+    report.model = model
+    return report
+
+
+def _graph_name(program):
+    return "fluid_nb_program"
+
+
+def _doc(report):
+    approximations = [f"op {r.index} {r.op_type}: {r.note}" for r in report.rows
+                      if r.status == "approximated"]
+    text = "Exported by fluid_nb from a Fluid ProgramDesc; node names are <op type>_<index>."
+    if approximations:
+        text += " Approximations: " + "; ".join(approximations)
+    return text
