@@ -74,14 +74,32 @@ def _binary(op, ctx):
 # --- activations and other maps ---------------------------------------------------------------------
 _UNARY = {"relu": "Relu", "tanh": "Tanh", "sigmoid": "Sigmoid", "exp": "Exp", "log": "Log",
           "sqrt": "Sqrt", "abs": "Abs", "floor": "Floor", "ceil": "Ceil",
-          "reciprocal": "Reciprocal", "softsign": "Softsign", "softplus": "Softplus",
-          "assign": "Identity", "sign": "Sign", "sin": "Sin", "cos": "Cos", "round": "Round",
-          "erf": "Erf", "logical_not": "Not"}
+          "reciprocal": "Reciprocal", "softsign": "Softsign", "assign": "Identity",
+          "sign": "Sign", "sin": "Sin", "cos": "Cos", "round": "Round", "erf": "Erf"}
 
 
 @converter(*_UNARY)
 def _unary(op, ctx):
     ctx.node(_UNARY[op.type], [_in(op, "X")], [_out(op, "Out")])
+
+
+@converter("softplus")
+def _softplus(op, ctx):
+    beta, threshold = float(op.attrs.get("beta", 1.0)), float(op.attrs.get("threshold", 20.0))
+    if beta != 1.0 or threshold != 20.0:
+        raise NotConvertible(f"beta {beta} or threshold {threshold} (ONNX's Softplus has "
+                             "neither)")
+    ctx.node("Softplus", [_in(op, "X")], [_out(op, "Out")])
+
+
+@converter("logical_not")
+def _logical_not(op, ctx):
+    x, out = _in(op, "X"), _out(op, "Out")
+    if ctx.dtype(x) != np.bool_:  # Paddle: a non-zero value is true
+        as_bool = ctx.tmp("bool")
+        ctx.node("Cast", [x], [as_bool], to=ctx.onnx.TensorProto.BOOL)
+        x = as_bool
+    ctx.node("Not", [x], [out])
 
 
 @converter("square")
@@ -114,10 +132,10 @@ def _relu6(op, ctx):
              [_out(op, "Out")])
 
 
-@converter("swish", "silu")
+@converter("swish")
 def _swish(op, ctx):
     x = _in(op, "X")
-    beta = float(op.attrs.get("beta", 1.0)) if op.type == "swish" else 1.0
+    beta = float(op.attrs.get("beta", 1.0))
     scaled = ctx.tmp("scaled")
     ctx.node("Mul", [x, ctx.scalar(beta, x)], [scaled])
     gate = ctx.tmp("gate")
@@ -191,8 +209,11 @@ def _fill_constant(op, ctx):
     out = _out(op, "Out")
     value = float(op.attrs["str_value"]) if op.attrs.get("str_value") else \
         op.attrs.get("value", 0.0)
-    ctx.node("Identity", [ctx.const(np.full(op.attrs.get("shape", [1]), value,
-                                            dtype=ctx.dtype(out)), out)], [out])
+    array = np.full(op.attrs.get("shape", [1]), value, dtype=ctx.dtype(out))
+    declared = ctx.shape(out)
+    if all(d >= 0 for d in declared) and int(np.prod(declared)) == array.size:
+        array = array.reshape(declared)  # the variable's own rank (a 0-D value declared [1])
+    ctx.node("Identity", [ctx.const(array, out)], [out])
 
 
 # --- matrix products -----------------------------------------------------------------------------------
@@ -212,8 +233,11 @@ def _mul(op, ctx):
         return
     product = ctx.tmp("product")
     ctx.node("MatMul", [flat, y], [product])
-    # back to X.shape[:xc] + Y.shape[yc:], the leading dims copied from X (0 in Reshape)
-    ctx.node("Reshape", [product, ctx.const(np.array([0] * xc + list(y_shape[yc:]), "int64"))],
+    # back to X.shape[:xc] + Y.shape[yc:]; at most the batch dim may be unknown (-1)
+    lead = list(x_shape[:xc])
+    if any(d < 0 for d in lead[1:]):
+        raise NotConvertible(f"X {list(x_shape)} has unknown dims past the first")
+    ctx.node("Reshape", [product, ctx.const(np.array(lead + list(y_shape[yc:]), "int64"))],
              [out])
 
 
@@ -277,6 +301,9 @@ def _pool2d(op, ctx):
     note = None
     if not is_max:
         exclusive = bool(op.attrs.get("exclusive", True))
+        if not exclusive and attrs["ceil_mode"]:
+            raise NotConvertible("average pooling with ceil_mode, padding counted: the "
+                                 "divisor of windows past the input differs from ONNX's")
         attrs["count_include_pad"] = 0 if exclusive else 1
         if not exclusive and (pb or pr):
             note = ("average divisor at the far edge: ONNX counts the trailing padding, "
@@ -302,35 +329,23 @@ def _batch_norm(op, ctx):
 
 
 # --- shapes ------------------------------------------------------------------------------------------------
-@converter("reshape2", "reshape")
+@converter("reshape2")
 def _reshape(op, ctx):
     _no_tensor_attrs(op, "Shape", "ShapeTensor")
     ctx.node("Reshape", [_in(op, "X"), ctx.const(np.array(op.attrs["shape"], "int64"))],
              [_out(op, "Out")])
 
 
-@converter("transpose2", "transpose")
+@converter("transpose2")
 def _transpose(op, ctx):
-    ctx.node("Transpose", [_in(op, "X")], [_out(op, "Out")], perm=list(op.attrs["axis"]))
+    x = _in(op, "X")
+    rank = len(ctx.shape(x))
+    ctx.node("Transpose", [x], [_out(op, "Out")], perm=[a % rank for a in op.attrs["axis"]])
 
 
 @converter("flatten2", "flatten")
 def _flatten(op, ctx):
     ctx.node("Flatten", [_in(op, "X")], [_out(op, "Out")], axis=int(op.attrs.get("axis", 1)))
-
-
-@converter("flatten_contiguous_range")
-def _flatten_range(op, ctx):
-    x = _in(op, "X")
-    rank = len(ctx.shape(x))
-    start, stop = op.attrs.get("start_axis", 1) % rank, op.attrs.get("stop_axis", -1) % rank
-    if stop != rank - 1:
-        raise NotConvertible(f"flattening dims {start}..{stop} of {rank} (only the trailing "
-                             "ones map to Flatten)")
-    if start == 0:
-        ctx.node("Reshape", [x, ctx.const(np.array([-1], "int64"))], [_out(op, "Out")])
-    else:
-        ctx.node("Flatten", [x], [_out(op, "Out")], axis=int(start))
 
 
 @converter("concat")
@@ -340,14 +355,22 @@ def _concat(op, ctx):
              axis=int(op.attrs.get("axis", 0)))
 
 
-@converter("squeeze2", "squeeze")
+@converter("squeeze2")
 def _squeeze(op, ctx):
-    axes = list(op.attrs.get("axes", []))
-    inputs = [_in(op, "X")] + ([ctx.const(np.array(axes, "int64"))] if axes else [])
+    x = _in(op, "X")
+    shape = ctx.shape(x)
+    # Paddle keeps a listed dim that is not 1; ONNX refuses it
+    axes = [a % len(shape) for a in op.attrs.get("axes", []) if shape[a] == 1]
+    if op.attrs.get("axes") and not axes:
+        ctx.node("Identity", [x], [_out(op, "Out")])
+        return
+    if any(shape[a] < 0 for a in op.attrs.get("axes", [])):
+        raise NotConvertible("squeezing a dim whose size is unknown")
+    inputs = [x] + ([ctx.const(np.array(axes, "int64"))] if axes else [])
     ctx.node("Squeeze", inputs, [_out(op, "Out")])
 
 
-@converter("unsqueeze2", "unsqueeze")
+@converter("unsqueeze2")
 def _unsqueeze(op, ctx):
     _no_tensor_attrs(op, "AxesTensor", "AxesTensorList")
     ctx.node("Unsqueeze", [_in(op, "X"), ctx.const(np.array(op.attrs["axes"], "int64"))],
@@ -364,20 +387,28 @@ def _mean(op, ctx):
 
 
 _REDUCE = {"reduce_sum": "ReduceSum", "reduce_mean": "ReduceMean", "reduce_max": "ReduceMax",
-           "reduce_min": "ReduceMin", "reduce_prod": "ReduceProd"}
+           "reduce_min": "ReduceMin"}
 
 
 @converter(*_REDUCE)
 def _reduce(op, ctx):
     x, out = _in(op, "X"), _out(op, "Out")
     rank = len(ctx.shape(x))
-    dims = list(range(rank)) if op.attrs.get("reduce_all") else \
-        [d % rank for d in op.attrs.get("dim", [0])]
+    dims = op.attrs.get("dim", [0])
+    dims = list(range(rank)) if op.attrs.get("reduce_all") or not dims else \
+        [d % rank for d in dims]
     keep = int(bool(op.attrs.get("keep_dim", False)))
+    if ctx.dtype(x) != ctx.dtype(out):  # out_dtype: Paddle casts first, then reduces
+        cast = ctx.tmp("cast")
+        ctx.node("Cast", [x], [cast], to=ctx.onnx_type(out))
+        x = cast
+    reduced = out if keep or len(dims) < rank or not ctx.shape(out) else ctx.tmp("reduced")
     if op.type == "reduce_sum":  # opset 13 takes ReduceSum's axes as an input
-        ctx.node("ReduceSum", [x, ctx.const(np.array(dims, "int64"))], [out], keepdims=keep)
+        ctx.node("ReduceSum", [x, ctx.const(np.array(dims, "int64"))], [reduced], keepdims=keep)
     else:
-        ctx.node(_REDUCE[op.type], [x], [out], axes=dims, keepdims=keep)
+        ctx.node(_REDUCE[op.type], [x], [reduced], axes=dims, keepdims=keep)
+    if reduced != out:  # everything reduced to the [1] Fluid 1.x declares
+        ctx.node("Reshape", [reduced, ctx.const(np.array(ctx.shape(out), "int64"))], [out])
 
 
 # --- lookups ------------------------------------------------------------------------------------------------

@@ -231,7 +231,8 @@ def export(program, path=None, feed=None, fetch=None, scope=None, opset=17, stri
          for n in feed_names],
         [_value_info(onnx, n, block.var(n).shape, to_numpy_dtype(block.var(n).dtype), n)
          for n in fetch_names],
-        [onnx.numpy_helper.from_array(np.ascontiguousarray(a), name)
+        # (np.array, not ascontiguousarray, which makes a 0-D constant 1-D)
+        [onnx.numpy_helper.from_array(np.array(a, order="C"), name)
          for name, a in ctx.initializers.items()])
     imports = [onnx.helper.make_opsetid("", opset)]
     if not report.complete:
