@@ -185,6 +185,22 @@ def _fill_constant(op, env):
     return [f"fill({env.ptr(out)}, {_count(env.shape(out))}, {ctype}({literal}));"]
 
 
+@emitter("dropout")
+def _dropout(op, env):
+    a = op.attrs
+    if not a.get("is_test", False):
+        raise NoEmitter("a training dropout (a random mask)")
+    x, out = _one(op, "X"), _one(op, "Out", "outputs")
+    _require_float(op, env, x)
+    ctype = env.ctype(x)
+    # testing: upscale_in_train passes X through, downgrade_in_infer scales by 1 - p;
+    # no Mask is written, as in Paddle
+    keep = 1.0 if a.get("dropout_implementation", "downgrade_in_infer") == \
+        "upscale_in_train" else 1.0 - float(a.get("dropout_prob", 0.5))
+    return [f"scale({env.ptr(x)}, {env.ptr(out)}, {_count(env.shape(x))}, "
+            f"{_float(keep, ctype)}, {ctype}(0), true);"]
+
+
 # --- reductions, softmax, losses -----------------------------------------------------------------------
 @emitter("mean")
 def _mean(op, env):

@@ -292,3 +292,40 @@ def test_paddles_own_inference_models_compile_and_give_paddles_outputs(model, la
     got, = exe.run(compiled, feed={feeds[0]: x}, fetch_list=fetches, scope=scope)
     np.testing.assert_allclose(got, np.load(root / model / "expected.npy"), rtol=1e-5,
                                atol=1e-6)
+
+
+def image_classification_inference(net, batch=2):
+    """The book's image_classification network (``resnet``: ResNet-20 for CIFAR-10,
+    ``vgg``: VGG-16 with batch norm and dropout), saved as an inference model and loaded
+    back: (program, scope, feed, fetch list)."""
+    import importlib.util
+    import pathlib
+    import tempfile
+    path = pathlib.Path(__file__).resolve().parents[2] / "examples" / "book" / \
+        "image_classification.py"
+    spec = importlib.util.spec_from_file_location("book_image_classification", path)
+    book = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(book)
+    main, startup = fluid.Program(), fluid.Program()
+    main.random_seed = startup.random_seed = 2
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        img = fluid.layers.data(name="pixel", shape=[3, 32, 32], dtype="float32")
+        prediction = book.resnet_cifar10(img, 20) if net == "resnet" else book.vgg_bn_drop(img)
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    exe.run(startup, scope=scope)
+    with tempfile.TemporaryDirectory() as folder, fluid.scope_guard(scope):
+        fluid.io.save_inference_model(folder, ["pixel"], [prediction], exe, main_program=main)
+        program, _, fetches = fluid.io.load_inference_model(folder, exe)
+    images = np.random.RandomState(0).rand(batch, 3, 32, 32).astype("float32")
+    return program, scope, {"pixel": images}, fetches
+
+
+@pytest.mark.parametrize("net", ["resnet", "vgg"])
+def test_the_books_image_classification_models_compile_fully(net):
+    program, scope, feed, fetches = image_classification_inference(net)
+    exe = fluid.Executor(fluid.CPUPlace())
+    compiled = native.compile(program, feed, fetches, scope=scope)
+    assert compiled.source.fallbacks == []
+    want, = exe.run(program, feed=feed, fetch_list=fetches, scope=scope)
+    got, = exe.run(compiled, feed=feed, fetch_list=fetches, scope=scope)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)

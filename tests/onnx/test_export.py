@@ -161,3 +161,16 @@ def test_the_command_line_exports_and_prints_the_report(tmp_path, capsys):
     assert re.search(r"\n +0 +conv2d +converted\n", printed)
     assert f"9 of 9 ops converted (opset 17); written to {tmp_path / 'c.onnx'}" in printed
     check_model(tmp_path / "c.onnx")
+
+
+@pytest.mark.parametrize("net", ["resnet", "vgg"])
+def test_the_books_image_classification_models_export_and_match(net, tmp_path):
+    from tests.native.test_native_programs import image_classification_inference
+    program, scope, feed, fetches = image_classification_inference(net)
+    report = fluid.onnx.export(program, tmp_path / "m.onnx", scope=scope)
+    assert report.complete, str(report)
+    check_model(tmp_path / "m.onnx")
+    want, = fluid.Executor(fluid.CPUPlace()).run(program, feed=feed, fetch_list=fetches,
+                                                 scope=scope)
+    got, = run_onnx(tmp_path / "m.onnx", feed)
+    assert_same(got, want)
