@@ -425,3 +425,108 @@ def _lookup(op, ctx):
         ctx.node("Squeeze", [ids, ctx.const(np.array([-1], "int64"))], [squeezed])
         ids = squeezed
     ctx.node("Gather", [w, ids], [out], axis=0)
+
+
+# --- sequences: a LoD as a padded batch with lengths ----------------------------------------------
+#: ops whose converters work row by row: on a padded sequence they give a padded sequence
+ROW_WISE = set(_BINARY) | set(_UNARY) | {
+    "square", "leaky_relu", "elu", "hard_sigmoid", "relu6", "swish", "gelu", "scale",
+    "softplus", "logical_not", "dropout", "cast", "sum", "mul", "lookup_table",
+    "lookup_table_v2"}
+#: ops whose converters read the lengths themselves
+SEQUENCE_AWARE = {"sequence_pool", "lstm"}
+
+
+@converter("sequence_pool")
+def _sequence_pool(op, ctx):
+    x, out = _in(op, "X"), _out(op, "Out")
+    lengths = ctx.lengths(x)
+    if lengths is None:
+        raise NotConvertible("X without a LoD (fed as a plain tensor)")
+    kind = op.attrs.get("pooltype", "AVERAGE").upper()
+    dtype = ctx.dtype(x)
+    if kind in ("SUM", "AVERAGE", "SQRT"):
+        mask = ctx.mask(x, lengths, dtype)
+        mask3, masked, total = ctx.tmp("mask3"), ctx.tmp("masked"), ctx.tmp("total")
+        ctx.node("Unsqueeze", [mask, ctx.const(np.array([-1], "int64"), "axes")], [mask3])
+        ctx.node("Mul", [x, mask3], [masked])
+        ctx.node("ReduceSum", [masked, ctx.const(np.array([1], "int64"), "axes")],
+                 [total if kind != "SUM" else out], keepdims=0)
+        if kind != "SUM":  # divided by the length, or its square root
+            count, column = ctx.tmp("count"), ctx.tmp("column")
+            ctx.node("Cast", [lengths], [count], to=ctx.onnx_type(x))
+            ctx.node("Unsqueeze", [count, ctx.const(np.array([1], "int64"), "axes")], [column])
+            divisor = column
+            if kind == "SQRT":
+                divisor = ctx.tmp("root")
+                ctx.node("Sqrt", [column], [divisor])
+            ctx.node("Div", [total, divisor], [out])
+    elif kind == "MAX":
+        mask = ctx.mask(x, lengths)
+        mask3, floor = ctx.tmp("mask3"), ctx.scalar(np.finfo(dtype).min, x)
+        ctx.node("Unsqueeze", [mask, ctx.const(np.array([-1], "int64"), "axes")], [mask3])
+        kept = ctx.tmp("kept")
+        ctx.node("Where", [mask3, x, floor], [kept])
+        ctx.node("ReduceMax", [kept], [out], axes=[1], keepdims=0)
+    elif kind in ("LAST", "FIRST"):
+        if kind == "FIRST":
+            ctx.node("Gather", [x, ctx.const(np.array(0, "int64"), "first")], [out], axis=1)
+        else:  # row b's step lengths[b] - 1
+            last, index, rows = ctx.tmp("last"), ctx.tmp("index"), ctx.tmp("rows")
+            ctx.node("Sub", [lengths, ctx.const(np.array(1, "int64"), "one")], [last])
+            ctx.node("Unsqueeze", [last, ctx.const(np.array([1], "int64"), "axes")], [index])
+            ctx.node("GatherND", [x, index], [out], batch_dims=1)
+    else:
+        raise NotConvertible(f"pooltype {kind}")
+    return "an empty sequence pools to its padding, not to pad_value" if \
+        op.attrs.get("pad_value", 0.0) else None
+
+
+_ACTIVATIONS = {"sigmoid": "Sigmoid", "tanh": "Tanh", "relu": "Relu", "identity": None}
+
+
+@converter("lstm")
+def _lstm(op, ctx):
+    """Paddle's lstm (its Input already projected, gates in the order candidate, input,
+    forget, output) as ONNX's LSTM (gates input, output, forget, cell): W is the permutation
+    that reorders Input's gates, R Weight's blocks transposed, B the bias, P the peepholes."""
+    x, weight, bias = _in(op, "Input"), _in(op, "Weight"), _in(op, "Bias")
+    lengths = ctx.lengths(x)
+    if lengths is None:
+        raise NotConvertible("Input without a LoD (fed as a plain tensor)")
+    if op.inputs.get("H0") or op.inputs.get("C0"):
+        raise NotConvertible("an initial H0 or C0 (they follow the batch's rank order)")
+    if ctx.consumed(_out(op, "Cell")):
+        raise NotConvertible("Cell is read (ONNX's LSTM gives only the last cell state)")
+    names = []
+    for attr in ("gate_activation", "candidate_activation", "cell_activation"):
+        activation = _ACTIVATIONS.get(op.attrs.get(attr))
+        if activation is None:
+            raise NotConvertible(f"{attr} {op.attrs.get(attr)!r}")
+        names.append(activation)
+    w, b = ctx.param(weight), ctx.param(bias).reshape(-1)
+    d = w.shape[0]
+    order = [1, 3, 2, 0]  # ONNX's i, o, f, c among Paddle's c, i, f, o
+    perm = np.zeros((4 * d, 4 * d), w.dtype)
+    for k, block in enumerate(order):
+        perm[k * d + np.arange(d), block * d + np.arange(d)] = 1
+    r = np.concatenate([w[:, block * d:(block + 1) * d].T for block in order])
+    gate_bias = np.concatenate([b[block * d:(block + 1) * d] for block in order])
+    onnx_b = np.concatenate([gate_bias, np.zeros_like(gate_bias)])[None]
+    inputs = [None, ctx.const(perm[None], "W"), ctx.const(r[None], "R"),
+              ctx.const(onnx_b, "B"), None, "", ""]
+    if op.attrs.get("use_peepholes", True):
+        w_ic, w_fc, w_oc = (b[(4 + k) * d:(5 + k) * d] for k in range(3))
+        inputs.append(ctx.const(np.concatenate([w_ic, w_oc, w_fc])[None], "P"))
+    else:
+        inputs = inputs[:5]  # no initial states, no peepholes
+    time_major, lens32, y, squeezed = (ctx.tmp(n) for n in ("time_major", "lens", "y", "h"))
+    ctx.node("Transpose", [x], [time_major], perm=[1, 0, 2])
+    ctx.node("Cast", [lengths], [lens32], to=ctx.onnx.TensorProto.INT32)
+    inputs[0], inputs[4] = time_major, lens32
+    ctx.node("LSTM", inputs, [y], hidden_size=int(d), activations=names,
+             direction="reverse" if op.attrs.get("is_reverse") else "forward")
+    ctx.node("Squeeze", [y, ctx.const(np.array([1], "int64"), "axes")], [squeezed])
+    hidden = _out(op, "Hidden")
+    ctx.node("Transpose", [squeezed], [hidden], perm=[1, 0, 2])
+    ctx.sequences[hidden] = lengths

@@ -21,7 +21,7 @@ from ..framework.program import EMPTY_VAR_NAME, Program, without_feed_fetch_ops
 from ..tensor.dtypes import to_numpy_dtype
 from ..tensor.tensor import LoDTensor
 from ..tensor.transfer import to_host
-from .converters import CONVERTERS, NotConvertible
+from .converters import CONVERTERS, ROW_WISE, SEQUENCE_AWARE, NotConvertible
 
 DOMAIN = "ai.fluid_nb"
 
@@ -54,6 +54,8 @@ class Report:
     opset: int
     inputs: List[str]
     outputs: List[str]
+    #: how the model's inputs and outputs differ from the program's (a LoD's padding)
+    conventions: List[str] = dataclasses.field(default_factory=list)
 
     @property
     def complete(self):
@@ -69,6 +71,7 @@ class Report:
         for r in self.rows:
             lines.append(f"{r.index:>4}  {r.op_type:<{width}}  {r.status}"
                          + (f": {r.note}" if r.note else ""))
+        lines += [f"convention: {c}" for c in self.conventions]
         done = sum(r.status != "not converted" for r in self.rows)
         lines.append(f"{done} of {len(self.rows)} ops converted (opset {self.opset}); "
                      + (f"written to {self.path}" if self.path else "no model written"))
@@ -90,6 +93,38 @@ class _Context:
         self.onnx, self.block, self.scope = onnx, block, scope
         self.nodes, self.initializers, self.used_params = [], {}, set()
         self.op, self.op_index, self._k = None, op_index, 0
+        #: variables held padded (the padded-plus-lengths convention for a LoD): name ->
+        #: the name of its lengths [batch] (int64)
+        self.sequences = {}
+
+    def consumed(self, name):
+        """Whether a later op of the program reads ``name``."""
+        if not name:
+            return False
+        later = self.block.ops[self.op_index + 1:]
+        return any(name in args for op in later for args in op.inputs.values())
+
+    def lengths(self, name):
+        """The lengths of the sequence variable ``name`` (None: not a sequence)."""
+        return self.sequences.get(name)
+
+    def mask(self, padded, lengths, dtype=None):
+        """[batch, time] true where a step is inside its sequence (cast to ``dtype``)."""
+        onnx = self.onnx
+        shape, time, steps, lens, mask = (self.tmp(n) for n in
+                                          ("shape", "time", "steps", "lens", "mask"))
+        self.node("Shape", [padded], [shape])
+        self.node("Gather", [shape, self.const(np.array(1, "int64"), "one")], [time], axis=0)
+        self.node("Range", [self.const(np.array(0, "int64"), "zero"), time,
+                            self.const(np.array(1, "int64"), "one")], [steps])
+        self.node("Unsqueeze", [lengths, self.const(np.array([1], "int64"), "axes")], [lens])
+        self.node("Less", [steps, lens], [mask])
+        if dtype is None:
+            return mask
+        cast = self.tmp("mask")
+        self.node("Cast", [mask], [cast], to=onnx.helper.np_dtype_to_tensor_dtype(
+            np.dtype(dtype)))
+        return cast
 
     def start(self, op, index):
         self.op, self.op_index, self._k = op, index, 0
@@ -190,22 +225,51 @@ def export(program, path=None, feed=None, fetch=None, scope=None, opset=17, stri
                                     repr(name)))
     body = without_feed_fetch_ops(program).global_block()
     ctx = _Context(onnx, body, scope, 0)
+    conventions, graph_inputs = [], []
+    for name in feed_names:
+        var = block.var(name)
+        dtype = to_numpy_dtype(var.dtype)
+        if var.lod_level > 1:
+            raise InvalidArgument(expected("onnx.export", f"feed {name!r}",
+                                           "a LoD of at most one level",
+                                           f"{var.lod_level} levels"))
+        if var.lod_level == 1:  # padded [batch, time, ...] with its lengths
+            ctx.sequences[name] = f"{name}_lengths"
+            graph_inputs += [_value_info(onnx, name, [-1, -1] + list(var.shape[1:]), dtype, name),
+                             _value_info(onnx, f"{name}_lengths", [-1], "int64", name)]
+            conventions.append(f"{name} has a LoD: the model takes it padded, [batch, time"
+                               f"{', ...' if len(var.shape) > 1 else ''}], with "
+                               f"{name}_lengths [batch] (int64)")
+        else:
+            graph_inputs.append(_value_info(onnx, name, var.shape, dtype, name))
     rows = []
-    produced = set(feed_names)
+    produced = set(feed_names) | set(ctx.sequences.values())
     for index, op in enumerate(body.ops):
         ctx.start(op, index)
         convert = CONVERTERS.get(op.type)
         before = len(ctx.nodes)
+        sequence_in = [n for args in op.inputs.values() for n in args if ctx.lengths(n)]
         try:
             if convert is None:
                 raise NotConvertible("no converter for this op type (no ONNX counterpart "
                                      "written)")
+            if sequence_in and op.type not in SEQUENCE_AWARE | ROW_WISE:
+                raise NotConvertible(f"a LoD input ({sequence_in[0]}): the padded convention "
+                                     f"does not cover {op.type}")
             note = convert(op, ctx)
+            if sequence_in and op.type in ROW_WISE:  # row by row: the output is padded too
+                for args in op.outputs.values():
+                    for n in args:
+                        ctx.sequences.setdefault(n, ctx.lengths(sequence_in[0]))
             rows.append(Row(index, op.type, "approximated" if note else "converted",
                             note or ""))
         except NotConvertible as exc:
             del ctx.nodes[before:]
             rows.append(Row(index, op.type, "not converted", str(exc)))
+            if sequence_in and op.type not in SEQUENCE_AWARE:  # assume it keeps the LoD
+                for args in op.outputs.values():
+                    for n in args:
+                        ctx.sequences.setdefault(n, ctx.lengths(sequence_in[0]))
             outs = [n for args in op.outputs.values() for n in args if n != EMPTY_VAR_NAME]
             ins = [n for args in op.inputs.values() for n in args if n != EMPTY_VAR_NAME]
             ctx.nodes.append(onnx.helper.make_node(op.type, ins, outs, name=f"{op.type}_{index}",
@@ -222,15 +286,22 @@ def export(program, path=None, feed=None, fetch=None, scope=None, opset=17, stri
             raise NotFound(expected("onnx.export", f"input {name!r}",
                                     "a feed or a parameter with a value in the scope",
                                     str(exc))) from None
-    report = Report(rows, None, opset, feed_names, fetch_names)
+    report = Report(rows, None, opset, feed_names, fetch_names, conventions)
     if not report.complete and strict:
         return report
+    outputs = []
+    for n in fetch_names:
+        var = block.var(n)
+        if ctx.lengths(n):  # a sequence comes out padded, its lengths beside it
+            outputs += [_value_info(onnx, n, [-1, -1] + list(var.shape[1:]),
+                                    to_numpy_dtype(var.dtype), n),
+                        _value_info(onnx, ctx.lengths(n), [-1], "int64", n)]
+            conventions.append(f"{n} has a LoD: the model gives it padded, with "
+                               f"{ctx.lengths(n)}")
+        else:
+            outputs.append(_value_info(onnx, n, var.shape, to_numpy_dtype(var.dtype), n))
     graph = onnx.helper.make_graph(
-        ctx.nodes, _graph_name(program),
-        [_value_info(onnx, n, block.var(n).shape, to_numpy_dtype(block.var(n).dtype), n)
-         for n in feed_names],
-        [_value_info(onnx, n, block.var(n).shape, to_numpy_dtype(block.var(n).dtype), n)
-         for n in fetch_names],
+        ctx.nodes, _graph_name(program), graph_inputs, outputs,
         # (np.array, not ascontiguousarray, which makes a 0-D constant 1-D)
         [onnx.numpy_helper.from_array(np.array(a, order="C"), name)
          for name, a in ctx.initializers.items()])
@@ -257,6 +328,8 @@ def _doc(report):
     approximations = [f"op {r.index} {r.op_type}: {r.note}" for r in report.rows
                       if r.status == "approximated"]
     text = "Exported by fluid_nb from a Fluid ProgramDesc; node names are <op type>_<index>."
+    if report.conventions:
+        text += " " + "; ".join(report.conventions) + "."
     if approximations:
         text += " Approximations: " + "; ".join(approximations)
     return text
