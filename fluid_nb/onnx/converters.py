@@ -434,7 +434,7 @@ ROW_WISE = set(_BINARY) | set(_UNARY) | {
     "softplus", "logical_not", "dropout", "cast", "sum", "mul", "lookup_table",
     "lookup_table_v2"}
 #: ops whose converters read the lengths themselves
-SEQUENCE_AWARE = {"sequence_pool", "lstm"}
+SEQUENCE_AWARE = {"sequence_pool", "lstm", "gru"}
 
 
 @converter("sequence_pool")
@@ -525,6 +525,49 @@ def _lstm(op, ctx):
     ctx.node("Cast", [lengths], [lens32], to=ctx.onnx.TensorProto.INT32)
     inputs[0], inputs[4] = time_major, lens32
     ctx.node("LSTM", inputs, [y], hidden_size=int(d), activations=names,
+             direction="reverse" if op.attrs.get("is_reverse") else "forward")
+    ctx.node("Squeeze", [y, ctx.const(np.array([1], "int64"), "axes")], [squeezed])
+    hidden = _out(op, "Hidden")
+    ctx.node("Transpose", [squeezed], [hidden], perm=[1, 0, 2])
+    ctx.sequences[hidden] = lengths
+
+
+@converter("gru")
+def _gru(op, ctx):
+    """Paddle's gru (Input projected, gates update u, reset r, candidate c; Weight one
+    buffer of W_ur [D, 2D] then W_c [D, D]) as ONNX's GRU (gates z, r, h; reset before the
+    candidate's product). Paddle's h = (1 - u) h_prev + u c is ONNX's with z = 1 - u, which
+    for a sigmoid gate is the gate of the negated pre-activation; origin_mode has z = u."""
+    x, weight, bias = _in(op, "Input"), _in(op, "Weight"), _in(op, "Bias")
+    lengths = ctx.lengths(x)
+    if lengths is None:
+        raise NotConvertible("Input without a LoD (fed as a plain tensor)")
+    if op.inputs.get("H0"):
+        raise NotConvertible("an initial H0 (it follows the batch's rank order)")
+    origin = bool(op.attrs.get("origin_mode", False))
+    gate, act = op.attrs.get("gate_activation", "sigmoid"), op.attrs.get("activation", "tanh")
+    if not origin and gate != "sigmoid":
+        raise NotConvertible(f"gate_activation {gate!r} without origin_mode (z = 1 - u "
+                             "needs a sigmoid gate)")
+    names = [_ACTIVATIONS.get(gate), _ACTIVATIONS.get(act)]
+    if None in names:
+        raise NotConvertible(f"activations {gate!r}, {act!r}")
+    flat = ctx.param(weight).reshape(-1)
+    d = int(round((flat.size / 3) ** 0.5))
+    w_ur, w_c = flat[:2 * d * d].reshape(d, 2 * d), flat[2 * d * d:].reshape(d, d)
+    b = ctx.param(bias).reshape(-1) if bias else np.zeros(3 * d, flat.dtype)
+    sign = 1 if origin else -1
+    eye = np.eye(d, dtype=flat.dtype)
+    w = np.zeros((3 * d, 3 * d), flat.dtype)
+    w[:d, :d], w[d:2 * d, d:2 * d], w[2 * d:, 2 * d:] = sign * eye, eye, eye
+    r = np.concatenate([sign * w_ur[:, :d].T, w_ur[:, d:].T, w_c.T])
+    onnx_b = np.concatenate([sign * b[:d], b[d:2 * d], b[2 * d:], np.zeros(3 * d, b.dtype)])
+    time_major, lens32, y, squeezed = (ctx.tmp(n) for n in ("time_major", "lens", "y", "h"))
+    ctx.node("Transpose", [x], [time_major], perm=[1, 0, 2])
+    ctx.node("Cast", [lengths], [lens32], to=ctx.onnx.TensorProto.INT32)
+    ctx.node("GRU", [time_major, ctx.const(w[None], "W"), ctx.const(r[None], "R"),
+                     ctx.const(onnx_b[None], "B"), lens32], [y], hidden_size=d,
+             activations=names, linear_before_reset=0,
              direction="reverse" if op.attrs.get("is_reverse") else "forward")
     ctx.node("Squeeze", [y, ctx.const(np.array([1], "int64"), "axes")], [squeezed])
     hidden = _out(op, "Hidden")

@@ -102,3 +102,33 @@ def test_lod_ops_outside_the_convention_are_reported(tmp_path):
                                         "convention does not cover reduce_sum")
     assert why["sequence_conv"].startswith("no converter for this op type")
     assert report.path is None  # asked for no file
+
+
+@pytest.mark.parametrize("origin_mode, reverse", [(False, False), (True, True)],
+                         ids=["paddle_mode", "origin_mode_reversed"])
+def test_a_dynamic_gru_classifier_exports_and_matches(origin_mode, reverse, tmp_path):
+    main, startup = fluid.Program(), fluid.Program()
+    main.random_seed = startup.random_seed = 4
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        words = fluid.layers.data(name="words", shape=[1], dtype="int64", lod_level=1)
+        emb = fluid.layers.embedding(input=words, size=[VOCAB, 8])
+        projected = fluid.layers.fc(input=emb, size=3 * HIDDEN)
+        hidden = fluid.layers.dynamic_gru(input=projected, size=HIDDEN, is_reverse=reverse,
+                                          origin_mode=origin_mode)
+        prediction = fluid.layers.fc(input=fluid.layers.sequence_pool(hidden, "last"), size=2,
+                                     act="softmax")
+    scope = fluid.Scope()
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(startup, scope=scope)
+    program = main.clone(for_test=True)
+    ids = _ids()
+    want, = exe.run(program, feed={"words": fluid.create_lod_tensor(ids, [LENGTHS],
+                                                                    fluid.CPUPlace())},
+                    fetch_list=[prediction], scope=scope)
+    report = fluid.onnx.export(program, tmp_path / "g.onnx", feed=["words"],
+                               fetch=[prediction], scope=scope)
+    assert report.complete, str(report)
+    onnx.checker.check_model(onnx.load(str(tmp_path / "g.onnx")), full_check=True)
+    got, = _session(tmp_path / "g.onnx").run(
+        None, {"words": padded(ids, LENGTHS), "words_lengths": np.array(LENGTHS, "int64")})
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
