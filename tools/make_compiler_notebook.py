@@ -140,6 +140,54 @@ split = native.compile(main, ones, [y], scope=other_scope)  # cumsum runs in the
 print("split run gives the interpreter's values:", np.allclose(
     exe.run(split, feed=ones, fetch_list=[y], scope=other_scope)[0],
     exe.run(main, feed=ones, fetch_list=[y], scope=other_scope)[0]))"""),
+    ("md", """\
+## The same programs as ONNX
+
+The design's other converter: the ProgramDesc as an ONNX graph (`fluid.onnx.export`), one
+converter per op type and a report row per op. onnxruntime runs the exported LeNet on the
+same images:"""),
+    ("code", "onnx-lenet", """\
+import os
+import tempfile
+
+import onnxruntime
+
+folder = tempfile.mkdtemp()
+report = fluid.onnx.export(test_program, os.path.join(folder, 'lenet.onnx'),
+                           feed=['img'], fetch=[prediction], scope=lenet_scope)
+print(report)
+session = onnxruntime.InferenceSession(os.path.join(folder, 'lenet.onnx'),
+                                       providers=['CPUExecutionProvider'])
+onnx_out, = session.run(None, {'img': images})
+print('largest difference from the executor:', float(np.abs(onnx_out - want).max()))"""),
+    ("md", """\
+ONNX has no LoD: a sequence input is exported padded, with its lengths beside it, and the
+report says so. A DynamicRNN's `while` loop has no converter yet; the report names it and
+every op around it:"""),
+    ("code", "onnx-lod", """\
+main, startup = fluid.Program(), fluid.Program()
+with fluid.program_guard(main, startup), fluid.unique_name.guard():
+    words = fluid.layers.data(name='words', shape=[1], dtype='int64', lod_level=1)
+    emb = fluid.layers.embedding(input=words, size=[30, 8])
+    hidden, _ = fluid.layers.dynamic_lstm(input=fluid.layers.fc(input=emb, size=24), size=24)
+    scores = fluid.layers.fc(input=fluid.layers.sequence_pool(hidden, 'max'), size=2,
+                             act='softmax')
+    rnn = fluid.layers.DynamicRNN()
+    with rnn.block():
+        step = rnn.step_input(emb)
+        memory = rnn.memory(shape=[8], value=0.0)
+        new = fluid.layers.fc(input=[step, memory], size=8, act='tanh')
+        rnn.update_memory(memory, new)
+        rnn.output(new)
+    last = fluid.layers.sequence_last_step(rnn())
+text_scope = fluid.Scope()
+exe.run(startup, scope=text_scope)
+lstm_report = fluid.onnx.export(main, os.path.join(folder, 'text.onnx'), feed=['words'],
+                                fetch=[scores], scope=text_scope)
+print(lstm_report.conventions[0])
+print('text classifier: all converted:', lstm_report.complete)
+rnn_report = fluid.onnx.export(main, None, feed=['words'], fetch=[last], scope=text_scope)
+print('DynamicRNN, not converted:', sorted({row.op_type for row in rnn_report.not_converted}))"""),
 ]
 
 

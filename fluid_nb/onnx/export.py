@@ -197,8 +197,8 @@ def _value_info(onnx, name, shape, dtype, symbol):
 
 
 def export(program, path=None, feed=None, fetch=None, scope=None, opset=17, strict=False):
-    """Export block 0 of the inference ``program`` to the ONNX file ``path`` (None: only
-    report). ``feed``: the input names (default: the program's feed ops, else its data
+    """Export the ops of block 0 of the inference ``program`` that ``fetch`` depends on to
+    the ONNX file ``path`` (None: only report). ``feed``: the input names (default: the program's feed ops, else its data
     variables); ``fetch``: the outputs (variables or names; default: its fetch ops);
     ``scope``: where the parameters are. Returns the :class:`Report`."""
     onnx = _onnx()
@@ -244,7 +244,8 @@ def export(program, path=None, feed=None, fetch=None, scope=None, opset=17, stri
             graph_inputs.append(_value_info(onnx, name, var.shape, dtype, name))
     rows = []
     produced = set(feed_names) | set(ctx.sequences.values())
-    for index, op in enumerate(body.ops):
+    for index in _needed(body, fetch_names, feed_names):
+        op = body.ops[index]
         ctx.start(op, index)
         convert = CONVERTERS.get(op.type)
         before = len(ctx.nodes)
@@ -318,6 +319,19 @@ def export(program, path=None, feed=None, fetch=None, scope=None, opset=17, stri
         report.path = path
     report.model = model
     return report
+
+
+def _needed(block, fetch_names, feed_names):
+    """The indices of the ops the fetches depend on (back from them to the feeds), in order:
+    a program holding other outputs too exports only what is asked for."""
+    needed, keep = set(fetch_names), []
+    for index in reversed(range(len(block.ops))):
+        op = block.ops[index]
+        if any(n in needed for args in op.outputs.values() for n in args):
+            keep.append(index)
+            needed.update(n for args in op.inputs.values() for n in args
+                          if n not in feed_names)
+    return sorted(keep)
 
 
 def _graph_name(program):

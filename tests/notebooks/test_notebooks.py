@@ -475,3 +475,14 @@ def test_compiler_notebook_compiles_lenet_and_names_what_it_cannot(compiler_nb):
     assert "not compiled: [(0, 'cumsum', 'no emitter for this op type')]" in text
     assert "runs: [('interpreter', [0]), ('native', [1, 2])]" in text
     assert "split run gives the interpreter's values: True" in text
+
+
+@pytest.mark.slow
+def test_compiler_notebook_exports_lenet_and_reports_the_lod_models(compiler_nb):
+    text = compiler_nb.text("onnx-lenet")
+    assert "12 of 12 ops converted (opset 17); written to" in text
+    assert compiler_nb.value_after("onnx-lenet", "largest difference from the executor:") < 1e-5
+    text = compiler_nb.text("onnx-lod")
+    assert "words has a LoD: the model takes it padded" in text
+    assert "text classifier: all converted: True" in text
+    assert "'while'" in text
