@@ -434,7 +434,7 @@ ROW_WISE = set(_BINARY) | set(_UNARY) | {
     "softplus", "logical_not", "dropout", "cast", "sum", "mul", "lookup_table",
     "lookup_table_v2"}
 #: ops whose converters read the lengths themselves
-SEQUENCE_AWARE = {"sequence_pool", "lstm", "gru"}
+SEQUENCE_AWARE = {"sequence_pool", "lstm", "gru", "lod_rank_table", "lod_tensor_to_array"}
 
 
 @converter("sequence_pool")

@@ -21,6 +21,7 @@ from ..framework.program import EMPTY_VAR_NAME, Program, without_feed_fetch_ops
 from ..tensor.dtypes import to_numpy_dtype
 from ..tensor.tensor import LoDTensor
 from ..tensor.transfer import to_host
+from . import loops  # noqa: F401  (registers the DynamicRNN converters)
 from .converters import CONVERTERS, ROW_WISE, SEQUENCE_AWARE, NotConvertible
 
 DOMAIN = "ai.fluid_nb"
@@ -96,6 +97,9 @@ class _Context:
         #: variables held padded (the padded-plus-lengths convention for a LoD): name ->
         #: the name of its lengths [batch] (int64)
         self.sequences = {}
+        #: what converters of related ops share (rank tables, tensor arrays, the loop
+        #: being converted)
+        self.extra = {}
 
     def consumed(self, name):
         """Whether a later op of the program reads ``name``."""
@@ -277,7 +281,7 @@ def export(program, path=None, feed=None, fetch=None, scope=None, opset=17, stri
                                                    domain=DOMAIN))
     produced.update(n for node in ctx.nodes for n in node.output)
     # the parameters: every input no node produces and no feed gives
-    read = [n for node in ctx.nodes for n in node.input if n]
+    read = _outer_reads(onnx, ctx.nodes)
     for name in dict.fromkeys(read):
         if name in produced or name in ctx.initializers:
             continue
@@ -319,6 +323,22 @@ def export(program, path=None, feed=None, fetch=None, scope=None, opset=17, stri
         report.path = path
     report.model = model
     return report
+
+
+def _outer_reads(onnx, nodes, local=()):
+    """The names ``nodes`` read that they do not make themselves, subgraphs (a Loop's
+    body) included: what must come from outside (feeds, parameters, outer values)."""
+    made = set(local) | {n for node in nodes for n in node.output}
+    reads = []
+    for node in nodes:
+        reads += [n for n in node.input if n and n not in made]
+        for attribute in node.attribute:
+            if attribute.type == onnx.AttributeProto.GRAPH:
+                graph = attribute.g
+                inner_local = {i.name for i in graph.input} | {i.name for i in graph.initializer}
+                reads += [n for n in _outer_reads(onnx, graph.node, inner_local)
+                          if n not in made]
+    return reads
 
 
 def _needed(block, fetch_names, feed_names):

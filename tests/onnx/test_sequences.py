@@ -132,3 +132,53 @@ def test_a_dynamic_gru_classifier_exports_and_matches(origin_mode, reverse, tmp_
     got, = _session(tmp_path / "g.onnx").run(
         None, {"words": padded(ids, LENGTHS), "words_lengths": np.array(LENGTHS, "int64")})
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def dynamic_rnn(fetch_sequence=False):
+    main, startup = fluid.Program(), fluid.Program()
+    main.random_seed = startup.random_seed = 5
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.layers.data(name="x", shape=[6], dtype="float32", lod_level=1)
+        rnn = fluid.layers.DynamicRNN()
+        with rnn.block():
+            x_t = rnn.step_input(x)
+            h_prev = rnn.memory(shape=[8], value=0.0)
+            c_prev = rnn.memory(shape=[8], value=0.5)
+            h = fluid.layers.fc(input=[x_t, h_prev], size=8, act="tanh")
+            c = fluid.layers.elementwise_add(fluid.layers.scale(c_prev, scale=0.9), h)
+            rnn.update_memory(h_prev, h)
+            rnn.update_memory(c_prev, c)
+            rnn.output(h, c)
+        hs, cs = rnn()
+        target = hs if fetch_sequence else fluid.layers.fc(
+            input=[fluid.layers.sequence_last_step(hs), fluid.layers.sequence_pool(cs, "max")],
+            size=3, act="softmax")
+    scope = fluid.Scope()
+    fluid.Executor(fluid.CPUPlace()).run(startup, scope=scope)
+    return main.clone(for_test=True), scope, target
+
+
+@pytest.mark.parametrize("fetch_sequence", [False, True], ids=["pooled", "sequence"])
+def test_a_dynamic_rnn_exports_as_an_onnx_loop_and_matches(fetch_sequence, tmp_path):
+    """Two memories, two outputs: the while loop becomes a Loop over the padded batch's
+    time steps, memories frozen past each end and outputs zero there."""
+    program, scope, target = dynamic_rnn(fetch_sequence)
+    data = np.random.RandomState(1).rand(sum(LENGTHS), 6).astype("float32")
+    want, = fluid.Executor(fluid.CPUPlace()).run(
+        program, feed={"x": fluid.create_lod_tensor(data, [LENGTHS], fluid.CPUPlace())},
+        fetch_list=[target], scope=scope, return_numpy=False)
+    report = fluid.onnx.export(program, tmp_path / "rnn.onnx", feed=["x"], fetch=[target],
+                               scope=scope)
+    assert report.complete, str(report)
+    assert {"while", "lod_rank_table", "shrink_rnn_memory"} & {r.op_type for r in report.rows}
+    model = onnx.load(str(tmp_path / "rnn.onnx"))
+    onnx.checker.check_model(model, full_check=True)
+    assert [n.op_type for n in model.graph.node].count("Loop") == 1
+    feed = {"x": padded(data, LENGTHS), "x_lengths": np.array(LENGTHS, "int64")}
+    got = _session(tmp_path / "rnn.onnx").run(None, feed)
+    if fetch_sequence:
+        np.testing.assert_array_equal(got[1], LENGTHS)
+        np.testing.assert_allclose(got[0], padded(np.array(want), LENGTHS), rtol=1e-5,
+                                   atol=1e-6)
+    else:
+        np.testing.assert_allclose(got[0], np.array(want), rtol=1e-5, atol=1e-6)
