@@ -4,7 +4,9 @@ model next to the executor's on the same feeds, in one run.
     python benchmarks/onnx_export.py
 
 Models: PaddlePaddle 2.6's saved mlp, linreg and cnn (tests/fixtures/paddle/inference),
-and the book's recognize_digits LeNet (batch 16). onnxruntime runs on the CPU with its
+the book's recognize_digits LeNet (batch 16), and two LoD models by the padded convention
+(an embedding + dynamic_lstm + sequence_pool classifier, a DynamicRNN), four sequences of
+lengths 3, 5, 2, 4. onnxruntime runs on the CPU with its
 default threads; each latency is the best of interleaved rounds.
 """
 import os
@@ -46,6 +48,48 @@ def lenet():
     return main.clone(for_test=True), scope, {"img": images}, [prediction]
 
 
+LENGTHS = [3, 5, 2, 4]
+
+
+def _padded(rows):
+    out = np.zeros((len(LENGTHS), max(LENGTHS)) + rows.shape[1:], rows.dtype)
+    for b, (start, n) in enumerate(zip(np.cumsum([0] + LENGTHS[:-1]), LENGTHS)):
+        out[b, :n] = rows[start:start + n]
+    return out
+
+
+def lod_model(kind):
+    """The LoD text classifier (embedding, dynamic_lstm, sequence_pool) or a DynamicRNN:
+    (program, scope, the executor's feed, onnxruntime's padded feed, fetch list)."""
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        if kind == "lstm":
+            source = fluid.layers.data(name="seq", shape=[1], dtype="int64", lod_level=1)
+            emb = fluid.layers.embedding(input=source, size=[30, 16])
+            hidden, _ = fluid.layers.dynamic_lstm(input=fluid.layers.fc(input=emb, size=64),
+                                                  size=64)
+            pooled = fluid.layers.sequence_pool(hidden, "max")
+        else:
+            source = fluid.layers.data(name="seq", shape=[16], dtype="float32", lod_level=1)
+            rnn = fluid.layers.DynamicRNN()
+            with rnn.block():
+                step = rnn.step_input(source)
+                memory = rnn.memory(shape=[32], value=0.0)
+                new = fluid.layers.fc(input=[step, memory], size=32, act="tanh")
+                rnn.update_memory(memory, new)
+                rnn.output(new)
+            pooled = fluid.layers.sequence_last_step(rnn())
+        prediction = fluid.layers.fc(input=pooled, size=2, act="softmax")
+    scope = fluid.Scope()
+    fluid.Executor(fluid.CPUPlace()).run(startup, scope=scope)
+    rng = np.random.RandomState(0)
+    rows = rng.randint(0, 30, (sum(LENGTHS), 1)).astype("int64") if kind == "lstm" else \
+        rng.rand(sum(LENGTHS), 16).astype("float32")
+    feed = {"seq": fluid.create_lod_tensor(rows, [LENGTHS], fluid.CPUPlace())}
+    padded = {"seq": _padded(rows), "seq_lengths": np.array(LENGTHS, "int64")}
+    return main.clone(for_test=True), scope, feed, padded, [prediction]
+
+
 def main():
     import onnxruntime as ort
     exe = fluid.Executor(fluid.CPUPlace())
@@ -53,21 +97,29 @@ def main():
         for name, make in [("Paddle mlp", lambda: paddle_model("mlp")),
                            ("Paddle linreg", lambda: paddle_model("linreg")),
                            ("Paddle cnn", lambda: paddle_model("cnn")),
-                           ("book LeNet, batch 16", lenet)]:
-            program, scope, feed, fetches = make()
+                           ("book LeNet, batch 16", lenet),
+                           ("LoD text classifier (dynamic_lstm)", lambda: lod_model("lstm")),
+                           ("DynamicRNN (tanh, hidden 32)", lambda: lod_model("rnn"))]:
+            made = make()
+            if len(made) == 4:
+                program, scope, feed, fetches = made
+                onnx_feed = feed
+            else:
+                program, scope, feed, onnx_feed, fetches = made
             path = os.path.join(work, "model.onnx")
             start = time.perf_counter()
             report = fluid.onnx.export(program, path, feed=list(feed), fetch=fetches,
                                        scope=scope)
+            assert report.complete, str(report)
             export_seconds = time.perf_counter() - start
             session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
             want, = exe.run(program, feed=feed, fetch_list=fetches, scope=scope)
-            got, = session.run(None, feed)
+            got, = session.run(None, onnx_feed)
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
             times = interleaved_best({
                 "executor": lambda: exe.run(program, feed=feed, fetch_list=fetches,
                                             scope=scope),
-                "onnxruntime": lambda: session.run(None, feed)}, rounds=9, number=50)
+                "onnxruntime": lambda: session.run(None, onnx_feed)}, rounds=9, number=50)
             converted = sum(r.status != "not converted" for r in report.rows)
             print(f"{name}: export {export_seconds * 1e3:.1f} ms, {converted} of "
                   f"{len(report.rows)} ops converted, outputs equal to 1e-5")
