@@ -46,12 +46,14 @@ def _put(module, md5_attr, url, folder, payload, save_name=None):
 
 def _tar(members):
     buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+    with tarfile.open(fileobj=buf, mode="w") as tar:
         for name, data in members.items():
             info = tarfile.TarInfo(name)
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
-    return buf.getvalue()
+    # gzipped with a fixed header time ("w:gz" stamps the current second, so two writes a
+    # second apart differed)
+    return gzip.compress(buf.getvalue(), mtime=0)
 
 
 # --- images ---------------------------------------------------------------------------------
