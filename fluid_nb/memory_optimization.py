@@ -25,7 +25,7 @@ from .errors import InvalidArgument, InvalidType, expected
 from .framework.attrs import AttrType
 from .tensor.dtypes import VarType, dtype_name, dtype_size
 from .framework.program import EMPTY_VAR_NAME, GRAD_SUFFIX, Program, Variable
-from .framework.verify import fits_buffer
+from .framework.verify import fits_buffer, known_size
 
 __all__ = ["memory_optimize", "release_memory"]
 
@@ -71,7 +71,7 @@ def memory_optimize(input_program, skip_opt_set=None, print_log=False, level=0,
                 continue
             buffer = pool.pop(pick)
             analysis.rename(name, buffer)
-            size = _known_size(var.shape) * dtype_size(var.dtype)
+            size = known_size(var.shape) * dtype_size(var.dtype)
             log.append(Reuse(name, buffer, tuple(var.shape), dtype_name(var.dtype), size,
                              index))
             block._remove_var(name)
@@ -216,18 +216,11 @@ def _pick(pool, var, block, level):
             if tuple(buffer.shape) == tuple(var.shape):
                 return position
         elif fits_buffer(var.shape, buffer.shape):
-            size = _known_size(buffer.shape)
+            size = known_size(buffer.shape)
             if best is None or size < best_size:
                 best, best_size = position, size
     return best
 
-
-def _known_size(shape):
-    size = 1
-    for d in shape:
-        if d >= 0:
-            size *= d
-    return size
 
 
 def _print_log(log):

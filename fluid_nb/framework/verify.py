@@ -90,10 +90,11 @@ def fits_buffer(shape, buffer):
         if [i for i, d in enumerate(shape) if d < 0] != [i for i, d in enumerate(buffer)
                                                           if d < 0]:
             return False
-    return _known_size(shape) <= _known_size(buffer)
+    return known_size(shape) <= known_size(buffer)
 
 
-def _known_size(shape):
+def known_size(shape):
+    """The product of a shape's known dims (-1 counts as 1)."""
     size = 1
     for d in shape:
         if d >= 0:

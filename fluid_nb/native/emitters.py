@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from ..ops.creation import fill_value
 
 class NoEmitter(Exception):
     """This op instance has no native code (the message says why)."""
@@ -175,9 +176,7 @@ def _fill_constant(op, env):
         raise NoEmitter("a value or shape read at run time")
     out = _one(op, "Out", "outputs")
     ctype = env.ctype(out)
-    value = op.attrs.get("value", 0.0)
-    if op.attrs.get("str_value"):  # Paddle: a str_value wins over value
-        value = float(op.attrs["str_value"])
+    value = fill_value(op.type, op.attrs)
     floating = ctype in ("float", "double")
     if not floating and not math.isfinite(value):
         raise NoEmitter(f"value {value} for an integer tensor")

@@ -8,6 +8,7 @@ raises :class:`NotConvertible` with the reason when ONNX cannot express this ins
 import numpy as np
 
 from ..ops.conv import ConvGeometry, PoolGeometry
+from ..ops.creation import fill_value
 
 
 class NotConvertible(Exception):
@@ -207,8 +208,7 @@ def _sum(op, ctx):
 def _fill_constant(op, ctx):
     _no_tensor_attrs(op, "ValueTensor", "ShapeTensor", "ShapeTensorList")
     out = _out(op, "Out")
-    value = float(op.attrs["str_value"]) if op.attrs.get("str_value") else \
-        op.attrs.get("value", 0.0)
+    value = fill_value(op.type, op.attrs)
     array = np.full(op.attrs.get("shape", [1]), value, dtype=ctx.dtype(out))
     declared = ctx.shape(out)
     if all(d >= 0 for d in declared) and int(np.prod(declared)) == array.size:

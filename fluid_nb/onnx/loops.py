@@ -9,6 +9,7 @@ The loop runs max(lengths) times; the rank table stands for the lengths it was m
 """
 import numpy as np
 
+from ..ops.creation import fill_value
 from .converters import NotConvertible, _in, _out, converter
 
 #: tensor arrays of the padded world: name -> ("input", padded, lengths) for a sequence
@@ -156,9 +157,7 @@ def _fill_like(op, ctx):
     for k, d in enumerate(shape):
         parts.append(batch if k == into else ctx.const(np.array([d], "int64"), "dim"))
     ctx.node("Concat", parts, [dims], axis=0)
-    value = float(op.attrs["str_value"]) if op.attrs.get("str_value") else \
-        op.attrs.get("value", 0.0)
-    value = np.array([value], ctx.dtype(out))
+    value = np.array([fill_value(op.type, op.attrs)], ctx.dtype(out))
     ctx.node("ConstantOfShape", [dims], [out],
              value=ctx.onnx.numpy_helper.from_array(value, "value"))
 

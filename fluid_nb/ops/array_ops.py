@@ -12,7 +12,7 @@ write is a read of the gradient array at the same index, and the other way round
 from ..errors import InvalidArgument, expected
 from ..tensor.tensor import LoDTensor, LoDTensorArray, SelectedRows
 from ..tensor.dtypes import VarType, to_numpy_dtype
-from .creation import _parse_str_value, dtype_attr
+from .creation import dtype_attr, fill_value
 from .lod_ops import host_int
 from ..framework.registry import def_op, grad_maker, no_gradient
 
@@ -263,8 +263,7 @@ def _fill_batch_like(ctx, x):
         shape[out_idx] = len(x._lod[-1]) - 1
     else:
         shape[out_idx] = x.array.shape[in_idx]
-    text = attrs.get("str_value") or ""
-    value = _parse_str_value(text) if text else attrs["value"]
+    value = fill_value("fill_constant_batch_size_like", attrs)
     return LoDTensor(ctx.xp.full(shape, value, dtype=to_numpy_dtype(attrs["dtype"])))
 
 

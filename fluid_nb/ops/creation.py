@@ -120,8 +120,22 @@ def _runtime_shape(op, shape_tensor, shape_list, attr_shape):
     return tuple(shape)
 
 
+def fill_value(op_type, attrs):
+    """The value a filling op writes: ``str_value`` when given (Paddle reads it as a
+    double, "inf", "-inf" and "nan" spelled out), else ``value``. The kernels, the native
+    code generator and the ONNX exporter all read it here."""
+    text = attrs.get("str_value") or ""
+    if not text:
+        return attrs.get("value", 0.0)
+    try:
+        return _parse_str_value(text)
+    except ValueError:
+        raise InvalidArgument(expected(op_type, "attribute 'str_value'",
+                                       "a number, 'inf', '-inf' or 'nan'", repr(text))) \
+            from None
+
+
 def _parse_str_value(text):
-    # Paddle reads str_value as a double; "inf", "-inf" and "nan" are spelled out
     low = text.strip().lower()
     if low in ("inf", "+inf"):
         return math.inf
@@ -179,15 +193,7 @@ def _constant(ctx, value_tensor, shape_tensor, shape_list, from_attrs):
         array = ctx.xp.empty(shape, dtype=dtype)
         array[...] = value_tensor.reshape(-1)[0]
         return array
-    if attrs.get("str_value"):
-        try:
-            value = _parse_str_value(attrs["str_value"])
-        except ValueError:
-            raise InvalidArgument(expected("fill_constant", "attribute 'str_value'",
-                                           "a number, 'inf', '-inf' or 'nan'",
-                                           repr(attrs["str_value"]))) from None
-    else:
-        value = attrs["value"]
+    value = fill_value("fill_constant", attrs)
     array = ctx.xp.full(shape, value, dtype=dtype)
     if from_attrs and array.size <= 4096 and hasattr(array, "flags"):
         # the same small constant every run (a loss gradient's 1.0): made once, read-only,
