@@ -19,27 +19,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fluid_nb as fluid  # noqa: E402
 from fluid_nb import native  # noqa: E402
 from _timing import interleaved_best, row, torch_or_none  # noqa: E402
-from train_step import w1_numpy, w1_torch, w2_numpy, w2_torch  # noqa: E402
-
-
-def w1_program():
-    x = fluid.layers.data(name="x", shape=[13], dtype="float32")
-    y = fluid.layers.data(name="y", shape=[1], dtype="float32")
-    predict = fluid.layers.fc(input=x, size=1)
-    loss = fluid.layers.mean(fluid.layers.square_error_cost(input=predict, label=y))
-    fluid.optimizer.SGD(learning_rate=0.01).minimize(loss)
-    return loss
-
-
-def w2_program():
-    img = fluid.layers.data(name="img", shape=[784], dtype="float32")
-    label = fluid.layers.data(name="label", shape=[1], dtype="int64")
-    h = fluid.layers.fc(input=img, size=200, act="relu")
-    h = fluid.layers.fc(input=h, size=200, act="relu")
-    logits = fluid.layers.fc(input=h, size=10)
-    loss = fluid.layers.mean(fluid.layers.softmax_with_cross_entropy(logits, label))
-    fluid.optimizer.Adam(learning_rate=0.001).minimize(loss)
-    return loss
+from train_step import (w1_numpy, w1_program, w1_torch, w2_numpy, w2_program,  # noqa: E402
+                        w2_torch)
 
 
 def steps(build, feed):

@@ -94,15 +94,19 @@ def numpy_step(data, lengths, w, u, b):
     return run
 
 
-def fluid_step(data, lengths, w, u, b):
+def fluid_step(data, lengths, w, u, b, place=None, fetch_grads=True):
+    """The DynamicRNN batch as Fluid runs it, on ``place`` (hidden size from ``u``): a
+    step fetching the loss (and the parameters' gradients with ``fetch_grads``)."""
+    place = place or fluid.CPUPlace()
+    hidden = u.shape[0]
     main, startup = fluid.Program(), fluid.Program()
     with fluid.program_guard(main, startup), fluid.unique_name.guard():
-        x = fluid.layers.data(name="x", shape=[INPUT], dtype="float32", lod_level=1)
+        x = fluid.layers.data(name="x", shape=[w.shape[0]], dtype="float32", lod_level=1)
         rnn = fluid.layers.DynamicRNN()
         with rnn.block():
             x_t = rnn.step_input(x)
-            h_prev = rnn.memory(shape=[HIDDEN], value=0.0)
-            h = fluid.layers.fc(input=[x_t, h_prev], size=HIDDEN, act="tanh",
+            h_prev = rnn.memory(shape=[hidden], value=0.0)
+            h = fluid.layers.fc(input=[x_t, h_prev], size=hidden, act="tanh",
                                 param_attr=[fluid.ParamAttr(name="w"), fluid.ParamAttr(name="u")],
                                 bias_attr=fluid.ParamAttr(name="b"))
             rnn.update_memory(h_prev, h)
@@ -110,12 +114,12 @@ def fluid_step(data, lengths, w, u, b):
         last = fluid.layers.sequence_last_step(rnn())
         loss = fluid.layers.mean(last)
         fluid.backward.append_backward(loss)
-    scope, exe = fluid.Scope(), fluid.Executor(fluid.CPUPlace())
+    scope, exe = fluid.Scope(), fluid.Executor(place)
     exe.run(startup, scope=scope)
     for name, value in (("w", w), ("u", u), ("b", b)):
-        scope.var(name).get_tensor().set(value)
+        scope.var(name).get_tensor().set(value, place)
     feed = {"x": fluid.create_lod_tensor(data, [lengths], fluid.CPUPlace())}
-    fetch = [loss, "w@GRAD", "u@GRAD", "b@GRAD"]
+    fetch = [loss, "w@GRAD", "u@GRAD", "b@GRAD"] if fetch_grads else [loss]
     return lambda: exe.run(main, feed=feed, fetch_list=fetch, scope=scope)
 
 

@@ -22,69 +22,12 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fluid_nb as fluid  # noqa: E402
 from _timing import interleaved_best, row, torch_or_none  # noqa: E402
-from dynamic_rnn import BATCH, INPUT, make_batch  # noqa: E402
+from dynamic_rnn import BATCH, INPUT, fluid_step, make_batch  # noqa: E402
+from train_step import w2_by_hand, w2_fluid  # noqa: E402  (the one W2 of the benchmarks)
 from fluid_nb.tensor.transfer import to_host  # noqa: E402
 
 
 # --- W2 ------------------------------------------------------------------------------------------
-def w2_fluid(place, x, label):
-    main, startup = fluid.Program(), fluid.Program()
-    with fluid.program_guard(main, startup), fluid.unique_name.guard():
-        img = fluid.layers.data(name="img", shape=[784], dtype="float32")
-        lab = fluid.layers.data(name="label", shape=[1], dtype="int64")
-        h = fluid.layers.fc(input=img, size=200, act="relu")
-        h = fluid.layers.fc(input=h, size=200, act="relu")
-        logits = fluid.layers.fc(input=h, size=10)
-        loss = fluid.layers.mean(fluid.layers.softmax_with_cross_entropy(logits, lab))
-        fluid.optimizer.Adam(learning_rate=0.001).minimize(loss)
-    exe, scope = fluid.Executor(place), fluid.Scope()
-    exe.run(startup, scope=scope)
-    feed = {"img": x, "label": label}
-    return lambda: exe.run(main, feed=feed, fetch_list=[loss], scope=scope)[0]
-
-
-def w2_by_hand(xp, x, label):
-    """The W2 step written directly in ``xp`` (CuPy): the same layers, loss and Adam."""
-    rng = np.random.RandomState(0)
-    params = []
-    for fan_in, fan_out in [(784, 200), (200, 200), (200, 10)]:
-        limit = np.sqrt(6.0 / (fan_in + fan_out))
-        params += [xp.asarray(rng.uniform(-limit, limit, (fan_in, fan_out)).astype("float32")),
-                   xp.zeros(fan_out, "float32")]
-    moments = [[xp.zeros_like(p), xp.zeros_like(p)] for p in params]
-    beta1, beta2, eps, lr = 0.9, 0.999, 1e-8, 0.001
-    state = {"t": 0}
-    x, labels = xp.asarray(x), xp.asarray(label.reshape(-1))
-    rows = xp.arange(len(label))
-    onehot = xp.eye(10, dtype="float32")[labels]
-
-    def step():
-        w1, b1, w2, b2, w3, b3 = params
-        h1 = xp.maximum(x @ w1 + b1, 0)
-        h2 = xp.maximum(h1 @ w2 + b2, 0)
-        z = h2 @ w3 + b3
-        z = z - z.max(axis=1, keepdims=True)
-        e = xp.exp(z)
-        p = e / e.sum(axis=1, keepdims=True)
-        loss = -xp.log(p[rows, labels]).mean()
-        dz = (p - onehot) / len(label)
-        dh2 = (dz @ w3.T) * (h2 > 0)
-        dh1 = (dh2 @ w2.T) * (h1 > 0)
-        grads = [x.T @ dh1, dh1.sum(0), h1.T @ dh2, dh2.sum(0), h2.T @ dz, dz.sum(0)]
-        state["t"] += 1
-        t = state["t"]
-        lr_t = float(lr * np.sqrt(1 - beta2 ** t) / (1 - beta1 ** t))
-        for i, g in enumerate(grads):
-            m, v = moments[i]
-            m *= beta1
-            m += (1 - beta1) * g
-            v *= beta2
-            v += (1 - beta2) * g * g
-            params[i] -= lr_t * m / (xp.sqrt(v) + eps)
-        return to_host(loss)
-    return step
-
-
 def w2_torch(torch, x, label):
     device = torch.device("cuda")
     tx = torch.from_numpy(x).to(device)
@@ -112,27 +55,8 @@ def rnn_params(hidden, seed=1):
 
 
 def w3_fluid(place, data, lengths, w, u, b):
-    hidden = u.shape[0]
-    main, startup = fluid.Program(), fluid.Program()
-    with fluid.program_guard(main, startup), fluid.unique_name.guard():
-        x = fluid.layers.data(name="x", shape=[INPUT], dtype="float32", lod_level=1)
-        rnn = fluid.layers.DynamicRNN()
-        with rnn.block():
-            x_t = rnn.step_input(x)
-            h_prev = rnn.memory(shape=[hidden], value=0.0)
-            h = fluid.layers.fc(input=[x_t, h_prev], size=hidden, act="tanh",
-                                param_attr=[fluid.ParamAttr(name="w"), fluid.ParamAttr(name="u")],
-                                bias_attr=fluid.ParamAttr(name="b"))
-            rnn.update_memory(h_prev, h)
-            rnn.output(h)
-        loss = fluid.layers.mean(fluid.layers.sequence_last_step(rnn()))
-        fluid.backward.append_backward(loss)
-    scope, exe = fluid.Scope(), fluid.Executor(place)
-    exe.run(startup, scope=scope)
-    for name, value in (("w", w), ("u", u), ("b", b)):
-        scope.var(name).get_tensor().set(value, place)
-    feed = {"x": fluid.create_lod_tensor(data, [lengths], fluid.CPUPlace())}
-    return lambda: exe.run(main, feed=feed, fetch_list=[loss], scope=scope)[0]
+    """The W3 batch on ``place``, fetching the loss (as the hand-written steps give it)."""
+    return fluid_step(data, lengths, w, u, b, place, fetch_grads=False)
 
 
 def w3_by_hand(xp, data, lengths, w, u, b):
@@ -229,7 +153,7 @@ def transfers_per_step():
     label = rng.randint(0, 10, (64, 1)).astype("int64")
     data, lengths = make_batch()
     counts = {}
-    for name, step in [("W2 step", w2_fluid(place, x, label)),
+    for name, step in [("W2 step", w2_fluid(x, label, place)),
                        ("W3 batch (hidden 128)",
                         w3_fluid(place, data, lengths, *rnn_params(128)))]:
         step()
@@ -265,7 +189,7 @@ def main(argv=None):
     for batch in (64, 1024):
         x = rng.uniform(-1, 1, (batch, 784)).astype("float32")
         label = rng.randint(0, 10, (batch, 1)).astype("int64")
-        steps = {"fluid_nb": w2_fluid(place, x, label), "CuPy by hand": w2_by_hand(xp, x, label)}
+        steps = {"fluid_nb": w2_fluid(x, label, place), "CuPy by hand": w2_by_hand(xp, x, label)}
         if torch is not None:
             steps["PyTorch CUDA eager"] = w2_torch(torch, x, label)
         _report(f"W2 MLP step, batch {batch}, Adam", steps, "µs/step", 1e6)

@@ -17,19 +17,30 @@ from _timing import best_time, row, torch_or_none  # noqa: E402
 
 
 # --- W1 -----------------------------------------------------------------------------------
-def w1_fluid(x, y):
+def w1_program():
+    """W1's layers (inside a program_guard): returns the loss."""
+    x = fluid.layers.data(name="x", shape=[13], dtype="float32")
+    y = fluid.layers.data(name="y", shape=[1], dtype="float32")
+    predict = fluid.layers.fc(input=x, size=1)
+    loss = fluid.layers.mean(fluid.layers.square_error_cost(input=predict, label=y))
+    fluid.optimizer.SGD(learning_rate=0.01).minimize(loss)
+    return loss
+
+
+def fluid_step(build, feed, place=None):
+    """One ``Executor.run`` of the training program ``build`` makes, on ``place``, after
+    its startup program: a step fetching the loss."""
     main, startup = fluid.Program(), fluid.Program()
     with fluid.program_guard(main, startup), fluid.unique_name.guard():
-        xv = fluid.layers.data(name="x", shape=[13], dtype="float32")
-        yv = fluid.layers.data(name="y", shape=[1], dtype="float32")
-        pred = fluid.layers.fc(input=xv, size=1)
-        loss = fluid.layers.mean(fluid.layers.square_error_cost(input=pred, label=yv))
-        fluid.optimizer.SGD(learning_rate=0.01).minimize(loss)
-    exe = fluid.Executor(fluid.CPUPlace())
+        loss = build()
+    exe = fluid.Executor(place or fluid.CPUPlace())
     scope = fluid.Scope()
     exe.run(startup, scope=scope)
-    feed = {"x": x, "y": y}
     return lambda: exe.run(main, feed=feed, fetch_list=[loss], scope=scope)
+
+
+def w1_fluid(x, y):
+    return fluid_step(w1_program, {"x": x, "y": y})
 
 
 def w1_numpy(x, y):
@@ -65,46 +76,49 @@ def w1_torch(torch, x, y):
 
 
 # --- W2 -----------------------------------------------------------------------------------
-def w2_fluid(x, label):
-    main, startup = fluid.Program(), fluid.Program()
-    with fluid.program_guard(main, startup), fluid.unique_name.guard():
-        img = fluid.layers.data(name="img", shape=[784], dtype="float32")
-        lab = fluid.layers.data(name="label", shape=[1], dtype="int64")
-        h = fluid.layers.fc(input=img, size=200, act="relu")
-        h = fluid.layers.fc(input=h, size=200, act="relu")
-        logits = fluid.layers.fc(input=h, size=10)
-        loss = fluid.layers.mean(fluid.layers.softmax_with_cross_entropy(logits, lab))
-        fluid.optimizer.Adam(learning_rate=0.001).minimize(loss)
-    exe = fluid.Executor(fluid.CPUPlace())
-    scope = fluid.Scope()
-    exe.run(startup, scope=scope)
-    feed = {"img": x, "label": label}
-    return lambda: exe.run(main, feed=feed, fetch_list=[loss], scope=scope)
+def w2_program():
+    """W2's layers (inside a program_guard): returns the loss."""
+    img = fluid.layers.data(name="img", shape=[784], dtype="float32")
+    lab = fluid.layers.data(name="label", shape=[1], dtype="int64")
+    h = fluid.layers.fc(input=img, size=200, act="relu")
+    h = fluid.layers.fc(input=h, size=200, act="relu")
+    logits = fluid.layers.fc(input=h, size=10)
+    loss = fluid.layers.mean(fluid.layers.softmax_with_cross_entropy(logits, lab))
+    fluid.optimizer.Adam(learning_rate=0.001).minimize(loss)
+    return loss
 
 
-def w2_numpy(x, label):
+def w2_fluid(x, label, place=None):
+    return fluid_step(w2_program, {"img": x, "label": label}, place)
+
+
+def w2_by_hand(xp, x, label):
+    """The W2 step written directly in the array module ``xp`` (NumPy here, CuPy in
+    benchmarks/gpu.py): the same layers, loss and Adam; the loss comes back to the host."""
+    from fluid_nb.tensor.transfer import to_host
     rng = np.random.RandomState(0)
-    sizes = [(784, 200), (200, 200), (200, 10)]
     params = []
-    for fan_in, fan_out in sizes:
+    for fan_in, fan_out in [(784, 200), (200, 200), (200, 10)]:
         limit = np.sqrt(6.0 / (fan_in + fan_out))
-        params += [rng.uniform(-limit, limit, (fan_in, fan_out)).astype("float32"),
-                   np.zeros(fan_out, "float32")]
-    moments = [[np.zeros_like(p), np.zeros_like(p)] for p in params]
+        params += [xp.asarray(rng.uniform(-limit, limit, (fan_in, fan_out)).astype("float32")),
+                   xp.zeros(fan_out, "float32")]
+    moments = [[xp.zeros_like(p), xp.zeros_like(p)] for p in params]
     beta1, beta2, eps, lr = 0.9, 0.999, 1e-8, 0.001
     state = {"t": 0}
-    onehot = np.eye(10, dtype="float32")[label.reshape(-1)]
+    x, labels = xp.asarray(x), xp.asarray(label.reshape(-1))
+    rows = xp.arange(len(label))
+    onehot = xp.eye(10, dtype="float32")[labels]
 
     def step():
         w1, b1, w2, b2, w3, b3 = params
-        h1 = np.maximum(x @ w1 + b1, 0)
-        h2 = np.maximum(h1 @ w2 + b2, 0)
+        h1 = xp.maximum(x @ w1 + b1, 0)
+        h2 = xp.maximum(h1 @ w2 + b2, 0)
         z = h2 @ w3 + b3
         z = z - z.max(axis=1, keepdims=True)
-        e = np.exp(z)
+        e = xp.exp(z)
         p = e / e.sum(axis=1, keepdims=True)
-        loss = -np.mean(np.log(p[np.arange(len(p)), label.reshape(-1)]))
-        dz = (p - onehot) / len(p)
+        loss = -xp.log(p[rows, labels]).mean()
+        dz = (p - onehot) / len(label)
         dh2 = (dz @ w3.T) * (h2 > 0)
         dh1 = (dh2 @ w2.T) * (h1 > 0)
         grads = [x.T @ dh1, dh1.sum(0), h1.T @ dh2, dh2.sum(0), h2.T @ dz, dz.sum(0)]
@@ -117,9 +131,13 @@ def w2_numpy(x, label):
             m += (1 - beta1) * g
             v *= beta2
             v += (1 - beta2) * g * g
-            params[i] = params[i] - lr_t * m / (np.sqrt(v) + eps)
-        return loss
+            params[i] = params[i] - lr_t * m / (xp.sqrt(v) + eps)
+        return to_host(loss)
     return step
+
+
+def w2_numpy(x, label):
+    return w2_by_hand(np, x, label)
 
 
 def w2_torch(torch, x, label):
