@@ -5,11 +5,12 @@ the book's models) from the cell list below, the way ``tools/make_notebooks.py``
     python tools/make_compiler_notebook.py            # (re)write it
     python tools/make_compiler_notebook.py --check    # exit 1 if the stored notebook differs
 """
-import importlib.util
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import make_notebooks  # noqa: E402  (the cell format all the notebook generators share)
+
 NAME = "09_compiler.ipynb"
 
 CELLS = [
@@ -203,22 +204,13 @@ print('DynamicRNN in onnxruntime, largest difference:', float(np.abs(onnx_last -
 ]
 
 
-def _generator():
-    spec = importlib.util.spec_from_file_location("make_notebooks",
-                                                  ROOT / "tools" / "make_notebooks.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def text():
     """The notebook file's text."""
-    generator = _generator()
-    return generator.text_of(generator.build(CELLS))
+    return make_notebooks.text_of(make_notebooks.build(CELLS))
 
 
 def main(argv=None):
-    return _generator().write_or_check(NAME, CELLS, argv, __doc__.splitlines()[0])
+    return make_notebooks.write_or_check(NAME, CELLS, argv, __doc__.splitlines()[0])
 
 
 if __name__ == "__main__":

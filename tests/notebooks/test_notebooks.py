@@ -29,12 +29,16 @@ ENCODER_BATCHES = [4, 4, 4, 4, 4, 3, 3, 2, 1, 1]         # lengths 10, 8, 5, 7 r
 DECODER_BATCHES = [4, 4, 4, 4, 3, 2, 1]                  # lengths 5, 7, 4, 6 ranked 7, 6, 5, 4
 
 
-def _generator():
-    spec = importlib.util.spec_from_file_location("make_notebooks",
-                                                  ROOT / "tools" / "make_notebooks.py")
+def _tool(name):
+    """The notebook generator ``tools/<name>.py`` as a module."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _generator():
+    return _tool("make_notebooks")
 
 
 class Executed:
@@ -327,12 +331,6 @@ def test_dynamic_rnn_steppers_are_saved_with_their_batches_under_one_megabyte(rn
 MEMORY_NOTEBOOK = "08_memory.ipynb"
 
 
-def _memory_generator():
-    spec = importlib.util.spec_from_file_location("make_memory_notebook",
-                                                  ROOT / "tools" / "make_memory_notebook.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
@@ -342,7 +340,7 @@ def memory_nb():
 
 def test_stored_memory_notebook_has_no_outputs_and_is_what_its_generator_writes():
     stored = (NOTEBOOKS / MEMORY_NOTEBOOK).read_text(encoding="utf-8")
-    assert stored == _memory_generator().text()
+    assert stored == _tool("make_memory_notebook").text()
     nb = nbformat.reads(stored, as_version=4)
     assert all(not cell.outputs for cell in nb.cells if cell.cell_type == "code")
 
@@ -424,12 +422,6 @@ def test_memory_notebook_saves_its_memory_views_under_one_megabyte(memory_nb, tm
 COMPILER_NOTEBOOK = "09_compiler.ipynb"
 
 
-def _compiler_generator():
-    spec = importlib.util.spec_from_file_location("make_compiler_notebook",
-                                                  ROOT / "tools" / "make_compiler_notebook.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
@@ -439,7 +431,7 @@ def compiler_nb():
 
 def test_stored_compiler_notebook_has_no_outputs_and_is_what_its_generator_writes():
     stored = (NOTEBOOKS / COMPILER_NOTEBOOK).read_text(encoding="utf-8")
-    assert stored == _compiler_generator().text()
+    assert stored == _tool("make_compiler_notebook").text()
     nb = nbformat.reads(stored, as_version=4)
     assert all(not cell.outputs for cell in nb.cells if cell.cell_type == "code")
 
