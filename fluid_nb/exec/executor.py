@@ -138,6 +138,8 @@ class Executor:
     def __init__(self, place=None):
         self.place = place if place is not None else CPUPlace()
         self._on_host = self.place.device == "cpu"
+        #: a CUDAPlace: CuPy allocates from the device's arena during a run
+        self._device_arena = getattr(self.place, "device_id", None) is not None
         self._place_key = repr(self.place)  # plain string: hashed in C on every run
         #: the arena's event recorder while a recording run is under way (else None):
         #: sub-blocks run by this executor tag their ops too
@@ -158,7 +160,7 @@ class Executor:
         LoDTensors (with their LoD).
         """
         paused = collector.pause()  # a run's objects die by reference counting
-        if getattr(self.place, "device_id", None) is not None:
+        if self._device_arena:
             try:
                 return self._run_on_device(program, feed, fetch_list, feed_var_name,
                                            fetch_var_name, scope, return_numpy)

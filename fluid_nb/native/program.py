@@ -15,7 +15,8 @@ from ..exec.executor import Executor, FetchedArray
 from ..exec.scope import global_scope
 from ..framework.program import EMPTY_VAR_NAME, Block, Program, without_feed_fetch_ops
 from ..tensor.place import CPUPlace
-from ..tensor.tensor import LoDTensor
+from ..tensor.dtypes import VarType, to_numpy_dtype
+from ..tensor.tensor import LoDTensor, lossless_cast, value_array
 from ..tensor.transfer import to_host
 from .build import build, entry, load, load_cuda
 from .generate import generate
@@ -134,6 +135,7 @@ class NativeProgram:
         self.fetch_names = list(fetch_names)
         self.march_native = march_native
         self.target = target
+        self._dtypes = _declared_dtypes(program)
         self._built = {}  # feed signature -> _Specialisation
 
     def _repr_html_(self):
@@ -172,7 +174,7 @@ class NativeProgram:
 
     def run(self, feed=None, fetch_list=None, scope=None, return_numpy=True):
         scope = global_scope() if scope is None else scope
-        feed = {name: _array(name, value) for name, value in (feed or {}).items()}
+        feed = _feed_arrays(self._dtypes, feed)
         fetch_names = [getattr(f, "name", f) for f in fetch_list] if fetch_list is not None \
             else self.fetch_names
         spec = self.specialise(feed, scope)
@@ -214,15 +216,34 @@ class NativeProgram:
         return self.run(feed, fetch_list, scope, return_numpy)
 
 
-def _array(name, value):
-    if isinstance(value, LoDTensor):
-        if value.lod():
+def _declared_dtypes(program):
+    """name -> the NumPy dtype block 0 declares for it."""
+    return {name: np.dtype(to_numpy_dtype(var.dtype))
+            for name, var in program.global_block().vars.items()
+            if var.type == VarType.LOD_TENSOR}
+
+
+def _feed_arrays(dtypes, feed):
+    """The feeds as C-ordered arrays of their variables' types, by the executor's own
+    rules (value_array refuses what is not an array of numbers, lossless_cast a cast that
+    would change values); a LoD is refused, as the compiled code has none."""
+    arrays = {}
+    for name, value in (feed or {}).items():
+        want = dtypes.get(name)
+        if value.__class__ is np.ndarray and value.dtype == want and value.flags.c_contiguous:
+            arrays[name] = value  # the usual case: nothing to convert
+            continue
+        where = f"a compiled program: feed {name!r}"
+        if isinstance(value, LoDTensor) and value.lod():
             raise Unimplemented(expected("a compiled program", f"feed {name!r}",
                                          "a dense tensor (LoD is not compiled yet)",
                                          f"LoD {value.lod()}"))
-        value = value.array
-    value = np.asarray(value)  # (not ascontiguousarray, which makes a 0-D array 1-D)
-    return value if value.flags.c_contiguous else value.copy(order="C")
+        array = value_array(value, where)
+        if want is not None:
+            array = lossless_cast(array, want, where)
+        # (not ascontiguousarray, which makes a 0-D array 1-D)
+        arrays[name] = array if array.flags.c_contiguous else array.copy(order="C")
+    return arrays
 
 
 def compile(program, feed, fetch_list, scope=None, march_native=False, target="cpp"):
@@ -236,5 +257,5 @@ def compile(program, feed, fetch_list, scope=None, march_native=False, target="c
     fetch_names = [getattr(f, "name", f) for f in fetch_list]
     native = NativeProgram(program, fetch_names, march_native, target)
     scope = global_scope() if scope is None else scope
-    native.specialise({name: _array(name, value) for name, value in feed.items()}, scope)
+    native.specialise(_feed_arrays(native._dtypes, feed), scope)
     return native

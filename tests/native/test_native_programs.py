@@ -329,3 +329,25 @@ def test_the_books_image_classification_models_compile_fully(net):
     want, = exe.run(program, feed=feed, fetch_list=fetches, scope=scope)
     got, = exe.run(compiled, feed=feed, fetch_list=fetches, scope=scope)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
+
+
+def test_feeds_go_through_the_executors_checks():
+    """A float64 feed of a float32 variable is cast as the executor casts it; a value that
+    is no array of numbers, or one a cast would change, is refused with its name."""
+    main, startup, loss = _programs(fit_a_line)
+    scope, reference = fluid.Scope(), fluid.Scope()
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(startup, scope=scope)
+    exe.run(startup, scope=reference)
+    feed = _feeds(fit_a_line, np.random.RandomState(0))
+    compiled = native.compile(main, feed, [loss], scope=scope)
+    wide = {name: value.astype("float64") for name, value in feed.items()}
+    got, = exe.run(compiled, feed=wide, fetch_list=[loss], scope=scope)
+    want, = exe.run(main, feed=wide, fetch_list=[loss], scope=reference)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    assert len(compiled._built) == 1  # the same float32 build
+    with pytest.raises(InvalidArgument, match="feed 'x'"):
+        exe.run(compiled, feed=dict(feed, x="twenty rows"), fetch_list=[loss], scope=scope)
+    with pytest.raises(InvalidArgument, match="feed 'y': dtype expected float32"):
+        exe.run(compiled, feed=dict(feed, y=feed["y"].astype("complex64")), fetch_list=[loss],
+                scope=scope)
