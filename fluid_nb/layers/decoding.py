@@ -4,7 +4,7 @@ from ..errors import InvalidType, expected
 from ..tensor.dtypes import VarType, dtype_name
 from ..framework.program import Variable
 from ..layer_helper import LayerHelper
-from .arg_checks import INT, NON_NEGATIVE_INT, POSITIVE_INT, boolean, checks, optional, variable
+from .arg_checks import INT, NON_NEGATIVE_INT, POSITIVE_INT, boolean, checks, variable
 
 __all__ = ["beam_search", "beam_search_decode", "ctc_greedy_decoder"]
 

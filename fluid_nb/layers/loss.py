@@ -247,7 +247,6 @@ def center_loss(input, label, num_classes, alpha, param_attr, update_center=True
     """Center loss (Wen et al.): half the squared distance of each feature row to its
     class center; the centers (a parameter, initialised 0) move towards their samples at
     rate ``alpha`` at every run when ``update_center``. Returns the loss, [N, 1]."""
-    from ..tensor.dtypes import VarType
     from ..initializer import Constant
     from .arg_checks import POSITIVE_INT, check
     from .tensor import create_global_var

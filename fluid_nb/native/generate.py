@@ -10,7 +10,7 @@ Variables are passed to ``fluid_run`` as one array of data pointers, in the orde
 import dataclasses
 import html
 import re
-from typing import Dict, List, Tuple
+from typing import List, Tuple
 
 import numpy as np
 

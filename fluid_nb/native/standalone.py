@@ -9,8 +9,6 @@ import os
 import pathlib
 import subprocess
 
-import numpy as np
-
 from ..errors import InvalidArgument, PreconditionNotMet, expected
 from ..framework.program import Program, without_feed_fetch_ops
 from ..tensor.dtypes import VarType, convert_dtype

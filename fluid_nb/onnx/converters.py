@@ -472,7 +472,7 @@ def _sequence_pool(op, ctx):
         if kind == "FIRST":
             ctx.node("Gather", [x, ctx.const(np.array(0, "int64"), "first")], [out], axis=1)
         else:  # row b's step lengths[b] - 1
-            last, index, rows = ctx.tmp("last"), ctx.tmp("index"), ctx.tmp("rows")
+            last, index = ctx.tmp("last"), ctx.tmp("index")
             ctx.node("Sub", [lengths, ctx.const(np.array(1, "int64"), "one")], [last])
             ctx.node("Unsqueeze", [last, ctx.const(np.array([1], "int64"), "axes")], [index])
             ctx.node("GatherND", [x, index], [out], batch_dims=1)

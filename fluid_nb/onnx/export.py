@@ -57,6 +57,8 @@ class Report:
     outputs: List[str]
     #: how the model's inputs and outputs differ from the program's (a LoD's padding)
     conventions: List[str] = dataclasses.field(default_factory=list)
+    #: the ONNX ModelProto (None when strict refused to build one)
+    model: object = None
 
     @property
     def complete(self):
@@ -92,7 +94,7 @@ class _Context:
 
     def __init__(self, onnx, block, scope, op_index):
         self.onnx, self.block, self.scope = onnx, block, scope
-        self.nodes, self.initializers, self.used_params = [], {}, set()
+        self.nodes, self.initializers = [], {}
         self.op, self.op_index, self._k = None, op_index, 0
         #: variables held padded (the padded-plus-lengths convention for a LoD): name ->
         #: the name of its lengths [batch] (int64)
@@ -306,7 +308,7 @@ def export(program, path=None, feed=None, fetch=None, scope=None, opset=17, stri
         else:
             outputs.append(_value_info(onnx, n, var.shape, to_numpy_dtype(var.dtype), n))
     graph = onnx.helper.make_graph(
-        ctx.nodes, _graph_name(program), graph_inputs, outputs,
+        ctx.nodes, "fluid_nb_program", graph_inputs, outputs,
         # (np.array, not ascontiguousarray, which makes a 0-D constant 1-D)
         [onnx.numpy_helper.from_array(np.array(a, order="C"), name)
          for name, a in ctx.initializers.items()])
@@ -353,9 +355,6 @@ def _needed(block, fetch_names, feed_names):
                           if n not in feed_names)
     return sorted(keep)
 
-
-def _graph_name(program):
-    return "fluid_nb_program"
 
 
 def _doc(report):

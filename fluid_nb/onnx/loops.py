@@ -181,7 +181,7 @@ def _while(op, ctx):
     prefix = f"while_{ctx.op_index}"
     iteration, condition = f"{prefix}.t", f"{prefix}.cond"
     states = {n: f"{prefix}.{n}.state" for n in memories}
-    mask, lens, step_mask = f"{prefix}.mask", f"{prefix}.lengths", f"{prefix}.step_mask"
+    mask, step_mask = f"{prefix}.mask", f"{prefix}.step_mask"
     loop = {"counter": counter, "iteration": iteration, "states": states, "next": {},
             "scans": [], "advanced": False, "mask": mask}
     outer_nodes, outer_op, outer_index, outer_block = ctx.nodes, ctx.op, ctx.op_index, ctx.block
@@ -199,8 +199,7 @@ def _while(op, ctx):
             convert(body_op, ctx)
         body_nodes = ctx.nodes
         scan_likes = [(ctx.dtype(x), len(ctx.shape(x))) for _, _, x in loop["scans"]]
-        state_types = {n: ctx.dtype(memories[n]) if memories[n] in ctx.initializers
-                       else ctx.dtype(memories[n]) for n in states}
+        state_types = {n: ctx.dtype(memories[n]) for n in states}
     finally:
         ctx.nodes, ctx.extra["loop"], ctx.block = outer_nodes, None, outer_block
         ctx.op, ctx.op_index = outer_op, outer_index

@@ -12,7 +12,7 @@ import numpy as np
 from ..errors import InvalidArgument, expected
 from ..tensor.tensor import LoDTensor
 from ..tensor.dtypes import VarType
-from .detection import dtype_of, host_array
+from .detection import host_array
 from ..framework.registry import def_op, grad_maker, grads_like, no_gradient
 
 _TIE = 1e-5  # overlaps closer than this are the same overlap

@@ -499,7 +499,6 @@ def _kron_infer(ctx):
 
 def _kron_grad(ctx, x, y, dout):
     # Out viewed as [x0, y0, x1, y1, ...]: each gradient sums the other operand's dims away
-    xp = ctx.xp
     xs, ys = _kron_operands(x, y)
     rank = xs.ndim
     blocks = dout.reshape([n for pair in zip(xs.shape, ys.shape) for n in pair])

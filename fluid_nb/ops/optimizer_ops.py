@@ -18,7 +18,6 @@ With ``multi_precision`` and a MasterParam (the float32 copy of a float16 parame
 update runs on MasterParam; ParamOut is its cast to Param's dtype and MasterParamOut the
 new master copy.
 """
-import math
 
 import numpy as np
 

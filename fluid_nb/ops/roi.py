@@ -213,7 +213,6 @@ def _linear_pool(mats, op):
             rows = slice(idx[0], idx[-1] + 1)
             a, b, d = a_all[rows], b_all[rows], da[rows]
             if position_sensitive:
-                ph, pw = a.shape[1], b.shape[1]
                 cells = xp.einsum("rih,rcij,rjw->cijhw", a, d, b)
                 dx[image] += cells.reshape(xa.shape[1:])
             else:

@@ -26,7 +26,7 @@ from ..errors import InvalidArgument, InvalidType, OutOfRange, PreconditionNotMe
 from ..tensor.tensor import LoDTensor
 from ..framework import registry, unique_name
 from ..tensor.dtypes import VarType
-from ..framework.program import Variable, default_main_program
+from ..framework.program import Variable
 
 __all__ = ["DataLoader", "PyReader", "default_collate_fn", "EOFException"]
 
