@@ -32,8 +32,8 @@ def _onnx():
         import onnx
     except ImportError:
         raise PreconditionNotMet(expected("ONNX export", "the onnx package",
-                                          "pip install 'fluid_nb[onnx]'", "not installed")) \
-            from None
+                                          "installed (pip install 'fluid_nb[onnx]')",
+                                          "it is not installed")) from None
     return onnx
 
 
