@@ -16,6 +16,8 @@ class NotConvertible(Exception):
 
 
 CONVERTERS = {}
+#: op types with no ONNX form at all, and why (the report's reason for them)
+UNCONVERTIBLE = {}
 
 
 def converter(*op_types):

@@ -22,7 +22,8 @@ from ..tensor.dtypes import to_numpy_dtype
 from ..tensor.tensor import LoDTensor
 from ..tensor.transfer import to_host
 from . import loops  # noqa: F401  (registers the DynamicRNN converters)
-from .converters import CONVERTERS, ROW_WISE, SEQUENCE_AWARE, NotConvertible
+from . import tensors  # noqa: F401  (registers the math and tensor-manipulation converters)
+from .converters import CONVERTERS, ROW_WISE, SEQUENCE_AWARE, UNCONVERTIBLE, NotConvertible
 
 DOMAIN = "ai.fluid_nb"
 
@@ -258,8 +259,8 @@ def export(program, path=None, feed=None, fetch=None, scope=None, opset=17, stri
         sequence_in = [n for args in op.inputs.values() for n in args if ctx.lengths(n)]
         try:
             if convert is None:
-                raise NotConvertible("no converter for this op type (no ONNX counterpart "
-                                     "written)")
+                raise NotConvertible(UNCONVERTIBLE.get(
+                    op.type, "no converter for this op type (no ONNX counterpart written)"))
             if sequence_in and op.type not in SEQUENCE_AWARE | ROW_WISE:
                 raise NotConvertible(f"a LoD input ({sequence_in[0]}): the padded convention "
                                      f"does not cover {op.type}")
