@@ -7,7 +7,8 @@ later block (a sub-block, never the op's own block or an ancestor); every input 
 no temporary is written by two ops unless the second also reads it (an in-place update) or
 it is a tensor array (written slot by slot) or the writer runs a sub-block (a branch) or
 its value was read since it was last written (its buffer reused, as ``fluid.memory_optimize``
-renames a later temporary to a dead one's name);
+renames a later temporary to a dead one's name); the outputs of an op with the
+``control_outputs`` trait only order later ops and count as no write;
 re-running every op's infer_shape on a copy reproduces the declared output shapes and dtypes
 (a reused buffer may be declared larger than what is written into it: same dtype, and the
 written shape fits it as :func:`fits_buffer` says).
@@ -58,6 +59,9 @@ def verify(program, check_shapes=True):
             consumed |= reads
             # an op with a sub-block (a branch, a loop) may overwrite what an earlier op wrote
             overwrites = "has_sub_block" in opdef.traits
+            if "control_outputs" in opdef.traits:
+                # outputs named only to order later ops (fetch_barrier): nothing is written
+                continue
             for slot, args in op.outputs.items():
                 for arg in args:
                     if arg == EMPTY_VAR_NAME:

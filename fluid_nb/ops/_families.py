@@ -5,4 +5,4 @@ from . import (  # noqa: F401
     sequence_conv, sequence_layout, lod_ops, array_ops, rnn,
     control_flow, math_functions, indexing, vision, detection, crf, beam_search,
     similarity, detection_heads, detection_losses, detection_training, detection_fpn,
-    decoding_ops, rnn_lstm, memory_ops)
+    decoding_ops, rnn_lstm, memory_ops, distributed)

@@ -22,7 +22,12 @@ ELSEWHERE = {
     "load": "test_parameters_load_onto_the_device (below)",
     "read": "a loader's batches are host data, moved to the device by the ops that read "
             "them as feeds are (tests/api/test_data_loader.py runs the op)",
+    "split_selected_rows": "tests/ops/test_distributed_ops.py::test_split_selected_rows_runs_"
+                           "on_the_strict_device_without_host_copies",
 }
+# the RPC ops move values between processes: their kernels are the distributed runtime's
+for _op in ("send", "recv", "send_barrier", "fetch_barrier", "listen_and_serv"):
+    ELSEWHERE[_op] = "no device kernel: an RPC op of the distributed runtime"
 #: ops of test_memory_optimize_and_sparse_gradient_clipping_on_the_device's program
 CLIPPING_TEST_OPS = {"merge_selected_rows", "get_tensor_from_selected_rows", "delete_var"}
 MODEL_PROGRAMS = [models.mlp, models.conv_net, models.dynamic_rnn, models.text_classifier,

@@ -1,0 +1,197 @@
+"""The ops of parameter-server training, as Fluid 1.8's ``DistributeTranspiler`` emits them:
+``send``, ``recv``, ``send_barrier``, ``fetch_barrier``, ``listen_and_serv`` (defined here
+without kernels: the RPC runtime attaches them) and the two split ops the trainer runs
+before sending, ``split_byref`` and ``split_selected_rows`` (with their kernels).
+
+Slots, attributes and defaults are Paddle 1.8's op makers', so transpiled programs print,
+save and load as Paddle's do. What the runtime's kernels do with them (the contract the
+transpiler's programs rely on):
+
+``send``
+    For each ``X[i]``, the variable's value (LoDTensor or SelectedRows) goes to the server
+    ``epmap[i]`` and arrives in that server's scope under the same name ``X[i]``. With
+    ``send_varnames`` non-empty (the transpiler's ``runtime_split_send_recv``) X holds one
+    variable, cut by rows into ``sections`` and sent as ``send_varnames[j]`` to ``epmap[j]``.
+    An X that has no value yet is skipped. ``Out`` is a dummy that only orders the ops.
+``recv``
+    For each ``Out[i]``, asks ``epmap[i]`` for the variable named ``varnames[i]`` (when
+    given, else ``Out[i]``) and writes it into ``Out[i]``; with ``recv_varnames`` non-empty,
+    Out holds one variable assembled, by rows, from the ``recv_varnames[j]`` of
+    ``epmap[j]``. ``with_barrier`` false asks without waiting for the server's barrier.
+    ``X`` is a dummy input that orders it after the sends (or the send barrier).
+``send_barrier``
+    Tells every server in ``endpoints`` that trainer ``trainer_id`` has sent all its
+    gradients for this step (``half_async`` marks the half-asynchronous mode's barrier).
+``fetch_barrier``
+    Tells every server in ``endpoints`` that trainer ``trainer_id`` has received all its
+    parameters for this step. Its ``Out`` lists the received variables again so that later
+    ops are ordered after it (Paddle's write-after-write dependency); it writes nothing, so
+    its outputs carry the ``control_outputs`` trait and verify does not count them as a
+    second write.
+``listen_and_serv``
+    Serves ``endpoint`` (one of the trainers' epmap entries) as server ``pserver_id``.
+    ``grad_to_block_id`` entries read ``"grad_name:block_idx"``: the optimize block that
+    consumes that received gradient. In ``distributed_mode`` 0 (sync) each step waits for
+    ``Fanin`` send barriers, runs ``lr_decay_block_id`` (when >= 0) and then every block of
+    ``optimize_blocks`` in order on the server scope, then answers gets until ``Fanin``
+    fetch barriers have arrived; modes 1 (async) and 2 (half-async) run a gradient's block
+    as soon as it arrives (``sparse_grad_to_param`` maps a SelectedRows gradient to its
+    parameter). ``X`` lists the variables the server receives. With more than one trainer
+    in sync mode, trainer ``t``'s gradient ``g`` is received as ``g.trainer_t`` and the
+    optimize block sums and scales them.
+"""
+import numpy as np
+
+from ..errors import InvalidArgument, expected
+from ..tensor.tensor import LoDTensor, SelectedRows
+from ..tensor.dtypes import VarType
+from ..framework.registry import def_op, no_gradient
+from .shape import split_sizes
+
+#: Paddle's default endpoint in the RPC ops' makers
+DEFAULT_ENDPOINT = "127.0.0.1:6164"
+
+#: listen_and_serv's ``distributed_mode`` values (Fluid 1.8's DistributedMode)
+SYNC, ASYNC, HALF_ASYNC, GEO = 0, 1, 2, 3
+
+
+def _no_shape(ctx):
+    """The RPC ops leave shapes to the variables they name (Paddle's are empty too)."""
+
+
+_RPC = dict(infer_shape=_no_shape, grad=no_gradient, lod_aware=True,
+            traits=("stateful", "runtime_outputs", "optional_outputs"))
+
+def_op("send", inputs=["X[]"], outputs=["Out[]"],
+       attrs={"trainer_id": ("int", 0),
+              "epmap": ("strings", [DEFAULT_ENDPOINT]),
+              "sections": ("longs", []),
+              "send_varnames": ("strings", []),
+              "num": ("int", 0),
+              "merge_add": ("bool", False),
+              "use_send_handler": ("bool", True)},
+       doc="Send each X[i] to the server epmap[i], where it arrives under its own name "
+           "(send_varnames: X[0] cut by rows into sections, piece j sent as "
+           "send_varnames[j] to epmap[j]). Out: a dummy for ordering.", **_RPC)
+
+def_op("recv", inputs=["X[]"], outputs=["Out[]"],
+       attrs={"epmap": ("strings", []),
+              "trainer_id": ("int", 0),
+              "with_barrier": ("bool", True),
+              "varnames": ("strings", []),
+              "recv_varnames": ("strings", []),
+              "do_not_run": ("int", 0)},
+       doc="Out[i] = the variable varnames[i] (default Out[i]) of the server epmap[i] "
+           "(recv_varnames: Out[0] = the rows of recv_varnames[j] from epmap[j], stacked). "
+           "X: a dummy for ordering.", **_RPC)
+
+def_op("send_barrier", inputs=["X[]"], outputs=["Out[]"],
+       attrs={"trainer_id": ("int", 0),
+              "endpoints": ("strings", [DEFAULT_ENDPOINT]),
+              "half_async": ("bool", False)},
+       doc="Tell every server in endpoints that this trainer has sent this step's "
+           "gradients.", **_RPC)
+
+def_op("fetch_barrier", inputs=["X[]?"], outputs=["Out[]"],
+       attrs={"trainer_id": ("int", 0),
+              "endpoints": ("strings", [DEFAULT_ENDPOINT])},
+       infer_shape=_no_shape, grad=no_gradient, lod_aware=True,
+       traits=("stateful", "runtime_outputs", "optional_outputs", "control_outputs"),
+       doc="Tell every server in endpoints that this trainer has received this step's "
+           "parameters. Out names the received variables only to order later ops after "
+           "it; nothing is written into them.")
+
+def_op("listen_and_serv", inputs=["X[]"], outputs=[],
+       attrs={"endpoint": ("string", DEFAULT_ENDPOINT),
+              "pserver_id": ("int", -1),
+              "grad_to_block_id": ("strings", []),
+              "distributed_mode": ("int", SYNC),
+              "dc_asgd": ("bool", False),
+              "optimize_blocks": ("blocks", []),
+              "prefetch_var_name_to_block_id": ("strings", []),
+              "sparse_grad_to_param": ("strings", []),
+              "Fanin": ("int", 1),
+              "checkpint_block_id": ("int", -1),
+              "lr_decay_block_id": ("int", -1),
+              "rpc_get_thread_num": ("int", 1),
+              "rpc_send_thread_num": ("int", 1),
+              "rpc_prefetch_thread_num": ("int", 1)},
+       doc="Serve endpoint: receive the gradients X from Fanin trainers, run the "
+           "optimize_blocks (grad_to_block_id: 'grad:block') on them, serve the updated "
+           "parameters; in sync mode (distributed_mode 0) step by step between the "
+           "trainers' send and fetch barriers.", **_RPC)
+
+
+# --- split_byref ------------------------------------------------------------------------------
+def _split_byref_infer(ctx):
+    shape = ctx.input_shape("X")
+    ctx.check(len(shape) >= 1, "input 'X'", "a tensor of rank >= 1", list(shape))
+    n_out = len(ctx.op.outputs["Out"])
+    sizes = split_sizes("split_byref", shape[0], ctx.attr("num"), ctx.attr("sections"), n_out)
+    ctx.set_outputs("Out", [[size] + list(shape[1:]) for size in sizes], ctx.input_dtype("X"))
+
+
+def _split_byref(ctx, x):
+    sizes = split_sizes("split_byref", x.shape[0], ctx.attrs["num"], ctx.attrs["sections"],
+                        len(ctx.output_names("Out")))
+    # views of X, not copies: the pieces share X's memory, as Paddle's do
+    return ctx.xp.split(x, np.cumsum(sizes[:-1]).tolist(), axis=0)
+
+
+def _split_byref_grad(g):
+    return [g.op("concat", {"X": g.output_grad("Out")}, {"Out": g.input_grad("X")},
+                 {"axis": 0})]
+
+
+def_op("split_byref", inputs=["X"], outputs=["Out[]"],
+       attrs={"sections": ("ints", []), "num": ("int", 0)},
+       infer_shape=_split_byref_infer, grad=_split_byref_grad, kernel=_split_byref,
+       doc="Out = X cut by rows (axis 0) into num equal pieces or pieces of sections rows, "
+           "each a view of X's memory (no copy). The gradient is concat(Out@GRAD) on axis 0.")
+
+
+# --- split_selected_rows ----------------------------------------------------------------------
+def _split_selected_rows_infer(ctx):
+    kind = ctx.input_var_type("X")
+    ctx.check(kind == VarType.SELECTED_ROWS, "input 'X'", "a SELECTED_ROWS variable",
+              getattr(kind, "name", kind))
+    sections = ctx.attr("height_sections")
+    n_out = len(ctx.op.outputs["Out"])
+    ctx.check(len(sections) == n_out, "attribute 'height_sections'",
+              f"{n_out} entries (one per output)", list(sections))
+    shape = ctx.input_shape("X")
+    for i, height in enumerate(sections):
+        ctx.set_output("Out", [height] + list(shape[1:]), ctx.input_dtype("X"), index=i,
+                       type=VarType.SELECTED_ROWS)
+
+
+def _split_selected_rows(ctx, x):
+    if not isinstance(x, SelectedRows):
+        raise InvalidArgument(expected("split_selected_rows", "input X", "a SelectedRows",
+                                       type(x).__name__))
+    sections = list(ctx.attrs["height_sections"])
+    if sum(sections) != x.height():
+        raise InvalidArgument(expected("split_selected_rows", "attribute 'height_sections'",
+                                       f"heights summing to X's height {x.height()}",
+                                       sections))
+    starts = np.cumsum([0] + sections)
+    rows = np.asarray(x.rows(), dtype=np.int64)
+    values = x.value.array
+    # row r belongs to the piece whose [start, start + height) holds it, renumbered from 0
+    piece = np.searchsorted(starts, rows, side="right") - 1
+    outs = []
+    for i, height in enumerate(sections):
+        mine = np.nonzero(piece == i)[0]
+        outs.append(SelectedRows((rows[mine] - starts[i]).tolist(), height,
+                                 LoDTensor(values[ctx.xp.asarray(mine)])))
+    return outs
+
+
+def_op("split_selected_rows", inputs=["X"], outputs=["Out[]"],
+       attrs={"height_sections": ("longs", [])},
+       infer_shape=_split_selected_rows_infer, kernel=_split_selected_rows, lod_aware=True,
+       traits=("runtime_outputs",),
+       doc="Out[i] = the rows of SelectedRows X that fall in [s_i, s_i + height_sections[i]) "
+           "(s_i the sum of the earlier heights), renumbered from s_i to 0, with height "
+           "height_sections[i]. No gradient here (the transpiler splits gradients after "
+           "backward).")
