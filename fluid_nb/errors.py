@@ -42,6 +42,15 @@ class ResourceExhausted(FluidError, MemoryError):
     """Memory or another bounded resource ran out."""
 
 
+class Unavailable(FluidError, ConnectionError):
+    """A service that was named (a parameter server's endpoint) cannot be reached, or
+    stopped serving before it answered."""
+
+
+class ExecutionTimeout(FluidError, TimeoutError):
+    """A call or a wait ran past its deadline (an RPC, a training round's barrier)."""
+
+
 def expected(where, what, want, got):
     """Format the project's one error message shape."""
     return f"{where}: {what} expected {want}, but received {got}"

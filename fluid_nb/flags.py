@@ -8,7 +8,10 @@ memory arena reads ``FLAGS_use_system_allocator``, ``FLAGS_initial_cpu_memory_in
 (:mod:`fluid_nb.memory.places`), and the executor ``FLAGS_eager_delete_tensor_gb`` (below
 0: temporaries live to the end of a run) and ``FLAGS_inplace_update`` (off: update ops make
 new arrays instead of writing parameters in place; not one of Paddle's flags, whose updates
-are always in place); the others are kept for scripts that set them.
+are always in place); the parameter server runtime (:mod:`fluid_nb.distributed`) reads
+``FLAGS_rpc_deadline`` (ms an RPC may take, retries included), ``FLAGS_rpc_retry_times`` and
+``FLAGS_rpc_round_deadline`` (ms a sync-mode server waits for the trainers of a round once
+it has begun; not one of Paddle's flags); the others are kept for scripts that set them.
 An unknown name is refused, as in Fluid, with the known ones listed.
 """
 import os
@@ -35,6 +38,8 @@ DEFAULTS = {
     "FLAGS_use_mkldnn": False,
     "FLAGS_paddle_num_threads": 1,
     "FLAGS_rpc_deadline": 180000,
+    "FLAGS_rpc_retry_times": 3,
+    "FLAGS_rpc_round_deadline": 60000,
     "FLAGS_print_sub_graph_dir": "",
     "FLAGS_use_ngraph": False,
     "FLAGS_inner_op_parallelism": 0,
