@@ -23,6 +23,7 @@ from ..tensor.tensor import LoDTensor
 from ..tensor.transfer import to_host
 from . import loops  # noqa: F401  (registers the DynamicRNN converters)
 from . import tensors  # noqa: F401  (registers the math and tensor-manipulation converters)
+from .control_flow import Versions, last_writes
 from .converters import CONVERTERS, ROW_WISE, SEQUENCE_AWARE, UNCONVERTIBLE, NotConvertible
 
 DOMAIN = "ai.fluid_nb"
@@ -101,13 +102,16 @@ class _Context:
         #: the name of its lengths [batch] (int64)
         self.sequences = {}
         #: what converters of related ops share (rank tables, tensor arrays, the loop
-        #: being converted)
+        #: being converted, the SSA names)
         self.extra = {}
+        #: SSA name -> the program variable it is a value of
+        self.aliases = {}
 
     def consumed(self, name):
         """Whether a later op of the program reads ``name``."""
         if not name:
             return False
+        name = self.aliases.get(name, name)
         later = self.block.ops[self.op_index + 1:]
         return any(name in args for op in later for args in op.inputs.values())
 
@@ -137,7 +141,7 @@ class _Context:
         self.op, self.op_index, self._k = op, index, 0
 
     def _var(self, name):
-        var = self.block._find_var_recursive(name)
+        var = self.block._find_var_recursive(self.aliases.get(name, name))
         if var is None:
             raise NotConvertible(f"variable {name!r} is not declared")
         return var
@@ -251,8 +255,14 @@ def export(program, path=None, feed=None, fetch=None, scope=None, opset=17, stri
             graph_inputs.append(_value_info(onnx, name, var.shape, dtype, name))
     rows = []
     produced = set(feed_names) | set(ctx.sequences.values())
-    for index in _needed(body, fetch_names, feed_names):
-        op = body.ops[index]
+    needed = _needed(body, fetch_names, feed_names)
+    # SSA names: every write of a variable that has a value gets a new name (see
+    # control_flow); the parameters and feeds are the values there before any op
+    versions = ctx.extra["versions"] = Versions(
+        ctx, produced | {v.name for v in body.vars.values() if v.persistable})
+    last = last_writes([body.ops[i] for i in needed])
+    for index in needed:
+        op = versions.view(body.ops[index], last)
         ctx.start(op, index)
         convert = CONVERTERS.get(op.type)
         before = len(ctx.nodes)
@@ -300,6 +310,10 @@ def export(program, path=None, feed=None, fetch=None, scope=None, opset=17, stri
     outputs = []
     for n in fetch_names:
         var = block.var(n)
+        if versions.read(n) != n:  # a feed or parameter the program writes: a new name
+            conventions.append(f"{n} is an input the program rewrites: the model gives its "
+                               f"final value as {versions.read(n)}")
+            n = versions.read(n)
         if ctx.lengths(n):  # a sequence comes out padded, its lengths beside it
             outputs += [_value_info(onnx, n, [-1, -1] + list(var.shape[1:]),
                                     to_numpy_dtype(var.dtype), n),

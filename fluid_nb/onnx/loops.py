@@ -162,8 +162,7 @@ def _fill_like(op, ctx):
              value=ctx.onnx.numpy_helper.from_array(value, "value"))
 
 
-@converter("while")
-def _while(op, ctx):
+def convert_dynamic_rnn(op, ctx):
     """The loop of a DynamicRNN: its body converted into an ONNX Loop's graph."""
     onnx = ctx.onnx
     body_block = op.attrs["sub_block"]

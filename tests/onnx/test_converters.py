@@ -66,7 +66,8 @@ def test_every_converter_converts_some_table_case(tmp_path):
 
 #: converters whose ops the tables feed only with a LoD, a rank table or a tensor array:
 #: tests/onnx/test_sequences.py runs them through the padded convention (the text
-#: classifiers, the DynamicRNN)
+#: classifiers, the DynamicRNN) and test_control_flow.py (cond, case, Switch)
 NO_TABLE_CASE = {"lstm", "gru", "sequence_pool", "lod_rank_table", "max_sequence_len",
+                 "conditional_block",
                  "lod_tensor_to_array", "read_from_array", "write_to_array",
                  "shrink_rnn_memory", "array_to_lod_tensor", "while"}
