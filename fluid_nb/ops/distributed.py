@@ -4,7 +4,9 @@ without kernels: the RPC runtime attaches them) and the two split ops the traine
 before sending, ``split_byref`` and ``split_selected_rows`` (with their kernels).
 
 Slots, attributes and defaults are Paddle 1.8's op makers', so transpiled programs print,
-save and load as Paddle's do. What the runtime's kernels do with them (the contract the
+save and load as Paddle's do. Paddle's duplicable inputs may be given empty (the trainer's
+startup ``recv`` has no ``X``, a server that holds no parameter block receives nothing), so
+the RPC ops' ``X`` slots are dispensable here. What the runtime's kernels do with them (the contract the
 transpiler's programs rely on):
 
 ``send``
@@ -39,6 +41,14 @@ transpiler's programs rely on):
     parameter). ``X`` lists the variables the server receives. With more than one trainer
     in sync mode, trainer ``t``'s gradient ``g`` is received as ``g.trainer_t`` and the
     optimize block sums and scales them.
+``distributed_lookup_table``
+    The trainer's lookup in a table kept on the servers (``embedding(is_sparse=True)``,
+    whose ``remote_prefetch`` is set): the table's rows are cut into blocks of
+    ``height_sections`` rows, block ``j`` named ``table_names[j]`` on ``endpoints[j]``. For
+    each ``Ids[i]``, each id goes to the block holding it, renumbered from that block's first
+    row, the servers answer with those rows, and ``Outputs[i]`` holds them in the ids' order
+    (zeros where an id equals ``padding_idx``), shaped as ``lookup_table_version``'s output.
+    ``W`` is the trainer's placeholder of the table (``fake_init``): only its shape is read.
 """
 import numpy as np
 
@@ -62,7 +72,7 @@ def _no_shape(ctx):
 _RPC = dict(infer_shape=_no_shape, grad=no_gradient, lod_aware=True,
             traits=("stateful", "runtime_outputs", "optional_outputs"))
 
-def_op("send", inputs=["X[]"], outputs=["Out[]"],
+def_op("send", inputs=["X[]?"], outputs=["Out[]"],
        attrs={"trainer_id": ("int", 0),
               "epmap": ("strings", [DEFAULT_ENDPOINT]),
               "sections": ("longs", []),
@@ -74,7 +84,7 @@ def_op("send", inputs=["X[]"], outputs=["Out[]"],
            "(send_varnames: X[0] cut by rows into sections, piece j sent as "
            "send_varnames[j] to epmap[j]). Out: a dummy for ordering.", **_RPC)
 
-def_op("recv", inputs=["X[]"], outputs=["Out[]"],
+def_op("recv", inputs=["X[]?"], outputs=["Out[]"],
        attrs={"epmap": ("strings", []),
               "trainer_id": ("int", 0),
               "with_barrier": ("bool", True),
@@ -85,7 +95,7 @@ def_op("recv", inputs=["X[]"], outputs=["Out[]"],
            "(recv_varnames: Out[0] = the rows of recv_varnames[j] from epmap[j], stacked). "
            "X: a dummy for ordering.", **_RPC)
 
-def_op("send_barrier", inputs=["X[]"], outputs=["Out[]"],
+def_op("send_barrier", inputs=["X[]?"], outputs=["Out[]"],
        attrs={"trainer_id": ("int", 0),
               "endpoints": ("strings", [DEFAULT_ENDPOINT]),
               "half_async": ("bool", False)},
@@ -101,7 +111,7 @@ def_op("fetch_barrier", inputs=["X[]?"], outputs=["Out[]"],
            "parameters. Out names the received variables only to order later ops after "
            "it; nothing is written into them.")
 
-def_op("listen_and_serv", inputs=["X[]"], outputs=[],
+def_op("listen_and_serv", inputs=["X[]?"], outputs=[],
        attrs={"endpoint": ("string", DEFAULT_ENDPOINT),
               "pserver_id": ("int", -1),
               "grad_to_block_id": ("strings", []),
@@ -195,3 +205,55 @@ def_op("split_selected_rows", inputs=["X"], outputs=["Out[]"],
            "(s_i the sum of the earlier heights), renumbered from s_i to 0, with height "
            "height_sections[i]. No gradient here (the transpiler splits gradients after "
            "backward).")
+
+
+# --- the trainer's side of a table kept on the servers --------------------------------------
+def _fake_init_infer(ctx):
+    shape = ctx.attr("shape")
+    ctx.check(shape is not None and len(shape) > 0 and all(d > 0 for d in shape),
+              "attribute 'shape'", "positive dims", shape)
+    ctx.set_output("Out", list(shape))
+
+
+def _fake_init(ctx):
+    # a zero-strided view of one zero: the shape the table has, without its memory
+    return ctx.xp.broadcast_to(ctx.xp.zeros((), dtype="float32"), tuple(ctx.attrs["shape"]))
+
+
+def_op("fake_init", outputs=["Out"], attrs={"shape": ("longs", None)},
+       infer_shape=_fake_init_infer, kernel=_fake_init, grad=no_gradient,
+       doc="Out = a placeholder of the given shape that holds no memory of its own (reading "
+           "it gives zeros): the trainer's copy of a table whose rows live on the servers.")
+
+
+def _distributed_lookup_infer(ctx):
+    w = ctx.input_shape("W")
+    ctx.check(len(w) == 2, "input 'W'", "rank 2 ([rows, width])", list(w))
+    names, sections = ctx.attr("table_names"), ctx.attr("height_sections")
+    endpoints = ctx.attr("endpoints")
+    ctx.check(len(names) == len(sections) == len(endpoints) and names,
+              "attributes 'table_names', 'height_sections', 'endpoints'",
+              "one entry per table block in each",
+              f"{len(names)}, {len(sections)}, {len(endpoints)}")
+    version = ctx.attr("lookup_table_version")
+    ctx.check(version in ("lookup_table", "lookup_table_v2"), "attribute "
+              "'lookup_table_version'", "'lookup_table' or 'lookup_table_v2'", repr(version))
+    for i, ids in enumerate(ctx.input_shapes("Ids")):
+        ctx.check(len(ids) == 2, f"input 'Ids'[{i}]", "rank 2", list(ids))
+        shape = [ids[0], w[1]] if version == "lookup_table" else [ids[0], ids[1], w[1]]
+        ctx.set_output("Outputs", shape, ctx.input_dtype("W"), index=i,
+                       lod_level=ctx.input_vars("Ids")[i].lod_level)
+
+
+def_op("distributed_lookup_table", inputs=["Ids[]", "W"], outputs=["Outputs[]"],
+       attrs={"table_names": ("strings", [""]),
+              "height_sections": ("longs", []),
+              "endpoints": ("strings", [DEFAULT_ENDPOINT]),
+              "trainer_id": ("int", 0),
+              "lookup_table_version": ("string", "lookup_table"),
+              "padding_idx": ("long", -1),
+              "dtype": ("int", int(VarType.FP32))},
+       infer_shape=_distributed_lookup_infer, grad=no_gradient, lod_aware=True,
+       traits=("stateful", "runtime_outputs"),
+       doc="Outputs[i] = the rows Ids[i] names of a table cut by rows across the servers "
+           "(table_names[j] on endpoints[j], height_sections[j] rows each), fetched from them.")

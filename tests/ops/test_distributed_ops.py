@@ -29,6 +29,8 @@ CASES = [
     OpCase("split_byref", {"X": r(6, 2, 2)}, attrs={"num": 3}, outputs={"Out": 3},
            ref=lambda i, a: _rows_ref(i["X"], [2, 2, 2]), grad=["X"], grad_outputs=["Out"],
            name="num"),
+    OpCase("fake_init", {}, attrs={"shape": [3, 2]},
+           ref=lambda i, a: {"Out": np.zeros((3, 2), "float32")}),
 ]
 
 (test_output_matches_numpy, test_grad_matches_finite_differences,
@@ -109,6 +111,18 @@ def test_split_selected_rows_runs_on_the_strict_device_without_host_copies():
     assert count["to_host"] == 0, count
 
 
+def test_fake_init_gives_the_shape_without_the_memory():
+    program = fluid.Program()
+    program.global_block().create_var(name="table", persistable=True)
+    program.global_block().append_op(type="fake_init", outputs={"Out": ["table"]},
+                                     attrs={"shape": [1000, 64]})
+    assert program.global_block().var("table").shape == (1000, 64)
+    scope = fluid.Scope()
+    fluid.Executor(fluid.CPUPlace()).run(program, scope=scope)
+    table = scope.find_var("table").get_tensor().array
+    assert table.shape == (1000, 64) and table.strides == (0, 0) and not table.any()
+
+
 def test_split_selected_rows_heights_must_sum_to_the_table_height():
     x = SelectedRows([0], 10, LoDTensor(np.ones((1, 2), "float32")))
     with pytest.raises(InvalidArgument, match="height_sections.*summing to X's height 10"):
@@ -118,22 +132,22 @@ def test_split_selected_rows_heights_must_sum_to_the_table_height():
 # Fluid 1.8's makers (paddle/fluid/operators/distributed_ops/*_op.cc): slots, then each
 # attribute's type and default
 RPC_OPS = {
-    "send": (["X[]"], ["Out[]"], {
+    "send": (["X[]?"], ["Out[]"], {
         "trainer_id": (AttrType.INT, 0), "epmap": (AttrType.STRINGS, ["127.0.0.1:6164"]),
         "sections": (AttrType.LONGS, []), "send_varnames": (AttrType.STRINGS, []),
         "num": (AttrType.INT, 0), "merge_add": (AttrType.BOOLEAN, False),
         "use_send_handler": (AttrType.BOOLEAN, True)}),
-    "recv": (["X[]"], ["Out[]"], {
+    "recv": (["X[]?"], ["Out[]"], {
         "epmap": (AttrType.STRINGS, []), "trainer_id": (AttrType.INT, 0),
         "with_barrier": (AttrType.BOOLEAN, True), "varnames": (AttrType.STRINGS, []),
         "recv_varnames": (AttrType.STRINGS, []), "do_not_run": (AttrType.INT, 0)}),
-    "send_barrier": (["X[]"], ["Out[]"], {
+    "send_barrier": (["X[]?"], ["Out[]"], {
         "trainer_id": (AttrType.INT, 0), "endpoints": (AttrType.STRINGS, ["127.0.0.1:6164"]),
         "half_async": (AttrType.BOOLEAN, False)}),
     "fetch_barrier": (["X[]?"], ["Out[]"], {
         "trainer_id": (AttrType.INT, 0),
         "endpoints": (AttrType.STRINGS, ["127.0.0.1:6164"])}),
-    "listen_and_serv": (["X[]"], [], {
+    "listen_and_serv": (["X[]?"], [], {
         "endpoint": (AttrType.STRING, "127.0.0.1:6164"), "pserver_id": (AttrType.INT, -1),
         "grad_to_block_id": (AttrType.STRINGS, []), "distributed_mode": (AttrType.INT, 0),
         "dc_asgd": (AttrType.BOOLEAN, False), "optimize_blocks": (AttrType.BLOCKS, []),
@@ -145,6 +159,12 @@ RPC_OPS = {
     "split_byref": (["X"], ["Out[]"], {
         "sections": (AttrType.INTS, []), "num": (AttrType.INT, 0)}),
     "split_selected_rows": (["X"], ["Out[]"], {"height_sections": (AttrType.LONGS, [])}),
+    "distributed_lookup_table": (["Ids[]", "W"], ["Outputs[]"], {
+        "table_names": (AttrType.STRINGS, [""]), "height_sections": (AttrType.LONGS, []),
+        "endpoints": (AttrType.STRINGS, ["127.0.0.1:6164"]), "trainer_id": (AttrType.INT, 0),
+        "lookup_table_version": (AttrType.STRING, "lookup_table"),
+        "padding_idx": (AttrType.LONG, -1), "dtype": (AttrType.INT, 5)}),
+    "fake_init": ([], ["Out"], {"shape": (AttrType.LONGS, None)}),
 }
 
 

@@ -26,7 +26,8 @@ ELSEWHERE = {
                            "on_the_strict_device_without_host_copies",
 }
 # the RPC ops move values between processes: their kernels are the distributed runtime's
-for _op in ("send", "recv", "send_barrier", "fetch_barrier", "listen_and_serv"):
+for _op in ("send", "recv", "send_barrier", "fetch_barrier", "listen_and_serv",
+            "distributed_lookup_table"):
     ELSEWHERE[_op] = "no device kernel: an RPC op of the distributed runtime"
 #: ops of test_memory_optimize_and_sparse_gradient_clipping_on_the_device's program
 CLIPPING_TEST_OPS = {"merge_selected_rows", "get_tensor_from_selected_rows", "delete_var"}
