@@ -22,6 +22,7 @@ from ..tensor.dtypes import to_numpy_dtype
 from ..tensor.tensor import LoDTensor
 from ..tensor.transfer import to_host
 from . import loops  # noqa: F401  (registers the DynamicRNN converters)
+from . import normalization, vision  # noqa: F401  (registers their converters)
 from . import tensors  # noqa: F401  (registers the math and tensor-manipulation converters)
 from .control_flow import Versions, last_writes
 from .converters import CONVERTERS, ROW_WISE, SEQUENCE_AWARE, UNCONVERTIBLE, NotConvertible
