@@ -24,6 +24,7 @@ from ..tensor.transfer import to_host
 from . import loops  # noqa: F401  (registers the DynamicRNN converters)
 from . import normalization, vision  # noqa: F401  (registers their converters)
 from . import tensors  # noqa: F401  (registers the math and tensor-manipulation converters)
+from . import sequences  # noqa: F401  (registers the sequence ops' converters)
 from .control_flow import Versions, last_writes
 from .converters import CONVERTERS, ROW_WISE, SEQUENCE_AWARE, UNCONVERTIBLE, NotConvertible
 

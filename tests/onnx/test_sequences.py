@@ -93,14 +93,14 @@ def test_lod_ops_outside_the_convention_are_reported(tmp_path):
         words = fluid.layers.data(name="words", shape=[1], dtype="int64", lod_level=1)
         emb = fluid.layers.embedding(input=words, size=[VOCAB, 8])
         total = fluid.layers.reduce_sum(emb)  # mixes rows of different sequences
-        conv = fluid.layers.sequence_conv(input=emb, num_filters=4, filter_size=3)
+        reshaped = fluid.layers.sequence_reshape(input=emb, new_dim=16)
     scope = fluid.Scope()
     fluid.Executor(fluid.CPUPlace()).run(startup, scope=scope)
-    report = fluid.onnx.export(main, None, feed=["words"], fetch=[total, conv], scope=scope)
+    report = fluid.onnx.export(main, None, feed=["words"], fetch=[total, reshaped], scope=scope)
     why = {row.op_type: row.note for row in report.not_converted}
     assert why["reduce_sum"].startswith("a LoD input (embedding_0.tmp_0): the padded "
                                         "convention does not cover reduce_sum")
-    assert why["sequence_conv"].startswith("no converter for this op type")
+    assert why["sequence_reshape"].startswith("no converter for this op type")
     assert report.path is None  # asked for no file
 
 
@@ -182,3 +182,105 @@ def test_a_dynamic_rnn_exports_as_an_onnx_loop_and_matches(fetch_sequence, tmp_p
                                    atol=1e-6)
     else:
         np.testing.assert_allclose(got[0], np.array(want), rtol=1e-5, atol=1e-6)
+
+
+# --- the other sequence ops by the convention ---------------------------------------------------
+SEQ_LENGTHS, WIDTH = [3, 1, 4, 2], 5
+
+
+def _run_sequence_op(make, tmp_path, lengths=SEQ_LENGTHS, width=WIDTH, extra_feed=None):
+    """A program of one sequence op on the LoD feed x: its output from the executor (padded
+    by its own LoD) and from onnxruntime (padded, with the lengths it gives)."""
+    main, startup = fluid.Program(), fluid.Program()
+    main.random_seed = startup.random_seed = 5
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.layers.data(name="x", shape=[width], dtype="float32", lod_level=1)
+        out = make(x)
+    scope = fluid.Scope()
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(startup, scope=scope)
+    rows = np.random.RandomState(2).uniform(-1, 1, (sum(lengths), width)).astype("float32")
+    feed = {"x": fluid.create_lod_tensor(rows, [lengths], fluid.CPUPlace())}
+    onnx_feed = {"x": padded(rows, lengths), "x_lengths": np.array(lengths, "int64")}
+    for name, (value, onnx_value) in (extra_feed or {}).items():
+        feed[name], onnx_feed[name] = value, onnx_value
+    report = fluid.onnx.export(main, tmp_path / "s.onnx", feed=list(feed), fetch=[out],
+                               scope=scope, strict=True)
+    assert report.complete, str(report)
+    onnx.checker.check_model(onnx.load(str(tmp_path / "s.onnx")), full_check=True)
+    want, = exe.run(main, feed=feed, fetch_list=[out], scope=scope, return_numpy=False)
+    got = _session(tmp_path / "s.onnx").run(None, onnx_feed)
+    return want, got
+
+
+def _assert_same_sequences(want, got):
+    """The padded value holds the executor's rows sequence by sequence. (sequence_expand of
+    rows without a LoD gives rows without one; they follow x's sequences.)"""
+    value, lengths = got
+    want_lengths = np.diff(want.lod()[-1]).tolist() if want.lod() else SEQ_LENGTHS
+    np.testing.assert_array_equal(lengths, want_lengths)
+    np.testing.assert_allclose(value[:, :max(want_lengths)],
+                               padded(np.array(want), want_lengths), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("make", [
+    lambda x: fluid.layers.sequence_softmax(fluid.layers.fc(x, size=1)),
+    lambda x: fluid.layers.sequence_reverse(x),
+    lambda x: fluid.layers.sequence_conv(x, num_filters=3, filter_size=3),
+    lambda x: fluid.layers.sequence_conv(x, num_filters=2, filter_size=2, padding_start=0),
+    lambda x: fluid.layers.sequence_conv(x, num_filters=2, filter_size=4, padding_start=-3),
+    lambda x: fluid.layers.sequence_concat([x, fluid.layers.scale(x, 2.0), x]),
+    lambda x: fluid.layers.sequence_expand_as(
+        fluid.layers.sequence_pool(x, "max"), x),
+    lambda x: fluid.layers.sequence_expand(fluid.layers.sequence_pool(x, "sum"), x),
+], ids=["softmax", "reverse", "conv3", "conv2_from0", "conv4_before", "concat", "expand_as",
+        "expand"])
+def test_a_sequence_op_matches_by_the_convention(make, tmp_path):
+    want, got = _run_sequence_op(make, tmp_path)
+    _assert_same_sequences(want, got)
+
+
+def test_sequence_slice_takes_each_sequences_window(tmp_path):
+    offsets = np.array([[1], [0], [2], [0]], "int64")
+    counts = np.array([[2], [1], [1], [2]], "int64")
+
+    def make(x):
+        offset = fluid.layers.data(name="offset", shape=[1], dtype="int64")
+        length = fluid.layers.data(name="length", shape=[1], dtype="int64")
+        return fluid.layers.sequence_slice(x, offset, length)
+    want, got = _run_sequence_op(make, tmp_path, extra_feed={
+        "offset": (offsets, offsets), "length": (counts, counts)})
+    _assert_same_sequences(want, got)
+
+
+def test_sequence_pad_gives_the_padded_batch_and_unpad_takes_it_back(tmp_path):
+    def make(x):
+        pad = fluid.layers.assign(np.array([-1.0], "float32"))
+        padded_x, length = fluid.layers.sequence_pad(x, pad)
+        return fluid.layers.sequence_unpad(padded_x * 3.0, length)
+    want, got = _run_sequence_op(make, tmp_path)
+    _assert_same_sequences(want, got)
+
+    def make_padded(x):
+        return fluid.layers.sequence_pad(x, fluid.layers.assign(np.array([-1.0], "float32")))[0]
+    want, (got,) = _run_sequence_op(make_padded, tmp_path)
+    np.testing.assert_allclose(got, np.array(want), rtol=1e-6)
+
+
+def test_sequence_mask_of_lengths(tmp_path):
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        lengths = fluid.layers.data(name="n", shape=[-1], dtype="int64",
+                                    append_batch_size=False)
+        masks = [fluid.layers.sequence_mask(lengths, dtype="float32"),
+                 fluid.layers.sequence_mask(lengths, maxlen=6, dtype="int64")]
+    feed = {"n": np.array([3, 1, 4], "int64")}
+    report = fluid.onnx.export(main, tmp_path / "m.onnx", feed=["n"], fetch=masks,
+                               scope=fluid.Scope(), strict=True)
+    assert report.complete
+    want = fluid.Executor(fluid.CPUPlace()).run(main, feed=feed, fetch_list=masks,
+                                                scope=fluid.Scope())
+    got = _session(tmp_path / "m.onnx").run(None, feed)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype
+        np.testing.assert_array_equal(g, w)
