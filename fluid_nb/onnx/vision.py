@@ -10,6 +10,8 @@ pads, deformable sampling, unfold's blocks) the kernel's own construction is wri
 plain nodes: constant window matrices, a gather of every window, GridSample for the
 bilinear reads. Those need the spatial sizes the program declares.
 """
+import functools
+
 import numpy as np
 
 from ..ops.conv_nd import (ConvGeometry, PoolGeometry, TransposeGeometry, is_channel_last,
@@ -37,6 +39,13 @@ def _channel_first(ctx, x, out, last):
     ctx.node("Transpose", [x], [moved_in], perm=[0, rank - 1] + list(range(1, rank - 1)))
     return moved_in, moved_out, lambda: ctx.node(
         "Transpose", [moved_out], [out], perm=[0] + list(range(2, rank)) + [1])
+
+
+def _value(ctx, kind, inputs, **attrs):
+    """Add a one-output ``kind`` node; returns the output's name."""
+    out = ctx.tmp(kind.lower())
+    ctx.node(kind, inputs, [out], **attrs)
+    return out
 
 
 def _known(sizes, what):
@@ -429,24 +438,69 @@ def _grid_sampler(op, ctx):
 
 @converter("affine_grid")
 def _affine_grid(op, ctx):
-    """Output [N, H, W, 2] = the constant base grid [H*W, 3] of (x, y, 1) times Theta^T."""
+    """Output [N, H, W, 2] = the base grid [H*W, 3] of (x, y, 1) times Theta^T; a
+    constant for a fixed output_shape, built from OutputShape at run time otherwise."""
     theta, out = _in(op, "Theta"), _out(op, "Output")
-    if op.inputs.get("OutputShape"):
-        raise NotConvertible("OutputShape read at run time (the base grid is built from a "
-                             "fixed output_shape)")
-    _, _, h, w = op.attrs["output_shape"]
+    aligned = bool(op.attrs.get("align_corners", True))
     dtype = ctx.dtype(theta)
+    if op.inputs.get("OutputShape"):
+        base, shape = _runtime_base_grid(ctx, _in(op, "OutputShape"), aligned, dtype)
+    else:
+        _, _, h, w = op.attrs["output_shape"]
 
-    def line(size):  # the executor's linspace(-1, 1), scaled by (size-1)/size unaligned
-        points = np.linspace(-1.0, 1.0, size, dtype=dtype) if size > 1 else \
-            np.zeros(1, dtype)
-        return points if op.attrs.get("align_corners", True) else points * (size - 1) / size
-    base = np.ones((h, w, 3), dtype)
-    base[:, :, 0], base[:, :, 1] = line(w)[None, :], line(h)[:, None]
-    flipped, product_ = ctx.tmp("theta_t"), ctx.tmp("grid")
-    ctx.node("Transpose", [theta], [flipped], perm=[0, 2, 1])
-    ctx.node("MatMul", [ctx.const(base.reshape(h * w, 3), "base"), flipped], [product_])
-    ctx.node("Reshape", [product_, _ints(ctx, [0, h, w, 2])], [out])
+        def line(size):  # the executor's linspace(-1, 1), times (size-1)/size unaligned
+            points = np.linspace(-1.0, 1.0, size, dtype=dtype) if size > 1 else \
+                np.zeros(1, dtype)
+            return points if aligned else points * (size - 1) / size
+        grid = np.ones((h, w, 3), dtype)
+        grid[:, :, 0], grid[:, :, 1] = line(w)[None, :], line(h)[:, None]
+        base, shape = ctx.const(grid.reshape(h * w, 3), "base"), _ints(ctx, [0, h, w, 2])
+    flipped = _value(ctx, "Transpose", [theta], perm=[0, 2, 1])
+    ctx.node("Reshape", [_value(ctx, "MatMul", [base, flipped]), shape], [out])
+
+
+def _runtime_base_grid(ctx, output_shape, aligned, dtype):
+    """(base grid [H*W, 3], the output's shape [0, H, W, 2]) for H, W read from
+    OutputShape [N, C, H, W]: positions -1 + 2k / (size - 1) (0 for a size of 1), or
+    (2k + 1) / size - 1 without align_corners."""
+    to = ctx.onnx.helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    dims = _value(ctx, "Cast", [output_shape], to=ctx.onnx.TensorProto.INT64)
+    one = ctx.const(np.array(1, dtype), "one")
+    lines, sizes = [], []
+    for axis in (3, 2):  # x runs along W, y along H
+        size = _value(ctx, "Slice", [dims, _ints(ctx, [axis], "start"),
+                                     _ints(ctx, [axis + 1], "end")])
+        steps = _value(ctx, "Range", [ctx.const(np.array(0, "int64"), "zero"),
+                                      _value(ctx, "Squeeze", [size]),
+                                      ctx.const(np.array(1, "int64"), "step")])
+        k = _value(ctx, "Cast", [steps], to=to)
+        extent = _value(ctx, "Cast", [size], to=to)
+        twice = _value(ctx, "Mul", [k, ctx.const(np.array(2, dtype), "two")])
+        if aligned:
+            gaps = _value(ctx, "Max", [_value(ctx, "Sub", [extent, one]), one])
+            points = _value(ctx, "Sub", [_value(ctx, "Div", [twice, gaps]), one])
+            single = _value(ctx, "Equal", [extent, one])
+            points = _value(ctx, "Where", [single, ctx.const(np.array(0, dtype), "zero_f"),
+                                           points])
+        else:
+            points = _value(ctx, "Sub", [_value(ctx, "Div", [
+                _value(ctx, "Add", [twice, one]), extent]), one])
+        lines.append(points)
+        sizes.append(size)
+    width, height = sizes
+    hw = _value(ctx, "Concat", [height, width], axis=0)
+    xs = _value(ctx, "Expand", [_value(ctx, "Unsqueeze", [lines[0], _ints(ctx, [0], "axes")]),
+                                hw])
+    ys = _value(ctx, "Expand", [_value(ctx, "Unsqueeze", [lines[1], _ints(ctx, [1], "axes")]),
+                                hw])
+    ones = _value(ctx, "ConstantOfShape", [hw],
+                  value=ctx.onnx.numpy_helper.from_array(np.array([1], dtype)))
+    stacked = _value(ctx, "Concat", [_value(ctx, "Unsqueeze", [v, _ints(ctx, [-1], "axes")])
+                                     for v in (xs, ys, ones)], axis=-1)
+    base = _value(ctx, "Reshape", [stacked, _ints(ctx, [-1, 3], "rows")])
+    shape = _value(ctx, "Concat", [_ints(ctx, [0], "batch"), height, width,
+                                   _ints(ctx, [2], "pair")], axis=0)
+    return base, shape
 
 
 def _roi_batch_indices(op, ctx, count):
@@ -562,11 +616,7 @@ def _yolo_box(op, ctx):
     scale = float(a.get("scale_x_y", 1.0))
     double = ctx.onnx.TensorProto.DOUBLE
     t = {}
-
-    def node(kind, inputs, **attrs):
-        out = ctx.tmp(kind.lower())
-        ctx.node(kind, inputs, [out], **attrs)
-        return out
+    node = functools.partial(_value, ctx)
 
     def value(v):
         return ctx.const(np.array(v, "float64"), "value")

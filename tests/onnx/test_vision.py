@@ -208,3 +208,24 @@ def test_spatial_sizes_known_only_at_run_time(tmp_path):
     conv, = [n for n in graph.node if n.op_type == "Conv"]
     attrs = {a.name: onnx.helper.get_attribute_value(a) for a in conv.attribute}
     assert attrs["auto_pad"] == b"SAME_UPPER"
+
+
+@pytest.mark.parametrize("aligned", [True, False], ids=["aligned", "unaligned"])
+def test_affine_grid_builds_its_base_grid_from_output_shape_at_run_time(aligned, tmp_path):
+    """The grid's size read from OutputShape: one model serves every size, a single row or
+    column included (its position is 0)."""
+    theta = np.random.RandomState(6).randn(2, 2, 3).astype("float32")
+    program, feed, fetch = _one_op(
+        "affine_grid", {"Theta": theta, "OutputShape": np.array([2, 1, 3, 4], "int32")},
+        {"align_corners": aligned}, {"Output": 1})
+    fluid.onnx.export(program, tmp_path / "grid.onnx", feed=list(feed), fetch=fetch,
+                      scope=fluid.Scope(), strict=True)
+    session = ort.InferenceSession(str(tmp_path / "grid.onnx"),
+                                   providers=["CPUExecutionProvider"])
+    for h, w in ((3, 4), (1, 5), (6, 1), (1, 1)):
+        feed["outputshape"] = np.array([2, 1, h, w], "int32")
+        got, = session.run(fetch, feed)
+        want, = fluid.Executor(fluid.CPUPlace()).run(program, feed=feed, fetch_list=fetch,
+                                                     scope=fluid.Scope())
+        assert got.shape == (2, h, w, 2)
+        _assert_same([got], [np.asarray(want)])
