@@ -265,32 +265,27 @@ def _resize_sizes(op, ctx, x, shape):
     the spatial sizes when known statically, else None)."""
     n = len(shape) - 2
     spatial = None
+    scale = float(op.attrs.get("scale", 0.0) or 0.0)
     if op.inputs.get("SizeTensor"):
-        joined = ctx.tmp("joined")
-        ctx.node("Concat", list(op.inputs["SizeTensor"]), [joined], axis=0)
-        sizes = ctx.tmp("size_values")
-        ctx.node("Cast", [joined], [sizes], to=ctx.onnx.TensorProto.INT64)
+        joined = _value(ctx, "Concat", list(op.inputs["SizeTensor"]), axis=0)
+        sizes = _value(ctx, "Cast", [joined], to=ctx.onnx.TensorProto.INT64)
     elif op.inputs.get("OutSize"):
-        sizes = ctx.tmp("size_values")
-        ctx.node("Cast", [_in(op, "OutSize")], [sizes], to=ctx.onnx.TensorProto.INT64)
-    elif op.inputs.get("Scale"):  # int(size * scale), computed in double as the host does
-        whole, tail, wide, scale, scaled, floor, sizes = (ctx.tmp(k) for k in (
-            "dims", "spatial", "spatial", "scale", "scaled", "floor", "size_values"))
+        sizes = _value(ctx, "Cast", [_in(op, "OutSize")], to=ctx.onnx.TensorProto.INT64)
+    elif op.inputs.get("Scale") or (scale > 0 and any(s < 0 for s in shape[2:])):
+        # int(size * scale), in double as the host computes it
         double = ctx.onnx.TensorProto.DOUBLE
-        ctx.node("Shape", [x], [whole])
-        ctx.node("Slice", [whole, _ints(ctx, [2], "start"), _ints(ctx, [len(shape)], "end")],
-                 [tail])
-        ctx.node("Cast", [tail], [wide], to=double)
-        ctx.node("Cast", [_in(op, "Scale")], [scale], to=double)
-        ctx.node("Mul", [wide, scale], [scaled])
-        ctx.node("Floor", [scaled], [floor])
-        ctx.node("Cast", [floor], [sizes], to=ctx.onnx.TensorProto.INT64)
+        factor = _value(ctx, "Cast", [_in(op, "Scale")], to=double) if \
+            op.inputs.get("Scale") else ctx.const(np.array([scale], "float64"), "scale")
+        whole = _value(ctx, "Shape", [x])
+        tail = _value(ctx, "Slice", [whole, _ints(ctx, [2], "start"),
+                                     _ints(ctx, [len(shape)], "end")])
+        scaled = _value(ctx, "Mul", [_value(ctx, "Cast", [tail], to=double), factor])
+        sizes = _value(ctx, "Cast", [_value(ctx, "Floor", [scaled])],
+                       to=ctx.onnx.TensorProto.INT64)
     else:
         names = ("out_d", "out_h", "out_w")[3 - n:]
         spatial = [int(op.attrs.get(name, -1)) for name in names]
-        scale = float(op.attrs.get("scale", 0.0) or 0.0)
         if scale > 0:
-            _known(shape[2:], "a resize by scale")
             spatial = [int(s * scale) for s in shape[2:]]
         if all(d >= 0 for d in shape[:2]):
             return _ints(ctx, list(shape[:2]) + spatial, "sizes"), spatial

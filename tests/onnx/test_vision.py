@@ -229,3 +229,20 @@ def test_affine_grid_builds_its_base_grid_from_output_shape_at_run_time(aligned,
                                                      scope=fluid.Scope())
         assert got.shape == (2, h, w, 2)
         _assert_same([got], [np.asarray(want)])
+
+
+def test_a_resize_by_scale_of_unknown_sizes_works_them_out_in_the_graph(tmp_path):
+    """int(size * scale) from the input's run-time shape, as the executor computes it (a
+    program from a file declaring its spatial sizes -1)."""
+    x = np.zeros((1, 2, 4, 5), "float32")
+    program, feed, fetch = _one_op("bilinear_interp", {"X": x},
+                                   {"scale": 1.7, "align_corners": False, "align_mode": 0},
+                                   {"Out": 1})
+    block = program.global_block()
+    block.var("x").shape, block.var(fetch[0]).shape = (-1, 2, -1, -1), (-1, 2, -1, -1)
+    rng = np.random.RandomState(7)
+    for shape in ((1, 2, 4, 5), (2, 2, 7, 3)):
+        feed = {"x": rng.randn(*shape).astype("float32")}
+        got, want, _ = _export_and_run(program, feed, fetch, tmp_path / "scale.onnx")
+        assert want[0].shape[2:] == (int(shape[2] * 1.7), int(shape[3] * 1.7))
+        _assert_same(got, want)
