@@ -29,6 +29,7 @@ from .input import embedding, one_hot  # noqa: F401  (Fluid 1.6+: ids without a 
 from .training import LossHistory, train_loop  # noqa: F401
 from . import average, compiler, flags, install_check, memory, metrics, profiler  # noqa: F401
 from . import native, onnx  # noqa: F401  (the native code generator, ONNX export)
+from . import distributed  # noqa: F401  (the RPC runtime: the send/recv ops' kernels)
 from .compiler import (BuildStrategy, CompiledProgram, ExecutionStrategy,  # noqa: F401
                        ParallelExecutor)
 from .flags import get_flags, set_flags  # noqa: F401

@@ -8,6 +8,9 @@
     fluid-nb export inference_dir -o model.onnx  the model as ONNX, with an op-by-op report
     fluid-nb demo -o fluid_nb_demo.html          train fit_a_line, write its graph page
     fluid-nb lab                                 JupyterLab on the bundled notebooks
+    fluid-nb launch --pservers 2 --trainers 2 train.py
+                                                 a parameter-server job: its processes with
+                                                 the PADDLE_* environment, logs prefixed
 
 A program file is a ``*.pdmodel``, a ``__model__``, or a directory holding one of them; it
 is decoded by fluid_nb's own codec (nothing in it is executed). Errors print as one line
@@ -15,6 +18,7 @@ and exit with status 1 (``--debug`` shows the traceback).
 """
 import argparse
 import os
+import signal
 import subprocess
 import sys
 
@@ -350,7 +354,40 @@ def build_parser():
                "(see `jupyter lab --help`). Run as root, --allow-root is added for you.")
     lab.add_argument("--dir", help="root folder (default: the checkout's notebooks/)")
     lab.set_defaults(handler=cmd_lab, lab_args=[])  # other arguments go to jupyter lab
+
+    launch = sub.add_parser(
+        "launch", help="start a parameter-server job: servers and trainers running one "
+                       "script with the PADDLE_* environment Fluid's launchers set",
+        usage="fluid-nb launch --pservers N --trainers M [--ips IP,IP] [--node-ip IP] "
+              "[--start-port P] [--log-dir DIR] script.py [ARGS ...]")
+    launch.add_argument("--pservers", type=int, default=2, help="parameter servers (2)")
+    launch.add_argument("--trainers", type=int, default=2, help="trainers (2)")
+    launch.add_argument("--ips", help="the machines, comma-separated (default: this one, "
+                                      "127.0.0.1); run the same command on each")
+    launch.add_argument("--node-ip", help="this machine's IP among --ips (default: found)")
+    launch.add_argument("--start-port", type=int,
+                        help="first port (default: free ports on one machine, 6170 across "
+                             "several)")
+    launch.add_argument("--log-dir", help="also write each process's output to "
+                                          "DIR/serverlog.I and DIR/workerlog.J")
+    launch.add_argument("script", help="the training script")
+    launch.add_argument("script_args", nargs=argparse.REMAINDER,
+                        help="arguments for the script")
+    launch.set_defaults(handler=cmd_launch)
     return parser
+
+
+def cmd_launch(args, out):
+    """Run the job; its status is the launch's (the first failure's, or 0)."""
+    from .distributed import launch
+    processes, node_ip = launch.plan(args.pservers, args.trainers, args.ips,
+                                     args.start_port, args.node_ip)
+    print(f"[launch] {len(processes)} processes on {node_ip}: "
+          + ", ".join(f"{p.label} {p.endpoint}" for p in processes), file=out, flush=True)
+    # a SIGTERM to the launcher stops the job as Ctrl-C does (this is a command line
+    # process of its own, never a notebook kernel)
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    return launch.run(processes, args.script, args.script_args, args.log_dir, out)
 
 
 def main(argv=None, out=None):

@@ -248,8 +248,15 @@ class Executor:
         finally:
             self.run_token = None
 
+    #: called with the executor by ``close``: the distributed runtime adds the call that
+    #: tells the parameter servers a trainer is done (Fluid's ``Executor::Close``)
+    close_hooks = []
+
     def close(self):
-        """Kept for Fluid scripts; there is nothing to release."""
+        """Fluid's ``exe.close()``: a trainer tells its parameter servers that it is done
+        (the hooks); there is nothing else to release."""
+        for hook in Executor.close_hooks:
+            hook(self)
 
     # --- plans ------------------------------------------------------------------------
     def _build_plan(self, program, scope, feed_names, fetch_names, feed_var_name,

@@ -1,0 +1,220 @@
+"""The trainer's side of the RPC: calls to the parameter servers' ``SendRecvService``.
+
+One gRPC channel per endpoint per process (:func:`client` is the process's one client, as
+Paddle's ``RPCClient::GetInstance``). Every call has a deadline, ``FLAGS_rpc_deadline`` ms,
+retries included. A call that finds the server unavailable is tried again after a pause
+that doubles (50 ms up to 1 s): until the deadline while the endpoint has never answered
+(a trainer usually starts before its servers listen), at most ``FLAGS_rpc_retry_times``
+times once it has (a server that answered and went away has stopped). What cannot be done
+raises a typed error naming the method, the endpoint and the variable:
+
+- ``Unavailable``: the server cannot be reached, or stopped serving (its reason, which it
+  sends with ABORTED, quoted);
+- ``ExecutionTimeout``: no answer within the deadline;
+- the server's refusals as the matching kind: ``InvalidArgument`` (a malformed message),
+  ``NotFound`` (a variable it does not hold or receive), ``Unimplemented`` ...
+
+Messages are built and values decoded by the caller's thread; the call threads only move
+bytes, so the values a kernel sees are made where the kernel runs.
+"""
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import grpc
+
+from .. import flags
+from ..errors import (ExecutionTimeout, InvalidArgument, NotFound, OutOfRange,
+                      PreconditionNotMet, ResourceExhausted, Unavailable, Unimplemented,
+                      expected)
+from . import messages
+from . import send_recv_pb2 as pb
+
+CHANNEL_OPTIONS = [
+    ("grpc.max_send_message_length", -1),
+    ("grpc.max_receive_message_length", -1),
+    # gRPC waits 1 s and more before connecting again after a failure; a trainer waiting
+    # for its servers to start should see them soon after they listen
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.min_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 1000),
+]
+
+#: the server's status codes and the errors they become here
+_REFUSALS = {
+    grpc.StatusCode.INVALID_ARGUMENT: InvalidArgument,
+    grpc.StatusCode.NOT_FOUND: NotFound,
+    grpc.StatusCode.OUT_OF_RANGE: OutOfRange,
+    grpc.StatusCode.FAILED_PRECONDITION: PreconditionNotMet,
+    grpc.StatusCode.UNIMPLEMENTED: Unimplemented,
+    grpc.StatusCode.RESOURCE_EXHAUSTED: ResourceExhausted,
+}
+
+
+def _seconds(flag_ms):
+    return max(float(flags.flag(flag_ms)), 1.0) / 1000.0
+
+
+class RPCClient:
+    """Calls ``SendVariable`` / ``GetVariable`` ... on servers named by ``ip:port``.
+
+    ``sent_bytes`` and ``received_bytes`` count the messages' bytes (requests and
+    replies) since the client was made."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._channels = {}
+        self._methods = {}
+        #: endpoint -> the trainer id of the last call it answered
+        self._reached = {}
+        self._pool = None
+        self.sent_bytes = 0
+        self.received_bytes = 0
+
+    # --- calls ----------------------------------------------------------------------------
+    def send_variable(self, endpoint, name, value, trainer_id=0):
+        """Hand ``value`` to the server as variable ``name``."""
+        self.call(endpoint, "SendVariable",
+                  messages.encode(name, value, trainer_id, where=f"send to {endpoint}"))
+
+    def get_variable(self, endpoint, name, trainer_id=0, barrier=True):
+        """The server's value of variable ``name`` (in sync mode, once this step's
+        optimization has run; ``barrier=False``: at once)."""
+        method = "GetVariable" if barrier else "GetVariableNoBarrier"
+        asked = name if barrier else name + messages.WITHOUT_BARRIER
+        reply = self.call(endpoint, method, messages.request(asked, trainer_id), name)
+        return messages.decode(pb.VariableMessage.FromString(reply),
+                               f"{method} from {endpoint}")
+
+    def batch_barrier(self, endpoint, trainer_id=0):
+        self.call(endpoint, "SendVariable", messages.control(messages.BATCH_BARRIER,
+                                                             trainer_id))
+
+    def fetch_barrier(self, endpoint, trainer_id=0):
+        self.call(endpoint, "GetVariable", messages.control(messages.FETCH_BARRIER,
+                                                            trainer_id))
+
+    def send_complete(self):
+        """Tell every server this process has reached that its trainer is done (Fluid's
+        ``Executor.close``); a server returns from listen_and_serv once all its trainers
+        are. A second call tells nobody again."""
+        with self._lock:
+            reached, self._reached = dict(self._reached), {}
+        self.each([(self.call, (endpoint, "SendVariable",
+                                messages.control(messages.COMPLETE, trainer_id)))
+                   for endpoint, trainer_id in sorted(reached.items())])
+
+    def call(self, endpoint, method, message, name=None):
+        """The reply's bytes of ``method`` called with ``message`` on ``endpoint``."""
+        name = name or message.varname
+        payload = message.SerializeToString()
+        stub = self._method(endpoint, method)
+        limit = _seconds("FLAGS_rpc_deadline")
+        retries = int(flags.flag("FLAGS_rpc_retry_times"))
+        start = time.monotonic()
+        end = start + limit
+        tries, pause = 0, 0.05
+        while True:
+            tries += 1
+            try:
+                reply = stub(payload, timeout=max(end - time.monotonic(), 0.001))
+                break
+            except grpc.RpcError as exc:
+                code, left = exc.code(), end - time.monotonic()
+                known = endpoint in self._reached
+                if code == grpc.StatusCode.UNAVAILABLE and left > 0.02 \
+                        and (not known or tries <= retries):
+                    time.sleep(min(pause, left - 0.01))
+                    pause = min(pause * 2, 1.0)
+                    continue
+                raise self._error(exc, endpoint, method, name, tries,
+                                  time.monotonic() - start, limit) from None
+        with self._lock:
+            self._reached[endpoint] = message.trainer_id
+            self.sent_bytes += len(payload)
+            self.received_bytes += len(reply)
+        return reply
+
+    def each(self, calls):
+        """Run ``(function, args)`` calls at the same time; their results in order, or the
+        first error (after all have ended: none is left running)."""
+        if len(calls) <= 1:
+            return [fn(*args) for fn, args in calls]
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=16,
+                                                thread_name_prefix="fluid_nb-rpc")
+        futures = [self._pool.submit(fn, *args) for fn, args in calls]
+        errors = [f.exception() for f in futures]
+        for error in errors:
+            if error is not None:
+                raise error
+        return [f.result() for f in futures]
+
+    # --- channels ---------------------------------------------------------------------------
+    def _method(self, endpoint, method):
+        key = (endpoint, method)
+        found = self._methods.get(key)
+        if found is not None:
+            return found
+        with self._lock:
+            channel = self._channels.get(endpoint)
+            if channel is None:
+                channel = self._channels[endpoint] = grpc.insecure_channel(
+                    _checked_endpoint(endpoint, method), options=CHANNEL_OPTIONS)
+            found = self._methods[key] = channel.unary_unary(f"/{pb.SERVICE}/{method}")
+        return found
+
+    def close(self):
+        """Close the channels (a later call opens them again)."""
+        with self._lock:
+            channels, self._channels, self._methods = self._channels, {}, {}
+        for channel in channels.values():
+            channel.close()
+
+    @staticmethod
+    def _error(exc, endpoint, method, name, tries, spent, limit):
+        code, details = exc.code(), exc.details() or ""
+        where = f"{method} to {endpoint}, variable '{name}'"
+        if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+            return ExecutionTimeout(expected(
+                where, "an answer", f"within {limit:g} s (FLAGS_rpc_deadline)",
+                f"none after {spent:.1f} s"))
+        if code == grpc.StatusCode.UNAVAILABLE:
+            return Unavailable(expected(
+                where, "the parameter server", "to be reachable and serving",
+                f"no answer after {tries} tries in {spent:.1f} s ({details})"))
+        kind = _REFUSALS.get(code)
+        if kind is not None:
+            return kind(f"{where}: the server refused it: {details}")
+        if code == grpc.StatusCode.ABORTED:  # the server stopped, and says why
+            return Unavailable(f"{where}: the server stopped serving: {details}")
+        return Unavailable(f"{where}: the server failed to answer ({code.name}: {details})")
+
+
+def _checked_endpoint(endpoint, where):
+    host, _, port = endpoint.rpartition(":") if isinstance(endpoint, str) else ("", "", "")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise InvalidArgument(expected(where, "endpoint", "'ip:port' (port 1-65535)",
+                                       repr(endpoint)))
+    return endpoint
+
+
+_client = None
+_client_lock = threading.Lock()
+
+
+def client():
+    """The process's RPC client (made on first use)."""
+    global _client
+    if _client is None:
+        with _client_lock:
+            if _client is None:
+                _client = RPCClient()
+    return _client
+
+
+def send_complete():
+    """``exe.close()`` on a trainer: tell the servers it has reached that it is done."""
+    if _client is not None:
+        _client.send_complete()

@@ -1,0 +1,169 @@
+"""The kernels of the RPC ops (defined in :mod:`fluid_nb.ops.distributed`, whose docstring
+is their contract), attached to the definitions when this package is imported.
+
+Trainer side: ``send``, ``recv``, ``send_barrier``, ``fetch_barrier`` and
+``distributed_lookup_table`` call every server they name at the same time through the
+process's :func:`~fluid_nb.distributed.client.client` and return once all have answered
+(or raise the first typed error). Server side:
+``listen_and_serv`` runs :class:`~fluid_nb.distributed.pserver.ParameterServer` until its
+trainers are done.
+"""
+import numpy as np
+
+from ..errors import InvalidArgument, OutOfRange, expected
+from ..framework import registry
+from ..tensor.dtypes import to_numpy_dtype
+from ..tensor.tensor import LoDTensor, SelectedRows
+from . import messages
+from . import send_recv_pb2 as pb
+from .client import client
+from .pserver import ParameterServer
+
+
+def _endpoints(ctx, attr, count, what):
+    endpoints = list(ctx.attrs[attr])
+    if len(endpoints) != count:
+        raise InvalidArgument(expected(ctx.op.type, f"attribute '{attr}'",
+                                       f"one endpoint per {what} ({count})", endpoints))
+    return endpoints
+
+
+def _rows_pieces(op, value, sections):
+    """``value`` cut by rows into pieces of ``sections`` rows (the pieces a server holds)."""
+    array = value.array if isinstance(value, LoDTensor) else None
+    if array is None or sum(sections) != array.shape[0]:
+        raise InvalidArgument(expected(op, "attribute 'sections'", "row counts summing to "
+                                       "X's rows", f"{list(sections)} for "
+                                       f"{None if array is None else list(array.shape)}"))
+    return [LoDTensor(piece) for piece in np.split(array, np.cumsum(sections)[:-1])]
+
+
+def _send(ctx, xs):
+    rpc, trainer = client(), ctx.attrs["trainer_id"]
+    names = list(ctx.attrs["send_varnames"])
+    if names:  # one variable, cut by rows, piece j to epmap[j] as names[j]
+        epmap = _endpoints(ctx, "epmap", len(names), "name in send_varnames")
+        if xs[0] is None:
+            return None
+        pieces = _rows_pieces("send", xs[0], ctx.attrs["sections"])
+        jobs = list(zip(epmap, names, pieces))
+    else:
+        epmap = _endpoints(ctx, "epmap", len(xs), "input X")
+        jobs = [(ep, name, value) for ep, name, value
+                in zip(epmap, ctx.input_names("X"), xs) if _has_value(value)]
+    # messages are built here, in the kernel's thread; the calls only move bytes
+    rpc.each([(rpc.call, (ep, "SendVariable", messages.encode(name, value, trainer,
+                                                              f"send to {ep}")))
+              for ep, name, value in jobs])
+    return None
+
+
+def _has_value(value):
+    if isinstance(value, SelectedRows):
+        return value.value.array is not None
+    return isinstance(value, LoDTensor) and value.array is not None
+
+
+def _recv(ctx, xs):
+    if ctx.attrs["do_not_run"]:
+        return None
+    rpc, trainer = client(), ctx.attrs["trainer_id"]
+    barrier = ctx.attrs["with_barrier"]
+    outs = ctx.output_names("Out")
+    pieces = list(ctx.attrs["recv_varnames"])
+    if pieces:  # Out[0] = the rows of pieces[j] from epmap[j], stacked
+        epmap = _endpoints(ctx, "epmap", len(pieces), "name in recv_varnames")
+        got = _get(rpc, zip(epmap, pieces), trainer, barrier)
+        return [LoDTensor(np.concatenate([g.array for g in got], axis=0))]
+    names = list(ctx.attrs["varnames"]) or outs
+    if len(names) != len(outs):
+        raise InvalidArgument(expected("recv", "attribute 'varnames'",
+                                       f"one name per output Out ({len(outs)})", names))
+    epmap = _endpoints(ctx, "epmap", len(outs), "output Out")
+    return _get(rpc, zip(epmap, names), trainer, barrier)
+
+
+def _get(rpc, sources, trainer, barrier):
+    """The values of ``(endpoint, name)`` sources, asked for at the same time and decoded
+    in the kernel's thread."""
+    method = "GetVariable" if barrier else "GetVariableNoBarrier"
+    suffix = "" if barrier else messages.WITHOUT_BARRIER
+    sources = list(sources)
+    replies = rpc.each([(rpc.call, (ep, method, messages.request(name + suffix, trainer),
+                                    name)) for ep, name in sources])
+    return [messages.decode(pb.VariableMessage.FromString(reply), f"{method} from {ep}")
+            for (ep, _), reply in zip(sources, replies)]
+
+
+def _send_barrier(ctx, xs):
+    rpc, trainer = client(), ctx.attrs["trainer_id"]
+    rpc.each([(rpc.batch_barrier, (ep, trainer)) for ep in ctx.attrs["endpoints"]])
+    return None
+
+
+def _fetch_barrier(ctx, xs):
+    rpc, trainer = client(), ctx.attrs["trainer_id"]
+    rpc.each([(rpc.fetch_barrier, (ep, trainer)) for ep in ctx.attrs["endpoints"]])
+    return None
+
+
+def _distributed_lookup_table(ctx, ids_list, w):
+    """Each Ids[i]'s rows of a table cut by rows across the servers: one PrefetchVariable
+    per (input, block) holding ids, answered with the block's rows for them."""
+    attrs = ctx.attrs
+    names, endpoints = list(attrs["table_names"]), list(attrs["endpoints"])
+    starts = np.cumsum([0] + [int(s) for s in attrs["height_sections"]])
+    pad, v2 = attrs["padding_idx"], attrs["lookup_table_version"] == "lookup_table_v2"
+    width = w.array.shape[1]
+    rpc, trainer = client(), attrs["trainer_id"]
+    jobs, places = [], []
+    flats = []
+    for i, ids in enumerate(ids_list):
+        flat = np.asarray(ids.array).reshape(-1).astype("int64")
+        flats.append(flat)
+        wanted = flat != pad if pad != -1 else np.ones(flat.shape, bool)
+        bad = wanted & ((flat < 0) | (flat >= starts[-1]))
+        if bad.any():
+            raise OutOfRange(expected("distributed_lookup_table", f"input Ids[{i}]",
+                                      f"ids in [0, {int(starts[-1])}) (the table's rows)",
+                                      int(flat[bad][0])))
+        block_of = np.searchsorted(starts, flat, side="right") - 1
+        for j, (name, ep) in enumerate(zip(names, endpoints)):
+            positions = np.nonzero(wanted & (block_of == j))[0]
+            if positions.size:
+                local = LoDTensor((flat[positions] - starts[j]).reshape(-1, 1))
+                message = messages.encode(ctx.input_names("Ids")[i], local, trainer,
+                                          f"prefetch from {ep}")
+                message.table_name, message.out_varname = name, ctx.output_names("Outputs")[i]
+                jobs.append((rpc.call, (ep, "PrefetchVariable", message, name)))
+                places.append((i, positions, ep))
+    replies = rpc.each(jobs)
+    outs = [np.zeros((flat.size, width), dtype=to_numpy_dtype(attrs["dtype"]))
+            for flat in flats]
+    for (i, positions, ep), reply in zip(places, replies):
+        rows = messages.decode(pb.VariableMessage.FromString(reply),
+                               f"PrefetchVariable from {ep}").array
+        if rows.shape != (positions.size, width):
+            raise InvalidArgument(expected(f"distributed_lookup_table: PrefetchVariable from "
+                                           f"{ep}", "rows", [positions.size, width],
+                                           list(rows.shape)))
+        outs[i][positions] = rows
+    result = []
+    for ids, out in zip(ids_list, outs):
+        shape = tuple(ids.array.shape) if v2 else tuple(ids.array.shape[:-1])
+        result.append(LoDTensor(out.reshape(shape + (width,)), ids._lod))
+    return result
+
+
+def _listen_and_serv(ctx, xs):
+    ParameterServer(ctx).serve()
+    return None
+
+
+def attach():
+    registry.attach_kernel("send", _send)
+    registry.attach_kernel("recv", _recv)
+    registry.attach_kernel("send_barrier", _send_barrier)
+    registry.attach_kernel("fetch_barrier", _fetch_barrier)
+    registry.attach_kernel("listen_and_serv", _listen_and_serv)
+    registry.attach_kernel("distributed_lookup_table", _distributed_lookup_table)

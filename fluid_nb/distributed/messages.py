@@ -1,0 +1,143 @@
+"""A variable as a ``VariableMessage`` and back: what travels between trainers and servers.
+
+A LoDTensor travels as its data type (framework.proto's ``VarType.Type`` number), dims, LoD
+(``lod_level`` levels of offsets) and elements (``serialized``: C order, little-endian); a
+SelectedRows as the same for its value plus ``rows`` (int64 little-endian) and
+``slr_height``. Control messages are messages whose ``varname`` is one of Paddle's reserved
+names (``BATCH_BARRIER@RECV`` ...) and carry nothing else.
+
+:func:`decode` checks everything a message claims against what it holds (a known data type,
+dims that are not negative, a byte count equal to dims times the element size, a valid LoD,
+rows inside the height) and refuses with InvalidArgument naming the variable and ``where``,
+so a malformed message never becomes a half-made value.
+"""
+import numpy as np
+
+from ..errors import InvalidArgument, expected
+from ..tensor.dtypes import DATA_TYPES, VarType, convert_dtype, to_numpy_dtype
+from ..tensor.tensor import LoDTensor, SelectedRows, check_lod
+from . import send_recv_pb2 as pb
+
+#: a trainer has sent all its gradients of this step (SendVariable)
+BATCH_BARRIER = "BATCH_BARRIER@RECV"
+#: a trainer has received all its parameters of this step (GetVariable)
+FETCH_BARRIER = "FETCH_BARRIER@RECV"
+#: a trainer is done: the servers stop waiting for it (SendVariable, ``exe.close()``)
+COMPLETE = "COMPLETE@RECV"
+#: suffix of a GetVariableNoBarrier request's varname
+WITHOUT_BARRIER = "@WITHOUT_BARRIER@RECV"
+CONTROL_NAMES = frozenset({BATCH_BARRIER, FETCH_BARRIER, COMPLETE})
+
+
+def control(name, trainer_id):
+    """The control message ``name`` (one of CONTROL_NAMES) from trainer ``trainer_id``."""
+    return pb.VariableMessage(varname=name, trainer_id=trainer_id)
+
+
+def request(name, trainer_id):
+    """A GetVariable request: the variable's name only."""
+    return pb.VariableMessage(varname=name, trainer_id=trainer_id)
+
+
+def _little_endian_bytes(array):
+    array = np.ascontiguousarray(array)
+    if array.dtype.byteorder == ">":
+        array = array.astype(array.dtype.newbyteorder("<"))
+    return array.tobytes()
+
+
+def encode(name, value, trainer_id=0, where="send"):
+    """The VariableMessage carrying ``value`` (a LoDTensor, SelectedRows or array) as
+    variable ``name``."""
+    message = pb.VariableMessage(varname=name, trainer_id=trainer_id)
+    if isinstance(value, SelectedRows):
+        message.type = pb.SELECTED_ROWS
+        message.slr_height = value.height()
+        message.rows = np.asarray(value.rows(), dtype="<i8").tobytes()
+        tensor = value.value
+    elif isinstance(value, LoDTensor):
+        message.type = pb.LOD_TENSOR
+        tensor = value
+        for level in tensor._lod:
+            message.lod.add().lod_data.extend(int(x) for x in level)
+        message.lod_level = len(tensor._lod)
+    elif isinstance(value, np.ndarray):
+        message.type = pb.LOD_TENSOR
+        tensor = LoDTensor(value)
+    else:
+        raise InvalidArgument(expected(where, f"variable '{name}'", "a LoDTensor or "
+                                       "SelectedRows with a value", type(value).__name__))
+    array = tensor.array
+    if array is None:
+        raise InvalidArgument(expected(where, f"variable '{name}'", "an initialised tensor",
+                                       "a tensor with no data"))
+    if not isinstance(array, np.ndarray):  # a device array: its bytes come to the host
+        array = array.get() if hasattr(array, "get") else np.asarray(array)
+    message.data_type = int(convert_dtype(array.dtype))
+    message.dims.extend(array.shape)
+    message.serialized = _little_endian_bytes(array)
+    return message
+
+
+def decode(message, where):
+    """The value a VariableMessage carries (LoDTensor or SelectedRows over NumPy arrays),
+    checked whole before anything is made."""
+    name = message.varname
+
+    def refuse(what, want, got):
+        raise InvalidArgument(expected(f"{where}: variable '{name}'", what, want, got))
+
+    if not name:
+        raise InvalidArgument(expected(where, "message varname", "a variable name", "''"))
+    if message.type not in (pb.LOD_TENSOR, pb.SELECTED_ROWS):
+        refuse("type", "LOD_TENSOR (0) or SELECTED_ROWS (1)", message.type)
+    try:
+        dtype = VarType(message.data_type)
+    except ValueError:
+        dtype = None
+    if dtype not in DATA_TYPES or dtype in (VarType.BF16, VarType.FP8_E4M3FN,
+                                            VarType.FP8_E5M2):
+        refuse("data_type", "a data type NumPy holds (framework.proto's VarType.Type)",
+               message.data_type)
+    dims = list(message.dims)
+    if any(d < 0 for d in dims):
+        refuse("dims", "sizes >= 0", dims)
+    np_dtype = to_numpy_dtype(dtype).newbyteorder("<")
+    count = int(np.prod(dims, dtype=np.int64)) if dims else 1
+    if len(message.serialized) != count * np_dtype.itemsize:
+        refuse("serialized bytes", f"{count * np_dtype.itemsize} ({dims} of {np_dtype.name})",
+               len(message.serialized))
+    array = np.frombuffer(message.serialized, dtype=np_dtype).reshape(dims)
+    array = array.astype(np_dtype.newbyteorder("="))  # a copy of its own, writable
+    if message.type == pb.SELECTED_ROWS:
+        return _selected_rows(message, array, refuse)
+    lod = [list(level.lod_data) for level in message.lod]
+    if message.lod_level != len(lod):
+        refuse("lod_level", f"the number of LoD levels it carries ({len(lod)})",
+               message.lod_level)
+    if lod:
+        if not dims:
+            refuse("dims", "a tensor with rows for its LoD", dims)
+        try:
+            check_lod(lod, dims[0], where=f"{where}: variable '{name}'")
+        except InvalidArgument as exc:
+            raise InvalidArgument(str(exc)) from None
+    return LoDTensor(array, lod)
+
+
+def _selected_rows(message, array, refuse):
+    if len(message.rows) % 8:
+        refuse("rows", "int64 row numbers (a multiple of 8 bytes)", f"{len(message.rows)} bytes")
+    rows = np.frombuffer(message.rows, dtype="<i8")
+    if not array.ndim or rows.shape[0] != array.shape[0]:
+        refuse("rows", f"one row number per value row ({array.shape[:1]})", rows.shape[0])
+    height = message.slr_height
+    if rows.size and (rows.min() < 0 or rows.max() >= height):
+        refuse("rows", f"row numbers in [0, slr_height={height})",
+               f"{int(rows.min())}..{int(rows.max())}")
+    return SelectedRows(rows.tolist(), height, LoDTensor(array))
+
+
+def nbytes(message):
+    """The bytes a message takes on the wire (what the benchmark counts)."""
+    return message.ByteSize()

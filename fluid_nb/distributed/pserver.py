@@ -1,0 +1,366 @@
+"""What ``listen_and_serv`` does: serve one endpoint until every trainer is done.
+
+The loop runs in the thread that runs the op (``exe.run(pserver_program)``) and answers
+the calls that :class:`~fluid_nb.distributed.server.RPCServer` queues, one at a time:
+received variables are decoded whole and only then written into the server's scope (a
+child of the run's scope, as Paddle's ``recv_scope``), and the optimize blocks run there
+through the executor.
+
+Sync mode (``distributed_mode`` 0) goes in rounds of two phases, as Fluid's:
+
+- *send*: trainers send their gradients, then a ``BATCH_BARRIER@RECV``. When every trainer
+  still training has sent its barrier, the server runs ``lr_decay_block_id`` (if any) and
+  the ``optimize_blocks`` in order, and the phase turns to
+- *get*: trainers get the updated parameters, then send ``FETCH_BARRIER@RECV``; when all
+  have, the next round's send phase begins.
+
+A request that belongs to the other phase (a fast trainer's next gradient, a get before
+the optimization ran) waits until its phase comes. The server starts in a get phase, for
+the parameters trainers fetch at startup; a trainer whose first request is a send has no
+startup fetch, and counts as having passed it. Barriers are counted by trainer id, so the
+server knows who is missing: once a phase has begun (its first request, or the end of the
+previous phase), every trainer must reach its barrier within ``FLAGS_rpc_round_deadline``
+ms, or the server stops with ExecutionTimeout naming the trainers that did not, and
+refuses the calls waiting (their trainers get Unavailable with that reason) instead of
+blocking the round forever.
+
+Async mode (1, and half-async 2): each received gradient runs its optimize block
+(``grad_to_block_id``) at once; gets are answered at once; barriers are acknowledged.
+Once a trainer has finished, the others must each be heard from within the round deadline.
+
+``COMPLETE@RECV`` (a trainer's ``exe.close()``) takes the trainer out of the barriers; the
+loop returns when all ``Fanin`` trainers have completed.
+"""
+import queue
+import time
+
+import grpc
+
+from .. import flags
+from ..errors import ExecutionTimeout, FluidError, InvalidArgument, expected
+from ..exec.executor import bind, run_steps
+from ..tensor.dtypes import convert_dtype
+from ..tensor.tensor import LoDTensor, SelectedRows
+from . import messages
+from .server import RPCServer
+
+SYNC = 0
+SEND, GET = "send", "get"
+
+
+class Refused(Exception):
+    """A request the server answers with an error status (the loop goes on)."""
+
+    def __init__(self, code, details):
+        super().__init__(details)
+        self.code, self.details = code, details
+
+
+class _Block:
+    """An optimize block bound once to the server's scope and run as often as needed."""
+
+    def __init__(self, executor, block, scope):
+        self.executor, self.block, self.scope = executor, block, scope
+        self.prepared = self.steps = None
+
+    def run(self):
+        prepared = self.executor.prepare(self.block)
+        if prepared is not self.prepared:
+            self.prepared = prepared
+            self.steps = bind(prepared, self.scope, self.scope, self.executor)
+        run_steps(prepared, self.steps, self.executor.trace, self.executor.watch, self.scope)
+
+
+class ParameterServer:
+    """One ``listen_and_serv`` op's state: see the module docstring."""
+
+    def __init__(self, ctx):
+        attrs = ctx.attrs
+        self.endpoint = attrs["endpoint"]
+        self.fanin = int(attrs["Fanin"])
+        self.mode = int(attrs["distributed_mode"])
+        if self.fanin < 1:
+            raise InvalidArgument(expected(self.where, "attribute Fanin",
+                                           "the number of trainers (>= 1)", self.fanin))
+        program = ctx.program
+        self.global_block = program.global_block()
+        self.scope = ctx.scope.new_scope()
+        self.receivable = set(ctx.input_names("X"))
+        grad_blocks = {}
+        for entry in attrs["grad_to_block_id"]:
+            grad, _, index = entry.rpartition(":")
+            if not grad or not index.lstrip("-").isdigit():
+                raise InvalidArgument(expected(self.where, "grad_to_block_id entries",
+                                               "'grad_name:block_index'", repr(entry)))
+            grad_blocks[grad] = int(index)
+        self.receivable |= set(grad_blocks)
+        for name in self.receivable:  # the holders the optimize blocks bind to
+            self.scope.var(name)
+        ex = ctx.executor
+        blocks = {}
+
+        def block(index):
+            if index not in blocks:
+                blocks[index] = _Block(ex, program.block(index), self.scope)
+            return blocks[index]
+
+        self.optimize = [block(i) for i in attrs["optimize_blocks"]]
+        lr_decay = attrs["lr_decay_block_id"]
+        if lr_decay is not None and lr_decay >= 0:
+            self.optimize.insert(0, block(lr_decay))
+        self.grad_blocks = {grad: block(index) for grad, index in grad_blocks.items()}
+        bound = {b.block.idx for b in self.grad_blocks.values()}
+        #: async: block 1 runs once at the start unless a gradient owns it (Paddle's rule)
+        self.once = [block(1)] if (self.mode != SYNC and program.num_blocks > 1
+                                   and 1 not in bound and 1 in attrs["optimize_blocks"]) else []
+        self.deadline = max(float(flags.flag("FLAGS_rpc_round_deadline")), 1.0) / 1000.0
+        # the round's state
+        self.training = set(range(self.fanin))
+        self.phase, self.round, self.startup = GET, 0, True
+        self.arrived = set()
+        self.waiting = []
+        self.clock = None
+        self.last_heard = {}
+        self.completed = set()
+
+    @property
+    def where(self):
+        return f"listen_and_serv at {self.endpoint}"
+
+    # --- the loop ----------------------------------------------------------------------------
+    def serve(self):
+        server = RPCServer(self.endpoint, workers=16 + 8 * self.fanin)
+        reason = "the server has stopped (all its trainers completed)"
+        try:
+            for b in self.once:
+                b.run()
+            while self.training:
+                try:
+                    call = server.inbox.get(timeout=self._time_left())
+                except queue.Empty:
+                    call = None
+                if call is not None:
+                    self._take(call)
+                self._check_deadline()
+        except BaseException as exc:
+            reason = f"the server stopped: {exc}"
+            self._refuse_waiting(reason)
+            raise
+        finally:
+            server.stop(reason)
+
+    def _time_left(self):
+        """How long the loop may wait for the next call before a deadline needs checking."""
+        if self.mode != SYNC:
+            return min(self.deadline, 1.0) if self.completed else None
+        if self.clock is None:
+            return None
+        return max(self.clock + self.deadline - time.monotonic(), 0.0) + 0.01
+
+    def _take(self, call):
+        """Answer ``call`` now, or keep it waiting for its phase."""
+        now = time.monotonic()
+        t = call.trainer_id
+        self.last_heard[t] = now
+        try:
+            if not 0 <= t < self.fanin:
+                raise Refused(grpc.StatusCode.INVALID_ARGUMENT, expected(
+                    self.where, "trainer_id", f"in [0, Fanin={self.fanin})", t))
+            if call.name == messages.COMPLETE:
+                self._complete(call, t)
+            elif call.method == "GetVariableNoBarrier":
+                call.answer(self._value(call.name[:-len(messages.WITHOUT_BARRIER)]
+                                        if call.name.endswith(messages.WITHOUT_BARRIER)
+                                        else call.name, t))
+            elif call.method == "PrefetchVariable":
+                call.answer(self._prefetch(call.message, t))
+            elif call.method not in ("SendVariable", "GetVariable"):
+                raise Refused(grpc.StatusCode.UNIMPLEMENTED, expected(
+                    self.where, "method", "SendVariable, GetVariable, GetVariableNoBarrier or "
+                    "PrefetchVariable (fluid_nb's servers take no checkpoint notify)",
+                    call.method))
+            elif self.mode != SYNC:
+                self._take_async(call, t)
+            else:
+                if self.clock is None:
+                    self.clock = now
+                self._take_sync(call, t)
+        except Refused as refusal:
+            call.refuse(refusal.code, refusal.details)
+
+    # --- sync ----------------------------------------------------------------------------------
+    def _take_sync(self, call, t):
+        if t not in self.training:
+            raise Refused(grpc.StatusCode.FAILED_PRECONDITION, expected(
+                self.where, f"trainer {t}", "a trainer still training",
+                "one that has already sent COMPLETE@RECV"))
+        sending = call.method == "SendVariable"
+        if (self.phase == SEND) != sending or t in self.arrived:
+            self.waiting.append(call)
+            if sending and self.phase == GET and self.startup and t not in self.arrived:
+                self.arrived.add(t)  # a trainer with no startup fetch: it has passed it
+                self._advance()
+            return
+        if call.name in (messages.BATCH_BARRIER, messages.FETCH_BARRIER):
+            if call.name != (messages.BATCH_BARRIER if sending else messages.FETCH_BARRIER):
+                raise Refused(grpc.StatusCode.INVALID_ARGUMENT, expected(
+                    self.where, f"{call.method} message", "a variable or the "
+                    f"{'BATCH' if sending else 'FETCH'}_BARRIER@RECV control name", call.name))
+            self.arrived.add(t)
+            call.answer()
+            self._advance()
+        elif sending:
+            self._receive(call.message)
+            call.answer()
+        else:
+            call.answer(self._value(call.name, t))
+
+    def _advance(self):
+        """Turn the phase when every trainer still training has reached its barrier, and
+        take the calls that were waiting for the new phase."""
+        while self.training and self.arrived >= self.training:
+            if self.phase == SEND:
+                for b in self.optimize:
+                    b.run()
+                self.phase = GET
+            else:
+                self.phase, self.startup = SEND, False
+                self.round += 1
+            self.arrived = set()
+            self.clock = time.monotonic()
+            waiting, self.waiting = self.waiting, []
+            for call in waiting:
+                self._take(call)
+
+    def _complete(self, call, t):
+        self.training.discard(t)
+        self.arrived.discard(t)
+        self.completed.add(t)
+        call.answer()
+        if self.mode == SYNC:
+            self._advance()
+
+    def _check_deadline(self):
+        now = time.monotonic()
+        if self.mode != SYNC:
+            if not self.completed:
+                return
+            if self.clock is None:  # silence counts from the first completion
+                self.clock = now
+            silent = sorted(t for t in self.training
+                            if now - max(self.last_heard.get(t, 0.0), self.clock)
+                            > self.deadline)
+            if silent:
+                raise ExecutionTimeout(expected(
+                    self.where + " (async)", f"trainers {silent}",
+                    f"to be heard from within {self.deadline:g} s "
+                    f"(FLAGS_rpc_round_deadline) while trainers {sorted(self.completed)} "
+                    f"have completed", "nothing: did they stop?"))
+            return
+        if self.clock is None or now - self.clock <= self.deadline:
+            return
+        missing = sorted(self.training - self.arrived)
+        barrier = "send barriers (BATCH_BARRIER@RECV)" if self.phase == SEND \
+            else "fetch barriers (FETCH_BARRIER@RECV)"
+        raise ExecutionTimeout(expected(
+            f"{self.where} (sync, round {self.round}, {self.phase} phase)",
+            f"the {barrier} of trainers {missing}",
+            f"within {self.deadline:g} s of the phase's start (FLAGS_rpc_round_deadline)",
+            f"none from them (trainers {sorted(self.arrived)} arrived): did they stop?"))
+
+    def _refuse_waiting(self, reason):
+        waiting, self.waiting = self.waiting, []
+        for call in waiting:
+            call.refuse(grpc.StatusCode.ABORTED, reason)
+
+    # --- async ---------------------------------------------------------------------------------
+    def _take_async(self, call, t):
+        if call.name in (messages.BATCH_BARRIER, messages.FETCH_BARRIER):
+            call.answer()
+        elif call.method == "SendVariable":
+            name = call.name
+            block = self.grad_blocks.get(name)
+            if block is None:
+                raise Refused(grpc.StatusCode.NOT_FOUND, expected(
+                    self.where, f"gradient '{name}'", "one with an optimize block "
+                    f"(grad_to_block_id: {sorted(self.grad_blocks)})", "none for it"))
+            self._receive(call.message)
+            block.run()
+            call.answer()
+        else:
+            call.answer(self._value(call.name, t))
+
+    # --- values ----------------------------------------------------------------------------------
+    def _receive(self, message):
+        """Decode and check ``message`` whole, then write it into the server's scope."""
+        name = message.varname
+        if name not in self.receivable:
+            shown = sorted(self.receivable)
+            raise Refused(grpc.StatusCode.NOT_FOUND, expected(
+                self.where, f"variable '{name}'", "one the server receives ("
+                + ", ".join(shown[:8]) + (", ..." if len(shown) > 8 else "") + ")",
+                "a name it does not know"))
+        try:
+            value = messages.decode(message, self.where)
+            self._check_declared(name, value)
+        except FluidError as exc:
+            raise Refused(grpc.StatusCode.INVALID_ARGUMENT, str(exc)) from None
+        self.scope.find_local_var(name).value = value
+
+    def _check_declared(self, name, value):
+        """A received value must have the data type and dims the server program declares
+        (-1 matches any size; a SelectedRows' rows vary)."""
+        var = self.global_block._find_var_recursive(name)
+        if var is None:
+            return
+        array = (value.value if isinstance(value, SelectedRows) else value).array
+        got = convert_dtype(array.dtype)
+        if var.dtype is not None and convert_dtype(var.dtype) != got:
+            raise InvalidArgument(expected(f"{self.where}: variable '{name}'", "data type",
+                                           convert_dtype(var.dtype).name, got.name))
+        shape, dims = list(var.shape or ()), list(array.shape)
+        if isinstance(value, SelectedRows) or not shape:
+            return
+        if len(shape) != len(dims) or any(s >= 0 and s != d for s, d in zip(shape, dims)):
+            raise InvalidArgument(expected(f"{self.where}: variable '{name}'", "dims",
+                                           f"{shape} (as the server declares it)", dims))
+
+    def _prefetch(self, message, t):
+        """The rows ``message`` (ids, int64) names of the table block ``table_name``, as
+        Paddle's prefetch handler looks them up (answered in any phase: a trainer's
+        forward pass reads the table as the last round left it)."""
+        table = message.table_name
+        if not table:
+            raise Refused(grpc.StatusCode.UNIMPLEMENTED, expected(
+                self.where, "PrefetchVariable's table_name", "the table block to read "
+                "(prefetch blocks are not supported)", "''"))
+        holder = self.scope.find_var(table)
+        rows = getattr(holder.value, "array", None) if holder is not None else None
+        if rows is None or rows.ndim != 2:
+            raise Refused(grpc.StatusCode.NOT_FOUND, expected(
+                self.where, f"table '{table}'", "a [rows, width] tensor the server holds",
+                "none" if rows is None else list(rows.shape)))
+        try:
+            ids = messages.decode(message, self.where).array
+        except FluidError as exc:
+            raise Refused(grpc.StatusCode.INVALID_ARGUMENT, str(exc)) from None
+        if ids.dtype.kind not in "iu":
+            raise Refused(grpc.StatusCode.INVALID_ARGUMENT, expected(
+                f"{self.where}: prefetch from '{table}'", "ids", "integers", ids.dtype))
+        flat = ids.reshape(-1).astype("int64")
+        if flat.size and (flat.min() < 0 or flat.max() >= rows.shape[0]):
+            raise Refused(grpc.StatusCode.OUT_OF_RANGE, expected(
+                f"{self.where}: prefetch from '{table}'", "ids",
+                f"rows in [0, {rows.shape[0]})", f"{int(flat.min())}..{int(flat.max())}"))
+        return messages.encode(message.out_varname or table, LoDTensor(rows[flat]), t,
+                               where=self.where)
+
+    def _value(self, name, t):
+        holder = self.scope.find_var(name)
+        value = holder.value if holder is not None else None
+        if not isinstance(value, (LoDTensor, SelectedRows)) or \
+                (isinstance(value, LoDTensor) and value.array is None):
+            raise Refused(grpc.StatusCode.NOT_FOUND, expected(
+                self.where, f"variable '{name}'", "one the server holds a value of",
+                "none" if holder is None else "a variable with no value"))
+        return messages.encode(name, value, t, where=self.where)

@@ -1,0 +1,120 @@
+"""Faults end in typed errors within their deadlines, and every process ends: a server
+killed mid-training, a trainer killed mid-round, an endpoint nobody serves, malformed
+messages."""
+import time
+
+import grpc
+import numpy as np
+import pytest
+
+from fluid_nb import flags
+from fluid_nb.distributed import messages
+from fluid_nb.distributed import send_recv_pb2 as pb
+from fluid_nb.distributed.client import RPCClient
+from fluid_nb.errors import InvalidArgument, NotFound, Unavailable
+from fluid_nb.tensor.tensor import LoDTensor
+
+from .processes import PROGRAMS, Job, free_endpoints
+
+SHORT = {"FLAGS_rpc_deadline": "8000", "FLAGS_rpc_round_deadline": "2000"}
+
+
+def test_a_server_killed_mid_training_stops_its_trainer_with_unavailable(tmp_path):
+    endpoint, = free_endpoints(1)
+    with Job(tmp_path, SHORT) as job:
+        job.start("pserver", [PROGRAMS, "pserver", endpoint, 0, 1, 0])
+        job.start("trainer", [PROGRAMS, "trainer", endpoint, 0, 1, 0, 10000,
+                              "--pause", "0.02"])
+        job.wait_for_line("trainer", "step 2", timeout=30)
+        job.kill("pserver")
+        killed = time.monotonic()
+        codes = job.wait(timeout=10)
+        assert time.monotonic() - killed < 8  # within the call's deadline
+    assert codes["trainer"] != 0
+    out = job.output("trainer")
+    assert "fluid_nb.errors.Unavailable" in out and endpoint in out, out
+    assert "variable 'w0" in out or "variable 'BATCH_BARRIER@RECV'" in out \
+        or "variable 'FETCH_BARRIER@RECV'" in out, out
+
+
+def test_a_trainer_killed_mid_round_is_named_by_the_server(tmp_path):
+    endpoint, = free_endpoints(1)
+    with Job(tmp_path, SHORT) as job:
+        job.start("pserver", [PROGRAMS, "pserver", endpoint, 0, 2, 0])
+        job.start("trainer0", [PROGRAMS, "trainer", endpoint, 0, 2, 0, 10000])
+        job.start("trainer1", [PROGRAMS, "trainer", endpoint, 1, 2, 0, 10000,
+                               "--hang-after", "2"])
+        job.wait_for_line("trainer1", "hanging", timeout=30)  # its gradients sent, no barrier
+        job.kill("trainer1")
+        codes = job.wait(timeout=12)
+    server, trainer = job.output("pserver"), job.output("trainer0")
+    assert codes["pserver"] != 0 and codes["trainer0"] != 0
+    assert "fluid_nb.errors.ExecutionTimeout" in server, server
+    assert "send barriers (BATCH_BARRIER@RECV) of trainers [1]" in server, server
+    assert f"listen_and_serv at {endpoint}" in server
+    # the trainer still waiting is told why, naming the server and what it asked for
+    assert "fluid_nb.errors.Unavailable" in trainer and endpoint in trainer, trainer
+    assert "trainers [1]" in trainer and "variable '" in trainer, trainer
+
+
+def test_an_endpoint_nobody_serves_is_unavailable_within_the_deadline(tmp_path):
+    endpoint, = free_endpoints(1)
+    with Job(tmp_path, {"FLAGS_rpc_deadline": "1500"}) as job:
+        started = time.monotonic()
+        job.start("trainer", [PROGRAMS, "trainer", endpoint, 0, 1, 0, 3])
+        codes = job.wait(timeout=20)
+        spent = time.monotonic() - started
+    out = job.output("trainer")
+    assert codes["trainer"] != 0
+    assert "fluid_nb.errors.Unavailable" in out, out
+    assert f"GetVariable to {endpoint}, variable 'w0'" in out, out
+    assert "tries in 1." in out  # it retried for the deadline's 1.5 s, then gave up
+    assert spent < 15
+
+
+@pytest.fixture
+def one_server(tmp_path, monkeypatch):
+    """A sync server for one trainer, and a client with short deadlines."""
+    endpoint, = free_endpoints(1)
+    monkeypatch.setitem(flags._values, "FLAGS_rpc_deadline", 8000)
+    with Job(tmp_path, {"FLAGS_rpc_round_deadline": "20000"}) as job:
+        job.start("pserver", [PROGRAMS, "pserver", endpoint, 0, 1, 0])
+        yield job, endpoint, RPCClient()
+
+
+def test_malformed_messages_are_refused_and_change_nothing(one_server):
+    job, endpoint, rpc = one_server
+    start = rpc.get_variable(endpoint, "w0")  # waits for the server to listen
+    np.testing.assert_array_equal(start.numpy(), np.ones((3, 2), "float32"))
+
+    raw = grpc.insecure_channel(endpoint).unary_unary(f"/{pb.SERVICE}/SendVariable")
+    with pytest.raises(grpc.RpcError) as garbage:
+        raw(b"\xff\xff\xff", timeout=5)
+    assert garbage.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "do not parse" in garbage.value.details()
+
+    short = messages.encode("w0@GRAD", LoDTensor(np.ones((3, 2), "float32")))
+    short.serialized = short.serialized[:-4]
+    with pytest.raises(InvalidArgument) as cut:
+        rpc.call(endpoint, "SendVariable", short)
+    assert f"SendVariable to {endpoint}, variable 'w0@GRAD'" in str(cut.value)
+    assert "serialized bytes expected 24" in str(cut.value)
+
+    with pytest.raises(InvalidArgument) as wrong_type:
+        rpc.send_variable(endpoint, "w0@GRAD", LoDTensor(np.ones((3, 2), "float64")))
+    assert "data type expected FP32, but received FP64" in str(wrong_type.value)
+    with pytest.raises(InvalidArgument) as wrong_dims:
+        rpc.send_variable(endpoint, "w0@GRAD", LoDTensor(np.ones((2, 3), "float32")))
+    assert "dims expected [3, 2]" in str(wrong_dims.value)
+    with pytest.raises(NotFound) as unknown:
+        rpc.send_variable(endpoint, "nobody@GRAD", LoDTensor(np.ones((3, 2), "float32")))
+    assert "variable 'nobody@GRAD' expected one the server receives (w0@GRAD)" \
+        in str(unknown.value)
+
+    rpc.send_complete()  # the trainer is done: the server returns
+    assert job.wait(timeout=10) == {"pserver": 0}
+    final = job.output("pserver").splitlines()[-1]
+    assert final == "final [1.0, 1.0, 1.0, 1.0, 1.0, 1.0]"  # nothing was written
+    with pytest.raises(Unavailable) as gone:  # and a server that stopped is named
+        rpc.get_variable(endpoint, "w0")
+    assert f"GetVariable to {endpoint}, variable 'w0'" in str(gone.value)

@@ -1,0 +1,125 @@
+"""The wire format: a variable as Paddle's VariableMessage and back, refusals of messages
+that claim what they do not hold, and the client's errors without any server."""
+import time
+
+import numpy as np
+import pytest
+
+from fluid_nb import flags
+from fluid_nb.distributed import messages
+from fluid_nb.distributed import send_recv_pb2 as pb
+from fluid_nb.distributed.client import RPCClient
+from fluid_nb.errors import InvalidArgument, Unavailable
+from fluid_nb.tensor.tensor import LoDTensor, SelectedRows
+
+from .processes import free_endpoints
+
+
+def _round_trip(name, value):
+    wire = messages.encode(name, value, trainer_id=3).SerializeToString()
+    return messages.decode(pb.VariableMessage.FromString(wire), "test")
+
+
+def test_the_message_has_paddles_fields_and_numbers():
+    fields = {f.name: f.number for f in pb.VariableMessage.DESCRIPTOR.fields}
+    assert fields == {"varname": 1, "type": 2, "data_type": 3, "dims": 4, "lod_level": 5,
+                      "lod": 6, "slr_height": 7, "serialized": 8, "rows": 9,
+                      "out_varname": 10, "profile": 11, "trainer_id": 12, "table_name": 13}
+    assert pb.METHODS[:4] == ("SendVariable", "GetVariable", "GetVariableNoBarrier",
+                              "PrefetchVariable")
+    assert (pb.LOD_TENSOR, pb.SELECTED_ROWS) == (0, 1)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "int32", "float16",
+                                   "bool", "uint8", "int8"])
+def test_a_tensor_travels_with_its_dtype_dims_and_bytes(dtype):
+    array = (np.arange(24).reshape(2, 3, 4) % 3).astype(dtype)
+    got = _round_trip("x", LoDTensor(array))
+    assert got.array.dtype == array.dtype and got.array.flags.writeable
+    np.testing.assert_array_equal(got.array, array)
+
+
+def test_a_lod_tensor_keeps_its_levels():
+    value = LoDTensor(np.arange(14, dtype="float32").reshape(7, 2), [[0, 2, 3], [0, 1, 4, 7]])
+    message = messages.encode("seq", value)
+    assert message.lod_level == 2 and list(message.lod[1].lod_data) == [0, 1, 4, 7]
+    got = _round_trip("seq", value)
+    assert got.lod() == [[0, 2, 3], [0, 1, 4, 7]]
+    np.testing.assert_array_equal(got.array, value.array)
+
+
+def test_selected_rows_travel_with_rows_and_height():
+    value = SelectedRows([7, 2, 7], 10, LoDTensor(np.ones((3, 4), "float32")))
+    got = _round_trip("emb@GRAD", value)
+    assert isinstance(got, SelectedRows) and got.rows() == [7, 2, 7] and got.height() == 10
+    np.testing.assert_array_equal(got.value.array, value.value.array)
+
+
+def test_a_scalar_tensor_is_one_element_of_no_dims():
+    got = _round_trip("lr", LoDTensor(np.asarray(0.5, dtype="float32")))
+    assert got.array.shape == () and float(got.array) == 0.5
+
+
+def _message(**fields):
+    message = messages.encode("w", LoDTensor(np.ones((2, 3), "float32")))
+    for name, value in fields.items():
+        if name == "lod":
+            del message.lod[:]
+            for level in value:
+                message.lod.add().lod_data.extend(level)
+        elif name == "dims":
+            del message.dims[:]
+            message.dims.extend(value)
+        else:
+            setattr(message, name, value)
+    return message
+
+
+@pytest.mark.parametrize("fields,says", [
+    ({"serialized": b"\0" * 20}, "serialized bytes expected 24 ([2, 3] of float32), but "
+                                 "received 20"),
+    ({"dims": [2, -3]}, "dims expected sizes >= 0"),
+    ({"data_type": 17}, "data_type expected a data type NumPy holds"),
+    ({"data_type": 99}, "data_type expected a data type NumPy holds"),
+    ({"type": 2}, "type expected LOD_TENSOR (0) or SELECTED_ROWS (1)"),
+    ({"lod": [[0, 1, 3]]}, "lod_level expected the number of LoD levels it carries (1)"),
+    ({"lod": [[0, 3, 1]], "lod_level": 1}, "non-decreasing"),
+    ({"lod": [[0, 1, 3]], "lod_level": 1}, "expected to end at 2"),
+    ({"varname": ""}, "message varname expected a variable name"),
+])
+def test_a_message_that_claims_what_it_does_not_hold_is_refused(fields, says):
+    with pytest.raises(InvalidArgument) as refused:
+        messages.decode(_message(**fields), "listen_and_serv at 1.2.3.4:5")
+    assert says in str(refused.value)
+    assert str(refused.value).startswith("listen_and_serv at 1.2.3.4:5")
+
+
+def test_selected_rows_outside_the_height_are_refused():
+    message = messages.encode("g", SelectedRows([1, 9], 5, LoDTensor(np.ones((2, 2)))))
+    with pytest.raises(InvalidArgument, match=r"rows expected row numbers in \[0, "
+                                              r"slr_height=5\), but received 1..9"):
+        messages.decode(message, "test")
+    message = messages.encode("g", SelectedRows([1], 5, LoDTensor(np.ones((2, 2)))))
+    with pytest.raises(InvalidArgument, match="one row number per value row"):
+        messages.decode(message, "test")
+
+
+def test_an_endpoint_nobody_serves_is_retried_until_the_deadline(monkeypatch):
+    endpoint, = free_endpoints(1)
+    monkeypatch.setitem(flags._values, "FLAGS_rpc_deadline", 600)
+    rpc = RPCClient()
+    start = time.monotonic()
+    with pytest.raises(Unavailable) as failed:
+        rpc.send_variable(endpoint, "fc_0.w_0@GRAD", LoDTensor(np.ones(2, "float32")))
+    spent = time.monotonic() - start
+    assert 0.5 < spent < 3
+    text = str(failed.value)
+    assert text.startswith(f"SendVariable to {endpoint}, variable 'fc_0.w_0@GRAD': the "
+                           f"parameter server expected to be reachable and serving")
+    assert "Connection refused" in text
+
+
+@pytest.mark.parametrize("endpoint", ["localhost", "1.2.3.4:port", "host:70000", 5])
+def test_an_endpoint_must_read_ip_port(endpoint):
+    with pytest.raises(InvalidArgument, match="endpoint expected 'ip:port'"):
+        RPCClient().batch_barrier(endpoint)
