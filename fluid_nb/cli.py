@@ -50,8 +50,12 @@ def find_program_file(path):
 
 
 def load_program(path):
-    """The Program decoded from the program file ``path`` (see :func:`find_program_file`)."""
+    """The Program decoded from the program file ``path`` (see :func:`find_program_file`),
+    or the Program drawing an ONNX model (``*.onnx``; see ``fluid.onnx.to_program``)."""
     from .framework.program import Program
+    if str(path).endswith(".onnx"):
+        from .onnx import to_program
+        return to_program(path)
     file = find_program_file(path)
     with open(file, "rb") as f:
         data = f.read()

@@ -17,10 +17,14 @@ STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
 
 
 def program_model_of_file(path):
-    """The program model of the ProgramDesc file at ``path`` (a typed error if the bytes are
-    not a program). Runs off the server's event loop."""
+    """The program model of the ProgramDesc file at ``path``, or of the ONNX model at a
+    ``*.onnx`` path (a typed error if the bytes are neither). Runs off the server's event
+    loop."""
     from ..framework.program import Program
     from ..viz import program_model
+    if Path(path).suffix == ".onnx":
+        from ..onnx import to_program
+        return program_model(to_program(str(path)), title=Path(path).name)
     data = Path(path).read_bytes()
     return program_model(Program.parse_from_string(data), title=Path(path).name)
 

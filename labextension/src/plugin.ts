@@ -1,7 +1,8 @@
 /**
- * Opens Paddle program files (`*.pdmodel`, `__model__`) from the file browser as program
- * graphs. The bytes are binary protobuf; the server extension decodes them with fluid_nb's own
- * codec (`GET <base>/fluid-nb/api/program?path=<path>` returns the program model).
+ * Opens Paddle program files (`*.pdmodel`, `__model__`) and ONNX models (`*.onnx`) from the
+ * file browser as program graphs. The bytes are binary protobuf; the server extension decodes
+ * them with fluid_nb's own codec, an ONNX model through `fluid.onnx.to_program`
+ * (`GET <base>/fluid-nb/api/program?path=<path>` returns the program model).
  */
 import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { URLExt } from '@jupyterlab/coreutils';
@@ -14,6 +15,8 @@ import { IProgramHandle, renderProgram } from './view';
 
 /** The file type name of program files. */
 export const PROGRAM_FILE_TYPE = 'fluid-nb-program';
+/** ONNX models open in the same viewer: the server reads them as programs */
+export const ONNX_FILE_TYPE = 'fluid-nb-onnx-model';
 /** The viewer's factory name (shown in "Open With"). */
 export const PROGRAM_VIEWER = 'Fluid program graph';
 
@@ -115,7 +118,7 @@ class ProgramFileFactory extends ABCWidgetFactory<DocumentWidget<ProgramFileView
 
 const plugin: JupyterFrontEndPlugin<void> = {
   id: 'fluid-nb-labext:program-file-viewer',
-  description: 'Opens .pdmodel and __model__ program files as interactive graphs.',
+  description: 'Opens .pdmodel and __model__ program files and .onnx models as interactive graphs.',
   autoStart: true,
   activate: (app: JupyterFrontEnd) => {
     app.docRegistry.addFileType({
@@ -127,13 +130,21 @@ const plugin: JupyterFrontEndPlugin<void> = {
       fileFormat: 'base64',
       contentType: 'file'
     });
+    app.docRegistry.addFileType({
+      name: ONNX_FILE_TYPE,
+      displayName: 'ONNX model',
+      extensions: ['.onnx'],
+      mimeTypes: ['application/x-onnx-model'],
+      fileFormat: 'base64',
+      contentType: 'file'
+    });
     app.docRegistry.addWidgetFactory(
       new ProgramFileFactory({
         name: PROGRAM_VIEWER,
         label: 'Program graph',
         modelName: 'base64',
-        fileTypes: [PROGRAM_FILE_TYPE],
-        defaultFor: [PROGRAM_FILE_TYPE],
+        fileTypes: [PROGRAM_FILE_TYPE, ONNX_FILE_TYPE],
+        defaultFor: [PROGRAM_FILE_TYPE, ONNX_FILE_TYPE],
         readOnly: true
       })
     );

@@ -32,6 +32,7 @@ def test_program_files_open_with_the_program_viewer_by_default(page, lab):
     # what the file browser's double-click opens: the default factory of the file's type
     assert _default_factory(page, "fit_a_line.pdmodel") == VIEWER
     assert _default_factory(page, "model_dir/__model__") == VIEWER
+    assert _default_factory(page, "exported.onnx") == VIEWER
     assert _default_factory(page, "notes.txt") != VIEWER
 
 
@@ -83,3 +84,34 @@ def test_pdmodel_opens_from_the_file_browser_as_a_graph(page, lab):
     assert "mul" in texts and "sgd" in texts
     graph.wait_for(timeout=SLOW)  # visible, for the screenshot
     screenshot(page, "program_file_viewer")
+
+
+def test_an_onnx_model_opens_as_a_graph_of_its_nodes(page, lab):
+    """An exported model, opened from the file browser, is drawn by the same viewer."""
+    import fluid_nb as fluid
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        image = fluid.layers.data(name="image", shape=[1, 28, 28], dtype="float32")
+        conv = fluid.nets.simple_img_conv_pool(image, num_filters=4, filter_size=5,
+                                               pool_size=2, pool_stride=2, act="relu")
+        out = fluid.layers.fc(conv, size=10, act="softmax")
+    scope = fluid.Scope()
+    fluid.Executor(fluid.CPUPlace()).run(startup, scope=scope)
+    fluid.onnx.export(main, lab.root / "lenet.onnx", feed=["image"], fetch=[out], scope=scope,
+                      strict=True)
+    page.evaluate("async () => { const app = window.jupyterapp;"
+                  " await app.commands.execute('filebrowser:refresh');"
+                  " await app.commands.execute('docmanager:open', {path: 'lenet.onnx'}); }")
+    graph = page.locator(".fluid-nb-program-file .fluid-nb-program[data-nodes]")
+    error = page.locator(".fluid-nb-program-file .fluid-nb-program-error")
+    try:
+        graph.or_(error).first.wait_for(state="attached", timeout=SLOW)
+    except Exception as err:
+        raise AssertionError(f"no graph and no error in {SLOW} ms; the main area shows "
+                             f"{_main_area_text(page)!r}\nlab log:\n{lab.log_tail()}") from err
+    assert error.count() == 0, f"{error.first.text_content()}\nlab log:\n{lab.log_tail()}"
+    nodes = page.locator(".fluid-nb-program-file svg g.node")
+    texts = " ".join(nodes.all_text_contents())
+    assert "Conv" in texts and "MaxPool" in texts and "Softmax" in texts
+    graph.wait_for(timeout=SLOW)
+    screenshot(page, "onnx_model_viewer")

@@ -55,6 +55,7 @@ def server(tmp_path_factory):
     shutil.copy(FIT_A_LINE, root / "models" / "fit_a_line.pdmodel")
     shutil.copy(DYNAMIC_RNN, root / "models" / "rnn" / "__model__")
     (root / "models" / "corrupt.pdmodel").write_bytes(b"\x0a\xff\xff\x07not a program")
+    _export_onnx(root / "models" / "mlp.onnx")
     outside = tmp / "outside.pdmodel"
     shutil.copy(FIT_A_LINE, outside)
     (root / "models" / "link.pdmodel").symlink_to(outside)
@@ -115,6 +116,26 @@ def test_file_named_model_with_sub_blocks_decodes(server):
     assert status == 200, model
     assert len(model["blocks"]) > 1
     assert any(op["sub_blocks"] for op in model["ops"])
+
+
+def _export_onnx(path):
+    """A small MLP exported to ONNX (the test tools include onnx)."""
+    import fluid_nb as fluid
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.layers.data(name="x", shape=[8], dtype="float32")
+        out = fluid.layers.fc(fluid.layers.fc(x, size=6, act="relu"), size=3, act="softmax")
+    scope = fluid.Scope()
+    fluid.Executor(fluid.CPUPlace()).run(startup, scope=scope)
+    fluid.onnx.export(main, path, feed=["x"], fetch=[out], scope=scope, strict=True)
+
+
+def test_an_onnx_model_decodes_to_the_program_model_of_its_graph(server):
+    status, model = server.program("models/mlp.onnx")
+    assert status == 200, model
+    assert model["title"] == "mlp.onnx"
+    types = [op["type"] for op in model["ops"]]
+    assert types.count("MatMul") == 2 and "Softmax" in types and "Relu" in types
 
 
 def test_corrupt_program_file_is_a_400_with_the_decoder_message(server):
