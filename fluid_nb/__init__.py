@@ -21,6 +21,8 @@ from .data_feeder import DataFeeder  # noqa: F401
 from .data_feed_desc import DataFeedDesc  # noqa: F401
 from .memory_optimization import memory_optimize, release_memory  # noqa: F401
 from .ps_dispatcher import HashName, RoundRobin  # noqa: F401
+from . import transpiler  # noqa: F401  (fluid.transpiler: the distribute transpiler)
+from .transpiler import DistributeTranspiler, DistributeTranspilerConfig  # noqa: F401
 from .param_attr import ParamAttr, WeightNormParamAttr  # noqa: F401
 from .initializer import force_init_on_cpu, init_on_cpu  # noqa: F401
 from .layers.io import fluid_data as data  # noqa: F401  (fluid.data: checked feed shapes)

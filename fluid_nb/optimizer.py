@@ -356,11 +356,14 @@ class Adamax(Optimizer):
 
     def _finish_update(self, block, parameters_and_grads):
         ops = []
-        for param, _ in parameters_and_grads:
+        for param, grad in parameters_and_grads:
             beta1_pow = self._get_accumulator("beta1_pow_acc", param)
+            # op_role_var names the pair it belongs to, as Fluid's (the distribute
+            # transpiler moves it to the server holding the parameter)
             ops.append(block.append_op(type="scale", inputs={"X": [beta1_pow]},
                                        outputs={"Out": [beta1_pow]},
-                                       attrs={"scale": float(self._beta1)}))
+                                       attrs={"scale": float(self._beta1),
+                                              "op_role_var": [param.name, grad.name]}))
         return ops
 
 

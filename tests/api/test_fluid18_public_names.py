@@ -19,7 +19,6 @@ NAMES_FILE = os.path.join(os.path.dirname(__file__), "..", "fixtures",
                           "fluid18_public_names.json")
 
 DYGRAPH = "imperative (dygraph) mode: fluid_nb builds and runs static programs"
-DISTRIBUTED = "the distributed transpiler and parameter servers are not built yet"
 TRAINERS = ("Fluid's C++ Dataset trainers (train_from_dataset) are not built; fluid_nb "
             "trains through Executor.run and DataLoader")
 CONTRIB = "fluid.contrib: Paddle's incubating extras (slim, mixed precision, ...)"
@@ -39,9 +38,6 @@ NOT_PROVIDED = {
     ("fluid", "MultiTrainer"): TRAINERS,
     ("fluid", "DistMultiTrainer"): TRAINERS,
     ("fluid", "PipelineTrainer"): TRAINERS,
-    ("fluid", "DistributeTranspiler"): DISTRIBUTED,
-    ("fluid", "DistributeTranspilerConfig"): DISTRIBUTED,
-    ("fluid", "transpiler"): DISTRIBUTED,
     ("fluid", "contrib"): CONTRIB,
 }
 
