@@ -108,12 +108,17 @@ class _Context:
         self.extra = {}
         #: SSA name -> the program variable it is a value of
         self.aliases = {}
+        #: the model's opset, and the variables export gives as outputs
+        self.opset, self.fetched = 17, set()
 
     def consumed(self, name):
-        """Whether a later op of the program reads ``name``."""
+        """Whether ``name`` is fetched or a later op of the program reads it (inside a
+        control-flow block: assumed read)."""
         if not name:
             return False
         name = self.aliases.get(name, name)
+        if name in self.fetched or not isinstance(self.op_index, int):
+            return True
         later = self.block.ops[self.op_index + 1:]
         return any(name in args for op in later for args in op.inputs.values())
 
@@ -168,6 +173,14 @@ class _Context:
         return self.onnx.helper.np_dtype_to_tensor_dtype(self.dtype(name))
 
     def node(self, op_type, inputs, outputs, **attrs):
+        """Add an ONNX node of the model's opset: an operator the opset lacks makes the op
+        not convertible; the reductions that take their axes as an input from opset 18 get
+        them so."""
+        since = _since_version(self.onnx, op_type, self.opset)
+        if since is None:
+            raise NotConvertible(f"ONNX's {op_type} is not in opset {self.opset}")
+        if op_type in _AXES_INPUT_FROM_18 and self.opset >= 18 and "axes" in attrs:
+            inputs = list(inputs) + [self.const(np.array(attrs.pop("axes"), "int64"), "axes")]
         name = f"{self.op.type}_{self.op_index}" + (f"_{self._k}" if self._k else "")
         self._k += 1
         self.nodes.append(self.onnx.helper.make_node(op_type, inputs, outputs, name=name,
@@ -178,7 +191,8 @@ class _Context:
         return f"{self.op.type}_{self.op_index}.{hint}_{self._k}"
 
     def const(self, array, hint="const"):
-        name = f"{self.op.type}_{self.op_index}.{hint}_{len(self.initializers)}"
+        # (a namespace of its own: a tmp and a const of one hint never share a name)
+        name = f"{self.op.type}_{self.op_index}.{hint}_c{len(self.initializers)}"
         self.initializers[name] = np.asarray(array)
         return name
 
@@ -201,6 +215,23 @@ class _Context:
         if not isinstance(value, LoDTensor) or value.array is None:
             raise NotConvertible(f"parameter {name!r} has no value in the scope")
         return np.asarray(to_host(value.array))
+
+
+#: reductions whose axes moved from an attribute to an input in opset 18
+_AXES_INPUT_FROM_18 = {"ReduceMax", "ReduceMin", "ReduceMean", "ReduceProd", "ReduceL1",
+                       "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"}
+_SINCE = {}
+
+
+def _since_version(onnx, op_type, opset):
+    """The opset version of ``op_type``'s definition in ``opset`` (None: not in it)."""
+    key = (op_type, opset)
+    if key not in _SINCE:
+        try:
+            _SINCE[key] = onnx.defs.get_schema(op_type, opset, "").since_version
+        except onnx.defs.SchemaError:
+            _SINCE[key] = None
+    return _SINCE[key]
 
 
 def _value_info(onnx, name, shape, dtype, symbol):
@@ -238,6 +269,7 @@ def export(program, path=None, feed=None, fetch=None, scope=None, opset=17, stri
                                     repr(name)))
     body = without_feed_fetch_ops(program).global_block()
     ctx = _Context(onnx, body, scope, 0)
+    ctx.opset, ctx.fetched = opset, set(fetch_names)
     conventions, graph_inputs = [], []
     for name in feed_names:
         var = block.var(name)

@@ -186,3 +186,36 @@ def test_without_the_onnx_package_the_error_says_how_to_get_it(monkeypatch, tmp_
                              r"'fluid_nb\[onnx\]'\), but received it is not installed"):
         fluid.onnx.export(fluid.Program(), tmp_path / "m.onnx", fetch=[])
     assert not (tmp_path / "m.onnx").exists()
+
+
+@pytest.mark.parametrize("opset", [13, 17, 18, 20])
+def test_the_same_program_exports_to_each_opset_it_asks_for(opset, tmp_path):
+    """Reductions take their axes as an attribute before opset 18 and as an input from it;
+    an operator the opset lacks (LayerNormalization before 17) is reported, not written."""
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.layers.data(name="x", shape=[4, 5], dtype="float32")
+        hidden = fluid.layers.fc(x, size=6, num_flatten_dims=2, act="tanh")
+        pooled = fluid.layers.reduce_max(hidden, dim=1) + fluid.layers.reduce_mean(hidden, dim=1)
+        normed = fluid.layers.layer_norm(hidden, begin_norm_axis=2)
+    scope = fluid.Scope()
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(startup, scope=scope)
+    feed = {"x": np.random.RandomState(0).randn(3, 4, 5).astype("float32")}
+    report = fluid.onnx.export(main, tmp_path / "m.onnx", feed=["x"], fetch=[pooled],
+                               scope=scope, opset=opset, strict=True)
+    assert report.complete
+    model = onnx.load(str(tmp_path / "m.onnx"))
+    assert {o.domain: o.version for o in model.opset_import}[""] == opset
+    onnx.checker.check_model(model, full_check=True)
+    got, = ort.InferenceSession(str(tmp_path / "m.onnx"),
+                                providers=["CPUExecutionProvider"]).run(None, feed)
+    want, = exe.run(main, feed=feed, fetch_list=[pooled], scope=scope)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    norm_report = fluid.onnx.export(main, None, feed=["x"], fetch=[normed], scope=scope,
+                                    opset=opset)
+    row = next(r for r in norm_report.rows if r.op_type == "layer_norm")
+    if opset < 17:
+        assert row.status == "not converted" and f"not in opset {opset}" in row.note
+    else:
+        assert row.status == "converted"
