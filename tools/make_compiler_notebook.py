@@ -201,6 +201,38 @@ onnx_last, = onnxruntime.InferenceSession(
     os.path.join(folder, 'rnn.onnx'), providers=['CPUExecutionProvider']).run(
     None, {'words': padded, 'words_lengths': np.array(lengths, 'int64')})
 print('DynamicRNN in onnxruntime, largest difference:', float(np.abs(onnx_last - want_last).max()))"""),
+    ("md", """\
+Control flow exports too: `cond` (two `conditional_block`s and a `select_input`) becomes
+ONNX `If` nodes, a `While` loop a `Loop`. And an ONNX model reads back as a program
+(`fluid.onnx.to_program`), so the program view draws it, the `Loop`'s body as a sub-block
+(a `.onnx` file opened from JupyterLab's file browser shows the same graph):"""),
+    ("code", "onnx-control-flow", """\
+main, startup = fluid.Program(), fluid.Program()
+with fluid.program_guard(main, startup), fluid.unique_name.guard():
+    x = fluid.layers.data(name='x', shape=[3], dtype='float32')
+    positive = fluid.layers.greater_than(fluid.layers.reduce_sum(x),
+                                         fluid.layers.fill_constant([1], 'float32', 0.0))
+    y = fluid.layers.cond(positive, lambda: fluid.layers.scale(x, 2.0),
+                          lambda: fluid.layers.relu(x) - 1.0)
+    i = fluid.layers.fill_constant([1], 'int64', 0)
+    three = fluid.layers.fill_constant([1], 'int64', 3)
+    condition = fluid.layers.less_than(i, three)
+    loop = fluid.layers.While(condition)
+    with loop.block():
+        fluid.layers.assign(fluid.layers.tanh(y) + x, y)
+        fluid.layers.increment(i, in_place=True)
+        fluid.layers.less_than(i, three, cond=condition)
+flow_report = fluid.onnx.export(main, os.path.join(folder, 'flow.onnx'), feed=['x'],
+                                fetch=[y], scope=fluid.Scope())
+print(flow_report)
+flow_session = onnxruntime.InferenceSession(os.path.join(folder, 'flow.onnx'),
+                                            providers=['CPUExecutionProvider'])
+for sample in (np.ones((2, 3), 'float32'), -np.ones((2, 3), 'float32')):
+    want_y, = exe.run(main, feed={'x': sample}, fetch_list=[y], scope=fluid.Scope())
+    got_y, = flow_session.run(None, {'x': sample})
+    print('sum', float(sample.sum()), 'largest difference:', float(np.abs(got_y - want_y).max()))
+from fluid_nb.widgets import ProgramView
+ProgramView(fluid.onnx.to_program(os.path.join(folder, 'flow.onnx')), title='flow.onnx')"""),
 ]
 
 

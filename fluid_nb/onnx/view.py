@@ -122,10 +122,11 @@ class _Reader:
     def _attribute(self, attribute, block):
         A = self.onnx.AttributeProto
         kind = attribute.type
+        # a block attribute holds the block's index, as a decoded ProgramDesc's does
         if kind == A.GRAPH:
-            return self.graph(attribute.g, block.idx), AttrType.BLOCK
+            return self.graph(attribute.g, block.idx).idx, AttrType.BLOCK
         if kind == A.GRAPHS:
-            return [self.graph(g, block.idx) for g in attribute.graphs], AttrType.BLOCKS
+            return [self.graph(g, block.idx).idx for g in attribute.graphs], AttrType.BLOCKS
         if kind == A.FLOAT:
             return float(attribute.f), AttrType.FLOAT
         if kind == A.INT:

@@ -478,5 +478,17 @@ def test_compiler_notebook_exports_lenet_and_reports_the_lod_models(compiler_nb)
     assert "words has a LoD: the model takes it padded" in text
     assert "text classifier: all converted: True" in text
     assert "DynamicRNN: all converted: True" in text
+
+
+@pytest.mark.slow
+def test_compiler_notebook_exports_control_flow_and_views_the_onnx_model(compiler_nb):
+    text = compiler_nb.text("onnx-control-flow")
+    assert "conditional_block  converted" in text and "while              converted" in text
+    differences = re.findall(r"largest difference: ([\d.e-]+)", text)
+    assert len(differences) == 2 and all(float(d) < 1e-5 for d in differences)
+    model = next(state["_model"] for state in compiler_nb.widget_states()
+                 if state.get("title") == "flow.onnx")
+    assert len(model["blocks"]) >= 2
+    assert {"If", "Loop"} <= {op["type"] for op in model["ops"]}
     assert compiler_nb.value_after("onnx-lod", "DynamicRNN in onnxruntime, largest difference:") \
         < 1e-5

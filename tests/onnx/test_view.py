@@ -71,7 +71,8 @@ def test_a_loop_body_is_a_sub_block_in_the_program_model(tmp_path):
     program = fluid.onnx.to_program(onnx.load(str(path)))
     assert len(program.blocks) == 2
     loop = next(op for op in program.global_block().ops if op.type == "Loop")
-    assert loop.attrs["body"] is program.block(1)
+    assert loop.attrs["body"] == 1  # the block's index, as in a decoded ProgramDesc
+    assert "Loop(inputs={" in str(program) and "block_idx:1" in str(program)
     body_types = [op.type for op in program.block(1).ops]
     assert "Tanh" in body_types and "Less" in body_types
     model = program_model(program, title="loop.onnx")
