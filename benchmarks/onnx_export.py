@@ -4,9 +4,10 @@ model next to the executor's on the same feeds, in one run.
     python benchmarks/onnx_export.py
 
 Models: PaddlePaddle 2.6's saved mlp, linreg and cnn (tests/fixtures/paddle/inference),
-the book's recognize_digits LeNet (batch 16), and two LoD models by the padded convention
-(an embedding + dynamic_lstm + sequence_pool classifier, a DynamicRNN), four sequences of
-lengths 3, 5, 2, 4. onnxruntime runs on the CPU with its
+the book's recognize_digits LeNet (batch 16), three LoD models by the padded convention
+(an embedding + dynamic_lstm + sequence_pool classifier, a DynamicRNN, a sequence_conv_pool
+text CNN), four sequences of lengths 3, 5, 2, 4, and control flow (cond, then a While loop
+of 4 fc steps: If and Loop nodes). onnxruntime runs on the CPU with its
 default threads; each latency is the best of interleaved rounds.
 """
 import os
@@ -69,6 +70,11 @@ def lod_model(kind):
             hidden, _ = fluid.layers.dynamic_lstm(input=fluid.layers.fc(input=emb, size=64),
                                                   size=64)
             pooled = fluid.layers.sequence_pool(hidden, "max")
+        elif kind == "conv":
+            source = fluid.layers.data(name="seq", shape=[1], dtype="int64", lod_level=1)
+            emb = fluid.layers.embedding(input=source, size=[30, 16])
+            pooled = fluid.nets.sequence_conv_pool(emb, num_filters=32, filter_size=3,
+                                                   act="tanh", pool_type="max")
         else:
             source = fluid.layers.data(name="seq", shape=[16], dtype="float32", lod_level=1)
             rnn = fluid.layers.DynamicRNN()
@@ -83,11 +89,34 @@ def lod_model(kind):
     scope = fluid.Scope()
     fluid.Executor(fluid.CPUPlace()).run(startup, scope=scope)
     rng = np.random.RandomState(0)
-    rows = rng.randint(0, 30, (sum(LENGTHS), 1)).astype("int64") if kind == "lstm" else \
+    rows = rng.randint(0, 30, (sum(LENGTHS), 1)).astype("int64") if kind != "rnn" else \
         rng.rand(sum(LENGTHS), 16).astype("float32")
     feed = {"seq": fluid.create_lod_tensor(rows, [LENGTHS], fluid.CPUPlace())}
     padded = {"seq": _padded(rows), "seq_lengths": np.array(LENGTHS, "int64")}
     return main.clone(for_test=True), scope, feed, padded, [prediction]
+
+
+def control_flow():
+    """cond picks a branch by the input's sign, then a While loop applies a layer 4 times."""
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.layers.data(name="x", shape=[32], dtype="float32")
+        positive = fluid.layers.greater_than(fluid.layers.reduce_sum(x),
+                                             fluid.layers.fill_constant([1], "float32", 0.0))
+        y = fluid.layers.cond(positive, lambda: fluid.layers.scale(x, 2.0),
+                              lambda: fluid.layers.relu(x) - 1.0)
+        i = fluid.layers.fill_constant([1], "int64", 0)
+        four = fluid.layers.fill_constant([1], "int64", 4)
+        condition = fluid.layers.less_than(i, four)
+        loop = fluid.layers.While(condition)
+        with loop.block():
+            fluid.layers.assign(fluid.layers.fc(y, size=32, act="tanh"), y)
+            fluid.layers.increment(i, in_place=True)
+            fluid.layers.less_than(i, four, cond=condition)
+    scope = fluid.Scope()
+    fluid.Executor(fluid.CPUPlace()).run(startup, scope=scope)
+    feed = {"x": np.random.RandomState(0).rand(8, 32).astype("float32")}
+    return main, scope, feed, [y]
 
 
 def main():
@@ -99,7 +128,9 @@ def main():
                            ("Paddle cnn", lambda: paddle_model("cnn")),
                            ("book LeNet, batch 16", lenet),
                            ("LoD text classifier (dynamic_lstm)", lambda: lod_model("lstm")),
-                           ("DynamicRNN (tanh, hidden 32)", lambda: lod_model("rnn"))]:
+                           ("DynamicRNN (tanh, hidden 32)", lambda: lod_model("rnn")),
+                           ("LoD text CNN (sequence_conv_pool)", lambda: lod_model("conv")),
+                           ("cond + While loop (4 fc steps)", control_flow)]:
             made = make()
             if len(made) == 4:
                 program, scope, feed, fetches = made
