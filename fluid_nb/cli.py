@@ -21,6 +21,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 
 import numpy as np
 
@@ -388,10 +389,15 @@ def cmd_launch(args, out):
                                      args.start_port, args.node_ip)
     print(f"[launch] {len(processes)} processes on {node_ip}: "
           + ", ".join(f"{p.label} {p.endpoint}" for p in processes), file=out, flush=True)
-    # a SIGTERM to the launcher stops the job as Ctrl-C does (this is a command line
-    # process of its own, never a notebook kernel)
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
-    return launch.run(processes, args.script, args.script_args, args.log_dir, out)
+    # a SIGTERM to the launcher stops the job as Ctrl-C does; the handler is the
+    # command's own, put back when it returns
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum)) \
+        if threading.current_thread() is threading.main_thread() else None
+    try:
+        return launch.run(processes, args.script, args.script_args, args.log_dir, out)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 def main(argv=None, out=None):

@@ -61,7 +61,9 @@ class RPCClient:
     ``sent_bytes`` and ``received_bytes`` count the messages' bytes (requests and
     replies) since the client was made."""
 
-    def __init__(self):
+    def __init__(self, trainer_id=0):
+        #: the trainer id the kernels' messages carry
+        self.trainer_id = trainer_id
         self._lock = threading.Lock()
         self._channels = {}
         self._methods = {}
@@ -204,13 +206,17 @@ _client = None
 _client_lock = threading.Lock()
 
 
-def client():
-    """The process's RPC client (made on first use)."""
+def client(trainer_id=0):
+    """The process's RPC client, made on first use for trainer ``trainer_id``.
+
+    As Paddle's ``RPCClient::GetInstance(trainer_id)``, the first call fixes the trainer id
+    the process's messages carry: Fluid 1.8's transpiler leaves ``send``'s ``trainer_id`` at
+    0, and the trainer's startup ``recv``, which runs first, carries the real one."""
     global _client
     if _client is None:
         with _client_lock:
             if _client is None:
-                _client = RPCClient()
+                _client = RPCClient(trainer_id)
     return _client
 
 

@@ -4,7 +4,8 @@ is their contract), attached to the definitions when this package is imported.
 Trainer side: ``send``, ``recv``, ``send_barrier``, ``fetch_barrier`` and
 ``distributed_lookup_table`` call every server they name at the same time through the
 process's :func:`~fluid_nb.distributed.client.client` and return once all have answered
-(or raise the first typed error). Server side:
+(or raise the first typed error). Their messages carry the process's trainer id (see
+:func:`~fluid_nb.distributed.client.client`). Server side:
 ``listen_and_serv`` runs :class:`~fluid_nb.distributed.pserver.ParameterServer` until its
 trainers are done.
 """
@@ -39,7 +40,8 @@ def _rows_pieces(op, value, sections):
 
 
 def _send(ctx, xs):
-    rpc, trainer = client(), ctx.attrs["trainer_id"]
+    rpc = client(ctx.attrs["trainer_id"])
+    trainer = rpc.trainer_id
     names = list(ctx.attrs["send_varnames"])
     if names:  # one variable, cut by rows, piece j to epmap[j] as names[j]
         epmap = _endpoints(ctx, "epmap", len(names), "name in send_varnames")
@@ -67,7 +69,8 @@ def _has_value(value):
 def _recv(ctx, xs):
     if ctx.attrs["do_not_run"]:
         return None
-    rpc, trainer = client(), ctx.attrs["trainer_id"]
+    rpc = client(ctx.attrs["trainer_id"])
+    trainer = rpc.trainer_id
     barrier = ctx.attrs["with_barrier"]
     outs = ctx.output_names("Out")
     pieces = list(ctx.attrs["recv_varnames"])
@@ -96,13 +99,15 @@ def _get(rpc, sources, trainer, barrier):
 
 
 def _send_barrier(ctx, xs):
-    rpc, trainer = client(), ctx.attrs["trainer_id"]
+    rpc = client(ctx.attrs["trainer_id"])
+    trainer = rpc.trainer_id
     rpc.each([(rpc.batch_barrier, (ep, trainer)) for ep in ctx.attrs["endpoints"]])
     return None
 
 
 def _fetch_barrier(ctx, xs):
-    rpc, trainer = client(), ctx.attrs["trainer_id"]
+    rpc = client(ctx.attrs["trainer_id"])
+    trainer = rpc.trainer_id
     rpc.each([(rpc.fetch_barrier, (ep, trainer)) for ep in ctx.attrs["endpoints"]])
     return None
 
@@ -115,7 +120,8 @@ def _distributed_lookup_table(ctx, ids_list, w):
     starts = np.cumsum([0] + [int(s) for s in attrs["height_sections"]])
     pad, v2 = attrs["padding_idx"], attrs["lookup_table_version"] == "lookup_table_v2"
     width = w.array.shape[1]
-    rpc, trainer = client(), attrs["trainer_id"]
+    rpc = client(attrs["trainer_id"])
+    trainer = rpc.trainer_id
     jobs, places = [], []
     flats = []
     for i, ids in enumerate(ids_list):
