@@ -492,3 +492,60 @@ def test_compiler_notebook_exports_control_flow_and_views_the_onnx_model(compile
     assert {"If", "Loop"} <= {op["type"] for op in model["ops"]}
     assert compiler_nb.value_after("onnx-lod", "DynamicRNN in onnxruntime, largest difference:") \
         < 1e-5
+
+
+# --- 10: distributed training ------------------------------------------------------------------
+DISTRIBUTED_NOTEBOOK = "10_distributed.ipynb"
+
+
+@pytest.fixture(scope="module")
+def distributed_nb():
+    return Executed(DISTRIBUTED_NOTEBOOK)
+
+
+def test_stored_distributed_notebook_has_no_outputs_and_is_what_its_generator_writes():
+    stored = (NOTEBOOKS / DISTRIBUTED_NOTEBOOK).read_text(encoding="utf-8")
+    assert stored == _tool("make_distributed_notebook").text()
+    nb = nbformat.reads(stored, as_version=4)
+    assert all(not cell.outputs for cell in nb.cells if cell.cell_type == "code")
+
+
+@pytest.mark.slow
+def test_distributed_notebook_shows_the_split_programs(distributed_nb):
+    assert_clean_run(distributed_nb)
+    text = distributed_nb.text("fit-a-line")
+    assert "send           ['fc_0.w_0@GRAD.trainer_0'] -> ['127.0.0.1:6171']" in text
+    assert "optimizer ops left in the trainer: []" in text
+    assert distributed_nb.value_after("fit-a-line", "127.0.0.1:6170 holds") == ["fc_0.b_0"]
+    assert "block 1: ['sum', 'scale', 'sgd']" in distributed_nb.text("fit-a-line-servers")
+    mlp = distributed_nb.text("mlp")
+    assert "('fc_0.w_0.block0', [392, 200]), ('fc_0.w_0.block1', [392, 200])" in mlp
+    trainer = distributed_nb.text("mlp-trainer").splitlines()
+    assert [line.split()[0] for line in trainer].count("split_byref") == 2
+    assert trainer[-2:] == ["concat         ['fc_0.w_0']", "concat         ['fc_1.w_0']"]
+    assert "('fc_0.w_0_moment1_0', [392, 200])" in distributed_nb.text("mlp-server")
+    sparse = distributed_nb.text("sparse")
+    assert "the gradient is SELECTED_ROWS" in sparse and "split_selected_rows" in sparse
+    assert "trainer startup makes the table with ['fake_init']" in sparse
+    saved = distributed_nb.text("save").splitlines()
+    assert len(saved) == 6 and all(line.endswith("same bytes again: True") for line in saved)
+    for cell in ("fit-a-line-view", "mlp-view"):
+        model = distributed_nb.data(cell, PROGRAM_MIME)
+        assert model["lanes"] == ["trainer 0", "pserver 127.0.0.1:6170",
+                                  "pserver 127.0.0.1:6171"]
+        assert model["stats"]["exchanges"] > 0
+
+
+@pytest.mark.slow
+def test_distributed_notebook_trains_with_two_servers_as_one_process_does(distributed_nb,
+                                                                            tmp_path):
+    text = distributed_nb.text("train")
+    assert "job exit status: 0" in text
+    assert text.count("pserver.") == 2 and text.count("trainer.") == 2
+    difference = distributed_nb.value_after(
+        "compare", "largest difference, job mean vs single process:")
+    assert difference < 1e-5
+    assert "image/svg+xml" in {k for o in distributed_nb.outputs("compare")
+                               for k in o.get("data", {})}
+    assert distributed_nb.seconds() < 60
+    assert distributed_nb.saved_size(tmp_path) < 1_000_000
