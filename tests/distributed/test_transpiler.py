@@ -299,7 +299,7 @@ def test_one_synchronous_trainer_sends_and_servers_expect_the_plain_gradient_nam
     main, startup = build(fit_a_line, sgd)
     t = fluid.DistributeTranspiler()
     t.transpile(0, program=main, pservers=PSERVERS, trainers=1, startup_program=startup)
-    trainer = t.get_trainer_program(wait_port=False)
+    trainer, _, *_ = verified(t, startup)
     sent = [n for op in trainer.global_block().ops if op.type == "send" for n in op.input("X")]
     assert sent == ["fc_0.b_0@GRAD", "fc_0.w_0@GRAD"]
     server = t.get_pserver_program(ENDPOINTS[0])
@@ -317,11 +317,24 @@ def exponential_decay_adamax(optimizer=None):
     fluid.optimizer.Adamax(learning_rate=lr).minimize(loss)
 
 
+def verified(t, startup):
+    """Every program of transpiler ``t``, each checked by verify and the codec."""
+    programs = [t.get_trainer_program(wait_port=False), startup]
+    for ep in ENDPOINTS:
+        programs.extend(t.get_pserver_programs(ep))
+    for program in programs:
+        fluid.verify(program)
+        data = codec.encode_program(program)
+        assert codec.encode_program(codec.decode_program(data)) == data
+    return programs
+
+
 def test_learning_rate_schedule_runs_in_its_own_block_before_the_updates():
     main, startup = build(exponential_decay_adamax, lambda: None)
     lr_types = [op.type for op in main.global_block().ops if op.attrs.get("op_role") == 16]
     t = fluid.DistributeTranspiler()
     t.transpile(0, program=main, pservers=PSERVERS, trainers=2, startup_program=startup)
+    verified(t, startup)
     trainer = t.get_trainer_program(wait_port=False)
     assert not [op for op in trainer.global_block().ops if op.attrs.get("op_role") == 16]
     server, server_startup = t.get_pserver_programs(ENDPOINTS[0])
@@ -340,7 +353,7 @@ def test_asynchronous_trainers_each_send_a_step_counter_the_server_sums():
     t = fluid.DistributeTranspiler()
     t.transpile(1, program=main, pservers=PSERVERS, trainers=2, sync_mode=False,
                 startup_program=startup)
-    trainer = t.get_trainer_program(wait_port=False)
+    trainer, _, *_ = verified(t, startup)
     types = [op.type for op in trainer.global_block().ops]
     assert "send_barrier" not in types and "fetch_barrier" not in types
     (counter_send,) = [op for op in trainer.global_block().ops if op.type == "send"
@@ -371,7 +384,7 @@ def test_runtime_split_sends_whole_gradients_with_their_block_names():
     assert t.distributed_mode == 1  # ASYNC
     t.transpile(0, program=main, pservers=PSERVERS, trainers=2, sync_mode=False,
                 startup_program=startup)
-    trainer = t.get_trainer_program(wait_port=False)
+    trainer, _, *_ = verified(t, startup)
     ops = trainer.global_block().ops
     assert not [op for op in ops if op.type in ("split_byref", "concat")]
     (send,) = [op for op in ops if op.type == "send" and op.input("X") == ["fc_0.w_0@GRAD"]]
