@@ -2,7 +2,9 @@
 by fluid.DistributeTranspiler and started by `fluid-nb launch` as real processes on free
 localhost ports. Sync mode with 2 servers and 2 trainers, each trainer on half of every
 batch, ends with the parameters of single-process training on the whole batches after 20
-steps; async mode trains and ends."""
+steps (and a table kept on the servers, read by prefetch and updated by sparse gradients,
+trains as one process does); async mode trains and ends."""
+import json
 import os
 import subprocess
 import sys
@@ -75,3 +77,25 @@ def test_async_training_lowers_the_loss_and_ends(tmp_path, script, optimizer):
         assert len(saved["losses"]) == 40
         before, after = saved["held_out"]  # the test set's loss before and after training
         assert after < 0.5 * before, (before, after)
+
+
+def _losses(text, label):
+    line = next(line for line in text.splitlines() if line.startswith(f"{label}losses "))
+    return np.asarray(json.loads(line.split("losses ", 1)[1]))
+
+
+def test_a_table_kept_on_the_servers_trains_as_one_process_does(tmp_path):
+    """SelectedRows gradients cut across two servers, rows read back by prefetch: the
+    trainers' losses (each on half of every batch) average to single-process training's."""
+    script = str(REPO / "tests" / "distributed" / "sparse_job.py")
+    job = subprocess.run([sys.executable, "-m", "fluid_nb.cli", "launch", "--pservers", "2",
+                          "--trainers", "2", script], env=_environment(), capture_output=True,
+                         text=True, timeout=120)
+    assert job.returncode == 0, job.stdout + job.stderr
+    alone = subprocess.run([sys.executable, script], env=_environment(), capture_output=True,
+                           text=True, timeout=60)
+    assert alone.returncode == 0, alone.stderr
+    halves = (_losses(job.stdout, "[trainer.0] ") + _losses(job.stdout, "[trainer.1] ")) / 2
+    whole = _losses(alone.stdout, "")
+    assert len(whole) == 12 and whole[-1] != whole[0]
+    np.testing.assert_allclose(halves, whole, rtol=1e-5, atol=1e-7)
