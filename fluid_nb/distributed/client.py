@@ -14,17 +14,17 @@ raises a typed error naming the method, the endpoint and the variable:
 - the server's refusals as the matching kind: ``InvalidArgument`` (a malformed message),
   ``NotFound`` (a variable it does not hold or receive), ``Unimplemented`` ...
 
-Messages are built and values decoded by the caller's thread; the call threads only move
-bytes, so the values a kernel sees are made where the kernel runs.
+Several calls go out at once as gRPC futures (:meth:`RPCClient.call_all`: a step's
+gradients to their servers). Messages are built and values decoded by the caller's thread;
+gRPC only moves bytes, so the values a kernel sees are made where the kernel runs.
 """
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 
 from .. import flags
-from ..errors import (ExecutionTimeout, InvalidArgument, NotFound, OutOfRange,
+from ..errors import (ExecutionTimeout, FluidError, InvalidArgument, NotFound, OutOfRange,
                       PreconditionNotMet, ResourceExhausted, Unavailable, Unimplemented,
                       expected)
 from . import messages
@@ -69,7 +69,6 @@ class RPCClient:
         self._methods = {}
         #: endpoint -> the trainer id of the last call it answered
         self._reached = {}
-        self._pool = None
         self.sent_bytes = 0
         self.received_bytes = 0
 
@@ -102,56 +101,71 @@ class RPCClient:
         are. A second call tells nobody again."""
         with self._lock:
             reached, self._reached = dict(self._reached), {}
-        self.each([(self.call, (endpoint, "SendVariable",
-                                messages.control(messages.COMPLETE, trainer_id)))
-                   for endpoint, trainer_id in sorted(reached.items())])
+        self.call_all([(endpoint, "SendVariable",
+                        messages.control(messages.COMPLETE, trainer_id))
+                       for endpoint, trainer_id in sorted(reached.items())])
 
     def call(self, endpoint, method, message, name=None):
         """The reply's bytes of ``method`` called with ``message`` on ``endpoint``."""
-        name = name or message.varname
-        payload = message.SerializeToString()
-        stub = self._method(endpoint, method)
+        return self.call_all([(endpoint, method, message, name)])[0]
+
+    def call_all(self, requests):
+        """The replies' bytes of ``(endpoint, method, message[, name])`` requests, all made
+        at once (gRPC futures). One that finds its server unavailable goes on alone with
+        the retries; the first error is raised once every call has ended."""
         limit = _seconds("FLAGS_rpc_deadline")
-        retries = int(flags.flag("FLAGS_rpc_retry_times"))
         start = time.monotonic()
-        end = start + limit
-        tries, pause = 0, 0.05
-        while True:
-            tries += 1
+        calls = []
+        for request in requests:
+            endpoint, method, message = request[:3]
+            name = (request[3] if len(request) > 3 else None) or message.varname
+            payload = message.SerializeToString()
+            stub = self._method(endpoint, method)
+            calls.append((endpoint, method, message, name, payload, stub,
+                          stub.future(payload, timeout=limit)))
+        replies, error = [], None
+        for endpoint, method, message, name, payload, stub, future in calls:
             try:
-                reply = stub(payload, timeout=max(end - time.monotonic(), 0.001))
-                break
+                reply = future.result()
             except grpc.RpcError as exc:
-                code, left = exc.code(), end - time.monotonic()
-                known = endpoint in self._reached
-                if code == grpc.StatusCode.UNAVAILABLE and left > 0.02 \
-                        and (not known or tries <= retries):
-                    time.sleep(min(pause, left - 0.01))
-                    pause = min(pause * 2, 1.0)
-                    continue
+                try:
+                    reply = self._retry(exc, endpoint, method, name, payload, stub, start,
+                                        limit)
+                except FluidError as failure:
+                    error, reply = error or failure, None
+            if reply is not None:
+                self._answered(endpoint, message, payload, reply)
+            replies.append(reply)
+        if error is not None:
+            raise error
+        return replies
+
+    def _retry(self, exc, endpoint, method, name, payload, stub, start, limit):
+        """After the first try failed with ``exc``: try again while the server is unavailable
+        (until the deadline if the endpoint never answered, else FLAGS_rpc_retry_times
+        times), pausing 50 ms, 100 ms ... up to 1 s in between."""
+        retries = int(flags.flag("FLAGS_rpc_retry_times"))
+        end = start + limit
+        tries, pause = 1, 0.05
+        while True:
+            code, left = exc.code(), end - time.monotonic()
+            if code != grpc.StatusCode.UNAVAILABLE or left <= 0.02 \
+                    or (endpoint in self._reached and tries > retries):
                 raise self._error(exc, endpoint, method, name, tries,
                                   time.monotonic() - start, limit) from None
+            time.sleep(min(pause, left - 0.01))
+            pause = min(pause * 2, 1.0)
+            tries += 1
+            try:
+                return stub(payload, timeout=max(end - time.monotonic(), 0.001))
+            except grpc.RpcError as again:
+                exc = again
+
+    def _answered(self, endpoint, message, payload, reply):
         with self._lock:
             self._reached[endpoint] = message.trainer_id
             self.sent_bytes += len(payload)
             self.received_bytes += len(reply)
-        return reply
-
-    def each(self, calls):
-        """Run ``(function, args)`` calls at the same time; their results in order, or the
-        first error (after all have ended: none is left running)."""
-        if len(calls) <= 1:
-            return [fn(*args) for fn, args in calls]
-        with self._lock:
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(max_workers=16,
-                                                thread_name_prefix="fluid_nb-rpc")
-        futures = [self._pool.submit(fn, *args) for fn, args in calls]
-        errors = [f.exception() for f in futures]
-        for error in errors:
-            if error is not None:
-                raise error
-        return [f.result() for f in futures]
 
     # --- channels ---------------------------------------------------------------------------
     def _method(self, endpoint, method):

@@ -54,9 +54,8 @@ def _send(ctx, xs):
         jobs = [(ep, name, value) for ep, name, value
                 in zip(epmap, ctx.input_names("X"), xs) if _has_value(value)]
     # messages are built here, in the kernel's thread; the calls only move bytes
-    rpc.each([(rpc.call, (ep, "SendVariable", messages.encode(name, value, trainer,
-                                                              f"send to {ep}")))
-              for ep, name, value in jobs])
+    rpc.call_all([(ep, "SendVariable", messages.encode(name, value, trainer, f"send to {ep}"))
+                  for ep, name, value in jobs])
     return None
 
 
@@ -92,8 +91,8 @@ def _get(rpc, sources, trainer, barrier):
     method = "GetVariable" if barrier else "GetVariableNoBarrier"
     suffix = "" if barrier else messages.WITHOUT_BARRIER
     sources = list(sources)
-    replies = rpc.each([(rpc.call, (ep, method, messages.request(name + suffix, trainer),
-                                    name)) for ep, name in sources])
+    replies = rpc.call_all([(ep, method, messages.request(name + suffix, trainer), name)
+                            for ep, name in sources])
     return [messages.decode(pb.VariableMessage.FromString(reply), f"{method} from {ep}")
             for (ep, _), reply in zip(sources, replies)]
 
@@ -101,14 +100,16 @@ def _get(rpc, sources, trainer, barrier):
 def _send_barrier(ctx, xs):
     rpc = client(ctx.attrs["trainer_id"])
     trainer = rpc.trainer_id
-    rpc.each([(rpc.batch_barrier, (ep, trainer)) for ep in ctx.attrs["endpoints"]])
+    rpc.call_all([(ep, "SendVariable", messages.control(messages.BATCH_BARRIER, trainer))
+                  for ep in ctx.attrs["endpoints"]])
     return None
 
 
 def _fetch_barrier(ctx, xs):
     rpc = client(ctx.attrs["trainer_id"])
     trainer = rpc.trainer_id
-    rpc.each([(rpc.fetch_barrier, (ep, trainer)) for ep in ctx.attrs["endpoints"]])
+    rpc.call_all([(ep, "GetVariable", messages.control(messages.FETCH_BARRIER, trainer))
+                  for ep in ctx.attrs["endpoints"]])
     return None
 
 
@@ -141,9 +142,9 @@ def _distributed_lookup_table(ctx, ids_list, w):
                 message = messages.encode(ctx.input_names("Ids")[i], local, trainer,
                                           f"prefetch from {ep}")
                 message.table_name, message.out_varname = name, ctx.output_names("Outputs")[i]
-                jobs.append((rpc.call, (ep, "PrefetchVariable", message, name)))
+                jobs.append((ep, "PrefetchVariable", message, name))
                 places.append((i, positions, ep))
-    replies = rpc.each(jobs)
+    replies = rpc.call_all(jobs)
     outs = [np.zeros((flat.size, width), dtype=to_numpy_dtype(attrs["dtype"]))
             for flat in flats]
     for (i, positions, ep), reply in zip(places, replies):
