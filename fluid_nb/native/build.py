@@ -82,9 +82,11 @@ def blas():
 
 def flags(march_native=False):
     width = blas()[2]
-    # -fno-math-errno: sqrt and exp need not set errno, so their loops vectorise (the
-    # values are the same)
-    return (["-O3", "-fno-math-errno", "-std=c++17", "-shared", "-fPIC", f"-I{RUNTIME}",
+    # -fno-math-errno: sqrt and exp need not set errno; -fno-trapping-math: a loop may
+    # compute both sides of a choice (tanh's), as nothing reads the FP exception flags; so
+    # their loops vectorise (the values are the same)
+    return (["-O3", "-fno-math-errno", "-fno-trapping-math", "-std=c++17", "-shared", "-fPIC",
+             f"-I{RUNTIME}",
              f"-DFLUID_BLAS_INT={width}"] + (["-march=native"] if march_native else []), [])
 
 
@@ -116,11 +118,12 @@ def build(source, march_native=False, target="cpp"):
     if target == "cuda":
         command, version = nvcc()
         compile_flags, link_flags = cuda_flags()
-        header = (RUNTIME / "fluid_native_cuda.cuh").read_bytes()
     else:
         command, version = compiler()
         compile_flags, link_flags = flags(march_native)
-        header = (RUNTIME / "fluid_native.h").read_bytes()
+    # every runtime header (one includes another), in a fixed order
+    header = b"".join(path.read_bytes() for path in sorted(RUNTIME.iterdir())
+                      if path.suffix in (".h", ".cuh"))
     key = hashlib.sha256("\0".join([source, version, " ".join(compile_flags + link_flags)])
                          .encode() + header).hexdigest()[:24]
     directory = cache_dir()

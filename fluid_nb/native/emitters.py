@@ -1,35 +1,23 @@
 """The native code generator's emitters: one entry per op type, each turning one op instance
 into the C++ body of its function (calls into ``runtime/fluid_native.h``).
 
-An emitter is ``emit(op, env) -> [lines]``. ``env`` knows every variable's concrete shape
-and element type (the generated code is specialised on one set of feed shapes) and gives
-its pointer expression (``env.ptr(name)``, named after the variable in the function).
-An emitter that meets a case it does not handle raises :class:`NoEmitter` saying why; the
-generator then reports the op as one that stays in the interpreter.
+An emitter is ``emit(op, env) -> [lines]``. ``env`` (see env.py) knows every variable's
+shape and element type and gives its pointer expression (``env.ptr(name)``, named after the
+variable in the function). In a program specialised on one set of feed shapes every size
+is a literal; in one whose sizes change from batch to batch (LoD, sub-blocks) a size may be
+a :class:`~.env.Dim` read at run time, and each emitter states the dims of its outputs
+with ``env.resize`` (a no-op in the specialised case). An emitter that meets a case it does
+not handle raises :class:`NoEmitter` saying why; the generator then reports the op as one
+that stays in the interpreter.
+
+This module holds the dense ops; ``lod_emitters.py`` the LoD, tensor-array and small
+loop ops, ``loop_emitters.py`` ``while`` and ``while_grad``.
 """
 import math
 
-import numpy as np
-
 from ..ops.creation import fill_value
-
-class NoEmitter(Exception):
-    """This op instance has no native code (the message says why)."""
-
-
-EMITTERS = {}
-
-
-def emitter(*op_types):
-    def register(fn):
-        for op_type in op_types:
-            EMITTERS[op_type] = fn
-        return fn
-    return register
-
-
-def _count(shape):
-    return int(np.prod(shape, dtype=np.int64)) if len(shape) else 1
+from .emitter_table import EMITTERS, NoEmitter, emitter  # noqa: F401  (the table's home)
+from .env import count as _count
 
 
 def _one(op, slot, kind="inputs"):
@@ -67,25 +55,47 @@ def _mul(op, env):
     x, y, M, K, N = _mul_dims(op, env)
     _require_float(op, env, x)
     out = _one(op, "Out", "outputs")
-    return [f"mul({env.ptr(x)}, {env.ptr(y)}, {env.ptr(out)}, {M}, {K}, {N});"]
+    xc, yc = op.attrs.get("x_num_col_dims", 1), op.attrs.get("y_num_col_dims", 1)
+    dims = list(env.shape(x)[:xc]) + list(env.shape(y)[yc:])
+    return env.resize(out, dims) + [
+        f"mul({env.ptr(x)}, {env.ptr(y)}, {env.ptr(out)}, {M}, {K}, {N});"]
 
 
 @emitter("mul_grad")
 def _mul_grad(op, env):
     x, y, M, K, N = _mul_dims(op, env)
     dout = _one(op, "Out@GRAD")
-    dx, dy = _one(op, "X@GRAD", "outputs"), _one(op, "Y@GRAD", "outputs")
+    dx, dy = _live(op, env, "X@GRAD"), _live(op, env, "Y@GRAD")
+    total = env.accumulator(dy) if dy else None
+    lines = []
+    if total:  # dY added into a while_grad's total over the steps: one product, no copy
+        dy = None
+        zero, one = ("0.0f", "1.0f") if env.ctype(x) == "float" else ("0.0", "1.0")
+        dims = ", ".join(str(d) for d in env.shape(y))
+        lines += [f"const bool first = !{total}.initialised;",
+                  f"if (first) {total}.resize({{{dims}}});",
+                  f"gemm(true, false, {K}, {N}, {M}, {env.ptr(x)}, {env.ptr(dout)}, "
+                  f"{total}.data, first ? {zero} : {one});"]
+    if not (dx or dy):
+        return lines
     absent = f"static_cast<{env.ctype(x)}*>(nullptr)"
-    return [f"mul_grad({env.ptr(x)}, {env.ptr(y)}, {env.ptr(dout)}, "
-            f"{env.ptr(dx) if dx else absent}, {env.ptr(dy) if dy else absent}, "
-            f"{M}, {K}, {N});"]
+    sizes = (env.resize_like(dx, x) if dx else []) + (env.resize_like(dy, y) if dy else [])
+    return sizes + [f"mul_grad({env.ptr(x)}, {env.ptr(y)}, {env.ptr(dout)}, "
+                    f"{env.ptr(dx) if dx else absent}, {env.ptr(dy) if dy else absent}, "
+                    f"{M}, {K}, {N});"] + lines
+
+
+def _live(op, env, slot):
+    """The variable of output ``slot`` when the op has one that someone reads."""
+    name = _one(op, slot, "outputs")
+    return name if name and not env.dead(name) else None
 
 
 # --- elementwise ---------------------------------------------------------------------------------------
 def _broadcast(op, env, x, y):
     """(pre, n, post): X viewed as [pre, n, post] and Y as [n], Paddle's axis rule."""
     xs, ys = list(env.shape(x)), list(env.shape(y))
-    if xs == ys:
+    if env.same_shape(x, y):
         return 1, _count(xs), 1
     axis = op.attrs.get("axis", -1)
     while len(ys) > 1 and ys[-1] == 1:  # Paddle trims Y's trailing 1s
@@ -104,15 +114,16 @@ def _elementwise(op, env):
     pre, n, post = _broadcast(op, env, x, y)
     name = {"elementwise_add": "add", "elementwise_sub": "sub",
             "elementwise_mul": "mul_elementwise"}[op.type]
-    return [f"{name}({env.ptr(x)}, {env.ptr(y)}, {env.ptr(out)}, {pre}, {n}, {post});"]
+    return env.resize_like(out, x) + [
+        f"{name}({env.ptr(x)}, {env.ptr(y)}, {env.ptr(out)}, {pre}, {n}, {post});"]
 
 
 @emitter("elementwise_add_grad", "elementwise_sub_grad")
 def _elementwise_grad(op, env):
     x, y, dout = _one(op, "X"), _one(op, "Y"), _one(op, "Out@GRAD")
-    dx, dy = _one(op, "X@GRAD", "outputs"), _one(op, "Y@GRAD", "outputs")
+    dx, dy = _live(op, env, "X@GRAD"), _live(op, env, "Y@GRAD")
     pre, n, post = _broadcast(op, env, x, y)
-    lines = []
+    lines = (env.resize_like(dx, x) if dx else []) + (env.resize_like(dy, y) if dy else [])
     if dx:
         lines.append(f"copy({env.ptr(dout)}, {env.ptr(dx)}, {pre * n * post});")
     if dy:
@@ -126,6 +137,22 @@ def _elementwise_grad(op, env):
     return lines
 
 
+@emitter("elementwise_mul_grad")
+def _elementwise_mul_grad(op, env):
+    x, y, dout = _one(op, "X"), _one(op, "Y"), _one(op, "Out@GRAD")
+    dx, dy = _live(op, env, "X@GRAD"), _live(op, env, "Y@GRAD")
+    _require_float(op, env, x)
+    pre, n, post = _broadcast(op, env, x, y)
+    lines = (env.resize_like(dx, x) if dx else []) + (env.resize_like(dy, y) if dy else [])
+    if dx:  # dX = dOut * Y (Y broadcast as in the forward op)
+        lines.append(f"mul_elementwise({env.ptr(dout)}, {env.ptr(y)}, {env.ptr(dx)}, {pre}, "
+                     f"{n}, {post});")
+    if dy:  # dY = dOut * X, summed over what Y was broadcast across
+        lines.append(f"mul_reduce_to_y({env.ptr(dout)}, {env.ptr(x)}, {env.ptr(dy)}, {pre}, "
+                     f"{n}, {post});")
+    return lines
+
+
 # --- activations and other maps ----------------------------------------------------------------------
 _UNARY = {"relu": "relu", "tanh": "tanh_", "sigmoid": "sigmoid", "square": "square"}
 
@@ -134,27 +161,28 @@ _UNARY = {"relu": "relu", "tanh": "tanh_", "sigmoid": "sigmoid", "square": "squa
 def _unary(op, env):
     x, out = _one(op, "X"), _one(op, "Out", "outputs")
     _require_float(op, env, x)
-    return [f"{_UNARY[op.type]}({env.ptr(x)}, {env.ptr(out)}, {_count(env.shape(x))});"]
+    return env.resize_like(out, x) + [f"{_UNARY[op.type]}({env.ptr(x)}, {env.ptr(out)}, {_count(env.shape(x))});"]
 
 
 @emitter("relu_grad", "tanh_grad", "sigmoid_grad")
 def _from_out_grad(op, env):
     out, dout, dx = _one(op, "Out"), _one(op, "Out@GRAD"), _one(op, "X@GRAD", "outputs")
-    return [f"{op.type}({env.ptr(out)}, {env.ptr(dout)}, {env.ptr(dx)}, "
+    return env.resize_like(dx, out) + [f"{op.type}({env.ptr(out)}, {env.ptr(dout)}, {env.ptr(dx)}, "
             f"{_count(env.shape(out))});"]
 
 
 @emitter("square_grad")
 def _square_grad(op, env):
     x, dout, dx = _one(op, "X"), _one(op, "Out@GRAD"), _one(op, "X@GRAD", "outputs")
-    return [f"square_grad({env.ptr(x)}, {env.ptr(dout)}, {env.ptr(dx)}, "
+    return env.resize_like(dx, x) + [f"square_grad({env.ptr(x)}, {env.ptr(dout)}, {env.ptr(dx)}, "
             f"{_count(env.shape(x))});"]
 
 
 @emitter("assign")
 def _assign(op, env):
     x, out = _one(op, "X"), _one(op, "Out", "outputs")
-    return [f"copy({env.ptr(x)}, {env.ptr(out)}, {_count(env.shape(x))});"]
+    return env.resize_like(out, x) + [
+        f"copy({env.ptr(x)}, {env.ptr(out)}, {_count(env.shape(x))});"]
 
 
 @emitter("scale")
@@ -164,7 +192,7 @@ def _scale(op, env):
     x, out = _one(op, "X"), _one(op, "Out", "outputs")
     _require_float(op, env, x)
     ctype, a = env.ctype(x), op.attrs
-    return [f"scale({env.ptr(x)}, {env.ptr(out)}, {_count(env.shape(x))}, "
+    return env.resize_like(out, x) + [f"scale({env.ptr(x)}, {env.ptr(out)}, {_count(env.shape(x))}, "
             f"{_float(a.get('scale', 1.0), ctype)}, {_float(a.get('bias', 0.0), ctype)}, "
             f"{'true' if a.get('bias_after_scale', True) else 'false'});"]
 
@@ -196,7 +224,7 @@ def _dropout(op, env):
     # no Mask is written, as in Paddle
     keep = 1.0 if a.get("dropout_implementation", "downgrade_in_infer") == \
         "upscale_in_train" else 1.0 - float(a.get("dropout_prob", 0.5))
-    return [f"scale({env.ptr(x)}, {env.ptr(out)}, {_count(env.shape(x))}, "
+    return env.resize_like(out, x) + [f"scale({env.ptr(x)}, {env.ptr(out)}, {_count(env.shape(x))}, "
             f"{_float(keep, ctype)}, {ctype}(0), true);"]
 
 
@@ -211,7 +239,7 @@ def _mean(op, env):
 @emitter("mean_grad")
 def _mean_grad(op, env):
     x, dout, dx = _one(op, "X"), _one(op, "Out@GRAD"), _one(op, "X@GRAD", "outputs")
-    return [f"mean_grad({env.ptr(dout)}, {env.ptr(dx)}, {_count(env.shape(x))});"]
+    return env.resize_like(dx, x) + [f"mean_grad({env.ptr(dout)}, {env.ptr(dx)}, {_count(env.shape(x))});"]
 
 
 def _rows_classes(op, env, name):
@@ -227,7 +255,7 @@ def _softmax(op, env):
     x, out = _one(op, "X"), _one(op, "Out", "outputs")
     _require_float(op, env, x)
     rows, classes = _rows_classes(op, env, x)
-    return [f"softmax({env.ptr(x)}, {env.ptr(out)}, {rows}, {classes});"]
+    return env.resize_like(out, x) + [f"softmax({env.ptr(x)}, {env.ptr(out)}, {rows}, {classes});"]
 
 
 def _hard_labels(op, env, label):
@@ -244,7 +272,9 @@ def _softmax_xent(op, env):
     softmax, loss = _one(op, "Softmax", "outputs"), _one(op, "Loss", "outputs")
     _hard_labels(op, env, label)
     rows, classes = _rows_classes(op, env, logits)
-    return [f"softmax_cross_entropy({env.ptr(logits)}, {env.ptr(label)}, {env.ptr(softmax)}, "
+    loss_dims = list(env.shape(logits)[:-1]) + [1]
+    return env.resize_like(softmax, logits) + env.resize(loss, loss_dims) + [
+            f"softmax_cross_entropy({env.ptr(logits)}, {env.ptr(label)}, {env.ptr(softmax)}, "
             f"{env.ptr(loss)}, {rows}, {classes}, {int(op.attrs.get('ignore_index', -100))});"]
 
 
@@ -254,7 +284,7 @@ def _softmax_xent_grad(op, env):
     dloss, dlogits = _one(op, "Loss@GRAD"), _one(op, "Logits@GRAD", "outputs")
     _hard_labels(op, env, label)
     rows, classes = _rows_classes(op, env, softmax)
-    return [f"softmax_cross_entropy_grad({env.ptr(softmax)}, {env.ptr(label)}, "
+    return env.resize_like(dlogits, softmax) + [f"softmax_cross_entropy_grad({env.ptr(softmax)}, {env.ptr(label)}, "
             f"{env.ptr(dloss)}, {env.ptr(dlogits)}, {rows}, {classes}, "
             f"{int(op.attrs.get('ignore_index', -100))});"]
 
@@ -275,7 +305,7 @@ def _conv2d(op, env):
     (oh, ow), (kh, kw) = g.out, g.ksizes
     rows = (xs[1] // g.groups) * kh * kw
     cols = env.scratch(rows * oh * ow, "float32" if env.ctype(x) == "float" else "float64")
-    return [f"conv2d({env.ptr(x)}, {env.ptr(w)}, {env.ptr(out)}, {cols}, {xs[0]}, {xs[1]}, "
+    return env.resize(out, [xs[0], ws[0], oh, ow]) + [f"conv2d({env.ptr(x)}, {env.ptr(w)}, {env.ptr(out)}, {cols}, {xs[0]}, {xs[1]}, "
             f"{xs[2]}, {xs[3]}, {ws[0]}, {kh}, {kw}, {oh}, {ow}, {g.strides[0]}, "
             f"{g.strides[1]}, {pt}, {pl}, {g.dilations[0]}, {g.dilations[1]}, {g.groups});"]
 
@@ -293,7 +323,7 @@ def _pool2d(op, env):
     (oh, ow), (kh, kw) = g.out, g.ksizes
     is_max = op.attrs.get("pooling_type") == "max"
     exclusive = bool(op.attrs.get("exclusive", True))
-    return [f"pool2d({env.ptr(x)}, {env.ptr(out)}, {xs[0] * xs[1]}, {xs[2]}, {xs[3]}, {kh}, "
+    return env.resize(out, [xs[0], xs[1], oh, ow]) + [f"pool2d({env.ptr(x)}, {env.ptr(out)}, {xs[0] * xs[1]}, {xs[2]}, {xs[3]}, {kh}, "
             f"{kw}, {oh}, {ow}, {g.strides[0]}, {g.strides[1]}, {pt}, {pl}, "
             f"{'true' if is_max else 'false'}, {'true' if exclusive else 'false'});"]
 
@@ -314,7 +344,7 @@ def _batch_norm(op, env):
     if env.ctype(mean) != ctype:
         raise NoEmitter("statistics of another type than X")
     absent = f"static_cast<const {ctype}*>(nullptr)"
-    lines = [f"batch_norm_inference({env.ptr(x)}, {env.ptr(scale) if scale else absent}, "
+    lines = env.resize_like(y, x) + [f"batch_norm_inference({env.ptr(x)}, {env.ptr(scale) if scale else absent}, "
              f"{env.ptr(bias) if bias else absent}, {env.ptr(mean)}, {env.ptr(variance)}, "
              f"{env.ptr(y)}, {xs[0]}, {xs[1]}, {_count(xs[2:])}, "
              f"{ctype}({_float(a.get('epsilon', 1e-5), ctype)}));"]

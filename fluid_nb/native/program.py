@@ -1,17 +1,19 @@
 """A program compiled to native code, which ``Executor.run`` takes in place of the program.
 
-``compile(program, feed, fetch_list, scope)`` generates and builds the C++ for the shapes of
-``feed`` and returns a :class:`NativeProgram`. Running it with feeds of other shapes builds
-(or takes from the cache) another specialisation. Parameters stay in the scope: the compiled
-code reads them from the scope's arrays and its optimizer ops update them in place, so the
-interpreter and the compiled program can take turns on one scope.
+``compile(program, feed, fetch_list, scope)`` generates and builds the C++ and returns a
+:class:`NativeProgram`. A program without LoD or sub-blocks is built for the shapes of
+``feed``; running it with feeds of other shapes builds (or takes from the cache) another
+specialisation. A program with a LoD feed or sub-blocks (``while``, DynamicRNN) is built
+once and runs every batch and LoD that fits it (dynamic_run.py). Parameters stay in the
+scope: the compiled code reads them from the scope's arrays and its optimizer ops update
+them in place, so the interpreter and the compiled program can take turns on one scope.
 """
 import ctypes
 
 import numpy as np
 
 from ..errors import InvalidArgument, NotFound, Unimplemented, expected
-from ..exec.executor import Executor, FetchedArray
+from ..exec.executor import Executor, FetchedArray, _feed_tensor
 from ..exec.scope import global_scope
 from ..framework.program import EMPTY_VAR_NAME, Block, Program, without_feed_fetch_ops
 from ..tensor.place import CPUPlace
@@ -19,6 +21,7 @@ from ..tensor.dtypes import VarType, to_numpy_dtype
 from ..tensor.tensor import LoDTensor, lossless_cast, value_array
 from ..tensor.transfer import to_host
 from .build import build, entry, load, load_cuda
+from .dynamic_run import DynamicBuild
 from .generate import generate
 
 
@@ -52,29 +55,37 @@ class _Specialisation:
     def bind(self, scope):
         """Point at the scope's arrays of the persistables (again only where one changed)."""
         for k, v in enumerate(self.persistables):
-            held = scope.find_var(v.name)
-            tensor = getattr(held, "value", None)
-            array = getattr(tensor, "array", None)
-            if array is self.bound[k]:
-                continue
-            if not isinstance(tensor, LoDTensor) or array is None:
-                raise NotFound(expected("a compiled program", f"variable {v.name!r}",
-                                        "a tensor in the scope (run the startup program "
-                                        "first)", "none"))
-            xp = self.xp
-            if not isinstance(array, xp.ndarray) or array.shape != v.shape \
-                    or array.dtype != v.dtype or not array.flags.c_contiguous \
-                    or (xp is np and not array.flags.writeable):
-                if tuple(array.shape) != v.shape:
-                    raise InvalidArgument(expected(
-                        "a compiled program", f"variable {v.name!r}",
-                        f"shape {list(v.shape)} (as compiled)", list(array.shape)))
-                # its own writable copy where the compiled code works (host or device)
-                tensor.array = xp.array(array if xp is np else xp.asarray(array),
-                                        dtype=v.dtype, order="C")
-                array = tensor.array
-            self.bound[k] = array
-            self.pointers[v.index] = _address(array)
+            array = bind_persistable(scope, v, self.xp, self.bound[k])
+            if array is not self.bound[k]:
+                self.bound[k] = array
+                self.pointers[v.index] = _address(array)
+
+
+def bind_persistable(scope, v, xp, bound=None):
+    """The scope's array of persistable ``v`` as the compiled code works on it: the array
+    itself, or (once) a writable C-ordered copy of ``v``'s type put in its place. ``bound``:
+    the array found last time (returned at once when the scope still holds it)."""
+    held = scope.find_var(v.name)
+    tensor = getattr(held, "value", None)
+    array = getattr(tensor, "array", None)
+    if array is bound and array is not None:
+        return array
+    if not isinstance(tensor, LoDTensor) or array is None:
+        raise NotFound(expected("a compiled program", f"variable {v.name!r}",
+                                "a tensor in the scope (run the startup program "
+                                "first)", "none"))
+    if not isinstance(array, xp.ndarray) or array.shape != v.shape \
+            or array.dtype != v.dtype or not array.flags.c_contiguous \
+            or (xp is np and not array.flags.writeable):
+        if tuple(array.shape) != v.shape:
+            raise InvalidArgument(expected(
+                "a compiled program", f"variable {v.name!r}",
+                f"shape {list(v.shape)} (as compiled)", list(array.shape)))
+        # its own writable copy where the compiled code works (host or device)
+        tensor.array = xp.array(array if xp is np else xp.asarray(array),
+                                dtype=v.dtype, order="C")
+        array = tensor.array
+    return array
 
 
 class _Interpreted:
@@ -136,7 +147,9 @@ class NativeProgram:
         self.march_native = march_native
         self.target = target
         self._dtypes = _declared_dtypes(program)
-        self._built = {}  # feed signature -> _Specialisation
+        self._built = {}  # feed signature (or "dynamic") -> _Specialisation (DynamicBuild)
+        #: sub-blocks: sizes are read at run time whatever the feeds
+        self._blocks = len(program.blocks) > 1
 
     def _repr_html_(self):
         source = self.source
@@ -149,6 +162,14 @@ class NativeProgram:
         return next(reversed(self._built.values())).source if self._built else None
 
     def specialise(self, feed, scope):
+        """The build that runs ``feed``: the one build of a program with sub-blocks or fed
+        LoD, else the specialisation on the feeds' shapes (made on first use)."""
+        arrays = None if self._blocks else _feed_arrays(self._dtypes, feed)
+        if arrays is None:
+            return self._dynamic_build(feed or {}, scope)
+        return self._specialised(arrays, scope)
+
+    def _specialised(self, feed, scope):
         key = tuple(sorted((name, value.shape, value.dtype) for name, value in feed.items()))
         spec = self._built.get(key)
         if spec is None:
@@ -172,12 +193,42 @@ class NativeProgram:
             self._built[key] = spec
         return spec
 
+    def _dynamic_build(self, feed, scope):
+        """The one build of a program whose sizes are read at run time."""
+        built = self._built.get("dynamic")
+        if built is not None:
+            return built
+        if self.target == "cuda":
+            raise Unimplemented(expected(
+                "compile", "a program without LoD or sub-blocks for the CUDA target (one "
+                "with them is generated and built, not run, for CUDA)", "such a program",
+                "LoD or sub-blocks"))
+        block = self.program.global_block()
+        feed = {name: _feed_tensor(name, block.var(name), value, CPUPlace())
+                if block.has_var(name) else value for name, value in feed.items()}
+        source = generate(self.program, target=self.target, feed=feed,
+                          fetch=self.fetch_names, scope=scope)
+        if source.fallbacks:
+            raise Unimplemented(expected(
+                "compile", "every op with native code in a program with LoD or sub-blocks "
+                "(ops there do not fall back to the interpreter)", "an emitter for each op",
+                "; ".join(f"op {i} {t}: {why}" for i, t, why in source.fallbacks)))
+        library, cached = build(source.source, self.march_native, self.target)
+        declared = {v.name: block.var(v.name) for v in source.variables if v.role == "feed"}
+        built = self._built["dynamic"] = DynamicBuild(
+            self.program, source, library, cached, load(library), declared)
+        return built
+
     def run(self, feed=None, fetch_list=None, scope=None, return_numpy=True):
         scope = global_scope() if scope is None else scope
-        feed = _feed_arrays(self._dtypes, feed)
         fetch_names = [getattr(f, "name", f) for f in fetch_list] if fetch_list is not None \
             else self.fetch_names
-        spec = self.specialise(feed, scope)
+        arrays = None if self._blocks else _feed_arrays(self._dtypes, feed)
+        if arrays is None:  # sizes read at run time: one build for every batch and LoD
+            return self._dynamic_build(feed or {}, scope).run(feed or {}, fetch_names, scope,
+                                                              return_numpy)
+        feed = arrays
+        spec = self._specialised(feed, scope)
         for name, buffer in spec.feeds:
             if spec.xp is np:
                 buffer[...] = feed[name]
@@ -226,7 +277,8 @@ def _declared_dtypes(program):
 def _feed_arrays(dtypes, feed):
     """The feeds as C-ordered arrays of their variables' types, by the executor's own
     rules (value_array refuses what is not an array of numbers, lossless_cast a cast that
-    would change values); a LoD is refused, as the compiled code has none."""
+    would change values); None when one carries LoD (a build whose sizes are read at run
+    time takes them)."""
     arrays = {}
     for name, value in (feed or {}).items():
         want = dtypes.get(name)
@@ -234,10 +286,10 @@ def _feed_arrays(dtypes, feed):
             arrays[name] = value  # the usual case: nothing to convert
             continue
         where = f"a compiled program: feed {name!r}"
-        if isinstance(value, LoDTensor) and value.lod():
-            raise Unimplemented(expected("a compiled program", f"feed {name!r}",
-                                         "a dense tensor (LoD is not compiled yet)",
-                                         f"LoD {value.lod()}"))
+        if (isinstance(value, LoDTensor) and value.lod()) or (
+                isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], list)
+                and value[1]):
+            return None
         array = value_array(value, where)
         if want is not None:
             array = lossless_cast(array, want, where)
@@ -257,5 +309,5 @@ def compile(program, feed, fetch_list, scope=None, march_native=False, target="c
     fetch_names = [getattr(f, "name", f) for f in fetch_list]
     native = NativeProgram(program, fetch_names, march_native, target)
     scope = global_scope() if scope is None else scope
-    native.specialise(_feed_arrays(native._dtypes, feed), scope)
+    native.specialise(feed, scope)
     return native

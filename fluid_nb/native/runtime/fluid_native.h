@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #ifndef FLUID_BLAS_INT
 #define FLUID_BLAS_INT int64_t
@@ -115,6 +116,19 @@ void reduce_to_y(const T* dout, T* dy, int64_t pre, int64_t n, int64_t post, T s
     }
 }
 
+// the gradient reaching Y of a broadcast mul: dOut * X summed over the pre and post dims
+template <class T>
+void mul_reduce_to_y(const T* dout, const T* x, T* dy, int64_t pre, int64_t n, int64_t post) {
+  for (int64_t j = 0; j < n; ++j) dy[j] = 0;
+  for (int64_t i = 0; i < pre; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      const int64_t at = (i * n + j) * post;
+      T total = 0;
+      for (int64_t k = 0; k < post; ++k) total += dout[at + k] * x[at + k];
+      dy[j] += total;
+    }
+}
+
 template <class T>
 void copy(const T* x, T* out, int64_t count) {
   if (x != out) memcpy(out, x, sizeof(T) * count);
@@ -123,6 +137,35 @@ void copy(const T* x, T* out, int64_t count) {
 template <class T>
 void negate(const T* x, T* out, int64_t count) {
   for (int64_t i = 0; i < count; ++i) out[i] = -x[i];
+}
+
+// --- comparisons: Out (bool) = X op Y, Y broadcast into X as in the elementwise ops ------------
+// floats are equal within 1e-8, as the interpreter's (equal infinities match exactly)
+template <class T>
+bool equal_values(T a, T b) {
+  if (a == b) return true;
+  if constexpr (std::is_floating_point<T>::value)
+    return std::isfinite(a) && std::isfinite(b) && std::abs(a - b) < T(1e-8);
+  return false;
+}
+
+struct Less { template <class T> bool operator()(T a, T b) const { return a < b; } };
+struct LessEqual { template <class T> bool operator()(T a, T b) const { return a <= b; } };
+struct Greater { template <class T> bool operator()(T a, T b) const { return a > b; } };
+struct GreaterEqual { template <class T> bool operator()(T a, T b) const { return a >= b; } };
+struct Equal { template <class T> bool operator()(T a, T b) const { return equal_values(a, b); } };
+struct NotEqual {
+  template <class T> bool operator()(T a, T b) const { return !equal_values(a, b); }
+};
+
+template <class T, class F>
+void compare(const T* x, const T* y, bool* out, int64_t pre, int64_t n, int64_t post, F f) {
+  for (int64_t i = 0; i < pre; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      const T b = y[j];
+      const int64_t at = (i * n + j) * post;
+      for (int64_t k = 0; k < post; ++k) out[at + k] = f(x[at + k], b);
+    }
 }
 
 // --- activations ---------------------------------------------------------------------------------
@@ -137,9 +180,36 @@ void relu_grad(const T* out, const T* dout, T* dx, int64_t count) {
   for (int64_t i = 0; i < count; ++i) dx[i] = out[i] > 0 ? dout[i] : T(0);
 }
 
+// tanh of a float, written so that a loop over it vectorises (glibc's tanhf does not, and a
+// tanh per element of a recurrent net's hidden state is no small part of its step), within
+// 3 ulp: |x| < 0.625, Cephes' odd polynomial; else 1 - 2 / (e^{2|x|} + 1), e^y as Cephes'
+// expf (y = n ln2 + r, a polynomial in r, 2^n from the exponent's bits; y is clamped at 20,
+// where tanh is 1.0f already). Both branches are computed, then one is picked, so the loop
+// vectorises (with -fno-trapping-math).
+inline float tanh_value(float x) {
+  const float a = std::fabs(x), z = x * x;
+  const float small = ((((-5.70498872745e-3f * z + 2.06390887954e-2f) * z - 5.37397155531e-2f) * z +
+                        1.33314422036e-1f) * z - 3.33332819422e-1f) * z * x + x;
+  float y = 2.0f * a;
+  y = y < 20.0f ? y : 20.0f;
+  const float n = std::floor(y * 1.44269504088896341f + 0.5f);
+  const float r = (y - n * 0.693359375f) + n * 2.12194440e-4f;
+  const float p = (((((1.9875691500e-4f * r + 1.3981999507e-3f) * r + 8.3334519073e-3f) * r +
+                     4.1665795894e-2f) * r + 1.6666665459e-1f) * r + 5.0000001201e-1f) * r * r +
+                  r + 1.0f;
+  const int32_t bits = ((int32_t)n + 127) << 23;
+  float two_n;
+  memcpy(&two_n, &bits, sizeof two_n);
+  const float t = 1.0f - 2.0f / (p * two_n + 1.0f);
+  const float large = a == a ? (x < 0 ? -t : t) : x;  // NaN stays NaN
+  return a < 0.625f ? small : large;
+}
+
+inline double tanh_value(double x) { return std::tanh(x); }
+
 template <class T>
-void tanh_(const T* x, T* out, int64_t count) {
-  for (int64_t i = 0; i < count; ++i) out[i] = std::tanh(x[i]);
+FLUID_VECTOR_CLONES void tanh_(const T* x, T* out, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) out[i] = tanh_value(x[i]);
 }
 
 // tanh_grad from Out: dX = dOut * (1 - Out^2)

@@ -136,6 +136,26 @@ void reduce_to_y(const T* dout, T* dy, int64_t pre, int64_t n, int64_t post, T s
   reduce_to_y_kernel<<<blocks_for(n), kThreads>>>(dout, dy, pre, n, post, sign);
 }
 
+// dY[j] = sum over pre and post of dOut[i, j, k] * X[i, j, k]: one thread per j
+template <class T>
+__global__ void mul_reduce_to_y_kernel(const T* dout, const T* x, T* dy, int64_t pre, int64_t n,
+                                       int64_t post) {
+  FLUID_GRID_STRIDE(j, n) {
+    T total = 0;
+    for (int64_t i = 0; i < pre; ++i)
+      for (int64_t k = 0; k < post; ++k) {
+        const int64_t at = (i * n + j) * post + k;
+        total += dout[at] * x[at];
+      }
+    dy[j] = total;
+  }
+}
+
+template <class T>
+void mul_reduce_to_y(const T* dout, const T* x, T* dy, int64_t pre, int64_t n, int64_t post) {
+  if (n) mul_reduce_to_y_kernel<<<blocks_for(n), kThreads>>>(dout, x, dy, pre, n, post);
+}
+
 template <class T>
 void copy(const T* x, T* out, int64_t count) {
   if (x != out && count) cudaMemcpyAsync(out, x, sizeof(T) * count, cudaMemcpyDeviceToDevice);

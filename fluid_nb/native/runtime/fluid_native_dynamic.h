@@ -1,0 +1,546 @@
+// The host runtime of compiled programs whose sizes change from run to run: the values of
+// fluid_native_values.h in host memory, and the kernels of the LoD, tensor-array and loop
+// ops, each the interpreter's kernel over those values (fluid_nb/ops: lod_ops.py,
+// array_ops.py, sequence.py). The dense kernels of fluid_native.h take their pointers and
+// sizes read from the tensors.
+#pragma once
+
+#include <stdlib.h>
+
+#include "fluid_native.h"
+
+namespace fluid_native {
+
+inline void* memory_alloc(size_t bytes) {
+  void* p = aligned_alloc(64, (bytes + 63) / 64 * 64);
+  if (!p) throw std::bad_alloc();
+  return p;
+}
+inline void memory_free(void* p) { free(p); }
+inline void memory_copy(void* to, const void* from, size_t bytes) {
+  if (bytes && to != from) memcpy(to, from, bytes);
+}
+inline void memory_move(void* to, const void* from, size_t bytes) {
+  if (bytes && to != from) memmove(to, from, bytes);
+}
+template <class T>
+T read_value(const T* p) { return *p; }
+
+}  // namespace fluid_native
+
+#include "fluid_native_values.h"
+
+namespace fluid_native {
+
+// --- values in and out --------------------------------------------------------------------
+template <class T>
+void feed(Tensor<T>& t, const Exchange& e) {
+  t.view(static_cast<T*>(e.data), e.dims, (int)e.rank);
+  t.lod.resize(e.lod_levels);
+  for (int64_t k = 0; k < e.lod_levels; ++k) t.lod[k].assign(e.lod[k], e.lod[k] + e.lod_sizes[k]);
+}
+
+template <class T>
+void fetch(const Tensor<T>& t, Exchange& e) {
+  e.data = t.data;
+  e.rank = t.rank;
+  for (int k = 0; k < t.rank; ++k) e.dims[k] = t.dims[k];
+  e.lod_levels = std::min<int64_t>((int64_t)t.lod.size(), kMaxLodLevels);
+  for (int64_t k = 0; k < e.lod_levels; ++k) {
+    e.lod[k] = t.lod[k].data();
+    e.lod_sizes[k] = (int64_t)t.lod[k].size();
+  }
+  e.initialised = t.initialised;
+}
+
+template <class T>
+void fetch(const TensorArray<T>& a, ArrayExchange& e) {
+  std::vector<Exchange>& items = const_cast<TensorArray<T>&>(a).exported;
+  items.resize(a.size);
+  for (int64_t i = 0; i < a.size; ++i) fetch(a[i], items[i]);
+  e.size = a.size;
+  e.items = items.data();
+}
+
+inline void fetch(const RankTable& t, ArrayExchange& e) {
+  std::vector<Exchange>& items = const_cast<RankTable&>(t).exported;
+  items.assign(2, Exchange());
+  for (int k = 0; k < 2; ++k) {
+    const std::vector<int64_t>& values = k ? t.length : t.index;
+    items[k].data = const_cast<int64_t*>(values.data());
+    items[k].rank = 1;
+    items[k].dims[0] = (int64_t)values.size();
+    items[k].initialised = t.initialised;
+  }
+  items[0].lod_levels = std::min<int64_t>((int64_t)t.coarse.size(), kMaxLodLevels);
+  for (int64_t k = 0; k < items[0].lod_levels; ++k) {
+    items[0].lod[k] = t.coarse[k].data();
+    items[0].lod_sizes[k] = (int64_t)t.coarse[k].size();
+  }
+  e.size = 2;
+  e.items = items.data();
+}
+
+// to = from (its dims, values and LoD); an uninitialised `from` leaves `to` without a value
+template <class T>
+void copy_tensor(const Tensor<T>& from, Tensor<T>& to) {
+  if (&from == &to) return;
+  if (!from.initialised) {
+    to.clear();
+    to.lod = from.lod;
+    return;
+  }
+  to.resize_like(from);
+  memory_copy(to.data, from.data, sizeof(T) * from.numel());
+  to.lod = from.lod;
+}
+
+template <class T>
+void require_value(const Tensor<T>& t, const char* slot) {
+  if (!t.initialised)
+    fail(kInvalidArgument, std::string("input '") + slot +
+                               "' expected an initialised LoDTensor, but received an empty tensor");
+}
+
+// X and Y of an elementwise op that the generator saw as one shape, run-time dims included
+template <class T, class U>
+void same_dims(const Tensor<T>& x, const Tensor<U>& y) {
+  bool same = x.rank == y.rank;
+  for (int k = 0; same && k < x.rank; ++k) same = x.dims[k] == y.dims[k];
+  if (!same)
+    fail(kInvalidArgument, "input 'Y' expected the dims of X " + dims_text(x.dims, x.rank) +
+                               ", but received " + dims_text(y.dims, y.rank));
+}
+
+inline bool condition(const Tensor<bool>& c) { return scalar_of(c, "input 'Condition'"); }
+
+template <class T>
+int64_t index_of(const Tensor<T>& i) {
+  return (int64_t)scalar_of(i, "input 'I'");
+}
+
+// --- zeros, sums ------------------------------------------------------------------------------
+template <class T>
+void zeros_like(const Tensor<T>& x, Tensor<T>& out) {
+  if (!x.initialised) {
+    out.clear();
+    return;
+  }
+  out.resize_like(x);
+  memset(out.data, 0, sizeof(T) * out.numel());
+  out.lod = x.lod;
+}
+
+template <class T>
+void zeros_like(const TensorArray<T>& x, TensorArray<T>& out) {
+  if (&x == &out) {
+    for (int64_t i = 0; i < x.size; ++i)
+      if (out[i].initialised) memset(out[i].data, 0, sizeof(T) * out[i].numel());
+    return;
+  }
+  out.reset();
+  for (int64_t i = 0; i < x.size; ++i) zeros_like(x[i], out.grow_to(i));
+}
+
+// sum: the initialised, non-empty inputs added in order (X[0] + X[1], then each other one),
+// Out taking the first one's LoD
+template <class T>
+void sum(std::initializer_list<const Tensor<T>*> xs, Tensor<T>& out) {
+  const Tensor<T>* first = nullptr;
+  bool aliased = false;
+  for (const Tensor<T>* x : xs) {
+    aliased = aliased || x == &out;
+    if (!first && x->initialised && x->numel()) first = x;
+  }
+  if (!first)
+    fail(kInvalidArgument, "input X expected at least one initialised tensor, but received none "
+                           "initialised");
+  const int64_t count = first->numel();
+  Lod lod = first->lod;
+  if (aliased) {
+    // Out is one of the inputs: keep its values while it takes its own storage
+    out.resize(first->dims, first->rank, first == &out);
+  } else {
+    out.resize_like(*first);
+  }
+  bool started = false;
+  for (const Tensor<T>* x : xs) {
+    if (!x->initialised || !x->numel()) continue;
+    if (x->numel() != count)
+      fail(kInvalidArgument, "input X expected tensors of " + std::to_string(count) +
+                                 " elements (as the first), but received " +
+                                 dims_text(x->dims, x->rank));
+    const T* a = x == &out ? out.data : x->data;
+    if (!started) {
+      if (a != out.data) memory_copy(out.data, a, sizeof(T) * count);
+      started = true;
+    } else {
+      for (int64_t i = 0; i < count; ++i) out.data[i] += a[i];
+    }
+  }
+  out.lod = std::move(lod);
+}
+
+// the same, item by item, for tensor arrays (gradients meeting in a while loop)
+template <class T>
+void sum(std::initializer_list<const TensorArray<T>*> xs, TensorArray<T>& out) {
+  int64_t size = 0;
+  for (const TensorArray<T>* x : xs) size = std::max(size, x->size);
+  std::vector<Tensor<T>> items(size);
+  for (int64_t i = 0; i < size; ++i) {
+    bool any = false;
+    for (const TensorArray<T>* x : xs) any = any || (i < x->size && (*x)[i].initialised);
+    if (!any) continue;
+    std::vector<const Tensor<T>*> parts;
+    for (const TensorArray<T>* x : xs)
+      if (i < x->size) parts.push_back(&(*x)[i]);
+    Tensor<T>& total = items[i];
+    bool started = false;
+    for (const Tensor<T>* part : parts) {
+      if (!part->initialised) continue;
+      if (!started) {
+        copy_tensor(*part, total);
+        started = true;
+      } else {
+        for (int64_t k = 0; k < total.numel(); ++k) total.data[k] += part->data[k];
+      }
+    }
+  }
+  out.reset();
+  for (int64_t i = 0; i < size; ++i) {
+    Tensor<T>& item = out.grow_to(i);
+    if (items[i].initialised) copy_tensor(items[i], item);
+  }
+}
+
+// while_grad: one step's gradient added into the total over the steps (the first one
+// copied), as the interpreter's: total = g[T-1], then total += g[t] for t = T-2 ... 0
+template <class T>
+void accumulate(const Tensor<T>& value, Tensor<T>& total, bool& started) {
+  if (!value.initialised) return;
+  if (!started) {
+    copy_tensor(value, total);
+    started = true;
+    return;
+  }
+  if (value.numel() != total.numel())
+    fail(kInvalidArgument, "a step's gradient expected " + dims_text(total.dims, total.rank) +
+                               " (as the later steps'), but received " +
+                               dims_text(value.dims, value.rank));
+  for (int64_t i = 0, n = total.numel(); i < n; ++i) total.data[i] += value.data[i];
+}
+
+// --- lod_rank_table, max_sequence_len ---------------------------------------------------------
+template <class T>
+void lod_rank_table(const Tensor<T>& x, int64_t level, RankTable& table) {
+  require_value(x, "X");
+  if (level >= (int64_t)x.lod.size())
+    fail(kInvalidArgument, "attribute 'level' expected in [0, " + std::to_string(x.lod.size()) +
+                               ") (the LoD depth of X), but received " + std::to_string(level));
+  const std::vector<int64_t>& offsets = x.lod[level];
+  const int64_t n = (int64_t)offsets.size() - 1;
+  table.index.resize(n);
+  table.length.resize(n);
+  for (int64_t i = 0; i < n; ++i) table.index[i] = i;
+  std::stable_sort(table.index.begin(), table.index.end(), [&](int64_t a, int64_t b) {
+    return offsets[a + 1] - offsets[a] > offsets[b + 1] - offsets[b];
+  });
+  for (int64_t p = 0; p < n; ++p) table.length[p] = offsets[table.index[p] + 1] - offsets[table.index[p]];
+  table.coarse.assign(x.lod.begin(), x.lod.begin() + level);
+  table.initialised = true;
+}
+
+inline const RankTable& rank_table(const RankTable& table) {
+  if (!table.initialised)
+    fail(kInvalidArgument, "input 'RankTable' expected a LoDRankTable (made by lod_rank_table), "
+                           "but received none");
+  return table;
+}
+
+inline void max_sequence_len(const RankTable& table, Tensor<int64_t>& out) {
+  rank_table(table);
+  out.resize({1});
+  out.data[0] = table.size() ? table.length[0] : 0;
+  out.lod.clear();
+}
+
+// --- lod_tensor_to_array / array_to_lod_tensor (steps of rows) ----------------------------------
+// the offsets of the sequences the table ranks in X's rows: X's own level when it has no
+// LoD below it; for X without LoD (a gradient), the table's lengths
+template <class T>
+const std::vector<int64_t>& ranked_offsets(const Tensor<T>& x, const RankTable& table,
+                                           std::vector<int64_t>& made) {
+  const int64_t level = table.level();
+  if ((int64_t)x.lod.size() == level + 1) return x.lod[level];
+  if ((int64_t)x.lod.size() > level + 1)
+    fail(kUnimplemented, "input 'X' expected rows under the ranked LoD level (" +
+                             std::to_string(level) + ") in compiled code, but received " +
+                             std::to_string(x.lod.size()) + " LoD levels");
+  if (x.lod.empty() || x.lod == table.coarse) {
+    std::vector<int64_t> lengths(table.size());
+    for (int64_t p = 0; p < table.size(); ++p) lengths[table.index[p]] = table.length[p];
+    made.assign(1, 0);
+    for (int64_t n : lengths) made.push_back(made.back() + n);
+    if (x.rank && made.back() == x.dims[0]) return made;
+  }
+  fail(kInvalidArgument, "input 'X' expected a LoDTensor with at least " + std::to_string(level + 1) +
+                             " LoD levels (the rank table's level " + std::to_string(level) +
+                             " + 1), but received " + std::to_string(x.lod.size()) +
+                             " levels with " + std::to_string(x.rank ? x.dims[0] : 0) + " rows");
+}
+
+// Out[t] = row t of every sequence longer than t, in rank order
+template <class T>
+void lod_tensor_to_array(const Tensor<T>& x, const RankTable& table, TensorArray<T>& out) {
+  require_value(x, "X");
+  rank_table(table);
+  std::vector<int64_t> made;
+  const std::vector<int64_t>& offsets = ranked_offsets(x, table, made);
+  const int64_t steps = table.size() ? table.length[0] : 0, row = x.row_size();
+  out.reset();
+  int64_t dims[kMaxRank];
+  for (int k = 0; k < x.rank; ++k) dims[k] = x.dims[k];
+  for (int64_t t = 0; t < steps; ++t) {
+    const int64_t n = table.batch_size_at(t);
+    Tensor<T>& item = out.grow_to(t);
+    dims[0] = n;
+    item.resize(dims, x.rank);
+    for (int64_t p = 0; p < n; ++p)
+      memory_copy(item.data + p * row, x.data + (offsets[table.index[p]] + t) * row,
+                  sizeof(T) * row);
+  }
+}
+
+// the inverse: sequence i (in input order) is its rank position's row of X[0], X[1], ...;
+// Out's LoD is the table's coarse levels and the sequence lengths
+template <class T>
+void array_to_lod_tensor(const TensorArray<T>& x, const RankTable& table, Tensor<T>& out) {
+  rank_table(table);
+  if (!x.size)
+    fail(kInvalidArgument, "input 'X' expected a non-empty LoDTensorArray, but received an empty "
+                           "array");
+  const Tensor<T>& first = x[0];
+  if (!first.initialised)
+    fail(kInvalidArgument, "X[0] expected an initialised LoDTensor, but received an empty tensor");
+  const int64_t row = first.row_size();
+  for (int64_t t = 0; t < x.size; ++t) {
+    const Tensor<T>& step = x[t];
+    bool same = step.initialised && step.rank == first.rank;
+    for (int k = 1; same && k < first.rank; ++k) same = step.dims[k] == first.dims[k];
+    if (!same)
+      fail(kInvalidArgument, "X[" + std::to_string(t) + "] expected dims [-1, " +
+                                 dims_text(first.dims + 1, first.rank - 1) + "] as X[0], but received " +
+                                 (step.initialised ? dims_text(step.dims, step.rank) : "none"));
+    if (!step.lod.empty())
+      fail(kUnimplemented, "X[" + std::to_string(t) + "] expected rows without LoD in compiled "
+                           "code, but received a LoD of " + std::to_string(step.lod.size()) + " levels");
+    if (step.dims[0] < table.batch_size_at(t))
+      fail(kUnimplemented, "X[" + std::to_string(t) + "] expected a row for each of the " +
+                               std::to_string(table.batch_size_at(t)) +
+                               " sequences running at that step, but received " +
+                               std::to_string(step.dims[0]));
+  }
+  if (table.size() && table.length[0] > x.size)
+    fail(kInvalidArgument, "input 'X' expected at least " + std::to_string(table.length[0]) +
+                               " steps (a sequence's length in RankTable), but received " +
+                               std::to_string(x.size));
+  const int64_t n = table.size();
+  std::vector<int64_t> position(n);
+  for (int64_t p = 0; p < n; ++p) position[table.index[p]] = p;
+  out.lod = table.coarse;
+  out.lod.emplace_back(1, 0);
+  std::vector<int64_t>& offsets = out.lod.back();
+  for (int64_t i = 0; i < n; ++i) offsets.push_back(offsets.back() + table.length[position[i]]);
+  int64_t dims[kMaxRank];
+  for (int k = 0; k < first.rank; ++k) dims[k] = first.dims[k];
+  dims[0] = offsets.back();
+  out.resize(dims, first.rank);
+  T* to = out.data;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t p = position[i];
+    for (int64_t t = 0; t < table.length[p]; ++t, to += row)
+      memory_copy(to, x[t].data + p * row, sizeof(T) * row);
+  }
+}
+
+// --- tensor arrays ------------------------------------------------------------------------------
+// Out = X[offset]; past the end Out is left as it was, as in the interpreter
+template <class T>
+void read_from_array(const TensorArray<T>& x, int64_t offset, Tensor<T>& out) {
+  if (offset < 0 || offset >= x.size) return;
+  out.share(x[offset]);
+}
+
+template <class T>
+void write_to_array(const Tensor<T>& x, int64_t offset, TensorArray<T>& out) {
+  if (offset < 0)
+    fail(kInvalidArgument, "input 'I' expected >= 0, but received " + std::to_string(offset));
+  out.grow_to(offset).share(x);
+}
+
+// --- shrink_rnn_memory and its gradient -----------------------------------------------------------
+// Out = the first k rows of X (k sequences of a one-level LoD), k = the batch of step `step`
+template <class T>
+void shrink_rnn_memory(const Tensor<T>& x, const RankTable& table, int64_t step, Tensor<T>& out) {
+  require_value(x, "X");
+  rank_table(table);
+  const int64_t keep = table.batch_size_at(step);
+  int64_t height = keep;
+  Lod lod;
+  if (!x.lod.empty() && (int64_t)x.lod[0].size() > keep) {
+    if (x.lod.size() > 1)
+      fail(kUnimplemented, "input 'X' expected at most one LoD level in compiled code, but "
+                           "received " + std::to_string(x.lod.size()));
+    lod.emplace_back(x.lod[0].begin(), x.lod[0].begin() + keep + 1);
+    height = lod[0].back();
+  }
+  height = std::min(height, x.rank ? x.dims[0] : 0);
+  out.share(x);  // its first rows: the same elements
+  out.dims[0] = height;
+  out.lod = std::move(lod);
+}
+
+// X@GRAD = Out@GRAD in its first rows, zeros below (all zeros without Out@GRAD)
+template <class T>
+void shrink_rnn_memory_grad(const Tensor<T>& x, const Tensor<T>* dout, Tensor<T>& dx) {
+  require_value(x, "X");
+  if (dout && dout->initialised && dout->rank == x.rank && dout->numel() == x.numel()) {
+    dx.share(*dout);  // nothing was cut at this step
+    dx.lod = x.lod;
+    return;
+  }
+  dx.resize_like(x);
+  const int64_t total = dx.numel();
+  int64_t given = 0;
+  if (dout && dout->initialised) {
+    given = dout->numel();
+    if (given > total)
+      fail(kInvalidArgument, "input 'Out@GRAD' expected at most the rows of X " +
+                                 dims_text(x.dims, x.rank) + ", but received " +
+                                 dims_text(dout->dims, dout->rank));
+    memory_copy(dx.data, dout->data, sizeof(T) * given);
+  }
+  memset(dx.data + given, 0, sizeof(T) * (total - given));
+  dx.lod = x.lod;
+}
+
+// --- fill_constant_batch_size_like ---------------------------------------------------------------
+// the size Out takes from Input: its sequences (the last LoD level) when it has LoD and the
+// dim is 0, else the dim
+template <class T>
+int64_t batch_size_of(const Tensor<T>& input, int64_t dim) {
+  require_value(input, "Input");
+  if (!input.lod.empty() && dim == 0) return (int64_t)input.lod.back().size() - 1;
+  return input.dims[dim];
+}
+
+// --- sequence_pool and its gradient -------------------------------------------------------------
+enum PoolType { kPoolAverage = 0, kPoolSum, kPoolSqrt, kPoolLast, kPoolFirst, kPoolMax };
+
+template <class T>
+const std::vector<int64_t>& sequence_offsets(const Tensor<T>& x, const char* slot) {
+  require_value(x, slot);
+  if (x.lod.empty())
+    fail(kInvalidArgument, std::string("input '") + slot +
+                               "' expected a LoDTensor with LoD, but received a tensor without LoD");
+  const std::vector<int64_t>& offsets = x.lod.back();
+  const int64_t rows = x.rank ? x.dims[0] : 0;
+  if (offsets.back() != rows)
+    fail(kInvalidArgument, std::string("input '") + slot + "' last LoD offset expected " +
+                               std::to_string(rows) + " (its number of rows), but received " +
+                               std::to_string(offsets.back()));
+  return offsets;
+}
+
+// Out[i] = the pooled rows of sequence i (pad_value for an empty one); MaxIndex (when
+// given): the absolute row of each maximum (MAX; the first on ties), -1 elsewhere
+template <class T>
+void sequence_pool(const Tensor<T>& x, int type, T pad_value, Tensor<T>& out,
+                   Tensor<int32_t>* max_index) {
+  const std::vector<int64_t>& offsets = sequence_offsets(x, "X");
+  const int64_t n = (int64_t)offsets.size() - 1, row = x.row_size();
+  int64_t dims[kMaxRank];
+  for (int k = 0; k < x.rank; ++k) dims[k] = x.dims[k];
+  dims[0] = n;
+  Lod lod(x.lod.begin(), x.lod.end() - 1);
+  out.resize(dims, x.rank);
+  if (max_index) {
+    max_index->resize(dims, x.rank);
+    for (int64_t i = 0, m = max_index->numel(); i < m; ++i) max_index->data[i] = -1;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t start = offsets[i], end = offsets[i + 1];
+    T* o = out.data + i * row;
+    if (start == end) {
+      for (int64_t c = 0; c < row; ++c) o[c] = pad_value;
+      continue;
+    }
+    const T* seq = x.data + start * row;
+    if (type == kPoolLast || type == kPoolFirst) {
+      memory_copy(o, type == kPoolLast ? seq + (end - start - 1) * row : seq, sizeof(T) * row);
+    } else if (type == kPoolMax) {
+      for (int64_t c = 0; c < row; ++c) {
+        T best = seq[c];
+        int64_t at = 0;
+        for (int64_t r = 1; r < end - start; ++r)
+          if (seq[r * row + c] > best) best = seq[r * row + c], at = r;
+        o[c] = best;
+        if (max_index) max_index->data[i * row + c] = (int32_t)(start + at);
+      }
+    } else {  // the rows summed in order, as NumPy sums axis 0
+      memory_copy(o, seq, sizeof(T) * row);
+      for (int64_t r = 1; r < end - start; ++r)
+        for (int64_t c = 0; c < row; ++c) o[c] += seq[r * row + c];
+      const int64_t length = end - start;
+      if (type == kPoolAverage)
+        for (int64_t c = 0; c < row; ++c) o[c] /= T(length);
+      else if (type == kPoolSqrt)  // the interpreter divides in double
+        for (int64_t c = 0; c < row; ++c) o[c] = T(double(o[c]) / std::sqrt(double(length)));
+    }
+  }
+  out.lod = std::move(lod);
+  if (max_index) max_index->lod.clear();
+}
+
+// X@GRAD: each sequence's dOut sent back to its rows: all of them (SUM; / len for AVERAGE,
+// / sqrt(len) for SQRT), the picked one (LAST, FIRST) or each column's maximum (MAX)
+template <class T>
+void sequence_pool_grad(const Tensor<T>& x, const Tensor<int32_t>* max_index,
+                        const Tensor<T>& dout, int type, Tensor<T>& dx) {
+  const std::vector<int64_t>& offsets = sequence_offsets(x, "X");
+  require_value(dout, "Out@GRAD");
+  const int64_t n = (int64_t)offsets.size() - 1, row = x.row_size();
+  if (dout.numel() < n * row)
+    fail(kInvalidArgument, "input 'Out@GRAD' expected a row per sequence of X (" +
+                               std::to_string(n) + "), but received " +
+                               dims_text(dout.dims, dout.rank));
+  dx.resize_like(x);
+  memset(dx.data, 0, sizeof(T) * dx.numel());
+  if (type == kPoolMax) {
+    if (!max_index || !max_index->initialised)
+      fail(kInvalidArgument, "input 'MaxIndex' expected a tensor for pooltype MAX, but received "
+                             "none");
+    for (int64_t i = 0; i < n * row; ++i) {
+      const int64_t at = max_index->data[i];
+      if (at >= 0) dx.data[at * row + i % row] = dout.data[i];
+    }
+  } else {
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t start = offsets[i], end = offsets[i + 1], length = end - start;
+      if (!length) continue;
+      const T* d = dout.data + i * row;
+      if (type == kPoolLast || type == kPoolFirst) {
+        memory_copy(dx.data + (type == kPoolLast ? end - 1 : start) * row, d, sizeof(T) * row);
+        continue;
+      }
+      const T scale = type == kPoolAverage ? T(length)
+                      : type == kPoolSqrt ? T(std::sqrt(double(length))) : T(1);
+      for (int64_t r = start; r < end; ++r)
+        for (int64_t c = 0; c < row; ++c)
+          dx.data[r * row + c] = type == kPoolSum ? d[c] : d[c] / scale;
+    }
+  }
+  dx.lod = x.lod;
+}
+
+}  // namespace fluid_native
