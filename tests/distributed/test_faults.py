@@ -1,6 +1,6 @@
 """Faults end in typed errors within their deadlines, and every process ends: a server
 killed mid-training, a trainer killed mid-round, an endpoint nobody serves, malformed
-messages."""
+messages, an endpoint another server holds."""
 import time
 
 import grpc
@@ -118,3 +118,16 @@ def test_malformed_messages_are_refused_and_change_nothing(one_server):
     with pytest.raises(Unavailable) as gone:  # and a server that stopped is named
         rpc.get_variable(endpoint, "w0")
     assert f"GetVariable to {endpoint}, variable 'w0'" in str(gone.value)
+
+
+def test_a_second_server_on_a_taken_endpoint_is_refused(tmp_path):
+    endpoint, = free_endpoints(1)
+    with Job(tmp_path, SHORT) as job:
+        job.start("first", [PROGRAMS, "pserver", endpoint, 0, 1, 0])
+        job.wait_for_line("first", "serving", timeout=30)
+        RPCClient().get_variable(endpoint, "w0")  # the first one listens
+        job.start("second", [PROGRAMS, "pserver", endpoint, 0, 1, 0])
+        assert job.procs["second"].wait(timeout=20) != 0
+    out = job.output("second")
+    assert f"fluid_nb.errors.Unavailable: listen_and_serv: endpoint expected an address " \
+           f"this machine can listen on, but received {endpoint}" in out, out
