@@ -351,3 +351,90 @@ def test_feeds_go_through_the_executors_checks():
     with pytest.raises(InvalidArgument, match="feed 'y': dtype expected float32"):
         exe.run(compiled, feed=dict(feed, y=feed["y"].astype("complex64")), fetch_list=[loss],
                 scope=scope)
+
+
+def dynamic_rnn(hidden=16, width=8):
+    """W3 at a small size: a tanh DynamicRNN over a LoD batch, the mean of each sequence's
+    last state, trained by SGD on its three parameters."""
+    x = fluid.layers.data(name="x", shape=[width], dtype="float32", lod_level=1)
+    rnn = fluid.layers.DynamicRNN()
+    with rnn.block():
+        step = rnn.step_input(x)
+        prev = rnn.memory(shape=[hidden], value=0.0)
+        h = fluid.layers.fc(input=[step, prev], size=hidden, act="tanh",
+                            param_attr=[fluid.ParamAttr(name="w"), fluid.ParamAttr(name="u")],
+                            bias_attr=fluid.ParamAttr(name="b"))
+        rnn.update_memory(prev, h)
+        rnn.output(h)
+    loss = fluid.layers.mean(fluid.layers.sequence_last_step(rnn()))
+    fluid.optimizer.SGD(learning_rate=0.5).minimize(loss)
+    return loss
+
+
+def _lod_batches(count, width=8, seed=0):
+    rng = np.random.RandomState(seed)
+    batches = []
+    for _ in range(count):
+        lengths = rng.randint(1, 10, rng.randint(3, 9)).tolist()
+        data = rng.uniform(-1, 1, (sum(lengths), width)).astype("float32")
+        batches.append({"x": fluid.create_lod_tensor(data, [lengths], fluid.CPUPlace())})
+    return batches
+
+
+def test_a_compiled_dynamic_rnn_trains_as_the_interpreter_over_batches_of_any_lod():
+    """W3 forward, backward and SGD compile whole (while, while_grad, the tensor arrays and
+    LoD included) into one build, which follows the interpreter's losses for 50 steps over
+    batches whose sequence count, lengths and trip count change every step."""
+    main, startup, loss = _programs(dynamic_rnn)
+    exe = fluid.Executor(fluid.CPUPlace())
+    interpreted, compiled = fluid.Scope(), fluid.Scope()
+    exe.run(startup, scope=interpreted)
+    exe.run(startup, scope=compiled)
+    batches = _lod_batches(5)
+    program = native.compile(main, batches[0], [loss], scope=compiled)
+    assert program.source.fallbacks == [] and program.source.dynamic
+    assert {"while", "while_grad", "sgd"} <= set(program.source.op_types.values())
+    want = [float(exe.run(main, feed=batches[k % 5], fetch_list=[loss], scope=interpreted)[0][0])
+            for k in range(50)]
+    got = [float(exe.run(program, feed=batches[k % 5], fetch_list=[loss], scope=compiled)[0][0])
+           for k in range(50)]
+    assert want[-1] < want[0]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)
+    assert len(program._built) == 1  # one build for every LoD
+    for name in ("w", "u", "b"):
+        np.testing.assert_allclose(np.array(compiled.find_var(name).get_tensor()),
+                                   np.array(interpreted.find_var(name).get_tensor()),
+                                   rtol=1e-4, atol=1e-6)
+
+
+def test_a_compiled_dynamic_program_checks_its_feeds():
+    main, startup, loss = _programs(dynamic_rnn)
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    exe.run(startup, scope=scope)
+    batch = _lod_batches(1)[0]
+    program = native.compile(main, batch, [loss], scope=scope)
+    data = np.asarray(batch["x"])
+    lod = batch["x"].lod()
+    with pytest.raises(InvalidArgument, match="feed 'x': shape expected \\[-1, 8\\]"):
+        exe.run(program, feed={"x": (np.ones((data.shape[0], 9), "float32"), lod)},
+                fetch_list=[loss], scope=scope)
+    with pytest.raises(InvalidArgument, match="feed 'x'.*dtype expected float32"):
+        exe.run(program, feed={"x": (data.astype("complex64"), lod)}, fetch_list=[loss],
+                scope=scope)
+    # a batch without LoD reaches the rank table, which says what it wanted
+    with pytest.raises(InvalidArgument, match="lod_rank_table \\(block 0, op 1\\): attribute "
+                                              "'level' expected in \\[0, 0\\)"):
+        exe.run(program, feed={"x": data}, fetch_list=[loss], scope=scope)
+    with pytest.raises(fluid.errors.NotFound, match="feed expected a value for 'x'"):
+        exe.run(program, feed={}, fetch_list=[loss], scope=scope)
+    # float64 data is cast as the executor casts it, by the same build
+    reference = fluid.Scope()
+    exe.run(startup, scope=reference)
+    for name in ("w", "u", "b"):
+        reference.var(name).get_tensor().set(np.array(scope.find_var(name).get_tensor()),
+                                             fluid.CPUPlace())
+    wide = {"x": (data.astype("float64"), lod)}
+    np.testing.assert_allclose(exe.run(program, feed=wide, fetch_list=[loss], scope=scope)[0],
+                               exe.run(main, feed=wide, fetch_list=[loss], scope=reference)[0],
+                               rtol=1e-5)
+    assert len(program._built) == 1
