@@ -15,6 +15,9 @@ transpiler's programs rely on):
     ``send_varnames`` non-empty (the transpiler's ``runtime_split_send_recv``) X holds one
     variable, cut by rows into ``sections`` and sent as ``send_varnames[j]`` to ``epmap[j]``.
     An X that has no value yet is skipped. ``Out`` is a dummy that only orders the ops.
+    With ``use_send_handler`` false (the step counter of asynchronous learning-rate
+    decay, ``@LR_DECAY_COUNTER@.trainer_<id>``) X goes to every endpoint of ``epmap``; the
+    server adds it into its copy (``merge_add``) and runs its learning-rate block.
 ``recv``
     For each ``Out[i]``, asks ``epmap[i]`` for the variable named ``varnames[i]`` (when
     given, else ``Out[i]``) and writes it into ``Out[i]``; with ``recv_varnames`` non-empty,
