@@ -28,6 +28,11 @@ command on each (with the same ``--start-port``, default 6170): server i and tra
 on ``ips[i % n]`` and ``ips[j % n]``, and each launcher starts those of its own machine
 (found by the addresses it can listen on, or ``--node-ip``).
 
+The processes of one machine share its cores: unless the environment already says, each
+gets ``cores // processes`` BLAS and OpenMP threads (``OMP_NUM_THREADS``,
+``OPENBLAS_NUM_THREADS``, ``MKL_NUM_THREADS``); a BLAS library's idle threads spin, and
+several processes' spinning threads on the same cores made a matmul forty times slower.
+
 Each line a process prints comes out prefixed with its role and index (``[trainer.1]``),
 and goes to ``LOG_DIR/serverlog.I`` or ``workerlog.J`` with ``--log-dir``. When one process
 fails, the others are stopped (SIGTERM, then SIGKILL) and the launch exits with its status;
@@ -171,6 +176,18 @@ def _pump(process, stream, out, log, lock):
     stream.close()
 
 
+#: the thread-count variables of the BLAS and OpenMP libraries NumPy may use
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def thread_environment(count, environ=None):
+    """The thread-count variables for one of ``count`` processes sharing this machine's
+    cores: each gets its share (at least 1). Variables already set are left as they are."""
+    environ = os.environ if environ is None else environ
+    share = str(max(1, (os.cpu_count() or 1) // max(count, 1)))
+    return {name: share for name in THREAD_VARIABLES if name not in environ}
+
+
 def run(processes, script, script_args=(), log_dir=None, out=None, python=None,
         extra_env=None):
     """Start ``processes`` running ``script script_args``; the job's exit status (0 when all
@@ -185,7 +202,8 @@ def run(processes, script, script_args=(), log_dir=None, out=None, python=None,
     pumps, logs = [], []
     try:
         for p in processes:
-            env = dict(os.environ, **(extra_env or {}), **p.env, PYTHONUNBUFFERED="1")
+            env = dict(os.environ, **thread_environment(len(processes)), **(extra_env or {}),
+                       **p.env, PYTHONUNBUFFERED="1")
             p.popen = subprocess.Popen(
                 [python or sys.executable, "-u", script, *script_args], env=env,
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,

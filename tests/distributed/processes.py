@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 
-from fluid_nb.distributed.launch import free_ports
+from fluid_nb.distributed.launch import free_ports, thread_environment
 
 HERE = pathlib.Path(__file__).resolve().parent
 REPO = HERE.parent.parent
@@ -25,7 +25,9 @@ class Job:
 
     def __init__(self, folder, env=None):
         self.folder = pathlib.Path(folder)
-        self.env = dict(os.environ, PYTHONUNBUFFERED="1", **(env or {}))
+        # the processes share the machine's cores as fluid-nb launch would share them
+        self.env = dict(os.environ, PYTHONUNBUFFERED="1", **thread_environment(4),
+                        **(env or {}))
         self.env["PYTHONPATH"] = os.pathsep.join(
             [str(REPO)] + [p for p in self.env.get("PYTHONPATH", "").split(os.pathsep) if p])
         self.procs = {}

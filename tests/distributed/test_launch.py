@@ -140,3 +140,9 @@ def _alive(pid):
             return f.read().split()[2] != "Z"
     except FileNotFoundError:
         return False
+
+
+def test_the_processes_share_the_cores_unless_told_otherwise():
+    threads = launch.thread_environment(4, environ={"MKL_NUM_THREADS": "3"})
+    share = str(max(1, (os.cpu_count() or 1) // 4))
+    assert threads == {"OMP_NUM_THREADS": share, "OPENBLAS_NUM_THREADS": share}

@@ -1,0 +1,147 @@
+"""Parameter-server training on this machine: steps per second and bytes per step of the MLP
+of examples/distributed/mlp.py (64-256-64-10, batch 64, SGD) with 1 and 2 servers and 1 and
+2 trainers, in sync and async mode, next to single-process training on the same batches.
+
+    python benchmarks/distributed.py [--steps 200] [--rounds 3]
+
+Every server and trainer is a process of its own (started by fluid_nb.distributed.launch,
+as `fluid-nb launch` does), talking gRPC over localhost. A trainer times ``--steps`` steps
+after 10 warm-up steps; in sync mode a step is a round (each of the trainers on its share of
+the 64 rows), in async mode each trainer steps on its own share at its own pace (a job step
+is then a whole batch's worth of trainer steps). Each configuration runs ``--rounds``
+times, in turns, and the fastest run is kept. Bytes are
+the gRPC messages a trainer sends (gradients, barriers, requests) and receives (parameters)
+per step, as counted by its RPC client. The reference is one process training on the whole
+batch; the ratio is the job's steps per second over it. All processes share this machine's
+cores (the figures are for the whole job on one machine, not for a cluster).
+"""
+import argparse
+import io
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "examples", "distributed"))
+import fluid_nb as fluid  # noqa: E402
+from fluid_nb.distributed import client, launch  # noqa: E402
+from mlp import data, network  # noqa: E402
+
+BATCH, WARMUP, LEARNING_RATE = 64, 10, 0.1
+
+
+def programs():
+    main, startup = fluid.Program(), fluid.Program()
+    main.random_seed = startup.random_seed = 1
+    with fluid.program_guard(main, startup):
+        feeds, loss = network()
+        fluid.optimizer.SGD(learning_rate=LEARNING_RATE).minimize(loss)
+    return main, startup, feeds, loss
+
+
+def train(exe, program, feeds, loss, batches, part, parts):
+    """Seconds per step over ``batches`` after the warm-up ones."""
+    def step(batch):
+        exe.run(program, feed={n: np.array_split(c, parts)[part] for n, c in zip(feeds, batch)},
+                fetch_list=[loss])
+    for batch in batches[:WARMUP]:
+        step(batch)
+    rpc = client()
+    sent, received = rpc.sent_bytes, rpc.received_bytes
+    start = time.perf_counter()
+    for batch in batches[WARMUP:]:
+        step(batch)
+    steps = len(batches) - WARMUP
+    return ((time.perf_counter() - start) / steps, (rpc.sent_bytes - sent) / steps,
+            (rpc.received_bytes - received) / steps)
+
+
+def role(args):
+    """A server or a trainer of the job (the environment says which)."""
+    main, startup, feeds, loss = programs()
+    exe = fluid.Executor(fluid.CPUPlace())
+    config = fluid.DistributeTranspilerConfig()
+    config.sync_mode = args.mode == "sync"
+    t = fluid.DistributeTranspiler(config=config)
+    trainer = int(os.getenv("PADDLE_TRAINER_ID", "0"))
+    parts = int(os.environ["PADDLE_TRAINERS_NUM"])
+    t.transpile(trainer, program=main, pservers=os.environ["PADDLE_PSERVERS_IP_PORT_LIST"],
+                trainers=parts, sync_mode=config.sync_mode, startup_program=startup)
+    if os.environ["PADDLE_TRAINING_ROLE"] == "PSERVER":
+        endpoint = os.environ["PADDLE_CURRENT_ENDPOINT"]
+        server = t.get_pserver_program(endpoint)
+        exe.run(t.get_startup_program(endpoint, server))
+        exe.run(server)
+        return
+    program = t.get_trainer_program()
+    exe.run(startup)
+    batches, _ = data(BATCH, args.steps + WARMUP)
+    seconds, sent, received = train(exe, program, feeds, loss, batches, trainer, parts)
+    exe.close()
+    print("RESULT " + json.dumps({"seconds": seconds, "sent": sent, "received": received}),
+          flush=True)
+
+
+def job(servers, trainers, mode, steps):
+    processes, _ = launch.plan(servers, trainers)
+    out = io.StringIO()
+    code = launch.run(processes, os.path.abspath(__file__),
+                      ["--mode", mode, "--steps", str(steps)], out=out)
+    if code:
+        raise SystemExit(f"{servers} servers x {trainers} trainers ({mode}) failed:\n"
+                         + out.getvalue())
+    results = [json.loads(line.split("RESULT ", 1)[1]) for line in out.getvalue().splitlines()
+               if "RESULT " in line]
+    assert len(results) == trainers, out.getvalue()
+    return results
+
+
+def single(steps):
+    main, startup, feeds, loss = programs()
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    with fluid.scope_guard(scope):
+        exe.run(startup)
+        batches, _ = data(BATCH, steps + WARMUP)
+        return train(exe, main, feeds, loss, batches, 0, 1)[0]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="runs of each configuration, in turns; the fastest is kept")
+    parser.add_argument("--mode", choices=["sync", "async"], default="sync")
+    args = parser.parse_args()
+    if os.getenv("PADDLE_TRAINING_ROLE"):
+        return role(args)
+    configs = [(mode, servers, trainers) for mode in ("sync", "async")
+               for servers, trainers in ((1, 1), (2, 1), (1, 2), (2, 2))]
+    reference, best = float("inf"), {}
+    for turn in range(args.rounds):
+        reference = min(reference, single(args.steps))
+        for mode, servers, trainers in configs[turn:] + configs[:turn]:
+            results = job(servers, trainers, mode, args.steps)
+            per_trainer = [1 / r["seconds"] for r in results]
+            # a job step is a whole batch: a sync round, or trainers-many async steps
+            rate = min(per_trainer) if mode == "sync" else sum(per_trainer) / trainers
+            sent = np.mean([r["sent"] for r in results]) / 1e3
+            received = np.mean([r["received"] for r in results]) / 1e3
+            key = (mode, servers, trainers)
+            if key not in best or rate > best[key][0]:
+                best[key] = (rate, sent, received)
+    print(f"single process: {1 / reference:.0f} steps/s ({reference * 1e3:.2f} ms/step), "
+          f"batch {BATCH}, best of {args.rounds}")
+    print("mode   servers x trainers   steps/s (job)   vs single   KB sent / received per "
+          "trainer step")
+    for key in configs:
+        rate, sent, received = best[key]
+        mode, servers, trainers = key
+        print(f"{mode:6} {servers} x {trainers}                {rate:8.0f}"
+              f"        {rate * reference:5.2f}x     {sent:7.1f} / {received:7.1f}")
+
+
+if __name__ == "__main__":
+    main()
