@@ -78,6 +78,8 @@ class Slot:
     role: str = "temporary"
     index: int = -1
     cxx_type: str = ""
+    #: the generated code's own (a scratch buffer, a transpose): not in the pointer array
+    internal: bool = False
 
     @property
     def fixed(self):
@@ -181,6 +183,8 @@ class DynamicGenerator:
         #: a gradient a while_grad sums over its steps -> the slot of the total an op adds
         #: it into directly
         self.accumulators = {}
+        #: a parameter a loop's products use transposed -> the slot of its transpose
+        self.transposes = {}
         self.taken = set()
         self.functions = []
         self.records = collections.OrderedDict(State=[])
@@ -248,11 +252,18 @@ class DynamicGenerator:
         return Slot(name, "record", None, (), identifier(name, self.taken), "s", "State",
                     cxx_type=record)
 
+    def transpose_slot(self, param):
+        """The slot of parameter slot ``param``'s transpose (a 2-D one)."""
+        name = f"{param.name}@transposed"
+        return Slot(name, "dense", param.dtype, tuple(reversed(param.shape)),
+                    identifier(name, self.taken), "s", "State", internal=True)
+
     def scratch_slot(self, name, block, dtype):
         slot = self.scratch.get(name)
         if slot is None:
             slot = self.scratch[name] = Slot(name, "dense", dtype, (-1,),
-                                             identifier(name, self.taken), "s", "State")
+                                             identifier(name, self.taken), "s", "State",
+                                             internal=True)
         return slot
 
     def use(self, slot):
@@ -264,7 +275,7 @@ class DynamicGenerator:
             if slot.record != "State" and slot.record not in self.record_order:
                 self.record_order.append(slot.record)
             if slot.record == "State" and slot.kind in ("dense", "array", "rank_table") \
-                    and slot.index < 0 and not slot.name.startswith("scratch@"):
+                    and slot.index < 0 and not slot.internal:
                 slot.index = len(self.index)
                 self.index.append(slot)
 

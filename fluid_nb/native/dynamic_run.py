@@ -72,10 +72,11 @@ class DynamicBuild:
         """Point at the scope's arrays of the parameters (again only where one changed)."""
         from .program import bind_persistable
         for k, v in enumerate(self.persistables):
-            array = bind_persistable(scope, v, np)
-            if array is not self.bound[k]:
-                self.bound[k] = array
-                self.pointers[v.index] = array.ctypes.data
+            array = getattr(getattr(scope.find_var(v.name), "value", None), "array", None)
+            if array is self.bound[k] and array is not None:
+                continue
+            self.bound[k] = array = bind_persistable(scope, v, np)
+            self.pointers[v.index] = array.ctypes.data
 
     def run(self, feed, fetch_names, scope, return_numpy):
         kept = []  # the arrays the exchanges point into, alive until the run is over

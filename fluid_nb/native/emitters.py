@@ -76,6 +76,12 @@ def _mul_grad(op, env):
                   f"if (first) {total}.resize({{{dims}}});",
                   f"gemm(true, false, {K}, {N}, {M}, {env.ptr(x)}, {env.ptr(dout)}, "
                   f"{total}.data, first ? {zero} : {one});"]
+    transposed = env.transposed(y) if dx else None
+    if transposed:  # dX = dOut @ (Y^T), Y^T made once for the loop: a plain product
+        lines = env.resize_like(dx, x) + [
+            f"gemm(false, false, {M}, {K}, {N}, {env.ptr(dout)}, {transposed}.data, "
+            f"{env.ptr(dx)});"] + lines
+        dx = None
     if not (dx or dy):
         return lines
     absent = f"static_cast<{env.ctype(x)}*>(nullptr)"

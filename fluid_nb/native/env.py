@@ -137,6 +137,10 @@ class StaticEnv:
         """The total ``name`` is to be added into directly, or None."""
         return None
 
+    def transposed(self, name):
+        """The expression of parameter ``name``'s transpose made for this loop, or None."""
+        return None
+
     def resize_like(self, name, source):
         return []
 
@@ -247,6 +251,11 @@ class DynamicEnv:
         the op writing ``name`` may add into it directly (its first step writes it)."""
         slot = self.program.accumulators.get(name)
         return f"{slot.home}.{slot.identifier}" if slot is not None else None
+
+    def transposed(self, name):
+        slot = self._slots.get(name)
+        made = self.program.transposes.get(name) if slot is not None and slot.fixed else None
+        return f"{made.home}.{made.identifier}" if made is not None else None
 
     def set_lod(self, name):
         """The emitter writes ``name``'s LoD itself (no share_lod line is added)."""

@@ -122,6 +122,25 @@ def _added_directly(grad_block, sums, og_alias):
                     for op in grad_block.ops)}
 
 
+def _transposes(grad_block, slots, env, gen):
+    """The parameters (2-D, not written in the grad body) that its mul_grads multiply a
+    live dOut by, transposed: made once before the loop, as gen.transposes says."""
+    written = {n for op in grad_block.ops for n in op.output_arg_names}
+    made = []
+    for op in grad_block.ops:
+        if op.type != "mul_grad" or op.attrs.get("y_num_col_dims", 1) != 1:
+            continue
+        y, dx = op.inputs["Y"][0], (op.outputs.get("X@GRAD") or [None])[0]
+        param = slots.get(y)
+        if param is None or not param.fixed or len(param.shape) != 2 or y in written \
+                or not dx or env.dead(dx) or y in gen.transposes:
+            continue
+        gen.transposes[y] = gen.transpose_slot(param)
+        env.slot(y)  # the while_grad function reads it
+        made.append((param, gen.transposes[y]))
+    return made
+
+
 @emitter("while_grad")
 def _while_grad(op, env):
     program, grad_block = _body(op, env)
@@ -173,6 +192,7 @@ def _while_grad(op, env):
     for inside, outer, _ in sums:
         if inside in direct:
             gen.accumulators[inside] = outer
+    transposes = _transposes(grad_block, slots, env, gen)
     params = f"State& s, {record}& k"
     calls = gen.compile_block(grad_block.idx, slots, params)
     locals_ = [own[inside] for inside, _, _ in sums if inside not in direct]
@@ -190,6 +210,10 @@ def _while_grad(op, env):
             lines.append(f"if (!{slot.identifier}.initialised) {{ {slot.identifier}.resize("
                          f"{{{dims}}}); fill({slot.identifier}.data, {slot.identifier}.numel(),"
                          f" {slot.ctype}(0)); }}")
+    for param, made in transposes:
+        gen.use(made)
+        lines.append(f"transpose({param.identifier}, {param.shape[0]}, {param.shape[1]}, "
+                     f"{made.home}.{made.identifier});")
     lines += [f"{outer.identifier}.reset();" for outer, _ in shared]
     lines += [f"{outer.identifier}.clear();" for inside, outer, _ in sums if inside in direct]
     lines += [f"bool started_{n} = false;" for n, (inside, _, _) in enumerate(sums)

@@ -55,21 +55,19 @@ class _Specialisation:
     def bind(self, scope):
         """Point at the scope's arrays of the persistables (again only where one changed)."""
         for k, v in enumerate(self.persistables):
-            array = bind_persistable(scope, v, self.xp, self.bound[k])
-            if array is not self.bound[k]:
-                self.bound[k] = array
-                self.pointers[v.index] = _address(array)
+            array = getattr(getattr(scope.find_var(v.name), "value", None), "array", None)
+            if array is self.bound[k] and array is not None:
+                continue  # the usual case: the array bound last time
+            self.bound[k] = array = bind_persistable(scope, v, self.xp)
+            self.pointers[v.index] = _address(array)
 
 
-def bind_persistable(scope, v, xp, bound=None):
+def bind_persistable(scope, v, xp):
     """The scope's array of persistable ``v`` as the compiled code works on it: the array
-    itself, or (once) a writable C-ordered copy of ``v``'s type put in its place. ``bound``:
-    the array found last time (returned at once when the scope still holds it)."""
+    itself, or (once) a writable C-ordered copy of ``v``'s type put in its place."""
     held = scope.find_var(v.name)
     tensor = getattr(held, "value", None)
     array = getattr(tensor, "array", None)
-    if array is bound and array is not None:
-        return array
     if not isinstance(tensor, LoDTensor) or array is None:
         raise NotFound(expected("a compiled program", f"variable {v.name!r}",
                                 "a tensor in the scope (run the startup program "

@@ -230,6 +230,15 @@ void accumulate(const Tensor<T>& value, Tensor<T>& total, bool& started) {
   for (int64_t i = 0, n = total.numel(); i < n; ++i) total.data[i] += value.data[i];
 }
 
+// out = the transpose of the matrix x [rows, cols] (a parameter's, made once for a loop of
+// products with it transposed: a plain product on the transpose is the faster kernel)
+template <class T>
+void transpose(const Tensor<T>& x, int64_t rows, int64_t cols, Tensor<T>& out) {
+  out.resize({cols, rows});
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) out.data[j * rows + i] = x.data[i * cols + j];
+}
+
 // --- lod_rank_table, max_sequence_len ---------------------------------------------------------
 template <class T>
 void lod_rank_table(const Tensor<T>& x, int64_t level, RankTable& table) {
