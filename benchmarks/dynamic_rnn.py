@@ -94,9 +94,9 @@ def numpy_step(data, lengths, w, u, b):
     return run
 
 
-def fluid_step(data, lengths, w, u, b, place=None, fetch_grads=True):
-    """The DynamicRNN batch as Fluid runs it, on ``place`` (hidden size from ``u``): a
-    step fetching the loss (and the parameters' gradients with ``fetch_grads``)."""
+def fluid_program(data, lengths, w, u, b, place=None, fetch_grads=True):
+    """The DynamicRNN batch as Fluid builds it, on ``place`` (hidden size from ``u``):
+    (program, feed, fetch list, scope holding the parameters, executor)."""
     place = place or fluid.CPUPlace()
     hidden = u.shape[0]
     main, startup = fluid.Program(), fluid.Program()
@@ -120,6 +120,13 @@ def fluid_step(data, lengths, w, u, b, place=None, fetch_grads=True):
         scope.var(name).get_tensor().set(value, place)
     feed = {"x": fluid.create_lod_tensor(data, [lengths], fluid.CPUPlace())}
     fetch = [loss, "w@GRAD", "u@GRAD", "b@GRAD"] if fetch_grads else [loss]
+    return main, feed, fetch, scope, exe
+
+
+def fluid_step(data, lengths, w, u, b, place=None, fetch_grads=True):
+    """The DynamicRNN batch as Fluid runs it, on ``place`` (hidden size from ``u``): a
+    step fetching the loss (and the parameters' gradients with ``fetch_grads``)."""
+    main, feed, fetch, scope, exe = fluid_program(data, lengths, w, u, b, place, fetch_grads)
     return lambda: exe.run(main, feed=feed, fetch_list=fetch, scope=scope)
 
 
