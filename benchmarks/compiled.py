@@ -4,9 +4,13 @@ NumPy and PyTorch eager, in one run.
     python benchmarks/compiled.py
 
 W1: fit_a_line, fc 13 -> 1, square error, batch 20, SGD. W2: MLP 784-200-200-10 (relu),
-softmax cross-entropy, batch 64, Adam. Each step is one ``Executor.run`` of the program
-(interpreted) or of the NativeProgram (compiled), fetching the loss. The build time is that
-of a cold build (an empty cache directory).
+softmax cross-entropy, batch 64, Adam. W3: the DynamicRNN of dynamic_rnn.py (a tanh RNN
+over 32 sequences of 5..50 steps, input 64, hidden 128, the mean of each last state),
+forward and backward, fetching the loss and the three parameters' gradients; compiled once
+(its sizes are read at run time) and checked against the NumPy loop, also on a batch of
+other lengths. Each step is one ``Executor.run`` of the program (interpreted) or of the
+NativeProgram (compiled). The build time is that of a cold build (an empty cache
+directory).
 """
 import os
 import sys
@@ -21,6 +25,19 @@ from fluid_nb import native  # noqa: E402
 from _timing import interleaved_best, row, torch_or_none  # noqa: E402
 from train_step import (w1_numpy, w1_program, w1_torch, w2_numpy, w2_program,  # noqa: E402
                         w2_torch)
+import dynamic_rnn  # noqa: E402
+
+
+def cold_compile(main, feed, fetch, scope):
+    """(the NativeProgram, seconds to build it with an empty cache)."""
+    with tempfile.TemporaryDirectory() as cache:
+        os.environ["FLUID_NB_CACHE"] = cache  # a cold build
+        try:
+            start = time.perf_counter()
+            program = native.compile(main, feed, fetch, scope=scope)
+            return program, time.perf_counter() - start
+        finally:
+            del os.environ["FLUID_NB_CACHE"]
 
 
 def steps(build, feed):
@@ -32,15 +49,37 @@ def steps(build, feed):
     interpreted, compiled = fluid.Scope(), fluid.Scope()
     exe.run(startup, scope=interpreted)
     exe.run(startup, scope=compiled)
-    with tempfile.TemporaryDirectory() as cache:
-        os.environ["FLUID_NB_CACHE"] = cache  # a cold build
-        start = time.perf_counter()
-        program = native.compile(main, feed, [loss], scope=compiled)
-        build_seconds = time.perf_counter() - start
-        del os.environ["FLUID_NB_CACHE"]
-        return (lambda: exe.run(main, feed=feed, fetch_list=[loss], scope=interpreted),
-                lambda: exe.run(program, feed=feed, fetch_list=[loss], scope=compiled),
-                build_seconds)
+    program, build_seconds = cold_compile(main, feed, [loss], compiled)
+    return (lambda: exe.run(main, feed=feed, fetch_list=[loss], scope=interpreted),
+            lambda: exe.run(program, feed=feed, fetch_list=[loss], scope=compiled),
+            build_seconds)
+
+
+def w3(torch):
+    """W3's candidates (their values checked against the NumPy loop first) and the build."""
+    data, lengths = dynamic_rnn.make_batch()
+    w, u, b = dynamic_rnn.make_params()
+    reference = dynamic_rnn.numpy_step(data, lengths, w, u, b)
+    main, feed, fetch, scope, exe = dynamic_rnn.fluid_program(data, lengths, w, u, b)
+    program, build_seconds = cold_compile(main, feed, fetch, scope)
+    compiled = lambda: exe.run(program, feed=feed, fetch_list=fetch, scope=scope)  # noqa
+    # the same build on a batch of other lengths (and trip count): the values NumPy gives
+    other, other_lengths = dynamic_rnn.make_batch(seed=1)
+    for (x, n), run in (((data, lengths), compiled), ((other, other_lengths), None)):
+        want = dynamic_rnn.numpy_step(x, n, w, u, b)()
+        got = run() if run else exe.run(program, feed={"x": fluid.create_lod_tensor(
+            x, [n], fluid.CPUPlace())}, fetch_list=fetch, scope=scope)
+        np.testing.assert_allclose(float(np.asarray(got[0]).reshape(-1)[0]), want[0],
+                                   rtol=1e-4)
+        for g, r in zip(got[1:], want[1:]):
+            np.testing.assert_allclose(np.asarray(g), r, rtol=1e-3, atol=1e-6)
+    assert len(program._built) == 1 and not program.source.fallbacks
+    candidates = {"fluid_nb compiled": compiled,
+                  "fluid_nb interpreter": dynamic_rnn.fluid_step(data, lengths, w, u, b),
+                  "NumPy (hand-written)": reference}
+    if torch is not None:
+        candidates["PyTorch eager"] = dynamic_rnn.torch_steps(torch, data, lengths, w, u, b)[0]
+    return candidates, build_seconds, len(program.source.functions)
 
 
 def main():
@@ -60,15 +99,24 @@ def main():
                       "NumPy (hand-written)": by_numpy(*data)}
         if torch is not None:
             candidates["PyTorch eager"] = by_torch(torch, *data)
-        for fn in candidates.values():
-            for _ in range(5):
-                fn()
-        times = interleaved_best(candidates, rounds=9, number=number)
-        print(f"{name}; cold build {build_seconds:.2f} s")
-        base = times["NumPy (hand-written)"]
-        for label, seconds in times.items():
-            row(f"  {label}", seconds * 1e6, "µs/step", base * 1e6, "NumPy")
-    print("W3 DynamicRNN: not compiled yet (while, tensor arrays and LoD have no emitters)")
+        report(name, candidates, build_seconds, number, 1e6, "µs/step")
+    if torch is None:
+        print("PyTorch is not installed: no PyTorch eager rows")
+    candidates, build_seconds, ops = w3(torch)
+    report(f"W3 DynamicRNN forward + backward (32 sequences, 5..50 steps, 64 -> 128 tanh; "
+           f"{ops} ops in 3 blocks, one build for every LoD)", candidates, build_seconds, 10,
+           1e3, "ms/batch")
+
+
+def report(name, candidates, build_seconds, number, scale, unit):
+    for fn in candidates.values():
+        for _ in range(5):
+            fn()
+    times = interleaved_best(candidates, rounds=9, number=number)
+    print(f"{name}; cold build {build_seconds:.2f} s")
+    base = times["NumPy (hand-written)"]
+    for label, seconds in times.items():
+        row(f"  {label}", seconds * scale, unit, base * scale, "NumPy")
 
 
 if __name__ == "__main__":
