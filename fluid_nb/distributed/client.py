@@ -121,12 +121,14 @@ class RPCClient:
             name = (request[3] if len(request) > 3 else None) or message.varname
             payload = message.SerializeToString()
             stub = self._method(endpoint, method)
-            calls.append((endpoint, method, message, name, payload, stub,
-                          stub.future(payload, timeout=limit)))
+            # one call alone goes without a future (a future starts a thread to wait)
+            first = stub.future(payload, timeout=limit).result if len(requests) > 1 \
+                else (lambda stub=stub, payload=payload: stub(payload, timeout=limit))
+            calls.append((endpoint, method, message, name, payload, stub, first))
         replies, error = [], None
-        for endpoint, method, message, name, payload, stub, future in calls:
+        for endpoint, method, message, name, payload, stub, first in calls:
             try:
-                reply = future.result()
+                reply = first()
             except grpc.RpcError as exc:
                 try:
                     reply = self._retry(exc, endpoint, method, name, payload, stub, start,

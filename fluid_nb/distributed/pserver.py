@@ -1,10 +1,12 @@
 """What ``listen_and_serv`` does: serve one endpoint until every trainer is done.
 
-The loop runs in the thread that runs the op (``exe.run(pserver_program)``) and answers
-the calls that :class:`~fluid_nb.distributed.server.RPCServer` queues, one at a time:
-received variables are decoded whole and only then written into the server's scope (a
-child of the run's scope, as Paddle's ``recv_scope``), and the optimize blocks run there
-through the executor.
+Calls are taken one at a time (under one lock) in the gRPC thread that received them
+(:class:`~fluid_nb.distributed.server.RPCServer`); the thread that runs the op
+(``exe.run(pserver_program)``) waits meanwhile, watching the deadlines, until every
+trainer is done or the server fails. Received variables are decoded whole and only then
+written into the server's scope (a child of the run's scope, as Paddle's ``recv_scope``);
+the optimize blocks run there through the executor, in the thread whose call completed
+the round.
 
 Sync mode (``distributed_mode`` 0) goes in rounds of two phases, as Fluid's:
 
@@ -31,7 +33,7 @@ Once a trainer has finished, the others must each be heard from within the round
 ``COMPLETE@RECV`` (a trainer's ``exe.close()``) takes the trainer out of the barriers; the
 loop returns when all ``Fanin`` trainers have completed.
 """
-import queue
+import threading
 import time
 
 import grpc
@@ -122,6 +124,9 @@ class ParameterServer:
         self.clock = None
         self.last_heard = {}
         self.completed = set()
+        #: guards everything above; the serving thread waits on it for news
+        self.lock = threading.Condition()
+        self.stopped = self.failure = None
 
     @property
     def where(self):
@@ -129,25 +134,43 @@ class ParameterServer:
 
     # --- the loop ----------------------------------------------------------------------------
     def serve(self):
-        server = RPCServer(self.endpoint, workers=16 + 8 * self.fanin)
+        server = RPCServer(self.endpoint, self._take_one, workers=16 + 8 * self.fanin)
         reason = "the server has stopped (all its trainers completed)"
         try:
-            for b in self.once:
-                b.run()
-            while self.training:
-                try:
-                    call = server.inbox.get(timeout=self._time_left())
-                except queue.Empty:
-                    call = None
-                if call is not None:
-                    self._take(call)
-                self._check_deadline()
+            with self.lock:
+                for b in self.once:
+                    b.run()
+                while self.training and self.failure is None:
+                    self.lock.wait(self._time_left())
+                    self._check_deadline()
+                if self.failure is not None:
+                    raise self.failure
         except BaseException as exc:
             reason = f"the server stopped: {exc}"
-            self._refuse_waiting(reason)
             raise
         finally:
+            with self.lock:
+                self.stopped = reason
+                self._refuse_waiting(reason)
             server.stop(reason)
+
+    def _take_one(self, call):
+        """A gRPC thread's call: taken under the lock; a failure of the server itself (an
+        optimize block's error) stops it."""
+        with self.lock:
+            if self.stopped is not None:
+                call.refuse(grpc.StatusCode.ABORTED, self.stopped)
+                return
+            try:
+                self._take(call)
+            except Exception as exc:  # noqa: BLE001  (the serving thread raises it)
+                self.failure = exc
+                reason = f"the server stopped: {exc}"
+                self.stopped = reason
+                call.refuse(grpc.StatusCode.ABORTED, reason)
+                self._refuse_waiting(reason)
+            finally:
+                self.lock.notify_all()
 
     def _time_left(self):
         """How long the loop may wait for the next call before a deadline needs checking."""

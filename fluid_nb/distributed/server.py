@@ -1,15 +1,13 @@
 """The server's side of the RPC: a gRPC server for ``SendRecvService`` on one endpoint.
 
-gRPC's threads only parse the request and wait: each call becomes a :class:`Call` put in
-``inbox``, and the serving loop (:mod:`fluid_nb.distributed.pserver`, in the thread that
-runs ``listen_and_serv``) answers it, so values are decoded, written and read in one thread
-while the optimize blocks run there too. A call waits no longer than its own deadline; a
-request that does not parse as a ``VariableMessage`` is refused with INVALID_ARGUMENT
-before it reaches the loop. Once the server stops, every call waiting or arriving is
-refused with ABORTED and the reason it stopped (not UNAVAILABLE, which a client tries
-again: the reason would be lost).
+Each request that parses as a ``VariableMessage`` becomes a :class:`Call` handed, in the
+gRPC thread that received it, to ``take`` (the serving loop's, in
+:mod:`fluid_nb.distributed.pserver`), which answers it at once or keeps it until its phase
+comes; the thread waits for the answer no longer than the caller's deadline. A request
+that does not parse is refused with INVALID_ARGUMENT before it reaches the loop. Refusals
+that mean the server has stopped use ABORTED with the reason (not UNAVAILABLE, which a
+client tries again: the reason would be lost).
 """
-import queue
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -57,11 +55,11 @@ class Call:
 
 
 class RPCServer:
-    """Listens on ``endpoint``; the calls arrive in ``inbox`` for the serving loop."""
+    """Listens on ``endpoint``; each call goes to ``take(call)``."""
 
-    def __init__(self, endpoint, workers=16):
+    def __init__(self, endpoint, take, workers=16):
         self.endpoint = endpoint
-        self.inbox = queue.Queue()
+        self._take = take
         self._stopped = None  # the reason, once stopped
         handlers = {name: grpc.unary_unary_rpc_method_handler(self._handler(name))
                     for name in pb.METHODS}
@@ -94,9 +92,7 @@ class RPCServer:
                     "a VariableMessage", f"{len(payload)} bytes that do not parse as one "
                     f"({exc})"))
             call = Call(method, message)
-            self.inbox.put(call)
-            if self._stopped is not None:  # stopped while it was put: nobody will answer
-                context.abort(grpc.StatusCode.ABORTED, self._stopped)
+            self._take(call)
             if not call.done.wait(context.time_remaining()):
                 context.abort(grpc.StatusCode.DEADLINE_EXCEEDED,
                               f"listen_and_serv at {self.endpoint}: no answer to {method} "
@@ -107,13 +103,8 @@ class RPCServer:
         return handle
 
     def stop(self, reason, grace=1.0):
-        """Refuse every call waiting or to come with ABORTED ``reason``; end the
-        server once the answered calls have gone out (``grace`` seconds at most)."""
+        """Refuse every call to come with ABORTED ``reason`` (the loop refuses those it
+        keeps); end the server once the answered calls have gone out (``grace`` seconds
+        at most)."""
         self._stopped = reason
-        while True:
-            try:
-                call = self.inbox.get_nowait()
-            except queue.Empty:
-                break
-            call.refuse(grpc.StatusCode.ABORTED, reason)
         self._server.stop(grace).wait()
