@@ -15,6 +15,7 @@ from ..errors import InvalidArgument, OutOfRange, expected
 from ..framework import registry
 from ..tensor.dtypes import to_numpy_dtype
 from ..tensor.tensor import LoDTensor, SelectedRows
+from ..tensor.transfer import to_host
 from . import messages
 from . import send_recv_pb2 as pb
 from .client import client
@@ -36,7 +37,18 @@ def _rows_pieces(op, value, sections):
         raise InvalidArgument(expected(op, "attribute 'sections'", "row counts summing to "
                                        "X's rows", f"{list(sections)} for "
                                        f"{None if array is None else list(array.shape)}"))
-    return [LoDTensor(piece) for piece in np.split(array, np.cumsum(sections)[:-1])]
+    bounds = np.cumsum([0] + list(sections))
+    return [LoDTensor(array[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def _on_place(ctx, value):
+    """A received value (host arrays) on the kernel's place: a device run gets device
+    arrays, as Paddle's recv writes to the op's place."""
+    if ctx.xp is np:
+        return value
+    if isinstance(value, SelectedRows):
+        return SelectedRows(value.rows(), value.height(), _on_place(ctx, value.value))
+    return LoDTensor(ctx.xp.asarray(value.array), value._lod)
 
 
 def _send(ctx, xs):
@@ -76,13 +88,13 @@ def _recv(ctx, xs):
     if pieces:  # Out[0] = the rows of pieces[j] from epmap[j], stacked
         epmap = _endpoints(ctx, "epmap", len(pieces), "name in recv_varnames")
         got = _get(rpc, zip(epmap, pieces), trainer, barrier)
-        return [LoDTensor(np.concatenate([g.array for g in got], axis=0))]
+        return [_on_place(ctx, LoDTensor(np.concatenate([g.array for g in got], axis=0)))]
     names = list(ctx.attrs["varnames"]) or outs
     if len(names) != len(outs):
         raise InvalidArgument(expected("recv", "attribute 'varnames'",
                                        f"one name per output Out ({len(outs)})", names))
     epmap = _endpoints(ctx, "epmap", len(outs), "output Out")
-    return _get(rpc, zip(epmap, names), trainer, barrier)
+    return [_on_place(ctx, value) for value in _get(rpc, zip(epmap, names), trainer, barrier)]
 
 
 def _get(rpc, sources, trainer, barrier):
@@ -126,7 +138,7 @@ def _distributed_lookup_table(ctx, ids_list, w):
     jobs, places = [], []
     flats = []
     for i, ids in enumerate(ids_list):
-        flat = np.asarray(ids.array).reshape(-1).astype("int64")
+        flat = to_host(ids.array).reshape(-1).astype("int64")
         flats.append(flat)
         wanted = flat != pad if pad != -1 else np.ones(flat.shape, bool)
         bad = wanted & ((flat < 0) | (flat >= starts[-1]))
@@ -158,7 +170,7 @@ def _distributed_lookup_table(ctx, ids_list, w):
     result = []
     for ids, out in zip(ids_list, outs):
         shape = tuple(ids.array.shape) if v2 else tuple(ids.array.shape[:-1])
-        result.append(LoDTensor(out.reshape(shape + (width,)), ids._lod))
+        result.append(_on_place(ctx, LoDTensor(out.reshape(shape + (width,)), ids._lod)))
     return result
 
 

@@ -16,6 +16,7 @@ import numpy as np
 from ..errors import InvalidArgument, expected
 from ..tensor.dtypes import DATA_TYPES, VarType, convert_dtype, to_numpy_dtype
 from ..tensor.tensor import LoDTensor, SelectedRows, check_lod
+from ..tensor.transfer import to_host
 from . import send_recv_pb2 as pb
 
 #: a trainer has sent all its gradients of this step (SendVariable)
@@ -71,8 +72,7 @@ def encode(name, value, trainer_id=0, where="send"):
     if array is None:
         raise InvalidArgument(expected(where, f"variable '{name}'", "an initialised tensor",
                                        "a tensor with no data"))
-    if not isinstance(array, np.ndarray):  # a device array: its bytes come to the host
-        array = array.get() if hasattr(array, "get") else np.asarray(array)
+    array = to_host(array)  # a device array's bytes come to the host: one copy
     message.data_type = int(convert_dtype(array.dtype))
     message.dims.extend(array.shape)
     message.serialized = _little_endian_bytes(array)

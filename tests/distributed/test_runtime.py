@@ -48,3 +48,29 @@ def test_async_applies_every_gradient_as_it_arrives(tmp_path):
     for k in range(2):
         np.testing.assert_allclose(_final(job, f"pserver{k}").reshape(3, 2), want[k],
                                    rtol=1e-6)
+
+
+def test_a_trainer_on_a_device_sends_and_receives_device_values(tmp_path):
+    """On a device place (the strict stand-in: no implicit host copy passes) the gradients
+    leave through explicit copies and the parameters arrive as device arrays."""
+    import fluid_nb as fluid
+    from fluid_nb.testing.strict_device import DeviceArray, StrictDevicePlace, counting
+
+    from .runtime_programs import trainer_programs
+
+    endpoint, = free_endpoints(1)
+    with Job(tmp_path, FAST) as job:
+        job.start("pserver", [PROGRAMS, "pserver", endpoint, 0, 1, 0])
+        main, startup = trainer_programs([endpoint], 0, 1, 0)
+        scope, exe = fluid.Scope(), fluid.Executor(StrictDevicePlace())
+        exe.run(startup, scope=scope)
+        assert isinstance(scope.find_var("w0").value.array, DeviceArray)
+        with counting() as count:
+            for _ in range(3):
+                exe.run(main, scope=scope)
+        assert count["to_host"] == 3 and count["to_device"] == 3  # a gradient out, w0 in
+        w0 = scope.find_var("w0").value.array
+        assert isinstance(w0, DeviceArray)
+        np.testing.assert_allclose(w0.get(), expected_params(1, 1, 0, 3)[0], rtol=1e-6)
+        exe.close()
+        assert job.wait(timeout=20) == {"pserver": 0}
