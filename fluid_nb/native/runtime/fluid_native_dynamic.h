@@ -98,8 +98,8 @@ void copy_tensor(const Tensor<T>& from, Tensor<T>& to) {
 template <class T>
 void require_value(const Tensor<T>& t, const char* slot) {
   if (!t.initialised)
-    fail(kInvalidArgument, std::string("input '") + slot +
-                               "' expected an initialised LoDTensor, but received an empty tensor");
+    fail(kInvalidArgument, "input '%s' expected an initialised LoDTensor, but received an "
+         "empty tensor", slot);
 }
 
 // X and Y of an elementwise op that the generator saw as one shape, run-time dims included
@@ -108,8 +108,8 @@ void same_dims(const Tensor<T>& x, const Tensor<U>& y) {
   bool same = x.rank == y.rank;
   for (int k = 0; same && k < x.rank; ++k) same = x.dims[k] == y.dims[k];
   if (!same)
-    fail(kInvalidArgument, "input 'Y' expected the dims of X " + dims_text(x.dims, x.rank) +
-                               ", but received " + dims_text(y.dims, y.rank));
+    fail(kInvalidArgument, "input 'Y' expected the dims of X %s, but received %s",
+         dims_text(x.dims, x.rank).text, dims_text(y.dims, y.rank).text);
 }
 
 inline bool condition(const Tensor<bool>& c) { return scalar_of(c, "input 'Condition'"); }
@@ -167,9 +167,8 @@ void sum(std::initializer_list<const Tensor<T>*> xs, Tensor<T>& out) {
   for (const Tensor<T>* x : xs) {
     if (!x->initialised || !x->numel()) continue;
     if (x->numel() != count)
-      fail(kInvalidArgument, "input X expected tensors of " + std::to_string(count) +
-                                 " elements (as the first), but received " +
-                                 dims_text(x->dims, x->rank));
+      fail(kInvalidArgument, "input X expected tensors of %lld elements (as the first), but "
+           "received %s", (long long)count, dims_text(x->dims, x->rank).text);
     const T* a = x == &out ? out.data : x->data;
     if (!started) {
       if (a != out.data) memory_copy(out.data, a, sizeof(T) * count);
@@ -224,9 +223,8 @@ void accumulate(const Tensor<T>& value, Tensor<T>& total, bool& started) {
     return;
   }
   if (value.numel() != total.numel())
-    fail(kInvalidArgument, "a step's gradient expected " + dims_text(total.dims, total.rank) +
-                               " (as the later steps'), but received " +
-                               dims_text(value.dims, value.rank));
+    fail(kInvalidArgument, "a step's gradient expected %s (as the later steps'), but received "
+         "%s", dims_text(total.dims, total.rank).text, dims_text(value.dims, value.rank).text);
   for (int64_t i = 0, n = total.numel(); i < n; ++i) total.data[i] += value.data[i];
 }
 
@@ -244,8 +242,8 @@ template <class T>
 void lod_rank_table(const Tensor<T>& x, int64_t level, RankTable& table) {
   require_value(x, "X");
   if (level >= (int64_t)x.lod.size())
-    fail(kInvalidArgument, "attribute 'level' expected in [0, " + std::to_string(x.lod.size()) +
-                               ") (the LoD depth of X), but received " + std::to_string(level));
+    fail(kInvalidArgument, "attribute 'level' expected in [0, %lld) (the LoD depth of X), but "
+         "received %lld", (long long)x.lod.size(), (long long)level);
   const std::vector<int64_t>& offsets = x.lod[level];
   const int64_t n = (int64_t)offsets.size() - 1;
   table.index.resize(n);
@@ -282,9 +280,9 @@ const std::vector<int64_t>& ranked_offsets(const Tensor<T>& x, const RankTable& 
   const int64_t level = table.level();
   if ((int64_t)x.lod.size() == level + 1) return x.lod[level];
   if ((int64_t)x.lod.size() > level + 1)
-    fail(kUnimplemented, "input 'X' expected rows under the ranked LoD level (" +
-                             std::to_string(level) + ") in compiled code, but received " +
-                             std::to_string(x.lod.size()) + " LoD levels");
+    fail(kUnimplemented, "input 'X' expected rows under the ranked LoD level (%lld) in "
+         "compiled code, but received %lld LoD levels", (long long)level,
+         (long long)x.lod.size());
   if (x.lod.empty() || x.lod == table.coarse) {
     std::vector<int64_t> lengths(table.size());
     for (int64_t p = 0; p < table.size(); ++p) lengths[table.index[p]] = table.length[p];
@@ -292,10 +290,10 @@ const std::vector<int64_t>& ranked_offsets(const Tensor<T>& x, const RankTable& 
     for (int64_t n : lengths) made.push_back(made.back() + n);
     if (x.rank && made.back() == x.dims[0]) return made;
   }
-  fail(kInvalidArgument, "input 'X' expected a LoDTensor with at least " + std::to_string(level + 1) +
-                             " LoD levels (the rank table's level " + std::to_string(level) +
-                             " + 1), but received " + std::to_string(x.lod.size()) +
-                             " levels with " + std::to_string(x.rank ? x.dims[0] : 0) + " rows");
+  fail(kInvalidArgument, "input 'X' expected a LoDTensor with at least %lld LoD levels (the "
+       "rank table's level %lld + 1), but received %lld levels with %lld rows",
+       (long long)level + 1, (long long)level, (long long)x.lod.size(),
+       (long long)(x.rank ? x.dims[0] : 0));
 }
 
 // Out[t] = row t of every sequence longer than t, in rank order
@@ -337,22 +335,20 @@ void array_to_lod_tensor(const TensorArray<T>& x, const RankTable& table, Tensor
     bool same = step.initialised && step.rank == first.rank;
     for (int k = 1; same && k < first.rank; ++k) same = step.dims[k] == first.dims[k];
     if (!same)
-      fail(kInvalidArgument, "X[" + std::to_string(t) + "] expected dims [-1, " +
-                                 dims_text(first.dims + 1, first.rank - 1) + "] as X[0], but received " +
-                                 (step.initialised ? dims_text(step.dims, step.rank) : "none"));
+      fail(kInvalidArgument, "X[%lld] expected dims [-1] + %s as X[0], but received %s",
+           (long long)t, dims_text(first.dims + 1, first.rank - 1).text,
+           step.initialised ? dims_text(step.dims, step.rank).text : "none");
     if (!step.lod.empty())
-      fail(kUnimplemented, "X[" + std::to_string(t) + "] expected rows without LoD in compiled "
-                           "code, but received a LoD of " + std::to_string(step.lod.size()) + " levels");
+      fail(kUnimplemented, "X[%lld] expected rows without LoD in compiled code, but received "
+           "a LoD of %lld levels", (long long)t, (long long)step.lod.size());
     if (step.dims[0] < table.batch_size_at(t))
-      fail(kUnimplemented, "X[" + std::to_string(t) + "] expected a row for each of the " +
-                               std::to_string(table.batch_size_at(t)) +
-                               " sequences running at that step, but received " +
-                               std::to_string(step.dims[0]));
+      fail(kUnimplemented, "X[%lld] expected a row for each of the %lld sequences running at "
+           "that step, but received %lld", (long long)t, (long long)table.batch_size_at(t),
+           (long long)step.dims[0]);
   }
   if (table.size() && table.length[0] > x.size)
-    fail(kInvalidArgument, "input 'X' expected at least " + std::to_string(table.length[0]) +
-                               " steps (a sequence's length in RankTable), but received " +
-                               std::to_string(x.size));
+    fail(kInvalidArgument, "input 'X' expected at least %lld steps (a sequence's length in "
+         "RankTable), but received %lld", (long long)table.length[0], (long long)x.size);
   const int64_t n = table.size();
   std::vector<int64_t> position(n);
   for (int64_t p = 0; p < n; ++p) position[table.index[p]] = p;
@@ -383,7 +379,7 @@ void read_from_array(const TensorArray<T>& x, int64_t offset, Tensor<T>& out) {
 template <class T>
 void write_to_array(const Tensor<T>& x, int64_t offset, TensorArray<T>& out) {
   if (offset < 0)
-    fail(kInvalidArgument, "input 'I' expected >= 0, but received " + std::to_string(offset));
+    fail(kInvalidArgument, "input 'I' expected >= 0, but received %lld", (long long)offset);
   out.grow_to(offset).share(x);
 }
 
@@ -399,7 +395,7 @@ void shrink_rnn_memory(const Tensor<T>& x, const RankTable& table, int64_t step,
   if (!x.lod.empty() && (int64_t)x.lod[0].size() > keep) {
     if (x.lod.size() > 1)
       fail(kUnimplemented, "input 'X' expected at most one LoD level in compiled code, but "
-                           "received " + std::to_string(x.lod.size()));
+           "received %lld", (long long)x.lod.size());
     lod.emplace_back(x.lod[0].begin(), x.lod[0].begin() + keep + 1);
     height = lod[0].back();
   }
@@ -424,9 +420,8 @@ void shrink_rnn_memory_grad(const Tensor<T>& x, const Tensor<T>* dout, Tensor<T>
   if (dout && dout->initialised) {
     given = dout->numel();
     if (given > total)
-      fail(kInvalidArgument, "input 'Out@GRAD' expected at most the rows of X " +
-                                 dims_text(x.dims, x.rank) + ", but received " +
-                                 dims_text(dout->dims, dout->rank));
+      fail(kInvalidArgument, "input 'Out@GRAD' expected at most the rows of X %s, but "
+           "received %s", dims_text(x.dims, x.rank).text, dims_text(dout->dims, dout->rank).text);
     memory_copy(dx.data, dout->data, sizeof(T) * given);
   }
   memset(dx.data + given, 0, sizeof(T) * (total - given));
@@ -450,14 +445,13 @@ template <class T>
 const std::vector<int64_t>& sequence_offsets(const Tensor<T>& x, const char* slot) {
   require_value(x, slot);
   if (x.lod.empty())
-    fail(kInvalidArgument, std::string("input '") + slot +
-                               "' expected a LoDTensor with LoD, but received a tensor without LoD");
+    fail(kInvalidArgument, "input '%s' expected a LoDTensor with LoD, but received a tensor "
+         "without LoD", slot);
   const std::vector<int64_t>& offsets = x.lod.back();
   const int64_t rows = x.rank ? x.dims[0] : 0;
   if (offsets.back() != rows)
-    fail(kInvalidArgument, std::string("input '") + slot + "' last LoD offset expected " +
-                               std::to_string(rows) + " (its number of rows), but received " +
-                               std::to_string(offsets.back()));
+    fail(kInvalidArgument, "input '%s' last LoD offset expected %lld (its number of rows), "
+         "but received %lld", slot, (long long)rows, (long long)offsets.back());
   return offsets;
 }
 
@@ -520,9 +514,8 @@ void sequence_pool_grad(const Tensor<T>& x, const Tensor<int32_t>* max_index,
   require_value(dout, "Out@GRAD");
   const int64_t n = (int64_t)offsets.size() - 1, row = x.row_size();
   if (dout.numel() < n * row)
-    fail(kInvalidArgument, "input 'Out@GRAD' expected a row per sequence of X (" +
-                               std::to_string(n) + "), but received " +
-                               dims_text(dout.dims, dout.rank));
+    fail(kInvalidArgument, "input 'Out@GRAD' expected a row per sequence of X (%lld), but "
+         "received %s", (long long)n, dims_text(dout.dims, dout.rank).text);
   dx.resize_like(x);
   memset(dx.data, 0, sizeof(T) * dx.numel());
   if (type == kPoolMax) {

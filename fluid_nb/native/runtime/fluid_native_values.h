@@ -12,7 +12,9 @@
 // optimizer op updates in place, as in the interpreter's scope).
 #pragma once
 
+#include <stdarg.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <algorithm>
@@ -40,14 +42,29 @@ struct Error {
   std::string message;
 };
 
-[[noreturn]] inline void fail(int code, std::string message) {
-  throw Error{code, std::move(message)};
+// a failure, its message formatted as printf's: out of line, so that the kernels that
+// check their inputs stay small
+[[noreturn]] __attribute__((noinline, cold, format(printf, 2, 3))) inline void fail(
+    int code, const char* format, ...) {
+  char text[768];
+  va_list args;
+  va_start(args, format);
+  vsnprintf(text, sizeof text, format, args);
+  va_end(args);
+  throw Error{code, text};
 }
 
-inline std::string dims_text(const int64_t* dims, int rank) {
-  std::string text = "[";
-  for (int k = 0; k < rank; ++k) text += (k ? ", " : "") + std::to_string(dims[k]);
-  return text + "]";
+// dims as the interpreter prints a shape: [2, 3]
+struct DimsText {
+  char text[200];
+};
+__attribute__((noinline, cold)) inline DimsText dims_text(const int64_t* dims, int rank) {
+  DimsText out;
+  int at = snprintf(out.text, sizeof out.text, "[");
+  for (int k = 0; k < rank && at < (int)sizeof out.text; ++k)
+    at += snprintf(out.text + at, sizeof out.text - at, k ? ", %lld" : "%lld", (long long)dims[k]);
+  if (at < (int)sizeof out.text) snprintf(out.text + at, sizeof out.text - at, "]");
+  return out;
 }
 
 // the elements a tensor holds, shared by the tensors that view them (a read from a tensor
@@ -279,8 +296,8 @@ void share_lod(const Tensor<T>& from, Tensor<U>& to) {
 template <class T>
 T scalar_of(const Tensor<T>& t, const char* what) {
   if (!t.initialised || t.numel() != 1)
-    fail(kInvalidArgument, std::string(what) + " expected a tensor of one element, but received " +
-                               (t.initialised ? dims_text(t.dims, t.rank) : "none"));
+    fail(kInvalidArgument, "%s expected a tensor of one element, but received %s", what,
+         t.initialised ? dims_text(t.dims, t.rank).text : "none");
   return read_value(t.data);
 }
 
