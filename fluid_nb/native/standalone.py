@@ -9,7 +9,7 @@ import os
 import pathlib
 import subprocess
 
-from ..errors import InvalidArgument, PreconditionNotMet, expected
+from ..errors import InvalidArgument, PreconditionNotMet, Unimplemented, expected
 from ..framework.program import Program, without_feed_fetch_ops
 from ..tensor.dtypes import VarType, convert_dtype
 from .build import BUILD_TIMEOUT_S, RUNTIME, blas, compiler
@@ -41,6 +41,10 @@ def standalone_source(program, feed, fetch, scope):
         raise InvalidArgument(expected("standalone_source", "program", "a Program",
                                        type(program).__name__))
     source = generate(program, feed=feed, fetch=fetch, scope=scope)
+    if source.dynamic:
+        raise Unimplemented(expected(
+            "a standalone program", "program", "one without LoD or sub-blocks (a standalone "
+            "main() feeds dense .npy arrays)", "LoD or sub-blocks"))
     if source.fallbacks:
         listing = "; ".join(f"op {i} {t}: {why}" for i, t, why in source.fallbacks)
         raise InvalidArgument(expected("a standalone program", "every op with native code",

@@ -438,3 +438,28 @@ def test_a_compiled_dynamic_program_checks_its_feeds():
                                exe.run(main, feed=wide, fetch_list=[loss], scope=reference)[0],
                                rtol=1e-5)
     assert len(program._built) == 1
+
+
+def test_a_compiled_loop_shows_its_sub_blocks_ops_and_what_it_left_out():
+    main, startup, loss = _programs(dynamic_rnn)
+    scope = fluid.Scope()
+    fluid.Executor(fluid.CPUPlace()).run(startup, scope=scope)
+    source = native.compile(main, _lod_batches(1)[0], [loss], scope=scope).source
+    page = source._repr_html_()
+    body_mul = dict(source.functions)[(1, 3)]  # the body's first product, in block 1
+    assert body_mul == "fluid_cpp_mul_1_3"
+    assert f"<td>1.3</td><td>mul</td><td><a href='#fluid-fn-{body_mul}'" in page
+    assert f"<span id='fluid-fn-{body_mul}'>" in page
+    # the gradient of the input array is read by no one: its writes are left out
+    assert (2, 12) in dict(source.dropped) and "left out: nothing reads its outputs" in page
+    assert "struct Block1Step {" in source.source and "while (condition(" in source.source
+
+
+def test_a_standalone_program_needs_dense_feeds():
+    from fluid_nb.native.standalone import standalone_source
+    main, startup, loss = _programs(dynamic_rnn)
+    scope = fluid.Scope()
+    fluid.Executor(fluid.CPUPlace()).run(startup, scope=scope)
+    with pytest.raises(Unimplemented, match="a standalone program: program expected one "
+                                            "without LoD or sub-blocks"):
+        standalone_source(main, _lod_batches(1)[0], [loss], scope)
