@@ -9,6 +9,7 @@ are the scope's arrays, as in a specialised build. A fetch comes back as an ``Ex
 the generated code fills (data, dims, LoD), copied out at once.
 """
 import ctypes
+import math
 import weakref
 
 import numpy as np
@@ -67,6 +68,10 @@ class DynamicBuild:
         self.persistables = [v for v in variables if v.role == "persistable"]
         self.bound = [None] * len(self.persistables)
         self.feeds = [v for v in variables if v.role == "feed"]
+        #: feed name -> (the value fed last, its LoD and array, what it became): the same
+        #: LoDTensor fed again (its LoD and data are replaced, never changed in place) is
+        #: not checked and converted again
+        self._last = {}
 
     def bind(self, scope):
         """Point at the scope's arrays of the parameters (again only where one changed)."""
@@ -129,6 +134,12 @@ class DynamicBuild:
         return results
 
     def _feed(self, v, value, kept):
+        last = self._last.get(v.name)
+        if last is not None and last[0] is value and last[1] is getattr(value, "_lod", None) \
+                and last[2] is getattr(value, "array", None):
+            kept.append(last[3])
+            self.pointers[v.index] = ctypes.addressof(self.exchanges[v.name])
+            return
         where = f"a compiled program: feed {v.name!r}"
         # the executor's rules (value, lossless cast, rank, the sizes a data layer fixes)
         tensor = _feed_tensor(v.name, self._declared[v.name], value, _HOST)
@@ -157,8 +168,11 @@ class DynamicBuild:
             e.lod[k] = level.ctypes.data
             e.lod_sizes[k] = level.shape[0]
         e.initialised = 1
-        kept.append((v.name, LoDTensor(array, tensor.lod()), levels))
+        converted = (v.name, LoDTensor(array, tensor.lod()), levels)
+        kept.append(converted)
         self.pointers[v.index] = ctypes.addressof(e)
+        if isinstance(value, LoDTensor):
+            self._last[v.name] = (value, value._lod, value.array, converted)
 
     def _fetched_values(self, v, return_numpy):
         """A tensor array (a list of arrays with return_numpy) or a rank table fetched."""
@@ -179,7 +193,7 @@ class DynamicBuild:
             raise NotFound(expected("a compiled program", f"fetch {v.name!r}",
                                     "a value the run computed", "none"))
         shape = tuple(e.dims[k] for k in range(e.rank))
-        count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+        count = math.prod(shape)
         if count:
             buffer = (ctypes.c_char * (count * dtype.itemsize)).from_address(e.data)
             array = np.frombuffer(buffer, dtype=dtype).reshape(shape).copy()
