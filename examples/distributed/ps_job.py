@@ -26,6 +26,9 @@ def arguments(description, optimizer="sgd"):
     """The command line every example takes."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--optimizer", choices=["sgd", "adam"], default=optimizer)
+    parser.add_argument("--lr-decay", action="store_true",
+                        help="the learning rate times 0.8 every 10 steps (exponential_decay): "
+                             "the servers run the schedule")
     parser.add_argument("--async", dest="sync", action="store_false",
                         help="asynchronous updates (default: synchronous rounds)")
     parser.add_argument("--steps", type=int, default=20)
@@ -37,8 +40,11 @@ def arguments(description, optimizer="sgd"):
     return parser.parse_args()
 
 
-def make_optimizer(name, learning_rate):
-    """Fluid's SGD or Adam at ``learning_rate``."""
+def make_optimizer(name, learning_rate, decay=False):
+    """Fluid's SGD or Adam at ``learning_rate`` (times 0.8 every 10 steps with ``decay``)."""
+    if decay:
+        learning_rate = fluid.layers.exponential_decay(
+            learning_rate=learning_rate, decay_steps=10, decay_rate=0.8, staircase=True)
     if name == "adam":
         return fluid.optimizer.Adam(learning_rate=learning_rate)
     return fluid.optimizer.SGD(learning_rate=learning_rate)
@@ -54,7 +60,8 @@ def run(args, network, learning_rate, batches, held_out):
     with fluid.program_guard(main, startup):
         feeds, loss = network()
         test = main.clone(for_test=True)
-        make_optimizer(args.optimizer, learning_rate[args.optimizer]).minimize(loss)
+        make_optimizer(args.optimizer, learning_rate[args.optimizer],
+                       args.lr_decay).minimize(loss)
     evaluate = lambda: float(exe.run(test, feed=dict(zip(feeds, held_out)),  # noqa: E731
                                      fetch_list=[loss])[0])
     params = [p.name for p in main.global_block().all_parameters()]

@@ -61,6 +61,9 @@ def _send(ctx, xs):
             return None
         pieces = _rows_pieces("send", xs[0], ctx.attrs["sections"])
         jobs = list(zip(epmap, names, pieces))
+    elif not ctx.attrs["use_send_handler"]:  # a notice (a step counter) to every server
+        jobs = [(ep, name, value) for name, value in zip(ctx.input_names("X"), xs)
+                if _has_value(value) for ep in ctx.attrs["epmap"]]
     else:
         epmap = _endpoints(ctx, "epmap", len(xs), "input X")
         jobs = [(ep, name, value) for ep, name, value

@@ -27,7 +27,8 @@ refuses the calls waiting (their trainers get Unavailable with that reason) inst
 blocking the round forever.
 
 Async mode (1, and half-async 2): each received gradient runs its optimize block
-(``grad_to_block_id``) at once; gets are answered at once; barriers are acknowledged.
+(``grad_to_block_id``) at once, and a trainer's step counter (``@LR_DECAY_COUNTER@...``) the
+learning-rate schedule's block; gets are answered at once; barriers are acknowledged.
 Once a trainer has finished, the others must each be heard from within the round deadline.
 
 ``COMPLETE@RECV`` (a trainer's ``exe.close()``) takes the trainer out of the barriers; the
@@ -48,6 +49,8 @@ from .server import RPCServer
 
 SYNC = 0
 SEND, GET = "send", "get"
+#: the name of the learning-rate schedule's step counter (Paddle's LEARNING_RATE_DECAY_COUNTER)
+LR_DECAY_COUNTER = "@LR_DECAY_COUNTER@"
 
 
 class Refused(Exception):
@@ -108,8 +111,11 @@ class ParameterServer:
 
         self.optimize = [block(i) for i in attrs["optimize_blocks"]]
         lr_decay = attrs["lr_decay_block_id"]
-        if lr_decay is not None and lr_decay >= 0:
-            self.optimize.insert(0, block(lr_decay))
+        #: the learning-rate schedule: in sync mode it runs with the optimize blocks (Fluid
+        #: lists it first among them); in async mode each trainer's step counter runs it
+        self.lr_decay = block(lr_decay) if lr_decay is not None and lr_decay >= 0 else None
+        if self.lr_decay is not None and lr_decay not in attrs["optimize_blocks"]:
+            self.optimize.insert(0, self.lr_decay)
         self.grad_blocks = {grad: block(index) for grad, index in grad_blocks.items()}
         bound = {b.block.idx for b in self.grad_blocks.values()}
         #: async: block 1 runs once at the start unless a gradient owns it (Paddle's rule)
@@ -124,6 +130,7 @@ class ParameterServer:
         self.clock = None
         self.last_heard = {}
         self.completed = set()
+        self.step_totals = {}
         #: guards everything above; the serving thread waits on it for news
         self.lock = threading.Condition()
         self.stopped = self.failure = None
@@ -303,21 +310,38 @@ class ParameterServer:
         elif call.method == "SendVariable":
             name = call.name
             block = self.grad_blocks.get(name)
-            if block is None:
+            if block is None and LR_DECAY_COUNTER in name and self.lr_decay is not None:
+                self._count_steps(call.message)
+                block = self.lr_decay
+            elif block is None:
                 raise Refused(grpc.StatusCode.NOT_FOUND, expected(
                     self.where, f"gradient '{name}'", "one with an optimize block "
                     f"(grad_to_block_id: {sorted(self.grad_blocks)})", "none for it"))
-            self._receive(call.message)
+            else:
+                self._receive(call.message)
             block.run()
             call.answer()
         else:
             call.answer(self._value(call.name, t))
 
+    def _count_steps(self, message):
+        """A trainer's step counter (``<counter>.trainer_<t>``, its steps since the last
+        one): added to that trainer's total, which the schedule's block sums over the
+        trainers into the global step (Paddle's notify handler keeps the same totals)."""
+        self._receive(message)
+        holder = self.scope.find_var(message.varname)
+        total = self.step_totals.get(message.varname)
+        if total is not None:
+            holder.value = LoDTensor(total.array + holder.value.array)
+        self.step_totals[message.varname] = holder.value
+
     # --- values ----------------------------------------------------------------------------------
     def _receive(self, message):
-        """Decode and check ``message`` whole, then write it into the server's scope."""
+        """Decode and check ``message`` whole, then write it into the server's scope. A
+        server receives what X lists, the gradients of grad_to_block_id and the other
+        variables its program declares (a trainer's step counter)."""
         name = message.varname
-        if name not in self.receivable:
+        if name not in self.receivable and not self.global_block.has_var(name):
             shown = sorted(self.receivable)
             raise Refused(grpc.StatusCode.NOT_FOUND, expected(
                 self.where, f"variable '{name}'", "one the server receives ("
@@ -328,7 +352,9 @@ class ParameterServer:
             self._check_declared(name, value)
         except FluidError as exc:
             raise Refused(grpc.StatusCode.INVALID_ARGUMENT, str(exc)) from None
-        self.scope.find_local_var(name).value = value
+        # the holder the blocks read: the server scope's own for what X lists, else the
+        # one the run made for the program's variable (Paddle writes what the scope finds)
+        (self.scope.find_var(name) or self.scope.var(name)).value = value
 
     def _check_declared(self, name, value):
         """A received value must have the data type and dims the server program declares

@@ -40,11 +40,14 @@ def _single_process(script, args, save, init):
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-@pytest.mark.parametrize("script", ["fit_a_line.py", "mlp.py"])
-@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+@pytest.mark.parametrize("script,optimizer,decay", [
+    ("fit_a_line.py", "sgd", False), ("fit_a_line.py", "adam", False),
+    ("mlp.py", "sgd", False), ("mlp.py", "adam", False),
+    ("fit_a_line.py", "sgd", True),  # the servers run the learning-rate schedule
+])
 def test_sync_training_on_half_batches_equals_single_process_training(tmp_path, script,
-                                                                       optimizer):
-    args = ["--optimizer", optimizer, "--steps", "20"]
+                                                                       optimizer, decay):
+    args = ["--optimizer", optimizer, "--steps", "20"] + (["--lr-decay"] if decay else [])
     out = _launch(script, args, tmp_path)
     assert "[pserver.0] all trainers done" in out and "[pserver.1] all trainers done" in out
     trainers = [np.load(tmp_path / f"trainer.{t}.npz") for t in range(2)]
@@ -68,9 +71,11 @@ def test_sync_training_on_half_batches_equals_single_process_training(tmp_path, 
                                local["losses"], rtol=1e-4)
 
 
-@pytest.mark.parametrize("script,optimizer", [("mlp.py", "adam"), ("fit_a_line.py", "sgd")])
-def test_async_training_lowers_the_loss_and_ends(tmp_path, script, optimizer):
-    out = _launch(script, ["--async", "--optimizer", optimizer, "--steps", "40"], tmp_path)
+@pytest.mark.parametrize("script,args", [("mlp.py", ["--optimizer", "adam"]),
+                                         ("fit_a_line.py", ["--optimizer", "sgd"]),
+                                         ("mlp.py", ["--lr-decay"])])
+def test_async_training_lowers_the_loss_and_ends(tmp_path, script, args):
+    out = _launch(script, ["--async", "--steps", "40", *args], tmp_path)
     assert out.count("all trainers done") == 2
     for t in range(2):
         saved = np.load(tmp_path / f"trainer.{t}.npz")
