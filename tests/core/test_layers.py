@@ -23,6 +23,9 @@ ALLOWED = {
     "backward": {"errors", "tensor", "framework", "ops"},
     "native": {"errors", "flags", "tensor", "memory", "proto", "framework", "ops", "exec"},
     "onnx": {"errors", "flags", "tensor", "memory", "proto", "framework", "ops", "exec"},
+    # the RPC runtime: its kernels drive the executor, attached to the op definitions
+    "distributed": {"errors", "flags", "tensor", "memory", "proto", "framework", "ops",
+                    "exec"},
 }
 
 
