@@ -87,6 +87,7 @@ struct Tensor {
   bool initialised = false;  // holds a value (an uninitialised one is the interpreter's None)
   Lod lod;
   Buffer<T>* buffer = nullptr;  // where data lies (null: memory Python holds, a feed's)
+  bool viewer = false;          // the buffer came from another tensor (share)
 
   Tensor() = default;
   Tensor(const Tensor&) = delete;
@@ -99,6 +100,7 @@ struct Tensor {
     std::swap(initialised, other.initialised);
     std::swap(lod, other.lod);
     std::swap(buffer, other.buffer);
+    std::swap(viewer, other.viewer);
     return *this;
   }
   ~Tensor() { release(); }
@@ -136,6 +138,7 @@ struct Tensor {
       buffer = fresh;
       data = fresh->data;
     }
+    viewer = false;
     initialised = true;
   }
   void resize(std::initializer_list<int64_t> d, bool keep = false) {
@@ -158,11 +161,13 @@ struct Tensor {
     rank = other.rank;
     initialised = other.initialised;
     lod = other.lod;
+    viewer = buffer != nullptr;
   }
 
   // a view of `values` (memory Python holds, never freed here) with dims `d`
   void view(T* values, const int64_t* d, int r) {
     release();
+    viewer = false;
     data = values;
     for (int k = 0; k < r; ++k) dims[k] = d[k];
     rank = r;
@@ -170,18 +175,21 @@ struct Tensor {
   }
   void view(T* values, std::initializer_list<int64_t> d) { view(values, d.begin(), (int)d.size()); }
 
-  // the interpreter's None: no value, no LoD (a buffer of its own is kept for the next
-  // value, a shared one let go)
+  // the interpreter's None: no value, no LoD (a buffer it made is kept for its next
+  // value, one it was given let go)
   void clear() {
     initialised = false;
     lod.clear();
     drop_shared();
   }
+  // let go of a buffer another tensor made (the one that made it then finds it unshared,
+  // and writes its next value in place)
   void drop_shared() {
-    if (buffer && buffer->refs > 1) {
+    if (viewer) {
       release();
       data = nullptr;
       initialised = false;
+      viewer = false;
     }
   }
 
