@@ -27,7 +27,7 @@ from . import lod_emitters, loop_emitters  # noqa: F401  (they register their em
 from .dynamic import DynamicGenerator, identifier
 from .emitters import EMITTERS, NoEmitter
 from .env import CTYPES as _CTYPES
-from .env import StaticEnv as _Env
+from .env import StaticEnv
 
 TARGETS = ("cpp", "cuda")
 #: each target's runtime header (the emitters write one set of kernel calls for both)
@@ -129,11 +129,14 @@ def trace(program, feed, scope):
 
 
 def generate(program, target="cpp", feed=None, fetch=None, scope=None):
-    """The C++ (``target="cpp"``) or CUDA (``"cuda"``) source of block 0 of ``program`` for
-    the shapes of ``feed`` (name -> array): one function ``fluid_<target>_<op type>_<index>``
-    per op, ``fluid_run`` calling them in order (on device pointers for CUDA). ``fetch``: the variables (or names) read back; ``scope``: where the
-    parameters are (default: the global scope). Ops without an emitter are listed in
-    ``fallbacks`` with the reason (a program with any cannot be compiled whole yet)."""
+    """The C++ (``target="cpp"``) or CUDA (``"cuda"``) source of ``program`` for ``feed``
+    (name -> array, LoDTensor or (array, lod)): one function ``fluid_<target>_<op
+    type>_<index>`` per op (``_<block>_<index>`` in a sub-block), ``fluid_run`` calling block
+    0's in order (on device pointers for CUDA). Without LoD or sub-blocks the source is
+    specialised on the feeds' shapes; with them its sizes are read at run time
+    (``NativeSource.dynamic``). ``fetch``: the variables (or names) read back; ``scope``:
+    where the parameters are (default: the global scope). Ops without an emitter are listed
+    in ``fallbacks`` with the reason."""
     from ..exec.scope import global_scope
     if not isinstance(program, Program):
         raise InvalidArgument(expected("generate", "program", "a Program",
@@ -164,7 +167,7 @@ def generate(program, target="cpp", feed=None, fetch=None, scope=None):
         if emit is None:
             fallbacks.append((index, op.type, "no emitter for this op type"))
             continue
-        env = _Env(shapes, kinds, identifiers, index)
+        env = StaticEnv(shapes, kinds, identifiers, index)
         try:
             lines = emit(op, env)
         except NoEmitter as exc:
