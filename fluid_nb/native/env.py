@@ -34,7 +34,8 @@ class Dim:
     def __str__(self):
         return self.expr
 
-    __format__ = lambda self, spec: self.expr  # noqa: E731  (f-strings print the expression)
+    def __format__(self, spec):  # an f-string prints the expression
+        return self.expr
 
     def __repr__(self):
         return f"Dim({self.expr!r})"

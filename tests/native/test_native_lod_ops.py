@@ -53,7 +53,7 @@ def read_shrink_write(dtype):
     return [loss, first, shrunk, written, again, "m@GRAD"]
 
 
-def dynamic_rnn(dtype, pool="last"):
+def dynamic_rnn(dtype, pool="last", backward=True):
     """A DynamicRNN (while, while_grad and the machinery around them) and its backward."""
     x = fluid.layers.data(name="x", shape=[3], dtype=dtype, lod_level=1)
     rnn = fluid.layers.DynamicRNN()
@@ -63,7 +63,10 @@ def dynamic_rnn(dtype, pool="last"):
         h = fluid.layers.fc(input=[step, prev], size=4, act="tanh")
         rnn.update_memory(prev, h)
         rnn.output(h)
-    loss = fluid.layers.mean(fluid.layers.sequence_pool(rnn(), pool))
+    pooled = fluid.layers.sequence_pool(rnn(), pool)
+    if not backward:
+        return [pooled]
+    loss = fluid.layers.mean(pooled)
     grads = fluid.backward.append_backward(loss)
     return [loss] + [g.name for _, g in grads]
 
@@ -93,7 +96,9 @@ def while_loop(dtype):
 
 PROGRAMS = {"array_round_trip": array_round_trip, "read_shrink_write": read_shrink_write,
             "dynamic_rnn": dynamic_rnn, "dynamic_rnn_average": lambda d: dynamic_rnn(d, "average"),
-            "dynamic_rnn_max": lambda d: dynamic_rnn(d, "max"), "while_loop": while_loop}
+            "dynamic_rnn_max": lambda d: dynamic_rnn(d, "max"), "while_loop": while_loop,
+            # cloned for test: the loop's steps share one record (is_test)
+            "dynamic_rnn_inference": lambda d: dynamic_rnn(d, "max", backward=False)}
 
 
 def build(name, dtype):
@@ -101,6 +106,8 @@ def build(name, dtype):
     main.random_seed = startup.random_seed = 3
     with fluid.program_guard(main, startup), fluid.unique_name.guard():
         fetch = [getattr(f, "name", f) for f in PROGRAMS[name](dtype)]
+    if name.endswith("_inference"):
+        main = main.clone(for_test=True)
     return main, startup, fetch
 
 
