@@ -73,27 +73,32 @@ class RPCClient:
         self.received_bytes = 0
 
     # --- calls ----------------------------------------------------------------------------
-    def send_variable(self, endpoint, name, value, trainer_id=0):
+    # the calls below carry ``trainer_id``, by default the client's
+    def send_variable(self, endpoint, name, value, trainer_id=None):
         """Hand ``value`` to the server as variable ``name``."""
-        self.call(endpoint, "SendVariable",
-                  messages.encode(name, value, trainer_id, where=f"send to {endpoint}"))
+        self.call(endpoint, "SendVariable", messages.encode(
+            name, value, self._id(trainer_id), where=f"send to {endpoint}"))
 
-    def get_variable(self, endpoint, name, trainer_id=0, barrier=True):
+    def get_variable(self, endpoint, name, trainer_id=None, barrier=True):
         """The server's value of variable ``name`` (in sync mode, once this step's
         optimization has run; ``barrier=False``: at once)."""
         method = "GetVariable" if barrier else "GetVariableNoBarrier"
         asked = name if barrier else name + messages.WITHOUT_BARRIER
-        reply = self.call(endpoint, method, messages.request(asked, trainer_id), name)
+        reply = self.call(endpoint, method, messages.request(asked, self._id(trainer_id)),
+                          name)
         return messages.decode(pb.VariableMessage.FromString(reply),
                                f"{method} from {endpoint}")
 
-    def batch_barrier(self, endpoint, trainer_id=0):
+    def batch_barrier(self, endpoint, trainer_id=None):
         self.call(endpoint, "SendVariable", messages.control(messages.BATCH_BARRIER,
-                                                             trainer_id))
+                                                             self._id(trainer_id)))
 
-    def fetch_barrier(self, endpoint, trainer_id=0):
+    def fetch_barrier(self, endpoint, trainer_id=None):
         self.call(endpoint, "GetVariable", messages.control(messages.FETCH_BARRIER,
-                                                            trainer_id))
+                                                            self._id(trainer_id)))
+
+    def _id(self, trainer_id):
+        return self.trainer_id if trainer_id is None else trainer_id
 
     def send_complete(self):
         """Tell every server this process has reached that its trainer is done (Fluid's
