@@ -112,13 +112,13 @@ def _while(op, env):
 
 
 def _added_directly(grad_block, sums, og_alias):
-    """The summed gradients the one op writing them (a mul_grad) may add into the total
-    itself: written by no other op, read by none, not an incoming gradient."""
+    """The summed gradients the one op writing them (a mul_grad, as its Y@GRAD) may add into
+    the total itself: written by no other op, read by none, not an incoming gradient."""
     writers = collections.Counter(n for op in grad_block.ops for n in op.output_arg_names)
     read = {n for op in grad_block.ops for n in op.input_arg_names}
     return {inside for inside, _, _ in sums
             if writers[inside] == 1 and inside not in read and inside not in og_alias
-            and any(op.type == "mul_grad" and inside in op.output_arg_names
+            and any(op.type == "mul_grad" and (op.outputs.get("Y@GRAD") or [None])[0] == inside
                     for op in grad_block.ops)}
 
 
