@@ -183,7 +183,7 @@ class DynamicGenerator:
         #: a gradient a while_grad sums over its steps -> the slot of the total an op adds
         #: it into directly
         self.accumulators = {}
-        #: a parameter a loop's products use transposed -> the slot of its transpose
+        #: (grad block, parameter) a loop's products use transposed -> its transpose's slot
         self.transposes = {}
         self.taken = set()
         self.functions = []

@@ -142,6 +142,9 @@ class StaticEnv:
         """The expression of parameter ``name``'s transpose made for this loop, or None."""
         return None
 
+    def kernel_sets(self, *names):
+        """(A specialised program's buffers have their dims already.)"""
+
     def resize_like(self, name, source):
         return []
 
@@ -254,10 +257,13 @@ class DynamicEnv:
         return f"{slot.home}.{slot.identifier}" if slot is not None else None
 
     def transposed(self, name):
-        slot = self._slots.get(name)
-        made = self.program.transposes.get(name) if slot is not None and slot.fixed else None
+        made = self.program.transposes.get((self.block, name))
         return f"{made.home}.{made.identifier}" if made is not None else None
 
-    def set_lod(self, name):
-        """The emitter writes ``name``'s LoD itself (no share_lod line is added)."""
-        self.lod_set.add(name)
+    def kernel_sets(self, *names):
+        """The kernel gives these outputs their dims and LoD (the generator adds neither a
+        resize nor a share_lod line for them)."""
+        for name in names:
+            if name:
+                self.sized.add(name)
+                self.lod_set.add(name)

@@ -18,14 +18,6 @@ def _out(op, slot="Out"):
     return _one(op, slot, "outputs")
 
 
-def _written(env, *names):
-    """The kernel gives these their dims and LoD."""
-    for name in names:
-        if name:
-            env.sized.add(name)
-            env.lod_set.add(name)
-
-
 def _index(env, op):
     return f"index_of({env.tensor(_one(op, 'I'))})"
 
@@ -50,7 +42,7 @@ def _max_sequence_len(op, env):
     _kind(env, table, "rank_table")
     if env.ctype(out) != "int64_t":
         raise NoEmitter(f"{out} is {env.ctype(out)}, int64 expected")
-    _written(env, out)
+    env.kernel_sets(out)
     return [f"max_sequence_len({env.tensor(table)}, {env.tensor(out)});"]
 
 
@@ -68,7 +60,7 @@ def _array_to_lod_tensor(op, env):
     x, table, out = _one(op, "X"), _one(op, "RankTable"), _out(op)
     _kind(env, x, "array")
     _kind(env, table, "rank_table")
-    _written(env, out)
+    env.kernel_sets(out)
     return [f"array_to_lod_tensor({env.tensor(x)}, {env.tensor(table)}, {env.tensor(out)});"]
 
 
@@ -77,7 +69,7 @@ def _array_to_lod_tensor(op, env):
 def _read_from_array(op, env):
     x, out = _one(op, "X"), _out(op)
     _kind(env, x, "array")
-    _written(env, out)
+    env.kernel_sets(out)
     return [f"read_from_array({env.tensor(x)}, {_index(env, op)}, {env.tensor(out)});"]
 
 
@@ -92,7 +84,7 @@ def _write_to_array(op, env):
 def _shrink_rnn_memory(op, env):
     x, table, out = _one(op, "X"), _one(op, "RankTable"), _out(op)
     _kind(env, table, "rank_table")
-    _written(env, out)
+    env.kernel_sets(out)
     return [f"shrink_rnn_memory({env.tensor(x)}, {env.tensor(table)}, {_index(env, op)}, "
             f"{env.tensor(out)});"]
 
@@ -100,7 +92,7 @@ def _shrink_rnn_memory(op, env):
 @emitter("shrink_rnn_memory_grad")
 def _shrink_rnn_memory_grad(op, env):
     x, dout, dx = _one(op, "X"), _one(op, "Out@GRAD"), _out(op, "X@GRAD")
-    _written(env, dx)
+    env.kernel_sets(dx)
     given = f"&{env.tensor(dout)}" if dout else \
         f"static_cast<const Tensor<{env.ctype(x)}>*>(nullptr)"
     return [f"shrink_rnn_memory_grad({env.tensor(x)}, {given}, {env.tensor(dx)});"]
@@ -127,7 +119,7 @@ def _sequence_pool(op, env):
         index = None
     _require_float(op, env, x)
     ctype = env.ctype(x)
-    _written(env, out, index)
+    env.kernel_sets(out, index)
     return [f"sequence_pool({env.tensor(x)}, {_POOL_TYPES[op.attrs.get('pooltype', 'AVERAGE')]}, "
             f"{_float(op.attrs.get('pad_value', 0.0), ctype)}, {env.tensor(out)}, "
             f"{_max_index(op, env, index)});"]
@@ -137,7 +129,7 @@ def _sequence_pool(op, env):
 def _sequence_pool_grad(op, env):
     x, index, dout, dx = (_one(op, "X"), _one(op, "MaxIndex"), _one(op, "Out@GRAD"),
                           _out(op, "X@GRAD"))
-    _written(env, dx)
+    env.kernel_sets(dx)
     return [f"sequence_pool_grad({env.tensor(x)}, {_max_index(op, env, index, 'const ')}, "
             f"{env.tensor(dout)}, "
             f"{_POOL_TYPES[op.attrs.get('pooltype', 'AVERAGE')]}, {env.tensor(dx)});"]
@@ -155,7 +147,7 @@ def _sum(op, env):
         ctype = env.ctype(out)
         if any(env.ctype(x) != ctype for x in xs):
             raise NoEmitter("inputs of several types")
-        _written(env, out)
+        env.kernel_sets(out)
         return [f"sum<{ctype}>({{{', '.join('&' + env.tensor(x) for x in xs)}}}, "
                 f"{env.tensor(out)});"]
     present = [x for x in xs if env.has(x) and count(env.shape(x))]
@@ -207,7 +199,7 @@ def _compare(op, env):
 def _fill_zeros_like(op, env):
     x, out = _one(op, "X"), _out(op)
     if env.dynamic:
-        _written(env, out)
+        env.kernel_sets(out)
         if env.kind(x) != env.kind(out) or env.kind(x) not in ("dense", "array"):
             raise NoEmitter(f"X a {env.kind(x)} and Out a {env.kind(out)}")
         return [f"zeros_like({env.tensor(x)}, {env.tensor(out)});"]

@@ -99,7 +99,7 @@ def _while(op, env):
     runner = gen.runner(f"fluid_{gen.target}_block_{block.idx}", params, "s, k", calls,
                         record_resets=_resets(slots, own, gen))
     condition = env.tensor(op.inputs["Condition"][0])
-    env.sized.update(n for args in op.outputs.values() for n in args)
+    env.kernel_sets(*(n for args in op.outputs.values() for n in args))
     if keeps:
         scopes = env.slot(steps[0])
         scopes.cxx_type = f"StepScopes<{record}>"
@@ -133,11 +133,11 @@ def _transposes(grad_block, slots, env, gen):
         y, dx = op.inputs["Y"][0], (op.outputs.get("X@GRAD") or [None])[0]
         param = slots.get(y)
         if param is None or not param.fixed or len(param.shape) != 2 or y in written \
-                or not dx or env.dead(dx) or y in gen.transposes:
+                or not dx or env.dead(dx) or (grad_block.idx, y) in gen.transposes:
             continue
-        gen.transposes[y] = gen.transpose_slot(param)
+        made_here = gen.transposes[(grad_block.idx, y)] = gen.transpose_slot(param)
         env.slot(y)  # the while_grad function reads it
-        made.append((param, gen.transposes[y]))
+        made.append((param, made_here))
     return made
 
 
@@ -233,6 +233,5 @@ def _while_grad(op, env):
         lines.append(f"if (!{outer.identifier}.size) zeros_like({env.tensor(x)}, "
                      f"{outer.identifier});")
     lines.append(f"{scopes}.count = 0;  // the step scopes go with the loop's gradient")
-    env.sized.update(n for args in op.outputs.values() for n in args)
-    env.lod_set.update(n for args in op.outputs.values() for n in args)
+    env.kernel_sets(*(n for args in op.outputs.values() for n in args))
     return lines
