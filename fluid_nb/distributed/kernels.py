@@ -178,7 +178,12 @@ def _distributed_lookup_table(ctx, ids_list, w):
 
 
 def _listen_and_serv(ctx, xs):
-    ParameterServer(ctx).serve()
+    server = ParameterServer(ctx)
+    try:
+        server.serve()
+    finally:  # the received variables go with the server's scope
+        kids = ctx.scope.kids
+        kids[:] = [kid for kid in kids if kid is not server.scope]
     return None
 
 
