@@ -385,10 +385,8 @@ def build_parser():
 def cmd_launch(args, out):
     """Run the job; its status is the launch's (the first failure's, or 0)."""
     from .distributed import launch
-    processes, node_ip = launch.plan(args.pservers, args.trainers, args.ips,
-                                     args.start_port, args.node_ip)
-    print(f"[launch] {len(processes)} processes on {node_ip}: "
-          + ", ".join(f"{p.label} {p.endpoint}" for p in processes), file=out, flush=True)
+    processes, _ = launch.plan(args.pservers, args.trainers, args.ips, args.start_port,
+                               args.node_ip)
     # a SIGTERM to the launcher stops the job as Ctrl-C does; the handler is the
     # command's own, put back when it returns
     previous = signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum)) \

@@ -101,7 +101,7 @@ def plan(pservers, trainers, ips=None, start_port=None, node_ip=None):
     """The job's processes (all machines), with their environments, and this machine's IP."""
     for what, n in (("--pservers", pservers), ("--trainers", trainers)):
         if not isinstance(n, int) or n < 1:
-            raise InvalidArgument(expected("fluid-nb launch", what, "a count >= 1", n))
+            raise InvalidArgument(expected("launch", what, "a count >= 1", n))
     ips = [ip.strip() for ip in ips.split(",") if ip.strip()] if isinstance(ips, str) \
         else list(ips or [])
     if not ips:
@@ -109,12 +109,12 @@ def plan(pservers, trainers, ips=None, start_port=None, node_ip=None):
     if node_ip is None:
         local = [ip for ip in ips if _is_local(ip)]
         if len(ips) > 1 and len(local) != 1:
-            raise NotFound(expected("fluid-nb launch", "this machine's IP",
+            raise NotFound(expected("launch", "this machine's IP",
                                     f"exactly one of --ips {ips} (or give --node-ip)",
                                     f"{local or 'none'} among the addresses it can use"))
         node_ip = local[0] if local else ips[0]
     elif node_ip not in ips:
-        raise InvalidArgument(expected("fluid-nb launch", "--node-ip", f"one of {ips}",
+        raise InvalidArgument(expected("launch", "--node-ip", f"one of {ips}",
                                        node_ip))
     one_machine = len(ips) == 1
     servers = [Process("PSERVER", i, ips[i % len(ips)], None) for i in range(pservers)]
@@ -194,8 +194,10 @@ def run(processes, script, script_args=(), log_dir=None, out=None, python=None,
     ended well, else the first failure's, after stopping the rest)."""
     out = out if out is not None else sys.stdout
     if not os.path.isfile(script):
-        raise NotFound(expected("fluid-nb launch", "script", "an existing Python file",
-                                script))
+        raise NotFound(expected(script, "the training script", "an existing Python file",
+                                "no such file"))
+    print(f"[launch] {len(processes)} processes: "
+          + ", ".join(f"{p.label} {p.endpoint}" for p in processes), file=out, flush=True)
     if log_dir:
         os.makedirs(log_dir, exist_ok=True)
     lock = threading.Lock()
