@@ -94,9 +94,9 @@ def while_loop(dtype):
     return [sums, fluid.layers.array_to_lod_tensor(sums, table), i]
 
 
+# (sequence_pool's other pool types are the op tables' cases, in test_native_ops.py)
 PROGRAMS = {"array_round_trip": array_round_trip, "read_shrink_write": read_shrink_write,
-            "dynamic_rnn": dynamic_rnn, "dynamic_rnn_average": lambda d: dynamic_rnn(d, "average"),
-            "dynamic_rnn_max": lambda d: dynamic_rnn(d, "max"), "while_loop": while_loop,
+            "dynamic_rnn": dynamic_rnn, "while_loop": while_loop,
             # cloned for test: the loop's steps share one record (is_test)
             "dynamic_rnn_inference": lambda d: dynamic_rnn(d, "max", backward=False)}
 
