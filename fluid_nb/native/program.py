@@ -297,10 +297,13 @@ def _feed_arrays(dtypes, feed):
 
 
 def compile(program, feed, fetch_list, scope=None, march_native=False, target="cpp"):
-    """``program`` compiled to native code, specialised on the shapes of ``feed``, which
-    a first trace run of the interpreter (on a copy of the scope) determines. Raises
-    Unimplemented listing the ops that have no native code. ``target="cuda"`` builds the
-    CUDA source with nvcc and runs it on a CUDAPlace (needs CuPy and a GPU)."""
+    """``program`` compiled to native code for ``feed`` (arrays, LoDTensors or (array, lod)
+    pairs), after a first trace run of the interpreter (on a copy of the scope). Without
+    LoD or sub-blocks the build is specialised on the feeds' shapes (ops without native
+    code run in the interpreter between compiled runs); with a LoD feed or a ``while``
+    loop one build runs every batch, and an op without native code raises Unimplemented
+    naming it. ``target="cuda"`` builds the CUDA source with nvcc and runs it on a
+    CUDAPlace (needs CuPy and a GPU; a program with LoD or loops is built, not run)."""
     if not isinstance(program, Program):
         raise InvalidArgument(expected("compile", "program", "a Program",
                                        type(program).__name__))
