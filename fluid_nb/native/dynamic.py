@@ -415,7 +415,8 @@ class DynamicGenerator:
         body = (["s.v = v;", "s.drop_shared();"] + binds + resets
                 + [f"{call}(s);" for call in calls] + fetches)
         return (['extern "C" void* fluid_create() { return new State(); }', "",
-                 'extern "C" void fluid_destroy(void* state) { delete static_cast<State*>(state); }',
+                 'extern "C" void fluid_destroy(void* state) {',
+                 "  delete static_cast<State*>(state);", "}",
                  "", "// the message of the last failed run",
                  'extern "C" const char* fluid_error(void* state) {',
                  "  return static_cast<State*>(state)->error.c_str();", "}", "",

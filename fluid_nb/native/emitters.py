@@ -167,7 +167,8 @@ _UNARY = {"relu": "relu", "tanh": "tanh_", "sigmoid": "sigmoid", "square": "squa
 def _unary(op, env):
     x, out = _one(op, "X"), _one(op, "Out", "outputs")
     _require_float(op, env, x)
-    return env.resize_like(out, x) + [f"{_UNARY[op.type]}({env.ptr(x)}, {env.ptr(out)}, {_count(env.shape(x))});"]
+    return env.resize_like(out, x) + [
+        f"{_UNARY[op.type]}({env.ptr(x)}, {env.ptr(out)}, {_count(env.shape(x))});"]
 
 
 @emitter("relu_grad", "tanh_grad", "sigmoid_grad")
@@ -198,7 +199,8 @@ def _scale(op, env):
     x, out = _one(op, "X"), _one(op, "Out", "outputs")
     _require_float(op, env, x)
     ctype, a = env.ctype(x), op.attrs
-    return env.resize_like(out, x) + [f"scale({env.ptr(x)}, {env.ptr(out)}, {_count(env.shape(x))}, "
+    sizes = env.resize_like(out, x)
+    return sizes + [f"scale({env.ptr(x)}, {env.ptr(out)}, {_count(env.shape(x))}, "
             f"{_float(a.get('scale', 1.0), ctype)}, {_float(a.get('bias', 0.0), ctype)}, "
             f"{'true' if a.get('bias_after_scale', True) else 'false'});"]
 
@@ -230,7 +232,8 @@ def _dropout(op, env):
     # no Mask is written, as in Paddle
     keep = 1.0 if a.get("dropout_implementation", "downgrade_in_infer") == \
         "upscale_in_train" else 1.0 - float(a.get("dropout_prob", 0.5))
-    return env.resize_like(out, x) + [f"scale({env.ptr(x)}, {env.ptr(out)}, {_count(env.shape(x))}, "
+    sizes = env.resize_like(out, x)
+    return sizes + [f"scale({env.ptr(x)}, {env.ptr(out)}, {_count(env.shape(x))}, "
             f"{_float(keep, ctype)}, {ctype}(0), true);"]
 
 
@@ -245,7 +248,8 @@ def _mean(op, env):
 @emitter("mean_grad")
 def _mean_grad(op, env):
     x, dout, dx = _one(op, "X"), _one(op, "Out@GRAD"), _one(op, "X@GRAD", "outputs")
-    return env.resize_like(dx, x) + [f"mean_grad({env.ptr(dout)}, {env.ptr(dx)}, {_count(env.shape(x))});"]
+    return env.resize_like(dx, x) + [
+        f"mean_grad({env.ptr(dout)}, {env.ptr(dx)}, {_count(env.shape(x))});"]
 
 
 def _rows_classes(op, env, name):
@@ -290,7 +294,8 @@ def _softmax_xent_grad(op, env):
     dloss, dlogits = _one(op, "Loss@GRAD"), _one(op, "Logits@GRAD", "outputs")
     _hard_labels(op, env, label)
     rows, classes = _rows_classes(op, env, softmax)
-    return env.resize_like(dlogits, softmax) + [f"softmax_cross_entropy_grad({env.ptr(softmax)}, {env.ptr(label)}, "
+    sizes = env.resize_like(dlogits, softmax)
+    return sizes + [f"softmax_cross_entropy_grad({env.ptr(softmax)}, {env.ptr(label)}, "
             f"{env.ptr(dloss)}, {env.ptr(dlogits)}, {rows}, {classes}, "
             f"{int(op.attrs.get('ignore_index', -100))});"]
 
@@ -311,7 +316,8 @@ def _conv2d(op, env):
     (oh, ow), (kh, kw) = g.out, g.ksizes
     rows = (xs[1] // g.groups) * kh * kw
     cols = env.scratch(rows * oh * ow, "float32" if env.ctype(x) == "float" else "float64")
-    return env.resize(out, [xs[0], ws[0], oh, ow]) + [f"conv2d({env.ptr(x)}, {env.ptr(w)}, {env.ptr(out)}, {cols}, {xs[0]}, {xs[1]}, "
+    sizes = env.resize(out, [xs[0], ws[0], oh, ow])
+    return sizes + [f"conv2d({env.ptr(x)}, {env.ptr(w)}, {env.ptr(out)}, {cols}, {xs[0]}, {xs[1]}, "
             f"{xs[2]}, {xs[3]}, {ws[0]}, {kh}, {kw}, {oh}, {ow}, {g.strides[0]}, "
             f"{g.strides[1]}, {pt}, {pl}, {g.dilations[0]}, {g.dilations[1]}, {g.groups});"]
 
@@ -329,8 +335,9 @@ def _pool2d(op, env):
     (oh, ow), (kh, kw) = g.out, g.ksizes
     is_max = op.attrs.get("pooling_type") == "max"
     exclusive = bool(op.attrs.get("exclusive", True))
-    return env.resize(out, [xs[0], xs[1], oh, ow]) + [f"pool2d({env.ptr(x)}, {env.ptr(out)}, {xs[0] * xs[1]}, {xs[2]}, {xs[3]}, {kh}, "
-            f"{kw}, {oh}, {ow}, {g.strides[0]}, {g.strides[1]}, {pt}, {pl}, "
+    sizes = env.resize(out, [xs[0], xs[1], oh, ow])
+    return sizes + [f"pool2d({env.ptr(x)}, {env.ptr(out)}, {xs[0] * xs[1]}, {xs[2]}, {xs[3]}, "
+            f"{kh}, {kw}, {oh}, {ow}, {g.strides[0]}, {g.strides[1]}, {pt}, {pl}, "
             f"{'true' if is_max else 'false'}, {'true' if exclusive else 'false'});"]
 
 
@@ -350,7 +357,8 @@ def _batch_norm(op, env):
     if env.ctype(mean) != ctype:
         raise NoEmitter("statistics of another type than X")
     absent = f"static_cast<const {ctype}*>(nullptr)"
-    lines = env.resize_like(y, x) + [f"batch_norm_inference({env.ptr(x)}, {env.ptr(scale) if scale else absent}, "
+    lines = env.resize_like(y, x)
+    lines += [f"batch_norm_inference({env.ptr(x)}, {env.ptr(scale) if scale else absent}, "
              f"{env.ptr(bias) if bias else absent}, {env.ptr(mean)}, {env.ptr(variance)}, "
              f"{env.ptr(y)}, {xs[0]}, {xs[1]}, {_count(xs[2:])}, "
              f"{ctype}({_float(a.get('epsilon', 1e-5), ctype)}));"]

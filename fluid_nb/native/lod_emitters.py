@@ -46,7 +46,7 @@ def _max_sequence_len(op, env):
     return [f"max_sequence_len({env.tensor(table)}, {env.tensor(out)});"]
 
 
-# --- lod_tensor_to_array / array_to_lod_tensor ------------------------------------------------------
+# --- lod_tensor_to_array / array_to_lod_tensor ---------------------------------------------------
 @emitter("lod_tensor_to_array")
 def _lod_tensor_to_array(op, env):
     x, table, out = _one(op, "X"), _one(op, "RankTable"), _out(op)
@@ -64,7 +64,7 @@ def _array_to_lod_tensor(op, env):
     return [f"array_to_lod_tensor({env.tensor(x)}, {env.tensor(table)}, {env.tensor(out)});"]
 
 
-# --- tensor arrays -----------------------------------------------------------------------------------
+# --- tensor arrays -------------------------------------------------------------------------------
 @emitter("read_from_array")
 def _read_from_array(op, env):
     x, out = _one(op, "X"), _out(op)
@@ -98,7 +98,7 @@ def _shrink_rnn_memory_grad(op, env):
     return [f"shrink_rnn_memory_grad({env.tensor(x)}, {given}, {env.tensor(dx)});"]
 
 
-# --- sequence_pool and its gradient ---------------------------------------------------------------
+# --- sequence_pool and its gradient --------------------------------------------------------------
 _POOL_TYPES = {"AVERAGE": "kPoolAverage", "SUM": "kPoolSum", "SQRT": "kPoolSqrt",
                "LAST": "kPoolLast", "FIRST": "kPoolFirst", "MAX": "kPoolMax"}
 

@@ -97,8 +97,8 @@ def build_binary(source_path, binary_path):
     binary_path = pathlib.Path(binary_path)
     partial = binary_path.with_name(binary_path.name + ".part")
     result = subprocess.run(
-        [command, "-O3", "-fno-math-errno", "-fno-trapping-math", "-std=c++17", str(source_path), "-o", str(partial),
-         str(library), f"-Wl,-rpath,{library.parent}"],
+        [command, "-O3", "-fno-math-errno", "-fno-trapping-math", "-std=c++17", str(source_path),
+         "-o", str(partial), str(library), f"-Wl,-rpath,{library.parent}"],
         capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
     if result.returncode != 0:
         if partial.exists():

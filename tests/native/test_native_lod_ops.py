@@ -135,7 +135,8 @@ def _same(name, want, got, tol, what):
         return
     assert got.lod() == want.lod(), f"{what}: LoD {got.lod()} != {want.lod()}"
     w, g = np.asarray(want), np.asarray(got)
-    assert g.shape == w.shape and g.dtype == w.dtype, f"{what}: {g.dtype}{g.shape} != {w.dtype}{w.shape}"
+    assert g.shape == w.shape and g.dtype == w.dtype, \
+        f"{what}: {g.dtype}{g.shape} != {w.dtype}{w.shape}"
     np.testing.assert_allclose(g, w, rtol=tol, atol=tol * max(1.0, np.abs(w).max(initial=0)) * 1e-2,
                                err_msg=what)
 
