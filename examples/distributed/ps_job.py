@@ -74,7 +74,7 @@ def run(args, network, learning_rate, batches, held_out):
     trainers = int(os.environ["PADDLE_TRAINERS_NUM"])
     trainer_id = int(os.getenv("PADDLE_TRAINER_ID", "0"))
     config = fluid.DistributeTranspilerConfig()
-    config.sync_mode = args.sync  # the servers' mode (the trainers' is transpile's)
+    config.sync_mode = args.sync  # the servers' mode, as Fluid 1.8 scripts set it
     t = fluid.DistributeTranspiler(config=config)
     t.transpile(trainer_id, program=main, pservers=endpoints, trainers=trainers,
                 sync_mode=args.sync, startup_program=startup)

@@ -225,6 +225,13 @@ class DistributeTranspiler:
         # what the servers are built from, as it was before the trainer's rewrite
         self._origin_vars = {n: copy.copy(v) for n, v in program.global_block().vars.items()}
         self.trainer_num, self.sync_mode, self.trainer_id = trainers, bool(sync_mode), trainer_id
+        if not self.sync_mode and self.distributed_mode == SYNC \
+                and not self.config.completely_not_async:
+            # Fluid 1.8 takes the servers' mode from config.sync_mode alone, so
+            # transpile(sync_mode=False) with a default config made servers that wait for
+            # barriers its trainers never send; up to 1.5 this argument decided, and scripts
+            # of that time pass only it. The argument decides here.
+            self.distributed_mode = ASYNC if self.config.runtime_split_send_recv else HALF_ASYNC
         self.optimize_ops, self.params_grads = self._get_optimize_pass()
         if not self.optimize_ops:
             self.origin_program = None

@@ -11,6 +11,10 @@ op (``op_namescope``, ``op_device``, an empty ``op_role_var``, ``op_role`` 0) an
 registered ops carry attributes 1.8's had not (``mkldnn_data_type``...), so only the
 attributes fluid_nb defines are compared on non-RPC ops; ``grad_to_block_id`` and
 ``sparse_grad_to_param`` went through a Python set in Paddle, so their order is not pinned.
+One value differs on purpose: ``transpile(sync_mode=False)`` with a default config gives
+asynchronous servers here (``distributed_mode`` 2), where 1.8 took the servers' mode from
+``config.sync_mode`` alone and made synchronous ones (0) that wait for barriers the trainers
+never send.
 """
 import os
 
@@ -209,7 +213,22 @@ def test_trainer_startup_fetches_the_servers_parameters_as_paddles(case):
 def test_server_program_matches_paddles_block_by_block(case, index):
     t, _, _ = transpile(case)
     ours = t.get_pserver_program(ENDPOINTS[index])
-    assert program_view(ours) == program_view(paddle_program(case, f"pserver{index}"))
+    theirs = paddle_program(case, f"pserver{index}")
+    if not CASES[case][2]:  # an asynchronous case
+        # the one deliberate difference (see the module docstring)
+        serve = theirs.global_block().ops[0]
+        assert serve.type == "listen_and_serv" and serve.attrs["distributed_mode"] == 0
+        assert ours.global_block().ops[0].attrs["distributed_mode"] == 2
+        serve.attrs["distributed_mode"] = 2
+    assert program_view(ours) == program_view(theirs)
+
+
+def test_an_asynchronous_transpile_with_a_default_config_makes_asynchronous_servers():
+    t, _, _ = transpile("fit_a_line_async")
+    assert not t.sync_mode and t.config.sync_mode  # the argument said async, the config not
+    for endpoint in ENDPOINTS:
+        serve = t.get_pserver_program(endpoint).global_block().ops[0]
+        assert serve.attrs["distributed_mode"] != 0  # no barriers awaited
 
 
 @pytest.mark.parametrize("index", [0, 1])
