@@ -76,6 +76,21 @@ class NativeSource:
     def __str__(self):
         return self.source
 
+    def function_of(self, block_idx, index):
+        """What op ``index`` of block ``block_idx`` (of the program without feed and fetch
+        ops) became: ``{"function", "source"}``, its function's name and text, or
+        ``{"reason"}`` why it has none."""
+        key = index if block_idx == 0 else (block_idx, index)
+        name = dict(self.functions).get(key)
+        if name is not None:
+            return {"function": name, "source": _function_text(self.source, name)}
+        for fallback_key, _, reason in self.fallbacks:
+            if fallback_key == key:
+                return {"reason": f"runs in the interpreter: {reason}"}
+        if any(dropped_key == key for dropped_key, _ in self.dropped):
+            return {"reason": "left out: nothing reads its outputs"}
+        return {"reason": "not part of the compiled program"}
+
     def _repr_html_(self):
         """The ops beside the source: each op's row links to its function (or says why it
         runs in the interpreter), each function's header links back to its op."""
@@ -288,6 +303,20 @@ def _source(program, target, variables, bodies, fallbacks, segments):
         lines += [f"  {function_of[i]}(v);" for i in indices]
         lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+def _function_text(source, name):
+    """The definition of function ``name`` in ``source``: from its signature to the first
+    closing brace at the start of a line."""
+    lines = source.splitlines()
+    start = next((i for i, line in enumerate(lines)
+                  if re.match(rf"(static |__global__ )?.*\b{re.escape(name)}\(", line)
+                  and line.rstrip().endswith("{")), None)
+    if start is None:
+        return ""
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("}")),
+               len(lines) - 1)
+    return "\n".join(lines[start:end + 1])
 
 
 def _order(key):

@@ -108,7 +108,8 @@ class ProgramView(ViewWidget):
 
     ``scope`` (default: the live session's scope when the program is live) gives clicked
     variables their values; ``trace`` (an ``Executor.trace`` list of ``(op, seconds)``) gives
-    ops their last run time.
+    ops their last run time; ``native`` (a compiled program's source, as
+    ``NativeProgram.view()`` passes it) gives each clicked op its generated function.
 
     Invariant: after every :meth:`refresh`, ``_model`` here equals the model the front end
     holds (it applied the same delta), and the ops marked ``new`` are those the refresh added.
@@ -125,7 +126,8 @@ class ProgramView(ViewWidget):
     #: bytes allocated per op in a recorded run (``program_memory``'s figures; {} for none)
     _memory = traitlets.Dict().tag(sync=True)
 
-    def __init__(self, program=None, title=None, scope=None, trace=None, **kwargs):
+    def __init__(self, program=None, title=None, scope=None, trace=None, native=None,
+                 **kwargs):
         if program is not None and not isinstance(program, Program):
             raise InvalidArgument(f"ProgramView: program expected a fluid_nb Program or None, "
                                   f"but received {type(program).__name__}")
@@ -133,6 +135,9 @@ class ProgramView(ViewWidget):
         self._fixed_program = program if program is not None else default_main_program()
         self._scope = scope
         self.trace = trace
+        #: a compiled program's source (``NativeProgram.view``): op details name the op's
+        #: generated function
+        self.native = native
         program = self.program
         if title is None:
             title = f"live program '{self._session.name}'" if self._session else "program"
@@ -269,6 +274,8 @@ class ProgramView(ViewWidget):
             return {"id": element_id, "error": f"no op or variable with id '{element_id}'"}
         facts = op_facts(op, self._session, self.trace)
         facts.update({"id": element_id, "kind": "op"})
+        if self.native is not None:  # the op's generated function, or why it has none
+            facts["native"] = self.native.function_of(op.block.idx, op.block.ops.index(op))
         return facts
 
     def _op_of(self, op_id):

@@ -149,6 +149,21 @@ function runtimeDetails(viewer: IViewer, details: any, graph: HTMLElement, fallb
     const line = div('fluid-nb-runtime-op', `kernel: ${details.kernel ?? 'none'} · device: ${details.device} · last run: ${lastRun}`);
     line.dataset.id = details.id;
     box.appendChild(line);
+    if (details.native) {
+      // a compiled program's view: the op's generated function, or why it has none
+      const native = div('fluid-nb-runtime-native');
+      native.dataset.id = details.id;
+      if (details.native.function) {
+        native.appendChild(div('fluid-nb-native-name', `native function: ${details.native.function}`));
+        const code = document.createElement('pre');
+        code.className = 'fluid-nb-native-source';
+        code.textContent = details.native.source;
+        native.appendChild(code);
+      } else {
+        native.appendChild(div('fluid-nb-note', `native: ${details.native.reason}`));
+      }
+      box.appendChild(native);
+    }
   } else if (details.value) {
     const host = div('fluid-nb-runtime-value');
     host.dataset.id = details.id;
@@ -169,6 +184,8 @@ const WIDGET_CSS = `
 .fluid-nb-runtime-facts { margin-top: 6px; padding-top: 4px; font-size: 12px;
   border-top: 1px solid var(--jp-border-color2, #ddd); }
 .fluid-nb-error { color: var(--jp-error-color1, #c62828); }
+.fluid-nb-native-source { max-height: 240px; overflow: auto; margin: 4px 0 0; padding: 4px;
+  font-size: 11px; background: var(--jp-layout-color2, #f5f5f5); }
 `;
 
 function ensureWidgetStyle(): void {

@@ -50,3 +50,21 @@ def test_a_compiled_program_and_an_onnx_report_display_as_cell_results(page, lab
     assert "mul" in text and "elementwise_add" in text and "converted" in text
     footer = cell(page, 1).locator(".jp-OutputArea-output p").last.inner_text()
     assert footer == "2 of 2 ops converted (opset 17); no model written"
+
+
+def test_a_compiled_programs_graph_shows_the_clicked_ops_function(page, lab):
+    """compiled.view(): the program graph whose op details hold the op's generated code."""
+    open_notebook(page, write_notebook(lab, "native_view.ipynb", [SETUP, "compiled.view()"]))
+    run_cell(page, 0)
+    cell(page, 0).locator(".fluid-nb-native").wait_for(timeout=SLOW)
+    run_cell(page, 1)
+    graph = cell(page, 1).locator(".fluid-nb-program-widget .fluid-nb-program[data-nodes]")
+    graph.wait_for(timeout=SLOW)
+    mul_grad = cell(page, 1).locator(".fluid-nb-program svg g.node", has_text="mul_grad").first
+    mul_grad.click()
+    source = cell(page, 1).locator(".fluid-nb-native-source")
+    source.wait_for(timeout=SLOW)
+    assert source.inner_text().startswith("static void fluid_cpp_mul_grad_")
+    assert "native function: fluid_cpp_mul_grad_" in \
+        cell(page, 1).locator(".fluid-nb-native-name").inner_text()
+    screenshot(cell(page, 1), "native_program_graph")

@@ -463,3 +463,47 @@ def test_a_standalone_program_needs_dense_feeds():
     with pytest.raises(Unimplemented, match="a standalone program: program expected one "
                                             "without LoD or sub-blocks"):
         standalone_source(main, _lod_batches(1)[0], [loss], scope)
+
+
+def _op_id(view, block, op_type):
+    return next(op["id"] for op in view._model["ops"]
+                if op["type"] == op_type and op["block"] == f"b{block}")
+
+
+def test_the_program_graph_of_a_compiled_program_gives_each_op_its_function():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.layers.data(name="x", shape=[4], dtype="float32")
+        y = fluid.layers.fc(input=fluid.layers.cumsum(x, axis=1), size=2)
+        loss = fluid.layers.mean(y)
+    scope = fluid.Scope()
+    fluid.Executor(fluid.CPUPlace()).run(startup, scope=scope)
+    feed = {"x": np.random.RandomState(0).rand(5, 4).astype("float32")}
+    compiled = native.compile(main, feed, [loss], scope=scope)
+    view = compiled.view()
+    view.selected = _op_id(view, 0, "mul")
+    found = view._details["native"]
+    assert found["function"].startswith("fluid_cpp_mul_")
+    assert found["source"].startswith(f"static void {found['function']}(")
+    assert found["source"].rstrip().endswith("}") and "mul(" in found["source"]
+    view.selected = _op_id(view, 0, "cumsum")
+    assert view._details["native"] == {
+        "reason": "runs in the interpreter: no emitter for this op type"}
+
+
+def test_the_graph_of_a_compiled_loop_gives_its_body_ops_their_functions():
+    main, startup, loss = _programs(dynamic_rnn)
+    scope = fluid.Scope()
+    fluid.Executor(fluid.CPUPlace()).run(startup, scope=scope)
+    compiled = native.compile(main, _lod_batches(1)[0], [loss], scope=scope)
+    view = compiled.view(title="W3")
+    view.selected = _op_id(view, 1, "mul")
+    assert view._details["native"]["function"] == "fluid_cpp_mul_1_3"
+    assert "fluid_cpp_mul_1_3(" in view._details["native"]["source"]
+
+
+def test_a_program_not_built_has_no_view():
+    main, _, loss = _programs(fit_a_line)
+    with pytest.raises(PreconditionNotMet, match="NativeProgram.view: the program expected "
+                                                 "built"):
+        native.NativeProgram(main, [loss.name]).view()
