@@ -9,6 +9,7 @@ import re
 from datetime import datetime
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 nbformat = pytest.importorskip("nbformat")
@@ -456,6 +457,18 @@ def test_compiler_notebook_trains_fit_a_line_compiled_as_the_interpreter(compile
     assert compiler_nb.value_after("train", "largest relative difference over 50 steps:") < 1e-5
     speedup = float(re.search(r"speed-up ([\d.]+)x", compiler_nb.text("speed")).group(1))
     assert speedup > 1.5
+
+
+@pytest.mark.slow
+def test_compiler_notebook_shows_the_graph_and_compiles_the_dynamic_rnn(compiler_nb):
+    assert any(state.get("title") == "fit_a_line, compiled"
+               for state in compiler_nb.widget_states())
+    text = compiler_nb.text("rnn")
+    assert "fallbacks: []" in text and "blocks: 3" in text
+    interpreted = re.search(r"interpreted (\[.*\])", text).group(1)
+    compiled = re.search(r"compiled\s+(\[.*\])", text).group(1)
+    assert np.allclose(ast.literal_eval(interpreted), ast.literal_eval(compiled), rtol=1e-5)
+    assert "while (condition(" in text
 
 
 @pytest.mark.slow
