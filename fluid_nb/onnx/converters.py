@@ -7,7 +7,6 @@ raises :class:`NotConvertible` with the reason when ONNX cannot express this ins
 """
 import numpy as np
 
-from ..ops.conv import ConvGeometry, PoolGeometry
 from ..ops.creation import fill_value
 
 
@@ -270,50 +269,7 @@ def _matmul(op, ctx):
         ctx.node("Mul", [product, ctx.scalar(alpha, out)], [out])
 
 
-# --- convolution, pooling, normalisation ------------------------------------------------------------------
-@converter("conv2d", "depthwise_conv2d")
-def _conv2d(op, ctx):
-    x, w, out = _in(op, "Input"), _in(op, "Filter"), _out(op, "Output")
-    if op.inputs.get("Bias") or op.inputs.get("ResidualData"):
-        raise NotConvertible("a fused Bias or ResidualData")
-    x_shape, w_shape = ctx.shape(x), ctx.shape(w)
-    g = ConvGeometry(op.type, op.attrs, x_shape, w_shape)
-    if g.channel_last:
-        raise NotConvertible("NHWC layout")
-    (pt, pb), (pl, pr) = g.pads
-    ctx.node("Conv", [x, w], [out], kernel_shape=list(g.ksizes), strides=g.strides,
-             dilations=g.dilations, pads=[pt, pl, pb, pr], group=g.groups)
-
-
-@converter("pool2d")
-def _pool2d(op, ctx):
-    x, out = _in(op, "X"), _out(op, "Out")
-    g = PoolGeometry(op.type, op.attrs, ctx.shape(x))
-    is_max = op.attrs.get("pooling_type") == "max"
-    if g.channel_last:
-        raise NotConvertible("NHWC layout")
-    if g.global_pooling or (g.adaptive and list(op.attrs.get("ksize")) == [1, 1]):
-        ctx.node("GlobalMaxPool" if is_max else "GlobalAveragePool", [x], [out])
-        return None
-    if g.adaptive:
-        raise NotConvertible("adaptive pooling to more than 1x1 (ONNX has no adaptive pool)")
-    (pt, pb), (pl, pr) = g.pads
-    attrs = dict(kernel_shape=list(g.ksizes), strides=g.strides, pads=[pt, pl, pb, pr],
-                 ceil_mode=int(bool(op.attrs.get("ceil_mode", False))))
-    note = None
-    if not is_max:
-        exclusive = bool(op.attrs.get("exclusive", True))
-        if not exclusive and attrs["ceil_mode"]:
-            raise NotConvertible("average pooling with ceil_mode, padding counted: the "
-                                 "divisor of windows past the input differs from ONNX's")
-        attrs["count_include_pad"] = 0 if exclusive else 1
-        if not exclusive and (pb or pr):
-            note = ("average divisor at the far edge: ONNX counts the trailing padding, "
-                    "Paddle stops its windows' count at the input plus the leading padding")
-    ctx.node("MaxPool" if is_max else "AveragePool", [x], [out], **attrs)
-    return note
-
-
+# --- normalisation (convolution and pooling: vision.py) ----------------------------------------------------
 @converter("batch_norm")
 def _batch_norm(op, ctx):
     a = op.attrs

@@ -1,5 +1,5 @@
-"""Converters of the vision ops: transposed and 3-D convolution, 3-D pooling and max pooling
-with its index, resizing, pixel rearrangements, sampling grids, ROI and deformable sampling,
+"""Converters of the vision ops: convolution (2-D, 3-D, transposed; NCHW or channel-last),
+pooling (2-D, 3-D, adaptive, ceil_mode) and max pooling with its index, resizing, pixel rearrangements, sampling grids, ROI and deformable sampling,
 YOLO boxes (opset 17).
 
 Each converter reproduces the executor's kernel (fluid_nb/ops), not a reading of Paddle's
@@ -59,9 +59,11 @@ def _pads(pairs):
 
 
 # --- convolutions -----------------------------------------------------------------------------
-@converter("conv3d")
-def _conv3d(op, ctx):
+@converter("conv2d", "depthwise_conv2d", "conv3d")
+def _conv(op, ctx):
     x, w, out = _in(op, "Input"), _in(op, "Filter"), _out(op, "Output")
+    if op.inputs.get("Bias") or op.inputs.get("ResidualData"):
+        raise NotConvertible("a fused Bias or ResidualData")
     last = is_channel_last(op.attrs)
     shape, w_shape = _channel_first_shape(ctx.shape(x), last), ctx.shape(w)
     g = ConvGeometry(op.type, op.attrs, shape[2:], w_shape[2:])
@@ -220,14 +222,19 @@ def _pool_nd(op, ctx, x, out, g, is_max):
     _contracted(ctx, x, g, _window_matrices(g, attrs, ctx.dtype(x)), out)
 
 
-@converter("pool3d")
-def _pool3d(op, ctx):
+@converter("pool2d", "pool3d")
+def _pool(op, ctx):
     x, out = _in(op, "X"), _out(op, "Out")
     last = is_channel_last(op.attrs)
     shape = _channel_first_shape(ctx.shape(x), last)
     g = PoolGeometry(op.type, op.attrs, shape[2:])
+    is_max = op.attrs.get("pooling_type") == "max"
+    if op.type == "pool2d" and g.adaptive and is_max and any(k != 1 for k in g.ksizes):
+        raise NotConvertible("pool2d's adaptive max pooling: its kernel takes ksize windows "
+                             "at the strides, not adaptive bins (max_pool2d_with_index is "
+                             "the adaptive max)")
     xi, yo, finish = _channel_first(ctx, x, out, last)
-    _pool_nd(op, ctx, xi, yo, g, op.attrs.get("pooling_type") == "max")
+    _pool_nd(op, ctx, xi, yo, g, is_max)
     finish()
 
 
