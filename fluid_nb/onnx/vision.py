@@ -1,6 +1,6 @@
 """Converters of the vision ops: convolution (2-D, 3-D, transposed; NCHW or channel-last),
-pooling (2-D, 3-D, adaptive, ceil_mode) and max pooling with its index, resizing, pixel rearrangements, sampling grids, ROI and deformable sampling,
-YOLO boxes (opset 17).
+pooling (2-D, 3-D, adaptive, ceil_mode) and max pooling with its index, resizing, pixel
+rearrangements, sampling grids, ROI and deformable sampling, YOLO boxes (opset 17).
 
 Each converter reproduces the executor's kernel (fluid_nb/ops), not a reading of Paddle's
 documentation: where ONNX's own op has the kernel's semantics it is used as it is
