@@ -104,7 +104,8 @@ print(f'interpreter {interpreter * 1e6:.1f} us/step, compiled {compiled_step * 1
 The compiled program's graph is the program view: click an op, and its details end with the
 function generated for it (an op left to the interpreter says why)."""),
     ("code", "graph", """\
-fast.view(title='fit_a_line, compiled')"""),
+from fluid_nb.widgets import ProgramView
+ProgramView(fast, title='fit_a_line, compiled')"""),
     ("md", """\
 ## A multi-block program: the DynamicRNN
 

@@ -12,7 +12,7 @@ import ctypes
 
 import numpy as np
 
-from ..errors import InvalidArgument, NotFound, PreconditionNotMet, Unimplemented, expected
+from ..errors import InvalidArgument, NotFound, Unimplemented, expected
 from ..exec.executor import Executor, FetchedArray, _feed_tensor
 from ..exec.scope import global_scope
 from ..framework.program import EMPTY_VAR_NAME, Block, Program, without_feed_fetch_ops
@@ -153,17 +153,6 @@ class NativeProgram:
         source = self.source
         return source._repr_html_() if source is not None else \
             "<p>a native program, not built yet</p>"
-
-    def view(self, title=None):
-        """The program graph (a ProgramView) whose op details give each op's generated
-        function, or why it has none (the last specialisation built)."""
-        from ..widgets import ProgramView
-        if self.source is None:
-            raise PreconditionNotMet(expected("NativeProgram.view", "the program",
-                                              "built (compile or run it once)",
-                                              "not built yet"))
-        return ProgramView(without_feed_fetch_ops(self.program), native=self.source,
-                           title=title or f"compiled ({self.target})")
 
     @property
     def source(self):

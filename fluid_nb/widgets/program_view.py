@@ -20,10 +20,11 @@ import weakref
 
 import traitlets
 
-from ..errors import InvalidArgument
-from ..framework.program import Program, default_main_program
+from ..errors import InvalidArgument, PreconditionNotMet, expected
+from ..framework.program import Program, default_main_program, without_feed_fetch_ops
 from ..live import session as _live
 from ..memory.events import Event
+from ..native.program import NativeProgram
 from ..viz import MIME_TYPE, listing_html, program_delta, program_mark, program_model
 from ..viz.lod_model import lod_model
 from ..viz.program_model import program_memory
@@ -108,8 +109,9 @@ class ProgramView(ViewWidget):
 
     ``scope`` (default: the live session's scope when the program is live) gives clicked
     variables their values; ``trace`` (an ``Executor.trace`` list of ``(op, seconds)``) gives
-    ops their last run time; ``native`` (a compiled program's source, as
-    ``NativeProgram.view()`` passes it) gives each clicked op its generated function.
+    ops their last run time. ``ProgramView(compiled)`` of a compiled program
+    (``fluid_nb.native.compile``) draws its program and gives each clicked op the function
+    generated for it (``native``: the source it reads them from).
 
     Invariant: after every :meth:`refresh`, ``_model`` here equals the model the front end
     holds (it applied the same delta), and the ops marked ``new`` are those the refresh added.
@@ -128,9 +130,17 @@ class ProgramView(ViewWidget):
 
     def __init__(self, program=None, title=None, scope=None, trace=None, native=None,
                  **kwargs):
+        if isinstance(program, NativeProgram):  # a compiled program: its ops' functions
+            if program.source is None:
+                raise PreconditionNotMet(expected("ProgramView", "the compiled program",
+                                                  "built (compiled or run once)",
+                                                  "not built yet"))
+            title = title or f"compiled ({program.target})"
+            program, native = without_feed_fetch_ops(program.program), program.source
         if program is not None and not isinstance(program, Program):
-            raise InvalidArgument(f"ProgramView: program expected a fluid_nb Program or None, "
-                                  f"but received {type(program).__name__}")
+            raise InvalidArgument(f"ProgramView: program expected a fluid_nb Program, a "
+                                  f"compiled program or None, but received "
+                                  f"{type(program).__name__}")
         self._session = _session_for(program)
         self._fixed_program = program if program is not None else default_main_program()
         self._scope = scope

@@ -53,8 +53,10 @@ def test_a_compiled_program_and_an_onnx_report_display_as_cell_results(page, lab
 
 
 def test_a_compiled_programs_graph_shows_the_clicked_ops_function(page, lab):
-    """compiled.view(): the program graph whose op details hold the op's generated code."""
-    open_notebook(page, write_notebook(lab, "native_view.ipynb", [SETUP, "compiled.view()"]))
+    """ProgramView(compiled): the program graph whose op details hold the op's generated
+    code."""
+    open_notebook(page, write_notebook(lab, "native_view.ipynb", [
+        SETUP, "from fluid_nb.widgets import ProgramView\nProgramView(compiled)"]))
     run_cell(page, 0)
     cell(page, 0).locator(".fluid-nb-native").wait_for(timeout=SLOW)
     run_cell(page, 1)

@@ -7,6 +7,7 @@ import pytest
 import fluid_nb as fluid
 from fluid_nb import native
 from fluid_nb.errors import InvalidArgument, PreconditionNotMet, Unimplemented
+from fluid_nb.widgets import ProgramView
 
 
 def fit_a_line():
@@ -480,7 +481,8 @@ def test_the_program_graph_of_a_compiled_program_gives_each_op_its_function():
     fluid.Executor(fluid.CPUPlace()).run(startup, scope=scope)
     feed = {"x": np.random.RandomState(0).rand(5, 4).astype("float32")}
     compiled = native.compile(main, feed, [loss], scope=scope)
-    view = compiled.view()
+    view = ProgramView(compiled)
+    assert view.title == "compiled (cpp)"
     view.selected = _op_id(view, 0, "mul")
     found = view._details["native"]
     assert found["function"].startswith("fluid_cpp_mul_")
@@ -496,7 +498,7 @@ def test_the_graph_of_a_compiled_loop_gives_its_body_ops_their_functions():
     scope = fluid.Scope()
     fluid.Executor(fluid.CPUPlace()).run(startup, scope=scope)
     compiled = native.compile(main, _lod_batches(1)[0], [loss], scope=scope)
-    view = compiled.view(title="W3")
+    view = ProgramView(compiled, title="W3")
     view.selected = _op_id(view, 1, "mul")
     assert view._details["native"]["function"] == "fluid_cpp_mul_1_3"
     assert "fluid_cpp_mul_1_3(" in view._details["native"]["source"]
@@ -504,6 +506,6 @@ def test_the_graph_of_a_compiled_loop_gives_its_body_ops_their_functions():
 
 def test_a_program_not_built_has_no_view():
     main, _, loss = _programs(fit_a_line)
-    with pytest.raises(PreconditionNotMet, match="NativeProgram.view: the program expected "
+    with pytest.raises(PreconditionNotMet, match="ProgramView: the compiled program expected "
                                                  "built"):
-        native.NativeProgram(main, [loss.name]).view()
+        ProgramView(native.NativeProgram(main, [loss.name]))
