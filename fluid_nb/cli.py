@@ -194,11 +194,7 @@ def cmd_run(args, out):
 def cmd_compile(args, out):
     from .native.standalone import build_binary, standalone_source
     _, scope, program, feed_names, fetch_vars, feeds = model_and_feeds(args, "compile")
-    if args.target != "cpp":
-        raise InvalidArgument(f"compile: a standalone --target expected 'cpp' (a CUDA build "
-                              f"runs through fluid_nb.native.compile(..., target='cuda')), "
-                              f"but received {args.target!r}")
-    source, native = standalone_source(program, feeds, fetch_vars, scope)
+    source, native = standalone_source(program, feeds, fetch_vars, scope, target=args.target)
     partial = args.output + ".part"
     with open(partial, "w") as f:
         f.write(source)
@@ -206,7 +202,7 @@ def cmd_compile(args, out):
     print(f"wrote {args.output}: {len(native.functions)} ops, inputs "
           f"{', '.join(f'{n} {list(feeds[n].shape)}' for n in feed_names)}", file=out)
     if args.binary:
-        build_binary(args.output, args.binary)
+        build_binary(args.output, args.binary, target=args.target)
         print(f"built {args.binary}; run: {args.binary} PARAMS "
               f"{' '.join(n + '.npy' for n in sorted(feeds))} OUT_DIR", file=out)
     return 0
@@ -319,16 +315,18 @@ def build_parser():
     run.add_argument("--save-dir", help="also save each fetched array as NAME.npy here")
     run.set_defaults(handler=cmd_run)
 
-    comp = sub.add_parser("compile", help="a saved inference model as standalone C++ (and "
-                                          "a binary): parameters from Paddle's files, inputs "
-                                          "and outputs as .npy")
+    comp = sub.add_parser("compile", help="a saved inference model as standalone C++ or CUDA "
+                                          "(and a binary): parameters from Paddle's files, "
+                                          "inputs and outputs as .npy")
     comp.add_argument("file", help="an inference model directory, __model__, x.pdmodel "
                                    "(with x.pdiparams beside it) or the path prefix x")
     comp.add_argument("--feed", action="append", default=[], metavar="NAME=ARRAY.npy",
                       help="an example input: the code is specialised on its shape and type")
-    comp.add_argument("-o", "--output", required=True, help="the C++ file to write")
+    comp.add_argument("-o", "--output", required=True, help="the C++ (or .cu) file to write")
     comp.add_argument("--binary", help="also build it into this executable")
-    comp.add_argument("--target", default="cpp", help="cpp (the standalone target)")
+    comp.add_argument("--target", default="cpp",
+                      help="cpp (the default; built with $CXX or c++ against NumPy's "
+                           "OpenBLAS) or cuda (built with nvcc against cuBLAS)")
     comp.set_defaults(handler=cmd_compile)
 
     exp = sub.add_parser("export", help="a saved inference model as an ONNX model, with a "

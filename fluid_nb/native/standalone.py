@@ -1,19 +1,25 @@
-"""A standalone program: the generated C++ of an inference model with a ``main()`` that
-reads the parameters from Paddle's files and the feeds from ``.npy`` files, runs, and writes
-the fetches as ``.npy`` files, so a model becomes a binary with no Python.
+"""A standalone program: the generated C++ (``target="cpp"``) or CUDA (``"cuda"``) of an
+inference model with a ``main()`` that reads the parameters from Paddle's files and the feeds
+from ``.npy`` files, runs, and writes the fetches as ``.npy`` files, so a model becomes a
+binary with no Python.
 
-The source is self-contained (the runtime headers are written into it); building it links
-the OpenBLAS of NumPy's wheel (its path baked in as the binary's rpath).
+The source is self-contained (the runtime headers are written into it). Building the C++
+links the OpenBLAS of NumPy's wheel, its folder baked in as the binary's rpath. The CUDA
+program builds with nvcc alone; its main() opens cuBLAS when it runs (the toolkit's or an
+``nvidia-cublas`` wheel's folder, when the build finds one, is its rpath) and makes its own
+cuBLAS handle and device buffers.
 """
+import glob
 import os
 import pathlib
 import subprocess
+import sys
 
 from ..errors import InvalidArgument, PreconditionNotMet, Unimplemented, expected
 from ..framework.program import Program, without_feed_fetch_ops
 from ..tensor.dtypes import VarType, convert_dtype
-from .build import BUILD_TIMEOUT_S, RUNTIME, blas, compiler
-from .generate import generate
+from .build import BUILD_TIMEOUT_S, CUDA_ARCHS, RUNTIME, blas, compiler, nvcc
+from .generate import HEADERS, TARGETS, generate
 
 _ROLES = {"feed": 0, "persistable": 1, "temporary": 2}
 
@@ -35,12 +41,16 @@ def _inlined(header):
                      and not l.startswith('#include "'))
 
 
-def standalone_source(program, feed, fetch, scope):
-    """The self-contained C++ of ``program`` (block 0, every op compiled) with its main()."""
+def standalone_source(program, feed, fetch, scope, target="cpp"):
+    """The self-contained C++ (or, ``target="cuda"``, CUDA) of ``program`` (block 0, every
+    op compiled) with its main()."""
     if not isinstance(program, Program):
         raise InvalidArgument(expected("standalone_source", "program", "a Program",
                                        type(program).__name__))
-    source = generate(program, feed=feed, fetch=fetch, scope=scope)
+    if target not in TARGETS:
+        raise InvalidArgument(expected("a standalone program", "target",
+                                       " or ".join(map(repr, TARGETS)), repr(target)))
+    source = generate(program, target=target, feed=feed, fetch=fetch, scope=scope)
     if source.dynamic:
         raise Unimplemented(expected(
             "a standalone program", "program", "one without LoD or sub-blocks (a standalone "
@@ -49,20 +59,29 @@ def standalone_source(program, feed, fetch, scope):
         listing = "; ".join(f"op {i} {t}: {why}" for i, t, why in source.fallbacks)
         raise InvalidArgument(expected("a standalone program", "every op with native code",
                                        "an emitter for each op", listing))
-    _, _, width, _ = blas()
-    sgemm, dgemm = _blas_symbols()
     index = {v.name: v.index for v in source.variables}
     persistables = sorted(
         var.name for var in without_feed_fetch_ops(program).global_block().vars.values()
         if var.persistable and var.type == VarType.LOD_TENSOR)
-    body = source.source.replace('#include "fluid_native.h"', "\n".join([
-        f"#define FLUID_BLAS_INT {width}", _inlined("fluid_native.h"),
-        _inlined("fluid_native_main.h")]))
+    if target == "cuda":
+        runtime = [_inlined("fluid_native_cuda.cuh"), _inlined("fluid_native_main.h"),
+                   _inlined("fluid_native_cuda_main.cuh")]
+        prologue, entry = [], "standalone_cuda_main"
+    else:
+        width = blas()[2]
+        sgemm, dgemm = _blas_symbols()
+        runtime = [f"#define FLUID_BLAS_INT {width}", _inlined("fluid_native.h"),
+                   _inlined("fluid_native_main.h")]
+        prologue = [f"  fluid_sgemm = reinterpret_cast<fluid_native::sgemm_fn>(&{sgemm});",
+                    f"  fluid_dgemm = reinterpret_cast<fluid_native::dgemm_fn>(&{dgemm});"]
+        entry = "standalone_main"
+    body = source.source.replace(f'#include "{HEADERS[target]}"', "\n".join(runtime))
     fetch_names = [getattr(f, "name", f) for f in fetch]
-    lines = [body, "// --- the standalone program --------------------------------------------",
-             f'extern "C" void {sgemm}();  // NumPy\'s OpenBLAS, linked at build time',
-             f'extern "C" void {dgemm}();', "",
-             "static const fluid_native::VarInfo kVars[] = {"]
+    lines = [body, "// --- the standalone program --------------------------------------------"]
+    if target == "cpp":
+        lines += [f'extern "C" void {sgemm}();  // NumPy\'s OpenBLAS, linked at build time',
+                  f'extern "C" void {dgemm}();', ""]
+    lines += ["static const fluid_native::VarInfo kVars[] = {"]
     lines += [_var_info(v) for v in source.variables]
     lines += ["};",
               "// every persistable of the program, sorted by name: a combined file's records",
@@ -70,10 +89,8 @@ def standalone_source(program, feed, fetch, scope):
               + ", ".join(str(index.get(name, -1)) for name in persistables) + "};",
               "static const int kFetches[] = {"
               + ", ".join(str(index[name]) for name in fetch_names) + "};", "",
-              "int main(int argc, char** argv) {",
-              f"  fluid_sgemm = reinterpret_cast<fluid_native::sgemm_fn>(&{sgemm});",
-              f"  fluid_dgemm = reinterpret_cast<fluid_native::dgemm_fn>(&{dgemm});",
-              f"  return fluid_native::standalone_main(argc, argv, kVars, {len(source.variables)},"
+              "int main(int argc, char** argv) {", *prologue,
+              f"  return fluid_native::{entry}(argc, argv, kVars, {len(source.variables)},"
               f" kParams, {len(persistables)}, kFetches, {len(fetch_names)}, fluid_run);",
               "}", ""]
     return "\n".join(lines), source
@@ -89,22 +106,55 @@ def _blas_symbols():
                                       "none"))
 
 
-def build_binary(source_path, binary_path):
-    """Build the standalone source at ``source_path`` into the executable ``binary_path``,
-    linked to the OpenBLAS NumPy's wheel carries."""
-    command, _ = compiler()
-    library = pathlib.Path(blas()[3]._name)
+def cublas_folder():
+    """The folder of a cuBLAS library (``libcublas.so*``) on this machine, or None: the
+    CUDA toolkit's (``$CUDA_HOME``, ``$CUDA_PATH``, the folder above nvcc's,
+    /usr/local/cuda), else an ``nvidia-cublas`` wheel's in this Python's environment. The
+    standalone CUDA program opens cuBLAS when it runs; this folder becomes its rpath."""
+    roots = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"),
+             str(pathlib.Path(nvcc()[0]).resolve().parent.parent), "/usr/local/cuda"]
+    folders = [pathlib.Path(root) / lib for root in roots if root
+               for lib in ("lib64", "targets/x86_64-linux/lib")]
+    for entry in sys.path:  # the wheels: nvidia/cublas/lib, nvidia/cu13/lib
+        folders += map(pathlib.Path, sorted(glob.glob(os.path.join(entry, "nvidia", "*",
+                                                                   "lib"))))
+    for folder in folders:
+        if folder.is_dir() and any(folder.glob("libcublas.so*")):
+            return folder
+    return None
+
+
+def build_binary(source_path, binary_path, target="cpp"):
+    """Build the standalone source at ``source_path`` into the executable ``binary_path``:
+    C++ linked to the OpenBLAS NumPy's wheel carries, or (``target="cuda"``) CUDA built by
+    nvcc for sm_80 and sm_90 and linked to cuBLAS."""
     binary_path = pathlib.Path(binary_path)
     partial = binary_path.with_name(binary_path.name + ".part")
-    result = subprocess.run(
-        [command, "-O3", "-fno-math-errno", "-fno-trapping-math", "-std=c++17", str(source_path),
-         "-o", str(partial), str(library), f"-Wl,-rpath,{library.parent}"],
-        capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
-    if result.returncode != 0:
+    if target == "cuda":
+        command, _ = nvcc()
+        # -x cu: the source is CUDA whatever its file is called; cuBLAS is opened at run
+        # time, through this rpath when a cuBLAS was found here, else LD_LIBRARY_PATH
+        folder = cublas_folder()
+        arguments = [command, "-O3", "-std=c++17", *CUDA_ARCHS, "-x", "cu", str(source_path),
+                     "-o", str(partial), "-ldl",
+                     *(["-Xlinker", f"-rpath,{folder}"] if folder else [])]
+    else:
+        command, _ = compiler()
+        library = pathlib.Path(blas()[3]._name)
+        arguments = [command, "-O3", "-fno-math-errno", "-fno-trapping-math", "-std=c++17",
+                     str(source_path), "-o", str(partial), str(library),
+                     f"-Wl,-rpath,{library.parent}"]
+    try:
+        result = subprocess.run(arguments, capture_output=True, text=True,
+                                timeout=BUILD_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        result = None
+    if result is None or result.returncode != 0:
         if partial.exists():
             partial.unlink()
-        raise PreconditionNotMet(expected(
-            "fluid-nb compile", f"{command} on {source_path}", "a build",
-            f"exit status {result.returncode}: {result.stderr.strip()[-2000:]}"))
+        found = (f"a timeout after {BUILD_TIMEOUT_S} s" if result is None else
+                 f"exit status {result.returncode}: {result.stderr.strip()[-2000:]}")
+        raise PreconditionNotMet(expected("fluid-nb compile", f"{command} on {source_path}",
+                                          "a build", found))
     os.replace(partial, binary_path)
     return binary_path

@@ -1,6 +1,9 @@
-"""``fluid-nb compile``: a saved inference model becomes self-contained C++ and a binary
-that reads Paddle's parameter files and .npy inputs, with no Python, and predicts what the
-interpreter does."""
+"""``fluid-nb compile``: a saved inference model becomes self-contained C++ (or CUDA) and a
+binary that reads Paddle's parameter files and .npy inputs, with no Python, and predicts what
+the interpreter does. The CUDA program builds wherever nvcc is; it runs on a GPU (tests
+marked ``gpu``) and, without one, says so and exits with status 3."""
+import os
+import shutil
 import subprocess
 
 import numpy as np
@@ -9,7 +12,11 @@ import pytest
 import fluid_nb as fluid
 from fluid_nb.cli import main as cli
 
+from fluid_nb.tensor.place import is_compiled_with_cuda
+
 from .test_native_programs import _recognize_digits
+
+HAS_NVCC = shutil.which("nvcc") is not None or os.path.exists("/usr/local/cuda/bin/nvcc")
 
 
 @pytest.fixture(scope="module")
@@ -75,3 +82,65 @@ def test_a_model_input_without_a_feed_is_refused(lenet, tmp_path, capsys):
     assert cli(["compile", str(root / "dir"), "-o", str(tmp_path / "x.cc")]) == 1
     assert "a --feed for each input of the model expected (img)" in capsys.readouterr().err
     assert not (tmp_path / "x.cc").exists()
+
+
+@pytest.fixture(scope="module")
+def lenet_cuda(lenet):
+    """The same LeNet compiled by ``--target cuda`` and built with nvcc."""
+    root = lenet[0]
+    source, binary = root / "lenet.cu", root / "lenet_cuda"
+    assert cli(["compile", str(root / "dir"), "--feed", f"img={root / 'img.npy'}",
+                "-o", str(source), "--target", "cuda", "--binary", str(binary)]) == 0
+    return source, binary
+
+
+@pytest.mark.skipif(not HAS_NVCC, reason="nvcc is not installed")
+def test_the_cuda_source_stands_alone(lenet_cuda):
+    source, binary = lenet_cuda
+    text = source.read_text()
+    assert '#include "' not in text and "#include <cublas" not in text  # opened at run time
+    assert "fluid_cuda_conv2d_0" in text and "fluid_cpp_" not in text
+    assert "standalone_cuda_main(argc, argv" in text
+    assert os.access(binary, os.X_OK)
+
+
+@pytest.mark.skipif(not HAS_NVCC, reason="nvcc is not installed")
+def test_the_cuda_binary_checks_its_inputs_before_the_device(lenet, lenet_cuda, tmp_path):
+    root, binary = lenet[0], lenet_cuda[1]
+    usage = subprocess.run([str(binary)], capture_output=True, text=True, timeout=60)
+    assert usage.returncode == 2 and "usage:" in usage.stderr and "img.npy" in usage.stderr
+    np.save(tmp_path / "wrong.npy", np.zeros((4, 1, 28, 28), "float64"))
+    wrong = subprocess.run([str(binary), str(root / "dir"), str(tmp_path / "wrong.npy"),
+                            str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert wrong.returncode == 2
+    assert "feed img expected dtype <f4 and shape (4, 1, 28, 28)" in wrong.stderr
+
+
+@pytest.mark.skipif(not HAS_NVCC or is_compiled_with_cuda(),
+                    reason="nvcc is not installed" if not HAS_NVCC else "a GPU is visible")
+def test_without_a_gpu_the_cuda_binary_names_the_failure(lenet, lenet_cuda, tmp_path):
+    root, binary = lenet[0], lenet_cuda[1]
+    done = subprocess.run([str(binary), str(root / "dir"), str(root / "img.npy"),
+                           str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 3, done.stderr
+    assert "fluid_nb compiled program: CUDA failed in cudaMalloc" in done.stderr
+    assert not list(tmp_path.iterdir())  # nothing written
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("params", ["dir", "combined/__params__"])
+def test_the_cuda_binary_predicts_what_the_interpreter_does(lenet, lenet_cuda, params,
+                                                            tmp_path):
+    root, _, _, want, name = lenet
+    done = subprocess.run([str(lenet_cuda[1]), str(root / params), str(root / "img.npy"),
+                           str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    np.testing.assert_allclose(np.load(tmp_path / f"{name}.npy"), want, rtol=1e-5, atol=1e-6)
+
+
+def test_an_unknown_target_is_refused_before_anything_is_written(lenet, tmp_path, capsys):
+    root = lenet[0]
+    assert cli(["compile", str(root / "dir"), "--feed", f"img={root / 'img.npy'}",
+                "-o", str(tmp_path / "x.cc"), "--target", "rocm"]) == 1
+    assert "target expected 'cpp' or 'cuda', but received 'rocm'" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())

@@ -1,11 +1,13 @@
 // The main() of a standalone compiled program: no Python. It reads the parameters from
 // Paddle's files (a directory of one LoDTensor stream per variable, or a combined file of
 // the streams in the order the generator lists), the feeds from .npy files, runs
-// fluid_run, and writes each fetched variable to <out dir>/<name>.npy.
+// fluid_run, and writes each fetched variable to <out dir>/<name>.npy. (The CUDA program's
+// main, fluid_native_cuda_main.cuh, runs the same readers and writer around device memory.)
 //
 //   ./model PARAMS FEED.npy... OUT_DIR
 #pragma once
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,20 +175,23 @@ inline bool is_directory(const std::string& path) {
   return f != nullptr;
 }
 
-// argv: PARAMS FEED.npy... OUT_DIR. params: every persistable of the program, sorted by
-// name (a combined file's order), as indices into vars (-1: not used by the compiled code)
-inline int standalone_main(int argc, char** argv, const VarInfo* vars, int count,
-                           const int* params, int param_count,
-                           const int* fetches, int fetch_count, void (*run)(void**)) {
+// whether argv is PARAMS FEED.npy... OUT_DIR, with the usage line on stderr when it is not
+inline bool check_usage(int argc, char** argv, const VarInfo* vars, int count) {
   int feeds = 0;
   for (int i = 0; i < count; ++i) feeds += vars[i].role == kFeed;
-  if (argc != feeds + 3) {
-    fprintf(stderr, "usage: %s PARAMS", argv[0]);
-    for (int i = 0; i < count; ++i)
-      if (vars[i].role == kFeed) fprintf(stderr, " %s.npy", vars[i].name);
-    fprintf(stderr, " OUT_DIR\n");
-    return 2;
-  }
+  if (argc == feeds + 3) return true;
+  fprintf(stderr, "usage: %s PARAMS", argv[0]);
+  for (int i = 0; i < count; ++i)
+    if (vars[i].role == kFeed) fprintf(stderr, " %s.npy", vars[i].name);
+  fprintf(stderr, " OUT_DIR\n");
+  return false;
+}
+
+// every variable's host buffer, zeroed, with the parameters and feeds of argv read into
+// theirs. params: every persistable of the program, sorted by name (a combined file's
+// order), as indices into vars (-1: not used by the compiled code)
+inline std::vector<void*> read_inputs(char** argv, const VarInfo* vars, int count,
+                                      const int* params, int param_count) {
   std::vector<void*> pointers(count);
   for (int i = 0; i < count; ++i) {
     pointers[i] = calloc(numel(vars[i]) > 0 ? numel(vars[i]) : 1, vars[i].itemsize);
@@ -210,11 +215,25 @@ inline int standalone_main(int argc, char** argv, const VarInfo* vars, int count
   int arg = 2;
   for (int i = 0; i < count; ++i)
     if (vars[i].role == kFeed) read_npy(argv[arg++], vars[i], pointers[i]);
-  run(pointers.data());
-  const std::string out = argv[argc - 1];
+  return pointers;
+}
+
+// each fetched variable's host buffer to <out>/<name>.npy
+inline void write_fetches(const std::string& out, const VarInfo* vars, const int* fetches,
+                          int fetch_count, const std::vector<void*>& pointers) {
   for (int k = 0; k < fetch_count; ++k)
     write_npy(out + "/" + vars[fetches[k]].name + ".npy", vars[fetches[k]],
               pointers[fetches[k]]);
+}
+
+// the C++ program's main(): run on the host buffers themselves
+inline int standalone_main(int argc, char** argv, const VarInfo* vars, int count,
+                           const int* params, int param_count,
+                           const int* fetches, int fetch_count, void (*run)(void**)) {
+  if (!check_usage(argc, argv, vars, count)) return 2;
+  std::vector<void*> pointers = read_inputs(argv, vars, count, params, param_count);
+  run(pointers.data());
+  write_fetches(argv[argc - 1], vars, fetches, fetch_count, pointers);
   for (void* p : pointers) free(p);
   return 0;
 }
