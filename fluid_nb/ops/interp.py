@@ -140,11 +140,12 @@ def _interp_infer_shape(method, rank):
             sizes = [-1] * n
         else:
             sizes = out_sizes(attrs, in_sizes)
-            if float(attrs.get("scale", 0.0) or 0.0) > 0:
-                sizes = [s if i >= 0 else -1 for s, i in zip(sizes, in_sizes)]
-            for s in sizes:
-                ctx.check(s > 0, "output size (out_d/out_h/out_w or scale)", "positive sizes",
-                          sizes)
+            # scaled from a size known only at run time: known then too (-1 until then)
+            unknown = [float(attrs.get("scale", 0.0) or 0.0) > 0 and i < 0 for i in in_sizes]
+            sizes = [-1 if u else s for s, u in zip(sizes, unknown)]
+            for s, u in zip(sizes, unknown):
+                ctx.check(u or s > 0, "output size (out_d/out_h/out_w or scale)",
+                          "positive sizes", sizes)
         c = x_shape[-1] if last else x_shape[1]
         shape = ((x_shape[0],) + tuple(sizes) + (c,)) if last else \
             ((x_shape[0], c) + tuple(sizes))

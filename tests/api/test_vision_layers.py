@@ -241,6 +241,20 @@ def test_resize_nearest_by_scale_and_image_resize_short():
     assert short.shape == (1, 2, 2, 3)
 
 
+def test_a_scale_resizes_images_whose_size_is_known_only_at_run_time():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        images = layers.data(name="x", shape=[-1, 3, -1, -1], dtype="float32")
+        bigger = layers.resize_bilinear(images, scale=2.0)
+        nearer = layers.resize_nearest(images, scale=1.5)
+    assert bigger.shape == nearer.shape == (-1, 3, -1, -1)
+    exe = fluid.Executor(fluid.CPUPlace())
+    for h, w in ((5, 6), (4, 9)):
+        out, near = exe.run(main, feed={"x": r(2, 3, h, w)}, fetch_list=[bigger, nearer])
+        assert out.shape == (2, 3, 2 * h, 2 * w)
+        assert near.shape == (2, 3, int(1.5 * h), int(1.5 * w))
+
+
 def test_image_resize_takes_variable_dims_as_size_tensor():
     x = r(1, 1, 3, 3)
 
