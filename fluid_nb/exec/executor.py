@@ -331,7 +331,7 @@ class _RunPlan:
                     check_shape is None or _shape_fits(check_shape, value.shape)):
                 tensors.append(LoDTensor(value))  # the common case: nothing to convert
             else:
-                tensors.append(_feed_tensor(name, var, value, self.place))
+                tensors.append(feed_tensor(name, var, value, self.place))
         self.feed_holder.value = tensors
         self.fetch_holder.value = [None] * self.n_fetch
         scope = self.scope
@@ -1056,7 +1056,7 @@ def _to_rank(got, declared):
     return None
 
 
-def _feed_tensor(name, var, value, place):
+def feed_tensor(name, var, value, place):
     """Convert a fed value to a LoDTensor of the variable's dtype, checking what Fluid
     checks: rank (up to trailing dims of size 1, see ``_to_rank``) and known dims must
     match; a lossless-kind cast (float64 -> float32,

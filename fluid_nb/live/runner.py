@@ -14,7 +14,7 @@ from functools import partial
 from time import perf_counter
 
 from ..errors import FluidError, PreconditionNotMet, Unimplemented
-from ..exec.executor import (KernelContext, PreparedOp, _feed_tensor, _located, _make_step,
+from ..exec.executor import (KernelContext, PreparedOp, feed_tensor, _located, _make_step,
                              _output_values)
 from ..tensor.tensor import LoDTensor
 from ..framework.program import EMPTY_VAR_NAME
@@ -246,7 +246,7 @@ class OpRunner:
         sample = getattr(var, "_sample_value", None) if var is not None else None
         if sample is not None:
             holder = self.scope.var(name)
-            holder.value = _feed_tensor(name, var, sample, self.place)
+            holder.value = feed_tensor(name, var, sample, self.place)
             return holder
         if var is not None and var.is_data:
             raise PreconditionNotMet(

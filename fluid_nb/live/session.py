@@ -172,7 +172,7 @@ class LiveSession:
         if desc is None:
             raise InvalidArgument(f"feed: variable expected in the live program, but "
                                   f"'{name}' is not there")
-        tensor = _executor._feed_tensor(name, desc, value, self.place)
+        tensor = _executor.feed_tensor(name, desc, value, self.place)
         if desc.is_data:
             desc._sample_value = value
         if self.pending:
@@ -215,7 +215,7 @@ class LiveSession:
             sample = getattr(desc, "_sample_value", None)
             if sample is not None:
                 found = self.scope.var(name)
-                found.value = _executor._feed_tensor(name, desc, sample, self.place)
+                found.value = _executor.feed_tensor(name, desc, sample, self.place)
         return found
 
     def value(self, var):

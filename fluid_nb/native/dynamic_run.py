@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import (InvalidArgument, NotFound, OutOfRange, PreconditionNotMet,
                       ResourceExhausted, Unimplemented, expected)
-from ..exec.executor import FetchedArray, _feed_tensor
+from ..exec.executor import FetchedArray, feed_tensor
 from ..tensor.place import CPUPlace
 from ..tensor.lod_rank_table import LoDRankTable
 from ..tensor.tensor import LoDTensor, LoDTensorArray
@@ -142,7 +142,7 @@ class DynamicBuild:
             return
         where = f"a compiled program: feed {v.name!r}"
         # the executor's rules (value, lossless cast, rank, the sizes a data layer fixes)
-        tensor = _feed_tensor(v.name, self._declared[v.name], value, _HOST)
+        tensor = feed_tensor(v.name, self._declared[v.name], value, _HOST)
         array = tensor.array
         declared = self._declared[v.name].shape
         # and every size the program declares, which the compiled code has as a literal

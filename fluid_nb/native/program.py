@@ -13,7 +13,7 @@ import ctypes
 import numpy as np
 
 from ..errors import InvalidArgument, NotFound, Unimplemented, expected
-from ..exec.executor import Executor, FetchedArray, _feed_tensor
+from ..exec.executor import Executor, FetchedArray, feed_tensor
 from ..exec.scope import global_scope
 from ..framework.program import EMPTY_VAR_NAME, Block, Program, without_feed_fetch_ops
 from ..tensor.place import CPUPlace
@@ -202,7 +202,7 @@ class NativeProgram:
                 "with them is generated and built, not run, for CUDA)", "such a program",
                 "LoD or sub-blocks"))
         block = self.program.global_block()
-        feed = {name: _feed_tensor(name, block.var(name), value, CPUPlace())
+        feed = {name: feed_tensor(name, block.var(name), value, CPUPlace())
                 if block.has_var(name) else value for name, value in feed.items()}
         source = generate(self.program, target=self.target, feed=feed,
                           fetch=self.fetch_names, scope=scope)
