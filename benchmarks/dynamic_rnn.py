@@ -50,6 +50,7 @@ def numpy_step(data, lengths, w, u, b):
     starts from the fed LoDTensor and the PyTorch loop from the sequences: it ranks the
     sequences by length and gathers each step's rows (one gather, a view per step)."""
     lengths = np.asarray(lengths)
+    batch, hidden = len(lengths), u.shape[0]
     offsets = np.concatenate([[0], np.cumsum(lengths)])[:-1]
 
     def layout():
@@ -66,19 +67,19 @@ def numpy_step(data, lengths, w, u, b):
 
     def run():
         sorted_lengths, steps, batch_at, xs = layout()
-        h = np.zeros((BATCH, HIDDEN), "float32")
+        h = np.zeros((batch, hidden), "float32")
         hs = []
         for t, n in enumerate(batch_at):
             h = np.tanh(xs[t] @ w + h[:n] @ u + b)
             hs.append(h)
         # last state of each sequence: the step where it ends
-        last = np.empty((BATCH, HIDDEN), "float32")
+        last = np.empty((batch, hidden), "float32")
         for rank, n_len in enumerate(sorted_lengths):
             last[rank] = hs[n_len - 1][rank]
         loss = last.mean()
         dlast = np.full_like(last, 1.0 / last.size)
         dw, du, db = np.zeros_like(w), np.zeros_like(u), np.zeros_like(b)
-        dh = np.zeros((BATCH, HIDDEN), "float32")
+        dh = np.zeros((batch, hidden), "float32")
         for t in range(steps - 1, -1, -1):
             n = batch_at[t]
             ends = sorted_lengths[:n] == t + 1
@@ -86,9 +87,9 @@ def numpy_step(data, lengths, w, u, b):
             dz = dh_t * (1 - hs[t] * hs[t])
             dw += xs[t].T @ dz
             db += dz.sum(axis=0)
-            h_prev = hs[t - 1][:n] if t > 0 else np.zeros((n, HIDDEN), "float32")
+            h_prev = hs[t - 1][:n] if t > 0 else np.zeros((n, hidden), "float32")
             du += h_prev.T @ dz
-            dh = np.zeros((BATCH, HIDDEN), "float32")
+            dh = np.zeros((batch, hidden), "float32")
             dh[:n] = dz @ u.T
         return loss, dw, du, db
     return run
