@@ -326,7 +326,7 @@ def build_parser():
     comp.add_argument("--binary", help="also build it into this executable")
     comp.add_argument("--target", default="cpp",
                       help="cpp (the default; built with $CXX or c++ against NumPy's "
-                           "OpenBLAS) or cuda (built with nvcc against cuBLAS)")
+                           "OpenBLAS) or cuda (built with nvcc; opens cuBLAS when it runs)")
     comp.set_defaults(handler=cmd_compile)
 
     exp = sub.add_parser("export", help="a saved inference model as an ONNX model, with a "

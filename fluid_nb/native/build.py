@@ -80,13 +80,15 @@ def blas():
                                       "none in this NumPy"))
 
 
-def flags(march_native=False):
+def flags(march_native=False, shared=True):
+    """(compile flags, link flags) of a C++ build: a shared library, or (``shared=False``)
+    an executable."""
     width = blas()[2]
     # -fno-math-errno: sqrt and exp need not set errno; -fno-trapping-math: a loop may
     # compute both sides of a choice (tanh's), as nothing reads the FP exception flags; so
     # their loops vectorise (the values are the same)
-    return (["-O3", "-fno-math-errno", "-fno-trapping-math", "-std=c++17", "-shared", "-fPIC",
-             f"-I{RUNTIME}",
+    return (["-O3", "-fno-math-errno", "-fno-trapping-math", "-std=c++17",
+             *(["-shared", "-fPIC"] if shared else []), f"-I{RUNTIME}",
              f"-DFLUID_BLAS_INT={width}"] + (["-march=native"] if march_native else []), [])
 
 
@@ -106,9 +108,25 @@ def nvcc():
     return command, lines[-1] if lines else command
 
 
-def cuda_flags():
-    return ["-O3", "-std=c++17", "-shared", "-Xcompiler", "-fPIC", f"-I{RUNTIME}",
-            *CUDA_ARCHS], []
+def cuda_flags(shared=True):
+    """(compile flags, link flags) of a CUDA build: a shared library or an executable."""
+    return ["-O3", "-std=c++17", *(["-shared", "-Xcompiler", "-fPIC"] if shared else []),
+            f"-I{RUNTIME}", *CUDA_ARCHS], []
+
+
+def run_build(command, arguments, where):
+    """Run the compiler; a failure or a run past ``BUILD_TIMEOUT_S`` is a
+    PreconditionNotMet naming ``where`` and the compiler's last words."""
+    try:
+        result = subprocess.run([command, *arguments], capture_output=True, text=True,
+                                timeout=BUILD_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise PreconditionNotMet(expected(where, f"{command}", f"a build within "
+                                          f"{BUILD_TIMEOUT_S} s", "a timeout")) from None
+    if result.returncode != 0:
+        raise PreconditionNotMet(expected(
+            where, f"{command}", "a build",
+            f"exit status {result.returncode}: {result.stderr.strip()[-2000:]}"))
 
 
 def build(source, march_native=False, target="cpp"):
@@ -135,17 +153,8 @@ def build(source, march_native=False, target="cpp"):
         cc = pathlib.Path(work) / f"fluid_{key}.{'cu' if target == 'cuda' else 'cc'}"
         cc.write_text(source)
         out = pathlib.Path(work) / library.name
-        try:
-            result = subprocess.run([command, *compile_flags, str(cc), "-o", str(out),
-                                     *link_flags], capture_output=True, text=True,
-                                    timeout=BUILD_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            raise PreconditionNotMet(expected("the native compiler", "a build within "
-                                              f"{BUILD_TIMEOUT_S} s", "a timeout")) from None
-        if result.returncode != 0:
-            raise PreconditionNotMet(expected(
-                "the native compiler", f"{command} on the generated source", "a build",
-                f"exit status {result.returncode}: {result.stderr.strip()[-2000:]}"))
+        run_build(command, [*compile_flags, str(cc), "-o", str(out), *link_flags],
+                  "the native compiler on the generated source")
         os.replace(out, library)  # atomic: no reader ever sees a partial library
     return library, False
 

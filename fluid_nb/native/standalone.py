@@ -12,13 +12,12 @@ cuBLAS handle and device buffers.
 import glob
 import os
 import pathlib
-import subprocess
 import sys
 
 from ..errors import InvalidArgument, PreconditionNotMet, Unimplemented, expected
 from ..framework.program import Program, without_feed_fetch_ops
 from ..tensor.dtypes import VarType, convert_dtype
-from .build import BUILD_TIMEOUT_S, CUDA_ARCHS, RUNTIME, blas, compiler, nvcc
+from .build import RUNTIME, blas, compiler, cuda_flags, flags, nvcc, run_build
 from .generate import HEADERS, TARGETS, generate
 
 _ROLES = {"feed": 0, "persistable": 1, "temporary": 2}
@@ -127,7 +126,7 @@ def cublas_folder():
 def build_binary(source_path, binary_path, target="cpp"):
     """Build the standalone source at ``source_path`` into the executable ``binary_path``:
     C++ linked to the OpenBLAS NumPy's wheel carries, or (``target="cuda"``) CUDA built by
-    nvcc for sm_80 and sm_90 and linked to cuBLAS."""
+    nvcc for the generations ``CUDA_ARCHS`` names, opening cuBLAS when it runs."""
     binary_path = pathlib.Path(binary_path)
     partial = binary_path.with_name(binary_path.name + ".part")
     if target == "cuda":
@@ -135,26 +134,19 @@ def build_binary(source_path, binary_path, target="cpp"):
         # -x cu: the source is CUDA whatever its file is called; cuBLAS is opened at run
         # time, through this rpath when a cuBLAS was found here, else LD_LIBRARY_PATH
         folder = cublas_folder()
-        arguments = [command, "-O3", "-std=c++17", *CUDA_ARCHS, "-x", "cu", str(source_path),
-                     "-o", str(partial), "-ldl",
-                     *(["-Xlinker", f"-rpath,{folder}"] if folder else [])]
+        link = ["-ldl", *(["-Xlinker", f"-rpath,{folder}"] if folder else [])]
+        arguments = [*cuda_flags(shared=False)[0], "-x", "cu", str(source_path)]
     else:
         command, _ = compiler()
         library = pathlib.Path(blas()[3]._name)
-        arguments = [command, "-O3", "-fno-math-errno", "-fno-trapping-math", "-std=c++17",
-                     str(source_path), "-o", str(partial), str(library),
-                     f"-Wl,-rpath,{library.parent}"]
+        link = [str(library), f"-Wl,-rpath,{library.parent}"]
+        arguments = [*flags(shared=False)[0], str(source_path)]
     try:
-        result = subprocess.run(arguments, capture_output=True, text=True,
-                                timeout=BUILD_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        result = None
-    if result is None or result.returncode != 0:
+        run_build(command, [*arguments, "-o", str(partial), *link],
+                  f"fluid-nb compile on {source_path}")
+    except PreconditionNotMet:
         if partial.exists():
             partial.unlink()
-        found = (f"a timeout after {BUILD_TIMEOUT_S} s" if result is None else
-                 f"exit status {result.returncode}: {result.stderr.strip()[-2000:]}")
-        raise PreconditionNotMet(expected("fluid-nb compile", f"{command} on {source_path}",
-                                          "a build", found))
+        raise
     os.replace(partial, binary_path)
     return binary_path

@@ -19,6 +19,12 @@ from .test_native_programs import _recognize_digits
 HAS_NVCC = shutil.which("nvcc") is not None or os.path.exists("/usr/local/cuda/bin/nvcc")
 
 
+def run(binary, *arguments, timeout=60):
+    """The built program run on ``arguments``: its exit status and stderr."""
+    return subprocess.run([str(binary), *map(str, arguments)], capture_output=True,
+                          text=True, timeout=timeout)
+
+
 @pytest.fixture(scope="module")
 def lenet(tmp_path_factory):
     """The book's LeNet saved both ways (a file per parameter, and one combined file),
@@ -47,8 +53,7 @@ def lenet(tmp_path_factory):
 @pytest.mark.parametrize("params", ["dir", "combined/__params__"])
 def test_the_binary_predicts_what_the_interpreter_does(lenet, params, tmp_path):
     root, _, binary, want, name = lenet
-    done = subprocess.run([str(binary), str(root / params), str(root / "img.npy"),
-                           str(tmp_path)], capture_output=True, text=True, timeout=60)
+    done = run(binary, root / params, root / "img.npy", tmp_path)
     assert done.returncode == 0, done.stderr
     np.testing.assert_allclose(np.load(tmp_path / f"{name}.npy"), want, rtol=1e-5, atol=1e-7)
 
@@ -62,17 +67,15 @@ def test_the_source_stands_alone(lenet):
 
 def test_bad_inputs_get_a_message_and_status_2(lenet, tmp_path):
     root, _, binary, _, _ = lenet
-    usage = subprocess.run([str(binary)], capture_output=True, text=True, timeout=60)
+    usage = run(binary)
     assert usage.returncode == 2 and "usage:" in usage.stderr and "img.npy" in usage.stderr
     np.save(tmp_path / "wrong.npy", np.zeros((3, 1, 28, 28), "float32"))
-    wrong = subprocess.run([str(binary), str(root / "dir"), str(tmp_path / "wrong.npy"),
-                            str(tmp_path)], capture_output=True, text=True, timeout=60)
+    wrong = run(binary, root / "dir", tmp_path / "wrong.npy", tmp_path)
     assert wrong.returncode == 2
     assert "feed img expected dtype <f4 and shape (4, 1, 28, 28)" in wrong.stderr
     truncated = tmp_path / "params"
     truncated.write_bytes((root / "combined" / "__params__").read_bytes()[:100])
-    cut = subprocess.run([str(binary), str(truncated), str(root / "img.npy"), str(tmp_path)],
-                         capture_output=True, text=True, timeout=60)
+    cut = run(binary, truncated, root / "img.npy", tmp_path)
     assert cut.returncode == 2 and "but the file ends" in cut.stderr
     assert not list(tmp_path.glob("*.npy.part"))  # no partial output
 
@@ -107,11 +110,10 @@ def test_the_cuda_source_stands_alone(lenet_cuda):
 @pytest.mark.skipif(not HAS_NVCC, reason="nvcc is not installed")
 def test_the_cuda_binary_checks_its_inputs_before_the_device(lenet, lenet_cuda, tmp_path):
     root, binary = lenet[0], lenet_cuda[1]
-    usage = subprocess.run([str(binary)], capture_output=True, text=True, timeout=60)
+    usage = run(binary)
     assert usage.returncode == 2 and "usage:" in usage.stderr and "img.npy" in usage.stderr
     np.save(tmp_path / "wrong.npy", np.zeros((4, 1, 28, 28), "float64"))
-    wrong = subprocess.run([str(binary), str(root / "dir"), str(tmp_path / "wrong.npy"),
-                            str(tmp_path)], capture_output=True, text=True, timeout=60)
+    wrong = run(binary, root / "dir", tmp_path / "wrong.npy", tmp_path)
     assert wrong.returncode == 2
     assert "feed img expected dtype <f4 and shape (4, 1, 28, 28)" in wrong.stderr
 
@@ -120,8 +122,7 @@ def test_the_cuda_binary_checks_its_inputs_before_the_device(lenet, lenet_cuda, 
                     reason="nvcc is not installed" if not HAS_NVCC else "a GPU is visible")
 def test_without_a_gpu_the_cuda_binary_names_the_failure(lenet, lenet_cuda, tmp_path):
     root, binary = lenet[0], lenet_cuda[1]
-    done = subprocess.run([str(binary), str(root / "dir"), str(root / "img.npy"),
-                           str(tmp_path)], capture_output=True, text=True, timeout=60)
+    done = run(binary, root / "dir", root / "img.npy", tmp_path)
     assert done.returncode == 3, done.stderr
     assert "fluid_nb compiled program: CUDA failed in cudaMalloc" in done.stderr
     assert not list(tmp_path.iterdir())  # nothing written
@@ -132,8 +133,7 @@ def test_without_a_gpu_the_cuda_binary_names_the_failure(lenet, lenet_cuda, tmp_
 def test_the_cuda_binary_predicts_what_the_interpreter_does(lenet, lenet_cuda, params,
                                                             tmp_path):
     root, _, _, want, name = lenet
-    done = subprocess.run([str(lenet_cuda[1]), str(root / params), str(root / "img.npy"),
-                           str(tmp_path)], capture_output=True, text=True, timeout=120)
+    done = run(lenet_cuda[1], root / params, root / "img.npy", tmp_path, timeout=120)
     assert done.returncode == 0, done.stderr
     np.testing.assert_allclose(np.load(tmp_path / f"{name}.npy"), want, rtol=1e-5, atol=1e-6)
 

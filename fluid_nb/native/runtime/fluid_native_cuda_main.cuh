@@ -19,6 +19,7 @@
 #include <dlfcn.h>
 
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "fluid_native_cuda.cuh"
@@ -85,22 +86,20 @@ inline void check_cublas(int status, const char* what) {
 }
 
 // cuBLAS's gemm behind the runtime's pointer types, whose callers do not read the status:
-// a failure ends the program here
-inline int cublas_sgemm_checked(void* handle, int trans_a, int trans_b, int m, int n, int k,
-                                const float* alpha, const float* a, int lda, const float* b,
-                                int ldb, const float* beta, float* c, int ldc) {
-  check_cublas(cublas().sgemm(handle, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta,
-                              c, ldc),
-               "cublasSgemm");
-  return 0;
-}
-
-inline int cublas_dgemm_checked(void* handle, int trans_a, int trans_b, int m, int n, int k,
-                                const double* alpha, const double* a, int lda, const double* b,
-                                int ldb, const double* beta, double* c, int ldc) {
-  check_cublas(cublas().dgemm(handle, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta,
-                              c, ldc),
-               "cublasDgemm");
+// a failure ends the program here (T: float for cublasSgemm, double for cublasDgemm)
+template <typename T>
+int cublas_gemm_checked(void* handle, int trans_a, int trans_b, int m, int n, int k,
+                        const T* alpha, const T* a, int lda, const T* b, int ldb,
+                        const T* beta, T* c, int ldc) {
+  constexpr bool single = std::is_same<T, float>::value;
+  int status;
+  if constexpr (single)
+    status = cublas().sgemm(handle, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c,
+                            ldc);
+  else
+    status = cublas().dgemm(handle, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c,
+                            ldc);
+  check_cublas(status, single ? "cublasSgemm" : "cublasDgemm");
   return 0;
 }
 
@@ -125,8 +124,8 @@ inline int standalone_cuda_main(int argc, char** argv, const VarInfo* vars, int 
   void* handle = nullptr;
   check_cublas(cublas().create(&handle), "cublasCreate");
   fluid_cublas_handle = handle;
-  fluid_cublas_sgemm = &cublas_sgemm_checked;
-  fluid_cublas_dgemm = &cublas_dgemm_checked;
+  fluid_cublas_sgemm = &cublas_gemm_checked<float>;
+  fluid_cublas_dgemm = &cublas_gemm_checked<double>;
   run(device.data());
   check_cuda(cudaGetLastError(), "a kernel launch of fluid_run");
   check_cuda(cudaDeviceSynchronize(), "fluid_run");
