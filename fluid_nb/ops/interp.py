@@ -141,7 +141,8 @@ def _interp_infer_shape(method, rank):
         else:
             sizes = out_sizes(attrs, in_sizes)
             # scaled from a size known only at run time: known then too (-1 until then)
-            unknown = [float(attrs.get("scale", 0.0) or 0.0) > 0 and i < 0 for i in in_sizes]
+            scaled = float(attrs.get("scale", 0.0) or 0.0) > 0
+            unknown = [scaled and i < 0 for i in in_sizes]
             sizes = [-1 if u else s for s, u in zip(sizes, unknown)]
             for s, u in zip(sizes, unknown):
                 ctx.check(u or s > 0, "output size (out_d/out_h/out_w or scale)",
