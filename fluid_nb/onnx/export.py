@@ -36,7 +36,7 @@ def _onnx():
         import onnx
     except ImportError:
         raise PreconditionNotMet(expected("ONNX export", "the onnx package",
-                                          "installed (pip install 'fluid_nb[onnx]')",
+                                          "installed (pip install onnx)",
                                           "it is not installed")) from None
     return onnx
 
