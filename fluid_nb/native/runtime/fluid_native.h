@@ -428,9 +428,11 @@ void batch_norm_inference(const T* x, const T* scale, const T* bias, const T* me
 
 // --- optimizers (in place: ParamOut is Param) ---------------------------------------------------------
 // sgd: Param -= LearningRate[0] * Grad
-template <class T>
-void sgd(T* param, const T* grad, const T* lr, int64_t count) {
-  const T rate = lr[0];
+// The learning rate (L) and Adam's powers (P) keep their own types: a float64 parameter is
+// trained with Fluid's float32 learning rate and accumulators, read and written as such.
+template <class T, class L>
+void sgd(T* param, const T* grad, const L* lr, int64_t count) {
+  const T rate = static_cast<T>(lr[0]);
   for (int64_t i = 0; i < count; ++i) param[i] -= rate * grad[i];
 }
 
@@ -438,13 +440,13 @@ void sgd(T* param, const T* grad, const T* lr, int64_t count) {
 //   m1 = beta1 m1 + (1 - beta1) g;  m2 = beta2 m2 + (1 - beta2) g^2
 //   Param -= lr sqrt(1 - beta2^t) / (1 - beta1^t) * m1 / (sqrt(m2) + eps sqrt(1 - beta2^t))
 //   beta1^t *= beta1, beta2^t *= beta2 when the op has Beta1PowOut and Beta2PowOut
-template <class T>
-FLUID_VECTOR_CLONES void adam(T* __restrict__ param, const T* __restrict__ grad, const T* lr,
-          T* __restrict__ m1, T* __restrict__ m2, T* beta1_pow, T* beta2_pow, int64_t count,
+template <class T, class L, class P>
+FLUID_VECTOR_CLONES void adam(T* __restrict__ param, const T* __restrict__ grad, const L* lr,
+          T* __restrict__ m1, T* __restrict__ m2, P* beta1_pow, P* beta2_pow, int64_t count,
           T beta1, T beta2, T epsilon, bool update_pows) {
   const T one = 1;
-  const T pow1 = beta1_pow[0], pow2 = beta2_pow[0];
-  const T rate = lr[0] * std::sqrt(one - pow2) / (one - pow1);
+  const T pow1 = static_cast<T>(beta1_pow[0]), pow2 = static_cast<T>(beta2_pow[0]);
+  const T rate = static_cast<T>(lr[0]) * std::sqrt(one - pow2) / (one - pow1);
   const T eps_hat = epsilon * std::sqrt(one - pow2);
   for (int64_t i = 0; i < count; ++i) {
     const T g = grad[i];
@@ -453,8 +455,8 @@ FLUID_VECTOR_CLONES void adam(T* __restrict__ param, const T* __restrict__ grad,
     param[i] -= m1[i] / (std::sqrt(m2[i]) + eps_hat) * rate;
   }
   if (update_pows) {  // Beta1PowOut and Beta2PowOut given: the op carries the powers on
-    beta1_pow[0] = pow1 * beta1;
-    beta2_pow[0] = pow2 * beta2;
+    beta1_pow[0] = static_cast<P>(pow1 * beta1);
+    beta2_pow[0] = static_cast<P>(pow2 * beta2);
   }
 }
 

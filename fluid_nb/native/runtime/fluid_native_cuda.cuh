@@ -383,23 +383,24 @@ void batch_norm_inference(const T* x, const T* scale, const T* bias, const T* me
 }
 
 // --- optimizers ------------------------------------------------------------------------------------------
-template <class T>
-__global__ void sgd_kernel(T* param, const T* grad, const T* lr, int64_t count) {
-  const T rate = lr[0];
+// the learning rate (L) and Adam's powers (P) keep their own types, as on the host
+template <class T, class L>
+__global__ void sgd_kernel(T* param, const T* grad, const L* lr, int64_t count) {
+  const T rate = static_cast<T>(lr[0]);
   FLUID_GRID_STRIDE(i, count) param[i] -= rate * grad[i];
 }
 
-template <class T>
-void sgd(T* param, const T* grad, const T* lr, int64_t count) {
+template <class T, class L>
+void sgd(T* param, const T* grad, const L* lr, int64_t count) {
   if (count) sgd_kernel<<<blocks_for(count), kThreads>>>(param, grad, lr, count);
 }
 
-template <class T>
-__global__ void adam_kernel(T* param, const T* grad, const T* lr, T* m1, T* m2,
-                            const T* beta1_pow, const T* beta2_pow, int64_t count, T beta1,
+template <class T, class L, class P>
+__global__ void adam_kernel(T* param, const T* grad, const L* lr, T* m1, T* m2,
+                            const P* beta1_pow, const P* beta2_pow, int64_t count, T beta1,
                             T beta2, T epsilon) {
-  const T one = 1, pow1 = beta1_pow[0], pow2 = beta2_pow[0];
-  const T rate = lr[0] * sqrt(one - pow2) / (one - pow1);
+  const T one = 1, pow1 = static_cast<T>(beta1_pow[0]), pow2 = static_cast<T>(beta2_pow[0]);
+  const T rate = static_cast<T>(lr[0]) * sqrt(one - pow2) / (one - pow1);
   const T eps_hat = epsilon * sqrt(one - pow2);
   FLUID_GRID_STRIDE(i, count) {
     const T g = grad[i];
@@ -410,14 +411,14 @@ __global__ void adam_kernel(T* param, const T* grad, const T* lr, T* m1, T* m2,
 }
 
 // the powers advance after every element has read them: a kernel of their own
-template <class T>
-__global__ void advance_pows_kernel(T* beta1_pow, T* beta2_pow, T beta1, T beta2) {
-  beta1_pow[0] *= beta1;
-  beta2_pow[0] *= beta2;
+template <class T, class P>
+__global__ void advance_pows_kernel(P* beta1_pow, P* beta2_pow, T beta1, T beta2) {
+  beta1_pow[0] = static_cast<P>(static_cast<T>(beta1_pow[0]) * beta1);
+  beta2_pow[0] = static_cast<P>(static_cast<T>(beta2_pow[0]) * beta2);
 }
 
-template <class T>
-void adam(T* param, const T* grad, const T* lr, T* m1, T* m2, T* beta1_pow, T* beta2_pow,
+template <class T, class L, class P>
+void adam(T* param, const T* grad, const L* lr, T* m1, T* m2, P* beta1_pow, P* beta2_pow,
           int64_t count, T beta1, T beta2, T epsilon, bool update_pows) {
   if (count)
     adam_kernel<<<blocks_for(count), kThreads>>>(param, grad, lr, m1, m2, beta1_pow, beta2_pow,
