@@ -247,7 +247,9 @@ def lab_command(folder, extra=(), as_root=False):
     extra = list(extra)
     if as_root and "--allow-root" not in extra:
         extra.append("--allow-root")
-    return [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={folder}", *extra]
+    # Jupyter's `jupyter lab`, started so that an interrupt stops it cleanly (server/lab.py)
+    return [sys.executable, "-m", "fluid_nb.server.lab", f"--ServerApp.root_dir={folder}",
+            *extra]
 
 
 def _running_as_root():

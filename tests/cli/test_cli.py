@@ -147,8 +147,8 @@ def test_lab_runs_jupyterlab_on_the_notebooks_folder(tmp_path, capsys, monkeypat
     monkeypatch.setattr(cli, "hand_over_to", lambda command: ran.append(command) or 0)
     code, _, _ = _main(["lab", "--dir", tmp_path, "--port", "8899", "--no-browser"], capsys)
     assert code == 0
-    assert ran == [[sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={tmp_path}",
-                    "--port", "8899", "--no-browser"]]
+    assert ran == [[sys.executable, "-m", "fluid_nb.server.lab",
+                    f"--ServerApp.root_dir={tmp_path}", "--port", "8899", "--no-browser"]]
 
 
 def test_lab_as_root_passes_allow_root_and_says_so(tmp_path, capsys, monkeypatch):
@@ -332,6 +332,46 @@ def test_fluid_nb_lab_starts_jupyterlab_with_the_extension(tmp_path):
         names = [ext["name"] for ext in config.get("federated_extensions", [])]
         assert "fluid-nb-labext" in names, names
     finally:
+        lab.stop()
+
+
+@pytest.mark.skipif(os.name != "posix", reason="signals as POSIX sends them")
+@pytest.mark.parametrize("signal_name", ["SIGTERM", "SIGINT"])
+def test_stopping_fluid_nb_lab_while_it_serves_requests_stops_it(tmp_path, signal_name):
+    """The stop does not depend on what the server is doing when the signal comes: with
+    requests being served at that moment (an interrupt landing in a request handler; worker
+    threads busy as the loop stops), JupyterLab still shuts down, with no traceback."""
+    import signal
+    import threading
+    lab = _RunningLab(tmp_path)
+    output = []
+    reader = threading.Thread(target=lambda: output.append(lab.output()), daemon=True)
+    reader.start()  # the log is read as it comes, so the server never waits on a full pipe
+    served, stopping = threading.Semaphore(0), threading.Event()
+
+    def browse():
+        while not stopping.is_set():
+            try:
+                lab.get("/api/contents", timeout=5)
+                served.release()
+            except OSError:
+                pass
+    clients = [threading.Thread(target=browse, daemon=True) for _ in range(4)]
+    try:
+        lab.wait_for_page()
+        for client in clients:
+            client.start()
+        for _ in range(40):  # the clients are busy: requests keep being served
+            assert served.acquire(timeout=60), "JupyterLab stopped answering /api/contents"
+        lab.process.send_signal(getattr(signal, signal_name))
+        stopping.set()
+        lab.process.wait(timeout=60)
+        reader.join(timeout=30)
+        assert "Traceback" not in output[0], output[0][-3000:]
+        assert "received signal 15, stopping" in output[0]
+        assert not lab.answers(), "JupyterLab still serves after fluid-nb lab was stopped"
+    finally:
+        stopping.set()
         lab.stop()
 
 
