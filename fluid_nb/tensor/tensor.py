@@ -115,7 +115,11 @@ def lod_from_row_offsets(row_offsets):
     units of the next level's sequences: ``[[0, 3, 5, 6, 8], [0, 2, 3, 5, 7, 8, 10, 13, 14]]``.
     Every boundary of a level must also be a boundary of the level below.
     """
-    levels = [list(level) for level in row_offsets]
+    where = "lod_from_row_offsets"
+    if row_offsets is None:
+        raise InvalidArgument(expected(where, "row offsets",
+                                       "a list of levels, each a list of integers", "None"))
+    levels = _levels(row_offsets, where, "row offsets")
     lod = [levels[-1]] if levels else []
     for depth in range(len(levels) - 2, -1, -1):
         below = {row: index for index, row in enumerate(levels[depth + 1])}

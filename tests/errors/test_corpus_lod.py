@@ -95,6 +95,10 @@ def _lod_cases():
                    lambda lengths=lengths: create_lod_tensor(
                        np.zeros((ROWS, 1), "float32"), lengths, fluid.CPUPlace()),
                    None, not valid, ("create_lod_tensor",))
+    for name, lod, valid in OFFSETS:  # the same levels in the design documents' row notation
+        yield Case("lod", f"row_offsets_{name}",
+                   lambda lod=lod: fluid.lod_from_row_offsets(lod), None,
+                   True if lod is None else None, ("lod_from_row_offsets",))
     rng = random.Random(7)
     for i in range(30):  # random offsets: refused exactly when not a valid LoD for 6 rows
         offsets = [0] + sorted(rng.randint(0, ROWS) for _ in range(rng.randint(0, 4))) + [ROWS]
