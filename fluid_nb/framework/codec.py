@@ -195,11 +195,12 @@ def check_structure(msg, root, where="ProgramDesc"):
 
 def _check_op(o, block_idx, op_idx, count, node, opdef, fail):
     label = f"block {block_idx} op {op_idx} '{o.type}'"
-    attrs, types = {}, {}
+    # an attribute written twice is read as Paddle's OpDesc reads it: the later value wins
+    # (Paddle 2.6 itself saves reshape2 with mkldnn_data_type twice)
+    attrs, types, positions = {}, {}, {}
     for k, a in enumerate(o.attrs):
         offset = node.at("attrs", k).offset()
-        if a.name in attrs:
-            fail(offset, f"{label}: attribute name", "each attribute once", repr(a.name))
+        positions[a.name] = k
         if a.type in (AttrType.BLOCK, AttrType.BLOCKS):
             targets = [a.block_idx] if a.type == AttrType.BLOCK else list(a.blocks_idx)
             for target in targets:
@@ -210,7 +211,7 @@ def _check_op(o, block_idx, op_idx, count, node, opdef, fail):
     if opdef is None:  # unknown op types are kept; running one reports it
         return
     for name, message in attr_problems(o.type, attrs, types, opdef.attrs):
-        offset = node.at("attrs", list(attrs).index(name)).offset() if name in attrs \
+        offset = node.at("attrs", positions[name]).offset() if name in positions \
             else node.offset()
         fail(offset, label, "attributes that fit the op's definition", message)
 

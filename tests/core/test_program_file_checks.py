@@ -93,6 +93,31 @@ def test_attribute_of_a_known_op_with_another_type_is_refused():
     _refused(msg.SerializeToString(), "mul", "x_num_col_dims", "INT")
 
 
+def test_an_attribute_written_twice_is_read_as_paddle_reads_it_the_later_value_winning():
+    """Paddle 2.6 saves some ops (reshape2; the concat of split's gradient) with an attribute
+    twice, and its OpDesc keeps the later one: such files open and run here too."""
+    msg = pb.ProgramDesc.FromString((MLP / "separate" / "__model__").read_bytes())
+    _, op = _first_op(msg, "mul")
+    first = next(a for a in op.attrs if a.name == "x_num_col_dims")
+    for value in (3, first.i):  # an odd value, then the file's own again, last
+        again = op.attrs.add()
+        again.CopyFrom(first)
+        again.i = value
+    extra = op.attrs.add()
+    extra.name, extra.type, extra.s = "mkldnn_data_type", AttrType.STRING, "float32"
+    op.attrs.add().CopyFrom(extra)
+    program = fluid.Program.parse_from_string(msg.SerializeToString())
+    mul = next(op for op in program.global_block().ops if op.type == "mul")
+    assert mul.attrs["x_num_col_dims"] == first.i and mul.attrs["mkldnn_data_type"] == "float32"
+    # written back once each, and a retyped duplicate is still checked
+    again_msg = pb.ProgramDesc.FromString(program.serialize_to_string())
+    _, saved = _first_op(again_msg, "mul")
+    assert [a.name for a in saved.attrs].count("x_num_col_dims") == 1
+    op.attrs.add().CopyFrom(first)
+    op.attrs[-1].type, op.attrs[-1].s = AttrType.STRING, "two"
+    _refused(msg.SerializeToString(), "mul", "x_num_col_dims", "INT")
+
+
 def test_non_utf8_variable_name_is_refused_with_its_offset():
     msg = pb.ProgramDesc.FromString((MLP / "separate" / "__model__").read_bytes())
     msg.blocks[0].vars[0].name = "zz_marker"
