@@ -22,9 +22,10 @@ READABLE = WRITABLE + tuple(sorted({
     "/usr", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/proc", "/sys", "/dev", "/opt",
     "/bin", "/sbin", "/run"}))
 WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
-# events that change the file system, and which of their arguments are paths
+# events that change the file system, and which of their arguments are paths changed (a
+# link's target is not: the link is made beside it)
 CHANGES = {"os.rename": (0, 1), "os.remove": (0,), "os.mkdir": (0,), "os.rmdir": (0,),
-           "os.symlink": (0, 1), "os.link": (0, 1), "os.truncate": (0,), "os.chmod": (0,),
+           "os.symlink": (1,), "os.link": (1,), "os.truncate": (0,), "os.chmod": (0,),
            "os.chown": (0,), "os.utime": (0,), "shutil.rmtree": (0,), "shutil.copyfile": (1,),
            "shutil.move": (0, 1), "os.mkfifo": (0,), "os.mknod": (0,)}
 STARTS = {"subprocess.Popen": 0, "os.exec": 0, "os.posix_spawn": 0, "os.spawn": 1}
@@ -88,10 +89,8 @@ def files_state():
     leave them as they were."""
     state = {}
     for folder, dirs, files in os.walk(WORKDIR):
-        relative = os.path.relpath(folder, WORKDIR)
-        if relative.split(os.sep)[0] in ("cache", "tmp"):
-            dirs[:] = []
-            continue
+        if folder == str(WORKDIR):
+            dirs[:] = [name for name in dirs if name not in ("cache", "tmp")]
         for name in dirs + files:
             path = os.path.join(folder, name)
             try:
