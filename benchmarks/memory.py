@@ -1,6 +1,6 @@
 """The host memory arena: peak bytes of three programs under each way of freeing, the
-arena's alloc/free time against NumPy's own allocator, W1-W3 with the arena on and off, and
-W1-W2 with its event log on and off.
+cost of the step transaction on W2, the arena's alloc/free time against NumPy's own
+allocator, W1-W3 with the arena on and off, and W1-W2 with its event log on and off.
 
     python benchmarks/memory.py
 
@@ -12,12 +12,17 @@ a small CNN (conv 3x3x16, pool, conv 3x3x32, pool, fc 10; batch 32 of 1x28x28, S
 - none: no memory optimisation at all: every temporary kept to the end of the run
   (``FLAGS_eager_delete_tensor_gb=-1``) and update ops making new parameter arrays
   (``FLAGS_inplace_update=False``);
-- in place: only the optimizer's in-place updates (the default for them);
+- in place: ``FLAGS_inplace_update`` on; an ``Executor.run`` keeps the values its step
+  started from until the step ends (a failed step puts them back), so its update ops
+  write new arrays either way and this row equals the first (the transaction's cost
+  against the in-place updates of before is measured on its own, below);
 - memory_optimize: the program rewritten by ``fluid.memory_optimize`` (and then
   ``fluid.release_memory``), with in-place updates, temporaries otherwise kept to the end
   (and once alone, without in-place updates);
 - eager: the executor's defaults, each temporary freed after its last use and in-place
   updates;
+- transaction: W2's step time and peak with the step transaction and with the undo log
+  emptied (updates in place, as before the transaction);
 - lower bound: the largest total of simultaneously live variables' blocks (each from its
   alloc to the end of its last use, read from the eager run's event log), in block bytes
   (what this allocator must hold) and in the bytes the tensors need.
@@ -31,6 +36,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fluid_nb as fluid  # noqa: E402
 from fluid_nb import flags  # noqa: E402
+from fluid_nb.exec import executor  # noqa: E402
 from fluid_nb.memory import places  # noqa: E402
 from fluid_nb.memory.arena import Arena, allocating_from  # noqa: E402
 from _timing import interleaved_best  # noqa: E402
@@ -189,6 +195,59 @@ def peaks():
     return rows
 
 
+# --- the step transaction's cost ------------------------------------------------------------------
+def _step_without_undo(build_step):
+    """A step built with the run's undo log empty (but for the feed and fetch lists): what
+    the executor did before a failed step was put back, update ops writing parameters in
+    place. The plan, made at the first run, keeps that."""
+    real = executor._written_outside
+    executor._written_outside = lambda block, scope, local, also=(): tuple(also)
+    try:
+        step = build_step()
+        step()
+    finally:
+        executor._written_outside = real
+    return step
+
+
+def transaction_cost():
+    """W2 (MLP + Adam) with the step transaction (old values kept until the step ends;
+    update ops write new arrays) and without it (updates in place): time per step and
+    the arena's peak during a step, each in a fresh arena."""
+    rng = np.random.RandomState(1)
+    x = rng.uniform(-1, 1, (64, 784)).astype("float32")
+    label = rng.randint(0, 10, (64, 1)).astype("int64")
+
+    def build():
+        return train_step.w2_fluid(x, label)
+
+    print("the step transaction on W2 (a failed step leaves every persistable as it was)")
+    peaks = {}
+    for name, make in (("transaction", lambda: _warm(build)),
+                       ("in place, no undo", lambda: _step_without_undo(build))):
+        _fresh_arena()
+        step = make()
+        step()
+        fluid.memory.reset_peak(CPU)
+        step()
+        peaks[name] = fluid.memory.peak(CPU)
+    steps = {"transaction": _warm(build), "in place, no undo": _step_without_undo(build)}
+    times = interleaved_best(steps, rounds=9, number=20)
+    state = 3 * 4 * (784 * 200 + 200 + 200 * 200 + 200 + 200 * 10 + 10)  # params, 2 moments
+    for name in steps:
+        print(f"  {name:18s} {times[name] * 1e6:9.1f} µs   peak {peaks[name] / 1024:8.1f} KiB")
+    print(f"  cost: time x{times['transaction'] / times['in place, no undo']:.3f}, peak "
+          f"+{(peaks['transaction'] - peaks['in place, no undo']) / 1024:.1f} KiB "
+          f"(parameters and Adam moments: {state / 1024:.1f} KiB)")
+    return times, peaks
+
+
+def _warm(build):
+    step = build()
+    step()
+    return step
+
+
 # --- alloc/free time ---------------------------------------------------------------------------
 def alloc_free_times():
     """ns per np.empty + its free, by size: NumPy's allocator against the arena's."""
@@ -284,6 +343,7 @@ def main():
     saved = dict(flags._values)
     try:
         peaks()
+        transaction_cost()
         alloc_free_times()
         on_off()
         recording_cost()

@@ -8,11 +8,15 @@ memory arena reads ``FLAGS_use_system_allocator``, ``FLAGS_initial_cpu_memory_in
 (:mod:`fluid_nb.memory.places`), and the executor ``FLAGS_eager_delete_tensor_gb`` (below
 0: temporaries live to the end of a run) and ``FLAGS_inplace_update`` (off: update ops make
 new arrays instead of writing parameters in place; not one of Paddle's flags, whose updates
-are always in place); the parameter server runtime (:mod:`fluid_nb.distributed`) reads
-``FLAGS_rpc_deadline`` (ms an RPC may take, retries included), ``FLAGS_rpc_retry_times`` and
-``FLAGS_rpc_round_deadline`` (ms a sync-mode server waits for the trainers of a round once
-it has begun; not one of Paddle's flags); the others are kept for scripts that set them.
-An unknown name is refused, as in Fluid, with the known ones listed.
+are always in place; ``Executor.run`` keeps the values a step started from until the step
+ends, so there it writes only values made during the same run in place); the parameter
+server runtime (:mod:`fluid_nb.distributed`) reads ``FLAGS_rpc_deadline`` (ms an RPC may
+take, retries included), ``FLAGS_rpc_retry_times`` and ``FLAGS_rpc_round_deadline`` (ms a
+sync-mode server waits for the trainers of a round once it has begun; not one of Paddle's
+flags); the others are kept for scripts that set them.
+An unknown name is refused, as in Fluid, with the known ones listed, and so is a value of
+another type or, for the memory flags, out of its range (an environment variable out of
+range is ignored, as one that does not parse).
 """
 import os
 
@@ -53,6 +57,26 @@ DEFAULTS = {
     "FLAGS_inplace_update": True,
 }
 
+#: the most an int flag counted in bytes, MiB or events may be: what a C size holds
+_MOST = (1 << 63) - 1
+
+
+def _fraction(value):
+    return 0 < value <= 1  # NaN fails both comparisons
+
+
+#: flag -> (test of a value of the flag's type, what the test wants): the values the
+#: memory arenas can be built from; set_flags refuses any other
+RULES = {
+    "FLAGS_fraction_of_cpu_memory_to_use": (_fraction, "a fraction in (0, 1]"),
+    "FLAGS_fraction_of_gpu_memory_to_use": (_fraction, "a fraction in (0, 1]"),
+    "FLAGS_initial_cpu_memory_in_mb": (lambda v: 1 <= v <= _MOST >> 20,
+                                       f"an int >= 1 and at most {_MOST >> 20}"),
+    "FLAGS_initial_gpu_memory_in_mb": (lambda v: 0 <= v <= _MOST >> 20,
+                                       f"an int >= 0 and at most {_MOST >> 20}"),
+    "FLAGS_memory_event_limit": (lambda v: 0 <= v <= _MOST, f"an int >= 0 and at most {_MOST}"),
+}
+
 _values = {}
 #: bumped by every set_flags, so readers can cache what they derive from flags
 version = [0]
@@ -76,9 +100,15 @@ def _from_environment(name):
     if isinstance(default, bool):
         return text.strip().lower() in ("1", "true", "yes")
     try:
-        return type(default)(text)
-    except ValueError:
+        value = type(default)(text)
+    except (ValueError, OverflowError):
         return default
+    return value if _obeys(name, value) else default
+
+
+def _obeys(name, value):
+    rule = RULES.get(name)
+    return rule is None or rule[0](value)
 
 
 def get_flags(flags):
@@ -92,7 +122,9 @@ def get_flags(flags):
 
 
 def set_flags(flags):
-    """Set flags from a ``{name: value}`` dict; each value must have its flag's type."""
+    """Set flags from a ``{name: value}`` dict; each value must have its flag's type, and
+    the memory flags' values their range (``RULES``). All or nothing: a refused value
+    leaves every flag as it was."""
     if not isinstance(flags, dict):
         raise InvalidType(expected("set_flags", "flags", "a dict of flag names to values",
                                    repr(flags)))
@@ -100,15 +132,36 @@ def set_flags(flags):
     for name, value in flags.items():
         default = DEFAULTS[_known(name, "set_flags")]
         kind = type(default)
-        fits = isinstance(value, kind) and (kind is not int or not isinstance(value, bool))
-        if kind is float and isinstance(value, int) and not isinstance(value, bool):
-            value, fits = float(value), True
+        # by the value's type alone: a check runs none of the value's own code
+        given = type(value)
+        fits = issubclass(given, kind) and (kind is not int or given is not bool)
+        if kind is float and issubclass(given, int) and given is not bool:
+            fits = abs(value) <= _MOST_FLOAT
+            value = float(value) if fits else value
         if not fits:
-            raise InvalidArgument(expected("set_flags", f"flag {name}", f"a {kind.__name__}",
-                                           f"{value!r} ({type(value).__name__})"))
+            raise InvalidType(expected("set_flags", f"flag {name}", f"a {kind.__name__}",
+                                       f"{_shown(value)} ({type(value).__name__})"))
+        if not _obeys(name, value):
+            raise InvalidArgument(expected("set_flags", f"flag {name}", RULES[name][1],
+                                           _shown(value)))
         checked[name] = value
     _values.update(checked)  # all or nothing
     version[0] += 1
+
+
+_MOST_FLOAT = 1 << 1023  # ints beyond a float's range stay ints (and are refused)
+
+
+def _shown(value):
+    """A value for a message: its repr where it is plain data (no code of the caller's
+    runs), else its type's name."""
+    kind = type(value)
+    if kind not in (bool, int, float, str, bytes, type(None)):
+        return f"a {kind.__name__} object"
+    if kind is int and value.bit_length() > 64:  # repr refuses ints of > 4300 digits
+        return f"an int of {value.bit_length()} bits"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:40] + f"... ({len(text)} characters)"
 
 
 def flag(name):

@@ -13,11 +13,19 @@ Block 0 plans are cached on the program, keyed by place, scope and feed/fetch na
 dropped when the program changes (``program._version``). Sub-blocks (``while``,
 ``conditional_block``) reuse their PreparedBlock and bind it to each step scope.
 
+A run is all or nothing: before its ops run, it takes the values of the holders outside
+the run that they write (persistables, the feed and fetch lists: references, not copies);
+if anything fails (an op's error, memory running out, a KeyboardInterrupt), they are put
+back, so every persistable is as it was before the run. Holding the old values is also
+what keeps update ops from writing them in place (``_sole_owner`` sees the extra holder):
+they write new arrays, and the old ones go when the run ends.
+
 On the host, NumPy allocates from the place's memory arena (:mod:`fluid_nb.memory`) for the
 duration of a run, so every array a kernel makes lies in the arena's chunks; temporaries are
 dropped at their last use (unless ``FLAGS_eager_delete_tensor_gb`` < 0). With the arena's
 event log on, each op's allocations are tagged with the op and the variables they became.
 """
+import math
 import sys
 import time
 
@@ -306,6 +314,11 @@ class _RunPlan:
         self.feed_holder = scope.var(feed_var_name)
         self.fetch_holder = scope.var(fetch_var_name)
         self.local_holders = list(local.vars.values())
+        #: the holders outside the run (persistables, outer variables, the feed and fetch
+        #: lists) that it writes: their values before the run are the undo log of a run
+        #: that fails
+        self.written = _written_outside(run_program.global_block(), scope, local,
+                                        (self.feed_holder, self.fetch_holder))
         self.feed_checks = []
         block = run_program.global_block()
         for name in feed_names:
@@ -332,14 +345,21 @@ class _RunPlan:
                 tensors.append(LoDTensor(value))  # the common case: nothing to convert
             else:
                 tensors.append(feed_tensor(name, var, value, self.place))
-        self.feed_holder.value = tensors
-        self.fetch_holder.value = [None] * self.n_fetch
         scope = self.scope
+        # holding the old values also keeps update ops from writing them in place
+        # (``_sole_owner``), so after a failure they are intact and simply put back
+        undo = [holder.value for holder in self.written]
         scope.kids.append(self.local)
         try:
-            run_steps(self.prepared, self.steps, self.executor.trace, self.executor.watch,
-                      self.local)
-            results = self.fetch_holder.value
+            try:
+                self.feed_holder.value = tensors
+                self.fetch_holder.value = [None] * self.n_fetch
+                run_steps(self.prepared, self.steps, self.executor.trace,
+                          self.executor.watch, self.local)
+                results = self.fetch_holder.value
+            except BaseException:  # an interrupt too: the run is all or nothing
+                _put_back(self.written, undo)
+                raise
         except ResourceExhausted as exc:
             raise _with_holders(exc, self.place, scope) from exc.__cause__
         finally:
@@ -354,6 +374,43 @@ class _RunPlan:
         if return_numpy:
             return [_to_numpy(t) for t in results]
         return results
+
+
+def _written_outside(block, scope, local, also=()):
+    """``also`` and the holders of ``scope`` (or its ancestors) that the ops of ``block``
+    and of the blocks nested in them write, in a fixed order; the run's own temporaries
+    (``local``) are not among them."""
+    holders = {id(holder): holder for holder in also}
+    for name in sorted(_names_written(block)):
+        if local.find_local_var(name) is None:
+            holder = scope.find_var(name)
+            if holder is not None:
+                holders[id(holder)] = holder
+    return tuple(holders.values())
+
+
+def _names_written(block):
+    """Every name the ops of ``block`` and of the blocks nested in them write."""
+    names = set()
+    for op in block.ops:
+        names.update(op.output_arg_names)
+        for name, value in op.attrs.items():
+            if op.attr_type(name) in (AttrType.BLOCK, AttrType.BLOCKS):
+                for idx in (value if isinstance(value, list) else [value]):
+                    names |= _names_written(block.program.block(idx))
+    return names
+
+
+def _put_back(holders, values):
+    """Give each holder its value from before the run. Only reference assignments, and
+    started over if an interrupt lands among them, so it always finishes whole."""
+    while True:
+        try:
+            for holder, value in zip(holders, values):
+                holder.value = value
+            return
+        except KeyboardInterrupt:
+            continue
 
 
 def run_steps(prepared, steps, trace=None, watch=None, scope=None):
@@ -479,7 +536,8 @@ def _memory_summary(where, exc):
     if shape is None or dtype is None:
         return expected(where, "memory", "enough for the op's outputs",
                         f"MemoryError: {exc}")
-    size = int(np.prod(shape, dtype=object)) * np.dtype(dtype).itemsize
+    # plain ints: the arena that just ran out is still NumPy's allocator here
+    size = math.prod(int(d) for d in shape) * np.dtype(dtype).itemsize
     return expected(where, "memory", "enough for the op's outputs",
                     f"a request of {size} bytes ({_human_bytes(size)}) for an array of shape "
                     f"{list(shape)} and dtype {np.dtype(dtype)}")

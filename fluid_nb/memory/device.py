@@ -18,7 +18,7 @@ CuPy is imported only here, and only when a CUDAPlace's arena is asked for.
 import contextlib
 
 from .. import flags
-from ..errors import InvalidArgument, ResourceExhausted, expected
+from ..errors import ResourceExhausted, expected
 from .arena import Arena
 from .events import Recorder
 
@@ -32,7 +32,7 @@ _arenas = {}  # device id -> DeviceArena
 class DeviceArena:
     """The arena of one device, its event recorder and CuPy's allocator over it."""
 
-    __slots__ = ("arena", "recorder", "limit", "version", "device_id", "allocate")
+    __slots__ = ("arena", "recorder", "limit", "version", "device_id", "allocate", "given")
 
     def __init__(self, arena, limit, version, device_id, cupy):
         self.arena = arena
@@ -41,6 +41,8 @@ class DeviceArena:
         self.version = version
         self.device_id = device_id
         self.allocate = _allocator(self, cupy)
+        #: the addresses fluid.memory.alloc gave out and free has not taken back
+        self.given = set()
 
 
 class _Block:
@@ -73,16 +75,12 @@ def _allocator(entry, cupy):
 
 
 def device_layout(total_bytes):
-    """``(chunk_size, limit)`` in bytes for a device of ``total_bytes`` (see the module)."""
+    """``(chunk_size, limit)`` in bytes for a device of ``total_bytes`` (see the module;
+    the flags module keeps the flags in range). The limit is at least one byte: the
+    arena reads 0 as "no limit", which no positive fraction means."""
     fraction = flags.flag("FLAGS_fraction_of_gpu_memory_to_use")
     initial_mb = flags.flag("FLAGS_initial_gpu_memory_in_mb")
-    if not 0 < fraction <= 1:
-        raise InvalidArgument(expected("a GPU's memory arena", "FLAGS_fraction_of_gpu_memory_to_use",
-                                       "a fraction in (0, 1]", repr(fraction)))
-    if initial_mb < 0:
-        raise InvalidArgument(expected("a GPU's memory arena", "FLAGS_initial_gpu_memory_in_mb",
-                                       "an int >= 0", repr(initial_mb)))
-    limit = int(fraction * total_bytes)
+    limit = max(1, int(fraction * total_bytes))
     chunk = min((initial_mb << 20) or DEFAULT_CHUNK, max(limit, MIN_BLOCK))
     return 1 << (chunk.bit_length() - 1), limit
 

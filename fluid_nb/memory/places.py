@@ -18,7 +18,11 @@ one of these flags gives the place a new arena from the next run on; the old one
 until the last array in it dies.
 """
 import bisect
+import inspect
 import os
+import sys
+
+import numpy as np
 
 from .. import flags
 from ..errors import (InvalidArgument, InvalidType, NotFound, ResourceExhausted, Unimplemented,
@@ -36,10 +40,13 @@ MIN_BLOCK = 256
 class PlaceArena:
     """The arena of one place with its event recorder and the flags it was made from."""
 
-    __slots__ = ("arena", "capsule", "recorder", "limit", "version")
+    __slots__ = ("arena", "capsule", "recorder", "limit", "version", "given")
 
     def __init__(self, arena, limit, version):
         self.arena = arena
+        #: the addresses ``alloc`` gave out and ``free`` has not taken back: the only
+        #: blocks ``free`` takes (the others hold tensors)
+        self.given = set()
         #: NumPy's handler capsule over the arena, made once (each keeps the arena alive)
         self.capsule = arena.handler
         self.recorder = Recorder(arena)
@@ -90,17 +97,12 @@ def _configured(previous):
 
 
 def host_layout():
-    """``(chunk_size, limit)`` in bytes from the flags (see the module's text)."""
+    """``(chunk_size, limit)`` in bytes from the flags (see the module's text; the flags
+    module keeps their values in range). The limit is at least one byte: the arena
+    reads 0 as "no limit", which no positive fraction means."""
     fraction = flags.flag("FLAGS_fraction_of_cpu_memory_to_use")
     initial_mb = flags.flag("FLAGS_initial_cpu_memory_in_mb")
-    if not 0 < fraction <= 1:
-        raise InvalidArgument(expected("the host memory arena",
-                                       "FLAGS_fraction_of_cpu_memory_to_use",
-                                       "a fraction in (0, 1]", repr(fraction)))
-    if initial_mb < 1:
-        raise InvalidArgument(expected("the host memory arena", "FLAGS_initial_cpu_memory_in_mb",
-                                       "an int >= 1", repr(initial_mb)))
-    limit = int(fraction * physical_memory())
+    limit = max(1, int(fraction * physical_memory()))
     chunk = min(initial_mb << 20, max(limit // 32, MIN_BLOCK))
     return 1 << (chunk.bit_length() - 1), limit
 
@@ -113,23 +115,24 @@ def physical_memory():
 
 
 def _event_limit():
-    limit = flags.flag("FLAGS_memory_event_limit")
-    if limit < 0:
-        raise InvalidArgument(expected("the host memory arena", "FLAGS_memory_event_limit",
-                                       "an int >= 0", repr(limit)))
-    return limit
+    return flags.flag("FLAGS_memory_event_limit")  # in range: the flags module checks it
 
 
 def _entry(place, where):
-    device = getattr(place, "device", None)
-    if device is None:
+    """The arena of ``place`` (the check of every public function's place argument).
+    Attributes are looked up statically: checking an argument runs none of its code."""
+    device = inspect.getattr_static(place, "device", None)
+    a_class = issubclass(type(place), type)  # CPUPlace without its ()
+    if type(device) is not str or a_class:
+        got = f"the class {place.__name__}" if a_class else type(place).__name__
         raise InvalidType(expected(f"fluid.memory.{where}", "place",
-                                   "a place (fluid.CPUPlace() or fluid.CUDAPlace(i))",
-                                   type(place).__name__))
+                                   "a place (fluid.CPUPlace() or fluid.CUDAPlace(i))", got))
     if device != "cpu":
-        if getattr(place, "device_id", None) is None:
-            raise Unimplemented(f"fluid.memory.{where}: the arena of {place!r} expected, but "
-                                "only the host and CUDAPlaces have one")
+        if type(inspect.getattr_static(place, "device_id", None)) is not int:
+            raise Unimplemented(expected(
+                f"fluid.memory.{where}", "place",
+                "a place with an arena (only the host and CUDAPlaces have one)",
+                f"a {type(place).__name__} on {device!r}"))
         from .device import device_arena  # imports CuPy: only for a CUDAPlace
         return device_arena(place)
     entry = host_arena()
@@ -140,32 +143,113 @@ def _entry(place, where):
     return entry
 
 
+# --- checking the public functions' arguments ------------------------------------------------
+#: the types a size or an address may have (exactly: a subclass could run code of its own)
+_INTEGERS = frozenset([int, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16,
+                       np.uint32, np.uint64, np.intc, np.uintc, np.longlong, np.ulonglong])
+
+
+def _size(size, where):
+    """``size`` as a byte count: an int (or NumPy integer) in [1, 2**63 - 1]."""
+    if type(size) not in _INTEGERS:
+        raise InvalidType(expected(where, "size", "an int >= 1 (bytes)", _shown(size)))
+    size = int(size)
+    if not 1 <= size <= sys.maxsize:
+        raise InvalidArgument(expected(where, "size", f"an int >= 1 and at most {sys.maxsize} "
+                                       "(bytes)", _shown(size)))
+    return size
+
+
+def _given(entry, address, where):
+    """``address`` as one of the blocks ``alloc`` gave out from ``entry`` and not yet
+    taken back: a tensor's block, a place inside a block or a block given back already
+    is refused, and the refusal says which it is."""
+    if type(address) not in _INTEGERS:
+        raise InvalidType(expected(where, "address", "an int from fluid.memory.alloc",
+                                   _shown(address)))
+    address = int(address)
+    if address not in entry.given:
+        raise InvalidArgument(expected(where, "address", "the address of a block "
+                                       "fluid.memory.alloc gave out and not yet freed",
+                                       f"{_hex(address)} ({_what_is(entry.arena, address)})"))
+    return address
+
+
+def _what_is(arena, address):
+    for start, size in arena.used_blocks():
+        if start == address:
+            return "a block holding an array's data"
+        if start < address < start + size:
+            return f"{address - start} bytes into a block at {_hex(start)}"
+    return "no block in use of this place's arena"
+
+
+def _scope(scope, where, optional=False):
+    """``scope`` as a scope (a ``vars`` dict and a ``kids`` list), or None if optional."""
+    if scope is None and optional:
+        return None
+    if not (type(inspect.getattr_static(scope, "vars", None)) is dict
+            and type(inspect.getattr_static(scope, "kids", None)) is list):
+        raise InvalidType(expected(where, "scope", "a fluid.Scope" + (" or None" if optional
+                                                                        else ""),
+                                   type(scope).__name__))
+    return scope
+
+
+def _hex(address):
+    return hex(address) if address >= 0 else f"-{hex(-address)}"
+
+
+#: the types whose repr a message may show (no code of the caller's runs)
+_SHOWN = frozenset([int, float, bool, str, bytes, type(None), complex]) | _INTEGERS \
+    | frozenset([np.float16, np.float32, np.float64, np.bool_])
+
+
+def _shown(value):
+    """A short description of an argument for a message: its repr where that is plain
+    data, else its type's name."""
+    kind = type(value)
+    if kind not in _SHOWN:
+        return f"a {kind.__name__} object"
+    if kind is int and value.bit_length() > 64:  # repr refuses ints of > 4300 digits
+        return f"an int of {value.bit_length()} bits"
+    text = repr(value)
+    text = text if len(text) <= 60 else text[:40] + f"... ({len(text)} characters)"
+    return f"{text} ({kind.__name__})"
+
+
 # --- the public API (the developer's guide's Alloc/Free/Used, and what views read) ----------
 def alloc(place, size):
     """A block of at least ``size`` bytes from the place's arena: its address (an int).
-    Blocks are ``2**k`` bytes (at least 256), aligned to their size within their chunk."""
-    if not isinstance(size, int) or isinstance(size, bool) or size < 1:
-        raise InvalidArgument(expected("fluid.memory.alloc", "size", "an int >= 1",
-                                       repr(size)))
+    Blocks are ``2**k`` bytes (at least 256), aligned to their size within their chunk.
+    Only the addresses alloc gives out can be given back with :func:`free`."""
+    size = _size(size, "fluid.memory.alloc")
     entry = _entry(place, "alloc")
+    if entry.limit and size > entry.limit:  # more than the arena may ever hold
+        raise _exhausted(entry, size)
     try:
-        return entry.arena.alloc(size)
+        address = entry.arena.alloc(size)
     except MemoryError:
-        raise ResourceExhausted(expected(
-            "fluid.memory.alloc", "memory", f"{size} bytes within the arena's limit "
-            f"({entry.limit} bytes, FLAGS_fraction_of_cpu_memory_to_use)",
-            f"{entry.arena.system_bytes} bytes taken from the system already")) from None
+        raise _exhausted(entry, size) from None
+    entry.given.add(address)
+    return address
+
+
+def _exhausted(entry, size):
+    return ResourceExhausted(expected(
+        "fluid.memory.alloc", "memory", f"{size} bytes within the arena's limit "
+        f"({entry.limit} bytes, FLAGS_fraction_of_cpu_memory_to_use)",
+        f"{entry.arena.system_bytes} bytes taken from the system already"))
 
 
 def free(place, address):
-    """Give back the block at ``address`` (from :func:`alloc`)."""
+    """Give back the block at ``address``, which :func:`alloc` gave out and nothing has
+    freed since; any other address (a tensor's block, a place inside a block, a block
+    freed already) is refused, and the arena is left as it was."""
     entry = _entry(place, "free")
-    try:
-        entry.arena.free(address)
-    except (ValueError, TypeError, OverflowError):
-        raise InvalidArgument(expected("fluid.memory.free", "address",
-                                       "the address of a block handed out by this arena",
-                                       repr(address))) from None
+    address = _given(entry, address, "fluid.memory.free")
+    entry.arena.free(address)
+    entry.given.discard(address)
 
 
 def used(place):
@@ -214,6 +298,7 @@ def blocks(place, scope=None):
     ``chunk`` is the chunk's index (None for a block larger than a chunk) and ``state`` is
     ``"free"``, or the name of the variable of ``scope`` (and its kids) whose tensor lies
     in the block, or ``"used"`` when no variable of the scope holds it."""
+    scope = _scope(scope, "fluid.memory.blocks", optional=True)
     arena = _entry(place, "blocks").arena
     bases = arena.chunks()
     names = _names_by_block(arena, scope) if scope is not None else {}
@@ -230,6 +315,7 @@ def blocks(place, scope=None):
 def holders(place, scope):
     """``[(variable name, bytes)]`` of the variables of ``scope`` (and its kids) whose
     tensors lie in the place's arena, the largest first."""
+    scope = _scope(scope, "fluid.memory.holders")
     arena = _entry(place, "holders").arena
     sizes = dict(arena.used_blocks())
     held = {}
@@ -241,6 +327,9 @@ def holders(place, scope):
 def record_events(place, on=True):
     """Switch the place's event log on or off (it starts off; live sessions turn it on).
     Returns whether it was on."""
+    if type(on) not in (bool, np.bool_):
+        raise InvalidType(expected("fluid.memory.record_events", "on", "a bool",
+                                   _shown(on)))
     entry = _entry(place, "record_events")
     was = entry.arena.recording
     entry.arena.recording = bool(on)

@@ -38,10 +38,12 @@ def test_the_layout_follows_paddles_gpu_flags(gpu_flags):
     ("FLAGS_initial_gpu_memory_in_mb", -1, "an int >= 0"),
 ])
 def test_bad_gpu_flags_are_named(gpu_flags, name, value, words):
-    fluid.set_flags({name: value})
+    before = fluid.get_flags([name])
     with pytest.raises(InvalidArgument, match=name) as info:
-        device_layout(8 * GIB)
+        fluid.set_flags({name: value})  # refused where it is set, and left as it was
     assert words in str(info.value)
+    assert fluid.get_flags([name]) == before
+    device_layout(8 * GIB)
 
 
 @pytest.mark.gpu
