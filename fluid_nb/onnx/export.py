@@ -10,14 +10,14 @@ file is written if there is any, otherwise they are written as nodes of the
 """
 import dataclasses
 import html
-import os
+import numbers
 from typing import List
 
 import numpy as np
 
-from ..errors import InvalidArgument, NotFound, PreconditionNotMet, expected
-from ..exec.scope import global_scope
-from ..framework.program import EMPTY_VAR_NAME, Program, without_feed_fetch_ops
+from ..errors import InvalidArgument, InvalidType, NotFound, PreconditionNotMet, expected
+from ..exec.scope import Scope, global_scope
+from ..framework.program import EMPTY_VAR_NAME, Program, Variable, without_feed_fetch_ops
 from ..tensor.dtypes import to_numpy_dtype
 from ..tensor.tensor import LoDTensor
 from ..tensor.transfer import to_host
@@ -27,6 +27,7 @@ from . import tensors  # noqa: F401  (registers the math and tensor-manipulation
 from . import sequences  # noqa: F401  (registers the sequence ops' converters)
 from .control_flow import Versions, last_writes
 from .converters import CONVERTERS, ROW_WISE, SEQUENCE_AWARE, UNCONVERTIBLE, NotConvertible
+from .files import output_path, write_atomically
 
 DOMAIN = "ai.fluid_nb"
 
@@ -210,11 +211,18 @@ class _Context:
         return out
 
     def param(self, name):
+        """The value of parameter ``name`` in the scope. Every parameter is read here, so
+        this is where a value that is not what the program declares (another shape or
+        dtype: a scope of another model) is refused, naming the variable."""
         held = self.scope.find_var(name)
         value = getattr(held, "value", None) if held is not None else None
         if not isinstance(value, LoDTensor) or value.array is None:
             raise NotConvertible(f"parameter {name!r} has no value in the scope")
-        return np.asarray(to_host(value.array))
+        array = np.asarray(to_host(value.array))
+        var = self.block._find_var_recursive(name)
+        if var is not None:
+            _check_declared(name, array, var)
+        return array
 
 
 #: reductions whose axes moved from an attribute to an input in opset 18
@@ -234,6 +242,64 @@ def _since_version(onnx, op_type, opset):
     return _SINCE[key]
 
 
+def _check_declared(name, array, var):
+    """Refuse the scope's ``array`` for ``var`` unless its shape (a declared -1 matches any
+    size) and dtype are the declared ones."""
+    shape = list(var.shape) if var.shape is not None else None
+    dtype = np.dtype(to_numpy_dtype(var.dtype))
+    fits = shape is None or (len(shape) == array.ndim and
+                             all(d < 0 or d == n for d, n in zip(shape, array.shape)))
+    if not fits or array.dtype != dtype:
+        raise InvalidArgument(expected(
+            "onnx.export", f"parameter {name!r} in the scope",
+            f"shape {shape} of {dtype} (as the program declares)",
+            f"shape {list(array.shape)} of {array.dtype}"))
+
+
+def _names(value, what, block):
+    """The variable names ``value`` gives for ``what`` (feed or fetch): a list or tuple of
+    Variables or names (one alone is taken as a list of it), each a variable of ``block``,
+    none twice."""
+    if isinstance(value, (str, Variable)):
+        value = [value]
+    if not isinstance(value, (list, tuple)):
+        raise InvalidType(expected("onnx.export", what, "a list of Variables or names",
+                                   type(value).__name__))
+    names = []
+    for k, item in enumerate(value):
+        name = item.name if isinstance(item, Variable) else item
+        if not isinstance(name, str) or not name:
+            raise InvalidType(expected("onnx.export", f"{what}[{k}]",
+                                       "a Variable or a variable's name", repr(item)[:80]))
+        if not block.has_var(name):
+            raise NotFound(expected("onnx.export", f"{what}[{k}]", "a variable of the program",
+                                    repr(name)))
+        if name in names:
+            raise InvalidArgument(expected("onnx.export", f"{what}[{k}]",
+                                           "each variable once", f"{name!r} again"))
+        names.append(name)
+    return names
+
+
+def _check_arguments(onnx, program, path, scope, opset, strict):
+    """Refuse arguments of the wrong type or range before any work is done."""
+    if not isinstance(program, Program):
+        raise InvalidType(expected("onnx.export", "program", "a Program",
+                                   type(program).__name__))
+    top = onnx.defs.onnx_opset_version()
+    if not isinstance(opset, numbers.Integral) or isinstance(opset, bool) or \
+            not 13 <= opset <= top:
+        raise InvalidArgument(expected("onnx.export", "opset", f"an int in [13, {top}]",
+                                       repr(opset)))
+    if scope is not None and not isinstance(scope, Scope):
+        raise InvalidType(expected("onnx.export", "scope", "a fluid_nb Scope or None",
+                                   f"{type(scope).__name__} {scope!r}"[:80]))
+    if not isinstance(strict, bool):
+        raise InvalidType(expected("onnx.export", "strict", "True or False", repr(strict)))
+    if path is not None:
+        output_path(path, "onnx.export")
+
+
 def _value_info(onnx, name, shape, dtype, symbol):
     dims = [d if d >= 0 else f"{symbol}_{i}" if i else "batch" for i, d in enumerate(shape)]
     return onnx.helper.make_tensor_value_info(
@@ -242,31 +308,26 @@ def _value_info(onnx, name, shape, dtype, symbol):
 
 def export(program, path=None, feed=None, fetch=None, scope=None, opset=17, strict=False):
     """Export the ops of block 0 of the inference ``program`` that ``fetch`` depends on to
-    the ONNX file ``path`` (None: only report). ``feed``: the input names (default: the program's feed ops, else its data
-    variables); ``fetch``: the outputs (variables or names; default: its fetch ops);
-    ``scope``: where the parameters are. Returns the :class:`Report`."""
+    the ONNX file ``path`` (None: only report). ``feed``: the inputs (Variables or names;
+    default: the program's feed ops, else its data variables); ``fetch``: the outputs
+    (Variables or names; default: its fetch ops); ``scope``: where the parameters are;
+    each must have the shape and dtype the program declares. Returns the
+    :class:`Report`. A refused call (a typed error) writes nothing: a file already at
+    ``path`` is left as it was, and no partial file is left beside it."""
     onnx = _onnx()
-    if not isinstance(program, Program):
-        raise InvalidArgument(expected("onnx.export", "program", "a Program",
-                                       type(program).__name__))
-    if not isinstance(opset, int) or not 13 <= opset <= onnx.defs.onnx_opset_version():
-        raise InvalidArgument(expected("onnx.export", "opset",
-                                       f"an int in [13, {onnx.defs.onnx_opset_version()}]",
-                                       repr(opset)))
+    _check_arguments(onnx, program, path, scope, opset, strict)
+    opset = int(opset)
     scope = global_scope() if scope is None else scope
     block = program.global_block()
-    feed_names = list(feed) if feed is not None else \
+    feed_names = _names(feed, "feed", block) if feed is not None else \
         [op.outputs["Out"][0] for op in block.ops if op.type == "feed"] or \
         [v.name for v in block.vars.values() if getattr(v, "is_data", False)]
-    fetch_names = [getattr(f, "name", f) for f in fetch] if fetch is not None else \
+    fetch_names = _names(fetch, "fetch", block) if fetch is not None else \
         [op.inputs["X"][0] for op in block.ops if op.type == "fetch"]
     if not fetch_names:
         raise InvalidArgument(expected("onnx.export", "fetch", "the outputs to export",
+                                       "an empty list" if fetch is not None else
                                        "none (the program has no fetch ops)"))
-    for name in feed_names + fetch_names:
-        if not block.has_var(name):
-            raise NotFound(expected("onnx.export", "feed/fetch", "variables of the program",
-                                    repr(name)))
     body = without_feed_fetch_ops(program).global_block()
     ctx = _Context(onnx, body, scope, 0)
     ctx.opset, ctx.fetched = opset, set(fetch_names)
@@ -368,9 +429,7 @@ def export(program, path=None, feed=None, fetch=None, scope=None, opset=17, stri
                                    doc_string=_doc(report))
     model.ir_version = min(model.ir_version, 8)  # readable by onnxruntimes of opset 17
     if path is not None:
-        partial = f"{path}.part"
-        onnx.save(model, partial)
-        os.replace(partial, path)  # no partial model is ever left at path
+        write_atomically(path, model.SerializeToString(), "onnx.export")
         report.path = path
     report.model = model
     return report

@@ -10,12 +10,11 @@ for reading and drawing: its ops are ONNX's, so the executor does not run it.
 """
 import os
 
-import numpy as np
-
-from ..errors import InvalidArgument, expected
+from ..errors import InvalidArgument, InvalidType, Unimplemented, expected
 from ..framework.attrs import AttrType
 from ..framework.program import Block, Operator, Parameter, Program, Variable
-from ..tensor.dtypes import convert_dtype
+from ..tensor.dtypes import VarType, convert_dtype
+from .checks import check_model, element_type, read_model_file
 
 
 def _onnx():
@@ -24,28 +23,32 @@ def _onnx():
 
 
 def _load(model):
+    """The ModelProto ``model`` names, checked (see :mod:`.checks`); external data is never
+    read: the views need only the tensors' types and dims."""
     onnx = _onnx()
     if isinstance(model, onnx.ModelProto):
+        check_model(model, WHERE)
         return model
-    if isinstance(model, (str, os.PathLike)):
-        try:
-            return onnx.load(os.fspath(model))
-        except FileNotFoundError:
-            raise InvalidArgument(expected("onnx.to_program", "model",
-                                           "an ONNX file or a ModelProto",
-                                           f"no file {os.fspath(model)!r}")) from None
-        except Exception as exc:  # a damaged or foreign file: say which
-            raise InvalidArgument(expected("onnx.to_program", f"model {os.fspath(model)!r}",
-                                           "an ONNX ModelProto file",
-                                           f"bytes that do not decode ({exc})")) from None
-    raise InvalidArgument(expected("onnx.to_program", "model",
-                                   "an ONNX file's path or an onnx.ModelProto",
+    if not isinstance(model, (str, os.PathLike)) or \
+            not isinstance(os.fspath(model), str):
+        raise InvalidType(expected(WHERE, "model", "an ONNX file's path or an onnx.ModelProto",
                                    type(model).__name__))
+    path = os.fspath(model)
+    data = read_model_file(path, WHERE)
+    try:
+        loaded = onnx.load_model_from_string(data)
+    except Exception as exc:  # a damaged or foreign file: say which
+        raise InvalidArgument(expected(WHERE, f"model {path!r}", "an ONNX ModelProto file",
+                                       f"bytes that do not decode ({exc})")) from None
+    check_model(loaded, f"{WHERE} ({path})", folder=os.path.dirname(os.path.abspath(path)))
+    return loaded
 
 
 def to_program(model):
     """The Program drawing the ONNX ``model`` (a path or an ``onnx.ModelProto``); see the
-    module docstring for how its parts map."""
+    module docstring for how its parts map. A model that is not well formed (see
+    :func:`fluid_nb.onnx.checks.check_model`) is refused with a typed error before any
+    Program is built."""
     onnx = _onnx()
     model = _load(model)
     try:
@@ -60,8 +63,7 @@ def to_program(model):
     return program
 
 
-_ELEM = {1: "float32", 2: "uint8", 3: "int8", 5: "int16", 6: "int32", 7: "int64", 9: "bool",
-         10: "float16", 11: "float64", 16: "bfloat16"}
+WHERE = "onnx.to_program"
 
 
 class _Reader:
@@ -71,10 +73,10 @@ class _Reader:
     def graph(self, graph, parent):
         block = Block(self.program, len(self.program.blocks), parent)
         self.program.blocks.append(block)
-        for init in graph.initializer:
-            array = self.onnx.numpy_helper.to_array(init)
-            block.vars[init.name] = Parameter(block, shape=list(array.shape),
-                                              dtype=_dtype(array.dtype), name=init.name,
+        for init in graph.initializer:  # (types and dims only: the data is never decoded)
+            dtype = element_type(init.data_type, WHERE, f"initializer {init.name!r}")
+            block.vars[init.name] = Parameter(block, shape=list(init.dims),
+                                              dtype=convert_dtype(dtype), name=init.name,
                                               trainable=False)
         initialized = {i.name for i in graph.initializer}
         for value in list(graph.input) + list(graph.value_info) + list(graph.output):
@@ -87,13 +89,25 @@ class _Reader:
         return block
 
     def _variable(self, block, value, is_data=False):
-        tensor = value.type.tensor_type
+        """A tensor value as a variable; a sequence of tensors as a tensor array (shape
+        inference may type a value so even where the model does not; other kinds, such as
+        optional and map, fluid_nb does not draw)."""
+        kind, tensor = VarType.LOD_TENSOR, value.type.tensor_type
+        which = value.type.WhichOneof("value")
+        if which is None:  # no type declared
+            return Variable(block, name=value.name, is_data=is_data)
+        if which == "sequence_type":
+            kind, tensor = VarType.LOD_TENSOR_ARRAY, value.type.sequence_type.elem_type
+            which, tensor = f"a sequence of {tensor.WhichOneof('value')}", tensor.tensor_type
+        if which not in ("tensor_type", "a sequence of tensor_type"):
+            raise Unimplemented(expected(WHERE, f"value {value.name!r}",
+                                         "a tensor or a sequence of tensors", which))
         shape = None
         if tensor.HasField("shape"):
             shape = [d.dim_value if d.HasField("dim_value") else -1 for d in tensor.shape.dim]
-        dtype = _ELEM.get(tensor.elem_type, "float32")
-        return Variable(block, name=value.name, shape=shape, dtype=convert_dtype(dtype),
-                        is_data=is_data)
+        dtype = element_type(tensor.elem_type, WHERE, f"value {value.name!r}")
+        return Variable(block, name=value.name, type=kind, shape=shape,
+                        dtype=convert_dtype(dtype), is_data=is_data)
 
     def _op(self, block, node):
         domain = node.domain or ""
@@ -140,8 +154,8 @@ class _Reader:
         if kind == A.STRINGS:
             return [s.decode("utf-8", "replace") for s in attribute.strings], AttrType.STRINGS
         if kind == A.TENSOR:  # a Constant's value: shown by its shape and type
-            array = self.onnx.numpy_helper.to_array(attribute.t)
-            return f"tensor {array.dtype}{list(array.shape)}", AttrType.STRING
+            dtype = element_type(attribute.t.data_type, WHERE, f"attribute {attribute.name!r}")
+            return f"tensor {dtype}{list(attribute.t.dims)}", AttrType.STRING
         return f"<{A.AttributeType.Name(kind)}>", AttrType.STRING
 
 
@@ -162,8 +176,4 @@ def _assign(names, formal, fallback):
             slot = f"{fallback}{k}" if not formal else formal[-1].name
         slots.setdefault(slot, []).append(name)
     return slots
-
-
-def _dtype(np_dtype):
-    return convert_dtype(str(np.dtype(np_dtype)))
 
