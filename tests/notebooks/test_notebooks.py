@@ -21,6 +21,7 @@ NOTEBOOKS = ROOT / "notebooks"
 PROGRAM_MIME = "application/vnd.fluid-nb.program+json"
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+MAX_SECONDS = 60  # a notebook of the course, start to end
 
 # the design documents' examples
 SENTENCE_LOD = [[0, 5, 8, 10, 14]]                       # figure (a): 4 sentences, 14 words
@@ -99,7 +100,9 @@ def assert_clean_run(executed):
     errors = [f"{o.ename}: {o.evalue}" for o in outputs if o.output_type == "error"]
     assert not errors
     assert not [o.text for o in outputs if o.output_type == "stream" and o.name == "stderr"]
-    assert executed.seconds() < 10
+    # a learner's notebook finishes within a minute; how fast it runs is measured by the
+    # benchmarks, and a loaded 2-core machine takes several times a quiet one's 5-10 s
+    assert executed.seconds() < MAX_SECONDS
 
 
 @pytest.fixture(scope="module")
@@ -560,5 +563,5 @@ def test_distributed_notebook_trains_with_two_servers_as_one_process_does(distri
     assert difference < 1e-5
     assert "image/svg+xml" in {k for o in distributed_nb.outputs("compare")
                                for k in o.get("data", {})}
-    assert distributed_nb.seconds() < 60
+    assert distributed_nb.seconds() < 2 * MAX_SECONDS  # it starts and stops 4 processes
     assert distributed_nb.saved_size(tmp_path) < 1_000_000
