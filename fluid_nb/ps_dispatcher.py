@@ -27,6 +27,15 @@ def _var_name(var):
     return name
 
 
+def _names(varlist):
+    """The names of ``varlist`` (a list or tuple), all checked before any is dispatched, so
+    that a bad entry leaves a dispatcher's position where it was."""
+    if not isinstance(varlist, (list, tuple)):
+        raise InvalidType(expected("dispatch", "varlist", "a list of variables",
+                                   type(varlist).__name__))
+    return [_var_name(var) for var in varlist]
+
+
 class PSDispatcher:
     """Assigns variables to the parameter-server ``pserver_endpoints`` ("ip:port")."""
 
@@ -55,8 +64,9 @@ class HashName(PSDispatcher):
     """endpoint = eps[crc32(name) mod len(eps)]: a name always lands on the same server."""
 
     def dispatch(self, varlist):
-        return [self._eps[zlib.crc32(_var_name(v).encode("utf-8")) % len(self._eps)]
-                for v in varlist]
+        # surrogatepass: any str names a variable, even one no UTF-8 text can spell
+        return [self._eps[zlib.crc32(name.encode("utf-8", "surrogatepass")) % len(self._eps)]
+                for name in _names(varlist)]
 
 
 class RoundRobin(PSDispatcher):
@@ -64,8 +74,7 @@ class RoundRobin(PSDispatcher):
 
     def dispatch(self, varlist):
         endpoints = []
-        for var in varlist:
-            _var_name(var)
+        for _ in _names(varlist):
             endpoints.append(self._eps[self._step])
             self._step = (self._step + 1) % len(self._eps)
         return endpoints

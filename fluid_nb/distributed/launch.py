@@ -34,11 +34,22 @@ gets ``cores // processes`` BLAS and OpenMP threads (``OMP_NUM_THREADS``,
 several processes' spinning threads on the same cores made a matmul forty times slower.
 
 Each line a process prints comes out prefixed with its role and index (``[trainer.1]``),
-and goes to ``LOG_DIR/serverlog.I`` or ``workerlog.J`` with ``--log-dir``. When one process
-fails, the others are stopped (SIGTERM, then SIGKILL) and the launch exits with its status;
-it returns when every process has ended. A process also ends if the launcher dies.
+and goes to ``LOG_DIR/serverlog.I`` or ``workerlog.J`` with ``--log-dir``. Each process
+starts a process group of its own (a new session), so that stopping it stops whatever it
+started too. When one process fails, every group is stopped (SIGTERM to the group, SIGKILL
+to what is left after a grace) and the launch exits with its status; it returns when every
+process and every process they started has ended. An interrupt (Ctrl-C, which the terminal
+no longer delivers to the job's groups) stops the job the same way and is raised again once
+it has stopped. A process also ends if the launcher dies.
+
+The plan is checked before anything starts: counts of at least 1 (at most MAX_PROCESSES in
+all), ports in 1..65535 for the whole range ``start_port + N``, ``--ips`` a non-empty list of
+IPv4 addresses or host names.
 """
+import contextlib
+import ipaddress
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -46,10 +57,14 @@ import sys
 import threading
 import time
 
-from ..errors import InvalidArgument, NotFound, expected
+from ..errors import InvalidArgument, InvalidType, NotFound, expected
 
 DEFAULT_START_PORT = 6170
+#: the most processes one job may have (each gets a port of its machine)
+MAX_PROCESSES = 1024
 _STOP_GRACE = 5.0
+#: a host name: dot-separated labels of letters, digits and inner hyphens
+_HOST_NAME = re.compile(r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)(\.(?!-)[A-Za-z0-9-]{1,63}(?<!-))*")
 
 
 class Process:
@@ -97,15 +112,74 @@ def _is_local(ip):
         return False
 
 
+def _checked_count(what, n):
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise InvalidType(expected("launch", what, "a count (an int)", repr(n)))
+    if not 1 <= n <= MAX_PROCESSES:
+        raise InvalidArgument(expected("launch", what, f"a count in [1, {MAX_PROCESSES}]", n))
+    return n
+
+
+def _checked_address(what, ip):
+    """``ip`` if it is an IPv4 address or a host name, else InvalidArgument."""
+    if isinstance(ip, str):
+        try:
+            ipaddress.IPv4Address(ip)
+            return ip
+        except ValueError:
+            # digits and dots only: a mistyped IPv4 address, not a host name
+            if not re.fullmatch(r"[0-9.]+", ip) and _HOST_NAME.fullmatch(ip) and len(ip) < 254:
+                return ip
+    raise InvalidArgument(expected("launch", what, "an IPv4 address or a host name",
+                                   repr(ip)))
+
+
+def _checked_ips(ips):
+    """The machines' addresses: None means this one (127.0.0.1); a comma-separated string
+    or a list must name at least one, each valid, none twice."""
+    if ips is None:
+        return ["127.0.0.1"]
+    if isinstance(ips, str):
+        ips = [ip.strip() for ip in ips.split(",")]
+    elif not isinstance(ips, (list, tuple)):
+        raise InvalidType(expected("launch", "--ips", "comma-separated addresses",
+                                   type(ips).__name__))
+    if not ips or ips == [""]:
+        raise InvalidArgument(expected("launch", "--ips", "at least one address (omit --ips "
+                                       "for this machine alone)", repr(",".join(ips))))
+    checked = [_checked_address(f"--ips entry {i}", ip) for i, ip in enumerate(ips)]
+    if len(set(checked)) != len(checked):
+        raise InvalidArgument(expected("launch", "--ips", "distinct addresses", checked))
+    return checked
+
+
+def _checked_start_port(start_port, count):
+    """``start_port`` (None: chosen later) if all ``count`` ports from it are ports."""
+    if start_port is None:
+        return None
+    if isinstance(start_port, bool) or not isinstance(start_port, int):
+        raise InvalidType(expected("launch", "--start-port", "a port number (an int)",
+                                   repr(start_port)))
+    if not 1 <= start_port <= 65536 - count:
+        raise InvalidArgument(expected(
+            "launch", "--start-port", f"a port in [1, {65536 - count}] (the job's {count} "
+            f"ports from it must be ports, 1..65535)", start_port))
+    return start_port
+
+
 def plan(pservers, trainers, ips=None, start_port=None, node_ip=None):
-    """The job's processes (all machines), with their environments, and this machine's IP."""
-    for what, n in (("--pservers", pservers), ("--trainers", trainers)):
-        if not isinstance(n, int) or n < 1:
-            raise InvalidArgument(expected("launch", what, "a count >= 1", n))
-    ips = [ip.strip() for ip in ips.split(",") if ip.strip()] if isinstance(ips, str) \
-        else list(ips or [])
-    if not ips:
-        ips = ["127.0.0.1"]
+    """The job's processes (all machines), with their environments, and this machine's IP.
+    Every argument is checked before anything is planned (see the module docstring)."""
+    pservers = _checked_count("--pservers", pservers)
+    trainers = _checked_count("--trainers", trainers)
+    if pservers + trainers > MAX_PROCESSES:
+        raise InvalidArgument(expected("launch", "--pservers + --trainers",
+                                       f"at most {MAX_PROCESSES} processes",
+                                       pservers + trainers))
+    ips = _checked_ips(ips)
+    start_port = _checked_start_port(start_port, pservers + trainers)
+    if node_ip is not None:
+        node_ip = _checked_address("--node-ip", node_ip)
     if node_ip is None:
         local = [ip for ip in ips if _is_local(ip)]
         if len(ips) > 1 and len(local) != 1:
@@ -122,7 +196,7 @@ def plan(pservers, trainers, ips=None, start_port=None, node_ip=None):
     if start_port is None and one_machine:
         ports = free_ports(ips[0], pservers + trainers)
     else:
-        base = DEFAULT_START_PORT if start_port is None else int(start_port)
+        base = DEFAULT_START_PORT if start_port is None else start_port
         ports = [base + k for k in range(pservers + trainers)]
     if one_machine:
         for p, port in zip(servers + workers, ports):
@@ -152,13 +226,27 @@ def plan(pservers, trainers, ips=None, start_port=None, node_ip=None):
     return [p for p in servers + workers if p.ip == node_ip], node_ip
 
 
-def _die_with_parent():
-    """In the child before it runs the script: end it when the launcher dies (Linux)."""
-    try:
-        import ctypes
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
+#: the first program a process runs (Linux): it asks the kernel to send it SIGTERM when the
+#: launcher dies (PR_SET_PDEATHSIG, which exec keeps), then becomes ``python -u script``.
+#: Done in the child with no Python code between fork and exec (no ``preexec_fn``): that
+#: code is unsafe beside the launcher's threads, and it runs the fork handlers of libraries
+#: loaded in the launcher (gRPC's abort the child when a channel or server has been used).
+_DIE_WITH_LAUNCHER = (
+    "import ctypes, os, signal, sys\n"
+    "ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)\n"
+    "if os.getppid() != int(sys.argv[1]):\n"  # the launcher died before the prctl
+    "    os._exit(1)\n"
+    "os.execv(sys.argv[2], sys.argv[2:])\n")
+
+
+def _command(python, script, script_args):
+    """The command line of one process: ``python -u script args``, started through
+    _DIE_WITH_LAUNCHER where the kernel has PR_SET_PDEATHSIG."""
+    command = [python, "-u", script, *script_args]
+    if not sys.platform.startswith("linux"):
+        return command
+    # -I -S: the first program reads neither the environment's Python settings nor site
+    return [python, "-I", "-S", "-c", _DIE_WITH_LAUNCHER, str(os.getpid()), *command]
 
 
 def _pump(process, stream, out, log, lock):
@@ -191,7 +279,9 @@ def thread_environment(count, environ=None):
 def run(processes, script, script_args=(), log_dir=None, out=None, python=None,
         extra_env=None):
     """Start ``processes`` running ``script script_args``; the job's exit status (0 when all
-    ended well, else the first failure's, after stopping the rest)."""
+    ended well, else the first failure's, after stopping the rest). Whatever way it ends
+    (a failure, an interrupt, an error of its own), no process of the job, nor any process
+    one of them started, is left running."""
     out = out if out is not None else sys.stdout
     if not os.path.isfile(script):
         raise NotFound(expected(script, "the training script", "an existing Python file",
@@ -206,25 +296,48 @@ def run(processes, script, script_args=(), log_dir=None, out=None, python=None,
         for p in processes:
             env = dict(os.environ, **thread_environment(len(processes)), **(extra_env or {}),
                        **p.env, PYTHONUNBUFFERED="1")
-            p.popen = subprocess.Popen(
-                [python or sys.executable, "-u", script, *script_args], env=env,
-                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
             log = open(os.path.join(log_dir, p.log_name), "w") if log_dir else None
             logs.append(log)
+            with _interrupts_deferred():  # a started process is always recorded
+                p.popen = subprocess.Popen(
+                    _command(python or sys.executable, script, script_args), env=env,
+                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                    start_new_session=True)
             pump = threading.Thread(target=_pump, args=(p, p.popen.stdout, out, log, lock),
                                     daemon=True)
             pump.start()
             pumps.append(pump)
         status = _watch(processes, out, lock)
     finally:
-        _stop(processes)
-        for pump in pumps:
-            pump.join(timeout=_STOP_GRACE)
-        for log in logs:
-            if log is not None:
-                log.close()
+        with _interrupts_deferred():
+            _stop(processes)
+            for pump in pumps:
+                pump.join(timeout=_STOP_GRACE)
+            for log in logs:
+                if log is not None:
+                    log.close()
     return status
+
+
+@contextlib.contextmanager
+def _interrupts_deferred():
+    """Hold a Ctrl-C that arrives inside the block until its end, so that it cannot fall
+    between starting a process and recording it, or cut a stop short (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(frame))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if not caught or previous == signal.SIG_IGN:
+        return
+    if callable(previous):  # Python's own handler raises KeyboardInterrupt
+        previous(signal.SIGINT, caught[0])
+    else:
+        raise KeyboardInterrupt
 
 
 def _watch(processes, out, lock):
@@ -247,15 +360,62 @@ def _watch(processes, out, lock):
         time.sleep(0.05)
 
 
-def _stop(processes):
-    """SIGTERM to each process still running, SIGKILL to those left after the grace."""
-    alive = [p for p in processes if p.popen is not None and p.popen.poll() is None]
-    for p in alive:
-        p.popen.terminate()
-    end = time.monotonic() + _STOP_GRACE
-    for p in alive:
+def live_groups(groups):
+    """Those of the process groups ``groups`` that hold a live process (zombies aside)."""
+    groups = set(groups)
+    if not os.path.isdir("/proc"):  # no process table to read: ask the kernel
+        return {pgid for pgid in groups if _signal_group(pgid, 0)}
+    live = set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
         try:
-            p.popen.wait(timeout=max(end - time.monotonic(), 0.01))
-        except subprocess.TimeoutExpired:
-            p.popen.kill()
-            p.popen.wait()
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:  # it ended meanwhile
+            continue
+        # the fields after the command's closing parenthesis: state, ppid, pgrp, ...
+        state, _, pgrp = stat[stat.rindex(b")") + 2:].split()[:3]
+        if int(pgrp) in groups and state not in (b"Z", b"X"):
+            live.add(int(pgrp))
+    return live
+
+
+def _signal_group(pgid, signum):
+    """Send ``signum`` to group ``pgid``; False when no process of it is there."""
+    try:
+        os.killpg(pgid, signum)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def _wait_groups(groups, seconds):
+    """The groups still holding a live process after waiting up to ``seconds``."""
+    end = time.monotonic() + seconds
+    while True:
+        left = live_groups(groups)
+        if not left or time.monotonic() >= end:
+            return sorted(left)
+        time.sleep(0.05)
+
+
+def _stop(processes):
+    """Stop each process's whole group (the process and whatever it started): SIGTERM,
+    then SIGKILL to the groups still alive after the grace; reap the processes."""
+    started = [p for p in processes if p.popen is not None]
+    # a process started with start_new_session leads a group whose id is its pid; the id
+    # stays the group's while any member lives, even once the leader has been reaped
+    groups = [p.popen.pid for p in started]
+    for pgid in groups:
+        _signal_group(pgid, signal.SIGTERM)
+    left = _wait_groups(groups, _STOP_GRACE)
+    for pgid in left:
+        _signal_group(pgid, signal.SIGKILL)
+    if left:
+        _wait_groups(left, _STOP_GRACE)
+    for p in started:
+        try:
+            p.popen.wait(timeout=_STOP_GRACE)
+        except subprocess.TimeoutExpired:  # not killable (stopped in the kernel): let it be
+            pass

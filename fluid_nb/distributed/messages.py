@@ -6,10 +6,13 @@ SelectedRows as the same for its value plus ``rows`` (int64 little-endian) and
 ``slr_height``. Control messages are messages whose ``varname`` is one of Paddle's reserved
 names (``BATCH_BARRIER@RECV`` ...) and carry nothing else.
 
-:func:`decode` checks everything a message claims against what it holds (a known data type,
-dims that are not negative, a byte count equal to dims times the element size, a valid LoD,
-rows inside the height) and refuses with InvalidArgument naming the variable and ``where``,
-so a malformed message never becomes a half-made value.
+:func:`decode` is the one door a received value comes in by. It checks everything a message
+claims against what it holds before it makes anything (a known type and data type, at most
+MAX_RANK dims, each in [0, MAX_BYTES], elements of at most MAX_BYTES bytes together, a byte
+count equal to dims times the element size, a valid LoD ending at the rows, rows inside a
+height that is not negative) and refuses with InvalidArgument naming the variable and
+``where``, so a malformed message, however large the sizes it declares, never becomes a
+half-made value nor an error of NumPy's.
 """
 import numpy as np
 
@@ -28,6 +31,11 @@ COMPLETE = "COMPLETE@RECV"
 #: suffix of a GetVariableNoBarrier request's varname
 WITHOUT_BARRIER = "@WITHOUT_BARRIER@RECV"
 CONTROL_NAMES = frozenset({BATCH_BARRIER, FETCH_BARRIER, COMPLETE})
+#: the most bytes a message's elements may take: protobuf and gRPC carry less than 2 GiB in
+#: one message, so a message declaring more is lying about its size
+MAX_BYTES = 2 ** 31 - 1
+#: the most dims a tensor may have (NumPy 1's limit, so that both NumPy 1 and 2 can hold it)
+MAX_RANK = 32
 
 
 def control(name, trainer_id):
@@ -100,12 +108,10 @@ def decode(message, where):
         refuse("data_type", "a data type NumPy holds (framework.proto's VarType.Type)",
                message.data_type)
     dims = list(message.dims)
-    if any(d < 0 for d in dims):
-        refuse("dims", "sizes >= 0", dims)
     np_dtype = to_numpy_dtype(dtype).newbyteorder("<")
-    count = int(np.prod(dims, dtype=np.int64)) if dims else 1
-    if len(message.serialized) != count * np_dtype.itemsize:
-        refuse("serialized bytes", f"{count * np_dtype.itemsize} ({dims} of {np_dtype.name})",
+    size = _checked_size(dims, np_dtype.itemsize, refuse)
+    if len(message.serialized) != size:
+        refuse("serialized bytes", f"{size} ({dims} of {np_dtype.name})",
                len(message.serialized))
     array = np.frombuffer(message.serialized, dtype=np_dtype).reshape(dims)
     array = array.astype(np_dtype.newbyteorder("="))  # a copy of its own, writable
@@ -125,6 +131,22 @@ def decode(message, where):
     return LoDTensor(array, lod)
 
 
+def _checked_size(dims, itemsize, refuse):
+    """The bytes ``dims`` of ``itemsize``-byte elements take, computed in Python integers
+    (NumPy's int64 product wraps: [2**32, 2**32] would claim 0 elements)."""
+    if len(dims) > MAX_RANK:
+        refuse("dims", f"at most {MAX_RANK} dims", f"{len(dims)} dims")
+    if any(not 0 <= d <= MAX_BYTES for d in dims):
+        refuse("dims", f"sizes in [0, {MAX_BYTES}]", dims)
+    size = itemsize
+    for d in dims:
+        size *= d
+    if size > MAX_BYTES:
+        refuse("dims", f"elements of at most {MAX_BYTES} bytes (what one message carries)",
+               f"{dims}: {size} bytes")
+    return size
+
+
 def _selected_rows(message, array, refuse):
     if len(message.rows) % 8:
         refuse("rows", "int64 row numbers (a multiple of 8 bytes)", f"{len(message.rows)} bytes")
@@ -132,6 +154,8 @@ def _selected_rows(message, array, refuse):
     if not array.ndim or rows.shape[0] != array.shape[0]:
         refuse("rows", f"one row number per value row ({array.shape[:1]})", rows.shape[0])
     height = message.slr_height
+    if height < 0:
+        refuse("slr_height", "a height >= 0", height)
     if rows.size and (rows.min() < 0 or rows.max() >= height):
         refuse("rows", f"row numbers in [0, slr_height={height})",
                f"{int(rows.min())}..{int(rows.max())}")

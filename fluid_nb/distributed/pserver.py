@@ -1,12 +1,17 @@
 """What ``listen_and_serv`` does: serve one endpoint until every trainer is done.
 
-Calls are taken one at a time (under one lock) in the gRPC thread that received them
-(:class:`~fluid_nb.distributed.server.RPCServer`); the thread that runs the op
-(``exe.run(pserver_program)``) waits meanwhile, watching the deadlines, until every
-trainer is done or the server fails. Received variables are decoded whole and only then
-written into the server's scope (a child of the run's scope, as Paddle's ``recv_scope``);
-the optimize blocks run there through the executor, in the thread whose call completed
-the round.
+Every call is first admitted, at one point (:meth:`ParameterServer._admit`), in the gRPC
+thread that received it (:class:`~fluid_nb.distributed.server.RPCServer`): a trainer id in
+``[0, Fanin)``, a method the server serves, a name it receives or holds, and for a variable
+sent, its value decoded whole and checked against what the server program declares
+(:func:`~fluid_nb.distributed.messages.decode`). A call that fails admission is answered
+with an error status (INVALID_ARGUMENT, NOT_FOUND, UNIMPLEMENTED) saying what was expected,
+and never reaches the loop: one malformed message cannot stop the server nor count as a
+trainer's step. Admitted calls are taken one at a time (under one lock); the thread that runs
+the op (``exe.run(pserver_program)``) waits meanwhile, watching the deadlines, until every
+trainer is done or the server fails. Received values are written into the server's scope (a
+child of the run's scope, as Paddle's ``recv_scope``); the optimize blocks run there through
+the executor, in the thread whose call completed the round.
 
 Sync mode (``distributed_mode`` 0) goes in rounds of two phases, as Fluid's:
 
@@ -49,6 +54,8 @@ from .server import RPCServer
 
 SYNC = 0
 SEND, GET = "send", "get"
+#: the methods a server answers (Fluid's checkpoint notify and monomer calls are not built)
+SERVED = ("SendVariable", "GetVariable", "GetVariableNoBarrier", "PrefetchVariable")
 #: the name of the learning-rate schedule's step counter (Paddle's LEARNING_RATE_DECAY_COUNTER)
 LR_DECAY_COUNTER = "@LR_DECAY_COUNTER@"
 
@@ -162,8 +169,13 @@ class ParameterServer:
             server.stop(reason)
 
     def _take_one(self, call):
-        """A gRPC thread's call: taken under the lock; a failure of the server itself (an
-        optimize block's error) stops it."""
+        """A gRPC thread's call: admitted, then taken under the lock; a failure of the server
+        itself (an optimize block's error) stops it."""
+        try:
+            self._admit(call)
+        except Refused as refusal:
+            call.refuse(refusal.code, refusal.details)
+            return
         with self.lock:
             if self.stopped is not None:
                 call.refuse(grpc.StatusCode.ABORTED, self.stopped)
@@ -187,15 +199,51 @@ class ParameterServer:
             return None
         return max(self.clock + self.deadline - time.monotonic(), 0.0) + 0.01
 
+    def _admit(self, call):
+        """Refuse (raise Refused) a call the loop must never see; decode a sent variable into
+        ``call.value``. Reads only what the server fixed when it was made, so it runs
+        outside the lock: decoding a large tensor holds no other trainer up."""
+        t, name = call.trainer_id, call.name
+        if not 0 <= t < self.fanin:
+            raise Refused(grpc.StatusCode.INVALID_ARGUMENT, expected(
+                self.where, "trainer_id", f"in [0, Fanin={self.fanin})", t))
+        if call.method not in SERVED:
+            raise Refused(grpc.StatusCode.UNIMPLEMENTED, expected(
+                self.where, "method", ", ".join(SERVED) + " (fluid_nb's servers take no "
+                "checkpoint notify)", call.method))
+        if name in messages.CONTROL_NAMES or call.method == "PrefetchVariable":
+            return  # a prefetch's ids are decoded with the table they index
+        if call.method == "SendVariable":
+            self._check_receivable(name)
+            try:
+                call.value = messages.decode(call.message, self.where)
+                self._check_declared(name, call.value)
+            except FluidError as exc:
+                raise Refused(grpc.StatusCode.INVALID_ARGUMENT, str(exc)) from None
+            return
+        if call.method == "GetVariableNoBarrier" and name.endswith(messages.WITHOUT_BARRIER):
+            name = name[:-len(messages.WITHOUT_BARRIER)]
+        if self.scope.find_var(name) is None and not self.global_block.has_var(name):
+            raise Refused(grpc.StatusCode.NOT_FOUND, expected(
+                self.where, f"variable '{name}'", "one the server holds", "a name it does "
+                "not know"))
+
+    def _check_receivable(self, name):
+        """A server receives what X lists, the gradients of grad_to_block_id and the other
+        variables its program declares (a trainer's step counter)."""
+        if name not in self.receivable and not self.global_block.has_var(name):
+            shown = sorted(self.receivable)
+            raise Refused(grpc.StatusCode.NOT_FOUND, expected(
+                self.where, f"variable '{name}'", "one the server receives ("
+                + ", ".join(shown[:8]) + (", ..." if len(shown) > 8 else "") + ")",
+                "a name it does not know"))
+
     def _take(self, call):
-        """Answer ``call`` now, or keep it waiting for its phase."""
+        """Answer ``call`` (admitted) now, or keep it waiting for its phase."""
         now = time.monotonic()
         t = call.trainer_id
         self.last_heard[t] = now
         try:
-            if not 0 <= t < self.fanin:
-                raise Refused(grpc.StatusCode.INVALID_ARGUMENT, expected(
-                    self.where, "trainer_id", f"in [0, Fanin={self.fanin})", t))
             if call.name == messages.COMPLETE:
                 self._complete(call, t)
             elif call.method == "GetVariableNoBarrier":
@@ -204,11 +252,6 @@ class ParameterServer:
                                         else call.name, t))
             elif call.method == "PrefetchVariable":
                 call.answer(self._prefetch(call.message, t))
-            elif call.method not in ("SendVariable", "GetVariable"):
-                raise Refused(grpc.StatusCode.UNIMPLEMENTED, expected(
-                    self.where, "method", "SendVariable, GetVariable, GetVariableNoBarrier or "
-                    "PrefetchVariable (fluid_nb's servers take no checkpoint notify)",
-                    call.method))
             elif self.mode != SYNC:
                 self._take_async(call, t)
             else:
@@ -240,7 +283,7 @@ class ParameterServer:
             call.answer()
             self._advance()
         elif sending:
-            self._receive(call.message)
+            self._receive(call)
             call.answer()
         else:
             call.answer(self._value(call.name, t))
@@ -311,50 +354,37 @@ class ParameterServer:
             name = call.name
             block = self.grad_blocks.get(name)
             if block is None and LR_DECAY_COUNTER in name and self.lr_decay is not None:
-                self._count_steps(call.message)
+                self._count_steps(call)
                 block = self.lr_decay
             elif block is None:
                 raise Refused(grpc.StatusCode.NOT_FOUND, expected(
                     self.where, f"gradient '{name}'", "one with an optimize block "
                     f"(grad_to_block_id: {sorted(self.grad_blocks)})", "none for it"))
             else:
-                self._receive(call.message)
+                self._receive(call)
             block.run()
             call.answer()
         else:
             call.answer(self._value(call.name, t))
 
-    def _count_steps(self, message):
+    def _count_steps(self, call):
         """A trainer's step counter (``<counter>.trainer_<t>``, its steps since the last
         one): added to that trainer's total, which the schedule's block sums over the
         trainers into the global step (Paddle's notify handler keeps the same totals)."""
-        self._receive(message)
-        holder = self.scope.find_var(message.varname)
-        total = self.step_totals.get(message.varname)
+        self._receive(call)
+        holder = self.scope.find_var(call.name)
+        total = self.step_totals.get(call.name)
         if total is not None:
             holder.value = LoDTensor(total.array + holder.value.array)
-        self.step_totals[message.varname] = holder.value
+        self.step_totals[call.name] = holder.value
 
     # --- values ----------------------------------------------------------------------------------
-    def _receive(self, message):
-        """Decode and check ``message`` whole, then write it into the server's scope. A
-        server receives what X lists, the gradients of grad_to_block_id and the other
-        variables its program declares (a trainer's step counter)."""
-        name = message.varname
-        if name not in self.receivable and not self.global_block.has_var(name):
-            shown = sorted(self.receivable)
-            raise Refused(grpc.StatusCode.NOT_FOUND, expected(
-                self.where, f"variable '{name}'", "one the server receives ("
-                + ", ".join(shown[:8]) + (", ..." if len(shown) > 8 else "") + ")",
-                "a name it does not know"))
-        try:
-            value = messages.decode(message, self.where)
-            self._check_declared(name, value)
-        except FluidError as exc:
-            raise Refused(grpc.StatusCode.INVALID_ARGUMENT, str(exc)) from None
+    def _receive(self, call):
+        """Write the value ``call`` brought (decoded and checked when it was admitted) into
+        the server's scope."""
         # the holder the blocks read: the server scope's own for what X lists, else the
         # one the run made for the program's variable (Paddle writes what the scope finds)
-        (self.scope.find_var(name) or self.scope.var(name)).value = value
+        (self.scope.find_var(call.name) or self.scope.var(call.name)).value = call.value
 
     def _check_declared(self, name, value):
         """A received value must have the data type and dims the server program declares

@@ -3,8 +3,10 @@
 Each request that parses as a ``VariableMessage`` becomes a :class:`Call` handed, in the
 gRPC thread that received it, to ``take`` (the serving loop's, in
 :mod:`fluid_nb.distributed.pserver`), which answers it at once or keeps it until its phase
-comes; the thread waits for the answer no longer than the caller's deadline. A request
-that does not parse is refused with INVALID_ARGUMENT before it reaches the loop. Refusals
+comes; the thread waits for the answer no longer than the caller's deadline (the trainers'
+``FLAGS_rpc_deadline`` for a caller that set none). A request that does not parse is
+refused with INVALID_ARGUMENT before it reaches the loop, and the loop admits the others
+one by one (see :meth:`~fluid_nb.distributed.pserver.ParameterServer._admit`). Refusals
 that mean the server has stopped use ABORTED with the reason (not UNAVAILABLE, which a
 client tries again: the reason would be lost).
 """
@@ -14,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 import grpc
 from google.protobuf.message import DecodeError
 
+from .. import flags
 from ..errors import Unavailable, expected
 from . import send_recv_pb2 as pb
 from .client import CHANNEL_OPTIONS
@@ -27,11 +30,13 @@ _SERVER_OPTIONS = CHANNEL_OPTIONS[:2] + [
 class Call:
     """One request waiting for the serving loop; ``answer`` or ``refuse`` ends it."""
 
-    __slots__ = ("method", "message", "done", "reply", "code", "details")
+    __slots__ = ("method", "message", "value", "done", "reply", "code", "details")
 
     def __init__(self, method, message):
         self.method = method
         self.message = message
+        #: the value a SendVariable carries, once the server has decoded and checked it
+        self.value = None
         self.done = threading.Event()
         self.reply = b""
         self.code = None
@@ -93,7 +98,12 @@ class RPCServer:
                     f"({exc})"))
             call = Call(method, message)
             self._take(call)
-            if not call.done.wait(context.time_remaining()):
+            # a caller that set no deadline gets the trainers' (FLAGS_rpc_deadline): no
+            # thread of the server waits for ever
+            remaining = context.time_remaining()
+            if remaining is None:
+                remaining = max(float(flags.flag("FLAGS_rpc_deadline")), 1.0) / 1000.0
+            if not call.done.wait(remaining):
                 context.abort(grpc.StatusCode.DEADLINE_EXCEEDED,
                               f"listen_and_serv at {self.endpoint}: no answer to {method} "
                               f"'{call.name}' within the caller's deadline")

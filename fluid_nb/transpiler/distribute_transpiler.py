@@ -32,12 +32,13 @@ import numpy as np
 from ..backward import OP_ROLE_LR_SCHED, OP_ROLE_OPTIMIZE
 from ..errors import (ExecutionTimeout, InvalidArgument, InvalidType, OutOfRange,
                       PreconditionNotMet, Unimplemented, expected)
-from ..framework.program import Parameter, default_main_program, default_startup_program
+from ..framework.program import (Parameter, Program, default_main_program,
+                                 default_startup_program)
 from ..initializer import ConstantInitializer
 from ..ops.distributed import ASYNC, HALF_ASYNC, SYNC
 from ..ps_dispatcher import PSDispatcher, RoundRobin
 from ..tensor.dtypes import VarType
-from . import pserver
+from . import pserver, rollback
 from .slicing import slice_variable
 
 #: Paddle's op roles of the ops the transpiler adds
@@ -110,21 +111,37 @@ class DistributeTranspilerConfig:
         self._sync_mode = bool(value)
 
 
-def parse_endpoints(pservers, where=_WHERE + ".transpile"):
+def parse_endpoints(pservers, where=_WHERE + ".transpile", what="pservers"):
     """The list of "host:port" endpoints in the comma-separated ``pservers``."""
     if not isinstance(pservers, str):
-        raise InvalidType(expected(where, "pservers", "a string 'ip:port,ip:port,...'",
+        raise InvalidType(expected(where, what, "a string 'ip:port,ip:port,...'",
                                    type(pservers).__name__))
     endpoints = pservers.split(",")
     for ep in endpoints:
         host, _, port = ep.rpartition(":")
-        if not _HOST.fullmatch(host) or not port.isdigit() or not 0 < int(port) < 65536:
-            raise InvalidArgument(expected(where, "pservers", "comma-separated 'ip:port' "
+        if not _HOST.fullmatch(host) or not port.isascii() or not port.isdigit() \
+                or not 0 < int(port) < 65536:
+            raise InvalidArgument(expected(where, what, "comma-separated 'ip:port' "
                                            "endpoints (port 1-65535)",
-                                           f"{pservers!r} (entry {ep!r})"))
+                                           f"{pservers!r:.200} (entry {ep!r:.100})"))
     if len(set(endpoints)) != len(endpoints):
-        raise InvalidArgument(expected(where, "pservers", "distinct endpoints", repr(pservers)))
+        raise InvalidArgument(expected(where, what, "distinct endpoints",
+                                       f"{pservers!r:.200}"))
     return endpoints
+
+
+def _checked_programs(program, startup_program, where):
+    """(main, startup): the given programs (None: the default ones), two distinct Programs."""
+    program = program if program is not None else default_main_program()
+    startup = startup_program if startup_program is not None else default_startup_program()
+    for what, value in (("program", program), ("startup_program", startup)):
+        if not isinstance(value, Program):
+            raise InvalidType(expected(where, what, "a fluid.Program (or None for the "
+                                       "default one)", type(value).__name__))
+    if program is startup:
+        raise InvalidArgument(expected(where, "startup_program", "a program other than the "
+                                       "main program", "the main program itself"))
+    return program, startup
 
 
 def _role(op):
@@ -196,7 +213,10 @@ class DistributeTranspiler:
         """Rewrite ``program`` (default: the default main program) and ``startup_program``
         into trainer ``trainer_id``'s, for the servers ``pservers`` ("ip:port,...") and
         ``trainers`` trainers, synchronous or not; remember what each server runs.
-        ``current_endpoint`` serves Fluid's nccl2 mode only."""
+        ``current_endpoint`` serves Fluid's nccl2 mode only.
+
+        Every argument is checked before anything changes, and a transpile that fails
+        leaves the programs (and the transpiler) as they were."""
         where = _WHERE + ".transpile"
         if self.origin_program is not None:
             raise PreconditionNotMet(expected(where, "the transpiler", "used once",
@@ -216,10 +236,20 @@ class DistributeTranspiler:
         if not 0 <= trainer_id < trainers:
             raise OutOfRange(expected(where, "trainer_id", f"in [0, {trainers})",
                                       trainer_id))
-        self.pserver_endpoints = parse_endpoints(pservers, where)
-        program = program if program is not None else default_main_program()
-        startup = startup_program if startup_program is not None else \
-            default_startup_program()
+        endpoints = parse_endpoints(pservers, where)
+        program, startup = _checked_programs(program, startup_program, where)
+        if not (isinstance(sync_mode, (bool, np.bool_))
+                or (type(sync_mode) is int and sync_mode in (0, 1))):
+            raise InvalidType(expected(where, "sync_mode", "True or False", repr(sync_mode)))
+        if len(parse_endpoints(current_endpoint, where, "current_endpoint")) != 1:
+            raise InvalidArgument(expected(where, "current_endpoint", "one 'ip:port'",
+                                           repr(current_endpoint)))
+        with rollback.all_or_nothing(self, program, startup):
+            self._transpile(trainer_id, program, startup, endpoints, trainers, sync_mode,
+                            where)
+
+    def _transpile(self, trainer_id, program, startup, endpoints, trainers, sync_mode, where):
+        self.pserver_endpoints = endpoints
         self._refuse_distributed_tables(program, where)
         self.origin_program, self.startup_program = program, startup
         # what the servers are built from, as it was before the trainer's rewrite
@@ -234,7 +264,6 @@ class DistributeTranspiler:
             self.distributed_mode = ASYNC if self.config.runtime_split_send_recv else HALF_ASYNC
         self.optimize_ops, self.params_grads = self._get_optimize_pass()
         if not self.optimize_ops:
-            self.origin_program = None
             raise InvalidArgument(expected(where, "program", "a program with optimizer ops "
                                            "(call optimizer.minimize(loss) first)",
                                            "no op with the optimize role"))
@@ -251,7 +280,6 @@ class DistributeTranspiler:
         # the servers' startup programs come from this one, as it is before
         # get_trainer_program drops what only the optimizer reads
         self._origin_startup = startup.clone()
-        return None
 
     def _refuse_distributed_tables(self, program, where):
         for op in program.global_block().ops:
@@ -581,11 +609,12 @@ class DistributeTranspiler:
         seconds) until every server accepts connections."""
         self._require_transpiled("get_trainer_program")
         if not self._trainer_done:
-            self._delete_trainer_optimizer(is_startup=True)
-            self._fake_init_sparse_tables()
-            _delete_ops(self.origin_program.global_block(), self._lr_ops)
-            self._delete_trainer_optimizer(is_startup=False)
-            self._trainer_done = True
+            with rollback.all_or_nothing(self, self.origin_program, self.startup_program):
+                self._delete_trainer_optimizer(is_startup=True)
+                self._fake_init_sparse_tables()
+                _delete_ops(self.origin_program.global_block(), self._lr_ops)
+                self._delete_trainer_optimizer(is_startup=False)
+                self._trainer_done = True
         if wait_port:
             wait_server_ready(self.pserver_endpoints)
         return self.origin_program

@@ -78,7 +78,13 @@ def _message(**fields):
 @pytest.mark.parametrize("fields,says", [
     ({"serialized": b"\0" * 20}, "serialized bytes expected 24 ([2, 3] of float32), but "
                                  "received 20"),
-    ({"dims": [2, -3]}, "dims expected sizes >= 0"),
+    ({"dims": [2, -3]}, "dims expected sizes in [0, 2147483647]"),
+    # sizes whose int64 product wraps to 0 elements, declared with no bytes
+    ({"dims": [2 ** 32, 2 ** 32], "serialized": b""}, "dims expected sizes in [0, "),
+    ({"dims": [2 ** 62, 4], "serialized": b""}, "dims expected sizes in [0, "),
+    ({"dims": [2 ** 20, 2 ** 20], "serialized": b""}, "dims expected elements of at most "
+                                                      "2147483647 bytes"),
+    ({"dims": [1] * 33}, "dims expected at most 32 dims, but received 33 dims"),
     ({"data_type": 17}, "data_type expected a data type NumPy holds"),
     ({"data_type": 99}, "data_type expected a data type NumPy holds"),
     ({"type": 2}, "type expected LOD_TENSOR (0) or SELECTED_ROWS (1)"),
