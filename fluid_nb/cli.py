@@ -192,17 +192,14 @@ def cmd_run(args, out):
 
 # --- compile ---------------------------------------------------------------------------------------
 def cmd_compile(args, out):
-    from .native.standalone import build_binary, standalone_source
+    from .native.standalone import check_output_paths, write_standalone
+    check_output_paths(args.output, args.binary)
     _, scope, program, feed_names, fetch_vars, feeds = model_and_feeds(args, "compile")
-    source, native = standalone_source(program, feeds, fetch_vars, scope, target=args.target)
-    partial = args.output + ".part"
-    with open(partial, "w") as f:
-        f.write(source)
-    os.replace(partial, args.output)
+    native = write_standalone(program, feeds, fetch_vars, scope, args.output, args.binary,
+                              target=args.target)
     print(f"wrote {args.output}: {len(native.functions)} ops, inputs "
           f"{', '.join(f'{n} {list(feeds[n].shape)}' for n in feed_names)}", file=out)
     if args.binary:
-        build_binary(args.output, args.binary, target=args.target)
         print(f"built {args.binary}; run: {args.binary} PARAMS "
               f"{' '.join(n + '.npy' for n in sorted(feeds))} OUT_DIR", file=out)
     return 0
@@ -393,6 +390,10 @@ def cmd_launch(args, out):
         if threading.current_thread() is threading.main_thread() else None
     try:
         return launch.run(processes, args.script, args.script_args, args.log_dir, out)
+    except KeyboardInterrupt:  # Ctrl-C: the job has been stopped; say so in one line
+        print(f"fluid-nb launch: interrupted; its {len(processes)} processes were stopped",
+              file=sys.stderr)
+        return 128 + signal.SIGINT
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)

@@ -7,7 +7,10 @@ OpenBLAS NumPy's wheels bundle (one BLAS, one thread pool in the process; two wo
 over the cores). A build is cached
 under ``$FLUID_NB_CACHE`` (default ``~/.cache/fluid_nb/native``) by a hash of the source,
 the header, the compiler's version and the flags; it is written to a temporary file and
-renamed into place, so an interrupted build leaves no partial library.
+renamed into place, so an interrupted build leaves no partial library, and the SHA-256 of
+its bytes is recorded beside it: a cached library is loaded only when its bytes still have
+that hash (a file cut short, zeroed or replaced would crash the process that loads it), and
+is built again otherwise.
 """
 import ctypes
 import hashlib
@@ -114,25 +117,109 @@ def cuda_flags(shared=True):
             f"-I{RUNTIME}", *CUDA_ARCHS], []
 
 
+#: the compiler's first lines that a failed build's message quotes (the rest: its log file)
+ERROR_LINES = 8
+
+
 def run_build(command, arguments, where):
     """Run the compiler; a failure or a run past ``BUILD_TIMEOUT_S`` is a
-    PreconditionNotMet naming ``where`` and the compiler's last words."""
+    PreconditionNotMet naming ``where``, quoting the compiler's first lines and the log
+    file (in the build cache's ``logs`` folder) where its whole output is."""
     try:
         result = subprocess.run([command, *arguments], capture_output=True, text=True,
-                                timeout=BUILD_TIMEOUT_S)
+                                errors="replace", timeout=BUILD_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         raise PreconditionNotMet(expected(where, f"{command}", f"a build within "
                                           f"{BUILD_TIMEOUT_S} s", "a timeout")) from None
+    except OSError as exc:
+        raise PreconditionNotMet(expected(where, f"{command}", "a compiler that starts",
+                                          exc.strerror or type(exc).__name__)) from None
     if result.returncode != 0:
         raise PreconditionNotMet(expected(
             where, f"{command}", "a build",
-            f"exit status {result.returncode}: {result.stderr.strip()[-2000:]}"))
+            f"exit status {result.returncode}: {_summary(result.stderr + result.stdout)}"))
+
+
+def _summary(output):
+    """The first lines of a compiler's output and the log file holding all of it."""
+    lines = output.strip().splitlines()
+    head = "\n".join(line[:300] for line in lines[:ERROR_LINES])
+    if len(lines) <= ERROR_LINES:
+        return head
+    logs = cache_dir() / "logs"
+    try:
+        logs.mkdir(parents=True, exist_ok=True)
+        handle, log = tempfile.mkstemp(dir=logs, prefix="build-", suffix=".log")
+        with os.fdopen(handle, "w") as file:
+            file.write(output)
+    except OSError as exc:  # the cache cannot keep it: the message still has the head
+        return f"{head}\n... ({len(lines)} lines in all; no log: {exc.strerror})"
+    return f"{head}\n... ({len(lines)} lines in all: {log})"
+
+
+def _regular_bytes(path):
+    """A regular file's bytes, or None for anything else (missing, a directory, a link,
+    unreadable)."""
+    try:
+        if path.is_symlink() or not path.is_file():
+            return None
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
+def _record(library):
+    """The file beside ``library`` holding the SHA-256 of its bytes."""
+    return library.with_name(library.name + ".sha256")
+
+
+def cached(library):
+    """Whether ``library`` is a build this cache made: a regular file whose SHA-256 is the
+    one recorded beside it when it was built. Anything else (cut short, zeroed, another
+    file, a directory) is not loaded but built again."""
+    recorded, data = _regular_bytes(_record(library)), _regular_bytes(library)
+    return recorded is not None and data is not None and \
+        recorded.strip() == hashlib.sha256(data).hexdigest().encode()
+
+
+def workspace(directory):
+    """A temporary folder in ``directory`` (made if need be) to build in; a
+    PreconditionNotMet when ``directory`` cannot be a folder of builds (a file in the
+    way, no permission, a name too long, a read-only file system)."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        work = tempfile.TemporaryDirectory(dir=directory)
+    except OSError as exc:
+        raise PreconditionNotMet(expected(
+            "the native build cache", str(directory)[:200],
+            "a folder it can write ($FLUID_NB_CACHE)",
+            exc.strerror or type(exc).__name__)) from None
+    return work
+
+
+def _clear(path):
+    """Make room for a file at ``path``: a directory there goes (a file is replaced)."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _install(built, library):
+    """Move the fresh build ``built`` to ``library``, its hash recorded first: a reader
+    sees the old entry, or the new library with its hash, or a mismatch it rebuilds; never
+    a partial library."""
+    record = _record(library)
+    staged = built.with_name(record.name)
+    staged.write_text(hashlib.sha256(built.read_bytes()).hexdigest() + "\n")
+    _clear(record)
+    _clear(library)
+    os.replace(staged, record)
+    os.replace(built, library)
 
 
 def build(source, march_native=False, target="cpp"):
     """The path of the shared library built from ``source`` (from the cache when the same
-    source, header, compiler and flags were built before) and whether it was cached.
-    ``target="cuda"`` builds a ``.cu`` with nvcc."""
+    source, header, compiler and flags were built before and the cached file is intact)
+    and whether it was cached. ``target="cuda"`` builds a ``.cu`` with nvcc."""
     if target == "cuda":
         command, version = nvcc()
         compile_flags, link_flags = cuda_flags()
@@ -143,19 +230,23 @@ def build(source, march_native=False, target="cpp"):
     header = b"".join(path.read_bytes() for path in sorted(RUNTIME.iterdir())
                       if path.suffix in (".h", ".cuh"))
     key = hashlib.sha256("\0".join([source, version, " ".join(compile_flags + link_flags)])
-                         .encode() + header).hexdigest()[:24]
+                         .encode("utf-8", "surrogatepass") + header).hexdigest()[:24]
     directory = cache_dir()
     library = directory / f"fluid_{key}.so"
-    if library.exists():
+    if cached(library):
         return library, True
-    directory.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=directory) as work:
+    with workspace(directory) as work:
         cc = pathlib.Path(work) / f"fluid_{key}.{'cu' if target == 'cuda' else 'cc'}"
-        cc.write_text(source)
+        cc.write_text(source, encoding="utf-8", errors="surrogatepass")
         out = pathlib.Path(work) / library.name
         run_build(command, [*compile_flags, str(cc), "-o", str(out), *link_flags],
                   "the native compiler on the generated source")
-        os.replace(out, library)  # atomic: no reader ever sees a partial library
+        try:
+            _install(out, library)
+        except OSError as exc:
+            raise PreconditionNotMet(expected(
+                "the native build cache", str(library)[:200], "a place for the build",
+                exc.strerror or type(exc).__name__)) from None
     return library, False
 
 
@@ -186,10 +277,15 @@ def _cublas_library(cupy):
 
 def load(library):
     """The loaded library, its BLAS pointers set (:func:`entry` gives its functions)."""
-    lib = ctypes.CDLL(str(library))
     sgemm, dgemm = blas()[:2]
-    ctypes.c_void_p.in_dll(lib, "fluid_sgemm").value = sgemm
-    ctypes.c_void_p.in_dll(lib, "fluid_dgemm").value = dgemm
+    try:
+        lib = ctypes.CDLL(str(library))
+        ctypes.c_void_p.in_dll(lib, "fluid_sgemm").value = sgemm
+        ctypes.c_void_p.in_dll(lib, "fluid_dgemm").value = dgemm
+    except (OSError, ValueError) as exc:
+        raise PreconditionNotMet(expected("the native loader", str(library)[:200],
+                                          "a library the native compiler built",
+                                          str(exc)[:200])) from None
     return lib
 
 

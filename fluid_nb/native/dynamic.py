@@ -18,7 +18,6 @@ feeds (``Exchange`` records: data, dims, LoD) and parameters (the scope's arrays
 """
 import collections
 import dataclasses
-import re
 from typing import List, Tuple
 
 import numpy as np
@@ -29,6 +28,7 @@ from ..ops.control_flow import grad_pairs
 from ..tensor.dtypes import VarType, to_numpy_dtype
 from .emitter_table import EMITTERS, NoEmitter
 from .env import CTYPES, Dim, DynamicEnv, is_static
+from .names import c_string, comment, escape, identifier
 
 #: the runtime header of each target for these programs
 HEADERS = {"cpp": "fluid_native_dynamic.h", "cuda": "fluid_native_cuda_dynamic.cuh"}
@@ -39,28 +39,6 @@ KINDS = {VarType.LOD_TENSOR: "dense", VarType.LOD_TENSOR_ARRAY: "array",
 #: the trace's names of run-time values
 TRACED_KINDS = {"LoDTensorArray": "array", "LoDRankTable": "rank_table", "list": "step_scopes",
                 "SelectedRows": "SelectedRows"}
-
-#: names the generated code uses itself, and C++ keywords a variable may not be named
-RESERVED = {"s", "k", "v", "e", "State", "Tensor", "TensorArray", "RankTable", "StepScopes",
-            "Exchange", "Error", "auto", "bool", "break", "case", "char", "class", "const",
-            "continue", "default", "delete", "do", "double", "else", "enum", "float", "for",
-            "goto", "if", "int", "long", "new", "operator", "private", "public", "return",
-            "short", "signed", "sizeof", "static", "struct", "switch", "template", "this",
-            "throw", "try", "typedef", "union", "unsigned", "using", "virtual", "void",
-            "volatile", "while", "namespace", "true", "false", "nullptr"}
-
-
-def identifier(name, taken):
-    """A C identifier for ``name`` not in ``taken`` (which it joins)."""
-    base = re.sub(r"[^0-9A-Za-z_]", "_", name)
-    if not base or base[0].isdigit():
-        base = "v_" + base
-    text, k = base, 1
-    while text in taken or text in RESERVED:
-        text, k = f"{base}_{k}", k + 1
-    taken.add(text)
-    return text
-
 
 @dataclasses.dataclass(eq=False)
 class Slot:
@@ -318,7 +296,7 @@ class DynamicGenerator:
             self.use(slots[name])
         function = (f"fluid_{self.target}_{op.type}_{index}" if block_idx == 0
                     else f"fluid_{self.target}_{op.type}_{block_idx}_{index}")
-        lines = [f'  s.at = "{op.type} (block {block_idx}, op {index})";']
+        lines = [f"  s.at = {c_string(f'{op.type} (block {block_idx}, op {index})')};"]
         for name in env.used:
             slot = slots[name]
             lines.append(f"  {slot.declaration()}& {slot.identifier} = "
@@ -360,9 +338,10 @@ class DynamicGenerator:
         for slot in self.index:
             kind = {"array": "an array of ", "rank_table": "a rank table"}.get(slot.kind, "")
             what = "" if slot.kind == "rank_table" else f"{slot.ctype} {list(slot.shape)}"
-            lines.append(f"//   v[{slot.index}] {slot.name}: {kind}{what} ({slot.role})")
+            lines.append(f"//   v[{slot.index}] "
+                         + escape(f"{slot.name}: {kind}{what} ({slot.role})"))
         for index, op_type, why in fallbacks:
-            lines.append(f"// not compiled: op {index} {op_type} ({why})")
+            lines.append(comment(f"not compiled: op {index} {op_type} ({why})"))
         lines.append("")
         for record in self.record_order:
             lines.append(f"struct {record} {{")
@@ -384,7 +363,7 @@ class DynamicGenerator:
             if function.op is not None:
                 where = (f"op {function.key}" if isinstance(function.key, int)
                          else f"block {function.key[0]} op {function.key[1]}")
-                lines.append(f"// {where}: {_describe(function.op)}")
+                lines.append(comment(f"{where}: {_describe(function.op)}"))
             lines.append(f"static void {function.name}({function.params}) {{")
             lines += function.lines
             lines += ["}", ""]

@@ -79,6 +79,18 @@ def is_static(shape):
     return not any(isinstance(d, Dim) for d in shape)
 
 
+class ScratchKey(tuple):
+    """The key of an op's work buffer among the variables: a tuple, so that no variable
+    of the program (whose names are strings, any strings) can take its place."""
+
+    def __str__(self):
+        return "scratch@" + ".".join(map(str, self))
+
+
+def scratch_key(*where):
+    return ScratchKey(where)
+
+
 class StaticEnv:
     """Variables of one trace run: concrete shapes, plain pointers (the specialised path)."""
 
@@ -91,7 +103,7 @@ class StaticEnv:
 
     def scratch(self, count_, dtype):
         """A work buffer of ``count_`` elements for this op (the compiled program owns it)."""
-        name = f"scratch@{self._index}"
+        name = scratch_key(self._index)
         self._shapes[name] = ((int(count_),), np.dtype(dtype))
         self._identifiers[name] = f"scratch_{self._index}"
         return self.ptr(name)
@@ -191,7 +203,7 @@ class DynamicEnv:
         return slot
 
     def scratch(self, count_, dtype):
-        name = f"scratch@{self.block}.{self.index}"
+        name = scratch_key(self.block, self.index)
         slot = self.program.scratch_slot(name, self.block, np.dtype(dtype))
         self._slots[name] = slot
         self.used.append(name)

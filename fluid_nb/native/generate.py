@@ -16,20 +16,23 @@ from typing import List, Tuple
 
 import numpy as np
 
-from ..errors import InvalidArgument, NotFound, Unimplemented, expected
+from ..errors import InvalidArgument, NotFound, expected
 from ..exec.executor import Executor
 from ..exec.scope import Scope
-from ..framework.program import EMPTY_VAR_NAME, Program, without_feed_fetch_ops
+from ..framework import registry
+from ..framework.attrs import attr_problems
+from ..framework.program import EMPTY_VAR_NAME, without_feed_fetch_ops
 from ..tensor.place import CPUPlace
 from ..tensor.tensor import LoDTensor, SelectedRows, as_tensor
 from ..tensor.transfer import to_host
 from . import lod_emitters, loop_emitters  # noqa: F401  (they register their emitters)
-from .dynamic import DynamicGenerator, identifier
+from .arguments import TARGETS, check
+from .dynamic import DynamicGenerator
 from .emitters import EMITTERS, NoEmitter
 from .env import CTYPES as _CTYPES
 from .env import StaticEnv
+from .names import comment, escape, identifier
 
-TARGETS = ("cpp", "cuda")
 #: each target's runtime header (the emitters write one set of kernel calls for both)
 HEADERS = {"cpp": "fluid_native.h", "cuda": "fluid_native_cuda.cuh"}
 
@@ -153,14 +156,9 @@ def generate(program, target="cpp", feed=None, fetch=None, scope=None):
     where the parameters are (default: the global scope). Ops without an emitter are listed
     in ``fallbacks`` with the reason."""
     from ..exec.scope import global_scope
-    if not isinstance(program, Program):
-        raise InvalidArgument(expected("generate", "program", "a Program",
-                                       type(program).__name__))
-    if target not in TARGETS:
-        raise Unimplemented(expected("generate", "target", " or ".join(map(repr, TARGETS)),
-                                     repr(target)))
+    fetch_names = check("generate", program, feed, fetch, scope, target) or []
+    check_attributes(program)
     feed = {name: _feed_value(name, value) for name, value in (feed or {}).items()}
-    fetch_names = [getattr(f, "name", f) for f in (fetch or [])]
     scope = global_scope() if scope is None else scope
     block = program.global_block()
     for name in fetch_names:
@@ -214,6 +212,21 @@ def generate(program, target="cpp", feed=None, fetch=None, scope=None):
     return NativeSource(source, target, variables, functions, fallbacks, sorted(feed),
                         fetch_names, segments,
                         op_types={index: op.type for index, op, *_ in bodies})
+
+
+def check_attributes(program):
+    """Refuse an op whose attributes do not fit its definition (the check decoding makes,
+    made again: a program built in Python may hold any value), so that every attribute an
+    emitter writes into the source is the number or flag its definition declares."""
+    for block in program.blocks:
+        for index, op in enumerate(block.ops):
+            opdef = registry.find(op.type)
+            if opdef is None:
+                continue  # no definition: no emitter either, it stays in the interpreter
+            problems = attr_problems(op.type, op.attrs, op.attr_types, opdef.attrs)
+            if problems:
+                raise InvalidArgument(f"generate: block {block.idx} op {index} "
+                                      f"{problems[0][1]}")
 
 
 def _generate_dynamic(program, target, feed, fetch_names, shapes, kinds):
@@ -280,13 +293,13 @@ def _source(program, target, variables, bodies, fallbacks, segments):
              f'#include "{header}"', "", "using namespace fluid_native;", "",
              "// the variables, in the order of fluid_run's pointer array"]
     for v in variables:
-        lines.append(f"//   v[{v.index}] {v.name}: {_CTYPES.get(v.dtype, v.dtype)} "
-                     f"{list(v.shape)} ({v.role})")
+        lines.append(f"//   v[{v.index}] " + escape(
+            f"{v.name}: {_CTYPES.get(v.dtype, v.dtype)} {list(v.shape)} ({v.role})"))
     for index, op_type, why in fallbacks:
-        lines.append(f"// not compiled: op {index} {op_type} ({why})")
+        lines.append(comment(f"not compiled: op {index} {op_type} ({why})"))
     lines.append("")
     for index, op, function, used, body in bodies:
-        lines.append(f"// op {index}: {_describe(op)}")
+        lines.append(comment(f"op {index}: {_describe(op)}"))
         lines.append(f"static void {function}(void** v) {{")
         for name in used:
             v = by_name[name]

@@ -20,6 +20,7 @@ from ..tensor.place import CPUPlace
 from ..tensor.dtypes import VarType, to_numpy_dtype
 from ..tensor.tensor import LoDTensor, lossless_cast, value_array
 from ..tensor.transfer import to_host
+from .arguments import check
 from .build import build, entry, load, load_cuda
 from .dynamic_run import DynamicBuild
 from .generate import generate
@@ -218,9 +219,11 @@ class NativeProgram:
         return built
 
     def run(self, feed=None, fetch_list=None, scope=None, return_numpy=True):
+        """The values of ``fetch_list`` (default: the names compiled for) after one run on
+        ``feed`` with the parameters of ``scope``."""
+        fetch_names = check("a compiled program", feed=feed, fetch=fetch_list, scope=scope)
+        fetch_names = self.fetch_names if fetch_names is None else fetch_names
         scope = global_scope() if scope is None else scope
-        fetch_names = [getattr(f, "name", f) for f in fetch_list] if fetch_list is not None \
-            else self.fetch_names
         arrays = None if self._blocks else _feed_arrays(self._dtypes, feed)
         if arrays is None:  # sizes read at run time: one build for every batch and LoD
             return self._dynamic_build(feed or {}, scope).run(feed or {}, fetch_names, scope,
@@ -304,10 +307,8 @@ def compile(program, feed, fetch_list, scope=None, march_native=False, target="c
     loop one build runs every batch, and an op without native code raises Unimplemented
     naming it. ``target="cuda"`` builds the CUDA source with nvcc and runs it on a
     CUDAPlace (needs CuPy and a GPU; a program with LoD or loops is built, not run)."""
-    if not isinstance(program, Program):
-        raise InvalidArgument(expected("compile", "program", "a Program",
-                                       type(program).__name__))
-    fetch_names = [getattr(f, "name", f) for f in fetch_list]
+    fetch_names = check("compile", program, feed, fetch_list, scope, target,
+                        flags=[("march_native", march_native)], fetch_required=True)
     native = NativeProgram(program, fetch_names, march_native, target)
     scope = global_scope() if scope is None else scope
     native.specialise(feed, scope)

@@ -171,17 +171,17 @@ def test_the_books_recognize_digits_inference_models_compile_fully(kind, tmp_pat
 SEEDS_EXAMPLE = '''\
 // op 0: assign(X=w_init) -> Out=W
 static void fluid_cpp_assign_0(void** v) {
-  float* w_init = static_cast<float*>(v[0]);
-  float* W = static_cast<float*>(v[1]);
-  copy(w_init, W, 6);
+  float* v_w_init = static_cast<float*>(v[0]);
+  float* v_W = static_cast<float*>(v[1]);
+  copy(v_w_init, v_W, 6);
 }
 
 // op 1: mul(X=X, Y=W) -> Out=Y
 static void fluid_cpp_mul_1(void** v) {
-  float* X = static_cast<float*>(v[2]);
-  float* W = static_cast<float*>(v[1]);
-  float* Y = static_cast<float*>(v[3]);
-  mul(X, W, Y, 4, 3, 2);
+  float* v_X = static_cast<float*>(v[2]);
+  float* v_W = static_cast<float*>(v[1]);
+  float* v_Y = static_cast<float*>(v[3]);
+  mul(v_X, v_W, v_Y, 4, 3, 2);
 }
 
 extern "C" void fluid_run(void** v) {
@@ -277,7 +277,8 @@ def test_builds_are_cached_by_their_source(monkeypatch, tmp_path):
     spec_a, spec_b = (next(iter(p._built.values())) for p in (first, again))
     assert (spec_a.cached, spec_b.cached) == (False, True)
     assert spec_a.library == spec_b.library
-    assert [p.suffix for p in (tmp_path / "native").iterdir()] == [".so"]
+    # the library, and the SHA-256 of its bytes it is checked against before it is loaded
+    assert sorted(p.suffix for p in (tmp_path / "native").iterdir()) == [".sha256", ".so"]
 
 
 def test_bad_arguments_are_named():

@@ -1,8 +1,9 @@
 // The main() of a standalone compiled program: no Python. It reads the parameters from
 // Paddle's files (a directory of one LoDTensor stream per variable, or a combined file of
 // the streams in the order the generator lists), the feeds from .npy files, runs
-// fluid_run, and writes each fetched variable to <out dir>/<name>.npy. (The CUDA program's
-// main, fluid_native_cuda_main.cuh, runs the same readers and writer around device memory.)
+// fluid_run, and writes each fetched variable to <out dir>/<name>.npy ('/' as '_'). (The
+// CUDA program's main, fluid_native_cuda_main.cuh, runs the same readers and writer around
+// device memory.)
 //
 //   ./model PARAMS FEED.npy... OUT_DIR
 #pragma once
@@ -175,6 +176,24 @@ inline bool is_directory(const std::string& path) {
   return f != nullptr;
 }
 
+// a parameter's file in a folder of them (Paddle writes a name with '/' into a subfolder);
+// a name that is absolute or has a '..' part would reach outside the folder: refused (a
+// combined file holds such names)
+inline std::string file_in(const std::string& folder, const char* name) {
+  const std::string n = name;
+  bool outside = n.empty() || n[0] == '/';
+  for (size_t start = 0; start <= n.size() && !outside;) {
+    size_t end = n.find('/', start);
+    if (end == std::string::npos) end = n.size();
+    outside = n.compare(start, end - start, "..") == 0;
+    start = end + 1;
+  }
+  if (outside)
+    fail(folder + ": parameter names inside the folder expected, but a name is absolute or "
+         "has a '..' part (save the parameters into one combined file)");
+  return folder + "/" + n;
+}
+
 // whether argv is PARAMS FEED.npy... OUT_DIR, with the usage line on stderr when it is not
 inline bool check_usage(int argc, char** argv, const VarInfo* vars, int count) {
   int feeds = 0;
@@ -201,7 +220,7 @@ inline std::vector<void*> read_inputs(char** argv, const VarInfo* vars, int coun
   if (is_directory(where)) {  // one file per variable, named after it
     for (int i = 0; i < count; ++i)
       if (vars[i].role == kPersistable) {
-        File f(where + "/" + vars[i].name);
+        File f(file_in(where, vars[i].name));
         read_tensor(f, &vars[i], pointers[i]);
       }
   } else {  // combined: every persistable's record, sorted by name
@@ -218,11 +237,20 @@ inline std::vector<void*> read_inputs(char** argv, const VarInfo* vars, int coun
   return pointers;
 }
 
-// each fetched variable's host buffer to <out>/<name>.npy
+// the file of a fetched variable in the output folder: its name with each '/' as '_' (as
+// `fluid-nb run --save-dir` names them), so that no name reaches outside the folder
+inline std::string fetch_file(const std::string& out, const char* name) {
+  std::string file = name;
+  for (char& c : file)
+    if (c == '/') c = '_';
+  return out + "/" + file + ".npy";
+}
+
+// each fetched variable's host buffer to <out>/<name>.npy ('/' in the name as '_')
 inline void write_fetches(const std::string& out, const VarInfo* vars, const int* fetches,
                           int fetch_count, const std::vector<void*>& pointers) {
   for (int k = 0; k < fetch_count; ++k)
-    write_npy(out + "/" + vars[fetches[k]].name + ".npy", vars[fetches[k]],
+    write_npy(fetch_file(out, vars[fetches[k]].name), vars[fetches[k]],
               pointers[fetches[k]]);
 }
 
