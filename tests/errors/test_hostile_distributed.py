@@ -32,6 +32,7 @@ from fluid_nb.ps_dispatcher import HashName, RoundRobin
 from fluid_nb.tensor.tensor import LoDTensor
 from fluid_nb.transpiler.distribute_transpiler import DistributeTranspiler
 from tests.distributed.malformed import malformed_requests, send_raw
+from tests.distributed.test_launch_stops import _alive
 from tests.errors.corpus import Case, state_of
 from tests.errors.hostile import family_test
 
@@ -364,14 +365,6 @@ ROLE = textwrap.dedent("""\
             os.kill(os.getpid(), signal.SIGKILL)
     time.sleep(300)
 """)
-
-
-def _alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except FileNotFoundError:
-        return False
 
 
 def launcher_cases(workdir):

@@ -17,6 +17,7 @@ import fluid_nb as fluid
 from fluid_nb import cli
 from tests.errors.corpus import Case, program_state, scope_state
 from tests.errors.hostile import executed_marker, family_test
+from tests.onnx.test_view import _loop
 
 FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "paddle" / "inference"
 _BASES = {}
@@ -39,16 +40,7 @@ def _loop_model():
     """A While loop: its ONNX form has a Loop node with a body subgraph."""
     main, startup = fluid.Program(), fluid.Program()
     with fluid.program_guard(main, startup), fluid.unique_name.guard():
-        x = fluid.layers.data(name="x", shape=[3], dtype="float32")
-        i = fluid.layers.fill_constant([1], "int64", 0)
-        three = fluid.layers.fill_constant([1], "int64", 3)
-        total = fluid.layers.assign(x)
-        condition = fluid.layers.less_than(i, three)
-        loop = fluid.layers.While(condition)
-        with loop.block():
-            fluid.layers.assign(fluid.layers.tanh(total), total)
-            fluid.layers.increment(i, in_place=True)
-            fluid.layers.less_than(i, three, cond=condition)
+        total, = _loop()
     return fluid.onnx.export(main, None, feed=["x"], fetch=[total], scope=fluid.Scope()).model
 
 
