@@ -12,3 +12,12 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("gpu") is not None:
             item.add_marker(skip)
+
+
+@pytest.fixture
+def ctrl_c():
+    """SIGINT as a terminal's foreground job gets it, in this process and the programs the
+    test starts (tests/interrupts.py says why a runner may have it ignored)."""
+    from tests.interrupts import ctrl_c_as_in_a_terminal
+    with ctrl_c_as_in_a_terminal():
+        yield

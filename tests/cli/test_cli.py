@@ -337,7 +337,7 @@ def test_fluid_nb_lab_starts_jupyterlab_with_the_extension(tmp_path):
 
 @pytest.mark.skipif(os.name != "posix", reason="signals as POSIX sends them")
 @pytest.mark.parametrize("signal_name", ["SIGTERM", "SIGINT"])
-def test_stopping_fluid_nb_lab_while_it_serves_requests_stops_it(tmp_path, signal_name):
+def test_stopping_fluid_nb_lab_while_it_serves_requests_stops_it(tmp_path, signal_name, ctrl_c):
     """The stop does not depend on what the server is doing when the signal comes: with
     requests being served at that moment (an interrupt landing in a request handler; worker
     threads busy as the loop stops), JupyterLab still shuts down, with no traceback."""
@@ -377,7 +377,7 @@ def test_stopping_fluid_nb_lab_while_it_serves_requests_stops_it(tmp_path, signa
 
 @pytest.mark.skipif(os.name != "posix", reason="signals as POSIX sends them")
 @pytest.mark.parametrize("signal_name", ["SIGTERM", "SIGINT"])
-def test_stopping_fluid_nb_lab_stops_jupyterlab(tmp_path, signal_name):
+def test_stopping_fluid_nb_lab_stops_jupyterlab(tmp_path, signal_name, ctrl_c):
     """A signal to the `fluid-nb lab` process (a service manager's SIGTERM, Ctrl-C's SIGINT)
     reaches JupyterLab itself: the server shuts down, nothing is left serving, and no
     traceback of fluid-nb is printed."""

@@ -69,7 +69,7 @@ def test_a_failing_trainer_takes_what_it_started_with_it(tmp_path):
     assert spent < 30
 
 
-def test_a_role_that_ignores_sigterm_is_killed_after_the_grace(tmp_path, monkeypatch):
+def test_a_role_that_ignores_sigterm_is_killed_after_the_grace(tmp_path, monkeypatch, ctrl_c):
     monkeypatch.setattr(launch, "_STOP_GRACE", 1.0)
     processes, _ = launch.plan(1, 1)
     out = io.StringIO()
@@ -86,7 +86,7 @@ def test_a_role_that_ignores_sigterm_is_killed_after_the_grace(tmp_path, monkeyp
     assert not [pid for pid in pids + [p.popen.pid for p in processes] if _alive(pid)]
 
 
-def test_ctrl_c_stops_the_job_and_says_so_in_one_line(tmp_path):
+def test_ctrl_c_stops_the_job_and_says_so_in_one_line(tmp_path, ctrl_c):
     env = dict(os.environ, PYTHONPATH=str(REPO))
     # the launcher leads its own group, as a shell's foreground job does: Ctrl-C is a
     # SIGINT to that whole group

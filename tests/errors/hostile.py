@@ -31,6 +31,8 @@ import tempfile
 
 import pytest
 
+from tests.interrupts import ctrl_c_as_in_a_terminal
+
 REPO = pathlib.Path(__file__).resolve().parents[2]
 CASE_SECONDS = 10.0
 # beyond the case's own limit (which the worker enforces), the parent waits this long before
@@ -78,10 +80,12 @@ class _Worker:
         self.log = open(workdir.parent / f"{workdir.name}.worker.log", "w+b")
         env = dict(os.environ, FLUID_NB_CORPUS_WORKDIR=str(workdir),
                    PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "tests.errors.hostile_worker", *family],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, env=env,
-            cwd=str(REPO), start_new_session=True)
+        # the worker takes Ctrl-C as a terminal's job does, for the cases that press it
+        with ctrl_c_as_in_a_terminal():
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "tests.errors.hostile_worker", *family],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, env=env,
+                cwd=str(REPO), start_new_session=True)
 
     def alive(self):
         return self.process.poll() is None
