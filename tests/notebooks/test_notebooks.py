@@ -445,7 +445,7 @@ def test_compiler_notebook_shows_the_seeds_listing_and_runs_it(compiler_nb):
     assert_clean_run(compiler_nb)
     listing = compiler_nb.text("seeds")
     assert "static void fluid_cpp_assign_0(void** v)" in listing
-    assert "mul(X, W, Y, 4, 3, 2);" in listing
+    assert "mul(v_X, v_W, v_Y, 4, 3, 2);" in listing  # variables by identifiers of its own
     assert "fluid_cpp_assign_0(v);\n  fluid_cpp_mul_1(v);" in listing
     assert "equal to X @ W: True" in compiler_nb.text("seeds-run")
 
