@@ -20,7 +20,7 @@ def lod_feed(value, lod):
 
 def test_dynamic_lstmp_parameters_and_output():
     main, startup = fluid.Program(), fluid.Program()
-    with fluid.program_guard(main, startup):
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
         x = fluid.data("x", [None, 8], lod_level=1)
         projection, cell = fluid.layers.dynamic_lstmp(x, size=8, proj_size=3,
                                                       cell_clip=0.5, proj_clip=0.9)
@@ -47,7 +47,7 @@ def test_dynamic_lstmp_parameters_and_output():
 def test_dynamic_lstmp_trains():
     main, startup = fluid.Program(), fluid.Program()
     main.random_seed = startup.random_seed = 5
-    with fluid.program_guard(main, startup):
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
         words = fluid.data("words", [None, 1], dtype="int64", lod_level=1)
         label = fluid.data("label", [None, 1], dtype="float32")
         emb = fluid.embedding(words, size=[20, 6])
@@ -70,7 +70,7 @@ def test_dynamic_lstmp_trains():
 def test_lstm_two_layers_bidirectional_matches_numpy():
     seq, batch, size, hidden = 4, 3, 5, 3
     main, startup = fluid.Program(), fluid.Program()
-    with fluid.program_guard(main, startup):
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
         x = fluid.data("x", [seq, batch, size])
         init_h = fluid.layers.fill_constant([4, batch, hidden], "float32", 0.1)
         init_c = fluid.layers.fill_constant([4, batch, hidden], "float32", -0.2)
@@ -99,7 +99,7 @@ def test_lstm_trains_with_dropout_between_layers():
     seq, batch, size, hidden = 5, 4, 3, 6
     main, startup = fluid.Program(), fluid.Program()
     main.random_seed = startup.random_seed = 3
-    with fluid.program_guard(main, startup):
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
         x = fluid.data("x", [seq, batch, size])
         y = fluid.data("y", [batch, 1])
         zeros = fluid.layers.fill_constant([2, batch, hidden], "float32", 0.0)
@@ -132,7 +132,7 @@ def test_lstm_trains_with_dropout_between_layers():
 ])
 def test_bad_arguments_are_refused_before_anything_is_added(call, words):
     main, startup = fluid.Program(), fluid.Program()
-    with fluid.program_guard(main, startup):
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
         x = fluid.data("x", [None, 8], lod_level=1)
         before = dict(main.global_block().vars)
         with pytest.raises(InvalidArgument, match=words):
