@@ -39,6 +39,9 @@ live_view"""
 
 
 def test_memory_view_draws_chunks_timeline_with_peak_and_table(page, lab):
+    # the page is shared: a pointer left where an earlier test clicked could land on the
+    # new chart and move its hover off the peak
+    page.mouse.move(0, 0)
     open_notebook(page, write_notebook(lab, "memory_view.ipynb", [MLP, LIVE]))
     run_cell(page, 0)
     view = cell(page, 0).locator(".fluid-nb-memory-view")
