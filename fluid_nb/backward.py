@@ -18,7 +18,7 @@ sub-block differentiated first (``_differentiate_sub_block``), and the grad make
 resulting grad block as ``g.grad_block``, so ``while_grad``/``conditional_block_grad`` plug in
 without changing the walk.
 """
-from .errors import InvalidArgument, NotFound, Unimplemented, expected
+from .errors import InvalidArgument, InvalidType, NotFound, Unimplemented, expected
 from .tensor.dtypes import VarType, is_float_dtype
 from .framework.program import EMPTY_VAR_NAME, GRAD_SUFFIX, Variable, grad_var_name
 from .framework.transaction import transactional_on
@@ -249,7 +249,7 @@ def append_backward(loss, parameter_list=None, no_grad_set=None, callbacks=None,
     ignored.
     """
     if not isinstance(loss, Variable):
-        raise InvalidArgument(f"append_backward: loss expected Variable, but received "
+        raise InvalidType(f"append_backward: loss expected Variable, but received "
                               f"{type(loss).__name__}")
     _check_names("append_backward", "no_grad_set", no_grad_set)
     _check_names("append_backward", "parameter_list", parameter_list)

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from .errors import InvalidArgument
+from .errors import InvalidArgument, InvalidType
 from .tensor.dtypes import VarType, convert_dtype
 from .ops import init_ops  # noqa: F401  (registers truncated_gaussian_random, assign_value)
 
@@ -60,10 +60,10 @@ class Initializer:
 def _check_block(name, var, block):
     from .framework import Block, Variable
     if not isinstance(var, Variable):
-        raise InvalidArgument(f"{name}: var expected Variable, but received "
+        raise InvalidType(f"{name}: var expected Variable, but received "
                               f"{type(var).__name__}")
     if not isinstance(block, Block):
-        raise InvalidArgument(f"{name}: block expected Block, but received "
+        raise InvalidType(f"{name}: block expected Block, but received "
                               f"{type(block).__name__}")
 
 

@@ -10,7 +10,7 @@ initializer op is appended.
 """
 import copy
 
-from .errors import InvalidArgument
+from .errors import InvalidArgument, InvalidType
 from .framework import program as _fw
 from .framework import unique_name
 from .tensor.dtypes import VarType, convert_dtype
@@ -53,7 +53,7 @@ class LayerHelper:
                                           f"Variable or a list of Variables, but received a "
                                           f"list holding {type(item).__name__}")
             return list(inputs)
-        raise InvalidArgument(f"{self.layer_type}: {input_param_name} expected Variable or "
+        raise InvalidType(f"{self.layer_type}: {input_param_name} expected Variable or "
                               f"a list of Variables, but received {type(inputs).__name__}")
 
     def input(self, input_param_name="input"):

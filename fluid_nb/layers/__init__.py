@@ -55,3 +55,9 @@ _LR_SCHEDULES = ["exponential_decay", "natural_exp_decay", "inverse_time_decay",
 math_op_patch.monkey_patch_variable()
 
 __all__ = [name for _module in _MODULES for name in _module.__all__] + _LR_SCHEDULES
+
+# Fluid 1.8's dtype checks, applied to the layers it checks (here and where each is defined)
+import sys as _sys  # noqa: E402
+from . import dtype_rules  # noqa: E402
+dtype_rules.apply(globals(), [_module for _name, _module in list(_sys.modules.items())
+                              if _name.startswith(__name__ + ".")])

@@ -10,7 +10,8 @@ carry no gradient.
 import contextlib
 import functools
 
-from ..errors import InvalidArgument
+from ..errors import InvalidArgument, InvalidType
+from ..framework.type_checks import require_variable
 from ..framework import unique_name
 from ..framework.attrs import AttrType
 from ..tensor.dtypes import VarType
@@ -30,7 +31,7 @@ __all__ = ["increment", "less_than", "less_equal", "greater_than", "greater_equa
 def increment(x, value=1.0, in_place=True):
     """``x + value`` for a one-element ``x``, written back into ``x`` when in_place."""
     if not isinstance(x, Variable):
-        raise InvalidArgument(f"increment: x expected Variable, but received "
+        raise InvalidType(f"increment: x expected Variable, but received "
                               f"{type(x).__name__}")
     helper = LayerHelper("increment")
     out = x if in_place else helper.create_variable_for_type_inference(dtype=x.dtype)
@@ -42,7 +43,7 @@ def increment(x, value=1.0, in_place=True):
 def _compare(op_type, x, y, cond, force_cpu=None):
     for name, value in (("x", x), ("y", y)):
         if not isinstance(value, Variable):
-            raise InvalidArgument(f"{op_type}: {name} expected Variable, but received "
+            raise InvalidType(f"{op_type}: {name} expected Variable, but received "
                                   f"{type(value).__name__}")
     helper = LayerHelper(op_type)
     if cond is None:
@@ -105,10 +106,7 @@ def logical_not(x, out=None, name=None):
     return _logical("logical_not", x, None, out, name)
 
 
-def _check_var(where, name, value):
-    if not isinstance(value, Variable):
-        raise InvalidArgument(f"{where}: {name} expected Variable, but received "
-                              f"{type(value).__name__}")
+_check_var = require_variable
 
 
 # --- tensor arrays and rank tables --------------------------------------------------------------

@@ -2,7 +2,7 @@
 further losses of Fluid 1.8 (sigmoid cross entropy, Huber, smooth L1, log, KL divergence,
 ranking, BPR, MSE, Dice, N-pair)."""
 from ..errors import InvalidArgument
-from ..framework.program import Variable
+from ..framework.type_checks import require_variable
 from ..layer_helper import LayerHelper
 from .arg_checks import INT, NUMBER, boolean, checks, optional, real_in, variable
 
@@ -16,10 +16,7 @@ __all__ = ["square_error_cost", "cross_entropy", "softmax_with_cross_entropy",
 kIgnoreIndex = -100
 
 
-def _check_variable(where, name, value):
-    if not isinstance(value, Variable):
-        raise InvalidArgument(f"{where}: {name} expected Variable, but received "
-                              f"{type(value).__name__}")
+_check_variable = require_variable
 
 
 @checks(input=variable, label=variable)

@@ -8,6 +8,7 @@ expand's expand_times, ...), so do these: a whole list as one int tensor, or a l
 Variables among ints, each int then becoming a ``fill_constant`` of shape [1]."""
 from ..errors import InvalidArgument, InvalidType
 from ..tensor.dtypes import VarType
+from ..framework.type_checks import require_variable
 from ..framework.program import Variable
 from ..layer_helper import LayerHelper
 from .arg_checks import (INT, NAME, NUMBER, Refused, _is_int, activation, boolean, checks,
@@ -22,10 +23,7 @@ __all__ = ["reshape", "transpose", "squeeze", "unsqueeze", "split", "stack", "sl
            "continuous_value_model", "filter_by_instag", "autoincreased_step_counter"]
 
 
-def _check_variable(where, name, value):
-    if not isinstance(value, Variable):
-        raise InvalidArgument(f"{where}: {name} expected Variable, but received "
-                              f"{type(value).__name__}")
+_check_variable = require_variable
 
 
 @checks(x=variable, shape=dims(-1), act=activation, inplace=boolean, name=NAME)

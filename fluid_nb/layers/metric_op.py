@@ -1,5 +1,5 @@
 """Metric layers: accuracy (top_k + accuracy ops)."""
-from ..errors import InvalidArgument
+from ..errors import InvalidType
 from ..tensor.dtypes import VarType
 from ..framework.program import Variable
 from ..layer_helper import LayerHelper
@@ -15,7 +15,7 @@ def accuracy(input, label, k=1, correct=None, total=None):
     """Fraction of rows whose ``label`` is among the top ``k`` scores of ``input``."""
     for name, value in (("input", input), ("label", label)):
         if not isinstance(value, Variable):
-            raise InvalidArgument(f"accuracy: {name} expected Variable, but received "
+            raise InvalidType(f"accuracy: {name} expected Variable, but received "
                                   f"{type(value).__name__}")
     helper = LayerHelper("accuracy")
     topk_out, topk_indices = topk(input, k=k)

@@ -9,6 +9,7 @@ import functools
 
 from ..errors import InvalidArgument
 from ..tensor.dtypes import VarType
+from ..framework.type_checks import require_variable
 from ..framework.program import Variable
 from ..initializer import ConstantInitializer, NormalInitializer
 from ..layer_helper import LayerHelper
@@ -38,10 +39,7 @@ from .nn_rearrange import *  # noqa: E402,F401,F403
 __all__ += nn_rearrange.__all__
 
 
-def _check_variable(where, name, value):
-    if not isinstance(value, Variable):
-        raise InvalidArgument(f"{where}: {name} expected Variable, but received "
-                              f"{type(value).__name__}")
+_check_variable = require_variable
 
 
 def _pair(value, where, name):
@@ -480,9 +478,11 @@ def _reduce(op_type, input, dim, keep_dim, name):
     helper = LayerHelper(op_type, input=input, name=name)
     out = helper.create_variable_for_type_inference(dtype=helper.input_dtype())
     reduce_all = not dim or len(dim) == len(input.shape)
-    helper.append_op(type=op_type, inputs={"X": [input]}, outputs={"Out": [out]},
-                     attrs={"dim": list(dim) if dim else [0], "keep_dim": keep_dim,
-                            "reduce_all": reduce_all})
+    attrs = {"dim": list(dim) if dim else [0], "keep_dim": keep_dim, "reduce_all": reduce_all}
+    if op_type == "reduce_sum" and input.dtype in (VarType.BOOL, VarType.INT32):
+        # Fluid 1.8 sums in X's dtype; the op's default (Paddle 2's) would widen to int64
+        attrs["out_dtype"] = int(input.dtype)
+    helper.append_op(type=op_type, inputs={"X": [input]}, outputs={"Out": [out]}, attrs=attrs)
     return out
 
 

@@ -58,7 +58,7 @@ def _check_dtype(op_type, x):
 def _activation_layer(op_type):
     def layer(x, name=None, **attrs):
         if not isinstance(x, Variable):
-            raise InvalidArgument(f"{op_type}: x expected Variable, but received "
+            raise InvalidType(f"{op_type}: x expected Variable, but received "
                                   f"{type(x).__name__}")
         check(op_type, "name", name, NAME)
         _check_dtype(op_type, x)
@@ -81,7 +81,7 @@ def _elementwise_layer(op_type):
         if not isinstance(x, Variable) or not isinstance(y, Variable):
             for arg, value in (("x", x), ("y", y)):
                 if not isinstance(value, Variable):
-                    raise InvalidArgument(f"{op_type}: {arg} expected Variable, but received "
+                    raise InvalidType(f"{op_type}: {arg} expected Variable, but received "
                                           f"{type(value).__name__}")
         # the defaults (a plain int axis, no act, no name) pass their rules by construction
         if axis.__class__ is not int:

@@ -23,9 +23,9 @@ constant indices) and ``stack``-ed into [T, N, ...]. T must be known when the RN
 import contextlib
 
 from ..errors import InvalidArgument
+from ..framework.type_checks import require_variable
 from ..framework import unique_name
 from ..tensor.dtypes import VarType
-from ..framework.program import Variable
 from ..framework import transaction
 from ..framework.transaction import atomic
 from ..layer_helper import LayerHelper
@@ -35,10 +35,7 @@ from .tensor import fill_constant
 __all__ = ["DynamicRNN", "StaticRNN"]
 
 
-def _check_variable(where, name, value):
-    if not isinstance(value, Variable):
-        raise InvalidArgument(f"{where}: {name} expected Variable, but received "
-                              f"{type(value).__name__}")
+_check_variable = require_variable
 
 
 # --- the small array layers the RNNs are made of (Fluid's array_read/array_write/shrink_memory)

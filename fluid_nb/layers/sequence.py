@@ -6,6 +6,7 @@ row; ``sequence_last_step``/``sequence_first_step`` are pools of type LAST/FIRST
 """
 from ..errors import InvalidArgument, InvalidType
 from ..tensor.dtypes import VarType, convert_dtype
+from ..framework.type_checks import require_variable
 from ..framework.program import Variable
 from ..layer_helper import LayerHelper
 from .arg_checks import (INT, NAME, NUMBER, POSITIVE_INT, activation, boolean, checks, dtype,
@@ -21,10 +22,7 @@ __all__ = ["sequence_pool", "sequence_first_step", "sequence_last_step", "sequen
 _POOL_TYPES = ("SUM", "AVERAGE", "SQRT", "MAX", "LAST", "FIRST")
 
 
-def _check(layer, name, value):
-    if not isinstance(value, Variable):
-        raise InvalidArgument(f"{layer}: {name} expected Variable, but received "
-                              f"{type(value).__name__}")
+_check = require_variable
 
 
 def _unary(layer, op_type, x, attrs=None, out_slot="Out", dtype=None, name=None):

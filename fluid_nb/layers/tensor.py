@@ -3,8 +3,9 @@ argmax/argmin, random tensors, and explicit variables (create_tensor, create_par
 create_global_var)."""
 import numpy as np
 
-from ..errors import InvalidArgument
+from ..errors import InvalidArgument, InvalidType
 from ..tensor.dtypes import VarType, convert_dtype
+from ..framework.type_checks import require_variable
 from ..framework.program import Variable
 from ..initializer import ConstantInitializer, assign_value_op, force_init_on_cpu
 from ..layer_helper import LayerHelper
@@ -18,10 +19,7 @@ __all__ = ["create_tensor", "create_parameter", "create_global_var", "cast", "co
            "argmin", "uniform_random", "gaussian_random"]
 
 
-def _check_variable(where, name, value):
-    if not isinstance(value, Variable):
-        raise InvalidArgument(f"{where}: {name} expected Variable, but received "
-                              f"{type(value).__name__}")
+_check_variable = require_variable
 
 
 @checks(dtype=dtype, name=NAME, persistable=boolean)
@@ -103,7 +101,7 @@ def assign(input, output=None):
     if isinstance(input, (list, tuple, int, float, bool, np.generic)):
         input = np.array(input)
     if not isinstance(input, np.ndarray):
-        raise InvalidArgument(f"assign: input expected Variable, numpy.ndarray or list, but "
+        raise InvalidType(f"assign: input expected Variable, numpy.ndarray or list, but "
                               f"received {type(input).__name__}")
     if input.dtype == np.float64:
         input = input.astype(np.float32)  # Fluid keeps float constants in float32

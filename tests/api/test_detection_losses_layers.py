@@ -175,7 +175,8 @@ def test_yolov3_loss_trains_a_head():
     (lambda v: L.bipartite_match(v, match_type="greedy"), "match_type"),
     (lambda v: L.ssd_loss(v, v, v, v, v, mining_type="hard_example"), "mining_type"),
     (lambda v: L.ssd_loss(v, v, v, v, v, prior_box_var=[0.1, 0.2]), "prior_box_var"),
-    (lambda v: L.sigmoid_focal_loss(v, v, v, alpha=2.0), "alpha"),
+    (lambda v: L.sigmoid_focal_loss(v, v.block.var("label"), v.block.var("fg_num"),
+                                    alpha=2.0), "alpha"),
     (lambda v: L.yolov3_loss(v, v, v, anchors=[10, 13, 16], anchor_mask=[0], class_num=2,
                              ignore_thresh=0.7, downsample_ratio=32), "anchors"),
 ])
@@ -183,6 +184,8 @@ def test_bad_arguments_are_refused_at_the_call(call, words):
     main = fluid.Program()
     with fluid.program_guard(main, fluid.Program()):
         v = fluid.data("v", [None, 4])
+        fluid.data("label", [None, 1], "int32")
+        fluid.data("fg_num", [1], "int32")  # (sigmoid_focal_loss takes int32 ones)
         before = len(main.global_block().vars)
         with pytest.raises(InvalidArgument, match=words):
             call(v)
