@@ -35,7 +35,7 @@ def _check_names(where, what, items):
         return
     if not isinstance(items, (list, tuple, set, frozenset)) or not all(
             isinstance(v, (Variable, str)) for v in items):
-        raise InvalidArgument(expected(where, what, "None or a list or set of Variables or "
+        raise InvalidType(expected(where, what, "None or a list or set of Variables or "
                                        "variable names", f"{repr(items)[:60]} "
                                        f"({type(items).__name__})"))
 
@@ -45,7 +45,7 @@ def _check_variables(where, what, value, allow_none=False):
     items = value if isinstance(value, (list, tuple)) else [value]
     if not items or not all(isinstance(v, Variable) or (allow_none and v is None)
                             for v in items):
-        raise InvalidArgument(expected(where, what, "a Variable or a non-empty list of "
+        raise InvalidType(expected(where, what, "a Variable or a non-empty list of "
                                        "Variables", f"{repr(value)[:60]} "
                                        f"({type(value).__name__})"))
 
@@ -93,7 +93,10 @@ def _find_op_path(block, target_names, no_grad, stop_at=None):
             var = block._find_var_recursive(name)
             if not _carries_gradient(var):
                 continue
-            if name not in produced:  # a leaf: a parameter, or an input left differentiable
+            # Fluid's rule: every variable not stop_gradient (nor in no_grad_set) gets a
+            # gradient, whether a parameter, an input left differentiable, or an op's output
+            # (a fill_constant whose stop_gradient the user set False)
+            if name not in produced or not var.stop_gradient:
                 needs.add(name)
         if needs & set(op.input_arg_names):
             for name in op.output_arg_names:
@@ -250,7 +253,7 @@ def append_backward(loss, parameter_list=None, no_grad_set=None, callbacks=None,
     """
     if not isinstance(loss, Variable):
         raise InvalidType(f"append_backward: loss expected Variable, but received "
-                              f"{type(loss).__name__}")
+                          f"{type(loss).__name__}")
     _check_names("append_backward", "no_grad_set", no_grad_set)
     _check_names("append_backward", "parameter_list", parameter_list)
     if parameter_list is not None:
@@ -263,8 +266,8 @@ def append_backward(loss, parameter_list=None, no_grad_set=None, callbacks=None,
                                         f"'{name}', which it does not have"))
     if callbacks is not None and (not isinstance(callbacks, (list, tuple)) or not all(
             callable(c) for c in callbacks)):
-        raise InvalidArgument(expected("append_backward", "callbacks",
-                                       "None or a list of functions", repr(callbacks)[:60]))
+        raise InvalidType(expected("append_backward", "callbacks",
+                                   "None or a list of functions", repr(callbacks)[:60]))
     _check_scalar_loss(loss)
     block = loss.block
     program = block.program

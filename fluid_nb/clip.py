@@ -9,7 +9,7 @@ Pass one as ``grad_clip=`` to an optimizer, or register it for parameters with
 ``set_gradient_clip`` (Fluid 1.x style).
 """
 from .backward import OP_ROLE_BACKWARD
-from .errors import InvalidArgument
+from .errors import InvalidArgument, InvalidType, expected
 from .framework import unique_name
 from .tensor.dtypes import VarType
 from .framework.program import default_main_program
@@ -28,15 +28,32 @@ def _check_number(where, name, value, low=None):
 
 
 class GradientClipBase:
-    """Clips each gradient on its own; subclasses define ``_clip(param, grad)``."""
+    """Clips each gradient on its own; subclasses define ``_clip(param, grad)``. Pairs
+    whose gradient is None are left out of the result.
+
+    ``need_clip(param) -> bool`` (Fluid 1.8) picks the parameters whose gradients are
+    clipped; None clips all of them. A parameter made with ``ParamAttr(need_clip=False)``
+    is never clipped."""
+
+    def __init__(self, need_clip=None):
+        if need_clip is not None and not callable(need_clip):
+            raise InvalidType(expected(type(self).__name__, "need_clip", "None or a function "
+                                       "of a Parameter returning bool", type(need_clip).__name__))
+        self._need_clip = need_clip
+
+    def _clips(self, param, grad):
+        return (grad is not None and getattr(param, "need_clip", True)
+                and (self._need_clip is None or bool(self._need_clip(param))))
 
     def __call__(self, params_grads):
-        return [(p, self._clip(p, g)) if g is not None and getattr(p, "need_clip", True)
-                else (p, g) for p, g in params_grads]
+        # pairs without a gradient are dropped, as Fluid 1.8's clips drop them
+        return [(p, self._clip(p, g)) if self._clips(p, g) else (p, g)
+                for p, g in params_grads if g is not None]
 
 
 class GradientClipByValue(GradientClipBase):
-    def __init__(self, max, min=None):
+    def __init__(self, max, min=None, need_clip=None):
+        super().__init__(need_clip)
         _check_number("GradientClipByValue", "max", max)
         if min is not None:
             _check_number("GradientClipByValue", "min", min)
@@ -56,7 +73,8 @@ class GradientClipByValue(GradientClipBase):
 
 
 class GradientClipByNorm(GradientClipBase):
-    def __init__(self, clip_norm):
+    def __init__(self, clip_norm, need_clip=None):
+        super().__init__(need_clip)
         _check_number("GradientClipByNorm", "clip_norm", clip_norm, 0.0)
         self.clip_norm = float(clip_norm)
 
@@ -86,13 +104,15 @@ def _norm_input(block, grad):
 
 
 class GradientClipByGlobalNorm(GradientClipBase):
-    def __init__(self, clip_norm, group_name="default_group"):
+    def __init__(self, clip_norm, group_name="default_group", need_clip=None):
+        super().__init__(need_clip)
         _check_number("GradientClipByGlobalNorm", "clip_norm", clip_norm, 0.0)
         self.clip_norm = float(clip_norm)
         self.group_name = group_name
 
     def __call__(self, params_grads):
-        clipped = [(p, g) for p, g in params_grads if g is not None and getattr(p, "need_clip", True)]
+        params_grads = [(p, g) for p, g in params_grads if g is not None]
+        clipped = [(p, g) for p, g in params_grads if self._clips(p, g)]
         if not clipped:
             return params_grads
         block = clipped[0][1].block

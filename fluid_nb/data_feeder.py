@@ -4,11 +4,14 @@ variables of lod_level > 0 (each sample's entry is then a sequence, or a sequenc
 sequences)."""
 import numpy as np
 
-from .errors import InvalidArgument, expected
+from .errors import InvalidArgument, InvalidType, expected
 from .tensor.place import CPUPlace
 from .tensor.tensor import LoDTensor, lossless_cast, value_array
 from .tensor.dtypes import to_numpy_dtype
 from .framework.program import Variable, default_main_program
+
+# (Fluid 1.8 keeps its argument checks here: fluid.data_feeder.check_variable_and_dtype)
+from .framework.type_checks import check_dtype, check_type, check_variable_and_dtype  # noqa: F401
 
 __all__ = ["DataFeeder"]
 
@@ -89,8 +92,8 @@ class DataFeeder:
                                           f"program, but it is not there")
                 item = var
             if not isinstance(item, Variable):
-                raise InvalidArgument(f"DataFeeder: feed_list items expected Variable or "
-                                      f"name, but received {type(item).__name__}")
+                raise InvalidType(f"DataFeeder: feed_list items expected Variable or "
+                                  f"name, but received {type(item).__name__}")
             self.feed_dtypes.append(item.dtype)
             self.feed_names.append(item.name)
             self.feed_shapes.append(item.shape)

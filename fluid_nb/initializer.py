@@ -56,15 +56,29 @@ class Initializer:
     def _seed(seed, block):
         return seed if seed else block.program.random_seed
 
+    def _into(self, var, block, append):
+        """``append(out)`` appends the op that writes ``out``. A float16 variable is written
+        as Fluid 1.8 writes it: the op fills a float32 temporary, then a cast (two ops)."""
+        if convert_dtype(var.dtype) != VarType.FP16:
+            return append(var)
+        from .framework import unique_name
+        tmp = block.create_var(
+            name=unique_name.generate(".".join([type(self).__name__, var.name, "tmp"])),
+            shape=var.shape, dtype=VarType.FP32, persistable=False)
+        append(tmp)
+        return block.append_op(type="cast", inputs={"X": [tmp]}, outputs={"Out": [var]},
+                               attrs={"in_dtype": int(VarType.FP32),
+                                      "out_dtype": int(VarType.FP16)})
+
 
 def _check_block(name, var, block):
     from .framework import Block, Variable
     if not isinstance(var, Variable):
         raise InvalidType(f"{name}: var expected Variable, but received "
-                              f"{type(var).__name__}")
+                          f"{type(var).__name__}")
     if not isinstance(block, Block):
         raise InvalidType(f"{name}: block expected Block, but received "
-                              f"{type(block).__name__}")
+                          f"{type(block).__name__}")
 
 
 class ConstantInitializer(Initializer):
@@ -76,11 +90,11 @@ class ConstantInitializer(Initializer):
 
     def __call__(self, var, block):
         _check_block("ConstantInitializer", var, block)
-        return block.append_op(
-            type="fill_constant", outputs={"Out": [var]},
-            attrs={"shape": list(var.shape), "dtype": int(var.dtype),
+        return self._into(var, block, lambda out: block.append_op(
+            type="fill_constant", outputs={"Out": [out]},
+            attrs={"shape": list(out.shape), "dtype": int(out.dtype),
                    "value": float(self._value), "str_value": str(float(self._value)),
-                   "force_cpu": self._force_cpu or force_init_on_cpu()})
+                   "force_cpu": self._force_cpu or force_init_on_cpu()}))
 
 
 class UniformInitializer(Initializer):
@@ -96,12 +110,12 @@ class UniformInitializer(Initializer):
     def __call__(self, var, block):
         _check_block("UniformInitializer", var, block)
         diag_num, diag_step, diag_val = self._diag
-        return block.append_op(
-            type="uniform_random", outputs={"Out": [var]},
-            attrs={"shape": list(var.shape), "dtype": int(var.dtype),
+        return self._into(var, block, lambda out: block.append_op(
+            type="uniform_random", outputs={"Out": [out]},
+            attrs={"shape": list(out.shape), "dtype": int(out.dtype),
                    "min": float(self._low), "max": float(self._high),
                    "seed": self._seed(self._seed_value, block), "diag_num": diag_num,
-                   "diag_step": diag_step, "diag_val": float(diag_val)})
+                   "diag_step": diag_step, "diag_val": float(diag_val)}))
 
 
 class NormalInitializer(Initializer):
@@ -112,11 +126,11 @@ class NormalInitializer(Initializer):
 
     def __call__(self, var, block):
         _check_block("NormalInitializer", var, block)
-        return block.append_op(
-            type="gaussian_random", outputs={"Out": [var]},
-            attrs={"shape": list(var.shape), "dtype": int(var.dtype),
+        return self._into(var, block, lambda out: block.append_op(
+            type="gaussian_random", outputs={"Out": [out]},
+            attrs={"shape": list(out.shape), "dtype": int(out.dtype),
                    "mean": float(self._mean), "std": float(self._std),
-                   "seed": self._seed(self._seed_value, block)})
+                   "seed": self._seed(self._seed_value, block)}))
 
 
 class TruncatedNormalInitializer(Initializer):
@@ -127,11 +141,11 @@ class TruncatedNormalInitializer(Initializer):
 
     def __call__(self, var, block):
         _check_block("TruncatedNormalInitializer", var, block)
-        return block.append_op(
-            type="truncated_gaussian_random", outputs={"Out": [var]},
-            attrs={"shape": list(var.shape), "dtype": int(var.dtype),
+        return self._into(var, block, lambda out: block.append_op(
+            type="truncated_gaussian_random", outputs={"Out": [out]},
+            attrs={"shape": list(out.shape), "dtype": int(out.dtype),
                    "mean": float(self._mean), "std": float(self._std),
-                   "seed": self._seed(self._seed_value, block)})
+                   "seed": self._seed(self._seed_value, block)}))
 
 
 class XavierInitializer(Initializer):
@@ -175,13 +189,13 @@ class NumpyArrayInitializer(Initializer):
 
     def __init__(self, value):
         if not isinstance(value, np.ndarray):
-            raise InvalidArgument(f"NumpyArrayInitializer: value expected numpy.ndarray, but "
-                                  f"received {type(value).__name__}")
+            raise InvalidType(f"NumpyArrayInitializer: value expected numpy.ndarray, but "
+                              f"received {type(value).__name__}")
         self._value = value
 
     def __call__(self, var, block):
         _check_block("NumpyArrayInitializer", var, block)
-        return assign_value_op(block, var, self._value)
+        return self._into(var, block, lambda out: assign_value_op(block, out, self._value))
 
 
 def assign_value_op(block, out, value):
@@ -220,7 +234,8 @@ class BilinearInitializer(Initializer):
             x = i % size
             y = (i // size) % size
             weight[i] = (1 - abs(x / f - c)) * (1 - abs(y / f - c))
-        return assign_value_op(block, var, weight.reshape(shape))
+        return self._into(var, block,
+                          lambda out: assign_value_op(block, out, weight.reshape(shape)))
 
 
 Constant = ConstantInitializer

@@ -4,18 +4,22 @@
 - Variables are LoDTensor stream records (:mod:`fluid_nb.proto.tensor_stream`): one file
   per variable, named after it, or one combined file (``__params__``, ``<prefix>.pdiparams``)
   holding the records in sorted-name order, as Paddle writes them.
+- ``fluid.save``/``fluid.load`` and program states (``<prefix>.pdparams``, ``.pdopt``,
+  ``.pdmodel``) are in :mod:`fluid_nb.io_state`.
 
 Every file is written to a temporary name in its directory and renamed into place, so a
 failure never leaves a half-written file. Loading never executes anything from a file.
 """
 import os
 import tempfile
+import warnings
 
 import numpy as np
 
-from .backward import OP_ROLE_OPTIMIZE
-from .errors import InvalidArgument, NotFound, PreconditionNotMet, expected
-from .framework.attrs import AttrType
+from .errors import InvalidArgument, InvalidType, NotFound, PreconditionNotMet, expected
+from .framework.prune import prune_with_input
+from .io_state import (is_belong_to_optimizer, load, load_program_state, save,  # noqa: F401
+                       set_program_state)
 from .tensor.dtypes import VarType, dtype_name
 from .framework.program import Parameter, Program, Variable, default_main_program
 from .proto import tensor_stream
@@ -102,12 +106,39 @@ def _tensor_bytes(var_name, scope):
     return buf.getvalue()
 
 
-def _selected_vars(main_program, vars, predicate):
-    program = default_main_program() if main_program is None else main_program
+def _get_valid_program(main_program, where="io"):
+    """The Program behind ``main_program``: the default main program for None, a
+    CompiledProgram's own program (with a warning, as Fluid gives)."""
+    if main_program is None:
+        return default_main_program()
+    if not isinstance(main_program, Program) and hasattr(main_program, "_program"):
+        inner = main_program._program
+        if inner is None:
+            raise InvalidType(expected(where, "main_program", "a Program, or a CompiledProgram "
+                                       "made from one", "a CompiledProgram with no program"))
+        warnings.warn("The input is a CompiledProgram, this is not recommended.")
+        main_program = inner
+    if not isinstance(main_program, Program):
+        raise InvalidType(expected(where, "main_program", "a Program",
+                                   type(main_program).__name__))
+    return main_program
+
+
+def _selected_vars(main_program, vars, predicate, where="save_vars"):
+    program = _get_valid_program(main_program, where)
     if vars is None:
         vars = [v for v in program.list_vars() if predicate is None or predicate(v)]
-    return program, [v if isinstance(v, Variable) else program.global_block().var(v)
-                     for v in vars]
+    elif isinstance(vars, (str, Variable)) or not hasattr(vars, "__iter__"):
+        raise InvalidType(expected(where, "vars", "a list of Variables", type(vars).__name__))
+    selected = []
+    for v in vars:
+        if isinstance(v, str):
+            v = program.global_block().var(v)
+        elif not isinstance(v, Variable):
+            raise InvalidType(expected(where, "vars", "a list of Variables",
+                                       f"one holding {type(v).__name__}"))
+        selected.append(v)
+    return program, selected
 
 
 # --- variables ---------------------------------------------------------------------------
@@ -116,7 +147,7 @@ def save_vars(executor, dirname, main_program=None, vars=None, predicate=None, f
     """Save ``vars`` (or those of ``main_program`` passing ``predicate``) under ``dirname``:
     one file each, or all in ``filename`` (sorted by name)."""
     scope = _scope_of(scope)
-    _, selected = _selected_vars(main_program, vars, predicate)
+    _, selected = _selected_vars(main_program, vars, predicate, "save_vars")
     selected = [v for v in selected if v.type not in _NOT_SAVED]
     if filename is None:
         payloads = [(os.path.join(dirname, v.name), _tensor_bytes(v.name, scope))
@@ -137,7 +168,7 @@ def load_vars(executor, dirname, main_program=None, vars=None, predicate=None, f
     every value staged before the scope is touched, so a failed load leaves it as it was.
     """
     scope = _scope_of(scope)
-    _, selected = _selected_vars(main_program, vars, predicate)
+    _, selected = _selected_vars(main_program, vars, predicate, "load_vars")
     selected = [v for v in selected if v.type not in _NOT_SAVED]
     if not selected:
         return
@@ -214,88 +245,33 @@ def load_persistables(executor, dirname, main_program=None, filename=None):
 
 # --- inference models ------------------------------------------------------------------
 def prune_program(program, target_names, feed_names=()):
-    """A copy of ``program`` keeping only the global-block ops that ``target_names`` need
-    (walking back from the targets, stopping at fed variables), in test mode.
-
-    As Paddle's pruning does, only the sub-blocks of kept ops (and theirs) stay, renumbered
-    in their old order; the variables no kept op uses leave the global block."""
-    pruned = program.clone(for_test=True)
-    block = pruned.global_block()
-    needed = set(target_names)
-    targets = set(target_names)
-    feeds = set(feed_names)
-    keep = []
-    for op in reversed(block.ops):
-        if op.type in ("feed", "fetch"):
-            continue
-        outputs = set(op.output_arg_names)
-        # an optimizer op writes a parameter a target reads, but only a target it makes
-        # itself keeps it (Paddle's rule): the inference model reads the parameter's value
-        if op.attrs.get("op_role", 0) & OP_ROLE_OPTIMIZE and not targets & outputs:
-            continue
-        if needed & outputs:
-            keep.append(op)
-            needed |= set(op.input_arg_names) - feeds
-            for sub in _sub_blocks(pruned, op):  # ops with sub-blocks read inside them too
-                for sub_op in sub.ops:
-                    needed |= set(sub_op.input_arg_names)
-    block.ops = list(reversed(keep))
-    _keep_blocks_of_kept_ops(pruned)
-    used = set()
+    """The inference program of ``program`` for ``target_names`` fed ``feed_names``: its
+    own feed and fetch ops gone, pruned as ``Program._prune_with_input`` prunes, then as
+    Fluid's ``_inference_optimize``: ops up to the first ``read`` and reader variables
+    removed, ``is_test`` set, parameters plain persistable variables."""
+    source = program.clone()
+    block = source.global_block()
+    block.ops = [op for op in block.ops if op.type not in ("feed", "fetch")]
+    for op in block.ops:
+        op.is_target = False
+    pruned = prune_with_input(source, list(feed_names), list(target_names))
+    glob = pruned.global_block()
+    reads = [i for i, op in enumerate(glob.ops) if op.type == "read"]
+    if reads:
+        del glob.ops[:reads[0] + 1]
+    glob.vars = {n: v for n, v in glob.vars.items() if v.type != VarType.READER}
     for b in pruned.blocks:
         for op in b.ops:
-            used |= set(op.input_arg_names) | set(op.output_arg_names)
-    used |= feeds | set(target_names)
-    block.vars = {n: v for n, v in block.vars.items() if n in used}
-    for var in block.vars.values():  # inference programs carry no training flags
+            if "is_test" in op.attrs:
+                op.attrs["is_test"] = True
+    for var in glob.vars.values():  # inference programs carry no training flags
         if isinstance(var, Parameter):
             plain = object.__new__(Variable)
             plain.__dict__.update(var.__dict__)
-            block.vars[var.name] = plain
+            glob.vars[var.name] = plain
+    pruned._is_test = True
     pruned._changed()
     return pruned
-
-
-def _block_attrs(op):
-    """``(name, [block indices])`` of each BLOCK or BLOCKS attribute of ``op``."""
-    for name, value in op.attrs.items():
-        kind = op.attr_type(name)
-        if kind == AttrType.BLOCK:
-            yield name, [value if isinstance(value, int) else value.idx]
-        elif kind == AttrType.BLOCKS:
-            yield name, [v if isinstance(v, int) else v.idx for v in value]
-
-
-def _sub_blocks(program, op):
-    """The blocks ``op`` runs, and the blocks their ops run, recursively."""
-    found, todo = [], [op]
-    while todo:
-        for _, indices in _block_attrs(todo.pop()):
-            for idx in indices:
-                sub = program.block(idx)
-                found.append(sub)
-                todo.extend(sub.ops)
-    return found
-
-
-def _keep_blocks_of_kept_ops(program):
-    """Drop every block no op of the global block reaches; renumber the rest."""
-    kept = {0}
-    for op in program.global_block().ops:
-        kept |= {b.idx for b in _sub_blocks(program, op)}
-    order = sorted(kept)
-    new_idx = {old: new for new, old in enumerate(order)}
-    blocks = [program.blocks[old] for old in order]
-    for block in blocks:
-        block.idx = new_idx[block.idx]
-        block.parent_idx = new_idx.get(block.parent_idx, -1) if block.parent_idx >= 0 else -1
-        block.forward_block_idx = new_idx.get(block.forward_block_idx, -1)
-        for op in block.ops:
-            for name, indices in _block_attrs(op):
-                moved = [new_idx[i] for i in indices]
-                op.attrs[name] = moved[0] if op.attr_type(name) == AttrType.BLOCK else moved
-    program.blocks = blocks
-    program.current_block_idx = 0
 
 
 def _file_bytes(program):
@@ -322,42 +298,101 @@ def _model_paths(dirname, model_filename, params_filename):
     return dirname, model_filename or "__model__", params_filename
 
 
+#: the name Fluid gives the ``scale`` op (by 1.0) it puts after each saved target, so a
+#: target an inference pass would fuse away stays a variable of its own
+SCALE_NAME = "save_infer_model/scale_{}"
+
+
 def save_inference_model(dirname, feeded_var_names, target_vars, executor, main_program=None,
                          model_filename=None, params_filename=None, export_for_deployment=True,
                          program_only=False, scope=None):
     """Save the part of ``main_program`` that computes ``target_vars`` from
-    ``feeded_var_names``, with feed and fetch ops, and its parameters.
+    ``feeded_var_names``, with feed and fetch ops, and its persistables.
 
-    Returns the names of the fetched variables. The program goes to ``model_filename``
-    (``__model__`` by default); parameters to one file each, or to ``params_filename``.
+    As Fluid, each target is fetched through a ``scale`` by 1.0 named
+    ``save_infer_model/scale_<i>`` (added to the saved copy, not to ``main_program``; a
+    target that already is one, in a model saved before, is kept as it is). Returns the
+    fetched names. The program goes to ``model_filename`` (``__model__`` by default), the
+    persistables to one file each, or all to ``params_filename``. With
+    ``export_for_deployment=False`` the whole program goes to
+    ``<model_filename>.main_program`` instead; ``program_only`` saves no persistables.
+    ``main_program`` may be a CompiledProgram (its program is saved).
     """
+    where = "save_inference_model"
     if isinstance(feeded_var_names, str):
         feeded_var_names = [feeded_var_names]
-    if not isinstance(target_vars, (list, tuple)):
+    elif not isinstance(feeded_var_names, (list, tuple)) or (
+            export_for_deployment and not all(isinstance(n, str) for n in feeded_var_names)):
+        raise InvalidArgument(expected(where, "feeded_var_names", "a list of names (str)",
+                                       repr(feeded_var_names)[:80]))
+    if isinstance(target_vars, Variable):
         target_vars = [target_vars]
-    program = default_main_program() if main_program is None else main_program
+    elif not isinstance(target_vars, (list, tuple)) or (export_for_deployment and not (
+            target_vars and all(isinstance(v, Variable) for v in target_vars))):
+        raise InvalidArgument(expected(where, "target_vars", "a non-empty list of Variables",
+                                       repr(target_vars)[:80]))
+    program = _get_valid_program(main_program, where)
+    if any(op.type == "auc" for op in program.global_block().ops):
+        warnings.warn("please ensure that you have set the auc states to zeros before saving "
+                      "inference model")
     target_names = [v.name if isinstance(v, Variable) else v for v in target_vars]
     block = program.global_block()
     for name in list(feeded_var_names) + target_names:
         if block._find_var_recursive(name) is None:
-            raise NotFound(f"save_inference_model: variable '{name}' expected in the program, "
-                           f"but it is not there")
-    pruned = prune_program(program, target_names, feeded_var_names)
-    glob = pruned.global_block()
-    glob.create_var(name="feed", type=VarType.FEED_MINIBATCH, persistable=True)
-    glob.create_var(name="fetch", type=VarType.FETCH_LIST, persistable=True)
-    for col, name in reversed(list(enumerate(feeded_var_names))):
-        glob._add_op(0, "feed", {"X": ["feed"]}, {"Out": [name]}, {"col": col}, infer=False)
-    for col, name in enumerate(target_names):
-        glob._add_op(len(glob.ops), "fetch", {"X": [name]}, {"Out": ["fetch"]}, {"col": col},
-                     infer=False)
-    model_bytes = _file_bytes(pruned)
-    if not program_only:
-        save_persistables(executor, dirname, pruned, filename=params_filename) \
-            if scope is None else save_vars(executor, dirname, pruned, predicate=is_persistable,
-                                            filename=params_filename, scope=scope)
-    atomic_write(os.path.join(dirname, model_filename or "__model__"), model_bytes)
-    return target_names
+            raise NotFound(expected(where, f"variable '{name}'", "a variable of the program",
+                                    "a name it does not have"))
+    model_name = os.path.basename(model_filename) if model_filename else "__model__"
+    if params_filename is not None:
+        params_filename = os.path.basename(params_filename)
+    if not export_for_deployment:
+        saved = program
+        model_bytes = _file_bytes(program)
+        model_name += ".main_program"
+        fetch_names = target_names
+    else:
+        source = program.clone()
+        fetch_names = _scaled_targets(source, target_names)
+        saved = prune_program(source, fetch_names, feeded_var_names)
+        for op in (op for b in saved.blocks for op in b.ops):
+            if "op_device" in op.attrs:
+                op.attrs["op_device"] = ""  # a deployed model runs where it is loaded
+        glob = saved.global_block()
+        glob.create_var(name="feed", type=VarType.FEED_MINIBATCH, persistable=True)
+        glob.create_var(name="fetch", type=VarType.FETCH_LIST, persistable=True)
+        for col, name in reversed(list(enumerate(feeded_var_names))):
+            glob._add_op(0, "feed", {"X": ["feed"]}, {"Out": [name]}, {"col": col}, infer=False)
+        for col, name in enumerate(fetch_names):
+            glob._add_op(len(glob.ops), "fetch", {"X": [name]}, {"Out": ["fetch"]},
+                         {"col": col}, infer=False)
+        model_bytes = _file_bytes(saved)
+    os.makedirs(dirname, exist_ok=True)
+    atomic_write(os.path.join(dirname, model_name), model_bytes)
+    if program_only:
+        warnings.warn("save_inference_model specified the param `program_only` to True, It "
+                      "will not save params of Program.")
+        return fetch_names
+    save_vars(executor, dirname, saved, predicate=is_persistable, filename=params_filename,
+              scope=scope)
+    return fetch_names
+
+
+def _scaled_targets(program, target_names):
+    """Append to ``program`` (a copy) the ``scale`` op of each target, as Fluid does; the
+    names to fetch."""
+    block = program.global_block()
+    names = []
+    for i, name in enumerate(target_names):
+        if name.startswith(SCALE_NAME.format("")):
+            names.append(name)
+            continue
+        var = block._find_var_recursive(name)
+        out = SCALE_NAME.format(i)
+        block.create_var(name=out, type=var.type, shape=var.shape, dtype=var.dtype,
+                         lod_level=var.lod_level)
+        block.append_op("scale", {"X": [name]}, {"Out": [out]},
+                        {"scale": 1.0, "bias": 0.0, "bias_after_scale": True})
+        names.append(out)
+    return names
 
 
 def load_inference_model(dirname, executor, model_filename=None, params_filename=None,
@@ -378,36 +413,3 @@ def load_inference_model(dirname, executor, model_filename=None, params_filename
     fetches = sorted(((op.attrs.get("col", 0), op.input("X")[0]) for op in block.ops
                       if op.type == "fetch"))
     return [program, [n for _, n in feeds], [block.var(n) for _, n in fetches]]
-
-
-# --- Paddle 2.x style state files ----------------------------------------------------------
-def save(program, model_path):
-    """``<model_path>.pdparams``-style save is pickle-based in Paddle; fluid_nb writes the same
-    tensors as a combined LoDTensor stream (``<model_path>.pdtensors``) and the program as
-    ``<model_path>.pdmodel``, never pickle."""
-    folder, prefix = os.path.split(model_path)
-    save_persistables(None, folder or ".", program, filename=prefix + ".pdtensors")
-    atomic_write(model_path + ".pdmodel", _file_bytes(program))
-
-
-def load(program, model_path, executor=None):
-    folder, prefix = os.path.split(model_path)
-    load_persistables(executor, folder or ".", program, filename=prefix + ".pdtensors")
-
-
-def load_program_state(model_path, var_list=None):
-    """Every tensor in a per-variable directory, as a name -> array dict."""
-    state = {}
-    for name in sorted(os.listdir(model_path)):
-        path = os.path.join(model_path, name)
-        if os.path.isfile(path) and not name.startswith(("__", ".")) \
-                and not name.endswith((".pdmodel", ".pdiparams")):
-            state[name] = tensor_stream.read_one(_read(path, "load_program_state"), path)[0]
-    return state
-
-
-def set_program_state(program, state_dict, scope=None):
-    scope = _scope_of(scope)
-    for var in program.list_vars():
-        if is_persistable(var) and var.name in state_dict:
-            scope.var(var.name).get_tensor().set(np.asarray(state_dict[var.name]))

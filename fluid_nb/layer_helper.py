@@ -49,12 +49,12 @@ class LayerHelper:
         if isinstance(inputs, (list, tuple)):
             for item in inputs:
                 if not isinstance(item, Variable):
-                    raise InvalidArgument(f"{self.layer_type}: {input_param_name} expected "
-                                          f"Variable or a list of Variables, but received a "
-                                          f"list holding {type(item).__name__}")
+                    raise InvalidType(f"{self.layer_type}: {input_param_name} expected "
+                                      f"Variable or a list of Variables, but received a "
+                                      f"list holding {type(item).__name__}")
             return list(inputs)
         raise InvalidType(f"{self.layer_type}: {input_param_name} expected Variable or "
-                              f"a list of Variables, but received {type(inputs).__name__}")
+                          f"a list of Variables, but received {type(inputs).__name__}")
 
     def input(self, input_param_name="input"):
         inputs = self.multiple_input(input_param_name)
@@ -129,9 +129,9 @@ class LayerHelper:
 
         startup = self.startup_program.global_block()
         if attr.name not in startup.vars:
-            startup_param = startup.create_parameter(dtype=dtype, shape=shape, type=type,
-                                                     **attr._to_kwargs(with_initializer=True))
-            attr.initializer(startup_param, startup)
+            # (the startup block's create_parameter appends the initializer's op)
+            startup.create_parameter(dtype=dtype, shape=shape, type=type,
+                                     **attr._to_kwargs(with_initializer=True))
         param = self.main_program.global_block().create_parameter(
             dtype=dtype, shape=shape, type=type, **attr._to_kwargs())
         if stop_gradient:
@@ -235,5 +235,5 @@ class LayerHelper:
     def is_instance(self, param_name, cls):
         param = self.kwargs.get(param_name)
         if not isinstance(param, cls):
-            raise InvalidArgument(f"{self.layer_type}: {param_name} expected "
-                                  f"{cls.__name__}, but received {type(param).__name__}")
+            raise InvalidType(f"{self.layer_type}: {param_name} expected "
+                              f"{cls.__name__}, but received {type(param).__name__}")

@@ -43,8 +43,8 @@ def img_conv_group(input, conv_num_filter, pool_size, conv_padding=1, conv_filte
     """VGG-style block: several conv2d (each optionally + batch_norm + dropout), one pool2d.
     Per-conv arguments are a value for all or a list with one per conv."""
     if not isinstance(conv_num_filter, (list, tuple)):
-        raise InvalidArgument(f"img_conv_group: conv_num_filter expected list or tuple, but "
-                              f"received {type(conv_num_filter).__name__}")
+        raise InvalidType(f"img_conv_group: conv_num_filter expected list or tuple, but "
+                          f"received {type(conv_num_filter).__name__}")
     n = len(conv_num_filter)
 
     def per_conv(name, value):

@@ -8,7 +8,7 @@ on in Paddle and the other way round.
 """
 from .framework import unique_name as _un
 from .backward import OP_ROLE_BACKWARD, OP_ROLE_LR_SCHED, OP_ROLE_OPTIMIZE, append_backward
-from .errors import InvalidArgument
+from .errors import InvalidArgument, InvalidType
 from .tensor.dtypes import VarType
 from .framework.program import (Variable, default_main_program, default_startup_program,
                                 program_guard)
@@ -23,7 +23,7 @@ def _is(cls, want):
     """An arg_checks rule: an instance of ``cls``."""
     def rule(value):
         if not isinstance(value, cls):
-            raise Refused(want)
+            raise Refused(want, wrong_type=True)
     return rule
 
 
@@ -31,7 +31,7 @@ def parameters(value):
     """An arg_checks rule: a list of Parameters or parameter names."""
     if not isinstance(value, (list, tuple)) or not all(
             isinstance(p, (str, Variable)) for p in value):
-        raise Refused("a list of Parameters or parameter names")
+        raise Refused("a list of Parameters or parameter names", wrong_type=True)
 
 
 _NON_NEGATIVE = real_in(0.0)
@@ -39,7 +39,7 @@ _NON_NEGATIVE = real_in(0.0)
 
 def _function(value):
     if not callable(value):
-        raise Refused("a function")
+        raise Refused("a function", wrong_type=True)
 _BETA = real_in(0.0, 1.0, want="a number in [0, 1)")
 
 __all__ = ["SGD", "SGDOptimizer", "Momentum", "MomentumOptimizer", "Adam", "AdamOptimizer",
@@ -84,8 +84,8 @@ class Optimizer:
     def __init__(self, learning_rate, parameter_list=None, regularization=None,
                  grad_clip=None, name=None):
         if not isinstance(learning_rate, (float, int, Variable)) or isinstance(learning_rate, bool):
-            raise InvalidArgument(f"{type(self).__name__}: learning_rate expected float or "
-                                  f"Variable, but received {type(learning_rate).__name__}")
+            raise InvalidType(f"{type(self).__name__}: learning_rate expected float or "
+                              f"Variable, but received {type(learning_rate).__name__}")
         self._check_arguments(learning_rate=(learning_rate, or_variable(real_in(0.0))),
                               parameter_list=(parameter_list, optional(parameters)),
                               regularization=(regularization, optional(_is(

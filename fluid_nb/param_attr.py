@@ -1,6 +1,6 @@
 """ParamAttr: how a layer should create one of its parameters (name, initializer, learning
 rate multiplier, regularizer, trainable, clipping)."""
-from .errors import InvalidArgument
+from .errors import InvalidArgument, InvalidType
 
 
 class ParamAttr:
@@ -13,11 +13,11 @@ class ParamAttr:
     def __init__(self, name=None, initializer=None, learning_rate=1.0, regularizer=None,
                  trainable=True, do_model_average=True, need_clip=True, gradient_clip=None):
         if name is not None and not isinstance(name, str):
-            raise InvalidArgument(f"ParamAttr: name expected str, but received "
-                                  f"{type(name).__name__}")
+            raise InvalidType(f"ParamAttr: name expected str, but received "
+                              f"{type(name).__name__}")
         if not isinstance(learning_rate, (int, float)) or isinstance(learning_rate, bool):
-            raise InvalidArgument(f"ParamAttr: learning_rate expected float, but received "
-                                  f"{type(learning_rate).__name__}")
+            raise InvalidType(f"ParamAttr: learning_rate expected float, but received "
+                              f"{type(learning_rate).__name__}")
         self.name = name
         self.initializer = initializer
         self.learning_rate = float(learning_rate)
@@ -64,8 +64,8 @@ class ParamAttr:
             return ParamAttr(regularizer=arg)
         if isinstance(arg, bool):
             return ParamAttr() if arg else False
-        raise InvalidArgument(f"ParamAttr: attribute expected ParamAttr, str, Initializer, "
-                              f"regularizer, bool or None, but received {type(arg).__name__}")
+        raise InvalidType(f"ParamAttr: attribute expected ParamAttr, str, Initializer, "
+                          f"regularizer, bool or None, but received {type(arg).__name__}")
 
     def _to_kwargs(self, with_initializer=False):
         kwargs = {"name": self.name, "optimize_attr": {"learning_rate": self.learning_rate},

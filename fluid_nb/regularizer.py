@@ -2,7 +2,7 @@
 ``grad += coeff * sign(param)`` (L1). A parameter's own regularizer wins over the
 optimizer's."""
 from .backward import OP_ROLE_BACKWARD
-from .errors import InvalidArgument
+from .errors import InvalidType
 from .framework import unique_name
 from .tensor.dtypes import VarType
 
@@ -25,8 +25,8 @@ class L2Decay(WeightDecayRegularizer):
 
     def __init__(self, regularization_coeff=0.0):
         if not isinstance(regularization_coeff, (int, float)):
-            raise InvalidArgument(f"L2Decay: regularization_coeff expected float, but received "
-                                  f"{type(regularization_coeff).__name__}")
+            raise InvalidType(f"L2Decay: regularization_coeff expected float, but received "
+                              f"{type(regularization_coeff).__name__}")
         _check_coeff("L2Decay", regularization_coeff)
         self._coeff = float(regularization_coeff)
 

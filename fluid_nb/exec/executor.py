@@ -36,6 +36,7 @@ from ..errors import (FluidError, InvalidArgument, InvalidType, NotFound, Precon
 from ..framework.attrs import AttrType
 from ..tensor.dtypes import VarType, convert_dtype, to_numpy_dtype
 from ..framework.program import EMPTY_VAR_NAME, Program, Variable, default_main_program
+from ..framework import prune
 from ..ops import registry
 from .. import flags
 from ..memory import places as memory_places
@@ -157,16 +158,55 @@ class Executor:
         #: tensor array being filled step by step) may be updated in place within it
         self.run_token = None
 
+    # --- pruning (Fluid's use_prune) -------------------------------------------------
+    def _prune_program(self, program, feed=None, fetch_list=None, optimize_ops=None):
+        """``program`` (or a CompiledProgram's program, in a copy of it) pruned to what
+        ``fetch_list`` and ``optimize_ops`` need given ``feed``; every optimizer op of the
+        program when ``optimize_ops`` is empty."""
+        import copy
+        origin = getattr(program, "_program", program)
+        targets = list(fetch_list or []) + list(optimize_ops or [])
+        if not optimize_ops:
+            targets += [op for block in origin.blocks for op in block.ops
+                        if prune.is_optimize_op(op)]
+        pruned = origin._prune_with_input(prune.feed_names(feed), targets)
+        if origin is program:
+            return pruned
+        compiled = copy.copy(program)
+        compiled._program = pruned
+        return compiled
+
+    def _pruned(self, program, feed, fetch_list, optimize_ops, origin_fetch):
+        """The pruned program for this program, feed and fetch list (made once, then
+        cached until the program changes) and the feed it still takes."""
+        program = default_main_program() if program is None else program
+        source = getattr(program, "_program", program)
+        key = prune.cache_key(program, feed, origin_fetch)
+        cache = self.__dict__.setdefault("_pruned_programs", {})
+        entry = cache.get(key)
+        if entry is None or entry[0] is not program or entry[1] != source._version:
+            if len(cache) > 64:
+                cache.clear()
+            entry = cache[key] = (program, source._version,
+                                  self._prune_program(program, feed, fetch_list, optimize_ops))
+        return entry[2], prune.feed_kept(getattr(entry[2], "_program", entry[2]), feed)
+
     # --- public -----------------------------------------------------------------------
     def run(self, program=None, feed=None, fetch_list=None, feed_var_name="feed",
             fetch_var_name="fetch", scope=None, return_numpy=True, use_program_cache=True,
-            **kwargs):
+            use_prune=False, **kwargs):
         """Run block 0 of ``program`` and return the values of ``fetch_list``.
 
         ``feed`` maps data variable names to arrays, LoDTensors or ``(array, lod)`` pairs;
         ``fetch_list`` holds Variables or names. With ``return_numpy=False`` the result is
-        LoDTensors (with their LoD).
+        LoDTensors (with their LoD). With ``use_prune`` (or an optimizer op, or what
+        ``minimize`` returns, in ``fetch_list``) only the ops the fetches need run, and
+        variables of the ops left out are not created in the scope.
         """
+        origin_fetch = fetch_list
+        fetch_list, optimize_ops = prune.split_fetch_list(fetch_list)
+        if use_prune or optimize_ops:
+            program, feed = self._pruned(program, feed, fetch_list, optimize_ops, origin_fetch)
         paused = collector.pause()  # a run's objects die by reference counting
         if self._device_arena:
             try:
@@ -221,19 +261,19 @@ class Executor:
                     "a dict, or a list of one dict", f"a list of {len(feed)}"))
             feed = _one_place_feed(feed)
         if not isinstance(program, Program):
-            raise InvalidArgument(f"Executor.run: program expected Program, but received "
-                                  f"{type(program).__name__}")
+            raise InvalidType(f"Executor.run: program expected Program, but received "
+                              f"{type(program).__name__}")
         scope = global_scope() if scope is None else scope
         if not isinstance(scope, Scope):
-            raise InvalidArgument(expected("Executor.run", "scope", "a Scope (or None for the "
+            raise InvalidType(expected("Executor.run", "scope", "a Scope (or None for the "
                                            "global scope)", type(scope).__name__))
         feed = {} if feed is None else feed
         if not isinstance(feed, dict):
-            raise InvalidArgument(f"Executor.run: feed expected a dict of name -> value, but "
-                                  f"received {type(feed).__name__}")
+            raise InvalidType(f"Executor.run: feed expected a dict of name -> value, but "
+                              f"received {type(feed).__name__}")
         for name in feed:
             if not isinstance(name, str):
-                raise InvalidArgument(expected("Executor.run", "feed keys", "variable names "
+                raise InvalidType(expected("Executor.run", "feed keys", "variable names "
                                                "(str)", f"{name!r} ({type(name).__name__})"))
         for what, name in (("feed_var_name", feed_var_name), ("fetch_var_name", fetch_var_name)):
             if not isinstance(name, str) or not name:
@@ -1028,13 +1068,16 @@ def _fetch_names(fetch_list):
         fetch_list = [fetch_list]
     names = []
     for item in fetch_list:
-        if isinstance(item, str):
-            names.append(item)
-        elif isinstance(item, Variable):
-            names.append(item.name)
-        else:
-            raise InvalidArgument(f"Executor.run: fetch_list items expected Variable or name, "
-                                  f"but received {type(item).__name__}")
+        # a list of variables among the items (what fluid.gradients returns) is fetched as
+        # its members, one level deep, as Fluid 1.8 does
+        for member in item if isinstance(item, (list, tuple)) else (item,):
+            if isinstance(member, str):
+                names.append(member)
+            elif isinstance(member, Variable):
+                names.append(member.name)
+            else:
+                raise InvalidType(f"Executor.run: fetch_list items expected Variable, name or "
+                                  f"a list of them, but received {type(member).__name__}")
     return tuple(names)
 
 

@@ -43,6 +43,37 @@ class ScopeVariable:
             self.value = SelectedRows()
         return self.value
 
+    # plain numbers and strings, as Paddle's scope variables hold them (set_int, get_float)
+    def set_int(self, value):
+        self.value = int(value)
+
+    def set_float(self, value):
+        self.value = float(value)
+
+    def set_string(self, value):
+        self.value = str(value)
+
+    def is_int(self):
+        return type(self.value) is int
+
+    def is_float(self):
+        return type(self.value) is float
+
+    def get_int(self):
+        return self._plain(int)
+
+    def get_float(self):
+        return self._plain(float)
+
+    def get_string(self):
+        return self._plain(str)
+
+    def _plain(self, kind):
+        if type(self.value) is not kind:
+            raise PreconditionNotMet(f"variable '{self.name}': {kind.__name__} expected, but "
+                                     f"it holds {type(self.value).__name__}")
+        return self.value
+
     def is_initialized(self):
         value = self.value
         return value is not None and not (isinstance(value, LoDTensor) and value.array is None)

@@ -7,3 +7,7 @@ from .program import (  # noqa: F401
     Block, Operator, Parameter, Program, Variable, default_main_program,
     default_startup_program, grad_var_name, program_guard, switch_main_program,
     switch_startup_program)
+
+#: Fluid 1.8's name for turning a NumPy dtype (or its name) into a VarType
+convert_np_dtype_to_dtype_ = convert_dtype
+

@@ -9,7 +9,7 @@ is added, so programs built without them stay as they were.
 """
 import contextlib
 
-from ..errors import InvalidArgument, expected
+from ..errors import InvalidArgument, InvalidType, expected
 
 #: attribute -> value that every op appended now gets (empty outside the guards)
 current = {}
@@ -21,7 +21,7 @@ _used_names = {}  # scope path (tuple) -> {name: times opened}
 def name_scope(prefix=None):
     """Ops appended inside carry ``op_namescope`` naming this scope and its parents."""
     if prefix is not None and not isinstance(prefix, str):
-        raise InvalidArgument(expected("name_scope", "prefix", "a str or None",
+        raise InvalidType(expected("name_scope", "prefix", "a str or None",
                                        f"{prefix!r} ({type(prefix).__name__})"))
     name = prefix or "_"
     siblings = _used_names.setdefault(tuple(_scope_path), {})

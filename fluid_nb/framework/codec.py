@@ -8,7 +8,7 @@ message as ``b``.
 """
 from google.protobuf.message import DecodeError
 
-from ..errors import InvalidArgument, expected
+from ..errors import InvalidArgument, InvalidType, expected
 from .attrs import AttrType, attr_problems
 from ..tensor.dtypes import VarType
 from .program import Block, Operator, Parameter, Program, Variable
@@ -140,7 +140,7 @@ def decode_program(data, where="ProgramDesc"):
     definitions). Every refusal is an InvalidArgument naming ``where`` and a byte offset.
     """
     if not isinstance(data, (bytes, bytearray, memoryview)):
-        raise InvalidArgument(expected(where, "ProgramDesc", "bytes", type(data).__name__))
+        raise InvalidType(expected(where, "ProgramDesc", "bytes", type(data).__name__))
     data = bytes(data)
     root = wire.check_message(data, pb.ProgramDesc.DESCRIPTOR, where)
     msg = pb.ProgramDesc()

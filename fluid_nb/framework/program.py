@@ -12,7 +12,8 @@ Invariants:
 """
 import contextlib
 
-from ..errors import InvalidArgument, NotFound, OutOfRange
+from ..errors import (InvalidArgument, InvalidType, NotFound, OutOfRange, PreconditionNotMet,
+                      expected)
 from . import annotations as _annotations
 from . import transaction as _transaction
 from . import unique_name
@@ -106,6 +107,20 @@ class Variable:
     @property
     def ndim(self):
         return len(self.shape)
+
+    @property
+    def grad_name(self):
+        """The name backward gives this variable's gradient: ``<name>@GRAD``."""
+        return self.name + GRAD_SUFFIX
+
+    @property
+    def op(self):
+        """The last op of this variable's block that writes it (None when none does), as
+        Fluid 1.8 records a variable's producer."""
+        for op in reversed(self.block.ops):
+            if self.name in op.output_arg_names:
+                return op
+        return None
 
     def to_string(self, throw_on_error=False, with_details=False):
         text = f"var {self.name} : {_type_text(self)}"
@@ -391,11 +406,22 @@ class Block:
         """Create a Parameter in the global block (Fluid keeps all parameters there)."""
         glob = self.program.global_block()
         name = kwargs.get("name")
-        if name is not None and name in glob.vars and glob.vars[name].is_parameter:
-            return glob.vars[name]
-        param = Parameter(glob, **kwargs)
-        glob.vars[param.name] = param
-        self.program._changed()
+        param = glob.vars.get(name) if name is not None else None
+        if param is None or not param.is_parameter:
+            param = Parameter(glob, **kwargs)
+            glob.vars[param.name] = param
+            self.program._changed()
+        initializer = kwargs.get("initializer")
+        if initializer is not None:
+            # Fluid's rule: the initializer's op goes into this block unless an op of the
+            # global block already writes the parameter (creating it again adds nothing)
+            writers = [op for op in glob.ops if param.name in op.output_arg_names]
+            if len(writers) > 1:
+                raise PreconditionNotMet(expected(
+                    "create_parameter", f"parameter '{param.name}'", "at most one op "
+                    "initialising it", f"{len(writers)}: " + ", ".join(op.type for op in writers)))
+            if not writers:
+                initializer(param, self)
         return param
 
     def _remove_var(self, name):
@@ -543,8 +569,8 @@ def _names(op_type, kind, slot, value):
         elif isinstance(item, Variable):
             names.append(item.name)
         else:
-            raise InvalidArgument(f"{op_type}: {kind} '{slot}' expected Variable or variable "
-                                  f"name, but received {type(item).__name__}")
+            raise InvalidType(f"{op_type}: {kind} '{slot}' expected Variable or variable "
+                              f"name, but received {type(item).__name__}")
     return names
 
 
@@ -652,9 +678,9 @@ class Program:
     def to_string(self, throw_on_error=False, with_details=False):
         """Readable listing: variables, then one ``{Out=[..]} = op(inputs={..}, attrs)`` per op."""
         if not isinstance(throw_on_error, bool) or not isinstance(with_details, bool):
-            raise InvalidArgument("to_string: throw_on_error and with_details expected bool, "
-                                  f"but received {type(throw_on_error).__name__}, "
-                                  f"{type(with_details).__name__}")
+            raise InvalidType("to_string: throw_on_error and with_details expected bool, "
+                              f"but received {type(throw_on_error).__name__}, "
+                              f"{type(with_details).__name__}")
         return "\n".join(_block_lines(self.global_block(), "", with_details))
 
     def __str__(self):
@@ -714,6 +740,16 @@ class Program:
     def _inference_optimize(self, prune_read_op=True):
         return self.clone(for_test=True)
 
+    def _prune(self, targets):
+        """A copy with only the ops ``targets`` (Variables, names, Operators) need."""
+        return self._prune_with_input([], targets)
+
+    def _prune_with_input(self, feeded_var_names, targets):
+        """A copy with only the ops ``targets`` need when ``feeded_var_names`` are fed
+        (see :mod:`fluid_nb.framework.prune`)."""
+        from .prune import prune_with_input
+        return prune_with_input(self, feeded_var_names, targets)
+
 
 # --- defaults and guards (sugar over explicit programs) --------------------------------
 _main_program = Program()
@@ -758,11 +794,11 @@ def program_guard(main_program, startup_program=None):
     """Inside the block, layers add ops to ``main_program`` (and initialisers to
     ``startup_program``, when given)."""
     if not isinstance(main_program, Program):
-        raise InvalidArgument(f"program_guard: main_program expected Program, but received "
-                              f"{type(main_program).__name__}")
+        raise InvalidType(f"program_guard: main_program expected Program, but received "
+                          f"{type(main_program).__name__}")
     if startup_program is not None and not isinstance(startup_program, Program):
-        raise InvalidArgument(f"program_guard: startup_program expected Program, but received "
-                              f"{type(startup_program).__name__}")
+        raise InvalidType(f"program_guard: startup_program expected Program, but received "
+                          f"{type(startup_program).__name__}")
     old_main = switch_main_program(main_program)
     old_startup = switch_startup_program(startup_program) if startup_program is not None else None
     try:

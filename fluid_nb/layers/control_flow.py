@@ -10,8 +10,8 @@ carry no gradient.
 import contextlib
 import functools
 
-from ..errors import InvalidArgument, InvalidType
-from ..framework.type_checks import require_variable
+from ..errors import InvalidArgument, InvalidType, expected
+from ..framework.type_checks import check_type, check_variable_and_dtype, require_variable
 from ..framework import unique_name
 from ..framework.attrs import AttrType
 from ..tensor.dtypes import VarType
@@ -32,7 +32,7 @@ def increment(x, value=1.0, in_place=True):
     """``x + value`` for a one-element ``x``, written back into ``x`` when in_place."""
     if not isinstance(x, Variable):
         raise InvalidType(f"increment: x expected Variable, but received "
-                              f"{type(x).__name__}")
+                          f"{type(x).__name__}")
     helper = LayerHelper("increment")
     out = x if in_place else helper.create_variable_for_type_inference(dtype=x.dtype)
     helper.append_op(type="increment", inputs={"X": [x]}, outputs={"Out": [out]},
@@ -44,7 +44,7 @@ def _compare(op_type, x, y, cond, force_cpu=None):
     for name, value in (("x", x), ("y", y)):
         if not isinstance(value, Variable):
             raise InvalidType(f"{op_type}: {name} expected Variable, but received "
-                                  f"{type(value).__name__}")
+                              f"{type(value).__name__}")
     helper = LayerHelper(op_type)
     if cond is None:
         cond = helper.create_variable_for_type_inference(dtype=VarType.BOOL)
@@ -294,14 +294,14 @@ class While:
     def __init__(self, cond, is_test=False, name=None):
         _check_var("While", "cond", cond)
         if cond.dtype != VarType.BOOL:
-            raise InvalidArgument(f"While: cond expected a bool variable, but received "
-                                  f"{cond.dtype.name}")
+            raise InvalidType(f"While: cond expected a bool variable, but received "
+                              f"{cond.dtype.name}")
         size = 1
         for d in cond.shape:
             size *= d
         if size != 1:
-            raise InvalidArgument(f"While: cond expected shape [1] (one element), but "
-                                  f"received {list(cond.shape)}")
+            raise InvalidType(f"While: cond expected shape [1] (one element), but "
+                              f"received {list(cond.shape)}")
         self.helper = LayerHelper("while", name=name)
         self.cond_var = cond
         self.is_test = is_test
@@ -462,8 +462,8 @@ class Switch:
                                   "it was called outside")
         _check_var("Switch.case", "condition", condition)
         if condition.dtype != VarType.BOOL:
-            raise InvalidArgument(f"Switch.case: condition expected bool, but received "
-                                  f"{condition.dtype.name}")
+            raise InvalidType(f"Switch.case: condition expected bool, but received "
+                              f"{condition.dtype.name}")
         if not self.pre_not_conditions:
             block = ConditionalBlock([condition], is_scalar_condition=True)
             self.pre_not_conditions.append(logical_not(x=condition))
@@ -534,7 +534,10 @@ def cond(pred, true_fn=None, false_fn=None, name=None):
     """``true_fn()`` if pred else ``false_fn()`` (pred a bool [1]): each branch runs in a
     conditional_block, its results copied out; select_input picks the taken branch's."""
     from .tensor import cast
-    _check_var("cond", "pred", pred)
+    check_variable_and_dtype(pred, "pred", ["bool"], "cond")
+    for label, fn in (("true_fn", true_fn), ("false_fn", false_fn)):
+        if fn is not None and not callable(fn):
+            raise InvalidType(expected("cond", label, "None or a callable", type(fn).__name__))
     true_out = false_out = None
     if true_fn is not None:
         block = ConditionalBlock([pred], is_scalar_condition=True)
@@ -565,14 +568,19 @@ def cond(pred, true_fn=None, false_fn=None, name=None):
 
 def case(pred_fn_pairs, default=None, name=None):
     """The fn of the first pair whose pred holds, else ``default`` (else the last fn)."""
-    if not isinstance(pred_fn_pairs, (list, tuple)) or not pred_fn_pairs:
+    check_type(pred_fn_pairs, "pred_fn_pairs", (list, tuple), "case")
+    if not pred_fn_pairs:
         raise InvalidArgument("case: pred_fn_pairs expected a non-empty list of (pred, fn), "
-                              f"but received {pred_fn_pairs!r}")
+                              "but received an empty one")
     pairs = list(pred_fn_pairs)
     for pair in pairs:
         if not isinstance(pair, tuple) or len(pair) != 2 or not callable(pair[1]):
-            raise InvalidArgument(f"case: each pair expected (bool Variable, callable), but "
-                                  f"received {pair!r}")
+            raise InvalidType(f"case: each pair expected (bool Variable, callable), but "
+                              f"received {pair!r}")
+        check_variable_and_dtype(pair[0], "pred", ["bool"], "case")
+    if default is not None and not callable(default):
+        raise InvalidType(expected("case", "default", "None or a callable",
+                                   type(default).__name__))
     if default is None:
         default = pairs[-1][1]
         pairs = pairs[:-1]
@@ -585,14 +593,26 @@ def case(pred_fn_pairs, default=None, name=None):
 def switch_case(branch_index, branch_fns, default=None, name=None):
     """``branch_fns[branch_index]()``; ``default`` (else the largest index's fn) otherwise.
     ``branch_fns``: a dict index -> fn, a list of (index, fn), or a list of fns."""
-    from .tensor import fill_constant
-    _check_var("switch_case", "branch_index", branch_index)
+    from .tensor import cast, fill_constant
+    check_variable_and_dtype(branch_index, "branch_index", ["uint8", "int32", "int64"],
+                             "switch_case")
+    if branch_index.dtype != VarType.INT64:  # Fluid compares the index as int64
+        branch_index = cast(branch_index, "int64")
+    check_type(branch_fns, "branch_fns", (list, tuple, dict), "switch_case")
     if isinstance(branch_fns, dict):
         items = list(branch_fns.items())
-    elif isinstance(branch_fns, (list, tuple)) and branch_fns and callable(branch_fns[0]):
+    elif all(callable(fn) for fn in branch_fns):
         items = list(enumerate(branch_fns))
     else:
         items = list(branch_fns)
+    for item in items:
+        if not isinstance(item, tuple) or len(item) != 2 or not isinstance(item[0], int) \
+                or not callable(item[1]):
+            raise InvalidType(expected("switch_case", "branch_fns items", "(int index, "
+                                       "callable) pairs or callables", repr(item)[:60]))
+    if default is not None and not callable(default):
+        raise InvalidType(expected("switch_case", "default", "None or a callable",
+                                   type(default).__name__))
     keys = [k for k, _ in items]
     if len(set(keys)) != len(keys):
         raise InvalidArgument(f"switch_case: branch indices expected unique, but received "
@@ -616,13 +636,14 @@ def while_loop(cond, body, loop_vars, is_test=False, name=None):
     same variables, updated in place by assign at the end of each step)."""
     from .tensor import assign
     if not callable(cond) or not callable(body):
-        raise InvalidArgument("while_loop: cond and body expected callables, but received "
-                              f"{type(cond).__name__} and {type(body).__name__}")
-    if not isinstance(loop_vars, (list, tuple)) or not loop_vars:
-        raise InvalidArgument(f"while_loop: loop_vars expected a non-empty list, but received "
-                              f"{loop_vars!r}")
+        raise InvalidType("while_loop: cond and body expected callables, but received "
+                          f"{type(cond).__name__} and {type(body).__name__}")
+    check_type(loop_vars, "loop_vars", (list, tuple), "while_loop")
+    if not loop_vars:
+        raise InvalidArgument("while_loop: loop_vars expected a non-empty list, but received "
+                              "an empty one")
     pre_cond = cond(*loop_vars)
-    _check_var("while_loop", "cond(*loop_vars)", pre_cond)
+    check_variable_and_dtype(pre_cond, "cond(*loop_vars)", ["bool"], "while_loop")
     loop = While(pre_cond, is_test=is_test, name=name)
     with loop.block():
         outs = body(*loop_vars)

@@ -5,7 +5,7 @@ and NMS (``polygon_box_transform``, ``locality_aware_nms``), SOLOv2's ``matrix_n
 RetinaNet's ``retinanet_detection_output``. Their outputs stop gradients, as in Fluid."""
 import math
 
-from ..errors import InvalidArgument, expected
+from ..errors import InvalidArgument, InvalidType, expected
 from ..layer_helper import LayerHelper
 from . import manip, nn, tensor
 from .arg_checks import (POSITIVE_INT, Refused, boolean, checks, int_in, optional, real_in,
@@ -90,7 +90,7 @@ def multi_box_head(inputs, image, base_size, num_classes, aspect_ratios, min_rat
     priors, 4], mbox_confs [N, priors, num_classes], boxes [priors, 4], variances)``
     (with one map, the locations and scores stay flat per image, as in Fluid)."""
     if not isinstance(inputs, (list, tuple)):
-        raise InvalidArgument(expected("multi_box_head", "inputs", "a list of feature maps",
+        raise InvalidType(expected("multi_box_head", "inputs", "a list of feature maps",
                                        type(inputs).__name__))
     layers = len(inputs)
     if layers <= 2:

@@ -1,5 +1,5 @@
 """Input layers: ``fluid.layers.data`` (Fluid 1.x) and ``fluid.data`` (Fluid 1.6+)."""
-from ..errors import InvalidArgument
+from ..errors import InvalidArgument, InvalidType
 from ..tensor.dtypes import VarType
 from ..layer_helper import LayerHelper
 from .arg_checks import NON_NEGATIVE_INT, boolean, checks, data_shape, dtype, string
@@ -10,7 +10,7 @@ __all__ = ["data", "py_reader", "create_py_reader_by_data", "read_file", "double
 
 def _check_name_shape(where, name, shape):
     if not isinstance(name, str):
-        raise InvalidArgument(f"{where}: name expected str, but received {type(name).__name__}")
+        raise InvalidType(f"{where}: name expected str, but received {type(name).__name__}")
     if not isinstance(shape, (list, tuple)):
         raise InvalidArgument(f"{where}: shape expected list or tuple, but received "
                               f"{type(shape).__name__}")

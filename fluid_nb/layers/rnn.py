@@ -4,7 +4,7 @@ building the same ops, slots and names as Paddle (``lstm_0.w_0``, ``lstm_0.b_0``
 The input projection is the caller's ``fc``: ``dynamic_lstm`` wants [T, 4D] and
 ``dynamic_gru`` [T, 3D] LoD input; ``lstm_unit`` adds its own ``fc`` on [x_t, h_{t-1}].
 """
-from ..errors import InvalidArgument
+from ..errors import InvalidArgument, InvalidType
 from ..framework.program import Variable
 from ..layer_helper import LayerHelper
 from .nn import fc
@@ -19,8 +19,8 @@ def _check_var(layer, name, value, optional=False):
     if value is None and optional:
         return
     if not isinstance(value, Variable):
-        raise InvalidArgument(f"{layer}: {name} expected a Variable, but received "
-                              f"{type(value).__name__}")
+        raise InvalidType(f"{layer}: {name} expected a Variable, but received "
+                          f"{type(value).__name__}")
 
 
 def _check_state(layer, name, state, size):

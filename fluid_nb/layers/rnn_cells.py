@@ -18,29 +18,12 @@ from ..layer_helper import LayerHelper
 from . import control_flow, manip, nn, ops, tensor
 from .manip import reshape, split, transpose
 from .math import shape as nn_shape
+from .utils import flatten, map_structure, pack_sequence_as
 
 __all__ = ["RNNCell", "GRUCell", "LSTMCell", "rnn"]
 
 
-def _flatten(structure):
-    if isinstance(structure, (list, tuple)):
-        return [leaf for item in structure for leaf in _flatten(item)]
-    return [structure]
-
-
-def _pack_like(structure, leaves):
-    leaves = list(leaves)
-
-    def pack(item):
-        if isinstance(item, (list, tuple)):
-            return type(item)(pack(x) for x in item)
-        return leaves.pop(0)
-    return pack(structure)
-
-
-def _map(fn, *structures):
-    return _pack_like(structures[0], [fn(*leaves) for leaves in zip(*map(_flatten,
-                                                                          structures))])
+_flatten, _pack_like, _map = flatten, pack_sequence_as, map_structure
 
 
 class RNNCell:

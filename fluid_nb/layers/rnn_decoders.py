@@ -21,36 +21,14 @@ from ..framework.program import default_main_program
 from ..layer_helper import LayerHelper
 from . import control_flow, creation, manip, math, nn, ops, tensor
 from .arg_checks import boolean, checks, int_in, optional, variable
+from .utils import flatten, is_sequence, map_structure, pack_sequence_as
 
 __all__ = ["Decoder", "BeamSearchDecoder", "dynamic_decode", "DecodeHelper", "TrainingHelper",
            "GreedyEmbeddingHelper", "SampleEmbeddingHelper", "BasicDecoder", "gather_tree"]
 
 
-# --- nested structures (lists, tuples, namedtuples) ------------------------------------------
-def _is_structure(value):
-    return isinstance(value, (list, tuple))
-
-
-def _flatten(structure):
-    if _is_structure(structure):
-        return [leaf for item in structure for leaf in _flatten(item)]
-    return [structure]
-
-
-def _pack_as(structure, leaves):
-    leaves = iter(leaves)
-
-    def pack(item):
-        if not _is_structure(item):
-            return next(leaves)
-        children = [pack(child) for child in item]
-        return type(item)(*children) if hasattr(item, "_fields") else type(item)(children)
-    return pack(structure)
-
-
-def _map(fn, *structures):
-    return _pack_as(structures[0], [fn(*leaves) for leaves in
-                                    zip(*(_flatten(s) for s in structures))])
+_flatten, _pack_as, _map = flatten, pack_sequence_as, map_structure
+_is_structure = is_sequence
 
 
 # --- decoders -------------------------------------------------------------------------------

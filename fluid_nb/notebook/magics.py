@@ -285,12 +285,13 @@ class _Html:
 
 
 def _save(session, path):
-    """The session's program (``<path>.pdmodel``) and persistables (``<path>.pdtensors``)."""
+    """The session's program (``<path>.pdmodel``), parameters (``<path>.pdparams``) and
+    other persistables (``<path>.pdopt``), as ``fluid.save`` writes them."""
     from .. import io
     from ..exec.scope import scope_guard
     with scope_guard(session.scope):
         io.save(session.program, path)
-    print(f"saved {path}.pdmodel and {path}.pdtensors")
+    print(f"saved {path}.pdmodel, {path}.pdparams and {path}.pdopt")
 
 
 def _exec_cell(source, filename, namespace):

@@ -11,7 +11,7 @@ offset of the last level equals the number of rows.
 """
 import numpy as np
 
-from ..errors import InvalidArgument, OutOfRange, PreconditionNotMet, expected
+from ..errors import InvalidArgument, InvalidType, OutOfRange, PreconditionNotMet, expected
 from .dtypes import convert_dtype, to_numpy_dtype
 from .place import CPUPlace, place_of
 
@@ -26,7 +26,7 @@ def _offset(value, where, level):
         return int(value)
     if isinstance(value, (float, np.floating)) and float(value).is_integer():
         return int(value)
-    raise InvalidArgument(expected(where, f"LoD level {level} entries", "integers",
+    raise InvalidType(expected(where, f"LoD level {level} entries", "integers",
                                    f"{value!r} ({type(value).__name__})"))
 
 
@@ -35,7 +35,7 @@ def _levels(lod, where, what="LoD"):
     if isinstance(lod, np.ndarray) and lod.ndim == 2:
         lod = lod.tolist()
     if not isinstance(lod, (list, tuple)):
-        raise InvalidArgument(expected(where, what, "a list of levels, each a list of integers",
+        raise InvalidType(expected(where, what, "a list of levels, each a list of integers",
                                        f"{type(lod).__name__}"))
     levels = []
     for level, entries in enumerate(lod):

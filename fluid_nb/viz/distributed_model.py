@@ -20,7 +20,7 @@ process. Besides each program's own edges, the model has one edge per RPC exchan
 
 An endpoint with no server program among ``pservers`` gets no edge; ``missing`` lists it.
 """
-from ..errors import InvalidArgument, expected
+from ..errors import InvalidType, expected
 from ..framework.program import Program
 from . import dot as _dot
 from .program_model import FORMAT, VERSION, program_model
@@ -49,7 +49,7 @@ def _lanes(trainers, pservers):
         lanes.append((f"pserver {endpoint}", program))
     for label, program in lanes:
         if not isinstance(program, Program):
-            raise InvalidArgument(expected("distributed_model", label, "a Program",
+            raise InvalidType(expected("distributed_model", label, "a Program",
                                            type(program).__name__))
     return lanes
 

@@ -50,7 +50,7 @@ from bisect import bisect_right
 
 import numpy as np
 
-from ..errors import InvalidArgument
+from ..errors import InvalidArgument, InvalidType
 from ..tensor.place import place_of
 from ..tensor.tensor import LoDTensor, check_lod, lod_from_row_offsets, offsets_to_lengths
 
@@ -157,8 +157,8 @@ def _as_tensor(value, name):
         return LoDTensor(value), name
     if isinstance(value, (list, int, float, np.generic)):
         return LoDTensor(np.asarray(value)), name
-    raise InvalidArgument(f"lod_model: value expected a LoDTensor, a live Variable, an "
-                          f"(array, lod) pair or an array, but received {type(value).__name__}")
+    raise InvalidType(f"lod_model: value expected a LoDTensor, a live Variable, an "
+                      f"(array, lod) pair or an array, but received {type(value).__name__}")
 
 
 def _array(array):

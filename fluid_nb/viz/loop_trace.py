@@ -74,7 +74,7 @@ variables a step) gives about 5 KB per iteration and 70 KB in all.
 """
 import copy
 
-from ..errors import InvalidArgument, NotFound, expected
+from ..errors import InvalidArgument, InvalidType, NotFound, expected
 from ..exec.executor import Executor, PreparedOp, _fetch_names
 from ..tensor.lod_rank_table import LoDRankTable
 from ..tensor.place import CPUPlace
@@ -112,7 +112,7 @@ def find_while(program, while_op=None):
             raise InvalidArgument(expected("trace_while", "while_op",
                                            f"an index in [0, {len(loops)})", while_op))
         return loops[while_op]
-    raise InvalidArgument(expected("trace_while", "while_op", "an Operator, an int or None",
+    raise InvalidType(expected("trace_while", "while_op", "an Operator, an int or None",
                                    type(while_op).__name__))
 
 
@@ -164,15 +164,15 @@ def trace_while(executor=None, program=None, feed=None, fetch_list=None, scope=N
     program = default_main_program() if program is None else program
     program = getattr(program, "_program", program)  # CompiledProgram
     if not isinstance(program, Program):
-        raise InvalidArgument(expected("trace_while", "program", "a Program",
+        raise InvalidType(expected("trace_while", "program", "a Program",
                                        type(program).__name__))
     feed = {} if feed is None else feed
     if not isinstance(feed, dict):
-        raise InvalidArgument(expected("trace_while", "feed", "a dict of name -> value",
+        raise InvalidType(expected("trace_while", "feed", "a dict of name -> value",
                                        type(feed).__name__))
     scope = global_scope() if scope is None else scope
     if not isinstance(scope, Scope):
-        raise InvalidArgument(expected("trace_while", "scope", "a Scope", type(scope).__name__))
+        raise InvalidType(expected("trace_while", "scope", "a Scope", type(scope).__name__))
     for cap, number in (("max_iterations", max_iterations), ("max_values", max_values),
                         ("max_items", max_items), ("max_rows", max_rows)):
         if not isinstance(number, int) or number < 0:

@@ -21,7 +21,7 @@ import math
 import sys
 import weakref
 
-from ..errors import InvalidArgument
+from ..errors import InvalidArgument, InvalidType
 from ..framework.attrs import AttrType
 from ..tensor.dtypes import dtype_name
 from ..framework.program import EMPTY_VAR_NAME, GRAD_SUFFIX, Program, holds_tensor
@@ -137,8 +137,8 @@ def program_mark(program):
     """A mark of ``program`` as it is now; ``program_model(program, mark=m)`` flags as
     ``new`` exactly the ops and variables added after this call."""
     if not isinstance(program, Program):
-        raise InvalidArgument(f"program_mark: program expected Program, but received "
-                              f"{type(program).__name__}")
+        raise InvalidType(f"program_mark: program expected Program, but received "
+                          f"{type(program).__name__}")
     for block in program.blocks:  # number what exists now, so later additions rank above
         for op in block.ops:
             _serial(program, op)
@@ -233,12 +233,12 @@ def program_model(program, mark=None, title=None):
     one); every edge joins two elements of the model; lists are in canonical order.
     """
     if not isinstance(program, Program):
-        raise InvalidArgument(f"program_model: program expected Program, but received "
-                              f"{type(program).__name__}")
+        raise InvalidType(f"program_model: program expected Program, but received "
+                          f"{type(program).__name__}")
     if mark is not None:
         if not isinstance(mark, ProgramMark):
-            raise InvalidArgument(f"program_model: mark expected the result of program_mark(), "
-                                  f"but received {type(mark).__name__}")
+            raise InvalidType(f"program_model: mark expected the result of program_mark(), "
+                              f"but received {type(mark).__name__}")
         if mark.program is not program:
             raise InvalidArgument("program_model: mark expected to come from the same program, "
                                   "but it was taken on another one")

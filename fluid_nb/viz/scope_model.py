@@ -39,7 +39,7 @@ Invariants:
 """
 import numpy as np
 
-from ..errors import InvalidArgument, expected
+from ..errors import InvalidArgument, InvalidType, expected
 from ..tensor.lod_rank_table import LoDRankTable
 from ..tensor.place import place_of
 from ..exec.scope import Scope
@@ -116,7 +116,7 @@ def scope_model(scope, max_depth=4, max_vars=200, max_items=8):
         [(v["name"], v["kind"], v["shape"]) for v in m["root"]["vars"]]
     """
     if not isinstance(scope, Scope):
-        raise InvalidArgument(expected("scope_model", "scope", "a Scope",
+        raise InvalidType(expected("scope_model", "scope", "a Scope",
                                        type(scope).__name__))
     for cap, number in (("max_depth", max_depth), ("max_vars", max_vars),
                         ("max_items", max_items)):

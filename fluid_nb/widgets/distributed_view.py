@@ -11,7 +11,7 @@ falls back to the same model for the JupyterLab renderer, then to the listings s
 """
 import traitlets
 
-from ..errors import InvalidArgument, expected
+from ..errors import InvalidType, expected
 from ..viz import MIME_TYPE, assemble_dot
 from ..viz.distributed_model import distributed_listing_html, distributed_model
 from ._base import ViewWidget, json_clean
@@ -41,7 +41,7 @@ class DistributedView(ViewWidget):
         would (``get_trainer_program(wait_port=False)`` the first time finishes the trainer
         program)."""
         if getattr(transpiler, "origin_program", None) is None:
-            raise InvalidArgument(expected("DistributedView.of_transpiler", "transpiler",
+            raise InvalidType(expected("DistributedView.of_transpiler", "transpiler",
                                            "a DistributeTranspiler after transpile()",
                                            type(transpiler).__name__))
         trainer = transpiler.get_trainer_program(wait_port=False)

@@ -14,7 +14,7 @@ import weakref
 import traitlets
 
 from .. import memory
-from ..errors import InvalidArgument
+from ..errors import InvalidType
 from ..tensor.place import CPUPlace
 from ..exec.scope import Scope, global_scope
 from ..framework.program import Program, default_main_program
@@ -66,11 +66,11 @@ class MemoryView(ViewWidget):
 
     def __init__(self, place=None, scope=None, program=None, title=None, **kwargs):
         if program is not None and not isinstance(program, Program):
-            raise InvalidArgument(f"MemoryView: program expected a fluid_nb Program or None, "
-                                  f"but received {type(program).__name__}")
+            raise InvalidType(f"MemoryView: program expected a fluid_nb Program or None, "
+                              f"but received {type(program).__name__}")
         if scope is not None and not isinstance(scope, Scope):
-            raise InvalidArgument(f"MemoryView: scope expected a fluid_nb Scope or None, but "
-                                  f"received {type(scope).__name__}")
+            raise InvalidType(f"MemoryView: scope expected a fluid_nb Scope or None, but "
+                              f"received {type(scope).__name__}")
         self._session = _session_for(program)
         session = self._session
         self.place = place if place is not None else (

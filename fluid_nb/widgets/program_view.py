@@ -20,7 +20,7 @@ import weakref
 
 import traitlets
 
-from ..errors import InvalidArgument, PreconditionNotMet, expected
+from ..errors import InvalidArgument, InvalidType, PreconditionNotMet, expected
 from ..framework.program import Program, default_main_program, without_feed_fetch_ops
 from ..live import session as _live
 from ..memory.events import Event
@@ -138,9 +138,9 @@ class ProgramView(ViewWidget):
             title = title or f"compiled ({program.target})"
             program, native = without_feed_fetch_ops(program.program), program.source
         if program is not None and not isinstance(program, Program):
-            raise InvalidArgument(f"ProgramView: program expected a fluid_nb Program, a "
-                                  f"compiled program or None, but received "
-                                  f"{type(program).__name__}")
+            raise InvalidType(f"ProgramView: program expected a fluid_nb Program, a "
+                              f"compiled program or None, but received "
+                              f"{type(program).__name__}")
         self._session = _session_for(program)
         self._fixed_program = program if program is not None else default_main_program()
         self._scope = scope
@@ -240,15 +240,15 @@ class ProgramView(ViewWidget):
         if isinstance(events, MemoryView):
             events = events.events
         if isinstance(events, (str, bytes, dict)) or not hasattr(events, "__iter__"):
-            raise InvalidArgument(f"ProgramView.show_memory: events expected a list of "
-                                  f"fluid.memory events, a MemoryView or None, but received "
-                                  f"{type(events).__name__}")
+            raise InvalidType(f"ProgramView.show_memory: events expected a list of "
+                              f"fluid.memory events, a MemoryView or None, but received "
+                              f"{type(events).__name__}")
         events = list(events)
         wrong = next((e for e in events if not isinstance(e, Event)), None)
         if wrong is not None:
-            raise InvalidArgument(f"ProgramView.show_memory: events expected Event records "
-                                  f"(fluid.memory.events(place)), but received an item of "
-                                  f"type {type(wrong).__name__}")
+            raise InvalidType(f"ProgramView.show_memory: events expected Event records "
+                              f"(fluid.memory.events(place)), but received an item of "
+                              f"type {type(wrong).__name__}")
         figures = json_clean(program_memory(self._model, events))
         self._memory = figures
         return figures

@@ -3,7 +3,7 @@ type, shape, dtype, LoD, place and bytes (the model is
 :func:`fluid_nb.viz.scope_model.scope_model`'s)."""
 import traitlets
 
-from ..errors import InvalidArgument
+from ..errors import InvalidType
 from ..exec.scope import Scope, global_scope
 from ..notebook.display import scope_html
 from ..viz.scope_model import scope_model
@@ -24,8 +24,8 @@ class ScopeView(ViewWidget):
     def __init__(self, scope=None, max_depth=4, **kwargs):
         scope = global_scope() if scope is None else scope
         if not isinstance(scope, Scope):
-            raise InvalidArgument(f"ScopeView: scope expected a fluid_nb Scope or None, but "
-                                  f"received {type(scope).__name__}")
+            raise InvalidType(f"ScopeView: scope expected a fluid_nb Scope or None, but "
+                              f"received {type(scope).__name__}")
         self.scope = scope
         self.max_depth = max_depth
         super().__init__(_model=self._build(), **kwargs)

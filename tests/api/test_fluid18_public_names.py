@@ -27,7 +27,6 @@ NOT_YET = "not implemented yet"
 #: (module, name) -> why fluid_nb does not have it; one line per name
 NOT_PROVIDED = {
     ("fluid", "ComplexVariable"): DYGRAPH,
-    ("fluid", "dygraph"): DYGRAPH,
     ("fluid", "enable_dygraph"): DYGRAPH,
     ("fluid", "disable_dygraph"): DYGRAPH,
     ("fluid", "enable_imperative"): DYGRAPH,
@@ -52,6 +51,9 @@ REFUSED = {
     ("fluid.optimizer", "DGCMomentumOptimizer"): (
         "deep gradient compression only acts between several trainers; fluid_nb runs one",
         lambda fluid: fluid.optimizer.DGCMomentumOptimizer(0.1, 0.9, rampup_begin_step=0)),
+    ("fluid", "dygraph"): (
+        DYGRAPH + "; the module loads so code that imports it does, and refuses when used",
+        lambda fluid: fluid.dygraph.guard()),
     ("fluid.optimizer", "PipelineOptimizer"): (
         "pipeline stages need several devices with queues between them; fluid_nb runs one",
         lambda fluid: fluid.optimizer.PipelineOptimizer(fluid.optimizer.SGD(0.1))),

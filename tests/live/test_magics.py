@@ -95,7 +95,7 @@ def test_line_magic_inspects_and_resets(shell, tmp_path):
     # the line magic talks to the session that was live last, or 'main'; drive m_line here
     assert shell.run_cell(f"%%fluid --program m_line --quiet\n"
                           f"get_ipython().run_line_magic('fluid', 'save {tmp_path}/m')").success
-    assert (tmp_path / "m.pdmodel").exists() and (tmp_path / "m.pdtensors").exists()
+    assert all((tmp_path / f"m.{ext}").exists() for ext in ("pdmodel", "pdparams", "pdopt"))
     assert shell.run_cell("%%fluid --program m_line --quiet\n"
                           "get_ipython().run_line_magic('fluid', 'reset')").success
     assert not s.program.global_block().ops and not s.scope.vars

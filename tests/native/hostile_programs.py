@@ -118,7 +118,9 @@ def binary_names(marker):
     hostile = "".join(text for text in tricks(marker).values() if len(text) < 1000
                       ).replace("\ud800", "") + "".join(map(chr, range(1, 256)))
     return {"x": "x" + hostile.replace("=", ""), "w": hostile + "w", "y": "y" + hostile,
-            "z": "fetch/" + hostile.replace("/", "")[:200]}
+            # save_inference_model fetches a target through a scale of this prefix, or
+            # the target itself when it already has it
+            "z": "save_infer_model/scale_" + hostile.replace("/", "")[:200]}
 
 
 def saved_model(folder, names):

@@ -1,0 +1,251 @@
+"""Pruning a program to what some targets need, as Fluid's ``Program._prune_with_input``.
+
+Walking each block's ops backwards, an op stays when it is a target, or when it writes a
+variable a kept op reads and it is not an optimizer op (an optimizer op reads and writes
+the parameter, so only a target keeps it). A kept op's inputs become needed, except the
+fed variables: their producers go. An op with a sub-block keeps it, pruned the same way
+from the names the op reads and writes. Each block keeps only the variables its kept ops
+name (and fed targets, so a fed variable can still be fetched); blocks are renumbered in
+the order they are reached, as Paddle's ``Prune`` does.
+
+The executor's side (``Executor.run(use_prune=True)``, optimizer ops in ``fetch_list``) is
+here too: splitting the fetch list, the cache key of a pruned program, and the feed that is
+left once pruned-away variables are gone.
+"""
+import warnings
+
+from ..errors import InvalidArgument, InvalidType, expected
+from .attrs import AttrType
+
+#: the ``op_role`` bit of optimizer ops (Paddle's ``OpRole.Optimize``)
+OP_ROLE_OPTIMIZE = 2
+
+
+def is_optimize_op(op):
+    return bool(int(op.attrs.get("op_role", 0) or 0) & OP_ROLE_OPTIMIZE)
+
+
+def prune_with_input(program, feeded_var_names, targets):
+    """A new program with only the ops ``targets`` need when ``feeded_var_names`` are fed.
+
+    ``targets`` are Variables, names or Operators (an optimizer op to run). A named target
+    stands for the first op of the global block that writes it (optimizer ops only when
+    they are targets themselves); a fed target needs no op.
+    """
+    from .program import Operator, Program, Variable
+    if not isinstance(feeded_var_names, (list, tuple)):
+        feeded_var_names = [feeded_var_names]
+    if not isinstance(targets, (list, tuple)):
+        targets = [targets]
+    # a list among the targets (a fetch of fluid.gradients' result) stands for its members
+    targets = [t for item in targets for t in (item if isinstance(item, (list, tuple))
+                                                else [item])]
+    where = "Program._prune_with_input"
+    for name in feeded_var_names:
+        if not isinstance(name, str):
+            raise InvalidType(expected(where, "feeded_var_names", "a list of names (str)",
+                                       f"{name!r} ({type(name).__name__})"))
+    feeds = set(feeded_var_names)
+    target_ops = [t for t in targets if isinstance(t, Operator)]
+    chosen, fed_targets = set(), []
+    for target in targets:
+        if isinstance(target, Operator):
+            if target.block.program is not program:
+                raise InvalidArgument(expected(where, "target op", "an op of this program",
+                                               f"'{target.type}' of another program"))
+            chosen.add(id(target))
+            continue
+        if isinstance(target, Variable):
+            name = target.name
+        elif isinstance(target, str):
+            name = target
+        else:
+            raise InvalidType(expected(where, "targets", "Variables, names or Operators",
+                                       f"{target!r} ({type(target).__name__})"))
+        if name in feeds:
+            fed_targets.append(name)
+            continue
+        op = _first_writer(program.global_block(), name, target_ops)
+        if op is None:
+            raise InvalidArgument(expected(where, f"target '{name}'",
+                                           "a variable an op of the global block writes (or "
+                                           "one that is fed)", "a variable no op writes"))
+        chosen.add(id(op))
+    pruned = Program()
+    pruned.blocks = []
+    for field in ("random_seed", "version", "op_version_map", "_presence", "_is_test"):
+        if field in program.__dict__:
+            value = program.__dict__[field]
+            setattr(pruned, field, type(value)(value) if isinstance(value, (dict, set)) else value)
+    moved = {}
+    _prune_block(program, pruned, 0, -1, set(), feeds, chosen, moved)
+    glob, source = pruned.global_block(), program.global_block()
+    for name in fed_targets:
+        var = source.vars.get(name)
+        if var is not None and name not in glob.vars:
+            glob.vars[name] = _copy_var(var, glob)
+    for block in pruned.blocks:  # a grad block names its forward block by index
+        if block.forward_block_idx >= 0:
+            block.forward_block_idx = moved.get(block.forward_block_idx, -1)
+    pruned.current_block_idx = 0
+    return pruned
+
+
+def _first_writer(block, name, target_ops):
+    for op in block.ops:
+        if name in op.output_arg_names:
+            if is_optimize_op(op) and not any(op is t for t in target_ops):
+                continue
+            return op
+    return None
+
+
+def _block_indices(op):
+    """``(attribute name, [block indices], is BLOCKS)`` of each block attribute of ``op``."""
+    for name, value in op.attrs.items():
+        kind = op.attr_type(name)
+        if kind == AttrType.BLOCK:
+            yield name, [value if isinstance(value, int) else value.idx], False
+        elif kind == AttrType.BLOCKS:
+            yield name, [v if isinstance(v, int) else v.idx for v in value], True
+
+
+def _prune_block(source, pruned, idx, parent_idx, needed, feeds, chosen, moved):
+    """Append to ``pruned`` block ``idx`` of ``source`` with the ops ``needed`` (names)
+    and ``chosen`` (op ids) call for, then its kept ops' sub-blocks; returns its index."""
+    from .program import Block
+    block = source.blocks[idx]
+    keep = []
+    for op in reversed(block.ops):
+        outputs = op.output_arg_names
+        has_sub = any(True for _ in _block_indices(op))
+        wanted = (any(n in needed for n in outputs)
+                  or ((has_sub or parent_idx >= 0) and any(n in feeds for n in outputs)))
+        if id(op) in chosen or (wanted and not is_optimize_op(op)):
+            needed.update(n for n in op.input_arg_names if n not in feeds)
+            keep.append(op)
+    keep.reverse()
+    new = Block(pruned, len(pruned.blocks), parent_idx, block.forward_block_idx)
+    if hasattr(block, "_presence"):
+        new._presence = set(block._presence)
+    pruned.blocks.append(new)
+    moved.setdefault(idx, new.idx)
+    for op in keep:
+        copy = _copy_op(op, new)
+        new.ops.append(copy)
+        for name, indices, many in _block_indices(op):
+            inner = {n for n in op.input_arg_names + op.output_arg_names if n not in feeds}
+            if op.type == "recurrent":  # its states are named by attributes
+                for attr in ("states", "ex_states"):
+                    inner.update(n for n in op.attrs.get(attr, ()) if n not in feeds)
+            new_indices = [_prune_block(source, pruned, i, new.idx, set(inner), feeds,
+                                        chosen, moved) for i in indices]
+            copy.attrs[name] = new_indices if many else new_indices[0]
+    named = set()
+    for op in keep:
+        named.update(op.input_arg_names)
+        named.update(op.output_arg_names)
+    for name, var in block.vars.items():
+        if name in named:
+            new.vars[name] = _copy_var(var, new)
+    return new.idx
+
+
+def _copy_op(op, block):
+    from .program import Operator
+    copy = Operator(block, op.type, {k: list(v) for k, v in op.inputs.items()},
+                    {k: list(v) for k, v in op.outputs.items()},
+                    {k: (list(v) if isinstance(v, list) else v) for k, v in op.attrs.items()},
+                    dict(op.attr_types), op.is_target)
+    copy.source = op.source
+    return copy
+
+
+def _copy_var(var, block):
+    copy = object.__new__(type(var))  # a Parameter stays one, as Paddle copies param info
+    copy.__dict__.update(var.__dict__)
+    copy.block = block
+    return copy
+
+
+# --- the executor's side ----------------------------------------------------------------
+def split_fetch_list(fetch_list):
+    """``(variables and names, optimizer ops)`` of a fetch list that may hold optimizer ops,
+    lists of them, or what ``minimize`` returns (``(optimize_ops, params_grads)``)."""
+    from .program import Operator, Variable
+    if fetch_list is None:
+        return None, []
+    if isinstance(fetch_list, (str, Variable)):
+        return [fetch_list], []
+    if not isinstance(fetch_list, (list, tuple)):
+        return fetch_list, []  # the executor reports what is wrong with it
+    fetches, ops = [], []
+
+    def take(item):
+        if isinstance(item, Operator):
+            if not is_optimize_op(item):
+                raise InvalidType(expected("Executor.run", "an op in fetch_list",
+                                           "an optimizer op", f"'{item.type}'"))
+            ops.append(item)
+        else:
+            fetches.append(item)
+
+    for item in fetch_list:
+        if isinstance(item, tuple) and item and isinstance(item[0], (list, tuple)) \
+                and all(isinstance(op, Operator) for op in item[0]):
+            for inner in item[0]:  # (optimize_ops, params_grads)
+                take(inner)
+        elif isinstance(item, (list, tuple)) and any(isinstance(i, Operator) for i in item):
+            for inner in item:
+                take(inner)
+        else:
+            take(item)  # a list of variables stays one item: the executor flattens it
+    return fetches, ops
+
+
+def cache_key(program, feed, fetch_list):
+    """What a pruned program depends on besides the program's content: the fed names and
+    the fetched names and ops (ops by identity: ``minimize`` returns fresh ones)."""
+    from .program import Operator, Variable
+    names = tuple(feed_names(feed))
+
+    def one(item):
+        if isinstance(item, Variable):
+            return item.name
+        if isinstance(item, Operator):
+            return ("op", id(item))
+        if isinstance(item, (list, tuple)):
+            return tuple(one(i) for i in item)
+        return item if isinstance(item, str) else ("?", id(item))
+
+    return (id(program), names, tuple(one(i) for i in (fetch_list or ())))
+
+
+def feed_names(feed):
+    if isinstance(feed, dict):
+        return list(feed)
+    if isinstance(feed, (list, tuple)):
+        return [name for each in feed if isinstance(each, dict) for name in each]
+    return []
+
+
+def feed_kept(program, feed):
+    """``feed`` without the names ``program`` (pruned) no longer has, each with a warning,
+    as Fluid's executor drops them; a new dict (or list of dicts): the caller's stays."""
+    block = program.global_block()
+
+    def kept(one):
+        out = {}
+        for name, value in one.items():
+            if block.has_var(name):
+                out[name] = value
+            else:
+                warnings.warn(f"The variable {name} is not found in program. It is not "
+                              f"declared or is pruned.")
+        return out
+
+    if isinstance(feed, dict):
+        return kept(feed)
+    if isinstance(feed, (list, tuple)):
+        return [kept(one) if isinstance(one, dict) else one for one in feed]
+    return feed
