@@ -248,8 +248,9 @@ def append_backward(loss, parameter_list=None, no_grad_set=None, callbacks=None,
     Returns ``[(parameter, gradient variable)]`` for the trainable parameters that the loss
     depends on, in the order they were created, or for those of ``parameter_list`` in its
     order, as Fluid returns them (the optimizers sort by name when they apply them).
-    ``callbacks`` and ``checkpoints`` (recomputation) are accepted for compatibility and
-    ignored.
+    With ``checkpoints`` (Variables), the activations between them are recomputed in the
+    backward pass rather than kept (see :mod:`fluid_nb.recompute`). ``callbacks`` are
+    accepted for compatibility and not called.
     """
     if not isinstance(loss, Variable):
         raise InvalidType(f"append_backward: loss expected Variable, but received "
@@ -269,6 +270,9 @@ def append_backward(loss, parameter_list=None, no_grad_set=None, callbacks=None,
         raise InvalidType(expected("append_backward", "callbacks",
                                    "None or a list of functions", repr(callbacks)[:60]))
     _check_scalar_loss(loss)
+    if checkpoints:
+        from .recompute import append_backward_with_checkpoints
+        return append_backward_with_checkpoints(loss, checkpoints, parameter_list, no_grad_set)
     block = loss.block
     program = block.program
     no_grad = _stop_gradient_names(program) | _names(no_grad_set)

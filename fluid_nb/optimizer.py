@@ -132,8 +132,10 @@ class Optimizer:
             return lr
         scaled = block.create_var(name=_un.generate(f"{param.name}.lr"), shape=lr.shape,
                                   dtype=lr.dtype)
+        # Fluid's role for it: a schedule op in the middle of the updates (LRSched|Optimize)
         block.append_op(type="scale", inputs={"X": [lr]}, outputs={"Out": [scaled]},
-                        attrs={"scale": float(scale), "op_role": OP_ROLE_LR_SCHED})
+                        attrs={"scale": float(scale),
+                               "op_role": OP_ROLE_LR_SCHED | OP_ROLE_OPTIMIZE})
         return scaled
 
     # --- accumulators -----------------------------------------------------------------
@@ -193,22 +195,21 @@ class Optimizer:
         if not params_grads:
             return []
         block = params_grads[0][0].block.program.global_block()
+        start = len(block.ops)  # what the pass appends is what it returns, as in Fluid
         self._main_program = block.program
         self._startup_program = default_startup_program()
         self._create_global_learning_rate(self._main_program, self._startup_program)
         trainable = [pg for pg in params_grads if pg[0].trainable and pg[1] is not None]
         self._create_accumulators(block, [p for p, _ in trainable])
-        ops = []
         for param_and_grad in trainable:
             op = self._append_optimize_op(block, param_and_grad)
             op.attrs["op_role"] = OP_ROLE_OPTIMIZE
             op.attrs["op_role_var"] = [param_and_grad[0].name, param_and_grad[1].name]
-            ops.append(op)
         for op in self._finish_update(block, trainable):
             op.attrs["op_role"] = OP_ROLE_OPTIMIZE
-            ops.append(op)
         block.program._changed()
-        return ops
+        # the updates with the per-parameter learning-rate scales and finishing ops
+        return block.ops[start:]
 
     def minimize(self, loss, startup_program=None, parameter_list=None, no_grad_set=None):
         """Append backward and update ops for ``loss``; returns (optimize_ops, params_grads)."""
@@ -246,6 +247,8 @@ class SGD(Optimizer):
 class Momentum(Optimizer):
     """``v = mu * v + grad``; ``param -= lr * v`` (Nesterov: ``lr * (grad + mu * v)``)."""
     type = "momentum"
+    #: accumulator names (Fluid's attributes, which subclasses read)
+    _velocity_acc_str = "velocity"
 
     def __init__(self, learning_rate, momentum, parameter_list=None, use_nesterov=False,
                  regularization=None, grad_clip=None, name=None):
@@ -257,11 +260,11 @@ class Momentum(Optimizer):
 
     def _create_accumulators(self, block, parameters):
         for p in parameters:
-            self._add_accumulator("velocity", p)
+            self._add_accumulator(self._velocity_acc_str, p)
 
     def _append_optimize_op(self, block, param_and_grad):
         param, grad = param_and_grad
-        velocity = self._get_accumulator("velocity", param)
+        velocity = self._get_accumulator(self._velocity_acc_str, param)
         return block.append_op(
             type="momentum",
             inputs={"Param": [param], "Grad": [grad], "Velocity": [velocity],
@@ -273,6 +276,11 @@ class Momentum(Optimizer):
 class Adam(Optimizer):
     """Adam with Paddle's bias correction folded into the step size."""
     type = "adam"
+    #: accumulator names (Fluid's attributes, which subclasses read)
+    _moment1_acc_str = "moment1"
+    _moment2_acc_str = "moment2"
+    _beta1_pow_acc_str = "beta1_pow_acc"
+    _beta2_pow_acc_str = "beta2_pow_acc"
 
     def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8,
                  parameter_list=None, regularization=None, grad_clip=None, name=None,
@@ -285,19 +293,20 @@ class Adam(Optimizer):
 
     def _create_accumulators(self, block, parameters):
         for p in parameters:
-            self._add_accumulator("moment1", p)
-            self._add_accumulator("moment2", p)
+            self._add_accumulator(self._moment1_acc_str, p)
+            self._add_accumulator(self._moment2_acc_str, p)
             # a beta given as a Variable is known only at run time: its power starts from
             # Paddle's default, as in Fluid
-            self._add_accumulator("beta1_pow_acc", p, fill_value=_start(self._beta1, 0.9),
+            self._add_accumulator(self._beta1_pow_acc_str, p, fill_value=_start(self._beta1, 0.9),
                                   shape=(1,), dtype=VarType.FP32)
-            self._add_accumulator("beta2_pow_acc", p, fill_value=_start(self._beta2, 0.999),
+            self._add_accumulator(self._beta2_pow_acc_str, p, fill_value=_start(self._beta2, 0.999),
                                   shape=(1,), dtype=VarType.FP32)
 
     def _append_optimize_op(self, block, param_and_grad):
         param, grad = param_and_grad
         acc = {k: self._get_accumulator(k, param)
-               for k in ("moment1", "moment2", "beta1_pow_acc", "beta2_pow_acc")}
+               for k in (self._moment1_acc_str, self._moment2_acc_str, self._beta1_pow_acc_str,
+                         self._beta2_pow_acc_str)}
         return block.append_op(
             type=self.type,
             inputs=dict({"Param": [param], "Grad": [grad],
@@ -325,6 +334,10 @@ class Adamax(Optimizer):
     """Adam with the infinity norm; the beta1 power is advanced by a ``scale`` op after
     the updates, as Fluid does."""
     type = "adamax"
+    #: accumulator names (Fluid's attributes, which subclasses read)
+    _moment_acc_str = "moment"
+    _inf_norm_acc_str = "inf_norm"
+    _beta1_pow_acc_str = "beta1_pow_acc"
 
     def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8,
                  parameter_list=None, regularization=None, grad_clip=None, name=None):
@@ -335,16 +348,16 @@ class Adamax(Optimizer):
 
     def _create_accumulators(self, block, parameters):
         for p in parameters:
-            self._add_accumulator("moment", p)
-            self._add_accumulator("inf_norm", p)
-            self._add_accumulator("beta1_pow_acc", p, fill_value=self._beta1, shape=(1,),
+            self._add_accumulator(self._moment_acc_str, p)
+            self._add_accumulator(self._inf_norm_acc_str, p)
+            self._add_accumulator(self._beta1_pow_acc_str, p, fill_value=self._beta1, shape=(1,),
                                   dtype=VarType.FP32)
 
     def _append_optimize_op(self, block, param_and_grad):
         param, grad = param_and_grad
-        moment = self._get_accumulator("moment", param)
-        inf_norm = self._get_accumulator("inf_norm", param)
-        beta1_pow = self._get_accumulator("beta1_pow_acc", param)
+        moment = self._get_accumulator(self._moment_acc_str, param)
+        inf_norm = self._get_accumulator(self._inf_norm_acc_str, param)
+        beta1_pow = self._get_accumulator(self._beta1_pow_acc_str, param)
         return block.append_op(
             type="adamax",
             inputs={"Param": [param], "Grad": [grad],
@@ -357,7 +370,7 @@ class Adamax(Optimizer):
     def _finish_update(self, block, parameters_and_grads):
         ops = []
         for param, grad in parameters_and_grads:
-            beta1_pow = self._get_accumulator("beta1_pow_acc", param)
+            beta1_pow = self._get_accumulator(self._beta1_pow_acc_str, param)
             # op_role_var names the pair it belongs to, as Fluid's (the distribute
             # transpiler moves it to the server holding the parameter)
             ops.append(block.append_op(type="scale", inputs={"X": [beta1_pow]},
@@ -370,6 +383,8 @@ class Adamax(Optimizer):
 class Adagrad(Optimizer):
     """``moment += grad^2``; ``param -= lr * grad / (sqrt(moment) + epsilon)``."""
     type = "adagrad"
+    #: accumulator names (Fluid's attributes, which subclasses read)
+    _moment_acc_str = "moment"
 
     def __init__(self, learning_rate, epsilon=1.0e-6, parameter_list=None, regularization=None,
                  grad_clip=None, name=None, initial_accumulator_value=0.0):
@@ -382,11 +397,11 @@ class Adagrad(Optimizer):
 
     def _create_accumulators(self, block, parameters):
         for p in parameters:
-            self._add_accumulator("moment", p, fill_value=self._initial)
+            self._add_accumulator(self._moment_acc_str, p, fill_value=self._initial)
 
     def _append_optimize_op(self, block, param_and_grad):
         param, grad = param_and_grad
-        moment = self._get_accumulator("moment", param)
+        moment = self._get_accumulator(self._moment_acc_str, param)
         return block.append_op(
             type="adagrad",
             inputs={"Param": [param], "Grad": [grad], "Moment": [moment],
@@ -398,6 +413,8 @@ class Adagrad(Optimizer):
 class DecayedAdagrad(Optimizer):
     """``moment = decay * moment + (1 - decay) * grad^2``; Adagrad's step."""
     type = "decayed_adagrad"
+    #: accumulator names (Fluid's attributes, which subclasses read)
+    _moment_acc_str = "moment"
 
     def __init__(self, learning_rate, decay=0.95, epsilon=1.0e-6, parameter_list=None,
                  regularization=None, grad_clip=None, name=None):
@@ -407,11 +424,11 @@ class DecayedAdagrad(Optimizer):
 
     def _create_accumulators(self, block, parameters):
         for p in parameters:
-            self._add_accumulator("moment", p)
+            self._add_accumulator(self._moment_acc_str, p)
 
     def _append_optimize_op(self, block, param_and_grad):
         param, grad = param_and_grad
-        moment = self._get_accumulator("moment", param)
+        moment = self._get_accumulator(self._moment_acc_str, param)
         return block.append_op(
             type="decayed_adagrad",
             inputs={"Param": [param], "Grad": [grad], "Moment": [moment],
@@ -423,6 +440,10 @@ class DecayedAdagrad(Optimizer):
 class RMSProp(Optimizer):
     """Mean-square scaled steps with momentum; ``centered`` also tracks the mean gradient."""
     type = "rmsprop"
+    #: accumulator names (Fluid's attributes, which subclasses read)
+    _momentum_acc_str = "momentum"
+    _mean_square_acc_str = "mean_square"
+    _mean_grad_acc_str = "mean_grad"
 
     def __init__(self, learning_rate, rho=0.95, epsilon=1.0e-6, momentum=0.0, centered=False,
                  parameter_list=None, regularization=None, grad_clip=None, name=None):
@@ -434,15 +455,15 @@ class RMSProp(Optimizer):
 
     def _create_accumulators(self, block, parameters):
         for p in parameters:
-            self._add_accumulator("momentum", p)
-            self._add_accumulator("mean_square", p)
-            self._add_accumulator("mean_grad", p)
+            self._add_accumulator(self._momentum_acc_str, p)
+            self._add_accumulator(self._mean_square_acc_str, p)
+            self._add_accumulator(self._mean_grad_acc_str, p)
 
     def _append_optimize_op(self, block, param_and_grad):
         param, grad = param_and_grad
-        momentum = self._get_accumulator("momentum", param)
-        mean_square = self._get_accumulator("mean_square", param)
-        mean_grad = self._get_accumulator("mean_grad", param)
+        momentum = self._get_accumulator(self._momentum_acc_str, param)
+        mean_square = self._get_accumulator(self._mean_square_acc_str, param)
+        mean_grad = self._get_accumulator(self._mean_grad_acc_str, param)
         return block.append_op(
             type="rmsprop",
             inputs={"Param": [param], "Grad": [grad], "Moment": [momentum],
@@ -457,6 +478,9 @@ class RMSProp(Optimizer):
 class Adadelta(Optimizer):
     """Step sizes from running averages of squared gradients and squared updates."""
     type = "adadelta"
+    #: accumulator names (Fluid's attributes, which subclasses read)
+    _avg_squared_grad_acc_str = "_avg_squared_grad"
+    _avg_squared_update_acc_str = "_avg_squared_update"
 
     def __init__(self, learning_rate, epsilon=1.0e-6, rho=0.95, parameter_list=None,
                  regularization=None, grad_clip=None, name=None):
@@ -466,13 +490,13 @@ class Adadelta(Optimizer):
 
     def _create_accumulators(self, block, parameters):
         for p in parameters:
-            self._add_accumulator("_avg_squared_grad", p)
-            self._add_accumulator("_avg_squared_update", p)
+            self._add_accumulator(self._avg_squared_grad_acc_str, p)
+            self._add_accumulator(self._avg_squared_update_acc_str, p)
 
     def _append_optimize_op(self, block, param_and_grad):
         param, grad = param_and_grad
-        avg_grad = self._get_accumulator("_avg_squared_grad", param)
-        avg_update = self._get_accumulator("_avg_squared_update", param)
+        avg_grad = self._get_accumulator(self._avg_squared_grad_acc_str, param)
+        avg_update = self._get_accumulator(self._avg_squared_update_acc_str, param)
         return block.append_op(
             type="adadelta",
             inputs={"Param": [param], "Grad": [grad], "AvgSquaredGrad": [avg_grad],
@@ -519,6 +543,9 @@ LambOptimizer = Lamb
 class Ftrl(Optimizer):
     """FTRL-proximal (McMahan et al.) with l1 and l2 regularisation (op ``ftrl``)."""
     type = "ftrl"
+    #: accumulator names (Fluid's attributes, which subclasses read)
+    _squared_acc_str = "squared"
+    _linear_acc_str = "linear"
 
     def __init__(self, learning_rate, l1=0.0, l2=0.0, lr_power=-0.5, parameter_list=None,
                  regularization=None, grad_clip=None, name=None):
@@ -529,13 +556,13 @@ class Ftrl(Optimizer):
 
     def _create_accumulators(self, block, parameters):
         for p in parameters:
-            self._add_accumulator("squared", p)
-            self._add_accumulator("linear", p)
+            self._add_accumulator(self._squared_acc_str, p)
+            self._add_accumulator(self._linear_acc_str, p)
 
     def _append_optimize_op(self, block, param_and_grad):
         param, grad = param_and_grad
-        squared = self._get_accumulator("squared", param)
-        linear = self._get_accumulator("linear", param)
+        squared = self._get_accumulator(self._squared_acc_str, param)
+        linear = self._get_accumulator(self._linear_acc_str, param)
         return block.append_op(
             type="ftrl",
             inputs={"Param": [param], "Grad": [grad], "SquaredAccumulator": [squared],
@@ -549,6 +576,8 @@ class Ftrl(Optimizer):
 class LarsMomentum(Optimizer):
     """Momentum with a layer-wise adaptive rate (LARS, You et al.; op ``lars_momentum``)."""
     type = "lars_momentum"
+    #: accumulator names (Fluid's attributes, which subclasses read)
+    _velocity_acc_str = "velocity"
 
     def __init__(self, learning_rate, momentum, lars_coeff=0.001, lars_weight_decay=0.0005,
                  parameter_list=None, regularization=None, grad_clip=None, name=None):
@@ -561,11 +590,11 @@ class LarsMomentum(Optimizer):
 
     def _create_accumulators(self, block, parameters):
         for p in parameters:
-            self._add_accumulator("velocity", p)
+            self._add_accumulator(self._velocity_acc_str, p)
 
     def _append_optimize_op(self, block, param_and_grad):
         param, grad = param_and_grad
-        velocity = self._get_accumulator("velocity", param)
+        velocity = self._get_accumulator(self._velocity_acc_str, param)
         return block.append_op(
             type="lars_momentum",
             inputs={"Param": [param], "Grad": [grad], "Velocity": [velocity],

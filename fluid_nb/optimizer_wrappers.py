@@ -4,12 +4,15 @@ evaluation and restored afterwards); and the two multi-device ones, DGCMomentumO
 and PipelineOptimizer, which refuse with the reason."""
 import contextlib
 
-from .backward import OP_ROLE_OPTIMIZE
+from .backward import OP_ROLE_BACKWARD, OP_ROLE_OPTIMIZE
 from .errors import InvalidArgument, InvalidType, PreconditionNotMet, Unimplemented, expected
 from .framework import unique_name
 from .tensor.dtypes import VarType
-from .framework.program import Program, default_main_program, default_startup_program
+from .framework.program import (Program, default_main_program, default_startup_program,
+                                Variable, program_guard)
+from .framework.transaction import atomic
 from .layers.arg_checks import POSITIVE_INT, check, real_in
+from .recompute import append_backward_with_checkpoints
 
 __all__ = ["LookaheadOptimizer", "RecomputeOptimizer", "ExponentialMovingAverage",
            "ModelAverage", "DGCMomentumOptimizer", "PipelineOptimizer"]
@@ -98,34 +101,92 @@ class LookaheadOptimizer:
 
 
 class RecomputeOptimizer:
-    """Recomputation trades memory for time: the activations between ``checkpoints`` are
-    recomputed in the backward pass instead of kept. fluid_nb keeps every activation (its
-    memory arena is not built yet), so the inner optimizer's update is applied as it is;
-    the result is the same, only the memory use differs."""
+    """Recomputation trades time for memory (Fluid 1.8): the backward pass re-runs the
+    forward ops between consecutive ``checkpoints`` just before their grad ops, writing
+    renamed copies ``<name>.subprog_<n>`` of the intermediates, so only the checkpoints must
+    outlive the forward pass; the part from the last checkpoint to the loss is not
+    recomputed. Dropouts get a ``seed`` op so that the recomputed mask is the forward one.
+    The gradients, and so the training, are those of the inner optimizer alone. With
+    ``_set_checkpoints([])`` the backward pass is the plain one.
+
+    Example::
+
+        opt = fluid.optimizer.RecomputeOptimizer(fluid.optimizer.Adam(0.01))
+        opt._set_checkpoints([hidden_1, hidden_2])
+        opt.minimize(loss)
+    """
 
     def __init__(self, optimizer):
         self._optimizer = _inner("RecomputeOptimizer", optimizer)
         self._checkpoints = None
 
+    @property
+    def _learning_rate(self):
+        return self._optimizer._learning_rate
+
+    @property
+    def _learning_rate_map(self):
+        return self._optimizer._learning_rate_map
+
     def _set_checkpoints(self, checkpoints):
-        if not isinstance(checkpoints, (list, tuple)):
+        if not isinstance(checkpoints, (list, tuple)) or not all(
+                isinstance(c, Variable) for c in checkpoints):
             raise InvalidType(expected("RecomputeOptimizer", "checkpoints",
-                                       "a list of Variables", type(checkpoints).__name__))
+                                       "a list of Variables", repr(checkpoints)[:60]))
         self._checkpoints = list(checkpoints)
+
+    def load(self, stat_dict):
+        """Not supported, as in Fluid 1.8."""
+        raise Unimplemented("load function is not supported by Recompute Optimizer for now")
 
     def backward(self, loss, startup_program=None, parameter_list=None, no_grad_set=None,
                  callbacks=None):
-        return self._optimizer.backward(loss, startup_program, parameter_list, no_grad_set,
-                                        callbacks)
+        """The backward pass with recomputation between the checkpoints; returns
+        ``[(parameter, gradient)]``."""
+        if not isinstance(loss, Variable):
+            raise InvalidType(expected("RecomputeOptimizer.backward", "loss", "a Variable",
+                                       type(loss).__name__))
+        if parameter_list is None:
+            parameter_list = self._optimizer._parameter_list
+        program = loss.block.program
+        with program_guard(program, startup_program or default_startup_program()), \
+                program.op_role_guard(OP_ROLE_BACKWARD):
+            if not self._checkpoints:  # as in Fluid: no checkpoints, the plain pass
+                return self._optimizer.backward(loss, startup_program, parameter_list,
+                                                no_grad_set, callbacks)
+            return append_backward_with_checkpoints(loss, self._checkpoints, parameter_list,
+                                                    no_grad_set)
+
+    def apply_gradients(self, params_grads):
+        """The inner optimizer's clipping, regularization and update ops."""
+        return self._optimizer.apply_gradients(params_grads)
 
     def apply_optimize(self, loss, startup_program, params_grads):
         return self._optimizer.apply_optimize(loss, startup_program, params_grads)
 
     def minimize(self, loss, startup_program=None, parameter_list=None, no_grad_set=None):
+        """``backward`` with recomputation, then the inner optimizer's updates; returns
+        ``(optimize_ops, params_grads)``."""
+        if not isinstance(loss, Variable):
+            raise InvalidType(expected("RecomputeOptimizer.minimize", "loss", "a Variable",
+                                       type(loss).__name__))
         if self._checkpoints is None:
             raise PreconditionNotMet("RecomputeOptimizer.minimize: checkpoints expected "
                                      "(call _set_checkpoints first), but none were set")
-        return self._optimizer.minimize(loss, startup_program, parameter_list, no_grad_set)
+        program = loss.block.program
+        startup = startup_program if startup_program is not None else \
+            default_startup_program()
+        inner = self._optimizer
+        accumulators = {k: dict(v) for k, v in inner._accumulators.items()}
+        learning_rates = dict(inner._learning_rate_map)
+        try:  # one transaction, as the inner minimize
+            with atomic(program, startup):
+                params_grads = self.backward(loss, startup, parameter_list, no_grad_set)
+                optimize_ops = self.apply_optimize(loss, startup, params_grads)
+        except BaseException:
+            inner._accumulators, inner._learning_rate_map = accumulators, learning_rates
+            raise
+        return optimize_ops, params_grads
 
 
 class _Averaged:

@@ -35,7 +35,8 @@ from ..errors import (FluidError, InvalidArgument, InvalidType, NotFound, Precon
                       ResourceExhausted, Unimplemented, expected)
 from ..framework.attrs import AttrType
 from ..tensor.dtypes import VarType, convert_dtype, to_numpy_dtype
-from ..framework.program import EMPTY_VAR_NAME, Program, Variable, default_main_program
+from ..framework.program import (EMPTY_VAR_NAME, GRAD_SUFFIX, Program, Variable,
+                                 default_main_program)
 from ..framework import prune
 from ..ops import registry
 from .. import flags
@@ -746,6 +747,10 @@ def _kernel_step(prepared_op, holder, place, executor, scope, dead, unused, unwa
         if src_args:
             lod_src = holder(src_args[0])
     lod_dsts = set(opdef.share_lod[1]) if opdef.share_lod is not None else set()
+    grad_lods = _grad_lod_sources(op, opdef, holder) if opdef.share_lod is None else None
+    if grad_lods:
+        return _general_step(fn, ctx, opdef, ins, outs, None, (), dead, grad_lods), \
+            ctx, ins, outs
     plain = all(not s.duplicable for s in opdef.inputs) and len(outs) == 1 \
         and not opdef.outputs[0].duplicable and not opdef.lod_aware \
         and "runtime_outputs" not in opdef.traits  # may return SelectedRows etc.
@@ -887,6 +892,11 @@ def _values_step(fn, ctx, ins, out):
     return step
 
 
+def _lod_of(source):
+    """The LoD a holder's value has (None for no holder or a value without LoD)."""
+    return getattr(source.value, "_lod", None) or None if source is not None else None
+
+
 def _stored(value, lod=None):
     """What a holder keeps of a kernel's result: an array (or scalar) as a LoDTensor with
     ``lod`` (none when None), a LoDTensor without LoD of its own given ``lod``, any other
@@ -1017,13 +1027,39 @@ def _arrays_step(fn, ctx, ins, outs):
     return step
 
 
-def _general_step(fn, ctx, opdef, ins, outs, lod_src, lod_dsts, dead):
-    """Any op: duplicable slots, several outputs, runtime tensors (``lod_aware``)."""
+def _grad_lod_sources(op, opdef, holder):
+    """Paddle's grad ops give each input's gradient that input's LoD (``ShareLoD(X,
+    X@GRAD)`` in their shape inference), one rule for every grad op here: output position
+    -> the holder(s) of the forward input whose gradient it is, for the gradients of inputs
+    declared with LoD (lod_level > 0). None when no output takes one."""
+    if not opdef.type.endswith("_grad") or opdef.lod_aware:
+        return None
+    block = op.block
+    sources = {}
+    for index, slot in enumerate(opdef.outputs):
+        if not slot.name.endswith(GRAD_SUFFIX):
+            continue
+        forward = op.inputs.get(slot.name[:-len(GRAD_SUFFIX)])
+        if not forward or not op.outputs.get(slot.name):
+            continue
+        declared = [block._find_var_recursive(name) for name in forward]
+        if not any(var is not None and var.lod_level for var in declared):
+            continue
+        holders = [holder(name) for name in forward]
+        sources[index] = holders if slot.duplicable else holders[0]
+    return sources or None
+
+
+def _general_step(fn, ctx, opdef, ins, outs, lod_src, lod_dsts, dead, lod_sources=None):
+    """Any op: duplicable slots, several outputs, runtime tensors (``lod_aware``).
+    ``lod_sources``: output position -> the holder (a list for a duplicable slot) whose LoD
+    that output takes, beside ``lod_src``'s one source for the ``lod_dsts`` slots."""
     lod_aware = opdef.lod_aware
     single = len(outs) == 1
-    # outputs worth storing: (position in the result, holder or holder list, shares LoD)
-    stores = tuple((i, h, opdef.outputs[i].name in lod_dsts) for i, h in enumerate(outs)
-                   if h is not None)
+    # outputs worth storing: (position in the result, holder or holder list, LoD source)
+    lod_sources = lod_sources or {}
+    stores = tuple((i, h, lod_src if opdef.outputs[i].name in lod_dsts else lod_sources.get(i))
+                   for i, h in enumerate(outs) if h is not None)
     single_slots = not any(isinstance(h, list) for h in ins)
     arrays_only = not lod_aware and single_slots
     values_only = lod_aware and single_slots  # optimizer updates: runtime values, no lists
@@ -1044,17 +1080,17 @@ def _general_step(fn, ctx, opdef, ins, outs, lod_src, lod_dsts, dead):
             result = fn(ctx, *[read(h) for h in ins])
         if single:
             result = (result,)
-        lod = getattr(lod_src.value, "_lod", None) if lod_src is not None else None
-        for i, h, share in stores:
+        for i, h, source in stores:
             value = result[i]
             if value is None:
                 continue
             if h.__class__ is list:
-                for hh, v in zip(h, value):
+                sources = source if source.__class__ is list else [source] * len(h)
+                for hh, v, src in zip(h, value, sources):
                     if hh is not None and v is not None:
-                        hh.value = _stored(v, lod if share else None)
+                        hh.value = _stored(v, _lod_of(src))
             else:
-                h.value = _stored(value, lod if share else None)
+                h.value = _stored(value, _lod_of(source))
         for h in dead:
             h.value = None
     return step

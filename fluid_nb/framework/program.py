@@ -384,7 +384,14 @@ class Block:
         """Create (or return the existing) variable; see :class:`Variable` for the fields."""
         name = kwargs.get("name")
         if name is not None and name in self.vars:
-            return self.vars[name]
+            var = self.vars[name]
+            # Fluid: asking again for a variable may not change what it was declared as
+            shape = kwargs.get("shape")
+            if shape is not None and holds_tensor(var) and tuple(shape) != tuple(var.shape):
+                raise InvalidArgument(expected(f"create_var: variable '{name}'", "shape",
+                                               f"{list(var.shape)} (as created before)",
+                                               list(shape)))
+            return var
         var = Variable(self, **kwargs)
         self.vars[var.name] = var
         self.program._changed()
@@ -408,6 +415,14 @@ class Block:
         name = kwargs.get("name")
         param = glob.vars.get(name) if name is not None else None
         if param is None or not param.is_parameter:
+            # Fluid: a parameter made here has a known, non-empty shape and a dtype
+            shape = kwargs.get("shape")
+            if shape is None or not len(shape):
+                raise InvalidArgument(expected("create_parameter", "shape", "a non-empty "
+                                               "list of dims", f"{shape} for '{name}'"))
+            if kwargs.get("dtype") is None:
+                raise InvalidArgument(expected("create_parameter", "dtype", "a data type",
+                                               f"None for '{name}'"))
             param = Parameter(glob, **kwargs)
             glob.vars[param.name] = param
             self.program._changed()
@@ -629,6 +644,19 @@ class Program:
     def _changed(self):
         self._version += 1
 
+    @property
+    def random_seed(self):
+        """The seed random ops of this program take when their own ``seed`` is 0 (0: a
+        different draw every run)."""
+        return self._random_seed
+
+    @random_seed.setter
+    def random_seed(self, seed):
+        if not isinstance(seed, int) or isinstance(seed, bool):
+            raise InvalidArgument(expected("Program.random_seed", "seed", "an int",
+                                           f"{seed!r} ({type(seed).__name__})"))
+        self._random_seed = seed
+
     # --- blocks -------------------------------------------------------------------------
     def global_block(self):
         return self.blocks[0]
@@ -702,6 +730,34 @@ class Program:
         return codec.decode_program(binary_str)
 
     # --- copies -------------------------------------------------------------------------
+    def _copy_param_info_from(self, other):
+        """Give this program's parameters the training attributes (trainable, learning
+        rate, regularizer, clipping, averaging) of ``other``'s parameters of the same name."""
+        if not isinstance(other, Program):
+            raise InvalidType(expected("Program._copy_param_info_from", "other", "a Program",
+                                       type(other).__name__))
+        glob = self.global_block()
+        for param in other.global_block().all_parameters():
+            mine = glob.vars.get(param.name)
+            if mine is None:
+                continue
+            if not mine.is_parameter:  # a plain variable there becomes the parameter it was
+                mine.__class__ = Parameter
+            for attribute in ("trainable", "optimize_attr", "regularizer", "do_model_average",
+                              "need_clip", "initializer", "stop_gradient"):
+                setattr(mine, attribute, getattr(param, attribute, None))
+        self._changed()
+
+    def _copy_dist_param_info_from(self, other):
+        """Take over ``other``'s distributed-training marks (set by the transpiler)."""
+        if not isinstance(other, Program):
+            raise InvalidType(expected("Program._copy_dist_param_info_from", "other",
+                                       "a Program", type(other).__name__))
+        for attribute in ("_is_distributed", "_is_chief", "_parameters_on_pservers",
+                          "_endpoints", "_ps_endpoint", "_distributed_lookup_table"):
+            if hasattr(other, attribute):
+                setattr(self, attribute, getattr(other, attribute))
+
     def clone(self, for_test=False):
         """A deep copy. With ``for_test=True``, ops that have ``is_test`` get it set True
         (dropout and batch_norm switch to inference); backward ops are not removed, so clone
@@ -738,7 +794,19 @@ class Program:
         return twin
 
     def _inference_optimize(self, prune_read_op=True):
-        return self.clone(for_test=True)
+        """A test-mode copy; with ``prune_read_op``, without the reader ops up to and
+        including the first ``read`` and without reader variables (an inference program
+        is fed, not read)."""
+        copy = self.clone(for_test=True)
+        block = copy.global_block()
+        reads = [index for index, op in enumerate(block.ops) if op.type == "read"]
+        if prune_read_op and reads:
+            for index in reversed(range(reads[0] + 1)):
+                block._remove_op(index)
+            for name in [name for name, var in block.vars.items()
+                         if var.type == VarType.READER]:
+                block._remove_var(name)
+        return copy
 
     def _prune(self, targets):
         """A copy with only the ops ``targets`` (Variables, names, Operators) need."""

@@ -150,7 +150,15 @@ def array_length(array):
 
 
 def lod_rank_table(x, level=0):
-    """The sequences of LoD level ``level`` of ``x`` ranked by length, longest first."""
+    """The sequences of LoD level ``level`` of ``x`` ranked by length, longest first
+    (``x`` a Variable, or a one-element list of one as Fluid also takes)."""
+    check_type(x, "x", (Variable, list), "lod_rank_table")
+    if isinstance(x, list):
+        if len(x) != 1:
+            raise InvalidArgument(expected("lod_rank_table", "x", "one Variable",
+                                           f"a list of {len(x)}"))
+        x = x[0]
+        check_type(x, "x[0]", Variable, "lod_rank_table")
     helper = LayerHelper("lod_rank_table")
     table = helper.create_variable(type=VarType.LOD_RANK_TABLE,
                                    name=unique_name.generate("lod_rank_table"))
@@ -535,6 +543,7 @@ def cond(pred, true_fn=None, false_fn=None, name=None):
     conditional_block, its results copied out; select_input picks the taken branch's."""
     from .tensor import cast
     check_variable_and_dtype(pred, "pred", ["bool"], "cond")
+    check_type(name, "name", (str, type(None)), "cond")
     for label, fn in (("true_fn", true_fn), ("false_fn", false_fn)):
         if fn is not None and not callable(fn):
             raise InvalidType(expected("cond", label, "None or a callable", type(fn).__name__))
@@ -633,8 +642,11 @@ def switch_case(branch_index, branch_fns, default=None, name=None):
 
 def while_loop(cond, body, loop_vars, is_test=False, name=None):
     """``while cond(*loop_vars): loop_vars = body(*loop_vars)``; returns loop_vars (the
-    same variables, updated in place by assign at the end of each step)."""
+    same variables, updated in place by assign at the end of each step). ``loop_vars`` may
+    nest lists and dicts of Variables; ``body`` returns the same structure (it gets copies
+    of the containers, so changing them in place leaves the outer ones as they were)."""
     from .tensor import assign
+    from .utils import assert_same_structure, flatten, is_sequence, pack_sequence_as
     if not callable(cond) or not callable(body):
         raise InvalidType("while_loop: cond and body expected callables, but received "
                           f"{type(cond).__name__} and {type(body).__name__}")
@@ -644,15 +656,24 @@ def while_loop(cond, body, loop_vars, is_test=False, name=None):
                               "an empty one")
     pre_cond = cond(*loop_vars)
     check_variable_and_dtype(pre_cond, "cond(*loop_vars)", ["bool"], "while_loop")
+    if any(int(d) != 1 for d in pre_cond.shape):
+        raise InvalidType(expected("while_loop", "cond(*loop_vars)", "a bool of shape [1]",
+                                   f"shape {list(pre_cond.shape)}"))
     loop = While(pre_cond, is_test=is_test, name=name)
     with loop.block():
-        outs = body(*loop_vars)
+        inner = loop_vars
+        if any(is_sequence(v) for v in loop_vars):  # fresh containers for body to change
+            inner = pack_sequence_as(loop_vars, flatten(loop_vars))
+        outs = body(*inner)
         outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
-        if len(outs) != len(loop_vars):
-            raise InvalidArgument(f"while_loop: body expected to return {len(loop_vars)} "
-                                  f"values (one per loop var), but returned {len(outs)}")
+        try:
+            assert_same_structure(list(loop_vars), outs, check_types=False)
+        except InvalidArgument as mismatch:
+            raise InvalidArgument(expected("while_loop", "body's results", "the structure "
+                                           "of loop_vars (same length and nesting)",
+                                           str(mismatch))) from None
         now_cond = cond(*outs)
-        for new, old in zip(outs, loop_vars):
+        for new, old in zip(flatten(outs), flatten(list(loop_vars))):
             if new is not old:
                 assign(new, old)
         assign(now_cond, pre_cond)

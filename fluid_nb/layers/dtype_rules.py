@@ -88,7 +88,7 @@ FLUID18_DTYPES = {
     "linspace": {"num": _I32, "start": _F32_F64, "stop": _F32_F64},
     "locality_aware_nms": {"bboxes": _F32_F64, "scores": _F32_F64},
     "lod_append": {"level": _I32, "x": _I32_I64_F32_F64},
-    "lod_reset": {"x": _I32_I64_F32_F64, "y": _I32},
+    "lod_reset": {"x": _I32_I64_F32_F64},  # (y is checked only when it has no LoD)
     "log": {"x": _F32_F64},
     "lrn": {"input": _F32},
     "maxout": {"x": _F32_F64},

@@ -12,8 +12,8 @@ def _check_name_shape(where, name, shape):
     if not isinstance(name, str):
         raise InvalidType(f"{where}: name expected str, but received {type(name).__name__}")
     if not isinstance(shape, (list, tuple)):
-        raise InvalidArgument(f"{where}: shape expected list or tuple, but received "
-                              f"{type(shape).__name__}")
+        raise InvalidType(f"{where}: shape expected list or tuple, but received "
+                          f"{type(shape).__name__}")
 
 
 @checks(name=string, shape=data_shape, append_batch_size=boolean, dtype=dtype,

@@ -16,7 +16,7 @@ def accuracy(input, label, k=1, correct=None, total=None):
     for name, value in (("input", input), ("label", label)):
         if not isinstance(value, Variable):
             raise InvalidType(f"accuracy: {name} expected Variable, but received "
-                                  f"{type(value).__name__}")
+                              f"{type(value).__name__}")
     helper = LayerHelper("accuracy")
     topk_out, topk_indices = topk(input, k=k)
     acc_out = helper.create_variable_for_type_inference(dtype=VarType.FP32)

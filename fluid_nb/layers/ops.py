@@ -59,7 +59,7 @@ def _activation_layer(op_type):
     def layer(x, name=None, **attrs):
         if not isinstance(x, Variable):
             raise InvalidType(f"{op_type}: x expected Variable, but received "
-                                  f"{type(x).__name__}")
+                              f"{type(x).__name__}")
         check(op_type, "name", name, NAME)
         _check_dtype(op_type, x)
         if registry.find(op_type) is None:  # refused here, not when the program runs
@@ -82,7 +82,7 @@ def _elementwise_layer(op_type):
             for arg, value in (("x", x), ("y", y)):
                 if not isinstance(value, Variable):
                     raise InvalidType(f"{op_type}: {arg} expected Variable, but received "
-                                          f"{type(value).__name__}")
+                                      f"{type(value).__name__}")
         # the defaults (a plain int axis, no act, no name) pass their rules by construction
         if axis.__class__ is not int:
             check(op_type, "axis", axis, INT)

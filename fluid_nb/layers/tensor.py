@@ -102,7 +102,7 @@ def assign(input, output=None):
         input = np.array(input)
     if not isinstance(input, np.ndarray):
         raise InvalidType(f"assign: input expected Variable, numpy.ndarray or list, but "
-                              f"received {type(input).__name__}")
+                          f"received {type(input).__name__}")
     if input.dtype == np.float64:
         input = input.astype(np.float32)  # Fluid keeps float constants in float32
     if input.size > 1024 * 1024:
@@ -110,7 +110,15 @@ def assign(input, output=None):
                               f"stored in the program), but received {input.size}")
     if output is None:
         output = helper.create_variable_for_type_inference(dtype=convert_dtype(input.dtype))
-    assign_value_op(helper.main_program.current_block(), output, input)
+    declared = output.shape
+    if tuple(declared) != input.shape:
+        # the value's shape wins, as Fluid's assign_value shape inference writes it
+        output.shape = input.shape
+    try:
+        assign_value_op(helper.main_program.current_block(), output, input)
+    except BaseException:
+        output.shape = declared  # a refused value leaves the variable as it was
+        raise
     return output
 
 

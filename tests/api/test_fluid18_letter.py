@@ -212,3 +212,120 @@ def test_dygraph_imports_and_refuses_when_entered():
                   lambda: nn.Linear(2, 3)):
         with pytest.raises(Unimplemented, match="imperative"):
             enter()
+
+
+def test_while_loop_carries_nested_lists_and_dicts(programs):
+    main, _ = programs
+    i = L.zeros([1], "int64")
+    ten = L.fill_constant([1], "int64", 10)
+    state = {"total": L.fill_constant([1], "int64", 0)}
+    history = [L.fill_constant([2], "float32", 1.0)]
+
+    def cond(i, ten, state, history):
+        return L.less_than(i, ten)
+
+    def body(i, ten, state, history):
+        state["total"] = state["total"] + i     # changes body's copy, not the caller's dict
+        history[0] = history[0] * 2.0
+        return [L.increment(i), ten, state, history]
+    out = L.while_loop(cond, body, [i, ten, state, history])
+    assert out[2] is state and out[3] is history
+    total, doubled = fluid.Executor(fluid.CPUPlace()).run(
+        main, fetch_list=[state["total"], history[0]])
+    assert total.item() == sum(range(10))
+    np.testing.assert_allclose(doubled, [1024.0, 1024.0])
+
+
+def test_while_loop_body_must_keep_the_structure(programs):
+    x = L.fill_constant([1], "int64", 0)
+    with pytest.raises(ValueError, match="structure of loop_vars"):
+        L.while_loop(lambda a, b: L.less_than(a, b), lambda a, b: [a],
+                     [x, L.fill_constant([1], "int64", 3)])
+
+
+def test_switch_case_takes_a_uint8_index_as_fluid_casts_it(programs):
+    main, _ = programs
+    index = L.fill_constant([1], "uint8", 1)
+    out = L.switch_case(index, {0: lambda: L.fill_constant([1], "float32", 10.0),
+                                1: lambda: L.fill_constant([1], "float32", 20.0)})
+    got, = fluid.Executor(fluid.CPUPlace()).run(main, fetch_list=[out])
+    assert got.item() == 20.0
+
+
+def test_asking_for_a_variable_again_with_another_shape_is_a_value_error(programs):
+    block = fluid.default_main_program().global_block()
+    first = block.create_var(name="w", shape=[784, 100], dtype="float64")
+    assert block.create_var(name="w") is first
+    with pytest.raises(ValueError, match=r"shape expected \[784, 100\]"):
+        block.create_var(name="w", shape=(24, 100))
+
+
+@pytest.mark.parametrize("shape, dtype", [(None, "float32"), ([], "float32"), ([1], None)])
+def test_a_parameter_needs_a_shape_and_a_dtype(programs, shape, dtype):
+    with pytest.raises(ValueError):
+        fluid.default_main_program().global_block().create_parameter(
+            name="p", shape=shape, dtype=dtype)
+
+
+def test_program_random_seed_is_an_int(programs):
+    main, _ = programs
+    main.random_seed = 7
+    with pytest.raises(ValueError):
+        main.random_seed = "seed"
+    assert main.random_seed == 7
+
+
+def test_minimize_returns_the_per_parameter_rate_scale_with_the_update(programs):
+    x = fluid.data("x", [None, 3])
+    y = L.fc(x, size=1, param_attr=fluid.ParamAttr(learning_rate=1.1), bias_attr=False)
+    optimize_ops, _ = fluid.optimizer.SGD(0.1).minimize(L.mean(y))
+    assert [op.type for op in optimize_ops] == ["scale", "sgd"]
+    assert optimize_ops[0].attr("scale") == pytest.approx(1.1)
+    assert optimize_ops[0].attr("op_role") == 16 | 2   # LRSched | Optimize, as in Fluid
+
+
+def test_optimizers_name_their_accumulators_as_fluid_does():
+    assert fluid.optimizer.Momentum._velocity_acc_str == "velocity"
+    assert (fluid.optimizer.Adam._moment1_acc_str, fluid.optimizer.Adam._beta2_pow_acc_str) \
+        == ("moment1", "beta2_pow_acc")
+
+
+def test_copy_param_info_from_takes_the_training_attributes(programs):
+    main, _ = programs
+    L.fc(fluid.data("x", [None, 3]), size=2,
+         param_attr=fluid.ParamAttr(name="w", learning_rate=0.5, trainable=False))
+    copy = fluid.Program.parse_from_string(main.serialize_to_string())  # desc only
+    assert copy.global_block().var("w").optimize_attr["learning_rate"] == 1.0
+    copy._copy_param_info_from(main)
+    weight = copy.global_block().var("w")
+    assert weight.optimize_attr["learning_rate"] == 0.5 and not weight.trainable
+    with pytest.raises(TypeError):
+        copy._copy_param_info_from("program")
+
+
+def test_gradients_keep_their_inputs_lod(programs):
+    """Paddle's grad ops share X's LoD with X@GRAD: here through sequence_reverse and mul."""
+    main, startup = programs
+    x = fluid.data("x", [None, 3], lod_level=1)
+    x.stop_gradient = False
+    reversed_x = L.sequence_reverse(x)
+    y = L.mul(reversed_x, L.create_parameter([3, 2], "float32"))
+    fluid.append_backward(L.mean(y))
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(startup)
+    feed = fluid.create_lod_tensor(np.arange(15, dtype="float32").reshape(5, 3), [[2, 3]],
+                                   fluid.CPUPlace())
+    grads = exe.run(main, feed={"x": feed}, return_numpy=False,
+                    fetch_list=[x.grad_name, reversed_x.grad_name])
+    assert [g.lod() for g in grads] == [[[0, 2, 5]], [[0, 2, 5]]]
+
+
+def test_append_backward_with_checkpoints_recomputes_between_them(programs):
+    main, _ = programs
+    x = fluid.data("x", [None, 4])
+    hidden = L.fc(x, size=4, act="relu")
+    middle = L.fc(hidden, size=4, act="relu")
+    loss = L.mean(L.fc(middle, size=1))
+    fluid.append_backward(loss, checkpoints=[hidden, middle])
+    recomputed = [name for name in main.global_block().vars if ".subprog_" in name]
+    assert recomputed, "no forward op was recomputed in the backward pass"

@@ -57,7 +57,7 @@ def test_a_while_loop_whose_body_fails_leaves_no_condition_and_no_block(programs
     i = L.fill_constant([1], "int64", 0)
     n = L.fill_constant([1], "int64", 3)
     before = _contents(*programs)
-    with pytest.raises(InvalidArgument, match="one per loop var"):
+    with pytest.raises(InvalidArgument, match="structure of loop_vars"):
         L.while_loop(lambda i: L.less_than(i, n), lambda i: [i, i], [i])
     assert _contents(*programs) == before and len(main.blocks) == 1
 
