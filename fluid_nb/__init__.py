@@ -30,6 +30,7 @@ from . import executor, input  # noqa: F401  (the module paths Fluid 1.x scripts
 from .input import embedding, one_hot  # noqa: F401  (Fluid 1.6+: ids without a trailing 1)
 from .training import LossHistory, train_loop  # noqa: F401
 from . import average, compiler, flags, install_check, memory, metrics, profiler  # noqa: F401
+from . import contrib, evaluator  # noqa: F401  (fluid.contrib's RNNs, the evaluators)
 from . import default_scope_funcs, dygraph  # noqa: F401  (dygraph: refuses, see its docstring)
 from . import native, onnx  # noqa: F401  (the native code generator, ONNX export)
 from . import distributed  # noqa: F401  (the RPC runtime: the send/recv ops' kernels)

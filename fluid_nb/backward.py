@@ -240,6 +240,18 @@ def _program_of(*args, **kwargs):
     return [block.program] if block is not None else []
 
 
+def _checkpointed_backward(loss, checkpoints, parameter_list, no_grad_set):
+    raise Unimplemented(expected("append_backward", "checkpoints", "the recompute rule "
+                                 "(fluid_nb.recompute, imported with fluid_nb)", "none attached"))
+
+
+def attach_checkpointed_backward(rule):
+    """``rule(loss, checkpoints, parameter_list, no_grad_set)``: backward with recomputation,
+    which ``append_backward`` hands ``checkpoints`` to."""
+    global _checkpointed_backward
+    _checkpointed_backward = rule
+
+
 @transactional_on(_program_of)
 def append_backward(loss, parameter_list=None, no_grad_set=None, callbacks=None,
                     checkpoints=None):
@@ -270,9 +282,8 @@ def append_backward(loss, parameter_list=None, no_grad_set=None, callbacks=None,
         raise InvalidType(expected("append_backward", "callbacks",
                                    "None or a list of functions", repr(callbacks)[:60]))
     _check_scalar_loss(loss)
-    if checkpoints:
-        from .recompute import append_backward_with_checkpoints
-        return append_backward_with_checkpoints(loss, checkpoints, parameter_list, no_grad_set)
+    if checkpoints:  # recompute.py, attached from above (it builds on this module)
+        return _checkpointed_backward(loss, checkpoints, parameter_list, no_grad_set)
     block = loss.block
     program = block.program
     no_grad = _stop_gradient_names(program) | _names(no_grad_set)

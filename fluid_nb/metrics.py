@@ -14,7 +14,7 @@ import copy
 import numpy as np
 
 __all__ = ["MetricBase", "CompositeMetric", "Precision", "Recall", "Accuracy",
-           "ChunkEvaluator", "EditDistance", "Auc"]
+           "ChunkEvaluator", "EditDistance", "Auc", "DetectionMAP"]
 
 
 def _is_number(value):
@@ -258,3 +258,126 @@ class Auc(MetricBase):
         area = np.sum(np.abs(neg - neg_prev) * (pos + pos_prev) / 2.0)
         total_pos, total_neg = pos[-1], neg[-1]
         return float(area / total_pos / total_neg) if total_pos > 0 and total_neg > 0 else 0.0
+
+
+def _detection_map(helper, detect_res, label, class_num, background_label, overlap_threshold,
+                   evaluate_difficult, ap_version, has_state=None, states=None):
+    """Append one ``detection_map`` op (Fluid 1.8's slots and attributes); with
+    ``states`` the accumulated counts are read from and written back to them."""
+    out = helper.create_variable_for_type_inference("float32")
+    counts = states or [helper.create_variable_for_type_inference(dtype)
+                        for dtype in ("int32", "float32", "float32")]
+    inputs = {"DetectRes": [detect_res], "Label": [label]}
+    if has_state is not None:
+        inputs["HasState"] = [has_state]
+    if states:
+        inputs.update(PosCount=[states[0]], TruePos=[states[1]], FalsePos=[states[2]])
+    helper.append_op(
+        type="detection_map", inputs=inputs,
+        outputs={"MAP": [out], "AccumPosCount": [counts[0]], "AccumTruePos": [counts[1]],
+                 "AccumFalsePos": [counts[2]]},
+        attrs={"overlap_threshold": float(overlap_threshold),
+               "evaluate_difficult": bool(evaluate_difficult), "ap_type": ap_version,
+               "class_num": class_num, "background_label": background_label})
+    return out
+
+
+def _detection_map_graph(owner, input, gt_label, gt_box, gt_difficult, class_num,
+                         background_label, overlap_threshold, evaluate_difficult, ap_version):
+    """The graph both DetectionMAP classes build (Fluid 1.8's): the label rows
+    ``[label, (difficult,) x1, y1, x2, y2]``, the batch's mAP, and the accumulated mAP
+    from the persistable counts ``owner._create_state`` makes, ``has_state`` 0 until the
+    first batch has run (then set to 1 by a fill_constant)."""
+    from . import layers
+    from .initializer import Constant
+    from .errors import InvalidType, expected
+    if not isinstance(class_num, int) or isinstance(class_num, bool) or class_num < 1:
+        raise InvalidType(expected("DetectionMAP", "class_num", "a positive int",
+                                   repr(class_num)))
+    gt_label = layers.cast(x=gt_label, dtype=gt_box.dtype)
+    if gt_difficult is not None:
+        gt_difficult = layers.cast(x=gt_difficult, dtype=gt_box.dtype)
+        label = layers.concat([gt_label, gt_difficult, gt_box], axis=1)
+    else:
+        label = layers.concat([gt_label, gt_box], axis=1)
+    args = (input, label, class_num, background_label, overlap_threshold, evaluate_difficult,
+            ap_version)
+    owner.cur_map = _detection_map(owner.helper, *args)
+    states = [owner._create_state(dtype=dtype, shape=None, suffix=suffix)
+              for dtype, suffix in (("int32", "accum_pos_count"),
+                                    ("float32", "accum_true_pos"),
+                                    ("float32", "accum_false_pos"))]
+    owner.has_state = owner.helper.create_variable(
+        name="_".join([_unique_name(owner.helper.name), "has_state"]), persistable=True,
+        dtype="int32", shape=[1])
+    owner.helper.set_variable_initializer(owner.has_state, initializer=Constant(value=0))
+    owner.accum_map = _detection_map(owner.helper, *args, has_state=owner.has_state,
+                                     states=states)
+    layers.fill_constant(shape=owner.has_state.shape, value=1, dtype=owner.has_state.dtype,
+                         out=owner.has_state)
+    return states
+
+
+def _unique_name(prefix):
+    from .framework import unique_name
+    return unique_name.generate(prefix)
+
+
+def _clone_var(block, var):
+    """``var`` declared (persistable) in another program's ``block``, to run ops on it."""
+    return block.create_var(name=var.name, shape=var.shape, dtype=var.dtype, type=var.type,
+                            lod_level=var.lod_level, persistable=True)
+
+
+def _reset_has_state(has_state, executor, reset_program):
+    """Run ``has_state = 0`` (so the next batch starts the accumulation afresh)."""
+    from . import layers
+    from .framework import Program, program_guard
+    reset_program = reset_program if reset_program is not None else Program()
+    with program_guard(main_program=reset_program):
+        var = _clone_var(reset_program.current_block(), has_state)
+        layers.fill_constant(shape=var.shape, value=0, dtype=var.dtype, out=var)
+    executor.run(reset_program)
+
+
+class DetectionMAP:
+    """The mean average precision of detections, of the current batch and accumulated
+    over batches, as ops of the program (Fluid 1.8's ``fluid.metrics.DetectionMAP``).
+
+    ``input`` [M, 6] holds the detections ``[label, score, x1, y1, x2, y2]`` (LoD: per
+    image), ``gt_label`` [G, 1], ``gt_box`` [G, 4] and ``gt_difficult`` [G, 1] the ground
+    truth (LoD: per image). Per class, detections sorted by score are true positives when
+    they overlap an unmatched ground-truth box by more than ``overlap_threshold`` (IoU);
+    AP is the area under the precision-recall curve (``ap_version`` "integral") or its
+    11-point mean ("11point"); mAP the mean over classes with ground truth.
+
+    Example::
+
+        map_eval = fluid.metrics.DetectionMAP(detections, gt_label, gt_box,
+                                              class_num=21)
+        cur_map, accum_map = map_eval.get_map_var()
+        map_eval.reset(exe)                 # at the start of each pass
+    """
+
+    def __init__(self, input, gt_label, gt_box, gt_difficult=None, class_num=None,
+                 background_label=0, overlap_threshold=0.5, evaluate_difficult=True,
+                 ap_version="integral"):
+        from .layer_helper import LayerHelper
+        self.helper = LayerHelper("map_eval")
+        _detection_map_graph(self, input, gt_label, gt_box, gt_difficult, class_num,
+                             background_label, overlap_threshold, evaluate_difficult,
+                             ap_version)
+
+    def _create_state(self, suffix, dtype, shape):
+        return self.helper.create_variable(
+            name="_".join([_unique_name(self.helper.name), suffix]), persistable=True,
+            dtype=dtype, shape=shape)
+
+    def get_map_var(self):
+        """``(mAP of the current batch, mAP accumulated since the last reset)``."""
+        return self.cur_map, self.accum_map
+
+    def reset(self, executor, reset_program=None):
+        """Start the accumulation afresh at the next batch (runs ``reset_program``, a new
+        Program by default, holding ``has_state = 0``)."""
+        _reset_has_state(self.has_state, executor, reset_program)

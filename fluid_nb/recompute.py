@@ -24,6 +24,7 @@ as Fluid does, every dropout of the path gets a ``seed`` op inserted before it, 
 (drawn afresh each run when the dropout has no fixed seed) feeds the dropout's ``Seed``
 input in both the forward pass and the recomputation.
 """
+from . import backward
 from .backward import (OP_ROLE_BACKWARD, OP_ROLE_FORWARD, OP_ROLE_LOSS, _append_specs,
                        _carries_gradient, _check_names, _check_scalar_loss, _grad_specs_for,
                        _names, _params_and_grads, _stop_gradient_names,
@@ -295,3 +296,7 @@ def append_backward_with_checkpoints(loss, checkpoints, parameter_list=None, no_
                 break
     program._changed()
     return params_grads
+
+
+# fluid.append_backward(loss, checkpoints=...) hands its checkpoints to this rule
+backward.attach_checkpointed_backward(append_backward_with_checkpoints)

@@ -747,13 +747,19 @@ def _kernel_step(prepared_op, holder, place, executor, scope, dead, unused, unwa
         if src_args:
             lod_src = holder(src_args[0])
     lod_dsts = set(opdef.share_lod[1]) if opdef.share_lod is not None else set()
-    grad_lods = _grad_lod_sources(op, opdef, holder) if opdef.share_lod is None else None
-    if grad_lods:
-        return _general_step(fn, ctx, opdef, ins, outs, None, (), dead, grad_lods), \
-            ctx, ins, outs
     plain = all(not s.duplicable for s in opdef.inputs) and len(outs) == 1 \
         and not opdef.outputs[0].duplicable and not opdef.lod_aware \
         and "runtime_outputs" not in opdef.traits  # may return SelectedRows etc.
+    grad_lods = _grad_lod_sources(op, opdef, holder) if opdef.share_lod is None else None
+    if grad_lods:  # the fast paths below, each with the gradients' LoD sources
+        if plain and outs[0] is not None and _leading_present(ins) > 0 \
+                and not _donors(op, opdef, ins):
+            return _plain_step(fn, ctx, ins, outs[0], grad_lods.get(0), dead), ctx, ins, outs
+        if len(outs) > 1 and not dead and ins and ins[0] is not None \
+                and not any(isinstance(h, list) for h in ins + outs):
+            return _arrays_step(fn, ctx, ins, outs, grad_lods), ctx, ins, outs
+        return _general_step(fn, ctx, opdef, ins, outs, None, (), dead, grad_lods), \
+            ctx, ins, outs
     if opdef.lod_aware and len(ins) == 1 and len(outs) == 1 and ins[0] is not None \
             and not isinstance(ins[0], list) and not isinstance(outs[0], list) and not dead \
             and outs[0] is not None and opdef.share_lod is None:
@@ -989,18 +995,20 @@ def _plain_step(fn, ctx, ins, out, src, dead):
     return step
 
 
-def _arrays_step(fn, ctx, ins, outs):
+def _arrays_step(fn, ctx, ins, outs, lod_sources=None):
     """Arrays in (no duplicable slots, the first input present; an absent optional input
-    is passed as None), several outputs taking no LoD, nothing to free: the grad ops of
-    plain ops (mul_grad, elementwise grads). What the kernel returns is stored as
-    ``_stored`` says."""
-    stores = tuple((i, h) for i, h in enumerate(outs) if h is not None)
+    is passed as None), several outputs, nothing to free: the grad ops of plain ops
+    (mul_grad, elementwise grads). What the kernel returns is stored as ``_stored`` says,
+    with the LoD of the holder ``lod_sources`` names for its position (a gradient takes
+    its input's)."""
+    lod_sources = lod_sources or {}
+    stores = tuple((i, h, lod_sources.get(i)) for i, h in enumerate(outs) if h is not None)
 
     def store(result):
-        for i, h in stores:
+        for i, h, source in stores:
             value = result[i]
             if value is not None:
-                h.value = _stored(value)
+                h.value = _stored(value, _lod_of(source))
 
     present = tuple(h is not None for h in ins)
     if present == (True, True, True):
@@ -1030,20 +1038,17 @@ def _arrays_step(fn, ctx, ins, outs):
 def _grad_lod_sources(op, opdef, holder):
     """Paddle's grad ops give each input's gradient that input's LoD (``ShareLoD(X,
     X@GRAD)`` in their shape inference), one rule for every grad op here: output position
-    -> the holder(s) of the forward input whose gradient it is, for the gradients of inputs
-    declared with LoD (lod_level > 0). None when no output takes one."""
+    -> the holder(s) of the forward input whose gradient it is (the LoD is read when the
+    step runs: a value's LoD, not its declaration, decides). None when no output takes
+    one."""
     if not opdef.type.endswith("_grad") or opdef.lod_aware:
         return None
-    block = op.block
     sources = {}
     for index, slot in enumerate(opdef.outputs):
         if not slot.name.endswith(GRAD_SUFFIX):
             continue
         forward = op.inputs.get(slot.name[:-len(GRAD_SUFFIX)])
         if not forward or not op.outputs.get(slot.name):
-            continue
-        declared = [block._find_var_recursive(name) for name in forward]
-        if not any(var is not None and var.lod_level for var in declared):
             continue
         holders = [holder(name) for name in forward]
         sources[index] = holders if slot.duplicable else holders[0]

@@ -210,6 +210,8 @@ def unary_op(type, forward, backward, uses="X", attrs=None, doc=None):
            grad=grad_maker(grad_type, inputs=fwd_in, outputs=fwd_out, out_grads=["Out"],
                            in_grads=["X"]),
            kernel=kernel, doc=doc)
+    # dX takes the LoD of the forward tensor the gradient reads (Paddle's grad infer-meta
+    # shares X's, or Out's for the ops whose gradient needs only Out), at run time
     def_op(grad_type, inputs=[uses, "Out@GRAD"], outputs=["X@GRAD"], attrs=attrs,
-           infer_shape=same_shape("Out@GRAD", "X@GRAD"), kernel=grad_kernel,
-           doc=f"Gradient of {type}.")
+           infer_shape=same_shape("Out@GRAD", "X@GRAD"), share_lod=(uses, ["X@GRAD"]),
+           kernel=grad_kernel, doc=f"Gradient of {type}.")

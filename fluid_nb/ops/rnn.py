@@ -180,10 +180,11 @@ def_op("lstm_grad",
        attrs=_LSTM_ATTRS,
        infer_shape=grads_like(**{"Input@GRAD": "Input", "H0@GRAD": "H0", "C0@GRAD": "C0",
                                  "Weight@GRAD": "Weight", "Bias@GRAD": "Bias"}),
-       kernel=_lstm_grad, lod_aware=True, share_lod=("Input", ["Input@GRAD"]),
+       kernel=_lstm_grad, lod_aware=True,
        doc="Gradient of lstm: back through the time steps from the last; dInput = d z, "
            "dWeight = sum h_{t-1}^T dz, dBias = (sum dz, peephole grads). As in Paddle, only "
-           "Hidden's gradient flows in (Cell@GRAD is not an input).")
+           "Hidden's gradient flows in (Cell@GRAD is not an input); dInput has no LoD, as "
+           "Paddle's.")
 
 
 # --- gru ---------------------------------------------------------------------------------------
@@ -312,8 +313,9 @@ def_op("gru_grad",
        attrs=_GRU_ATTRS,
        infer_shape=grads_like(**{"Input@GRAD": "Input", "H0@GRAD": "H0",
                                  "Weight@GRAD": "Weight", "Bias@GRAD": "Bias"}),
-       kernel=_gru_grad, lod_aware=True, share_lod=("Input", ["Input@GRAD"]),
-       doc="Gradient of gru, back through the time steps from the last.")
+       kernel=_gru_grad, lod_aware=True,
+       doc="Gradient of gru, back through the time steps from the last; dInput has no "
+           "LoD, as Paddle's.")
 
 
 # --- gru_unit ----------------------------------------------------------------------------------

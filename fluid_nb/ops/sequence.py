@@ -495,7 +495,8 @@ def _sequence_scatter_grad(ctx, ids, updates, dout):
     d_updates = None
     if ctx.wants("Updates@GRAD"):
         picked = gather_rows(ctx.xp, d.reshape(-1), slots)
-        d_updates = LoDTensor(picked.reshape(updates.array.shape), updates.lod())
+        # no LoD, as Paddle's sequence_scatter_grad gives dUpdates
+        d_updates = LoDTensor(picked.reshape(updates.array.shape))
     d_x = d.copy() if ctx.wants("X@GRAD") else None
     return d_x, d_updates
 
@@ -505,7 +506,6 @@ def _scatter_grad_infer(ctx):
         ctx.set_output("X@GRAD", ctx.input_shape("Out@GRAD"), ctx.input_dtype("Out@GRAD"))
     if ctx.has_output("Updates@GRAD"):
         ctx.set_output("Updates@GRAD", ctx.input_shape("Updates"), ctx.input_dtype("Updates"))
-        ctx.share_lod("Updates", "Updates@GRAD")
 
 
 def_op("sequence_scatter",
@@ -523,7 +523,7 @@ def_op("sequence_scatter_grad",
        infer_shape=_scatter_grad_infer, traits=("optional_outputs",),
        kernel=_sequence_scatter_grad, lod_aware=True,
        doc="dX = dOut; dUpdates[j] = dOut[i, Ids[j]] for j in sequence i. Updates is read "
-           "only for its shape and LoD.")
+           "only for its shape; dUpdates has no LoD (as in Paddle).")
 
 
 # --- sequence_enumerate -----------------------------------------------------------------------

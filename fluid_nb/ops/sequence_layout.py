@@ -217,7 +217,7 @@ def _unpad_infer(ctx):
 
 
 def _unpad_plan(op, x, length):
-    lengths = _host_ints(length)
+    lengths = length if isinstance(length, list) else _host_ints(length)
     padded = x.shape[1]
     bad = [n for n in lengths if not 0 <= n <= padded]
     if bad:
@@ -238,6 +238,8 @@ def _sequence_unpad(ctx, x, length):
 
 def _sequence_unpad_grad(ctx, x, length, dout):
     data = x.array
+    if length is None:  # Paddle's grad op has no Length: dOut's LoD holds the lengths
+        length = offsets_to_lengths(lod_of("sequence_unpad_grad", dout, "Out@GRAD")[-1])
     lengths, slots = _unpad_plan("sequence_unpad_grad", data, length)
     d = dout.array.reshape((-1,) + data.shape[2:])
     flat_shape = (data.shape[0] * data.shape[1],) + data.shape[2:]
@@ -254,11 +256,12 @@ def_op("sequence_unpad",
            "rank-2 X gives [rows, 1].")
 
 def_op("sequence_unpad_grad",
-       inputs=["X", "Length", "Out@GRAD"], outputs=["X@GRAD"],
+       inputs=["X", "Length?", "Out@GRAD"], outputs=["X@GRAD"],
        infer_shape=grads_like(**{"X@GRAD": "X"}),
        kernel=_sequence_unpad_grad, lod_aware=True,
        doc="dX = dOut rows put back at their padded slots, zeros elsewhere (X read only for "
-           "its shape).")
+           "its shape). The lengths are Length's, or without it (Paddle's grad op reads "
+           "only X and Out@GRAD) those of dOut's LoD.")
 
 
 # --- sequence_slice ---------------------------------------------------------------------------

@@ -21,7 +21,6 @@ NAMES_FILE = os.path.join(os.path.dirname(__file__), "..", "fixtures",
 DYGRAPH = "imperative (dygraph) mode: fluid_nb builds and runs static programs"
 TRAINERS = ("Fluid's C++ Dataset trainers (train_from_dataset) are not built; fluid_nb "
             "trains through Executor.run and DataLoader")
-CONTRIB = "fluid.contrib: Paddle's incubating extras (slim, mixed precision, ...)"
 NOT_YET = "not implemented yet"
 
 #: (module, name) -> why fluid_nb does not have it; one line per name
@@ -37,7 +36,6 @@ NOT_PROVIDED = {
     ("fluid", "MultiTrainer"): TRAINERS,
     ("fluid", "DistMultiTrainer"): TRAINERS,
     ("fluid", "PipelineTrainer"): TRAINERS,
-    ("fluid", "contrib"): CONTRIB,
 }
 
 #: (module, name) -> (why it only refuses, a call that must raise a typed fluid_nb error)

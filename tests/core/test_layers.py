@@ -21,6 +21,8 @@ ALLOWED = {
     "ops": {"errors", "flags", "tensor", "memory", "proto", "framework"},
     "exec": {"errors", "flags", "tensor", "memory", "proto", "framework", "ops"},
     "backward": {"errors", "tensor", "framework", "ops"},
+    # backward with checkpoints: attaches itself to backward's append_backward
+    "recompute": {"errors", "tensor", "framework", "ops", "backward"},
     "native": {"errors", "flags", "tensor", "memory", "proto", "framework", "ops", "exec"},
     "onnx": {"errors", "flags", "tensor", "memory", "proto", "framework", "ops", "exec"},
     # the RPC runtime: its kernels drive the executor, attached to the op definitions
