@@ -9,7 +9,9 @@ blocks back, ``fetch_barrier`` ends the fetches and ``concat`` joins cut paramet
 optimizer and learning-rate ops are gone: each server's ``listen_and_serv`` runs them, one
 ``optimize_blocks`` block per parameter block it holds (the learning-rate schedule in a
 block of its own first), after summing and averaging the trainers' gradients. Blocks are
-placed on the servers by ``config.split_method`` (RoundRobin by default).
+placed on the servers by ``config.split_method`` (RoundRobin by default). The trainer
+program (and each server's) records where every piece lives in ``_parameters_on_pservers``
+(see :mod:`.vars_distributed`).
 
 Example::
 
@@ -23,6 +25,7 @@ become the trainer's); the server programs are new programs.
 """
 import collections
 import copy
+import math
 import re
 import socket
 import time
@@ -39,7 +42,8 @@ from ..ops.distributed import ASYNC, HALF_ASYNC, SYNC
 from ..ps_dispatcher import PSDispatcher, RoundRobin
 from ..tensor.dtypes import VarType
 from . import pserver, rollback
-from .slicing import slice_variable
+from .slicing import same_or_split_var, slice_variable
+from .vars_distributed import VarsDistributed, VarStruct
 
 #: Paddle's op roles of the ops the transpiler adds
 OP_ROLE_RPC, OP_ROLE_DIST = 4, 8
@@ -247,6 +251,7 @@ class DistributeTranspiler:
         with rollback.all_or_nothing(self, program, startup):
             self._transpile(trainer_id, program, startup, endpoints, trainers, sync_mode,
                             where)
+            self._mark_distributed(program, current_endpoint)
 
     def _transpile(self, trainer_id, program, startup, endpoints, trainers, sync_mode, where):
         self.pserver_endpoints = endpoints
@@ -277,6 +282,7 @@ class DistributeTranspiler:
         self._init_splited_vars()
         self._lr_ops = self._get_lr_ops()
         self._insert_trainer_ops(program)
+        self._record_optimizer_vars()
         # the servers' startup programs come from this one, as it is before
         # get_trainer_program drops what only the optimizer reads
         self._origin_startup = startup.clone()
@@ -347,6 +353,16 @@ class DistributeTranspiler:
                 self.param_var_mapping[p_name][int(p_id)]
         self.param_grad_ep_mapping = collections.OrderedDict(
             (ep, {"params": [], "grads": []}) for ep in self.pserver_endpoints)
+        self.vars_overview = VarsDistributed()
+        for name, pieces in self.param_var_mapping.items():
+            offset = 0
+            for block_id, piece in enumerate(pieces):
+                cut = len(pieces) > 1
+                self.vars_overview.add_distributed_var(
+                    origin_var=self._origin_vars[name], slice_var=piece, is_slice=cut,
+                    block_id=block_id if cut else 0, offset=offset if cut else 0,
+                    vtype="Param")
+                offset += math.prod(piece.shape)
 
     def _create_vars_from_blocklist(self, program, block_list, add_trainer_suffix=False):
         """{variable name: [its block variables]} for ``"name:id:size"`` blocks; a variable
@@ -375,6 +391,44 @@ class DistributeTranspiler:
                 for i, (_, size) in enumerate(pieces)]
         return mapping
 
+    def _record_optimizer_vars(self):
+        """Record each optimizer state variable on the servers that update its parameter:
+        cut like the parameter's block there when it has the parameter's shape, else whole."""
+        for endpoint in self.pserver_endpoints:
+            held = self.param_grad_ep_mapping[endpoint]["params"]
+            for op in self.optimize_ops:
+                if not pserver.is_optimizer_op(op):
+                    continue
+                param = op.input("Param")[0]
+                if not any(same_or_split_var(p.name, param) for p in held):
+                    continue
+                piece = self.vars_overview.get_distributed_var_by_origin_and_ep(param, endpoint)
+                shaped = pserver.STATE_SHAPED_LIKE_PARAM.get(op.type, ())
+                for slot in op.input_names:
+                    if slot in pserver.NOT_STATE or not op.input(slot):
+                        continue
+                    var = self._origin_vars[op.input(slot)[0]]
+                    shape = piece.slice.shape if slot in shaped else tuple(var.shape)
+                    if shape == piece.slice.shape:
+                        state = VarStruct(var.name, shape, var.dtype, var.type,
+                                          var.lod_level, var.persistable)
+                        self.vars_overview.add_distributed_var(
+                            var, state, piece.is_slice, piece.block_id, piece.offset,
+                            "Optimizer", endpoint)
+                    else:
+                        self.vars_overview.add_distributed_var(var, var, False, 0, 0,
+                                                               "Optimizer", endpoint)
+
+    def _mark_distributed(self, program, current_endpoint):
+        """The marks Fluid puts on a transpiled trainer program (and copies to each server's),
+        which saving and loading read; set last, once nothing can fail."""
+        program._is_distributed = True
+        program._endpoints = list(self.pserver_endpoints)
+        program._ps_endpoint = current_endpoint
+        program._is_chief = self.trainer_id == 0
+        program._distributed_lookup_table = None
+        program._parameters_on_pservers = self.vars_overview
+
     def _control_var(self, block):
         name = f"{CONTROL_VAR_PREFIX}@{self._control_vars}"
         self._control_vars += 1
@@ -393,6 +447,8 @@ class DistributeTranspiler:
         # parameter block is updated
         eplist = dispatcher.dispatch(recv_vars)
         self._place = {v.name: ep for v, ep in zip(send_vars + recv_vars, eplist + eplist)}
+        for v in recv_vars:
+            self.vars_overview.get_distributed_var_by_slice(v.name).endpoint = self._place[v.name]
         self.grad_name_to_send_dummy_out = collections.OrderedDict()
         runtime_split = self.config.runtime_split_send_recv
         for grad_name, pieces in items:
@@ -454,6 +510,9 @@ class DistributeTranspiler:
             grad_pieces = self.grad_var_mapping[grad_name]
             role_grad = grad_pieces[0].name if len(grad_pieces) == 1 else grad_name
             if param_name in self.sparse_param_to_height_sections:
+                for v in pieces:
+                    self.vars_overview.get_distributed_var_by_slice(v.name).vtype = \
+                        "RemotePrefetch"
                 need_sparse_update[param_name] = (eps, [v.name for v in pieces])
                 continue
             recv_varnames = []
@@ -530,12 +589,24 @@ class DistributeTranspiler:
             self.sparse_update_ops = [op for op in self.sparse_update_ops if op not in ops]
 
     def _sparse_table_names(self):
+        """The tables the trainer reads on the servers, which it neither receives nor
+        initialises (Fluid 1.8's sparse lookup tables). An nce op's table is its Weight, and
+        only when the op itself reads remotely: nce here computes on the trainer's own copy
+        of the table, so one without remote_prefetch is received like any parameter (1.8
+        reads a "W" slot nce does not have)."""
         names = []
         for op in self.origin_program.global_block().ops:
-            if (op.type in ("lookup_table", "nce") and op.attrs.get("is_sparse") is True) \
+            if op.type == "nce":
+                remote = op.attrs.get("is_sparse") is True and \
+                    op.attrs.get("remote_prefetch") is True
+                table = op.input("Weight")[0] if remote else None
+            elif (op.type == "lookup_table" and op.attrs.get("is_sparse") is True) \
                     or op.type == "distributed_lookup_table":
-                if op.input("W")[0] not in names:
-                    names.append(op.input("W")[0])
+                table = op.input("W")[0]
+            else:
+                table = None
+            if table is not None and table not in names:
+                names.append(table)
         return names
 
     def _append_trainer_startup_ops(self):
@@ -660,6 +731,7 @@ class DistributeTranspiler:
         the learning-rate schedule and the update of each block it holds."""
         self._require_endpoint("get_pserver_program", endpoint)
         program = pserver.build_pserver_program(self, endpoint)
+        program._copy_dist_param_info_from(self.origin_program)
         self.pserver_program = program
         return program
 

@@ -34,7 +34,7 @@ STATE_SHAPED_LIKE_PARAM = {
     "decayed_adagrad": ("Moment",), "ftrl": ("SquaredAccumulator", "LinearAccumulator"),
 }
 #: optimizer inputs a server takes from elsewhere than the original variables
-_NOT_STATE = ("Param", "Grad", "LearningRate", "Beta1Tensor", "Beta2Tensor")
+NOT_STATE = ("Param", "Grad", "LearningRate", "Beta1Tensor", "Beta2Tensor")
 #: startup ops whose "shape" attribute is the shape of what they make
 _SHAPED_INITS = ("gaussian_random", "fill_constant", "uniform_random",
                  "truncated_gaussian_random")
@@ -150,7 +150,7 @@ class _ServerBuilder:
                 inputs[slot] = op.input(slot)
         shaped = STATE_SHAPED_LIKE_PARAM[op.type]
         for slot in op.input_names:
-            if slot in _NOT_STATE:
+            if slot in NOT_STATE:
                 continue
             var = self.origin_var(op.input(slot)[0])
             shape = param_block.shape if slot in shaped else var.shape
