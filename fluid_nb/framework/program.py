@@ -279,7 +279,16 @@ class Operator:
         return list(self.attrs)
 
     def all_attrs(self):
-        return dict(self.attrs)
+        """Name -> value, a block attribute as its Block (a BLOCKS one as a list of them), as
+        Fluid 1.8 hands them out."""
+        attrs = dict(self.attrs)
+        for name, value in attrs.items():
+            kind = self.attr_type(name)
+            if kind == AttrType.BLOCK:
+                attrs[name] = self.block.program.block(value)
+            elif kind == AttrType.BLOCKS:
+                attrs[name] = [self.block.program.block(index) for index in value]
+        return attrs
 
     def _set_attr(self, name, value):
         spec = _op_registry().find(self.type)
@@ -791,6 +800,7 @@ class Program:
                 copy_block.ops.append(copy_op)
             twin.blocks.append(copy_block)
         twin._is_test = for_test or self._is_test
+        twin._copy_dist_param_info_from(self)  # the transpiler's marks, as Fluid's clone keeps
         return twin
 
     def _inference_optimize(self, prune_read_op=True):

@@ -329,3 +329,17 @@ def test_append_backward_with_checkpoints_recomputes_between_them(programs):
     fluid.append_backward(loss, checkpoints=[hidden, middle])
     recomputed = [name for name in main.global_block().vars if ".subprog_" in name]
     assert recomputed, "no forward op was recomputed in the backward pass"
+
+
+def test_all_attrs_hands_out_sub_blocks_as_blocks_and_clone_keeps_transpiler_marks(programs):
+    main, _ = programs
+    i = L.fill_constant([1], "int64", 0)
+    n = L.fill_constant([1], "int64", 3)
+    L.while_loop(lambda i: L.less_than(i, n), lambda i: [L.increment(i)], [i])
+    loop = next(op for op in main.global_block().ops if op.type == "while")
+    body = loop.all_attrs()["sub_block"]
+    assert isinstance(body, fluid.framework.Block) and body is main.block(1)
+    assert loop.attr("sub_block") == 1      # attr() keeps the index
+    main._is_distributed, main._endpoints = True, ["127.0.0.1:6170"]
+    twin = main.clone()
+    assert twin._is_distributed and twin._endpoints == ["127.0.0.1:6170"]
