@@ -72,21 +72,26 @@ def beam_search_decode(ids, scores, beam_size, end_id, name=None):
 
 @checks(blank=NON_NEGATIVE_INT)
 def ctc_greedy_decoder(input, blank, input_length=None, padding_value=0, name=None):
-    """Best-path CTC decoding of per-step class probabilities (a LoD sequence per row
-    group): the most probable class of each step, repeats merged, ``blank`` removed.
-    Returns the decoded id sequences (LoD)."""
-    from ..errors import Unimplemented
+    """Best-path CTC decoding of per-step class probabilities: the most probable class of
+    each step, repeats merged, ``blank`` removed. LoD input [Lp, classes]: returns the
+    decoded id sequences (LoD). Padded input [N, T, classes] with ``input_length`` [N, 1]:
+    returns (ids [N, T] padded with ``padding_value``, their lengths [N, 1])."""
     from .arg_checks import check
+    from .manip import squeeze
     from .nn import topk
     check("ctc_greedy_decoder", "input", input, variable)
     if input_length is not None:
-        raise Unimplemented(expected("ctc_greedy_decoder", "input",
-                                     "a LoD tensor (the padded form with input_length is not "
-                                     "supported yet)", "input_length"))
+        check("ctc_greedy_decoder", "input_length", input_length, variable)
     _, ids = topk(input, k=1)
     helper = LayerHelper("ctc_greedy_decoder", name=name)
     out = helper.create_variable_for_type_inference(VarType.INT64)
-    helper.append_op(type="ctc_align", inputs={"Input": [ids]}, outputs={"Output": [out]},
-                     attrs={"merge_repeated": True, "blank": blank,
-                            "padding_value": padding_value})
-    return out
+    attrs = {"merge_repeated": True, "blank": blank, "padding_value": padding_value}
+    if input_length is None:
+        helper.append_op(type="ctc_align", inputs={"Input": [ids]}, outputs={"Output": [out]},
+                         attrs=attrs)
+        return out
+    out_length = helper.create_variable_for_type_inference(VarType.INT64)
+    helper.append_op(type="ctc_align",
+                     inputs={"Input": [squeeze(ids, [2])], "InputLength": [input_length]},
+                     outputs={"Output": [out], "OutputLength": [out_length]}, attrs=attrs)
+    return out, out_length

@@ -35,8 +35,8 @@ def dynamic_lstmp(input, size, proj_size, param_attr=None, bias_attr=None, use_p
 
     and the next step reads ``r_t`` (P = ``proj_size`` wide) instead of ``h_t``. Parameters:
     Weight [P, 4D], ProjWeight [D, P], Bias [1, 7D] with peepholes ([1, 4D] without).
-    ``cell_clip``/``proj_clip`` bound c and r. ``h_0``/``c_0`` [N, D]. Returns
-    ``(projection [T, P], cell [T, D])`` with the input's LoD.
+    ``cell_clip``/``proj_clip`` bound c and r. ``h_0`` [N, P] is r_0 itself, ``c_0``
+    [N, D]. Returns ``(projection [T, P], cell [T, D])`` with the input's LoD.
     """
     helper = LayerHelper("lstmp", input=input, param_attr=param_attr, bias_attr=bias_attr,
                          name=name)

@@ -163,9 +163,12 @@ def _scale(op, ctx):
     _no_tensor_attrs(op, "ScaleTensor")
     x, out = _in(op, "X"), _out(op, "Out")
     scale, bias = float(op.attrs.get("scale", 1.0)), float(op.attrs.get("bias", 0.0))
-    if ctx.dtype(x).kind not in "f":
-        raise NotConvertible(f"an integer X ({ctx.dtype(x)})")
-    if bias == 0.0:
+    kind = ctx.dtype(x).kind
+    if kind not in "fiu":
+        raise NotConvertible(f"X of {ctx.dtype(x)}")
+    if kind in "iu":  # as the kernel: scale and bias cast to X's integer type
+        scale, bias = int(scale), int(bias)
+    if bias == 0:
         ctx.node("Mul", [x, ctx.scalar(scale, x)], [out])
         return
     step = ctx.tmp("scaled")
@@ -205,10 +208,48 @@ def _sum(op, ctx):
     ctx.node("Sum", list(op.inputs["X"]), [_out(op, "Out")])
 
 
+def _shape_input(op, ctx):
+    """The int64 [rank] shape a fill_constant reads at run time (ShapeTensor, else
+    ShapeTensorList's one-element tensors), or None when its shape is the attribute."""
+    if op.inputs.get("ShapeTensor"):
+        shape = ctx.tmp("shape")
+        ctx.node("Cast", [_in(op, "ShapeTensor")], [shape], to=ctx.onnx.TensorProto.INT64)
+        return shape
+    parts = op.inputs.get("ShapeTensorList") or []
+    if not parts:
+        return None
+    dims = []
+    for part in parts:
+        flat, dim = ctx.tmp("dim"), ctx.tmp("dim64")
+        ctx.node("Reshape", [part, ctx.const(np.array([1], "int64"), "one")], [flat])
+        ctx.node("Cast", [flat], [dim], to=ctx.onnx.TensorProto.INT64)
+        dims.append(dim)
+    shape = ctx.tmp("shape")
+    ctx.node("Concat", dims, [shape], axis=0)
+    return shape
+
+
 @converter("fill_constant")
 def _fill_constant(op, ctx):
-    _no_tensor_attrs(op, "ValueTensor", "ShapeTensor", "ShapeTensorList")
+    """A constant; a shape read at run time (a batch size taken from an input) becomes
+    ConstantOfShape, a ValueTensor a Cast expanded to the shape."""
     out = _out(op, "Out")
+    shape = _shape_input(op, ctx)
+    value_tensor = _in(op, "ValueTensor")
+    if shape is not None or value_tensor:
+        if shape is None:
+            shape = ctx.const(np.array(op.attrs.get("shape", [1]), "int64"), "shape")
+        if value_tensor:
+            value = ctx.tmp("value")
+            ctx.node("Cast", [value_tensor], [value], to=ctx.onnx_type(out))
+            flat = ctx.tmp("scalar")
+            ctx.node("Reshape", [value, ctx.const(np.array([], "int64"), "scalar")], [flat])
+            ctx.node("Expand", [flat, shape], [out])
+        else:
+            value = np.array([fill_value(op.type, op.attrs)], ctx.dtype(out))
+            ctx.node("ConstantOfShape", [shape], [out],
+                     value=ctx.onnx.numpy_helper.from_array(value, "value"))
+        return
     value = fill_value(op.type, op.attrs)
     array = np.full(op.attrs.get("shape", [1]), value, dtype=ctx.dtype(out))
     declared = ctx.shape(out)
@@ -254,6 +295,8 @@ def _transposed_last_two(ctx, name):
 @converter("matmul", "matmul_v2")
 def _matmul(op, ctx):
     x, y, out = _in(op, "X"), _in(op, "Y"), _out(op, "Out")
+    if int(op.attrs.get("head_number", 1)) > 1:
+        raise NotConvertible(f"head_number={op.attrs['head_number']} (a multi-head product)")
     trans_x = op.attrs.get("trans_x", op.attrs.get("transpose_X", False))
     trans_y = op.attrs.get("trans_y", op.attrs.get("transpose_Y", False))
     if trans_x:
@@ -306,6 +349,35 @@ def _flatten(op, ctx):
     ctx.node("Flatten", [_in(op, "X")], [_out(op, "Out")], axis=int(op.attrs.get("axis", 1)))
 
 
+@converter("flatten_contiguous_range")
+def _flatten_range(op, ctx):
+    """paddle.flatten: a Reshape to X's dims before start_axis (0: copied), -1 for the merged
+    ones and the dims after stop_axis (their declared sizes, or read from X's Shape when
+    unknown)."""
+    x, out = _in(op, "X"), _out(op, "Out")
+    shape = list(ctx.shape(x))
+    rank = len(shape)
+    if rank == 0:
+        ctx.node("Reshape", [x, ctx.const(np.array([1], "int64"), "shape")], [out])
+        return
+    start, stop = op.attrs.get("start_axis", 1) % rank, op.attrs.get("stop_axis", 1) % rank
+    after = shape[stop + 1:]
+    if all(d >= 0 for d in after):
+        target = ctx.const(np.array([0] * start + [-1] + after, "int64"), "shape")
+    else:
+        whole, target = ctx.tmp("shape"), ctx.tmp("target")
+        ctx.node("Shape", [x], [whole])
+        parts = [ctx.const(np.array([-1], "int64"), "merged")]
+        for begin, end, at in ((0, start, 0), (stop + 1, rank, 1)):
+            if begin < end:
+                part = ctx.tmp("dims")
+                ctx.node("Slice", [whole, ctx.const(np.array([begin], "int64"), "begin"),
+                                   ctx.const(np.array([end], "int64"), "end")], [part])
+                parts.insert(at if at == 0 else len(parts), part)
+        ctx.node("Concat", parts, [target], axis=0)
+    ctx.node("Reshape", [x, target], [out])
+
+
 @converter("concat")
 def _concat(op, ctx):
     _no_tensor_attrs(op, "AxisTensor")
@@ -345,7 +417,7 @@ def _mean(op, ctx):
 
 
 _REDUCE = {"reduce_sum": "ReduceSum", "reduce_mean": "ReduceMean", "reduce_max": "ReduceMax",
-           "reduce_min": "ReduceMin"}
+           "reduce_min": "ReduceMin", "reduce_prod": "ReduceProd"}
 
 
 @converter(*_REDUCE)

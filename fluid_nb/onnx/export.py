@@ -25,6 +25,7 @@ from . import loops  # noqa: F401  (registers the DynamicRNN converters)
 from . import normalization, vision  # noqa: F401  (registers their converters)
 from . import tensors  # noqa: F401  (registers the math and tensor-manipulation converters)
 from . import sequences  # noqa: F401  (registers the sequence ops' converters)
+from . import recurrent  # noqa: F401  (registers the rnn op's converter)
 from .control_flow import Versions, last_writes
 from .converters import CONVERTERS, ROW_WISE, SEQUENCE_AWARE, UNCONVERTIBLE, NotConvertible
 from .files import output_path, write_atomically
@@ -390,12 +391,17 @@ def export(program, path=None, feed=None, fetch=None, scope=None, opset=17, stri
     produced.update(n for node in ctx.nodes for n in node.output)
     # the parameters: every input no node produces and no feed gives
     read = _outer_reads(onnx, ctx.nodes)
+    # an op left unconverted may read what is no tensor (a rank table, a tensor array): its
+    # node names the program's variable, which has no value to give
+    unconverted = {n for node in ctx.nodes if node.domain == DOMAIN for n in node.input}
     for name in dict.fromkeys(read):
         if name in produced or name in ctx.initializers:
             continue
         try:
             ctx.initializers[name] = ctx.param(name)
         except NotConvertible as exc:
+            if name in unconverted:
+                continue
             raise NotFound(expected("onnx.export", f"input {name!r}",
                                     "a feed or a parameter with a value in the scope",
                                     str(exc))) from None

@@ -41,6 +41,7 @@ def _rank_table(op, ctx):
 def _max_sequence_len(op, ctx):
     lengths = _table_lengths(ctx, _in(op, "RankTable"))
     ctx.node("ReduceMax", [lengths], [_out(op, "Out")], keepdims=1)
+    ctx.extra.setdefault("max_lengths", set()).add(_out(op, "Out"))
 
 
 @converter("lod_tensor_to_array")
@@ -190,7 +191,10 @@ def convert_dynamic_rnn(op, ctx):
         ctx.start(op, f"{outer_index}.mask")
         ctx.node("Less", [iteration, lengths], [step_mask])
         ctx.node("Unsqueeze", [step_mask, ctx.const(np.array([1], "int64"), "axes")], [mask])
+        skipped = _condition_ops(op, body_block, counter, ctx)
         for k, body_op in enumerate(body_block.ops):
+            if k in skipped:
+                continue
             ctx.start(body_op, f"{outer_index}.{k}")
             convert = _converter_of(body_op.type)
             if convert is None:
@@ -232,6 +236,38 @@ def convert_dynamic_rnn(op, ctx):
         arrays[array] = ("output", padded, lengths)
     for n, final in zip(states, finals):
         arrays[n] = ("memory", final)
+
+
+#: ops that may pass the loop's condition on to the while's Condition variable
+_CONDITION_COPIES = {"assign", "cast"}
+
+
+def _condition_ops(op, body_block, counter, ctx):
+    """The indices of the body's ops that only compute the loop's condition (counter <
+    max_sequence_len, copied into the while's Condition, as a loop written by hand with
+    ``assign(less_than(i, n), cond)`` does): the Loop's trip count stands for them."""
+    condition = ctx.aliases.get(op.inputs["Condition"][0], op.inputs["Condition"][0])
+    names, skipped, ops = {condition}, set(), body_block.ops
+    maxima = {ctx.aliases.get(n, n) for n in ctx.extra.get("max_lengths", ())}
+
+    def read_by_kept(name):
+        return any(name in args for j, o in enumerate(ops) if j not in skipped
+                   for args in o.inputs.values())
+
+    for k in reversed(range(len(ops))):
+        body_op = ops[k]
+        outs = [n for args in body_op.outputs.values() for n in args]
+        if not outs or not all(n in names for n in outs):
+            continue
+        if body_op.type == "less_than":
+            if _in(body_op, "X") != counter or _in(body_op, "Y") not in maxima:
+                raise NotConvertible("a loop condition other than step < max_sequence_len")
+        elif body_op.type not in _CONDITION_COPIES:
+            raise NotConvertible(f"the loop's condition computed by {body_op.type}")
+        skipped.add(k)
+        names.update(n for args in body_op.inputs.values() for n in args
+                     if n in body_block.vars and not read_by_kept(n))
+    return skipped
 
 
 def _converter_of(op_type):

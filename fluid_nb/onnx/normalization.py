@@ -1,5 +1,6 @@
 """Converters of the normalisation ops and the per-channel maps: layer_norm,
-instance_norm, group_norm, data_norm, prelu and affine_channel (opset 17).
+instance_norm, group_norm, data_norm, prelu and affine_channel, and the vector norms norm
+(L2 normalisation) and p_norm (opset 17).
 
 Y is what inference reads; the statistics beside it (Mean, Variance, SavedMean, ...) serve
 training, so an op whose statistics a later op reads is not converted.
@@ -170,3 +171,63 @@ def _affine_channel(op, ctx):
     scaled = ctx.tmp("scaled")
     ctx.node("Mul", [x, _channel_view(ctx, _in(op, "Scale"), rank, axis)], [scaled])
     ctx.node("Add", [scaled, _channel_view(ctx, _in(op, "Bias"), rank, axis)], [out])
+
+
+def _sum_over(ctx, x, axes, out=None):
+    """ReduceSum of ``x`` over ``axes`` (None: all), the dims kept."""
+    out = out or ctx.tmp("sum")
+    inputs = [x] if axes is None else [x, ctx.const(np.array(axes, "int64"), "axes")]
+    ctx.node("ReduceSum", inputs, [out], keepdims=1)
+    return out
+
+
+@converter("norm")
+def _norm(op, ctx):
+    """Norm = sqrt(sum(X^2, axis) + epsilon) (the axis kept), Out = X / Norm."""
+    x = _in(op, "X")
+    rank = len(ctx.shape(x))
+    axis = op.attrs.get("axis", 1) % max(rank, 1)
+    square = ctx.tmp("square")
+    ctx.node("Mul", [x, x], [square])
+    shifted, norm = ctx.tmp("shifted"), _out(op, "Norm") or ctx.tmp("norm")
+    ctx.node("Add", [_sum_over(ctx, square, [axis]),
+                     ctx.const(np.array(op.attrs.get("epsilon", 1e-10), ctx.dtype(x)), "eps")],
+             [shifted])
+    ctx.node("Sqrt", [shifted], [norm])
+    ctx.node("Div", [x, norm], [_out(op, "Out")])
+
+
+@converter("p_norm")
+def _p_norm(op, ctx):
+    """(sum |X|^p)^(1/p) along axis (over all of X when asvector); p = inf: ReduceMax of |X|,
+    -inf: ReduceMin, 0: the count of non-zeros; then the dims the kernel keeps."""
+    x, out = _in(op, "X"), _out(op, "Out")
+    rank = len(ctx.shape(x))
+    p = float(op.attrs.get("porder", 2.0))
+    asvector = bool(op.attrs.get("asvector", False))
+    axes = None if asvector else [op.attrs.get("axis", -1) % max(rank, 1)]
+    magnitude, kept = ctx.tmp("abs"), ctx.tmp("kept")
+    ctx.node("Abs", [x], [magnitude])
+    every = list(range(rank)) if axes is None else axes
+    if p in (float("inf"), float("-inf")):
+        ctx.node("ReduceMax" if p > 0 else "ReduceMin", [magnitude], [kept], axes=every,
+                 keepdims=1)
+    elif p == 0:
+        nonzero, count = ctx.tmp("nonzero"), ctx.tmp("count")
+        ctx.node("Equal", [magnitude, ctx.const(np.array(0, ctx.dtype(x)), "zero")], [nonzero])
+        ctx.node("Not", [nonzero], [count])
+        as_float = ctx.tmp("count")
+        ctx.node("Cast", [count], [as_float], to=ctx.onnx_type(x))
+        _sum_over(ctx, as_float, axes, kept)
+    else:
+        powered, total = ctx.tmp("powered"), ctx.tmp("total")
+        ctx.node("Pow", [magnitude, ctx.const(np.array(p, ctx.dtype(x)), "p")], [powered])
+        _sum_over(ctx, powered, axes, total)
+        ctx.node("Pow", [total, ctx.const(np.array(1.0 / p, ctx.dtype(x)), "inverse")], [kept])
+    keep = bool(op.attrs.get("keepdim", False))
+    if keep:
+        ctx.node("Identity", [kept], [out])
+    elif asvector or rank == 1:  # everything reduced: the kernel gives [1]
+        ctx.node("Reshape", [kept, ctx.const(np.array([1], "int64"), "shape")], [out])
+    else:
+        ctx.node("Squeeze", [kept, ctx.const(np.array(axes, "int64"), "axes")], [out])

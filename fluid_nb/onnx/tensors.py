@@ -369,7 +369,7 @@ def _softmax_with_cross_entropy(op, ctx):
 
 
 # --- selection: arg max, sorting, top k, unique, nonzero --------------------------------------------
-@converter("arg_max")
+@converter("arg_max", "arg_min")
 def _arg_max(op, ctx):
     x, out = _in(op, "X"), _out(op, "Out")
     if op.attrs.get("flatten"):
@@ -379,7 +379,7 @@ def _arg_max(op, ctx):
     else:
         axis = int(op.attrs.get("axis") or 0)
     index = ctx.tmp("index")
-    ctx.node("ArgMax", [x], [index], axis=axis,
+    ctx.node("ArgMax" if op.type == "arg_max" else "ArgMin", [x], [index], axis=axis,
              keepdims=int(bool(op.attrs.get("keepdims", False))))
     if op.attrs.get("flatten"):  # a flattened arg max is the [1] Fluid declares
         _cast_reshaped(ctx, index, out)

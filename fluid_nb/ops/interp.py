@@ -116,6 +116,10 @@ def _matrices(method, attrs, in_sizes, sizes):
 
 
 def _contract(xp, x, matrices):
+    # integer images (uint8) are weighted in float64; the caller's cast back truncates, as
+    # Fluid's kernels do
+    if x.dtype.kind not in "fc":
+        x = x.astype(np.float64)
     for i, m in enumerate(matrices):
         x = xp.moveaxis(xp.tensordot(x, xp.asarray(m, dtype=x.dtype), axes=([2 + i], [1])),
                         -1, 2 + i)

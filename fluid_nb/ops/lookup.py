@@ -1,6 +1,6 @@
-"""Lookup ops: embedding rows (``lookup_table``, ``lookup_table_v2``), ``one_hot_v2`` and
-``gather``. Their gradients scatter-add the output gradient back into the source's rows
-(a sparse lookup's gradient is SelectedRows: the rows it used).
+"""Lookup ops: embedding rows (``lookup_table``, ``lookup_table_v2``), ``one_hot_v2``,
+``one_hot`` and ``gather``. Their gradients scatter-add the output gradient back into the
+source's rows (a sparse lookup's gradient is SelectedRows: the rows it used).
 
 Ids out of range are an error on the host. A device does not check them (that would copy
 the ids to the host every run): there such an id reads zeros and gets no gradient, as a
@@ -283,6 +283,38 @@ def_op("one_hot_v2",
            "when given); Out: X.shape + [depth], of data type ``dtype`` (FP32). An id outside "
            "[0, depth) is an error unless allow_out_of_range, which gives a zero row.")
 
+
+
+# --- one_hot (the first version) --------------------------------------------------------------
+def _one_hot_v1_infer(ctx):
+    x = list(ctx.input_shape("X"))
+    # the last dim is checked when the ids arrive: Fluid programs declare [-1, k] data
+    ctx.check(len(x) >= 2, "input 'X'", "rank >= 2 ([..., 1] ids)", x)
+    ctx.check(ctx.input_dtype("X") in _INT_TYPES, "input 'X' dtype", "int64 (or int32)",
+              ctx.input_dtype("X").name)
+    depth = -1 if ctx.has_input("depth_tensor") else ctx.attr("depth")
+    if not ctx.has_input("depth_tensor"):
+        ctx.check(depth > 0, "attribute 'depth'", "> 0 (or a depth_tensor input)", depth)
+    ctx.set_output("Out", x[:-1] + [depth], convert_dtype(ctx.attr("dtype")))
+
+
+def _one_hot_v1(ctx, x, depth_tensor):
+    if x.shape[-1] != 1:
+        raise InvalidArgument(expected("one_hot", "input 'X'", "ids of shape [..., 1]",
+                                       list(x.shape)))
+    return _one_hot_v2(ctx, x[..., 0], depth_tensor)
+
+
+def_op("one_hot",
+       inputs=["X", "depth_tensor?"], outputs=["Out"],
+       attrs={"depth": ("int", -1), "dtype": ("int", int(VarType.FP32), _valid_dtype),
+              "allow_out_of_range": ("bool", False)},
+       infer_shape=_one_hot_v1_infer, share_lod=("X", ["Out"]),
+       kernel=_one_hot_v1,
+       host_reads="depth_tensor: the depth decides the output's shape",
+       doc="one_hot_v2 of ids with a trailing dim of 1: X [..., 1] -> Out [..., depth], "
+           "Out[..., j] = 1 if X[..., 0] == j else 0 (the first version of the op, which "
+           "Fluid 1.x's layers.one_hot builds).")
 
 # --- gather ---------------------------------------------------------------------------------
 def _gather_infer(ctx):

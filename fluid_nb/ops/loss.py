@@ -572,23 +572,37 @@ def_op("margin_rank_loss_grad", inputs=["Label", "Activated", "Out@GRAD"],
        kernel=_margin_rank_grad, doc="Gradient of margin_rank_loss.")
 
 
+def _rank_infer(ctx):
+    """Label, Left and Right each hold one value per pair: [N] or [N, 1] (mixed freely, as
+    Fluid allows); Out has Label's shape."""
+    shapes = {slot: list(ctx.input_shape(slot)) for slot in ("Label", "Left", "Right")}
+    n = shapes["Label"][0] if shapes["Label"] else -1
+    for slot, shape in shapes.items():
+        ctx.check(len(shape) in (1, 2) and (len(shape) == 1 or dims_match(shape[1], 1))
+                  and dims_match(shape[0], n), f"input '{slot}'", f"shape [{n}] or [{n}, 1]",
+                  shape)
+    ctx.set_output("Out", shapes["Label"], ctx.input_dtype("Left"))
+
+
 def _rank(ctx, label, left, right):
-    o = left - right
-    return (ctx.xp.logaddexp(0, o) - label * o).astype(left.dtype)
+    o = left.reshape(-1) - right.reshape(-1)
+    out = ctx.xp.logaddexp(0, o) - label.reshape(-1) * o
+    return out.reshape(label.shape).astype(left.dtype)
 
 
 def _rank_grad(ctx, label, left, right, dout):
-    d = (_sigmoid(ctx.xp, left - right) - label) * dout
-    return d.astype(left.dtype), (-d).astype(left.dtype)
+    d = (_sigmoid(ctx.xp, left.reshape(-1) - right.reshape(-1)) - label.reshape(-1)) \
+        * dout.reshape(-1)
+    return d.reshape(left.shape).astype(left.dtype), (-d).reshape(right.shape).astype(left.dtype)
 
 
 def_op("rank_loss", inputs=["Label", "Left", "Right"], outputs=["Out"],
-       infer_shape=_like(("Out", "Left")),
+       infer_shape=_rank_infer,
        grad=grad_maker("rank_loss_grad", inputs=["Label", "Left", "Right"],
                        in_grads=["Left", "Right"]),
        kernel=_rank,
-       doc="o = Left - Right; Out = log(1 + e^o) - Label o (RankNet); dLeft = -dRight = "
-           "(sigmoid(o) - Label) dOut.")
+       doc="o = Left - Right; Out = log(1 + e^o) - Label o (RankNet), each input [N] or "
+           "[N, 1], Out shaped as Label; dLeft = -dRight = (sigmoid(o) - Label) dOut.")
 def_op("rank_loss_grad", inputs=["Label", "Left", "Right", "Out@GRAD"],
        outputs=["Left@GRAD?", "Right@GRAD?"],
        infer_shape=_like(("Left@GRAD", "Left"), ("Right@GRAD", "Right")),
@@ -756,8 +770,8 @@ def _ctc_one(logits, label, blank):
                         neg_inf)
         beta[t] = np.logaddexp(np.logaddexp(stay, step), jump) + log_probs[t, ext]
     ends = alpha[-1, -1] if size == 1 else np.logaddexp(alpha[-1, -1], alpha[-1, -2])
-    if not np.isfinite(ends):  # the label cannot fit in the steps
-        return np.inf, np.zeros_like(logits)
+    if not np.isfinite(ends):  # the label cannot fit in the steps: warp-ctc's loss of 0
+        return 0.0, np.zeros_like(logits)
     # posterior of each class at each step: sum over label positions of alpha beta / p
     occupancy = alpha + beta - log_probs[:, ext]
     collected = np.full(log_probs.shape, neg_inf)
@@ -844,7 +858,9 @@ def_op("warpctc", inputs=["Logits", "Label", "LogitsLength?", "LabelLength?"],
        doc="Loss_i = -log p(Label_i | Logits_i), the CTC likelihood of sequence i's labels "
            "under softmax(Logits) summed over every alignment with blanks (LoD sequences, or "
            "padded [Tmax, N, C] with LogitsLength/LabelLength); WarpCTCGrad = softmax - the "
-           "posterior of each class (divided by the length with norm_by_times).")
+           "posterior of each class (divided by the length with norm_by_times). A label "
+           "that cannot fit in its sequence's steps gives a loss and gradient of 0, as "
+           "warp-ctc does.")
 def_op("warpctc_grad", inputs=["WarpCTCGrad", "Logits", "Loss@GRAD"], outputs=["Logits@GRAD"],
        attrs=_CTC_ATTRS,
        infer_shape=lambda ctx: ctx.set_output("Logits@GRAD", ctx.input_shape("Logits"),

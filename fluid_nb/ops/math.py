@@ -398,6 +398,31 @@ _reduce_op(
     doc="Out = min of X over ``dim``; dX = dOut where X equals the min (every tie).")
 
 
+
+def _prod_others(xp, x, out, dout, axes):
+    """dOut times the product of the other reduced entries: exclusive prefix and suffix
+    products along the reduced dims, so zeros in X need no division."""
+    keep = [i for i in range(x.ndim) if i not in axes]
+    moved = xp.transpose(x, keep + list(axes))
+    flat = moved.reshape(moved.shape[:len(keep)] + (-1,))
+    ones = xp.ones(flat.shape[:-1] + (1,), dtype=x.dtype)
+    before = xp.cumprod(xp.concatenate([ones, flat[..., :-1]], axis=-1), axis=-1)
+    after = xp.cumprod(xp.concatenate([ones, flat[..., :0:-1]], axis=-1), axis=-1)[..., ::-1]
+    others = (before * after).reshape(moved.shape)
+    inverse = [0] * x.ndim
+    for i, p in enumerate(keep + list(axes)):
+        inverse[p] = i
+    return xp.transpose(others, inverse) * dout
+
+
+_reduce_op(
+    "reduce_prod",
+    lambda xp, x, axes, keep, attrs: x.prod(axis=axes, keepdims=keep),
+    _prod_others,
+    grad_needs_out=False,
+    doc="Out = product of X over ``dim``; dX = dOut * (product of the other reduced "
+        "entries), which is dOut * Out / X where X is not 0.")
+
 # --- matrix products ---------------------------------------------------------------------------
 def _swap(a):
     return a.swapaxes(-1, -2)
@@ -503,8 +528,9 @@ def_op("mul_grad", inputs=["X", "Y", "Out@GRAD"], outputs=["X@GRAD?", "Y@GRAD?"]
 
 
 # matmul (legacy): a vector X is a row [1, K], a vector Y a column [K, 1], before transposing
-def _matmul_dims(op_type, xs, ys, tx, ty):
-    """(batch, height, width) of X and Y and the output shape, by Paddle's matmul rules."""
+def _matmul_dims(op_type, xs, ys, tx, ty, heads=1):
+    """(batch, height, width) of X and Y and the output shape, by Paddle's matmul rules;
+    with ``heads`` > 1 see :func:`_head_pieces`."""
     def describe(shape, as_row, trans):
         s = list(shape)
         if len(s) == 1:
@@ -514,7 +540,9 @@ def _matmul_dims(op_type, xs, ys, tx, ty):
         return batch, h, w
     bx, hx, wx = describe(xs, True, tx)
     by, hy, wy = describe(ys, False, ty)
-    if not dims_match(wx, hy):
+    if heads > 1:
+        wy = _head_width(op_type, xs, ys, wx, hy, wy, heads)
+    elif not dims_match(wx, hy):
         raise InvalidArgument(expected(op_type, f"X {list(xs)} and Y {list(ys)} (transpose_X="
                                        f"{tx}, transpose_Y={ty})",
                                        "X's width equal to Y's height", f"{wx} against {hy}"))
@@ -535,6 +563,31 @@ def _matmul_dims(op_type, xs, ys, tx, ty):
     return tuple(out)
 
 
+def _head_width(op_type, xs, ys, wx, hy, wy, heads):
+    """Out's width with ``heads`` heads: Y's width times heads when X's width is Y's height
+    (Y cut into row blocks), Y's width when X's width is heads times Y's height (Y cut into
+    column blocks)."""
+    where = f"X {list(xs)} and Y {list(ys)} with head_number={heads}"
+    if wx >= 0 and wx % heads:
+        raise InvalidArgument(expected(op_type, where, "X's width a multiple of head_number",
+                                       wx))
+    if dims_match(wx, hy):
+        return wy * heads if wy >= 0 else -1
+    if wx == heads * hy and (wy < 0 or wy % heads == 0):
+        return wy
+    raise InvalidArgument(expected(op_type, where, "X's width equal to Y's height, or to "
+                                   "head_number times it (Y's width a multiple of "
+                                   "head_number)", f"{wx} against {hy} x {wy}"))
+
+
+def _head_pieces(xp, xm, ym, heads):
+    """The per-head operands of a multi-head matmul: X cut into ``heads`` column blocks,
+    Y into row blocks (or column blocks when X's width is heads times Y's height); and the
+    axis Y was cut along."""
+    y_axis = -2 if xm.shape[-1] == ym.shape[-2] else -1
+    return xp.split(xm, heads, axis=-1), xp.split(ym, heads, axis=y_axis), y_axis
+
+
 def _matmul_matrices(x, y, tx, ty):
     def as_matrix(a, as_row, trans):
         if a.ndim == 1:
@@ -547,16 +600,22 @@ def _matmul_matrices(x, y, tx, ty):
 
 def _matmul_infer(ctx):
     shape = _matmul_dims(ctx.op_type, ctx.input_shape("X"), ctx.input_shape("Y"),
-                         ctx.attr("transpose_X"), ctx.attr("transpose_Y"))
+                         ctx.attr("transpose_X"), ctx.attr("transpose_Y"),
+                         ctx.attr("head_number"))
     ctx.set_output("Out", shape, ctx.input_dtype("X"))
 
 
 def _matmul_kernel(ctx, x, y):
     attrs = ctx.attrs
     tx, ty, alpha = attrs["transpose_X"], attrs["transpose_Y"], attrs["alpha"]
-    shape = _matmul_dims("matmul", x.shape, y.shape, tx, ty)
+    heads = attrs["head_number"]
+    shape = _matmul_dims("matmul", x.shape, y.shape, tx, ty, heads)
     xm, ym = _matmul_matrices(x, y, tx, ty)
-    out = ctx.xp.matmul(xm, ym)
+    if heads > 1:
+        xs, ys, _ = _head_pieces(ctx.xp, xm, ym, heads)
+        out = ctx.xp.concatenate([ctx.xp.matmul(a, b) for a, b in zip(xs, ys)], axis=-1)
+    else:
+        out = ctx.xp.matmul(xm, ym)
     if alpha != 1.0:
         out = out * alpha
     return out.reshape(shape).astype(x.dtype, copy=False)
@@ -565,24 +624,37 @@ def _matmul_kernel(ctx, x, y):
 def _matmul_grad_kernel(ctx, x, y, dout):
     attrs = ctx.attrs
     tx, ty, alpha = attrs["transpose_X"], attrs["transpose_Y"], attrs["alpha"]
+    xp, heads = ctx.xp, attrs["head_number"]
     xm, ym = _matmul_matrices(x, y, tx, ty)
     batch = xm.shape[:-2] or ym.shape[:-2]
-    dm = dout.reshape(batch + (xm.shape[-2], ym.shape[-1]))
+    dm = dout.reshape(batch + (xm.shape[-2], -1))
     if alpha != 1.0:
         dm = dm * alpha
-    dx, dy = _product_grads(ctx.xp, xm, ym, dm, ctx.wants("X@GRAD"), ctx.wants("Y@GRAD"))
+    want_x, want_y = ctx.wants("X@GRAD"), ctx.wants("Y@GRAD")
+    if heads > 1:
+        xs, ys, y_axis = _head_pieces(xp, xm, ym, heads)
+        pieces = [_product_grads(xp, a, b, d, want_x, want_y)
+                  for a, b, d in zip(xs, ys, xp.split(dm, heads, axis=-1))]
+        dx = xp.concatenate([p[0] for p in pieces], axis=-1) if want_x else None
+        dy = xp.concatenate([p[1] for p in pieces], axis=y_axis) if want_y else None
+    else:
+        dx, dy = _product_grads(xp, xm, ym, dm, want_x, want_y)
     return _from_matrix(dx, tx, x.shape), _from_matrix(dy, ty, y.shape)
 
 
 _MATMUL_ATTRS = {"transpose_X": ("bool", False), "transpose_Y": ("bool", False),
-                 "alpha": ("float", 1.0)}
+                 "alpha": ("float", 1.0),
+                 "head_number": ("int", 1, lambda v: None if v >= 1 else ">= 1")}
 def_op("matmul", inputs=["X", "Y"], outputs=["Out"], attrs=_MATMUL_ATTRS,
        infer_shape=_matmul_infer, share_lod=("X", ["Out"]),
        grad=grad_maker("matmul_grad", inputs=["X", "Y"], in_grads=["X", "Y"]),
        kernel=_matmul_kernel,
        doc="Out = alpha * op(X) @ op(Y), batched over the leading dims (equal batch sizes, or "
            "one operand 2-D). A vector X is [1, K] and a vector Y is [K, 1] before the "
-           "transposes; the vector's dim is dropped from Out again (two vectors give []).")
+           "transposes; the vector's dim is dropped from Out again (two vectors give []). "
+           "With head_number H > 1, X's columns are cut into H blocks and Y's rows (or, "
+           "when X's width is H times Y's height, Y's columns) into H blocks, and Out "
+           "concatenates the H block products along its last dim.")
 def_op("matmul_grad", inputs=["X", "Y", "Out@GRAD"], outputs=["X@GRAD?", "Y@GRAD?"],
        attrs=_MATMUL_ATTRS, infer_shape=grads_like(**{"X@GRAD": "X", "Y@GRAD": "Y"}),
        kernel=_matmul_grad_kernel, doc="Gradient of matmul.")

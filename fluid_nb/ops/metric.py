@@ -1,5 +1,6 @@
 """Metric and selection ops: ``accuracy`` over top-k predictions, ``top_k``/``top_k_v2``
-(values and int64 indices of the k largest or smallest entries) and ``arg_max``."""
+(values and int64 indices of the k largest or smallest entries), ``arg_max`` and
+``arg_min``."""
 import numpy as np
 
 from ..errors import InvalidArgument, expected
@@ -161,11 +162,11 @@ def_op("top_k_v2_grad",
        doc="Gradient of top_k_v2: dX = zeros like X with dOut put back at Indices.")
 
 
-# --- arg_max --------------------------------------------------------------------------------
+# --- arg_max / arg_min -----------------------------------------------------------------------
 _INDEX_DTYPES = {2: VarType.INT32, 3: VarType.INT64}
 
 
-def _arg_max_infer(ctx):
+def _arg_infer(ctx):
     x = list(ctx.input_shape("X"))
     attrs = ctx.attrs()
     ctx.check("axis" in attrs, "attribute 'axis'", "a value (it has no default)", "none")
@@ -180,25 +181,35 @@ def _arg_max_infer(ctx):
     ctx.set_output("Out", out, _INDEX_DTYPES[attrs["dtype"]])
 
 
-def _arg_max(ctx, x):
-    attrs = ctx.attrs
-    dtype = "int32" if attrs["dtype"] == 2 else "int64"
-    if attrs["flatten"]:
-        return ctx.xp.argmax(x.reshape(-1)).astype(dtype).reshape(1)
-    axis = attrs["axis"] % x.ndim
-    out = ctx.xp.argmax(x, axis=axis).astype(dtype)
-    return ctx.xp.expand_dims(out, axis) if attrs["keepdims"] else out
+def _arg_kernel(find):
+    def kernel(ctx, x):
+        attrs = ctx.attrs
+        dtype = "int32" if attrs["dtype"] == 2 else "int64"
+        if attrs["flatten"]:
+            return find(x.reshape(-1)).astype(dtype).reshape(1)
+        axis = attrs["axis"] % x.ndim
+        out = find(x, axis=axis).astype(dtype)
+        return ctx.xp.expand_dims(out, axis) if attrs["keepdims"] else out
+    return kernel
 
+
+_ARG_ATTRS = {"axis": ("long", None), "keepdims": ("bool", False), "flatten": ("bool", False),
+              "dtype": ("int", 3, lambda v: None if v in (2, 3) else "2 (int32) or 3 (int64)")}
 
 def_op("arg_max",
-       inputs=["X"], outputs=["Out"],
-       attrs={"axis": ("long", None), "keepdims": ("bool", False), "flatten": ("bool", False),
-              "dtype": ("int", 3, lambda v: None if v in (2, 3) else "2 (int32) or 3 (int64)")},
-       infer_shape=_arg_max_infer,
-       kernel=_arg_max,
+       inputs=["X"], outputs=["Out"], attrs=_ARG_ATTRS,
+       infer_shape=_arg_infer,
+       kernel=_arg_kernel(lambda x, axis=None: x.argmax(axis=axis)),
        doc="Out = the index of the first largest entry of X along ``axis`` (of the flattened X "
            "when flatten=True, giving shape [1]); int64 (dtype=3) or int32 (dtype=2). No "
            "gradient.")
+
+def_op("arg_min",
+       inputs=["X"], outputs=["Out"], attrs=_ARG_ATTRS,
+       infer_shape=_arg_infer,
+       kernel=_arg_kernel(lambda x, axis=None: x.argmin(axis=axis)),
+       doc="Out = the index of the first smallest entry of X along ``axis``, as arg_max "
+           "finds the largest. No gradient.")
 
 
 # --- mean_iou, edit_distance, ctc_align ----------------------------------------------------------
@@ -317,11 +328,22 @@ def_op("edit_distance", inputs=["Hyps", "Refs", "HypsLength?", "RefsLength?"],
            "length when normalized; SequenceNum = the number of pairs.")
 
 
-def _ctc_align(ctx, x):
+def _ctc_align_infer(ctx):
+    dtype = ctx.input_dtype("Input")
+    if ctx.has_input("InputLength"):  # the padded form: [N, T] in, [N, T] out
+        shape = list(ctx.input_shape("Input"))
+        ctx.set_output("Output", shape, dtype, lod_level=0)
+        ctx.set_output("OutputLength", [shape[0] if shape else -1, 1],
+                       ctx.input_dtype("InputLength"))
+        return
+    ctx.set_output("Output", (-1, 1), dtype, lod_level=1)
+
+
+def _ctc_align(ctx, x, input_length):
     a = ctx.attrs
     blank, merge = a["blank"], a["merge_repeated"]
     rows = []
-    for seq in _sequences(x, None, "ctc_align"):
+    for seq in _sequences(x, input_length, "ctc_align"):
         kept, previous = [], None
         for token in seq:
             token = int(token)
@@ -329,24 +351,34 @@ def _ctc_align(ctx, x):
                 kept.append(token)
             previous = token
         rows.append(kept)
+    dtype = x.array.dtype
+    if input_length is not None:
+        width = x.array.shape[1] if x.array.ndim > 1 else 0
+        padded = np.full((len(rows), width), a["padding_value"], dtype)
+        for i, row in enumerate(rows):
+            padded[i, :len(row)] = row
+        lengths = np.array([[len(row)] for row in rows], input_length.array.dtype)
+        return LoDTensor(ctx.xp.asarray(padded)), LoDTensor(ctx.xp.asarray(lengths))
     offsets = [0]
     for row in rows:
         offsets.append(offsets[-1] + len(row))
     if offsets[-1] == 0:  # nothing left anywhere: Fluid's one row of -1
-        return LoDTensor(ctx.xp.asarray(np.array([[-1]], "int64")), [[0, 1]])
-    flat = np.array([t for row in rows for t in row], "int64").reshape(-1, 1)
-    return LoDTensor(ctx.xp.asarray(flat), [offsets])
+        return LoDTensor(ctx.xp.asarray(np.array([[-1]], dtype)), [[0, 1]]), None
+    flat = np.array([t for row in rows for t in row], dtype).reshape(-1, 1)
+    return LoDTensor(ctx.xp.asarray(flat), [offsets]), None
 
 
-def_op("ctc_align", inputs=["Input"], outputs=["Output"],
+def_op("ctc_align", inputs=["Input", "InputLength?"], outputs=["Output", "OutputLength?"],
        attrs={"blank": ("int", 0), "merge_repeated": ("bool", True),
               "padding_value": ("int", 0)},
-       infer_shape=lambda ctx: ctx.set_output("Output", (-1, 1), ctx.input_dtype("Input"),
-                                              lod_level=1),
+       infer_shape=_ctc_align_infer,
        grad=no_gradient, kernel=_ctc_align, lod_aware=True, traits={"runtime_outputs"},
        host_reads="Input: the tokens kept decide the output's rows and LoD",
-       doc="Per sequence: repeated tokens merged (merge_repeated), then the blank removed; "
-           "LoD by sequence (a single -1 row when nothing is left in any).")
+       doc="Per sequence: repeated tokens merged (merge_repeated), then the blank removed. "
+           "LoD input: Output holds the kept tokens with a LoD by sequence (a single -1 row "
+           "when nothing is left in any). Padded input ([N, T] with InputLength [N, 1]): "
+           "Output [N, T] holds each row's kept tokens then padding_value, OutputLength "
+           "[N, 1] their counts.")
 
 
 def _sequence_erase(ctx, x):

@@ -8,6 +8,11 @@ def _epsilon_range(v):
     return None if 0.0 <= v <= 0.001 else "a value in [0, 0.001]"
 
 
+def _group_epsilon_range(v):
+    # group_norm alone allows a larger epsilon (Fluid checks [0, 1] there)
+    return None if 0.0 <= v <= 1.0 else "a value in [0, 1]"
+
+
 # --- batch_norm ------------------------------------------------------------------------
 def _channel_axis(attrs, ndim):
     """NCHW: dim 1; NHWC: the last dim (a 2-D input is [N, C] either way)."""
@@ -88,6 +93,13 @@ def _bn_backward(ctx, x, scale, bias, mean, variance, mean_out, variance_out, sa
     variance = variance_out if variance_out is not None else variance
     if global_stats:
         mu, inv_std = mean, 1.0 / xp.sqrt(variance + attrs.get("epsilon", 1e-5))
+    elif x.size // x.shape[axis] == 1:
+        # one value per channel: the forward passed X through (Y = X), so dX = dY and
+        # Scale and Bias get no gradient, as Paddle's kernel has it
+        zeros = xp.zeros((x.shape[axis],), dtype=dy.dtype)
+        return (dy.astype(x.dtype, copy=True) if ctx.wants("X@GRAD") else None,
+                zeros if ctx.wants("Scale@GRAD") else None,
+                zeros.copy() if ctx.wants("Bias@GRAD") else None)
     else:
         mu, inv_std = saved_mean, saved_inv_std
     x_hat = (x - mu.reshape(bshape)) * inv_std.reshape(bshape)
@@ -475,7 +487,7 @@ def _gn_grad_maker(g):
 
 
 _gn_grad_maker.grad_type = "group_norm_grad"
-_GN_ATTRS = {"epsilon": ("float", 1e-5, _epsilon_range), "groups": ("int", 1),
+_GN_ATTRS = {"epsilon": ("float", 1e-5, _group_epsilon_range), "groups": ("int", 1),
              "data_layout": ("string", "NCHW")}
 
 def_op("group_norm", inputs=["X", "Scale?", "Bias?"], outputs=["Y", "Mean!", "Variance!"],

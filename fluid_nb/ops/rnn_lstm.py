@@ -41,6 +41,9 @@ def _lstmp_infer(ctx):
               list(bias))
     if ctx.has_input("H0"):
         ctx.check(ctx.has_input("C0"), "input 'C0'", "a variable when H0 is given", "none")
+        h0 = ctx.input_shape("H0")
+        ctx.check(len(h0) == 2 and (h0[1] < 0 or proj[1] < 0 or h0[1] == proj[1]),
+                  "input 'H0'", f"shape [N, {proj[1]}] (the initial projection)", list(h0))
     dtype = ctx.input_dtype("Input")
     ctx.set_output("Projection", (x[0], proj[1]), dtype)
     ctx.set_output("Cell", (x[0], d), dtype)
@@ -66,11 +69,9 @@ def _lstmp_setup(ctx, op, x, weight, proj_weight, bias):
     return layout, w, proj, b, d, peep, acts
 
 
-def _initial_projection(xp, attrs, layout, h0, proj):
-    # the initial recurrent state is the projection of H0, without the clip
-    if h0 is None:
-        return None
-    return activate(xp, attrs["proj_activation"], layout.reorder(xp, h0.array) @ proj)
+def _initial_projection(xp, layout, h0):
+    # Fluid 1.8 takes H0 as the initial projection r_0 itself ([N, P]), not a hidden state
+    return None if h0 is None else layout.reorder(xp, h0.array)
 
 
 def _lstmp(ctx, x, h0, c0, weight, proj_weight, bias):
@@ -82,7 +83,7 @@ def _lstmp(ctx, x, h0, c0, weight, proj_weight, bias):
     gates = xp.empty_like(pre)
     hidden, cell, cell_act = (xp.empty((n, d), dtype=pre.dtype) for _ in range(3))
     projection = xp.empty((n, proj.shape[1]), dtype=pre.dtype)
-    r_prev = _initial_projection(xp, attrs, layout, h0, proj)
+    r_prev = _initial_projection(xp, layout, h0)
     c_prev = layout.reorder(xp, c0.array) if c0 is not None else None
     for t, start, end, prev in layout.steps():
         z = pre[start:end]
@@ -111,7 +112,7 @@ def _lstmp_grad(ctx, x, h0, c0, weight, proj_weight, bias, projection_out, cell_
     dgates = xp.empty_like(gates)
     dw, dproj = xp.zeros_like(w), xp.zeros_like(proj)
     dpeep = [xp.zeros(d, dtype=w.dtype) for _ in range(3)]
-    r0 = _initial_projection(xp, attrs, layout, h0, proj)
+    r0 = _initial_projection(xp, layout, h0)
     c0o = layout.reorder(xp, c0.array) if c0 is not None else None
     dh0o = dc0o = None
     clip = attrs["proj_clip"]
@@ -140,10 +141,7 @@ def _lstmp_grad(ctx, x, h0, c0, weight, proj_weight, bias, projection_out, cell_
         else:
             if r0 is not None:
                 dw += r0.T @ dz
-                dhp0 = activate_grad(xp, attrs["proj_activation"], dz @ w.T, r0)
-                h0o = layout.reorder(xp, h0.array)
-                dproj += h0o.T @ dhp0
-                dh0o = dhp0 @ proj.T
+                dh0o = dz @ w.T
             dc0o = dc_prev
     dx = layout.to_seq(xp, dgates) if ctx.wants("Input@GRAD") else None
     db = None
@@ -181,7 +179,7 @@ def_op("lstmp",
            "+-cell_clip when cell_clip > 0\n"
            "  h_t = o * act_cell(c_t);  r_t = act_proj(h_t ProjWeight), clipped to "
            "+-proj_clip when proj_clip > 0\n"
-           "r_0 = act_proj(H0 ProjWeight) (H0, C0 [N, D]) or zeros. Projection [T, P] and Cell "
+           "r_0 = H0 ([N, P]) and c_0 = C0 ([N, D]), or zeros. Projection [T, P] and Cell "
            "[T, D] keep Input's LoD; BatchHidden holds h in time-step batch order.")
 
 def_op("lstmp_grad",

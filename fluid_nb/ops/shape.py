@@ -205,6 +205,52 @@ def_op("flatten_grad", inputs=["X", "Out@GRAD"], outputs=["X@GRAD"],
        doc="X@GRAD = Out@GRAD reshaped to X's shape.")
 
 
+def contiguous_range_shape(op, start, stop, in_shape):
+    """X's shape with the dims start..stop (inclusive, negative from the end) merged into
+    their product (-1 where a factor is unknown); a 0-D X gives [1]."""
+    rank = len(in_shape)
+    if rank == 0:
+        return [1]
+    start, stop = _norm_axis(op, "attribute 'start_axis'", start, rank), \
+        _norm_axis(op, "attribute 'stop_axis'", stop, rank)
+    if start > stop:
+        _fail(op, "attributes 'start_axis' and 'stop_axis'", "start_axis <= stop_axis (after "
+              "counting negative axes from the end)", f"{start} > {stop}")
+    return list(in_shape[:start]) + [numel_of(in_shape[start:stop + 1])] + \
+        list(in_shape[stop + 1:])
+
+
+_FORWARD_ATTRS["flatten_contiguous_range"] = {"start_axis": ("int", 1), "stop_axis": ("int", 1)}
+
+
+def _contiguous_infer(ctx):
+    _set_xshape(ctx)
+    x_shape = ctx.input_shape("X")
+    out = contiguous_range_shape(ctx.op.type, ctx.attr("start_axis"), ctx.attr("stop_axis"),
+                                 x_shape)
+    ctx.set_output("Out", out, ctx.input_dtype("X"))
+    if _same_first_dim(x_shape, out):
+        ctx.share_lod("X", "Out")
+
+
+def _contiguous(ctx, x):
+    array = x.array
+    out = array.reshape(contiguous_range_shape(ctx.op.type, ctx.attrs["start_axis"],
+                                               ctx.attrs["stop_axis"], array.shape))
+    lod = x._lod if _same_first_dim(array.shape, out.shape) else None
+    return _tensor(out, lod), _xshape_value(ctx, x)
+
+
+def_op("flatten_contiguous_range", inputs=["X"], outputs=["Out", "XShape!"],
+       attrs=_FORWARD_ATTRS["flatten_contiguous_range"], infer_shape=_contiguous_infer,
+       grad=_with_xshape_grad("flatten_contiguous_range",
+                              "X@GRAD = Out@GRAD reshaped to XShape[1:]."),
+       kernel=_contiguous, lod_aware=True,
+       doc="paddle.flatten: Out = X with dims start_axis..stop_axis (inclusive) merged, "
+           "Out.shape = X.shape[:start] + [prod(X.shape[start:stop+1])] + X.shape[stop+1:]. "
+           "XShape = [0] + X.shape.")
+
+
 # --- transpose2 ----------------------------------------------------------------------------
 def _perm(op, axis, rank):
     if len(axis) != rank:

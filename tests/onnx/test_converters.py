@@ -76,3 +76,10 @@ NO_TABLE_CASE = {"lstm", "gru", "sequence_pool", "lod_rank_table", "max_sequence
                  "sequence_softmax", "sequence_unpad",
                  "lod_tensor_to_array", "read_from_array", "write_to_array",
                  "shrink_rnn_memory", "array_to_lod_tensor", "while"}
+
+
+def test_a_multi_head_matmul_is_declined_with_its_reason(tmp_path):
+    from tests.ops.test_fluid18_semantics import HEAD_CASES
+    _, _, _, report = _export(HEAD_CASES[0], tmp_path)
+    assert not report.complete and report.path is None
+    assert "head_number=4" in report.not_converted[0].note

@@ -22,6 +22,8 @@ for _op in ["print", "py_func", "load"]:
     PINNED_ELSEWHERE[_op] = "tests/api/test_print_py_func.py (side effects, Python, files)"
 PINNED_ELSEWHERE["beam_search"] = "tests/ops/test_beam_search.py (Paddle's cases, two-level LoD)"
 PINNED_ELSEWHERE["beam_search_decode"] = "tests/ops/test_beam_search.py (tensor arrays)"
+PINNED_ELSEWHERE["load_combine"] = ("tests/ops/test_file_ops.py (its outputs' shapes come "
+                                    "from the file)")
 PINNED_ELSEWHERE["read"] = "tests/api/test_data_loader.py (a loader's batches, not a table)"
 PINNED_ELSEWHERE["tensor_array_to_tensor"] = "tests/ops/test_tensor.py (a tensor array input)"
 PINNED_ELSEWHERE["delete_var"] = ("tests/memory/test_memory_optimize.py (no outputs: the "

@@ -2,7 +2,7 @@
 import numpy as np
 
 
-from .op_test import OpCase, assert_build_fails, build, check_output, table_tests
+from .op_test import OpCase, assert_build_fails, build, check_grad, check_output, table_tests
 
 rng = np.random.RandomState(0)
 
@@ -319,3 +319,12 @@ def test_batch_norm_errors_name_op_and_slot():
 def test_layer_norm_errors_name_op_and_slot():
     _fails("layer_norm", {"X": r(2, 3)}, {"begin_norm_axis": 2}, "begin_norm_axis")
     _fails("layer_norm", {"X": r(2, 3), "Scale": r(4)}, {}, "Scale", "[3]")
+
+
+def test_batch_norm_single_value_per_channel_passes_the_gradient_through():
+    """Y = X when each channel holds one value (a batch of 1): dX = dY, and Scale and Bias
+    get no gradient; float64 finite differences agree."""
+    inputs = bn_inputs((1, 3))
+    case = OpCase("batch_norm", inputs, ref=lambda ins, attrs: {"Y": ins["X"]},
+                  grad=["X", "Scale", "Bias"], grad_outputs=["Y"])
+    check_grad(case)

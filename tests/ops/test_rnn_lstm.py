@@ -33,7 +33,7 @@ def lstmp_ref(lod):
         w_ic, w_fc, w_oc = (b[4 * d:5 * d], b[5 * d:6 * d], b[6 * d:]) if peep else (0, 0, 0)
         projection, cell = np.zeros((x.shape[0], p)), np.zeros((x.shape[0], d))
         for k, rows in sequences(lod, a.get("is_reverse", False)):
-            r_prev = proj_act(i["H0"][k] @ proj) if "H0" in i else np.zeros(p)
+            r_prev = i["H0"][k] if "H0" in i else np.zeros(p)  # H0 is r_0 itself
             c = i["C0"][k] if "C0" in i else np.zeros(d)
             for row in rows:
                 z = x[row] + r_prev @ w + b[:4 * d]
@@ -59,7 +59,7 @@ def lstmp_case(lod, d, p, name, peep=True, h0=False, c0=False, grad=(), scale=0.
     inputs = {"Input": r(t, 4 * d, scale=scale), "Weight": r(p, 4 * d, scale=scale),
               "ProjWeight": r(d, p, scale=scale), "Bias": r(1, (7 if peep else 4) * d)}
     if h0:
-        inputs["H0"] = r(n, d)
+        inputs["H0"] = r(n, p)
     if c0:
         inputs["C0"] = r(n, d)
     attrs["use_peepholes"] = peep

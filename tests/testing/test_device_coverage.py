@@ -20,6 +20,7 @@ ELSEWHERE = {
     "print": "test_models_on_strict_device.py::test_print_and_py_func_see_device_values...",
     "py_func": "test_models_on_strict_device.py::test_print_and_py_func_see_device_values...",
     "load": "test_parameters_load_onto_the_device (below)",
+    "load_combine": "tests/ops/test_file_ops.py::test_load_combine_loads_onto_the_strict_device",
     "read": "a loader's batches are host data, moved to the device by the ops that read "
             "them as feeds are (tests/api/test_data_loader.py runs the op)",
     "split_selected_rows": "tests/ops/test_distributed_ops.py::test_split_selected_rows_runs_"
