@@ -137,13 +137,18 @@ def _reshape2_infer(ctx):
         ctx.share_lod("X", "Out")
 
 
-def _reshape2(ctx, x, shape_input, shape_list):
+def requested_shape(ctx, shape_input, shape_list):
+    """The shape a reshape asks for at run time: ShapeTensor (one int per dim), else Shape
+    (an int tensor), else Attr(shape)."""
     if shape_list:
-        shape = host_ints(shape_list)
-    elif shape_input is not None:
-        shape = host_ints(shape_input)
-    else:
-        shape = ctx.attrs["shape"]
+        return host_ints(shape_list)
+    if shape_input is not None:
+        return host_ints(shape_input)
+    return ctx.attrs["shape"]
+
+
+def _reshape2(ctx, x, shape_input, shape_list):
+    shape = requested_shape(ctx, shape_input, shape_list)
     array = x.array
     out = array.reshape(reshape_target("reshape2", shape, array.shape))
     lod = x._lod if _same_first_dim(array.shape, out.shape) else None

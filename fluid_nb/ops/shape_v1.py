@@ -11,7 +11,7 @@ from ..errors import InvalidArgument, expected
 from ..tensor.tensor import LoDTensor
 from ..framework.registry import def_op, grad_maker, grads_like
 from .creation import host_ints
-from .shape import reshape_target, squeeze_shape, unsqueeze_shape
+from .shape import requested_shape, reshape_target, squeeze_shape, unsqueeze_shape
 
 
 def _lod_kept(x_shape, out_shape):
@@ -60,12 +60,7 @@ def _reshape_infer(ctx):
 
 
 def _reshape(ctx, x, shape_input, shape_list):
-    if shape_list:
-        shape = host_ints(shape_list)
-    elif shape_input is not None:
-        shape = host_ints(shape_input)
-    else:
-        shape = ctx.attrs["shape"]
+    shape = requested_shape(ctx, shape_input, shape_list)
     array = x.array
     return _shaped(x, array.reshape(reshape_target("reshape", shape, array.shape)))
 
