@@ -302,13 +302,19 @@ def append_backward(loss, parameter_list=None, no_grad_set=None, callbacks=None,
     specs = make_backward_ops(block, op_path, no_grad, {loss_grad})
     _append_specs(block, specs)
     params_grads = _params_and_grads(program, block, parameter_list, loss)
+    _mark_role_vars(block, params_grads)
+    program._changed()
+    return params_grads
+
+
+def _mark_role_vars(block, params_grads):
+    """Paddle's ``op_role_var`` = [param, grad] on the op that writes each gradient last
+    (the transpiler and the optimizers find a parameter's gradient op by it)."""
     for param, grad in params_grads:
         for op in reversed(block.ops):
             if grad.name in op.output_arg_names:
                 op.attrs["op_role_var"] = [param.name, grad.name]
                 break
-    program._changed()
-    return params_grads
 
 
 def _params_and_grads(program, block, parameter_list, loss):

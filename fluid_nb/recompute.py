@@ -27,7 +27,7 @@ input in both the forward pass and the recomputation.
 from . import backward
 from .backward import (OP_ROLE_BACKWARD, OP_ROLE_FORWARD, OP_ROLE_LOSS, _append_specs,
                        _carries_gradient, _check_names, _check_scalar_loss, _grad_specs_for,
-                       _names, _params_and_grads, _stop_gradient_names,
+                       _mark_role_vars, _names, _params_and_grads, _stop_gradient_names,
                        _sum_repeated_and_fill_missing)
 from .errors import InvalidType, NotFound, Unimplemented, expected
 from .framework import unique_name
@@ -289,11 +289,7 @@ def append_backward_with_checkpoints(loss, checkpoints, parameter_list=None, no_
         _unseed(block, seeded)  # inserted, not appended: the transaction cannot undo it
         raise
     loss_op.attrs["op_role"] = OP_ROLE_FORWARD | OP_ROLE_LOSS
-    for param, grad in params_grads:
-        for op in reversed(block.ops):
-            if grad.name in op.output_arg_names:
-                op.attrs["op_role_var"] = [param.name, grad.name]
-                break
+    _mark_role_vars(block, params_grads)
     program._changed()
     return params_grads
 

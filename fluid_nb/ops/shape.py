@@ -380,13 +380,18 @@ def _unsqueeze2_infer(ctx):
         ctx.share_lod("X", "Out")
 
 
-def _unsqueeze2(ctx, x, axes_tensor, axes_list):
+def requested_axes(ctx, axes_tensor, axes_list):
+    """The axes an unsqueeze asks for at run time: AxesTensor, else AxesTensorList (one int
+    each), else Attr(axes)."""
     if axes_tensor is not None:
-        axes = host_ints(axes_tensor)
-    elif axes_list:
-        axes = host_ints(axes_list)
-    else:
-        axes = ctx.attrs["axes"]
+        return host_ints(axes_tensor)
+    if axes_list:
+        return host_ints(axes_list)
+    return ctx.attrs["axes"]
+
+
+def _unsqueeze2(ctx, x, axes_tensor, axes_list):
+    axes = requested_axes(ctx, axes_tensor, axes_list)
     array = x.array
     out = array.reshape(unsqueeze_shape("unsqueeze2", axes, array.shape))
     return (_tensor(out, x._lod if _same_first_dim(array.shape, out.shape) else None),

@@ -10,8 +10,8 @@ unchanged; transpose drops it.
 from ..errors import InvalidArgument, expected
 from ..tensor.tensor import LoDTensor
 from ..framework.registry import def_op, grad_maker, grads_like
-from .creation import host_ints
-from .shape import requested_shape, reshape_target, squeeze_shape, unsqueeze_shape
+from .shape import (requested_axes, requested_shape, reshape_target, squeeze_shape,
+                    unsqueeze_shape)
 
 
 def _lod_kept(x_shape, out_shape):
@@ -166,12 +166,7 @@ def _unsqueeze_infer(ctx):
 
 
 def _unsqueeze(ctx, x, axes_tensor, axes_list):
-    if axes_tensor is not None:
-        axes = host_ints(axes_tensor)
-    elif axes_list:
-        axes = host_ints(axes_list)
-    else:
-        axes = ctx.attrs["axes"]
+    axes = requested_axes(ctx, axes_tensor, axes_list)
     array = x.array
     return _shaped(x, array.reshape(unsqueeze_shape("unsqueeze", axes, array.shape)))
 
