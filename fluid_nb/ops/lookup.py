@@ -272,17 +272,20 @@ def _valid_dtype(value):
     return None
 
 
+#: both one_hot versions' attributes
+_ONE_HOT_ATTRS = {"depth": ("int", -1), "dtype": ("int", int(VarType.FP32), _valid_dtype),
+                  "allow_out_of_range": ("bool", False)}
+
+
 def_op("one_hot_v2",
        inputs=["X", "depth_tensor?"], outputs=["Out"],
-       attrs={"depth": ("int", -1), "dtype": ("int", int(VarType.FP32), _valid_dtype),
-              "allow_out_of_range": ("bool", False)},
+       attrs=_ONE_HOT_ATTRS,
        infer_shape=_one_hot_infer, share_lod=("X", ["Out"]),
        kernel=_one_hot_v2,
        host_reads="depth_tensor: the depth decides the output's shape",
        doc="Out[..., j] = 1 if X[...] == j else 0, for j < depth (the depth_tensor's value "
            "when given); Out: X.shape + [depth], of data type ``dtype`` (FP32). An id outside "
            "[0, depth) is an error unless allow_out_of_range, which gives a zero row.")
-
 
 
 # --- one_hot (the first version) --------------------------------------------------------------
@@ -307,8 +310,7 @@ def _one_hot_v1(ctx, x, depth_tensor):
 
 def_op("one_hot",
        inputs=["X", "depth_tensor?"], outputs=["Out"],
-       attrs={"depth": ("int", -1), "dtype": ("int", int(VarType.FP32), _valid_dtype),
-              "allow_out_of_range": ("bool", False)},
+       attrs=_ONE_HOT_ATTRS,
        infer_shape=_one_hot_v1_infer, share_lod=("X", ["Out"]),
        kernel=_one_hot_v1,
        host_reads="depth_tensor: the depth decides the output's shape",
