@@ -3,11 +3,11 @@ i: channel_num x ROW_i x COLUMN_i values, flattened as sequence i of X), the mea
 largest values of every row, for each k of ``topks``."""
 import numpy as np
 
-from ..errors import InvalidArgument, expected
 from ..framework.registry import def_op
 from ..tensor.dtypes import VarType
 from ..tensor.tensor import LoDTensor
 from ..tensor.transfer import to_host
+from .var_conv import lod_images
 
 
 def _infer(ctx):
@@ -19,21 +19,6 @@ def _infer(ctx):
     ctx.set_output("Out", [-1, len(topks) * ctx.attr("channel_num")], ctx.input_dtype("X"),
                    lod_level=1)
     ctx.set_output("pos", [-1], VarType.INT32)
-
-
-def _samples(where, x, row, col, channels):
-    xo, ro, co = (t.lod()[-1] if t.lod() else None for t in (x, row, col))
-    if xo is None or ro is None or co is None or not len(xo) == len(ro) == len(co):
-        raise InvalidArgument(expected(where, "inputs 'X', 'ROW', 'COLUMN'",
-                                       "LoD tensors with one sequence per sample",
-                                       f"{x.lod()}, {row.lod()}, {col.lod()}"))
-    for i in range(len(xo) - 1):
-        r, c = ro[i + 1] - ro[i], co[i + 1] - co[i]
-        if xo[i + 1] - xo[i] != channels * r * c:
-            raise InvalidArgument(expected(where, f"input 'X' sequence {i}",
-                                           f"{channels} * {r} * {c} values",
-                                           xo[i + 1] - xo[i]))
-        yield xo[i], r, c
 
 
 def _top_positions(values, k):
@@ -52,7 +37,7 @@ def _pool(ctx, x, row, col):
     max_k = topks[-1]
     flat = to_host(x.array).reshape(-1)
     outs, positions = [], []
-    for start, r, c in _samples("sequence_topk_avg_pooling", x, row, col, channels):
+    for start, r, c in lod_images("sequence_topk_avg_pooling", x, row, col, channels):
         block = flat[start:start + channels * r * c].reshape(channels, r, c)
         pos = _top_positions(block, max_k)                       # [C, r, max_k]
         picked = np.where(pos >= 0, np.take_along_axis(block, np.maximum(pos, 0), -1), 0)
@@ -75,7 +60,7 @@ def _pool_grad(ctx, x, row, col, pos, dout):
     d = to_host(dout.array)
     dx = np.zeros(x.array.size, dtype=d.dtype)
     at_pos = at_row = 0
-    for start, r, c in _samples("sequence_topk_avg_pooling_grad", x, row, col, channels):
+    for start, r, c in lod_images("sequence_topk_avg_pooling_grad", x, row, col, channels):
         p = positions[at_pos:at_pos + r * channels * max_k].reshape(r, channels, max_k)
         g = d[at_row:at_row + r].reshape(r, channels, len(topks))
         at_pos += p.size

@@ -26,8 +26,9 @@ def _infer(ctx):
     ctx.set_output("Col", [-1, 1], dtype, lod_level=1)
 
 
-def _images(where, x, row, col, channels):
-    """Per image: (offset of its pixels in X, height, width)."""
+def lod_images(where, x, row, col, channels):
+    """Per image of X (its LoD: one sequence of channels * h * w values per image, whose h
+    and w are the lengths of ROW's and COLUMN's sequences): (offset in X, h, w)."""
     xo, ro, co = (t.lod()[-1] if t.lod() else None for t in (x, row, col))
     if xo is None or ro is None or co is None or not len(xo) == len(ro) == len(co):
         raise InvalidArgument(expected(where, "inputs 'X', 'ROW', 'COLUMN'",
@@ -64,7 +65,7 @@ def _var_conv(ctx, x, row, column, w):
     xp, a = ctx.xp, ctx.attrs
     xa, wa = x.array.reshape(-1), w.array
     outs, cols, out_lod, col_lod = [], [], [0], [0]
-    for start, h, width in _images("var_conv_2d", x, row, column, a["InputChannel"]):
+    for start, h, width in lod_images("var_conv_2d", x, row, column, a["InputChannel"]):
         if h == 0 or width == 0:
             out_lod.append(out_lod[-1])
             col_lod.append(col_lod[-1])
@@ -89,7 +90,7 @@ def _var_conv_grad(ctx, x, row, column, w, col, dout):
     cols, d = col.array.reshape(-1), dout.array.reshape(-1)
     dx, dw = xp.zeros_like(xa), xp.zeros_like(wa)
     at_col = at_out = 0
-    for start, h, width in _images("var_conv_2d_grad", x, row, column, a["InputChannel"]):
+    for start, h, width in lod_images("var_conv_2d_grad", x, row, column, a["InputChannel"]):
         if h == 0 or width == 0:
             continue
         index, valid, n = _gather_plan(a, h, width)
