@@ -136,7 +136,7 @@ def main(net="resnet", num_epochs=1, batch_size=128, max_batches=None, save_dir=
 
     # the book reads image/dog.png; here the first test image is written as a PNG
     image, label = next(paddle.dataset.cifar.test10()())
-    image_file = os.path.join(tempfile.mkdtemp(prefix="cifar_image_"), "test_%d.png" % label)
+    image_file = os.path.join(save_dir, "test_%d.png" % label)
     Image.fromarray((image.reshape(3, 32, 32).transpose(1, 2, 0) * 255).round().astype(
         numpy.uint8)).save(image_file)
 

@@ -97,7 +97,7 @@ def main(nn_type="conv", num_epochs=1, batch_size=64, max_batches=None, save_dir
 
     # the book reads image/infer_3.png; here the first test image is written as a PNG
     image, digit = next(paddle.dataset.mnist.test()())
-    image_file = os.path.join(tempfile.mkdtemp(prefix="mnist_image_"), "infer_%d.png" % digit)
+    image_file = os.path.join(save_dir, "infer_%d.png" % digit)
     Image.fromarray(((image.reshape(28, 28) + 1) * 127.5).round().astype(numpy.uint8)).save(
         image_file)
 

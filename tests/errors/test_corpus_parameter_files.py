@@ -26,6 +26,14 @@ MLP = FIXTURES / "inference" / "mlp" / "separate"
 WORK = pathlib.Path(tempfile.mkdtemp(prefix="param-corpus-"))
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _remove_work_folder():
+    """The folder is made at import (the cases name files in it); it goes with the module."""
+    yield
+    shutil.rmtree(WORK, ignore_errors=True)
+
+
+
 def _record(array, lod=()):
     out = io.BytesIO()
     tensor_stream.write_lod_tensor(out, array, lod)

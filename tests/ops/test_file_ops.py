@@ -2,6 +2,7 @@
 LoD, float16 on request, and the refusals."""
 import io
 import os
+import shutil
 import tempfile
 
 import numpy as np
@@ -14,6 +15,14 @@ from .op_test import OpCase, check_output, table_tests
 
 rng = np.random.RandomState(29)
 FOLDER = tempfile.mkdtemp(prefix="fluid_nb_file_ops_")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _remove_work_folder():
+    """The folder is made at import (the cases name files in it); it goes with the module."""
+    yield
+    shutil.rmtree(FOLDER, ignore_errors=True)
+
 A, B = rng.uniform(-1, 1, (3, 2)).astype("float32"), np.arange(4, dtype="int64")
 COMBINED = os.path.join(FOLDER, "combined.bin")
 with open(COMBINED, "wb") as _f:
