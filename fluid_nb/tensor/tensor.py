@@ -15,6 +15,8 @@ from ..errors import InvalidArgument, InvalidType, OutOfRange, PreconditionNotMe
 from .dtypes import convert_dtype, to_numpy_dtype
 from .place import CPUPlace, place_of
 
+_PRINT_LIMIT = 1000  # values ``print(tensor)`` writes out, as NumPy's own threshold
+
 
 def _offset(value, where, level):
     """One LoD offset or length as an int: ints and integral floats (``1.0``) are fine;
@@ -225,6 +227,27 @@ class LoDTensor:
             return "LoDTensor(not initialised)"
         text = f"LoDTensor(shape={list(self.array.shape)}, dtype={self.array.dtype}"
         return text + (f", lod={self._lod})" if self._lod else ")")
+
+    def __str__(self):
+        """What ``print(tensor)`` shows in Fluid 1.x: the LoD, the dims, the layout, the
+        dtype and the data, flattened in row-major order (past ``_PRINT_LIMIT`` values the
+        rest is counted, not printed: a notebook cell is not a log file)."""
+        if self.array is None:
+            return "\tlod: {}\n\tnot initialised\n"
+        lod = "{" + "".join("{" + ", ".join(str(int(o)) for o in level) + "}"
+                            for level in self._lod) + "}"
+        flat = np.asarray(self).reshape(-1)
+        shown = flat[:_PRINT_LIMIT]
+        if flat.dtype.kind == "f":
+            values = " ".join(format(float(v), "g") for v in shown)
+        else:
+            values = " ".join(str(v) for v in shown.astype(int if flat.dtype.kind == "b"
+                                                          else flat.dtype).tolist())
+        if flat.size > _PRINT_LIMIT:
+            values += f" ... ({flat.size - _PRINT_LIMIT} more)"
+        dims = ", ".join(str(d) for d in self.array.shape)
+        return (f"\tlod: {lod}\n\tdim: {dims}\n\tlayout: NCHW\n"
+                f"\tdtype: {np.dtype(self.array.dtype).name}\n\tdata: [{values}]\n")
 
     @property
     def nbytes(self):

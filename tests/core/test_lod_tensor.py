@@ -87,3 +87,18 @@ def test_set_lod_none_and_nan_are_invalid_arguments():
 def test_lod_given_to_the_constructor_is_checked():
     with pytest.raises(InvalidArgument, match="non-decreasing"):
         fluid.LoDTensor(np.ones((3, 1), "float32"), [[0, 2, 1, 3]])
+
+
+def test_print_shows_lod_dims_dtype_and_the_data():
+    """``print(t)`` writes what Fluid 1.x writes: LoD, dims, layout, dtype, flattened data."""
+    t = fluid.create_lod_tensor(np.array([[0.5], [1], [2.25]], "float32"), [[1, 2]],
+                                fluid.CPUPlace())
+    assert str(t) == ("\tlod: {{0, 1, 3}}\n\tdim: 3, 1\n\tlayout: NCHW\n\tdtype: float32\n"
+                      "\tdata: [0.5 1 2.25]\n")
+    assert "data: [1 0]" in str(fluid.LoDTensor(np.array([True, False])))
+    assert "not initialised" in str(fluid.LoDTensor())
+
+
+def test_print_of_a_big_tensor_counts_what_it_leaves_out():
+    text = str(fluid.LoDTensor(np.zeros((30, 50), "int64")))
+    assert text.endswith(" ... (500 more)]\n") and text.count(" 0") == 999
