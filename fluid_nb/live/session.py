@@ -37,6 +37,7 @@ from ..framework import unique_name
 from ..framework.program import (Program, Variable, default_main_program,
                                  default_startup_program)
 from .runner import HOOK_DEPTH, OpRunner, _is_internal, user_source
+from .step_report import take_step
 from ..memory.places import host_arena
 
 OP_ROLE_OPTIMIZE = 2
@@ -497,9 +498,11 @@ def feed(var, value, session=None):
 
 
 def live_step(session=None, refresh=True):
-    """Run the live program's optimizer update ops once (see :meth:`LiveSession.step`)."""
+    """Run the live program's optimizer update ops once (see :meth:`LiveSession.step`) and
+    return a :class:`~.step_report.StepReport`: the ops run (``.ops``), each parameter's
+    ``|update|``, the loss before and after. Its repr is the report a cell shows."""
     session = session if session is not None else live_session()
-    return session.step(refresh)
+    return take_step(session, refresh)
 
 
 def point_at_user_line(exc, filename=None):

@@ -9,6 +9,7 @@ import html
 import numpy as np
 
 from ..exec.scope import Scope
+from ..live import step_report as _step_report
 from ..tensor.tensor import LoDTensor, LoDTensorArray, SelectedRows
 from ..framework.attrs import AttrType
 from ..tensor.dtypes import dtype_name
@@ -291,31 +292,11 @@ class CellReport:
         return "".join(parts)
 
 
-class StepReport:
-    """What ``%%fluid --step`` applied: per updated parameter the norm of its change (and of
-    the parameter), and the loss before and after when the program has one."""
-
-    def __init__(self, n_ops, changes, loss_name=None, loss_before=None, loss_after=None):
-        self.n_ops = n_ops
-        self.changes = changes  # [(name, |after - before|, |after|)]
-        self.loss_name, self.loss_before, self.loss_after = loss_name, loss_before, loss_after
-
-    def _lines(self):
-        if not self.n_ops:
-            return ["step: no update ops recorded (optimizer.minimize(loss) records them)"]
-        lines = [f"step: ran {self.n_ops} update ops, changing {len(self.changes)} parameters"]
-        if self.loss_name is not None and self.loss_before is not None:
-            lines.append(f"  loss {self.loss_name}: {self.loss_before:.6g} -> "
-                         f"{self.loss_after:.6g}")
-        for name, delta, norm in self.changes:
-            lines.append(f"  {name}: |update| {delta:.4g} (|{name}| {norm:.4g})")
-        return lines
-
-    def __repr__(self):
-        return "\n".join(self._lines())
+class StepReport(_step_report.StepReport):
+    """What ``%%fluid --step`` applied (see :mod:`fluid_nb.live.step_report`), as a table."""
 
     def _repr_html_(self):
-        lines = self._lines()
+        lines = self.lines()
         rows = "".join(f"<tr><td><code>{_e(n)}</code></td><td>{d:.4g}</td><td>{v:.4g}</td></tr>"
                        for n, d, v in self.changes)
         parts = [_STYLE, "<div class='fluid-nb'>", f"<b>%%fluid --step</b> {_e(lines[0][6:])}"]

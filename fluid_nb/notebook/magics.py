@@ -3,7 +3,7 @@
 ::
 
     %%fluid [--program NAME] [--place cpu|gpu] [--record-only] [--quiet] [--step]
-    %fluid show | reset | save PATH | graph | dot | ops | scope
+    %fluid show | reset | save PATH | graph | dot | ops | scope | step
 
 A ``%%fluid`` cell's output lists what it added (ops with shapes, new variables with value
 previews, new blocks); its last expression, if any, is shown after it. If the cell raises,
@@ -37,7 +37,7 @@ _CELL_ARGS.add_argument("--record-only", action="store_true")
 _CELL_ARGS.add_argument("--quiet", action="store_true")
 _CELL_ARGS.add_argument("--step", action="store_true")
 
-_LINE_COMMANDS = ("show", "reset", "save", "graph", "dot", "ops", "scope")
+_LINE_COMMANDS = ("show", "reset", "save", "graph", "dot", "ops", "scope", "step")
 
 
 def _place(name):
@@ -117,6 +117,14 @@ class FluidMagics(Magics):
     def _command(self, line):
         parts = shlex.split(line)
         command = parts[0] if parts else "show"
+        if command.startswith("--"):
+            # IPython refuses a ``%%fluid --step`` cell with no body and suggests the line
+            # magic: that line is a step of the named (or current) session
+            args = _parse(line)
+            if not args.step:
+                raise InvalidArgument(f"%fluid: a command or --step expected (options "
+                                      f"without a cell body do nothing), but received '{line}'")
+            return _apply_step(_live.live_session(args.program))
         if command not in _LINE_COMMANDS:
             raise InvalidArgument(f"%fluid: command expected one of {list(_LINE_COMMANDS)}, "
                                   f"but received '{command}'")
@@ -134,6 +142,8 @@ class FluidMagics(Magics):
             return display.Graph(session.program)
         if command == "scope":
             return session.scope
+        if command == "step":
+            return _apply_step(session)
         if command == "reset":
             session.reset()
             _live.refresh_open_views(session.program)
@@ -150,51 +160,11 @@ def _added_anything(report):
     return bool(report.ops or report.vars or report.blocks or report.startup_ops)
 
 
-def _loss_name(block):
-    """The loss the backward pass started from: the output of the op marked forward|loss."""
-    from ..backward import OP_ROLE_LOSS
-    for op in block.ops:
-        role = op.attrs.get("op_role", 0)
-        if isinstance(role, int) and role & OP_ROLE_LOSS and not role & 1:
-            names = op.output_arg_names
-            return names[0] if names else None
-    return None
-
-
 def _apply_step(session):
-    """Run the recorded updates once (:meth:`LiveSession.step`) and say what they changed."""
-    import numpy as np
-    block = session.program.global_block()
-    recorded = set(session.update_ops)
-    params = []
-    for op in block.ops:
-        if op in recorded:
-            for name in op.output_arg_names:
-                var = block.vars.get(name)
-                if var is not None and var.is_parameter and name not in params:
-                    params.append(name)
-
-    def current(name):
-        found = session.scope.find_var(name)
-        if found is None or found.value is None:
-            return None
-        return np.array(_live.to_numpy(found.value), dtype=np.float64)
-
-    loss = _loss_name(block)
-    if session.pending:
-        session.run_pending()
-    before = {name: current(name) for name in params}
-    loss_before = current(loss) if loss else None
-    ops = session.step()
-    changes = []
-    for name in params:
-        after = current(name)
-        if after is not None and before[name] is not None:
-            changes.append((name, float(np.linalg.norm(after - before[name])),
-                            float(np.linalg.norm(after))))
-    loss_after = current(loss) if loss else None
-    mean = lambda v: None if v is None else float(v.mean())  # noqa: E731
-    return display.StepReport(len(ops), changes, loss, mean(loss_before), mean(loss_after))
+    """Run the recorded updates once and say what they changed, as HTML in a notebook."""
+    report = _live.live_step(session)
+    return display.StepReport(report.ops, report.changes, report.loss_name,
+                              report.loss_before, report.loss_after)
 
 
 # --- a failed cell, told short ------------------------------------------------------------

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import fluid_nb as fluid
-from fluid_nb.live import live_session
+from fluid_nb.live import live, live_session
 
 CELL = """%%fluid --program {name}
 x = fluid.layers.data(name='x', shape=[3], dtype='float32',
@@ -225,3 +225,33 @@ def test_a_mistyped_magic_line_is_one_short_error(shell, capsys, line):
     assert lines[0].startswith("InvalidArgument: %") and "expected" in lines[0], lines
     assert lines[1:] == ["(the full traceback: %tb)"]
     assert captured.err == ""  # no argparse usage text besides it
+
+
+def test_a_step_without_a_cell_body_is_the_line_magic(shell, capsys):
+    """IPython refuses an empty ``%%fluid --step`` cell and points to ``%fluid``: both
+    ``%fluid --step`` and ``%fluid step`` take the step and show its report."""
+    assert shell.run_cell(CELL.format(name="m_stepline")).success
+    assert shell.run_cell("%%fluid --program m_stepline --quiet\n"
+                          "loss = fluid.layers.mean(y)\n"
+                          "fluid.optimizer.SGD(learning_rate=0.1).minimize(loss)\n").success
+    s = live_session("m_stepline")
+    b0 = s.scope.find_var("fc_1.b_0").value.numpy().copy()
+    result = shell.run_cell("%fluid --program m_stepline --step")
+    assert result.success and repr(result.result).startswith("step: ran 4 update ops")
+    np.testing.assert_allclose(s.scope.find_var("fc_1.b_0").value.numpy(), b0 - 0.1, rtol=1e-6)
+    with live("m_stepline"):
+        result = shell.run_cell("%fluid step")
+    assert result.success and "<b>%%fluid --step</b> ran 4 update ops" in \
+        result.result._repr_html_()
+    assert not shell.run_cell("%fluid --program m_stepline").success  # nothing to do
+
+
+def test_live_step_returns_its_report(shell):
+    assert shell.run_cell(CELL.format(name="m_stepfn")).success
+    assert shell.run_cell("%%fluid --program m_stepfn --quiet\n"
+                          "loss = fluid.layers.mean(y)\n"
+                          "fluid.optimizer.SGD(learning_rate=0.5).minimize(loss)\n").success
+    report = fluid.live_step(live_session("m_stepfn"))
+    assert [op.type for op in report.ops] == ["sgd"] * 4
+    assert repr(report).startswith("step: ran 4 update ops, changing 4 parameters")
+    assert report.loss_after < report.loss_before
