@@ -23,6 +23,7 @@ The last two are reported apart: the rate is of the static-graph tests that ran.
 import argparse
 import ast
 import collections
+import concurrent.futures
 import os
 import pathlib
 import re
@@ -159,6 +160,7 @@ def main():
     parser.add_argument("what", nargs="+", help="framework, ops, or test files")
     parser.add_argument("--group", type=int, default=8, help="files per pytest process")
     parser.add_argument("--seconds-per-file", type=int, default=300)
+    parser.add_argument("--jobs", type=int, default=1, help="pytest processes at a time")
     parser.add_argument("-v", "--verbose", action="store_true", help="a row per file")
     args = parser.parse_args()
     folder = prepare(args.unittests.resolve(), args.work.resolve())
@@ -167,10 +169,12 @@ def main():
     results = args.work.resolve() / "results" / label
     shutil.rmtree(results, ignore_errors=True)
     results.mkdir(parents=True)
-    for start in range(0, len(files), args.group):
-        group = files[start:start + args.group]
-        run_group(folder, group, results, f"group_{start // args.group:03d}",
-                  args.seconds_per_file)
+    groups = [(files[start:start + args.group], f"group_{start // args.group:03d}")
+              for start in range(0, len(files), args.group)]
+    # each group is its own pytest process: ``--jobs`` of them run side by side
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        list(pool.map(lambda g: run_group(folder, g[0], results, g[1], args.seconds_per_file),
+                      groups))
     tabulate(folder, results, args.verbose)
 
 
