@@ -8,5 +8,6 @@ from . import (  # noqa: F401
     decoding_ops, rnn_lstm, rnn_v2, memory_ops, distributed, shape_v1,
     vector_norms, classification_losses, optimizer_proximal, metric_counts,
     pieces, fills, shuffle, minus, pool_unpool, circular_conv, fc, fused_elementwise,
-    compare_reduce, fusion_seqpool, sync_batch_norm, tdm, match_matrix,
+    compare_reduce, fusion_seqpool, fusion_rnn, fusion_fc, fusion_embedding,
+    sync_batch_norm, tdm, match_matrix,
     rnn_memory_helper, var_conv, tree_conv, sequence_topk, file_ops)
