@@ -1,6 +1,7 @@
 """``fluid-nb``: look at, render and run Fluid program files; the demo; JupyterLab.
 
     fluid-nb show model.pdmodel                  readable listing of a program file
+    fluid-nb show model.pdiparams                its tensors: dtype, shape, min/max/mean, histogram
     fluid-nb render model.pdmodel -o graph.html  interactive graph page (.html), .dot or .svg
     fluid-nb run inference_dir --feed x=x.npy    run a saved model, print the fetched arrays
     fluid-nb compile inference_dir --feed x=x.npy -o model.cc --binary model
@@ -72,6 +73,10 @@ def load_program(path):
 # --- show / render -----------------------------------------------------------------------------
 def cmd_show(args, out):
     from .viz import program_listing
+    from .viz.params_table import is_params_path, params_rows, params_text, read_params
+    if args.params or is_params_path(args.file):
+        print(params_text(params_rows(read_params(args.file)), title=args.file), file=out)
+        return 0
     print(program_listing(load_program(args.file)), file=out)
     return 0
 
@@ -294,8 +299,12 @@ def build_parser():
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
-    show = sub.add_parser("show", help="print the readable listing of a program file")
-    show.add_argument("file", help="*.pdmodel, __model__, or a directory holding one")
+    show = sub.add_parser("show", help="print the readable listing of a program file, or "
+                                       "the table of a parameter file's tensors")
+    show.add_argument("file", help="*.pdmodel, __model__, or a directory holding one; "
+                                   "*.pdiparams, __params__ or a directory of parameter files")
+    show.add_argument("--params", action="store_true",
+                      help="the parameters of a model directory instead of its program")
     show.set_defaults(handler=cmd_show)
 
     render = sub.add_parser("render", help="draw a program file as .html, .svg or .dot")

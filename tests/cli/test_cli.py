@@ -55,6 +55,63 @@ def test_show_of_a_file_that_is_not_a_program_fails_cleanly(tmp_path, capsys):
     assert code == 1 and "bad.pdmodel" in err and "Traceback" not in err
 
 
+def _table(out):
+    """``{name: (dtype, shape, min, max)}`` of a printed parameter table."""
+    rows = {}
+    for line in out.splitlines()[2:-1]:
+        name, dtype, shape, low, high = line.split()[:5]
+        rows[name] = (dtype, shape, float(low), float(high))
+    return rows
+
+
+@pytest.mark.parametrize("target,flags", [
+    (MLP / "combined" / "model.pdiparams", []), (MLP / "combined", ["--params"]),
+    (MLP / "separate", ["--params"])])
+def test_show_of_parameters_tables_each_tensor(target, flags, capsys):
+    """A combined file is named through the program beside it (its persistables, sorted),
+    per-variable files by their file names; both give the same table."""
+    code, out, err = _main(["show", target, *flags], capsys)
+    assert code == 0 and not err
+    rows = _table(out)
+    assert sorted(rows) == ["fc_0.b_0", "fc_0.w_0", "fc_1.b_0", "fc_1.w_0", "fc_2.b_0",
+                            "fc_2.w_0"]
+    from fluid_nb.proto.tensor_stream import read_one
+    weight, _ = read_one((MLP / "separate" / "fc_0.w_0").read_bytes(), "fc_0.w_0")
+    dtype, shape, low, high = rows["fc_0.w_0"]
+    assert (dtype, shape) == ("float32", "x".join(map(str, weight.shape)))
+    assert low == pytest.approx(weight.min(), rel=1e-3)
+    assert high == pytest.approx(weight.max(), rel=1e-3)
+    assert out.rstrip().endswith(f"6 tensors, {484:,} values")
+
+
+def test_a_combined_file_alone_numbers_its_records(tmp_path, capsys):
+    alone = tmp_path / "weights.pdiparams"
+    shutil.copy(MLP / "combined" / "model.pdiparams", alone)
+    code, out, _ = _main(["show", alone], capsys)
+    assert code == 0 and sorted(_table(out)) == [f"#{i}" for i in range(6)]
+
+
+def test_params_rows_give_the_statistics_and_a_histogram():
+    from fluid_nb.viz.params_table import params_rows
+    values = np.array([[0, 1, 1], [2, 2, 2]], "float32")
+    row, = params_rows([("w", values, [])])
+    assert (row["min"], row["max"], row["mean"]) == (0, 2, pytest.approx(8 / 6))
+    assert sum(row["histogram"]) == 6 and row["histogram"][0] == 1 and row["histogram"][-1] == 3
+    constant, = params_rows([("c", np.full(4, 3.0), [])])
+    assert sum(constant["histogram"]) == 4 and constant["std"] == 0
+    empty, = params_rows([("e", np.zeros((0, 3), "float32"), [])])
+    assert empty["min"] is None and empty["histogram"] is None
+
+
+def test_show_of_a_damaged_parameter_file_is_one_clear_line(tmp_path, capsys):
+    bad = tmp_path / "bad.pdiparams"
+    bad.write_bytes((MLP / "combined" / "model.pdiparams").read_bytes()[:-7])
+    code, out, err = _main(["show", bad], capsys)
+    assert code == 1 and not out and "bad.pdiparams" in err and "Traceback" not in err
+    code, _, err = _main(["show", tmp_path / "missing.pdiparams"], capsys)
+    assert code == 1 and "missing.pdiparams" in err
+
+
 def test_render_dot_writes_the_assembled_graph(tmp_path, capsys):
     out_file = tmp_path / "mlp.dot"
     code, out, _ = _main(["render", MLP / "separate", "-o", out_file], capsys)
