@@ -59,6 +59,22 @@ def test_the_binary_predicts_what_the_interpreter_does(lenet, params, tmp_path):
     np.testing.assert_allclose(np.load(tmp_path / f"{name}.npy"), want, rtol=1e-5, atol=1e-7)
 
 
+@pytest.mark.parametrize("given", ["combined", "combined/__model__", "dir/__model__", "v2",
+                                   "v2/model.pdmodel", "v2/model", "v2/model.pdiparams"])
+def test_the_binary_takes_the_model_paths_compile_takes(lenet, given, tmp_path):
+    """PARAMS may name the model as ``fluid-nb compile`` does (its folder, x.pdmodel, the
+    prefix x, __model__), not only the parameter file."""
+    root, _, binary, want, name = lenet
+    v2 = root / "v2"
+    if not v2.exists():  # Paddle 2.x's layout: model.pdmodel + model.pdiparams
+        v2.mkdir()
+        shutil.copy(root / "combined" / "__model__", v2 / "model.pdmodel")
+        shutil.copy(root / "combined" / "__params__", v2 / "model.pdiparams")
+    done = run(binary, root / given, root / "img.npy", tmp_path)
+    assert done.returncode == 0, done.stderr
+    np.testing.assert_allclose(np.load(tmp_path / f"{name}.npy"), want, rtol=1e-5, atol=1e-7)
+
+
 def test_the_source_stands_alone(lenet):
     _, source, _, _, _ = lenet
     text = source.read_text()
@@ -70,6 +86,12 @@ def test_bad_inputs_get_a_message_and_status_2(lenet, tmp_path):
     root, _, binary, _, _ = lenet
     usage = run(binary)
     assert usage.returncode == 2 and "usage:" in usage.stderr and "img.npy" in usage.stderr
+    assert "PARAMS: the saved model as `fluid-nb compile` took it" in usage.stderr
+    lone = tmp_path / "lone.pdmodel"
+    lone.write_bytes(b"")
+    missing = run(binary, lone, root / "img.npy", tmp_path)
+    assert missing.returncode == 2 and "lone.pdiparams, but there is no such file" in \
+        missing.stderr
     np.save(tmp_path / "wrong.npy", np.zeros((3, 1, 28, 28), "float32"))
     wrong = run(binary, root / "dir", tmp_path / "wrong.npy", tmp_path)
     assert wrong.returncode == 2

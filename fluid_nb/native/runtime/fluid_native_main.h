@@ -8,6 +8,7 @@
 //   ./model PARAMS FEED.npy... OUT_DIR
 #pragma once
 
+#include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -202,8 +203,63 @@ inline bool check_usage(int argc, char** argv, const VarInfo* vars, int count) {
   fprintf(stderr, "usage: %s PARAMS", argv[0]);
   for (int i = 0; i < count; ++i)
     if (vars[i].role == kFeed) fprintf(stderr, " %s.npy", vars[i].name);
-  fprintf(stderr, " OUT_DIR\n");
+  fprintf(stderr, " OUT_DIR\n  PARAMS: the saved model as `fluid-nb compile` took it (its "
+          "folder, x.pdmodel, the prefix x, __model__), its parameter file (x.pdiparams, "
+          "__params__) or a folder of per-parameter files\n");
   return false;
+}
+
+inline bool ends_with(const std::string& text, const std::string& tail) {
+  return text.size() >= tail.size() &&
+         text.compare(text.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+inline bool is_file(const std::string& path) {
+  FILE* f = fopen(path.c_str(), "rb");
+  if (f) fclose(f);
+  return f != nullptr && !is_directory(path);
+}
+
+// where the parameters of PARAMS are, for every path `fluid-nb compile` accepts for a
+// model: a folder with one combined file (__params__ or x.pdiparams) or with a file per
+// parameter, x.pdmodel or __model__ (the parameters beside it), the prefix x, or the
+// parameter file itself. combined: one file of every persistable's record, sorted by name
+inline std::string params_location(const std::string& given, bool* combined) {
+  *combined = true;
+  if (is_directory(given)) {
+    if (is_file(given + "/__params__")) return given + "/__params__";
+    std::string found;
+    int several = 0;
+    if (DIR* dir = opendir(given.c_str())) {
+      while (dirent* entry = readdir(dir)) {
+        const std::string name = entry->d_name;
+        if (ends_with(name, ".pdiparams")) found = name, ++several;
+      }
+      closedir(dir);
+    }
+    if (several > 1)
+      fail(given + ": one x.pdiparams expected in the model folder, but it holds " +
+           std::to_string(several) + ": name the file");
+    if (several == 1) return given + "/" + found;
+    *combined = false;
+    return given;
+  }
+  if (ends_with(given, ".pdmodel")) {
+    const std::string file = given.substr(0, given.size() - 8) + ".pdiparams";
+    if (!is_file(file))
+      fail(given + ": its parameters expected in " + file + ", but there is no such file");
+    return file;
+  }
+  if (ends_with(given, "__model__") && is_file(given)) {
+    std::string folder = given.substr(0, given.size() - 9);
+    while (folder.size() > 1 && folder.back() == '/') folder.pop_back();
+    if (folder.empty()) folder = ".";
+    if (is_file(folder + "/__params__")) return folder + "/__params__";
+    *combined = false;
+    return folder;
+  }
+  if (!is_file(given) && is_file(given + ".pdiparams")) return given + ".pdiparams";
+  return given;
 }
 
 // every variable's host buffer, zeroed, with the parameters and feeds of argv read into
@@ -216,8 +272,9 @@ inline std::vector<void*> read_inputs(char** argv, const VarInfo* vars, int coun
     pointers[i] = calloc(numel(vars[i]) > 0 ? numel(vars[i]) : 1, vars[i].itemsize);
     if (!pointers[i]) fail("out of memory");
   }
-  const std::string where = argv[1];
-  if (is_directory(where)) {  // one file per variable, named after it
+  bool combined = true;
+  const std::string where = params_location(argv[1], &combined);
+  if (!combined) {  // one file per variable, named after it
     for (int i = 0; i < count; ++i)
       if (vars[i].role == kPersistable) {
         File f(file_in(where, vars[i].name));
