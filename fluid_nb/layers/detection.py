@@ -1,6 +1,7 @@
 """Detection layers of Fluid 1.8 built on one op each: box overlap (``iou_similarity``),
 box coding (``box_coder``), SSD prior boxes (``prior_box``), non-maximum suppression
-(``multiclass_nms``), YOLOv3 boxes (``yolo_box``) and clipping (``box_clip``).
+(``multiclass_nms``), YOLOv3 boxes (``yolo_box``), clipping (``box_clip``) and the mean
+average precision of detections (``detection_map``).
 
 Boxes are rows ``[xmin, ymin, xmax, ymax]``. With ``box_normalized``/``normalized`` true the
 coordinates are fractions of the image; false means pixels, where a box's width counts its
@@ -13,7 +14,7 @@ from ..layer_helper import LayerHelper
 from .arg_checks import Refused, boolean, checks, int_in, one_of, optional, real_in, variable
 
 __all__ = ["iou_similarity", "box_coder", "prior_box", "multiclass_nms", "yolo_box",
-           "box_clip"]
+           "box_clip", "detection_map"]
 
 
 def _positive_reals(value):
@@ -193,3 +194,39 @@ def box_clip(input, im_info, name=None):
     helper.append_op(type="box_clip", inputs={"Input": [input], "ImInfo": [im_info]},
                      outputs={"Output": [output]})
     return output
+
+
+@checks(class_num=int_in(1), background_label=int_in(), overlap_threshold=real_in(0, 1),
+        evaluate_difficult=boolean, ap_version=one_of("integral", "11point"))
+def detection_map(detect_res, label, class_num, background_label=0, overlap_threshold=0.3,
+                  evaluate_difficult=True, has_state=None, input_states=None,
+                  out_states=None, ap_version="integral"):
+    """The mean average precision of ``detect_res`` [M, 6] (label, score, box; LoD per
+    image) against ``label`` [G, 6] (label, difficult, box) or [G, 5]: per class the area
+    under the precision-recall curve (``integral``) or its 11-point mean, averaged over the
+    classes with ground truth. With ``input_states`` (pos_count, true_pos, false_pos) and
+    a non-zero ``has_state`` it continues from those counts; ``out_states`` receive the
+    updated ones.
+
+    Example::
+
+        map_out = fluid.layers.detection_map(detect_res, label, class_num=21)
+    """
+    helper = LayerHelper("detection_map")
+    out = helper.create_variable_for_type_inference(dtype="float32")
+    states = list(out_states) if out_states is not None else [
+        helper.create_variable_for_type_inference(dtype=dtype)
+        for dtype in ("int32", "float32", "float32")]
+    inputs = {"Label": [label], "DetectRes": [detect_res]}
+    if has_state is not None:
+        inputs["HasState"] = [has_state]
+    if input_states is not None:
+        inputs.update(PosCount=[input_states[0]], TruePos=[input_states[1]],
+                      FalsePos=[input_states[2]])
+    helper.append_op(type="detection_map", inputs=inputs,
+                     outputs={"MAP": [out], "AccumPosCount": [states[0]],
+                              "AccumTruePos": [states[1]], "AccumFalsePos": [states[2]]},
+                     attrs={"overlap_threshold": float(overlap_threshold),
+                            "evaluate_difficult": evaluate_difficult, "ap_type": ap_version,
+                            "class_num": class_num, "background_label": background_label})
+    return out

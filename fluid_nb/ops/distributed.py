@@ -59,6 +59,7 @@ from ..errors import InvalidArgument, expected
 from ..tensor.tensor import LoDTensor, SelectedRows
 from ..tensor.dtypes import VarType
 from ..framework.registry import def_op, no_gradient
+from .creation import _as_declared_out
 from .shape import split_sizes
 
 #: Paddle's default endpoint in the RPC ops' makers
@@ -183,12 +184,16 @@ def _split_selected_rows(ctx, x):
         raise InvalidArgument(expected("split_selected_rows", "input X", "a SelectedRows",
                                        type(x).__name__))
     sections = list(ctx.attrs["height_sections"])
-    if sum(sections) != x.height():
-        raise InvalidArgument(expected("split_selected_rows", "attribute 'height_sections'",
-                                       f"heights summing to X's height {x.height()}",
-                                       sections))
     starts = np.cumsum([0] + sections)
     rows = np.asarray(x.rows(), dtype=np.int64)
+    # as Fluid's: the sections need not add up to X's height, but every row id is below
+    # the height and inside a section
+    outside = (rows < 0) | (rows >= min(x.height(), starts[-1]))
+    if outside.any():
+        raise InvalidArgument(expected("split_selected_rows", "X's row ids",
+                                       f"in [0, {min(x.height(), int(starts[-1]))}) (below "
+                                       f"its height {x.height()} and inside height_sections "
+                                       f"{sections})", int(rows[outside][0])))
     values = x.value.array
     # row r belongs to the piece whose [start, start + height) holds it, renumbered from 0
     piece = np.searchsorted(starts, rows, side="right") - 1
@@ -219,8 +224,10 @@ def _fake_init_infer(ctx):
 
 
 def _fake_init(ctx):
-    # a zero-strided view of one zero: the shape the table has, without its memory
-    return ctx.xp.broadcast_to(ctx.xp.zeros((), dtype="float32"), tuple(ctx.attrs["shape"]))
+    # a zero-strided view of one zero: the shape the table has, without its memory (the
+    # value of an Out declared SelectedRows)
+    return _as_declared_out(ctx, ctx.xp.broadcast_to(ctx.xp.zeros((), dtype="float32"),
+                                                     tuple(ctx.attrs["shape"])))
 
 
 def_op("fake_init", outputs=["Out"], attrs={"shape": ("longs", None)},

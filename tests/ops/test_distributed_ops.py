@@ -123,10 +123,13 @@ def test_fake_init_gives_the_shape_without_the_memory():
     assert table.shape == (1000, 64) and table.strides == (0, 0) and not table.any()
 
 
-def test_split_selected_rows_heights_must_sum_to_the_table_height():
-    x = SelectedRows([0], 10, LoDTensor(np.ones((1, 2), "float32")))
-    with pytest.raises(InvalidArgument, match="height_sections.*summing to X's height 10"):
+def test_split_selected_rows_row_ids_must_fall_inside_the_sections():
+    x = SelectedRows([0, 9], 10, LoDTensor(np.ones((2, 2), "float32")))
+    with pytest.raises(InvalidArgument, match=r"row ids expected in \[0, 8\).*received 9"):
         _split_selected_rows(x, [4, 4])
+    # the sections may reach past the height (the last piece keeps its own height)
+    _, (low, high) = _split_selected_rows(x, [4, 8])
+    assert low.rows() == [0] and high.rows() == [5] and high.height() == 8
 
 
 # Fluid 1.8's makers (paddle/fluid/operators/distributed_ops/*_op.cc): slots, then each

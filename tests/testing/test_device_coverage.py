@@ -25,6 +25,10 @@ ELSEWHERE = {
             "them as feeds are (tests/api/test_data_loader.py runs the op)",
     "split_selected_rows": "tests/ops/test_distributed_ops.py::test_split_selected_rows_runs_"
                            "on_the_strict_device_without_host_copies",
+    "lookup_sparse_table": "tests/ops/test_sparse_ids.py::test_lookup_sparse_table_runs_on_"
+                           "the_strict_device",
+    "pyramid_hash_grad": "tests/ops/test_pyramid_hash.py::test_grad_op_updates_w_in_place_"
+                         "by_minus_lr_times_the_gradient[strict_device]",
 }
 # the RPC ops move values between processes: their kernels are the distributed runtime's
 for _op in ("send", "recv", "send_barrier", "fetch_barrier", "listen_and_serv",
