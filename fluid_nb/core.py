@@ -6,6 +6,8 @@ from .exec.scope import Scope  # noqa: F401
 from .tensor.tensor import LoDTensor, LoDTensorArray, SelectedRows, Tensor  # noqa: F401
 from .tensor.dtypes import VarType
 from .reader.loader import EOFException  # noqa: F401
+from .framework.desc import get_grad_op_desc  # noqa: F401
+from .framework.desc import OpProtoAndCheckerMaker as op_proto_and_checker_maker  # noqa: F401
 
 #: what Paddle's C++ checks raise; every error fluid_nb raises on purpose is one
 EnforceNotMet = FluidError

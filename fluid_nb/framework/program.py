@@ -156,6 +156,12 @@ class Variable:
         """The LoD of the variable's current value (live mode)."""
         return _require_provider(self).value(self).lod()
 
+    @property
+    def desc(self):
+        """Fluid's ``var.desc``: a VarDesc view of this variable (see ``framework.desc``)."""
+        from .desc import VarDesc
+        return VarDesc(self)
+
     # Python operators (x + y, x * 2, ...) are attached by fluid_nb.layers.math_op_patch.
 
 
@@ -324,6 +330,12 @@ class Operator:
     @property
     def idx(self):
         return self.block.ops.index(self)
+
+    @property
+    def desc(self):
+        """Fluid's ``op.desc``: an OpDesc view of this op (see ``framework.desc``)."""
+        from .desc import OpDesc
+        return OpDesc(self)
 
 
 def _op_line(op):
@@ -573,6 +585,12 @@ class Block:
     def _sync_with_cpp(self):
         """Kept for Fluid code that calls it; there is nothing to synchronise here."""
 
+    @property
+    def desc(self):
+        """Fluid's ``block.desc``: a BlockDesc view of this block (see ``framework.desc``)."""
+        from .desc import BlockDesc
+        return BlockDesc(self)
+
     def to_string(self, throw_on_error=False, with_details=False):
         return "\n".join(_block_lines(self, "", with_details))
 
@@ -732,6 +750,10 @@ class Program:
     def desc(self):
         """Fluid scripts call ``program.desc.serialize_to_string()``; this serves them."""
         return self
+
+    def _sync_with_cpp(self):
+        """Kept for Fluid code that calls it after editing descs: the descs are views of
+        this program, so there is nothing to synchronise."""
 
     @staticmethod
     def parse_from_string(binary_str):

@@ -154,6 +154,8 @@ def _sgd_kernel(ctx, param, lr, grad, master):
         if "Param" in ctx.donated and step.dtype == p.dtype:
             return ctx.xp.subtract(p, step, out=p), None
         return (p - step).astype(p.dtype, copy=False), None
+    if isinstance(param, SelectedRows):
+        return _sgd_sparse_param(ctx, param, lr, grad), None
     xp = ctx.xp
     p, master = _array(param), _array(master)
     base = _base(ctx, p, master)
@@ -169,12 +171,32 @@ def _sgd_kernel(ctx, param, lr, grad, master):
     return _param_outs(ctx, new.astype(base.dtype, copy=False), p, master)
 
 
+def _sgd_sparse_param(ctx, param, lr, grad):
+    """A SelectedRows Param (a block of a distributed table): each row of the SelectedRows
+    Grad updates the Param row that holds the same id (Param.index(id))."""
+    if not isinstance(grad, SelectedRows):
+        raise InvalidArgument(expected("sgd", "input 'Grad'", "a SelectedRows (Param is one)",
+                                       type(grad).__name__))
+    values = param.get_tensor().array
+    new = values.copy()
+    if grad.rows():
+        rows, update = merged_rows(ctx.xp, grad, "sgd")
+        if update.shape[1:] != values.shape[1:]:
+            raise InvalidArgument(expected("sgd", "row width of Grad",
+                                           f"{list(values.shape[1:])} (as Param's)",
+                                           list(update.shape[1:])))
+        positions = ctx.xp.asarray([param.index(row) for row in rows.tolist()])
+        new[positions] = values[positions] - _as(_scalar(ctx, lr), values.dtype) * update
+    return SelectedRows(param.rows(), param.height(), LoDTensor(new))
+
+
 def_op("sgd", inputs=["Param", "LearningRate", "Grad", "MasterParam?"],
        outputs=["ParamOut", "MasterParamOut?"], attrs={"multi_precision": ("bool", False)},
        infer_shape=_update_infer(("MasterParam",)), kernel=_sgd_kernel, lod_aware=True,
        in_place={"ParamOut": "Param"},
        doc="ParamOut = Param - LearningRate * Grad; a SelectedRows Grad updates only its "
-           "rows (repeated rows add up).")
+           "rows (repeated rows add up); with a SelectedRows Param, the Param rows holding "
+           "Grad's row ids.")
 
 
 # --- momentum -------------------------------------------------------------------------------------

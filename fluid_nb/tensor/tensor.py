@@ -199,6 +199,21 @@ class LoDTensor:
     def shape(self):
         return list(self.array.shape) if self.array is not None else []
 
+    def _get_dims(self):
+        """The dims, as Fluid's ``Tensor._get_dims`` (``shape()`` by another name)."""
+        return self.shape()
+
+    def _set_dims(self, dims):
+        """Give the tensor ``dims``: its data reshaped when the element count fits, else
+        fresh zeros of its dtype (float32 when it has none), as Fluid resizes."""
+        dims = tuple(int(d) for d in dims)
+        array = self.array
+        if array is not None and array.size == int(np.prod(dims, dtype=np.int64)):
+            self.array = array.reshape(dims)
+        else:
+            xp = np if array is None or isinstance(array, np.ndarray) else place_of(array).xp
+            self.array = xp.zeros(dims, dtype=array.dtype if array is not None else np.float32)
+
     def _dtype(self):
         return convert_dtype(self.array.dtype)
 
@@ -307,6 +322,11 @@ class SelectedRows:
 
     def get_tensor(self):
         return self.value
+
+    def numel(self):
+        """The element count of the value (0 when it holds no data)."""
+        array = self.value.array
+        return int(array.size) if array is not None else 0
 
     def set_height(self, height):
         self._height = int(height)

@@ -22,6 +22,8 @@ import six
 
 import paddle.fluid as fluid
 import paddle.fluid.core as core
+# Paddle's op_test imports Operator from paddle.fluid.op; tests then reach it as fluid.op
+from paddle.fluid.op import Operator  # noqa: F401
 
 from white_list import op_threshold_white_list
 
