@@ -2,7 +2,12 @@
 paddle.compat as cpt``). On Python 3 text is ``str`` and bytes are ``bytes``."""
 import math
 
-__all__ = ["to_text", "to_bytes", "round", "floor_division", "get_exception_message"]
+__all__ = ["long_type", "to_text", "to_bytes", "round", "floor_division",
+           "get_exception_message"]
+
+# Python 2's two integer types are one on Python 3 (``cpt.long_type(idx)`` is ``int(idx)``)
+int_type = int
+long_type = int
 
 
 def _convert(obj, one, inplace):
