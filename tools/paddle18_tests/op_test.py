@@ -186,6 +186,12 @@ class OpTest(unittest.TestCase):
         inputs, feed = {}, {}
         for slot, value in six.iteritems(self.inputs):
             names = []
+            declared = opdef.input_slots.get(slot)
+            if isinstance(value, list) and not value and declared is not None \
+                    and declared.duplicable:
+                # Paddle's OpTest reads an empty list of a duplicable slot as no variables
+                inputs[slot] = names
+                continue
             for name, v in _vars_of(slot, value):
                 arr, lod = _split(v)
                 block.create_var(name=name, shape=list(arr.shape), dtype=arr.dtype,
@@ -235,7 +241,9 @@ class OpTest(unittest.TestCase):
             out[name] = t
         return out
 
-    def _calc_output(self, place, no_check_set=None):
+    def _calc_output(self, place, parallel=False, no_check_set=None):
+        # (Paddle's signature; ``parallel`` ran the op through a ParallelExecutor, which on
+        # one place computes the same outputs)
         program, block, op, feed, outputs = self._build()
         fetch_list = list(getattr(self, "fetch_list", []) or [])
         given = getattr(self, "outputs", {}) or {}
