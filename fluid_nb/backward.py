@@ -80,6 +80,13 @@ def _carries_gradient(var):
     return var is not None and var.type in _GRADIENT_KINDS and is_float_dtype(var.dtype)
 
 
+def _undone(op, no_grad):
+    """An op whose backward undoes it (``increment`` of a counter left differentiable, of
+    any dtype): it joins the path so its inverse runs, as Fluid's backward appends it."""
+    return ("inverse_in_backward" in registry.get(op.type).traits
+            and any(name not in no_grad for name in op.input_arg_names))
+
+
 def _find_op_path(block, target_names, no_grad, stop_at=None):
     """Ops of ``block`` (up to ``stop_at``) that carry gradient from a variable that needs one
     to a target, in forward order."""
@@ -106,7 +113,7 @@ def _find_op_path(block, target_names, no_grad, stop_at=None):
     path = []
     for op in reversed(ops):  # backward: which of those reach a target
         outs = set(op.output_arg_names)
-        if outs & reach and needs & set(op.input_arg_names):
+        if outs & reach and (needs & set(op.input_arg_names) or _undone(op, no_grad)):
             path.append(op)
             reach |= set(op.input_arg_names)
     path.reverse()
@@ -155,13 +162,22 @@ def make_backward_ops(block, op_path, no_grad, available):
                 _no_grad_error(op, needs)
             continue
         for spec in op_specs:
-            for slot, args in spec.outputs.items():
-                spec.outputs[slot] = [a for a in args if a != EMPTY_VAR_NAME and
-                                      a[:-len(GRAD_SUFFIX)] not in no_grad]
+            _drop_unwanted_grads(spec, no_grad)
             spec.attrs = dict(spec.attrs)
             spec.attrs["op_role"] = OP_ROLE_BACKWARD
             specs.append(spec)
     return _sum_repeated_and_fill_missing(block, specs, available)
+
+
+def _drop_unwanted_grads(spec, no_grad):
+    """A grad op writes no gradient of a ``no_grad`` variable. In a list slot the others
+    keep their places, the unwanted ones named EMPTY_VAR_NAME (as Fluid's makers keep a
+    duplicable input's gradients: concat_grad's k-th output is X[k]'s); a slot with none
+    wanted is dropped."""
+    for slot, args in spec.outputs.items():
+        named = [EMPTY_VAR_NAME if a == EMPTY_VAR_NAME or a[:-len(GRAD_SUFFIX)] in no_grad
+                 else a for a in args]
+        spec.outputs[slot] = named if any(a != EMPTY_VAR_NAME for a in named) else []
 
 
 def _sum_repeated_and_fill_missing(block, specs, available):
@@ -170,8 +186,8 @@ def _sum_repeated_and_fill_missing(block, specs, available):
         reads = {n for args in spec.inputs.values() for n in args}
         for slot, args in spec.outputs.items():
             for i, name in enumerate(args):
-                if name in reads:  # in place (while_grad's loop-carried gradient): as Paddle,
-                    continue       # it updates the one value, it is not a second partial
+                if name in reads or name == EMPTY_VAR_NAME:  # in place (while_grad's
+                    continue  # loop-carried gradient) updates the one value, not a partial
                 writers.setdefault(name, []).append((spec, slot, i))
     repeated = {n for n, w in writers.items() if len(w) > 1}
     renamed = {}
@@ -218,7 +234,7 @@ def _append_specs(block, specs):
     for spec in specs:
         for args in spec.outputs.values():
             for name in args:
-                if block._find_var_recursive(name) is not None:
+                if name == EMPTY_VAR_NAME or block._find_var_recursive(name) is not None:
                     continue
                 base = name.split("@GRAD")[0]
                 forward = block._find_var_recursive(base)
@@ -295,13 +311,15 @@ def append_backward(loss, parameter_list=None, no_grad_set=None, callbacks=None,
     block.ops[loss_index].attrs["op_role"] = OP_ROLE_FORWARD | OP_ROLE_LOSS
     op_path = _find_op_path(block, [loss.name], no_grad, stop_at=loss_index)
     loss_grad = grad_var_name(loss.name)
+    first_new_op = len(block.ops)
     block.create_var(name=loss_grad, shape=loss.shape, dtype=loss.dtype)
     block.append_op(type="fill_constant", outputs={"Out": [loss_grad]},
                     attrs={"shape": list(loss.shape), "value": 1.0, "dtype": int(loss.dtype),
                            "force_cpu": False, "op_role": OP_ROLE_BACKWARD | OP_ROLE_LOSS})
     specs = make_backward_ops(block, op_path, no_grad, {loss_grad})
     _append_specs(block, specs)
-    params_grads = _params_and_grads(program, block, parameter_list, loss)
+    written = {n for op in block.ops[first_new_op:] for n in op.output_arg_names}
+    params_grads = _params_and_grads(program, block, parameter_list, loss, written)
     _mark_role_vars(block, params_grads)
     program._changed()
     return params_grads
@@ -317,7 +335,9 @@ def _mark_role_vars(block, params_grads):
                 break
 
 
-def _params_and_grads(program, block, parameter_list, loss):
+def _params_and_grads(program, block, parameter_list, loss, written=None):
+    """The (parameter, gradient) pairs of this backward pass; with ``written`` (the names
+    its ops write), a gradient left by an earlier pass (another loss's) is not one."""
     if parameter_list is not None:
         names = [p.name if isinstance(p, Variable) else p for p in parameter_list]
         params = [program.global_block().var(n) for n in names]
@@ -326,7 +346,8 @@ def _params_and_grads(program, block, parameter_list, loss):
     result = []
     for param in params:
         grad_name = grad_var_name(param.name)
-        if block._find_var_recursive(grad_name) is None:
+        if block._find_var_recursive(grad_name) is None or (
+                written is not None and grad_name not in written):
             if parameter_list is not None:
                 raise InvalidArgument(f"append_backward: parameter '{param.name}' expected a "
                                       f"path to loss '{loss.name}', but the loss does not "
@@ -442,9 +463,7 @@ def _sub_block_grad_specs(block, path, no_grad, available):
         if op_specs is None:
             continue  # comparisons, counters: nothing to differentiate
         for spec in op_specs:
-            for slot, args in spec.outputs.items():
-                spec.outputs[slot] = [a for a in args if a != EMPTY_VAR_NAME and
-                                      a[:-len("@GRAD")] not in no_grad]
+            _drop_unwanted_grads(spec, no_grad)
             spec.attrs = dict(spec.attrs)
             spec.attrs["op_role"] = OP_ROLE_BACKWARD
             specs.append(spec)
@@ -480,3 +499,72 @@ def sub_block_backward(op, no_grad):
 
 for _op_type in ("while", "conditional_block"):
     registry.attach_sub_block_backward(_op_type, sub_block_backward)
+
+
+# --- Fluid 1.8's module-level helpers, over the same rules as the walk above ---------------
+def _append_grad_suffix_(name):
+    """``name@GRAD``."""
+    return grad_var_name(name)
+
+
+def _strip_grad_suffix_(name):
+    """The forward name of a gradient: ``x@GRAD`` and ``x@GRAD@RENAME@...`` give ``x``."""
+    pos = name.find(GRAD_SUFFIX)
+    return name[:pos] if pos != -1 else name
+
+
+def _get_stop_gradients_(program):
+    """{block index: {``v@GRAD`` for every variable v of the block with stop_gradient}}."""
+    return {block.idx: {grad_var_name(v.name) for v in block.vars.values() if v.stop_gradient}
+            for block in program.blocks}
+
+
+def _has_gradient_rule(op_type):
+    opdef = registry.find(op_type)
+    return opdef is not None and opdef.grad is not None
+
+
+def _find_op_path_(block, outputs, inputs, no_grad_set):
+    """The ops of ``block`` between ``inputs`` (all of the block's inputs when empty) and
+    ``outputs``, in program order: an op is on the path when it has a gradient rule, reads
+    what the path from ``inputs`` reaches and writes what ``outputs`` depend on (names in
+    ``no_grad_set`` do not propagate). With ``inputs``, the stop_gradient variables the path
+    reads but ``inputs`` do not reach are added to ``no_grad_set``."""
+    no_grad_set = set() if no_grad_set is None else no_grad_set
+    from_inputs = {v.name for v in inputs}
+    to_outputs = {v.name for v in outputs}
+    keep = [True] * len(block.ops)
+    if inputs:
+        for i, op in enumerate(block.ops):
+            if from_inputs & set(op.input_arg_names) and _has_gradient_rule(op.type):
+                from_inputs |= set(op.output_arg_names) - no_grad_set
+            else:
+                keep[i] = False
+    for i in reversed(range(len(block.ops))):
+        op = block.ops[i]
+        if to_outputs & set(op.output_arg_names) and _has_gradient_rule(op.type):
+            to_outputs |= set(op.input_arg_names) - no_grad_set
+        else:
+            keep[i] = False
+    path = [op for op, kept in zip(block.ops, keep) if kept]
+    if inputs:
+        for op in path:
+            for name in op.input_arg_names:
+                if name not in from_inputs and block.var(name).stop_gradient:
+                    no_grad_set.add(name)
+    return path
+
+
+def _find_no_grad_vars(block, op_path, targets, no_grad_set):
+    """Outputs of ``op_path`` that nothing later on the path (nor ``targets``) reads and that
+    are not stop_gradient: their gradients are known to be 0."""
+    used = {v.name for v in targets}
+    unused = set()
+    for op in reversed(op_path):
+        if not op.has_attr("sub_block"):
+            reads = set(op.input_arg_names)
+            for name in op.output_arg_names:
+                if name not in used and name not in reads and not block.var(name).stop_gradient:
+                    unused.add(name)
+        used |= set(op.input_arg_names) - set(no_grad_set)
+    return unused

@@ -10,6 +10,7 @@ batch when the loss is a mean). The strategies are the attribute bags scripts co
 import copy
 
 from .errors import InvalidArgument, InvalidType, expected
+from .framework.graph import Graph
 from .framework.program import Program
 
 
@@ -73,11 +74,14 @@ class CompiledProgram:
     """A program prepared for running; ``Executor.run`` takes it as the program itself."""
 
     def __init__(self, program_or_graph, build_strategy=None):
-        if not isinstance(program_or_graph, Program):
-            raise InvalidType(expected("CompiledProgram", "program_or_graph", "a Program",
+        if not isinstance(program_or_graph, (Program, Graph)):
+            raise InvalidType(expected("CompiledProgram", "program_or_graph",
+                                       "a Program (or core.Graph)",
                                        type(program_or_graph).__name__))
         _check_strategy("CompiledProgram", "build_strategy", build_strategy, BuildStrategy)
-        self._program = program_or_graph
+        # from a Graph, as in Fluid, there is no program: what takes one refuses it
+        self._graph = program_or_graph if isinstance(program_or_graph, Graph) else None
+        self._program = None if self._graph is not None else program_or_graph
         self._build_strategy = build_strategy or BuildStrategy()
         self._exec_strategy = ExecutionStrategy()
         self._loss_name = None
@@ -91,8 +95,8 @@ class CompiledProgram:
         if loss_name is not None and not isinstance(loss_name, str):
             raise InvalidType(expected("with_data_parallel", "loss_name", "a variable name",
                                        repr(loss_name)))
-        if loss_name is not None and self._program.global_block()._find_var_recursive(
-                loss_name) is None:
+        if loss_name is not None and self._program is not None and \
+                self._program.global_block()._find_var_recursive(loss_name) is None:
             raise InvalidArgument(expected("with_data_parallel", "loss_name",
                                            "a variable of the program", repr(loss_name)))
         _check_strategy("with_data_parallel", "build_strategy", build_strategy, BuildStrategy)
@@ -119,6 +123,8 @@ class CompiledProgram:
 
     def __repr__(self):
         mode = " data parallel" if self._is_data_parallel else ""
+        if self._program is None:
+            return f"CompiledProgram(graph{mode})"
         return f"CompiledProgram({len(self._program.global_block().ops)} ops{mode})"
 
 

@@ -19,6 +19,11 @@ class InvalidType(InvalidArgument, TypeError):
     raises TypeError for these, and scripts catch it; it is an InvalidArgument as well."""
 
 
+class InvalidAssertion(InvalidArgument, AssertionError):
+    """An argument Fluid 1.8 refuses with a Python ``assert`` (reshape's shape with two -1s),
+    so scripts catch AssertionError; it is an InvalidArgument as well."""
+
+
 class NotFound(FluidError, KeyError):
     """A variable, op type, block or file that was named does not exist."""
 

@@ -10,6 +10,7 @@ import sys
 
 from .tensor.dtypes import VarType
 from .framework.program import Variable
+from .framework.type_checks import check_dtype, check_variable_and_dtype
 from .framework.transaction import wrap_module
 from .layer_helper import LayerHelper
 from .layers.arg_checks import INT, POSITIVE_INT, boolean, checks, dtype, ints, optional, \
@@ -25,6 +26,8 @@ def embedding(input, size, is_sparse=False, is_distributed=False, padding_idx=No
     """Rows of a ``size = [vocab, dim]`` table picked by int64 ids of any shape:
     ``Out[i.., :] = W[ids[i..], :]`` (``padding_idx``'s rows are zeros and get no gradient;
     a negative ``padding_idx`` counts from the end)."""
+    check_variable_and_dtype(input, "input", ("int64",), "fluid.embedding")
+    check_dtype(dtype, "dtype", ("float16", "float32", "float64"), "fluid.embedding")
     helper = LayerHelper("embedding", input=input, param_attr=param_attr)
     w = helper.create_parameter(attr=helper.param_attr, shape=list(size), dtype=dtype)
     out = helper.create_variable_for_type_inference(dtype)
@@ -44,6 +47,7 @@ def embedding(input, size, is_sparse=False, is_distributed=False, padding_idx=No
 def one_hot(input, depth, allow_out_of_range=False):
     """``Out[i.., j] = 1.0 if input[i..] == j else 0.0`` for ``j < depth`` (float32, one more
     dimension than ``input``); ``depth`` may be a Variable holding it."""
+    check_variable_and_dtype(input, "input", ("int32", "int64"), "one_hot_v2")
     helper = LayerHelper("one_hot_v2")
     inputs = {"X": [input]}
     attrs = {"allow_out_of_range": allow_out_of_range, "dtype": int(VarType.FP32)}

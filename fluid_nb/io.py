@@ -227,6 +227,25 @@ def get_program_persistable_vars(program):
     return [var for var in program.list_vars() if is_persistable(var)]
 
 
+def get_parameter_value(para, executor):
+    """The value (a NumPy array) of parameter ``para`` in the executor's global scope."""
+    if not is_parameter(para):
+        raise InvalidType(expected("get_parameter_value", "para", "a Parameter",
+                                   type(para).__name__))
+    program = Program()
+    var = program.global_block().create_var(name=para.name, shape=para.shape,
+                                            dtype=para.dtype, lod_level=para.lod_level,
+                                            persistable=True)
+    return executor.run(program, feed={}, fetch_list=[var])[0]
+
+
+def get_parameter_value_by_name(name, executor, program=None):
+    """The value of the parameter called ``name`` of ``program`` (default: the default main
+    program)."""
+    program = default_main_program() if program is None else program
+    return get_parameter_value(program.global_block().var(name), executor)
+
+
 def save_params(executor, dirname, main_program=None, filename=None):
     save_vars(executor, dirname, main_program, predicate=is_parameter, filename=filename)
 

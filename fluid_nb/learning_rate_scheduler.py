@@ -135,8 +135,9 @@ def piecewise_decay(boundaries, values):
 
 def noam_decay(d_model, warmup_steps, learning_rate=1.0):
     """``lr * d_model^-0.5 * min(step^-0.5, step * warmup_steps^-1.5)`` with the step
-    counted from 1, as in the Transformer paper."""
-    step = _scale(_step_counter(), 1.0, 1.0)
+    counted from 1, as in the Transformer paper: the global step counter starts at 1 when
+    noam_decay creates it (schedules built after it in the program share that count)."""
+    step = _step_counter(begin=1)
     a = _unary("pow", step, {"factor": -0.5})
     b = _scale(step, warmup_steps ** -1.5)
     return _scale(_binary("elementwise_min", a, b), learning_rate * d_model ** -0.5)

@@ -194,7 +194,10 @@ class Optimizer:
     def _create_optimization_pass(self, params_grads):
         if not params_grads:
             return []
-        block = params_grads[0][0].block.program.global_block()
+        # the updates go where the gradients are: the global block, or the block a loss
+        # computed inside a sub-block had its backward written to
+        grads = [g for _, g in params_grads if g is not None]
+        block = grads[0].block if grads else params_grads[0][0].block.program.global_block()
         start = len(block.ops)  # what the pass appends is what it returns, as in Fluid
         self._main_program = block.program
         self._startup_program = default_startup_program()

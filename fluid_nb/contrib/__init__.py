@@ -1,7 +1,9 @@
 """``fluid.contrib``: the part of Fluid 1.8's incubating extras that fluid_nb has.
 
 ``contrib.layers`` holds the RNNs built from basic operators (``basic_gru``,
-``basic_lstm``, ``BasicGRUUnit``, ``BasicLSTMUnit``); ``memory_usage`` estimates a
+``basic_lstm``, ``BasicGRUUnit``, ``BasicLSTMUnit``) and layers of one op each
+(``partial_concat``, ``partial_sum``, ``shuffle_batch``, ``tree_conv``, ``rank_attention``,
+...); ``memory_usage`` estimates a
 program's memory for a batch size; ``op_freq_statistic`` counts its op types and adjacent
 op pairs. (Slim, quantization, mixed precision, the beam-search decoder and the HDFS and
 lookup-table utilities are not part of fluid_nb.)

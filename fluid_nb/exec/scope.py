@@ -1,6 +1,7 @@
 """Scopes: a tree of name -> variable maps. Lookups climb to the parent; kids are dropped
 together (``drop_kids``), as Fluid drops a run's local scope or a loop's step scopes."""
 from ..errors import InvalidArgument, PreconditionNotMet
+from ..tensor.lod_rank_table import LoDRankTable
 from ..tensor.tensor import LoDTensor, LoDTensorArray, SelectedRows
 
 
@@ -41,6 +42,18 @@ class ScopeVariable:
     def get_selected_rows(self):
         if self.value is None:
             self.value = SelectedRows()
+        return self.value
+
+    def get_lod_rank_table(self):
+        """The LoDRankTable the variable holds (a ``lod_rank_table`` op's output)."""
+        if self.value is None:
+            self.value = LoDRankTable()
+        return self.value
+
+    def get_fetch_list(self):
+        """The list of tensors a ``fetch`` variable holds, one per fetch column."""
+        if self.value is None:
+            self.value = []
         return self.value
 
     # plain numbers and strings, as Paddle's scope variables hold them (set_int, get_float)

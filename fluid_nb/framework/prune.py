@@ -61,7 +61,9 @@ def prune_with_input(program, feeded_var_names, targets):
             name = target
         else:
             raise InvalidType(expected(where, "targets", "Variables, names or Operators",
-                                       f"{target!r} ({type(target).__name__})"))
+                                       f"{target!r} ({type(target).__name__})") +
+                              " (All targets of Program._prune_with_input() can only be "
+                              "Variable or Operator, or a variable's name)")
         if name in feeds:
             fed_targets.append(name)
             continue

@@ -168,7 +168,12 @@ class OpDef:
             if spec is None:
                 # Paddle's "extra" attributes (use_mkldnn, op_role, ...) ride along untyped
                 from ..framework.attrs import guess_attr_type
-                attr_type = guess_attr_type(value)
+                try:
+                    attr_type = guess_attr_type(value)
+                except InvalidArgument:
+                    # not an attribute value at all (an array): Paddle keeps only the
+                    # attributes an op declares, so an undeclared one is dropped, not refused
+                    continue
                 attrs[name] = normalize_attr(self.type, name, attr_type, value)
                 attr_types[name] = attr_type
                 continue

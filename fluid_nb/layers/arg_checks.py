@@ -126,6 +126,28 @@ def real_in(low=None, high=None, want=None, finite=True):
     return rule
 
 
+def int_typed(rule):
+    """``rule`` for an argument Fluid 1.8 type-checks as an int (``check_type(v, int)``):
+    a float such as 2.5 is a wrong type there, not a wrong value."""
+    def allowed(value):
+        try:
+            rule(value)
+        except Refused as refused:
+            raise Refused(refused.want, refused.wrong_type or (
+                not isinstance(value, Variable) and not _is_int(value))) from None
+    return allowed
+
+
+def float_typed(rule):
+    """``rule`` for an argument Fluid 1.8 type-checks as a float (``isinstance(v, float)``):
+    an int such as 2 is a wrong type there."""
+    def allowed(value):
+        if not isinstance(value, (float, np.floating)):
+            raise Refused("a float", wrong_type=True)
+        rule(value)
+    return allowed
+
+
 def _range_text(kind, low, high):
     if low is not None and high is not None:
         return f"{kind} in [{low}, {high}]"

@@ -45,6 +45,10 @@ def _compare(op_type, x, y, cond, force_cpu=None):
         if not isinstance(value, Variable):
             raise InvalidType(f"{op_type}: {name} expected Variable, but received "
                               f"{type(value).__name__}")
+    if cond is not None:
+        check_type(cond, "cond", Variable, op_type)
+    if force_cpu is not None:
+        check_type(force_cpu, "force_cpu", bool, op_type)
     helper = LayerHelper(op_type)
     if cond is None:
         cond = helper.create_variable_for_type_inference(dtype=VarType.BOOL)
@@ -82,6 +86,11 @@ def not_equal(x, y, cond=None):
 
 
 def _logical(op_type, x, y=None, out=None, name=None):
+    check_variable_and_dtype(x, "x", ("bool",), op_type)
+    if y is not None:
+        check_variable_and_dtype(y, "y", ("bool",), op_type)
+    if out is not None:
+        check_type(out, "out", Variable, op_type)
     helper = LayerHelper(op_type, name=name)
     if out is None:
         out = helper.create_variable_for_type_inference(dtype=x.dtype)
@@ -217,6 +226,10 @@ def is_empty(x, cond=None):
 
 
 def split_lod_tensor(input, mask, level=0):
+    where = "fluid.layers.split_lod_tensor"
+    check_type(input, "input", (Variable, list, tuple, type(None)), where)
+    check_type(mask, "mask", (Variable, list), where)
+    check_type(level, "level", int, where)
     helper = LayerHelper("split_lod_tensor")
     out_true = helper.create_variable_for_type_inference(dtype=input.dtype)
     out_false = helper.create_variable_for_type_inference(dtype=input.dtype)
@@ -227,6 +240,11 @@ def split_lod_tensor(input, mask, level=0):
 
 
 def merge_lod_tensor(in_true, in_false, x, mask, level=0):
+    where = "fluid.layers.merge_lod_tensor"
+    check_type(x, "x", (Variable, list, tuple, type(None)), where)
+    check_type(mask, "mask", (Variable, list), where)
+    check_type(in_true, "in_true", (Variable, list, tuple, type(None)), where)
+    check_type(in_false, "in_false", (Variable, list, tuple, type(None)), where)
     helper = LayerHelper("merge_lod_tensor")
     out = helper.create_variable_for_type_inference(dtype=in_true.dtype)
     helper.append_op(type="merge_lod_tensor",
@@ -565,14 +583,20 @@ def cond(pred, true_fn=None, false_fn=None, name=None):
     if true_out is None or false_out is None:
         raise InvalidArgument(f"cond: true_fn and false_fn expected both to return values or "
                               f"both None, but {'true_fn' if true_out is None else 'false_fn'} "
-                              f"returned None")
+                              f"returned None ({_INCOMPATIBLE})")
     flat_true, flat_false = _flatten(true_out), _flatten(false_out)
     if len(flat_true) != len(flat_false):
         raise InvalidArgument(f"cond: true_fn and false_fn expected the same number of "
-                              f"outputs, but received {len(flat_true)} and {len(flat_false)}")
+                              f"outputs, but received {len(flat_true)} and {len(flat_false)} "
+                              f"({_INCOMPATIBLE})")
     mask = cast(pred, dtype="int32")
     merged = [select_input([f, t], mask) for f, t in zip(flat_false, flat_true)]
     return _pack_like(true_out, merged)
+
+
+#: Fluid's words for branches whose results cannot be merged, kept so code that matches them
+#: still recognises the error
+_INCOMPATIBLE = "Incompatible return values of true_fn and false_fn in cond"
 
 
 def case(pred_fn_pairs, default=None, name=None):
@@ -739,3 +763,12 @@ def py_func(func, x, out, backward_func=None, skip_vars_in_backward_input=None):
                             "backward_callable_id": backward_id,
                             "skip_vars_in_backward_input": skip_names})
     return out
+
+
+def __getattr__(name):
+    # Fluid 1.8 defines its RNN builders in layers/control_flow.py; here they live in
+    # rnn_layers (which builds on this module), reached under the old path too
+    if name in ("StaticRNN", "DynamicRNN"):
+        from . import rnn_layers
+        return getattr(rnn_layers, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -7,9 +7,10 @@ import math
 
 from ..errors import InvalidArgument, InvalidType, expected
 from ..layer_helper import LayerHelper
+from ..framework.type_checks import check_type
 from . import manip, nn, tensor
-from .arg_checks import (POSITIVE_INT, Refused, boolean, checks, int_in, optional, real_in,
-                         variable, variables)
+from .arg_checks import (POSITIVE_INT, Refused, boolean, checks, int_in, int_typed, optional,
+                         real_in, variable, variables)
 from .detection import box_coder, prior_box
 
 __all__ = ["density_prior_box", "multi_box_head", "detection_output", "anchor_generator",
@@ -257,9 +258,10 @@ def matrix_nms(bboxes, scores, score_threshold, post_threshold, nms_top_k, keep_
     return (output, index) if return_index else output
 
 
-@checks(bboxes=variable, scores=variable, score_threshold=real_in(), nms_top_k=int_in(-1),
-        keep_top_k=int_in(-1), nms_threshold=real_in(0, 1), normalized=boolean,
-        nms_eta=real_in(0, 1), background_label=int_in(-1))
+@checks(bboxes=variable, scores=variable, score_threshold=real_in(),
+        nms_top_k=int_typed(int_in(-1)), keep_top_k=int_typed(int_in(-1)),
+        nms_threshold=real_in(0, 1), normalized=boolean, nms_eta=real_in(0, 1),
+        background_label=int_typed(int_in(-1)))
 def locality_aware_nms(bboxes, scores, score_threshold, nms_top_k, keep_top_k,
                        nms_threshold=0.3, normalized=True, nms_eta=1., background_label=-1,
                        name=None):
@@ -267,6 +269,9 @@ def locality_aware_nms(bboxes, scores, score_threshold, nms_top_k, keep_top_k,
     merge first (score-weighted), then greedy NMS per class as ``multiclass_nms``.
     ``bboxes`` [N, M, 4], ``scores`` [N, C, M]. Returns rows [label, score, box] grouped
     by class, one LoD level by image."""
+    for arg, value in (("score_threshold", score_threshold), ("nms_threshold", nms_threshold),
+                       ("nms_eta", nms_eta)):
+        check_type(value, arg, float, "locality_aware_nms")  # an int is refused, as in Fluid
     helper = LayerHelper("locality_aware_nms", name=name)
     output = helper.create_variable_for_type_inference(dtype=bboxes.dtype)
     helper.append_op(type="locality_aware_nms",

@@ -4,7 +4,8 @@ proposals a Faster/Mask R-CNN box head samples (``generate_proposal_labels``), t
 targets (``generate_mask_labels``), and ``roi_perspective_transform``."""
 from ..layer_helper import LayerHelper
 from . import manip
-from .arg_checks import POSITIVE_INT, Refused, boolean, checks, optional, real_in, variable
+from .arg_checks import (POSITIVE_INT, Refused, boolean, checks, float_typed, int_typed, optional,
+                         real_in, variable)
 
 __all__ = ["rpn_target_assign", "retinanet_target_assign", "generate_proposal_labels",
            "roi_perspective_transform", "generate_mask_labels"]
@@ -187,9 +188,9 @@ def generate_proposal_labels(rpn_rois, gt_classes, is_crowd, gt_boxes, im_info,
     return outputs
 
 
-@checks(input=variable, rois=variable, transformed_height=POSITIVE_INT,
-        transformed_width=POSITIVE_INT,
-        spatial_scale=_positive_number, name=optional(lambda v: None))
+@checks(input=variable, rois=variable, transformed_height=int_typed(POSITIVE_INT),
+        transformed_width=int_typed(POSITIVE_INT),
+        spatial_scale=float_typed(_positive_number), name=optional(lambda v: None))
 def roi_perspective_transform(input, rois, transformed_height, transformed_width,
                               spatial_scale=1.0, name=None):
     """Warp each quadrilateral RoI of ``input`` (NCHW) onto a ``transformed_height`` x

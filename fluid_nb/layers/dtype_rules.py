@@ -91,6 +91,7 @@ FLUID18_DTYPES = {
     "lod_reset": {"x": _I32_I64_F32_F64},  # (y is checked only when it has no LoD)
     "log": {"x": _F32_F64},
     "lrn": {"input": _F32},
+    "matmul": {"x": _F16_F32_F64, "y": _F16_F32_F64},
     "maxout": {"x": _F32_F64},
     "mean": {"x": _F16_F32_F64},
     "mean_iou": {"input": _I32_I64, "label": _I32_I64},
@@ -157,9 +158,12 @@ def _checked(layer, rules):
     def checked_layer(*args, **kwargs):
         for index, arg, allowed, dtypes in slots:
             value = args[index] if index < len(args) else kwargs.get(arg)
-            if isinstance(value, Variable) and value.dtype not in allowed:
-                raise InvalidType(expected(where, f"{arg}'s dtype", "one of " + ", ".join(dtypes),
-                                           dtype_name(value.dtype)))
+            # a list argument (sums' input) has each of its Variables checked, as Fluid does
+            for item in value if isinstance(value, (list, tuple)) else (value,):
+                if isinstance(item, Variable) and item.dtype not in allowed:
+                    raise InvalidType(expected(where, f"{arg}'s dtype",
+                                               "one of " + ", ".join(dtypes),
+                                               dtype_name(item.dtype)))
         return layer(*args, **kwargs)
     checked_layer.__wrapped_dtypes__ = rules
     return checked_layer

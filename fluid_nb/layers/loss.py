@@ -1,7 +1,7 @@
 """Loss layers: square_error_cost, cross_entropy, softmax_with_cross_entropy, and the
 further losses of Fluid 1.8 (sigmoid cross entropy, Huber, smooth L1, log, KL divergence,
 ranking, BPR, MSE, Dice, N-pair)."""
-from ..errors import InvalidArgument
+from ..errors import InvalidArgument, expected
 from ..framework.type_checks import require_variable
 from ..layer_helper import LayerHelper
 from .arg_checks import INT, NUMBER, boolean, checks, optional, real_in, variable
@@ -316,18 +316,50 @@ def hsigmoid(input, label, num_classes, param_attr=None, bias_attr=None, name=No
     return out
 
 
+def _alias_tables(probs):
+    """Walker's alias tables of the distribution ``probs`` (n entries): (alias, alias_probs)
+    such that drawing i uniformly, then keeping it with chance alias_probs[i] and else taking
+    alias[i], draws i with chance probs[i]. Entries of scale exactly 1 have alias -1."""
+    n = len(probs)
+    alias, keep = [0] * n, [0.0] * n
+    over, under = [], []  # (id, scaled probability), first in first out
+    for i, p in enumerate(probs):
+        scaled = p * n
+        if scaled > 1.0:
+            over.append((i, scaled))
+        elif scaled < 1.0:
+            under.append((i, scaled))
+        else:
+            keep[i], alias[i] = scaled, -1
+    while over and under:
+        (big, big_p), (small, small_p) = over.pop(0), under.pop(0)
+        keep[small], alias[small] = small_p, big
+        rest = big_p + small_p - 1.0
+        if rest > 1.0:
+            over.append((big, rest))
+        elif rest < 1.0:
+            under.append((big, rest))
+        else:
+            keep[big], alias[big] = rest, -1
+    for leftover in (over, under):  # rounding leaves at most one: it always keeps itself
+        if leftover:
+            keep[leftover[0][0]], alias[leftover[0][0]] = 1.0, -1
+    return alias, keep
+
+
 @checks(input=variable, label=variable, sample_weight=optional(variable), seed=INT,
         is_sparse=boolean)
 def nce(input, label, num_total_classes, sample_weight=None, param_attr=None, bias_attr=None,
         num_neg_samples=None, name=None, sampler="uniform", custom_dist=None, seed=0,
         is_sparse=False):
     """Noise-contrastive estimation: the true label(s) of each row told apart from
-    ``num_neg_samples`` (default 10) classes drawn by ``sampler`` ("uniform" or
-    "log_uniform"). Weight [num_total_classes, dim] and bias [num_total_classes, 1]
+    ``num_neg_samples`` (default 10) classes drawn by ``sampler`` ("uniform", "log_uniform",
+    or "custom_dist": the probabilities ``custom_dist`` of the num_total_classes, drawn by
+    Walker's alias method). Weight [num_total_classes, dim] and bias [num_total_classes, 1]
     parameters; returns the cost over num_neg_samples + 1, [N, 1], as Fluid does."""
     from .arg_checks import POSITIVE_INT, check, one_of
     check("nce", "num_total_classes", num_total_classes, POSITIVE_INT)
-    check("nce", "sampler", sampler, one_of("uniform", "log_uniform"))
+    check("nce", "sampler", sampler, one_of("uniform", "log_uniform", "custom_dist"))
     negatives = 10 if num_neg_samples is None else num_neg_samples
     check("nce", "num_neg_samples", negatives, POSITIVE_INT)
     helper = LayerHelper("nce", param_attr=param_attr, bias_attr=bias_attr, name=name)
@@ -341,6 +373,8 @@ def nce(input, label, num_total_classes, sample_weight=None, param_attr=None, bi
                                                   dtype=input.dtype, is_bias=True)]
     if sample_weight is not None:
         inputs["SampleWeight"] = [sample_weight]
+    if sampler == "custom_dist":
+        inputs.update(_custom_dist_inputs(helper, custom_dist, num_total_classes))
     cost = helper.create_variable_for_type_inference(input.dtype)
     logits = helper.create_variable_for_type_inference(input.dtype)
     labels = helper.create_variable_for_type_inference(label.dtype)
@@ -349,9 +383,33 @@ def nce(input, label, num_total_classes, sample_weight=None, param_attr=None, bi
                               "SampleLabels": [labels]},
                      attrs={"num_total_classes": int(num_total_classes),
                             "num_neg_samples": int(negatives),
-                            "sampler": 0 if sampler == "uniform" else 1, "seed": seed,
+                            "sampler": ("uniform", "log_uniform", "custom_dist").index(sampler),
+                            "seed": seed,
                             "is_sparse": is_sparse})
     return cost / (negatives + 1)
+
+
+def _custom_dist_inputs(helper, custom_dist, classes):
+    """The CustomDist* inputs of nce's custom sampler: the probabilities and their alias
+    tables, as parameters set once by the startup program and never trained."""
+    import numpy as np
+    from ..initializer import NumpyArrayInitializer
+    from ..param_attr import ParamAttr
+    if custom_dist is None or len(custom_dist) != classes:
+        raise InvalidArgument(expected("nce", "custom_dist", f"{classes} probabilities (one "
+                                       "a class) with sampler 'custom_dist'",
+                                       None if custom_dist is None else len(custom_dist)))
+    alias, keep = _alias_tables([float(p) for p in custom_dist])
+    tables = {}
+    for slot, values in (("CustomDistProbs", np.asarray(custom_dist, "float32")),
+                         ("CustomDistAlias", np.asarray(alias, "int32")),
+                         ("CustomDistAliasProbs", np.asarray(keep, "float32"))):
+        table = helper.create_parameter(attr=ParamAttr(), shape=list(values.shape),
+                                        dtype=values.dtype,
+                                        default_initializer=NumpyArrayInitializer(values))
+        table.stop_gradient = True
+        tables[slot] = [table]
+    return tables
 
 
 @checks(logits=variable, label=variable, remove_accidental_hits=boolean,

@@ -6,14 +6,14 @@ of tensor arrays, selected rows and click-through-rate features.
 Where Fluid 1.8 takes a Variable for a list argument (slice's starts, split's sections,
 expand's expand_times, ...), so do these: a whole list as one int tensor, or a list holding
 Variables among ints, each int then becoming a ``fill_constant`` of shape [1]."""
-from ..errors import InvalidArgument, InvalidType
+from ..errors import InvalidArgument, InvalidAssertion, InvalidType
 from ..tensor.dtypes import VarType
 from ..framework.type_checks import require_variable
 from ..framework.program import Variable
 from ..layer_helper import LayerHelper
 from .arg_checks import (INT, NAME, NUMBER, Refused, _is_int, activation, boolean, checks,
-                         dims, int_in, ints, one_of, optional, or_variable, sections, variable,
-                         variable_list)
+                         dims, int_in, int_typed, ints, one_of, optional, or_variable, sections,
+                         variable, variable_list)
 
 __all__ = ["reshape", "transpose", "squeeze", "unsqueeze", "split", "stack", "slice",
            "strided_slice", "gather", "expand", "expand_as", "flatten", "unstack", "gather_nd",
@@ -26,7 +26,30 @@ __all__ = ["reshape", "transpose", "squeeze", "unsqueeze", "split", "stack", "sl
 _check_variable = require_variable
 
 
-@checks(x=variable, shape=dims(-1), act=activation, inplace=boolean, name=NAME)
+def _shape_list(value):
+    """reshape's shape: a Variable, or a list of ints and Variables (the int values are
+    the layer's asserts, as in Fluid 1.8)."""
+    if not isinstance(value, Variable) and (not isinstance(value, (list, tuple)) or not all(
+            isinstance(d, Variable) or _is_int(d) for d in value)):
+        raise Refused("a list of ints (or Variables), or a Variable", wrong_type=True)
+
+
+def _assert_reshape_dims(x, shape):
+    """At most one -1, a 0 (copy the input's dim) only where the input has that dim, every
+    other dim positive: InvalidAssertion otherwise, as Fluid 1.8 asserts."""
+    unknown = [i for i, d in enumerate(shape) if not isinstance(d, Variable) and d == -1]
+    bad = ("at most one -1" if len(unknown) > 1 else
+           next((f"0 only at an index below the input's rank {len(x.shape)}"
+                 for i, d in enumerate(shape) if not isinstance(d, Variable) and d == 0
+                 and i >= len(x.shape)), None) or
+           next(("dims > 0 besides one -1 and 0s" for d in shape
+                 if not isinstance(d, Variable) and d < -1), None))
+    if bad:
+        raise InvalidAssertion(f"reshape: shape expected {bad}, but received {list(shape)}")
+
+
+@checks(x=variable, shape=_shape_list, actual_shape=optional(variable), act=activation,
+        inplace=boolean, name=NAME)
 def reshape(x, shape, actual_shape=None, act=None, inplace=False, name=None):
     """``x`` with a new shape (``reshape2``): one dim may be -1 (inferred), 0 copies the
     input's dim. ``shape`` may be a Variable or hold Variables (run-time dims)."""
@@ -39,9 +62,7 @@ def reshape(x, shape, actual_shape=None, act=None, inplace=False, name=None):
         shape.stop_gradient = True
         inputs["Shape"] = [shape]
     elif isinstance(shape, (list, tuple)):
-        if sum(1 for d in shape if not isinstance(d, Variable) and d == -1) > 1:
-            raise InvalidArgument(f"reshape: shape expected at most one -1, but received "
-                                  f"{list(shape)}")
+        _assert_reshape_dims(x, shape)
         attrs["shape"] = [-1 if isinstance(d, Variable) else int(d) for d in shape]
         if any(isinstance(d, Variable) for d in shape):
             inputs["ShapeTensor"] = [
@@ -119,8 +140,14 @@ def int_list_or_variable(low=None, one_int=False):
             return
         bound = f" >= {low}" if low is not None else ""
         head = f"an int{bound}, " if one_int else ""
+        # a value out of range is a ValueError; a container or an item of another type a
+        # TypeError (an int where only a list goes is the wrong type too, as in Fluid)
+        if isinstance(value, (list, tuple)):
+            wrong_type = not all(isinstance(v, Variable) or _is_int(v) for v in value)
+        else:
+            wrong_type = not (one_int and _is_int(value))
         raise Refused(f"{head}a list of ints{bound} and Variables, or a Variable",
-                      wrong_type=not isinstance(value, (list, tuple)) and not _is_int(value))
+                      wrong_type=wrong_type)
     return rule
 
 
@@ -148,7 +175,7 @@ def unsqueeze(input, axes, name=None):
     return out
 
 
-@checks(input=variable, num_or_sections=sections, dim=or_variable(INT), name=NAME)
+@checks(input=variable, num_or_sections=sections, dim=or_variable(int_typed(INT)), name=NAME)
 def split(input, num_or_sections, dim=-1, name=None):
     """A list of pieces along ``dim``: ``num`` equal ones, or the given section sizes (one
     may be -1). Sections may hold Variables (SectionsTensorList) and ``dim`` may be a

@@ -129,19 +129,28 @@ def _getitem(var, item):
     axes, starts, ends, steps, decrease = [], [], [], [], []
     for axis, index in enumerate(items):
         if isinstance(index, slice):
-            if index.start is None and index.stop is None and index.step in (None, 1):
-                continue
             step = 1 if index.step is None else index.step
-            if step == 0:
+            # (a Variable's == builds an op: bounds are compared only when they are ints)
+            known = not isinstance(step, Variable)
+            if index.start is None and index.stop is None and known and step == 1:
+                continue
+            if known and step == 0:
                 raise InvalidType(expected("Variable.__getitem__", "slice step",
                                            "a non-zero int", 0))
             big = 2 ** 31 - 1
-            start = index.start if index.start is not None else (0 if step > 0 else big)
-            stop = index.stop if index.stop is not None else (big if step > 0 else -big)
+            backwards = known and step < 0  # a run-time step counts forwards, as in Fluid
+            start = index.start if index.start is not None else (big if backwards else 0)
+            stop = index.stop if index.stop is not None else (-big if backwards else big)
             axes.append(axis)
-            starts.append(int(start))
-            ends.append(int(stop))
-            steps.append(int(step))
+            starts.append(_bound(start))
+            ends.append(_bound(stop))
+            steps.append(_bound(step))
+        elif isinstance(index, Variable):  # x[i] for a run-time i: the range [i, i + 1)
+            axes.append(axis)
+            starts.append(index)
+            ends.append(_plus_one(index))
+            steps.append(1)
+            decrease.append(axis)
         elif isinstance(index, int) and not isinstance(index, bool):
             axes.append(axis)
             starts.append(index)
@@ -155,17 +164,53 @@ def _getitem(var, item):
         return var
     helper = LayerHelper("slice")
     out = helper.create_variable_for_type_inference(var.dtype)
-    if all(step == 1 for step in steps):
-        helper.append_op(type="slice", inputs={"Input": [var]}, outputs={"Out": [out]},
-                         attrs={"axes": axes, "starts": starts, "ends": ends,
-                                "decrease_axis": decrease, "infer_flags": [1] * len(axes)})
-    else:
-        helper.append_op(type="strided_slice", inputs={"Input": [var]},
-                         outputs={"Out": [out]},
-                         attrs={"axes": axes, "starts": starts, "ends": ends,
-                                "strides": steps, "decrease_axis": decrease,
-                                "infer_flags": [1] * len(axes)})
+    strided = any(isinstance(step, Variable) or step != 1 for step in steps)
+    inputs = {"Input": [var]}
+    attrs = {"axes": axes, "decrease_axis": decrease, "infer_flags": [1] * len(axes)}
+    bounds = [("starts", "StartsTensorList", starts), ("ends", "EndsTensorList", ends)]
+    if strided:
+        bounds.append(("strides", "StridesTensorList", steps))
+    for attr, slot, values in bounds:
+        attrs[attr] = [-1 if isinstance(v, Variable) else v for v in values]
+        if any(isinstance(v, Variable) for v in values):
+            # as Fluid: every bound of the list a [1] tensor, the attribute -1 where a
+            # Variable gives it, and its shape left to run time
+            inputs[slot] = [_bound_tensor(v) for v in values]
+            for i, v in enumerate(values):
+                if isinstance(v, Variable):
+                    attrs["infer_flags"][i] = -1
+    helper.append_op(type="strided_slice" if strided else "slice", inputs=inputs,
+                     outputs={"Out": [out]}, attrs=attrs)
     return out
+
+
+def _bound(value):
+    """A slice bound: a Variable (read at run time) or an int."""
+    if isinstance(value, Variable):
+        value.stop_gradient = True
+        return value
+    return int(value)
+
+
+def _bound_tensor(value):
+    from .tensor import fill_constant
+    if isinstance(value, Variable):
+        return value
+    return fill_constant([1], "int32", value, force_cpu=True)
+
+
+def _plus_one(index):
+    from .tensor import fill_constant
+    from ..layer_helper import LayerHelper
+    index.stop_gradient = True
+    helper = LayerHelper("elementwise_add")
+    end = helper.create_variable_for_type_inference(index.dtype)
+    helper.append_op(type="elementwise_add",
+                     inputs={"X": [index], "Y": [fill_constant([1], index.dtype, 1,
+                                                               force_cpu=True)]},
+                     outputs={"Out": [end]}, attrs={"axis": -1})
+    end.stop_gradient = True
+    return end
 
 
 def monkey_patch_variable():

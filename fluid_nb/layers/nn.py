@@ -9,14 +9,14 @@ import functools
 
 from ..errors import InvalidArgument
 from ..tensor.dtypes import VarType
-from ..framework.type_checks import require_variable
+from ..framework.type_checks import check_dtype, require_variable
 from ..framework.program import Variable
 from ..initializer import ConstantInitializer, NormalInitializer
 from ..layer_helper import LayerHelper
 from ..param_attr import ParamAttr
 from .arg_checks import (INT, NAME, NON_NEGATIVE_INT, NUMBER, POSITIVE_INT, PROBABILITY,
-                         activation, boolean, check, checks, dtype, int_or_ints, ints, one_of,
-                         optional, or_variable, real_in, variable, variables)
+                         activation, boolean, check, checks, dtype, int_or_ints, int_typed, ints,
+                         one_of, optional, or_variable, real_in, variable, variables)
 
 __all__ = ["fc", "embedding", "conv2d", "pool2d", "batch_norm", "layer_norm", "dropout",
            "softmax", "matmul", "mul", "topk", "one_hot", "mean", "scale", "clip", "relu",
@@ -37,6 +37,8 @@ __all__ += nn_norm.__all__
 from . import nn_rearrange  # noqa: E402
 from .nn_rearrange import *  # noqa: E402,F401,F403
 __all__ += nn_rearrange.__all__
+# Fluid 1.8 defines uniform_random in layers.nn; its one definition here is in layers.tensor
+from .tensor import uniform_random  # noqa: E402,F401
 
 
 _check_variable = require_variable
@@ -69,6 +71,7 @@ def fc(input, size, num_flatten_dims=1, param_attr=None, bias_attr=None, act=Non
     helper = LayerHelper("fc", input=input, param_attr=param_attr, bias_attr=bias_attr,
                          act=act, name=name)
     dtype = helper.input_dtype()
+    check_dtype(dtype, "input", ("float16", "float32", "float64"), "fc")
     mul_results = []
     for input_var, attr in helper.iter_inputs_and_params():
         shape = input_var.shape
@@ -102,6 +105,7 @@ def embedding(input, size, is_sparse=False, is_distributed=False, padding_idx=No
               param_attr=None, dtype="float32"):
     """Rows of a [vocab, dim] table picked by int64 ids (``lookup_table``; ids end in a 1)."""
     _check_variable("embedding", "input", input)
+    check_dtype(dtype, "dtype", ("float16", "float32", "float64"), "embedding")
     helper = LayerHelper("embedding", input=input, param_attr=param_attr)
     w = helper.create_parameter(attr=helper.param_attr, shape=list(size), dtype=dtype)
     out = helper.create_variable_for_type_inference(dtype)
@@ -373,7 +377,7 @@ def topk(input, k, name=None):
     return values, indices
 
 
-@checks(input=variable, depth=or_variable(POSITIVE_INT), allow_out_of_range=boolean)
+@checks(input=variable, depth=or_variable(int_typed(POSITIVE_INT)), allow_out_of_range=boolean)
 def one_hot(input, depth, allow_out_of_range=False):
     """Fluid 1.x one_hot: int ids of shape [..., 1] -> float32 [..., depth].
 

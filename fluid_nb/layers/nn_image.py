@@ -8,15 +8,17 @@ Each builds the op types and attributes of the Fluid 1.8 function of the same na
 """
 import numpy as np
 
-from ..errors import InvalidArgument
+from ..errors import InvalidArgument, InvalidType
 from ..framework import unique_name
 from ..tensor.dtypes import VarType
 from ..framework.program import Variable
+from ..framework.type_checks import check_type
 from ..initializer import NormalInitializer
 from ..layer_helper import LayerHelper
 from ..param_attr import ParamAttr
 from .arg_checks import (INT, NAME, NON_NEGATIVE_INT, POSITIVE_INT, activation, boolean,
-                         checks, int_or_ints, ints, one_of, optional, real_in, variable)
+                         checks, float_typed, int_or_ints, int_typed, ints, one_of, optional,
+                         real_in, variable)
 
 __all__ = ["image_resize", "resize_bilinear", "resize_nearest", "resize_trilinear",
            "image_resize_short", "interpolate", "roi_pool", "roi_align", "psroi_pool",
@@ -68,15 +70,17 @@ def _resize(where, input, out_shape, scale, name, resample, actual_shape, align_
         if scale <= 0:
             raise InvalidArgument(f"{where}: scale expected > 0, but received {scale}")
         attrs["scale"] = float(scale)
-    else:
-        raise InvalidArgument(f"{where}: scale expected a number or a Variable, but "
-                              f"received {scale!r}")
+    elif scale is None:
+        raise InvalidArgument(f"{where}: out_shape or scale expected, but received neither")
+    else:  # Fluid 1.8 refuses another type of scale with a TypeError
+        raise InvalidType(f"{where}: scale expected a number or a Variable, but "
+                          f"received {scale!r}")
     if isinstance(actual_shape, Variable):
         actual_shape.stop_gradient = True
         inputs["OutSize"] = [actual_shape]
     elif actual_shape is not None:
-        raise InvalidArgument(f"{where}: actual_shape expected a Variable or None, but "
-                              f"received {actual_shape!r}")
+        raise InvalidType(f"{where}: actual_shape expected a Variable or None, but "
+                          f"received {actual_shape!r}")
     out = helper.create_variable_for_type_inference(helper.input_dtype())
     helper.append_op(type=f"{method}_interp", inputs=inputs, outputs={"Out": [out]},
                      attrs=attrs)
@@ -237,8 +241,8 @@ def psroi_pool(input, rois, output_channels, spatial_scale, pooled_height, poole
     return out
 
 
-@checks(input=variable, rois=variable, spatial_scale=real_in(0.0),
-        pooled_height=POSITIVE_INT, pooled_width=POSITIVE_INT,
+@checks(input=variable, rois=variable, spatial_scale=float_typed(real_in(0.0)),
+        pooled_height=int_typed(POSITIVE_INT), pooled_width=int_typed(POSITIVE_INT),
         batch_roi_nums=optional(variable), name=NAME)
 def prroi_pool(input, rois, spatial_scale=1.0, pooled_height=1, pooled_width=1,
                batch_roi_nums=None, name=None):
@@ -400,6 +404,9 @@ def deformable_roi_pooling(input, rois, trans, no_trans=False, spatial_scale=1.0
     moved by ``trans`` [R, 2 * classes, part_h, part_w] * trans_std * the ROI's size and
     averaged over sample_per_part^2 bilinear samples; position_sensitive reads channel
     groups as psroi_pool does (output channels C / (pooled_height * pooled_width))."""
+    check_type(group_size, "group_size", (list, tuple), "deformable_roi_pooling")
+    if part_size is not None:
+        check_type(part_size, "part_size", (list, tuple), "deformable_roi_pooling")
     channels = input.shape[1]
     output_channels = channels // pooled_height // pooled_width if position_sensitive \
         else channels

@@ -22,6 +22,7 @@ _ELEMENTWISE = ["elementwise_add", "elementwise_sub", "elementwise_mul", "elemen
 _INT_OR_FLOAT = ("int32", "int64", "float16", "float32", "float64")
 _FLOAT = ("float16", "float32", "float64")
 _DTYPES = {"exp": _INT_OR_FLOAT, "abs": _INT_OR_FLOAT, "square": _INT_OR_FLOAT}
+_DTYPES.update((op, _INT_OR_FLOAT) for op in _ELEMENTWISE)  # x and y alike
 
 #: activation layers whose attributes follow x as positional arguments (Fluid 1.8's order),
 #: with the attribute each argument sets
@@ -44,14 +45,14 @@ def _output(helper, dtype, name):
 _ALLOWED_TYPES = {}  # op type -> the VarTypes its layer takes (worked out at first use)
 
 
-def _check_dtype(op_type, x):
+def _check_dtype(op_type, x, arg="x"):
     allowed = _ALLOWED_TYPES.get(op_type)
     if allowed is None:
         allowed = _ALLOWED_TYPES[op_type] = frozenset(
             convert_dtype(name) for name in _DTYPES.get(op_type, _FLOAT))
     if x.dtype not in allowed:  # Fluid's check_variable_and_dtype: a TypeError at the call
         names = _DTYPES.get(op_type, _FLOAT)
-        raise InvalidType(expected(op_type, "x's dtype", "one of " + ", ".join(names),
+        raise InvalidType(expected(op_type, f"{arg}'s dtype", "one of " + ", ".join(names),
                                    dtype_name(x.dtype)))
 
 
@@ -83,6 +84,8 @@ def _elementwise_layer(op_type):
                 if not isinstance(value, Variable):
                     raise InvalidType(f"{op_type}: {arg} expected Variable, but received "
                                       f"{type(value).__name__}")
+        _check_dtype(op_type, x)
+        _check_dtype(op_type, y, "y")
         # the defaults (a plain int axis, no act, no name) pass their rules by construction
         if axis.__class__ is not int:
             check(op_type, "axis", axis, INT)

@@ -6,7 +6,7 @@ row; ``sequence_last_step``/``sequence_first_step`` are pools of type LAST/FIRST
 """
 from ..errors import InvalidArgument, InvalidType
 from ..tensor.dtypes import VarType, convert_dtype
-from ..framework.type_checks import require_variable
+from ..framework.type_checks import check_type, check_variable_and_dtype, require_variable
 from ..framework.program import Variable
 from ..layer_helper import LayerHelper
 from .arg_checks import (INT, NAME, NUMBER, POSITIVE_INT, activation, boolean, checks, dtype,
@@ -210,6 +210,9 @@ def lod_reset(x, y=None, target_lod=None):
     inputs = {"X": [x]}
     attrs = {}
     if y is not None:
+        check_type(y, "y", Variable, "lod_reset")
+        if y.lod_level == 0:  # then y's data are the offsets themselves
+            check_variable_and_dtype(y, "y", ("int32",), "lod_reset")
         inputs["Y"] = [y]
     elif target_lod is not None:
         attrs["target_lod"] = list(target_lod)

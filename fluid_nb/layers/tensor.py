@@ -3,15 +3,15 @@ argmax/argmin, random tensors, and explicit variables (create_tensor, create_par
 create_global_var)."""
 import numpy as np
 
-from ..errors import InvalidArgument, InvalidType
-from ..tensor.dtypes import VarType, convert_dtype
-from ..framework.type_checks import require_variable
+from ..errors import InvalidArgument, InvalidType, expected
+from ..tensor.dtypes import VarType, convert_dtype, dtype_name
+from ..framework.type_checks import check_dtype, require_variable
 from ..framework.program import Variable
 from ..initializer import ConstantInitializer, assign_value_op, force_init_on_cpu
 from ..layer_helper import LayerHelper
 from ..param_attr import ParamAttr
 from .arg_checks import (INT, NAME, NON_NEGATIVE_INT, NUMBER, boolean, checks, dims, dtype,
-                         ints, optional, or_variable, real_in, variable, variable_list,
+                         int_typed, ints, optional, or_variable, real_in, variable,
                          variables)
 
 __all__ = ["create_tensor", "create_parameter", "create_global_var", "cast", "concat", "sums",
@@ -55,6 +55,8 @@ def create_global_var(shape, value, dtype, persistable=False, force_cpu=False, n
 def cast(x, dtype):
     """``x`` converted to ``dtype`` (``cast``)."""
     _check_variable("cast", "x", x)
+    check_dtype(dtype, "dtype", ("bool", "float16", "float32", "float64", "int8", "int32",
+                                 "int64", "uint8"), "cast")
     helper = LayerHelper("cast")
     out = helper.create_variable_for_type_inference(dtype=dtype)
     helper.append_op(type="cast", inputs={"X": [x]}, outputs={"Out": [out]},
@@ -62,10 +64,27 @@ def cast(x, dtype):
     return out
 
 
-@checks(input=variable_list, axis=or_variable(INT), name=NAME)
+@checks(input=variables, axis=int_typed(or_variable(INT)), name=NAME)
 def concat(input, axis=0, name=None):
-    """Join a list of tensors along ``axis`` (``concat``)."""
+    """Join a list of tensors along ``axis`` (``concat``); a tensor array given alone is
+    joined by ``tensor_array_to_tensor``, and a single tensor is taken as a list of one."""
+    if isinstance(input, Variable):
+        input = [input]
+    for i, x in enumerate(input):
+        if x.type != VarType.LOD_TENSOR_ARRAY:
+            check_dtype(x.dtype, f"input[{i}]", ("float16", "float32", "float64", "int32",
+                                                  "int64"), "concat")
     helper = LayerHelper("concat", input=input, name=name)
+    if input[0].type == VarType.LOD_TENSOR_ARRAY:
+        if len(input) != 1 or isinstance(axis, Variable):
+            raise InvalidArgument(expected("concat", "input", "one tensor array and an int "
+                                           "axis", f"{len(input)} inputs"))
+        out = helper.create_variable_for_type_inference(dtype=input[0].dtype)
+        out_index = helper.create_variable_for_type_inference(dtype=VarType.INT32)
+        helper.append_op(type="tensor_array_to_tensor", inputs={"X": input},
+                         outputs={"Out": [out], "OutIndex": [out_index]},
+                         attrs={"axis": axis, "use_stack": False})
+        return out
     inputs = {"X": helper.multiple_input()}
     attrs = {}
     if isinstance(axis, Variable):
@@ -89,22 +108,33 @@ def sums(input, out=None):
     return out
 
 
+_ASSIGN_VALUE_DTYPES = ("bool", "float32", "int32", "int64")
+
+
 def assign(input, output=None):
     """Copy a Variable (``assign``) or a NumPy array / list (``assign_value``) into
     ``output`` (a new variable when None)."""
     helper = LayerHelper("assign")
     if isinstance(input, Variable):
+        check_dtype(input.dtype, "input", ("float32", "float64", "int32", "int64", "bool"),
+                    "assign")
         if output is None:
             output = helper.create_variable_for_type_inference(dtype=input.dtype)
         helper.append_op(type="assign", inputs={"X": [input]}, outputs={"Out": [output]})
         return output
     if isinstance(input, (list, tuple, int, float, bool, np.generic)):
         input = np.array(input)
+        if input.dtype == np.float64:
+            input = input.astype(np.float32)  # Python floats become float32 constants
     if not isinstance(input, np.ndarray):
         raise InvalidType(f"assign: input expected Variable, numpy.ndarray or list, but "
                           f"received {type(input).__name__}")
-    if input.dtype == np.float64:
-        input = input.astype(np.float32)  # Fluid keeps float constants in float32
+    if input.dtype.name not in _ASSIGN_VALUE_DTYPES:
+        # assign_value stores bool, float32, int32 or int64 values only: a float64 array
+        # would silently lose precision, so Fluid asks for an explicit astype
+        raise InvalidType(expected("assign", "input's dtype (a numpy.ndarray)",
+                                   "one of " + ", ".join(_ASSIGN_VALUE_DTYPES),
+                                   input.dtype.name))
     if input.size > 1024 * 1024:
         raise InvalidArgument(f"assign: input size expected at most 1048576 elements (it is "
                               f"stored in the program), but received {input.size}")
@@ -151,13 +181,20 @@ def _fill_value(value):
         real_in(finite=False, want="a number or a bool")(value)
 
 
+_FILL_DTYPES = ("bool", "float16", "float32", "float64", "int32", "int64")
+
+
 @checks(shape=dims(0), dtype=dtype, value=or_variable(_fill_value),
         force_cpu=boolean, out=optional(variable))
 def fill_constant(shape, dtype, value, force_cpu=False, out=None):
     """A tensor of ``shape`` filled with ``value`` (``fill_constant``); no gradient."""
+    check_dtype(dtype, "dtype", _FILL_DTYPES, "fill_constant")
+    vt = convert_dtype(dtype)
+    if out is not None and out.dtype != vt:
+        raise InvalidType(expected("fill_constant", "out's dtype", dtype_name(vt),
+                                   dtype_name(out.dtype)))
     helper = LayerHelper("fill_constant")
     inputs = {}
-    vt = convert_dtype(dtype)
     attrs = {"force_cpu": force_cpu or force_init_on_cpu()}
     if isinstance(value, Variable):
         inputs["ValueTensor"] = [value]
@@ -255,6 +292,7 @@ def argmin(x, axis=0):
 @checks(shape=dims(1), dtype=dtype, min=NUMBER, max=NUMBER, seed=NON_NEGATIVE_INT)
 def uniform_random(shape, dtype="float32", min=-1.0, max=1.0, seed=0):
     """U[min, max) of ``shape`` (``uniform_random``)."""
+    check_dtype(dtype, "dtype", ("float32", "float64"), "uniform_random")
     helper = LayerHelper("uniform_random")
     inputs = {}
     attrs = {"seed": seed, "min": float(min), "max": float(max),

@@ -127,9 +127,9 @@ def _group_norm(op, ctx):
 
 @converter("data_norm")
 def _data_norm(op, ctx):
-    """Y = (X - BatchSum / BatchSize) * sqrt(BatchSize / BatchSquareSum) (* scale_w + bias);
-    with slot_dim, a slot whose show count (its first value) is 0 gives 0. Means and Scales
-    are the values on the way."""
+    """Y = (X - BatchSum / BatchSize) * sqrt(BatchSize / BatchSquareSum) (* scale_w + bias),
+    per channel (axis 1, or the last with NHWC); with slot_dim (2-D X), a slot whose show
+    count (its first value) is 0 gives 0. Means and Scales are the values on the way."""
     x, y = _in(op, "X"), _out(op, "Y")
     size, total, squares = (_in(op, s) for s in ("BatchSize", "BatchSum", "BatchSquareSum"))
     shifted = op.attrs.get("enable_scale_and_shift") and _in(op, "scale_w")
@@ -138,16 +138,24 @@ def _data_norm(op, ctx):
     scales = _out(op, "Scales") or ctx.tmp("scales")
     ratio, centred = ctx.tmp("ratio"), ctx.tmp("centred")
     normed = y if not (shifted or slot_dim > 0) else ctx.tmp("normed")
+    rank = len(ctx.shape(x))
+    axis = rank - 1 if op.attrs.get("data_layout", "NCHW") == "NHWC" else 1
+
+    def per_channel(name):  # a [C] vector against X's channel axis
+        return name if rank == 2 else _channel_view(ctx, name, rank, axis)
     ctx.node("Div", [total, size], [means])
     ctx.node("Div", [size, squares], [ratio])
     ctx.node("Sqrt", [ratio], [scales])
-    ctx.node("Sub", [x, means], [centred])
-    ctx.node("Mul", [centred, scales], [normed])
+    ctx.node("Sub", [x, per_channel(means)], [centred])
+    ctx.node("Mul", [centred, per_channel(scales)], [normed])
     if shifted:
         scaled, result = ctx.tmp("scaled"), y if slot_dim <= 0 else ctx.tmp("shifted")
-        ctx.node("Mul", [normed, _in(op, "scale_w")], [scaled])
-        ctx.node("Add", [scaled, _in(op, "bias")], [result])
+        ctx.node("Mul", [normed, per_channel(_in(op, "scale_w"))], [scaled])
+        ctx.node("Add", [scaled, per_channel(_in(op, "bias"))], [result])
         normed = result
+    if slot_dim > 0 and rank != 2:
+        raise NotConvertible(f"data_norm's slot_dim over a {rank}-D input (slots are read "
+                             "from rows [N, C])")
     if slot_dim > 0:
         c = ctx.shape(x)[1]
         _known([c], "data_norm's slots")

@@ -17,6 +17,7 @@ import numpy as np
 from ..ops.conv_nd import (ConvGeometry, PoolGeometry, TransposeGeometry, is_channel_last,
                            product)
 from .converters import NotConvertible, _in, _out, converter
+from ..ops.interp import cubic_matrix
 
 
 # --- layout and shape helpers -----------------------------------------------------------------
@@ -332,6 +333,18 @@ def _interp(op, ctx):
     xi, yo, finish = _channel_first(ctx, x, out, last)
     sizes, spatial = _resize_sizes(op, ctx, xi, shape)
     note = None
+    if method == "bicubic" and not aligned and spatial is not None \
+            and all(d >= 0 for d in shape[2:]) and ctx.dtype(x).kind == "f":
+        # Fluid truncates the source toward 0 (an upsampling's first rows take base 0 and a
+        # negative fraction) where ONNX's cubic Resize floors it: with the sizes known, the
+        # executor's own interpolation matrices, one MatMul per axis, give its values
+        dtype = ctx.dtype(x)
+        rows = cubic_matrix(shape[2], spatial[0], False).astype(dtype)
+        cols = cubic_matrix(shape[3], spatial[1], False).T.astype(dtype)
+        tall = _value(ctx, "MatMul", [ctx.const(rows, "cubic_rows"), xi])
+        ctx.node("MatMul", [tall, ctx.const(cols, "cubic_columns")], [yo])
+        finish()
+        return None
     if method == "bicubic" and not aligned:
         # the executor's source for an output of size 1 is -0.5, ONNX's half_pixel the
         # input's centre

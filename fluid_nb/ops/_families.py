@@ -11,4 +11,4 @@ from . import (  # noqa: F401
     compare_reduce, fusion_seqpool, fusion_rnn, fusion_fc, fusion_embedding,
     sync_batch_norm, tdm, match_matrix,
     rnn_memory_helper, var_conv, tree_conv, sequence_topk, file_ops, quantize, detection_map,
-    sparse_ids, pyramid_hash, dgc)
+    sparse_ids, pyramid_hash, dgc, rank_attention)

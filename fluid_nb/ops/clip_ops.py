@@ -5,8 +5,9 @@ GradientClipByGlobalNorm merges a sparse gradient (``merge_selected_rows`` then
 ``get_tensor_from_selected_rows``), takes ``squared_l2_norm`` (or square + reduce_sum) of
 each, and scales by clip / max(clip, sqrt(sum)); L1Decay adds ``sign(param) * coeff``.
 
-``merged_rows`` is Paddle's MergeAdd, shared with the optimizer ops: a SelectedRows'
-distinct rows, sorted, with the values of repeated rows summed.
+``merge_add`` is Paddle's MergeAdd (also the ``sum`` of SelectedRows): the inputs' rows
+concatenated when no row id repeats, else their distinct ids ascending, each with the sum of
+its values. ``merged_rows`` applies it to one SelectedRows for the optimizer ops.
 """
 import numpy as np
 
@@ -17,26 +18,58 @@ from ..framework.program import EMPTY_VAR_NAME
 from ..framework.registry import def_op, grad_maker, grads_like, same_shape
 
 
-def merged_rows(xp, selected, where, height=None):
-    """(rows, values) of ``selected`` with duplicate rows summed; rows sorted, as an int64
-    array on the host. ``height`` (default the SelectedRows' own) bounds the row ids."""
-    height = selected.height() if height is None else height
+def merge_add(xp, inputs, where):
+    """(rows, height, values) of the SelectedRows ``inputs`` added together, as Paddle's
+    MergeAdd: inputs without rows are skipped (whatever their value holds); when no row id
+    repeats, rows and values are the inputs' concatenated in order, else rows are the
+    distinct ids ascending and values[i] = sum of the values of id rows[i]. Row ids are not
+    checked against the height (Fluid reads them only as keys here). ``values`` is None
+    when no input has rows; it may be the one input's own array."""
+    active = [s for s in inputs if s.rows()]
+    if not active:
+        return np.zeros((0,), np.int64), (inputs[0].height() if inputs else 0), None
+    height, width = active[0].height(), None
+    for s in active:
+        count = len(s.rows())
+        values = s.value.array
+        if values is None or values.shape[0] != count:
+            raise InvalidArgument(expected(where, "SelectedRows value", f"{count} rows (one "
+                                           f"per row id)", None if values is None else
+                                           list(values.shape)))
+        if width is None:
+            width = tuple(values.shape[1:])
+        elif tuple(values.shape[1:]) != width:
+            raise InvalidArgument(expected(where, "row shape of each SelectedRows",
+                                           f"{list(width)} (as the first one's)",
+                                           list(values.shape[1:])))
+        if s.height() != height:
+            raise InvalidArgument(expected(where, "height of each SelectedRows",
+                                           f"{height} (as the first one's)", s.height()))
     # row ids are host-side bookkeeping, so NumPy is right here even on a GPU place
-    rows = np.asarray(selected.rows(), dtype=np.int64)
-    values = selected.value.array
-    if values is None or values.shape[0] != rows.size:
-        raise InvalidArgument(expected(where, "SelectedRows value", f"{rows.size} rows (one per "
-                                       f"row id)", None if values is None else
-                                       list(values.shape)))
-    if rows.size and (rows.min() < 0 or rows.max() >= height):
+    rows = np.concatenate([np.asarray(s.rows(), dtype=np.int64) for s in active])
+    arrays = [s.value.array for s in active]
+    unique, inverse = np.unique(rows, return_inverse=True)
+    if unique.size == rows.size:
+        return rows, height, arrays[0] if len(arrays) == 1 else xp.concatenate(arrays)
+    merged = xp.zeros((unique.size,) + width, dtype=arrays[0].dtype)
+    xp.add.at(merged, xp.asarray(inverse),
+              arrays[0] if len(arrays) == 1 else xp.concatenate(arrays))
+    return unique, height, merged
+
+
+def merged_rows(xp, selected, where, height=None):
+    """(rows, values) of ``selected`` merged by ``merge_add`` (an int64 row array on the
+    host; values may be ``selected``'s own array). ``height``, when given (the parameter's
+    rows), bounds the row ids: the optimizers index the parameter with them."""
+    rows, _, values = merge_add(xp, [selected], where)
+    if values is None:
+        values = selected.value.array
+        values = xp.zeros((0,) + tuple(values.shape[1:] if values is not None else ()),
+                          dtype=values.dtype if values is not None else np.float32)
+    if height is not None and rows.size and (rows.min() < 0 or rows.max() >= height):
         raise InvalidArgument(expected(where, "SelectedRows row ids", f"in [0, {height})",
                                        rows.tolist()))
-    unique, inverse = np.unique(rows, return_inverse=True)
-    if unique.size == rows.size and np.all(rows[:-1] < rows[1:]):
-        return rows, values
-    merged = xp.zeros((unique.size,) + tuple(values.shape[1:]), dtype=values.dtype)
-    xp.add.at(merged, xp.asarray(inverse), values)
-    return unique, merged
+    return rows, values
 
 
 # --- clip_by_norm -------------------------------------------------------------------------
@@ -132,8 +165,8 @@ def _merge_kernel(ctx, x):
 
 def_op("merge_selected_rows", inputs=["X"], outputs=["Out"], infer_shape=_merge_infer,
        kernel=_merge_kernel, lod_aware=True,
-       doc="Out = X with duplicate rows summed into one (rows sorted ascending), as Paddle's "
-           "MergeAdd.")
+       doc="Out = X with duplicate rows summed into one, as Paddle's MergeAdd: rows "
+           "ascending when an id repeats, else X's rows in their order.")
 
 
 def _get_tensor_infer(ctx):

@@ -358,16 +358,14 @@ def _adaptive_bins(size, out):
 
 
 def _pool_sizes(g, which):
-    """Divisors of average pooling along one spatial dim (Paddle: the window counts the
-    padding up to ``size + pad_before`` unless ``exclusive``, whose count stops at the
-    input)."""
+    """Divisors of average pooling along one spatial dim: (the whole window ``ksize``, as
+    Fluid 1.8's kernels divide unless ``exclusive``; the window clipped to the input)."""
     size, k, s, o = g.sizes[which], g.ksizes[which], g.strides[which], g.out[which]
     pad = g.pads[which][0]
     counts = []
     for i in range(o):
         start = i * s - pad
-        end = min(start + k, size + pad)
-        counts.append((end - start, min(end, size) - max(start, 0)))
+        counts.append((k, min(start + k, size) - max(start, 0)))
     return counts
 
 

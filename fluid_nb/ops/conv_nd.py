@@ -423,9 +423,9 @@ class PoolGeometry:
                 result.append((start, end, end - start))
                 continue
             start = i * s - pad
-            end = min(start + k, size + pad)
-            extent = end - start
-            start, end = min(max(start, 0), size - 1), min(end, size)
+            # the divisor of a non-exclusive average is the whole window (Fluid 1.8)
+            end, extent = min(start + k, size), k
+            start = min(max(start, 0), size - 1)
             result.append((start, max(end, start + 1), extent))
         return result
 

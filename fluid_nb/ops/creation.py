@@ -455,11 +455,21 @@ def _increment_step(ctx, ins, out, kernel_step):
     return step
 
 
+def _increment_inverse(g):
+    """No gradient flows through a counter; backward instead steps it back (Out -> X by
+    -step), so the grad ops of array reads and writes indexed by it see the values their
+    forward ops saw."""
+    attrs = dict(g.attrs, step=-g.attrs.get("step", 1.0))
+    return [g.op("increment", {"X": g.output("Out")}, {"Out": g.input("X")}, attrs)]
+
+
 def_op("increment", inputs=["X"], outputs=["Out"], attrs={"step": ("float", 1.0)},
        infer_shape=_increment_infer, share_lod=("X", ["Out"]),
+       grad=_increment_inverse, traits=("inverse_in_backward",),
        kernel=_increment, host_step=_increment_step, kernel_place_of="X",
        doc="Out = X + step, X one element; step is first converted to X's type (so an "
-           "int counter adds int(step)).")
+           "int counter adds int(step)). In backward (when X is left differentiable) an "
+           "increment by -step restores X.")
 
 
 # --- range and linspace: 1-D sequences from one-element tensors ---------------------------------

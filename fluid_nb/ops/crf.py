@@ -208,15 +208,15 @@ def _linear_chain_crf(ctx, emission, transition, label, length):
     w = transition.array
     _check_transition(op, w, flat.shape[1])
     row_max = flat.max(axis=1, keepdims=True) if flat.shape[0] else flat[:, :1]
-    # padding rows stay zero, as Paddle leaves them
-    x_exps = xp.zeros_like(flat)
+    # every row's exponentials, padding rows too (Paddle exponentiates the whole
+    # emission); padding rows of Alpha stay zero
+    x_exps = xp.exp(flat - row_max)
     alpha = xp.zeros_like(flat)
     w_exps = xp.exp(w)
     nll = xp.zeros((len(spans), 1), dtype=flat.dtype)
     for i, (start, end) in enumerate(spans):
         if start == end:  # an empty sequence costs 0
             continue
-        x_exps[start:end] = xp.exp(flat[start:end] - row_max[start:end])
         nll[i, 0] = _forward_one(xp, flat[start:end], x_exps[start:end],
                                  row_max[start:end, 0], w, w_exps,
                                  labels[start:end], alpha[start:end])
@@ -494,11 +494,14 @@ def _chunk_eval(ctx, inference, label, seq_length):
     infer_values, label_values, spans = _chunk_spans("chunk_eval", inference, label,
                                                      seq_length)
     for slot, values in (("Inference", infer_values), ("Label", label_values)):
-        if values.size and not 0 <= values.min() <= values.max() <= limit:
+        # only the steps inside the sequences: a padded batch's filler is not read
+        values = np.concatenate([values[start:end] for start, end in spans] or [values[:0]])
+        bad = values[(values < 0) | (values > limit)]
+        if bad.size:
             raise InvalidArgument(expected("chunk_eval", f"input '{slot}' values",
                                            f"in [0, {limit}] (num_chunk_types * tags per "
                                            f"type; {limit} is outside any chunk)",
-                                           int(values.max())))
+                                           int(bad[0])))
     n_infer = n_label = n_correct = 0
     for start, end in spans:
         found = [c for c in chunks(infer_values[start:end], types, scheme)

@@ -366,7 +366,8 @@ def _retinanet_image(a, deltas, scores, anchors, info):
             box[1::2] = np.clip(box[1::2], 0, np.round(im_h / scale) - 1)
             candidates.setdefault(c, []).append((float(flat[entry]), box))
     found = []
-    for c, entries in candidates.items():
+    for c in sorted(candidates):  # by class, so the stable sort below breaks ties as Fluid
+        entries = candidates[c]
         boxes = np.array([b for _, b in entries])
         class_scores = np.array([s for s, _ in entries])
         kept = nms(boxes, class_scores, -np.inf, a["nms_threshold"], -1, a["nms_eta"], False)

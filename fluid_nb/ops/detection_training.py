@@ -277,7 +277,13 @@ def sample_proposals(overlap, crowd, a, rng, boxes):
 
 def _proposal_labels_one(rois, classes, crowd, gts, info, a, rng):
     scale = float(info[2])
-    boxes = np.concatenate([gts.astype("float64"), rois.astype("float64") / scale])
+    if a["is_cascade_rcnn"]:
+        # a cascade stage's RpnRois already begin with the ground truths (in image
+        # scale): they keep their scale and nothing is prepended
+        boxes = rois.astype("float64")
+        boxes[len(gts):] /= scale
+    else:
+        boxes = np.concatenate([gts.astype("float64"), rois.astype("float64") / scale])
     overlap = pixel_overlaps(boxes, gts)
     fg, bg, fg_gt = sample_proposals(overlap, crowd, a, rng, boxes)
     picked = boxes[fg + bg]
@@ -355,7 +361,9 @@ def_op("generate_proposal_labels",
        host_reads=("RpnRois, GtClasses, IsCrowd, GtBoxes, ImInfo: sampled RoIs "
                    "(data-dependent counts) per image on the host"),
        lod_aware=True, traits={"runtime_outputs"},
-       doc="Per image: the candidates are its GtBoxes then its RpnRois / scale; a crowd "
+       doc="Per image: the candidates are its GtBoxes then its RpnRois / scale (with "
+           "is_cascade_rcnn: its RpnRois alone, whose first rows, the ground truths, keep "
+           "their scale); a crowd "
            "ground truth is never picked; foreground = best pixel IoU >= fg_thresh (its "
            "ground truth the first best), background = bg_thresh_lo <= IoU < bg_thresh_hi; "
            "at most floor(batch_size_per_im * fg_fraction) foreground, the rest of "

@@ -148,7 +148,9 @@ def_op("cvm_grad", inputs=["X", "CVM", "Y@GRAD"], outputs=["X@GRAD"],
 # --- filter_by_instag ------------------------------------------------------------------------
 def _instag_infer(ctx):
     ins = ctx.input_shape("Ins")
-    ctx.check(len(ins) == 2, "input 'Ins'", "a 2-D tensor [N, D]", list(ins))
+    # Fluid reads dims [N, D, ...] as rows of D values (a trailing 1 from layers.data)
+    ctx.check(len(ins) >= 2 and all(d == 1 for d in ins[2:]), "input 'Ins'",
+              "a tensor [N, D] (or [N, D, 1, ...])", list(ins))
     ctx.set_output("Out", [-1, ins[1]], ctx.input_dtype("Ins"), lod_level=1)
     ctx.set_output("LossWeight", [-1, 1], VarType.FP32, lod_level=1)
     ctx.set_output("IndexMap", [-1, 3], VarType.INT64, lod_level=1)
@@ -175,7 +177,7 @@ def _filter_by_instag(ctx, ins, ins_tag, filter_tag):
     offsets = _instance_offsets(ins, ctx.attrs["is_lod"])
     kept = [i for i in range(len(tag_offsets) - 1)
             if any(t in wanted for t in tags[tag_offsets[i]:tag_offsets[i + 1]])]
-    array = ins.array
+    array = ins.array.reshape(ins.array.shape[:2])  # trailing 1s dropped: rows of D values
     if not kept:  # one row of out_val_if_empty, weight 0
         out = xp.full((1, array.shape[1]), ctx.attrs["out_val_if_empty"], dtype=array.dtype)
         return (LoDTensor(out, [[0, 1]]),
@@ -197,13 +199,14 @@ def _filter_by_instag(ctx, ins, ins_tag, filter_tag):
 
 def _filter_by_instag_grad(ctx, index_map, loss_weight, ins, dout):
     xp = ctx.xp
-    dx = xp.zeros(ins.array.shape, dtype=dout.array.dtype)
+    dx = xp.zeros(ins.array.shape[:2], dtype=dout.array.dtype)
     weights = loss_weight.array.reshape(-1)
     if weights.size == 1 and host_scalar(weights) == 0:
-        return LoDTensor(dx, ins._lod)  # nothing was kept
+        return LoDTensor(dx.reshape(ins.array.shape), ins._lod)  # nothing was kept
+    rows = dout.array.reshape(dout.array.shape[0], -1)
     for out_at, in_at, length in to_host(index_map.array).reshape(-1, 3).tolist():
-        dx[in_at:in_at + length] = dout.array[out_at:out_at + length]
-    return LoDTensor(dx, ins._lod)
+        dx[in_at:in_at + length] = rows[out_at:out_at + length]
+    return LoDTensor(dx.reshape(ins.array.shape), ins._lod)
 
 
 _INSTAG_ATTRS = {"is_lod": ("bool", False), "out_val_if_empty": ("long", 0)}

@@ -12,6 +12,7 @@ import numpy as np
 from ..errors import InvalidArgument, expected
 from ..tensor.dtypes import VarType
 from .creation import host_int_lists
+from .shape import last_item_picks
 from .lookup import _index_add
 from ..framework.registry import def_op, grad_maker, grads_like, no_gradient
 
@@ -156,14 +157,18 @@ def _nd_index(op, index, x_shape):
 
 
 def _gather_nd(ctx, x, index):
-    return ctx.xp.ascontiguousarray(x[_nd_index("gather_nd", index, x.shape)])
+    coords = _nd_index("gather_nd", index, x.shape)
+    if not coords:  # an empty coordinate picks the whole of X, once per index row
+        return ctx.xp.ascontiguousarray(ctx.xp.broadcast_to(x, index.shape[:-1] + x.shape))
+    return ctx.xp.ascontiguousarray(x[coords])
 
 
 def _scatter_nd_into(xp, target, index, updates):
     """``target[index[i]] += updates[i]`` for every coordinate i, repeats summed."""
     depth = index.shape[-1]
-    flat_index = index.reshape(-1, depth)
-    rows = updates.reshape((flat_index.shape[0],) + target.shape[depth:])
+    count = int(np.prod(index.shape[:-1], dtype=np.int64))  # (-1 is ambiguous at depth 0)
+    flat_index = index.reshape(count, depth)
+    rows = updates.reshape((count,) + target.shape[depth:])
     if depth == 0:
         target += rows.sum(axis=0)
         return target
@@ -217,7 +222,9 @@ def _scatter_nd_add(ctx, x, index, updates):
 
 
 def _scatter_nd_add_grad(ctx, index, updates, dout):
-    dupdates = dout[_nd_index("scatter_nd_add_grad", index, dout.shape)]
+    coords = _nd_index("scatter_nd_add_grad", index, dout.shape)
+    # an empty coordinate added each update row to the whole of X: each gets all of dOut
+    dupdates = dout[coords] if coords else ctx.xp.broadcast_to(dout, updates.shape)
     return dout.copy(), ctx.xp.ascontiguousarray(dupdates.reshape(updates.shape))
 
 
@@ -375,8 +382,12 @@ def _strided_index(ctx, shape, tensors):
     def pick(tensor, tensor_list, name):
         return next(v for v in (tensor, tensor_list, attrs[name]) if v is not None)
 
-    ranges = strided_ranges(ctx.op.type, shape, attrs["axes"], pick(starts_t, starts_l, "starts"),
-                            pick(ends_t, ends_l, "ends"), pick(strides_t, strides_l, "strides"))
+    starts, ends = pick(starts_t, starts_l, "starts"), pick(ends_t, ends_l, "ends")
+    strides = pick(strides_t, strides_l, "strides")
+    # x[i] with a run-time i of -1 (start -1, end 0): the last item, stepping either way
+    ends = [(2 ** 31 - 1 if stride > 0 else -2) if picks_last else end for end, stride, picks_last
+            in zip(ends, strides, last_item_picks(starts, ends, attrs))]
+    ranges = strided_ranges(ctx.op.type, shape, attrs["axes"], starts, ends, strides)
     index = [slice(None)] * len(shape)
     for axis, start, end, stride in ranges:
         index[axis] = slice(start, end, stride)

@@ -13,8 +13,8 @@ out is 1):
   weighted 1 - frac and frac.
   nearest: int(ratio * k + 0.5) with align_corners, int(ratio * k) without.
   bicubic: src = ratio * k (align_corners) or ratio * (k + 0.5) - 0.5; the four
-  neighbours floor(src) - 1 .. floor(src) + 2 (clamped) weighted by Keys' cubic
-  convolution with A = -0.75.
+  neighbours b - 1 .. b + 2 (clamped), b = src truncated toward 0, weighted by Keys'
+  cubic convolution with A = -0.75 of the fraction src - b.
 Output size: the out_d/out_h/out_w attributes, overridden by ``scale`` (> 0: in * scale),
 then by the Scale input, then by OutSize ([out_h, out_w]), then by SizeTensor (one int
 tensor per dim).
@@ -97,7 +97,9 @@ def cubic_matrix(size_in, size_out, align_corners):
     ratio = _ratio(size_in, size_out, align_corners)
     k = np.arange(size_out, dtype=np.float64)
     src = ratio * k if align_corners else ratio * (k + 0.5) - 0.5
-    base = np.floor(src).astype(np.int64)
+    # truncated toward 0, as Fluid's kernel casts: the first output rows of an upsampling
+    # (src in (-0.5, 0)) take base 0 and a negative fraction
+    base = np.trunc(src).astype(np.int64)
     weights = _cubic_weights(src - base)
     m = np.zeros((size_out, size_in))
     for i, w in enumerate(weights):

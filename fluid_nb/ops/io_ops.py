@@ -128,6 +128,7 @@ def _py_func(ctx, xs):
     from ..errors import InvalidArgument, expected
     func = PY_FUNCS[ctx.attrs["forward_callable_id"]]
     skipped = set(ctx.attrs.get("skip_vars_in_backward_input") or ())
+    xs = xs or []  # a function of no inputs: the op has no X
     names = ctx.op.inputs.get("X", [])
     args = [x for name, x in zip(names, xs) if name not in skipped] \
         if not ctx.attrs["is_forward"] else list(xs)

@@ -245,8 +245,8 @@ def_op("lookup_table_v2_grad",
 def _one_hot_infer(ctx):
     x = list(ctx.input_shape("X"))
     ctx.check(len(x) >= 1, "input 'X'", "rank >= 1", x)
-    ctx.check(ctx.input_dtype("X") in _INT_TYPES, "input 'X' dtype", "int64 (or int32)",
-              ctx.input_dtype("X").name)
+    # the ids' dtype is the kernel's choice, checked when they arrive: the layers check the
+    # declared dtype, and a program may feed int ids to a variable declared otherwise
     depth = -1 if ctx.has_input("depth_tensor") else ctx.attr("depth")
     if not ctx.has_input("depth_tensor"):
         ctx.check(depth > 0, "attribute 'depth'", "> 0 (or a depth_tensor input)", depth)
@@ -255,6 +255,9 @@ def _one_hot_infer(ctx):
 
 def _one_hot_v2(ctx, x, depth_tensor):
     xp, attrs = ctx.xp, ctx.attrs
+    if x.dtype.kind not in "iu":  # one_hot's kernels are int32 and int64 ones
+        raise InvalidArgument(expected(ctx.op.type, "input 'X' dtype", "int64 (or int32)",
+                                       str(x.dtype)))
     # the depth decides the output's shape: read on the host
     depth = host_scalar(depth_tensor) if depth_tensor is not None else attrs["depth"]
     if not attrs["allow_out_of_range"] and xp is np:  # a device does not check (module doc)
@@ -293,8 +296,6 @@ def _one_hot_v1_infer(ctx):
     x = list(ctx.input_shape("X"))
     # the last dim is checked when the ids arrive: Fluid programs declare [-1, k] data
     ctx.check(len(x) >= 2, "input 'X'", "rank >= 2 ([..., 1] ids)", x)
-    ctx.check(ctx.input_dtype("X") in _INT_TYPES, "input 'X' dtype", "int64 (or int32)",
-              ctx.input_dtype("X").name)
     depth = -1 if ctx.has_input("depth_tensor") else ctx.attr("depth")
     if not ctx.has_input("depth_tensor"):
         ctx.check(depth > 0, "attribute 'depth'", "> 0 (or a depth_tensor input)", depth)

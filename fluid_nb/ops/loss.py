@@ -10,7 +10,7 @@ labels to the host every step, it counts as ignored (loss and gradient 0).
 import numpy as np
 
 from ..errors import InvalidArgument, expected
-from ..tensor.tensor import LoDTensor
+from ..tensor.tensor import LoDTensor, SelectedRows
 from ..tensor.dtypes import VarType
 from ..framework.infer import dims_match
 from ..framework.registry import def_op, grad_maker
@@ -889,23 +889,30 @@ def _hsigmoid_paths(ctx, x, label, path_table, path_code):
     return xp.where(valid, parent - 1, 0), (code >> steps) & 1, valid
 
 
-def _hsigmoid(ctx, x, w, label, path_table, path_code, bias):
-    xp = ctx.xp
-    node, bit, valid = _hsigmoid_paths(ctx, x, label, path_table, path_code)
-    x64, w64 = x.astype("float64"), w.astype("float64")
+def _hsigmoid_pre(xp, x64, w64, bias, node, valid):
     pre = xp.einsum("nd,nkd->nk", x64, w64[node])
     if bias is not None:
         pre = pre + bias.astype("float64").reshape(-1)[node]
-    pre = xp.where(valid, xp.clip(pre, -40.0, 40.0), 0)
-    out = xp.where(valid, xp.logaddexp(0, pre) - bit * pre, 0).sum(axis=1, keepdims=True)
-    return out.astype(x.dtype), pre.astype(x.dtype), None
+    return xp.where(valid, xp.clip(pre, -40.0, 40.0), 0)
+
+
+def _hsigmoid(ctx, x, w, label, path_table, path_code, bias):
+    xp = ctx.xp
+    node, bit, valid = _hsigmoid_paths(ctx, x, label, path_table, path_code)
+    pre = _hsigmoid_pre(xp, x.astype("float64"), w.astype("float64"), bias, node, valid)
+    # PreOut holds log(1 + e^pre) over the whole width: a step past the end of a shorter
+    # path has pre = 0 and adds log 2 to Out, as Fluid's kernel sums the full row
+    soft = xp.logaddexp(0, pre)
+    out = soft.sum(axis=1, keepdims=True) - (xp.where(valid, bit, 0) * pre).sum(
+        axis=1, keepdims=True)
+    return out.astype(x.dtype), soft.astype(x.dtype), None
 
 
 def _hsigmoid_grad(ctx, x, w, label, path_table, path_code, bias, pre_out, dout):
     xp = ctx.xp
     node, bit, valid = _hsigmoid_paths(ctx, x, label, path_table, path_code)
     x64, w64 = x.astype("float64"), w.astype("float64")
-    pre = pre_out.astype("float64")
+    pre = _hsigmoid_pre(xp, x64, w64, bias, node, valid)  # (PreOut holds it soft-relu'd)
     # the clip passes no gradient at its bounds
     live = valid & (pre > -40.0) & (pre < 40.0)
     d = xp.where(live, (1 / (1 + xp.exp(-pre)) - bit) * dout.astype("float64").reshape(-1, 1),
@@ -948,9 +955,9 @@ def_op("hierarchical_sigmoid",
        outputs=["Out", "PreOut!", "W_Out?"], attrs=_HSIGMOID_ATTRS,
        infer_shape=_hsigmoid_infer, grad=_hsigmoid_grad_maker, kernel=_hsigmoid,
        doc="Each label is a leaf of a binary tree (Paddle's default heap tree over "
-           "num_classes leaves, or PathTable/PathCode); PreOut_ij = clip(X_i . W[node_ij] + "
-           "Bias[node_ij], -40, 40) along the path, Out_i = sum_j log(1 + e^PreOut_ij) - "
-           "bit_ij PreOut_ij.")
+           "num_classes leaves, or PathTable/PathCode); z_ij = clip(X_i . W[node_ij] + "
+           "Bias[node_ij], -40, 40) along the path (0 past its end), PreOut_ij = log(1 + "
+           "e^z_ij) over the whole width, Out_i = sum_j PreOut_ij - sum_j bit_ij z_ij.")
 def_op("hierarchical_sigmoid_grad",
        inputs=["X", "W", "Label", "PathTable?", "PathCode?", "Bias?", "PreOut", "Out@GRAD"],
        outputs=["X@GRAD?", "W@GRAD?", "Bias@GRAD?"], attrs=_HSIGMOID_ATTRS,
@@ -963,31 +970,57 @@ def_op("hierarchical_sigmoid_grad",
 
 
 # --- nce: noise-contrastive estimation ------------------------------------------------------------
-def _nce_probability(xp, attrs, classes, ids):
-    """The sampler's probability of drawing each id: uniform, or log-uniform (Zipf's law
-    over ids sorted by frequency)."""
+def _nce_probability(xp, attrs, classes, ids, custom=()):
+    """The sampler's probability of drawing each id: uniform, log-uniform (Zipf's law
+    over ids sorted by frequency), or the custom distribution's CustomDistProbs[id]."""
     if attrs["sampler"] == 1:
         return xp.log((ids + 2.0) / (ids + 1.0)) / np.log(classes + 1.0)
+    if attrs["sampler"] == 2:
+        return _custom_dist(attrs, classes, custom)[0].astype("float64")[ids]
     return xp.full(ids.shape, 1.0 / classes)
 
 
-def _nce_draw(ctx, classes, count):
-    """The negative ids, drawn on the host (the op's random state is NumPy's)."""
+def _custom_dist(attrs, classes, custom):
+    """(probs, alias, alias_probs) of the custom sampler (2), each with one entry a class."""
+    if any(table is None for table in custom):
+        raise InvalidArgument(expected("nce", "inputs CustomDistProbs, CustomDistAlias and "
+                                       "CustomDistAliasProbs", "given with sampler 2 "
+                                       "(custom_dist)", "some of them missing"))
+    tables = [table.reshape(-1) for table in custom]
+    for name, table in zip(("CustomDistProbs", "CustomDistAlias", "CustomDistAliasProbs"),
+                           tables):
+        if table.size != classes:
+            raise InvalidArgument(expected("nce", f"input '{name}'", f"{classes} entries "
+                                           f"(num_total_classes)", table.size))
+    return tables
+
+
+def _nce_draw(ctx, classes, count, custom=()):
+    """The negative ids, drawn on the host (the op's random state is NumPy's). The custom
+    sampler is Walker's alias method: a uniform id i and u ~ U[0, 1) give i when
+    u <= alias_probs[i], else alias[i] (i itself where alias[i] is -1)."""
     rng = ctx.random_state()
     if ctx.attrs["sampler"] == 1:  # log-uniform: floor(exp(u log(C + 1))) - 1
         u = rng.random_sample(count)
         return (np.exp(u * np.log(classes + 1.0)).astype("int64") - 1).clip(0, classes - 1)
-    return rng.randint(0, classes, count).astype("int64")
+    ids = rng.randint(0, classes, count).astype("int64")
+    if ctx.attrs["sampler"] == 2:
+        _, alias, alias_probs = (to_host(t) for t in _custom_dist(ctx.attrs, classes, custom))
+        u = rng.random_sample(count)
+        swap = (u > alias_probs[ids]) & (alias[ids] >= 0)
+        ids = np.where(swap, alias[ids].astype("int64"), ids)
+    return ids
 
 
-def _nce_forward(ctx, x, label, weight, bias, sample_weight):
+def _nce_forward(ctx, x, label, weight, bias, sample_weight, custom=()):
     xp, a = ctx.xp, ctx.attrs
     classes, negatives = a["num_total_classes"], a["num_neg_samples"]
     true = label.reshape(len(x), -1).astype("int64")
     if a["custom_neg_classes"]:
         sampled = np.tile(np.array(a["custom_neg_classes"], "int64"), (len(x), 1))
     else:
-        sampled = _nce_draw(ctx, classes, len(x) * negatives).reshape(len(x), negatives)
+        sampled = _nce_draw(ctx, classes, len(x) * negatives,
+                            custom).reshape(len(x), negatives)
     # the draws go to where the labels are (host to device: no read back)
     labels = xp.concatenate([true, xp.asarray(sampled)], axis=1)
     x64, w64 = x.astype("float64"), weight.astype("float64")
@@ -995,7 +1028,7 @@ def _nce_forward(ctx, x, label, weight, bias, sample_weight):
     if bias is not None:
         logits = logits + bias.astype("float64").reshape(-1)[labels]
     o = 1 / (1 + xp.exp(-logits))
-    b = _nce_probability(xp, a, classes, labels) * negatives
+    b = _nce_probability(xp, a, classes, labels, custom) * negatives
     num_true = true.shape[1]
     cost = xp.where(xp.arange(labels.shape[1]) < num_true, -xp.log(o / (o + b)),
                     -xp.log(b / (o + b))).sum(axis=1, keepdims=True)
@@ -1004,17 +1037,18 @@ def _nce_forward(ctx, x, label, weight, bias, sample_weight):
     return cost, o, labels, b, num_true
 
 
-def _nce(ctx, x, label, weight, bias, sample_weight):
-    cost, o, labels, _, _ = _nce_forward(ctx, x, label, weight, bias, sample_weight)
+def _nce(ctx, x, label, weight, bias, sample_weight, *custom):
+    cost, o, labels, _, _ = _nce_forward(ctx, x, label, weight, bias, sample_weight, custom)
     return cost.astype(x.dtype), o.astype(x.dtype), labels
 
 
-def _nce_grad(ctx, x, label, weight, bias, sample_weight, sample_logits, sample_labels,
-              dcost):
+def _nce_grad(ctx, x, label, weight, bias, sample_weight, probs, alias, alias_probs,
+              sample_logits, sample_labels, dcost):
     xp, a = ctx.xp, ctx.attrs
     labels = sample_labels.astype("int64")
     o = sample_logits.astype("float64")
-    b = _nce_probability(xp, a, a["num_total_classes"], labels) * a["num_neg_samples"]
+    b = _nce_probability(xp, a, a["num_total_classes"], labels,
+                         (probs, alias, alias_probs)) * a["num_neg_samples"]
     num_true = label.reshape(len(labels), -1).shape[1]
     dz = xp.where(xp.arange(labels.shape[1]) < num_true, -b * (1 - o) / (o + b),
                   o * (1 - o) / (o + b))
@@ -1024,15 +1058,34 @@ def _nce_grad(ctx, x, label, weight, bias, sample_weight, sample_logits, sample_
     dz = dz * scale
     x64, w64 = x.astype("float64"), weight.astype("float64")
     dx = xp.einsum("nk,nkd->nd", dz, w64[labels])
-    dw = xp.zeros_like(w64)
-    xp.add.at(dw, labels.reshape(-1),
-              (dz[:, :, None] * x64[:, None, :]).reshape(-1, x64.shape[1]))
+    contributions = (dz[:, :, None] * x64[:, None, :]).reshape(-1, x64.shape[1])
+    if a["is_sparse"]:
+        dw = _nce_sparse_weight_grad(xp, labels, contributions, weight.shape[0], x.dtype)
+    else:
+        dw = xp.zeros_like(w64)
+        xp.add.at(dw, labels.reshape(-1), contributions)
+        dw = dw.astype(x.dtype)
     db = None
     if bias is not None:
         db = xp.zeros(bias.size)
         xp.add.at(db, labels.reshape(-1), dz.reshape(-1))
         db = db.reshape(bias.shape).astype(bias.dtype)
-    return dx.astype(x.dtype), dw.astype(x.dtype), db
+    return dx.astype(x.dtype), dw, db
+
+
+def _nce_sparse_weight_grad(xp, labels, contributions, height, dtype):
+    """Fluid's sparse Weight@GRAD: one row per distinct sampled id, ascending (a row list
+    on the host: the ids are read there), each the sum of that id's contributions."""
+    ids, inverse = np.unique(to_host(labels).reshape(-1), return_inverse=True)
+    rows = xp.zeros((ids.size, contributions.shape[1]), "float64")
+    xp.add.at(rows, xp.asarray(inverse.reshape(-1)), contributions)
+    return SelectedRows(ids.tolist(), height, LoDTensor(rows.astype(dtype)))
+
+
+def _nce_grad_var_type(ctx):
+    """Weight@GRAD is SelectedRows when the nce is sparse."""
+    if ctx.attr("is_sparse") and ctx.has_output("Weight@GRAD"):
+        ctx.output_var("Weight@GRAD").type = VarType.SELECTED_ROWS
 
 
 def _nce_infer(ctx):
@@ -1046,7 +1099,8 @@ def _nce_infer(ctx):
 
 def _nce_grad_maker(g):
     ins = {slot: g.input(slot) for slot in ("Input", "Label", "Weight", "Bias",
-                                            "SampleWeight")}
+                                            "SampleWeight", "CustomDistProbs",
+                                            "CustomDistAlias", "CustomDistAliasProbs")}
     ins.update({"SampleLogits": g.output("SampleLogits"),
                 "SampleLabels": g.output("SampleLabels"), "Cost@GRAD": g.output_grad("Cost")})
     return [g.op("nce_grad", ins, {"Input@GRAD": g.input_grad("Input"),
@@ -1055,9 +1109,8 @@ def _nce_grad_maker(g):
 
 
 _NCE_ATTRS = {"num_total_classes": ("int", None), "num_neg_samples": ("int", 10),
-              "sampler": ("int", 0, lambda v: None if v in (0, 1) else
-                          "0 (uniform) or 1 (log-uniform); the custom distribution (2) is "
-                          "not supported"),
+              "sampler": ("int", 0, lambda v: None if v in (0, 1, 2) else
+                          "0 (uniform), 1 (log-uniform) or 2 (custom distribution)"),
               "seed": ("int", 0), "custom_neg_classes": ("ints", []),
               "is_sparse": ("bool", False), "is_test": ("bool", False),
               "remote_prefetch": ("bool", False), "height_sections": ("longs", []),
@@ -1066,13 +1119,14 @@ def_op("nce", inputs=["Input", "Label", "Weight", "Bias?", "SampleWeight?",
                       "CustomDistProbs?", "CustomDistAlias?", "CustomDistAliasProbs?"],
        outputs=["Cost", "SampleLogits!", "SampleLabels!"], attrs=_NCE_ATTRS,
        infer_shape=_nce_infer, grad=_nce_grad_maker,
-       kernel=lambda ctx, x, label, weight, bias, sample_weight, *custom:
-       _nce(ctx, x, label, weight, bias, sample_weight),
-       doc="Per row: the true labels and num_neg_samples drawn ones (uniform, or log-uniform "
-           "with sampler 1; custom_neg_classes fixes them); o = sigmoid(Input . Weight[id] + "
+       kernel=_nce,
+       doc="Per row: the true labels and num_neg_samples drawn ones (uniform, log-uniform "
+           "with sampler 1, or sampler 2's CustomDist* alias tables; custom_neg_classes fixes "
+           "them); o = sigmoid(Input . Weight[id] + "
            "Bias[id]), b = num_neg_samples * P(id); Cost = sum over the true of "
            "-log(o / (o + b)) plus over the drawn of -log(b / (o + b)), times SampleWeight.")
 def_op("nce_grad", inputs=["Input", "Label", "Weight", "Bias?", "SampleWeight?",
+                           "CustomDistProbs?", "CustomDistAlias?", "CustomDistAliasProbs?",
                            "SampleLogits", "SampleLabels", "Cost@GRAD"],
        outputs=["Input@GRAD?", "Weight@GRAD?", "Bias@GRAD?"], attrs=_NCE_ATTRS,
        infer_shape=lambda ctx: [ctx.set_output(out, ctx.input_shape(src),
@@ -1081,7 +1135,11 @@ def_op("nce_grad", inputs=["Input", "Label", "Weight", "Bias?", "SampleWeight?",
                                                  ("Weight@GRAD", "Weight"),
                                                  ("Bias@GRAD", "Bias"))
                                 if ctx.has_output(out)],
-       kernel=_nce_grad, doc="Gradient of nce.")
+       infer_var_type=_nce_grad_var_type, traits=("runtime_outputs",), kernel=_nce_grad,
+       host_reads="SampleLabels, only with is_sparse: the SelectedRows gradient's row list "
+                  "is host data",
+       doc="Gradient of nce. With is_sparse, Weight@GRAD is a SelectedRows: the distinct "
+           "sampled ids ascending, each row the sum of its gradient (Bias@GRAD stays dense).")
 
 
 # --- sample_logits: the logits of the true classes and of drawn ones -------------------------------

@@ -9,6 +9,7 @@ from ..tensor.tensor import LoDTensor, LoDTensorArray, SelectedRows
 from ..tensor.dtypes import VarType, convert_dtype, to_numpy_dtype
 from ..framework.infer import dims_match
 from ..framework.program import EMPTY_VAR_NAME
+from .clip_ops import merge_add
 from .common import elementwise_op, unbroadcast
 from ..framework.registry import def_op, grad_maker, grads_like
 
@@ -224,9 +225,7 @@ def _sum_kernel(ctx, xs):
         for a in arrays[2:]:
             dense += a  # our own array: accumulating in place saves a copy per input
     if dense is None and sparse and len(sparse) == len([t for t in xs if t is not None]):
-        rows = [r for s in sparse for r in s.rows()]
-        values = xp.concatenate([s.value.array for s in sparse], axis=0)
-        return SelectedRows(rows, sparse[0].height(), LoDTensor(values))
+        return _sum_selected_rows(xp, sparse)
     for s in sparse:
         if dense is None:
             dense = s.to_dense(xp)
@@ -236,6 +235,19 @@ def _sum_kernel(ctx, xs):
         raise InvalidArgument(expected("sum", "input X", "at least one initialised tensor",
                                        "none initialised"))
     return LoDTensor(dense, lod or [])
+
+
+def _sum_selected_rows(xp, inputs):
+    """SelectedRows inputs give a SelectedRows: their MergeAdd (rows concatenated, or merged
+    and ascending when a row id repeats), or no rows at all when no input has any."""
+    rows, height, values = merge_add(xp, inputs, "sum")
+    if values is None:
+        first = inputs[0].value.array
+        values = xp.zeros((0,) + tuple(first.shape[1:] if first is not None else ()),
+                          dtype=first.dtype if first is not None else "float32")
+    elif any(values is s.value.array for s in inputs):
+        values = values.copy()  # Out is a new variable's value, not an input's array
+    return SelectedRows(rows.tolist(), height, LoDTensor(values))
 
 
 def _sum_arrays(xp, arrays):
@@ -266,8 +278,10 @@ def _sum_grad(g):
 def_op("sum", inputs=["X[]"], outputs=["Out"], infer_shape=_sum_infer, grad=_sum_grad,
        kernel=_sum_kernel, lod_aware=True,
        doc="Out = X[0] + X[1] + ... (uninitialised inputs skipped; SelectedRows inputs add "
-           "their rows; all-SelectedRows inputs give SelectedRows with the rows concatenated; "
-           "LoDTensorArrays add index by index). Out takes X[0]'s LoD.")
+           "their rows; all-SelectedRows inputs give a SelectedRows, merged as Fluid's "
+           "MergeAdd: the rows concatenated when no row id repeats, else the distinct ids "
+           "ascending with their values summed; LoDTensorArrays add index by index). Out "
+           "takes X[0]'s LoD.")
 
 
 def _filled(xp, shape, dtype, value):

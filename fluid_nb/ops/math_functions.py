@@ -763,13 +763,13 @@ def _sampling_id(ctx, x):
     # the first column whose running total passes the draw; the last one when none does
     passed = xp.cumsum(x, axis=1) > draws[:, None]
     ids = xp.where(passed.any(axis=1), passed.argmax(axis=1), x.shape[1] - 1)
-    return ids.astype(x.dtype)
+    return ids.astype("int64")  # Fluid 1.8's kernel writes int64 ids, whatever X's type
 
 
 def _sampling_id_infer(ctx):
     shape = ctx.input_shape("X")
     ctx.check(len(shape) == 2, "input 'X'", "a 2-D tensor [batch, classes]", list(shape))
-    ctx.set_output("Out", (shape[0],), ctx.input_dtype("X"))
+    ctx.set_output("Out", (shape[0],), VarType.INT64)
 
 
 def_op("sampling_id", inputs=["X"], outputs=["Out"],
@@ -778,7 +778,7 @@ def_op("sampling_id", inputs=["X"], outputs=["Out"],
        traits=("stateful",),
        doc="Out[i] = a column drawn from row i of X taken as a distribution: the first j "
            "with X[i, 0] + ... + X[i, j] > r, r ~ U[min, max) (the last column when none); "
-           "Out has X's type.")
+           "Out is int64.")
 
 
 # --- where (three inputs) and log_softmax: the single ops later Paddle programs use ------------------

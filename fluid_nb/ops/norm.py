@@ -577,10 +577,31 @@ X[i] * sum over the channels c whose window holds i of dOut[c] * X[c] * MidOut[c
 
 
 # --- data_norm ---------------------------------------------------------------------------------
+def _dn_channels(ctx, x_shape):
+    last = ctx.attrs().get("data_layout", "NCHW") == "NHWC"
+    return x_shape[-1] if last else x_shape[1]
+
+
+def _dn_rows(x, attrs):
+    """X as [rows, C]: the channel axis (1, or the last with NHWC) last, the rest flattened
+    into rows; and the function that puts such a [rows, C] array back in X's layout."""
+    if x.ndim == 2:
+        return x, lambda a: a
+    axis = x.ndim - 1 if attrs.get("data_layout", "NCHW") == "NHWC" else 1
+    moved = x if axis == x.ndim - 1 else x.swapaxes(axis, -1)
+    shape = moved.shape
+
+    def back(a):
+        a = a.reshape(shape)
+        return a if axis == x.ndim - 1 else a.swapaxes(axis, -1)
+    return moved.reshape(-1, shape[-1]), back
+
+
 def _dn_infer_shape(ctx):
     x_shape = ctx.input_shape("X")
-    ctx.check(len(x_shape) == 2, "input 'X'", "a 2-D tensor [N, C]", list(x_shape))
-    c = x_shape[1]
+    ctx.check(2 <= len(x_shape) <= 5, "input 'X'", "a tensor of 2 to 5 dims (N, C, ...)",
+              list(x_shape))
+    c = _dn_channels(ctx, x_shape)
     for slot in ("BatchSize", "BatchSum", "BatchSquareSum"):
         shape = ctx.input_shape(slot)
         ctx.check(len(shape) == 1 and (c < 0 or shape[0] < 0 or shape[0] == c),
@@ -604,6 +625,7 @@ def _dn_empty_slots(xp, x, slot_dim):
 
 def _dn_forward(ctx, x, batch_size, batch_sum, batch_square_sum, scale_w, bias):
     xp, attrs = ctx.xp, ctx.attrs
+    x, back = _dn_rows(x, attrs)
     means = batch_sum / batch_size
     scales = xp.sqrt(batch_size / batch_square_sum)
     y = (x - means) * scales
@@ -612,8 +634,8 @@ def _dn_forward(ctx, x, batch_size, batch_sum, batch_square_sum, scale_w, bias):
     slot_dim = attrs.get("slot_dim", -1)
     if slot_dim > 0:
         y = xp.where(_dn_empty_slots(xp, x, slot_dim), 0, y)
-    return (y.astype(x.dtype, copy=False), means, scales, batch_size.copy(), batch_sum.copy(),
-            batch_square_sum.copy())
+    return (back(y.astype(x.dtype, copy=False)), means, scales, batch_size.copy(),
+            batch_sum.copy(), batch_square_sum.copy())
 
 
 def _dn_backward(ctx, x, scales, means, scale_w, bias, dy):
@@ -621,6 +643,8 @@ def _dn_backward(ctx, x, scales, means, scale_w, bias, dy):
     count, sum and centred square sum (+ N * epsilon), which the optimizer folds into the
     running summaries."""
     xp, attrs = ctx.xp, ctx.attrs
+    x, back = _dn_rows(x, attrs)
+    dy = _dn_rows(dy, attrs)[0]
     n = x.shape[0]
     scale_on = attrs.get("enable_scale_and_shift", False) and scale_w is not None
     dx = dy * scales * (scale_w if scale_on else 1.0)
@@ -634,7 +658,7 @@ def _dn_backward(ctx, x, scales, means, scale_w, bias, dy):
     if scale_on:
         d_scale = (dy * (x - means) * scales).sum(axis=0)
         d_bias = dy.sum(axis=0)
-    return (dx.astype(x.dtype, copy=False), d_size, d_sum.astype(x.dtype),
+    return (back(dx.astype(x.dtype, copy=False)), d_size, d_sum.astype(x.dtype),
             d_square.astype(x.dtype), d_scale, d_bias)
 
 
@@ -651,7 +675,7 @@ def _dn_grad_maker(g):
 def _dn_grad_shapes(ctx):
     if ctx.has_output("X@GRAD"):
         ctx.set_output("X@GRAD", ctx.input_shape("X"), ctx.input_dtype("X"))
-    c = ctx.input_shape("X")[1]
+    c = _dn_channels(ctx, ctx.input_shape("X"))
     for slot in ("BatchSize", "BatchSum", "BatchSquareSum", "scale_w", "bias"):
         if ctx.has_output(slot + "@GRAD"):
             ctx.set_output(slot + "@GRAD", (c,), ctx.input_dtype("X"))

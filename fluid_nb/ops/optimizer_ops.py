@@ -251,6 +251,22 @@ _ADAM_STATE = frozenset({"Param", "Moment1", "Moment2"})
 _ADAM_SCRATCH = 1 << 16
 
 
+def _held_output(ctx, out_slot, in_slot, like):
+    """What a lazy sparse update starts ``out_slot`` from: Fluid writes only the gradient's
+    rows into the output's own buffer, so an output bound to another variable than its
+    input keeps the rest of what it held (when it holds an array shaped like ``like``);
+    otherwise a copy of ``like``, the input."""
+    names = ctx.output_names(out_slot) if hasattr(ctx, "output_names") else []
+    scope = getattr(ctx, "scope", None)
+    if names and scope is not None and names != ctx.input_names(in_slot):
+        holder = scope.find_var(names[0])
+        value = holder.value if holder is not None else None
+        array = value.array if isinstance(value, LoDTensor) else None
+        if array is not None and tuple(array.shape) == tuple(like.shape):
+            return ctx.xp.asarray(array).astype(like.dtype, copy=True)
+    return like.copy()
+
+
 def _adam_kernel(ctx, param, grad, lr, m1, m2, b1p, b2p, beta1_t, beta2_t, eps_t, master,
                  skip):
     xp, a = ctx.xp, ctx.attrs
@@ -309,7 +325,9 @@ def _adam_kernel(ctx, param, grad, lr, m1, m2, b1p, b2p, beta1_t, beta2_t, eps_t
     if isinstance(grad, SelectedRows) and a["lazy_mode"]:
         rows, values = merged_rows(xp, grad, "adam", base.shape[0])
         index = xp.asarray(rows)
-        new, m1_out, m2_out = base.copy(), m1.copy(), m2.copy()
+        new = _held_output(ctx, "ParamOut", "Param", base) if base is p else base.copy()
+        m1_out = _held_output(ctx, "Moment1Out", "Moment1", m1)
+        m2_out = _held_output(ctx, "Moment2Out", "Moment2", m2)
         new[index], m1_out[index], m2_out[index] = step(
             base[index], values.reshape((rows.size,) + base.shape[1:]), m1[index], m2[index])
     else:
@@ -366,7 +384,8 @@ def_op("adam",
            "Beta{1,2}PowOut = Beta{1,2}Pow * beta{1,2} unless use_global_beta_pow. "
            "Beta1Tensor/Beta2Tensor/EpsilonTensor override the attributes; a true SkipUpdate "
            "copies every input to its output. A SelectedRows Grad updates every row (missing "
-           "rows 0), or only its rows with lazy_mode. Beta1PowOut/Beta2PowOut may be left "
+           "rows 0), or only its rows with lazy_mode (outputs bound to other variables than "
+           "their inputs keep their other rows). Beta1PowOut/Beta2PowOut may be left "
            "out (as programs from before Paddle 1.7 do).")
 
 

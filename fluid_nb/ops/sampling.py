@@ -2,12 +2,11 @@
 spectral_norm, similarity_focus and random_crop (with grad ops where Paddle has them)."""
 import numpy as np
 
-from ..errors import Unimplemented, expected
 from ..tensor.tensor import LoDTensor
 from ..tensor.dtypes import VarType
 from .conv_nd import ConvGeometry, col2im, pad_spatial, windows
 from .creation import host_ints
-from ..tensor.transfer import host_scalar
+from ..tensor.transfer import host_scalar, to_host
 from .lookup import _index_add
 from ..framework.registry import def_op, grad_maker, grads_like, no_gradient
 
@@ -201,11 +200,34 @@ def _im2seq_infer(ctx):
                    lod_level=1)
 
 
+def _im2sequence_real_sizes(xp, attrs, x, image_size):
+    """Per-image patch grids: image i's real size Y[i] = (h, w), divided by out_stride
+    (rounded up), gives its grid oh_i x ow_i; its rows are the first oh_i x ow_i patches
+    of the (zero-padded) full image, in the same order as without Y."""
+    kh, kw = attrs.get("kernels", [1, 1])
+    sh, sw = attrs.get("strides", [1, 1])
+    up, left, down, right = attrs.get("paddings", [0, 0, 0, 0])
+    out_h, out_w = attrs.get("out_stride", [1, 1])
+    channels, height, width = x.shape[1:]
+    rows, lod = [], [0]
+    for k, (real_h, real_w) in enumerate(to_host(image_size).reshape(-1, 2).tolist()):
+        oh = (-(-int(real_h) // out_h) + up + down - kh) // sh + 1
+        ow = (-(-int(real_w) // out_w) + left + right - kw) // sw + 1
+        canvas = xp.zeros((channels, max(up + height, (oh - 1) * sh + kh),
+                           max(left + width, (ow - 1) * sw + kw)), dtype=x.dtype)
+        canvas[:, up:up + height, left:left + width] = x[k]
+        r = (xp.arange(oh) * sh)[:, None] + xp.arange(kh)[None, :]
+        c = (xp.arange(ow) * sw)[:, None] + xp.arange(kw)[None, :]
+        patches = canvas[:, r[:, None, :, None], c[None, :, None, :]]  # [C, oh, ow, kh, kw]
+        rows.append(patches.transpose(1, 2, 0, 3, 4).reshape(oh * ow, -1))
+        lod.append(lod[-1] + oh * ow)
+    return LoDTensor(xp.ascontiguousarray(xp.concatenate(rows)), [lod])
+
+
 def _im2sequence(ctx, x, image_size):
-    if image_size is not None:
-        raise Unimplemented(expected("im2sequence", "input 'Y'", "none (per-image real "
-                                     "sizes are not supported)", "a tensor"))
     xp = ctx.xp
+    if image_size is not None and x.shape[0] > 1:  # (one image: Y is not read)
+        return _im2sequence_real_sizes(xp, ctx.attrs, x, image_size)
     g = _im2seq_geometry(ctx.attrs, x.shape[2:])
     cols = windows(xp, pad_spatial(xp, x, g.pads), g.ksizes, g.strides, g.dilations, g.out)
     n, blocks = x.shape[0], g.out[0] * g.out[1]
@@ -231,9 +253,11 @@ def_op("im2sequence", inputs=["X", "Y?"], outputs=["Out"], attrs=_IM2SEQ_ATTRS,
        infer_shape=_im2seq_infer,
        grad=grad_maker("im2sequence_grad", inputs=["X"], out_grads=["Out"], in_grads=["X"]),
        kernel=_im2seq_kernel, lod_aware=True,
+       host_reads="Y: the real sizes decide each image's number of rows",
        doc="""im2sequence: each image's kh x kw patches (stride, paddings [up, left, down,
 right]) as rows of a LoDTensor, one sequence of oh * ow rows per image, each row the patch
-in (channel, row, column) order.""")
+in (channel, row, column) order. With Y (N > 1 images, Y[i] = real (h, w)): image i's grid
+is computed from ceil(Y[i] / out_stride) and holds the first oh_i x ow_i patches.""")
 def_op("im2sequence_grad", inputs=["X", "Out@GRAD"], outputs=["X@GRAD"], attrs=_IM2SEQ_ATTRS,
        infer_shape=grads_like(**{"X@GRAD": "X"}), kernel=_im2sequence_grad,
        doc="Gradient of im2sequence: every row entry added back to its pixel (col2im).")

@@ -802,6 +802,15 @@ def _slice_infer(ctx):
         ctx.share_lod("Input", "Out")
 
 
+def last_item_picks(starts, ends, attrs):
+    """Per sliced axis: whether it is ``x[i]`` for a run-time i that held -1, which Fluid's
+    ``__getitem__`` records as start i, end i + 1 = 0 (a tensor, so infer_flags -1) on a
+    decrease_axis; Fluid's kernels read that pair as the last item, not an empty range."""
+    flags, decrease = attrs.get("infer_flags") or [], set(attrs.get("decrease_axis") or ())
+    return [start == -1 and end == 0 and i < len(flags) and flags[i] == -1 and axis in decrease
+            for i, (axis, start, end) in enumerate(zip(attrs["axes"], starts, ends))]
+
+
 def _slice_index(ctx, shape, starts_t, ends_t, starts_l, ends_l):
     """The runtime index tuple and the un-decreased slice shape."""
     attrs = ctx.attrs
@@ -809,6 +818,8 @@ def _slice_index(ctx, shape, starts_t, ends_t, starts_l, ends_l):
     starts_t, ends_t, starts_l, ends_l = host_int_lists(starts_t, ends_t, starts_l, ends_l)
     starts = next(b for b in (starts_t, starts_l, attrs["starts"]) if b is not None)
     ends = next(b for b in (ends_t, ends_l, attrs["ends"]) if b is not None)
+    ends = [2 ** 31 - 1 if picks_last else end for end, picks_last in
+            zip(ends, last_item_picks(starts, ends, attrs))]
     index = [slice(None)] * len(shape)
     sliced = list(shape)
     for axis, start, end in slice_bounds(ctx.op.type, shape, attrs["axes"], starts, ends):

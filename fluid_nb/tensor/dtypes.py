@@ -7,7 +7,7 @@ import enum
 
 import numpy as np
 
-from ..errors import InvalidArgument
+from ..errors import InvalidArgument, InvalidType
 
 
 class VarType(enum.IntEnum):
@@ -82,9 +82,12 @@ def convert_dtype(dtype):
             return VarType[low.upper()]
     try:
         return _VARTYPE_OF[np.dtype(dtype)]
-    except (TypeError, KeyError):
-        raise InvalidArgument(f"dtype: expected one of bool, int8/16/32/64, uint8, float16/32/64, "
-                              f"complex64/128 or a VarType, but received {dtype!r}") from None
+    except (TypeError, KeyError) as error:
+        # a spelling NumPy does not know is a TypeError in Fluid 1.8 (np.dtype's), a NumPy
+        # dtype Fluid has no VarType for a wrong value
+        kind = InvalidType if isinstance(error, TypeError) else InvalidArgument
+        raise kind(f"dtype: expected one of bool, int8/16/32/64, uint8, float16/32/64, "
+                   f"complex64/128 or a VarType, but received {dtype!r}") from None
 
 
 _NUMPY_DTYPE_CACHE = {}

@@ -139,6 +139,12 @@ def offsets_to_lengths(offsets):
     return [b - a for a, b in zip(offsets, offsets[1:])]
 
 
+def _is_lengths(value):
+    """A list of lists of Python ints: what Fluid's ``LoDTensor(lengths)`` takes."""
+    return bool(value) and all(level.__class__ is list and level and
+                               all(n.__class__ is int for n in level) for level in value)
+
+
 class LoDTensor:
     """A dense array (NumPy or CuPy) with an offset LoD.
 
@@ -150,6 +156,9 @@ class LoDTensor:
     def __init__(self, array=None, lod=()):
         # ``_lod``: offset levels; never changed in place (``set_lod`` replaces it), so
         # tensors share LoD lists, and no LoD is one shared empty tuple
+        if array.__class__ is list and not lod and _is_lengths(array):
+            # Fluid's ``LoDTensor(recursive_sequence_lengths)``: the LoD now, data later
+            array, lod = None, [lengths_to_offsets(level) for level in checked_lengths(array)]
         if array.__class__ is not np.ndarray and array is not None:
             array = _as_array(array)
         self.array = array

@@ -38,7 +38,7 @@ from ..errors import (ExecutionTimeout, InvalidArgument, InvalidType, OutOfRange
 from ..framework.program import (Parameter, Program, default_main_program,
                                  default_startup_program)
 from ..initializer import ConstantInitializer
-from ..ops.distributed import ASYNC, HALF_ASYNC, SYNC
+from ..ops.distributed import ASYNC, GEO, HALF_ASYNC, SYNC
 from ..ps_dispatcher import PSDispatcher, RoundRobin
 from ..tensor.dtypes import VarType
 from . import pserver, rollback
@@ -57,6 +57,11 @@ WAIT_PORT_TIMEOUT = 120.0
 _WHERE = "DistributeTranspiler"
 #: a host name or IPv4 address
 _HOST = re.compile(r"[A-Za-z0-9][A-Za-z0-9.\-]*")
+
+
+class DistributedMode:
+    """The ``distributed_mode`` attribute of the servers' ops: how trainers' updates meet."""
+    SYNC, ASYNC, HALF_ASYNC, GEO = SYNC, ASYNC, HALF_ASYNC, GEO
 
 
 class DistributeTranspilerConfig:

@@ -11,13 +11,6 @@ from fluid_nb.errors import InvalidArgument, InvalidType, Unimplemented
 L = fluid.layers
 
 
-@pytest.fixture
-def programs():
-    main, startup = fluid.Program(), fluid.Program()
-    with fluid.program_guard(main, startup), fluid.unique_name.guard():
-        yield main, startup
-
-
 # --- a wrong type is a TypeError, as in Fluid --------------------------------------------
 @pytest.mark.parametrize("call", [
     lambda x, b: L.relu6(1),
@@ -245,7 +238,7 @@ def test_while_loop_body_must_keep_the_structure(programs):
 
 def test_switch_case_takes_a_uint8_index_as_fluid_casts_it(programs):
     main, _ = programs
-    index = L.fill_constant([1], "uint8", 1)
+    index = L.cast(L.fill_constant([1], "int32", 1), "uint8")
     out = L.switch_case(index, {0: lambda: L.fill_constant([1], "float32", 10.0),
                                 1: lambda: L.fill_constant([1], "float32", 20.0)})
     got, = fluid.Executor(fluid.CPUPlace()).run(main, fetch_list=[out])

@@ -15,13 +15,6 @@ def _contents(*programs):
             for program in programs]
 
 
-@pytest.fixture
-def programs():
-    main, startup = fluid.Program(), fluid.Program()
-    with fluid.program_guard(main, startup), unique_name.guard():
-        yield main, startup
-
-
 def test_a_failed_elementwise_add_leaves_no_output_variable(programs):
     x = fluid.data("x", [None, 3, 8, 8], "float32")
     y = fluid.data("y", [None, 4], "float32")

@@ -433,7 +433,8 @@ def test_creation_layers():
                                     default_initializer=fluid.initializer.Constant(1.5))
         return [layers.zeros([2], "int32"), layers.ones([1, 2], "float32"),
                 layers.zeros_like(x), layers.ones_like(x), g, counter, p,
-                layers.assign(np.array([[1.5, 2.5]])), layers.less_than(x, layers.ones_like(x)),
+                layers.assign(np.array([[1.5, 2.5]], "float32")),
+                layers.less_than(x, layers.ones_like(x)),
                 layers.one_hot(layers.assign(np.array([[0], [2]], "int64")), depth=3)]
     main, startup, outs = build(net)
     assert layers.create_tensor is not None

@@ -165,10 +165,13 @@ def test_hsigmoid_learns_the_classes_of_a_tree():
     costs = [float(exe.run(main, feed={"x": x_value, "label": label_value},
                            fetch_list=[cost], scope=scope)[0]) for _ in range(100)]
     # Each class's path costs log(2) per node at chance (about 1.8 in all for
-    # six leaves); learnt, every node's sigmoid points down the right branch.
+    # six leaves); learnt, every node's sigmoid points down the right branch. The two
+    # classes whose path is a step shorter than the widest (3 steps) keep paying log(2)
+    # for it, as Fluid's kernel sums the full PreOut row.
+    floor = 2 / 6 * np.log(2.0)
     assert costs[0] > 1.0
     assert all(later < earlier for earlier, later in zip(costs, costs[1:]))
-    assert costs[-1] < 0.2
+    assert costs[-1] - floor < 0.2
 
 
 def test_nce_trains_against_sampled_negatives():

@@ -228,13 +228,15 @@ def test_hsigmoid_layer_and_function_agree_with_numpy():
         {"x": x, "label": label, "w": w, "b": b})
 
     def cost(xi, c):  # the default tree: node ids and codes from the code c + num_classes
-        code, total = c + classes, 0.0
+        code, total, steps = c + classes, 0.0, 0
         while code > 1:
             node, bit = (code >> 1) - 1, code & 1
             pre = np.clip(w[node] @ xi + b[node, 0], -40, 40)
             total += np.log1p(np.exp(pre)) - bit * pre
             code >>= 1
-        return total
+            steps += 1
+        # a path shorter than the widest pays log 2 per missing step (pre = 0)
+        return total + ((classes - 1).bit_length() - steps) * np.log(2.0)
     want = np.array([[cost(x[i], label[i, 0])] for i in range(3)])
     np.testing.assert_allclose(fn_out, want, rtol=1e-5)
     np.testing.assert_allclose(layer_out, want, rtol=1e-5)

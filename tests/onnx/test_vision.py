@@ -156,15 +156,17 @@ def test_resizing_matches_the_executor_from_every_size_to_every_size(kind, tmp_p
     _assert_same(got, want, atol=5e-6 if op_type == "bicubic_interp" else 1e-6)
 
 
-def test_bicubic_to_a_single_row_without_align_corners_is_declined():
-    x = np.ones((1, 1, 3, 3), "float32")
+@pytest.mark.parametrize("out_h,out_w", [(1, 2), (7, 9), (2, 2)])
+def test_bicubic_without_align_corners_takes_fluids_source_rows(out_h, out_w, tmp_path):
+    """Fluid truncates an upsampling's negative source toward 0 (and samples -0.5 for an
+    output of size 1) where ONNX's cubic Resize floors: with known sizes the export is the
+    executor's interpolation matrices, so the first rows agree too."""
+    x = np.random.RandomState(3).randn(2, 3, 4, 5).astype("float32")
     program, feed, fetch = _one_op("bicubic_interp", {"X": x},
-                                   {"out_h": 1, "out_w": 2, "align_corners": False},
+                                   {"out_h": out_h, "out_w": out_w, "align_corners": False},
                                    {"Out": 1})
-    report = fluid.onnx.export(program, None, feed=list(feed), fetch=fetch,
-                               scope=fluid.Scope())
-    row, = report.not_converted
-    assert row.op_type == "bicubic_interp" and "-0.5" in row.note
+    got, want, _ = _export_and_run(program, feed, fetch, tmp_path / "bicubic.onnx")
+    _assert_same(got, want, atol=2e-6)
 
 
 def test_roi_align_takes_each_rois_image_from_rois_num(tmp_path):

@@ -137,6 +137,24 @@ def test_clip_by_norm_merges_a_sparse_input():
     np.testing.assert_allclose(out.to_dense(), want, rtol=1e-5)
 
 
+def test_clip_by_norm_sparse_input_reads_row_ids_only_as_keys():
+    # Fluid's merge reads row ids as keys: a height of 0 (unset) is no bound, and distinct
+    # ids keep their order
+    x = SelectedRows([2, 0, 2, 5], 0, LoDTensor(r(4, 2)))
+    _, (out,) = run_ops([("clip_by_norm", {"X": ["x"]}, {"Out": ["c"]}, {"max_norm": 0.5})],
+                        {"x": x}, ["c"])
+    merged = np.stack([x.value.array[1], x.value.array[0] + x.value.array[2],
+                       x.value.array[3]]).astype("float64")
+    assert out.rows() == [0, 2, 5] and out.height() == 0
+    np.testing.assert_allclose(out.value.array, merged * 0.5 / np.linalg.norm(merged),
+                               rtol=1e-5)
+    distinct = SelectedRows([3, 1], 4, LoDTensor(r(2, 2)))
+    _, (kept,) = run_ops([("merge_selected_rows", {"X": ["x"]}, {"Out": ["m"]}, {})],
+                         {"x": distinct}, ["m"])
+    assert kept.rows() == [3, 1]
+    np.testing.assert_array_equal(kept.value.array, distinct.value.array)
+
+
 def test_selected_rows_helpers_refuse_dense_variables():
     with pytest.raises(InvalidArgument, match="merge_selected_rows: input 'X' expected"):
         run_ops([("merge_selected_rows", {"X": ["x"]}, {"Out": ["m"]}, {})],

@@ -67,7 +67,7 @@ def ref_conv(i, a):
 
 def ref_pool(i, a):
     """Paddle's Pool2dFunctor: windows start at k*stride - pad_before and are clipped; avg
-    divides by the clipped size (exclusive) or the extent up to size + pad_before."""
+    divides by the clipped size (exclusive) or the whole kh x kw window."""
     x = i["X"]
     nhwc = a.get("data_format") == "NHWC"
     if nhwc:
@@ -102,8 +102,8 @@ def ref_pool(i, a):
                 size = (h1 - h0) * (w1 - w0)
             else:
                 h0, w0 = y * sh - pads[0], z * sw - pads[2]
-                h1, w1 = min(h0 + kh, h + pads[0]), min(w0 + kw, w + pads[2])
-                size = (h1 - h0) * (w1 - w0)
+                h1, w1 = h0 + kh, w0 + kw
+                size = kh * kw
                 h0, w0, h1, w1 = max(h0, 0), max(w0, 0), min(h1, h), min(w1, w)
                 if a.get("exclusive", True):
                     size = (h1 - h0) * (w1 - w0)

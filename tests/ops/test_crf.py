@@ -77,9 +77,8 @@ def crf_ref_padded(i, a):
     x, w, lengths = i["Emission"], i["Transition"], i["Length"].reshape(-1)
     label = i["Label"].reshape(x.shape[:2])
     nll = [brute_nll(x[b, :n], w, label[b, :n]) if n else 0.0 for b, n in enumerate(lengths)]
-    exps = np.zeros_like(x)
-    for b, n in enumerate(lengths):
-        exps[b, :n] = np.exp(x[b, :n] - x[b, :n].max(1, keepdims=True))
+    # the whole padded emission is exponentiated, padding steps too
+    exps = np.exp(x - x.max(2, keepdims=True))
     return {"LogLikelihood": np.array(nll).reshape(-1, 1).astype(x.dtype),
             "EmissionExps": exps}
 
@@ -118,6 +117,13 @@ def decode_ref_padded(with_label=False):
 
 
 # --- chunk_eval -----------------------------------------------------------------------------
+def _filled(rows, lengths, filler=-1):
+    rows = rows.copy()
+    for row, n in zip(rows, lengths):
+        row[n:] = filler
+    return rows
+
+
 def chunk_ref(offsets=None, lengths=None, width=None):
     """Chunks counted by hand-checked rules (tests below pin ``chunks`` itself)."""
     def ref(i, a):
@@ -193,6 +199,12 @@ CASES = [
                           "SeqLength": np.array([5, 3], "int64")},
            attrs={"num_chunk_types": 2}, ref=chunk_ref(lengths=[5, 3], width=5),
            name="padded"),
+    # the filler past each length (-1 here) is never read, so it may be any value
+    OpCase("chunk_eval", {"Inference": _filled(IOB_INFER.reshape(2, 5), [5, 3]),
+                          "Label": _filled(IOB_LABEL.reshape(2, 5), [5, 3]),
+                          "SeqLength": np.array([5, 3], "int64")},
+           attrs={"num_chunk_types": 2}, ref=chunk_ref(lengths=[5, 3], width=5),
+           name="padded_with_filler"),
 ]
 
 (test_output_matches_numpy, test_grad_matches_finite_differences,

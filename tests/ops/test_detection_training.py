@@ -135,7 +135,11 @@ def proposal_labels(i, a, roi_lod, gt_lod):
     for n in range(len(roi_lod) - 1):
         scale = float(info[n][2])
         gts = gts_all[gt_lod[n]:gt_lod[n + 1]]
-        cands = list(gts) + [r / scale for r in rois[roi_lod[n]:roi_lod[n + 1]]]
+        own = rois[roi_lod[n]:roi_lod[n + 1]]
+        if a.get("is_cascade_rcnn"):  # the RpnRois begin with the ground truths, unscaled
+            cands = [r if k < len(gts) else r / scale for k, r in enumerate(own)]
+        else:
+            cands = list(gts) + [r / scale for r in own]
         fg, fg_gt, bg = [], [], []
         for k, box in enumerate(cands):
             if a.get("is_cascade_rcnn") and (box[2] - box[0] + 1 <= 0 or

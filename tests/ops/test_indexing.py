@@ -95,6 +95,10 @@ INDEX_CASES = [
            ref=_gather_nd_ref, grad=["X"], name="rows_repeated"),
     OpCase("gather_nd", {"X": X234, "Index": ints([1, 2, 3], [0, 1, 0], dtype="int32")},
            ref=_gather_nd_ref, grad=["X"], name="full_coordinates"),
+    # an empty coordinate (Index's last dim 0) takes the whole of X for each index row
+    OpCase("gather_nd", {"X": X23, "Index": np.zeros((2, 0), "int32")},
+           ref=lambda i, a: {"Out": np.stack([i["X"], i["X"]])}, grad=["X"],
+           name="empty_coordinates"),
     OpCase("scatter_nd_add", {"X": X234, "Index": ints([1, 2], [0, 0], [1, 2]),
                               "Updates": r(3, 4)},
            ref=_scatter_nd_add_ref, grad=["X", "Updates"]),

@@ -2,9 +2,13 @@
 import numpy as np
 import pytest
 
+import fluid_nb as fluid
 from fluid_nb.errors import InvalidArgument
+from fluid_nb.tensor.dtypes import VarType
+from fluid_nb.tensor.tensor import LoDTensor, SelectedRows
 
-from .op_test import OpCase, append_one, check_output, table_tests
+from .op_test import (OpCase, _loss_weights, append_one, check_output, grad_program,
+                      table_tests)
 
 rng = np.random.RandomState(0)
 
@@ -271,16 +275,19 @@ CASES += [
 
 
 def _hsigmoid_ref(i, a):
-    """The default tree written out: leaf c + K of a heap, inner node n owns row n - 1."""
+    """The default tree written out: leaf c + K of a heap, inner node n owns row n - 1.
+    Each step short of the widest path (bit_length(K - 1) steps) costs log 2 (pre = 0)."""
     x, w, b = _f(i["X"]), _f(i["W"]), _f(i["Bias"]).reshape(-1)
+    width = (a["num_classes"] - 1).bit_length()
     out = []
     for row, c in zip(x, i["Label"][:, 0]):
-        node, total = int(c) + a["num_classes"], 0.0
+        node, total, steps = int(c) + a["num_classes"], 0.0, 0
         while node > 1:
             bit, node = node & 1, node // 2
             pre = row @ w[node - 1] + b[node - 1]
             total += np.log1p(np.exp(pre)) - bit * pre
-        out.append([total])
+            steps += 1
+        out.append([total + (width - steps) * np.log(2.0)])
     return {"Out": np.array(out)}
 
 
@@ -327,6 +334,48 @@ CASES += [
            attrs={"num_total_classes": 6, "num_neg_samples": 3, "seed": 5},
            check=_nce_check, outputs={"Cost": 1, "SampleLabels": 1}, name="drawn"),
 ]
+
+
+def _nce_grads(is_sparse, place=None):
+    """Input@GRAD, Weight@GRAD and Bias@GRAD of the fixed-negatives nce case in float64 (its
+    dense form is checked against finite differences above), and the Weight@GRAD variable."""
+    case = OpCase("nce", {"Input": NCE_X, "Label": NCE_LABEL, "Weight": NCE_W,
+                          "Bias": NCE_B},
+                  attrs={"num_total_classes": 6, "num_neg_samples": 2,
+                         "custom_neg_classes": [2, 5], "is_sparse": is_sparse},
+                  grad=["Input", "Weight", "Bias"], grad_outputs=["Cost"])
+    inputs = {k: (v.astype("float64") if v.dtype.kind == "f" else v)
+              for k, v in case.inputs.items()}
+    forward, slots, weights = _loss_weights(case, inputs, None)
+    program, _, feed, targets = grad_program(case, inputs, None, forward, slots, weights)
+    got = fluid.Executor(place or fluid.CPUPlace()).run(
+        program, feed=feed, fetch_list=[n + "@GRAD" for _, n in targets],
+        scope=fluid.Scope(), return_numpy=False)
+    return got, program.global_block().var("weight@GRAD")
+
+
+def test_nce_sparse_weight_gradient_is_selected_rows_of_the_sampled_ids():
+    (dx, dw, db), var = _nce_grads(is_sparse=True)
+    (dense_dx, dense_dw, dense_db), dense_var = _nce_grads(is_sparse=False)
+    assert var.type == VarType.SELECTED_ROWS and dense_var.type == VarType.LOD_TENSOR
+    # the labels 1, 4, 0 and the negatives 2, 5: distinct, ascending; row 3 never sampled
+    assert isinstance(dw, SelectedRows) and dw.rows() == [0, 1, 2, 4, 5]
+    assert dw.height() == 6 and dw.value.array.dtype == np.float64
+    np.testing.assert_allclose(dw.to_dense(), np.asarray(dense_dw), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(np.asarray(dw.value.array),
+                               np.asarray(dense_dw)[[0, 1, 2, 4, 5]], rtol=1e-12)
+    # Input@GRAD and Bias@GRAD stay dense
+    np.testing.assert_array_equal(np.asarray(dx), np.asarray(dense_dx))
+    assert isinstance(db, LoDTensor)
+    np.testing.assert_array_equal(np.asarray(db), np.asarray(dense_db))
+
+
+def test_nce_sparse_weight_gradient_on_the_strict_device():
+    from fluid_nb.testing.strict_device import StrictDevicePlace
+    (_, dw, _), _ = _nce_grads(is_sparse=True, place=StrictDevicePlace())
+    (_, want, _), _ = _nce_grads(is_sparse=True)
+    assert isinstance(dw, SelectedRows) and dw.rows() == want.rows()
+    np.testing.assert_allclose(dw.value.array.get(), want.value.array, rtol=1e-12)
 
 
 SAMPLE_LOGITS = rng.uniform(-1, 1, (3, 6)).astype("float32")

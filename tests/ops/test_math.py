@@ -342,12 +342,44 @@ def test_sum_skips_uninitialised_and_adds_selected_rows():
     assert a.array.sum() == 8  # the input is untouched
 
 
-def test_sum_of_selected_rows_stays_sparse():
-    a = SelectedRows([0], 3, LoDTensor(np.ones((1, 2), "float32")))
-    b = SelectedRows([2, 0], 3, LoDTensor(np.full((2, 2), 3.0, "float32")))
+def test_sum_of_selected_rows_merges_repeated_rows():
+    # Fluid's MergeAdd: a repeated row id gives the distinct ids ascending, values summed
+    a = SelectedRows([4, 0], 5, LoDTensor(np.array([[1, 2], [3, 4]], "float64")))
+    b = SelectedRows([2, 0], 5, LoDTensor(np.array([[5, 6], [7, 8]], "float64")))
     out = _kernel("sum")(_Ctx(), [a, b])
-    assert isinstance(out, SelectedRows) and out.rows() == [0, 2, 0] and out.height() == 3
-    np.testing.assert_array_equal(out.to_dense(), [[4, 4], [0, 0], [3, 3]])
+    assert isinstance(out, SelectedRows) and out.rows() == [0, 2, 4] and out.height() == 5
+    np.testing.assert_array_equal(out.value.array, [[10, 12], [5, 6], [1, 2]])
+    np.testing.assert_array_equal(out.to_dense(), a.to_dense() + b.to_dense())
+
+
+def test_sum_of_distinct_selected_rows_concatenates_in_order():
+    a = SelectedRows([3, 1], 4, LoDTensor(np.array([[1.0], [2.0]], "float32")))
+    b = SelectedRows([0], 4, LoDTensor(np.array([[3.0]], "float32")))
+    out = _kernel("sum")(_Ctx(), [a, b])
+    assert out.rows() == [3, 1, 0] and out.height() == 4
+    np.testing.assert_array_equal(out.value.array, [[1], [2], [3]])
+    # a single input with rows is copied, not shared
+    alone = _kernel("sum")(_Ctx(), [a, SelectedRows([], 4, LoDTensor(np.ones((2, 1))))])
+    assert alone.rows() == [3, 1] and alone.value.array is not a.value.array
+
+
+def test_sum_of_selected_rows_skips_inputs_without_rows():
+    # an input without rows adds nothing, whatever its value tensor holds
+    full = SelectedRows([1, 1], 3, LoDTensor(np.ones((2, 2), "float32")))
+    empty = SelectedRows([], 3, LoDTensor(np.full((5, 2), 9.0, "float32")))
+    out = _kernel("sum")(_Ctx(), [empty, full, empty])
+    assert out.rows() == [1] and out.height() == 3
+    np.testing.assert_array_equal(out.value.array, [[2, 2]])
+    none = _kernel("sum")(_Ctx(), [empty, empty])
+    assert isinstance(none, SelectedRows) and none.rows() == [] and none.value.array.size == 0
+
+
+def test_sum_of_selected_rows_needs_one_height_and_row_shape():
+    a = SelectedRows([0], 3, LoDTensor(np.ones((1, 2), "float32")))
+    with pytest.raises(InvalidArgument, match="sum: height of each SelectedRows"):
+        _kernel("sum")(_Ctx(), [a, SelectedRows([0], 4, LoDTensor(np.ones((1, 2), "float32")))])
+    with pytest.raises(InvalidArgument, match="sum: row shape of each SelectedRows"):
+        _kernel("sum")(_Ctx(), [a, SelectedRows([1], 3, LoDTensor(np.ones((1, 3), "float32")))])
 
 
 def test_equal_shape_elementwise_keeps_dtype_and_skips_alignment():

@@ -236,6 +236,16 @@ def ref_inplace_abn(i, a):
     return y
 
 
+def ref_data_norm_channels(i, a):
+    """N-D X: the same normalisation per channel (axis 1, NCHW), via [rows, C]."""
+    x = i["X"]
+    rows = np.moveaxis(x, 1, -1).reshape(-1, x.shape[1])
+    y = ref_data_norm(dict(i, X=rows), a)
+    y["Y"] = np.moveaxis(y["Y"].reshape(np.moveaxis(x, 1, -1).shape), -1, 1)
+    return y
+
+
+_nchw = dict(dn_inputs(2, 3), X=r(2, 3, 2, 2))
 _slotted = dn_inputs(3, 4)
 _slotted["X"][1, 0] = 0.0
 _scaled = dict(dn_inputs(3, 2), scale_w=r(2, low=0.5, high=1.5), bias=r(2))
@@ -247,6 +257,8 @@ NORM_CASES += [
            name="scale_and_shift"),
     OpCase("data_norm", dn_inputs(3, 2), ref=ref_data_norm, grad=["X"], grad_outputs=["Y"],
            name="grad"),
+    OpCase("data_norm", _nchw, ref=ref_data_norm_channels, grad=["X"], grad_outputs=["Y"],
+           name="nchw_4d"),
     OpCase("inplace_abn", bn_inputs((2, 3, 2, 2)),
            attrs={"activation": "leaky_relu", "alpha": 0.1}, ref=ref_inplace_abn,
            name="leaky_relu", outputs={"Y": 1, "MeanOut": 1, "VarianceOut": 1,

@@ -273,6 +273,44 @@ def test_adam_sparse_lazy_mode_updates_only_present_rows(lazy):
     assert np.allclose(got["Moment1"][untouched], state["Moment1"][untouched]) == lazy
 
 
+@pytest.mark.parametrize("lazy", [False, True])
+def test_adam_sparse_into_separate_outputs_writes_only_present_rows_when_lazy(lazy):
+    # Fluid's lazy update writes only the gradient's rows into each output's own buffer,
+    # so outputs bound to other variables keep their other rows; otherwise every row is
+    # computed (absent rows with a zero gradient)
+    state, _, _ = STATES["adam"]
+    grad = sparse_grads()[0]
+    program = fluid.Program()
+    block = program.global_block()
+    scope = fluid.Scope()
+    held = np.full(SHAPE, 7.0, "float32")
+    inputs, outputs = {}, {}
+    for slot, value in state.items():
+        block.create_var(name=slot, shape=value.shape, dtype=value.dtype, persistable=True)
+        scope.var(slot).value = LoDTensor(value.copy())
+        inputs[slot] = [slot]
+        block.create_var(name=slot + "Out", shape=value.shape, dtype=value.dtype,
+                         persistable=True)
+        scope.var(slot + "Out").value = LoDTensor(held.copy() if value.shape == SHAPE
+                                                  else np.zeros_like(value))
+        if slot != "LearningRate":
+            outputs[slot + "Out"] = [slot + "Out"]
+    block.create_var(name="grad", type=VarType.SELECTED_ROWS, dtype="float32",
+                     shape=SHAPE, persistable=True)
+    scope.var("grad").value = grad
+    inputs["Grad"] = ["grad"]
+    block.append_op(type="adam", inputs=inputs, outputs=outputs, attrs={"lazy_mode": lazy})
+    fluid.Executor(fluid.CPUPlace()).run(program, scope=scope)
+    want = ref_steps(adam_ref, state, [grad], {})
+    present = np.isin(np.arange(SHAPE[0]), grad.rows())
+    for slot in ("Param", "Moment1", "Moment2"):
+        got = np.asarray(scope.find_var(slot + "Out").value)
+        np.testing.assert_allclose(got[present], want[slot][present], rtol=2e-5, atol=1e-6)
+        np.testing.assert_allclose(got[~present], held[~present] if lazy
+                                   else want[slot][~present], rtol=2e-5, atol=1e-6)
+        np.testing.assert_array_equal(np.asarray(scope.find_var(slot).value), state[slot])
+
+
 def test_sparse_grad_equals_its_dense_form_where_paddle_updates_every_row():
     for name in ("momentum", "adam", "rmsprop", "lamb"):
         state, _, attrs = STATES[name]

@@ -100,8 +100,8 @@ def _pool_bounds(size, k, s, pad, o, adaptive):
         start, end = o * size // k, -(-(o + 1) * size // k)
         return start, end, end - start
     start = o * s - pad
-    end = min(start + k, size + pad)
-    return max(start, 0), min(end, size), end - start
+    # a non-exclusive average divides by the whole window, padding or not
+    return max(start, 0), min(start + k, size), k
 
 
 def ref_pool_nd(i, a, with_index=False):
@@ -215,6 +215,11 @@ POOL_CASES = [
     pool3("avg_inclusive_ceil", r(1, 2, 5, 5, 4),
           {"pooling_type": "avg", "ksize": [2, 3, 2], "strides": [2, 2, 2],
            "ceil_mode": True, "exclusive": False, "paddings": [0, 1, 1, 0, 0, 0]}),
+    # windows reaching past the padding still divide by the whole ksize (Fluid 1.8's CPU
+    # kernel), with more padding before than after
+    pool3("avg_inclusive_asymmetric_pads", r(2, 3, 6, 7, 7),
+          {"pooling_type": "avg", "ksize": [3, 3, 4], "strides": [1, 3, 2],
+           "exclusive": False, "paddings": [1, 2, 1, 1, 1, 0]}),
     pool3("global_avg_ndhwc", r(2, 3, 4, 2, 3),
           {"pooling_type": "avg", "ksize": [1, 1, 1], "global_pooling": True,
            "data_format": "NDHWC"}),
@@ -287,7 +292,7 @@ def _src_cubic(k, size_in, size_out, a):
     ratio = 0.0 if size_out <= 1 else ((size_in - 1) / (size_out - 1) if align
                                        else size_in / size_out)
     src = ratio * k if align else ratio * (k + 0.5) - 0.5
-    base = int(np.floor(src))
+    base = int(src)  # truncated toward 0: an upsampling's first rows get t < 0
     t = src - base
     A = -0.75
     c1 = lambda x: ((A + 2) * x - (A + 3)) * x * x + 1  # noqa: E731
@@ -797,6 +802,25 @@ def ref_im2sequence(i, a):
     return {"Out": (rows, [[k * blocks for k in range(n + 1)]])}
 
 
+def ref_im2sequence_real_sizes(i, a):
+    """Image k's grid from its real size ceil(Y[k] / out_stride): the first oh x ow
+    patches of the zero-padded image, read one by one."""
+    x, sizes = i["X"], i["Y"]
+    (kh, kw), (sh, sw) = a["kernels"], a["strides"]
+    up, left, down, right = a["paddings"]
+    rows, lod = [], [0]
+    for image, (h, w) in zip(x, sizes):
+        oh = (int(np.ceil(h / a["out_stride"][0])) + up + down - kh) // sh + 1
+        ow = (int(np.ceil(w / a["out_stride"][1])) + left + right - kw) // sw + 1
+        big = np.zeros((x.shape[1], 20, 20), x.dtype)
+        big[:, up:up + x.shape[2], left:left + x.shape[3]] = image
+        for r in range(oh):
+            for c in range(ow):
+                rows.append(big[:, r * sh:r * sh + kh, c * sw:c * sw + kw].reshape(-1))
+        lod.append(lod[-1] + oh * ow)
+    return {"Out": (np.array(rows), [lod])}
+
+
 SEQ_LOD = [0, 3, 4, 7]
 
 
@@ -895,6 +919,10 @@ SAMPLING_CASES = [
        ref_grid_sampler, ["X", "Grid"]),
     op("im2sequence", "basic", {"X": r(2, 2, 4, 5)},
        {"kernels": [2, 3], "strides": [2, 1], "paddings": [1, 0, 0, 1]}, ref_im2sequence),
+    op("im2sequence", "real_sizes", {"X": r(3, 2, 4, 5),
+                                     "Y": np.array([[8, 10], [5, 8], [3, 3]], "float32")},
+       {"kernels": [2, 2], "strides": [2, 1], "paddings": [1, 1, 1, 1],
+        "out_stride": [2, 2]}, ref_im2sequence_real_sizes),
     op("im2sequence", "grad", {"X": r(1, 2, 3, 3)},
        {"kernels": [2, 2], "strides": [1, 1], "paddings": [0, 1, 1, 0]}, ref_im2sequence,
        ["X"]),

@@ -382,7 +382,7 @@ void conv2d(const T* x, const T* w, T* out, T* cols, int64_t N, int64_t C, int64
 
 // pool2d, max or average over kh x kw windows starting at o*s - pad_before (Paddle's
 // windows; positions outside X are skipped). Average divides by the positions inside X
-// (exclusive) or by the window clipped to X plus the padding (not exclusive).
+// (exclusive) or by the whole kh x kw window (not exclusive), as Fluid 1.8 does.
 template <class T>
 void pool2d(const T* x, T* out, int64_t NC, int64_t H, int64_t W, int64_t kh, int64_t kw,
             int64_t oh, int64_t ow, int64_t sh, int64_t sw, int64_t pt, int64_t pl, bool is_max,
@@ -402,7 +402,7 @@ void pool2d(const T* x, T* out, int64_t NC, int64_t H, int64_t W, int64_t kh, in
           }
         T count = exclusive ? T((std::min(y1, H) - std::max(y0, int64_t(0))) *
                                 (std::min(x1, W) - std::max(x0, int64_t(0))))
-                            : T((y1 - y0) * (x1 - x0));
+                            : T(kh * kw);
         out[(p * oh + oy) * ow + ox] = is_max ? best : total / count;
       }
     }

@@ -350,7 +350,7 @@ __global__ void pool2d_kernel(const T* x, T* out, int64_t NC, int64_t H, int64_t
       }
     const T count = exclusive ? T((min(y1, H) - max(y0, int64_t(0))) *
                                   (min(x1, W) - max(x0, int64_t(0))))
-                              : T((y1 - y0) * (x1 - x0));
+                              : T(kh * kw);
     out[i] = is_max ? best : total / count;
   }
 }
