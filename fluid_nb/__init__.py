@@ -32,7 +32,8 @@ from .training import LossHistory, train_loop  # noqa: F401
 from . import average, compiler, flags, install_check, memory, metrics, profiler  # noqa: F401
 from . import contrib, evaluator  # noqa: F401  (fluid.contrib's RNNs, the evaluators)
 from . import default_scope_funcs, dygraph  # noqa: F401  (dygraph: refuses, see its docstring)
-from .dygraph.nn import Layer  # noqa: F401  (fluid.Layer: a dygraph base class, refusing)
+from .dygraph.nn import *  # noqa: F401,F403  (fluid.Layer, fluid.LayerNorm, ...: Fluid 1.8's
+#                                        dygraph classes at top level, refusing when made)
 from . import native, onnx  # noqa: F401  (the native code generator, ONNX export)
 from . import distributed  # noqa: F401  (the RPC runtime: the send/recv ops' kernels)
 from .compiler import (BuildStrategy, CompiledProgram, ExecutionStrategy,  # noqa: F401

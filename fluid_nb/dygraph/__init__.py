@@ -8,5 +8,6 @@ entry into imperative mode (``guard``, ``to_variable``, a ``dygraph.nn`` layer) 
 """
 from . import base, nn  # noqa: F401
 from .base import enabled, guard, no_grad, to_variable  # noqa: F401
+from .nn import *  # noqa: F401,F403  (fluid.dygraph.BatchNorm and the rest, as in Fluid 1.8)
 
-__all__ = ["base", "nn", "enabled", "guard", "no_grad", "to_variable"]
+__all__ = ["base", "nn", "enabled", "guard", "no_grad", "to_variable"] + list(nn.__all__)

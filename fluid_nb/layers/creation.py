@@ -10,7 +10,7 @@ Example::
 """
 import numpy as np
 
-from ..errors import InvalidArgument, InvalidType, expected
+from ..errors import InvalidArgument, InvalidAssertion, InvalidType, expected
 from ..tensor.dtypes import convert_dtype, dtype_name
 from ..framework.program import Variable
 from ..layer_helper import LayerHelper
@@ -267,7 +267,7 @@ def randn(shape, out=None, dtype=None, device=None, stop_gradient=True, name=Non
     vt = _dtype_among("randn", "dtype", "float32" if dtype is None else dtype,
                       ("float32", "float64"))
     if not shape:
-        raise InvalidArgument(expected("randn", "shape", "at least one dim", list(shape)))
+        raise InvalidAssertion(expected("randn", "shape", "at least one dim", list(shape)))
     helper = LayerHelper("randn")
     if out is None:
         out = helper.create_variable_for_type_inference(dtype=vt)

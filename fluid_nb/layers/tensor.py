@@ -3,7 +3,7 @@ argmax/argmin, random tensors, and explicit variables (create_tensor, create_par
 create_global_var)."""
 import numpy as np
 
-from ..errors import InvalidArgument, InvalidType, expected
+from ..errors import InvalidArgument, InvalidAssertion, InvalidType, expected
 from ..tensor.dtypes import VarType, convert_dtype, dtype_name
 from ..framework.type_checks import check_dtype, require_variable
 from ..framework.program import Variable
@@ -162,6 +162,8 @@ def _shape_inputs(shape, inputs, attrs, op_type):
     if not isinstance(shape, (list, tuple)):
         raise InvalidArgument(f"{op_type}: shape expected list, tuple or Variable, but "
                               f"received {type(shape).__name__}")
+    if not shape:  # Fluid 1.8 asserts it (scripts catch AssertionError)
+        raise InvalidAssertion(expected(op_type, "shape", "at least one dim", "[]"))
     if any(isinstance(d, Variable) for d in shape):
         tensors = []
         for d in shape:

@@ -138,8 +138,10 @@ def_op("expand_as_grad", inputs=["X", "target_tensor", "Out@GRAD"], outputs=["X@
 def _nd_out_shape(ctx, x_shape, index_shape):
     ctx.check(ctx.input_dtype("Index") in _INT_TYPES, "input 'Index' dtype", "int32 or int64",
               ctx.input_dtype("Index").name)
+    # Fluid's own words in brackets: scripts and tests search the message for them
     ctx.check(len(index_shape) >= 1 and 0 <= index_shape[-1] <= len(x_shape),
-              "input 'Index'", f"a last dim <= X's rank {len(x_shape)}", list(index_shape))
+              "input 'Index'", f"a last dim <= X's rank {len(x_shape)} (Input(Index).shape[-1] "
+              "should be no greater than Input(X).rank)", list(index_shape))
     return list(index_shape[:-1]) + list(x_shape[index_shape[-1]:])
 
 
@@ -209,8 +211,8 @@ def _scatter_nd_add_infer(ctx):
     want = _nd_out_shape(ctx, x_shape, index_shape)
     got = list(ctx.input_shape("Updates"))
     ctx.check(len(got) == len(want) and all(a == b or a < 0 or b < 0 for a, b in zip(got, want)),
-              "input 'Updates'", f"shape Index.shape[:-1] + X.shape[Index.shape[-1]:] = {want}",
-              got)
+              "input 'Updates'", f"shape Index.shape[:-1] + X.shape[Index.shape[-1]:] = {want} "
+              "(Updates has wrong shape)", got)
     ctx.check(ctx.input_dtype("Updates") == ctx.input_dtype("X"), "input 'Updates' dtype",
               ctx.input_dtype("X").name, ctx.input_dtype("Updates").name)
     ctx.set_output("Out", x_shape, ctx.input_dtype("X"))

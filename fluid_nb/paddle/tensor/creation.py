@@ -4,7 +4,7 @@ constants (``full``, ``ones``, ``zeros`` and their ``_like`` forms), ranges (``a
 
 Each appends the op Fluid 1.8 appends (``fill_constant``, ``fill_any_like``, ``range``,
 ``linspace``, ``eye``, ``tril_triu``, ``meshgrid``), so the programs match Paddle's."""
-from ...errors import InvalidArgument, InvalidType, expected
+from ...errors import InvalidArgument, InvalidAssertion, InvalidType, expected
 from ...framework.program import Variable
 from ...framework.type_checks import check_type, check_variable_and_dtype
 from ...layer_helper import LayerHelper
@@ -33,7 +33,7 @@ def full(shape, fill_value, out=None, dtype=None, device=None, stop_gradient=Tru
     check_dtype_arg("full", dtype, CREATION)
     check_type(shape, "shape", (Variable, list, tuple), "full")
     if isinstance(shape, (list, tuple)) and len(shape) == 0:
-        raise InvalidArgument(expected("full", "shape", "at least one dim", "[]"))
+        raise InvalidAssertion(expected("full", "shape", "at least one dim", "[]"))
     helper = LayerHelper("full", name=name)
     if out is not None:
         same_dtype_out("full", out, dtype)

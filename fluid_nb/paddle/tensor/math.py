@@ -3,7 +3,7 @@
 Most functions append one Fluid op (``sin``, ``elementwise_add``, ``reduce_sum``,
 ``matmul``, ``sum`` ...) and, unlike the ``fluid.layers`` forms, take ``out=``: an existing
 Variable that receives the result instead of a new one."""
-from ...errors import InvalidArgument, InvalidType, expected
+from ...errors import InvalidArgument, InvalidAssertion, InvalidType, expected
 from ...framework.program import Variable
 from ...framework.type_checks import check_type, check_variable_and_dtype
 from ...layer_helper import LayerHelper
@@ -206,6 +206,8 @@ def mm(input, mat2, out=None, name=None):
 def logsumexp(x, dim=None, keepdim=False, out=None, name=None):
     """out = log(sum(exp(x))) over ``dim`` (every dim when None) (``exp``, ``reduce_sum``
     and ``log`` ops); ``x`` is float32 or float64."""
+    if x is None:  # Fluid 1.8 asserts it (scripts catch AssertionError)
+        raise InvalidAssertion(expected("logsumexp", "x", "a Variable", "None"))
     check_variable_and_dtype(x, "x", FLOAT32_64, "logsumexp")
     total = layers.reduce_sum(layers.exp(x), dim, keepdim)
     if out is None:
