@@ -336,3 +336,32 @@ def test_all_attrs_hands_out_sub_blocks_as_blocks_and_clone_keeps_transpiler_mar
     main._is_distributed, main._endpoints = True, ["127.0.0.1:6170"]
     twin = main.clone()
     assert twin._is_distributed and twin._endpoints == ["127.0.0.1:6170"]
+
+
+def test_an_empty_shape_is_an_assertion_as_fluid_asserts_it(programs):
+    """Fluid 1.8 refuses ``shape=[]`` with ``assert``: scripts catch AssertionError, and the
+    error stays fluid_nb's typed InvalidArgument."""
+    import fluid_nb.paddle as paddle
+    for build in (lambda: L.fill_constant([], "float32", 1.0), lambda: L.zeros([], "int32"),
+                  lambda: L.randn([]), lambda: paddle.full([], 1.0),
+                  lambda: paddle.logsumexp(None)):
+        with pytest.raises(AssertionError) as caught:
+            build()
+        assert isinstance(caught.value, InvalidArgument)
+
+
+def test_fluid_18_dygraph_classes_are_importable_from_fluid_and_refuse():
+    for cls in (fluid.LayerNorm, fluid.NCE, fluid.dygraph.BatchNorm, fluid.dygraph.Pool2D):
+        with pytest.raises(Unimplemented, match="imperative"):
+            cls()
+
+
+def test_nd_index_errors_carry_fluids_sentence(programs):
+    x = L.data("x", [3, 4, 5], dtype="float32")
+    index = L.data("index", [2, 10], dtype="int32")
+    with pytest.raises(InvalidArgument, match=r"Input\(Index\)\.shape\[-1\] should be no "
+                                              r"greater than Input\(X\)\.rank"):
+        L.gather_nd(x, index)
+    with pytest.raises(InvalidArgument, match="Updates has wrong shape"):
+        L.scatter_nd(L.data("i7", [2, 1], dtype="int32"),
+                     L.data("u7", [2, 4, 5, 20], dtype="float32"), [3, 4, 5])
