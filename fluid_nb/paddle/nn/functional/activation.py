@@ -2,6 +2,7 @@
 current block of the default main program and returns the output Variable."""
 from ....framework.program import Variable
 from ....framework.type_checks import check_dtype, check_variable_and_dtype
+from .... import layers
 from ....layer_helper import LayerHelper
 from ....tensor.dtypes import convert_dtype
 from ....errors import InvalidType, expected
@@ -47,18 +48,8 @@ def log_softmax(input, axis=None, dtype=None, name=None):
                                        type(input).__name__))
         dtype = convert_dtype(dtype)
         check_dtype(dtype, "dtype", ("float32", "float64"), "log_softmax")
-    helper = LayerHelper("log_softmax", name=name)
-    cast_out = input
-    if dtype is not None:
-        cast_out = helper.create_variable_for_type_inference(dtype)
-        helper.append_op(type="cast", inputs={"X": [input]}, outputs={"Out": [cast_out]},
-                         attrs={"in_dtype": input.dtype, "out_dtype": dtype})
-    soft = helper.create_variable_for_type_inference(cast_out.dtype)
-    helper.append_op(type="softmax", inputs={"X": [cast_out]}, outputs={"Out": [soft]},
-                     attrs={"axis": axis, "use_cudnn": False})
-    out = helper.create_variable_for_type_inference(soft.dtype)
-    helper.append_op(type="log", inputs={"X": [soft]}, outputs={"Out": [out]})
-    return out
+    # the ops themselves are fluid.layers.log_softmax's (cast, softmax, log)
+    return layers.log_softmax(input, axis, dtype, name)
 
 
 def hsigmoid(input, label, weight, bias, num_classes, path_table=None, path_code=None,
