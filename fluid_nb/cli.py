@@ -4,6 +4,7 @@
     fluid-nb show model.pdiparams                its tensors: dtype, shape, min/max/mean, histogram
     fluid-nb render model.pdmodel -o graph.html  interactive graph page (.html), .dot or .svg
     fluid-nb run inference_dir --feed x=x.npy    run a saved model, print the fetched arrays
+                                                 (an ONNX model.onnx runs in onnxruntime)
     fluid-nb compile inference_dir --feed x=x.npy -o model.cc --binary model
                                                  the model as C++ (and a binary, no Python)
     fluid-nb export inference_dir -o model.onnx  the model as ONNX, with an op-by-op report
@@ -14,8 +15,9 @@
                                                  the PADDLE_* environment, logs prefixed
 
 A program file is a ``*.pdmodel``, a ``__model__``, or a directory holding one of them; it
-is decoded by fluid_nb's own codec (nothing in it is executed). Errors print as one line
-and exit with status 1 (``--debug`` shows the traceback).
+is decoded by fluid_nb's own codec (nothing in it is executed). ``show`` and ``render`` also
+read an ONNX model (``*.onnx``). Errors print as one line and exit with status 1
+(``--debug`` shows the traceback).
 """
 import argparse
 import os
@@ -26,7 +28,7 @@ import threading
 
 import numpy as np
 
-from .errors import FluidError, InvalidArgument, NotFound, PreconditionNotMet
+from .errors import FluidError, InvalidArgument, NotFound, PreconditionNotMet, expected
 
 PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -55,7 +57,7 @@ def load_program(path):
     """The Program decoded from the program file ``path`` (see :func:`find_program_file`),
     or the Program drawing an ONNX model (``*.onnx``; see ``fluid.onnx.to_program``)."""
     from .framework.program import Program
-    if str(path).endswith(".onnx"):
+    if is_onnx(path):
         from .onnx import to_program
         return to_program(path)
     file = find_program_file(path)
@@ -73,9 +75,9 @@ def load_program(path):
 # --- show / render -----------------------------------------------------------------------------
 def cmd_show(args, out):
     from .viz import program_listing
-    from .viz.params_table import is_params_path, params_rows, params_text, read_params
+    from .viz.params_table import is_params_path, params_model, params_text
     if args.params or is_params_path(args.file):
-        print(params_text(params_rows(read_params(args.file)), title=args.file), file=out)
+        print(params_text(params_model(args.file)["rows"], title=args.file), file=out)
         return 0
     print(program_listing(load_program(args.file)), file=out)
     return 0
@@ -100,10 +102,12 @@ def render_svg(dot_text):
 
 def cmd_render(args, out):
     from .viz import assemble_dot, html_page, program_listing, program_model
+    from .onnx.files import output_path, write_atomically
     kind = os.path.splitext(args.output)[1].lower()
     if kind not in (".html", ".htm", ".svg", ".dot", ".gv"):
         raise InvalidArgument(f"render: -o expected a file ending in .html, .svg or .dot, but "
                               f"received {args.output!r}")
+    output_path(args.output, "render -o")  # before any work: a folder that is not there
     program = load_program(args.file)
     title = args.title or os.path.basename(os.path.normpath(args.file))
     model = program_model(program, title=title)
@@ -113,18 +117,23 @@ def cmd_render(args, out):
         text = render_svg(assemble_dot(model))
     else:
         text = assemble_dot(model)
-    with open(args.output, "w", encoding="utf-8") as f:
-        f.write(text)
+    # all at once: a failed write leaves no partial page
+    write_atomically(args.output, text.encode("utf-8"), "render -o")
     print(f"wrote {args.output} ({model['stats']['ops']} ops, {len(text)} bytes)", file=out)
     return 0
 
 
 # --- run ---------------------------------------------------------------------------------------
-def load_model_for_run(path, executor, scope):
+def load_model_for_run(path, executor, scope, command="run"):
     """``[program, feed names, fetch vars]`` of a saved inference model: a directory
     (``__model__`` + parameter files, or one ``x.pdmodel`` + ``x.pdiparams``), a ``__model__``
     file, or an ``x.pdmodel`` file with its ``x.pdiparams`` (or parameter files) beside it."""
     from . import io
+    if is_onnx(path):
+        raise InvalidArgument(expected(
+            command, "model", "a Fluid inference model (a directory, __model__ or x.pdmodel)",
+            f"the ONNX model {path!r}: fluid-nb run runs it (in onnxruntime); compile and "
+            f"export take the Fluid model it was exported from"))
     file = find_program_file(path)
     folder, name = os.path.split(file)
     if name.endswith(".pdmodel"):
@@ -161,6 +170,26 @@ def array_summary(name, array):
     return head + "\n" + "\n".join("  " + line for line in body.splitlines())
 
 
+def is_onnx(path):
+    return str(path).lower().endswith(".onnx")
+
+
+def check_feed_names(command, feeds, feed_names):
+    """Refuse a --feed naming no input of the model, and an input with no --feed; both
+    errors list the model's inputs."""
+    inputs = ", ".join(feed_names) or "none"
+    unknown = [n for n in feeds if n not in feed_names]
+    if unknown:
+        raise InvalidArgument(expected(
+            command, "--feed", f"the model's inputs ({inputs})",
+            f"{', '.join(unknown)}, {'which is' if len(unknown) == 1 else 'which are'} not "
+            f"{'an input' if len(unknown) == 1 else 'inputs'} of the model"))
+    missing = [n for n in feed_names if n not in feeds]
+    if missing:
+        raise InvalidArgument(f"{command}: a --feed for each input of the model expected "
+                              f"({inputs}), but {', '.join(missing)} has none")
+
+
 def model_and_feeds(args, command):
     """(executor, scope, program, feed names, fetch vars, feeds) of a command that takes a
     saved model and a --feed for each of its inputs."""
@@ -168,24 +197,34 @@ def model_and_feeds(args, command):
     feeds = dict(parse_feed(item) for item in args.feed)
     scope = fluid.Scope()
     exe = fluid.Executor(fluid.CPUPlace())
-    program, feed_names, fetch_vars = load_model_for_run(args.file, exe, scope)
-    missing = [n for n in feed_names if n not in feeds]
-    if missing:
-        raise InvalidArgument(f"{command}: a --feed for each input of the model expected "
-                              f"({', '.join(feed_names)}), but {', '.join(missing)} has none")
+    program, feed_names, fetch_vars = load_model_for_run(args.file, exe, scope, command)
+    check_feed_names(command, feeds, feed_names)
     return exe, scope, program, feed_names, fetch_vars, feeds
 
 
+def run_onnx(args):
+    """``[(name, array)]`` fetched from the ONNX model ``args.file``, run in onnxruntime (an
+    ONNX model's ops are ONNX's, not the executor's; see ``fluid_nb.onnx.runtime``)."""
+    from .onnx.runtime import OnnxModel
+    feeds = dict(parse_feed(item) for item in args.feed)
+    model = OnnxModel(args.file, "run")
+    check_feed_names("run", feeds, list(model.inputs))
+    return model.run(feeds, args.fetch)
+
+
 def cmd_run(args, out):
-    exe, scope, program, feed_names, fetch_vars, feeds = model_and_feeds(args, "run")
-    if args.fetch:
-        from .framework.program import without_feed_fetch_ops
-        program = without_feed_fetch_ops(program)
-        names = fetch_list = list(args.fetch)
+    if is_onnx(args.file):
+        fetched = run_onnx(args)
     else:
-        fetch_list, names = fetch_vars, [v.name for v in fetch_vars]
-    values = exe.run(program, feed=feeds, fetch_list=fetch_list, scope=scope)
-    for name, value in zip(names, values):
+        exe, scope, program, feed_names, fetch_vars, feeds = model_and_feeds(args, "run")
+        if args.fetch:
+            from .framework.program import without_feed_fetch_ops
+            program = without_feed_fetch_ops(program)
+            names = fetch_list = list(args.fetch)
+        else:
+            fetch_list, names = fetch_vars, [v.name for v in fetch_vars]
+        fetched = zip(names, exe.run(program, feed=feeds, fetch_list=fetch_list, scope=scope))
+    for name, value in fetched:
         print(array_summary(name, value), file=out)
         if args.save_dir:
             os.makedirs(args.save_dir, exist_ok=True)
@@ -215,7 +254,7 @@ def cmd_export(args, out):
     import fluid_nb as fluid
     scope = fluid.Scope()
     exe = fluid.Executor(fluid.CPUPlace())
-    program, _, fetch_vars = load_model_for_run(args.file, exe, scope)
+    program, _, fetch_vars = load_model_for_run(args.file, exe, scope, "export")
     report = fluid.onnx.export(program, args.output, scope=scope, opset=args.opset,
                                strict=args.strict)
     print(report, file=out)
@@ -299,23 +338,29 @@ def build_parser():
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
-    show = sub.add_parser("show", help="print the readable listing of a program file, or "
-                                       "the table of a parameter file's tensors")
-    show.add_argument("file", help="*.pdmodel, __model__, or a directory holding one; "
-                                   "*.pdiparams, __params__ or a directory of parameter files")
+    show = sub.add_parser("show", help="print the readable listing of a program file (or an "
+                                       "ONNX model), or the table of a parameter file's "
+                                       "tensors")
+    show.add_argument("file", help="*.pdmodel, __model__, or a directory holding one; an "
+                                   "ONNX model *.onnx; *.pdiparams, __params__ or a directory "
+                                   "of parameter files")
     show.add_argument("--params", action="store_true",
                       help="the parameters of a model directory instead of its program")
     show.set_defaults(handler=cmd_show)
 
-    render = sub.add_parser("render", help="draw a program file as .html, .svg or .dot")
-    render.add_argument("file", help="*.pdmodel, __model__, or a directory holding one")
+    render = sub.add_parser("render", help="draw a program file (or an ONNX model) as .html, "
+                                           ".svg or .dot")
+    render.add_argument("file", help="*.pdmodel, __model__, or a directory holding one; an "
+                                     "ONNX model *.onnx")
     render.add_argument("-o", "--output", required=True, help="OUT.html, OUT.svg or OUT.dot")
     render.add_argument("--title", help="page title (default: the file name)")
     render.set_defaults(handler=cmd_render)
 
-    run = sub.add_parser("run", help="run a saved inference model on .npy inputs")
+    run = sub.add_parser("run", help="run a saved inference model (or an ONNX model) on "
+                                     ".npy inputs")
     run.add_argument("file", help="an inference model directory, __model__, x.pdmodel "
-                                  "(with x.pdiparams beside it) or the path prefix x")
+                                  "(with x.pdiparams beside it) or the path prefix x; or an "
+                                  "ONNX model x.onnx (run in onnxruntime)")
     run.add_argument("--feed", action="append", default=[], metavar="NAME=ARRAY.npy",
                      help="an input value (repeat for several inputs)")
     run.add_argument("--fetch", action="append", default=[], metavar="NAME",

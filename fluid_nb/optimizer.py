@@ -122,8 +122,9 @@ class Optimizer:
             self._learning_rate_map[main_program] = self._learning_rate
             return
         name = _un.generate("learning_rate")
+        # [1]: a Fluid 1.x scalar (1.x had no 0-D tensors)
         self._learning_rate_map[main_program] = create_persistable(
-            main_program, startup_program, name, (), VarType.FP32, float(self._learning_rate))
+            main_program, startup_program, name, (1,), VarType.FP32, float(self._learning_rate))
 
     def _param_learning_rate(self, param, block):
         lr = self._global_learning_rate(block.program)

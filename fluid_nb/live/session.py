@@ -538,6 +538,14 @@ def _session_of(var):
     return None
 
 
+def session_of_scope(scope):
+    """The live session whose scope is ``scope`` (an active one first), or None."""
+    for session in [entry[0] for entry in reversed(_active)] + list(_sessions.values()):
+        if session.scope is scope:
+            return session
+    return None
+
+
 class _ValueProvider:
     """Answers ``Variable.numpy()``/``value``/``repr`` from the session that owns the
     variable's program."""

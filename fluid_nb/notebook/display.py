@@ -15,11 +15,15 @@ from ..framework.attrs import AttrType
 from ..tensor.dtypes import dtype_name
 from ..framework.program import EMPTY_VAR_NAME, Program, Variable, holds_tensor
 
-# wide op tables scroll inside the output and long names wrap, instead of being clipped
+# wide op tables scroll inside the output instead of being clipped; a cell wraps between
+# words only, and an op type or a name (a row's first cell) not at all, so a narrow column
+# is as wide as its longest word and never splits one ("fill_constant", "mean_0.tmp_0")
 _STYLE = ("<style>.fluid-nb{max-width:100%;overflow-x:auto}"
           ".fluid-nb table{border-collapse:collapse;font-size:12px}"
           ".fluid-nb td,.fluid-nb th{border:1px solid #ddd;padding:2px 6px;text-align:left;"
-          "vertical-align:top;overflow-wrap:anywhere}.fluid-nb code{font-size:12px}</style>")
+          "vertical-align:top;overflow-wrap:normal;word-break:normal}"
+          ".fluid-nb td>b,.fluid-nb td:first-child>code{white-space:nowrap}"
+          ".fluid-nb code{font-size:12px}</style>")
 
 _e = html.escape
 
@@ -188,12 +192,13 @@ def program_html(program, max_ops=200):
 
 
 # --- scopes -------------------------------------------------------------------------------
-def _holder_row(name, value):
+def _holder_row(name, value, scalars=frozenset()):
     if value is None:
         kind, shape, dtype, nbytes = "empty", "", "", 0
     elif isinstance(value, LoDTensor):
         kind = "LoDTensor"
-        shape = _shape(value.array.shape) if value.array is not None else ""
+        shape = "" if value.array is None else "[1]" if (
+            name in scalars and value.array.ndim == 0) else _shape(value.array.shape)
         dtype = str(value.array.dtype) if value.array is not None else ""
         nbytes = value.nbytes
     elif isinstance(value, LoDTensorArray):
@@ -208,16 +213,25 @@ def _holder_row(name, value):
             f"<td>{dtype}</td><td>{nbytes}</td></tr>")
 
 
-def scope_html(scope, depth=0, max_depth=3):
-    """A Scope: its variables (type, shape, dtype, bytes) and, nested, its kid scopes."""
-    rows = "".join(_holder_row(n, h.value) for n, h in sorted(scope.vars.items()))
+def scope_html(scope, depth=0, max_depth=3, program=None):
+    """A Scope: its variables (type, shape, dtype, bytes) and, nested, its kid scopes. With
+    ``program`` (default: the live session's, for a live session's scope) a 0-D value of a
+    variable it declares [1] is shown [1], as a fetch gives it."""
+    from ..viz.scope_model import declared_scalar_names
+    if program is None and depth == 0:
+        from ..live.session import session_of_scope
+        session = session_of_scope(scope)
+        program = session.program if session is not None else None
+    scalars = declared_scalar_names(program)
+    rows = "".join(_holder_row(n, h.value, scalars) for n, h in sorted(scope.vars.items()))
     total = sum(h.value.nbytes for h in scope.vars.values() if isinstance(h.value, LoDTensor))
     text = (f"<b>Scope</b>: {len(scope.vars)} variables, {total} bytes in tensors, "
             f"{len(scope.kids)} kid scope(s)<table><tr><th>name</th><th>type</th><th>shape</th>"
             f"<th>dtype</th><th>bytes</th></tr>{rows}</table>")
     if depth < max_depth:
         for kid in scope.kids:
-            text += f"<div style='margin-left:1.5em'>{scope_html(kid, depth + 1, max_depth)}</div>"
+            text += (f"<div style='margin-left:1.5em'>"
+                     f"{scope_html(kid, depth + 1, max_depth, program)}</div>")
     return (_STYLE + f"<div class='fluid-nb'>{text}</div>") if depth == 0 else text
 
 
@@ -239,10 +253,13 @@ class CellReport:
         self.startup_ops = added["startup"][0]
         self.session = session
         self.values = {}
+        from ..exec.executor import _as_declared_scalar, declared_scalar
         for var in self.vars:
             found = session.scope.find_var(var.name)
             if found is not None and found.value is not None:
-                self.values[var.name] = found.value
+                # a 0-D result previewed as the [1] its variable declares, as numpy() gives it
+                self.values[var.name] = _as_declared_scalar(found.value) \
+                    if declared_scalar(var) else found.value
             elif getattr(var, "_sample_value", None) is not None:
                 # a data variable given value= that no op of the cell read yet
                 self.values[var.name] = var._sample_value

@@ -6,7 +6,8 @@ the slot names the operator's schema gives them (``A``/``B`` of MatMul; a variad
 list), its attributes as attributes; each value a variable with the type and shape shape
 inference finds (a symbolic dim is -1), the initializers persistable parameters; the
 bodies of ``If``, ``Loop`` and ``Scan`` sub-blocks, as a ``while``'s body is. The Program is
-for reading and drawing: its ops are ONNX's, so the executor does not run it.
+for reading and drawing: its ops are ONNX's, so the executor does not run it (the model
+itself runs in onnxruntime: :mod:`.runtime`, ``fluid-nb run model.onnx``).
 """
 import os
 
@@ -22,25 +23,27 @@ def _onnx():
     return load()
 
 
-def _load(model):
+def _load(model, where=None):
     """The ModelProto ``model`` names, checked (see :mod:`.checks`); external data is never
-    read: the views need only the tensors' types and dims."""
+    read: the views need only the tensors' types and dims. ``where`` names the caller in
+    errors (default: ``onnx.to_program``)."""
+    where = WHERE if where is None else where
     onnx = _onnx()
     if isinstance(model, onnx.ModelProto):
-        check_model(model, WHERE)
+        check_model(model, where)
         return model
     if not isinstance(model, (str, os.PathLike)) or \
             not isinstance(os.fspath(model), str):
-        raise InvalidType(expected(WHERE, "model", "an ONNX file's path or an onnx.ModelProto",
+        raise InvalidType(expected(where, "model", "an ONNX file's path or an onnx.ModelProto",
                                    type(model).__name__))
     path = os.fspath(model)
-    data = read_model_file(path, WHERE)
+    data = read_model_file(path, where)
     try:
         loaded = onnx.load_model_from_string(data)
     except Exception as exc:  # a damaged or foreign file: say which
-        raise InvalidArgument(expected(WHERE, f"model {path!r}", "an ONNX ModelProto file",
+        raise InvalidArgument(expected(where, f"model {path!r}", "an ONNX ModelProto file",
                                        f"bytes that do not decode ({exc})")) from None
-    check_model(loaded, f"{WHERE} ({path})", folder=os.path.dirname(os.path.abspath(path)))
+    check_model(loaded, f"{where} ({path})", folder=os.path.dirname(os.path.abspath(path)))
     return loaded
 
 

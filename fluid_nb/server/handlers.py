@@ -29,10 +29,28 @@ def program_model_of_file(path):
     return program_model(Program.parse_from_string(data), title=Path(path).name)
 
 
+def params_model_of_file(path):
+    """The parameters table (:func:`fluid_nb.viz.params_table.params_model`) of the
+    parameter file at ``path``; bytes that are not tensor records are a typed error naming
+    the file, never a decoder's traceback. Runs off the server's event loop."""
+    from ..errors import InvalidArgument
+    from ..viz.params_table import params_model
+    try:
+        return params_model(path, title=Path(path).name)
+    except FluidError:
+        raise
+    except Exception as exc:  # noqa: BLE001  (a foreign file: say so in one line)
+        raise InvalidArgument(f"{Path(path).name}: Paddle parameter tensors expected, but "
+                              f"decoding failed: {type(exc).__name__}: {exc}") from exc
+
+
 class ProgramModelHandler(APIHandler):
     """``GET fluid-nb/api/program?path=...``: a program file's model as JSON."""
 
     auth_resource = "contents"  # reading a file under the root, like the contents API
+    #: the file's model, from its absolute path (a typed error when it cannot be read)
+    model_of_file = staticmethod(program_model_of_file)
+    api_name = "program"
 
     @web.authenticated
     @authorized
@@ -51,7 +69,7 @@ class ProgramModelHandler(APIHandler):
         if not path.is_file():
             return self._refuse(400, f"fluid-nb: {relative!r} is not a file")
         try:
-            model = await IOLoop.current().run_in_executor(None, program_model_of_file, path)
+            model = await IOLoop.current().run_in_executor(None, self.model_of_file, path)
         except FluidError as err:
             return self._refuse(400, f"{relative}: {err}")
         self.set_header("Content-Type", "application/json")
@@ -60,10 +78,17 @@ class ProgramModelHandler(APIHandler):
     def _refuse(self, status, message):
         """Reply ``{"message": ...}`` with ``status``, as the server's own APIs do (the message
         is the typed error's text, sent as is)."""
-        self.log.info("fluid-nb program API: %d %s", status, message)
+        self.log.info("fluid-nb %s API: %d %s", self.api_name, status, message)
         self.set_status(status)
         self.set_header("Content-Type", "application/json")
         self.finish(json.dumps({"message": message, "reason": None}))
+
+
+class ParamsModelHandler(ProgramModelHandler):
+    """``GET fluid-nb/api/params?path=...``: a parameter file's table of tensors as JSON."""
+
+    model_of_file = staticmethod(params_model_of_file)
+    api_name = "params"
 
 
 def _is_hidden(path, root):
@@ -93,6 +118,7 @@ def route_table(base_url):
     """The extension's tornado routes under ``base_url``."""
     return [
         (url_path_join(base_url, "fluid-nb/api/program"), ProgramModelHandler),
+        (url_path_join(base_url, "fluid-nb/api/params"), ParamsModelHandler),
         (url_path_join(base_url, "fluid-nb/static/(.*)"), ViewerAssetHandler,
          {"path": os.fspath(STATIC_DIR)}),
     ]

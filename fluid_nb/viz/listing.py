@@ -141,10 +141,13 @@ def _model_block(block, blocks, ops_of, vars_of, indent, with_vars, lines, memor
 
 
 # --- HTML ------------------------------------------------------------------------------
+# the tables scroll sideways instead of splitting a word: a cell wraps between words only,
+# a variable's name not at all
 _STYLE = ("<style>.fluid-nb-listing{max-width:100%;overflow-x:auto}"
           ".fluid-nb-listing table{border-collapse:collapse;font-size:12px}"
           ".fluid-nb-listing td,.fluid-nb-listing th{border:1px solid #ddd;padding:2px 6px;"
-          "text-align:left;overflow-wrap:anywhere}"
+          "text-align:left;overflow-wrap:normal;word-break:normal}"
+          ".fluid-nb-listing td>code{white-space:nowrap}"
           ".fluid-nb-listing pre{font-size:12px;overflow-x:auto}</style>")
 
 

@@ -8,9 +8,27 @@ HTML fallback.
     {"format": "fluid-nb.memory", "version": 1, "title": str,
      "stats": fluid.memory.stats(place),
      "map": block_map(...), "timeline": timeline(...) or None,
-     "variables": variable_table(...), "colours": {name: css colour}}
+     "variables": variable_table(...), "colours": {name: css colour},
+     "legend": legend(...), "peaks": peaks(...)}
 
 (the colours go by the table's order, then by name, :func:`colour_at`)
+
+``legend(arena_map, colours)`` -- one entry per colour the block map draws::
+
+    [{"state": "free" | "used" | name, "label": str, "colour": css colour,
+      "bytes": b, "blocks": n}]
+
+  free space first (the bars' background), then blocks no variable of the scope holds,
+  then the variables, the most bytes first.
+
+``peaks(stats, timeline)`` -- the two peaks a view shows, each with the words it is shown
+with, so no figure reads as the other::
+
+    {"arena": {"bytes": b, "text": "arena peak since start 18.3 MiB"},
+     "run": {"bytes": b, "op": label, "text": "run peak 8.3 MiB during mul #3"} | None}
+
+  the arena's is the most bytes it held since it was made (or ``fluid.memory.reset_peak``),
+  earlier runs and the startup program included; the run's is the most during the events.
 
 ``block_map(blocks, stats)`` -- the chunks as bars::
 
@@ -54,14 +72,19 @@ so callers pass the events they read.
 """
 import html
 
-__all__ = ["MEMORY_FORMAT", "block_map", "timeline", "variable_table", "op_allocations",
-           "memory_model", "memory_html", "timeline_svg", "op_label", "colour_at",
-           "bytes_text"]
+__all__ = ["MEMORY_FORMAT", "FREE_COLOUR", "USED_COLOUR", "block_map", "timeline",
+           "variable_table", "op_allocations", "legend", "peaks", "memory_model",
+           "memory_html", "timeline_svg", "op_label", "colour_at", "bytes_text"]
 
 MEMORY_FORMAT = "fluid-nb.memory"
 
 #: the least of a chunk the block map draws
 MIN_SHOWN = 64 << 10
+
+#: free space in the block map
+FREE_COLOUR = "#eef1f4"
+#: a block in use that no variable of the scope holds
+USED_COLOUR = "#9aa4ad"
 
 _ALLOCS = ("alloc", "huge_alloc")
 _FREES = ("free", "huge_free")
@@ -226,6 +249,56 @@ def variable_table(events, holders=(), nbytes=None):
     return sorted(rows.values(), key=lambda r: (-r["block"], r["name"]))
 
 
+# --- what the colours and peaks mean ---------------------------------------------------------
+#: the legend's words for the two states that are not variable names
+_STATE_LABELS = {"free": "free",
+                 "used": "in use, held by no variable of the scope (temporaries, plans, "
+                         "fetched or user arrays)"}
+
+
+def legend(arena_map, colours):
+    """One entry per colour ``block_map``'s ``arena_map`` draws (see the module's text):
+    each state's colour (``colours`` for variable names), its bytes and blocks in the map
+    (huge blocks included; free bytes are all the chunks' free space, drawn or not)."""
+    totals = {}
+    for block in [b for c in arena_map["chunks"] for b in c["blocks"]] + arena_map["huge"]:
+        entry = totals.setdefault(block["state"], [0, 0])
+        entry[0] += block["size"]
+        entry[1] += 1
+    if arena_map["chunks"]:  # the background of every bar
+        free = totals.setdefault("free", [0, 0])
+        free[0] = sum(c["free"] for c in arena_map["chunks"])
+
+    def rank(state):
+        return (state != "free", state != "used", -totals[state][0], state)
+
+    return [{"state": state, "label": _STATE_LABELS.get(state, state),
+             "colour": _colour_of(colours, state), "bytes": totals[state][0],
+             "blocks": totals[state][1]} for state in sorted(totals, key=rank)]
+
+
+def _colour_of(colours, state):
+    if state == "free":
+        return FREE_COLOUR
+    return colours.get(state, USED_COLOUR) if state != "used" else USED_COLOUR
+
+
+def _run_peak_text(peak):
+    return f"run peak {bytes_text(peak['used'])} during {peak['label']}"
+
+
+def peaks(stats, line):
+    """The arena's peak and the recorded run's (``line``: :func:`timeline`'s, or None),
+    each with its words (see the module's text)."""
+    run = None
+    if line:
+        peak = line["peak"]
+        run = {"bytes": peak["used"], "op": peak["label"], "text": _run_peak_text(peak)}
+    return {"arena": {"bytes": stats["peak"],
+                      "text": f"arena peak since start {bytes_text(stats['peak'])}"},
+            "run": run}
+
+
 # --- by op ---------------------------------------------------------------------------------
 def op_allocations(events):
     """What each op of ``events`` allocated (see the module's text): the alloc and
@@ -280,9 +353,10 @@ def memory_model(place, scope=None, events=(), title="memory", max_alive=12):
     for point in (line or {}).get("points", ()):
         others.update(name for name, _ in point["alive"])
     names += sorted(others - set(names) - {"free", "used"})
+    colours = {name: colour_at(rank) for rank, name in enumerate(names)}
     return {"format": MEMORY_FORMAT, "version": 1, "title": title, "stats": stats,
-            "map": arena_map, "timeline": line, "variables": table,
-            "colours": {name: colour_at(rank) for rank, name in enumerate(names)}}
+            "map": arena_map, "timeline": line, "variables": table, "colours": colours,
+            "legend": legend(arena_map, colours), "peaks": peaks(stats, line)}
 
 
 def _data_bytes(scope, holders):
@@ -299,14 +373,8 @@ def _data_bytes(scope, holders):
 
 
 # --- HTML for frontends without the widget --------------------------------------------------
-_FREE_COLOUR = "#eef1f4"
-_USED_COLOUR = "#9aa4ad"
-
-
 def _colour(model, state):
-    if state == "free":
-        return _FREE_COLOUR
-    return model["colours"].get(state, _USED_COLOUR)
+    return _colour_of(model["colours"], state)
 
 
 def _map_html(model, esc):
@@ -324,15 +392,27 @@ def _map_html(model, esc):
             f"{bytes_text(shown)} of {bytes_text(chunk['size'])} shown"
             + (f" ({bytes_text(chunk['beyond'])} free beyond)" if chunk["beyond"] else "")
             + f"</div><div class='fluid-nb-chunk' style='position:relative;height:22px;"
-            f"border:1px solid #888;background:{_FREE_COLOUR};margin:2px 0 6px'>{cells}</div>")
+            f"border:1px solid #888;background:{FREE_COLOUR};margin:2px 0 6px'>{cells}</div>")
     for block in model["map"]["huge"]:
         parts.append(f"<div>huge block: {esc(block['state'])}, {bytes_text(block['size'])}</div>")
+    parts.append(_legend_html(model, esc))
     return "".join(parts)
 
 
+def _legend_html(model, esc):
+    items = "".join(
+        f"<span class='fluid-nb-memory-legend-item' data-colour='{esc(e['colour'])}' "
+        f"style='margin-right:10px;white-space:nowrap'><span style='display:inline-block;"
+        f"width:10px;height:10px;border:1px solid #999;background:{e['colour']}'></span> "
+        f"{esc(e['label'])} {bytes_text(e['bytes'])}</span> "
+        for e in model.get("legend") or ())
+    return f"<div class='fluid-nb-memory-legend'>{items}</div>" if items else ""
+
+
 def timeline_svg(line, width=640, height=140):
-    """The timeline as an inline SVG: used bytes after each op as a polyline, the peak as a
-    red dot with its op and bytes (what the HTML fallback and saved notebooks show)."""
+    """The timeline as an inline SVG: used bytes after each op as a polyline, the run's
+    peak as a red dot with its op and bytes (what the HTML fallback and saved notebooks
+    show)."""
     points = line["points"]
     low = min([line["start"]] + [p["used"] for p in points])
     high = max(p["high"] for p in points)
@@ -352,7 +432,7 @@ def timeline_svg(line, width=640, height=140):
     peak = line["peak"]
     px, py = xy(peak["index"], peak["used"])
     anchor = "end" if px > width / 2 else "start"
-    label = html.escape(f"peak {bytes_text(peak['used'])} at {peak['label']}")
+    label = html.escape(_run_peak_text(peak))
     return (f"<svg class='fluid-nb-memory-timeline' xmlns='http://www.w3.org/2000/svg' "
             f"width='{width}' height='{height}' viewBox='0 0 {width} {height}'>"
             f"<rect x='0' y='0' width='{width}' height='{height}' fill='#fff' stroke='#ccc'/>"
@@ -371,9 +451,11 @@ def memory_html(model, max_rows=40):
     saved notebooks, nbviewer and frontends without widgets."""
     esc = html.escape
     stats = model["stats"]
-    head = (f"<b>{esc(model['title'])}</b>: {bytes_text(stats['used'])} used in "
-            f"{stats['used_blocks']} blocks, peak {bytes_text(stats['peak'])}, "
-            f"{stats['chunks']} chunk(s) of {bytes_text(stats['chunk_size'])}, "
+    said = model["peaks"]
+    head = (f"<b>{esc(model['title'])}</b>: {bytes_text(stats['used'])} used now in "
+            f"{stats['used_blocks']} blocks, {esc(said['arena']['text'])}, "
+            + (f"{esc(said['run']['text'])}, " if said["run"] else "")
+            + f"{stats['chunks']} chunk(s) of {bytes_text(stats['chunk_size'])}, "
             f"largest free {bytes_text(stats['largest_free'])}, fragmentation "
             f"{stats['fragmentation']:.2f}")
     parts = [f"<div class='fluid-nb fluid-nb-memory'><div>{head}</div>",

@@ -6,8 +6,14 @@ no names in it; or a directory with one file per variable, named after it. ``rea
 reads either; a combined file takes its names from the program beside it (``x.pdmodel``,
 ``__model__``) when there is one whose persistables match the records, else the records
 are numbered. ``params_rows`` gives per tensor its dtype, shape, LoD, the min, max, mean
-and standard deviation of its values and a 16-bin histogram; ``params_text`` lays the rows
-out as the table ``fluid-nb show x.pdiparams`` prints.
+and standard deviation of its values and a 16-bin histogram; ``params_model`` joins them
+with where the names came from, as the JSON the JupyterLab viewer of parameter files draws::
+
+    {"format": "fluid-nb.params", "version": 1, "title": str, "kind": "combined" | "directory",
+     "names_from": file name of the program that named the records | None,
+     "bins": 16, "tensors": n, "values": n, "rows": params_rows(...)}
+
+``params_text`` lays the rows out as the table ``fluid-nb show x.pdiparams`` prints.
 """
 import os
 
@@ -17,6 +23,7 @@ from ..errors import InvalidArgument, NotFound, expected
 from ..proto import tensor_stream
 from ..tensor.dtypes import VarType
 
+PARAMS_FORMAT = "fluid-nb.params"
 HISTOGRAM_BINS = 16
 _PROGRAM_FILES = ("__model__",)
 _COMBINED_NAMES = ("__params__",)
@@ -53,11 +60,17 @@ def _persistable_names(program_path):
 def read_params(path):
     """``[(name, array, lod)]`` of a combined parameter file, or of a directory: its one
     combined file, else its per-variable files (a program file beside them is skipped)."""
+    return _read_params(path)[0]
+
+
+def _read_params(path):
+    """``(records, kind, names_from)``: :func:`read_params`' records, ``"combined"`` or
+    ``"directory"``, and the program file that named a combined file's records, or None."""
     if os.path.isdir(path):
         names = sorted(os.listdir(path))
         combined = [n for n in names if n.endswith(".pdiparams") or n in _COMBINED_NAMES]
         if len(combined) == 1:  # a model directory saved with one parameter file
-            return read_params(os.path.join(path, combined[0]))
+            return _read_params(os.path.join(path, combined[0]))
         records = []
         for name in names:
             file = os.path.join(path, name)
@@ -69,7 +82,7 @@ def read_params(path):
         if not records:
             raise NotFound(expected("params", f"parameter files in '{path}'",
                                     "one tensor file per variable", "an empty directory"))
-        return records
+        return records, "directory", None
     if not os.path.isfile(path):
         raise NotFound(expected("params", "a parameter file or directory", "an existing path",
                                 repr(path)))
@@ -84,19 +97,40 @@ def read_params(path):
             found = None  # an unreadable program only costs the names
         if found is not None and len(found) == len(records):
             names = found
+    named_by = os.path.basename(program_path) if names is not None else None
     if names is None:
         names = [f"#{i}" for i in range(len(records))]
-    return [(name, array, lod) for name, (array, lod) in zip(names, records)]
+    return ([(name, array, lod) for name, (array, lod) in zip(names, records)], "combined",
+            named_by)
+
+
+def params_model(path, title=None):
+    """The table of the parameters at ``path`` (a combined file or a directory, as
+    :func:`read_params` reads them) as plain JSON (see the module's text). A damaged or
+    foreign file is the typed error ``read_params`` raises, naming the file. Example::
+
+        model = params_model("inference/model.pdiparams")
+        [(r["name"], r["shape"]) for r in model["rows"]]   # [('fc_0.b_0', [16]), ...]
+    """
+    records, kind, named_by = _read_params(os.fspath(path))
+    rows = params_rows(records)
+    return {"format": PARAMS_FORMAT, "version": 1,
+            "title": title if title is not None else os.path.basename(os.fspath(path)),
+            "kind": kind, "names_from": named_by, "bins": HISTOGRAM_BINS,
+            "tensors": len(rows), "values": sum(r["size"] for r in rows), "rows": rows}
 
 
 def params_rows(records):
     """Per tensor: name, dtype, shape, lod, size, and for non-empty numeric tensors min,
-    max, mean, std and ``histogram`` (counts over ``[min, max]`` in 16 equal bins)."""
+    max, mean, std, ``histogram`` (counts over ``[min, max]`` in 16 equal bins: its
+    ``histogram_range``, widened by half a unit each way when every value is the same) and
+    ``non_finite`` (values left out of all of these: NaN and infinities)."""
     rows = []
     for name, array, lod in records:
         row = {"name": name, "dtype": str(array.dtype), "shape": list(array.shape),
                "lod": [list(level) for level in lod], "size": int(array.size),
-               "min": None, "max": None, "mean": None, "std": None, "histogram": None}
+               "min": None, "max": None, "mean": None, "std": None, "histogram": None,
+               "histogram_range": None}
         if array.size and array.dtype.kind in "biuf":
             values = array.astype(np.float64).reshape(-1)
             finite = values[np.isfinite(values)]
@@ -108,6 +142,7 @@ def params_rows(records):
                     low, high = low - 0.5, high + 0.5
                 counts, _ = np.histogram(finite, bins=HISTOGRAM_BINS, range=(low, high))
                 row["histogram"] = [int(c) for c in counts]
+                row["histogram_range"] = [low, high]
             row["non_finite"] = int(values.size - finite.size)
         rows.append(row)
     return rows

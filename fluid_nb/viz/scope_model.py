@@ -32,6 +32,9 @@ Invariants:
   array counts its slots, SelectedRows its value); ``subtree_bytes`` adds all nested scopes.
   Values shared by several holders (a step scope's snapshot of an outer input) count once
   per holder there; ``stats["unique_bytes"]`` counts each array object once.
+- With ``program``, a variable the program declares ``[1]`` (a Fluid 1.x scalar: a mean, a
+  learning rate) is shown ``[1]`` though a kernel left a 0-D array for it, as a fetch gives
+  it (the executor's rule; see ``exec.executor.declared_scalar``).
 - Scopes deeper than ``max_depth`` (the root has depth 0) are shown as nodes with
   ``truncated: true`` and no variables or kids; at most ``max_vars`` variables per scope
   (sorted by name), at most ``max_items`` numbers per preview, items per list and offsets
@@ -40,13 +43,14 @@ Invariants:
 import numpy as np
 
 from ..errors import InvalidArgument, InvalidType, expected
+from ..framework.program import Program
 from ..tensor.lod_rank_table import LoDRankTable
 from ..tensor.place import place_of
 from ..exec.scope import Scope
 from ..tensor.tensor import LoDTensor, LoDTensorArray, SelectedRows
 from .lod_model import preview_values
 
-__all__ = ["scope_model", "describe_value"]
+__all__ = ["scope_model", "describe_value", "declared_scalar_names"]
 
 FORMAT = "fluid-nb.scope"
 VERSION = 1
@@ -105,24 +109,51 @@ def _tensor(tensor, max_items, preview):
                   bytes=int(array.nbytes), preview=values, preview_truncated=more)
 
 
+def declared_scalar_names(program):
+    """The names ``program`` declares ``[1]`` in every block that declares them: a 0-D value
+    held for one of them stands for that ``[1]`` (Fluid 1.x had no 0-D tensors). None
+    gives an empty set."""
+    if program is None:
+        return frozenset()
+    from ..exec.executor import declared_scalar
+    scalars, other = set(), set()
+    for block in program.blocks:
+        for name, var in block.vars.items():
+            (scalars if declared_scalar(var) else other).add(name)
+    return frozenset(scalars - other)
+
+
+def as_declared(entry, name, scalars):
+    """``entry`` (a :func:`describe_value`) with the shape ``[1]`` where ``name`` is declared
+    a scalar (see :func:`declared_scalar_names`) and the value is 0-D."""
+    if name in scalars and entry["kind"] in ("LoDTensor", "SelectedRows") and \
+            entry["shape"] == []:
+        entry["shape"] = [1]
+    return entry
+
+
 # --- the tree -----------------------------------------------------------------------------------
-def scope_model(scope, max_depth=4, max_vars=200, max_items=8):
-    """The model of ``scope`` and the scopes under it (see the module docstring).
+def scope_model(scope, max_depth=4, max_vars=200, max_items=8, program=None):
+    """The model of ``scope`` and the scopes under it (see the module docstring); with
+    ``program`` (the program that filled the scope) scalars keep the shape it declares.
 
     Example::
 
         exe.run(startup, scope=scope)
-        m = scope_model(scope)
+        m = scope_model(scope, program=main)
         [(v["name"], v["kind"], v["shape"]) for v in m["root"]["vars"]]
     """
     if not isinstance(scope, Scope):
         raise InvalidType(expected("scope_model", "scope", "a Scope",
                                        type(scope).__name__))
+    if program is not None and not isinstance(program, Program):
+        raise InvalidType(expected("scope_model", "program", "a Program or None",
+                                   type(program).__name__))
     for cap, number in (("max_depth", max_depth), ("max_vars", max_vars),
                         ("max_items", max_items)):
         if not isinstance(number, (int, np.integer)) or number < 0:
             raise InvalidArgument(expected("scope_model", cap, "an int >= 0", repr(number)))
-    walk = _Walk(max_depth, max_vars, max_items)
+    walk = _Walk(max_depth, max_vars, max_items, declared_scalar_names(program))
     root = walk.node(scope, "s", 0)
     return {"format": FORMAT, "version": VERSION, "root": root, "truncated": walk.truncated,
             "stats": {"scopes": walk.scopes, "vars": walk.vars, "bytes": root["totals"][
@@ -134,8 +165,9 @@ class _Walk:
     """One depth-first walk: counts scopes and variables, and remembers each array object
     once (for ``unique_bytes``)."""
 
-    def __init__(self, max_depth, max_vars, max_items):
+    def __init__(self, max_depth, max_vars, max_items, scalars=frozenset()):
         self.max_depth, self.max_vars, self.max_items = max_depth, max_vars, max_items
+        self.scalars = scalars
         self.truncated = False
         self.scopes = self.vars = 0
         self.arrays = {}
@@ -155,7 +187,7 @@ class _Walk:
         own = nested = 0
         for name in names:
             value = scope.vars[name].value
-            entry = describe_value(value, self.max_items)
+            entry = as_declared(describe_value(value, self.max_items), name, self.scalars)
             own += entry["bytes"]
             self._remember(value)
             if entry["kind"] == "StepScopes":

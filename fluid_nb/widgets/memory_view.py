@@ -130,7 +130,8 @@ class MemoryView(ViewWidget):
 
     @property
     def peak(self):
-        """The most bytes in use during the last recording, or None."""
+        """The most bytes in use during the last recording (the run's peak, not the
+        arena's since it started: that one is ``fluid.memory.peak(place)``), or None."""
         line = self.timeline
         return line["peak"]["used"] if line else None
 
@@ -144,12 +145,13 @@ class MemoryView(ViewWidget):
         return {"text/html": memory_html(self._model), "text/plain": self._text()}
 
     def _text(self):
-        stats = self._model["stats"]
-        text = (f"MemoryView: {bytes_text(stats['used'])} used in {stats['used_blocks']} "
-                f"blocks, {stats['chunks']} chunk(s)")
+        stats, said = self._model["stats"], self._model["peaks"]
+        text = (f"MemoryView: {bytes_text(stats['used'])} used now in "
+                f"{stats['used_blocks']} blocks, {stats['chunks']} chunk(s), "
+                f"{said['arena']['text']}")
         if self.timeline:
-            text += (f"; last recording: {len(self.timeline['points'])} ops, peak "
-                     f"{bytes_text(self.peak)} at {self.peak_op}")
+            text += (f"; last recording: {len(self.timeline['points'])} ops, "
+                     f"{said['run']['text']}")
         return text
 
     def __repr__(self):

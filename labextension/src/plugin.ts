@@ -11,6 +11,7 @@ import { ServerConnection } from '@jupyterlab/services';
 import { Widget } from '@lumino/widgets';
 
 import { IProgramModel, isProgramModel } from './model';
+import { paramsPlugin } from './params';
 import { IProgramHandle, renderProgram } from './view';
 
 /** The file type name of program files. */
@@ -151,4 +152,5 @@ const plugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
-export default plugin;
+// parameter files (`.pdiparams`, `__params__`) open as tables: see params.ts
+export default [plugin, paramsPlugin];

@@ -1,5 +1,6 @@
 """The memory view in a real JupyterLab: the MLP training step's arena as chunk bars of
-blocks coloured by variable, the used-bytes timeline with its peak marked (hovering an op
+blocks coloured by variable with a legend entry per colour, the used-bytes timeline with
+the run's peak marked and named apart from the arena's peak in the head (hovering an op
 shows it and the variables alive), the variable table, and a live cell's allocations."""
 import re
 
@@ -62,12 +63,31 @@ def test_memory_view_draws_chunks_timeline_with_peak_and_table(page, lab):
     assert by_state["fc_0.w_0"][0] != by_state["fc_0.w_0_moment1_0"][0]
     assert by_state["fc_0.w_0"][1] > 10  # a 1 MiB block is a visible part of the bar
 
+    # the legend: an entry for every colour the bars fill with, grey and free space included
+    fills = set(view.locator("svg.fluid-nb-memory-chunk rect").evaluate_all(
+        "rects => rects.map(r => r.getAttribute('fill'))"))
+    legend = view.locator(".fluid-nb-memory-legend .fluid-nb-memory-legend-item")
+    entries = dict(legend.evaluate_all(
+        "items => items.map(i => [i.dataset.colour, i.dataset.state])"))
+    assert fills <= set(entries), sorted(fills - set(entries))
+    assert {"#eef1f4", "#9aa4ad"} <= fills  # free space, and blocks no variable holds
+    assert entries["#9aa4ad"] == "used" and entries["#eef1f4"] == "free"
+    assert by_state["fc_0.w_0"][0] in entries and entries[by_state["fc_0.w_0"][0]] == "fc_0.w_0"
+    grey = view.locator(".fluid-nb-memory-legend-item[data-state='used']").inner_text()
+    assert "no variable" in grey, grey
+
     # the timeline: a line, the peak marked and labelled with its op
     chart = view.locator("svg.fluid-nb-memory-timeline")
     assert chart.locator("polyline.fluid-nb-memory-line").count() == 1
     assert chart.locator("circle.fluid-nb-memory-peak").count() == 1
     label = chart.locator("text.fluid-nb-memory-peak-label").text_content()
-    assert label.startswith("peak ") and label.endswith(peak_op), label
+    assert label.startswith("run peak ") and label.endswith(peak_op), label
+    # the head names both peaks, the run's in the timeline's words
+    head = view.locator(".fluid-nb-head").first.inner_text()
+    assert label in head and re.search(r"arena peak since start [\d.]+ [KMG]iB", head), head
+    assert head.count("peak") == 2, head
+    caption = view.locator(".fluid-nb-memory-timeline-box .fluid-nb-memory-caption").inner_text()
+    assert label in caption, caption
     hover = view.locator(".fluid-nb-memory-hover")
     assert peak_op in hover.inner_text()  # the peak's op until the pointer moves
     columns = chart.locator("rect.fluid-nb-memory-column")

@@ -103,6 +103,26 @@ def test_params_rows_give_the_statistics_and_a_histogram():
     assert empty["min"] is None and empty["histogram"] is None
 
 
+def test_params_model_is_the_table_as_json_with_where_the_names_came_from():
+    import json
+    from fluid_nb.viz.params_table import params_model, params_rows, read_params
+    combined = params_model(MLP / "combined" / "model.pdiparams")
+    assert (combined["format"], combined["kind"], combined["names_from"]) == \
+        ("fluid-nb.params", "combined", "model.pdmodel")
+    assert combined["title"] == "model.pdiparams" and combined["tensors"] == 6
+    assert combined["values"] == 484 == sum(r["size"] for r in combined["rows"])
+    assert json.loads(json.dumps(combined)) == combined
+    separate = params_model(MLP / "separate", title="mlp")
+    assert (separate["kind"], separate["names_from"], separate["title"]) == \
+        ("directory", None, "mlp")
+    assert separate["rows"] == params_rows(read_params(MLP / "separate"))
+    assert [r["name"] for r in separate["rows"]] == [r["name"] for r in combined["rows"]]
+    for row in combined["rows"]:
+        low, high = row["histogram_range"]
+        assert (low, high) == (row["min"], row["max"]) and len(row["histogram"]) == \
+            combined["bins"]
+
+
 def test_show_of_a_damaged_parameter_file_is_one_clear_line(tmp_path, capsys):
     bad = tmp_path / "bad.pdiparams"
     bad.write_bytes((MLP / "combined" / "model.pdiparams").read_bytes()[:-7])
@@ -177,6 +197,9 @@ def test_demo_trains_prints_a_summary_and_writes_the_page(tmp_path, capsys, view
     code, out, _ = _main(["demo", "-o", page, "--steps", "30"], capsys)
     assert code == 0 and page.exists()
     assert "= sgd(inputs=" in out and "= mul_grad(inputs=" in out
+    # a Fluid 1.x program: its scalars (the learning rate, the mean) are declared [1]
+    assert "persist var learning_rate_0 : LOD_TENSOR.shape(1,)" in out
+    assert ".shape()" not in out
     # one summary line, not a line per step: "... loss A at step 0 -> B at step 29 ..."
     assert not [line for line in out.splitlines() if line.startswith("step ")]
     summary, = [line for line in out.splitlines() if line.startswith("trained 30 SGD steps")]
@@ -450,3 +473,106 @@ def test_stopping_fluid_nb_lab_stops_jupyterlab(tmp_path, signal_name, ctrl_c):
         assert "Traceback" not in output, output[-3000:]
     finally:
         lab.stop()
+
+
+# --- ONNX models, output paths, feed names ---------------------------------------------------
+def _exported_mlp(tmp_path, capsys):
+    path = tmp_path / "mlp.onnx"
+    code, _, err = _main(["export", MLP / "separate", "-o", path], capsys)
+    assert code == 0, err
+    return path
+
+
+def test_run_takes_an_onnx_model_and_gives_the_fluid_models_outputs(tmp_path, capsys):
+    pytest.importorskip("onnxruntime")
+    model = _exported_mlp(tmp_path, capsys)
+    code, out, err = _main(["run", model, "--feed", f"x={MLP / 'input.npy'}",
+                            "--save-dir", tmp_path / "out"], capsys)
+    assert code == 0 and not err
+    assert out.startswith("save_infer_model/scale_0.tmp_0: shape [3, 4] float32")
+    saved = np.load(tmp_path / "out" / "save_infer_model_scale_0.tmp_0.npy")
+    np.testing.assert_allclose(saved, np.load(MLP / "expected.npy"), rtol=1e-5, atol=1e-6)
+
+
+def test_run_of_an_onnx_model_refuses_what_onnxruntime_would_not_take(tmp_path, capsys):
+    pytest.importorskip("onnxruntime")
+    model = _exported_mlp(tmp_path, capsys)
+    np.save(tmp_path / "f64.npy", np.load(MLP / "input.npy").astype("float64"))
+    np.save(tmp_path / "wide.npy", np.ones((3, 5), "float32"))
+    code, _, err = _main(["run", model, "--feed", f"x={tmp_path / 'f64.npy'}"], capsys)
+    assert code == 1 and "feed 'x' expected float32 values" in err and "float64" in err
+    code, _, err = _main(["run", model, "--feed", f"x={tmp_path / 'wide.npy'}"], capsys)
+    assert code == 1 and "shape [?, 8]" in err and "[3, 5]" in err
+    code, _, err = _main(["run", model, "--feed", f"x={MLP / 'input.npy'}",
+                          "--fetch", "fc_0.tmp_0"], capsys)
+    assert code == 1 and "outputs of the ONNX model (save_infer_model/scale_0.tmp_0)" in err
+
+
+def test_run_of_an_onnx_model_with_fluid_nb_ops_names_them_and_what_to_run(tmp_path, capsys):
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+    from fluid_nb.onnx import DOMAIN
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
+    graph = helper.make_graph([helper.make_node("some_fluid_op", ["x"], ["y"], domain=DOMAIN)],
+                              "g", [x], [y])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                    helper.make_opsetid(DOMAIN, 1)])
+    path = tmp_path / "own.onnx"
+    onnx.save(model, str(path))
+    np.save(tmp_path / "x.npy", np.ones(2, "float32"))
+    code, _, err = _main(["run", path, "--feed", f"x={tmp_path / 'x.npy'}"], capsys)
+    assert code == 1 and "Traceback" not in err
+    assert "some_fluid_op" in err and DOMAIN in err and "fluid-nb run MODEL_DIR" in err
+
+
+def test_compile_and_export_of_an_onnx_model_say_what_they_take(tmp_path, capsys):
+    pytest.importorskip("onnx")
+    model = _exported_mlp(tmp_path, capsys)
+    code, _, err = _main(["export", model, "-o", tmp_path / "again.onnx"], capsys)
+    assert code == 1 and "Fluid inference model" in err and "wire type" not in err
+
+
+@pytest.mark.parametrize("command", ["show", "render"])
+def test_show_and_render_help_name_onnx_models(command, capsys):
+    with pytest.raises(SystemExit):
+        cli.main([command, "--help"])
+    assert ".onnx" in capsys.readouterr().out
+
+
+def test_help_of_run_names_onnx_models(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["run", "--help"])
+    assert ".onnx" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name", ["g.svg", "g.dot", "g.html"])
+def test_render_into_a_missing_folder_names_it_and_writes_nothing(name, tmp_path, capsys):
+    target = tmp_path / "nodir" / name
+    code, out, err = _main(["render", MLP / "separate", "-o", target], capsys)
+    assert code == 1 and not out and "Errno" not in err
+    assert str(target) in err and "does not exist" in err and str(tmp_path / "nodir") in err
+    assert not (tmp_path / "nodir").exists()
+
+
+def test_render_into_a_directory_says_it_is_one(tmp_path, capsys):
+    (tmp_path / "d.dot").mkdir()
+    code, _, err = _main(["render", MLP / "separate", "-o", tmp_path / "d.dot"], capsys)
+    assert code == 1 and "an existing directory" in err and "Errno" not in err
+
+
+def test_run_with_a_feed_that_is_no_input_lists_the_models_inputs(capsys):
+    code, _, err = _main(["run", MLP / "separate", "--feed", f"img={MLP / 'input.npy'}"],
+                         capsys)
+    assert code == 1
+    assert "img, which is not an input of the model" in err
+    assert "the model's inputs (x)" in err
+
+
+def test_notebook_checkpoints_are_ignored_by_git_anywhere():
+    root = pathlib.Path(cli.__file__).resolve().parent.parent
+    assert ".ipynb_checkpoints/" in (root / ".gitignore").read_text().splitlines()
+    if (root / ".git").exists() and shutil.which("git"):
+        done = subprocess.run(["git", "-C", str(root), "check-ignore", "-q",
+                               "notebooks/models/.ipynb_checkpoints/a-checkpoint.ipynb"])
+        assert done.returncode == 0

@@ -1,6 +1,7 @@
 """The Jupyter server extension, against a real ``jupyter server`` on 127.0.0.1: program files
-decode to program models; corrupt files, paths outside the root and anonymous requests are
-refused; the viewer bundle is served to logged-in users."""
+decode to program models, parameter files to their tables of tensors; corrupt files, paths
+outside the root and anonymous requests are refused; the viewer bundle is served to
+logged-in users."""
 import http.client
 import json
 import os
@@ -18,6 +19,7 @@ import pytest
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "paddle"
 FIT_A_LINE = FIXTURES / "training" / "fit_a_line_sgd" / "main.pdmodel"
 DYNAMIC_RNN = FIXTURES / "control_flow" / "dynamic_rnn_raw" / "main.pdmodel"
+MLP_COMBINED = FIXTURES / "inference" / "mlp" / "combined"
 
 
 def _free_port():
@@ -46,6 +48,11 @@ class Server:
         status, _, body = self.get(f"/fluid-nb/api/program?{query}", token)
         return status, json.loads(body) if body else None
 
+    def params(self, path, token=True):
+        query = urllib.parse.urlencode({"path": path})
+        status, _, body = self.get(f"/fluid-nb/api/params?{query}", token)
+        return status, json.loads(body) if body else None
+
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
@@ -55,6 +62,13 @@ def server(tmp_path_factory):
     shutil.copy(FIT_A_LINE, root / "models" / "fit_a_line.pdmodel")
     shutil.copy(DYNAMIC_RNN, root / "models" / "rnn" / "__model__")
     (root / "models" / "corrupt.pdmodel").write_bytes(b"\x0a\xff\xff\x07not a program")
+    (root / "params").mkdir()
+    for name in ("model.pdmodel", "model.pdiparams"):
+        shutil.copy(MLP_COMBINED / name, root / "params" / name)
+    shutil.copy(MLP_COMBINED / "model.pdiparams", root / "params" / "alone.pdiparams")
+    (root / "params" / "truncated.pdiparams").write_bytes(
+        (MLP_COMBINED / "model.pdiparams").read_bytes()[:-7])
+    (root / "params" / "text.pdiparams").write_text("not a tensor at all\n")
     _export_onnx(root / "models" / "mlp.onnx")
     outside = tmp / "outside.pdmodel"
     shutil.copy(FIT_A_LINE, outside)
@@ -176,3 +190,39 @@ def test_static_route_does_not_serve_files_outside_its_folder(server):
     status, _, body = server.get("/fluid-nb/static/..%2F__init__.py")
     assert status in (403, 404)
     assert b"_jupyter_server_extension_points" not in body
+
+
+# --- parameter files ---------------------------------------------------------------------------
+def test_parameter_file_decodes_to_its_table_of_tensors(server):
+    from fluid_nb.viz.params_table import params_model
+    status, model = server.params("params/model.pdiparams")
+    assert status == 200, model
+    assert model["format"] == "fluid-nb.params" and model["title"] == "model.pdiparams"
+    assert model["names_from"] == "model.pdmodel"  # the program beside it names the records
+    names = [row["name"] for row in model["rows"]]
+    assert names == ["fc_0.b_0", "fc_0.w_0", "fc_1.b_0", "fc_1.w_0", "fc_2.b_0", "fc_2.w_0"]
+    weight = model["rows"][1]
+    assert weight["dtype"] == "float32" and weight["shape"] == [8, 16]
+    assert len(weight["histogram"]) == model["bins"] and sum(weight["histogram"]) == 8 * 16
+    assert weight["min"] <= weight["mean"] <= weight["max"]
+    assert model == json.loads(json.dumps(
+        params_model(server.root / "params" / "model.pdiparams")))  # what the CLI prints from
+
+
+def test_parameter_file_alone_numbers_its_tensors(server):
+    status, model = server.params("params/alone.pdiparams")
+    assert status == 200 and model["names_from"] is None
+    assert [row["name"] for row in model["rows"]] == [f"#{i}" for i in range(6)]
+
+
+@pytest.mark.parametrize("name", ["truncated.pdiparams", "text.pdiparams"])
+def test_damaged_parameter_file_is_a_400_naming_it(server, name):
+    status, reply = server.params(f"params/{name}")
+    assert status == 400, reply
+    assert name in reply["message"] and "Traceback" not in reply["message"]
+
+
+def test_params_api_refuses_like_the_program_api(server):
+    assert server.params("../outside.pdmodel")[0] == 403
+    assert server.params("params/none.pdiparams")[0] == 404
+    assert server.params("params/model.pdiparams", token=False)[0] == 403

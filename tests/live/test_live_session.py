@@ -193,3 +193,28 @@ def test_an_unnamed_program_session_resumes_and_goes_with_its_program():
     del main, startup, first, second, c, d
     gc.collect()
     assert gone() is None
+
+
+def test_live_scalars_show_the_1_their_fluid_1x_program_declares(session_name):
+    """A mean and the learning rate are [1] in a Fluid 1.x program: the scope views, the
+    cell report's preview and the program's declarations all say [1], never []."""
+    from fluid_nb.notebook import display
+    from fluid_nb.viz import scope_model
+    from fluid_nb.widgets import ScopeView
+    s, *_, loss = _build(session_name)
+    with live(session_name):
+        fluid.optimizer.SGD(learning_rate=0.1).minimize(loss)
+    block = s.program.global_block()
+    assert block.var(loss.name).shape == (1,) and block.var("learning_rate_0").shape == (1,)
+
+    def shapes(model):
+        return {v["name"]: v["shape"] for v in model["root"]["vars"]}
+    for model in (scope_model(s.scope, program=s.program), ScopeView(s.scope)._model):
+        assert shapes(model)[loss.name] == [1] and shapes(model)["learning_rate_0"] == [1]
+    assert shapes(scope_model(s.scope))["fc_1.b_0"] == [1]  # (a real [1] needs no program)
+    page = display.scope_html(s.scope)  # what `%fluid scope` shows for the live session
+    row = page.split(f"<code>{loss.name}</code>", 1)[1].split("</tr>", 1)[0]
+    assert "<td>[1]</td>" in row and "<td>[]</td>" not in page
+    report = display.CellReport(
+        {"main": ([], [block.var(loss.name)], []), "startup": ([], [], [])}, s)
+    assert "scalar" not in repr(report) and repr(report).rstrip().endswith(" 1")

@@ -255,3 +255,16 @@ def test_live_step_returns_its_report(shell):
     assert [op.type for op in report.ops] == ["sgd"] * 4
     assert repr(report).startswith("step: ran 4 update ops, changing 4 parameters")
     assert report.loss_after < report.loss_before
+
+
+def test_cell_report_tables_never_split_a_word(shell):
+    """The report's columns are as wide as their longest word: the style lets a cell wrap
+    between words only, and op types (fill_constant) and variable names not at all."""
+    assert shell.run_cell(CELL.format(name="m_words") + "loss = fluid.layers.mean(y)\n"
+                          "fluid.optimizer.SGD(learning_rate=0.1).minimize(loss)\n").success
+    page = live_session("m_words").last_report._repr_html_()
+    style = page.split("<style>", 1)[1].split("</style>", 1)[0]
+    assert "anywhere" not in style and "break-all" not in style and "break-word" not in style
+    assert ".fluid-nb td>b,.fluid-nb td:first-child>code{white-space:nowrap}" in style
+    assert "<td><b>fill_constant</b></td>" in page  # an op type: a <b> in its cell
+    assert "<tr><td><code>mean_0.tmp_0</code></td>" in page  # a name: its row's first cell

@@ -84,6 +84,15 @@ def test_listing_html_lists_ops_and_vars_of_a_real_program():
     assert "mul(inputs={X=[x], Y=[w]}" in page and "<td><code>w</code></td>" in page
 
 
+def test_listing_html_tables_never_split_a_word():
+    """A narrow column is as wide as its longest word: no rule lets a cell break inside a
+    word, and a variable's name does not wrap at all."""
+    page = viz.listing_html(_small_program())
+    style = page.split("<style>", 1)[1].split("</style>", 1)[0]
+    assert "anywhere" not in style and "break-all" not in style and "break-word" not in style
+    assert ".fluid-nb-listing td>code{white-space:nowrap}" in style
+
+
 @pytest.fixture
 def viewer_bundle(tmp_path, monkeypatch):
     path = tmp_path / "viewer.js"

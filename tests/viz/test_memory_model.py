@@ -11,9 +11,10 @@ import fluid_nb as fluid
 from fluid_nb import flags
 from fluid_nb.memory import places
 from fluid_nb.memory.events import Event
-from fluid_nb.viz.memory_model import (MEMORY_FORMAT, MIN_SHOWN, block_map, bytes_text,
-                                       colour_at, memory_html, memory_model, op_label,
-                                       timeline, variable_table)
+from fluid_nb.viz.memory_model import (FREE_COLOUR, MEMORY_FORMAT, MIN_SHOWN, USED_COLOUR,
+                                       block_map, bytes_text, colour_at, legend, memory_html,
+                                       memory_model, op_label, peaks, timeline,
+                                       variable_table)
 
 CPU = fluid.CPUPlace()
 
@@ -228,7 +229,11 @@ def test_memory_html_draws_bars_the_timeline_with_its_peak_and_the_table():
     assert page.count("class='fluid-nb-chunk'") == len(model["map"]["chunks"])
     assert "<polyline points=" in page and "class='fluid-nb-peak'" in page
     peak = model["timeline"]["peak"]
-    assert f"peak {bytes_text(peak['used'])} at {peak['label']}" in page
+    run_text = f"run peak {bytes_text(peak['used'])} during {peak['label']}"
+    assert page.count(run_text) == 2  # the head and the timeline say it in the same words
+    assert model["peaks"]["arena"]["text"] in page
+    for entry in model["legend"]:
+        assert f"data-colour='{entry['colour']}'" in page
     assert "<th>allocated by</th>" in page and "fc_0.w_0" in page
     assert model["colours"]["fc_0.w_0"] in page
     widths = [float(w) for w in re.findall(r"width:([\d.]+)%", page)]
@@ -240,3 +245,59 @@ def test_labels_and_byte_texts():
     assert op_label(("relu", 1, 0)) == "relu #0 (block 1)"
     assert op_label(None) == "outside ops"
     assert [bytes_text(n) for n in (512, 65536, 3 << 20)] == ["512 B", "64.0 KiB", "3.0 MiB"]
+
+
+# --- the legend and the peaks ---------------------------------------------------------------
+def test_legend_has_an_entry_for_every_colour_the_block_map_draws():
+    main, scope, log = recorded_run()
+    keep = fluid.memory.alloc(CPU, 3000)  # a block no variable of the scope holds: grey
+    model = memory_model(CPU, scope, log)
+    entries = {e["state"]: e for e in model["legend"]}
+    drawn = {b["state"] for c in model["map"]["chunks"] for b in c["blocks"]}
+    assert drawn | {"free"} == set(entries)
+    assert entries["free"]["colour"] == FREE_COLOUR and entries["used"]["colour"] == USED_COLOUR
+    assert "no variable" in entries["used"]["label"]
+    assert all(entries[name]["colour"] == model["colours"][name]
+               for name in drawn - {"free", "used"})
+    fills = {FREE_COLOUR} | {entries[state]["colour"] for state in drawn}
+    assert fills == {e["colour"] for e in model["legend"]}
+    # free first, then grey, then the variables by their bytes in the map
+    order = [e["state"] for e in model["legend"]]
+    assert order[:2] == ["free", "used"]
+    sizes = [e["bytes"] for e in model["legend"][2:]]
+    assert sizes == sorted(sizes, reverse=True)
+    by_state = {}
+    for c in model["map"]["chunks"]:
+        for b in c["blocks"]:
+            by_state[b["state"]] = by_state.get(b["state"], 0) + b["size"]
+    assert entries["fc_0.w_0"]["bytes"] == by_state["fc_0.w_0"]
+    assert entries["free"]["bytes"] == sum(c["free"] for c in model["map"]["chunks"])
+    fluid.memory.free(CPU, keep)
+
+
+def test_legend_covers_huge_blocks_and_is_empty_without_chunks():
+    arena = {"chunks": [], "huge": [{"size": 20 << 20, "state": "used"}]}
+    entry, = legend(arena, {})
+    assert entry["label"].startswith("in use, held by no variable")
+    assert {k: entry[k] for k in ("state", "colour", "bytes", "blocks")} == {
+        "state": "used", "colour": USED_COLOUR, "bytes": 20 << 20, "blocks": 1}
+    assert legend({"chunks": [], "huge": []}, {}) == []
+
+
+def test_the_arena_peak_and_the_run_peak_are_named_apart():
+    main, scope, log = recorded_run()
+    big = fluid.memory.alloc(CPU, 4 << 20)  # after the run: the arena's peak only
+    fluid.memory.free(CPU, big)
+    model = memory_model(CPU, scope, log)
+    said = model["peaks"]
+    assert said["arena"]["bytes"] == fluid.memory.peak(CPU) > said["run"]["bytes"]
+    assert said["run"]["bytes"] == model["timeline"]["peak"]["used"]
+    assert said["arena"]["text"] == f"arena peak since start {bytes_text(fluid.memory.peak(CPU))}"
+    assert said["run"]["text"] == (f"run peak {bytes_text(said['run']['bytes'])} during "
+                                   f"{model['timeline']['peak']['label']}")
+    assert said["run"]["op"] == model["timeline"]["peak"]["label"]
+    assert peaks({"peak": 1 << 20}, None) == {
+        "arena": {"bytes": 1 << 20, "text": "arena peak since start 1.0 MiB"}, "run": None}
+    page = memory_html(model)
+    assert "peak " + bytes_text(said["arena"]["bytes"]) not in page.replace(
+        said["arena"]["text"], "")  # the arena's figure only with its own words

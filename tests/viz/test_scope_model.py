@@ -174,3 +174,29 @@ def test_bad_arguments_raise_typed_errors():
         scope_model({"x": 1})
     with pytest.raises(InvalidArgument, match="max_depth expected an int >= 0"):
         scope_model(fluid.Scope(), max_depth=-1)
+
+
+def test_with_its_program_a_scalar_keeps_the_1_a_fluid_1x_program_declares():
+    """A kernel leaves a mean 0-D in the scope; the program declares it [1], as Fluid 1.x
+    did, and the model given the program says [1] (the rest of the entry is the same)."""
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = layers.data(name="x", shape=[3], dtype="float32")
+        loss = layers.mean(layers.fc(x, 2))
+    loss.persistable = True  # kept in the scope after the run
+    scope, exe = fluid.Scope(), fluid.Executor(fluid.CPUPlace())
+    exe.run(startup, scope=scope)
+    exe.run(main, feed={"x": np.ones((4, 3), "float32")}, fetch_list=[loss], scope=scope)
+    assert main.global_block().var(loss.name).shape == (1,)
+    bare = by_name(scope_model(scope)["root"])[loss.name]
+    shaped = by_name(scope_model(scope, program=main)["root"])[loss.name]
+    assert np.asarray(scope.find_var(loss.name).value).ndim == 0 and bare["shape"] == []
+    assert shaped["shape"] == [1]
+    assert {k: v for k, v in shaped.items() if k != "shape"} == \
+        {k: v for k, v in bare.items() if k != "shape"}
+
+
+def test_the_program_must_be_a_program():
+    from fluid_nb.errors import InvalidType
+    with pytest.raises(InvalidType, match="program"):
+        scope_model(fluid.Scope(), program="main")

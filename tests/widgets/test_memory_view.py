@@ -131,7 +131,12 @@ def test_fallback_html_has_the_bars_the_timeline_with_the_peak_and_the_table():
     page = bundle["text/html"]
     assert "<polyline" in page and "class='fluid-nb-peak'" in page and "fc_0.w_0" in page
     assert bundle["text/plain"].startswith("MemoryView: ")
-    assert "peak" in bundle["text/plain"] and view.peak_op in bundle["text/plain"]
+    said = view._model["peaks"]
+    assert said["run"]["bytes"] == view.peak and said["run"]["op"] == view.peak_op
+    assert said["run"]["text"] in bundle["text/plain"]
+    assert said["arena"]["text"] in bundle["text/plain"]
+    assert bundle["text/plain"].count(" peak ") == 2  # each peak once, with its own words
+    assert "class='fluid-nb-memory-legend'" in page
     assert "application/vnd.jupyter.widget-view+json" in bundle
 
 

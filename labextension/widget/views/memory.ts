@@ -1,8 +1,9 @@
 /**
  * The memory view: the host arena's chunks as bars of blocks coloured by the variable each
  * holds (free space light), the used bytes op by op over a recorded run as a line with its
- * peak marked (hover an op for its bytes and the variables alive then), and the variables'
- * table. It draws `fluid_nb.viz.memory_model.memory_model`'s model (`format: "fluid-nb.memory"`).
+ * peak marked (hover an op for its bytes and the variables alive then), a legend with an
+ * entry per colour the bars use, and the variables' table. The arena's peak since it started
+ * and the recorded run's peak are two figures, each shown with the words that say which. It draws `fluid_nb.viz.memory_model.memory_model`'s model (`format: "fluid-nb.memory"`).
  */
 import { ensureStyle, h, table } from './dom';
 
@@ -57,6 +58,22 @@ export interface IMemoryVariable {
   in_scope: boolean;
 }
 
+/** One colour of the block map: free space, blocks no variable holds, or a variable. */
+export interface IMemoryLegendEntry {
+  state: string;
+  label: string;
+  colour: string;
+  bytes: number;
+  blocks: number;
+}
+
+/** A peak with the words it is shown with (`arena peak since start …`, `run peak … during …`). */
+export interface IMemoryPeak {
+  bytes: number;
+  text: string;
+  op?: string;
+}
+
 /** The memory model. */
 export interface IMemoryModel {
   format: 'fluid-nb.memory';
@@ -66,6 +83,8 @@ export interface IMemoryModel {
   timeline: IMemoryTimeline | null;
   variables: IMemoryVariable[];
   colours: { [name: string]: string };
+  legend?: IMemoryLegendEntry[]; // absent in models saved before it existed
+  peaks?: { arena: IMemoryPeak; run: IMemoryPeak | null };
 }
 
 const SVG = 'http://www.w3.org/2000/svg';
@@ -94,7 +113,45 @@ function svg<K extends keyof SVGElementTagNameMap>(tag: K, attrs: { [k: string]:
 }
 
 function colour(model: IMemoryModel, state: string): string {
-  return state === 'free' ? FREE : model.colours[state] ?? UNNAMED;
+  if (state === 'free') {
+    return FREE;
+  }
+  return state === 'used' ? UNNAMED : model.colours[state] ?? UNNAMED;
+}
+
+/** The peaks' words; a model saved before they were part of it gets the same words here. */
+function peakTexts(model: IMemoryModel): { arena: string; run: string | null } {
+  if (model.peaks) {
+    return { arena: model.peaks.arena.text, run: model.peaks.run?.text ?? null };
+  }
+  const peak = model.timeline?.peak;
+  return {
+    arena: `arena peak since start ${bytes(model.stats.peak)}`,
+    run: peak ? `run peak ${bytes(peak.used)} during ${peak.label}` : null
+  };
+}
+
+/** The legend: a swatch per colour the bars use, with what it means and its bytes. */
+function legendBox(model: IMemoryModel): HTMLElement {
+  const box = h('div', 'fluid-nb-memory-legend');
+  let entries = model.legend;
+  if (!entries) {
+    const states = new Set<string>(model.map.chunks.length ? ['free'] : []);
+    model.map.chunks.forEach(c => c.blocks.forEach(b => states.add(b.state)));
+    model.map.huge.forEach(b => states.add(b.state));
+    entries = [...states].map(state => ({ state, label: state, colour: colour(model, state), bytes: 0, blocks: 0 }));
+  }
+  for (const entry of entries) {
+    const item = h('span', 'fluid-nb-memory-legend-item');
+    item.dataset.state = entry.state;
+    item.dataset.colour = entry.colour;
+    const swatch = h('span', 'fluid-nb-memory-swatch');
+    swatch.style.background = entry.colour;
+    item.append(swatch, entry.bytes ? `${entry.label} ${bytes(entry.bytes)}` : entry.label);
+    item.title = `${entry.label}: ${bytes(entry.bytes)} in ${entry.blocks} block(s)`;
+    box.appendChild(item);
+  }
+  return box;
 }
 
 /** A chunk as a bar: one rect per block, its width its share of the part shown. */
@@ -126,9 +183,10 @@ function chunkBar(model: IMemoryModel, chunk: IMemoryChunk): HTMLElement {
 function timelineChart(model: IMemoryModel, line: IMemoryTimeline): HTMLElement {
   const box = h('div', 'fluid-nb-memory-timeline-box');
   const peak = line.peak;
+  const runText = peakTexts(model).run ?? '';
   box.appendChild(h('div', 'fluid-nb-memory-caption',
     `used bytes over ${line.points.length} ops (${line.events} events): ${bytes(line.start)} before, ` +
-    `${bytes(line.end)} after, peak ${bytes(peak.used)} during ${peak.label}` + (line.truncated ? ' (neighbouring ops joined)' : '')));
+    `${bytes(line.end)} after, ${runText}` + (line.truncated ? ' (neighbouring ops joined)' : '')));
   const W = 720, H = 170, left = 64, right = 12, top = 18, bottom = 22;
   const chart = svg('svg', { class: 'fluid-nb-memory-timeline', width: W, height: H, viewBox: `0 0 ${W} ${H}` });
   const points = line.points;
@@ -165,12 +223,12 @@ function timelineChart(model: IMemoryModel, line: IMemoryTimeline): HTMLElement 
   const guide = svg('line', { y1: top, y2: H - bottom, stroke: '#888', 'stroke-dasharray': '3 3', visibility: 'hidden', 'pointer-events': 'none' }, chart);
   const px = x(peak.index), py = y(peak.used);
   const dot = svg('circle', { cx: px, cy: py, r: 4.5, fill: '#d32f2f', class: 'fluid-nb-memory-peak' }, chart);
-  svg('title', {}, dot).textContent = `peak ${bytes(peak.used)} during ${peak.label}`;
+  svg('title', {}, dot).textContent = runText;
   const label = svg('text', {
     x: px + (px > W / 2 ? -7 : 7), y: Math.max(py - 6, 12), fill: '#d32f2f',
     'text-anchor': px > W / 2 ? 'end' : 'start', class: 'fluid-nb-memory-peak-label', 'pointer-events': 'none'
   }, chart);
-  label.textContent = `peak ${bytes(peak.used)} · ${peak.label}`;
+  label.textContent = runText;
   const first = svg('text', { x: left, y: H - 6, class: 'fluid-nb-memory-axis' }, chart);
   first.textContent = points[0].label;
   const last = svg('text', { x: W - right, y: H - 6, 'text-anchor': 'end', class: 'fluid-nb-memory-axis' }, chart);
@@ -236,6 +294,9 @@ const CSS = `
 .fluid-nb-memory-hover-op { font-weight: 600; }
 .fluid-nb-memory-table-box { max-height: 360px; overflow-y: auto; max-width: 960px; }
 .fluid-nb-memory-alive { display: flex; flex-wrap: wrap; gap: 2px 10px; }
+.fluid-nb-memory-legend { display: flex; flex-wrap: wrap; gap: 2px 12px; max-width: 960px; margin: 2px 0 6px;
+  font-size: 11px; color: var(--jp-ui-font-color1, #222); }
+.fluid-nb-memory-legend-item { white-space: nowrap; }
 .fluid-nb-memory-swatch { display: inline-block; width: 10px; height: 10px; margin-right: 4px;
   border: 1px solid rgba(0,0,0,0.25); vertical-align: middle; }
 `;
@@ -256,15 +317,26 @@ export function renderMemory(el: HTMLElement, model: IMemoryModel): void {
   el.replaceChildren();
   const root = h('div', 'fluid-nb-view fluid-nb-memory-view');
   const s = model.stats;
-  root.appendChild(h('div', 'fluid-nb-head',
-    `${model.title}: ${bytes(s.used)} used in ${s.used_blocks} blocks, peak ${bytes(s.peak)}; ` +
-    `${s.chunks} chunk(s) of ${bytes(s.chunk_size)}, largest free block ${bytes(s.largest_free)}, ` +
-    `fragmentation ${s.fragmentation.toFixed(2)}`));
+  const said = peakTexts(model);
+  const head = h('div', 'fluid-nb-head',
+    `${model.title}: ${bytes(s.used)} used now in ${s.used_blocks} blocks; ${said.arena}` +
+    (said.run ? `; ${said.run}` : '') + `; ${s.chunks} chunk(s) of ${bytes(s.chunk_size)}, largest free block ${bytes(s.largest_free)}, ` +
+    `fragmentation ${s.fragmentation.toFixed(2)}`);
+  head.title = 'arena peak: the most bytes the arena held since it was made (or fluid.memory.reset_peak), ' +
+    'earlier runs included; run peak: the most during the recorded run';
+  root.appendChild(head);
   for (const chunk of model.map.chunks) {
     root.appendChild(chunkBar(model, chunk));
   }
   for (const block of model.map.huge) {
-    root.appendChild(h('div', 'fluid-nb-memory-caption', `huge block (from the system): ${block.state}, ${bytes(block.size)}`));
+    const caption = h('div', 'fluid-nb-memory-caption');
+    const swatch = h('span', 'fluid-nb-memory-swatch');
+    swatch.style.background = colour(model, block.state);
+    caption.append(swatch, `huge block (from the system): ${block.state}, ${bytes(block.size)}`);
+    root.appendChild(caption);
+  }
+  if (model.map.chunks.length || model.map.huge.length) {
+    root.appendChild(legendBox(model));
   }
   if (model.timeline && model.timeline.points.length) {
     root.appendChild(timelineChart(model, model.timeline));
