@@ -14,6 +14,7 @@ from ..tensor.dtypes import VarType
 from .program import Block, Operator, Parameter, Program, Variable
 from ..proto import framework_pb2 as pb
 from ..proto import wire
+from .callstack import SavedCallstack, paddle_strings
 
 _TENSOR_KINDS = {VarType.LOD_TENSOR: "lod_tensor", VarType.LOD_TENSOR_ARRAY: "tensor_array",
                  VarType.SELECTED_ROWS: "selected_rows"}
@@ -98,7 +99,11 @@ def _encode_op(op, o):
         item = o.outputs.add()
         item.parameter = slot
         item.arguments.extend(args)
-    for name, value in op.attrs.items():
+    stack = op.callstack
+    saved_at = stack.position if isinstance(stack, SavedCallstack) else None
+    for position, (name, value) in enumerate(op.attrs.items()):
+        if position == saved_at:
+            _encode_callstack(stack, o)
         attr_type = op.attr_type(name)
         a = o.attrs.add()
         a.name = name
@@ -113,8 +118,17 @@ def _encode_op(op, o):
             getattr(a, field).extend(value)
         else:
             setattr(a, field, value)
+    if stack and (saved_at is None or saved_at >= len(op.attrs)):
+        _encode_callstack(stack, o)  # Fluid saves where each op was built
     if op.is_target:
         o.is_target = True
+
+
+def _encode_callstack(stack, o):
+    a = o.attrs.add()
+    a.name = "op_callstack"
+    a.type = int(AttrType.STRINGS)
+    a.strings.extend(paddle_strings(stack))
 
 
 def _encode_scalar(value, s):
@@ -284,7 +298,11 @@ def _decode_op(block, o):
     inputs = {item.parameter: list(item.arguments) for item in o.inputs}
     outputs = {item.parameter: list(item.arguments) for item in o.outputs}
     attrs, attr_types = {}, {}
+    callstack = ()
     for a in o.attrs:
+        if a.name == "op_callstack" and a.type == AttrType.STRINGS:
+            callstack = SavedCallstack(a.strings, len(attrs))
+            continue
         attrs[a.name] = _attr_value(a)
         attr_types[a.name] = AttrType(a.type)
     opdef = registry.find(o.type)
@@ -292,7 +310,9 @@ def _decode_op(block, o):
         for name, spec in opdef.attrs.items():
             if name not in attrs and spec.default is not None:
                 attrs[name] = list(spec.default) if isinstance(spec.default, list) else spec.default
-    return Operator(block, o.type, inputs, outputs, attrs, attr_types, o.is_target)
+    op = Operator(block, o.type, inputs, outputs, attrs, attr_types, o.is_target)
+    op.callstack = callstack
+    return op
 
 
 def _attr_value(a):

@@ -14,6 +14,7 @@ import contextlib
 
 from ..errors import (InvalidArgument, InvalidType, NotFound, OutOfRange, PreconditionNotMet,
                       expected)
+from .callstack import capture as _capture_stack
 from . import annotations as _annotations
 from . import transaction as _transaction
 from . import unique_name
@@ -221,7 +222,7 @@ class Operator:
     """
 
     __slots__ = ("block", "type", "inputs", "outputs", "attrs", "attr_types", "is_target",
-                 "source", "__weakref__")
+                 "source", "callstack", "__weakref__")
 
     def __init__(self, block, type, inputs, outputs, attrs, attr_types=None, is_target=False):
         self.block = block
@@ -232,6 +233,9 @@ class Operator:
         self.attr_types = attr_types if attr_types is not None else {}
         self.is_target = is_target
         self.source = None  # (filename, lineno, line) of the user's code that added the op
+        # the Python stack that appended it, as framework.callstack keeps it (Fluid's
+        # op_callstack); empty for ops read from a file, whose attribute holds it
+        self.callstack = ()
 
     # --- Fluid 1.x surface -------------------------------------------------------------
     def input(self, slot):
@@ -545,6 +549,7 @@ class Block:
             for name in created:
                 self.vars.pop(name, None)
             raise
+        op.callstack = _capture_stack()
         role = self.program._current_role
         if role and "op_role" not in attrs:
             op.attrs["op_role"] = role
@@ -817,6 +822,7 @@ class Program:
                                     for k, v in op.attrs.items()},
                                    dict(op.attr_types), op.is_target)
                 copy_op.source = op.source
+                copy_op.callstack = op.callstack
                 if for_test and "is_test" in copy_op.attrs:
                     copy_op.attrs["is_test"] = True
                 copy_block.ops.append(copy_op)

@@ -160,6 +160,7 @@ def _copy_op(op, block):
                     {k: (list(v) if isinstance(v, list) else v) for k, v in op.attrs.items()},
                     dict(op.attr_types), op.is_target)
     copy.source = op.source
+    copy.callstack = op.callstack
     return copy
 
 

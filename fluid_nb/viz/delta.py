@@ -11,6 +11,8 @@ Rules of the format (``"fluid-nb.program-delta"``, version 1):
   ``inline`` flag, once its sub-block writes the variable too); apply removes first.
 - ``new`` flags: ops and variables in ``add`` are new, every other element is not (the front
   end highlights exactly the added ops). ``new`` alone never makes an element an update.
+- ``hierarchy`` (the ops' groups, :mod:`fluid_nb.viz.groups`) is carried whole, and only
+  when it changed.
 - After applying, lists are put back into the model's canonical order (see
   :mod:`fluid_nb.viz.program_model`), so ``apply_delta(old, program_delta(old, new))``
   equals ``new`` up to the ``new`` flags, and assembles to the same DOT text.
@@ -64,9 +66,12 @@ def program_delta(old, new):
             update[kind] = [dict(e, new=False) if "new" in e else e for e in changed]
         add[kind] = added
         remove[kind] = removed
-    return {"format": DELTA_FORMAT, "version": VERSION, "base": old["revision"],
-            "revision": new["revision"], "title": new["title"],
-            "add": add, "remove": remove, "update": update}
+    delta = {"format": DELTA_FORMAT, "version": VERSION, "base": old["revision"],
+             "revision": new["revision"], "title": new["title"],
+             "add": add, "remove": remove, "update": update}
+    if old.get("hierarchy") != new.get("hierarchy"):  # small: sent whole when it changed
+        delta["hierarchy"] = new.get("hierarchy")
+    return delta
 
 
 def apply_delta(model, delta):
@@ -96,6 +101,8 @@ def apply_delta(model, delta):
         elements.extend(delta["add"].get(kind, ()))
         result[kind] = elements
     _canonical_order(result)
+    if "hierarchy" in delta:
+        result["hierarchy"] = delta["hierarchy"]
     result["revision"] = delta["revision"]
     result["title"] = delta.get("title", model["title"])
     result["stats"] = {"blocks": len(result["blocks"]), "ops": len(result["ops"]),

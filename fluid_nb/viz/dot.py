@@ -10,6 +10,8 @@ that is how clicks map back to model elements. Statements never depend on the ``
 so an element's statement changes only when the element itself does.
 """
 
+GRAD_SUFFIX = "@GRAD"
+
 #: the graph, node and edge defaults (a node is a forward op unless its statement says
 #: otherwise, which keeps the statements of the common case short); ``assemble_dot`` closes
 #: the brace
@@ -67,7 +69,7 @@ def _rows_label(op_type, rows):
     """An HTML-like label: the op type, then one small row per variable drawn inside
     (``(text, persistable)`` pairs: persistable rows amber, others grey)."""
     cells = "".join(
-        f'<tr><td align="left"><font point-size="8" '
+        f'<tr><td align="left"><font point-size="9" '
         f'color="{PARAMETER_TEXT if persistable else VALUE_TEXT}">'
         f"{_html(text)}</font></td></tr>" for text, persistable in rows)
     return (f'<<table border="0" cellborder="0" cellspacing="0" cellpadding="1">'
@@ -117,7 +119,8 @@ def visible_statements(model, params_as_nodes=False, hidden_roles=()):
       the edges of parameters and other persistable variables (``inline`` variables, never
       nodes then), of forward values read by gradient ops and of a sub-block's inputs from
       outside it: the edges that would run across the whole drawing.
-    * ``hidden_roles`` (``"backward"``, ``"optimize"``): ops of those roles are left out.
+    * ``hidden_roles`` (``"backward"``, ``"optimize"``): ops of those roles are left out,
+      and so are the sub-blocks they own (a ``while_grad``'s block) with all they hold.
 
     A variable that edges touch is drawn only when a drawn edge joins it to a drawn op (so
     hiding the gradient ops hides the gradients too).
@@ -127,8 +130,9 @@ def visible_statements(model, params_as_nodes=False, hidden_roles=()):
     touched_by_shown = set()
     touched = set()
     shown_ops = set()
+    hidden_blocks = _blocks_of_hidden_ops(model, hidden_roles)
     for op in model["ops"]:
-        if op["role"] in hidden_roles:
+        if op["role"] in hidden_roles or op["block"] in hidden_blocks:
             continue
         shown_ops.add(op["id"])
         inline = op.get("dot_inline")
@@ -140,12 +144,32 @@ def visible_statements(model, params_as_nodes=False, hidden_roles=()):
             if drawn and other in shown_ops:
                 touched_by_shown.add(end)
     for var in model["vars"]:
-        if var.get("inline") and not params_as_nodes:
+        if var.get("inline") and not params_as_nodes or var["block"] in hidden_blocks:
             continue
+        if "backward" in hidden_roles and GRAD_SUFFIX in var["name"]:
+            continue  # a gradient nothing uses yet is the backward pass's too
         if var["id"] in touched and var["id"] not in touched_by_shown:
             continue
         statements[var["id"]] = var["dot"]
     return statements
+
+
+def _blocks_of_hidden_ops(model, hidden_roles):
+    """Ids of the blocks owned, directly or through their parents' owners, by an op of a
+    hidden role."""
+    if not hidden_roles:
+        return set()
+    ops = {op["id"]: op for op in model["ops"]}
+    owners = {block["id"]: block["owner"] for block in model["blocks"]}
+    hidden = {}
+
+    def is_hidden(block_id, depth=0):
+        if block_id not in hidden:
+            owner = ops.get(owners.get(block_id))
+            hidden[block_id] = owner is not None and depth < 64 and (
+                owner["role"] in hidden_roles or is_hidden(owner["block"], depth + 1))
+        return hidden[block_id]
+    return {block_id for block_id in owners if is_hidden(block_id)}
 
 
 def assemble_dot(model, collapsed=(), params_as_nodes=False, hidden_roles=()):

@@ -18,6 +18,7 @@ ops by (block index, index in block); variables by (block index, name); edges by
 """
 import enum
 import math
+import re
 import sys
 import weakref
 
@@ -26,6 +27,7 @@ from ..framework.attrs import AttrType
 from ..tensor.dtypes import dtype_name
 from ..framework.program import EMPTY_VAR_NAME, GRAD_SUFFIX, Program, holds_tensor
 from . import dot as _dot
+from .groups import program_hierarchy
 
 MIME_TYPE = "application/vnd.fluid-nb.program+json"
 FORMAT = "fluid-nb.program"
@@ -366,11 +368,14 @@ def program_model(program, mark=None, title=None):
                                                      bool(sub_blocks), rows)
         ops.append(record)
 
+    roles = {record["id"]: record["role"] for record in ops}
+    op_ids = {id(op): (oid, serial) for op, oid, serial, _, _ in op_records}
+    hierarchy = program_hierarchy(program, op_ids, roles, pairs)
     return {
         "format": FORMAT, "version": VERSION, "revision": int(program._version),
         "title": title if title is not None else "program",
         "blocks": blocks, "ops": ops, "vars": variables, "edges": edges,
-        "dot_header": _dot.DOT_HEADER,
+        "dot_header": _dot.DOT_HEADER, "hierarchy": hierarchy,
         "stats": {"blocks": len(blocks), "ops": len(ops), "vars": len(variables)},
     }
 
@@ -410,6 +415,9 @@ def _inline_rows(op_edges, inline_rows, persistable_ids):
     return rows
 
 
+_GRAD_TYPE = re.compile(r"(.+)_grad(\d*)$")
+
+
 def _pair_grad_ops(op_records):
     """{op id: paired op id} for forward ops and their ``<type>_grad`` ops (both ways).
 
@@ -426,8 +434,9 @@ def _pair_grad_ops(op_records):
     pairs = {}
     for order, (op, oid, _, _, _) in enumerate(op_records):
         op_type = op.type
-        if op_type.endswith("_grad"):
-            forward_type = op_type[:-5]
+        grad = _GRAD_TYPE.match(op_type)
+        if grad is not None:  # conv2d_grad -> conv2d, cross_entropy_grad2 -> cross_entropy2
+            forward_type = grad.group(1) + grad.group(2)
             found = _candidates(op.inputs, forward_type, producers)
             if not found:
                 found = _candidates(op.outputs, forward_type, consumers)

@@ -82,6 +82,8 @@ export function applyDelta(model: IProgramModel, delta: IProgramDelta): IProgram
     ops,
     vars,
     edges,
+    // the groups are sent whole when they changed (they are small)
+    hierarchy: delta.hierarchy !== undefined ? delta.hierarchy : model.hierarchy,
     stats: { blocks: blocks.length, ops: ops.length, vars: vars.length }
   };
 }

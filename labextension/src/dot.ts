@@ -61,8 +61,9 @@ export function visibleStatements(
   const hiddenRoles = new Set(options.hiddenRoles ?? []);
   const statements = new Map<string, string>();
   const shownOps = new Set<string>();
+  const hiddenBlocks = blocksOfHiddenOps(model, hiddenRoles);
   for (const op of model.ops) {
-    if (hiddenRoles.has(op.role)) {
+    if (hiddenRoles.has(op.role) || hiddenBlocks.has(op.block)) {
       continue;
     }
     shownOps.add(op.id);
@@ -80,8 +81,11 @@ export function visibleStatements(
     }
   }
   for (const v of model.vars) {
-    if (v.inline && !asNodes) {
+    if ((v.inline && !asNodes) || hiddenBlocks.has(v.block)) {
       continue;
+    }
+    if (hiddenRoles.has('backward') && v.name.includes('@GRAD')) {
+      continue;  // a gradient nothing uses yet is the backward pass's too
     }
     if (touched.has(v.id) && !touchedByShown.has(v.id)) {
       continue;
@@ -89,6 +93,34 @@ export function visibleStatements(
     statements.set(v.id, v.dot);
   }
   return statements;
+}
+
+/** Blocks owned, directly or through their parents' owners, by an op of a hidden role
+ * (`fluid_nb.viz.dot._blocks_of_hidden_ops`): hiding gradients hides `while_grad`'s block. */
+function blocksOfHiddenOps(model: IProgramModel, hiddenRoles: Set<string>): Set<string> {
+  const result = new Set<string>();
+  if (!hiddenRoles.size) {
+    return result;
+  }
+  const ops = new Map(model.ops.map(op => [op.id, op]));
+  const owners = new Map(model.blocks.map(b => [b.id, b.owner]));
+  const known = new Map<string, boolean>();
+  const isHidden = (blockId: string, depth: number): boolean => {
+    let hidden = known.get(blockId);
+    if (hidden === undefined) {
+      const owner = ops.get(owners.get(blockId) ?? '');
+      hidden = !!owner && depth < 64 &&
+        (hiddenRoles.has(owner.role) || isHidden(owner.block, depth + 1));
+      known.set(blockId, hidden);
+    }
+    return hidden;
+  };
+  for (const blockId of owners.keys()) {
+    if (isHidden(blockId, 0)) {
+      result.add(blockId);
+    }
+  }
+  return result;
 }
 
 /** Node statements per block of the elements drawn: ops, then variables, in model order. */

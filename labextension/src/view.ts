@@ -6,13 +6,22 @@
  * The graph is laid out by Graphviz (WebAssembly); node ids in the SVG are model ids. Click an
  * op or variable for its details, click a cluster label (or use the op's Sub-blocks buttons,
  * or double-click the op) to collapse or expand a sub-block, type in the search box to
- * highlight matching ops and variables. Ops with `new: true` are highlighted. With memory
+ * highlight matching ops and variables (Enter opens the groups holding the first one and
+ * goes to it). Ops with `new: true` are highlighted. A program of more than
+ * `FOLD_THRESHOLD` ops is drawn folded (`./hierarchy`): its groups are boxes that open on
+ * click into clusters, whose label closes them again; it opens with as many groups open as
+ * keep the drawing readable, a breadcrumb shows where the selection is, Escape (or
+ * Backspace) closes the innermost open group around it, and a minimap shows where the view
+ * is in a drawing taller or wider than the view. With memory
  * figures (`setMemory`, or a model's `memory`) each op that allocated something is filled by
  * its bytes on a log scale, with a legend above the graph and the figures in its details.
  */
 import { applyDelta as applyModelDelta } from './delta';
 import { ModelIndex, renderDetails } from './details';
-import { ISegment, IViewOptions, SEGMENT_OPS, SEGMENT_THRESHOLD, segmentDots } from './dot';
+import {
+  ISegment, IViewOptions, SEGMENT_OPS, SEGMENT_THRESHOLD, segmentDots, shownOpCount
+} from './dot';
+import { FOLD_THRESHOLD, Hierarchy, firstSightOpen, foldedDot } from './hierarchy';
 import { memoryFill, memoryLegend } from './memory';
 import { IMemoryFigures, IProgramDelta, IProgramModel, isMemoryFigures } from './model';
 import { drawSvg, graphviz } from './viz';
@@ -59,9 +68,15 @@ export interface IRenderOptions extends IViewOptions {
   /** Show the toolbar (default true) and the details panel (default true). */
   toolbar?: boolean;
   details?: boolean;
-  /** Above this many ops the graph is laid out in segments of `segmentOps` ops. */
+  /** Above this many ops the graph is laid out in segments of `segmentOps` ops (a model
+   * without groups), or drawn folded above `foldThreshold` (a model with groups). */
   segmentThreshold?: number;
   segmentOps?: number;
+  foldThreshold?: number;
+  /** Groups open at first (default: as many as keep the first sight readable). */
+  open?: string[];
+  /** Reveal at first: an op or variable id, or a search text whose first match is shown. */
+  reveal?: string;
 }
 
 /** The live view returned by `renderProgram`. */
@@ -93,6 +108,14 @@ export interface IProgramHandle {
   setView(view: IViewOptions): Promise<IRenderStats>;
   /** Zoom to fit the view (as on open); returns the zoom. */
   fit(): number;
+  /** The groups open now (null while the graph is not drawn folded). */
+  readonly openGroups: string[] | null;
+  /** Open or close one group of a folded drawing, or set the open ones. */
+  toggleGroup(groupId: string): Promise<IRenderStats>;
+  setOpenGroups(groupIds: string[]): Promise<IRenderStats>;
+  /** Open the groups holding an op or variable (or the first match of a search text),
+   * select it and scroll it into sight; resolves to its id, or null when nothing matched. */
+  reveal(idOrText: string): Promise<string | null>;
   /** Remove the view and its listeners. */
   dispose(): void;
 }
@@ -141,8 +164,9 @@ function button(className: string, text: string, title: string): HTMLButtonEleme
 
 /** CSS pixels per point: Graphviz sizes its SVG in points. */
 const PX_PER_PT = 4 / 3;
-/** Below this a fitted graph's labels are too small to read: it scrolls instead. */
-const MIN_FIT_ZOOM = 0.6;
+/** Below this a fitted graph's labels are too small to read (9 px for the 9-point rows
+ * inside ops): it scrolls instead. */
+const MIN_FIT_ZOOM = 0.75;
 /** Room left around a fitted graph (scrollbars, padding), in pixels. */
 const FIT_MARGIN = 16;
 
@@ -161,6 +185,15 @@ class ProgramGraph implements IProgramHandle {
   private queue: Promise<unknown> = Promise.resolve();
   private disposed = false;
   private view: IViewOptions;
+  private hierarchy: Hierarchy;
+  /** Open groups of the folded drawing; null until the first folded render decides. */
+  private open: Set<string> | null;
+  /** Whether the latest render was folded, and what each op was drawn as. */
+  private folded = false;
+  private drawnAs = new Map<string, string>();
+  private pendingReveal: string | null;
+  private readonly crumbs: HTMLDivElement;
+  private readonly minimap: HTMLDivElement;
   private zoom = 1;
   /** Whether the user chose a zoom (then resizes and renders keep it, not a fitted one). */
   private userZoomed = false;
@@ -185,6 +218,9 @@ class ProgramGraph implements IProgramHandle {
     this.model = model;
     this.memory = figuresOf(options.memory !== undefined ? options.memory : model.memory);
     this.index = new ModelIndex(model);
+    this.hierarchy = new Hierarchy(model);
+    this.open = options.open ? new Set(options.open) : null;
+    this.pendingReveal = options.reveal ?? null;
     this.collapsed = new Set(options.collapsed ?? []);
     this.selected = options.selected ?? null;
     this.search = options.search ?? '';
@@ -207,7 +243,7 @@ class ProgramGraph implements IProgramHandle {
     });
     this.searchBox.addEventListener('keydown', ev => {
       if (ev.key === 'Enter') {
-        this.element.querySelector('.fluid-nb-match')?.scrollIntoView({ block: 'center' });
+        void this.reveal(this.searchBox.value);
       }
     });
     this.matchesLabel = document.createElement('span');
@@ -250,15 +286,25 @@ class ProgramGraph implements IProgramHandle {
                    roleToggle('backward', 'Backward'), roleToggle('optimize', 'Optimizer'));
     toolbar.hidden = options.toolbar === false;
 
+    this.crumbs = div('fluid-nb-program-crumbs');
+    this.crumbs.hidden = true;
     const body = div('fluid-nb-program-body');
     this.graph = div('fluid-nb-program-graph');
+    this.graph.tabIndex = 0;
+    this.graph.addEventListener('keydown', this.onKey);
+    this.graph.addEventListener('scroll', () => this.drawViewport());
+    this.minimap = div('fluid-nb-program-minimap');
+    this.minimap.hidden = true;
+    this.minimap.addEventListener('click', this.onMinimapClick);
     this.graph.addEventListener('click', this.onClick);
     this.graph.addEventListener('dblclick', this.onDoubleClick);
     this.panel = div('fluid-nb-program-details');
     this.panel.hidden = true;
-    body.append(this.graph, this.panel);
+    const graphHost = div('fluid-nb-program-graph-host');
+    graphHost.append(this.graph, this.minimap);
+    body.append(graphHost, this.panel);
     this.legend = div('fluid-nb-memory-legend-host');
-    this.element.append(toolbar, this.legend, body);
+    this.element.append(toolbar, this.crumbs, this.legend, body);
     this.drawLegend();
     host.appendChild(this.element);
 
@@ -410,6 +456,7 @@ class ProgramGraph implements IProgramHandle {
     const changed = next !== this.selected;
     this.selected = next;
     this.paintClasses();
+    this.drawCrumbs();
     if (this.options.details !== false) {
       renderDetails(this.panel, this.index, this.selected, this.actions, this.memory);
     }
@@ -453,11 +500,220 @@ class ProgramGraph implements IProgramHandle {
     return this.enqueue();
   }
 
+  get openGroups(): string[] | null {
+    return this.folded && this.open ? [...this.open] : null;
+  }
+
+  toggleGroup(groupId: string): Promise<IRenderStats> {
+    const open = this.open ?? new Set<string>();
+    if (open.has(groupId)) {
+      // closing a group closes what is open inside it too
+      open.delete(groupId);
+      for (const id of [...open]) {
+        if (this.hierarchy.ancestors(id).includes(groupId)) {
+          open.delete(id);
+        }
+      }
+      this.focus = this.hierarchy.parentOf.get(groupId) ?? null;
+    } else {
+      open.add(groupId);
+      this.focus = groupId;
+    }
+    this.open = open;
+    return this.enqueue();
+  }
+
+  setOpenGroups(groupIds: string[]): Promise<IRenderStats> {
+    this.open = new Set(groupIds);
+    return this.enqueue();
+  }
+
+  async reveal(idOrText: string): Promise<string | null> {
+    const target = this.findTarget(idOrText);
+    if (target === null) {
+      return null;
+    }
+    // the block-0 op whose groups must be open: the op, the owner of its block, or for a
+    // variable its first writer (else reader)
+    let op = this.index.ops.get(target)?.id;
+    if (!op) {
+      const edges = [...(this.index.edgesTo.get(target) ?? []), ...(this.index.edgesFrom.get(target) ?? [])];
+      op = edges.map(e => (e.src === target ? e.dst : e.src))[0];
+    }
+    if (op && this.folded) {
+      let top = op;
+      for (let guard = 0; guard < 64; guard++) {
+        const block = this.model.blocks.find(b => b.id === this.index.ops.get(top)?.block);
+        if (!block || block.parent === null || !block.owner) {
+          break;
+        }
+        top = block.owner;
+      }
+      const path = this.hierarchy.ancestors(top);
+      if (path.some(g => !this.open?.has(g))) {
+        this.open = new Set([...(this.open ?? []), ...path]);
+        this.focus = path[path.length - 1] ?? null;
+        await this.enqueue();
+      }
+    }
+    this.select(target);
+    const node =
+      this.graph.querySelector<SVGGElement>(`g.node[id="${cssEscape(target)}"]`) ??
+      (op ? this.graph.querySelector<SVGGElement>(`g.node[id="${cssEscape(this.drawnAs.get(op) ?? op)}"]`) : null);
+    node?.scrollIntoView({ block: 'center', inline: 'center' });
+    return target;
+  }
+
+  /** An op or variable id, or the first op (in program order) matching a search text,
+   * else the first matching variable. */
+  private findTarget(idOrText: string): string | null {
+    if (this.index.ops.has(idOrText) || this.index.vars.has(idOrText)) {
+      return idOrText;
+    }
+    const needle = idOrText.trim().toLowerCase();
+    if (!needle) {
+      return null;
+    }
+    const op = this.model.ops.find(o => matchesSearch(needle, o.id, o.type, undefined, o));
+    if (op) {
+      return op.id;
+    }
+    return this.model.vars.find(v => matchesSearch(needle, v.id, undefined, v.name, undefined))?.id ?? null;
+  }
+
+  /** The group the user last opened or went up to: where Escape goes up from. */
+  private focus: string | null = null;
+
+  /** The path to the selection (or the group last opened): the program, then each group. */
+  private drawCrumbs(): void {
+    const crumbs = this.crumbs;
+    crumbs.replaceChildren();
+    if (!this.folded) {
+      crumbs.hidden = true;
+      return;
+    }
+    crumbs.hidden = false;
+    let path: string[] = [];
+    let leaf: string | null = null;
+    const op = this.selected ? this.index.ops.get(this.selected) : undefined;
+    if (op) {
+      const as = this.drawnAs.get(op.id);
+      let top = op.id;
+      for (let guard = 0; guard < 64; guard++) {
+        const block = this.model.blocks.find(b => b.id === this.index.ops.get(top)?.block);
+        if (!block || block.parent === null || !block.owner) {
+          break;
+        }
+        top = block.owner;
+      }
+      path = this.hierarchy.ancestors(top);
+      leaf = as === op.id ? op.type : null;
+    } else if (this.focus && this.hierarchy.groups.has(this.focus)) {
+      path = [...this.hierarchy.ancestors(this.focus), this.focus];
+    }
+    const item = (text: string, title: string, onClick: (() => void) | null) => {
+      const b = document.createElement(onClick ? 'button' : 'span');
+      b.className = 'fluid-nb-crumb';
+      b.textContent = text;
+      b.title = title;
+      if (onClick) {
+        (b as HTMLButtonElement).type = 'button';
+        b.addEventListener('click', onClick);
+      }
+      crumbs.append(b);
+    };
+    item(this.options.title ?? this.model.title ?? 'program', 'Close every group',
+         () => void this.setOpenGroups([]));
+    for (const id of path) {
+      const group = this.hierarchy.groups.get(id)!;
+      crumbs.append(document.createTextNode(' › '));
+      item(group.label, `Close ${group.label} (${group.ops} ops)`, () => void this.toggleGroup(id));
+    }
+    if (leaf) {
+      crumbs.append(document.createTextNode(' › '));
+      item(leaf, '', null);
+    }
+  }
+
+  /** Escape or Backspace: close the innermost open group around the selection (else the
+   * group last opened): one level up. */
+  private readonly onKey = (ev: KeyboardEvent) => {
+    if ((ev.key !== 'Escape' && ev.key !== 'Backspace') || !this.folded || !this.open?.size) {
+      return;
+    }
+    let path: string[] = [];
+    const op = this.selected ? this.index.ops.get(this.selected) : undefined;
+    if (op && this.index.ops.get(op.id)?.block === this.model.blocks[0]?.id) {
+      path = this.hierarchy.ancestors(op.id);
+    } else if (this.focus && this.hierarchy.groups.has(this.focus)) {
+      path = [...this.hierarchy.ancestors(this.focus), this.focus];
+    }
+    const innermost = path.filter(g => this.open!.has(g)).pop();
+    if (innermost) {
+      ev.preventDefault();
+      this.select(null);
+      void this.toggleGroup(innermost);
+    }
+  };
+
+  /** A small copy of the drawing with the part in view outlined, shown when the drawing
+   * does not fit the view; a click there scrolls the view to that point. */
+  private drawMinimap(): void {
+    const graph = this.graph;
+    const overflow =
+      graph.scrollHeight > graph.clientHeight + 4 || graph.scrollWidth > graph.clientWidth + 4;
+    const svg = this.drawn.length === 1 ? this.drawn[0].box.querySelector('svg') : null;
+    this.minimap.replaceChildren();
+    this.minimap.hidden = !overflow || !svg;
+    if (!overflow || !svg) {
+      return;
+    }
+    const copy = svg.cloneNode(true) as SVGSVGElement;
+    copy.removeAttribute('width');
+    copy.removeAttribute('height');
+    copy.querySelectorAll('[id]').forEach(el => el.removeAttribute('id'));
+    copy.setAttribute('aria-hidden', 'true');
+    copy.classList.add('fluid-nb-minimap-drawing');
+    const frame = div('fluid-nb-minimap-view');
+    this.minimap.append(copy, frame);
+    this.drawViewport();
+  }
+
+  private drawViewport(): void {
+    const frame = this.minimap.querySelector<HTMLElement>('.fluid-nb-minimap-view');
+    const copy = this.minimap.querySelector<SVGSVGElement>('svg');
+    if (!frame || !copy || this.minimap.hidden) {
+      return;
+    }
+    const graph = this.graph;
+    const drawn = copy.getBoundingClientRect();
+    const sx = drawn.width / Math.max(1, graph.scrollWidth);
+    const sy = drawn.height / Math.max(1, graph.scrollHeight);
+    frame.style.left = `${graph.scrollLeft * sx}px`;
+    frame.style.top = `${graph.scrollTop * sy}px`;
+    frame.style.width = `${Math.min(drawn.width, graph.clientWidth * sx)}px`;
+    frame.style.height = `${Math.min(drawn.height, graph.clientHeight * sy)}px`;
+  }
+
+  private readonly onMinimapClick = (ev: MouseEvent) => {
+    const copy = this.minimap.querySelector<SVGSVGElement>('svg');
+    if (!copy) {
+      return;
+    }
+    const rect = copy.getBoundingClientRect();
+    const graph = this.graph;
+    const fx = (ev.clientX - rect.left) / Math.max(1, rect.width);
+    const fy = (ev.clientY - rect.top) / Math.max(1, rect.height);
+    graph.scrollLeft = fx * graph.scrollWidth - graph.clientWidth / 2;
+    graph.scrollTop = fy * graph.scrollHeight - graph.clientHeight / 2;
+  };
+
   dispose(): void {
     this.disposed = true;
     this.resizeObserver?.disconnect();
     this.graph.removeEventListener('click', this.onClick);
     this.graph.removeEventListener('dblclick', this.onDoubleClick);
+    this.graph.removeEventListener('keydown', this.onKey);
     this.element.remove();
   }
 
@@ -477,15 +733,44 @@ class ProgramGraph implements IProgramHandle {
   private async render(): Promise<IRenderStats> {
     const start = performance.now();
     const model = this.model;
-    this.index = new ModelIndex(model);
-    const segments = segmentDots(
-      model,
-      this.collapsed,
-      this.options.segmentThreshold ?? SEGMENT_THRESHOLD,
-      this.options.segmentOps ?? SEGMENT_OPS,
-      this.view
-    );
+    if (this.index.model !== model) {
+      this.index = new ModelIndex(model);
+      this.hierarchy = new Hierarchy(model);
+    }
+    const hierarchy = this.hierarchy;
+    this.folded =
+      hierarchy.usable &&
+      shownOpCount(model, this.collapsed, this.view) >
+        (this.options.foldThreshold ?? FOLD_THRESHOLD);
+    let segments: ISegment[];
+    if (this.folded) {
+      if (this.open === null) {
+        const visible = new Set(
+          model.ops.filter(op => !this.view.hiddenRoles?.includes(op.role)).map(op => op.id)
+        );
+        this.open = firstSightOpen(hierarchy, visible);
+      }
+      this.open.forEach(id => {
+        if (!hierarchy.groups.has(id)) {
+          this.open!.delete(id);  // a group the program no longer has
+        }
+      });
+      const drawing = foldedDot(model, hierarchy, this.open, this.collapsed, this.view);
+      this.drawnAs = drawing.drawnAs;
+      segments = [{ dot: drawing.dot, caption: '', refs: new Map() }];
+    } else {
+      this.drawnAs = new Map();
+      segments = segmentDots(
+        model,
+        this.collapsed,
+        this.options.segmentThreshold ?? SEGMENT_THRESHOLD,
+        this.options.segmentOps ?? SEGMENT_OPS,
+        this.view
+      );
+    }
+    mark('fluid-nb-render-start');
     const viz = await graphviz();
+    mark('fluid-nb-graphviz-ready');
     const reuse = new Map(this.drawn.map(d => [d.segment.dot, d] as [string, IDrawn]));
     let layoutMs = 0;
     let laidOut = 0;
@@ -547,7 +832,22 @@ class ProgramGraph implements IProgramHandle {
     data.laidOut = String(stats.laidOut);
     data.nodes = String(nodes);
     data.zoom = this.zoom.toFixed(3);
+    data.folded = String(this.folded);
+    if (!data.firstPaintMs) {
+      mark('fluid-nb-first-paint');
+      // the page's clock: milliseconds from the navigation's start to the first drawing
+      data.firstPaintMs = performance.now().toFixed(0);
+      data.firstLayoutMs = stats.layoutMs.toFixed(0);
+      data.firstRenderMs = stats.ms.toFixed(0);
+    }
+    data.openGroups = String(this.open?.size ?? 0);
+    this.drawMinimap();
     this.options.onRender?.(stats);
+    if (this.pendingReveal !== null) {
+      const target = this.pendingReveal;
+      this.pendingReveal = null;
+      void this.reveal(target);
+    }
     return stats;
   }
 
@@ -578,9 +878,40 @@ class ProgramGraph implements IProgramHandle {
       }
     }
     let matches = 0;
+    // what a folded drawing shows for the matches and for the selected variable's writers
+    // and readers: the op itself or the box of the group holding it
+    const matchedBoxes = new Set<string>();
+    const related = new Set<string>();
+    if (this.folded) {
+      if (needle) {
+        for (const op of this.model.ops) {
+          if (matchesSearch(needle, op.id, op.type, undefined, op)) {
+            matchedBoxes.add(this.drawnAs.get(op.id) ?? '');
+          }
+        }
+      }
+    }
+    const selectedVar = this.selected ? this.index.vars.get(this.selected) : undefined;
+    if (selectedVar) {
+      for (const edge of [
+        ...(this.index.edgesTo.get(selectedVar.id) ?? []),
+        ...(this.index.edgesFrom.get(selectedVar.id) ?? [])
+      ]) {
+        const op = edge.src === selectedVar.id ? edge.dst : edge.src;
+        related.add(this.drawnAs.get(op) ?? op);
+      }
+    }
     for (const { segment, box } of this.drawn) {
       box.querySelectorAll<SVGGElement>('g.node').forEach(g => {
         const id = segment.refs.get(g.id) ?? g.id;
+        g.classList.toggle('fluid-nb-related', related.has(id));
+        if (this.hierarchy.groups.has(id)) {
+          const hit = matchedBoxes.has(id);
+          g.classList.toggle('fluid-nb-match', hit);
+          g.classList.toggle('fluid-nb-dim', !!needle && !hit);
+          g.classList.toggle('fluid-nb-selected', false);
+          return;
+        }
         const op = this.index.ops.get(id);
         const v = op ? undefined : this.index.vars.get(id);
         const hit = !!needle && matchesSearch(needle, id, op?.type, v?.name, op);
@@ -593,6 +924,12 @@ class ProgramGraph implements IProgramHandle {
         g.classList.toggle('fluid-nb-dim', !!needle && !hit);
         g.classList.toggle('fluid-nb-collapsed', collapsedOwners.has(id));
       });
+    }
+    if (this.folded && needle) {
+      // every match in the program counts, drawn or folded away
+      matches = this.model.ops.filter(op => matchesSearch(needle, op.id, op.type, undefined, op))
+        .length + this.model.vars.filter(v => matchesSearch(needle, v.id, undefined, v.name, undefined))
+        .length;
     }
     this.matchesLabel.textContent = needle ? `${matches} found` : '';
     return matches;
@@ -629,13 +966,19 @@ class ProgramGraph implements IProgramHandle {
 
   private readonly onClick = (ev: MouseEvent) => {
     const id = this.modelIdAt(ev.target);
+    if (id && this.hierarchy.groups.has(id)) {
+      void this.toggleGroup(id);
+      return;
+    }
     if (id) {
       this.select(id);
       return;
     }
     const cluster = (ev.target as Element | null)?.closest?.('g.cluster');
     const name = cluster?.querySelector('title')?.textContent ?? '';
-    if (name.startsWith('cluster_')) {
+    if (name.startsWith('cluster_g:')) {
+      void this.toggleGroup(name.slice('cluster_'.length));
+    } else if (name.startsWith('cluster_')) {
       void this.toggleBlock(name.slice('cluster_'.length));
     }
   };
@@ -648,6 +991,18 @@ class ProgramGraph implements IProgramHandle {
       void this.enqueue();
     }
   };
+}
+
+/** A point on the page's performance timeline (the render benchmark reads them). */
+function mark(name: string): void {
+  if (typeof performance !== 'undefined' && performance.mark) {
+    performance.mark(name);
+  }
+}
+
+/** `CSS.escape` where there is one (ids such as `op:12` hold characters CSS gives meaning). */
+function cssEscape(text: string): string {
+  return typeof CSS !== 'undefined' && CSS.escape ? CSS.escape(text) : text.replace(/["\\]/g, '\\$&');
 }
 
 /** Figures to show, or null for none (an empty object from a widget trait is none). */

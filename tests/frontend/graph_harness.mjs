@@ -3,6 +3,7 @@
 import { readFileSync } from 'fs';
 import { assembleDot, segmentDots } from '../../labextension/src/dot';
 import { applyDelta } from '../../labextension/src/delta';
+import { Hierarchy, firstSightOpen, foldedDot } from '../../labextension/src/hierarchy';
 import { ModelIndex } from '../../labextension/src/details';
 import { bytesText, memoryFill, memoryText } from '../../labextension/src/memory';
 
@@ -11,6 +12,16 @@ const input = JSON.parse(readFileSync(file, 'utf8'));
 let out;
 if (command === 'assemble') {
   out = assembleDot(input.model, input.collapsed ?? [], input.options ?? {});
+} else if (command === 'folded') {
+  // the folded drawing: the groups open at first sight (unless given) and its DOT text
+  const hierarchy = new Hierarchy(input.model);
+  const hidden = new Set(input.options?.hiddenRoles ?? []);
+  const visible = new Set(input.model.ops.filter(op => !hidden.has(op.role)).map(op => op.id));
+  const open = input.open ? new Set(input.open) : firstSightOpen(hierarchy, visible);
+  const drawing = foldedDot(input.model, hierarchy, open, new Set(input.collapsed ?? []),
+                            input.options ?? {});
+  out = { open: [...open], dot: drawing.dot, drawnAs: Object.fromEntries(drawing.drawnAs),
+          boxes: [...drawing.boxes] };
 } else if (command === 'apply') {
   out = applyDelta(input.model, input.delta);
 } else if (command === 'segments') {

@@ -1,0 +1,95 @@
+"""Where each op was built: the Python call stack that appended it.
+
+Fluid records, in every op's ``op_callstack`` attribute, the stack of the code that created
+the op (``traceback.format_stack()``, innermost frame first, one string per frame:
+``'  File "net.py", line 12, in conv_bn\\n    conv = fluid.layers.conv2d(...)\\n'``). The
+views read it to group ops by the layer call and the user's functions that made them, and
+saved programs keep it.
+
+Building a program should not pay for text nobody reads, so an op keeps only
+``(code object, line)`` pairs (``Operator.callstack``, taken by :func:`capture`); the strings
+are made when the program is saved (:func:`paddle_strings`). :func:`frames` gives
+``(filename, line, function)`` outermost first from either form, so a program built here and
+one loaded from a Paddle file are read the same way.
+"""
+import linecache
+import re
+import sys
+
+#: frames kept per op: enough for a model's own nesting (a ResNet's stage, block, conv+bn,
+#: layer, helper) with the notebook cell or script above it
+MAX_FRAMES = 32
+
+_PADDLE_FRAME = re.compile(r'File "([^"]*)", line (\d+), in ([^\n]*)')
+
+
+def capture(skip=2):
+    """The calling stack as ``(code, line)`` pairs, innermost first, from ``skip`` frames up.
+
+    The walk stops after the first module-level frame (a script's or a notebook cell's body:
+    what lies above it is the interpreter's or the kernel's machinery) or ``MAX_FRAMES``.
+    """
+    try:
+        frame = sys._getframe(skip)
+    except ValueError:
+        return ()
+    pairs = []
+    while frame is not None and len(pairs) < MAX_FRAMES:
+        code = frame.f_code
+        pairs.append((code, frame.f_lineno))
+        if code.co_name == "<module>":
+            break
+        frame = frame.f_back
+    return tuple(pairs)
+
+
+class SavedCallstack:
+    """The ``op_callstack`` strings a file gave an op, and the attribute's place among the
+    op's attributes there (so the op is written back byte for byte). Kept beside the
+    attributes, not in them: it says where the op came from, not what it does."""
+
+    __slots__ = ("strings", "position")
+
+    def __init__(self, strings, position):
+        self.strings, self.position = list(strings), position
+
+    def __bool__(self):
+        return True
+
+    def __repr__(self):
+        return f"SavedCallstack({len(self.strings)} frames)"
+
+
+def frames(op):
+    """``[(filename, line, function), ...]`` outermost first: where ``op`` was built, from
+    the stack taken when it was appended or the ``op_callstack`` attribute a file gave it;
+    empty when neither is there."""
+    stack = getattr(op, "callstack", None)
+    if not stack:
+        return []
+    if not isinstance(stack, SavedCallstack):
+        return [(code.co_filename, line, code.co_name) for code, line in reversed(stack)]
+    strings = stack.strings
+    found = []
+    for text in strings:
+        match = _PADDLE_FRAME.search(text) if isinstance(text, str) else None
+        if match is not None:
+            found.append((match.group(1), int(match.group(2)), match.group(3).strip()))
+    found.reverse()
+    return found
+
+
+def paddle_strings(stack):
+    """``op_callstack`` as Fluid writes it: one ``traceback`` string per frame, innermost
+    first, each with its source line (read now, when the program is saved)."""
+    if isinstance(stack, SavedCallstack):
+        return list(stack.strings)
+    strings = []
+    for code, line in stack:
+        filename = code.co_filename
+        text = f'  File "{filename}", line {line}, in {code.co_name}\n'
+        source = linecache.getline(filename, line).strip()
+        if source:
+            text += f"    {source}\n"
+        strings.append(text)
+    return strings
