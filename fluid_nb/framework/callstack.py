@@ -75,7 +75,10 @@ def frames(op):
         match = _PADDLE_FRAME.search(text) if isinstance(text, str) else None
         if match is not None:
             found.append((match.group(1), int(match.group(2)), match.group(3).strip()))
-    found.reverse()
+    # Fluid 1.x writes the innermost frame first (reversed ``format_stack``), Paddle 2.x
+    # the outermost (``extract_stack``): the module-level frame says which end is the top
+    if found and found[0][2] != "<module>":
+        found.reverse()
     return found
 
 

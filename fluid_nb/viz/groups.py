@@ -26,9 +26,9 @@ itself records, for block 0 (an op's sub-blocks go wherever the op goes):
 5. **Bounded width**: a group with more than ``MAX_CHILDREN`` children is cut into parts of
    consecutive children, so opening any group draws a bounded number of boxes.
 
-Identity: a group's id is ``g:<serial of its first op>:<depth>`` (the serials are the
-program model's op ids), so ids stay while a program grows by appending, and an opened group
-stays open across a live cell's delta.
+Identity: a group's id is ``g:<serial of its first op>:<kind>:<label>`` (the serials are the
+program model's op ids; a series' label without its count), so ids stay while a program
+grows by appending, and an opened group stays open across a live cell's delta.
 
 The result is ``{"root": [child id, ...], "groups": [group, ...]}`` with each group
 ``{"id", "parent" (None at the top), "label", "kind" ("section", "call", "scope",
@@ -65,12 +65,18 @@ _STDLIB = tuple({sysconfig.get_paths()["stdlib"].replace("\\", "/") + "/",
 _WRAPPERS = frozenset({"layer", "checked_layer", "wrapper", "__impl__", "call", "func", "inner",
                        "__call__", "_decorate_function", "__impl"})
 
-#: op types that join the chain of the op before them when groups are inferred
-_FOLLOWERS = frozenset({
-    "elementwise_add", "elementwise_mul", "elementwise_sub", "elementwise_div",
-    "batch_norm", "layer_norm", "instance_norm", "group_norm", "data_norm", "affine_channel",
-    "relu", "relu6", "leaky_relu", "sigmoid", "tanh", "gelu", "swish", "hard_swish",
-    "hard_sigmoid", "elu", "prelu", "softmax", "dropout", "scale", "pool2d", "pool3d"})
+#: op types that start a chain when groups are inferred, when they read a parameter: the
+#: layers' weighted ops (what follows them, a bias add, a norm, an activation, joins them)
+_ANCHORS = frozenset({
+    "conv2d", "depthwise_conv2d", "conv2d_transpose", "depthwise_conv2d_transpose", "conv3d",
+    "conv3d_transpose", "mul", "matmul", "matmul_v2", "fc", "lookup_table",
+    "lookup_table_v2", "lstm", "gru", "dynamic_lstm", "dynamic_gru", "lstmp", "fusion_lstm",
+    "fusion_gru", "sequence_conv", "row_conv", "nce", "hierarchical_sigmoid", "bilinear_tensor_product",
+    "multihead_matmul", "deformable_conv", "prelu",
+    # the same layers in an ONNX model read as a program (fluid_nb.onnx.view)
+    "Conv", "ConvTranspose", "Gemm", "MatMul", "Gather", "LSTM", "GRU", "RNN", "PRelu"})
+#: ops that belong to no chain: the program's inputs and outputs
+_OUTSIDE = frozenset({"feed", "fetch", "read"})
 
 
 def _frame_kind(filename):
@@ -169,16 +175,21 @@ def _build_by_levels(ops, levels_of):
 
 
 def _infer_chains(ops, parameter_names):
-    """Groups for ops without a recorded stack: each op reading a parameter starts a chain
-    (unless it is of a kind that follows another, a bias add or a norm), the ops after it
-    join it. Returns the children list and the op -> path map, as the builder does."""
+    """Groups for ops without a recorded stack: each weighted op reading a parameter (a
+    conv, a matmul, an embedding) starts a chain, the ops after it join it (a bias add, a
+    norm, an activation, a pool). Feeds and fetches stay outside. Returns the children list
+    and the op -> path map, as the builder does."""
     children = []
     paths = {}
     chain = None
     for oid, serial, op in ops:
-        reads_parameter = any(name in parameter_names
-                              for names in op.inputs.values() for name in names)
-        if reads_parameter and op.type not in _FOLLOWERS or chain is None:
+        if op.type in _OUTSIDE:
+            children.append(oid)
+            paths[oid] = []
+            continue
+        anchor = op.type in _ANCHORS and any(
+            name in parameter_names for names in op.inputs.values() for name in names)
+        if anchor or chain is None:
             chain = _Group(op.type, "inferred")
             chain.first = serial
             children.append(chain)
@@ -472,8 +483,16 @@ def program_hierarchy(program, op_ids, roles, pairs):
             node = node.children[0]
         return serial_of[node]
 
+    used = set()
+
     def emit(node, parent, depth, role):
-        gid = f"g:{first_serial(node)}:{depth}"
+        # named by what does not change as the program grows: its first op, its kind and
+        # its label without a series' count (a part's label changes: parts are renamed)
+        base = "" if node.kind == "part" else node.label.rsplit(" \u00d7", 1)[0]
+        gid = f"g:{first_serial(node)}:{node.kind}:{base}"
+        while gid in used:
+            gid += "'"
+        used.add(gid)
         role = node.role or role
         record = {"id": gid, "parent": parent, "label": node.label, "kind": node.kind,
                   "children": [], "ops": 0, "role": role, "source": node.source}

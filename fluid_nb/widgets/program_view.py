@@ -123,6 +123,9 @@ class ProgramView(ViewWidget):
     selected = traitlets.Unicode("").tag(sync=True)
     #: the search string typed in the view; matching ops and variables are highlighted
     search = traitlets.Unicode("").tag(sync=True)
+    #: an op or variable id, or a search text: a folded graph opens the groups holding it
+    #: (the first match) and scrolls to it; set it again to go elsewhere
+    reveal = traitlets.Unicode("").tag(sync=True)
     #: what the kernel adds about ``selected``: kernel, last run, the variable's value
     _details = traitlets.Dict().tag(sync=True)
     #: bytes allocated per op in a recorded run (``program_memory``'s figures; {} for none)

@@ -881,8 +881,14 @@ class ProgramGraph implements IProgramHandle {
     // what a folded drawing shows for the matches and for the selected variable's writers
     // and readers: the op itself or the box of the group holding it
     const matchedBoxes = new Set<string>();
+    const newBoxes = new Set<string>();
     const related = new Set<string>();
     if (this.folded) {
+      for (const op of this.model.ops) {
+        if (op.new) {
+          newBoxes.add(this.drawnAs.get(op.id) ?? '');  // a box holding ops a cell added
+        }
+      }
       if (needle) {
         for (const op of this.model.ops) {
           if (matchesSearch(needle, op.id, op.type, undefined, op)) {
@@ -907,6 +913,7 @@ class ProgramGraph implements IProgramHandle {
         g.classList.toggle('fluid-nb-related', related.has(id));
         if (this.hierarchy.groups.has(id)) {
           const hit = matchedBoxes.has(id);
+          g.classList.toggle('fluid-nb-new', newBoxes.has(id));
           g.classList.toggle('fluid-nb-match', hit);
           g.classList.toggle('fluid-nb-dim', !!needle && !hit);
           g.classList.toggle('fluid-nb-selected', false);

@@ -36,6 +36,7 @@ interface IProgramHandle {
   select(id: string | null): void;
   setSearch(text: string): number;
   setMemory(figures: unknown): void;
+  reveal(idOrText: string): Promise<string | null>;
   dispose(): void;
 }
 
@@ -211,6 +212,7 @@ async function renderProgramView(model: IWidgetModel, el: HTMLElement): Promise<
     title: model.get('title') || undefined,
     selected: model.get('selected') || null,
     search: model.get('search') ?? '',
+    reveal: model.get('reveal') || undefined,
     memory: model.get('_memory') ?? null,
     onSelect: (selection: { id: string } | null) => model.send({ type: 'select', id: selection?.id ?? '' }),
     onSearch: (text: string) => model.send({ type: 'search', text })
@@ -237,18 +239,21 @@ async function renderProgramView(model: IWidgetModel, el: HTMLElement): Promise<
   const onDetails = () => runtimeDetails(viewer, model.get('_details'), graph, runtime);
   const onSelected = () => handle.select(model.get('selected') || null);
   const onSearch = () => handle.setSearch(model.get('search') ?? '');
+  const onReveal = () => void (model.get('reveal') && handle.reveal(model.get('reveal')));
   const onMemory = () => handle.setMemory(model.get('_memory') ?? null);
   model.on('msg:custom', onMessage);
   model.on('change:_memory', onMemory);
   model.on('change:_details', onDetails);
   model.on('change:selected', onSelected);
   model.on('change:search', onSearch);
+  model.on('change:reveal', onReveal);
   onDetails();
   return () => {
     model.off('msg:custom', onMessage);
     model.off('change:_details', onDetails);
     model.off('change:selected', onSelected);
     model.off('change:search', onSearch);
+    model.off('change:reveal', onReveal);
     model.off('change:_memory', onMemory);
     handle.dispose();
   };

@@ -183,7 +183,8 @@ def browser(lab, tmp_path_factory):
 
 @pytest.fixture
 def page(browser, lab):
-    """The one Lab page; each test starts with no open documents and no kernels, and ends
+    """The one Lab page; each test starts with no open documents, no kernels and the file
+    browser at the lab's root, and ends
     with no request having left 127.0.0.1."""
     page, guard = browser
     yield page
@@ -191,7 +192,9 @@ def page(browser, lab):
     page.evaluate("async () => { const app = window.jupyterapp;"
                   " for (const w of app.shell.widgets('main'))"
                   "   if (w.context) w.context.model.dirty = false;"
-                  " await app.commands.execute('application:close-all'); }")
+                  " await app.commands.execute('application:close-all');"
+                  # and the file browser back at the root, where the next test's files are
+                  " await app.commands.execute('filebrowser:go-to-path', {path: '/'}); }")
     lab.shutdown_kernels()
     assert guard.blocked == [], f"requests left 127.0.0.1: {guard.blocked}"
 

@@ -155,3 +155,55 @@ def test_details_panel_shows_a_slot_of_only_empty_place_holders_as_empty(harness
     mul_grad.outputs["X@GRAD"] = ["@EMPTY@", "x@GRAD"]
     slots = harness("slots", {"model": program_model(main)})[op_id]
     assert slots["out:X@GRAD"] == ["@EMPTY@", "x@GRAD"]
+
+
+# --- the folded drawing of a large program (labextension/src/hierarchy.ts) -------------------
+@pytest.fixture(scope="module")
+def resnet_model():
+    from tests.browser.study_models import resnet_training
+    return program_model(resnet_training(depth=20), title="resnet20")
+
+
+def _node_ids(dot):
+    return [m.group(1) for line in dot.splitlines() if (m := NODE_RE.match(line))]
+
+
+def test_first_sight_draws_few_boxes_and_every_shown_op_once(harness, resnet_model):
+    drawing = harness("folded", {"model": resnet_model})
+    nodes = _node_ids(drawing["dot"])
+    assert len(nodes) == len(set(nodes))  # every node stated once
+    assert len(nodes) <= 60 and drawing["boxes"]
+    groups = {g["id"] for g in resnet_model["hierarchy"]["groups"]}
+    # every op is drawn as itself or as a box holding it; every box is drawn
+    assert set(drawing["drawnAs"]) == {op["id"] for op in resnet_model["ops"]}
+    for op_id, drawn_as in drawing["drawnAs"].items():
+        assert drawn_as == op_id or drawn_as in groups
+        assert drawn_as in nodes
+    # the sections and the model function are open, the series are folded
+    labels = {g["id"]: g["label"] for g in resnet_model["hierarchy"]["groups"]}
+    opened = {labels[g] for g in drawing["open"]}
+    assert {"forward", "backward", "optimizer", "resnet_cifar10"} <= opened
+    assert not any("\u00d7" in label for label in opened)
+    # edges join drawn nodes only
+    for src, dst in re.findall(r'^\s*"((?:[^"\\]|\\.)*)" -> "((?:[^"\\]|\\.)*)"',
+                               drawing["dot"], re.M):
+        assert src in nodes and dst in nodes, (src, dst)
+
+
+def test_opening_a_series_draws_its_runs_as_boxes(harness, resnet_model):
+    first = harness("folded", {"model": resnet_model})
+    groups = {g["id"]: g for g in resnet_model["hierarchy"]["groups"]}
+    series = next(g for g in first["boxes"] if groups[g]["kind"] == "series")
+    opened = harness("folded", {"model": resnet_model, "open": first["open"] + [series]})
+    assert f'subgraph "cluster_{series}"' in opened["dot"]
+    nodes = set(_node_ids(opened["dot"]))
+    assert set(groups[series]["children"]) <= nodes
+    assert series not in nodes
+
+
+def test_hidden_roles_leave_their_sections_out_of_the_folded_drawing(harness, resnet_model):
+    drawing = harness("folded", {"model": resnet_model,
+                                 "options": {"hiddenRoles": ["backward", "optimize"]}})
+    roles = {op["id"]: op["role"] for op in resnet_model["ops"]}
+    assert all(roles[op] not in ("backward", "optimize") for op in drawing["drawnAs"])
+    assert "backward" not in drawing["dot"] and "optimizer" not in drawing["dot"]

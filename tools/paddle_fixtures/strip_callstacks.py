@@ -18,6 +18,8 @@ C.import_paddle()
 from paddle.base import core  # noqa: E402
 
 PROGRAM_FILES = (".pdmodel", ".pb")
+#: fixtures whose call stacks are what they are for (their paths are already neutral)
+KEEP = ("resnet_callstack.pb",)
 
 
 def is_program_file(name):
@@ -44,7 +46,7 @@ def main():
     total = 0
     for root, _, files in os.walk(C.FIXTURE_ROOT):
         for name in sorted(files):
-            if is_program_file(name):
+            if is_program_file(name) and name not in KEEP:
                 total += strip(os.path.join(root, name))
     print(f"removed op_callstack from {total} ops")
 
