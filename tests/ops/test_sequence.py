@@ -266,6 +266,11 @@ CASES = [
     OpCase("sequence_conv", {"X": r(5, 2), "Filter": r(4, 3)}, lod={"X": [[0, 1, 5]]},
            attrs={"contextLength": 2, "contextStart": -2}, ref=conv_ref([[0, 1, 5]]),
            grad=["X", "Filter"], name="zero_pad_grad"),
+    # a batch of many sequences, some shorter than the window, with padding on both sides
+    OpCase("sequence_conv", {"X": r(60, 2), "Filter": r(10, 3), "PaddingData": r(4, 2)},
+           lod={"X": [[0, 1, 1, 4, 12, 13, 30, 32, 60]]},
+           attrs={"contextLength": 5, "contextStart": -2, "paddingTrainable": True},
+           ref=conv_ref([[0, 1, 1, 4, 12, 13, 30, 32, 60]]), name="many_sequences"),
     OpCase("sequence_reshape", {"X": r(6, 4)}, lod={"X": [[0, 2, 3, 6]]},
            attrs={"new_dim": 2}, ref=reshape_ref([[0, 2, 3, 6]])),
     OpCase("sequence_reshape", {"X": r(6, 2)}, lod={"X": [[0, 2, 2, 6]]},
