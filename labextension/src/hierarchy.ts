@@ -47,6 +47,8 @@ export interface IHierarchy {
 
 /** Boxes drawn at first sight, at most (a drawing this size reads at full size). */
 export const FIRST_SIGHT_UNITS = 28;
+/** A first sight of fewer boxes than this opens series too. */
+const SPARSE_UNITS = 8;
 /** Programs with more ops than this (in shown blocks) are drawn folded. */
 export const FOLD_THRESHOLD = 60;
 
@@ -162,8 +164,13 @@ export function firstSightOpen(
   const tops = hierarchy.root.filter(shown);
   let units = tops.reduce((sum, id) => sum + cost(id), 0);
   // first the structure (groups holding groups: a model's stages, a section's layers),
-  // then, while the budget lasts, the groups of ops themselves
-  for (const structureOnly of [true, false]) {
+  // then, while the budget lasts, the groups of ops themselves; series too only when the
+  // drawing would otherwise be nearly empty (a chain of one op repeated: "scale ×1000")
+  for (const pass of ['structure', 'groups', 'series']) {
+    if (pass === 'series' && units >= SPARSE_UNITS) {
+      break;
+    }
+    const structureOnly = pass === 'structure';
     const queue = tops.filter(id => hierarchy.groups.has(id));
     while (queue.length) {
       const id = queue.shift()!;
@@ -174,7 +181,7 @@ export function firstSightOpen(
         queue.push(...inner);
         continue;
       }
-      if (group.kind === 'series' || (structureOnly && !inner.length)) {
+      if ((group.kind === 'series' && pass !== 'series') || (structureOnly && !inner.length)) {
         continue;
       }
       const added = children.reduce((sum, c) => sum + cost(c), 0) - 1;

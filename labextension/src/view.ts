@@ -281,8 +281,17 @@ class ProgramGraph implements IProgramHandle {
     );
     const expandAll = button('fluid-nb-expand-all', 'Expand blocks', 'Expand all sub-blocks');
     expandAll.addEventListener('click', () => this.setCollapsed([]));
+    const openAll = button('fluid-nb-open-groups', 'Open groups',
+                           'Open every group of a folded drawing: every op drawn');
+    openAll.addEventListener('click', () => this.setOpenGroups([...this.hierarchy.groups.keys()]));
+    const fold = button('fluid-nb-fold-groups', 'Fold', 'Fold the groups as at first sight');
+    fold.addEventListener('click', () => {
+      this.open = null;
+      this.fitted = false;
+      void this.enqueue();
+    });
     toolbar.append(this.titleLabel, this.statsLabel, this.searchBox, this.matchesLabel,
-                   zoomOut, zoomIn, fit, collapseAll, expandAll, paramsToggle,
+                   zoomOut, zoomIn, fit, collapseAll, expandAll, openAll, fold, paramsToggle,
                    roleToggle('backward', 'Backward'), roleToggle('optimize', 'Optimizer'));
     toolbar.hidden = options.toolbar === false;
 
@@ -525,6 +534,7 @@ class ProgramGraph implements IProgramHandle {
 
   setOpenGroups(groupIds: string[]): Promise<IRenderStats> {
     this.open = new Set(groupIds);
+    this.fitted = false;  // a different drawing: fit it again (unless the user zoomed)
     return this.enqueue();
   }
 
@@ -671,7 +681,10 @@ class ProgramGraph implements IProgramHandle {
     const copy = svg.cloneNode(true) as SVGSVGElement;
     copy.removeAttribute('width');
     copy.removeAttribute('height');
+    // a picture only: no ids or classes a query for the graph's nodes could find
     copy.querySelectorAll('[id]').forEach(el => el.removeAttribute('id'));
+    copy.querySelectorAll('[class]').forEach(el => el.removeAttribute('class'));
+    copy.querySelectorAll('title').forEach(el => el.remove());
     copy.setAttribute('aria-hidden', 'true');
     copy.classList.add('fluid-nb-minimap-drawing');
     const frame = div('fluid-nb-minimap-view');

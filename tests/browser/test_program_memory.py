@@ -62,6 +62,12 @@ def test_show_memory_tints_ops_by_bytes_with_a_legend_and_details(page, lab):
     run_cell(page, 1)
     view = cell(page, 1)
     view.locator(f"{GRAPH}[data-revision]").wait_for(timeout=SLOW)
+    # a training program this size opens folded: every op drawn once its groups are open
+    if view.locator(GRAPH).get_attribute("data-folded") == "true":
+        revision = view.locator(GRAPH).get_attribute("data-render-ms")
+        view.locator(f"{GRAPH} .fluid-nb-open-groups").click()
+        page.wait_for_function("([el, r]) => el.dataset.renderMs !== r",
+                               arg=[view.locator(GRAPH).element_handle(), revision])
     ops = view.locator(f"{GRAPH} svg g.node.op")
     before = {op_id: fill for op_id, _, fill in ops.evaluate_all(FILLS)}
     assert len(before) >= 25 and view.locator(".fluid-nb-memory-legend").count() == 0
