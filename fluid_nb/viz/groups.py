@@ -365,7 +365,8 @@ def _bounded(children, types, first_index):
         parts = []
         for start in range(0, len(children), size):
             piece = children[start:start + size]
-            lo, hi = _span(piece[0], first_index), _span(piece[-1], first_index, last=True)
+            positions = [first_index[op] for node in piece for op in _ops_in(node)]
+            lo, hi = min(positions), max(positions)  # (a mirrored pass is not in op order)
             part = _Group(f"ops {lo}\u2013{hi}", "part")
             part.children = piece
             parts.append(part)
@@ -373,10 +374,10 @@ def _bounded(children, types, first_index):
     return children
 
 
-def _span(node, first_index, last=False):
-    while isinstance(node, _Group):
-        node = node.children[-1 if last else 0]
-    return first_index[node]
+def _ops_in(node):
+    if not isinstance(node, _Group):
+        return [node]
+    return [op for child in node.children for op in _ops_in(child)]
 
 
 def program_hierarchy(program, op_ids, roles, pairs):

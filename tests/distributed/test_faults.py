@@ -122,13 +122,17 @@ def test_malformed_messages_are_refused_and_change_nothing(one_server):
 
 def test_a_second_server_on_a_taken_endpoint_is_refused(tmp_path):
     endpoint, = free_endpoints(1)
-    with Job(tmp_path, SHORT) as job:
+    # the get below starts a round: with a short round deadline the first server would end
+    # (its trainer never comes) before a slowly started second one binds the port
+    patient = dict(SHORT, FLAGS_rpc_round_deadline="600000")
+    with Job(tmp_path, patient) as job:
         job.start("first", [PROGRAMS, "pserver", endpoint, 0, 1, 0])
         job.wait_for_line("first", "serving", timeout=30)
         RPCClient().get_variable(endpoint, "w0")  # the first one listens
         job.start("second", [PROGRAMS, "pserver", endpoint, 0, 1, 0])
         # a generous deadline: a loaded machine starts a Python process slowly
         assert job.procs["second"].wait(timeout=60) != 0
+        assert job.procs["first"].poll() is None  # still serving: the port was taken
     out = job.output("second")
     assert f"fluid_nb.errors.Unavailable: listen_and_serv: endpoint expected an address " \
            f"this machine can listen on, but received {endpoint}" in out, out
