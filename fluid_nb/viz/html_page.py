@@ -80,7 +80,7 @@ window.fluidNbModelText = (function () {{
   window.fluidNbModelText.then(function (text) {{
     var model = JSON.parse(text);
     performance.mark("fluid-nb-model-read");  // (the benchmark reads the page's clock)
-    window.fluidNbViewer.renderProgram(el, model, {{}});
+    window.fluidNbViewer.renderProgram(el, model, model.view || {{}});
   }}).catch(failed);
 }})();
 </script>

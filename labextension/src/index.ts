@@ -9,8 +9,8 @@
 import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { Widget } from '@lumino/widgets';
 
-import { IProgramHandle, renderProgram } from './view';
-import { PROGRAM_MIME, isProgramDelta, isProgramModel } from './model';
+import { IProgramHandle, IRenderOptions, renderProgram } from './view';
+import { IProgramModel, PROGRAM_MIME, isProgramDelta, isProgramModel } from './model';
 
 export { renderProgram, applyDelta } from './view';
 export type { IProgramHandle, IRenderOptions, IRenderStats, ISelection } from './view';
@@ -20,6 +20,19 @@ export type { IViewOptions } from './dot';
 export * from './model';
 
 const CLASS_NAME = 'fluid-nb-program-output';
+
+/** What a model asks to be opened at (`fluid_nb.viz.show`): a part to reveal, roles hidden. */
+export function viewOf(model: IProgramModel): IRenderOptions {
+  const view = (model.view ?? {}) as { reveal?: unknown; hiddenRoles?: unknown };
+  const options: IRenderOptions = {};
+  if (typeof view.reveal === 'string' && view.reveal) {
+    options.reveal = view.reveal;
+  }
+  if (Array.isArray(view.hiddenRoles)) {
+    options.hiddenRoles = view.hiddenRoles.filter((r): r is string => typeof r === 'string');
+  }
+  return options;
+}
 
 /** Draws one program model output. */
 export class ProgramRenderer extends Widget implements IRenderMime.IRenderer {
@@ -36,7 +49,7 @@ export class ProgramRenderer extends Widget implements IRenderMime.IRenderer {
     this.handle = null;
     this.node.replaceChildren();
     if (isProgramModel(data)) {
-      this.handle = renderProgram(this.node, data);
+      this.handle = renderProgram(this.node, data, viewOf(data));
       await this.handle.ready;
     } else if (isProgramDelta(data)) {
       // a delta alone has nothing to apply to; the ProgramView widget consumes deltas

@@ -113,8 +113,9 @@ export interface IProgramHandle {
   /** Open or close one group of a folded drawing, or set the open ones. */
   toggleGroup(groupId: string): Promise<IRenderStats>;
   setOpenGroups(groupIds: string[]): Promise<IRenderStats>;
-  /** Open the groups holding an op or variable (or the first match of a search text),
-   * select it and scroll it into sight; resolves to its id, or null when nothing matched. */
+  /** Open the groups holding an op or variable (or the first match of a search text, or
+   * else the first group whose label holds the text), select it and scroll it into sight;
+   * resolves to its id (the group's), or null when nothing matched. */
   reveal(idOrText: string): Promise<string | null>;
   /** Remove the view and its listeners. */
   dispose(): void;
@@ -227,6 +228,8 @@ class ProgramGraph implements IProgramHandle {
     this.view = { paramsAsNodes: !!options.paramsAsNodes, hiddenRoles: [...(options.hiddenRoles ?? [])] };
 
     this.element = div('fluid-nb-program');
+    this.element.dataset.paramsAsNodes = String(!!this.view.paramsAsNodes);
+    this.element.dataset.hiddenRoles = (this.view.hiddenRoles ?? []).join(',');
     const toolbar = div('fluid-nb-program-toolbar');
     this.titleLabel = document.createElement('span');
     this.titleLabel.className = 'fluid-nb-program-title';
@@ -541,7 +544,7 @@ class ProgramGraph implements IProgramHandle {
   async reveal(idOrText: string): Promise<string | null> {
     const target = this.findTarget(idOrText);
     if (target === null) {
-      return null;
+      return this.revealGroup(idOrText);
     }
     // the block-0 op whose groups must be open: the op, the owner of its block, or for a
     // variable its first writer (else reader)
@@ -572,6 +575,28 @@ class ProgramGraph implements IProgramHandle {
       (op ? this.graph.querySelector<SVGGElement>(`g.node[id="${cssEscape(this.drawnAs.get(op) ?? op)}"]`) : null);
     node?.scrollIntoView({ block: 'center', inline: 'center' });
     return target;
+  }
+
+  /** Open the first group (in drawing order) whose label holds `text` and the groups
+   * around it, and scroll to it: `reveal("basicblock")` opens a ResNet's first block. */
+  private async revealGroup(text: string): Promise<string | null> {
+    const needle = text.trim().toLowerCase();
+    if (!needle || !this.folded) {
+      return null;
+    }
+    const group = [...this.hierarchy.groups.values()].find(
+      g => g.kind !== 'section' && g.label.toLowerCase().includes(needle));
+    if (!group) {
+      return null;
+    }
+    this.open = new Set([...(this.open ?? []), ...this.hierarchy.ancestors(group.id), group.id]);
+    this.focus = group.id;
+    await this.enqueue();
+    this.drawCrumbs();
+    const cluster = Array.from(this.graph.querySelectorAll<SVGGElement>('g.cluster')).find(
+      g => g.querySelector('title')?.textContent === 'cluster_' + group.id);
+    cluster?.scrollIntoView({ block: 'start', inline: 'center' });
+    return group.id;
   }
 
   /** An op or variable id, or the first op (in program order) matching a search text,

@@ -157,3 +157,25 @@ def test_hiding_the_backward_pass_hides_the_loops_gradient_block(page, lab, page
                                   program.locator("g.cluster > text").all_text_contents()]
     finally:
         standalone.close()
+
+
+def test_a_cell_result_opens_at_the_part_it_was_shown_at(page, lab):
+    from pathlib import Path
+    from .notebook_driver import cell, open_notebook, run_cell, write_notebook
+    repo = Path(__file__).resolve().parents[2]
+    cells = [f"import sys\nsys.path.insert(0, {str(repo)!r})\n"
+             "from fluid_nb import viz\n"
+             "from tests.browser.study_models import resnet_training\n"
+             "viz.show(resnet_training(depth=20), reveal='conv2d_9.w_0', hide='optimize')"]
+    open_notebook(page, write_notebook(lab, "show_at.ipynb", cells))
+    run_cell(page, 0)
+    program = cell(page, 0).locator(".fluid-nb-program[data-first-paint-ms]")
+    program.wait_for(timeout=SLOW)
+    selected = program.locator("g.node.op.fluid-nb-selected")
+    selected.wait_for(timeout=SLOW)
+    assert program.get_attribute("data-hidden-roles") == "optimize"
+    crumbs = program.locator(".fluid-nb-program-crumbs").text_content()
+    assert "basicblock" in crumbs, crumbs
+    details = program.locator(".fluid-nb-program-details").text_content()
+    assert "conv2d_9.w_0" in details
+    screenshot(cell(page, 0), "study_resnet20_shown_at_a_weight")

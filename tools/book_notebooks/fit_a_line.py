@@ -76,7 +76,7 @@ print('ops by role:', dict(Counter(ROLES.get(op.attrs.get('op_role', 0), 'other'
 The training program as a graph: forward, loss, the gradient ops (dashed) and the two `sgd`
 updates (bold); the parameters `fc_0.w_0` and `fc_0.b_0` are drawn inside the ops that read
 or update them."""),
-    ("code", "graph", "main_program"),
+    ("code", "graph", "from fluid_nb import viz\n\n# opened at the model itself: the fc layer, its weight and bias\nviz.show(main_program, reveal='fc_0.w_0')"),
     ("md", """\
 ## Training
 

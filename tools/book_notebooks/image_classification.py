@@ -161,7 +161,7 @@ print('probabilities sum to one:', bool(np.allclose(values[-1].sum(axis=1), 1, a
 The training program: convolutions, batch norms and the residual additions, then their
 gradients (dashed) and a `momentum` update for each trained parameter (bold), its velocity
 drawn as a row of the op."""),
-    ("code", "graph", "main_program"),
+    ("code", "graph", "from fluid_nb import viz\n\n# opened at a residual block: two conv + batch_norm layers and the shortcut added back\nviz.show(main_program, reveal='basicblock')"),
     ("md", """\
 ## Training a few steps
 

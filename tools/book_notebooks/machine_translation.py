@@ -146,7 +146,7 @@ print('context put in rank order:', any(op.type == 'reorder_lod_tensor_by_rank'
 The training program: the encoder, the `while` op holding the decoder step (block 1), the
 loss, and the gradients, with `while_grad` running the step's gradient ops (block 2)
 backwards through the iterations; then an `adagrad` update per parameter."""),
-    ("code", "graph", "main_program"),
+    ("code", "graph", "from fluid_nb import viz\n\n# opened at the decoder: the DynamicRNN's while loop and its step block\nviz.show(main_program, reveal='while')"),
     ("md", """\
 ## Training
 

@@ -141,7 +141,7 @@ The conv net's training program: the two conv-pool stages, batch norm (its movin
 and variance are persistable and updated in the forward pass), the softmax `fc`, the loss
 and accuracy, their gradients, and one `adam` op per trained parameter with its two
 moments and the powers of $\\beta_1, \\beta_2$."""),
-    ("code", "graph", "conv['main']"),
+    ("code", "graph", "from fluid_nb import viz\n\n# opened at the first convolution of the conv net\nviz.show(conv['main'], reveal='conv2d')"),
     ("md", """\
 ## Training and testing
 

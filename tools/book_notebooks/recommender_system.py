@@ -182,7 +182,7 @@ print(f'untrained ratings in [{rating.min():.2f}, {rating.max():.2f}]')"""),
 The training program: the two towers side by side meeting at `cos_sim`, the loss, the
 gradients, and an `adam` update per parameter; the embedding tables' gradients are sparse
 (`is_sparse=True`: only the rows a batch looked up)."""),
-    ("code", "graph", "main_program"),
+    ("code", "graph", "from fluid_nb import viz\n\n# opened where the two towers meet: the cosine similarity of user and movie features\nviz.show(main_program, reveal='cos_sim')"),
     ("md", """\
 ## Training
 
