@@ -87,7 +87,7 @@ def first_sight(programs, browser="/usr/bin/chromium", repeat=3):
                 runs.append(page.evaluate(FIRST_SIGHT))
                 page.close()
             best = min(runs, key=lambda r: r["firstPaintMs"])
-            best.update(ops=len(program.global_block().ops),
+            best.update(ops=sum(len(block.ops) for block in program.blocks),
                         page_mb=page_path.stat().st_size / 1e6)
             found[name] = best
         chromium.close()

@@ -66,11 +66,11 @@ window.fluidNbModelText = (function () {{
       return new Response(response.body.pipeThrough(new DecompressionStream("gzip"))).text();
     }});
 }})();
+performance.mark("fluid-nb-viewer-start");  // (the render benchmark reads the page's clock)
 </script>
-<script>performance.mark("fluid-nb-viewer-start")</script>
 <script>{viewer_js}</script>
-<script>performance.mark("fluid-nb-viewer-end")</script>
 <script>
+performance.mark("fluid-nb-viewer-end");
 (function () {{
   var el = document.getElementById("fluid-nb-program");
   function failed(err) {{
@@ -79,7 +79,7 @@ window.fluidNbModelText = (function () {{
   }}
   window.fluidNbModelText.then(function (text) {{
     var model = JSON.parse(text);
-    performance.mark("fluid-nb-model-read");  // (the benchmark reads the page's clock)
+    performance.mark("fluid-nb-model-read");
     window.fluidNbViewer.renderProgram(el, model, model.view || {{}});
   }}).catch(failed);
 }})();

@@ -128,6 +128,8 @@ class Names:
 def _attr_value(name, value):
     if name in SET_ORDERED:
         return sorted(value)
+    if name == "shape" and value == []:
+        return [1]  # a scalar: [1] in Fluid 1.x, [] in Paddle 2.6 (see var_view)
     # Paddle wrote FLOAT attributes as float32
     if isinstance(value, float):
         return float(np.float32(value))
@@ -155,7 +157,10 @@ def op_view(op, names):
 
 
 def var_view(var):
-    return (var.type.name, tuple(var.shape), var.dtype.name, bool(var.persistable))
+    # a scalar is [1] in a Fluid 1.x program (the learning rate) and [] in Paddle 2.6's
+    # reference files: the same variable
+    shape = tuple(var.shape) or (1,)
+    return (var.type.name, shape, var.dtype.name, bool(var.persistable))
 
 
 def trainer_view(program):

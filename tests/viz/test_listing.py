@@ -111,11 +111,26 @@ def test_html_page_inlines_the_viewer_the_model_and_the_listing(viewer_bundle):
     assert "window.fluidNbViewer={renderProgram" in page
     # nothing inside a script element can close it early
     scripts = re.findall(r"<script[^>]*>(.*?)</script>", page, flags=re.S)
-    assert len(scripts) == 3 and page.count("</script>") == 3
+    assert len(scripts) == 4 and page.count("</script>") == 4
     embedded = json.loads(scripts[0])
     assert embedded == json.loads(json.dumps(model))
     assert "{Out=[z]} = scale(inputs={X=[y]}" in page  # readable without JavaScript
     assert "<noscript>" in page
+
+
+def test_a_large_model_is_stored_compressed_and_unpacks_to_the_same_json(viewer_bundle,
+                                                                          monkeypatch):
+    import base64
+    import gzip
+    monkeypatch.setattr(html_page_module, "COMPRESS_ABOVE", 100)
+    model = viz.program_model(_small_program(), title="small")
+    page = viz.html_page(model, "small")
+    stored = re.search(r'<script type="application/octet-stream" id="fluid-nb-model" '
+                       r'data-encoding="gzip\+base64">(.*?)</script>', page, flags=re.S)
+    assert stored is not None
+    assert json.loads(gzip.decompress(base64.b64decode(stored.group(1)))) == \
+        json.loads(json.dumps(model))
+    assert "DecompressionStream" in page  # the page unpacks it itself
 
 
 def test_html_page_without_built_assets_says_how_to_build_them(tmp_path, monkeypatch):
