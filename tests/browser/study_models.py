@@ -1,52 +1,31 @@
 """Training programs of the size people study, written the Fluid 1.x way: a ResNet for
-CIFAR (the book's ``resnet_cifar10``) with Momentum, a Transformer encoder with Adam, and a
-DynamicRNN text classifier with Adam. The graph view's tests and benchmark open them."""
+CIFAR (the book's ``resnet_cifar10``, from ``examples/book``) with Momentum, a Transformer
+encoder with Adam, and a DynamicRNN text classifier with Adam. The graph view's tests and
+benchmark open them."""
+import importlib.util
+from pathlib import Path
+
 import fluid_nb as fluid
 
 
-# --- ResNet (the book's image_classification chapter) ----------------------------------------
-def conv_bn_layer(input, ch_out, filter_size, stride, padding, act="relu", bias_attr=False):
-    tmp = fluid.layers.conv2d(input=input, filter_size=filter_size, num_filters=ch_out,
-                              stride=stride, padding=padding, act=None, bias_attr=bias_attr)
-    return fluid.layers.batch_norm(input=tmp, act=act)
-
-
-def shortcut(input, ch_in, ch_out, stride):
-    if ch_in != ch_out:
-        return conv_bn_layer(input, ch_out, 1, stride, 0, None)
-    return input
-
-
-def basicblock(input, ch_in, ch_out, stride):
-    tmp = conv_bn_layer(input, ch_out, 3, stride, 1)
-    tmp = conv_bn_layer(tmp, ch_out, 3, 1, 1, act=None, bias_attr=True)
-    short = shortcut(input, ch_in, ch_out, stride)
-    return fluid.layers.elementwise_add(x=tmp, y=short, act="relu")
-
-
-def layer_warp(block_func, input, ch_in, ch_out, count, stride):
-    tmp = block_func(input, ch_in, ch_out, stride)
-    for _ in range(1, count):
-        tmp = block_func(tmp, ch_out, ch_out, 1)
-    return tmp
-
-
-def resnet_cifar10(ipt, depth=32):
-    n = (depth - 2) // 6
-    conv1 = conv_bn_layer(ipt, ch_out=16, filter_size=3, stride=1, padding=1)
-    res1 = layer_warp(basicblock, conv1, 16, 16, n, 1)
-    res2 = layer_warp(basicblock, res1, 16, 32, n, 2)
-    res3 = layer_warp(basicblock, res2, 32, 64, n, 2)
-    return fluid.layers.pool2d(input=res3, pool_size=8, pool_type="avg", pool_stride=1)
+# --- ResNet (the book's image_classification chapter, as examples/book runs it) -------------
+def _book_example(name):
+    path = Path(__file__).resolve().parents[2] / "examples" / "book" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"book_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def resnet_training(depth=56):
+    """The book's ``resnet_cifar10`` (``examples/book/image_classification.py``) trained
+    with Momentum."""
+    book = _book_example("image_classification")
     main, startup = fluid.Program(), fluid.Program()
     with fluid.program_guard(main, startup):
         images = fluid.layers.data(name="pixel", shape=[3, 32, 32], dtype="float32")
         label = fluid.layers.data(name="label", shape=[1], dtype="int64")
-        net = resnet_cifar10(images, depth)
-        predict = fluid.layers.fc(input=net, size=10, act="softmax")
+        predict = book.resnet_cifar10(images, depth)
         cost = fluid.layers.cross_entropy(input=predict, label=label)
         avg_cost = fluid.layers.mean(cost)
         fluid.layers.accuracy(input=predict, label=label)

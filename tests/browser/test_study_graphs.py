@@ -92,15 +92,15 @@ def test_a_repeated_block_opens_and_a_search_lands_on_a_parameters_op(page, lab,
     standalone = _open(page, lab, pages["resnet56_momentum"])
     try:
         program = standalone.locator(PROGRAM)
-        series = program.locator("g.node.group.kind-series", has_text="basicblock \u00d79").first
+        series = program.locator("g.node.group.kind-series", has_text="basic_block \u00d79").first
         assert series.count() == 1
         series.click()
         # open: a cluster of the nine runs, each a box of its own
-        cluster = program.locator("g.cluster", has_text="basicblock \u00d79").first
+        cluster = program.locator("g.cluster", has_text="basic_block \u00d79").first
         cluster.wait_for(timeout=SLOW)
         standalone.wait_for_function(
             "() => document.querySelectorAll('g.node.group.kind-call').length >= 9")
-        runs = program.locator("g.node.group", has_text="basicblock")
+        runs = program.locator("g.node.group", has_text="basic_block")
         assert runs.count() >= 9
 
         # a parameter deep inside a folded stage: the search opens its groups and selects
@@ -120,7 +120,7 @@ def test_a_repeated_block_opens_and_a_search_lands_on_a_parameters_op(page, lab,
             " && r.right <= g.right; }")
         assert inside
         crumbs = program.locator(".fluid-nb-program-crumbs").text_content()
-        assert "layer_warp" in crumbs and "basicblock" in crumbs, crumbs
+        assert "stage" in crumbs and "basic_block" in crumbs, crumbs
         details = program.locator(".fluid-nb-program-details").text_content()
         assert "conv2d_40.w_0" in details
         screenshot(standalone, "study_resnet56_search_landed")
@@ -175,7 +175,7 @@ def test_a_cell_result_opens_at_the_part_it_was_shown_at(page, lab):
     selected.wait_for(timeout=SLOW)
     assert program.get_attribute("data-hidden-roles") == "optimize"
     crumbs = program.locator(".fluid-nb-program-crumbs").text_content()
-    assert "basicblock" in crumbs, crumbs
+    assert "basic_block" in crumbs, crumbs
     details = program.locator(".fluid-nb-program-details").text_content()
     assert "conv2d_9.w_0" in details
     screenshot(cell(page, 0), "study_resnet20_shown_at_a_weight")

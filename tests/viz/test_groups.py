@@ -100,15 +100,15 @@ def test_a_resnet_reads_as_its_functions_with_its_blocks_as_series():
     assert tree.labels() == ["forward", "backward", "optimizer"]
     forward = section(tree, "forward")
     net = tree.child("resnet_cifar10", forward)
-    assert tree.labels(net) == ["conv_bn_layer", "layer_warp \u00b7 basicblock \u00d79",
-                                "layer_warp \u00d72", "pool2d"]
-    first_stage = tree.groups[tree.child("layer_warp \u00b7 basicblock \u00d79", net)]
+    assert tree.labels(net) == ["conv_bn_layer", "stage \u00b7 basic_block \u00d79",
+                                "stage \u00d72", "pool2d", "fc"]
+    first_stage = tree.groups[tree.child("stage \u00b7 basic_block \u00d79", net)]
     assert first_stage["kind"] == "series" and first_stage["repeat"] == 9
     assert first_stage["ops"] == 9 * 8  # conv+bn+relu, conv+bn, add+relu
     # the gradient and the updates mirror the forward groups, series included
     for name in ("backward", "optimizer"):
         mirrored = tree.child("resnet_cifar10", section(tree, name))
-        assert "layer_warp \u00b7 basicblock \u00d79" in tree.labels(mirrored)
+        assert "stage \u00b7 basic_block \u00d79" in tree.labels(mirrored)
 
 
 def test_every_op_of_block_0_is_in_exactly_one_place():
