@@ -6,12 +6,11 @@
  * `fluid_nb.viz.params_table.params_model`'s table, bins counted in Python).
  */
 import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
-import { URLExt } from '@jupyterlab/coreutils';
-import { ABCWidgetFactory, DocumentRegistry, DocumentWidget } from '@jupyterlab/docregistry';
+import { DocumentRegistry } from '@jupyterlab/docregistry';
 import { ServerConnection } from '@jupyterlab/services';
-import { Widget } from '@lumino/widgets';
 
 import { el } from './dom';
+import { FileModelView, FileViewFactory, fetchFileModel } from './file_view';
 
 /** The file type name of combined parameter files. */
 export const PARAMS_FILE_TYPE = 'fluid-nb-params';
@@ -52,20 +51,11 @@ export function isParamsModel(data: unknown): data is IParamsModel {
 }
 
 /** Fetch the table of a parameter file, by its path relative to the server root. */
-export async function fetchParamsModel(
+export function fetchParamsModel(
   path: string,
-  settings: ServerConnection.ISettings = ServerConnection.makeSettings()
+  settings?: ServerConnection.ISettings
 ): Promise<IParamsModel> {
-  const url = URLExt.join(settings.baseUrl, 'fluid-nb/api/params') + URLExt.objectToQueryString({ path });
-  const response = await ServerConnection.makeRequest(url, {}, settings);
-  const body = await response.json().catch(() => ({}));
-  if (!response.ok) {
-    throw new Error(body.message ?? `${response.status} ${response.statusText}`);
-  }
-  if (!isParamsModel(body)) {
-    throw new Error(`${path}: the server did not return a parameters table`);
-  }
-  return body;
+  return fetchFileModel('params', path, isParamsModel, 'a parameters table', settings);
 }
 
 /** A number as Python's `format(value, '.4g')` writes it (the CLI's table). */
@@ -212,57 +202,19 @@ function ensureParamsStyle(): void {
   }
 }
 
-/**
- * The content of a parameter file tab: the table, or the error that stopped it. Each load
- * takes a generation number and only the newest may touch the DOM (the file may change on
- * disk while an earlier load is still on its way).
- */
-class ParamsFileView extends Widget {
-  private generation = 0;
-
-  constructor(private readonly context: DocumentRegistry.Context) {
-    super();
-    this.addClass('fluid-nb-params-file');
-    void context.ready.then(
-      () => {
-        context.model.contentChanged.connect(() => void this.load(), this);
-        return this.load();
-      },
-      err => this.showError(++this.generation, err)
-    );
-  }
-
-  private async load(): Promise<void> {
-    const generation = ++this.generation;
-    try {
-      const model = await fetchParamsModel(this.context.localPath);
-      if (this.isCurrent(generation)) {
-        renderParams(this.node, model);
-      }
-    } catch (err) {
-      this.showError(generation, err);
-    }
-  }
-
-  private isCurrent(generation: number): boolean {
-    return !this.isDisposed && generation === this.generation;
-  }
-
-  private showError(generation: number, err: unknown) {
-    if (!this.isCurrent(generation)) {
-      return;
-    }
+/** The content of a parameter file tab: the table, or the error that stopped it. */
+class ParamsFileView extends FileModelView<IParamsModel> {
+  constructor(context: DocumentRegistry.Context) {
+    super(context, 'fluid-nb-params-file', 'fluid-nb-params-error');
     ensureParamsStyle();
-    const reason = err instanceof Error ? err.message : String(err);
-    this.node.replaceChildren(el('div', 'fluid-nb-params-error', `Cannot show ${this.context.localPath}: ${reason}`));
   }
-}
 
-class ParamsFileFactory extends ABCWidgetFactory<DocumentWidget<ParamsFileView>> {
-  protected createNewWidget(context: DocumentRegistry.Context): DocumentWidget<ParamsFileView> {
-    const widget = new DocumentWidget({ content: new ParamsFileView(context), context });
-    widget.title.caption = context.localPath;
-    return widget;
+  protected fetch(path: string): Promise<IParamsModel> {
+    return fetchParamsModel(path);
+  }
+
+  protected draw(model: IParamsModel): void {
+    renderParams(this.node, model);
   }
 }
 
@@ -282,14 +234,17 @@ export const paramsPlugin: JupyterFrontEndPlugin<void> = {
       contentType: 'file'
     });
     app.docRegistry.addWidgetFactory(
-      new ParamsFileFactory({
-        name: PARAMS_VIEWER,
-        label: 'Parameters table',
-        modelName: 'base64',
-        fileTypes: [PARAMS_FILE_TYPE],
-        defaultFor: [PARAMS_FILE_TYPE],
-        readOnly: true
-      })
+      new FileViewFactory(
+        {
+          name: PARAMS_VIEWER,
+          label: 'Parameters table',
+          modelName: 'base64',
+          fileTypes: [PARAMS_FILE_TYPE],
+          defaultFor: [PARAMS_FILE_TYPE],
+          readOnly: true
+        },
+        context => new ParamsFileView(context)
+      )
     );
   }
 };
