@@ -7,11 +7,15 @@ views read it to group ops by the layer call and the user's functions that made 
 saved programs keep it.
 
 Building a program should not pay for text nobody reads, so an op keeps only
-``(code object, line)`` pairs (``Operator.callstack``, taken by :func:`capture`); the strings
-are made when the program is saved (:func:`paddle_strings`). :func:`frames` gives
+``(code object, instruction offset)`` pairs (``Operator.callstack``, taken by
+:func:`capture`: a frame's line number costs a search of its line table, the offset is read
+as it is); lines are found, and strings made, when someone reads them (:func:`frames`, and
+:func:`paddle_strings` when the program is saved). :func:`frames` gives
 ``(filename, line, function)`` outermost first from either form, so a program built here and
 one loaded from a Paddle file are read the same way.
 """
+import bisect
+import dis
 import linecache
 import re
 import sys
@@ -24,7 +28,8 @@ _PADDLE_FRAME = re.compile(r'File "([^"]*)", line (\d+), in ([^\n]*)')
 
 
 def capture(skip=2):
-    """The calling stack as ``(code, line)`` pairs, innermost first, from ``skip`` frames up.
+    """The calling stack as ``(code, instruction offset)`` pairs, innermost first, from
+    ``skip`` frames up.
 
     The walk stops after the first module-level frame (a script's or a notebook cell's body:
     what lies above it is the interpreter's or the kernel's machinery) or ``MAX_FRAMES``.
@@ -34,13 +39,31 @@ def capture(skip=2):
     except ValueError:
         return ()
     pairs = []
-    while frame is not None and len(pairs) < MAX_FRAMES:
+    append = pairs.append
+    while frame is not None:
         code = frame.f_code
-        pairs.append((code, frame.f_lineno))
-        if code.co_name == "<module>":
+        append((code, frame.f_lasti))
+        if code.co_name == "<module>" or len(pairs) >= MAX_FRAMES:
             break
         frame = frame.f_back
     return tuple(pairs)
+
+
+_line_starts = {}  # code object -> (offsets, lines) where each line's instructions start
+
+
+def line_of(code, offset):
+    """The source line of the instruction at ``offset`` in ``code``."""
+    table = _line_starts.get(code)
+    if table is None:
+        starts = sorted((start, line) for start, line in dis.findlinestarts(code)
+                        if line is not None)
+        table = _line_starts[code] = ([s for s, _ in starts], [l for _, l in starts])
+        if len(_line_starts) > 4096:  # (code objects of cells run once: do not keep them all)
+            _line_starts.pop(next(iter(_line_starts)))
+    offsets, lines = table
+    k = bisect.bisect_right(offsets, offset) - 1
+    return lines[k] if k >= 0 else code.co_firstlineno
 
 
 class SavedCallstack:
@@ -68,7 +91,8 @@ def frames(op):
     if not stack:
         return []
     if not isinstance(stack, SavedCallstack):
-        return [(code.co_filename, line, code.co_name) for code, line in reversed(stack)]
+        return [(code.co_filename, line_of(code, offset), code.co_name)
+                for code, offset in reversed(stack)]
     strings = stack.strings
     found = []
     for text in strings:
@@ -88,8 +112,8 @@ def paddle_strings(stack):
     if isinstance(stack, SavedCallstack):
         return list(stack.strings)
     strings = []
-    for code, line in stack:
-        filename = code.co_filename
+    for code, offset in stack:
+        filename, line = code.co_filename, line_of(code, offset)
         text = f'  File "{filename}", line {line}, in {code.co_name}\n'
         source = linecache.getline(filename, line).strip()
         if source:
