@@ -52,6 +52,11 @@ class ProgramModelHandler(APIHandler):
     model_of_file = staticmethod(program_model_of_file)
     api_name = "program"
 
+    @staticmethod
+    def accepts_folder(path):
+        """Whether a folder (not a file) at ``path`` is read too."""
+        return False
+
     @web.authenticated
     @authorized
     async def get(self):
@@ -66,7 +71,7 @@ class ProgramModelHandler(APIHandler):
         hidden = not self.contents_manager.allow_hidden and _is_hidden(path, Path(root))
         if not path.exists() or hidden:
             return self._refuse(404, f"fluid-nb: no file {relative!r} under the server root")
-        if not path.is_file():
+        if not (path.is_file() or self.accepts_folder(path)):
             return self._refuse(400, f"fluid-nb: {relative!r} is not a file")
         try:
             model = await IOLoop.current().run_in_executor(None, self.model_of_file, path)
@@ -85,10 +90,17 @@ class ProgramModelHandler(APIHandler):
 
 
 class ParamsModelHandler(ProgramModelHandler):
-    """``GET fluid-nb/api/params?path=...``: a parameter file's table of tensors as JSON."""
+    """``GET fluid-nb/api/params?path=...``: a parameter file's (or a folder of them) table of
+    tensors as JSON."""
 
     model_of_file = staticmethod(params_model_of_file)
     api_name = "params"
+
+    @staticmethod
+    def accepts_folder(path):
+        """A folder of per-variable parameter files (Fluid's ``save_params``) is one table."""
+        from ..viz.params_table import is_params_path
+        return path.is_dir() and is_params_path(str(path))
 
 
 def _is_hidden(path, root):

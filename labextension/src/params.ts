@@ -8,6 +8,7 @@
 import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { DocumentRegistry } from '@jupyterlab/docregistry';
 import { ServerConnection } from '@jupyterlab/services';
+import { Widget } from '@lumino/widgets';
 
 import { el } from './dom';
 import { FileModelView, FileViewFactory, fetchFileModel } from './file_view';
@@ -218,12 +219,73 @@ class ParamsFileView extends FileModelView<IParamsModel> {
   }
 }
 
+/**
+ * A folder of per-variable parameter files (Fluid's `save_params`: one file per tensor, no
+ * extension) as one table, in a main-area tab; a folder is no document, so this is a
+ * command of the file browser's context menu rather than a viewer.
+ */
+class ParamsFolderView extends Widget {
+  constructor(path: string) {
+    super();
+    this.id = `fluid-nb-params-folder-${path}`;
+    this.addClass('fluid-nb-params-file');
+    this.title.label = `${path.split('/').pop() || path} (parameters)`;
+    this.title.caption = path;
+    this.title.closable = true;
+    ensureParamsStyle();
+    fetchParamsModel(path).then(
+      model => renderParams(this.node, model),
+      err => {
+        const reason = err instanceof Error ? err.message : String(err);
+        this.node.replaceChildren(el('div', 'fluid-nb-params-error', `Cannot show ${path}: ${reason}`));
+      }
+    );
+  }
+}
+
+/** The folder selected in the default file browser, if one is (read without the file
+ * browser package: its widget in the left area answers `selectedItems()`). */
+function selectedFolder(app: JupyterFrontEnd): string | null {
+  const browser = Array.from(app.shell.widgets('left')).find(w => w.id === 'filebrowser') as
+    | (Widget & { selectedItems?: () => Iterable<{ type: string; path: string }> })
+    | undefined;
+  const items = browser?.selectedItems ? Array.from(browser.selectedItems()) : [];
+  return items.length === 1 && items[0].type === 'directory' ? items[0].path : null;
+}
+
+/** The command that opens a folder's parameter files as one table. */
+export const OPEN_PARAMS_FOLDER = 'fluid-nb:open-params-folder';
+
 /** The plugin: the file type of combined parameter files and their table viewer. */
 export const paramsPlugin: JupyterFrontEndPlugin<void> = {
   id: 'fluid-nb-labext:params-file-viewer',
   description: 'Opens .pdiparams and __params__ parameter files as a table of their tensors.',
   autoStart: true,
   activate: (app: JupyterFrontEnd) => {
+    app.commands.addCommand(OPEN_PARAMS_FOLDER, {
+      label: 'Open as Parameters Table',
+      caption: 'Show the parameter files of this folder as one table of tensors',
+      isVisible: () => selectedFolder(app) !== null,
+      execute: args => {
+        const path = (args.path as string | undefined) ?? selectedFolder(app);
+        if (path === null || path === undefined) {
+          return;
+        }
+        const id = `fluid-nb-params-folder-${path}`;
+        const open = Array.from(app.shell.widgets('main')).find(w => w.id === id);
+        if (open) {
+          app.shell.activateById(id);
+          return;
+        }
+        app.shell.add(new ParamsFolderView(path), 'main');
+        app.shell.activateById(id);
+      }
+    });
+    app.contextMenu.addItem({
+      command: OPEN_PARAMS_FOLDER,
+      selector: '.jp-DirListing-item[data-isdir="true"]',
+      rank: 3
+    });
     app.docRegistry.addFileType({
       name: PARAMS_FILE_TYPE,
       displayName: 'Paddle parameters',

@@ -94,3 +94,32 @@ def test_a_damaged_parameter_file_shows_one_clear_line(page, lab):
     assert message.startswith("Cannot show damaged.pdiparams: ") and "damaged.pdiparams" in \
         message.partition(": ")[2], message
     assert "Traceback" not in message and "UTF-8" not in message, message
+
+
+def test_a_folder_of_parameter_files_opens_as_one_table_from_its_context_menu(page, lab):
+    """Fluid 1.x's ``save_params`` writes one file per parameter, with no extension: the
+    folder, not a file, is what to open."""
+    import fluid_nb as fluid
+    folder = lab.root / "saved_params"
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        fluid.layers.fc(fluid.data(name="x", shape=[-1, 4], dtype="float32"), 3)
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    exe.run(startup, scope=scope)
+    with fluid.scope_guard(scope):
+        fluid.io.save_params(exe, str(folder), main)
+    expected = params_model(folder)
+    page.evaluate("async () => { const app = window.jupyterapp;"
+                  " await app.commands.execute('filebrowser:activate');"
+                  " await app.commands.execute('filebrowser:refresh'); }")
+    item = page.locator(".jp-DirListing-item[data-isdir='true']", has_text="saved_params")
+    item.click(button="right")
+    page.locator(".lm-Menu-itemLabel", has_text="Open as Parameters Table").click()
+    view, error = _shown(page, lab, "saved_params")
+    assert error.count() == 0, error.first.text_content()
+    rows = view.locator("table.fluid-nb-params-table tbody tr")
+    assert rows.evaluate_all("rows => rows.map(r => r.dataset.name)") == \
+        [row["name"] for row in expected["rows"]] == ["fc_0.b_0", "fc_0.w_0"]
+    tab = page.locator(".lm-TabBar-tab.lm-mod-current", has_text="saved_params")
+    assert tab.count() == 1
+    screenshot(page, "params_folder_viewer")

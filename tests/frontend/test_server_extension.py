@@ -69,6 +69,7 @@ def server(tmp_path_factory):
     (root / "params" / "truncated.pdiparams").write_bytes(
         (MLP_COMBINED / "model.pdiparams").read_bytes()[:-7])
     (root / "params" / "text.pdiparams").write_text("not a tensor at all\n")
+    _save_params_folder(root / "saved_params")
     _export_onnx(root / "models" / "mlp.onnx")
     outside = tmp / "outside.pdmodel"
     shutil.copy(FIT_A_LINE, outside)
@@ -220,6 +221,30 @@ def test_damaged_parameter_file_is_a_400_naming_it(server, name):
     status, reply = server.params(f"params/{name}")
     assert status == 400, reply
     assert name in reply["message"] and "Traceback" not in reply["message"]
+
+
+def _save_params_folder(folder):
+    """Fluid 1.x's ``save_params``: one file per parameter, no program file."""
+    import fluid_nb as fluid
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        fluid.layers.fc(fluid.data(name="x", shape=[-1, 4], dtype="float32"), 3)
+    exe = fluid.Executor(fluid.CPUPlace())
+    scope = fluid.Scope()
+    exe.run(startup, scope=scope)
+    with fluid.scope_guard(scope):
+        fluid.io.save_params(exe, str(folder), main)
+
+
+def test_params_api_reads_a_folder_of_parameter_files_as_one_table(server):
+    from fluid_nb.viz.params_table import params_model
+    status, model = server.params("saved_params")
+    assert status == 200 and model["kind"] == "directory"
+    assert [row["name"] for row in model["rows"]] == ["fc_0.b_0", "fc_0.w_0"]
+    assert model["rows"] == params_model(server.root / "saved_params")["rows"]
+    # a folder that is not parameters, and the program API, still take files only
+    assert server.params("models")[0] == 400
+    assert server.program("saved_params")[0] == 400
 
 
 def test_params_api_refuses_like_the_program_api(server):
