@@ -119,7 +119,8 @@ def test_a_folder_of_parameter_files_opens_as_one_table_from_its_context_menu(pa
     assert error.count() == 0, error.first.text_content()
     rows = view.locator("table.fluid-nb-params-table tbody tr")
     assert rows.evaluate_all("rows => rows.map(r => r.dataset.name)") == \
-        [row["name"] for row in expected["rows"]] == ["fc_0.b_0", "fc_0.w_0"]
+        [row["name"] for row in expected["rows"]]
+    assert len(expected["rows"]) == 2  # the fc's bias and weight
     tab = page.locator(".lm-TabBar-tab.lm-mod-current", has_text="saved_params")
     assert tab.count() == 1
     screenshot(page, "params_folder_viewer")

@@ -240,7 +240,8 @@ def test_params_api_reads_a_folder_of_parameter_files_as_one_table(server):
     from fluid_nb.viz.params_table import params_model
     status, model = server.params("saved_params")
     assert status == 200 and model["kind"] == "directory"
-    assert [row["name"] for row in model["rows"]] == ["fc_0.b_0", "fc_0.w_0"]
+    names = [row["name"] for row in model["rows"]]
+    assert len(names) == 2 and names[0].endswith(".b_0") and names[1].endswith(".w_0")
     assert model["rows"] == params_model(server.root / "saved_params")["rows"]
     # a folder that is not parameters, and the program API, still take files only
     assert server.params("models")[0] == 400
