@@ -128,7 +128,7 @@ def _scope_levels(op):
 
 class _Group:
     __slots__ = ("label", "kind", "children", "source", "role", "repeat", "key", "last_line",
-                 "first_line", "first", "mirror")
+                 "first_line")
 
     def __init__(self, label, kind, source=None, key=None):
         self.label, self.kind, self.source, self.key = label, kind, source, key
@@ -136,8 +136,6 @@ class _Group:
         self.role = None
         self.repeat = 0
         self.last_line = self.first_line = 0
-        self.first = None  # serial of the first op inside (the id's stable part)
-        self.mirror = None  # the forward group a backward/optimizer group mirrors
 
 
 def _build_by_levels(ops, levels_of):
@@ -147,7 +145,7 @@ def _build_by_levels(ops, levels_of):
     root = _Group("", "root")
     open_groups = []  # the chain of groups the previous op was in
     paths = {}
-    for oid, serial, op in ops:
+    for oid, _, op in ops:
         levels = levels_of(op)
         depth = 0
         while depth < len(open_groups) and depth < len(levels):
@@ -165,7 +163,6 @@ def _build_by_levels(ops, levels_of):
         for key, label, source, line in levels[depth:]:
             group = _Group(label, "scope" if key[0] == "scope" else "call", source, key)
             group.last_line = group.first_line = line
-            group.first = serial
             parent.children.append(group)
             open_groups.append(group)
             parent = group
@@ -182,7 +179,7 @@ def _infer_chains(ops, parameter_names):
     children = []
     paths = {}
     chain = None
-    for oid, serial, op in ops:
+    for oid, _, op in ops:
         if op.type in _OUTSIDE:
             children.append(oid)
             paths[oid] = []
@@ -191,7 +188,6 @@ def _infer_chains(ops, parameter_names):
             name in parameter_names for names in op.inputs.values() for name in names)
         if anchor or chain is None:
             chain = _Group(op.type, "inferred")
-            chain.first = serial
             children.append(chain)
         elif len(chain.children) < 12 and op.type not in chain.label.split(" \u00b7 "):
             if chain.label.count("\u00b7") < 2:
@@ -226,15 +222,13 @@ def _mirror(ops, anchor_of, forward_paths, forward_order):
     root = _Group("", "root")
     copies = {}  # (id of the parent copy, id of the forward group) -> copy
     order = {}
-    for (oid, serial, op), anchor in zip(ops, anchors):
+    for (oid, _, op), anchor in zip(ops, anchors):
         parent = root
         for forward in (forward_paths.get(anchor, ()) if anchor is not None else ()):
             key = (id(parent), id(forward))
             group = copies.get(key)
             if group is None:
                 group = copies[key] = _Group(forward.label, forward.kind, forward.source)
-                group.mirror = forward
-                group.first = serial
                 parent.children.append(group)
             parent = group
         parent.children.append(oid)
