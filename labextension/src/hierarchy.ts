@@ -19,7 +19,7 @@
  *   are all hidden is not drawn.
  */
 import { IViewOptions, ownerTies, quote, visibleStatements } from './dot';
-import { IBlock, IProgramModel } from './model';
+import { IBlock, IEdge, IProgramModel } from './model';
 
 /** One group of ops (`fluid_nb.viz.groups.program_hierarchy`). */
 export interface IGroup {
@@ -282,6 +282,9 @@ export function foldedDot(
   const readHome = new Map<string, string>();
   const writers = new Map<string, Set<string>>();
   const readers = new Map<string, Set<string>>();
+  // each drawn edge once: which way it goes, its op and variable, and what the op is drawn as
+  const drawnEdges: { edge: IEdge; write: boolean; opId: string; varId: string; as: string }[] =
+    [];
   for (const edge of model.edges) {
     if (edge.inline && !asNodes) {
       continue;
@@ -292,6 +295,7 @@ export function foldedDot(
     if (as === undefined || !statements.has(varId)) {
       continue;
     }
+    drawnEdges.push({ edge, write, opId, varId, as });
     const ends = write ? writers : readers;
     ends.set(varId, (ends.get(varId) ?? new Set()).add(as));
     if (as === opId) {
@@ -397,14 +401,8 @@ export function foldedDot(
 
   const edgeLines = new Set<string>();
   const seen = new Set<string>();
-  for (const edge of model.edges) {
-    if (edge.inline && !asNodes) {
-      continue;
-    }
-    const write = varBlock.has(edge.dst);
-    const [opId, varId] = write ? [edge.src, edge.dst] : [edge.dst, edge.src];
-    const as = drawnAs.get(opId);
-    if (as === undefined || !shown.has(varId) || !shown.has(as)) {
+  for (const { edge, write, opId, varId, as } of drawnEdges) {
+    if (!shown.has(varId) || !shown.has(as)) {
       continue;
     }
     if (as === opId) {
