@@ -354,15 +354,22 @@ def plan_cases():
 ROLE = textwrap.dedent("""\
     import os, signal, subprocess, sys, time
     mode = sys.argv[1]
+    # the server says it has started its grandchild: the trainer fails only after that, or a
+    # slowly started server would be stopped before it had a grandchild to leave behind
+    started = os.path.join(os.path.dirname(os.path.abspath(__file__)), "server-started")
     child = subprocess.Popen(["sleep", "300"])
     print("grandchild", child.pid, flush=True)
     if mode == "stubborn":
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    if os.environ.get("PADDLE_TRAINER_ID") == "0":
+    if os.environ.get("TRAINING_ROLE") == "PSERVER":
+        open(started, "w").close()
+    if os.environ.get("PADDLE_TRAINER_ID") == "0" and mode in ("fail", "killed"):
+        deadline = time.monotonic() + 60
+        while not os.path.exists(started) and time.monotonic() < deadline:
+            time.sleep(0.05)
         if mode == "fail":
             os._exit(5)
-        if mode == "killed":
-            os.kill(os.getpid(), signal.SIGKILL)
+        os.kill(os.getpid(), signal.SIGKILL)
     time.sleep(300)
 """)
 
@@ -373,6 +380,7 @@ def launcher_cases(workdir):
 
     def job(mode, status, interrupt_after=None):
         def act():
+            (workdir / "server-started").unlink(missing_ok=True)
             processes, _ = launch.plan(1, 1)
             out = io.StringIO()
             grace, launch._STOP_GRACE = launch._STOP_GRACE, 1.0
