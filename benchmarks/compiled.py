@@ -1,5 +1,5 @@
-"""Programs compiled to native code (fluid_nb.native) against the interpreter, hand-written
-NumPy and PyTorch eager, in one run.
+"""Programs compiled to native code (fluid_nb.rewriters.native) against the interpreter,
+hand-written NumPy and PyTorch eager, in one run.
 
     python benchmarks/compiled.py
 
@@ -21,7 +21,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fluid_nb as fluid  # noqa: E402
-from fluid_nb import native  # noqa: E402
+from fluid_nb.rewriters import native  # noqa: E402
 from _timing import interleaved_best, row, torch_or_none  # noqa: E402
 from train_step import (w1_numpy, w1_program, w1_torch, w2_numpy, w2_program,  # noqa: E402
                         w2_torch)

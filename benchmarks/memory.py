@@ -36,7 +36,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fluid_nb as fluid  # noqa: E402
 from fluid_nb import flags  # noqa: E402
-from fluid_nb.exec import executor  # noqa: E402
+from fluid_nb.exec import run_plan  # noqa: E402
 from fluid_nb.memory import places  # noqa: E402
 from fluid_nb.memory.arena import Arena, allocating_from  # noqa: E402
 from _timing import interleaved_best  # noqa: E402
@@ -200,13 +200,13 @@ def _step_without_undo(build_step):
     """A step built with the run's undo log empty (but for the feed and fetch lists): what
     the executor did before a failed step was put back, update ops writing parameters in
     place. The plan, made at the first run, keeps that."""
-    real = executor._written_outside
-    executor._written_outside = lambda block, scope, local, also=(): tuple(also)
+    real = run_plan.written_outside
+    run_plan.written_outside = lambda block, scope, local, also=(): tuple(also)
     try:
         step = build_step()
         step()
     finally:
-        executor._written_outside = real
+        run_plan.written_outside = real
     return step
 
 

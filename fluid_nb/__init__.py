@@ -3,7 +3,11 @@
 ``import fluid_nb as fluid`` gives the Fluid 1.x API: ``fluid.Program``,
 ``fluid.program_guard``, ``fluid.layers``, ``fluid.Executor``, ``fluid.CPUPlace`` ...
 """
-from . import errors  # noqa: F401
+import sys
+
+from . import fluid_paths
+fluid_paths.install_finder()  # Fluid 1.x's module paths (fluid_nb.api.layers.nn ...)
+from . import errors  # noqa: F401,E402
 from .exec import (  # noqa: F401
     CPUPlace, CUDAPinnedPlace, CUDAPlace, Executor, LoDTensor, LoDTensorArray, Scope,
     SelectedRows, Tensor, cpu_places, create_lod_tensor, create_random_int_lodtensor,
@@ -13,39 +17,41 @@ from .framework import (  # noqa: F401
     Operator, Parameter, Program, Variable, default_main_program, default_startup_program,
     device_guard, name_scope, program_guard, unique_name)
 from .framework.verify import verify  # noqa: F401
-from . import io  # noqa: F401
-from . import initializer, layers, nets, reader  # noqa: F401  (layers patches Variable operators)
-from . import backward, clip, dataset, optimizer, regularizer  # noqa: F401
-from .backward import append_backward, gradients  # noqa: F401
-from .data_feeder import DataFeeder  # noqa: F401
-from .data_feed_desc import DataFeedDesc  # noqa: F401
-from .memory_optimization import memory_optimize, release_memory  # noqa: F401
-from .ps_dispatcher import HashName, RoundRobin  # noqa: F401
-from . import transpiler  # noqa: F401  (fluid.transpiler: the distribute transpiler)
-from .transpiler import DistributeTranspiler, DistributeTranspilerConfig  # noqa: F401
-from .param_attr import ParamAttr, WeightNormParamAttr  # noqa: F401
-from .initializer import force_init_on_cpu, init_on_cpu  # noqa: F401
-from .layers.io import fluid_data as data  # noqa: F401  (fluid.data: checked feed shapes)
-from . import executor, input  # noqa: F401  (the module paths Fluid 1.x scripts import)
-from .input import embedding, one_hot  # noqa: F401  (Fluid 1.6+: ids without a trailing 1)
-from .training import LossHistory, train_loop  # noqa: F401
-from . import average, compiler, flags, install_check, memory, metrics, profiler  # noqa: F401
-from . import contrib, evaluator  # noqa: F401  (fluid.contrib's RNNs, the evaluators)
-from . import default_scope_funcs, dygraph  # noqa: F401  (dygraph: refuses, see its docstring)
-from .dygraph.nn import *  # noqa: F401,F403  (fluid.Layer, fluid.LayerNorm, ...: Fluid 1.8's
+from .api import io  # noqa: F401
+from .api import initializer, layers, nets, reader  # noqa: F401  (layers patches Variable ops)
+from .api import clip, dataset, optimizer, regularizer  # noqa: F401
+from .autodiff import backward  # noqa: F401
+from .autodiff.backward import append_backward, gradients  # noqa: F401
+from .api.data_feeder import DataFeeder  # noqa: F401
+from .api.data_feed_desc import DataFeedDesc  # noqa: F401
+from .rewriters.memory_optimize import memory_optimize, release_memory  # noqa: F401
+from .rewriters.transpiler.ps_dispatcher import HashName, RoundRobin  # noqa: F401
+from .rewriters import transpiler  # noqa: F401  (fluid.transpiler: the distribute transpiler)
+from .rewriters.transpiler import DistributeTranspiler, DistributeTranspilerConfig  # noqa: F401
+from .api.param_attr import ParamAttr, WeightNormParamAttr  # noqa: F401
+from .api.initializer import force_init_on_cpu, init_on_cpu  # noqa: F401
+from .api.layers.io import fluid_data as data  # noqa: F401  (fluid.data: checked feed shapes)
+from .api import input  # noqa: F401
+from .api.input import embedding, one_hot  # noqa: F401  (Fluid 1.6+: ids without a trailing 1)
+from .api.training import LossHistory, train_loop  # noqa: F401
+from . import flags, memory  # noqa: F401
+from .api import average, compiler, install_check, metrics, profiler  # noqa: F401
+from .api import contrib, evaluator  # noqa: F401  (fluid.contrib's RNNs, the evaluators)
+from .api import default_scope_funcs, dygraph  # noqa: F401  (dygraph: refuses, see its docstring)
+from .api.dygraph.nn import *  # noqa: F401,F403  (fluid.Layer, fluid.LayerNorm, ...: Fluid 1.8's
 #                                        dygraph classes at top level, refusing when made)
-from . import native, onnx  # noqa: F401  (the native code generator, ONNX export)
+from .rewriters import native, onnx  # noqa: F401  (the native code generator, ONNX export)
 from . import distributed  # noqa: F401  (the RPC runtime: the send/recv ops' kernels)
-from .compiler import (BuildStrategy, CompiledProgram, ExecutionStrategy,  # noqa: F401
+from .api.compiler import (BuildStrategy, CompiledProgram, ExecutionStrategy,  # noqa: F401
                        ParallelExecutor)
 from .flags import get_flags, set_flags  # noqa: F401
-from .io import load, save  # noqa: F401
-from . import learning_rate_scheduler as learning_rate_decay  # noqa: F401
-from . import core  # noqa: F401
+from .api.io import load, save  # noqa: F401
+from .api.layers import learning_rate_scheduler as learning_rate_decay  # noqa: F401
+from .api import core  # noqa: F401
 from . import notebook  # noqa: F401  (rich display of programs, variables, tensors, scopes)
-from .notebook import load_ipython_extension  # noqa: F401  (%load_ext fluid_nb)
 from .live.session import (disable_live, enable_live, feed, live, live_session,  # noqa: F401
                            live_step)
+fluid_paths.bind_loaded(sys.modules[__name__])  # fluid.executor, fluid.unique_name, ...
 
 __version__ = "0.1.0"
 
@@ -106,3 +112,10 @@ for _name in ("in_dygraph_mode", "require_version", "load_op_library", "set_flag
               "get_flags"):
     setattr(_framework, _name, globals()[_name])
 del _name
+
+
+def load_ipython_extension(ipython):
+    """``%load_ext fluid_nb``: the ``%%fluid`` and ``%fluid`` magics, and ``fluid`` (this
+    package) in the user namespace."""
+    import sys
+    notebook.load_ipython_extension(ipython, sys.modules[__name__])

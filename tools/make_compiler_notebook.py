@@ -19,7 +19,7 @@ CELLS = [
 
 The design's compiler note ("Fluid: Towards a Compiled Programming Language") describes a
 transpiler that takes a ProgramDesc and writes a `.cc` (or `.cu`) file in which **each op is a
-function that runs its kernel** and a main calls them in order. `fluid_nb.native` is that
+function that runs its kernel** and a main calls them in order. `fluid_nb.rewriters.native` is that
 generator: the interpreter stays the specification, and the compiled program is checked
 against it."""),
     ("code", "seeds", """\
@@ -27,7 +27,7 @@ import time
 
 import numpy as np
 import fluid_nb as fluid
-from fluid_nb import native
+from fluid_nb.rewriters import native
 
 # the seeds' example: X read (here: fed), W assigned, Y = mult(X, W)
 program = fluid.Program()

@@ -6,7 +6,7 @@ Trainer side: ``send``, ``recv``, ``send_barrier``, ``fetch_barrier`` and
 process's :func:`~fluid_nb.distributed.client.client` and return once all have answered
 (or raise the first typed error). Their messages carry the process's trainer id (see
 :func:`~fluid_nb.distributed.client.client`). Server side:
-``listen_and_serv`` runs :class:`~fluid_nb.distributed.pserver.ParameterServer` until its
+``listen_and_serv`` runs :class:`~fluid_nb.distributed.listen_and_serv.ParameterServer` until its
 trainers are done.
 """
 import numpy as np
@@ -19,7 +19,7 @@ from ..tensor.transfer import to_host
 from . import messages
 from . import send_recv_pb2 as pb
 from .client import client
-from .pserver import ParameterServer
+from .listen_and_serv import ParameterServer
 
 
 def _endpoints(ctx, attr, count, what):

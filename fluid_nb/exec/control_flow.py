@@ -34,7 +34,7 @@ from ..ops.control_flow import grad_pairs
 from ..tensor.dtypes import VarType, to_numpy_dtype
 from ..tensor.tensor import LoDTensor, LoDTensorArray
 from ..tensor.transfer import host_scalar
-from .executor import names_in_block
+from .binding import names_in_block
 from .frame import BodyFrame, names_held, reusable
 from .scope import ScopeVariable
 

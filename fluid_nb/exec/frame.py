@@ -25,7 +25,8 @@ that keeps nothing (``is_test``) runs any body in one frame, as Paddle runs it i
 A frame given ``reads`` (the names its caller reads after an iteration; a grad body, whose
 working values are not kept) binds without the work on values nothing reads.
 """
-from .executor import bind, run_steps, stats
+from .binding import bind, stats
+from .run_loop import run_steps
 from .scope import KeptScope, Scope, ScopeVariable
 
 

@@ -227,10 +227,14 @@ def global_scope():
     return _global_scope
 
 
-def _switch_scope(scope):
+def switch_scope(scope):
+    """Make ``scope`` the global scope; returns the one it replaces (to switch back)."""
     global _global_scope
     old, _global_scope = _global_scope, scope
     return old
+
+
+_switch_scope = switch_scope  # Fluid's name (``fluid.executor._switch_scope``)
 
 
 class scope_guard:
@@ -240,8 +244,29 @@ class scope_guard:
         self.scope = scope
 
     def __enter__(self):
-        self.old = _switch_scope(self.scope)
+        self.old = switch_scope(self.scope)
         return self.scope
 
     def __exit__(self, *exc):
-        _switch_scope(self.old)
+        switch_scope(self.old)
+
+
+def _fetch_var(name, scope=None, return_numpy=True):
+    """``fluid.executor._fetch_var``: the value of variable ``name`` (a name or a Variable)
+    in ``scope`` (the global scope by default), a NumPy array, or the LoDTensor with
+    ``return_numpy=False``. Only persistables outlive a run."""
+    import numpy as np
+    from ..errors import InvalidType, NotFound, expected
+    from ..framework.program import Variable
+    if isinstance(name, Variable):
+        name = name.name
+    if not isinstance(name, str):
+        raise InvalidType(expected("_fetch_var", "name", "a variable name (str)",
+                                   type(name).__name__))
+    scope = global_scope() if scope is None else scope
+    holder = scope.find_var(name)
+    if holder is None:
+        raise NotFound(expected("_fetch_var", f"variable '{name}'", "in the scope (make it "
+                                "persistable: var.persistable = True)", "not there"))
+    tensor = holder.get_tensor()
+    return np.array(tensor) if return_numpy else tensor

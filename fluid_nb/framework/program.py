@@ -163,7 +163,7 @@ class Variable:
         from .desc import VarDesc
         return VarDesc(self)
 
-    # Python operators (x + y, x * 2, ...) are attached by fluid_nb.layers.math_op_patch.
+    # Python operators (x + y, x * 2, ...) are attached by fluid_nb.api.layers.math_op_patch.
 
 
 class Parameter(Variable):

@@ -97,7 +97,8 @@ class OpDef:
 
     def __init__(self, type, inputs, outputs, attrs, infer_shape, infer_var_type, grad,
                  kernel, kernels, lod_aware, share_lod, traits, doc, sub_block_backward=None,
-                 host_step=None, in_place=None, host_reads=None, kernel_place_of=None):
+                 host_step=None, in_place=None, host_reads=None, kernel_place_of=None,
+                 formula=None, api=None):
         self.type = type
         self.inputs = tuple(Slot(s) for s in inputs)
         self.outputs = tuple(Slot(s) for s in outputs)
@@ -138,6 +139,13 @@ class OpDef:
         #: an input slot whose place decides the kernel's on a device place: a host value
         #: (a loop counter made with force_cpu) is computed on the host, as Paddle's increment
         self.kernel_place_of = kernel_place_of
+        #: an elementwise op's meaning as data (``ops/expr.py``'s Formula: an expression over
+        #: named input slots, written to one output slot); the kernel is generated from it,
+        #: and the native and ONNX targets render it: one definition, every target
+        self.formula = formula
+        #: facts the layers API reads from the op (``layer``, ``act``, ``dtypes``,
+        #: ``arguments``: see ``ops.common.unary_op``); empty for most ops
+        self.api = dict(api or {})
         # precomputed so append_op stays cheap
         self._defaults = [(n, s.default) for n, s in self.attrs.items() if s.default is not None]
         self._default_attrs = dict(self._defaults)
@@ -244,14 +252,14 @@ class OpDef:
 def def_op(type, inputs=(), outputs=(), attrs=None, infer_shape=None, infer_var_type=None,
            grad=None, kernel=None, kernels=None, lod_aware=False, share_lod=None, traits=(),
            doc=None, sub_block_backward=None, host_step=None, in_place=None, host_reads=None,
-           kernel_place_of=None):
+           kernel_place_of=None, formula=None, api=None):
     """Register op ``type``; see the module docstring for the conventions."""
     if type in _OPS:
         raise InvalidArgument(f"def_op: op type '{type}' expected to be new, but it is already "
                               f"registered")
     opdef = OpDef(type, inputs, outputs, attrs, infer_shape, infer_var_type, grad, kernel,
                   kernels, lod_aware, share_lod, traits, doc, sub_block_backward, host_step,
-                  in_place, host_reads, kernel_place_of)
+                  in_place, host_reads, kernel_place_of, formula, api)
     _OPS[type] = opdef
     return opdef
 

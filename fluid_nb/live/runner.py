@@ -1,9 +1,10 @@
 """Running one appended op at once, against the live session's scope.
 
-The executor's machinery is reused for a single op: the op's definition and kernel are
-resolved once (a :class:`~fluid_nb.exec.executor.PreparedOp`), its arguments bound to the
-scope's holders by the executor's ``_make_step``, and the resulting closure is cached per op,
-so re-running an op (re-feeding, ``live_step``) costs one Python call plus its kernel.
+The executor's binder is reused for a single op: ``exec.binding.bind_op`` resolves the op's
+definition and kernel and binds its arguments to the scope's holders, and the resulting step
+is cached per op, so re-running an op (re-feeding, ``live_step``) costs one Python call plus
+its kernel; a failure becomes the executor's typed error naming the op
+(``exec.run_loop.op_error``).
 Every variable of a live program, temporaries included, lives in the session scope, so
 values stay visible after the op ran.
 """
@@ -13,9 +14,10 @@ import sys
 from functools import partial
 from time import perf_counter
 
-from ..errors import FluidError, PreconditionNotMet, Unimplemented
-from ..exec.executor import (KernelContext, PreparedOp, feed_tensor, _located, _make_step,
-                             _output_values)
+from ..errors import PreconditionNotMet
+from ..exec.binding import KernelContext, bind_op, prepare_op
+from ..exec.feed_fetch import feed_tensor
+from ..exec.run_loop import op_error, output_values
 from ..tensor.tensor import LoDTensor
 from ..framework.program import EMPTY_VAR_NAME
 from ..memory.arena import set_handler
@@ -130,10 +132,8 @@ class OpRunner:
                 self.last_run[op] = perf_counter() - start
             else:
                 self._run_in_arena(op, entry[0], arena)
-        except FluidError as exc:
-            raise _located(exc, self._prepared(op), exc) from exc
-        except Exception as exc:  # a kernel's own failure
-            raise _located(exc, self._prepared(op), None) from exc
+        except Exception as exc:  # a FluidError, or a kernel's own failure
+            raise op_error(exc, op) from exc
 
     def _run_in_arena(self, op, step, arena):
         """Run ``step`` with NumPy allocating from the host arena; with the arena's event log
@@ -156,20 +156,9 @@ class OpRunner:
             step()
             self.last_run[op] = perf_counter() - start
         finally:
-            recorder.after(op, _output_values(op, self.scope))
+            recorder.after(op, output_values(op, self.scope))
             executor.watch = None
             set_handler(previous)
-
-    def _prepared(self, op):
-        """The op with its definition, kernel and index resolved (for a step, or to say
-        where a failure happened)."""
-        opdef = registry.find(op.type)
-        if opdef is None:
-            raise Unimplemented(f"op '{op.type}': a registered op type expected to run it in "
-                                f"live mode, but fluid_nb has no definition for it")
-        ops = op.block.ops
-        index = len(ops) - 1 if ops and ops[-1] is op else ops.index(op)
-        return PreparedOp(op, opdef, opdef.kernel_for(self.place.device), index)
 
     def _resolved(self, op_type):
         """``(kernel, simple binding or None)`` of a registered op type on this runner's
@@ -193,10 +182,10 @@ class OpRunner:
             if binding is not None:
                 step = self._simple_step(op, kernel, binding)
         if step is None:
-            prepared = self._prepared(op)
-            kernel = prepared.kernel
+            prepare_op(op, self.place.device)  # an unknown op type fails before its inputs
             self._input_holders(op, [name for names in op.inputs.values() for name in names])
-            step = _make_step(prepared, self._holder, self.place, self.executor, self.scope)
+            step, prepared = bind_op(op, self.scope, self.executor, self._holder)
+            kernel = prepared.kernel
         entry = self.steps[op] = (step, kernel)
         return entry
 
@@ -218,7 +207,7 @@ class OpRunner:
 
     def _simple_step(self, op, fn, binding):
         """The executor's plain one-output step, bound with less work per op than
-        ``_make_step`` does (an op appended in live mode is bound once and usually run once,
+        ``bind_op`` does (an op appended in live mode is bound once and usually run once,
         so binding is part of its cost). None when the op needs the general binder."""
         in_slots, out_slot, src_index, wanted = binding
         out_args = op.outputs.get(out_slot)

@@ -30,7 +30,7 @@ import numpy as np
 from ..errors import FluidError, InvalidArgument, PreconditionNotMet
 from ..exec import executor as _executor
 from ..tensor.place import CPUPlace
-from ..exec.scope import Scope, _switch_scope, global_scope
+from ..exec.scope import Scope, global_scope, switch_scope
 from ..tensor.tensor import LoDTensor, LoDTensorArray, SelectedRows
 from ..framework import program as _fw
 from ..framework import unique_name
@@ -90,7 +90,7 @@ class LiveSession:
         main, startup = self.program, self.startup_program
         self._saved = (main._append_hook, startup._append_hook,
                        _fw.switch_main_program(main), _fw.switch_startup_program(startup),
-                       _switch_scope(self.scope))
+                       switch_scope(self.scope))
         main._append_hook = self._on_main_op
         startup._append_hook = self._on_startup_op
         _install_provider()
@@ -112,7 +112,7 @@ class LiveSession:
         self.startup_program._append_hook = startup_hook
         _fw.switch_main_program(old_main)
         _fw.switch_startup_program(old_startup)
-        _switch_scope(old_scope)
+        switch_scope(old_scope)
 
     # --- the hooks --------------------------------------------------------------------
     def _on_main_op(self, op):
@@ -565,7 +565,7 @@ class _ValueProvider:
     def numpy(self, var):
         value = self.value(var)
         if _executor.declared_scalar(var):  # a 0-D result read as the [1] it is declared
-            value = _executor._as_declared_scalar(value)
+            value = _executor.as_declared_scalar(value)
         return to_numpy(value)
 
     def preview(self, var):

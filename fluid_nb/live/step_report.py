@@ -8,7 +8,7 @@ forward|loss, re-run by the step's refresh).
 """
 import numpy as np
 
-from ..backward import OP_ROLE_LOSS
+from ..autodiff.backward import OP_ROLE_LOSS
 from ..tensor.tensor import SelectedRows
 
 

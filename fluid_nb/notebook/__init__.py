@@ -8,12 +8,12 @@ from . import display
 display.install()
 
 
-def load_ipython_extension(ipython):
-    """Register ``%%fluid`` and ``%fluid`` and put ``fluid`` in the user namespace."""
+def load_ipython_extension(ipython, fluid):
+    """Register ``%%fluid`` and ``%fluid`` and put ``fluid`` (the package, which
+    ``%load_ext fluid_nb`` hands in from the top) in the user namespace."""
     from .magics import FluidMagics
-    import fluid_nb
     ipython.register_magics(FluidMagics)
-    ipython.user_ns.setdefault("fluid", fluid_nb)
+    ipython.user_ns.setdefault("fluid", fluid)
 
 
 def unload_ipython_extension(ipython):

@@ -253,7 +253,7 @@ class CellReport:
         self.startup_ops = added["startup"][0]
         self.session = session
         self.values = {}
-        from ..exec.executor import _as_declared_scalar, declared_scalar
+        from ..exec.feed_fetch import as_declared_scalar as _as_declared_scalar, declared_scalar
         for var in self.vars:
             found = session.scope.find_var(var.name)
             if found is not None and found.value is not None:

@@ -257,7 +257,7 @@ class _Html:
 def _save(session, path):
     """The session's program (``<path>.pdmodel``), parameters (``<path>.pdparams``) and
     other persistables (``<path>.pdopt``), as ``fluid.save`` writes them."""
-    from .. import io
+    from ..api import io
     from ..exec.scope import scope_guard
     with scope_guard(session.scope):
         io.save(session.program, path)

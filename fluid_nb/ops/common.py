@@ -1,7 +1,8 @@
 """Pieces many op families share: Paddle's elementwise broadcasting, reducing a gradient
 back to an input's shape, factories that make an elementwise op one definition, and the
 plans an op keeps between runs."""
-from ..errors import InvalidArgument, expected
+from ..errors import InvalidArgument, InvalidType, expected
+from ..tensor.dtypes import VarType, dtype_name
 from ..framework.infer import dims_match
 from ..framework.registry import def_op, grad_maker, grads_like, no_gradient
 
@@ -138,14 +139,24 @@ def binary_infer_shape(ctx):
     ctx.set_output("Out", shape, x.dtype)
 
 
-def elementwise_op(type, forward, backward, needs=("X", "Y"), doc=None, needs_out=False):
+def elementwise_op(type, forward, backward, needs=("X", "Y"), doc=None, needs_out=False,
+                   onnx=None):
     """Define an elementwise op with Paddle's ``axis`` broadcast, and its grad op.
 
-    ``forward(xp, x, y) -> out`` on aligned operands; ``backward(xp, x, y, out, dout) ->
-    (dx, dy)`` on aligned operands (either may be None when not wanted); the factory sums
-    each gradient back to its operand's shape. ``backward=None``: no gradient (as Paddle's
-    empty grad maker).
+    ``forward`` is an expression over ``X`` and ``Y`` (``ops/expr.py``: the same meaning
+    for integers and floats), kept in the record for every target to render (``onnx``: an
+    ONNX operator of exactly that meaning), or, where integers mean something else (a
+    quotient truncated toward zero), ``forward(xp, x, y) -> out`` on aligned operands.
+    ``backward(xp, x, y, out, dout) -> (dx, dy)`` on aligned operands (either may be None
+    when not wanted); the factory sums each gradient back to its operand's shape.
+    ``backward=None``: no gradient (as Paddle's empty grad maker).
     """
+    from . import expr as ex
+    formula = None
+    if isinstance(forward, ex.Expr):
+        formula = ex.Formula(forward, {"x": "X", "y": "Y"}, "Out", onnx)
+        forward = ex.numpy_function(forward, ["x", "y"], cast_like="x", attrs=False)
+        doc = doc or f"Out = {formula.expr} (Paddle's ``axis`` broadcast)."
     def kernel(ctx, x, y):
         axis = ctx.attrs["axis"]
         if x.shape == y.shape or axis == -1 or axis == x.ndim - y.ndim:
@@ -171,7 +182,7 @@ def elementwise_op(type, forward, backward, needs=("X", "Y"), doc=None, needs_ou
     if backward is None:  # integer-valued ops (floordiv, mod): the gradient stops here
         def_op(type, inputs=["X", "Y"], outputs=["Out"], attrs={"axis": ("int", -1)},
                infer_shape=binary_infer_shape, share_lod=("X", ["Out"]), grad=no_gradient,
-               kernel=kernel, doc=doc)
+               kernel=kernel, doc=doc, traits=("elementwise",), formula=formula)
         return
     grad_type = type + "_grad"
     grad_inputs = ["X", "Y", "Out?", "Out@GRAD"]
@@ -180,38 +191,85 @@ def elementwise_op(type, forward, backward, needs=("X", "Y"), doc=None, needs_ou
            infer_shape=binary_infer_shape, share_lod=("X", ["Out"]),
            grad=grad_maker(grad_type, inputs=["X", "Y"], outputs=fwd_outputs, out_grads=["Out"],
                            in_grads=["X", "Y"]),
-           kernel=kernel, doc=doc)
+           kernel=kernel, doc=doc, traits=("elementwise",), formula=formula)
     def_op(grad_type, inputs=grad_inputs, outputs=["X@GRAD?", "Y@GRAD?"],
            attrs={"axis": ("int", -1)}, infer_shape=grads_like(**{"X@GRAD": "X", "Y@GRAD": "Y"}),
            kernel=grad_kernel, doc=f"Gradient of {type}.")
 
 
-def unary_op(type, forward, backward, uses="X", attrs=None, doc=None):
-    """Define an elementwise one-input op and its grad op.
+def unary_op(type, forward, backward, uses=None, attrs=None, doc=None, float_only=False,
+             onnx=None, api=None):
+    """Define an elementwise one-input op and its grad op: one record, every target.
 
-    ``forward(xp, x, attrs) -> out``; ``backward(xp, v, dout, attrs) -> dx`` where ``v`` is
-    X or Out as ``uses`` says (name only what the gradient needs: relu's uses Out).
+    ``forward`` is an expression (``ops/expr.py``) over ``X`` and the float attributes,
+    ``backward`` one over ``DOUT`` and either ``X`` or ``OUT`` (name only what the gradient
+    needs: relu's reads Out). The interpreter's kernels are generated from them, and the
+    expressions are kept in the records (``OpDef.formula``) for the native and ONNX
+    targets to render. ``float_only``: an integer X is refused when the op is built;
+    ``onnx``: an ONNX operator of exactly this meaning (see ``expr.Formula``); ``api``: the
+    op's facts for the layers API (``layer``: a ``fluid.layers`` function of the same name;
+    ``act``: a name ``act=`` accepts; ``dtypes``: what its layer takes; ``arguments``: the
+    positional (argument, attribute, default) after x).
     """
     from ..framework.registry import same_shape
+    from . import expr as ex
+
+    forward, backward = ex.lift(forward), ex.lift(backward)
+    reads = ex.variables(backward) - {"dout"}
+    if uses is None:  # a step function's zero gradient reads neither (Paddle's kDepNone)
+        uses = "Out" if reads == {"out"} else "X" if reads else "none"
+    if not reads <= {uses.lower()} or ex.variables(forward) - {"x"}:
+        raise InvalidArgument(expected(type, "expressions", "a forward over X and a backward "
+                                       f"over dOut and {uses}", f"{forward} and {backward}"))
+    forward_kernel = ex.numpy_function(forward, ["x"], cast_like="x")
+    grad_reads = [uses.lower()] if uses != "none" else []
+    backward_kernel = ex.numpy_function(backward, grad_reads + ["dout"], cast_like="dout")
 
     def kernel(ctx, x):
-        return forward(ctx.xp, x, ctx.attrs)
+        return forward_kernel(ctx.xp, x, ctx.attrs)
 
-    def grad_kernel(ctx, v, dout):
-        dx = backward(ctx.xp, v, dout, ctx.attrs)
-        return dx if dx.dtype == dout.dtype else dx.astype(dout.dtype)
+    if grad_reads:
+        def grad_kernel(ctx, v, dout):
+            return backward_kernel(ctx.xp, v, dout, ctx.attrs)
+    else:
+        def grad_kernel(ctx, dout):
+            return backward_kernel(ctx.xp, dout, ctx.attrs)
 
     grad_type = type + "_grad"
     attrs = attrs or {}
-    fwd_in = ["X"] if uses == "X" else []
+    doc = doc or f"Out = {forward}; dX = {backward}."
+    fwd_in = ["X"] if uses == "X" else []  # what the grad maker hands the grad op
     fwd_out = ["Out"] if uses == "Out" else []
-    def_op(type, inputs=["X"], outputs=["Out"], attrs=attrs, infer_shape=same_shape("X", "Out"),
+    infer = same_shape("X", "Out")
+    if float_only:
+        infer = _refusing_integers(type, infer)
+    def_op(type, inputs=["X"], outputs=["Out"], attrs=attrs, infer_shape=infer,
            share_lod=("X", ["Out"]),
            grad=grad_maker(grad_type, inputs=fwd_in, outputs=fwd_out, out_grads=["Out"],
                            in_grads=["X"]),
-           kernel=kernel, doc=doc)
+           kernel=kernel, doc=doc, traits=("elementwise",), api=api,
+           formula=ex.Formula(forward, {"x": "X"}, "Out", onnx))
     # dX takes the LoD of the forward tensor the gradient reads (Paddle's grad infer-meta
     # shares X's, or Out's for the ops whose gradient needs only Out), at run time
-    def_op(grad_type, inputs=[uses, "Out@GRAD"], outputs=["X@GRAD"], attrs=attrs,
-           infer_shape=same_shape("Out@GRAD", "X@GRAD"), share_lod=(uses, ["X@GRAD"]),
-           kernel=grad_kernel, doc=f"Gradient of {type}.")
+    grad_slots = [uses] if grad_reads else []
+    def_op(grad_type, inputs=grad_slots + ["Out@GRAD"], outputs=["X@GRAD"], attrs=attrs,
+           infer_shape=same_shape("Out@GRAD", "X@GRAD"),
+           share_lod=((grad_slots or ["Out@GRAD"])[0], ["X@GRAD"]),
+           kernel=grad_kernel, doc=f"Gradient of {type}: dX = {backward}.",
+           traits=("elementwise",),
+           formula=ex.Formula(backward, {**{v: s for v, s in zip(grad_reads, grad_slots)},
+                                         "dout": "Out@GRAD"}, "X@GRAD"))
+
+
+#: the tensor types a float-only op takes (Paddle registers their kernels for these)
+FLOAT_TYPES = (VarType.FP16, VarType.FP32, VarType.FP64, VarType.BF16)
+
+
+def _refusing_integers(op_type, infer):
+    def infer_floats(ctx):
+        dtype = ctx.input_dtype("X")
+        if dtype not in FLOAT_TYPES:
+            raise InvalidType(expected(op_type, "input 'X'", "a float16, float32 or float64 "
+                                       "tensor", dtype_name(dtype)))
+        infer(ctx)
+    return infer_floats

@@ -3,8 +3,8 @@ conditional_block_grad (slots, attributes, shapes, grad makers).
 
 Their kernels drive the executor (they run a sub-block in step scopes), so they live with
 it, in :mod:`fluid_nb.exec.control_flow`, which attaches them; the rule that differentiates
-a sub-block walks the backward machinery, so :mod:`fluid_nb.backward` attaches it. What the
-ops do is told there and in each op's ``doc``.
+a sub-block walks the backward machinery, so :mod:`fluid_nb.autodiff.backward` attaches it.
+What the ops do is told there and in each op's ``doc``.
 """
 from ..tensor.dtypes import VarType, is_float_dtype
 from ..framework.program import EMPTY_VAR_NAME, grad_var_name

@@ -1,5 +1,6 @@
-"""Initialiser ops the layers API needs beyond creation.py: truncated_gaussian_random and
-assign_value (a constant tensor written into the op's attributes)."""
+"""Initialiser ops: ``truncated_gaussian_random`` (normal values redrawn outside two
+standard deviations) and ``assign_value`` (a constant tensor written into the op's
+attributes)."""
 import numpy as np
 
 from ..errors import InvalidArgument, expected

@@ -42,7 +42,7 @@ def_op("fetch", inputs=["X"], outputs=["Out"], attrs={"col": ("int", 0)}, infer_
            "host).")
 
 
-# its kernel reads the loader objects of fluid_nb.reader, which attaches it
+# its kernel reads the loader objects of fluid_nb.api.reader, which attaches it
 def_op("read", inputs=["Reader?"], outputs=["Out[]"], attrs={"throw_eof_exp": ("bool", True)},
        infer_shape=_no_shape, lod_aware=True, traits={"runtime_outputs"},
        doc="Out = the next batch of the Reader's loader, one tensor per output.")

@@ -11,6 +11,7 @@ from ..framework.infer import dims_match
 from ..framework.program import EMPTY_VAR_NAME
 from .clip_ops import merge_add
 from .common import elementwise_op, unbroadcast
+from .expr import X, Y, maximum, minimum
 from ..framework.registry import def_op, grad_maker, grads_like
 
 
@@ -26,20 +27,17 @@ def _prod(dims):
 
 # --- elementwise ---------------------------------------------------------------------------
 elementwise_op(
-    "elementwise_add",
-    forward=lambda xp, x, y: x + y,
+    "elementwise_add", X + Y, onnx="Add",
     backward=lambda xp, x, y, out, dout, wx, wy: (dout, dout),
     doc="Out = X + Y (Y broadcast into X from dim ``axis``; -1 aligns the trailing dims).")
 
 elementwise_op(
-    "elementwise_sub",
-    forward=lambda xp, x, y: x - y,
+    "elementwise_sub", X - Y, onnx="Sub",
     backward=lambda xp, x, y, out, dout, wx, wy: (dout, -dout if wy else None),
     doc="Out = X - Y (Paddle's ``axis`` broadcast).")
 
 elementwise_op(
-    "elementwise_mul",
-    forward=lambda xp, x, y: x * y,
+    "elementwise_mul", X * Y, onnx="Mul",
     backward=lambda xp, x, y, out, dout, wx, wy: (dout * y if wx else None,
                                                   dout * x if wy else None),
     doc="Out = X * Y; dX = dOut * Y, dY = dOut * X.")
@@ -62,15 +60,13 @@ elementwise_op(
     doc="Out = X / Y (integers truncate toward zero); dX = dOut / Y, dY = -dOut * Out / Y.")
 
 elementwise_op(
-    "elementwise_max",
-    forward=lambda xp, x, y: xp.maximum(x, y),
+    "elementwise_max", maximum(X, Y), onnx="Max",
     backward=lambda xp, x, y, out, dout, wx, wy: (dout * (x > y) if wx else None,
                                                   dout * (x <= y) if wy else None),
     doc="Out = max(X, Y); the gradient goes to X where X > Y, else to Y (ties go to Y).")
 
 elementwise_op(
-    "elementwise_min",
-    forward=lambda xp, x, y: xp.minimum(x, y),
+    "elementwise_min", minimum(X, Y), onnx="Min",
     backward=lambda xp, x, y, out, dout, wx, wy: (dout * (x < y) if wx else None,
                                                   dout * (x >= y) if wy else None),
     doc="Out = min(X, Y); the gradient goes to X where X < Y, else to Y (ties go to Y).")

@@ -1,5 +1,6 @@
-"""Math op family beyond math.py: shapes as tensors, scans, sorting and searching, logical
-reductions, finiteness tests, reversing and rolling, gathers along a dim, and unique values.
+"""Tensor functions that are not elementwise: shapes as tensors, scans, sorting and
+searching, logical reductions, finiteness tests, reversing and rolling, gathers along a
+dim, and unique values.
 
 Each op follows Paddle's slots, attributes and output types: ``shape`` gives int32,
 ``size`` int64, ``where_index`` the int64 coordinates of the true elements, ``argsort`` the

@@ -26,7 +26,6 @@ from ..tensor.tensor import LoDTensor, SelectedRows
 from ..tensor.dtypes import VarType
 from ..framework.infer import dims_match
 from .clip_ops import merged_rows
-from .common import unary_op
 from ..framework.registry import def_op, grad_maker, same_shape
 
 
@@ -614,27 +613,6 @@ def_op("lamb",
 
 
 # --- learning-rate schedule helpers -----------------------------------------------------------
-def _rounding_op(type, fn):
-    """floor/ceil: piecewise constant, so the gradient is zeros from Out@GRAD alone."""
-    def_op(type, inputs=["X"], outputs=["Out"], infer_shape=same_shape("X", "Out"),
-           share_lod=("X", ["Out"]),
-           grad=grad_maker(f"{type}_grad", out_grads=["Out"], in_grads=["X"]),
-           kernel=lambda ctx, x: fn(ctx.xp, x).astype(x.dtype, copy=False),
-           doc=f"Out = {type}(X); the gradient is 0.")
-    def_op(f"{type}_grad", inputs=["Out@GRAD"], outputs=["X@GRAD"],
-           infer_shape=same_shape("Out@GRAD", "X@GRAD"),
-           kernel=lambda ctx, dout: ctx.xp.zeros_like(dout),
-           doc=f"Gradient of {type}: zeros (it needs neither X nor Out).")
-
-
-_rounding_op("floor", lambda xp, x: xp.floor(x))
-_rounding_op("ceil", lambda xp, x: xp.ceil(x))
-
-unary_op("cos", forward=lambda xp, x, a: xp.cos(x),
-         backward=lambda xp, x, dout, a: -dout * xp.sin(x),
-         uses="X", doc="Out = cos(X); dX = -dOut * sin(X).")
-
-
 def _pow_factor(ctx, factor_t):
     return ctx.attrs["factor"] if factor_t is None else _scalar(ctx, factor_t)
 

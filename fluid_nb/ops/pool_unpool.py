@@ -1,6 +1,6 @@
-"""Pooling ops beyond pool2d: ``unpool`` (max-unpooling: values put back where a max pool
-found them) and ``spp`` (spatial pyramid pooling: max or average pools over 1, 2x2, 4x4 ...
-bins, flattened and concatenated)."""
+"""Unpooling and pyramid pooling ops: ``unpool`` (max-unpooling: values put back where a
+max pool found them) and ``spp`` (spatial pyramid pooling: max or average pools over 1,
+2x2, 4x4 ... bins, flattened and concatenated)."""
 import math
 
 import numpy as np

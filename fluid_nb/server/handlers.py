@@ -23,7 +23,7 @@ def program_model_of_file(path):
     from ..framework.program import Program
     from ..viz import program_model
     if Path(path).suffix == ".onnx":
-        from ..onnx import to_program
+        from ..rewriters.onnx import to_program
         return program_model(to_program(str(path)), title=Path(path).name)
     data = Path(path).read_bytes()
     return program_model(Program.parse_from_string(data), title=Path(path).name)

@@ -53,8 +53,9 @@ _SECTION_LABEL = {"forward": "forward", "backward": "backward", "optimize": "opt
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 #: folders of the library whose public functions are the units a user calls
-_PUBLIC = tuple(_PACKAGE + d for d in ("layers" + os.sep, "nets.py", "paddle" + os.sep,
-                                       "contrib" + os.sep))
+_PUBLIC = tuple(_PACKAGE + os.path.join("api", d) for d in ("layers" + os.sep, "nets.py",
+                                                            "paddle" + os.sep,
+                                                            "contrib" + os.sep))
 #: the same folders in Paddle's own tree (stacks saved by Paddle)
 _PADDLE_PUBLIC = ("/paddle/fluid/layers/", "/paddle/fluid/nets.py", "/paddle/fluid/contrib/",
                   "/paddle/nn/", "/paddle/tensor/", "/paddle/static/nn/")
@@ -73,7 +74,7 @@ _ANCHORS = frozenset({
     "lookup_table_v2", "lstm", "gru", "dynamic_lstm", "dynamic_gru", "lstmp", "fusion_lstm",
     "fusion_gru", "sequence_conv", "row_conv", "nce", "hierarchical_sigmoid", "bilinear_tensor_product",
     "multihead_matmul", "deformable_conv", "prelu",
-    # the same layers in an ONNX model read as a program (fluid_nb.onnx.view)
+    # the same layers in an ONNX model read as a program (fluid_nb.rewriters.onnx.view)
     "Conv", "ConvTranspose", "Gemm", "MatMul", "Gather", "LSTM", "GRU", "RNN", "PRelu"})
 #: ops that belong to no chain: the program's inputs and outputs
 _OUTSIDE = frozenset({"feed", "fetch", "read"})

@@ -13,10 +13,9 @@ op that allocated something ends its line with ``  # allocates 1.0 MiB in 3 bloc
 """
 import html
 
+from ..framework.blocks import block_attrs
 from ..framework.program import EMPTY_VAR_NAME, _attr_text
-from .program_model import HIDDEN_ATTRS, _block_attr_names, _dtype_text, memory_text, op_id
-
-_BLOCK_ATTRS = {}  # op type -> names of its block attributes
+from .program_model import HIDDEN_ATTRS, _dtype_text, memory_text, op_id
 
 _INDENT = "    "
 
@@ -78,12 +77,9 @@ def _program_block(block, indent, with_vars, lines, memory=None):
                  if name not in HIDDEN_ATTRS]
         suffix = _memory_suffix(memory, op_id(op)) if memory else ""
         lines.append(inner + op_line(op.type, op.inputs, op.outputs, texts) + suffix)
-        for name in sorted(_block_attr_names(op, _BLOCK_ATTRS)):
-            value = op.attrs.get(name)
-            for idx in (value if isinstance(value, (list, tuple)) else [value]):
-                if isinstance(idx, int):
-                    _program_block(block.program.block(idx), inner + _INDENT, with_vars, lines,
-                                   memory)
+        for _, sub_blocks in sorted(block_attrs(op).items()):
+            for sub in sub_blocks:
+                _program_block(sub, inner + _INDENT, with_vars, lines, memory)
     lines.append(indent + "}")
 
 

@@ -75,12 +75,14 @@ variables a step) gives about 5 KB per iteration and 70 KB in all.
 import copy
 
 from ..errors import InvalidArgument, InvalidType, NotFound, expected
-from ..exec.executor import Executor, PreparedOp, _fetch_names
+from ..exec.executor import Executor, PreparedOp
+from ..exec.feed_fetch import fetch_names as _fetch_names
 from ..tensor.lod_rank_table import LoDRankTable
 from ..tensor.place import CPUPlace
 from ..exec.scope import Scope, global_scope
 from ..tensor.tensor import LoDTensor, LoDTensorArray
 from ..tensor.dtypes import VarType
+from ..framework.loops import dynamic_rnn_layout as _framework_dynamic_rnn_layout
 from ..framework.program import Operator, Program, default_main_program
 from .lod_model import lod_model, row_starts
 from .scope_model import describe_value
@@ -118,30 +120,14 @@ def find_while(program, while_op=None):
 
 def dynamic_rnn_layout(while_op):
     """The DynamicRNN around ``while_op`` as variable names, or None when it is no
-    DynamicRNN: a ``lod_rank_table`` in the loop's block whose table a
-    ``lod_tensor_to_array`` uses to make an array the body reads."""
-    parent, body = while_op.block, while_op.block_attr("sub_block")
-    reads = {op.input("X")[0] for op in body.ops if op.type == "read_from_array"}
-    to_array = [op for op in parent.ops
-                if op.type == "lod_tensor_to_array" and op.output("Out")[0] in reads]
-    if not to_array:
+    DynamicRNN (see :func:`fluid_nb.framework.loops.dynamic_rnn_layout`, which decides):
+    ``{"table": rank table, "inputs": {array: LoD tensor split into it}, "shrinks": {shrunk
+    value: (source, "memory" | "static_input")}, "outputs": {LoD tensor: array}}``."""
+    layout = _framework_dynamic_rnn_layout(while_op)
+    if layout is None:
         return None
-    table = to_array[0].input("RankTable")[0]
-    if not any(op.type == "lod_rank_table" and op.output("Out") == [table] for op in parent.ops):
-        return None
-    memory_sources = {op.output("Out")[0] for op in body.ops if op.type == "read_from_array"}
-    shrinks = {}
-    for op in body.ops:
-        if op.type == "shrink_rnn_memory" and op.input("RankTable") == [table]:
-            source = op.input("X")[0]
-            shrinks[op.output("Out")[0]] = (source, "memory" if source in memory_sources
-                                            else "static_input")
-    return {"table": table,
-            "inputs": {op.output("Out")[0]: op.input("X")[0] for op in to_array
-                       if op.input("RankTable") == [table]},
-            "shrinks": shrinks,
-            "outputs": {op.output("Out")[0]: op.input("X")[0] for op in parent.ops
-                        if op.type == "array_to_lod_tensor" and op.input("RankTable") == [table]}}
+    return {"table": layout.rank_table, "inputs": dict(layout.step_inputs),
+            "shrinks": dict(layout.shrinks), "outputs": dict(layout.outputs)}
 
 
 # --- the entry point ----------------------------------------------------------------------------

@@ -23,7 +23,7 @@ import sys
 import weakref
 
 from ..errors import InvalidArgument, InvalidType
-from ..framework.attrs import AttrType
+from ..framework.blocks import block_attr_indices
 from ..tensor.dtypes import dtype_name
 from ..framework.program import EMPTY_VAR_NAME, GRAD_SUFFIX, Program, holds_tensor
 from . import dot as _dot
@@ -172,22 +172,6 @@ def json_value(value):
     return str(value)
 
 
-def _block_attr_names(op, cache):
-    """Names of ``op``'s attributes that hold blocks (BLOCK or BLOCKS), cached per type."""
-    names = cache.get(op.type)
-    if names is None:
-        from ..ops import registry
-        spec = registry.find(op.type)
-        names = frozenset(n for n, a in spec.attrs.items()
-                          if a.type in (AttrType.BLOCK, AttrType.BLOCKS)) if spec else frozenset()
-        cache[op.type] = names
-    if op.attr_types:  # unknown ops and loaded files carry their own wire types
-        extra = [n for n, t in op.attr_types.items() if t in (AttrType.BLOCK, AttrType.BLOCKS)]
-        if extra:
-            names = names | frozenset(extra)
-    return names
-
-
 def cell_label(filename):
     """``In [7]`` for the file name IPython compiled a cell under (an ipykernel temporary
     file), else None. IPython is asked only when already imported (in a kernel)."""
@@ -246,7 +230,7 @@ def program_model(program, mark=None, title=None):
                                   "but it was taken on another one")
     since = mark.serial if mark is not None else None
 
-    block_attr_cache = {}
+    block_indices = {}  # id(op) -> {attribute: [block index]} of its block attributes
     owners = {}  # block idx -> (id, type) of the op holding it
     op_records = []  # (op, id, serial, block idx, index)
     for block in program.blocks:
@@ -254,11 +238,9 @@ def program_model(program, mark=None, title=None):
             serial = _serial(program, op)
             oid = f"op:{serial}"
             op_records.append((op, oid, serial, block.idx, index))
-            for name in _block_attr_names(op, block_attr_cache):
-                value = op.attrs.get(name)
-                for idx in (value if isinstance(value, (list, tuple)) else [value]):
-                    if isinstance(idx, int):
-                        owners.setdefault(idx, (oid, op.type))
+            block_indices[id(op)] = indices = block_attr_indices(op)
+            for idx in (i for values in indices.values() for i in values):
+                owners.setdefault(idx, (oid, op.type))
     pairs = _pair_grad_ops(op_records)
 
     blocks = []
@@ -314,7 +296,7 @@ def program_model(program, mark=None, title=None):
     seen_edges = set()
     for op, oid, serial, bidx, index in op_records:
         block = op.block
-        block_names = _block_attr_names(op, block_attr_cache)
+        block_names = block_indices[id(op)]
         attrs = {}
         sub_blocks = []
         for name, value in op.attrs.items():

@@ -24,7 +24,7 @@ from ..errors import InvalidArgument, InvalidType, PreconditionNotMet, expected
 from ..framework.program import Program, default_main_program, without_feed_fetch_ops
 from ..live import session as _live
 from ..memory.events import Event
-from ..native.program import NativeProgram
+from ..rewriters.native.compiled_program import NativeProgram
 from ..viz import MIME_TYPE, listing_html, program_delta, program_mark, program_model
 from ..viz.lod_model import lod_model
 from ..viz.program_model import program_memory
@@ -110,7 +110,7 @@ class ProgramView(ViewWidget):
     ``scope`` (default: the live session's scope when the program is live) gives clicked
     variables their values; ``trace`` (an ``Executor.trace`` list of ``(op, seconds)``) gives
     ops their last run time. ``ProgramView(compiled)`` of a compiled program
-    (``fluid_nb.native.compile``) draws its program and gives each clicked op the function
+    (``fluid_nb.rewriters.native.compile``) draws its program and gives each clicked op the function
     generated for it (``native``: the source it reads them from).
 
     Invariant: after every :meth:`refresh`, ``_model`` here equals the model the front end

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import fluid_nb as fluid
-from fluid_nb.contrib.layers import BasicGRUUnit, BasicLSTMUnit, basic_gru, basic_lstm
+from fluid_nb.api.contrib.layers import BasicGRUUnit, BasicLSTMUnit, basic_gru, basic_lstm
 
 RNG = np.random.RandomState(7)
 T, N, D, H = 5, 3, 4, 6

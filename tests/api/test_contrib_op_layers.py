@@ -7,8 +7,8 @@ import pytest
 
 import fluid_nb as fluid
 from fluid_nb import layers
-from fluid_nb.contrib import layers as contrib
-from fluid_nb.dygraph import nn
+from fluid_nb.api.contrib import layers as contrib
+from fluid_nb.api.dygraph import nn
 from fluid_nb.errors import InvalidArgument
 
 RNG = np.random.RandomState(3)

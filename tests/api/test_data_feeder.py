@@ -4,7 +4,7 @@ import pytest
 
 import fluid_nb as fluid
 from fluid_nb import layers
-from fluid_nb.data_feeder import DataFeeder
+from fluid_nb.api.data_feeder import DataFeeder
 from fluid_nb.errors import InvalidArgument
 
 

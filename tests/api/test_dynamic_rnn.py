@@ -8,7 +8,7 @@ import fluid_nb as fluid
 from fluid_nb import layers
 from fluid_nb.errors import InvalidArgument
 from fluid_nb.tensor.tensor import LoDTensorArray
-from fluid_nb.layers.rnn_layers import DynamicRNN, StaticRNN
+from fluid_nb.api.layers.rnn_layers import DynamicRNN, StaticRNN
 
 import fluid_nb.ops.control_flow  # noqa: F401  (registers while/while_grad until _families does)
 

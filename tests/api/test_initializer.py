@@ -7,7 +7,7 @@ import fluid_nb as fluid
 from fluid_nb import initializer as init
 from fluid_nb import layers
 from fluid_nb.errors import InvalidArgument
-from fluid_nb.param_attr import ParamAttr, WeightNormParamAttr
+from fluid_nb.api.param_attr import ParamAttr, WeightNormParamAttr
 
 
 def init_param(initializer, shape, dtype="float32", seed=0):

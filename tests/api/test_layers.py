@@ -8,8 +8,8 @@ import pytest
 import fluid_nb as fluid
 from fluid_nb import layers, nets
 from fluid_nb.errors import InvalidArgument
-from fluid_nb.layer_helper import LayerHelper
-from fluid_nb.param_attr import ParamAttr
+from fluid_nb.api.layer_helper import LayerHelper
+from fluid_nb.api.param_attr import ParamAttr
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures", "paddle")
 TRAINING = os.path.join(FIXTURES, "training")

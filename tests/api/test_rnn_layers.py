@@ -7,8 +7,8 @@ import fluid_nb as fluid
 import fluid_nb.ops.rnn  # noqa: F401  (registers the family until _families lists it)
 from fluid_nb import layers
 from fluid_nb.errors import InvalidArgument
-from fluid_nb.layer_helper import LayerHelper
-from fluid_nb.layers.rnn import dynamic_gru, dynamic_lstm, gru_unit, lstm_unit
+from fluid_nb.api.layer_helper import LayerHelper
+from fluid_nb.api.layers.rnn import dynamic_gru, dynamic_lstm, gru_unit, lstm_unit
 
 LOD = [[0, 5, 8, 10, 14]]
 

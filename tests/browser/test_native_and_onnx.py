@@ -6,7 +6,7 @@ from .notebook_driver import cell, open_notebook, run_cell, write_notebook
 
 SETUP = """import numpy as np
 import fluid_nb as fluid
-from fluid_nb import native
+from fluid_nb.rewriters import native
 
 main, startup = fluid.Program(), fluid.Program()
 with fluid.program_guard(main, startup):

@@ -6,7 +6,7 @@ from .notebook_driver import cell, open_notebook, run_cell, write_notebook
 DYNAMIC_RNN = """import numpy as np
 import fluid_nb as fluid
 from fluid_nb import layers
-from fluid_nb.layers.rnn_layers import DynamicRNN
+from fluid_nb.api.layers.rnn_layers import DynamicRNN
 from fluid_nb.viz.loop_trace import trace_while
 from fluid_nb.widgets import ScopeView, StepperView, TensorView
 

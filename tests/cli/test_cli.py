@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import pytest
 
-from fluid_nb import cli
+from fluid_nb.cli import commands as cli
 from fluid_nb.errors import FluidError
 
 FIXTURES = pathlib.Path(__file__).resolve().parent.parent / "fixtures" / "paddle"
@@ -210,7 +210,7 @@ def test_demo_trains_prints_a_summary_and_writes_the_page(tmp_path, capsys, view
 
 
 def test_demo_page_by_default_is_ignored_by_git():
-    ignored = (pathlib.Path(cli.__file__).resolve().parent.parent / ".gitignore").read_text()
+    ignored = (pathlib.Path(cli.__file__).resolve().parents[2] / ".gitignore").read_text()
     default = cli.build_parser().parse_args(["demo"]).output
     assert f"/{default}" in ignored.splitlines()
 
@@ -272,7 +272,7 @@ def test_lab_folder_holds_example_program_files_that_open():
 
 def test_lab_defaults_to_the_notebooks_folder_beside_the_package():
     folder = cli.notebooks_dir()
-    assert folder == str(pathlib.Path(cli.__file__).resolve().parent.parent / "notebooks")
+    assert folder == str(pathlib.Path(cli.__file__).resolve().parents[2] / "notebooks")
     assert cli.lab_command(folder)[-1] == f"--ServerApp.root_dir={folder}"
 
 
@@ -511,7 +511,7 @@ def test_run_of_an_onnx_model_refuses_what_onnxruntime_would_not_take(tmp_path, 
 def test_run_of_an_onnx_model_with_fluid_nb_ops_names_them_and_what_to_run(tmp_path, capsys):
     onnx = pytest.importorskip("onnx")
     from onnx import TensorProto, helper
-    from fluid_nb.onnx import DOMAIN
+    from fluid_nb.rewriters.onnx import DOMAIN
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
     graph = helper.make_graph([helper.make_node("some_fluid_op", ["x"], ["y"], domain=DOMAIN)],
@@ -570,7 +570,7 @@ def test_run_with_a_feed_that_is_no_input_lists_the_models_inputs(capsys):
 
 
 def test_notebook_checkpoints_are_ignored_by_git_anywhere():
-    root = pathlib.Path(cli.__file__).resolve().parent.parent
+    root = pathlib.Path(cli.__file__).resolve().parents[2]
     assert ".ipynb_checkpoints/" in (root / ".gitignore").read_text().splitlines()
     if (root / ".git").exists() and shutil.which("git"):
         done = subprocess.run(["git", "-C", str(root), "check-ignore", "-q",

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 import fluid_nb as fluid
-from fluid_nb.exec.executor import Executor, _make_step
+from fluid_nb.exec.binding import make_step as _make_step
+from fluid_nb.exec.executor import Executor
 from fluid_nb.tensor.lod_rank_table import LoDRankTable
 from fluid_nb.exec.scope import Scope
 from fluid_nb.tensor.tensor import LoDTensor, LoDTensorArray

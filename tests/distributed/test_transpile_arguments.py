@@ -6,7 +6,7 @@ import pytest
 import fluid_nb as fluid
 from fluid_nb.errors import FluidError, InvalidArgument, InvalidType, Unavailable
 from fluid_nb.framework import unique_name
-from fluid_nb.transpiler.distribute_transpiler import DistributeTranspiler
+from fluid_nb.rewriters.transpiler.distribute_transpiler import DistributeTranspiler
 
 from ..errors.corpus import state_of
 

@@ -280,7 +280,7 @@ def test_fluid_namespaces_resolve_to_one_transpiler():
 ])
 def test_slice_variable_cuts_rows_into_blocks_of_at_least_min_block_size(shape, servers,
                                                                          min_block, blocks):
-    from fluid_nb.transpiler.slicing import slice_variable
+    from fluid_nb.rewriters.transpiler.slicing import slice_variable
 
     class Var:
         name = "w"
@@ -532,7 +532,7 @@ def test_config_and_call_order_errors_name_what_was_expected():
 def test_waiting_for_servers_that_never_come_has_a_deadline():
     import socket
     from fluid_nb.errors import ExecutionTimeout
-    from fluid_nb.transpiler.distribute_transpiler import wait_server_ready
+    from fluid_nb.rewriters.transpiler.distribute_transpiler import wait_server_ready
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]

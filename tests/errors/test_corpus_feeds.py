@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import fluid_nb as fluid
-from fluid_nb.data_feeder import DataFeeder
+from fluid_nb.api.data_feeder import DataFeeder
 from fluid_nb.tensor.tensor import LoDTensor
 
 from .corpus import Case, check, state_of

@@ -28,9 +28,9 @@ from fluid_nb.distributed import launch, messages
 from fluid_nb.distributed import send_recv_pb2 as pb
 from fluid_nb.errors import InvalidArgument, NotFound, Unimplemented
 from fluid_nb.framework import unique_name
-from fluid_nb.ps_dispatcher import HashName, RoundRobin
+from fluid_nb.rewriters.transpiler.ps_dispatcher import HashName, RoundRobin
 from fluid_nb.tensor.tensor import LoDTensor
-from fluid_nb.transpiler.distribute_transpiler import DistributeTranspiler
+from fluid_nb.rewriters.transpiler.distribute_transpiler import DistributeTranspiler
 from tests.distributed.malformed import malformed_requests, send_raw
 from tests.distributed.test_launch_stops import _alive
 from tests.errors.corpus import Case, state_of

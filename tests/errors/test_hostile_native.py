@@ -13,9 +13,10 @@ import tempfile
 
 import numpy as np
 
-from fluid_nb import cli, native
-from fluid_nb.native.build import build, cached
-from fluid_nb.native.standalone import standalone_source
+from fluid_nb import cli
+from fluid_nb.rewriters import native
+from fluid_nb.rewriters.native.build import build, cached
+from fluid_nb.rewriters.native.standalone import standalone_source
 from tests.errors.corpus import Case, program_state, scope_state
 from tests.errors.hostile import executed_marker, family_test
 from tests.native.hostile_programs import (binary_agrees, binary_names, byte_names,

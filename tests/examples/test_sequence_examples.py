@@ -16,7 +16,7 @@ import sys
 import numpy as np
 import pytest
 
-from fluid_nb.dataset import sentiment
+from fluid_nb.api.dataset import sentiment
 from fluid_nb.errors import PreconditionNotMet
 
 from .example_loader import load_example, run_example_script

@@ -7,23 +7,13 @@ nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
 pytest.importorskip("ipykernel")
 
-import fluid_nb  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NOTEBOOK = os.path.join(ROOT, "notebooks", "01_live_fluid.ipynb")
 
-# Until fluid_nb/__init__.py exports the live API, give the kernel the same names first.
-_SHIM = ("import fluid_nb, fluid_nb.notebook, fluid_nb.live.session as _s\n"
-         "fluid_nb.load_ipython_extension = fluid_nb.notebook.load_ipython_extension\n"
-         "for _n in ('live', 'enable_live', 'disable_live', 'live_session', 'feed', "
-         "'live_step'):\n    setattr(fluid_nb, _n, getattr(_s, _n))")
-
-
 @pytest.mark.slow
 def test_live_notebook_runs_without_errors():
     nb = nbformat.read(NOTEBOOK, as_version=4)
-    if not hasattr(fluid_nb, "load_ipython_extension"):
-        nb.cells.insert(0, nbformat.v4.new_code_cell(_SHIM))
     client = nbclient.NotebookClient(nb, kernel_name="python3", timeout=120,
                                      resources={"metadata": {"path": ROOT}})
     client.execute()

@@ -9,8 +9,8 @@ import fluid_nb as fluid
 from fluid_nb import layers
 from fluid_nb.errors import InvalidArgument, InvalidType
 from fluid_nb.framework.attrs import AttrType
-from fluid_nb.layers.rnn_layers import DynamicRNN
-from fluid_nb.memory_optimization import Reuse
+from fluid_nb.api.layers.rnn_layers import DynamicRNN
+from fluid_nb.rewriters.memory_optimize import Reuse
 from fluid_nb.framework.codec import decode_program, encode_program
 
 TRANSFORMS = {

@@ -82,7 +82,7 @@ def interpreted(program, scope, feed, fetch):
 
 def compiled_agrees(program, scope, feed, fetch):
     """Compile ``program``, run it, and assert it gives the interpreter's values."""
-    from fluid_nb import native
+    from fluid_nb.rewriters import native
     want = interpreted(program, scope, feed, fetch)
     got, = native.compile(program, feed, [fetch], scope=scope).run(feed, scope=scope)
     np.testing.assert_allclose(got, want, rtol=1e-6)

@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 import fluid_nb as fluid
-from fluid_nb import native
+from fluid_nb.rewriters import native
 from fluid_nb.cli import main as cli
 from fluid_nb.errors import InvalidArgument, InvalidType, NotFound, PreconditionNotMet
-from fluid_nb.native.build import build, cached
+from fluid_nb.rewriters.native.build import build, cached
 
 from .hostile_programs import compiled_agrees, mul_scale
 

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import fluid_nb as fluid
-from fluid_nb import native
-from fluid_nb.native.build import build
+from fluid_nb.rewriters import native
+from fluid_nb.rewriters.native.build import build
 
 from .test_native_programs import (_feeds, _lod_batches, _programs, _recognize_digits,
                                    dynamic_rnn, fit_a_line, mlp)

@@ -8,9 +8,9 @@ import re
 
 import pytest
 
-from fluid_nb import native
-from fluid_nb.native import names
-from fluid_nb.native.build import RUNTIME, build
+from fluid_nb.rewriters import native
+from fluid_nb.rewriters.native import names
+from fluid_nb.rewriters.native.build import RUNTIME, build
 
 from .hostile_programs import (binary_agrees, binary_names, byte_names, compiled_agrees,
                                lod_pool, mul_scale, trick_names, tricks)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import fluid_nb as fluid
-from fluid_nb import native
+from fluid_nb.rewriters import native
 from fluid_nb.tensor.lod_rank_table import LoDRankTable
 from fluid_nb.tensor.tensor import LoDTensorArray
 
@@ -94,7 +94,7 @@ def while_loop(dtype):
     return [sums, fluid.layers.array_to_lod_tensor(sums, table), i]
 
 
-# (sequence_pool's other pool types are the op tables' cases, in test_native_ops.py)
+# (sequence_pool's other pool types are the op tables' cases, in tests/targets)
 PROGRAMS = {"array_round_trip": array_round_trip, "read_shrink_write": read_shrink_write,
             "dynamic_rnn": dynamic_rnn, "while_loop": while_loop,
             # cloned for test: the loop's steps share one record (is_test)

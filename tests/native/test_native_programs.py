@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import fluid_nb as fluid
-from fluid_nb import native
+from fluid_nb.rewriters import native
 from fluid_nb.errors import InvalidArgument, PreconditionNotMet, Unimplemented
 from fluid_nb.widgets import ProgramView
 
@@ -244,7 +244,7 @@ def test_ops_without_native_code_run_in_the_interpreter_between_compiled_ones():
 
 
 def test_a_standalone_program_cannot_fall_back():
-    from fluid_nb.native.standalone import standalone_source
+    from fluid_nb.rewriters.native.standalone import standalone_source
     main, startup = fluid.Program(), fluid.Program()
     with fluid.program_guard(main, startup), fluid.unique_name.guard():
         x = fluid.layers.data(name="x", shape=[4], dtype="float32")
@@ -492,7 +492,7 @@ def test_a_compiled_loop_shows_its_sub_blocks_ops_and_what_it_left_out():
 
 
 def test_a_standalone_program_needs_dense_feeds():
-    from fluid_nb.native.standalone import standalone_source
+    from fluid_nb.rewriters.native.standalone import standalone_source
     main, startup, loss = _programs(dynamic_rnn)
     scope = fluid.Scope()
     fluid.Executor(fluid.CPUPlace()).run(startup, scope=scope)

@@ -6,7 +6,7 @@ search's sentences in their two-level LoD. Each shows its training program as a 
 plain result (the graph's MIME bundle), and is stored executed under 1 MB.
 
 Without the real datasets in the dataset cache the notebooks train on the small samples
-of ``fluid_nb.dataset.samples``; the checks of what training reaches on them apply to
+of ``fluid_nb.api.dataset.samples``; the checks of what training reaches on them apply to
 those samples only.
 """
 import math

@@ -11,7 +11,7 @@ import pytest
 import fluid_nb as fluid
 from fluid_nb import cli
 from fluid_nb.errors import InvalidArgument, NotFound, ResourceExhausted, Unimplemented
-from fluid_nb.onnx import checks
+from fluid_nb.rewriters.onnx import checks
 
 onnx = pytest.importorskip("onnx")
 

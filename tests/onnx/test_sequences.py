@@ -184,6 +184,47 @@ def test_a_dynamic_rnn_exports_as_an_onnx_loop_and_matches(fetch_sequence, tmp_p
         np.testing.assert_allclose(got[0], np.array(want), rtol=1e-5, atol=1e-6)
 
 
+def test_a_plain_loop_after_a_dynamic_rnn_exports_as_a_plain_loop(tmp_path):
+    """Which loop is a DynamicRNN is decided by the loop's own ops (the recogniser), not by
+    an earlier DynamicRNN's arrays: the counting loop after it becomes an ordinary Loop."""
+    main, startup = fluid.Program(), fluid.Program()
+    main.random_seed = startup.random_seed = 5
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.layers.data(name="x", shape=[6], dtype="float32", lod_level=1)
+        rnn = fluid.layers.DynamicRNN()
+        with rnn.block():
+            x_t = rnn.step_input(x)
+            h_prev = rnn.memory(shape=[8], value=0.0)
+            h = fluid.layers.fc(input=[x_t, h_prev], size=8, act="tanh")
+            rnn.update_memory(h_prev, h)
+            rnn.output(h)
+        acc = fluid.layers.scale(fluid.layers.sequence_last_step(rnn()), 1.0)
+        i = fluid.layers.fill_constant(shape=[1], dtype="int64", value=0)
+        n = fluid.layers.fill_constant(shape=[1], dtype="int64", value=3)
+        cond = fluid.layers.less_than(i, n)
+        loop = fluid.layers.While(cond)
+        with loop.block():
+            fluid.layers.assign(fluid.layers.scale(acc, 2.0), acc)
+            fluid.layers.increment(i, 1, in_place=True)
+            fluid.layers.less_than(i, n, cond=cond)
+    scope = fluid.Scope()
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(startup, scope=scope)
+    program = main.clone(for_test=True)
+    data = np.random.RandomState(1).rand(sum(LENGTHS), 6).astype("float32")
+    want, = exe.run(program, feed={"x": fluid.create_lod_tensor(data, [LENGTHS],
+                                                                fluid.CPUPlace())},
+                    fetch_list=[acc], scope=scope)
+    report = fluid.onnx.export(program, tmp_path / "two.onnx", feed=["x"], fetch=[acc],
+                               scope=scope)
+    assert report.complete, str(report)
+    assert [n.op_type for n in onnx.load(str(tmp_path / "two.onnx")).graph.node].count(
+        "Loop") == 2
+    got, = _session(tmp_path / "two.onnx").run(
+        None, {"x": padded(data, LENGTHS), "x_lengths": np.array(LENGTHS, "int64")})
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
 # --- the other sequence ops by the convention ---------------------------------------------------
 SEQ_LENGTHS, WIDTH = [3, 1, 4, 2], 5
 

@@ -307,7 +307,7 @@ def test_paddle_cnn_inference_fixture_matches():
     import fluid_nb as fluid
     load = getattr(getattr(fluid, "io", None), "load_inference_model", None)
     if load is None:
-        pytest.skip("fluid_nb.io.load_inference_model is not available")
+        pytest.skip("fluid_nb.api.io.load_inference_model is not available")
     here = os.path.join(os.path.dirname(__file__), "..", "fixtures", "paddle", "inference", "cnn")
     exe = fluid.Executor(fluid.CPUPlace())
     program, feeds, fetches = load(os.path.join(here, "combined"), exe,

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import fluid_nb as fluid
-from fluid_nb.backward import append_backward, gradients
+from fluid_nb.autodiff.backward import append_backward, gradients
 from fluid_nb.errors import InvalidArgument, Unimplemented
 
 FIXTURES = pathlib.Path(__file__).resolve().parent.parent / "fixtures" / "paddle"

@@ -49,7 +49,7 @@ def test_schedules_are_reachable_as_fluid_layers():
     for name in ["exponential_decay", "natural_exp_decay", "inverse_time_decay",
                  "polynomial_decay", "piecewise_decay", "noam_decay", "cosine_decay",
                  "linear_lr_warmup"]:
-        assert getattr(fluid.layers, name) is getattr(fluid.learning_rate_scheduler, name)
+        assert getattr(fluid.layers, name) is getattr(fluid.layers.learning_rate_scheduler, name)
         assert name in fluid.layers.__all__
 
 
@@ -215,7 +215,7 @@ def test_schedule_drives_the_sgd_update():
 
 
 def test_schedule_ops_carry_the_lr_sched_role():
-    from fluid_nb.backward import OP_ROLE_LR_SCHED
+    from fluid_nb.autodiff.backward import OP_ROLE_LR_SCHED
     _, main, _ = _run_schedule(lambda: L.cosine_decay(0.1, 2, 5), runs=1)
     sched = [op for op in main.global_block().ops if op.type in ("increment", "cos", "floor")]
     assert sched and all(op.attr("op_role") == OP_ROLE_LR_SCHED for op in sched)

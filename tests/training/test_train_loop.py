@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import fluid_nb as fluid
-from fluid_nb.training import LossHistory
+from fluid_nb.api.training import LossHistory
 
 L = fluid.layers
 

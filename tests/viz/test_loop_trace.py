@@ -10,7 +10,7 @@ import fluid_nb as fluid
 from fluid_nb import layers
 from fluid_nb.errors import InvalidArgument, NotFound
 from fluid_nb.exec import executor as executor_module
-from fluid_nb.layers.rnn_layers import DynamicRNN
+from fluid_nb.api.layers.rnn_layers import DynamicRNN
 from fluid_nb.viz.loop_trace import dynamic_rnn_layout, find_while, trace_while
 
 # the design documents' batch: lengths 10, 8, 5, 7 -> ranked 10, 8, 7, 5

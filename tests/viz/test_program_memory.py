@@ -5,7 +5,7 @@ import numpy as np
 
 import fluid_nb as fluid
 from fluid_nb import layers
-from fluid_nb.layers.rnn_layers import DynamicRNN
+from fluid_nb.api.layers.rnn_layers import DynamicRNN
 from fluid_nb.memory.events import Event
 from fluid_nb.viz import listing_html, model_listing, program_listing, program_model
 from fluid_nb.viz.memory_model import bytes_text, op_allocations

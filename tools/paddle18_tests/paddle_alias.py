@@ -1,7 +1,7 @@
 """`import paddle` and `paddle.fluid.X` resolve to fluid_nb (measurement only).
 
 Installed by the conftest the runner writes next to Paddle's test files: `paddle` is
-`fluid_nb.paddle`, `paddle.fluid` is `fluid_nb`, `paddle.fluid.X` is `fluid_nb.X`, and
+`fluid_nb.api.paddle`, `paddle.fluid` is `fluid_nb`, `paddle.fluid.X` is `fluid_nb.X`, and
 `paddle.fluid.tests.unittests` is the folder of copied test files. A `paddle.*` module
 fluid_nb does not have imports as a stand-in whose every use raises NotImplementedError,
 so a test file that merely imports it still runs its other tests (the tests that use it
@@ -51,12 +51,12 @@ class PaddleAlias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     @staticmethod
     def target(name):
         if name == "paddle":
-            return "fluid_nb.paddle"
+            return "fluid_nb.api.paddle"
         if name == "paddle.fluid":
             return "fluid_nb"
         if name.startswith("paddle.fluid."):
             return "fluid_nb." + name[len("paddle.fluid."):]
-        return "fluid_nb.paddle." + name[len("paddle."):]
+        return "fluid_nb.api.paddle." + name[len("paddle."):]
 
     def create_module(self, spec):
         target = self.target(spec.name)
@@ -116,8 +116,8 @@ def install(tests_folder):
     if not any(isinstance(finder, PaddleAlias) for finder in sys.meta_path):
         sys.meta_path.insert(0, PaddleAlias())
     import fluid_nb
-    import fluid_nb.paddle
-    fluid_nb.paddle.fluid = fluid_nb
+    import fluid_nb.api.paddle
+    fluid_nb.api.paddle.fluid = fluid_nb
     for package, folder in (("paddle.fluid.tests", tests_folder),
                             ("paddle.fluid.tests.unittests", tests_folder)):
         module = types.ModuleType(package)

@@ -1,0 +1,228 @@
+"""Python operators on Variable, as Fluid 1.x patches them in.
+
+``x + 2`` appends a ``scale`` op; ``x + y`` an ``elementwise_add``; ``2 - x``,
+``x ** 2`` put the number in a one-element ``fill_constant`` tensor first; ``x < y`` and
+friends append the comparison ops (bool output); ``-x`` is ``scale(-1)``; ``x @ y`` is
+``matmul``; ``x.astype('int64')`` is ``cast``. Outputs are named ``tmp_<n>``.
+
+``==`` builds an ``equal`` op as in Fluid; Variables stay hashable by identity.
+"""
+from ...framework import unique_name
+from ...tensor.dtypes import VarType, convert_dtype
+from ...framework.program import Variable
+
+_COMPARE = {"equal", "not_equal", "less_than", "less_equal", "greater_than", "greater_equal"}
+
+
+def _block(var):
+    return var.block.program.current_block()
+
+
+def _tmp(block, dtype):
+    return block._create_temporary(unique_name._generator("tmp"), dtype
+                                   if dtype.__class__ is VarType else convert_dtype(dtype))
+
+
+def _scale(var, scale, bias):
+    block = _block(var)
+    out = _tmp(block, var.dtype)
+    block.append_op(type="scale", inputs={"X": [var]}, outputs={"Out": [out]},
+                    attrs={"scale": float(scale), "bias": float(bias)})
+    return out
+
+
+def _scalar_tensor(block, value, dtype):
+    var = _tmp(block, dtype)
+    block.append_op(type="fill_constant", outputs={"Out": [var]},
+                    attrs={"dtype": int(convert_dtype(dtype)), "shape": [1],
+                           "value": float(value), "force_cpu": True})
+    var.stop_gradient = True
+    return var
+
+
+def astype(self, dtype):
+    """This variable cast to ``dtype`` (``cast``)."""
+    block = _block(self)
+    out = _tmp(block, dtype)
+    block.append_op(type="cast", inputs={"X": [self]}, outputs={"Out": [out]},
+                    attrs={"in_dtype": int(self.dtype), "out_dtype": int(out.dtype)})
+    return out
+
+
+def _is_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool) or \
+        type(value).__module__ == "numpy" and getattr(value, "ndim", None) == 0
+
+
+from ...framework.transaction import transactional  # noqa: E402
+
+
+def _binary(method, op_type, reverse, scalar_method):
+    def impl(self, other):
+        if not isinstance(other, Variable):  # (two Variables: the common case, tested first)
+            if scalar_method is not None and _is_number(other):
+                return scalar_method(self, float(other))
+            if not _is_number(other) and not isinstance(other, bool):
+                return NotImplemented
+            other = _scalar_tensor(_block(self), other, self.dtype)
+        elif other.dtype != self.dtype:
+            other = astype(other, self.dtype)
+        x, y = (other, self) if reverse else (self, other)
+        axis = -1
+        if y.shape and y.shape[0] == -1 and len(y.shape) < len(x.shape):
+            axis = 0  # Fluid aligns a batch-leading operand with the batch dim
+        block = _block(self)
+        out = _tmp(block, VarType.BOOL if op_type in _COMPARE else self.dtype)
+        # the default axis left to the op's definition: completing defaults is its fast path
+        block.append_op(type=op_type, inputs={"X": x, "Y": y}, outputs={"Out": out},
+                        attrs=None if axis == -1 else {"axis": axis})
+        return out
+    impl.__name__ = method
+    impl.__doc__ = f"``{op_type}`` of the operands{' (reversed)' if reverse else ''}."
+    return impl
+
+
+def _matmul(self, other):
+    if not isinstance(other, Variable):
+        return NotImplemented
+    block = _block(self)
+    out = _tmp(block, self.dtype)
+    block.append_op(type="matmul", inputs={"X": [self], "Y": [other]}, outputs={"Out": [out]},
+                    attrs={"transpose_X": False, "transpose_Y": False, "alpha": 1.0})
+    return out
+
+
+_TABLE = (
+    ("__add__", "elementwise_add", False, lambda v, s: _scale(v, 1.0, s)),
+    ("__radd__", "elementwise_add", False, lambda v, s: _scale(v, 1.0, s)),
+    ("__sub__", "elementwise_sub", False, lambda v, s: _scale(v, 1.0, -s)),
+    ("__rsub__", "elementwise_sub", True, lambda v, s: _scale(v, -1.0, s)),
+    ("__mul__", "elementwise_mul", False, lambda v, s: _scale(v, s, 0.0)),
+    ("__rmul__", "elementwise_mul", False, lambda v, s: _scale(v, s, 0.0)),
+    ("__div__", "elementwise_div", False, lambda v, s: _scale(v, 1.0 / s, 0.0)),
+    ("__truediv__", "elementwise_div", False, lambda v, s: _scale(v, 1.0 / s, 0.0)),
+    ("__rdiv__", "elementwise_div", True, None),
+    ("__rtruediv__", "elementwise_div", True, None),
+    ("__pow__", "elementwise_pow", False, None),
+    ("__rpow__", "elementwise_pow", True, None),
+    ("__floordiv__", "elementwise_floordiv", False, None),
+    ("__mod__", "elementwise_mod", False, None),
+    ("__eq__", "equal", False, None),
+    ("__ne__", "not_equal", False, None),
+    ("__lt__", "less_than", False, None),
+    ("__le__", "less_equal", False, None),
+    ("__gt__", "greater_than", False, None),
+    ("__ge__", "greater_equal", False, None),
+)
+
+
+def _getitem(var, item):
+    """``x[i]``, ``x[a:b]``, ``x[:, i]``, ``x[::-1]``: a ``slice`` op (``strided_slice`` when
+    a step is not 1), an int index dropping its dim (``decrease_axis``), as Fluid slices."""
+    from ...errors import InvalidType, expected
+    from ..layer_helper import LayerHelper
+    items = item if isinstance(item, tuple) else (item,)
+    if len(items) > len(var.shape):
+        raise InvalidType(expected("Variable.__getitem__", "index",
+                                   f"at most {len(var.shape)} items (one per dim)",
+                                   repr(item)))
+    axes, starts, ends, steps, decrease = [], [], [], [], []
+    for axis, index in enumerate(items):
+        if isinstance(index, slice):
+            step = 1 if index.step is None else index.step
+            # (a Variable's == builds an op: bounds are compared only when they are ints)
+            known = not isinstance(step, Variable)
+            if index.start is None and index.stop is None and known and step == 1:
+                continue
+            if known and step == 0:
+                raise InvalidType(expected("Variable.__getitem__", "slice step",
+                                           "a non-zero int", 0))
+            big = 2 ** 31 - 1
+            backwards = known and step < 0  # a run-time step counts forwards, as in Fluid
+            start = index.start if index.start is not None else (big if backwards else 0)
+            stop = index.stop if index.stop is not None else (-big if backwards else big)
+            axes.append(axis)
+            starts.append(_bound(start))
+            ends.append(_bound(stop))
+            steps.append(_bound(step))
+        elif isinstance(index, Variable):  # x[i] for a run-time i: the range [i, i + 1)
+            axes.append(axis)
+            starts.append(index)
+            ends.append(_plus_one(index))
+            steps.append(1)
+            decrease.append(axis)
+        elif isinstance(index, int) and not isinstance(index, bool):
+            axes.append(axis)
+            starts.append(index)
+            ends.append(index + 1 if index != -1 else 2 ** 31 - 1)
+            steps.append(1)
+            decrease.append(axis)
+        else:
+            raise InvalidType(expected("Variable.__getitem__", "index",
+                                       "ints and slices", repr(index)))
+    if not axes:
+        return var
+    helper = LayerHelper("slice")
+    out = helper.create_variable_for_type_inference(var.dtype)
+    strided = any(isinstance(step, Variable) or step != 1 for step in steps)
+    inputs = {"Input": [var]}
+    attrs = {"axes": axes, "decrease_axis": decrease, "infer_flags": [1] * len(axes)}
+    bounds = [("starts", "StartsTensorList", starts), ("ends", "EndsTensorList", ends)]
+    if strided:
+        bounds.append(("strides", "StridesTensorList", steps))
+    for attr, slot, values in bounds:
+        attrs[attr] = [-1 if isinstance(v, Variable) else v for v in values]
+        if any(isinstance(v, Variable) for v in values):
+            # as Fluid: every bound of the list a [1] tensor, the attribute -1 where a
+            # Variable gives it, and its shape left to run time
+            inputs[slot] = [_bound_tensor(v) for v in values]
+            for i, v in enumerate(values):
+                if isinstance(v, Variable):
+                    attrs["infer_flags"][i] = -1
+    helper.append_op(type="strided_slice" if strided else "slice", inputs=inputs,
+                     outputs={"Out": [out]}, attrs=attrs)
+    return out
+
+
+def _bound(value):
+    """A slice bound: a Variable (read at run time) or an int."""
+    if isinstance(value, Variable):
+        value.stop_gradient = True
+        return value
+    return int(value)
+
+
+def _bound_tensor(value):
+    from .tensor import fill_constant
+    if isinstance(value, Variable):
+        return value
+    return fill_constant([1], "int32", value, force_cpu=True)
+
+
+def _plus_one(index):
+    from .tensor import fill_constant
+    from ..layer_helper import LayerHelper
+    index.stop_gradient = True
+    helper = LayerHelper("elementwise_add")
+    end = helper.create_variable_for_type_inference(index.dtype)
+    helper.append_op(type="elementwise_add",
+                     inputs={"X": [index], "Y": [fill_constant([1], index.dtype, 1,
+                                                               force_cpu=True)]},
+                     outputs={"Out": [end]}, attrs={"axis": -1})
+    end.stop_gradient = True
+    return end
+
+
+def monkey_patch_variable():
+    """Attach the operators to Variable (fluid_nb.api.layers calls this on import)."""
+    # each operator is a layer call, so a transaction (a failed `a + b` leaves no temporary)
+    for method, op_type, reverse, scalar_method in _TABLE:
+        setattr(Variable, method, transactional(_binary(method, op_type, reverse,
+                                                        scalar_method)))
+    Variable.__neg__ = transactional(lambda self: _scale(self, -1.0, 0.0))
+    Variable.__matmul__ = transactional(_matmul)
+    Variable.astype = transactional(astype)
+    Variable.__getitem__ = transactional(_getitem)
+    Variable.__hash__ = object.__hash__
+    # numpy scalars on the left (np.float32(2) * x) defer to Variable.__rmul__
+    Variable.__array_ufunc__ = None

@@ -1,0 +1,319 @@
+"""Tensor creation layers: fill_constant, zeros/ones(_like), assign, cast, concat, sums,
+argmax/argmin, random tensors, and explicit variables (create_tensor, create_parameter,
+create_global_var)."""
+import numpy as np
+
+from ...errors import InvalidArgument, InvalidAssertion, InvalidType, expected
+from ...tensor.dtypes import VarType, convert_dtype, dtype_name
+from ...framework.type_checks import check_dtype, require_variable
+from ...framework.program import Variable
+from ..initializer import ConstantInitializer, assign_value_op, force_init_on_cpu
+from ..layer_helper import LayerHelper
+from ..param_attr import ParamAttr
+from .arg_checks import (INT, NAME, NON_NEGATIVE_INT, NUMBER, boolean, checks, dims, dtype,
+                         int_typed, ints, optional, or_variable, real_in, variable,
+                         variables)
+
+__all__ = ["create_tensor", "create_parameter", "create_global_var", "cast", "concat", "sums",
+           "assign", "fill_constant", "fill_constant_batch_size_like", "zeros", "ones", "zeros_like", "ones_like", "argmax",
+           "argmin", "uniform_random", "gaussian_random"]
+
+
+_check_variable = require_variable
+
+
+@checks(dtype=dtype, name=NAME, persistable=boolean)
+def create_tensor(dtype, name=None, persistable=False):
+    """An empty variable named ``name`` (or ``create_tensor_<n>``) for ops to write."""
+    helper = LayerHelper("create_tensor", name=name)
+    return helper.create_variable(name=helper.name, dtype=dtype, persistable=persistable)
+
+
+@checks(shape=ints(None, 1, 'dims'), dtype=dtype, name=NAME, is_bias=boolean)
+def create_parameter(shape, dtype, name=None, attr=None, is_bias=False,
+                     default_initializer=None):
+    """A standalone parameter (``create_parameter_<n>.w_0`` unless named)."""
+    helper = LayerHelper("create_parameter")
+    if attr is None:
+        attr = ParamAttr(name=name)
+    return helper.create_parameter(attr, shape, convert_dtype(dtype), is_bias,
+                                   default_initializer)
+
+
+@checks(shape=ints(None, 1, 'dims'), value=NUMBER, dtype=dtype, persistable=boolean,
+        force_cpu=boolean, name=NAME)
+def create_global_var(shape, value, dtype, persistable=False, force_cpu=False, name=None):
+    """A global variable filled with ``value`` by the startup program."""
+    helper = LayerHelper("global_var")
+    var = helper.create_global_variable(dtype=dtype, shape=list(shape), persistable=persistable,
+                                        name=name, stop_gradient=True)
+    helper.set_variable_initializer(var, ConstantInitializer(float(value), force_cpu=force_cpu))
+    return var
+
+
+@checks(x=variable, dtype=dtype)
+def cast(x, dtype):
+    """``x`` converted to ``dtype`` (``cast``)."""
+    _check_variable("cast", "x", x)
+    check_dtype(dtype, "dtype", ("bool", "float16", "float32", "float64", "int8", "int32",
+                                 "int64", "uint8"), "cast")
+    helper = LayerHelper("cast")
+    out = helper.create_variable_for_type_inference(dtype=dtype)
+    helper.append_op(type="cast", inputs={"X": [x]}, outputs={"Out": [out]},
+                     attrs={"in_dtype": int(x.dtype), "out_dtype": int(out.dtype)})
+    return out
+
+
+@checks(input=variables, axis=int_typed(or_variable(INT)), name=NAME)
+def concat(input, axis=0, name=None):
+    """Join a list of tensors along ``axis`` (``concat``); a tensor array given alone is
+    joined by ``tensor_array_to_tensor``, and a single tensor is taken as a list of one."""
+    if isinstance(input, Variable):
+        input = [input]
+    for i, x in enumerate(input):
+        if x.type != VarType.LOD_TENSOR_ARRAY:
+            check_dtype(x.dtype, f"input[{i}]", ("float16", "float32", "float64", "int32",
+                                                  "int64"), "concat")
+    helper = LayerHelper("concat", input=input, name=name)
+    if input[0].type == VarType.LOD_TENSOR_ARRAY:
+        if len(input) != 1 or isinstance(axis, Variable):
+            raise InvalidArgument(expected("concat", "input", "one tensor array and an int "
+                                           "axis", f"{len(input)} inputs"))
+        out = helper.create_variable_for_type_inference(dtype=input[0].dtype)
+        out_index = helper.create_variable_for_type_inference(dtype=VarType.INT32)
+        helper.append_op(type="tensor_array_to_tensor", inputs={"X": input},
+                         outputs={"Out": [out], "OutIndex": [out_index]},
+                         attrs={"axis": axis, "use_stack": False})
+        return out
+    inputs = {"X": helper.multiple_input()}
+    attrs = {}
+    if isinstance(axis, Variable):
+        inputs["AxisTensor"] = [axis]
+    else:
+        attrs["axis"] = axis
+    out = helper.create_variable_for_type_inference(dtype=helper.input_dtype())
+    helper.append_op(type="concat", inputs=inputs, outputs={"Out": [out]}, attrs=attrs)
+    return out
+
+
+@checks(input=variables, out=optional(variable))
+def sums(input, out=None):
+    """The elementwise sum of a list of tensors (``sum``)."""
+    helper = LayerHelper("sum", input=input)
+    inputs = helper.multiple_input()
+    if out is None:
+        out = helper.create_variable_for_type_inference(dtype=helper.input_dtype())
+    helper.append_op(type="sum", inputs={"X": inputs}, outputs={"Out": [out]},
+                     attrs={"use_mkldnn": False})
+    return out
+
+
+_ASSIGN_VALUE_DTYPES = ("bool", "float32", "int32", "int64")
+
+
+def assign(input, output=None):
+    """Copy a Variable (``assign``) or a NumPy array / list (``assign_value``) into
+    ``output`` (a new variable when None)."""
+    helper = LayerHelper("assign")
+    if isinstance(input, Variable):
+        check_dtype(input.dtype, "input", ("float32", "float64", "int32", "int64", "bool"),
+                    "assign")
+        if output is None:
+            output = helper.create_variable_for_type_inference(dtype=input.dtype)
+        helper.append_op(type="assign", inputs={"X": [input]}, outputs={"Out": [output]})
+        return output
+    if isinstance(input, (list, tuple, int, float, bool, np.generic)):
+        input = np.array(input)
+        if input.dtype == np.float64:
+            input = input.astype(np.float32)  # Python floats become float32 constants
+    if not isinstance(input, np.ndarray):
+        raise InvalidType(f"assign: input expected Variable, numpy.ndarray or list, but "
+                          f"received {type(input).__name__}")
+    if input.dtype.name not in _ASSIGN_VALUE_DTYPES:
+        # assign_value stores bool, float32, int32 or int64 values only: a float64 array
+        # would silently lose precision, so Fluid asks for an explicit astype
+        raise InvalidType(expected("assign", "input's dtype (a numpy.ndarray)",
+                                   "one of " + ", ".join(_ASSIGN_VALUE_DTYPES),
+                                   input.dtype.name))
+    if input.size > 1024 * 1024:
+        raise InvalidArgument(f"assign: input size expected at most 1048576 elements (it is "
+                              f"stored in the program), but received {input.size}")
+    if output is None:
+        output = helper.create_variable_for_type_inference(dtype=convert_dtype(input.dtype))
+    declared = output.shape
+    if tuple(declared) != input.shape:
+        # the value's shape wins, as Fluid's assign_value shape inference writes it
+        output.shape = input.shape
+    try:
+        assign_value_op(helper.main_program.current_block(), output, input)
+    except BaseException:
+        output.shape = declared  # a refused value leaves the variable as it was
+        raise
+    return output
+
+
+def _shape_inputs(shape, inputs, attrs, op_type):
+    """Fluid's shape handling: a Variable -> ShapeTensor; a list holding Variables ->
+    ShapeTensorList (ints become int32 fill_constant tensors, -1 in the attribute)."""
+    if isinstance(shape, Variable):
+        shape.stop_gradient = True
+        inputs["ShapeTensor"] = [shape]
+        return
+    if not isinstance(shape, (list, tuple)):
+        raise InvalidArgument(f"{op_type}: shape expected list, tuple or Variable, but "
+                              f"received {type(shape).__name__}")
+    if not shape:  # Fluid 1.8 asserts it (scripts catch AssertionError)
+        raise InvalidAssertion(expected(op_type, "shape", "at least one dim", "[]"))
+    if any(isinstance(d, Variable) for d in shape):
+        tensors = []
+        for d in shape:
+            if isinstance(d, Variable):
+                tensors.append(d if d.dtype == VarType.INT32 else cast(d, "int32"))
+            else:
+                tensors.append(fill_constant([1], "int32", d, force_cpu=True))
+        inputs["ShapeTensorList"] = tensors
+        attrs["shape"] = [-1 if isinstance(d, Variable) else int(d) for d in shape]
+    else:
+        attrs["shape"] = [int(d) for d in shape]
+
+
+def _fill_value(value):
+    """A number, or a bool (``fill_constant([1], 'bool', True)``)."""
+    if not isinstance(value, (bool, np.bool_)):
+        real_in(finite=False, want="a number or a bool")(value)
+
+
+_FILL_DTYPES = ("bool", "float16", "float32", "float64", "int32", "int64")
+
+
+@checks(shape=dims(0), dtype=dtype, value=or_variable(_fill_value),
+        force_cpu=boolean, out=optional(variable))
+def fill_constant(shape, dtype, value, force_cpu=False, out=None):
+    """A tensor of ``shape`` filled with ``value`` (``fill_constant``); no gradient."""
+    check_dtype(dtype, "dtype", _FILL_DTYPES, "fill_constant")
+    vt = convert_dtype(dtype)
+    if out is not None and out.dtype != vt:
+        raise InvalidType(expected("fill_constant", "out's dtype", dtype_name(vt),
+                                   dtype_name(out.dtype)))
+    helper = LayerHelper("fill_constant")
+    inputs = {}
+    attrs = {"force_cpu": force_cpu or force_init_on_cpu()}
+    if isinstance(value, Variable):
+        inputs["ValueTensor"] = [value]
+    else:
+        attrs["value"] = float(value)
+        integral = vt in (VarType.INT32, VarType.INT64, VarType.INT16, VarType.INT8,
+                          VarType.UINT8)
+        attrs["str_value"] = str(int(value)) if integral else str(float(value))
+    _shape_inputs(shape, inputs, attrs, "fill_constant")
+    if out is None:
+        out = helper.create_variable_for_type_inference(dtype=vt)
+    attrs["dtype"] = int(out.dtype)
+    helper.append_op(type="fill_constant", inputs=inputs, outputs={"Out": [out]}, attrs=attrs)
+    out.stop_gradient = True
+    return out
+
+
+@checks(input=variable, shape=ints(None, -1, 'dims'), dtype=dtype, value=_fill_value,
+        input_dim_idx=NON_NEGATIVE_INT, output_dim_idx=NON_NEGATIVE_INT, force_cpu=boolean)
+def fill_constant_batch_size_like(input, shape, dtype, value, input_dim_idx=0,
+                                  output_dim_idx=0, force_cpu=False):
+    """A tensor of ``shape`` filled with ``value`` whose dim ``output_dim_idx`` is, at run
+    time, ``input``'s dim ``input_dim_idx`` (the batch size); no gradient."""
+    _check_variable("fill_constant_batch_size_like", "input", input)
+    helper = LayerHelper("fill_constant_batch_size_like")
+    vt = convert_dtype(dtype)
+    out = helper.create_variable_for_type_inference(dtype=vt)
+    integral = vt in (VarType.INT32, VarType.INT64, VarType.INT16, VarType.INT8, VarType.UINT8)
+    helper.append_op(type="fill_constant_batch_size_like", inputs={"Input": [input]},
+                     outputs={"Out": [out]},
+                     attrs={"shape": [int(d) for d in shape], "dtype": int(vt),
+                            "value": float(value),
+                            "str_value": str(int(value)) if integral else str(float(value)),
+                            "input_dim_idx": input_dim_idx, "output_dim_idx": output_dim_idx,
+                            "force_cpu": force_cpu})
+    out.stop_gradient = True
+    return out
+
+
+@checks(shape=dims(0), dtype=dtype, force_cpu=boolean)
+def zeros(shape, dtype, force_cpu=False):
+    return fill_constant(shape, dtype, 0.0, force_cpu)
+
+
+@checks(shape=dims(0), dtype=dtype, force_cpu=boolean)
+def ones(shape, dtype, force_cpu=False):
+    return fill_constant(shape, dtype, 1.0, force_cpu)
+
+
+@checks(x=variable, out=optional(variable))
+def zeros_like(x, out=None):
+    """Zeros shaped like ``x`` (``fill_zeros_like``)."""
+    _check_variable("zeros_like", "x", x)
+    helper = LayerHelper("zeros_like")
+    if out is None:
+        out = helper.create_variable_for_type_inference(dtype=x.dtype)
+    helper.append_op(type="fill_zeros_like", inputs={"X": [x]}, outputs={"Out": [out]})
+    out.stop_gradient = True
+    return out
+
+
+@checks(x=variable, out=optional(variable))
+def ones_like(x, out=None):
+    """Ones shaped like ``x`` (``fill_any_like`` with value 1)."""
+    _check_variable("ones_like", "x", x)
+    helper = LayerHelper("ones_like")
+    if out is None:
+        out = helper.create_variable_for_type_inference(dtype=x.dtype)
+    helper.append_op(type="fill_any_like", inputs={"X": [x]}, outputs={"Out": [out]},
+                     attrs={"value": 1.0})
+    return out
+
+
+def _arg(op_type, x, axis):
+    _check_variable(op_type, "x", x)
+    helper = LayerHelper(op_type)
+    out = helper.create_variable_for_type_inference(VarType.INT64)
+    helper.append_op(type=op_type, inputs={"X": [x]}, outputs={"Out": [out]},
+                     attrs={"axis": axis})
+    out.stop_gradient = True
+    return out
+
+
+@checks(x=variable, axis=INT)
+def argmax(x, axis=0):
+    """int64 index of the largest element along ``axis`` (``arg_max``)."""
+    return _arg("arg_max", x, axis)
+
+
+@checks(x=variable, axis=INT)
+def argmin(x, axis=0):
+    return _arg("arg_min", x, axis)
+
+
+@checks(shape=dims(1), dtype=dtype, min=NUMBER, max=NUMBER, seed=NON_NEGATIVE_INT)
+def uniform_random(shape, dtype="float32", min=-1.0, max=1.0, seed=0):
+    """U[min, max) of ``shape`` (``uniform_random``)."""
+    check_dtype(dtype, "dtype", ("float32", "float64"), "uniform_random")
+    helper = LayerHelper("uniform_random")
+    inputs = {}
+    attrs = {"seed": seed, "min": float(min), "max": float(max),
+             "dtype": int(convert_dtype(dtype))}
+    _shape_inputs(shape, inputs, attrs, "uniform_random")
+    out = helper.create_variable_for_type_inference(dtype)
+    helper.append_op(type="uniform_random", inputs=inputs, outputs={"Out": [out]}, attrs=attrs)
+    return out
+
+
+@checks(shape=dims(1), mean=NUMBER, std=real_in(0.0), seed=NON_NEGATIVE_INT, dtype=dtype)
+def gaussian_random(shape, mean=0.0, std=1.0, seed=0, dtype="float32"):
+    """N(mean, std^2) of ``shape`` (``gaussian_random``)."""
+    helper = LayerHelper("gaussian_random")
+    inputs = {}
+    attrs = {"mean": float(mean), "std": float(std), "seed": seed,
+             "dtype": int(convert_dtype(dtype))}
+    _shape_inputs(shape, inputs, attrs, "gaussian_random")
+    out = helper.create_variable_for_type_inference(dtype)
+    helper.append_op(type="gaussian_random", inputs=inputs, outputs={"Out": [out]},
+                     attrs=attrs)
+    return out

@@ -1,0 +1,445 @@
+"""What ``listen_and_serv`` does: serve one endpoint until every trainer is done.
+
+Every call is first admitted, at one point (:meth:`ParameterServer._admit`), in the gRPC
+thread that received it (:class:`~fluid_nb.distributed.rpc_server.RPCServer`): a trainer id in
+``[0, Fanin)``, a method the server serves, a name it receives or holds, and for a variable
+sent, its value decoded whole and checked against what the server program declares
+(:func:`~fluid_nb.distributed.messages.decode`). A call that fails admission is answered
+with an error status (INVALID_ARGUMENT, NOT_FOUND, UNIMPLEMENTED) saying what was expected,
+and never reaches the loop: one malformed message cannot stop the server nor count as a
+trainer's step. Admitted calls are taken one at a time (under one lock); the thread that runs
+the op (``exe.run(pserver_program)``) waits meanwhile, watching the deadlines, until every
+trainer is done or the server fails. Received values are written into the server's scope (a
+child of the run's scope, as Paddle's ``recv_scope``); the optimize blocks run there through
+the executor, in the thread whose call completed the round.
+
+Sync mode (``distributed_mode`` 0) goes in rounds of two phases, as Fluid's:
+
+- *send*: trainers send their gradients, then a ``BATCH_BARRIER@RECV``. When every trainer
+  still training has sent its barrier, the server runs ``lr_decay_block_id`` (if any) and
+  the ``optimize_blocks`` in order, and the phase turns to
+- *get*: trainers get the updated parameters, then send ``FETCH_BARRIER@RECV``; when all
+  have, the next round's send phase begins.
+
+A request that belongs to the other phase (a fast trainer's next gradient, a get before
+the optimization ran) waits until its phase comes. The server starts in a get phase, for
+the parameters trainers fetch at startup; a trainer whose first request is a send has no
+startup fetch, and counts as having passed it. Barriers are counted by trainer id, so the
+server knows who is missing: once a phase has begun (its first request, or the end of the
+previous phase), every trainer must reach its barrier within ``FLAGS_rpc_round_deadline``
+ms, or the server stops with ExecutionTimeout naming the trainers that did not, and
+refuses the calls waiting (their trainers get Unavailable with that reason) instead of
+blocking the round forever.
+
+Async mode (1, and half-async 2): each received gradient runs its optimize block
+(``grad_to_block_id``) at once, and a trainer's step counter (``@LR_DECAY_COUNTER@...``) the
+learning-rate schedule's block; gets are answered at once; barriers are acknowledged.
+Once a trainer has finished, the others must each be heard from within the round deadline.
+
+``COMPLETE@RECV`` (a trainer's ``exe.close()``) takes the trainer out of the barriers; the
+loop returns when all ``Fanin`` trainers have completed.
+"""
+import threading
+import time
+
+import grpc
+
+from .. import flags
+from ..errors import ExecutionTimeout, FluidError, InvalidArgument, expected
+from ..exec.executor import bind, run_steps
+from ..tensor.dtypes import convert_dtype
+from ..tensor.tensor import LoDTensor, SelectedRows
+from . import messages
+from .rpc_server import RPCServer
+
+SYNC = 0
+SEND, GET = "send", "get"
+#: the methods a server answers (Fluid's checkpoint notify and monomer calls are not built)
+SERVED = ("SendVariable", "GetVariable", "GetVariableNoBarrier", "PrefetchVariable")
+#: the name of the learning-rate schedule's step counter (Paddle's LEARNING_RATE_DECAY_COUNTER)
+LR_DECAY_COUNTER = "@LR_DECAY_COUNTER@"
+
+
+class Refused(Exception):
+    """A request the server answers with an error status (the loop goes on)."""
+
+    def __init__(self, code, details):
+        super().__init__(details)
+        self.code, self.details = code, details
+
+
+class _Block:
+    """An optimize block bound once to the server's scope and run as often as needed."""
+
+    def __init__(self, executor, block, scope):
+        self.executor, self.block, self.scope = executor, block, scope
+        self.prepared = self.steps = None
+
+    def run(self):
+        prepared = self.executor.prepare(self.block)
+        if prepared is not self.prepared:
+            self.prepared = prepared
+            self.steps = bind(prepared, self.scope, self.scope, self.executor)
+        run_steps(prepared, self.steps, self.executor.trace, self.executor.watch, self.scope)
+
+
+class ParameterServer:
+    """One ``listen_and_serv`` op's state: see the module docstring."""
+
+    def __init__(self, ctx):
+        attrs = ctx.attrs
+        self.endpoint = attrs["endpoint"]
+        self.fanin = int(attrs["Fanin"])
+        self.mode = int(attrs["distributed_mode"])
+        if self.fanin < 1:
+            raise InvalidArgument(expected(self.where, "attribute Fanin",
+                                           "the number of trainers (>= 1)", self.fanin))
+        program = ctx.program
+        self.global_block = program.global_block()
+        self.scope = ctx.scope.new_scope()
+        self.receivable = set(ctx.input_names("X"))
+        grad_blocks = {}
+        for entry in attrs["grad_to_block_id"]:
+            grad, _, index = entry.rpartition(":")
+            if not grad or not index.lstrip("-").isdigit():
+                raise InvalidArgument(expected(self.where, "grad_to_block_id entries",
+                                               "'grad_name:block_index'", repr(entry)))
+            grad_blocks[grad] = int(index)
+        self.receivable |= set(grad_blocks)
+        for name in self.receivable:  # the holders the optimize blocks bind to
+            self.scope.var(name)
+        ex = ctx.executor
+        blocks = {}
+
+        def block(index):
+            if index not in blocks:
+                blocks[index] = _Block(ex, program.block(index), self.scope)
+            return blocks[index]
+
+        self.optimize = [block(i) for i in attrs["optimize_blocks"]]
+        lr_decay = attrs["lr_decay_block_id"]
+        #: the learning-rate schedule: in sync mode it runs with the optimize blocks (Fluid
+        #: lists it first among them); in async mode each trainer's step counter runs it
+        self.lr_decay = block(lr_decay) if lr_decay is not None and lr_decay >= 0 else None
+        if self.lr_decay is not None and lr_decay not in attrs["optimize_blocks"]:
+            self.optimize.insert(0, self.lr_decay)
+        self.grad_blocks = {grad: block(index) for grad, index in grad_blocks.items()}
+        bound = {b.block.idx for b in self.grad_blocks.values()}
+        #: async: block 1 runs once at the start unless a gradient owns it (Paddle's rule)
+        self.once = [block(1)] if (self.mode != SYNC and program.num_blocks > 1
+                                   and 1 not in bound and 1 in attrs["optimize_blocks"]) else []
+        self.deadline = max(float(flags.flag("FLAGS_rpc_round_deadline")), 1.0) / 1000.0
+        # the round's state
+        self.training = set(range(self.fanin))
+        self.phase, self.round, self.startup = GET, 0, True
+        self.arrived = set()
+        self.waiting = []
+        self.clock = None
+        self.last_heard = {}
+        self.completed = set()
+        self.step_totals = {}
+        #: guards everything above; the serving thread waits on it for news
+        self.lock = threading.Condition()
+        self.stopped = self.failure = None
+
+    @property
+    def where(self):
+        return f"listen_and_serv at {self.endpoint}"
+
+    # --- the loop ----------------------------------------------------------------------------
+    def serve(self):
+        server = RPCServer(self.endpoint, self._take_one, workers=16 + 8 * self.fanin)
+        reason = "the server has stopped (all its trainers completed)"
+        try:
+            with self.lock:
+                for b in self.once:
+                    b.run()
+                while self.training and self.failure is None:
+                    self.lock.wait(self._time_left())
+                    self._check_deadline()
+                if self.failure is not None:
+                    raise self.failure
+        except BaseException as exc:
+            reason = f"the server stopped: {exc}"
+            raise
+        finally:
+            with self.lock:
+                self.stopped = reason
+                self._refuse_waiting(reason)
+            server.stop(reason)
+
+    def _take_one(self, call):
+        """A gRPC thread's call: admitted, then taken under the lock; a failure of the server
+        itself (an optimize block's error) stops it."""
+        try:
+            self._admit(call)
+        except Refused as refusal:
+            call.refuse(refusal.code, refusal.details)
+            return
+        with self.lock:
+            if self.stopped is not None:
+                call.refuse(grpc.StatusCode.ABORTED, self.stopped)
+                return
+            try:
+                self._take(call)
+            except Exception as exc:  # noqa: BLE001  (the serving thread raises it)
+                self.failure = exc
+                reason = f"the server stopped: {exc}"
+                self.stopped = reason
+                call.refuse(grpc.StatusCode.ABORTED, reason)
+                self._refuse_waiting(reason)
+            finally:
+                self.lock.notify_all()
+
+    def _time_left(self):
+        """How long the loop may wait for the next call before a deadline needs checking."""
+        if self.mode != SYNC:
+            return min(self.deadline, 1.0) if self.completed else None
+        if self.clock is None:
+            return None
+        return max(self.clock + self.deadline - time.monotonic(), 0.0) + 0.01
+
+    def _admit(self, call):
+        """Refuse (raise Refused) a call the loop must never see; decode a sent variable into
+        ``call.value``. Reads only what the server fixed when it was made, so it runs
+        outside the lock: decoding a large tensor holds no other trainer up."""
+        t, name = call.trainer_id, call.name
+        if not 0 <= t < self.fanin:
+            raise Refused(grpc.StatusCode.INVALID_ARGUMENT, expected(
+                self.where, "trainer_id", f"in [0, Fanin={self.fanin})", t))
+        if call.method not in SERVED:
+            raise Refused(grpc.StatusCode.UNIMPLEMENTED, expected(
+                self.where, "method", ", ".join(SERVED) + " (fluid_nb's servers take no "
+                "checkpoint notify)", call.method))
+        if name in messages.CONTROL_NAMES or call.method == "PrefetchVariable":
+            return  # a prefetch's ids are decoded with the table they index
+        if call.method == "SendVariable":
+            self._check_receivable(name)
+            try:
+                call.value = messages.decode(call.message, self.where)
+                self._check_declared(name, call.value)
+            except FluidError as exc:
+                raise Refused(grpc.StatusCode.INVALID_ARGUMENT, str(exc)) from None
+            return
+        if call.method == "GetVariableNoBarrier" and name.endswith(messages.WITHOUT_BARRIER):
+            name = name[:-len(messages.WITHOUT_BARRIER)]
+        if self.scope.find_var(name) is None and not self.global_block.has_var(name):
+            raise Refused(grpc.StatusCode.NOT_FOUND, expected(
+                self.where, f"variable '{name}'", "one the server holds", "a name it does "
+                "not know"))
+
+    def _check_receivable(self, name):
+        """A server receives what X lists, the gradients of grad_to_block_id and the other
+        variables its program declares (a trainer's step counter)."""
+        if name not in self.receivable and not self.global_block.has_var(name):
+            shown = sorted(self.receivable)
+            raise Refused(grpc.StatusCode.NOT_FOUND, expected(
+                self.where, f"variable '{name}'", "one the server receives ("
+                + ", ".join(shown[:8]) + (", ..." if len(shown) > 8 else "") + ")",
+                "a name it does not know"))
+
+    def _take(self, call):
+        """Answer ``call`` (admitted) now, or keep it waiting for its phase."""
+        now = time.monotonic()
+        t = call.trainer_id
+        self.last_heard[t] = now
+        try:
+            if call.name == messages.COMPLETE:
+                self._complete(call, t)
+            elif call.method == "GetVariableNoBarrier":
+                call.answer(self._value(call.name[:-len(messages.WITHOUT_BARRIER)]
+                                        if call.name.endswith(messages.WITHOUT_BARRIER)
+                                        else call.name, t))
+            elif call.method == "PrefetchVariable":
+                call.answer(self._prefetch(call.message, t))
+            elif self.mode != SYNC:
+                self._take_async(call, t)
+            else:
+                if self.clock is None:
+                    self.clock = now
+                self._take_sync(call, t)
+        except Refused as refusal:
+            call.refuse(refusal.code, refusal.details)
+
+    # --- sync ----------------------------------------------------------------------------------
+    def _take_sync(self, call, t):
+        if t not in self.training:
+            raise Refused(grpc.StatusCode.FAILED_PRECONDITION, expected(
+                self.where, f"trainer {t}", "a trainer still training",
+                "one that has already sent COMPLETE@RECV"))
+        sending = call.method == "SendVariable"
+        if (self.phase == SEND) != sending or t in self.arrived:
+            self.waiting.append(call)
+            if sending and self.phase == GET and self.startup and t not in self.arrived:
+                self.arrived.add(t)  # a trainer with no startup fetch: it has passed it
+                self._advance()
+            return
+        if call.name in (messages.BATCH_BARRIER, messages.FETCH_BARRIER):
+            if call.name != (messages.BATCH_BARRIER if sending else messages.FETCH_BARRIER):
+                raise Refused(grpc.StatusCode.INVALID_ARGUMENT, expected(
+                    self.where, f"{call.method} message", "a variable or the "
+                    f"{'BATCH' if sending else 'FETCH'}_BARRIER@RECV control name", call.name))
+            self.arrived.add(t)
+            call.answer()
+            self._advance()
+        elif sending:
+            self._receive(call)
+            call.answer()
+        else:
+            call.answer(self._value(call.name, t))
+
+    def _advance(self):
+        """Turn the phase when every trainer still training has reached its barrier, and
+        take the calls that were waiting for the new phase."""
+        while self.training and self.arrived >= self.training:
+            if self.phase == SEND:
+                for b in self.optimize:
+                    b.run()
+                self.phase = GET
+            else:
+                self.phase, self.startup = SEND, False
+                self.round += 1
+            self.arrived = set()
+            self.clock = time.monotonic()
+            waiting, self.waiting = self.waiting, []
+            for call in waiting:
+                self._take(call)
+
+    def _complete(self, call, t):
+        self.training.discard(t)
+        self.arrived.discard(t)
+        self.completed.add(t)
+        call.answer()
+        if self.mode == SYNC:
+            self._advance()
+
+    def _check_deadline(self):
+        now = time.monotonic()
+        if self.mode != SYNC:
+            if not self.completed:
+                return
+            if self.clock is None:  # silence counts from the first completion
+                self.clock = now
+            silent = sorted(t for t in self.training
+                            if now - max(self.last_heard.get(t, 0.0), self.clock)
+                            > self.deadline)
+            if silent:
+                raise ExecutionTimeout(expected(
+                    self.where + " (async)", f"trainers {silent}",
+                    f"to be heard from within {self.deadline:g} s "
+                    f"(FLAGS_rpc_round_deadline) while trainers {sorted(self.completed)} "
+                    f"have completed", "nothing: did they stop?"))
+            return
+        if self.clock is None or now - self.clock <= self.deadline:
+            return
+        missing = sorted(self.training - self.arrived)
+        barrier = "send barriers (BATCH_BARRIER@RECV)" if self.phase == SEND \
+            else "fetch barriers (FETCH_BARRIER@RECV)"
+        raise ExecutionTimeout(expected(
+            f"{self.where} (sync, round {self.round}, {self.phase} phase)",
+            f"the {barrier} of trainers {missing}",
+            f"within {self.deadline:g} s of the phase's start (FLAGS_rpc_round_deadline)",
+            f"none from them (trainers {sorted(self.arrived)} arrived): did they stop?"))
+
+    def _refuse_waiting(self, reason):
+        waiting, self.waiting = self.waiting, []
+        for call in waiting:
+            call.refuse(grpc.StatusCode.ABORTED, reason)
+
+    # --- async ---------------------------------------------------------------------------------
+    def _take_async(self, call, t):
+        if call.name in (messages.BATCH_BARRIER, messages.FETCH_BARRIER):
+            call.answer()
+        elif call.method == "SendVariable":
+            name = call.name
+            block = self.grad_blocks.get(name)
+            if block is None and LR_DECAY_COUNTER in name and self.lr_decay is not None:
+                self._count_steps(call)
+                block = self.lr_decay
+            elif block is None:
+                raise Refused(grpc.StatusCode.NOT_FOUND, expected(
+                    self.where, f"gradient '{name}'", "one with an optimize block "
+                    f"(grad_to_block_id: {sorted(self.grad_blocks)})", "none for it"))
+            else:
+                self._receive(call)
+            block.run()
+            call.answer()
+        else:
+            call.answer(self._value(call.name, t))
+
+    def _count_steps(self, call):
+        """A trainer's step counter (``<counter>.trainer_<t>``, its steps since the last
+        one): added to that trainer's total, which the schedule's block sums over the
+        trainers into the global step (Paddle's notify handler keeps the same totals)."""
+        self._receive(call)
+        holder = self.scope.find_var(call.name)
+        total = self.step_totals.get(call.name)
+        if total is not None:
+            holder.value = LoDTensor(total.array + holder.value.array)
+        self.step_totals[call.name] = holder.value
+
+    # --- values ----------------------------------------------------------------------------------
+    def _receive(self, call):
+        """Write the value ``call`` brought (decoded and checked when it was admitted) into
+        the server's scope."""
+        # the holder the blocks read: the server scope's own for what X lists, else the
+        # one the run made for the program's variable (Paddle writes what the scope finds)
+        (self.scope.find_var(call.name) or self.scope.var(call.name)).value = call.value
+
+    def _check_declared(self, name, value):
+        """A received value must have the data type and dims the server program declares
+        (-1 matches any size; a SelectedRows' rows vary)."""
+        var = self.global_block._find_var_recursive(name)
+        if var is None:
+            return
+        array = (value.value if isinstance(value, SelectedRows) else value).array
+        got = convert_dtype(array.dtype)
+        if var.dtype is not None and convert_dtype(var.dtype) != got:
+            raise InvalidArgument(expected(f"{self.where}: variable '{name}'", "data type",
+                                           convert_dtype(var.dtype).name, got.name))
+        shape, dims = list(var.shape or ()), list(array.shape)
+        if isinstance(value, SelectedRows) or not shape:
+            return
+        if len(shape) != len(dims) or any(s >= 0 and s != d for s, d in zip(shape, dims)):
+            raise InvalidArgument(expected(f"{self.where}: variable '{name}'", "dims",
+                                           f"{shape} (as the server declares it)", dims))
+
+    def _prefetch(self, message, t):
+        """The rows ``message`` (ids, int64) names of the table block ``table_name``, as
+        Paddle's prefetch handler looks them up (answered in any phase: a trainer's
+        forward pass reads the table as the last round left it)."""
+        table = message.table_name
+        if not table:
+            raise Refused(grpc.StatusCode.UNIMPLEMENTED, expected(
+                self.where, "PrefetchVariable's table_name", "the table block to read "
+                "(prefetch blocks are not supported)", "''"))
+        holder = self.scope.find_var(table)
+        rows = getattr(holder.value, "array", None) if holder is not None else None
+        if rows is None or rows.ndim != 2:
+            raise Refused(grpc.StatusCode.NOT_FOUND, expected(
+                self.where, f"table '{table}'", "a [rows, width] tensor the server holds",
+                "none" if rows is None else list(rows.shape)))
+        try:
+            ids = messages.decode(message, self.where).array
+        except FluidError as exc:
+            raise Refused(grpc.StatusCode.INVALID_ARGUMENT, str(exc)) from None
+        if ids.dtype.kind not in "iu":
+            raise Refused(grpc.StatusCode.INVALID_ARGUMENT, expected(
+                f"{self.where}: prefetch from '{table}'", "ids", "integers", ids.dtype))
+        flat = ids.reshape(-1).astype("int64")
+        if flat.size and (flat.min() < 0 or flat.max() >= rows.shape[0]):
+            raise Refused(grpc.StatusCode.OUT_OF_RANGE, expected(
+                f"{self.where}: prefetch from '{table}'", "ids",
+                f"rows in [0, {rows.shape[0]})", f"{int(flat.min())}..{int(flat.max())}"))
+        return messages.encode(message.out_varname or table, LoDTensor(rows[flat]), t,
+                               where=self.where)
+
+    def _value(self, name, t):
+        holder = self.scope.find_var(name)
+        value = holder.value if holder is not None else None
+        if not isinstance(value, (LoDTensor, SelectedRows)) or \
+                (isinstance(value, LoDTensor) and value.array is None):
+            raise Refused(grpc.StatusCode.NOT_FOUND, expected(
+                self.where, f"variable '{name}'", "one the server holds a value of",
+                "none" if holder is None else "a variable with no value"))
+        return messages.encode(name, value, t, where=self.where)

@@ -1,0 +1,413 @@
+"""Binding: a block's ops turned into steps, no-argument callables over a scope's holders.
+
+Two stages keep repeated runs cheap:
+- ``PreparedBlock(block, place)`` resolves each op's definition and kernel once;
+- ``bind(prepared, scope, local, executor)`` turns it into one step per op. A step holds
+  the holders of the op's inputs and outputs (``ScopeVariable``s, found once here), so
+  running an op is one Python call plus its kernel: it reads the inputs' values, calls
+  the kernel and stores what it returns in the output holders (an array as a LoDTensor
+  with the LoD its output takes, see ``lod_sources``).
+
+Which step an op gets (the step flavours of :mod:`.steps`) is decided here, once per op
+(``make_step``): an op's own host step where its definition has one; else the general
+step, or the plain step for the one-array-output ops that chains of ops are made of (each
+flavour names the benchmark it pays for). ``bind_op`` binds a single op alone (live mode).
+"""
+import numpy as np
+
+from ..errors import Unimplemented
+from ..framework.attrs import AttrType
+from ..framework.program import EMPTY_VAR_NAME, GRAD_SUFFIX
+from ..ops import registry
+from .. import flags
+from ..tensor.dtypes import VarType, to_numpy_dtype
+from ..tensor.place import CPUPlace
+from .scope import ScopeVariable
+from . import steps as flavours
+
+#: counters tests read to prove work is not repeated
+stats = {"plans_built": 0, "blocks_prepared": 0, "frames_bound": 0}
+
+
+class KernelContext:
+    """What a kernel sees besides its inputs: attributes, the array module, its place.
+
+    Ops that run sub-blocks or touch the scope (feed, fetch, while) use ``scope``,
+    ``executor`` and ``op``.
+    """
+
+    __slots__ = ("op", "attrs", "xp", "place", "executor", "scope", "_wanted", "program",
+                 "cache", "unused", "donated")
+
+    def __init__(self, op, place, executor, scope, wanted, unused=frozenset()):
+        #: output names no later op of the run reads (temporaries dropped right after this
+        #: op): an op running a sub-block need not produce them
+        self.unused = unused
+        #: per-op memo for values that depend on attributes alone (a constant's array)
+        self.cache = {}
+        #: input slots whose arrays the kernel may overwrite with their update (the op's
+        #: ``in_place`` pairs whose input nothing else holds), set before each call
+        self.donated = frozenset()
+        self.op = op
+        self.attrs = op.attrs
+        self.place = place
+        self.xp = place.xp
+        self.executor = executor
+        self.scope = scope
+        self._wanted = wanted
+        self.program = op.block.program
+
+    def wants(self, slot):
+        """True when the program binds output ``slot`` to a variable."""
+        return slot in self._wanted
+
+    def input_names(self, slot):
+        return self.op.inputs.get(slot, [])
+
+    def output_names(self, slot):
+        return self.op.outputs.get(slot, [])
+
+    def random_state(self, seed_attr="seed", seed=None):
+        """A NumPy RandomState: from ``seed`` when given, else the op's ``seed`` attribute if
+        non-zero, else the program's ``random_seed`` (advanced per call so repeated runs
+        differ), else fresh entropy."""
+        if seed is None:
+            seed = (self.attrs.get(seed_attr, 0) or 0) if seed_attr else 0
+        if seed:
+            return np.random.RandomState(seed)
+        program_seed = self.program.random_seed
+        if program_seed:
+            counter = getattr(self.program, "_seed_counter", 0)
+            self.program._seed_counter = counter + 1
+            return np.random.RandomState((program_seed * 1000003 + counter) % (2 ** 32))
+        return np.random.RandomState()
+
+
+class PreparedOp:
+    """An op with its definition, its kernel on a place and its index in its block."""
+
+    __slots__ = ("op", "opdef", "kernel", "index")
+
+    def __init__(self, op, opdef, kernel, index):
+        self.op, self.opdef, self.kernel, self.index = op, opdef, kernel, index
+
+
+def prepare_op(op, device, index=None):
+    """``op`` (the ``index``-th of its block, None when not known) as a PreparedOp on
+    ``device`` ("cpu", "gpu"); Unimplemented for an op type fluid_nb has no definition
+    of."""
+    opdef = registry.find(op.type)
+    if opdef is None:
+        where = f"block {op.block.idx}" + (f", op {index}" if index is not None else "")
+        raise Unimplemented(f"op '{op.type}' ({where}): a "
+                            f"registered op type expected, but fluid_nb has no definition "
+                            f"for it, so the program cannot run; it can still be "
+                            f"inspected, saved and converted")
+    return PreparedOp(op, opdef, opdef.kernel_for(device), index)
+
+
+class PreparedBlock:
+    """A block's ops with definitions and kernels resolved; independent of any scope."""
+
+    def __init__(self, block, place):
+        self.block = block
+        self.place = place
+        self.ops = [prepare_op(op, place.device, index) for index, op in enumerate(block.ops)]
+        self.version = block.program._version
+        stats["blocks_prepared"] += 1
+
+
+# --- the plan-shaping memory flags -------------------------------------------------------
+_policy = [None, (True, True)]  # (flags version read, (eager deletion, in-place updates))
+
+
+def memory_policy():
+    """(eager deletion, in-place updates): temporaries go at their last use unless Paddle's
+    ``FLAGS_eager_delete_tensor_gb`` is negative, and update ops write parameters in place
+    unless ``FLAGS_inplace_update`` is off. Read again only after set_flags; plans are
+    keyed by it."""
+    if _policy[0] != flags.version[0]:
+        _policy[:] = [flags.version[0], (flags.flag("FLAGS_eager_delete_tensor_gb") >= 0,
+                                         flags.flag("FLAGS_inplace_update"))]
+    return _policy[1]
+
+
+# --- a block -----------------------------------------------------------------------------
+def bind(prepared, scope, local, executor, release=False, unwanted=None):
+    """One step per op of ``prepared``, over holders found in ``scope`` (persistables and
+    outer variables) and ``local`` (temporaries, created there when missing). With
+    ``release``, each temporary's value is dropped after its last use. ``unwanted`` maps
+    an op's index to output names nobody needs: its kernel is not asked for a slot whose
+    names all are, and an op whose outputs all are does not run."""
+    block = prepared.block
+
+    def holder(name):
+        found = local.find_var(name)
+        if found is not None:
+            return found
+        var = block._find_var_recursive(name)
+        if var is not None and var.persistable:
+            return scope.var(name) if scope.find_var(name) is None else scope.find_var(name)
+        return local.var(name)
+
+    for var in block.vars.values():  # as Fluid: every declared variable exists before ops run
+        if var.persistable:
+            if scope.find_var(var.name) is None:
+                scope.var(var.name)
+        elif local.find_local_var(var.name) is None:
+            local.var(var.name)
+
+    dead_after = _last_uses(prepared, local) if release else {}
+    unwanted = unwanted or {}
+    steps = []
+    for i, p in enumerate(prepared.ops):
+        dead = dead_after.get(i, ())
+        unused = frozenset(dead).intersection(p.op.output_arg_names) if dead else frozenset()
+        steps.append(make_step(p, holder, prepared.place, executor, local,
+                               tuple(local.vars[n] for n in dead), unused,
+                               unwanted.get(i, frozenset())))
+    return steps
+
+
+def _last_uses(prepared, local):
+    """op index -> temporaries no later op reads, so their values can go right after it.
+
+    As Paddle's eager deletion: a run's temporaries are dropped at its end anyway, so
+    freeing each at its last use changes nothing visible and keeps memory hot. Names used
+    inside an op's sub-blocks count as used by that op.
+    """
+    last = {}
+    program = prepared.block.program
+    for index, p in enumerate(prepared.ops):
+        names = set(p.op.input_arg_names) | set(p.op.output_arg_names)
+        for name, value in p.op.attrs.items():
+            if p.op.attr_type(name) in (AttrType.BLOCK, AttrType.BLOCKS):
+                for idx in (value if isinstance(value, list) else [value]):
+                    names |= names_in_block(program.block(idx))
+        for name in names:
+            last[name] = index
+    dead = {}
+    for name, index in last.items():
+        if name in local.vars:
+            dead.setdefault(index, []).append(name)
+    return dead
+
+
+def names_in_block(block, writes=True):
+    """Every name the ops of ``block`` and of the blocks nested in them read, and (unless
+    ``writes`` is False) write."""
+    names = set()
+    for op in block.ops:
+        names.update(op.input_arg_names)
+        if writes:
+            names.update(op.output_arg_names)
+        for name, value in op.attrs.items():
+            if op.attr_type(name) in (AttrType.BLOCK, AttrType.BLOCKS):
+                for idx in (value if isinstance(value, list) else [value]):
+                    names |= names_in_block(block.program.block(idx), writes)
+    return names
+
+
+# --- one op alone --------------------------------------------------------------------------
+def bind_op(op, scope, executor, holder=None):
+    """``(step, prepared op)`` for running ``op`` alone over ``scope``: ``step()`` reads the
+    op's inputs from their holders, runs its kernel on ``executor.place`` and stores its
+    outputs in their holders, as the op would inside a run (its host step where it has
+    one; no value is dropped after it).
+
+    ``holder(name)`` gives each argument's holder (default: the one ``scope`` or an
+    ancestor has, else a new one in ``scope``). Nothing is created before the op's
+    definition is found: an unknown op type raises Unimplemented with ``scope`` as it was.
+    Errors of the step itself are the kernel's own; ``run_loop.op_error`` makes them the
+    typed error that names the op (``Executor.run_op`` does both)."""
+    prepared = prepare_op(op, executor.place.device, None)
+    if holder is None:
+        def holder(name):
+            found = scope.find_var(name)
+            return found if found is not None else scope.var(name)
+    return make_step(prepared, holder, executor.place, executor, scope), prepared
+
+
+# --- one op's step ---------------------------------------------------------------------
+_HOST = CPUPlace()
+
+
+def make_step(prepared_op, holder, place, executor, scope, dead=(), unused=frozenset(),
+              unwanted=frozenset()):
+    """The step of one op: holders found through ``holder(name)``; ``dead`` holders emptied
+    after it; ``unused`` outputs nobody reads later; ``unwanted`` outputs not computed."""
+    if place.device != "cpu":
+        op, opdef = prepared_op.op, prepared_op.opdef
+        if op.attrs.get("force_cpu") is True or "host_output" in opdef.traits:
+            # Paddle's force_cpu, and ops whose Paddle kernel is the host's (a rank table's
+            # max_sequence_len, an array's length): the output lives on the host whatever
+            # the place, so the loop counters and conditions they feed need no device copy
+            place = _HOST
+        elif opdef.kernel_place_of is not None and op.inputs.get(opdef.kernel_place_of):
+            return _following_step(prepared_op, holder, place, executor, scope, dead, unused,
+                                   unwanted)
+    return _step_on(prepared_op, holder, place, executor, scope, dead, unused, unwanted)
+
+
+def _following_step(prepared_op, holder, place, executor, scope, dead, unused, unwanted):
+    """On a device place, the step of an op whose kernel runs where its input
+    ``opdef.kernel_place_of`` lives (Paddle's increment): on the host for a host counter."""
+    source = holder(prepared_op.op.inputs[prepared_op.opdef.kernel_place_of][0])
+    on_device = _step_on(prepared_op, holder, place, executor, scope, dead, unused, unwanted)
+    on_host = _step_on(prepared_op, holder, _HOST, executor, scope, dead, unused, unwanted)
+
+    def step():
+        array = getattr(source.value, "array", None)
+        (on_host if array.__class__ is np.ndarray else on_device)()
+    return step
+
+
+def _step_on(prepared_op, holder, place, executor, scope, dead, unused, unwanted):
+    """The op's host step on the host where its definition has one (the loop's machinery:
+    W3 takes 1.21x without them), else the step that calls its kernel."""
+    op, opdef, fn = prepared_op.op, prepared_op.opdef, prepared_op.kernel
+    wanted = frozenset(s for s, args in op.outputs.items()
+                       if args and any(a != EMPTY_VAR_NAME and a not in unwanted
+                                       for a in args))
+    ctx = KernelContext(op, place, executor, scope, wanted, unused)
+    if fn is None or (unwanted and not wanted):  # markers; ops nobody needs
+        return flavours.releasing(flavours.noop, dead)
+    ins = [_input_holders(op.inputs.get(slot.name), slot.duplicable, holder)
+           for slot in opdef.inputs]
+    outs = [_output_holders(op.outputs.get(slot.name), slot.duplicable, holder)
+            for slot in opdef.outputs]
+    if opdef.host_step is not None and place.device == "cpu" and len(outs) == 1 \
+            and outs[0].__class__ is ScopeVariable and getattr(executor, "host_steps", True):
+        kernel_step = _kernel_step(fn, ctx, op, opdef, ins, outs, holder, dead)
+        return flavours.releasing(opdef.host_step(ctx, ins, outs[0], kernel_step), dead)
+    if place.device != "cpu" and not opdef.lod_aware:
+        fn = _on_device(fn, place.xp)
+    return _kernel_step(fn, ctx, op, opdef, ins, outs, holder, dead)
+
+
+def _input_holders(args, duplicable, holder):
+    """An input slot's holders: None when absent, a list for a duplicable slot."""
+    if not args:
+        return None
+    return [holder(a) for a in args] if duplicable else holder(args[0])
+
+
+def _output_holders(args, duplicable, holder):
+    """An output slot's holders: None when absent or given only empty names, a list for a
+    duplicable slot (None for its empty names)."""
+    if not args or all(a == EMPTY_VAR_NAME for a in args):
+        return None
+    if duplicable:
+        return [holder(a) if a != EMPTY_VAR_NAME else None for a in args]
+    return holder(args[0])
+
+
+def _kernel_step(fn, ctx, op, opdef, ins, outs, holder, dead):
+    """The step that calls the op's kernel: the general step, or the flavour that runs the
+    op's shape faster. A flavour stays only while it buys 5% of a benchmark; folded into
+    the general step after measuring less: a step for the grad ops' several array outputs
+    (W3 +3%, W1 none), one for feed/fetch (W1 +2%, op_overhead's fixed cost +3-7%), one
+    for an op with one runtime-value output (W3 +3-5%) with its own two-gradient ``sum``
+    (W3 +1-7%), and the plain step's closure for an absent second input (under 1%)."""
+    lod_sources = _lod_sources(op, opdef, holder)
+    donors = _donors(op, opdef, ins)
+    if donors:  # memory, not speed: memory.py's W2 step peak 9.3 -> 5.4 MB
+        return flavours.donating(flavours.general(fn, ctx, opdef, ins, outs, lod_sources,
+                                                  dead), ctx, donors)
+    # plain: op_overhead's 1,000-op chain takes 1.7-1.8x (1x1) and 1.4-1.5x (64x64) per op
+    # without it, W1 +2-11%
+    if not opdef.lod_aware and len(outs) == 1 and outs[0].__class__ is ScopeVariable \
+            and "runtime_outputs" not in opdef.traits \
+            and not any(h.__class__ is list for h in ins) and _leading_present(ins) > 0:
+        return flavours.plain(fn, ctx, ins, outs[0], lod_sources.get(0), dead)
+    return flavours.general(fn, ctx, opdef, ins, outs, lod_sources, dead)
+
+
+def _leading_present(ins):
+    """How many inputs come before the first absent one (absent ones must all trail)."""
+    count = 0
+    for h in ins:
+        if h is None:
+            break
+        count += 1
+    return count if all(h is None for h in ins[count:]) else -1
+
+
+def _lod_sources(op, opdef, holder):
+    """output position -> the holder (a list, for a duplicable slot of a grad op) whose
+    value's LoD that output takes when the step runs. The op's ``share_lod`` names one
+    input for some outputs; otherwise, as Paddle's grad ops do (``ShareLoD(X, X@GRAD)``
+    in their shape inference), each input's gradient takes that input's LoD."""
+    sources = {}
+    if opdef.share_lod is not None:
+        source_slot, targets = opdef.share_lod
+        args = op.inputs.get(source_slot)
+        if args:
+            source = holder(args[0])
+            for index, slot in enumerate(opdef.outputs):
+                if slot.name in targets:
+                    sources[index] = source
+        return sources
+    if not opdef.type.endswith("_grad") or opdef.lod_aware:
+        return sources
+    for index, slot in enumerate(opdef.outputs):
+        if not slot.name.endswith(GRAD_SUFFIX):
+            continue
+        forward = op.inputs.get(slot.name[:-len(GRAD_SUFFIX)])
+        if not forward or not op.outputs.get(slot.name):
+            continue
+        holders = [holder(name) for name in forward]
+        sources[index] = holders if slot.duplicable else holders[0]
+    return sources
+
+
+# --- in-place updates ----------------------------------------------------------------------
+#: the smallest variable (declared bytes) worth updating in place: below it a new array
+#: costs less than checking that the old one may be written
+DONATE_MIN_BYTES = 64 << 10
+
+
+def _donors(op, opdef, ins):
+    """(input slot, holder) of the op's ``in_place`` pairs whose output names the same
+    variable as the input, a variable of at least DONATE_MIN_BYTES."""
+    if not opdef.in_place or not memory_policy()[1]:
+        return ()
+    position = {slot.name: i for i, slot in enumerate(opdef.inputs)}
+    donors = []
+    for out_slot, in_slot in opdef.in_place.items():
+        out_args, in_args = op.outputs.get(out_slot), op.inputs.get(in_slot)
+        if out_args and in_args and len(out_args) == len(in_args) == 1 \
+                and out_args[0] == in_args[0] and ins[position[in_slot]] is not None \
+                and _declared_bytes(op.block._find_var_recursive(in_args[0])) \
+                >= DONATE_MIN_BYTES:
+            donors.append((in_slot, ins[position[in_slot]]))
+    return tuple(donors)
+
+
+def _declared_bytes(var):
+    """A variable's size from its declaration (0 when unknown or not a tensor)."""
+    if var is None or var.type != VarType.LOD_TENSOR or not var.shape \
+            or any(d < 0 for d in var.shape):
+        return 0
+    count = 1
+    for d in var.shape:
+        count *= d
+    return count * np.dtype(to_numpy_dtype(var.dtype)).itemsize
+
+
+# --- device places -----------------------------------------------------------------------
+def _on_device(fn, xp):
+    """An array kernel on a device place, given its host inputs (a force_cpu constant, a
+    host counter) moved to the device first, as Paddle's data transform moves a kernel's
+    inputs to its place: a copy to the device, never back."""
+    def kernel(ctx, *args):
+        return fn(ctx, *[_to_device(a, xp) for a in args])
+    return kernel
+
+
+def _to_device(value, xp):
+    if value.__class__ is np.ndarray:
+        return xp.asarray(value)
+    if value.__class__ is list:
+        return [_to_device(v, xp) for v in value]
+    return value

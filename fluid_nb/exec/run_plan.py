@@ -1,0 +1,133 @@
+"""A run of block 0 bound to one scope, all or nothing.
+
+A :class:`RunPlan` holds block 0's steps bound once to a scope (persistables) and a local
+scope (the run's temporaries). ``run`` converts the feed, runs the steps and returns the
+fetch list. Before the steps run it takes the values of the holders outside the run that
+they write (persistables, the feed and fetch lists: references, not copies); if anything
+fails (an op's error, memory running out, a KeyboardInterrupt) they are put back, so every
+persistable is as it was before the run. Holding the old values is also what keeps update
+ops from writing them in place (``steps.sole_owner`` sees the extra holder): they write
+new arrays, and the old ones go when the run ends.
+"""
+import numpy as np
+
+from ..errors import NotFound, ResourceExhausted
+from ..framework.attrs import AttrType
+from ..tensor.dtypes import VarType, to_numpy_dtype
+from ..tensor.tensor import LoDTensor
+from .binding import bind
+from .feed_fetch import as_declared_scalar, as_numpy, declared_scalar, feed_tensor, shape_fits
+from .run_loop import run_steps, with_holders
+
+
+class RunPlan:
+    """Block 0 bound to one scope; ``run`` feeds, steps and fetches."""
+
+    def __init__(self, executor, program, run_program, prepared, scope, local, feed_names,
+                 feed_var_name, fetch_var_name, fetch_names, release=True):
+        self.executor = executor
+        self.program = program
+        self.prepared = prepared
+        self.scope = scope
+        self.local = local
+        self.steps = bind(prepared, scope, local, executor, release=release)
+        self.feed_holder = scope.var(feed_var_name)
+        self.fetch_holder = scope.var(fetch_var_name)
+        self.local_holders = list(local.vars.values())
+        #: the holders outside the run (persistables, outer variables, the feed and fetch
+        #: lists) that it writes: their values before the run are the undo log of a run
+        #: that fails
+        self.written = written_outside(run_program.global_block(), scope, local,
+                                       (self.feed_holder, self.fetch_holder))
+        self.feed_checks = []
+        block = run_program.global_block()
+        for name in feed_names:
+            var = block._find_var_recursive(name)
+            if var is None:
+                raise NotFound(f"Executor.run: feed '{name}' expected to name a variable of the "
+                               f"program, but there is none")
+            want = to_numpy_dtype(var.dtype) if var.type == VarType.LOD_TENSOR else None
+            check_shape = var.shape if var.need_check_feed and var.shape else None
+            self.feed_checks.append((name, var, want, check_shape))
+        self.n_fetch = len(fetch_names)
+        # fetches a Fluid 1.x program declares [1]: a kernel's 0-D result is given that shape
+        self.scalar_fetches = tuple(i for i, name in enumerate(fetch_names)
+                                    if declared_scalar(block._find_var_recursive(name)))
+        self.place = executor.place
+
+    def run(self, feed, return_numpy):
+        tensors = []
+        cpu = self.place.device == "cpu"
+        for name, var, want, check_shape in self.feed_checks:
+            value = feed[name]
+            if cpu and value.__class__ is np.ndarray and value.dtype == want and (
+                    check_shape is None or shape_fits(check_shape, value.shape)):
+                tensors.append(LoDTensor(value))  # the common case: nothing to convert
+            else:
+                tensors.append(feed_tensor(name, var, value, self.place))
+        scope = self.scope
+        # holding the old values also keeps update ops from writing them in place
+        # (``sole_owner``), so after a failure they are intact and simply put back
+        undo = [holder.value for holder in self.written]
+        scope.kids.append(self.local)
+        try:
+            try:
+                self.feed_holder.value = tensors
+                self.fetch_holder.value = [None] * self.n_fetch
+                run_steps(self.prepared, self.steps, self.executor.trace,
+                          self.executor.watch, self.local)
+                results = self.fetch_holder.value
+            except BaseException:  # an interrupt too: the run is all or nothing
+                put_back(self.written, undo)
+                raise
+        except ResourceExhausted as exc:
+            raise with_holders(exc, self.place, scope) from exc.__cause__
+        finally:
+            scope.kids.remove(self.local)
+            # the step scopes a while/conditional_block kept hang under the local scope;
+            # as Paddle deletes the local scope with its kids, they go with the run
+            self.local.drop_kids()
+            for holder in self.local_holders:
+                holder.value = None
+        for i in self.scalar_fetches:
+            results[i] = as_declared_scalar(results[i])
+        if return_numpy:
+            return [as_numpy(t) for t in results]
+        return results
+
+
+def written_outside(block, scope, local, also=()):
+    """``also`` and the holders of ``scope`` (or its ancestors) that the ops of ``block``
+    and of the blocks nested in them write, in a fixed order; the run's own temporaries
+    (``local``) are not among them."""
+    holders = {id(holder): holder for holder in also}
+    for name in sorted(names_written(block.ops)):
+        if local.find_local_var(name) is None:
+            holder = scope.find_var(name)
+            if holder is not None:
+                holders[id(holder)] = holder
+    return tuple(holders.values())
+
+
+def names_written(ops):
+    """Every name ``ops`` and the ops of the blocks nested in them write."""
+    names = set()
+    for op in ops:
+        names.update(op.output_arg_names)
+        for name, value in op.attrs.items():
+            if op.attr_type(name) in (AttrType.BLOCK, AttrType.BLOCKS):
+                for idx in (value if isinstance(value, list) else [value]):
+                    names |= names_written(op.block.program.block(idx).ops)
+    return names
+
+
+def put_back(holders, values):
+    """Give each holder its value from before the run. Only reference assignments, and
+    started over if an interrupt lands among them, so it always finishes whole."""
+    while True:
+        try:
+            for holder, value in zip(holders, values):
+                holder.value = value
+            return
+        except KeyboardInterrupt:
+            continue

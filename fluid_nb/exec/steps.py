@@ -1,0 +1,198 @@
+"""The step flavours: builders of the no-argument callables the executor's loop runs.
+
+Every builder takes the op's kernel ``fn``, its KernelContext and the holders of its
+inputs and outputs (bound by :mod:`.binding`), and returns a step that reads the inputs'
+values, calls ``fn(ctx, *inputs)`` and stores what it returns. ``general`` runs any op; the
+others run one shape of op with less work per call, each kept for the gain it measured
+on a named benchmark (noted where the binder picks it).
+
+Storing follows one rule (``stored``): an array becomes a LoDTensor with the LoD of the
+output's LoD source (see ``binding._lod_sources``), a runtime value (tensor array, rank
+table, scopes) is stored as it is, and None leaves the output as it was.
+"""
+import sys
+
+import numpy as np
+
+from ..tensor.tensor import LoDTensor, LoDTensorArray, SelectedRows
+from .scope import Scope
+
+_RUNTIME_VALUES = (LoDTensor, LoDTensorArray, SelectedRows, list, Scope)
+
+
+def noop():
+    """The step of a marker op, or of an op none of whose outputs anyone needs."""
+
+
+def releasing(step, dead):
+    """``step``, then the ``dead`` holders emptied (temporaries at their last use)."""
+    if not dead:
+        return step
+
+    def releasing_step():
+        step()
+        for h in dead:
+            h.value = None
+    return releasing_step
+
+
+def lod_of(source):
+    """The LoD a holder's value has (None for no holder or a value without LoD)."""
+    return getattr(source.value, "_lod", None) or None if source is not None else None
+
+
+def stored(value, lod=None):
+    """What a holder keeps of a kernel's result: an array (or scalar) as a LoDTensor with
+    ``lod`` (none when None), a LoDTensor without LoD of its own given ``lod``, any other
+    runtime value (tensor array, rank table, scopes) as it is."""
+    cls = value.__class__
+    if lod is None and (cls is LoDTensor or cls is LoDTensorArray):  # the common results
+        return value
+    if cls is np.ndarray or not isinstance(value, _RUNTIME_VALUES):
+        return LoDTensor(value, lod)
+    if lod is not None and isinstance(value, LoDTensor) and not value._lod:
+        return LoDTensor(value.array, lod)
+    return value
+
+
+def general(fn, ctx, opdef, ins, outs, lod_sources, dead):
+    """Any op: duplicable slots (lists of holders), several outputs, absent slots (None),
+    runtime values in (``lod_aware`` kernels) or arrays. ``lod_sources``: output position ->
+    the holder (a list, for a duplicable slot) whose LoD that output takes."""
+    lod_aware = opdef.lod_aware
+    # how the inputs are read is settled here; without duplicable slots (the usual case)
+    # the attribute reads are written out, which Python runs faster than calls of a reader
+    lists = any(h.__class__ is list for h in ins)
+    arrays_only = not lod_aware and not lists
+    values_only = lod_aware and not lists  # feed, fetch, optimizer updates
+
+    def read(h):  # a slot of an op with duplicable slots: None, a list or one holder
+        if h is None:
+            return None
+        if h.__class__ is list:
+            return [x.value for x in h] if lod_aware else [x.value.array for x in h]
+        return h.value if lod_aware else h.value.array
+
+    # outputs worth storing: (position in the result, holder or holder list, LoD source)
+    stores = tuple((i, h, lod_sources.get(i)) for i, h in enumerate(outs) if h is not None)
+    if len(outs) == 1 and stores and stores[0][1].__class__ is not list:
+        (_, out, source), = stores  # one output: stored without the loop over outputs
+
+        def step():
+            if arrays_only:
+                value = fn(ctx, *[h.value.array if h is not None else None for h in ins])
+            elif values_only:
+                value = fn(ctx, *[h.value if h is not None else None for h in ins])
+            else:
+                value = fn(ctx, *[read(h) for h in ins])
+            if source is None and value.__class__ is LoDTensor:  # feed, fetch, sum
+                out.value = value
+            elif value is not None:
+                out.value = stored(value, lod_of(source) if source is not None else None)
+            for h in dead:
+                h.value = None
+        return step
+    single = len(outs) == 1
+
+    def step():
+        if arrays_only:
+            result = fn(ctx, *[h.value.array if h is not None else None for h in ins])
+        elif values_only:
+            result = fn(ctx, *[h.value if h is not None else None for h in ins])
+        else:
+            result = fn(ctx, *[read(h) for h in ins])
+        if single:
+            result = (result,)
+        for i, h, source in stores:
+            value = result[i]
+            if value is None:
+                continue
+            if h.__class__ is list:
+                sources = source if source.__class__ is list else [source] * len(h)
+                for hh, v, src in zip(h, value, sources):
+                    if hh is not None and v is not None:
+                        hh.value = stored(v, lod_of(src))
+            else:
+                h.value = stored(value, lod_of(source))
+        for h in dead:
+            h.value = None
+    return step
+
+
+def plain(fn, ctx, ins, out, src, dead):
+    """Arrays in (absent optional inputs only at the end, passed as None), one array out
+    with ``src``'s LoD (none when ``src`` is None). The chain's case, one or two inputs
+    and at most one temporary dying here, has closures of its own: through the generic
+    first one, op_overhead's chain takes 1.1-2.1x (1x1) and 1.4x (64x64) per op."""
+    new = LoDTensor
+    if len(ins) > 2 or len(dead) > 1 or ins[-1] is None:
+        present = [h for h in ins if h is not None]
+        absent = (None,) * (len(ins) - len(present))
+
+        def step():
+            out.value = new(fn(ctx, *[h.value.array for h in present], *absent),
+                            src.value._lod if src is not None else ())
+        return releasing(step, dead)
+    d = dead[0] if dead else None
+    if len(ins) == 1:
+        (a,) = ins
+        if src is None and d is None:
+            def step():
+                out.value = new(fn(ctx, a.value.array))
+        elif src is None:
+            def step():
+                out.value = new(fn(ctx, a.value.array))
+                d.value = None
+        else:
+            def step():
+                out.value = new(fn(ctx, a.value.array), src.value._lod)
+        return step if src is None or d is None else releasing(step, dead)
+    a, b = ins
+    if src is None and d is None:
+        def step():
+            out.value = new(fn(ctx, a.value.array, b.value.array))
+    elif src is None:
+        def step():
+            out.value = new(fn(ctx, a.value.array, b.value.array))
+            d.value = None
+    elif d is None:
+        def step():
+            out.value = new(fn(ctx, a.value.array, b.value.array), src.value._lod)
+    else:
+        def step():
+            out.value = new(fn(ctx, a.value.array, b.value.array), src.value._lod)
+            d.value = None
+    return step
+
+
+def donating(inner, ctx, donors):
+    """``inner`` with ``ctx.donated`` set first to the slots of ``donors`` ((input slot,
+    holder) pairs) whose values nothing else holds: update ops (sgd, momentum, adam) then
+    write those parameters in place (the memory benchmark's W2 step peak: 9.3 -> 5.4 MB)."""
+    nothing = frozenset()
+    if len(donors) == 1:  # sgd: the usual case, without building a set per run
+        (slot, holder), = donors
+        only = frozenset((slot,))
+
+        def donating_step():
+            ctx.donated = only if sole_owner(holder) else nothing
+            inner()
+        return donating_step
+
+    def donating_step():
+        ctx.donated = frozenset([slot for slot, holder in donors if sole_owner(holder)])
+        inner()
+    return donating_step
+
+
+def sole_owner(holder):
+    """True when the holder's tensor and its array are held by nothing else (no other
+    holder, view, fetched result or user reference; counted by reference counts: the
+    holder's and this frame's for the tensor, the tensor's for the array), so writing the
+    array changes nothing anyone else can see."""
+    value = holder.value
+    if value.__class__ is not LoDTensor or sys.getrefcount(value) != 3:
+        return False
+    array = value.array
+    return (array is not None and array.base is None and sys.getrefcount(array) == 3
+            and array.flags.writeable)

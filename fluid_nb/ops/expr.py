@@ -1,0 +1,298 @@
+"""Elementwise formulas as data: one expression per op, rendered for every target.
+
+An activation's or an elementwise op's meaning is written once, as an expression over its
+inputs (``X``, ``Y``, ``OUT``, ``DOUT``), its float attributes (``attr("alpha")``) and
+constants::
+
+    relu:    maximum(X, 0)                        grad: DOUT * (OUT > 0)
+    sigmoid: exp(minimum(X, 0)) / (1 + exp(-abs(X)))
+
+The expression *is* the op: the interpreter's NumPy/CuPy kernel is Python generated from it
+(:func:`numpy_function`), the native code generator renders it as C++ and CUDA, and ONNX
+export as nodes (``rewriters/native/expressions.py``, ``rewriters/onnx/expressions.py``).
+Each target renders the same tree, so they agree by construction on NaN (``maximum``
+keeps a NaN operand, as NumPy's does), on overflow (write the stable form once and every
+target gets it) and on the sign rules of comparisons; the differential test
+(``tests/targets``) checks that the renderings agree on edge values.
+
+Nodes are plain tuples ``(kind, *args)``; the vocabulary is :data:`FUNCTIONS` (one operand)
+and :data:`BINARY` / :data:`COMPARE` (two), plus ``where``, ``const``, ``attr`` and ``var``.
+A new function is added to the three renderers and the tables here, nowhere else.
+"""
+from ..errors import InvalidArgument, expected
+
+#: one-operand functions: name -> NumPy spelling (``None``: a helper given to the kernel)
+FUNCTIONS = {
+    "neg": None, "exp": "exp", "log": "log", "log1p": "log1p", "sqrt": "sqrt", "abs": "abs",
+    "tanh": "tanh", "sin": "sin", "cos": "cos", "atan": "arctan", "acos": "arccos",
+    "asin": "arcsin", "floor": "floor", "ceil": "ceil", "round": "round", "sign": "sign",
+    "erf": None, "softplus": None,
+}
+#: two-operand arithmetic: name -> Python operator (or NumPy function for max / min)
+BINARY = {"add": "+", "sub": "-", "mul": "*", "div": "/", "maximum": "maximum",
+          "minimum": "minimum"}
+#: comparisons, giving booleans; ``and`` joins two of them
+COMPARE = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "and": "&"}
+
+
+class Expr:
+    """A node of an elementwise formula. Arithmetic and comparison operators build nodes
+    (``X * 2``, ``OUT > 0``); ``==`` keeps its identity meaning so nodes can be keys."""
+
+    __slots__ = ("node",)
+
+    def __init__(self, node):
+        self.node = node
+
+    @property
+    def kind(self):
+        return self.node[0]
+
+    @property
+    def args(self):
+        return self.node[1:]
+
+    def __add__(self, other): return _binary("add", self, other)
+    def __radd__(self, other): return _binary("add", other, self)
+    def __sub__(self, other): return _binary("sub", self, other)
+    def __rsub__(self, other): return _binary("sub", other, self)
+    def __mul__(self, other): return _binary("mul", self, other)
+    def __rmul__(self, other): return _binary("mul", other, self)
+    def __truediv__(self, other): return _binary("div", self, other)
+    def __rtruediv__(self, other): return _binary("div", other, self)
+    def __neg__(self): return Expr(("neg", self))
+    def __lt__(self, other): return _binary("lt", self, other)
+    def __le__(self, other): return _binary("le", self, other)
+    def __gt__(self, other): return _binary("gt", self, other)
+    def __ge__(self, other): return _binary("ge", self, other)
+    def __and__(self, other): return _binary("and", self, other)
+
+    def __pow__(self, power):
+        # small integer powers only, as products: every target computes them the same way
+        if not isinstance(power, int) or not 1 <= power <= 4:
+            raise InvalidArgument(expected("expression", "power", "an int from 1 to 4",
+                                           repr(power)))
+        result = self
+        for _ in range(power - 1):
+            result = result * self
+        return result
+
+    def __repr__(self):
+        return render_text(self)
+
+
+def lift(value):
+    """``value`` as a node: an Expr as it is, a number as a constant."""
+    if isinstance(value, Expr):
+        return value
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidArgument(expected("expression", "operand", "an Expr or a number",
+                                       type(value).__name__))
+    return Expr(("const", float(value)))
+
+
+def _binary(kind, left, right):
+    return Expr((kind, lift(left), lift(right)))
+
+
+def var(name):
+    return Expr(("var", name))
+
+
+def attr(name):
+    """The op instance's float attribute ``name`` (a constant of the rendered code)."""
+    return Expr(("attr", name))
+
+
+def where(condition, if_true, if_false):
+    return Expr(("where", lift(condition), lift(if_true), lift(if_false)))
+
+
+def choose(condition, if_true, if_false):
+    """``if_true`` or ``if_false`` as ``condition`` holds, a condition on the op's attributes
+    alone (gelu's ``approximate``): decided once per op instance, so each target renders the
+    chosen branch only."""
+    condition = lift(condition)
+    if variables(condition):
+        raise InvalidArgument(expected("choose", "condition", "one over attributes only",
+                                       render_text(condition)))
+    return Expr(("choose", condition, lift(if_true), lift(if_false)))
+
+
+def decide(condition, attrs):
+    """The value of an attribute-only ``condition`` for an op instance's ``attrs``."""
+    return bool(eval(_python(condition, {}), {"xp": None}, {"a": attrs}))
+
+
+def maximum(a, b):
+    """The larger operand; a NaN operand gives NaN (NumPy's ``maximum``)."""
+    return _binary("maximum", a, b)
+
+
+def minimum(a, b):
+    """The smaller operand; a NaN operand gives NaN (NumPy's ``minimum``)."""
+    return _binary("minimum", a, b)
+
+
+def _function(name):
+    def apply(value):
+        return Expr((name, lift(value)))
+    apply.__name__ = name
+    return apply
+
+
+exp, log, log1p, sqrt, abs_, tanh = (_function(n) for n in
+                                     ("exp", "log", "log1p", "sqrt", "abs", "tanh"))
+sin, cos, atan, acos, asin = (_function(n) for n in ("sin", "cos", "atan", "acos", "asin"))
+floor, ceil, round_, sign, erf = (_function(n) for n in
+                                  ("floor", "ceil", "round", "sign", "erf"))
+#: ln(1 + e^x) computed without overflow (NumPy's logaddexp(0, x))
+softplus = _function("softplus")
+
+X, Y, OUT, DOUT = var("x"), var("y"), var("out"), var("dout")
+
+
+def sigmoid(value):
+    """1 / (1 + e^-v) written so that exp only ever sees a non-positive number: no
+    overflow for very negative v and full precision for outputs near 0."""
+    return exp(minimum(value, 0)) / (1 + exp(-abs_(value)))
+
+
+def walk(expr):
+    """Every node of ``expr``, each once, children before parents."""
+    seen, order = set(), []
+
+    def visit(e):
+        if id(e) in seen:
+            return
+        seen.add(id(e))
+        for arg in e.args:
+            if isinstance(arg, Expr):
+                visit(arg)
+        order.append(e)
+    visit(expr)
+    return order
+
+
+def variables(expr):
+    """The names of the variables ``expr`` reads."""
+    return {e.args[0] for e in walk(expr) if e.kind == "var"}
+
+
+def attributes(expr):
+    """The names of the attributes ``expr`` reads."""
+    return {e.args[0] for e in walk(expr) if e.kind == "attr"}
+
+
+def render_text(expr):
+    """The formula as a person reads it (an op's documentation)."""
+    kind, args = expr.kind, expr.args
+    if kind == "var":
+        return {"x": "X", "y": "Y", "out": "Out", "dout": "dOut"}.get(args[0], args[0])
+    if kind == "const":
+        return repr(args[0]).rstrip("0").rstrip(".") if args[0] == int(args[0]) \
+            else repr(args[0])
+    if kind == "attr":
+        return args[0]
+    if kind == "neg":
+        return f"-{render_text(args[0])}"
+    if kind == "choose":
+        return (f"({render_text(args[1])} if {render_text(args[0])} else "
+                f"{render_text(args[2])})")
+    if kind == "where":
+        return (f"({render_text(args[1])} where {render_text(args[0])} else "
+                f"{render_text(args[2])})")
+    if kind in ("maximum", "minimum"):
+        return f"{kind[:3]}({render_text(args[0])}, {render_text(args[1])})"
+    symbol = {**BINARY, **COMPARE}.get(kind)
+    if symbol is not None:
+        return f"({render_text(args[0])} {symbol} {render_text(args[1])})"
+    return f"{kind}({render_text(args[0])})"
+
+
+# --- the interpreter's kernel: Python source over xp (NumPy or CuPy) ---------------------------
+def _python(expr, names):
+    kind, args = expr.kind, expr.args
+    if kind == "var":
+        return names[args[0]]
+    if kind == "const":
+        return repr(args[0])
+    if kind == "attr":
+        return f"a[{args[0]!r}]"
+    if kind == "neg":
+        return f"(-{_python(args[0], names)})"
+    if kind == "where":
+        return "xp.where({}, {}, {})".format(*(_python(a, names) for a in args))
+    if kind == "choose":  # Python's conditional evaluates only the chosen branch
+        return "({1} if {0} else {2})".format(*(_python(a, names) for a in args))
+    if kind in ("maximum", "minimum"):
+        return f"xp.{kind}({_python(args[0], names)}, {_python(args[1], names)})"
+    symbol = {**BINARY, **COMPARE}.get(kind)
+    if symbol is not None:
+        return f"({_python(args[0], names)} {symbol} {_python(args[1], names)})"
+    spelling = FUNCTIONS[kind]
+    if spelling is None:  # a helper the kernel is given
+        return f"{kind}_(xp, {_python(args[0], names)})"
+    return f"xp.{spelling}({_python(args[0], names)})"
+
+
+def _erf(xp, x):
+    """The error function elementwise (NumPy has none: math.erf per element on the host,
+    CuPy's own on the device: cupyx.scipy.special's, which the strict device stands in for
+    as its module's ``scipy_special``)."""
+    if xp.__name__ == "numpy":
+        import math
+        return xp.vectorize(math.erf, otypes=[x.dtype])(x) if x.size else x.copy()
+    special = getattr(xp, "scipy_special", None)
+    if special is None:
+        from cupyx.scipy import special
+    return special.erf(x)
+
+
+def _softplus(xp, x):
+    return xp.logaddexp(0, x)
+
+
+_HELPERS = {"erf_": _erf, "softplus_": _softplus}
+
+
+def numpy_function(expr, params, cast_like, attrs=True):
+    """A Python function ``f(xp, *params, a)`` computing ``expr`` on arrays (``a``: the op's
+    attributes; ``attrs=False`` leaves it out), its result cast to the dtype of parameter
+    ``cast_like`` (a comparison or a float of integers would otherwise change it)."""
+    unknown = variables(expr) - set(params)
+    if unknown:
+        raise InvalidArgument(expected("expression", "variables", f"among {list(params)}",
+                                       sorted(unknown)))
+    body = _python(expr, {p: p for p in params})
+    signature = ", ".join(["xp", *params, *(["a"] if attrs else [])])
+    if not variables(expr):  # a constant: an array of it, shaped as the parameter
+        result = f"xp.full({cast_like}.shape, {body}, {cast_like}.dtype)"
+        source = f"def kernel({signature}):\n    return {result}\n"
+    else:
+        source = (f"def kernel({signature}):\n"
+                  f"    result = {body}\n"
+                  f"    if result.dtype != {cast_like}.dtype:\n"
+                  f"        return result.astype({cast_like}.dtype)\n"
+                  f"    return result\n")
+    namespace = dict(_HELPERS)
+    exec(compile(source, f"<expression {render_text(expr)[:60]}>", "exec"), namespace)
+    kernel = namespace["kernel"]
+    kernel.source = source
+    return kernel
+
+
+class Formula:
+    """An op's elementwise meaning: ``expr`` over the input slots named in ``inputs``
+    (expression variable -> slot), written to output slot ``output``. What the targets
+    render, kept in the op's record (``OpDef.formula``); ``onnx`` optionally names an ONNX
+    operator with exactly this meaning (``("LeakyRelu", {"alpha": "alpha"})``: its
+    attributes from the op's), which export prefers to the expression's nodes."""
+
+    __slots__ = ("expr", "inputs", "output", "onnx")
+
+    def __init__(self, expr, inputs, output, onnx=None):
+        self.expr, self.inputs, self.output, self.onnx = expr, dict(inputs), output, onnx
+
+    def __repr__(self):
+        return f"{self.output} = {render_text(self.expr)}"

@@ -1,0 +1,54 @@
+// The pieces elementwise formulas are written with, shared by both targets. The code
+// generator renders an op's formula (its record's expression, ops/expr.py) once, as a
+// lambda both compilers take: math functions are called unqualified (exp, log1p, rint...:
+// <cmath>'s float and double overloads on the host, CUDA's in device code), and what no
+// library spells the way every target means it is a helper here.
+#pragma once
+
+#include <cmath>
+
+#ifdef __CUDACC__
+#define FLUID_HD __host__ __device__
+#define FLUID_LAMBDA [] __device__
+#else
+#define FLUID_HD
+#define FLUID_LAMBDA []
+#endif
+
+namespace fluid_native {
+
+#ifndef __CUDACC__
+using std::acos;
+using std::asin;
+using std::atan;
+using std::ceil;
+using std::cos;
+using std::erf;
+using std::exp;
+using std::fabs;
+using std::floor;
+using std::log;
+using std::log1p;
+using std::rint;
+using std::sin;
+using std::sqrt;
+#endif
+
+// max and min that give NaN when either operand is NaN, as NumPy's maximum and minimum
+// (std::max passes a NaN through or not by argument order; fmax drops it)
+template <class T>
+FLUID_HD inline T max_value(T a, T b) { return (a > b || a != a) ? a : b; }
+template <class T>
+FLUID_HD inline T min_value(T a, T b) { return (a < b || a != a) ? a : b; }
+
+// -1, 0 or 1; a NaN stays NaN, as NumPy's sign
+template <class T>
+FLUID_HD inline T sign_value(T a) { return a > T(0) ? T(1) : a < T(0) ? T(-1) : a; }
+
+// ln(1 + e^a) that never overflows: exp only ever sees a non-positive number
+template <class T>
+FLUID_HD inline T softplus_value(T a) {
+  return a > T(0) ? a + log1p(exp(-a)) : log1p(exp(a));
+}
+
+}  // namespace fluid_native
