@@ -148,6 +148,10 @@ unary_op("softplus", where(_BETA_X > attr("threshold"), X, softplus(_BETA_X) / a
          doc="Out = log(1 + e^(beta X)) / beta (X where beta X > threshold); dX = dOut * "
              "sigmoid(beta X) (dOut past the threshold).")
 
+unary_op("softsign", X / (1 + abs_(X)), DOUT / ((1 + abs_(X)) * (1 + abs_(X))),
+         float_only=True, onnx="Softsign", api=LAYER,
+         doc="Out = X / (1 + |X|); dX = dOut / (1 + |X|)^2.")
+
 unary_op("relu6", _clip(X, 0, attr("threshold")),
          DOUT * ((OUT > 0) & (OUT < attr("threshold"))), float_only=True,
          attrs={"threshold": ("float", 6.0)},

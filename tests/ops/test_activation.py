@@ -103,6 +103,8 @@ CASES += [
            ref=lambda i, a: {"Out": np.where(2 * _f64(i["X"]) > 8, i["X"],
                                              np.log1p(np.exp(2 * _f64(i["X"]))) / 2)},
            grad=["X"], name="beta_threshold"),
+    OpCase("softsign", {"X": r(3, 4, low=-3, high=3)},
+           ref=lambda i, a: {"Out": _f64(i["X"]) / (1 + np.abs(_f64(i["X"])))}, grad=["X"]),
     OpCase("relu6", {"X": _away_from([0, 6], 3, 4) * 3},
            ref=lambda i, a: {"Out": np.clip(i["X"], 0, 6)}, grad=["X"]),
     OpCase("relu6", {"X": _away_from([0, 2], 3, 4)}, attrs={"threshold": 2.0},
