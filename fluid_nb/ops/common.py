@@ -221,9 +221,10 @@ def unary_op(type, forward, backward, uses=None, attrs=None, doc=None, float_onl
     if not reads <= {uses.lower()} or ex.variables(forward) - {"x"}:
         raise InvalidArgument(expected(type, "expressions", "a forward over X and a backward "
                                        f"over dOut and {uses}", f"{forward} and {backward}"))
-    forward_kernel = ex.numpy_function(forward, ["x"], cast_like="x")
+    forward_kernel = ex.numpy_function(forward, ["x"], cast_like="x", in_place=True)
     grad_reads = [uses.lower()] if uses != "none" else []
-    backward_kernel = ex.numpy_function(backward, grad_reads + ["dout"], cast_like="dout")
+    backward_kernel = ex.numpy_function(backward, grad_reads + ["dout"], cast_like="dout",
+                                        in_place=True)
 
     def kernel(ctx, x):
         return forward_kernel(ctx.xp, x, ctx.attrs)

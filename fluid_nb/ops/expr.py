@@ -236,6 +236,60 @@ def _python(expr, names):
     return f"xp.{spelling}({_python(args[0], names)})"
 
 
+#: the NumPy ufuncs that may write into a temporary of their own (``out=``)
+_UFUNCS = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "true_divide",
+           "maximum": "maximum", "minimum": "minimum", "neg": "negative", "exp": "exp",
+           "log": "log", "log1p": "log1p", "sqrt": "sqrt", "abs": "absolute", "tanh": "tanh",
+           "sin": "sin", "cos": "cos", "atan": "arctan", "acos": "arccos", "asin": "arcsin",
+           "floor": "floor", "ceil": "ceil", "sign": "sign"}
+
+
+class _InPlace:
+    """``expr`` as statements that reuse the temporaries they make: a float array a node
+    made itself is the ``out=`` of the node that consumes it (dOut * (1 - Out * Out) makes
+    one array, not three), as a hand-written kernel would. Only for formulas whose arrays
+    all have one shape (an activation and its gradient)."""
+
+    def __init__(self, names):
+        self.names, self.lines, self.count = names, [], 0
+
+    def temp(self, text):
+        name = f"t{self.count}"
+        self.count += 1
+        self.lines.append(f"    {name} = {text}")
+        return name
+
+    def render(self, expr):
+        """(text, kind): ``kind`` is "fresh" when ``text`` names a float array we made,
+        "array" for another array (an input, a mask), "scalar" for a number."""
+        kind, args = expr.kind, expr.args
+        if kind in ("var", "const", "attr"):
+            return _python(expr, self.names), "array" if kind == "var" else "scalar"
+        operands = [self.render(a) for a in args]
+        texts = [t for t, _ in operands]
+        scalar = all(k == "scalar" for _, k in operands)
+        if kind in _UFUNCS:
+            reusable = [t for t, k in operands if k == "fresh"]
+            out = f", out={reusable[0]}" if reusable else ""
+            call = f"xp.{_UFUNCS[kind]}({', '.join(texts)}{out})"
+            if reusable:
+                self.lines.append(f"    {call}")
+                return reusable[0], "fresh"
+            return self.temp(call), "scalar" if scalar else "fresh"
+        if kind in COMPARE:
+            return self.temp(f"({texts[0]} {COMPARE[kind]} {texts[1]})"), \
+                "scalar" if scalar else "array"
+        if kind == "where":
+            return self.temp("xp.where({}, {}, {})".format(*texts)), "array"
+        if FUNCTIONS.get(kind, "") is None:  # a helper: it returns a new array
+            return self.temp(f"{kind}_(xp, {texts[0]})"), "scalar" if scalar else "fresh"
+        return self.temp(f"xp.{FUNCTIONS[kind]}({texts[0]})"), "scalar" if scalar else "array"
+
+
+def _has_choice(expr):
+    return any(e.kind == "choose" for e in walk(expr))
+
+
 def _erf(xp, x):
     """The error function elementwise (NumPy has none: math.erf per element on the host,
     CuPy's own on the device: cupyx.scipy.special's, which the strict device stands in for
@@ -256,25 +310,38 @@ def _softplus(xp, x):
 _HELPERS = {"erf_": _erf, "softplus_": _softplus}
 
 
-def numpy_function(expr, params, cast_like, attrs=True):
+def numpy_function(expr, params, cast_like, attrs=True, in_place=False):
     """A Python function ``f(xp, *params, a)`` computing ``expr`` on arrays (``a``: the op's
     attributes; ``attrs=False`` leaves it out), its result cast to the dtype of parameter
-    ``cast_like`` (a comparison or a float of integers would otherwise change it)."""
+    ``cast_like`` (a comparison or a float of integers would otherwise change it).
+    ``in_place``: the arrays all have one shape, so temporaries are reused (``_InPlace``).
+    """
     unknown = variables(expr) - set(params)
     if unknown:
         raise InvalidArgument(expected("expression", "variables", f"among {list(params)}",
                                        sorted(unknown)))
     body = _python(expr, {p: p for p in params})
     signature = ", ".join(["xp", *params, *(["a"] if attrs else [])])
+    cast = (f"    if result.dtype != {cast_like}.dtype:\n"
+            f"        return result.astype({cast_like}.dtype)\n"
+            f"    return result\n")
     if not variables(expr):  # a constant: an array of it, shaped as the parameter
         result = f"xp.full({cast_like}.shape, {body}, {cast_like}.dtype)"
         source = f"def kernel({signature}):\n    return {result}\n"
-    else:
+    elif in_place and not _has_choice(expr) and expr.kind not in ("var", "const", "attr"):
+        statements = _InPlace({p: p for p in params})
+        final, _ = statements.render(expr)
+        # floats with dims only: an integer tensor's exp is a new float array, not its own
+        # temporary, and a ufunc of 0-d arrays gives a scalar, which takes no out=
         source = (f"def kernel({signature}):\n"
-                  f"    result = {body}\n"
-                  f"    if result.dtype != {cast_like}.dtype:\n"
-                  f"        return result.astype({cast_like}.dtype)\n"
-                  f"    return result\n")
+                  f"    if {cast_like}.dtype.kind != 'f' or not {cast_like}.ndim:\n"
+                  f"        result = {body}\n"
+                  f"    else:\n" + "\n".join("    " + line for line in statements.lines)
+                  + f"\n        result = {final}\n" + cast)
+    elif not attrs:  # a binary op's operands share their type (Paddle requires it)
+        source = f"def kernel({signature}):\n    return {body}\n"
+    else:
+        source = f"def kernel({signature}):\n    result = {body}\n" + cast
     namespace = dict(_HELPERS)
     exec(compile(source, f"<expression {render_text(expr)[:60]}>", "exec"), namespace)
     kernel = namespace["kernel"]
