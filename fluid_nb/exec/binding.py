@@ -10,7 +10,8 @@ Two stages keep repeated runs cheap:
 
 Which step an op gets (the step flavours of :mod:`.steps`) is decided here, once per op
 (``make_step``): an op's own host step where its definition has one; else the general
-step, or the plain step for the one-array-output ops that chains of ops are made of (each
+step, or a faster flavour for a common shape of op (one runtime value in and out, runtime
+values to one output, arrays to several, one array out as chains of ops are made of; each
 flavour names the benchmark it pays for). ``bind_op`` binds a single op alone (live mode).
 """
 import numpy as np
@@ -304,16 +305,25 @@ def _output_holders(args, duplicable, holder):
 
 def _kernel_step(fn, ctx, op, opdef, ins, outs, holder, dead):
     """The step that calls the op's kernel: the general step, or the flavour that runs the
-    op's shape faster. A flavour stays only while it buys 5% of a benchmark; folded into
-    the general step after measuring less: a step for the grad ops' several array outputs
-    (W3 +3%, W1 none), one for feed/fetch (W1 +2%, op_overhead's fixed cost +3-7%), one
-    for an op with one runtime-value output (W3 +3-5%) with its own two-gradient ``sum``
-    (W3 +1-7%), and the plain step's closure for an absent second input (under 1%)."""
+    op's shape faster. A flavour stays only while it buys 3% of a benchmark (the plain
+    step's closure for an absent second input, under 1%, was folded)."""
     lod_sources = _lod_sources(op, opdef, holder)
     donors = _donors(op, opdef, ins)
     if donors:  # memory, not speed: memory.py's W2 step peak 9.3 -> 5.4 MB
         return flavours.donating(flavours.general(fn, ctx, opdef, ins, outs, lod_sources,
                                                   dead), ctx, donors)
+    single_slots = not any(h.__class__ is list for h in ins + outs)
+    if opdef.lod_aware and len(outs) == 1 and outs[0] is not None \
+            and outs[0].__class__ is not list and 0 not in lod_sources:
+        if len(ins) == 1 and ins[0] is not None and single_slots and not dead:
+            # runtime: feed/fetch, op_overhead's fixed cost of a run +3-7% without it
+            return flavours.runtime(fn, ctx, ins[0], outs[0])
+        # values: W3 (dynamic_rnn.py) +3-5% without it, its two-gradient sum included
+        return flavours.releasing(flavours.values(fn, ctx, ins, outs[0]), dead)
+    if not opdef.lod_aware and len(outs) > 1 and single_slots and not dead \
+            and ins and ins[0] is not None:
+        # arrays: the grad ops' several outputs, W3 (dynamic_rnn.py) +3% without it
+        return flavours.arrays(fn, ctx, ins, outs, lod_sources)
     # plain: op_overhead's 1,000-op chain takes 1.7-1.8x (1x1) and 1.4-1.5x (64x64) per op
     # without it, W1 +2-11%
     if not opdef.lod_aware and len(outs) == 1 and outs[0].__class__ is ScopeVariable \

@@ -25,6 +25,7 @@ that keeps nothing (``is_test``) runs any body in one frame, as Paddle runs it i
 A frame given ``reads`` (the names its caller reads after an iteration; a grad body, whose
 working values are not kept) binds without the work on values nothing reads.
 """
+from ..framework.blocks import block_attr_indices
 from .binding import bind, stats
 from .run_loop import run_steps
 from .scope import KeptScope, Scope, ScopeVariable
@@ -32,10 +33,7 @@ from .scope import KeptScope, Scope, ScopeVariable
 
 def reusable(block):
     """True when ``block``'s ops can share one binding across iterations."""
-    for op in block.ops:
-        if "sub_block" in op.attrs or "sub_blocks" in op.attrs:
-            return False
-    return True
+    return not any(block_attr_indices(op) for op in block.ops)
 
 
 def _unwanted(prepared, outer, names, reads):
@@ -52,7 +50,7 @@ def _unwanted(prepared, outer, names, reads):
     unwanted = {}
     for index in range(len(prepared.ops) - 1, -1, -1):
         op = prepared.ops[index].op
-        if "sub_block" in op.attrs or "sub_blocks" in op.attrs:
+        if block_attr_indices(op):
             drop = set()
         else:
             drop = {n for n in op.output_arg_names if n not in needed and working(n)}

@@ -85,7 +85,7 @@ def general(fn, ctx, opdef, ins, outs, lod_sources, dead):
                 value = fn(ctx, *[h.value if h is not None else None for h in ins])
             else:
                 value = fn(ctx, *[read(h) for h in ins])
-            if source is None and value.__class__ is LoDTensor:  # feed, fetch, sum
+            if source is None and value.__class__ is LoDTensor:  # a runtime tensor as it is
                 out.value = value
             elif value is not None:
                 out.value = stored(value, lod_of(source) if source is not None else None)
@@ -116,6 +116,53 @@ def general(fn, ctx, opdef, ins, outs, lod_sources, dead):
                 h.value = stored(value, lod_of(source))
         for h in dead:
             h.value = None
+    return step
+
+
+def runtime(fn, ctx, a, out):
+    """One runtime value in, one out with no LoD source, nothing to free (feed, fetch)."""
+    def step():
+        value = fn(ctx, a.value)
+        if value.__class__ is LoDTensor:
+            out.value = value
+        elif value is not None:
+            out.value = stored(value)
+    return step
+
+
+def values(fn, ctx, ins, out):
+    """Runtime values in (duplicable slots as lists), one output with no LoD source (tensor
+    arrays, rank tables, LoD ops), stored as ``stored`` says; None leaves it as it was."""
+    if len(ins) == 1 and ins[0].__class__ is list and len(ins[0]) == 2:
+        (a, b), = ins  # two gradients meeting in a sum: one per step of a loop's grad body
+
+        def step():
+            value = fn(ctx, [a.value, b.value])
+            if value is not None:
+                out.value = stored(value)
+        return step
+    readers = tuple((h, h.__class__ is list) for h in ins)
+
+    def step():
+        value = fn(ctx, *[None if h is None else [x.value for x in h] if many else h.value
+                          for h, many in readers])
+        if value is not None:
+            out.value = stored(value)
+    return step
+
+
+def arrays(fn, ctx, ins, outs, lod_sources):
+    """Arrays in (no duplicable slots, the first present, absent ones passed as None),
+    several outputs (none a list), nothing to free: the grad ops of plain ops. Output i
+    takes the LoD of ``lod_sources[i]`` (none when absent)."""
+    stores = tuple((i, h, lod_sources.get(i)) for i, h in enumerate(outs) if h is not None)
+
+    def step():
+        result = fn(ctx, *[h.value.array if h is not None else None for h in ins])
+        for i, h, source in stores:
+            value = result[i]
+            if value is not None:
+                h.value = stored(value, lod_of(source))
     return step
 
 
