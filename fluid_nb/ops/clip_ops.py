@@ -15,6 +15,8 @@ from ..errors import InvalidArgument, expected
 from ..tensor.tensor import LoDTensor, SelectedRows
 from ..tensor.dtypes import VarType
 from ..framework.program import EMPTY_VAR_NAME
+from . import expr
+from .expr import Formula
 from ..framework.registry import def_op, grad_maker, grads_like, same_shape
 
 
@@ -133,9 +135,13 @@ def _sign_grad(g):
                  {"scale": 0.0, "bias": 0.0, "bias_after_scale": True})]
 
 
+# a formula with Paddle's own grad maker: every target renders sign(X) from the record
+_SIGN = Formula(expr.sign(expr.X), {"x": "X"}, "Out", onnx="Sign")
+_sign_kernel = expr.numpy_function(_SIGN.expr, ["x"], cast_like="x")
 def_op("sign", inputs=["X"], outputs=["Out"], infer_shape=same_shape("X", "Out"),
        share_lod=("X", ["Out"]), grad=_sign_grad,
-       kernel=lambda ctx, x: ctx.xp.sign(x).astype(x.dtype, copy=False),
+       kernel=lambda ctx, x: _sign_kernel(ctx.xp, x, ctx.attrs), formula=_SIGN,
+       traits=("elementwise",),
        doc="Out = sign(X) (-1, 0 or 1); the gradient is 0 (a scale op by 0).")
 
 

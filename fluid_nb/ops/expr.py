@@ -179,11 +179,6 @@ def variables(expr):
     return {e.args[0] for e in walk(expr) if e.kind == "var"}
 
 
-def attributes(expr):
-    """The names of the attributes ``expr`` reads."""
-    return {e.args[0] for e in walk(expr) if e.kind == "attr"}
-
-
 def render_text(expr):
     """The formula as a person reads it (an op's documentation)."""
     kind, args = expr.kind, expr.args

@@ -74,7 +74,7 @@ def _binary(op, ctx):
 
 # --- activations and other maps ---------------------------------------------------------------------
 # (the activations are lowered from their records' formulas: expressions.py)
-_UNARY = {"assign": "Identity", "sign": "Sign"}
+_UNARY = {"assign": "Identity"}
 
 
 @converter(*_UNARY)
