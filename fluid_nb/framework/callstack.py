@@ -6,8 +6,8 @@ the op (``traceback.format_stack()``, innermost frame first, one string per fram
 views read it to group ops by the layer call and the user's functions that made them, and
 saved programs keep it.
 
-Building a program should not pay for text nobody reads, so an op keeps only
-``(code object, instruction offset)`` pairs (``Operator.callstack``, taken by
+Building a program should not pay for text nobody reads, so an op keeps only its frames'
+code objects and instruction offsets, in one flat tuple (``Operator.callstack``, taken by
 :func:`capture`: a frame's line number costs a search of its line table, the offset is read
 as it is); lines are found, and strings made, when someone reads them (:func:`frames`, and
 :func:`paddle_strings` when the program is saved). :func:`frames` gives
@@ -17,6 +17,7 @@ one loaded from a Paddle file are read the same way.
 import bisect
 import dis
 import linecache
+import os
 import re
 import sys
 
@@ -28,8 +29,9 @@ _PADDLE_FRAME = re.compile(r'File "([^"]*)", line (\d+), in ([^\n]*)')
 
 
 def capture(skip=2):
-    """The calling stack as ``(code, instruction offset)`` pairs, innermost first, from
-    ``skip`` frames up.
+    """The calling stack from ``skip`` frames up, innermost first, as one flat tuple
+    ``(code, instruction offset, code, instruction offset, ...)`` (one object per op: a
+    live loop keeps every op's stack).
 
     The walk stops after the first module-level frame (a script's or a notebook cell's body:
     what lies above it is the interpreter's or the kernel's machinery) or ``MAX_FRAMES``.
@@ -38,15 +40,83 @@ def capture(skip=2):
         frame = sys._getframe(skip)
     except ValueError:
         return ()
-    pairs = []
-    append = pairs.append
+    items = []
+    append = items.append
+    left = MAX_FRAMES
     while frame is not None:
         code = frame.f_code
-        append((code, frame.f_lasti))
-        if code.co_name == "<module>" or len(pairs) >= MAX_FRAMES:
+        append(code)
+        append(frame.f_lasti)
+        left -= 1
+        if not left or code.co_name == "<module>":
             break
         frame = frame.f_back
-    return tuple(pairs)
+    return tuple(items)
+
+
+def pairs(stack):
+    """``(code, instruction offset)`` per frame of a stack :func:`capture` took."""
+    return zip(stack[::2], stack[1::2])
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_CONTEXTLIB = os.path.join("", "contextlib.py")
+
+
+def is_internal(filename):
+    """True for fluid_nb's own files (and contextlib's, whose frames a ``with`` adds)."""
+    return filename.startswith(_PACKAGE_DIR) or filename.endswith(_CONTEXTLIB)
+
+
+#: file name -> True when it is fluid_nb's own (or contextlib's). Keyed by the name, not
+#: the code object: a string caches its hash, a code object hashes its bytecode each time
+_internal_files = {}
+
+
+class SourceLine:
+    """Where an op was added: indexable as ``(filename, lineno, line)``. The line's text is
+    read only when asked for, since most recorded ops are never shown or fail."""
+
+    __slots__ = ("filename", "lineno")
+
+    def __init__(self, filename, lineno):
+        self.filename, self.lineno = filename, lineno
+
+    @property
+    def line(self):
+        return linecache.getline(self.filename, self.lineno).strip()
+
+    def __getitem__(self, index):
+        return (self.filename, self.lineno, self.line)[index]
+
+    def __iter__(self):
+        return iter((self.filename, self.lineno, self.line))
+
+    def __len__(self):
+        return 3
+
+    def __eq__(self, other):
+        return tuple(self) == tuple(other)
+
+    def __hash__(self):
+        return hash((self.filename, self.lineno))
+
+    def __repr__(self):
+        return f"SourceLine({self.filename!r}, {self.lineno}, {self.line!r})"
+
+
+def user_line(stack):
+    """The :class:`SourceLine` of the innermost frame of ``stack`` (as :func:`capture`
+    takes it) outside fluid_nb, or None when every frame is the package's own."""
+    internal = _internal_files
+    for code, offset in pairs(stack):
+        filename = code.co_filename
+        inside = internal.get(filename)
+        if inside is None:
+            inside = internal[filename] = is_internal(filename)
+        if not inside:
+            return SourceLine(filename, line_of(code, offset))
+    return None
 
 
 _line_starts = {}  # code object -> (offsets, lines) where each line's instructions start
@@ -92,7 +162,7 @@ def frames(op):
         return []
     if not isinstance(stack, SavedCallstack):
         return [(code.co_filename, line_of(code, offset), code.co_name)
-                for code, offset in reversed(stack)]
+                for code, offset in reversed(list(pairs(stack)))]
     strings = stack.strings
     found = []
     for text in strings:
@@ -112,7 +182,7 @@ def paddle_strings(stack):
     if isinstance(stack, SavedCallstack):
         return list(stack.strings)
     strings = []
-    for code, offset in stack:
+    for code, offset in pairs(stack):
         filename, line = code.co_filename, line_of(code, offset)
         text = f'  File "{filename}", line {line}, in {code.co_name}\n'
         source = linecache.getline(filename, line).strip()

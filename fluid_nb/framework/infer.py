@@ -136,6 +136,12 @@ def fluid1_shapes(program):
     return version is None or version < FIRST_0D_VERSION
 
 
+def set_fields(var, shape, dtype, lod_level):
+    """Give ``var`` the shape, dtype and LoD level inference found (an open transaction
+    keeps what they were)."""
+    _set_var(var, shape, dtype, lod_level, None)
+
+
 def _set_var(var: Variable, shape, dtype, lod_level, type):
     journal = transaction.journal
     if journal is not None and id(var) not in journal:

@@ -14,6 +14,7 @@ import contextlib
 
 from ..errors import (InvalidArgument, InvalidType, NotFound, OutOfRange, PreconditionNotMet,
                       expected)
+from . import callstack as _callstack
 from .callstack import capture as _capture_stack
 from . import annotations as _annotations
 from . import transaction as _transaction
@@ -24,6 +25,8 @@ from ..tensor.dtypes import VarType, convert_dtype, dtype_name
 #: name of a gradient variable: ``x`` -> ``x@GRAD``
 GRAD_SUFFIX = "@GRAD"
 EMPTY_VAR_NAME = "@EMPTY@"
+#: an op's ``source`` until it is first read: the user's line is in its ``callstack``
+SOURCE_FROM_CALLSTACK = object()
 TEMP_VAR_NAME = "@TEMP@"
 
 
@@ -222,7 +225,7 @@ class Operator:
     """
 
     __slots__ = ("block", "type", "inputs", "outputs", "attrs", "attr_types", "is_target",
-                 "source", "callstack", "__weakref__")
+                 "_source", "callstack", "__weakref__")
 
     def __init__(self, block, type, inputs, outputs, attrs, attr_types=None, is_target=False):
         self.block = block
@@ -232,10 +235,25 @@ class Operator:
         self.attrs = attrs
         self.attr_types = attr_types if attr_types is not None else {}
         self.is_target = is_target
-        self.source = None  # (filename, lineno, line) of the user's code that added the op
+        self._source = None  # see ``source``
         # the Python stack that appended it, as framework.callstack keeps it (Fluid's
         # op_callstack); empty for ops read from a file, whose attribute holds it
         self.callstack = ()
+
+    @property
+    def source(self):
+        """``(filename, lineno, line)`` of the user's code that added the op (a live
+        session's ops), or None. A live session marks its ops with
+        ``SOURCE_FROM_CALLSTACK``: the line is then found in ``callstack`` when first asked
+        for, so an op nobody looks at costs no search."""
+        source = self._source
+        if source is SOURCE_FROM_CALLSTACK:
+            source = self._source = _callstack.user_line(self.callstack)
+        return source
+
+    @source.setter
+    def source(self, value):
+        self._source = value
 
     # --- Fluid 1.x surface -------------------------------------------------------------
     def input(self, slot):
@@ -534,7 +552,7 @@ class Block:
             if spec is not None:
                 attrs, attr_types = spec.complete_attrs(attrs or {}, self.program)
                 if single:
-                    key = (spec, tuple(in_args), tuple(out_args))
+                    key = (spec, *in_args, None, *out_args)  # (one tuple: made per op)
                     if key not in _single_slots_passed:
                         spec.check_slots(in_args, out_args)
                         _single_slots_passed.add(key)
@@ -602,7 +620,7 @@ class Block:
     __str__ = to_string
 
 
-#: (op definition, input slots, output slots) that passed ``check_slots`` with one argument
+#: (op definition, input slots..., None, output slots...) that passed ``check_slots`` with one argument
 #: per slot: whether they pass depends on nothing else, and layers repeat a few of them
 _single_slots_passed = set()
 

@@ -135,6 +135,47 @@ def _forget_in_live_session(program, removed_ops, removed_vars):
     session.runner.forget(kept)
 
 
+def append_one_op(block, op_type, inputs, attrs, dtype, layer_type=None):
+    """Append ``op_type`` with ``inputs`` and ``attrs``, its ``Out`` a fresh temporary of
+    ``dtype`` named ``<layer_type>_<n>.tmp_<m>`` (``tmp_<n>`` without ``layer_type``), and
+    return the temporary: all or nothing, as a transaction would make it, without taking
+    a transaction's snapshot of both programs.
+
+    The layers that append one op (the elementwise and activation layers, a Variable's
+    ``+``) are most of what a live cell appends: ``append_op`` is all or nothing already,
+    so what such a layer must undo itself is the temporary and its names."""
+    generate = unique_name._generator
+    if _depth:  # inside a transaction, which undoes all of it
+        name = generate(generate(layer_type) + ".tmp") if layer_type else generate("tmp")
+        out = block._create_temporary(name, dtype)
+        block.append_op(type=op_type, inputs=inputs, outputs={"Out": out}, attrs=attrs)
+        return out
+    generate.undo = undo = []
+    try:
+        name = generate(generate(layer_type) + ".tmp") if layer_type else generate("tmp")
+    finally:
+        generate.undo = None
+    made = name not in block.vars
+    out = block._create_temporary(name, dtype)
+    try:
+        block.append_op(type=op_type, inputs=inputs, outputs={"Out": out}, attrs=attrs)
+    except BaseException:
+        if made:
+            block._remove_var(name)
+            _forget_in_live_session(block.program, (), (name,))
+        generate.take_back(undo)
+        raise
+    return out
+
+
+def lean(fn):
+    """Mark ``fn`` as a layer that keeps itself all or nothing (it appends through
+    :func:`append_one_op`, or opens :func:`atomic` where it does more), so
+    :func:`wrap_module` leaves it as it is."""
+    fn.__wrapped_transaction__ = True
+    return fn
+
+
 class _Transaction:
     """The context manager behind :func:`atomic` (``with`` blocks)."""
     __slots__ = ("programs", "opened")

@@ -8,8 +8,6 @@ its kernel; a failure becomes the executor's typed error naming the op
 Every variable of a live program, temporaries included, lives in the session scope, so
 values stay visible after the op ran.
 """
-import linecache
-import os
 import sys
 from functools import partial
 from time import perf_counter
@@ -20,80 +18,9 @@ from ..exec.feed_fetch import feed_tensor
 from ..exec.run_loop import op_error, output_values
 from ..tensor.tensor import LoDTensor
 from ..framework.program import EMPTY_VAR_NAME
-from ..memory.arena import set_handler
+from ..memory import arena as _arena
 from ..memory.places import host_arena
 from ..ops import registry
-
-_PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-_CONTEXTLIB = os.path.join("", "contextlib.py")
-
-
-def _is_internal(filename):
-    return filename.startswith(_PKG_DIR) or filename.endswith(_CONTEXTLIB)
-
-
-#: file name -> True when it is fluid_nb's own (or contextlib's). Keyed by the name, not
-#: the code object: a string caches its hash, a code object hashes its bytecode each time
-_INTERNAL_FILES = {}
-
-
-class SourceLine:
-    """Where an op was added: indexable as ``(filename, lineno, line)``. The line's text is
-    read only when asked for, since most recorded ops are never shown or fail."""
-
-    __slots__ = ("filename", "lineno")
-
-    def __init__(self, filename, lineno):
-        self.filename, self.lineno = filename, lineno
-
-    @property
-    def line(self):
-        return linecache.getline(self.filename, self.lineno).strip()
-
-    def __getitem__(self, index):
-        return (self.filename, self.lineno, self.line)[index]
-
-    def __iter__(self):
-        return iter((self.filename, self.lineno, self.line))
-
-    def __len__(self):
-        return 3
-
-    def __eq__(self, other):
-        return tuple(self) == tuple(other)
-
-    def __hash__(self):
-        return hash((self.filename, self.lineno))
-
-    def __repr__(self):
-        return f"SourceLine({self.filename!r}, {self.lineno}, {self.line!r})"
-
-
-#: frames between an append hook and the code that appended the op: the hook and
-#: Block.append_op (an op inserted through _insert_op or _prepend_op has one frame of
-#: fluid_nb's more, which the walk skips)
-HOOK_DEPTH = 3
-
-
-def user_source(depth=2):
-    """``(filename, lineno, line)`` of the innermost caller outside the fluid_nb package,
-    looking from ``depth`` frames up (frames below it are known to be fluid_nb's own, and
-    are not walked: each frame walked costs a frame object)."""
-    try:
-        frame = sys._getframe(depth)
-    except ValueError:  # fewer frames than that: nothing outside the package
-        return None
-    internal = _INTERNAL_FILES
-    while frame is not None:
-        filename = frame.f_code.co_filename
-        inside = internal.get(filename)
-        if inside is None:
-            inside = internal[filename] = _is_internal(filename)
-        if not inside:
-            return SourceLine(filename, frame.f_lineno)
-        frame = frame.f_back
-    return None
-
 
 class OpRunner:
     """Builds, caches and runs one step closure per op, over one scope."""
@@ -105,15 +32,72 @@ class OpRunner:
         self.steps = {}  # op -> (its bound step, a no-argument callable; the kernel bound)
         self._by_type = {}  # op type -> (kernel, simple binding or None): see _resolved
         self.last_run = {}  # op -> seconds its kernel took the last time it ran (views show it)
+        self.on_host = place.device == "cpu"
+        #: output name -> (order, op) for values :meth:`drop_unreachable` let go: the op
+        #: computes it again when it is next read
+        self.dropped = {}
+        self._dropped_count = 0
 
     def clear(self):
         self.steps.clear()
         self.last_run.clear()
+        self.dropped.clear()
+
+    def drop_unreachable(self, ops, block):
+        """Let go of the values of ``ops``' outputs (ops of ``block`` that ran, in program
+        order) that nothing can reach: a formula op's output (a pure function of its inputs,
+        so it can be computed again) that is no data, no parameter and not persistable, and
+        whose Variable nobody but the block holds (the user's names, a view, the notebook's
+        output history all hold theirs). Each is computed again, from the values it needs,
+        when it is next read. Returns the ops whose outputs are still reachable, to be
+        looked at again later; the steps bound for ``ops`` go (they hold their inputs)."""
+        found = block.vars.get
+        values = self.scope.vars
+        steps, dropped = self.steps, self.dropped
+        still_reachable = []
+        for op in ops:
+            steps.pop(op, None)
+            opdef = registry.find(op.type)
+            if opdef is None or opdef.formula is None:
+                continue
+            name = op.outputs[opdef.formula.output][0]
+            var = found(name)
+            if var is None or var.persistable or var.is_data or name not in values:
+                continue
+            # held by the block's dict, ``var`` here and getrefcount's argument: no one else
+            if sys.getrefcount(var) > 3:
+                still_reachable.append(op)
+                continue
+            del values[name]
+            self._dropped_count += 1
+            dropped[name] = (self._dropped_count, op)
+        return still_reachable
+
+    def compute_dropped(self, name):
+        """Compute the dropped value ``name`` again, with the dropped values it needs first
+        (in program order); returns its scope holder."""
+        needed, wanted = {}, [name]
+        while wanted:
+            entry = self.dropped.get(wanted.pop())
+            if entry is None or entry[0] in needed:
+                continue
+            needed[entry[0]] = entry[1]
+            wanted.extend(n for args in entry[1].inputs.values() for n in args
+                          if n in self.dropped)
+        for order in sorted(needed):
+            op = needed[order]
+            for names in op.outputs.values():
+                for out in names:
+                    self.dropped.pop(out, None)
+            self.steps.pop(op, None)
+            self.run(op)
+        return self.scope.vars.get(name) or self.scope.var(name)
 
     def forget(self, keep):
         """Drop cached steps of ops not in ``keep`` (a set of ops)."""
         self.steps = {op: entry for op, entry in self.steps.items() if op in keep}
         self.last_run = {op: t for op, t in self.last_run.items() if op in keep}
+        self.dropped = {name: entry for name, entry in self.dropped.items() if entry[1] in keep}
 
     def bound_kernel(self, op):
         """The kernel this runner bound for ``op``, or None when the op has not run here."""
@@ -124,30 +108,30 @@ class OpRunner:
         entry = self.steps.get(op)
         if entry is None:
             entry = self._build(op)
-        arena = host_arena() if self.place.device == "cpu" else None
+        arena = host_arena() if self.on_host else None
         try:
             if arena is None:
                 start = perf_counter()
                 entry[0]()
                 self.last_run[op] = perf_counter() - start
+            elif not arena.arena.recording:  # the common case, inline: every live op
+                previous = _set_handler(arena.capsule)
+                try:
+                    start = perf_counter()
+                    entry[0]()
+                    self.last_run[op] = perf_counter() - start
+                finally:
+                    _set_handler(previous)
             else:
-                self._run_in_arena(op, entry[0], arena)
+                self._run_recorded(op, entry[0], arena)
         except Exception as exc:  # a FluidError, or a kernel's own failure
             raise op_error(exc, op) from exc
 
-    def _run_in_arena(self, op, step, arena):
-        """Run ``step`` with NumPy allocating from the host arena; with the arena's event log
-        on (a live session turns it on while it is active), its blocks are tagged with the
-        op and the variables they hold."""
-        previous = set_handler(arena.capsule)
-        if not arena.arena.recording:
-            try:
-                start = perf_counter()
-                step()
-                self.last_run[op] = perf_counter() - start
-            finally:
-                set_handler(previous)
-            return
+    def _run_recorded(self, op, step, arena):
+        """Run ``step`` with NumPy allocating from the host arena and its event log on (a
+        live session turns it on while a memory view follows it): the blocks are tagged
+        with the op and the variables they hold."""
+        previous = _set_handler(arena.capsule)
         recorder, executor = arena.recorder, self.executor
         executor.watch = recorder  # a sub-block the op runs tags its own ops
         recorder.before_new(op)
@@ -158,7 +142,7 @@ class OpRunner:
         finally:
             recorder.after(op, output_values(op, self.scope))
             executor.watch = None
-            set_handler(previous)
+            _set_handler(previous)
 
     def _resolved(self, op_type):
         """``(kernel, simple binding or None)`` of a registered op type on this runner's
@@ -175,7 +159,9 @@ class OpRunner:
         return known
 
     def _build(self, op):
-        resolved = self._resolved(op.type)
+        resolved = self._by_type.get(op.type)
+        if resolved is None:
+            resolved = self._resolved(op.type)
         kernel = step = None
         if resolved is not None:
             kernel, binding = resolved
@@ -213,15 +199,23 @@ class OpRunner:
         out_args = op.outputs.get(out_slot)
         if not out_args or out_args[0] == EMPTY_VAR_NAME:
             return None
-        names = []
+        scope = self.scope
+        # a session's own scope (no parent) answers from its dict: no walk up, no call
+        find = scope.vars.get if scope.parent is None else scope.find_var
+        inputs = op.inputs
+        ins = []
         for slot in in_slots:
-            args = op.inputs.get(slot)
+            args = inputs.get(slot)
             if not args:
                 return None  # an optional input left out: the general binder handles it
-            names.append(args[0])
-        ins = self._input_holders(op, names)
-        ctx = KernelContext(op, self.place, self.executor, self.scope, wanted)
-        out = self._holder(out_args[0])
+            holder = find(args[0])
+            if holder is None or holder.value is None:
+                holder = self._provide_input(op, args[0])
+            ins.append(holder)
+        out = find(out_args[0])
+        if out is None:
+            out = scope.var(out_args[0])
+        ctx = KernelContext(op, self.place, self.executor, scope, wanted)
         # a partial of a module-level step, not a closure: an appended op keeps its step
         # alive, and a partial is two objects for the collector where a closure is eight
         if src_index is None:
@@ -231,6 +225,8 @@ class OpRunner:
     def _provide_input(self, op, name):
         """An input without a value: feed a data variable's sample value, or say what to do.
         Returns the input's scope holder (created when missing)."""
+        if name in self.dropped:
+            return self.compute_dropped(name)
         var = op.block._find_var_recursive(name)
         sample = getattr(var, "_sample_value", None) if var is not None else None
         if sample is not None:
@@ -243,6 +239,14 @@ class OpRunner:
                 f"variable has none; give it one with fluid.layers.data(..., value=arr) "
                 f"or fluid.feed({name!r}, arr)")
         return self._holder(name)
+
+
+def _set_handler(capsule):
+    """NumPy's allocator switched to ``capsule``: the C module's function itself once it is
+    loaded (a live op switches twice; the Python wrapper would cost two calls more)."""
+    global _set_handler
+    _set_handler = _arena._module().set_handler
+    return _set_handler(capsule)
 
 
 # the executor's plain one-output steps for one and two inputs with nothing to free, as

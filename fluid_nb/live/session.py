@@ -24,6 +24,7 @@ unique-name counters and the session's own lists.
 import contextlib
 import sys
 import warnings
+import weakref
 
 import numpy as np
 
@@ -34,13 +35,17 @@ from ..exec.scope import Scope, global_scope, switch_scope
 from ..tensor.tensor import LoDTensor, LoDTensorArray, SelectedRows
 from ..framework import program as _fw
 from ..framework import unique_name
+from ..framework.callstack import is_internal
 from ..framework.program import (Program, Variable, default_main_program,
                                  default_startup_program)
-from .runner import HOOK_DEPTH, OpRunner, _is_internal, user_source
+from .runner import OpRunner
 from .step_report import take_step
 from ..memory.places import host_arena
 
 OP_ROLE_OPTIMIZE = 2
+#: live ops between two looks for values nobody can reach any more (a loop appending
+#: 100,000 ops keeps the values its user holds, not every one it made)
+SWEEP_EVERY = 1024
 
 _sessions = {}  # name -> LiveSession
 _active = []  # stack of [session, depth] in live mode
@@ -73,7 +78,11 @@ class LiveSession:
         self.update_ops = []  # ops with op_role & 2 recorded, not run
         self.pending = []  # ops recorded in record-only mode, not run yet
         self.stats = {"ops_run": 0}
+        #: ops run since values nobody can reach were last let go (see OpRunner.drop_unreachable)
+        self._since_sweep = []
         self._saved = None  # what activation replaced, restored on deactivation
+        self._memory_watchers = weakref.WeakSet()  # see watch_memory
+        self._arena_was_recording = None
         _tag(self)
 
     def __repr__(self):
@@ -94,10 +103,21 @@ class LiveSession:
         main._append_hook = self._on_main_op
         startup._append_hook = self._on_startup_op
         _install_provider()
-        # live cells record what they allocate, so memory views can say which op and
-        # variable each block is for
-        arena = host_arena() if self.place.device == "cpu" else None
         self._arena_was_recording = None
+        if self._memory_watchers:
+            self._record_memory()
+
+    def watch_memory(self, watcher):
+        """Record what each op allocates (the arena's event log, which tags every block with
+        its op and variable) while this session is active and ``watcher`` (a MemoryView that
+        follows the session) lives. Without a watcher the log stays off: it costs each live
+        op about a third of its time."""
+        self._memory_watchers.add(watcher)
+        if self.active and self._arena_was_recording is None:
+            self._record_memory()
+
+    def _record_memory(self):
+        arena = host_arena() if self.place.device == "cpu" else None
         if arena is not None:
             self._arena_was_recording = arena.arena.recording
             arena.arena.recording = True
@@ -116,7 +136,7 @@ class LiveSession:
 
     # --- the hooks --------------------------------------------------------------------
     def _on_main_op(self, op):
-        op.source = user_source(HOOK_DEPTH)
+        op.source = _fw.SOURCE_FROM_CALLSTACK  # the user's line, found if someone asks
         block = op.block
         if block.idx != 0:
             return  # sub-block ops run when their control-flow op runs
@@ -130,12 +150,16 @@ class LiveSession:
             self.run_pending()
         self.runner.run(op)
         self.stats["ops_run"] += 1
+        swept = self._since_sweep
+        swept.append(op)
+        if len(swept) >= SWEEP_EVERY:
+            self._since_sweep = self.runner.drop_unreachable(swept, block)
         if block.ops[-1] is not op:  # inserted before ops that already ran: refresh them
             start = block.ops.index(op) + 1
             self._rerun(block, set(op.output_arg_names), start)
 
     def _on_startup_op(self, op):
-        op.source = user_source(HOOK_DEPTH)
+        op.source = _fw.SOURCE_FROM_CALLSTACK
         if op.block.idx == 0:
             self.runner.run(op)
 
@@ -208,6 +232,8 @@ class LiveSession:
     def holder(self, var):
         name = var.name if isinstance(var, Variable) else var
         found = self.scope.find_var(name)
+        if found is None and name in self.runner.dropped:
+            found = self.runner.compute_dropped(name)
         if (found is None or found.value is None) and self.pending:
             self.run_pending()
             found = self.scope.find_var(name)
@@ -252,7 +278,7 @@ class LiveSession:
         self.scope.kids.clear()
         unique_name.switch()
         self.runner.clear()
-        self.update_ops, self.pending = [], []
+        self.update_ops, self.pending, self._since_sweep = [], [], []
         self.stats["ops_run"] = 0
         _tag(self)
         if was_active:
@@ -263,7 +289,9 @@ class LiveSession:
             return
         self.place = place
         self.executor = _executor.Executor(place)
+        dropped = self.runner.dropped
         self.runner = OpRunner(self.scope, place, self.executor)
+        self.runner.dropped = dropped
 
 
 def _tag(session):
@@ -515,7 +543,7 @@ def point_at_user_line(exc, filename=None):
     while tb is not None:
         code = tb.tb_frame.f_code
         if (filename is not None and code.co_filename == filename) or \
-                (filename is None and not _is_internal(code.co_filename)):
+                (filename is None and not is_internal(code.co_filename)):
             found = (code.co_filename, tb.tb_lineno)
         tb = tb.tb_next
     if found is None:

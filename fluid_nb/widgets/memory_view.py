@@ -3,7 +3,8 @@ by the variable each holds, the used bytes op by op over a recorded run with its
 a table of the variables (the model is :func:`fluid_nb.viz.memory_model.memory_model`'s).
 
 A view records a run with ``with view.recording(): exe.run(...)``; a view of a live
-program follows it cell by cell: the live session records every cell's blocks, and after
+program follows it cell by cell: while a view follows it, the live session records every
+cell's blocks (the arena's event log is off otherwise: it costs every live op), and after
 each cell :func:`refresh_memory_views` (called by the session with the ProgramViews') gives
 the view that cell's events.
 """
@@ -80,10 +81,12 @@ class MemoryView(ViewWidget):
         self.title = title or (f"memory of live session '{session.name}'" if session
                                else "host memory arena")
         #: the events of the last recording (or live cell), oldest first; a view of a live
-        #: session starts with what its earlier cells recorded and nobody has read
-        self.events = memory.events(self.place) if session is not None else []
+        #: session starts empty (its session records allocations only while a view follows it)
+        self.events = []
         super().__init__(_model=self._build(), **kwargs)
         _open_views.add(self)
+        if session is not None:
+            session.watch_memory(self)
 
     def _build(self):
         return json_clean(memory_model(self.place, self.scope, self.events, title=self.title))

@@ -146,3 +146,26 @@ def test_a_failed_layer_in_live_mode_leaves_the_live_scope_as_it_was():
         assert set(scope.vars) == names and _contents(main, startup) == before
         ops = {op for op in main.global_block().ops}
         assert set(session.runner.steps) <= ops | set(startup.global_block().ops)
+
+
+def test_one_op_layers_that_fail_when_run_live_leave_nothing_and_take_their_names_back():
+    main, startup, scope = fluid.Program(), fluid.Program(), fluid.Scope()
+    with fluid.program_guard(main, startup), unique_name.guard(), \
+            fluid.live(name="one_op_live", program=main, startup_program=startup,
+                       scope=scope) as session:
+        # shapes agree when appended (-1 rows), not when run: the kernel fails
+        x = L.data(name="x", shape=[3], dtype="float32", value=np.ones((2, 3), "float32"))
+        y = L.data(name="y", shape=[3], dtype="float32", value=np.ones((4, 3), "float32"))
+        x.numpy(), y.numpy()  # (their values enter the scope when first read)
+        names, before = set(scope.vars), _contents(main, startup)
+        for failing in (lambda: L.elementwise_add(x, y), lambda: x + y,
+                        lambda: L.elementwise_mul(x, y, act="relu")):
+            with pytest.raises(fluid.errors.FluidError):
+                failing()
+            assert set(scope.vars) == names and _contents(main, startup) == before
+        ops = set(main.global_block().ops) | set(startup.global_block().ops)
+        assert set(session.runner.steps) <= ops
+        # the names the failed calls took are handed out again
+        assert L.elementwise_add(x, x).name == "elementwise_add_0.tmp_0"
+        assert (x + x).name == "tmp_0"
+        assert L.relu(x).name == "relu_0.tmp_0"

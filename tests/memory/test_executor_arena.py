@@ -185,10 +185,16 @@ def test_the_event_log_names_the_op_and_the_variable_of_each_block(own_arena):
             assert (event.address - base) % event.size == 0
 
 
-def test_live_cells_record_their_blocks_by_op_and_variable():
+class _Watcher:
+    """Stands for a MemoryView following the session (what watch_memory keeps weakly)."""
+
+
+def test_watched_live_cells_record_their_blocks_by_op_and_variable():
     main, startup, scope = fluid.Program(), fluid.Program(), fluid.Scope()
     fluid.memory.events(CPU)  # start from an empty log
-    with fluid.live(program=main, startup_program=startup, scope=scope):
+    watcher = _Watcher()
+    with fluid.live(program=main, startup_program=startup, scope=scope) as session:
+        session.watch_memory(watcher)
         x = fluid.layers.fill_constant([64, 64], "float32", 1.0)
         y = fluid.layers.relu(x * 2.0)
     log = fluid.memory.events(CPU)

@@ -102,13 +102,29 @@ def test_a_view_of_a_live_program_takes_each_cells_allocations():
     assert other.timeline is None
 
 
+def test_a_live_session_logs_allocations_only_while_a_view_follows_it():
+    main, startup, scope = fluid.Program(), fluid.Program(), fluid.Scope()
+    with fluid.live(program=main, startup_program=startup, scope=scope):
+        fluid.memory.events(fluid.CPUPlace())  # (whatever earlier code left in the log)
+        fluid.layers.fill_constant([16, 16], "float32", 1.0)
+        assert fluid.memory.events(fluid.CPUPlace()) == []  # nobody watching: no log
+        view = MemoryView()
+        z = fluid.layers.fill_constant([16, 16], "float32", 2.0)
+        logged = fluid.memory.events(fluid.CPUPlace())
+        assert z.name in {e.variable for e in logged if e.kind == "alloc"}
+        assert {e.op[0] for e in logged if e.op is not None} == {"fill_constant"}
+    assert fluid.memory.record_events(fluid.CPUPlace(), False) is False  # off again after
+    view.close()
+
+
 def test_a_view_of_a_fluid_cells_program_takes_each_cells_allocations(shell, capture):
     assert shell.run_cell("%%fluid --program m_live --quiet\n"
                           "x = fluid.layers.fill_constant([32, 32], 'float32', 1.0)\n").success
     session = live_session("m_live")
     view = MemoryView(program=session.program)
     assert view.scope is session.scope and "m_live" in view.title
-    assert [p["label"] for p in view.timeline["points"]] == ["fill_constant #0"]  # unread
+    # the session recorded nothing before a view followed it: the log is off without one
+    assert view.timeline is None
     sent = capture(view)
     assert shell.run_cell("%%fluid --program m_live --quiet\n"
                           "y = fluid.layers.relu(x)\n").success

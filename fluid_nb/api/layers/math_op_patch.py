@@ -54,11 +54,20 @@ def _is_number(value):
         type(value).__module__ == "numpy" and getattr(value, "ndim", None) == 0
 
 
-from ...framework.transaction import transactional  # noqa: E402
+from ...framework.transaction import append_one_op, atomic, lean, transactional  # noqa: E402,E501
 
 
 def _binary(method, op_type, reverse, scalar_method):
     def impl(self, other):
+        if other.__class__ is Variable and other.dtype == self.dtype and not reverse and \
+                not (other.shape and other.shape[0] == -1 and len(other.shape) < len(self.shape)):
+            # two Variables of one dtype, trailing alignment: one op, all or nothing itself
+            return append_one_op(_block(self), op_type, {"X": self, "Y": other}, None,
+                                 VarType.BOOL if op_type in _COMPARE else self.dtype)
+        with atomic():
+            return _binary_appended(self, other)
+
+    def _binary_appended(self, other):
         if not isinstance(other, Variable):  # (two Variables: the common case, tested first)
             if scalar_method is not None and _is_number(other):
                 return scalar_method(self, float(other))
@@ -79,7 +88,7 @@ def _binary(method, op_type, reverse, scalar_method):
         return out
     impl.__name__ = method
     impl.__doc__ = f"``{op_type}`` of the operands{' (reversed)' if reverse else ''}."
-    return impl
+    return lean(impl)
 
 
 def _matmul(self, other):
@@ -215,10 +224,10 @@ def _plus_one(index):
 
 def monkey_patch_variable():
     """Attach the operators to Variable (fluid_nb.api.layers calls this on import)."""
-    # each operator is a layer call, so a transaction (a failed `a + b` leaves no temporary)
+    # each operator is a layer call, so all or nothing (a failed `a + b` leaves no
+    # temporary): the binary ones keep themselves so, the others through a transaction
     for method, op_type, reverse, scalar_method in _TABLE:
-        setattr(Variable, method, transactional(_binary(method, op_type, reverse,
-                                                        scalar_method)))
+        setattr(Variable, method, _binary(method, op_type, reverse, scalar_method))
     Variable.__neg__ = transactional(lambda self: _scale(self, -1.0, 0.0))
     Variable.__matmul__ = transactional(_matmul)
     Variable.astype = transactional(astype)

@@ -1,0 +1,76 @@
+"""What a live session keeps: every op and variable it recorded, and the values its user can
+still reach. A formula op's output (a pure function of its inputs) that nobody holds is let go
+and computed again when it is read, so a long live loop does not keep every value it made."""
+import numpy as np
+import pytest
+
+import fluid_nb as fluid
+from fluid_nb.live import session as live_session_module
+
+L = fluid.layers
+
+
+@pytest.fixture
+def sweep_every(monkeypatch):
+    monkeypatch.setattr(live_session_module, "SWEEP_EVERY", 16)
+    return 16
+
+
+def _live():
+    main, startup, scope = fluid.Program(), fluid.Program(), fluid.Scope()
+    return main, scope, fluid.live(program=main, startup_program=startup, scope=scope)
+
+
+def test_a_long_live_loop_keeps_the_values_its_user_holds_not_every_one(sweep_every):
+    main, scope, session = _live()
+    with session as s, fluid.unique_name.guard():
+        c = L.fill_constant([4, 4], "float32", 0.0)
+        one = L.fill_constant([4, 4], "float32", 1.0)
+        held = []
+        for i in range(10 * sweep_every):
+            c = L.elementwise_add(c, one) if i % 2 else c + one
+            if i % 50 == 0:
+                held.append(c)
+        assert len(main.global_block().ops) == 2 + 10 * sweep_every  # every op recorded
+        assert len(scope.vars) < 2 * sweep_every + len(held) + 2  # not every value
+        assert len(s.runner.dropped) > 8 * sweep_every - len(held)
+        np.testing.assert_array_equal(c.numpy(), np.full((4, 4), 10 * sweep_every))
+        for k, var in enumerate(held):  # held values were never let go
+            assert scope.find_var(var.name).value is not None
+            np.testing.assert_array_equal(var.numpy(), np.full((4, 4), 50 * k + 1))
+
+
+def test_a_dropped_value_read_by_name_is_computed_again(sweep_every):
+    main, scope, session = _live()
+    with session as s, fluid.unique_name.guard():
+        c = L.fill_constant([2], "float32", 1.0)
+        one = L.fill_constant([2], "float32", 1.0)
+        for _ in range(3 * sweep_every):
+            c = L.elementwise_mul(c, one) + one  # the k-th sum is k + 2
+        sums = [op for op in main.global_block().ops if op.type == "elementwise_add"]
+        name = sums[5].output_arg_names[0]
+        assert scope.find_var(name) is None and name in s.runner.dropped
+        np.testing.assert_array_equal(main.global_block().var(name).numpy(), [7.0, 7.0])
+        assert name not in s.runner.dropped and scope.find_var(name) is not None
+
+
+def test_refeeding_runs_through_dropped_values(sweep_every):
+    main, scope, session = _live()
+    with session, fluid.unique_name.guard():
+        x = L.data(name="x", shape=[3], dtype="float32", value=np.ones((1, 3), "float32"))
+        c = x
+        for _ in range(4 * sweep_every):
+            c = L.relu(c) + x
+        fluid.feed(x, np.full((1, 3), 2.0, "float32"))
+        np.testing.assert_array_equal(c.numpy(), np.full((1, 3), 2.0 * (4 * sweep_every + 1)))
+
+
+def test_values_of_ops_that_are_no_formula_are_kept(sweep_every):
+    main, scope, session = _live()
+    with session as s, fluid.unique_name.guard():
+        c = L.fill_constant([2], "float32", 1.0)
+        for _ in range(3 * sweep_every):
+            c = L.scale(c, scale=1.0, bias=1.0)  # (scale's kernel is hand-written)
+        assert not s.runner.dropped
+        assert all(scope.find_var(op.output_arg_names[0]).value is not None
+                   for op in main.global_block().ops)
