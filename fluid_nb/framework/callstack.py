@@ -42,16 +42,19 @@ def capture(skip=2):
         return ()
     items = []
     append = items.append
-    left = MAX_FRAMES
-    while frame is not None:
+    for _ in _FRAME_COUNT:
         code = frame.f_code
         append(code)
         append(frame.f_lasti)
-        left -= 1
-        if not left or code.co_name == "<module>":
+        if code.co_name == "<module>":
             break
         frame = frame.f_back
+        if frame is None:
+            break
     return tuple(items)
+
+
+_FRAME_COUNT = range(MAX_FRAMES)
 
 
 def pairs(stack):

@@ -137,9 +137,12 @@ def fluid1_shapes(program):
 
 
 def set_fields(var, shape, dtype, lod_level):
-    """Give ``var`` the shape, dtype and LoD level inference found (an open transaction
-    keeps what they were)."""
-    _set_var(var, shape, dtype, lod_level, None)
+    """Give ``var`` the shape (a tuple), dtype (a VarType) and LoD level an earlier
+    inference found (an open transaction keeps what they were)."""
+    journal = transaction.journal
+    if journal is not None and id(var) not in journal:
+        transaction.note_change(var)
+    var.shape, var.dtype, var.lod_level = shape, dtype, lod_level
 
 
 def _set_var(var: Variable, shape, dtype, lod_level, type):
