@@ -9,11 +9,13 @@ as `fluid-nb launch` does), talking gRPC over localhost. A trainer times ``--ste
 after 10 warm-up steps; in sync mode a step is a round (each of the trainers on its share of
 the 64 rows), in async mode each trainer steps on its own share at its own pace (a job step
 is then a whole batch's worth of trainer steps). Each configuration runs ``--rounds``
-times, in turns, and the fastest run is kept. Bytes are
-the gRPC messages a trainer sends (gradients, barriers, requests) and receives (parameters)
-per step, as counted by its RPC client. The reference is one process training on the whole
-batch; the ratio is the job's steps per second over it. All processes share this machine's
-cores (the figures are for the whole job on one machine, not for a cluster).
+times, in turns, and the fastest run is kept. Bytes are the gRPC messages a trainer sends
+(gradients, barriers, requests) and receives (parameters) per step, and calls the gRPC
+calls it makes per step, as counted by its RPC client (a sync step is one
+``SendAndGetVariables`` per server; an async one a call per variable). The reference is
+one process training on the whole batch; the ratio is the job's steps per second over it.
+All processes share this machine's cores (the figures are for the whole job on one
+machine, not for a cluster).
 """
 import argparse
 import io
@@ -50,13 +52,14 @@ def train(exe, program, feeds, loss, batches, part, parts):
     for batch in batches[:WARMUP]:
         step(batch)
     rpc = client()
-    sent, received = rpc.sent_bytes, rpc.received_bytes
+    sent, received, calls = rpc.sent_bytes, rpc.received_bytes, sum(rpc.calls.values())
     start = time.perf_counter()
     for batch in batches[WARMUP:]:
         step(batch)
     steps = len(batches) - WARMUP
     return ((time.perf_counter() - start) / steps, (rpc.sent_bytes - sent) / steps,
-            (rpc.received_bytes - received) / steps)
+            (rpc.received_bytes - received) / steps,
+            (sum(rpc.calls.values()) - calls) / steps)
 
 
 def role(args):
@@ -79,10 +82,10 @@ def role(args):
     program = t.get_trainer_program()
     exe.run(startup)
     batches, _ = data(BATCH, args.steps + WARMUP)
-    seconds, sent, received = train(exe, program, feeds, loss, batches, trainer, parts)
+    seconds, sent, received, calls = train(exe, program, feeds, loss, batches, trainer, parts)
     exe.close()
-    print("RESULT " + json.dumps({"seconds": seconds, "sent": sent, "received": received}),
-          flush=True)
+    print("RESULT " + json.dumps({"seconds": seconds, "sent": sent, "received": received,
+                                  "calls": calls}), flush=True)
 
 
 def job(servers, trainers, mode, steps):
@@ -129,18 +132,20 @@ def main():
             rate = min(per_trainer) if mode == "sync" else sum(per_trainer) / trainers
             sent = np.mean([r["sent"] for r in results]) / 1e3
             received = np.mean([r["received"] for r in results]) / 1e3
+            calls = np.mean([r["calls"] for r in results])
             key = (mode, servers, trainers)
             if key not in best or rate > best[key][0]:
-                best[key] = (rate, sent, received)
+                best[key] = (rate, sent, received, calls)
     print(f"single process: {1 / reference:.0f} steps/s ({reference * 1e3:.2f} ms/step), "
           f"batch {BATCH}, best of {args.rounds}")
     print("mode   servers x trainers   steps/s (job)   vs single   KB sent / received per "
-          "trainer step")
+          "trainer step   calls per trainer step")
     for key in configs:
-        rate, sent, received = best[key]
+        rate, sent, received, calls = best[key]
         mode, servers, trainers = key
         print(f"{mode:6} {servers} x {trainers}                {rate:8.0f}"
-              f"        {rate * reference:5.2f}x     {sent:7.1f} / {received:7.1f}")
+              f"        {rate * reference:5.2f}x     {sent:7.1f} / {received:7.1f}"
+              f"                  {calls:5.1f}")
 
 
 if __name__ == "__main__":

@@ -7,13 +7,17 @@ between real processes on real ``ip:port`` endpoints:
 
 - ``send_recv.proto``: Paddle's ``SendRecvService`` and ``VariableMessage`` (varname, type,
   data_type, dims, lod, serialized bytes, rows, trainer_id ...), served by gRPC (grpcio)
-  through generic handlers;
+  through generic handlers, plus fluid_nb's ``SendAndGetVariables`` (a ``VariableBatch``: a
+  trainer's sync step with one server in one call);
 - :mod:`.messages`: a variable as a message and back, checked whole;
 - :mod:`.client`: the trainer's calls, one channel per endpoint, a deadline on each,
   retries while servers start, typed errors naming the endpoint and the variable;
-- :mod:`.server`, :mod:`.pserver`: ``listen_and_serv``'s server and its loop (sync rounds
-  between barriers, async updates, a round deadline that names trainers that stopped);
+- :mod:`.rpc_server`, :mod:`.listen_and_serv`: ``listen_and_serv``'s server and its loop
+  (sync rounds between barriers, async updates, a round deadline that names trainers that
+  stopped);
 - :mod:`.kernels`: the ops' kernels, attached to their definitions on import;
+- :mod:`.exchange`: which of a block's RPC ops travel together (a sync step's sends,
+  barrier, recvs and fetch barrier as one call per server);
 - :mod:`.launch`: ``fluid-nb launch``, which starts servers and trainers with the
   ``PADDLE_*`` environment Fluid's launchers set.
 

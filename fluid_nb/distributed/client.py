@@ -14,12 +14,18 @@ raises a typed error naming the method, the endpoint and the variable:
 - the server's refusals as the matching kind: ``InvalidArgument`` (a malformed message),
   ``NotFound`` (a variable it does not hold or receive), ``Unimplemented`` ...
 
-Several calls go out at once as gRPC futures (:meth:`RPCClient.call_all`: a step's
-gradients to their servers). Messages are built and values decoded by the caller's thread;
-gRPC only moves bytes, so the values a kernel sees are made where the kernel runs.
+Several calls go out at once (:meth:`RPCClient.call_all`: a step's gradients to their
+servers): the first from the caller's thread, the others from threads the client keeps.
+:meth:`RPCClient.exchange` is a trainer's whole sync step with one server in one call
+(``SendAndGetVariables``: its gradients, its send barrier, the parameters it gets, its
+fetch barrier), to each server at once. Messages are built and values decoded by the
+caller's thread; gRPC only moves bytes, so the values a kernel sees are made where the
+kernel runs.
 """
+import collections
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 
@@ -59,7 +65,8 @@ class RPCClient:
     """Calls ``SendVariable`` / ``GetVariable`` ... on servers named by ``ip:port``.
 
     ``sent_bytes`` and ``received_bytes`` count the messages' bytes (requests and
-    replies) since the client was made."""
+    replies) since the client was made, ``calls`` the calls made by method (retries of a
+    call not counted again)."""
 
     def __init__(self, trainer_id=0):
         #: the trainer id the kernels' messages carry
@@ -71,6 +78,8 @@ class RPCClient:
         self._reached = {}
         self.sent_bytes = 0
         self.received_bytes = 0
+        self.calls = collections.Counter()
+        self._pool = None  # the threads that make a call_all's calls after the first
 
     # --- calls ----------------------------------------------------------------------------
     # the calls below carry ``trainer_id``, by default the client's
@@ -88,6 +97,27 @@ class RPCClient:
                           name)
         return messages.decode(pb.VariableMessage.FromString(reply),
                                f"{method} from {endpoint}")
+
+    def exchange(self, batches):
+        """``{endpoint: [values got]}`` for ``{endpoint: (sent, send_barrier, get_names,
+        fetch_barrier)}``, one ``SendAndGetVariables`` call per endpoint, all at once:
+        ``sent`` (``[(name, serialized VariableMessage)]``) handed over, then
+        (``send_barrier``) the send barrier, then the values of ``get_names`` (in sync
+        mode once the server's round has optimized), then (``fetch_barrier``) the fetch
+        barrier. The replies are checked to hold exactly the names asked, in order, and
+        decoded here."""
+        requests, asked = [], []
+        for endpoint, (sent, send_barrier, get_names, fetch_barrier) in batches.items():
+            payload = messages.batch_request(self.trainer_id, [one for _, one in sent],
+                                             send_barrier, get_names, fetch_barrier)
+            names = [name for name, _ in sent] + ([messages.BATCH_BARRIER] * send_barrier) \
+                + list(get_names) + ([messages.FETCH_BARRIER] * fetch_barrier)
+            requests.append((endpoint, pb.BATCH_METHOD, payload, names))
+            asked.append((endpoint, list(get_names)))
+        replies = self.call_all(requests)
+        return {endpoint: messages.decode_batch(reply, names,
+                                                f"{pb.BATCH_METHOD} from {endpoint}")
+                for (endpoint, names), reply in zip(asked, replies)}
 
     def batch_barrier(self, endpoint, trainer_id=None):
         self.call(endpoint, "SendVariable", messages.control(messages.BATCH_BARRIER,
@@ -116,36 +146,55 @@ class RPCClient:
 
     def call_all(self, requests):
         """The replies' bytes of ``(endpoint, method, message[, name])`` requests, all made
-        at once (gRPC futures). One that finds its server unavailable goes on alone with
-        the retries; the first error is raised once every call has ended."""
+        at once. ``name`` (the message's varname when not given; a list for a batched call)
+        is what errors name. Each call goes on alone with its retries; the first error is
+        raised once every call has ended."""
         limit = _seconds("FLAGS_rpc_deadline")
         start = time.monotonic()
         calls = []
+        with self._lock:
+            self.calls.update(request[1] for request in requests)
         for request in requests:
             endpoint, method, message = request[:3]
             name = (request[3] if len(request) > 3 else None) or message.varname
-            payload = message.SerializeToString()
-            stub = self._method(endpoint, method)
-            # one call alone goes without a future (a future starts a thread to wait)
-            first = stub.future(payload, timeout=limit).result if len(requests) > 1 \
-                else (lambda stub=stub, payload=payload: stub(payload, timeout=limit))
-            calls.append((endpoint, method, message, name, payload, stub, first))
+            # a message, or its bytes already written (the client's own trainer id's)
+            payload = message if isinstance(message, bytes) else message.SerializeToString()
+            calls.append((endpoint, method, name, payload, self._method(endpoint, method)))
+        if not calls:
+            return []
+        # the first call is made by this thread, the others by the client's callers (threads
+        # kept for its life): a gRPC future starts a thread of its own to wait on each time
+        others = [self._callers().submit(self._attempt, call, start, limit)
+                  for call in calls[1:]]
+        outcomes = [self._attempt(calls[0], start, limit)] + [o.result() for o in others]
         replies, error = [], None
-        for endpoint, method, message, name, payload, stub, first in calls:
-            try:
-                reply = first()
-            except grpc.RpcError as exc:
-                try:
-                    reply = self._retry(exc, endpoint, method, name, payload, stub, start,
-                                        limit)
-                except FluidError as failure:
-                    error, reply = error or failure, None
-            if reply is not None:
-                self._answered(endpoint, message, payload, reply)
+        for request, call, (reply, failure) in zip(requests, calls, outcomes):
+            if failure is None:
+                self._answered(call[0], request[2], call[3], reply)
+            error = error or failure
             replies.append(reply)
         if error is not None:
             raise error
         return replies
+
+    def _attempt(self, call, start, limit):
+        """``(reply bytes, None)`` of one call with its retries, or ``(None, error)``."""
+        endpoint, method, name, payload, stub = call
+        try:
+            return stub(payload, timeout=limit), None
+        except grpc.RpcError as exc:
+            try:
+                return self._retry(exc, endpoint, method, name, payload, stub, start,
+                                   limit), None
+            except FluidError as failure:
+                return None, failure
+
+    def _callers(self):
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=32,
+                                                thread_name_prefix="fluid_nb-rpc-client")
+            return self._pool
 
     def _retry(self, exc, endpoint, method, name, payload, stub, start, limit):
         """After the first try failed with ``exc``: try again while the server is unavailable
@@ -170,7 +219,9 @@ class RPCClient:
 
     def _answered(self, endpoint, message, payload, reply):
         with self._lock:
-            self._reached[endpoint] = message.trainer_id
+            # a server told COMPLETE@RECV has this trainer no more (it may end at once)
+            if getattr(message, "varname", None) != messages.COMPLETE:
+                self._reached[endpoint] = getattr(message, "trainer_id", self.trainer_id)
             self.sent_bytes += len(payload)
             self.received_bytes += len(reply)
 
@@ -189,16 +240,20 @@ class RPCClient:
         return found
 
     def close(self):
-        """Close the channels (a later call opens them again)."""
+        """Close the channels and end the callers' threads (a later call opens and starts
+        them again)."""
         with self._lock:
             channels, self._channels, self._methods = self._channels, {}, {}
+            pool, self._pool = self._pool, None
         for channel in channels.values():
             channel.close()
+        if pool is not None:
+            pool.shutdown(wait=False)
 
     @staticmethod
     def _error(exc, endpoint, method, name, tries, spent, limit):
         code, details = exc.code(), exc.details() or ""
-        where = f"{method} to {endpoint}, variable '{name}'"
+        where = f"{method} to {endpoint}, {_named(name)}"
         if code == grpc.StatusCode.DEADLINE_EXCEEDED:
             return ExecutionTimeout(expected(
                 where, "an answer", f"within {limit:g} s (FLAGS_rpc_deadline)",
@@ -213,6 +268,16 @@ class RPCClient:
         if code == grpc.StatusCode.ABORTED:  # the server stopped, and says why
             return Unavailable(f"{where}: the server stopped serving: {details}")
         return Unavailable(f"{where}: the server failed to answer ({code.name}: {details})")
+
+
+def _named(name):
+    """What an error says a call was about: its variable, or a batch's first variable and
+    the others (barriers included) in their order."""
+    if isinstance(name, str):
+        return f"variable '{name}'"
+    first, rest = (name[0], name[1:]) if name else ("", [])
+    shown = ", ".join(rest[:6]) + (f" and {len(rest) - 6} more" if len(rest) > 6 else "")
+    return f"variable '{first}'" + (f" (with {shown})" if rest else "")
 
 
 def _checked_endpoint(endpoint, where):

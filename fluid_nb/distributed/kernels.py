@@ -4,10 +4,12 @@ is their contract), attached to the definitions when this package is imported.
 Trainer side: ``send``, ``recv``, ``send_barrier``, ``fetch_barrier`` and
 ``distributed_lookup_table`` call every server they name at the same time through the
 process's :func:`~fluid_nb.distributed.client.client` and return once all have answered
-(or raise the first typed error). Their messages carry the process's trainer id (see
-:func:`~fluid_nb.distributed.client.client`). Server side:
-``listen_and_serv`` runs :class:`~fluid_nb.distributed.listen_and_serv.ParameterServer` until its
-trainers are done.
+(or raise the first typed error). In a sync step the sends, the barrier, the recvs and the
+fetch barrier go together (:mod:`.exchange`): the sends leave their encoded values with the
+barrier, which makes one call per server and leaves the values got for the recvs. Their
+messages carry the process's trainer id (see :func:`~fluid_nb.distributed.client.client`).
+Server side: ``listen_and_serv`` runs
+:class:`~fluid_nb.distributed.listen_and_serv.ParameterServer` until its trainers are done.
 """
 import numpy as np
 
@@ -16,7 +18,7 @@ from ..framework import registry
 from ..tensor.dtypes import to_numpy_dtype
 from ..tensor.tensor import LoDTensor, SelectedRows
 from ..tensor.transfer import to_host
-from . import messages
+from . import exchange, messages
 from . import send_recv_pb2 as pb
 from .client import client
 from .listen_and_serv import ParameterServer
@@ -68,6 +70,10 @@ def _send(ctx, xs):
         epmap = _endpoints(ctx, "epmap", len(xs), "input X")
         jobs = [(ep, name, value) for ep, name, value
                 in zip(epmap, ctx.input_names("X"), xs) if _has_value(value)]
+    role = exchange.role_of(ctx.op)
+    if role is not None and role[0] == exchange.DEFERRED:  # the barrier sends them
+        exchange.defer(ctx.op, role[1], jobs, trainer)
+        return None
     # messages are built here, in the kernel's thread; the calls only move bytes
     rpc.call_all([(ep, "SendVariable", messages.encode(name, value, trainer, f"send to {ep}"))
                   for ep, name, value in jobs])
@@ -83,6 +89,7 @@ def _has_value(value):
 def _recv(ctx, xs):
     if ctx.attrs["do_not_run"]:
         return None
+    got = exchange.take(ctx.op)  # the values its barrier's calls brought, if they did
     rpc = client(ctx.attrs["trainer_id"])
     trainer = rpc.trainer_id
     barrier = ctx.attrs["with_barrier"]
@@ -90,14 +97,17 @@ def _recv(ctx, xs):
     pieces = list(ctx.attrs["recv_varnames"])
     if pieces:  # Out[0] = the rows of pieces[j] from epmap[j], stacked
         epmap = _endpoints(ctx, "epmap", len(pieces), "name in recv_varnames")
-        got = _get(rpc, zip(epmap, pieces), trainer, barrier)
+        if got is None:
+            got = _get(rpc, zip(epmap, pieces), trainer, barrier)
         return [_on_place(ctx, LoDTensor(np.concatenate([g.array for g in got], axis=0)))]
     names = list(ctx.attrs["varnames"]) or outs
     if len(names) != len(outs):
         raise InvalidArgument(expected("recv", "attribute 'varnames'",
                                        f"one name per output Out ({len(outs)})", names))
     epmap = _endpoints(ctx, "epmap", len(outs), "output Out")
-    return [_on_place(ctx, value) for value in _get(rpc, zip(epmap, names), trainer, barrier)]
+    if got is None:
+        got = _get(rpc, zip(epmap, names), trainer, barrier)
+    return [_on_place(ctx, value) for value in got]
 
 
 def _get(rpc, sources, trainer, barrier):
@@ -115,6 +125,10 @@ def _get(rpc, sources, trainer, barrier):
 def _send_barrier(ctx, xs):
     rpc = client(ctx.attrs["trainer_id"])
     trainer = rpc.trainer_id
+    role = exchange.role_of(ctx.op)
+    if role is not None:  # the step's one call per server
+        exchange.lead(rpc, role[1])
+        return None
     rpc.call_all([(ep, "SendVariable", messages.control(messages.BATCH_BARRIER, trainer))
                   for ep in ctx.attrs["endpoints"]])
     return None
@@ -123,8 +137,9 @@ def _send_barrier(ctx, xs):
 def _fetch_barrier(ctx, xs):
     rpc = client(ctx.attrs["trainer_id"])
     trainer = rpc.trainer_id
+    told = exchange.take(ctx.op) or ()  # the endpoints its barrier's calls told already
     rpc.call_all([(ep, "GetVariable", messages.control(messages.FETCH_BARRIER, trainer))
-                  for ep in ctx.attrs["endpoints"]])
+                  for ep in ctx.attrs["endpoints"] if ep not in told])
     return None
 
 

@@ -31,6 +31,14 @@ ms, or the server stops with ExecutionTimeout naming the trainers that did not, 
 refuses the calls waiting (their trainers get Unavailable with that reason) instead of
 blocking the round forever.
 
+A ``SendAndGetVariables`` call (a trainer's step in one call) is taken as the separate
+calls it stands for, in their order: its variables, its send barrier, its gets, its fetch
+barrier (:attr:`Call.stages`); it waits, as they would, wherever its next part belongs to
+the other phase, and is answered once all its parts are done. The values a get phase
+serves are encoded once per phase (:meth:`ParameterServer._encoded`), whatever the number
+of trainers that ask. In sync mode a batch that sends and gets must carry the send barrier
+between them (without it the round could never turn), else it is refused.
+
 Async mode (1, and half-async 2): each received gradient runs its optimize block
 (``grad_to_block_id``) at once, and a trainer's step counter (``@LR_DECAY_COUNTER@...``) the
 learning-rate schedule's block; gets are answered at once; barriers are acknowledged.
@@ -50,12 +58,17 @@ from ..exec.executor import bind, run_steps
 from ..tensor.dtypes import convert_dtype
 from ..tensor.tensor import LoDTensor, SelectedRows
 from . import messages
+from . import send_recv_pb2 as pb
 from .rpc_server import RPCServer
 
 SYNC = 0
 SEND, GET = "send", "get"
 #: the methods a server answers (Fluid's checkpoint notify and monomer calls are not built)
-SERVED = ("SendVariable", "GetVariable", "GetVariableNoBarrier", "PrefetchVariable")
+SERVED = ("SendVariable", "GetVariable", "GetVariableNoBarrier", "PrefetchVariable",
+          pb.BATCH_METHOD)
+#: a batch's parts (:attr:`Call.stages`), in the order they are taken
+SENDS, SEND_BARRIER, GETS, FETCH_BARRIER = "sends", "send barrier", "gets", "fetch barrier"
+_SENDING = (SENDS, SEND_BARRIER)
 #: the name of the learning-rate schedule's step counter (Paddle's LEARNING_RATE_DECAY_COUNTER)
 LR_DECAY_COUNTER = "@LR_DECAY_COUNTER@"
 
@@ -134,6 +147,8 @@ class ParameterServer:
         self.phase, self.round, self.startup = GET, 0, True
         self.arrived = set()
         self.waiting = []
+        #: name -> its serialized VariableMessage, for this get phase (see _encoded)
+        self.encoded = {}
         self.clock = None
         self.last_heard = {}
         self.completed = set()
@@ -180,6 +195,7 @@ class ParameterServer:
             if self.stopped is not None:
                 call.refuse(grpc.StatusCode.ABORTED, self.stopped)
                 return
+            watched = self._watched()
             try:
                 self._take(call)
             except Exception as exc:  # noqa: BLE001  (the serving thread raises it)
@@ -189,7 +205,16 @@ class ParameterServer:
                 call.refuse(grpc.StatusCode.ABORTED, reason)
                 self._refuse_waiting(reason)
             finally:
-                self.lock.notify_all()
+                # the serving thread is woken only for news it acts on: waking it on every
+                # call costs the call a thread switch (a later deadline it finds when the
+                # wait it planned ends)
+                if self._watched() != watched:
+                    self.lock.notify_all()
+
+    def _watched(self):
+        """What the serving thread waits on: trainers training and completed, a failure,
+        whether a deadline clock runs."""
+        return len(self.training), len(self.completed), self.failure, self.clock is None
 
     def _time_left(self):
         """How long the loop may wait for the next call before a deadline needs checking."""
@@ -211,6 +236,8 @@ class ParameterServer:
             raise Refused(grpc.StatusCode.UNIMPLEMENTED, expected(
                 self.where, "method", ", ".join(SERVED) + " (fluid_nb's servers take no "
                 "checkpoint notify)", call.method))
+        if call.batch:
+            return self._admit_batch(call)
         if name in messages.CONTROL_NAMES or call.method == "PrefetchVariable":
             return  # a prefetch's ids are decoded with the table they index
         if call.method == "SendVariable":
@@ -223,6 +250,52 @@ class ParameterServer:
             return
         if call.method == "GetVariableNoBarrier" and name.endswith(messages.WITHOUT_BARRIER):
             name = name[:-len(messages.WITHOUT_BARRIER)]
+        self._check_held(name)
+
+    def _admit_batch(self, call):
+        """A batch is admitted whole or not at all: every variable it sends decoded and
+        checked as a SendVariable's, every name it gets one the server holds, no control
+        name among them (the barriers are its flags), the trainer id of each variable the
+        batch's; its parts (:attr:`Call.stages`) are fixed here."""
+        batch, t = call.message, call.trainer_id
+        values = []
+        for variable in batch.variables:
+            name = variable.varname
+            self._check_plain(name, "variables")
+            if variable.trainer_id != t:
+                raise Refused(grpc.StatusCode.INVALID_ARGUMENT, expected(
+                    f"{self.where}: {call.method}, variable '{name}'", "trainer_id",
+                    f"the batch's ({t})", variable.trainer_id))
+            self._check_receivable(name)
+            try:
+                value = messages.decode(variable, self.where)
+                self._check_declared(name, value)
+            except FluidError as exc:
+                raise Refused(grpc.StatusCode.INVALID_ARGUMENT, str(exc)) from None
+            values.append((name, value))
+        for name in batch.get_varnames:
+            self._check_plain(name, "get_varnames")
+            self._check_held(name)
+        stages = [stage for stage, present in ((SENDS, values),
+                                               (SEND_BARRIER, batch.send_barrier),
+                                               (GETS, batch.get_varnames),
+                                               (FETCH_BARRIER, batch.fetch_barrier)) if present]
+        if self.mode == SYNC and not batch.send_barrier and stages \
+                and stages[0] in _SENDING and stages[-1] not in _SENDING:
+            raise Refused(grpc.StatusCode.INVALID_ARGUMENT, expected(
+                f"{self.where}: {call.method}", "a batch that sends and gets (sync mode)",
+                "send_barrier set between them", "no send barrier: the round could not "
+                "turn before its gets"))
+        call.value, call.stages = values, stages
+
+    def _check_plain(self, name, field):
+        """A batch names variables only: the barriers are its flags."""
+        if not name or name in messages.CONTROL_NAMES:
+            raise Refused(grpc.StatusCode.INVALID_ARGUMENT, expected(
+                f"{self.where}: {pb.BATCH_METHOD}", f"{field} entry", "a variable name "
+                "(barriers are the batch's send_barrier and fetch_barrier flags)", repr(name)))
+
+    def _check_held(self, name):
         if self.scope.find_var(name) is None and not self.global_block.has_var(name):
             raise Refused(grpc.StatusCode.NOT_FOUND, expected(
                 self.where, f"variable '{name}'", "one the server holds", "a name it does "
@@ -253,11 +326,11 @@ class ParameterServer:
             elif call.method == "PrefetchVariable":
                 call.answer(self._prefetch(call.message, t))
             elif self.mode != SYNC:
-                self._take_async(call, t)
+                (self._take_batch_async if call.batch else self._take_async)(call, t)
             else:
                 if self.clock is None:
                     self.clock = now
-                self._take_sync(call, t)
+                (self._take_batch_sync if call.batch else self._take_sync)(call, t)
         except Refused as refusal:
             call.refuse(refusal.code, refusal.details)
 
@@ -283,10 +356,54 @@ class ParameterServer:
             call.answer()
             self._advance()
         elif sending:
-            self._receive(call)
+            self._write(call.name, call.value)
             call.answer()
         else:
             call.answer(self._value(call.name, t))
+
+    def _take_batch_sync(self, call, t):
+        """Take the batch's parts in order while each belongs to the current phase; keep
+        it waiting (from the part it reached) when one does not."""
+        if t not in self.training:
+            raise Refused(grpc.StatusCode.FAILED_PRECONDITION, expected(
+                self.where, f"trainer {t}", "a trainer still training",
+                "one that has already sent COMPLETE@RECV"))
+        while call.stages:
+            stage = call.stages[0]
+            sending = stage in _SENDING
+            if (self.phase == SEND) != sending or t in self.arrived:
+                self.waiting.append(call)
+                if sending and self.phase == GET and self.startup and t not in self.arrived:
+                    self.arrived.add(t)  # a trainer with no startup fetch: it has passed it
+                    self._advance()
+                return
+            del call.stages[0]
+            if stage == SENDS:
+                for name, value in call.value:
+                    self._write(name, value)
+            elif stage == GETS:
+                call.got = [self._encoded(name) for name in call.message.get_varnames]
+            else:  # a barrier: the phase may turn, and the calls waiting for it go on
+                self.arrived.add(t)
+                self._advance()
+        call.answer(raw=messages.batch_reply(call.got))
+
+    def _take_batch_async(self, call, t):
+        """Each variable applied as a SendVariable would be, then the gets answered (the
+        barriers are acknowledged)."""
+        for name, value in call.value:
+            self._apply_async(name, value)
+        call.answer(raw=messages.batch_reply(
+            [self._value(name, t).SerializeToString() for name in call.message.get_varnames]))
+
+    def _encoded(self, name):
+        """``name``'s VariableMessage serialized, once per get phase (the values do not
+        change until the next send phase; every trainer gets the same bytes, trainer_id
+        0)."""
+        found = self.encoded.get(name)
+        if found is None:
+            found = self.encoded[name] = self._value(name, 0).SerializeToString()
+        return found
 
     def _advance(self):
         """Turn the phase when every trainer still training has reached its barrier, and
@@ -300,6 +417,7 @@ class ParameterServer:
                 self.phase, self.startup = SEND, False
                 self.round += 1
             self.arrived = set()
+            self.encoded = {}
             self.clock = time.monotonic()
             waiting, self.waiting = self.waiting, []
             for call in waiting:
@@ -351,40 +469,43 @@ class ParameterServer:
         if call.name in (messages.BATCH_BARRIER, messages.FETCH_BARRIER):
             call.answer()
         elif call.method == "SendVariable":
-            name = call.name
-            block = self.grad_blocks.get(name)
-            if block is None and LR_DECAY_COUNTER in name and self.lr_decay is not None:
-                self._count_steps(call)
-                block = self.lr_decay
-            elif block is None:
-                raise Refused(grpc.StatusCode.NOT_FOUND, expected(
-                    self.where, f"gradient '{name}'", "one with an optimize block "
-                    f"(grad_to_block_id: {sorted(self.grad_blocks)})", "none for it"))
-            else:
-                self._receive(call)
-            block.run()
+            self._apply_async(call.name, call.value)
             call.answer()
         else:
             call.answer(self._value(call.name, t))
 
-    def _count_steps(self, call):
+    def _apply_async(self, name, value):
+        """A received gradient's optimize block run on it (a step counter: the schedule's)."""
+        block = self.grad_blocks.get(name)
+        if block is None and LR_DECAY_COUNTER in name and self.lr_decay is not None:
+            self._count_steps(name, value)
+            block = self.lr_decay
+        elif block is None:
+            raise Refused(grpc.StatusCode.NOT_FOUND, expected(
+                self.where, f"gradient '{name}'", "one with an optimize block "
+                f"(grad_to_block_id: {sorted(self.grad_blocks)})", "none for it"))
+        else:
+            self._write(name, value)
+        block.run()
+
+    def _count_steps(self, name, value):
         """A trainer's step counter (``<counter>.trainer_<t>``, its steps since the last
         one): added to that trainer's total, which the schedule's block sums over the
         trainers into the global step (Paddle's notify handler keeps the same totals)."""
-        self._receive(call)
-        holder = self.scope.find_var(call.name)
-        total = self.step_totals.get(call.name)
+        self._write(name, value)
+        holder = self.scope.find_var(name)
+        total = self.step_totals.get(name)
         if total is not None:
             holder.value = LoDTensor(total.array + holder.value.array)
-        self.step_totals[call.name] = holder.value
+        self.step_totals[name] = holder.value
 
     # --- values ----------------------------------------------------------------------------------
-    def _receive(self, call):
-        """Write the value ``call`` brought (decoded and checked when it was admitted) into
+    def _write(self, name, value):
+        """Write a received value (decoded and checked when its call was admitted) into
         the server's scope."""
         # the holder the blocks read: the server scope's own for what X lists, else the
         # one the run made for the program's variable (Paddle writes what the scope finds)
-        (self.scope.find_var(call.name) or self.scope.var(call.name)).value = call.value
+        (self.scope.find_var(name) or self.scope.var(name)).value = value
 
     def _check_declared(self, name, value):
         """A received value must have the data type and dims the server program declares

@@ -13,8 +13,16 @@ count equal to dims times the element size, a valid LoD ending at the rows, rows
 height that is not negative) and refuses with InvalidArgument naming the variable and
 ``where``, so a malformed message, however large the sizes it declares, never becomes a
 half-made value nor an error of NumPy's.
+
+A ``VariableBatch`` is a trainer's exchange of one step with one server
+(``SendAndGetVariables``): the variables it sends, its send barrier, the names it gets and
+its fetch barrier, taken in that order; the reply carries the values got, in the order
+asked. Both are written as protobuf's wire form around VariableMessages serialized once
+(:func:`batch_request`, :func:`batch_reply`: a value's bytes are not copied into a message
+object again), and read by the generated class (:func:`decode_batch`).
 """
 import numpy as np
+from google.protobuf.message import DecodeError
 
 from ..errors import InvalidArgument, expected
 from ..tensor.dtypes import DATA_TYPES, VarType, convert_dtype, to_numpy_dtype
@@ -55,10 +63,11 @@ def _little_endian_bytes(array):
     return array.tobytes()
 
 
-def encode(name, value, trainer_id=0, where="send"):
+def encode(name, value, trainer_id=0, where="send", into=None):
     """The VariableMessage carrying ``value`` (a LoDTensor, SelectedRows or array) as
-    variable ``name``."""
-    message = pb.VariableMessage(varname=name, trainer_id=trainer_id)
+    variable ``name`` (written into ``into``, an empty VariableMessage, when given)."""
+    message = pb.VariableMessage() if into is None else into
+    message.varname, message.trainer_id = name, trainer_id
     if isinstance(value, SelectedRows):
         message.type = pb.SELECTED_ROWS
         message.slr_height = value.height()
@@ -160,6 +169,75 @@ def _selected_rows(message, array, refuse):
         refuse("rows", f"row numbers in [0, slr_height={height})",
                f"{int(rows.min())}..{int(rows.max())}")
     return SelectedRows(rows.tolist(), height, LoDTensor(array))
+
+
+def batch_names(batch):
+    """What a VariableBatch request is about, in the order the server takes it: its
+    variables' names, BATCH_BARRIER@RECV, the names it gets, FETCH_BARRIER@RECV (the
+    barriers when set)."""
+    names = [variable.varname for variable in batch.variables]
+    if batch.send_barrier:
+        names.append(BATCH_BARRIER)
+    names.extend(batch.get_varnames)
+    if batch.fetch_barrier:
+        names.append(FETCH_BARRIER)
+    return names
+
+
+# VariableBatch's fields on the wire: a tag is (field number << 3) | wire type (0: varint,
+# 2: length-delimited)
+_TRAINER_ID, _SEND_BARRIER, _FETCH_BARRIER = bytes([1 << 3]), bytes([3 << 3]), bytes([5 << 3])
+_VARIABLES, _GET_VARNAMES = bytes([(2 << 3) | 2]), bytes([(4 << 3) | 2])
+
+
+def _varint(n):
+    """``n`` (>= 0) as a protobuf varint: 7 bits a byte, low first, high bit = more."""
+    out = bytearray()
+    while n > 0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _delimited(tag, pieces):
+    return [part for piece in pieces for part in (tag, _varint(len(piece)), piece)]
+
+
+def batch_request(trainer_id, serialized, send_barrier, get_names, fetch_barrier):
+    """The bytes of the VariableBatch request of trainer ``trainer_id`` (>= 0) sending the
+    serialized VariableMessages ``serialized``, then (flags) its send barrier, getting
+    ``get_names``, then its fetch barrier: what ``pb.VariableBatch(...)`` serializes to,
+    without copying the values into a message object."""
+    parts = [_TRAINER_ID, _varint(trainer_id)] if trainer_id else []
+    parts += _delimited(_VARIABLES, serialized)
+    if send_barrier:
+        parts += [_SEND_BARRIER, b"\x01"]
+    parts += _delimited(_GET_VARNAMES, [name.encode("utf-8") for name in get_names])
+    if fetch_barrier:
+        parts += [_FETCH_BARRIER, b"\x01"]
+    return b"".join(parts)
+
+
+def batch_reply(serialized):
+    """The bytes of a VariableBatch whose ``variables`` are the serialized VariableMessages
+    ``serialized``, in order, so a message encoded once serves every trainer."""
+    return b"".join(_delimited(_VARIABLES, serialized))
+
+
+def decode_batch(payload, names, where):
+    """The values a ``SendAndGetVariables`` reply (bytes) carries, checked to be the
+    variables ``names`` in that order, each decoded whole (:func:`decode`)."""
+    try:
+        reply = pb.VariableBatch.FromString(payload)
+    except DecodeError as exc:
+        raise InvalidArgument(expected(where, "reply", "a VariableBatch",
+                                       f"{len(payload)} bytes that do not parse ({exc})"))
+    got = [variable.varname for variable in reply.variables]
+    if got != list(names):
+        raise InvalidArgument(expected(where, "reply variables", f"{list(names)} (the names "
+                                       "asked, in order)", got))
+    return [decode(variable, where) for variable in reply.variables]
 
 
 def nbytes(message):

@@ -1,6 +1,7 @@
 """The server's side of the RPC: a gRPC server for ``SendRecvService`` on one endpoint.
 
-Each request that parses as a ``VariableMessage`` becomes a :class:`Call` handed, in the
+Each request that parses as its method's message (a ``VariableMessage``; a
+``VariableBatch`` for ``SendAndGetVariables``) becomes a :class:`Call` handed, in the
 gRPC thread that received it, to ``take`` (the serving loop's, in
 :mod:`fluid_nb.distributed.listen_and_serv`), which answers it at once or keeps it until its phase
 comes; the thread waits for the answer no longer than the caller's deadline (the trainers'
@@ -18,6 +19,7 @@ from google.protobuf.message import DecodeError
 
 from .. import flags
 from ..errors import Unavailable, expected
+from . import messages
 from . import send_recv_pb2 as pb
 from .client import CHANNEL_OPTIONS
 
@@ -30,13 +32,22 @@ _SERVER_OPTIONS = CHANNEL_OPTIONS[:2] + [
 class Call:
     """One request waiting for the serving loop; ``answer`` or ``refuse`` ends it."""
 
-    __slots__ = ("method", "message", "value", "done", "reply", "code", "details")
+    __slots__ = ("method", "message", "name", "batch", "value", "stages", "got", "done",
+                 "reply", "code", "details")
 
     def __init__(self, method, message):
         self.method = method
         self.message = message
-        #: the value a SendVariable carries, once the server has decoded and checked it
+        #: a SendAndGetVariables call: a trainer's exchange of one step
+        self.batch = method == pb.BATCH_METHOD
+        #: the variable it is about (a batch: what it carries, in order, as errors say it)
+        self.name = message.varname if not self.batch else \
+            ", ".join(messages.batch_names(message)) or "(an empty batch)"
+        #: the value a SendVariable carries (a batch: its ``[(name, value)]``), once the
+        #: server has decoded and checked it
         self.value = None
+        #: a batch's parts still to take, in order, and the serialized values it got
+        self.stages, self.got = [], []
         self.done = threading.Event()
         self.reply = b""
         self.code = None
@@ -46,12 +57,10 @@ class Call:
     def trainer_id(self):
         return self.message.trainer_id
 
-    @property
-    def name(self):
-        return self.message.varname
-
-    def answer(self, message=None):
-        self.reply = message.SerializeToString() if message is not None else b""
+    def answer(self, message=None, raw=None):
+        """End the call with ``message`` (or the bytes ``raw``, already serialized)."""
+        self.reply = raw if raw is not None else \
+            message.SerializeToString() if message is not None else b""
         self.done.set()
 
     def refuse(self, code, details):
@@ -86,16 +95,18 @@ class RPCServer:
         self._server.start()
 
     def _handler(self, method):
+        request = pb.REQUESTS[method]
+
         def handle(payload, context):
             if self._stopped is not None:
                 context.abort(grpc.StatusCode.ABORTED, self._stopped)
             try:
-                message = pb.VariableMessage.FromString(payload)
+                message = request.FromString(payload)
             except DecodeError as exc:
                 context.abort(grpc.StatusCode.INVALID_ARGUMENT, expected(
                     f"listen_and_serv at {self.endpoint}: {method}", "request",
-                    "a VariableMessage", f"{len(payload)} bytes that do not parse as one "
-                    f"({exc})"))
+                    f"a {request.DESCRIPTOR.name}", f"{len(payload)} bytes that do not "
+                    f"parse as one ({exc})"))
             call = Call(method, message)
             self._take(call)
             # a caller that set no deadline gets the trainers' (FLAGS_rpc_deadline): no

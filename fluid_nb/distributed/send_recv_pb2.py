@@ -24,9 +24,15 @@ for _file in descriptor_pb2.FileDescriptorSet.FromString(
 
 VariableMessage = _message_class(_pool.FindMessageTypeByName(f"{PACKAGE}.VariableMessage"))
 VoidMessage = _message_class(_pool.FindMessageTypeByName(f"{PACKAGE}.VoidMessage"))
+VariableBatch = _message_class(_pool.FindMessageTypeByName(f"{PACKAGE}.VariableBatch"))
 #: the kinds of variable a message carries (``VariableMessage.type``)
 LOD_TENSOR, SELECTED_ROWS = (_pool.FindEnumTypeByName(f"{PACKAGE}.VarType")
                              .values_by_name[n].number for n in ("LOD_TENSOR", "SELECTED_ROWS"))
 #: the service's methods, by name
 METHODS = tuple(m.name for m in _pool.FindServiceByName(SERVICE).methods)
+#: the message class each method's request is (VariableMessage but for the batched call)
+REQUESTS = {m.name: _message_class(m.input_type)
+            for m in _pool.FindServiceByName(SERVICE).methods}
+#: the batched call: a trainer's exchange of one step with one server
+BATCH_METHOD = "SendAndGetVariables"
 DESCRIPTOR_POOL = _pool

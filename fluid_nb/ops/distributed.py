@@ -6,8 +6,10 @@ before sending, ``split_byref`` and ``split_selected_rows`` (with their kernels)
 Slots, attributes and defaults are Paddle 1.8's op makers', so transpiled programs print,
 save and load as Paddle's do. Paddle's duplicable inputs may be given empty (the trainer's
 startup ``recv`` has no ``X``, a server that holds no parameter block receives nothing), so
-the RPC ops' ``X`` slots are dispensable here. What the runtime's kernels do with them (the contract the
-transpiler's programs rely on):
+the RPC ops' ``X`` slots are dispensable here. What the runtime's kernels do with them
+(the contract the transpiler's programs rely on; in a sync step the runtime carries the
+sends, the send barrier, the recvs and the fetch barrier together, one call per server:
+what arrives where, in what order, is the same):
 
 ``send``
     For each ``X[i]``, the variable's value (LoDTensor or SelectedRows) goes to the server

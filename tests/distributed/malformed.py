@@ -29,11 +29,48 @@ def _tensor(name, shape, **fields):
     return message.SerializeToString()
 
 
-def malformed_requests(name, shape, fanin=2):
-    """[(label, method, payload bytes, status code)]: every class of bad message once."""
+def _batch(*variables, trainer_id=0, **fields):
+    """A SendAndGetVariables request carrying the serialized ``variables``."""
+    batch = pb.VariableBatch(trainer_id=trainer_id, **fields)
+    for variable in variables:
+        batch.variables.add().ParseFromString(variable)
+    return batch.SerializeToString()
+
+
+def malformed_batches(name, shape, fanin=2, sync=True):
+    """[(label, method, payload bytes, status code)]: batches that each carry one flaw, most
+    next to a good variable, which the refusal must leave unapplied."""
+    good = _tensor(name, shape)
+    batch = pb.BATCH_METHOD
+    flawed = [
+        ("batch-protobuf-garbage", batch, b"\xff\xff\xff\xff", INVALID),
+        ("batch-variable-bytes-short", batch, _batch(good, _tensor(
+            name, shape, serialized=np.ones(shape, "float32").tobytes()[:-4])), INVALID),
+        ("batch-variable-name-unknown", batch,
+         _batch(good, _tensor("no_such_variable@GRAD", shape)), MISSING),
+        ("batch-get-name-unknown", batch, _batch(good, get_varnames=["no_such_variable"]),
+         MISSING),
+        ("batch-variable-named-as-a-barrier", batch,
+         _batch(good, _tensor("BATCH_BARRIER@RECV", shape)), INVALID),
+        ("batch-get-named-as-a-barrier", batch,
+         _batch(good, get_varnames=["FETCH_BARRIER@RECV"]), INVALID),
+        ("batch-trainer-id-out-of-range", batch,
+         _batch(_tensor(name, shape, trainer_id=fanin), trainer_id=fanin), INVALID),
+        ("batch-variable-of-another-trainer", batch,
+         _batch(_tensor(name, shape, trainer_id=1), trainer_id=0), INVALID),
+    ]
+    if sync:  # a round could never turn before such a batch's gets
+        flawed.append(("batch-sends-and-gets-without-the-send-barrier", batch,
+                       _batch(good, get_varnames=[name], fetch_barrier=True), INVALID))
+    return flawed
+
+
+def malformed_requests(name, shape, fanin=2, sync=True):
+    """[(label, method, payload bytes, status code)]: every class of bad message once
+    (``sync``: as a sync server refuses them)."""
     rows = shape[0]
     good = _tensor(name, shape)
-    return [
+    return malformed_batches(name, shape, fanin, sync) + [
         # sizes whose int64 product wraps around (to 0 elements: no bytes would match)
         ("dims-overflow-2^32x2^32", "SendVariable",
          _tensor(name, shape, dims=[2 ** 32, 2 ** 32], serialized=b""), INVALID),

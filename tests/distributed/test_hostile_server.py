@@ -2,8 +2,9 @@
 fit_a_line with 2 servers and 2 trainers, a raw gRPC client sends each server every class
 of malformed request (sizes whose product overflows, bytes that do not match the dims, an
 unknown data type or name, a bad LoD, protobuf bytes that do not parse, a huge declared
-size ...). Each is answered at once with an error status saying what was expected; the job
-goes on and ends with the parameters of single-process training (sync), or trains (async)."""
+size ..., step batches with one flaw next to a good variable). Each is answered at once
+with an error status saying what was expected; the job goes on and ends with the
+parameters of single-process training (sync), or trains (async)."""
 import importlib.util
 import subprocess
 import sys
@@ -84,7 +85,7 @@ STOPPED = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.ABORTED, grpc.StatusCode
 def _attack(endpoints, sync, job):
     """Send every malformed request to every server until it stops serving or the job
     ends: {endpoint: [(label, expected code, code, details)]} in the order sent."""
-    requests = {ep: malformed_requests(*_received_variable(endpoints, ep, sync))
+    requests = {ep: malformed_requests(*_received_variable(endpoints, ep, sync), sync=sync)
                 for ep in endpoints}
     channels = {ep: grpc.insecure_channel(ep) for ep in endpoints}
     answers = {ep: [] for ep in endpoints}

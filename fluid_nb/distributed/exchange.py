@@ -1,0 +1,195 @@
+"""A trainer's sync step as one call per server: which RPC ops of a block travel together.
+
+Fluid 1.8's transpiler writes a sync trainer step as one ``send`` per gradient (among the
+backward ops), a ``send_barrier``, one ``recv`` per parameter and a ``fetch_barrier``: four
+rounds of calls, one call per variable. The programs stay as Fluid writes them; their
+kernels go together instead. :func:`role_of` reads the op's block once per program version
+(:class:`Plan`) and groups, around each ``send_barrier`` (not half-async's):
+
+- the ``send`` ops before it (back to the previous recv, barrier or fetch op) whose endpoints
+  it names: they do not call; each encodes its values where it runs (a copy of their bytes
+  at that point of the run) and leaves them with the barrier (*deferred*);
+- the ``recv`` ops right after it (with the barrier, not ``do_not_run``) when it names
+  every endpoint they name, and the ``fetch_barrier`` right after them (*taken*).
+
+The barrier (*leading*) then makes one ``SendAndGetVariables`` call per endpoint it names,
+all at once (:meth:`~fluid_nb.distributed.client.RPCClient.exchange`): the gradients queued
+for that server, the send barrier, the parameters the recvs want from it, the fetch
+barrier. A server takes them in that order, as it would the separate calls, so the
+parameters come back once its round has optimized, and the trainer's fetch barrier counts
+only after it got them. The recvs then take their values from the barrier's calls, and the
+fetch barrier calls only the endpoints it names that the barrier did not cover. A step of
+``S`` servers is ``S`` calls, made at once.
+
+Ops the plan does not group call as they always did: async mode (no barriers), a recv
+without a barrier before it (the startup's), a send to a server its barrier does not name.
+What the ops leave for each other is kept per thread (:class:`_Left`), by op: a run that
+fails between a deferred send and its barrier leaves nothing behind, since the first send
+of the group starts the group afresh and the barrier clears what its followers would take.
+"""
+import threading
+import weakref
+
+from . import messages
+
+DEFERRED, LEADING, TAKEN = "deferred", "leading", "taken"
+
+
+class Exchange:
+    """One send barrier's group: the ops it carries and, per endpoint, what it gets."""
+
+    __slots__ = ("endpoints", "sends", "recvs", "gets", "fetch", "fenced")
+
+    def __init__(self, endpoints):
+        #: the barrier's endpoints, in its order: one call each
+        self.endpoints = endpoints
+        #: the deferred send ops, in program order
+        self.sends = []
+        #: the taken recv ops and their ``[(endpoint, name)]`` sources
+        self.recvs = []
+        #: endpoint -> the names its call gets (the recvs' sources, in order)
+        self.gets = {endpoint: [] for endpoint in endpoints}
+        #: the taken fetch_barrier op (or None) and the endpoints the calls tell for it
+        self.fetch, self.fenced = None, frozenset()
+
+
+class Plan:
+    """A block's RPC ops grouped into exchanges: ``roles`` maps an op to
+    ``(DEFERRED | LEADING | TAKEN, exchange)``; ops not in it call on their own."""
+
+    def __init__(self, ops):
+        self.roles = {}
+        pending = []  # send ops since the last op that ends a group
+        for index, op in enumerate(ops):
+            kind = op.type
+            if kind == "send":
+                if op.attrs.get("use_send_handler", True) and send_endpoints(op):
+                    pending.append(op)
+            elif kind == "send_barrier":
+                if not op.attrs.get("half_async", False):
+                    self._group(op, pending, ops, index)
+                pending = []
+            elif kind in ("recv", "fetch_barrier"):
+                pending = []
+
+    def _group(self, barrier, pending, ops, index):
+        endpoints = list(barrier.attrs.get("endpoints") or ())
+        if not endpoints or len(set(endpoints)) != len(endpoints):
+            return
+        exchange, named = Exchange(endpoints), set(endpoints)
+        self.roles[barrier] = (LEADING, exchange)
+        for send in pending:
+            if set(send_endpoints(send)) <= named:
+                exchange.sends.append(send)
+                self.roles[send] = (DEFERRED, exchange)
+        after = index + 1
+        while after < len(ops) and ops[after].type == "recv":
+            sources = recv_sources(ops[after])
+            if sources is None or not ops[after].attrs.get("with_barrier", True) \
+                    or ops[after].attrs.get("do_not_run", 0) \
+                    or any(endpoint not in named for endpoint, _ in sources):
+                break
+            exchange.recvs.append((ops[after], sources))
+            for endpoint, name in sources:
+                exchange.gets[endpoint].append(name)
+            self.roles[ops[after]] = (TAKEN, exchange)
+            after += 1
+        if after < len(ops) and ops[after].type == "fetch_barrier":
+            exchange.fetch = ops[after]
+            exchange.fenced = frozenset(ops[after].attrs.get("endpoints") or ()) & named
+            self.roles[ops[after]] = (TAKEN, exchange)
+
+
+def send_endpoints(op):
+    """The endpoints a send op calls (None when its attributes do not say one per value:
+    its kernel then refuses it on its own)."""
+    epmap = list(op.attrs.get("epmap") or ())
+    names = list(op.attrs.get("send_varnames") or ())
+    wanted = len(names) if names else len(op.inputs.get("X", []))
+    return epmap if epmap and len(epmap) == wanted else None
+
+
+def recv_sources(op):
+    """A recv op's ``[(endpoint, name)]``: ``recv_varnames`` from ``epmap`` (pieces of
+    Out[0]), else ``varnames`` (default Out) from ``epmap``; None when the attributes do
+    not match (its kernel then refuses it on its own)."""
+    attrs = op.attrs
+    epmap = list(attrs.get("epmap") or ())
+    pieces = list(attrs.get("recv_varnames") or ())
+    if pieces:
+        return list(zip(epmap, pieces)) if len(epmap) == len(pieces) else None
+    outs = op.outputs.get("Out", [])
+    names = list(attrs.get("varnames") or ()) or outs
+    if len(names) != len(outs) or len(epmap) != len(outs):
+        return None
+    return list(zip(epmap, names))
+
+
+_plans = weakref.WeakKeyDictionary()
+_plans_lock = threading.Lock()
+
+
+def role_of(op):
+    """``(role, exchange)`` of ``op`` in its block's plan, or None: the op calls alone."""
+    block = getattr(op, "block", None)
+    if block is None:
+        return None
+    version = block.program._version
+    found = _plans.get(block)
+    if found is None or found[0] != version:
+        found = (version, Plan(block.ops))
+        with _plans_lock:
+            _plans[block] = found
+    return found[1].roles.get(op)
+
+
+class _Left(threading.local):
+    """What one thread's ops leave for later ops of the same run."""
+
+    def __init__(self):
+        #: exchange -> endpoint -> ``[(name, serialized VariableMessage)]`` its deferred
+        #: sends encoded
+        self.queued = {}
+        #: taken recv op -> its values; taken fetch_barrier op -> the endpoints told
+        self.taken = {}
+
+
+_left = _Left()
+
+
+def defer(op, exchange, jobs, trainer_id):
+    """A deferred send's ``(endpoint, name, value)`` jobs, encoded now, queued for the
+    barrier's calls (the group's first send starts the queue afresh)."""
+    queued = _left.queued
+    if op is exchange.sends[0] or exchange not in queued:
+        queued[exchange] = {}
+    per_endpoint = queued[exchange]
+    for endpoint, name, value in jobs:
+        per_endpoint.setdefault(endpoint, []).append((name, messages.encode(
+            name, value, trainer_id, f"send to {endpoint}").SerializeToString()))
+
+
+def lead(rpc, exchange):
+    """The barrier's calls: per endpoint, what was queued, the barrier, the gets and the
+    fetch barrier; the values got are left for the recvs, the endpoints told for the
+    fetch barrier."""
+    queued = _left.queued.pop(exchange, {})
+    taken = _left.taken
+    for op, _ in exchange.recvs:
+        taken.pop(op, None)
+    if exchange.fetch is not None:
+        taken.pop(exchange.fetch, None)
+    got = rpc.exchange({endpoint: (queued.get(endpoint, ()), True, exchange.gets[endpoint],
+                                   endpoint in exchange.fenced)
+                        for endpoint in exchange.endpoints})
+    values = {endpoint: iter(got[endpoint]) for endpoint in exchange.endpoints}
+    for op, sources in exchange.recvs:
+        taken[op] = [next(values[endpoint]) for endpoint, _ in sources]
+    if exchange.fetch is not None:
+        taken[exchange.fetch] = exchange.fenced
+
+
+def take(op):
+    """What the barrier left for ``op`` (a recv's values, a fetch barrier's endpoints
+    told), once; None when it left nothing (the op then calls on its own)."""
+    return _left.taken.pop(op, None)

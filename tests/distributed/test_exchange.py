@@ -1,0 +1,215 @@
+"""A sync step travels as one call per server (``SendAndGetVariables``), while the programs
+keep Fluid's one op per variable: the plan that groups a block's RPC ops, the batch's wire
+form, the number of calls a trainer makes per step with 1 and 2 servers, and a server that
+takes a batching trainer and a trainer calling per variable in the same rounds."""
+import collections
+import threading
+
+import numpy as np
+import pytest
+
+import fluid_nb as fluid
+from fluid_nb import flags
+from fluid_nb.distributed import exchange, messages
+from fluid_nb.distributed import send_recv_pb2 as pb
+from fluid_nb.distributed.client import RPCClient, client
+from fluid_nb.framework import unique_name
+from fluid_nb.tensor.tensor import LoDTensor
+
+from .processes import PROGRAMS, Job, free_endpoints
+from .runtime_programs import SHAPE, expected_params, grad_name, trainer_programs
+
+FAST = {"FLAGS_rpc_deadline": "20000", "FLAGS_rpc_round_deadline": "10000"}
+ENDPOINTS = ["127.0.0.1:6170", "127.0.0.1:6171"]
+
+
+def _transpiled(sync=True):
+    """(trainer program, startup) of an MLP whose wide weights are cut across 2 servers."""
+    main, startup = fluid.Program(), fluid.Program()
+    with unique_name.guard(), fluid.program_guard(main, startup):
+        image = fluid.layers.data(name="image", shape=[64], dtype="float32")
+        label = fluid.layers.data(name="label", shape=[1], dtype="int64")
+        hidden = fluid.layers.fc(input=image, size=256, act="relu")
+        prediction = fluid.layers.fc(input=hidden, size=10, act="softmax")
+        loss = fluid.layers.mean(fluid.layers.cross_entropy(input=prediction, label=label))
+        fluid.optimizer.SGD(learning_rate=0.1).minimize(loss)
+    config = fluid.DistributeTranspilerConfig()
+    config.sync_mode = sync
+    t = fluid.DistributeTranspiler(config=config)
+    t.transpile(0, program=main, pservers=",".join(ENDPOINTS), trainers=2, sync_mode=sync,
+                startup_program=startup)
+    return t.get_trainer_program(wait_port=False), startup
+
+
+def _roles(program):
+    return [(op.type, exchange.role_of(op)) for op in program.global_block().ops
+            if op.type in ("send", "send_barrier", "recv", "fetch_barrier")]
+
+
+def test_a_sync_step_groups_every_send_recv_and_barrier_under_the_send_barrier():
+    program, _ = _transpiled()
+    roles = _roles(program)
+    kinds = {kind: [role[0] for t, role in roles if t == kind] for kind, _ in roles}
+    assert kinds["send"] and set(kinds["send"]) == {exchange.DEFERRED}
+    assert kinds["send_barrier"] == [exchange.LEADING]
+    assert kinds["recv"] and set(kinds["recv"]) == {exchange.TAKEN}
+    assert kinds["fetch_barrier"] == [exchange.TAKEN]
+    group, = {role[1] for _, role in roles}
+    assert group.endpoints == ENDPOINTS and group.fenced == set(ENDPOINTS)
+    # each server's call gets what the recvs ask it for, in the recvs' order
+    asked = [source for _, sources in group.recvs for source in sources]
+    for endpoint in ENDPOINTS:
+        assert group.gets[endpoint] == [name for ep, name in asked if ep == endpoint]
+    assert sum(map(len, group.gets.values())) == len(asked) > len(ENDPOINTS)
+
+
+def test_ops_outside_a_sync_step_call_on_their_own():
+    program, startup = _transpiled(sync=False)  # async: no barriers
+    assert [role for _, role in _roles(program)] == [None] * len(_roles(program))
+    assert all(role is None for _, role in _roles(startup))  # the startup's recvs
+
+
+def test_a_send_to_a_server_its_barrier_does_not_name_is_not_deferred():
+    program, _ = _transpiled()
+    block = program.global_block()
+    barrier = next(op for op in block.ops if op.type == "send_barrier")
+    barrier._set_attr("endpoints", ENDPOINTS[:1])  # (the program changes: a new plan)
+    for op in block.ops:
+        role = exchange.role_of(op)
+        if op.type == "send":
+            deferred = role is not None and role[0] == exchange.DEFERRED
+            assert deferred == (set(op.attrs["epmap"]) <= {ENDPOINTS[0]}), op.attrs["epmap"]
+        if op.type == "recv" and ENDPOINTS[1] in op.attrs["epmap"]:
+            assert role is None  # its server gets no batch: it asks on its own
+
+
+def test_a_batch_is_written_as_protobuf_writes_it():
+    values = [messages.encode(f"g{i}", LoDTensor(np.full(shape, i, "float32")), 300)
+              for i, shape in enumerate([[3, 2], [300, 200]])]
+    serialized = [value.SerializeToString() for value in values]
+    want = pb.VariableBatch(trainer_id=300, variables=values, send_barrier=True,
+                            get_varnames=["w0", "w1"], fetch_barrier=True)
+    assert messages.batch_request(300, serialized, True, ["w0", "w1"], True) \
+        == want.SerializeToString()
+    assert messages.batch_request(0, [], False, [], False) == b""
+    reply = messages.batch_reply(serialized)
+    assert pb.VariableBatch.FromString(reply) == pb.VariableBatch(variables=values)
+    got = messages.decode_batch(reply, ["g0", "g1"], "test")
+    np.testing.assert_array_equal(got[1].array, np.full([300, 200], 1, "float32"))
+
+
+def test_a_reply_that_is_not_what_was_asked_is_refused():
+    reply = messages.batch_reply([messages.encode("w1", LoDTensor(np.ones(SHAPE, "float32")))
+                                  .SerializeToString()])
+    with pytest.raises(fluid.errors.InvalidArgument, match=r"reply variables expected "
+                       r"\['w0'\]"):
+        messages.decode_batch(reply, ["w0"], "SendAndGetVariables from here")
+    with pytest.raises(fluid.errors.InvalidArgument, match="a VariableBatch"):
+        messages.decode_batch(b"\xff\xff\xff", ["w0"], "SendAndGetVariables from here")
+
+
+@pytest.fixture
+def short_deadline(monkeypatch):
+    """This process's calls give up as the servers' processes would (FAST)."""
+    monkeypatch.setitem(flags._values, "FLAGS_rpc_deadline", 20000)
+
+
+@pytest.mark.parametrize("servers", [1, 2])
+def test_a_sync_step_is_one_call_per_server(tmp_path, servers, short_deadline):
+    endpoints = free_endpoints(servers)
+    steps = 3
+    with Job(tmp_path, FAST) as job:
+        for k in range(servers):
+            job.start(f"pserver{k}", [PROGRAMS, "pserver", ",".join(endpoints), k, 1, 0])
+        main, startup = trainer_programs(endpoints, 0, 1, 0)
+        scope, exe = fluid.Scope(), fluid.Executor(fluid.CPUPlace())
+        exe.run(startup, scope=scope)
+        rpc = client()
+        names = [f"w{k}" for k in range(servers)]
+        for _ in range(steps):
+            before = collections.Counter(rpc.calls)
+            values = exe.run(main, scope=scope, fetch_list=names)
+            made = collections.Counter(rpc.calls)
+            made.subtract(before)
+            assert +made == {pb.BATCH_METHOD: servers}
+        exe.close()
+        assert job.wait(timeout=30) == {f"pserver{k}": 0 for k in range(servers)}
+        closed = collections.Counter(rpc.calls)
+        exe.close()  # the servers it told are done: nobody is told again
+        assert rpc.calls == closed
+    for got, want in zip(values, expected_params(servers, 1, 0, steps)):
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_a_batching_trainer_and_one_calling_per_variable_share_the_rounds(tmp_path,
+                                                                          short_deadline):
+    endpoint, = free_endpoints(1)
+    steps = 4
+    got = {0: [], 1: []}
+
+    def batching():  # trainer 0: one call a step
+        rpc = RPCClient(trainer_id=0)
+        grad = messages.encode(grad_name(0, 0, 2, 0), LoDTensor(np.full(SHAPE, 1.0, "float32")),
+                               0).SerializeToString()
+        for _ in range(steps):
+            value, = rpc.exchange({endpoint: ([(grad_name(0, 0, 2, 0), grad)], True, ["w0"],
+                                              True)})[endpoint]
+            got[0].append(value.array)
+        assert rpc.calls == {pb.BATCH_METHOD: steps}
+        rpc.send_complete()
+
+    def per_variable():  # trainer 1: four rounds of calls a step, as Fluid's own client
+        rpc = RPCClient(trainer_id=1)
+        for _ in range(steps):
+            rpc.send_variable(endpoint, grad_name(0, 1, 2, 0),
+                              LoDTensor(np.full(SHAPE, 2.0, "float32")))
+            rpc.batch_barrier(endpoint)
+            got[1].append(rpc.get_variable(endpoint, "w0").array)
+            rpc.fetch_barrier(endpoint)
+        rpc.send_complete()
+
+    with Job(tmp_path, FAST) as job:
+        job.start("pserver", [PROGRAMS, "pserver", endpoint, 0, 2, 0])
+        failures = []
+
+        def run(role):
+            try:
+                role()
+            except Exception as exc:  # noqa: BLE001  (reported by the test's thread)
+                failures.append(exc)
+
+        threads = [threading.Thread(target=run, args=(role,)) for role in (batching,
+                                                                           per_variable)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+        assert not failures, failures
+        assert job.wait(timeout=30) == {"pserver": 0}
+    for step in range(steps):  # both see each round's parameters: the mean gradient 1.5
+        want = expected_params(1, 2, 0, step + 1)[0]
+        np.testing.assert_allclose(got[0][step], want, rtol=1e-6)
+        np.testing.assert_allclose(got[1][step], want, rtol=1e-6)
+
+
+def test_a_refused_batch_names_what_it_carried_and_the_server_serves_on(tmp_path,
+                                                                      short_deadline):
+    endpoint, = free_endpoints(1)
+    ones = LoDTensor(np.ones(SHAPE, "float32"))
+    good = messages.encode("w0@GRAD", ones).SerializeToString()
+    stray = messages.encode("no_such@GRAD", ones).SerializeToString()
+    with Job(tmp_path, FAST) as job:
+        job.start("pserver", [PROGRAMS, "pserver", endpoint, 0, 1, 0])
+        rpc = RPCClient(trainer_id=0)
+        with pytest.raises(fluid.errors.NotFound) as refused:
+            rpc.exchange({endpoint: ([("w0@GRAD", good), ("no_such@GRAD", stray)], True,
+                                     ["w0"], True)})
+        assert str(refused.value).startswith(
+            f"{pb.BATCH_METHOD} to {endpoint}, variable 'w0@GRAD' (with no_such@GRAD, "
+            f"BATCH_BARRIER@RECV, w0, FETCH_BARRIER@RECV): the server refused it: ")
+        assert "variable 'no_such@GRAD' expected one the server receives" \
+            in str(refused.value)
+        value, = rpc.exchange({endpoint: ([("w0@GRAD", good)], True, ["w0"], True)})[endpoint]
+        np.testing.assert_allclose(value.array, expected_params(1, 1, 0, 1)[0], rtol=1e-6)
+        rpc.send_complete()
+        assert job.wait(timeout=30) == {"pserver": 0}
