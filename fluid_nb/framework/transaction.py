@@ -146,13 +146,13 @@ def append_one_op(block, op_type, inputs, attrs, dtype, layer_type=None):
     so what such a layer must undo itself is the temporary and its names."""
     generate = unique_name._generator
     if _depth:  # inside a transaction, which undoes all of it
-        name = generate(generate(layer_type) + ".tmp") if layer_type else generate("tmp")
+        name = generate.temporary(layer_type) if layer_type else generate("tmp")
         out = block._create_temporary(name, dtype)
         block.append_op(type=op_type, inputs=inputs, outputs={"Out": out}, attrs=attrs)
         return out
     generate.undo = undo = []
     try:
-        name = generate(generate(layer_type) + ".tmp") if layer_type else generate("tmp")
+        name = generate.temporary(layer_type) if layer_type else generate("tmp")
     finally:
         generate.undo = None
     made = name not in block.vars

@@ -19,6 +19,19 @@ class UniqueNameGenerator:
         self.ids[key] = n + 1
         return f"{self.prefix}{key}_{n}"
 
+    def temporary(self, layer_type):
+        """``<layer_type>_<n>.tmp_<m>``: a layer's output named as ``LayerHelper`` names
+        it, ``self(self(layer_type) + ".tmp")`` in one call (one-op layers make one each)."""
+        ids, undo = self.ids, self.undo
+        n = ids.get(layer_type, 0)
+        ids[layer_type] = n + 1
+        key = f"{self.prefix}{layer_type}_{n}.tmp"
+        m = ids.get(key, 0)
+        ids[key] = m + 1
+        if undo is not None:
+            undo += ((layer_type, n), (key, m))
+        return f"{self.prefix}{key}_{m}"
+
     def take_back(self, undo):
         """Undo the names in ``undo`` (newest first)."""
         for key, n in reversed(undo):

@@ -155,6 +155,18 @@ def test_program_guard_switches_default_programs():
             pass
 
 
+def test_a_layer_temporary_is_named_as_two_generated_names_and_taken_back_as_two():
+    from fluid_nb.framework.unique_name import UniqueNameGenerator
+    two_calls, one_call = UniqueNameGenerator("p/"), UniqueNameGenerator("p/")
+    for _ in range(3):
+        assert one_call.temporary("relu") == two_calls(two_calls("relu") + ".tmp")
+    assert one_call.ids == two_calls.ids
+    one_call.undo = []
+    one_call.temporary("relu")
+    one_call.take_back(one_call.undo)
+    assert one_call.ids == two_calls.ids
+
+
 def test_unique_names_count_per_key_and_guard_restarts():
     with fluid.unique_name.guard():
         assert fluid.unique_name.generate("fc") == "fc_0"
