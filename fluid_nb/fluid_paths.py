@@ -16,10 +16,12 @@ name (its classes pickle by that name), and its import-time registrations (ops, 
 operators layers patch onto Variable) happen once, whichever path imports it first.
 """
 import importlib
+import importlib.machinery
 import importlib.util
 import sys
 
-__all__ = ["FLUID_PATHS", "FluidPathFinder", "real_name", "install_finder", "bind_loaded"]
+__all__ = ["FLUID_PATHS", "FluidPathFinder", "real_name", "install_finder", "bind_loaded",
+           "finish_submodules"]
 
 #: Fluid 1.x module path -> the real module; modules below an aliased package follow it
 #: (``fluid_nb.layers.nn`` -> ``fluid_nb.api.layers.nn``)
@@ -108,15 +110,51 @@ class _AliasLoader:
         module.__spec__ = self.real_spec
 
 
+#: package -> ``finish(module)``, called on each module of the package right after it loads
+_FINISHERS = {}
+
+
+def finish_submodules(package, finish):
+    """Call ``finish(module)`` on each module of ``package`` (a name) right after it loads,
+    whichever path imports it: ``fluid_nb.api.layers`` loads its modules lazily, and each
+    must get its transactions and dtype checks before anything uses it."""
+    _FINISHERS[package] = finish
+
+
+class _FinishingLoader:
+    """The usual loader of a module, then the module's package's ``finish``."""
+
+    def __init__(self, loader, finish):
+        self.loader = loader
+        self.finish = finish
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module):
+        self.loader.exec_module(module)
+        self.finish(module)
+
+    def __getattr__(self, name):  # get_source, get_filename ... (inspect, linecache)
+        return getattr(self.loader, name)
+
+
 class FluidPathFinder:
-    """Finds the Fluid paths of ``FLUID_PATHS`` (and modules below them), nothing else."""
+    """Finds the Fluid paths of ``FLUID_PATHS`` (and modules below them), and the modules of
+    the packages that ``finish_submodules`` names; nothing else."""
 
     def find_spec(self, fullname, path=None, target=None):
         if not fullname.startswith("fluid_nb."):
             return None
         real = real_name(fullname)
         if real is None:
-            return None
+            finish = _FINISHERS.get(fullname.rpartition(".")[0])
+            if finish is None:
+                return None
+            spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+            if spec is not None and spec.loader is not None:
+                spec.loader = _FinishingLoader(spec.loader, finish)
+            return spec
         if importlib.util.find_spec(real) is None:
             return None  # no such module below the real package: the usual error follows
         return importlib.util.spec_from_loader(fullname, _AliasLoader(real))

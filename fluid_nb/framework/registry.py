@@ -50,13 +50,33 @@ kernel on the host whatever the place, and ``kernel_place_of`` names the input w
 an op's kernel follows (``increment`` of a host counter stays on the host).
 
 Registering a type twice is an error; a missing op names the op and what to add.
+
+The table fills as it is asked: the ops package hands over an index (op type -> the module
+that defines it, see :func:`define_on_demand`), and a lookup of an op not defined yet
+(:func:`find`, :func:`get`, decoding a program, appending an op) imports its module first;
+:func:`all_ops` imports them all. So a lookup always sees every op, and an import of
+``fluid_nb`` defines none it does not use.
 """
+import sys
+
 from ..errors import InvalidArgument, NotFound, Unimplemented, expected
 from .attrs import ATTR_TYPE_NAMES, AttrType, normalize_attr
 from ..tensor.dtypes import VarType
-from .infer import InferShapeContext
+from .infer import InferShapeContext, set_fields
 
 _OPS = {}
+#: op type -> the module that defines it, for every op its index knows (defined or not yet),
+#: in the order the definitions read; ``_define_module(name)`` imports one of them
+_INDEX = {}
+_define_module = None
+_all_defined = False
+#: op type -> the keys of its record's ``api`` facts, for the index's ops that have any
+_API_INDEX = {}
+#: op type -> the module whose top level ran its ``def_op`` (how the index is surveyed)
+_DEFINED_IN = {}
+#: op type -> ``load()``, which imports the module above the ops that attaches the op's
+#: kernel (``attach_kernel``): asked when the kernel is first wanted and not there yet
+_KERNELS_FROM_ABOVE = {}
 
 
 class Slot:
@@ -143,6 +163,10 @@ class OpDef:
         #: named input slots, written to one output slot); the kernel is generated from it,
         #: and the native and ONNX targets render it: one definition, every target
         self.formula = formula
+        #: a formula op's output follows from its inputs' shapes, dtypes and LoD levels and
+        #: its attributes alone: what inference said for each of them (``run_infer_shape``)
+        self._inferred = {} if formula is not None and infer_var_type is None and \
+            formula.output == "Out" and set(formula.inputs.values()) <= {"X", "Y"} else None
         #: facts the layers API reads from the op (``layer``, ``act``, ``dtypes``,
         #: ``arguments``: see ``ops.common.unary_op``); empty for most ops
         self.api = dict(api or {})
@@ -222,6 +246,31 @@ class OpDef:
                                        f"{len(args)}: {args}"))
 
     def run_infer_shape(self, op):
+        inferred = self._inferred
+        if inferred is None:
+            return self._infer(op)
+        # a formula op: inferred once per signature (live cells append thousands alike)
+        block = op.block
+        found = block.vars.get
+        inputs = op.inputs
+        try:
+            x = found(inputs["X"][0])
+            y = found(inputs["Y"][0]) if "Y" in inputs else x
+            key = (x.shape, x.dtype, x.lod_level, y.shape, y.dtype, y.lod_level,
+                   block.program.version, *op.attrs.values())
+            out = found(op.outputs["Out"][0])
+            known = inferred.get(key) if out is not None else None
+        except (KeyError, IndexError, AttributeError, TypeError):  # (a parent block's input,
+            return self._infer(op)                                   # a list attribute)
+        if known is not None:
+            set_fields(out, *known)
+            return
+        self._infer(op)
+        if len(inferred) >= 256:  # (shapes a long session went through: keep a few)
+            inferred.clear()
+        inferred[key] = (out.shape, out.dtype, out.lod_level)
+
+    def _infer(self, op):
         ctx = InferShapeContext(op, self)
         self.infer_shape(ctx)
         if self.share_lod is not None:
@@ -238,6 +287,9 @@ class OpDef:
         fn = kernels.get((device, dtype)) if dtype is not None else None
         if fn is None:
             fn = kernels.get((device, None))
+        if fn is None and self.type in _KERNELS_FROM_ABOVE:
+            _KERNELS_FROM_ABOVE.pop(self.type)()  # the module above that owns it, loaded
+            return self.kernel_for(device, dtype)
         if fn is None:
             if "no_kernel" in self.traits:
                 return None
@@ -261,17 +313,53 @@ def def_op(type, inputs=(), outputs=(), attrs=None, infer_shape=None, infer_var_
                   kernels, lod_aware, share_lod, traits, doc, sub_block_backward, host_step,
                   in_place, host_reads, kernel_place_of, formula, api)
     _OPS[type] = opdef
+    _DEFINED_IN[type] = _module_running_top_level()
     return opdef
+
+
+def _module_running_top_level():
+    # the innermost module whose top-level code is running: the family module, also when
+    # the def_op call comes through a factory (``unary_op``) of another module
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_code.co_name != "<module>":
+        frame = frame.f_back
+    return None if frame is None else frame.f_globals.get("__name__")
+
+
+def define_on_demand(index, define_module, api_index=None):
+    """Lookups of an op type that ``index`` (op type -> module name, in definition order)
+    names and that is not defined yet call ``define_module(name)`` first, which imports the
+    module (its ``def_op`` calls define the op); ``api_index`` (op type -> the keys of its
+    record's ``api``) lets :func:`ops_with_api` load only the ops it names. Called once, by
+    the ops package."""
+    global _define_module, _all_defined
+    _INDEX.update(index)
+    _API_INDEX.update(api_index or {})
+    _define_module = define_module
+    _all_defined = False
+
+
+def _define(op_type):
+    module = _INDEX.get(op_type)
+    if module is None or _define_module is None:
+        return None
+    _define_module(module)
+    return _OPS.get(op_type)
 
 
 def find(op_type):
     """The OpDef for ``op_type``, or None."""
-    return _OPS.get(op_type)
+    opdef = _OPS.get(op_type)
+    if opdef is None:
+        opdef = _define(op_type)
+    return opdef
 
 
 def get(op_type):
     """The OpDef for ``op_type``; NotFound names the op and how to add it."""
     opdef = _OPS.get(op_type)
+    if opdef is None:
+        opdef = _define(op_type)
     if opdef is None:
         raise NotFound(f"op '{op_type}': a registered op type expected, but fluid_nb has no "
                        f"definition for it; define it with def_op in a family module of "
@@ -280,7 +368,32 @@ def get(op_type):
 
 
 def all_ops():
-    return dict(_OPS)
+    """Every op type -> its OpDef: the index's modules all imported first; the index's ops
+    in its order (whatever order they were defined in), then any others."""
+    global _all_defined
+    if not _all_defined and _define_module is not None:
+        for module in dict.fromkeys(_INDEX.values()):
+            _define_module(module)
+        _all_defined = True
+    ops = {op_type: _OPS[op_type] for op_type in _INDEX if op_type in _OPS}
+    ops.update(_OPS)
+    return ops
+
+
+def ops_with_api(key):
+    """Op type -> OpDef of every op whose record's ``api`` has ``key`` (``"layer"``,
+    ``"act"``), in the index's order: what the layers API reads from the records, without
+    loading the modules of the other ops."""
+    found = {}
+    for op_type, keys in _API_INDEX.items():
+        if key in keys:
+            opdef = find(op_type)
+            if opdef is not None and opdef.api.get(key):
+                found[op_type] = opdef
+    for op_type, opdef in _OPS.items():  # (ops the index does not know: defined elsewhere)
+        if opdef.api.get(key) and op_type not in found:
+            found[op_type] = opdef
+    return found
 
 
 def attach_kernel(op_type, kernel, host_step=None):
@@ -294,6 +407,13 @@ def attach_kernel(op_type, kernel, host_step=None):
     opdef.kernels[("cpu", None)] = opdef.kernels[("gpu", None)] = kernel
     if host_step is not None:
         opdef.host_step = host_step
+
+
+def attach_kernels_on_demand(loaders):
+    """``loaders``: op type -> ``load()`` that imports the module attaching its kernel (the
+    RPC runtime's ``send``, the reader's ``read``): called the first time the op's kernel
+    is asked for, so the module loads when a program runs the op, not at import."""
+    _KERNELS_FROM_ABOVE.update(loaders)
 
 
 def attach_sub_block_backward(op_type, rule):

@@ -221,20 +221,31 @@ def unary_op(type, forward, backward, uses=None, attrs=None, doc=None, float_onl
     if not reads <= {uses.lower()} or ex.variables(forward) - {"x"}:
         raise InvalidArgument(expected(type, "expressions", "a forward over X and a backward "
                                        f"over dOut and {uses}", f"{forward} and {backward}"))
-    forward_kernel = ex.numpy_function(forward, ["x"], cast_like="x", in_place=True)
     grad_reads = [uses.lower()] if uses != "none" else []
-    backward_kernel = ex.numpy_function(backward, grad_reads + ["dout"], cast_like="dout",
-                                        in_place=True)
+    # the kernels' Python is generated and compiled when the op first runs, not when its
+    # family loads: most programs run few of the activations a family defines
+    forward_kernel = backward_kernel = None
+
+    def compiled_forward():
+        nonlocal forward_kernel
+        forward_kernel = ex.numpy_function(forward, ["x"], cast_like="x", in_place=True)
+        return forward_kernel
 
     def kernel(ctx, x):
-        return forward_kernel(ctx.xp, x, ctx.attrs)
+        return (forward_kernel or compiled_forward())(ctx.xp, x, ctx.attrs)
+
+    def compiled_backward():
+        nonlocal backward_kernel
+        backward_kernel = ex.numpy_function(backward, grad_reads + ["dout"], cast_like="dout",
+                                            in_place=True)
+        return backward_kernel
 
     if grad_reads:
         def grad_kernel(ctx, v, dout):
-            return backward_kernel(ctx.xp, v, dout, ctx.attrs)
+            return (backward_kernel or compiled_backward())(ctx.xp, v, dout, ctx.attrs)
     else:
         def grad_kernel(ctx, dout):
-            return backward_kernel(ctx.xp, dout, ctx.attrs)
+            return (backward_kernel or compiled_backward())(ctx.xp, dout, ctx.attrs)
 
     grad_type = type + "_grad"
     attrs = attrs or {}

@@ -7,12 +7,12 @@ import os
 
 from ..errors import InvalidArgument, NotFound, PreconditionNotMet, expected
 from ..framework.registry import def_op
-from ..proto.tensor_stream import read_lod_tensors, write_lod_tensor
 from ..tensor.tensor import LoDTensor
 from ..tensor.transfer import to_host
 
 
 def _record(out, tensor, as_fp16):
+    from ..proto.tensor_stream import write_lod_tensor  # (protobuf: loaded when saving)
     array = to_host(tensor.array)
     if as_fp16 and array.dtype.kind == "f":
         array = array.astype("float16")
@@ -63,6 +63,7 @@ def _load_combine(ctx):
         raise NotFound(expected("load_combine", "attribute 'file_path'",
                                 "a readable parameter file", f"{path!r} ({exc.strerror})")) \
             from None
+    from ..proto.tensor_stream import read_lod_tensors  # (protobuf: loaded when loading)
     records = read_lod_tensors(data, path)
     wanted = len(ctx.output_names("Out"))
     if len(records) != wanted:

@@ -5,14 +5,16 @@ As in Fluid, ``name=`` names the output variable itself for these layers.
 """
 from ...errors import InvalidArgument, InvalidType, Unimplemented, expected
 from ...tensor.dtypes import convert_dtype, dtype_name
+from ...framework import program as _fw
 from ...framework.program import Variable
+from ...framework.transaction import append_one_op, atomic, lean
 from ..layer_helper import LayerHelper
 from ...ops import registry
 from .arg_checks import INT, NAME, activation, boolean, check, checks, optional, variable
 
 #: the activation layers: each op whose record says it has one (``api["layer"]``), in the
 #: order the records are defined
-_ACTIVATIONS = [op for op, opdef in registry.all_ops().items() if opdef.api.get("layer")]
+_ACTIVATIONS = list(registry.ops_with_api("layer"))
 
 _ELEMENTWISE = ["elementwise_add", "elementwise_sub", "elementwise_mul", "elementwise_div",
                 "elementwise_max", "elementwise_min", "elementwise_pow", "elementwise_mod",
@@ -43,18 +45,28 @@ def _output(helper, dtype, name):
 _ALLOWED_TYPES = {}  # op type -> the VarTypes its layer takes (worked out at first use)
 
 
-def _check_dtype(op_type, x, arg="x"):
+def _allowed_types(op_type):
     allowed = _ALLOWED_TYPES.get(op_type)
     if allowed is None:
         allowed = _ALLOWED_TYPES[op_type] = frozenset(
             convert_dtype(name) for name in _DTYPES.get(op_type, _FLOAT))
-    if x.dtype not in allowed:  # Fluid's check_variable_and_dtype: a TypeError at the call
+    return allowed
+
+
+def _check_dtype(op_type, x, arg="x"):
+    if x.dtype not in _allowed_types(op_type):  # Fluid's check_variable_and_dtype: a TypeError
         names = _DTYPES.get(op_type, _FLOAT)
         raise InvalidType(expected(op_type, f"{arg}'s dtype", "one of " + ", ".join(names),
                                    dtype_name(x.dtype)))
 
 
+def _current_block():
+    program = _fw._main_program
+    return program.blocks[program.current_block_idx]
+
+
 def _activation_layer(op_type):
+    @lean  # all or nothing by itself: one op, or a transaction where it does more
     def layer(x, name=None, **attrs):
         if not isinstance(x, Variable):
             raise InvalidType(f"{op_type}: x expected Variable, but received "
@@ -65,10 +77,11 @@ def _activation_layer(op_type):
             raise Unimplemented(expected(op_type, "an op definition", f"one for '{op_type}'",
                                          "none: fluid_nb does not define this op yet"))
         if name is None:
-            out = LayerHelper.unnamed_output(op_type, x.dtype)
-        else:
+            return append_one_op(_current_block(), op_type, {"X": x}, attrs, x.dtype, op_type)
+        with atomic():
             out = _output(LayerHelper(op_type, name=name), x.dtype, name)
-        out.block.append_op(type=op_type, inputs={"X": x}, outputs={"Out": out}, attrs=attrs)
+            out.block.append_op(type=op_type, inputs={"X": x}, outputs={"Out": out},
+                                attrs=attrs)
         return out
     layer.__name__ = op_type
     layer.__doc__ = f"Appends a ``{op_type}`` op: Out = {op_type}(X), elementwise."
@@ -76,32 +89,35 @@ def _activation_layer(op_type):
 
 
 def _elementwise_layer(op_type):
+    @lean  # all or nothing by itself: one op, or a transaction where it does more
     def layer(x, y, axis=-1, act=None, name=None):
         if not isinstance(x, Variable) or not isinstance(y, Variable):
             for arg, value in (("x", x), ("y", y)):
                 if not isinstance(value, Variable):
                     raise InvalidType(f"{op_type}: {arg} expected Variable, but received "
                                       f"{type(value).__name__}")
-        _check_dtype(op_type, x)
-        _check_dtype(op_type, y, "y")
+        allowed = _ALLOWED_TYPES.get(op_type) or _allowed_types(op_type)
+        if x.dtype not in allowed or y.dtype not in allowed:  # (the error names which)
+            _check_dtype(op_type, x)
+            _check_dtype(op_type, y, "y")
         # the defaults (a plain int axis, no act, no name) pass their rules by construction
         if axis.__class__ is not int:
             check(op_type, "axis", axis, INT)
-        if act is None and name is None:  # the common call: no helper object needed
-            helper = None
-            out = LayerHelper.unnamed_output(op_type, x.dtype)
-        else:
-            if act is not None:
-                check(op_type, "act", act, activation)
-            if name is not None:
-                check(op_type, "name", name, NAME)
+        # the default axis left to the op's definition: completing defaults is its fast path
+        attrs = None if axis == -1 else {"axis": axis}
+        if act is None and name is None:  # the common call: one op, no helper object
+            return append_one_op(_current_block(), op_type, {"X": x, "Y": y}, attrs,
+                                 x.dtype, op_type)
+        if act is not None:
+            check(op_type, "act", act, activation)
+        if name is not None:
+            check(op_type, "name", name, NAME)
+        with atomic():
             helper = LayerHelper(op_type, act=act, name=name)
             out = _output(helper, x.dtype, name)
-        # (out is in the current block) the default axis left to the op's definition:
-        # completing defaults is its fast path
-        out.block.append_op(type=op_type, inputs={"X": x, "Y": y}, outputs={"Out": out},
-                            attrs=None if axis == -1 else {"axis": axis})
-        return out if act is None else helper.append_activation(out)
+            out.block.append_op(type=op_type, inputs={"X": x, "Y": y}, outputs={"Out": out},
+                                attrs=attrs)
+            return out if act is None else helper.append_activation(out)
     layer.__name__ = op_type
     layer.__doc__ = (f"Appends ``{op_type}`` (Y broadcast onto X from dim ``axis``; -1 "
                      f"aligns the trailing dims), then ``act``.")
@@ -120,6 +136,7 @@ def _parameterised(op_type, parameters):
     ``elu(x, alpha=1.0, name=None)``; an argument left None keeps the op's default."""
     plain = _activation_layer(op_type)
 
+    @lean  # checks, then the plain layer, which keeps itself all or nothing
     def layer(x, *args, **kwargs):
         names = [p for p, _, _ in parameters] + ["name"]
         if len(args) > len(names):
