@@ -1,5 +1,6 @@
 """Programs compiled to native code (fluid_nb.rewriters.native) against the interpreter,
-hand-written NumPy and PyTorch eager, in one run.
+hand-written NumPy, PyTorch eager, and (where installed) torch.compile and jax.jit of the
+same steps, in one run.
 
     python benchmarks/compiled.py
 
@@ -26,6 +27,125 @@ from _timing import interleaved_best, row, torch_or_none  # noqa: E402
 from train_step import (w1_numpy, w1_program, w1_torch, w2_numpy, w2_program,  # noqa: E402
                         w2_torch)
 import dynamic_rnn  # noqa: E402
+
+
+# --- whole-step compilers of other frameworks, where installed -----------------------------------
+# W1 and W2 as jax.jit (forward, gradient and update traced as one function) and
+# torch.compile run them; each only where its framework is installed (nothing here installs
+# anything), each step returning its loss on the host as a fluid_nb step fetches it. W3 has
+# no such rows: its per-step batch sizes are shapes both would specialise on, one trace each.
+def jax_or_none():
+    try:
+        import jax
+    except ImportError:
+        return None
+    return jax
+
+
+def torch_compile_or_none(torch):
+    """``torch.compile`` where this PyTorch has it (2.0 and later), else None."""
+    return getattr(torch, "compile", None) if torch is not None else None
+
+
+# jax.jit ------------------------------------------------------------------------------------
+def w1_jax(jax, x, y):
+    """W1 (fc 13 -> 1, square error, SGD 0.01) as one jitted step."""
+    jnp = jax.numpy
+    rng = np.random.RandomState(0)
+    params = (jnp.asarray(rng.uniform(-0.5, 0.5, (13, 1)).astype("float32")),
+              jnp.zeros(1, "float32"))
+
+    def loss_of(p, x, y):
+        diff = x @ p[0] + p[1] - y
+        return jnp.mean(diff * diff)
+
+    @jax.jit
+    def update(p, x, y):
+        loss, grads = jax.value_and_grad(loss_of)(p, x, y)
+        return tuple(a - 0.01 * g for a, g in zip(p, grads)), loss
+
+    tx, ty = jnp.asarray(x), jnp.asarray(y)
+    state = [params]
+
+    def step():
+        state[0], loss = update(state[0], tx, ty)
+        return np.asarray(loss)
+    return step
+
+
+def w2_jax(jax, x, label):
+    """W2 (MLP 784-200-200-10, softmax cross-entropy, Adam 0.001) as one jitted step."""
+    jnp = jax.numpy
+    rng = np.random.RandomState(0)
+    params = []
+    for fan_in, fan_out in [(784, 200), (200, 200), (200, 10)]:
+        limit = np.sqrt(6.0 / (fan_in + fan_out))
+        params += [jnp.asarray(rng.uniform(-limit, limit, (fan_in, fan_out)).astype("float32")),
+                   jnp.zeros(fan_out, "float32")]
+    params = tuple(params)
+    moments = tuple((jnp.zeros_like(p), jnp.zeros_like(p)) for p in params)
+    beta1, beta2, eps, lr = 0.9, 0.999, 1e-8, 0.001
+
+    def loss_of(p, x, labels):
+        h = jax.nn.relu(x @ p[0] + p[1])
+        h = jax.nn.relu(h @ p[2] + p[3])
+        logits = h @ p[4] + p[5]
+        logp = jax.nn.log_softmax(logits)
+        return -jnp.mean(jnp.take_along_axis(logp, labels[:, None], axis=1))
+
+    @jax.jit
+    def update(p, m, t, x, labels):
+        loss, grads = jax.value_and_grad(loss_of)(p, x, labels)
+        t = t + 1
+        rate = lr * jnp.sqrt(1 - beta2 ** t) / (1 - beta1 ** t)
+        new_p, new_m = [], []
+        for a, (m1, m2), g in zip(p, m, grads):
+            m1 = beta1 * m1 + (1 - beta1) * g
+            m2 = beta2 * m2 + (1 - beta2) * g * g
+            new_p.append(a - rate * m1 / (jnp.sqrt(m2) + eps))
+            new_m.append((m1, m2))
+        return tuple(new_p), tuple(new_m), t, loss
+
+    tx, tl = jnp.asarray(x), jnp.asarray(label.reshape(-1).astype("int32"))
+    state = [params, moments, jnp.zeros((), "float32")]
+
+    def step():
+        state[0], state[1], state[2], loss = update(*state, tx, tl)
+        return np.asarray(loss)
+    return step
+
+
+# torch.compile ------------------------------------------------------------------------------
+def w1_torch_compiled(torch, x, y):
+    """W1's PyTorch step with its model compiled."""
+    tx, ty = torch.from_numpy(x), torch.from_numpy(y)
+    model = torch.compile(torch.nn.Linear(13, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+
+    def step():
+        opt.zero_grad()
+        loss = ((model(tx) - ty) ** 2).mean()
+        loss.backward()
+        opt.step()
+        return loss.item()
+    return step
+
+
+def w2_torch_compiled(torch, x, label):
+    """W2's PyTorch step with its model compiled."""
+    tx, tl = torch.from_numpy(x), torch.from_numpy(label.reshape(-1))
+    model = torch.compile(torch.nn.Sequential(
+        torch.nn.Linear(784, 200), torch.nn.ReLU(), torch.nn.Linear(200, 200),
+        torch.nn.ReLU(), torch.nn.Linear(200, 10)))
+    opt = torch.optim.Adam(model.parameters(), lr=0.001)
+
+    def step():
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(tx), tl)
+        loss.backward()
+        opt.step()
+        return loss.item()
+    return step
 
 
 def cold_compile(main, feed, fetch, scope):
@@ -89,19 +209,27 @@ def main():
           rng.uniform(-1, 1, (20, 1)).astype("float32"))
     w2 = (rng.uniform(-1, 1, (64, 784)).astype("float32"),
           rng.randint(0, 10, (64, 1)).astype("int64"))
-    for name, build, data, feed, by_numpy, by_torch, number in [
+    jax = jax_or_none()
+    for name, build, data, feed, by_numpy, by_torch, by_torch_compiled, by_jax, number in [
             ("W1 fit_a_line step (13->1, batch 20, SGD)", w1_program, w1,
-             {"x": w1[0], "y": w1[1]}, w1_numpy, w1_torch, 200),
+             {"x": w1[0], "y": w1[1]}, w1_numpy, w1_torch, w1_torch_compiled, w1_jax, 200),
             ("W2 MLP step (784-200-200-10, batch 64, Adam)", w2_program, w2,
-             {"img": w2[0], "label": w2[1]}, w2_numpy, w2_torch, 20)]:
+             {"img": w2[0], "label": w2[1]}, w2_numpy, w2_torch, w2_torch_compiled, w2_jax,
+             20)]:
         interpreted, compiled, build_seconds = steps(build, feed)
         candidates = {"fluid_nb compiled": compiled, "fluid_nb interpreter": interpreted,
                       "NumPy (hand-written)": by_numpy(*data)}
         if torch is not None:
             candidates["PyTorch eager"] = by_torch(torch, *data)
+        if torch_compile_or_none(torch) is not None:
+            candidates["PyTorch torch.compile"] = by_torch_compiled(torch, *data)
+        if jax is not None:
+            candidates["JAX jax.jit"] = by_jax(jax, *data)
         report(name, candidates, build_seconds, number, 1e6, "µs/step")
     if torch is None:
-        print("PyTorch is not installed: no PyTorch eager rows")
+        print("PyTorch is not installed: no PyTorch eager or torch.compile rows")
+    if jax is None:
+        print("JAX is not installed: no jax.jit rows")
     candidates, build_seconds, ops = w3(torch)
     report(f"W3 DynamicRNN forward + backward (32 sequences, 5..50 steps, 64 -> 128 tanh; "
            f"{ops} ops in 3 blocks, one build for every LoD)", candidates, build_seconds, 10,

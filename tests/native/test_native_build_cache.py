@@ -191,3 +191,19 @@ def test_a_compile_that_works_writes_the_source_and_the_binary_only(tmp_path, mo
     want = np.load(MLP / "expected.npy")
     got, = [np.load(p) for p in out.iterdir()]
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_a_build_for_this_machine_is_cached_under_what_the_machine_is(tmp_path, monkeypatch):
+    """With march_native the library holds this CPU's instructions: a cache folder shared
+    with a machine of another kind must not hand it over, so the key names the machine;
+    a portable build's key does not."""
+    from fluid_nb.rewriters.native import build as build_module
+    monkeypatch.setenv("FLUID_NB_CACHE", str(tmp_path))
+    source = _source(1.25)
+    here, _ = build(source, march_native=True)
+    portable, _ = build(source)
+    command = build_module.compiler()[0]
+    monkeypatch.setitem(build_module._machines, command, "-march= another-kind")
+    elsewhere, was_cached = build(source, march_native=True)
+    assert not was_cached and len({here, portable, elsewhere}) == 3
+    assert build(source) == (portable, True)

@@ -97,6 +97,40 @@ def test_a_compiled_float32_training_step_follows_the_interpreter_for_50_steps(b
         assert_float32_runs_agree(compiled, interpreted, 50, name=name, **DRIFT[build])
 
 
+@pytest.mark.parametrize("nesterov", [False, True], ids=["momentum", "nesterov"])
+def test_a_compiled_momentum_step_is_the_interpreters(nesterov):
+    """Momentum compiles (one loop over param, grad and velocity) and, in float64, 20 steps
+    give the interpreter's losses and parameters to rounding."""
+    main, startup = fluid.Program(), fluid.Program()
+    main.random_seed = startup.random_seed = 5
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.layers.data(name="x", shape=[13], dtype="float64")
+        y = fluid.layers.data(name="y", shape=[1], dtype="float64")
+        predict = fluid.layers.fc(input=fluid.layers.fc(input=x, size=8, act="tanh"), size=1)
+        loss = fluid.layers.mean(fluid.layers.square_error_cost(input=predict, label=y))
+        fluid.optimizer.Momentum(learning_rate=0.05, momentum=0.9, use_nesterov=nesterov,
+                                 regularization=fluid.regularizer.L2Decay(1e-3)
+                                 ).minimize(loss)
+    feed = _feeds(fit_a_line, np.random.RandomState(2), "float64")
+    exe = fluid.Executor(fluid.CPUPlace())
+    interpreted, compiled = fluid.Scope(), fluid.Scope()
+    exe.run(startup, scope=interpreted)
+    exe.run(startup, scope=compiled)
+    program = native.compile(main, feed, [loss], scope=compiled)
+    assert program.source.fallbacks == []
+    assert "momentum(" in program.source.source
+    want = [float(exe.run(main, feed=feed, fetch_list=[loss], scope=interpreted)[0][0])
+            for _ in range(20)]
+    got = [float(exe.run(program, feed=feed, fetch_list=[loss], scope=compiled)[0][0])
+           for _ in range(20)]
+    assert want[-1] < want[0] / 2
+    np.testing.assert_allclose(got, want, rtol=1e-9)
+    for p in main.global_block().all_parameters():
+        np.testing.assert_allclose(np.array(compiled.find_var(p.name).get_tensor()),
+                                   np.array(interpreted.find_var(p.name).get_tensor()),
+                                   rtol=1e-9, atol=1e-12, err_msg=p.name)
+
+
 def test_the_interpreter_and_the_compiled_program_take_turns_on_one_scope():
     main, startup, loss = _programs(fit_a_line)
     feed = _feeds(fit_a_line, np.random.RandomState(1))

@@ -6,7 +6,8 @@ The system's C++ compiler (``$CXX``, else ``c++``) builds with ``-O3`` (and
 OpenBLAS NumPy's wheels bundle (one BLAS, one thread pool in the process; two would fight
 over the cores). A build is cached
 under ``$FLUID_NB_CACHE`` (default ``~/.cache/fluid_nb/native``) by a hash of the source,
-the header, the compiler's version and the flags; it is written to a temporary file and
+the header, the compiler's version and the flags (with ``-march=native``, also what the
+machine is: :func:`native_machine`); it is written to a temporary file and
 renamed into place, so an interrupted build leaves no partial library, and the SHA-256 of
 its bytes is recorded beside it: a cached library is loaded only when its bytes still have
 that hash (a file cut short, zeroed or replaced would crash the process that loads it), and
@@ -81,6 +82,31 @@ def blas():
     raise PreconditionNotMet(expected("the native compiler", "a CBLAS library",
                                       "the OpenBLAS NumPy's wheels bundle (numpy.libs)",
                                       "none in this NumPy"))
+
+
+_machines = {}
+
+
+def native_machine(command):
+    """What ``-march=native`` means to ``command`` on this machine (its ``-march=`` and
+    ``-mtune=`` as the compiler resolves them, e.g. ``znver3``), asked once per process: a
+    build for the machine is cached under it, so a cache folder shared by machines of
+    other kinds never hands one of them another's instructions."""
+    if command not in _machines:
+        try:
+            lines = subprocess.run([command, "-march=native", "-Q", "--help=target"],
+                                   capture_output=True, text=True, timeout=30).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            lines = ""
+        resolved = [" ".join(line.split()) for line in lines.splitlines()
+                    if line.strip().startswith(("-march=", "-mtune="))]
+        try:  # and the instruction sets, where Linux says them
+            with open("/proc/cpuinfo", errors="replace") as info:
+                features = next((line for line in info if line.startswith("flags")), "")
+        except OSError:
+            features = ""
+        _machines[command] = " ".join(resolved) + " | " + features.strip()
+    return _machines[command]
 
 
 def flags(march_native=False, shared=True):
@@ -231,7 +257,9 @@ def build(source, march_native=False, target="cpp"):
     # every runtime header (one includes another), in a fixed order
     header = b"".join(path.read_bytes() for path in sorted(RUNTIME.iterdir())
                       if path.suffix in (".h", ".cuh"))
-    key = hashlib.sha256("\0".join([source, version, " ".join(compile_flags + link_flags)])
+    machine = native_machine(command) if march_native and target != "cuda" else ""
+    key = hashlib.sha256("\0".join([source, version, " ".join(compile_flags + link_flags),
+                                    machine])
                          .encode("utf-8", "surrogatepass") + header).hexdigest()[:24]
     directory = cache_dir()
     library = directory / f"fluid_{key}.so"

@@ -14,13 +14,14 @@ import numpy as np
 
 from ...errors import InvalidArgument, NotFound, Unimplemented, expected
 from ...exec.executor import Executor, FetchedArray, feed_tensor
-from ...exec.scope import global_scope
+from ...exec.scope import Scope, global_scope
 from ...framework.program import EMPTY_VAR_NAME, Block, Program, without_feed_fetch_ops
 from ...tensor.place import CPUPlace
 from ...tensor.dtypes import VarType, to_numpy_dtype
 from ...tensor.tensor import LoDTensor, lossless_cast, value_array
 from ...tensor.transfer import to_host
 from .arguments import check
+from .bound_call import BoundCall, FeedSlot, Parameters
 from .build import build, entry, load, load_cuda
 from .dynamic_run import DynamicBuild
 from .generate import generate
@@ -50,17 +51,55 @@ class _Specialisation:
                 self.owned[v.name] = array
                 self.pointers[v.index] = _address(array)
         self.persistables = [v for v in variables if v.role == "persistable"]
-        self.bound = [None] * len(self.persistables)
+        self.parameters = Parameters(self.persistables, self.pointers,
+                                     lambda scope, v: bind_persistable(scope, v, xp))
         self.feeds = [(v.name, self.owned[v.name]) for v in variables if v.role == "feed"]
+        #: the names some op writes (a feed among them is copied, never read in place)
+        self.written = {n for op in program.global_block().ops
+                        for args in op.outputs.values() for n in args}
+        self._slots = {}  # (feed name, alias) -> FeedSlot
 
     def bind(self, scope):
         """Point at the scope's arrays of the persistables (again only where one changed)."""
-        for k, v in enumerate(self.persistables):
-            array = getattr(getattr(scope.find_var(v.name), "value", None), "array", None)
-            if array is self.bound[k] and array is not None:
-                continue  # the usual case: the array bound last time
-            self.bound[k] = array = bind_persistable(scope, v, self.xp)
-            self.pointers[v.index] = _address(array)
+        self.parameters.bind(scope)
+
+    def feed_slot(self, name, alias):
+        """The FeedSlot of feed ``name`` (one per name and way of feeding: the slots of
+        one name share the pointer, and each resets it before the other takes it)."""
+        slot = self._slots.get((name, alias))
+        if slot is None:
+            v = next(v for v in self.source.variables if v.name == name)
+            slot = self._slots[(name, alias)] = FeedSlot(name, v.index, self.owned[name],
+                                                          self.pointers, alias)
+        return slot
+
+    def copy_feeds(self, feed):
+        """Copy each feed into the build's own buffer and point there."""
+        for slot in self._slots.values():
+            slot.reset()
+        for name, buffer in self.feeds:
+            if self.xp is np:
+                buffer[...] = feed[name]
+            else:
+                buffer.set(feed[name])  # host to device
+
+    def run_steps(self, scope):
+        """The compiled entries and the interpreted runs in order."""
+        for step in self.steps:
+            if isinstance(step, _Interpreted):
+                step.run(self, scope)
+                self.bind(scope)  # the interpreter may have replaced a parameter's array
+            else:
+                step(self.address)
+
+    @staticmethod
+    def fetch_from_scope(scope, name):
+        """A copy of the value of ``name`` in ``scope`` (a parameter the step updated)."""
+        held = scope.find_var(name)
+        if held is None or getattr(held, "value", None) is None:
+            raise NotFound(expected("a compiled program", "fetch",
+                                    "a variable the compiled code computes", repr(name)))
+        return np.array(to_host(held.value.array))
 
 
 def bind_persistable(scope, v, xp):
@@ -147,6 +186,8 @@ class NativeProgram:
         self.target = target
         self._dtypes = _declared_dtypes(program)
         self._built = {}  # feed signature (or "dynamic") -> _Specialisation (DynamicBuild)
+        #: (feed names in order, fetch names) -> the BoundCall of the last step run so
+        self._calls = {}
         #: sub-blocks: sizes are read at run time whatever the feeds
         self._blocks = len(program.blocks) > 1
 
@@ -221,6 +262,12 @@ class NativeProgram:
     def run(self, feed=None, fetch_list=None, scope=None, return_numpy=True):
         """The values of ``fetch_list`` (default: the names compiled for) after one run on
         ``feed`` with the parameters of ``scope``."""
+        key = _call_key(feed, fetch_list)
+        call = self._calls.get(key) if key is not None else None
+        if call is not None and (scope is None or isinstance(scope, Scope)):
+            results = call.run(feed, global_scope() if scope is None else scope, return_numpy)
+            if results is not None:  # the usual step: the layout of the last one fitted
+                return results
         fetch_names = check("a compiled program", feed=feed, fetch=fetch_list, scope=scope)
         fetch_names = self.fetch_names if fetch_names is None else fetch_names
         scope = global_scope() if scope is None else scope
@@ -228,35 +275,22 @@ class NativeProgram:
         if arrays is None:  # sizes read at run time: one build for every batch and LoD
             return self._dynamic_build(feed or {}, scope).run(feed or {}, fetch_names, scope,
                                                               return_numpy)
-        feed = arrays
-        spec = self._specialised(feed, scope)
-        for name, buffer in spec.feeds:
-            if spec.xp is np:
-                buffer[...] = feed[name]
-            else:
-                buffer.set(feed[name])  # host to device
+        spec = self._specialised(arrays, scope)
+        spec.copy_feeds(arrays)
         spec.bind(scope)
         if spec.whole is not None:  # the usual case: one compiled entry
             spec.whole(spec.address)
         else:
-            for step in spec.steps:
-                if isinstance(step, _Interpreted):
-                    step.run(spec, scope)
-                    spec.bind(scope)  # the interpreter may have replaced a parameter's array
-                else:
-                    step(spec.address)
+            spec.run_steps(scope)
         results = []
         for name in fetch_names:
-            if name in spec.owned:
-                value = to_host(spec.owned[name]).copy()
-            else:
-                held = scope.find_var(name)
-                if held is None or getattr(held, "value", None) is None:
-                    raise NotFound(expected("a compiled program", "fetch",
-                                            "a variable the compiled code computes",
-                                            repr(name)))
-                value = np.array(to_host(held.value.array))
+            value = to_host(spec.owned[name]).copy() if name in spec.owned \
+                else spec.fetch_from_scope(scope, name)
             results.append(value.view(FetchedArray) if return_numpy else LoDTensor(value))
+        if key is not None and spec.xp is np:  # the next step with this layout: bound
+            if len(self._calls) > 32:
+                self._calls.clear()
+            self._calls[key] = BoundCall(spec, arrays, fetch_names)
         return results
 
     def _executor_run(self, executor, feed, fetch_list, scope, return_numpy):
@@ -266,6 +300,25 @@ class NativeProgram:
                 "Executor.run", f"the place of a program compiled for {self.target!r}",
                 "a CUDAPlace" if want == "gpu" else "CPUPlace", repr(executor.place)))
         return self.run(feed, fetch_list, scope, return_numpy)
+
+
+def _call_key(feed, fetch_list):
+    """(the feed's names in order, the fetch's names or None) that picks a BoundCall, or
+    None where the arguments are not a dict and a list or tuple of names or variables
+    (the general path checks and converts them)."""
+    if feed.__class__ is not dict:
+        return None
+    if fetch_list is None:
+        return tuple(feed), None
+    if fetch_list.__class__ is not list and fetch_list.__class__ is not tuple:
+        return None
+    names = []
+    for item in fetch_list:
+        name = item if item.__class__ is str else getattr(item, "name", None)
+        if name.__class__ is not str:
+            return None
+        names.append(name)
+    return tuple(feed), tuple(names)
 
 
 def _declared_dtypes(program):

@@ -20,6 +20,7 @@ from ...exec.executor import FetchedArray, feed_tensor
 from ...tensor.place import CPUPlace
 from ...tensor.lod_rank_table import LoDRankTable
 from ...tensor.tensor import LoDTensor, LoDTensorArray
+from .bound_call import Parameters
 
 _HOST = CPUPlace()
 MAX_RANK = 8
@@ -66,7 +67,7 @@ class DynamicBuild:
         self.exchanges = {v.name: Exchange() if v.kind == "dense" else ArrayExchange()
                           for v in variables if v.role != "persistable"}
         self.persistables = [v for v in variables if v.role == "persistable"]
-        self.bound = [None] * len(self.persistables)
+        self.parameters = Parameters(self.persistables, self.pointers, _bind_persistable)
         self.feeds = [v for v in variables if v.role == "feed"]
         #: feed name -> (the value fed last, its LoD and array, what it became): the same
         #: LoDTensor fed again (its LoD and data are replaced, never changed in place) is
@@ -75,13 +76,7 @@ class DynamicBuild:
 
     def bind(self, scope):
         """Point at the scope's arrays of the parameters (again only where one changed)."""
-        from .compiled_program import bind_persistable
-        for k, v in enumerate(self.persistables):
-            array = getattr(getattr(scope.find_var(v.name), "value", None), "array", None)
-            if array is self.bound[k] and array is not None:
-                continue
-            self.bound[k] = array = bind_persistable(scope, v, np)
-            self.pointers[v.index] = array.ctypes.data
+        self.parameters.bind(scope)
 
     def run(self, feed, fetch_names, scope, return_numpy):
         kept = []  # the arrays the exchanges point into, alive until the run is over
@@ -202,6 +197,11 @@ class DynamicBuild:
         lod = [np.ctypeslib.as_array((ctypes.c_int64 * e.lod_sizes[k]).from_address(e.lod[k]))
                .tolist() for k in range(e.lod_levels)]
         return array, lod
+
+
+def _bind_persistable(scope, v):
+    from .compiled_program import bind_persistable
+    return bind_persistable(scope, v, np)
 
 
 def kept_feed(kept, name):

@@ -369,6 +369,30 @@ def _sgd(op, env):
                     f"{_count(env.shape(param))});"]
 
 
+@emitter("momentum")
+def _momentum(op, env):
+    a = op.attrs
+    if op.inputs.get("MasterParam") or a.get("multi_precision"):
+        raise NoEmitter("MasterParam or multi_precision")
+    if a.get("regularization_method") not in ("", "l2_decay"):
+        raise NoEmitter(f"regularization_method {a['regularization_method']!r}")
+    grad = _one(op, "Grad")
+    if env.kind(grad) != "dense":
+        raise NoEmitter("a sparse gradient")
+    lines, target = _updated(op, env, [("ParamOut", "Param"), ("VelocityOut", "Velocity")])
+    param = target["Param"]
+    ctype = env.ctype(param)
+    pointers = ", ".join(env.ptr(n) for n in (param, grad, target["Velocity"],
+                                              _one(op, "LearningRate")))
+    l2 = a.get("regularization_method") == "l2_decay"
+    flag = lambda value: "true" if value else "false"  # noqa: E731
+    return lines + [f"momentum({pointers}, {_count(env.shape(param))}, "
+                    f"{ctype}({_float(a['mu'], ctype)}), "
+                    f"{ctype}({_float(a.get('rescale_grad', 1.0), ctype)}), {flag(l2)}, "
+                    f"{ctype}({_float(a.get('regularization_coeff', 0.0), ctype)}), "
+                    f"{flag(a.get('use_nesterov'))});"]
+
+
 @emitter("adam")
 def _adam(op, env):
     pows = [("Beta1PowOut", "Beta1Pow"), ("Beta2PowOut", "Beta2Pow")]

@@ -105,7 +105,7 @@ def standalone_source(program, feed, fetch, scope, target="cpp"):
         width = blas()[2]
         sgemm, dgemm = _blas_symbols()
         runtime = [f"#define FLUID_BLAS_INT {width}", _inlined("fluid_native_maps.h"),
-                   _inlined("fluid_native.h"),
+                   _inlined("fluid_native_gemm.h"), _inlined("fluid_native.h"),
                    _inlined("fluid_native_main.h")]
         prologue = [f"  fluid_sgemm = reinterpret_cast<fluid_native::sgemm_fn>(&{sgemm});",
                     f"  fluid_dgemm = reinterpret_cast<fluid_native::dgemm_fn>(&{dgemm});"]

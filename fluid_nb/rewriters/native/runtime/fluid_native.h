@@ -6,7 +6,9 @@
 // Matrix products go to CBLAS's sgemm and dgemm through two function pointers the loader
 // sets (fluid_sgemm, fluid_dgemm): in a Python process, those of the OpenBLAS NumPy already
 // loaded, so compiled code and NumPy share one BLAS and one thread pool. FLUID_BLAS_INT is
-// that library's integer (int64_t for an ILP64 build, int otherwise).
+// that library's integer (int64_t for an ILP64 build, int otherwise). A float product of
+// at most kOwnGemmLimit multiply-adds runs on the calling thread instead
+// (fluid_native_gemm.h): handing it to BLAS's threads costs more than it saves.
 #pragma once
 
 #include <math.h>
@@ -17,6 +19,7 @@
 #include <cmath>
 #include <type_traits>
 
+#include "fluid_native_gemm.h"
 #include "fluid_native_maps.h"
 
 #ifndef FLUID_BLAS_INT
@@ -57,6 +60,10 @@ namespace fluid_native {
 // C[M, N] = beta * C + op(A) @ op(B), op(A) [M, K], op(B) [K, N], all row-major
 inline void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A,
                  const float* B, float* C, float beta = 0.0f) {
+  if (M * N * K <= own_gemm::kOwnGemmLimit && (beta == 0.0f || beta == 1.0f)) {
+    own_gemm::sgemm(trans_a, trans_b, M, N, K, A, B, C, beta == 1.0f);
+    return;
+  }
   fluid_sgemm(kRowMajor, trans_a ? kTrans : kNoTrans, trans_b ? kTrans : kNoTrans, M, N, K,
               1.0f, A, trans_a ? M : K, B, trans_b ? K : N, beta, C, N);
 }
@@ -388,6 +395,23 @@ template <class T, class L>
 void sgd(T* param, const T* grad, const L* lr, int64_t count) {
   const T rate = static_cast<T>(lr[0]);
   for (int64_t i = 0; i < count; ++i) param[i] -= rate * grad[i];
+}
+
+// momentum, one pass over the four arrays (the interpreter's formula and order):
+//   g = Grad * rescale (+ l2 * Param with l2_decay);  Velocity = mu * Velocity + g
+//   Param -= (g + mu * Velocity) * lr with Nesterov, else lr * Velocity
+template <class T, class L>
+FLUID_VECTOR_CLONES void momentum(T* __restrict__ param, const T* __restrict__ grad,
+                                  T* __restrict__ velocity, const L* lr, int64_t count, T mu,
+                                  T rescale, bool l2_decay, T l2, bool nesterov) {
+  const T rate = static_cast<T>(lr[0]);
+  for (int64_t i = 0; i < count; ++i) {
+    T g = grad[i] * rescale;
+    if (l2_decay) g = g + l2 * param[i];
+    const T v = velocity[i] * mu + g;
+    velocity[i] = v;
+    param[i] -= nesterov ? (g + v * mu) * rate : rate * v;
+  }
 }
 
 // adam, Paddle's formula in the parameter's type:

@@ -349,6 +349,28 @@ void sgd(T* param, const T* grad, const L* lr, int64_t count) {
   if (count) sgd_kernel<<<blocks_for(count), kThreads>>>(param, grad, lr, count);
 }
 
+template <class T, class L>
+__global__ void momentum_kernel(T* param, const T* grad, T* velocity, const L* lr,
+                                int64_t count, T mu, T rescale, bool l2_decay, T l2,
+                                bool nesterov) {
+  const T rate = static_cast<T>(lr[0]);
+  FLUID_GRID_STRIDE(i, count) {
+    T g = grad[i] * rescale;
+    if (l2_decay) g = g + l2 * param[i];
+    const T v = velocity[i] * mu + g;
+    velocity[i] = v;
+    param[i] -= nesterov ? (g + v * mu) * rate : rate * v;
+  }
+}
+
+template <class T, class L>
+void momentum(T* param, const T* grad, T* velocity, const L* lr, int64_t count, T mu,
+              T rescale, bool l2_decay, T l2, bool nesterov) {
+  if (count)
+    momentum_kernel<<<blocks_for(count), kThreads>>>(param, grad, velocity, lr, count, mu,
+                                                      rescale, l2_decay, l2, nesterov);
+}
+
 template <class T, class L, class P>
 __global__ void adam_kernel(T* param, const T* grad, const L* lr, T* m1, T* m2,
                             const P* beta1_pow, const P* beta2_pow, int64_t count, T beta1,

@@ -1,0 +1,234 @@
+// A single-threaded float matrix product for the small and middling products of training
+// steps (a 64-row batch through a few hundred units, a recurrent step's [32, 128] x
+// [128, 128]). For those a threaded BLAS spends more time handing the work to its threads
+// and waiting for them than multiplying, and more so on a machine whose cores are busy; a
+// product this small runs faster on the calling thread. Large products still go to BLAS
+// (fluid_native.h picks by size, kOwnGemmLimit).
+//
+// The method is the usual one: op(B) packed into 16-column panels and op(A) into 6-row
+// slivers, k-major and zero-padded, in blocks of kKc along K; a 6 x 16 tile of C is kept
+// in twelve 8-float registers while the kernel runs down K (two FMAs per row and step).
+// The AVX2 + FMA kernel is chosen at run time when the CPU has them; otherwise a plain
+// loop over the same packed panels (any CPU, any compiler).
+#pragma once
+
+#include <stdint.h>
+#include <string.h>
+
+#include <stdlib.h>
+
+#include <algorithm>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define FLUID_GEMM_X86 1
+#endif
+
+namespace fluid_native {
+namespace own_gemm {
+
+constexpr int64_t kMr = 6, kNr = 16, kKc = 256, kMc = 72, kNc = 2048;
+// products of at most this many multiply-adds are plain loops (no packing)
+constexpr int64_t kTiny = 4096;
+// and of at most this many run here rather than in BLAS: about 40 us on one core, where a
+// threaded BLAS's hand-off and wait are no longer small beside the work (a recurrent
+// step's [32, 128] x [128, 128] is half of it; a [64, 784] x [784, 200] ten times)
+constexpr int64_t kOwnGemmLimit = int64_t(1) << 20;
+
+// a growing buffer whose data starts on a cache line, so that a 16-float panel row is one
+// line and no load of the kernel splits across two
+struct Scratch {
+  float* data = nullptr;
+  int64_t size = 0;
+  ~Scratch() { free(data); }
+  float* take(int64_t count) {
+    if (count > size) {
+      free(data);
+      size = count;
+      data = static_cast<float*>(aligned_alloc(64, (count * sizeof(float) + 63) / 64 * 64));
+    }
+    return data;
+  }
+};
+
+// op(A)[i0 + i, p0 + p] for i < mc, p < kc as kMr-row slivers, k-major (sliver s at
+// s * kMr * kc), rows past mc zero; A is [M, K] (lda K) or, transposed, [K, M] (lda M)
+inline void pack_a(bool trans, const float* A, int64_t lda, int64_t i0, int64_t mc,
+                   int64_t p0, int64_t kc, float* out) {
+  for (int64_t i = 0; i < mc; i += kMr, out += kMr * kc) {
+    const int64_t rows = std::min(kMr, mc - i);
+    if (trans) {  // a row of A^T's storage holds the sliver's values of one p
+      for (int64_t p = 0; p < kc; ++p) {
+        const float* src = A + (p0 + p) * lda + i0 + i;
+        float* o = out + p * kMr;
+        int64_t r = 0;
+        for (; r < rows; ++r) o[r] = src[r];
+        for (; r < kMr; ++r) o[r] = 0.0f;
+      }
+      continue;
+    }
+    for (int64_t r = 0; r < kMr; ++r) {  // each row read along K, written down the sliver
+      if (r >= rows) {
+        for (int64_t p = 0; p < kc; ++p) out[p * kMr + r] = 0.0f;
+        continue;
+      }
+      const float* src = A + (i0 + i + r) * lda + p0;
+      for (int64_t p = 0; p < kc; ++p) out[p * kMr + r] = src[p];
+    }
+  }
+}
+
+// op(B)[p0 + p, j0 + j] for p < kc, j < nc as kNr-column panels, k-major (panel q at
+// q * kNr * kc), columns past nc zero; B is [K, N] (ldb N) or, transposed, [N, K] (ldb K)
+inline void pack_b(bool trans, const float* B, int64_t ldb, int64_t p0, int64_t kc,
+                   int64_t j0, int64_t nc, float* out) {
+  for (int64_t j = 0; j < nc; j += kNr, out += kNr * kc) {
+    const int64_t cols = std::min(kNr, nc - j);
+    if (trans) {  // each row of B's storage read along K, written down the panel
+      for (int64_t c = 0; c < kNr; ++c) {
+        if (c >= cols) {
+          for (int64_t p = 0; p < kc; ++p) out[p * kNr + c] = 0.0f;
+          continue;
+        }
+        const float* src = B + (j0 + j + c) * ldb + p0;
+        for (int64_t p = 0; p < kc; ++p) out[p * kNr + c] = src[p];
+      }
+      continue;
+    }
+    for (int64_t p = 0; p < kc; ++p) {
+      const float* src = B + (p0 + p) * ldb + j0 + j;
+      float* o = out + p * kNr;
+      int64_t c = 0;
+      for (; c < cols; ++c) o[c] = src[c];
+      for (; c < kNr; ++c) o[c] = 0.0f;
+    }
+  }
+}
+
+// a finished tile into C: its first rows x cols, added to C (accumulate) or in its place
+inline void store_tile(const float* tile, float* C, int64_t ldc, int64_t rows, int64_t cols,
+                       bool accumulate) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c)
+      C[r * ldc + c] = accumulate ? C[r * ldc + c] + tile[r * kNr + c] : tile[r * kNr + c];
+}
+
+// the portable kernel: C tile (+)= sliver a [kc, kMr] x panel b [kc, kNr]
+inline void kernel_plain(int64_t kc, const float* a, const float* b, float* C, int64_t ldc,
+                         int64_t rows, int64_t cols, bool accumulate) {
+  float tile[kMr * kNr] = {};
+  for (int64_t p = 0; p < kc; ++p)
+    for (int64_t r = 0; r < kMr; ++r) {
+      const float x = a[p * kMr + r];
+      for (int64_t c = 0; c < kNr; ++c) tile[r * kNr + c] += x * b[p * kNr + c];
+    }
+  store_tile(tile, C, ldc, rows, cols, accumulate);
+}
+
+#ifdef FLUID_GEMM_X86
+// eight floats in a register, loaded and stored at any float's address (GCC's vector
+// extension: no intrinsics header, which would double the time a build takes)
+typedef float float8 __attribute__((vector_size(32), aligned(4)));
+
+// the AVX2 + FMA kernel: the 6 x 16 tile in twelve registers (named one by one: an array
+// of them is kept in memory by the compiler)
+#define FLUID_GEMM_ROW(r, lo, hi)                                      \
+  {                                                                    \
+    const float x = a[r];                                              \
+    const float8 xs = {x, x, x, x, x, x, x, x};                        \
+    lo = __builtin_ia32_vfmaddps256(xs, b0, lo);                       \
+    hi = __builtin_ia32_vfmaddps256(xs, b1, hi);                       \
+  }
+
+__attribute__((target("avx2,fma"))) inline void kernel_fma(
+    int64_t kc, const float* a, const float* b, float* C, int64_t ldc, int64_t rows,
+    int64_t cols, bool accumulate) {
+  float8 c00 = {}, c01 = {}, c10 = {}, c11 = {}, c20 = {}, c21 = {}, c30 = {}, c31 = {},
+         c40 = {}, c41 = {}, c50 = {}, c51 = {};
+  for (int64_t p = 0; p < kc; ++p, a += kMr, b += kNr) {
+    const float8 b0 = *reinterpret_cast<const float8*>(b);
+    const float8 b1 = *reinterpret_cast<const float8*>(b + 8);
+    FLUID_GEMM_ROW(0, c00, c01)
+    FLUID_GEMM_ROW(1, c10, c11)
+    FLUID_GEMM_ROW(2, c20, c21)
+    FLUID_GEMM_ROW(3, c30, c31)
+    FLUID_GEMM_ROW(4, c40, c41)
+    FLUID_GEMM_ROW(5, c50, c51)
+  }
+  const float8 tile[kMr][2] = {{c00, c01}, {c10, c11}, {c20, c21},
+                               {c30, c31}, {c40, c41}, {c50, c51}};
+  if (rows == kMr && cols == kNr) {  // a whole tile: straight into C
+    for (int64_t r = 0; r < kMr; ++r) {
+      float8* low = reinterpret_cast<float8*>(C + r * ldc);
+      float8* high = reinterpret_cast<float8*>(C + r * ldc + 8);
+      *low = accumulate ? *low + tile[r][0] : tile[r][0];
+      *high = accumulate ? *high + tile[r][1] : tile[r][1];
+    }
+    return;
+  }
+  float spill[kMr * kNr];
+  for (int64_t r = 0; r < kMr; ++r) {
+    *reinterpret_cast<float8*>(spill + r * kNr) = tile[r][0];
+    *reinterpret_cast<float8*>(spill + r * kNr + 8) = tile[r][1];
+  }
+  store_tile(spill, C, ldc, rows, cols, accumulate);
+}
+#undef FLUID_GEMM_ROW
+
+inline bool has_fma() {
+  static const bool yes = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  }();
+  return yes;
+}
+#endif
+
+// C[M, N] = op(A) op(B) (+ C when accumulate), row-major, on the calling thread
+inline void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+                  const float* A, const float* B, float* C, bool accumulate) {
+  if (M <= 0 || N <= 0) return;
+  if (K <= 0) {
+    if (!accumulate)
+      for (int64_t i = 0; i < M * N; ++i) C[i] = 0.0f;
+    return;
+  }
+  const int64_t lda = trans_a ? M : K, ldb = trans_b ? K : N;
+  if (M * N * K <= kTiny) {  // packing would cost more than the products
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        float total = 0.0f;
+        for (int64_t p = 0; p < K; ++p)
+          total += (trans_a ? A[p * lda + i] : A[i * lda + p]) *
+                   (trans_b ? B[j * ldb + p] : B[p * ldb + j]);
+        C[i * N + j] = accumulate ? C[i * N + j] + total : total;
+      }
+    return;
+  }
+  void (*kernel)(int64_t, const float*, const float*, float*, int64_t, int64_t, int64_t,
+                 bool) = kernel_plain;
+#ifdef FLUID_GEMM_X86
+  if (has_fma()) kernel = kernel_fma;
+#endif
+  thread_local Scratch scratch_a, scratch_b;
+  for (int64_t jc = 0; jc < N; jc += kNc) {
+    const int64_t nc = std::min(kNc, N - jc);
+    for (int64_t pc = 0; pc < K; pc += kKc) {
+      const int64_t kc = std::min(kKc, K - pc);
+      const bool add = accumulate || pc > 0;
+      float* packed_b = scratch_b.take((nc + kNr - 1) / kNr * kNr * kc);
+      pack_b(trans_b, B, ldb, pc, kc, jc, nc, packed_b);
+      for (int64_t ic = 0; ic < M; ic += kMc) {
+        const int64_t mc = std::min(kMc, M - ic);
+        float* packed_a = scratch_a.take((mc + kMr - 1) / kMr * kMr * kc);
+        pack_a(trans_a, A, lda, ic, mc, pc, kc, packed_a);
+        for (int64_t jr = 0; jr < nc; jr += kNr)
+          for (int64_t ir = 0; ir < mc; ir += kMr)
+            kernel(kc, packed_a + ir * kc, packed_b + jr * kc, C + (ic + ir) * N + jc + jr,
+                   N, std::min(kMr, mc - ir), std::min(kNr, nc - jr), add);
+      }
+    }
+  }
+}
+
+}  // namespace own_gemm
+}  // namespace fluid_native
