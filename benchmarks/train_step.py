@@ -13,7 +13,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fluid_nb as fluid  # noqa: E402
-from _timing import best_time, row, torch_or_none  # noqa: E402
+from _timing import interleaved_best, row, torch_or_none  # noqa: E402
 
 
 # --- W1 -----------------------------------------------------------------------------------
@@ -172,11 +172,12 @@ def main():
         steps = {"fluid_nb": make_fluid(*data), "NumPy (hand-written)": make_numpy(*data)}
         if torch is not None:
             steps["PyTorch eager"] = make_torch(torch, *data)
-        times = {}
-        for label, step in steps.items():
+        for step in steps.values():
             for _ in range(5):
                 step()
-            times[label] = best_time(step, repeat=7, number=number)
+        # turns in a rotating order, each keeping its fastest round: a shared machine's
+        # load moves the ratios far less than the times
+        times = interleaved_best(steps, rounds=15, number=number // 4)
         reference = times["NumPy (hand-written)"]
         for label, seconds in times.items():
             row(f"  {label}", seconds * 1e6, "µs/step", reference * 1e6, "NumPy")

@@ -12,7 +12,9 @@ The work is split by job:
 - :mod:`.run_plan` is block 0 bound to one scope, all or nothing, with its feed and fetch;
 - :mod:`.feed_fetch` converts what goes in and what comes out.
 Block 0 plans are cached on the program, keyed by place, scope and feed/fetch names, and
-dropped when the program changes (``program._version``). Sub-blocks (``while``,
+dropped when the program changes (``program._version``); a repeated call whose fetch list
+holds only Variables and names finds its plan before the argument checks, which the
+plan's key passed when it was built. Sub-blocks (``while``,
 ``conditional_block``) reuse their PreparedBlock and bind it to each step scope.
 
 On the host, NumPy allocates from the place's memory arena (:mod:`fluid_nb.memory`) for the
@@ -109,22 +111,27 @@ class Executor:
         ``minimize`` returns, in ``fetch_list``) only the ops the fetches need run, and
         variables of the ops left out are not created in the scope.
         """
-        origin_fetch = fetch_list
-        fetch_list, optimize_ops = prune.split_fetch_list(fetch_list)
-        if use_prune or optimize_ops:
-            program, feed = self._pruned(program, feed, fetch_list, optimize_ops, origin_fetch)
+        # names: the fetch list's names, known without checks for a list of Variables and
+        # names (a run's usual fetch list), else None (checked and flattened in _run)
+        names = None if use_prune else feed_fetch.plain_fetch_names(fetch_list)
+        if names is None:
+            origin_fetch = fetch_list
+            fetch_list, optimize_ops = prune.split_fetch_list(fetch_list)
+            if use_prune or optimize_ops:
+                program, feed = self._pruned(program, feed, fetch_list, optimize_ops,
+                                             origin_fetch)
         paused = collector.pause()  # a run's objects die by reference counting
         if self._device_arena:
             try:
                 return self._run_on_device(program, feed, fetch_list, feed_var_name,
-                                           fetch_var_name, scope, return_numpy)
+                                           fetch_var_name, scope, return_numpy, names)
             finally:
                 collector.resume(paused)
         arena = memory_places.host_arena() if self._on_host else None
         if arena is None:
             try:
                 return self._run(program, feed, fetch_list, feed_var_name, fetch_var_name,
-                                 scope, return_numpy)
+                                 scope, return_numpy, names)
             finally:
                 collector.resume(paused)
         # NumPy allocates from the arena in this context for the run (NEP 49); arrays made
@@ -134,7 +141,7 @@ class Executor:
             self.watch = arena.recorder
         try:
             return self._run(program, feed, fetch_list, feed_var_name, fetch_var_name,
-                             scope, return_numpy)
+                             scope, return_numpy, names)
         finally:
             set_handler(previous)
             self.watch = None
@@ -153,8 +160,17 @@ class Executor:
                 self.watch = None
 
     def _run(self, program, feed, fetch_list, feed_var_name, fetch_var_name, scope,
-             return_numpy):
+             return_numpy, names=None):
         program = default_main_program() if program is None else program
+        if names is not None and program.__class__ is Program and feed.__class__ is dict:
+            # a repeated call finds its plan before any check: a plan's key holds only
+            # what was checked when it was built (a Scope, feed names that are str, good
+            # feed/fetch variable names), and each run checks its fed values
+            in_scope = global_scope() if scope is None else scope
+            entry = program._plans.get((self._place_key, id(in_scope), tuple(feed), names,
+                                        feed_var_name, fetch_var_name, memory_policy()))
+            if entry is not None and entry[0] == program._version and entry[1] is in_scope:
+                return self._run_plan(entry[2], feed, return_numpy)
         if hasattr(program, "_executor_run"):  # a program compiled to native code
             return program._executor_run(self, feed, fetch_list, scope, return_numpy)
         compiled = hasattr(program, "_program")
@@ -195,7 +211,9 @@ class Executor:
             if len(program._plans) > 32:
                 program._plans.clear()
             program._plans[key] = entry
-        plan = entry[2]
+        return self._run_plan(entry[2], feed, return_numpy)
+
+    def _run_plan(self, plan, feed, return_numpy):
         self.run_token = object()
         try:
             return plan.run(feed, return_numpy)

@@ -16,7 +16,7 @@ from ..framework.attrs import AttrType
 from ..tensor.dtypes import VarType, to_numpy_dtype
 from ..tensor.tensor import LoDTensor
 from .binding import bind
-from .feed_fetch import as_declared_scalar, as_numpy, declared_scalar, feed_tensor, shape_fits
+from .feed_fetch import as_declared_scalar, declared_scalar, feed_tensor, fetched, shape_fits
 from .run_loop import run_steps, with_holders
 
 
@@ -54,10 +54,11 @@ class RunPlan:
         self.scalar_fetches = tuple(i for i, name in enumerate(fetch_names)
                                     if declared_scalar(block._find_var_recursive(name)))
         self.place = executor.place
+        self.on_host = self.place.device == "cpu"
 
     def run(self, feed, return_numpy):
         tensors = []
-        cpu = self.place.device == "cpu"
+        cpu = self.on_host
         for name, var, want, check_shape in self.feed_checks:
             value = feed[name]
             if cpu and value.__class__ is np.ndarray and value.dtype == want and (
@@ -92,7 +93,7 @@ class RunPlan:
         for i in self.scalar_fetches:
             results[i] = as_declared_scalar(results[i])
         if return_numpy:
-            return [as_numpy(t) for t in results]
+            return list(map(fetched, results))
         return results
 
 

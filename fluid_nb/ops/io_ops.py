@@ -30,6 +30,24 @@ def _fetch(ctx, value):
     return None
 
 
+def _fetch_step(ctx, ins, out, kernel_step):
+    """A host tensor fetched into a column the fetch list has: its array copied straight
+    into the list, as the kernel does without its lookups (the fixed cost of every
+    ``Executor.run``, op_overhead.py: 9.2-9.5 -> 8.4-8.5 µs); anything else goes to the
+    kernel."""
+    source, col = ins[0], ctx.attrs["col"]
+    new = LoDTensor
+
+    def step():
+        value, fetched = source.value, out.value
+        if value.__class__ is new and value.array.__class__ is np.ndarray \
+                and col < len(fetched):
+            fetched[col] = new(value.array.copy(), value._lod)
+        else:
+            kernel_step()
+    return step
+
+
 def _no_shape(ctx):
     """feed/fetch shapes come from the variables they fill; nothing to infer."""
 
@@ -37,7 +55,8 @@ def _no_shape(ctx):
 def_op("feed", inputs=["X"], outputs=["Out"], attrs={"col": ("int", 0)}, infer_shape=_no_shape,
        kernel=_feed, lod_aware=True, doc="Out = X[col], X the feed list of this run.")
 def_op("fetch", inputs=["X"], outputs=["Out"], attrs={"col": ("int", 0)}, infer_shape=_no_shape,
-       kernel=_fetch, lod_aware=True, host_reads="X: a fetched value goes to the host",
+       kernel=_fetch, host_step=_fetch_step, lod_aware=True,
+       host_reads="X: a fetched value goes to the host",
        doc="Out[col] = X, Out the fetch list of this run (a device tensor copied to the "
            "host).")
 
