@@ -82,12 +82,23 @@ class _Output:
 STOPPED = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.ABORTED, grpc.StatusCode.CANCELLED)
 
 
-def _attack(endpoints, sync, job):
+def _requests(endpoints, sync):
+    """{endpoint: the malformed requests for its server}, made before the servers serve (a
+    40-step job can end within a second of serving: the attack must not spend it building
+    requests)."""
+    return {ep: malformed_requests(*_received_variable(endpoints, ep, sync), sync=sync)
+            for ep in endpoints}
+
+
+def _attack(requests, job):
     """Send every malformed request to every server until it stops serving or the job
     ends: {endpoint: [(label, expected code, code, details)]} in the order sent."""
-    requests = {ep: malformed_requests(*_received_variable(endpoints, ep, sync), sync=sync)
-                for ep in endpoints}
-    channels = {ep: grpc.insecure_channel(ep) for ep in endpoints}
+    endpoints = list(requests)
+    # "serving" is printed just before the server binds: a connection refused then is
+    # tried again within milliseconds, not after gRPC's default 1 s backoff (the job may
+    # be over by then)
+    retry = [("grpc.initial_reconnect_backoff_ms", 20), ("grpc.max_reconnect_backoff_ms", 200)]
+    channels = {ep: grpc.insecure_channel(ep, options=retry) for ep in endpoints}
     answers = {ep: [] for ep in endpoints}
     serving = set(endpoints)
     try:
@@ -139,9 +150,10 @@ def test_malformed_messages_are_refused_while_the_job_trains_on(tmp_path, sync):
         plan = out.wait_for("[launch] 4 processes")
         endpoints = [part.split()[1] for part in plan.split(": ", 1)[1].split(", ")
                      if part.startswith("pserver")]
+        requests = _requests(endpoints, sync)
         out.wait_for("[pserver.0] serving")
         out.wait_for("[pserver.1] serving")
-        answers = _attack(endpoints, sync, job)
+        answers = _attack(requests, job)
         assert job.wait(timeout=120) == 0, out.text()
     finally:
         job.kill()

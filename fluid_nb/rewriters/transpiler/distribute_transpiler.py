@@ -257,6 +257,10 @@ class DistributeTranspiler:
             self._transpile(trainer_id, program, startup, endpoints, trainers, sync_mode,
                             where)
             self._mark_distributed(program, current_endpoint)
+        # the programs made run RPC ops: their runtime (gRPC, the kernels) loads now, not
+        # when a program first runs one, so a server's exe.run(pserver_program) listens at
+        # once and a trainer's first step does not pay for the import
+        from ... import distributed  # noqa: F401
 
     def _transpile(self, trainer_id, program, startup, endpoints, trainers, sync_mode, where):
         self.pserver_endpoints = endpoints
