@@ -117,35 +117,11 @@ def w2_jax(jax, x, label):
 
 # torch.compile ------------------------------------------------------------------------------
 def w1_torch_compiled(torch, x, y):
-    """W1's PyTorch step with its model compiled."""
-    tx, ty = torch.from_numpy(x), torch.from_numpy(y)
-    model = torch.compile(torch.nn.Linear(13, 1))
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
-
-    def step():
-        opt.zero_grad()
-        loss = ((model(tx) - ty) ** 2).mean()
-        loss.backward()
-        opt.step()
-        return loss.item()
-    return step
+    return w1_torch(torch, x, y, compiled=True)
 
 
 def w2_torch_compiled(torch, x, label):
-    """W2's PyTorch step with its model compiled."""
-    tx, tl = torch.from_numpy(x), torch.from_numpy(label.reshape(-1))
-    model = torch.compile(torch.nn.Sequential(
-        torch.nn.Linear(784, 200), torch.nn.ReLU(), torch.nn.Linear(200, 200),
-        torch.nn.ReLU(), torch.nn.Linear(200, 10)))
-    opt = torch.optim.Adam(model.parameters(), lr=0.001)
-
-    def step():
-        opt.zero_grad()
-        loss = torch.nn.functional.cross_entropy(model(tx), tl)
-        loss.backward()
-        opt.step()
-        return loss.item()
-    return step
+    return w2_torch(torch, x, label, compiled=True)
 
 
 def cold_compile(main, feed, fetch, scope):

@@ -61,9 +61,12 @@ def w1_numpy(x, y):
     return step
 
 
-def w1_torch(torch, x, y):
+def w1_torch(torch, x, y, compiled=False):
+    """W1's PyTorch eager step (``compiled``: its model through ``torch.compile``)."""
     tx, ty = torch.from_numpy(x), torch.from_numpy(y)
     model = torch.nn.Linear(13, 1)
+    if compiled:
+        model = torch.compile(model)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
 
     def step():
@@ -140,11 +143,14 @@ def w2_numpy(x, label):
     return w2_by_hand(np, x, label)
 
 
-def w2_torch(torch, x, label):
+def w2_torch(torch, x, label, compiled=False):
+    """W2's PyTorch eager step (``compiled``: its model through ``torch.compile``)."""
     tx, tl = torch.from_numpy(x), torch.from_numpy(label.reshape(-1))
     model = torch.nn.Sequential(torch.nn.Linear(784, 200), torch.nn.ReLU(),
                                 torch.nn.Linear(200, 200), torch.nn.ReLU(),
                                 torch.nn.Linear(200, 10))
+    if compiled:
+        model = torch.compile(model)
     opt = torch.optim.Adam(model.parameters(), lr=0.001)
 
     def step():

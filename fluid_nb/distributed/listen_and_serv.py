@@ -335,17 +335,27 @@ class ParameterServer:
             call.refuse(refusal.code, refusal.details)
 
     # --- sync ----------------------------------------------------------------------------------
-    def _take_sync(self, call, t):
+    def _check_training(self, t):
         if t not in self.training:
             raise Refused(grpc.StatusCode.FAILED_PRECONDITION, expected(
                 self.where, f"trainer {t}", "a trainer still training",
                 "one that has already sent COMPLETE@RECV"))
+
+    def _kept_waiting(self, call, t, sending):
+        """True, with ``call`` kept waiting, when what it does next (send or get) is not
+        the round's phase or its trainer has passed this phase's barrier already."""
+        if (self.phase == SEND) == sending and t not in self.arrived:
+            return False
+        self.waiting.append(call)
+        if sending and self.phase == GET and self.startup and t not in self.arrived:
+            self.arrived.add(t)  # a trainer with no startup fetch: it has passed it
+            self._advance()
+        return True
+
+    def _take_sync(self, call, t):
+        self._check_training(t)
         sending = call.method == "SendVariable"
-        if (self.phase == SEND) != sending or t in self.arrived:
-            self.waiting.append(call)
-            if sending and self.phase == GET and self.startup and t not in self.arrived:
-                self.arrived.add(t)  # a trainer with no startup fetch: it has passed it
-                self._advance()
+        if self._kept_waiting(call, t, sending):
             return
         if call.name in (messages.BATCH_BARRIER, messages.FETCH_BARRIER):
             if call.name != (messages.BATCH_BARRIER if sending else messages.FETCH_BARRIER):
@@ -364,20 +374,11 @@ class ParameterServer:
     def _take_batch_sync(self, call, t):
         """Take the batch's parts in order while each belongs to the current phase; keep
         it waiting (from the part it reached) when one does not."""
-        if t not in self.training:
-            raise Refused(grpc.StatusCode.FAILED_PRECONDITION, expected(
-                self.where, f"trainer {t}", "a trainer still training",
-                "one that has already sent COMPLETE@RECV"))
+        self._check_training(t)
         while call.stages:
-            stage = call.stages[0]
-            sending = stage in _SENDING
-            if (self.phase == SEND) != sending or t in self.arrived:
-                self.waiting.append(call)
-                if sending and self.phase == GET and self.startup and t not in self.arrived:
-                    self.arrived.add(t)  # a trainer with no startup fetch: it has passed it
-                    self._advance()
+            if self._kept_waiting(call, t, call.stages[0] in _SENDING):
                 return
-            del call.stages[0]
+            stage = call.stages.pop(0)
             if stage == SENDS:
                 for name, value in call.value:
                     self._write(name, value)
