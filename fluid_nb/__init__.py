@@ -29,6 +29,28 @@ def _finish_layer_module(module):
         finish(module)
 
 
+def _display_on_first_use(method):
+    """A stand-in for a notebook representation (``_repr_html_``, ``_repr_mimebundle_``):
+    its first call loads ``fluid_nb.notebook``, which puts the real ones on the classes,
+    and answers with the real one. A program shown as a cell's result draws as it did when
+    the package loaded its views at once."""
+    def stand_in(self, *args, **kwargs):
+        from . import notebook  # noqa: F401  (notebook.display.install replaces stand_in)
+        real = getattr(type(self), method)
+        if getattr(real, "_stand_in", False):
+            return None  # (a class the notebook package shows no differently)
+        return real(self, *args, **kwargs)
+    stand_in.__name__ = method
+    stand_in._stand_in = True
+    return stand_in
+
+
+for _shown in (Variable, Program, LoDTensor, Scope):
+    for _method in ("_repr_html_", "_repr_mimebundle_"):
+        if _method not in _shown.__dict__:
+            setattr(_shown, _method, _display_on_first_use(_method))
+del _shown, _method
+
 fluid_paths.finish_submodules("fluid_nb.api.layers", _finish_layer_module)
 from .api import layers  # noqa: F401,E402
 fluid_paths.bind_loaded(sys.modules[__name__])  # fluid.executor, fluid.unique_name, ...

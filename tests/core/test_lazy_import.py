@@ -44,6 +44,21 @@ def test_importing_fluid_nb_loads_none_of_the_heavy_parts():
     assert patched  # a + b on Variables works from the import on
 
 
+def test_a_program_or_variable_shown_in_a_notebook_loads_its_representation_then():
+    shown = fresh(
+        "import json, sys\n"
+        "import fluid_nb as fluid\n"
+        "before = 'fluid_nb.notebook' in sys.modules\n"
+        "bundle = fluid.default_main_program()._repr_mimebundle_()\n"
+        "x = fluid.layers.data(name='x', shape=[3], dtype='float32')\n"
+        "print(json.dumps([before, sorted(bundle), 'fluid-nb' in x._repr_html_(),\n"
+        "                  'fluid_nb.notebook' in sys.modules]))\n")
+    before, mime_types, variable_html, after = shown
+    assert not before and after
+    assert "application/vnd.fluid-nb.program+json" in mime_types and "text/html" in mime_types
+    assert variable_html
+
+
 def test_a_lookup_defines_its_op_and_all_ops_defines_every_op():
     found = fresh(
         "import json, sys\n"
