@@ -50,13 +50,15 @@ class OpRunner:
         whose Variable nobody but the block holds (the user's names, a view, the notebook's
         output history all hold theirs). Each is computed again, from the values it needs,
         when it is next read. Returns the ops whose outputs are still reachable, to be
-        looked at again later; the steps bound for ``ops`` go (they hold their inputs)."""
+        looked at again later. Every bound step goes (a step holds its inputs' holders: one
+        of a dropped value would keep it, and a rerun would read it stale); a rerun binds
+        its ops again."""
         found = block.vars.get
         values = self.scope.vars
-        steps, dropped = self.steps, self.dropped
+        dropped = self.dropped
+        self.steps.clear()
         still_reachable = []
         for op in ops:
-            steps.pop(op, None)
             opdef = registry.find(op.type)
             if opdef is None or opdef.formula is None:
                 continue

@@ -74,3 +74,19 @@ def test_values_of_ops_that_are_no_formula_are_kept(sweep_every):
         assert not s.runner.dropped
         assert all(scope.find_var(op.output_arg_names[0]).value is not None
                    for op in main.global_block().ops)
+
+
+def test_refeeding_again_after_more_values_were_let_go_gives_the_new_values(sweep_every):
+    main, scope, session = _live()
+    with session, fluid.unique_name.guard():
+        x = L.data(name="x", shape=[2], dtype="float32", value=np.ones((1, 2), "float32"))
+        c = x
+        for _ in range(2 * sweep_every):
+            c = L.relu(c) + x  # (k + 1) * x after k rounds
+        fluid.feed(x, np.full((1, 2), 2.0, "float32"))  # the reruns bind steps of their own
+        d = c
+        for _ in range(2 * sweep_every):
+            d = L.elementwise_max(d, x)  # more live ops: a sweep lets c's inputs go
+        fluid.feed(x, np.full((1, 2), 3.0, "float32"))
+        np.testing.assert_array_equal(c.numpy(), np.full((1, 2), 3.0 * (2 * sweep_every + 1)))
+        np.testing.assert_array_equal(d.numpy(), c.numpy())
