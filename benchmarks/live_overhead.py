@@ -1,6 +1,6 @@
 """Live-mode overhead: µs per op to record + infer shape + run one op, against NumPy.
 
-    python benchmarks/live_overhead.py
+    python benchmarks/live_overhead.py [--bytecodes]
 
 Builds 1,000-op elementwise_add chains (1x1 and 64x64 float32) in live mode, where each
 op is checked, its shape inferred and run at once, two ways: through the layers API as
@@ -9,7 +9,8 @@ unique names, the output variable, the layer's transaction) and through the raw
 ``block.append_op``. Prints µs per op next to NumPy's ``np.add`` and PyTorch eager (where
 installed), and the cost of appending one op to a plain (non-live) program three ways, the
 raw one split into its parts; then a live loop of 100,000 ops (1x1 and 64x64): µs per op,
-the values the session keeps and how much memory it grows by. The candidates take turns over interleaved rounds, so that a
+the values the session keeps and how much memory it grows by. ``--bytecodes`` prints the
+Python bytecodes a live op executes instead (a count the machine's load does not move). The candidates take turns over interleaved rounds, so that a
 busy machine slows them alike: each line gives the best round, its ratio to NumPy's best
 and how far the median round lies above the best.
 """
@@ -168,7 +169,48 @@ def long_loop(n_ops, shape):
               f"{grown / 2**20:.0f} MB ({grown / n_ops:.0f} B/op: the program's record)")
 
 
+def bytecodes_per_op(n_ops=200, operator=False):
+    """Python bytecodes executed per live op of the 1x1 chain (``sys.settrace`` with opcode
+    events): a count that does not move with the machine's load, with the functions that
+    execute most of them."""
+    counts = {}
+
+    def per_function(frame, event, arg):
+        frame.f_trace_opcodes = True
+        return per_opcode
+
+    def per_opcode(frame, event, arg):
+        if event == "opcode":
+            code = frame.f_code
+            key = (os.path.basename(code.co_filename), code.co_name)
+            counts[key] = counts.get(key, 0) + 1
+        return per_opcode
+    main, startup, scope = fluid.Program(), fluid.Program(), fluid.Scope()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard(), \
+            fluid.live(program=main, startup_program=startup, scope=scope):
+        c = fluid.layers.fill_constant([1, 1], "float32", 1.0)
+        one = fluid.layers.fill_constant([1, 1], "float32", 0.5)
+        add = fluid.layers.elementwise_add
+        for _ in range(10):  # (first calls fill caches)
+            c = add(c, one)
+        sys.settrace(per_function)
+        try:
+            for _ in range(n_ops):
+                c = c + one if operator else add(c, one)
+        finally:
+            sys.settrace(None)
+    total = sum(counts.values()) / n_ops
+    top = sorted(counts.items(), key=lambda item: -item[1])[:6]
+    print(f"live {'c + one' if operator else 'layers.elementwise_add'}, 1x1: {total:,.0f} "
+          f"bytecodes/op; most in " + ", ".join(f"{name} {count / n_ops:.0f}"
+                                               for (_, name), count in top))
+
+
 def main():
+    if "--bytecodes" in sys.argv:
+        bytecodes_per_op()
+        bytecodes_per_op(operator=True)
+        return
     torch = torch_or_none()
     gc.collect()
     gc.freeze()  # the imported libraries' objects (torch's many) are not rescanned by GC
