@@ -397,21 +397,14 @@ void sgd(T* param, const T* grad, const L* lr, int64_t count) {
   for (int64_t i = 0; i < count; ++i) param[i] -= rate * grad[i];
 }
 
-// momentum, one pass over the four arrays (the interpreter's formula and order):
-//   g = Grad * rescale (+ l2 * Param with l2_decay);  Velocity = mu * Velocity + g
-//   Param -= (g + mu * Velocity) * lr with Nesterov, else lr * Velocity
+// momentum, one pass over the four arrays (momentum_step, fluid_native_maps.h)
 template <class T, class L>
 FLUID_VECTOR_CLONES void momentum(T* __restrict__ param, const T* __restrict__ grad,
                                   T* __restrict__ velocity, const L* lr, int64_t count, T mu,
                                   T rescale, bool l2_decay, T l2, bool nesterov) {
   const T rate = static_cast<T>(lr[0]);
-  for (int64_t i = 0; i < count; ++i) {
-    T g = grad[i] * rescale;
-    if (l2_decay) g = g + l2 * param[i];
-    const T v = velocity[i] * mu + g;
-    velocity[i] = v;
-    param[i] -= nesterov ? (g + v * mu) * rate : rate * v;
-  }
+  for (int64_t i = 0; i < count; ++i)
+    momentum_step(param[i], grad[i], velocity[i], rate, mu, rescale, l2_decay, l2, nesterov);
 }
 
 // adam, Paddle's formula in the parameter's type:

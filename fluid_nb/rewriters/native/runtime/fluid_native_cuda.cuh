@@ -355,11 +355,7 @@ __global__ void momentum_kernel(T* param, const T* grad, T* velocity, const L* l
                                 bool nesterov) {
   const T rate = static_cast<T>(lr[0]);
   FLUID_GRID_STRIDE(i, count) {
-    T g = grad[i] * rescale;
-    if (l2_decay) g = g + l2 * param[i];
-    const T v = velocity[i] * mu + g;
-    velocity[i] = v;
-    param[i] -= nesterov ? (g + v * mu) * rate : rate * v;
+    momentum_step(param[i], grad[i], velocity[i], rate, mu, rescale, l2_decay, l2, nesterov);
   }
 }
 

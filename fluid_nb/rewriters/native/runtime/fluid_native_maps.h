@@ -51,4 +51,18 @@ FLUID_HD inline T softplus_value(T a) {
   return a > T(0) ? a + log1p(exp(-a)) : log1p(exp(a));
 }
 
+// momentum on one element (the interpreter's formula and order; the host loop and the CUDA
+// kernel both call it):
+//   g = Grad * rescale (+ l2 * Param with l2_decay);  Velocity = mu * Velocity + g
+//   Param -= (g + mu * Velocity) * lr with Nesterov, else lr * Velocity
+template <class T>
+FLUID_HD inline void momentum_step(T& param, T grad, T& velocity, T rate, T mu, T rescale,
+                                   bool l2_decay, T l2, bool nesterov) {
+  T g = grad * rescale;
+  if (l2_decay) g = g + l2 * param;
+  const T v = velocity * mu + g;
+  velocity = v;
+  param -= nesterov ? (g + v * mu) * rate : rate * v;
+}
+
 }  // namespace fluid_native
