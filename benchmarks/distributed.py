@@ -4,7 +4,7 @@ of examples/distributed/mlp.py (64-256-64-10, batch 64, SGD) with 1 and 2 server
 
     python benchmarks/distributed.py [--steps 200] [--rounds 3]
 
-Every server and trainer is a process of its own (started by fluid_nb.distributed.launch,
+Every server and trainer is a process of its own (started by fluid_nb.distributed.launcher,
 as `fluid-nb launch` does), talking gRPC over localhost. A trainer times ``--steps`` steps
 after 10 warm-up steps; in sync mode a step is a round (each of the trainers on its share of
 the 64 rows), in async mode each trainer steps on its own share at its own pace (a job step

@@ -180,7 +180,7 @@ for name, program in programs.items():
 
 def training_cells():
     """The run-time half: a job of 2 servers and 2 trainers on this machine (through
-    ``fluid_nb.distributed.launch``), its losses next to single-process training."""
+    ``fluid_nb.distributed.launcher``), its losses next to single-process training."""
     return [
         ("md", """\
 ## Training with two servers and two trainers
@@ -188,7 +188,7 @@ def training_cells():
 The same transpiled programs, run for real: the script below plays every role. Started as a
 server it runs its startup program and serves (`exe.run(pserver_program)` returns once every
 trainer has said it is done); as a trainer it fetches the servers' initial parameters, trains
-on its half of every batch and reports its losses. `fluid_nb.distributed.launch` starts two
+on its half of every batch and reports its losses. `fluid_nb.distributed.launcher` starts two
 servers and two trainers on free local ports with the environment Fluid's launchers set
 (`PADDLE_TRAINING_ROLE`, `PADDLE_PSERVERS_IP_PORT_LIST`, ...); the gradients travel over gRPC.
 
@@ -256,7 +256,7 @@ else:
 print('wrote', os.path.basename(SCRIPT))"""),
         ("code", "train", """\
 import io
-from fluid_nb.distributed import launch
+from fluid_nb.distributed import launcher as launch
 
 processes, _ = launch.plan(pservers=2, trainers=2)
 log = io.StringIO()

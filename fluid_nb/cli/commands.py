@@ -435,7 +435,7 @@ def build_parser():
 
 def cmd_launch(args, out):
     """Run the job; its status is the launch's (the first failure's, or 0)."""
-    from ..distributed import launch
+    from ..distributed import launcher as launch
     processes, _ = launch.plan(args.pservers, args.trainers, args.ips, args.start_port,
                                args.node_ip)
     # a SIGTERM to the launcher stops the job as Ctrl-C does; the handler is the

@@ -18,7 +18,7 @@ between real processes on real ``ip:port`` endpoints:
 - :mod:`.kernels`: the ops' kernels, attached to their definitions on import;
 - :mod:`.exchange`: which of a block's RPC ops travel together (a sync step's sends,
   barrier, recvs and fetch barrier as one call per server);
-- :mod:`.launch`: ``fluid-nb launch``, which starts servers and trainers with the
+- :mod:`.launcher`: ``fluid-nb launch``, which starts servers and trainers with the
   ``PADDLE_*`` environment Fluid's launchers set.
 
 A trainer's ``exe.close()`` sends ``COMPLETE@RECV`` to the servers it has talked to; a

@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 
-from fluid_nb.distributed.launch import free_ports, thread_environment
+from fluid_nb.distributed.launcher import free_ports, thread_environment
 
 HERE = pathlib.Path(__file__).resolve().parent
 REPO = HERE.parent.parent

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from fluid_nb.cli import main as cli
-from fluid_nb.distributed import launch
+from fluid_nb.distributed import launcher as launch
 from fluid_nb.errors import InvalidArgument, NotFound
 
 from .processes import REPO

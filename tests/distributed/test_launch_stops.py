@@ -14,7 +14,7 @@ import time
 import pytest
 
 from fluid_nb.cli import main as cli
-from fluid_nb.distributed import launch
+from fluid_nb.distributed import launcher as launch
 
 from .processes import REPO
 

@@ -24,7 +24,7 @@ import grpc
 import numpy as np
 
 import fluid_nb as fluid
-from fluid_nb.distributed import launch, messages
+from fluid_nb.distributed import launcher as launch, messages
 from fluid_nb.distributed import send_recv_pb2 as pb
 from fluid_nb.errors import InvalidArgument, NotFound, Unimplemented
 from fluid_nb.framework import unique_name
