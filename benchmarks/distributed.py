@@ -29,7 +29,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "examples", "distributed"))
 import fluid_nb as fluid  # noqa: E402
-from fluid_nb.distributed import client, launch  # noqa: E402
+from fluid_nb.distributed import client, launcher as launch  # noqa: E402
 from mlp import data, network  # noqa: E402
 
 BATCH, WARMUP, LEARNING_RATE = 64, 10, 0.1
