@@ -26,7 +26,7 @@ from ..errors import InvalidArgument, InvalidType, expected
 from ..framework.program import Program, default_main_program
 from ..framework import prune
 from ..memory import places as memory_places
-from ..memory.arena import set_handler
+from ..memory.arena import _module as memory_arena_module, set_handler
 from . import collector
 from ..tensor.place import CPUPlace
 from .binding import PreparedBlock, bind, bind_op, memory_policy, stats
@@ -39,6 +39,18 @@ from .scope import Scope, global_scope, scope_guard  # noqa: F401  (fluid.execut
 from .binding import KernelContext, PreparedOp, names_in_block  # noqa: F401,E402
 from .feed_fetch import (FetchedArray, as_declared_scalar, as_numpy,  # noqa: F401,E402
                          declared_scalar, feed_tensor)
+
+#: what a job's process reports its runs to (``fluid_nb.distributed.status`` sets it when
+#: the process has a status file), else None: each run tests only this
+run_reporter = None
+
+_switch_allocator = None  # the arena's C ``set_handler`` once loaded (a direct run's switch)
+
+
+def _load_switch():
+    global _switch_allocator
+    _switch_allocator = memory_arena_module().set_handler
+    return _switch_allocator
 
 
 class Executor:
@@ -111,6 +123,8 @@ class Executor:
         ``minimize`` returns, in ``fetch_list``) only the ops the fetches need run, and
         variables of the ops left out are not created in the scope.
         """
+        if program.__class__ in self.direct_programs and self._on_host and not use_prune:
+            return self._run_direct(program, feed, fetch_list, scope, return_numpy)
         # names: the fetch list's names, known without checks for a list of Variables and
         # names (a run's usual fetch list), else None (checked and flattened in _run)
         names = None if use_prune else feed_fetch.plain_fetch_names(fetch_list)
@@ -146,6 +160,25 @@ class Executor:
             set_handler(previous)
             self.watch = None
             collector.resume(paused)
+
+    #: classes of programs that run themselves (a program compiled to native code):
+    #: ``program._executor_run(executor, feed, fetch_list, scope, return_numpy)`` checks
+    #: the arguments, so a step of one costs the executor this test and the arena switch
+    direct_programs = set()
+
+    def _run_direct(self, program, feed, fetch_list, scope, return_numpy):
+        arena = memory_places.host_arena()
+        if arena is None:
+            return program._executor_run(self, feed, fetch_list, scope, return_numpy)
+        switch = _switch_allocator or _load_switch()
+        previous = switch(arena.capsule)  # what the build's ops allocate lies in the arena
+        if arena.arena.recording:
+            self.watch = arena.recorder
+        try:
+            return program._executor_run(self, feed, fetch_list, scope, return_numpy)
+        finally:
+            switch(previous)
+            self.watch = None
 
     def _run_on_device(self, *args):
         """A run on a CUDAPlace: CuPy allocates from the device's arena (the same buddy
@@ -216,9 +249,12 @@ class Executor:
     def _run_plan(self, plan, feed, return_numpy):
         self.run_token = object()
         try:
-            return plan.run(feed, return_numpy)
+            fetched = plan.run(feed, return_numpy)
         finally:
             self.run_token = None
+        if run_reporter is not None:
+            run_reporter.ran(plan, fetched)
+        return fetched
 
     #: called with the executor by ``close``: the distributed runtime adds the call that
     #: tells the parameter servers a trainer is done (Fluid's ``Executor::Close``)

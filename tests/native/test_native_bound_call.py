@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import fluid_nb as fluid
+from fluid_nb.errors import InvalidArgument
 from fluid_nb.rewriters import native
 
 
@@ -129,3 +130,28 @@ def test_a_scope_without_the_parameters_is_refused_by_name_on_every_step():
     exe.run(program, feed={"x": x}, fetch_list=[out], scope=scope)  # the layout is bound
     with pytest.raises(fluid.errors.NotFound, match="run the startup program first"):
         exe.run(program, feed={"x": x}, fetch_list=[out], scope=empty)
+
+
+def test_a_step_through_the_executor_allocates_what_it_returns_in_the_host_arena():
+    # Executor.run hands a compiled program its step directly, with NumPy still allocating
+    # from the place's arena: the fetched arrays are blocks of it, as an interpreted run's
+    main, startup, out = _predictor()
+    x = np.random.RandomState(5).rand(5, 4).astype("float32")
+    exe, scope, program = _compiled(main, startup, {"x": x}, [out])
+    place = fluid.CPUPlace()
+    for _ in range(2):  # the general path's step, then the bound one
+        got = exe.run(program, feed={"x": x}, fetch_list=[out], scope=scope)
+        address = got[0].__array_interface__["data"][0]
+        used = fluid.memory.arena_of(place).used_blocks()
+        assert any(start <= address < start + size for start, size in used), \
+            "the fetched array lies outside the host arena"
+
+
+def test_a_compiled_program_on_another_place_is_refused_by_the_executor():
+    main, startup, out = _predictor()
+    x = np.random.RandomState(6).rand(5, 4).astype("float32")
+    _, scope, program = _compiled(main, startup, {"x": x}, [out])
+    program.target = "cuda"  # as compiled for a GPU: a CPUPlace executor cannot run it
+    with pytest.raises(InvalidArgument, match="a CUDAPlace"):
+        fluid.Executor(fluid.CPUPlace()).run(program, feed={"x": x}, fetch_list=[out],
+                                             scope=scope)

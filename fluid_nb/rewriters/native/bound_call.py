@@ -116,13 +116,15 @@ class BoundCall:
         if len(feed) != len(layout):
             return None
         spec = self.spec
+        parameters = spec.parameters
         for value, (shape, dtype, slot) in zip(feed.values(), layout):
             if value.__class__ is not np.ndarray or value.shape != shape or (
                     value.dtype is not dtype and value.dtype != dtype):
                 return None  # (a slot taken already is reset by the general path's copy)
-            if slot is not None:
-                slot.take(value, spec.parameters)
-        spec.parameters.bind(scope)
+            # the array of the last step, aliased, needs nothing (take's first test, inline)
+            if slot is not None and (value is not slot.fed or value.strides != slot.strides):
+                slot.take(value, parameters)
+        parameters.bind(scope)
         spec.whole(spec.address) if spec.whole is not None else spec.run_steps(scope)
         results = []
         for kind, source in self.fetches:

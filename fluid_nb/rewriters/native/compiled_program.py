@@ -302,6 +302,8 @@ class NativeProgram:
         return self.run(feed, fetch_list, scope, return_numpy)
 
 
+Executor.direct_programs.add(NativeProgram)  # Executor.run hands it its steps
+
 def _call_key(feed, fetch_list):
     """(the feed's names in order, the fetch's names or None) that picks a BoundCall, or
     None where the arguments are not a dict and a list or tuple of names or variables
