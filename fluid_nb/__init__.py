@@ -60,7 +60,7 @@ from .framework import registry as _registry  # noqa: E402
 _registry.attach_kernels_on_demand(
     {op: lambda: importlib.import_module("fluid_nb.distributed") for op in (
         "send", "recv", "send_barrier", "fetch_barrier", "listen_and_serv",
-        "distributed_lookup_table")})
+        "distributed_lookup_table", "checkpoint_notify")})
 _registry.attach_kernels_on_demand({"read": lambda: importlib.import_module(
     "fluid_nb.api.reader.loader")})
 

@@ -11,9 +11,10 @@ new arrays instead of writing parameters in place; not one of Paddle's flags, wh
 are always in place; ``Executor.run`` keeps the values a step started from until the step
 ends, so there it writes only values made during the same run in place); the parameter
 server runtime (:mod:`fluid_nb.distributed`) reads ``FLAGS_rpc_deadline`` (ms an RPC may
-take, retries included), ``FLAGS_rpc_retry_times`` and ``FLAGS_rpc_round_deadline`` (ms a
+take, retries included), ``FLAGS_rpc_retry_times``, ``FLAGS_rpc_round_deadline`` (ms a
 sync-mode server waits for the trainers of a round once it has begun; not one of Paddle's
-flags); the others are kept for scripts that set them.
+flags) and ``FLAGS_rpc_reconnect_deadline`` (ms a trainer keeps calling a server that
+answered before and went away, for it to come back; not one of Paddle's); the others are kept for scripts that set them.
 An unknown name is refused, as in Fluid, with the known ones listed, and so is a value of
 another type or, for the memory flags, out of its range (an environment variable out of
 range is ignored, as one that does not parse).
@@ -44,6 +45,7 @@ DEFAULTS = {
     "FLAGS_rpc_deadline": 180000,
     "FLAGS_rpc_retry_times": 3,
     "FLAGS_rpc_round_deadline": 60000,
+    "FLAGS_rpc_reconnect_deadline": 60000,
     "FLAGS_print_sub_graph_dir": "",
     "FLAGS_use_ngraph": False,
     "FLAGS_inner_op_parallelism": 0,

@@ -1,7 +1,7 @@
 """Write notebooks/10_distributed.ipynb (parameter-server training: the programs the
-DistributeTranspiler makes, side by side, then a job of 2 servers and 2 trainers) from the
-cell lists below, the way ``tools/make_notebooks.py`` writes 02-04: no outputs, fixed cell
-ids::
+DistributeTranspiler makes, side by side, then a job of 2 servers and 2 trainers, then the
+same job on a local Ray cluster watched live) from the cell lists below, the way
+``tools/make_notebooks.py`` writes 02-04: no outputs, fixed cell ids::
 
     python tools/make_distributed_notebook.py            # (re)write it
     python tools/make_distributed_notebook.py --check    # exit 1 if the stored notebook differs
@@ -223,7 +223,8 @@ with open(SCRIPT, 'w') as f:
     f.write(f'''import json, os, sys
 import numpy as np
 import fluid_nb as fluid
-STEPS, BATCH = {STEPS}, {BATCH}
+STEPS = int(sys.argv[2]) if len(sys.argv) > 2 else {STEPS}  # after the job's folder
+BATCH = {BATCH}
 ''')
     import inspect
     f.write(inspect.getsource(fit_a_line_fixed) + inspect.getsource(batches))
@@ -297,7 +298,49 @@ curves([(single, '#1f6feb'), (list(job), '#d97706')])"""),
     ]
 
 
-CELLS = transpiler_cells() + training_cells()
+def live_job_cells():
+    """The same job placed by Ray on a local cluster and watched while it trains."""
+    return [
+        ("md", """\
+## Watching a job train, on a Ray cluster
+
+`fluid.distributed.launch` starts the same four processes from Python. With `ray=...` Ray
+places them on a cluster's nodes (`"local"`: a cluster of this machine alone, started for the
+job; an address: a real cluster), and with `wait=False` it returns at once with the running
+**job**: `job.status()` gives each process's node, state, steps, last loss and the bytes it
+exchanged with each peer. Every process reports these itself: the launcher gives it a status
+file (`FLUID_NB_STATUS_FILE`), which its executor and its RPC calls keep current.
+
+`DistributedView.of_job(job)` shows those rows and follows the job from a thread of the
+kernel, twice a second, until every process has ended: run the cell and watch the steps
+count up. (Without Ray installed, the cell starts the job on this machine instead.)"""),
+        ("code", "ray-job", """\
+import importlib.util
+
+RAY = 'local' if importlib.util.find_spec('ray') else None
+# a local cluster takes token authentication, Ray's default for one, said here so that Ray
+# does not warn about having chosen it
+os.environ.setdefault('RAY_AUTH_MODE', 'token')
+job = fluid.distributed.launch(SCRIPT, [JOB, '200'], pservers=2, trainers=2, ray=RAY,
+                               wait=False, out=io.StringIO())
+print('placed by', 'a local Ray cluster' if RAY else 'this machine')
+view = DistributedView.of_job(job, title='fit_a_line, 2 servers and 2 trainers')
+view"""),
+        ("md", """\
+`job.wait()` blocks until the job ends and returns the trainers' exit statuses (a process
+that fails stops the job and raises `JobFailed`, naming it and its node). The view keeps its
+last rows: every trainer ran its 200 steps, and each server served 200 rounds."""),
+        ("code", "ray-wait", """\
+print('trainer exit statuses:', job.wait(timeout=300))
+for row in view.refresh_job()['processes']:
+    sent = sum(row['bytes_sent'].values())
+    print(f"{row['label']:10s} {row['state']:9s} steps {row['steps']:4d} "
+          f"sent {sent:7d} bytes to {len(row['bytes_sent'])} peers, "
+          f"last loss {row['last_loss']}")"""),
+    ]
+
+
+CELLS = transpiler_cells() + training_cells() + live_job_cells()
 
 
 def text():

@@ -415,7 +415,8 @@ def build_parser():
         "launch", help="start a parameter-server job: servers and trainers running one "
                        "script with the PADDLE_* environment Fluid's launchers set",
         usage="fluid-nb launch --pservers N --trainers M [--ips IP,IP] [--node-ip IP] "
-              "[--start-port P] [--log-dir DIR] script.py [ARGS ...]")
+              "[--start-port P] [--ray ADDRESS|auto] [--max-restarts R] "
+              "[--checkpoint-every K] [--log-dir DIR] script.py [ARGS ...]")
     launch.add_argument("--pservers", type=int, default=2, help="parameter servers (2)")
     launch.add_argument("--trainers", type=int, default=2, help="trainers (2)")
     launch.add_argument("--ips", help="the machines, comma-separated (default: this one, "
@@ -426,6 +427,18 @@ def build_parser():
                              "several)")
     launch.add_argument("--log-dir", help="also write each process's output to "
                                           "DIR/serverlog.I and DIR/workerlog.J")
+    launch.add_argument("--ray", metavar="ADDRESS|auto",
+                        help="run the processes on the Ray cluster at ADDRESS (auto: "
+                             "RAY_ADDRESS's) instead of this machine (pip install "
+                             "\"fluid_nb[ray]\")")
+    launch.add_argument("--max-restarts", type=int, default=0,
+                        help="start a server that dies again, on its endpoint, from its "
+                             "last checkpoint, up to R times (default 0: a death ends the "
+                             "job)")
+    launch.add_argument("--checkpoint-every", type=int,
+                        help="servers save their shard every K optimize rounds (to "
+                             "DIR/checkpoint.I with --log-dir; default 10 with "
+                             "--max-restarts, else none)")
     launch.add_argument("script", help="the training script")
     launch.add_argument("script_args", nargs=argparse.REMAINDER,
                         help="arguments for the script")
@@ -435,6 +448,8 @@ def build_parser():
 
 def cmd_launch(args, out):
     """Run the job; its status is the launch's (the first failure's, or 0)."""
+    if args.ray is not None:
+        return _launch_on_ray(args, out)
     from ..distributed import launcher as launch
     processes, _ = launch.plan(args.pservers, args.trainers, args.ips, args.start_port,
                                args.node_ip)
@@ -443,10 +458,41 @@ def cmd_launch(args, out):
     previous = signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum)) \
         if threading.current_thread() is threading.main_thread() else None
     try:
-        return launch.run(processes, args.script, args.script_args, args.log_dir, out)
+        return launch.run(processes, args.script, args.script_args, args.log_dir, out,
+                          max_restarts=args.max_restarts,
+                          checkpoint_every=args.checkpoint_every)
     except KeyboardInterrupt:  # Ctrl-C: the job has been stopped; say so in one line
         print(f"fluid-nb launch: interrupted; its {len(processes)} processes were stopped",
               file=sys.stderr)
+        return 128 + signal.SIGINT
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _launch_on_ray(args, out):
+    """``--ray``: the job on a Ray cluster (Ray places the processes, so no --ips,
+    --node-ip or --start-port); 0, or the failed process's status after its message."""
+    from ..distributed.job import JobFailed
+    from ..distributed.start import launch
+    for option, value in (("--ips", args.ips), ("--node-ip", args.node_ip),
+                          ("--start-port", args.start_port)):
+        if value is not None:
+            raise InvalidArgument(expected("launch", option, "no value with --ray (Ray "
+                                           "places the processes)", value))
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum)) \
+        if threading.current_thread() is threading.main_thread() else None
+    try:
+        launch(args.script, args.script_args, pservers=args.pservers, trainers=args.trainers,
+               ray=args.ray, max_restarts=args.max_restarts,
+               checkpoint_every=args.checkpoint_every, log_dir=args.log_dir, out=out)
+        return 0
+    except JobFailed as failure:
+        print(f"fluid-nb launch: {failure}", file=sys.stderr)
+        code = failure.exit_code
+        return 1 if code is None else code if code > 0 else 128 - code
+    except KeyboardInterrupt:  # Ctrl-C: the job has been stopped
+        print("fluid-nb launch: interrupted; the job was stopped", file=sys.stderr)
         return 128 + signal.SIGINT
     finally:
         if previous is not None:

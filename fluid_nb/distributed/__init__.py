@@ -19,7 +19,12 @@ between real processes on real ``ip:port`` endpoints:
 - :mod:`.exchange`: which of a block's RPC ops travel together (a sync step's sends,
   barrier, recvs and fetch barrier as one call per server);
 - :mod:`.launcher`: ``fluid-nb launch``, which starts servers and trainers with the
-  ``PADDLE_*`` environment Fluid's launchers set.
+  ``PADDLE_*`` environment Fluid's launchers set (:class:`~.launcher.LocalJob`: the job
+  started without blocking, its servers restarted from their checkpoints);
+- :mod:`.checkpoint`: a server's shard of the training state, written whole or not at all;
+- :func:`launch` (:mod:`.start`): the same from Python, on this machine or on a Ray cluster
+  (:mod:`.ray_launch`: Ray places, starts, watches and stops the processes; imported only
+  for ``ray=``).
 
 A trainer's ``exe.close()`` sends ``COMPLETE@RECV`` to the servers it has talked to; a
 server's ``exe.run(pserver_program)`` returns once all its trainers have.
@@ -27,6 +32,7 @@ server's ``exe.run(pserver_program)`` returns once all its trainers have.
 from ..exec.executor import Executor
 from . import kernels
 from .client import client, send_complete  # noqa: F401
+from .start import launch  # noqa: F401
 
 kernels.attach()
 Executor.close_hooks.append(lambda executor: send_complete())

@@ -4,9 +4,12 @@ One gRPC channel per endpoint per process (:func:`client` is the process's one c
 Paddle's ``RPCClient::GetInstance``). Every call has a deadline, ``FLAGS_rpc_deadline`` ms,
 retries included. A call that finds the server unavailable is tried again after a pause
 that doubles (50 ms up to 1 s): until the deadline while the endpoint has never answered
-(a trainer usually starts before its servers listen), at most ``FLAGS_rpc_retry_times``
-times once it has (a server that answered and went away has stopped). What cannot be done
-raises a typed error naming the method, the endpoint and the variable:
+(a trainer usually starts before its servers listen); once it has, for
+``FLAGS_rpc_reconnect_deadline`` ms (default 60000) from the first failure, and at least
+``FLAGS_rpc_retry_times`` times: a server that answered and went away may be started again
+on its endpoint from its checkpoint (``fluid-nb launch --max-restarts``), and the call,
+a sync step's whole batch included, is made to it again. What cannot be done raises a
+typed error naming the method, the endpoint and the variable:
 
 - ``Unavailable``: the server cannot be reached, or stopped serving (its reason, which it
   sends with ABORTED, quoted);
@@ -33,7 +36,7 @@ from .. import flags
 from ..errors import (ExecutionTimeout, FluidError, InvalidArgument, NotFound, OutOfRange,
                       PreconditionNotMet, ResourceExhausted, Unavailable, Unimplemented,
                       expected)
-from . import messages
+from . import messages, status
 from . import send_recv_pb2 as pb
 
 CHANNEL_OPTIONS = [
@@ -199,14 +202,17 @@ class RPCClient:
     def _retry(self, exc, endpoint, method, name, payload, stub, start, limit):
         """After the first try failed with ``exc``: try again while the server is unavailable
         (until the deadline if the endpoint never answered, else FLAGS_rpc_retry_times
-        times), pausing 50 ms, 100 ms ... up to 1 s in between."""
+        times and for FLAGS_rpc_reconnect_deadline), pausing 50 ms, 100 ms ... up to 1 s in
+        between."""
         retries = int(flags.flag("FLAGS_rpc_retry_times"))
-        end = start + limit
+        reconnect = max(float(flags.flag("FLAGS_rpc_reconnect_deadline")), 0.0) / 1000.0
+        end, failed = start + limit, time.monotonic()
         tries, pause = 1, 0.05
         while True:
             code, left = exc.code(), end - time.monotonic()
             if code != grpc.StatusCode.UNAVAILABLE or left <= 0.02 \
-                    or (endpoint in self._reached and tries > retries):
+                    or (endpoint in self._reached and tries > retries
+                        and time.monotonic() - failed >= reconnect):
                 raise self._error(exc, endpoint, method, name, tries,
                                   time.monotonic() - start, limit) from None
             time.sleep(min(pause, left - 0.01))
@@ -224,6 +230,8 @@ class RPCClient:
                 self._reached[endpoint] = getattr(message, "trainer_id", self.trainer_id)
             self.sent_bytes += len(payload)
             self.received_bytes += len(reply)
+        if status.reporter is not None:  # the job's status file: bytes per server
+            status.reporter.exchanged(endpoint, len(payload), len(reply))
 
     # --- channels ---------------------------------------------------------------------------
     def _method(self, endpoint, method):

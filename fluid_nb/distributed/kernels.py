@@ -11,6 +11,8 @@ messages carry the process's trainer id (see :func:`~fluid_nb.distributed.client
 Server side: ``listen_and_serv`` runs
 :class:`~fluid_nb.distributed.listen_and_serv.ParameterServer` until its trainers are done.
 """
+import os
+
 import numpy as np
 
 from ..errors import InvalidArgument, OutOfRange, expected
@@ -18,7 +20,7 @@ from ..framework import registry
 from ..tensor.dtypes import to_numpy_dtype
 from ..tensor.tensor import LoDTensor, SelectedRows
 from ..tensor.transfer import to_host
-from . import exchange, messages
+from . import checkpoint, exchange, messages
 from . import send_recv_pb2 as pb
 from .client import client
 from .listen_and_serv import ParameterServer
@@ -192,6 +194,23 @@ def _distributed_lookup_table(ctx, ids_list, w):
     return result
 
 
+def _checkpoint_notify(ctx):
+    """Every server of ``epmap`` saves its shard into its folder under ``dir``, at once."""
+    rpc = client(ctx.attrs["trainer_id"])
+    table, folder = ctx.attrs.get("lookup_table") or "", ctx.attrs.get("dir")
+    if not folder:
+        raise InvalidArgument(expected("checkpoint_notify", "attribute 'dir'",
+                                       "the folder the servers save into", repr(folder)))
+    calls = []
+    for i, ep in enumerate(ctx.attrs["epmap"]):
+        message = pb.VariableMessage(varname=checkpoint.NOTIFY_NAME,
+                                     trainer_id=rpc.trainer_id)
+        message.out_varname = os.path.join(folder, f"{table}_{i}" if table else f"pserver_{i}")
+        calls.append((ep, "CheckpointNotify", message))
+    rpc.call_all(calls)
+    return None
+
+
 def _listen_and_serv(ctx, xs):
     server = ParameterServer(ctx)
     try:
@@ -209,3 +228,4 @@ def attach():
     registry.attach_kernel("fetch_barrier", _fetch_barrier)
     registry.attach_kernel("listen_and_serv", _listen_and_serv)
     registry.attach_kernel("distributed_lookup_table", _distributed_lookup_table)
+    registry.attach_kernel("checkpoint_notify", _checkpoint_notify)

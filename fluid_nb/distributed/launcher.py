@@ -42,22 +42,34 @@ process and every process they started has ended. An interrupt (Ctrl-C, which th
 no longer delivers to the job's groups) stops the job the same way and is raised again once
 it has stopped. A process also ends if the launcher dies.
 
+The job is a :class:`LocalJob`, which starts the processes and returns (a notebook's cell
+goes on; :func:`run`, the command's, waits for it): its ``status()``, ``wait()``, ``stop()``
+and ``log_tail()`` are :class:`~fluid_nb.distributed.job.Job`'s. Each process gets a status
+file (``FLUID_NB_STATUS_FILE``); with ``--max-restarts R`` a server that dies while trainers
+train is started again on its endpoint, from its checkpoint (``FLUID_NB_CHECKPOINT_DIR``,
+saved every ``--checkpoint-every K`` rounds), up to R times.
+
 The plan is checked before anything starts: counts of at least 1 (at most MAX_PROCESSES in
 all), ports in 1..65535 for the whole range ``start_port + N``, ``--ips`` a non-empty list of
 IPv4 addresses or host names.
 """
+import collections
 import contextlib
 import ipaddress
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
-from ..errors import InvalidArgument, InvalidType, NotFound, expected
+from ..errors import ExecutionTimeout, InvalidArgument, InvalidType, NotFound, expected
+from .job import (CHECKPOINT_DIR_VARIABLE, CHECKPOINT_EVERY_VARIABLE, STATUS_FILE_VARIABLE,
+                  Job, JobFailed, ProcessStatus)
 
 DEFAULT_START_PORT = 6170
 #: the most processes one job may have (each gets a port of its machine)
@@ -205,12 +217,19 @@ def plan(pservers, trainers, ips=None, start_port=None, node_ip=None):
         for group, offset in ((servers, 0), (workers, pservers)):
             for p in group:
                 p.port = ports[offset + p.index // len(ips)]
+    set_environments(servers, workers)
+    return [p for p in servers + workers if p.ip == node_ip], node_ip
+
+
+def set_environments(servers, workers):
+    """Give each of ``servers`` and ``workers`` (:class:`Process` records whose ip and port
+    are set) the ``PADDLE_*`` environment of its role (the module docstring's table)."""
     server_eps = ",".join(p.endpoint for p in servers)
     common = {
         "PADDLE_PSERVERS_IP_PORT_LIST": server_eps,
         "PADDLE_PSERVER_IPS": ",".join(p.ip for p in servers),
-        "PADDLE_TRAINERS_NUM": str(trainers),
-        "PADDLE_TRAINERS": str(trainers),
+        "PADDLE_TRAINERS_NUM": str(len(workers)),
+        "PADDLE_TRAINERS": str(len(workers)),
         "PADDLE_TRAINER_ENDPOINTS": ",".join(p.endpoint for p in workers),
     }
     shared_port = {p.port for p in servers}
@@ -223,7 +242,6 @@ def plan(pservers, trainers, ips=None, start_port=None, node_ip=None):
             p.env["PADDLE_TRAINER_ID"] = str(p.index)
             if len(shared_port) == 1:
                 p.env["PADDLE_PSERVER_PORT"] = str(next(iter(shared_port)))
-    return [p for p in servers + workers if p.ip == node_ip], node_ip
 
 
 #: the first program a process runs (Linux): it asks the kernel to send it SIGTERM when the
@@ -249,21 +267,6 @@ def _command(python, script, script_args):
     return [python, "-I", "-S", "-c", _DIE_WITH_LAUNCHER, str(os.getpid()), *command]
 
 
-def _pump(process, stream, out, log, lock):
-    prefix = f"[{process.label}] "
-    for raw in iter(stream.readline, b""):
-        line = raw.decode("utf-8", "replace")
-        if not line.endswith("\n"):
-            line += "\n"
-        with lock:
-            out.write(prefix + line)
-            out.flush()
-            if log is not None:
-                log.write(line)
-                log.flush()
-    stream.close()
-
-
 #: the thread-count variables of the BLAS and OpenMP libraries NumPy may use
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
@@ -277,46 +280,300 @@ def thread_environment(count, environ=None):
 
 
 def run(processes, script, script_args=(), log_dir=None, out=None, python=None,
-        extra_env=None):
+        extra_env=None, max_restarts=0, checkpoint_every=None):
     """Start ``processes`` running ``script script_args``; the job's exit status (0 when all
     ended well, else the first failure's, after stopping the rest). Whatever way it ends
     (a failure, an interrupt, an error of its own), no process of the job, nor any process
-    one of them started, is left running."""
+    one of them started, is left running. The job is a :class:`LocalJob` waited for here."""
     out = out if out is not None else sys.stdout
-    if not os.path.isfile(script):
-        raise NotFound(expected(script, "the training script", "an existing Python file",
-                                "no such file"))
-    print(f"[launch] {len(processes)} processes: "
-          + ", ".join(f"{p.label} {p.endpoint}" for p in processes), file=out, flush=True)
-    if log_dir:
-        os.makedirs(log_dir, exist_ok=True)
-    lock = threading.Lock()
-    pumps, logs = [], []
+    job = None
     try:
-        for p in processes:
-            env = dict(os.environ, **thread_environment(len(processes)), **(extra_env or {}),
-                       **p.env, PYTHONUNBUFFERED="1")
-            log = open(os.path.join(log_dir, p.log_name), "w") if log_dir else None
-            logs.append(log)
-            with _interrupts_deferred():  # a started process is always recorded
-                p.popen = subprocess.Popen(
-                    _command(python or sys.executable, script, script_args), env=env,
-                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                    start_new_session=True)
-            pump = threading.Thread(target=_pump, args=(p, p.popen.stdout, out, log, lock),
-                                    daemon=True)
-            pump.start()
-            pumps.append(pump)
-        status = _watch(processes, out, lock)
+        with _interrupts_deferred():  # a started job is always recorded, then stopped
+            job = LocalJob(processes, script, script_args, log_dir, out, python, extra_env,
+                           max_restarts=max_restarts, checkpoint_every=checkpoint_every)
+        job.wait()
+        return 0
+    except JobFailed as failure:
+        code = failure.exit_code
+        return code if code > 0 else 128 - code
     finally:
-        with _interrupts_deferred():
-            _stop(processes)
-            for pump in pumps:
+        if job is not None:
+            with _interrupts_deferred():
+                job.stop()
+
+
+#: a process's last lines kept for :meth:`LocalJob.log_tail`
+_TAIL_LINES = 200
+#: with restarts and no --checkpoint-every, a server saves every this many rounds
+DEFAULT_CHECKPOINT_EVERY = 10
+
+
+class LocalJob(Job):
+    """A job of this machine's process groups, started at once and watched from a thread
+    of its own: the call returns while the job runs (a notebook cell can go on), and
+    :meth:`status`, :meth:`wait`, :meth:`stop` and :meth:`log_tail` work from any thread.
+
+    ``processes`` are :func:`plan`'s; each is told a status file (``FLUID_NB_STATUS_FILE``)
+    in a folder the job owns and removes when it stops. Its lines go to ``out`` (default
+    ``sys.stdout``) prefixed with its label, and to ``log_dir`` as :func:`run` says.
+
+    When a process fails, every other is stopped (SIGTERM to its group, SIGKILL after a
+    grace) and :meth:`wait` raises :class:`~fluid_nb.distributed.job.JobFailed` naming it;
+    except that a server that dies while trainers still train is started again, on the
+    same endpoint, up to ``max_restarts`` times: it resumes from the last checkpoint in
+    its checkpoint directory (``FLUID_NB_CHECKPOINT_DIR``: ``log_dir/checkpoint.I``, or
+    one in the job's own folder), which it writes every ``checkpoint_every`` optimize
+    rounds (``FLUID_NB_CHECKPOINT_EVERY``; with restarts and none given,
+    ``DEFAULT_CHECKPOINT_EVERY``). A trainer that fails always ends the job.
+
+        job = LocalJob(plan(1, 2)[0], "train.py", out=io.StringIO())
+        job.status()            # [ProcessStatus(pserver.0 on 127.0.0.1: running, ...), ...]
+        job.wait(timeout=600)   # [0, 0]: the trainers' exit statuses
+    """
+
+    def __init__(self, processes, script, script_args=(), log_dir=None, out=None,
+                 python=None, extra_env=None, max_restarts=0, checkpoint_every=None):
+        if not os.path.isfile(script):
+            raise NotFound(expected(script, "the training script", "an existing Python file",
+                                    "no such file"))
+        if isinstance(max_restarts, bool) or not isinstance(max_restarts, int) \
+                or max_restarts < 0:
+            raise InvalidArgument(expected("launch", "--max-restarts", "a count >= 0",
+                                           repr(max_restarts)))
+        if checkpoint_every is not None and (isinstance(checkpoint_every, bool) or not
+                                             isinstance(checkpoint_every, int)
+                                             or checkpoint_every < 1):
+            raise InvalidArgument(expected("launch", "--checkpoint-every",
+                                           "a number of rounds >= 1", repr(checkpoint_every)))
+        self._planned = list(processes)
+        self.processes = [ProcessStatus("pserver" if p.role == "PSERVER" else "trainer",
+                                        p.index, p.ip, p.endpoint) for p in self._planned]
+        self._command = _command(python or sys.executable, script, list(script_args))
+        self._out = out if out is not None else sys.stdout
+        self.max_restarts = max_restarts
+        self._lock = threading.RLock()     # the records, the logs, the output
+        self._stop_lock = threading.Lock()  # one stop at a time
+        self._ended = threading.Event()
+        self._failure = None
+        self._stopped = False
+        self._pumps, self._logs = [], {}
+        self._tails = {p.label: collections.deque(maxlen=_TAIL_LINES) for p in self._planned}
+        self.folder = tempfile.mkdtemp(prefix="fluid_nb-job-")
+        if checkpoint_every is None and max_restarts:
+            checkpoint_every = DEFAULT_CHECKPOINT_EVERY
+        common = dict(os.environ, **thread_environment(len(self._planned)),
+                      **(extra_env or {}), PYTHONUNBUFFERED="1")
+        self._env = {}
+        for p in self._planned:
+            env = dict(common, **p.env)
+            env[STATUS_FILE_VARIABLE] = self._status_file(p)
+            if p.role == "PSERVER" and checkpoint_every is not None:
+                folder = os.path.join(log_dir or self.folder, f"checkpoint.{p.index}")
+                # a job starts from its startup programs: an earlier job's checkpoint in
+                # the same log folder is not this one's (as its logs, it is replaced)
+                shutil.rmtree(folder, ignore_errors=True)
+                env[CHECKPOINT_DIR_VARIABLE] = folder
+                env[CHECKPOINT_EVERY_VARIABLE] = str(checkpoint_every)
+            self._env[p.label] = env
+        print(f"[launch] {len(self._planned)} processes: "
+              + ", ".join(f"{p.label} {p.endpoint}" for p in self._planned),
+              file=self._out, flush=True)
+        try:
+            if log_dir:
+                os.makedirs(log_dir, exist_ok=True)
+                for p in self._planned:
+                    self._logs[p.label] = open(os.path.join(log_dir, p.log_name), "w")
+            for p in self._planned:
+                self._start(p)
+        except BaseException:
+            self.stop()
+            raise
+        self._watcher = threading.Thread(target=self._watch, daemon=True,
+                                         name="fluid_nb-job-watch")
+        self._watcher.start()
+
+    # --- the interface ----------------------------------------------------------------------
+    def status(self):
+        with self._lock:
+            for p, record in zip(self._planned, self.processes):
+                self._refresh(p, record)
+            return [ProcessStatus(**record.as_dict()) for record in self.processes]
+
+    def wait(self, timeout=None):
+        # short waits: an interrupt in the main thread is taken between them
+        end = None if timeout is None else time.monotonic() + timeout
+        while not self._ended.wait(0.2 if end is None
+                                   else max(min(0.2, end - time.monotonic()), 0)):
+            if end is not None and time.monotonic() >= end:
+                raise ExecutionTimeout(expected(
+                    "LocalJob.wait", "the job to end", f"within {timeout:g} s",
+                    "it still runs: " + ", ".join(f"{r.label} {r.state}"
+                                                  for r in self.processes)))
+        if self._failure is not None:
+            raise self._failure
+        return [r.exit_code for r in self.processes if r.role == "trainer"]
+
+    def stop(self):
+        self._halt()
+        self._ended.set()
+
+    def _halt(self):
+        """Stop every process, collect their last lines and reports, remove the job's
+        folder (idempotent)."""
+        with self._stop_lock:
+            with self._lock:
+                self._stopped = True
+            _stop(self._planned)
+            with self._lock:
+                for p, record in zip(self._planned, self.processes):
+                    if p.popen is not None and record.exit_code is None:
+                        record.exit_code = p.popen.poll()
+                    if record.state not in ("finished", "failed"):
+                        record.state = "stopped"
+            for pump in self._pumps:
                 pump.join(timeout=_STOP_GRACE)
-            for log in logs:
-                if log is not None:
+            with self._lock:
+                for p, record in zip(self._planned, self.processes):
+                    self._refresh(p, record)  # the last reports, before their folder goes
+                for log in self._logs.values():
                     log.close()
-    return status
+                self._logs = {}
+            shutil.rmtree(self.folder, ignore_errors=True)
+
+    def log_tail(self, role, index, lines=20):
+        label = f"{'pserver' if str(role).lower() == 'pserver' else 'trainer'}.{index}"
+        tail = self._tails.get(label)
+        if tail is None:
+            raise NotFound(expected("LocalJob.log_tail", "process",
+                                    "one of " + ", ".join(self._tails), label))
+        with self._lock:
+            return list(tail)[-lines:] if lines > 0 else []
+
+    # --- the processes ----------------------------------------------------------------------
+    def _status_file(self, p):
+        return os.path.join(self.folder, f"{p.label}.status.json")
+
+    def _start(self, p):
+        p.popen = subprocess.Popen(self._command, env=self._env[p.label],
+                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                   stdin=subprocess.DEVNULL, start_new_session=True)
+        pump = threading.Thread(target=self._pump, args=(p, p.popen.stdout), daemon=True,
+                                name=f"fluid_nb-job-{p.label}")
+        pump.start()
+        self._pumps.append(pump)
+
+    def _pump(self, p, stream):
+        prefix = f"[{p.label}] "
+        record = self.processes[self._planned.index(p)]
+        for raw in iter(stream.readline, b""):
+            line = raw.decode("utf-8", "replace")
+            if not line.endswith("\n"):
+                line += "\n"
+            with self._lock:
+                if record.state == "starting":
+                    record.state = "running"
+                self._tails[p.label].append(line.rstrip("\n"))
+                self._out.write(prefix + line)
+                self._out.flush()
+                log = self._logs.get(p.label)
+                if log is not None:
+                    log.write(line)
+                    log.flush()
+        stream.close()
+
+    def _refresh(self, p, record):
+        """What the process last reported (its state and exit status are the watcher's)."""
+        report = _read_report(self._status_file(p))
+        if report:
+            if record.state == "starting":
+                record.state = "running"
+            for name in ("steps", "last_loss", "bytes_sent", "bytes_received"):
+                if name in report:
+                    setattr(record, name, report[name])
+
+    def _say(self, text):
+        with self._lock:
+            self._out.write(f"[launch] {text}\n")
+            self._out.flush()
+
+    def _watch(self):
+        """Until every process has ended: restart a server that died while trainers train
+        (restarts left), else stop the job at the first failure."""
+        while not self._ended.is_set():
+            failed = []
+            with self._lock:
+                if self._stopped:
+                    return
+                for p, record in zip(self._planned, self.processes):
+                    if record.state not in ("starting", "running") or p.popen is None:
+                        continue
+                    code = p.popen.poll()
+                    if code is None:
+                        continue
+                    record.exit_code = code
+                    record.state = "finished" if code == 0 else "failed"
+                    if code != 0:
+                        failed.append((p, record, code))
+                running = any(r.state in ("starting", "running", "restarting")
+                              for r in self.processes)
+            for p, record, code in failed:
+                if not self._restartable(record):
+                    self._fail(p, record, code)
+                    return
+            for p, record, code in failed:
+                self._restart(p, record, code)
+            if not running and not failed:  # all ended well: the job's folder goes
+                self._halt()
+                self._ended.set()
+                return
+            time.sleep(0.05)
+
+    def _restartable(self, record):
+        trainers_left = any(r.role == "trainer" and r.state in ("starting", "running")
+                            for r in self.processes)
+        return record.role == "pserver" and record.restarts < self.max_restarts \
+            and trainers_left
+
+    def _restart(self, p, record, code):
+        """The same server again, on its endpoint, with its checkpoint directory."""
+        with self._lock:
+            record.state = "restarting"
+            record.restarts += 1
+        self._say(f"{p.label} exited with status {code}; restarting it on {p.endpoint} "
+                  f"(restart {record.restarts} of {self.max_restarts})")
+        _stop([p])  # what the dead server started goes with it
+        with self._stop_lock, self._lock:
+            if self._stopped:
+                return
+            record.exit_code = None
+            self._start(p)
+            record.state = "starting"
+
+    def _fail(self, p, record, code):
+        self._say(f"{p.label} exited with status {code}; stopping the others")
+        self._halt()
+        restarts = f" after {record.restarts} restarts" if record.restarts else ""
+        self._failure = JobFailed(
+            f"launch: {record.label} on {record.node} ({record.endpoint}) exited with status "
+            f"{code}{restarts}; the job was stopped", role=record.role, index=record.index,
+            node=record.node, exit_code=code, log_tail=self.log_tail(record.role,
+                                                                     record.index))
+        self._ended.set()
+
+
+def _read_report(path):
+    """A process's status report (:func:`fluid_nb.distributed.status.read_status`), or
+    None while it has written none."""
+    if not os.path.exists(path):
+        return None
+    try:
+        from .status import read_status
+    except ImportError:
+        return None
+    try:
+        return read_status(path)
+    except (OSError, ValueError):  # being replaced, or cut short by a kill
+        return None
 
 
 @contextlib.contextmanager
@@ -338,26 +595,6 @@ def _interrupts_deferred():
         previous(signal.SIGINT, caught[0])
     else:
         raise KeyboardInterrupt
-
-
-def _watch(processes, out, lock):
-    """Wait for every process; on the first failure stop the others. The job's status."""
-    while True:
-        running = False
-        for p in processes:
-            code = p.popen.poll()
-            if code is None:
-                running = True
-            elif code != 0:
-                with lock:
-                    out.write(f"[launch] {p.label} exited with status {code}; stopping the "
-                              f"others\n")
-                    out.flush()
-                _stop(processes)
-                return code if code > 0 else 128 - code
-        if not running:
-            return 0
-        time.sleep(0.05)
 
 
 def live_groups(groups):

@@ -46,7 +46,18 @@ Once a trainer has finished, the others must each be heard from within the round
 
 ``COMPLETE@RECV`` (a trainer's ``exe.close()``) takes the trainer out of the barriers; the
 loop returns when all ``Fanin`` trainers have completed.
+
+Checkpoints (:mod:`.checkpoint`): with ``FLUID_NB_CHECKPOINT_DIR`` set, a server that finds
+a whole checkpoint there loads it before serving and counts its rounds on from the one
+saved (printing ``resumed from round K``); with ``FLUID_NB_CHECKPOINT_EVERY`` = K too, it
+saves its shard there after every K-th optimize round (async: every K-th update). A
+``CheckpointNotify`` (Fluid's ``checkpoint_notify`` op: varname ``SAVE@CHECKPOINTNOTIFY``,
+the folder in ``out_varname``) saves it there at once, in any phase. A server started
+again in the middle of a sync round takes the trainers' retried calls as that round: its
+startup phase lets a trainer's send through as Fluid's first round does.
 """
+import os
+import sys
 import threading
 import time
 
@@ -57,15 +68,16 @@ from ..errors import ExecutionTimeout, FluidError, InvalidArgument, expected
 from ..exec.executor import bind, run_steps
 from ..tensor.dtypes import convert_dtype
 from ..tensor.tensor import LoDTensor, SelectedRows
-from . import messages
+from . import checkpoint, messages, status
 from . import send_recv_pb2 as pb
+from .job import CHECKPOINT_DIR_VARIABLE, CHECKPOINT_EVERY_VARIABLE
 from .rpc_server import RPCServer
 
 SYNC = 0
 SEND, GET = "send", "get"
-#: the methods a server answers (Fluid's checkpoint notify and monomer calls are not built)
+#: the methods a server answers (Fluid's monomer calls are not built)
 SERVED = ("SendVariable", "GetVariable", "GetVariableNoBarrier", "PrefetchVariable",
-          pb.BATCH_METHOD)
+          "CheckpointNotify", pb.BATCH_METHOD)
 #: a batch's parts (:attr:`Call.stages`), in the order they are taken
 SENDS, SEND_BARRIER, GETS, FETCH_BARRIER = "sends", "send barrier", "gets", "fetch barrier"
 _SENDING = (SENDS, SEND_BARRIER)
@@ -156,6 +168,59 @@ class ParameterServer:
         #: guards everything above; the serving thread waits on it for news
         self.lock = threading.Condition()
         self.stopped = self.failure = None
+        self.program, self.executor, self.run_scope = program, ex, ctx.scope
+        self._resume()
+
+    # --- checkpoints (see fluid_nb.distributed.checkpoint) -----------------------------------
+    def _resume(self):
+        """Where ``FLUID_NB_CHECKPOINT_DIR`` holds a whole checkpoint, load it (after the
+        startup program ran, before serving) and go on from its round; say so in a line."""
+        self.checkpoint_dir = os.environ.get(CHECKPOINT_DIR_VARIABLE) or None
+        every = os.environ.get(CHECKPOINT_EVERY_VARIABLE, "").strip()
+        if every and (not every.isdigit() or int(every) < 1):
+            raise InvalidArgument(expected(self.where, CHECKPOINT_EVERY_VARIABLE,
+                                           "a number of optimize rounds >= 1", repr(every)))
+        self.checkpoint_every = int(every) if every and self.checkpoint_dir else None
+        if self.checkpoint_dir is None:
+            return
+        resumed = checkpoint.restore(self.checkpoint_dir, self.program, self.run_scope)
+        if resumed is not None:
+            self.round = resumed
+            print(f"{self.where}: resumed from round {resumed} (checkpoint in "
+                  f"{self.checkpoint_dir})", flush=True)
+
+    def _save(self, directory):
+        """Write this server's shard to ``directory`` (under the lock: no round moves), with
+        the number of optimize rounds run (a send phase's round has not optimized yet)."""
+        return checkpoint.save(directory, self.program, self.run_scope,
+                               self.round - (self.phase == SEND))
+
+    def _saved_every(self):
+        """After an optimize round: the periodic checkpoint, when one is due. A save that
+        fails is reported, not fatal: the training goes on with the last whole checkpoint."""
+        if self.checkpoint_every is None or self.round % self.checkpoint_every:
+            return
+        try:
+            self._save(self.checkpoint_dir)
+        except OSError as exc:
+            print(f"{self.where}: the checkpoint of round {self.round} was not written "
+                  f"({exc}); the previous one stays", file=sys.stderr, flush=True)
+
+    def _checkpoint_notify(self, call):
+        """A trainer's ``checkpoint_notify``: the shard saved into the folder the message
+        names (``out_varname``; empty: the server's own checkpoint directory)."""
+        directory = call.message.out_varname or self.checkpoint_dir
+        if not directory:
+            raise Refused(grpc.StatusCode.FAILED_PRECONDITION, expected(
+                f"{self.where}: CheckpointNotify", "a folder", "the message's out_varname, "
+                f"or {CHECKPOINT_DIR_VARIABLE} set for the server", "neither"))
+        try:
+            self._save(directory)
+        except OSError as exc:
+            raise Refused(grpc.StatusCode.FAILED_PRECONDITION, expected(
+                f"{self.where}: CheckpointNotify", "out_varname", "a folder the server can "
+                "write", f"'{directory}' ({exc})")) from None
+        call.answer()
 
     @property
     def where(self):
@@ -234,10 +299,15 @@ class ParameterServer:
                 self.where, "trainer_id", f"in [0, Fanin={self.fanin})", t))
         if call.method not in SERVED:
             raise Refused(grpc.StatusCode.UNIMPLEMENTED, expected(
-                self.where, "method", ", ".join(SERVED) + " (fluid_nb's servers take no "
-                "checkpoint notify)", call.method))
+                self.where, "method", ", ".join(SERVED), call.method))
         if call.batch:
             return self._admit_batch(call)
+        if call.method == "CheckpointNotify":
+            if name != checkpoint.NOTIFY_NAME:
+                raise Refused(grpc.StatusCode.INVALID_ARGUMENT, expected(
+                    f"{self.where}: CheckpointNotify", "varname", checkpoint.NOTIFY_NAME,
+                    repr(name)))
+            return
         if name in messages.CONTROL_NAMES or call.method == "PrefetchVariable":
             return  # a prefetch's ids are decoded with the table they index
         if call.method == "SendVariable":
@@ -319,6 +389,8 @@ class ParameterServer:
         try:
             if call.name == messages.COMPLETE:
                 self._complete(call, t)
+            elif call.method == "CheckpointNotify":
+                self._checkpoint_notify(call)
             elif call.method == "GetVariableNoBarrier":
                 call.answer(self._value(call.name[:-len(messages.WITHOUT_BARRIER)]
                                         if call.name.endswith(messages.WITHOUT_BARRIER)
@@ -414,6 +486,9 @@ class ParameterServer:
                 for b in self.optimize:
                     b.run()
                 self.phase = GET
+                self._saved_every()
+                if status.reporter is not None:  # a round served
+                    status.reporter.updated()
             else:
                 self.phase, self.startup = SEND, False
                 self.round += 1
@@ -488,6 +563,10 @@ class ParameterServer:
         else:
             self._write(name, value)
         block.run()
+        self.round += 1  # async: an update is a round (for the checkpoints)
+        self._saved_every()
+        if status.reporter is not None:  # an async update served
+            status.reporter.updated()
 
     def _count_steps(self, name, value):
         """A trainer's step counter (``<counter>.trainer_<t>``, its steps since the last

@@ -19,7 +19,7 @@ from google.protobuf.message import DecodeError
 
 from .. import flags
 from ..errors import Unavailable, expected
-from . import messages
+from . import messages, status
 from . import send_recv_pb2 as pb
 from .client import CHANNEL_OPTIONS
 
@@ -120,6 +120,8 @@ class RPCServer:
                               f"'{call.name}' within the caller's deadline")
             if call.code is not None:
                 context.abort(call.code, call.details)
+            if status.reporter is not None:  # the job's status file: bytes per trainer
+                status.reporter.served(call.trainer_id, len(payload), len(call.reply))
             return call.reply
         return handle
 

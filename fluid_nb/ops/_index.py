@@ -124,7 +124,7 @@ OPS_BY_MODULE = {
     'rnn_v2': 'rnn',
     'memory_ops': 'delete_var',
     'distributed': 'send recv send_barrier fetch_barrier listen_and_serv split_byref '
-        'split_selected_rows fake_init distributed_lookup_table',
+        'split_selected_rows fake_init distributed_lookup_table checkpoint_notify',
     'shape_v1': 'reshape_grad reshape transpose transpose_grad squeeze_grad squeeze '
         'unsqueeze_grad unsqueeze',
     'vector_norms': 'norm norm_grad p_norm p_norm_grad l1_norm l1_norm_grad frobenius_norm '

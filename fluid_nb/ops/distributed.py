@@ -46,6 +46,11 @@ what arrives where, in what order, is the same):
     parameter). ``X`` lists the variables the server receives. With more than one trainer
     in sync mode, trainer ``t``'s gradient ``g`` is received as ``g.trainer_t`` and the
     optimize block sums and scales them.
+``checkpoint_notify``
+    Each server of ``epmap`` saves its shard of the training state (every persistable
+    variable it holds, and its round) into ``dir/<lookup_table>_<i>`` (``dir/pserver_<i>``
+    when ``lookup_table`` is empty) in :mod:`fluid_nb.distributed.checkpoint`'s format;
+    the op returns once every server has written it whole.
 ``distributed_lookup_table``
     The trainer's lookup in a table kept on the servers (``embedding(is_sparse=True)``,
     whose ``remote_prefetch`` is set): the table's rows are cut into blocks of
@@ -269,3 +274,13 @@ def_op("distributed_lookup_table", inputs=["Ids[]", "W"], outputs=["Outputs[]"],
        traits=("stateful", "runtime_outputs"),
        doc="Outputs[i] = the rows Ids[i] names of a table cut by rows across the servers "
            "(table_names[j] on endpoints[j], height_sections[j] rows each), fetched from them.")
+
+def_op("checkpoint_notify", inputs=[], outputs=[],
+       attrs={"epmap": ("strings", [DEFAULT_ENDPOINT]),
+              "dir": ("string", None),
+              "lookup_table": ("string", None),
+              "trainer_id": ("int", 0)},
+       **_RPC,
+       doc="Tell each server epmap[i] to save its shard (parameters, optimizer state, "
+           "round) into the folder dir/<lookup_table>_<i> (dir/pserver_<i> without a "
+           "lookup_table), as Paddle's CheckpointNotify; returns once every server has.")

@@ -19,7 +19,13 @@ process. Besides each program's own edges, the model has one edge per RPC exchan
   ``endpoints`` (dashed).
 
 An endpoint with no server program among ``pservers`` gets no edge; ``missing`` lists it.
+
+``job_model(job.status())`` is the other half of the job's view: its processes as they
+train (state, steps, last loss, bytes per peer, restarts), one row each; ``job_html`` and
+``job_rows_text`` are its plain fallbacks.
 """
+import math
+
 from ..errors import InvalidType, expected
 from ..framework.program import Program
 from . import dot as _dot
@@ -242,3 +248,109 @@ def distributed_listing_html(trainers=(), pservers=()):
         f"<pre style='font-size:11px'>{html.escape(program_listing(program, with_vars=False))}"
         f"</pre></div>" for label, program in _lanes(trainers, pservers))
     return f"<div class='fluid-nb-job' style='display:flex;gap:1em'>{columns}</div>"
+
+
+# --- a running job ---------------------------------------------------------------------------
+JOB_FORMAT = "fluid-nb.job"
+#: the fields of one process in the job model, as ``ProcessStatus`` names them
+PROCESS_FIELDS = ("role", "index", "node", "endpoint", "state", "exit_code", "steps",
+                  "last_loss", "bytes_sent", "bytes_received", "restarts")
+#: the states after which a process does nothing more
+ENDED = ("finished", "failed", "stopped")
+
+
+def _json_number(value):
+    """A loss as JSON holds it: a float, None, or the text of a non-finite one."""
+    if value is None:
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else repr(value)
+
+
+def job_model(statuses, title="parameter-server job"):
+    """The model of a running job's processes: one row per process, in the order given
+    (``statuses``: :class:`~fluid_nb.distributed.job.ProcessStatus` records, or dicts of
+    their fields, as ``Job.status()`` returns them).
+
+    ``{"format": "fluid-nb.job", "title", "processes": [{"label": "trainer.0", <the
+    fields>}], "servers": [endpoints], "done", "stats": {"processes", "running", "steps",
+    "bytes"}}``. ``stats.steps`` is the trainers' steps summed, ``stats.bytes`` every byte
+    the trainers sent and received; ``done`` is true once every process has ended. A
+    non-finite loss is its text (``"nan"``), so the model stays plain JSON."""
+    rows = []
+    for record in statuses:
+        fields = record.as_dict() if hasattr(record, "as_dict") else dict(record)
+        row = {name: fields.get(name) for name in PROCESS_FIELDS}
+        row["label"] = f"{row['role']}.{row['index']}"
+        row["steps"] = int(row["steps"] or 0)
+        row["restarts"] = int(row["restarts"] or 0)
+        row["last_loss"] = _json_number(row["last_loss"])
+        row["bytes_sent"] = {str(k): int(v) for k, v in (row["bytes_sent"] or {}).items()}
+        row["bytes_received"] = {str(k): int(v)
+                                 for k, v in (row["bytes_received"] or {}).items()}
+        rows.append(row)
+    trainers = [row for row in rows if row["role"] == "trainer"]
+    return {"format": JOB_FORMAT, "title": title, "processes": rows,
+            "servers": [row["endpoint"] for row in rows if row["role"] == "pserver"],
+            "done": bool(rows) and all(row["state"] in ENDED for row in rows),
+            "stats": {"processes": len(rows),
+                      "running": sum(row["state"] == "running" for row in rows),
+                      "steps": sum(row["steps"] for row in trainers),
+                      "bytes": sum(sum(row["bytes_sent"].values())
+                                   + sum(row["bytes_received"].values())
+                                   for row in trainers)}}
+
+
+def _bytes_text(count):
+    for unit, size in (("MB", 1 << 20), ("KB", 1 << 10)):
+        if count >= size:
+            return f"{count / size:.1f} {unit}"
+    return f"{count} B"
+
+
+def _per_peer(counts):
+    return "; ".join(f"{peer}: {_bytes_text(n)}" for peer, n in sorted(counts.items()))
+
+
+def job_rows_text(model):
+    """The job model's rows as text lines (the widget's plain fallback): process, node,
+    state, steps, last loss, bytes per peer, restarts."""
+    lines = []
+    for row in model["processes"]:
+        loss = row["last_loss"]
+        loss = f"{loss:.6g}" if isinstance(loss, float) else "-" if loss is None else loss
+        state = row["state"] if row["exit_code"] is None else \
+            f"{row['state']} ({row['exit_code']})"
+        lines.append(f"{row['label']:<11} {row['node'] or '-':<15} {state:<14} "
+                     f"steps {row['steps']:<6} loss {loss:<10} "
+                     f"sent [{_per_peer(row['bytes_sent'])}] "
+                     f"received [{_per_peer(row['bytes_received'])}] "
+                     f"restarts {row['restarts']}")
+    return lines
+
+
+def job_html(model):
+    """The job model as an HTML table, for frontends without the widget."""
+    import html
+    head = ("process", "node", "state", "steps", "last loss", "sent", "received", "restarts")
+    body = []
+    for row in model["processes"]:
+        loss = row["last_loss"]
+        loss = f"{loss:.6g}" if isinstance(loss, float) else "" if loss is None else loss
+        state = row["state"] if row["exit_code"] is None else \
+            f"{row['state']} ({row['exit_code']})"
+        cells = (row["label"], row["node"] or "", state, str(row["steps"]), loss,
+                 _per_peer(row["bytes_sent"]), _per_peer(row["bytes_received"]),
+                 str(row["restarts"]))
+        body.append(f"<tr data-process='{html.escape(row['label'])}'>"
+                    + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
+    stats = model["stats"]
+    caption = (f"{html.escape(model['title'])}: {stats['processes']} processes, "
+               f"{stats['running']} running, {stats['steps']} trainer steps"
+               + (" (done)" if model["done"] else ""))
+    error = f"<div><i>no longer followed: {html.escape(model['error'])}</i></div>" \
+        if model.get("error") else ""
+    return ("<table class='fluid-nb-job-table'><caption style='text-align:left'><b>"
+            f"{caption}</b></caption><thead><tr>"
+            + "".join(f"<th>{h}</th>" for h in head) + "</tr></thead><tbody>"
+            + "".join(body) + "</tbody></table>" + error)

@@ -8,12 +8,28 @@ falls back to the same model for the JupyterLab renderer, then to the listings s
     t = fluid.DistributeTranspiler()
     t.transpile(0, pservers="127.0.0.1:6170,127.0.0.1:6171", trainers=2)
     DistributedView.of_transpiler(t)        # trainer 0 and both servers
+
+A started job (:class:`fluid_nb.distributed.job.Job`: a ``LocalJob``, a Ray job) shows live
+above the programs, or alone: one row per process with its node, state, steps, last loss,
+bytes sent to and received from each peer, and restarts
+(:func:`~fluid_nb.viz.distributed_model.job_model`)::
+
+    job = fluid.distributed.launch("train.py", pservers=2, trainers=2, wait=False)
+    DistributedView.of_job(job)             # the rows update as the job trains
+    DistributedView.of_transpiler(t).attach(job)
+
+While a job is attached, a thread of the kernel asks ``job.status()`` every ``interval``
+seconds and sets the synced ``_job`` trait; it ends once every process has ended (after a
+last look), or when the view is closed or detached.
 """
+import threading
+
 import traitlets
 
-from ..errors import InvalidType, expected
+from ..errors import InvalidArgument, InvalidType, expected
 from ..viz import MIME_TYPE, assemble_dot
-from ..viz.distributed_model import distributed_listing_html, distributed_model
+from ..viz.distributed_model import (distributed_listing_html, distributed_model, job_html,
+                                     job_model, job_rows_text)
 from ._base import ViewWidget, json_clean
 
 
@@ -28,11 +44,16 @@ class DistributedView(ViewWidget):
     search = traitlets.Unicode("").tag(sync=True)
     _details = traitlets.Dict().tag(sync=True)
     _memory = traitlets.Dict().tag(sync=True)
+    #: the attached job's model (``job_model``), or {} when no job is attached
+    _job = traitlets.Dict().tag(sync=True)
 
     def __init__(self, trainers=(), pservers=(), title="parameter-server job", **kwargs):
         self._trainers, self._pservers = trainers, pservers
         model = json_clean(distributed_model(trainers, pservers, title=title))
+        # without programs the view is the job's panel alone
+        kwargs.setdefault("_kind", "program" if model["lanes"] else "job")
         super().__init__(title=title, _model=model, **kwargs)
+        self._attached = None  # the job shown, its poller thread and the event that stops it
 
     @classmethod
     def of_transpiler(cls, transpiler, **kwargs):
@@ -48,6 +69,84 @@ class DistributedView(ViewWidget):
         servers = {ep: transpiler.get_pserver_program(ep)
                    for ep in transpiler.pserver_endpoints}
         return cls({transpiler.trainer_id: trainer}, servers, **kwargs)
+
+    @classmethod
+    def of_job(cls, job, trainers=(), pservers=(), interval=0.5, **kwargs):
+        """The view of a started ``job`` (its processes' rows, updated every ``interval``
+        seconds while it runs), above its programs when ``trainers``/``pservers`` are
+        given."""
+        return cls(trainers, pservers, **kwargs).attach(job, interval)
+
+    # --- a running job ----------------------------------------------------------------------
+    def attach(self, job, interval=0.5):
+        """Show ``job`` (anything with ``status()`` returning ProcessStatus records) and
+        follow it: its rows now, then every ``interval`` seconds from a thread of the kernel
+        until every process has ended or the view is closed. Replaces a job attached
+        before. Returns the view."""
+        if not callable(getattr(job, "status", None)):
+            raise InvalidType(expected("DistributedView.attach", "job", "a started job "
+                                       "(with status())", type(job).__name__))
+        if isinstance(interval, bool) or not isinstance(interval, (int, float)) \
+                or not interval > 0:
+            raise InvalidArgument(expected("DistributedView.attach", "interval",
+                                           "seconds > 0", repr(interval)))
+        self.detach()
+        stop = threading.Event()
+        if not self._show(job)["done"]:
+            poller = threading.Thread(target=self._follow, args=(job, interval, stop),
+                                      name="fluid_nb-job-view", daemon=True)
+            self._attached = (job, poller, stop)
+            poller.start()
+        else:
+            self._attached = (job, None, stop)
+        return self
+
+    def _show(self, job):
+        """Set ``_job`` from ``job.status()`` now; the model set."""
+        model = json_clean(job_model(job.status(), title=self.title))
+        self._job = model
+        return model
+
+    def _follow(self, job, interval, stop):
+        while not stop.wait(interval):
+            try:
+                if self._show(job)["done"]:
+                    return
+            except Exception as exc:  # noqa: BLE001  (a status that fails ends the polling)
+                self._job = {**self._job, "error": f"{type(exc).__name__}: {exc}"}
+                return
+
+    def refresh_job(self):
+        """Look at the attached job now (what the poller does each interval); its model."""
+        if self._attached is None:
+            raise InvalidArgument(expected("DistributedView.refresh_job", "an attached job",
+                                           "attach(job) or of_job(job) first", "none"))
+        return self._show(self._attached[0])
+
+    @property
+    def following(self):
+        """True while a thread follows the attached job."""
+        poller = self._attached[1] if self._attached else None
+        return poller is not None and poller.is_alive()
+
+    def detach(self):
+        """Stop following the job (its last rows stay shown); waits for the poller."""
+        attached, self._attached = self._attached, None
+        if attached is None:
+            return
+        _, poller, stop = attached
+        stop.set()
+        if poller is not None and poller is not threading.current_thread():
+            poller.join()
+
+    def close(self):
+        self.detach()
+        super().close()
+
+    @property
+    def job_model(self):
+        """The attached job's model (``{}`` before a job is attached)."""
+        return self._job
 
     @property
     def model(self):
@@ -65,11 +164,27 @@ class DistributedView(ViewWidget):
         return assemble_dot(self._model)
 
     def _fallback_bundle(self):
-        return {MIME_TYPE: self._model,
-                "text/html": distributed_listing_html(self._trainers, self._pservers),
+        if not self._model["lanes"]:
+            return {"text/html": self._repr_html_()}
+        return {MIME_TYPE: self._model, "text/html": self._repr_html_(),
                 "text/vnd.graphviz": self.dot()}
+
+    def _repr_html_(self):
+        """The job's rows (a table, as they were last seen) above the programs' listings."""
+        parts = [job_html(self._job)] if self._job else []
+        if self._model["lanes"]:
+            parts.append(distributed_listing_html(self._trainers, self._pservers))
+        return "".join(parts) or "<i>DistributedView: no programs and no job</i>"
 
     def __repr__(self):
         stats = self._model["stats"]
-        return (f"DistributedView({', '.join(self._model['lanes'])}: {stats['ops']} ops, "
-                f"{stats['exchanges']} exchanges)")
+        shown = (f"DistributedView({', '.join(self._model['lanes'])}: {stats['ops']} ops, "
+                 f"{stats['exchanges']} exchanges)") if self._model["lanes"] else \
+            "DistributedView(a job)"
+        if not self._job:
+            return shown
+        job = self._job["stats"]
+        return "\n".join([f"{shown}: {job['processes']} processes, {job['running']} running, "
+                          f"{job['steps']} trainer steps" + (" (done)" if self._job["done"]
+                                                             else "")]
+                         + ["  " + line for line in job_rows_text(self._job)])

@@ -1,11 +1,13 @@
 /**
  * The anywidget front end of fluid_nb's widgets (ProgramView, TensorView, ScopeView,
- * StepperView, MemoryView). Kept small on purpose: it is saved in every widget's state, so the heavy
+ * StepperView, MemoryView, DistributedView). Kept small on purpose: it is saved in every widget's state, so the heavy
  * viewer (Graphviz in WebAssembly and the views) is loaded once per page from the Jupyter
  * server (`<base>/fluid-nb/static/viewer.js`) and used through `window.fluidNbViewer`.
  *
  * The program view's `_memory` trait (bytes allocated per op, or `{}`) tints its ops
- * (`handle.setMemory`), without a layout.
+ * (`handle.setMemory`), without a layout. A DistributedView's `_job` trait (a running job's
+ * processes, or `{}`) is drawn above its graph, or alone (`_kind` `job`), by the small job
+ * panel bundled here: a job without programs needs no Graphviz.
  *
  * Messages (custom, JSON):
  * - kernel -> front end: `{type: "delta", delta}` (apply to the shown program),
@@ -17,6 +19,7 @@
  */
 import { applyDelta, DeltaMismatch } from '../src/delta';
 import type { IProgramDelta, IProgramModel } from '../src/model';
+import { renderJob } from './views/job';
 
 /** The part of anywidget's model the views use. */
 interface IWidgetModel {
@@ -198,15 +201,32 @@ function ensureWidgetStyle(): void {
   }
 }
 
+/** Draw the `_job` trait into `host` now and whenever it changes; the cleanup. */
+function followJob(model: IWidgetModel, host: HTMLElement): () => void {
+  const draw = () => {
+    const job = model.get('_job');
+    if (job && job.processes) {
+      renderJob(host, job);
+    } else {
+      host.replaceChildren();
+    }
+  };
+  draw();
+  model.on('change:_job', draw);
+  return () => model.off('change:_job', draw);
+}
+
 async function renderProgramView(model: IWidgetModel, el: HTMLElement): Promise<() => void> {
   const viewer = await loadViewer();
   ensureWidgetStyle();
   const root = div('fluid-nb-view fluid-nb-program-widget');
+  const job = div('fluid-nb-job-host');
   const added = div('fluid-nb-added');
   const graph = div('fluid-nb-graph-host');
   const runtime = div('fluid-nb-runtime');
-  root.append(added, graph, runtime);
+  root.append(job, added, graph, runtime);
   el.replaceChildren(root);
+  const unfollowJob = followJob(model, job);
 
   const handle = viewer.renderProgram(graph, model.get('_model'), {
     title: model.get('title') || undefined,
@@ -249,6 +269,7 @@ async function renderProgramView(model: IWidgetModel, el: HTMLElement): Promise<
   model.on('change:reveal', onReveal);
   onDetails();
   return () => {
+    unfollowJob();
     model.off('msg:custom', onMessage);
     model.off('change:_details', onDetails);
     model.off('change:selected', onSelected);
@@ -324,6 +345,11 @@ export default {
   async render({ model, el }: { model: IWidgetModel; el: HTMLElement }) {
     const kind = model.get('_kind');
     try {
+      if (kind === 'job') {
+        const host = div('fluid-nb-job-host');
+        el.replaceChildren(host);
+        return followJob(model, host);
+      }
       return kind === 'program' ? await renderProgramView(model, el) : await renderStateView(model, el, kind);
     } catch (error) {
       el.replaceChildren(div('fluid-nb-error', String(error instanceof Error ? error.message : error)));

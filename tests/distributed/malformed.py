@@ -112,7 +112,9 @@ def malformed_requests(name, shape, fanin=2, sync=True):
         ("protobuf-truncated", "SendVariable", good[:-3], INVALID),
         ("protobuf-random", "SendVariable",
          bytes(random.Random(7).randrange(256) | 0x80 for _ in range(64)), INVALID),
-        ("method-checkpoint-notify", "CheckpointNotify", good, grpc.StatusCode.UNIMPLEMENTED),
+        ("method-monomer-get", "GetMonomerVariable", good, grpc.StatusCode.UNIMPLEMENTED),
+        # a checkpoint notify names SAVE@CHECKPOINTNOTIFY, not a variable
+        ("checkpoint-notify-naming-a-variable", "CheckpointNotify", good, INVALID),
     ]
 
 

@@ -16,7 +16,8 @@ from fluid_nb.tensor.tensor import LoDTensor
 
 from .processes import PROGRAMS, Job, free_endpoints
 
-SHORT = {"FLAGS_rpc_deadline": "8000", "FLAGS_rpc_round_deadline": "2000"}
+SHORT = {"FLAGS_rpc_deadline": "8000", "FLAGS_rpc_round_deadline": "2000",
+         "FLAGS_rpc_reconnect_deadline": "1000"}
 
 
 def test_a_server_killed_mid_training_stops_its_trainer_with_unavailable(tmp_path):

@@ -29,7 +29,7 @@ PINNED_ELSEWHERE["tensor_array_to_tensor"] = "tests/ops/test_tensor.py (a tensor
 PINNED_ELSEWHERE["delete_var"] = ("tests/memory/test_memory_optimize.py (no outputs: the "
                                   "values it names are gone from the scope after it runs)")
 for _op in ["send", "recv", "send_barrier", "fetch_barrier", "listen_and_serv",
-            "distributed_lookup_table"]:
+            "distributed_lookup_table", "checkpoint_notify"]:
     PINNED_ELSEWHERE[_op] = ("tests/ops/test_distributed_ops.py (RPC ops: their definitions; "
                              "their kernels are the distributed runtime's)")
 PINNED_ELSEWHERE["split_selected_rows"] = "tests/ops/test_distributed_ops.py (SelectedRows input)"

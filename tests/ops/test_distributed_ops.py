@@ -168,6 +168,9 @@ RPC_OPS = {
         "lookup_table_version": (AttrType.STRING, "lookup_table"),
         "padding_idx": (AttrType.LONG, -1), "dtype": (AttrType.INT, 5)}),
     "fake_init": ([], ["Out"], {"shape": (AttrType.LONGS, None)}),
+    "checkpoint_notify": ([], [], {
+        "epmap": (AttrType.STRINGS, ["127.0.0.1:6164"]), "dir": (AttrType.STRING, None),
+        "lookup_table": (AttrType.STRING, None), "trainer_id": (AttrType.INT, 0)}),
 }
 
 

@@ -32,7 +32,7 @@ ELSEWHERE = {
 }
 # the RPC ops move values between processes: their kernels are the distributed runtime's
 for _op in ("send", "recv", "send_barrier", "fetch_barrier", "listen_and_serv",
-            "distributed_lookup_table"):
+            "distributed_lookup_table", "checkpoint_notify"):
     ELSEWHERE[_op] = "no device kernel: an RPC op of the distributed runtime"
 #: ops of test_memory_optimize_and_sparse_gradient_clipping_on_the_device's program
 CLIPPING_TEST_OPS = {"merge_selected_rows", "get_tensor_from_selected_rows", "delete_var"}
