@@ -30,6 +30,7 @@ from .processes import REPO
 
 EXAMPLES = REPO / "examples" / "distributed"
 FIT_A_LINE = EXAMPLES / "fit_a_line.py"
+MLP = EXAMPLES / "mlp.py"  # the job the failure and restart tests train
 # Fluid's flags reach the processes from the driver's environment (FLAGS_*)
 FLAGS = {"FLAGS_rpc_deadline": "60000", "FLAGS_rpc_round_deadline": "30000",
          "FLAGS_rpc_reconnect_deadline": "60000"}
@@ -294,7 +295,7 @@ def test_the_command_line_prints_the_failure_and_exits_with_its_status(cluster, 
 
 def _start_long_job(tmp_path, **options):
     out = io.StringIO()
-    job = launch(str(FIT_A_LINE), ["--steps", "20000", "--save", str(tmp_path)],
+    job = launch(str(MLP), ["--steps", "20000", "--save", str(tmp_path)],
                  ray="local", out=out, wait=False, **options)
     return job, out
 
@@ -365,7 +366,7 @@ def test_a_lost_actor_takes_its_process_with_it_and_fails_the_job(connected, fla
 def test_a_killed_server_comes_back_from_its_checkpoint_and_the_job_finishes(
         connected, flags, tmp_path):
     out = io.StringIO()
-    job = launch(str(FIT_A_LINE), ["--steps", "200", "--save", str(tmp_path)], ray="local",
+    job = launch(str(MLP), ["--steps", "200", "--save", str(tmp_path)], ray="local",
                  max_restarts=1, checkpoint_every=5, log_dir=str(tmp_path / "logs"),
                  out=out, wait=False)
     try:
