@@ -19,7 +19,9 @@ Environment a launcher sets beside Fluid's ``PADDLE_*`` variables:
                                 ``checkpoint_notify``)
 ==============================  ========================================================
 """
-from ..errors import FluidError
+import time
+
+from ..errors import ExecutionTimeout, FluidError, expected
 
 #: the states a process of a job goes through
 STATES = ("starting", "running", "restarting", "finished", "failed", "stopped")
@@ -94,6 +96,17 @@ class Job:
     def log_tail(self, role, index, lines=20):
         """The last ``lines`` lines process ``role.index`` printed."""
         raise NotImplementedError
+
+    def _wait_for_end(self, ended, timeout, where):
+        """Block until the event ``ended`` is set, in short waits (an interrupt in the main
+        thread is taken between them); ``ExecutionTimeout`` naming the processes and their
+        states when ``timeout`` seconds pass first."""
+        end = None if timeout is None else time.monotonic() + timeout
+        while not ended.wait(0.2 if end is None else max(min(0.2, end - time.monotonic()), 0)):
+            if end is not None and time.monotonic() >= end:
+                raise ExecutionTimeout(expected(
+                    where, "the job to end", f"within {timeout:g} s", "it still runs: "
+                    + ", ".join(f"{p.label} {p.state}" for p in self.status())))
 
     @property
     def done(self):

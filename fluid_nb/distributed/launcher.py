@@ -67,7 +67,7 @@ import tempfile
 import threading
 import time
 
-from ..errors import ExecutionTimeout, InvalidArgument, InvalidType, NotFound, expected
+from ..errors import InvalidArgument, InvalidType, NotFound, expected
 from .job import (CHECKPOINT_DIR_VARIABLE, CHECKPOINT_EVERY_VARIABLE, STATUS_FILE_VARIABLE,
                   Job, JobFailed, ProcessStatus)
 
@@ -400,15 +400,7 @@ class LocalJob(Job):
             return [ProcessStatus(**record.as_dict()) for record in self.processes]
 
     def wait(self, timeout=None):
-        # short waits: an interrupt in the main thread is taken between them
-        end = None if timeout is None else time.monotonic() + timeout
-        while not self._ended.wait(0.2 if end is None
-                                   else max(min(0.2, end - time.monotonic()), 0)):
-            if end is not None and time.monotonic() >= end:
-                raise ExecutionTimeout(expected(
-                    "LocalJob.wait", "the job to end", f"within {timeout:g} s",
-                    "it still runs: " + ", ".join(f"{r.label} {r.state}"
-                                                  for r in self.processes)))
+        self._wait_for_end(self._ended, timeout, "LocalJob.wait")
         if self._failure is not None:
             raise self._failure
         return [r.exit_code for r in self.processes if r.role == "trainer"]

@@ -65,7 +65,7 @@ from ray.exceptions import ActorUnavailableError, GetTimeoutError, RayActorError
 from ray.util.placement_group import placement_group, remove_placement_group
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-from ..errors import ExecutionTimeout, InvalidArgument, NotFound, Unavailable, expected
+from ..errors import InvalidArgument, NotFound, Unavailable, expected
 from . import launcher
 from .job import (CHECKPOINT_DIR_VARIABLE, CHECKPOINT_EVERY_VARIABLE, STATUS_FILE_VARIABLE,
                   Job, JobFailed, ProcessStatus)
@@ -265,14 +265,7 @@ class RayJob(Job):
             return [ProcessStatus(**m.status.as_dict()) for m in self._members]
 
     def wait(self, timeout=None):
-        end = None if timeout is None else time.monotonic() + timeout
-        while not self._ended.wait(0.2 if end is None
-                                   else max(min(0.2, end - time.monotonic()), 0)):
-            if end is not None and time.monotonic() >= end:
-                raise ExecutionTimeout(expected(
-                    "RayJob.wait", "the job to end", f"within {timeout:g} s",
-                    "it still runs: " + ", ".join(f"{m.label} {m.status.state}"
-                                                  for m in self._members)))
+        self._wait_for_end(self._ended, timeout, "RayJob.wait")
         self._disconnect()
         if self._failure is not None:
             raise self._failure
