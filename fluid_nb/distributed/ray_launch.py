@@ -448,10 +448,14 @@ class RayJob(Job):
         self._say(f"{m.label} on {m.status.node} {_exit_words(code)}; restarting it on "
                   f"{m.process.endpoint} ({m.status.restarts} of {self.max_restarts})")
         try:
-            m.pid = ray.get(self._start(m))
+            m.pid = ray.get(self._start(m), timeout=PLACEMENT_TIMEOUT)
         except RayActorError as error:
             self._fail(m, code, f"{_exit_words(code)}, and its actor was lost restarting "
                                 f"it ({type(error).__name__})")
+            return False
+        except GetTimeoutError:
+            self._fail(m, code, f"{_exit_words(code)}, and its actor did not start it again "
+                                f"within {PLACEMENT_TIMEOUT:g} s")
             return False
         m.status.state, m.status.exit_code = "running", None
         return True
