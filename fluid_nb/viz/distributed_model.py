@@ -312,15 +312,21 @@ def _per_peer(counts):
     return "; ".join(f"{peer}: {_bytes_text(n)}" for peer, n in sorted(counts.items()))
 
 
+def _loss_and_state(row, missing):
+    """A row's last loss as text (``missing`` when none yet) and its state with the exit
+    status once there is one."""
+    loss = row["last_loss"]
+    loss = f"{loss:.6g}" if isinstance(loss, float) else missing if loss is None else loss
+    state = row["state"] if row["exit_code"] is None else f"{row['state']} ({row['exit_code']})"
+    return loss, state
+
+
 def job_rows_text(model):
     """The job model's rows as text lines (the widget's plain fallback): process, node,
     state, steps, last loss, bytes per peer, restarts."""
     lines = []
     for row in model["processes"]:
-        loss = row["last_loss"]
-        loss = f"{loss:.6g}" if isinstance(loss, float) else "-" if loss is None else loss
-        state = row["state"] if row["exit_code"] is None else \
-            f"{row['state']} ({row['exit_code']})"
+        loss, state = _loss_and_state(row, missing="-")
         lines.append(f"{row['label']:<11} {row['node'] or '-':<15} {state:<14} "
                      f"steps {row['steps']:<6} loss {loss:<10} "
                      f"sent [{_per_peer(row['bytes_sent'])}] "
@@ -335,10 +341,7 @@ def job_html(model):
     head = ("process", "node", "state", "steps", "last loss", "sent", "received", "restarts")
     body = []
     for row in model["processes"]:
-        loss = row["last_loss"]
-        loss = f"{loss:.6g}" if isinstance(loss, float) else "" if loss is None else loss
-        state = row["state"] if row["exit_code"] is None else \
-            f"{row['state']} ({row['exit_code']})"
+        loss, state = _loss_and_state(row, missing="")
         cells = (row["label"], row["node"] or "", state, str(row["steps"]), loss,
                  _per_peer(row["bytes_sent"]), _per_peer(row["bytes_received"]),
                  str(row["restarts"]))

@@ -2,6 +2,7 @@
 part exactly with the arena's own blocks, the timeline follows the event log op by op and
 marks its peak, the variable table names the op that allocated each tensor, and the HTML
 fallback draws all three."""
+import gc
 import re
 
 import numpy as np
@@ -209,9 +210,17 @@ def test_variable_table_names_the_allocating_op_and_what_is_still_held():
 # --- all of it ------------------------------------------------------------------------------
 def test_memory_model_joins_the_parts_and_colours_every_named_variable():
     main, scope, log = recorded_run()
-    model = memory_model(CPU, scope, log, title="mlp")
+    # earlier tests' garbage in the arena, freed by a collection between the two reads,
+    # would move the used bytes: the collector waits until both are taken
+    gc.collect()
+    gc.disable()
+    try:
+        model = memory_model(CPU, scope, log, title="mlp")
+        used_now = fluid.memory.used(CPU)
+    finally:
+        gc.enable()
     assert model["format"] == MEMORY_FORMAT and model["title"] == "mlp"
-    assert model["stats"]["used"] == fluid.memory.used(CPU)
+    assert model["stats"]["used"] == used_now
     assert model["timeline"]["events"] == len(log)
     named = {b["state"] for c in model["map"]["chunks"] for b in c["blocks"]} - {"free", "used"}
     named |= {r["name"] for r in model["variables"]}
