@@ -20,22 +20,38 @@ SHORT = {"FLAGS_rpc_deadline": "8000", "FLAGS_rpc_round_deadline": "2000",
          "FLAGS_rpc_reconnect_deadline": "1000"}
 
 
-def test_a_server_killed_mid_training_stops_its_trainer_with_unavailable(tmp_path):
+def _server_killed_mid_training(tmp_path, env, wait):
+    """A one-server job whose server is killed at step 2: the trainer's exit codes, the
+    seconds from the kill to the job's end, the trainer's output and the endpoint."""
     endpoint, = free_endpoints(1)
-    with Job(tmp_path, SHORT) as job:
+    with Job(tmp_path, env) as job:
         job.start("pserver", [PROGRAMS, "pserver", endpoint, 0, 1, 0])
         job.start("trainer", [PROGRAMS, "trainer", endpoint, 0, 1, 0, 10000,
                               "--pause", "0.02"])
         job.wait_for_line("trainer", "step 2", timeout=30)
         job.kill("pserver")
         killed = time.monotonic()
-        codes = job.wait(timeout=10)
-        assert time.monotonic() - killed < 8  # within the call's deadline
+        codes = job.wait(timeout=wait)
+        spent = time.monotonic() - killed
+    return codes, spent, job.output("trainer"), endpoint
+
+
+def test_a_server_killed_mid_training_stops_its_trainer_with_unavailable(tmp_path):
+    codes, spent, out, endpoint = _server_killed_mid_training(tmp_path, SHORT, wait=10)
+    assert spent < 8  # within the call's deadline
     assert codes["trainer"] != 0
-    out = job.output("trainer")
     assert "fluid_nb.errors.Unavailable" in out and endpoint in out, out
     assert "variable 'w0" in out or "variable 'BATCH_BARRIER@RECV'" in out \
         or "variable 'FETCH_BARRIER@RECV'" in out, out
+
+
+def test_a_server_that_stays_away_fails_its_trainer_after_the_reconnect_deadline(tmp_path):
+    codes, spent, out, endpoint = _server_killed_mid_training(
+        tmp_path, dict(SHORT, FLAGS_rpc_deadline="60000", FLAGS_rpc_round_deadline="30000",
+                       FLAGS_rpc_reconnect_deadline="2000"), wait=30)
+    assert codes["trainer"] != 0
+    assert 2.0 <= spent < 20, spent  # it kept calling for the reconnect deadline, then gave up
+    assert "fluid_nb.errors.Unavailable" in out and endpoint in out, out
 
 
 def test_a_trainer_killed_mid_round_is_named_by_the_server(tmp_path):
