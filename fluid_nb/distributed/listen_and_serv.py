@@ -214,6 +214,10 @@ class ParameterServer:
             raise Refused(grpc.StatusCode.FAILED_PRECONDITION, expected(
                 f"{self.where}: CheckpointNotify", "a folder", "the message's out_varname, "
                 f"or {CHECKPOINT_DIR_VARIABLE} set for the server", "neither"))
+        if "\x00" in directory:  # no file system takes it; os would raise ValueError
+            raise Refused(grpc.StatusCode.INVALID_ARGUMENT, expected(
+                f"{self.where}: CheckpointNotify", "out_varname", "a folder path",
+                f"{directory[:60]!r} (a NUL byte in it)"))
         try:
             self._save(directory)
         except OSError as exc:

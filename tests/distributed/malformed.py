@@ -115,6 +115,10 @@ def malformed_requests(name, shape, fanin=2, sync=True):
         ("method-monomer-get", "GetMonomerVariable", good, grpc.StatusCode.UNIMPLEMENTED),
         # a checkpoint notify names SAVE@CHECKPOINTNOTIFY, not a variable
         ("checkpoint-notify-naming-a-variable", "CheckpointNotify", good, INVALID),
+        # a folder no file system takes (a NUL byte): refused, not the server's failure
+        ("checkpoint-notify-folder-with-nul", "CheckpointNotify",
+         pb.VariableMessage(varname="SAVE@CHECKPOINTNOTIFY", trainer_id=0,
+                            out_varname="ckpt\x00x").SerializeToString(), INVALID),
     ]
 
 
