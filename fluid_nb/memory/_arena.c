@@ -6,8 +6,10 @@
  * smallest free order, the first chunk, the lowest offset), split into buddies, merge with
  * a wholly free buddy on free; requests larger than a chunk straight to the system.
  *
- * Per chunk, unit u (min_block bytes) has free_order[u] = k when a free block of order k
- * starts there (-1 otherwise) and used_order[u] = k when a handed-out block does. The free
+ * Per chunk, unit u (min_block bytes) has free_order[u] = k + 1 when a free block of level
+ * k starts there (0 otherwise) and used_order[u] = k + 1 when a handed-out block does: 0 for
+ * "none" lets both tables come from calloc, whose pages stay untouched (and take no memory)
+ * for the units no block has started at; a 256 MiB chunk's tables are 2 MiB. The free
  * blocks of each order form a list ordered by offset (kept sorted on insert so that "lowest
  * offset" is the head, as the Python model picks it). One mutex guards the arena: NumPy may
  * allocate without the GIL.
@@ -36,8 +38,8 @@
 
 typedef struct {
     char *base;
-    int8_t *free_order;   /* per unit: order of the free block starting here, or -1 */
-    int8_t *used_order;   /* per unit: order of the handed-out block starting here, or -1 */
+    int8_t *free_order;   /* per unit: 1 + level of the free block starting here, or 0 */
+    int8_t *used_order;   /* per unit: 1 + level of the handed-out block starting here, or 0 */
     int32_t *next, *prev; /* free lists by order (unit indices, -1 ends) */
     int32_t heads[MAX_ORDERS];
     size_t used_blocks;
@@ -121,14 +123,14 @@ static void list_insert(Chunk *c, int level, int32_t unit) {
     c->prev[unit] = before;
     if (at != -1) c->prev[at] = unit;
     if (before == -1) c->heads[level] = unit; else c->next[before] = unit;
-    c->free_order[unit] = (int8_t)level;
+    c->free_order[unit] = (int8_t)(level + 1);
 }
 
 static void list_remove(Chunk *c, int level, int32_t unit) {
     int32_t n = c->next[unit], p = c->prev[unit];
     if (p == -1) c->heads[level] = n; else c->next[p] = n;
     if (n != -1) c->prev[n] = p;
-    c->free_order[unit] = -1;
+    c->free_order[unit] = 0;
 }
 
 /* --- the core --------------------------------------------------------------------------- */
@@ -191,8 +193,8 @@ static Chunk *new_chunk(Arena *a) {
     if (!base) return NULL;
     Chunk *c = &a->chunks[a->n_chunks];
     c->base = base;
-    c->free_order = malloc(a->units);
-    c->used_order = malloc(a->units);
+    c->free_order = calloc(a->units, 1);
+    c->used_order = calloc(a->units, 1);
     c->next = malloc(a->units * sizeof(int32_t));
     c->prev = malloc(a->units * sizeof(int32_t));
     if (!c->free_order || !c->used_order || !c->next || !c->prev) {
@@ -200,8 +202,6 @@ static Chunk *new_chunk(Arena *a) {
         system_free(a, base, a->chunk_size);
         return NULL;
     }
-    memset(c->free_order, -1, a->units);
-    memset(c->used_order, -1, a->units);
     for (int k = 0; k < MAX_ORDERS; k++) c->heads[k] = -1;
     c->used_blocks = 0;
     list_insert(c, a->orders - 1, 0);
@@ -249,7 +249,7 @@ static void *arena_alloc(Arena *a, size_t size) {
         record(a, EV_SPLIT, c->base + (size_t)upper * a->min_block,
                (size_t)1 << (have + a->min_order), 0);
     }
-    c->used_order[unit] = (int8_t)level;
+    c->used_order[unit] = (int8_t)(level + 1);
     c->used_blocks++;
     a->used += (size_t)1 << want;
     if (a->used > a->peak) a->peak = a->used;
@@ -273,7 +273,7 @@ static size_t block_size(Arena *a, const char *ptr) {
     if (c) {
         size_t offset = (size_t)(ptr - c->base);
         if (offset % a->min_block) return 0;
-        int8_t level = c->used_order[offset / a->min_block];
+        int level = c->used_order[offset / a->min_block] - 1;
         return level < 0 ? 0 : (size_t)1 << (level + a->min_order);
     }
     for (Huge *h = a->huge; h; h = h->next)
@@ -301,15 +301,15 @@ static int arena_free(Arena *a, char *ptr) {
     size_t offset = (size_t)(ptr - c->base);
     if (offset % a->min_block) return -1;
     int32_t unit = (int32_t)(offset / a->min_block);
-    int level = c->used_order[unit];
+    int level = c->used_order[unit] - 1;
     if (level < 0) return -1;
-    c->used_order[unit] = -1;
+    c->used_order[unit] = 0;
     c->used_blocks--;
     a->used -= (size_t)1 << (level + a->min_order);
     record(a, EV_FREE, ptr, (size_t)1 << (level + a->min_order), 0);
     while (level < a->orders - 1) {
         int32_t buddy = unit ^ (int32_t)((size_t)1 << level);
-        if (c->free_order[buddy] != level) break;
+        if (c->free_order[buddy] != level + 1) break;
         list_remove(c, level, buddy);
         if (buddy < unit) unit = buddy;
         level++;
@@ -608,7 +608,7 @@ static PyObject *blocks(ArenaObject *self, int used) {
     for (size_t i = 0; out && i < a->n_chunks; i++) {
         Chunk *c = &a->chunks[i];
         for (size_t u = 0; u < a->units; u++) {
-            int8_t level = used ? c->used_order[u] : c->free_order[u];
+            int level = (used ? c->used_order[u] : c->free_order[u]) - 1;
             if (level < 0) continue;
             PyObject *item = Py_BuildValue("(Nn)", PyLong_FromVoidPtr(c->base + u * a->min_block),
                                            (Py_ssize_t)((size_t)1 << (level + a->min_order)));

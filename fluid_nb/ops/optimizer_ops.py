@@ -296,8 +296,9 @@ def _adam_kernel(ctx, param, grad, lr, m1, m2, b1p, b2p, beta1_t, beta2_t, eps_t
 
     def step(pv, gv, m1v, m2v, donated=frozenset()):
         # Paddle's formula term by term, worked in buffers this kernel owns (the outputs and
-        # one scratch array), so a step allocates four arrays; an input is written only
-        # when donated (then its array is the output: one scratch array in all)
+        # one scratch array), so a step allocates three arrays: the scratch array becomes
+        # the new parameter. An input is written only when donated (then its array is the
+        # output: one scratch array in all)
         scratch = xp.multiply(gv, one - beta1)
         if "Moment1" in donated:
             m1n = m1v
@@ -317,9 +318,7 @@ def _adam_kernel(ctx, param, grad, lr, m1, m2, b1p, b2p, beta1_t, beta2_t, eps_t
         scratch += eps_hat
         xp.divide(m1n, scratch, out=scratch)
         scratch *= rate
-        if "Param" in donated:
-            return xp.subtract(pv, scratch, out=pv), m1n, m2n
-        return pv - scratch, m1n, m2n
+        return xp.subtract(pv, scratch, out=pv if "Param" in donated else scratch), m1n, m2n
 
     if isinstance(grad, SelectedRows) and a["lazy_mode"]:
         rows, values = merged_rows(xp, grad, "adam", base.shape[0])

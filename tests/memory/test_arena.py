@@ -4,6 +4,7 @@ as NumPy's allocator, arrays made in its scope lie in its chunks and give their 
 when they die, whenever that is."""
 import ctypes
 import gc
+import os
 import random
 import threading
 
@@ -226,6 +227,27 @@ def test_a_failing_system_allocator_fails_the_alloc_and_leaves_the_arena_usable(
     assert arena.alloc(512) and arena.used == 512  # the first chunk serves again
     with pytest.raises(TypeError, match="cannot be NumPy's allocator"):
         arena.handler
+
+
+def resident_bytes():
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS line in /proc/self/status")
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="reads Linux's /proc")
+def test_a_chunk_costs_memory_only_where_its_blocks_are():
+    # a 256 MiB chunk has 1 Mi units of 256 bytes, two bytes of tables each: written only
+    # where a block starts, untouched pages of them take no memory
+    before = resident_bytes()
+    arena = Arena(chunk_size=1 << 28, min_block=256)
+    blocks = [arena.alloc(1000) for _ in range(4)]
+    assert resident_bytes() - before < (1 << 20)
+    for block in blocks:
+        arena.free(block)
+    assert arena.used == 0
 
 
 def test_an_arena_gives_its_system_memory_back_when_it_goes():

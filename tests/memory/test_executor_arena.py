@@ -396,3 +396,23 @@ def test_a_run_keeps_the_parameters_it_started_from_whatever_the_inplace_flag(in
     exe.run(main, feed=feed(), fetch_list=[loss], scope=scope)
     assert data_address(scope.find_var("fc_0.w_0").value.array) != address  # a new array
     assert not np.array_equal(scope.find_var("fc_0.w_0").value.array, before)
+
+
+def test_an_adam_step_under_the_undo_log_allocates_one_block_per_output(own_arena):
+    # Executor.run keeps the old parameter and moments until the step ends, so adam writes
+    # new ones; its scratch array becomes the new parameter, so a 64 KiB weight costs three
+    # blocks of its size a step (ParamOut, Moment1Out, Moment2Out), not four
+    main, startup, loss = mlp(hidden=1024)
+    scope, exe = fluid.Scope(), fluid.Executor(CPU)
+    exe.run(startup, scope=scope)
+    exe.run(main, feed=feed(), fetch_list=[loss], scope=scope)
+    fluid.memory.record_events(CPU)
+    fluid.memory.events(CPU)
+    exe.run(main, feed=feed(), fetch_list=[loss], scope=scope)
+    log = fluid.memory.events(CPU)
+    fluid.memory.record_events(CPU, False)
+    weight_bytes = 16 * 1024 * 4
+    by_adam = [e for e in log if e.kind == "alloc" and e.op is not None
+               and e.op[0] == "adam" and e.requested == weight_bytes]
+    assert len(by_adam) == 3, [(e.variable, e.requested) for e in by_adam]
+    assert {e.variable for e in by_adam} >= {"fc_0.w_0"}
