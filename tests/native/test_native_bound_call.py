@@ -155,3 +155,49 @@ def test_a_compiled_program_on_another_place_is_refused_by_the_executor():
     with pytest.raises(InvalidArgument, match="a CUDAPlace"):
         fluid.Executor(fluid.CPUPlace()).run(program, feed={"x": x}, fetch_list=[out],
                                              scope=scope)
+
+
+def test_two_fetch_lists_taking_turns_each_read_the_array_fed_to_them():
+    # both bound calls point the one feed slot of the build at their own array; a step
+    # whose array the slot no longer points at points it back before the native call
+    main, startup, out = _predictor()
+    rng = np.random.RandomState(4)
+    a, b = rng.rand(5, 4).astype("float32"), rng.rand(5, 4).astype("float32")
+    exe, scope, program = _compiled(main, startup, {"x": a}, [out])
+    for _ in range(3):
+        got_a = _same_as_interpreter(exe, main, program, scope, {"x": a}, [out])
+        got_b = _same_as_interpreter(exe, main, program, scope, {"x": b}, [out, "x"])
+        np.testing.assert_array_equal(got_b[1], b)
+    assert not np.allclose(got_a[0], got_b[0])
+
+
+def test_an_array_fed_again_after_its_shape_was_set_in_place_takes_the_general_path():
+    main, startup, out = _predictor()
+    x = np.random.RandomState(5).rand(6, 4).astype("float32")
+    exe, scope, program = _compiled(main, startup, {"x": x}, [out])
+    _same_as_interpreter(exe, main, program, scope, {"x": x}, [out])
+    x.shape = (3, 8)  # the same array object: another shape, the step refuses it
+    with pytest.raises(InvalidArgument, match="x"):
+        exe.run(program, feed={"x": x}, fetch_list=[out], scope=scope)
+    x.shape = (6, 4)
+    _same_as_interpreter(exe, main, program, scope, {"x": x}, [out])
+    x.shape = (12, 2)
+    with pytest.raises(InvalidArgument, match="x"):
+        exe.run(program, feed={"x": x}, fetch_list=[out], scope=scope)
+
+
+def test_two_scopes_taking_turns_each_give_the_step_their_parameters():
+    main, startup, out = _predictor()
+    x = np.random.RandomState(6).rand(5, 4).astype("float32")
+    exe, scope, program = _compiled(main, startup, {"x": x}, [out])
+    other = fluid.Scope()
+    exe.run(startup, scope=other)
+    weight = next(v.name for v in main.global_block().vars.values() if v.persistable
+                  and len(v.shape) == 2)
+    other.find_var(weight).get_tensor().set(np.full((4, 3), -0.25, "float32"),
+                                            fluid.CPUPlace())
+    fetch = [out]  # one list object for every step
+    for _ in range(2):
+        mine = _same_as_interpreter(exe, main, program, scope, {"x": x}, fetch)
+        theirs = _same_as_interpreter(exe, main, program, other, {"x": x}, fetch)
+        assert not np.allclose(mine[0], theirs[0])
