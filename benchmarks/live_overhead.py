@@ -200,7 +200,7 @@ def bytecodes_per_op(n_ops=200, operator=False):
         finally:
             sys.settrace(None)
     total = sum(counts.values()) / n_ops
-    top = sorted(counts.items(), key=lambda item: -item[1])[:6]
+    top = sorted(counts.items(), key=lambda item: -item[1])[:8]
     print(f"live {'c + one' if operator else 'layers.elementwise_add'}, 1x1: {total:,.0f} "
           f"bytecodes/op; most in " + ", ".join(f"{name} {count / n_ops:.0f}"
                                                for (_, name), count in top))

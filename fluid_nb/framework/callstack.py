@@ -41,15 +41,10 @@ def capture(skip=2):
     except ValueError:
         return ()
     items = []
-    append = items.append
-    for _ in _FRAME_COUNT:
+    for _ in _FRAME_COUNT:  # (every op walks its stack: each opcode of this loop counts)
         code = frame.f_code
-        append(code)
-        append(frame.f_lasti)
-        if code.co_name == "<module>":
-            break
-        frame = frame.f_back
-        if frame is None:
+        items += code, frame.f_lasti
+        if code.co_name == "<module>" or (frame := frame.f_back) is None:
             break
     return tuple(items)
 

@@ -449,7 +449,7 @@ class Block:
         if var is None:
             var = self.vars[name] = Variable._output(self, name)
             var.dtype = dtype
-            self.program._changed()
+            self.program._version += 1  # (program._changed(), inlined: one per layer call)
         return var
 
     def create_parameter(self, **kwargs):
@@ -548,6 +548,16 @@ class Block:
                         self.parent_idx < 0 or self._find_var_recursive(name) is None):
                     own_vars[name] = Variable._output(self, name)
                     created.append(name)
+        return self._append_args(spec, type, in_args, out_args, attrs, single, created,
+                                 _index, _infer, 3)
+
+    def _append_args(self, spec, type, in_args, out_args, attrs, single=True, created=(),
+                     _index=None, _infer=True, skip=2):
+        """``append_op`` from its checks on, for arguments in the form an op keeps them
+        (slot -> list of names; ``single``: one name per slot), whose output variables
+        exist (``created``: the names append_op made, removed again on failure). A one-op
+        layer enters here (``transaction.append_one_op``); ``skip``: frames between the
+        stack's capture and the code the op's stack starts at."""
         try:
             if spec is not None:
                 attrs, attr_types = spec.complete_attrs(attrs or {}, self.program)
@@ -567,7 +577,7 @@ class Block:
             for name in created:
                 self.vars.pop(name, None)
             raise
-        op.callstack = _capture_stack()
+        op.callstack = _capture_stack(skip)
         role = self.program._current_role
         if role and "op_role" not in attrs:
             op.attrs["op_role"] = role

@@ -136,34 +136,36 @@ def _forget_in_live_session(program, removed_ops, removed_vars):
 
 
 def append_one_op(block, op_type, inputs, attrs, dtype, layer_type=None):
-    """Append ``op_type`` with ``inputs`` and ``attrs``, its ``Out`` a fresh temporary of
-    ``dtype`` named ``<layer_type>_<n>.tmp_<m>`` (``tmp_<n>`` without ``layer_type``), and
-    return the temporary: all or nothing, as a transaction would make it, without taking
-    a transaction's snapshot of both programs.
+    """Append ``op_type`` with ``inputs`` (slot -> a list of one variable name, the form an
+    op keeps) and ``attrs``, its ``Out`` a fresh temporary of ``dtype`` named
+    ``<layer_type>_<n>.tmp_<m>`` (``tmp_<n>`` without ``layer_type``), and return the
+    temporary: all or nothing, as a transaction would make it, without taking a
+    transaction's snapshot of both programs.
 
     The layers that append one op (the elementwise and activation layers, a Variable's
     ``+``) are most of what a live cell appends: ``append_op`` is all or nothing already,
-    so what such a layer must undo itself is the temporary and its names."""
+    so what such a layer must undo itself is the temporary and its names. Their arguments
+    are in the form an op keeps, so a defined op skips append_op's argument forms."""
     generate = unique_name._generator
-    if _depth:  # inside a transaction, which undoes all of it
-        name = generate.temporary(layer_type) if layer_type else generate("tmp")
-        out = block._create_temporary(name, dtype)
-        block.append_op(type=op_type, inputs=inputs, outputs={"Out": out}, attrs=attrs)
-        return out
-    generate.undo = undo = []
-    try:
-        name = generate.temporary(layer_type) if layer_type else generate("tmp")
-    finally:
-        generate.undo = None
+    name = generate.temporary(layer_type) if layer_type else generate("tmp")
     made = name not in block.vars
     out = block._create_temporary(name, dtype)
+    spec = _fw._op_defs.get(op_type)
     try:
-        block.append_op(type=op_type, inputs=inputs, outputs={"Out": out}, attrs=attrs)
+        if spec is None:  # (not loaded yet, or unknown: append_op's own lookup decides)
+            block.append_op(type=op_type, inputs=inputs, outputs={"Out": out}, attrs=attrs)
+        else:
+            block._append_args(spec, op_type, inputs, {"Out": [name]}, attrs)
     except BaseException:
-        if made:
-            block._remove_var(name)
-            _forget_in_live_session(block.program, (), (name,))
-        generate.take_back(undo)
+        if not _depth:  # (an open transaction undoes all of it itself)
+            if made:
+                block._remove_var(name)
+                _forget_in_live_session(block.program, (), (name,))
+            # no undo log while it succeeds: the failure takes back the name it took
+            if layer_type:
+                generate.take_back_temporary(layer_type)
+            else:
+                generate.take_back([("tmp", generate.ids["tmp"] - 1)])
         raise
     return out
 

@@ -32,6 +32,14 @@ class UniqueNameGenerator:
             undo += ((layer_type, n), (key, m))
         return f"{self.prefix}{key}_{m}"
 
+    def take_back_temporary(self, layer_type):
+        """Undo the last ``temporary(layer_type)`` (no name handed out since): a one-op
+        layer that failed outside a transaction, which logs nothing while it succeeds."""
+        ids = self.ids
+        n = ids[layer_type] - 1
+        key = f"{self.prefix}{layer_type}_{n}.tmp"
+        self.take_back([(layer_type, n), (key, ids[key] - 1)])
+
     def take_back(self, undo):
         """Undo the names in ``undo`` (newest first)."""
         for key, n in reversed(undo):

@@ -16,6 +16,7 @@ from ..errors import PreconditionNotMet
 from ..exec.binding import KernelContext, bind_op, prepare_op
 from ..exec.feed_fetch import feed_tensor
 from ..exec.run_loop import op_error, output_values
+from ..exec.scope import ScopeVariable
 from ..tensor.tensor import LoDTensor
 from ..framework.program import EMPTY_VAR_NAME
 from ..memory import arena as _arena
@@ -148,27 +149,20 @@ class OpRunner:
 
     def _resolved(self, op_type):
         """``(kernel, simple binding or None)`` of a registered op type on this runner's
-        place, worked out once per type; None for a type with no definition or kernel."""
+        place, worked out once per type; ``(None, None)`` for a type with no definition or
+        kernel."""
         known = self._by_type.get(op_type)
         if known is None:
             opdef = registry.find(op_type)
-            if opdef is None:
-                return None
-            kernel = opdef.kernel_for(self.place.device)
+            kernel = opdef.kernel_for(self.place.device) if opdef is not None else None
             if kernel is None:
-                return None
+                return None, None
             known = self._by_type[op_type] = (kernel, _simple_binding(opdef))
         return known
 
     def _build(self, op):
-        resolved = self._by_type.get(op.type)
-        if resolved is None:
-            resolved = self._resolved(op.type)
-        kernel = step = None
-        if resolved is not None:
-            kernel, binding = resolved
-            if binding is not None:
-                step = self._simple_step(op, kernel, binding)
+        kernel, binding = self._by_type.get(op.type) or self._resolved(op.type)
+        step = self._simple_step(op, kernel, binding) if binding is not None else None
         if step is None:
             prepare_op(op, self.place.device)  # an unknown op type fails before its inputs
             self._input_holders(op, [name for names in op.inputs.values() for name in names])
@@ -197,9 +191,12 @@ class OpRunner:
         """The executor's plain one-output step, bound with less work per op than
         ``bind_op`` does (an op appended in live mode is bound once and usually run once,
         so binding is part of its cost). None when the op needs the general binder."""
-        in_slots, out_slot, src_index, wanted = binding
-        out_args = op.outputs.get(out_slot)
-        if not out_args or out_args[0] == EMPTY_VAR_NAME:
+        in_slots, out_slot, step, src_index, wanted = binding
+        try:
+            out_name = op.outputs[out_slot][0]
+        except (KeyError, IndexError):
+            return None
+        if out_name == EMPTY_VAR_NAME:
             return None
         scope = self.scope
         # a session's own scope (no parent) answers from its dict: no walk up, no call
@@ -207,22 +204,23 @@ class OpRunner:
         inputs = op.inputs
         ins = []
         for slot in in_slots:
-            args = inputs.get(slot)
-            if not args:
+            try:
+                name = inputs[slot][0]
+            except (KeyError, IndexError):
                 return None  # an optional input left out: the general binder handles it
-            holder = find(args[0])
+            holder = find(name)
             if holder is None or holder.value is None:
-                holder = self._provide_input(op, args[0])
-            ins.append(holder)
-        out = find(out_args[0])
-        if out is None:
-            out = scope.var(out_args[0])
+                holder = self._provide_input(op, name)
+            ins += holder,
+        out = find(out_name)
+        if out is None:  # (what scope.var makes, without asking its dict again)
+            out = scope.vars[out_name] = ScopeVariable(out_name)
         ctx = KernelContext(op, self.place, self.executor, scope, wanted)
         # a partial of a module-level step, not a closure: an appended op keeps its step
         # alive, and a partial is two objects for the collector where a closure is eight
         if src_index is None:
-            return partial(_STEPS[len(ins) - 1], out, fn, ctx, *ins)
-        return partial(_STEPS_WITH_LOD[len(ins) - 1], out, fn, ctx, ins[src_index], *ins)
+            return partial(step, out, fn, ctx, *ins)
+        return partial(step, out, fn, ctx, ins[src_index], *ins)
 
     def _provide_input(self, op, name):
         """An input without a value: feed a data variable's sample value, or say what to do.
@@ -275,8 +273,8 @@ _STEPS_WITH_LOD = (_one_input_with_lod, _two_inputs_with_lod)
 
 def _simple_binding(opdef):
     """For ops with one or two plain input slots and one plain output: ``(input slots,
-    output slot, index of the LoD source among the inputs or None, wanted outputs)``;
-    None for ops that need the general binder."""
+    output slot, step function, index of the LoD source among the inputs or None, wanted
+    outputs)``; None for ops that need the general binder."""
     binding = None
     in_slots = tuple(s.name for s in opdef.inputs)
     if not opdef.lod_aware and len(opdef.outputs) == 1 and not opdef.outputs[0].duplicable \
@@ -285,7 +283,9 @@ def _simple_binding(opdef):
         src = None
         if opdef.share_lod is not None and out in opdef.share_lod[1]:
             src = opdef.share_lod[0]
-        if src is None or src in in_slots:
-            binding = (in_slots, out, None if src is None else in_slots.index(src),
-                       frozenset((out,)))
+        if src is None:
+            binding = (in_slots, out, _STEPS[len(in_slots) - 1], None, frozenset((out,)))
+        elif src in in_slots:
+            binding = (in_slots, out, _STEPS_WITH_LOD[len(in_slots) - 1],
+                       in_slots.index(src), frozenset((out,)))
     return binding

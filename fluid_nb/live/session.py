@@ -136,7 +136,9 @@ class LiveSession:
 
     # --- the hooks --------------------------------------------------------------------
     def _on_main_op(self, op):
-        op.source = _fw.SOURCE_FROM_CALLSTACK  # the user's line, found if someone asks
+        # the user's line, found if someone asks (the ``source`` property's field: no setter
+        # call on every live op)
+        op._source = _fw.SOURCE_FROM_CALLSTACK
         block = op.block
         if block.idx != 0:
             return  # sub-block ops run when their control-flow op runs

@@ -155,6 +155,26 @@ def test_program_guard_switches_default_programs():
             pass
 
 
+def test_an_ops_stack_starts_at_the_code_that_asked_its_block_for_it():
+    from fluid_nb.framework import callstack
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        x = fluid.data(name="x", shape=[-1, 3], dtype="float32")
+        fluid.layers.elementwise_add(x, x)  # a one-op layer
+        x * x  # a Variable operator
+        main.global_block().append_op(type="scale", inputs={"X": x}, outputs={"Out": "y"})
+    stacks = [[function for _, _, function in callstack.frames(op)]
+              for op in main.global_block().ops]
+    block_methods = {"append_op", "_append_args", "capture"}
+    assert all(not block_methods & set(functions) for functions in stacks)
+    this_test = "test_an_ops_stack_starts_at_the_code_that_asked_its_block_for_it"
+    layer, operator, raw = (functions[::-1] for functions in stacks)  # innermost first
+    # the one-op layers ask through the function that makes their output
+    assert layer[0] == operator[0] == "append_one_op"
+    assert this_test in layer and this_test in operator
+    assert raw[0] == this_test
+
+
 def test_a_layer_temporary_is_named_as_two_generated_names_and_taken_back_as_two():
     from fluid_nb.framework.unique_name import UniqueNameGenerator
     two_calls, one_call = UniqueNameGenerator("p/"), UniqueNameGenerator("p/")
@@ -165,6 +185,15 @@ def test_a_layer_temporary_is_named_as_two_generated_names_and_taken_back_as_two
     one_call.temporary("relu")
     one_call.take_back(one_call.undo)
     assert one_call.ids == two_calls.ids
+    # without a log, the last temporary of a layer type is taken back from the counters
+    one_call.undo = None
+    one_call.temporary("relu")
+    one_call.take_back_temporary("relu")
+    assert one_call.ids == two_calls.ids
+    fresh = UniqueNameGenerator("p/")
+    fresh.temporary("sigmoid")
+    fresh.take_back_temporary("sigmoid")
+    assert fresh.ids == {}
 
 
 def test_unique_names_count_per_key_and_guard_restarts():

@@ -77,7 +77,8 @@ def _activation_layer(op_type):
             raise Unimplemented(expected(op_type, "an op definition", f"one for '{op_type}'",
                                          "none: fluid_nb does not define this op yet"))
         if name is None:
-            return append_one_op(_current_block(), op_type, {"X": x}, attrs, x.dtype, op_type)
+            return append_one_op(_current_block(), op_type, {"X": [x.name]}, attrs, x.dtype,
+                                 op_type)
         with atomic():
             out = _output(LayerHelper(op_type, name=name), x.dtype, name)
             out.block.append_op(type=op_type, inputs={"X": x}, outputs={"Out": out},
@@ -89,6 +90,8 @@ def _activation_layer(op_type):
 
 
 def _elementwise_layer(op_type):
+    allowed = _allowed_types(op_type)
+
     @lean  # all or nothing by itself: one op, or a transaction where it does more
     def layer(x, y, axis=-1, act=None, name=None):
         if not isinstance(x, Variable) or not isinstance(y, Variable):
@@ -96,7 +99,6 @@ def _elementwise_layer(op_type):
                 if not isinstance(value, Variable):
                     raise InvalidType(f"{op_type}: {arg} expected Variable, but received "
                                       f"{type(value).__name__}")
-        allowed = _ALLOWED_TYPES.get(op_type) or _allowed_types(op_type)
         if x.dtype not in allowed or y.dtype not in allowed:  # (the error names which)
             _check_dtype(op_type, x)
             _check_dtype(op_type, y, "y")
@@ -106,8 +108,8 @@ def _elementwise_layer(op_type):
         # the default axis left to the op's definition: completing defaults is its fast path
         attrs = None if axis == -1 else {"axis": axis}
         if act is None and name is None:  # the common call: one op, no helper object
-            return append_one_op(_current_block(), op_type, {"X": x, "Y": y}, attrs,
-                                 x.dtype, op_type)
+            return append_one_op(_current_block(), op_type, {"X": [x.name], "Y": [y.name]},
+                                 attrs, x.dtype, op_type)
         if act is not None:
             check(op_type, "act", act, activation)
         if name is not None:
