@@ -26,8 +26,6 @@ from ...tensor.tensor import LoDTensor
 _UNBOUND = object()
 _VALUE = operator.attrgetter("value")
 _ARRAY = operator.attrgetter("array")
-_FED = operator.attrgetter("fed")
-_LAYOUT = operator.attrgetter("shape", "dtype", "strides")
 
 
 def _span(array):
@@ -99,13 +97,6 @@ class BoundCall:
                 alias = aliasing and name not in spec.written
                 slot = spec.feed_slot(name, alias)
             self.layout.append((value.shape, value.dtype, slot))
-        #: every feed aliased (the usual case): its slots and the shapes, types and strides
-        #: they take, for the step whose arrays are the ones the slots point at already
-        slots = [slot for _, _, slot in self.layout]
-        self.aliased = tuple(slots) if slots and all(s is not None and s.alias
-                                                     for s in slots) else None
-        self.taken = [(shape, dtype, slot.strides) for shape, dtype, slot in self.layout] \
-            if self.aliased else None
         #: per fetched name: ("buffer", array) | ("feed", slot) | ("scope", name)
         self.fetches = []
         for name in fetch_names:
@@ -121,25 +112,18 @@ class BoundCall:
     def run(self, feed, scope, return_numpy):
         """The fetched values after one step, or None when ``feed`` does not fit the
         layout (nothing has run then)."""
+        layout = self.layout
+        if len(feed) != len(layout):
+            return None
         spec = self.spec
         parameters = spec.parameters
-        values = list(feed.values())
-        # the arrays the slots point at already, with the shapes, types and strides they
-        # were taken with (the usual step: the same arrays fed again), need nothing; the
-        # tests are C loops over all of them at once
-        if not (self.aliased and len(values) == len(self.taken)
-                and all(map(operator.is_, values, map(_FED, self.aliased)))
-                and list(map(_LAYOUT, values)) == self.taken):
-            layout = self.layout
-            if len(values) != len(layout):
-                return None
-            for value, (shape, dtype, slot) in zip(values, layout):
-                if value.__class__ is not np.ndarray or value.shape != shape or (
-                        value.dtype is not dtype and value.dtype != dtype):
-                    return None  # (a slot taken already is reset by the general path's copy)
-                # the array of the last step, aliased, needs nothing (take's first test)
-                if slot is not None and (value is not slot.fed or value.strides != slot.strides):
-                    slot.take(value, parameters)
+        for value, (shape, dtype, slot) in zip(feed.values(), layout):
+            if value.__class__ is not np.ndarray or value.shape != shape or (
+                    value.dtype is not dtype and value.dtype != dtype):
+                return None  # (a slot taken already is reset by the general path's copy)
+            # the array of the last step, aliased, needs nothing (take's first test, inline)
+            if slot is not None and (value is not slot.fed or value.strides != slot.strides):
+                slot.take(value, parameters)
         parameters.bind(scope)
         spec.whole(spec.address) if spec.whole is not None else spec.run_steps(scope)
         results = []

@@ -188,11 +188,6 @@ class NativeProgram:
         self._built = {}  # feed signature (or "dynamic") -> _Specialisation (DynamicBuild)
         #: (feed names in order, fetch names) -> the BoundCall of the last step run so
         self._calls = {}
-        #: the BoundCall that answered the last run (None: the general path did)
-        self._bound = None
-        #: (executor, feed names, fetch list items' ids, BoundCall, the items) of
-        #: Executor.run's last step
-        self._last_step = None
         #: sub-blocks: sizes are read at run time whatever the feeds
         self._blocks = len(program.blocks) > 1
 
@@ -272,7 +267,6 @@ class NativeProgram:
         if call is not None and (scope is None or isinstance(scope, Scope)):
             results = call.run(feed, global_scope() if scope is None else scope, return_numpy)
             if results is not None:  # the usual step: the layout of the last one fitted
-                self._bound = call
                 return results
         fetch_names = check("a compiled program", feed=feed, fetch=fetch_list, scope=scope)
         fetch_names = self.fetch_names if fetch_names is None else fetch_names
@@ -296,33 +290,16 @@ class NativeProgram:
         if key is not None and spec.xp is np:  # the next step with this layout: bound
             if len(self._calls) > 32:
                 self._calls.clear()
-            self._calls[key] = self._bound = BoundCall(spec, arrays, fetch_names)
+            self._calls[key] = BoundCall(spec, arrays, fetch_names)
         return results
 
     def _executor_run(self, executor, feed, fetch_list, scope, return_numpy):
-        # the usual step: the executor, the feed's names and the fetch list's items of the
-        # last step that a bound call answered (the place was checked for this executor
-        # then), so that call is tried again without working out its key
-        last = self._last_step
-        if (last is not None and executor is last[0] and fetch_list.__class__ is list
-                and list(map(id, fetch_list)) == last[2] and feed.__class__ is dict
-                and tuple(feed) == last[1] and (scope is None or isinstance(scope, Scope))):
-            results = last[3].run(feed, global_scope() if scope is None else scope,
-                                  return_numpy)
-            if results is not None:
-                return results
         want = "gpu" if self.target == "cuda" else "cpu"
         if executor.place.device != want:
             raise InvalidArgument(expected(
                 "Executor.run", f"the place of a program compiled for {self.target!r}",
                 "a CUDAPlace" if want == "gpu" else "CPUPlace", repr(executor.place)))
-        self._bound = None
-        results = self.run(feed, fetch_list, scope, return_numpy)
-        # (the fetch list's items are kept: their ids are not another object's meanwhile)
-        self._last_step = (executor, tuple(feed), list(map(id, fetch_list)), self._bound,
-                           tuple(fetch_list)) \
-            if self._bound is not None and fetch_list.__class__ is list else None
-        return results
+        return self.run(feed, fetch_list, scope, return_numpy)
 
 
 Executor.direct_programs.add(NativeProgram)  # Executor.run hands it its steps
