@@ -11,8 +11,8 @@ the 64 rows), in async mode each trainer steps on its own share at its own pace 
 is then a whole batch's worth of trainer steps). Each configuration runs ``--rounds``
 times, in turns, and the fastest run is kept. Bytes are the gRPC messages a trainer sends
 (gradients, barriers, requests) and receives (parameters) per step, and calls the gRPC
-calls it makes per step, as counted by its RPC client (a sync step is one
-``SendAndGetVariables`` per server; an async one a call per variable). The reference is
+calls it makes per step, as counted by its RPC client (a step, sync or async, is one
+``SendAndGetVariables`` per server). The reference is
 one process training on the whole batch; the ratio is the job's steps per second over it.
 All processes share this machine's cores (the figures are for the whole job on one
 machine, not for a cluster).

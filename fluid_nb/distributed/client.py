@@ -19,11 +19,11 @@ typed error naming the method, the endpoint and the variable:
 
 Several calls go out at once (:meth:`RPCClient.call_all`: a step's gradients to their
 servers): the first from the caller's thread, the others from threads the client keeps.
-:meth:`RPCClient.exchange` is a trainer's whole sync step with one server in one call
-(``SendAndGetVariables``: its gradients, its send barrier, the parameters it gets, its
-fetch barrier), to each server at once. Messages are built and values decoded by the
-caller's thread; gRPC only moves bytes, so the values a kernel sees are made where the
-kernel runs.
+:meth:`RPCClient.exchange` is a trainer's whole step with one server in one call
+(``SendAndGetVariables``: its gradients, in sync mode its send barrier, the parameters it
+gets, in sync mode its fetch barrier), to each server at once. Messages are built and
+values decoded by the caller's thread; gRPC only moves bytes, so the values a kernel sees
+are made where the kernel runs.
 """
 import collections
 import threading

@@ -1,4 +1,4 @@
-"""A trainer's sync step as one call per server: which RPC ops of a block travel together.
+"""A trainer's step as one call per server: which RPC ops of a block travel together.
 
 Fluid 1.8's transpiler writes a sync trainer step as one ``send`` per gradient (among the
 backward ops), a ``send_barrier``, one ``recv`` per parameter and a ``fetch_barrier``: four
@@ -21,8 +21,19 @@ only after it got them. The recvs then take their values from the barrier's call
 fetch barrier calls only the endpoints it names that the barrier did not cover. A step of
 ``S`` servers is ``S`` calls, made at once.
 
-Ops the plan does not group call as they always did: async mode (no barriers), a recv
-without a barrier before it (the startup's), a send to a server its barrier does not name.
+An async step (no send barrier: each gradient is applied when its server gets it, a get
+answers the parameter as it is) goes together the same way: the sends since the last RPC
+op that ends a group are deferred, and the run of recvs that follows them (``with_barrier``,
+not ``do_not_run``) is taken; its first recv (*leading*) makes one call per server the
+group names, without barriers: the server applies the gradients it carries, in order, as
+the separate sends, then answers the gets, as the separate recvs after them. The step's
+gradients reach the servers once the backward pass is done rather than while it runs, which
+async mode allows (Fluid's own async communicator sends them later still).
+
+Ops the plan does not group call as they always did: a recv without sends before it (the
+startup's), a send to a server its barrier does not name, sends no recv follows, a
+half-async barrier's step.
+
 What the ops leave for each other is kept per thread (:class:`_Left`), by op: a run that
 fails between a deferred send and its barrier leaves nothing behind, since the first send
 of the group starts the group afresh and the barrier clears what its followers would take.
@@ -36,13 +47,16 @@ DEFERRED, LEADING, TAKEN = "deferred", "leading", "taken"
 
 
 class Exchange:
-    """One send barrier's group: the ops it carries and, per endpoint, what it gets."""
+    """One step's group: the ops it carries and, per endpoint, what it gets."""
 
-    __slots__ = ("endpoints", "sends", "recvs", "gets", "fetch", "fenced")
+    __slots__ = ("endpoints", "barrier", "sends", "recvs", "gets", "fetch", "fenced")
 
-    def __init__(self, endpoints):
-        #: the barrier's endpoints, in its order: one call each
+    def __init__(self, endpoints, barrier=True):
+        #: the barrier's endpoints, in its order (async: the sends', then the recvs'): one
+        #: call each
         self.endpoints = endpoints
+        #: whether the calls carry the send barrier (sync) or not (async)
+        self.barrier = barrier
         #: the deferred send ops, in program order
         self.sends = []
         #: the taken recv ops and their ``[(endpoint, name)]`` sources
@@ -63,13 +77,17 @@ class Plan:
         for index, op in enumerate(ops):
             kind = op.type
             if kind == "send":
-                if op.attrs.get("use_send_handler", True) and send_endpoints(op):
+                if send_endpoints(op):
                     pending.append(op)
             elif kind == "send_barrier":
                 if not op.attrs.get("half_async", False):
                     self._group(op, pending, ops, index)
                 pending = []
-            elif kind in ("recv", "fetch_barrier"):
+            elif kind == "recv":
+                if pending and op not in self.roles:
+                    self._group_async(pending, ops, index)
+                pending = []
+            elif kind in _ENDS_GROUP:
                 pending = []
 
     def _group(self, barrier, pending, ops, index):
@@ -79,7 +97,7 @@ class Plan:
         exchange, named = Exchange(endpoints), set(endpoints)
         self.roles[barrier] = (LEADING, exchange)
         for send in pending:
-            if set(send_endpoints(send)) <= named:
+            if send.attrs.get("use_send_handler", True) and set(send_endpoints(send)) <= named:
                 exchange.sends.append(send)
                 self.roles[send] = (DEFERRED, exchange)
         after = index + 1
@@ -99,12 +117,45 @@ class Plan:
             exchange.fenced = frozenset(ops[after].attrs.get("endpoints") or ()) & named
             self.roles[ops[after]] = (TAKEN, exchange)
 
+    def _group_async(self, pending, ops, index):
+        """The run of recvs from ``ops[index]`` with the sends before it: one call per
+        endpoint they name, led by the first recv (nothing when no recv can be taken)."""
+        recvs, after = [], index
+        while after < len(ops) and ops[after].type == "recv":
+            sources = recv_sources(ops[after])
+            if sources is None or not ops[after].attrs.get("with_barrier", True) \
+                    or ops[after].attrs.get("do_not_run", 0):
+                break
+            recvs.append((ops[after], sources))
+            after += 1
+        if not recvs:
+            return
+        named = [endpoint for send in pending for endpoint in send_endpoints(send)]
+        named += [endpoint for _, sources in recvs for endpoint, _ in sources]
+        exchange = Exchange(list(dict.fromkeys(named)), barrier=False)
+        for send in pending:
+            exchange.sends.append(send)
+            self.roles[send] = (DEFERRED, exchange)
+        for op, sources in recvs:
+            exchange.recvs.append((op, sources))
+            for endpoint, name in sources:
+                exchange.gets[endpoint].append(name)
+            self.roles[op] = (TAKEN, exchange)
+        self.roles[recvs[0][0]] = (LEADING, exchange)
+
+
+#: RPC ops a deferred send must not be carried past: they call on their own
+_ENDS_GROUP = ("fetch_barrier", "distributed_lookup_table", "checkpoint_notify")
+
 
 def send_endpoints(op):
     """The endpoints a send op calls (None when its attributes do not say one per value:
-    its kernel then refuses it on its own)."""
+    its kernel then refuses it on its own; a notice, ``use_send_handler`` false, goes to
+    every endpoint of ``epmap``)."""
     epmap = list(op.attrs.get("epmap") or ())
     names = list(op.attrs.get("send_varnames") or ())
+    if not op.attrs.get("use_send_handler", True) and not names:
+        return epmap or None
     wanted = len(names) if names else len(op.inputs.get("X", []))
     return epmap if epmap and len(epmap) == wanted else None
 
@@ -170,19 +221,21 @@ def defer(op, exchange, jobs, trainer_id):
 
 
 def lead(rpc, exchange):
-    """The barrier's calls: per endpoint, what was queued, the barrier, the gets and the
-    fetch barrier; the values got are left for the recvs, the endpoints told for the
-    fetch barrier."""
+    """The group's calls: per endpoint, what was queued, the barrier (sync), the gets and
+    the fetch barrier; the values got are left for the recvs, the endpoints told for the
+    fetch barrier. An async group calls only the endpoints it has something for."""
     queued = _left.queued.pop(exchange, {})
     taken = _left.taken
     for op, _ in exchange.recvs:
         taken.pop(op, None)
     if exchange.fetch is not None:
         taken.pop(exchange.fetch, None)
-    got = rpc.exchange({endpoint: (queued.get(endpoint, ()), True, exchange.gets[endpoint],
+    barrier, gets = exchange.barrier, exchange.gets
+    got = rpc.exchange({endpoint: (queued.get(endpoint, ()), barrier, gets[endpoint],
                                    endpoint in exchange.fenced)
-                        for endpoint in exchange.endpoints})
-    values = {endpoint: iter(got[endpoint]) for endpoint in exchange.endpoints}
+                        for endpoint in exchange.endpoints
+                        if barrier or gets[endpoint] or endpoint in queued})
+    values = {endpoint: iter(found) for endpoint, found in got.items()}
     for op, sources in exchange.recvs:
         taken[op] = [next(values[endpoint]) for endpoint, _ in sources]
     if exchange.fetch is not None:
@@ -190,6 +243,6 @@ def lead(rpc, exchange):
 
 
 def take(op):
-    """What the barrier left for ``op`` (a recv's values, a fetch barrier's endpoints
-    told), once; None when it left nothing (the op then calls on its own)."""
+    """What the group's leader left for ``op`` (a recv's values, a fetch barrier's
+    endpoints told), once; None when it left nothing (the op then calls on its own)."""
     return _left.taken.pop(op, None)

@@ -6,7 +6,8 @@ Trainer side: ``send``, ``recv``, ``send_barrier``, ``fetch_barrier`` and
 process's :func:`~fluid_nb.distributed.client.client` and return once all have answered
 (or raise the first typed error). In a sync step the sends, the barrier, the recvs and the
 fetch barrier go together (:mod:`.exchange`): the sends leave their encoded values with the
-barrier, which makes one call per server and leaves the values got for the recvs. Their
+barrier, which makes one call per server and leaves the values got for the recvs; in an
+async step the first recv after the sends makes the calls. Their
 messages carry the process's trainer id (see :func:`~fluid_nb.distributed.client.client`).
 Server side: ``listen_and_serv`` runs
 :class:`~fluid_nb.distributed.listen_and_serv.ParameterServer` until its trainers are done.
@@ -61,10 +62,10 @@ def _send(ctx, xs):
     names = list(ctx.attrs["send_varnames"])
     if names:  # one variable, cut by rows, piece j to epmap[j] as names[j]
         epmap = _endpoints(ctx, "epmap", len(names), "name in send_varnames")
-        if xs[0] is None:
-            return None
-        pieces = _rows_pieces("send", xs[0], ctx.attrs["sections"])
-        jobs = list(zip(epmap, names, pieces))
+        # nothing to send still counts as the op's run (a deferred group's first send
+        # starts the group afresh)
+        jobs = [] if xs[0] is None else list(zip(
+            epmap, names, _rows_pieces("send", xs[0], ctx.attrs["sections"])))
     elif not ctx.attrs["use_send_handler"]:  # a notice (a step counter) to every server
         jobs = [(ep, name, value) for name, value in zip(ctx.input_names("X"), xs)
                 if _has_value(value) for ep in ctx.attrs["epmap"]]
@@ -91,8 +92,11 @@ def _has_value(value):
 def _recv(ctx, xs):
     if ctx.attrs["do_not_run"]:
         return None
-    got = exchange.take(ctx.op)  # the values its barrier's calls brought, if they did
     rpc = client(ctx.attrs["trainer_id"])
+    role = exchange.role_of(ctx.op)
+    if role is not None and role[0] == exchange.LEADING:  # an async step's one call per server
+        exchange.lead(rpc, role[1])
+    got = exchange.take(ctx.op)  # the values its group's calls brought, if they did
     trainer = rpc.trainer_id
     barrier = ctx.attrs["with_barrier"]
     outs = ctx.output_names("Out")

@@ -41,7 +41,9 @@ between them (without it the round could never turn), else it is refused.
 
 Async mode (1, and half-async 2): each received gradient runs its optimize block
 (``grad_to_block_id``) at once, and a trainer's step counter (``@LR_DECAY_COUNTER@...``) the
-learning-rate schedule's block; gets are answered at once; barriers are acknowledged.
+learning-rate schedule's block; gets are answered at once; barriers are acknowledged. A
+batch (an async trainer's step) is taken whole: its variables applied in order, each as
+its own call would be, then its gets answered with the values they left.
 Once a trainer has finished, the others must each be heard from within the round deadline.
 
 ``COMPLETE@RECV`` (a trainer's ``exe.close()``) takes the trainer out of the barriers; the

@@ -3,6 +3,7 @@ keep Fluid's one op per variable: the plan that groups a block's RPC ops, the ba
 form, the number of calls a trainer makes per step with 1 and 2 servers, and a server that
 takes a batching trainer and a trainer calling per variable in the same rounds."""
 import collections
+import json
 import threading
 
 import numpy as np
@@ -63,10 +64,29 @@ def test_a_sync_step_groups_every_send_recv_and_barrier_under_the_send_barrier()
     assert sum(map(len, group.gets.values())) == len(asked) > len(ENDPOINTS)
 
 
-def test_ops_outside_a_sync_step_call_on_their_own():
+def test_an_async_step_groups_its_sends_under_the_first_recv_after_them():
     program, startup = _transpiled(sync=False)  # async: no barriers
-    assert [role for _, role in _roles(program)] == [None] * len(_roles(program))
+    roles = _roles(program)
+    assert {kind for kind, _ in roles} == {"send", "recv"}
+    kinds = [(kind, role[0]) for kind, role in roles]
+    first_recv = kinds.index(("recv", exchange.LEADING))
+    assert set(kinds[:first_recv]) == {("send", exchange.DEFERRED)}
+    assert set(kinds[first_recv + 1:]) == {("recv", exchange.TAKEN)}
+    group, = {role[1] for _, role in roles}
+    assert not group.barrier and group.fetch is None and set(group.endpoints) == set(ENDPOINTS)
+    asked = [source for _, sources in group.recvs for source in sources]
+    for endpoint in ENDPOINTS:
+        assert group.gets[endpoint] == [name for ep, name in asked if ep == endpoint]
     assert all(role is None for _, role in _roles(startup))  # the startup's recvs
+
+
+def test_async_sends_no_recv_follows_call_on_their_own():
+    program, _ = _transpiled(sync=False)
+    block = program.global_block()
+    for index in reversed(range(len(block.ops))):
+        if block.ops[index].type == "recv":
+            block._remove_op(index)
+    assert [role for _, role in _roles(program)] == [None] * len(_roles(program))
 
 
 def test_a_send_to_a_server_its_barrier_does_not_name_is_not_deferred():
@@ -139,6 +159,37 @@ def test_a_sync_step_is_one_call_per_server(tmp_path, servers, short_deadline):
         assert rpc.calls == closed
     for got, want in zip(values, expected_params(servers, 1, 0, steps)):
         np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("servers", [1, 2])
+def test_an_async_step_is_one_call_per_server(tmp_path, servers, short_deadline):
+    """Each server applies the step's gradient as it comes and answers the parameter as the
+    gradient left it: after ``n`` steps ``w{k} = 1 - n * 0.1 * (k + 1)``, as per variable."""
+    endpoints = free_endpoints(servers)
+    steps = 3
+    with Job(tmp_path, FAST) as job:
+        for k in range(servers):
+            job.start(f"pserver{k}", [PROGRAMS, "pserver", ",".join(endpoints), k, 1, 1])
+        main, startup = trainer_programs(endpoints, 0, 1, 1)
+        scope, exe = fluid.Scope(), fluid.Executor(fluid.CPUPlace())
+        exe.run(startup, scope=scope)
+        rpc = client()
+        names = [f"w{k}" for k in range(servers)]
+        for step in range(steps):
+            before = collections.Counter(rpc.calls)
+            values = exe.run(main, scope=scope, fetch_list=names)
+            made = collections.Counter(rpc.calls)
+            made.subtract(before)
+            assert +made == {pb.BATCH_METHOD: servers}
+            for got, want in zip(values, expected_params(servers, 1, 1, step + 1)):
+                np.testing.assert_allclose(got, want, rtol=1e-6)
+        exe.close()
+        assert job.wait(timeout=30) == {f"pserver{k}": 0 for k in range(servers)}
+        finals = [[json.loads(line[len("final "):]) for line
+                   in job.output(f"pserver{k}").splitlines() if line.startswith("final ")]
+                  for k in range(servers)]
+    for final, want in zip(finals, expected_params(servers, 1, 1, steps)):  # the servers end
+        np.testing.assert_allclose(np.reshape(final, SHAPE), want, rtol=1e-6)  # with them
 
 
 def test_a_batching_trainer_and_one_calling_per_variable_share_the_rounds(tmp_path,
