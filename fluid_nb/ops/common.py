@@ -99,6 +99,7 @@ def unbroadcast(xp, grad, shape):
 
 
 _SUM_AXES = {}  # (grad shape, operand shape, other shape, axis) -> axes to sum over
+_LEADING = [tuple(range(n)) for n in range(65)]  # n -> the first n axes (a bias's sum)
 
 
 def unbroadcast_for_axis(xp, grad, shape, other_shape, axis):
@@ -159,7 +160,7 @@ def elementwise_op(type, forward, backward, needs=("X", "Y"), doc=None, needs_ou
         doc = doc or f"Out = {formula.expr} (Paddle's ``axis`` broadcast)."
     def kernel(ctx, x, y):
         axis = ctx.attrs["axis"]
-        if x.shape == y.shape or axis == -1 or axis == x.ndim - y.ndim:
+        if axis == -1 or axis == x.ndim - y.ndim or x.shape == y.shape:
             return forward(ctx.xp, x, y)  # NumPy's trailing broadcast is Paddle's rule here
         xa, ya = aligned(ctx.xp, x, y, axis)
         return forward(ctx.xp, xa, ya)
@@ -171,8 +172,16 @@ def elementwise_op(type, forward, backward, needs=("X", "Y"), doc=None, needs_ou
             dx, dy = backward(xp, x, y, out, dout, want_x, want_y)
             return ((dx.astype(x.dtype, copy=False) if want_x and dx is not None else None),
                     (dy.astype(y.dtype, copy=False) if want_y and dy is not None else None))
-        if axis == -1 or axis == x.ndim - y.ndim:  # trailing alignment: NumPy's own rule
+        lead = x.ndim - y.ndim
+        if axis == -1 or axis == lead:  # trailing alignment: NumPy's own rule
             xa, ya = x, y
+            if lead > 0 and x.shape == dout.shape and y.shape == dout.shape[lead:]:
+                # a bias (fc's): Y is dOut's last dims, so dY sums the leading ones away
+                # (a gradient has dOut's shape: its formula is elementwise in dOut)
+                dx, dy = backward(xp, x, y, out, dout, want_x, want_y)
+                return ((dx.astype(x.dtype, copy=False) if want_x and dx is not None else None),
+                        (dy.sum(axis=_LEADING[lead]).astype(y.dtype, copy=False)
+                         if want_y and dy is not None else None))
         else:
             xa, ya = aligned(xp, x, y, axis)
         dx, dy = backward(xp, xa, ya, out, dout, want_x, want_y)

@@ -4,6 +4,8 @@ Shapes follow Paddle 2.6, where reductions to a single value are 0-D: ``mean``, 
 ``reduce_*`` over every dim without ``keep_dim``, and ``matmul``/``matmul_v2`` of two
 vectors all give shape ``[]``.
 """
+import numpy as np
+
 from ..errors import InvalidArgument, Unimplemented, expected
 from ..tensor.tensor import LoDTensor, LoDTensorArray, SelectedRows
 from ..tensor.dtypes import VarType, convert_dtype, to_numpy_dtype
@@ -292,12 +294,20 @@ def_op("mean", inputs=["X"], outputs=["Out"],
        kernel=lambda ctx, x: ctx.xp.asarray(x.sum() / x.size, dtype=x.dtype),
        doc="Out = sum(X) / numel(X), a 0-D tensor (shape [] as in Paddle 2.6; [1] before).")
 
+
+def _mean_grad(ctx, x, dout):
+    count = max(x.size, 1)
+    if dout.__class__ is np.ndarray:  # on the host dOut is read as a number: W1's mean_grad
+        dx = np.empty(x.shape, dtype=x.dtype)  # takes 11k instructions instead of 19k
+        dx.fill(np.float64(dout.item(0)) / count)  # casts as the assignment below does
+        return dx
+    # dOut divided in float64 as a 0-d array: on a device it fills dX there
+    return _filled(ctx.xp, x.shape, x.dtype, dout.reshape(-1)[0].astype("float64") / count)
+
+
 def_op("mean_grad", inputs=["X", "Out@GRAD"], outputs=["X@GRAD"],
        infer_shape=grads_like(**{"X@GRAD": "X"}), share_lod=("X", ["X@GRAD"]),
-       # dOut divided in float64 as a 0-d array: on a device it fills dX there
-       kernel=lambda ctx, x, dout: _filled(
-           ctx.xp, x.shape, x.dtype, dout.reshape(-1)[0].astype("float64") / max(x.size, 1)),
-       doc="dX = dOut / numel(X) everywhere.")
+       kernel=_mean_grad, doc="dX = dOut / numel(X) everywhere.")
 
 
 # --- reductions ------------------------------------------------------------------------------
@@ -495,7 +505,7 @@ def _plain_matrices(x, y, attrs):
 
 def _mul_kernel(ctx, x, y):
     if _plain_matrices(x, y, ctx.attrs):
-        return x @ y
+        return x.dot(y)  # for 2-D the same product as @, without the matmul ufunc's setup
     xm, ym, shape = _mul_matrices(x, y, ctx.attrs)
     return ctx.xp.matmul(xm, ym).reshape(shape)
 
@@ -517,8 +527,8 @@ def _transposed_weight(ctx, y):
 
 def _mul_grad_kernel(ctx, x, y, dout):
     if _plain_matrices(x, y, ctx.attrs):
-        return ((dout @ _transposed_weight(ctx, y)) if ctx.wants("X@GRAD") else None,
-                (x.T @ dout) if ctx.wants("Y@GRAD") else None)
+        return (dout.dot(_transposed_weight(ctx, y)) if ctx.wants("X@GRAD") else None,
+                x.T.dot(dout) if ctx.wants("Y@GRAD") else None)
     xm, ym, _ = _mul_matrices(x, y, ctx.attrs)
     dm = dout.reshape(xm.shape[0], ym.shape[1])
     dx, dy = _product_grads(ctx.xp, xm, ym, dm, ctx.wants("X@GRAD"), ctx.wants("Y@GRAD"))

@@ -406,3 +406,99 @@ def test_python_operators_floordiv_and_mod_build_checked_ops():
                            fetch_list=[q, m], scope=fluid.Scope())
     np.testing.assert_array_equal(got_q, [3, -4, -3])
     np.testing.assert_array_equal(got_m, [1, 1, -3])
+
+
+# --- the small-tensor paths pinned to the general ones --------------------------------------
+class _Wanting(_Ctx):
+    """A kernel context that wants every output slot."""
+
+    def __init__(self, axis):
+        self.attrs = {"axis": axis}
+
+    def wants(self, slot):
+        return True
+
+
+def _grads(op_type, x, y, dout, axis):
+    out = x / y if op_type == "elementwise_div" else None  # the only grad that reads Out
+    return _kernel(op_type + "_grad")(_Wanting(axis), x, y, out, dout)
+
+
+BIAS_SHAPES = [((20, 1), (1,), 1),        # fc's bias, its axis given
+               ((5, 3, 4), (4,), -1),     # trailing alignment
+               ((5, 3, 4), (3, 4), 1),
+               ((1, 3, 4), (4,), 2),      # a leading dim of 1 summed too
+               ((0, 4), (4,), 1)]         # an empty batch: dY is zeros
+
+
+@pytest.mark.parametrize("op_type", ["elementwise_add", "elementwise_sub", "elementwise_mul",
+                                     "elementwise_div", "elementwise_max", "elementwise_min"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("x_shape,y_shape,axis", BIAS_SHAPES)
+def test_bias_gradient_is_the_general_sum_over_broadcast_dims(op_type, dtype, x_shape,
+                                                              y_shape, axis):
+    # the general path: Y given its leading dims as 1s (equal ranks), then reshaped back
+    x, dout = apart(*x_shape).astype(dtype), r(*x_shape, dtype=dtype)
+    y = r(*y_shape, dtype=dtype, low=0.5, high=2)
+    padded = y.reshape((1,) * (len(x_shape) - len(y_shape)) + y_shape)
+    dx, dy = _grads(op_type, x, y, dout, axis)
+    general_dx, general_dy = _grads(op_type, x, padded, dout, -1)
+    np.testing.assert_array_equal(dx, general_dx)
+    np.testing.assert_array_equal(dy, general_dy.reshape(y_shape))
+    assert dx.dtype == dy.dtype == np.dtype(dtype) and dy.shape == y_shape
+
+
+def test_bias_gradient_of_strided_and_integer_operands():
+    base = r(13, 20)
+    x, dout = base.T, r(20, 13)  # a transposed view, and a plain array
+    y = r(13)
+    dx, dy = _grads("elementwise_add", x, y, dout, 1)
+    np.testing.assert_array_equal(dy, dout.sum(axis=0))
+    np.testing.assert_array_equal(dx, dout)
+    dx, dy = _grads("elementwise_mul", x, y, dout[:, ::-1], 1)  # a reversed view as dOut
+    np.testing.assert_array_equal(dy, (dout[:, ::-1] * x).sum(axis=0))
+    xi, yi = np.arange(12, dtype="int32").reshape(4, 3), np.array([1, 2, 3], "int32")
+    dx, dy = _grads("elementwise_sub", xi, yi, np.ones((4, 3), "int32"), -1)
+    assert dy.dtype == np.int32 and dy.tolist() == [-4, -4, -4] and dx.dtype == np.int32
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "int32"])
+def test_mean_grad_on_the_host_fills_as_on_a_device(dtype):
+    from fluid_nb.testing import strict_device as device
+    x = np.zeros((7, 3), dtype)
+    for value in (3.0, 1.0, -2.5):
+        dout = np.array(value, dtype)
+        host = _kernel("mean_grad")(_Ctx(), x, dout)
+        ctx = _Ctx()
+        ctx.xp = device.xp
+        on_device = device.to_host(_kernel("mean_grad")(ctx, device.to_device(x),
+                                                        device.to_device(dout)))
+        want = np.empty((7, 3), dtype)
+        want[...] = np.float64(dout) / 21
+        np.testing.assert_array_equal(host, want)
+        np.testing.assert_array_equal(on_device, want)
+        assert host.dtype == on_device.dtype == np.dtype(dtype)
+
+
+def test_mean_grad_casts_out_of_range_values_as_numpy_casts():
+    # a negative gradient for unsigned X wraps as NumPy's float64 -> uint8 cast does
+    got = _kernel("mean_grad")(_Ctx(), np.zeros(3, "uint8"), np.array(-9.0, "float32"))
+    want = np.empty(3, "uint8")
+    want[...] = np.float64(-3.0)
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
+def test_mul_of_plain_matrices_is_the_matrix_product_for_any_layout(dtype):
+    ctx = _Ctx()
+    ctx.attrs = {"x_num_col_dims": 1, "y_num_col_dims": 1}
+    ctx.wants = lambda slot: True
+    ctx.cache = {}
+    x = (r(6, 4) * 8).astype(dtype).T  # a transposed view: [4, 6]
+    y = np.asfortranarray((r(6, 5) * 8).astype(dtype))
+    np.testing.assert_allclose(_kernel("mul")(ctx, x, y), np.matmul(x, y), rtol=1e-6)
+    dout = (r(4, 5) * 8).astype(dtype)
+    dx, dy = _kernel("mul_grad")(ctx, x, y, dout)
+    np.testing.assert_allclose(dx, np.matmul(dout, y.T), rtol=1e-6)
+    np.testing.assert_allclose(dy, np.matmul(x.T, dout), rtol=1e-6)
+    assert dx.dtype == dy.dtype == np.dtype(dtype)
