@@ -134,6 +134,16 @@ def short_deadline(monkeypatch):
     monkeypatch.setitem(flags._values, "FLAGS_rpc_deadline", 20000)
 
 
+def _step_counting_calls(exe, main, scope, names):
+    """A trainer step's fetched values and the calls it made, by method."""
+    rpc = client()
+    before = collections.Counter(rpc.calls)
+    values = exe.run(main, scope=scope, fetch_list=names)
+    made = collections.Counter(rpc.calls)
+    made.subtract(before)
+    return values, +made
+
+
 @pytest.mark.parametrize("servers", [1, 2])
 def test_a_sync_step_is_one_call_per_server(tmp_path, servers, short_deadline):
     endpoints = free_endpoints(servers)
@@ -147,11 +157,8 @@ def test_a_sync_step_is_one_call_per_server(tmp_path, servers, short_deadline):
         rpc = client()
         names = [f"w{k}" for k in range(servers)]
         for _ in range(steps):
-            before = collections.Counter(rpc.calls)
-            values = exe.run(main, scope=scope, fetch_list=names)
-            made = collections.Counter(rpc.calls)
-            made.subtract(before)
-            assert +made == {pb.BATCH_METHOD: servers}
+            values, made = _step_counting_calls(exe, main, scope, names)
+            assert made == {pb.BATCH_METHOD: servers}
         exe.close()
         assert job.wait(timeout=30) == {f"pserver{k}": 0 for k in range(servers)}
         closed = collections.Counter(rpc.calls)
@@ -173,14 +180,10 @@ def test_an_async_step_is_one_call_per_server(tmp_path, servers, short_deadline)
         main, startup = trainer_programs(endpoints, 0, 1, 1)
         scope, exe = fluid.Scope(), fluid.Executor(fluid.CPUPlace())
         exe.run(startup, scope=scope)
-        rpc = client()
         names = [f"w{k}" for k in range(servers)]
         for step in range(steps):
-            before = collections.Counter(rpc.calls)
-            values = exe.run(main, scope=scope, fetch_list=names)
-            made = collections.Counter(rpc.calls)
-            made.subtract(before)
-            assert +made == {pb.BATCH_METHOD: servers}
+            values, made = _step_counting_calls(exe, main, scope, names)
+            assert made == {pb.BATCH_METHOD: servers}
             for got, want in zip(values, expected_params(servers, 1, 1, step + 1)):
                 np.testing.assert_allclose(got, want, rtol=1e-6)
         exe.close()

@@ -26,6 +26,14 @@ def _compiled(main, startup, feed, fetch):
     return exe, scope, native.compile(main, feed, fetch, scope=scope)
 
 
+def _set_weight(main, scope, value):
+    """Replace the predictor's weight (its one 2-D parameter) in ``scope`` by ``value``s."""
+    weight = next(v.name for v in main.global_block().vars.values() if v.persistable
+                  and len(v.shape) == 2)
+    scope.find_var(weight).get_tensor().set(np.full((4, 3), value, "float32"),
+                                            fluid.CPUPlace())
+
+
 def _same_as_interpreter(exe, main, program, scope, feed, fetch):
     want = exe.run(main, feed=feed, fetch_list=fetch, scope=scope)
     got = exe.run(program, feed=feed, fetch_list=fetch, scope=scope)
@@ -70,10 +78,7 @@ def test_a_parameter_replaced_in_the_scope_is_read_by_the_next_step():
     x = np.random.RandomState(3).rand(5, 4).astype("float32")
     exe, scope, program = _compiled(main, startup, {"x": x}, [out])
     before = _same_as_interpreter(exe, main, program, scope, {"x": x}, [out])
-    weight = next(v.name for v in main.global_block().vars.values() if v.persistable
-                  and len(v.shape) == 2)
-    scope.find_var(weight).get_tensor().set(np.full((4, 3), 0.5, "float32"),
-                                            fluid.CPUPlace())
+    _set_weight(main, scope, 0.5)
     after = _same_as_interpreter(exe, main, program, scope, {"x": x}, [out])
     assert not np.allclose(before[0], after[0])
 
@@ -192,10 +197,7 @@ def test_two_scopes_taking_turns_each_give_the_step_their_parameters():
     exe, scope, program = _compiled(main, startup, {"x": x}, [out])
     other = fluid.Scope()
     exe.run(startup, scope=other)
-    weight = next(v.name for v in main.global_block().vars.values() if v.persistable
-                  and len(v.shape) == 2)
-    other.find_var(weight).get_tensor().set(np.full((4, 3), -0.25, "float32"),
-                                            fluid.CPUPlace())
+    _set_weight(main, other, -0.25)
     fetch = [out]  # one list object for every step
     for _ in range(2):
         mine = _same_as_interpreter(exe, main, program, scope, {"x": x}, fetch)
