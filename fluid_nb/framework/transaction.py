@@ -162,10 +162,7 @@ def append_one_op(block, op_type, inputs, attrs, dtype, layer_type=None):
                 block._remove_var(name)
                 _forget_in_live_session(block.program, (), (name,))
             # no undo log while it succeeds: the failure takes back the name it took
-            if layer_type:
-                generate.take_back_temporary(layer_type)
-            else:
-                generate.take_back([("tmp", generate.ids["tmp"] - 1)])
+            generate.take_back_temporary(layer_type or None)
         raise
     return out
 

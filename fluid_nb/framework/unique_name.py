@@ -32,10 +32,14 @@ class UniqueNameGenerator:
             undo += ((layer_type, n), (key, m))
         return f"{self.prefix}{key}_{m}"
 
-    def take_back_temporary(self, layer_type):
-        """Undo the last ``temporary(layer_type)`` (no name handed out since): a one-op
-        layer that failed outside a transaction, which logs nothing while it succeeds."""
+    def take_back_temporary(self, layer_type=None):
+        """Undo the last ``temporary(layer_type)`` (``self("tmp")`` for None), no name
+        handed out since: a one-op layer that failed outside a transaction, which logs
+        nothing while it succeeds."""
         ids = self.ids
+        if layer_type is None:
+            self.take_back([("tmp", ids["tmp"] - 1)])
+            return
         n = ids[layer_type] - 1
         key = f"{self.prefix}{layer_type}_{n}.tmp"
         self.take_back([(layer_type, n), (key, ids[key] - 1)])

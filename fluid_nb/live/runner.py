@@ -16,7 +16,6 @@ from ..errors import PreconditionNotMet
 from ..exec.binding import KernelContext, bind_op, prepare_op
 from ..exec.feed_fetch import feed_tensor
 from ..exec.run_loop import op_error, output_values
-from ..exec.scope import ScopeVariable
 from ..tensor.tensor import LoDTensor
 from ..framework.program import EMPTY_VAR_NAME
 from ..memory import arena as _arena
@@ -212,9 +211,7 @@ class OpRunner:
             if holder is None or holder.value is None:
                 holder = self._provide_input(op, name)
             ins += holder,
-        out = find(out_name)
-        if out is None:  # (what scope.var makes, without asking its dict again)
-            out = scope.vars[out_name] = ScopeVariable(out_name)
+        out = find(out_name) or scope.var(out_name)
         ctx = KernelContext(op, self.place, self.executor, scope, wanted)
         # a partial of a module-level step, not a closure: an appended op keeps its step
         # alive, and a partial is two objects for the collector where a closure is eight

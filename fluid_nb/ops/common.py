@@ -102,6 +102,13 @@ _SUM_AXES = {}  # (grad shape, operand shape, other shape, axis) -> axes to sum 
 _LEADING = [tuple(range(n)) for n in range(65)]  # n -> the first n axes (a bias's sum)
 
 
+def _in_operand_types(dx, dy, x, y, want_x, want_y):
+    """An elementwise op's wanted gradients, shaped as their operands already, in their
+    operands' types."""
+    return ((dx.astype(x.dtype, copy=False) if want_x and dx is not None else None),
+            (dy.astype(y.dtype, copy=False) if want_y and dy is not None else None))
+
+
 def unbroadcast_for_axis(xp, grad, shape, other_shape, axis):
     """The gradient of an operand of ``shape`` broadcast against ``other_shape`` under
     Paddle's ``axis`` rule: ``grad`` summed over the broadcast dims, reshaped to ``shape``."""
@@ -169,9 +176,8 @@ def elementwise_op(type, forward, backward, needs=("X", "Y"), doc=None, needs_ou
         xp, axis = ctx.xp, ctx.attrs["axis"]
         want_x, want_y = ctx.wants("X@GRAD"), ctx.wants("Y@GRAD")
         if x.shape == y.shape == dout.shape:  # nothing was broadcast: nothing to sum back
-            dx, dy = backward(xp, x, y, out, dout, want_x, want_y)
-            return ((dx.astype(x.dtype, copy=False) if want_x and dx is not None else None),
-                    (dy.astype(y.dtype, copy=False) if want_y and dy is not None else None))
+            return _in_operand_types(*backward(xp, x, y, out, dout, want_x, want_y), x, y,
+                                     want_x, want_y)
         lead = x.ndim - y.ndim
         if axis == -1 or axis == lead:  # trailing alignment: NumPy's own rule
             xa, ya = x, y
@@ -179,9 +185,9 @@ def elementwise_op(type, forward, backward, needs=("X", "Y"), doc=None, needs_ou
                 # a bias (fc's): Y is dOut's last dims, so dY sums the leading ones away
                 # (a gradient has dOut's shape: its formula is elementwise in dOut)
                 dx, dy = backward(xp, x, y, out, dout, want_x, want_y)
-                return ((dx.astype(x.dtype, copy=False) if want_x and dx is not None else None),
-                        (dy.sum(axis=_LEADING[lead]).astype(y.dtype, copy=False)
-                         if want_y and dy is not None else None))
+                if want_y and dy is not None:
+                    dy = dy.sum(axis=_LEADING[lead])
+                return _in_operand_types(dx, dy, x, y, want_x, want_y)
         else:
             xa, ya = aligned(xp, x, y, axis)
         dx, dy = backward(xp, xa, ya, out, dout, want_x, want_y)

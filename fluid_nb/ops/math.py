@@ -297,9 +297,9 @@ def_op("mean", inputs=["X"], outputs=["Out"],
 
 def _mean_grad(ctx, x, dout):
     count = max(x.size, 1)
-    if dout.__class__ is np.ndarray:  # on the host dOut is read as a number: W1's mean_grad
-        dx = np.empty(x.shape, dtype=x.dtype)  # takes 11k instructions instead of 19k
-        dx.fill(np.float64(dout.item(0)) / count)  # casts as the assignment below does
+    if dout.__class__ is np.ndarray:  # on the host dOut is read as a number, which is
+        dx = np.empty(x.shape, dtype=x.dtype)  # cheaper than a 0-d array's arithmetic
+        dx.fill(np.float64(dout.item(0)) / count)  # (cast as the assignment below casts)
         return dx
     # dOut divided in float64 as a 0-d array: on a device it fills dX there
     return _filled(ctx.xp, x.shape, x.dtype, dout.reshape(-1)[0].astype("float64") / count)
