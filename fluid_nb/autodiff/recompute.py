@@ -78,7 +78,7 @@ def _seed_dropouts(block, path):
                                    attrs={"seed": seed, "op_role": OP_ROLE_FORWARD})
         path.insert(path.index(dropout), seed_op)
         saved = {k: dropout.attrs.pop(k) for k in ("fix_seed", "seed") if k in dropout.attrs}
-        dropout.inputs["Seed"] = [name]
+        dropout.inputs["Seed"] = (name,)
         done.append((seed_op, dropout, saved))
     return done
 

@@ -101,14 +101,14 @@ def op_error(exc, op, index=None):
     where = f"op '{op.type}' (block {op.block.idx}, op {index})"
     if op.source is not None:
         where += f", added at {op.source[0]}:{op.source[1]}"
-    shapes = ", ".join(f"{slot}={args}" for slot, args in op.inputs.items())
+    shapes = ", ".join(f"{slot}={list(args)}" for slot, args in op.inputs.items())
     if isinstance(exc, FluidError):
         message = str(exc)
         if not message.startswith(op.type) and "op '" not in message:
             message = f"{where}: {message}"
         new = type(exc)(message)
     elif isinstance(exc, MemoryError):
-        outputs = ", ".join(f"{slot}={args}" for slot, args in op.outputs.items())
+        outputs = ", ".join(f"{slot}={list(args)}" for slot, args in op.outputs.items())
         new = ResourceExhausted(_memory_summary(f"{where} computing {outputs}", exc))
     elif isinstance(exc, AttributeError) and "'NoneType'" in str(exc):
         new = PreconditionNotMet(f"{where}: inputs expected to hold values, but one of "

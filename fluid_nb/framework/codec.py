@@ -295,8 +295,8 @@ def _only_kind_fields(var_type, field):
 
 def _decode_op(block, o):
     from . import registry
-    inputs = {item.parameter: list(item.arguments) for item in o.inputs}
-    outputs = {item.parameter: list(item.arguments) for item in o.outputs}
+    inputs = {item.parameter: tuple(item.arguments) for item in o.inputs}
+    outputs = {item.parameter: tuple(item.arguments) for item in o.outputs}
     attrs, attr_types = {}, {}
     callstack = ()
     for a in o.attrs:

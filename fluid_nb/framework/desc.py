@@ -22,7 +22,7 @@ Example::
 from ..errors import InvalidArgument, InvalidType, NotFound, OutOfRange, expected
 from ..tensor.dtypes import VarType
 from .attrs import AttrType, guess_attr_type, normalize_attr
-from .program import EMPTY_VAR_NAME, GRAD_SUFFIX, Block, Operator
+from .program import EMPTY_VAR_NAME, GRAD_SUFFIX, Block, Operator, rename_argument
 from . import registry
 
 #: attributes Fluid's op maker adds to every op, and the value an op has when nothing set
@@ -96,11 +96,11 @@ class OpDesc:
         return [n for args in self._op.outputs.values() for n in args]
 
     def set_input(self, slot, args):
-        self._op.inputs[_text(slot)] = [_text(a) for a in args]
+        self._op.inputs[_text(slot)] = tuple(_text(a) for a in args)
         _changed(self._op)
 
     def set_output(self, slot, args):
-        self._op.outputs[_text(slot)] = [_text(a) for a in args]
+        self._op.outputs[_text(slot)] = tuple(_text(a) for a in args)
         _changed(self._op)
 
     def remove_input(self, slot):
@@ -113,14 +113,12 @@ class OpDesc:
 
     def _rename_input(self, old, new):
         old, new = _text(old), _text(new)
-        for args in self._op.inputs.values():
-            args[:] = [new if a == old else a for a in args]
+        rename_argument(self._op.inputs, old, new)
         _changed(self._op)
 
     def _rename_output(self, old, new):
         old, new = _text(old), _text(new)
-        for args in self._op.outputs.values():
-            args[:] = [new if a == old else a for a in args]
+        rename_argument(self._op.outputs, old, new)
         _changed(self._op)
 
     # --- attributes ---------------------------------------------------------------------
@@ -251,8 +249,8 @@ class OpDesc:
                                        type(other).__name__))
         op = self._op
         op.type = source.type
-        op.inputs = {slot: list(args) for slot, args in source.inputs.items()}
-        op.outputs = {slot: list(args) for slot, args in source.outputs.items()}
+        op.inputs = dict(source.inputs)  # (argument tuples are never changed in place)
+        op.outputs = dict(source.outputs)
         op.attrs = {name: (list(v) if isinstance(v, list) else v)
                     for name, v in source.attrs.items()}
         op.attr_types = dict(source.attr_types)
@@ -484,7 +482,7 @@ def get_grad_op_desc(op_desc, no_grad_set, grad_sub_block):
     descs, grad_to_var = [], {}
     forward_inputs = set(op.input_arg_names)
     for grad in spec.grad(context):
-        outputs = {slot: [a for a in args if a != EMPTY_VAR_NAME]
+        outputs = {slot: tuple(a for a in args if a != EMPTY_VAR_NAME)
                    for slot, args in grad.outputs.items()}
         for name in (a for args in outputs.values() for a in args):
             base = name[:-len(GRAD_SUFFIX)]
@@ -492,7 +490,7 @@ def get_grad_op_desc(op_desc, no_grad_set, grad_sub_block):
                 grad_to_var[name] = base
         attr_types = {n: t for n, t in op.attr_types.items() if n in grad.attrs}
         descs.append(OpDesc(Operator(None, grad.type,
-                                     {slot: list(args) for slot, args in grad.inputs.items()},
+                                     {slot: tuple(args) for slot, args in grad.inputs.items()},
                                      outputs, dict(grad.attrs), attr_types)))
     return descs, grad_to_var
 

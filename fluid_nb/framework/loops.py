@@ -72,20 +72,20 @@ def dynamic_rnn_layout(while_op):
     if not to_array:
         return None
     table = _first(to_array[0], "RankTable")
-    if not any(op.type == "lod_rank_table" and op.outputs.get("Out") == [table]
+    if not any(op.type == "lod_rank_table" and op.outputs.get("Out") == (table,)
                for op in parent.ops):
         return None
     read_values = {_first_out(op, "Out") for op in read_ops}
     shrinks = {}
     for op in body.ops:
-        if op.type == "shrink_rnn_memory" and op.inputs.get("RankTable") == [table]:
+        if op.type == "shrink_rnn_memory" and op.inputs.get("RankTable") == (table,):
             source = _first(op, "X")
             shrinks[_first_out(op, "Out")] = (
                 source, "memory" if source in read_values else "static_input")
     step_inputs = {_first_out(op, "Out"): _first(op, "X") for op in to_array
-                   if op.inputs.get("RankTable") == [table]}
+                   if op.inputs.get("RankTable") == (table,)}
     outputs = {_first_out(op, "Out"): _first(op, "X") for op in parent.ops
-               if op.type == "array_to_lod_tensor" and op.inputs.get("RankTable") == [table]}
+               if op.type == "array_to_lod_tensor" and op.inputs.get("RankTable") == (table,)}
     counter = next((_first(op, "X") for op in body.ops if op.type == "increment"), None)
     return DynamicRNNLayout(while_op, body, table, step_inputs, read_arrays, shrinks, outputs,
                             counter)

@@ -219,7 +219,9 @@ def _type_text(var):
 class Operator:
     """One op: its type, argument names per slot, and attributes.
 
-    ``inputs``/``outputs`` map slot name -> list of variable names; ``attrs`` maps attribute
+    ``inputs``/``outputs`` map slot name -> tuple of variable names (a slot's tuple is
+    replaced, never changed in place: tuples of names are records the cyclic collector
+    stops walking, where lists stay in its way for the op's life); ``attrs`` maps attribute
     name -> canonical Python value (a block as its index). ``attr_types`` holds the wire type
     of attributes whose type the op's definition does not fix (unknown ops, loaded files).
     """
@@ -332,13 +334,11 @@ class Operator:
     set_attr = _set_attr
 
     def _rename_input(self, old, new):
-        for args in self.inputs.values():
-            args[:] = [new if a == old else a for a in args]
+        rename_argument(self.inputs, old, new)
         self.block.program._changed()
 
     def _rename_output(self, old, new):
-        for args in self.outputs.values():
-            args[:] = [new if a == old else a for a in args]
+        rename_argument(self.outputs, old, new)
         self.block.program._changed()
 
     def to_string(self, throw_on_error=False):
@@ -361,8 +361,8 @@ class Operator:
 
 
 def _op_line(op):
-    outs = ", ".join(f"{k}={v}" for k, v in op.outputs.items())
-    ins = ", ".join(f"{k}={v}" for k, v in op.inputs.items())
+    outs = ", ".join(f"{k}={list(v)}" for k, v in op.outputs.items())  # (Paddle's lists)
+    ins = ", ".join(f"{k}={list(v)}" for k, v in op.inputs.items())
     attrs = ", ".join(f"{k} = {_attr_text(op, k, v)}" for k, v in sorted(op.attrs.items()))
     return f"{{{outs}}} = {op.type}(inputs={{{ins}}}, {attrs})"
 
@@ -524,9 +524,9 @@ class Block:
         if inputs:
             for slot, value in inputs.items():
                 if value.__class__ is str:
-                    in_args[slot] = [value]
+                    in_args[slot] = (value,)
                 elif isinstance(value, Variable):
-                    in_args[slot] = [value.name]
+                    in_args[slot] = (value.name,)
                 elif value is not None:
                     names = in_args[slot] = _names(type, "input", slot, value)
                     single = single and len(names) == 1
@@ -534,9 +534,9 @@ class Block:
         if outputs:
             for slot, value in outputs.items():
                 if value.__class__ is str:
-                    out_args[slot] = [value]
+                    out_args[slot] = (value,)
                 elif isinstance(value, Variable):
-                    out_args[slot] = [value.name]
+                    out_args[slot] = (value.name,)
                 elif value is not None:
                     names = out_args[slot] = _names(type, "output", slot, value)
                     single = single and len(names) == 1
@@ -554,7 +554,7 @@ class Block:
     def _append_args(self, spec, type, in_args, out_args, attrs, single=True, created=(),
                      _index=None, _infer=True, skip=2):
         """``append_op`` from its checks on, for arguments in the form an op keeps them
-        (slot -> list of names; ``single``: one name per slot), whose output variables
+        (slot -> tuple of names; ``single``: one name per slot), whose output variables
         exist (``created``: the names append_op made, removed again on failure). A one-op
         layer enters here (``transaction.append_one_op``); ``skip``: frames between the
         stack's capture and the code the op's stack starts at."""
@@ -646,7 +646,14 @@ def _names(op_type, kind, slot, value):
         else:
             raise InvalidType(f"{op_type}: {kind} '{slot}' expected Variable or variable "
                               f"name, but received {type(item).__name__}")
-    return names
+    return tuple(names)
+
+
+def rename_argument(args_by_slot, old, new):
+    """Every ``old`` among an op's arguments (slot -> tuple of names) renamed ``new``."""
+    for slot, args in args_by_slot.items():
+        if old in args:
+            args_by_slot[slot] = tuple(new if a == old else a for a in args)
 
 
 def _untyped_attrs(op_type, attrs):
@@ -843,9 +850,7 @@ class Program:
                 copy_var.block = copy_block
                 copy_block.vars[var.name] = copy_var
             for op in block.ops:
-                copy_op = Operator(copy_block, op.type,
-                                   {k: list(v) for k, v in op.inputs.items()},
-                                   {k: list(v) for k, v in op.outputs.items()},
+                copy_op = Operator(copy_block, op.type, dict(op.inputs), dict(op.outputs),
                                    {k: (list(v) if isinstance(v, list) else v)
                                     for k, v in op.attrs.items()},
                                    dict(op.attr_types), op.is_target)

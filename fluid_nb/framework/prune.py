@@ -155,8 +155,7 @@ def _prune_block(source, pruned, idx, parent_idx, needed, feeds, chosen, moved):
 
 def _copy_op(op, block):
     from .program import Operator
-    copy = Operator(block, op.type, {k: list(v) for k, v in op.inputs.items()},
-                    {k: list(v) for k, v in op.outputs.items()},
+    copy = Operator(block, op.type, dict(op.inputs), dict(op.outputs),
                     {k: (list(v) if isinstance(v, list) else v) for k, v in op.attrs.items()},
                     dict(op.attr_types), op.is_target)
     copy.source = op.source

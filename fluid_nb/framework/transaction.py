@@ -136,7 +136,7 @@ def _forget_in_live_session(program, removed_ops, removed_vars):
 
 
 def append_one_op(block, op_type, inputs, attrs, dtype, layer_type=None):
-    """Append ``op_type`` with ``inputs`` (slot -> a list of one variable name, the form an
+    """Append ``op_type`` with ``inputs`` (slot -> a tuple of one variable name, the form an
     op keeps) and ``attrs``, its ``Out`` a fresh temporary of ``dtype`` named
     ``<layer_type>_<n>.tmp_<m>`` (``tmp_<n>`` without ``layer_type``), and return the
     temporary: all or nothing, as a transaction would make it, without taking a
@@ -155,7 +155,7 @@ def append_one_op(block, op_type, inputs, attrs, dtype, layer_type=None):
         if spec is None:  # (not loaded yet, or unknown: append_op's own lookup decides)
             block.append_op(type=op_type, inputs=inputs, outputs={"Out": out}, attrs=attrs)
         else:
-            block._append_args(spec, op_type, inputs, {"Out": [name]}, attrs)
+            block._append_args(spec, op_type, inputs, {"Out": (name,)}, attrs)
     except BaseException:
         if not _depth:  # (an open transaction undoes all of it itself)
             if made:

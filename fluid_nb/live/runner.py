@@ -33,15 +33,19 @@ class OpRunner:
         self._by_type = {}  # op type -> (kernel, simple binding or None): see _resolved
         self.last_run = {}  # op -> seconds its kernel took the last time it ran (views show it)
         self.on_host = place.device == "cpu"
-        #: output name -> (order, op) for values :meth:`drop_unreachable` let go: the op
-        #: computes it again when it is next read
+        #: output name -> op for values :meth:`drop_unreachable` let go: the op computes it
+        #: again when it is next read
         self.dropped = {}
+        #: output name -> the order it was let go in (apart from ``dropped``: a pair per
+        #: value would be one more record per op for the cyclic collector to walk)
+        self._dropped_order = {}
         self._dropped_count = 0
 
     def clear(self):
         self.steps.clear()
         self.last_run.clear()
         self.dropped.clear()
+        self._dropped_order.clear()
 
     def drop_unreachable(self, ops, block):
         """Let go of the values of ``ops``' outputs (ops of ``block`` that ran, in program
@@ -55,7 +59,7 @@ class OpRunner:
         its ops again."""
         found = block.vars.get
         values = self.scope.vars
-        dropped = self.dropped
+        dropped, order = self.dropped, self._dropped_order
         self.steps.clear()
         still_reachable = []
         for op in ops:
@@ -72,25 +76,29 @@ class OpRunner:
                 continue
             del values[name]
             self._dropped_count += 1
-            dropped[name] = (self._dropped_count, op)
+            dropped[name] = op
+            order[name] = self._dropped_count
         return still_reachable
 
     def compute_dropped(self, name):
         """Compute the dropped value ``name`` again, with the dropped values it needs first
         (in program order); returns its scope holder."""
+        dropped, dropped_order = self.dropped, self._dropped_order
         needed, wanted = {}, [name]
         while wanted:
-            entry = self.dropped.get(wanted.pop())
-            if entry is None or entry[0] in needed:
+            wanted_name = wanted.pop()
+            op = dropped.get(wanted_name)
+            order = dropped_order.get(wanted_name)
+            if op is None or order in needed:
                 continue
-            needed[entry[0]] = entry[1]
-            wanted.extend(n for args in entry[1].inputs.values() for n in args
-                          if n in self.dropped)
+            needed[order] = op
+            wanted.extend(n for args in op.inputs.values() for n in args if n in dropped)
         for order in sorted(needed):
             op = needed[order]
             for names in op.outputs.values():
                 for out in names:
-                    self.dropped.pop(out, None)
+                    dropped.pop(out, None)
+                    dropped_order.pop(out, None)
             self.steps.pop(op, None)
             self.run(op)
         return self.scope.vars.get(name) or self.scope.var(name)
@@ -99,7 +107,8 @@ class OpRunner:
         """Drop cached steps of ops not in ``keep`` (a set of ops)."""
         self.steps = {op: entry for op, entry in self.steps.items() if op in keep}
         self.last_run = {op: t for op, t in self.last_run.items() if op in keep}
-        self.dropped = {name: entry for name, entry in self.dropped.items() if entry[1] in keep}
+        self.dropped = {name: op for name, op in self.dropped.items() if op in keep}
+        self._dropped_order = {name: self._dropped_order[name] for name in self.dropped}
 
     def bound_kernel(self, op):
         """The kernel this runner bound for ``op``, or None when the op has not run here."""

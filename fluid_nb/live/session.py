@@ -291,9 +291,10 @@ class LiveSession:
             return
         self.place = place
         self.executor = _executor.Executor(place)
-        dropped = self.runner.dropped
+        old = self.runner
         self.runner = OpRunner(self.scope, place, self.executor)
-        self.runner.dropped = dropped
+        self.runner.dropped, self.runner._dropped_order = old.dropped, old._dropped_order
+        self.runner._dropped_count = old._dropped_count
 
 
 def _tag(session):

@@ -24,7 +24,7 @@ import collections
 from ..errors import InvalidArgument, InvalidType, expected
 from ..framework.blocks import block_attrs, walk_ops
 from ..tensor.dtypes import VarType, dtype_name, dtype_size
-from ..framework.program import EMPTY_VAR_NAME, GRAD_SUFFIX, Program, Variable
+from ..framework.program import EMPTY_VAR_NAME, GRAD_SUFFIX, Program, Variable, rename_argument
 from ..framework.verify import fits_buffer, known_size
 
 __all__ = ["memory_optimize", "release_memory"]
@@ -168,8 +168,8 @@ class _Analysis:
         ops = self.block.ops
         for k in self.occurrences.pop(old):
             op = ops[k]
-            for args in (*op.inputs.values(), *op.outputs.values()):
-                args[:] = [new if a == old else a for a in args]
+            rename_argument(op.inputs, old, new)
+            rename_argument(op.outputs, old, new)
             role_var = op.attrs.get("op_role_var")
             if isinstance(role_var, list) and old in role_var:
                 op.attrs["op_role_var"] = [new if a == old else a for a in role_var]

@@ -247,7 +247,7 @@ def test_cnn_program_matches_paddle_inference_fixture():
     ops = main.global_block().ops
     ref_ops = [op for op in ref.global_block().ops if op.type != "feed"][:3]
     assert [op.type for op in ops] == [op.type for op in ref_ops]
-    assert ops[0].inputs == {"Input": ["img"], "Filter": ["conv2d_0.w_0"]}
+    assert ops[0].inputs == {"Input": ("img",), "Filter": ("conv2d_0.w_0",)}
     for name in ("strides", "paddings", "dilations", "groups", "padding_algorithm"):
         assert ops[0].attrs[name] == ref_ops[0].attrs[name], name
     bn, ref_bn = ops[2], ref_ops[2]
@@ -347,7 +347,7 @@ def test_embedding_uses_lookup_table_and_padding_idx():
     main, startup, out = build(net)
     op = main.global_block().ops[0]
     assert op.type == "lookup_table" and op.attrs["padding_idx"] == 9
-    assert op.inputs == {"Ids": ["ids"], "W": ["embedding_0.w_0"]}
+    assert op.inputs == {"Ids": ("ids",), "W": ("embedding_0.w_0",)}
     ids = np.array([[1], [9], [3]], "int64")
     (got,), scope = run(main, startup, {"ids": ids}, [out])
     table = param(scope, "embedding_0.w_0")
@@ -466,8 +466,8 @@ def test_softmax_with_cross_entropy_matches_numpy():
         return layers.softmax_with_cross_entropy(logits, label, return_softmax=True)
     main, startup, (loss, sm) = build(net)
     assert main.global_block().ops[0].outputs == {
-        "Softmax": ["softmax_with_cross_entropy_0.tmp_0"],
-        "Loss": ["softmax_with_cross_entropy_0.tmp_1"]}
+        "Softmax": ("softmax_with_cross_entropy_0.tmp_0",),
+        "Loss": ("softmax_with_cross_entropy_0.tmp_1",)}
     z = np.random.RandomState(3).randn(3, 4).astype("float32")
     y = np.array([[0], [3], [1]], "int64")
     (got_loss, got_sm), _ = run(main, startup, {"logits": z, "label": y}, [loss, sm])

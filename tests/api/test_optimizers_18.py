@@ -55,7 +55,7 @@ def test_adam_takes_its_betas_as_variables():
     b, _, _ = _train(lambda: fluid.optimizer.Adam(learning_rate=0.1, beta1=0.9), steps=5)
     np.testing.assert_allclose(a, b, rtol=1e-6)
     assert [op for op in main.global_block().ops if op.type == "adam"][0].inputs[
-        "Beta1Tensor"] == ["beta1"]
+        "Beta1Tensor"] == ("beta1",)
 
 
 def test_lookahead_pulls_the_fast_weights_back_every_k_steps():
@@ -136,7 +136,7 @@ def test_adam_reads_both_beta_variables_at_run_time():
     step = 0.1 * np.sqrt(1 - 0.999) / (1 - 0.9) * m / (np.sqrt(v) + 1e-8)
     np.testing.assert_allclose(w1, w0 - step, rtol=1e-4)
     adam = [op for op in main.global_block().ops if op.type == "adam"][0]
-    assert (adam.inputs["Beta1Tensor"], adam.inputs["Beta2Tensor"]) == (["beta1"], ["beta2"])
+    assert (adam.inputs["Beta1Tensor"], adam.inputs["Beta2Tensor"]) == (("beta1",), ("beta2",))
 
 
 def test_the_multi_device_optimizers_refuse_saying_why():

@@ -72,9 +72,9 @@ def test_dynamic_lstm_builds_paddles_op_and_parameters(kwargs):
     main, startup, loss = build(classifier("lstm", **kwargs))
     lstm = [op for op in main.global_block().ops if op.type == "lstm"][0]
     assert sorted(lstm.inputs) == ["Bias", "Input", "Weight"]
-    assert lstm.inputs["Weight"] == ["lstm_0.w_0"] and lstm.inputs["Bias"] == ["lstm_0.b_0"]
+    assert lstm.input("Weight") == ["lstm_0.w_0"] and lstm.input("Bias") == ["lstm_0.b_0"]
     assert sorted(lstm.outputs) == ["BatchCellPreAct", "BatchGate", "Cell", "Hidden"]
-    assert lstm.outputs["Hidden"] == ["lstm_0.tmp_0"]
+    assert lstm.output("Hidden") == ["lstm_0.tmp_0"]
     peep = kwargs.get("use_peepholes", True)
     assert lstm.attrs["use_peepholes"] == peep
     assert lstm.attrs["is_reverse"] == kwargs.get("is_reverse", False)
@@ -168,7 +168,7 @@ def test_dynamic_lstm_with_initial_states():
 
     main, startup, (hidden, cell) = build(fn)
     op = [op for op in main.global_block().ops if op.type == "lstm"][0]
-    assert op.inputs["H0"] == ["h0"] and op.inputs["C0"] == ["c0"]
+    assert op.input("H0") == ["h0"] and op.input("C0") == ["c0"]
     scope = fluid.Scope()
     exe = fluid.Executor(fluid.CPUPlace())
     exe.run(startup, scope=scope)
@@ -209,7 +209,7 @@ def test_gru_unit_layer_runs_and_names_parameters():
 
     main, startup, (hidden, reset, gate) = build(fn)
     op = [op for op in main.global_block().ops if op.type == "gru_unit"][0]
-    assert op.inputs["Weight"] == ["gru_unit_0.w_0"] and op.inputs["Bias"] == ["gru_unit_0.b_0"]
+    assert op.input("Weight") == ["gru_unit_0.w_0"] and op.input("Bias") == ["gru_unit_0.b_0"]
     assert op.attrs["activation"] == 2 and op.attrs["gate_activation"] == 1
     assert "gru_unit_grad" in ops_of(main)
     scope = fluid.Scope()

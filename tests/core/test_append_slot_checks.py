@@ -49,6 +49,7 @@ def test_one_variable_in_a_list_is_the_same_layout_as_a_bare_one():
                             outputs={"Out": [block.var("c")]})
     second = block.append_op(type="elementwise_add", inputs={"X": "a", "Y": "b"},
                              outputs={"Out": "d"})
-    assert first.inputs == second.inputs == {"X": ["a"], "Y": ["b"]}
-    assert first.outputs == {"Out": ["c"]} and second.outputs == {"Out": ["d"]}
+    # an op keeps each slot's names as a tuple, whatever form they were given in
+    assert first.inputs == second.inputs == {"X": ("a",), "Y": ("b",)}
+    assert first.outputs == {"Out": ("c",)} and second.outputs == {"Out": ("d",)}
     assert block.var("d").shape == (2, 3)

@@ -154,4 +154,5 @@ def test_an_inference_model_of_a_parameter_leaves_out_the_optimizer_that_updates
                 if op.type not in ("feed", "fetch")] == ["matmul", "scale", "scale"]
         (out,) = exe.run(program, feed={"x": np.ones((2, 3), "float32")}, fetch_list=fetches)
     w = np.asarray(scope.find_var("w").value)
-    np.testing.assert_allclose(out, 2 * np.ones((2, 3)) @ w, rtol=1e-6)
+    # (float32 sums: the weights are random, and a sum near zero loses relative digits)
+    np.testing.assert_allclose(out, 2 * np.ones((2, 3)) @ w, rtol=1e-5, atol=1e-6)

@@ -1,6 +1,8 @@
 """What a live session keeps: every op and variable it recorded, and the values its user can
 still reach. A formula op's output (a pure function of its inputs) that nobody holds is let go
 and computed again when it is read, so a long live loop does not keep every value it made."""
+import gc
+
 import numpy as np
 import pytest
 
@@ -38,6 +40,29 @@ def test_a_long_live_loop_keeps_the_values_its_user_holds_not_every_one(sweep_ev
         for k, var in enumerate(held):  # held values were never let go
             assert scope.find_var(var.name).value is not None
             np.testing.assert_array_equal(var.numpy(), np.full((4, 4), 50 * k + 1))
+
+
+def test_a_long_live_loop_leaves_the_cyclic_collector_two_records_per_op(sweep_every):
+    """An op keeps its arguments as tuples of names and a let-go value is remembered by name,
+    so once collected, what a loop adds for the cyclic collector to walk at every full
+    collection is each op and its output variable, not their bookkeeping."""
+    main, scope, session = _live()
+    with session, fluid.unique_name.guard():
+        c = L.fill_constant([2], "float32", 0.0)
+        one = L.fill_constant([2], "float32", 1.0)
+        for _ in range(sweep_every):
+            c = c + one
+        gc.collect()
+        before = len(gc.get_objects())
+        n_ops = 40 * sweep_every
+        for i in range(n_ops):
+            c = L.elementwise_add(c, one) if i % 2 else c + one
+        gc.collect()
+        walked = len(gc.get_objects()) - before
+        op = main.global_block().ops[-1]
+        assert op.inputs == {"X": (op.input("X")[0],), "Y": (one.name,)}
+        assert not gc.is_tracked(op.inputs) and not gc.is_tracked(op.inputs["X"])
+        assert 2 * n_ops <= walked < 2.5 * n_ops
 
 
 def test_a_dropped_value_read_by_name_is_computed_again(sweep_every):

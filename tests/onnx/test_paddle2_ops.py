@@ -170,7 +170,7 @@ def test_a_dynamic_rnn_whose_loop_condition_is_not_its_length_is_declined():
         str(folder / "model"), fluid.Executor(fluid.CPUPlace()), scope=scope)
     body = program.block(1)
     less_than = [op for op in body.ops if op.type == "less_than"][0]
-    less_than.inputs["Y"] = [less_than.inputs["X"][0]]  # i < i: not the sequences' length
+    less_than.inputs["Y"] = less_than.inputs["X"]  # i < i: not the sequences' length
     report = fluid.onnx.export(program, None, scope=scope)
     assert json.loads((folder / "meta.json").read_text())["feed_names"] == report.inputs
     row = report.not_converted[0]

@@ -53,7 +53,7 @@ def test_every_node_is_an_op_with_the_schemas_slots(tmp_path):
     block = program.global_block()
     assert [op.type for op in block.ops] == [n.op_type for n in model.graph.node]
     conv = next(op for op in block.ops if op.type == "Conv")
-    assert set(conv.inputs) == {"X", "W"} and conv.outputs == {"Y": [conv.output("Y")[0]]}
+    assert set(conv.inputs) == {"X", "W"} and conv.outputs == {"Y": (conv.output("Y")[0],)}
     assert conv.attrs["kernel_shape"] == [5, 5]
     for init in model.graph.initializer:  # parameters, with their shapes
         var = block.var(init.name)

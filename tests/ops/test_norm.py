@@ -298,7 +298,7 @@ def test_batch_norm_grad_op_has_paddle_26_slots():
     assert spec.type == "batch_norm_grad"
     assert set(spec.inputs) == {"X", "Scale", "Bias", "MeanOut", "VarianceOut", "SavedMean",
                                 "SavedVariance", "Y@GRAD"}
-    assert spec.inputs["MeanOut"] == op.outputs["MeanOut"]
+    assert spec.inputs["MeanOut"] == op.output("MeanOut")
     assert set(spec.outputs) == {"X@GRAD", "Scale@GRAD", "Bias@GRAD"}
 
 

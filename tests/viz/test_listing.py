@@ -149,8 +149,8 @@ def test_a_slot_that_holds_nothing_is_left_out_of_listings_and_summaries():
         x = fluid.layers.data(name="x", shape=[3], dtype="float32")
         fluid.backward.append_backward(fluid.layers.mean(fluid.layers.fc(x, size=2)))
     mul_grad = next(op for op in main.global_block().ops if op.type == "mul_grad")
-    assert mul_grad.outputs["X@GRAD"] == []  # x takes no gradient
-    for names in ([], ["@EMPTY@"]):
+    assert mul_grad.outputs["X@GRAD"] == ()  # x takes no gradient
+    for names in ((), ("@EMPTY@",)):
         mul_grad.outputs["X@GRAD"] = names
         shown = [op_text(mul_grad), viz.program_listing(main), viz.listing_html(main),
                  viz.model_listing(viz.program_model(main))]

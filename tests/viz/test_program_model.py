@@ -397,5 +397,5 @@ def test_kinds_without_a_tensor_show_their_kind_not_a_shape_and_dtype():
     assert "LOD_RANK_TABLE" in html and "float32" not in html
     # an empty slot (y's gradient is not needed) is left out of the op's text
     grad = [op for op in main.global_block().ops if op.type == "elementwise_sub_grad"][0]
-    assert grad.outputs["Y@GRAD"] == []
+    assert grad.outputs["Y@GRAD"] == ()
     assert "Y@GRAD" not in display.op_text(grad) and "X@GRAD=x@GRAD" in display.op_text(grad)

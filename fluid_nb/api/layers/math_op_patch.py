@@ -62,7 +62,7 @@ def _binary(method, op_type, reverse, scalar_method):
         if other.__class__ is Variable and other.dtype == self.dtype and not reverse and \
                 not (other.shape and other.shape[0] == -1 and len(other.shape) < len(self.shape)):
             # two Variables of one dtype, trailing alignment: one op, all or nothing itself
-            return append_one_op(_block(self), op_type, {"X": [self.name], "Y": [other.name]},
+            return append_one_op(_block(self), op_type, {"X": (self.name,), "Y": (other.name,)},
                                  None, VarType.BOOL if op_type in _COMPARE else self.dtype)
         with atomic():
             return _binary_appended(self, other)

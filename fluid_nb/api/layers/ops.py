@@ -77,7 +77,7 @@ def _activation_layer(op_type):
             raise Unimplemented(expected(op_type, "an op definition", f"one for '{op_type}'",
                                          "none: fluid_nb does not define this op yet"))
         if name is None:
-            return append_one_op(_current_block(), op_type, {"X": [x.name]}, attrs, x.dtype,
+            return append_one_op(_current_block(), op_type, {"X": (x.name,)}, attrs, x.dtype,
                                  op_type)
         with atomic():
             out = _output(LayerHelper(op_type, name=name), x.dtype, name)
@@ -108,7 +108,7 @@ def _elementwise_layer(op_type):
         # the default axis left to the op's definition: completing defaults is its fast path
         attrs = None if axis == -1 else {"axis": axis}
         if act is None and name is None:  # the common call: one op, no helper object
-            return append_one_op(_current_block(), op_type, {"X": [x.name], "Y": [y.name]},
+            return append_one_op(_current_block(), op_type, {"X": (x.name,), "Y": (y.name,)},
                                  attrs, x.dtype, op_type)
         if act is not None:
             check(op_type, "act", act, activation)

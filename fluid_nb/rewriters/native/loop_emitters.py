@@ -69,7 +69,7 @@ def _resets(slots, names, gen):
 def _while(op, env):
     program, block = _body(op, env)
     gen = env.program
-    steps = [n for n in op.outputs.get("StepScopes") or [] if n != EMPTY_VAR_NAME]
+    steps = tuple(n for n in op.outputs.get("StepScopes") or () if n != EMPTY_VAR_NAME)
     keeps = steps and not op.attrs.get("is_test", False)
     grad_bodies = [sub_block(other)
                    for any_block in program.blocks for other in any_block.ops

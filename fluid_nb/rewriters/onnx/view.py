@@ -124,7 +124,8 @@ class _Reader:
             for name in names:
                 if name and block._find_var_recursive(name) is None:
                     block.vars[name] = Variable(block, name=name)
-        return Operator(block, op_type, inputs, outputs, attrs, types)
+        return Operator(block, op_type, {slot: tuple(names) for slot, names in inputs.items()},
+                        {slot: tuple(names) for slot, names in outputs.items()}, attrs, types)
 
     def _slots(self, node, domain):
         """{slot: [names]} of the node's inputs and outputs, slots named by the schema."""
