@@ -158,8 +158,11 @@ def bind(prepared, scope, local, executor, release=False, unwanted=None):
         elif local.find_local_var(var.name) is None:
             local.var(var.name)
 
-    dead_after = _last_uses(prepared, local) if release else {}
-    unwanted = unwanted or {}
+    if release:  # a run's temporaries go at their last use: one nothing reads need not be
+        unwanted = {**_unread_gradients(prepared, local), **(unwanted or {})}  # made
+        dead_after = _last_uses(prepared, local, unwanted)
+    else:
+        dead_after, unwanted = {}, unwanted or {}
     steps = []
     for i, p in enumerate(prepared.ops):
         dead = dead_after.get(i, ())
@@ -170,7 +173,47 @@ def bind(prepared, scope, local, executor, release=False, unwanted=None):
     return steps
 
 
-def _last_uses(prepared, local):
+#: the ``op_role`` bit of the ops append_backward adds (Paddle's ``OpRole.Backward``)
+_OP_ROLE_BACKWARD = 1
+
+
+def _unread_gradients(prepared, local):
+    """op index -> its outputs, for each gradient op (``op_role`` Backward) of a run all of
+    whose outputs are the run's temporaries (in ``local``) that no op running after it
+    reads (directly, or in a sub-block), so that the op need not run: the gradient of a
+    loop's input array that nothing takes further, say, which Fluid computes as well. An
+    op that only fed such ops is one too. Forward ops, ops with state (``stateful``: random
+    draws, prints, files, messages) and ops with sub-blocks always run."""
+    program = prepared.block.program
+    temporaries = local.vars
+    read = set()
+    unread = {}
+    for index in range(len(prepared.ops) - 1, -1, -1):
+        p = prepared.ops[index]
+        op = p.op
+        outputs = [n for n in op.output_arg_names if n != EMPTY_VAR_NAME]
+        if outputs and int(op.attrs.get("op_role", 0) or 0) & _OP_ROLE_BACKWARD \
+                and (p.opdef is None or "stateful" not in p.opdef.traits) \
+                and not _sub_blocks(op) \
+                and all(n in temporaries and n not in read for n in outputs):
+            unread[index] = frozenset(outputs)
+            continue
+        read.update(op.input_arg_names)
+        for idx in _sub_blocks(op):
+            read |= names_in_block(program.block(idx), writes=False)
+    return unread
+
+
+def _sub_blocks(op):
+    """The indices of the blocks ``op``'s attributes name."""
+    found = []
+    for name, value in op.attrs.items():
+        if op.attr_type(name) in (AttrType.BLOCK, AttrType.BLOCKS):
+            found.extend(value if isinstance(value, list) else [value])
+    return found
+
+
+def _last_uses(prepared, local, skipped=()):
     """op index -> temporaries no later op reads, so their values can go right after it.
 
     As Paddle's eager deletion: a run's temporaries are dropped at its end anyway, so
@@ -180,6 +223,8 @@ def _last_uses(prepared, local):
     last = {}
     program = prepared.block.program
     for index, p in enumerate(prepared.ops):
+        if index in skipped:  # (an op that does not run reads nothing)
+            continue
         names = set(p.op.input_arg_names) | set(p.op.output_arg_names)
         for name, value in p.op.attrs.items():
             if p.op.attr_type(name) in (AttrType.BLOCK, AttrType.BLOCKS):

@@ -49,6 +49,11 @@ machinery stays on the host as in Paddle: an op with a true ``force_cpu`` attrib
 kernel on the host whatever the place, and ``kernel_place_of`` names the input whose place
 an op's kernel follows (``increment`` of a host counter stays on the host).
 
+An op with the ``stateful`` trait does more than compute its outputs (draws random numbers,
+prints, calls Python, reads or writes files, sends messages): it runs, and is compiled,
+whether or not anything reads its outputs. Any other op is a function of its inputs, so a
+gradient op whose outputs nothing reads may be left out of a run.
+
 Registering a type twice is an error; a missing op names the op and what to add.
 
 The table fills as it is asked: the ops package hands over an index (op type -> the module

@@ -132,6 +132,7 @@ def_op("print", inputs=["In"], outputs=["Out"],
        infer_shape=lambda ctx: ctx.set_output("Out", ctx.input_shape("In"),
                                               ctx.input_dtype("In")),
        grad=_print_grad, kernel=_print, lod_aware=True,
+       traits=("stateful",),  # (what it prints: it runs though nothing reads its Out)
        host_reads="In: the values it prints",
        doc="Out = In; prints In (message, name, dtype, shape, LoD, the first summarize "
            "values) at most first_n times, in the forward pass, the backward one (the grad "
@@ -179,7 +180,7 @@ def_op("py_func", inputs=["X[]?"], outputs=["Out[]?"],
        attrs={"forward_callable_id": ("int", -1), "backward_callable_id": ("int", -1),
               "skip_vars_in_backward_input": ("strings", []), "is_forward": ("bool", True)},
        infer_shape=_no_shape, grad=_py_func_grad, kernel=_py_func, lod_aware=True,
-       traits={"runtime_outputs"},
+       traits={"runtime_outputs", "stateful"},  # (what the function does is its own)
        host_reads="X: the Python function gets the tensors; np.asarray(x) copies one to the "
                   "host",
        doc="Out = func(*X), func the Python function registered under forward_callable_id "
