@@ -226,10 +226,8 @@ def _last_uses(prepared, local, skipped=()):
         if index in skipped:  # (an op that does not run reads nothing)
             continue
         names = set(p.op.input_arg_names) | set(p.op.output_arg_names)
-        for name, value in p.op.attrs.items():
-            if p.op.attr_type(name) in (AttrType.BLOCK, AttrType.BLOCKS):
-                for idx in (value if isinstance(value, list) else [value]):
-                    names |= names_in_block(program.block(idx))
+        for idx in _sub_blocks(p.op):
+            names |= names_in_block(program.block(idx))
         for name in names:
             last[name] = index
     dead = {}
@@ -247,10 +245,8 @@ def names_in_block(block, writes=True):
         names.update(op.input_arg_names)
         if writes:
             names.update(op.output_arg_names)
-        for name, value in op.attrs.items():
-            if op.attr_type(name) in (AttrType.BLOCK, AttrType.BLOCKS):
-                for idx in (value if isinstance(value, list) else [value]):
-                    names |= names_in_block(block.program.block(idx), writes)
+        for idx in _sub_blocks(op):
+            names |= names_in_block(block.program.block(idx), writes)
     return names
 
 
