@@ -102,3 +102,52 @@ def test_a_gradient_op_with_state_runs_though_nothing_reads_it(capfd):
     capfd.readouterr()
     exe.run(main, feed={"x": np.ones((2, 3), "float32")}, fetch_list=[loss], scope=scope)
     assert "the gradient on its way back" in capfd.readouterr().out
+
+
+def _dynamic_rnn():
+    """A tanh DynamicRNN over x (3 sequences) whose loss is the last steps' mean: after its
+    while_grad, block 0 sums the two parts of the input array's gradient, which nothing
+    reads (x takes no gradient)."""
+    main, startup = fluid.Program(), fluid.Program()
+    startup.random_seed = 7
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = L.data(name="x", shape=[3], dtype="float32", lod_level=1)
+        rnn = L.DynamicRNN()
+        with rnn.block():
+            x_t = rnn.step_input(x)
+            h_prev = rnn.memory(shape=[4], value=0.0)
+            h = L.fc(input=[x_t, h_prev], size=4, act="tanh")
+            rnn.update_memory(h_prev, h)
+            rnn.output(h)
+        loss = L.mean(L.sequence_last_step(rnn()))
+        fluid.backward.append_backward(loss)
+    exe = fluid.Executor(fluid.CPUPlace())
+    scope = fluid.Scope()
+    exe.run(startup, scope=scope)
+    data = np.random.RandomState(1).rand(9, 3).astype("float32")
+    feed = {"x": fluid.create_lod_tensor(data, [[2, 4, 3]], fluid.CPUPlace())}
+    params = [p.name for p in main.global_block().all_parameters()]
+    return main, exe, scope, feed, [loss] + [p + "@GRAD" for p in params]
+
+
+def test_a_loop_leaves_out_the_gradient_of_its_input_array(monkeypatch):
+    opdef = registry.get("sum")
+    kernel = opdef.kernel_for("cpu")
+    block_0_sums = []
+
+    def counted(ctx, *args):
+        if ctx.op.block.idx == 0:
+            block_0_sums.append(ctx.op.output("Out")[0])
+        return kernel(ctx, *args)
+    monkeypatch.setitem(opdef.kernels, ("cpu", None), counted)
+    fetched = []
+    for eager in (0.0, -1.0):
+        main, exe, scope, feed, fetch = _dynamic_rnn()
+        before = _flag(eager)
+        try:
+            fetched.append(exe.run(main, feed=feed, fetch_list=fetch, scope=scope))
+        finally:
+            fluid.set_flags(before)
+    assert block_0_sums == ["dynamic_rnn_input_array_0@GRAD"]  # with eager deletion off only
+    for skipped, computed in zip(*fetched):  # the loss and every parameter's gradient
+        np.testing.assert_array_equal(skipped, computed)
