@@ -81,13 +81,20 @@ def test_sync_training_on_half_batches_equals_single_process_training(tmp_path, 
                                          ("fit_a_line.py", ["--optimizer", "sgd"]),
                                          ("mlp.py", ["--lr-decay"])])
 def test_async_training_lowers_the_loss_and_ends(tmp_path, script, args):
+    """Each trainer measures the test set's loss before and after its training. A trainer
+    that starts while the other already updates the servers begins from trained values, so
+    the untrained model's loss is the higher "before" of the two (the first trainer to
+    start sees the initial parameters: no update comes before a trainer's first step)."""
     out = _launch(script, ["--async", "--steps", "40", *args], tmp_path)
     assert out.count("all trainers done") == 2
+    held_out = []
     for t in range(2):
         saved = np.load(tmp_path / f"trainer.{t}.npz")
         assert len(saved["losses"]) == 40
-        before, after = saved["held_out"]  # the test set's loss before and after training
-        assert after < 0.5 * before, (before, after)
+        held_out.append(saved["held_out"])  # the test set's loss before and after training
+    untrained = max(before for before, _ in held_out)
+    for before, after in held_out:
+        assert after < before and after < 0.5 * untrained, (before, after, untrained)
 
 
 def _losses(text, label):
