@@ -134,6 +134,17 @@ def short_deadline(monkeypatch):
     monkeypatch.setitem(flags._values, "FLAGS_rpc_deadline", 20000)
 
 
+def _servers_and_one_trainer(job, endpoints, mode):
+    """Start a server per endpoint (``mode``: 0 sync, 1 async) and ready the job's only
+    trainer: (its main program, the scope its startup ran in, its executor)."""
+    for k in range(len(endpoints)):
+        job.start(f"pserver{k}", [PROGRAMS, "pserver", ",".join(endpoints), k, 1, mode])
+    main, startup = trainer_programs(endpoints, 0, 1, mode)
+    scope, exe = fluid.Scope(), fluid.Executor(fluid.CPUPlace())
+    exe.run(startup, scope=scope)
+    return main, scope, exe
+
+
 def _step_counting_calls(exe, main, scope, names):
     """A trainer step's fetched values and the calls it made, by method."""
     rpc = client()
@@ -149,11 +160,7 @@ def test_a_sync_step_is_one_call_per_server(tmp_path, servers, short_deadline):
     endpoints = free_endpoints(servers)
     steps = 3
     with Job(tmp_path, FAST) as job:
-        for k in range(servers):
-            job.start(f"pserver{k}", [PROGRAMS, "pserver", ",".join(endpoints), k, 1, 0])
-        main, startup = trainer_programs(endpoints, 0, 1, 0)
-        scope, exe = fluid.Scope(), fluid.Executor(fluid.CPUPlace())
-        exe.run(startup, scope=scope)
+        main, scope, exe = _servers_and_one_trainer(job, endpoints, 0)
         rpc = client()
         names = [f"w{k}" for k in range(servers)]
         for _ in range(steps):
@@ -175,11 +182,7 @@ def test_an_async_step_is_one_call_per_server(tmp_path, servers, short_deadline)
     endpoints = free_endpoints(servers)
     steps = 3
     with Job(tmp_path, FAST) as job:
-        for k in range(servers):
-            job.start(f"pserver{k}", [PROGRAMS, "pserver", ",".join(endpoints), k, 1, 1])
-        main, startup = trainer_programs(endpoints, 0, 1, 1)
-        scope, exe = fluid.Scope(), fluid.Executor(fluid.CPUPlace())
-        exe.run(startup, scope=scope)
+        main, scope, exe = _servers_and_one_trainer(job, endpoints, 1)
         names = [f"w{k}" for k in range(servers)]
         for step in range(steps):
             values, made = _step_counting_calls(exe, main, scope, names)
