@@ -192,14 +192,15 @@ def _unread_gradients(prepared, local):
         p = prepared.ops[index]
         op = p.op
         outputs = [n for n in op.output_arg_names if n != EMPTY_VAR_NAME]
+        sub_blocks = _sub_blocks(op)
         if outputs and int(op.attrs.get("op_role", 0) or 0) & _OP_ROLE_BACKWARD \
                 and (p.opdef is None or "stateful" not in p.opdef.traits) \
-                and not _sub_blocks(op) \
+                and not sub_blocks \
                 and all(n in temporaries and n not in read for n in outputs):
             unread[index] = frozenset(outputs)
             continue
         read.update(op.input_arg_names)
-        for idx in _sub_blocks(op):
+        for idx in sub_blocks:
             read |= names_in_block(program.block(idx), writes=False)
     return unread
 
