@@ -1,5 +1,6 @@
-"""Build hook: compiles the memory arena's C core (fluid_nb/memory/_arena.c) into an
-extension module next to it, for wheels and editable installs alike."""
+"""Build hook: compiles the package's C parts into extension modules next to their sources,
+for wheels and editable installs alike: the memory arena's core (fluid_nb/memory/_arena.c)
+and the call-stack walk every appended op makes (fluid_nb/framework/_callstack.c)."""
 import os
 import shlex
 import subprocess
@@ -7,34 +8,39 @@ import sysconfig
 
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
-SOURCE = os.path.join("fluid_nb", "memory", "_arena.c")
+#: (source, what it is, uses NumPy's C API)
+SOURCES = ((os.path.join("fluid_nb", "memory", "_arena.c"), "the memory arena", True),
+           (os.path.join("fluid_nb", "framework", "_callstack.c"), "the call-stack walk", False))
 
 
-def compile_arena(root):
-    """Compile the arena into fluid_nb/memory/_arena<EXT_SUFFIX>; returns its path."""
-    import numpy
-    target = os.path.join("fluid_nb", "memory", "_arena" + sysconfig.get_config_var("EXT_SUFFIX"))
+def compile_extension(root, source, what, with_numpy):
+    """Compile ``source`` (x/y/_name.c) into x/y/_name<EXT_SUFFIX>; returns its path."""
+    target = source[:-2] + sysconfig.get_config_var("EXT_SUFFIX")
     compiler = shlex.split(os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc")
-    command = compiler[:1] + ["-O2", "-shared", "-fPIC", "-I" + sysconfig.get_paths()["include"],
-                              "-I" + numpy.get_include(),
-                              os.path.join(root, SOURCE), "-o", os.path.join(root, target),
+    includes = ["-I" + sysconfig.get_paths()["include"]]
+    if with_numpy:
+        import numpy
+        includes.append("-I" + numpy.get_include())
+    command = compiler[:1] + ["-O2", "-shared", "-fPIC", *includes,
+                              os.path.join(root, source), "-o", os.path.join(root, target),
                               "-lpthread"]
     try:
         subprocess.run(command, check=True, capture_output=True, text=True)
     except FileNotFoundError:
         raise RuntimeError(
-            f"fluid_nb: building the memory arena ({SOURCE}) needs a C compiler, and "
+            f"fluid_nb: building {what} ({source}) needs a C compiler, and "
             f"{compiler[0]!r} was not found; install one (Debian/Ubuntu: apt-get install gcc) "
             "or name it in the CC environment variable") from None
     except subprocess.CalledProcessError as failed:
-        raise RuntimeError(f"fluid_nb: compiling the memory arena failed:\n"
+        raise RuntimeError(f"fluid_nb: compiling {what} failed:\n"
                            f"{' '.join(command)}\n{failed.stderr}") from None
     return target
 
 
 class CustomBuildHook(BuildHookInterface):
     def initialize(self, version, build_data):
-        target = compile_arena(self.root)
-        build_data["artifacts"].append(target)
+        for source, what, with_numpy in SOURCES:
+            build_data["artifacts"].append(compile_extension(self.root, source, what,
+                                                             with_numpy))
         build_data["pure_python"] = False
         build_data["infer_tag"] = True

@@ -19,7 +19,6 @@ import dis
 import linecache
 import os
 import re
-import sys
 
 #: frames kept per op: enough for a model's own nesting (a ResNet's stage, block, conv+bn,
 #: layer, helper) with the notebook cell or script above it
@@ -28,28 +27,22 @@ MAX_FRAMES = 32
 _PADDLE_FRAME = re.compile(r'File "([^"]*)", line (\d+), in ([^\n]*)')
 
 
-def capture(skip=2):
-    """The calling stack from ``skip`` frames up, innermost first, as one flat tuple
-    ``(code, instruction offset, code, instruction offset, ...)`` (one object per op: a
-    live loop keeps every op's stack).
+# capture(skip=1, max_frames=MAX_FRAMES): the calling stack, innermost first, as one flat
+# tuple (code, instruction offset, code, instruction offset, ...): one object per op, since
+# a live loop keeps every op's stack. ``skip`` counts frames as sys._getframe(skip) inside
+# a Python function would (1: the function calling capture, 2: its caller). The walk stops
+# after the first module-level frame (a script's or a notebook cell's body: what lies above
+# it is the interpreter's or the kernel's machinery) or max_frames frames (64 at most). It
+# is C: every appended op walks its stack, and the walk in Python was a tenth of a live
+# op's time.
+try:
+    from ._callstack import capture
+except ImportError as missing:  # (the C walk is built by the install, as the arena is)
+    raise ImportError(
+        "fluid_nb.framework: the call-stack walk's C core (fluid_nb/framework/_callstack.c) "
+        "is not built; install the package (pip install -e .), which compiles it with the "
+        f"system's C compiler ({missing})") from None
 
-    The walk stops after the first module-level frame (a script's or a notebook cell's body:
-    what lies above it is the interpreter's or the kernel's machinery) or ``MAX_FRAMES``.
-    """
-    try:
-        frame = sys._getframe(skip)
-    except ValueError:
-        return ()
-    items = []
-    for _ in _FRAME_COUNT:  # (every op walks its stack: each opcode of this loop counts)
-        code = frame.f_code
-        items += code, frame.f_lasti
-        if code.co_name == "<module>" or (frame := frame.f_back) is None:
-            break
-    return tuple(items)
-
-
-_FRAME_COUNT = range(MAX_FRAMES)
 
 
 def pairs(stack):

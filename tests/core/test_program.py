@@ -175,6 +175,40 @@ def test_an_ops_stack_starts_at_the_code_that_asked_its_block_for_it():
     assert raw[0] == this_test
 
 
+def _python_walk(skip, max_frames):
+    """The walk ``capture`` makes, written with sys._getframe: (code, f_lasti) pairs."""
+    import sys
+    frame, items = sys._getframe(skip), []  # (this function stands where capture would)
+    while frame is not None and len(items) < 2 * max_frames:
+        items += frame.f_code, frame.f_lasti
+        frame = None if frame.f_code.co_name == "<module>" else frame.f_back
+    return tuple(items)
+
+
+def test_a_captured_stack_is_the_frames_above_the_caller_up_to_the_first_module_body():
+    from fluid_nb.framework.callstack import capture, frames, MAX_FRAMES
+
+    def nested(depth, skip, max_frames):
+        if depth:
+            return nested(depth - 1, skip, max_frames)
+        return capture(skip, max_frames), _python_walk(skip, max_frames)
+
+    for skip in (2, 3, 5):
+        captured, walked = nested(4, skip, MAX_FRAMES)
+        assert captured == walked  # the same code objects, at the same instructions
+        assert captured[-2].co_name == "<module>" or len(captured) == 2 * MAX_FRAMES
+    captured, _ = nested(4, 1, MAX_FRAMES)
+    assert [code.co_name for code in captured[::2][:5]] == ["nested"] * 5
+    assert nested(40, 2, 3)[0] == nested(40, 2, 3)[1] and len(nested(40, 2, 3)[0]) == 6
+    assert capture(10_000) == ()  # above the outermost frame: nothing
+    op = type("Op", (), {"callstack": nested(0, 1, MAX_FRAMES)[0]})()
+    filename, line, function = frames(op)[-1]  # outermost first: the innermost is last
+    assert (filename, function) == (__file__, "nested")
+    assert "return capture(skip, max_frames)" in open(__file__).readlines()[line - 1]
+    with pytest.raises(TypeError):
+        capture(1, 2, 3)
+
+
 def test_a_layer_temporary_is_named_as_two_generated_names_and_taken_back_as_two():
     from fluid_nb.framework.unique_name import UniqueNameGenerator
     two_calls, one_call = UniqueNameGenerator("p/"), UniqueNameGenerator("p/")
