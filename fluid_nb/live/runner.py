@@ -1,10 +1,11 @@
 """Running one appended op at once, against the live session's scope.
 
 The executor's binder is reused for a single op: ``exec.binding.bind_op`` resolves the op's
-definition and kernel and binds its arguments to the scope's holders, and the resulting step
-is cached per op, so re-running an op (re-feeding, ``live_step``) costs one Python call plus
-its kernel; a failure becomes the executor's typed error naming the op
-(``exec.run_loop.op_error``).
+definition and kernel and binds its arguments to the scope's holders. An op's first run calls
+the executor's plain step with its holders and keeps nothing (most live ops run once); an op
+that runs again (re-feeding, ``live_step``) is bound and its step cached, so each later run
+costs one Python call plus its kernel. A failure becomes the executor's typed error naming
+the op (``exec.run_loop.op_error``).
 Every variable of a live program, temporaries included, lives in the session scope, so
 values stay visible after the op ran.
 """
@@ -23,7 +24,8 @@ from ..memory.places import host_arena
 from ..ops import registry
 
 class OpRunner:
-    """Builds, caches and runs one step closure per op, over one scope."""
+    """Runs ops over one scope: an op's first run directly, later runs through the step
+    it then binds and caches."""
 
     def __init__(self, scope, place, executor):
         self.scope = scope
@@ -113,30 +115,49 @@ class OpRunner:
     def bound_kernel(self, op):
         """The kernel this runner bound for ``op``, or None when the op has not run here."""
         entry = self.steps.get(op)
-        return entry[1] if entry is not None else None
+        if entry is not None:
+            return entry[1]
+        known = self._by_type.get(op.type) if op in self.last_run else None
+        # an op run once through the plain step keeps no step: its type's kernel is the one
+        return known[0] if known is not None and known[1] is not None else None
 
     def run(self, op):
         entry = self.steps.get(op)
-        if entry is None:
-            entry = self._build(op)
+        if entry is not None:
+            step, args = entry[0], ()
+        else:
+            step, args = self._first_step(op)
         arena = host_arena() if self.on_host else None
         try:
             if arena is None:
                 start = perf_counter()
-                entry[0]()
+                step(*args)
                 self.last_run[op] = perf_counter() - start
             elif not arena.arena.recording:  # the common case, inline: every live op
                 previous = _set_handler(arena.capsule)
                 try:
                     start = perf_counter()
-                    entry[0]()
+                    step(*args)
                     self.last_run[op] = perf_counter() - start
                 finally:
                     _set_handler(previous)
             else:
-                self._run_recorded(op, entry[0], arena)
+                self._run_recorded(op, partial(step, *args) if args else step, arena)
         except Exception as exc:  # a FluidError, or a kernel's own failure
             raise op_error(exc, op) from exc
+
+    def _first_step(self, op):
+        """``(step, arguments)`` for an op with no bound step: an op that has not run here
+        is called with its holders as arguments, nothing kept (most live ops run once, and
+        a sweep lets every kept step go); one that has run before is bound, and its step
+        kept for the runs after."""
+        if op not in self.last_run:
+            kernel, binding = self._by_type.get(op.type) or self._resolved(op.type)
+            if binding is not None:
+                args = self._simple_args(op, kernel, binding)
+                if args is not None:
+                    return binding[2], args
+        return self._build(op)[0], ()
 
     def _run_recorded(self, op, step, arena):
         """Run ``step`` with NumPy allocating from the host arena and its event log on (a
@@ -170,8 +191,12 @@ class OpRunner:
 
     def _build(self, op):
         kernel, binding = self._by_type.get(op.type) or self._resolved(op.type)
-        step = self._simple_step(op, kernel, binding) if binding is not None else None
-        if step is None:
+        args = self._simple_args(op, kernel, binding) if binding is not None else None
+        if args is not None:
+            # a partial of a module-level step, not a closure: a kept step holds its values
+            # alive, and a partial is two objects for the collector where a closure is eight
+            step = partial(binding[2], *args)
+        else:
             prepare_op(op, self.place.device)  # an unknown op type fails before its inputs
             self._input_holders(op, [name for names in op.inputs.values() for name in names])
             step, prepared = bind_op(op, self.scope, self.executor, self._holder)
@@ -195,10 +220,12 @@ class OpRunner:
             holders.append(found)
         return holders
 
-    def _simple_step(self, op, fn, binding):
-        """The executor's plain one-output step, bound with less work per op than
-        ``bind_op`` does (an op appended in live mode is bound once and usually run once,
-        so binding is part of its cost). None when the op needs the general binder."""
+    def _simple_args(self, op, fn, binding):
+        """The arguments of the executor's plain one-output step for ``op`` (the step is
+        ``binding``'s): its output's and inputs' holders, the kernel and its context, bound
+        with less work per op than ``bind_op`` does (an op appended in live mode usually
+        runs once, so binding is part of its cost). None when the op needs the general
+        binder."""
         in_slots, out_slot, step, src_index, wanted = binding
         try:
             out_name = op.outputs[out_slot][0]
@@ -222,11 +249,9 @@ class OpRunner:
             ins += holder,
         out = find(out_name) or scope.var(out_name)
         ctx = KernelContext(op, self.place, self.executor, scope, wanted)
-        # a partial of a module-level step, not a closure: an appended op keeps its step
-        # alive, and a partial is two objects for the collector where a closure is eight
         if src_index is None:
-            return partial(step, out, fn, ctx, *ins)
-        return partial(step, out, fn, ctx, ins[src_index], *ins)
+            return (out, fn, ctx, *ins)
+        return (out, fn, ctx, ins[src_index], *ins)
 
     def _provide_input(self, op, name):
         """An input without a value: feed a data variable's sample value, or say what to do.

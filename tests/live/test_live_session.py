@@ -98,6 +98,28 @@ def test_refeed_reruns_exactly_the_downstream_ops(session_name):
     assert len(feed(d, np.zeros((2, 3), "float32"))) == 0
 
 
+def test_an_op_keeps_a_bound_step_once_it_runs_a_second_time(session_name):
+    """Most live ops run once: a plain one-output op's first run keeps nothing but its time.
+    An op that runs again (a re-feed) is bound then, and its step is kept for the runs
+    after."""
+    with live(session_name) as s:
+        x = fluid.layers.data(name="x", shape=[3], dtype="float32", value=X)
+        a = fluid.layers.scale(x, scale=2.0)
+        b = fluid.layers.elementwise_add(a, x)
+    scale, add = s.program.global_block().ops[-2:]
+    assert add not in s.runner.steps
+    assert s.runner.last_run[add] > 0
+    add_kernel = s.runner.bound_kernel(add)
+    assert add_kernel is not None  # a view can still say which kernel ran
+    feed(x, 2 * X)
+    assert {scale, add} <= set(s.runner.steps)
+    assert s.runner.bound_kernel(add) is add_kernel
+    kept = s.runner.steps[add]
+    feed(x, 3 * X)
+    assert s.runner.steps[add] is kept  # bound once, run again
+    np.testing.assert_allclose(b.numpy(), 9 * X, rtol=1e-6)
+
+
 def test_minimize_records_updates_and_live_step_applies_them(session_name):
     s, x, h, y, label, loss = _build(session_name)
     with live(session_name):
