@@ -362,10 +362,9 @@ def _kernel_step(fn, ctx, op, opdef, ins, outs, holder, dead):
             return flavours.runtime(fn, ctx, ins[0], outs[0])
         # values: W3 (dynamic_rnn.py) +3-5% without it, its two-gradient sum included
         return flavours.releasing(flavours.values(fn, ctx, ins, outs[0]), dead)
-    if not opdef.lod_aware and len(outs) > 1 and single_slots and not dead \
-            and ins and ins[0] is not None:
+    if not opdef.lod_aware and len(outs) > 1 and single_slots and ins:
         # arrays: the grad ops' several outputs, W3 (dynamic_rnn.py) +3% without it
-        return flavours.arrays(fn, ctx, ins, outs, lod_sources)
+        return flavours.arrays(fn, ctx, ins, outs, lod_sources, dead)
     # plain: op_overhead's 1,000-op chain takes 1.7-1.8x (1x1) and 1.4-1.5x (64x64) per op
     # without it, W1 +2-11%
     if not opdef.lod_aware and len(outs) == 1 and outs[0].__class__ is ScopeVariable \

@@ -15,7 +15,7 @@ import sys
 import numpy as np
 
 from ..tensor.tensor import LoDTensor, LoDTensorArray, SelectedRows
-from .scope import Scope
+from .scope import Scope, ScopeVariable
 
 _RUNTIME_VALUES = (LoDTensor, LoDTensorArray, SelectedRows, list, Scope)
 
@@ -151,18 +151,60 @@ def values(fn, ctx, ins, out):
     return step
 
 
-def arrays(fn, ctx, ins, outs, lod_sources):
-    """Arrays in (no duplicable slots, the first present, absent ones passed as None),
-    several outputs (none a list), nothing to free: the grad ops of plain ops. Output i
-    takes the LoD of ``lod_sources[i]`` (none when absent)."""
-    stores = tuple((i, h, lod_sources.get(i)) for i, h in enumerate(outs) if h is not None)
+#: what an absent input reads as in the steps that read their inputs without a test each:
+#: a holder whose tensor has no array (so the kernel gets None, as for an absent slot)
+_ABSENT = ScopeVariable("", LoDTensor())
 
-    def step():
-        result = fn(ctx, *[h.value.array if h is not None else None for h in ins])
-        for i, h, source in stores:
-            value = result[i]
-            if value is not None:
-                h.value = stored(value, lod_of(source))
+
+def arrays(fn, ctx, ins, outs, lod_sources, dead=()):
+    """Arrays in (no duplicable slots; absent ones passed as None), several outputs (none a
+    list), ``dead`` emptied after: the grad ops of plain ops. Output i takes the LoD of
+    ``lod_sources[i]`` (none when absent). Two to four inputs are read by name, not by a
+    comprehension over them (a third of a grad op's step: W1 has three such ops)."""
+    stores = tuple((i, h, lod_sources.get(i)) for i, h in enumerate(outs) if h is not None)
+    holders = [_ABSENT if h is None else h for h in ins]
+    if len(holders) == 2:
+        a, b = holders
+
+        def step():
+            result = fn(ctx, a.value.array, b.value.array)
+            for i, h, source in stores:
+                value = result[i]
+                if value is not None:
+                    h.value = stored(value, lod_of(source))
+            for h in dead:
+                h.value = None
+    elif len(holders) == 3:
+        a, b, c = holders
+
+        def step():
+            result = fn(ctx, a.value.array, b.value.array, c.value.array)
+            for i, h, source in stores:
+                value = result[i]
+                if value is not None:
+                    h.value = stored(value, lod_of(source))
+            for h in dead:
+                h.value = None
+    elif len(holders) == 4:
+        a, b, c, d = holders
+
+        def step():
+            result = fn(ctx, a.value.array, b.value.array, c.value.array, d.value.array)
+            for i, h, source in stores:
+                value = result[i]
+                if value is not None:
+                    h.value = stored(value, lod_of(source))
+            for h in dead:
+                h.value = None
+    else:
+        def step():
+            result = fn(ctx, *[h.value.array for h in holders])
+            for i, h, source in stores:
+                value = result[i]
+                if value is not None:
+                    h.value = stored(value, lod_of(source))
+            for h in dead:
+                h.value = None
     return step
 
 
@@ -170,9 +212,11 @@ def plain(fn, ctx, ins, out, src, dead):
     """Arrays in (absent optional inputs only at the end, passed as None), one array out
     with ``src``'s LoD (none when ``src`` is None). The chain's case, one or two inputs
     and at most one temporary dying here, has closures of its own: through the generic
-    first one, op_overhead's chain takes 1.1-2.1x (1x1) and 1.4x (64x64) per op."""
+    first one, op_overhead's chain takes 1.1-2.1x (1x1) and 1.4x (64x64) per op; one or
+    two inputs with more temporaries dying (a grad op's) free them after the same
+    closures."""
     new = LoDTensor
-    if len(ins) > 2 or len(dead) > 1 or ins[-1] is None:
+    if len(ins) > 2 or ins[-1] is None:
         present = [h for h in ins if h is not None]
         absent = (None,) * (len(ins) - len(present))
 
@@ -180,7 +224,7 @@ def plain(fn, ctx, ins, out, src, dead):
             out.value = new(fn(ctx, *[h.value.array for h in present], *absent),
                             src.value._lod if src is not None else ())
         return releasing(step, dead)
-    d = dead[0] if dead else None
+    d = dead[0] if len(dead) == 1 else None
     if len(ins) == 1:
         (a,) = ins
         if src is None and d is None:
@@ -193,7 +237,7 @@ def plain(fn, ctx, ins, out, src, dead):
         else:
             def step():
                 out.value = new(fn(ctx, a.value.array), src.value._lod)
-        return step if src is None or d is None else releasing(step, dead)
+        return step if (src is None or d is None) and len(dead) < 2 else releasing(step, dead)
     a, b = ins
     if src is None and d is None:
         def step():
@@ -209,7 +253,7 @@ def plain(fn, ctx, ins, out, src, dead):
         def step():
             out.value = new(fn(ctx, a.value.array, b.value.array), src.value._lod)
             d.value = None
-    return step
+    return step if len(dead) < 2 else releasing(step, dead)
 
 
 def donating(inner, ctx, donors):
