@@ -449,7 +449,7 @@ class Block:
         if var is None:
             var = self.vars[name] = Variable._output(self, name)
             var.dtype = dtype
-            self.program._changed()
+            self.program._version += 1  # (program._changed(), inline)
         return var
 
     def create_parameter(self, **kwargs):

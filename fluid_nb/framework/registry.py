@@ -67,6 +67,7 @@ import sys
 from ..errors import InvalidArgument, NotFound, Unimplemented, expected
 from .attrs import ATTR_TYPE_NAMES, AttrType, normalize_attr
 from ..tensor.dtypes import VarType
+from . import transaction
 from .infer import InferShapeContext, set_fields
 
 _OPS = {}
@@ -268,7 +269,10 @@ class OpDef:
         except (KeyError, IndexError, AttributeError, TypeError):  # (a parent block's input,
             return self._infer(op)                                   # a list attribute)
         if known is not None:
-            set_fields(out, *known)
+            if transaction.journal is None:  # (set_fields' common case, inline: every op)
+                out.shape, out.dtype, out.lod_level = known
+            else:
+                set_fields(out, *known)
             return
         self._infer(op)
         if len(inferred) >= 256:  # (shapes a long session went through: keep a few)

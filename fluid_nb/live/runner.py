@@ -16,6 +16,7 @@ from time import perf_counter
 from ..errors import PreconditionNotMet
 from ..exec.binding import KernelContext, bind_op, prepare_op
 from ..exec.feed_fetch import feed_tensor
+from ..exec.scope import ScopeVariable
 from ..exec.run_loop import op_error, output_values
 from ..tensor.tensor import LoDTensor
 from ..framework.program import EMPTY_VAR_NAME
@@ -247,7 +248,9 @@ class OpRunner:
             if holder is None or holder.value is None:
                 holder = self._provide_input(op, name)
             ins += holder,
-        out = find(out_name) or scope.var(out_name)
+        out = find(out_name)
+        if out is None:  # (a live op's new output: made here, as Scope.var would)
+            out = scope.vars[out_name] = ScopeVariable(out_name)
         ctx = KernelContext(op, self.place, self.executor, scope, wanted)
         if src_index is None:
             return (out, fn, ctx, *ins)

@@ -108,8 +108,9 @@ def _elementwise_layer(op_type):
         # the default axis left to the op's definition: completing defaults is its fast path
         attrs = None if axis == -1 else {"axis": axis}
         if act is None and name is None:  # the common call: one op, no helper object
-            return append_one_op(_current_block(), op_type, {"X": (x.name,), "Y": (y.name,)},
-                                 attrs, x.dtype, op_type)
+            program = _fw._main_program  # (_current_block(), inline)
+            return append_one_op(program.blocks[program.current_block_idx], op_type,
+                                 {"X": (x.name,), "Y": (y.name,)}, attrs, x.dtype, op_type)
         if act is not None:
             check(op_type, "act", act, activation)
         if name is not None:
