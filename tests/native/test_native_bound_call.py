@@ -203,3 +203,35 @@ def test_two_scopes_taking_turns_each_give_the_step_their_parameters():
         mine = _same_as_interpreter(exe, main, program, scope, {"x": x}, fetch)
         theirs = _same_as_interpreter(exe, main, program, other, {"x": x}, fetch)
         assert not np.allclose(mine[0], theirs[0])
+
+
+def test_the_usual_step_is_one_call_and_other_arguments_take_the_checked_path(monkeypatch):
+    """After a step has bound its layout, the same arguments run as one C call (the Python
+    bound call is not asked); arguments that do not fit it (another type, a name for the
+    variable, another list) are left to the path that checks and converts them."""
+    from fluid_nb.exec.feed_fetch import FetchedArray
+    from fluid_nb.rewriters.native.bound_call import BoundCall
+    main, startup, out = _predictor()
+    rng = np.random.RandomState(7)
+    x = rng.rand(5, 4).astype("float32")
+    exe, scope, program = _compiled(main, startup, {"x": x}, [out])
+    fetch = [out]
+    _same_as_interpreter(exe, main, program, scope, {"x": x}, fetch)
+    python_steps = []
+    python_run = BoundCall.run
+    monkeypatch.setattr(BoundCall, "run", lambda self, *args: (
+        python_steps.append(args), python_run(self, *args))[1])
+    for _ in range(2):
+        fresh = rng.rand(5, 4).astype("float32")  # a new array each step, as a reader gives
+        got = _same_as_interpreter(exe, main, program, scope, {"x": fresh}, fetch)
+        assert type(got[0]) is FetchedArray
+    same = _same_as_interpreter(exe, main, program, scope, {"x": x}, fetch)
+    assert python_steps == []  # every step so far: the C call
+    as_float64 = _same_as_interpreter(exe, main, program, scope,
+                                      {"x": x.astype("float64")}, fetch)
+    by_name = _same_as_interpreter(exe, main, program, scope, {"x": x}, [out.name])
+    np.testing.assert_allclose(as_float64[0], same[0], rtol=1e-6)
+    np.testing.assert_allclose(by_name[0], same[0], rtol=1e-6)
+    assert len(python_steps) >= 2  # each asked the Python bound call first
+    with pytest.raises(fluid.errors.InvalidType, match="Scope"):
+        exe.run(program, feed={"x": x}, fetch_list=fetch, scope="not a scope")

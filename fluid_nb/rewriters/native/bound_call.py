@@ -16,16 +16,31 @@ parameter the step updates in place is copied instead, so the step reads the val
 was given, as the interpreter does. A feed some op overwrites, or one of a build whose
 ops partly run in the interpreter, is copied into the build's own buffer.
 """
+import ctypes
 import operator
 
 import numpy as np
 
 from ...exec.executor import FetchedArray
+from ...exec.scope import Scope
 from ...tensor.tensor import LoDTensor
 
 _UNBOUND = object()
 _VALUE = operator.attrgetter("value")
 _ARRAY = operator.attrgetter("array")
+
+
+def _bound_step():
+    """The C module of :meth:`BoundCall.native_step`, built with the package."""
+    try:
+        from . import _bound_step
+    except ImportError as missing:
+        raise ImportError(
+            "fluid_nb.rewriters.native: the compiled step's C call "
+            "(fluid_nb/rewriters/native/_bound_step.c) is not built; install the package "
+            f"(pip install -e .), which compiles it with the system's C compiler ({missing})"
+        ) from None
+    return _bound_step
 
 
 def _span(array):
@@ -85,6 +100,8 @@ class BoundCall:
 
     def __init__(self, spec, feed, fetch_names):
         self.spec = spec
+        #: the layout's step as one C call, where its maker asked for one (native_step)
+        self.native = None
         feeds = {name: buffer for name, buffer in spec.feeds}
         slots = {v.name: v for v in spec.source.variables if v.role == "feed"}
         aliasing = spec.whole is not None
@@ -108,6 +125,24 @@ class BoundCall:
                 self.fetches.append(("buffer", spec.owned[name]))
             else:
                 self.fetches.append(("scope", name))
+
+    def native_step(self, fetch_list):
+        """This layout's step as one C call (``_bound_step.BoundStep``: ``step(feed,
+        fetch_list, scope)``, None when the arguments are not the layout's), bound to the
+        items of ``fetch_list``; None where the layout is not the plain one: one compiled
+        entry, every feed to a slot of the build, every fetch from a buffer it owns."""
+        spec = self.spec
+        if spec.whole is None or fetch_list.__class__ not in (list, tuple) \
+                or any(slot is None for _, _, slot in self.layout) \
+                or any(kind != "buffer" for kind, _ in self.fetches):
+            return None
+        feeds = [(slot.name, shape, dtype, slot.strides, slot)
+                 for shape, dtype, slot in self.layout]
+        parameters = spec.parameters
+        return _bound_step().BoundStep(
+            ctypes.cast(spec.whole, ctypes.c_void_p).value, spec.address, spec, feeds,
+            parameters, tuple(v.name for v in parameters.variables), tuple(fetch_list),
+            tuple(array for _, array in self.fetches), FetchedArray, Scope)
 
     def run(self, feed, scope, return_numpy):
         """The fetched values after one step, or None when ``feed`` does not fit the

@@ -188,6 +188,8 @@ class NativeProgram:
         self._built = {}  # feed signature (or "dynamic") -> _Specialisation (DynamicBuild)
         #: (feed names in order, fetch names) -> the BoundCall of the last step run so
         self._calls = {}
+        #: the last plain layout's step as one C call (BoundCall.native_step), tried first
+        self._step = None
         #: sub-blocks: sizes are read at run time whatever the feeds
         self._blocks = len(program.blocks) > 1
 
@@ -262,11 +264,17 @@ class NativeProgram:
     def run(self, feed=None, fetch_list=None, scope=None, return_numpy=True):
         """The values of ``fetch_list`` (default: the names compiled for) after one run on
         ``feed`` with the parameters of ``scope``."""
+        step = self._step
+        if step is not None and return_numpy:  # the usual step: checked and run in C
+            results = step(feed, fetch_list, global_scope() if scope is None else scope)
+            if results is not None:
+                return results
         key = _call_key(feed, fetch_list)
         call = self._calls.get(key) if key is not None else None
         if call is not None and (scope is None or isinstance(scope, Scope)):
             results = call.run(feed, global_scope() if scope is None else scope, return_numpy)
-            if results is not None:  # the usual step: the layout of the last one fitted
+            if results is not None:  # a layout bound before: its C step is tried next
+                self._step = call.native
                 return results
         fetch_names = check("a compiled program", feed=feed, fetch=fetch_list, scope=scope)
         fetch_names = self.fetch_names if fetch_names is None else fetch_names
@@ -290,7 +298,8 @@ class NativeProgram:
         if key is not None and spec.xp is np:  # the next step with this layout: bound
             if len(self._calls) > 32:
                 self._calls.clear()
-            self._calls[key] = BoundCall(spec, arrays, fetch_names)
+            call = self._calls[key] = BoundCall(spec, arrays, fetch_names)
+            self._step = call.native = call.native_step(fetch_list)
         return results
 
     def _executor_run(self, executor, feed, fetch_list, scope, return_numpy):
