@@ -163,48 +163,32 @@ def arrays(fn, ctx, ins, outs, lod_sources, dead=()):
     comprehension over them (a third of a grad op's step: W1 has three such ops)."""
     stores = tuple((i, h, lod_sources.get(i)) for i, h in enumerate(outs) if h is not None)
     holders = [_ABSENT if h is None else h for h in ins]
+
+    def store(result):
+        for i, h, source in stores:
+            value = result[i]
+            if value is not None:
+                h.value = stored(value, lod_of(source))
+        for h in dead:
+            h.value = None
     if len(holders) == 2:
         a, b = holders
 
         def step():
-            result = fn(ctx, a.value.array, b.value.array)
-            for i, h, source in stores:
-                value = result[i]
-                if value is not None:
-                    h.value = stored(value, lod_of(source))
-            for h in dead:
-                h.value = None
+            store(fn(ctx, a.value.array, b.value.array))
     elif len(holders) == 3:
         a, b, c = holders
 
         def step():
-            result = fn(ctx, a.value.array, b.value.array, c.value.array)
-            for i, h, source in stores:
-                value = result[i]
-                if value is not None:
-                    h.value = stored(value, lod_of(source))
-            for h in dead:
-                h.value = None
+            store(fn(ctx, a.value.array, b.value.array, c.value.array))
     elif len(holders) == 4:
         a, b, c, d = holders
 
         def step():
-            result = fn(ctx, a.value.array, b.value.array, c.value.array, d.value.array)
-            for i, h, source in stores:
-                value = result[i]
-                if value is not None:
-                    h.value = stored(value, lod_of(source))
-            for h in dead:
-                h.value = None
+            store(fn(ctx, a.value.array, b.value.array, c.value.array, d.value.array))
     else:
         def step():
-            result = fn(ctx, *[h.value.array for h in holders])
-            for i, h, source in stores:
-                value = result[i]
-                if value is not None:
-                    h.value = stored(value, lod_of(source))
-            for h in dead:
-                h.value = None
+            store(fn(ctx, *[h.value.array for h in holders]))
     return step
 
 
