@@ -149,6 +149,7 @@ def test_the_command_line_runs_a_job_on_a_ray_cluster_it_is_pointed_at(tmp_path)
     for attempt in range(ATTEMPTS):
         port, client_port = free_ports(ip, 2)
         folder = _ray_folder()
+        env["RAY_TMPDIR"] = folder
         started = subprocess.run([ray_cli, "start", "--head", "--num-cpus", "2", "--port",
                                   str(port), "--ray-client-server-port", str(client_port),
                                   "--temp-dir", folder, "--include-dashboard", "false",
@@ -176,8 +177,14 @@ def test_the_command_line_runs_a_job_on_a_ray_cluster_it_is_pointed_at(tmp_path)
 
 
 def _ray_folder():
+    """A fresh folder for one Ray head and its nodes, also Ray's default temporary folder
+    (``RAY_TMPDIR``) for whoever uses it: Ray writes the address of the cluster it starts to
+    ``<default>/ray/ray_current_cluster`` whatever folder its nodes were given, and fails
+    where that folder does not exist (a fresh machine's /tmp)."""
     # short: Ray's socket paths under it must stay within the OS's limit (107 bytes)
-    return tempfile.mkdtemp(prefix="rayt", dir="/tmp")
+    folder = tempfile.mkdtemp(prefix="rayt", dir="/tmp")
+    os.makedirs(os.path.join(folder, "ray"))
+    return folder
 
 
 def _stop_ray_processes(folder):
@@ -200,11 +207,12 @@ def _stop_ray_processes(folder):
 def cluster():
     ray = pytest.importorskip("ray")
     from ray.cluster_utils import Cluster
-    saved = {name: os.environ.get(name) for name in RAY_START}
+    saved = {name: os.environ.get(name) for name in [*RAY_START, "RAY_TMPDIR"]}
     os.environ.update(RAY_START)
     try:
         for attempt in range(ATTEMPTS):
             folder, nodes = _ray_folder(), None
+            os.environ["RAY_TMPDIR"] = folder
             try:
                 nodes = Cluster(initialize_head=True, head_node_args={
                     "num_cpus": 2, "include_dashboard": False, "include_log_monitor": False,
