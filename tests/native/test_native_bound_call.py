@@ -235,3 +235,10 @@ def test_the_usual_step_is_one_call_and_other_arguments_take_the_checked_path(mo
     assert len(python_steps) >= 2  # each asked the Python bound call first
     with pytest.raises(fluid.errors.InvalidType, match="Scope"):
         exe.run(program, feed={"x": x}, fetch_list=fetch, scope="not a scope")
+
+
+def test_a_step_call_not_made_by_its_constructor_refuses_to_run():
+    from fluid_nb.rewriters.native import _bound_step
+    unmade = _bound_step.BoundStep.__new__(_bound_step.BoundStep)
+    with pytest.raises(TypeError, match="before it was made"):
+        unmade({}, [], fluid.Scope())

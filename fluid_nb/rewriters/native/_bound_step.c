@@ -193,6 +193,10 @@ static PyObject *BoundStep_call(BoundStep *self, PyObject *args, PyObject *kwds)
     PyObject *feed, *fetch_list, *scope;
     if (!PyArg_ParseTuple(args, "OOO", &feed, &fetch_list, &scope))
         return NULL;
+    if (self->fetch_items == NULL) {
+        PyErr_SetString(PyExc_TypeError, "BoundStep: called before it was made (__init__)");
+        return NULL;
+    }
     /* the layout's arguments, or None (nothing has run) */
     if (Py_TYPE(scope) != self->scope_type || !PyDict_CheckExact(feed)
             || PyDict_GET_SIZE(feed) != self->n_feeds
