@@ -1,12 +1,11 @@
-"""Neural-network ops: softmax, dropout, prelu and label_smooth here; convolution and
-pooling in ``conv``,
-batch_norm and layer_norm in ``norm`` (imported below so the family registers them all)."""
+"""Neural-network ops: softmax, dropout, prelu and label_smooth here (convolution and
+pooling are in ``conv``, batch_norm and layer_norm in ``norm``: the op index loads each
+module for its own ops)."""
 import numpy as np
 
 from ..errors import PreconditionNotMet, expected
 from ..tensor.dtypes import VarType
 from ..framework.registry import def_op, grad_maker, same_shape
-from . import conv, norm  # noqa: F401  (register their ops with this family)
 
 
 # --- softmax -----------------------------------------------------------------------------
