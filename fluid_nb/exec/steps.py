@@ -221,7 +221,8 @@ def plain(fn, ctx, ins, out, src, dead):
         else:
             def step():
                 out.value = new(fn(ctx, a.value.array), src.value._lod)
-        return step if (src is None or d is None) and len(dead) < 2 else releasing(step, dead)
+        # (only the closure without a LoD source frees its one dying temporary itself)
+        return step if src is None and d is not None else releasing(step, dead)
     a, b = ins
     if src is None and d is None:
         def step():
@@ -237,7 +238,7 @@ def plain(fn, ctx, ins, out, src, dead):
         def step():
             out.value = new(fn(ctx, a.value.array, b.value.array), src.value._lod)
             d.value = None
-    return step if len(dead) < 2 else releasing(step, dead)
+    return step if d is not None else releasing(step, dead)  # (releasing(step, ()) is step)
 
 
 def donating(inner, ctx, donors):

@@ -44,7 +44,6 @@ except ImportError as missing:  # (the C walk is built by the install, as the ar
         f"system's C compiler ({missing})") from None
 
 
-
 def pairs(stack):
     """``(code, instruction offset)`` per frame of a stack :func:`capture` took."""
     return zip(stack[::2], stack[1::2])
