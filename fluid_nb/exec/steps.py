@@ -19,6 +19,14 @@ from .scope import Scope, ScopeVariable
 
 _RUNTIME_VALUES = (LoDTensor, LoDTensorArray, SelectedRows, list, Scope)
 
+try:
+    from . import _steps
+except ImportError as missing:  # (built by the install, as the arena is)
+    raise ImportError(
+        "fluid_nb.exec: the interpreter's C steps (fluid_nb/exec/_steps.c) are not built; "
+        "install the package (pip install -e .), which compiles them with the system's C "
+        f"compiler ({missing})") from None
+
 
 def noop():
     """The step of a marker op, or of an op none of whose outputs anyone needs."""
@@ -53,6 +61,10 @@ def stored(value, lod=None):
     if lod is not None and isinstance(value, LoDTensor) and not value._lod:
         return LoDTensor(value.array, lod)
     return value
+
+
+# the C steps store what they do not make themselves through ``stored``
+_steps.configure(LoDTensor, LoDTensorArray, ScopeVariable, np.ndarray, stored)
 
 
 def general(fn, ctx, opdef, ins, outs, lod_sources, dead):
@@ -159,86 +171,25 @@ _ABSENT = ScopeVariable("", LoDTensor())
 def arrays(fn, ctx, ins, outs, lod_sources, dead=()):
     """Arrays in (no duplicable slots; absent ones passed as None), several outputs (none a
     list), ``dead`` emptied after: the grad ops of plain ops. Output i takes the LoD of
-    ``lod_sources[i]`` (none when absent). Two to four inputs are read by name, not by a
-    comprehension over them (a third of a grad op's step: W1 has three such ops)."""
+    ``lod_sources[i]`` (none when absent); each result is kept as ``stored`` keeps it. A C
+    step (``_steps.ArraysStep``)."""
     stores = tuple((i, h, lod_sources.get(i)) for i, h in enumerate(outs) if h is not None)
-    holders = [_ABSENT if h is None else h for h in ins]
-
-    def store(result):
-        for i, h, source in stores:
-            value = result[i]
-            if value is not None:
-                h.value = stored(value, lod_of(source))
-        for h in dead:
-            h.value = None
-    if len(holders) == 2:
-        a, b = holders
-
-        def step():
-            store(fn(ctx, a.value.array, b.value.array))
-    elif len(holders) == 3:
-        a, b, c = holders
-
-        def step():
-            store(fn(ctx, a.value.array, b.value.array, c.value.array))
-    elif len(holders) == 4:
-        a, b, c, d = holders
-
-        def step():
-            store(fn(ctx, a.value.array, b.value.array, c.value.array, d.value.array))
-    else:
-        def step():
-            store(fn(ctx, *[h.value.array for h in holders]))
-    return step
+    holders = tuple(_ABSENT if h is None else h for h in ins)
+    return _steps.ArraysStep(fn, ctx, holders, stores, tuple(dead))
 
 
 def plain(fn, ctx, ins, out, src, dead):
     """Arrays in (absent optional inputs only at the end, passed as None), one array out
-    with ``src``'s LoD (none when ``src`` is None). The chain's case, one or two inputs
-    and at most one temporary dying here, has closures of its own: through the generic
-    first one, op_overhead's chain takes 1.1-2.1x (1x1) and 1.4x (64x64) per op; one or
-    two inputs with more temporaries dying (a grad op's) free them after the same
-    closures."""
-    new = LoDTensor
-    if len(ins) > 2 or ins[-1] is None:
-        present = [h for h in ins if h is not None]
-        absent = (None,) * (len(ins) - len(present))
+    as a LoDTensor with ``src``'s LoD (none when ``src`` is None), ``dead`` emptied after:
+    ``out.value = LoDTensor(fn(ctx, *arrays), src.value._lod)``. A C step
+    (``_steps.PlainStep``): through Python closures, W1 ran 1,300 bytecodes a step more."""
+    present = tuple(h for h in ins if h is not None)
+    return _steps.PlainStep(fn, ctx, present, len(ins) - len(present), out, src, tuple(dead))
 
-        def step():
-            out.value = new(fn(ctx, *[h.value.array for h in present], *absent),
-                            src.value._lod if src is not None else ())
-        return releasing(step, dead)
-    d = dead[0] if len(dead) == 1 else None
-    if len(ins) == 1:
-        (a,) = ins
-        if src is None and d is None:
-            def step():
-                out.value = new(fn(ctx, a.value.array))
-        elif src is None:
-            def step():
-                out.value = new(fn(ctx, a.value.array))
-                d.value = None
-        else:
-            def step():
-                out.value = new(fn(ctx, a.value.array), src.value._lod)
-        # (only the closure without a LoD source frees its one dying temporary itself)
-        return step if src is None and d is not None else releasing(step, dead)
-    a, b = ins
-    if src is None and d is None:
-        def step():
-            out.value = new(fn(ctx, a.value.array, b.value.array))
-    elif src is None:
-        def step():
-            out.value = new(fn(ctx, a.value.array, b.value.array))
-            d.value = None
-    elif d is None:
-        def step():
-            out.value = new(fn(ctx, a.value.array, b.value.array), src.value._lod)
-    else:
-        def step():
-            out.value = new(fn(ctx, a.value.array, b.value.array), src.value._lod)
-            d.value = None
-    return step if d is not None else releasing(step, dead)  # (releasing(step, ()) is step)
+
+#: ``plain_step(out, fn, ctx, src, *ins)``: what ``plain``'s step of these does (src None:
+#: no LoD source; nothing to free), called once with no step made: a live op's first run
+plain_step = _steps.plain_step
 
 
 def donating(inner, ctx, donors):

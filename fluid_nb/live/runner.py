@@ -17,8 +17,8 @@ from ..errors import PreconditionNotMet
 from ..exec.binding import KernelContext, bind_op, prepare_op
 from ..exec.feed_fetch import feed_tensor
 from ..exec.scope import ScopeVariable
+from ..exec.steps import plain_step
 from ..exec.run_loop import op_error, output_values
-from ..tensor.tensor import LoDTensor
 from ..framework.program import EMPTY_VAR_NAME
 from ..memory import arena as _arena
 from ..memory.places import host_arena
@@ -223,7 +223,8 @@ class OpRunner:
 
     def _simple_args(self, op, fn, binding):
         """The arguments of the executor's plain one-output step for ``op`` (the step is
-        ``binding``'s): its output's and inputs' holders, the kernel and its context, bound
+        ``binding``'s, ``steps.plain_step``): its output's holder, the kernel and its
+        context, the holder of its LoD source (or None) and its inputs' holders, bound
         with less work per op than ``bind_op`` does (an op appended in live mode usually
         runs once, so binding is part of its cost). None when the op needs the general
         binder."""
@@ -252,9 +253,7 @@ class OpRunner:
         if out is None:  # (a live op's new output: made here, as Scope.var would)
             out = scope.vars[out_name] = ScopeVariable(out_name)
         ctx = KernelContext(op, self.place, self.executor, scope, wanted)
-        if src_index is None:
-            return (out, fn, ctx, *ins)
-        return (out, fn, ctx, ins[src_index], *ins)
+        return (out, fn, ctx, None if src_index is None else ins[src_index], *ins)
 
     def _provide_input(self, op, name):
         """An input without a value: feed a data variable's sample value, or say what to do.
@@ -283,28 +282,6 @@ def _set_handler(capsule):
     return _set_handler(capsule)
 
 
-# the executor's plain one-output steps for one and two inputs with nothing to free, as
-# functions of their holders: in live mode binding is part of every op's cost
-def _one_input(out, fn, ctx, a):
-    out.value = LoDTensor(fn(ctx, a.value.array))
-
-
-def _two_inputs(out, fn, ctx, a, b):
-    out.value = LoDTensor(fn(ctx, a.value.array, b.value.array))
-
-
-def _one_input_with_lod(out, fn, ctx, src, a):
-    out.value = LoDTensor(fn(ctx, a.value.array), src.value._lod)
-
-
-def _two_inputs_with_lod(out, fn, ctx, src, a, b):
-    out.value = LoDTensor(fn(ctx, a.value.array, b.value.array), src.value._lod)
-
-
-_STEPS = (_one_input, _two_inputs)
-_STEPS_WITH_LOD = (_one_input_with_lod, _two_inputs_with_lod)
-
-
 def _simple_binding(opdef):
     """For ops with one or two plain input slots and one plain output: ``(input slots,
     output slot, step function, index of the LoD source among the inputs or None, wanted
@@ -318,8 +295,7 @@ def _simple_binding(opdef):
         if opdef.share_lod is not None and out in opdef.share_lod[1]:
             src = opdef.share_lod[0]
         if src is None:
-            binding = (in_slots, out, _STEPS[len(in_slots) - 1], None, frozenset((out,)))
+            binding = (in_slots, out, plain_step, None, frozenset((out,)))
         elif src in in_slots:
-            binding = (in_slots, out, _STEPS_WITH_LOD[len(in_slots) - 1],
-                       in_slots.index(src), frozenset((out,)))
+            binding = (in_slots, out, plain_step, in_slots.index(src), frozenset((out,)))
     return binding

@@ -64,8 +64,13 @@ def _run_one(executor_class, op_type, inputs, outputs, attrs=None, out_before=No
     try:
         step()
     except Exception as exc:  # noqa: BLE001 (the error is what is compared)
-        return ("error", type(exc), str(exc)), step.__qualname__
-    return ("value", scope.var(out_name).value), step.__qualname__
+        return ("error", type(exc), str(exc)), _name(step)
+    return ("value", scope.var(out_name).value), _name(step)
+
+
+def _name(step):
+    """A step's function name, or its class's for a step the executor made in C."""
+    return getattr(step, "__qualname__", type(step).__name__)
 
 
 def _same(a, b):

@@ -1,0 +1,493 @@
+/* The interpreter's two commonest steps (fluid_nb/exec/steps.py: plain, arrays) as C
+ * callables.
+ *
+ * A step reads its inputs' arrays (holder.value.array), calls the op's kernel
+ * fn(ctx, *arrays), wraps what it returns in LoDTensors, stores them in the output holders
+ * and empties the holders of the temporaries that die there. For the small ops of a
+ * training step (W1's fc, W3's loop body) that bookkeeping, in Python closures, was about a
+ * third of the interpreter's own bytecodes; here it is one C call per op. The kernel stays
+ * Python, and so does every result the common cases below do not cover: such a value goes
+ * through LoDTensor(...) or steps.stored(...), so a step stores exactly what the Python
+ * flavours store.
+ *
+ *   PlainStep(fn, ctx, ins, absent, out, src, dead): one output;
+ *       out.value = LoDTensor(fn(ctx, *[h.value.array for h in ins], *[None] * absent),
+ *                             src.value._lod if src is not None else ())
+ *   plain_step(out, fn, ctx, src, *ins): the same, once, made into no object (nothing to
+ *       free): a live op's first run;
+ *   ArraysStep(fn, ctx, ins, stores, dead): several outputs; result = fn(ctx, *arrays);
+ *       for (i, h, source) in stores: if result[i] is not None:
+ *           h.value = stored(result[i], lod_of(source))
+ *
+ * and both then set each holder of ``dead`` to None. The common cases made here without a
+ * Python call: a holder that is a ScopeVariable and a value that is a LoDTensor are read
+ * through their slots; an exact ndarray without LoD becomes a LoDTensor made with its two
+ * slots set, as LoDTensor.__init__ sets them for it (array, and the shared empty LoD ()).
+ * configure() names the classes once (steps.py calls it on import).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+
+static PyTypeObject *tensor_type;       /* LoDTensor */
+static PyTypeObject *tensor_array_type; /* LoDTensorArray */
+static PyTypeObject *holder_type;       /* ScopeVariable */
+static PyTypeObject *ndarray_type;      /* numpy.ndarray */
+static PyObject *stored_fn;             /* steps.stored: every result the fast cases leave */
+static Py_ssize_t array_offset, lod_offset, value_offset; /* the slots read and written */
+static PyObject *empty_lod;             /* (): a tensor without LoD */
+static PyObject *str_value, *str_array, *str_lod;
+
+#if PY_VERSION_HEX >= 0x030D0000
+#define LOOKUP_ATTR PyObject_GetOptionalAttr
+#else
+#define LOOKUP_ATTR _PyObject_LookupAttr /* (1 found, 0 not found, -1 error) */
+#endif
+
+#define SLOT(object, offset) (*(PyObject **)((char *)(object) + (offset)))
+#define FEW_ARGUMENTS 8 /* a call's arguments on the C stack; more take the heap */
+
+static int configured(void) {
+    if (tensor_type != NULL)
+        return 1;
+    PyErr_SetString(PyExc_RuntimeError, "fluid_nb.exec._steps: configure() was not called");
+    return 0;
+}
+
+/* holder.value (a new reference) */
+static PyObject *holder_value(PyObject *holder) {
+    if (Py_IS_TYPE(holder, holder_type)) {
+        PyObject *value = SLOT(holder, value_offset);
+        if (value != NULL) {
+            Py_INCREF(value);
+            return value;
+        }
+    }
+    return PyObject_GetAttr(holder, str_value); /* (an unset slot raises as Python does) */
+}
+
+/* holder.value = value */
+static int set_holder_value(PyObject *holder, PyObject *value) {
+    if (Py_IS_TYPE(holder, holder_type)) {
+        PyObject *old = SLOT(holder, value_offset);
+        Py_INCREF(value);
+        SLOT(holder, value_offset) = value;
+        Py_XDECREF(old); /* last: freeing the old value may run any code */
+        return 0;
+    }
+    return PyObject_SetAttr(holder, str_value, value);
+}
+
+/* holder.value.array (a new reference) */
+static PyObject *holder_array(PyObject *holder) {
+    PyObject *value = holder_value(holder);
+    if (value == NULL)
+        return NULL;
+    PyObject *array;
+    if (Py_IS_TYPE(value, tensor_type) && SLOT(value, array_offset) != NULL) {
+        array = SLOT(value, array_offset);
+        Py_INCREF(array);
+    } else {
+        array = PyObject_GetAttr(value, str_array);
+    }
+    Py_DECREF(value);
+    return array;
+}
+
+/* LoDTensor(array, lod); lod NULL: LoDTensor(array) */
+static PyObject *new_tensor(PyObject *array, PyObject *lod) {
+    if (Py_IS_TYPE(array, ndarray_type) &&
+        (lod == NULL || lod == Py_None || lod == empty_lod ||
+         (PyTuple_CheckExact(lod) && PyTuple_GET_SIZE(lod) == 0))) {
+        PyObject *tensor = tensor_type->tp_alloc(tensor_type, 0);
+        if (tensor == NULL)
+            return NULL;
+        Py_INCREF(array);
+        SLOT(tensor, array_offset) = array;
+        Py_INCREF(empty_lod);
+        SLOT(tensor, lod_offset) = empty_lod;
+        return tensor;
+    }
+    if (lod == NULL)
+        return PyObject_CallOneArg((PyObject *)tensor_type, array);
+    return PyObject_CallFunctionObjArgs((PyObject *)tensor_type, array, lod, NULL);
+}
+
+/* steps.stored(value, lod); lod NULL: no LoD (None) */
+static PyObject *stored(PyObject *value, PyObject *lod) {
+    PyTypeObject *type = Py_TYPE(value);
+    if (lod == NULL) {
+        if (type == tensor_type || type == tensor_array_type) {
+            Py_INCREF(value);
+            return value;
+        }
+        if (type == ndarray_type)
+            return new_tensor(value, NULL);
+    }
+    return PyObject_CallFunctionObjArgs(stored_fn, value, lod == NULL ? Py_None : lod, NULL);
+}
+
+/* steps.lod_of(source): getattr(source.value, "_lod", None) or None, None for no source;
+ * *lod is set to a new reference, or NULL for None */
+static int lod_of(PyObject *source, PyObject **lod) {
+    *lod = NULL;
+    if (source == Py_None)
+        return 0;
+    PyObject *value = holder_value(source);
+    if (value == NULL)
+        return -1;
+    PyObject *found;
+    if (Py_IS_TYPE(value, tensor_type) && SLOT(value, lod_offset) != NULL) {
+        found = SLOT(value, lod_offset);
+        Py_INCREF(found);
+    } else if (LOOKUP_ATTR(value, str_lod, &found) < 0) {
+        Py_DECREF(value);
+        return -1;
+    }
+    Py_DECREF(value);
+    if (found == NULL)
+        return 0;
+    int truth = PyObject_IsTrue(found);
+    if (truth <= 0) {
+        Py_DECREF(found);
+        return truth;
+    }
+    *lod = found;
+    return 0;
+}
+
+static int empty_all(PyObject *dead) {
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(dead); ++i)
+        if (set_holder_value(PyTuple_GET_ITEM(dead, i), Py_None) < 0)
+            return -1;
+    return 0;
+}
+
+/* fn(ctx, the arrays of the ``count`` holders ``ins``, None * absent): the kernel's result
+ * (a new reference) */
+static PyObject *call_kernel(PyObject *fn, PyObject *ctx, PyObject *const *ins,
+                             Py_ssize_t count, Py_ssize_t absent) {
+    Py_ssize_t total = 1 + count + absent;
+    PyObject *few[1 + FEW_ARGUMENTS], **args = few, *result = NULL;
+    if (total > 1 + FEW_ARGUMENTS &&
+        (args = PyMem_Malloc(total * sizeof(PyObject *))) == NULL)
+        return PyErr_NoMemory();
+    args[0] = ctx;
+    Py_ssize_t read = 0;
+    for (; read < count; ++read)
+        if ((args[1 + read] = holder_array(ins[read])) == NULL)
+            goto done;
+    for (Py_ssize_t i = 0; i < absent; ++i)
+        args[1 + count + i] = Py_None;
+    result = PyObject_Vectorcall(fn, args, total, NULL);
+done:
+    for (Py_ssize_t i = 0; i < read; ++i)
+        Py_DECREF(args[1 + i]);
+    if (args != few)
+        PyMem_Free(args);
+    return result;
+}
+
+/* --- PlainStep ------------------------------------------------------------------------ */
+typedef struct {
+    PyObject_HEAD
+    PyObject *fn, *ctx, *ins, *out, *src, *dead; /* src: a holder or None */
+    Py_ssize_t absent;
+    vectorcallfunc vectorcall;
+} PlainStep;
+
+/* out.value = LoDTensor(fn(ctx, *arrays of ins, *[None] * absent), src.value._lod), src
+ * None: no LoD; then each holder of ``dead`` (NULL: none) emptied */
+static PyObject *run_plain(PyObject *out, PyObject *fn, PyObject *ctx, PyObject *src,
+                           PyObject *const *ins, Py_ssize_t count, Py_ssize_t absent,
+                           PyObject *dead) {
+    PyObject *result = call_kernel(fn, ctx, ins, count, absent);
+    if (result == NULL)
+        return NULL;
+    PyObject *lod = NULL, *tensor;
+    if (src != Py_None) {
+        PyObject *value = holder_value(src);
+        if (value == NULL)
+            goto fail;
+        if (Py_IS_TYPE(value, tensor_type) && SLOT(value, lod_offset) != NULL) {
+            lod = SLOT(value, lod_offset);
+            Py_INCREF(lod);
+        } else {
+            lod = PyObject_GetAttr(value, str_lod);
+        }
+        Py_DECREF(value);
+        if (lod == NULL)
+            goto fail;
+    }
+    tensor = new_tensor(result, lod);
+    Py_XDECREF(lod);
+    Py_DECREF(result);
+    if (tensor == NULL)
+        return NULL;
+    int stored_ok = set_holder_value(out, tensor);
+    Py_DECREF(tensor);
+    if (stored_ok < 0 || (dead != NULL && empty_all(dead) < 0))
+        return NULL;
+    Py_RETURN_NONE;
+fail:
+    Py_DECREF(result);
+    return NULL;
+}
+
+static PyObject *plain_call(PyObject *callable, PyObject *const *args, size_t nargsf,
+                            PyObject *kwnames) {
+    PlainStep *self = (PlainStep *)callable;
+    if (PyVectorcall_NARGS(nargsf) != 0 || kwnames != NULL)
+        return PyErr_Format(PyExc_TypeError, "a step takes no arguments");
+    return run_plain(self->out, self->fn, self->ctx, self->src,
+                     ((PyTupleObject *)self->ins)->ob_item, PyTuple_GET_SIZE(self->ins),
+                     self->absent, self->dead);
+}
+
+/* plain_step(out, fn, ctx, src, *ins): a PlainStep's work without the object, for an op
+ * that runs once (a live op's first run) */
+static PyObject *plain_step(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs < 4)
+        return PyErr_Format(PyExc_TypeError, "plain_step expected out, fn, ctx, src and the "
+                            "input holders, got %zd arguments", nargs);
+    if (!configured())
+        return NULL;
+    return run_plain(args[0], args[1], args[2], args[3], args + 4, nargs - 4, 0, NULL);
+}
+
+static PyObject *plain_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    PyObject *fn, *ctx, *ins, *out, *src, *dead;
+    Py_ssize_t absent;
+    if (!configured() ||
+        !PyArg_ParseTuple(args, "OOO!nOOO!:PlainStep", &fn, &ctx, &PyTuple_Type, &ins, &absent,
+                          &out, &src, &PyTuple_Type, &dead))
+        return NULL;
+    if (absent < 0)
+        return PyErr_Format(PyExc_ValueError, "PlainStep: absent expected >= 0, got %zd",
+                            absent);
+    PlainStep *self = (PlainStep *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    Py_INCREF(fn), Py_INCREF(ctx), Py_INCREF(ins), Py_INCREF(out), Py_INCREF(src);
+    Py_INCREF(dead);
+    self->fn = fn, self->ctx = ctx, self->ins = ins, self->out = out, self->src = src;
+    self->dead = dead, self->absent = absent;
+    self->vectorcall = plain_call;
+    return (PyObject *)self;
+}
+
+static int plain_traverse(PlainStep *self, visitproc visit, void *arg) {
+    Py_VISIT(self->fn); Py_VISIT(self->ctx); Py_VISIT(self->ins); Py_VISIT(self->out);
+    Py_VISIT(self->src); Py_VISIT(self->dead);
+    return 0;
+}
+
+static int plain_clear(PlainStep *self) {
+    Py_CLEAR(self->fn); Py_CLEAR(self->ctx); Py_CLEAR(self->ins); Py_CLEAR(self->out);
+    Py_CLEAR(self->src); Py_CLEAR(self->dead);
+    return 0;
+}
+
+static void plain_dealloc(PlainStep *self) {
+    PyObject_GC_UnTrack(self);
+    plain_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyMemberDef plain_members[] = {
+    {"fn", T_OBJECT, offsetof(PlainStep, fn), READONLY, "the op's kernel"},
+    {"ctx", T_OBJECT, offsetof(PlainStep, ctx), READONLY, "its KernelContext"},
+    {NULL}};
+
+static PyTypeObject PlainStepType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "fluid_nb.exec._steps.PlainStep",
+    .tp_basicsize = sizeof(PlainStep),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "An op's step with one output: see fluid_nb/exec/_steps.c.",
+    .tp_new = plain_new,
+    .tp_traverse = (traverseproc)plain_traverse,
+    .tp_clear = (inquiry)plain_clear,
+    .tp_dealloc = (destructor)plain_dealloc,
+    .tp_call = PyVectorcall_Call, /* (a type nothing derives from: made by plain_new) */
+    .tp_vectorcall_offset = offsetof(PlainStep, vectorcall),
+    .tp_members = plain_members,
+};
+
+/* --- ArraysStep ----------------------------------------------------------------------- */
+typedef struct {
+    PyObject_HEAD
+    PyObject *fn, *ctx, *ins, *stores, *dead; /* stores: ((index, holder, source), ...) */
+    vectorcallfunc vectorcall;
+} ArraysStep;
+
+static PyObject *arrays_call(PyObject *callable, PyObject *const *args, size_t nargsf,
+                             PyObject *kwnames) {
+    ArraysStep *self = (ArraysStep *)callable;
+    if (PyVectorcall_NARGS(nargsf) != 0 || kwnames != NULL)
+        return PyErr_Format(PyExc_TypeError, "a step takes no arguments");
+    PyObject *result = call_kernel(self->fn, self->ctx, ((PyTupleObject *)self->ins)->ob_item,
+                                   PyTuple_GET_SIZE(self->ins), 0);
+    if (result == NULL)
+        return NULL;
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(self->stores); ++k) {
+        PyObject *entry = PyTuple_GET_ITEM(self->stores, k);
+        PyObject *value = PySequence_GetItem(result, PyLong_AsSsize_t(
+                                                         PyTuple_GET_ITEM(entry, 0)));
+        if (value == NULL)
+            goto fail;
+        if (value == Py_None) {
+            Py_DECREF(value);
+            continue;
+        }
+        PyObject *lod, *kept;
+        if (lod_of(PyTuple_GET_ITEM(entry, 2), &lod) < 0) {
+            Py_DECREF(value);
+            goto fail;
+        }
+        kept = stored(value, lod);
+        Py_XDECREF(lod);
+        Py_DECREF(value);
+        if (kept == NULL)
+            goto fail;
+        int stored_ok = set_holder_value(PyTuple_GET_ITEM(entry, 1), kept);
+        Py_DECREF(kept);
+        if (stored_ok < 0)
+            goto fail;
+    }
+    Py_DECREF(result);
+    if (empty_all(self->dead) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+fail:
+    Py_DECREF(result);
+    return NULL;
+}
+
+static PyObject *arrays_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    PyObject *fn, *ctx, *ins, *stores, *dead;
+    if (!configured() ||
+        !PyArg_ParseTuple(args, "OOO!O!O!:ArraysStep", &fn, &ctx, &PyTuple_Type, &ins,
+                          &PyTuple_Type, &stores, &PyTuple_Type, &dead))
+        return NULL;
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(stores); ++k) {
+        PyObject *entry = PyTuple_GET_ITEM(stores, k);
+        if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 3 ||
+            !PyLong_Check(PyTuple_GET_ITEM(entry, 0)))
+            return PyErr_Format(PyExc_TypeError, "ArraysStep: stores expected (index, holder, "
+                                "source) triples, got %R", entry);
+    }
+    ArraysStep *self = (ArraysStep *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    Py_INCREF(fn), Py_INCREF(ctx), Py_INCREF(ins), Py_INCREF(stores), Py_INCREF(dead);
+    self->fn = fn, self->ctx = ctx, self->ins = ins, self->stores = stores, self->dead = dead;
+    self->vectorcall = arrays_call;
+    return (PyObject *)self;
+}
+
+static int arrays_traverse(ArraysStep *self, visitproc visit, void *arg) {
+    Py_VISIT(self->fn); Py_VISIT(self->ctx); Py_VISIT(self->ins); Py_VISIT(self->stores);
+    Py_VISIT(self->dead);
+    return 0;
+}
+
+static int arrays_clear(ArraysStep *self) {
+    Py_CLEAR(self->fn); Py_CLEAR(self->ctx); Py_CLEAR(self->ins); Py_CLEAR(self->stores);
+    Py_CLEAR(self->dead);
+    return 0;
+}
+
+static void arrays_dealloc(ArraysStep *self) {
+    PyObject_GC_UnTrack(self);
+    arrays_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyMemberDef arrays_members[] = {
+    {"fn", T_OBJECT, offsetof(ArraysStep, fn), READONLY, "the op's kernel"},
+    {"ctx", T_OBJECT, offsetof(ArraysStep, ctx), READONLY, "its KernelContext"},
+    {NULL}};
+
+static PyTypeObject ArraysStepType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "fluid_nb.exec._steps.ArraysStep",
+    .tp_basicsize = sizeof(ArraysStep),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "An op's step with several outputs: see fluid_nb/exec/_steps.c.",
+    .tp_new = arrays_new,
+    .tp_traverse = (traverseproc)arrays_traverse,
+    .tp_clear = (inquiry)arrays_clear,
+    .tp_dealloc = (destructor)arrays_dealloc,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(ArraysStep, vectorcall),
+    .tp_members = arrays_members,
+};
+
+/* --- configure ------------------------------------------------------------------------ */
+static int slot_offset(PyTypeObject *type, const char *name, Py_ssize_t *offset) {
+    PyObject *descr = PyDict_GetItemString(type->tp_dict, name); /* borrowed */
+    if (descr == NULL || !Py_IS_TYPE(descr, &PyMemberDescr_Type) ||
+        ((PyMemberDescrObject *)descr)->d_member->type != T_OBJECT_EX) {
+        PyErr_Format(PyExc_TypeError, "configure: %s.%s expected to be a __slots__ entry",
+                     type->tp_name, name);
+        return -1;
+    }
+    *offset = ((PyMemberDescrObject *)descr)->d_member->offset;
+    return 0;
+}
+
+static PyObject *configure(PyObject *module, PyObject *args) {
+    PyObject *tensor, *tensor_array, *holder, *ndarray, *stored_callable;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!O:configure", &PyType_Type, &tensor, &PyType_Type,
+                          &tensor_array, &PyType_Type, &holder, &PyType_Type, &ndarray,
+                          &stored_callable))
+        return NULL;
+    Py_ssize_t array_at, lod_at, value_at;
+    if (slot_offset((PyTypeObject *)tensor, "array", &array_at) < 0 ||
+        slot_offset((PyTypeObject *)tensor, "_lod", &lod_at) < 0 ||
+        slot_offset((PyTypeObject *)holder, "value", &value_at) < 0)
+        return NULL;
+    Py_INCREF(tensor), Py_INCREF(tensor_array), Py_INCREF(holder), Py_INCREF(ndarray);
+    Py_INCREF(stored_callable);
+    Py_XSETREF(tensor_type, (PyTypeObject *)tensor);
+    Py_XSETREF(tensor_array_type, (PyTypeObject *)tensor_array);
+    Py_XSETREF(holder_type, (PyTypeObject *)holder);
+    Py_XSETREF(ndarray_type, (PyTypeObject *)ndarray);
+    Py_XSETREF(stored_fn, stored_callable);
+    array_offset = array_at, lod_offset = lod_at, value_offset = value_at;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"plain_step", (PyCFunction)(void (*)(void))plain_step, METH_FASTCALL,
+     "plain_step(out, fn, ctx, src, *ins): what a PlainStep of these does when called."},
+    {"configure", configure, METH_VARARGS,
+     "configure(LoDTensor, LoDTensorArray, ScopeVariable, numpy.ndarray, stored): the "
+     "classes the steps make and read, and the function that stores what they do not "
+     "store themselves."},
+    {NULL}};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_steps",
+                                    "The plain and arrays steps in C: see _steps.c.", -1,
+                                    methods};
+
+PyMODINIT_FUNC PyInit__steps(void) {
+    if (PyType_Ready(&PlainStepType) < 0 || PyType_Ready(&ArraysStepType) < 0)
+        return NULL;
+    empty_lod = PyTuple_New(0);
+    str_value = PyUnicode_InternFromString("value");
+    str_array = PyUnicode_InternFromString("array");
+    str_lod = PyUnicode_InternFromString("_lod");
+    if (empty_lod == NULL || str_value == NULL || str_array == NULL || str_lod == NULL)
+        return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL)
+        return NULL;
+    Py_INCREF(&PlainStepType);
+    Py_INCREF(&ArraysStepType);
+    if (PyModule_AddObject(m, "PlainStep", (PyObject *)&PlainStepType) < 0 ||
+        PyModule_AddObject(m, "ArraysStep", (PyObject *)&ArraysStepType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
