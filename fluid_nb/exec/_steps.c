@@ -1,9 +1,10 @@
-/* The interpreter's two commonest steps (fluid_nb/exec/steps.py: plain, arrays) as C
- * callables.
+/* The interpreter's steps for ops without duplicable slots (fluid_nb/exec/steps.py: plain,
+ * arrays, runtime, general) as C callables.
  *
- * A step reads its inputs' arrays (holder.value.array), calls the op's kernel
- * fn(ctx, *arrays), wraps what it returns in LoDTensors, stores them in the output holders
- * and empties the holders of the temporaries that die there. For the small ops of a
+ * A step reads its inputs (holder.value.array, or holder.value for an op that takes
+ * runtime values), calls the op's kernel fn(ctx, *inputs), wraps what it returns in
+ * LoDTensors, stores them in the output holders and empties the holders of the
+ * temporaries that die there. For the small ops of a
  * training step (W1's fc, W3's loop body) that bookkeeping, in Python closures, was about a
  * third of the interpreter's own bytecodes; here it is one C call per op. The kernel stays
  * Python, and so does every result the common cases below do not cover: such a value goes
@@ -15,8 +16,10 @@
  *                             src.value._lod if src is not None else ())
  *   plain_step(out, fn, ctx, src, *ins): the same, once, made into no object (nothing to
  *       free): a live op's first run;
- *   ArraysStep(fn, ctx, ins, stores, dead): several outputs; result = fn(ctx, *arrays);
- *       for (i, h, source) in stores: if result[i] is not None:
+ *   KernelStep(fn, ctx, ins, stores, dead, read_values, single): any outputs;
+ *       result = fn(ctx, *[None if h is None else h.value if read_values else
+ *                          h.value.array for h in ins]),
+ *       (result,) when ``single``; for (i, h, source) in stores: if result[i] is not None:
  *           h.value = stored(result[i], lod_of(source))
  *
  * and both then set each holder of ``dead`` to None. The common cases made here without a
@@ -163,10 +166,10 @@ static int empty_all(PyObject *dead) {
     return 0;
 }
 
-/* fn(ctx, the arrays of the ``count`` holders ``ins``, None * absent): the kernel's result
- * (a new reference) */
+/* fn(ctx, the arrays (``read_values``: the values) of the ``count`` holders ``ins`` (None
+ * for an absent one), None * absent): the kernel's result (a new reference) */
 static PyObject *call_kernel(PyObject *fn, PyObject *ctx, PyObject *const *ins,
-                             Py_ssize_t count, Py_ssize_t absent) {
+                             Py_ssize_t count, Py_ssize_t absent, int read_values) {
     Py_ssize_t total = 1 + count + absent;
     PyObject *few[1 + FEW_ARGUMENTS], **args = few, *result = NULL;
     if (total > 1 + FEW_ARGUMENTS &&
@@ -174,9 +177,16 @@ static PyObject *call_kernel(PyObject *fn, PyObject *ctx, PyObject *const *ins,
         return PyErr_NoMemory();
     args[0] = ctx;
     Py_ssize_t read = 0;
-    for (; read < count; ++read)
-        if ((args[1 + read] = holder_array(ins[read])) == NULL)
+    for (; read < count; ++read) {
+        PyObject *holder = ins[read];
+        if (holder == Py_None) {
+            Py_INCREF(Py_None);
+            args[1 + read] = Py_None;
+        } else if ((args[1 + read] = read_values ? holder_value(holder)
+                                                 : holder_array(holder)) == NULL) {
             goto done;
+        }
+    }
     for (Py_ssize_t i = 0; i < absent; ++i)
         args[1 + count + i] = Py_None;
     result = PyObject_Vectorcall(fn, args, total, NULL);
@@ -201,7 +211,7 @@ typedef struct {
 static PyObject *run_plain(PyObject *out, PyObject *fn, PyObject *ctx, PyObject *src,
                            PyObject *const *ins, Py_ssize_t count, Py_ssize_t absent,
                            PyObject *dead) {
-    PyObject *result = call_kernel(fn, ctx, ins, count, absent);
+    PyObject *result = call_kernel(fn, ctx, ins, count, absent, 0);
     if (result == NULL)
         return NULL;
     PyObject *lod = NULL, *tensor;
@@ -313,28 +323,32 @@ static PyTypeObject PlainStepType = {
     .tp_members = plain_members,
 };
 
-/* --- ArraysStep ----------------------------------------------------------------------- */
+/* --- KernelStep ----------------------------------------------------------------------- */
 typedef struct {
     PyObject_HEAD
     PyObject *fn, *ctx, *ins, *stores, *dead; /* stores: ((index, holder, source), ...) */
+    int read_values, single;
     vectorcallfunc vectorcall;
-} ArraysStep;
+} KernelStep;
 
-static PyObject *arrays_call(PyObject *callable, PyObject *const *args, size_t nargsf,
+static PyObject *kernel_step_call(PyObject *callable, PyObject *const *args, size_t nargsf,
                              PyObject *kwnames) {
-    ArraysStep *self = (ArraysStep *)callable;
+    KernelStep *self = (KernelStep *)callable;
     if (PyVectorcall_NARGS(nargsf) != 0 || kwnames != NULL)
         return PyErr_Format(PyExc_TypeError, "a step takes no arguments");
     PyObject *result = call_kernel(self->fn, self->ctx, ((PyTupleObject *)self->ins)->ob_item,
-                                   PyTuple_GET_SIZE(self->ins), 0);
+                                   PyTuple_GET_SIZE(self->ins), 0, self->read_values);
     if (result == NULL)
         return NULL;
     for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(self->stores); ++k) {
-        PyObject *entry = PyTuple_GET_ITEM(self->stores, k);
-        PyObject *value = PySequence_GetItem(result, PyLong_AsSsize_t(
-                                                         PyTuple_GET_ITEM(entry, 0)));
-        if (value == NULL)
+        PyObject *entry = PyTuple_GET_ITEM(self->stores, k), *value;
+        if (self->single) {
+            value = result;
+            Py_INCREF(value);
+        } else if ((value = PySequence_GetItem(result, PyLong_AsSsize_t(
+                                                           PyTuple_GET_ITEM(entry, 0)))) == NULL) {
             goto fail;
+        }
         if (value == Py_None) {
             Py_DECREF(value);
             continue;
@@ -363,63 +377,69 @@ fail:
     return NULL;
 }
 
-static PyObject *arrays_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+static PyObject *kernel_step_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
     PyObject *fn, *ctx, *ins, *stores, *dead;
+    int read_values, single;
     if (!configured() ||
-        !PyArg_ParseTuple(args, "OOO!O!O!:ArraysStep", &fn, &ctx, &PyTuple_Type, &ins,
-                          &PyTuple_Type, &stores, &PyTuple_Type, &dead))
+        !PyArg_ParseTuple(args, "OOO!O!O!pp:KernelStep", &fn, &ctx, &PyTuple_Type, &ins,
+                          &PyTuple_Type, &stores, &PyTuple_Type, &dead, &read_values,
+                          &single))
         return NULL;
+    if (single && PyTuple_GET_SIZE(stores) > 1)
+        return PyErr_Format(PyExc_ValueError, "KernelStep: a single result stored in %zd "
+                            "outputs", PyTuple_GET_SIZE(stores));
     for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(stores); ++k) {
         PyObject *entry = PyTuple_GET_ITEM(stores, k);
         if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 3 ||
             !PyLong_Check(PyTuple_GET_ITEM(entry, 0)))
-            return PyErr_Format(PyExc_TypeError, "ArraysStep: stores expected (index, holder, "
+            return PyErr_Format(PyExc_TypeError, "KernelStep: stores expected (index, holder, "
                                 "source) triples, got %R", entry);
     }
-    ArraysStep *self = (ArraysStep *)type->tp_alloc(type, 0);
+    KernelStep *self = (KernelStep *)type->tp_alloc(type, 0);
     if (self == NULL)
         return NULL;
     Py_INCREF(fn), Py_INCREF(ctx), Py_INCREF(ins), Py_INCREF(stores), Py_INCREF(dead);
     self->fn = fn, self->ctx = ctx, self->ins = ins, self->stores = stores, self->dead = dead;
-    self->vectorcall = arrays_call;
+    self->read_values = read_values, self->single = single;
+    self->vectorcall = kernel_step_call;
     return (PyObject *)self;
 }
 
-static int arrays_traverse(ArraysStep *self, visitproc visit, void *arg) {
+static int kernel_step_traverse(KernelStep *self, visitproc visit, void *arg) {
     Py_VISIT(self->fn); Py_VISIT(self->ctx); Py_VISIT(self->ins); Py_VISIT(self->stores);
     Py_VISIT(self->dead);
     return 0;
 }
 
-static int arrays_clear(ArraysStep *self) {
+static int kernel_step_clear(KernelStep *self) {
     Py_CLEAR(self->fn); Py_CLEAR(self->ctx); Py_CLEAR(self->ins); Py_CLEAR(self->stores);
     Py_CLEAR(self->dead);
     return 0;
 }
 
-static void arrays_dealloc(ArraysStep *self) {
+static void kernel_step_dealloc(KernelStep *self) {
     PyObject_GC_UnTrack(self);
-    arrays_clear(self);
+    kernel_step_clear(self);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-static PyMemberDef arrays_members[] = {
-    {"fn", T_OBJECT, offsetof(ArraysStep, fn), READONLY, "the op's kernel"},
-    {"ctx", T_OBJECT, offsetof(ArraysStep, ctx), READONLY, "its KernelContext"},
+static PyMemberDef kernel_step_members[] = {
+    {"fn", T_OBJECT, offsetof(KernelStep, fn), READONLY, "the op's kernel"},
+    {"ctx", T_OBJECT, offsetof(KernelStep, ctx), READONLY, "its KernelContext"},
     {NULL}};
 
-static PyTypeObject ArraysStepType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "fluid_nb.exec._steps.ArraysStep",
-    .tp_basicsize = sizeof(ArraysStep),
+static PyTypeObject KernelStepType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "fluid_nb.exec._steps.KernelStep",
+    .tp_basicsize = sizeof(KernelStep),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_doc = "An op's step with several outputs: see fluid_nb/exec/_steps.c.",
-    .tp_new = arrays_new,
-    .tp_traverse = (traverseproc)arrays_traverse,
-    .tp_clear = (inquiry)arrays_clear,
-    .tp_dealloc = (destructor)arrays_dealloc,
+    .tp_doc = "An op's step storing what its kernel returns: see fluid_nb/exec/_steps.c.",
+    .tp_new = kernel_step_new,
+    .tp_traverse = (traverseproc)kernel_step_traverse,
+    .tp_clear = (inquiry)kernel_step_clear,
+    .tp_dealloc = (destructor)kernel_step_dealloc,
     .tp_call = PyVectorcall_Call,
-    .tp_vectorcall_offset = offsetof(ArraysStep, vectorcall),
-    .tp_members = arrays_members,
+    .tp_vectorcall_offset = offsetof(KernelStep, vectorcall),
+    .tp_members = kernel_step_members,
 };
 
 /* --- configure ------------------------------------------------------------------------ */
@@ -467,11 +487,11 @@ static PyMethodDef methods[] = {
     {NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_steps",
-                                    "The plain and arrays steps in C: see _steps.c.", -1,
+                                    "The interpreter's steps in C: see _steps.c.", -1,
                                     methods};
 
 PyMODINIT_FUNC PyInit__steps(void) {
-    if (PyType_Ready(&PlainStepType) < 0 || PyType_Ready(&ArraysStepType) < 0)
+    if (PyType_Ready(&PlainStepType) < 0 || PyType_Ready(&KernelStepType) < 0)
         return NULL;
     empty_lod = PyTuple_New(0);
     str_value = PyUnicode_InternFromString("value");
@@ -483,9 +503,9 @@ PyMODINIT_FUNC PyInit__steps(void) {
     if (m == NULL)
         return NULL;
     Py_INCREF(&PlainStepType);
-    Py_INCREF(&ArraysStepType);
+    Py_INCREF(&KernelStepType);
     if (PyModule_AddObject(m, "PlainStep", (PyObject *)&PlainStepType) < 0 ||
-        PyModule_AddObject(m, "ArraysStep", (PyObject *)&ArraysStepType) < 0) {
+        PyModule_AddObject(m, "KernelStep", (PyObject *)&KernelStepType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -70,13 +70,21 @@ _steps.configure(LoDTensor, LoDTensorArray, ScopeVariable, np.ndarray, stored)
 def general(fn, ctx, opdef, ins, outs, lod_sources, dead):
     """Any op: duplicable slots (lists of holders), several outputs, absent slots (None),
     runtime values in (``lod_aware`` kernels) or arrays. ``lod_sources``: output position ->
-    the holder (a list, for a duplicable slot) whose LoD that output takes."""
+    the holder (a list, for a duplicable slot) whose LoD that output takes. Without
+    duplicable slots (the usual case) a C step (``_steps.KernelStep``), else
+    :func:`general_closure`."""
+    stores = tuple((i, h, lod_sources.get(i)) for i, h in enumerate(outs) if h is not None)
+    if any(h.__class__ is list for h in ins) or any(h.__class__ is list for _, h, _ in stores):
+        return general_closure(fn, ctx, opdef, ins, outs, lod_sources, dead)
+    return _steps.KernelStep(fn, ctx, tuple(ins), stores, tuple(dead), opdef.lod_aware,
+                             len(outs) == 1)
+
+
+def general_closure(fn, ctx, opdef, ins, outs, lod_sources, dead):
+    """:func:`general`'s step in Python, for any op: what every C step is tested against."""
     lod_aware = opdef.lod_aware
-    # how the inputs are read is settled here; without duplicable slots (the usual case)
-    # the attribute reads are written out, which Python runs faster than calls of a reader
-    lists = any(h.__class__ is list for h in ins)
-    arrays_only = not lod_aware and not lists
-    values_only = lod_aware and not lists  # feed, fetch, optimizer updates
+    # outputs worth storing: (position in the result, holder or holder list, LoD source)
+    stores = tuple((i, h, lod_sources.get(i)) for i, h in enumerate(outs) if h is not None)
 
     def read(h):  # a slot of an op with duplicable slots: None, a list or one holder
         if h is None:
@@ -85,34 +93,10 @@ def general(fn, ctx, opdef, ins, outs, lod_sources, dead):
             return [x.value for x in h] if lod_aware else [x.value.array for x in h]
         return h.value if lod_aware else h.value.array
 
-    # outputs worth storing: (position in the result, holder or holder list, LoD source)
-    stores = tuple((i, h, lod_sources.get(i)) for i, h in enumerate(outs) if h is not None)
-    if len(outs) == 1 and stores and stores[0][1].__class__ is not list:
-        (_, out, source), = stores  # one output: stored without the loop over outputs
-
-        def step():
-            if arrays_only:
-                value = fn(ctx, *[h.value.array if h is not None else None for h in ins])
-            elif values_only:
-                value = fn(ctx, *[h.value if h is not None else None for h in ins])
-            else:
-                value = fn(ctx, *[read(h) for h in ins])
-            if source is None and value.__class__ is LoDTensor:  # a runtime tensor as it is
-                out.value = value
-            elif value is not None:
-                out.value = stored(value, lod_of(source) if source is not None else None)
-            for h in dead:
-                h.value = None
-        return step
     single = len(outs) == 1
 
     def step():
-        if arrays_only:
-            result = fn(ctx, *[h.value.array if h is not None else None for h in ins])
-        elif values_only:
-            result = fn(ctx, *[h.value if h is not None else None for h in ins])
-        else:
-            result = fn(ctx, *[read(h) for h in ins])
+        result = fn(ctx, *[read(h) for h in ins])
         if single:
             result = (result,)
         for i, h, source in stores:
@@ -133,13 +117,7 @@ def general(fn, ctx, opdef, ins, outs, lod_sources, dead):
 
 def runtime(fn, ctx, a, out):
     """One runtime value in, one out with no LoD source, nothing to free (feed, fetch)."""
-    def step():
-        value = fn(ctx, a.value)
-        if value.__class__ is LoDTensor:
-            out.value = value
-        elif value is not None:
-            out.value = stored(value)
-    return step
+    return _steps.KernelStep(fn, ctx, (a,), ((0, out, None),), (), True, True)
 
 
 def values(fn, ctx, ins, out):
@@ -163,19 +141,13 @@ def values(fn, ctx, ins, out):
     return step
 
 
-#: what an absent input reads as in the steps that read their inputs without a test each:
-#: a holder whose tensor has no array (so the kernel gets None, as for an absent slot)
-_ABSENT = ScopeVariable("", LoDTensor())
-
-
 def arrays(fn, ctx, ins, outs, lod_sources, dead=()):
     """Arrays in (no duplicable slots; absent ones passed as None), several outputs (none a
     list), ``dead`` emptied after: the grad ops of plain ops. Output i takes the LoD of
     ``lod_sources[i]`` (none when absent); each result is kept as ``stored`` keeps it. A C
-    step (``_steps.ArraysStep``)."""
+    step (``_steps.KernelStep``)."""
     stores = tuple((i, h, lod_sources.get(i)) for i, h in enumerate(outs) if h is not None)
-    holders = tuple(_ABSENT if h is None else h for h in ins)
-    return _steps.ArraysStep(fn, ctx, holders, stores, tuple(dead))
+    return _steps.KernelStep(fn, ctx, tuple(ins), stores, tuple(dead), False, False)
 
 
 def plain(fn, ctx, ins, out, src, dead):

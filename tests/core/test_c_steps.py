@@ -14,6 +14,7 @@ from fluid_nb.exec.scope import ScopeVariable
 from fluid_nb.tensor.tensor import LoDTensor, LoDTensorArray
 
 PLAIN_OP = types.SimpleNamespace(lod_aware=False)  # what the general step reads of an op
+RUNTIME_OP = types.SimpleNamespace(lod_aware=True)  # its kernel takes values, not arrays
 
 
 def _tensor(rows, lod=()):
@@ -49,18 +50,25 @@ def _same(a, b):
         assert a is b or a == b
 
 
-def _both(make_values, fn, ins, n_outs, lod_sources=(), dead=(), out_before=None):
-    """(C step's outcome, general step's outcome) over fresh holders each: ``ins`` and
-    ``dead`` index the holders ``make_values()`` fills (None: an absent input)."""
+def _both(make_values, fn, ins, n_outs, lod_sources=(), dead=(), out_before=None,
+          op=PLAIN_OP, flavour=None):
+    """The C step's outcome, checked to be the Python general step's, over fresh holders
+    each: ``ins`` and ``dead`` index the holders ``make_values()`` fills (None: an absent
+    input). The C step is ``plain``'s (one output) or ``arrays``' unless ``flavour``
+    (general, runtime) says."""
     outcomes = []
-    for flavour in ("c", "general"):
+    for side in ("c", "python"):
         holders = _holders(*make_values())
         inputs = [None if i is None else holders[i] for i in ins]
         outs = [ScopeVariable(f"out{i}", out_before) for i in range(n_outs)]
         sources = {i: holders[s] for i, s in lod_sources}
         dying = tuple(holders[i] for i in dead)
-        if flavour == "general":
-            step = flavours.general(fn, None, PLAIN_OP, inputs, outs, sources, dying)
+        if side == "python":
+            step = flavours.general_closure(fn, None, op, inputs, outs, sources, dying)
+        elif flavour == "general":
+            step = flavours.general(fn, None, op, inputs, outs, sources, dying)
+        elif flavour == "runtime":
+            step = flavours.runtime(fn, None, inputs[0], outs[0])
         elif n_outs == 1:
             step = flavours.plain(fn, None, inputs, outs[0], sources.get(0), dying)
         else:
@@ -145,6 +153,36 @@ def test_an_arrays_step_stores_each_result_as_stored_does():
 def test_an_arrays_step_takes_a_list_result_and_fails_on_a_short_one():
     _both(lambda: (_tensor(2),), lambda ctx, x: [x, x + 1], [0], 2)
     assert _both(lambda: (_tensor(2),), lambda ctx, x: (x,), [0], 2)[0] == "error"
+
+
+@pytest.mark.parametrize("n_outs", [1, 3])
+def test_a_general_step_takes_runtime_values_and_stores_tensors_as_they_are(n_outs):
+    array = LoDTensorArray([_tensor(1)])
+
+    def kernel(ctx, x, absent, y):
+        assert isinstance(x, LoDTensor) and absent is None and isinstance(y, LoDTensorArray)
+        results = (LoDTensor(x.array * 3, x._lod), None, y)
+        return results[0] if n_outs == 1 else results
+
+    outcome = _both(lambda: (_tensor(2, [[0, 1, 2]]), array), kernel, [0, None, 1], n_outs,
+                    op=RUNTIME_OP, flavour="general", dead=[0])
+    assert outcome[1][0]._lod == [[0, 1, 2]] and outcome[2] == [None]
+    if n_outs == 3:
+        assert outcome[1][1] is None and outcome[1][2] is array
+
+
+def test_a_general_step_without_inputs_stores_what_its_kernel_makes():
+    outcome = _both(lambda: (), lambda ctx: np.full((2, 2), 7.0, "float32"), [], 1,
+                    flavour="general")
+    assert outcome[1][0].array[0, 0] == 7.0
+
+
+@pytest.mark.parametrize("result", [lambda x: x, lambda x: x.array + 1, lambda x: None])
+def test_a_runtime_step_stores_a_tensor_as_it_is_and_an_array_as_a_tensor(result):
+    outcome = _both(lambda: (_tensor(2, [[0, 2]]),), lambda ctx, x: result(x), [0], 1,
+                    op=RUNTIME_OP, flavour="runtime", out_before=_tensor(1))
+    if result(_tensor(1)) is None:
+        assert outcome[1][0].array.shape == (1, 2)  # left as it was
 
 
 def test_a_holder_of_another_class_is_read_and_written_through_its_attribute():
