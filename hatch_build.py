@@ -1,8 +1,9 @@
 """Build hook: compiles the package's C parts into extension modules next to their sources,
 for wheels and editable installs alike: the memory arena's core (fluid_nb/memory/_arena.c),
-the call-stack walk every appended op makes (fluid_nb/framework/_callstack.c), the
-interpreter's commonest steps (fluid_nb/exec/_steps.c) and the call of a compiled
-program's step (fluid_nb/rewriters/native/_bound_step.c)."""
+LoDTensor's constructor (fluid_nb/tensor/_tensor.c), the call-stack walk every appended op
+makes (fluid_nb/framework/_callstack.c), the interpreter's commonest steps
+(fluid_nb/exec/_steps.c) and the call of a compiled program's step
+(fluid_nb/rewriters/native/_bound_step.c)."""
 import os
 import shlex
 import subprocess
@@ -12,6 +13,7 @@ from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
 #: (source, what it is, uses NumPy's C API)
 SOURCES = ((os.path.join("fluid_nb", "memory", "_arena.c"), "the memory arena", True),
+           (os.path.join("fluid_nb", "tensor", "_tensor.c"), "LoDTensor's constructor", False),
            (os.path.join("fluid_nb", "framework", "_callstack.c"), "the call-stack walk", False),
            (os.path.join("fluid_nb", "exec", "_steps.c"), "the interpreter's steps", False),
            (os.path.join("fluid_nb", "rewriters", "native", "_bound_step.c"),

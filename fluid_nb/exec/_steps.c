@@ -22,11 +22,10 @@
  *       (result,) when ``single``; for (i, h, source) in stores: if result[i] is not None:
  *           h.value = stored(result[i], lod_of(source))
  *
- * and both then set each holder of ``dead`` to None. The common cases made here without a
- * Python call: a holder that is a ScopeVariable and a value that is a LoDTensor are read
- * through their slots; an exact ndarray without LoD becomes a LoDTensor made with its two
- * slots set, as LoDTensor.__init__ sets them for it (array, and the shared empty LoD ()).
- * configure() names the classes once (steps.py calls it on import).
+ * and both then set each holder of ``dead`` to None. A holder that is a ScopeVariable and a
+ * value that is a LoDTensor are read (and a holder written) through their slots; a result
+ * becomes a LoDTensor through the class itself, whose common case is C as well
+ * (tensor/_tensor.c). configure() names the classes once (steps.py calls it on import).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -38,7 +37,6 @@ static PyTypeObject *holder_type;       /* ScopeVariable */
 static PyTypeObject *ndarray_type;      /* numpy.ndarray */
 static PyObject *stored_fn;             /* steps.stored: every result the fast cases leave */
 static Py_ssize_t array_offset, lod_offset, value_offset; /* the slots read and written */
-static PyObject *empty_lod;             /* (): a tensor without LoD */
 static PyObject *str_value, *str_array, *str_lod;
 
 #if PY_VERSION_HEX >= 0x030D0000
@@ -97,20 +95,9 @@ static PyObject *holder_array(PyObject *holder) {
     return array;
 }
 
-/* LoDTensor(array, lod); lod NULL: LoDTensor(array) */
+/* LoDTensor(array, lod); lod NULL: LoDTensor(array) (the constructor's common case is C:
+ * tensor/_tensor.c) */
 static PyObject *new_tensor(PyObject *array, PyObject *lod) {
-    if (Py_IS_TYPE(array, ndarray_type) &&
-        (lod == NULL || lod == Py_None || lod == empty_lod ||
-         (PyTuple_CheckExact(lod) && PyTuple_GET_SIZE(lod) == 0))) {
-        PyObject *tensor = tensor_type->tp_alloc(tensor_type, 0);
-        if (tensor == NULL)
-            return NULL;
-        Py_INCREF(array);
-        SLOT(tensor, array_offset) = array;
-        Py_INCREF(empty_lod);
-        SLOT(tensor, lod_offset) = empty_lod;
-        return tensor;
-    }
     if (lod == NULL)
         return PyObject_CallOneArg((PyObject *)tensor_type, array);
     return PyObject_CallFunctionObjArgs((PyObject *)tensor_type, array, lod, NULL);
@@ -493,11 +480,10 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_steps",
 PyMODINIT_FUNC PyInit__steps(void) {
     if (PyType_Ready(&PlainStepType) < 0 || PyType_Ready(&KernelStepType) < 0)
         return NULL;
-    empty_lod = PyTuple_New(0);
     str_value = PyUnicode_InternFromString("value");
     str_array = PyUnicode_InternFromString("array");
     str_lod = PyUnicode_InternFromString("_lod");
-    if (empty_lod == NULL || str_value == NULL || str_array == NULL || str_lod == NULL)
+    if (str_value == NULL || str_array == NULL || str_lod == NULL)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL)

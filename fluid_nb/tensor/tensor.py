@@ -15,6 +15,14 @@ from ..errors import InvalidArgument, InvalidType, OutOfRange, PreconditionNotMe
 from .dtypes import convert_dtype, to_numpy_dtype
 from .place import CPUPlace, place_of
 
+try:
+    from ._tensor import TensorBase, configure as _configure_tensor
+except ImportError as missing:  # (built by the install, as the arena is)
+    raise ImportError(
+        "fluid_nb.tensor: LoDTensor's C constructor (fluid_nb/tensor/_tensor.c) is not "
+        "built; install the package (pip install -e .), which compiles it with the system's "
+        f"C compiler ({missing})") from None
+
 _PRINT_LIMIT = 1000  # values ``print(tensor)`` writes out, as NumPy's own threshold
 
 
@@ -145,15 +153,18 @@ def _is_lengths(value):
                                all(n.__class__ is int for n in level) for level in value)
 
 
-class LoDTensor:
-    """A dense array (NumPy or CuPy) with an offset LoD.
+class LoDTensor(TensorBase):
+    """A dense array (NumPy or CuPy) with an offset LoD: ``LoDTensor(array=None, lod=())``.
 
     ``np.array(t)`` gives the data; ``t.lod()`` the offsets; ``t.shape()`` the dims.
+    ``LoDTensor(ndarray)`` and ``LoDTensor()`` are made in C (``TensorBase``, see
+    ``_tensor.c``: the commonest calls, a frame each in Python); every other call runs
+    :meth:`_init`, which sets the same two slots.
     """
 
     __slots__ = ("array", "_lod")
 
-    def __init__(self, array=None, lod=()):
+    def _init(self, array=None, lod=()):
         # ``_lod``: offset levels; never changed in place (``set_lod`` replaces it), so
         # tensors share LoD lists, and no LoD is one shared empty tuple
         if array.__class__ is list and not lod and _is_lengths(array):
@@ -298,6 +309,9 @@ def _rows(array):
         return None
     shape = getattr(array, "shape", None)
     return shape[0] if shape else None
+
+
+_configure_tensor(LoDTensor, np.ndarray, LoDTensor._init)
 
 
 class LoDTensorArray(list):

@@ -102,3 +102,40 @@ def test_print_shows_lod_dims_dtype_and_the_data():
 def test_print_of_a_big_tensor_counts_what_it_leaves_out():
     text = str(fluid.LoDTensor(np.zeros((30, 50), "int64")))
     assert text.endswith(" ... (500 more)]\n") and text.count(" 0") == 999
+
+
+class _Fetched(np.ndarray):
+    """An ndarray subclass (as the executor's fetched arrays are)."""
+
+
+@pytest.mark.parametrize("args, kwargs", [
+    ((), {}), ((None,), {}), ((np.ones(3, "float32"),), {}),
+    ((np.ones(3, "float32"), ()), {}), ((np.ones(3, "float32"), None), {}),
+    ((np.ones(3, "float32"), []), {}), ((np.ones((3, 1)), [[0, 1, 3]]), {}),
+    (([[2, 1]],), {}), ((np.float32(2.5),), {}), ((3,), {}),
+    ((np.ones(2).view(_Fetched),), {}), ((), {"array": np.ones(2), "lod": ()}),
+    ((np.ones((3, 1)),), {"lod": [[0, 3]]}),
+])
+def test_the_constructor_in_c_makes_what_the_python_constructor_makes(args, kwargs):
+    from fluid_nb.tensor.tensor import LoDTensor
+    made = LoDTensor(*args, **kwargs)
+    by_python = LoDTensor.__new__(LoDTensor)
+    by_python._init(*args, **kwargs)
+    assert type(made) is LoDTensor
+    assert type(made.array) is type(by_python.array)
+    if made.array is not None:
+        np.testing.assert_array_equal(made.array, by_python.array)
+        given = kwargs.get("array", args[0] if args else None)
+        assert (made.array is given) == (by_python.array is given)  # no copy either way
+    assert made._lod == by_python._lod and type(made._lod) is type(by_python._lod)
+
+
+def test_the_constructor_in_c_refuses_what_the_python_one_refuses():
+    from fluid_nb.tensor.tensor import LoDTensor
+    with pytest.raises(InvalidArgument, match="LoD"):
+        LoDTensor(np.ones((3, 1)), [[0, 2, 1]])
+    with pytest.raises(TypeError):
+        LoDTensor(np.ones(3), (), "a third argument")
+    tensor = LoDTensor(np.ones(3))
+    tensor.__init__(np.zeros(2))  # a second call replaces, as in Python
+    assert tensor.array.shape == (2,) and tensor._lod == ()
