@@ -31,6 +31,8 @@
 #include <Python.h>
 #include <structmember.h>
 
+#include "../tensor/_slots.h"
+
 static PyTypeObject *tensor_type;       /* LoDTensor */
 static PyTypeObject *tensor_array_type; /* LoDTensorArray */
 static PyTypeObject *holder_type;       /* ScopeVariable */
@@ -45,7 +47,6 @@ static PyObject *str_value, *str_array, *str_lod;
 #define LOOKUP_ATTR _PyObject_LookupAttr /* (1 found, 0 not found, -1 error) */
 #endif
 
-#define SLOT(object, offset) (*(PyObject **)((char *)(object) + (offset)))
 #define FEW_ARGUMENTS 8 /* a call's arguments on the C stack; more take the heap */
 
 static int configured(void) {
@@ -430,18 +431,6 @@ static PyTypeObject KernelStepType = {
 };
 
 /* --- configure ------------------------------------------------------------------------ */
-static int slot_offset(PyTypeObject *type, const char *name, Py_ssize_t *offset) {
-    PyObject *descr = PyDict_GetItemString(type->tp_dict, name); /* borrowed */
-    if (descr == NULL || !Py_IS_TYPE(descr, &PyMemberDescr_Type) ||
-        ((PyMemberDescrObject *)descr)->d_member->type != T_OBJECT_EX) {
-        PyErr_Format(PyExc_TypeError, "configure: %s.%s expected to be a __slots__ entry",
-                     type->tp_name, name);
-        return -1;
-    }
-    *offset = ((PyMemberDescrObject *)descr)->d_member->offset;
-    return 0;
-}
-
 static PyObject *configure(PyObject *module, PyObject *args) {
     PyObject *tensor, *tensor_array, *holder, *ndarray, *stored_callable;
     if (!PyArg_ParseTuple(args, "O!O!O!O!O:configure", &PyType_Type, &tensor, &PyType_Type,

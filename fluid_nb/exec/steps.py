@@ -14,18 +14,13 @@ import sys
 
 import numpy as np
 
+from .. import c_parts
 from ..tensor.tensor import LoDTensor, LoDTensorArray, SelectedRows
 from .scope import Scope, ScopeVariable
 
 _RUNTIME_VALUES = (LoDTensor, LoDTensorArray, SelectedRows, list, Scope)
 
-try:
-    from . import _steps
-except ImportError as missing:  # (built by the install, as the arena is)
-    raise ImportError(
-        "fluid_nb.exec: the interpreter's C steps (fluid_nb/exec/_steps.c) are not built; "
-        "install the package (pip install -e .), which compiles them with the system's C "
-        f"compiler ({missing})") from None
+_steps = c_parts.load("fluid_nb.exec._steps", "the interpreter's C steps")
 
 
 def noop():

@@ -20,6 +20,8 @@ import linecache
 import os
 import re
 
+from .. import c_parts
+
 #: frames kept per op: enough for a model's own nesting (a ResNet's stage, block, conv+bn,
 #: layer, helper) with the notebook cell or script above it
 MAX_FRAMES = 32
@@ -35,13 +37,7 @@ _PADDLE_FRAME = re.compile(r'File "([^"]*)", line (\d+), in ([^\n]*)')
 # it is the interpreter's or the kernel's machinery) or max_frames frames (64 at most). It
 # is C: every appended op walks its stack, and the walk in Python was a tenth of a live
 # op's time.
-try:
-    from ._callstack import capture
-except ImportError as missing:  # (the C walk is built by the install, as the arena is)
-    raise ImportError(
-        "fluid_nb.framework: the call-stack walk's C core (fluid_nb/framework/_callstack.c) "
-        "is not built; install the package (pip install -e .), which compiles it with the "
-        f"system's C compiler ({missing})") from None
+capture = c_parts.load("fluid_nb.framework._callstack", "the call-stack walk's C core").capture
 
 
 def pairs(stack):

@@ -12,6 +12,8 @@ dies, whenever that is; the arena (its chunks) lives until its last such array h
 """
 import contextlib
 
+from .. import c_parts
+
 __all__ = ["Arena", "allocating_from", "set_handler"]
 
 
@@ -21,15 +23,8 @@ _loaded = []  # the C module once imported (an import statement per call costs a
 def _module():
     if _loaded:
         return _loaded[0]
-    try:
-        from . import _arena
-    except ImportError as missing:
-        raise ImportError(
-            "fluid_nb.memory: the arena's C core (fluid_nb/memory/_arena.c) is not built; "
-            "install the package (pip install -e .), which compiles it with the system's C "
-            f"compiler ({missing})") from None
-    _loaded.append(_arena)
-    return _arena
+    _loaded.append(c_parts.load("fluid_nb.memory._arena", "the arena's C core"))
+    return _loaded[0]
 
 
 def Arena(chunk_size=1 << 20, min_block=256, limit=0, system=None):

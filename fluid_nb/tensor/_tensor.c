@@ -13,13 +13,14 @@
 #include <Python.h>
 #include <structmember.h>
 
+#include "_slots.h"
+
 static PyTypeObject *tensor_type;   /* LoDTensor */
 static PyTypeObject *ndarray_type;  /* numpy.ndarray */
 static PyObject *python_init;       /* LoDTensor._init(self, array=None, lod=()) */
 static Py_ssize_t array_offset, lod_offset;
 static PyObject *empty_lod;         /* () */
 
-#define SLOT(object, offset) (*(PyObject **)((char *)(object) + (offset)))
 
 static void set_slot(PyObject *self, Py_ssize_t offset, PyObject *value) {
     PyObject *old = SLOT(self, offset);
@@ -73,18 +74,6 @@ static PyTypeObject TensorBaseType = {
     .tp_new = PyType_GenericNew,
     .tp_init = tensor_init,
 };
-
-static int slot_offset(PyTypeObject *type, const char *name, Py_ssize_t *offset) {
-    PyObject *descr = PyDict_GetItemString(type->tp_dict, name); /* borrowed */
-    if (descr == NULL || !Py_IS_TYPE(descr, &PyMemberDescr_Type) ||
-        ((PyMemberDescrObject *)descr)->d_member->type != T_OBJECT_EX) {
-        PyErr_Format(PyExc_TypeError, "configure: %s.%s expected to be a __slots__ entry",
-                     type->tp_name, name);
-        return -1;
-    }
-    *offset = ((PyMemberDescrObject *)descr)->d_member->offset;
-    return 0;
-}
 
 static PyObject *configure(PyObject *module, PyObject *args) {
     PyObject *tensor, *ndarray, *init;

@@ -11,17 +11,13 @@ offset of the last level equals the number of rows.
 """
 import numpy as np
 
+from .. import c_parts
 from ..errors import InvalidArgument, InvalidType, OutOfRange, PreconditionNotMet, expected
 from .dtypes import convert_dtype, to_numpy_dtype
 from .place import CPUPlace, place_of
 
-try:
-    from ._tensor import TensorBase, configure as _configure_tensor
-except ImportError as missing:  # (built by the install, as the arena is)
-    raise ImportError(
-        "fluid_nb.tensor: LoDTensor's C constructor (fluid_nb/tensor/_tensor.c) is not "
-        "built; install the package (pip install -e .), which compiles it with the system's "
-        f"C compiler ({missing})") from None
+_tensor = c_parts.load("fluid_nb.tensor._tensor", "LoDTensor's C constructor")
+TensorBase = _tensor.TensorBase
 
 _PRINT_LIMIT = 1000  # values ``print(tensor)`` writes out, as NumPy's own threshold
 
@@ -311,7 +307,7 @@ def _rows(array):
     return shape[0] if shape else None
 
 
-_configure_tensor(LoDTensor, np.ndarray, LoDTensor._init)
+_tensor.configure(LoDTensor, np.ndarray, LoDTensor._init)
 
 
 class LoDTensorArray(list):

@@ -21,6 +21,7 @@ import operator
 
 import numpy as np
 
+from ... import c_parts
 from ...exec.executor import FetchedArray
 from ...exec.scope import Scope
 from ...tensor.tensor import LoDTensor
@@ -32,15 +33,7 @@ _ARRAY = operator.attrgetter("array")
 
 def _bound_step():
     """The C module of :meth:`BoundCall.native_step`, built with the package."""
-    try:
-        from . import _bound_step
-    except ImportError as missing:
-        raise ImportError(
-            "fluid_nb.rewriters.native: the compiled step's C call "
-            "(fluid_nb/rewriters/native/_bound_step.c) is not built; install the package "
-            f"(pip install -e .), which compiles it with the system's C compiler ({missing})"
-        ) from None
-    return _bound_step
+    return c_parts.load("fluid_nb.rewriters.native._bound_step", "the compiled step's C call")
 
 
 def _span(array):
