@@ -139,3 +139,16 @@ def test_the_constructor_in_c_refuses_what_the_python_one_refuses():
     tensor = LoDTensor(np.ones(3))
     tensor.__init__(np.zeros(2))  # a second call replaces, as in Python
     assert tensor.array.shape == (2,) and tensor._lod == ()
+
+
+def test_a_tensor_pickles_and_copies_with_its_data_and_lod():
+    import copy
+    import pickle
+    from fluid_nb.tensor.tensor import LoDTensor
+    tensor = LoDTensor(np.arange(6.0).reshape(3, 2), [[0, 1, 3]])
+    for again in (pickle.loads(pickle.dumps(tensor)), copy.copy(tensor),
+                  copy.deepcopy(tensor)):
+        assert type(again) is LoDTensor and again._lod == [[0, 1, 3]]
+        np.testing.assert_array_equal(again.array, tensor.array)
+    empty = pickle.loads(pickle.dumps(LoDTensor()))
+    assert empty.array is None and empty._lod == ()
