@@ -157,7 +157,7 @@ class OpRunner:
             if binding is not None:
                 args = self._simple_args(op, kernel, binding)
                 if args is not None:
-                    return binding[2], args
+                    return plain_step, args
         return self._build(op)[0], ()
 
     def _run_recorded(self, op, step, arena):
@@ -196,7 +196,7 @@ class OpRunner:
         if args is not None:
             # a partial of a module-level step, not a closure: a kept step holds its values
             # alive, and a partial is two objects for the collector where a closure is eight
-            step = partial(binding[2], *args)
+            step = partial(plain_step, *args)
         else:
             prepare_op(op, self.place.device)  # an unknown op type fails before its inputs
             self._input_holders(op, [name for names in op.inputs.values() for name in names])
@@ -222,13 +222,13 @@ class OpRunner:
         return holders
 
     def _simple_args(self, op, fn, binding):
-        """The arguments of the executor's plain one-output step for ``op`` (the step is
-        ``binding``'s, ``steps.plain_step``): its output's holder, the kernel and its
-        context, the holder of its LoD source (or None) and its inputs' holders, bound
+        """The arguments of ``steps.plain_step`` (the executor's plain one-output step) for
+        ``op``: its output's holder, the kernel and its context, the holder of its LoD
+        source (or None) and its inputs' holders, bound
         with less work per op than ``bind_op`` does (an op appended in live mode usually
         runs once, so binding is part of its cost). None when the op needs the general
         binder."""
-        in_slots, out_slot, step, src_index, wanted = binding
+        in_slots, out_slot, src_index, wanted = binding
         try:
             out_name = op.outputs[out_slot][0]
         except (KeyError, IndexError):
@@ -283,9 +283,9 @@ def _set_handler(capsule):
 
 
 def _simple_binding(opdef):
-    """For ops with one or two plain input slots and one plain output: ``(input slots,
-    output slot, step function, index of the LoD source among the inputs or None, wanted
-    outputs)``; None for ops that need the general binder."""
+    """For ops with one or two plain input slots and one plain output (run by
+    ``steps.plain_step``): ``(input slots, output slot, index of the LoD source among the
+    inputs or None, wanted outputs)``; None for ops that need the general binder."""
     binding = None
     in_slots = tuple(s.name for s in opdef.inputs)
     if not opdef.lod_aware and len(opdef.outputs) == 1 and not opdef.outputs[0].duplicable \
@@ -294,8 +294,7 @@ def _simple_binding(opdef):
         src = None
         if opdef.share_lod is not None and out in opdef.share_lod[1]:
             src = opdef.share_lod[0]
-        if src is None:
-            binding = (in_slots, out, plain_step, None, frozenset((out,)))
-        elif src in in_slots:
-            binding = (in_slots, out, plain_step, in_slots.index(src), frozenset((out,)))
+        if src is None or src in in_slots:
+            binding = (in_slots, out, None if src is None else in_slots.index(src),
+                       frozenset((out,)))
     return binding
