@@ -292,11 +292,6 @@ static void plain_dealloc(PlainStep *self) {
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-static PyMemberDef plain_members[] = {
-    {"fn", T_OBJECT, offsetof(PlainStep, fn), READONLY, "the op's kernel"},
-    {"ctx", T_OBJECT, offsetof(PlainStep, ctx), READONLY, "its KernelContext"},
-    {NULL}};
-
 static PyTypeObject PlainStepType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "fluid_nb.exec._steps.PlainStep",
     .tp_basicsize = sizeof(PlainStep),
@@ -308,7 +303,6 @@ static PyTypeObject PlainStepType = {
     .tp_dealloc = (destructor)plain_dealloc,
     .tp_call = PyVectorcall_Call, /* (a type nothing derives from: made by plain_new) */
     .tp_vectorcall_offset = offsetof(PlainStep, vectorcall),
-    .tp_members = plain_members,
 };
 
 /* --- KernelStep ----------------------------------------------------------------------- */
@@ -411,11 +405,6 @@ static void kernel_step_dealloc(KernelStep *self) {
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-static PyMemberDef kernel_step_members[] = {
-    {"fn", T_OBJECT, offsetof(KernelStep, fn), READONLY, "the op's kernel"},
-    {"ctx", T_OBJECT, offsetof(KernelStep, ctx), READONLY, "its KernelContext"},
-    {NULL}};
-
 static PyTypeObject KernelStepType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "fluid_nb.exec._steps.KernelStep",
     .tp_basicsize = sizeof(KernelStep),
@@ -427,7 +416,6 @@ static PyTypeObject KernelStepType = {
     .tp_dealloc = (destructor)kernel_step_dealloc,
     .tp_call = PyVectorcall_Call,
     .tp_vectorcall_offset = offsetof(KernelStep, vectorcall),
-    .tp_members = kernel_step_members,
 };
 
 /* --- configure ------------------------------------------------------------------------ */

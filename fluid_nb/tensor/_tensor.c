@@ -2,7 +2,7 @@
  *
  * Every kernel result, every value a host step or a feed makes, is a new LoDTensor, most of
  * them LoDTensor(ndarray) or LoDTensor(); a DynamicRNN batch makes about a thousand. As a
- * Python __init__ each cost a frame (about 0.5 us); here LoDTensor derives from
+ * Python __init__ each cost a frame; here LoDTensor derives from
  * TensorBase, whose C initializer sets the two slots for an exact ndarray (or None) and no
  * LoD (absent, None or ()) -- what the Python constructor sets for them: array, and the
  * shared empty LoD (). Every other call (LoD levels, lengths, a scalar or a subclass of
