@@ -34,6 +34,8 @@ class OpRunner:
         self.executor = executor
         self.steps = {}  # op -> (its bound step, a no-argument callable; the kernel bound)
         self._by_type = {}  # op type -> (kernel, simple binding or None): see _resolved
+        #: op type -> the context a formula op's first run uses (see _simple_args)
+        self._formula_contexts = {}
         self.last_run = {}  # op -> seconds its kernel took the last time it ran (views show it)
         self.on_host = place.device == "cpu"
         #: output name -> op for values :meth:`drop_unreachable` let go: the op computes it
@@ -123,11 +125,15 @@ class OpRunner:
         return known[0] if known is not None and known[1] is not None else None
 
     def run(self, op):
+        """Run ``op`` once. An op that has not run here is called with its holders as
+        arguments, nothing kept (most live ops run once, and a sweep lets every kept step
+        go); one that has run before is bound, and its step kept for the runs after."""
         entry = self.steps.get(op)
         if entry is not None:
             step, args = entry[0], ()
         else:
-            step, args = self._first_step(op)
+            args = self._simple_args(op) if op not in self.last_run else None
+            step, args = (plain_step, args) if args is not None else (self._build(op)[0], ())
         arena = host_arena() if self.on_host else None
         try:
             if arena is None:
@@ -146,19 +152,6 @@ class OpRunner:
                 self._run_recorded(op, partial(step, *args) if args else step, arena)
         except Exception as exc:  # a FluidError, or a kernel's own failure
             raise op_error(exc, op) from exc
-
-    def _first_step(self, op):
-        """``(step, arguments)`` for an op with no bound step: an op that has not run here
-        is called with its holders as arguments, nothing kept (most live ops run once, and
-        a sweep lets every kept step go); one that has run before is bound, and its step
-        kept for the runs after."""
-        if op not in self.last_run:
-            kernel, binding = self._by_type.get(op.type) or self._resolved(op.type)
-            if binding is not None:
-                args = self._simple_args(op, kernel, binding)
-                if args is not None:
-                    return plain_step, args
-        return self._build(op)[0], ()
 
     def _run_recorded(self, op, step, arena):
         """Run ``step`` with NumPy allocating from the host arena and its event log on (a
@@ -191,8 +184,7 @@ class OpRunner:
         return known
 
     def _build(self, op):
-        kernel, binding = self._by_type.get(op.type) or self._resolved(op.type)
-        args = self._simple_args(op, kernel, binding) if binding is not None else None
+        args = self._simple_args(op, kept=True)
         if args is not None:
             # a partial of a module-level step, not a closure: a kept step holds its values
             # alive, and a partial is two objects for the collector where a closure is eight
@@ -201,8 +193,7 @@ class OpRunner:
             prepare_op(op, self.place.device)  # an unknown op type fails before its inputs
             self._input_holders(op, [name for names in op.inputs.values() for name in names])
             step, prepared = bind_op(op, self.scope, self.executor, self._holder)
-            kernel = prepared.kernel
-        entry = self.steps[op] = (step, kernel)
+        entry = self.steps[op] = (step, args[1] if args is not None else prepared.kernel)
         return entry
 
     def _holder(self, name):
@@ -221,14 +212,17 @@ class OpRunner:
             holders.append(found)
         return holders
 
-    def _simple_args(self, op, fn, binding):
+    def _simple_args(self, op, kept=False):
         """The arguments of ``steps.plain_step`` (the executor's plain one-output step) for
         ``op``: its output's holder, the kernel and its context, the holder of its LoD
-        source (or None) and its inputs' holders, bound
-        with less work per op than ``bind_op`` does (an op appended in live mode usually
-        runs once, so binding is part of its cost). None when the op needs the general
-        binder."""
-        in_slots, out_slot, src_index, wanted = binding
+        source (or None) and its inputs' holders, bound with less work per op than
+        ``bind_op`` does (an op appended in live mode usually runs once, so binding is part
+        of its cost). None when the op needs the general binder. ``kept``: the arguments
+        are kept for later runs (a bound step), so the context is the op's own."""
+        fn, binding = self._by_type.get(op.type) or self._resolved(op.type)
+        if binding is None:
+            return None
+        in_slots, out_slot, src_index, wanted, formula = binding
         try:
             out_name = op.outputs[out_slot][0]
         except (KeyError, IndexError):
@@ -252,7 +246,17 @@ class OpRunner:
         out = find(out_name)
         if out is None:  # (a live op's new output: made here, as Scope.var would)
             out = scope.vars[out_name] = ScopeVariable(out_name)
-        ctx = KernelContext(op, self.place, self.executor, scope, wanted)
+        if formula and not kept:
+            # a formula op's kernel is a pure function of its inputs, attributes and array
+            # module, and a first run keeps nothing: its type's context serves, pointed at
+            # the op (a context costs as much as the rest of the binding)
+            ctx = self._formula_contexts.get(op.type)
+            if ctx is None:
+                ctx = self._formula_contexts[op.type] = KernelContext(
+                    op, self.place, self.executor, scope, wanted)
+            ctx.op, ctx.attrs, ctx.program = op, op.attrs, op.block.program
+        else:
+            ctx = KernelContext(op, self.place, self.executor, scope, wanted)
         return (out, fn, ctx, None if src_index is None else ins[src_index], *ins)
 
     def _provide_input(self, op, name):
@@ -285,7 +289,8 @@ def _set_handler(capsule):
 def _simple_binding(opdef):
     """For ops with one or two plain input slots and one plain output (run by
     ``steps.plain_step``): ``(input slots, output slot, index of the LoD source among the
-    inputs or None, wanted outputs)``; None for ops that need the general binder."""
+    inputs or None, wanted outputs, whether the op is a formula op)``; None for ops that
+    need the general binder."""
     binding = None
     in_slots = tuple(s.name for s in opdef.inputs)
     if not opdef.lod_aware and len(opdef.outputs) == 1 and not opdef.outputs[0].duplicable \
@@ -296,5 +301,5 @@ def _simple_binding(opdef):
             src = opdef.share_lod[0]
         if src is None or src in in_slots:
             binding = (in_slots, out, None if src is None else in_slots.index(src),
-                       frozenset((out,)))
+                       frozenset((out,)), opdef.formula is not None)
     return binding

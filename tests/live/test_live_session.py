@@ -120,6 +120,34 @@ def test_an_op_keeps_a_bound_step_once_it_runs_a_second_time(session_name):
     np.testing.assert_allclose(b.numpy(), 9 * X, rtol=1e-6)
 
 
+def test_formula_ops_of_one_type_each_run_with_their_own_attributes(session_name):
+    """A formula op's first run borrows its type's kernel context, pointed at the op: ops
+    of that type one after another each broadcast by their own axis, and an op bound for
+    later runs keeps a context of its own."""
+    column = np.array([1.0, 2.0], "float32")
+    row = np.array([10.0, 20.0, 30.0], "float32")
+    with live(session_name) as s:
+        x = fluid.layers.data(name="x", shape=[3], dtype="float32", value=X)
+        by_column = fluid.layers.data(name="c", shape=[2], dtype="float32",
+                                      append_batch_size=False, value=column)
+        by_row = fluid.layers.data(name="r", shape=[3], dtype="float32",
+                                   append_batch_size=False, value=row)
+        down = fluid.layers.elementwise_add(x, by_column, axis=0)
+        across = fluid.layers.elementwise_add(x, by_row)
+        again = fluid.layers.elementwise_add(down, by_column, axis=0)
+    np.testing.assert_allclose(down.numpy(), X + column[:, None])
+    np.testing.assert_allclose(across.numpy(), X + row)
+    np.testing.assert_allclose(again.numpy(), X + 2 * column[:, None])
+    first_add = s.program.global_block().ops[-3]
+    assert first_add.attrs["axis"] == 0
+    feed(x, 2 * X)  # all three run again, now through bound steps of their own
+    step_context = s.runner.steps[first_add][0].args[2]
+    assert step_context.op is first_add and step_context.attrs is first_add.attrs
+    np.testing.assert_allclose(down.numpy(), 2 * X + column[:, None])
+    np.testing.assert_allclose(across.numpy(), 2 * X + row)
+    np.testing.assert_allclose(again.numpy(), 2 * X + 2 * column[:, None])
+
+
 def test_minimize_records_updates_and_live_step_applies_them(session_name):
     s, x, h, y, label, loss = _build(session_name)
     with live(session_name):
