@@ -51,6 +51,7 @@ class OpRunner:
         self.last_run.clear()
         self.dropped.clear()
         self._dropped_order.clear()
+        self._formula_contexts.clear()  # (each points at the last op of its type)
 
     def drop_unreachable(self, ops, block):
         """Let go of the values of ``ops``' outputs (ops of ``block`` that ran, in program
@@ -114,6 +115,8 @@ class OpRunner:
         self.last_run = {op: t for op, t in self.last_run.items() if op in keep}
         self.dropped = {name: op for name, op in self.dropped.items() if op in keep}
         self._dropped_order = {name: self._dropped_order[name] for name in self.dropped}
+        self._formula_contexts = {op_type: ctx for op_type, ctx
+                                  in self._formula_contexts.items() if ctx.op in keep}
 
     def bound_kernel(self, op):
         """The kernel this runner bound for ``op``, or None when the op has not run here."""

@@ -375,6 +375,7 @@ class _Snapshot:
         session.update_ops, session.pending = list(self.lists[0]), list(self.lists[1])
         keep = set(session.program.global_block().ops) | set(
             session.startup_program.global_block().ops)
+        session._since_sweep = [op for op in session._since_sweep if op in keep]
         session.runner.forget(keep)
 
     def added(self, session):

@@ -148,6 +148,37 @@ def test_formula_ops_of_one_type_each_run_with_their_own_attributes(session_name
     np.testing.assert_allclose(again.numpy(), 2 * X + 2 * column[:, None])
 
 
+def test_a_reset_lets_the_old_program_and_its_ops_go(session_name):
+    """Nothing the runner keeps between runs (bound steps, times, the formula ops' shared
+    contexts) holds on to the program a reset replaced."""
+    import gc
+    import weakref
+    with live(session_name) as s:
+        x = fluid.layers.data(name="x", shape=[3], dtype="float32", value=X)
+        fluid.layers.relu(fluid.layers.elementwise_add(x, x))
+    old_program = weakref.ref(s.program)
+    old_op = weakref.ref(s.program.global_block().ops[-1])
+    del x
+    s.reset()
+    gc.collect()
+    assert old_op() is None and old_program() is None
+
+
+def test_a_rolled_back_cell_leaves_its_ops_to_the_collector(session_name):
+    import gc
+    import weakref
+    with live(session_name) as s:
+        x = fluid.layers.data(name="x", shape=[3], dtype="float32", value=X)
+    with pytest.raises(RuntimeError, match="the cell fails"):
+        with live(session_name):
+            fluid.layers.elementwise_add(x, x)
+            added = weakref.ref(s.program.global_block().ops[-1])
+            raise RuntimeError("the cell fails")
+    gc.collect()
+    assert added() is None
+    assert [op.type for op in s.program.global_block().ops] == []
+
+
 def test_minimize_records_updates_and_live_step_applies_them(session_name):
     s, x, h, y, label, loss = _build(session_name)
     with live(session_name):
