@@ -128,12 +128,11 @@ def _forget_in_live_session(program, removed_ops, removed_vars):
     gone = set(removed_ops)
     session.update_ops = [op for op in session.update_ops if op not in gone]
     session.pending = [op for op in session.pending if op not in gone]
-    session._since_sweep = [op for op in session._since_sweep if op not in gone]
     for name in removed_vars:
         session.scope.vars.pop(name, None)
     kept = {op for block in session.program.blocks for op in block.ops}
     kept.update(op for block in session.startup_program.blocks for op in block.ops)
-    session.runner.forget(kept)
+    session.forget_ops(kept)
 
 
 def append_one_op(block, op_type, inputs, attrs, dtype, layer_type=None):

@@ -191,12 +191,13 @@ class OpRunner:
         if args is not None:
             # a partial of a module-level step, not a closure: a kept step holds its values
             # alive, and a partial is two objects for the collector where a closure is eight
-            step = partial(plain_step, *args)
+            step, kernel = partial(plain_step, *args), args[1]
         else:
             prepare_op(op, self.place.device)  # an unknown op type fails before its inputs
             self._input_holders(op, [name for names in op.inputs.values() for name in names])
             step, prepared = bind_op(op, self.scope, self.executor, self._holder)
-        entry = self.steps[op] = (step, args[1] if args is not None else prepared.kernel)
+            kernel = prepared.kernel
+        entry = self.steps[op] = (step, kernel)
         return entry
 
     def _holder(self, name):

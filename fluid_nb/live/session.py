@@ -135,6 +135,12 @@ class LiveSession:
         switch_scope(old_scope)
 
     # --- the hooks --------------------------------------------------------------------
+    def forget_ops(self, keep):
+        """Let go of every op not in ``keep`` (a set: the ops a rollback left in the
+        programs) that the session or its runner still refers to."""
+        self._since_sweep = [op for op in self._since_sweep if op in keep]
+        self.runner.forget(keep)
+
     def _on_main_op(self, op):
         # the user's line, found if someone asks (the ``source`` property's field: no setter
         # call on every live op)
@@ -375,8 +381,7 @@ class _Snapshot:
         session.update_ops, session.pending = list(self.lists[0]), list(self.lists[1])
         keep = set(session.program.global_block().ops) | set(
             session.startup_program.global_block().ops)
-        session._since_sweep = [op for op in session._since_sweep if op in keep]
-        session.runner.forget(keep)
+        session.forget_ops(keep)
 
     def added(self, session):
         """What happened since the snapshot: (new ops per program, new var names, new blocks)."""
