@@ -1,8 +1,10 @@
 """The float matrix products compiled code runs on its own thread (runtime/
 fluid_native_gemm.h): every shape that reaches its edges (rows and columns that fill no
 whole tile, a K longer than one packed block, more rows than one block, a product so small
-it skips packing) and each transposition a mul and its gradient make give NumPy's values
-to float32 rounding, also where the result is added to (a while loop's gradient)."""
+it skips packing, slivers of one to five rows, B read in place beside a packed last panel,
+A x B^T as dot products with K and N not multiples of the block) and each transposition a
+mul and its gradient make give NumPy's values to float32 rounding, also where the result
+is added to (a while loop's gradient)."""
 import numpy as np
 import pytest
 
@@ -10,8 +12,12 @@ import fluid_nb as fluid
 from fluid_nb.rewriters import native
 
 # (rows, inner, columns): a partial tile each way; K past one 256 block and rows past one
-# 72-row block; whole 6 x 16 tiles only; a product of a few hundred multiply-adds
-SHAPES = [(7, 5, 3), (75, 300, 37), (12, 300, 32), (80, 520, 20), (1, 1, 1)]
+# 72-row block; whole 6 x 16 tiles only; a product of a few hundred multiply-adds; five
+# rows (one short sliver) against two whole panels and a partial one, the input gradient's
+# dot products with a K % 8 and an N % 4 tail; two whole slivers and a one-row one; one row
+# more than the dot products take; a single row
+SHAPES = [(7, 5, 3), (75, 300, 37), (12, 300, 32), (80, 520, 20), (1, 1, 1), (5, 45, 35),
+          (13, 70, 48), (17, 40, 33), (1, 128, 64)]
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))

@@ -5,11 +5,17 @@
 // product this small runs faster on the calling thread. Large products still go to BLAS
 // (fluid_native.h picks by size, kOwnGemmLimit).
 //
-// The method is the usual one: op(B) packed into 16-column panels and op(A) into 6-row
-// slivers, k-major and zero-padded, in blocks of kKc along K; a 6 x 16 tile of C is kept
-// in twelve 8-float registers while the kernel runs down K (two FMAs per row and step).
-// The AVX2 + FMA kernel is chosen at run time when the CPU has them; otherwise a plain
-// loop over the same packed panels (any CPU, any compiler).
+// The method is the usual one: op(A) packed into 6-row slivers, k-major and zero-padded,
+// in blocks of kKc along K; a 6 x 16 tile of C kept in twelve 8-float registers while the
+// kernel runs down K (two FMAs per row and step), reading 16 columns of op(B) per step.
+// Those are read from B in place where its rows run along N; only a transposed B, and the
+// last panel of fewer than 16 columns, are packed into 16-column panels. A sliver of fewer
+// than 6 rows runs a kernel of as many rows, so a recurrent step whose batch has shrunk to
+// a few sequences costs what its rows cost, not a whole tile's and B's packing. A times
+// B^T for at most kDotRows rows (the input gradient of such a step) packs nothing: each
+// value is a dot product of two rows stored along K.
+// The AVX2 + FMA kernels are chosen at run time when the CPU has them; otherwise a plain
+// loop over the same panels (any CPU, any compiler).
 #pragma once
 
 #include <stdint.h>
@@ -27,6 +33,8 @@ namespace fluid_native {
 namespace own_gemm {
 
 constexpr int64_t kMr = 6, kNr = 16, kKc = 256, kMc = 72, kNc = 2048;
+// A x B^T of at most this many rows runs as dot products (sgemm_dot)
+constexpr int64_t kDotRows = 16;
 // products of at most this many multiply-adds are plain loops (no packing)
 constexpr int64_t kTiny = 4096;
 // and of at most this many run here rather than in BLAS: about 40 us on one core, where a
@@ -83,14 +91,12 @@ inline void pack_b(bool trans, const float* B, int64_t ldb, int64_t p0, int64_t 
                    int64_t j0, int64_t nc, float* out) {
   for (int64_t j = 0; j < nc; j += kNr, out += kNr * kc) {
     const int64_t cols = std::min(kNr, nc - j);
-    if (trans) {  // each row of B's storage read along K, written down the panel
-      for (int64_t c = 0; c < kNr; ++c) {
-        if (c >= cols) {
-          for (int64_t p = 0; p < kc; ++p) out[p * kNr + c] = 0.0f;
-          continue;
-        }
-        const float* src = B + (j0 + j + c) * ldb + p0;
-        for (int64_t p = 0; p < kc; ++p) out[p * kNr + c] = src[p];
+    if (trans) {  // column c of the panel is row j0 + j + c of B's storage
+      const float* rows[kNr];
+      for (int64_t c = 0; c < kNr; ++c) rows[c] = B + (j0 + j + std::min(c, cols - 1)) * ldb + p0;
+      for (int64_t p = 0; p < kc; ++p) {  // one panel row at a time, written in order
+        float* o = out + p * kNr;
+        for (int64_t c = 0; c < kNr; ++c) o[c] = c < cols ? rows[c][p] : 0.0f;
       }
       continue;
     }
@@ -112,14 +118,15 @@ inline void store_tile(const float* tile, float* C, int64_t ldc, int64_t rows, i
       C[r * ldc + c] = accumulate ? C[r * ldc + c] + tile[r * kNr + c] : tile[r * kNr + c];
 }
 
-// the portable kernel: C tile (+)= sliver a [kc, kMr] x panel b [kc, kNr]
-inline void kernel_plain(int64_t kc, const float* a, const float* b, float* C, int64_t ldc,
-                         int64_t rows, int64_t cols, bool accumulate) {
+// the portable kernel: C tile (+)= sliver a [kc, kMr] x 16 columns of op(B), row p of
+// them at b + p * ldb (B in place, or a packed panel with ldb kNr)
+inline void kernel_plain(int64_t kc, const float* a, const float* b, int64_t ldb, float* C,
+                         int64_t ldc, int64_t rows, int64_t cols, bool accumulate) {
   float tile[kMr * kNr] = {};
   for (int64_t p = 0; p < kc; ++p)
-    for (int64_t r = 0; r < kMr; ++r) {
+    for (int64_t r = 0; r < rows; ++r) {
       const float x = a[p * kMr + r];
-      for (int64_t c = 0; c < kNr; ++c) tile[r * kNr + c] += x * b[p * kNr + c];
+      for (int64_t c = 0; c < kNr; ++c) tile[r * kNr + c] += x * b[p * ldb + c];
     }
   store_tile(tile, C, ldc, rows, cols, accumulate);
 }
@@ -129,22 +136,25 @@ inline void kernel_plain(int64_t kc, const float* a, const float* b, float* C, i
 // extension: no intrinsics header, which would double the time a build takes)
 typedef float float8 __attribute__((vector_size(32), aligned(4)));
 
-// the AVX2 + FMA kernel: the 6 x 16 tile in twelve registers (named one by one: an array
-// of them is kept in memory by the compiler)
+// the AVX2 + FMA kernel for a sliver of Rows rows: the tile in 2 x Rows registers (named
+// one by one: an array of them is kept in memory by the compiler); the sliver's padding
+// rows are not multiplied, so a product of few rows costs what its rows cost
 #define FLUID_GEMM_ROW(r, lo, hi)                                      \
-  {                                                                    \
+  if constexpr (Rows > r) {                                            \
     const float x = a[r];                                              \
     const float8 xs = {x, x, x, x, x, x, x, x};                        \
     lo = __builtin_ia32_vfmaddps256(xs, b0, lo);                       \
     hi = __builtin_ia32_vfmaddps256(xs, b1, hi);                       \
   }
 
-__attribute__((target("avx2,fma"))) inline void kernel_fma(
-    int64_t kc, const float* a, const float* b, float* C, int64_t ldc, int64_t rows,
-    int64_t cols, bool accumulate) {
+template <int Rows>
+__attribute__((target("avx2,fma"))) void kernel_fma(int64_t kc, const float* a,
+                                                   const float* b, int64_t ldb, float* C,
+                                                   int64_t ldc, int64_t cols,
+                                                   bool accumulate) {
   float8 c00 = {}, c01 = {}, c10 = {}, c11 = {}, c20 = {}, c21 = {}, c30 = {}, c31 = {},
          c40 = {}, c41 = {}, c50 = {}, c51 = {};
-  for (int64_t p = 0; p < kc; ++p, a += kMr, b += kNr) {
+  for (int64_t p = 0; p < kc; ++p, a += kMr, b += ldb) {
     const float8 b0 = *reinterpret_cast<const float8*>(b);
     const float8 b1 = *reinterpret_cast<const float8*>(b + 8);
     FLUID_GEMM_ROW(0, c00, c01)
@@ -156,8 +166,8 @@ __attribute__((target("avx2,fma"))) inline void kernel_fma(
   }
   const float8 tile[kMr][2] = {{c00, c01}, {c10, c11}, {c20, c21},
                                {c30, c31}, {c40, c41}, {c50, c51}};
-  if (rows == kMr && cols == kNr) {  // a whole tile: straight into C
-    for (int64_t r = 0; r < kMr; ++r) {
+  if (cols == kNr) {  // whole rows: straight into C
+    for (int64_t r = 0; r < Rows; ++r) {
       float8* low = reinterpret_cast<float8*>(C + r * ldc);
       float8* high = reinterpret_cast<float8*>(C + r * ldc + 8);
       *low = accumulate ? *low + tile[r][0] : tile[r][0];
@@ -166,13 +176,92 @@ __attribute__((target("avx2,fma"))) inline void kernel_fma(
     return;
   }
   float spill[kMr * kNr];
-  for (int64_t r = 0; r < kMr; ++r) {
+  for (int64_t r = 0; r < Rows; ++r) {
     *reinterpret_cast<float8*>(spill + r * kNr) = tile[r][0];
     *reinterpret_cast<float8*>(spill + r * kNr + 8) = tile[r][1];
   }
-  store_tile(spill, C, ldc, rows, cols, accumulate);
+  store_tile(spill, C, ldc, Rows, cols, accumulate);
 }
 #undef FLUID_GEMM_ROW
+
+inline void kernel_fma_rows(int64_t kc, const float* a, const float* b, int64_t ldb,
+                            float* C, int64_t ldc, int64_t rows, int64_t cols,
+                            bool accumulate) {
+  switch (rows) {
+    case 6: return kernel_fma<6>(kc, a, b, ldb, C, ldc, cols, accumulate);
+    case 5: return kernel_fma<5>(kc, a, b, ldb, C, ldc, cols, accumulate);
+    case 4: return kernel_fma<4>(kc, a, b, ldb, C, ldc, cols, accumulate);
+    case 3: return kernel_fma<3>(kc, a, b, ldb, C, ldc, cols, accumulate);
+    case 2: return kernel_fma<2>(kc, a, b, ldb, C, ldc, cols, accumulate);
+    default: return kernel_fma<1>(kc, a, b, ldb, C, ldc, cols, accumulate);
+  }
+}
+
+// A times B^T for few rows of A (an input gradient, dOut [M, N] x W^T, where a recurrent
+// step has few rows): each C[i, j] is the dot product of two rows stored along K, so no
+// operand is packed; a 3 x 4 block of them in twelve registers, eight steps of K a time.
+#define FLUID_DOT_ROW(r, s0, s1, s2, s3)                                        \
+  if constexpr (Rows > r) {                                                     \
+    const float8 x = *reinterpret_cast<const float8*>(a##r + p);                \
+    s0 = __builtin_ia32_vfmaddps256(x, b0, s0);                                 \
+    s1 = __builtin_ia32_vfmaddps256(x, b1, s1);                                 \
+    s2 = __builtin_ia32_vfmaddps256(x, b2, s2);                                 \
+    s3 = __builtin_ia32_vfmaddps256(x, b3, s3);                                 \
+  }
+
+__attribute__((target("avx2,fma"), always_inline)) inline float sum8(float8 v) {
+  return ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7]));
+}
+
+template <int Rows>
+__attribute__((target("avx2,fma"))) void dot_kernel_fma(int64_t K, const float* a0,
+                                                       int64_t lda, const float* const* b,
+                                                       float* C, int64_t ldc, int64_t cols,
+                                                       bool accumulate) {
+  const float* a1 = a0 + (Rows > 1 ? lda : 0);
+  const float* a2 = a0 + (Rows > 2 ? 2 * lda : 0);
+  float8 s00 = {}, s01 = {}, s02 = {}, s03 = {}, s10 = {}, s11 = {}, s12 = {}, s13 = {},
+         s20 = {}, s21 = {}, s22 = {}, s23 = {};
+  const float *q0 = b[0], *q1 = b[1], *q2 = b[2], *q3 = b[3];
+  int64_t p = 0;
+  for (; p + 8 <= K; p += 8) {
+    const float8 b0 = *reinterpret_cast<const float8*>(q0 + p);
+    const float8 b1 = *reinterpret_cast<const float8*>(q1 + p);
+    const float8 b2 = *reinterpret_cast<const float8*>(q2 + p);
+    const float8 b3 = *reinterpret_cast<const float8*>(q3 + p);
+    FLUID_DOT_ROW(0, s00, s01, s02, s03)
+    FLUID_DOT_ROW(1, s10, s11, s12, s13)
+    FLUID_DOT_ROW(2, s20, s21, s22, s23)
+  }
+  float out[3][4] = {{sum8(s00), sum8(s01), sum8(s02), sum8(s03)},
+                     {sum8(s10), sum8(s11), sum8(s12), sum8(s13)},
+                     {sum8(s20), sum8(s21), sum8(s22), sum8(s23)}};
+  const float* rows[3] = {a0, a1, a2};
+  const float* columns[4] = {q0, q1, q2, q3};
+  for (; p < K; ++p)  // the last K % 8 steps
+    for (int r = 0; r < Rows; ++r)
+      for (int c = 0; c < 4; ++c) out[r][c] += rows[r][p] * columns[c][p];
+  for (int r = 0; r < Rows; ++r)
+    for (int64_t c = 0; c < cols; ++c)
+      C[r * ldc + c] = accumulate ? C[r * ldc + c] + out[r][c] : out[r][c];
+}
+#undef FLUID_DOT_ROW
+
+// C[M, N] (+)= A [M, K] x B^T, B stored [N, K], both read in place
+__attribute__((target("avx2,fma"))) inline void sgemm_dot(int64_t M, int64_t N, int64_t K,
+                                                          const float* A, const float* B,
+                                                          float* C, bool accumulate) {
+  for (int64_t j = 0; j < N; j += 4) {
+    const int64_t cols = std::min<int64_t>(4, N - j);
+    const float* b[4];
+    for (int64_t c = 0; c < 4; ++c) b[c] = B + (j + std::min(c, cols - 1)) * K;
+    int64_t i = 0;
+    for (; i + 3 <= M; i += 3)
+      dot_kernel_fma<3>(K, A + i * K, K, b, C + i * N + j, N, cols, accumulate);
+    if (M - i == 2) dot_kernel_fma<2>(K, A + i * K, K, b, C + i * N + j, N, cols, accumulate);
+    if (M - i == 1) dot_kernel_fma<1>(K, A + i * K, K, b, C + i * N + j, N, cols, accumulate);
+  }
+}
 
 inline bool has_fma() {
   static const bool yes = [] {
@@ -204,27 +293,45 @@ inline void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
       }
     return;
   }
-  void (*kernel)(int64_t, const float*, const float*, float*, int64_t, int64_t, int64_t,
-                 bool) = kernel_plain;
+  void (*kernel)(int64_t, const float*, const float*, int64_t, float*, int64_t, int64_t,
+                 int64_t, bool) = kernel_plain;
 #ifdef FLUID_GEMM_X86
-  if (has_fma()) kernel = kernel_fma;
+  if (has_fma()) kernel = kernel_fma_rows;
+#endif
+#ifdef FLUID_GEMM_X86
+  if (trans_b && !trans_a && M <= kDotRows && K >= 16 && has_fma()) {
+    sgemm_dot(M, N, K, A, B, C, accumulate);
+    return;
+  }
 #endif
   thread_local Scratch scratch_a, scratch_b;
   for (int64_t jc = 0; jc < N; jc += kNc) {
     const int64_t nc = std::min(kNc, N - jc);
+    // B's whole 16-column panels are read in place when its rows run along N (the
+    // kernel's loads are rows of B): only a transposed B and a last, partial panel are
+    // packed. A product of a few rows, as a recurrent step's, would otherwise spend
+    // longer packing B than multiplying.
+    const int64_t in_place = trans_b ? 0 : nc / kNr * kNr;
     for (int64_t pc = 0; pc < K; pc += kKc) {
       const int64_t kc = std::min(kKc, K - pc);
       const bool add = accumulate || pc > 0;
-      float* packed_b = scratch_b.take((nc + kNr - 1) / kNr * kNr * kc);
-      pack_b(trans_b, B, ldb, pc, kc, jc, nc, packed_b);
+      float* packed_b = nullptr;
+      if (in_place < nc) {
+        packed_b = scratch_b.take((nc - in_place + kNr - 1) / kNr * kNr * kc);
+        pack_b(trans_b, B, ldb, pc, kc, jc + in_place, nc - in_place, packed_b);
+      }
       for (int64_t ic = 0; ic < M; ic += kMc) {
         const int64_t mc = std::min(kMc, M - ic);
         float* packed_a = scratch_a.take((mc + kMr - 1) / kMr * kMr * kc);
         pack_a(trans_a, A, lda, ic, mc, pc, kc, packed_a);
-        for (int64_t jr = 0; jr < nc; jr += kNr)
+        for (int64_t jr = 0; jr < nc; jr += kNr) {
+          const float* b = jr < in_place ? B + pc * ldb + jc + jr
+                                         : packed_b + (jr - in_place) * kc;
+          const int64_t b_step = jr < in_place ? ldb : kNr;
           for (int64_t ir = 0; ir < mc; ir += kMr)
-            kernel(kc, packed_a + ir * kc, packed_b + jr * kc, C + (ic + ir) * N + jc + jr,
-                   N, std::min(kMr, mc - ir), std::min(kNr, nc - jr), add);
+            kernel(kc, packed_a + ir * kc, b, b_step, C + (ic + ir) * N + jc + jr, N,
+                   std::min(kMr, mc - ir), std::min(kNr, nc - jr), add);
+        }
       }
     }
   }
