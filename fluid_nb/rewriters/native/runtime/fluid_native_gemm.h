@@ -58,30 +58,21 @@ struct Scratch {
   }
 };
 
-// op(A)[i0 + i, p0 + p] for i < mc, p < kc as kMr-row slivers, k-major (sliver s at
-// s * kMr * kc), rows past mc zero; A is [M, K] (lda K) or, transposed, [K, M] (lda M)
-inline void pack_a(bool trans, const float* A, int64_t lda, int64_t i0, int64_t mc,
-                   int64_t p0, int64_t kc, float* out) {
+// A[i0 + i, p0 + p] for i < mc, p < kc as kMr-row slivers, k-major (sliver s at
+// s * kMr * kc); A is [M, K] (lda K). The rows past mc of a last, short sliver are left
+// as they were: its kernel (one of as many rows) does not read them.
+inline void pack_a(const float* A, int64_t lda, int64_t i0, int64_t mc, int64_t p0,
+                   int64_t kc, float* out) {
   for (int64_t i = 0; i < mc; i += kMr, out += kMr * kc) {
     const int64_t rows = std::min(kMr, mc - i);
-    if (trans) {  // a row of A^T's storage holds the sliver's values of one p
-      for (int64_t p = 0; p < kc; ++p) {
-        const float* src = A + (p0 + p) * lda + i0 + i;
-        float* o = out + p * kMr;
-        int64_t r = 0;
-        for (; r < rows; ++r) o[r] = src[r];
-        for (; r < kMr; ++r) o[r] = 0.0f;
-      }
+    const float* src = A + (i0 + i) * lda + p0;
+    if (rows == kMr) {  // a whole sliver: the six rows read side by side, written in order
+      for (int64_t p = 0; p < kc; ++p)
+        for (int64_t r = 0; r < kMr; ++r) out[p * kMr + r] = src[r * lda + p];
       continue;
     }
-    for (int64_t r = 0; r < kMr; ++r) {  // each row read along K, written down the sliver
-      if (r >= rows) {
-        for (int64_t p = 0; p < kc; ++p) out[p * kMr + r] = 0.0f;
-        continue;
-      }
-      const float* src = A + (i0 + i + r) * lda + p0;
-      for (int64_t p = 0; p < kc; ++p) out[p * kMr + r] = src[p];
-    }
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t p = 0; p < kc; ++p) out[p * kMr + r] = src[r * lda + p];
   }
 }
 
@@ -118,14 +109,16 @@ inline void store_tile(const float* tile, float* C, int64_t ldc, int64_t rows, i
       C[r * ldc + c] = accumulate ? C[r * ldc + c] + tile[r * kNr + c] : tile[r * kNr + c];
 }
 
-// the portable kernel: C tile (+)= sliver a [kc, kMr] x 16 columns of op(B), row p of
-// them at b + p * ldb (B in place, or a packed panel with ldb kNr)
-inline void kernel_plain(int64_t kc, const float* a, const float* b, int64_t ldb, float* C,
-                         int64_t ldc, int64_t rows, int64_t cols, bool accumulate) {
+// the portable kernel: C tile (+)= op(A)'s rows [rows, kc] x 16 columns of op(B). Step p
+// of the rows is a + p * a_step (a packed sliver, a_step kMr, or a transposed A in place,
+// a_step lda); of the columns b + p * ldb (B in place, or a packed panel with ldb kNr).
+inline void kernel_plain(int64_t kc, const float* a, int64_t a_step, const float* b,
+                         int64_t ldb, float* C, int64_t ldc, int64_t rows, int64_t cols,
+                         bool accumulate) {
   float tile[kMr * kNr] = {};
   for (int64_t p = 0; p < kc; ++p)
     for (int64_t r = 0; r < rows; ++r) {
-      const float x = a[p * kMr + r];
+      const float x = a[p * a_step + r];
       for (int64_t c = 0; c < kNr; ++c) tile[r * kNr + c] += x * b[p * ldb + c];
     }
   store_tile(tile, C, ldc, rows, cols, accumulate);
@@ -149,12 +142,13 @@ typedef float float8 __attribute__((vector_size(32), aligned(4)));
 
 template <int Rows>
 __attribute__((target("avx2,fma"))) void kernel_fma(int64_t kc, const float* a,
-                                                   const float* b, int64_t ldb, float* C,
+                                                   int64_t a_step, const float* b,
+                                                   int64_t ldb, float* C,
                                                    int64_t ldc, int64_t cols,
                                                    bool accumulate) {
   float8 c00 = {}, c01 = {}, c10 = {}, c11 = {}, c20 = {}, c21 = {}, c30 = {}, c31 = {},
          c40 = {}, c41 = {}, c50 = {}, c51 = {};
-  for (int64_t p = 0; p < kc; ++p, a += kMr, b += ldb) {
+  for (int64_t p = 0; p < kc; ++p, a += a_step, b += ldb) {
     const float8 b0 = *reinterpret_cast<const float8*>(b);
     const float8 b1 = *reinterpret_cast<const float8*>(b + 8);
     FLUID_GEMM_ROW(0, c00, c01)
@@ -184,16 +178,16 @@ __attribute__((target("avx2,fma"))) void kernel_fma(int64_t kc, const float* a,
 }
 #undef FLUID_GEMM_ROW
 
-inline void kernel_fma_rows(int64_t kc, const float* a, const float* b, int64_t ldb,
-                            float* C, int64_t ldc, int64_t rows, int64_t cols,
+inline void kernel_fma_rows(int64_t kc, const float* a, int64_t a_step, const float* b,
+                            int64_t ldb, float* C, int64_t ldc, int64_t rows, int64_t cols,
                             bool accumulate) {
   switch (rows) {
-    case 6: return kernel_fma<6>(kc, a, b, ldb, C, ldc, cols, accumulate);
-    case 5: return kernel_fma<5>(kc, a, b, ldb, C, ldc, cols, accumulate);
-    case 4: return kernel_fma<4>(kc, a, b, ldb, C, ldc, cols, accumulate);
-    case 3: return kernel_fma<3>(kc, a, b, ldb, C, ldc, cols, accumulate);
-    case 2: return kernel_fma<2>(kc, a, b, ldb, C, ldc, cols, accumulate);
-    default: return kernel_fma<1>(kc, a, b, ldb, C, ldc, cols, accumulate);
+    case 6: return kernel_fma<6>(kc, a, a_step, b, ldb, C, ldc, cols, accumulate);
+    case 5: return kernel_fma<5>(kc, a, a_step, b, ldb, C, ldc, cols, accumulate);
+    case 4: return kernel_fma<4>(kc, a, a_step, b, ldb, C, ldc, cols, accumulate);
+    case 3: return kernel_fma<3>(kc, a, a_step, b, ldb, C, ldc, cols, accumulate);
+    case 2: return kernel_fma<2>(kc, a, a_step, b, ldb, C, ldc, cols, accumulate);
+    default: return kernel_fma<1>(kc, a, a_step, b, ldb, C, ldc, cols, accumulate);
   }
 }
 
@@ -293,8 +287,8 @@ inline void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
       }
     return;
   }
-  void (*kernel)(int64_t, const float*, const float*, int64_t, float*, int64_t, int64_t,
-                 int64_t, bool) = kernel_plain;
+  void (*kernel)(int64_t, const float*, int64_t, const float*, int64_t, float*, int64_t,
+                 int64_t, int64_t, bool) = kernel_plain;
 #ifdef FLUID_GEMM_X86
   if (has_fma()) kernel = kernel_fma_rows;
 #endif
@@ -322,14 +316,21 @@ inline void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
       }
       for (int64_t ic = 0; ic < M; ic += kMc) {
         const int64_t mc = std::min(kMc, M - ic);
-        float* packed_a = scratch_a.take((mc + kMr - 1) / kMr * kMr * kc);
-        pack_a(trans_a, A, lda, ic, mc, pc, kc, packed_a);
+        // a transposed A is read in place (a sliver's step p is kMr values side by side,
+        // the next step lda further on); otherwise its slivers are packed
+        const float* a = A + pc * lda + ic;
+        int64_t a_step = lda, sliver = 1;
+        if (!trans_a) {
+          float* packed_a = scratch_a.take((mc + kMr - 1) / kMr * kMr * kc);
+          pack_a(A, lda, ic, mc, pc, kc, packed_a);
+          a = packed_a, a_step = kMr, sliver = kc;
+        }
         for (int64_t jr = 0; jr < nc; jr += kNr) {
           const float* b = jr < in_place ? B + pc * ldb + jc + jr
                                          : packed_b + (jr - in_place) * kc;
           const int64_t b_step = jr < in_place ? ldb : kNr;
           for (int64_t ir = 0; ir < mc; ir += kMr)
-            kernel(kc, packed_a + ir * kc, b, b_step, C + (ic + ir) * N + jc + jr, N,
+            kernel(kc, a + ir * sliver, a_step, b, b_step, C + (ic + ir) * N + jc + jr, N,
                    std::min(kMr, mc - ir), std::min(kNr, nc - jr), add);
         }
       }
