@@ -1,9 +1,11 @@
-"""Build hook: compiles the package's C parts into extension modules next to their sources,
-for wheels and editable installs alike: the memory arena's core (fluid_nb/memory/_arena.c),
-LoDTensor's constructor (fluid_nb/tensor/_tensor.c), the call-stack walk every appended op
-makes (fluid_nb/framework/_callstack.c), the interpreter's commonest steps
-(fluid_nb/exec/_steps.c) and the call of a compiled program's step
-(fluid_nb/rewriters/native/_bound_step.c)."""
+"""Build hook: compiles the package's C and C++ parts into extension modules next to their
+sources, for wheels and editable installs alike: the memory arena's core
+(fluid_nb/memory/_arena.c), LoDTensor's constructor (fluid_nb/tensor/_tensor.c), the
+call-stack walk every appended op makes (fluid_nb/framework/_callstack.c), the interpreter's
+commonest steps (fluid_nb/exec/_steps.c), the call of a compiled program's step
+(fluid_nb/rewriters/native/_bound_step.c) and the interpreter's fused optimizer updates
+(fluid_nb/ops/_fused_updates.cc, C++: it runs the element update compiled programs run,
+from the native code generator's runtime headers)."""
 import os
 import shlex
 import subprocess
@@ -17,27 +19,43 @@ SOURCES = ((os.path.join("fluid_nb", "memory", "_arena.c"), "the memory arena", 
            (os.path.join("fluid_nb", "framework", "_callstack.c"), "the call-stack walk", False),
            (os.path.join("fluid_nb", "exec", "_steps.c"), "the interpreter's steps", False),
            (os.path.join("fluid_nb", "rewriters", "native", "_bound_step.c"),
-            "a compiled program's step call", True))
+            "a compiled program's step call", True),
+           (os.path.join("fluid_nb", "ops", "_fused_updates.cc"),
+            "the interpreter's fused optimizer updates", False))
+#: the native code generator's runtime headers, which a C++ part includes
+RUNTIME = os.path.join("fluid_nb", "rewriters", "native", "runtime")
 
 
 def compile_extension(root, source, what, with_numpy):
-    """Compile ``source`` (x/y/_name.c) into x/y/_name<EXT_SUFFIX>; returns its path."""
-    target = source[:-2] + sysconfig.get_config_var("EXT_SUFFIX")
-    compiler = shlex.split(os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc")
+    """Compile ``source`` (x/y/_name.c, or .cc for C++) into x/y/_name<EXT_SUFFIX>; returns
+    its path."""
+    stem, language = os.path.splitext(source)
+    target = stem + sysconfig.get_config_var("EXT_SUFFIX")
     includes = ["-I" + sysconfig.get_paths()["include"]]
     if with_numpy:
         import numpy
         includes.append("-I" + numpy.get_include())
-    command = compiler[:1] + ["-O2", "-shared", "-fPIC", *includes,
+    if language == ".cc":
+        # the flags compiled programs are built with (their sqrt loops vectorise; no
+        # contraction into FMAs, so the values are the NumPy formula's, bit for bit)
+        variable, kind, install = "CXX", "a C++ compiler", "g++"
+        flags = ["-O3", "-std=c++17", "-fno-math-errno", "-fno-trapping-math",
+                 "-ffp-contract=off", "-I" + os.path.join(root, RUNTIME)]
+    else:
+        variable, kind, install = "CC", "a C compiler", "gcc"
+        flags = ["-O2"]
+    compiler = shlex.split(os.environ.get(variable) or sysconfig.get_config_var(variable)
+                           or ("c++" if variable == "CXX" else "cc"))
+    command = compiler[:1] + [*flags, "-shared", "-fPIC", *includes,
                               os.path.join(root, source), "-o", os.path.join(root, target),
                               "-lpthread"]
     try:
         subprocess.run(command, check=True, capture_output=True, text=True)
     except FileNotFoundError:
         raise RuntimeError(
-            f"fluid_nb: building {what} ({source}) needs a C compiler, and "
-            f"{compiler[0]!r} was not found; install one (Debian/Ubuntu: apt-get install gcc) "
-            "or name it in the CC environment variable") from None
+            f"fluid_nb: building {what} ({source}) needs {kind}, and {compiler[0]!r} was not "
+            f"found; install one (Debian/Ubuntu: apt-get install {install}) or name it in the "
+            f"{variable} environment variable") from None
     except subprocess.CalledProcessError as failed:
         raise RuntimeError(f"fluid_nb: compiling {what} failed:\n"
                            f"{' '.join(command)}\n{failed.stderr}") from None

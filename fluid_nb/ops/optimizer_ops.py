@@ -21,6 +21,7 @@ new master copy.
 
 import numpy as np
 
+from .. import c_parts
 from ..errors import InvalidArgument, expected
 from ..tensor.tensor import LoDTensor, SelectedRows
 from ..tensor.dtypes import VarType
@@ -248,6 +249,10 @@ def_op("momentum", inputs=["Param", "Grad", "Velocity", "LearningRate", "MasterP
 _ADAM_STATE = frozenset({"Param", "Moment1", "Moment2"})
 #: elements of scratch an in-place adam update works with at a time
 _ADAM_SCRATCH = 1 << 16
+#: the element types of the fused update (one pass instead of the formula's twelve, the
+#: same values: ops/_fused_updates.cc)
+_FUSED_TYPES = (np.dtype("float32"), np.dtype("float64"))
+_fused = c_parts.load("fluid_nb.ops._fused_updates", "the fused optimizer updates")
 
 
 def _held_output(ctx, out_slot, in_slot, like):
@@ -336,7 +341,18 @@ def _adam_kernel(ctx, param, grad, lr, m1, m2, b1p, b2p, beta1_t, beta2_t, eps_t
             else frozenset()
         if skip_flag is not None:  # the inputs may be kept, so they are not written
             donated = frozenset()
-        if donated >= _ADAM_STATE and base.size > _ADAM_SCRATCH and all(
+        if xp is np and same and base.dtype in _FUSED_TYPES and all(
+                x.flags.c_contiguous for x in (base, dense, m1, m2)):
+            # on the host, the element update in one pass: in place when all three are the
+            # op's to write (and four arrays: a variable bound to two slots is updated into
+            # new ones, as the formula reads every input before it writes), else into three
+            # new arrays (the formula's three)
+            in_place = donated >= _ADAM_STATE and len({id(base), id(dense), id(m1), id(m2)}) == 4
+            outs = (base, m1, m2) if in_place else \
+                (xp.empty_like(base), xp.empty_like(m1), xp.empty_like(m2))
+            _fused.adam(base, dense, m1, m2, *outs, beta1, beta2, rate, eps_hat)
+            new, m1_out, m2_out = outs
+        elif donated >= _ADAM_STATE and base.size > _ADAM_SCRATCH and all(
                 x.flags.c_contiguous for x in (base, m1, m2)):
             # all three updated in place: a slice at a time, so the scratch array stays
             # small (the values are the same: the formula is elementwise)

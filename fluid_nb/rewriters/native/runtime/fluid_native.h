@@ -407,9 +407,8 @@ FLUID_VECTOR_CLONES void momentum(T* __restrict__ param, const T* __restrict__ g
     momentum_step(param[i], grad[i], velocity[i], rate, mu, rescale, l2_decay, l2, nesterov);
 }
 
-// adam, Paddle's formula in the parameter's type:
-//   m1 = beta1 m1 + (1 - beta1) g;  m2 = beta2 m2 + (1 - beta2) g^2
-//   Param -= lr sqrt(1 - beta2^t) / (1 - beta1^t) * m1 / (sqrt(m2) + eps sqrt(1 - beta2^t))
+// adam, one pass over the four arrays (adam_step, fluid_native_maps.h), with
+//   rate = lr sqrt(1 - beta2^t) / (1 - beta1^t), eps_hat = eps sqrt(1 - beta2^t);
 //   beta1^t *= beta1, beta2^t *= beta2 when the op has Beta1PowOut and Beta2PowOut
 template <class T, class L, class P>
 FLUID_VECTOR_CLONES void adam(T* __restrict__ param, const T* __restrict__ grad, const L* lr,
@@ -419,12 +418,8 @@ FLUID_VECTOR_CLONES void adam(T* __restrict__ param, const T* __restrict__ grad,
   const T pow1 = static_cast<T>(beta1_pow[0]), pow2 = static_cast<T>(beta2_pow[0]);
   const T rate = static_cast<T>(lr[0]) * std::sqrt(one - pow2) / (one - pow1);
   const T eps_hat = epsilon * std::sqrt(one - pow2);
-  for (int64_t i = 0; i < count; ++i) {
-    const T g = grad[i];
-    m1[i] = m1[i] * beta1 + g * (one - beta1);
-    m2[i] = m2[i] * beta2 + g * g * (one - beta2);
-    param[i] -= m1[i] / (std::sqrt(m2[i]) + eps_hat) * rate;
-  }
+  for (int64_t i = 0; i < count; ++i)
+    adam_step(param[i], grad[i], m1[i], m2[i], beta1, beta2, rate, eps_hat);
   if (update_pows) {  // Beta1PowOut and Beta2PowOut given: the op carries the powers on
     beta1_pow[0] = static_cast<P>(pow1 * beta1);
     beta2_pow[0] = static_cast<P>(pow2 * beta2);

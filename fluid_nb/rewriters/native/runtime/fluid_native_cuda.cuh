@@ -375,10 +375,7 @@ __global__ void adam_kernel(T* param, const T* grad, const L* lr, T* m1, T* m2,
   const T rate = static_cast<T>(lr[0]) * sqrt(one - pow2) / (one - pow1);
   const T eps_hat = epsilon * sqrt(one - pow2);
   FLUID_GRID_STRIDE(i, count) {
-    const T g = grad[i];
-    m1[i] = m1[i] * beta1 + g * (one - beta1);
-    m2[i] = m2[i] * beta2 + g * g * (one - beta2);
-    param[i] -= m1[i] / (sqrt(m2[i]) + eps_hat) * rate;
+    adam_step(param[i], grad[i], m1[i], m2[i], beta1, beta2, rate, eps_hat);
   }
 }
 

@@ -65,4 +65,18 @@ FLUID_HD inline void momentum_step(T& param, T grad, T& velocity, T rate, T mu, 
   param -= nesterov ? (g + v * mu) * rate : rate * v;
 }
 
+// adam on one element, Paddle's formula in the parameter's type and the interpreter's
+// order of operations (the host loop, the CUDA kernel and the interpreter's fused host
+// step, ops/_fused_updates.cc, all call it; rate and eps_hat are worked out once per op):
+//   Moment1 = beta1 * Moment1 + (1 - beta1) * g;  Moment2 = beta2 * Moment2 + (1 - beta2) * g^2
+//   Param -= Moment1 / (sqrt(Moment2) + eps_hat) * rate
+template <class T>
+FLUID_HD inline void adam_step(T& param, T grad, T& m1, T& m2, T beta1, T beta2, T rate,
+                               T eps_hat) {
+  const T one = 1;
+  m1 = m1 * beta1 + grad * (one - beta1);
+  m2 = m2 * beta2 + grad * grad * (one - beta2);
+  param -= m1 / (sqrt(m2) + eps_hat) * rate;
+}
+
 }  // namespace fluid_native

@@ -1,0 +1,186 @@
+// The interpreter's fused optimizer updates: Adam's element update over a parameter and its
+// two moments in one pass, where the NumPy formula in ops/optimizer_ops.py makes twelve
+// over the arrays for the same values. The element update is the one compiled code and
+// the CUDA kernels run (adam_step, fluid_native_maps.h), in the formula's order of
+// operations, so all of them give the NumPy formula's float32 and float64 values, bit for
+// bit.
+//
+//   adam(param, grad, moment1, moment2, param_out, moment1_out, moment2_out,
+//        beta1, beta2, rate, eps_hat)
+//
+// The inputs and outputs are C-contiguous arrays of one size and one type (float32 or
+// float64), rate and eps_hat worked out by the caller. Either every output is its input
+// (the op's state donated: updated in place) or the outputs are new; an array written
+// shares memory with no other. Anything else is a TypeError or ValueError naming what was expected and
+// what came, before anything is written.
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <string.h>
+
+#include "fluid_native_maps.h"
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+// a loop bound by sqrt and division gets an AVX2 clone, picked at load time
+#define FLUID_UPDATE_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define FLUID_UPDATE_CLONES
+#endif
+
+namespace {
+
+// in place: each of param, m1 and m2 is read and written at the same index
+template <class T>
+FLUID_UPDATE_CLONES void adam_in_place(T* __restrict__ param, const T* __restrict__ grad,
+                                       T* __restrict__ m1, T* __restrict__ m2,
+                                       Py_ssize_t count, T beta1, T beta2, T rate,
+                                       T eps_hat) {
+  for (Py_ssize_t i = 0; i < count; ++i)
+    fluid_native::adam_step(param[i], grad[i], m1[i], m2[i], beta1, beta2, rate, eps_hat);
+}
+
+// into new arrays: the inputs are only read
+template <class T>
+FLUID_UPDATE_CLONES void adam_into(const T* __restrict__ param, const T* __restrict__ grad,
+                                   const T* __restrict__ m1, const T* __restrict__ m2,
+                                   T* __restrict__ param_out, T* __restrict__ m1_out,
+                                   T* __restrict__ m2_out, Py_ssize_t count, T beta1,
+                                   T beta2, T rate, T eps_hat) {
+  for (Py_ssize_t i = 0; i < count; ++i) {
+    T p = param[i], first = m1[i], second = m2[i];
+    fluid_native::adam_step(p, grad[i], first, second, beta1, beta2, rate, eps_hat);
+    param_out[i] = p;
+    m1_out[i] = first;
+    m2_out[i] = second;
+  }
+}
+
+// the element type of a buffer: 'f' (float32), 'd' (float64), or 0 for any other
+char element_type(const Py_buffer& view) {
+  const char* format = view.format ? view.format : "B";
+  if (*format == '@' || *format == '=' || *format == '<') ++format;
+  if ((format[0] == 'f' && view.itemsize == 4) || (format[0] == 'd' && view.itemsize == 8))
+    return format[1] == '\0' ? format[0] : 0;
+  return 0;
+}
+
+bool overlap(const Py_buffer& a, const Py_buffer& b) {
+  const char* x = static_cast<const char*>(a.buf);
+  const char* y = static_cast<const char*>(b.buf);
+  return a.len && b.len && x < y + b.len && y < x + a.len;
+}
+
+const char* kNames[] = {"param", "grad", "moment1", "moment2", "param_out", "moment1_out",
+                        "moment2_out"};
+constexpr int kArrays = 7;
+
+PyObject* adam(PyObject*, PyObject* args) {
+  PyObject* arrays[kArrays];
+  double beta1, beta2, rate, eps_hat;
+  if (!PyArg_ParseTuple(args, "OOOOOOOdddd:adam", &arrays[0], &arrays[1], &arrays[2],
+                        &arrays[3], &arrays[4], &arrays[5], &arrays[6], &beta1, &beta2, &rate,
+                        &eps_hat))
+    return nullptr;
+  // in place when every output is its input (param, moment1, moment2 -> slots 4, 5, 6)
+  const bool in_place = arrays[4] == arrays[0] && arrays[5] == arrays[2] &&
+                        arrays[6] == arrays[3];
+  const int distinct = in_place ? 4 : kArrays;
+  Py_buffer views[kArrays];
+  int taken = 0;
+  PyObject* result = nullptr;
+  // what the update writes: param, moment1 and moment2 in place, else the outputs
+  auto written = [in_place](int k) { return k >= 4 || (in_place && k != 1); };
+  for (; taken < distinct; ++taken) {
+    if (PyObject_GetBuffer(arrays[taken], &views[taken],
+                           PyBUF_C_CONTIGUOUS | PyBUF_FORMAT |
+                               (written(taken) ? PyBUF_WRITABLE : 0)) < 0) {
+      PyErr_Clear();
+      PyErr_Format(PyExc_TypeError,
+                   "adam: %s expected a C-contiguous%s float32 or float64 array, but got %R",
+                   kNames[taken], written(taken) ? ", writable" : "", Py_TYPE(arrays[taken]));
+      goto release;
+    }
+  }
+  {
+    const char type = element_type(views[0]);
+    if (!type) {
+      PyErr_Format(PyExc_TypeError, "adam: param expected float32 or float64 elements, but "
+                   "got format '%s'", views[0].format ? views[0].format : "B");
+      goto release;
+    }
+    const Py_ssize_t count = views[0].len / views[0].itemsize;
+    for (int k = 1; k < distinct; ++k) {
+      if (element_type(views[k]) != type) {
+        PyErr_Format(PyExc_TypeError, "adam: %s expected the elements of param (format "
+                     "'%c'), but got format '%s'", kNames[k], type,
+                     views[k].format ? views[k].format : "B");
+        goto release;
+      }
+      if (views[k].len != views[0].len) {
+        PyErr_Format(PyExc_ValueError, "adam: %s expected %zd elements (as param), but got "
+                     "%zd", kNames[k], count, views[k].len / views[k].itemsize);
+        goto release;
+      }
+    }
+    // the loops write through restrict pointers: an array written may share memory with
+    // no other (the inputs of an update into new arrays may share theirs: they are read)
+    for (int a = 0; a < distinct; ++a)
+      for (int b = a + 1; b < distinct; ++b)
+        if ((written(a) || written(b)) && overlap(views[a], views[b])) {
+          PyErr_Format(PyExc_ValueError, "adam: %s and %s expected separate memory (or "
+                       "every output its own input), but they overlap", kNames[a],
+                       kNames[b]);
+          goto release;
+        }
+    void* out[3] = {views[0].buf, views[2].buf, views[3].buf};
+    if (!in_place)
+      for (int k = 0; k < 3; ++k) out[k] = views[4 + k].buf;
+    Py_BEGIN_ALLOW_THREADS
+    if (type == 'f') {
+      typedef float T;
+      if (in_place)
+        adam_in_place<T>(static_cast<T*>(out[0]), static_cast<const T*>(views[1].buf),
+                         static_cast<T*>(out[1]), static_cast<T*>(out[2]), count, T(beta1),
+                         T(beta2), T(rate), T(eps_hat));
+      else
+        adam_into<T>(static_cast<const T*>(views[0].buf), static_cast<const T*>(views[1].buf),
+                     static_cast<const T*>(views[2].buf), static_cast<const T*>(views[3].buf),
+                     static_cast<T*>(out[0]), static_cast<T*>(out[1]), static_cast<T*>(out[2]),
+                     count, T(beta1), T(beta2), T(rate), T(eps_hat));
+    } else {
+      typedef double T;
+      if (in_place)
+        adam_in_place<T>(static_cast<T*>(out[0]), static_cast<const T*>(views[1].buf),
+                         static_cast<T*>(out[1]), static_cast<T*>(out[2]), count, T(beta1),
+                         T(beta2), T(rate), T(eps_hat));
+      else
+        adam_into<T>(static_cast<const T*>(views[0].buf), static_cast<const T*>(views[1].buf),
+                     static_cast<const T*>(views[2].buf), static_cast<const T*>(views[3].buf),
+                     static_cast<T*>(out[0]), static_cast<T*>(out[1]), static_cast<T*>(out[2]),
+                     count, T(beta1), T(beta2), T(rate), T(eps_hat));
+    }
+    Py_END_ALLOW_THREADS
+    Py_INCREF(Py_None);
+    result = Py_None;
+  }
+release:
+  while (taken-- > 0) PyBuffer_Release(&views[taken]);
+  return result;
+}
+
+PyMethodDef kMethods[] = {
+    {"adam", adam, METH_VARARGS,
+     "adam(param, grad, moment1, moment2, param_out, moment1_out, moment2_out, beta1, "
+     "beta2, rate, eps_hat): Adam's element update in one pass, in place (every output its "
+     "input) or into new arrays: moment1_out = beta1 moment1 + (1 - beta1) grad; "
+     "moment2_out = beta2 moment2 + (1 - beta2) grad^2; param_out = param - moment1_out / "
+     "(sqrt(moment2_out) + eps_hat) * rate"},
+    {nullptr, nullptr, 0, nullptr}};
+
+PyModuleDef kModule = {PyModuleDef_HEAD_INIT, "_fused_updates",
+                       "The interpreter's fused optimizer updates (one pass, in place).", -1,
+                       kMethods};
+
+}  // namespace
+
+PyMODINIT_FUNC PyInit__fused_updates(void) { return PyModule_Create(&kModule); }
