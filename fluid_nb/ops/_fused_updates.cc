@@ -55,6 +55,20 @@ FLUID_UPDATE_CLONES void adam_into(const T* __restrict__ param, const T* __restr
   }
 }
 
+// the update over the arrays of views (param, grad, moment1, moment2, then the outputs
+// unless in place) as elements of type T
+template <class T>
+void run(const Py_buffer* views, bool in_place, Py_ssize_t count, double beta1,
+         double beta2, double rate, double eps_hat) {
+  auto at = [views](int k) { return static_cast<T*>(views[k].buf); };
+  if (in_place)
+    adam_in_place<T>(at(0), at(1), at(2), at(3), count, T(beta1), T(beta2), T(rate),
+                     T(eps_hat));
+  else
+    adam_into<T>(at(0), at(1), at(2), at(3), at(4), at(5), at(6), count, T(beta1), T(beta2),
+                 T(rate), T(eps_hat));
+}
+
 // the element type of a buffer: 'f' (float32), 'd' (float64), or 0 for any other
 char element_type(const Py_buffer& view) {
   const char* format = view.format ? view.format : "B";
@@ -132,33 +146,11 @@ PyObject* adam(PyObject*, PyObject* args) {
                        kNames[b]);
           goto release;
         }
-    void* out[3] = {views[0].buf, views[2].buf, views[3].buf};
-    if (!in_place)
-      for (int k = 0; k < 3; ++k) out[k] = views[4 + k].buf;
     Py_BEGIN_ALLOW_THREADS
-    if (type == 'f') {
-      typedef float T;
-      if (in_place)
-        adam_in_place<T>(static_cast<T*>(out[0]), static_cast<const T*>(views[1].buf),
-                         static_cast<T*>(out[1]), static_cast<T*>(out[2]), count, T(beta1),
-                         T(beta2), T(rate), T(eps_hat));
-      else
-        adam_into<T>(static_cast<const T*>(views[0].buf), static_cast<const T*>(views[1].buf),
-                     static_cast<const T*>(views[2].buf), static_cast<const T*>(views[3].buf),
-                     static_cast<T*>(out[0]), static_cast<T*>(out[1]), static_cast<T*>(out[2]),
-                     count, T(beta1), T(beta2), T(rate), T(eps_hat));
-    } else {
-      typedef double T;
-      if (in_place)
-        adam_in_place<T>(static_cast<T*>(out[0]), static_cast<const T*>(views[1].buf),
-                         static_cast<T*>(out[1]), static_cast<T*>(out[2]), count, T(beta1),
-                         T(beta2), T(rate), T(eps_hat));
-      else
-        adam_into<T>(static_cast<const T*>(views[0].buf), static_cast<const T*>(views[1].buf),
-                     static_cast<const T*>(views[2].buf), static_cast<const T*>(views[3].buf),
-                     static_cast<T*>(out[0]), static_cast<T*>(out[1]), static_cast<T*>(out[2]),
-                     count, T(beta1), T(beta2), T(rate), T(eps_hat));
-    }
+    if (type == 'f')
+      run<float>(views, in_place, count, beta1, beta2, rate, eps_hat);
+    else
+      run<double>(views, in_place, count, beta1, beta2, rate, eps_hat);
     Py_END_ALLOW_THREADS
     Py_INCREF(Py_None);
     result = Py_None;
@@ -179,7 +171,7 @@ PyMethodDef kMethods[] = {
 
 PyModuleDef kModule = {PyModuleDef_HEAD_INIT, "_fused_updates",
                        "The interpreter's fused optimizer updates (one pass, in place).", -1,
-                       kMethods};
+                       kMethods, nullptr, nullptr, nullptr, nullptr};
 
 }  // namespace
 
