@@ -11,8 +11,8 @@
 // The inputs and outputs are C-contiguous arrays of one size and one type (float32 or
 // float64), rate and eps_hat worked out by the caller. Either every output is its input
 // (the op's state donated: updated in place) or the outputs are new; an array written
-// shares memory with no other. Anything else is a TypeError or ValueError naming what was expected and
-// what came, before anything is written.
+// shares memory with no other. Anything else is a TypeError or ValueError naming what was
+// expected and what came, before anything is written.
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 

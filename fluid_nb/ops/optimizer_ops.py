@@ -347,7 +347,8 @@ def _adam_kernel(ctx, param, grad, lr, m1, m2, b1p, b2p, beta1_t, beta2_t, eps_t
             # op's to write (and four arrays: a variable bound to two slots is updated into
             # new ones, as the formula reads every input before it writes), else into three
             # new arrays (the formula's three)
-            in_place = donated >= _ADAM_STATE and len({id(base), id(dense), id(m1), id(m2)}) == 4
+            in_place = donated >= _ADAM_STATE and \
+                len({id(base), id(dense), id(m1), id(m2)}) == 4
             outs = (base, m1, m2) if in_place else \
                 (xp.empty_like(base), xp.empty_like(m1), xp.empty_like(m2))
             _fused.adam(base, dense, m1, m2, *outs, beta1, beta2, rate, eps_hat)
