@@ -140,6 +140,24 @@ def test_a_variable_in_two_slots_is_read_whole_before_anything_is_written(monkey
         np.testing.assert_array_equal(got, expect)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_nan_inf_and_overflow_come_out_as_the_formula_gives_them(dtype, fused_calls,
+                                                                 monkeypatch):
+    state = adam_state(dtype, size=(6,))
+    state["Grad"] = np.array([np.nan, np.inf, -np.inf, 0, 1e30, -1e-30], dtype)
+    state["Moment2"][:] = 0  # sqrt(0) + eps_hat: the smallest divisor
+    state["Param"][3] = np.inf
+    kept = {k: v.copy() for k, v in state.items()}
+    fused = run_kernel(state, set())
+    assert fused_calls.calls == 1
+    formula_only(monkeypatch)
+    with np.errstate(all="ignore"):
+        formula = run_kernel(kept, set())
+    for got, expect in zip(fused, formula):
+        assert got.tobytes() == expect.tobytes(), (got, expect)  # NaN's bits included
+    assert np.isnan(fused[0][0]) and np.isinf(fused[1][1]) and np.isinf(fused[2][1])
+
+
 def test_types_and_layouts_it_does_not_take_go_to_the_formula(fused_calls):
     state = adam_state("float16")  # no fused float16 loop
     outs = run_kernel(state, set())
