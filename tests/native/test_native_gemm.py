@@ -2,7 +2,7 @@
 fluid_native_gemm.h): every shape that reaches its edges (rows and columns that fill no
 whole tile, a K longer than one packed block, more rows than one block, a product so small
 it skips packing, slivers of one to five rows, B read in place beside a packed last panel,
-A x B^T as dot products with K and N not multiples of the block) and each transposition a
+K and N not multiples of the block) and each transposition a
 mul and its gradient make give NumPy's values to float32 rounding, also where the result
 is added to (a while loop's gradient)."""
 import numpy as np
@@ -13,9 +13,9 @@ from fluid_nb.rewriters import native
 
 # (rows, inner, columns): a partial tile each way; K past one 256 block and rows past one
 # 72-row block; whole 6 x 16 tiles only; a product of a few hundred multiply-adds; five
-# rows (one short sliver) against two whole panels and a partial one, the input gradient's
-# dot products with a K % 8 and an N % 4 tail; two whole slivers and a one-row one; one row
-# more than the dot products take; a single row
+# rows (one short sliver) against two whole panels and a partial one, with odd K and N in
+# the input gradient; two whole slivers and a one-row one; three slivers, the last of five
+# rows; a single row
 SHAPES = [(7, 5, 3), (75, 300, 37), (12, 300, 32), (80, 520, 20), (1, 1, 1), (5, 45, 35),
           (13, 70, 48), (17, 40, 33), (1, 128, 64)]
 

@@ -5,17 +5,16 @@
 // product this small runs faster on the calling thread. Large products still go to BLAS
 // (fluid_native.h picks by size, kOwnGemmLimit).
 //
-// The method is the usual one: op(A) packed into 6-row slivers, k-major and zero-padded,
-// in blocks of kKc along K; a 6 x 16 tile of C kept in twelve 8-float registers while the
-// kernel runs down K (two FMAs per row and step), reading 16 columns of op(B) per step.
-// Those are read from B in place where its rows run along N; only a transposed B, and the
-// last panel of fewer than 16 columns, are packed into 16-column panels. A sliver of fewer
-// than 6 rows runs a kernel of as many rows, so a recurrent step whose batch has shrunk to
-// a few sequences costs what its rows cost, not a whole tile's and B's packing. A times
-// B^T for at most kDotRows rows (the input gradient of such a step) packs nothing: each
-// value is a dot product of two rows stored along K.
+// The method is the usual one: a 6 x 16 tile of C kept in twelve 8-float registers while
+// the kernel runs down K in blocks of kKc (two FMAs per row and step), reading six values
+// of op(A) and 16 of op(B) per step. B is read in place where its rows run along N, and a
+// transposed A where its columns do (a weight gradient's X^T); an untransposed A is packed
+// into 6-row slivers, k-major, and a transposed B, or a last panel of fewer than 16
+// columns, into zero-padded 16-column panels. A sliver of fewer than 6 rows runs a kernel
+// of as many rows, so a recurrent step whose batch has shrunk to a few sequences costs
+// what its rows cost, not a whole tile's.
 // The AVX2 + FMA kernels are chosen at run time when the CPU has them; otherwise a plain
-// loop over the same panels (any CPU, any compiler).
+// loop over the same operands (any CPU, any compiler).
 #pragma once
 
 #include <stdint.h>
@@ -33,8 +32,6 @@ namespace fluid_native {
 namespace own_gemm {
 
 constexpr int64_t kMr = 6, kNr = 16, kKc = 256, kMc = 72, kNc = 2048;
-// A x B^T of at most this many rows runs as dot products (sgemm_dot)
-constexpr int64_t kDotRows = 16;
 // products of at most this many multiply-adds are plain loops (no packing)
 constexpr int64_t kTiny = 4096;
 // and of at most this many run here rather than in BLAS: about 40 us on one core, where a
@@ -66,13 +63,8 @@ inline void pack_a(const float* A, int64_t lda, int64_t i0, int64_t mc, int64_t 
   for (int64_t i = 0; i < mc; i += kMr, out += kMr * kc) {
     const int64_t rows = std::min(kMr, mc - i);
     const float* src = A + (i0 + i) * lda + p0;
-    if (rows == kMr) {  // a whole sliver: the six rows read side by side, written in order
-      for (int64_t p = 0; p < kc; ++p)
-        for (int64_t r = 0; r < kMr; ++r) out[p * kMr + r] = src[r * lda + p];
-      continue;
-    }
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t p = 0; p < kc; ++p) out[p * kMr + r] = src[r * lda + p];
+    for (int64_t p = 0; p < kc; ++p)  // the rows read side by side, written in order
+      for (int64_t r = 0; r < rows; ++r) out[p * kMr + r] = src[r * lda + p];
   }
 }
 
@@ -84,7 +76,8 @@ inline void pack_b(bool trans, const float* B, int64_t ldb, int64_t p0, int64_t 
     const int64_t cols = std::min(kNr, nc - j);
     if (trans) {  // column c of the panel is row j0 + j + c of B's storage
       const float* rows[kNr];
-      for (int64_t c = 0; c < kNr; ++c) rows[c] = B + (j0 + j + std::min(c, cols - 1)) * ldb + p0;
+      for (int64_t c = 0; c < kNr; ++c)
+        rows[c] = B + (j0 + j + std::min(c, cols - 1)) * ldb + p0;
       for (int64_t p = 0; p < kc; ++p) {  // one panel row at a time, written in order
         float* o = out + p * kNr;
         for (int64_t c = 0; c < kNr; ++c) o[c] = c < cols ? rows[c][p] : 0.0f;
@@ -191,72 +184,6 @@ inline void kernel_fma_rows(int64_t kc, const float* a, int64_t a_step, const fl
   }
 }
 
-// A times B^T for few rows of A (an input gradient, dOut [M, N] x W^T, where a recurrent
-// step has few rows): each C[i, j] is the dot product of two rows stored along K, so no
-// operand is packed; a 3 x 4 block of them in twelve registers, eight steps of K a time.
-#define FLUID_DOT_ROW(r, s0, s1, s2, s3)                                        \
-  if constexpr (Rows > r) {                                                     \
-    const float8 x = *reinterpret_cast<const float8*>(a##r + p);                \
-    s0 = __builtin_ia32_vfmaddps256(x, b0, s0);                                 \
-    s1 = __builtin_ia32_vfmaddps256(x, b1, s1);                                 \
-    s2 = __builtin_ia32_vfmaddps256(x, b2, s2);                                 \
-    s3 = __builtin_ia32_vfmaddps256(x, b3, s3);                                 \
-  }
-
-__attribute__((target("avx2,fma"), always_inline)) inline float sum8(float8 v) {
-  return ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7]));
-}
-
-template <int Rows>
-__attribute__((target("avx2,fma"))) void dot_kernel_fma(int64_t K, const float* a0,
-                                                       int64_t lda, const float* const* b,
-                                                       float* C, int64_t ldc, int64_t cols,
-                                                       bool accumulate) {
-  const float* a1 = a0 + (Rows > 1 ? lda : 0);
-  const float* a2 = a0 + (Rows > 2 ? 2 * lda : 0);
-  float8 s00 = {}, s01 = {}, s02 = {}, s03 = {}, s10 = {}, s11 = {}, s12 = {}, s13 = {},
-         s20 = {}, s21 = {}, s22 = {}, s23 = {};
-  const float *q0 = b[0], *q1 = b[1], *q2 = b[2], *q3 = b[3];
-  int64_t p = 0;
-  for (; p + 8 <= K; p += 8) {
-    const float8 b0 = *reinterpret_cast<const float8*>(q0 + p);
-    const float8 b1 = *reinterpret_cast<const float8*>(q1 + p);
-    const float8 b2 = *reinterpret_cast<const float8*>(q2 + p);
-    const float8 b3 = *reinterpret_cast<const float8*>(q3 + p);
-    FLUID_DOT_ROW(0, s00, s01, s02, s03)
-    FLUID_DOT_ROW(1, s10, s11, s12, s13)
-    FLUID_DOT_ROW(2, s20, s21, s22, s23)
-  }
-  float out[3][4] = {{sum8(s00), sum8(s01), sum8(s02), sum8(s03)},
-                     {sum8(s10), sum8(s11), sum8(s12), sum8(s13)},
-                     {sum8(s20), sum8(s21), sum8(s22), sum8(s23)}};
-  const float* rows[3] = {a0, a1, a2};
-  const float* columns[4] = {q0, q1, q2, q3};
-  for (; p < K; ++p)  // the last K % 8 steps
-    for (int r = 0; r < Rows; ++r)
-      for (int c = 0; c < 4; ++c) out[r][c] += rows[r][p] * columns[c][p];
-  for (int r = 0; r < Rows; ++r)
-    for (int64_t c = 0; c < cols; ++c)
-      C[r * ldc + c] = accumulate ? C[r * ldc + c] + out[r][c] : out[r][c];
-}
-#undef FLUID_DOT_ROW
-
-// C[M, N] (+)= A [M, K] x B^T, B stored [N, K], both read in place
-__attribute__((target("avx2,fma"))) inline void sgemm_dot(int64_t M, int64_t N, int64_t K,
-                                                          const float* A, const float* B,
-                                                          float* C, bool accumulate) {
-  for (int64_t j = 0; j < N; j += 4) {
-    const int64_t cols = std::min<int64_t>(4, N - j);
-    const float* b[4];
-    for (int64_t c = 0; c < 4; ++c) b[c] = B + (j + std::min(c, cols - 1)) * K;
-    int64_t i = 0;
-    for (; i + 3 <= M; i += 3)
-      dot_kernel_fma<3>(K, A + i * K, K, b, C + i * N + j, N, cols, accumulate);
-    if (M - i == 2) dot_kernel_fma<2>(K, A + i * K, K, b, C + i * N + j, N, cols, accumulate);
-    if (M - i == 1) dot_kernel_fma<1>(K, A + i * K, K, b, C + i * N + j, N, cols, accumulate);
-  }
-}
-
 inline bool has_fma() {
   static const bool yes = [] {
     __builtin_cpu_init();
@@ -291,12 +218,6 @@ inline void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
                  int64_t, int64_t, bool) = kernel_plain;
 #ifdef FLUID_GEMM_X86
   if (has_fma()) kernel = kernel_fma_rows;
-#endif
-#ifdef FLUID_GEMM_X86
-  if (trans_b && !trans_a && M <= kDotRows && K >= 16 && has_fma()) {
-    sgemm_dot(M, N, K, A, B, C, accumulate);
-    return;
-  }
 #endif
   thread_local Scratch scratch_a, scratch_b;
   for (int64_t jc = 0; jc < N; jc += kNc) {
