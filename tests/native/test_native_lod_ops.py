@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 
 import fluid_nb as fluid
+from fluid_nb.framework.program import grad_var_name
 from fluid_nb.rewriters import native
+from fluid_nb.rewriters.native.dynamic import unneeded
 from fluid_nb.tensor.lod_rank_table import LoDRankTable
 from fluid_nb.tensor.tensor import LoDTensorArray
 
@@ -164,3 +166,75 @@ def test_compiled_program_gives_the_interpreters_values_on_every_batch(name, dty
         for f, w, g in zip(fetch, want, got):
             _same(f, w, g, tol, f"{name} {dtype} batch {k}: {f}")
     assert len(compiled._built) == 1  # one build for both batches
+
+
+
+def _rnn_program(input_needs_gradient):
+    """The DynamicRNN program, its input needing a gradient (fetched) or not."""
+    main, startup = fluid.Program(), fluid.Program()
+    main.random_seed = startup.random_seed = 3
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.layers.data(name="x", shape=[3], dtype="float32", lod_level=1)
+        x.stop_gradient = not input_needs_gradient
+        rnn = fluid.layers.DynamicRNN()
+        with rnn.block():
+            step = rnn.step_input(x)
+            prev = rnn.memory(shape=[4], value=0.0, dtype="float32")
+            h = fluid.layers.fc(input=[step, prev], size=4, act="tanh")
+            rnn.update_memory(prev, h)
+            rnn.output(h)
+        loss = fluid.layers.mean(fluid.layers.sequence_pool(rnn(), "last"))
+        grads = fluid.backward.append_backward(loss)
+    fetch = [loss.name] + [g.name for _, g in grads] + (["x@GRAD"] if input_needs_gradient
+                                                         else [])
+    return main, startup, fetch
+
+
+def _input_gradient(main):
+    """(the ops that make the gradient of the loop's input array, the gradient of the row
+    each step reads from it): ``[(block, index)]`` and a name."""
+    array = next(op for op in main.global_block().ops
+                 if op.type == "lod_tensor_to_array").output("Out")[0]
+    writers = [(block.idx, index) for block in main.blocks
+               for index, op in enumerate(block.ops)
+               if any(n.split("@RENAME@")[0] == grad_var_name(array)
+                      for n in op.output_arg_names) and op.type != "while_grad"]
+    step_read = next(op for block in main.blocks[1:] for op in block.ops
+                     if op.type == "read_from_array" and op.input("X")[0] == array)
+    return writers, grad_var_name(step_read.output("Out")[0])
+
+
+def _same_as_interpreter(main, startup, fetch):
+    exe = fluid.Executor(fluid.CPUPlace())
+    interpreted, compiled_scope = fluid.Scope(), fluid.Scope()
+    exe.run(startup, scope=interpreted)
+    exe.run(startup, scope=compiled_scope)
+    feed = {"x": _sequences("float32", BATCHES[0])}
+    compiled = native.compile(main, feed, fetch, scope=compiled_scope)
+    want = exe.run(main, feed=feed, fetch_list=fetch, scope=interpreted, return_numpy=False)
+    got = exe.run(compiled, feed=feed, fetch_list=fetch, scope=compiled_scope,
+                  return_numpy=False)
+    for f, w, g in zip(fetch, want, got):
+        _same(f, w, g, 1e-5, f)
+
+
+def test_a_loop_input_gradient_nobody_reads_is_not_computed():
+    # Fluid's backward gives the summed gradient of the loop's input array the name each
+    # step's gradient has inside the gradient block: the step's write must not keep the
+    # sum alive, nor the sum the step's write
+    main, startup, fetch = _rnn_program(input_needs_gradient=False)
+    dropped, dead = unneeded(main, fetch)
+    writers, step_input_gradient = _input_gradient(main)
+    assert len(writers) == 3  # the step's write, the first row's write, the sum
+    assert set(writers) <= dropped
+    assert step_input_gradient in dead  # so no step multiplies for it
+    _same_as_interpreter(main, startup, fetch)
+
+
+def test_a_loop_input_gradient_that_is_fetched_is_computed_as_the_interpreter_does():
+    main, startup, fetch = _rnn_program(input_needs_gradient=True)
+    dropped, dead = unneeded(main, fetch)
+    writers, step_input_gradient = _input_gradient(main)
+    assert writers and not set(writers) & dropped
+    assert step_input_gradient not in dead
+    _same_as_interpreter(main, startup, fetch)

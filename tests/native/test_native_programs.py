@@ -518,9 +518,12 @@ def test_a_compiled_loop_shows_its_sub_blocks_ops_and_what_it_left_out():
     assert body_mul == "fluid_cpp_mul_1_3"
     assert f"<td>1.3</td><td>mul</td><td><a href='#fluid-fn-{body_mul}'" in page
     assert f"<span id='fluid-fn-{body_mul}'>" in page
-    # a gradient read by no one (the step input's, made by the memory's boot read) is not
-    # computed: its op is left out, and the page says why
-    assert dict(source.dropped) == {19: "read_from_array"}
+    # gradients read by no one are not computed: the memory's boot row's (its read), and the
+    # loop's input array's (the step's write, the first row's zeros and write, the sum); their
+    # ops are left out, and the page says why
+    assert dict(source.dropped) == {19: "read_from_array", 20: "fill_zeros_like",
+                                    21: "write_to_array", 22: "sum",
+                                    (2, 12): "write_to_array"}
     assert "left out: nothing reads its outputs" in page
     assert "struct Block1Step {" in source.source and "while (condition(" in source.source
 

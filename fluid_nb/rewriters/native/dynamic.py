@@ -120,29 +120,43 @@ def unneeded(program, fetch_names):
     """(ops, names): the ops ((block, index)) whose outputs nothing needs, and the names no
     op reads: not fetched, not persistable, read by no op that is kept (by name, in any
     block: a conservative reading of scopes). A while_grad reads a step's gradient of X
-    when its X@GRAD is needed. The generated code neither runs those ops nor writes those
-    names (a gradient of the loop's input array that no one reads, say)."""
+    when its X@GRAD is needed; that read keeps alive the ops of its gradient block (and
+    their sub-blocks) that write the step's gradient, not an op outside of it writing the
+    same name (Fluid's backward names the loop's summed input gradient as the step's).
+    The generated code neither runs those ops nor writes those names (a gradient of the
+    loop's input array that no one reads, say)."""
     ops = [(block.idx, index, op) for block in program.blocks
            for index, op in enumerate(block.ops)]
     kept = set(fetch_names) | {v.name for block in program.blocks
                                for v in block.vars.values() if v.persistable}
+
+    def within(idx, ancestor):
+        while idx >= 0 and idx != ancestor:
+            idx = program.block(idx).parent_idx
+        return idx == ancestor
+
     dropped = set()
     while True:
-        read = set(kept)
+        read, step_reads = set(kept), set()  # step_reads: (gradient block, name)
         for b, i, op in ops:
             if (b, i) not in dropped:
                 read.update(op.input_arg_names)
         for b, i, op in ops:  # what a while_grad sums, of the gradients that are needed
             if op.type == "while_grad" and (b, i) not in dropped:
                 xs = op.inputs.get("X") or []
-                read.update(grad_var_name(xs[k]) for k, j in
-                            grad_pairs(xs, op.outputs.get("X@GRAD") or [])
-                            if op.outputs["X@GRAD"][j] in read)
+                grad_block = op.attrs["sub_block"]
+                grad_block = getattr(grad_block, "idx", grad_block)
+                step_reads.update((grad_block, grad_var_name(xs[k])) for k, j in
+                                  grad_pairs(xs, op.outputs.get("X@GRAD") or [])
+                                  if op.outputs["X@GRAD"][j] in read)
+
+        def needed(b, name):
+            return name in read or any(n == name and within(b, g) for g, n in step_reads)
         more = {(b, i) for b, i, op in ops if (b, i) not in dropped and _droppable(op)
-                and not any(n in read for n in op.output_arg_names)}
+                and not any(needed(b, n) for n in op.output_arg_names)}
         if not more:
             outputs = {n for _, _, op in ops for n in op.output_arg_names}
-            return dropped, outputs - read - {EMPTY_VAR_NAME}
+            return dropped, outputs - read - {n for _, n in step_reads} - {EMPTY_VAR_NAME}
         dropped |= more
 
 
