@@ -44,7 +44,7 @@ from .feed_fetch import (FetchedArray, as_declared_scalar, as_numpy,  # noqa: F4
 #: the process has a status file), else None: each run tests only this
 run_reporter = None
 
-_switch_allocator = None  # the arena's C ``set_handler`` once loaded (a direct run's switch)
+_switch_allocator = None  # the arena's C ``set_handler`` once loaded (every host run's switch)
 
 
 def _load_switch():
@@ -150,14 +150,15 @@ class Executor:
                 collector.resume(paused)
         # NumPy allocates from the arena in this context for the run (NEP 49); arrays made
         # here give their blocks back to it whenever they die
-        previous = set_handler(arena.capsule)
+        switch = _switch_allocator or _load_switch()
+        previous = switch(arena.capsule)
         if arena.arena.recording:
             self.watch = arena.recorder
         try:
             return self._run(program, feed, fetch_list, feed_var_name, fetch_var_name,
                              scope, return_numpy, names)
         finally:
-            set_handler(previous)
+            switch(previous)
             self.watch = None
             collector.resume(paused)
 
