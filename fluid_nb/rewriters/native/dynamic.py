@@ -23,7 +23,7 @@ from typing import List, Tuple
 import numpy as np
 
 from ...framework import registry
-from ...framework.blocks import block_attrs
+from ...framework.blocks import block_attrs, sub_block
 from ...framework.program import EMPTY_VAR_NAME, grad_var_name
 from ...ops.control_flow import grad_pairs
 from ...tensor.dtypes import VarType, to_numpy_dtype
@@ -144,8 +144,7 @@ def unneeded(program, fetch_names):
         for b, i, op in ops:  # what a while_grad sums, of the gradients that are needed
             if op.type == "while_grad" and (b, i) not in dropped:
                 xs = op.inputs.get("X") or []
-                grad_block = op.attrs["sub_block"]
-                grad_block = getattr(grad_block, "idx", grad_block)
+                grad_block = sub_block(op).idx
                 step_reads.update((grad_block, grad_var_name(xs[k])) for k, j in
                                   grad_pairs(xs, op.outputs.get("X@GRAD") or [])
                                   if op.outputs["X@GRAD"][j] in read)
