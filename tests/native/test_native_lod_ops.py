@@ -55,9 +55,11 @@ def read_shrink_write(dtype):
     return [loss, first, shrunk, written, again, "m@GRAD"]
 
 
-def dynamic_rnn(dtype, pool="last", backward=True):
-    """A DynamicRNN (while, while_grad and the machinery around them) and its backward."""
+def dynamic_rnn(dtype, pool="last", backward=True, input_gradient=False):
+    """A DynamicRNN (while, while_grad and the machinery around them) and its backward
+    (with ``input_gradient``, also the input's gradient, fetched)."""
     x = fluid.layers.data(name="x", shape=[3], dtype=dtype, lod_level=1)
+    x.stop_gradient = not input_gradient
     rnn = fluid.layers.DynamicRNN()
     with rnn.block():
         step = rnn.step_input(x)
@@ -70,7 +72,7 @@ def dynamic_rnn(dtype, pool="last", backward=True):
         return [pooled]
     loss = fluid.layers.mean(pooled)
     grads = fluid.backward.append_backward(loss)
-    return [loss] + [g.name for _, g in grads]
+    return [loss] + [g.name for _, g in grads] + (["x@GRAD"] if input_gradient else [])
 
 
 def while_loop(dtype):
@@ -99,6 +101,7 @@ def while_loop(dtype):
 # (sequence_pool's other pool types are the op tables' cases, in tests/targets)
 PROGRAMS = {"array_round_trip": array_round_trip, "read_shrink_write": read_shrink_write,
             "dynamic_rnn": dynamic_rnn, "while_loop": while_loop,
+            "dynamic_rnn_input_gradient": lambda d: dynamic_rnn(d, input_gradient=True),
             # cloned for test: the loop's steps share one record (is_test)
             "dynamic_rnn_inference": lambda d: dynamic_rnn(d, "max", backward=False)}
 
@@ -171,23 +174,8 @@ def test_compiled_program_gives_the_interpreters_values_on_every_batch(name, dty
 
 def _rnn_program(input_needs_gradient):
     """The DynamicRNN program, its input needing a gradient (fetched) or not."""
-    main, startup = fluid.Program(), fluid.Program()
-    main.random_seed = startup.random_seed = 3
-    with fluid.program_guard(main, startup), fluid.unique_name.guard():
-        x = fluid.layers.data(name="x", shape=[3], dtype="float32", lod_level=1)
-        x.stop_gradient = not input_needs_gradient
-        rnn = fluid.layers.DynamicRNN()
-        with rnn.block():
-            step = rnn.step_input(x)
-            prev = rnn.memory(shape=[4], value=0.0, dtype="float32")
-            h = fluid.layers.fc(input=[step, prev], size=4, act="tanh")
-            rnn.update_memory(prev, h)
-            rnn.output(h)
-        loss = fluid.layers.mean(fluid.layers.sequence_pool(rnn(), "last"))
-        grads = fluid.backward.append_backward(loss)
-    fetch = [loss.name] + [g.name for _, g in grads] + (["x@GRAD"] if input_needs_gradient
-                                                         else [])
-    return main, startup, fetch
+    name = "dynamic_rnn_input_gradient" if input_needs_gradient else "dynamic_rnn"
+    return build(name, "float32")
 
 
 def _input_gradient(main):
