@@ -523,7 +523,10 @@ static void Arena_dealloc(ArenaObject *self) {
         if (a->external) {
             PyObject *type, *value, *trace;
             PyErr_Fetch(&type, &value, &trace);
-            if (return_queued(self) < 0) PyErr_WriteUnraisable((PyObject *)self);
+            /* named by the system free that failed, not by self: reporting takes a new
+               reference to its object, and this one's count is already 0 (another
+               dealloc would follow, freeing the tables twice) */
+            if (return_queued(self) < 0) PyErr_WriteUnraisable(self->sys_free);
             PyErr_Restore(type, value, trace);
         }
         free(a->returned);

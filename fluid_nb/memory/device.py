@@ -16,6 +16,7 @@ shape comes from Paddle's GPU flags:
 CuPy is imported only here, and only when a CUDAPlace's arena is asked for.
 """
 import contextlib
+import sys
 
 from .. import flags
 from ..errors import ResourceExhausted, expected
@@ -104,9 +105,16 @@ def device_arena(place):
         with cupy.cuda.Device(device_id):
             return cupy.cuda.runtime.malloc(size)
 
-    def system_free(address, size):
-        with cupy.cuda.Device(device_id):
-            cupy.cuda.runtime.free(address)
+    def system_free(address, size, finalizing=sys.is_finalizing):
+        try:
+            with cupy.cuda.Device(device_id):
+                cupy.cuda.runtime.free(address)
+        except Exception:
+            # an arena that lives to the end of the process goes as the interpreter shuts
+            # down, when CUDA may be unloading already (cudaFree fails): the driver
+            # releases the context's memory then anyway
+            if not finalizing():
+                raise
 
     arena = Arena(chunk_size=chunk_size, min_block=MIN_BLOCK, limit=limit,
                   system=(system_alloc, system_free))

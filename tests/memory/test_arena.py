@@ -276,6 +276,37 @@ def test_an_arena_gives_its_system_memory_back_when_it_goes():
         Arena(system=print)
 
 
+# in a process of its own: the failure this pins freed the arena's tables twice (an abort)
+_FAILING_FREE_AT_TEARDOWN = """
+import ctypes
+from fluid_nb.memory.arena import Arena
+
+buffers = []
+
+def alloc(size):
+    buffers.append(ctypes.create_string_buffer(size + 4096))
+    return (ctypes.addressof(buffers[-1]) + 4095) & ~4095
+
+def free(address, size):
+    raise RuntimeError("the device is gone")  # as cudaFree fails while CUDA shuts down
+
+arena = Arena(chunk_size=1 << 16, min_block=256, system=(alloc, free))
+arena.free(arena.alloc(1000))
+del arena
+print("the process goes on")
+"""
+
+
+def test_a_system_free_failing_as_the_arena_goes_is_reported_once():
+    # the error names the system free that failed, and the arena is torn down once
+    probe = subprocess.run([sys.executable, "-c", _FAILING_FREE_AT_TEARDOWN],
+                           capture_output=True, text=True, timeout=120)
+    assert probe.returncode == 0, probe.stderr
+    assert probe.stdout == "the process goes on\n"
+    assert probe.stderr.count("RuntimeError: the device is gone") == 1
+    assert "Exception ignored in: <function free" in probe.stderr
+
+
 @settings(max_examples=10000, deadline=None)
 @given(OPS)
 def test_hypothesis_sequences_keep_the_invariants_and_the_c_core_agrees(ops):
