@@ -11,8 +11,10 @@ The work is split by job:
 - :mod:`.run_loop` runs bound steps and gives their errors the op's context;
 - :mod:`.run_plan` is block 0 bound to one scope, all or nothing, with its feed and fetch;
 - :mod:`.feed_fetch` converts what goes in and what comes out.
-Block 0 plans are cached on the program, keyed by place, scope and feed/fetch names, and
-dropped when the program changes (``program._version``); a repeated call whose fetch list
+A block 0 plan belongs to the scope it is bound to (``scope.plans``, the last
+``SCOPE_PLANS`` of them), so that a dropped scope takes its values with it; the program
+finds its plans through weak references keyed by place, scope and feed/fetch names, and
+drops them when it changes (``program._version``); a repeated call whose fetch list
 holds only Variables and names finds its plan before the argument checks, which the
 plan's key passed when it was built. Sub-blocks (``while``,
 ``conditional_block``) reuse their PreparedBlock and bind it to each step scope.
@@ -22,6 +24,8 @@ duration of a run, so every array a kernel makes lies in the arena's chunks; tem
 dropped at their last use (unless ``FLAGS_eager_delete_tensor_gb`` < 0). With the arena's
 event log on, each op's allocations are tagged with the op and the variables they became.
 """
+import weakref
+
 from ..errors import InvalidArgument, InvalidType, expected
 from ..framework.program import Program, default_main_program
 from ..framework import prune
@@ -39,6 +43,10 @@ from .scope import Scope, global_scope, scope_guard  # noqa: F401  (fluid.execut
 from .binding import KernelContext, PreparedOp, names_in_block  # noqa: F401,E402
 from .feed_fetch import (FetchedArray, as_declared_scalar, as_numpy,  # noqa: F401,E402
                          declared_scalar, feed_tensor)
+
+#: how many plans a scope keeps (its programs x feed/fetch lists); past it, they are
+#: rebuilt as they are needed
+SCOPE_PLANS = 8
 
 #: what a job's process reports its runs to (``fluid_nb.distributed.status`` sets it when
 #: the process has a status file), else None: each run tests only this
@@ -203,8 +211,10 @@ class Executor:
             in_scope = global_scope() if scope is None else scope
             entry = program._plans.get((self._place_key, id(in_scope), tuple(feed), names,
                                         feed_var_name, fetch_var_name, memory_policy()))
-            if entry is not None and entry[0] == program._version and entry[1] is in_scope:
-                return self._run_plan(entry[2], feed, return_numpy)
+            if entry is not None and entry[0] == program._version:
+                plan = entry[1]()
+                if plan is not None and plan.scope is in_scope:
+                    return self._run_plan(plan, feed, return_numpy)
         if hasattr(program, "_executor_run"):  # a program compiled to native code
             return program._executor_run(self, feed, fetch_list, scope, return_numpy)
         compiled = hasattr(program, "_program")
@@ -239,13 +249,20 @@ class Executor:
         key = (self._place_key, id(scope), tuple(feed), fetch_names, feed_var_name,
                fetch_var_name, memory_policy())
         entry = program._plans.get(key)
-        if entry is None or entry[0] != program._version or entry[1] is not scope:
-            entry = self._build_plan(program, scope, tuple(feed), fetch_names, feed_var_name,
-                                     fetch_var_name)
+        plan = entry[1]() if entry is not None and entry[0] == program._version else None
+        if plan is None or plan.scope is not scope:
+            plan = self._build_plan(program, scope, tuple(feed), fetch_names, feed_var_name,
+                                    fetch_var_name)
             if len(program._plans) > 32:
                 program._plans.clear()
-            program._plans[key] = entry
-        return self._run_plan(entry[2], feed, return_numpy)
+            program._plans[key] = (program._version, weakref.ref(plan))
+            # the scope owns the plan (the program finds it through a weak reference): a
+            # plan holds its scope's values, the feed and fetch lists among them, which
+            # must go with a scope the caller drops (exe.run(..., scope=fluid.Scope()))
+            if len(scope.plans) >= SCOPE_PLANS:
+                scope.plans.clear()
+            scope.plans[id(program), key] = plan
+        return self._run_plan(plan, feed, return_numpy)
 
     def _run_plan(self, plan, feed, return_numpy):
         self.run_token = object()
@@ -270,7 +287,6 @@ class Executor:
     # --- plans ------------------------------------------------------------------------
     def _build_plan(self, program, scope, feed_names, fetch_names, feed_var_name,
                     fetch_var_name):
-        version = program._version
         run_program = feed_fetch.with_feed_fetch(program, feed_names, fetch_names,
                                                  feed_var_name, fetch_var_name)
         prepared = PreparedBlock(run_program.global_block(), self.place)
@@ -279,7 +295,7 @@ class Executor:
         plan = RunPlan(self, program, run_program, prepared, scope, local, feed_names,
                        feed_var_name, fetch_var_name, fetch_names, memory_policy()[0])
         stats["plans_built"] += 1
-        return (version, scope, plan)
+        return plan
 
     def prepare(self, block):
         """The PreparedBlock for ``block`` (cached until its program changes)."""

@@ -132,6 +132,8 @@ class Scope:
         self.parent = parent
         self.vars = {}
         self.kids = []
+        #: the executor's run plans bound to this scope, which go with it
+        self.plans = {}
 
     def var(self, name):
         holder = self.vars.get(name)

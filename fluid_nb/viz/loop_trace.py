@@ -244,7 +244,8 @@ class _LoopRecorder(Executor):
         another executor built would run without this recorder, and a plan built here must
         not serve later runs."""
         keep = self._keep_alive(fetch_names)
-        saved = dict(program._plans)
+        owner = global_scope() if scope is None else scope
+        saved, owned = dict(program._plans), dict(owner.plans)
         program._plans.clear()
         try:
             results = Executor.run(self, program, feed, list(fetch_names + keep), scope=scope,
@@ -252,12 +253,14 @@ class _LoopRecorder(Executor):
         finally:
             program._plans.clear()
             program._plans.update(saved)
+            owner.plans.clear()
+            owner.plans.update(owned)
         return results[:len(fetch_names)]
 
     def _build_plan(self, *args):
-        entry = super()._build_plan(*args)
-        self.scopes[0] = entry[2].local  # where block 0's temporaries live during the run
-        return entry
+        plan = super()._build_plan(*args)
+        self.scopes[0] = plan.local  # where block 0's temporaries live during the run
+        return plan
 
     def _keep_alive(self, fetch_names):
         """Names to fetch as well, so that the executor does not free them before they are

@@ -1,6 +1,8 @@
 """Executor semantics: feed/fetch ops, scopes, prepared plans, typed errors."""
+import gc
 import subprocess
 import sys
+import weakref
 
 import numpy as np
 import pytest
@@ -40,7 +42,7 @@ def test_feed_and_fetch_go_through_feed_and_fetch_ops():
     program, scope = _add_program(), _scope_with_y()
     exe = fluid.Executor(fluid.CPUPlace())
     exe.run(program, feed={"x": np.ones((1, 3), "float32")}, fetch_list=["z"], scope=scope)
-    plan = next(iter(program._plans.values()))[2]
+    plan = next(iter(program._plans.values()))[1]()
     types = [p.op.type for p in plan.prepared.ops]
     assert types == ["feed", "elementwise_add", "fetch"]
     assert program.global_block().ops[0].type == "elementwise_add"  # the user's program untouched
@@ -78,6 +80,41 @@ def test_second_run_reuses_the_plan_and_a_change_replans():
     (w,) = exe.run(program, feed=feed, fetch_list=["w"], scope=scope)
     assert executor_module.stats["plans_built"] == built + 1
     np.testing.assert_array_equal(w, [[3, 5, 7]])
+
+
+def test_a_dropped_scope_takes_its_plan_and_values_with_it():
+    # the plan of a run belongs to the scope it is bound to: the program keeps no scope
+    program = _add_program()
+    exe = fluid.Executor(fluid.CPUPlace())
+    scope = _scope_with_y()
+    feed = {"x": np.ones((1, 3), "float32")}
+    exe.run(program, feed=feed, fetch_list=["z"], scope=scope)
+    (plan,) = scope.plans.values()
+    fed = scope.find_var("feed").value[0].array  # the feed list keeps what the run was fed
+    gone = [weakref.ref(scope), weakref.ref(plan), weakref.ref(fed)]
+    del scope, plan, fed, feed
+    gc.collect()  # a plan and its scope refer to each other
+    assert all(ref() is None for ref in gone)
+    (entry,) = program._plans.values()
+    assert entry[1]() is None  # the program's weak reference to the plan is dead too
+
+
+def test_a_scope_keeps_the_plans_of_its_last_runs():
+    scope = _scope_with_y()
+    exe = fluid.Executor(fluid.CPUPlace())
+    programs = [_add_program() for _ in range(executor_module.SCOPE_PLANS + 1)]
+    feed = {"x": np.ones((1, 3), "float32")}
+    for program in programs[:-1]:
+        exe.run(program, feed=feed, fetch_list=["z"], scope=scope)
+    built = executor_module.stats["plans_built"]
+    for program in programs[:-1]:  # each found again
+        exe.run(program, feed=feed, fetch_list=["z"], scope=scope)
+    assert executor_module.stats["plans_built"] == built
+    exe.run(programs[-1], feed=feed, fetch_list=["z"], scope=scope)  # one past: a fresh set
+    assert len(scope.plans) == 1
+    (z,) = exe.run(programs[0], feed=feed, fetch_list=["z"], scope=scope)
+    assert executor_module.stats["plans_built"] == built + 2  # the new one, the rebuilt one
+    np.testing.assert_array_equal(z, [[2, 3, 4]])
 
 
 def test_feed_of_wrong_shape_names_the_variable():

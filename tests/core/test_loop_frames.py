@@ -106,7 +106,7 @@ def test_step_scopes_looked_at_before_while_grad_give_the_same_gradients():
     exe.run(startup, scope=scope)
     exe.run(main, feed=feed, fetch_list=[loss] + grads, scope=scope)  # weights' caches warm
     want = exe.run(main, feed=feed, fetch_list=[loss] + grads, scope=scope)
-    plan = next(iter(main._plans.values()))[2]
+    plan = next(iter(main._plans.values()))[1]()
     exe.trace = _LookAtSteps(plan.local)
     got = exe.run(main, feed=feed, fetch_list=[loss] + grads, scope=scope)
     assert exe.trace.looked == max(lengths)  # one kept scope per step
@@ -139,7 +139,7 @@ def _step_names(main, startup, loss):
     scope, exe = fluid.Scope(), fluid.Executor(fluid.CPUPlace())
     exe.run(startup, scope=scope)
     exe.run(main, feed=feed, fetch_list=[loss], scope=scope)
-    plan = next(iter(main._plans.values()))[2]
+    plan = next(iter(main._plans.values()))[1]()
     exe.trace = _StepNames(plan.local)
     exe.run(main, feed=feed, fetch_list=[loss], scope=scope)
     assert len(exe.trace.steps) == max(lengths)
@@ -236,7 +236,7 @@ def test_a_loop_that_failed_half_way_holds_nothing_and_runs_again():
     exe.run(startup, scope=scope)
     feed = _rnn_feed([3, 1, 4], 2)
     exe.run(main, feed=feed, fetch_list=fetch, scope=scope)
-    exe.trace = _InputRows(next(iter(main._plans.values()))[2].local)
+    exe.trace = _InputRows(next(iter(main._plans.values()))[1]().local)
     failed = False
     try:  # rows of the wrong width: the fc of the first step fails
         exe.run(main, feed=_rnn_feed([3, 1, 4], 2, width=5), fetch_list=fetch, scope=scope)

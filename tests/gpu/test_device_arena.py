@@ -1,6 +1,8 @@
 """A GPU's arena: the host's buddy core over cudaMalloc, which CuPy allocates from during a
 run on a CUDAPlace. Its layout follows Paddle's GPU flags; on a GPU (tests marked ``gpu``),
 a training step's tensors lie in its chunks and the memory API and views read it."""
+import gc
+
 import numpy as np
 import pytest
 
@@ -70,6 +72,7 @@ def test_a_training_steps_tensors_live_in_the_device_arena():
 @pytest.mark.gpu
 def test_blocks_go_back_when_their_arrays_die():
     place = fluid.CUDAPlace(0)
+    gc.collect()  # what earlier tests left to the collector
     before = fluid.memory.used(place)
     main = fluid.Program()
     with fluid.program_guard(main, fluid.Program()):
@@ -78,4 +81,5 @@ def test_blocks_go_back_when_their_arrays_die():
     out, = fluid.Executor(place).run(main, feed={"x": np.ones((256, 1024), "float32")},
                                      fetch_list=[y], scope=fluid.Scope())
     assert out.shape == (256, 1024) and float(out[0, 0]) == 2.0
-    assert fluid.memory.used(place) == before  # the run's scope and temporaries are gone
+    gc.collect()  # the run's scope, its plan (they refer to each other) and its values go
+    assert fluid.memory.used(place) == before

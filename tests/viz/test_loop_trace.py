@@ -129,8 +129,8 @@ def test_executor_run_leaves_no_step_scopes_behind():
     exe = fluid.Executor()
     for _ in range(3):
         exe.run(main, fetch_list=[v["length"]], scope=scope)
-    (plan_entry,) = main._plans.values()
-    assert plan_entry[2].local.kids == [] and scope.kids == []
+    (plan,) = scope.plans.values()
+    assert plan.local.kids == [] and scope.kids == []
 
 
 def nested_loops(outer_n=2, inner_n=3):
