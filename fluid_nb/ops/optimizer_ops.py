@@ -19,6 +19,8 @@ update runs on MasterParam; ParamOut is its cast to Param's dtype and MasterPara
 new master copy.
 """
 
+import pathlib
+
 import numpy as np
 
 from .. import c_parts
@@ -253,6 +255,33 @@ _ADAM_SCRATCH = 1 << 16
 #: same values: ops/_fused_updates.cc)
 _FUSED_TYPES = (np.dtype("float32"), np.dtype("float64"))
 _fused = c_parts.load("fluid_nb.ops._fused_updates", "the fused optimizer updates")
+#: the runtime header whose adam_step a device's fused update compiles (the host's too)
+_RUNTIME_HEADERS = pathlib.Path(__file__).parents[1] / "rewriters" / "native" / "runtime"
+_device_adam_kernels = {}  # array module -> its compiled update
+
+
+def _device_adam(xp):
+    """adam_step over every element as one CUDA kernel (CuPy's ElementwiseKernel, compiled
+    once per element type), rate and eps_hat worked out per thread in the formula's order
+    from the one-element inputs: one launch per op where the formula launches about
+    twenty. No FMA contraction, as on the host: the values are the formula's."""
+    kernel = _device_adam_kernels.get(xp)
+    if kernel is None:
+        kernel = _device_adam_kernels[xp] = xp.ElementwiseKernel(
+            "T param, T grad, T m1, T m2, T lr, T pow1, T pow2, T beta1, T beta2, T eps",
+            "T param_out, T m1_out, T m2_out",
+            """
+            const T one = 1;
+            const T rate = lr * sqrt(one - pow2) / (one - pow1);
+            const T eps_hat = eps * sqrt(one - pow2);
+            T p = param, first = m1, second = m2;
+            fluid_native::adam_step(p, grad, first, second, beta1, beta2, rate, eps_hat);
+            param_out = p;
+            m1_out = first;
+            m2_out = second;
+            """, "fluid_adam_step", preamble='#include "fluid_native_maps.h"',
+            options=(f"-I{_RUNTIME_HEADERS}", "--fmad=false"))
+    return kernel
 
 
 def _held_output(ctx, out_slot, in_slot, like):
@@ -292,12 +321,16 @@ def _adam_kernel(ctx, param, grad, lr, m1, m2, b1p, b2p, beta1_t, beta2_t, eps_t
             return real(default if t is None else _value(t))
     else:  # a device: 0-d arrays of that type, which stay there
         def scalar(t, default=None):
-            return real(default) if t is None else _array(t).reshape(()).astype(real)
+            return real(default) if t is None else \
+                _array(t).reshape(()).astype(real, copy=False)
     one = real(1)
     beta1, beta2 = scalar(beta1_t, a["beta1"]), scalar(beta2_t, a["beta2"])
     eps, pow1, pow2 = scalar(eps_t, a["epsilon"]), scalar(b1p), scalar(b2p)
-    rate = scalar(lr) * xp.sqrt(one - pow2) / (one - pow1)
-    eps_hat = eps * xp.sqrt(one - pow2)
+    lr = scalar(lr)
+    rate = eps_hat = None  # worked out where the update is not one device kernel
+
+    def rates():
+        return lr * xp.sqrt(one - pow2) / (one - pow1), eps * xp.sqrt(one - pow2)
 
     def step(pv, gv, m1v, m2v, donated=frozenset()):
         # Paddle's formula term by term, worked in buffers this kernel owns (the outputs and
@@ -326,6 +359,7 @@ def _adam_kernel(ctx, param, grad, lr, m1, m2, b1p, b2p, beta1_t, beta2_t, eps_t
         return xp.subtract(pv, scratch, out=pv if "Param" in donated else scratch), m1n, m2n
 
     if isinstance(grad, SelectedRows) and a["lazy_mode"]:
+        rate, eps_hat = rates()
         rows, values = merged_rows(xp, grad, "adam", base.shape[0])
         index = xp.asarray(rows)
         new = _held_output(ctx, "ParamOut", "Param", base) if base is p else base.copy()
@@ -341,8 +375,19 @@ def _adam_kernel(ctx, param, grad, lr, m1, m2, b1p, b2p, beta1_t, beta2_t, eps_t
             else frozenset()
         if skip_flag is not None:  # the inputs may be kept, so they are not written
             donated = frozenset()
-        if xp is np and same and base.dtype in _FUSED_TYPES and all(
+        if xp is not np and same and base.dtype in _FUSED_TYPES and skip_flag is None \
+                and hasattr(xp, "ElementwiseKernel") and all(
+                    isinstance(x, xp.ndarray) and x.dtype == base.dtype
+                    for x in (lr, pow1, pow2)):
+            # on a GPU, the element update as one kernel: into the state when the op may
+            # write it, else into three new arrays
+            outs = (base, m1, m2) if donated >= _ADAM_STATE and \
+                len({id(base), id(dense), id(m1), id(m2)}) == 4 else ()
+            new, m1_out, m2_out = _device_adam(xp)(base, dense, m1, m2, lr, pow1, pow2,
+                                                   beta1, beta2, eps, *outs)
+        elif xp is np and same and base.dtype in _FUSED_TYPES and all(
                 x.flags.c_contiguous for x in (base, dense, m1, m2)):
+            rate, eps_hat = rates()
             # on the host, the element update in one pass: in place when all three are the
             # op's to write (and four arrays: a variable bound to two slots is updated into
             # new ones, as the formula reads every input before it writes), else into three
@@ -357,12 +402,14 @@ def _adam_kernel(ctx, param, grad, lr, m1, m2, b1p, b2p, beta1_t, beta2_t, eps_t
                 x.flags.c_contiguous for x in (base, m1, m2)):
             # all three updated in place: a slice at a time, so the scratch array stays
             # small (the values are the same: the formula is elementwise)
+            rate, eps_hat = rates()
             flat = [x.reshape(-1) for x in (base, dense, m1, m2)]
             for start in range(0, base.size, _ADAM_SCRATCH):
                 part = slice(start, start + _ADAM_SCRATCH)
                 step(*[x[part] for x in flat], donated)
             new, m1_out, m2_out = base, m1, m2
         else:
+            rate, eps_hat = rates()
             new, m1_out, m2_out = step(base, dense, m1, m2, donated)
     if a["use_global_beta_pow"]:
         pows = (None, None)

@@ -81,3 +81,60 @@ def test_live_mode_on_cuda():
     assert isinstance(weight.array, cupy.ndarray)
     w, b = np.array(weight), np.array(session.scope.find_var("fc_0.b_0").get_tensor())
     np.testing.assert_allclose(h.numpy(), np.maximum(x_value @ w + b, 0), rtol=1e-5)
+
+
+ADAM_STATE = {"Param": "param", "Moment1": "moment1", "Moment2": "moment2",
+              "Beta1Pow": "beta1_pow", "Beta2Pow": "beta2_pow"}
+
+
+def _adam_once(place, dtype, in_place):
+    """One adam op over random state on ``place``: {output variable: its value on the host}."""
+    rng = np.random.RandomState(3)
+    values = {"param": rng.randn(300, 7), "grad": rng.randn(300, 7),
+              "moment1": rng.randn(300, 7) * 0.1, "moment2": rng.rand(300, 7) * 0.01,
+              "lr": [0.01], "beta1_pow": [0.9 ** 3], "beta2_pow": [0.999 ** 3]}
+    main = fluid.Program()
+    block = main.global_block()
+    for name, value in values.items():
+        block.create_var(name=name, shape=np.shape(value), dtype=dtype, persistable=True)
+    outputs = {slot + "Out": name if in_place else name + "_out"
+               for slot, name in ADAM_STATE.items()}
+    for name in outputs.values():
+        block.create_var(name=name, dtype=dtype, persistable=True)
+    block.append_op(type="adam", inputs={"Grad": "grad", "LearningRate": "lr", **ADAM_STATE},
+                    outputs=outputs, attrs={"beta1": 0.9, "beta2": 0.999, "epsilon": 1e-8})
+    scope = fluid.Scope()
+    for name, value in values.items():
+        scope.var(name).get_tensor().set(np.asarray(value, dtype), place)
+    fluid.Executor(place).run(main, scope=scope)
+    return {name: np.array(scope.find_var(name).get_tensor()) for name in outputs.values()}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("in_place", [True, False], ids=["in_place", "new_arrays"])
+def test_adam_on_cuda_is_one_kernel_with_the_hosts_values_bit_for_bit(dtype, in_place):
+    # the device runs adam_step, the element update the host's fused loop runs, with no FMA
+    # contraction: the same roundings in the same order
+    import cupy
+    from fluid_nb.ops import optimizer_ops
+    on_host = _adam_once(fluid.CPUPlace(), dtype, in_place)
+    optimizer_ops._device_adam_kernels.clear()
+    on_gpu = _adam_once(fluid.CUDAPlace(0), dtype, in_place)
+    assert list(optimizer_ops._device_adam_kernels) == [cupy]
+    for name, value in on_host.items():
+        np.testing.assert_array_equal(on_gpu[name], value, err_msg=name)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["int64", "int32"])
+def test_hard_labels_on_cuda_are_masked_by_one_kernel(dtype):
+    # ignore_index and ids out of range do not count on a device (no host copy to check)
+    # and index row 0; the kernel gives the masks the array expressions gave
+    import cupy
+    from fluid_nb.ops import loss
+    label = cupy.asarray([[3], [-100], [7], [-1], [0]], dtype)
+    keep, safe = loss._hard_rows("softmax_with_cross_entropy", cupy, label, 5, -100)
+    assert list(loss._device_label_kernels) == [cupy]
+    assert keep.tolist() == [True, False, False, False, True]
+    assert safe.dtype == np.int64 and safe.tolist() == [3, 0, 0, 0, 0]

@@ -5,7 +5,9 @@
 // library spells the way every target means it is a helper here.
 #pragma once
 
+#ifndef __CUDACC_RTC__  // (NVRTC, which CuPy compiles with, has the math built in)
 #include <cmath>
+#endif
 
 #ifdef __CUDACC__
 #define FLUID_HD __host__ __device__
