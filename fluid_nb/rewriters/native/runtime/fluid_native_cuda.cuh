@@ -395,4 +395,35 @@ void adam(T* param, const T* grad, const L* lr, T* m1, T* m2, P* beta1_pow, P* b
   if (update_pows) advance_pows_kernel<<<1, 1>>>(beta1_pow, beta2_pow, beta1, beta2);
 }
 
+// comparisons: Out (bool) = X op Y, Y broadcast into X as in the elementwise ops
+struct Less { template <class T> __device__ bool operator()(T a, T b) const { return a < b; } };
+struct LessEqual {
+  template <class T> __device__ bool operator()(T a, T b) const { return a <= b; }
+};
+struct Greater { template <class T> __device__ bool operator()(T a, T b) const { return a > b; } };
+struct GreaterEqual {
+  template <class T> __device__ bool operator()(T a, T b) const { return a >= b; }
+};
+template <class T>
+__device__ bool equal_values(T a, T b) {
+  if (a == b) return true;
+  if (T(0.5) == T(0)) return false;  // integers: exact
+  return isfinite((double)a) && isfinite((double)b) && fabs((double)a - (double)b) < 1e-8;
+}
+struct Equal { template <class T> __device__ bool operator()(T a, T b) const { return equal_values(a, b); } };
+struct NotEqual {
+  template <class T> __device__ bool operator()(T a, T b) const { return !equal_values(a, b); }
+};
+
+template <class T, class F>
+__global__ void compare_kernel(const T* x, const T* y, bool* out, int64_t count, int64_t n,
+                               int64_t post, F f) {
+  FLUID_GRID_STRIDE(i, count) out[i] = f(x[i], y[(i / post) % n]);
+}
+template <class T, class F>
+void compare(const T* x, const T* y, bool* out, int64_t pre, int64_t n, int64_t post, F f) {
+  const int64_t count = pre * n * post;
+  if (count) compare_kernel<<<blocks_for(count), kThreads>>>(x, y, out, count, n, post, f);
+}
+
 }  // namespace fluid_native
