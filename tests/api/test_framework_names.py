@@ -19,20 +19,22 @@ def _line():
 
 
 def test_name_scopes_nest_number_repeats_and_are_saved_with_the_ops():
+    # the numbering is the process's, as Fluid's: a name no other test uses starts at none
     main = fluid.Program()
     with fluid.program_guard(main, fluid.Program()):
         x = fluid.layers.data(name="x", shape=[3], dtype="float32")
-        with fluid.name_scope("encoder"):
+        with fluid.name_scope("numbered_encoder"):
             h = fluid.layers.fc(input=x, size=2)
             with fluid.name_scope("attention"):
                 a = fluid.layers.relu(h)
-        with fluid.name_scope("encoder"):
+        with fluid.name_scope("numbered_encoder"):
             fluid.layers.relu(a)
         fluid.layers.relu(a)
     scopes = [op.attrs.get("op_namescope") for op in main.global_block().ops]
-    assert scopes == ["/encoder/", "/encoder/", "/encoder/attention/", "/encoder_1/", None]
+    assert scopes == ["/numbered_encoder/", "/numbered_encoder/",
+                      "/numbered_encoder/attention/", "/numbered_encoder_1/", None]
     again = fluid.Program.parse_from_string(main.serialize_to_string())
-    assert again.global_block().ops[2].attrs["op_namescope"] == "/encoder/attention/"
+    assert again.global_block().ops[2].attrs["op_namescope"] == "/numbered_encoder/attention/"
 
 
 def test_device_guard_marks_ops_and_refuses_unknown_devices():
