@@ -344,4 +344,7 @@ def cases(workdir):
             + _cli_binary_case(marker))
 
 
-test_corpus = family_test(cases, seconds=20, allowed_programs=("c++", BINARY))
+#: the compiler a native build starts, as build.compiler names it: $CXX, else c++
+COMPILER = os.path.basename(os.environ.get("CXX") or "c++")
+
+test_corpus = family_test(cases, seconds=20, allowed_programs=(COMPILER, BINARY))
