@@ -90,14 +90,16 @@ void map2(const T* a, const T* b, T* out, int64_t count, F f) {
   if (count) map2_kernel<<<blocks_for(count), kThreads>>>(a, b, out, count, f);
 }
 
-template <class T, class F>
-__global__ void broadcast_kernel(const T* x, const T* y, T* out, int64_t count, int64_t n,
+// Out = f(X, Y), Y broadcast into X ([pre, n, post] against [n]); Out is X's type, or bool
+// for a comparison
+template <class T, class O, class F>
+__global__ void broadcast_kernel(const T* x, const T* y, O* out, int64_t count, int64_t n,
                                  int64_t post, F f) {
   FLUID_GRID_STRIDE(i, count) out[i] = f(x[i], y[(i / post) % n]);
 }
 
-template <class T, class F>
-void broadcast(const T* x, const T* y, T* out, int64_t pre, int64_t n, int64_t post, F f) {
+template <class T, class O, class F>
+void broadcast(const T* x, const T* y, O* out, int64_t pre, int64_t n, int64_t post, F f) {
   const int64_t count = pre * n * post;
   if (count) broadcast_kernel<<<blocks_for(count), kThreads>>>(x, y, out, count, n, post, f);
 }
@@ -416,14 +418,8 @@ struct NotEqual {
 };
 
 template <class T, class F>
-__global__ void compare_kernel(const T* x, const T* y, bool* out, int64_t count, int64_t n,
-                               int64_t post, F f) {
-  FLUID_GRID_STRIDE(i, count) out[i] = f(x[i], y[(i / post) % n]);
-}
-template <class T, class F>
 void compare(const T* x, const T* y, bool* out, int64_t pre, int64_t n, int64_t post, F f) {
-  const int64_t count = pre * n * post;
-  if (count) compare_kernel<<<blocks_for(count), kThreads>>>(x, y, out, count, n, post, f);
+  broadcast(x, y, out, pre, n, post, f);
 }
 
 }  // namespace fluid_native
