@@ -101,11 +101,17 @@ def_op("cumsum", inputs=["X"], outputs=["Out"],
 
 # --- argsort -------------------------------------------------------------------------------------
 def _sort_order(xp, x, axis, descending):
+    """Where each sorted value is along ``axis``; equal values keep their order. NaN is the
+    largest value, as Paddle's comparator has it: last ascending, first descending."""
     if not descending:
         return xp.argsort(x, axis=axis, kind="stable")
-    if x.dtype.kind in "fi":  # equal values keep their order when sorted downwards too
+    if x.dtype.kind == "i":
         return xp.argsort(-x, axis=axis, kind="stable")
-    return xp.flip(xp.argsort(x, axis=axis, kind="stable"), axis)
+    if x.dtype.kind != "f":
+        return xp.flip(xp.argsort(x, axis=axis, kind="stable"), axis)
+    order = xp.argsort(-x, axis=axis, kind="stable")  # NaN last: moved to the front
+    numbers = (~xp.isnan(xp.take_along_axis(x, order, axis))).astype(np.int8)
+    return xp.take_along_axis(order, xp.argsort(numbers, axis=axis, kind="stable"), axis)
 
 
 def _argsort(ctx, x):
@@ -134,7 +140,8 @@ def_op("argsort", inputs=["X"], outputs=["Out", "Indices"], attrs=_ARGSORT_ATTRS
        infer_shape=_argsort_infer, kernel=_argsort,
        grad=grad_maker("argsort_grad", inputs=["X"], outputs=["Indices"], out_grads=["Out"]),
        doc="Out = X sorted along ``axis`` (ascending, or descending), Indices = where each "
-           "sorted value was (int64; equal values keep their order). dX[Indices] = dOut.")
+           "sorted value was (int64; equal values keep their order; NaN is the largest "
+           "value). dX[Indices] = dOut.")
 def_op("argsort_grad", inputs=["Indices", "X", "Out@GRAD"], outputs=["X@GRAD"],
        attrs=_ARGSORT_ATTRS, infer_shape=grads_like(**{"X@GRAD": "X"}), kernel=_argsort_grad,
        doc="Gradient of argsort: dOut scattered back to where the values came from.")

@@ -298,17 +298,16 @@ def _size_along(ctx, x, axis):
     return k
 
 
-def _top_k_nodes(ctx, x, k, values, indices, axis, largest, nan=np.inf):
-    """TopK with NaN where the kernels put it: for floats the order is taken over ``x``
-    with each NaN read as ``nan`` (+inf: top_k takes NaN as the largest; argsort puts it
-    last, so -inf when descending), and the values gathered from ``x``. onnxruntime's
-    TopK has placed NaN differently from one version to the next."""
+def _top_k_nodes(ctx, x, k, values, indices, axis, largest):
+    """TopK in Paddle's order, where NaN is the largest value: for floats the order is
+    taken over ``x`` with each NaN read as +inf (onnxruntime's TopK has placed NaN
+    differently from one version to the next), and the values gathered from ``x``."""
     if ctx.dtype(x).kind != "f":
         ctx.node("TopK", [x, k], [values, indices], axis=axis, largest=int(largest), sorted=1)
         return None
     nan_at, key, ordered = ctx.tmp("nan"), ctx.tmp("key"), ctx.tmp("ordered")
     ctx.node("IsNaN", [x], [nan_at])
-    ctx.node("Where", [nan_at, ctx.scalar(nan, x), x], [key])
+    ctx.node("Where", [nan_at, ctx.scalar(np.inf, x), x], [key])
     ctx.node("TopK", [key, k], [ordered, indices], axis=axis, largest=int(largest), sorted=1)
     ctx.node("GatherElements", [x, indices], [values], axis=axis)
     return None
@@ -341,10 +340,8 @@ def _argsort(op, ctx):
     if ctx.dtype(x) == np.bool_:
         raise NotConvertible("a bool X (TopK takes numbers)")
     # a full TopK: the whole axis in order, ties in index order as Paddle's stable sort
-    descending = bool(op.attrs.get("descending", False))
     return _top_k_nodes(ctx, x, _size_along(ctx, x, axis), _out(op, "Out"),
-                        _out(op, "Indices"), axis, descending,
-                        -np.inf if descending else np.inf)
+                        _out(op, "Indices"), axis, bool(op.attrs.get("descending", False)))
 
 
 @converter("unique")
