@@ -327,10 +327,16 @@ def _adam_kernel(ctx, param, grad, lr, m1, m2, b1p, b2p, beta1_t, beta2_t, eps_t
     beta1, beta2 = scalar(beta1_t, a["beta1"]), scalar(beta2_t, a["beta2"])
     eps, pow1, pow2 = scalar(eps_t, a["epsilon"]), scalar(b1p), scalar(b2p)
     lr = scalar(lr)
-    rate = eps_hat = None  # worked out where the update is not one device kernel
-
-    def rates():
-        return lr * xp.sqrt(one - pow2) / (one - pow1), eps * xp.sqrt(one - pow2)
+    lazy = isinstance(grad, SelectedRows) and a["lazy_mode"]
+    dense = None if lazy else _dense_grad(xp, grad, base, "adam")
+    same = dense is not None and dense.dtype == base.dtype == m1.dtype == m2.dtype
+    # on a GPU the dense update is one kernel, which works out rate and eps_hat itself
+    one_kernel = same and xp is not np and skip_flag is None and base.dtype in _FUSED_TYPES \
+        and hasattr(xp, "ElementwiseKernel") and all(
+            isinstance(v, xp.ndarray) and v.dtype == base.dtype for v in (lr, pow1, pow2))
+    if not one_kernel:
+        rate = lr * xp.sqrt(one - pow2) / (one - pow1)
+        eps_hat = eps * xp.sqrt(one - pow2)
 
     def step(pv, gv, m1v, m2v, donated=frozenset()):
         # Paddle's formula term by term, worked in buffers this kernel owns (the outputs and
@@ -358,8 +364,7 @@ def _adam_kernel(ctx, param, grad, lr, m1, m2, b1p, b2p, beta1_t, beta2_t, eps_t
         scratch *= rate
         return xp.subtract(pv, scratch, out=pv if "Param" in donated else scratch), m1n, m2n
 
-    if isinstance(grad, SelectedRows) and a["lazy_mode"]:
-        rate, eps_hat = rates()
+    if lazy:
         rows, values = merged_rows(xp, grad, "adam", base.shape[0])
         index = xp.asarray(rows)
         new = _held_output(ctx, "ParamOut", "Param", base) if base is p else base.copy()
@@ -368,26 +373,19 @@ def _adam_kernel(ctx, param, grad, lr, m1, m2, b1p, b2p, beta1_t, beta2_t, eps_t
         new[index], m1_out[index], m2_out[index] = step(
             base[index], values.reshape((rows.size,) + base.shape[1:]), m1[index], m2[index])
     else:
-        dense = _dense_grad(xp, grad, base, "adam")
-        same = dense.dtype == base.dtype == m1.dtype == m2.dtype
         # the master copy (not Param) is what the update writes under multi_precision
         donated = ctx.donated if same and base is p else ctx.donated - {"Param"} if same \
             else frozenset()
         if skip_flag is not None:  # the inputs may be kept, so they are not written
             donated = frozenset()
-        if xp is not np and same and base.dtype in _FUSED_TYPES and skip_flag is None \
-                and hasattr(xp, "ElementwiseKernel") and all(
-                    isinstance(x, xp.ndarray) and x.dtype == base.dtype
-                    for x in (lr, pow1, pow2)):
-            # on a GPU, the element update as one kernel: into the state when the op may
-            # write it, else into three new arrays
+        if one_kernel:
+            # into the state when the op may write it, else into three new arrays
             outs = (base, m1, m2) if donated >= _ADAM_STATE and \
                 len({id(base), id(dense), id(m1), id(m2)}) == 4 else ()
             new, m1_out, m2_out = _device_adam(xp)(base, dense, m1, m2, lr, pow1, pow2,
                                                    beta1, beta2, eps, *outs)
         elif xp is np and same and base.dtype in _FUSED_TYPES and all(
                 x.flags.c_contiguous for x in (base, dense, m1, m2)):
-            rate, eps_hat = rates()
             # on the host, the element update in one pass: in place when all three are the
             # op's to write (and four arrays: a variable bound to two slots is updated into
             # new ones, as the formula reads every input before it writes), else into three
@@ -402,14 +400,12 @@ def _adam_kernel(ctx, param, grad, lr, m1, m2, b1p, b2p, beta1_t, beta2_t, eps_t
                 x.flags.c_contiguous for x in (base, m1, m2)):
             # all three updated in place: a slice at a time, so the scratch array stays
             # small (the values are the same: the formula is elementwise)
-            rate, eps_hat = rates()
             flat = [x.reshape(-1) for x in (base, dense, m1, m2)]
             for start in range(0, base.size, _ADAM_SCRATCH):
                 part = slice(start, start + _ADAM_SCRATCH)
                 step(*[x[part] for x in flat], donated)
             new, m1_out, m2_out = base, m1, m2
         else:
-            rate, eps_hat = rates()
             new, m1_out, m2_out = step(base, dense, m1, m2, donated)
     if a["use_global_beta_pow"]:
         pows = (None, None)
