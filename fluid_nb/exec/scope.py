@@ -202,6 +202,16 @@ class KeptScope(Scope):
         self._holders = None
 
     @property
+    def plans(self):
+        """The run plans bound to this scope, made when a run first binds to it (rare for a
+        step scope, so a kept step costs no dict for them)."""
+        try:
+            return self._plans
+        except AttributeError:
+            self._plans = {}
+            return self._plans
+
+    @property
     def vars(self):
         holders = self._holders
         if holders is None:

@@ -117,6 +117,15 @@ def test_a_scope_keeps_the_plans_of_its_last_runs():
     np.testing.assert_array_equal(z, [[2, 3, 4]])
 
 
+def test_a_run_binds_to_a_loops_kept_step_scope_too():
+    from fluid_nb.exec.scope import KeptScope
+    step = KeptScope(_scope_with_y(), {"kept": np.zeros(1, "float32")})
+    (z,) = fluid.Executor(fluid.CPUPlace()).run(
+        _add_program(), feed={"x": np.ones((1, 3), "float32")}, fetch_list=["z"], scope=step)
+    np.testing.assert_array_equal(z, [[2, 3, 4]])  # y found in the step's parent
+    assert len(step.plans) == 1
+
+
 def test_feed_of_wrong_shape_names_the_variable():
     program, scope = _add_program(), _scope_with_y()
     exe = fluid.Executor(fluid.CPUPlace())
