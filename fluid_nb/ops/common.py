@@ -1,10 +1,30 @@
 """Pieces many op families share: Paddle's elementwise broadcasting, reducing a gradient
-back to an input's shape, factories that make an elementwise op one definition, and the
-plans an op keeps between runs."""
+back to an input's shape, factories that make an elementwise op one definition, the
+plans an op keeps between runs, and the kernels CuPy compiles for an op."""
+import numpy as np
+
 from ..errors import InvalidArgument, InvalidType, expected
 from ..tensor.dtypes import VarType, dtype_name
 from ..framework.infer import dims_match
 from ..framework.registry import def_op, grad_maker, grads_like, no_gradient
+
+
+#: (array module, kernel name) -> the ElementwiseKernel compiled for it
+_compiled = {}
+
+
+def compiled_elementwise(xp, name, params, outputs, body, preamble="", options=()):
+    """CuPy's ElementwiseKernel ``name`` over ``params`` -> ``outputs`` running ``body``,
+    compiled once per array module; None where ``xp`` compiles none (NumPy, the strict
+    device). For the updates whose array expressions launch many kernels: on a GPU a
+    small step's time is its launches."""
+    if xp is np or not hasattr(xp, "ElementwiseKernel"):
+        return None
+    kernel = _compiled.get((xp, name))
+    if kernel is None:
+        kernel = _compiled[xp, name] = xp.ElementwiseKernel(
+            params, outputs, body, name, preamble=preamble, options=options)
+    return kernel
 
 
 def kept_plan(ctx, name, key, make):

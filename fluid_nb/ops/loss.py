@@ -15,6 +15,7 @@ from ..tensor.dtypes import VarType
 from ..framework.infer import dims_match
 from ..framework.registry import def_op, grad_maker
 from ..tensor.transfer import host_list, host_scalar, to_host
+from .common import compiled_elementwise
 
 _INT_TYPES = (VarType.INT32, VarType.INT64)
 
@@ -27,25 +28,15 @@ def _log(xp, p):
     return xp.where(positive, xp.log(xp.where(positive, p, 1)), -_HUGE).astype(p.dtype)
 
 
-_device_label_kernels = {}  # array module -> its kernel for _hard_rows
-
-
-def _device_hard_rows(xp, label, classes, ignore_index):
-    """_hard_rows on a GPU as one kernel (the array expressions launch nine): an id that
-    is ignore_index or out of range does not count, and reads row 0."""
-    kernel = _device_label_kernels.get(xp)
-    if kernel is None:
-        kernel = _device_label_kernels[xp] = xp.ElementwiseKernel(
-            "T label, int64 classes, int64 ignore_index", "bool keep, int64 safe",
-            "keep = label != ignore_index && label >= 0 && label < classes; "
-            "safe = keep ? (long long)label : 0;", "fluid_hard_label_rows")
-    return kernel(label.reshape(-1), classes, ignore_index)
-
-
 def _hard_rows(op, xp, label, classes, ignore_index):
     """Flat masks of the rows that count, and the int64 labels made safe to index."""
-    if xp is not np and hasattr(xp, "ElementwiseKernel"):
-        return _device_hard_rows(xp, label, classes, ignore_index)
+    on_gpu = compiled_elementwise(  # (one kernel where the expressions below launch nine)
+        xp, "fluid_hard_label_rows", "T label, int64 classes, int64 ignore_index",
+        "bool keep, int64 safe",
+        "keep = label != ignore_index && label >= 0 && label < classes; "
+        "safe = keep ? (long long)label : 0;")
+    if on_gpu is not None:
+        return on_gpu(label.reshape(-1), classes, ignore_index)
     label = label.reshape(-1).astype("int64")
     keep = label != ignore_index
     bad = keep & ((label < 0) | (label >= classes))

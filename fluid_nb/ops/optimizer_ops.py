@@ -29,6 +29,7 @@ from ..tensor.tensor import LoDTensor, SelectedRows
 from ..tensor.dtypes import VarType
 from ..framework.infer import dims_match
 from .clip_ops import merged_rows
+from .common import compiled_elementwise
 from ..framework.registry import def_op, grad_maker, same_shape
 
 
@@ -257,31 +258,28 @@ _FUSED_TYPES = (np.dtype("float32"), np.dtype("float64"))
 _fused = c_parts.load("fluid_nb.ops._fused_updates", "the fused optimizer updates")
 #: the runtime header whose adam_step a device's fused update compiles (the host's too)
 _RUNTIME_HEADERS = pathlib.Path(__file__).parents[1] / "rewriters" / "native" / "runtime"
-_device_adam_kernels = {}  # array module -> its compiled update
 
 
 def _device_adam(xp):
-    """adam_step over every element as one CUDA kernel (CuPy's ElementwiseKernel, compiled
-    once per element type), rate and eps_hat worked out per thread in the formula's order
-    from the one-element inputs: one launch per op where the formula launches about
-    twenty. No FMA contraction, as on the host: the values are the formula's."""
-    kernel = _device_adam_kernels.get(xp)
-    if kernel is None:
-        kernel = _device_adam_kernels[xp] = xp.ElementwiseKernel(
-            "T param, T grad, T m1, T m2, T lr, T pow1, T pow2, T beta1, T beta2, T eps",
-            "T param_out, T m1_out, T m2_out",
-            """
-            const T one = 1;
-            const T rate = lr * sqrt(one - pow2) / (one - pow1);
-            const T eps_hat = eps * sqrt(one - pow2);
-            T p = param, first = m1, second = m2;
-            fluid_native::adam_step(p, grad, first, second, beta1, beta2, rate, eps_hat);
-            param_out = p;
-            m1_out = first;
-            m2_out = second;
-            """, "fluid_adam_step", preamble='#include "fluid_native_maps.h"',
-            options=(f"-I{_RUNTIME_HEADERS}", "--fmad=false"))
-    return kernel
+    """adam_step over every element as one CUDA kernel (None off a GPU), rate and eps_hat
+    worked out per thread in the formula's order from the one-element inputs: one launch
+    per op where the formula launches about twenty. No FMA contraction, as on the host:
+    the values are the formula's."""
+    return compiled_elementwise(
+        xp, "fluid_adam_step",
+        "T param, T grad, T m1, T m2, T lr, T pow1, T pow2, T beta1, T beta2, T eps",
+        "T param_out, T m1_out, T m2_out",
+        """
+        const T one = 1;
+        const T rate = lr * sqrt(one - pow2) / (one - pow1);
+        const T eps_hat = eps * sqrt(one - pow2);
+        T p = param, first = m1, second = m2;
+        fluid_native::adam_step(p, grad, first, second, beta1, beta2, rate, eps_hat);
+        param_out = p;
+        m1_out = first;
+        m2_out = second;
+        """, preamble='#include "fluid_native_maps.h"',
+        options=(f"-I{_RUNTIME_HEADERS}", "--fmad=false"))
 
 
 def _held_output(ctx, out_slot, in_slot, like):
@@ -331,10 +329,10 @@ def _adam_kernel(ctx, param, grad, lr, m1, m2, b1p, b2p, beta1_t, beta2_t, eps_t
     dense = None if lazy else _dense_grad(xp, grad, base, "adam")
     same = dense is not None and dense.dtype == base.dtype == m1.dtype == m2.dtype
     # on a GPU the dense update is one kernel, which works out rate and eps_hat itself
-    one_kernel = same and xp is not np and skip_flag is None and base.dtype in _FUSED_TYPES \
-        and hasattr(xp, "ElementwiseKernel") and all(
-            isinstance(v, xp.ndarray) and v.dtype == base.dtype for v in (lr, pow1, pow2))
-    if not one_kernel:
+    one_kernel = _device_adam(xp) if same and skip_flag is None and \
+        base.dtype in _FUSED_TYPES and all(isinstance(v, xp.ndarray) and v.dtype == base.dtype
+                                           for v in (lr, pow1, pow2)) else None
+    if one_kernel is None:
         rate = lr * xp.sqrt(one - pow2) / (one - pow1)
         eps_hat = eps * xp.sqrt(one - pow2)
 
@@ -378,12 +376,12 @@ def _adam_kernel(ctx, param, grad, lr, m1, m2, b1p, b2p, beta1_t, beta2_t, eps_t
             else frozenset()
         if skip_flag is not None:  # the inputs may be kept, so they are not written
             donated = frozenset()
-        if one_kernel:
+        if one_kernel is not None:
             # into the state when the op may write it, else into three new arrays
             outs = (base, m1, m2) if donated >= _ADAM_STATE and \
                 len({id(base), id(dense), id(m1), id(m2)}) == 4 else ()
-            new, m1_out, m2_out = _device_adam(xp)(base, dense, m1, m2, lr, pow1, pow2,
-                                                   beta1, beta2, eps, *outs)
+            new, m1_out, m2_out = one_kernel(base, dense, m1, m2, lr, pow1, pow2, beta1,
+                                             beta2, eps, *outs)
         elif xp is np and same and base.dtype in _FUSED_TYPES and all(
                 x.flags.c_contiguous for x in (base, dense, m1, m2)):
             # on the host, the element update in one pass: in place when all three are the

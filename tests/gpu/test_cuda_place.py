@@ -117,11 +117,11 @@ def test_adam_on_cuda_is_one_kernel_with_the_hosts_values_bit_for_bit(dtype, in_
     # the device runs adam_step, the element update the host's fused loop runs, with no FMA
     # contraction: the same roundings in the same order
     import cupy
-    from fluid_nb.ops import optimizer_ops
+    from fluid_nb.ops import common
     on_host = _adam_once(fluid.CPUPlace(), dtype, in_place)
-    optimizer_ops._device_adam_kernels.clear()
+    common._compiled.pop((cupy, "fluid_adam_step"), None)
     on_gpu = _adam_once(fluid.CUDAPlace(0), dtype, in_place)
-    assert list(optimizer_ops._device_adam_kernels) == [cupy]
+    assert (cupy, "fluid_adam_step") in common._compiled
     for name, value in on_host.items():
         np.testing.assert_array_equal(on_gpu[name], value, err_msg=name)
 
@@ -132,9 +132,10 @@ def test_hard_labels_on_cuda_are_masked_by_one_kernel(dtype):
     # ignore_index and ids out of range do not count on a device (no host copy to check)
     # and index row 0; the kernel gives the masks the array expressions gave
     import cupy
-    from fluid_nb.ops import loss
+    from fluid_nb.ops import common, loss
     label = cupy.asarray([[3], [-100], [7], [-1], [0]], dtype)
+    common._compiled.pop((cupy, "fluid_hard_label_rows"), None)
     keep, safe = loss._hard_rows("softmax_with_cross_entropy", cupy, label, 5, -100)
-    assert list(loss._device_label_kernels) == [cupy]
+    assert (cupy, "fluid_hard_label_rows") in common._compiled
     assert keep.tolist() == [True, False, False, False, True]
     assert safe.dtype == np.int64 and safe.tolist() == [3, 0, 0, 0, 0]
