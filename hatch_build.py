@@ -1,7 +1,7 @@
 """Build hook: compiles the package's C and C++ parts into extension modules next to their
 sources, for wheels and editable installs alike: the memory arena's core
 (fluid_nb/memory/_arena.c), LoDTensor's constructor (fluid_nb/tensor/_tensor.c), the
-call-stack walk every appended op makes (fluid_nb/framework/_callstack.c), the interpreter's
+parts of every appended op's record (fluid_nb/framework/_op_record.c), the interpreter's
 commonest steps (fluid_nb/exec/_steps.c), the call of a compiled program's step
 (fluid_nb/rewriters/native/_bound_step.c) and the interpreter's fused optimizer updates
 (fluid_nb/ops/_fused_updates.cc, C++: it runs the element update compiled programs run,
@@ -16,7 +16,7 @@ from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 #: (source, what it is, uses NumPy's C API)
 SOURCES = ((os.path.join("fluid_nb", "memory", "_arena.c"), "the memory arena", True),
            (os.path.join("fluid_nb", "tensor", "_tensor.c"), "LoDTensor's constructor", False),
-           (os.path.join("fluid_nb", "framework", "_callstack.c"), "the call-stack walk", False),
+           (os.path.join("fluid_nb", "framework", "_op_record.c"), "an op record's C parts", False),
            (os.path.join("fluid_nb", "exec", "_steps.c"), "the interpreter's steps", False),
            (os.path.join("fluid_nb", "rewriters", "native", "_bound_step.c"),
             "a compiled program's step call", True),

@@ -10,7 +10,8 @@ unique names, the output variable, the layer's transaction) and through the raw
 installed), and the cost of appending one op to a plain (non-live) program three ways, the
 raw one split into its parts; then a live loop of 100,000 ops (1x1 and 64x64): µs per op
 and how much of it the cyclic collector takes (with the objects per op it tracks), the
-values the session keeps and how much memory it grows by. ``--bytecodes`` prints the
+values the session keeps and how much memory it grows by; and a live loop of 20,000 ops that
+keeps every value it makes, as a loop collecting its losses does. ``--bytecodes`` prints the
 Python bytecodes a live op executes instead (a count the machine's load does not move). The candidates take turns over interleaved rounds, so that a
 busy machine slows them alike: each line gives the best round, its ratio to NumPy's best
 and how far the median round lies above the best.
@@ -145,10 +146,11 @@ def _rss_bytes():
         return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
-def long_loop(n_ops, shape):
+def long_loop(n_ops, shape, keep_every_value=False):
     """A live loop of ``n_ops`` ``c = c + one`` ops: µs per op, the values the session keeps
     and the memory it grows by per op (the program's record; the values nobody holds are
-    let go and computed again when read)."""
+    let go and computed again when read). ``keep_every_value``: the loop also appends each
+    ``c`` to a list, as a loop collecting its losses does, so no value can be let go."""
     main, startup, scope = fluid.Program(), fluid.Program(), fluid.Scope()
     with fluid.program_guard(main, startup), fluid.unique_name.guard(), \
             fluid.live(program=main, startup_program=startup, scope=scope) as session:
@@ -164,11 +166,17 @@ def long_loop(n_ops, shape):
                 collecting[1] = time.perf_counter()
             else:
                 collecting[0] += time.perf_counter() - collecting[1]
+        values = []
         gc.callbacks.append(timed)
         start = time.perf_counter()
         try:
-            for _ in range(n_ops):
-                c = c + one
+            if keep_every_value:
+                for _ in range(n_ops):
+                    c = c + one
+                    values.append(c)
+            else:
+                for _ in range(n_ops):
+                    c = c + one
         finally:
             gc.callbacks.remove(timed)
         seconds = time.perf_counter() - start
@@ -178,12 +186,15 @@ def long_loop(n_ops, shape):
         assert float(c.numpy().ravel()[0]) == n_ops
         kept = sum(h.value.array.nbytes for h in scope.vars.values()
                    if getattr(h.value, "array", None) is not None)
-        print(f"live loop of {n_ops:,} `c = c + one` ops, {'x'.join(map(str, shape))}: "
+        kept_too = ", each value appended to a list" if keep_every_value else ""
+        print(f"live loop of {n_ops:,} `c = c + one` ops{kept_too}, "
+              f"{'x'.join(map(str, shape))}: "
               f"{seconds / n_ops * 1e6:.1f} µs/op ({collecting[0] / n_ops * 1e6:.1f} in the "
               f"cyclic collector, which tracks {tracked / n_ops:.2f} objects more per op); "
               f"{len(scope.vars)} values kept ({kept / 1024:.0f} KiB), "
               f"{len(session.runner.dropped):,} let go; RSS grew {grown / 2**20:.0f} MB "
-              f"({grown / n_ops:.0f} B/op: the program's record)")
+              f"({grown / n_ops:.0f} B/op: the program's record"
+              f"{' and the values' if keep_every_value else ''})")
 
 
 def bytecodes_per_op(n_ops=200, operator=False):
@@ -275,6 +286,7 @@ def main():
           f"{best['plain, raw block.append_op'] * 1e6:.1f})")
     for shape in [(1, 1), (64, 64)]:
         long_loop(100_000, shape)
+    long_loop(20_000, (1, 1), keep_every_value=True)
 
 
 if __name__ == "__main__":

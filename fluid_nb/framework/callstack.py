@@ -37,7 +37,12 @@ _PADDLE_FRAME = re.compile(r'File "([^"]*)", line (\d+), in ([^\n]*)')
 # it is the interpreter's or the kernel's machinery) or max_frames frames (64 at most). It
 # is C: every appended op walks its stack, and the walk in Python was a tenth of a live
 # op's time.
-capture = c_parts.load("fluid_nb.framework._callstack", "the call-stack walk's C core").capture
+_op_record = c_parts.load("fluid_nb.framework._op_record", "an op record's C parts")
+capture = _op_record.capture
+# untrack_arguments(*slots): an op's argument dicts (slot -> tuple of names) and their tuples
+# made untracked by the cyclic collector when the op is made: they hold no container, and
+# a live loop's ops otherwise walk through every collection until a full one (C, as above)
+untrack_arguments = _op_record.untrack_arguments
 
 
 def pairs(stack):

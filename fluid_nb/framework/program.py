@@ -15,7 +15,7 @@ import contextlib
 from ..errors import (InvalidArgument, InvalidType, NotFound, OutOfRange, PreconditionNotMet,
                       expected)
 from . import callstack as _callstack
-from .callstack import capture as _capture_stack
+from .callstack import capture as _capture_stack, untrack_arguments as _untrack_arguments
 from . import annotations as _annotations
 from . import transaction as _transaction
 from . import unique_name
@@ -578,6 +578,7 @@ class Block:
                 self.vars.pop(name, None)
             raise
         op.callstack = _capture_stack(skip)
+        _untrack_arguments(in_args, out_args)
         role = self.program._current_role
         if role and "op_role" not in attrs:
             op.attrs["op_role"] = role

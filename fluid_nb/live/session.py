@@ -44,7 +44,10 @@ from ..memory.places import host_arena
 
 OP_ROLE_OPTIMIZE = 2
 #: live ops between two looks for values nobody can reach any more (a loop appending
-#: 100,000 ops keeps the values its user holds, not every one it made)
+#: 100,000 ops keeps the values its user holds, not every one it made). A look also
+#: checks again the ops whose values were still held at the last one, so the next look
+#: waits for at least as many new ops as it carries: however many values a loop keeps
+#: (``losses.append(loss)``), each op costs a bounded number of checks.
 SWEEP_EVERY = 1024
 
 _sessions = {}  # name -> LiveSession
@@ -79,7 +82,10 @@ class LiveSession:
         self.pending = []  # ops recorded in record-only mode, not run yet
         self.stats = {"ops_run": 0}
         #: ops run since values nobody can reach were last let go (see OpRunner.drop_unreachable)
+        #: after the ops whose values were still held then; the next look is due when it
+        #: is ``_sweep_at`` long
         self._since_sweep = []
+        self._sweep_at = SWEEP_EVERY
         self._saved = None  # what activation replaced, restored on deactivation
         self._memory_watchers = weakref.WeakSet()  # see watch_memory
         self._arena_was_recording = None
@@ -160,8 +166,9 @@ class LiveSession:
         self.stats["ops_run"] += 1
         swept = self._since_sweep
         swept.append(op)
-        if len(swept) >= SWEEP_EVERY:
-            self._since_sweep = self.runner.drop_unreachable(swept, block)
+        if len(swept) >= self._sweep_at:
+            held = self._since_sweep = self.runner.drop_unreachable(swept, block)
+            self._sweep_at = len(held) + max(SWEEP_EVERY, len(held))
         if block.ops[-1] is not op:  # inserted before ops that already ran: refresh them
             start = block.ops.index(op) + 1
             self._rerun(block, set(op.output_arg_names), start)
@@ -287,6 +294,7 @@ class LiveSession:
         unique_name.switch()
         self.runner.clear()
         self.update_ops, self.pending, self._since_sweep = [], [], []
+        self._sweep_at = SWEEP_EVERY
         self.stats["ops_run"] = 0
         _tag(self)
         if was_active:

@@ -209,6 +209,25 @@ def test_a_captured_stack_is_the_frames_above_the_caller_up_to_the_first_module_
         capture(1, 2, 3)
 
 
+def test_argument_records_holding_only_names_are_untracked_and_tracked_again_if_that_changes():
+    import gc
+    from fluid_nb.framework.callstack import untrack_arguments
+    def made(*items):  # (a tuple literal of constants is made untracked when compiled)
+        return tuple(items)
+    names = {"X": made("a", "b"), "Y": made("c"), "Z": "d"}
+    with_a_list = {"X": made("a"), "Y": ["c"]}
+    with_a_variable = {"X": made(object())}
+    assert gc.is_tracked(names) and gc.is_tracked(names["X"])
+    untrack_arguments(names, with_a_list, with_a_variable, "not a dict")
+    assert not gc.is_tracked(names) and not any(map(gc.is_tracked, names.values()))
+    # a dict holding a container is left as it was, its tuples too
+    assert gc.is_tracked(with_a_list) and gc.is_tracked(with_a_list["X"])
+    assert gc.is_tracked(with_a_variable) and gc.is_tracked(with_a_variable["X"])
+    names["W"] = [names]  # a cycle through the dict: CPython tracks it again
+    assert gc.is_tracked(names)
+    assert untrack_arguments() is None
+
+
 def test_a_layer_temporary_is_named_as_two_generated_names_and_taken_back_as_two():
     from fluid_nb.framework.unique_name import UniqueNameGenerator
     two_calls, one_call = UniqueNameGenerator("p/"), UniqueNameGenerator("p/")

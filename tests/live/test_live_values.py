@@ -66,6 +66,52 @@ def test_a_long_live_loop_leaves_the_cyclic_collector_two_records_per_op(sweep_e
         assert walked < 2.5 * n_ops  # (other objects may go meanwhile: no lower bound)
 
 
+def test_a_loop_that_keeps_every_value_costs_each_op_a_bounded_number_of_checks(
+        sweep_every, monkeypatch):
+    """``losses.append(loss)`` in a live loop: every value stays held, and each look for
+    values to let go checks the held ones again. The looks grow as far apart as the held
+    values are many, so the checks stay linear in the ops (they were quadratic: a look at
+    every op once more values were held than ops between two looks)."""
+    main, scope, session = _live()
+    checked = []
+    with session as s, fluid.unique_name.guard():
+        sweep = s.runner.drop_unreachable
+        monkeypatch.setattr(s.runner, "drop_unreachable",
+                            lambda ops, block: checked.append(len(ops)) or sweep(ops, block))
+        c = L.fill_constant([2], "float32", 0.0)
+        one = L.fill_constant([2], "float32", 1.0)
+        held = []
+        n_ops = 30 * sweep_every
+        for _ in range(n_ops):
+            c = c + one
+            held.append(c)
+        assert not s.runner.dropped  # every value is held: none let go
+        assert 2 <= len(checked) <= 8  # looks double their spacing: 16, 32, 64, ...
+        assert sum(checked) <= 3 * n_ops
+        np.testing.assert_array_equal(held[100].numpy(), [101.0, 101.0])
+
+
+def test_an_ops_argument_names_are_not_tracked_by_the_cyclic_collector():
+    """An op's arguments (slot -> tuple of names) and its call stack hold no container, so
+    they are made untracked: the collector passes over them from the start, instead of
+    walking them until its next pass finds them untrackable."""
+    main, scope, session = _live()
+    with session, fluid.unique_name.guard():
+        c = L.fill_constant([2], "float32", 0.0)
+        one = L.fill_constant([2], "float32", 1.0)
+        gc.disable()
+        try:
+            c = c + one
+            op = main.global_block().ops[-1]
+            for record in (op.inputs, op.outputs, *op.inputs.values(),
+                           *op.outputs.values(), op.callstack):
+                assert not gc.is_tracked(record), record
+            assert gc.is_tracked(op) and gc.is_tracked(main.global_block().var(c.name))
+        finally:
+            gc.enable()
+        np.testing.assert_array_equal(c.numpy(), [1.0, 1.0])
+
+
 def test_a_dropped_value_read_by_name_is_computed_again(sweep_every):
     main, scope, session = _live()
     with session as s, fluid.unique_name.guard():
