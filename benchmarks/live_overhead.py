@@ -10,8 +10,9 @@ unique names, the output variable, the layer's transaction) and through the raw
 installed), and the cost of appending one op to a plain (non-live) program three ways, the
 raw one split into its parts; then a live loop of 100,000 ops (1x1 and 64x64): µs per op
 and how much of it the cyclic collector takes (with the objects per op it tracks), the
-values the session keeps and how much memory it grows by; and a live loop of 20,000 ops that
-keeps every value it makes, as a loop collecting its losses does. ``--bytecodes`` prints the
+values the session keeps and how much memory it grows by; the same for 20,000 ``c = c *
+0.999`` ops (scale, an op with a hand-written kernel) at 64x64; and a live loop of 20,000
+ops that keeps every value it makes, as a loop collecting its losses does. ``--bytecodes`` prints the
 Python bytecodes a live op executes instead (a count the machine's load does not move). The candidates take turns over interleaved rounds, so that a
 busy machine slows them alike: each line gives the best round, its ratio to NumPy's best
 and how far the median round lies above the best.
@@ -146,15 +147,22 @@ def _rss_bytes():
         return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
-def long_loop(n_ops, shape, keep_every_value=False):
-    """A live loop of ``n_ops`` ``c = c + one`` ops: µs per op, the values the session keeps
-    and the memory it grows by per op (the program's record; the values nobody holds are
-    let go and computed again when read). ``keep_every_value``: the loop also appends each
-    ``c`` to a list, as a loop collecting its losses does, so no value can be let go."""
+#: a long loop's statement: ``c + one`` (elementwise_add, a formula op) or ``c * 0.999``
+#: (scale: a hand-written kernel) and the value c holds after ``n`` of them
+LOOP_BODIES = {"c = c + one": (lambda c, one: c + one, lambda n: n),
+               "c = c * 0.999": (lambda c, one: c * 0.999, lambda n: 0.999 ** n)}
+
+
+def long_loop(n_ops, shape, keep_every_value=False, body="c = c + one"):
+    """A live loop of ``n_ops`` ``body`` ops: µs per op, the values the session keeps and
+    the memory it grows by per op (the program's record; the values nobody holds are let go
+    and computed again when read). ``keep_every_value``: the loop also appends each ``c``
+    to a list, as a loop collecting its losses does, so no value can be let go."""
+    step, expected = LOOP_BODIES[body]
     main, startup, scope = fluid.Program(), fluid.Program(), fluid.Scope()
     with fluid.program_guard(main, startup), fluid.unique_name.guard(), \
             fluid.live(program=main, startup_program=startup, scope=scope) as session:
-        c = fluid.layers.fill_constant(list(shape), "float32", 0.0)
+        c = fluid.layers.fill_constant(list(shape), "float32", 0.0 if "one" in body else 1.0)
         one = fluid.layers.fill_constant(list(shape), "float32", 1.0)
         gc.collect()
         tracked = len(gc.get_objects())
@@ -172,22 +180,22 @@ def long_loop(n_ops, shape, keep_every_value=False):
         try:
             if keep_every_value:
                 for _ in range(n_ops):
-                    c = c + one
+                    c = step(c, one)
                     values.append(c)
             else:
                 for _ in range(n_ops):
-                    c = c + one
+                    c = step(c, one)
         finally:
             gc.callbacks.remove(timed)
         seconds = time.perf_counter() - start
         grown = _rss_bytes() - rss
         gc.collect()
         tracked = len(gc.get_objects()) - tracked
-        assert float(c.numpy().ravel()[0]) == n_ops
+        assert abs(float(c.numpy().ravel()[0]) - expected(n_ops)) <= 1e-3 * expected(n_ops)
         kept = sum(h.value.array.nbytes for h in scope.vars.values()
                    if getattr(h.value, "array", None) is not None)
         kept_too = ", each value appended to a list" if keep_every_value else ""
-        print(f"live loop of {n_ops:,} `c = c + one` ops{kept_too}, "
+        print(f"live loop of {n_ops:,} `{body}` ops{kept_too}, "
               f"{'x'.join(map(str, shape))}: "
               f"{seconds / n_ops * 1e6:.1f} µs/op ({collecting[0] / n_ops * 1e6:.1f} in the "
               f"cyclic collector, which tracks {tracked / n_ops:.2f} objects more per op); "
@@ -286,6 +294,7 @@ def main():
           f"{best['plain, raw block.append_op'] * 1e6:.1f})")
     for shape in [(1, 1), (64, 64)]:
         long_loop(100_000, shape)
+    long_loop(20_000, (64, 64), body="c = c * 0.999")
     long_loop(20_000, (1, 1), keep_every_value=True)
 
 

@@ -50,9 +50,11 @@ kernel on the host whatever the place, and ``kernel_place_of`` names the input w
 an op's kernel follows (``increment`` of a host counter stays on the host).
 
 An op with the ``stateful`` trait does more than compute its outputs (draws random numbers,
-prints, calls Python, reads or writes files, sends messages): it runs, and is compiled,
+prints, calls Python, reads or writes files, sends messages, or carries a value from one run
+to the next in an output, as a quantizer's window does): it runs, and is compiled,
 whether or not anything reads its outputs. Any other op is a function of its inputs, so a
-gradient op whose outputs nothing reads may be left out of a run.
+gradient op whose outputs nothing reads may be left out of a run, and a live session may let
+go of an op's outputs and compute them again when they are read.
 
 Registering a type twice is an error; a missing op names the op and what to add.
 

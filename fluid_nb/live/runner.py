@@ -19,10 +19,12 @@ from ..exec.feed_fetch import feed_tensor
 from ..exec.scope import ScopeVariable
 from ..exec.steps import plain_step
 from ..exec.run_loop import op_error, output_values
+from ..framework.attrs import AttrType
 from ..framework.program import EMPTY_VAR_NAME
 from ..memory import arena as _arena
 from ..memory.places import host_arena
 from ..ops import registry
+from ..tensor.dtypes import VarType
 
 class OpRunner:
     """Runs ops over one scope: an op's first run directly, later runs through the step
@@ -36,6 +38,8 @@ class OpRunner:
         self._by_type = {}  # op type -> (kernel, simple binding or None): see _resolved
         #: op type -> the context a formula op's first run uses (see _simple_args)
         self._formula_contexts = {}
+        #: op type -> what :func:`_recomputable` says of it
+        self._recompute_kinds = {}
         self.last_run = {}  # op -> seconds its kernel took the last time it ran (views show it)
         self.on_host = place.device == "cpu"
         #: output name -> op for values :meth:`drop_unreachable` let go: the op computes it
@@ -55,41 +59,82 @@ class OpRunner:
 
     def drop_unreachable(self, ops, block):
         """Let go of the values of ``ops``' outputs (ops of ``block`` that ran, in program
-        order) that nothing can reach: a formula op's output (a pure function of its inputs,
-        so it can be computed again) that is no data, no parameter and not persistable, and
-        whose Variable nobody but the block holds (the user's names, a view, the notebook's
-        output history all hold theirs). Each is computed again, from the values it needs,
-        when it is next read. Returns the ops whose outputs are still reachable, to be
-        looked at again later. Every bound step goes (a step holds its inputs' holders: one
-        of a dropped value would keep it, and a rerun would read it stale); a rerun binds
-        its ops again."""
+        order) that nothing can reach and that can be computed again: the outputs of an op
+        that is a function of its inputs (see :func:`_recomputable`) whose inputs are
+        tensors, each output a tensor that is no data, no parameter and not persistable,
+        not among the op's inputs, written by no later op of ``ops``, and whose Variable
+        nobody but the block holds (the user's names, a view, the notebook's output history
+        all hold theirs). An op lets go of all its outputs or none. Each is computed again,
+        from the values it needs, when it is next read. Returns the ops whose outputs are
+        still reachable, to be looked at again later. Every bound step goes (a step holds
+        its inputs' holders: one of a dropped value would keep it, and a rerun would read
+        it stale); a rerun binds its ops again."""
         found = block.vars.get
         values = self.scope.vars
+        kinds = self._recompute_kinds
         dropped, order = self.dropped, self._dropped_order
         self.steps.clear()
         still_reachable = []
-        for op in ops:
-            opdef = registry.find(op.type)
-            if opdef is None or opdef.formula is None:
+        written_later = set()  # names written by the ops after the one looked at
+        first = self._dropped_count + 1  # (the order a value is let go in: program order)
+        self._dropped_count += len(ops)
+        for index in range(len(ops) - 1, -1, -1):  # last first: see written_later
+            op = ops[index]
+            outputs = op.outputs
+            kind = kinds.get(op.type)
+            if kind is None:
+                kind = kinds[op.type] = _recomputable(registry.find(op.type))
+            if kind is False:
+                for names in outputs.values():
+                    written_later.update(names)
                 continue
-            name = op.outputs[opdef.formula.output][0]
-            var = found(name)
-            if var is None or var.persistable or var.is_data or name not in values:
+            if kind is not True:  # a formula op: one output, tensor inputs
+                name = outputs[kind][0]
+                var = found(name)
+                if var is None or var.persistable or var.is_data or name not in values \
+                        or name in written_later:
+                    written_later.add(name)
+                    continue
+                written_later.add(name)
+                for args in op.inputs.values():
+                    if name in args:  # (written in place: its old value is gone)
+                        break
+                else:
+                    # held by the block's dict, ``var`` here and getrefcount's argument only?
+                    if sys.getrefcount(var) > 3:
+                        still_reachable.append(op)
+                        continue
+                    del values[name]
+                    dropped[name] = op
+                    order[name] = first + index
                 continue
-            # held by the block's dict, ``var`` here and getrefcount's argument: no one else
-            if sys.getrefcount(var) > 3:
-                still_reachable.append(op)
+            names = [n for args in outputs.values() for n in args if n in values]
+            droppable = bool(names) and not (written_later.intersection(names)) and \
+                _tensors_only(op, names, found)
+            for args in outputs.values():
+                written_later.update(args)
+            if not droppable:
                 continue
-            del values[name]
-            self._dropped_count += 1
-            dropped[name] = op
-            order[name] = self._dropped_count
+            for name in names:
+                var = found(name)
+                if var.persistable or var.is_data:
+                    break
+                if sys.getrefcount(var) > 3:  # (as above)
+                    still_reachable.append(op)
+                    break
+            else:
+                for name in names:
+                    del values[name]
+                    dropped[name] = op
+                    order[name] = first + index
+        still_reachable.reverse()  # (program order, as they came)
         return still_reachable
 
     def compute_dropped(self, name):
         """Compute the dropped value ``name`` again, with the dropped values it needs first
         (in program order); returns its scope holder."""
         dropped, dropped_order = self.dropped, self._dropped_order
+        values = self.scope.vars
         needed, wanted = {}, [name]
         while wanted:
             wanted_name = wanted.pop()
@@ -98,7 +143,9 @@ class OpRunner:
             if op is None or order in needed:
                 continue
             needed[order] = op
-            wanted.extend(n for args in op.inputs.values() for n in args if n in dropped)
+            # (a name written again since it was let go holds its new value: not computed)
+            wanted.extend(n for args in op.inputs.values() for n in args
+                          if n in dropped and n not in values)
         for order in sorted(needed):
             op = needed[order]
             for names in op.outputs.values():
@@ -280,6 +327,41 @@ class OpRunner:
                 f"variable has none; give it one with fluid.layers.data(..., value=arr) "
                 f"or fluid.feed({name!r}, arr)")
         return self._holder(name)
+
+
+#: traits of ops whose outputs are not a function of their inputs alone, or are no tensors
+_NOT_RECOMPUTABLE = frozenset({"stateful", "has_sub_block", "runtime_outputs", "host_output",
+                               "control_outputs"})
+
+
+def _recomputable(opdef):
+    """Whether a live session may let go of an op's outputs and run the op again for them:
+    a formula op's output slot (a pure function of its tensor inputs); True for another op
+    that is a function of its inputs (no state, no sub-block, no in-place update, no
+    outputs decided at run time), whose variables :func:`_tensors_only` must still check;
+    False otherwise."""
+    if opdef is None:
+        return False
+    if opdef.formula is not None:
+        return opdef.formula.output
+    return not (opdef.traits & _NOT_RECOMPUTABLE or opdef.in_place or any(
+        spec.type in (AttrType.BLOCK, AttrType.BLOCKS) for spec in opdef.attrs.values()))
+
+
+def _tensors_only(op, outputs, found):
+    """Whether ``op``'s inputs and ``outputs`` are all dense tensors (no tensor array, rank
+    table or SelectedRows, which later ops may change or which are not one value) and it
+    writes none of its inputs."""
+    for args in op.inputs.values():
+        for name in args:
+            var = found(name)
+            if var is None or var.type != VarType.LOD_TENSOR or name in outputs:
+                return False
+    for name in outputs:
+        var = found(name)
+        if var is None or var.type != VarType.LOD_TENSOR:
+            return False
+    return True
 
 
 def _set_handler(capsule):

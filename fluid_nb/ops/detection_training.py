@@ -208,7 +208,7 @@ def_op("rpn_target_assign", inputs=["Anchor", "GtBoxes", "IsCrowd", "ImInfo"],
        infer_shape=_assign_infer, grad=no_gradient, kernel=_rpn_target_assign,
        host_reads=("Anchor, GtBoxes, IsCrowd, ImInfo: sampled anchors (data-dependent counts) per"
                    " image on the host"),
-       lod_aware=True, traits={"runtime_outputs"},
+       lod_aware=True, traits={"runtime_outputs", "stateful"},  # (use_random draws)
        doc="Per image: anchors inside the image (by rpn_straddle_thresh, none dropped when "
            "< 0) against its non-crowd GtBoxes scaled by ImInfo's scale (pixel IoU); "
            "foreground = a ground truth's best anchor or IoU >= rpn_positive_overlap, "
@@ -360,7 +360,7 @@ def_op("generate_proposal_labels",
        kernel=_generate_proposal_labels,
        host_reads=("RpnRois, GtClasses, IsCrowd, GtBoxes, ImInfo: sampled RoIs "
                    "(data-dependent counts) per image on the host"),
-       lod_aware=True, traits={"runtime_outputs"},
+       lod_aware=True, traits={"runtime_outputs", "stateful"},  # (use_random draws)
        doc="Per image: the candidates are its GtBoxes then its RpnRois / scale (with "
            "is_cascade_rcnn: its RpnRois alone, whose first rows, the ground truths, keep "
            "their scale); a crowd "

@@ -95,6 +95,6 @@ def_op("load_combine", outputs=["Out[]"],
        attrs={"file_path": ("string", ""), "load_as_fp16": ("bool", False),
               "model_from_memory": ("bool", False)},
        infer_shape=_no_outputs, kernel=_load_combine, lod_aware=True,
-       traits=("runtime_outputs",),
+       traits=("runtime_outputs", "stateful"),  # (a file)
        doc="Out[i] = the i-th tensor record of file_path (with its LoD), one per output; "
            "float16 with load_as_fp16.")

@@ -63,7 +63,7 @@ def_op("fetch", inputs=["X"], outputs=["Out"], attrs={"col": ("int", 0)}, infer_
 
 # its kernel reads the loader objects of fluid_nb.api.reader, which attaches it
 def_op("read", inputs=["Reader?"], outputs=["Out[]"], attrs={"throw_eof_exp": ("bool", True)},
-       infer_shape=_no_shape, lod_aware=True, traits={"runtime_outputs"},
+       infer_shape=_no_shape, lod_aware=True, traits={"runtime_outputs", "stateful"},
        doc="Out = the next batch of the Reader's loader, one tensor per output.")
 
 
@@ -87,7 +87,7 @@ def _load(ctx):
 def_op("load", inputs=[], outputs=["Out"],
        attrs={"file_path": ("string", None), "load_as_fp16": ("bool", False),
               "seek": ("long", -1), "shape": ("longs", [])},
-       infer_shape=_no_shape, kernel=_load, lod_aware=True,
+       infer_shape=_no_shape, kernel=_load, lod_aware=True, traits=("stateful",),  # (a file)
        doc="Out = the tensor saved at file_path (Paddle's LoDTensor stream, as save and "
            "save_vars write one variable), as float16 with load_as_fp16.")
 

@@ -1127,7 +1127,7 @@ def_op("nce", inputs=["Input", "Label", "Weight", "Bias?", "SampleWeight?",
                       "CustomDistProbs?", "CustomDistAlias?", "CustomDistAliasProbs?"],
        outputs=["Cost", "SampleLogits!", "SampleLabels!"], attrs=_NCE_ATTRS,
        infer_shape=_nce_infer, grad=_nce_grad_maker,
-       kernel=_nce,
+       kernel=_nce, traits=("stateful",),  # (the negative classes are drawn)
        doc="Per row: the true labels and num_neg_samples drawn ones (uniform, log-uniform "
            "with sampler 1, or sampler 2's CustomDist* alias tables; custom_neg_classes fixes "
            "them); o = sigmoid(Input . Weight[id] + "
@@ -1237,7 +1237,7 @@ def_op("sample_logits",
        outputs=["Samples", "Probabilities", "SampledLogits", "SampledLabels",
                 "LogitsDim!", "LabelsDim!"],
        attrs=_SAMPLE_ATTRS, infer_shape=_sample_logits_infer, grad=_sample_logits_grad_maker,
-       kernel=_sample_logits_kernel,
+       kernel=_sample_logits_kernel, traits=("stateful",),  # (the samples are drawn)
        doc="Samples = each row's true labels then num_samples classes drawn log-uniformly "
            "(unique with uniq, shared by the rows); SampledLogits = Logits[Samples] - log Q, "
            "Q the chance a class is drawn (1 - (1 - p)^tries with uniq), -1e20 more where a "

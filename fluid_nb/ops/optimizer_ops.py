@@ -774,7 +774,7 @@ def_op("dpsgd", inputs=["Param", "Grad", "LearningRate"], outputs=["ParamOut"],
        attrs={"clip": ("float", 10.0), "batch_size": ("float", 16.0), "sigma": ("float", 1.0),
               "seed": ("int", 0)},
        infer_shape=_update_infer(()),
-       kernel=_dpsgd_kernel, lod_aware=True,
+       kernel=_dpsgd_kernel, lod_aware=True, traits=("stateful",),  # (its noise is drawn)
        doc="Differentially private SGD: G is scaled down to norm clip when longer; one "
            "Gaussian draw n ~ N(0, sigma^2) per step; ParamOut = P - lr * (G / scale + "
            "n / batch_size).")

@@ -167,6 +167,7 @@ def_op("fake_quantize_range_abs_max", inputs=["X", "InScale", "Iter?"],
        outputs=["Out", "OutScale", "OutScales?"],
        attrs={"window_size": ("int", 10000), **_BITS, "is_test": ("bool", False)},
        infer_shape=_range_infer, grad=no_gradient, kernel=_range_quant,
+       traits=("stateful",),  # (OutScales' window carries from one run to the next)
        host_reads="Iter: the step picks the window slot the new max(|X|) replaces",
        doc="OutScales[Iter % window_size] = max(|X|); OutScale = max(InScale, max(|X|)), "
            "or the window's largest entry when the entry replaced was InScale; "

@@ -399,7 +399,7 @@ def_op("cudnn_lstm",
        inputs=["Input", "InitH", "InitC", "W?", "WeightList[]?", "SequenceLength?"],
        outputs=["Reserve!", "StateOut!", "Out", "LastH", "LastC"],
        attrs=_CUDNN_LSTM_ATTRS, infer_shape=_cudnn_lstm_infer, grad=_cudnn_lstm_grad_maker,
-       kernel=_cudnn_lstm,
+       kernel=_cudnn_lstm, traits=("stateful",),  # (dropout between layers draws)
        doc="Stacked LSTM over a padded, time-major batch Input [S, B, in] (every sequence "
            "S steps). Per layer and direction, from InitH/InitC [layers * dirs, B, H]:\n"
            "  z = x_t W_ih^T + b_ih + h_{t-1} W_hh^T + b_hh;  i, f, o = sigmoid, g = tanh "

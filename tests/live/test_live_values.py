@@ -126,6 +126,23 @@ def test_a_dropped_value_read_by_name_is_computed_again(sweep_every):
         assert name not in s.runner.dropped and scope.find_var(name) is not None
 
 
+def test_a_long_chain_of_dropped_values_is_computed_again_in_program_order(monkeypatch):
+    """Reading the end of 1,200 values let go in one look runs their ops first to last,
+    one after the other (not each asking for its input in turn: that recursion would be
+    1,200 deep)."""
+    monkeypatch.setattr(live_session_module, "SWEEP_EVERY", 1200)
+    main, scope, session = _live()
+    with session as s, fluid.unique_name.guard():
+        c = L.fill_constant([2], "float32", 0.0)
+        one = L.fill_constant([2], "float32", 1.0)
+        for _ in range(1300):
+            c = c + one
+        sums = [op for op in main.global_block().ops if op.type == "elementwise_add"]
+        name = sums[1149].output_arg_names[0]
+        assert all(op.output_arg_names[0] in s.runner.dropped for op in sums[:1150])
+        np.testing.assert_array_equal(main.global_block().var(name).numpy(), [1150.0, 1150.0])
+
+
 def test_refeeding_runs_through_dropped_values(sweep_every):
     main, scope, session = _live()
     with session, fluid.unique_name.guard():
@@ -137,15 +154,56 @@ def test_refeeding_runs_through_dropped_values(sweep_every):
         np.testing.assert_array_equal(c.numpy(), np.full((1, 3), 2.0 * (4 * sweep_every + 1)))
 
 
-def test_values_of_ops_that_are_no_formula_are_kept(sweep_every):
+def test_any_op_that_is_a_function_of_its_inputs_has_its_values_let_go(sweep_every):
+    """``c * 0.5 + 1`` (scale, a hand-written kernel), a product and a reduction: ops that
+    are no formula but a function of their inputs are let go of, and computed again
+    (the chain back to what is held) when read."""
     main, scope, session = _live()
     with session as s, fluid.unique_name.guard():
-        c = L.fill_constant([2], "float32", 1.0)
-        for _ in range(3 * sweep_every):
-            c = L.scale(c, scale=1.0, bias=1.0)  # (scale's kernel is hand-written)
-        assert not s.runner.dropped
-        assert all(scope.find_var(op.output_arg_names[0]).value is not None
-                   for op in main.global_block().ops)
+        c = L.fill_constant([2, 2], "float32", 1.0)
+        eye = L.assign(np.eye(2, dtype="float32"))
+        firsts = []
+        for i in range(3 * sweep_every):
+            c = L.matmul(c * 0.5 + 1.0, eye)  # scale, then matmul: c -> c / 2 + 1
+            if i == 2:
+                firsts.append(L.reduce_sum(c))
+        kinds = {s.runner.dropped[name].type for name in s.runner.dropped}
+        assert {"scale", "matmul"} <= kinds
+        assert len(scope.vars) < 2 * 2 * sweep_every + 8
+        expected = 1.0
+        for _ in range(3):
+            expected = expected / 2 + 1
+        np.testing.assert_allclose(firsts[0].numpy(), [4 * expected])  # held: kept
+        # two scales a round (* 0.5, + 1): the sixth is the third round's + 1
+        gone = [op for op in main.global_block().ops if op.type == "scale"][5]
+        name = gone.output_arg_names[0]
+        assert name in s.runner.dropped and scope.find_var(name) is None
+        np.testing.assert_allclose(main.global_block().var(name).numpy(),
+                                   np.full((2, 2), expected))
+
+
+def test_values_of_stateful_ops_and_of_ops_writing_in_place_are_kept(sweep_every):
+    """A random draw (a second one would differ), a tensor array (later ops write into
+    it) and an op writing its own input are never let go."""
+    main, scope, session = _live()
+    with session as s, fluid.unique_name.guard():
+        x = L.fill_constant([4], "float32", 1.0)
+        counter = L.fill_constant([1], "int64", 0)
+        array = L.create_array("float32")
+        draws = []
+        for i in range(2 * sweep_every):
+            drawn = L.uniform_random([4], "float32", -1.0, 1.0)
+            draws.append(float(drawn.numpy()[0]))
+            dropped_out = L.dropout(x, dropout_prob=0.5)
+            L.array_write(dropped_out, counter, array=array)
+            L.increment(counter, value=1.0, in_place=True)
+            del drawn, dropped_out
+        assert not {"uniform_random", "dropout", "write_to_array", "increment"} & {
+            op.type for op in s.runner.dropped.values()}
+        uniform = [op for op in main.global_block().ops if op.type == "uniform_random"]
+        assert [float(scope.find_var(op.output_arg_names[0]).value.array[0])
+                for op in uniform] == draws
+        assert int(counter.numpy()[0]) == 2 * sweep_every
 
 
 def test_refeeding_again_after_more_values_were_let_go_gives_the_new_values(sweep_every):

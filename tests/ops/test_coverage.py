@@ -1,6 +1,7 @@
 """Every registered op is pinned by the op tables: a NumPy-reference case for each forward
 op, and a finite-difference gradient case for each op that has a grad maker."""
 import importlib
+import types
 import pathlib
 
 from fluid_nb.ops import registry
@@ -83,3 +84,39 @@ def test_every_differentiable_op_has_a_gradient_case():
                      if d.grad not in (None, registry.no_gradient) and t not in checked
                      and t not in PINNED_ELSEWHERE and t not in NOT_A_DERIVATIVE)
     assert not missing, f"ops with a grad maker but no gradient case: {missing}"
+
+
+def _codes_reached(function, seen):
+    """The code objects ``function`` runs: its own, its nested functions' and those of the
+    module-level functions it names (followed through its module's globals)."""
+    function = getattr(function, "func", function)  # (a functools.partial)
+    code = getattr(function, "__code__", None)
+    if code is None or code in seen:
+        return seen
+    seen.add(code)
+    names, stack = getattr(function, "__globals__", {}), [code]
+    while stack:
+        for const in stack.pop().co_consts:
+            if isinstance(const, types.CodeType) and const not in seen:
+                seen.add(const)
+                stack.append(const)
+    for each in list(seen):
+        for name in each.co_names:
+            if isinstance(names.get(name), types.FunctionType):
+                _codes_reached(names[name], seen)
+    return seen
+
+
+def test_every_op_whose_kernel_draws_random_numbers_is_stateful():
+    """``stateful`` says an op is more than a function of its inputs: the executor and the
+    compiled code run it even when nothing reads its outputs, and a live session never lets
+    go of its outputs to compute them again (a second draw would differ from the first)."""
+    registry.all_ops()
+    drawing = set()
+    for op_type, opdef in registry._OPS.items():
+        for kernel in opdef.kernels.values():
+            if any({"random_state", "RandomState", "default_rng"} & set(code.co_names)
+                   for code in _codes_reached(kernel, set())):
+                drawing.add(op_type)
+    assert {"dropout", "nce", "uniform_random", "gaussian_random"} <= drawing  # (the walk)
+    assert sorted(t for t in drawing if "stateful" not in registry._OPS[t].traits) == []
