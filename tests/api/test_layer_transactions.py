@@ -157,9 +157,11 @@ def test_one_op_layers_that_fail_when_run_live_leave_nothing_and_take_their_name
         x = L.data(name="x", shape=[3], dtype="float32", value=np.ones((2, 3), "float32"))
         y = L.data(name="y", shape=[3], dtype="float32", value=np.ones((4, 3), "float32"))
         x.numpy(), y.numpy()  # (their values enter the scope when first read)
+        unfed = L.data(name="unfed", shape=[3], dtype="float32")  # no value: scale fails
         names, before = set(scope.vars), _contents(main, startup)
         for failing in (lambda: L.elementwise_add(x, y), lambda: x + y,
-                        lambda: L.elementwise_mul(x, y, act="relu")):
+                        lambda: L.elementwise_mul(x, y, act="relu"), lambda: unfed * 2.0,
+                        lambda: 1.0 - unfed):
             with pytest.raises(fluid.errors.FluidError):
                 failing()
             assert set(scope.vars) == names and _contents(main, startup) == before
@@ -169,3 +171,5 @@ def test_one_op_layers_that_fail_when_run_live_leave_nothing_and_take_their_name
         assert L.elementwise_add(x, x).name == "elementwise_add_0.tmp_0"
         assert (x + x).name == "tmp_0"
         assert L.relu(x).name == "relu_0.tmp_0"
+        assert (x * 2.0).name == "tmp_1"
+        np.testing.assert_array_equal((x * 2.0 - 1.0).numpy(), np.ones((2, 3)))

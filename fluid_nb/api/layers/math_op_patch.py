@@ -24,11 +24,9 @@ def _tmp(block, dtype):
 
 
 def _scale(var, scale, bias):
-    block = _block(var)
-    out = _tmp(block, var.dtype)
-    block.append_op(type="scale", inputs={"X": [var]}, outputs={"Out": [out]},
-                    attrs={"scale": float(scale), "bias": float(bias)})
-    return out
+    # one op, all or nothing itself (see _binary's impl: no transaction around it)
+    return append_one_op(_block(var), "scale", {"X": (var.name,)},
+                         {"scale": float(scale), "bias": float(bias)}, var.dtype)
 
 
 def _scalar_tensor(block, value, dtype):
@@ -64,6 +62,8 @@ def _binary(method, op_type, reverse, scalar_method):
             # two Variables of one dtype, trailing alignment: one op, all or nothing itself
             return append_one_op(_block(self), op_type, {"X": (self.name,), "Y": (other.name,)},
                                  None, VarType.BOOL if op_type in _COMPARE else self.dtype)
+        if scalar_method is not None and _is_number(other):  # a scale op: one op too
+            return scalar_method(self, float(other))
         with atomic():
             return _binary_appended(self, other)
 
