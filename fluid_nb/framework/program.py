@@ -457,6 +457,7 @@ class Block:
         glob = self.program.global_block()
         name = kwargs.get("name")
         param = glob.vars.get(name) if name is not None else None
+        fresh = param is None
         if param is None or not param.is_parameter:
             # Fluid: a parameter made here has a known, non-empty shape and a dtype
             shape = kwargs.get("shape")
@@ -472,8 +473,11 @@ class Block:
         initializer = kwargs.get("initializer")
         if initializer is not None:
             # Fluid's rule: the initializer's op goes into this block unless an op of the
-            # global block already writes the parameter (creating it again adds nothing)
-            writers = [op for op in glob.ops if param.name in op.output_arg_names]
+            # global block already writes the parameter (creating it again adds nothing).
+            # A name the block had no variable of has no writer: not looked for, or a
+            # program of P parameters would look through its P initializers P times
+            writers = [] if fresh else [op for op in glob.ops
+                                        if param.name in op.output_arg_names]
             if len(writers) > 1:
                 raise PreconditionNotMet(expected(
                     "create_parameter", f"parameter '{param.name}'", "at most one op "
