@@ -330,11 +330,18 @@ def append_backward(loss, parameter_list=None, no_grad_set=None, callbacks=None,
 def _mark_role_vars(block, params_grads):
     """Paddle's ``op_role_var`` = [param, grad] on the op that writes each gradient last
     (the transpiler and the optimizers find a parameter's gradient op by it)."""
+    wanted = {grad.name for _, grad in params_grads}
+    last_writer = {}
+    for op in reversed(block.ops):  # one pass, not one per parameter: a program's
+        for name in op.output_arg_names:  # backward grows with its size squared otherwise
+            if name in wanted and name not in last_writer:
+                last_writer[name] = op
+        if len(last_writer) == len(wanted):
+            break
     for param, grad in params_grads:
-        for op in reversed(block.ops):
-            if grad.name in op.output_arg_names:
-                op.attrs["op_role_var"] = [param.name, grad.name]
-                break
+        op = last_writer.get(grad.name)
+        if op is not None:
+            op.attrs["op_role_var"] = [param.name, grad.name]
 
 
 def _params_and_grads(program, block, parameter_list, loss, written=None):
