@@ -156,7 +156,7 @@ def decode_program(data, where="ProgramDesc"):
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise InvalidType(expected(where, "ProgramDesc", "bytes", type(data).__name__))
     data = bytes(data)
-    root = wire.check_message(data, pb.ProgramDesc.DESCRIPTOR, where)
+    root = wire.check_file(data, pb.ProgramDesc.DESCRIPTOR, where)
     msg = pb.ProgramDesc()
     try:
         msg.ParseFromString(data)
@@ -213,13 +213,12 @@ def _check_op(o, block_idx, op_idx, count, node, opdef, fail):
     # (Paddle 2.6 itself saves reshape2 with mkldnn_data_type twice)
     attrs, types, positions = {}, {}, {}
     for k, a in enumerate(o.attrs):
-        offset = node.at("attrs", k).offset()
         positions[a.name] = k
         if a.type in (AttrType.BLOCK, AttrType.BLOCKS):
             targets = [a.block_idx] if a.type == AttrType.BLOCK else list(a.blocks_idx)
             for target in targets:
                 if not block_idx < target < count:
-                    fail(offset, f"{label}: attribute '{a.name}'",
+                    fail(node.at("attrs", k).offset(), f"{label}: attribute '{a.name}'",
                          f"a later block in ({block_idx}, {count})", target)
         attrs[a.name], types[a.name] = _attr_value(a), AttrType(a.type)
     if opdef is None:  # unknown op types are kept; running one reports it

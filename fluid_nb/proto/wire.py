@@ -8,7 +8,12 @@ later checks of a parsed message can point at its bytes too.
 """
 from google.protobuf.descriptor import FieldDescriptor as FD
 
+from .. import c_parts
 from ..errors import InvalidArgument, expected
+
+# valid(data, tables, root): the same walk's checks in C, answering only "valid" or "not
+# sure" (see _wire.c); a file it is not sure of is walked here, which words the refusal
+_core = c_parts.load("fluid_nb.proto._wire", "the wire walk's C check")
 
 _VARINT, _I64, _LEN, _SGROUP, _EGROUP, _I32 = 0, 1, 2, 3, 4, 5
 
@@ -47,6 +52,27 @@ class Node:
         return found.start if isinstance(found, Node) else found
 
 
+#: what the walk needs of one field, worked out once per descriptor (see _fields_of)
+_MESSAGE, _STRING, _ENUM, _OTHER = 0, 1, 2, 3
+
+
+def _fields_of(descriptor, _cache={}):
+    """``(field number -> [field, wire type, kind, the sub-message's _fields_of once
+    looked up, the sub-message's descriptor], required fields)`` of a message type, worked
+    out once: a program file walks tens of thousands of messages."""
+    known = _cache.get(descriptor)
+    if known is None:
+        table = {}
+        for field in descriptor.fields:
+            kind = {FD.TYPE_MESSAGE: _MESSAGE, FD.TYPE_STRING: _STRING,
+                    FD.TYPE_ENUM: _ENUM}.get(field.type, _OTHER)
+            table[field.number] = [field, _WIRE_OF[field.type], kind, None,
+                                   field.message_type if kind == _MESSAGE else None]
+        required = tuple(field for field in descriptor.fields if field.is_required)
+        known = _cache[descriptor] = (table, required)
+    return known
+
+
 class _Walk:
     def __init__(self, data, where):
         self.data = data
@@ -71,33 +97,42 @@ class _Walk:
             if shift >= 70:
                 self.fail(start, what, "a varint of at most 10 bytes", "a longer one")
 
-    def message(self, descriptor, pos, end, depth=0):
+    def message(self, descriptor, pos, end, depth=0, fields_of=None):
+        # (one-byte tags and lengths, most of a file's, are read here without a call; a
+        # failure's wording is built only when it fails)
         if depth > _MAX_DEPTH:
             self.fail(pos, f"a {descriptor.name}", f"nesting below {_MAX_DEPTH} levels",
                       "deeper nesting")
+        data = self.data
         node = Node(pos)
-        by_number = descriptor.fields_by_number
+        fields = node.fields
+        table, required = fields_of or _fields_of(descriptor)
         seen = set()
         while pos < end:
             tag_at = pos
-            tag, pos = self.varint(pos, end, f"field tag in {descriptor.name}")
+            tag = data[pos]
+            if tag < 0x80:
+                pos += 1
+            else:
+                tag, pos = self.varint(pos, end, f"field tag in {descriptor.name}")
             number, wire = tag >> 3, tag & 7
             if number == 0 or wire in (6, 7) or wire == _EGROUP:
                 self.fail(tag_at, f"field tag in {descriptor.name}",
                           "a field number above 0 and a wire type 0-3 or 5",
                           f"field {number}, wire type {wire}")
-            field = by_number.get(number)
-            if field is None:  # an unknown field: legal protobuf, skipped as the parser does
+            known = table.get(number)
+            if known is None:  # an unknown field: legal protobuf, skipped as the parser does
                 pos = self.skip(wire, number, pos, end, depth)
                 continue
+            field, want, kind, sub_fields, sub_descriptor = known
             seen.add(number)
-            want = _WIRE_OF[field.type]
-            packed = (wire == _LEN and field.is_repeated and want != _LEN)
-            if wire != want and not packed:
-                self.fail(tag_at, f"{descriptor.name}.{field.name}",
-                          f"wire type {want}", f"wire type {wire}")
-            values = node.fields.setdefault(field.name, [])
-            if packed:
+            values = fields.get(field.name)
+            if values is None:
+                values = fields[field.name] = []
+            if wire != want:
+                if not (wire == _LEN and field.is_repeated and want != _LEN):  # packed
+                    self.fail(tag_at, f"{descriptor.name}.{field.name}",
+                              f"wire type {want}", f"wire type {wire}")
                 length, pos = self.varint(pos, end, f"{descriptor.name}.{field.name} length")
                 stop = self.span(pos, length, end, f"{descriptor.name}.{field.name}")
                 while pos < stop:
@@ -106,20 +141,44 @@ class _Walk:
                 continue
             values_at = pos
             if want == _LEN:
-                length, pos = self.varint(pos, end, f"{descriptor.name}.{field.name} length")
-                stop = self.span(pos, length, end, f"{descriptor.name}.{field.name}")
-                if field.type == FD.TYPE_MESSAGE:
-                    values.append(self.message(field.message_type, pos, stop, depth + 1))
+                length = data[pos] if pos < end else 0x80
+                if length < 0x80:
+                    pos += 1
+                elif pos + 1 < end and data[pos + 1] < 0x80:  # (a call stack's strings)
+                    length = (length & 0x7F) | data[pos + 1] << 7
+                    pos += 2
+                else:
+                    length, pos = self.varint(pos, end,
+                                              f"{descriptor.name}.{field.name} length")
+                stop = pos + length
+                if stop > end:
+                    self.span(pos, length, end, f"{descriptor.name}.{field.name}")
+                if kind == _MESSAGE:
+                    if sub_fields is None:
+                        sub_fields = known[3] = _fields_of(sub_descriptor)
+                    values.append(self.message(sub_descriptor, pos, stop, depth + 1,
+                                               sub_fields))
                 else:
                     values.append(values_at)
-                    if field.type == FD.TYPE_STRING:
-                        self.utf8(pos, stop, f"{descriptor.name}.{field.name}")
+                    if kind == _STRING:
+                        try:
+                            data[pos:stop].decode("utf-8")
+                        except UnicodeDecodeError:
+                            self.utf8(pos, stop, f"{descriptor.name}.{field.name}")
                 pos = stop
+            elif want == _VARINT and kind != _ENUM:
+                values.append(values_at)
+                while pos < end and data[pos] >= 0x80 and pos - values_at < 9:
+                    pos += 1
+                if pos < end and data[pos] < 0x80:
+                    pos += 1
+                else:  # (truncated or too long: the full read says which)
+                    pos = self.scalar(field, want, values_at, end, descriptor)
             else:
                 values.append(values_at)
                 pos = self.scalar(field, want, pos, end, descriptor)
-        for field in descriptor.fields:
-            if field.is_required and field.number not in seen:
+        for field in required:
+            if field.number not in seen:
                 self.fail(node.start, f"{descriptor.name}.{field.name}",
                           "a value (the field is required)", "none")
         return node
@@ -185,3 +244,76 @@ def check_message(data, descriptor, where):
     the first problem. Returns the root :class:`Node` (where each message begins)."""
     data = bytes(data)
     return _Walk(data, where).message(descriptor, 0, len(data))
+
+
+def check_file(data, descriptor, where):
+    """:func:`check_message` for a whole file: the C walk checks ``data`` first, and only
+    bytes it is not sure of are walked in Python (which refuses them, or finds them fine).
+    Returns a :class:`Deferred` root: the offsets of a file that passed are worked out when
+    a later check asks for one (it does when it refuses something)."""
+    data = bytes(data)
+    tables, root = _tables_for(descriptor)
+    if _core.valid(data, tables, root):
+        return Deferred(lambda: check_message(data, descriptor, where))
+    return check_message(data, descriptor, where)
+
+
+class Deferred:
+    """A :class:`Node` (or a place under one: ``root.at("blocks", 1).at("ops", 3)``) whose
+    walk runs when an offset is first asked for; every place shares the one walk."""
+
+    __slots__ = ("_walk", "_path")
+
+    def __init__(self, walk, path=()):
+        self._walk = walk if path else _once(walk)
+        self._path = path
+
+    def at(self, name, index=0):
+        return Deferred(self._walk, self._path + ((name, index),))
+
+    def offset(self, name=None, index=0):
+        node = self._walk()
+        for field, position in self._path:
+            node = node.at(field, position)
+        return node.offset(name, index) if isinstance(node, Node) else node
+
+
+def _once(walk):
+    done = []
+
+    def walked():
+        if not done:
+            done.append(walk())
+        return done[0]
+    return walked
+
+
+def _tables_for(descriptor, _cache={}):
+    """``(tables, index of descriptor)`` for the C walk: one ``(fields, required)`` entry per
+    message type reachable from ``descriptor``, ``fields`` a dict field number -> (wire
+    type, kind, sub-message entry or -1, enum values or None, repeated)."""
+    known = _cache.get(descriptor)
+    if known is None:
+        order, index = [descriptor], {descriptor.full_name: 0}
+        entries = []
+        while len(entries) < len(order):
+            message_type = order[len(entries)]
+            fields = {}
+            for field in message_type.fields:
+                sub = -1
+                if field.type == FD.TYPE_MESSAGE:
+                    name = field.message_type.full_name
+                    if name not in index:
+                        index[name] = len(order)
+                        order.append(field.message_type)
+                    sub = index[name]
+                kind = {FD.TYPE_MESSAGE: _MESSAGE, FD.TYPE_STRING: _STRING,
+                        FD.TYPE_ENUM: _ENUM}.get(field.type, _OTHER)
+                values = frozenset(field.enum_type.values_by_number) if kind == _ENUM \
+                    else None
+                fields[field.number] = (_WIRE_OF[field.type], kind, sub, values,
+                                        field.is_repeated)
+            required = tuple(f.number for f in message_type.fields if f.is_required)
+            entries.append((fields, required))
+        known = _cache[descriptor] = (tuple(entries), 0)
+    return known
