@@ -30,6 +30,10 @@ _ATTR_FIELD = {
 }
 _REPEATED = {AttrType.INTS, AttrType.FLOATS, AttrType.STRINGS, AttrType.BOOLEANS,
              AttrType.BLOCKS, AttrType.LONGS, AttrType.FLOAT64S, AttrType.VARS}
+# wire number -> member: a program file holds tens of thousands of attributes, and calling
+# the enum class is a lookup of its own each time (the wire check admits defined values only)
+_ATTR_TYPES = {int(member): member for member in AttrType}
+_VAR_TYPES = {int(member): member for member in VarType}
 
 
 # --- encode ---------------------------------------------------------------------------
@@ -163,8 +167,8 @@ def decode_program(data, where="ProgramDesc"):
     except DecodeError as exc:  # the walk accepted it, so this is the runtime's own limit
         raise InvalidArgument(expected(f"{where}: byte 0", "a ProgramDesc the protobuf "
                                        "runtime parses", "bytes it refuses", exc)) from None
-    check_structure(msg, root, where)
-    return message_to_program(msg, where)
+    attributes = check_structure(msg, root, where)
+    return message_to_program(msg, where, attributes)
 
 
 def check_structure(msg, root, where="ProgramDesc"):
@@ -175,6 +179,9 @@ def check_structure(msg, root, where="ProgramDesc"):
     block's parent is an earlier block (no lookup can then loop); an op's BLOCK/BLOCKS
     attribute names a later block (so running it never re-enters its own block or an
     ancestor); a grad block's forward block is another, earlier block.
+
+    Returns each op's attributes as it read them to check them, ``(values, types)`` per
+    op per block, which :func:`message_to_program` keeps instead of reading them again.
     """
     def fail(offset, what, want, got):
         raise InvalidArgument(expected(f"{where}: byte {offset}", what, want, got))
@@ -183,6 +190,7 @@ def check_structure(msg, root, where="ProgramDesc"):
     if not count:
         fail(0, "ProgramDesc", "at least one block", "none")
     from . import registry
+    attributes = []
     for i, b in enumerate(msg.blocks):
         node = root.at("blocks", i)
         if b.idx != i:
@@ -202,9 +210,10 @@ def check_structure(msg, root, where="ProgramDesc"):
                 fail(node.at("vars", k).offset("name"), f"block {i} variable name",
                      "a name not declared earlier in the block", repr(v.name))
             names.add(v.name)
-        for j, o in enumerate(b.ops):
-            op_node = node.at("ops", j)
-            _check_op(o, i, j, count, op_node, registry.find(o.type), fail)
+        attributes.append([_check_op(o, i, j, count, node.at("ops", j),
+                                     registry.find(o.type), fail)
+                           for j, o in enumerate(b.ops)])
+    return attributes
 
 
 def _check_op(o, block_idx, op_idx, count, node, opdef, fail):
@@ -220,19 +229,22 @@ def _check_op(o, block_idx, op_idx, count, node, opdef, fail):
                 if not block_idx < target < count:
                     fail(node.at("attrs", k).offset(), f"{label}: attribute '{a.name}'",
                          f"a later block in ({block_idx}, {count})", target)
-        attrs[a.name], types[a.name] = _attr_value(a), AttrType(a.type)
-    if opdef is None:  # unknown op types are kept; running one reports it
-        return
-    for name, message in attr_problems(o.type, attrs, types, opdef.attrs):
-        offset = node.at("attrs", positions[name]).offset() if name in positions \
-            else node.offset()
-        fail(offset, label, "attributes that fit the op's definition", message)
+        attr_type = types[a.name] = _ATTR_TYPES[a.type]
+        attrs[a.name] = _attr_value(a, attr_type)
+    if opdef is not None:  # (unknown op types are kept; running one reports it)
+        for name, message in attr_problems(o.type, attrs, types, opdef.attrs):
+            offset = node.at("attrs", positions[name]).offset() if name in positions \
+                else node.offset()
+            fail(offset, label, "attributes that fit the op's definition", message)
+    return attrs, types
 
 
-def message_to_program(msg, where="ProgramDesc"):
-    """The Program of a ``ProgramDesc`` message that :func:`check_structure` accepted."""
+def message_to_program(msg, where="ProgramDesc", attributes=None):
+    """The Program of a ``ProgramDesc`` message that :func:`check_structure` accepted
+    (``attributes``: what it returned; the ops' attributes are read again without it)."""
     program = Program()
-    program.blocks = [_decode_block(program, b) for b in msg.blocks]
+    program.blocks = [_decode_block(program, b, attributes[i] if attributes else None)
+                      for i, b in enumerate(msg.blocks)]
     if msg.HasField("version"):
         program.version = msg.version.version
     if msg.HasField("op_version_map"):
@@ -241,20 +253,20 @@ def message_to_program(msg, where="ProgramDesc"):
     return program
 
 
-def _decode_block(program, b):
+def _decode_block(program, b, attributes=None):
     block = Block(program, b.idx, b.parent_idx, b.forward_block_idx)
     if b.HasField("forward_block_idx"):
         block._presence = {"forward_block_idx"}
     for v in b.vars:
         var = _decode_var(block, v)
         block.vars[var.name] = var
-    for o in b.ops:
-        block.ops.append(_decode_op(block, o))
+    for j, o in enumerate(b.ops):
+        block.ops.append(_decode_op(block, o, attributes[j] if attributes else None))
     return block
 
 
 def _decode_var(block, v):
-    kind = VarType(v.type.type)
+    kind = _VAR_TYPES[v.type.type]
     shape, dtype, lod_level = (), VarType.FP32, 0
     presence = {f for f in ("persistable", "need_check_feed", "is_parameter", "stop_gradient")
                 if v.HasField(f)}
@@ -269,7 +281,7 @@ def _decode_var(block, v):
             lod_level = desc.lod_level
             if desc.HasField("lod_level"):
                 presence.add("lod_level")
-        shape, dtype = tuple(tensor.dims), VarType(tensor.data_type)
+        shape, dtype = tuple(tensor.dims), _VAR_TYPES[tensor.data_type]
     cls = Parameter if v.is_parameter else Variable
     var = object.__new__(cls)
     Variable.__init__(var, block, name=v.name, type=kind, shape=shape, dtype=dtype,
@@ -292,18 +304,25 @@ def _only_kind_fields(var_type, field):
     return [f.name for f, _ in var_type.ListFields() if f.name != "type"] == [field]
 
 
-def _decode_op(block, o):
+def _decode_op(block, o, attributes=None):
+    """The Operator of OpDesc ``o``; ``attributes``: its ``(values, types)`` as
+    ``_check_op`` read them (read here without them)."""
     from . import registry
     inputs = {item.parameter: tuple(item.arguments) for item in o.inputs}
     outputs = {item.parameter: tuple(item.arguments) for item in o.outputs}
-    attrs, attr_types = {}, {}
     callstack = ()
-    for a in o.attrs:
-        if a.name == "op_callstack" and a.type == AttrType.STRINGS:
-            callstack = SavedCallstack(a.strings, len(attrs))
-            continue
-        attrs[a.name] = _attr_value(a)
-        attr_types[a.name] = AttrType(a.type)
+    if attributes is None:
+        attrs, attr_types = {}, {}
+        for a in o.attrs:
+            attr_type = attr_types[a.name] = _ATTR_TYPES[a.type]
+            attrs[a.name] = _attr_value(a, attr_type)
+    else:
+        attrs, attr_types = attributes
+    if attr_types.get("op_callstack") == AttrType.STRINGS:
+        # kept beside the attributes, with its place among them (see SavedCallstack)
+        position = list(attrs).index("op_callstack")
+        callstack = SavedCallstack(attrs.pop("op_callstack"), position)
+        del attr_types["op_callstack"]
     opdef = registry.find(o.type)
     if opdef is not None:  # as Paddle's attribute checker does when it creates the op
         for name, spec in opdef.attrs.items():
@@ -314,8 +333,7 @@ def _decode_op(block, o):
     return op
 
 
-def _attr_value(a):
-    attr_type = AttrType(a.type)
+def _attr_value(a, attr_type):
     field = _ATTR_FIELD[attr_type]
     if attr_type == AttrType.SCALAR:
         return _decode_scalar(a.scalar)
