@@ -52,8 +52,9 @@ class Node:
         return found.start if isinstance(found, Node) else found
 
 
-#: what the walk needs of one field, worked out once per descriptor (see _fields_of)
+#: what the walk does with a field's value, by its type (the C walk numbers them alike)
 _MESSAGE, _STRING, _ENUM, _OTHER = 0, 1, 2, 3
+_KIND_OF = {FD.TYPE_MESSAGE: _MESSAGE, FD.TYPE_STRING: _STRING, FD.TYPE_ENUM: _ENUM}
 
 
 def _fields_of(descriptor, _cache={}):
@@ -64,8 +65,7 @@ def _fields_of(descriptor, _cache={}):
     if known is None:
         table = {}
         for field in descriptor.fields:
-            kind = {FD.TYPE_MESSAGE: _MESSAGE, FD.TYPE_STRING: _STRING,
-                    FD.TYPE_ENUM: _ENUM}.get(field.type, _OTHER)
+            kind = _KIND_OF.get(field.type, _OTHER)
             table[field.number] = [field, _WIRE_OF[field.type], kind, None,
                                    field.message_type if kind == _MESSAGE else None]
         required = tuple(field for field in descriptor.fields if field.is_required)
@@ -307,8 +307,7 @@ def _tables_for(descriptor, _cache={}):
                         index[name] = len(order)
                         order.append(field.message_type)
                     sub = index[name]
-                kind = {FD.TYPE_MESSAGE: _MESSAGE, FD.TYPE_STRING: _STRING,
-                        FD.TYPE_ENUM: _ENUM}.get(field.type, _OTHER)
+                kind = _KIND_OF.get(field.type, _OTHER)
                 values = frozenset(field.enum_type.values_by_number) if kind == _ENUM \
                     else None
                 fields[field.number] = (_WIRE_OF[field.type], kind, sub, values,
