@@ -167,8 +167,7 @@ def decode_program(data, where="ProgramDesc"):
     except DecodeError as exc:  # the walk accepted it, so this is the runtime's own limit
         raise InvalidArgument(expected(f"{where}: byte 0", "a ProgramDesc the protobuf "
                                        "runtime parses", "bytes it refuses", exc)) from None
-    attributes = check_structure(msg, root, where)
-    return message_to_program(msg, where, attributes)
+    return message_to_program(msg, check_structure(msg, root, where))
 
 
 def check_structure(msg, root, where="ProgramDesc"):
@@ -239,11 +238,11 @@ def _check_op(o, block_idx, op_idx, count, node, opdef, fail):
     return attrs, types
 
 
-def message_to_program(msg, where="ProgramDesc", attributes=None):
-    """The Program of a ``ProgramDesc`` message that :func:`check_structure` accepted
-    (``attributes``: what it returned; the ops' attributes are read again without it)."""
+def message_to_program(msg, attributes):
+    """The Program of a ``ProgramDesc`` message that :func:`check_structure` accepted;
+    ``attributes`` is what it returned (each op's attributes, read once)."""
     program = Program()
-    program.blocks = [_decode_block(program, b, attributes[i] if attributes else None)
+    program.blocks = [_decode_block(program, b, attributes[i])
                       for i, b in enumerate(msg.blocks)]
     if msg.HasField("version"):
         program.version = msg.version.version
@@ -253,7 +252,7 @@ def message_to_program(msg, where="ProgramDesc", attributes=None):
     return program
 
 
-def _decode_block(program, b, attributes=None):
+def _decode_block(program, b, attributes):
     block = Block(program, b.idx, b.parent_idx, b.forward_block_idx)
     if b.HasField("forward_block_idx"):
         block._presence = {"forward_block_idx"}
@@ -261,7 +260,7 @@ def _decode_block(program, b, attributes=None):
         var = _decode_var(block, v)
         block.vars[var.name] = var
     for j, o in enumerate(b.ops):
-        block.ops.append(_decode_op(block, o, attributes[j] if attributes else None))
+        block.ops.append(_decode_op(block, o, attributes[j]))
     return block
 
 
@@ -304,20 +303,14 @@ def _only_kind_fields(var_type, field):
     return [f.name for f, _ in var_type.ListFields() if f.name != "type"] == [field]
 
 
-def _decode_op(block, o, attributes=None):
+def _decode_op(block, o, attributes):
     """The Operator of OpDesc ``o``; ``attributes``: its ``(values, types)`` as
-    ``_check_op`` read them (read here without them)."""
+    ``_check_op`` read them."""
     from . import registry
     inputs = {item.parameter: tuple(item.arguments) for item in o.inputs}
     outputs = {item.parameter: tuple(item.arguments) for item in o.outputs}
     callstack = ()
-    if attributes is None:
-        attrs, attr_types = {}, {}
-        for a in o.attrs:
-            attr_type = attr_types[a.name] = _ATTR_TYPES[a.type]
-            attrs[a.name] = _attr_value(a, attr_type)
-    else:
-        attrs, attr_types = attributes
+    attrs, attr_types = attributes
     if attr_types.get("op_callstack") == AttrType.STRINGS:
         # kept beside the attributes, with its place among them (see SavedCallstack)
         position = list(attrs).index("op_callstack")

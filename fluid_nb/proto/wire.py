@@ -52,25 +52,9 @@ class Node:
         return found.start if isinstance(found, Node) else found
 
 
-#: what the walk does with a field's value, by its type (the C walk numbers them alike)
+#: how the C walk treats a field's value, by its type (see _tables_for)
 _MESSAGE, _STRING, _ENUM, _OTHER = 0, 1, 2, 3
 _KIND_OF = {FD.TYPE_MESSAGE: _MESSAGE, FD.TYPE_STRING: _STRING, FD.TYPE_ENUM: _ENUM}
-
-
-def _fields_of(descriptor, _cache={}):
-    """``(field number -> [field, wire type, kind, the sub-message's _fields_of once
-    looked up, the sub-message's descriptor], required fields)`` of a message type, worked
-    out once: a program file walks tens of thousands of messages."""
-    known = _cache.get(descriptor)
-    if known is None:
-        table = {}
-        for field in descriptor.fields:
-            kind = _KIND_OF.get(field.type, _OTHER)
-            table[field.number] = [field, _WIRE_OF[field.type], kind, None,
-                                   field.message_type if kind == _MESSAGE else None]
-        required = tuple(field for field in descriptor.fields if field.is_required)
-        known = _cache[descriptor] = (table, required)
-    return known
 
 
 class _Walk:
@@ -97,42 +81,33 @@ class _Walk:
             if shift >= 70:
                 self.fail(start, what, "a varint of at most 10 bytes", "a longer one")
 
-    def message(self, descriptor, pos, end, depth=0, fields_of=None):
-        # (one-byte tags and lengths, most of a file's, are read here without a call; a
-        # failure's wording is built only when it fails)
+    def message(self, descriptor, pos, end, depth=0):
         if depth > _MAX_DEPTH:
             self.fail(pos, f"a {descriptor.name}", f"nesting below {_MAX_DEPTH} levels",
                       "deeper nesting")
-        data = self.data
         node = Node(pos)
-        fields = node.fields
-        table, required = fields_of or _fields_of(descriptor)
+        by_number = descriptor.fields_by_number
         seen = set()
         while pos < end:
             tag_at = pos
-            tag = data[pos]
-            if tag < 0x80:
-                pos += 1
-            else:
-                tag, pos = self.varint(pos, end, f"field tag in {descriptor.name}")
+            tag, pos = self.varint(pos, end, f"field tag in {descriptor.name}")
             number, wire = tag >> 3, tag & 7
             if number == 0 or wire in (6, 7) or wire == _EGROUP:
                 self.fail(tag_at, f"field tag in {descriptor.name}",
                           "a field number above 0 and a wire type 0-3 or 5",
                           f"field {number}, wire type {wire}")
-            known = table.get(number)
-            if known is None:  # an unknown field: legal protobuf, skipped as the parser does
+            field = by_number.get(number)
+            if field is None:  # an unknown field: legal protobuf, skipped as the parser does
                 pos = self.skip(wire, number, pos, end, depth)
                 continue
-            field, want, kind, sub_fields, sub_descriptor = known
             seen.add(number)
-            values = fields.get(field.name)
-            if values is None:
-                values = fields[field.name] = []
-            if wire != want:
-                if not (wire == _LEN and field.is_repeated and want != _LEN):  # packed
-                    self.fail(tag_at, f"{descriptor.name}.{field.name}",
-                              f"wire type {want}", f"wire type {wire}")
+            want = _WIRE_OF[field.type]
+            packed = (wire == _LEN and field.is_repeated and want != _LEN)
+            if wire != want and not packed:
+                self.fail(tag_at, f"{descriptor.name}.{field.name}",
+                          f"wire type {want}", f"wire type {wire}")
+            values = node.fields.setdefault(field.name, [])
+            if packed:
                 length, pos = self.varint(pos, end, f"{descriptor.name}.{field.name} length")
                 stop = self.span(pos, length, end, f"{descriptor.name}.{field.name}")
                 while pos < stop:
@@ -141,44 +116,20 @@ class _Walk:
                 continue
             values_at = pos
             if want == _LEN:
-                length = data[pos] if pos < end else 0x80
-                if length < 0x80:
-                    pos += 1
-                elif pos + 1 < end and data[pos + 1] < 0x80:  # (a call stack's strings)
-                    length = (length & 0x7F) | data[pos + 1] << 7
-                    pos += 2
-                else:
-                    length, pos = self.varint(pos, end,
-                                              f"{descriptor.name}.{field.name} length")
-                stop = pos + length
-                if stop > end:
-                    self.span(pos, length, end, f"{descriptor.name}.{field.name}")
-                if kind == _MESSAGE:
-                    if sub_fields is None:
-                        sub_fields = known[3] = _fields_of(sub_descriptor)
-                    values.append(self.message(sub_descriptor, pos, stop, depth + 1,
-                                               sub_fields))
+                length, pos = self.varint(pos, end, f"{descriptor.name}.{field.name} length")
+                stop = self.span(pos, length, end, f"{descriptor.name}.{field.name}")
+                if field.type == FD.TYPE_MESSAGE:
+                    values.append(self.message(field.message_type, pos, stop, depth + 1))
                 else:
                     values.append(values_at)
-                    if kind == _STRING:
-                        try:
-                            data[pos:stop].decode("utf-8")
-                        except UnicodeDecodeError:
-                            self.utf8(pos, stop, f"{descriptor.name}.{field.name}")
+                    if field.type == FD.TYPE_STRING:
+                        self.utf8(pos, stop, f"{descriptor.name}.{field.name}")
                 pos = stop
-            elif want == _VARINT and kind != _ENUM:
-                values.append(values_at)
-                while pos < end and data[pos] >= 0x80 and pos - values_at < 9:
-                    pos += 1
-                if pos < end and data[pos] < 0x80:
-                    pos += 1
-                else:  # (truncated or too long: the full read says which)
-                    pos = self.scalar(field, want, values_at, end, descriptor)
             else:
                 values.append(values_at)
                 pos = self.scalar(field, want, pos, end, descriptor)
-        for field in required:
-            if field.number not in seen:
+        for field in descriptor.fields:
+            if field.is_required and field.number not in seen:
                 self.fail(node.start, f"{descriptor.name}.{field.name}",
                           "a value (the field is required)", "none")
         return node
