@@ -328,6 +328,26 @@ def _step_on(prepared_op, holder, place, executor, scope, dead, unused, unwanted
     return _kernel_step(fn, ctx, op, opdef, ins, outs, holder, dead)
 
 
+def once_step(op, opdef, fn, holder, place, executor, scope):
+    """The step of ``op`` (its definition ``opdef``, its host kernel ``fn``) for a single run
+    on the host, a live op's first: the general step over its holders (``holder(name)``),
+    as ``make_step`` binds it but without the op's host step, the faster flavours or an
+    in-place update. Each of those buys its gain over many runs and costs about a run to
+    choose; each computes what the general step computes. None for an op without a kernel
+    or off the host (``make_step`` binds those)."""
+    if fn is None or place.device != "cpu":
+        return None
+    outputs = op.outputs
+    wanted = frozenset(slot for slot, args in outputs.items()
+                       if args and any(a != EMPTY_VAR_NAME for a in args))
+    ctx = KernelContext(op, place, executor, scope, wanted)
+    given = op.inputs.get
+    ins = [_input_holders(given(slot.name), slot.duplicable, holder) for slot in opdef.inputs]
+    outs = [_output_holders(outputs.get(slot.name), slot.duplicable, holder)
+            for slot in opdef.outputs]
+    return flavours.general(fn, ctx, opdef, ins, outs, _lod_sources(op, opdef, holder), ())
+
+
 def _input_holders(args, duplicable, holder):
     """An input slot's holders: None when absent, a list for a duplicable slot."""
     if not args:

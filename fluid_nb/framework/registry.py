@@ -72,6 +72,9 @@ from ..tensor.dtypes import VarType
 from . import transaction
 from .infer import InferShapeContext, set_fields
 
+#: the classes of attribute values ``OpDef.complete_attrs`` remembers completing
+_SCALARS = frozenset((int, float, bool, str, type(None)))
+
 _OPS = {}
 #: op type -> the module that defines it, for every op its index knows (defined or not yet),
 #: in the order the definitions read; ``_define_module(name)`` imports one of them
@@ -173,6 +176,8 @@ class OpDef:
         self.formula = formula
         #: a formula op's output follows from its inputs' shapes, dtypes and LoD levels and
         #: its attributes alone: what inference said for each of them (``run_infer_shape``)
+        #: given attribute values -> what complete_attrs made of them (see there)
+        self._completed = {}
         self._inferred = {} if formula is not None and infer_var_type is None and \
             formula.output == "Out" and set(formula.inputs.values()) <= {"X", "Y"} else None
         #: facts the layers API reads from the op (``layer``, ``act``, ``dtypes``,
@@ -198,6 +203,36 @@ class OpDef:
             for name in self._list_defaults:
                 attrs[name] = list(attrs[name])
             return attrs, {}
+        # the same scalars given again (a layer called in a loop): what they completed to,
+        # copied. Each value's class is in the key: 1, 1.0 and True are equal keys, but an
+        # attribute the op does not declare takes its type from the value's class. Other
+        # values (lists, blocks, variables) are completed afresh: a key would keep them
+        key = []
+        for name, value in given.items():
+            kind = value.__class__
+            if kind not in _SCALARS:
+                key = None
+                break
+            key.append((name, kind, value))
+        completed = self._completed.get(tuple(key)) if key is not None else None
+        if completed is not None:
+            attrs, attr_types, lists = completed
+            attrs = dict(attrs)
+            for name in lists:
+                attrs[name] = list(attrs[name])
+            return attrs, dict(attr_types) if attr_types else {}
+        attrs, attr_types = self._complete(given)
+        if key is not None:
+            if len(self._completed) >= 256:  # (a loop giving ever new values: keep a few)
+                self._completed.clear()
+            lists = [name for name, value in attrs.items() if value.__class__ is list]
+            kept = dict(attrs)
+            for name in lists:  # (the op's own lists are not the memo's)
+                kept[name] = list(kept[name])
+            self._completed[tuple(key)] = (kept, dict(attr_types), lists)
+        return attrs, attr_types
+
+    def _complete(self, given):
         attrs = {}
         attr_types = {}
         specs = self.attrs

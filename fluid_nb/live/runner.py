@@ -14,7 +14,7 @@ from functools import partial
 from time import perf_counter
 
 from ..errors import PreconditionNotMet
-from ..exec.binding import KernelContext, bind_op, prepare_op
+from ..exec.binding import KernelContext, bind_op, once_step, prepare_op
 from ..exec.feed_fetch import feed_tensor
 from ..exec.scope import ScopeVariable
 from ..exec.steps import plain_step
@@ -171,8 +171,8 @@ class OpRunner:
         if entry is not None:
             return entry[1]
         known = self._by_type.get(op.type) if op in self.last_run else None
-        # an op run once through the plain step keeps no step: its type's kernel is the one
-        return known[0] if known is not None and known[1] is not None else None
+        # an op's first run keeps no step: its type's kernel is the one
+        return known[0] if known is not None else None
 
     def run(self, op):
         """Run ``op`` once. An op that has not run here is called with its holders as
@@ -181,9 +181,14 @@ class OpRunner:
         entry = self.steps.get(op)
         if entry is not None:
             step, args = entry[0], ()
+        elif op in self.last_run:
+            step, args = self._build(op)[0], ()
         else:
-            args = self._simple_args(op) if op not in self.last_run else None
-            step, args = (plain_step, args) if args is not None else (self._build(op)[0], ())
+            args = self._simple_args(op)
+            if args is not None:
+                step = plain_step
+            else:
+                step, args = self._once(op) or self._build(op)[0], ()
         arena = host_arena() if self.on_host else None
         try:
             if arena is None:
@@ -232,6 +237,18 @@ class OpRunner:
                 return None, None
             known = self._by_type[op_type] = (kernel, _simple_binding(opdef))
         return known
+
+    def _once(self, op):
+        """The step of ``op``'s first run when the plain one does not fit (several
+        outputs, a LoD-aware kernel, an absent optional input): the executor's general
+        step, nothing kept; None where the binder decides (no definition or kernel, a
+        device place)."""
+        known = self._by_type.get(op.type)
+        if known is None:
+            return None
+        self._input_holders(op, [name for names in op.inputs.values() for name in names])
+        return once_step(op, registry.find(op.type), known[0], self._holder, self.place,
+                         self.executor, self.scope)
 
     def _build(self, op):
         args = self._simple_args(op, kept=True)

@@ -120,6 +120,44 @@ def test_an_op_keeps_a_bound_step_once_it_runs_a_second_time(session_name):
     np.testing.assert_allclose(b.numpy(), 9 * X, rtol=1e-6)
 
 
+def test_any_op_s_first_run_keeps_nothing_and_computes_what_a_run_does(session_name):
+    """An op the plain step does not fit (a LoD-aware kernel with an absent optional input,
+    several outputs, a LoD to carry) runs its first time through the executor's general
+    step over its holders, keeping no step: the values equal a whole run of the program,
+    and a re-feed binds each op then (its host step where it has one)."""
+    words = np.arange(10, dtype="float32").reshape(5, 2)
+    with live(session_name) as s:
+        x = fluid.layers.data(name="x", shape=[3], dtype="float32", value=X)
+        seq = fluid.layers.data(name="seq", shape=[2], dtype="float32", lod_level=1,
+                                value=fluid.create_lod_tensor(words, [[2, 3]],
+                                                              fluid.CPUPlace()))
+        scaled = x * 0.5 + 1.0  # scale, twice: LoD-aware, ScaleTensor absent
+        reshaped = fluid.layers.reshape(scaled, [3, 2])  # reshape2: Out and XShape
+        values, indices = fluid.layers.topk(x, k=2)  # two outputs of their own
+        pooled = fluid.layers.sequence_pool(seq * 2.0, "sum")  # MaxIndex absent, LoD read
+        product = fluid.layers.matmul(x, reshaped)
+    ops = s.program.global_block().ops
+    assert not set(ops) & set(s.runner.steps)  # each ran once, nothing kept
+    assert all(s.runner.last_run[op] >= 0 and s.runner.bound_kernel(op) is not None
+               for op in ops)
+    np.testing.assert_allclose(scaled.numpy(), X * 0.5 + 1.0, rtol=1e-6)
+    np.testing.assert_allclose(reshaped.numpy(), (X * 0.5 + 1.0).reshape(3, 2), rtol=1e-6)
+    np.testing.assert_allclose(values.numpy(), -np.sort(-X, axis=1)[:, :2], rtol=1e-6)
+    np.testing.assert_array_equal(indices.numpy(), np.argsort(-X, axis=1)[:, :2])
+    np.testing.assert_allclose(pooled.numpy(), [[4, 8], [36, 42]], rtol=1e-6)
+    np.testing.assert_allclose(product.numpy(), X @ (X * 0.5 + 1.0).reshape(3, 2), rtol=1e-6)
+    exe = fluid.Executor(fluid.CPUPlace())
+    fetched = exe.run(s.program, feed={"x": X, "seq": s.scope.var("seq").value},
+                      fetch_list=[scaled, reshaped, values, indices, pooled, product],
+                      scope=fluid.Scope())
+    for live_value, run_value in zip((scaled, reshaped, values, indices, pooled, product),
+                                     fetched):
+        np.testing.assert_array_equal(live_value.numpy(), run_value)
+    rerun = feed(x, 2 * X)
+    assert len(rerun) == 5 and set(rerun) <= set(s.runner.steps)  # bound on a second run
+    np.testing.assert_allclose(product.numpy(), 2 * X @ (X + 1.0).reshape(3, 2), rtol=1e-6)
+
+
 def test_formula_ops_of_one_type_each_run_with_their_own_attributes(session_name):
     """A formula op's first run borrows its type's kernel context, pointed at the op: ops
     of that type one after another each broadcast by their own axis, and an op bound for

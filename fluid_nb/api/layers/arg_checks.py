@@ -60,18 +60,48 @@ def checks(**rules):
         if unknown:
             raise TypeError(f"checks: {fn.__name__} has no arguments {sorted(unknown)}")
         where = fn.__name__
+        params = list(signature.parameters.values())
+        # a layer of plain parameters (most) matches a call's arguments to them itself:
+        # Signature.bind costs a layer call about as much as appending its op
+        plain = all(p.kind is p.POSITIONAL_OR_KEYWORD for p in params)
+        position = {p.name: i for i, p in enumerate(params)}
+        required = [(i, p.name) for i, p in enumerate(params) if p.default is p.empty]
+        ruled = sorted((position[name], name, rule) for name, rule in rules.items())
+
+        def fits(args, kwargs):
+            """Whether the call fits the signature plainly: no argument unknown, given
+            twice or missing (else Signature.bind says which)."""
+            count = len(args)
+            if not plain or count > len(params):
+                return False
+            for name in kwargs:
+                index = position.get(name)
+                if index is None or index < count:
+                    return False
+            for index, name in required:
+                if index >= count and name not in kwargs:
+                    return False
+            return True
 
         @functools.wraps(fn)
         def layer(*args, **kwargs):
-            try:
-                bound = signature.bind(*args, **kwargs)
-            except TypeError as exc:
-                raise InvalidType(expected(where, "arguments", f"the signature "
-                                           f"{where}{signature}", str(exc))) from None
-            for name, value in bound.arguments.items():
-                rule = rules.get(name)
-                if rule is not None:
-                    check(where, name, value, rule)
+            if not fits(args, kwargs):
+                try:
+                    bound = signature.bind(*args, **kwargs)
+                except TypeError as exc:
+                    raise InvalidType(expected(where, "arguments", f"the signature "
+                                               f"{where}{signature}", str(exc))) from None
+                for name, value in bound.arguments.items():
+                    rule = rules.get(name)
+                    if rule is not None:
+                        check(where, name, value, rule)
+            else:
+                count = len(args)
+                for index, name, rule in ruled:
+                    if index < count:
+                        check(where, name, args[index], rule)
+                    elif name in kwargs:
+                        check(where, name, kwargs[name], rule)
             return fn(*args, **kwargs)
         return layer
     return decorate

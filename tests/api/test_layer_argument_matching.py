@@ -1,0 +1,68 @@
+"""A checked layer matches a call's arguments to its parameters as Python binds them: an
+argument passed by position or by keyword is checked alike, the first wrong one in the
+signature's order is named, and a call that does not fit the signature (an unknown or
+repeated argument, a missing or extra one) is refused naming the signature. Nothing is
+appended by a refused call."""
+import pytest
+
+import fluid_nb as fluid
+from fluid_nb.errors import InvalidArgument, InvalidType
+
+L = fluid.layers
+
+
+@pytest.fixture
+def x():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        yield L.data(name="x", shape=[4], dtype="float32")
+
+
+def _ops(var):
+    return [op.type for op in var.block.ops]
+
+
+@pytest.mark.parametrize("call", [
+    lambda x: L.fc(x, 3, 1, None, None, "relu"),
+    lambda x: L.fc(x, 3, act="relu"),
+    lambda x: L.fc(input=x, size=3, act="relu"),
+    lambda x: L.fc(act="relu", size=3, input=x),
+])
+def test_a_good_call_in_any_form_appends_the_layer(x, call):
+    out = call(x)
+    assert out.shape == (-1, 3) and _ops(x) == ["mul", "elementwise_add", "relu"]
+
+
+@pytest.mark.parametrize("call", [
+    lambda x: L.fc(x, 2.5),
+    lambda x: L.fc(x, size=2.5),
+    lambda x: L.fc(size=2.5, input=x),
+])
+def test_a_wrong_value_is_named_however_it_was_passed(x, call):
+    with pytest.raises(InvalidArgument, match=r"fc: size expected a positive int, but "
+                                              r"received 2.5 \(float\)"):
+        call(x)
+    assert _ops(x) == []
+
+
+@pytest.mark.parametrize("call", [
+    lambda x: L.fc(x, 0, act="nope"),
+    lambda x: L.fc(act="nope", size=0, input=x),
+])
+def test_of_two_wrong_arguments_the_first_in_the_signature_is_named(x, call):
+    with pytest.raises(InvalidArgument, match="fc: size expected"):
+        call(x)
+
+
+@pytest.mark.parametrize("call, problem", [
+    (lambda x: L.softmax(x, sizes=3), "unexpected keyword argument 'sizes'"),
+    (lambda x: L.softmax(x, input=x), "multiple values for argument 'input'"),
+    (lambda x: L.softmax(axis=1), "missing a required argument: 'input'"),
+    (lambda x: L.softmax(x, False, None, -1, 5), "too many positional arguments"),
+])
+def test_a_call_that_does_not_fit_the_signature_is_refused_naming_it(x, call, problem):
+    with pytest.raises(InvalidType, match=r"softmax: arguments expected the signature "
+                                          r"softmax\(input, use_cudnn=False, name=None, "
+                                          r"axis=-1\), but received (got an )?" + problem):
+        call(x)
+    assert _ops(x) == []

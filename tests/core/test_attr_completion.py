@@ -1,0 +1,94 @@
+"""An op's given attributes are checked, normalised and completed with its defaults; the
+same scalars given again complete to what they did before, each op with dicts of its own."""
+import gc
+import weakref
+
+import pytest
+
+import fluid_nb as fluid
+from fluid_nb.errors import InvalidArgument
+from fluid_nb.framework.attrs import AttrType
+from fluid_nb.ops import registry
+
+
+def _scale_op(block, name, **attrs):
+    return block.append_op(type="scale", inputs={"X": "x"}, outputs={"Out": name},
+                           attrs=attrs)
+
+
+def _block():
+    block = fluid.Program().global_block()
+    block.create_var(name="x", shape=[2, 3], dtype="float32")
+    return block
+
+
+def test_attributes_given_again_complete_alike_into_dicts_of_each_op():
+    block = _block()
+    first = _scale_op(block, "a", scale=2, bias=1)
+    second = _scale_op(block, "b", scale=2, bias=1)
+    assert first.attrs == second.attrs
+    assert first.attrs["scale"] == 2.0 and first.attrs["scale"].__class__ is float
+    assert first.attrs["bias_after_scale"] is True  # the default, completed
+    assert first.attrs is not second.attrs
+    first._set_attr("scale", 5.0)
+    third = _scale_op(block, "c", scale=2, bias=1)
+    assert third.attrs["scale"] == 2.0 and second.attrs["scale"] == 2.0
+
+
+def test_list_defaults_are_copies_for_every_op():
+    spec = registry.find("reshape2")
+    list_defaults = [name for name, value in spec._default_attrs.items()
+                     if isinstance(value, list)]
+    assert list_defaults
+    name = list_defaults[0]
+    first, _ = spec.complete_attrs({"use_mkldnn": False})
+    second, _ = spec.complete_attrs({"use_mkldnn": False})
+    first[name].append(7)
+    assert second[name] == spec._default_attrs[name]
+    assert spec.complete_attrs({"use_mkldnn": False})[0][name] == spec._default_attrs[name]
+
+
+def test_an_undeclared_attribute_takes_its_type_from_its_value_s_class():
+    """1, 1.0 and True are equal dict keys; the types they complete to are not."""
+    spec = registry.find("scale")
+    kinds = []
+    for value in (1, 1.0, True, 1, True):
+        attrs, types = spec.complete_attrs({"scale": 2.0, "extra": value})
+        kinds.append((attrs["extra"].__class__, types["extra"]))
+    assert kinds == [(int, AttrType.INT), (float, AttrType.FLOAT), (bool, AttrType.BOOLEAN),
+                     (int, AttrType.INT), (bool, AttrType.BOOLEAN)]
+    attrs, types = spec.complete_attrs({"scale": 2.0, "extra": 1})
+    types["extra"] = AttrType.LONG  # an op's own dict: the next op's is as it was
+    assert spec.complete_attrs({"scale": 2.0, "extra": 1})[1] == {"extra": AttrType.INT}
+
+
+def test_a_bad_value_is_refused_every_time_it_is_given():
+    block = _block()
+    _scale_op(block, "a", scale=2.0)
+    for name in ("b", "c"):
+        with pytest.raises(InvalidArgument, match="attribute 'scale' expected float"):
+            _scale_op(block, name, scale="two")
+    assert [op.type for op in block.ops] == ["scale"] and "b" not in block.vars
+
+
+def test_values_that_are_no_scalars_are_completed_afresh_and_not_kept():
+    """A block given as an attribute is completed to its index, and nothing keeps the
+    block (or its program) alive afterwards."""
+    spec = registry.find("while")
+    program = fluid.Program()
+    sub = program._create_block()
+    program._rollback()
+    attrs, _ = spec.complete_attrs({"sub_block": sub, "is_test": False})
+    assert attrs["sub_block"] == sub.idx
+    gone = weakref.ref(program)
+    del program, sub
+    gc.collect()
+    assert gone() is None
+
+
+def test_a_loop_of_ever_new_values_keeps_a_bounded_memo():
+    spec = registry.find("scale")
+    for i in range(1000):
+        attrs, _ = spec.complete_attrs({"scale": float(i)})
+        assert attrs["scale"] == float(i)
+    assert len(spec._completed) <= 256
