@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 from ..errors import InvalidArgument, InvalidType
+from ..framework import Block, Variable
 from ..tensor.dtypes import VarType, convert_dtype
 from ..ops import init_ops  # noqa: F401  (registers truncated_gaussian_random, assign_value)
 
@@ -72,7 +73,6 @@ class Initializer:
 
 
 def _check_block(name, var, block):
-    from ..framework import Block, Variable
     if not isinstance(var, Variable):
         raise InvalidType(f"{name}: var expected Variable, but received "
                           f"{type(var).__name__}")

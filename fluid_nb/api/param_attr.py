@@ -1,6 +1,39 @@
 """ParamAttr: how a layer should create one of its parameters (name, initializer, learning
 rate multiplier, regularizer, trainable, clipping)."""
+import copy
+
 from ..errors import InvalidArgument, InvalidType
+from .initializer import ConstantInitializer, Initializer, XavierInitializer
+from .regularizer import WeightDecayRegularizer
+
+#: classes whose objects a copy shares: they cannot change
+_VALUES = frozenset((int, float, bool, str, type(None)))
+#: the modules of this package's initializers and regularizers: plain objects whose fields
+#: say all
+_OWN = frozenset(("fluid_nb.api.initializer", "fluid_nb.api.regularizer"))
+
+
+def _copy_of(value, memo):
+    """``copy.deepcopy(value, memo)``, field by field for this package's initializers and
+    regularizers (the generic copy's dispatch costs a layer call more than the rest of
+    making its parameters)."""
+    kind = value.__class__
+    if kind in _VALUES:
+        return value
+    if kind.__module__ not in _OWN:  # a user's own initializer, an array: the generic copy
+        return copy.deepcopy(value, memo)
+    return _fields_copied(value, memo)
+
+
+def _fields_copied(value, memo):
+    """A new object of ``value``'s class whose fields are copies of its fields."""
+    new = memo.get(id(value))
+    if new is None:
+        kind = value.__class__
+        new = memo[id(value)] = kind.__new__(kind)
+        new.__dict__.update({name: _copy_of(field, memo)
+                             for name, field in value.__dict__.items()})
+    return new
 
 
 class ParamAttr:
@@ -28,6 +61,12 @@ class ParamAttr:
         # Fluid 1.x per-parameter clip; kept so scripts passing it still run
         self.gradient_clip = gradient_clip
 
+    def __deepcopy__(self, memo):
+        # a layer copies the attribute it was given for each parameter it makes (as Fluid's
+        # LayerHelper does), so that what it sets is not set in the caller's; a subclass's
+        # fields too
+        return _fields_copied(self, memo)
+
     def _set_default_initializer(self, initializer):
         if initializer is None:
             if self.initializer is None:
@@ -38,18 +77,14 @@ class ParamAttr:
             self.initializer = initializer
 
     def _set_default_param_initializer(self):
-        from .initializer import XavierInitializer
         self._set_default_initializer(XavierInitializer())
 
     def _set_default_bias_initializer(self):
-        from .initializer import ConstantInitializer
         self._set_default_initializer(ConstantInitializer(0.0))
 
     @staticmethod
     def _to_attr(arg):
         """Normalise what a layer received as ``param_attr``/``bias_attr``."""
-        from .initializer import Initializer
-        from .regularizer import WeightDecayRegularizer
         if arg is None:
             return ParamAttr()
         if isinstance(arg, (list, tuple)):

@@ -76,6 +76,10 @@ from .infer import InferShapeContext, set_fields
 _SCALARS = frozenset((int, float, bool, str, type(None)))
 
 _OPS = {}
+
+#: api key -> (ops defined when ops_with_api last read it, what it found)
+_WITH_API = {}
+
 #: op type -> the module that defines it, for every op its index knows (defined or not yet),
 #: in the order the definitions read; ``_define_module(name)`` imports one of them
 _INDEX = {}
@@ -429,7 +433,11 @@ def all_ops():
 def ops_with_api(key):
     """Op type -> OpDef of every op whose record's ``api`` has ``key`` (``"layer"``,
     ``"act"``), in the index's order: what the layers API reads from the records, without
-    loading the modules of the other ops."""
+    loading the modules of the other ops. Read again only after more ops are defined
+    (``act=`` asks on every layer call)."""
+    known = _WITH_API.get(key)
+    if known is not None and known[0] == len(_OPS):
+        return dict(known[1])
     found = {}
     for op_type, keys in _API_INDEX.items():
         if key in keys:
@@ -439,7 +447,8 @@ def ops_with_api(key):
     for op_type, opdef in _OPS.items():  # (ops the index does not know: defined elsewhere)
         if opdef.api.get(key) and op_type not in found:
             found[op_type] = opdef
-    return found
+    _WITH_API[key] = (len(_OPS), found)  # (counted after: finding loads modules)
+    return dict(found)
 
 
 def attach_kernel(op_type, kernel, host_step=None):
