@@ -72,7 +72,8 @@ from ..tensor.dtypes import VarType
 from . import transaction
 from .infer import InferShapeContext, set_fields
 
-#: the classes of attribute values ``OpDef.complete_attrs`` remembers completing
+#: the classes of attribute values (and of list items) ``OpDef.complete_attrs`` remembers
+#: completing
 _SCALARS = frozenset((int, float, bool, str, type(None)))
 
 _OPS = {}
@@ -207,17 +208,24 @@ class OpDef:
             for name in self._list_defaults:
                 attrs[name] = list(attrs[name])
             return attrs, {}
-        # the same scalars given again (a layer called in a loop): what they completed to,
-        # copied. Each value's class is in the key: 1, 1.0 and True are equal keys, but an
-        # attribute the op does not declare takes its type from the value's class. Other
-        # values (lists, blocks, variables) are completed afresh: a key would keep them
+        # the same values given again (a layer called in a loop): what they completed to,
+        # copied. Each value's class is in the key, and a list's items' classes: 1, 1.0 and
+        # True are equal keys, but INTS refuses [2.0], and an attribute the op does not
+        # declare takes its type from the value's class. Values that are not scalars or
+        # lists of them (blocks, variables) are completed afresh: a key would keep them
         key = []
         for name, value in given.items():
             kind = value.__class__
-            if kind not in _SCALARS:
-                key = None
-                break
-            key.append((name, kind, value))
+            if kind in _SCALARS:
+                key.append((name, kind, value))
+                continue
+            if kind is list or kind is tuple:
+                classes = tuple(map(type, value))
+                if _SCALARS.issuperset(classes):
+                    key.append((name, kind, tuple(value), classes))
+                    continue
+            key = None
+            break
         completed = self._completed.get(tuple(key)) if key is not None else None
         if completed is not None:
             attrs, attr_types, lists = completed

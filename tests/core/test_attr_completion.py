@@ -92,3 +92,20 @@ def test_a_loop_of_ever_new_values_keeps_a_bounded_memo():
         attrs, _ = spec.complete_attrs({"scale": float(i)})
         assert attrs["scale"] == float(i)
     assert len(spec._completed) <= 256
+
+
+def test_a_list_given_again_completes_alike_and_its_items_classes_count():
+    spec = registry.find("fill_constant")
+    shape = [2, 3]
+    first, _ = spec.complete_attrs({"shape": shape, "dtype": 5, "value": 1.0})
+    second, _ = spec.complete_attrs({"shape": shape, "dtype": 5, "value": 1.0})
+    assert first == second and first["shape"] == [2, 3]
+    assert first["shape"] is not second["shape"] and first["shape"] is not shape
+    first["shape"].append(4)
+    shape.append(5)  # the caller's list changed: another key
+    third, _ = spec.complete_attrs({"shape": shape, "dtype": 5, "value": 1.0})
+    assert third["shape"] == [2, 3, 5]
+    assert spec.complete_attrs({"shape": (2, 3), "dtype": 5, "value": 1.0})[0]["shape"] \
+        == [2, 3]
+    with pytest.raises(InvalidArgument, match="attribute 'shape' expected"):
+        spec.complete_attrs({"shape": [2.0, 3], "dtype": 5, "value": 1.0})
