@@ -20,7 +20,7 @@ import threading
 import numpy as np
 
 from ..errors import Unimplemented
-from ..framework.attrs import AttrType
+from ..framework.blocks import sub_block_indices
 from ..framework.program import EMPTY_VAR_NAME, GRAD_SUFFIX
 from ..ops import registry
 from .. import flags
@@ -222,7 +222,7 @@ def _unread_gradients(prepared, local):
         p = prepared.ops[index]
         op = p.op
         outputs = [n for n in op.output_arg_names if n != EMPTY_VAR_NAME]
-        sub_blocks = _sub_blocks(op)
+        sub_blocks = sub_block_indices(op)
         if outputs and int(op.attrs.get("op_role", 0) or 0) & _OP_ROLE_BACKWARD \
                 and (p.opdef is None or "stateful" not in p.opdef.traits) \
                 and not sub_blocks \
@@ -233,15 +233,6 @@ def _unread_gradients(prepared, local):
         for idx in sub_blocks:
             read |= names_in_block(program.block(idx), writes=False)
     return unread
-
-
-def _sub_blocks(op):
-    """The indices of the blocks ``op``'s attributes name."""
-    found = []
-    for name, value in op.attrs.items():
-        if op.attr_type(name) in (AttrType.BLOCK, AttrType.BLOCKS):
-            found.extend(value if isinstance(value, list) else [value])
-    return found
 
 
 def _last_uses(prepared, local, skipped=()):
@@ -257,7 +248,7 @@ def _last_uses(prepared, local, skipped=()):
         if index in skipped:  # (an op that does not run reads nothing)
             continue
         names = set(p.op.input_arg_names) | set(p.op.output_arg_names)
-        for idx in _sub_blocks(p.op):
+        for idx in sub_block_indices(p.op):
             names |= names_in_block(program.block(idx))
         for name in names:
             last[name] = index
@@ -276,7 +267,7 @@ def names_in_block(block, writes=True):
         names.update(op.input_arg_names)
         if writes:
             names.update(op.output_arg_names)
-        for idx in _sub_blocks(op):
+        for idx in sub_block_indices(op):
             names |= names_in_block(block.program.block(idx), writes)
     return names
 

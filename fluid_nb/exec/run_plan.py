@@ -12,7 +12,7 @@ new arrays, and the old ones go when the run ends.
 import numpy as np
 
 from ..errors import NotFound, ResourceExhausted
-from ..framework.attrs import AttrType
+from ..framework.blocks import sub_block_indices
 from ..tensor.dtypes import VarType, to_numpy_dtype
 from ..tensor.tensor import LoDTensor
 from .binding import bind
@@ -115,10 +115,8 @@ def names_written(ops):
     names = set()
     for op in ops:
         names.update(op.output_arg_names)
-        for name, value in op.attrs.items():
-            if op.attr_type(name) in (AttrType.BLOCK, AttrType.BLOCKS):
-                for idx in (value if isinstance(value, list) else [value]):
-                    names |= names_written(op.block.program.block(idx).ops)
+        for idx in sub_block_indices(op):
+            names |= names_written(op.block.program.block(idx).ops)
     return names
 
 

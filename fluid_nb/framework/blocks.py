@@ -19,9 +19,11 @@ from ..errors import InvalidArgument, expected
 from . import registry
 from .attrs import AttrType
 
-__all__ = ["block_attr_indices", "block_attrs", "sub_blocks", "sub_block", "walk_ops"]
+__all__ = ["block_attr_indices", "block_attrs", "sub_blocks", "sub_block_indices",
+           "sub_block", "walk_ops"]
 
 _BLOCK_KINDS = (AttrType.BLOCK, AttrType.BLOCKS)
+_SCALARS = frozenset((int, float, bool, str))
 #: what an attribute no one declares holds when it has Fluid's name for a block attribute
 _CONVENTIONAL = {"sub_block": AttrType.BLOCK, "sub_blocks": AttrType.BLOCKS}
 
@@ -54,7 +56,19 @@ def block_attr_indices(op):
     can show an index its program does not have."""
     found = {}
     opdef = registry.find(op.type)
+    plain = opdef.plain_attrs if opdef is not None else ()
+    types = op.attr_types
+    declared = opdef.attrs if opdef is not None else {}
     for name, value in op.attrs.items():
+        recorded = types.get(name) if types else None
+        if recorded is not None:
+            if recorded not in _BLOCK_KINDS:
+                continue  # rule 1
+        elif name in plain:
+            continue  # declared, and no block (most attributes of most ops): rule 2
+        elif value.__class__ in _SCALARS and name not in declared \
+                and name not in _CONVENTIONAL:
+            continue  # nothing declares it, and a number or string is no block: rule 3
         kind = _block_kind(op, opdef, name, value)
         if kind is not None:
             values = [value] if kind == AttrType.BLOCK else list(value)
@@ -78,6 +92,12 @@ def sub_blocks(op):
         sub_blocks(while_op) == [while_op.block.program.block(while_op.attr("sub_block"))]
     """
     return [block for blocks in block_attrs(op).values() for block in blocks]
+
+
+def sub_block_indices(op):
+    """The indices of the blocks ``op`` runs, in attribute order, none looked up (the
+    executor's binder asks for every op of a plan)."""
+    return [index for indices in block_attr_indices(op).values() for index in indices]
 
 
 def sub_block(op):

@@ -146,6 +146,9 @@ class OpDef:
                 self.attrs[name] = spec
             else:
                 self.attrs[name] = AttrSpec(name, *spec)
+        #: the declared attributes that name no blocks (``framework.blocks`` skips them)
+        self.plain_attrs = frozenset(name for name, spec in self.attrs.items()
+                                     if spec.type not in (AttrType.BLOCK, AttrType.BLOCKS))
         self.infer_shape = infer_shape
         self.infer_var_type = infer_var_type
         self.grad = grad

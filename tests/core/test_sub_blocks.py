@@ -6,8 +6,9 @@ import fluid_nb as fluid
 from fluid_nb import layers
 from fluid_nb.api.layers.rnn_layers import DynamicRNN
 from fluid_nb.errors import InvalidArgument
-from fluid_nb.framework.blocks import (block_attr_indices, block_attrs, sub_block, sub_blocks,
-                                       walk_ops)
+from fluid_nb.framework.attrs import AttrType
+from fluid_nb.framework.blocks import (block_attr_indices, block_attrs, sub_block,
+                                       sub_block_indices, sub_blocks, walk_ops)
 from fluid_nb.framework.codec import decode_program, encode_program
 from fluid_nb.framework.loops import dynamic_rnn_layout
 from fluid_nb.framework.program import Operator
@@ -102,6 +103,27 @@ def test_the_declared_type_decides_not_the_name():
     bare_list = Operator(block, "legacy_loops", {}, {}, {"sub_blocks": [1, 2]})
     assert sub_blocks(bare) == [first]
     assert [b.idx for b in sub_blocks(bare_list)] == [1, 2]
+
+
+def test_a_recorded_type_decides_before_the_declared_one():
+    program, first, _ = two_empty_blocks()
+    block = program.global_block()
+    op = block.append_op(type="fill_constant", outputs={"Out": "out"},
+                         attrs={"shape": [1], "dtype": 5, "value": 1.0})
+    assert sub_blocks(op) == []
+    op.attrs["dtype"], op.attr_types["dtype"] = 1, AttrType.BLOCK  # (a file's record)
+    op.attrs["tag"], op.attr_types["tag"] = 1, AttrType.INT
+    assert sub_blocks(op) == [first] and block_attr_indices(op) == {"dtype": [1]}
+
+
+def test_the_indices_are_those_of_the_block_attributes_in_order():
+    main = counting_loop()
+    program, first, second = two_empty_blocks()
+    serve = program.global_block().append_op(type="listen_and_serv",
+                                              attrs={"optimize_blocks": [second, first]})
+    for op in [*main.global_block().ops, serve]:
+        assert sub_block_indices(op) == [b.idx for b in sub_blocks(op)]
+    assert sub_block_indices(serve) == [2, 1]
 
 
 def test_walk_ops_visits_a_body_right_after_the_op_that_runs_it():
