@@ -4,7 +4,8 @@
 
 W1: fit_a_line, fc 13 -> 1, square error, batch 20, SGD.
 W2: MLP 784-200-200-10 (relu), softmax cross-entropy, batch 64, Adam.
-Each fluid_nb step is one ``Executor.run(main, feed, fetch_list=[loss])``.
+Each fluid_nb step is one ``Executor.run(main, feed, fetch_list=[loss])``. Then the feed a
+book script's loop makes of each minibatch (``fluid.DataFeeder``) against NumPy by hand.
 """
 import os
 import sys
@@ -188,6 +189,46 @@ def main():
         for label, seconds in times.items():
             row(f"  {label}", seconds * 1e6, "µs/step", reference * 1e6, "NumPy")
         results[name] = times
+    results["feeding"] = feeding(rng)
+    return results
+
+
+def feeding(rng):
+    """A minibatch as a book script's reader yields it (a list of sample tuples) turned into
+    the feed: ``fluid.DataFeeder.feed`` against stacking the same samples with NumPy by
+    hand, for W1's batch, W2's and a LoD batch of 32 word sequences (lengths 5-50)."""
+    print("Feeding a minibatch from a reader (a list of samples)")
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        x = fluid.layers.data(name="x", shape=[13], dtype="float32")
+        y = fluid.layers.data(name="y", shape=[1], dtype="float32")
+        img = fluid.layers.data(name="img", shape=[784], dtype="float32")
+        label = fluid.layers.data(name="label", shape=[1], dtype="int64")
+        words = fluid.layers.data(name="words", shape=[1], dtype="int64", lod_level=1)
+    w1 = [(rng.uniform(-1, 1, 13).astype("float32"), rng.uniform(-1, 1, 1).astype("float32"))
+          for _ in range(20)]
+    w2 = [(rng.uniform(-1, 1, 784).astype("float32"), int(rng.randint(10))) for _ in range(64)]
+    text = [(rng.randint(0, 5000, rng.randint(5, 51)).tolist(), int(rng.randint(2)))
+            for _ in range(32)]
+    cases = [
+        ("W1 batch", fluid.DataFeeder([x, y], fluid.CPUPlace()), w1,
+         lambda: (np.array([s[0] for s in w1]), np.array([s[1] for s in w1]))),
+        ("W2 batch", fluid.DataFeeder([img, label], fluid.CPUPlace()), w2,
+         lambda: (np.array([s[0] for s in w2]),
+                  np.array([s[1] for s in w2], "int64").reshape(-1, 1))),
+        ("32 word sequences", fluid.DataFeeder([words, label], fluid.CPUPlace()), text,
+         lambda: (np.concatenate([np.asarray(s[0], "int64") for s in text]).reshape(-1, 1),
+                  np.cumsum([0] + [len(s[0]) for s in text]),
+                  np.array([s[1] for s in text], "int64").reshape(-1, 1))),
+    ]
+    results = {}
+    for label_text, feeder, batch, by_hand in cases:
+        times = interleaved_best({"fluid.DataFeeder": lambda: feeder.feed(batch),
+                                  "NumPy (hand-written)": by_hand}, rounds=15, number=50)
+        reference = times["NumPy (hand-written)"]
+        for label, seconds in times.items():
+            row(f"  {label_text}: {label}", seconds * 1e6, "µs", reference * 1e6, "NumPy")
+        results[label_text] = times
     return results
 
 

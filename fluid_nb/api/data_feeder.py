@@ -16,6 +16,9 @@ from ..framework.type_checks import check_dtype, check_type, check_variable_and_
 __all__ = ["DataFeeder"]
 
 
+_SAMPLE_TYPES = frozenset((tuple, list))
+
+
 def _shown(value):
     return f"{repr(value)[:40]} ({type(value).__name__})"
 
@@ -39,6 +42,14 @@ class DataToLoDTensorConverter:
     def feed(self, data):
         self._feed(data, self.lod, self.lod_level)
 
+    def feed_entries(self, entries):
+        """``feed`` each of ``entries`` (a minibatch's column for this variable)."""
+        if self.lod_level == 0:
+            self.data.extend(entries)
+            return
+        for entry in entries:
+            self._feed(entry, self.lod, self.lod_level)
+
     def _feed(self, data, lod, lod_level):
         if lod_level == 0:
             self.data.append(data)
@@ -48,6 +59,9 @@ class DataToLoDTensorConverter:
                                            f"a sequence (the variable has lod_level "
                                            f"{self.lod_level})", _shown(data)))
         lod[0].append(len(data))
+        if lod_level == 1:  # the sequence's items are entries (a word id, a row)
+            self.data.extend(data)
+            return
         for item in data:
             self._feed(item, lod[1:], lod_level - 1)
 
@@ -65,8 +79,11 @@ class DataToLoDTensorConverter:
                               for want, got in zip(self.shape[1:], arr.shape[1:])):
             raise InvalidArgument(expected(where, "shape", f"{self.shape} (-1 is any size)",
                                            list(arr.shape)))
-        tensor = LoDTensor()
-        tensor.set(arr, self.place)
+        if self.place.xp is np:  # made here from the entries: nobody else holds it
+            tensor = LoDTensor(arr)
+        else:
+            tensor = LoDTensor()
+            tensor.set(arr, self.place)
         if self.lod_level > 0:
             tensor.set_recursive_sequence_lengths(self.lod)
         self._reset()
@@ -109,18 +126,24 @@ class DataFeeder:
         """{name: LoDTensor} for one minibatch: an iterable of samples, each a tuple or
         list with one entry per feed variable."""
         converters = self._converters()
-        for sample in iterable:
-            if not isinstance(sample, (list, tuple)):
-                raise InvalidArgument(expected("DataFeeder", "each sample",
-                                               f"a tuple or list of {len(converters)} entries "
-                                               f"(one per feed variable {self.feed_names})",
-                                               _shown(sample)))
-            if len(sample) != len(converters):
-                raise InvalidArgument(f"DataFeeder: each sample expected {len(converters)} "
-                                      f"entries (one per feed variable {self.feed_names}), "
-                                      f"but received {len(sample)}")
-            for converter, entry in zip(converters, sample):
-                converter.feed(entry)
+        samples = list(iterable)
+        width = len(converters)
+        # the common minibatch, a list of tuples or lists of the right width, is checked
+        # and split into columns in C; anything else is looked at sample by sample
+        if not (_SAMPLE_TYPES.issuperset(map(type, samples))
+                and {width}.issuperset(map(len, samples))):
+            for sample in samples:
+                if not isinstance(sample, (list, tuple)):
+                    raise InvalidArgument(expected("DataFeeder", "each sample",
+                                                   f"a tuple or list of {width} entries (one "
+                                                   f"per feed variable {self.feed_names})",
+                                                   _shown(sample)))
+                if len(sample) != width:
+                    raise InvalidArgument(f"DataFeeder: each sample expected {width} "
+                                          f"entries (one per feed variable "
+                                          f"{self.feed_names}), but received {len(sample)}")
+        for converter, column in zip(converters, zip(*samples)):
+            converter.feed_entries(column)
         return {name: c.done() for name, c in zip(self.feed_names, converters)}
 
     def feed_parallel(self, iterable, num_places=None):

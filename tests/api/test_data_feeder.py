@@ -76,3 +76,41 @@ def test_errors_name_the_problem():
         feeder.feed([(np.zeros(5), 1)])
     with pytest.raises(InvalidArgument, match="nope"):
         DataFeeder(["nope"], fluid.CPUPlace(), program=main)
+
+
+def test_any_sample_sequence_from_any_iterable_feeds_alike():
+    """Tuples, lists, named tuples and a mix of them, from a list or a generator: the same
+    tensors, each of them the minibatch's own array (changing a sample afterwards changes
+    nothing fed)."""
+    import collections
+    main, img, label, words, _ = programs()
+    feeder = DataFeeder([img, label, words], fluid.CPUPlace(), program=main)
+    Sample = collections.namedtuple("Sample", "img label words")
+    rows = [np.arange(4.0), np.ones(4)]
+    forms = [
+        [(rows[0], 1, [7, 8]), (rows[1], 2, [9])],
+        [[rows[0], 1, [7, 8]], (rows[1], 2, [9])],
+        [Sample(rows[0], 1, [7, 8]), Sample(rows[1], 2, [9])],
+        (sample for sample in [(rows[0], 1, [7, 8]), (rows[1], 2, [9])]),
+    ]
+    for batch in forms:
+        feed = feeder.feed(batch)
+        np.testing.assert_array_equal(np.array(feed["img"]).reshape(2, 4), rows)
+        assert np.array(feed["label"]).tolist() == [[1], [2]]
+        assert np.array(feed["words"]).tolist() == [[7], [8], [9]]
+        assert feed["words"].recursive_sequence_lengths() == [[2, 1]]
+    rows[0][:] = -1
+    np.testing.assert_array_equal(np.array(feed["img"])[0].ravel(), np.arange(4.0))
+
+
+def test_a_bad_sample_is_named_wherever_it_stands():
+    main, img, label, _, _ = programs()
+    feeder = DataFeeder([img, label], fluid.CPUPlace(), program=main)
+    good = (np.zeros(4), 1)
+    with pytest.raises(InvalidArgument, match="each sample expected 2 entries .* received 3"):
+        feeder.feed([good, good, (np.zeros(4), 1, 2)])
+    with pytest.raises(InvalidArgument, match=r"each sample expected a tuple or list of 2 "
+                                              r"entries .* but received 5 \(int\)"):
+        feeder.feed([good, 5])
+    with pytest.raises(InvalidArgument, match="received 'ab'"):
+        feeder.feed([good, "ab"])
