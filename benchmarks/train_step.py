@@ -221,8 +221,27 @@ def feeding(rng):
                   np.cumsum([0] + [len(s[0]) for s in text]),
                   np.array([s[1] for s in text], "int64").reshape(-1, 1))),
     ]
+    main, startup, scope = fluid.Program(), fluid.Program(), fluid.Scope()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        loss = w1_program()
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(startup, scope=scope)
+    book_feeder = fluid.DataFeeder(["x", "y"], fluid.CPUPlace(), program=main)
+    numpy_step = w1_numpy(*cases[0][3]())
+    cases.append(("W1 step as the book's loop runs it", None, None, None))
     results = {}
     for label_text, feeder, batch, by_hand in cases:
+        if feeder is None:  # the stacking and the step, each way
+            times = interleaved_best({
+                "fluid.DataFeeder + Executor.run": lambda: exe.run(
+                    main, feed=book_feeder.feed(w1), fetch_list=[loss], scope=scope),
+                "NumPy (hand-written)": lambda: (cases[0][3](), numpy_step())},
+                rounds=15, number=50)
+            reference = times["NumPy (hand-written)"]
+            for label, seconds in times.items():
+                row(f"  {label_text}: {label}", seconds * 1e6, "µs", reference * 1e6, "NumPy")
+            results[label_text] = times
+            continue
         times = interleaved_best({"fluid.DataFeeder": lambda: feeder.feed(batch),
                                   "NumPy (hand-written)": by_hand}, rounds=15, number=50)
         reference = times["NumPy (hand-written)"]

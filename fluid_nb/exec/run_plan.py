@@ -64,6 +64,10 @@ class RunPlan:
             if cpu and value.__class__ is np.ndarray and value.dtype == want and (
                     check_shape is None or shape_fits(check_shape, value.shape)):
                 tensors.append(LoDTensor(value))  # the common case: nothing to convert
+            elif cpu and value.__class__ is LoDTensor and not value._lod and \
+                    value.array.__class__ is np.ndarray and value.array.dtype == want and (
+                        check_shape is None or shape_fits(check_shape, value.array.shape)):
+                tensors.append(value)  # (a DataFeeder's): what feed_tensor returns for it
             else:
                 tensors.append(feed_tensor(name, var, value, self.place))
         scope = self.scope

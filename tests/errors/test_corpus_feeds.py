@@ -57,6 +57,13 @@ def _run_ids(value):
     return lambda: EXE.run(SEQ, feed={"ids": value}, fetch_list=[POOLED], scope=SCOPE)
 
 
+def _stale_lod_tensor():
+    """A tensor whose LoD was set for 3 rows, then given an array of 2."""
+    tensor = LoDTensor(np.ones((3, 3), "float32"), [[0, 1, 3]])
+    tensor.set(np.ones((2, 3), "float32"), fluid.CPUPlace())
+    return tensor
+
+
 def _feed_cases():
     rng = random.Random(1)
     state = state_of(MAIN, SEQ, scope=SCOPE)
@@ -86,6 +93,10 @@ def _feed_cases():
         "lod_decreasing_pair": (np.ones((3, 3), "float32"), [[0, 2, 1, 3]]),
         "lod_fraction_pair": (np.ones((3, 3), "float32"), [[0, 1.5, 3]]),
         "lod_nan_pair": (np.ones((3, 3), "float32"), [[0, float("nan"), 3]]),
+        "tensor_rank_3": LoDTensor(np.ones((2, 3, 2), "float32")),
+        "tensor_known_dim_off": LoDTensor(np.ones((2, 4), "float32")),
+        "tensor_float64_wrong_shape": LoDTensor(np.ones((2, 4), "float64")),
+        "tensor_stale_lod": _stale_lod_tensor(),
     }
     for name, value in bad_x.items():
         yield Case("feeds", f"x_{name}", _run_x(value), state, True)
@@ -97,6 +108,9 @@ def _feed_cases():
         "nan_values": np.full((2, 3), np.nan, "float32"),
         "inf_values": np.full((1, 3), np.inf, "float32"),
         "tensor": LoDTensor(np.ones((4, 3), "float32")),
+        "tensor_float64_cast": LoDTensor(np.ones((2, 3), "float64")),
+        "tensor_int_to_float": LoDTensor(np.ones((2, 3), "int32")),
+        "tensor_with_lod": LoDTensor(np.ones((3, 3), "float32"), [[0, 1, 3]]),
         "pair_with_lod": (np.ones((3, 3), "float32"), [[0, 1, 3]]),
         "pair_integral_float_lod": (np.ones((3, 3), "float32"), [[0, 1.0, 3]]),
         "zero_rows": np.zeros((0, 3), "float32"),
