@@ -64,6 +64,7 @@ that defines it, see :func:`define_on_demand`), and a lookup of an op not define
 :func:`all_ops` imports them all. So a lookup always sees every op, and an import of
 ``fluid_nb`` defines none it does not use.
 """
+import functools
 import sys
 
 from ..errors import InvalidArgument, NotFound, Unimplemented, expected
@@ -146,9 +147,6 @@ class OpDef:
                 self.attrs[name] = spec
             else:
                 self.attrs[name] = AttrSpec(name, *spec)
-        #: the declared attributes that name no blocks (``framework.blocks`` skips them)
-        self.plain_attrs = frozenset(name for name, spec in self.attrs.items()
-                                     if spec.type not in (AttrType.BLOCK, AttrType.BLOCKS))
         self.infer_shape = infer_shape
         self.infer_var_type = infer_var_type
         self.grad = grad
@@ -202,6 +200,13 @@ class OpDef:
 
     def __repr__(self):
         return f"OpDef({self.type}: {list(self.inputs)} -> {list(self.outputs)})"
+
+    @functools.cached_property
+    def plain_attrs(self):
+        """The declared attributes that name no blocks (``framework.blocks`` skips them);
+        worked out for the ops a program binds, not for every op defined."""
+        return frozenset(name for name, spec in self.attrs.items()
+                         if spec.type not in (AttrType.BLOCK, AttrType.BLOCKS))
 
     # --- compile-time checks ---------------------------------------------------------
     def complete_attrs(self, given, program=None):

@@ -52,6 +52,24 @@ def check(where, name, value, rule):
         raise error(expected(where, name, refused.want, _shown(value))) from None
 
 
+def _fits(args, kwargs, count, plain, position, required):
+    """Whether a call fits a layer's signature plainly (``plain``: only positional-or-keyword
+    parameters, ``count`` of them; ``position``: name -> index; ``required``: (index, name)
+    of those without a default): no argument unknown, given twice or missing (else
+    Signature.bind says which)."""
+    if not plain or len(args) > count:
+        return False
+    given = len(args)
+    for name in kwargs:
+        index = position.get(name)
+        if index is None or index < given:
+            return False
+    for index, name in required:
+        if index >= given and name not in kwargs:
+            return False
+    return True
+
+
 def checks(**rules):
     """Decorate a layer function: check each named argument the caller passes by its rule."""
     def decorate(fn):
@@ -60,32 +78,25 @@ def checks(**rules):
         if unknown:
             raise TypeError(f"checks: {fn.__name__} has no arguments {sorted(unknown)}")
         where = fn.__name__
-        params = list(signature.parameters.values())
-        # a layer of plain parameters (most) matches a call's arguments to them itself:
-        # Signature.bind costs a layer call about as much as appending its op
-        plain = all(p.kind is p.POSITIONAL_OR_KEYWORD for p in params)
-        position = {p.name: i for i, p in enumerate(params)}
-        required = [(i, p.name) for i, p in enumerate(params) if p.default is p.empty]
-        ruled = sorted((position[name], name, rule) for name, rule in rules.items())
+        plan = None  # (parameter count, plain, position, required, ruled): at the first call
 
-        def fits(args, kwargs):
-            """Whether the call fits the signature plainly: no argument unknown, given
-            twice or missing (else Signature.bind says which)."""
-            count = len(args)
-            if not plain or count > len(params):
-                return False
-            for name in kwargs:
-                index = position.get(name)
-                if index is None or index < count:
-                    return False
-            for index, name in required:
-                if index >= count and name not in kwargs:
-                    return False
-            return True
+        def planned():
+            # a layer of plain parameters (most) matches a call's arguments to them itself:
+            # Signature.bind costs a layer call about as much as appending its op (worked
+            # out when the layer is first called: most of the 267 never are)
+            nonlocal plan
+            params = list(signature.parameters.values())
+            position = {p.name: i for i, p in enumerate(params)}
+            plan = (len(params), all(p.kind is p.POSITIONAL_OR_KEYWORD for p in params),
+                    position, [(i, p.name) for i, p in enumerate(params)
+                               if p.default is p.empty],
+                    sorted((position[name], name, rule) for name, rule in rules.items()))
+            return plan
 
         @functools.wraps(fn)
         def layer(*args, **kwargs):
-            if not fits(args, kwargs):
+            count, plain, position, required, ruled = plan or planned()
+            if not _fits(args, kwargs, count, plain, position, required):
                 try:
                     bound = signature.bind(*args, **kwargs)
                 except TypeError as exc:
@@ -96,9 +107,9 @@ def checks(**rules):
                     if rule is not None:
                         check(where, name, value, rule)
             else:
-                count = len(args)
+                given = len(args)
                 for index, name, rule in ruled:
-                    if index < count:
+                    if index < given:
                         check(where, name, args[index], rule)
                     elif name in kwargs:
                         check(where, name, kwargs[name], rule)
