@@ -330,16 +330,11 @@ def _step_on(prepared_op, holder, place, executor, scope, dead, unused, unwanted
     """The op's host step on the host where its definition has one (the loop's machinery:
     W3 takes 1.21x without them), else the step that calls its kernel."""
     op, opdef, fn = prepared_op.op, prepared_op.opdef, prepared_op.kernel
-    wanted = frozenset(s for s, args in op.outputs.items()
-                       if args and any(a != EMPTY_VAR_NAME and a not in unwanted
-                                       for a in args))
+    wanted = _wanted(op, unwanted)
     ctx = KernelContext(op, place, executor, scope, wanted, unused)
     if fn is None or (unwanted and not wanted):  # markers; ops nobody needs
         return flavours.releasing(flavours.noop, dead)
-    ins = [_input_holders(op.inputs.get(slot.name), slot.duplicable, holder)
-           for slot in opdef.inputs]
-    outs = [_output_holders(op.outputs.get(slot.name), slot.duplicable, holder)
-            for slot in opdef.outputs]
+    ins, outs = _slot_holders(op, opdef, holder)
     if opdef.host_step is not None and place.device == "cpu" and len(outs) == 1 \
             and outs[0].__class__ is ScopeVariable and getattr(executor, "host_steps", True):
         kernel_step = _kernel_step(fn, ctx, op, opdef, ins, outs, holder, dead)
@@ -358,15 +353,25 @@ def once_step(op, opdef, fn, holder, place, executor, scope):
     or off the host (``make_step`` binds those)."""
     if fn is None or place.device != "cpu":
         return None
-    outputs = op.outputs
-    wanted = frozenset(slot for slot, args in outputs.items()
-                       if args and any(a != EMPTY_VAR_NAME for a in args))
-    ctx = KernelContext(op, place, executor, scope, wanted)
-    given = op.inputs.get
-    ins = [_input_holders(given(slot.name), slot.duplicable, holder) for slot in opdef.inputs]
-    outs = [_output_holders(outputs.get(slot.name), slot.duplicable, holder)
-            for slot in opdef.outputs]
+    ctx = KernelContext(op, place, executor, scope, _wanted(op))
+    ins, outs = _slot_holders(op, opdef, holder)
     return flavours.general(fn, ctx, opdef, ins, outs, _lod_sources(op, opdef, holder), ())
+
+
+def _wanted(op, unwanted=frozenset()):
+    """The output slots of ``op`` that name a variable outside ``unwanted``."""
+    return frozenset(slot for slot, args in op.outputs.items()
+                     if args and any(a != EMPTY_VAR_NAME and a not in unwanted for a in args))
+
+
+def _slot_holders(op, opdef, holder):
+    """``(input holders, output holders)``, one entry per slot of the definition, in its
+    order (see :func:`_input_holders`, :func:`_output_holders`)."""
+    given, made = op.inputs.get, op.outputs.get
+    return ([_input_holders(given(slot.name), slot.duplicable, holder)
+             for slot in opdef.inputs],
+            [_output_holders(made(slot.name), slot.duplicable, holder)
+             for slot in opdef.outputs])
 
 
 def _input_holders(args, duplicable, holder):

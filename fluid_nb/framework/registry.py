@@ -180,10 +180,10 @@ class OpDef:
         #: named input slots, written to one output slot); the kernel is generated from it,
         #: and the native and ONNX targets render it: one definition, every target
         self.formula = formula
-        #: a formula op's output follows from its inputs' shapes, dtypes and LoD levels and
-        #: its attributes alone: what inference said for each of them (``run_infer_shape``)
         #: given attribute values -> what complete_attrs made of them (see there)
         self._completed = {}
+        #: a formula op's output follows from its inputs' shapes, dtypes and LoD levels and
+        #: its attributes alone: what inference said for each of them (``run_infer_shape``)
         self._inferred = {} if formula is not None and infer_var_type is None and \
             formula.output == "Out" and set(formula.inputs.values()) <= {"X", "Y"} else None
         #: facts the layers API reads from the op (``layer``, ``act``, ``dtypes``,

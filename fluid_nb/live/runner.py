@@ -244,7 +244,7 @@ class OpRunner:
         step, nothing kept; None where the binder decides (no definition or kernel, a
         device place)."""
         known = self._by_type.get(op.type)
-        if known is None:
+        if known is None or not self.on_host:
             return None
         self._input_holders(op, [name for names in op.inputs.values() for name in names])
         return once_step(op, registry.find(op.type), known[0], self._holder, self.place,
