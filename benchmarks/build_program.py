@@ -13,6 +13,7 @@ by hand); binding the stack with a mean loss and Adam for its first run (the fir
 interleaved rounds. ``--bytecodes`` prints the Python bytecodes each takes instead (a count
 the machine's load does not move).
 """
+import contextlib
 import gc
 import os
 import sys
@@ -36,22 +37,16 @@ def _mlp(live):
     """The fc stack built in fresh programs, plain or live: (ops appended, seconds)."""
     main, startup, scope = fluid.Program(), fluid.Program(), fluid.Scope()
     sample = np.ones((BATCH, WIDTH), "float32")
-    with fluid.program_guard(main, startup), fluid.unique_name.guard():
-        session = fluid.live(program=main, startup_program=startup, scope=scope) \
-            if live else None
-        if session is not None:
-            session.__enter__()
-        try:
-            h = fluid.layers.data(name="x", shape=[WIDTH], dtype="float32",
-                                  value=sample if live else None)
-            gc.collect()
-            start = time.perf_counter()
-            for _ in range(LAYERS):
-                h = fluid.layers.fc(h, WIDTH, act="relu")
-            seconds = time.perf_counter() - start
-        finally:
-            if session is not None:
-                session.__exit__(None, None, None)
+    session = fluid.live(program=main, startup_program=startup, scope=scope) if live \
+        else contextlib.nullcontext()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard(), session:
+        h = fluid.layers.data(name="x", shape=[WIDTH], dtype="float32",
+                              value=sample if live else None)
+        gc.collect()
+        start = time.perf_counter()
+        for _ in range(LAYERS):
+            h = fluid.layers.fc(h, WIDTH, act="relu")
+        seconds = time.perf_counter() - start
     return len(main.global_block().ops) + len(startup.global_block().ops), seconds
 
 
