@@ -216,8 +216,8 @@ def defer(op, exchange, jobs, trainer_id):
         queued[exchange] = {}
     per_endpoint = queued[exchange]
     for endpoint, name, value in jobs:
-        per_endpoint.setdefault(endpoint, []).append((name, messages.encode(
-            name, value, trainer_id, f"send to {endpoint}").SerializeToString()))
+        per_endpoint.setdefault(endpoint, []).append((name, messages.serialize(
+            name, value, trainer_id, f"send to {endpoint}")))
 
 
 def lead(rpc, exchange):

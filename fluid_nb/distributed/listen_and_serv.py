@@ -133,6 +133,9 @@ class ParameterServer:
                                                "'grad_name:block_index'", repr(entry)))
             grad_blocks[grad] = int(index)
         self.receivable |= set(grad_blocks)
+        #: (name, is SelectedRows, dtype, shape, program version) of received values that
+        #: matched the program's declaration (see _check_declared)
+        self._fitting = set()
         for name in self.receivable:  # the holders the optimize blocks bind to
             self.scope.var(name)
         ex = ctx.executor
@@ -398,11 +401,11 @@ class ParameterServer:
             elif call.method == "CheckpointNotify":
                 self._checkpoint_notify(call)
             elif call.method == "GetVariableNoBarrier":
-                call.answer(self._value(call.name[:-len(messages.WITHOUT_BARRIER)]
-                                        if call.name.endswith(messages.WITHOUT_BARRIER)
-                                        else call.name, t))
+                call.answer(raw=self._value(call.name[:-len(messages.WITHOUT_BARRIER)]
+                                            if call.name.endswith(messages.WITHOUT_BARRIER)
+                                            else call.name, t))
             elif call.method == "PrefetchVariable":
-                call.answer(self._prefetch(call.message, t))
+                call.answer(raw=self._prefetch(call.message, t))
             elif self.mode != SYNC:
                 (self._take_batch_async if call.batch else self._take_async)(call, t)
             else:
@@ -447,7 +450,7 @@ class ParameterServer:
             self._write(call.name, call.value)
             call.answer()
         else:
-            call.answer(self._value(call.name, t))
+            call.answer(raw=self._value(call.name, t))
 
     def _take_batch_sync(self, call, t):
         """Take the batch's parts in order while each belongs to the current phase; keep
@@ -473,7 +476,7 @@ class ParameterServer:
         for name, value in call.value:
             self._apply_async(name, value)
         call.answer(raw=messages.batch_reply(
-            [self._value(name, t).SerializeToString() for name in call.message.get_varnames]))
+            [self._value(name, t) for name in call.message.get_varnames]))
 
     def _encoded(self, name):
         """``name``'s VariableMessage serialized, once per get phase (the values do not
@@ -481,7 +484,7 @@ class ParameterServer:
         0)."""
         found = self.encoded.get(name)
         if found is None:
-            found = self.encoded[name] = self._value(name, 0).SerializeToString()
+            found = self.encoded[name] = self._value(name, 0)
         return found
 
     def _advance(self):
@@ -554,7 +557,7 @@ class ParameterServer:
             self._apply_async(call.name, call.value)
             call.answer()
         else:
-            call.answer(self._value(call.name, t))
+            call.answer(raw=self._value(call.name, t))
 
     def _apply_async(self, name, value):
         """A received gradient's optimize block run on it (a step counter: the schedule's)."""
@@ -595,17 +598,28 @@ class ParameterServer:
 
     def _check_declared(self, name, value):
         """A received value must have the data type and dims the server program declares
-        (-1 matches any size; a SelectedRows' rows vary)."""
+        (-1 matches any size; a SelectedRows' rows vary). What passed once passes again
+        while the program is the same (a trainer sends the same variables every step)."""
+        rows = isinstance(value, SelectedRows)
+        array = (value.value if rows else value).array
+        key = (name, rows, array.dtype, array.shape, self.program._version)
+        if key in self._fitting:
+            return
+        self._check_declared_afresh(name, value, rows, array)
+        if len(self._fitting) >= 4096:  # a bound for trainers sending ever new shapes
+            self._fitting.clear()
+        self._fitting.add(key)
+
+    def _check_declared_afresh(self, name, value, rows, array):
         var = self.global_block._find_var_recursive(name)
         if var is None:
             return
-        array = (value.value if isinstance(value, SelectedRows) else value).array
         got = convert_dtype(array.dtype)
         if var.dtype is not None and convert_dtype(var.dtype) != got:
             raise InvalidArgument(expected(f"{self.where}: variable '{name}'", "data type",
                                            convert_dtype(var.dtype).name, got.name))
         shape, dims = list(var.shape or ()), list(array.shape)
-        if isinstance(value, SelectedRows) or not shape:
+        if rows or not shape:
             return
         if len(shape) != len(dims) or any(s >= 0 and s != d for s, d in zip(shape, dims)):
             raise InvalidArgument(expected(f"{self.where}: variable '{name}'", "dims",
@@ -638,10 +652,12 @@ class ParameterServer:
             raise Refused(grpc.StatusCode.OUT_OF_RANGE, expected(
                 f"{self.where}: prefetch from '{table}'", "ids",
                 f"rows in [0, {rows.shape[0]})", f"{int(flat.min())}..{int(flat.max())}"))
-        return messages.encode(message.out_varname or table, LoDTensor(rows[flat]), t,
-                               where=self.where)
+        return messages.serialize(message.out_varname or table, LoDTensor(rows[flat]), t,
+                                  where=self.where)
 
     def _value(self, name, t):
+        """The serialized VariableMessage of the server's value of ``name`` (for trainer
+        ``t``)."""
         holder = self.scope.find_var(name)
         value = holder.value if holder is not None else None
         if not isinstance(value, (LoDTensor, SelectedRows)) or \
@@ -649,4 +665,4 @@ class ParameterServer:
             raise Refused(grpc.StatusCode.NOT_FOUND, expected(
                 self.where, f"variable '{name}'", "one the server holds a value of",
                 "none" if holder is None else "a variable with no value"))
-        return messages.encode(name, value, t, where=self.where)
+        return messages.serialize(name, value, t, where=self.where)

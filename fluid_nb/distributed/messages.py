@@ -21,6 +21,8 @@ asked. Both are written as protobuf's wire form around VariableMessages serializ
 (:func:`batch_request`, :func:`batch_reply`: a value's bytes are not copied into a message
 object again), and read by the generated class (:func:`decode_batch`).
 """
+import math
+
 import numpy as np
 from google.protobuf.message import DecodeError
 
@@ -56,31 +58,25 @@ def request(name, trainer_id):
     return pb.VariableMessage(varname=name, trainer_id=trainer_id)
 
 
-def _little_endian_bytes(array):
-    array = np.ascontiguousarray(array)
-    if array.dtype.byteorder == ">":
-        array = array.astype(array.dtype.newbyteorder("<"))
-    return array.tobytes()
-
-
-def encode(name, value, trainer_id=0, where="send", into=None):
+def encode(name, value, trainer_id=0, where="send"):
     """The VariableMessage carrying ``value`` (a LoDTensor, SelectedRows or array) as
-    variable ``name`` (written into ``into``, an empty VariableMessage, when given)."""
-    message = pb.VariableMessage() if into is None else into
-    message.varname, message.trainer_id = name, trainer_id
+    variable ``name``: :func:`serialize`'s bytes, parsed."""
+    return pb.VariableMessage.FromString(serialize(name, value, trainer_id, where))
+
+
+def serialize(name, value, trainer_id=0, where="send"):
+    """The bytes of the VariableMessage carrying ``value`` (a LoDTensor, SelectedRows or
+    array) as variable ``name``, written field by field in protobuf's wire form, as
+    ``SerializeToString`` writes them (field-number order, proto3 defaults left out,
+    ``dims`` and ``lod_data`` packed), with the elements copied once (into the result)."""
+    kind, height, rows, lod = pb.LOD_TENSOR, 0, b"", ()
     if isinstance(value, SelectedRows):
-        message.type = pb.SELECTED_ROWS
-        message.slr_height = value.height()
-        message.rows = np.asarray(value.rows(), dtype="<i8").tobytes()
+        kind, height = pb.SELECTED_ROWS, value.height()
+        rows = np.asarray(value.rows(), dtype="<i8").tobytes()
         tensor = value.value
     elif isinstance(value, LoDTensor):
-        message.type = pb.LOD_TENSOR
-        tensor = value
-        for level in tensor._lod:
-            message.lod.add().lod_data.extend(int(x) for x in level)
-        message.lod_level = len(tensor._lod)
+        tensor, lod = value, value._lod
     elif isinstance(value, np.ndarray):
-        message.type = pb.LOD_TENSOR
         tensor = LoDTensor(value)
     else:
         raise InvalidArgument(expected(where, f"variable '{name}'", "a LoDTensor or "
@@ -90,10 +86,64 @@ def encode(name, value, trainer_id=0, where="send", into=None):
         raise InvalidArgument(expected(where, f"variable '{name}'", "an initialised tensor",
                                        "a tensor with no data"))
     array = to_host(array)  # a device array's bytes come to the host: one copy
-    message.data_type = int(convert_dtype(array.dtype))
-    message.dims.extend(array.shape)
-    message.serialized = _little_endian_bytes(array)
-    return message
+    if array.dtype.byteorder == ">":
+        array = array.astype(array.dtype.newbyteorder("<"))
+    elements = array if array.flags.c_contiguous else np.ascontiguousarray(array)
+    # fields 1-4 (varname, type, data_type, dims) are the same every step for a variable
+    key = (name, kind, array.dtype, array.shape)
+    head = _HEADS.get(key)
+    if head is None:
+        head = _head(name, kind, array)
+        if len(_HEADS) >= _MAX_HEADS:
+            _HEADS.clear()
+        _HEADS[key] = head
+    parts = [head]
+    if lod:
+        parts += [b"\x28", _varint(len(lod))]  # 5: lod_level
+        for level in lod:  # 6: lod, each a LodData (1: lod_data)
+            inner = b"".join(_packed(b"\x0a", level)) if len(level) else b""
+            parts += [b"\x32", _varint(len(inner)), inner]
+    if height:
+        parts += [b"\x38", _varint(height)]  # 7: slr_height
+    if elements.nbytes:  # 8: serialized (the array's own buffer; join copies it once)
+        parts += [b"\x42", _varint(elements.nbytes), elements.reshape(-1).view(np.uint8)]
+    if rows:
+        parts += [b"\x4a", _varint(len(rows)), rows]  # 9: rows
+    if trainer_id:
+        parts += [b"\x60", _varint(trainer_id)]  # 12: trainer_id
+    return b"".join(parts)
+
+
+def _head(name, kind, array):
+    """Fields 1-4 of a VariableMessage: varname, type, data_type, dims."""
+    data_type = int(convert_dtype(array.dtype))
+    text = name.encode("utf-8")
+    parts = [b"\x0a", _varint(len(text)), text]
+    if kind:
+        parts += [b"\x10", _varint(kind)]
+    if data_type:
+        parts += [b"\x18", _varint(data_type)]
+    if array.ndim:
+        parts += _packed(b"\x22", array.shape)
+    return b"".join(parts)
+
+
+#: (name, type, dtype, shape) -> the first fields of its messages (see serialize); cleared
+#: when full, so a process naming ever new variables keeps at most this many
+_HEADS = {}
+_MAX_HEADS = 1024
+
+
+def _packed(tag, numbers):
+    """A packed repeated int64 field: its tag, its length, the numbers' varints."""
+    body = b"".join([_varint(int(n)) for n in numbers])
+    return [tag, _varint(len(body)), body]
+
+
+#: a data type number -> (its elements' little-endian dtype, the native dtype a decoded
+#: array gets), for the numbers a message may carry
+_ELEMENTS = {int(t): (to_numpy_dtype(t).newbyteorder("<"), to_numpy_dtype(t))
+             for t in DATA_TYPES - {VarType.BF16, VarType.FP8_E4M3FN, VarType.FP8_E5M2}}
 
 
 def decode(message, where):
@@ -106,27 +156,25 @@ def decode(message, where):
 
     if not name:
         raise InvalidArgument(expected(where, "message varname", "a variable name", "''"))
-    if message.type not in (pb.LOD_TENSOR, pb.SELECTED_ROWS):
-        refuse("type", "LOD_TENSOR (0) or SELECTED_ROWS (1)", message.type)
-    try:
-        dtype = VarType(message.data_type)
-    except ValueError:
-        dtype = None
-    if dtype not in DATA_TYPES or dtype in (VarType.BF16, VarType.FP8_E4M3FN,
-                                            VarType.FP8_E5M2):
+    kind = message.type
+    if kind != pb.LOD_TENSOR and kind != pb.SELECTED_ROWS:
+        refuse("type", "LOD_TENSOR (0) or SELECTED_ROWS (1)", kind)
+    elements = _ELEMENTS.get(message.data_type)
+    if elements is None:
         refuse("data_type", "a data type NumPy holds (framework.proto's VarType.Type)",
                message.data_type)
+    wire, native = elements
     dims = list(message.dims)
-    np_dtype = to_numpy_dtype(dtype).newbyteorder("<")
-    size = _checked_size(dims, np_dtype.itemsize, refuse)
-    if len(message.serialized) != size:
-        refuse("serialized bytes", f"{size} ({dims} of {np_dtype.name})",
-               len(message.serialized))
-    array = np.frombuffer(message.serialized, dtype=np_dtype).reshape(dims)
-    array = array.astype(np_dtype.newbyteorder("="))  # a copy of its own, writable
-    if message.type == pb.SELECTED_ROWS:
+    size = _checked_size(dims, wire.itemsize, refuse)
+    data = message.serialized
+    if len(data) != size:
+        refuse("serialized bytes", f"{size} ({dims} of {wire.name})", len(data))
+    array = np.frombuffer(data, dtype=wire).reshape(dims)
+    # a copy of its own, writable (the message's bytes are read-only), in native order
+    array = array.copy() if wire == native else array.astype(native)
+    if kind == pb.SELECTED_ROWS:
         return _selected_rows(message, array, refuse)
-    lod = [list(level.lod_data) for level in message.lod]
+    lod = [list(level.lod_data) for level in message.lod] if len(message.lod) else []
     if message.lod_level != len(lod):
         refuse("lod_level", f"the number of LoD levels it carries ({len(lod)})",
                message.lod_level)
@@ -145,11 +193,9 @@ def _checked_size(dims, itemsize, refuse):
     (NumPy's int64 product wraps: [2**32, 2**32] would claim 0 elements)."""
     if len(dims) > MAX_RANK:
         refuse("dims", f"at most {MAX_RANK} dims", f"{len(dims)} dims")
-    if any(not 0 <= d <= MAX_BYTES for d in dims):
+    if dims and (min(dims) < 0 or max(dims) > MAX_BYTES):
         refuse("dims", f"sizes in [0, {MAX_BYTES}]", dims)
-    size = itemsize
-    for d in dims:
-        size *= d
+    size = itemsize * math.prod(dims)
     if size > MAX_BYTES:
         refuse("dims", f"elements of at most {MAX_BYTES} bytes (what one message carries)",
                f"{dims}: {size} bytes")
@@ -191,13 +237,24 @@ _VARIABLES, _GET_VARNAMES = bytes([(2 << 3) | 2]), bytes([(4 << 3) | 2])
 
 
 def _varint(n):
-    """``n`` (>= 0) as a protobuf varint: 7 bits a byte, low first, high bit = more."""
+    """``n`` as a protobuf varint: 7 bits a byte, low first, high bit = more (a negative
+    int64 as its 64-bit two's complement, ten bytes)."""
+    if 0 <= n < 0x80:
+        return _SMALL_VARINTS[n]
+    if 0 < n < 0x200000:  # two or three bytes: a tensor's byte count, a dim
+        return bytes((n & 0x7F | 0x80, n >> 7)) if n < 0x4000 else \
+            bytes((n & 0x7F | 0x80, (n >> 7) & 0x7F | 0x80, n >> 14))
+    if n < 0:
+        n += 1 << 64
     out = bytearray()
     while n > 0x7F:
         out.append((n & 0x7F) | 0x80)
         n >>= 7
     out.append(n)
     return bytes(out)
+
+
+_SMALL_VARINTS = [bytes([n]) for n in range(0x80)]
 
 
 def _delimited(tag, pieces):

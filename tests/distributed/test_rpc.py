@@ -60,6 +60,65 @@ def test_a_scalar_tensor_is_one_element_of_no_dims():
     assert got.array.shape == () and float(got.array) == 0.5
 
 
+def _protobufs_bytes(name, value, trainer_id):
+    """What the generated class writes for ``value``, its fields set one by one."""
+    message = pb.VariableMessage(varname=name, trainer_id=trainer_id)
+    if isinstance(value, SelectedRows):
+        message.type, message.slr_height = pb.SELECTED_ROWS, value.height()
+        message.rows = np.asarray(value.rows(), "<i8").tobytes()
+        value = value.value
+    for level in value.lod():
+        message.lod.add().lod_data.extend(level)
+    message.lod_level = len(value.lod())
+    array = value.array
+    little = array.astype(array.dtype.newbyteorder("<"))
+    message.data_type = {"float32": 5, "float64": 6, "int64": 3, "int32": 2, "bool": 0,
+                         "float16": 4, "uint8": 20, "int8": 21}[little.dtype.name]
+    message.dims.extend(array.shape)
+    message.serialized = little.tobytes()
+    return message.SerializeToString()
+
+
+@pytest.mark.parametrize("value", [
+    LoDTensor(np.arange(12, dtype="float32").reshape(3, 4)),
+    LoDTensor(np.arange(300, dtype="float64").reshape(3, 100).T),  # not C-contiguous
+    LoDTensor(np.arange(6, dtype=">i4")),  # big-endian: written little-endian
+    LoDTensor(np.asarray(0.5, dtype="float32")),  # no dims
+    LoDTensor(np.zeros((0, 3), "float32")),  # no elements
+    LoDTensor(np.ones((2, 200, 300), "float16")),  # byte counts of three varint bytes
+    LoDTensor(np.array([True, False, True])),  # data type 0, left out
+    LoDTensor(np.arange(10, dtype="int64").reshape(5, 2), [[0, 2, 5], [0, 1, 2, 3, 4, 5]]),
+    LoDTensor(np.zeros((0, 2), "float32"), [[0]]),
+    SelectedRows([0, 5, 5, 2], 1000, LoDTensor(np.ones((4, 3), "int8"))),
+    SelectedRows([], 0, LoDTensor(np.ones((0, 3), "uint8"))),
+], ids=lambda value: type(value).__name__)
+@pytest.mark.parametrize("name,trainer_id", [("w", 0), ("fc_0.w_0@GRAD", 1),
+                                             ("ünïcode" * 30, 2 ** 40)])
+def test_a_message_is_written_as_protobuf_writes_it(value, name, trainer_id):
+    assert messages.serialize(name, value, trainer_id) == \
+        _protobufs_bytes(name, value, trainer_id)
+
+
+def test_a_variable_sent_again_with_another_shape_is_written_with_it():
+    first = messages.serialize("h", LoDTensor(np.ones((2, 3), "float32")))
+    again = messages.serialize("h", LoDTensor(np.ones((4, 3), "float64")))
+    got = messages.decode(pb.VariableMessage.FromString(again), "test")
+    assert first != again and got.array.shape == (4, 3) and got.array.dtype == "float64"
+
+
+def test_the_remembered_message_heads_stay_bounded():
+    for i in range(3 * messages._MAX_HEADS):
+        messages.serialize(f"step_{i}", LoDTensor(np.ones(1, "float32")))
+        assert len(messages._HEADS) <= messages._MAX_HEADS
+
+
+def test_a_decoded_value_owns_its_elements():
+    wire = messages.serialize("w", LoDTensor(np.arange(4, dtype=">f8")))
+    got = messages.decode(pb.VariableMessage.FromString(wire), "test").array
+    got += 1  # writable, native order
+    assert got.dtype == np.dtype("float64") and got.tolist() == [1.0, 2.0, 3.0, 4.0]
+
+
 def _message(**fields):
     message = messages.encode("w", LoDTensor(np.ones((2, 3), "float32")))
     for name, value in fields.items():
