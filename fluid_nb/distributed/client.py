@@ -104,7 +104,7 @@ class RPCClient:
     def exchange(self, batches):
         """``{endpoint: [values got]}`` for ``{endpoint: (sent, send_barrier, get_names,
         fetch_barrier)}``, one ``SendAndGetVariables`` call per endpoint, all at once:
-        ``sent`` (``[(name, serialized VariableMessage)]``) handed over, then
+        ``sent`` (``[(name, VariableMessage bytes or pieces)]``) handed over, then
         (``send_barrier``) the send barrier, then the values of ``get_names`` (in sync
         mode once the server's round has optimized), then (``fetch_barrier``) the fetch
         barrier. The replies are checked to hold exactly the names asked, in order, and

@@ -7,8 +7,11 @@ kernels go together instead. :func:`role_of` reads the op's block once per progr
 (:class:`Plan`) and groups, around each ``send_barrier`` (not half-async's):
 
 - the ``send`` ops before it (back to the previous recv, barrier or fetch op) whose endpoints
-  it names: they do not call; each encodes its values where it runs (a copy of their bytes
-  at that point of the run) and leaves them with the barrier (*deferred*);
+  it names: they do not call; each writes its messages where it runs and leaves them with
+  the barrier (*deferred*). A message's elements stay the value's own array until the
+  barrier's call copies them: no op writes a value it did not make in place (the
+  executor's in-place updates take an array only while nothing else holds it, and the
+  queued message does), so the call carries the values as they were when sent;
 - the ``recv`` ops right after it (with the barrier, not ``do_not_run``) when it names
   every endpoint they name, and the ``fetch_barrier`` right after them (*taken*).
 
@@ -49,7 +52,8 @@ DEFERRED, LEADING, TAKEN = "deferred", "leading", "taken"
 class Exchange:
     """One step's group: the ops it carries and, per endpoint, what it gets."""
 
-    __slots__ = ("endpoints", "barrier", "sends", "recvs", "gets", "fetch", "fenced")
+    __slots__ = ("endpoints", "barrier", "sends", "targets", "recvs", "gets", "fetch",
+                 "fenced")
 
     def __init__(self, endpoints, barrier=True):
         #: the barrier's endpoints, in its order (async: the sends', then the recvs'): one
@@ -59,6 +63,9 @@ class Exchange:
         self.barrier = barrier
         #: the deferred send ops, in program order
         self.sends = []
+        #: a deferred send of whole variables -> its ``[(endpoint, name)]``, one per input X
+        #: (a send of row pieces, or a notice, finds its own)
+        self.targets = {}
         #: the taken recv ops and their ``[(endpoint, name)]`` sources
         self.recvs = []
         #: endpoint -> the names its call gets (the recvs' sources, in order)
@@ -100,6 +107,7 @@ class Plan:
             if send.attrs.get("use_send_handler", True) and set(send_endpoints(send)) <= named:
                 exchange.sends.append(send)
                 self.roles[send] = (DEFERRED, exchange)
+                _target(exchange, send)
         after = index + 1
         while after < len(ops) and ops[after].type == "recv":
             sources = recv_sources(ops[after])
@@ -136,12 +144,19 @@ class Plan:
         for send in pending:
             exchange.sends.append(send)
             self.roles[send] = (DEFERRED, exchange)
+            _target(exchange, send)
         for op, sources in recvs:
             exchange.recvs.append((op, sources))
             for endpoint, name in sources:
                 exchange.gets[endpoint].append(name)
             self.roles[op] = (TAKEN, exchange)
         self.roles[recvs[0][0]] = (LEADING, exchange)
+
+
+def _target(exchange, send):
+    """Note where a deferred send of whole variables sends each (see Exchange.targets)."""
+    if send.attrs.get("use_send_handler", True) and not send.attrs.get("send_varnames"):
+        exchange.targets[send] = list(zip(send_endpoints(send), send.inputs.get("X", [])))
 
 
 #: RPC ops a deferred send must not be carried past: they call on their own
@@ -198,8 +213,8 @@ class _Left(threading.local):
     """What one thread's ops leave for later ops of the same run."""
 
     def __init__(self):
-        #: exchange -> endpoint -> ``[(name, serialized VariableMessage)]`` its deferred
-        #: sends encoded
+        #: exchange -> endpoint -> ``[(name, VariableMessage pieces)]`` its deferred sends
+        #: wrote (see messages.pieces)
         self.queued = {}
         #: taken recv op -> its values; taken fetch_barrier op -> the endpoints told
         self.taken = {}
@@ -209,14 +224,14 @@ _left = _Left()
 
 
 def defer(op, exchange, jobs, trainer_id):
-    """A deferred send's ``(endpoint, name, value)`` jobs, encoded now, queued for the
+    """A deferred send's ``(endpoint, name, value)`` jobs, written now, queued for the
     barrier's calls (the group's first send starts the queue afresh)."""
     queued = _left.queued
     if op is exchange.sends[0] or exchange not in queued:
         queued[exchange] = {}
     per_endpoint = queued[exchange]
     for endpoint, name, value in jobs:
-        per_endpoint.setdefault(endpoint, []).append((name, messages.serialize(
+        per_endpoint.setdefault(endpoint, []).append((name, messages.pieces(
             name, value, trainer_id, f"send to {endpoint}")))
 
 

@@ -57,6 +57,14 @@ def _on_place(ctx, value):
 
 
 def _send(ctx, xs):
+    role = exchange.role_of(ctx.op)
+    targets = role[1].targets.get(ctx.op) if role is not None and \
+        role[0] == exchange.DEFERRED else None
+    if targets is not None:  # whole variables, which the barrier sends
+        exchange.defer(ctx.op, role[1], [(ep, name, value) for (ep, name), value
+                                         in zip(targets, xs) if _has_value(value)],
+                       client(ctx.attrs["trainer_id"]).trainer_id)
+        return None
     rpc = client(ctx.attrs["trainer_id"])
     trainer = rpc.trainer_id
     names = list(ctx.attrs["send_varnames"])
@@ -73,7 +81,6 @@ def _send(ctx, xs):
         epmap = _endpoints(ctx, "epmap", len(xs), "input X")
         jobs = [(ep, name, value) for ep, name, value
                 in zip(epmap, ctx.input_names("X"), xs) if _has_value(value)]
-    role = exchange.role_of(ctx.op)
     if role is not None and role[0] == exchange.DEFERRED:  # the barrier sends them
         exchange.defer(ctx.op, role[1], jobs, trainer)
         return None
@@ -92,11 +99,16 @@ def _has_value(value):
 def _recv(ctx, xs):
     if ctx.attrs["do_not_run"]:
         return None
-    rpc = client(ctx.attrs["trainer_id"])
-    role = exchange.role_of(ctx.op)
-    if role is not None and role[0] == exchange.LEADING:  # an async step's one call per server
-        exchange.lead(rpc, role[1])
     got = exchange.take(ctx.op)  # the values its group's calls brought, if they did
+    if got is None:
+        role = exchange.role_of(ctx.op)
+        if role is not None and role[0] == exchange.LEADING:  # an async step's calls
+            exchange.lead(client(ctx.attrs["trainer_id"]), role[1])
+            got = exchange.take(ctx.op)
+    if got is not None and not ctx.attrs["recv_varnames"]:
+        # its group matched its attributes with its sources: one value per output, in order
+        return got if ctx.xp is np else [_on_place(ctx, value) for value in got]
+    rpc = client(ctx.attrs["trainer_id"])
     trainer = rpc.trainer_id
     barrier = ctx.attrs["with_barrier"]
     outs = ctx.output_names("Out")

@@ -164,7 +164,7 @@ class ParameterServer:
         self.phase, self.round, self.startup = GET, 0, True
         self.arrived = set()
         self.waiting = []
-        #: name -> its serialized VariableMessage, for this get phase (see _encoded)
+        #: name -> its VariableMessage's pieces, for this get phase (see _encoded)
         self.encoded = {}
         self.clock = None
         self.last_heard = {}
@@ -468,7 +468,10 @@ class ParameterServer:
             else:  # a barrier: the phase may turn, and the calls waiting for it go on
                 self.arrived.add(t)
                 self._advance()
-        call.answer(raw=messages.batch_reply(call.got))
+        # the pieces hold the parameters' arrays: let go of them once written, so the next
+        # round's optimizer may update the arrays in place
+        reply, call.got = messages.batch_reply(call.got), []
+        call.answer(raw=reply)
 
     def _take_batch_async(self, call, t):
         """Each variable applied as a SendVariable would be, then the gets answered (the
@@ -479,12 +482,13 @@ class ParameterServer:
             [self._value(name, t) for name in call.message.get_varnames]))
 
     def _encoded(self, name):
-        """``name``'s VariableMessage serialized, once per get phase (the values do not
-        change until the next send phase; every trainer gets the same bytes, trainer_id
-        0)."""
+        """``name``'s VariableMessage pieces (messages.pieces), once per get phase (the
+        values do not change until the next send phase, which lets the pieces go; every
+        trainer gets the same message, trainer_id 0)."""
         found = self.encoded.get(name)
         if found is None:
-            found = self.encoded[name] = self._value(name, 0)
+            found = self.encoded[name] = messages.pieces(name, self._held(name), 0,
+                                                         self.where)
         return found
 
     def _advance(self):
@@ -658,6 +662,10 @@ class ParameterServer:
     def _value(self, name, t):
         """The serialized VariableMessage of the server's value of ``name`` (for trainer
         ``t``)."""
+        return messages.serialize(name, self._held(name), t, where=self.where)
+
+    def _held(self, name):
+        """The server's value of ``name`` (NOT_FOUND when it holds none)."""
         holder = self.scope.find_var(name)
         value = holder.value if holder is not None else None
         if not isinstance(value, (LoDTensor, SelectedRows)) or \
@@ -665,4 +673,4 @@ class ParameterServer:
             raise Refused(grpc.StatusCode.NOT_FOUND, expected(
                 self.where, f"variable '{name}'", "one the server holds a value of",
                 "none" if holder is None else "a variable with no value"))
-        return messages.serialize(name, value, t, where=self.where)
+        return value

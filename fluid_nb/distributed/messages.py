@@ -17,9 +17,9 @@ half-made value nor an error of NumPy's.
 A ``VariableBatch`` is a trainer's exchange of one step with one server
 (``SendAndGetVariables``): the variables it sends, its send barrier, the names it gets and
 its fetch barrier, taken in that order; the reply carries the values got, in the order
-asked. Both are written as protobuf's wire form around VariableMessages serialized once
-(:func:`batch_request`, :func:`batch_reply`: a value's bytes are not copied into a message
-object again), and read by the generated class (:func:`decode_batch`).
+asked. Both are written in protobuf's wire form around the messages' pieces
+(:func:`batch_request`, :func:`batch_reply`: a value's elements are copied once, into the
+batch's bytes), and read by the generated class (:func:`decode_batch`).
 """
 import math
 
@@ -69,8 +69,18 @@ def serialize(name, value, trainer_id=0, where="send"):
     array) as variable ``name``, written field by field in protobuf's wire form, as
     ``SerializeToString`` writes them (field-number order, proto3 defaults left out,
     ``dims`` and ``lod_data`` packed), with the elements copied once (into the result)."""
+    return b"".join(pieces(name, value, trainer_id, where))
+
+
+def pieces(name, value, trainer_id=0, where="send"):
+    """:func:`serialize`'s bytes as the list of pieces they join: the elements are a
+    one-dimensional uint8 view of the value's own array (or of its little-endian, C-order
+    copy), so a batch that carries the message copies them once, into the batch. The
+    pieces see later writes to that array: they are for a message written now."""
     kind, height, rows, lod = pb.LOD_TENSOR, 0, b"", ()
-    if isinstance(value, SelectedRows):
+    if value.__class__ is LoDTensor:  # the usual value
+        tensor, lod = value, value._lod
+    elif isinstance(value, SelectedRows):
         kind, height = pb.SELECTED_ROWS, value.height()
         rows = np.asarray(value.rows(), dtype="<i8").tobytes()
         tensor = value.value
@@ -85,10 +95,12 @@ def serialize(name, value, trainer_id=0, where="send"):
     if array is None:
         raise InvalidArgument(expected(where, f"variable '{name}'", "an initialised tensor",
                                        "a tensor with no data"))
-    array = to_host(array)  # a device array's bytes come to the host: one copy
+    if array.__class__ is not np.ndarray:
+        array = to_host(array)  # a device array's bytes come to the host: one copy
     if array.dtype.byteorder == ">":
         array = array.astype(array.dtype.newbyteorder("<"))
-    elements = array if array.flags.c_contiguous else np.ascontiguousarray(array)
+    if not array.flags.c_contiguous:
+        array = np.ascontiguousarray(array)
     # fields 1-4 (varname, type, data_type, dims) are the same every step for a variable
     key = (name, kind, array.dtype, array.shape)
     head = _HEADS.get(key)
@@ -105,13 +117,14 @@ def serialize(name, value, trainer_id=0, where="send"):
             parts += [b"\x32", _varint(len(inner)), inner]
     if height:
         parts += [b"\x38", _varint(height)]  # 7: slr_height
-    if elements.nbytes:  # 8: serialized (the array's own buffer; join copies it once)
-        parts += [b"\x42", _varint(elements.nbytes), elements.reshape(-1).view(np.uint8)]
+    size = array.nbytes
+    if size:  # 8: serialized (the array's own buffer; join copies it once)
+        parts += [b"\x42", _varint(size), array.reshape(-1).view(np.uint8)]
     if rows:
         parts += [b"\x4a", _varint(len(rows)), rows]  # 9: rows
     if trainer_id:
         parts += [b"\x60", _varint(trainer_id)]  # 12: trainer_id
-    return b"".join(parts)
+    return parts
 
 
 def _head(name, kind, array):
@@ -141,8 +154,10 @@ def _packed(tag, numbers):
 
 
 #: a data type number -> (its elements' little-endian dtype, the native dtype a decoded
-#: array gets), for the numbers a message may carry
-_ELEMENTS = {int(t): (to_numpy_dtype(t).newbyteorder("<"), to_numpy_dtype(t))
+#: array is cast to, or None where that is the same), for the numbers a message may carry
+_ELEMENTS = {int(t): (to_numpy_dtype(t).newbyteorder("<"),
+                      None if to_numpy_dtype(t) == to_numpy_dtype(t).newbyteorder("<")
+                      else to_numpy_dtype(t))
              for t in DATA_TYPES - {VarType.BF16, VarType.FP8_E4M3FN, VarType.FP8_E5M2}}
 
 
@@ -170,8 +185,7 @@ def decode(message, where):
     if len(data) != size:
         refuse("serialized bytes", f"{size} ({dims} of {wire.name})", len(data))
     array = np.frombuffer(data, dtype=wire).reshape(dims)
-    # a copy of its own, writable (the message's bytes are read-only), in native order
-    array = array.copy() if wire == native else array.astype(native)
+    array = array.copy() if native is None else array.astype(native)
     if kind == pb.SELECTED_ROWS:
         return _selected_rows(message, array, refuse)
     lod = [list(level.lod_data) for level in message.lod] if len(message.lod) else []
@@ -257,15 +271,24 @@ def _varint(n):
 _SMALL_VARINTS = [bytes([n]) for n in range(0x80)]
 
 
-def _delimited(tag, pieces):
-    return [part for piece in pieces for part in (tag, _varint(len(piece)), piece)]
+def _delimited(tag, fields):
+    """Length-delimited fields ``tag``: each bytes, or a list of pieces (see :func:`pieces`)
+    written one after the other."""
+    parts = []
+    for field in fields:
+        if field.__class__ is list:
+            parts += [tag, _varint(sum(map(len, field)))]
+            parts += field
+        else:
+            parts += [tag, _varint(len(field)), field]
+    return parts
 
 
 def batch_request(trainer_id, serialized, send_barrier, get_names, fetch_barrier):
     """The bytes of the VariableBatch request of trainer ``trainer_id`` (>= 0) sending the
-    serialized VariableMessages ``serialized``, then (flags) its send barrier, getting
-    ``get_names``, then its fetch barrier: what ``pb.VariableBatch(...)`` serializes to,
-    without copying the values into a message object."""
+    VariableMessages ``serialized`` (each bytes, or :func:`pieces`), then (flags) its send
+    barrier, getting ``get_names``, then its fetch barrier: what ``pb.VariableBatch(...)``
+    serializes to, the values' elements copied once, into it."""
     parts = [_TRAINER_ID, _varint(trainer_id)] if trainer_id else []
     parts += _delimited(_VARIABLES, serialized)
     if send_barrier:
@@ -277,8 +300,8 @@ def batch_request(trainer_id, serialized, send_barrier, get_names, fetch_barrier
 
 
 def batch_reply(serialized):
-    """The bytes of a VariableBatch whose ``variables`` are the serialized VariableMessages
-    ``serialized``, in order, so a message encoded once serves every trainer."""
+    """The bytes of a VariableBatch whose ``variables`` are the VariableMessages
+    ``serialized`` (each bytes, or :func:`pieces`), in order."""
     return b"".join(_delimited(_VARIABLES, serialized))
 
 

@@ -198,6 +198,31 @@ def test_an_async_step_is_one_call_per_server(tmp_path, servers, short_deadline)
         np.testing.assert_allclose(np.reshape(final, SHAPE), want, rtol=1e-6)  # with them
 
 
+def test_a_sent_gradient_travels_as_it_was_when_its_send_ran(tmp_path, short_deadline):
+    """The deferred send leaves its value's array with the barrier, not a copy: an op
+    between them that updates the gradient (sgd with the gradient as its parameter, which
+    writes in place where it can) must not change what the server gets."""
+    endpoint, = free_endpoints(1)
+    steps = 2
+    with Job(tmp_path, FAST) as job:
+        main, scope, exe = _servers_and_one_trainer(job, [endpoint], 0)
+        block = main.global_block()
+        at = next(i for i, op in enumerate(block.ops) if op.type == "send_barrier")
+        grad = block.var(grad_name(0, 0, 1, 0))
+        rate = block.create_var(name="zeroing_rate", shape=[1], dtype="float32")
+        block._insert_op(at, type="fill_constant", outputs={"Out": [rate]},
+                         attrs={"shape": [1], "dtype": int(rate.dtype), "value": 1.0})
+        block._insert_op(at + 1, type="sgd", inputs={"Param": [grad], "Grad": [grad],
+                                                     "LearningRate": [rate]},
+                         outputs={"ParamOut": [grad]})
+        for _ in range(steps):
+            w, g = exe.run(main, scope=scope, fetch_list=["w0", grad.name])
+            np.testing.assert_array_equal(g, np.zeros(SHAPE, "float32"))  # zeroed after
+        exe.close()
+        assert job.wait(timeout=30) == {"pserver0": 0}
+    np.testing.assert_allclose(w, expected_params(1, 1, 0, steps)[0], rtol=1e-6)
+
+
 def test_a_batching_trainer_and_one_calling_per_variable_share_the_rounds(tmp_path,
                                                                           short_deadline):
     endpoint, = free_endpoints(1)
