@@ -168,4 +168,8 @@ def _shown(value):
 
 def flag(name):
     """The current value of one flag (for fluid_nb's own readers)."""
-    return _values.get(name, _from_environment(name))
+    value = _values.get(name, _UNSET)
+    return _from_environment(name) if value is _UNSET else value
+
+
+_UNSET = object()

@@ -152,6 +152,8 @@ class RPCClient:
         at once. ``name`` (the message's varname when not given; a list for a batched call)
         is what errors name. Each call goes on alone with its retries; the first error is
         raised once every call has ended."""
+        if not requests:
+            return []
         limit = _seconds("FLAGS_rpc_deadline")
         start = time.monotonic()
         calls = []
@@ -163,8 +165,6 @@ class RPCClient:
             # a message, or its bytes already written (the client's own trainer id's)
             payload = message if isinstance(message, bytes) else message.SerializeToString()
             calls.append((endpoint, method, name, payload, self._method(endpoint, method)))
-        if not calls:
-            return []
         # the first call is made by this thread, the others by the client's callers (threads
         # kept for its life): a gRPC future starts a thread of its own to wait on each time
         others = [self._callers().submit(self._attempt, call, start, limit)
