@@ -609,12 +609,12 @@ class ParameterServer:
         key = (name, rows, array.dtype, array.shape, self.program._version)
         if key in self._fitting:
             return
-        self._check_declared_afresh(name, value, rows, array)
+        self._check_declared_afresh(name, rows, array)
         if len(self._fitting) >= 4096:  # a bound for trainers sending ever new shapes
             self._fitting.clear()
         self._fitting.add(key)
 
-    def _check_declared_afresh(self, name, value, rows, array):
+    def _check_declared_afresh(self, name, rows, array):
         var = self.global_block._find_var_recursive(name)
         if var is None:
             return

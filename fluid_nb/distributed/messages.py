@@ -78,14 +78,12 @@ def pieces(name, value, trainer_id=0, where="send"):
     copy), so a batch that carries the message copies them once, into the batch. The
     pieces see later writes to that array: they are for a message written now."""
     kind, height, rows, lod = pb.LOD_TENSOR, 0, b"", ()
-    if value.__class__ is LoDTensor:  # the usual value
+    if isinstance(value, LoDTensor):
         tensor, lod = value, value._lod
     elif isinstance(value, SelectedRows):
         kind, height = pb.SELECTED_ROWS, value.height()
         rows = np.asarray(value.rows(), dtype="<i8").tobytes()
         tensor = value.value
-    elif isinstance(value, LoDTensor):
-        tensor, lod = value, value._lod
     elif isinstance(value, np.ndarray):
         tensor = LoDTensor(value)
     else:
