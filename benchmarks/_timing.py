@@ -1,4 +1,6 @@
-"""Timing helpers shared by the benchmarks: best-of-N medians, printed as ratios."""
+"""Timing helpers shared by the benchmarks: best-of-N medians, printed as ratios, and
+counts of the Python bytecodes a path runs."""
+import os
 import time
 
 
@@ -65,3 +67,19 @@ def row(label, value, unit, reference=None, ref_label=None):
     if reference:
         text += f"   ({value / reference:5.2f}x {ref_label})"
     print(text)
+
+
+def opcode_tracer(counts):
+    """A trace function for ``sys.settrace`` or ``threading.settrace`` that counts the
+    Python bytecodes run (opcode events) into ``counts``, by (file name, function): a count
+    the machine's load does not move."""
+    def per_opcode(frame, event, arg):
+        if event == "opcode":
+            key = (os.path.basename(frame.f_code.co_filename), frame.f_code.co_name)
+            counts[key] = counts.get(key, 0) + 1
+        return per_opcode
+
+    def per_function(frame, event, arg):
+        frame.f_trace_opcodes = True
+        return per_opcode
+    return per_function

@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import fluid_nb as fluid  # noqa: E402
 from tests.browser.study_models import resnet_training, transformer_training  # noqa: E402
-from _timing import interleaved_samples, row  # noqa: E402
+from _timing import interleaved_samples, opcode_tracer, row  # noqa: E402
 
 ROUNDS = 5
 LAYERS, WIDTH, BATCH = 100, 64, 16
@@ -118,22 +118,13 @@ def bytecodes(fn):
 
 
 def _counted(fn):
-    counts = [0]
-
-    def per_function(frame, event, arg):
-        frame.f_trace_opcodes = True
-        return per_opcode
-
-    def per_opcode(frame, event, arg):
-        if event == "opcode":
-            counts[0] += 1
-        return per_opcode
-    sys.settrace(per_function)
+    counts = {}
+    sys.settrace(opcode_tracer(counts))
     try:
         fn()
     finally:
         sys.settrace(None)
-    return counts[0]
+    return sum(counts.values())
 
 
 def main():

@@ -3,6 +3,7 @@ of examples/distributed/mlp.py (64-256-64-10, batch 64, SGD) with 1 and 2 server
 2 trainers, in sync and async mode, next to single-process training on the same batches.
 
     python benchmarks/distributed.py [--steps 200] [--rounds 3]
+    python benchmarks/distributed.py --bytecodes [--steps 200]
 
 Every server and trainer is a process of its own (started by fluid_nb.distributed.launcher,
 as `fluid-nb launch` does), talking gRPC over localhost. A trainer times ``--steps`` steps
@@ -16,12 +17,18 @@ calls it makes per step, as counted by its RPC client (a step, sync or async, is
 one process training on the whole batch; the ratio is the job's steps per second over it.
 All processes share this machine's cores (the figures are for the whole job on one
 machine, not for a cluster).
+
+``--bytecodes`` counts instead the Python bytecodes of a sync 1 x 1 step (a count the
+machine's load does not move): the trainer's timed steps, the server's threads (gRPC's
+and the handlers', warm-up steps included, over the steps), and single-process training's
+step for comparison.
 """
 import argparse
 import io
 import json
 import os
 import sys
+import threading
 import time
 
 import numpy as np
@@ -31,6 +38,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "examples", "distributed"))
 import fluid_nb as fluid  # noqa: E402
 from fluid_nb.distributed import client, launcher as launch  # noqa: E402
 from mlp import data, network  # noqa: E402
+from _timing import opcode_tracer  # noqa: E402
 
 BATCH, WARMUP, LEARNING_RATE = 64, 10, 0.1
 
@@ -44,8 +52,9 @@ def programs():
     return main, startup, feeds, loss
 
 
-def train(exe, program, feeds, loss, batches, part, parts):
-    """Seconds per step over ``batches`` after the warm-up ones."""
+def train(exe, program, feeds, loss, batches, part, parts, counts=None):
+    """Seconds per step over ``batches`` after the warm-up ones (``counts``: a dict the
+    timed steps' bytecodes are counted into, see _timing.opcode_tracer)."""
     def step(batch):
         exe.run(program, feed={n: np.array_split(c, parts)[part] for n, c in zip(feeds, batch)},
                 fetch_list=[loss])
@@ -54,8 +63,13 @@ def train(exe, program, feeds, loss, batches, part, parts):
     rpc = client()
     sent, received, calls = rpc.sent_bytes, rpc.received_bytes, sum(rpc.calls.values())
     start = time.perf_counter()
-    for batch in batches[WARMUP:]:
-        step(batch)
+    if counts is not None:
+        sys.settrace(opcode_tracer(counts))
+    try:
+        for batch in batches[WARMUP:]:
+            step(batch)
+    finally:
+        sys.settrace(None)
     steps = len(batches) - WARMUP
     return ((time.perf_counter() - start) / steps, (rpc.sent_bytes - sent) / steps,
             (rpc.received_bytes - received) / steps,
@@ -77,38 +91,65 @@ def role(args):
         endpoint = os.environ["PADDLE_CURRENT_ENDPOINT"]
         server = t.get_pserver_program(endpoint)
         exe.run(t.get_startup_program(endpoint, server))
+        counts = {}
+        if args.bytecodes:  # the threads gRPC starts for the calls, from their start
+            threading.settrace(opcode_tracer(counts))
         exe.run(server)
+        threading.settrace(None)
+        if args.bytecodes:
+            print(f"SERVER-BYTECODES {sum(counts.values()) / (args.steps + WARMUP):.0f}",
+                  flush=True)
         return
     program = t.get_trainer_program()
     exe.run(startup)
     batches, _ = data(BATCH, args.steps + WARMUP)
-    seconds, sent, received, calls = train(exe, program, feeds, loss, batches, trainer, parts)
+    counts = {} if args.bytecodes else None
+    seconds, sent, received, calls = train(exe, program, feeds, loss, batches, trainer, parts,
+                                           counts)
     exe.close()
     print("RESULT " + json.dumps({"seconds": seconds, "sent": sent, "received": received,
-                                  "calls": calls}), flush=True)
+                                  "calls": calls, "bytecodes": sum((counts or {}).values())
+                                  / args.steps}), flush=True)
 
 
-def job(servers, trainers, mode, steps):
+def job(servers, trainers, mode, steps, bytecodes=False):
+    """The trainers' RESULT records (with ``bytecodes``, the servers' counts in
+    ``job.server_bytecodes``)."""
     processes, _ = launch.plan(servers, trainers)
     out = io.StringIO()
     code = launch.run(processes, os.path.abspath(__file__),
-                      ["--mode", mode, "--steps", str(steps)], out=out)
+                      ["--mode", mode, "--steps", str(steps)]
+                      + (["--bytecodes"] if bytecodes else []), out=out)
     if code:
         raise SystemExit(f"{servers} servers x {trainers} trainers ({mode}) failed:\n"
                          + out.getvalue())
     results = [json.loads(line.split("RESULT ", 1)[1]) for line in out.getvalue().splitlines()
                if "RESULT " in line]
     assert len(results) == trainers, out.getvalue()
+    job.server_bytecodes = [float(line.split("SERVER-BYTECODES ", 1)[1])
+                            for line in out.getvalue().splitlines()
+                            if "SERVER-BYTECODES " in line]
     return results
 
 
-def single(steps):
+def single(steps, counts=None):
     main, startup, feeds, loss = programs()
     exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
     with fluid.scope_guard(scope):
         exe.run(startup)
         batches, _ = data(BATCH, steps + WARMUP)
-        return train(exe, main, feeds, loss, batches, 0, 1)[0]
+        return train(exe, main, feeds, loss, batches, 0, 1, counts)[0]
+
+
+def bytecodes(steps):
+    """Bytecodes per sync 1 x 1 step: trainer, server, and single-process training."""
+    result, = job(1, 1, "sync", steps, bytecodes=True)
+    server, = job.server_bytecodes
+    counts = {}
+    single(steps, counts)
+    print(f"sync 1 x 1, bytecodes per step: trainer {result['bytecodes']:,.0f}, server "
+          f"{server:,.0f} (its threads, gRPC's included); single process "
+          f"{sum(counts.values()) / steps:,.0f}")
 
 
 def main():
@@ -117,9 +158,13 @@ def main():
     parser.add_argument("--rounds", type=int, default=3,
                         help="runs of each configuration, in turns; the fastest is kept")
     parser.add_argument("--mode", choices=["sync", "async"], default="sync")
+    parser.add_argument("--bytecodes", action="store_true",
+                        help="count the Python bytecodes of a sync 1 x 1 step instead")
     args = parser.parse_args()
     if os.getenv("PADDLE_TRAINING_ROLE"):
         return role(args)
+    if args.bytecodes:
+        return bytecodes(args.steps)
     configs = [(mode, servers, trainers) for mode in ("sync", "async")
                for servers, trainers in ((1, 1), (2, 1), (1, 2), (2, 2))]
     reference, best = float("inf"), {}

@@ -27,7 +27,8 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fluid_nb as fluid  # noqa: E402
 from fluid_nb.live.session import LiveSession, disable_live, enable_live  # noqa: E402
-from _timing import best_time, interleaved_samples, row, spread, torch_or_none  # noqa: E402,E501
+from _timing import (best_time, interleaved_samples, opcode_tracer, row, spread,  # noqa: E402
+                     torch_or_none)
 
 N_OPS = 1000
 ROUNDS = 9
@@ -210,17 +211,6 @@ def bytecodes_per_op(n_ops=200, operator=False):
     events): a count that does not move with the machine's load, with the functions that
     execute most of them."""
     counts = {}
-
-    def per_function(frame, event, arg):
-        frame.f_trace_opcodes = True
-        return per_opcode
-
-    def per_opcode(frame, event, arg):
-        if event == "opcode":
-            code = frame.f_code
-            key = (os.path.basename(code.co_filename), code.co_name)
-            counts[key] = counts.get(key, 0) + 1
-        return per_opcode
     main, startup, scope = fluid.Program(), fluid.Program(), fluid.Scope()
     with fluid.program_guard(main, startup), fluid.unique_name.guard(), \
             fluid.live(program=main, startup_program=startup, scope=scope):
@@ -229,7 +219,7 @@ def bytecodes_per_op(n_ops=200, operator=False):
         add = fluid.layers.elementwise_add
         for _ in range(10):  # (first calls fill caches)
             c = add(c, one)
-        sys.settrace(per_function)
+        sys.settrace(opcode_tracer(counts))
         try:
             for _ in range(n_ops):
                 c = c + one if operator else add(c, one)
