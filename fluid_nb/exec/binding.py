@@ -396,7 +396,7 @@ def _kernel_step(fn, ctx, op, opdef, ins, outs, holder, dead):
     op's shape faster. A flavour stays only while it buys 3% of a benchmark (the plain
     step's closure for an absent second input, under 1%, was folded)."""
     lod_sources = _lod_sources(op, opdef, holder)
-    donors = _donors(op, opdef, ins)
+    donors = _donors(op, opdef, ins, dead)
     if donors:  # memory, not speed: memory.py's W2 step peak 9.3 -> 5.4 MB
         return flavours.donating(flavours.general(fn, ctx, opdef, ins, outs, lod_sources,
                                                   dead), ctx, donors)
@@ -464,20 +464,26 @@ def _lod_sources(op, opdef, holder):
 DONATE_MIN_BYTES = 64 << 10
 
 
-def _donors(op, opdef, ins):
+def _donors(op, opdef, ins, dead=()):
     """(input slot, holder) of the op's ``in_place`` pairs whose output names the same
-    variable as the input, a variable of at least DONATE_MIN_BYTES."""
-    if not opdef.in_place or not memory_policy()[1]:
+    variable as the input, and of its ``reuses`` pairs whose input holder is among ``dead``
+    (the run's temporaries dropped right after the op), each a variable of at least
+    DONATE_MIN_BYTES."""
+    if not (opdef.in_place or opdef.reuses) or not memory_policy()[1]:
         return ()
     position = {slot.name: i for i, slot in enumerate(opdef.inputs)}
     donors = []
-    for out_slot, in_slot in opdef.in_place.items():
-        out_args, in_args = op.outputs.get(out_slot), op.inputs.get(in_slot)
-        if out_args and in_args and len(out_args) == len(in_args) == 1 \
-                and out_args[0] == in_args[0] and ins[position[in_slot]] is not None \
-                and _declared_bytes(op.block._find_var_recursive(in_args[0])) \
-                >= DONATE_MIN_BYTES:
-            donors.append((in_slot, ins[position[in_slot]]))
+    for pairs, reused in ((opdef.in_place, False), (opdef.reuses, True)):
+        for out_slot, in_slot in pairs.items():
+            out_args, in_args = op.outputs.get(out_slot), op.inputs.get(in_slot)
+            holder = ins[position[in_slot]]
+            if out_args and in_args and len(out_args) == len(in_args) == 1 \
+                    and holder.__class__ is ScopeVariable \
+                    and (any(holder is h for h in dead) if reused
+                         else out_args[0] == in_args[0]) \
+                    and _declared_bytes(op.block._find_var_recursive(in_args[0])) \
+                    >= DONATE_MIN_BYTES:
+                donors.append((in_slot, holder))
     return tuple(donors)
 
 

@@ -162,10 +162,11 @@ plain_step = _steps.plain_step
 def donating(inner, ctx, donors):
     """``inner`` with ``ctx.donated`` set first to the slots of ``donors`` ((input slot,
     holder) pairs) whose values nothing else holds: update ops (sgd, momentum, adam) then
-    write those parameters in place. ``Executor.run`` holds the old value of everything a
-    run writes, to put it back if the run fails, so there an update writes new arrays (W2's
-    step peaks at 9.3 MB of blocks where in place it took 5.4): all or nothing costs one
-    copy of the optimizer state."""
+    write those parameters in place, and adam its new parameter over a gradient that dies
+    with it. ``Executor.run`` holds the old value of everything a run writes, to put it
+    back if the run fails, so there an update writes new state arrays (W2's step peaks at
+    9.3 MB of blocks where in place it took 5.4): all or nothing costs one copy of the
+    optimizer state, less the parameters that take over their gradients' arrays."""
     nothing = frozenset()
     if len(donors) == 1:  # sgd: the usual case, without building a set per run
         (slot, holder), = donors

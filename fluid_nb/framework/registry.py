@@ -24,8 +24,11 @@ did not produce). ``ctx.wants(slot)`` says whether the program asked for an outp
 an update op declared with ``in_place={"ParamOut": "Param"}`` may write its new value into
 the input's own array when the executor lists the input slot in ``ctx.donated`` (the
 output names the same variable and no other tensor, view or reference holds the array), as
-Paddle updates parameters and optimizer state in place. The values are the same either
-way; only the memory differs.
+Paddle updates parameters and optimizer state in place; one declared with
+``reuses={"ParamOut": "Grad"}`` may write the output over the input's array when the
+executor lists that slot (the input is a temporary of the run that no later op reads, and
+nothing else holds its array). The values are the same either way; only the memory
+differs.
 
 ``host_step(ctx, ins, out, kernel_step) -> step`` (optional, ops with one output slot) builds
 the step the executor runs on the host place instead of the kernel's: a closure over the
@@ -135,7 +138,7 @@ class OpDef:
     def __init__(self, type, inputs, outputs, attrs, infer_shape, infer_var_type, grad,
                  kernel, kernels, lod_aware, share_lod, traits, doc, sub_block_backward=None,
                  host_step=None, in_place=None, host_reads=None, kernel_place_of=None,
-                 formula=None, api=None):
+                 formula=None, api=None, reuses=None):
         self.type = type
         self.inputs = tuple(Slot(s) for s in inputs)
         self.outputs = tuple(Slot(s) for s in outputs)
@@ -169,6 +172,11 @@ class OpDef:
         #: both name the same variable and nothing else holds the input's array: the
         #: executor puts those input slots in ``ctx.donated`` (see the module docstring)
         self.in_place = dict(in_place or {})
+        #: {output slot: input slot} an op may write over the input's array when the input
+        #: is a temporary the run drops right after the op and nothing else holds its array
+        #: (adam's new parameter over its gradient): the executor puts those input slots in
+        #: ``ctx.donated`` too (see the module docstring)
+        self.reuses = dict(reuses or {})
         #: on a device place, the input values the kernel copies to the host and why (a
         #: shape tensor, a size that decides an output's shape): the op's meaning needs them
         #: there (see the module docstring); None: it reads no device value on the host
@@ -370,14 +378,14 @@ class OpDef:
 def def_op(type, inputs=(), outputs=(), attrs=None, infer_shape=None, infer_var_type=None,
            grad=None, kernel=None, kernels=None, lod_aware=False, share_lod=None, traits=(),
            doc=None, sub_block_backward=None, host_step=None, in_place=None, host_reads=None,
-           kernel_place_of=None, formula=None, api=None):
+           kernel_place_of=None, formula=None, api=None, reuses=None):
     """Register op ``type``; see the module docstring for the conventions."""
     if type in _OPS:
         raise InvalidArgument(f"def_op: op type '{type}' expected to be new, but it is already "
                               f"registered")
     opdef = OpDef(type, inputs, outputs, attrs, infer_shape, infer_var_type, grad, kernel,
                   kernels, lod_aware, share_lod, traits, doc, sub_block_backward, host_step,
-                  in_place, host_reads, kernel_place_of, formula, api)
+                  in_place, host_reads, kernel_place_of, formula, api, reuses)
     _OPS[type] = opdef
     _DEFINED_IN[type] = _module_running_top_level()
     return opdef

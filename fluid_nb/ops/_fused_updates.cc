@@ -10,9 +10,11 @@
 //
 // The inputs and outputs are C-contiguous arrays of one size and one type (float32 or
 // float64), rate and eps_hat worked out by the caller. Either every output is its input
-// (the op's state donated: updated in place) or the outputs are new; an array written
-// shares memory with no other. Anything else is a TypeError or ValueError naming what was
-// expected and what came, before anything is written.
+// (the op's state donated: updated in place), or param_out is the gradient (a temporary
+// that dies with the update: the new parameter takes its memory) and the moments are new,
+// or every output is new; an array written shares memory with no other. Anything else is
+// a TypeError or ValueError naming what was expected and what came, before anything is
+// written.
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -55,15 +57,39 @@ FLUID_UPDATE_CLONES void adam_into(const T* __restrict__ param, const T* __restr
   }
 }
 
-// the update over the arrays of views (param, grad, moment1, moment2, then the outputs
-// unless in place) as elements of type T
+// the new parameter over the gradient, the moments into new arrays: the gradient is read
+// and written at the same index, the other inputs only read
 template <class T>
-void run(const Py_buffer* views, bool in_place, Py_ssize_t count, double beta1,
-         double beta2, double rate, double eps_hat) {
+FLUID_UPDATE_CLONES void adam_over_grad(const T* __restrict__ param, T* __restrict__ grad,
+                                        const T* __restrict__ m1, const T* __restrict__ m2,
+                                        T* __restrict__ m1_out, T* __restrict__ m2_out,
+                                        Py_ssize_t count, T beta1, T beta2, T rate,
+                                        T eps_hat) {
+  for (Py_ssize_t i = 0; i < count; ++i) {
+    T p = param[i], first = m1[i], second = m2[i];
+    fluid_native::adam_step(p, grad[i], first, second, beta1, beta2, rate, eps_hat);
+    grad[i] = p;
+    m1_out[i] = first;
+    m2_out[i] = second;
+  }
+}
+
+// where the update writes: the state in place, the parameter over the gradient, or new
+// arrays for all three
+enum class Form { kInPlace, kOverGrad, kInto };
+
+// the update over the arrays of views (param, grad, moment1, moment2, then the outputs:
+// none in place, the moments' over the gradient) as elements of type T
+template <class T>
+void run(const Py_buffer* views, Form form, Py_ssize_t count, double beta1, double beta2,
+         double rate, double eps_hat) {
   auto at = [views](int k) { return static_cast<T*>(views[k].buf); };
-  if (in_place)
+  if (form == Form::kInPlace)
     adam_in_place<T>(at(0), at(1), at(2), at(3), count, T(beta1), T(beta2), T(rate),
                      T(eps_hat));
+  else if (form == Form::kOverGrad)
+    adam_over_grad<T>(at(0), at(1), at(2), at(3), at(4), at(5), count, T(beta1), T(beta2),
+                      T(rate), T(eps_hat));
   else
     adam_into<T>(at(0), at(1), at(2), at(3), at(4), at(5), at(6), count, T(beta1), T(beta2),
                  T(rate), T(eps_hat));
@@ -95,23 +121,36 @@ PyObject* adam(PyObject*, PyObject* args) {
                         &arrays[3], &arrays[4], &arrays[5], &arrays[6], &beta1, &beta2, &rate,
                         &eps_hat))
     return nullptr;
-  // in place when every output is its input (param, moment1, moment2 -> slots 4, 5, 6)
-  const bool in_place = arrays[4] == arrays[0] && arrays[5] == arrays[2] &&
-                        arrays[6] == arrays[3];
-  const int distinct = in_place ? 4 : kArrays;
+  // in place when every output is its input (param, moment1, moment2 -> slots 4, 5, 6);
+  // over the gradient when param_out is grad: the views are then param, grad, moment1,
+  // moment2, moment1_out, moment2_out
+  const Form form = arrays[4] == arrays[0] && arrays[5] == arrays[2] && arrays[6] == arrays[3]
+                        ? Form::kInPlace
+                    : arrays[4] == arrays[1] ? Form::kOverGrad
+                                             : Form::kInto;
+  PyObject* viewed[kArrays];  // the distinct arrays, in the order of views
+  int distinct = 0;
+  for (int k = 0; k < kArrays; ++k)
+    if (!(form == Form::kInPlace && k >= 4) && !(form == Form::kOverGrad && k == 4))
+      viewed[distinct++] = arrays[k];
+  // the name of view k (over the gradient, view 4 and 5 are the moments' outputs)
+  auto name = [form](int k) { return kNames[form == Form::kOverGrad && k >= 4 ? k + 1 : k]; };
   Py_buffer views[kArrays];
   int taken = 0;
   PyObject* result = nullptr;
-  // what the update writes: param, moment1 and moment2 in place, else the outputs
-  auto written = [in_place](int k) { return k >= 4 || (in_place && k != 1); };
+  // what the update writes: param, moment1 and moment2 in place; the gradient and the new
+  // moments over the gradient; else the outputs
+  auto written = [form](int k) {
+    return k >= 4 || (form == Form::kInPlace && k != 1) || (form == Form::kOverGrad && k == 1);
+  };
   for (; taken < distinct; ++taken) {
-    if (PyObject_GetBuffer(arrays[taken], &views[taken],
+    if (PyObject_GetBuffer(viewed[taken], &views[taken],
                            PyBUF_C_CONTIGUOUS | PyBUF_FORMAT |
                                (written(taken) ? PyBUF_WRITABLE : 0)) < 0) {
       PyErr_Clear();
       PyErr_Format(PyExc_TypeError,
                    "adam: %s expected a C-contiguous%s float32 or float64 array, but got %R",
-                   kNames[taken], written(taken) ? ", writable" : "", Py_TYPE(arrays[taken]));
+                   name(taken), written(taken) ? ", writable" : "", Py_TYPE(viewed[taken]));
       goto release;
     }
   }
@@ -126,13 +165,13 @@ PyObject* adam(PyObject*, PyObject* args) {
     for (int k = 1; k < distinct; ++k) {
       if (element_type(views[k]) != type) {
         PyErr_Format(PyExc_TypeError, "adam: %s expected the elements of param (format "
-                     "'%c'), but got format '%s'", kNames[k], type,
+                     "'%c'), but got format '%s'", name(k), type,
                      views[k].format ? views[k].format : "B");
         goto release;
       }
       if (views[k].len != views[0].len) {
         PyErr_Format(PyExc_ValueError, "adam: %s expected %zd elements (as param), but got "
-                     "%zd", kNames[k], count, views[k].len / views[k].itemsize);
+                     "%zd", name(k), count, views[k].len / views[k].itemsize);
         goto release;
       }
     }
@@ -142,15 +181,15 @@ PyObject* adam(PyObject*, PyObject* args) {
       for (int b = a + 1; b < distinct; ++b)
         if ((written(a) || written(b)) && overlap(views[a], views[b])) {
           PyErr_Format(PyExc_ValueError, "adam: %s and %s expected separate memory (or "
-                       "every output its own input), but they overlap", kNames[a],
-                       kNames[b]);
+                       "every output its own input, or param_out the gradient), but they "
+                       "overlap", name(a), name(b));
           goto release;
         }
     Py_BEGIN_ALLOW_THREADS
     if (type == 'f')
-      run<float>(views, in_place, count, beta1, beta2, rate, eps_hat);
+      run<float>(views, form, count, beta1, beta2, rate, eps_hat);
     else
-      run<double>(views, in_place, count, beta1, beta2, rate, eps_hat);
+      run<double>(views, form, count, beta1, beta2, rate, eps_hat);
     Py_END_ALLOW_THREADS
     Py_INCREF(Py_None);
     result = Py_None;
@@ -164,7 +203,7 @@ PyMethodDef kMethods[] = {
     {"adam", adam, METH_VARARGS,
      "adam(param, grad, moment1, moment2, param_out, moment1_out, moment2_out, beta1, "
      "beta2, rate, eps_hat): Adam's element update in one pass, in place (every output its "
-     "input) or into new arrays: moment1_out = beta1 moment1 + (1 - beta1) grad; "
+     "input), over the gradient (param_out is grad) or into new arrays: moment1_out = beta1 moment1 + (1 - beta1) grad; "
      "moment2_out = beta2 moment2 + (1 - beta2) grad^2; param_out = param - moment1_out / "
      "(sqrt(moment2_out) + eps_hat) * rate"},
     {nullptr, nullptr, 0, nullptr}};

@@ -386,12 +386,18 @@ def _adam_kernel(ctx, param, grad, lr, m1, m2, b1p, b2p, beta1_t, beta2_t, eps_t
                 x.flags.c_contiguous for x in (base, dense, m1, m2)):
             # on the host, the element update in one pass: in place when all three are the
             # op's to write (and four arrays: a variable bound to two slots is updated into
-            # new ones, as the formula reads every input before it writes), else into three
-            # new arrays (the formula's three)
-            in_place = donated >= _ADAM_STATE and \
-                len({id(base), id(dense), id(m1), id(m2)}) == 4
-            outs = (base, m1, m2) if in_place else \
-                (xp.empty_like(base), xp.empty_like(m1), xp.empty_like(m2))
+            # new ones, as the formula reads every input before it writes); else the new
+            # parameter over the gradient when that is the op's to write (a temporary that
+            # dies here: Executor.run holds the old state, so this saves the one new array
+            # it can), and new moments; else into three new arrays (the formula's three)
+            distinct = len({id(base), id(dense), id(m1), id(m2)}) == 4
+            if donated >= _ADAM_STATE and distinct:
+                outs = (base, m1, m2)
+            elif "Grad" in donated and distinct and dense is _array(grad) \
+                    and dense.shape == base.shape and dense.flags.writeable:
+                outs = (dense, xp.empty_like(m1), xp.empty_like(m2))
+            else:
+                outs = (xp.empty_like(base), xp.empty_like(m1), xp.empty_like(m2))
             _fused.adam(base, dense, m1, m2, *outs, beta1, beta2, rate, eps_hat)
             new, m1_out, m2_out = outs
         elif donated >= _ADAM_STATE and base.size > _ADAM_SCRATCH and all(
@@ -434,6 +440,7 @@ def_op("adam",
                                   "Beta2Tensor", "EpsilonTensor", "SkipUpdate")),
        kernel=_adam_kernel, lod_aware=True,
        in_place={"ParamOut": "Param", "Moment1Out": "Moment1", "Moment2Out": "Moment2"},
+       reuses={"ParamOut": "Grad"},
        doc="Moment1Out = beta1 * Moment1 + (1 - beta1) * g; Moment2Out = beta2 * Moment2 + "
            "(1 - beta2) * g^2; lr_t = lr * sqrt(1 - Beta2Pow) / (1 - Beta1Pow); ParamOut = "
            "Param - lr_t * Moment1Out / (sqrt(Moment2Out) + epsilon * sqrt(1 - Beta2Pow)); "

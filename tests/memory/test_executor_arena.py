@@ -163,9 +163,11 @@ def test_the_event_log_names_the_op_and_the_variable_of_each_block(own_arena):
     named = {e.variable: e for e in allocs if e.variable is not None}
     assert named["fc_0.tmp_0"].op[0] == "mul"
     assert named["fc_0.w_0@GRAD"].op[0] == "mul_grad"
-    # the updates go to new blocks: the old ones are the step's undo log until it ends
-    assert named["fc_0.w_0"].op[0] == "adam"
-    assert named["fc_0.b_0"].op[0] == "adam"
+    # the updates go to new blocks (the old ones are the step's undo log until it ends),
+    # but the weight's new value takes over its gradient's, a temporary that dies there
+    assert named["fc_0.w_0_moment1_0"].op[0] == "adam"
+    assert "fc_0.w_0" not in named
+    assert named["fc_0.b_0"].op[0] == "adam"  # under DONATE_MIN_BYTES: a block of its own
     assert named["fc_0.tmp_0"].requested == 8 * 1024 * 4
     assert named["fc_0.tmp_0"].size == 32768
     # used after each event is the running total of alloc minus free
@@ -398,21 +400,75 @@ def test_a_run_keeps_the_parameters_it_started_from_whatever_the_inplace_flag(in
     assert not np.array_equal(scope.find_var("fc_0.w_0").value.array, before)
 
 
-def test_an_adam_step_under_the_undo_log_allocates_one_block_per_output(own_arena):
-    # Executor.run keeps the old parameter and moments until the step ends, so adam writes
-    # new ones; its scratch array becomes the new parameter, so a 64 KiB weight costs three
-    # blocks of its size a step (ParamOut, Moment1Out, Moment2Out), not four
+def adam_step_log(in_place_flag=True, fetch=()):
+    """The arena's events of a second Adam step of ``mlp(hidden=1024)`` (64 KiB weights),
+    the scope, and what the step fetched (the loss, then ``fetch``)."""
     main, startup, loss = mlp(hidden=1024)
+    fluid.set_flags({"FLAGS_inplace_update": in_place_flag})
     scope, exe = fluid.Scope(), fluid.Executor(CPU)
     exe.run(startup, scope=scope)
     exe.run(main, feed=feed(), fetch_list=[loss], scope=scope)
     fluid.memory.record_events(CPU)
     fluid.memory.events(CPU)
-    exe.run(main, feed=feed(), fetch_list=[loss], scope=scope)
+    fetched = exe.run(main, feed=feed(seed=1), fetch_list=[loss, *fetch], scope=scope)
     log = fluid.memory.events(CPU)
     fluid.memory.record_events(CPU, False)
-    weight_bytes = 16 * 1024 * 4
+    return log, scope, fetched
+
+
+WEIGHT_BYTES = 16 * 1024 * 4
+
+
+def test_an_adam_step_under_the_undo_log_allocates_only_the_new_moments(own_arena):
+    # Executor.run keeps the old parameter and moments until the step ends, so adam writes
+    # new moments; the new weight goes over its gradient, which dies with the update, so a
+    # 64 KiB weight costs two blocks of its size a step (Moment1Out, Moment2Out), not three
+    log, scope, _ = adam_step_log()
     by_adam = [e for e in log if e.kind == "alloc" and e.op is not None
-               and e.op[0] == "adam" and e.requested == weight_bytes]
-    assert len(by_adam) == 3, [(e.variable, e.requested) for e in by_adam]
-    assert {e.variable for e in by_adam} >= {"fc_0.w_0"}
+               and e.op[0] == "adam" and e.requested == WEIGHT_BYTES]
+    assert sorted(e.variable for e in by_adam) == ["fc_0.w_0_moment1_0",
+                                                   "fc_0.w_0_moment2_0"]
+    gradient, = [e for e in log if e.kind == "alloc" and e.variable == "fc_0.w_0@GRAD"]
+    assert data_address(scope.find_var("fc_0.w_0").value.array) == gradient.address
+
+
+def test_the_weight_takes_its_gradients_block_only_while_in_place_updates_are_on(own_arena):
+    log, scope, _ = adam_step_log(in_place_flag=False)
+    by_adam = [e.variable for e in log if e.kind == "alloc" and e.op is not None
+               and e.op[0] == "adam" and e.requested == WEIGHT_BYTES]
+    assert sorted(by_adam) == ["fc_0.w_0", "fc_0.w_0_moment1_0", "fc_0.w_0_moment2_0"]
+
+
+def test_a_gradient_read_after_the_update_keeps_its_block_and_its_values(own_arena):
+    # fetched after the step, the gradient lives past adam: the weight gets a block of its
+    # own, and what is fetched is the gradient, not the new weight
+    log, scope, fetched = adam_step_log(fetch=["fc_0.w_0@GRAD"])
+    by_adam = [e.variable for e in log if e.kind == "alloc" and e.op is not None
+               and e.op[0] == "adam" and e.requested == WEIGHT_BYTES]
+    assert "fc_0.w_0" in by_adam
+    _, reference_scope, reference = adam_step_log(in_place_flag=False,
+                                                  fetch=["fc_0.w_0@GRAD"])
+    np.testing.assert_array_equal(fetched[1], reference[1])
+    assert not np.array_equal(fetched[1], scope.find_var("fc_0.w_0").value.array)
+    np.testing.assert_array_equal(scope.find_var("fc_0.w_0").value.array,
+                                  reference_scope.find_var("fc_0.w_0").value.array)
+
+
+def test_training_over_the_gradients_blocks_gives_the_same_values_bit_for_bit():
+    def train(in_place_flag):
+        main, startup, loss = mlp(hidden=1024, seed=4)
+        fluid.set_flags({"FLAGS_inplace_update": in_place_flag})
+        scope, exe = fluid.Scope(), fluid.Executor(CPU)
+        exe.run(startup, scope=scope)
+        losses = [exe.run(main, feed=feed(seed=i), fetch_list=[loss], scope=scope)[0]
+                  for i in range(5)]
+        return losses, {v.name: np.array(scope.find_var(v.name).value.array)
+                        for v in main.list_vars() if v.persistable
+                        and scope.find_var(v.name) is not None
+                        and scope.find_var(v.name).value is not None}
+    over_gradients, new_blocks = train(True), train(False)
+    for a, b in zip(over_gradients[0], new_blocks[0]):
+        np.testing.assert_array_equal(a, b)
+    assert over_gradients[1].keys() == new_blocks[1].keys()
+    for name, value in over_gradients[1].items():
+        np.testing.assert_array_equal(value, new_blocks[1][name], err_msg=name)

@@ -186,6 +186,9 @@ SCALARS = (0.9, 0.999, 0.01, 1e-8)
     ("moment1 read-only", TypeError, "moment1 expected a C-contiguous, writable"),
     ("moment2 is param", ValueError, "param and moment2 expected separate memory"),
     ("output overlaps grad", ValueError, "grad and param_out expected separate memory"),
+    ("over grad, moment1_out is moment1", ValueError,
+     "moment1 and moment1_out expected separate memory"),
+    ("over grad, grad read-only", TypeError, "grad expected a C-contiguous, writable"),
 ])
 def test_bad_arguments_are_refused_before_anything_is_written(case, error, words):
     param, grad, m1, m2 = arrays()
@@ -204,7 +207,12 @@ def test_bad_arguments_are_refused_before_anything_is_written(case, error, words
         m1.flags.writeable = False
     elif case == "moment2 is param":
         m2 = param
-    elif case == "output overlaps grad":
+    elif case == "output overlaps grad":  # its memory, not the gradient itself
+        outs = (grad[:], np.empty_like(m1), np.empty_like(m2))
+    elif case == "over grad, moment1_out is moment1":
+        outs = (grad, m1, np.empty_like(m2))
+    elif case == "over grad, grad read-only":
+        grad.flags.writeable = False
         outs = (grad, np.empty_like(m1), np.empty_like(m2))
     before = [np.array(a, copy=True) for a in (param, grad, m1, m2)]
     outs = outs or (param, m1, m2)
@@ -212,6 +220,36 @@ def test_bad_arguments_are_refused_before_anything_is_written(case, error, words
         _fused_updates.adam(param, grad, m1, m2, *outs, *SCALARS)
     for a, b in zip((param, grad, m1, m2), before):
         np.testing.assert_array_equal(np.asarray(a), b)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_the_new_parameter_over_the_gradient_has_the_values_of_a_new_array(dtype):
+    param, grad, m1, m2 = arrays(n=1031, dtype=dtype)  # past any vector width
+    kept = [a.copy() for a in (param, grad, m1, m2)]
+    ref = [np.empty_like(param) for _ in range(3)]
+    _fused_updates.adam(param, grad.copy(), m1, m2, *ref, *SCALARS)
+    m1_out, m2_out = np.empty_like(m1), np.empty_like(m2)
+    _fused_updates.adam(param, grad, m1, m2, grad, m1_out, m2_out, *SCALARS)
+    for got, expect in zip((grad, m1_out, m2_out), ref):
+        np.testing.assert_array_equal(got, expect)
+    for a, b in zip((param, m1, m2), kept[:1] + kept[2:]):  # only the gradient written
+        np.testing.assert_array_equal(a, b)
+
+
+def test_the_kernel_writes_over_the_gradient_only_when_it_is_donated(fused_calls):
+    state = adam_state("float32")
+    kept = {k: v.copy() for k, v in state.items()}
+    over = run_kernel(state, {"Grad"})
+    assert over[0] is state["Grad"]
+    assert not any(np.shares_memory(out, state[slot]) for out in over[1:]
+                   for slot in ("Param", "Moment1", "Moment2"))
+    for slot in ("Param", "Moment1", "Moment2"):
+        np.testing.assert_array_equal(state[slot], kept[slot], err_msg=slot)
+    fresh = run_kernel({k: v.copy() for k, v in kept.items()}, set())
+    assert not np.shares_memory(fresh[0], kept["Grad"])
+    for got, expect in zip(over, fresh):
+        np.testing.assert_array_equal(got, expect)
+    assert fused_calls.calls == 2
 
 
 def test_the_inputs_of_an_update_into_new_arrays_may_share_memory():
