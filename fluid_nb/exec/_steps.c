@@ -15,7 +15,9 @@
  *       out.value = LoDTensor(fn(ctx, *[h.value.array for h in ins], *[None] * absent),
  *                             src.value._lod if src is not None else ())
  *   plain_step(out, fn, ctx, src, *ins): the same, once, made into no object (nothing to
- *       free): a live op's first run;
+ *       free);
+ *   first_run(op, plan, values, set_handler, capsule): a live formula op's first run, its
+ *       holders found by name in ``values`` (see first_run below);
  *   KernelStep(fn, ctx, ins, stores, dead, read_values, single): any outputs;
  *       result = fn(ctx, *[None if h is None else h.value if read_values else
  *                          h.value.array for h in ins]),
@@ -30,6 +32,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
+#include <time.h>
 
 #include "../tensor/_slots.h"
 
@@ -40,6 +43,8 @@ static PyTypeObject *ndarray_type;      /* numpy.ndarray */
 static PyObject *stored_fn;             /* steps.stored: every result the fast cases leave */
 static Py_ssize_t array_offset, lod_offset, value_offset; /* the slots read and written */
 static PyObject *str_value, *str_array, *str_lod;
+static PyObject *str_inputs, *str_outputs, *str_attrs, *str_block, *str_program, *str_op;
+static PyObject *empty_var_name; /* "@EMPTY@": an output slot bound to no variable */
 
 #if PY_VERSION_HEX >= 0x030D0000
 #define LOOKUP_ATTR PyObject_GetOptionalAttr
@@ -253,6 +258,154 @@ static PyObject *plain_step(PyObject *module, PyObject *const *args, Py_ssize_t 
     return run_plain(args[0], args[1], args[2], args[3], args + 4, nargs - 4, 0, NULL);
 }
 
+/* --- a live formula op's first run ------------------------------------------------------- */
+/* the first name of ``slots[slot]`` (a borrowed reference), or NULL, without an error, when
+ * the slot is absent or holds no name */
+static PyObject *first_name(PyObject *slots, PyObject *slot) {
+    PyObject *names = PyDict_Check(slots) ? PyDict_GetItemWithError(slots, slot) : NULL;
+    if (names == NULL || !PyTuple_Check(names) || PyTuple_GET_SIZE(names) == 0)
+        return NULL;
+    return PyTuple_GET_ITEM(names, 0);
+}
+
+/* the holder of ``name`` in ``values`` if it holds a value (a borrowed reference), else NULL
+ * without an error */
+static PyObject *holder_with_value(PyObject *values, PyObject *name) {
+    PyObject *holder = PyDict_GetItemWithError(values, name);
+    if (holder == NULL)
+        return NULL;
+    if (Py_IS_TYPE(holder, holder_type))
+        return SLOT(holder, value_offset) != NULL && SLOT(holder, value_offset) != Py_None
+            ? holder : NULL;
+    PyObject *value = PyObject_GetAttr(holder, str_value);
+    if (value == NULL)
+        return NULL; /* (an error: the caller checks) */
+    int held = value != Py_None;
+    Py_DECREF(value);
+    return held ? holder : NULL;
+}
+
+static double seconds_now(void) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)now.tv_sec + (double)now.tv_nsec * 1e-9;
+}
+
+/* first_run(op, plan, values, set_handler, capsule): the first run of a live op of a formula
+ * type (a pure function of its inputs), or None when it is not this path's: an input
+ * without a value (the caller provides it), an output left out. plan is
+ * (fn, in_slots, out_slot, src_index, ctx): the kernel, the input slots in order, the
+ * output slot, the index of the LoD source among the inputs (None: none) and the context
+ * the type's first runs share, pointed here at the op (ctx.op, ctx.attrs, ctx.program).
+ * values is the scope's name -> holder dict (an output without a holder gets one there, as
+ * Scope.var makes it). The kernel runs as plain_step runs it, with NumPy allocating from
+ * ``capsule`` (set_handler(capsule) and back; None: no switch). Returns the seconds that
+ * took, as time.perf_counter measures them. */
+static PyObject *first_run(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 5)
+        return PyErr_Format(PyExc_TypeError, "first_run expected op, plan, values, "
+                            "set_handler and capsule, got %zd arguments", nargs);
+    if (!configured())
+        return NULL;
+    PyObject *op = args[0], *plan = args[1], *values = args[2], *set_handler = args[3],
+             *capsule = args[4];
+    if (!PyTuple_Check(plan) || PyTuple_GET_SIZE(plan) != 5 || !PyDict_Check(values) ||
+        !PyTuple_Check(PyTuple_GET_ITEM(plan, 1)))
+        return PyErr_Format(PyExc_TypeError, "first_run expected a plan (fn, in_slots, "
+                            "out_slot, src_index, ctx) and a dict of holders");
+    PyObject *fn = PyTuple_GET_ITEM(plan, 0), *in_slots = PyTuple_GET_ITEM(plan, 1),
+             *out_slot = PyTuple_GET_ITEM(plan, 2), *src_index = PyTuple_GET_ITEM(plan, 3),
+             *ctx = PyTuple_GET_ITEM(plan, 4);
+    Py_ssize_t count = PyTuple_GET_SIZE(in_slots);
+    if (count > FEW_ARGUMENTS)
+        return PyErr_Format(PyExc_ValueError, "first_run expected at most %d input slots, "
+                            "got %zd", FEW_ARGUMENTS, count);
+    PyObject *ins[FEW_ARGUMENTS], *inputs = NULL, *outputs = NULL, *out = NULL,
+             *attrs = NULL, *block = NULL, *program = NULL, *result = NULL;
+    Py_ssize_t held = 0;
+    if ((inputs = PyObject_GetAttr(op, str_inputs)) == NULL ||
+        (outputs = PyObject_GetAttr(op, str_outputs)) == NULL)
+        goto done;
+    for (; held < count; ++held) {
+        PyObject *name = first_name(inputs, PyTuple_GET_ITEM(in_slots, held));
+        PyObject *holder = name == NULL ? NULL : holder_with_value(values, name);
+        if (holder == NULL)
+            goto not_this_path;
+        Py_INCREF(holder); /* (the kernel may run any code, a scope change included) */
+        ins[held] = holder;
+    }
+    PyObject *out_name = first_name(outputs, out_slot);
+    if (out_name == NULL)
+        goto not_this_path;
+    int empty = PyUnicode_Compare(out_name, empty_var_name);
+    if (empty == -1 && PyErr_Occurred())
+        goto done;
+    if (empty == 0)
+        goto not_this_path;
+    out = PyDict_GetItemWithError(values, out_name);
+    if (out != NULL) {
+        Py_INCREF(out);
+    } else {
+        if (PyErr_Occurred() ||
+            (out = PyObject_CallOneArg((PyObject *)holder_type, out_name)) == NULL ||
+            PyDict_SetItem(values, out_name, out) < 0)
+            goto done;
+    }
+    PyObject *src = Py_None;
+    if (src_index != Py_None) {
+        Py_ssize_t at = PyLong_AsSsize_t(src_index);
+        if (at == -1 && PyErr_Occurred())
+            goto done;
+        if (at < 0 || at >= count) {
+            PyErr_Format(PyExc_IndexError, "first_run: src_index %zd out of %zd inputs", at,
+                         count);
+            goto done;
+        }
+        src = ins[at];
+    }
+    if ((attrs = PyObject_GetAttr(op, str_attrs)) == NULL ||
+        (block = PyObject_GetAttr(op, str_block)) == NULL ||
+        (program = PyObject_GetAttr(block, str_program)) == NULL ||
+        PyObject_SetAttr(ctx, str_op, op) < 0 || PyObject_SetAttr(ctx, str_attrs, attrs) < 0 ||
+        PyObject_SetAttr(ctx, str_program, program) < 0)
+        goto done;
+    PyObject *previous = NULL;
+    if (capsule != Py_None && (previous = PyObject_CallOneArg(set_handler, capsule)) == NULL)
+        goto done;
+    double start = seconds_now();
+    PyObject *ran = run_plain(out, fn, ctx, src, ins, count, 0, NULL);
+    double took = seconds_now() - start;
+    if (previous != NULL) { /* back to the allocator before, whatever the kernel did */
+        PyObject *type, *value, *traceback;
+        PyErr_Fetch(&type, &value, &traceback);
+        PyObject *restored = PyObject_CallOneArg(set_handler, previous);
+        Py_DECREF(previous);
+        if (restored == NULL) {
+            Py_CLEAR(ran);
+            Py_XDECREF(type), Py_XDECREF(value), Py_XDECREF(traceback);
+        } else {
+            Py_DECREF(restored);
+            PyErr_Restore(type, value, traceback);
+        }
+    }
+    if (ran != NULL) {
+        Py_DECREF(ran);
+        result = PyFloat_FromDouble(took);
+    }
+    goto done;
+not_this_path:
+    if (!PyErr_Occurred()) {
+        Py_INCREF(Py_None);
+        result = Py_None;
+    }
+done:
+    for (Py_ssize_t i = 0; i < held; ++i)
+        Py_DECREF(ins[i]);
+    Py_XDECREF(inputs), Py_XDECREF(outputs), Py_XDECREF(out);
+    Py_XDECREF(attrs), Py_XDECREF(block), Py_XDECREF(program);
+    return result;
+}
+
 static PyObject *plain_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
     PyObject *fn, *ctx, *ins, *out, *src, *dead;
     Py_ssize_t absent;
@@ -444,6 +597,9 @@ static PyObject *configure(PyObject *module, PyObject *args) {
 static PyMethodDef methods[] = {
     {"plain_step", (PyCFunction)(void (*)(void))plain_step, METH_FASTCALL,
      "plain_step(out, fn, ctx, src, *ins): what a PlainStep of these does when called."},
+    {"first_run", (PyCFunction)(void (*)(void))first_run, METH_FASTCALL,
+     "first_run(op, plan, values, set_handler, capsule): a live formula op's first run in one "
+     "call; the seconds it took, or None when the op is not this path's."},
     {"configure", configure, METH_VARARGS,
      "configure(LoDTensor, LoDTensorArray, ScopeVariable, numpy.ndarray, stored): the "
      "classes the steps make and read, and the function that stores what they do not "
@@ -460,7 +616,16 @@ PyMODINIT_FUNC PyInit__steps(void) {
     str_value = PyUnicode_InternFromString("value");
     str_array = PyUnicode_InternFromString("array");
     str_lod = PyUnicode_InternFromString("_lod");
-    if (str_value == NULL || str_array == NULL || str_lod == NULL)
+    str_inputs = PyUnicode_InternFromString("inputs");
+    str_outputs = PyUnicode_InternFromString("outputs");
+    str_attrs = PyUnicode_InternFromString("attrs");
+    str_block = PyUnicode_InternFromString("block");
+    str_program = PyUnicode_InternFromString("program");
+    str_op = PyUnicode_InternFromString("op");
+    empty_var_name = PyUnicode_InternFromString("@EMPTY@");
+    if (str_value == NULL || str_array == NULL || str_lod == NULL || str_inputs == NULL ||
+        str_outputs == NULL || str_attrs == NULL || str_block == NULL || str_program == NULL ||
+        str_op == NULL || empty_var_name == NULL)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL)

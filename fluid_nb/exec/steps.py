@@ -158,6 +158,11 @@ def plain(fn, ctx, ins, out, src, dead):
 #: no LoD source; nothing to free), called once with no step made: a live op's first run
 plain_step = _steps.plain_step
 
+#: ``first_run(op, plan, values, set_handler, capsule)``: a live formula op's first run in
+#: one call, its holders found by name in ``values`` (``exec/_steps.c``): the seconds the
+#: kernel took, or None when an input has no value or the output is left out
+first_run = _steps.first_run
+
 
 def donating(inner, ctx, donors):
     """``inner`` with ``ctx.donated`` set first to the slots of ``donors`` ((input slot,

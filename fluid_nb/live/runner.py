@@ -2,9 +2,10 @@
 
 The executor's binder is reused for a single op: ``exec.binding.bind_op`` resolves the op's
 definition and kernel and binds its arguments to the scope's holders. An op's first run calls
-the executor's plain step with its holders and keeps nothing (most live ops run once); an op
-that runs again (re-feeding, ``live_step``) is bound and its step cached, so each later run
-costs one Python call plus its kernel. A failure becomes the executor's typed error naming
+the executor's plain step with its holders and keeps nothing (most live ops run once; a
+formula op's first run, the elementwise and activation ops cells append most, is one C call,
+``steps.first_run``); an op that runs again (re-feeding, ``live_step``) is bound and its step
+cached, so each later run costs one Python call plus its kernel. A failure becomes the executor's typed error naming
 the op (``exec.run_loop.op_error``).
 Every variable of a live program, temporaries included, lives in the session scope, so
 values stay visible after the op ran.
@@ -17,7 +18,7 @@ from ..errors import PreconditionNotMet
 from ..exec.binding import KernelContext, bind_op, once_step, prepare_op
 from ..exec.feed_fetch import feed_tensor
 from ..exec.scope import ScopeVariable
-from ..exec.steps import plain_step
+from ..exec.steps import first_run, plain_step
 from ..exec.run_loop import op_error, output_values
 from ..framework.attrs import AttrType
 from ..framework.program import EMPTY_VAR_NAME
@@ -36,8 +37,11 @@ class OpRunner:
         self.executor = executor
         self.steps = {}  # op -> (its bound step, a no-argument callable; the kernel bound)
         self._by_type = {}  # op type -> (kernel, simple binding or None): see _resolved
-        #: op type -> the context a formula op's first run uses (see _simple_args)
-        self._formula_contexts = {}
+        #: op type -> the plan of a formula op's first run (``steps.first_run``), or False
+        #: for other types: see _first_plan
+        self._first_plans = {}
+        #: first runs find holders in the scope's own dict: a session's scope has no parent
+        self._root_scope = scope.parent is None
         #: op type -> what :func:`_recomputable` says of it
         self._recompute_kinds = {}
         self.last_run = {}  # op -> seconds its kernel took the last time it ran (views show it)
@@ -55,7 +59,7 @@ class OpRunner:
         self.last_run.clear()
         self.dropped.clear()
         self._dropped_order.clear()
-        self._formula_contexts.clear()  # (each points at the last op of its type)
+        self._first_plans.clear()  # (each context points at the last op of its type)
 
     def drop_unreachable(self, ops, block):
         """Let go of the values of ``ops``' outputs (ops of ``block`` that ran, in program
@@ -162,8 +166,8 @@ class OpRunner:
         self.last_run = {op: t for op, t in self.last_run.items() if op in keep}
         self.dropped = {name: op for name, op in self.dropped.items() if op in keep}
         self._dropped_order = {name: self._dropped_order[name] for name in self.dropped}
-        self._formula_contexts = {op_type: ctx for op_type, ctx
-                                  in self._formula_contexts.items() if ctx.op in keep}
+        self._first_plans = {op_type: plan for op_type, plan in self._first_plans.items()
+                             if not plan or plan[4].op in keep}
 
     def bound_kernel(self, op):
         """The kernel this runner bound for ``op``, or None when the op has not run here."""
@@ -184,6 +188,20 @@ class OpRunner:
         elif op in self.last_run:
             step, args = self._build(op)[0], ()
         else:
+            plan = self._first_plans.get(op.type)
+            if plan is None:
+                plan = self._first_plan(op)
+            if plan and self._root_scope:
+                arena = host_arena() if self.on_host else None
+                if arena is None or not arena.arena.recording:
+                    try:
+                        took = first_run(op, plan, self.scope.vars, _set_handler,
+                                         None if arena is None else arena.capsule)
+                    except Exception as exc:  # a FluidError, or a kernel's own failure
+                        raise op_error(exc, op) from exc
+                    if took is not None:
+                        self.last_run[op] = took
+                        return
             args = self._simple_args(op)
             if args is not None:
                 step = plain_step
@@ -238,6 +256,22 @@ class OpRunner:
             known = self._by_type[op_type] = (kernel, _simple_binding(opdef))
         return known
 
+    def _first_plan(self, op):
+        """The plan of ``steps.first_run`` for ``op``'s type, worked out once per type:
+        ``(kernel, input slots, output slot, index of the LoD source or None, context)``
+        for a formula op with a plain binding, whose kernel is a pure function of its
+        inputs, attributes and array module, so its first runs share one context pointed at
+        each op in turn (a context costs as much as the rest of the binding); False for any
+        other op."""
+        fn, binding = self._by_type.get(op.type) or self._resolved(op.type)
+        plan = False
+        if binding is not None and binding[4]:
+            in_slots, out_slot, src_index, wanted, _ = binding
+            plan = (fn, in_slots, out_slot, src_index,
+                    KernelContext(op, self.place, self.executor, self.scope, wanted))
+        self._first_plans[op.type] = plan
+        return plan
+
     def _once(self, op):
         """The step of ``op``'s first run when the plain one does not fit (several
         outputs, a LoD-aware kernel, an absent optional input): the executor's general
@@ -251,7 +285,7 @@ class OpRunner:
                          self.executor, self.scope)
 
     def _build(self, op):
-        args = self._simple_args(op, kept=True)
+        args = self._simple_args(op)
         if args is not None:
             # a partial of a module-level step, not a closure: a kept step holds its values
             # alive, and a partial is two objects for the collector where a closure is eight
@@ -280,17 +314,16 @@ class OpRunner:
             holders.append(found)
         return holders
 
-    def _simple_args(self, op, kept=False):
+    def _simple_args(self, op):
         """The arguments of ``steps.plain_step`` (the executor's plain one-output step) for
-        ``op``: its output's holder, the kernel and its context, the holder of its LoD
-        source (or None) and its inputs' holders, bound with less work per op than
+        ``op``: its output's holder, the kernel and a context of its own, the holder of its
+        LoD source (or None) and its inputs' holders, bound with less work per op than
         ``bind_op`` does (an op appended in live mode usually runs once, so binding is part
-        of its cost). None when the op needs the general binder. ``kept``: the arguments
-        are kept for later runs (a bound step), so the context is the op's own."""
+        of its cost). None when the op needs the general binder."""
         fn, binding = self._by_type.get(op.type) or self._resolved(op.type)
         if binding is None:
             return None
-        in_slots, out_slot, src_index, wanted, formula = binding
+        in_slots, out_slot, src_index, wanted, _ = binding
         try:
             out_name = op.outputs[out_slot][0]
         except (KeyError, IndexError):
@@ -314,17 +347,7 @@ class OpRunner:
         out = find(out_name)
         if out is None:  # (a live op's new output: made here, as Scope.var would)
             out = scope.vars[out_name] = ScopeVariable(out_name)
-        if formula and not kept:
-            # a formula op's kernel is a pure function of its inputs, attributes and array
-            # module, and a first run keeps nothing: its type's context serves, pointed at
-            # the op (a context costs as much as the rest of the binding)
-            ctx = self._formula_contexts.get(op.type)
-            if ctx is None:
-                ctx = self._formula_contexts[op.type] = KernelContext(
-                    op, self.place, self.executor, scope, wanted)
-            ctx.op, ctx.attrs, ctx.program = op, op.attrs, op.block.program
-        else:
-            ctx = KernelContext(op, self.place, self.executor, scope, wanted)
+        ctx = KernelContext(op, self.place, self.executor, scope, wanted)
         return (out, fn, ctx, None if src_index is None else ins[src_index], *ins)
 
     def _provide_input(self, op, name):

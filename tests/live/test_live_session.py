@@ -186,6 +186,57 @@ def test_formula_ops_of_one_type_each_run_with_their_own_attributes(session_name
     np.testing.assert_allclose(again.numpy(), 2 * X + 2 * column[:, None])
 
 
+def test_a_formula_ops_first_run_allocates_from_the_arena_and_gives_numpy_back_its_own(
+        session_name):
+    """A formula op's first run (one C call) lets NumPy allocate from the session's arena
+    for its kernel only: its value lies in an arena block, and NumPy's allocator is the one
+    it was after the op, also after a kernel that failed."""
+    try:
+        from numpy._core.multiarray import get_handler_name
+    except ImportError:  # NumPy 1.x
+        from numpy.core.multiarray import get_handler_name
+    from fluid_nb.memory.events import data_address
+    before = get_handler_name()
+    with live(session_name) as s:
+        x = fluid.layers.data(name="x", shape=[-1, 3], dtype="float32", value=X)
+        wide = fluid.layers.data(name="w", shape=[-1, 3], dtype="float32",
+                                 value=np.ones((4, 3), "float32"))
+        total = fluid.layers.elementwise_add(x, x)
+        assert get_handler_name() == before
+        address = data_address(total.numpy())
+        blocks = fluid.memory.arena_of(fluid.CPUPlace()).used_blocks()
+        assert any(start <= address < start + size for start, size in blocks)
+        assert s.runner.last_run[s.program.global_block().ops[-1]] > 0
+        with pytest.raises(InvalidArgument, match="elementwise_add"):
+            fluid.layers.elementwise_add(x, wide)  # 2 rows and 4: NumPy refuses to add
+        assert get_handler_name() == before
+    np.testing.assert_array_equal(total.numpy(), 2 * X)
+
+
+def test_a_first_run_without_its_holders_goes_the_general_way(session_name):
+    """``steps.first_run`` answers None where a first run needs more than it does: an input
+    with no value yet (a data variable's sample is fed first), an output bound to no
+    variable; a plan that is not one is a TypeError."""
+    from fluid_nb.exec.steps import first_run
+    with live(session_name) as s:
+        x = fluid.layers.data(name="x", shape=[3], dtype="float32", value=X)
+        doubled = x + x
+    op = s.program.global_block().ops[-1]
+    plan = s.runner._first_plans[op.type]
+    values = {name: holder for name, holder in s.scope.vars.items()
+              if name not in ("x", doubled.name)}
+    assert first_run(op, plan, values, lambda capsule: None, None) is None
+    assert doubled.name not in values  # nothing made for an op that did not run
+    op.outputs = {"Out": ("@EMPTY@",)}
+    assert first_run(op, plan, dict(s.scope.vars), lambda capsule: None, None) is None
+    with pytest.raises(TypeError, match="plan"):
+        first_run(op, plan[:4], dict(s.scope.vars), lambda capsule: None, None)
+    with live(session_name):  # a data variable given its value only now: fed, then run
+        late = fluid.layers.data(name="late", shape=[3], dtype="float32")
+        fluid.feed(late, X)
+        np.testing.assert_array_equal((late + late).numpy(), 2 * X)
+
+
 def test_a_reset_lets_the_old_program_and_its_ops_go(session_name):
     """Nothing the runner keeps between runs (bound steps, times, the formula ops' shared
     contexts) holds on to the program a reset replaced."""
