@@ -613,20 +613,14 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_steps",
 PyMODINIT_FUNC PyInit__steps(void) {
     if (PyType_Ready(&PlainStepType) < 0 || PyType_Ready(&KernelStepType) < 0)
         return NULL;
-    str_value = PyUnicode_InternFromString("value");
-    str_array = PyUnicode_InternFromString("array");
-    str_lod = PyUnicode_InternFromString("_lod");
-    str_inputs = PyUnicode_InternFromString("inputs");
-    str_outputs = PyUnicode_InternFromString("outputs");
-    str_attrs = PyUnicode_InternFromString("attrs");
-    str_block = PyUnicode_InternFromString("block");
-    str_program = PyUnicode_InternFromString("program");
-    str_op = PyUnicode_InternFromString("op");
-    empty_var_name = PyUnicode_InternFromString("@EMPTY@");
-    if (str_value == NULL || str_array == NULL || str_lod == NULL || str_inputs == NULL ||
-        str_outputs == NULL || str_attrs == NULL || str_block == NULL || str_program == NULL ||
-        str_op == NULL || empty_var_name == NULL)
-        return NULL;
+    static struct { PyObject **name; const char *text; } const names[] = {
+        {&str_value, "value"},     {&str_array, "array"},       {&str_lod, "_lod"},
+        {&str_inputs, "inputs"},   {&str_outputs, "outputs"},   {&str_attrs, "attrs"},
+        {&str_block, "block"},     {&str_program, "program"},   {&str_op, "op"},
+        {&empty_var_name, "@EMPTY@"}};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); ++i)
+        if ((*names[i].name = PyUnicode_InternFromString(names[i].text)) == NULL)
+            return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL)
         return NULL;

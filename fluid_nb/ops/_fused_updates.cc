@@ -41,9 +41,10 @@ FLUID_UPDATE_CLONES void adam_in_place(T* __restrict__ param, const T* __restric
     fluid_native::adam_step(param[i], grad[i], m1[i], m2[i], beta1, beta2, rate, eps_hat);
 }
 
-// into new arrays: the inputs are only read
-template <class T>
-FLUID_UPDATE_CLONES void adam_into(const T* __restrict__ param, const T* __restrict__ grad,
+// into new moments, and the new parameter into param_out or, kOverGrad, over the gradient
+// (each element read, then written, at its own index); the other inputs are only read
+template <class T, bool kOverGrad>
+FLUID_UPDATE_CLONES void adam_into(const T* __restrict__ param, T* __restrict__ grad,
                                    const T* __restrict__ m1, const T* __restrict__ m2,
                                    T* __restrict__ param_out, T* __restrict__ m1_out,
                                    T* __restrict__ m2_out, Py_ssize_t count, T beta1,
@@ -51,24 +52,7 @@ FLUID_UPDATE_CLONES void adam_into(const T* __restrict__ param, const T* __restr
   for (Py_ssize_t i = 0; i < count; ++i) {
     T p = param[i], first = m1[i], second = m2[i];
     fluid_native::adam_step(p, grad[i], first, second, beta1, beta2, rate, eps_hat);
-    param_out[i] = p;
-    m1_out[i] = first;
-    m2_out[i] = second;
-  }
-}
-
-// the new parameter over the gradient, the moments into new arrays: the gradient is read
-// and written at the same index, the other inputs only read
-template <class T>
-FLUID_UPDATE_CLONES void adam_over_grad(const T* __restrict__ param, T* __restrict__ grad,
-                                        const T* __restrict__ m1, const T* __restrict__ m2,
-                                        T* __restrict__ m1_out, T* __restrict__ m2_out,
-                                        Py_ssize_t count, T beta1, T beta2, T rate,
-                                        T eps_hat) {
-  for (Py_ssize_t i = 0; i < count; ++i) {
-    T p = param[i], first = m1[i], second = m2[i];
-    fluid_native::adam_step(p, grad[i], first, second, beta1, beta2, rate, eps_hat);
-    grad[i] = p;
+    (kOverGrad ? grad : param_out)[i] = p;
     m1_out[i] = first;
     m2_out[i] = second;
   }
@@ -87,12 +71,12 @@ void run(const Py_buffer* views, Form form, Py_ssize_t count, double beta1, doub
   if (form == Form::kInPlace)
     adam_in_place<T>(at(0), at(1), at(2), at(3), count, T(beta1), T(beta2), T(rate),
                      T(eps_hat));
-  else if (form == Form::kOverGrad)
-    adam_over_grad<T>(at(0), at(1), at(2), at(3), at(4), at(5), count, T(beta1), T(beta2),
-                      T(rate), T(eps_hat));
-  else
-    adam_into<T>(at(0), at(1), at(2), at(3), at(4), at(5), at(6), count, T(beta1), T(beta2),
-                 T(rate), T(eps_hat));
+  else if (form == Form::kOverGrad)  // (no param_out view: the gradient is written)
+    adam_into<T, true>(at(0), at(1), at(2), at(3), nullptr, at(4), at(5), count, T(beta1),
+                       T(beta2), T(rate), T(eps_hat));
+  else  // (the gradient only read, through the same pointer type)
+    adam_into<T, false>(at(0), at(1), at(2), at(3), at(4), at(5), at(6), count, T(beta1),
+                        T(beta2), T(rate), T(eps_hat));
 }
 
 // the element type of a buffer: 'f' (float32), 'd' (float64), or 0 for any other
