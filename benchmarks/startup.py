@@ -5,7 +5,8 @@ in NumPy. Each figure comes from a fresh interpreter of its own.
 
 Imports are timed with the bytecode cache in use, as an installed package has it (in a
 temporary folder: ``PYTHONPYCACHEPREFIX``), and without it (every module compiled from its
-source, as with ``PYTHONDONTWRITEBYTECODE`` and a clean tree). Memory is the process's
+source, as with ``PYTHONDONTWRITEBYTECODE`` and a clean tree). The W2 steps run with the
+cache in use, filled by one W2 run first. Memory is the process's
 resident set (``VmRSS``; its peak ``VmHWM``) from /proc, or ``ru_maxrss`` elsewhere.
 
     python benchmarks/startup.py [runs]
@@ -113,6 +114,10 @@ def main():
                   f"+{(fluid['rss_kb'] - numpy['rss_kb']) / 1024:.1f} MB")
 
         env = environment(True, pycache)
+        # the modules a step loads when first used (op families, the optimizer) compiled
+        # into the cache first, as an installed package has them: compiling them in the
+        # measured process would add the compiler's own peak to the step's
+        run(TRAIN.format(builder="w2_fluid", here=HERE, trace=False), env)
         print("500 W2 steps (MLP 784-200-200-10, batch 64, Adam), peak RSS:")
         for label, builder, flags in (
                 ("NumPy by hand", "w2_numpy", {}),
