@@ -5,8 +5,8 @@ definition and kernel and binds its arguments to the scope's holders. An op's fi
 the executor's plain step with its holders and keeps nothing (most live ops run once; a
 formula op's first run, the elementwise and activation ops cells append most, is one C call,
 ``steps.first_run``); an op that runs again (re-feeding, ``live_step``) is bound and its step
-cached, so each later run costs one Python call plus its kernel. A failure becomes the executor's typed error naming
-the op (``exec.run_loop.op_error``).
+cached, so each later run costs one Python call plus its kernel. A failure becomes the
+executor's typed error naming the op (``exec.run_loop.op_error``).
 Every variable of a live program, temporaries included, lives in the session scope, so
 values stay visible after the op ran.
 """
