@@ -213,6 +213,46 @@ def test_a_formula_ops_first_run_allocates_from_the_arena_and_gives_numpy_back_i
     np.testing.assert_array_equal(total.numpy(), 2 * X)
 
 
+def test_a_formula_ops_first_run_gives_what_the_general_path_gives(session_name,
+                                                                    monkeypatch):
+    """The C first run and the Python path it stands for (taken when the arena's event log
+    is on) store the same values and LoD: a LoD input's LoD carried to the output, an axis
+    broadcast, a unary op."""
+    words = np.arange(10, dtype="float32").reshape(5, 2) - 4
+    column = np.array([1.0, -2.0], "float32")
+
+    def cell(name, watched):
+        with live(name) as s:
+            if watched:
+                s.watch_memory(watcher)  # the event log on: the Python path
+            seq = fluid.layers.data(name="seq", shape=[2], dtype="float32", lod_level=1,
+                                    value=fluid.create_lod_tensor(words, [[2, 3]],
+                                                                  fluid.CPUPlace()))
+            by_column = fluid.layers.data(name="c", shape=[2], dtype="float32",
+                                          append_batch_size=False, value=column)
+            outs = [fluid.layers.relu(seq), fluid.layers.elementwise_add(seq, seq),
+                    fluid.layers.elementwise_mul(seq, by_column, axis=1),
+                    fluid.layers.tanh(seq)]
+            return [(out.numpy(), out.lod()) for out in outs]
+
+    class Watcher:
+        pass
+    watcher = Watcher()
+    from fluid_nb.exec.steps import first_run
+    from fluid_nb.live import runner
+    calls = []
+    monkeypatch.setattr(runner, "first_run",
+                        lambda *args: calls.append(args[0].type) or first_run(*args))
+    lean = cell(session_name, False)
+    assert calls == ["relu", "elementwise_add", "elementwise_mul", "tanh"]
+    general = cell(session_name + "_watched", True)
+    assert len(calls) == 4  # the event log on: none of these through the C call
+    for (value, lod), (expected, expected_lod) in zip(lean, general):
+        np.testing.assert_array_equal(value, expected)
+        assert lod == expected_lod == [[0, 2, 5]]
+    np.testing.assert_array_equal(lean[2][0], words * column)
+
+
 def test_a_first_run_without_its_holders_goes_the_general_way(session_name):
     """``steps.first_run`` answers None where a first run needs more than it does: an input
     with no value yet (a data variable's sample is fed first), an output bound to no
