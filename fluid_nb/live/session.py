@@ -162,7 +162,11 @@ class LiveSession:
             return
         if self.pending:
             self.run_pending()
-        self.runner.run(op)
+        try:
+            self.runner.run(op)
+        except BaseException:  # the op is taken back out of the program: so are its holders
+            self._drop_empty_holders(op)
+            raise
         self.stats["ops_run"] += 1
         swept = self._since_sweep
         swept.append(op)
@@ -172,6 +176,16 @@ class LiveSession:
         if block.ops[-1] is not op:  # inserted before ops that already ran: refresh them
             start = block.ops.index(op) + 1
             self._rerun(block, set(op.output_arg_names), start)
+
+    def _drop_empty_holders(self, op):
+        """Remove the scope holders of ``op``'s outputs that hold no value: the ones its
+        failed first run made (a holder with a value is an earlier op's, and stays)."""
+        values = self.scope.vars
+        for names in op.outputs.values():
+            for name in names:
+                holder = values.get(name)
+                if holder is not None and holder.value is None:
+                    del values[name]
 
     def _on_startup_op(self, op):
         op.source = _fw.SOURCE_FROM_CALLSTACK

@@ -190,7 +190,8 @@ def test_a_formula_ops_first_run_allocates_from_the_arena_and_gives_numpy_back_i
         session_name):
     """A formula op's first run (one C call) lets NumPy allocate from the session's arena
     for its kernel only: its value lies in an arena block, and NumPy's allocator is the one
-    it was after the op, also after a kernel that failed."""
+    it was after the op, also after a kernel that failed; an op taken back after a failed
+    run leaves no holder in the scope."""
     try:
         from numpy._core.multiarray import get_handler_name
     except ImportError:  # NumPy 1.x
@@ -209,6 +210,13 @@ def test_a_formula_ops_first_run_allocates_from_the_arena_and_gives_numpy_back_i
         assert s.runner.last_run[s.program.global_block().ops[-1]] > 0
         with pytest.raises(InvalidArgument, match="elementwise_add"):
             fluid.layers.elementwise_add(x, wide)  # 2 rows and 4: NumPy refuses to add
+        assert get_handler_name() == before
+        held = set(s.scope.vars)
+        with pytest.raises(InvalidArgument, match="elementwise_add"):  # raw: no layer's undo
+            s.program.global_block().append_op(type="elementwise_add",
+                                               inputs={"X": x, "Y": wide},
+                                               outputs={"Out": "raw_out"})
+        assert set(s.scope.vars) == held  # no holder left for the op taken back
         assert get_handler_name() == before
     np.testing.assert_array_equal(total.numpy(), 2 * X)
 
