@@ -23,7 +23,7 @@ SOURCES = ((os.path.join("fluid_nb", "memory", "_arena.c"), "the memory arena", 
            (os.path.join("fluid_nb", "rewriters", "native", "_bound_step.c"),
             "a compiled program's step call", True),
            (os.path.join("fluid_nb", "ops", "_fused_updates.cc"),
-            "the interpreter's fused optimizer updates", False))
+            "the interpreter's fused optimizer updates", True))
 #: the native code generator's runtime headers, which a C++ part includes
 RUNTIME = os.path.join("fluid_nb", "rewriters", "native", "runtime")
 

@@ -1,22 +1,32 @@
 // The interpreter's fused optimizer updates: Adam's element update over a parameter and its
 // two moments in one pass, where the NumPy formula in ops/optimizer_ops.py makes twelve
-// over the arrays for the same values. The element update is the one compiled code and
-// the CUDA kernels run (adam_step, fluid_native_maps.h), in the formula's order of
-// operations, so all of them give the NumPy formula's float32 and float64 values, bit for
-// bit.
+// over the arrays for the same values, and SGD's in one call, where the formula makes four
+// NumPy calls. The element updates are the ones compiled code and the CUDA kernels run
+// (adam_step, sgd_step: fluid_native_maps.h), in the formula's order of operations, so all
+// of them give the NumPy formula's float32 and float64 values, bit for bit.
 //
 //   adam(param, grad, moment1, moment2, param_out, moment1_out, moment2_out,
 //        beta1, beta2, rate, eps_hat)
+//   sgd(param, rate, grad, in_place)
 //
-// The inputs and outputs are C-contiguous arrays of one size and one type (float32 or
+// adam's inputs and outputs are C-contiguous arrays of one size and one type (float32 or
 // float64), rate and eps_hat worked out by the caller. Either every output is its input
 // (the op's state donated: updated in place), or param_out is the gradient (a temporary
 // that dies with the update: the new parameter takes its memory) and the moments are new,
 // or every output is new; an array written shares memory with no other. Anything else is
 // a TypeError or ValueError naming what was expected and what came, before anything is
 // written.
+//
+// sgd takes the arrays of a dense update as they come (NumPy arrays, Param and Grad of one
+// shape and one type, float32 or float64, C-contiguous; a rate of one element of Param's
+// type, or float32) and writes Param - rate * Grad over Param (in_place: the parameter is
+// donated) or into a new array from NumPy's current allocator; anything else is answered
+// NotImplemented, and the caller runs the NumPy formula, which gives the same values.
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#include <numpy/arrayobject.h>
 
 #include <string.h>
 
@@ -183,6 +193,88 @@ release:
   return result;
 }
 
+template <class T>
+FLUID_UPDATE_CLONES void sgd_loop(const T* __restrict__ param, const T* __restrict__ grad,
+                                  T* __restrict__ out, Py_ssize_t count, T rate) {
+  for (Py_ssize_t i = 0; i < count; ++i) {
+    T p = param[i];
+    fluid_native::sgd_step(p, grad[i], rate);
+    out[i] = p;
+  }
+}
+
+// in place: the gradient may be the parameter itself, each element read, then written
+template <class T>
+FLUID_UPDATE_CLONES void sgd_in_place(T* param, const T* grad, Py_ssize_t count, T rate) {
+  for (Py_ssize_t i = 0; i < count; ++i) fluid_native::sgd_step(param[i], grad[i], rate);
+}
+
+// a plain array the loops read: an exact ndarray, C-contiguous, aligned, in native order
+bool plain(PyObject* object) {
+  if (!PyArray_CheckExact(object)) return false;
+  PyArrayObject* array = reinterpret_cast<PyArrayObject*>(object);
+  return PyArray_IS_C_CONTIGUOUS(array) && PyArray_ISALIGNED(array) &&
+         PyArray_ISNOTSWAPPED(array);
+}
+
+PyObject* sgd(PyObject*, PyObject* args) {
+  PyObject *param_object, *rate_object, *grad_object;
+  int in_place;
+  if (!PyArg_ParseTuple(args, "OOOp:sgd", &param_object, &rate_object, &grad_object,
+                        &in_place))
+    return nullptr;
+  if (!plain(param_object) || !plain(grad_object) || !PyArray_CheckExact(rate_object))
+    Py_RETURN_NOTIMPLEMENTED;
+  PyArrayObject* param = reinterpret_cast<PyArrayObject*>(param_object);
+  PyArrayObject* grad = reinterpret_cast<PyArrayObject*>(grad_object);
+  PyArrayObject* rate_array = reinterpret_cast<PyArrayObject*>(rate_object);
+  const int type = PyArray_TYPE(param);
+  const int rate_type = PyArray_TYPE(rate_array);
+  // a float64 rate would make NumPy's product float64 for a float32 parameter
+  if ((type != NPY_FLOAT && type != NPY_DOUBLE) || PyArray_TYPE(grad) != type ||
+      (rate_type != NPY_FLOAT && rate_type != type) || PyArray_SIZE(rate_array) != 1 ||
+      !PyArray_ISNOTSWAPPED(rate_array) ||
+      !PyArray_SAMESHAPE(param, grad))
+    Py_RETURN_NOTIMPLEMENTED;
+  const Py_ssize_t count = PyArray_SIZE(param);
+  const char* rate_data = static_cast<const char*>(PyArray_DATA(rate_array));
+  double rate;
+  if (rate_type == NPY_FLOAT) {
+    float value;
+    memcpy(&value, rate_data, sizeof value);
+    rate = value;
+  } else {
+    memcpy(&rate, rate_data, sizeof rate);
+  }
+  char* p = static_cast<char*>(PyArray_DATA(param));
+  const char* g = static_cast<const char*>(PyArray_DATA(grad));
+  const Py_ssize_t bytes = count * PyArray_ITEMSIZE(param);
+  if (in_place) {
+    // the gradient the parameter itself, or apart from it (a shifted view would read
+    // elements already written)
+    if (!PyArray_ISWRITEABLE(param) || (g != p && g < p + bytes && p < g + bytes))
+      Py_RETURN_NOTIMPLEMENTED;
+    if (type == NPY_FLOAT)
+      sgd_in_place(reinterpret_cast<float*>(p), reinterpret_cast<const float*>(g), count,
+                   static_cast<float>(rate));
+    else
+      sgd_in_place(reinterpret_cast<double*>(p), reinterpret_cast<const double*>(g), count,
+                   rate);
+    Py_INCREF(param_object);
+    return param_object;
+  }
+  PyObject* out = PyArray_NewLikeArray(param, NPY_CORDER, nullptr, 0);
+  if (!out) return nullptr;
+  char* o = static_cast<char*>(PyArray_DATA(reinterpret_cast<PyArrayObject*>(out)));
+  if (type == NPY_FLOAT)
+    sgd_loop(reinterpret_cast<const float*>(p), reinterpret_cast<const float*>(g),
+             reinterpret_cast<float*>(o), count, static_cast<float>(rate));
+  else
+    sgd_loop(reinterpret_cast<const double*>(p), reinterpret_cast<const double*>(g),
+             reinterpret_cast<double*>(o), count, rate);
+  return out;
+}
+
 PyMethodDef kMethods[] = {
     {"adam", adam, METH_VARARGS,
      "adam(param, grad, moment1, moment2, param_out, moment1_out, moment2_out, beta1, "
@@ -190,6 +282,10 @@ PyMethodDef kMethods[] = {
      "input), over the gradient (param_out is grad) or into new arrays: moment1_out = beta1 moment1 + (1 - beta1) grad; "
      "moment2_out = beta2 moment2 + (1 - beta2) grad^2; param_out = param - moment1_out / "
      "(sqrt(moment2_out) + eps_hat) * rate"},
+    {"sgd", sgd, METH_VARARGS,
+     "sgd(param, rate, grad, in_place): param - rate * grad, written over param (in_place) "
+     "or into a new array; NotImplemented for arrays the loop does not take (see the "
+     "module's comment)"},
     {nullptr, nullptr, 0, nullptr}};
 
 PyModuleDef kModule = {PyModuleDef_HEAD_INIT, "_fused_updates",
@@ -198,4 +294,7 @@ PyModuleDef kModule = {PyModuleDef_HEAD_INIT, "_fused_updates",
 
 }  // namespace
 
-PyMODINIT_FUNC PyInit__fused_updates(void) { return PyModule_Create(&kModule); }
+PyMODINIT_FUNC PyInit__fused_updates(void) {
+  import_array();
+  return PyModule_Create(&kModule);
+}

@@ -149,10 +149,19 @@ def _update_infer(state, scalars=("LearningRate",), required=(), scalar_at_least
     return infer
 
 
+#: the fused host updates: SGD's in one call, Adam's in one pass (the formulas' values, bit
+#: for bit: ops/_fused_updates.cc)
+_fused = c_parts.load("fluid_nb.ops._fused_updates", "the fused optimizer updates")
+
+
 # --- sgd ------------------------------------------------------------------------------------------
 def _sgd_kernel(ctx, param, lr, grad, master):
     if master is None and grad.__class__ is LoDTensor:  # dense, no master copy: the usual
         p, rate = param.array, lr.array
+        # one C call for plain host arrays (the formula's values; NotImplemented otherwise)
+        new = _fused.sgd(p, rate, grad.array, "Param" in ctx.donated)
+        if new is not NotImplemented:
+            return new, None
         step = (rate.reshape(()) if rate.ndim else rate) * grad.array
         if "Param" in ctx.donated and step.dtype == p.dtype:
             return ctx.xp.subtract(p, step, out=p), None
@@ -252,10 +261,8 @@ def_op("momentum", inputs=["Param", "Grad", "Velocity", "LearningRate", "MasterP
 _ADAM_STATE = frozenset({"Param", "Moment1", "Moment2"})
 #: elements of scratch an in-place adam update works with at a time
 _ADAM_SCRATCH = 1 << 16
-#: the element types of the fused update (one pass instead of the formula's twelve, the
-#: same values: ops/_fused_updates.cc)
+#: the element types of the fused update (one pass instead of the formula's twelve)
 _FUSED_TYPES = (np.dtype("float32"), np.dtype("float64"))
-_fused = c_parts.load("fluid_nb.ops._fused_updates", "the fused optimizer updates")
 #: the runtime header whose adam_step a device's fused update compiles (the host's too)
 _RUNTIME_HEADERS = pathlib.Path(__file__).parents[1] / "rewriters" / "native" / "runtime"
 

@@ -394,7 +394,7 @@ void batch_norm_inference(const T* x, const T* scale, const T* bias, const T* me
 template <class T, class L>
 void sgd(T* param, const T* grad, const L* lr, int64_t count) {
   const T rate = static_cast<T>(lr[0]);
-  for (int64_t i = 0; i < count; ++i) param[i] -= rate * grad[i];
+  for (int64_t i = 0; i < count; ++i) sgd_step(param[i], grad[i], rate);
 }
 
 // momentum, one pass over the four arrays (momentum_step, fluid_native_maps.h)

@@ -343,7 +343,7 @@ void batch_norm_inference(const T* x, const T* scale, const T* bias, const T* me
 template <class T, class L>
 __global__ void sgd_kernel(T* param, const T* grad, const L* lr, int64_t count) {
   const T rate = static_cast<T>(lr[0]);
-  FLUID_GRID_STRIDE(i, count) param[i] -= rate * grad[i];
+  FLUID_GRID_STRIDE(i, count) sgd_step(param[i], grad[i], rate);
 }
 
 template <class T, class L>

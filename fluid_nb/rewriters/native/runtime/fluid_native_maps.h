@@ -53,6 +53,11 @@ FLUID_HD inline T softplus_value(T a) {
   return a > T(0) ? a + log1p(exp(-a)) : log1p(exp(a));
 }
 
+// sgd on one element: Param -= LearningRate * Grad (the host loop, the CUDA kernel and the
+// interpreter's fused host step, ops/_fused_updates.cc, all call it)
+template <class T>
+FLUID_HD inline void sgd_step(T& param, T grad, T rate) { param -= rate * grad; }
+
 // momentum on one element (the interpreter's formula and order; the host loop and the CUDA
 // kernel both call it):
 //   g = Grad * rescale (+ l2 * Param with l2_decay);  Velocity = mu * Velocity + g
