@@ -383,14 +383,20 @@ class LocalJob(Job):
                 os.makedirs(log_dir, exist_ok=True)
                 for p in self._planned:
                     self._logs[p.label] = open(os.path.join(log_dir, p.log_name), "w")
-            for p in self._planned:
-                self._start(p)
+            # the job's own thread starts the processes and outlives them: the kernel
+            # signals a child (PR_SET_PDEATHSIG) when the *thread* that started it ends, and
+            # the caller's may be a short-lived one (a notebook's)
+            started, failure = threading.Event(), []
+            self._watcher = threading.Thread(target=self._start_and_watch,
+                                             args=(started, failure), daemon=True,
+                                             name="fluid_nb-job-watch")
+            self._watcher.start()
+            started.wait()
+            if failure:
+                raise failure[0]
         except BaseException:
             self.stop()
             raise
-        self._watcher = threading.Thread(target=self._watch, daemon=True,
-                                         name="fluid_nb-job-watch")
-        self._watcher.start()
 
     # --- the interface ----------------------------------------------------------------------
     def status(self):
@@ -487,6 +493,19 @@ class LocalJob(Job):
         with self._lock:
             self._out.write(f"[launch] {text}\n")
             self._out.flush()
+
+    def _start_and_watch(self, started, failure):
+        """The job's thread: start every process (an error goes to ``failure``), say so
+        (``started``), then watch them."""
+        try:
+            for p in self._planned:
+                self._start(p)
+        except BaseException as exc:  # noqa: BLE001  (raised by the caller's thread)
+            failure.append(exc)
+            return
+        finally:
+            started.set()
+        self._watch()
 
     def _watch(self):
         """Until every process has ended: restart a server that died while trainers train
