@@ -18,7 +18,7 @@ from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 SOURCES = ((os.path.join("fluid_nb", "memory", "_arena.c"), "the memory arena", True),
            (os.path.join("fluid_nb", "tensor", "_tensor.c"), "LoDTensor's constructor", False),
            (os.path.join("fluid_nb", "framework", "_op_record.c"), "an op record's C parts", False),
-           (os.path.join("fluid_nb", "exec", "_steps.c"), "the interpreter's steps", False),
+           (os.path.join("fluid_nb", "exec", "_steps.c"), "the interpreter's steps", True),
            (os.path.join("fluid_nb", "proto", "_wire.c"), "the wire walk's check", False),
            (os.path.join("fluid_nb", "rewriters", "native", "_bound_step.c"),
             "a compiled program's step call", True),

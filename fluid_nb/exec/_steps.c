@@ -1,5 +1,6 @@
 /* The interpreter's steps for ops without duplicable slots (fluid_nb/exec/steps.py: plain,
- * arrays, runtime, general) as C callables.
+ * arrays, runtime, general) as C callables, and a run that repeats the executor's last one
+ * (fast_run, at the end).
  *
  * A step reads its inputs (holder.value.array, or holder.value for an op that takes
  * runtime values), calls the op's kernel fn(ctx, *inputs), wraps what it returns in
@@ -28,11 +29,18 @@
  * value that is a LoDTensor are read (and a holder written) through their slots; a result
  * becomes a LoDTensor through the class itself, whose common case is C as well
  * (tensor/_tensor.c). configure() names the classes once (steps.py calls it on import).
+ *
+ *   fast_run(last, executor, program, feed, fetch_list, scope, return_numpy, feed_var_name,
+ *            fetch_var_name, use_prune): Executor.run's common case, the run before
+ *       again, in one call (see fast_run below); NotImplemented for any other run.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
 #include <time.h>
+
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#include <numpy/arrayobject.h>
 
 #include "../tensor/_slots.h"
 
@@ -45,6 +53,10 @@ static Py_ssize_t array_offset, lod_offset, value_offset; /* the slots read and 
 static PyObject *str_value, *str_array, *str_lod;
 static PyObject *str_inputs, *str_outputs, *str_attrs, *str_block, *str_program, *str_op;
 static PyObject *empty_var_name; /* "@EMPTY@": an output slot bound to no variable */
+static PyObject *str_version, *str_recording, *str_trace, *str_watch, *str_run_token;
+static PyObject *str_kids, *str_fast, *str_step_failed, *str_run_reporter, *str_global_scope;
+static PyObject *fetched_array_type;  /* feed_fetch.FetchedArray */
+static PyObject *as_declared_scalar_fn, *fetched_fn; /* feed_fetch's, for what fast_run leaves */
 
 #if PY_VERSION_HEX >= 0x030D0000
 #define LOOKUP_ATTR PyObject_GetOptionalAttr
@@ -571,6 +583,551 @@ static PyTypeObject KernelStepType = {
     .tp_vectorcall_offset = offsetof(KernelStep, vectorcall),
 };
 
+/* --- fast_run -------------------------------------------------------------------------- */
+/* Executor.run's common case in one call: the run before again on the host (the same
+ * program at the same version, the same scope, feed names in the same order, the same
+ * fetch list items, flags and host arena; nothing traced, watched or reported). ``last`` is
+ * what the executor kept of that run (executor.py, Executor._remember), the plan's parts
+ * are plan.fast (run_plan.py, RunPlan.fast_parts). It does what Executor.run, _run_plan and
+ * RunPlan.run do, in their order: the collector paused, NumPy's allocator switched to the
+ * arena, a run token set, each fed array wrapped in a LoDTensor, the values of the holders
+ * the run writes kept (the undo log), the local scope hung under the plan's scope, the feed
+ * and fetch lists set, the steps run, the local scope taken down and its holders emptied,
+ * a 0-D fetch of a variable declared [1] reshaped, and the fetched arrays viewed as
+ * FetchedArrays (return_numpy). A step that raises hands its error, the undo log and its
+ * index to plan._step_failed, which ends the run as RunPlan.run does and raises. Anything
+ * ``last`` does not match, and a fed value other than a NumPy array (or a LoDTensor of one,
+ * without LoD) of the declared dtype and shape, answers NotImplemented before anything is
+ * done. */
+enum {
+    LAST_PROGRAM,      /* weakref to the program */
+    LAST_VERSION,      /* program._version */
+    LAST_GLOBAL_SCOPE, /* True: the scope argument was None (the global scope) */
+    LAST_SCOPE,        /* weakref to the scope the run ran in */
+    LAST_FEED_NAMES,   /* tuple(feed) */
+    LAST_FETCH_ITEMS,  /* tuple(fetch_list or ()) */
+    LAST_FEED_VAR,     /* feed_var_name */
+    LAST_FETCH_VAR,    /* fetch_var_name */
+    LAST_FLAGS,        /* flags.version (a list of one int) */
+    LAST_FLAGS_AT,     /* flags.version[0] then */
+    LAST_HOST,         /* memory.places._host (a list of one entry) */
+    LAST_HOST_ENTRY,   /* memory.places._host[0] then */
+    LAST_CAPSULE,      /* the arena's allocator capsule, None with the system allocator */
+    LAST_ARENA,        /* the arena core (its ``recording``), or None */
+    LAST_SET_HANDLER,  /* memory.arena's set_handler */
+    LAST_EXECUTOR_GLOBALS, /* executor.py's globals (run_reporter) */
+    LAST_SCOPE_GLOBALS,    /* scope.py's globals (_global_scope) */
+    LAST_PAUSING,      /* collector.PAUSING */
+    LAST_PLAN,         /* weakref to the RunPlan */
+    LAST_SIZE
+};
+enum {
+    FAST_FEEDS,         /* ((name, dtype, shape or None), ...) */
+    FAST_WRITTEN,       /* the holders outside the run that it writes */
+    FAST_SCOPE,         /* the plan's scope */
+    FAST_LOCAL,         /* its local scope */
+    FAST_FEED_HOLDER,
+    FAST_FETCH_HOLDER,
+    FAST_N_FETCH,
+    FAST_STEPS,
+    FAST_LOCAL_HOLDERS,
+    FAST_SCALAR_FETCHES, /* the fetch columns declared [1] */
+    FAST_SIZE
+};
+
+/* the object a weak reference refers to (borrowed; Py_None when it died) */
+static PyObject *referent(PyObject *ref) {
+    if (!PyWeakref_CheckRef(ref))
+        return NULL;
+#if PY_VERSION_HEX >= 0x030D0000
+    PyObject *object;
+    if (PyWeakref_GetRef(ref, &object) <= 0) {
+        PyErr_Clear();
+        return Py_None;
+    }
+    Py_DECREF(object); /* (compared, or kept alive by the caller's own reference) */
+    return object;
+#else
+    return PyWeakref_GET_OBJECT(ref);
+#endif
+}
+
+/* a == b for two names (str) */
+static int same_name(PyObject *a, PyObject *b) {
+    if (a == b)
+        return 1;
+    if (!PyUnicode_CheckExact(a) || !PyUnicode_CheckExact(b))
+        return 0;
+    return PyUnicode_Compare(a, b) == 0;
+}
+
+static int fetch_and_state_match(PyObject *last, PyObject *executor, PyObject *fetch_list);
+
+/* 1 when what ``last`` kept matches this run, 0 when not (or on an error, cleared) */
+static int matches(PyObject *last, PyObject *executor, PyObject *program, PyObject *feed,
+                   PyObject *fetch_list, PyObject *scope, PyObject *feed_var,
+                   PyObject *fetch_var, PyObject *use_prune) {
+#define LAST(i) PyTuple_GET_ITEM(last, i)
+    if (referent(LAST(LAST_PROGRAM)) != program || !same_name(feed_var, LAST(LAST_FEED_VAR)) ||
+        !same_name(fetch_var, LAST(LAST_FETCH_VAR)))
+        return 0;
+    if (use_prune != Py_False && PyObject_IsTrue(use_prune) != 0)
+        goto not_this;
+    /* the flags and the host's arena as they were */
+    PyObject *flags = LAST(LAST_FLAGS), *host = LAST(LAST_HOST);
+    if (!PyList_CheckExact(flags) || PyList_GET_SIZE(flags) < 1 ||
+        !PyList_CheckExact(host) || PyList_GET_SIZE(host) < 1 ||
+        PyList_GET_ITEM(host, 0) != LAST(LAST_HOST_ENTRY))
+        return 0;
+    int same = PyObject_RichCompareBool(PyList_GET_ITEM(flags, 0), LAST(LAST_FLAGS_AT), Py_EQ);
+    if (same <= 0)
+        goto not_this;
+    PyObject *version = PyObject_GetAttr(program, str_version);
+    if (version == NULL)
+        goto not_this;
+    same = PyObject_RichCompareBool(version, LAST(LAST_VERSION), Py_EQ);
+    Py_DECREF(version);
+    if (same <= 0)
+        goto not_this;
+    /* the scope */
+    PyObject *ran_in = referent(LAST(LAST_SCOPE));
+    if (scope == Py_None) {
+        PyObject *current = PyDict_GetItemWithError(LAST(LAST_SCOPE_GLOBALS), str_global_scope);
+        if (LAST(LAST_GLOBAL_SCOPE) != Py_True || current == NULL || current != ran_in)
+            goto not_this;
+    } else if (LAST(LAST_GLOBAL_SCOPE) != Py_False || scope != ran_in) {
+        return 0;
+    }
+    /* the feed's names, in order (None feeds nothing, as {} does) */
+    PyObject *names = LAST(LAST_FEED_NAMES);
+    if (feed == Py_None)
+        return PyTuple_GET_SIZE(names) == 0 ? fetch_and_state_match(last, executor, fetch_list)
+                                            : 0;
+    if (!PyDict_CheckExact(feed) || PyDict_GET_SIZE(feed) != PyTuple_GET_SIZE(names))
+        return 0;
+    Py_ssize_t position = 0, k = 0;
+    PyObject *key, *value;
+    while (PyDict_Next(feed, &position, &key, &value))
+        if (!same_name(key, PyTuple_GET_ITEM(names, k++)))
+            return 0;
+    return fetch_and_state_match(last, executor, fetch_list);
+not_this:
+    PyErr_Clear();
+    return 0;
+#undef LAST
+}
+
+/* the rest of matches: the fetch list's items, and nothing recording, tracing or reporting */
+static int fetch_and_state_match(PyObject *last, PyObject *executor, PyObject *fetch_list) {
+#define LAST(i) PyTuple_GET_ITEM(last, i)
+    /* the fetch list's items (a name may be an equal string) */
+    PyObject *items = LAST(LAST_FETCH_ITEMS);
+    Py_ssize_t count = PyTuple_GET_SIZE(items);
+    if (fetch_list == Py_None) {
+        if (count != 0)
+            return 0;
+    } else {
+        if (!PyList_CheckExact(fetch_list) && !PyTuple_CheckExact(fetch_list))
+            return 0;
+        if (PySequence_Fast_GET_SIZE(fetch_list) != count)
+            return 0;
+        PyObject **given = PySequence_Fast_ITEMS(fetch_list);
+        for (Py_ssize_t i = 0; i < count; ++i)
+            if (given[i] != PyTuple_GET_ITEM(items, i) && !(PyUnicode_CheckExact(given[i]) &&
+                                                            same_name(given[i],
+                                                                      PyTuple_GET_ITEM(items, i))))
+                return 0;
+    }
+    /* nothing recording the arena's events, tracing ops or reporting runs */
+    if (LAST(LAST_ARENA) != Py_None) {
+        PyObject *recording = PyObject_GetAttr(LAST(LAST_ARENA), str_recording);
+        if (recording == NULL)
+            goto not_this;
+        int on = PyObject_IsTrue(recording);
+        Py_DECREF(recording);
+        if (on != 0)
+            goto not_this;
+    }
+    PyObject *reporter = PyDict_GetItemWithError(LAST(LAST_EXECUTOR_GLOBALS), str_run_reporter);
+    if (reporter == NULL || reporter != Py_None)
+        goto not_this;
+    PyObject *looked[2] = {str_trace, str_watch};
+    for (int i = 0; i < 2; ++i) {
+        PyObject *found = PyObject_GetAttr(executor, looked[i]);
+        if (found == NULL)
+            goto not_this;
+        Py_DECREF(found);
+        if (found != Py_None)
+            return 0;
+    }
+    return 1;
+not_this:
+    PyErr_Clear();
+    return 0;
+#undef LAST
+}
+
+/* the LoDTensor a fed value goes in as, or NULL (no error set) when the value is not the
+ * common case: an exact ndarray (or a LoDTensor of one, no LoD) of dtype ``want`` and a
+ * shape that fits ``shape`` (None, or the declared dims, -1 for any) */
+static PyObject *fed_tensor(PyObject *value, PyObject *want, PyObject *shape) {
+    PyObject *array = value;
+    if (Py_IS_TYPE(value, tensor_type)) {
+        PyObject *lod = SLOT(value, lod_offset);
+        array = SLOT(value, array_offset);
+        if (array == NULL || lod == NULL ||
+            (lod != Py_None && !(PyTuple_CheckExact(lod) && PyTuple_GET_SIZE(lod) == 0) &&
+             !(PyList_CheckExact(lod) && PyList_GET_SIZE(lod) == 0)))
+            return NULL;
+    }
+    if (!Py_IS_TYPE(array, ndarray_type) || !PyArray_DescrCheck(want))
+        return NULL;
+    PyArrayObject *a = (PyArrayObject *)array;
+    if (PyArray_DESCR(a) != (PyArray_Descr *)want &&
+        !PyArray_EquivTypes(PyArray_DESCR(a), (PyArray_Descr *)want))
+        return NULL;
+    if (shape != Py_None) {
+        if (!PyTuple_CheckExact(shape) || PyTuple_GET_SIZE(shape) != PyArray_NDIM(a))
+            return NULL;
+        for (int d = 0; d < PyArray_NDIM(a); ++d) {
+            Py_ssize_t declared = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, d));
+            if (declared == -1 && PyErr_Occurred()) {
+                PyErr_Clear();
+                return NULL;
+            }
+            if (declared >= 0 && declared != PyArray_DIM(a, d))
+                return NULL;
+        }
+    }
+    if (array != value) {
+        Py_INCREF(value);
+        return value;
+    }
+    PyObject *tensor = new_tensor(value, NULL);
+    if (tensor == NULL)
+        PyErr_Clear(); /* (the Python path makes it again, and says what failed) */
+    return tensor;
+}
+
+/* RunPlan._end: the local scope off its parent, its kids dropped, its holders emptied */
+static int end_run(PyObject *parts) {
+    PyObject *kids = PyObject_GetAttr(PyTuple_GET_ITEM(parts, FAST_SCOPE), str_kids);
+    if (kids == NULL)
+        return -1;
+    PyObject *removed = PyObject_CallMethod(kids, "remove", "O",
+                                            PyTuple_GET_ITEM(parts, FAST_LOCAL));
+    Py_DECREF(kids);
+    if (removed == NULL)
+        return -1;
+    Py_DECREF(removed);
+    kids = PyObject_GetAttr(PyTuple_GET_ITEM(parts, FAST_LOCAL), str_kids);
+    if (kids == NULL)
+        return -1;
+    int cleared = PyList_CheckExact(kids) ? PyList_SetSlice(kids, 0, PyList_GET_SIZE(kids), NULL)
+                                          : -1;
+    Py_DECREF(kids);
+    if (cleared < 0) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "fast_run: a scope's kids expected a list");
+        return -1;
+    }
+    return empty_all(PyTuple_GET_ITEM(parts, FAST_LOCAL_HOLDERS));
+}
+
+/* feed_fetch.as_declared_scalar(value) (a new reference) */
+static PyObject *as_declared_scalar(PyObject *value) {
+    if (Py_IS_TYPE(value, tensor_type)) {
+        PyObject *array = SLOT(value, array_offset), *lod = SLOT(value, lod_offset);
+        if (array != NULL && lod != NULL && Py_IS_TYPE(array, ndarray_type) &&
+            PyArray_NDIM((PyArrayObject *)array) == 0) {
+            npy_intp one = 1;
+            PyArray_Dims shape = {&one, 1};
+            PyObject *reshaped = PyArray_Newshape((PyArrayObject *)array, &shape, NPY_CORDER);
+            if (reshaped == NULL)
+                return NULL;
+            PyObject *tensor = new_tensor(reshaped, lod);
+            Py_DECREF(reshaped);
+            return tensor;
+        }
+    }
+    return PyObject_CallOneArg(as_declared_scalar_fn, value);
+}
+
+/* feed_fetch.fetched(value) (a new reference) */
+static PyObject *fetched(PyObject *value) {
+    if (Py_IS_TYPE(value, tensor_type)) {
+        PyObject *array = SLOT(value, array_offset);
+        if (array != NULL && Py_IS_TYPE(array, ndarray_type)) {
+            Py_INCREF(PyArray_DESCR((PyArrayObject *)array)); /* (PyArray_View takes one) */
+            return PyArray_View((PyArrayObject *)array, PyArray_DESCR((PyArrayObject *)array),
+                                (PyTypeObject *)fetched_array_type);
+        }
+    }
+    return PyObject_CallOneArg(fetched_fn, value);
+}
+
+/* the fetch list's values as the run returns them (a new reference) */
+static PyObject *fetch_results(PyObject *parts, PyObject *results, int return_numpy) {
+    PyObject *scalars = PyTuple_GET_ITEM(parts, FAST_SCALAR_FETCHES);
+    if (!PyList_CheckExact(results))
+        return PyErr_Format(PyExc_TypeError, "fast_run: the fetch list expected a list, got %R",
+                            Py_TYPE(results));
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(scalars); ++k) {
+        Py_ssize_t i = PyLong_AsSsize_t(PyTuple_GET_ITEM(scalars, k));
+        if (i < 0 || i >= PyList_GET_SIZE(results)) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_IndexError, "fast_run: a fetch column out of range");
+            return NULL;
+        }
+        PyObject *shaped = as_declared_scalar(PyList_GET_ITEM(results, i));
+        if (shaped == NULL)
+            return NULL;
+        PyList_SetItem(results, i, shaped); /* (steals; the old item released) */
+    }
+    if (!return_numpy) {
+        Py_INCREF(results);
+        return results;
+    }
+    Py_ssize_t count = PyList_GET_SIZE(results);
+    PyObject *out = PyList_New(count);
+    if (out == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < count; ++i) {
+        PyObject *array = fetched(PyList_GET_ITEM(results, i));
+        if (array == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, i, array);
+    }
+    return out;
+}
+
+/* the collector paused as collector.pause does (1 when this call disabled it) */
+static int pause_collector(void) {
+#if PY_VERSION_HEX >= 0x030A0000
+    return PyGC_Disable();
+#else
+    PyObject *gc = PyImport_ImportModule("gc");
+    if (gc == NULL)
+        return -1;
+    PyObject *on = PyObject_CallMethod(gc, "isenabled", NULL);
+    int was = on == NULL ? -1 : PyObject_IsTrue(on);
+    Py_XDECREF(on);
+    if (was == 1) {
+        PyObject *done = PyObject_CallMethod(gc, "disable", NULL);
+        if (done == NULL)
+            was = -1;
+        Py_XDECREF(done);
+    }
+    Py_DECREF(gc);
+    return was;
+#endif
+}
+
+static void resume_collector(int paused) {
+    if (paused != 1)
+        return;
+#if PY_VERSION_HEX >= 0x030A0000
+    PyGC_Enable();
+#else
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    PyObject *gc = PyImport_ImportModule("gc");
+    PyObject *done = gc == NULL ? NULL : PyObject_CallMethod(gc, "enable", NULL);
+    Py_XDECREF(done);
+    Py_XDECREF(gc);
+    PyErr_Restore(type, value, traceback);
+#endif
+}
+
+static PyObject *fast_run(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 10)
+        return PyErr_Format(PyExc_TypeError, "fast_run expected 10 arguments (last, executor, "
+                            "program, feed, fetch_list, scope, return_numpy, feed_var_name, "
+                            "fetch_var_name, use_prune), got %zd", nargs);
+    PyObject *last = args[0], *executor = args[1], *program = args[2], *feed = args[3],
+             *fetch_list = args[4], *scope = args[5], *feed_var = args[7],
+             *fetch_var = args[8], *use_prune = args[9];
+    if (!configured() || fetched_array_type == NULL)
+        return PyErr_Format(PyExc_RuntimeError, "fast_run: configure_fetches() was not called");
+    if (!PyTuple_CheckExact(last) || PyTuple_GET_SIZE(last) != LAST_SIZE)
+        return PyErr_Format(PyExc_TypeError, "fast_run: last expected a tuple of %d, got %R",
+                            LAST_SIZE, last);
+    int return_numpy = PyObject_IsTrue(args[6]);
+    if (return_numpy < 0)
+        return NULL;
+    if (!matches(last, executor, program, feed, fetch_list, scope, feed_var, fetch_var,
+                 use_prune))
+        Py_RETURN_NOTIMPLEMENTED;
+    PyObject *plan = referent(PyTuple_GET_ITEM(last, LAST_PLAN));
+    if (plan == NULL || plan == Py_None)
+        Py_RETURN_NOTIMPLEMENTED;
+    Py_INCREF(plan);
+    PyObject *parts = PyObject_GetAttr(plan, str_fast), *tensors = NULL, *fetch_values = NULL;
+    if (parts == NULL || !PyTuple_CheckExact(parts) || PyTuple_GET_SIZE(parts) != FAST_SIZE) {
+        PyErr_Clear();
+        Py_XDECREF(parts);
+        Py_DECREF(plan);
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+#define PART(i) PyTuple_GET_ITEM(parts, i)
+    /* the feed, each value as the plan's check takes it */
+    PyObject *feeds = PART(FAST_FEEDS);
+    Py_ssize_t n_feeds = PyTuple_GET_SIZE(feeds);
+    if ((tensors = PyList_New(n_feeds)) == NULL)
+        goto fail_early;
+    for (Py_ssize_t i = 0; i < n_feeds; ++i) {
+        PyObject *check = PyTuple_GET_ITEM(feeds, i);
+        PyObject *value = feed == Py_None
+                              ? NULL
+                              : PyDict_GetItemWithError(feed, PyTuple_GET_ITEM(check, 0));
+        PyObject *tensor = value == NULL ? NULL : fed_tensor(value, PyTuple_GET_ITEM(check, 1),
+                                                             PyTuple_GET_ITEM(check, 2));
+        if (tensor == NULL) {
+            PyErr_Clear();
+            Py_DECREF(tensors);
+            Py_DECREF(parts);
+            Py_DECREF(plan);
+            Py_RETURN_NOTIMPLEMENTED;
+        }
+        PyList_SET_ITEM(tensors, i, tensor);
+    }
+    Py_ssize_t n_fetch = PyLong_AsSsize_t(PART(FAST_N_FETCH));
+    if (n_fetch < 0 || (fetch_values = PyList_New(n_fetch)) == NULL)
+        goto fail_early;
+    for (Py_ssize_t i = 0; i < n_fetch; ++i) {
+        Py_INCREF(Py_None);
+        PyList_SET_ITEM(fetch_values, i, Py_None);
+    }
+    /* Executor.run: the collector paused, NumPy allocating from the arena */
+    int paused = pause_collector();
+    if (paused < 0)
+        goto fail_early;
+    PyObject *previous = NULL, *token = NULL, *undo = NULL, *results = NULL, *out = NULL;
+    PyObject *capsule = PyTuple_GET_ITEM(last, LAST_CAPSULE);
+    if (capsule != Py_None &&
+        (previous = PyObject_CallOneArg(PyTuple_GET_ITEM(last, LAST_SET_HANDLER), capsule)) == NULL)
+        goto done;
+    /* _run_plan: a run token for the run */
+    if ((token = PyObject_CallNoArgs((PyObject *)&PyBaseObject_Type)) == NULL ||
+        PyObject_SetAttr(executor, str_run_token, token) < 0)
+        goto done;
+    /* RunPlan.run: the undo log, the local scope under the plan's, the feed and fetch lists */
+    PyObject *written = PART(FAST_WRITTEN);
+    if ((undo = PyList_New(PyTuple_GET_SIZE(written))) == NULL)
+        goto done_token;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(written); ++i) {
+        PyObject *held = holder_value(PyTuple_GET_ITEM(written, i));
+        if (held == NULL)
+            goto done_token;
+        PyList_SET_ITEM(undo, i, held);
+    }
+    PyObject *kids = PyObject_GetAttr(PART(FAST_SCOPE), str_kids);
+    int hung = kids == NULL ? -1 : PyList_CheckExact(kids) ? PyList_Append(kids, PART(FAST_LOCAL))
+                                                           : -1;
+    Py_XDECREF(kids);
+    if (hung < 0) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "fast_run: a scope's kids expected a list");
+        goto done_token;
+    }
+    /* from here a failure ends as RunPlan.run's: plan._step_failed puts back and raises */
+    Py_ssize_t failed_at = -1;
+    if (set_holder_value(PART(FAST_FEED_HOLDER), tensors) < 0 ||
+        set_holder_value(PART(FAST_FETCH_HOLDER), fetch_values) < 0)
+        goto failed;
+    PyObject *steps = PART(FAST_STEPS);
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(steps); ++i) {
+        PyObject *done_step = PyObject_CallNoArgs(PyTuple_GET_ITEM(steps, i));
+        if (done_step == NULL) {
+            failed_at = i;
+            goto failed;
+        }
+        Py_DECREF(done_step);
+    }
+    if ((results = holder_value(PART(FAST_FETCH_HOLDER))) == NULL)
+        goto failed;
+    if (end_run(parts) < 0)
+        goto done_token;
+    out = fetch_results(parts, results, return_numpy);
+    goto done_token;
+failed: {
+        PyObject *type, *error, *traceback;
+        PyErr_Fetch(&type, &error, &traceback);
+        PyErr_NormalizeException(&type, &error, &traceback);
+        if (traceback != NULL && error != NULL)
+            PyException_SetTraceback(error, traceback);
+        PyObject *index = failed_at < 0 ? (Py_INCREF(Py_None), Py_None)
+                                        : PyLong_FromSsize_t(failed_at);
+        if (index != NULL && error != NULL) {
+            PyObject *raised = PyObject_CallMethodObjArgs(plan, str_step_failed, undo, index,
+                                                          error, NULL);
+            if (raised != NULL) { /* (it always raises) */
+                Py_DECREF(raised);
+                PyErr_SetString(PyExc_RuntimeError, "fast_run: plan._step_failed returned");
+            }
+        } else if (error == NULL) {
+            PyErr_SetString(PyExc_SystemError, "fast_run: a step failed with no error");
+        }
+        Py_XDECREF(index);
+        Py_XDECREF(type);
+        Py_XDECREF(error);
+        Py_XDECREF(traceback);
+    }
+done_token: {
+        /* _run_plan's finally: no run token (an error raised meanwhile kept) */
+        PyObject *type, *error, *traceback;
+        PyErr_Fetch(&type, &error, &traceback);
+        if (PyObject_SetAttr(executor, str_run_token, Py_None) < 0)
+            PyErr_Clear();
+        PyErr_Restore(type, error, traceback);
+    }
+done:
+    if (previous != NULL) { /* Executor.run's finally: the allocator back */
+        PyObject *type, *error, *traceback;
+        PyErr_Fetch(&type, &error, &traceback);
+        PyObject *back = PyObject_CallOneArg(PyTuple_GET_ITEM(last, LAST_SET_HANDLER), previous);
+        if (back == NULL) {
+            if (type != NULL)
+                PyErr_Clear(); /* (the run's own error wins) */
+            else
+                PyErr_Fetch(&type, &error, &traceback);
+        }
+        Py_XDECREF(back);
+        PyErr_Restore(type, error, traceback);
+        Py_DECREF(previous);
+    }
+    resume_collector(paused);
+    Py_XDECREF(token);
+    Py_XDECREF(undo);
+    Py_XDECREF(results);
+    Py_DECREF(tensors);
+    Py_DECREF(fetch_values);
+    Py_DECREF(parts);
+    Py_DECREF(plan);
+    return out;
+fail_early:
+    Py_XDECREF(tensors);
+    Py_XDECREF(fetch_values);
+    Py_DECREF(parts);
+    Py_DECREF(plan);
+    return NULL;
+#undef PART
+}
+
+static PyObject *configure_fetches(PyObject *module, PyObject *args) {
+    PyObject *array_type, *scalar, *fetch;
+    if (!PyArg_ParseTuple(args, "O!OO:configure_fetches", &PyType_Type, &array_type, &scalar,
+                          &fetch))
+        return NULL;
+    Py_INCREF(array_type), Py_INCREF(scalar), Py_INCREF(fetch);
+    Py_XSETREF(fetched_array_type, array_type);
+    Py_XSETREF(as_declared_scalar_fn, scalar);
+    Py_XSETREF(fetched_fn, fetch);
+    Py_RETURN_NONE;
+}
+
 /* --- configure ------------------------------------------------------------------------ */
 static PyObject *configure(PyObject *module, PyObject *args) {
     PyObject *tensor, *tensor_array, *holder, *ndarray, *stored_callable;
@@ -600,6 +1157,13 @@ static PyMethodDef methods[] = {
     {"first_run", (PyCFunction)(void (*)(void))first_run, METH_FASTCALL,
      "first_run(op, plan, values, set_handler, capsule): a live formula op's first run in one "
      "call; the seconds it took, or None when the op is not this path's."},
+    {"fast_run", (PyCFunction)(void (*)(void))fast_run, METH_FASTCALL,
+     "fast_run(last, executor, program, feed, fetch_list, scope, return_numpy, feed_var_name, "
+     "fetch_var_name, use_prune): the run ``last`` describes again, in one call; "
+     "NotImplemented when this run is not that one (see _steps.c)."},
+    {"configure_fetches", configure_fetches, METH_VARARGS,
+     "configure_fetches(FetchedArray, as_declared_scalar, fetched): what fast_run returns "
+     "fetched arrays as, and the functions for the values it does not convert itself."},
     {"configure", configure, METH_VARARGS,
      "configure(LoDTensor, LoDTensorArray, ScopeVariable, numpy.ndarray, stored): the "
      "classes the steps make and read, and the function that stores what they do not "
@@ -611,13 +1175,18 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_steps",
                                     methods};
 
 PyMODINIT_FUNC PyInit__steps(void) {
+    import_array();
     if (PyType_Ready(&PlainStepType) < 0 || PyType_Ready(&KernelStepType) < 0)
         return NULL;
     static struct { PyObject **name; const char *text; } const names[] = {
         {&str_value, "value"},     {&str_array, "array"},       {&str_lod, "_lod"},
         {&str_inputs, "inputs"},   {&str_outputs, "outputs"},   {&str_attrs, "attrs"},
         {&str_block, "block"},     {&str_program, "program"},   {&str_op, "op"},
-        {&empty_var_name, "@EMPTY@"}};
+        {&empty_var_name, "@EMPTY@"}, {&str_version, "_version"},
+        {&str_recording, "recording"}, {&str_trace, "trace"},      {&str_watch, "watch"},
+        {&str_run_token, "run_token"}, {&str_kids, "kids"},        {&str_fast, "fast"},
+        {&str_step_failed, "_step_failed"}, {&str_run_reporter, "run_reporter"},
+        {&str_global_scope, "_global_scope"}};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); ++i)
         if ((*names[i].name = PyUnicode_InternFromString(names[i].text)) == NULL)
             return NULL;

@@ -16,7 +16,9 @@ A block 0 plan belongs to the scope it is bound to (``scope.plans``, the last
 finds its plans through weak references keyed by place, scope and feed/fetch names, and
 drops them when it changes (``program._version``); a repeated call whose fetch list
 holds only Variables and names finds its plan before the argument checks, which the
-plan's key passed when it was built. Sub-blocks (``while``,
+plan's key passed when it was built. A run that repeats the executor's last one (the same
+program at the same version, scope, feed names, fetch items, flags and arena) is one C
+call (``_steps.fast_run``, with what ``_remember`` kept of that run). Sub-blocks (``while``,
 ``conditional_block``) reuse their PreparedBlock and bind it to each step scope.
 
 On the host, NumPy allocates from the place's memory arena (:mod:`fluid_nb.memory`) for the
@@ -30,13 +32,17 @@ from ..errors import InvalidArgument, InvalidType, expected
 from ..framework.program import Program, default_main_program
 from ..framework import prune
 from ..memory import places as memory_places
+from ..memory.places import _host as _host_arena_entry
+from .. import flags as _flags
 from ..memory.arena import _module as memory_arena_module, set_handler
 from . import collector
+from . import scope as _scope_module
 from ..tensor.place import CPUPlace
 from .binding import PreparedBlock, bind, bind_op, memory_policy, stats
 from . import feed_fetch
 from .run_loop import op_error, run_steps
 from .run_plan import RunPlan, names_written, put_back
+from .steps import fast_run
 from .scope import Scope, global_scope, scope_guard  # noqa: F401  (fluid.executor has them)
 
 # names other modules import from here
@@ -71,6 +77,9 @@ class Executor:
     #: a list to record (op, seconds) of each op run, or None: set on an executor, or on the
     #: class for every executor (what ``fluid.profiler`` does)
     trace = None
+
+    #: what the next run must match to go through ``fast_run`` (see ``_remember``), or None
+    _last_run = None
 
     def __init__(self, place=None):
         self.place = place if place is not None else CPUPlace()
@@ -131,6 +140,11 @@ class Executor:
         ``minimize`` returns, in ``fetch_list``) only the ops the fetches need run, and
         variables of the ops left out are not created in the scope.
         """
+        if self._last_run is not None:  # the last run again: one C call, or NotImplemented
+            fetched = fast_run(self._last_run, self, program, feed, fetch_list, scope,
+                               return_numpy, feed_var_name, fetch_var_name, use_prune)
+            if fetched is not NotImplemented:
+                return fetched
         if program.__class__ in self.direct_programs and self._on_host and not use_prune:
             return self._run_direct(program, feed, fetch_list, scope, return_numpy)
         # names: the fetch list's names, known without checks for a list of Variables and
@@ -203,6 +217,7 @@ class Executor:
 
     def _run(self, program, feed, fetch_list, feed_var_name, fetch_var_name, scope,
              return_numpy, names=None):
+        given, given_scope = program, scope  # (as the caller gave them: see _remember)
         program = default_main_program() if program is None else program
         if names is not None and program.__class__ is Program and feed.__class__ is dict:
             # a repeated call finds its plan before any check: a plan's key holds only
@@ -214,7 +229,11 @@ class Executor:
             if entry is not None and entry[0] == program._version:
                 plan = entry[1]()
                 if plan is not None and plan.scope is in_scope:
-                    return self._run_plan(plan, feed, return_numpy)
+                    fetched = self._run_plan(plan, feed, return_numpy)
+                    if given is not None:
+                        self._remember(program, feed, fetch_list, given_scope,
+                                       feed_var_name, fetch_var_name, plan)
+                    return fetched
         if hasattr(program, "_executor_run"):  # a program compiled to native code
             return program._executor_run(self, feed, fetch_list, scope, return_numpy)
         compiled = hasattr(program, "_program")
@@ -262,7 +281,39 @@ class Executor:
             if len(scope.plans) >= SCOPE_PLANS:
                 scope.plans.clear()
             scope.plans[id(program), key] = plan
-        return self._run_plan(plan, feed, return_numpy)
+        fetched = self._run_plan(plan, feed, return_numpy)
+        if names is not None and given is not None and program.__class__ is Program and \
+                feed.__class__ is dict:
+            self._remember(program, feed, fetch_list, given_scope, feed_var_name,
+                           fetch_var_name, plan)
+        return fetched
+
+    def _remember(self, program, feed, fetch_list, scope, feed_var_name, fetch_var_name,
+                  plan):
+        """Keep what a run that just ran ``plan`` on the host must match for the next run
+        to go through ``fast_run`` (exec/_steps.c), which does in one call what ``run``,
+        ``_run_plan`` and ``RunPlan.run`` do: the program at this version, the scope
+        argument (None: the global scope, the same one), the feed's names in this order,
+        the fetch list's items, the flags and the host's arena, and nothing recording,
+        tracing or reporting. Anything else forgets it (None)."""
+        last = self._last_run
+        if last is not None and last[-1]() is plan and last[2] == (scope is None) and \
+                last[9] == _flags.version[0] and last[11] is _host_arena_entry[0]:
+            return  # kept already: this run differed in what it fed (a LoD, say), not kept
+        arena = memory_places.host_arena() if self._on_host else None
+        if plan.fast is None or self._device_arena or not self._on_host or \
+                self.watch is not None or self.trace is not None or run_reporter is not None \
+                or (arena is not None and arena.arena.recording):
+            self._last_run = None
+            return
+        self._last_run = (
+            weakref.ref(program), program._version, scope is None,
+            weakref.ref(global_scope() if scope is None else scope), tuple(feed),
+            tuple(fetch_list or ()), feed_var_name, fetch_var_name, _flags.version,
+            _flags.version[0], _host_arena_entry, _host_arena_entry[0],
+            None if arena is None else arena.capsule, None if arena is None else arena.arena,
+            _switch_allocator or _load_switch(), globals(), vars(_scope_module),
+            collector.PAUSING, weakref.ref(plan))
 
     def _run_plan(self, plan, feed, return_numpy):
         self.run_token = object()

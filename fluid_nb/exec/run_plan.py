@@ -8,6 +8,10 @@ fails (an op's error, memory running out, a KeyboardInterrupt) they are put back
 persistable is as it was before the run. Holding the old values is also what keeps update
 ops from writing them in place (``steps.sole_owner`` sees the extra holder): they write
 new arrays, and the old ones go when the run ends.
+
+On the host the same run is also C (``_steps.fast_run``, which Executor.run calls for a run
+that repeats the last one): it reads the plan's parts in ``fast``, and a step that fails
+there ends the run through ``_step_failed``, as ``run`` ends it.
 """
 import numpy as np
 
@@ -16,8 +20,12 @@ from ..framework.blocks import sub_block_indices
 from ..tensor.dtypes import VarType, to_numpy_dtype
 from ..tensor.tensor import LoDTensor
 from .binding import bind
-from .feed_fetch import as_declared_scalar, declared_scalar, feed_tensor, fetched, shape_fits
-from .run_loop import run_steps, with_holders
+from .feed_fetch import (FetchedArray, as_declared_scalar, declared_scalar, feed_tensor,
+                         fetched, shape_fits)
+from .run_loop import op_error, run_steps, with_holders
+from .steps import configure_fetches
+
+configure_fetches(FetchedArray, as_declared_scalar, fetched)
 
 
 class RunPlan:
@@ -55,6 +63,22 @@ class RunPlan:
                                     if declared_scalar(block._find_var_recursive(name)))
         self.place = executor.place
         self.on_host = self.place.device == "cpu"
+        #: what ``_steps.fast_run`` reads (see fast_parts), or None: runs go the Python way
+        self.fast = self.fast_parts() if self.on_host else None
+
+    def fast_parts(self):
+        """The plan as ``_steps.fast_run`` reads it: ((name, dtype, declared shape or
+        None) per feed, written, scope, local, feed_holder, fetch_holder, n_fetch, steps,
+        local_holders, scalar_fetches); None when a feed is not a LoDTensor variable."""
+        feeds = []
+        for name, var, want, check_shape in self.feed_checks:
+            if want is None:
+                return None
+            feeds.append((name, want, None if check_shape is None else
+                          tuple(int(d) for d in check_shape)))
+        return (tuple(feeds), tuple(self.written), self.scope, self.local, self.feed_holder,
+                self.fetch_holder, self.n_fetch, tuple(self.steps), tuple(self.local_holders),
+                tuple(self.scalar_fetches))
 
     def run(self, feed, return_numpy):
         tensors = []
@@ -70,35 +94,56 @@ class RunPlan:
                 tensors.append(value)  # (a DataFeeder's): what feed_tensor returns for it
             else:
                 tensors.append(feed_tensor(name, var, value, self.place))
-        scope = self.scope
         # holding the old values also keeps update ops from writing them in place
         # (``sole_owner``), so after a failure they are intact and simply put back
         undo = [holder.value for holder in self.written]
-        scope.kids.append(self.local)
+        self.scope.kids.append(self.local)
         try:
-            try:
-                self.feed_holder.value = tensors
-                self.fetch_holder.value = [None] * self.n_fetch
-                run_steps(self.prepared, self.steps, self.executor.trace,
-                          self.executor.watch, self.local)
-                results = self.fetch_holder.value
-            except BaseException:  # an interrupt too: the run is all or nothing
-                put_back(self.written, undo)
-                raise
-        except ResourceExhausted as exc:
-            raise with_holders(exc, self.place, scope) from exc.__cause__
-        finally:
-            scope.kids.remove(self.local)
-            # the step scopes a while/conditional_block kept hang under the local scope;
-            # as Paddle deletes the local scope with its kids, they go with the run
-            self.local.drop_kids()
-            for holder in self.local_holders:
-                holder.value = None
+            self.feed_holder.value = tensors
+            self.fetch_holder.value = [None] * self.n_fetch
+            run_steps(self.prepared, self.steps, self.executor.trace, self.executor.watch,
+                      self.local)
+            results = self.fetch_holder.value
+        except BaseException as exc:  # an interrupt too: the run is all or nothing
+            self._failed(undo, exc)
+        self._end()
         for i in self.scalar_fetches:
             results[i] = as_declared_scalar(results[i])
         if return_numpy:
             return list(map(fetched, results))
         return results
+
+    def _failed(self, undo, exc):
+        """The end of a run that raised ``exc``: every holder it wrote gets its old value
+        back, the run's scope goes, and ``exc`` is raised (a ResourceExhausted saying what
+        holds the arena, the run's temporaries still among them)."""
+        try:
+            put_back(self.written, undo)
+            if isinstance(exc, ResourceExhausted):
+                raise with_holders(exc, self.place, self.scope) from exc.__cause__
+            raise exc
+        finally:
+            self._end()
+
+    def _step_failed(self, undo, index, exc):
+        """The end of a ``_steps.fast_run`` run whose step ``index`` raised ``exc`` (None:
+        not a step), as ``run`` ends it: the error located at the op (``run_steps``'
+        wrapping), then ``_failed``."""
+        if index is not None and isinstance(exc, Exception):
+            failed = self.prepared.ops[index]
+            try:
+                raise op_error(exc, failed.op, failed.index) from exc
+            except Exception as located:
+                exc = located
+        self._failed(undo, exc)
+
+    def _end(self):
+        self.scope.kids.remove(self.local)
+        # the step scopes a while/conditional_block kept hang under the local scope; as
+        # Paddle deletes the local scope with its kids, they go with the run
+        self.local.drop_kids()
+        for holder in self.local_holders:
+            holder.value = None
 
 
 def written_outside(block, scope, local, also=()):

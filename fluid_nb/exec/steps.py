@@ -157,6 +157,7 @@ def plain(fn, ctx, ins, out, src, dead):
 #: ``plain_step(out, fn, ctx, src, *ins)``: what ``plain``'s step of these does (src None:
 #: no LoD source; nothing to free), called once with no step made: a live op's first run
 plain_step = _steps.plain_step
+fast_run, configure_fetches = _steps.fast_run, _steps.configure_fetches
 
 #: ``first_run(op, plan, values, set_handler, capsule)``: a live formula op's first run in
 #: one call, its holders found by name in ``values`` (``exec/_steps.c``): the seconds the
