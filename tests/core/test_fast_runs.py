@@ -257,19 +257,24 @@ def test_a_failing_op_raises_what_the_python_way_raises_and_puts_everything_back
     assert allocator_name() == handler
 
 
-def test_an_interrupt_in_a_step_puts_everything_back_and_is_not_wrapped(fast):
+def ran_twice_with_a_step_replaced(op_type, step):
+    """(exe, program, scope) of the embedding program run twice, the step of its op
+    ``op_type`` then replaced by ``step`` in what only the C way runs (plan.fast)."""
     program, scope = embedding_program(), embedding_scope()
     exe = fluid.Executor(CPU)
     for _ in range(2):
         exe.run(program, feed={"ids": IDS}, fetch_list=["s"], scope=scope)
     plan, = scope.plans.values()
-    index = [op.op.type for op in plan.prepared.ops].index("mean")
     steps = list(plan.fast[7])
+    steps[[op.op.type for op in plan.prepared.ops].index(op_type)] = step
+    plan.fast = plan.fast[:7] + (tuple(steps),) + plan.fast[8:]
+    return exe, program, scope
 
+
+def test_an_interrupt_in_a_step_puts_everything_back_and_is_not_wrapped(fast):
     def interrupted():
         raise KeyboardInterrupt
-    steps[index] = interrupted
-    plan.fast = plan.fast[:7] + (tuple(steps),) + plan.fast[8:]
+    exe, program, scope = ran_twice_with_a_step_replaced("mean", interrupted)
     collecting = gc.isenabled()
     with pytest.raises(KeyboardInterrupt):  # (only plan.fast has that step: the C way ran)
         exe.run(program, feed={"ids": IDS}, fetch_list=["s"], scope=scope)
@@ -278,15 +283,9 @@ def test_an_interrupt_in_a_step_puts_everything_back_and_is_not_wrapped(fast):
 
 
 def test_memory_running_out_in_a_step_names_what_holds_the_arena(fast):
-    program, scope = embedding_program(), embedding_scope()
-    exe = fluid.Executor(CPU)
-    for _ in range(2):
-        exe.run(program, feed={"ids": IDS}, fetch_list=["s"], scope=scope)
-    plan, = scope.plans.values()
-
     def out_of_memory():
         raise MemoryError("no room for 1 GiB")
-    plan.fast = plan.fast[:7] + ((out_of_memory,) + plan.fast[7][1:],) + plan.fast[8:]
+    exe, program, scope = ran_twice_with_a_step_replaced("lookup_table", out_of_memory)
     with pytest.raises(fluid.errors.ResourceExhausted, match="largest holders") as raised:
         exe.run(program, feed={"ids": IDS}, fetch_list=["s"], scope=scope)
     assert "no room for 1 GiB" in str(raised.value) and counter(scope) == 2

@@ -15,6 +15,16 @@ REPO = HERE.parent.parent
 PROGRAMS = HERE / "runtime_programs.py"
 
 
+def children_of(pid):
+    """The pids of process ``pid``'s children, whichever of its threads started them (the
+    kernel lists a child under the thread that forked it)."""
+    found = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/children") as f:
+            found += [int(c) for c in f.read().split()]
+    return found
+
+
 def free_endpoints(count):
     return [f"127.0.0.1:{port}" for port in free_ports("127.0.0.1", count)]
 

@@ -15,7 +15,7 @@ from fluid_nb.cli import main as cli
 from fluid_nb.distributed import launcher as launch
 from fluid_nb.errors import InvalidArgument, NotFound
 
-from .processes import REPO
+from .processes import REPO, children_of
 
 
 def test_one_machine_gets_free_ports_and_fluids_environment():
@@ -118,7 +118,7 @@ def test_the_command_line_launcher_stops_its_job_when_it_is_terminated(tmp_path)
                             stdout=subprocess.PIPE, text=True)
     try:
         seen = [proc.stdout.readline() for _ in range(3)]  # the plan and the two processes
-        pids = launch_children(proc.pid)
+        pids = children_of(proc.pid)
         assert len(pids) == 2, seen
         proc.terminate()
         assert proc.wait(timeout=20) != 0
@@ -127,11 +127,6 @@ def test_the_command_line_launcher_stops_its_job_when_it_is_terminated(tmp_path)
     finally:
         proc.kill()
         proc.wait()
-
-
-def launch_children(pid):
-    with open(f"/proc/{pid}/task/{pid}/children") as f:
-        return [int(c) for c in f.read().split()]
 
 
 def _alive(pid):

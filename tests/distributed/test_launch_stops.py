@@ -16,7 +16,7 @@ import pytest
 from fluid_nb.cli import main as cli
 from fluid_nb.distributed import launcher as launch
 
-from .processes import REPO
+from .processes import REPO, children_of
 
 # every role starts a grandchild and says its pid; trainer 1 fails at once when told to,
 # leaving its grandchild behind; "stubborn" roles ignore SIGTERM
@@ -98,8 +98,7 @@ def test_ctrl_c_stops_the_job_and_says_so_in_one_line(tmp_path, ctrl_c):
         lines = [proc.stdout.readline() for _ in range(3)]  # the plan, two grandchildren
         pids = _grandchildren("".join(lines))
         assert len(pids) == 2, lines
-        children = [int(c) for c in open(f"/proc/{proc.pid}/task/{proc.pid}/children")
-                    .read().split()]
+        children = children_of(proc.pid)
         os.killpg(proc.pid, signal.SIGINT)
         _, err = proc.communicate(timeout=30)
     finally:
@@ -120,8 +119,7 @@ def test_the_roles_end_when_the_launcher_is_killed(tmp_path):
     try:
         lines = [proc.stdout.readline() for _ in range(3)]
         pids = _grandchildren("".join(lines))
-        children = [int(c) for c in open(f"/proc/{proc.pid}/task/{proc.pid}/children")
-                    .read().split()]
+        children = children_of(proc.pid)
         proc.kill()  # nothing of the launcher runs: the kernel tells the roles
         proc.wait()
         end = time.monotonic() + 10
