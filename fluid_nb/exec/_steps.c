@@ -1000,8 +1000,9 @@ static PyObject *fast_run(PyObject *module, PyObject *const *args, Py_ssize_t na
         Py_INCREF(Py_None);
         PyList_SET_ITEM(fetch_values, i, Py_None);
     }
-    /* Executor.run: the collector paused, NumPy allocating from the arena */
-    int paused = pause_collector();
+    /* Executor.run: the collector paused (unless FLUID_NB_COLLECTOR=always), NumPy
+     * allocating from the arena */
+    int paused = PyTuple_GET_ITEM(last, LAST_PAUSING) == Py_True ? pause_collector() : 0;
     if (paused < 0)
         goto fail_early;
     PyObject *previous = NULL, *token = NULL, *undo = NULL, *results = NULL, *out = NULL;

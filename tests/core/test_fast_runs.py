@@ -282,6 +282,24 @@ def test_an_interrupt_in_a_step_puts_everything_back_and_is_not_wrapped(fast):
     assert exe.run_token is None and gc.isenabled() == collecting
 
 
+@pytest.mark.parametrize("pausing", [True, False])
+def test_the_collector_is_paused_during_the_run_unless_asked_to_run(pausing, fast,
+                                                                    monkeypatch):
+    """FLUID_NB_COLLECTOR=always (collector.PAUSING False) keeps it running, the C way too."""
+    from fluid_nb.exec import collector
+    monkeypatch.setattr(collector, "PAUSING", pausing)
+    seen = []
+    exe, program, scope = ran_twice_with_a_step_replaced(
+        "increment", lambda: seen.append(gc.isenabled()))
+    gc.enable()
+    try:
+        exe.run(program, feed={"ids": IDS}, fetch_list=["s"], scope=scope)
+    finally:
+        collecting = gc.isenabled()
+        gc.enable()
+    assert seen == [not pausing] and collecting and fast.taken == 2
+
+
 def test_memory_running_out_in_a_step_names_what_holds_the_arena(fast):
     def out_of_memory():
         raise MemoryError("no room for 1 GiB")
