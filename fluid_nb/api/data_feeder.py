@@ -116,18 +116,25 @@ class DataFeeder:
             self.feed_shapes.append(item.shape)
             self.feed_lod_level.append(item.lod_level)
         self.place = place if place is not None else CPUPlace()
+        #: per variable, (dtype, declared dims) where its column may be stacked straight
+        #: into a tensor (no LoD, fed on the host, at most one unknown dim), else None
+        self._stacked = [
+            (to_numpy_dtype(dtype), tuple(shape))
+            if lod == 0 and self.place.xp is np and sum(1 for d in shape if d < 0) <= 1
+            else None
+            for lod, shape, dtype in zip(self.feed_lod_level, self.feed_shapes,
+                                         self.feed_dtypes)]
 
-    def _converters(self):
-        return [DataToLoDTensorConverter(self.place, lod, shape, dtype, name)
-                for name, lod, shape, dtype in zip(self.feed_names, self.feed_lod_level,
-                                                   self.feed_shapes, self.feed_dtypes)]
+    def _converter(self, index):
+        return DataToLoDTensorConverter(self.place, self.feed_lod_level[index],
+                                        self.feed_shapes[index], self.feed_dtypes[index],
+                                        self.feed_names[index])
 
     def feed(self, iterable):
         """{name: LoDTensor} for one minibatch: an iterable of samples, each a tuple or
         list with one entry per feed variable."""
-        converters = self._converters()
         samples = list(iterable)
-        width = len(converters)
+        width = len(self.feed_names)
         # the common minibatch, a list of tuples or lists of the right width, is checked
         # and split into columns in C; anything else is looked at sample by sample
         if not (_SAMPLE_TYPES.issuperset(map(type, samples))
@@ -142,9 +149,24 @@ class DataFeeder:
                     raise InvalidArgument(f"DataFeeder: each sample expected {width} "
                                           f"entries (one per feed variable "
                                           f"{self.feed_names}), but received {len(sample)}")
-        for converter, column in zip(converters, zip(*samples)):
+        feed = {}
+        columns = list(zip(*samples)) if samples else [()] * width
+        for index, (name, column, stacked) in enumerate(zip(self.feed_names, columns,
+                                                            self._stacked)):
+            if stacked is not None:  # the common column: entries of the declared dtype and
+                try:                 # shape, stacked as they are (a new array)
+                    array = np.asarray(column)
+                except (ValueError, TypeError):  # (ragged: the converter says so below)
+                    array = None
+                want, dims = stacked
+                if array is not None and array.dtype == want and array.ndim == len(dims) \
+                        and all(d < 0 or d == got for d, got in zip(dims[1:], array.shape[1:])):
+                    feed[name] = LoDTensor(array)
+                    continue
+            converter = self._converter(index)
             converter.feed_entries(column)
-        return {name: c.done() for name, c in zip(self.feed_names, converters)}
+            feed[name] = converter.done()
+        return feed
 
     def feed_parallel(self, iterable, num_places=None):
         """One feed dict per minibatch in ``iterable`` (one per device)."""

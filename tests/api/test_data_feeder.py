@@ -114,3 +114,89 @@ def test_a_bad_sample_is_named_wherever_it_stands():
         feeder.feed([good, 5])
     with pytest.raises(InvalidArgument, match="received 'ab'"):
         feeder.feed([good, "ab"])
+
+
+def by_converter(feeder, batch):
+    """What ``feeder.feed(batch)`` gives with every column through its converter (the way
+    for LoD, casts, reshapes and refusals), or the error it raises."""
+    stacked, feeder._stacked = feeder._stacked, [None] * len(feeder._stacked)
+    try:
+        return feeder.feed(batch)
+    except InvalidArgument as refused:
+        return refused
+    finally:
+        feeder._stacked = stacked
+
+
+ROW = np.arange(4, dtype="float32")
+
+
+@pytest.mark.parametrize("case,batch", [
+    ("rows of the declared dtype", [(ROW, 3), (ROW + 1, 5)]),
+    ("rows as lists", [(ROW.tolist(), 3), ([4.0, 5.0, 6.0, 7.0], 5)]),
+    ("float64 rows into float32", [(ROW.astype("float64"), 3), (ROW * 2.0, 5)]),
+    ("int rows into float32", [(np.arange(4), 3), (np.arange(4) * 2, 5)]),
+    ("rows already [2, 2]", [(ROW.reshape(2, 2), 3), (ROW.reshape(2, 2), 5)]),
+    ("labels as [1] arrays", [(ROW, np.array([3])), (ROW, np.array([5]))]),
+    ("NaN and infinities", [(np.array([np.nan, np.inf, -np.inf, 0], "float32"), 1)]),
+    ("one sample", [(ROW, 7)]),
+    ("no sample", []),
+    ("ragged rows", [(ROW, 3), (ROW[:3], 5)]),
+    ("a row of the wrong width", [(ROW[:3], 3), (ROW[:3], 5)]),
+    ("a None entry", [(ROW, None), (ROW, 5)]),
+    ("a string entry", [(ROW, "3"), (ROW, 5)]),
+    ("float labels into int64", [(ROW, 3.5), (ROW, 5)]),
+])
+def test_a_stacked_column_is_what_its_converter_makes(case, batch):
+    """A column of entries of the declared dtype and shape is stacked straight into its
+    tensor; every other column goes through the converter; either way the feed (values,
+    dtype, shape, LoD) or the refusal is the same."""
+    main, img, label, _, _ = programs()
+    feeder = DataFeeder([img, label], fluid.CPUPlace(), program=main)
+    expected = by_converter(feeder, batch)
+    if isinstance(expected, InvalidArgument):
+        with pytest.raises(InvalidArgument) as raised:
+            feeder.feed(batch)
+        assert str(raised.value) == str(expected)
+        return
+    got = feeder.feed(batch)
+    assert list(got) == list(expected) == ["img", "label"]
+    for name in got:
+        want, have = np.array(expected[name]), np.array(got[name])
+        assert have.dtype == want.dtype and have.shape == want.shape, (name, case)
+        np.testing.assert_array_equal(have, want)
+        assert got[name].lod() == expected[name].lod()
+
+
+def test_a_stacked_column_is_a_new_array_the_samples_do_not_share():
+    main, img, label, _, _ = programs()
+    feeder = DataFeeder([img, label], fluid.CPUPlace(), program=main)
+    rows = [ROW.reshape(2, 2).copy(), ROW.reshape(2, 2).copy()]
+    feed = feeder.feed([(rows[0], 1), (rows[1], 2)])
+    stacked = feed["img"].array
+    assert stacked.shape == (2, 2, 2) and not any(np.shares_memory(stacked, r) for r in rows)
+    rows[0][0, 0] = 99.0
+    assert stacked[0, 0, 0] == 0.0
+
+
+def test_a_book_scripts_minibatch_is_stacked_without_a_converter(monkeypatch):
+    """fit_a_line's reader yields (13 features, [price]) rows: both columns are stacked, and
+    give what the converters give."""
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        x = layers.data("x", [13], dtype="float32")
+        y = layers.data("y", [1], dtype="float32")
+    rng = np.random.RandomState(0)
+    batch = [(rng.rand(13).astype("float32"), rng.rand(1).astype("float32"))
+             for _ in range(20)]
+    feeder = DataFeeder([x, y], fluid.CPUPlace(), program=main)
+    expected = by_converter(feeder, batch)
+
+    def no_converter(index):
+        raise AssertionError("a converter was made")
+    monkeypatch.setattr(feeder, "_converter", no_converter)
+    got = feeder.feed(batch)
+    for name in ("x", "y"):
+        assert np.array(got[name]).dtype == np.float32
+        np.testing.assert_array_equal(np.array(got[name]), np.array(expected[name]))
+    assert np.array(got["x"]).shape == (20, 13) and np.array(got["y"]).shape == (20, 1)
