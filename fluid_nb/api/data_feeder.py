@@ -120,7 +120,7 @@ class DataFeeder:
         #: into a tensor (no LoD, fed on the host, at most one unknown dim), else None
         self._stacked = [
             (to_numpy_dtype(dtype), tuple(shape))
-            if lod == 0 and self.place.xp is np and sum(1 for d in shape if d < 0) <= 1
+            if lod == 0 and self.place.device == "cpu" and sum(1 for d in shape if d < 0) <= 1
             else None
             for lod, shape, dtype in zip(self.feed_lod_level, self.feed_shapes,
                                          self.feed_dtypes)]

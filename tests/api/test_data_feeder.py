@@ -200,3 +200,10 @@ def test_a_book_scripts_minibatch_is_stacked_without_a_converter(monkeypatch):
         assert np.array(got[name]).dtype == np.float32
         np.testing.assert_array_equal(np.array(got[name]), np.array(expected[name]))
     assert np.array(got["x"]).shape == (20, 13) and np.array(got["y"]).shape == (20, 1)
+
+
+def test_a_feeder_for_a_gpu_is_made_without_touching_its_array_module():
+    """Only a feed on the host stacks columns; making the feeder asks nothing of CuPy."""
+    main, img, label, _, _ = programs()
+    feeder = DataFeeder([img, label], fluid.CUDAPlace(0), program=main)
+    assert feeder._stacked == [None, None] and feeder.place._xp is None
