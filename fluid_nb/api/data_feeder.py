@@ -19,6 +19,12 @@ __all__ = ["DataFeeder"]
 _SAMPLE_TYPES = frozenset((tuple, list))
 
 
+def _guides(shape):
+    """True when a declared shape has at most one unknown dim: only then can it guide a
+    reshape (and a column be checked against it)."""
+    return sum(1 for d in shape if d < 0) <= 1
+
+
 def _shown(value):
     return f"{repr(value)[:40]} ({type(value).__name__})"
 
@@ -30,8 +36,7 @@ class DataToLoDTensorConverter:
         self.place = place
         self.lod_level = lod_level
         self.name = name
-        # with more than one unknown dim the shape cannot guide a reshape
-        self.shape = list(shape) if sum(1 for d in shape if d < 0) <= 1 else None
+        self.shape = list(shape) if _guides(shape) else None
         self.dtype = to_numpy_dtype(dtype)
         self._reset()
 
@@ -120,7 +125,7 @@ class DataFeeder:
         #: into a tensor (no LoD, fed on the host, at most one unknown dim), else None
         self._stacked = [
             (to_numpy_dtype(dtype), tuple(shape))
-            if lod == 0 and self.place.device == "cpu" and sum(1 for d in shape if d < 0) <= 1
+            if lod == 0 and self.place.device == "cpu" and _guides(shape)
             else None
             for lod, shape, dtype in zip(self.feed_lod_level, self.feed_shapes,
                                          self.feed_dtypes)]

@@ -60,6 +60,9 @@ run_reporter = None
 
 _switch_allocator = None  # the arena's C ``set_handler`` once loaded (every host run's switch)
 
+#: positions in what ``_remember`` keeps that Python reads again (exec/_steps.c's LAST_*)
+_SCOPE_WAS_NONE, _FLAGS_AT, _HOST_ENTRY, _PLAN = 2, 9, 11, 18
+
 
 def _load_switch():
     global _switch_allocator
@@ -297,8 +300,9 @@ class Executor:
         the fetch list's items, the flags and the host's arena, and nothing recording,
         tracing or reporting. Anything else forgets it (None)."""
         last = self._last_run
-        if last is not None and last[-1]() is plan and last[2] == (scope is None) and \
-                last[9] == _flags.version[0] and last[11] is _host_arena_entry[0]:
+        if last is not None and last[_PLAN]() is plan and \
+                last[_SCOPE_WAS_NONE] == (scope is None) and \
+                last[_FLAGS_AT] == _flags.version[0] and last[_HOST_ENTRY] is _host_arena_entry[0]:
             return  # kept already: this run differed in what it fed (a LoD, say), not kept
         arena = memory_places.host_arena() if self._on_host else None
         if plan.fast is None or self._device_arena or not self._on_host or \
