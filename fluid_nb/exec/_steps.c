@@ -49,7 +49,8 @@ static PyTypeObject *tensor_array_type; /* LoDTensorArray */
 static PyTypeObject *holder_type;       /* ScopeVariable */
 static PyTypeObject *ndarray_type;      /* numpy.ndarray */
 static PyObject *stored_fn;             /* steps.stored: every result the fast cases leave */
-static Py_ssize_t array_offset, lod_offset, value_offset; /* the slots read and written */
+static Py_ssize_t array_offset, lod_offset, value_offset, name_offset; /* the slots read and
+                                                                      * written */
 static PyObject *str_value, *str_array, *str_lod;
 static PyObject *str_inputs, *str_outputs, *str_attrs, *str_block, *str_program, *str_op;
 static PyObject *empty_var_name; /* "@EMPTY@": an output slot bound to no variable */
@@ -83,6 +84,18 @@ static PyObject *holder_value(PyObject *holder) {
         }
     }
     return PyObject_GetAttr(holder, str_value); /* (an unset slot raises as Python does) */
+}
+
+/* ScopeVariable(name): a new holder of no value, its slots written here (its __init__ is a
+ * Python frame, a tenth of a live op's first run) */
+static PyObject *new_holder(PyObject *name) {
+    PyObject *holder = holder_type->tp_alloc(holder_type, 0);
+    if (holder == NULL)
+        return NULL;
+    Py_INCREF(name), Py_INCREF(Py_None);
+    SLOT(holder, name_offset) = name;
+    SLOT(holder, value_offset) = Py_None;
+    return holder;
 }
 
 /* holder.value = value */
@@ -359,7 +372,7 @@ static PyObject *first_run(PyObject *module, PyObject *const *args, Py_ssize_t n
         Py_INCREF(out);
     } else {
         if (PyErr_Occurred() ||
-            (out = PyObject_CallOneArg((PyObject *)holder_type, out_name)) == NULL ||
+            (out = new_holder(out_name)) == NULL ||
             PyDict_SetItem(values, out_name, out) < 0)
             goto done;
     }
@@ -1136,11 +1149,21 @@ static PyObject *configure(PyObject *module, PyObject *args) {
                           &tensor_array, &PyType_Type, &holder, &PyType_Type, &ndarray,
                           &stored_callable))
         return NULL;
-    Py_ssize_t array_at, lod_at, value_at;
+    Py_ssize_t array_at, lod_at, value_at, name_at;
     if (slot_offset((PyTypeObject *)tensor, "array", &array_at) < 0 ||
         slot_offset((PyTypeObject *)tensor, "_lod", &lod_at) < 0 ||
-        slot_offset((PyTypeObject *)holder, "value", &value_at) < 0)
+        slot_offset((PyTypeObject *)holder, "value", &value_at) < 0 ||
+        slot_offset((PyTypeObject *)holder, "name", &name_at) < 0)
         return NULL;
+    /* new_holder writes the slots ScopeVariable.__init__ writes: name and value, no more */
+    PyObject *slots = PyObject_GetAttrString(holder, "__slots__");
+    if (slots == NULL)
+        return NULL;
+    int two = PySequence_Size(slots) == 2;
+    Py_DECREF(slots);
+    if (!two)
+        return PyErr_Format(PyExc_TypeError, "configure: ScopeVariable.__slots__ expected to "
+                                             "be name and value");
     Py_INCREF(tensor), Py_INCREF(tensor_array), Py_INCREF(holder), Py_INCREF(ndarray);
     Py_INCREF(stored_callable);
     Py_XSETREF(tensor_type, (PyTypeObject *)tensor);
@@ -1148,7 +1171,7 @@ static PyObject *configure(PyObject *module, PyObject *args) {
     Py_XSETREF(holder_type, (PyTypeObject *)holder);
     Py_XSETREF(ndarray_type, (PyTypeObject *)ndarray);
     Py_XSETREF(stored_fn, stored_callable);
-    array_offset = array_at, lod_offset = lod_at, value_offset = value_at;
+    array_offset = array_at, lod_offset = lod_at, value_offset = value_at, name_offset = name_at;
     Py_RETURN_NONE;
 }
 

@@ -14,12 +14,18 @@
  * then every op of a live loop adds them to each pass, and the dicts count towards the
  * next full collection. Untracking them when the op is made is what CPython's own check
  * would do later (a dict is tracked again if a container is put in it).
+ *
+ * append_one_op: transaction.append_one_op's common case (a one-op layer's call, a
+ * Variable's `+`) in one call; see append_one_op below.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <frameobject.h>
 
+#include "../tensor/_slots.h"
+
 static PyObject *module_name; /* "<module>", interned */
+static PyObject *empty_tuple;
 
 static int frame_offset(PyFrameObject *frame, PyObject **offset) {
 #if PY_VERSION_HEX >= 0x030B0000
@@ -32,6 +38,8 @@ static int frame_offset(PyFrameObject *frame, PyObject **offset) {
 
 #define MOST_FRAMES 64 /* frames one capture keeps at most, whatever it is asked for */
 
+static PyObject *capture_stack(long skip, long max_frames);
+
 static PyObject *capture(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     long skip = 1, max_frames = 32;
     if (nargs > 2)
@@ -41,6 +49,10 @@ static PyObject *capture(PyObject *self, PyObject *const *args, Py_ssize_t nargs
         return NULL;
     if (nargs > 1 && (max_frames = PyLong_AsLong(args[1])) == -1 && PyErr_Occurred())
         return NULL;
+    return capture_stack(skip, max_frames);
+}
+
+static PyObject *capture_stack(long skip, long max_frames) {
     if (max_frames > MOST_FRAMES)
         max_frames = MOST_FRAMES;
     /* the calling Python function's frame: frame 1 of the count (a C function has none) */
@@ -95,26 +107,610 @@ static int holds_no_container(PyObject *value) {
     return 1;
 }
 
-/* untrack_arguments(*slots): untrack each dict of `slots` whose keys are str and whose values
- * are str or tuples of str, with its tuples; anything else is left as it is. */
+/* Untrack `slots` and its tuples when it is a dict whose keys are str and whose values are str
+ * or tuples of str; anything else is left as it is. */
+static void untrack_slots(PyObject *slots) {
+    if (!PyDict_CheckExact(slots))
+        return;
+    Py_ssize_t pos = 0;
+    PyObject *slot, *names;
+    while (PyDict_Next(slots, &pos, &slot, &names))
+        if (!PyUnicode_CheckExact(slot) || !holds_no_container(names))
+            return;
+    for (pos = 0; PyDict_Next(slots, &pos, &slot, &names);)
+        if (PyObject_GC_IsTracked(names))
+            PyObject_GC_UnTrack(names);
+    if (PyObject_GC_IsTracked(slots))
+        PyObject_GC_UnTrack(slots);
+}
+
+/* untrack_arguments(*slots): untrack_slots of each argument. */
 static PyObject *untrack_arguments(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    for (Py_ssize_t a = 0; a < nargs; a++) {
-        PyObject *slots = args[a];
-        if (!PyDict_CheckExact(slots))
-            continue;
-        Py_ssize_t pos = 0;
-        PyObject *slot, *names;
-        int plain = 1;
-        while (plain && PyDict_Next(slots, &pos, &slot, &names))
-            plain = PyUnicode_CheckExact(slot) && holds_no_container(names);
-        if (!plain)
-            continue;
-        for (pos = 0; PyDict_Next(slots, &pos, &slot, &names);)
-            if (PyObject_GC_IsTracked(names))
-                PyObject_GC_UnTrack(names);
-        if (PyObject_GC_IsTracked(slots))
-            PyObject_GC_UnTrack(slots);
+    for (Py_ssize_t a = 0; a < nargs; a++)
+        untrack_slots(args[a]);
+    Py_RETURN_NONE;
+}
+
+/* --- append_one_op ----------------------------------------------------------------------
+ *
+ * append_one_op(block, op_type, inputs, attrs, dtype, layer_type=None) does what
+ * transaction.append_one_op's Python (`_append_one_op`, the fallback) does, for the call a
+ * live loop repeats: outside any transaction, a registered formula op (its definition keeps
+ * `_inferred`), inputs {"X": (name,)} or {"X": (x,), "Y": (y,)} of the block's own
+ * variables, attributes None or scalars, and each memo the Python way fills already holding
+ * this call's answer:
+ *
+ *   completed attributes  spec._completed[key] (spec._default_attrs for none given), with
+ *                         key = ((name, type(value), value), ...) as OpDef.complete_attrs
+ *                         builds it;
+ *   the slot check        (spec, *inputs, None, "Out") in program._single_slots_passed;
+ *   shape inference       spec._inferred[(x.shape, x.dtype, x.lod_level, y.shape, y.dtype,
+ *                         y.lod_level, program.version, *attrs.values())], as
+ *                         OpDef.run_infer_shape builds it.
+ *
+ * It then makes the temporary `<prefix><layer_type>_<n>.tmp_<m>` (`<prefix>tmp_<n>` without
+ * a layer type) and the Operator as the Python way would (the same fields, the same order
+ * of the variable's fields, the call stack from the calling Python frame on), appends them,
+ * advances the program's version by the Python way's two steps and calls the program's
+ * append hook (a live session runs the op there). A hook that raises has the op, the
+ * temporary and its name taken back by transaction._take_back_one_op.
+ *
+ * Any other call, or one whose answer a memo lacks, goes to the fallback before anything
+ * is changed: the Python way is the definition, this its common case without the frames
+ * (it was a third of a live op). configure_one_op names the fallback and the modules whose
+ * globals are read at each call (a generator, a transaction or the registry may change
+ * between calls).
+ */
+static PyObject *fallback_fn, *take_back_fn;
+static PyObject *program_globals, *transaction_globals, *unique_name_globals,
+    *annotations_globals;
+static PyTypeObject *variable_type, *operator_type; /* found at the first call */
+/* Operator's __slots__, in the order Operator.__init__ sets them */
+static const char *const operator_slot_names[] = {"block", "type", "inputs", "outputs",
+                                                  "attrs", "attr_types", "is_target",
+                                                  "_source", "callstack"};
+#define OPERATOR_SLOTS (sizeof(operator_slot_names) / sizeof(operator_slot_names[0]))
+static Py_ssize_t operator_slots[OPERATOR_SLOTS];
+static PyObject *str_vars, *str_ops, *str_program, *str_version_counter, *str_append_hook,
+    *str_current_role, *str_version, *str_ids, *str_prefix, *str_undo, *str_inferred,
+    *str_completed, *str_default_attrs, *str_list_defaults, *str_shape, *str_dtype,
+    *str_lod_level, *str_block, *str_name, *str_op_defs, *str_slots_passed, *str_depth,
+    *str_journal, *str_generator, *str_current, *str_x, *str_y, *str_out, *str_tmp,
+    *str_variable, *str_operator;
+
+/* Variable and Operator from the program module (complete only after its import), and
+ * Operator's slot offsets; 0 when they are not there yet, -1 with an error when Operator's
+ * slots are not the ones this file sets. */
+static int find_classes(void) {
+    if (operator_type != NULL)
+        return 1;
+    PyObject *variable = PyDict_GetItemWithError(program_globals, str_variable);
+    PyObject *operator = variable == NULL ? NULL
+                                          : PyDict_GetItemWithError(program_globals, str_operator);
+    if (operator == NULL)
+        return PyErr_Occurred() ? -1 : 0;
+    if (!PyType_Check(variable) || !PyType_Check(operator)) {
+        PyErr_SetString(PyExc_TypeError, "append_one_op: program.Variable and "
+                                         "program.Operator expected to be classes");
+        return -1;
     }
+    PyObject *slots = PyObject_GetAttrString(operator, "__slots__");
+    if (slots == NULL)
+        return -1;
+    /* every slot but __weakref__ is one this file sets: a slot added to Operator must be
+     * added here too, or made ops would lack it */
+    Py_ssize_t n = PySequence_Size(slots);
+    int same = n == (Py_ssize_t)OPERATOR_SLOTS + 1;
+    for (Py_ssize_t i = 0; same && i < (Py_ssize_t)OPERATOR_SLOTS; i++) {
+        PyObject *item = PySequence_GetItem(slots, i);
+        same = item != NULL && PyUnicode_Check(item) &&
+               PyUnicode_CompareWithASCIIString(item, operator_slot_names[i]) == 0;
+        Py_XDECREF(item);
+    }
+    Py_DECREF(slots);
+    if (PyErr_Occurred())
+        return -1;
+    if (!same) {
+        PyErr_SetString(PyExc_TypeError, "append_one_op: Operator.__slots__ expected to be "
+                                         "the fields _op_record.c sets, then __weakref__");
+        return -1;
+    }
+    for (size_t i = 0; i < OPERATOR_SLOTS; i++)
+        if (slot_offset((PyTypeObject *)operator, operator_slot_names[i], &operator_slots[i]) < 0)
+            return -1;
+    Py_INCREF(variable), Py_INCREF(operator);
+    variable_type = (PyTypeObject *)variable;
+    operator_type = (PyTypeObject *)operator;
+    return 1;
+}
+
+static PyObject *call_fallback(PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    if (fallback_fn == NULL)
+        return PyErr_Format(PyExc_RuntimeError, "append_one_op: configure_one_op() was not "
+                                                "called");
+    return PyObject_Vectorcall(fallback_fn, args, nargsf, kwnames);
+}
+
+/* `value`'s single name when it is a 1-tuple of str (borrowed), else NULL */
+static PyObject *single_name(PyObject *value) {
+    if (!PyTuple_CheckExact(value) || PyTuple_GET_SIZE(value) != 1 ||
+        !PyUnicode_CheckExact(PyTuple_GET_ITEM(value, 0)))
+        return NULL;
+    return PyTuple_GET_ITEM(value, 0);
+}
+
+/* ids.get(key, 0) as a new reference to an exact int, or NULL (no error: not this path; an
+ * error: failed) */
+static PyObject *counter(PyObject *ids, PyObject *key) {
+    PyObject *n = PyDict_GetItemWithError(ids, key);
+    if (n == NULL)
+        return PyErr_Occurred() ? NULL : PyLong_FromLong(0);
+    if (!PyLong_CheckExact(n))
+        return NULL;
+    Py_INCREF(n);
+    return n;
+}
+
+/* `a` + `b` + "_" + str(n) + `suffix` (`n` an exact int): a generator's name, as an f-string
+ * makes it. ASCII parts are copied into the new str directly (PyUnicode_FromFormat parses
+ * its format on every call: two names took a twentieth of a live op). */
+static PyObject *numbered(PyObject *a, PyObject *b, PyObject *n, const char *suffix) {
+    long value = PyLong_AsLong(n);
+    if (value == -1 && PyErr_Occurred())
+        return NULL;
+    size_t suffix_length = strlen(suffix);
+    if (value < 0 || suffix_length > 8 || !PyUnicode_IS_ASCII(a) || !PyUnicode_IS_ASCII(b))
+        return PyUnicode_FromFormat("%U%U_%S%s", a, b, n, suffix);
+    char digits[32]; /* "_<n><suffix>", written backwards from the end (no printf: it
+                      * cost as much as the format) */
+    char *end = digits + sizeof digits, *at = end - suffix_length;
+    memcpy(at, suffix, suffix_length);
+    do {
+        *--at = (char)('0' + value % 10);
+        value /= 10;
+    } while (value);
+    *--at = '_';
+    int n_digits = (int)(end - at);
+    Py_ssize_t a_length = PyUnicode_GET_LENGTH(a), b_length = PyUnicode_GET_LENGTH(b);
+    PyObject *joined = PyUnicode_New(a_length + b_length + n_digits, 127);
+    if (joined == NULL)
+        return NULL;
+    Py_UCS1 *data = PyUnicode_1BYTE_DATA(joined);
+    memcpy(data, PyUnicode_1BYTE_DATA(a), a_length);
+    memcpy(data + a_length, PyUnicode_1BYTE_DATA(b), b_length);
+    memcpy(data + a_length + b_length, at, n_digits);
+    return joined;
+}
+
+/* The completed attributes and their types (new references in *attrs_out, *types_out): 1;
+ * 0 when the memo has no answer (or the values are not scalars); -1 on error. */
+static int completed_attrs(PyObject *spec, PyObject *given, PyObject **attrs_out,
+                           PyObject **types_out) {
+    PyObject *attrs = NULL, *types = NULL, *lists = NULL, *memo_attrs = NULL,
+             *memo_types = NULL, *completed = NULL, *key = NULL;
+    int found = -1;
+    if (given == Py_None || PyDict_GET_SIZE(given) == 0) {
+        if ((memo_attrs = PyObject_GetAttr(spec, str_default_attrs)) == NULL ||
+            (lists = PyObject_GetAttr(spec, str_list_defaults)) == NULL)
+            goto done;
+        if (!PyDict_CheckExact(memo_attrs) || !PyList_CheckExact(lists)) {
+            found = 0;
+            goto done;
+        }
+    } else {
+        if ((key = PyTuple_New(PyDict_GET_SIZE(given))) == NULL)
+            goto done;
+        Py_ssize_t pos = 0, at = 0;
+        PyObject *name, *value;
+        while (PyDict_Next(given, &pos, &name, &value)) {
+            PyTypeObject *kind = Py_TYPE(value);
+            if (kind != &PyLong_Type && kind != &PyFloat_Type && kind != &PyBool_Type &&
+                kind != &PyUnicode_Type && value != Py_None) {
+                found = 0; /* (lists and other values: the Python way) */
+                goto done;
+            }
+            PyObject *item = PyTuple_Pack(3, name, (PyObject *)kind, value);
+            if (item == NULL)
+                goto done;
+            PyTuple_SET_ITEM(key, at++, item);
+        }
+        if ((completed = PyObject_GetAttr(spec, str_completed)) == NULL)
+            goto done;
+        if (!PyDict_CheckExact(completed)) {
+            found = 0;
+            goto done;
+        }
+        PyObject *entry = PyDict_GetItemWithError(completed, key);
+        if (entry == NULL) {
+            found = PyErr_Occurred() ? -1 : 0;
+            goto done;
+        }
+        if (!PyTuple_CheckExact(entry) || PyTuple_GET_SIZE(entry) != 3 ||
+            !PyDict_CheckExact(PyTuple_GET_ITEM(entry, 0)) ||
+            !PyDict_CheckExact(PyTuple_GET_ITEM(entry, 1)) ||
+            !PyList_CheckExact(PyTuple_GET_ITEM(entry, 2))) {
+            found = 0;
+            goto done;
+        }
+        memo_attrs = PyTuple_GET_ITEM(entry, 0), memo_types = PyTuple_GET_ITEM(entry, 1);
+        lists = PyTuple_GET_ITEM(entry, 2);
+        Py_INCREF(memo_attrs), Py_INCREF(memo_types), Py_INCREF(lists);
+    }
+    /* copies: no op shares the memo's dicts or lists */
+    if ((attrs = PyDict_Copy(memo_attrs)) == NULL ||
+        (types = memo_types != NULL && PyDict_GET_SIZE(memo_types) ? PyDict_Copy(memo_types)
+                                                                  : PyDict_New()) == NULL)
+        goto done;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(lists); i++) {
+        PyObject *name = PyList_GET_ITEM(lists, i);
+        PyObject *value = PyDict_GetItemWithError(attrs, name);
+        PyObject *copy = value == NULL ? NULL : PySequence_List(value);
+        if (copy == NULL) {
+            if (!PyErr_Occurred())
+                PyErr_Format(PyExc_KeyError, "append_one_op: list attribute %R missing", name);
+            goto done;
+        }
+        int failed = PyDict_SetItem(attrs, name, copy);
+        Py_DECREF(copy);
+        if (failed < 0)
+            goto done;
+    }
+    *attrs_out = attrs, *types_out = types;
+    attrs = types = NULL;
+    found = 1;
+done:
+    Py_XDECREF(attrs), Py_XDECREF(types), Py_XDECREF(lists), Py_XDECREF(memo_attrs);
+    Py_XDECREF(memo_types), Py_XDECREF(completed), Py_XDECREF(key);
+    return found;
+}
+
+/* (variable.shape, variable.dtype, variable.lod_level) into items[0..2] (new references) */
+static int var_fields(PyObject *var, PyObject **items) {
+    if ((items[0] = PyObject_GetAttr(var, str_shape)) == NULL)
+        return -1;
+    if ((items[1] = PyObject_GetAttr(var, str_dtype)) == NULL) {
+        Py_CLEAR(items[0]);
+        return -1;
+    }
+    if ((items[2] = PyObject_GetAttr(var, str_lod_level)) == NULL) {
+        Py_CLEAR(items[0]);
+        Py_CLEAR(items[1]);
+        return -1;
+    }
+    return 0;
+}
+
+/* A global of a module (borrowed), or NULL with a KeyError naming it. */
+static PyObject *global(PyObject *globals, PyObject *name) {
+    PyObject *value = PyDict_GetItemWithError(globals, name);
+    if (value == NULL && !PyErr_Occurred())
+        PyErr_Format(PyExc_KeyError, "append_one_op: module global %R expected", name);
+    return value;
+}
+
+static PyObject *append_one_op(PyObject *self, PyObject *const *args, size_t nargsf,
+                               PyObject *kwnames) {
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (program_globals == NULL || kwnames != NULL || nargs < 5 || nargs > 6)
+        return call_fallback(args, nargsf, kwnames);
+    int classes = find_classes();
+    if (classes <= 0)
+        return classes < 0 ? NULL : call_fallback(args, nargsf, kwnames);
+    /* (args[4], the dtype, is not read: the temporary takes inference's, which the Python
+     * way writes over it) */
+    PyObject *block = args[0], *op_type = args[1], *inputs = args[2], *given = args[3],
+             *layer_type = nargs == 6 ? args[5] : Py_None;
+    PyObject *vars = NULL, *ops = NULL, *program = NULL, *role = NULL, *hook = NULL,
+             *desc_version = NULL, *version = NULL, *generator = NULL, *undo = NULL,
+             *ids = NULL, *prefix = NULL, *inferred = NULL, *attrs = NULL, *types = NULL,
+             *slots_key = NULL, *n = NULL, *m = NULL, *counter_key = NULL, *name = NULL,
+             *infer_key = NULL, *var = NULL, *op = NULL, *outputs = NULL, *out_names = NULL,
+             *stack = NULL, *new_version = NULL, *result = NULL;
+    int python_way = 0;
+#define NOT_THIS_PATH                                                                          \
+    do {                                                                                       \
+        python_way = 1;                                                                        \
+        goto done;                                                                             \
+    } while (0)
+    if (!PyUnicode_CheckExact(op_type) || !PyDict_CheckExact(inputs) ||
+        (given != Py_None && !PyDict_CheckExact(given)) ||
+        (layer_type != Py_None &&
+         (!PyUnicode_CheckExact(layer_type) || PyUnicode_GET_LENGTH(layer_type) == 0)))
+        NOT_THIS_PATH;
+    /* no transaction open, no name_scope or device_guard annotating ops */
+    PyObject *depth = global(transaction_globals, str_depth), *journal, *current;
+    if (depth == NULL || (journal = global(transaction_globals, str_journal)) == NULL ||
+        (current = global(annotations_globals, str_current)) == NULL)
+        goto done;
+    if (!PyLong_CheckExact(depth) || PyLong_AsLong(depth) != 0 || journal != Py_None ||
+        !PyDict_CheckExact(current) || PyDict_GET_SIZE(current) != 0)
+        NOT_THIS_PATH;
+    PyObject *op_defs = global(program_globals, str_op_defs), *passed;
+    if (op_defs == NULL || (passed = global(program_globals, str_slots_passed)) == NULL)
+        goto done;
+    if (!PyDict_CheckExact(op_defs) || !PyAnySet_CheckExact(passed))
+        NOT_THIS_PATH;
+    PyObject *spec = PyDict_GetItemWithError(op_defs, op_type);
+    if (spec == NULL) {
+        if (PyErr_Occurred())
+            goto done;
+        NOT_THIS_PATH; /* (not loaded yet, or unknown: append_op's own lookup decides) */
+    }
+    Py_INCREF(spec); /* (a borrowed reference across calls that may run Python) */
+    /* the inputs: X, or X and Y, one name each */
+    Py_ssize_t n_inputs = PyDict_GET_SIZE(inputs);
+    PyObject *x_args = PyDict_GetItemWithError(inputs, str_x);
+    PyObject *y_args = x_args == NULL ? NULL : PyDict_GetItemWithError(inputs, str_y);
+    if (PyErr_Occurred())
+        goto done_spec;
+    PyObject *x_name = x_args == NULL ? NULL : single_name(x_args);
+    PyObject *y_name = y_args == NULL ? NULL : single_name(y_args);
+    if (x_name == NULL || (n_inputs == 2 ? y_name == NULL : n_inputs != 1))
+        goto python_way_spec;
+    if ((vars = PyObject_GetAttr(block, str_vars)) == NULL ||
+        (ops = PyObject_GetAttr(block, str_ops)) == NULL ||
+        (program = PyObject_GetAttr(block, str_program)) == NULL)
+        goto done_spec;
+    if (!PyDict_CheckExact(vars) || !PyList_CheckExact(ops))
+        goto python_way_spec;
+    if ((role = PyObject_GetAttr(program, str_current_role)) == NULL ||
+        (hook = PyObject_GetAttr(program, str_append_hook)) == NULL ||
+        (desc_version = PyObject_GetAttr(program, str_version)) == NULL ||
+        (version = PyObject_GetAttr(program, str_version_counter)) == NULL)
+        goto done_spec;
+    int has_role = PyObject_IsTrue(role);
+    if (has_role < 0)
+        goto done_spec;
+    if (has_role || !PyLong_CheckExact(version)) /* (an op_role guard stamps its ops) */
+        goto python_way_spec;
+    /* the generator: no undo log (only a transaction keeps one) */
+    if ((generator = global(unique_name_globals, str_generator)) == NULL)
+        goto done_spec;
+    Py_INCREF(generator);
+    if ((undo = PyObject_GetAttr(generator, str_undo)) == NULL ||
+        (ids = PyObject_GetAttr(generator, str_ids)) == NULL ||
+        (prefix = PyObject_GetAttr(generator, str_prefix)) == NULL)
+        goto done_spec;
+    if (undo != Py_None || !PyDict_CheckExact(ids) || !PyUnicode_CheckExact(prefix))
+        goto python_way_spec;
+    /* the memos */
+    if ((inferred = PyObject_GetAttr(spec, str_inferred)) == NULL)
+        goto done_spec;
+    if (!PyDict_CheckExact(inferred)) /* (None: not a formula op) */
+        goto python_way_spec;
+    int completed = completed_attrs(spec, given, &attrs, &types);
+    if (completed <= 0) {
+        if (completed < 0)
+            goto done_spec;
+        goto python_way_spec;
+    }
+    if ((slots_key = PyTuple_New(n_inputs + 3)) == NULL)
+        goto done_spec;
+    Py_INCREF(spec);
+    PyTuple_SET_ITEM(slots_key, 0, spec);
+    {
+        Py_ssize_t pos = 0, at = 1;
+        PyObject *slot, *value;
+        while (PyDict_Next(inputs, &pos, &slot, &value)) {
+            Py_INCREF(slot);
+            PyTuple_SET_ITEM(slots_key, at++, slot);
+        }
+        Py_INCREF(Py_None), Py_INCREF(str_out);
+        PyTuple_SET_ITEM(slots_key, at++, Py_None);
+        PyTuple_SET_ITEM(slots_key, at, str_out);
+    }
+    int slots_passed = PySet_Contains(passed, slots_key);
+    if (slots_passed <= 0) {
+        if (slots_passed < 0)
+            goto done_spec;
+        goto python_way_spec;
+    }
+    /* the temporary's name, its counters not advanced yet */
+    if (layer_type == Py_None) {
+        if ((n = counter(ids, str_tmp)) == NULL)
+            goto check_spec;
+        name = numbered(prefix, str_tmp, n, "");
+    } else {
+        if ((n = counter(ids, layer_type)) == NULL)
+            goto check_spec;
+        if ((counter_key = numbered(prefix, layer_type, n, ".tmp")) == NULL)
+            goto done_spec;
+        if ((m = counter(ids, counter_key)) == NULL)
+            goto check_spec;
+        name = numbered(prefix, counter_key, m, "");
+    }
+    if (name == NULL)
+        goto done_spec;
+    int taken = PyDict_Contains(vars, name);
+    if (taken != 0) { /* (a variable of that name: the Python way reuses it) */
+        if (taken < 0)
+            goto done_spec;
+        goto python_way_spec;
+    }
+    /* shape inference's memo */
+    PyObject *x = PyDict_GetItemWithError(vars, x_name);
+    PyObject *y = x == NULL ? NULL : y_name == NULL ? x : PyDict_GetItemWithError(vars, y_name);
+    if (y == NULL) {
+        if (PyErr_Occurred())
+            goto done_spec;
+        goto python_way_spec; /* (a parent block's variable) */
+    }
+    Py_ssize_t n_attrs = PyDict_GET_SIZE(attrs);
+    if ((infer_key = PyTuple_New(7 + n_attrs)) == NULL)
+        goto done_spec;
+    {
+        PyObject *fields[6] = {NULL};
+        Py_INCREF(x), Py_INCREF(y);
+        int failed = var_fields(x, fields) < 0 || var_fields(y, fields + 3) < 0;
+        Py_DECREF(x), Py_DECREF(y);
+        for (int i = 0; i < 6; i++)
+            if (fields[i] != NULL)
+                PyTuple_SET_ITEM(infer_key, i, fields[i]);
+        if (failed) {
+            if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+                goto done_spec;
+            PyErr_Clear();
+            goto python_way_spec;
+        }
+        Py_INCREF(desc_version);
+        PyTuple_SET_ITEM(infer_key, 6, desc_version);
+        Py_ssize_t pos = 0, at = 7;
+        PyObject *attr_name, *value;
+        while (PyDict_Next(attrs, &pos, &attr_name, &value)) {
+            Py_INCREF(value);
+            PyTuple_SET_ITEM(infer_key, at++, value);
+        }
+    }
+    PyObject *known = PyDict_GetItemWithError(inferred, infer_key);
+    if (known == NULL) {
+        if (!PyErr_Occurred())
+            goto python_way_spec;
+        if (!PyErr_ExceptionMatches(PyExc_TypeError)) /* (an unhashable attribute value) */
+            goto done_spec;
+        PyErr_Clear();
+        goto python_way_spec;
+    }
+    if (!PyTuple_CheckExact(known) || PyTuple_GET_SIZE(known) != 3)
+        goto python_way_spec;
+    Py_INCREF(known);
+    /* the record: the variable's fields in the order the Python way writes them */
+    if ((var = PyBaseObject_Type.tp_new(variable_type, empty_tuple, NULL)) == NULL ||
+        PyObject_SetAttr(var, str_block, block) < 0 || PyObject_SetAttr(var, str_name, name) < 0 ||
+        PyObject_SetAttr(var, str_dtype, PyTuple_GET_ITEM(known, 1)) < 0 ||
+        PyObject_SetAttr(var, str_shape, PyTuple_GET_ITEM(known, 0)) < 0 ||
+        PyObject_SetAttr(var, str_lod_level, PyTuple_GET_ITEM(known, 2)) < 0) {
+        Py_DECREF(known);
+        goto done_spec;
+    }
+    Py_DECREF(known);
+    if ((out_names = PyTuple_Pack(1, name)) == NULL || (outputs = PyDict_New()) == NULL ||
+        PyDict_SetItem(outputs, str_out, out_names) < 0 ||
+        (stack = capture_stack(1, 32)) == NULL ||
+        (op = PyBaseObject_Type.tp_new(operator_type, empty_tuple, NULL)) == NULL)
+        goto done_spec;
+    {
+        PyObject *fields[OPERATOR_SLOTS] = {block, op_type, inputs, outputs, attrs, types,
+                                            Py_False, Py_None, stack};
+        for (size_t i = 0; i < OPERATOR_SLOTS; i++) {
+            Py_INCREF(fields[i]);
+            Py_XSETREF(SLOT(op, operator_slots[i]), fields[i]);
+        }
+    }
+    untrack_slots(inputs);
+    untrack_slots(outputs);
+    /* the changes: the counters, the variable, the op, the version */
+    PyObject *next_n = PyLong_FromSsize_t(PyLong_AsSsize_t(n) + 1);
+    if (next_n == NULL)
+        goto done_spec;
+    int failed = PyDict_SetItem(ids, layer_type == Py_None ? str_tmp : layer_type, next_n);
+    Py_DECREF(next_n);
+    if (failed < 0)
+        goto done_spec;
+    if (counter_key != NULL) {
+        PyObject *next_m = PyLong_FromSsize_t(PyLong_AsSsize_t(m) + 1);
+        failed = next_m == NULL || PyDict_SetItem(ids, counter_key, next_m) < 0;
+        Py_XDECREF(next_m);
+        if (failed)
+            goto undo_counters;
+    }
+    if (PyDict_SetItem(vars, name, var) < 0)
+        goto undo_counters;
+    if (PyList_Append(ops, op) < 0) {
+        PyDict_DelItem(vars, name);
+        goto undo_counters;
+    }
+    PyObject *two = PyLong_FromLong(2);
+    new_version = two == NULL ? NULL : PyNumber_Add(version, two);
+    Py_XDECREF(two);
+    if (new_version == NULL || PyObject_SetAttr(program, str_version_counter, new_version) < 0)
+        goto take_back;
+    if (hook != Py_None) {
+        PyObject *ran = PyObject_CallOneArg(hook, op);
+        if (ran == NULL)
+            goto take_back;
+        Py_DECREF(ran);
+    }
+    Py_INCREF(var);
+    result = var;
+    goto done_spec;
+take_back: { /* the hook (a live session running the op) raised: the op, the temporary and
+              * its name are taken back, as the Python way's except clauses do */
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    PyObject *undone = PyObject_CallFunctionObjArgs(take_back_fn, block, op, name, layer_type,
+                                                    generator, NULL);
+    if (undone != NULL) {
+        Py_DECREF(undone);
+        PyErr_Restore(type, value, traceback);
+    } else { /* (the take-back's own error, the hook's as its context) */
+        PyErr_NormalizeException(&type, &value, &traceback);
+        if (traceback != NULL && value != NULL)
+            PyException_SetTraceback(value, traceback);
+        PyObject *t2, *v2, *tb2;
+        PyErr_Fetch(&t2, &v2, &tb2);
+        PyErr_NormalizeException(&t2, &v2, &tb2);
+        if (v2 != NULL && value != NULL)
+            PyException_SetContext(v2, value); /* (steals value) */
+        else
+            Py_XDECREF(value);
+        Py_XDECREF(type), Py_XDECREF(traceback);
+        PyErr_Restore(t2, v2, tb2);
+    }
+    goto done_spec;
+}
+undo_counters: { /* (only memory running out gets here) */
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    PyObject *key = layer_type == Py_None ? str_tmp : layer_type;
+    if (PyLong_AsLong(n) == 0 ? PyDict_DelItem(ids, key) : PyDict_SetItem(ids, key, n))
+        PyErr_Clear();
+    if (counter_key != NULL &&
+        (PyLong_AsLong(m) == 0 ? PyDict_DelItem(ids, counter_key)
+                               : PyDict_SetItem(ids, counter_key, m)))
+        PyErr_Clear();
+    PyErr_Restore(type, value, traceback);
+    goto done_spec;
+}
+check_spec:
+    if (PyErr_Occurred())
+        goto done_spec;
+python_way_spec:
+    python_way = 1;
+done_spec:
+    Py_DECREF(spec);
+done:
+#undef NOT_THIS_PATH
+    Py_XDECREF(vars), Py_XDECREF(ops), Py_XDECREF(program), Py_XDECREF(role);
+    Py_XDECREF(hook), Py_XDECREF(desc_version), Py_XDECREF(version), Py_XDECREF(generator);
+    Py_XDECREF(undo), Py_XDECREF(ids), Py_XDECREF(prefix), Py_XDECREF(inferred);
+    Py_XDECREF(attrs), Py_XDECREF(types), Py_XDECREF(slots_key), Py_XDECREF(n), Py_XDECREF(m);
+    Py_XDECREF(counter_key), Py_XDECREF(name), Py_XDECREF(infer_key), Py_XDECREF(var);
+    Py_XDECREF(op), Py_XDECREF(outputs), Py_XDECREF(out_names), Py_XDECREF(stack);
+    Py_XDECREF(new_version);
+    if (python_way)
+        return call_fallback(args, nargsf, kwnames);
+    return result;
+}
+
+static PyObject *configure_one_op(PyObject *self, PyObject *args) {
+    PyObject *fallback, *take_back, *program, *transaction, *unique_name, *annotations;
+    if (!PyArg_ParseTuple(args, "OOO!O!O!O!:configure_one_op", &fallback, &take_back,
+                          &PyModule_Type, &program, &PyModule_Type, &transaction,
+                          &PyModule_Type, &unique_name, &PyModule_Type, &annotations))
+        return NULL;
+    if (!PyCallable_Check(fallback) || !PyCallable_Check(take_back))
+        return PyErr_Format(PyExc_TypeError, "configure_one_op expected callables");
+    PyObject *dicts[4] = {PyModule_GetDict(program), PyModule_GetDict(transaction),
+                          PyModule_GetDict(unique_name), PyModule_GetDict(annotations)};
+    Py_INCREF(fallback), Py_INCREF(take_back);
+    for (int i = 0; i < 4; i++)
+        Py_INCREF(dicts[i]);
+    Py_XSETREF(fallback_fn, fallback);
+    Py_XSETREF(take_back_fn, take_back);
+    Py_XSETREF(program_globals, dicts[0]);
+    Py_XSETREF(transaction_globals, dicts[1]);
+    Py_XSETREF(unique_name_globals, dicts[2]);
+    Py_XSETREF(annotations_globals, dicts[3]);
     Py_RETURN_NONE;
 }
 
@@ -126,6 +722,15 @@ static PyMethodDef methods[] = {
      "capture(skip=1, max_frames=32): (code, offset, ...) of the calling stack, innermost "
      "first, from frame `skip` (1: the calling function), ending after the first "
      "module-level frame"},
+    {"append_one_op", (PyCFunction)(void (*)(void))append_one_op,
+     METH_FASTCALL | METH_KEYWORDS,
+     "append_one_op(block, op_type, inputs, attrs, dtype, layer_type=None): append op_type "
+     "with its Out a fresh temporary of dtype, and return the temporary (see "
+     "framework.transaction.append_one_op; its common case is C)"},
+    {"configure_one_op", configure_one_op, METH_VARARGS,
+     "configure_one_op(fallback, take_back, program, transaction, unique_name, annotations): "
+     "the Python way of append_one_op, its take-back of a failed hook, and the modules whose "
+     "globals it reads"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_op_record",
@@ -133,8 +738,23 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_op_record",
                                     methods};
 
 PyMODINIT_FUNC PyInit__op_record(void) {
-    module_name = PyUnicode_InternFromString("<module>");
-    if (module_name == NULL)
+    static struct { PyObject **name; const char *text; } const names[] = {
+        {&module_name, "<module>"}, {&str_vars, "vars"}, {&str_ops, "ops"},
+        {&str_program, "program"}, {&str_version_counter, "_version"},
+        {&str_append_hook, "_append_hook"}, {&str_current_role, "_current_role"},
+        {&str_version, "version"}, {&str_ids, "ids"}, {&str_prefix, "prefix"},
+        {&str_undo, "undo"}, {&str_inferred, "_inferred"}, {&str_completed, "_completed"},
+        {&str_default_attrs, "_default_attrs"}, {&str_list_defaults, "_list_defaults"},
+        {&str_shape, "shape"}, {&str_dtype, "dtype"}, {&str_lod_level, "lod_level"},
+        {&str_block, "block"}, {&str_name, "name"}, {&str_op_defs, "_op_defs"},
+        {&str_slots_passed, "_single_slots_passed"}, {&str_depth, "_depth"},
+        {&str_journal, "journal"}, {&str_generator, "_generator"}, {&str_current, "current"},
+        {&str_x, "X"}, {&str_y, "Y"}, {&str_out, "Out"}, {&str_tmp, "tmp"},
+        {&str_variable, "Variable"}, {&str_operator, "Operator"}};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); ++i)
+        if ((*names[i].name = PyUnicode_InternFromString(names[i].text)) == NULL)
+            return NULL;
+    if ((empty_tuple = PyTuple_New(0)) == NULL)
         return NULL;
     return PyModule_Create(&module);
 }

@@ -19,9 +19,12 @@ In live mode the session also forgets what the failed call ran: values of the re
 variables leave the live scope, removed ops leave its queues and caches.
 """
 import functools
+import sys
 
 from . import program as _fw  # (program imports this module: attributes read at call time)
+from . import annotations as _annotations
 from . import unique_name
+from .callstack import _op_record
 
 _depth = 0
 #: while a transaction is open: id(variable) -> (variable, its fields before the first change
@@ -135,7 +138,7 @@ def _forget_in_live_session(program, removed_ops, removed_vars):
     session.forget_ops(kept)
 
 
-def append_one_op(block, op_type, inputs, attrs, dtype, layer_type=None):
+def _append_one_op(block, op_type, inputs, attrs, dtype, layer_type=None):
     """Append ``op_type`` with ``inputs`` (slot -> a tuple of one variable name, the form an
     op keeps) and ``attrs``, its ``Out`` a fresh temporary of ``dtype`` named
     ``<layer_type>_<n>.tmp_<m>`` (``tmp_<n>`` without ``layer_type``), and return the
@@ -145,7 +148,11 @@ def append_one_op(block, op_type, inputs, attrs, dtype, layer_type=None):
     The layers that append one op (the elementwise and activation layers, a Variable's
     ``+``) are most of what a live cell appends: ``append_op`` is all or nothing already,
     so what such a layer must undo itself is the temporary and its names. Their arguments
-    are in the form an op keeps, so a defined op skips append_op's argument forms."""
+    are in the form an op keeps, so a defined op skips append_op's argument forms.
+
+    ``append_one_op`` is ``_op_record.append_one_op``: this function's common case in C (a
+    formula op outside any transaction, every memo the calls before filled holding its
+    answer: see ``_op_record.c``), this function for every other call."""
     generate = unique_name._generator
     name = generate.temporary(layer_type) if layer_type else generate("tmp")
     made = name not in block.vars
@@ -155,7 +162,9 @@ def append_one_op(block, op_type, inputs, attrs, dtype, layer_type=None):
         if spec is None:  # (not loaded yet, or unknown: append_op's own lookup decides)
             block.append_op(type=op_type, inputs=inputs, outputs={"Out": out}, attrs=attrs)
         else:
-            block._append_args(spec, op_type, inputs, {"Out": (name,)}, attrs)
+            # (the op's stack starts at the layer, as the C path's does)
+            block._append_args(spec, op_type, inputs, {"Out": (name,)}, attrs, True, (), None,
+                               True, 3)
     except BaseException:
         if not _depth:  # (an open transaction undoes all of it itself)
             if made:
@@ -165,6 +174,22 @@ def append_one_op(block, op_type, inputs, attrs, dtype, layer_type=None):
             generate.take_back_temporary(layer_type or None)
         raise
     return out
+
+
+def _take_back_one_op(block, op, name, layer_type, generator):
+    """What a failed :func:`append_one_op` of the C path takes back when the program's append
+    hook (a live session running the op) raised: the op, its temporary and the temporary's
+    name, as ``Block._append_args`` and :func:`_append_one_op` take them back."""
+    block.ops.remove(op)
+    block.program._changed()
+    block._remove_var(name)
+    _forget_in_live_session(block.program, (), (name,))
+    generator.take_back_temporary(layer_type or None)
+
+
+append_one_op = _op_record.append_one_op
+_op_record.configure_one_op(_append_one_op, _take_back_one_op, _fw, sys.modules[__name__],
+                            unique_name, _annotations)
 
 
 def lean(fn):

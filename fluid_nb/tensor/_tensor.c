@@ -39,6 +39,12 @@ static int tensor_init(PyObject *self, PyObject *args, PyObject *kwargs) {
             (lod == Py_None || (PyTuple_CheckExact(lod) && PyTuple_GET_SIZE(lod) == 0))) {
             set_slot(self, array_offset, array);
             set_slot(self, lod_offset, empty_lod);
+            /* an array and an empty tuple: nothing the cyclic collector can walk (an ndarray
+             * has no traverse), so the tensor is left out of its passes, as CPython leaves
+             * out a tuple of atomic values; a LoD given later is a list of lists of ints,
+             * which closes no cycle. A live loop makes one per op, an interpreted step one
+             * per result. */
+            PyObject_GC_UnTrack(self);
             return 0;
         }
     }

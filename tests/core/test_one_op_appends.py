@@ -1,0 +1,296 @@
+"""A one-op layer (an elementwise or activation layer, a Variable's ``+``) appends through
+``transaction.append_one_op``, whose common case is C (``_op_record.append_one_op``): a
+formula op outside any transaction whose memos (completed attributes, the slot check,
+inferred shapes) already hold the call's answer. It must make the record the Python way
+(``_append_one_op``) makes: the same temporary and op, field for field, the same names
+handed out, the same program version, a stack that starts at the layer; a hook that raises
+leaves nothing behind. Every other call goes the Python way before anything changes."""
+import gc
+import tracemalloc
+import weakref
+
+import numpy as np
+import pytest
+
+import fluid_nb as fluid
+from fluid_nb.api.layers import math_op_patch, ops as layer_ops
+from fluid_nb.framework import annotations, callstack, program as fw, transaction
+from fluid_nb.framework import unique_name
+from fluid_nb.framework.callstack import _op_record
+
+VAR_FIELDS = ("name", "type", "shape", "dtype", "lod_level", "persistable", "stop_gradient",
+              "is_data", "need_check_feed", "error_clip")
+
+
+class Fallbacks:
+    """The Python way as the C path's fallback, counting the calls it is handed."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __call__(self, *args, **kwargs):
+        self.calls.append(args[1])
+        return transaction._append_one_op(*args, **kwargs)
+
+
+@pytest.fixture
+def fallbacks():
+    spy = Fallbacks()
+    _op_record.configure_one_op(spy, transaction._take_back_one_op, fw, transaction,
+                                unique_name, annotations)
+    yield spy
+    _op_record.configure_one_op(transaction._append_one_op, transaction._take_back_one_op, fw,
+                                transaction, unique_name, annotations)
+
+
+@pytest.fixture
+def python_way(monkeypatch):
+    """Every one-op layer appended the Python way (the modules' own name swapped)."""
+    def use():
+        for module in (layer_ops, math_op_patch):
+            monkeypatch.setattr(module, "append_one_op", transaction._append_one_op)
+    return use
+
+
+def _cell(kind):
+    """One-op calls of every form the C path takes, each twice (the first call of a
+    signature fills the memos), on values fed as data."""
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.data(name="x", shape=[2, 3], dtype="float32")
+        y = fluid.data(name="y", shape=[2, 3], dtype="float32")
+        b = fluid.data(name="b", shape=[3], dtype="float32")
+        for _ in range(2):
+            out = [fluid.layers.elementwise_add(x, y), fluid.layers.elementwise_mul(x, b, axis=1),
+                   fluid.layers.relu(x), fluid.layers.leaky_relu(x, alpha=0.3), x + y, x * 0.5,
+                   x - 1.0, x < y, fluid.layers.elementwise_max(x, y)]
+    return main, out
+
+
+def _record(program):
+    block = program.global_block()
+    variables = [tuple(getattr(v, f) for f in VAR_FIELDS) for v in block.vars.values()]
+    ops = [(op.type, op.inputs, op.outputs, op.attrs, op.attr_types, op.is_target)
+           for op in block.ops]
+    return variables, ops, program._version
+
+
+def test_the_c_path_makes_the_record_the_python_way_makes(fallbacks, python_way):
+    c_program, _ = _cell("c")
+    taken_by_c = len(c_program.global_block().ops) - len(fallbacks.calls)
+    python_way()
+    python_program, _ = _cell("python")
+    assert _record(c_program) == _record(python_program)
+    assert taken_by_c >= 9  # (the second round at least: the memos were filled by the first)
+
+
+def test_each_new_op_records_its_field_values_not_the_memos(fallbacks):
+    main, out = _cell("c")
+    first, second = out[0], main.global_block().var("elementwise_add_1.tmp_0")
+    assert first.shape == second.shape == (2, 3)
+    ops = [op for op in main.global_block().ops if op.type == "elementwise_add"]
+    assert ops[0].attrs == ops[1].attrs and ops[0].attrs is not ops[1].attrs
+    ops[1].attrs["axis"] = 1  # (an op's attributes are its own)
+    assert ops[0].attrs["axis"] == -1
+    assert not gc.is_tracked(ops[1].inputs) and not gc.is_tracked(ops[1].outputs)
+
+
+def test_names_continue_the_counters_as_the_python_way_does(fallbacks):
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()), fluid.unique_name.guard("pre_"):
+        x = fluid.data(name="x", shape=[2], dtype="float32")
+        names = [fluid.layers.relu(x).name for _ in range(12)] + [(x + x).name for _ in range(3)]
+    # Fluid's LayerHelper puts the generator's prefix on both names it asks for
+    assert names[:2] == ["pre_pre_relu_0.tmp_0", "pre_pre_relu_1.tmp_0"]
+    assert names[11] == "pre_pre_relu_11.tmp_0"
+    assert names[12:] == ["pre_tmp_0", "pre_tmp_1", "pre_tmp_2"]
+    assert len(fallbacks.calls) <= 2  # (at most the first relu and the first +)
+
+
+def test_a_non_ascii_prefix_is_named_alike():
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()), fluid.unique_name.guard("é_"):
+        x = fluid.data(name="x", shape=[2], dtype="float32")
+        names = [fluid.layers.relu(x).name for _ in range(3)]
+    assert names == ["é_é_relu_0.tmp_0", "é_é_relu_1.tmp_0", "é_é_relu_2.tmp_0"]
+
+
+def test_the_op_stack_starts_at_the_layer_whichever_way_it_went():
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        x = fluid.data(name="x", shape=[-1, 23], dtype="float32")  # (a shape no test used)
+        for _ in range(2):
+            fluid.layers.tanh(x)  # the first the Python way (memos empty), the second C
+    for op in main.global_block().ops:
+        functions = [function for _, _, function in callstack.frames(op)]
+        assert functions[-1] == "layer"  # innermost
+        assert "test_the_op_stack_starts_at_the_layer_whichever_way_it_went" in functions
+
+
+def _two_calls_then(fallbacks, appended):
+    """Fill the memos with one call, forget the fallbacks seen, run ``appended``."""
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        x = fluid.data(name="x", shape=[2, 3], dtype="float32")
+        fluid.layers.sigmoid(x)
+        del fallbacks.calls[:]
+        appended(x)
+    return main
+
+
+@pytest.mark.parametrize("case", ["transaction", "name_scope", "op_role", "list attribute",
+                                  "keyword argument", "name taken", "not a formula op"])
+def test_calls_the_memos_cannot_answer_go_the_python_way(fallbacks, case):
+    def appended(x):
+        block = x.block
+        if case == "transaction":
+            with transaction.atomic():
+                fluid.layers.sigmoid(x)
+        elif case == "name_scope":
+            with fluid.name_scope("encoder"):
+                out = fluid.layers.sigmoid(x)
+            assert out.block.ops[-1].attrs["op_namescope"] == "/encoder/"
+        elif case == "op_role":
+            with _role(block.program, 2):
+                fluid.layers.sigmoid(x)
+            assert block.ops[-1].attrs["op_role"] == 2
+        elif case == "list attribute":
+            transaction.append_one_op(block, "sigmoid", {"X": (x.name,)},
+                                      {"op_callstack": ["a"]}, x.dtype, "sigmoid")
+        elif case == "keyword argument":
+            transaction.append_one_op(block, "sigmoid", {"X": (x.name,)}, None, x.dtype,
+                                      layer_type="sigmoid")
+        elif case == "name taken":
+            generator = unique_name._generator
+            n = generator.ids.get("sigmoid", 0)
+            block.create_var(name=f"sigmoid_{n}.tmp_0", shape=[7], dtype="float32")
+            out = fluid.layers.sigmoid(x)
+            assert out.shape == (2, 3)  # the variable reused, its fields inferred again
+        elif case == "not a formula op":
+            for _ in range(2):
+                transaction.append_one_op(block, "softmax", {"X": (x.name,)}, None, x.dtype,
+                                          "softmax")
+    main = _two_calls_then(fallbacks, appended)
+    second = "softmax" if case == "not a formula op" else "sigmoid"
+    assert fallbacks.calls == [second] * (2 if case == "not a formula op" else 1)
+    assert [op.type for op in main.global_block().ops][:2] == ["sigmoid", second]
+
+
+class _role:
+    def __init__(self, program, role):
+        self.program, self.role = program, role
+
+    def __enter__(self):
+        self.old, self.program._current_role = self.program._current_role, self.role
+
+    def __exit__(self, *exc):
+        self.program._current_role = self.old
+
+
+def test_an_input_of_a_parent_block_goes_the_python_way(fallbacks):
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        x = fluid.data(name="x", shape=[2, 3], dtype="float32")
+        fluid.layers.exp(x)
+        sub = main._create_block()
+        del fallbacks.calls[:]
+        out = fluid.layers.exp(x)
+        main._rollback()
+    assert fallbacks.calls == ["exp"] and out.block is sub and out.shape == (2, 3)
+
+
+def _failing_hook(op):
+    raise RuntimeError(f"hook refused {op.type}")
+
+
+@pytest.mark.parametrize("way", ["c", "python"])
+def test_a_hook_that_raises_leaves_nothing_behind(fallbacks, python_way, way):
+    if way == "python":
+        python_way()
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()), fluid.unique_name.guard():
+        x = fluid.data(name="x", shape=[2, 3], dtype="float32")
+        fluid.layers.softsign(x)
+        fluid.layers.softsign(x)
+        before = (list(main.global_block().vars), len(main.global_block().ops),
+                  dict(unique_name._generator.ids))
+        main._append_hook = _failing_hook
+        del fallbacks.calls[:]
+        with pytest.raises(RuntimeError, match="hook refused softsign"):
+            fluid.layers.softsign(x)
+        main._append_hook = None
+        after = (list(main.global_block().vars), len(main.global_block().ops),
+                 dict(unique_name._generator.ids))
+        assert after == before
+        assert fluid.layers.softsign(x).name == "softsign_2.tmp_0"  # the name was taken back
+    if way == "c":
+        assert fallbacks.calls == []  # (the failing call was C's)
+
+
+def test_a_live_op_that_fails_in_its_kernel_leaves_nothing_behind():
+    main, startup, scope = fluid.Program(), fluid.Program(), fluid.Scope()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        with fluid.live(program=main, startup_program=startup, scope=scope):
+            x = fluid.layers.fill_constant([2, 2], "int64", 7)
+            y = fluid.layers.fill_constant([2, 2], "int64", 2)
+            fluid.layers.elementwise_floordiv(x, y)  # (the memos filled)
+            zero = fluid.layers.fill_constant([2, 2], "int64", 0)
+            names, n_ops = list(main.global_block().vars), len(main.global_block().ops)
+            with np.errstate(divide="raise"), pytest.raises(fluid.core.EnforceNotMet) as info:
+                fluid.layers.elementwise_floordiv(x, zero)  # (NumPy raises, as asked)
+            assert "elementwise_floordiv" in str(info.value)
+            assert list(main.global_block().vars) == names
+            assert len(main.global_block().ops) == n_ops
+            assert not [n for n in scope.vars if n.startswith("elementwise_floordiv_1")]
+            again = fluid.layers.elementwise_floordiv(x, y)
+            assert again.name == "elementwise_floordiv_1.tmp_0"
+            np.testing.assert_array_equal(again.numpy(), np.full((2, 2), 3))
+
+
+def test_a_live_op_holder_made_in_c_names_its_variable():
+    main, startup, scope = fluid.Program(), fluid.Program(), fluid.Scope()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        with fluid.live(program=main, startup_program=startup, scope=scope):
+            c = fluid.layers.fill_constant([1, 2], "float32", 1.0)
+            outs = [fluid.layers.scale(c, 2.0) for _ in range(2)] + [c + c for _ in range(2)]
+            for out in outs:
+                holder = scope.vars[out.name]
+                assert holder.name == out.name and holder.value is not None
+            np.testing.assert_array_equal(outs[-1].numpy(), [[2.0, 2.0]])
+
+
+def test_appends_keep_no_memory_once_their_program_is_gone(fallbacks):
+    def chain(n):
+        main = fluid.Program()
+        with fluid.program_guard(main, fluid.Program()), fluid.unique_name.guard():
+            c = fluid.data(name="c", shape=[4], dtype="float32")
+            one = fluid.data(name="one", shape=[4], dtype="float32")
+            for _ in range(n):
+                c = fluid.layers.elementwise_add(c, one)
+        return weakref.ref(main)
+
+    chain(50)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        gone = chain(3000)
+        gc.collect()
+        first, _ = tracemalloc.get_traced_memory()
+        for _ in range(3):
+            chain(3000)
+        gc.collect()
+        last, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert gone() is None
+    assert last - first < 64 * 1024  # (9,000 ops appended in between)
+    assert len(fallbacks.calls) <= 4 * 2
+
+
+def test_a_tensor_of_an_array_and_no_lod_is_not_walked_by_the_collector():
+    from fluid_nb.tensor.tensor import LoDTensor
+    plain = LoDTensor(np.ones(3, "float32"))
+    with_lod = LoDTensor(np.ones((3, 1), "float32"), [[0, 1, 3]])
+    assert not gc.is_tracked(plain) and gc.is_tracked(with_lod)
+    plain.set_lod([[0, 3]])  # (a LoD given later: a list of lists of ints, no cycle)
+    assert plain.lod() == [[0, 3]]
