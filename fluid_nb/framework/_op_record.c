@@ -364,6 +364,17 @@ done:
     return found;
 }
 
+/* `dict`'s keys (values with `values`) into `tuple` from index `at` on (new references) */
+static void put_items(PyObject *tuple, Py_ssize_t at, PyObject *dict, int values) {
+    Py_ssize_t pos = 0;
+    PyObject *key, *value;
+    while (PyDict_Next(dict, &pos, &key, &value)) {
+        PyObject *item = values ? value : key;
+        Py_INCREF(item);
+        PyTuple_SET_ITEM(tuple, at++, item);
+    }
+}
+
 /* (variable.shape, variable.dtype, variable.lod_level) into items[0..2] (new references) */
 static int var_fields(PyObject *var, PyObject **items) {
     if ((items[0] = PyObject_GetAttr(var, str_shape)) == NULL)
@@ -486,19 +497,11 @@ static PyObject *append_one_op(PyObject *self, PyObject *const *args, size_t nar
     }
     if ((slots_key = PyTuple_New(n_inputs + 3)) == NULL)
         goto done_spec;
-    Py_INCREF(spec);
+    Py_INCREF(spec), Py_INCREF(Py_None), Py_INCREF(str_out);
     PyTuple_SET_ITEM(slots_key, 0, spec);
-    {
-        Py_ssize_t pos = 0, at = 1;
-        PyObject *slot, *value;
-        while (PyDict_Next(inputs, &pos, &slot, &value)) {
-            Py_INCREF(slot);
-            PyTuple_SET_ITEM(slots_key, at++, slot);
-        }
-        Py_INCREF(Py_None), Py_INCREF(str_out);
-        PyTuple_SET_ITEM(slots_key, at++, Py_None);
-        PyTuple_SET_ITEM(slots_key, at, str_out);
-    }
+    put_items(slots_key, 1, inputs, 0);
+    PyTuple_SET_ITEM(slots_key, n_inputs + 1, Py_None);
+    PyTuple_SET_ITEM(slots_key, n_inputs + 2, str_out);
     int slots_passed = PySet_Contains(passed, slots_key);
     if (slots_passed <= 0) {
         if (slots_passed < 0)
@@ -554,12 +557,7 @@ static PyObject *append_one_op(PyObject *self, PyObject *const *args, size_t nar
         }
         Py_INCREF(desc_version);
         PyTuple_SET_ITEM(infer_key, 6, desc_version);
-        Py_ssize_t pos = 0, at = 7;
-        PyObject *attr_name, *value;
-        while (PyDict_Next(attrs, &pos, &attr_name, &value)) {
-            Py_INCREF(value);
-            PyTuple_SET_ITEM(infer_key, at++, value);
-        }
+        put_items(infer_key, 7, attrs, 1);
     }
     PyObject *known = PyDict_GetItemWithError(inferred, infer_key);
     if (known == NULL) {
