@@ -25,7 +25,7 @@
 #include "../tensor/_slots.h"
 
 static PyObject *module_name; /* "<module>", interned */
-static PyObject *empty_tuple;
+static PyObject *empty_tuple, *one;
 
 static int frame_offset(PyFrameObject *frame, PyObject **offset) {
 #if PY_VERSION_HEX >= 0x030B0000
@@ -256,8 +256,11 @@ static PyObject *counter(PyObject *ids, PyObject *key) {
  * its format on every call: two names took a twentieth of a live op). */
 static PyObject *numbered(PyObject *a, PyObject *b, PyObject *n, const char *suffix) {
     long value = PyLong_AsLong(n);
-    if (value == -1 && PyErr_Occurred())
-        return NULL;
+    if (value == -1 && PyErr_Occurred()) {
+        if (!PyErr_ExceptionMatches(PyExc_OverflowError))
+            return NULL;
+        PyErr_Clear(); /* (a count past a C long: the format writes it) */
+    }
     size_t suffix_length = strlen(suffix);
     if (value < 0 || suffix_length > 8 || !PyUnicode_IS_ASCII(a) || !PyUnicode_IS_ASCII(b))
         return PyUnicode_FromFormat("%U%U_%S%s", a, b, n, suffix);
@@ -597,7 +600,7 @@ static PyObject *append_one_op(PyObject *self, PyObject *const *args, size_t nar
     untrack_slots(inputs);
     untrack_slots(outputs);
     /* the changes: the counters, the variable, the op, the version */
-    PyObject *next_n = PyLong_FromSsize_t(PyLong_AsSsize_t(n) + 1);
+    PyObject *next_n = PyNumber_Add(n, one);
     if (next_n == NULL)
         goto done_spec;
     int failed = PyDict_SetItem(ids, layer_type == Py_None ? str_tmp : layer_type, next_n);
@@ -605,7 +608,7 @@ static PyObject *append_one_op(PyObject *self, PyObject *const *args, size_t nar
     if (failed < 0)
         goto done_spec;
     if (counter_key != NULL) {
-        PyObject *next_m = PyLong_FromSsize_t(PyLong_AsSsize_t(m) + 1);
+        PyObject *next_m = PyNumber_Add(m, one);
         failed = next_m == NULL || PyDict_SetItem(ids, counter_key, next_m) < 0;
         Py_XDECREF(next_m);
         if (failed)
@@ -660,11 +663,11 @@ undo_counters: { /* (only memory running out gets here) */
     PyObject *type, *value, *traceback;
     PyErr_Fetch(&type, &value, &traceback);
     PyObject *key = layer_type == Py_None ? str_tmp : layer_type;
-    if (PyLong_AsLong(n) == 0 ? PyDict_DelItem(ids, key) : PyDict_SetItem(ids, key, n))
+    if (PyObject_Not(n) == 1 ? PyDict_DelItem(ids, key) : PyDict_SetItem(ids, key, n))
         PyErr_Clear();
     if (counter_key != NULL &&
-        (PyLong_AsLong(m) == 0 ? PyDict_DelItem(ids, counter_key)
-                               : PyDict_SetItem(ids, counter_key, m)))
+        (PyObject_Not(m) == 1 ? PyDict_DelItem(ids, counter_key)
+                              : PyDict_SetItem(ids, counter_key, m)))
         PyErr_Clear();
     PyErr_Restore(type, value, traceback);
     goto done_spec;
@@ -752,7 +755,7 @@ PyMODINIT_FUNC PyInit__op_record(void) {
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); ++i)
         if ((*names[i].name = PyUnicode_InternFromString(names[i].text)) == NULL)
             return NULL;
-    if ((empty_tuple = PyTuple_New(0)) == NULL)
+    if ((empty_tuple = PyTuple_New(0)) == NULL || (one = PyLong_FromLong(1)) == NULL)
         return NULL;
     return PyModule_Create(&module);
 }
