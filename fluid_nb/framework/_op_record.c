@@ -164,7 +164,10 @@ static PyObject *untrack_arguments(PyObject *self, PyObject *const *args, Py_ssi
 static PyObject *fallback_fn, *take_back_fn;
 static PyObject *program_globals, *transaction_globals, *unique_name_globals,
     *annotations_globals;
-static PyTypeObject *variable_type, *operator_type; /* found at the first call */
+/* found at the first call: the classes made here, and the ones whose methods this path
+ * stands for (a subclass of Block or of the name generator may change them: the Python
+ * way) */
+static PyTypeObject *variable_type, *operator_type, *block_type, *generator_type;
 /* Operator's __slots__, in the order Operator.__init__ sets them */
 static const char *const operator_slot_names[] = {"block", "type", "inputs", "outputs",
                                                   "attrs", "attr_types", "is_target",
@@ -176,7 +179,7 @@ static PyObject *str_vars, *str_ops, *str_program, *str_version_counter, *str_ap
     *str_completed, *str_default_attrs, *str_list_defaults, *str_shape, *str_dtype,
     *str_lod_level, *str_block, *str_name, *str_op_defs, *str_slots_passed, *str_depth,
     *str_journal, *str_generator, *str_current, *str_x, *str_y, *str_out, *str_tmp,
-    *str_variable, *str_operator;
+    *str_variable, *str_operator, *str_block_class, *str_generator_class;
 
 /* Variable and Operator from the program module (complete only after its import), and
  * Operator's slot offsets; 0 when they are not there yet, -1 with an error when Operator's
@@ -187,11 +190,17 @@ static int find_classes(void) {
     PyObject *variable = PyDict_GetItemWithError(program_globals, str_variable);
     PyObject *operator = variable == NULL ? NULL
                                           : PyDict_GetItemWithError(program_globals, str_operator);
-    if (operator == NULL)
+    PyObject *block = operator == NULL ? NULL
+                                       : PyDict_GetItemWithError(program_globals, str_block_class);
+    PyObject *generator = block == NULL ? NULL : PyDict_GetItemWithError(unique_name_globals,
+                                                                         str_generator_class);
+    if (generator == NULL)
         return PyErr_Occurred() ? -1 : 0;
-    if (!PyType_Check(variable) || !PyType_Check(operator)) {
-        PyErr_SetString(PyExc_TypeError, "append_one_op: program.Variable and "
-                                         "program.Operator expected to be classes");
+    if (!PyType_Check(variable) || !PyType_Check(operator) || !PyType_Check(block) ||
+        !PyType_Check(generator)) {
+        PyErr_SetString(PyExc_TypeError, "append_one_op: program.Variable, Operator, Block "
+                                         "and unique_name.UniqueNameGenerator expected to be "
+                                         "classes");
         return -1;
     }
     PyObject *slots = PyObject_GetAttrString(operator, "__slots__");
@@ -218,9 +227,11 @@ static int find_classes(void) {
     for (size_t i = 0; i < OPERATOR_SLOTS; i++)
         if (slot_offset((PyTypeObject *)operator, operator_slot_names[i], &operator_slots[i]) < 0)
             return -1;
-    Py_INCREF(variable), Py_INCREF(operator);
+    Py_INCREF(variable), Py_INCREF(operator), Py_INCREF(block), Py_INCREF(generator);
     variable_type = (PyTypeObject *)variable;
-    operator_type = (PyTypeObject *)operator;
+    block_type = (PyTypeObject *)block;
+    generator_type = (PyTypeObject *)generator;
+    operator_type = (PyTypeObject *)operator; /* (last: it says all four are found) */
     return 1;
 }
 
@@ -426,7 +437,8 @@ static PyObject *append_one_op(PyObject *self, PyObject *const *args, size_t nar
         python_way = 1;                                                                        \
         goto done;                                                                             \
     } while (0)
-    if (!PyUnicode_CheckExact(op_type) || !PyDict_CheckExact(inputs) ||
+    if (!Py_IS_TYPE(block, block_type) || !PyUnicode_CheckExact(op_type) ||
+        !PyDict_CheckExact(inputs) ||
         (given != Py_None && !PyDict_CheckExact(given)) ||
         (layer_type != Py_None &&
          (!PyUnicode_CheckExact(layer_type) || PyUnicode_GET_LENGTH(layer_type) == 0)))
@@ -481,6 +493,8 @@ static PyObject *append_one_op(PyObject *self, PyObject *const *args, size_t nar
     if ((generator = global(unique_name_globals, str_generator)) == NULL)
         goto done_spec;
     Py_INCREF(generator);
+    if (!Py_IS_TYPE(generator, generator_type))
+        goto python_way_spec;
     if ((undo = PyObject_GetAttr(generator, str_undo)) == NULL ||
         (ids = PyObject_GetAttr(generator, str_ids)) == NULL ||
         (prefix = PyObject_GetAttr(generator, str_prefix)) == NULL)
@@ -751,7 +765,8 @@ PyMODINIT_FUNC PyInit__op_record(void) {
         {&str_slots_passed, "_single_slots_passed"}, {&str_depth, "_depth"},
         {&str_journal, "journal"}, {&str_generator, "_generator"}, {&str_current, "current"},
         {&str_x, "X"}, {&str_y, "Y"}, {&str_out, "Out"}, {&str_tmp, "tmp"},
-        {&str_variable, "Variable"}, {&str_operator, "Operator"}};
+        {&str_variable, "Variable"}, {&str_operator, "Operator"}, {&str_block_class, "Block"},
+        {&str_generator_class, "UniqueNameGenerator"}};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); ++i)
         if ((*names[i].name = PyUnicode_InternFromString(names[i].text)) == NULL)
             return NULL;

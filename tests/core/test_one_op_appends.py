@@ -228,6 +228,21 @@ class _role:
         self.program._current_role = self.old
 
 
+def test_a_name_generator_of_another_class_names_the_python_way(fallbacks):
+    class Numbered(unique_name.UniqueNameGenerator):
+        def temporary(self, layer_type):
+            return f"{layer_type}_out_{self(layer_type)}"
+
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        x = fluid.data(name="x", shape=[2, 3], dtype="float32")
+        fluid.layers.sigmoid(x)
+        with fluid.unique_name.guard(Numbered()):
+            del fallbacks.calls[:]
+            out = fluid.layers.sigmoid(x)
+    assert out.name == "sigmoid_out_sigmoid_0" and fallbacks.calls == ["sigmoid"]
+
+
 def test_an_input_of_a_parent_block_goes_the_python_way(fallbacks):
     main = fluid.Program()
     with fluid.program_guard(main, fluid.Program()):
