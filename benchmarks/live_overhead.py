@@ -6,7 +6,8 @@ Builds 1,000-op elementwise_add chains (1x1 and 64x64 float32) in live mode, whe
 op is checked, its shape inferred and run at once, two ways: through the layers API as
 users write it (``fluid.layers.elementwise_add(c, one)`` and ``c + one``: argument checks,
 unique names, the output variable, the layer's transaction) and through the raw
-``block.append_op``. Prints µs per op next to NumPy's ``np.add`` and PyTorch eager (where
+``block.append_op``; and a chain of ``fluid.layers.relu(c)``, the activation users write
+most. Prints µs per op next to NumPy's ``np.add`` and PyTorch eager (where
 installed), and the cost of appending one op to a plain (non-live) program three ways, the
 raw one split into its parts; then a live loop of 100,000 ops (1x1 and 64x64): µs per op
 and how much of it the cyclic collector takes (with the objects per op it tracks), the
@@ -81,9 +82,10 @@ def plain_chain(shape):
     return (time.perf_counter() - start) / N_OPS
 
 
-def layers_chain(shape, live_mode, operator=False):
+def layers_chain(shape, live_mode, operator=False, relu=False):
     """µs per op of the chain as users write it: ``fluid.layers.elementwise_add(c, one)``
-    (``c + one`` with ``operator``), in live mode or appended to a plain program."""
+    (``c + one`` with ``operator``; ``fluid.layers.relu(c)`` with ``relu``, the activation
+    users write most), in live mode or appended to a plain program."""
     main, startup, scope = fluid.Program(), fluid.Program(), fluid.Scope()
     with fluid.program_guard(main, startup), fluid.unique_name.guard():
         # an unnamed session lives on its program, so it goes with it after the round
@@ -99,6 +101,9 @@ def layers_chain(shape, live_mode, operator=False):
             if operator:
                 for _ in range(N_OPS):
                     c = c + one
+            elif relu:
+                for _ in range(N_OPS):
+                    c = fluid.layers.relu(c)
             else:
                 for _ in range(N_OPS):
                     c = add(c, one)
@@ -255,6 +260,7 @@ def main():
             f"live, layers.elementwise_add, {label}": lambda: layers_chain(shape, True),
             f"live, c + one, {label}": lambda: layers_chain(shape, True, operator=True),
             f"live, raw block.append_op, {label}": lambda: live_chain(shape),
+            f"live, layers.relu, {label}": lambda: layers_chain(shape, True, relu=True),
             "numpy": _per_op(numpy_chain),
         }
         if torch is not None:

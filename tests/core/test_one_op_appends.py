@@ -13,10 +13,14 @@ import numpy as np
 import pytest
 
 import fluid_nb as fluid
-from fluid_nb.api.layers import math_op_patch, ops as layer_ops
+from fluid_nb.api.layers import math_op_patch, nn as nn_layers, ops as layer_ops
 from fluid_nb.framework import annotations, callstack, program as fw, transaction
 from fluid_nb.framework import unique_name
 from fluid_nb.framework.callstack import _op_record
+
+#: the modules whose layers append through append_one_op (the one-op layers, a Variable's
+#: operators, relu, leaky_relu and log)
+LAYER_MODULES = (layer_ops, math_op_patch, nn_layers)
 
 VAR_FIELDS = ("name", "type", "shape", "dtype", "lod_level", "persistable", "stop_gradient",
               "is_data", "need_check_feed", "error_clip")
@@ -47,7 +51,7 @@ def fallbacks():
 def python_way(monkeypatch):
     """Every one-op layer appended the Python way (the modules' own name swapped)."""
     def use():
-        for module in (layer_ops, math_op_patch):
+        for module in LAYER_MODULES:
             monkeypatch.setattr(module, "append_one_op", transaction._append_one_op)
     return use
 
@@ -83,18 +87,18 @@ def test_the_c_path_makes_the_record_the_python_way_makes(fallbacks, python_way,
     def counted(*args):
         entries.append(args[1])
         return transaction.append_one_op(*args)
-    for module in (layer_ops, math_op_patch):
+    for module in LAYER_MODULES:
         monkeypatch.setattr(module, "append_one_op", counted)
     c_program, _ = _cell("c")
-    # seven of the nine calls append through append_one_op (relu and leaky_relu are
-    # layers of their own). scale and less_than are not formula ops (their shapes are not
-    # remembered): the Python way's each time; of the formula ops, only the first call of
-    # each signature (the layer's elementwise_add and x + y share one)
-    assert len(entries) == 14
+    # each of the nine calls appends through append_one_op. scale and less_than are not
+    # formula ops (their shapes are not remembered): the Python way's each time; of the
+    # formula ops, only the first call of each signature (the layer's elementwise_add and
+    # x + y share one)
+    assert len(entries) == 18
     not_formula = [op for op in fallbacks.calls if op in ("scale", "less_than")]
     assert len(not_formula) == 6
     assert sorted(op for op in fallbacks.calls if op not in not_formula) == [
-        "elementwise_add", "elementwise_max", "elementwise_mul"]
+        "elementwise_add", "elementwise_max", "elementwise_mul", "leaky_relu", "relu"]
     python_way()
     python_program, _ = _cell("python")
     assert _record(c_program) == _record(python_program)
@@ -350,3 +354,23 @@ def test_a_tensor_of_an_array_and_no_lod_is_not_walked_by_the_collector():
     assert not gc.is_tracked(plain) and gc.is_tracked(with_lod)
     plain.set_lod([[0, 3]])  # (a LoD given later: a list of lists of ints, no cycle)
     assert plain.lod() == [[0, 3]]
+
+
+def test_relu_leaky_relu_and_log_name_their_outputs_as_layer_helper_does(fallbacks):
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()), fluid.unique_name.guard():
+        x = fluid.data(name="x", shape=[2, 31], dtype="float32")
+        names = [fluid.layers.relu(x, name="hidden").name]
+        names += [layer(x).name for layer in (fluid.layers.relu, fluid.layers.log,
+                                              fluid.layers.leaky_relu) for _ in range(2)]
+        main._append_hook = _failing_hook  # a name= call: a transaction takes it all back
+        with pytest.raises(RuntimeError, match="hook refused relu"):
+            fluid.layers.relu(x, name="again")
+        main._append_hook = None
+    assert names == ["hidden.tmp_0", "relu_0.tmp_0", "relu_1.tmp_0", "log_0.tmp_0",
+                     "log_1.tmp_0", "leaky_relu_0.tmp_0", "leaky_relu_1.tmp_0"]
+    assert "again.tmp_0" not in main.global_block().vars
+    assert [op.type for op in main.global_block().ops].count("relu") == 3
+    # (the named relu's append filled relu's memos: every unnamed relu is C's; the first log
+    # and leaky_relu the Python way's, their second C's)
+    assert fallbacks.calls == ["log", "leaky_relu"]

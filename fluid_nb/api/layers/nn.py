@@ -10,7 +10,9 @@ import functools
 from ...errors import InvalidArgument
 from ...tensor.dtypes import VarType
 from ...framework.type_checks import check_dtype, require_variable
+from ...framework import program as _fw
 from ...framework.program import Variable
+from ...framework.transaction import append_one_op, atomic, lean
 from ..initializer import ConstantInitializer, NormalInitializer
 from ..layer_helper import LayerHelper
 from ..param_attr import ParamAttr
@@ -449,22 +451,31 @@ def clip(x, min, max, name=None):
 
 def _unary(op_type, x, attrs=None, name=None):
     _check_variable(op_type, "x", x)
-    helper = LayerHelper(op_type, name=name)
-    out = helper.create_variable_for_type_inference(dtype=x.dtype)
-    helper.append_op(type=op_type, inputs={"X": [x]}, outputs={"Out": [out]}, attrs=attrs or {})
+    if name is None:  # one op to a fresh temporary, all or nothing itself
+        program = _fw._main_program
+        return append_one_op(program.blocks[program.current_block_idx], op_type,
+                             {"X": (x.name,)}, attrs, x.dtype, op_type)
+    with atomic():
+        helper = LayerHelper(op_type, name=name)
+        out = helper.create_variable_for_type_inference(dtype=x.dtype)
+        helper.append_op(type=op_type, inputs={"X": [x]}, outputs={"Out": [out]},
+                         attrs=attrs or {})
     return out
 
 
+@lean  # (_unary keeps itself all or nothing)
 @checks(x=variable, name=NAME)
 def relu(x, name=None):
     return _unary("relu", x, name=name)
 
 
+@lean
 @checks(x=variable, alpha=NUMBER, name=NAME)
 def leaky_relu(x, alpha=0.02, name=None):
     return _unary("leaky_relu", x, {"alpha": float(alpha)}, name=name)
 
 
+@lean
 @checks(x=variable, name=NAME)
 def log(x, name=None):
     return _unary("log", x, name=name)
