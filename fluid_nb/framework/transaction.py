@@ -167,24 +167,27 @@ def _append_one_op(block, op_type, inputs, attrs, dtype, layer_type=None):
                                True, 3)
     except BaseException:
         if not _depth:  # (an open transaction undoes all of it itself)
-            if made:
-                block._remove_var(name)
-                _forget_in_live_session(block.program, (), (name,))
-            # no undo log while it succeeds: the failure takes back the name it took
-            generate.take_back_temporary(layer_type or None)
+            _take_back_temporary(block, name, made, layer_type, generate)
         raise
     return out
 
 
+def _take_back_temporary(block, name, made, layer_type, generator):
+    # no undo log while a one-op append succeeds: a failure takes back the temporary (when
+    # it made it) and the name it took
+    if made:
+        block._remove_var(name)
+        _forget_in_live_session(block.program, (), (name,))
+    generator.take_back_temporary(layer_type or None)
+
+
 def _take_back_one_op(block, op, name, layer_type, generator):
     """What a failed :func:`append_one_op` of the C path takes back when the program's append
-    hook (a live session running the op) raised: the op, its temporary and the temporary's
-    name, as ``Block._append_args`` and :func:`_append_one_op` take them back."""
+    hook (a live session running the op) raised: the op, as ``Block._append_args`` takes it
+    back, then its temporary and name, as :func:`_append_one_op` does."""
     block.ops.remove(op)
     block.program._changed()
-    block._remove_var(name)
-    _forget_in_live_session(block.program, (), (name,))
-    generator.take_back_temporary(layer_type or None)
+    _take_back_temporary(block, name, True, layer_type, generator)
 
 
 append_one_op = _op_record.append_one_op
