@@ -17,8 +17,8 @@
  *                             src.value._lod if src is not None else ())
  *   plain_step(out, fn, ctx, src, *ins): the same, once, made into no object (nothing to
  *       free);
- *   first_run(op, plan, values, set_handler, capsule): a live formula op's first run, its
- *       holders found by name in ``values`` (see first_run below);
+ *   first_run(op, plan, values, set_handler, capsule): a live formula op's first run (or a
+ *       plain kernel's), its holders found by name in ``values`` (see first_run below);
  *   KernelStep(fn, ctx, ins, stores, dead, read_values, single): any outputs;
  *       result = fn(ctx, *[None if h is None else h.value if read_values else
  *                          h.value.array for h in ins]),
@@ -293,19 +293,20 @@ static PyObject *first_name(PyObject *slots, PyObject *slot) {
     return PyTuple_GET_ITEM(names, 0);
 }
 
-/* the holder of ``name`` in ``values`` if it holds a value (a borrowed reference), else NULL
- * without an error */
-static PyObject *holder_with_value(PyObject *values, PyObject *name) {
+/* the holder of ``name`` in ``values`` if it holds a LoDTensor (a borrowed reference), else
+ * NULL without an error (a SelectedRows or an array of tensors is the kernel's own case) */
+static PyObject *holder_with_tensor(PyObject *values, PyObject *name) {
     PyObject *holder = PyDict_GetItemWithError(values, name);
     if (holder == NULL)
         return NULL;
     if (Py_IS_TYPE(holder, holder_type))
-        return SLOT(holder, value_offset) != NULL && SLOT(holder, value_offset) != Py_None
-            ? holder : NULL;
+        return SLOT(holder, value_offset) != NULL &&
+                       Py_IS_TYPE(SLOT(holder, value_offset), tensor_type)
+                   ? holder : NULL;
     PyObject *value = PyObject_GetAttr(holder, str_value);
     if (value == NULL)
         return NULL; /* (an error: the caller checks) */
-    int held = value != Py_None;
+    int held = Py_IS_TYPE(value, tensor_type);
     Py_DECREF(value);
     return held ? holder : NULL;
 }
@@ -317,8 +318,9 @@ static double seconds_now(void) {
 }
 
 /* first_run(op, plan, values, set_handler, capsule): the first run of a live op of a formula
- * type (a pure function of its inputs), or None when it is not this path's: an input
- * without a value (the caller provides it), an output left out. plan is
+ * type or with a plain kernel (a pure function of its input arrays), or None when it is not
+ * this path's: an input without a LoDTensor (the caller provides a missing value, the
+ * kernel takes other kinds), an input besides the plan's, an output left out. plan is
  * (fn, in_slots, out_slot, src_index, ctx): the kernel, the input slots in order, the
  * output slot, the index of the LoD source among the inputs (None: none) and the context
  * the type's first runs share, pointed here at the op (ctx.op, ctx.attrs, ctx.program).
@@ -351,9 +353,12 @@ static PyObject *first_run(PyObject *module, PyObject *const *args, Py_ssize_t n
     if ((inputs = PyObject_GetAttr(op, str_inputs)) == NULL ||
         (outputs = PyObject_GetAttr(op, str_outputs)) == NULL)
         goto done;
+    /* (an op with inputs besides the plan's: scale's ScaleTensor is its kernel's case) */
+    if (!PyDict_Check(inputs) || PyDict_GET_SIZE(inputs) != count)
+        goto not_this_path;
     for (; held < count; ++held) {
         PyObject *name = first_name(inputs, PyTuple_GET_ITEM(in_slots, held));
-        PyObject *holder = name == NULL ? NULL : holder_with_value(values, name);
+        PyObject *holder = name == NULL ? NULL : holder_with_tensor(values, name);
         if (holder == NULL)
             goto not_this_path;
         Py_INCREF(holder); /* (the kernel may run any code, a scope change included) */

@@ -135,9 +135,9 @@ static PyObject *untrack_arguments(PyObject *self, PyObject *const *args, Py_ssi
  *
  * append_one_op(block, op_type, inputs, attrs, dtype, layer_type=None) does what
  * transaction.append_one_op's Python (`_append_one_op`, the fallback) does, for the call a
- * live loop repeats: outside any transaction, a registered formula op (its definition keeps
- * `_inferred`), inputs {"X": (name,)} or {"X": (x,), "Y": (y,)} of the block's own
- * variables, attributes None or scalars, and each memo the Python way fills already holding
+ * live loop repeats: outside any transaction, a registered formula op or one with a plain
+ * kernel (its definition keeps `_inferred`), inputs {"X": (name,)} or {"X": (x,), "Y": (y,)}
+ * of the block's own LoD-tensor variables, attributes None or scalars, and each memo the Python way fills already holding
  * this call's answer:
  *
  *   completed attributes  spec._completed[key] (spec._default_attrs for none given), with
@@ -179,7 +179,9 @@ static PyObject *str_vars, *str_ops, *str_program, *str_version_counter, *str_ap
     *str_completed, *str_default_attrs, *str_list_defaults, *str_shape, *str_dtype,
     *str_lod_level, *str_block, *str_name, *str_op_defs, *str_slots_passed, *str_depth,
     *str_journal, *str_generator, *str_current, *str_x, *str_y, *str_out, *str_tmp,
-    *str_variable, *str_operator, *str_block_class, *str_generator_class;
+    *str_variable, *str_operator, *str_block_class, *str_generator_class, *str_type;
+/* Variable.type, the kind a variable has unless it says otherwise (VarType.LOD_TENSOR) */
+static PyObject *lod_tensor_kind;
 
 /* Variable and Operator from the program module (complete only after its import), and
  * Operator's slot offsets; 0 when they are not there yet, -1 with an error when Operator's
@@ -227,6 +229,8 @@ static int find_classes(void) {
     for (size_t i = 0; i < OPERATOR_SLOTS; i++)
         if (slot_offset((PyTypeObject *)operator, operator_slot_names[i], &operator_slots[i]) < 0)
             return -1;
+    if ((lod_tensor_kind = PyObject_GetAttr(variable, str_type)) == NULL)
+        return -1;
     Py_INCREF(variable), Py_INCREF(operator), Py_INCREF(block), Py_INCREF(generator);
     variable_type = (PyTypeObject *)variable;
     block_type = (PyTypeObject *)block;
@@ -405,6 +409,16 @@ static int var_fields(PyObject *var, PyObject **items) {
     return 0;
 }
 
+/* 1 when `var` is a LoD tensor (its type the class's default), 0 when not, -1 on error */
+static int holds_lod_tensor(PyObject *var) {
+    PyObject *kind = PyObject_GetAttr(var, str_type);
+    if (kind == NULL)
+        return -1;
+    int same = kind == lod_tensor_kind;
+    Py_DECREF(kind);
+    return same;
+}
+
 /* A global of a module (borrowed), or NULL with a KeyError naming it. */
 static PyObject *global(PyObject *globals, PyObject *name) {
     PyObject *value = PyDict_GetItemWithError(globals, name);
@@ -554,6 +568,18 @@ static PyObject *append_one_op(PyObject *self, PyObject *const *args, size_t nar
         if (PyErr_Occurred())
             goto done_spec;
         goto python_way_spec; /* (a parent block's variable) */
+    }
+    {
+        Py_INCREF(x), Py_INCREF(y);
+        int dense = holds_lod_tensor(x);
+        if (dense > 0 && y != x)
+            dense = holds_lod_tensor(y);
+        Py_DECREF(x), Py_DECREF(y);
+        if (dense <= 0) {
+            if (dense < 0)
+                goto done_spec;
+            goto python_way_spec; /* (a SelectedRows input: inference decides its Out) */
+        }
     }
     Py_ssize_t n_attrs = PyDict_GET_SIZE(attrs);
     if ((infer_key = PyTuple_New(7 + n_attrs)) == NULL)
@@ -766,7 +792,7 @@ PyMODINIT_FUNC PyInit__op_record(void) {
         {&str_journal, "journal"}, {&str_generator, "_generator"}, {&str_current, "current"},
         {&str_x, "X"}, {&str_y, "Y"}, {&str_out, "Out"}, {&str_tmp, "tmp"},
         {&str_variable, "Variable"}, {&str_operator, "Operator"}, {&str_block_class, "Block"},
-        {&str_generator_class, "UniqueNameGenerator"}};
+        {&str_generator_class, "UniqueNameGenerator"}, {&str_type, "type"}};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); ++i)
         if ((*names[i].name = PyUnicode_InternFromString(names[i].text)) == NULL)
             return NULL;

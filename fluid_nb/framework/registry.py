@@ -38,6 +38,13 @@ common case itself, reading and writing the holders' runtime values, and calls
 are the kernel's. Worth it for the small ops a loop body runs every iteration, whose kernel
 call costs more than their work (tensor-array reads and writes, counters, conditions).
 
+``plain_kernel(ctx, *arrays) -> array`` (optional, ``lod_aware`` ops with one output slot
+``Out`` and ``X`` their first input) is the op's common case as a formula op's kernel is:
+a pure function of the arrays of its required input slots, whose output keeps the first
+input's LoD. A live session's first run of the op calls it when the op has only those
+inputs and they hold LoDTensors (``scale``, which every ``x * 2.0`` appends), and the op's
+shape inference is remembered per input signature as a formula op's is.
+
 On a device place (CuPy, or the strict device the tests use) ``ctx.xp`` is the device's
 array module and the kernel's arrays live there: a kernel computes with ``ctx.xp`` only, and
 never converts a device value to a host one implicitly (``float(a)``, ``a.item()``,
@@ -75,6 +82,8 @@ from .attrs import ATTR_TYPE_NAMES, AttrType, normalize_attr
 from ..tensor.dtypes import VarType
 from . import transaction
 from .infer import InferShapeContext, set_fields
+
+_LOD_TENSOR = VarType.LOD_TENSOR
 
 #: the classes of attribute values (and of list items) ``OpDef.complete_attrs`` remembers
 #: completing
@@ -138,7 +147,7 @@ class OpDef:
     def __init__(self, type, inputs, outputs, attrs, infer_shape, infer_var_type, grad,
                  kernel, kernels, lod_aware, share_lod, traits, doc, sub_block_backward=None,
                  host_step=None, in_place=None, host_reads=None, kernel_place_of=None,
-                 formula=None, api=None, reuses=None):
+                 formula=None, api=None, reuses=None, plain_kernel=None):
         self.type = type
         self.inputs = tuple(Slot(s) for s in inputs)
         self.outputs = tuple(Slot(s) for s in outputs)
@@ -188,12 +197,22 @@ class OpDef:
         #: named input slots, written to one output slot); the kernel is generated from it,
         #: and the native and ONNX targets render it: one definition, every target
         self.formula = formula
+        #: a lod_aware op's common case as a formula op's kernel is: ``plain_kernel(ctx,
+        #: *arrays) -> array``, a pure function of the arrays of the op's required input
+        #: slots, its attributes and ``ctx.xp``, whose output keeps the first input's LoD.
+        #: A live op's first run calls it when the op has only those inputs and they hold
+        #: LoDTensors; ``kernel`` stays the op's meaning for everything else
+        self.plain_kernel = plain_kernel
         #: given attribute values -> what complete_attrs made of them (see there)
         self._completed = {}
-        #: a formula op's output follows from its inputs' shapes, dtypes and LoD levels and
-        #: its attributes alone: what inference said for each of them (``run_infer_shape``)
-        self._inferred = {} if formula is not None and infer_var_type is None and \
-            formula.output == "Out" and set(formula.inputs.values()) <= {"X", "Y"} else None
+        #: a formula op's output (or a plain kernel's) follows from its LoD-tensor inputs'
+        #: shapes, dtypes and LoD levels and its attributes alone: what inference said for
+        #: each of them (``run_infer_shape``)
+        self._inferred = {} if infer_var_type is None and (
+            formula is not None and formula.output == "Out" and
+            set(formula.inputs.values()) <= {"X", "Y"} or
+            plain_kernel is not None and [s.name for s in self.outputs] == ["Out"] and
+            self.inputs[0].name == "X") else None
         #: facts the layers API reads from the op (``layer``, ``act``, ``dtypes``,
         #: ``arguments``: see ``ops.common.unary_op``); empty for most ops
         self.api = dict(api or {})
@@ -327,6 +346,8 @@ class OpDef:
         try:
             x = found(inputs["X"][0])
             y = found(inputs["Y"][0]) if "Y" in inputs else x
+            if x.type is not _LOD_TENSOR or y.type is not _LOD_TENSOR:
+                return self._infer(op)  # (a SelectedRows X: scale's Out is one too)
             key = (x.shape, x.dtype, x.lod_level, y.shape, y.dtype, y.lod_level,
                    block.program.version, *op.attrs.values())
             out = found(op.outputs["Out"][0])
@@ -378,14 +399,14 @@ class OpDef:
 def def_op(type, inputs=(), outputs=(), attrs=None, infer_shape=None, infer_var_type=None,
            grad=None, kernel=None, kernels=None, lod_aware=False, share_lod=None, traits=(),
            doc=None, sub_block_backward=None, host_step=None, in_place=None, host_reads=None,
-           kernel_place_of=None, formula=None, api=None, reuses=None):
+           kernel_place_of=None, formula=None, api=None, reuses=None, plain_kernel=None):
     """Register op ``type``; see the module docstring for the conventions."""
     if type in _OPS:
         raise InvalidArgument(f"def_op: op type '{type}' expected to be new, but it is already "
                               f"registered")
     opdef = OpDef(type, inputs, outputs, attrs, infer_shape, infer_var_type, grad, kernel,
                   kernels, lod_aware, share_lod, traits, doc, sub_block_backward, host_step,
-                  in_place, host_reads, kernel_place_of, formula, api, reuses)
+                  in_place, host_reads, kernel_place_of, formula, api, reuses, plain_kernel)
     _OPS[type] = opdef
     _DEFINED_IN[type] = _module_running_top_level()
     return opdef

@@ -140,6 +140,11 @@ def _scaled(ctx, x, scale_tensor):
     return out.astype(x.dtype, copy=False)
 
 
+def _scale_plain(ctx, x):
+    # a dense X and no ScaleTensor: the first run of every live ``x * 2.0``
+    return _scaled(ctx, x, None)
+
+
 def _scale_step(ctx, ins, out, kernel_step):
     """The common case on the host, a dense X and no ScaleTensor, without the kernel call
     (a loop's grad body scales every step)."""
@@ -176,7 +181,7 @@ def_op("scale", inputs=["X", "ScaleTensor?"], outputs=["Out"],
        attrs={"scale": ("float", 1.0), "bias": ("float", 0.0),
               "bias_after_scale": ("bool", True)},
        infer_shape=_scale_infer, grad=_scale_grad, kernel=_scale_kernel, lod_aware=True,
-       host_step=_scale_step,
+       host_step=_scale_step, plain_kernel=_scale_plain,
        doc="Out = scale * X + bias (bias_after_scale) or scale * (X + bias); ScaleTensor, "
            "when given, replaces the ``scale`` attribute. Integer tensors use int(scale). "
            "A SelectedRows X gives a SelectedRows Out: the same rows and height, the values "

@@ -1,7 +1,8 @@
 """A one-op layer (an elementwise or activation layer, a Variable's ``+``) appends through
 ``transaction.append_one_op``, whose common case is C (``_op_record.append_one_op``): a
-formula op outside any transaction whose memos (completed attributes, the slot check,
-inferred shapes) already hold the call's answer. It must make the record the Python way
+formula op or scale (whose plain kernel stands for one) outside any transaction whose
+memos (completed attributes, the slot check, inferred shapes) already hold the call's
+answer. It must make the record the Python way
 (``_append_one_op``) makes: the same temporary and op, field for field, the same names
 handed out, the same program version, a stack that starts at the layer; a hook that raises
 leaves nothing behind. Every other call goes the Python way before anything changes."""
@@ -90,15 +91,16 @@ def test_the_c_path_makes_the_record_the_python_way_makes(fallbacks, python_way,
     for module in LAYER_MODULES:
         monkeypatch.setattr(module, "append_one_op", counted)
     c_program, _ = _cell("c")
-    # each of the nine calls appends through append_one_op. scale and less_than are not
-    # formula ops (their shapes are not remembered): the Python way's each time; of the
-    # formula ops, only the first call of each signature (the layer's elementwise_add and
-    # x + y share one)
+    # each of the nine calls appends through append_one_op. less_than is not a formula op
+    # (its shapes are not remembered): the Python way's each time; of the formula ops and
+    # scale (a plain kernel's), only the first call of each signature (the layer's
+    # elementwise_add and x + y share one; x * 0.5 and x - 1.0 are two scales)
     assert len(entries) == 18
-    not_formula = [op for op in fallbacks.calls if op in ("scale", "less_than")]
-    assert len(not_formula) == 6
+    not_formula = [op for op in fallbacks.calls if op == "less_than"]
+    assert len(not_formula) == 2
     assert sorted(op for op in fallbacks.calls if op not in not_formula) == [
-        "elementwise_add", "elementwise_max", "elementwise_mul", "leaky_relu", "relu"]
+        "elementwise_add", "elementwise_max", "elementwise_mul", "leaky_relu", "relu",
+        "scale", "scale"]
     python_way()
     python_program, _ = _cell("python")
     assert _record(c_program) == _record(python_program)
@@ -230,6 +232,28 @@ class _role:
 
     def __exit__(self, *exc):
         self.program._current_role = self.old
+
+
+def test_a_selected_rows_input_is_inferred_afresh_the_python_way(fallbacks):
+    """Shapes are remembered for LoD-tensor inputs only: a scale of a SelectedRows of the
+    same shape, dtype and LoD level as a remembered LoDTensor goes the Python way, and its
+    output is a SelectedRows as inference says."""
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()), fluid.unique_name.guard():
+        x = fluid.data(name="x", shape=[2, 37], dtype="float32")
+        block = main.global_block()
+        rows = block.create_var(name="rows", shape=[2, 37], dtype="float32",
+                                type=fluid.core.VarDesc.VarType.SELECTED_ROWS)
+        dense = [x * 3.0 for _ in range(2)]
+        del fallbacks.calls[:]
+        sparse = [rows * 3.0 for _ in range(2)]
+        raw = block.create_var(name="raw", dtype="float32")
+        block.append_op(type="scale", inputs={"X": rows}, outputs={"Out": raw},
+                        attrs={"scale": 3.0, "bias": 0.0})
+    assert fallbacks.calls == ["scale", "scale"]
+    assert all(v.type == fluid.core.VarDesc.VarType.LOD_TENSOR for v in dense)
+    assert all(v.type == fluid.core.VarDesc.VarType.SELECTED_ROWS and v.shape == (2, 37)
+               for v in sparse + [raw])
 
 
 def test_a_name_generator_of_another_class_names_the_python_way(fallbacks):
@@ -374,3 +398,31 @@ def test_relu_leaky_relu_and_log_name_their_outputs_as_layer_helper_does(fallbac
     # (the named relu's append filled relu's memos: every unnamed relu is C's; the first log
     # and leaky_relu the Python way's, their second C's)
     assert fallbacks.calls == ["log", "leaky_relu"]
+
+
+def test_layers_scale_names_its_output_as_layer_helper_does(fallbacks):
+    """layers.scale without a name, an activation or a ScaleTensor is one op through
+    append_one_op (C from its second call), named as LayerHelper names it; the other forms
+    are one transaction each, taken back whole when an op is refused."""
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()), fluid.unique_name.guard():
+        x = fluid.data(name="x", shape=[2, 41], dtype="float32")
+        factor = fluid.data(name="f", shape=[1], dtype="float32")
+        del fallbacks.calls[:]
+        plain = [fluid.layers.scale(x, 2.0, bias=0.5) for _ in range(3)]
+        named = fluid.layers.scale(x, 2.0, name="halved")
+        activated = fluid.layers.scale(x, 2.0, act="relu")
+        by_tensor = fluid.layers.scale(x, factor)
+        main._append_hook = lambda op: op.type == "relu" and _failing_hook(op)
+        count = len(main.global_block().ops)
+        with pytest.raises(RuntimeError, match="hook refused relu"):
+            fluid.layers.scale(x, 3.0, act="relu")
+        main._append_hook = None
+    assert [v.name for v in plain] == ["scale_0.tmp_0", "scale_1.tmp_0", "scale_2.tmp_0"]
+    assert fallbacks.calls == ["scale"]  # the first: its memos filled, the rest C
+    assert named.name == "halved" and by_tensor.name == "scale_4.tmp_0"
+    assert [op.type for op in main.global_block().ops][3:] == ["scale", "scale", "relu",
+                                                              "scale"]
+    assert activated.block.ops[5].outputs["Out"] == (activated.name,)
+    assert len(main.global_block().ops) == count  # the refused scale + relu: both gone
+    assert main.global_block().ops[-1].inputs["ScaleTensor"] == ("f",)

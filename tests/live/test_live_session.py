@@ -131,7 +131,7 @@ def test_any_op_s_first_run_keeps_nothing_and_computes_what_a_run_does(session_n
         seq = fluid.layers.data(name="seq", shape=[2], dtype="float32", lod_level=1,
                                 value=fluid.create_lod_tensor(words, [[2, 3]],
                                                               fluid.CPUPlace()))
-        scaled = x * 0.5 + 1.0  # scale, twice: LoD-aware, ScaleTensor absent
+        scaled = x * 0.5 + 1.0  # scale, twice: LoD-aware, its plain kernel's case
         reshaped = fluid.layers.reshape(scaled, [3, 2])  # reshape2: Out and XShape
         values, indices = fluid.layers.topk(x, k=2)  # two outputs of their own
         pooled = fluid.layers.sequence_pool(seq * 2.0, "sum")  # MaxIndex absent, LoD read
@@ -259,6 +259,73 @@ def test_a_formula_ops_first_run_gives_what_the_general_path_gives(session_name,
         np.testing.assert_array_equal(value, expected)
         assert lod == expected_lod == [[0, 2, 5]]
     np.testing.assert_array_equal(lean[2][0], words * column)
+
+
+def test_a_plain_kernels_first_run_is_the_kernels_meaning(session_name, monkeypatch):
+    """scale's plain kernel (its dense case, LoD-aware otherwise) runs a live op's first run
+    in the one C call, and stores what the op's kernel stores: the LoD carried, an integer
+    tensor scaled by int(scale), a scale of 1 sharing its input's values; the kernel's own
+    cases (a ScaleTensor, a SelectedRows X) go the general way, and so does every first run
+    while the arena's event log is on."""
+    from fluid_nb.exec.steps import first_run
+    from fluid_nb.live import runner
+    from fluid_nb.tensor.tensor import LoDTensor, SelectedRows
+    words = np.arange(10, dtype="float32").reshape(5, 2) - 4
+    calls = []
+
+    def counted(*args):
+        took = first_run(*args)
+        calls.append((args[0].type, took is not None))
+        return took
+    monkeypatch.setattr(runner, "first_run", counted)
+
+    class Watcher:
+        pass
+    watcher = Watcher()
+
+    def cell(name, watched):
+        with live(name) as s:
+            if watched:
+                s.watch_memory(watcher)  # the event log on: the Python path
+            seq = fluid.layers.data(name="seq", shape=[2], dtype="float32", lod_level=1,
+                                    value=fluid.create_lod_tensor(words, [[2, 3]],
+                                                                  fluid.CPUPlace()))
+            counts = fluid.layers.data(name="n", shape=[3], dtype="int64",
+                                       value=np.array([[1, -2, 7]], "int64"))
+            factor = fluid.layers.data(name="f", shape=[1], dtype="float32",
+                                       append_batch_size=False,
+                                       value=np.array([3.0], "float32"))
+            block = s.program.global_block()
+            rows = block.create_var(name="rows", shape=[5, 2], dtype="float32",
+                                    type=fluid.core.VarDesc.VarType.SELECTED_ROWS)
+            s.scope.var("rows").value = SelectedRows([4, 0], 5, LoDTensor(words[:2].copy()))
+            outs = [seq * 0.5 - 1.0, counts * 2.5,
+                    fluid.layers.scale(seq, 2.0, bias=1.0, bias_after_scale=False),
+                    fluid.layers.scale(seq, 1.0), fluid.layers.scale(seq, factor)]
+            sparse = fluid.layers.scale(rows, 3.0)
+            assert sparse.type == fluid.core.VarDesc.VarType.SELECTED_ROWS
+            values = [(out.numpy(), out.lod()) for out in outs]
+            held = s.scope.var(sparse.name).value
+            return values, (held.rows(), np.asarray(held.get_tensor()))
+
+    lean, lean_sparse = cell(session_name, False)
+    # (a data variable's first reader goes the general way, which feeds its sample value)
+    assert calls == [("scale", taken) for taken in (False, True, False, True, True,
+                                                     False, False)]  # ScaleTensor, SelectedRows
+    general, general_sparse = cell(session_name + "_watched", True)
+    assert len(calls) == 7  # the event log on: none through the C call
+    for (value, lod), (expected, expected_lod) in zip(lean, general):
+        np.testing.assert_array_equal(value, expected)
+        assert value.dtype == expected.dtype and lod == expected_lod
+    np.testing.assert_array_equal(lean[0][0], words * 0.5 - 1.0)
+    assert lean[0][1] == [[0, 2, 5]]
+    np.testing.assert_array_equal(lean[1][0], [[2, -4, 14]])  # int(2.5): Paddle's cast
+    assert lean[1][0].dtype == np.int64
+    np.testing.assert_array_equal(lean[2][0], (words + 1.0) * 2.0)
+    np.testing.assert_array_equal(lean[3][0], words)
+    np.testing.assert_array_equal(lean[4][0], words * 3.0)
+    assert lean_sparse[0] == general_sparse[0] == [4, 0]
+    np.testing.assert_array_equal(lean_sparse[1], words[:2] * 3.0)
 
 
 def test_a_first_run_without_its_holders_goes_the_general_way(session_name):

@@ -421,21 +421,28 @@ def mean(x, name=None):
     return out
 
 
+@lean  # (one op through append_one_op, or a transaction of its own)
 @checks(x=variable, scale=or_variable(NUMBER), bias=NUMBER, bias_after_scale=boolean,
         act=activation, name=NAME)
 def scale(x, scale=1.0, bias=0.0, bias_after_scale=True, act=None, name=None):
     """``scale * x + bias`` (or ``scale * (x + bias)``) with the ``scale`` op."""
     _check_variable("scale", "x", x)
-    helper = LayerHelper("scale", act=act, name=name)
-    out = _out_named(helper, x.dtype, name)
-    inputs = {"X": [x]}
     attrs = {"bias": float(bias), "bias_after_scale": bias_after_scale}
-    if isinstance(scale, Variable):
-        inputs["ScaleTensor"] = [scale]
-    else:
+    scale_tensor = isinstance(scale, Variable)
+    if not scale_tensor:
         attrs["scale"] = float(scale)
-    helper.append_op(type="scale", inputs=inputs, outputs={"Out": [out]}, attrs=attrs)
-    return helper.append_activation(out)
+        if name is None and act is None:  # one op to a fresh temporary, all or nothing
+            program = _fw._main_program
+            return append_one_op(program.blocks[program.current_block_idx], "scale",
+                                 {"X": (x.name,)}, attrs, x.dtype, "scale")
+    with atomic():
+        helper = LayerHelper("scale", act=act, name=name)
+        out = _out_named(helper, x.dtype, name)
+        inputs = {"X": [x]}
+        if scale_tensor:
+            inputs["ScaleTensor"] = [scale]
+        helper.append_op(type="scale", inputs=inputs, outputs={"Out": [out]}, attrs=attrs)
+        return helper.append_activation(out)
 
 
 @checks(x=variable, min=NUMBER, max=NUMBER, name=NAME)
