@@ -38,12 +38,14 @@ common case itself, reading and writing the holders' runtime values, and calls
 are the kernel's. Worth it for the small ops a loop body runs every iteration, whose kernel
 call costs more than their work (tensor-array reads and writes, counters, conditions).
 
-``plain_kernel(ctx, *arrays) -> array`` (optional, ``lod_aware`` ops with one output slot
-``Out`` and ``X`` their first input) is the op's common case as a formula op's kernel is:
-a pure function of the arrays of its required input slots, whose output keeps the first
-input's LoD. A live session's first run of the op calls it when the op has only those
-inputs and they hold LoDTensors (``scale``, which every ``x * 2.0`` appends), and the op's
-shape inference is remembered per input signature as a formula op's is.
+``plain_kernel(ctx, *arrays) -> array`` (optional, ops with one output slot ``Out`` and
+``X`` their first input) is the op's common case as a formula op's kernel is: a pure
+function of its input arrays, its attributes and ``ctx.xp``, reading nothing else from its
+context. For an op that is not ``lod_aware`` it is the kernel itself (``softmax``); for a
+``lod_aware`` op, the kernel's dense case over its required input slots, whose output keeps
+the first input's LoD (``scale``, which every ``x * 2.0`` appends). A live session's first
+run of the op calls it when the op has only those inputs and they hold LoDTensors, and the
+op's shape inference is remembered per input signature as a formula op's is.
 
 On a device place (CuPy, or the strict device the tests use) ``ctx.xp`` is the device's
 array module and the kernel's arrays live there: a kernel computes with ``ctx.xp`` only, and
@@ -197,11 +199,9 @@ class OpDef:
         #: named input slots, written to one output slot); the kernel is generated from it,
         #: and the native and ONNX targets render it: one definition, every target
         self.formula = formula
-        #: a lod_aware op's common case as a formula op's kernel is: ``plain_kernel(ctx,
-        #: *arrays) -> array``, a pure function of the arrays of the op's required input
-        #: slots, its attributes and ``ctx.xp``, whose output keeps the first input's LoD.
-        #: A live op's first run calls it when the op has only those inputs and they hold
-        #: LoDTensors; ``kernel`` stays the op's meaning for everything else
+        #: the op's common case as a formula op's kernel is: ``plain_kernel(ctx, *arrays)
+        #: -> array``, a pure function of the input arrays, the attributes and ``ctx.xp``
+        #: (see the module docstring); ``kernel`` stays the op's meaning for the rest
         self.plain_kernel = plain_kernel
         #: given attribute values -> what complete_attrs made of them (see there)
         self._completed = {}

@@ -261,22 +261,21 @@ class OpRunner:
         ``(kernel, input slots, output slot, index of the LoD source or None, context)``
         for a formula op with a plain binding, whose kernel is a pure function of its
         inputs, attributes and array module, so its first runs share one context pointed at
-        each op in turn (a context costs as much as the rest of the binding); for an op
-        with a plain kernel, that kernel over its required inputs (``first_run`` takes the
-        op only when it has no other input and its inputs hold LoDTensors); False for any
-        other op."""
+        each op in turn (a context costs as much as the rest of the binding); the same for
+        an op with a plain kernel, a LoD-aware one's over its required inputs
+        (``first_run`` takes an op only when it has no other input and its inputs hold
+        LoDTensors); False for any other op."""
         fn, binding = self._by_type.get(op.type) or self._resolved(op.type)
+        plain = None if fn is None else registry.find(op.type).plain_kernel
         plan = False
-        if binding is not None and binding[4]:
+        if binding is not None and (binding[4] or plain is not None):
             in_slots, out_slot, src_index, wanted, _ = binding
-            plan = (fn, in_slots, out_slot, src_index,
+            plan = (plain or fn, in_slots, out_slot, src_index,
                     KernelContext(op, self.place, self.executor, self.scope, wanted))
-        elif fn is not None:
-            opdef = registry.find(op.type)
-            if opdef.plain_kernel is not None:
-                plan = (opdef.plain_kernel, tuple(opdef._required_inputs), "Out", 0,
-                        KernelContext(op, self.place, self.executor, self.scope,
-                                      frozenset(("Out",))))
+        elif plain is not None:  # a LoD-aware op's dense case: Out keeps X's LoD
+            plan = (plain, tuple(registry.find(op.type)._required_inputs), "Out", 0,
+                    KernelContext(op, self.place, self.executor, self.scope,
+                                  frozenset(("Out",))))
         self._first_plans[op.type] = plan
         return plan
 

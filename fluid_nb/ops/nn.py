@@ -48,7 +48,7 @@ _SOFTMAX_ATTRS = {
 def_op("softmax", inputs=["X"], outputs=["Out"], attrs=_SOFTMAX_ATTRS,
        infer_shape=_softmax_infer_shape, share_lod=("X", ["Out"]),
        grad=grad_maker("softmax_grad", outputs=["Out"], out_grads=["Out"], in_grads=["X"]),
-       kernel=_softmax,
+       kernel=_softmax, plain_kernel=_softmax,
        doc="Out = exp(X - max(X)) / sum(exp(X - max(X))) along ``axis``.")
 def_op("softmax_grad", inputs=["Out", "Out@GRAD"], outputs=["X@GRAD"], attrs=_SOFTMAX_ATTRS,
        infer_shape=same_shape("Out@GRAD", "X@GRAD"), kernel=_softmax_grad,

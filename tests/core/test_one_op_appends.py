@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import fluid_nb as fluid
+from fluid_nb.errors import InvalidArgument
 from fluid_nb.api.layers import math_op_patch, nn as nn_layers, ops as layer_ops
 from fluid_nb.framework import annotations, callstack, program as fw, transaction
 from fluid_nb.framework import unique_name
@@ -213,12 +214,12 @@ def test_calls_the_memos_cannot_answer_go_the_python_way(fallbacks, case):
             block.create_var(name=f"sigmoid_{n}.tmp_0", shape=[7], dtype="float32")
             out = fluid.layers.sigmoid(x)
             assert out.shape == (2, 3)  # the variable reused, its fields inferred again
-        elif case == "not a formula op":
+        elif case == "not a formula op":  # (nor one with a plain kernel)
             for _ in range(2):
-                transaction.append_one_op(block, "softmax", {"X": (x.name,)}, None, x.dtype,
-                                          "softmax")
+                transaction.append_one_op(block, "cumsum", {"X": (x.name,)}, None, x.dtype,
+                                          "cumsum")
     main = _two_calls_then(fallbacks, appended)
-    second = "softmax" if case == "not a formula op" else "sigmoid"
+    second = "cumsum" if case == "not a formula op" else "sigmoid"
     assert fallbacks.calls == [second] * (2 if case == "not a formula op" else 1)
     assert [op.type for op in main.global_block().ops][:2] == ["sigmoid", second]
 
@@ -398,6 +399,26 @@ def test_relu_leaky_relu_and_log_name_their_outputs_as_layer_helper_does(fallbac
     # (the named relu's append filled relu's memos: every unnamed relu is C's; the first log
     # and leaky_relu the Python way's, their second C's)
     assert fallbacks.calls == ["log", "leaky_relu"]
+
+
+def test_layers_softmax_appends_through_the_c_path_from_its_second_call(fallbacks):
+    """softmax (a plain kernel's op) unnamed is one append_one_op, named as LayerHelper
+    names it, its shape remembered per axis; a named one is a transaction of its own."""
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()), fluid.unique_name.guard():
+        x = fluid.data(name="x", shape=[2, 43], dtype="float32")
+        del fallbacks.calls[:]
+        outs = [fluid.layers.softmax(x, axis=axis) for axis in (-1, -1, 0, 0)]
+        named = fluid.layers.softmax(x, name="probs")
+        with pytest.raises(InvalidArgument, match="axis"):
+            fluid.layers.softmax(x, axis=2)  # inference refuses it: nothing remembered
+        with pytest.raises(InvalidArgument, match="axis"):
+            fluid.layers.softmax(x, axis=2)
+    assert [v.name for v in outs] == [f"softmax_{i}.tmp_0" for i in range(4)]
+    assert named.name == "probs.tmp_0" and all(v.shape == (2, 43) for v in outs + [named])
+    assert fallbacks.calls == ["softmax", "softmax", "softmax", "softmax"]  # (each refused
+    assert [op.attrs["axis"] for op in main.global_block().ops] == [-1, -1, 0, 0, -1]  # too)
+    assert len(main.global_block().vars) == 6  # x and the five outputs: no refused one
 
 
 def test_layers_scale_names_its_output_as_layer_helper_does(fallbacks):

@@ -262,9 +262,10 @@ def test_a_formula_ops_first_run_gives_what_the_general_path_gives(session_name,
 
 
 def test_a_plain_kernels_first_run_is_the_kernels_meaning(session_name, monkeypatch):
-    """scale's plain kernel (its dense case, LoD-aware otherwise) runs a live op's first run
-    in the one C call, and stores what the op's kernel stores: the LoD carried, an integer
-    tensor scaled by int(scale), a scale of 1 sharing its input's values; the kernel's own
+    """A plain kernel (scale's dense case, LoD-aware otherwise; softmax's kernel) runs a live
+    op's first run in the one C call, and stores what the op's kernel stores: the LoD
+    carried, an integer tensor scaled by int(scale), a scale of 1 sharing its input's
+    values, softmax along its axis; the kernel's own
     cases (a ScaleTensor, a SelectedRows X) go the general way, and so does every first run
     while the arena's event log is on."""
     from fluid_nb.exec.steps import first_run
@@ -301,7 +302,8 @@ def test_a_plain_kernels_first_run_is_the_kernels_meaning(session_name, monkeypa
             s.scope.var("rows").value = SelectedRows([4, 0], 5, LoDTensor(words[:2].copy()))
             outs = [seq * 0.5 - 1.0, counts * 2.5,
                     fluid.layers.scale(seq, 2.0, bias=1.0, bias_after_scale=False),
-                    fluid.layers.scale(seq, 1.0), fluid.layers.scale(seq, factor)]
+                    fluid.layers.scale(seq, 1.0), fluid.layers.scale(seq, factor),
+                    fluid.layers.softmax(seq), fluid.layers.softmax(seq, axis=0)]
             sparse = fluid.layers.scale(rows, 3.0)
             assert sparse.type == fluid.core.VarDesc.VarType.SELECTED_ROWS
             values = [(out.numpy(), out.lod()) for out in outs]
@@ -310,10 +312,10 @@ def test_a_plain_kernels_first_run_is_the_kernels_meaning(session_name, monkeypa
 
     lean, lean_sparse = cell(session_name, False)
     # (a data variable's first reader goes the general way, which feeds its sample value)
-    assert calls == [("scale", taken) for taken in (False, True, False, True, True,
-                                                     False, False)]  # ScaleTensor, SelectedRows
+    assert calls == [("scale", taken) for taken in (False, True, False, True, True, False)] \
+        + [("softmax", True)] * 2 + [("scale", False)]  # a ScaleTensor, a SelectedRows
     general, general_sparse = cell(session_name + "_watched", True)
-    assert len(calls) == 7  # the event log on: none through the C call
+    assert len(calls) == 9  # the event log on: none through the C call
     for (value, lod), (expected, expected_lod) in zip(lean, general):
         np.testing.assert_array_equal(value, expected)
         assert value.dtype == expected.dtype and lod == expected_lod
@@ -324,6 +326,11 @@ def test_a_plain_kernels_first_run_is_the_kernels_meaning(session_name, monkeypa
     np.testing.assert_array_equal(lean[2][0], (words + 1.0) * 2.0)
     np.testing.assert_array_equal(lean[3][0], words)
     np.testing.assert_array_equal(lean[4][0], words * 3.0)
+    exp = np.exp(words - words.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(lean[5][0], exp / exp.sum(axis=1, keepdims=True), rtol=1e-6)
+    assert lean[5][1] == [[0, 2, 5]]  # softmax shares X's LoD with Out
+    exp = np.exp(words - words.max(axis=0))
+    np.testing.assert_allclose(lean[6][0], exp / exp.sum(axis=0), rtol=1e-6)
     assert lean_sparse[0] == general_sparse[0] == [4, 0]
     np.testing.assert_array_equal(lean_sparse[1], words[:2] * 3.0)
 

@@ -322,13 +322,20 @@ def dropout(x, dropout_prob, is_test=False, seed=None, name=None,
     return out
 
 
+@lean  # (one op through append_one_op, or a transaction of its own)
 @checks(input=variable, use_cudnn=boolean, name=NAME, axis=INT)
 def softmax(input, use_cudnn=False, name=None, axis=-1):
     _check_variable("softmax", "input", input)
-    helper = LayerHelper("softmax", input=input, name=name)
-    out = helper.create_variable_for_type_inference(helper.input_dtype())
-    helper.append_op(type="softmax", inputs={"X": [input]}, outputs={"Out": [out]},
-                     attrs={"axis": axis, "use_cudnn": use_cudnn})
+    attrs = {"axis": axis, "use_cudnn": use_cudnn}
+    if name is None:  # one op to a fresh temporary, all or nothing itself
+        program = _fw._main_program
+        return append_one_op(program.blocks[program.current_block_idx], "softmax",
+                             {"X": (input.name,)}, attrs, input.dtype, "softmax")
+    with atomic():
+        helper = LayerHelper("softmax", input=input, name=name)
+        out = helper.create_variable_for_type_inference(helper.input_dtype())
+        helper.append_op(type="softmax", inputs={"X": [input]}, outputs={"Out": [out]},
+                         attrs=attrs)
     return out
 
 
