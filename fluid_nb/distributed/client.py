@@ -221,6 +221,12 @@ class RPCClient:
             try:
                 return stub(payload, timeout=max(end - time.monotonic(), 0.001))
             except grpc.RpcError as again:
+                if again.code() == grpc.StatusCode.DEADLINE_EXCEEDED and \
+                        endpoint not in self._reached:
+                    # the deadline ran out on a try at a server that never answered (the
+                    # connection still being refused): it is unavailable, not slow
+                    raise self._error(exc, endpoint, method, name, tries,
+                                      time.monotonic() - start, limit) from None
                 exc = again
 
     def _answered(self, endpoint, message, payload, reply):

@@ -2,6 +2,7 @@
 that claim what they do not hold, and the client's errors without any server."""
 import time
 
+import grpc
 import numpy as np
 import pytest
 
@@ -182,6 +183,40 @@ def test_an_endpoint_nobody_serves_is_retried_until_the_deadline(monkeypatch):
     assert text.startswith(f"SendVariable to {endpoint}, variable 'fc_0.w_0@GRAD': the "
                            f"parameter server expected to be reachable and serving")
     assert "Connection refused" in text
+
+
+class _Failed(grpc.RpcError):
+    """A gRPC call's failure as the client sees it: its status code and details."""
+
+    def __init__(self, code, details):
+        super().__init__(details)
+        self._code, self._details = code, details
+
+    def code(self):
+        return self._code
+
+    def details(self):
+        return self._details
+
+
+def test_a_deadline_reached_while_a_server_refuses_connections_is_unavailable():
+    """When the last try at a server that never answered runs out of deadline (a loaded
+    machine's connect outlasting what was left), the call failed because nobody serves
+    there: Unavailable with the refusal, not a timeout; a server that answered before and
+    now takes too long is a timeout."""
+    from fluid_nb.errors import ExecutionTimeout
+    refused = _Failed(grpc.StatusCode.UNAVAILABLE, "Connection refused")
+    timed_out = _Failed(grpc.StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded")
+
+    def stub(payload, timeout):
+        raise timed_out
+    rpc = RPCClient()
+    start = time.monotonic()
+    with pytest.raises(Unavailable, match="no answer after 2 tries .*Connection refused"):
+        rpc._retry(refused, "127.0.0.1:9", "SendVariable", "w@GRAD", b"", stub, start, 5.0)
+    rpc._reached["127.0.0.1:9"] = 0
+    with pytest.raises(ExecutionTimeout, match="an answer expected within 5 s"):
+        rpc._retry(refused, "127.0.0.1:9", "SendVariable", "w@GRAD", b"", stub, start, 5.0)
 
 
 @pytest.mark.parametrize("endpoint", ["localhost", "1.2.3.4:port", "host:70000", 5])
