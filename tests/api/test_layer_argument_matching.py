@@ -66,3 +66,29 @@ def test_a_call_that_does_not_fit_the_signature_is_refused_naming_it(x, call, pr
                                           r"axis=-1\), but received (got an )?" + problem):
         call(x)
     assert _ops(x) == []
+
+
+@pytest.mark.parametrize("call, error, text", [
+    # the dtype first (Fluid 1.8's check_variable_and_dtype opens the layer), then the rest
+    (lambda x, n: L.relu(n, name=3), InvalidType, r"relu: x's dtype expected one of float16, "
+                                                  r"float32, float64, but received int32"),
+    (lambda x, n: L.softmax(n, axis=7), InvalidType, r"softmax: input's dtype expected"),
+    (lambda x, n: L.relu(x, name=3), InvalidType, r"relu: name expected"),
+    (lambda x, n: L.relu("x"), InvalidType, r"relu: x expected a Variable, but received 'x'"),
+    (lambda x, n: L.softmax(x, axis=2.5), InvalidArgument, r"softmax: axis expected an int"),
+    (lambda x, n: L.sums([x, L.data(name="b", shape=[4], dtype="bool")]), InvalidType,
+     r"sums: input's dtype expected one of int32, int64, float32, float64, but received "
+     r"bool"),  # (each Variable of a list)
+])
+def test_a_layer_checks_its_arguments_dtypes_first_then_their_rules(x, call, error, text):
+    counts = L.data(name="n", shape=[4], dtype="int32")
+    with pytest.raises(error, match=text):
+        call(x, counts)
+    assert _ops(x) == []
+
+
+def test_a_parameter_of_an_allowed_dtype_passes_the_dtype_check(x):
+    weight = fluid.default_main_program().global_block().create_parameter(
+        name="w", shape=[4, 4], dtype="float32")
+    out = L.softmax(L.relu(weight), axis=0)
+    assert out.shape == (4, 4) and _ops(x) == ["relu", "softmax"]

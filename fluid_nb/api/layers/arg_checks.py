@@ -48,8 +48,12 @@ def check(where, name, value, rule):
     try:
         rule(value)
     except Refused as refused:
-        error = InvalidType if refused.wrong_type else InvalidArgument
-        raise error(expected(where, name, refused.want, _shown(value))) from None
+        raise _refusal(where, name, value, refused) from None
+
+
+def _refusal(where, name, value, refused):
+    error = InvalidType if refused.wrong_type else InvalidArgument
+    return error(expected(where, name, refused.want, _shown(value)))
 
 
 def _fits(args, kwargs, count, plain, position, required):
@@ -71,7 +75,11 @@ def _fits(args, kwargs, count, plain, position, required):
 
 
 def checks(**rules):
-    """Decorate a layer function: check each named argument the caller passes by its rule."""
+    """Decorate a layer function: check each named argument the caller passes by its rule.
+    The layer's ``__check_dtypes__(slots, check)`` gives it dtype rules to check first
+    (``dtype_rules``): ``(index, name, allowed dtypes, their names)`` per argument, and
+    ``check(where, name, value, allowed, names)``, which refuses a value the quick test (a
+    Variable of an allowed dtype) does not pass, or lets it through."""
     def decorate(fn):
         signature = inspect.signature(fn)
         unknown = set(rules) - set(signature.parameters)
@@ -79,6 +87,7 @@ def checks(**rules):
             raise TypeError(f"checks: {fn.__name__} has no arguments {sorted(unknown)}")
         where = fn.__name__
         plan = None  # (parameter count, plain, position, required, ruled): at the first call
+        dtyped, dtype_check = (), None
 
         def planned():
             # a layer of plain parameters (most) matches a call's arguments to them itself:
@@ -93,10 +102,22 @@ def checks(**rules):
                     sorted((position[name], name, rule) for name, rule in rules.items()))
             return plan
 
+        def check_dtypes(slots, check):
+            nonlocal dtyped, dtype_check
+            dtyped, dtype_check = tuple(slots), check
+
+        # (one frame for both kinds of check, each rule called here: a layer's checks cost
+        # more than its op's record when each was a call of its own)
         @functools.wraps(fn)
         def layer(*args, **kwargs):
             count, plain, position, required, ruled = plan or planned()
-            if not _fits(args, kwargs, count, plain, position, required):
+            given = len(args)
+            for index, name, allowed, names in dtyped:
+                value = args[index] if index < given else kwargs.get(name)
+                if value.__class__ is not Variable or value.dtype not in allowed:
+                    dtype_check(where, name, value, allowed, names)
+            if not (plain and not kwargs and len(required) <= given <= count) and \
+                    not _fits(args, kwargs, count, plain, position, required):
                 try:
                     bound = signature.bind(*args, **kwargs)
                 except TypeError as exc:
@@ -107,13 +128,19 @@ def checks(**rules):
                     if rule is not None:
                         check(where, name, value, rule)
             else:
-                given = len(args)
-                for index, name, rule in ruled:
-                    if index < given:
-                        check(where, name, args[index], rule)
-                    elif name in kwargs:
-                        check(where, name, kwargs[name], rule)
+                try:
+                    for index, name, rule in ruled:
+                        if index < given:
+                            value = args[index]
+                        elif name in kwargs:
+                            value = kwargs[name]
+                        else:
+                            continue
+                        rule(value)
+                except Refused as refused:
+                    raise _refusal(where, name, value, refused) from None
             return fn(*args, **kwargs)
+        layer.__check_dtypes__ = check_dtypes
         return layer
     return decorate
 

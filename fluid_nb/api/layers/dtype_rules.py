@@ -3,8 +3,9 @@
 Fluid 1.8's layers call ``check_variable_and_dtype`` on their tensor arguments at the call,
 so ``fluid.layers.relu(int32_var)`` is a TypeError before any op is added. The table below
 lists, for each layer that checks, the dtypes Fluid 1.8 accepts per argument (taken from its
-layer sources); :func:`apply` wraps those layers so a Variable of another dtype is refused
-with :class:`~fluid_nb.errors.InvalidType` naming the layer, the argument and the dtypes.
+layer sources); :func:`apply` has those layers check them (a layer with argument checks in
+the same call, any other in a wrapper), so a Variable of another dtype is refused with
+:class:`~fluid_nb.errors.InvalidType` naming the layer, the argument and the dtypes.
 """
 import functools
 import inspect
@@ -148,24 +149,30 @@ FLUID18_DTYPES = {
 }
 
 
-def _checked(layer, rules):
+def check_dtypes(where, arg, value, allowed, dtypes):
+    """Refuse a Variable ``value`` (or a list's Variable: sums' input, each checked as Fluid
+    does) whose dtype is not in ``allowed``; anything else is the argument rules' to judge."""
+    for item in value if isinstance(value, (list, tuple)) else (value,):
+        if isinstance(item, Variable) and item.dtype not in allowed:
+            raise InvalidType(expected(where, f"{arg}'s dtype", "one of " + ", ".join(dtypes),
+                                       dtype_name(item.dtype)))
+
+
+def _slots(layer, rules):
     names = list(inspect.signature(layer).parameters)
-    slots = [(names.index(arg), arg, frozenset(convert_dtype(d) for d in dtypes), dtypes)
-             for arg, dtypes in rules.items() if arg in names]
+    return [(names.index(arg), arg, frozenset(convert_dtype(d) for d in dtypes), dtypes)
+            for arg, dtypes in rules.items() if arg in names]
+
+
+def _checked(layer, slots):
     where = layer.__name__
 
     @functools.wraps(layer)
     def checked_layer(*args, **kwargs):
         for index, arg, allowed, dtypes in slots:
-            value = args[index] if index < len(args) else kwargs.get(arg)
-            # a list argument (sums' input) has each of its Variables checked, as Fluid does
-            for item in value if isinstance(value, (list, tuple)) else (value,):
-                if isinstance(item, Variable) and item.dtype not in allowed:
-                    raise InvalidType(expected(where, f"{arg}'s dtype",
-                                               "one of " + ", ".join(dtypes),
-                                               dtype_name(item.dtype)))
+            check_dtypes(where, arg, args[index] if index < len(args) else kwargs.get(arg),
+                         allowed, dtypes)
         return layer(*args, **kwargs)
-    checked_layer.__wrapped_dtypes__ = rules
     return checked_layer
 
 
@@ -177,7 +184,14 @@ def apply(namespace, modules):
         layer = namespace.get(name)
         if layer is None or hasattr(layer, "__wrapped_dtypes__"):
             continue
-        wrapped = _checked(layer, rules)
+        slots = _slots(layer, rules)
+        given_to = getattr(layer, "__check_dtypes__", None)
+        if given_to is not None:  # a layer with argument checks: its own call checks these
+            given_to(slots, check_dtypes)
+            layer.__wrapped_dtypes__ = rules
+            continue
+        wrapped = _checked(layer, slots)
+        wrapped.__wrapped_dtypes__ = rules
         namespace[name] = wrapped
         for module in modules:
             if getattr(module, name, None) is layer:
