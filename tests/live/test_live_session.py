@@ -1,4 +1,6 @@
 """Live mode without IPython: ops run as they are appended; transactions; re-feeding."""
+import contextlib
+
 import numpy as np
 import pytest
 
@@ -7,6 +9,25 @@ from fluid_nb.errors import InvalidArgument
 from fluid_nb.live import disable_live, enable_live, feed, live, live_session, live_step
 
 X = np.arange(6, dtype="float32").reshape(2, 3) / 10
+
+
+class _Watcher:
+    """A memory view's stand-in: while one watches, the arena's event log is on."""
+
+
+_WATCHER = _Watcher()
+
+
+@contextlib.contextmanager
+def _lod_cell(name, watched, words):
+    """A live session (its event log on when ``watched``: every first run the Python path's)
+    and ``seq``, a LoD input of ``words``' rows in sequences of 2 and 3."""
+    with live(name) as s:
+        if watched:
+            s.watch_memory(_WATCHER)
+        yield s, fluid.layers.data(name="seq", shape=[2], dtype="float32", lod_level=1,
+                                   value=fluid.create_lod_tensor(words, [[2, 3]],
+                                                                 fluid.CPUPlace()))
 
 
 def _build(name):
@@ -230,12 +251,7 @@ def test_a_formula_ops_first_run_gives_what_the_general_path_gives(session_name,
     column = np.array([1.0, -2.0], "float32")
 
     def cell(name, watched):
-        with live(name) as s:
-            if watched:
-                s.watch_memory(watcher)  # the event log on: the Python path
-            seq = fluid.layers.data(name="seq", shape=[2], dtype="float32", lod_level=1,
-                                    value=fluid.create_lod_tensor(words, [[2, 3]],
-                                                                  fluid.CPUPlace()))
+        with _lod_cell(name, watched, words) as (s, seq):
             by_column = fluid.layers.data(name="c", shape=[2], dtype="float32",
                                           append_batch_size=False, value=column)
             outs = [fluid.layers.relu(seq), fluid.layers.elementwise_add(seq, seq),
@@ -243,9 +259,6 @@ def test_a_formula_ops_first_run_gives_what_the_general_path_gives(session_name,
                     fluid.layers.tanh(seq)]
             return [(out.numpy(), out.lod()) for out in outs]
 
-    class Watcher:
-        pass
-    watcher = Watcher()
     from fluid_nb.exec.steps import first_run
     from fluid_nb.live import runner
     calls = []
@@ -280,17 +293,8 @@ def test_a_plain_kernels_first_run_is_the_kernels_meaning(session_name, monkeypa
         return took
     monkeypatch.setattr(runner, "first_run", counted)
 
-    class Watcher:
-        pass
-    watcher = Watcher()
-
     def cell(name, watched):
-        with live(name) as s:
-            if watched:
-                s.watch_memory(watcher)  # the event log on: the Python path
-            seq = fluid.layers.data(name="seq", shape=[2], dtype="float32", lod_level=1,
-                                    value=fluid.create_lod_tensor(words, [[2, 3]],
-                                                                  fluid.CPUPlace()))
+        with _lod_cell(name, watched, words) as (s, seq):
             counts = fluid.layers.data(name="n", shape=[3], dtype="int64",
                                        value=np.array([[1, -2, 7]], "int64"))
             factor = fluid.layers.data(name="f", shape=[1], dtype="float32",
