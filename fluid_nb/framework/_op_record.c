@@ -137,8 +137,8 @@ static PyObject *untrack_arguments(PyObject *self, PyObject *const *args, Py_ssi
  * transaction.append_one_op's Python (`_append_one_op`, the fallback) does, for the call a
  * live loop repeats: outside any transaction, a registered formula op or one with a plain
  * kernel (its definition keeps `_inferred`), inputs {"X": (name,)} or {"X": (x,), "Y": (y,)}
- * of the block's own LoD-tensor variables, attributes None or scalars, and each memo the Python way fills already holding
- * this call's answer:
+ * of the block's own LoD-tensor variables, attributes None or scalars, and each memo the
+ * Python way fills already holding this call's answer:
  *
  *   completed attributes  spec._completed[key] (spec._default_attrs for none given), with
  *                         key = ((name, type(value), value), ...) as OpDef.complete_attrs

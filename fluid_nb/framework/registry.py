@@ -212,7 +212,7 @@ class OpDef:
             formula is not None and formula.output == "Out" and
             set(formula.inputs.values()) <= {"X", "Y"} or
             plain_kernel is not None and [s.name for s in self.outputs] == ["Out"] and
-            self.inputs[0].name == "X") else None
+            self.inputs[:1] and self.inputs[0].name == "X") else None
         #: facts the layers API reads from the op (``layer``, ``act``, ``dtypes``,
         #: ``arguments``: see ``ops.common.unary_op``); empty for most ops
         self.api = dict(api or {})

@@ -1,7 +1,7 @@
 """JupyterLab as ``fluid-nb lab`` runs it: Jupyter's own ``jupyter lab``, made to stop cleanly
 on an interrupt (SIGINT) or SIGTERM whatever the server is doing at that moment.
 
-Two things in Jupyter's own stop depend on timing, and both are fixed here:
+Three things in Jupyter's own stop depend on timing, and each is fixed here:
 
 - Jupyter installs an interrupt handler of its own (asking to confirm) only when its standard
   input is a terminal. Otherwise an interrupt is Python's ``KeyboardInterrupt``, raised
