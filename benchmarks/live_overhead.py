@@ -12,10 +12,12 @@ installed), and the cost of appending one op to a plain (non-live) program three
 raw one split into its parts; then a live loop of 100,000 ops (1x1 and 64x64): µs per op
 and how much of it the cyclic collector takes (with the objects per op it tracks), the
 values the session keeps and how much memory it grows by; the same for 20,000 ``c = c *
-0.999`` ops (scale, an op with a hand-written kernel) at 64x64; and a live loop of 20,000
-ops that keeps every value it makes, as a loop collecting its losses does. ``--bytecodes`` prints the
-Python bytecodes a live op executes instead (a count the machine's load does not move). The candidates take turns over interleaved rounds, so that a
-busy machine slows them alike: each line gives the best round, its ratio to NumPy's best
+0.999`` ops (scale) at 64x64 and for 1,000 at 1000x1000, whose 4 MB values are let go as
+the arena grows (a look for values nobody holds every 64 MB, not only every 1,024 ops);
+and a live loop of 20,000 ops that keeps every value it makes, as a loop collecting its
+losses does. ``--bytecodes`` prints the Python bytecodes a live op executes instead (a
+count the machine's load does not move). The candidates take turns over interleaved
+rounds, so that a busy machine slows them alike: each line gives the best round, its ratio to NumPy's best
 and how far the median round lies above the best.
 """
 import gc
@@ -201,14 +203,16 @@ def long_loop(n_ops, shape, keep_every_value=False, body="c = c + one"):
         kept = sum(h.value.array.nbytes for h in scope.vars.values()
                    if getattr(h.value, "array", None) is not None)
         kept_too = ", each value appended to a list" if keep_every_value else ""
+        large = c.numpy().nbytes >= 1 << 20
         print(f"live loop of {n_ops:,} `{body}` ops{kept_too}, "
               f"{'x'.join(map(str, shape))}: "
               f"{seconds / n_ops * 1e6:.1f} µs/op ({collecting[0] / n_ops * 1e6:.1f} in the "
               f"cyclic collector, which tracks {tracked / n_ops:.2f} objects more per op); "
               f"{len(scope.vars)} values kept ({kept / 1024:.0f} KiB), "
               f"{len(session.runner.dropped):,} let go; RSS grew {grown / 2**20:.0f} MB "
-              f"({grown / n_ops:.0f} B/op: the program's record"
-              f"{' and the values' if keep_every_value else ''})")
+              + ("(the values made between two looks for values nobody holds)" if large else
+                 f"({grown / n_ops:.0f} B/op: the program's record"
+                 f"{' and the values' if keep_every_value else ''})"))
 
 
 def bytecodes_per_op(n_ops=200, operator=False):
@@ -291,6 +295,7 @@ def main():
     for shape in [(1, 1), (64, 64)]:
         long_loop(100_000, shape)
     long_loop(20_000, (64, 64), body="c = c * 0.999")
+    long_loop(1_000, (1000, 1000), body="c = c * 0.999")  # 4 MB a value
     long_loop(20_000, (1, 1), keep_every_value=True)
 
 

@@ -49,6 +49,11 @@ OP_ROLE_OPTIMIZE = 2
 #: waits for at least as many new ops as it carries: however many values a loop keeps
 #: (``losses.append(loss)``), each op costs a bounded number of checks.
 SWEEP_EVERY = 1024
+#: bytes the host arena may grow by, looked at every SWEEP_WEIGH_EVERY live ops, before
+#: the ops run since the last look are looked at too: a loop over large values (a 1000 x
+#: 1000 ``c = c * 0.99``) would otherwise hold a thousand of them, 4 GB, between looks
+SWEEP_BYTES = 64 << 20
+SWEEP_WEIGH_EVERY = 16
 
 _sessions = {}  # name -> LiveSession
 _active = []  # stack of [session, depth] in live mode
@@ -86,6 +91,8 @@ class LiveSession:
         #: is ``_sweep_at`` long
         self._since_sweep = []
         self._sweep_at = SWEEP_EVERY
+        self._full_held = 0  # how many of _since_sweep's first ops the last full look kept
+        self._arena_mark = 0  # the host arena's bytes in use after the last look
         self._saved = None  # what activation replaced, restored on deactivation
         self._memory_watchers = weakref.WeakSet()  # see watch_memory
         self._arena_was_recording = None
@@ -145,6 +152,7 @@ class LiveSession:
         """Let go of every op not in ``keep`` (a set: the ops a rollback left in the
         programs) that the session or its runner still refers to."""
         self._since_sweep = [op for op in self._since_sweep if op in keep]
+        self._full_held = 0
         self.runner.forget(keep)
 
     def _on_main_op(self, op):
@@ -173,9 +181,30 @@ class LiveSession:
         if len(swept) >= self._sweep_at:
             held = self._since_sweep = self.runner.drop_unreachable(swept, block)
             self._sweep_at = len(held) + max(SWEEP_EVERY, len(held))
+            self._full_held = len(held)
+            self._mark_arena()
+        elif not len(swept) % SWEEP_WEIGH_EVERY and self.runner.on_host:
+            self._look_if_grown(block)
         if block.ops[-1] is not op:  # inserted before ops that already ran: refresh them
             start = block.ops.index(op) + 1
             self._rerun(block, set(op.output_arg_names), start)
+
+    def _mark_arena(self):
+        arena = host_arena() if self.runner.on_host else None
+        if arena is not None:
+            self._arena_mark = arena.arena.used
+
+    def _look_if_grown(self, block):
+        """Let go of the unreachable values of the ops run since the last full look when the
+        host arena has grown by SWEEP_BYTES since the last look (the ops the full look kept
+        wait for the next one, whose spacing their number sets: this look costs at most the
+        ops of that spacing, however many values a user keeps)."""
+        arena = host_arena()
+        if arena is None or arena.arena.used - self._arena_mark < SWEEP_BYTES:
+            return
+        swept, held = self._since_sweep, self._full_held
+        self._since_sweep = swept[:held] + self.runner.drop_unreachable(swept[held:], block)
+        self._arena_mark = arena.arena.used
 
     def _drop_empty_holders(self, op):
         """Remove the scope holders of ``op``'s outputs that hold no value: the ones its
@@ -309,6 +338,7 @@ class LiveSession:
         self.runner.clear()
         self.update_ops, self.pending, self._since_sweep = [], [], []
         self._sweep_at = SWEEP_EVERY
+        self._full_held = 0
         self.stats["ops_run"] = 0
         _tag(self)
         if was_active:

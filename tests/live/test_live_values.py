@@ -91,6 +91,32 @@ def test_a_loop_that_keeps_every_value_costs_each_op_a_bounded_number_of_checks(
         np.testing.assert_array_equal(held[100].numpy(), [101.0, 101.0])
 
 
+def test_a_loop_over_large_values_lets_them_go_as_the_arena_grows(monkeypatch):
+    """A loop whose values are large looks for values to let go when the host arena has
+    grown by SWEEP_BYTES (weighed every SWEEP_WEIGH_EVERY ops), not only every SWEEP_EVERY
+    ops: it holds about SWEEP_BYTES of them, not a thousand (4 GB of 1000 x 1000 floats).
+    Such a look walks only the ops run since the last one, so the values a user keeps
+    cost it nothing; the values the user holds stay, and the rest read back right."""
+    monkeypatch.setattr(live_session_module, "SWEEP_BYTES", 1 << 20)  # 16 of these values
+    main, scope, session = _live()
+    looked = []
+    with session as s, fluid.unique_name.guard():
+        sweep = s.runner.drop_unreachable
+        monkeypatch.setattr(s.runner, "drop_unreachable",
+                            lambda ops, block: looked.append(len(ops)) or sweep(ops, block))
+        c = L.fill_constant([128, 128], "float32", 0.0)  # 64 KiB a value
+        held = []
+        for i in range(300):
+            c = c * 0.5 + 1.0
+            if i % 100 == 0:
+                held.append(c)
+        assert len(scope.vars) < 2 * 16 + 2 * live_session_module.SWEEP_WEIGH_EVERY + 8
+        assert looked and max(looked) <= 16 + 2 * live_session_module.SWEEP_WEIGH_EVERY
+        assert all(scope.find_var(v.name).value is not None for v in held)
+        np.testing.assert_allclose(c.numpy(), np.full((128, 128), 2 - 0.5 ** 300))
+        np.testing.assert_allclose(held[1].numpy(), np.full((128, 128), 2 - 0.5 ** 101))
+
+
 def test_an_ops_argument_names_are_not_tracked_by_the_cyclic_collector():
     """An op's arguments (slot -> tuple of names) and its call stack hold no container, so
     they are made untracked: the collector passes over them from the start, instead of
