@@ -23,6 +23,15 @@ def _live():
     return main, scope, fluid.live(program=main, startup_program=startup, scope=scope)
 
 
+def _looks(monkeypatch, session):
+    """The number of ops each look for values to let go walks, a list that grows."""
+    walked = []
+    sweep = session.runner.drop_unreachable
+    monkeypatch.setattr(session.runner, "drop_unreachable",
+                        lambda ops, block: walked.append(len(ops)) or sweep(ops, block))
+    return walked
+
+
 def test_a_long_live_loop_keeps_the_values_its_user_holds_not_every_one(sweep_every):
     main, scope, session = _live()
     with session as s, fluid.unique_name.guard():
@@ -73,11 +82,8 @@ def test_a_loop_that_keeps_every_value_costs_each_op_a_bounded_number_of_checks(
     values are many, so the checks stay linear in the ops (they were quadratic: a look at
     every op once more values were held than ops between two looks)."""
     main, scope, session = _live()
-    checked = []
     with session as s, fluid.unique_name.guard():
-        sweep = s.runner.drop_unreachable
-        monkeypatch.setattr(s.runner, "drop_unreachable",
-                            lambda ops, block: checked.append(len(ops)) or sweep(ops, block))
+        checked = _looks(monkeypatch, s)
         c = L.fill_constant([2], "float32", 0.0)
         one = L.fill_constant([2], "float32", 1.0)
         held = []
@@ -99,11 +105,8 @@ def test_a_loop_over_large_values_lets_them_go_as_the_arena_grows(monkeypatch):
     cost it nothing; the values the user holds stay, and the rest read back right."""
     monkeypatch.setattr(live_session_module, "SWEEP_BYTES", 1 << 20)  # 16 of these values
     main, scope, session = _live()
-    looked = []
     with session as s, fluid.unique_name.guard():
-        sweep = s.runner.drop_unreachable
-        monkeypatch.setattr(s.runner, "drop_unreachable",
-                            lambda ops, block: looked.append(len(ops)) or sweep(ops, block))
+        looked = _looks(monkeypatch, s)
         c = L.fill_constant([128, 128], "float32", 0.0)  # 64 KiB a value
         held = []
         for i in range(300):
