@@ -456,7 +456,10 @@ def test_compiler_notebook_trains_fit_a_line_compiled_as_the_interpreter(compile
     assert "fallbacks: []" in text
     interpreted = re.search(r"interpreted: (\[.*\])", text).group(1)
     compiled = re.search(r"compiled:\s+(\[.*\])", text).group(1)
-    assert interpreted == compiled
+    # (printed to 5 decimals: equal strings would ask the two orders of float32 additions
+    # to round alike, which a BLAS of another CPU need not)
+    assert np.allclose(ast.literal_eval(interpreted), ast.literal_eval(compiled), rtol=0,
+                       atol=1.01e-5)  # (one unit of the last printed decimal)
     assert compiler_nb.value_after("train", "largest relative difference over 50 steps:") < 1e-5
     speedup = float(re.search(r"speed-up ([\d.]+)x", compiler_nb.text("speed")).group(1))
     assert speedup > 1.5
