@@ -151,8 +151,9 @@ def _append_one_op(block, op_type, inputs, attrs, dtype, layer_type=None):
     are in the form an op keeps, so a defined op skips append_op's argument forms.
 
     ``append_one_op`` is ``_op_record.append_one_op``: this function's common case in C (a
-    formula op outside any transaction, every memo the calls before filled holding its
-    answer: see ``_op_record.c``), this function for every other call."""
+    formula op, or one with a plain kernel, outside any transaction, every memo the calls
+    before filled holding its answer: see ``_op_record.c``), this function for every other
+    call."""
     generate = unique_name._generator
     name = generate.temporary(layer_type) if layer_type else generate("tmp")
     made = name not in block.vars

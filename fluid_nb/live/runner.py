@@ -266,14 +266,15 @@ class OpRunner:
         (``first_run`` takes an op only when it has no other input and its inputs hold
         LoDTensors); False for any other op."""
         fn, binding = self._by_type.get(op.type) or self._resolved(op.type)
-        plain = None if fn is None else registry.find(op.type).plain_kernel
+        opdef = None if fn is None else registry.find(op.type)
+        plain = None if opdef is None else opdef.plain_kernel
         plan = False
         if binding is not None and (binding[4] or plain is not None):
             in_slots, out_slot, src_index, wanted, _ = binding
             plan = (plain or fn, in_slots, out_slot, src_index,
                     KernelContext(op, self.place, self.executor, self.scope, wanted))
         elif plain is not None:  # a LoD-aware op's dense case: Out keeps X's LoD
-            plan = (plain, tuple(registry.find(op.type)._required_inputs), "Out", 0,
+            plan = (plain, tuple(opdef._required_inputs), "Out", 0,
                     KernelContext(op, self.place, self.executor, self.scope,
                                   frozenset(("Out",))))
         self._first_plans[op.type] = plan
