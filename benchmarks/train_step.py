@@ -4,6 +4,8 @@
 
 W1: fit_a_line, fc 13 -> 1, square error, batch 20, SGD.
 W2: MLP 784-200-200-10 (relu), softmax cross-entropy, batch 64, Adam.
+CNN: conv 3x3 3 -> 16 (padding 1, relu), max pool 2, conv 3x3 16 -> 32, max pool 2, fc 10,
+softmax cross-entropy, batch 32 of 3x32x32 (CIFAR-10's images), SGD.
 Each fluid_nb step is one ``Executor.run(main, feed, fetch_list=[loss])``. Then the feed a
 book script's loop makes of each minibatch (``fluid.DataFeeder``) against NumPy by hand.
 """
@@ -163,6 +165,115 @@ def w2_torch(torch, x, label, compiled=False):
     return step
 
 
+# --- CNN ----------------------------------------------------------------------------------
+def cnn_program():
+    """The small CNN's layers (inside a program_guard): returns the loss."""
+    img = fluid.data(name="img", shape=[None, 3, 32, 32], dtype="float32")
+    label = fluid.data(name="label", shape=[None, 1], dtype="int64")
+    c = fluid.layers.conv2d(img, 16, 3, padding=1, act="relu")
+    c = fluid.layers.pool2d(c, 2, pool_stride=2)
+    c = fluid.layers.conv2d(c, 32, 3, padding=1, act="relu")
+    c = fluid.layers.pool2d(c, 2, pool_stride=2)
+    loss = fluid.layers.mean(fluid.layers.softmax_with_cross_entropy(fluid.layers.fc(c, 10),
+                                                                     label))
+    fluid.optimizer.SGD(learning_rate=0.01).minimize(loss)
+    return loss
+
+
+def cnn_fluid(x, label):
+    return fluid_step(cnn_program, {"img": x, "label": label})
+
+
+def cnn_numpy(x, label):
+    """The CNN step by hand: each convolution one product over the batch's columns (nine
+    slices of the padded input), each max pool's gradient to its window's maximum (a tie
+    is a window of zeros after relu, whose gradient the relu stops anyway)."""
+    rng = np.random.RandomState(0)
+    params = [rng.uniform(-0.3, 0.3, (16, 3, 3, 3)).astype("float32"),
+              np.zeros(16, "float32"),
+              rng.uniform(-0.1, 0.1, (32, 16, 3, 3)).astype("float32"),
+              np.zeros(32, "float32"),
+              rng.uniform(-0.05, 0.05, (32 * 8 * 8, 10)).astype("float32"),
+              np.zeros(10, "float32")]
+    labels, n = label.reshape(-1), len(label)
+    onehot = np.eye(10, dtype="float32")[labels]
+
+    def conv(x, w, b):  # 3x3, padding 1, stride 1, then relu
+        (c, h, wd), m = x.shape[1:], w.shape[0]
+        padded = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1))).transpose(1, 0, 2, 3)
+        cols = np.empty((c, 3, 3, n, h, wd), "float32")
+        for i in range(3):
+            for j in range(3):
+                cols[:, i, j] = padded[:, :, i:i + h, j:j + wd]
+        cols = cols.reshape(c * 9, -1)
+        out = (w.reshape(m, -1) @ cols).reshape(m, n, h, wd).transpose(1, 0, 2, 3)
+        return np.maximum(out + b.reshape(1, m, 1, 1), 0), cols
+
+    def conv_grad(dout, cols, w, shape):
+        m, (c, h, wd) = w.shape[0], shape[1:]
+        d = dout.transpose(1, 0, 2, 3).reshape(m, -1)
+        dcols = (w.reshape(m, -1).T @ d).reshape(c, 3, 3, n, h, wd)
+        padded = np.zeros((c, n, h + 2, wd + 2), "float32")
+        for i in range(3):
+            for j in range(3):
+                padded[:, :, i:i + h, j:j + wd] += dcols[:, i, j]
+        return (padded[:, :, 1:-1, 1:-1].transpose(1, 0, 2, 3),
+                (d @ cols.T).reshape(w.shape), d.sum(axis=1))
+
+    def pool(y):  # 2x2, stride 2: the larger of its four strided quarters
+        quarters = [y[:, :, i::2, j::2] for i in (0, 1) for j in (0, 1)]
+        return np.maximum(np.maximum(quarters[0], quarters[1]),
+                          np.maximum(quarters[2], quarters[3])), quarters
+
+    def pool_grad(dout, out, quarters):
+        grad = np.empty(dout.shape[:2] + (2 * dout.shape[2], 2 * dout.shape[3]), "float32")
+        for k, quarter in enumerate(quarters):
+            np.multiply(dout, quarter == out, out=grad[:, :, k // 2::2, k % 2::2])
+        return grad
+
+    def step():
+        w1, b1, w2, b2, w3, b3 = params
+        y1, cols1 = conv(x, w1, b1)
+        p1, quarters1 = pool(y1)
+        y2, cols2 = conv(p1, w2, b2)
+        p2, quarters2 = pool(y2)
+        flat = p2.reshape(n, -1)
+        z = flat @ w3 + b3
+        z = z - z.max(axis=1, keepdims=True)
+        e = np.exp(z)
+        prob = e / e.sum(axis=1, keepdims=True)
+        loss = -np.log(prob[np.arange(n), labels]).mean()
+        dz = (prob - onehot) / n
+        dp2 = (dz @ w3.T).reshape(p2.shape)
+        dy2 = pool_grad(dp2, p2, quarters2) * (y2 > 0)
+        dp1, dw2, db2 = conv_grad(dy2, cols2, w2, p1.shape)
+        dy1 = pool_grad(dp1, p1, quarters1) * (y1 > 0)
+        _, dw1, db1 = conv_grad(dy1, cols1, w1, x.shape)
+        grads = [dw1, db1, dw2, db2, flat.T @ dz, dz.sum(axis=0)]
+        for i, g in enumerate(grads):
+            params[i] = params[i] - np.float32(0.01) * g
+        return loss
+    return step
+
+
+def cnn_torch(torch, x, label):
+    """The CNN's PyTorch eager step."""
+    tx, tl = torch.from_numpy(x), torch.from_numpy(label.reshape(-1))
+    nn = torch.nn
+    model = nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                          nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                          nn.Flatten(), nn.Linear(32 * 8 * 8, 10))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+
+    def step():
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(tx), tl)
+        loss.backward()
+        opt.step()
+        return loss
+    return step
+
+
 def main():
     torch = torch_or_none()
     rng = np.random.RandomState(1)
@@ -174,6 +285,10 @@ def main():
         ("W2 MLP step (784-200-200-10, batch 64, Adam)", w2_fluid, w2_numpy, w2_torch,
          (rng.uniform(-1, 1, (64, 784)).astype("float32"),
           rng.randint(0, 10, (64, 1)).astype("int64")), 20),
+        ("CNN step (conv 16, pool, conv 32, pool, fc 10; batch 32 of 3x32x32, SGD)",
+         cnn_fluid, cnn_numpy, cnn_torch,
+         (rng.uniform(-1, 1, (32, 3, 32, 32)).astype("float32"),
+          rng.randint(0, 10, (32, 1)).astype("int64")), 8),
     ]:
         print(name)
         steps = {"fluid_nb": make_fluid(*data), "NumPy (hand-written)": make_numpy(*data)}

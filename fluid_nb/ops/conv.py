@@ -1,8 +1,9 @@
 """Convolution and pooling: conv2d, depthwise_conv2d, pool2d and their grad ops.
 
 Kernels work in NCHW (NHWC inputs are transposed in and out). Convolution is im2col:
-the padded input's kh*kw shifted, strided views are gathered into columns and multiplied
-with the filter as one batched matmul per group; its gradient scatters the columns back
+the padded input's kh*kw shifted, strided views are gathered into columns (channels
+first, the samples side by side) and multiplied with the filter in one matrix product per
+group over as many samples as COLUMNS_BUDGET holds; its gradient scatters the columns back
 (col2im). Pooling reduces the same shifted views directly.
 """
 from ..errors import InvalidArgument, expected
@@ -86,9 +87,13 @@ def _window(i, step, count, dilation=1):
     return slice(start, start + step * (count - 1) + 1, step)
 
 
-#: bytes of im2col columns a convolution builds at a time: a few samples at once, so the
-#: largest buffer of conv2d and its gradient does not grow with the batch
-COLUMNS_BUDGET = 1 << 20
+#: bytes of im2col columns a convolution builds at a time: as many samples as fit, each
+#: part one matrix product per group (BLAS's threads meet once a product, and on a busy
+#: machine each meeting may wait for a thread the system has put aside: the book's CIFAR
+#: ResNet trained 12x slower in a kernel sharing its two cores when each sample was a
+#: product of its own), while the largest buffer of conv2d and its gradient does not grow
+#: with the batch
+COLUMNS_BUDGET = 16 << 20
 
 
 def _samples_per_step(x, g):
@@ -99,31 +104,43 @@ def _samples_per_step(x, g):
 
 
 def _im2col(xp, x, g):
-    """(N, C, kh, kw, OH, OW): every input pixel each output position's filter tap sees."""
+    """(C, kh, kw, N, OH, OW): every input pixel each output position's filter tap sees,
+    channels outermost and the samples side by side, so that one matrix product per group
+    takes all the samples (one product per sample waits on BLAS's threads once each)."""
     n, c = x.shape[:2]
     (kh, kw), (oh, ow) = g.ksizes, g.out
     (sh, sw), (dh, dw) = g.strides, g.dilations
-    padded = _pad_nchw(xp, x, g.pads)
-    cols = xp.empty((n, c, kh, kw, oh, ow), dtype=x.dtype)
+    padded = _pad_nchw(xp, x, g.pads).transpose(1, 0, 2, 3)
+    cols = xp.empty((c, kh, kw, n, oh, ow), dtype=x.dtype)
     for i in range(kh):
         rows = _window(i, sh, oh, dh)
         for j in range(kw):
-            cols[:, :, i, j] = padded[:, :, rows, _window(j, sw, ow, dw)]
+            cols[:, i, j] = padded[:, :, rows, _window(j, sw, ow, dw)]
     return cols
 
 
 def _col2im(xp, cols, g, h, w):
-    """The adjoint of :func:`_im2col`: sum each column entry back onto its input pixel."""
-    n, c = cols.shape[:2]
+    """The adjoint of :func:`_im2col`: sum each column entry back onto its input pixel;
+    (N, C, H, W)."""
+    c, n = cols.shape[0], cols.shape[3]
     (kh, kw), (oh, ow) = g.ksizes, g.out
     (sh, sw), (dh, dw) = g.strides, g.dilations
     (pt, pb), (pl, pr) = g.pads
     padded = xp.zeros((n, c, h + pt + pb, w + pl + pr), dtype=cols.dtype)
+    channels_first = padded.transpose(1, 0, 2, 3)
     for i in range(kh):
         rows = _window(i, sh, oh, dh)
         for j in range(kw):
-            padded[:, :, rows, _window(j, sw, ow, dw)] += cols[:, :, i, j]
+            channels_first[:, :, rows, _window(j, sw, ow, dw)] += cols[:, i, j]
     return padded[:, :, pt:pt + h, pl:pl + w]
+
+
+def _by_group(xp, dout, groups):
+    """dOut (N, M, OH, OW) as (groups, M/groups, N * OH * OW): a group's output channels
+    by every sample's positions, the layout of a product with the columns."""
+    n, m = dout.shape[:2]
+    return xp.ascontiguousarray(dout.reshape(n, groups, m // groups, -1).transpose(1, 2, 0, 3)
+                                ).reshape(groups, m // groups, -1)
 
 
 def _to_nchw(x, channel_last):
@@ -186,20 +203,18 @@ def _conv_forward(ctx, x, w, bias, residual):
     n, m, groups = x.shape[0], w.shape[0], g.groups
     oh, ow = g.out
     w_g = w.reshape(groups, m // groups, -1)
+    out = xp.empty((n, m, oh, ow), dtype=xp.result_type(x.dtype, w.dtype))
     step = _samples_per_step(x, g)
-    if step >= n:
-        out = xp.matmul(w_g, _im2col(xp, x, g).reshape(n, groups, -1, oh * ow))
-    else:
-        out = xp.empty((n, groups, m // groups, oh * ow),
-                       dtype=xp.result_type(x.dtype, w.dtype))
-        for start in range(0, n, step):
-            part = slice(start, min(start + step, n))
-            cols = _im2col(xp, x[part], g).reshape(-1, groups, w_g.shape[2], oh * ow)
-            out[part] = xp.matmul(w_g, cols)
-            del cols
-    out = out.reshape(n, m, oh, ow)
+    for start in range(0, n, step):
+        part = slice(start, min(start + step, n))
+        cols = _im2col(xp, x[part], g)
+        count = cols.shape[3]
+        # one product per group over the part's samples: (groups, M/groups, count * OH * OW)
+        product = xp.matmul(w_g, cols.reshape(groups, w_g.shape[2], -1))
+        out[part] = product.reshape(m, count, oh, ow).transpose(1, 0, 2, 3)
+        del cols, product
     if bias is not None:
-        out = out + bias.reshape(1, m, 1, 1)
+        out += bias.reshape(1, m, 1, 1)
     out = _from_nchw(xp, out, g.channel_last)
     if residual is not None:
         out = out + residual
@@ -213,28 +228,26 @@ def _conv_backward(ctx, x, w, bias, dout):
     dout = _to_nchw(dout, g.channel_last)
     n, c, h, wd = x.shape
     m, groups = w.shape[0], g.groups
-    oh, ow = g.out
-    dout_g = dout.reshape(n, groups, m // groups, oh * ow)
+    wants_filter, wants_input = ctx.wants("Filter@GRAD"), ctx.wants("Input@GRAD")
     dx = dw = db = None
+    w_t = w.reshape(groups, m // groups, -1).transpose(0, 2, 1)
+    parts = []
     step = _samples_per_step(x, g)
-    if ctx.wants("Filter@GRAD"):
-        for start in range(0, n, step):
-            part = slice(start, min(start + step, n))
-            cols = _im2col(xp, x[part], g).reshape(-1, groups, c // groups * g.ksizes[0]
-                                                   * g.ksizes[1], oh * ow)
-            term = xp.matmul(dout_g[part], cols.transpose(0, 1, 3, 2)).sum(axis=0)
+    for start in range(0, n, step) if wants_filter or wants_input else ():
+        part = slice(start, min(start + step, n))
+        d = _by_group(xp, dout[part], groups)  # (groups, M/groups, count * OH * OW)
+        if wants_filter:
+            cols = _im2col(xp, x[part], g).reshape(groups, w_t.shape[1], -1)
+            term = xp.matmul(d, cols.transpose(0, 2, 1))
             dw = term if dw is None else dw + term
             del cols, term
-        dw = dw.reshape(w.shape).astype(w.dtype, copy=False)
-    if ctx.wants("Input@GRAD"):
-        w_t = w.reshape(groups, m // groups, -1).transpose(0, 2, 1)
-        parts = []
-        for start in range(0, n, step):
-            part = slice(start, min(start + step, n))
-            dcols = xp.matmul(w_t, dout_g[part]).reshape(-1, c, g.ksizes[0], g.ksizes[1],
-                                                          oh, ow)
+        if wants_input:
+            dcols = xp.matmul(w_t, d).reshape(c, g.ksizes[0], g.ksizes[1], -1, *g.out)
             parts.append(_col2im(xp, dcols, g, h, wd))
             del dcols
+    if wants_filter:
+        dw = dw.reshape(w.shape).astype(w.dtype, copy=False)
+    if wants_input:
         dx = parts[0] if len(parts) == 1 else xp.concatenate(parts, axis=0)
         dx = _from_nchw(xp, dx, g.channel_last)
         dx = xp.ascontiguousarray(dx).astype(x.dtype, copy=False)

@@ -364,3 +364,39 @@ def test_conv2d_over_a_few_samples_at_a_time_equals_the_whole_batch(monkeypatch,
            "padding_algorithm": "EXPLICIT"}, **attrs}, x.shape, w.shape)) == 2
     for got, want in zip(outputs(), whole):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("groups", [1, 2])
+def test_conv2d_takes_the_whole_batch_in_one_product_per_group(monkeypatch, groups):
+    """Forward, filter gradient and input gradient each multiply once per group over every
+    sample that fits the column budget, not once per sample: each product meets BLAS's
+    threads, and on a busy machine a meeting may wait for a thread the system put aside."""
+    x, w = r(8, 4, 5, 5), r(6, 4 // groups, 3, 3)
+    attrs = {"paddings": [1, 1], "groups": groups}
+    calls = []
+    real_matmul = np.matmul
+
+    def counted(a, b, *args, **kwargs):
+        calls.append((a.shape, b.shape))
+        return real_matmul(a, b, *args, **kwargs)
+
+    monkeypatch.setattr(np, "matmul", counted)
+    out = build_and_run_conv(x, w, attrs)
+    assert len(calls) == 1 and calls[0][0][0] == groups == calls[0][1][0]
+    assert calls[0][1][2] == 8 * 5 * 5  # the columns of all eight samples side by side
+    np.testing.assert_allclose(out, ref_conv({"Input": x, "Filter": w}, attrs)["Output"],
+                               rtol=1e-5, atol=1e-5)
+    calls.clear()
+    for slot in ("Filter", "Input"):
+        _run_grad("conv2d", {"Input": x, "Filter": w}, attrs, "Output", slot, r(8, 6, 5, 5))
+    # each run: the forward's product and one for each gradient
+    assert len(calls) == 6 and all(a[0] == groups for a, _ in calls)
+
+
+def build_and_run_conv(x, w, attrs):
+    import fluid_nb as fluid
+    program, _, feed, outputs = build(OpCase("conv2d", {"Input": x, "Filter": w},
+                                             attrs=attrs))
+    exe = fluid.Executor(fluid.CPUPlace())
+    return exe.run(program, feed=feed, fetch_list=[outputs["Output"][0]],
+                   scope=fluid.Scope())[0]
