@@ -154,8 +154,12 @@ def w2_torch(torch, x, label, compiled=False):
                                 torch.nn.Linear(200, 10))
     if compiled:
         model = torch.compile(model)
-    opt = torch.optim.Adam(model.parameters(), lr=0.001)
+    return _classifier_step(torch, model, torch.optim.Adam(model.parameters(), lr=0.001), tx,
+                            tl)
 
+
+def _classifier_step(torch, model, opt, tx, tl):
+    """A PyTorch eager step of ``model`` on inputs ``tx``, labels ``tl`` (cross-entropy)."""
     def step():
         opt.zero_grad()
         loss = torch.nn.functional.cross_entropy(model(tx), tl)
@@ -260,18 +264,10 @@ def cnn_torch(torch, x, label):
     """The CNN's PyTorch eager step."""
     tx, tl = torch.from_numpy(x), torch.from_numpy(label.reshape(-1))
     nn = torch.nn
-    model = nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+    model = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
                           nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
                           nn.Flatten(), nn.Linear(32 * 8 * 8, 10))
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
-
-    def step():
-        opt.zero_grad()
-        loss = torch.nn.functional.cross_entropy(model(tx), tl)
-        loss.backward()
-        opt.step()
-        return loss
-    return step
+    return _classifier_step(torch, model, torch.optim.SGD(model.parameters(), lr=0.01), tx, tl)
 
 
 def main():
