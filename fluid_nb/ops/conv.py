@@ -233,7 +233,9 @@ def _conv_backward(ctx, x, w, bias, dout):
     w_t = w.reshape(groups, m // groups, -1).transpose(0, 2, 1)
     parts = []
     step = _samples_per_step(x, g)
-    for start in range(0, n, step) if wants_filter or wants_input else ():
+    # (no part at all when only Bias@GRAD is wanted: it needs no columns)
+    starts = range(0, n, step) if wants_filter or wants_input else ()
+    for start in starts:
         part = slice(start, min(start + step, n))
         d = _by_group(xp, dout[part], groups)  # (groups, M/groups, count * OH * OW)
         if wants_filter:
