@@ -57,6 +57,7 @@ static PyObject *empty_var_name; /* "@EMPTY@": an output slot bound to no variab
 static PyObject *str_version, *str_recording, *str_trace, *str_watch, *str_run_token;
 static PyObject *str_kids, *str_fast, *str_step_failed, *str_run_reporter, *str_global_scope;
 static PyObject *fetched_array_type;  /* feed_fetch.FetchedArray */
+static PyObject *one_int;             /* 1 */
 static PyObject *as_declared_scalar_fn, *fetched_fn; /* feed_fetch's, for what fast_run leaves */
 
 #if PY_VERSION_HEX >= 0x030D0000
@@ -1147,6 +1148,317 @@ static PyObject *configure_fetches(PyObject *module, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* --- a live session's hook ---------------------------------------------------------------- */
+/* LiveHook(session, fallback, look, failed, block, Operator, host_arena, host, flags_version,
+ *          source, optimize_role, weigh_every, runner_globals): what a live session's
+ * program calls with each appended op (live/session.py, LiveSession._on_main_op, is the
+ * definition). Its common case, a new op of the session's global block whose type has a
+ * first-run plan, run on the host or a device with no memory event log on, outside
+ * record-only mode and with nothing pending, is done here: the op's source marked as the
+ * call stack's, the runner module's first_run (steps.first_run, unless a test counts its
+ * calls) with its _set_handler, the runner's last_run and the session's ops_run count,
+ * and the op added to the ops since the last look for values nobody holds (look(op) when
+ * one may be due). Anything else is fallback(op), before anything was changed, and an op
+ * first_run said None to is fallback(op, True); a failed first run is failed(op,
+ * exception). The session's and the runner's state is read from their __dict__ at each
+ * call (a user or a view may change it between two ops: a dict lookup, where an attribute
+ * read from C cost as much as the bytecode it replaced), the host arena through
+ * places._host and flags.version as places.host_arena reads them. As a Python hook the
+ * common case was about 170 bytecodes and 8% of a live op's instructions. */
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *session_dict, *runner, *runner_dict, *block, *block_dict, *values;
+    PyObject *fallback, *look, *failed, *host_arena_fn, *host, *flags_version, *source;
+    PyObject *runner_globals;
+    /* the host arena last asked for: places._host[0] and flags.version[0] then, and what
+     * host_arena() answered (arena None: the system allocator) */
+    PyObject *arena_entry, *arena_version, *arena_core, *capsule;
+    PyTypeObject *operator_type;
+    Py_ssize_t op_block, op_type, op_attrs, op_source; /* Operator's slots */
+    long optimize_role;
+    Py_ssize_t weigh_every;
+} LiveHook;
+
+static PyObject *str_record_only, *str_pending, *str_runner, *str_stats, *str_ops_run,
+    *str_since_sweep, *str_sweep_at, *str_steps, *str_last_run, *str_first_plans,
+    *str_root_scope, *str_on_host, *str_op_role, *str_ops, *str_capsule, *str_arena,
+    *str_first_run, *str_set_handler;
+
+/* ``d[key]`` (borrowed), or NULL with a KeyError naming it */
+static PyObject *state(PyObject *d, PyObject *key) {
+    PyObject *value = PyDict_GetItemWithError(d, key);
+    if (value == NULL && !PyErr_Occurred())
+        PyErr_Format(PyExc_KeyError, "LiveHook: attribute %R expected", key);
+    return value;
+}
+
+/* the capsule NumPy's allocator switches to for this op (borrowed; Py_None: no switch), or
+ * NULL: not this path (the event log is on), or NULL with an error */
+static PyObject *host_capsule(LiveHook *self) {
+    PyObject *entry = PyList_GET_ITEM(self->host, 0), *version =
+        PyList_GET_ITEM(self->flags_version, 0);
+    if (entry != self->arena_entry || version != self->arena_version ||
+        self->capsule == NULL) {
+        PyObject *arena = PyObject_CallNoArgs(self->host_arena_fn);
+        if (arena == NULL)
+            return NULL;
+        PyObject *core = NULL, *capsule = NULL;
+        if (arena == Py_None) {
+            core = Py_None, capsule = Py_None;
+            Py_INCREF(core), Py_INCREF(capsule);
+        } else if ((core = PyObject_GetAttr(arena, str_arena)) == NULL ||
+                   (capsule = PyObject_GetAttr(arena, str_capsule)) == NULL) {
+            Py_XDECREF(core);
+            Py_DECREF(arena);
+            return NULL;
+        }
+        Py_DECREF(arena);
+        entry = PyList_GET_ITEM(self->host, 0); /* (host_arena() may have made it) */
+        version = PyList_GET_ITEM(self->flags_version, 0);
+        Py_INCREF(entry), Py_INCREF(version);
+        Py_XSETREF(self->arena_entry, entry);
+        Py_XSETREF(self->arena_version, version);
+        Py_XSETREF(self->arena_core, core);
+        Py_XSETREF(self->capsule, capsule);
+    }
+    if (self->arena_core == Py_None)
+        return Py_None;
+    PyObject *recording = PyObject_GetAttr(self->arena_core, str_recording);
+    if (recording == NULL)
+        return NULL;
+    int on = PyObject_IsTrue(recording);
+    Py_DECREF(recording);
+    return on < 0 ? NULL : on ? NULL : self->capsule;
+}
+
+#define NOT_THIS_OP NULL /* (with no error set: the fallback's op) */
+
+/* the common case; NOT_THIS_OP (no error) for the fallback's ops */
+static PyObject *live_op(LiveHook *self, PyObject *op) {
+    if (!Py_IS_TYPE(op, self->operator_type) || SLOT(op, self->op_block) != self->block)
+        return NOT_THIS_OP;
+    PyObject *session = self->session_dict, *runner_dict = self->runner_dict;
+    PyObject *ops = state(self->block_dict, str_ops), *runner, *plans, *plan, *record_only,
+             *pending, *steps, *last_run, *root_scope, *on_host;
+    if (ops == NULL)
+        return NULL;
+    if (!PyList_Check(ops) || PyList_GET_SIZE(ops) == 0 ||
+        PyList_GET_ITEM(ops, PyList_GET_SIZE(ops) - 1) != op)
+        return NOT_THIS_OP; /* (inserted before ops that ran: they run again) */
+    if ((plans = state(runner_dict, str_first_plans)) == NULL)
+        return NULL;
+    plan = PyDict_Check(plans) ? PyDict_GetItemWithError(plans, SLOT(op, self->op_type)) : NULL;
+    if (plan == NULL || !PyTuple_Check(plan))
+        return PyErr_Occurred() ? NULL : NOT_THIS_OP; /* (no plan yet, or none: False) */
+    PyObject *attrs = SLOT(op, self->op_attrs);
+    PyObject *role = attrs != NULL && PyDict_Check(attrs) ?
+                     PyDict_GetItemWithError(attrs, str_op_role) : NULL;
+    if (role != NULL) {
+        long bits = PyLong_CheckExact(role) ? PyLong_AsLong(role) : -1;
+        if (bits == -1 || bits & self->optimize_role) {
+            PyErr_Clear(); /* (a role that is no plain int: the fallback reads it) */
+            return NOT_THIS_OP;
+        }
+    } else if (PyErr_Occurred()) {
+        return NULL;
+    }
+    if ((runner = state(session, str_runner)) == NULL ||
+        (record_only = state(session, str_record_only)) == NULL ||
+        (pending = state(session, str_pending)) == NULL ||
+        (steps = state(runner_dict, str_steps)) == NULL ||
+        (last_run = state(runner_dict, str_last_run)) == NULL ||
+        (root_scope = state(runner_dict, str_root_scope)) == NULL ||
+        (on_host = state(runner_dict, str_on_host)) == NULL)
+        return NULL;
+    if (runner != self->runner || record_only != Py_False || !PyList_Check(pending) ||
+        PyList_GET_SIZE(pending) != 0 || root_scope != Py_True || !PyDict_Check(steps) ||
+        !PyDict_Check(last_run))
+        return NOT_THIS_OP;
+    int ran = PyDict_Contains(steps, op);
+    if (ran == 0)
+        ran = PyDict_Contains(last_run, op);
+    if (ran != 0)
+        return ran < 0 ? NULL : NOT_THIS_OP;
+    PyObject *capsule = Py_None;
+    if (on_host == Py_True && (capsule = host_capsule(self)) == NULL)
+        return PyErr_Occurred() ? NULL : NOT_THIS_OP;
+    /* (the runner module's first_run and _set_handler, as the runner calls them) */
+    PyObject *run = state(self->runner_globals, str_first_run), *set_handler;
+    if (run == NULL || (set_handler = state(self->runner_globals, str_set_handler)) == NULL)
+        return NULL;
+    /* the op's user line, found if someone asks (as _on_main_op marks it) */
+    Py_INCREF(self->source);
+    Py_XSETREF(SLOT(op, self->op_source), self->source);
+    /* (what the call reads, held across the kernel, which may run any code) */
+    PyObject *call[5] = {op, plan, self->values, set_handler, capsule};
+    for (int i = 0; i < 5; ++i)
+        Py_INCREF(call[i]);
+    Py_INCREF(run);
+    PyObject *took = PyObject_Vectorcall(run, call, 5, NULL);
+    Py_DECREF(run);
+    for (int i = 1; i < 5; ++i) /* (the op's own reference is let go at the end) */
+        Py_DECREF(call[i]);
+    if (took == NULL) { /* the session takes the op's empty holders back and names it */
+        PyObject *type, *value, *traceback;
+        PyErr_Fetch(&type, &value, &traceback);
+        PyErr_NormalizeException(&type, &value, &traceback);
+        if (traceback != NULL && value != NULL)
+            PyException_SetTraceback(value, traceback);
+        PyObject *raised = value == NULL ? NULL :
+                           PyObject_CallFunctionObjArgs(self->failed, op, value, NULL);
+        Py_XDECREF(raised);
+        Py_XDECREF(type), Py_XDECREF(value), Py_XDECREF(traceback);
+        Py_DECREF(op);
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_RuntimeError, "LiveHook: failed() expected to raise");
+        return NULL;
+    }
+    if (took == Py_None) { /* the fallback's op, first_run not asked again */
+        Py_DECREF(took);
+        PyObject *call[2] = {op, Py_True};
+        PyObject *done = PyObject_Vectorcall(self->fallback, call, 2, NULL);
+        Py_DECREF(op);
+        return done;
+    }
+    PyObject *stats, *count, *swept, *sweep_at, *result = NULL;
+    if ((last_run = state(runner_dict, str_last_run)) == NULL || /* (read again: see above) */
+        PyDict_SetItem(last_run, op, took) < 0 || (stats = state(session, str_stats)) == NULL)
+        goto done;
+    if ((count = PyDict_GetItemWithError(stats, str_ops_run)) == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_KeyError, "LiveHook: stats[%R] expected", str_ops_run);
+        goto done;
+    }
+    if ((count = PyNumber_Add(count, one_int)) == NULL)
+        goto done;
+    int counted = PyDict_SetItem(stats, str_ops_run, count);
+    Py_DECREF(count);
+    if (counted < 0 || (swept = state(session, str_since_sweep)) == NULL ||
+        (sweep_at = state(session, str_sweep_at)) == NULL || PyList_Append(swept, op) < 0)
+        goto done;
+    Py_ssize_t n = PyList_GET_SIZE(swept), due = PyLong_AsSsize_t(sweep_at);
+    if (due == -1 && PyErr_Occurred())
+        goto done;
+    if (n >= due || n % self->weigh_every == 0) {
+        PyObject *looked = PyObject_CallOneArg(self->look, op);
+        if (looked == NULL)
+            goto done;
+        Py_DECREF(looked);
+    }
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    Py_DECREF(took);
+    Py_DECREF(op);
+    return result;
+}
+
+static PyObject *live_hook_call(PyObject *callable, PyObject *const *args, size_t nargsf,
+                                PyObject *kwnames) {
+    LiveHook *self = (LiveHook *)callable;
+    if (PyVectorcall_NARGS(nargsf) != 1 || kwnames != NULL)
+        return PyErr_Format(PyExc_TypeError, "a live hook takes the op alone");
+    PyObject *done = live_op(self, args[0]);
+    if (done != NOT_THIS_OP || PyErr_Occurred())
+        return done;
+    return PyObject_CallOneArg(self->fallback, args[0]);
+}
+
+static PyObject *live_hook_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    PyObject *session, *fallback, *look, *failed, *block, *operator_type, *host_arena_fn, *host, *flags_version, *source, *runner_globals;
+    long optimize_role;
+    Py_ssize_t weigh_every;
+    if (!configured() ||
+        !PyArg_ParseTuple(args, "OOOOOO!OO!O!OlnO!:LiveHook", &session, &fallback, &look,
+                          &failed, &block, &PyType_Type, &operator_type, &host_arena_fn, &PyList_Type, &host, &PyList_Type, &flags_version,
+                          &source, &optimize_role, &weigh_every, &PyDict_Type,
+                          &runner_globals))
+        return NULL;
+    if (PyList_GET_SIZE(host) != 1 || PyList_GET_SIZE(flags_version) != 1 || weigh_every < 1)
+        return PyErr_Format(PyExc_ValueError, "LiveHook expected one-item host and "
+                            "flags_version lists and weigh_every >= 1");
+    LiveHook *self = (LiveHook *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    PyTypeObject *op_class = (PyTypeObject *)operator_type;
+    self->vectorcall = live_hook_call;
+    Py_INCREF(op_class);
+    self->operator_type = op_class;
+    PyObject *runner = NULL, *scope = NULL;
+    if (slot_offset(op_class, "block", &self->op_block) < 0 ||
+        slot_offset(op_class, "type", &self->op_type) < 0 ||
+        slot_offset(op_class, "attrs", &self->op_attrs) < 0 ||
+        slot_offset(op_class, "_source", &self->op_source) < 0 ||
+        (self->session_dict = PyObject_GenericGetDict(session, NULL)) == NULL ||
+        (self->block_dict = PyObject_GenericGetDict(block, NULL)) == NULL ||
+        (runner = state(self->session_dict, str_runner)) == NULL ||
+        (self->runner_dict = PyObject_GenericGetDict(runner, NULL)) == NULL ||
+        (scope = PyObject_GetAttrString(runner, "scope")) == NULL ||
+        (self->values = PyObject_GetAttrString(scope, "vars")) == NULL) {
+        Py_XDECREF(scope);
+        Py_DECREF(self);
+        return NULL;
+    }
+    Py_DECREF(scope);
+    if (!PyDict_Check(self->values)) {
+        Py_DECREF(self);
+        return PyErr_Format(PyExc_TypeError, "LiveHook: the runner's scope.vars expected a "
+                                             "dict");
+    }
+    Py_INCREF(runner), Py_INCREF(block), Py_INCREF(fallback), Py_INCREF(look);
+    Py_INCREF(failed), Py_INCREF(host_arena_fn), Py_INCREF(host);
+    Py_INCREF(flags_version), Py_INCREF(source), Py_INCREF(runner_globals);
+    self->runner_globals = runner_globals;
+    self->runner = runner, self->block = block, self->fallback = fallback;
+    self->look = look, self->failed = failed;
+    self->host_arena_fn = host_arena_fn, self->host = host;
+    self->flags_version = flags_version, self->source = source;
+    self->optimize_role = optimize_role, self->weigh_every = weigh_every;
+    return (PyObject *)self;
+}
+
+static int live_hook_traverse(LiveHook *self, visitproc visit, void *arg) {
+    Py_VISIT(self->session_dict); Py_VISIT(self->runner); Py_VISIT(self->runner_dict);
+    Py_VISIT(self->block); Py_VISIT(self->block_dict); Py_VISIT(self->values);
+    Py_VISIT(self->fallback); Py_VISIT(self->look); Py_VISIT(self->failed);
+    Py_VISIT(self->host_arena_fn); Py_VISIT(self->host);
+    Py_VISIT(self->flags_version); Py_VISIT(self->source); Py_VISIT(self->arena_entry);
+    Py_VISIT(self->arena_version); Py_VISIT(self->arena_core); Py_VISIT(self->capsule);
+    Py_VISIT(self->operator_type); Py_VISIT(self->runner_globals);
+    return 0;
+}
+
+static int live_hook_clear(LiveHook *self) {
+    Py_CLEAR(self->session_dict); Py_CLEAR(self->runner); Py_CLEAR(self->runner_dict);
+    Py_CLEAR(self->block); Py_CLEAR(self->block_dict); Py_CLEAR(self->values);
+    Py_CLEAR(self->fallback); Py_CLEAR(self->look); Py_CLEAR(self->failed);
+    Py_CLEAR(self->host_arena_fn); Py_CLEAR(self->host);
+    Py_CLEAR(self->flags_version); Py_CLEAR(self->source); Py_CLEAR(self->arena_entry);
+    Py_CLEAR(self->arena_version); Py_CLEAR(self->arena_core); Py_CLEAR(self->capsule);
+    Py_CLEAR(self->operator_type); Py_CLEAR(self->runner_globals);
+    return 0;
+}
+
+static void live_hook_dealloc(LiveHook *self) {
+    PyObject_GC_UnTrack(self);
+    live_hook_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyTypeObject LiveHookType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "fluid_nb.exec._steps.LiveHook",
+    .tp_basicsize = sizeof(LiveHook),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "A live session's append hook: see fluid_nb/exec/_steps.c.",
+    .tp_new = live_hook_new,
+    .tp_traverse = (traverseproc)live_hook_traverse,
+    .tp_clear = (inquiry)live_hook_clear,
+    .tp_dealloc = (destructor)live_hook_dealloc,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(LiveHook, vectorcall),
+};
+
 /* --- configure ------------------------------------------------------------------------ */
 static PyObject *configure(PyObject *module, PyObject *args) {
     PyObject *tensor, *tensor_array, *holder, *ndarray, *stored_callable;
@@ -1205,7 +1517,10 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_steps",
 
 PyMODINIT_FUNC PyInit__steps(void) {
     import_array();
-    if (PyType_Ready(&PlainStepType) < 0 || PyType_Ready(&KernelStepType) < 0)
+    if (PyType_Ready(&PlainStepType) < 0 || PyType_Ready(&KernelStepType) < 0 ||
+        PyType_Ready(&LiveHookType) < 0)
+        return NULL;
+    if ((one_int = PyLong_FromLong(1)) == NULL)
         return NULL;
     static struct { PyObject **name; const char *text; } const names[] = {
         {&str_value, "value"},     {&str_array, "array"},       {&str_lod, "_lod"},
@@ -1215,7 +1530,14 @@ PyMODINIT_FUNC PyInit__steps(void) {
         {&str_recording, "recording"}, {&str_trace, "trace"},      {&str_watch, "watch"},
         {&str_run_token, "run_token"}, {&str_kids, "kids"},        {&str_fast, "fast"},
         {&str_step_failed, "_step_failed"}, {&str_run_reporter, "run_reporter"},
-        {&str_global_scope, "_global_scope"}};
+        {&str_global_scope, "_global_scope"}, {&str_record_only, "record_only"},
+        {&str_pending, "pending"},  {&str_runner, "runner"},     {&str_stats, "stats"},
+        {&str_ops_run, "ops_run"},  {&str_since_sweep, "_since_sweep"},
+        {&str_sweep_at, "_sweep_at"}, {&str_steps, "steps"},     {&str_last_run, "last_run"},
+        {&str_first_plans, "_first_plans"}, {&str_root_scope, "_root_scope"},
+        {&str_on_host, "on_host"},  {&str_op_role, "op_role"},   {&str_ops, "ops"},
+        {&str_capsule, "capsule"},  {&str_arena, "arena"},       {&str_first_run, "first_run"},
+        {&str_set_handler, "_set_handler"}};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); ++i)
         if ((*names[i].name = PyUnicode_InternFromString(names[i].text)) == NULL)
             return NULL;
@@ -1224,8 +1546,10 @@ PyMODINIT_FUNC PyInit__steps(void) {
         return NULL;
     Py_INCREF(&PlainStepType);
     Py_INCREF(&KernelStepType);
+    Py_INCREF(&LiveHookType);
     if (PyModule_AddObject(m, "PlainStep", (PyObject *)&PlainStepType) < 0 ||
-        PyModule_AddObject(m, "KernelStep", (PyObject *)&KernelStepType) < 0) {
+        PyModule_AddObject(m, "KernelStep", (PyObject *)&KernelStepType) < 0 ||
+        PyModule_AddObject(m, "LiveHook", (PyObject *)&LiveHookType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -164,6 +164,10 @@ fast_run, configure_fetches = _steps.fast_run, _steps.configure_fetches
 #: kernel took, or None when an input has no value or the output is left out
 first_run = _steps.first_run
 
+#: ``LiveHook(session, ...)``: a live session's append hook, the common case of
+#: ``LiveSession._on_main_op`` in C (``exec/_steps.c``)
+LiveHook = _steps.LiveHook
+
 
 def donating(inner, ctx, donors):
     """``inner`` with ``ctx.donated`` set first to the slots of ``donors`` ((input slot,

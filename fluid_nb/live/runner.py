@@ -178,10 +178,11 @@ class OpRunner:
         # an op's first run keeps no step: its type's kernel is the one
         return known[0] if known is not None else None
 
-    def run(self, op):
+    def run(self, op, first_run_tried=False):
         """Run ``op`` once. An op that has not run here is called with its holders as
         arguments, nothing kept (most live ops run once, and a sweep lets every kept step
-        go); one that has run before is bound, and its step kept for the runs after."""
+        go); one that has run before is bound, and its step kept for the runs after.
+        ``first_run_tried``: ``steps.first_run`` said None to this op already."""
         entry = self.steps.get(op)
         if entry is not None:
             step, args = entry[0], ()
@@ -191,7 +192,7 @@ class OpRunner:
             plan = self._first_plans.get(op.type)
             if plan is None:
                 plan = self._first_plan(op)
-            if plan and self._root_scope:
+            if plan and self._root_scope and not first_run_tried:
                 arena = host_arena() if self.on_host else None
                 if arena is None or not arena.arena.recording:
                     try:

@@ -31,6 +31,7 @@ import numpy as np
 from ..errors import FluidError, InvalidArgument, PreconditionNotMet
 from ..exec import executor as _executor
 from ..tensor.place import CPUPlace
+from ..exec.run_loop import op_error
 from ..exec.scope import Scope, global_scope, switch_scope
 from ..tensor.tensor import LoDTensor, LoDTensorArray, SelectedRows
 from ..framework import program as _fw
@@ -38,8 +39,12 @@ from ..framework import unique_name
 from ..framework.callstack import is_internal
 from ..framework.program import (Program, Variable, default_main_program,
                                  default_startup_program)
+from . import runner as _runner
 from .runner import OpRunner
 from .step_report import take_step
+from ..exec.steps import LiveHook
+from ..flags import version as _flags_version
+from ..memory import places as _places
 from ..memory.places import host_arena
 
 OP_ROLE_OPTIMIZE = 2
@@ -113,7 +118,7 @@ class LiveSession:
         self._saved = (main._append_hook, startup._append_hook,
                        _fw.switch_main_program(main), _fw.switch_startup_program(startup),
                        switch_scope(self.scope))
-        main._append_hook = self._on_main_op
+        main._append_hook = self._main_hook()
         startup._append_hook = self._on_startup_op
         _install_provider()
         self._arena_was_recording = None
@@ -148,6 +153,15 @@ class LiveSession:
         switch_scope(old_scope)
 
     # --- the hooks --------------------------------------------------------------------
+    def _main_hook(self):
+        """The main program's append hook: ``_on_main_op``, its common case (a new op of
+        the global block with a first-run plan, nothing pending) in one C call
+        (``steps.LiveHook``)."""
+        return LiveHook(self, self._on_main_op, self._look_due, self._op_failed,
+                        self.program.global_block(), _fw.Operator, host_arena, _places._host,
+                        _flags_version, _fw.SOURCE_FROM_CALLSTACK, OP_ROLE_OPTIMIZE,
+                        SWEEP_WEIGH_EVERY, vars(_runner))
+
     def forget_ops(self, keep):
         """Let go of every op not in ``keep`` (a set: the ops a rollback left in the
         programs) that the session or its runner still refers to."""
@@ -155,7 +169,7 @@ class LiveSession:
         self._full_held = 0
         self.runner.forget(keep)
 
-    def _on_main_op(self, op):
+    def _on_main_op(self, op, first_run_tried=False):
         # the user's line, found if someone asks (the ``source`` property's field: no setter
         # call on every live op)
         op._source = _fw.SOURCE_FROM_CALLSTACK
@@ -171,23 +185,39 @@ class LiveSession:
         if self.pending:
             self.run_pending()
         try:
-            self.runner.run(op)
+            self.runner.run(op, first_run_tried)
         except BaseException:  # the op is taken back out of the program: so are its holders
             self._drop_empty_holders(op)
             raise
         self.stats["ops_run"] += 1
         swept = self._since_sweep
         swept.append(op)
+        if len(swept) >= self._sweep_at or not len(swept) % SWEEP_WEIGH_EVERY:
+            self._look_due(op)
+        if block.ops[-1] is not op:  # inserted before ops that already ran: refresh them
+            start = block.ops.index(op) + 1
+            self._rerun(block, set(op.output_arg_names), start)
+
+    def _look_due(self, op):
+        """After ``op`` ran: the look for values nobody can reach that the ops run since the
+        last one make due (every ``_sweep_at`` ops; every SWEEP_WEIGH_EVERY, on the host,
+        when the arena has grown by SWEEP_BYTES)."""
+        swept = self._since_sweep
         if len(swept) >= self._sweep_at:
-            held = self._since_sweep = self.runner.drop_unreachable(swept, block)
+            held = self._since_sweep = self.runner.drop_unreachable(swept, op.block)
             self._sweep_at = len(held) + max(SWEEP_EVERY, len(held))
             self._full_held = len(held)
             self._mark_arena()
         elif not len(swept) % SWEEP_WEIGH_EVERY and self.runner.on_host:
-            self._look_if_grown(block)
-        if block.ops[-1] is not op:  # inserted before ops that already ran: refresh them
-            start = block.ops.index(op) + 1
-            self._rerun(block, set(op.output_arg_names), start)
+            self._look_if_grown(op.block)
+
+    def _op_failed(self, op, exc):
+        """``op``'s first run raised ``exc`` in the hook's C path: as ``_on_main_op`` does,
+        its empty holders go and the error names the op."""
+        self._drop_empty_holders(op)
+        if isinstance(exc, Exception):  # (a KeyboardInterrupt stays what it is)
+            raise op_error(exc, op) from exc
+        raise exc
 
     def _mark_arena(self):
         arena = host_arena() if self.runner.on_host else None
@@ -353,6 +383,8 @@ class LiveSession:
         self.runner = OpRunner(self.scope, place, self.executor)
         self.runner.dropped, self.runner._dropped_order = old.dropped, old._dropped_order
         self.runner._dropped_count = old._dropped_count
+        if self.active:  # (the hook reads the runner it was made with)
+            self.program._append_hook = self._main_hook()
 
 
 def _tag(session):
