@@ -30,22 +30,22 @@ import numpy as np
 
 from ..errors import FluidError, InvalidArgument, PreconditionNotMet
 from ..exec import executor as _executor
-from ..tensor.place import CPUPlace
 from ..exec.run_loop import op_error
 from ..exec.scope import Scope, global_scope, switch_scope
+from ..exec.steps import LiveHook
+from ..flags import version as _flags_version
+from ..tensor.place import CPUPlace
 from ..tensor.tensor import LoDTensor, LoDTensorArray, SelectedRows
 from ..framework import program as _fw
 from ..framework import unique_name
 from ..framework.callstack import is_internal
 from ..framework.program import (Program, Variable, default_main_program,
                                  default_startup_program)
+from ..memory import places as _places
+from ..memory.places import host_arena
 from . import runner as _runner
 from .runner import OpRunner
 from .step_report import take_step
-from ..exec.steps import LiveHook
-from ..flags import version as _flags_version
-from ..memory import places as _places
-from ..memory.places import host_arena
 
 OP_ROLE_OPTIMIZE = 2
 #: live ops between two looks for values nobody can reach any more (a loop appending
