@@ -1,8 +1,9 @@
 """Build hook: compiles the package's C and C++ parts into extension modules next to their
 sources, for wheels and editable installs alike: the memory arena's core
-(fluid_nb/memory/_arena.c), LoDTensor's constructor (fluid_nb/tensor/_tensor.c), the
-parts of every appended op's record (fluid_nb/framework/_op_record.c), the interpreter's
-commonest steps (fluid_nb/exec/_steps.c), the check of a program file's bytes
+(fluid_nb/memory/_arena.c), LoDTensor's constructor and a feed's columns stacked
+(fluid_nb/tensor/_tensor.c), the parts of every appended op's record
+(fluid_nb/framework/_op_record.c), the interpreter's commonest steps
+(fluid_nb/exec/_steps.c), the check of a program file's bytes
 (fluid_nb/proto/_wire.c), the call of a compiled program's step
 (fluid_nb/rewriters/native/_bound_step.c) and the interpreter's fused optimizer updates
 (fluid_nb/ops/_fused_updates.cc, C++: it runs the element update compiled programs run,
@@ -16,7 +17,7 @@ from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
 #: (source, what it is, uses NumPy's C API)
 SOURCES = ((os.path.join("fluid_nb", "memory", "_arena.c"), "the memory arena", True),
-           (os.path.join("fluid_nb", "tensor", "_tensor.c"), "LoDTensor's constructor", False),
+           (os.path.join("fluid_nb", "tensor", "_tensor.c"), "LoDTensor's C parts", True),
            (os.path.join("fluid_nb", "framework", "_op_record.c"), "an op record's C parts", False),
            (os.path.join("fluid_nb", "exec", "_steps.c"), "the interpreter's steps", True),
            (os.path.join("fluid_nb", "proto", "_wire.c"), "the wire walk's check", False),

@@ -7,8 +7,11 @@ W2: MLP 784-200-200-10 (relu), softmax cross-entropy, batch 64, Adam.
 CNN: conv 3x3 3 -> 16 (padding 1, relu), max pool 2, conv 3x3 16 -> 32, max pool 2, fc 10,
 softmax cross-entropy, batch 32 of 3x32x32 (CIFAR-10's images), SGD.
 Each fluid_nb step is one ``Executor.run(main, feed, fetch_list=[loss])``. Then the feed a
-book script's loop makes of each minibatch (``fluid.DataFeeder``) against NumPy by hand.
+book script's loop makes of each minibatch (``fluid.DataFeeder``) against NumPy by hand, from
+samples as the book's readers yield them: ``uci_housing``'s float64 rows for W1's float32
+layers, MNIST's float32 images and int labels for W2's.
 """
+import itertools
 import os
 import sys
 
@@ -316,14 +319,14 @@ def feeding(rng):
         img = fluid.layers.data(name="img", shape=[784], dtype="float32")
         label = fluid.layers.data(name="label", shape=[1], dtype="int64")
         words = fluid.layers.data(name="words", shape=[1], dtype="int64", lod_level=1)
-    w1 = [(rng.uniform(-1, 1, 13).astype("float32"), rng.uniform(-1, 1, 1).astype("float32"))
-          for _ in range(20)]
+    w1 = list(itertools.islice(fluid.dataset.uci_housing.train()(), 20))  # float64 rows
     w2 = [(rng.uniform(-1, 1, 784).astype("float32"), int(rng.randint(10))) for _ in range(64)]
     text = [(rng.randint(0, 5000, rng.randint(5, 51)).tolist(), int(rng.randint(2)))
             for _ in range(32)]
     cases = [
         ("W1 batch", fluid.DataFeeder([x, y], fluid.CPUPlace()), w1,
-         lambda: (np.array([s[0] for s in w1]), np.array([s[1] for s in w1]))),
+         lambda: (np.array([s[0] for s in w1], "float32"),
+                  np.array([s[1] for s in w1], "float32"))),
         ("W2 batch", fluid.DataFeeder([img, label], fluid.CPUPlace()), w2,
          lambda: (np.array([s[0] for s in w2]),
                   np.array([s[1] for s in w2], "int64").reshape(-1, 1))),

@@ -6,7 +6,8 @@ import numpy as np
 
 from ..errors import InvalidArgument, InvalidType, expected
 from ..tensor.place import CPUPlace
-from ..tensor.tensor import LoDTensor, lossless_cast, value_array
+from ..tensor.tensor import (LoDTensor, lossless_cast, stack_column, stack_sequences,
+                             value_array)
 from ..tensor.dtypes import to_numpy_dtype
 from ..framework.program import Variable, default_main_program
 
@@ -121,11 +122,13 @@ class DataFeeder:
             self.feed_shapes.append(item.shape)
             self.feed_lod_level.append(item.lod_level)
         self.place = place if place is not None else CPUPlace()
-        #: per variable, (dtype, declared dims) where its column may be stacked straight
-        #: into a tensor (no LoD, fed on the host, at most one unknown dim), else None
+        #: per variable, (stacker, dtype, declared dims) where its column may be stacked
+        #: straight into a tensor (no LoD or one level, fed on the host, at most one
+        #: unknown dim), else None
         self._stacked = [
-            (to_numpy_dtype(dtype), tuple(shape))
-            if lod == 0 and self.place.device == "cpu" and _guides(shape)
+            (stack_column if lod == 0 else stack_sequences, np.dtype(to_numpy_dtype(dtype)),
+             tuple(shape))
+            if lod <= 1 and self.place.device == "cpu" and _guides(shape)
             else None
             for lod, shape, dtype in zip(self.feed_lod_level, self.feed_shapes,
                                          self.feed_dtypes)]
@@ -158,15 +161,17 @@ class DataFeeder:
         columns = list(zip(*samples)) if samples else [()] * width
         for index, (name, column, stacked) in enumerate(zip(self.feed_names, columns,
                                                             self._stacked)):
-            if stacked is not None:  # the common column: entries of the declared dtype and
-                try:                 # shape, stacked as they are (a new array)
-                    array = np.asarray(column)
-                except (ValueError, TypeError):  # (ragged: the converter says so below)
-                    array = None
-                want, dims = stacked
-                if array is not None and array.dtype == want and array.ndim == len(dims) \
-                        and all(d < 0 or d == got for d, got in zip(dims[1:], array.shape[1:])):
-                    feed[name] = LoDTensor(array)
+            if stacked is not None:  # the common column (arrays of one shape and dtype,
+                # numbers, or sequences of numbers) stacked in C as its converter would make
+                # it; None: the converter looks
+                stack, want, dims = stacked
+                made = stack(column, want, dims)
+                if made is not None:
+                    if stack is stack_column:
+                        feed[name] = LoDTensor(made)
+                    else:
+                        feed[name] = tensor = LoDTensor(made[0])
+                        tensor.set_recursive_sequence_lengths([made[1]])
                     continue
             converter = self._converter(index)
             converter.feed_entries(column)

@@ -1,4 +1,5 @@
-/* LoDTensor's constructor (fluid_nb/tensor/tensor.py) for its two commonest calls.
+/* LoDTensor's constructor (fluid_nb/tensor/tensor.py) for its two commonest calls, and a
+ * minibatch's column stacked into the array a feed's tensor holds (stack_column, below).
  *
  * Every kernel result, every value a host step or a feed makes, is a new LoDTensor, most of
  * them LoDTensor(ndarray) or LoDTensor(); a DynamicRNN batch makes about a thousand. As a
@@ -12,6 +13,8 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#include <numpy/arrayobject.h>
 
 #include "_slots.h"
 
@@ -101,7 +104,285 @@ static PyObject *configure(PyObject *module, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* --- stack_column -------------------------------------------------------------------------
+ * stack_column(entries, dtype, dims): a minibatch's column for one feed variable (a tuple or
+ * list of its samples' entries) as the array DataFeeder's general path makes of it
+ * (api/data_feeder.py: value_array, lossless_cast, then the reshape to the declared dims and
+ * their check), for the column a book's reader yields: every entry an ndarray of one shape
+ * and dtype (uci_housing's float64 rows, MNIST's float32 images), or every entry a Python
+ * int (a label) or every one a Python float. None for anything else (no entries, mixed or
+ * other types, a non-contiguous or byte-swapped entry, an int past int64, a cast that loses
+ * values, a shape the declared dims refuse), which the general path converts or refuses
+ * with its error. As NumPy's asarray over a sequence, the general path looks at each
+ * entry's type and shape through its discovery; this copies each entry's bytes once: a W1
+ * batch of 20 float64 rows took 20.7 µs through it, 2.8x stacking it by hand. */
+
+/* whether an array of kind ``have`` may be fed to a variable of kind ``want`` (lossless_cast's
+ * rule: the same kind, an int or bool into a float, a bool into an int) */
+static int lossless_kinds(char have, char want) {
+    int have_int = have == 'i' || have == 'u', want_int = want == 'i' || want == 'u';
+    if (have == want || (have_int && want_int))
+        return 1;
+    return (want == 'f' && (have_int || have == 'b')) || (want_int && have == 'b');
+}
+
+/* the entries' rows, each an exact, aligned, C-contiguous, native-order ndarray of the first
+ * one's shape and dtype, copied into a new array of shape (n, *row shape); NULL (no error)
+ * when they are not */
+static PyObject *stacked_arrays(PyObject **entries, Py_ssize_t n) {
+    PyArrayObject *first = (PyArrayObject *)entries[0];
+    int ndim = PyArray_NDIM(first);
+    PyArray_Descr *descr = PyArray_DESCR(first);
+    if (ndim >= NPY_MAXDIMS || !PyArray_ISNBO(descr->byteorder) ||
+        strchr("biuf", descr->kind) == NULL)
+        return NULL;
+    npy_intp dims[NPY_MAXDIMS];
+    dims[0] = n;
+    memcpy(dims + 1, PyArray_DIMS(first), ndim * sizeof(npy_intp));
+    npy_intp row_bytes = PyArray_NBYTES(first);
+    for (Py_ssize_t i = 0; i < n; ++i) {
+        PyArrayObject *entry = (PyArrayObject *)entries[i];
+        if (!PyArray_CheckExact(entries[i]) || PyArray_NDIM(entry) != ndim ||
+            !PyArray_ISCARRAY_RO(entry) || (PyArray_DESCR(entry) != descr &&
+                                            !PyArray_EquivTypes(PyArray_DESCR(entry), descr)) ||
+            memcmp(PyArray_DIMS(entry), dims + 1, ndim * sizeof(npy_intp)) != 0)
+            return NULL;
+    }
+    Py_INCREF(descr); /* (the new array takes a reference) */
+    PyObject *out = PyArray_NewFromDescr(&PyArray_Type, descr, ndim + 1, dims, NULL, NULL, 0,
+                                         NULL);
+    if (out == NULL)
+        return NULL;
+    char *to = PyArray_BYTES((PyArrayObject *)out);
+    for (Py_ssize_t i = 0; i < n; ++i, to += row_bytes)
+        memcpy(to, PyArray_BYTES((PyArrayObject *)entries[i]), row_bytes);
+    return out;
+}
+
+/* the entries, every one an exact int or every one an exact float, as NumPy's asarray makes
+ * them (int64 or float64, shape (n,)); NULL (no error) when they are not */
+static PyObject *stacked_scalars(PyObject **entries, Py_ssize_t n) {
+    int ints = PyLong_CheckExact(entries[0]);
+    if (!ints && !PyFloat_CheckExact(entries[0]))
+        return NULL;
+    npy_intp dims[1] = {n};
+    PyObject *out = PyArray_SimpleNew(1, dims, ints ? NPY_INT64 : NPY_FLOAT64);
+    if (out == NULL)
+        return NULL;
+    void *data = PyArray_DATA((PyArrayObject *)out);
+    for (Py_ssize_t i = 0; i < n; ++i) {
+        PyObject *entry = entries[i];
+        if (ints && PyLong_CheckExact(entry)) {
+            int overflow;
+            long long value = PyLong_AsLongLongAndOverflow(entry, &overflow);
+            if (overflow == 0 && !(value == -1 && PyErr_Occurred())) {
+                ((npy_int64 *)data)[i] = value;
+                continue;
+            }
+        } else if (!ints && PyFloat_CheckExact(entry)) {
+            ((npy_float64 *)data)[i] = PyFloat_AS_DOUBLE(entry);
+            continue;
+        }
+        PyErr_Clear();
+        Py_DECREF(out);
+        return NULL;
+    }
+    return out;
+}
+
+/* ``array`` in the declared ``dims`` (a tuple of ints, at most one negative: any size) as
+ * the general path reshapes it (to dims when the ranks differ, then every known dim after
+ * the first checked); NULL (no error) when it cannot be; steals ``array`` */
+static PyObject *in_declared_shape(PyObject *array, PyObject *dims) {
+    PyArrayObject *stacked = (PyArrayObject *)array;
+    Py_ssize_t rank = PyTuple_GET_SIZE(dims);
+    if (rank == 0) /* (no declared shape: as it is) */
+        return array;
+    npy_intp want[NPY_MAXDIMS], known = 1, unknown = -1;
+    if (rank > NPY_MAXDIMS)
+        goto refused;
+    for (Py_ssize_t i = 0; i < rank; ++i) {
+        long d = PyLong_AsLong(PyTuple_GET_ITEM(dims, i));
+        if (d == -1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            goto refused;
+        }
+        want[i] = d;
+        if (d < 0) {
+            if (unknown >= 0)
+                goto refused;
+            unknown = i;
+        } else {
+            known *= d;
+        }
+    }
+    if (rank == PyArray_NDIM(stacked)) { /* the ranks agree: the known dims after the first */
+        for (Py_ssize_t i = 1; i < rank; ++i)
+            if (want[i] >= 0 && want[i] != PyArray_DIM(stacked, i))
+                goto refused;
+        return array;
+    }
+    npy_intp size = PyArray_SIZE(stacked);
+    if (unknown >= 0) {
+        if (known == 0 || size % known != 0)
+            goto refused;
+        want[unknown] = size / known;
+    } else if (known != size) {
+        goto refused;
+    }
+    PyArray_Dims shape = {want, (int)rank};
+    PyObject *reshaped = PyArray_Newshape(stacked, &shape, NPY_CORDER);
+    Py_DECREF(array);
+    return reshaped;
+refused:
+    Py_DECREF(array);
+    return NULL;
+}
+
+static PyObject *stack_column(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3 || !PyArray_DescrCheck(args[1]) || !PyTuple_CheckExact(args[2]))
+        return PyErr_Format(PyExc_TypeError, "stack_column(entries, dtype, dims) expected a "
+                            "sequence, a numpy.dtype and a tuple");
+    PyObject *column = args[0];
+    PyArray_Descr *dtype = (PyArray_Descr *)args[1];
+    if (!PyTuple_CheckExact(column) && !PyList_CheckExact(column))
+        Py_RETURN_NONE;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(column);
+    PyObject **entries = PySequence_Fast_ITEMS(column);
+    if (n == 0 || strchr("biuf", dtype->kind) == NULL || !PyArray_ISNBO(dtype->byteorder))
+        Py_RETURN_NONE;
+    PyObject *stacked = PyArray_CheckExact(entries[0]) ? stacked_arrays(entries, n)
+                                                       : stacked_scalars(entries, n);
+    if (stacked == NULL) {
+        if (PyErr_Occurred())
+            return NULL;
+        Py_RETURN_NONE;
+    }
+    PyArray_Descr *have = PyArray_DESCR((PyArrayObject *)stacked);
+    if (!PyArray_EquivTypes(have, dtype)) {
+        if (!lossless_kinds(have->kind, dtype->kind)) { /* (the general path says why) */
+            Py_DECREF(stacked);
+            Py_RETURN_NONE;
+        }
+        Py_INCREF(dtype); /* (PyArray_CastToType steals it) */
+        PyObject *cast = PyArray_CastToType((PyArrayObject *)stacked, dtype, 0);
+        Py_DECREF(stacked);
+        if ((stacked = cast) == NULL)
+            return NULL;
+    }
+    PyObject *shaped = in_declared_shape(stacked, args[2]);
+    if (shaped == NULL && !PyErr_Occurred())
+        Py_RETURN_NONE;
+    return shaped;
+}
+
+/* stack_sequences(entries, dtype, dims): a minibatch's column for a variable of one LoD level
+ * whose entries are sequences as a text reader yields them (each a list or tuple of Python
+ * ints, or each of Python floats: word ids, a sequence of values), as the general path makes
+ * it: the items in one array, cast losslessly to dtype and shaped to dims, and the
+ * sequences' lengths (a list, the LoD's one level). None for anything else (nested
+ * sequences, arrays, mixed items, no items at all, a shape whose rows are not the items). */
+static PyObject *stack_sequences(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3 || !PyArray_DescrCheck(args[1]) || !PyTuple_CheckExact(args[2]))
+        return PyErr_Format(PyExc_TypeError, "stack_sequences(entries, dtype, dims) expected "
+                            "a sequence, a numpy.dtype and a tuple");
+    PyObject *column = args[0];
+    PyArray_Descr *dtype = (PyArray_Descr *)args[1];
+    if ((!PyTuple_CheckExact(column) && !PyList_CheckExact(column)) ||
+        strchr("biuf", dtype->kind) == NULL || !PyArray_ISNBO(dtype->byteorder))
+        Py_RETURN_NONE;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(column), total = 0;
+    PyObject **entries = PySequence_Fast_ITEMS(column), *first = NULL;
+    for (Py_ssize_t i = 0; i < n; ++i) {
+        PyObject *entry = entries[i];
+        if (!PyList_CheckExact(entry) && !PyTuple_CheckExact(entry))
+            Py_RETURN_NONE;
+        Py_ssize_t length = PySequence_Fast_GET_SIZE(entry);
+        if (first == NULL && length > 0)
+            first = PySequence_Fast_ITEMS(entry)[0];
+        total += length;
+    }
+    if (total == 0 || (!PyLong_CheckExact(first) && !PyFloat_CheckExact(first)))
+        Py_RETURN_NONE;
+    int ints = PyLong_CheckExact(first);
+    npy_intp dims[1] = {total};
+    PyObject *lengths = PyList_New(n);
+    PyObject *stacked = lengths == NULL ? NULL :
+                        PyArray_SimpleNew(1, dims, ints ? NPY_INT64 : NPY_FLOAT64);
+    if (stacked == NULL) {
+        Py_XDECREF(lengths);
+        return NULL;
+    }
+    void *data = PyArray_DATA((PyArrayObject *)stacked);
+    Py_ssize_t at = 0;
+    for (Py_ssize_t i = 0; i < n; ++i) {
+        PyObject *entry = entries[i], **items = PySequence_Fast_ITEMS(entry);
+        Py_ssize_t length = PySequence_Fast_GET_SIZE(entry);
+        /* (the entry's list may not change under us: nothing here runs Python code) */
+        PyObject *count = PyLong_FromSsize_t(length);
+        if (count == NULL)
+            goto failed;
+        PyList_SET_ITEM(lengths, i, count);
+        for (Py_ssize_t k = 0; k < length; ++k, ++at) {
+            PyObject *item = items[k];
+            if (ints && PyLong_CheckExact(item)) {
+                int overflow;
+                long long value = PyLong_AsLongLongAndOverflow(item, &overflow);
+                if (overflow != 0 || (value == -1 && PyErr_Occurred()))
+                    goto not_this;
+                ((npy_int64 *)data)[at] = value;
+            } else if (!ints && PyFloat_CheckExact(item)) {
+                ((npy_float64 *)data)[at] = PyFloat_AS_DOUBLE(item);
+            } else {
+                goto not_this;
+            }
+        }
+    }
+    PyArray_Descr *have = PyArray_DESCR((PyArrayObject *)stacked);
+    if (!PyArray_EquivTypes(have, dtype)) {
+        if (!lossless_kinds(have->kind, dtype->kind))
+            goto not_this;
+        Py_INCREF(dtype); /* (PyArray_CastToType steals it) */
+        PyObject *cast = PyArray_CastToType((PyArrayObject *)stacked, dtype, 0);
+        Py_DECREF(stacked);
+        if ((stacked = cast) == NULL)
+            goto failed;
+    }
+    /* (in_declared_shape takes the array; the LoD's rows must be the items) */
+    PyObject *shaped = in_declared_shape(stacked, args[2]);
+    stacked = NULL;
+    if (shaped == NULL || PyArray_NDIM((PyArrayObject *)shaped) == 0 ||
+        PyArray_DIM((PyArrayObject *)shaped, 0) != total) {
+        Py_XDECREF(shaped);
+        if (PyErr_Occurred())
+            goto failed;
+        goto not_this;
+    }
+    PyObject *pair = PyTuple_Pack(2, shaped, lengths);
+    Py_DECREF(shaped);
+    Py_DECREF(lengths);
+    return pair;
+not_this:
+    PyErr_Clear();
+    Py_XDECREF(stacked);
+    Py_DECREF(lengths);
+    Py_RETURN_NONE;
+failed:
+    Py_XDECREF(stacked);
+    Py_DECREF(lengths);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
+    {"stack_sequences", (PyCFunction)(void (*)(void))stack_sequences, METH_FASTCALL,
+     "stack_sequences(entries, dtype, dims): a minibatch's column of sequences (lists of "
+     "ints or of floats) for a variable of one LoD level, as (items stacked, cast and "
+     "shaped, the sequences' lengths), as DataFeeder's general path makes it; None where "
+     "that path must look (see _tensor.c)."},
+    {"stack_column", (PyCFunction)(void (*)(void))stack_column, METH_FASTCALL,
+     "stack_column(entries, dtype, dims): a minibatch's column (the samples' entries for one "
+     "feed variable) stacked, cast losslessly to dtype and shaped to the declared dims, as "
+     "DataFeeder's general path makes it; None where that path must look (see _tensor.c)."},
     {"configure", configure, METH_VARARGS,
      "configure(LoDTensor, numpy.ndarray, LoDTensor._init): the class the fast constructor "
      "makes, the array class it takes as it is, and the constructor of every other call."},
@@ -112,6 +393,7 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_tensor",
                                     methods};
 
 PyMODINIT_FUNC PyInit__tensor(void) {
+    import_array();
     if (PyType_Ready(&TensorBaseType) < 0)
         return NULL;
     empty_lod = PyTuple_New(0);

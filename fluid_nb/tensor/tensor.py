@@ -16,8 +16,11 @@ from ..errors import InvalidArgument, InvalidType, OutOfRange, PreconditionNotMe
 from .dtypes import convert_dtype, to_numpy_dtype
 from .place import CPUPlace, place_of
 
-_tensor = c_parts.load("fluid_nb.tensor._tensor", "LoDTensor's C constructor")
+_tensor = c_parts.load("fluid_nb.tensor._tensor", "LoDTensor's C parts")
 TensorBase = _tensor.TensorBase
+#: stack_column(entries, dtype, dims), stack_sequences(entries, dtype, dims): a feed's
+#: common column as one array, and a column of sequences as (array, lengths) (see _tensor.c)
+stack_column, stack_sequences = _tensor.stack_column, _tensor.stack_sequences
 
 _PRINT_LIMIT = 1000  # values ``print(tensor)`` writes out, as NumPy's own threshold
 

@@ -146,6 +146,23 @@ ROW = np.arange(4, dtype="float32")
     ("a None entry", [(ROW, None), (ROW, 5)]),
     ("a string entry", [(ROW, "3"), (ROW, 5)]),
     ("float labels into int64", [(ROW, 3.5), (ROW, 5)]),
+    ("rows viewed from a reader's float64 array", list(zip(np.arange(8.0).reshape(2, 4), (3, 5)))),
+    ("strided rows", [(np.arange(8.0)[::2], 3), (np.arange(8.0)[1::2], 5)]),
+    ("byte-swapped rows", [(ROW.astype(">f4"), 3), (ROW.astype(">f4"), 5)]),
+    ("rows of two dtypes", [(ROW, 3), (ROW.astype("float64"), 5)]),
+    ("bool rows into float32", [(ROW > 1, 3), (ROW > 2, 5)]),
+    ("complex rows", [(ROW.astype("complex64"), 3), (ROW.astype("complex64"), 5)]),
+    ("rows [4, 1] against [2, 2]", [(ROW.reshape(4, 1), 3), (ROW.reshape(4, 1), 5)]),
+    ("rows of 8 values", [(np.arange(8.0), 3), (np.arange(8.0), 5)]),
+    ("a masked-array row", [(np.ma.array(ROW), 3), (np.ma.array(ROW), 5)]),
+    ("a list row before array rows", [(ROW.tolist(), 3), (ROW, 5)]),
+    ("0-d array labels", [(ROW, np.array(3)), (ROW, np.array(5))]),
+    ("NumPy int labels", [(ROW, np.int64(3)), (ROW, np.int32(5))]),
+    ("bool labels", [(ROW, True), (ROW, False)]),
+    ("a label past int64", [(ROW, 2 ** 63), (ROW, 5)]),
+    ("a label past uint64", [(ROW, 2 ** 64), (ROW, 5)]),
+    ("a float label after an int one", [(ROW, 3), (ROW, 5.0)]),
+    ("negative labels", [(ROW, -3), (ROW, -(2 ** 63))]),
 ])
 def test_a_stacked_column_is_what_its_converter_makes(case, batch):
     """A column of entries of the declared dtype and shape is stacked straight into its
@@ -165,6 +182,137 @@ def test_a_stacked_column_is_what_its_converter_makes(case, batch):
         want, have = np.array(expected[name]), np.array(got[name])
         assert have.dtype == want.dtype and have.shape == want.shape, (name, case)
         np.testing.assert_array_equal(have, want)
+        assert got[name].lod() == expected[name].lod()
+
+
+@pytest.mark.parametrize("dtype,entries", [
+    ("float32", [3, -5, 2 ** 40 + 1]),
+    ("float32", [0.1, 2.5, -1e30]),
+    ("float64", [0.1, 2.5, -1e300]),
+    ("float64", [3, 5, 7]),
+    ("int32", [3, -5, 2 ** 31 + 7]),
+    ("int64", [True, 5, 7]),
+    ("float32", [1e300, 1.0, 2.0]),
+])
+def test_a_column_of_python_numbers_is_what_its_converter_makes(dtype, entries):
+    """Labels as a reader yields them (Python ints or floats) into a variable of any dtype:
+    the stacked column has the converter's values, bit for bit, and its rounding and
+    wrapping where the dtype is narrower."""
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        label = layers.data("label", [1], dtype=dtype)
+    feeder = DataFeeder([label], fluid.CPUPlace(), program=main)
+    batch = [(entry,) for entry in entries]
+    with np.errstate(over="ignore"):
+        expected, got = by_converter(feeder, batch), feeder.feed(batch)
+    want, have = np.array(expected["label"]), np.array(got["label"])
+    assert have.dtype == want.dtype == np.dtype(dtype) and have.shape == want.shape == (3, 1)
+    np.testing.assert_array_equal(have, want)
+
+
+def test_the_book_readers_minibatches_are_stacked_without_a_converter(monkeypatch):
+    """uci_housing's reader yields float64 rows (views of its table) for fit_a_line's
+    float32 layers, MNIST's float32 images and int labels: every column is stacked in one
+    call, with the converter's values."""
+    import itertools
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        x = layers.data("x", [13], dtype="float32")
+        y = layers.data("y", [1], dtype="float32")
+        img = layers.data("img", [784], dtype="float32")
+        label = layers.data("label", [1], dtype="int64")
+    rng = np.random.RandomState(0)
+    houses = list(itertools.islice(fluid.dataset.uci_housing.train()(), 20))
+    digits = [(rng.uniform(-1, 1, 784).astype("float32"), int(rng.randint(10)))
+              for _ in range(64)]
+    assert houses[0][0].dtype == np.float64 and not houses[0][0].flags.owndata
+    for variables, batch, shapes in (([x, y], houses, [(20, 13), (20, 1)]),
+                                     ([img, label], digits, [(64, 784), (64, 1)])):
+        feeder = DataFeeder(variables, fluid.CPUPlace(), program=main)
+        expected = by_converter(feeder, batch)
+
+        def no_converter(index):
+            raise AssertionError("a converter was made")
+        monkeypatch.setattr(feeder, "_converter", no_converter)
+        got = feeder.feed(batch)
+        for variable, shape in zip(variables, shapes):
+            have, want = np.array(got[variable.name]), np.array(expected[variable.name])
+            assert have.shape == want.shape == shape and have.dtype == want.dtype
+            np.testing.assert_array_equal(have, want)
+
+
+def sequence_programs():
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        words = layers.data("words", [1], dtype="int64", lod_level=1)
+        values = layers.data("values", [1], dtype="float32", lod_level=1)
+        pairs = layers.data("pairs", [2], dtype="float32", lod_level=1)
+    return main, words, values, pairs
+
+
+@pytest.mark.parametrize("case,variable,batch", [
+    ("word ids in lists", "words", [[1, 2, 3], [4], [5, 6]]),
+    ("word ids in tuples and lists", "words", [(1, 2, 3), [4]]),
+    ("an empty sequence among others", "words", [[1, 2], [], [3]]),
+    ("only empty sequences", "words", [[], []]),
+    ("no sample", "words", []),
+    ("floats into int64", "words", [[1.5, 2.0], [3.0]]),
+    ("an int then a float", "words", [[1, 2.0], [3]]),
+    ("NumPy ints", "words", [[np.int64(1), 2], [3]]),
+    ("bools", "words", [[True, False], [True]]),
+    ("an id past int64", "words", [[1, 2 ** 63], [3]]),
+    ("arrays as sequences", "words", [np.array([1, 2]), np.array([3])]),
+    ("rows as items", "words", [[[1], [2]], [[3]]]),
+    ("a string", "words", ["ab", [3]]),
+    ("a number, not a sequence", "words", [5, [3]]),
+    ("floats", "values", [[0.5, 1.5], [2.5]]),
+    ("ints into float32", "values", [[1, 2], [2 ** 40 + 1]]),
+    ("flat items for rows of 2", "pairs", [[0.5, 1.5, 2.5, 3.5], [4.5, 5.5]]),
+    ("an odd number of items for rows of 2", "pairs", [[0.5, 1.5, 2.5], [4.5, 5.5]]),
+    ("rows of 2", "pairs", [[[0.5, 1.5], [2.5, 3.5]], [[4.5, 5.5]]]),
+])
+def test_a_stacked_sequence_column_is_what_its_converter_makes(case, variable, batch):
+    """A column of sequences (each a list or tuple of Python ints, or of floats) for a
+    variable of one LoD level is stacked with its lengths; anything else goes through the
+    converter; either way the values, dtype, shape and LoD, or the refusal, are the same."""
+    main, *variables = sequence_programs()
+    feeder = DataFeeder([v for v in variables if v.name == variable], fluid.CPUPlace(),
+                        program=main)
+    samples = [(entry,) for entry in batch]
+    expected = by_converter(feeder, samples)
+    if isinstance(expected, InvalidArgument):
+        with pytest.raises(InvalidArgument) as raised:
+            feeder.feed(samples)
+        assert str(raised.value) == str(expected)
+        return
+    got = feeder.feed(samples)
+    want, have = np.array(expected[variable]), np.array(got[variable])
+    assert have.dtype == want.dtype and have.shape == want.shape, case
+    np.testing.assert_array_equal(have, want)
+    assert got[variable].lod() == expected[variable].lod()
+
+
+def test_a_text_readers_minibatch_is_stacked_without_a_converter(monkeypatch):
+    """A sentiment reader's samples (a list of word ids, an int label): both columns are
+    stacked, the words with their LoD."""
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        words = layers.data("words", [1], dtype="int64", lod_level=1)
+        label = layers.data("label", [1], dtype="int64")
+    rng = np.random.RandomState(0)
+    batch = [(rng.randint(0, 5000, rng.randint(5, 51)).tolist(), int(rng.randint(2)))
+             for _ in range(32)]
+    feeder = DataFeeder([words, label], fluid.CPUPlace(), program=main)
+    expected = by_converter(feeder, batch)
+
+    def no_converter(index):
+        raise AssertionError("a converter was made")
+    monkeypatch.setattr(feeder, "_converter", no_converter)
+    got = feeder.feed(batch)
+    assert got["words"].recursive_sequence_lengths() == [[len(s[0]) for s in batch]]
+    for name in ("words", "label"):
+        np.testing.assert_array_equal(np.array(got[name]), np.array(expected[name]))
+        assert np.array(got[name]).dtype == np.int64
         assert got[name].lod() == expected[name].lod()
 
 
