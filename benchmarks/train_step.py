@@ -9,7 +9,8 @@ softmax cross-entropy, batch 32 of 3x32x32 (CIFAR-10's images), SGD.
 Each fluid_nb step is one ``Executor.run(main, feed, fetch_list=[loss])``. Then the feed a
 book script's loop makes of each minibatch (``fluid.DataFeeder``) against NumPy by hand, from
 samples as the book's readers yield them: ``uci_housing``'s float64 rows for W1's float32
-layers, MNIST's float32 images and int labels for W2's.
+layers, MNIST's float32 images and int labels for W2's; and W1's whole epoch as the book's
+loop runs it (the reader decorators, the feed and the step).
 """
 import itertools
 import os
@@ -50,12 +51,18 @@ def w1_fluid(x, y):
 
 
 def w1_numpy(x, y):
+    step_on = w1_numpy_step()
+    return lambda: step_on(x, y)
+
+
+def w1_numpy_step():
+    """W1's step by hand on a batch: ``step(x, y) -> loss``."""
     rng = np.random.RandomState(0)
     w = rng.uniform(-0.5, 0.5, (13, 1)).astype("float32")
     b = np.zeros(1, "float32")
     lr = np.float32(0.01)
 
-    def step():
+    def step(x, y):
         nonlocal w, b
         pred = x @ w + b
         diff = pred - y
@@ -362,7 +369,38 @@ def feeding(rng):
         for label, seconds in times.items():
             row(f"  {label_text}: {label}", seconds * 1e6, "µs", reference * 1e6, "NumPy")
         results[label_text] = times
+    results["W1 epoch as the book's loop runs it"] = w1_epoch(exe, main, loss, scope,
+                                                             book_feeder)
     return results
+
+
+def w1_epoch(exe, main, loss, scope, feeder):
+    """An epoch of fit_a_line as the book's script runs it: ``paddle.batch`` of
+    ``paddle.reader.shuffle`` of ``uci_housing.train()`` (404 rows, batches of 20),
+    ``DataFeeder.feed`` and ``Executor.run``; against NumPy by hand (a permutation of the
+    same float64 table, each batch taken out of it as float32, then the step)."""
+    train_reader = fluid.io.batch(fluid.io.shuffle(fluid.dataset.uci_housing.train(),
+                                                   buf_size=500), batch_size=20)
+    table = fluid.dataset.uci_housing._normalised(0.8)[0]
+    rng = np.random.RandomState(0)
+    numpy_step = w1_numpy_step()
+
+    def fluid_epoch():
+        for data in train_reader():
+            exe.run(main, feed=feeder.feed(data), fetch_list=[loss], scope=scope)
+
+    def numpy_epoch():
+        order = rng.permutation(len(table))
+        for start in range(0, len(table), 20):
+            rows = table[order[start:start + 20]]
+            numpy_step(rows[:, :-1].astype("float32"), rows[:, -1:].astype("float32"))
+    times = interleaved_best({"fluid_nb": fluid_epoch, "NumPy (hand-written)": numpy_epoch},
+                             rounds=9, number=4)
+    reference = times["NumPy (hand-written)"]
+    print("W1 epoch as the book's loop runs it (uci_housing's 404 rows shuffled, 21 batches)")
+    for label, seconds in times.items():
+        row(f"  {label}", seconds * 1e6, "µs/epoch", reference * 1e6, "NumPy")
+    return times
 
 
 if __name__ == "__main__":

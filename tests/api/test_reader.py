@@ -27,6 +27,53 @@ def test_shuffle_keeps_the_samples():
     assert sorted(out[:30]) == list(range(30))  # shuffles within the window
 
 
+def windows_shuffled(samples, buf_size):
+    """Paddle's definition of shuffle: fill a buffer until it holds buf_size samples,
+    random.shuffle it, yield it; the rest likewise at the end."""
+    buf = []
+    for sample in samples:
+        buf.append(sample)
+        if len(buf) >= buf_size:
+            random.shuffle(buf)
+            yield from buf
+            buf = []
+    if buf:
+        random.shuffle(buf)
+        yield from buf
+
+
+@pytest.mark.parametrize("n,buf_size", [(100, 30), (100, 100), (100, 500), (7, 1), (7, 0),
+                                        (7, -3), (10, 2.5), (0, 30), (60, 30)])
+def test_shuffle_draws_what_paddles_definition_draws(n, buf_size):
+    """Under the same random.seed, the same order as Paddle's shuffle, window by window,
+    and the generator left where that definition leaves it."""
+    random.seed(7)
+    expected = list(windows_shuffled(range(n), buf_size))
+    after_expected = random.random()
+    random.seed(7)
+    assert list(rd.shuffle(numbers(n), buf_size=buf_size)()) == expected
+    assert random.random() == after_expected
+
+
+def test_batch_groups_any_reader_lazily():
+    """Groups of batch_size as the samples come; the last one shorter (or dropped); a
+    reader is read only as far as the groups taken need."""
+    read = []
+
+    def counting():
+        for i in range(10):
+            read.append(i)
+            yield i
+    groups = rd.batch(lambda: counting(), 4)()
+    assert next(groups) == [0, 1, 2, 3] and read == [0, 1, 2, 3]
+    assert list(groups) == [[4, 5, 6, 7], [8, 9]]
+    assert list(rd.batch(lambda: counting(), 5, drop_last=True)()) == [[0, 1, 2, 3, 4],
+                                                                        [5, 6, 7, 8, 9]]
+    assert list(rd.batch(lambda: counting(), 3, drop_last=True)()) == [[0, 1, 2], [3, 4, 5],
+                                                                        [6, 7, 8]]
+    assert list(rd.batch(numbers(0), 3)()) == []
+
+
 def test_buffered_firstn_chain_cache_map():
     assert list(rd.buffered(numbers(50), 4)()) == list(range(50))
     assert list(rd.firstn(numbers(10), 3)()) == [0, 1, 2]

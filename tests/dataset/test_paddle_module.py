@@ -129,3 +129,18 @@ def test_uci_housing_is_packaged_and_split_and_normalised_as_paddle(data_home, o
     np.testing.assert_allclose(x, (raw[0, :13] - raw[:, :13].mean(axis=0)) / span[:13],
                                rtol=1e-12)
     assert np.allclose(uci_housing.load_data()[0][0, :13], x)
+
+
+def test_uci_housing_yields_the_tables_rows_read_only_every_epoch():
+    """Each reading of a reader yields the same samples: read-only views of the packaged
+    table's rows (features, price), in the table's order."""
+    reader = paddle.dataset.uci_housing.train()
+    first, again = list(reader()), list(paddle.dataset.uci_housing.train()())
+    table = uci_housing._normalised(0.8)[0]
+    assert len(first) == len(again) == len(table)
+    for (x, y), (x2, y2), row in zip(first, again, table):
+        assert x is x2 and y is y2
+        assert np.shares_memory(x, table) and not x.flags.writeable and not y.flags.writeable
+        np.testing.assert_array_equal(np.concatenate([x, y]), row)
+    with pytest.raises(ValueError, match="read-only"):
+        first[0][0][0] = 1.0

@@ -5,6 +5,7 @@ an iterable of samples; a decorator takes readers and returns a new reader.
     for minibatch in train(): ...
 """
 import itertools
+import math
 import queue
 import random
 import threading
@@ -45,13 +46,15 @@ def batch(reader, batch_size, drop_last=False):
     batch_size = size
 
     def batch_reader():
-        group = []
-        for sample in reader():
-            group.append(sample)
-            if len(group) == batch_size:
-                yield group
-                group = []
-        if group and not drop_last:
+        samples = iter(reader())
+        # (each group taken in one islice: a Python append per sample was most of the
+        # decorator's time)
+        while True:
+            group = list(itertools.islice(samples, batch_size))
+            if len(group) < batch_size:
+                if group and not drop_last:
+                    yield group
+                return
             yield group
     return batch_reader
 
@@ -75,16 +78,15 @@ def map_readers(func, *readers):
 def shuffle(reader, buf_size):
     """Shuffle within a window of ``buf_size`` samples."""
     def shuffled():
-        buf = []
-        for sample in reader():
-            buf.append(sample)
-            if len(buf) >= buf_size:
-                random.shuffle(buf)
-                yield from buf
-                buf = []
-        if buf:
-            random.shuffle(buf)
-            yield from buf
+        # windows of buf_size samples (the last one shorter; at least one), each shuffled
+        size = max(math.ceil(buf_size), 1)
+        samples = iter(reader())
+        while True:
+            window = list(itertools.islice(samples, size))
+            if not window:
+                return
+            random.shuffle(window)
+            yield from window
     return shuffled
 
 
