@@ -355,3 +355,65 @@ def test_a_feeder_for_a_gpu_is_made_without_touching_its_array_module():
     main, img, label, _, _ = programs()
     feeder = DataFeeder([img, label], fluid.CUDAPlace(0), program=main)
     assert feeder._stacked == [None, None] and feeder.place._xp is None
+
+
+def random_entry(rng, kind, width):
+    """One sample's entry of ``kind`` for a variable of ``width`` values a row."""
+    if kind == "row":
+        dtype = rng.choice(["float32", "float64", "int64", "int32", "uint8", "bool", ">f4"])
+        row = (rng.standard_normal(width) * 100).astype(dtype)
+        return row[::2] if rng.random_sample() < 0.05 else row
+    if kind == "int":
+        return [0, 1, -7, 2 ** 31 + 1, 2 ** 62, 2 ** 63, -(2 ** 63)][rng.randint(7)]
+    if kind == "float":
+        return float(rng.choice([0.5, -1e30, np.nan, np.inf, 3.0]))
+    if kind == "ints":
+        return [int(v) for v in rng.randint(-5, 5000, rng.randint(0, 6))]
+    if kind == "floats":
+        return [float(v) for v in rng.standard_normal(rng.randint(0, 6))]
+    odd = [None, "ab", [1, [2]], np.int64(3), True, 2.5]
+    return odd[rng.randint(len(odd))]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_minibatches_feed_as_their_converters_make_them(seed):
+    """Minibatches drawn at random (rows of mixed dtypes and widths, strided and
+    byte-swapped rows, big and negative ints, NaN, sequences of ints or floats, empty
+    sequences, odd entries) for dense and sequence variables of several dtypes: every
+    column fed is the converter's, value for value, or the same refusal."""
+    rng = np.random.RandomState(seed)
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        dtype = rng.choice(["float32", "float64", "int64", "int32"])
+        dense = layers.data("dense", [int(rng.choice([1, 3, 4]))], dtype=dtype)
+        grid = layers.data("grid", [2, 2], dtype="float32")
+        words = layers.data("words", [1], dtype=rng.choice(["int64", "float32"]),
+                            lod_level=1)
+    width = dense.shape[1]
+    for _ in range(8):
+        size = int(rng.randint(1, 6))
+        kinds = [rng.choice(["row", "int", "float", "odd"], p=[0.5, 0.2, 0.2, 0.1]),
+                 rng.choice(["row", "odd"], p=[0.9, 0.1]),
+                 rng.choice(["ints", "floats", "odd"], p=[0.6, 0.3, 0.1])]
+        mixed = rng.random_sample() < 0.2  # each sample's kind drawn again
+        batch = []
+        for _ in range(size):
+            these = [rng.choice(["row", "int", "float", "ints", "odd"]) for _ in kinds] \
+                if mixed else kinds
+            batch.append((random_entry(rng, these[0], width),
+                          random_entry(rng, these[1], int(rng.choice([4, 4, 4, 3]))),
+                          random_entry(rng, these[2], 0)))
+        feeder = DataFeeder([dense, grid, words], fluid.CPUPlace(), program=main)
+        with np.errstate(all="ignore"):
+            expected = by_converter(feeder, batch)
+            if isinstance(expected, InvalidArgument):
+                with pytest.raises(InvalidArgument) as raised:
+                    feeder.feed(batch)
+                assert str(raised.value) == str(expected)
+                continue
+            got = feeder.feed(batch)
+        for name in ("dense", "grid", "words"):
+            want, have = np.array(expected[name]), np.array(got[name])
+            assert have.dtype == want.dtype and have.shape == want.shape, (name, batch)
+            np.testing.assert_array_equal(have, want)
+            assert got[name].lod() == expected[name].lod()
