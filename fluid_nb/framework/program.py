@@ -835,9 +835,22 @@ class Program:
                 setattr(self, attribute, getattr(other, attribute))
 
     def clone(self, for_test=False):
-        """A deep copy. With ``for_test=True``, ops that have ``is_test`` get it set True
-        (dropout and batch_norm switch to inference); backward ops are not removed, so clone
-        before ``minimize`` as Fluid advises."""
+        """A deep copy. With ``for_test=True``, a copy of the forward part, as Fluid's: when
+        the program has a backward part (``minimize`` or ``append_backward`` ran), the
+        backward, optimizer and learning-rate ops go, with the variables only they name
+        and the blocks left empty (``prune.prune_backward``); and ops that have ``is_test``
+        get it set True (dropout and batch_norm switch to inference)."""
+        if for_test:
+            from .prune import prune_backward
+            twin = prune_backward(self)
+            if twin is not None:
+                for block in twin.blocks:
+                    for op in block.ops:
+                        if "is_test" in op.attrs:
+                            op.attrs["is_test"] = True
+                twin._is_test = True
+                twin._copy_dist_param_info_from(self)
+                return twin
         twin = Program()
         twin.blocks = []
         twin.random_seed = self.random_seed

@@ -1,4 +1,5 @@
-"""Pruning a program to what some targets need, as Fluid's ``Program._prune_with_input``.
+"""Pruning a program to what some targets need, as Fluid's ``Program._prune_with_input``,
+and to its forward part, as ``Program.clone(for_test=True)`` prunes (``prune_backward``).
 
 Walking each block's ops backwards, an op stays when it is a target, or when it writes a
 variable a kept op reads and it is not an optimizer op (an optimizer op reads and writes
@@ -19,6 +20,9 @@ from .attrs import AttrType
 
 #: the ``op_role`` bit of optimizer ops (Paddle's ``OpRole.Optimize``)
 OP_ROLE_OPTIMIZE = 2
+#: the roles a test program drops (Backward, Optimize, LRSched) and the loss gradient's
+#: role (Backward | Loss), whose op tells that a program has a backward part at all
+NOT_FORWARD, LOSS_GRAD = 0x0001 | 0x0002 | 0x0010, 0x0001 | 0x0100
 
 
 def is_optimize_op(op):
@@ -89,6 +93,71 @@ def prune_with_input(program, feeded_var_names, targets):
     for block in pruned.blocks:  # a grad block names its forward block by index
         if block.forward_block_idx >= 0:
             block.forward_block_idx = moved.get(block.forward_block_idx, -1)
+    pruned.current_block_idx = 0
+    return pruned
+
+
+def _role(op):
+    role = op.attrs.get("op_role", 0)
+    return role if isinstance(role, int) else 0
+
+
+def prune_backward(program):
+    """The forward part of ``program`` as Fluid's ``clone(for_test=True)`` keeps it, or None
+    when ``program`` has no backward part (no op in the loss gradient's role).
+
+    Every op whose role is backward, optimize or learning-rate schedule goes (whatever its
+    block); each block keeps the variables its kept ops name, in its own order; a block
+    left with no op (a gradient block) goes, and the others are renumbered in order, their
+    parents and the sub-block attributes of the kept ops following them."""
+    if not any(_role(op) == LOSS_GRAD for block in program.blocks for op in block.ops):
+        return None
+    from .program import Block, Program
+    pruned = Program()
+    pruned.blocks = []
+    for field in ("random_seed", "version", "op_version_map", "_presence"):
+        if field in program.__dict__:
+            value = program.__dict__[field]
+            setattr(pruned, field, type(value)(value) if isinstance(value, (dict, set)) else value)
+    moved = {}  # the source's block index -> the pruned one's
+    for block in program.blocks:
+        keep = [op for op in block.ops if not _role(op) & NOT_FORWARD]
+        if not keep:
+            continue
+        parent = -1 if block.parent_idx < 0 else moved.get(block.parent_idx)
+        if parent is None:
+            raise InvalidArgument(expected(
+                "Program.clone(for_test=True)", f"block {block.idx}'s parent",
+                "a block with forward ops", f"block {block.idx} inside the gradient block "
+                f"{block.parent_idx}, which has none"))
+        new = Block(pruned, len(pruned.blocks), parent, block.forward_block_idx)
+        if hasattr(block, "_presence"):
+            new._presence = set(block._presence)
+        pruned.blocks.append(new)
+        moved[block.idx] = new.idx
+        named = set()
+        for op in keep:
+            new.ops.append(_copy_op(op, new))
+            named.update(op.input_arg_names)
+            named.update(op.output_arg_names)
+        for name, var in block.vars.items():
+            if name in named:
+                new.vars[name] = _copy_var(var, new)
+    for block in pruned.blocks:
+        block.forward_block_idx = moved.get(block.forward_block_idx, -1)
+        for op in block.ops:
+            for name, indices, many in _block_indices(op):
+                if any(i not in moved for i in indices):
+                    raise InvalidArgument(expected(
+                        "Program.clone(for_test=True)", f"the sub-block of '{op.type}'",
+                        "a block with forward ops", f"block {indices}, which has none"))
+                new_indices = [moved[i] for i in indices]
+                value = op.attrs[name]
+                if not many and not isinstance(value, int):
+                    new_indices = [pruned.blocks[new_indices[0]]]
+                elif many and not all(isinstance(v, int) for v in value):
+                    new_indices = [pruned.blocks[i] for i in new_indices]
+                op.attrs[name] = new_indices if many else new_indices[0]
     pruned.current_block_idx = 0
     return pruned
 
