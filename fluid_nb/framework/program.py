@@ -851,6 +851,11 @@ class Program:
                 twin._is_test = True
                 twin._copy_dist_param_info_from(self)
                 return twin
+        return self._copy(for_test)
+
+    def _copy(self, for_test):
+        """A deep copy of every block, op and variable; ``for_test``: ``is_test`` set True
+        where an op has it."""
         twin = Program()
         twin.blocks = []
         twin.random_seed = self.random_seed
@@ -885,8 +890,9 @@ class Program:
     def _inference_optimize(self, prune_read_op=True):
         """A test-mode copy; with ``prune_read_op``, without the reader ops up to and
         including the first ``read`` and without reader variables (an inference program
-        is fed, not read)."""
-        copy = self.clone(for_test=True)
+        is fed, not read). As Fluid's, it keeps a backward part (``clone(for_test=True)``
+        prunes one)."""
+        copy = self._copy(for_test=True)
         block = copy.global_block()
         reads = [index for index, op in enumerate(block.ops) if op.type == "read"]
         if prune_read_op and reads:

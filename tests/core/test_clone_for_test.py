@@ -130,3 +130,14 @@ def test_a_program_with_no_backward_part_is_cloned_whole():
     test = main.clone(for_test=True)
     assert [op.type for op in test.global_block().ops] == ["scale"]
     assert "unused" in test.global_block().vars
+
+
+def test_inference_optimize_keeps_a_backward_part_as_fluids_does():
+    """``_inference_optimize`` (save_inference_model's last step, after its own pruning)
+    only sets ``is_test``: on a training program it keeps every op."""
+    main = build(*NETS["fc, dropout, batch_norm with Momentum"])[0]
+    optimized = main._inference_optimize(prune_read_op=False)
+    assert [op.type for op in optimized.global_block().ops] == \
+        [op.type for op in main.global_block().ops]
+    assert all(op.attrs["is_test"] for op in optimized.global_block().ops
+               if "is_test" in op.attrs)
