@@ -36,7 +36,7 @@ def prune_with_input(program, feeded_var_names, targets):
     stands for the first op of the global block that writes it (optimizer ops only when
     they are targets themselves); a fed target needs no op.
     """
-    from .program import Operator, Program, Variable
+    from .program import Operator, Variable
     if not isinstance(feeded_var_names, (list, tuple)):
         feeded_var_names = [feeded_var_names]
     if not isinstance(targets, (list, tuple)):
@@ -77,12 +77,7 @@ def prune_with_input(program, feeded_var_names, targets):
                                            "a variable an op of the global block writes (or "
                                            "one that is fed)", "a variable no op writes"))
         chosen.add(id(op))
-    pruned = Program()
-    pruned.blocks = []
-    for field in ("random_seed", "version", "op_version_map", "_presence", "_is_test"):
-        if field in program.__dict__:
-            value = program.__dict__[field]
-            setattr(pruned, field, type(value)(value) if isinstance(value, (dict, set)) else value)
+    pruned = _empty_like(program, ("_is_test",))
     moved = {}
     _prune_block(program, pruned, 0, -1, set(), feeds, chosen, moved)
     glob, source = pruned.global_block(), program.global_block()
@@ -95,6 +90,19 @@ def prune_with_input(program, feeded_var_names, targets):
             block.forward_block_idx = moved.get(block.forward_block_idx, -1)
     pruned.current_block_idx = 0
     return pruned
+
+
+def _empty_like(program, more=()):
+    """A program with no block that has ``program``'s seed, version, op versions and
+    presence marks (and the fields ``more`` names), each a copy."""
+    from .program import Program
+    empty = Program()
+    empty.blocks = []
+    for field in ("random_seed", "version", "op_version_map", "_presence", *more):
+        if field in program.__dict__:
+            value = program.__dict__[field]
+            setattr(empty, field, type(value)(value) if isinstance(value, (dict, set)) else value)
+    return empty
 
 
 def _role(op):
@@ -112,13 +120,8 @@ def prune_backward(program):
     parents and the sub-block attributes of the kept ops following them."""
     if not any(_role(op) == LOSS_GRAD for block in program.blocks for op in block.ops):
         return None
-    from .program import Block, Program
-    pruned = Program()
-    pruned.blocks = []
-    for field in ("random_seed", "version", "op_version_map", "_presence"):
-        if field in program.__dict__:
-            value = program.__dict__[field]
-            setattr(pruned, field, type(value)(value) if isinstance(value, (dict, set)) else value)
+    from .program import Block
+    pruned = _empty_like(program)
     moved = {}  # the source's block index -> the pruned one's
     for block in program.blocks:
         keep = [op for op in block.ops if not _role(op) & NOT_FORWARD]
@@ -151,13 +154,11 @@ def prune_backward(program):
                     raise InvalidArgument(expected(
                         "Program.clone(for_test=True)", f"the sub-block of '{op.type}'",
                         "a block with forward ops", f"block {indices}, which has none"))
-                new_indices = [moved[i] for i in indices]
-                value = op.attrs[name]
-                if not many and not isinstance(value, int):
-                    new_indices = [pruned.blocks[new_indices[0]]]
-                elif many and not all(isinstance(v, int) for v in value):
-                    new_indices = [pruned.blocks[i] for i in new_indices]
-                op.attrs[name] = new_indices if many else new_indices[0]
+                given = op.attrs[name] if many else [op.attrs[name]]
+                # (an index stays an index, a Block becomes the pruned program's)
+                renamed = [moved[i] if isinstance(v, int) else pruned.blocks[moved[i]]
+                           for v, i in zip(given, indices)]
+                op.attrs[name] = renamed if many else renamed[0]
     pruned.current_block_idx = 0
     return pruned
 

@@ -141,3 +141,34 @@ def test_inference_optimize_keeps_a_backward_part_as_fluids_does():
         [op.type for op in main.global_block().ops]
     assert all(op.attrs["is_test"] for op in optimized.global_block().ops
                if "is_test" in op.attrs)
+
+
+def test_sub_block_attributes_follow_their_renumbered_blocks():
+    """Gradient blocks between forward ones go; the forward blocks after them are
+    renumbered, and a sub-block attribute given as an index stays an index, one given as
+    a Block becomes the test program's Block."""
+    main, startup, loss, feed, before, after = build(*NETS["case with SGD and an L2 decay"])
+    first_grad_block = len(before.blocks)
+    with fluid.program_guard(main, startup):  # a forward branch appended after minimize
+        three = layers.fill_constant([1], "int32", 3)
+        scaled = layers.case([(three == 3, lambda: loss * 2.0)], lambda: loss * 3.0)
+    branches = [op for op in main.global_block().ops if op.type == "conditional_block"]
+    late = [op for op in branches if op.attrs["sub_block"] > first_grad_block]
+    assert len(late) == 2 and any(main.block(i).ops[0].attrs.get("op_role", 0) & 1
+                                  for i in range(first_grad_block, len(main.blocks)))
+    test = main.clone(for_test=True)
+    assert len(test.blocks) == first_grad_block + 2
+    kept = [op for op in test.global_block().ops if op.type == "conditional_block"]
+    assert len(kept) == len(branches)
+    assert [op.attrs["sub_block"] for op in kept[-2:]] == [first_grad_block,
+                                                           first_grad_block + 1]
+    assert all(test.blocks[i].parent_idx == 0 for i in range(1, len(test.blocks)))
+    scope, exe = fluid.Scope(), fluid.Executor(fluid.CPUPlace())
+    exe.run(startup, scope=scope)
+    want, = exe.run(before, feed=feed, fetch_list=[loss.name], scope=scope)
+    got, = exe.run(test, feed=feed, fetch_list=[scaled.name], scope=scope)
+    np.testing.assert_allclose(got, want * 2.0, rtol=1e-6)
+    late[0].attrs["sub_block"] = main.block(late[0].attrs["sub_block"])
+    again = main.clone(for_test=True)
+    given = [op for op in again.global_block().ops if op.type == "conditional_block"][-2]
+    assert given.attrs["sub_block"] is again.blocks[first_grad_block]
