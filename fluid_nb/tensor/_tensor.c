@@ -118,7 +118,7 @@ static PyObject *configure(PyObject *module, PyObject *args) {
  * batch of 20 float64 rows took 20.7 µs through it, 2.8x stacking it by hand. */
 
 /* whether an array of kind ``have`` may be fed to a variable of kind ``want`` (lossless_cast's
- * rule: the same kind, an int or bool into a float, a bool into an int) */
+ * rule) */
 static int lossless_kinds(char have, char want) {
     int have_int = have == 'i' || have == 'u', want_int = want == 'i' || want == 'u';
     if (have == want || (have_int && want_int))
@@ -239,6 +239,25 @@ refused:
     return NULL;
 }
 
+/* ``stacked`` as the feed holds it: cast to ``dtype`` where lossless_cast allows (the same
+ * kind, an int or bool into a float, a bool into an int), then in the declared ``dims``;
+ * NULL (no error) where the general path must look; steals ``stacked`` */
+static PyObject *as_fed(PyObject *stacked, PyArray_Descr *dtype, PyObject *dims) {
+    PyArray_Descr *have = PyArray_DESCR((PyArrayObject *)stacked);
+    if (!PyArray_EquivTypes(have, dtype)) {
+        if (!lossless_kinds(have->kind, dtype->kind)) { /* (the general path says why) */
+            Py_DECREF(stacked);
+            return NULL;
+        }
+        Py_INCREF(dtype); /* (PyArray_CastToType steals it) */
+        PyObject *cast = PyArray_CastToType((PyArrayObject *)stacked, dtype, 0);
+        Py_DECREF(stacked);
+        if ((stacked = cast) == NULL)
+            return NULL;
+    }
+    return in_declared_shape(stacked, dims);
+}
+
 static PyObject *stack_column(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 3 || !PyArray_DescrCheck(args[1]) || !PyTuple_CheckExact(args[2]))
         return PyErr_Format(PyExc_TypeError, "stack_column(entries, dtype, dims) expected a "
@@ -258,22 +277,10 @@ static PyObject *stack_column(PyObject *module, PyObject *const *args, Py_ssize_
             return NULL;
         Py_RETURN_NONE;
     }
-    PyArray_Descr *have = PyArray_DESCR((PyArrayObject *)stacked);
-    if (!PyArray_EquivTypes(have, dtype)) {
-        if (!lossless_kinds(have->kind, dtype->kind)) { /* (the general path says why) */
-            Py_DECREF(stacked);
-            Py_RETURN_NONE;
-        }
-        Py_INCREF(dtype); /* (PyArray_CastToType steals it) */
-        PyObject *cast = PyArray_CastToType((PyArrayObject *)stacked, dtype, 0);
-        Py_DECREF(stacked);
-        if ((stacked = cast) == NULL)
-            return NULL;
-    }
-    PyObject *shaped = in_declared_shape(stacked, args[2]);
-    if (shaped == NULL && !PyErr_Occurred())
+    PyObject *fed = as_fed(stacked, dtype, args[2]);
+    if (fed == NULL && !PyErr_Occurred())
         Py_RETURN_NONE;
-    return shaped;
+    return fed;
 }
 
 /* stack_sequences(entries, dtype, dims): a minibatch's column for a variable of one LoD level
@@ -338,18 +345,8 @@ static PyObject *stack_sequences(PyObject *module, PyObject *const *args, Py_ssi
             }
         }
     }
-    PyArray_Descr *have = PyArray_DESCR((PyArrayObject *)stacked);
-    if (!PyArray_EquivTypes(have, dtype)) {
-        if (!lossless_kinds(have->kind, dtype->kind))
-            goto not_this;
-        Py_INCREF(dtype); /* (PyArray_CastToType steals it) */
-        PyObject *cast = PyArray_CastToType((PyArrayObject *)stacked, dtype, 0);
-        Py_DECREF(stacked);
-        if ((stacked = cast) == NULL)
-            goto failed;
-    }
-    /* (in_declared_shape takes the array; the LoD's rows must be the items) */
-    PyObject *shaped = in_declared_shape(stacked, args[2]);
+    /* (as_fed takes the array; the LoD's rows must be the items) */
+    PyObject *shaped = as_fed(stacked, dtype, args[2]);
     stacked = NULL;
     if (shaped == NULL || PyArray_NDIM((PyArrayObject *)shaped) == 0 ||
         PyArray_DIM((PyArrayObject *)shaped, 0) != total) {

@@ -128,6 +128,35 @@ def by_converter(feeder, batch):
         feeder._stacked = stacked
 
 
+def fed_as_by_converter(feeder, batch, converters=True):
+    """``feeder.feed(batch)``, checked against :func:`by_converter`: the same tensors (names,
+    values, dtypes, shapes, LoD) or the same refusal with the same message (then None).
+    ``converters=False``: no column may go through a converter."""
+    expected = by_converter(feeder, batch)
+    if isinstance(expected, InvalidArgument):
+        with pytest.raises(InvalidArgument) as raised:
+            feeder.feed(batch)
+        assert str(raised.value) == str(expected)
+        return None
+    if converters:
+        got = feeder.feed(batch)
+    else:
+        def no_converter(index):
+            raise AssertionError("a converter was made")
+        made, feeder._converter = feeder._converter, no_converter
+        try:
+            got = feeder.feed(batch)
+        finally:
+            feeder._converter = made
+    assert list(got) == list(expected)
+    for name in got:
+        want, have = np.array(expected[name]), np.array(got[name])
+        assert have.dtype == want.dtype and have.shape == want.shape, (name, batch)
+        np.testing.assert_array_equal(have, want)
+        assert got[name].lod() == expected[name].lod()
+    return got
+
+
 ROW = np.arange(4, dtype="float32")
 
 
@@ -170,19 +199,8 @@ def test_a_stacked_column_is_what_its_converter_makes(case, batch):
     dtype, shape, LoD) or the refusal is the same."""
     main, img, label, _, _ = programs()
     feeder = DataFeeder([img, label], fluid.CPUPlace(), program=main)
-    expected = by_converter(feeder, batch)
-    if isinstance(expected, InvalidArgument):
-        with pytest.raises(InvalidArgument) as raised:
-            feeder.feed(batch)
-        assert str(raised.value) == str(expected)
-        return
-    got = feeder.feed(batch)
-    assert list(got) == list(expected) == ["img", "label"]
-    for name in got:
-        want, have = np.array(expected[name]), np.array(got[name])
-        assert have.dtype == want.dtype and have.shape == want.shape, (name, case)
-        np.testing.assert_array_equal(have, want)
-        assert got[name].lod() == expected[name].lod()
+    got = fed_as_by_converter(feeder, batch)
+    assert got is None or list(got) == ["img", "label"], case
 
 
 @pytest.mark.parametrize("dtype,entries", [
@@ -210,7 +228,7 @@ def test_a_column_of_python_numbers_is_what_its_converter_makes(dtype, entries):
     np.testing.assert_array_equal(have, want)
 
 
-def test_the_book_readers_minibatches_are_stacked_without_a_converter(monkeypatch):
+def test_the_book_readers_minibatches_are_stacked_without_a_converter():
     """uci_housing's reader yields float64 rows (views of its table) for fit_a_line's
     float32 layers, MNIST's float32 images and int labels: every column is stacked in one
     call, with the converter's values."""
@@ -229,16 +247,8 @@ def test_the_book_readers_minibatches_are_stacked_without_a_converter(monkeypatc
     for variables, batch, shapes in (([x, y], houses, [(20, 13), (20, 1)]),
                                      ([img, label], digits, [(64, 784), (64, 1)])):
         feeder = DataFeeder(variables, fluid.CPUPlace(), program=main)
-        expected = by_converter(feeder, batch)
-
-        def no_converter(index):
-            raise AssertionError("a converter was made")
-        monkeypatch.setattr(feeder, "_converter", no_converter)
-        got = feeder.feed(batch)
-        for variable, shape in zip(variables, shapes):
-            have, want = np.array(got[variable.name]), np.array(expected[variable.name])
-            assert have.shape == want.shape == shape and have.dtype == want.dtype
-            np.testing.assert_array_equal(have, want)
+        got = fed_as_by_converter(feeder, batch, converters=False)
+        assert [np.array(got[v.name]).shape for v in variables] == shapes
 
 
 def sequence_programs():
@@ -278,21 +288,11 @@ def test_a_stacked_sequence_column_is_what_its_converter_makes(case, variable, b
     main, *variables = sequence_programs()
     feeder = DataFeeder([v for v in variables if v.name == variable], fluid.CPUPlace(),
                         program=main)
-    samples = [(entry,) for entry in batch]
-    expected = by_converter(feeder, samples)
-    if isinstance(expected, InvalidArgument):
-        with pytest.raises(InvalidArgument) as raised:
-            feeder.feed(samples)
-        assert str(raised.value) == str(expected)
-        return
-    got = feeder.feed(samples)
-    want, have = np.array(expected[variable]), np.array(got[variable])
-    assert have.dtype == want.dtype and have.shape == want.shape, case
-    np.testing.assert_array_equal(have, want)
-    assert got[variable].lod() == expected[variable].lod()
+    got = fed_as_by_converter(feeder, [(entry,) for entry in batch])
+    assert got is None or list(got) == [variable], case
 
 
-def test_a_text_readers_minibatch_is_stacked_without_a_converter(monkeypatch):
+def test_a_text_readers_minibatch_is_stacked_without_a_converter():
     """A sentiment reader's samples (a list of word ids, an int label): both columns are
     stacked, the words with their LoD."""
     main = fluid.Program()
@@ -303,17 +303,9 @@ def test_a_text_readers_minibatch_is_stacked_without_a_converter(monkeypatch):
     batch = [(rng.randint(0, 5000, rng.randint(5, 51)).tolist(), int(rng.randint(2)))
              for _ in range(32)]
     feeder = DataFeeder([words, label], fluid.CPUPlace(), program=main)
-    expected = by_converter(feeder, batch)
-
-    def no_converter(index):
-        raise AssertionError("a converter was made")
-    monkeypatch.setattr(feeder, "_converter", no_converter)
-    got = feeder.feed(batch)
+    got = fed_as_by_converter(feeder, batch, converters=False)
     assert got["words"].recursive_sequence_lengths() == [[len(s[0]) for s in batch]]
-    for name in ("words", "label"):
-        np.testing.assert_array_equal(np.array(got[name]), np.array(expected[name]))
-        assert np.array(got[name]).dtype == np.int64
-        assert got[name].lod() == expected[name].lod()
+    assert all(np.array(got[name]).dtype == np.int64 for name in ("words", "label"))
 
 
 def test_a_stacked_column_is_a_new_array_the_samples_do_not_share():
@@ -327,7 +319,7 @@ def test_a_stacked_column_is_a_new_array_the_samples_do_not_share():
     assert stacked[0, 0, 0] == 0.0
 
 
-def test_a_book_scripts_minibatch_is_stacked_without_a_converter(monkeypatch):
+def test_a_book_scripts_minibatch_is_stacked_without_a_converter():
     """fit_a_line's reader yields (13 features, [price]) rows: both columns are stacked, and
     give what the converters give."""
     main = fluid.Program()
@@ -338,15 +330,8 @@ def test_a_book_scripts_minibatch_is_stacked_without_a_converter(monkeypatch):
     batch = [(rng.rand(13).astype("float32"), rng.rand(1).astype("float32"))
              for _ in range(20)]
     feeder = DataFeeder([x, y], fluid.CPUPlace(), program=main)
-    expected = by_converter(feeder, batch)
-
-    def no_converter(index):
-        raise AssertionError("a converter was made")
-    monkeypatch.setattr(feeder, "_converter", no_converter)
-    got = feeder.feed(batch)
-    for name in ("x", "y"):
-        assert np.array(got[name]).dtype == np.float32
-        np.testing.assert_array_equal(np.array(got[name]), np.array(expected[name]))
+    got = fed_as_by_converter(feeder, batch, converters=False)
+    assert all(np.array(got[name]).dtype == np.float32 for name in ("x", "y"))
     assert np.array(got["x"]).shape == (20, 13) and np.array(got["y"]).shape == (20, 1)
 
 
@@ -405,15 +390,5 @@ def test_random_minibatches_feed_as_their_converters_make_them(seed):
                           random_entry(rng, these[2], 0)))
         feeder = DataFeeder([dense, grid, words], fluid.CPUPlace(), program=main)
         with np.errstate(all="ignore"):
-            expected = by_converter(feeder, batch)
-            if isinstance(expected, InvalidArgument):
-                with pytest.raises(InvalidArgument) as raised:
-                    feeder.feed(batch)
-                assert str(raised.value) == str(expected)
-                continue
-            got = feeder.feed(batch)
-        for name in ("dense", "grid", "words"):
-            want, have = np.array(expected[name]), np.array(got[name])
-            assert have.dtype == want.dtype and have.shape == want.shape, (name, batch)
-            np.testing.assert_array_equal(have, want)
-            assert got[name].lod() == expected[name].lod()
+            got = fed_as_by_converter(feeder, batch)
+        assert got is None or list(got) == ["dense", "grid", "words"]
