@@ -258,17 +258,33 @@ static PyObject *as_fed(PyObject *stacked, PyArray_Descr *dtype, PyObject *dims)
     return in_declared_shape(stacked, dims);
 }
 
+/* a stacker's arguments (entries, dtype, dims): 1 with the entries' count and items and the
+ * dtype when the entries are an exact tuple or list and the dtype a native-order number
+ * type, 0 when the general path must look, -1 with a TypeError naming ``name`` */
+static int stacker_arguments(const char *name, PyObject *const *args, Py_ssize_t nargs,
+                             Py_ssize_t *n, PyObject ***entries, PyArray_Descr **dtype) {
+    if (nargs != 3 || !PyArray_DescrCheck(args[1]) || !PyTuple_CheckExact(args[2])) {
+        PyErr_Format(PyExc_TypeError, "%s(entries, dtype, dims) expected a sequence, a "
+                     "numpy.dtype and a tuple", name);
+        return -1;
+    }
+    *dtype = (PyArray_Descr *)args[1];
+    if ((!PyTuple_CheckExact(args[0]) && !PyList_CheckExact(args[0])) ||
+        strchr("biuf", (*dtype)->kind) == NULL || !PyArray_ISNBO((*dtype)->byteorder))
+        return 0;
+    *n = PySequence_Fast_GET_SIZE(args[0]);
+    *entries = PySequence_Fast_ITEMS(args[0]);
+    return 1;
+}
+
 static PyObject *stack_column(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 3 || !PyArray_DescrCheck(args[1]) || !PyTuple_CheckExact(args[2]))
-        return PyErr_Format(PyExc_TypeError, "stack_column(entries, dtype, dims) expected a "
-                            "sequence, a numpy.dtype and a tuple");
-    PyObject *column = args[0];
-    PyArray_Descr *dtype = (PyArray_Descr *)args[1];
-    if (!PyTuple_CheckExact(column) && !PyList_CheckExact(column))
-        Py_RETURN_NONE;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(column);
-    PyObject **entries = PySequence_Fast_ITEMS(column);
-    if (n == 0 || strchr("biuf", dtype->kind) == NULL || !PyArray_ISNBO(dtype->byteorder))
+    Py_ssize_t n;
+    PyObject **entries;
+    PyArray_Descr *dtype;
+    int usable = stacker_arguments("stack_column", args, nargs, &n, &entries, &dtype);
+    if (usable < 0)
+        return NULL;
+    if (usable == 0 || n == 0)
         Py_RETURN_NONE;
     PyObject *stacked = PyArray_CheckExact(entries[0]) ? stacked_arrays(entries, n)
                                                        : stacked_scalars(entries, n);
@@ -290,16 +306,14 @@ static PyObject *stack_column(PyObject *module, PyObject *const *args, Py_ssize_
  * sequences' lengths (a list, the LoD's one level). None for anything else (nested
  * sequences, arrays, mixed items, no items at all, a shape whose rows are not the items). */
 static PyObject *stack_sequences(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 3 || !PyArray_DescrCheck(args[1]) || !PyTuple_CheckExact(args[2]))
-        return PyErr_Format(PyExc_TypeError, "stack_sequences(entries, dtype, dims) expected "
-                            "a sequence, a numpy.dtype and a tuple");
-    PyObject *column = args[0];
-    PyArray_Descr *dtype = (PyArray_Descr *)args[1];
-    if ((!PyTuple_CheckExact(column) && !PyList_CheckExact(column)) ||
-        strchr("biuf", dtype->kind) == NULL || !PyArray_ISNBO(dtype->byteorder))
+    Py_ssize_t n, total = 0;
+    PyObject **entries, *first = NULL;
+    PyArray_Descr *dtype;
+    int usable = stacker_arguments("stack_sequences", args, nargs, &n, &entries, &dtype);
+    if (usable < 0)
+        return NULL;
+    if (usable == 0)
         Py_RETURN_NONE;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(column), total = 0;
-    PyObject **entries = PySequence_Fast_ITEMS(column), *first = NULL;
     for (Py_ssize_t i = 0; i < n; ++i) {
         PyObject *entry = entries[i];
         if (!PyList_CheckExact(entry) && !PyTuple_CheckExact(entry))
