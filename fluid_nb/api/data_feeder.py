@@ -170,8 +170,7 @@ class DataFeeder:
                     if stack is stack_column:
                         feed[name] = LoDTensor(made)
                     else:
-                        feed[name] = tensor = LoDTensor(made[0])
-                        tensor.set_recursive_sequence_lengths([made[1]])
+                        feed[name] = LoDTensor(made[0], [made[1]])
                     continue
             converter = self._converter(index)
             converter.feed_entries(column)

@@ -12,7 +12,7 @@ its values. ``merged_rows`` applies it to one SelectedRows for the optimizer ops
 import numpy as np
 
 from ..errors import InvalidArgument, expected
-from ..tensor.tensor import LoDTensor, SelectedRows
+from ..tensor.tensor import LoDTensor, SelectedRows, index_add
 from ..tensor.dtypes import VarType
 from ..framework.program import EMPTY_VAR_NAME
 from . import expr
@@ -54,7 +54,7 @@ def merge_add(xp, inputs, where):
     if unique.size == rows.size:
         return rows, height, arrays[0] if len(arrays) == 1 else xp.concatenate(arrays)
     merged = xp.zeros((unique.size,) + width, dtype=arrays[0].dtype)
-    xp.add.at(merged, xp.asarray(inverse),
+    index_add(xp, merged, xp.asarray(inverse),
               arrays[0] if len(arrays) == 1 else xp.concatenate(arrays))
     return unique, height, merged
 

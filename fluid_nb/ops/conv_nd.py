@@ -15,7 +15,7 @@ import itertools
 
 from ..errors import InvalidArgument, expected
 from .conv import _ALGORITHMS, _all_positive, _one_of, resolve_paddings
-from .lookup import _index_add
+from ..tensor.tensor import index_add
 from ..framework.registry import def_op, grad_maker, grads_like
 
 CHANNEL_LAST_FORMATS = ("NHWC", "NDHWC")
@@ -507,7 +507,7 @@ def max_pool_grad(xp, x_shape, index, dout):
     volume = product(x_shape[2:])
     base = (xp.arange(n * c) * volume).reshape((n, c) + (1,) * (dout.ndim - 2))
     flat = xp.zeros(n * c * volume, dtype=dout.dtype)
-    _index_add(xp, flat, (base + index).reshape(-1), dout.reshape(-1))
+    index_add(xp, flat, (base + index).reshape(-1), dout.reshape(-1))
     return flat.reshape(x_shape)
 
 

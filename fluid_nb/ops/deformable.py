@@ -7,7 +7,7 @@ for all positions and taps at once (four corner reads, each one take_along_axis)
 the mask, and multiplied with the filter like im2col columns; the gradient scatters back
 through the same corners and differentiates the bilinear weights for the offsets.
 """
-from .lookup import _index_add
+from ..tensor.tensor import index_add
 from ..framework.registry import def_op, grads_like
 
 
@@ -134,7 +134,7 @@ def _backward(ctx, x, offset, w, mask, dout):
         channel_base = (xp.arange(g.n * g.c) * (g.h * g.w)).reshape(g.n, g.dg, g.c // g.dg,
                                                                     1, 1, 1)
         for index, weight, _, _ in corners:
-            _index_add(xp, flat, (channel_base + index[:, :, None]).reshape(-1),
+            index_add(xp, flat, (channel_base + index[:, :, None]).reshape(-1),
                        (dsample * weight[:, :, None]).reshape(-1))
         grads["Input"] = flat.reshape(x.shape)
     if ctx.wants("Offset@GRAD"):

@@ -13,7 +13,7 @@ from ..errors import InvalidArgument, expected
 from ..tensor.dtypes import VarType
 from .creation import host_int_lists
 from .shape import last_item_picks
-from .lookup import _index_add
+from ..tensor.tensor import index_add
 from ..framework.registry import def_op, grad_maker, grads_like, no_gradient
 
 _INT_TYPES = (VarType.INT32, VarType.INT64)
@@ -180,7 +180,7 @@ def _scatter_nd_into(xp, target, index, updates):
         size *= d
     linear = sum(flat_index[:, k].astype("int64") * strides[k] for k in range(depth))
     view = target.reshape((size,) + target.shape[depth:])
-    _index_add(xp, view, linear, rows)
+    index_add(xp, view, linear, rows)
     return view.reshape(target.shape)
 
 
@@ -285,7 +285,7 @@ def _scatter(ctx, x, ids, updates):
         out[ids] = updates[order[last]]
         return out
     out[flat] = 0
-    return _index_add(ctx.xp, out, flat, updates)
+    return index_add(ctx.xp, out, flat, updates)
 
 
 def _scatter_grad(ctx, ids, updates, dout):

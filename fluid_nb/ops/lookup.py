@@ -8,7 +8,7 @@ padding id does."""
 import numpy as np
 
 from ..errors import InvalidArgument, expected
-from ..tensor.tensor import LoDTensor, SelectedRows
+from ..tensor.tensor import LoDTensor, SelectedRows, index_add
 from ..tensor.dtypes import VarType, convert_dtype, to_numpy_dtype
 from ..framework.infer import dims_match
 from ..framework.registry import def_op, grad_maker, grads_like
@@ -16,18 +16,6 @@ from ..tensor.transfer import host_scalar, to_host
 
 _INT_TYPES = (VarType.INT32, VarType.INT64)
 NO_PADDING = -1  # Paddle's kNoPadding
-
-
-def _index_add(xp, target, index, values):
-    """``target[index[i]] += values[i]`` along dim 0, repeated indices summed, in place on
-    ``target`` (a fresh array the caller owns)."""
-    add_at = getattr(getattr(xp, "add", None), "at", None)
-    if add_at is not None:
-        add_at(target, index, values)
-    else:  # older CuPy spells it cupyx.scatter_add
-        import cupyx
-        cupyx.scatter_add(target, index, values)
-    return target
 
 
 def _check_ids(op, slot, ids, size):
@@ -177,7 +165,7 @@ def _lookup_grad(ctx, op, w, ids, dout):
     pad = _either(pad, bad)
     if pad is not None:
         grads = xp.where(pad[:, None], 0, grads)
-    return _index_add(xp, xp.zeros(w.shape, dtype=dout.dtype), flat, grads)
+    return index_add(xp, xp.zeros(w.shape, dtype=dout.dtype), flat, grads)
 
 
 def _lookup_grad_infer(ctx):
@@ -372,7 +360,7 @@ def _gather_grad(ctx, x, index, axis_tensor, dout):
     if bad is not None:  # an index out of range gets no gradient
         grads = xp.where(bad.reshape((-1,) + (1,) * (grads.ndim - 1)), 0, grads)
     target = xp.zeros((x.shape[axis],) + grads.shape[1:], dtype=dout.dtype)
-    return xp.moveaxis(_index_add(xp, target, flat, grads), 0, axis)
+    return xp.moveaxis(index_add(xp, target, flat, grads), 0, axis)
 
 
 def_op("gather",

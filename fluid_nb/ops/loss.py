@@ -10,7 +10,7 @@ labels to the host every step, it counts as ignored (loss and gradient 0).
 import numpy as np
 
 from ..errors import InvalidArgument, expected
-from ..tensor.tensor import LoDTensor, SelectedRows
+from ..tensor.tensor import LoDTensor, SelectedRows, index_add
 from ..tensor.dtypes import VarType
 from ..framework.infer import dims_match
 from ..framework.registry import def_op, grad_maker
@@ -704,7 +704,7 @@ def _center_loss(ctx, x, label, centers, rate):
     if ctx.attrs["need_update"]:
         counts = xp.bincount(ids, minlength=len(centers)).astype(x.dtype)
         moves = xp.zeros_like(centers)
-        xp.add.at(moves, ids, -diff)  # sum over the class of (center - x)
+        index_add(xp, moves, ids, -diff)  # sum over the class of (center - x)
         # the rate as an array scalar of the centers' type: a device keeps it
         rate = rate.reshape(-1)[0].astype(moves.dtype)
         new_centers = centers - rate * moves / (1 + counts)[:, None]
@@ -927,11 +927,11 @@ def _hsigmoid_grad(ctx, x, w, label, path_table, path_code, bias, pre_out, dout)
                  0)
     dx = xp.einsum("nk,nkd->nd", d, w64[node])
     dw = xp.zeros_like(w64)
-    xp.add.at(dw, node.reshape(-1), (d[:, :, None] * x64[:, None, :]).reshape(-1, x.shape[1]))
+    index_add(xp, dw, node.reshape(-1), (d[:, :, None] * x64[:, None, :]).reshape(-1, x.shape[1]))
     db = None
     if bias is not None:
         db = xp.zeros(bias.size, "float64")
-        xp.add.at(db, node.reshape(-1), d.reshape(-1))
+        index_add(xp, db, node.reshape(-1), d.reshape(-1))
         db = db.reshape(bias.shape).astype(x.dtype)
     return dx.astype(x.dtype), dw.astype(x.dtype), db
 
@@ -1071,12 +1071,12 @@ def _nce_grad(ctx, x, label, weight, bias, sample_weight, probs, alias, alias_pr
         dw = _nce_sparse_weight_grad(xp, labels, contributions, weight.shape[0], x.dtype)
     else:
         dw = xp.zeros_like(w64)
-        xp.add.at(dw, labels.reshape(-1), contributions)
+        index_add(xp, dw, labels.reshape(-1), contributions)
         dw = dw.astype(x.dtype)
     db = None
     if bias is not None:
         db = xp.zeros(bias.size)
-        xp.add.at(db, labels.reshape(-1), dz.reshape(-1))
+        index_add(xp, db, labels.reshape(-1), dz.reshape(-1))
         db = db.reshape(bias.shape).astype(bias.dtype)
     return dx.astype(x.dtype), dw, db
 
@@ -1086,7 +1086,7 @@ def _nce_sparse_weight_grad(xp, labels, contributions, height, dtype):
     on the host: the ids are read there), each the sum of that id's contributions."""
     ids, inverse = np.unique(to_host(labels).reshape(-1), return_inverse=True)
     rows = xp.zeros((ids.size, contributions.shape[1]), "float64")
-    xp.add.at(rows, xp.asarray(inverse.reshape(-1)), contributions)
+    index_add(xp, rows, xp.asarray(inverse.reshape(-1)), contributions)
     return SelectedRows(ids.tolist(), height, LoDTensor(rows.astype(dtype)))
 
 

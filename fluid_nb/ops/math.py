@@ -7,7 +7,7 @@ vectors all give shape ``[]``.
 import numpy as np
 
 from ..errors import InvalidArgument, Unimplemented, expected
-from ..tensor.tensor import LoDTensor, LoDTensorArray, SelectedRows
+from ..tensor.tensor import LoDTensor, LoDTensorArray, SelectedRows, index_add
 from ..tensor.dtypes import VarType, convert_dtype, to_numpy_dtype
 from ..framework.infer import dims_match
 from ..framework.program import EMPTY_VAR_NAME
@@ -233,7 +233,7 @@ def _sum_kernel(ctx, xs):
         if dense is None:
             dense = s.to_dense(xp)
         elif s.rows():  # dense is this kernel's own array by now, so adding in place is safe
-            xp.add.at(dense, xp.asarray(s.rows()), s.value.array)
+            index_add(xp, dense, xp.asarray(s.rows()), s.value.array)
     if dense is None:
         raise InvalidArgument(expected("sum", "input X", "at least one initialised tensor",
                                        "none initialised"))

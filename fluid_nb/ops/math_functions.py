@@ -12,7 +12,7 @@ from ..errors import InvalidArgument, expected
 from ..tensor.dtypes import VarType, to_numpy_dtype
 from ..tensor.transfer import to_host
 from .creation import dtype_attr
-from .lookup import _index_add
+from ..tensor.tensor import index_add
 from ..framework.registry import def_op, grad_maker, grads_like, no_gradient, same_shape
 
 
@@ -306,7 +306,7 @@ def _index_select_grad(ctx, x, index, dout):
     dim = _axis("index_select", ctx.attrs["dim"], x.ndim, "attribute 'dim'")
     dx = xp.zeros(x.shape, dtype=dout.dtype)
     moved = xp.moveaxis(dx, dim, 0)  # a view: adding into it fills dx
-    _index_add(xp, moved, index.reshape(-1), xp.moveaxis(dout, dim, 0))
+    index_add(xp, moved, index.reshape(-1), xp.moveaxis(dout, dim, 0))
     return dx
 
 
@@ -343,7 +343,7 @@ def _index_sample_grad(ctx, x, index, dout):
     xp = ctx.xp
     dx = xp.zeros(x.shape, dtype=dout.dtype)
     rows = xp.arange(x.shape[0])[:, None]
-    _index_add(xp, dx, (xp.broadcast_to(rows, index.shape), index.astype(np.int64)), dout)
+    index_add(xp, dx, (xp.broadcast_to(rows, index.shape), index.astype(np.int64)), dout)
     return dx
 
 

@@ -6,7 +6,7 @@ modes read some inputs more than once, so their gradients add every read.
 """
 from ..errors import InvalidArgument, expected
 from .creation import host_int_lists, host_ints
-from .lookup import _index_add
+from ..tensor.tensor import index_add
 from ..framework.registry import def_op, grad_maker, grads_like
 
 
@@ -139,7 +139,7 @@ def _pad2d_grad(ctx, x, paddings_tensor, dout):
     inside = (rows >= 0)[:, None] & (cols >= 0)[None, :]
     grid_r, grid_c = xp.meshgrid(rows, cols, indexing="ij")
     dx = xp.zeros((x.shape[h], x.shape[h + 1]) + moved.shape[2:], dtype=dout.dtype)
-    _index_add(xp, dx, (grid_r[inside], grid_c[inside]), moved[inside])
+    index_add(xp, dx, (grid_r[inside], grid_c[inside]), moved[inside])
     return xp.ascontiguousarray(xp.moveaxis(dx, (0, 1), (h, h + 1)))
 
 

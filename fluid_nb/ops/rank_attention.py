@@ -17,7 +17,7 @@ import numpy as np
 from ..errors import InvalidArgument, expected
 from ..framework.registry import def_op, grad_maker
 from ..tensor.transfer import to_host
-from .lookup import _index_add
+from ..tensor.tensor import index_add
 
 
 def _infer(ctx):
@@ -89,7 +89,7 @@ def _rank_attention_grad(ctx, x, offset, param, dout):
     per_row = (help_[:, :, None] * dout[:, None, :]).reshape(-1, dout.shape[1])
     keep = mask.reshape(-1)
     dparam = xp.zeros_like(param)
-    return _index_add(xp, dparam, xp.asarray(param_rows.reshape(-1)[keep]),
+    return index_add(xp, dparam, xp.asarray(param_rows.reshape(-1)[keep]),
                       per_row[xp.asarray(keep)])
 
 

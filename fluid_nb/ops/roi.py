@@ -16,10 +16,9 @@ import math
 import numpy as np
 
 from ..errors import InvalidArgument, expected
-from ..tensor.tensor import LoDTensor
+from ..tensor.tensor import LoDTensor, index_add
 from ..tensor.dtypes import VarType
 from ..tensor.transfer import host_list, to_host
-from .lookup import _index_add
 from ..framework.registry import def_op, grads_like
 
 
@@ -336,7 +335,7 @@ def _roi_pool_backward(ctx, x, rois, rois_lod, rois_num, argmax, dout):
     base = ((xp.asarray(ids, dtype=xp.int64)[:, None] * c + xp.arange(c)[None, :])
             * (h * w))[:, :, None, None]
     valid = index >= 0
-    _index_add(xp, flat, (base + index)[valid], da[valid])
+    index_add(xp, flat, (base + index)[valid], da[valid])
     return LoDTensor(flat.reshape(xa.shape))
 
 
@@ -453,7 +452,7 @@ def _dpsroi_backward(ctx, x, rois, trans, top_count, dout):
     if ctx.wants("Input@GRAD"):
         flat = xp.zeros(xa.size, dtype=xp.float64)
         for index, weight, _, _ in corners:
-            _index_add(xp, flat, index.reshape(-1), (share * weight).reshape(-1))
+            index_add(xp, flat, index.reshape(-1), (share * weight).reshape(-1))
         dx = flat.reshape(xa.shape).astype(xa.dtype)
     if ta is not None and ctx.wants("Trans@GRAD") and not attrs.get("no_trans", False):
         values = xa.reshape(-1).astype(xp.float64)
@@ -473,7 +472,7 @@ def _dpsroi_backward(ctx, x, rois, trans, top_count, dout):
         for k, g in ((0, gx), (1, gy)):
             target = ((rr * ta.shape[1] + 2 * cls + k) * ta.shape[2] + hh) * ta.shape[3] + ww
             flat_t = dtrans.reshape(-1)
-            _index_add(xp, flat_t, xp.broadcast_to(target, shape).reshape(-1), g.reshape(-1))
+            index_add(xp, flat_t, xp.broadcast_to(target, shape).reshape(-1), g.reshape(-1))
         dtrans = dtrans.astype(ta.dtype)
     return (LoDTensor(dx) if dx is not None else None,
             LoDTensor(dtrans) if dtrans is not None else None)

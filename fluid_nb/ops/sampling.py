@@ -2,12 +2,11 @@
 spectral_norm, similarity_focus and random_crop (with grad ops where Paddle has them)."""
 import numpy as np
 
-from ..tensor.tensor import LoDTensor
+from ..tensor.tensor import LoDTensor, index_add
 from ..tensor.dtypes import VarType
 from .conv_nd import ConvGeometry, col2im, pad_spatial, windows
 from .creation import host_ints
 from ..tensor.transfer import host_scalar, to_host
-from .lookup import _index_add
 from ..framework.registry import def_op, grad_maker, grads_like, no_gradient
 
 
@@ -153,7 +152,7 @@ def _grid_sampler_grad(ctx, x, grid, dout):
     base = (xp.arange(n * c) * (h * w)).reshape(n, c, 1, 1)
     for index, weight, dwx, dwy, _ in _sample_points(xp, x, grid, ctx.attrs):
         if dx is not None:
-            _index_add(xp, dx, (base + index[:, None]).reshape(-1),
+            index_add(xp, dx, (base + index[:, None]).reshape(-1),
                        (dout * weight[:, None]).reshape(-1))
         if dgrid is not None:
             seen = (_gather(xp, x, index) * dout).sum(axis=1)

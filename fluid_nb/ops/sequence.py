@@ -13,7 +13,7 @@ the math runs on ``ctx.xp``.
 import numpy as np
 
 from ..errors import InvalidArgument, expected
-from ..tensor.tensor import LoDTensor, offsets_to_lengths
+from ..tensor.tensor import LoDTensor, index_add, offsets_to_lengths
 from ..tensor.dtypes import VarType
 from ..framework.infer import dims_match
 from .common import kept_plan
@@ -55,10 +55,9 @@ def gather_rows(xp, data, rows):
 
 def scatter_rows(xp, shape, dtype, rows, values):
     """Zeros of ``shape`` with ``values[k]`` added at row ``rows[k]`` (repeats summed)."""
-    from .lookup import _index_add
     target = xp.zeros(shape, dtype=dtype)
     if len(rows):
-        _index_add(xp, target, xp.asarray(np.asarray(rows, dtype="int64")), values)
+        index_add(xp, target, xp.asarray(np.asarray(rows, dtype="int64")), values)
     return target
 
 
@@ -127,23 +126,38 @@ def _sequence_pool(ctx, x):
                 out[nonempty] = xp.take(data, rows, axis=0)
         return LoDTensor(out, out_lod), (LoDTensor(index) if index is not None else None)
     out = xp.full(shape, ctx.attrs["pad_value"], dtype=data.dtype)
-    count = shape[0]
-    for i in range(count):
-        start, end = offsets[i], offsets[i + 1]
-        if start == end:  # an empty sequence pools to pad_value (MaxIndex -1)
-            continue
-        seq = data[start:end]
-        if pooltype == "SUM":
-            out[i] = seq.sum(axis=0)
-        elif pooltype == "AVERAGE":
-            out[i] = seq.sum(axis=0) / (end - start)
-        elif pooltype == "SQRT":
-            out[i] = seq.sum(axis=0) / np.sqrt(end - start)
-        else:  # MAX: the first maximal row wins, its absolute row number is kept
-            arg = xp.argmax(seq, axis=0)
+    lengths = np.diff(np.asarray(offsets, dtype="int64"))
+    nonempty = np.flatnonzero(lengths)  # an empty sequence pools to pad_value (MaxIndex -1)
+    if not nonempty.size:
+        return LoDTensor(out, out_lod), (LoDTensor(index) if index is not None else None)
+    rows = data[offsets[0]:offsets[-1]]
+    seg = xp.asarray(segment_ids(offsets))
+    if pooltype == "MAX" and xp is np:
+        starts = np.asarray(offsets[:-1], dtype="int64")[nonempty] - offsets[0]
+        out[nonempty] = np.maximum.reduceat(rows, starts, axis=0)
+        if index is not None:  # the first maximal row of each sequence (a NaN is maximal)
+            peak_of_row = out[seg]
+            hit = (rows == peak_of_row) | (np.isnan(rows) & np.isnan(peak_of_row))
+            row_number = np.arange(offsets[0], offsets[-1], dtype="int64").reshape(
+                (-1,) + (1,) * (rows.ndim - 1))
+            first = np.minimum.reduceat(np.where(hit, row_number, offsets[-1]), starts, axis=0)
+            index[nonempty] = first.astype("int32")
+        return LoDTensor(out, out_lod), (LoDTensor(index) if index is not None else None)
+    if pooltype == "MAX":  # a device: one sequence at a time (not every CuPy has reduceat)
+        for i in nonempty.tolist():
+            seq = data[offsets[i]:offsets[i + 1]]
             out[i] = xp.max(seq, axis=0)
             if index is not None:
-                index[i] = (arg + start).astype("int32")
+                index[i] = (xp.argmax(seq, axis=0) + offsets[i]).astype("int32")
+        return LoDTensor(out, out_lod), (LoDTensor(index) if index is not None else None)
+    # each sequence's rows added in order into its own output row (index_add: one C loop)
+    sums = index_add(xp, xp.zeros(shape, dtype=data.dtype), seg, rows)
+    if pooltype != "SUM":
+        count = np.maximum(lengths, 1).reshape((-1,) + (1,) * (data.ndim - 1))
+        # AVERAGE divides in the data's type, SQRT by the float64 root of the length
+        sums = sums / xp.asarray(count.astype(data.dtype) if pooltype == "AVERAGE"
+                                 else np.sqrt(count.astype("float64")))
+    out[xp.asarray(nonempty)] = sums[xp.asarray(nonempty)]
     return LoDTensor(out, out_lod), (LoDTensor(index) if index is not None else None)
 
 
@@ -171,8 +185,8 @@ def _sequence_pool_grad(ctx, x, max_index, dout):
         dx = xp.zeros((shape[0], flat.shape[1]), dtype=dtype)
         cols = xp.arange(flat.shape[1])
         keep = idx >= 0  # empty sequences have no row to send their gradient to
-        for i in range(flat.shape[0]):
-            dx[idx[i][keep[i]], cols[keep[i]]] = flat[i][keep[i]]
+        # each (row, column) is one sequence's maximum at most: a plain assignment
+        dx[idx[keep], xp.broadcast_to(cols, idx.shape)[keep]] = flat[keep]
         return LoDTensor(dx.reshape(shape), x.lod())
     if pooltype in ("LAST", "FIRST"):
         nonempty, rows = _picked_rows(ctx, offsets, pooltype)

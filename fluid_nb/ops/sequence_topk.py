@@ -5,7 +5,7 @@ import numpy as np
 
 from ..framework.registry import def_op
 from ..tensor.dtypes import VarType
-from ..tensor.tensor import LoDTensor
+from ..tensor.tensor import LoDTensor, index_add
 from ..tensor.transfer import to_host
 from .var_conv import lod_images
 
@@ -72,7 +72,7 @@ def _pool_grad(ctx, x, row, col, pos, dout):
         rows = np.arange(r)[:, None, None]
         chans = np.arange(channels)[None, :, None]
         target = start + chans * r * c + rows * c + np.maximum(p, 0)
-        np.add.at(dx, target[p >= 0], weights[p >= 0])
+        index_add(np, dx, target[p >= 0], weights[p >= 0])
     return LoDTensor(xp.asarray(dx.reshape(x.array.shape)), x.lod())
 
 

@@ -152,3 +152,67 @@ def test_a_tensor_pickles_and_copies_with_its_data_and_lod():
         np.testing.assert_array_equal(again.array, tensor.array)
     empty = pickle.loads(pickle.dumps(LoDTensor()))
     assert empty.array is None and empty._lod == ()
+
+
+def _outcome(check):
+    try:
+        check()
+    except InvalidArgument as error:
+        return str(error)
+    return "valid"
+
+
+def _random_lod(rng):
+    """Offsets of one to three levels, valid or broken in one of the ways check_lod names."""
+    lengths = [list(rng.randint(0, 4, rng.randint(1, 6)))]
+    for _ in range(rng.randint(0, 3)):
+        lengths.append(list(rng.randint(0, 4, sum(lengths[-1]))))
+    lod = [[0] + np.cumsum(level).tolist() for level in lengths]
+    breakage = rng.randint(6)
+    level = lod[rng.randint(len(lod))]
+    if breakage == 1:
+        level[0] = 1  # not starting at 0
+    elif breakage == 2 and len(level) > 2:
+        level[1], level[2] = level[2] + 1, level[1]  # decreasing
+    elif breakage == 3:
+        level.append(level[-1] + 1)  # one sequence more than the level below holds
+    elif breakage == 4:
+        level.clear()
+    rows = lod[-1][-1] if lod[-1] else 0
+    return lod, rows + (rng.randint(-1, 2) if rng.randint(4) == 0 else 0)
+
+
+def test_a_plain_lod_is_checked_as_the_general_path_checks_it():
+    """Levels of ints take the C check; the same levels as arrays take the Python one: they
+    accept the same LoDs and name the same fault in the same words."""
+    from fluid_nb.tensor.tensor import check_lod, checked_lod
+    rng = np.random.RandomState(0)
+    seen = set()
+    for _ in range(400):
+        lod, rows = _random_lod(rng)
+        as_arrays = [np.array(level, dtype="int64") for level in lod]
+        for rows_given in (rows, None):
+            plain = _outcome(lambda: check_lod(lod, rows_given))
+            general = _outcome(lambda: check_lod(as_arrays, rows_given))
+            assert plain == general, (lod, rows_given)
+            assert _outcome(lambda: checked_lod(lod, rows_given)) == plain
+            seen.add(plain.split("expected")[-1][:12] if plain != "valid" else plain)
+    assert len(seen) >= 5  # valid, and each fault above (start, order, end, rows)
+
+
+@pytest.mark.parametrize("lod", [
+    [[0, True, 2]],  # a bool is not an offset
+    [[0, 1, 2 ** 70]],  # past int64
+    ([0, 1, 3],),  # a tuple of levels
+    [(0, 1, 3)],
+])
+def test_what_the_c_check_leaves_is_still_checked_or_taken(lod):
+    t = fluid.LoDTensor()
+    t.set(np.zeros((3, 1), "float32"), fluid.CPUPlace())
+    if lod[0][-1] == 3:
+        t.set_lod(lod)
+        assert t.lod() == [[0, 1, 3]]
+    else:
+        with pytest.raises(InvalidArgument):
+            t.set_lod(lod)
+

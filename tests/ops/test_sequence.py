@@ -526,3 +526,55 @@ def test_sequence_scatter_refuses_ids_beyond_the_row():
     with pytest.raises(InvalidArgument, match="sequence_scatter: input 'Ids' values"):
         _run("sequence_scatter", {"X": r(2, 3), "Ids": (np.array([[3]]), [[0, 1]]),
                                   "Updates": (r(1, 1), [[0, 1]])}, ["Out"])
+
+
+@pytest.mark.parametrize("kind", ["SUM", "AVERAGE", "SQRT", "MAX"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_sequence_pool_of_many_sequences_pools_each_on_its_own(kind, dtype):
+    """Every sequence of a batch pooled at once is each sequence pooled alone: random LoDs
+    with empty sequences, rows of several shapes, ties (the first maximal row wins) and NaN
+    (maximal) for MAX; its gradient goes to the row MaxIndex names."""
+    rng = np.random.RandomState(11)
+    for tail in [(), (3,), (2, 2)]:
+        lengths = rng.randint(0, 6, 40)
+        lengths[rng.randint(40)] = 0
+        offsets = [0] + np.cumsum(lengths).tolist()
+        x = rng.randint(-3, 4, (offsets[-1],) + tail).astype(dtype)  # many ties
+        if kind == "MAX":
+            x.reshape(-1)[rng.randint(x.size, size=3)] = np.nan
+        out, index = _run("sequence_pool", {"X": (x, [offsets])}, ["Out", "MaxIndex"],
+                          {"pooltype": kind, "pad_value": -7.0})
+        out, index = np.asarray(out), np.asarray(index)
+        for i, (s, e) in enumerate(spans(offsets)):
+            seq = x[s:e]
+            if s == e:
+                assert (out[i] == -7.0).all()
+                continue
+            want = {"SUM": lambda: seq.sum(0), "AVERAGE": lambda: seq.sum(0) / (e - s),
+                    "SQRT": lambda: seq.sum(0) / np.sqrt(e - s), "MAX": lambda: seq.max(0)}
+            np.testing.assert_allclose(out[i], want[kind](), rtol=1e-6)
+            if kind == "MAX":
+                np.testing.assert_array_equal(index[i], seq.argmax(0) + s)
+                assert (index[lengths == 0] == -1).all()
+
+
+def test_sequence_pool_max_gradient_goes_to_each_sequences_first_maximum():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.layers.data(name="x", shape=[4], dtype="float64", lod_level=1)
+        x.stop_gradient = False
+        pooled = fluid.layers.sequence_pool(x, "max")
+        weights = fluid.layers.data(name="w", shape=[4], dtype="float64")
+        loss = fluid.layers.reduce_sum(pooled * weights)
+        fluid.backward.append_backward(loss)
+    data = np.random.RandomState(2).randint(0, 3, (12, 4)).astype("float64")
+    offsets = [0, 3, 3, 7, 8, 12]
+    weights = np.arange(1, 21, dtype="float64").reshape(5, 4)
+    dx, = fluid.Executor(fluid.CPUPlace()).run(
+        main, feed={"x": (data, [offsets]), "w": weights}, fetch_list=["x@GRAD"],
+        scope=fluid.Scope())
+    want = np.zeros_like(data)
+    for i, (s, e) in enumerate(spans(offsets)):
+        if e > s:
+            want[data[s:e].argmax(0) + s, np.arange(4)] = weights[i]
+    np.testing.assert_array_equal(dx, want)
