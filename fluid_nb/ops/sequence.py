@@ -13,7 +13,7 @@ the math runs on ``ctx.xp``.
 import numpy as np
 
 from ..errors import InvalidArgument, expected
-from ..tensor.tensor import LoDTensor, index_add, offsets_to_lengths
+from ..tensor.tensor import LoDTensor, index_add, offsets_to_lengths, sequence_max
 from ..tensor.dtypes import VarType
 from ..framework.infer import dims_match
 from .common import kept_plan
@@ -130,28 +130,19 @@ def _sequence_pool(ctx, x):
     nonempty = np.flatnonzero(lengths)  # an empty sequence pools to pad_value (MaxIndex -1)
     if not nonempty.size:
         return LoDTensor(out, out_lod), (LoDTensor(index) if index is not None else None)
-    rows = data[offsets[0]:offsets[-1]]
-    seg = xp.asarray(segment_ids(offsets))
-    if pooltype == "MAX" and xp is np:
-        starts = np.asarray(offsets[:-1], dtype="int64")[nonempty] - offsets[0]
-        out[nonempty] = np.maximum.reduceat(rows, starts, axis=0)
-        if index is not None:  # the first maximal row of each sequence (a NaN is maximal)
-            peak_of_row = out[seg]
-            hit = (rows == peak_of_row) | (np.isnan(rows) & np.isnan(peak_of_row))
-            row_number = np.arange(offsets[0], offsets[-1], dtype="int64").reshape(
-                (-1,) + (1,) * (rows.ndim - 1))
-            first = np.minimum.reduceat(np.where(hit, row_number, offsets[-1]), starts, axis=0)
-            index[nonempty] = first.astype("int32")
-        return LoDTensor(out, out_lod), (LoDTensor(index) if index is not None else None)
-    if pooltype == "MAX":  # a device: one sequence at a time (not every CuPy has reduceat)
+    if pooltype == "MAX":
+        if xp is np and sequence_max(data, np.asarray(offsets, dtype="int64"), out, index):
+            return LoDTensor(out, out_lod), (LoDTensor(index) if index is not None else None)
         for i in nonempty.tolist():
             seq = data[offsets[i]:offsets[i + 1]]
             out[i] = xp.max(seq, axis=0)
-            if index is not None:
+            if index is not None:  # the first maximal row wins, its absolute row number kept
                 index[i] = (xp.argmax(seq, axis=0) + offsets[i]).astype("int32")
         return LoDTensor(out, out_lod), (LoDTensor(index) if index is not None else None)
     # each sequence's rows added in order into its own output row (index_add: one C loop)
-    sums = index_add(xp, xp.zeros(shape, dtype=data.dtype), seg, rows)
+    rows = data[offsets[0]:offsets[-1]]
+    sums = index_add(xp, xp.zeros(shape, dtype=data.dtype), xp.asarray(segment_ids(offsets)),
+                     rows)
     if pooltype != "SUM":
         count = np.maximum(lengths, 1).reshape((-1,) + (1,) * (data.ndim - 1))
         # AVERAGE divides in the data's type, SQRT by the float64 root of the length

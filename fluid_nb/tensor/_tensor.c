@@ -9,8 +9,8 @@
  * shared empty LoD (). Every other call (LoD levels, lengths, a scalar or a subclass of
  * ndarray to convert, keywords) goes to the Python constructor, LoDTensor._init.
  * configure(LoDTensor, numpy.ndarray, LoDTensor._init) names them once (tensor.py).
- * And the scatter-add of a sparse gradient's rows (index_add) and the check of a plain LoD
- * (valid_lod), below.
+ * And the scatter-add of a sparse gradient's rows (index_add), sequence_pool's MAX
+ * (sequence_max) and the check of a plain LoD (valid_lod), below.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -478,6 +478,104 @@ static PyObject *index_add(PyObject *module, PyObject *const *args, Py_ssize_t n
     Py_RETURN_TRUE;
 }
 
+/* --- sequence_max --------------------------------------------------------------------------
+ * sequence_max(data, offsets, out, index): sequence_pool's MAX on the host. For each
+ * sequence i (rows offsets[i] to offsets[i + 1] of data) that has rows, out[i] = the
+ * elementwise maximum of its rows and index[i] = the absolute row each came from, the
+ * first on ties and the first NaN where there is one (np.max and np.argmax of the sequence:
+ * a NaN is maximal); empty sequences keep what out and index hold. One pass over the rows:
+ * NumPy's own per-sequence max and argmax pass twice, a call each, and its reduceat over
+ * rows is slower still on wide rows. index may be None.
+ *
+ * Taken: data float32 or float64, of at least one dimension, out of data's dtype and
+ * shape (len(offsets) - 1,) + data.shape[1:], index int32 of out's shape, offsets int64 of
+ * one dimension, non-decreasing within data's rows; each an exact, aligned, C-contiguous
+ * ndarray of native byte order, out and index writeable. Anything else returns False having
+ * written nothing. */
+#define SEQUENCE_MAX(T)                                                                      \
+    VECTORISED static void sequence_max_##T(const T *data, const npy_int64 *offsets,         \
+                                            npy_intp count, npy_intp width, T *out,          \
+                                            npy_int32 *index) {                              \
+        for (npy_intp i = 0; i < count; i++) {                                               \
+            npy_int64 start = offsets[i], end = offsets[i + 1];                              \
+            if (start == end)                                                                \
+                continue;                                                                    \
+            T *best = out + i * width;                                                       \
+            npy_int32 *at = index == NULL ? NULL : index + i * width;                        \
+            memcpy(best, data + start * width, width * sizeof(T));                           \
+            if (at != NULL)                                                                  \
+                for (npy_intp c = 0; c < width; c++)                                         \
+                    at[c] = (npy_int32)start;                                                \
+            for (npy_int64 r = start + 1; r < end; r++) {                                    \
+                const T *row = data + r * width;                                             \
+                /* branch-free, so that the column loop is vectorised; a NaN wins over a      \
+                 * number, never over an earlier NaN */                                      \
+                if (at == NULL) {                                                            \
+                    for (npy_intp c = 0; c < width; c++) {                                   \
+                        T value = row[c], held = best[c];                                    \
+                        int wins = (value > held) | ((value != value) & (held == held));     \
+                        best[c] = wins ? value : held;                                       \
+                    }                                                                        \
+                } else {                                                                     \
+                    for (npy_intp c = 0; c < width; c++) {                                   \
+                        T value = row[c], held = best[c];                                    \
+                        int wins = (value > held) | ((value != value) & (held == held));     \
+                        best[c] = wins ? value : held;                                       \
+                        at[c] = wins ? (npy_int32)r : at[c];                                 \
+                    }                                                                        \
+                }                                                                            \
+            }                                                                                \
+        }                                                                                    \
+    }
+SEQUENCE_MAX(float)
+SEQUENCE_MAX(double)
+
+static PyObject *sequence_max(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 4) {
+        PyErr_Format(PyExc_TypeError, "sequence_max(data, offsets, out, index): expected 4 "
+                     "arguments, received %zd", nargs);
+        return NULL;
+    }
+    int has_index = args[3] != Py_None;
+    if (!plain_array(args[0]) || !plain_array(args[1]) || !plain_array(args[2]) ||
+        (has_index && !plain_array(args[3])))
+        Py_RETURN_FALSE;
+    PyArrayObject *data = (PyArrayObject *)args[0], *offsets = (PyArrayObject *)args[1],
+                  *out = (PyArrayObject *)args[2],
+                  *index = has_index ? (PyArrayObject *)args[3] : NULL;
+    int type = PyArray_TYPE(data), ndim = PyArray_NDIM(data);
+    if ((type != NPY_FLOAT32 && type != NPY_FLOAT64) || ndim < 1 ||
+        PyArray_TYPE(out) != type || PyArray_NDIM(out) != ndim || !PyArray_ISWRITEABLE(out) ||
+        PyArray_TYPE(offsets) != NPY_INT64 || PyArray_NDIM(offsets) != 1 ||
+        PyArray_DIM(offsets, 0) < 1)
+        Py_RETURN_FALSE;
+    npy_intp count = PyArray_DIM(offsets, 0) - 1, rows = PyArray_DIM(data, 0), width = 1;
+    if (PyArray_DIM(out, 0) != count)
+        Py_RETURN_FALSE;
+    for (int d = 1; d < ndim; d++) {
+        if (PyArray_DIM(out, d) != PyArray_DIM(data, d))
+            Py_RETURN_FALSE;
+        width *= PyArray_DIM(data, d);
+    }
+    if (index != NULL && (PyArray_TYPE(index) != NPY_INT32 || !PyArray_ISWRITEABLE(index) ||
+                          PyArray_NDIM(index) != ndim ||
+                          !PyArray_CompareLists(PyArray_DIMS(index), PyArray_DIMS(out), ndim) ||
+                          overlaps(index, out) || overlaps(index, data)))
+        Py_RETURN_FALSE;
+    if (overlaps(out, data) || rows > NPY_MAX_INT32)
+        Py_RETURN_FALSE;
+    const npy_int64 *bounds = (const npy_int64 *)PyArray_DATA(offsets);
+    for (npy_intp i = 0; i <= count; i++)
+        if (bounds[i] < 0 || bounds[i] > rows || (i > 0 && bounds[i] < bounds[i - 1]))
+            Py_RETURN_FALSE;
+    npy_int32 *at = index == NULL ? NULL : (npy_int32 *)PyArray_DATA(index);
+    if (type == NPY_FLOAT32)
+        sequence_max_float(PyArray_DATA(data), bounds, count, width, PyArray_DATA(out), at);
+    else
+        sequence_max_double(PyArray_DATA(data), bounds, count, width, PyArray_DATA(out), at);
+    Py_RETURN_TRUE;
+}
+
 /* --- valid_lod -----------------------------------------------------------------------------
  * valid_lod(lod, rows): True when ``lod`` is a list or tuple of levels, each a list or tuple
  * of exact ints, that check_lod (tensor.py) accepts: each level starts at 0 and does not
@@ -543,6 +641,10 @@ static PyObject *valid_lod(PyObject *module, PyObject *const *args, Py_ssize_t n
 }
 
 static PyMethodDef methods[] = {
+    {"sequence_max", (PyCFunction)(void (*)(void))sequence_max, METH_FASTCALL,
+     "sequence_max(data, offsets, out, index): sequence_pool MAX over data's sequences into "
+     "out (and the rows into index, or None); True when done, False (nothing written) where "
+     "the op's loop must do it (see _tensor.c)."},
     {"valid_lod", (PyCFunction)(void (*)(void))valid_lod, METH_FASTCALL,
      "valid_lod(lod, rows): True when lod is plain levels of ints that check_lod accepts for "
      "rows rows (None: any); False where check_lod must look (see _tensor.c)."},

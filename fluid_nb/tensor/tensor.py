@@ -21,6 +21,9 @@ TensorBase = _tensor.TensorBase
 #: stack_column(entries, dtype, dims), stack_sequences(entries, dtype, dims): a feed's
 #: common column as one array, and a column of sequences as (array, offsets) (see _tensor.c)
 stack_column, stack_sequences = _tensor.stack_column, _tensor.stack_sequences
+#: sequence_max(data, offsets, out, index): sequence_pool MAX on the host in one pass, each
+#: sequence's first maximal row (a NaN is maximal); False where the op's loop must (_tensor.c)
+sequence_max = _tensor.sequence_max
 
 
 def index_add(xp, target, index, values):

@@ -578,3 +578,32 @@ def test_sequence_pool_max_gradient_goes_to_each_sequences_first_maximum():
         if e > s:
             want[data[s:e].argmax(0) + s, np.arange(4)] = weights[i]
     np.testing.assert_array_equal(dx, want)
+
+
+def test_sequence_max_in_c_leaves_what_it_does_not_take_untouched():
+    """The host's one-pass MAX takes plain float arrays and sane offsets; anything else it
+    refuses before writing, and the op pools one sequence at a time as before."""
+    from fluid_nb.tensor.tensor import sequence_max
+    data = np.arange(12, dtype="float32").reshape(6, 2)
+    offsets = np.array([0, 2, 2, 6])
+    out, index = np.full((3, 2), -5.0, "float32"), np.full((3, 2), -1, "int32")
+    assert sequence_max(data, offsets, out, index)
+    np.testing.assert_array_equal(out, [[2, 3], [-5, -5], [10, 11]])
+    np.testing.assert_array_equal(index, [[1, 1], [-1, -1], [5, 5]])
+    for args in [(data.astype("float16"), offsets, out.astype("float16"), index),
+                 (data, np.array([0, 3, 2, 6]), out, index),  # decreasing
+                 (data, np.array([0, 2, 2, 7]), out, index),  # past the rows
+                 (data, offsets.astype("int32"), out, index),
+                 (data, offsets, out[:2], index),
+                 (data, offsets, out, index.astype("int64")),
+                 (data[::2], np.array([0, 1, 1, 3]), out, index)]:  # strided rows
+        before = [a.copy() for a in args[2:]]
+        assert sequence_max(*args) is False
+        for kept, now in zip(before, args[2:]):
+            np.testing.assert_array_equal(kept, now)
+    x = r(6, 2).astype("float16")
+    got, got_index = _run("sequence_pool", {"X": (x, [[0, 2, 2, 6]])}, ["Out", "MaxIndex"],
+                          {"pooltype": "MAX"})
+    np.testing.assert_array_equal(np.asarray(got)[[0, 2]], [x[:2].max(0), x[2:].max(0)])
+    np.testing.assert_array_equal(np.asarray(got_index)[[0, 2]],
+                                  [x[:2].argmax(0), x[2:].argmax(0) + 2])
