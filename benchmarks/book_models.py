@@ -9,7 +9,9 @@ loop runs it (``exe.run(main_program, feed=feeder.feed(batch), fetch_list=[avg_c
 - word2vec: the N-gram model, Adagrad with L2 decay, a batch of 100 from its reader;
 - understand_sentiment, conv: two ``sequence_conv_pool`` over 128 reviews from its reader;
 - machine_translation: the attention encoder-decoder, Adam with gradient clipping, 64
-  sentence pairs from its reader.
+  sentence pairs from its reader;
+- and recommender_system's first 40 batches as the book's loop takes them (its reader
+  shuffled and batched, DataFeeder, ``Executor.run``), next to the reading and feeding alone.
 
 Each reads its dataset, or the small sample in the same format when the dataset is not
 cached (as the book scripts do). The models take turns, 3 steps each, for 7 rounds, each
@@ -18,8 +20,10 @@ and fails on the sparse Adagrad step of a Fluid 1.x program.) The last rows time
 scatter-add these gradients are made of against NumPy's idiom for it (``np.add.at``) and
 PyTorch's (``index_add_``) where installed.
 """
+import itertools
 import os
 import sys
+import time
 
 import numpy as np
 
@@ -30,7 +34,7 @@ import fluid_nb as fluid  # noqa: E402
 import fluid_nb.paddle as fluid_paddle  # noqa: E402
 from fluid_nb.dataset import samples  # noqa: E402
 from fluid_nb.tensor.tensor import index_add  # noqa: E402
-from _timing import interleaved_best, row, torch_or_none  # noqa: E402
+from _timing import interleaved_best, interleaved_samples, row, torch_or_none  # noqa: E402
 
 
 def _dataset(name):
@@ -108,6 +112,34 @@ MODELS = {"recommender_system (256 ratings)": recommender,
           "machine_translation (64 pairs)": translation}
 
 
+def recommender_epoch():
+    """The book's loop over recommender_system's first 40 batches (or its whole epoch, when
+    shorter): the reader shuffled and batched as the book does it, DataFeeder, then
+    ``Executor.run``; and the same batches read and fed without running. Seconds a batch."""
+    main, startup = fluid.Program(), fluid.Program()
+    main.random_seed = startup.random_seed = 90
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        avg_cost, feed_order, _ = recommender()
+    place = fluid.CPUPlace()
+    feeder = fluid.DataFeeder(feed_list=feed_order, place=place, program=main)
+    exe, scope = fluid.Executor(place), fluid.Scope()
+    exe.run(startup, scope=scope)
+    reader = fluid_paddle.batch(fluid_paddle.reader.shuffle(
+        fluid_paddle.dataset.movielens.train(), buf_size=8192), batch_size=256)
+
+    def loop(train):
+        start, count = time.perf_counter(), 0
+        for batch in itertools.islice(reader(), 40):
+            feed = feeder.feed(batch)
+            if train:
+                exe.run(main, feed=feed, fetch_list=[avg_cost], scope=scope)
+            count += 1
+        return (time.perf_counter() - start) / count
+    loop(True)
+    return interleaved_samples({"the book's loop": lambda: loop(True),
+                                "reading and feeding alone": lambda: loop(False)}, rounds=5)
+
+
 def fluid_model(build):
     """A training step of the program ``build`` makes, on the batch it gives."""
     main, startup = fluid.Program(), fluid.Program()
@@ -156,6 +188,9 @@ def main():
     times = interleaved_best(steps, rounds=7, number=3)
     for title, seconds in times.items():
         row(f"  {title}", seconds * 1e3, "ms")
+    print("recommender_system's epoch as the book's loop runs it (40 batches of 256), ms a batch")
+    for label, samples in recommender_epoch().items():
+        row(f"  {label}", samples[0] * 1e3, "ms")
     scatter_rows(torch)
 
 

@@ -119,6 +119,17 @@ def test_movielens_info_helpers(ml1m):
     assert movie.value() == [1, [1, 2, 3], [2, 1]]
 
 
+def test_movielens_samples_are_the_callers_to_change(ml1m):
+    """A movie's ids are looked up once, but every sample holds lists of its own: changing
+    one sample's categories or title changes no other sample, and no later reading."""
+    first = list(paddle.dataset.movielens.train()())
+    for sample in first:
+        sample[5].append(99)
+        sample[6][:] = []
+    assert list(paddle.dataset.movielens.train()()) == _expected_ratings(is_test=False)
+    assert paddle.dataset.movielens.movie_info()[1].value() == [1, [1, 2, 3], [2, 1]]
+
+
 def test_movielens_samples_split_as_paddle_without_touching_numpys_global_rng(ml1m):
     state = np.random.get_state()
     train = list(paddle.dataset.movielens.train()())

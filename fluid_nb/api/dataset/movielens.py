@@ -53,11 +53,15 @@ class MovieInfo:
         self.categories = categories
         self.title = title
         self._meta = meta
+        self._ids = None
 
     def value(self):
-        """``[movie_id, category_ids, title_word_ids]``, as in a sample."""
-        return [self.index, [self._meta.categories[c] for c in self.categories],
-                [self._meta.title_words[w.lower()] for w in self.title.split()]]
+        """``[movie_id, category_ids, title_word_ids]``, as in a sample (new lists at each
+        call: a sample is the reader's caller's to change)."""
+        if self._ids is None:  # a movie is in thousands of ratings: its ids are looked up once
+            self._ids = (tuple(self._meta.categories[c] for c in self.categories),
+                         tuple(self._meta.title_words[w.lower()] for w in self.title.split()))
+        return [self.index, list(self._ids[0]), list(self._ids[1])]
 
     def __repr__(self):
         return f"<MovieInfo id({self.index}), title({self.title}), " \
