@@ -9,8 +9,9 @@ softmax cross-entropy, batch 32 of 3x32x32 (CIFAR-10's images), SGD.
 Each fluid_nb step is one ``Executor.run(main, feed, fetch_list=[loss])``. Then the feed a
 book script's loop makes of each minibatch (``fluid.DataFeeder``) against NumPy by hand, from
 samples as the book's readers yield them: ``uci_housing``'s float64 rows for W1's float32
-layers, MNIST's float32 images and int labels for W2's; and W1's whole epoch as the book's
-loop runs it (the reader decorators, the feed and the step).
+layers, MNIST's float32 images and int labels for W2's; and W1's and W2's whole epochs as
+the book's loop runs them (the reader decorators, the feed and the step; W2's over IDX
+files of MNIST's size).
 """
 import itertools
 import os
@@ -110,7 +111,21 @@ def w2_fluid(x, label, place=None):
 
 def w2_by_hand(xp, x, label):
     """The W2 step written directly in the array module ``xp`` (NumPy here, CuPy in
-    benchmarks/gpu.py): the same layers, loss and Adam; the loss comes back to the host."""
+    benchmarks/gpu.py) on one batch: the same layers, loss and Adam; the loss comes back to
+    the host."""
+    step, batch = w2_by_hand_step(xp), w2_batch(xp, x, label)
+    return lambda: step(*batch)
+
+
+def w2_batch(xp, x, label):
+    """The arrays W2's step by hand takes for a batch: images, labels, row numbers and the
+    labels one-hot."""
+    labels = xp.asarray(label.reshape(-1))
+    return xp.asarray(x), labels, xp.arange(len(labels)), xp.eye(10, dtype="float32")[labels]
+
+
+def w2_by_hand_step(xp):
+    """W2's step by hand: ``step(*w2_batch(xp, x, label)) -> loss``."""
     from fluid_nb.tensor.transfer import to_host
     rng = np.random.RandomState(0)
     params = []
@@ -121,11 +136,8 @@ def w2_by_hand(xp, x, label):
     moments = [[xp.zeros_like(p), xp.zeros_like(p)] for p in params]
     beta1, beta2, eps, lr = 0.9, 0.999, 1e-8, 0.001
     state = {"t": 0}
-    x, labels = xp.asarray(x), xp.asarray(label.reshape(-1))
-    rows = xp.arange(len(label))
-    onehot = xp.eye(10, dtype="float32")[labels]
 
-    def step():
+    def step(x, labels, rows, onehot):
         w1, b1, w2, b2, w3, b3 = params
         h1 = xp.maximum(x @ w1 + b1, 0)
         h2 = xp.maximum(h1 @ w2 + b2, 0)
@@ -134,7 +146,7 @@ def w2_by_hand(xp, x, label):
         e = xp.exp(z)
         p = e / e.sum(axis=1, keepdims=True)
         loss = -xp.log(p[rows, labels]).mean()
-        dz = (p - onehot) / len(label)
+        dz = (p - onehot) / len(labels)
         dh2 = (dz @ w3.T) * (h2 > 0)
         dh1 = (dh2 @ w2.T) * (h1 > 0)
         grads = [x.T @ dh1, dh1.sum(0), h1.T @ dh2, dh2.sum(0), h2.T @ dz, dz.sum(0)]
@@ -371,6 +383,7 @@ def feeding(rng):
         results[label_text] = times
     results["W1 epoch as the book's loop runs it"] = w1_epoch(exe, main, loss, scope,
                                                              book_feeder)
+    results["W2 epoch as the book's loop runs it"] = w2_epoch()
     return results
 
 
@@ -400,6 +413,57 @@ def w1_epoch(exe, main, loss, scope, feeder):
     print("W1 epoch as the book's loop runs it (uci_housing's 404 rows shuffled, 21 batches)")
     for label, seconds in times.items():
         row(f"  {label}", seconds * 1e6, "µs/epoch", reference * 1e6, "NumPy")
+    return times
+
+
+def w2_epoch(count=60000):
+    """An epoch of recognize_digits' MLP as the book's script runs it: ``paddle.batch`` of
+    ``paddle.reader.shuffle`` of the MNIST reader (``buf_size=500``, batches of 64) over IDX
+    files of MNIST's size (``count`` made-up images, a fifth of their pixels lit),
+    ``DataFeeder.feed`` and ``Executor.run``; against NumPy by hand (the images loaded once,
+    each batch taken out of a permutation, then the step). The reader's first pass (the
+    files' reading) is outside the timing, as NumPy's loading is."""
+    import gzip
+    import struct
+    import tempfile
+    from fluid_nb.api.dataset import mnist
+    rng = np.random.RandomState(0)
+    pixels = ((rng.rand(count, 784) < 0.2) * rng.randint(0, 256, (count, 784))).astype("uint8")
+    labels = rng.randint(0, 10, count).astype("uint8")
+    with tempfile.TemporaryDirectory() as work:
+        image_file, label_file = os.path.join(work, "images.gz"), os.path.join(work, "labels.gz")
+        with gzip.open(image_file, "wb", compresslevel=6) as f:
+            f.write(struct.pack(">IIII", 2051, count, 28, 28) + pixels.tobytes())
+        with gzip.open(label_file, "wb") as f:
+            f.write(struct.pack(">II", 2049, count) + labels.tobytes())
+        train_reader = fluid.io.batch(fluid.io.shuffle(
+            mnist.reader_creator(image_file, label_file), buf_size=500), batch_size=64)
+        main, startup, scope = fluid.Program(), fluid.Program(), fluid.Scope()
+        with fluid.program_guard(main, startup), fluid.unique_name.guard():
+            loss = w2_program()
+        exe = fluid.Executor(fluid.CPUPlace())
+        exe.run(startup, scope=scope)
+        feeder = fluid.DataFeeder(["img", "label"], fluid.CPUPlace(), program=main)
+        images, numbers = mnist.load(image_file, label_file)
+        numpy_step, order_rng = w2_by_hand_step(np), np.random.RandomState(0)
+
+        def fluid_epoch():
+            for data in train_reader():
+                exe.run(main, feed=feeder.feed(data), fetch_list=[loss], scope=scope)
+
+        def numpy_epoch():
+            order = order_rng.permutation(count)
+            for start in range(0, count, 64):
+                taken = order[start:start + 64]
+                numpy_step(*w2_batch(np, images[taken], numbers[taken].astype("int64")))
+        next(train_reader())
+        times = interleaved_best({"fluid_nb": fluid_epoch, "NumPy (hand-written)": numpy_epoch},
+                                 rounds=3, number=1)
+    reference = times["NumPy (hand-written)"]
+    print(f"W2 epoch as the book's loop runs it (MNIST's size: {count} images shuffled, "
+          f"batches of 64)")
+    for label, seconds in times.items():
+        row(f"  {label}", seconds * 1e3, "ms/epoch", reference * 1e3, "NumPy")
     return times
 
 

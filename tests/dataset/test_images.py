@@ -51,6 +51,27 @@ def test_mnist_samples_are_784_float32_in_minus1_1_and_int_labels(mnist_files):
     np.testing.assert_allclose(test[1][0], test_pixels[1].reshape(784) / 127.5 - 1, atol=1e-6)
 
 
+def test_an_mnist_reader_reads_its_files_once_and_scales_them_a_block_at_a_time(
+        mnist_files, monkeypatch):
+    """Across blocks (of two images here) the samples are the whole file's, in file order;
+    a later pass yields the same samples from the pixels the reader kept (the files may be
+    gone by then), whatever the caller did to the first pass's arrays."""
+    monkeypatch.setattr(mnist, "_BLOCK", 2)
+    train_pixels, _ = mnist_files
+    reader = paddle.dataset.mnist.train()
+    first = list(reader())
+    want = train_pixels.reshape(3, 784).astype(np.float32) / 255.0 * 2.0 - 1.0
+    np.testing.assert_array_equal(np.stack([image for image, _ in first]), want)
+    assert [label for _, label in first] == [7, 0, 9]
+    for image, _ in first:
+        image[:] = 5.0
+    for name in os.listdir(os.path.join(mnist.common.DATA_HOME, "mnist")):
+        os.remove(os.path.join(mnist.common.DATA_HOME, "mnist", name))
+    again = list(reader())
+    np.testing.assert_array_equal(np.stack([image for image, _ in again]), want)
+    assert [label for _, label in again] == [7, 0, 9]
+
+
 def test_mnist_rejects_a_file_that_is_not_idx(put):
     put(mnist, "TRAIN_IMAGE_MD5", mnist.TRAIN_IMAGE_URL, "mnist", gz(b"\0" * 64))
     put(mnist, "TRAIN_LABEL_MD5", mnist.TRAIN_LABEL_URL, "mnist", gz(_idx_labels([1])))
