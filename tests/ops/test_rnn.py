@@ -280,3 +280,15 @@ def test_lstm_without_lod_fails_at_run_time():
     with pytest.raises(InvalidArgument) as info:
         exe.run(program, feed=feed, fetch_list=outputs["Hidden"], scope=fluid.Scope())
     assert str(info.value).startswith("lstm"), str(info.value)
+
+
+def test_the_cells_sigmoid_clips_its_input_as_paddles_kernels_do():
+    """sigmoid(clip(x, -40, 13)), NaN kept, in the input's float type, bit for bit."""
+    from fluid_nb.ops.rnn_units import activate
+    for dtype in ("float32", "float64"):
+        x = np.array([-1e30, -41.0, -40.0, -3.5, 0.0, 2.25, 13.0, 13.5, 1e30, np.inf, -np.inf,
+                      np.nan], dtype=dtype)
+        want = 1.0 / (1.0 + np.exp(-np.clip(x, -40.0, 13.0)))
+        got = activate(np, "sigmoid", x)
+        assert got.dtype == x.dtype and got.tobytes() == want.tobytes()
+        assert got[0] == got[1] == got[2] and got[6] == got[7] == got[8]
