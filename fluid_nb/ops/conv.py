@@ -78,7 +78,13 @@ def _pad_nchw(xp, x, pads, value=0):
     (pt, pb), (pl, pr) = pads
     if not (pt or pb or pl or pr):
         return x
-    return xp.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)), constant_values=value)
+    if x.dtype.kind != "f" or x.ndim != 4 or min(pt, pb, pl, pr) < 0:
+        return xp.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)), constant_values=value)
+    # np.pad's values; its Python costs 35 us a call, most of a small image's convolution
+    n, c, h, w = x.shape
+    padded = xp.full((n, c, h + pt + pb, w + pl + pr), value, dtype=x.dtype)
+    padded[:, :, pt:pt + h, pl:pl + w] = x
+    return padded
 
 
 def _window(i, step, count, dilation=1):

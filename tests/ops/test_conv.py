@@ -400,3 +400,16 @@ def build_and_run_conv(x, w, attrs):
     exe = fluid.Executor(fluid.CPUPlace())
     return exe.run(program, feed=feed, fetch_list=[outputs["Output"][0]],
                    scope=fluid.Scope())[0]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32"])
+def test_padding_an_image_batch_gives_np_pads_values(dtype):
+    """Convolutions and pools pad with _pad_nchw: np.pad's constant padding, asymmetric pads
+    and pool's -inf included, bit for bit (ints take np.pad itself)."""
+    from fluid_nb.ops.conv import _pad_nchw
+    x = (np.random.RandomState(4).randn(2, 3, 5, 4) * 10).astype(dtype)
+    for pads, value in [(((1, 1), (1, 1)), 0), (((0, 2), (3, 0)), 0), (((2, 1), (0, 1)), -1),
+                        (((1, 0), (1, 0)), -np.inf if dtype != "int32" else -7)]:
+        want = np.pad(x, ((0, 0), (0, 0)) + pads, constant_values=value)
+        got = _pad_nchw(np, x, pads, value)
+        assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
