@@ -116,14 +116,7 @@ def recommender_epoch():
     """The book's loop over recommender_system's first 40 batches (or its whole epoch, when
     shorter): the reader shuffled and batched as the book does it, DataFeeder, then
     ``Executor.run``; and the same batches read and fed without running. Seconds a batch."""
-    main, startup = fluid.Program(), fluid.Program()
-    main.random_seed = startup.random_seed = 90
-    with fluid.program_guard(main, startup), fluid.unique_name.guard():
-        avg_cost, feed_order, _ = recommender()
-    place = fluid.CPUPlace()
-    feeder = fluid.DataFeeder(feed_list=feed_order, place=place, program=main)
-    exe, scope = fluid.Executor(place), fluid.Scope()
-    exe.run(startup, scope=scope)
+    run, feeder, _ = trained(recommender)
     reader = fluid_paddle.batch(fluid_paddle.reader.shuffle(
         fluid_paddle.dataset.movielens.train(), buf_size=8192), batch_size=256)
 
@@ -132,7 +125,7 @@ def recommender_epoch():
         for batch in itertools.islice(reader(), 40):
             feed = feeder.feed(batch)
             if train:
-                exe.run(main, feed=feed, fetch_list=[avg_cost], scope=scope)
+                run(feed)
             count += 1
         return (time.perf_counter() - start) / count
     loop(True)
@@ -140,8 +133,9 @@ def recommender_epoch():
                                 "reading and feeding alone": lambda: loop(False)}, rounds=5)
 
 
-def fluid_model(build):
-    """A training step of the program ``build`` makes, on the batch it gives."""
+def trained(build):
+    """(run, feeder, batch) of the program ``build`` makes, its startup run in a scope of its
+    own: ``run(feed)`` is one training step, fetching the cost."""
     main, startup = fluid.Program(), fluid.Program()
     main.random_seed = startup.random_seed = 90
     with fluid.program_guard(main, startup), fluid.unique_name.guard():
@@ -150,10 +144,14 @@ def fluid_model(build):
     feeder = fluid.DataFeeder(feed_list=feed_order, place=place, program=main)
     exe, scope = fluid.Executor(place), fluid.Scope()
     exe.run(startup, scope=scope)
+    return (lambda feed: exe.run(main, feed=feed, fetch_list=[avg_cost], scope=scope)[0],
+            feeder, batch)
 
-    def step():
-        return exe.run(main, feed=feeder.feed(batch), fetch_list=[avg_cost], scope=scope)[0]
-    return step
+
+def fluid_model(build):
+    """A training step of the program ``build`` makes, on the batch it gives."""
+    run, feeder, batch = trained(build)
+    return lambda: run(feeder.feed(batch))
 
 
 def scatter_rows(torch):
@@ -189,8 +187,8 @@ def main():
     for title, seconds in times.items():
         row(f"  {title}", seconds * 1e3, "ms")
     print("recommender_system's epoch as the book's loop runs it (40 batches of 256), ms a batch")
-    for label, samples in recommender_epoch().items():
-        row(f"  {label}", samples[0] * 1e3, "ms")
+    for label, timings in recommender_epoch().items():
+        row(f"  {label}", timings[0] * 1e3, "ms")
     scatter_rows(torch)
 
 

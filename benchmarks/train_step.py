@@ -47,6 +47,20 @@ def fluid_step(build, feed, place=None):
     return lambda: exe.run(main, feed=feed, fetch_list=[loss], scope=scope)
 
 
+def fed_step(build, feed_names):
+    """``step(samples)``: ``DataFeeder.feed`` of a reader's minibatch, then one
+    ``Executor.run`` of the training program ``build`` makes (after its startup program),
+    fetching the loss: a step as a book's loop runs it."""
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        loss = build()
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    exe.run(startup, scope=scope)
+    feeder = fluid.DataFeeder(feed_names, fluid.CPUPlace(), program=main)
+    return lambda samples: exe.run(main, feed=feeder.feed(samples), fetch_list=[loss],
+                                   scope=scope)
+
+
 def w1_fluid(x, y):
     return fluid_step(w1_program, {"x": x, "y": y})
 
@@ -354,20 +368,14 @@ def feeding(rng):
                   np.cumsum([0] + [len(s[0]) for s in text]),
                   np.array([s[1] for s in text], "int64").reshape(-1, 1))),
     ]
-    main, startup, scope = fluid.Program(), fluid.Program(), fluid.Scope()
-    with fluid.program_guard(main, startup), fluid.unique_name.guard():
-        loss = w1_program()
-    exe = fluid.Executor(fluid.CPUPlace())
-    exe.run(startup, scope=scope)
-    book_feeder = fluid.DataFeeder(["x", "y"], fluid.CPUPlace(), program=main)
+    book_step = fed_step(w1_program, ["x", "y"])
     numpy_step = w1_numpy(*cases[0][3]())
     cases.append(("W1 step as the book's loop runs it", None, None, None))
     results = {}
     for label_text, feeder, batch, by_hand in cases:
         if feeder is None:  # the stacking and the step, each way
             times = interleaved_best({
-                "fluid.DataFeeder + Executor.run": lambda: exe.run(
-                    main, feed=book_feeder.feed(w1), fetch_list=[loss], scope=scope),
+                "fluid.DataFeeder + Executor.run": lambda: book_step(w1),
                 "NumPy (hand-written)": lambda: (cases[0][3](), numpy_step())},
                 rounds=15, number=50)
             reference = times["NumPy (hand-written)"]
@@ -381,13 +389,12 @@ def feeding(rng):
         for label, seconds in times.items():
             row(f"  {label_text}: {label}", seconds * 1e6, "µs", reference * 1e6, "NumPy")
         results[label_text] = times
-    results["W1 epoch as the book's loop runs it"] = w1_epoch(exe, main, loss, scope,
-                                                             book_feeder)
+    results["W1 epoch as the book's loop runs it"] = w1_epoch(book_step)
     results["W2 epoch as the book's loop runs it"] = w2_epoch()
     return results
 
 
-def w1_epoch(exe, main, loss, scope, feeder):
+def w1_epoch(book_step):
     """An epoch of fit_a_line as the book's script runs it: ``paddle.batch`` of
     ``paddle.reader.shuffle`` of ``uci_housing.train()`` (404 rows, batches of 20),
     ``DataFeeder.feed`` and ``Executor.run``; against NumPy by hand (a permutation of the
@@ -400,7 +407,7 @@ def w1_epoch(exe, main, loss, scope, feeder):
 
     def fluid_epoch():
         for data in train_reader():
-            exe.run(main, feed=feeder.feed(data), fetch_list=[loss], scope=scope)
+            book_step(data)
 
     def numpy_epoch():
         order = rng.permutation(len(table))
@@ -438,18 +445,13 @@ def w2_epoch(count=60000):
             f.write(struct.pack(">II", 2049, count) + labels.tobytes())
         train_reader = fluid.io.batch(fluid.io.shuffle(
             mnist.reader_creator(image_file, label_file), buf_size=500), batch_size=64)
-        main, startup, scope = fluid.Program(), fluid.Program(), fluid.Scope()
-        with fluid.program_guard(main, startup), fluid.unique_name.guard():
-            loss = w2_program()
-        exe = fluid.Executor(fluid.CPUPlace())
-        exe.run(startup, scope=scope)
-        feeder = fluid.DataFeeder(["img", "label"], fluid.CPUPlace(), program=main)
+        book_step = fed_step(w2_program, ["img", "label"])
         images, numbers = mnist.load(image_file, label_file)
         numpy_step, order_rng = w2_by_hand_step(np), np.random.RandomState(0)
 
         def fluid_epoch():
             for data in train_reader():
-                exe.run(main, feed=feeder.feed(data), fetch_list=[loss], scope=scope)
+                book_step(data)
 
         def numpy_epoch():
             order = order_rng.permutation(count)
