@@ -126,12 +126,13 @@ def _sequence_pool(ctx, x):
                 out[nonempty] = xp.take(data, rows, axis=0)
         return LoDTensor(out, out_lod), (LoDTensor(index) if index is not None else None)
     out = xp.full(shape, ctx.attrs["pad_value"], dtype=data.dtype)
-    lengths = np.diff(np.asarray(offsets, dtype="int64"))
+    bounds = np.asarray(offsets, dtype="int64")
+    lengths = np.diff(bounds)
     nonempty = np.flatnonzero(lengths)  # an empty sequence pools to pad_value (MaxIndex -1)
     if not nonempty.size:
         return LoDTensor(out, out_lod), (LoDTensor(index) if index is not None else None)
     if pooltype == "MAX":
-        if xp is np and sequence_max(data, np.asarray(offsets, dtype="int64"), out, index):
+        if xp is np and sequence_max(data, bounds, out, index):
             return LoDTensor(out, out_lod), (LoDTensor(index) if index is not None else None)
         for i in nonempty.tolist():
             seq = data[offsets[i]:offsets[i + 1]]

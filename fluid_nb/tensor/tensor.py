@@ -49,6 +49,7 @@ def index_add(xp, target, index, values):
         cupyx.scatter_add(target, index, values)
     return target
 
+
 _PRINT_LIMIT = 1000  # values ``print(tensor)`` writes out, as NumPy's own threshold
 
 
