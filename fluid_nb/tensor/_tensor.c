@@ -414,6 +414,31 @@ static int overlaps(PyArrayObject *a, PyArrayObject *b) {
     return a0 < b0 + PyArray_NBYTES(b) && b0 < a0 + PyArray_NBYTES(a);
 }
 
+/* whether ``b`` holds ``count`` rows shaped as ``a``'s (a's dims after the first), with
+ * ``width`` the elements of a row */
+static int rows_like(PyArrayObject *a, PyArrayObject *b, npy_intp count, npy_intp *width) {
+    int ndim = PyArray_NDIM(a);
+    if (ndim < 1 || PyArray_NDIM(b) != ndim || PyArray_DIM(b, 0) != count)
+        return 0;
+    *width = 1;
+    for (int d = 1; d < ndim; d++) {
+        if (PyArray_DIM(b, d) != PyArray_DIM(a, d))
+            return 0;
+        *width *= PyArray_DIM(a, d);
+    }
+    return 1;
+}
+
+/* 0 when a function of ``signature`` got its ``want`` positional arguments, else -1 with a
+ * TypeError */
+static int arity(const char *signature, Py_ssize_t nargs, Py_ssize_t want) {
+    if (nargs == want)
+        return 0;
+    PyErr_Format(PyExc_TypeError, "%s: expected %zd arguments, received %zd", signature, want,
+                 nargs);
+    return -1;
+}
+
 /* restrict: index_add checked that target and values do not overlap. A row's adds are
  * vectorised (each float's sum is the same whether added alone or four at a time), which
  * GCC does at -O2 only for loops whose trip count it knows at compile time, and a row's
@@ -443,28 +468,21 @@ ADD_ROWS(float)
 ADD_ROWS(double)
 
 static PyObject *index_add(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 3) {
-        PyErr_Format(PyExc_TypeError, "index_add(target, index, values): expected 3 "
-                     "arguments, received %zd", nargs);
+    if (arity("index_add(target, index, values)", nargs, 3) < 0)
         return NULL;
-    }
     if (!plain_array(args[0]) || !plain_array(args[1]) || !plain_array(args[2]))
         Py_RETURN_FALSE;
     PyArrayObject *target = (PyArrayObject *)args[0], *index = (PyArrayObject *)args[1],
                   *values = (PyArrayObject *)args[2];
-    int type = PyArray_TYPE(target), ndim = PyArray_NDIM(target);
+    int type = PyArray_TYPE(target);
     if ((type != NPY_FLOAT32 && type != NPY_FLOAT64) || PyArray_TYPE(values) != type ||
-        PyArray_TYPE(index) != NPY_INT64 || PyArray_NDIM(index) != 1 || ndim < 1 ||
-        PyArray_NDIM(values) != ndim || !PyArray_ISWRITEABLE(target))
+        PyArray_TYPE(index) != NPY_INT64 || PyArray_NDIM(index) != 1 ||
+        !PyArray_ISWRITEABLE(target))
         Py_RETURN_FALSE;
-    npy_intp count = PyArray_DIM(index, 0), rows = PyArray_DIM(target, 0), width = 1;
-    if (PyArray_DIM(values, 0) != count)
+    npy_intp count = PyArray_DIM(index, 0), rows, width;
+    if (!rows_like(target, values, count, &width))
         Py_RETURN_FALSE;
-    for (int d = 1; d < ndim; d++) {
-        if (PyArray_DIM(values, d) != PyArray_DIM(target, d))
-            Py_RETURN_FALSE;
-        width *= PyArray_DIM(target, d);
-    }
+    rows = PyArray_DIM(target, 0);
     if (overlaps(target, index) || overlaps(target, values))
         Py_RETURN_FALSE;
     const npy_int64 *ids = (const npy_int64 *)PyArray_DATA(index);
@@ -531,11 +549,8 @@ SEQUENCE_MAX(float)
 SEQUENCE_MAX(double)
 
 static PyObject *sequence_max(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 4) {
-        PyErr_Format(PyExc_TypeError, "sequence_max(data, offsets, out, index): expected 4 "
-                     "arguments, received %zd", nargs);
+    if (arity("sequence_max(data, offsets, out, index)", nargs, 4) < 0)
         return NULL;
-    }
     int has_index = args[3] != Py_None;
     if (!plain_array(args[0]) || !plain_array(args[1]) || !plain_array(args[2]) ||
         (has_index && !plain_array(args[3])))
@@ -544,19 +559,13 @@ static PyObject *sequence_max(PyObject *module, PyObject *const *args, Py_ssize_
                   *out = (PyArrayObject *)args[2],
                   *index = has_index ? (PyArrayObject *)args[3] : NULL;
     int type = PyArray_TYPE(data), ndim = PyArray_NDIM(data);
-    if ((type != NPY_FLOAT32 && type != NPY_FLOAT64) || ndim < 1 ||
-        PyArray_TYPE(out) != type || PyArray_NDIM(out) != ndim || !PyArray_ISWRITEABLE(out) ||
-        PyArray_TYPE(offsets) != NPY_INT64 || PyArray_NDIM(offsets) != 1 ||
-        PyArray_DIM(offsets, 0) < 1)
+    if ((type != NPY_FLOAT32 && type != NPY_FLOAT64) || PyArray_TYPE(out) != type ||
+        !PyArray_ISWRITEABLE(out) || PyArray_TYPE(offsets) != NPY_INT64 ||
+        PyArray_NDIM(offsets) != 1 || PyArray_DIM(offsets, 0) < 1)
         Py_RETURN_FALSE;
-    npy_intp count = PyArray_DIM(offsets, 0) - 1, rows = PyArray_DIM(data, 0), width = 1;
-    if (PyArray_DIM(out, 0) != count)
+    npy_intp count = PyArray_DIM(offsets, 0) - 1, rows = PyArray_DIM(data, 0), width;
+    if (!rows_like(data, out, count, &width))
         Py_RETURN_FALSE;
-    for (int d = 1; d < ndim; d++) {
-        if (PyArray_DIM(out, d) != PyArray_DIM(data, d))
-            Py_RETURN_FALSE;
-        width *= PyArray_DIM(data, d);
-    }
     if (index != NULL && (PyArray_TYPE(index) != NPY_INT32 || !PyArray_ISWRITEABLE(index) ||
                           PyArray_NDIM(index) != ndim ||
                           !PyArray_CompareLists(PyArray_DIMS(index), PyArray_DIMS(out), ndim) ||
@@ -598,11 +607,8 @@ static int plain_sequence(PyObject *object) {
 }
 
 static PyObject *valid_lod(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 2) {
-        PyErr_Format(PyExc_TypeError, "valid_lod(lod, rows): expected 2 arguments, received "
-                     "%zd", nargs);
+    if (arity("valid_lod(lod, rows)", nargs, 2) < 0)
         return NULL;
-    }
     PyObject *lod = args[0], *rows = args[1];
     if (!plain_sequence(lod))
         Py_RETURN_FALSE;
