@@ -30,6 +30,8 @@
  * becomes a LoDTensor through the class itself, whose common case is C as well
  * (tensor/_tensor.c). configure() names the classes once (steps.py calls it on import).
  *
+ *   drop_unreachable(...): a live session's look for the values nobody can reach (see
+ *       below);
  *   fast_run(last, executor, program, feed, fetch_list, scope, return_numpy, feed_var_name,
  *            fetch_var_name, use_prune): Executor.run's common case, the run before
  *       again, in one call (see fast_run below); NotImplemented for any other run.
@@ -1459,6 +1461,247 @@ static PyTypeObject LiveHookType = {
     .tp_vectorcall_offset = offsetof(LiveHook, vectorcall),
 };
 
+/* --- a live session's look for values nobody holds ------------------------------------ */
+/* LiveRunner.drop_unreachable's walk (fluid_nb/live/runner.py says what it lets go and
+ * why), last op first:
+ *
+ *   drop_unreachable(ops, block_vars, values, kinds, kind_of, tensors_only, dropped, order,
+ *                    first) -> the ops whose outputs someone still holds, in program order
+ *
+ * kinds[op.type] (kind_of(op.type) when missing) is False (keep the outputs), an output slot
+ * (a formula op: one output, a function of its tensor inputs) or True (another recomputable
+ * op, whose variables tensors_only(op, names, block_vars) must still check). A value let go
+ * leaves ``values``; dropped[name] is its op and order[name] ``first`` + the op's index. A
+ * Variable that the block's dict alone holds is one nobody can reach. */
+static PyObject *str_type, *str_persistable, *str_is_data;
+
+static int flag(PyObject *var, PyObject *name) {
+    PyObject *value = PyObject_GetAttr(var, name);
+    if (value == NULL)
+        return -1;
+    int on = PyObject_IsTrue(value);
+    Py_DECREF(value);
+    return on;
+}
+
+/* every name of every slot of ``slots`` (an op's inputs or outputs) in ``names`` */
+static int add_names(PyObject *names, PyObject *slots) {
+    PyObject *slot, *args;
+    Py_ssize_t at = 0;
+    while (PyDict_Next(slots, &at, &slot, &args)) {
+        PyObject *iter = PyObject_GetIter(args), *name;
+        if (iter == NULL)
+            return -1;
+        while ((name = PyIter_Next(iter)) != NULL) {
+            int added = PySet_Add(names, name);
+            Py_DECREF(name);
+            if (added < 0)
+                break;
+        }
+        Py_DECREF(iter);
+        if (PyErr_Occurred())
+            return -1;
+    }
+    return 0;
+}
+
+/* 1 when some slot of ``inputs`` names ``name`` */
+static int reads(PyObject *inputs, PyObject *name) {
+    PyObject *slot, *args;
+    Py_ssize_t at = 0;
+    while (PyDict_Next(inputs, &at, &slot, &args)) {
+        int found = PySequence_Contains(args, name);
+        if (found != 0)
+            return found;
+    }
+    return 0;
+}
+
+typedef struct {
+    PyObject *block_vars, *values, *tensors_only, *dropped, *order, *written_later, *still;
+} Sweep;
+
+/* whether nobody but the block holds the variable of each of ``names``, when none is a
+ * parameter, persistable or data: 1 (let them go), 0 (keep them; the op is looked at again
+ * later when someone holds one), -1 (an error) */
+static int nobody_holds(Sweep *s, PyObject *op, PyObject *names) {
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(names); ++i) {
+        PyObject *var = PyDict_GetItemWithError(s->block_vars, PyList_GET_ITEM(names, i));
+        if (var == NULL)
+            return PyErr_Occurred() ? -1 : 0;
+        Py_INCREF(var);
+        int kept = flag(var, str_persistable);
+        if (kept == 0)
+            kept = flag(var, str_is_data);
+        if (kept == 0 && Py_REFCNT(var) > 2) /* (the block's dict and this function) */
+            kept = PyList_Append(s->still, op) < 0 ? -1 : 1;
+        Py_DECREF(var);
+        if (kept != 0)
+            return kept < 0 ? -1 : 0;
+    }
+    return 1;
+}
+
+static int let_go(Sweep *s, PyObject *op, PyObject *names, Py_ssize_t index) {
+    PyObject *at = PyLong_FromSsize_t(index);
+    if (at == NULL)
+        return -1;
+    int failed = 0;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(names); ++i) {
+        PyObject *name = PyList_GET_ITEM(names, i);
+        int present = PyDict_Contains(s->values, name); /* (a name twice among the outputs) */
+        if (present < 0 || (present && (PyDict_SetItem(s->dropped, name, op) < 0 ||
+                                        PyDict_SetItem(s->order, name, at) < 0 ||
+                                        PyDict_DelItem(s->values, name) < 0))) {
+            failed = -1;
+            break;
+        }
+    }
+    Py_DECREF(at);
+    return failed;
+}
+
+/* the values ``op`` (its kind ``kind``, at ``at`` in the order) let go of, if any */
+static int look_at(Sweep *s, PyObject *op, PyObject *kind, Py_ssize_t at) {
+    PyObject *outputs = PyObject_GetAttr(op, str_outputs), *names = NULL, *inputs = NULL;
+    int result = -1;
+    if (outputs == NULL)
+        return -1;
+    if (!PyDict_Check(outputs)) {
+        PyErr_Format(PyExc_TypeError, "drop_unreachable: op.outputs expected to be a dict, "
+                                      "not %.100s", Py_TYPE(outputs)->tp_name);
+        goto done;
+    }
+    if (kind == Py_False) { /* (its outputs are written here: earlier ones keep theirs) */
+        result = add_names(s->written_later, outputs);
+        goto done;
+    }
+    if ((names = PyList_New(0)) == NULL)
+        goto done;
+    int droppable;
+    if (kind != Py_True) { /* a formula op: its one output */
+        PyObject *args = PyDict_GetItemWithError(outputs, kind), *name;
+        if (args == NULL) {
+            if (!PyErr_Occurred())
+                PyErr_SetObject(PyExc_KeyError, kind);
+            goto done;
+        }
+        if ((name = PySequence_GetItem(args, 0)) == NULL)
+            goto done;
+        int appended = PyList_Append(names, name);
+        Py_DECREF(name);
+        if (appended < 0)
+            goto done;
+        /* (a value the ops after it write again, or one it writes over its input, is kept) */
+        int held = PyDict_Contains(s->values, name);
+        int later = held > 0 ? PySet_Contains(s->written_later, name) : 0;
+        if (held < 0 || later < 0 || PySet_Add(s->written_later, name) < 0)
+            goto done;
+        droppable = held && !later;
+        if (droppable) {
+            if ((inputs = PyObject_GetAttr(op, str_inputs)) == NULL)
+                goto done;
+            int overwritten = PyDict_Check(inputs) ? reads(inputs, name) : 1;
+            if (overwritten < 0)
+                goto done;
+            droppable = !overwritten;
+        }
+    } else { /* its outputs that hold values, when the ops after it write none of them */
+        PyObject *slot, *args;
+        Py_ssize_t pos = 0;
+        droppable = 1;
+        while (PyDict_Next(outputs, &pos, &slot, &args)) {
+            PyObject *iter = PyObject_GetIter(args), *name;
+            if (iter == NULL)
+                goto done;
+            while ((name = PyIter_Next(iter)) != NULL) {
+                int holds = PyDict_Contains(s->values, name), later = 0;
+                if (holds > 0 && (later = PySet_Contains(s->written_later, name)) > 0)
+                    droppable = 0;
+                if (holds < 0 || later < 0 || (holds > 0 && PyList_Append(names, name) < 0))
+                    droppable = -1;
+                Py_DECREF(name);
+                if (droppable < 0)
+                    break;
+            }
+            Py_DECREF(iter);
+            if (droppable < 0 || PyErr_Occurred())
+                goto done;
+        }
+        if (droppable && PyList_GET_SIZE(names) > 0) {
+            PyObject *call[3] = {op, names, s->block_vars};
+            PyObject *only = PyObject_Vectorcall(s->tensors_only, call, 3, NULL);
+            if (only == NULL)
+                goto done;
+            droppable = PyObject_IsTrue(only);
+            Py_DECREF(only);
+        } else {
+            droppable = 0;
+        }
+        if (droppable < 0 || add_names(s->written_later, outputs) < 0)
+            goto done;
+    }
+    if (droppable > 0)
+        droppable = nobody_holds(s, op, names);
+    result = droppable < 0 ? -1 : droppable ? let_go(s, op, names, at) : 0;
+done:
+    Py_DECREF(outputs);
+    Py_XDECREF(names), Py_XDECREF(inputs);
+    return result;
+}
+
+static PyObject *drop_unreachable(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 9)
+        return PyErr_Format(PyExc_TypeError, "drop_unreachable: 9 arguments expected, %zd "
+                                             "given", nargs);
+    PyObject *ops = args[0], *kinds = args[3], *kind_of = args[4];
+    Sweep s = {args[1], args[2], args[5], args[6], args[7], NULL, NULL};
+    if (!PyList_Check(ops) || !PyDict_Check(s.block_vars) || !PyDict_Check(s.values) ||
+        !PyDict_Check(kinds) || !PyDict_Check(s.dropped) || !PyDict_Check(s.order))
+        return PyErr_Format(PyExc_TypeError, "drop_unreachable: a list of ops and dicts "
+                                             "expected");
+    Py_ssize_t first = PyLong_AsSsize_t(args[8]);
+    if (first == -1 && PyErr_Occurred())
+        return NULL;
+    if ((s.written_later = PySet_New(NULL)) == NULL || (s.still = PyList_New(0)) == NULL)
+        goto failed;
+    Py_INCREF(ops);
+    for (Py_ssize_t index = PyList_GET_SIZE(ops) - 1; index >= 0; --index) {
+        if (index >= PyList_GET_SIZE(ops)) /* (a callback shortened the list) */
+            continue;
+        PyObject *op = PyList_GET_ITEM(ops, index), *type, *kind;
+        Py_INCREF(op);
+        int looked = -1;
+        if ((type = PyObject_GetAttr(op, str_type)) != NULL) {
+            kind = PyDict_GetItemWithError(kinds, type);
+            if (kind != NULL)
+                Py_INCREF(kind);
+            else if (!PyErr_Occurred() && (kind = PyObject_CallOneArg(kind_of, type)) != NULL &&
+                     PyDict_SetItem(kinds, type, kind) < 0)
+                Py_CLEAR(kind);
+            if (kind != NULL)
+                looked = look_at(&s, op, kind, first + index);
+            Py_XDECREF(kind);
+            Py_DECREF(type);
+        }
+        Py_DECREF(op);
+        if (looked < 0) {
+            Py_DECREF(ops);
+            goto failed;
+        }
+    }
+    Py_DECREF(ops);
+    Py_DECREF(s.written_later);
+    if (PyList_Reverse(s.still) < 0) {
+        Py_DECREF(s.still);
+        return NULL;
+    }
+    return s.still;
+failed:
+    Py_XDECREF(s.written_later), Py_XDECREF(s.still);
+    return NULL;
+}
+
 /* --- configure ------------------------------------------------------------------------ */
 static PyObject *configure(PyObject *module, PyObject *args) {
     PyObject *tensor, *tensor_array, *holder, *ndarray, *stored_callable;
@@ -1505,6 +1748,10 @@ static PyMethodDef methods[] = {
     {"configure_fetches", configure_fetches, METH_VARARGS,
      "configure_fetches(FetchedArray, as_declared_scalar, fetched): what fast_run returns "
      "fetched arrays as, and the functions for the values it does not convert itself."},
+    {"drop_unreachable", (PyCFunction)(void (*)(void))drop_unreachable, METH_FASTCALL,
+     "drop_unreachable(ops, block_vars, values, kinds, kind_of, tensors_only, dropped, order, "
+     "first): a live session's look for values nobody holds (see _steps.c); the ops whose "
+     "outputs someone still holds."},
     {"configure", configure, METH_VARARGS,
      "configure(LoDTensor, LoDTensorArray, ScopeVariable, numpy.ndarray, stored): the "
      "classes the steps make and read, and the function that stores what they do not "
@@ -1537,7 +1784,8 @@ PyMODINIT_FUNC PyInit__steps(void) {
         {&str_first_plans, "_first_plans"}, {&str_root_scope, "_root_scope"},
         {&str_on_host, "on_host"},  {&str_op_role, "op_role"},   {&str_ops, "ops"},
         {&str_capsule, "capsule"},  {&str_arena, "arena"},       {&str_first_run, "first_run"},
-        {&str_set_handler, "_set_handler"}};
+        {&str_set_handler, "_set_handler"}, {&str_type, "type"},
+        {&str_persistable, "persistable"}, {&str_is_data, "is_data"}};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); ++i)
         if ((*names[i].name = PyUnicode_InternFromString(names[i].text)) == NULL)
             return NULL;

@@ -164,6 +164,11 @@ fast_run, configure_fetches = _steps.fast_run, _steps.configure_fetches
 #: kernel took, or None when an input has no value or the output is left out
 first_run = _steps.first_run
 
+#: ``drop_unreachable(ops, block_vars, values, kinds, kind_of, tensors_only, dropped, order,
+#: first)``: a live session's look for values nobody holds, the walk of
+#: ``OpRunner.drop_unreachable`` (``exec/_steps.c``)
+drop_unreachable = _steps.drop_unreachable
+
 #: ``LiveHook(session, ...)``: a live session's append hook, the common case of
 #: ``LiveSession._on_main_op`` in C (``exec/_steps.c``)
 LiveHook = _steps.LiveHook

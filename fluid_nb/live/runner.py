@@ -10,7 +10,6 @@ executor's typed error naming the op (``exec.run_loop.op_error``).
 Every variable of a live program, temporaries included, lives in the session scope, so
 values stay visible after the op ran.
 """
-import sys
 from functools import partial
 from time import perf_counter
 
@@ -18,7 +17,7 @@ from ..errors import PreconditionNotMet
 from ..exec.binding import KernelContext, bind_op, once_step, prepare_op
 from ..exec.feed_fetch import feed_tensor
 from ..exec.scope import ScopeVariable
-from ..exec.steps import first_run, plain_step
+from ..exec.steps import drop_unreachable, first_run, plain_step
 from ..exec.run_loop import op_error, output_values
 from ..framework.attrs import AttrType
 from ..framework.program import EMPTY_VAR_NAME
@@ -73,66 +72,13 @@ class OpRunner:
         still reachable, to be looked at again later. Every bound step goes (a step holds
         its inputs' holders: one of a dropped value would keep it, and a rerun would read
         it stale); a rerun binds its ops again."""
-        found = block.vars.get
-        values = self.scope.vars
-        kinds = self._recompute_kinds
-        dropped, order = self.dropped, self._dropped_order
         self.steps.clear()
-        still_reachable = []
-        written_later = set()  # names written by the ops after the one looked at
         first = self._dropped_count + 1  # (the order a value is let go in: program order)
         self._dropped_count += len(ops)
-        for index in range(len(ops) - 1, -1, -1):  # last first: see written_later
-            op = ops[index]
-            outputs = op.outputs
-            kind = kinds.get(op.type)
-            if kind is None:
-                kind = kinds[op.type] = _recomputable(registry.find(op.type))
-            if kind is False:
-                for names in outputs.values():
-                    written_later.update(names)
-                continue
-            if kind is not True:  # a formula op: one output, tensor inputs
-                name = outputs[kind][0]
-                var = found(name)
-                if var is None or var.persistable or var.is_data or name not in values \
-                        or name in written_later:
-                    written_later.add(name)
-                    continue
-                written_later.add(name)
-                for args in op.inputs.values():
-                    if name in args:  # (written in place: its old value is gone)
-                        break
-                else:
-                    # held by the block's dict, ``var`` here and getrefcount's argument only?
-                    if sys.getrefcount(var) > 3:
-                        still_reachable.append(op)
-                        continue
-                    del values[name]
-                    dropped[name] = op
-                    order[name] = first + index
-                continue
-            names = [n for args in outputs.values() for n in args if n in values]
-            droppable = bool(names) and not (written_later.intersection(names)) and \
-                _tensors_only(op, names, found)
-            for args in outputs.values():
-                written_later.update(args)
-            if not droppable:
-                continue
-            for name in names:
-                var = found(name)
-                if var.persistable or var.is_data:
-                    break
-                if sys.getrefcount(var) > 3:  # (as above)
-                    still_reachable.append(op)
-                    break
-            else:
-                for name in names:
-                    del values[name]
-                    dropped[name] = op
-                    order[name] = first + index
-        still_reachable.reverse()  # (program order, as they came)
-        return still_reachable
+        # (the walk is C: a live loop looks at every op it appends once)
+        return drop_unreachable(ops, block.vars, self.scope.vars, self._recompute_kinds,
+                                _recompute_kind, _tensors_only, self.dropped,
+                                self._dropped_order, first)
 
     def compute_dropped(self, name):
         """Compute the dropped value ``name`` again, with the dropped values it needs first
@@ -397,10 +343,15 @@ def _recomputable(opdef):
         spec.type in (AttrType.BLOCK, AttrType.BLOCKS) for spec in opdef.attrs.values()))
 
 
-def _tensors_only(op, outputs, found):
-    """Whether ``op``'s inputs and ``outputs`` are all dense tensors (no tensor array, rank
-    table or SelectedRows, which later ops may change or which are not one value) and it
-    writes none of its inputs."""
+def _recompute_kind(op_type):
+    return _recomputable(registry.find(op_type))
+
+
+def _tensors_only(op, outputs, block_vars):
+    """Whether ``op``'s inputs and ``outputs`` (variables of ``block_vars``) are all dense
+    tensors (no tensor array, rank table or SelectedRows, which later ops may change or which
+    are not one value) and it writes none of its inputs."""
+    found = block_vars.get
     for args in op.inputs.values():
         for name in args:
             var = found(name)
