@@ -320,6 +320,63 @@ static double seconds_now(void) {
     return (double)now.tv_sec + (double)now.tv_nsec * 1e-9;
 }
 
+/* Operator's and KernelContext's slots that first_run reads and writes, found from the
+ * first op and context it sees (an attribute read or write, a quarter of first_run's own
+ * instructions, for any other class) */
+static PyTypeObject *known_op_type, *known_ctx_type;
+static Py_ssize_t op_inputs_at, op_outputs_at, op_attrs_at, op_block_at;
+static Py_ssize_t ctx_op_at, ctx_attrs_at, ctx_program_at;
+
+static int op_slots_known(PyObject *op) {
+    PyTypeObject *type = Py_TYPE(op);
+    if (type == known_op_type)
+        return 1;
+    Py_ssize_t inputs, outputs, attrs, block;
+    if (slot_offset(type, "inputs", &inputs) < 0 || slot_offset(type, "outputs", &outputs) < 0 ||
+        slot_offset(type, "attrs", &attrs) < 0 || slot_offset(type, "block", &block) < 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    Py_INCREF(type);
+    Py_XSETREF(known_op_type, type);
+    op_inputs_at = inputs, op_outputs_at = outputs, op_attrs_at = attrs, op_block_at = block;
+    return 1;
+}
+
+static int ctx_slots_known(PyObject *ctx) {
+    PyTypeObject *type = Py_TYPE(ctx);
+    if (type == known_ctx_type)
+        return 1;
+    Py_ssize_t op, attrs, program;
+    if (slot_offset(type, "op", &op) < 0 || slot_offset(type, "attrs", &attrs) < 0 ||
+        slot_offset(type, "program", &program) < 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    Py_INCREF(type);
+    Py_XSETREF(known_ctx_type, type);
+    ctx_op_at = op, ctx_attrs_at = attrs, ctx_program_at = program;
+    return 1;
+}
+
+/* obj.name (a new reference), from its slot at ``at`` when ``known`` */
+static PyObject *field_of(PyObject *obj, int known, Py_ssize_t at, PyObject *name) {
+    PyObject *value = known ? SLOT(obj, at) : NULL;
+    if (value == NULL) /* (not known, or unset: the attribute read raises) */
+        return PyObject_GetAttr(obj, name);
+    Py_INCREF(value);
+    return value;
+}
+
+/* obj.name = value, in its slot at ``at`` when ``known`` */
+static int set_field(PyObject *obj, int known, Py_ssize_t at, PyObject *name, PyObject *value) {
+    if (!known)
+        return PyObject_SetAttr(obj, name, value);
+    Py_INCREF(value);
+    Py_XSETREF(SLOT(obj, at), value);
+    return 0;
+}
+
 /* first_run(op, plan, values, set_handler, capsule): the first run of a live op of a formula
  * type or with a plain kernel (a pure function of its input arrays), or None when it is not
  * this path's: an input without a LoDTensor (the caller provides a missing value, the
@@ -353,8 +410,9 @@ static PyObject *first_run(PyObject *module, PyObject *const *args, Py_ssize_t n
     PyObject *ins[FEW_ARGUMENTS], *inputs = NULL, *outputs = NULL, *out = NULL,
              *attrs = NULL, *block = NULL, *program = NULL, *result = NULL;
     Py_ssize_t held = 0;
-    if ((inputs = PyObject_GetAttr(op, str_inputs)) == NULL ||
-        (outputs = PyObject_GetAttr(op, str_outputs)) == NULL)
+    int op_known = op_slots_known(op), ctx_known = ctx_slots_known(ctx);
+    if ((inputs = field_of(op, op_known, op_inputs_at, str_inputs)) == NULL ||
+        (outputs = field_of(op, op_known, op_outputs_at, str_outputs)) == NULL)
         goto done;
     /* (an op with inputs besides the plan's: scale's ScaleTensor is its kernel's case) */
     if (!PyDict_Check(inputs) || PyDict_GET_SIZE(inputs) != count)
@@ -396,11 +454,12 @@ static PyObject *first_run(PyObject *module, PyObject *const *args, Py_ssize_t n
         }
         src = ins[at];
     }
-    if ((attrs = PyObject_GetAttr(op, str_attrs)) == NULL ||
-        (block = PyObject_GetAttr(op, str_block)) == NULL ||
+    if ((attrs = field_of(op, op_known, op_attrs_at, str_attrs)) == NULL ||
+        (block = field_of(op, op_known, op_block_at, str_block)) == NULL ||
         (program = PyObject_GetAttr(block, str_program)) == NULL ||
-        PyObject_SetAttr(ctx, str_op, op) < 0 || PyObject_SetAttr(ctx, str_attrs, attrs) < 0 ||
-        PyObject_SetAttr(ctx, str_program, program) < 0)
+        set_field(ctx, ctx_known, ctx_op_at, str_op, op) < 0 ||
+        set_field(ctx, ctx_known, ctx_attrs_at, str_attrs, attrs) < 0 ||
+        set_field(ctx, ctx_known, ctx_program_at, str_program, program) < 0)
         goto done;
     PyObject *previous = NULL;
     if (capsule != Py_None && (previous = PyObject_CallOneArg(set_handler, capsule)) == NULL)

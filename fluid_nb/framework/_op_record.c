@@ -167,7 +167,7 @@ static PyObject *program_globals, *transaction_globals, *unique_name_globals,
 /* found at the first call: the classes made here, and the ones whose methods this path
  * stands for (a subclass of Block or of the name generator may change them: the Python
  * way) */
-static PyTypeObject *variable_type, *operator_type, *block_type, *generator_type;
+static PyTypeObject *variable_type, *operator_type, *block_type, *generator_type, *program_type;
 /* Operator's __slots__, in the order Operator.__init__ sets them */
 static const char *const operator_slot_names[] = {"block", "type", "inputs", "outputs",
                                                   "attrs", "attr_types", "is_target",
@@ -179,11 +179,13 @@ static PyObject *str_vars, *str_ops, *str_program, *str_version_counter, *str_ap
     *str_completed, *str_default_attrs, *str_list_defaults, *str_shape, *str_dtype,
     *str_lod_level, *str_block, *str_name, *str_op_defs, *str_slots_passed, *str_depth,
     *str_journal, *str_generator, *str_current, *str_x, *str_y, *str_out, *str_tmp,
-    *str_variable, *str_operator, *str_block_class, *str_generator_class, *str_type;
+    *str_variable, *str_operator, *str_block_class, *str_generator_class, *str_type,
+    *str_program_class;
 /* Variable.type, the kind a variable has unless it says otherwise (VarType.LOD_TENSOR) */
 static PyObject *lod_tensor_kind;
 
-/* Variable and Operator from the program module (complete only after its import), and
+/* Variable, Operator, Block and Program from the program module (complete only after its
+ * import) and the name generator's class, and
  * Operator's slot offsets; 0 when they are not there yet, -1 with an error when Operator's
  * slots are not the ones this file sets. */
 static int find_classes(void) {
@@ -194,15 +196,17 @@ static int find_classes(void) {
                                           : PyDict_GetItemWithError(program_globals, str_operator);
     PyObject *block = operator == NULL ? NULL
                                        : PyDict_GetItemWithError(program_globals, str_block_class);
-    PyObject *generator = block == NULL ? NULL : PyDict_GetItemWithError(unique_name_globals,
-                                                                         str_generator_class);
+    PyObject *program = block == NULL ? NULL
+                                      : PyDict_GetItemWithError(program_globals, str_program_class);
+    PyObject *generator = program == NULL ? NULL : PyDict_GetItemWithError(unique_name_globals,
+                                                                           str_generator_class);
     if (generator == NULL)
         return PyErr_Occurred() ? -1 : 0;
     if (!PyType_Check(variable) || !PyType_Check(operator) || !PyType_Check(block) ||
-        !PyType_Check(generator)) {
-        PyErr_SetString(PyExc_TypeError, "append_one_op: program.Variable, Operator, Block "
-                                         "and unique_name.UniqueNameGenerator expected to be "
-                                         "classes");
+        !PyType_Check(program) || !PyType_Check(generator)) {
+        PyErr_SetString(PyExc_TypeError, "append_one_op: program.Variable, Operator, Block, "
+                                         "Program and unique_name.UniqueNameGenerator expected "
+                                         "to be classes");
         return -1;
     }
     PyObject *slots = PyObject_GetAttrString(operator, "__slots__");
@@ -231,9 +235,11 @@ static int find_classes(void) {
             return -1;
     if ((lod_tensor_kind = PyObject_GetAttr(variable, str_type)) == NULL)
         return -1;
-    Py_INCREF(variable), Py_INCREF(operator), Py_INCREF(block), Py_INCREF(generator);
+    Py_INCREF(variable), Py_INCREF(operator), Py_INCREF(block), Py_INCREF(program);
+    Py_INCREF(generator);
     variable_type = (PyTypeObject *)variable;
     block_type = (PyTypeObject *)block;
+    program_type = (PyTypeObject *)program;
     generator_type = (PyTypeObject *)generator;
     operator_type = (PyTypeObject *)operator; /* (last: it says all four are found) */
     return 1;
@@ -419,6 +425,26 @@ static int holds_lod_tensor(PyObject *var) {
     return same;
 }
 
+/* The instance dict of a Block, Program or name generator (a new reference): these are few
+ * and every op reads several of their attributes, which a dict lookup reads for a quarter
+ * of an attribute read's instructions (the dict is made once, from the inline values). A
+ * plain instance attribute of these exact classes is its dict entry. */
+static PyObject *instance_dict(PyObject *obj) {
+    PyObject *d = PyObject_GenericGetDict(obj, NULL);
+    if (d != NULL && !PyDict_CheckExact(d)) {
+        Py_CLEAR(d);
+        PyErr_SetString(PyExc_TypeError, "append_one_op: an instance dict expected");
+    }
+    return d;
+}
+
+/* d[key] (a new reference), or NULL: an error, or none (not this path) */
+static PyObject *entry(PyObject *d, PyObject *key) {
+    PyObject *value = PyDict_GetItemWithError(d, key);
+    Py_XINCREF(value);
+    return value;
+}
+
 /* A global of a module (borrowed), or NULL with a KeyError naming it. */
 static PyObject *global(PyObject *globals, PyObject *name) {
     PyObject *value = PyDict_GetItemWithError(globals, name);
@@ -444,7 +470,8 @@ static PyObject *append_one_op(PyObject *self, PyObject *const *args, size_t nar
              *ids = NULL, *prefix = NULL, *inferred = NULL, *attrs = NULL, *types = NULL,
              *slots_key = NULL, *n = NULL, *m = NULL, *counter_key = NULL, *name = NULL,
              *infer_key = NULL, *var = NULL, *op = NULL, *outputs = NULL, *out_names = NULL,
-             *stack = NULL, *new_version = NULL, *result = NULL;
+             *stack = NULL, *new_version = NULL, *result = NULL, *block_dict = NULL,
+             *program_dict = NULL, *generator_dict = NULL;
     int python_way = 0;
 #define NOT_THIS_PATH                                                                          \
     do {                                                                                       \
@@ -487,17 +514,21 @@ static PyObject *append_one_op(PyObject *self, PyObject *const *args, size_t nar
     PyObject *y_name = y_args == NULL ? NULL : single_name(y_args);
     if (x_name == NULL || (n_inputs == 2 ? y_name == NULL : n_inputs != 1))
         goto python_way_spec;
-    if ((vars = PyObject_GetAttr(block, str_vars)) == NULL ||
-        (ops = PyObject_GetAttr(block, str_ops)) == NULL ||
-        (program = PyObject_GetAttr(block, str_program)) == NULL)
+    if ((block_dict = instance_dict(block)) == NULL)
         goto done_spec;
-    if (!PyDict_CheckExact(vars) || !PyList_CheckExact(ops))
+    if ((vars = entry(block_dict, str_vars)) == NULL ||
+        (ops = entry(block_dict, str_ops)) == NULL ||
+        (program = entry(block_dict, str_program)) == NULL)
+        goto check_spec;
+    if (!PyDict_CheckExact(vars) || !PyList_CheckExact(ops) || !Py_IS_TYPE(program, program_type))
         goto python_way_spec;
-    if ((role = PyObject_GetAttr(program, str_current_role)) == NULL ||
-        (hook = PyObject_GetAttr(program, str_append_hook)) == NULL ||
-        (desc_version = PyObject_GetAttr(program, str_version)) == NULL ||
-        (version = PyObject_GetAttr(program, str_version_counter)) == NULL)
+    if ((program_dict = instance_dict(program)) == NULL)
         goto done_spec;
+    if ((role = entry(program_dict, str_current_role)) == NULL ||
+        (hook = entry(program_dict, str_append_hook)) == NULL ||
+        (desc_version = entry(program_dict, str_version)) == NULL ||
+        (version = entry(program_dict, str_version_counter)) == NULL)
+        goto check_spec;
     int has_role = PyObject_IsTrue(role);
     if (has_role < 0)
         goto done_spec;
@@ -509,10 +540,12 @@ static PyObject *append_one_op(PyObject *self, PyObject *const *args, size_t nar
     Py_INCREF(generator);
     if (!Py_IS_TYPE(generator, generator_type))
         goto python_way_spec;
-    if ((undo = PyObject_GetAttr(generator, str_undo)) == NULL ||
-        (ids = PyObject_GetAttr(generator, str_ids)) == NULL ||
-        (prefix = PyObject_GetAttr(generator, str_prefix)) == NULL)
+    if ((generator_dict = instance_dict(generator)) == NULL)
         goto done_spec;
+    if ((undo = entry(generator_dict, str_undo)) == NULL ||
+        (ids = entry(generator_dict, str_ids)) == NULL ||
+        (prefix = entry(generator_dict, str_prefix)) == NULL)
+        goto check_spec;
     if (undo != Py_None || !PyDict_CheckExact(ids) || !PyUnicode_CheckExact(prefix))
         goto python_way_spec;
     /* the memos */
@@ -663,7 +696,7 @@ static PyObject *append_one_op(PyObject *self, PyObject *const *args, size_t nar
     PyObject *two = PyLong_FromLong(2);
     new_version = two == NULL ? NULL : PyNumber_Add(version, two);
     Py_XDECREF(two);
-    if (new_version == NULL || PyObject_SetAttr(program, str_version_counter, new_version) < 0)
+    if (new_version == NULL || PyDict_SetItem(program_dict, str_version_counter, new_version) < 0)
         goto take_back;
     if (hook != Py_None) {
         PyObject *ran = PyObject_CallOneArg(hook, op);
@@ -727,7 +760,8 @@ done:
     Py_XDECREF(attrs), Py_XDECREF(types), Py_XDECREF(slots_key), Py_XDECREF(n), Py_XDECREF(m);
     Py_XDECREF(counter_key), Py_XDECREF(name), Py_XDECREF(infer_key), Py_XDECREF(var);
     Py_XDECREF(op), Py_XDECREF(outputs), Py_XDECREF(out_names), Py_XDECREF(stack);
-    Py_XDECREF(new_version);
+    Py_XDECREF(new_version), Py_XDECREF(block_dict), Py_XDECREF(program_dict);
+    Py_XDECREF(generator_dict);
     if (python_way)
         return call_fallback(args, nargsf, kwnames);
     return result;
@@ -792,7 +826,8 @@ PyMODINIT_FUNC PyInit__op_record(void) {
         {&str_journal, "journal"}, {&str_generator, "_generator"}, {&str_current, "current"},
         {&str_x, "X"}, {&str_y, "Y"}, {&str_out, "Out"}, {&str_tmp, "tmp"},
         {&str_variable, "Variable"}, {&str_operator, "Operator"}, {&str_block_class, "Block"},
-        {&str_generator_class, "UniqueNameGenerator"}, {&str_type, "type"}};
+        {&str_generator_class, "UniqueNameGenerator"}, {&str_type, "type"},
+        {&str_program_class, "Program"}};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); ++i)
         if ((*names[i].name = PyUnicode_InternFromString(names[i].text)) == NULL)
             return NULL;

@@ -272,6 +272,26 @@ def test_a_name_generator_of_another_class_names_the_python_way(fallbacks):
     assert out.name == "sigmoid_out_sigmoid_0" and fallbacks.calls == ["sigmoid"]
 
 
+def test_a_program_of_another_class_records_the_python_way(fallbacks):
+    """The C path reads a Block's, Program's and name generator's plain attributes from
+    their instance dicts: a Program subclass, which may define any of them otherwise (here
+    the append hook as a property), appends the Python way, and its hook still sees the op."""
+    seen = []
+
+    class Hooked(fluid.Program):  # (what Program.__init__ sets lands in the dict, unread)
+        _append_hook = property(lambda self: seen.append,
+                                lambda self, value: self.__dict__.update(_append_hook=value))
+
+    main = Hooked()
+    with fluid.program_guard(main, fluid.Program()):
+        x = fluid.data(name="x", shape=[2, 3], dtype="float32")
+        fluid.layers.exp(x)
+        del fallbacks.calls[:]
+        out = fluid.layers.exp(x)
+    assert fallbacks.calls == ["exp"] and out.shape == (2, 3)
+    assert [op.type for op in seen] == ["exp", "exp"] and seen[-1] is main.global_block().ops[-1]
+
+
 def test_an_input_of_a_parent_block_goes_the_python_way(fallbacks):
     main = fluid.Program()
     with fluid.program_guard(main, fluid.Program()):
