@@ -286,6 +286,105 @@ static PyObject *plain_step(PyObject *module, PyObject *const *args, Py_ssize_t 
     return run_plain(args[0], args[1], args[2], args[3], args + 4, nargs - 4, 0, NULL);
 }
 
+/* --- NumPy allocating from the host arena ----------------------------------------------- */
+/* NumPy's data allocator is a context variable: setting it and back made two new mappings
+ * of the context's variables for every run and every live op (about 1,400 instructions
+ * each, and garbage for the collector). Entering a context is a pointer swap, so the
+ * kernels run in a copy of the caller's context that holds the arena's handler, made once
+ * and kept while the caller's context holds the same variables (the same mapping: a
+ * pointer compare) and the same arena is asked for. Nothing changes in the caller's
+ * context. A copy that is already entered (a run inside a kernel, or another thread's)
+ * cannot be entered again: the handler is then set and put back as before. */
+static PyObject *arena_capsule, *arena_base, *arena_context;
+
+typedef struct {
+    PyObject *context;  /* the copy entered, or NULL */
+    PyObject *previous; /* the handler to put back when set instead, or NULL */
+} Allocating;
+
+/* 0 when NumPy allocates from ``capsule`` (None: the allocator as it is) until
+ * stop_allocating, -1 with an error */
+static int start_allocating(PyObject *set_handler, PyObject *capsule, Allocating *a) {
+    a->context = a->previous = NULL;
+    if (capsule == Py_None)
+        return 0;
+    PyObject *current = PyContext_CopyCurrent();
+    if (current == NULL)
+        return -1;
+    int same = arena_context != NULL && capsule == arena_capsule
+                   ? PyObject_RichCompareBool(current, arena_base, Py_EQ) : 0;
+    if (same < 0) {
+        Py_DECREF(current);
+        return -1;
+    }
+    if (!same) { /* a copy of the caller's context with the arena's handler set in it */
+        PyObject *context = PyContext_Copy(current);
+        if (context == NULL || PyContext_Enter(context) < 0) {
+            Py_XDECREF(context);
+            Py_DECREF(current);
+            return -1;
+        }
+        PyObject *previous = PyObject_CallOneArg(set_handler, capsule);
+        PyObject *type, *value, *traceback;
+        PyErr_Fetch(&type, &value, &traceback);
+        int exited = PyContext_Exit(context);
+        if (previous == NULL || exited < 0) {
+            Py_XDECREF(previous);
+            Py_DECREF(context);
+            Py_DECREF(current);
+            if (previous == NULL) { /* the handler's error, not the exit's */
+                PyErr_Clear();
+                PyErr_Restore(type, value, traceback);
+            }
+            return -1;
+        }
+        Py_DECREF(previous);
+        Py_INCREF(capsule);
+        Py_XSETREF(arena_capsule, capsule);
+        Py_XSETREF(arena_base, current);
+        Py_XSETREF(arena_context, context);
+    } else { /* (kept as the base: an equal mapping made anew compares by pointer next) */
+        Py_XSETREF(arena_base, current);
+    }
+    PyObject *context = arena_context;
+    Py_INCREF(context);
+    if (PyContext_Enter(context) == 0) {
+        a->context = context;
+        return 0;
+    }
+    Py_DECREF(context);
+    if (!PyErr_ExceptionMatches(PyExc_RuntimeError)) /* (entered already) */
+        return -1;
+    PyErr_Clear();
+    a->previous = PyObject_CallOneArg(set_handler, capsule);
+    return a->previous == NULL ? -1 : 0;
+}
+
+/* NumPy's allocator back to the caller's, whatever ran since start_allocating (an error
+ * it raised is kept): 0, or -1 when putting it back failed (with that error, unless what
+ * ran raised one) */
+static int stop_allocating(PyObject *set_handler, Allocating *a) {
+    if (a->context == NULL && a->previous == NULL)
+        return 0;
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    int failed;
+    if (a->context != NULL) {
+        failed = PyContext_Exit(a->context) < 0;
+        Py_CLEAR(a->context);
+    } else {
+        PyObject *restored = PyObject_CallOneArg(set_handler, a->previous);
+        Py_CLEAR(a->previous);
+        failed = restored == NULL;
+        Py_XDECREF(restored);
+    }
+    if (failed && type != NULL) /* (the error of what ran wins) */
+        PyErr_Clear();
+    if (!failed || type != NULL)
+        PyErr_Restore(type, value, traceback);
+    return failed ? -1 : 0;
+}
+
 /* --- a live formula op's first run ------------------------------------------------------- */
 /* the first name of ``slots[slot]`` (a borrowed reference), or NULL, without an error, when
  * the slot is absent or holds no name */
@@ -461,25 +560,14 @@ static PyObject *first_run(PyObject *module, PyObject *const *args, Py_ssize_t n
         set_field(ctx, ctx_known, ctx_attrs_at, str_attrs, attrs) < 0 ||
         set_field(ctx, ctx_known, ctx_program_at, str_program, program) < 0)
         goto done;
-    PyObject *previous = NULL;
-    if (capsule != Py_None && (previous = PyObject_CallOneArg(set_handler, capsule)) == NULL)
+    Allocating allocating;
+    if (start_allocating(set_handler, capsule, &allocating) < 0)
         goto done;
     double start = seconds_now();
     PyObject *ran = run_plain(out, fn, ctx, src, ins, count, 0, NULL);
     double took = seconds_now() - start;
-    if (previous != NULL) { /* back to the allocator before, whatever the kernel did */
-        PyObject *type, *value, *traceback;
-        PyErr_Fetch(&type, &value, &traceback);
-        PyObject *restored = PyObject_CallOneArg(set_handler, previous);
-        Py_DECREF(previous);
-        if (restored == NULL) {
-            Py_CLEAR(ran);
-            Py_XDECREF(type), Py_XDECREF(value), Py_XDECREF(traceback);
-        } else {
-            Py_DECREF(restored);
-            PyErr_Restore(type, value, traceback);
-        }
-    }
+    if (stop_allocating(set_handler, &allocating) < 0)
+        Py_CLEAR(ran);
     if (ran != NULL) {
         Py_DECREF(ran);
         result = PyFloat_FromDouble(took);
@@ -1085,10 +1173,10 @@ static PyObject *fast_run(PyObject *module, PyObject *const *args, Py_ssize_t na
     int paused = PyTuple_GET_ITEM(last, LAST_PAUSING) == Py_True ? pause_collector() : 0;
     if (paused < 0)
         goto fail_early;
-    PyObject *previous = NULL, *token = NULL, *undo = NULL, *results = NULL, *out = NULL;
-    PyObject *capsule = PyTuple_GET_ITEM(last, LAST_CAPSULE);
-    if (capsule != Py_None &&
-        (previous = PyObject_CallOneArg(PyTuple_GET_ITEM(last, LAST_SET_HANDLER), capsule)) == NULL)
+    PyObject *token = NULL, *undo = NULL, *results = NULL, *out = NULL;
+    Allocating allocating;
+    if (start_allocating(PyTuple_GET_ITEM(last, LAST_SET_HANDLER),
+                         PyTuple_GET_ITEM(last, LAST_CAPSULE), &allocating) < 0)
         goto done;
     /* _run_plan: a run token for the run */
     if ((token = PyObject_CallNoArgs((PyObject *)&PyBaseObject_Type)) == NULL ||
@@ -1165,20 +1253,8 @@ done_token: {
         PyErr_Restore(type, error, traceback);
     }
 done:
-    if (previous != NULL) { /* Executor.run's finally: the allocator back */
-        PyObject *type, *error, *traceback;
-        PyErr_Fetch(&type, &error, &traceback);
-        PyObject *back = PyObject_CallOneArg(PyTuple_GET_ITEM(last, LAST_SET_HANDLER), previous);
-        if (back == NULL) {
-            if (type != NULL)
-                PyErr_Clear(); /* (the run's own error wins) */
-            else
-                PyErr_Fetch(&type, &error, &traceback);
-        }
-        Py_XDECREF(back);
-        PyErr_Restore(type, error, traceback);
-        Py_DECREF(previous);
-    }
+    if (stop_allocating(PyTuple_GET_ITEM(last, LAST_SET_HANDLER), &allocating) < 0)
+        Py_CLEAR(out); /* Executor.run's finally: the allocator back */
     resume_collector(paused);
     Py_XDECREF(token);
     Py_XDECREF(undo);
