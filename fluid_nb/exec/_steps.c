@@ -313,9 +313,13 @@ static int start_allocating(PyObject *set_handler, PyObject *capsule, Allocating
         return -1;
     int same = arena_context != NULL && capsule == arena_capsule
                    ? PyObject_RichCompareBool(current, arena_base, Py_EQ) : 0;
-    if (same < 0) {
-        Py_DECREF(current);
-        return -1;
+    if (same < 0) { /* (a variable's value that cannot be compared: a copy made anew) */
+        if (!PyErr_ExceptionMatches(PyExc_Exception)) {
+            Py_DECREF(current);
+            return -1;
+        }
+        PyErr_Clear();
+        same = 0;
     }
     if (!same) { /* a copy of the caller's context with the arena's handler set in it */
         PyObject *context = PyContext_Copy(current);

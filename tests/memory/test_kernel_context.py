@@ -134,3 +134,28 @@ def test_runs_inside_a_kernel_and_from_another_thread_meanwhile_allocate_from_th
         "default_allocator", "default_allocator", results[2][1]] * 3
     assert results[2][1] != "default_allocator"
     assert get_handler_name() == "default_allocator"
+
+
+class _Incomparable:
+    def __eq__(self, other):
+        raise TypeError("not comparable")
+
+    __hash__ = object.__hash__
+
+
+_SETTING = contextvars.ContextVar("a_setting_of_the_callers")
+
+
+def test_a_context_variable_whose_values_refuse_comparison_does_not_stop_a_run():
+    """The caller's context is compared with the one the kept copy was made from: a value
+    that refuses to be compared makes a new copy, and the run goes on."""
+    main, out = _division()
+    exe, scope = fluid.Executor(CPU), fluid.Scope()
+    feed = {"x": np.full((1, 3), 6.0, "float32"), "y": np.full((1, 3), 2.0, "float32")}
+    for _ in range(3):
+        token = _SETTING.set(_Incomparable())
+        try:
+            got, = exe.run(main, feed=feed, fetch_list=[out], scope=scope)
+        finally:
+            _SETTING.reset(token)
+        np.testing.assert_array_equal(got, np.full((1, 3), 3.0))
