@@ -320,12 +320,17 @@ def numpy_function(expr, params, cast_like, attrs=True, in_place=False):
     cast = (f"    if result.dtype != {cast_like}.dtype:\n"
             f"        return result.astype({cast_like}.dtype)\n"
             f"    return result\n")
+    statements = None
+    if in_place and variables(expr) and not _has_choice(expr) and \
+            expr.kind not in ("var", "const", "attr"):
+        statements = _InPlace({p: p for p in params})
+        final, _ = statements.render(expr)
+        if len(statements.lines) < 2:  # one operation: no temporary to reuse
+            statements = None
     if not variables(expr):  # a constant: an array of it, shaped as the parameter
         result = f"xp.full({cast_like}.shape, {body}, {cast_like}.dtype)"
         source = f"def kernel({signature}):\n    return {result}\n"
-    elif in_place and not _has_choice(expr) and expr.kind not in ("var", "const", "attr"):
-        statements = _InPlace({p: p for p in params})
-        final, _ = statements.render(expr)
+    elif statements is not None:
         # floats with dims only: an integer tensor's exp is a new float array, not its own
         # temporary, and a ufunc of 0-d arrays gives a scalar, which takes no out=
         source = (f"def kernel({signature}):\n"

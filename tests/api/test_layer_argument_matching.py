@@ -92,3 +92,23 @@ def test_a_parameter_of_an_allowed_dtype_passes_the_dtype_check(x):
         name="w", shape=[4, 4], dtype="float32")
     out = L.softmax(L.relu(weight), axis=0)
     assert out.shape == (4, 4) and _ops(x) == ["relu", "softmax"]
+
+
+def test_dtype_rules_given_after_a_first_call_are_checked_on_the_next_one():
+    """A call of positional arguments only is checked by a plan made at the first such
+    call: rules a layer is given later (``__check_dtypes__``) make a new one."""
+    from fluid_nb.api.layers.arg_checks import NAME, checks, variable
+    refused = []
+
+    @checks(x=variable, name=NAME)
+    def double(x, name=None):
+        return x
+
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        x = L.data(name="x", shape=[4], dtype="float32")
+        assert double(x) is x
+        double.__check_dtypes__([(0, "x", {fluid.core.VarDesc.VarType.FP64}, "float64")],
+                                lambda *args: refused.append(args[1:]))
+        assert double(x) is x and double(x, None) is x
+    assert refused == [("x", x, {fluid.core.VarDesc.VarType.FP64}, "float64")] * 2

@@ -105,11 +105,42 @@ def checks(**rules):
         def check_dtypes(slots, check):
             nonlocal dtyped, dtype_check
             dtyped, dtype_check = tuple(slots), check
+            by_count.clear()
+
+        # positional argument count -> the checks of a call of that many arguments and no
+        # keywords, when such a call fits the signature (False when it does not): the
+        # dtype rules, each with whether the call gives its argument, and the rules of the
+        # arguments it gives (the commonest call, checked without matching names)
+        by_count = {}
+
+        def positional_plan(given):
+            count, plain, position, required, ruled = plan or planned()
+            quick = by_count[given] = plain and len(required) <= given <= count and (
+                tuple((index, name, allowed, names, index < given)
+                      for index, name, allowed, names in dtyped),
+                tuple((index, name, rule) for index, name, rule in ruled if index < given))
+            return quick
 
         # (one frame for both kinds of check, each rule called here: a layer's checks cost
         # more than its op's record when each was a call of its own)
         @functools.wraps(fn)
         def layer(*args, **kwargs):
+            if not kwargs:
+                quick = by_count.get(len(args))
+                if quick is None:
+                    quick = positional_plan(len(args))
+                if quick:
+                    for index, name, allowed, names, given in quick[0]:
+                        value = args[index] if given else None
+                        if value.__class__ is not Variable or value.dtype not in allowed:
+                            dtype_check(where, name, value, allowed, names)
+                    for index, name, rule in quick[1]:
+                        value = args[index]
+                        try:
+                            rule(value)
+                        except Refused as refused:
+                            raise _refusal(where, name, value, refused) from None
+                    return fn(*args)
             count, plain, position, required, ruled = plan or planned()
             given = len(args)
             for index, name, allowed, names in dtyped:

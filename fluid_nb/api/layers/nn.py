@@ -464,7 +464,7 @@ def clip(x, min, max, name=None):
 
 
 def _unary(op_type, x, attrs=None, name=None):
-    _check_variable(op_type, "x", x)
+    # (x is a Variable: each caller's checks say so, x=variable)
     if name is None:  # one op to a fresh temporary, all or nothing itself
         program = _fw._main_program
         return append_one_op(program.blocks[program.current_block_idx], op_type,
