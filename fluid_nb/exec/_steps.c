@@ -423,27 +423,43 @@ static double seconds_now(void) {
     return (double)now.tv_sec + (double)now.tv_nsec * 1e-9;
 }
 
-/* Operator's and KernelContext's slots that first_run reads and writes, found from the
- * first op and context it sees (an attribute read or write, a quarter of first_run's own
- * instructions, for any other class) */
-static PyTypeObject *known_op_type, *known_ctx_type;
-static Py_ssize_t op_inputs_at, op_outputs_at, op_attrs_at, op_block_at;
+/* Operator's slots that the live paths read and write (LiveHook, first_run, the look for
+ * values nobody holds), found once from the class: an attribute read or write from C was
+ * a quarter of first_run's own instructions. KernelContext's, which first_run writes,
+ * likewise. An object of another class is read and written by attribute. */
+static PyTypeObject *operator_class, *known_ctx_type;
+static Py_ssize_t op_block_at, op_type_at, op_inputs_at, op_outputs_at, op_attrs_at,
+    op_source_at;
 static Py_ssize_t ctx_op_at, ctx_attrs_at, ctx_program_at;
 
-static int op_slots_known(PyObject *op) {
-    PyTypeObject *type = Py_TYPE(op);
-    if (type == known_op_type)
-        return 1;
-    Py_ssize_t inputs, outputs, attrs, block;
-    if (slot_offset(type, "inputs", &inputs) < 0 || slot_offset(type, "outputs", &outputs) < 0 ||
-        slot_offset(type, "attrs", &attrs) < 0 || slot_offset(type, "block", &block) < 0) {
-        PyErr_Clear();
+/* Operator's slot offsets from ``type`` (0), or a TypeError (-1) when it lacks one */
+static int find_operator_slots(PyTypeObject *type) {
+    if (type == operator_class)
         return 0;
-    }
+    Py_ssize_t at[6];
+    static const char *const names[6] = {"block", "type", "inputs", "outputs", "attrs",
+                                         "_source"};
+    for (int i = 0; i < 6; ++i)
+        if (slot_offset(type, names[i], &at[i]) < 0)
+            return -1;
     Py_INCREF(type);
-    Py_XSETREF(known_op_type, type);
-    op_inputs_at = inputs, op_outputs_at = outputs, op_attrs_at = attrs, op_block_at = block;
-    return 1;
+    Py_XSETREF(operator_class, type);
+    op_block_at = at[0], op_type_at = at[1], op_inputs_at = at[2], op_outputs_at = at[3];
+    op_attrs_at = at[4], op_source_at = at[5];
+    return 0;
+}
+
+/* whether ``op`` is an Operator whose slots are known (the class found from the first op
+ * seen, unless a LiveHook named it first) */
+static int op_slots_known(PyObject *op) {
+    if (Py_IS_TYPE(op, operator_class))
+        return 1;
+    if (operator_class != NULL)
+        return 0;
+    if (find_operator_slots(Py_TYPE(op)) == 0)
+        return 1;
+    PyErr_Clear();
+    return 0;
 }
 
 static int ctx_slots_known(PyObject *ctx) {
@@ -1315,8 +1331,6 @@ typedef struct {
     /* the host arena last asked for: places._host[0] and flags.version[0] then, and what
      * host_arena() answered (arena None: the system allocator) */
     PyObject *arena_entry, *arena_version, *arena_core, *capsule;
-    PyTypeObject *operator_type;
-    Py_ssize_t op_block, op_type, op_attrs, op_source; /* Operator's slots */
     long optimize_role;
     Py_ssize_t weigh_every;
 } LiveHook;
@@ -1377,7 +1391,7 @@ static PyObject *host_capsule(LiveHook *self) {
 
 /* the common case; NOT_THIS_OP (no error) for the fallback's ops */
 static PyObject *live_op(LiveHook *self, PyObject *op) {
-    if (!Py_IS_TYPE(op, self->operator_type) || SLOT(op, self->op_block) != self->block)
+    if (!Py_IS_TYPE(op, operator_class) || SLOT(op, op_block_at) != self->block)
         return NOT_THIS_OP;
     PyObject *session = self->session_dict, *runner_dict = self->runner_dict;
     PyObject *ops = state(self->block_dict, str_ops), *runner, *plans, *plan, *record_only,
@@ -1389,10 +1403,10 @@ static PyObject *live_op(LiveHook *self, PyObject *op) {
         return NOT_THIS_OP; /* (inserted before ops that ran: they run again) */
     if ((plans = state(runner_dict, str_first_plans)) == NULL)
         return NULL;
-    plan = PyDict_Check(plans) ? PyDict_GetItemWithError(plans, SLOT(op, self->op_type)) : NULL;
+    plan = PyDict_Check(plans) ? PyDict_GetItemWithError(plans, SLOT(op, op_type_at)) : NULL;
     if (plan == NULL || !PyTuple_Check(plan))
         return PyErr_Occurred() ? NULL : NOT_THIS_OP; /* (no plan yet, or none: False) */
-    PyObject *attrs = SLOT(op, self->op_attrs);
+    PyObject *attrs = SLOT(op, op_attrs_at);
     PyObject *role = attrs != NULL && PyDict_Check(attrs) ?
                      PyDict_GetItemWithError(attrs, str_op_role) : NULL;
     if (role != NULL) {
@@ -1430,7 +1444,7 @@ static PyObject *live_op(LiveHook *self, PyObject *op) {
         return NULL;
     /* the op's user line, found if someone asks (as _on_main_op marks it) */
     Py_INCREF(self->source);
-    Py_XSETREF(SLOT(op, self->op_source), self->source);
+    Py_XSETREF(SLOT(op, op_source_at), self->source);
     /* (what the call reads, held across the kernel, which may run any code) */
     PyObject *call[5] = {op, plan, self->values, set_handler, capsule};
     for (int i = 0; i < 5; ++i)
@@ -1522,15 +1536,9 @@ static PyObject *live_hook_new(PyTypeObject *type, PyObject *args, PyObject *kwa
     LiveHook *self = (LiveHook *)type->tp_alloc(type, 0);
     if (self == NULL)
         return NULL;
-    PyTypeObject *op_class = (PyTypeObject *)operator_type;
     self->vectorcall = live_hook_call;
-    Py_INCREF(op_class);
-    self->operator_type = op_class;
     PyObject *runner = NULL, *scope = NULL;
-    if (slot_offset(op_class, "block", &self->op_block) < 0 ||
-        slot_offset(op_class, "type", &self->op_type) < 0 ||
-        slot_offset(op_class, "attrs", &self->op_attrs) < 0 ||
-        slot_offset(op_class, "_source", &self->op_source) < 0 ||
+    if (find_operator_slots((PyTypeObject *)operator_type) < 0 ||
         (self->session_dict = PyObject_GenericGetDict(session, NULL)) == NULL ||
         (self->block_dict = PyObject_GenericGetDict(block, NULL)) == NULL ||
         (runner = state(self->session_dict, str_runner)) == NULL ||
@@ -1566,7 +1574,7 @@ static int live_hook_traverse(LiveHook *self, visitproc visit, void *arg) {
     Py_VISIT(self->host_arena_fn); Py_VISIT(self->host);
     Py_VISIT(self->flags_version); Py_VISIT(self->source); Py_VISIT(self->arena_entry);
     Py_VISIT(self->arena_version); Py_VISIT(self->arena_core); Py_VISIT(self->capsule);
-    Py_VISIT(self->operator_type); Py_VISIT(self->runner_globals);
+    Py_VISIT(self->runner_globals);
     return 0;
 }
 
@@ -1577,7 +1585,7 @@ static int live_hook_clear(LiveHook *self) {
     Py_CLEAR(self->host_arena_fn); Py_CLEAR(self->host);
     Py_CLEAR(self->flags_version); Py_CLEAR(self->source); Py_CLEAR(self->arena_entry);
     Py_CLEAR(self->arena_version); Py_CLEAR(self->arena_core); Py_CLEAR(self->capsule);
-    Py_CLEAR(self->operator_type); Py_CLEAR(self->runner_globals);
+    Py_CLEAR(self->runner_globals);
     return 0;
 }
 
@@ -1702,7 +1710,9 @@ static int let_go(Sweep *s, PyObject *op, PyObject *names, Py_ssize_t index) {
 
 /* the values ``op`` (its kind ``kind``, at ``at`` in the order) let go of, if any */
 static int look_at(Sweep *s, PyObject *op, PyObject *kind, Py_ssize_t at) {
-    PyObject *outputs = PyObject_GetAttr(op, str_outputs), *names = NULL, *inputs = NULL;
+    int known = op_slots_known(op);
+    PyObject *outputs = field_of(op, known, op_outputs_at, str_outputs), *names = NULL,
+             *inputs = NULL;
     int result = -1;
     if (outputs == NULL)
         return -1;
@@ -1738,7 +1748,7 @@ static int look_at(Sweep *s, PyObject *op, PyObject *kind, Py_ssize_t at) {
             goto done;
         droppable = held && !later;
         if (droppable) {
-            if ((inputs = PyObject_GetAttr(op, str_inputs)) == NULL)
+            if ((inputs = field_of(op, known, op_inputs_at, str_inputs)) == NULL)
                 goto done;
             int overwritten = PyDict_Check(inputs) ? reads(inputs, name) : 1;
             if (overwritten < 0)
@@ -1811,7 +1821,7 @@ static PyObject *drop_unreachable(PyObject *module, PyObject *const *args, Py_ss
         PyObject *op = PyList_GET_ITEM(ops, index), *type, *kind;
         Py_INCREF(op);
         int looked = -1;
-        if ((type = PyObject_GetAttr(op, str_type)) != NULL) {
+        if ((type = field_of(op, op_slots_known(op), op_type_at, str_type)) != NULL) {
             kind = PyDict_GetItemWithError(kinds, type);
             if (kind != NULL)
                 Py_INCREF(kind);
