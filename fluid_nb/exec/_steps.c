@@ -1609,7 +1609,7 @@ static PyTypeObject LiveHookType = {
 };
 
 /* --- a live session's look for values nobody holds ------------------------------------ */
-/* LiveRunner.drop_unreachable's walk (fluid_nb/live/runner.py says what it lets go and
+/* OpRunner.drop_unreachable's walk (fluid_nb/live/runner.py says what it lets go and
  * why), last op first:
  *
  *   drop_unreachable(ops, block_vars, values, kinds, kind_of, tensors_only, dropped, order,
