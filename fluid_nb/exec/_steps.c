@@ -771,6 +771,193 @@ static PyTypeObject KernelStepType = {
     .tp_vectorcall_offset = offsetof(KernelStep, vectorcall),
 };
 
+/* --- ArrayStep: a loop's tensor-array reads and writes -------------------------------- */
+/* read_from_array's and write_to_array's host steps (ops/array_ops.py) in their common case:
+ * an index of one int64 or int32 element on the host, a LoDTensorArray and LoDTensors, and
+ * for a write an array this run made already (``run_token``). Anything else calls
+ * ``fallback``, the Python host step, before anything is changed; that step decides every
+ * case again, so the C path stores exactly what it stores.
+ *
+ *   ArrayStep(x, index, out, executor, fallback) with executor None: a read,
+ *       out.value = LoDTensor(x.value[i].array, x.value[i]._lod) for 0 <= i < len, nothing
+ *       for any other i (as Paddle: Out is left as it was);
+ *   with the executor: a write, out.value[i] = LoDTensor(x.value.array, x.value._lod),
+ *       the array grown with empty LoDTensors to i + 1 entries. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *x, *index, *out, *executor, *fallback;
+    vectorcallfunc vectorcall;
+} ArrayStep;
+
+/* the index in ``holder``: 1 and *at set when it holds a LoDTensor of one int64 or int32
+ * element in a host array, 0 when it holds anything else, -1 on error */
+static int host_index(PyObject *holder, Py_ssize_t *at) {
+    PyObject *value = holder_value(holder);
+    if (value == NULL)
+        return -1;
+    int found = 0;
+    PyObject *array = Py_IS_TYPE(value, tensor_type) ? SLOT(value, array_offset) : NULL;
+    if (array != NULL && Py_IS_TYPE(array, ndarray_type)) {
+        PyArrayObject *a = (PyArrayObject *)array;
+        if (PyArray_SIZE(a) == 1 && PyArray_ISALIGNED(a) && PyArray_ISNOTSWAPPED(a)) {
+            if (PyArray_TYPE(a) == NPY_INT64)
+                *at = (Py_ssize_t) * (npy_int64 *)PyArray_DATA(a), found = 1;
+            else if (PyArray_TYPE(a) == NPY_INT32)
+                *at = (Py_ssize_t) * (npy_int32 *)PyArray_DATA(a), found = 1;
+        }
+    }
+    Py_DECREF(value);
+    return found;
+}
+
+/* LoDTensor(tensor.array, tensor._lod) of a LoDTensor whose slots are set; NULL without an
+ * error when they are not */
+static PyObject *sharing_tensor(PyObject *tensor) {
+    PyObject *array = SLOT(tensor, array_offset), *lod = SLOT(tensor, lod_offset);
+    if (array == NULL || lod == NULL)
+        return NULL;
+    return PyObject_CallFunctionObjArgs((PyObject *)tensor_type, array, lod, NULL);
+}
+
+/* the read's common case: 1 done, 0 not this path's, -1 error */
+static int array_read(ArrayStep *self) {
+    Py_ssize_t at;
+    int found = host_index(self->index, &at);
+    if (found <= 0)
+        return found;
+    PyObject *array = holder_value(self->x);
+    if (array == NULL)
+        return -1;
+    int done = 0;
+    if (Py_IS_TYPE(array, tensor_array_type)) {
+        if (at < 0 || at >= PyList_GET_SIZE(array)) {
+            done = 1; /* past the end: Out is left as it was */
+        } else {
+            PyObject *item = PyList_GET_ITEM(array, at);
+            if (Py_IS_TYPE(item, tensor_type)) {
+                PyObject *shared = sharing_tensor(item);
+                if (shared != NULL) {
+                    done = set_holder_value(self->out, shared) < 0 ? -1 : 1;
+                    Py_DECREF(shared);
+                } else if (PyErr_Occurred()) {
+                    done = -1;
+                }
+            }
+        }
+    }
+    Py_DECREF(array);
+    return done;
+}
+
+/* the write's common case (the array made earlier in this run): 1 done, 0 not this path's,
+ * -1 error */
+static int array_write(ArrayStep *self) {
+    Py_ssize_t at;
+    int found = host_index(self->index, &at);
+    if (found <= 0 || at < 0)
+        return found < 0 ? -1 : 0;
+    PyObject *x = holder_value(self->x), *array = NULL, *token = NULL, *made = NULL;
+    if (x == NULL)
+        return -1;
+    int done = 0;
+    if (!Py_IS_TYPE(x, tensor_type))
+        goto out;
+    if ((array = holder_value(self->out)) == NULL ||
+        (token = PyObject_GetAttr(self->executor, str_run_token)) == NULL)
+        goto error;
+    if (token == Py_None || !Py_IS_TYPE(array, tensor_array_type))
+        goto out;
+    if (LOOKUP_ATTR(array, str_run_token, &made) < 0)
+        goto error;
+    if (made != token)
+        goto out; /* the run's first write: the Python step makes the array */
+    PyObject *item = sharing_tensor(x);
+    if (item == NULL) {
+        if (PyErr_Occurred())
+            goto error;
+        goto out;
+    }
+    while (PyList_GET_SIZE(array) <= at) {
+        PyObject *empty = PyObject_CallNoArgs((PyObject *)tensor_type);
+        if (empty == NULL || PyList_Append(array, empty) < 0) {
+            Py_XDECREF(empty);
+            Py_DECREF(item);
+            goto error;
+        }
+        Py_DECREF(empty);
+    }
+    PyObject *old = PyList_GET_ITEM(array, at);
+    PyList_SET_ITEM(array, at, item);
+    Py_DECREF(old);
+    done = 1;
+    goto out;
+error:
+    done = -1;
+out:
+    Py_DECREF(x);
+    Py_XDECREF(array), Py_XDECREF(token), Py_XDECREF(made);
+    return done;
+}
+
+static PyObject *array_step_call(PyObject *callable, PyObject *const *args, size_t nargsf,
+                                 PyObject *kwnames) {
+    ArrayStep *self = (ArrayStep *)callable;
+    if (PyVectorcall_NARGS(nargsf) != 0 || kwnames != NULL)
+        return PyErr_Format(PyExc_TypeError, "a step takes no arguments");
+    int done = self->executor == Py_None ? array_read(self) : array_write(self);
+    if (done < 0)
+        return NULL;
+    if (done)
+        Py_RETURN_NONE;
+    return PyObject_CallNoArgs(self->fallback);
+}
+
+static PyObject *array_step_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    PyObject *x, *index, *out, *executor, *fallback;
+    if (!configured() ||
+        !PyArg_ParseTuple(args, "OOOOO:ArrayStep", &x, &index, &out, &executor, &fallback))
+        return NULL;
+    ArrayStep *self = (ArrayStep *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    Py_INCREF(x), Py_INCREF(index), Py_INCREF(out), Py_INCREF(executor), Py_INCREF(fallback);
+    self->x = x, self->index = index, self->out = out, self->executor = executor;
+    self->fallback = fallback;
+    self->vectorcall = array_step_call;
+    return (PyObject *)self;
+}
+
+static int array_step_traverse(ArrayStep *self, visitproc visit, void *arg) {
+    Py_VISIT(self->x); Py_VISIT(self->index); Py_VISIT(self->out); Py_VISIT(self->executor);
+    Py_VISIT(self->fallback);
+    return 0;
+}
+
+static int array_step_clear(ArrayStep *self) {
+    Py_CLEAR(self->x); Py_CLEAR(self->index); Py_CLEAR(self->out); Py_CLEAR(self->executor);
+    Py_CLEAR(self->fallback);
+    return 0;
+}
+
+static void array_step_dealloc(ArrayStep *self) {
+    PyObject_GC_UnTrack(self);
+    array_step_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyTypeObject ArrayStepType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "fluid_nb.exec._steps.ArrayStep",
+    .tp_basicsize = sizeof(ArrayStep),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "A tensor array's read or write step: see fluid_nb/exec/_steps.c.",
+    .tp_new = array_step_new,
+    .tp_traverse = (traverseproc)array_step_traverse,
+    .tp_clear = (inquiry)array_step_clear,
+    .tp_dealloc = (destructor)array_step_dealloc,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(ArrayStep, vectorcall),
+};
+
 /* --- fast_run -------------------------------------------------------------------------- */
 /* Executor.run's common case in one call: the run before again on the host (the same
  * program at the same version, the same scope, feed names in the same order, the same
@@ -1914,7 +2101,7 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_steps",
 PyMODINIT_FUNC PyInit__steps(void) {
     import_array();
     if (PyType_Ready(&PlainStepType) < 0 || PyType_Ready(&KernelStepType) < 0 ||
-        PyType_Ready(&LiveHookType) < 0)
+        PyType_Ready(&LiveHookType) < 0 || PyType_Ready(&ArrayStepType) < 0)
         return NULL;
     if ((one_int = PyLong_FromLong(1)) == NULL)
         return NULL;
@@ -1944,9 +2131,11 @@ PyMODINIT_FUNC PyInit__steps(void) {
     Py_INCREF(&PlainStepType);
     Py_INCREF(&KernelStepType);
     Py_INCREF(&LiveHookType);
+    Py_INCREF(&ArrayStepType);
     if (PyModule_AddObject(m, "PlainStep", (PyObject *)&PlainStepType) < 0 ||
         PyModule_AddObject(m, "KernelStep", (PyObject *)&KernelStepType) < 0 ||
-        PyModule_AddObject(m, "LiveHook", (PyObject *)&LiveHookType) < 0) {
+        PyModule_AddObject(m, "LiveHook", (PyObject *)&LiveHookType) < 0 ||
+        PyModule_AddObject(m, "ArrayStep", (PyObject *)&ArrayStepType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -108,6 +108,8 @@ _DEFINED_IN = {}
 #: op type -> ``load()``, which imports the module above the ops that attaches the op's
 #: kernel (``attach_kernel``): asked when the kernel is first wanted and not there yet
 _KERNELS_FROM_ABOVE = {}
+#: op type -> ``wrap(host_step)`` for an op not defined yet: see ``attach_host_step``
+_HOST_STEPS_FROM_ABOVE = {}
 
 
 class Slot:
@@ -407,6 +409,9 @@ def def_op(type, inputs=(), outputs=(), attrs=None, infer_shape=None, infer_var_
     opdef = OpDef(type, inputs, outputs, attrs, infer_shape, infer_var_type, grad, kernel,
                   kernels, lod_aware, share_lod, traits, doc, sub_block_backward, host_step,
                   in_place, host_reads, kernel_place_of, formula, api, reuses, plain_kernel)
+    wrap = _HOST_STEPS_FROM_ABOVE.pop(type, None)
+    if wrap is not None:
+        opdef.host_step = wrap(opdef.host_step)
     _OPS[type] = opdef
     _DEFINED_IN[type] = _module_running_top_level()
     return opdef
@@ -507,6 +512,17 @@ def attach_kernel(op_type, kernel, host_step=None):
     opdef.kernels[("cpu", None)] = opdef.kernels[("gpu", None)] = kernel
     if host_step is not None:
         opdef.host_step = host_step
+
+
+def attach_host_step(op_type, wrap):
+    """Give op ``op_type`` the host step ``wrap(its own host step)``, from a layer above the
+    op definitions (the interpreter's C steps): now when the op is defined, else when it
+    is (its family module loads on demand)."""
+    opdef = _OPS.get(op_type)
+    if opdef is None:
+        _HOST_STEPS_FROM_ABOVE[op_type] = wrap
+    else:
+        opdef.host_step = wrap(opdef.host_step)
 
 
 def attach_kernels_on_demand(loaders):
