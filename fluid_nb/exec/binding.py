@@ -117,10 +117,21 @@ def _from_entropy():
 class PreparedOp:
     """An op with its definition, its kernel on a place and its index in its block."""
 
-    __slots__ = ("op", "opdef", "kernel", "index")
+    __slots__ = ("op", "opdef", "kernel", "index", "_block_indices")
 
     def __init__(self, op, opdef, kernel, index):
         self.op, self.opdef, self.kernel, self.index = op, opdef, kernel, index
+        self._block_indices = None
+
+    def block_indices(self):
+        """The indices of the blocks the op runs (``sub_block_indices``), found once: a
+        plan's binding asks three times for each op (what is read after it, the last uses,
+        what the run writes), and an op's attributes do not change while it is prepared
+        (a change is a new program version, prepared again)."""
+        found = self._block_indices
+        if found is None:
+            found = self._block_indices = sub_block_indices(self.op)
+        return found
 
 
 def prepare_op(op, device, index=None):
@@ -222,7 +233,7 @@ def _unread_gradients(prepared, local):
         p = prepared.ops[index]
         op = p.op
         outputs = [n for n in op.output_arg_names if n != EMPTY_VAR_NAME]
-        sub_blocks = sub_block_indices(op)
+        sub_blocks = p.block_indices()
         if outputs and int(op.attrs.get("op_role", 0) or 0) & _OP_ROLE_BACKWARD \
                 and (p.opdef is None or "stateful" not in p.opdef.traits) \
                 and not sub_blocks \
@@ -248,7 +259,7 @@ def _last_uses(prepared, local, skipped=()):
         if index in skipped:  # (an op that does not run reads nothing)
             continue
         names = set(p.op.input_arg_names) | set(p.op.output_arg_names)
-        for idx in sub_block_indices(p.op):
+        for idx in p.block_indices():
             names |= names_in_block(program.block(idx))
         for name in names:
             last[name] = index

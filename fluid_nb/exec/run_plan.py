@@ -19,7 +19,7 @@ from ..errors import NotFound, ResourceExhausted
 from ..framework.blocks import sub_block_indices
 from ..tensor.dtypes import VarType, to_numpy_dtype
 from ..tensor.tensor import LoDTensor
-from .binding import bind
+from .binding import PreparedOp, bind
 from .feed_fetch import (FetchedArray, as_declared_scalar, declared_scalar, feed_tensor,
                          fetched, shape_fits)
 from .run_loop import op_error, run_steps, with_holders
@@ -45,7 +45,7 @@ class RunPlan:
         #: the holders outside the run (persistables, outer variables, the feed and fetch
         #: lists) that it writes: their values before the run are the undo log of a run
         #: that fails
-        self.written = written_outside(run_program.global_block(), scope, local,
+        self.written = written_outside(prepared, scope, local,
                                        (self.feed_holder, self.fetch_holder))
         self.feed_checks = []
         block = run_program.global_block()
@@ -146,12 +146,12 @@ class RunPlan:
             holder.value = None
 
 
-def written_outside(block, scope, local, also=()):
-    """``also`` and the holders of ``scope`` (or its ancestors) that the ops of ``block``
-    and of the blocks nested in them write, in a fixed order; the run's own temporaries
-    (``local``) are not among them."""
+def written_outside(prepared, scope, local, also=()):
+    """``also`` and the holders of ``scope`` (or its ancestors) that the ops of the
+    prepared block and of the blocks nested in them write, in a fixed order; the run's own
+    temporaries (``local``) are not among them."""
     holders = {id(holder): holder for holder in also}
-    for name in sorted(names_written(block.ops)):
+    for name in sorted(names_written(prepared.ops)):
         if local.find_local_var(name) is None:
             holder = scope.find_var(name)
             if holder is not None:
@@ -160,11 +160,16 @@ def written_outside(block, scope, local, also=()):
 
 
 def names_written(ops):
-    """Every name ``ops`` and the ops of the blocks nested in them write."""
+    """Every name ``ops`` (Operators, or PreparedOps, which keep their ops' sub-block
+    indices) and the ops of the blocks nested in them write."""
     names = set()
     for op in ops:
+        if op.__class__ is PreparedOp:
+            indices, op = op.block_indices(), op.op
+        else:
+            indices = sub_block_indices(op)
         names.update(op.output_arg_names)
-        for idx in sub_block_indices(op):
+        for idx in indices:
             names |= names_written(op.block.program.block(idx).ops)
     return names
 
