@@ -15,10 +15,13 @@ values the session keeps and how much memory it grows by; the same for 20,000 ``
 0.999`` ops (scale) at 64x64 and for 1,000 at 1000x1000, whose 4 MB values are let go as
 the arena grows (a look for values nobody holds every 64 MB, not only every 1,024 ops);
 and a live loop of 20,000 ops that keeps every value it makes, as a loop collecting its
-losses does. ``--bytecodes`` prints the Python bytecodes a live op executes instead (a
-count the machine's load does not move). The candidates take turns over interleaved
-rounds, so that a busy machine slows them alike: each line gives the best round, its ratio to NumPy's best
-and how far the median round lies above the best.
+losses does; and the live cost of the layers users write besides ``+`` and ``relu``
+(``softmax``, ``matmul``, ``reduce_mean``, ``reshape``, ``transpose``, ``concat``,
+``fill_constant``, ``fc``) beside NumPy doing the same. ``--bytecodes`` prints the Python
+bytecodes a live op executes instead (a count the machine's load does not move). The
+candidates take turns over interleaved rounds, so that a busy machine slows them alike:
+each line gives the best round, its ratio to NumPy's best and how far the median round
+lies above the best.
 """
 import gc
 import os
@@ -113,6 +116,75 @@ def layers_chain(shape, live_mode, operator=False, relu=False):
         finally:
             if session is not None:
                 session.__exit__(None, None, None)
+
+
+#: layers users write besides ``+`` and ``relu``, each called live on a [4, 8] float32 value
+#: ``x`` (``x``, ``ids``: a [4, 1] int64; ``w``: an [8, 4] float32), and NumPy doing the
+#: same on arrays, which the ratio is to
+LAYERS = {
+    "softmax": (lambda L, v: L.softmax(v["x"]), lambda a: _softmax(a["x"])),
+    "matmul": (lambda L, v: L.matmul(v["x"], v["w"]), lambda a: a["x"] @ a["w"]),
+    "reduce_mean": (lambda L, v: L.reduce_mean(v["x"]), lambda a: a["x"].mean()),
+    "reshape": (lambda L, v: L.reshape(v["x"], [8, 4]), lambda a: a["x"].reshape(8, 4)),
+    "transpose": (lambda L, v: L.transpose(v["x"], [1, 0]),
+                  lambda a: np.ascontiguousarray(a["x"].T)),
+    "concat": (lambda L, v: L.concat([v["x"], v["x"]], axis=1),
+               lambda a: np.concatenate([a["x"], a["x"]], axis=1)),
+    "fill_constant": (lambda L, v: L.fill_constant([4, 8], "float32", 1.0),
+                      lambda a: np.full((4, 8), 1.0, "float32")),
+    # (a live fc makes its parameters and runs their initializers: so does NumPy's)
+    "fc": (lambda L, v: L.fc(v["x"], 4, act="relu"),
+           lambda a: np.maximum(a["x"] @ np.random.uniform(-0.6, 0.6, (8, 4)).astype(
+               "float32") + np.zeros(4, "float32"), 0)),
+}
+
+
+def _softmax(a):
+    e = np.exp(a - a.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+LAYER_CALLS = 300
+
+
+def live_layers():
+    """µs per live call of each of LAYERS (a new session per round, the calls on one
+    input), beside NumPy's same operation; best of ROUNDS interleaved rounds."""
+    rng = np.random.RandomState(0)
+    arrays = {"x": rng.rand(4, 8).astype("float32"), "w": rng.rand(8, 4).astype("float32")}
+
+    def live(layer):
+        def timed():
+            main, startup, scope = fluid.Program(), fluid.Program(), fluid.Scope()
+            with fluid.program_guard(main, startup), fluid.unique_name.guard(), \
+                    fluid.live(program=main, startup_program=startup, scope=scope):
+                values = {name: fluid.layers.data(name=name, shape=list(a.shape),
+                                                  dtype="float32", append_batch_size=False,
+                                                  value=a) for name, a in arrays.items()}
+                layer(fluid.layers, values)  # the op type's first call: its plans made
+                start = _clean_start()
+                for _ in range(LAYER_CALLS):
+                    layer(fluid.layers, values)
+                return (time.perf_counter() - start) / LAYER_CALLS
+        return timed
+
+    def by_hand(fn):
+        def timed():
+            start = time.perf_counter()
+            for _ in range(LAYER_CALLS):
+                fn(arrays)
+            return (time.perf_counter() - start) / LAYER_CALLS
+        return timed
+
+    fns = {}
+    for name, (layer, numpy_fn) in LAYERS.items():
+        fns[name] = live(layer)
+        fns["numpy " + name] = by_hand(numpy_fn)
+    samples = interleaved_samples(fns, ROUNDS)
+    print(f"\nlive layers users write, [4, 8] float32, {LAYER_CALLS} calls a round, best of "
+          f"{ROUNDS}; NumPy doing the same on arrays")
+    for name in LAYERS:
+        values, numpy_best = samples[name], samples["numpy " + name][0]
+        print(f"  live {name:<16s}{values[0] * 1e6:8.2f} µs/call  (NumPy {numpy_best * 1e6:5.2f}"
+              f" µs, {values[0] / numpy_best:6.1f}x)  median +{spread(values) * 100:.0f}%")
 
 
 def append_breakdown():
@@ -292,6 +364,7 @@ def main():
           f"{best['live, raw block.append_op, 1x1'] * 1e6:.1f}); plain append through layers "
           f"{best['plain, layers.elementwise_add'] * 1e6:.1f} µs/op (raw "
           f"{best['plain, raw block.append_op'] * 1e6:.1f})")
+    live_layers()
     for shape in [(1, 1), (64, 64)]:
         long_loop(100_000, shape)
     long_loop(20_000, (64, 64), body="c = c * 0.999")
