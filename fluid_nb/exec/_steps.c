@@ -816,7 +816,7 @@ static PyObject *sharing_tensor(PyObject *tensor) {
     PyObject *array = SLOT(tensor, array_offset), *lod = SLOT(tensor, lod_offset);
     if (array == NULL || lod == NULL)
         return NULL;
-    return PyObject_CallFunctionObjArgs((PyObject *)tensor_type, array, lod, NULL);
+    return new_tensor(array, lod);
 }
 
 /* the read's common case: 1 done, 0 not this path's, -1 error */
