@@ -17,8 +17,9 @@
  *                             src.value._lod if src is not None else ())
  *   plain_step(out, fn, ctx, src, *ins): the same, once, made into no object (nothing to
  *       free);
- *   first_run(op, plan, values, set_handler, capsule): a live formula op's first run (or a
- *       plain kernel's), its holders found by name in ``values`` (see first_run below);
+ *   first_run(op, plan, values, set_handler, capsule): a live op's first run, its holders
+ *       found by name in ``values``, with the plain step or the general one (see first_run
+ *       below);
  *   KernelStep(fn, ctx, ins, stores, dead, read_values, single): any outputs;
  *       result = fn(ctx, *[None if h is None else h.value if read_values else
  *                          h.value.array for h in ins]),
@@ -54,7 +55,7 @@ static PyObject *stored_fn;             /* steps.stored: every result the fast c
 static Py_ssize_t array_offset, lod_offset, value_offset, name_offset; /* the slots read and
                                                                       * written */
 static PyObject *str_value, *str_array, *str_lod;
-static PyObject *str_inputs, *str_outputs, *str_attrs, *str_block, *str_program, *str_op;
+static PyObject *str_inputs, *str_outputs, *str_attrs, *str_block, *str_program;
 static PyObject *empty_var_name; /* "@EMPTY@": an output slot bound to no variable */
 static PyObject *str_version, *str_recording, *str_trace, *str_watch, *str_run_token;
 static PyObject *str_kids, *str_fast, *str_step_failed, *str_run_reporter, *str_global_scope;
@@ -178,6 +179,36 @@ static int lod_of(PyObject *source, PyObject **lod) {
     }
     *lod = found;
     return 0;
+}
+
+/* holder.value = stored(value, lod_of(source)) for the kernel's ``result`` (value: the
+ * result itself when ``single``, else result[index]); a None value leaves the holder as it
+ * was. 0, or -1 with an error */
+static int store_output(PyObject *result, Py_ssize_t index, int single, PyObject *holder,
+                        PyObject *source) {
+    PyObject *value, *lod, *kept;
+    if (single) {
+        value = result;
+        Py_INCREF(value);
+    } else if ((value = PySequence_GetItem(result, index)) == NULL) {
+        return -1;
+    }
+    if (value == Py_None) {
+        Py_DECREF(value);
+        return 0;
+    }
+    if (lod_of(source, &lod) < 0) {
+        Py_DECREF(value);
+        return -1;
+    }
+    kept = stored(value, lod);
+    Py_XDECREF(lod);
+    Py_DECREF(value);
+    if (kept == NULL)
+        return -1;
+    int done = set_holder_value(holder, kept);
+    Py_DECREF(kept);
+    return done;
 }
 
 static int empty_all(PyObject *dead) {
@@ -425,12 +456,16 @@ static double seconds_now(void) {
 
 /* Operator's slots that the live paths read and write (LiveHook, first_run, the look for
  * values nobody holds), found once from the class: an attribute read or write from C was
- * a quarter of first_run's own instructions. KernelContext's, which first_run writes,
- * likewise. An object of another class is read and written by attribute. */
+ * a quarter of first_run's own instructions. An object of another class is read and
+ * written by attribute. KernelContext's slots, all of which first_run's copy writes, are
+ * found likewise. */
 static PyTypeObject *operator_class, *known_ctx_type;
 static Py_ssize_t op_block_at, op_type_at, op_inputs_at, op_outputs_at, op_attrs_at,
     op_source_at;
-static Py_ssize_t ctx_op_at, ctx_attrs_at, ctx_program_at;
+static Py_ssize_t ctx_op_at, ctx_attrs_at, ctx_program_at, ctx_cache_at, ctx_wanted_at;
+/* every object slot of the context class, which a fresh context copies from its template */
+#define MAX_CTX_SLOTS 24
+static Py_ssize_t ctx_slot_at[MAX_CTX_SLOTS], ctx_slot_count;
 
 /* Operator's slot offsets from ``type`` (0), or a TypeError (-1) when it lacks one */
 static int find_operator_slots(PyTypeObject *type) {
@@ -466,16 +501,54 @@ static int ctx_slots_known(PyObject *ctx) {
     PyTypeObject *type = Py_TYPE(ctx);
     if (type == known_ctx_type)
         return 1;
-    Py_ssize_t op, attrs, program;
+    Py_ssize_t op, attrs, program, cache, wanted, count = 0;
     if (slot_offset(type, "op", &op) < 0 || slot_offset(type, "attrs", &attrs) < 0 ||
-        slot_offset(type, "program", &program) < 0) {
+        slot_offset(type, "program", &program) < 0 || slot_offset(type, "cache", &cache) < 0 ||
+        slot_offset(type, "_wanted", &wanted) < 0) {
         PyErr_Clear();
         return 0;
     }
+    /* (a class with a __dict__ or a slot not an object's is not copied slot by slot) */
+    if (type->tp_dictoffset != 0 || type->tp_members == NULL ||
+        type->tp_base != &PyBaseObject_Type)
+        return 0;
+    for (PyMemberDef *member = type->tp_members; member->name != NULL; ++member) {
+        if (member->type != T_OBJECT_EX || count == MAX_CTX_SLOTS)
+            return 0;
+        ctx_slot_at[count++] = member->offset;
+    }
     Py_INCREF(type);
     Py_XSETREF(known_ctx_type, type);
-    ctx_op_at = op, ctx_attrs_at = attrs, ctx_program_at = program;
+    ctx_op_at = op, ctx_attrs_at = attrs, ctx_program_at = program, ctx_cache_at = cache;
+    ctx_wanted_at = wanted;
+    ctx_slot_count = count;
     return 1;
+}
+
+/* A context of its own for ``op``: a copy of ``template`` (a context of the known class)
+ * with the op, its attributes, its program and an empty cache (a new reference). The
+ * slots are written here: the class's __init__ is a Python frame as long as the rest of a
+ * first run. */
+static PyObject *context_for(PyObject *template, PyObject *op, PyObject *attrs,
+                             PyObject *program) {
+    PyTypeObject *type = Py_TYPE(template);
+    PyObject *cache = PyDict_New();
+    if (cache == NULL)
+        return NULL;
+    PyObject *ctx = type->tp_alloc(type, 0);
+    if (ctx == NULL) {
+        Py_DECREF(cache);
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < ctx_slot_count; ++i) {
+        Py_ssize_t at = ctx_slot_at[i];
+        PyObject *value = at == ctx_op_at ? op : at == ctx_attrs_at ? attrs :
+                          at == ctx_program_at ? program : SLOT(template, at);
+        Py_XINCREF(value);
+        SLOT(ctx, at) = value;
+    }
+    Py_XSETREF(SLOT(ctx, ctx_cache_at), cache);
+    return ctx;
 }
 
 /* obj.name (a new reference), from its slot at ``at`` when ``known`` */
@@ -487,26 +560,21 @@ static PyObject *field_of(PyObject *obj, int known, Py_ssize_t at, PyObject *nam
     return value;
 }
 
-/* obj.name = value, in its slot at ``at`` when ``known`` */
-static int set_field(PyObject *obj, int known, Py_ssize_t at, PyObject *name, PyObject *value) {
-    if (!known)
-        return PyObject_SetAttr(obj, name, value);
-    Py_INCREF(value);
-    Py_XSETREF(SLOT(obj, at), value);
-    return 0;
-}
+/* first_run(op, plan, values, set_handler, capsule): the first run of a live op, or None
+ * when it is not this path's: an input without a LoDTensor (the caller provides a missing
+ * value, the kernel takes other kinds), an input besides the plan's, an output left out.
+ * plan is (fn, in_slots, out_slot, src_index, ctx, shared) for an op of one output: the
+ * kernel, the input slots in order, the output slot, the index of the LoD source among
+ * the inputs (None: none) and the context, which the type's first runs share (``shared``:
+ * a kernel that is a pure function of its inputs and attributes), pointed here at the op
+ * (ctx.op, ctx.attrs, ctx.program), or which each copies for its op (context_for). A plan
+ * naming a tuple of output slots is the general step's (general_first_run below). values is the scope's name -> holder dict (an output
+ * without a holder gets one there, as Scope.var makes it). The kernel runs as plain_step
+ * runs it, with NumPy allocating from ``capsule`` (set_handler(capsule) and back; None: no
+ * switch). Returns the seconds that took, as time.perf_counter measures them. */
+static PyObject *general_first_run(PyObject *op, PyObject *plan, PyObject *values,
+                                   PyObject *set_handler, PyObject *capsule);
 
-/* first_run(op, plan, values, set_handler, capsule): the first run of a live op of a formula
- * type or with a plain kernel (a pure function of its input arrays), or None when it is not
- * this path's: an input without a LoDTensor (the caller provides a missing value, the
- * kernel takes other kinds), an input besides the plan's, an output left out. plan is
- * (fn, in_slots, out_slot, src_index, ctx): the kernel, the input slots in order, the
- * output slot, the index of the LoD source among the inputs (None: none) and the context
- * the type's first runs share, pointed here at the op (ctx.op, ctx.attrs, ctx.program).
- * values is the scope's name -> holder dict (an output without a holder gets one there, as
- * Scope.var makes it). The kernel runs as plain_step runs it, with NumPy allocating from
- * ``capsule`` (set_handler(capsule) and back; None: no switch). Returns the seconds that
- * took, as time.perf_counter measures them. */
 static PyObject *first_run(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 5)
         return PyErr_Format(PyExc_TypeError, "first_run expected op, plan, values, "
@@ -515,21 +583,29 @@ static PyObject *first_run(PyObject *module, PyObject *const *args, Py_ssize_t n
         return NULL;
     PyObject *op = args[0], *plan = args[1], *values = args[2], *set_handler = args[3],
              *capsule = args[4];
-    if (!PyTuple_Check(plan) || PyTuple_GET_SIZE(plan) != 5 || !PyDict_Check(values) ||
+    if (!PyTuple_Check(plan) || PyTuple_GET_SIZE(plan) != 6 || !PyDict_Check(values) ||
         !PyTuple_Check(PyTuple_GET_ITEM(plan, 1)))
         return PyErr_Format(PyExc_TypeError, "first_run expected a plan (fn, in_slots, "
-                            "out_slot, src_index, ctx) and a dict of holders");
+                            "out_slot, src_index, ctx, shared) or (fn, in_slots, out_slots, "
+                            "lod_sources, ctx, read_values) and a dict of holders");
+    if (PyTuple_Check(PyTuple_GET_ITEM(plan, 2)))
+        return general_first_run(op, plan, values, set_handler, capsule);
     PyObject *fn = PyTuple_GET_ITEM(plan, 0), *in_slots = PyTuple_GET_ITEM(plan, 1),
              *out_slot = PyTuple_GET_ITEM(plan, 2), *src_index = PyTuple_GET_ITEM(plan, 3),
              *ctx = PyTuple_GET_ITEM(plan, 4);
+    int shared = PyObject_IsTrue(PyTuple_GET_ITEM(plan, 5));
+    if (shared < 0)
+        return NULL;
     Py_ssize_t count = PyTuple_GET_SIZE(in_slots);
     if (count > FEW_ARGUMENTS)
         return PyErr_Format(PyExc_ValueError, "first_run expected at most %d input slots, "
                             "got %zd", FEW_ARGUMENTS, count);
     PyObject *ins[FEW_ARGUMENTS], *inputs = NULL, *outputs = NULL, *out = NULL,
-             *attrs = NULL, *block = NULL, *program = NULL, *result = NULL;
+             *attrs = NULL, *block = NULL, *program = NULL, *own_ctx = NULL, *result = NULL;
     Py_ssize_t held = 0;
-    int op_known = op_slots_known(op), ctx_known = ctx_slots_known(ctx);
+    int op_known = op_slots_known(op);
+    if (!ctx_slots_known(ctx))
+        goto not_this_path; /* (a context this function cannot write or copy) */
     if ((inputs = field_of(op, op_known, op_inputs_at, str_inputs)) == NULL ||
         (outputs = field_of(op, op_known, op_outputs_at, str_outputs)) == NULL)
         goto done;
@@ -575,16 +651,21 @@ static PyObject *first_run(PyObject *module, PyObject *const *args, Py_ssize_t n
     }
     if ((attrs = field_of(op, op_known, op_attrs_at, str_attrs)) == NULL ||
         (block = field_of(op, op_known, op_block_at, str_block)) == NULL ||
-        (program = PyObject_GetAttr(block, str_program)) == NULL ||
-        set_field(ctx, ctx_known, ctx_op_at, str_op, op) < 0 ||
-        set_field(ctx, ctx_known, ctx_attrs_at, str_attrs, attrs) < 0 ||
-        set_field(ctx, ctx_known, ctx_program_at, str_program, program) < 0)
+        (program = PyObject_GetAttr(block, str_program)) == NULL)
         goto done;
+    if (shared) { /* (a context's copy costs a pure kernel's first run 2% of its time) */
+        Py_INCREF(op), Py_INCREF(attrs), Py_INCREF(program);
+        Py_XSETREF(SLOT(ctx, ctx_op_at), op);
+        Py_XSETREF(SLOT(ctx, ctx_attrs_at), attrs);
+        Py_XSETREF(SLOT(ctx, ctx_program_at), program);
+    } else if ((own_ctx = context_for(ctx, op, attrs, program)) == NULL) {
+        goto done;
+    }
     Allocating allocating;
     if (start_allocating(set_handler, capsule, &allocating) < 0)
         goto done;
     double start = seconds_now();
-    PyObject *ran = run_plain(out, fn, ctx, src, ins, count, 0, NULL);
+    PyObject *ran = run_plain(out, fn, shared ? ctx : own_ctx, src, ins, count, 0, NULL);
     double took = seconds_now() - start;
     if (stop_allocating(set_handler, &allocating) < 0)
         Py_CLEAR(ran);
@@ -602,7 +683,240 @@ done:
     for (Py_ssize_t i = 0; i < held; ++i)
         Py_DECREF(ins[i]);
     Py_XDECREF(inputs), Py_XDECREF(outputs), Py_XDECREF(out);
-    Py_XDECREF(attrs), Py_XDECREF(block), Py_XDECREF(program);
+    Py_XDECREF(attrs), Py_XDECREF(block), Py_XDECREF(program), Py_XDECREF(own_ctx);
+    return result;
+}
+
+/* The names an op keeps in ``slot`` of ``slots`` (a dict of tuples): 1 and *names (borrowed)
+ * when the slot is there, 0 when it is not, -1 on error */
+static int slot_names(PyObject *slots, PyObject *slot, PyObject **names) {
+    *names = PyDict_GetItemWithError(slots, slot);
+    if (*names == NULL)
+        return PyErr_Occurred() ? -1 : 0;
+    return 1;
+}
+
+/* holder.value (read_values) or holder.value.array for each of ``holders`` (a list), as a
+ * new list */
+static PyObject *read_list(PyObject *holders, int read_values) {
+    Py_ssize_t n = PyList_GET_SIZE(holders);
+    PyObject *read = PyList_New(n);
+    if (read == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < n; ++i) {
+        PyObject *holder = PyList_GET_ITEM(holders, i);
+        PyObject *value = read_values ? holder_value(holder) : holder_array(holder);
+        if (value == NULL) {
+            Py_DECREF(read);
+            return NULL;
+        }
+        PyList_SET_ITEM(read, i, value);
+    }
+    return read;
+}
+
+/* first_run's general case, plan (fn, in_slots, out_slots, lod_sources, ctx, read_values):
+ * any op whose output slots take one variable each (binding.once_step is the definition:
+ * the general step over the op's holders, nothing kept). in_slots: (slot, duplicable)
+ * pairs in the definition's order; out_slots: the output slots in order; lod_sources: per
+ * output, the index among in_slots of the input whose LoD it takes (a duplicable slot's
+ * first), or None;
+ * ctx: the context each run copies for its op (its _wanted the slots out_slots names);
+ * read_values: the kernel takes runtime values (LoDTensors), not arrays.
+ *
+ *   result = fn(ctx, *[None for an absent slot, a list for a duplicable one, else the
+ *                      holder's value or array]), (result,) for one output slot;
+ *   for each output named: if result[k] is not None:
+ *       holder.value = stored(result[k], lod_of(its LoD source's holder))
+ *
+ * None, before anything was changed, when an input or output is not this path's: an input
+ * whose holder holds no LoDTensor (the caller provides a missing value; the kernel takes
+ * other kinds), a slot the plan does not name, an output slot of several names. */
+static PyObject *general_first_run(PyObject *op, PyObject *plan, PyObject *values,
+                                   PyObject *set_handler, PyObject *capsule) {
+    PyObject *fn = PyTuple_GET_ITEM(plan, 0), *in_slots = PyTuple_GET_ITEM(plan, 1),
+             *out_slots = PyTuple_GET_ITEM(plan, 2), *sources = PyTuple_GET_ITEM(plan, 3),
+             *ctx = PyTuple_GET_ITEM(plan, 4);
+    int read_values = PyObject_IsTrue(PyTuple_GET_ITEM(plan, 5));
+    if (read_values < 0)
+        return NULL;
+    if (!PyTuple_Check(out_slots) || !PyTuple_Check(sources) ||
+        PyTuple_GET_SIZE(sources) != PyTuple_GET_SIZE(out_slots))
+        return PyErr_Format(PyExc_TypeError, "first_run expected out_slots and lod_sources "
+                            "as tuples of one length");
+    Py_ssize_t n_in = PyTuple_GET_SIZE(in_slots), n_out = PyTuple_GET_SIZE(out_slots);
+    if (n_in > FEW_ARGUMENTS || n_out > FEW_ARGUMENTS)
+        return PyErr_Format(PyExc_ValueError, "first_run expected at most %d input and output "
+                            "slots, got %zd and %zd", FEW_ARGUMENTS, n_in, n_out);
+    /* ins[i]: None, a holder or a list of holders (new references); outs[k]: a holder or
+     * NULL (the slot names no variable) */
+    PyObject *ins[FEW_ARGUMENTS], *out_names[FEW_ARGUMENTS], *outs[FEW_ARGUMENTS] = {NULL};
+    PyObject *call[1 + FEW_ARGUMENTS] = {NULL};
+    PyObject *inputs = NULL, *outputs = NULL, *attrs = NULL, *block = NULL, *program = NULL,
+             *own_ctx = NULL, *result = NULL, *ran = NULL, *wanted = NULL;
+    Py_ssize_t held = 0, made = 0, named = 0, read = 0, given = 0;
+    int op_known = op_slots_known(op);
+    if (!ctx_slots_known(ctx))
+        goto not_this_path;
+    if ((inputs = field_of(op, op_known, op_inputs_at, str_inputs)) == NULL ||
+        (outputs = field_of(op, op_known, op_outputs_at, str_outputs)) == NULL)
+        goto done;
+    if (!PyDict_Check(inputs) || !PyDict_Check(outputs))
+        goto not_this_path;
+    for (; held < n_in; ++held) {
+        PyObject *spec = PyTuple_GET_ITEM(in_slots, held), *names;
+        if (!PyTuple_Check(spec) || PyTuple_GET_SIZE(spec) != 2) {
+            PyErr_Format(PyExc_TypeError, "first_run expected (slot, duplicable) pairs, "
+                         "got %R", spec);
+            goto done;
+        }
+        int found = slot_names(inputs, PyTuple_GET_ITEM(spec, 0), &names);
+        if (found < 0)
+            goto done;
+        if (found)
+            ++given;
+        if (!found || (PyTuple_Check(names) && PyTuple_GET_SIZE(names) == 0)) {
+            Py_INCREF(Py_None);
+            ins[held] = Py_None;
+            continue;
+        }
+        if (!PyTuple_Check(names))
+            goto not_this_path;
+        Py_ssize_t n = PyTuple_GET_SIZE(names);
+        if (PyTuple_GET_ITEM(spec, 1) != Py_True) {
+            PyObject *holder = n == 1 ? holder_with_tensor(values, PyTuple_GET_ITEM(names, 0))
+                                      : NULL;
+            if (holder == NULL)
+                goto not_this_path;
+            Py_INCREF(holder); /* (the kernel may run any code, a scope change included) */
+            ins[held] = holder;
+            continue;
+        }
+        PyObject *holders = PyList_New(n);
+        if (holders == NULL)
+            goto done;
+        ins[held] = holders;
+        for (Py_ssize_t i = 0; i < n; ++i) {
+            PyObject *holder = holder_with_tensor(values, PyTuple_GET_ITEM(names, i));
+            if (holder == NULL) {
+                ++held; /* (the list is let go below) */
+                goto not_this_path;
+            }
+            Py_INCREF(holder);
+            PyList_SET_ITEM(holders, i, holder);
+        }
+    }
+    if (given != PyDict_GET_SIZE(inputs))
+        goto not_this_path; /* (a slot the plan does not name) */
+    given = 0;
+    for (Py_ssize_t k = 0; k < n_out; ++k) {
+        PyObject *names;
+        int found = slot_names(outputs, PyTuple_GET_ITEM(out_slots, k), &names);
+        if (found < 0)
+            goto done;
+        out_names[k] = NULL;
+        if (!found)
+            continue;
+        ++given;
+        if (!PyTuple_Check(names) || PyTuple_GET_SIZE(names) > 1)
+            goto not_this_path;
+        if (PyTuple_GET_SIZE(names) == 0)
+            continue;
+        PyObject *name = PyTuple_GET_ITEM(names, 0);
+        int empty = PyUnicode_Compare(name, empty_var_name);
+        if (empty == -1 && PyErr_Occurred())
+            goto done;
+        if (empty != 0)
+            out_names[k] = name, ++named;
+    }
+    if (given != PyDict_GET_SIZE(outputs))
+        goto not_this_path;
+    /* the op is this path's: its output holders, made where missing as Scope.var makes them */
+    for (; made < n_out; ++made) {
+        PyObject *name = out_names[made], *holder;
+        if (name == NULL)
+            continue;
+        holder = PyDict_GetItemWithError(values, name);
+        if (holder != NULL) {
+            Py_INCREF(holder);
+        } else if (PyErr_Occurred() || (holder = new_holder(name)) == NULL ||
+                   PyDict_SetItem(values, name, holder) < 0) {
+            Py_XDECREF(holder);
+            goto done;
+        }
+        outs[made] = holder;
+    }
+    if ((attrs = field_of(op, op_known, op_attrs_at, str_attrs)) == NULL ||
+        (block = field_of(op, op_known, op_block_at, str_block)) == NULL ||
+        (program = PyObject_GetAttr(block, str_program)) == NULL ||
+        (own_ctx = context_for(ctx, op, attrs, program)) == NULL)
+        goto done;
+    if (named != n_out) { /* the outputs the op names: the plan's context wants them all */
+        if ((wanted = PyFrozenSet_New(NULL)) == NULL)
+            goto done;
+        for (Py_ssize_t k = 0; k < n_out; ++k)
+            if (out_names[k] != NULL && PySet_Add(wanted, PyTuple_GET_ITEM(out_slots, k)) < 0)
+                goto done;
+        Py_INCREF(wanted);
+        Py_XSETREF(SLOT(own_ctx, ctx_wanted_at), wanted);
+    }
+    call[0] = own_ctx;
+    for (; read < n_in; ++read) {
+        PyObject *in = ins[read];
+        if (in == Py_None) {
+            Py_INCREF(Py_None);
+            call[1 + read] = Py_None;
+        } else if ((call[1 + read] = PyList_Check(in) ? read_list(in, read_values) :
+                                     read_values ? holder_value(in) : holder_array(in))
+                   == NULL) {
+            goto done;
+        }
+    }
+    Allocating allocating;
+    if (start_allocating(set_handler, capsule, &allocating) < 0)
+        goto done;
+    double start = seconds_now();
+    ran = PyObject_Vectorcall(fn, call, 1 + n_in, NULL);
+    for (Py_ssize_t k = 0; ran != NULL && k < n_out; ++k) {
+        if (outs[k] == NULL)
+            continue;
+        PyObject *source = PyTuple_GET_ITEM(sources, k);
+        if (source != Py_None) {
+            Py_ssize_t at = PyLong_AsSsize_t(source);
+            if (at < 0 || at >= n_in) {
+                if (!PyErr_Occurred())
+                    PyErr_Format(PyExc_IndexError, "first_run: LoD source %zd out of %zd "
+                                 "inputs", at, n_in);
+                Py_CLEAR(ran);
+                break;
+            }
+            source = ins[at]; /* (a duplicable slot's: its first holder) */
+            if (PyList_Check(source))
+                source = PyList_GET_SIZE(source) ? PyList_GET_ITEM(source, 0) : Py_None;
+        }
+        if (store_output(ran, k, n_out == 1, outs[k], source) < 0)
+            Py_CLEAR(ran);
+    }
+    double took = seconds_now() - start;
+    if (stop_allocating(set_handler, &allocating) < 0)
+        Py_CLEAR(ran);
+    if (ran != NULL)
+        result = PyFloat_FromDouble(took);
+    goto done;
+not_this_path:
+    if (!PyErr_Occurred()) {
+        Py_INCREF(Py_None);
+        result = Py_None;
+    }
+done:
+    for (Py_ssize_t i = 0; i < held; ++i)
+        Py_DECREF(ins[i]);
+    for (Py_ssize_t k = 0; k < made; ++k)
+        Py_XDECREF(outs[k]);
+    for (Py_ssize_t i = 0; i < read; ++i)
+        Py_DECREF(call[1 + i]);
+    Py_XDECREF(inputs), Py_XDECREF(outputs), Py_XDECREF(attrs), Py_XDECREF(block);
+    Py_XDECREF(program), Py_XDECREF(own_ctx), Py_XDECREF(ran), Py_XDECREF(wanted);
     return result;
 }
 
@@ -676,31 +990,11 @@ static PyObject *kernel_step_call(PyObject *callable, PyObject *const *args, siz
     if (result == NULL)
         return NULL;
     for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(self->stores); ++k) {
-        PyObject *entry = PyTuple_GET_ITEM(self->stores, k), *value;
-        if (self->single) {
-            value = result;
-            Py_INCREF(value);
-        } else if ((value = PySequence_GetItem(result, PyLong_AsSsize_t(
-                                                           PyTuple_GET_ITEM(entry, 0)))) == NULL) {
-            goto fail;
-        }
-        if (value == Py_None) {
-            Py_DECREF(value);
-            continue;
-        }
-        PyObject *lod, *kept;
-        if (lod_of(PyTuple_GET_ITEM(entry, 2), &lod) < 0) {
-            Py_DECREF(value);
-            goto fail;
-        }
-        kept = stored(value, lod);
-        Py_XDECREF(lod);
-        Py_DECREF(value);
-        if (kept == NULL)
-            goto fail;
-        int stored_ok = set_holder_value(PyTuple_GET_ITEM(entry, 1), kept);
-        Py_DECREF(kept);
-        if (stored_ok < 0)
+        PyObject *entry = PyTuple_GET_ITEM(self->stores, k);
+        Py_ssize_t index = self->single ? 0 : PyLong_AsSsize_t(PyTuple_GET_ITEM(entry, 0));
+        if ((index == -1 && PyErr_Occurred()) ||
+            store_output(result, index, self->single, PyTuple_GET_ITEM(entry, 1),
+                         PyTuple_GET_ITEM(entry, 2)) < 0)
             goto fail;
     }
     Py_DECREF(result);
@@ -2075,8 +2369,8 @@ static PyMethodDef methods[] = {
     {"plain_step", (PyCFunction)(void (*)(void))plain_step, METH_FASTCALL,
      "plain_step(out, fn, ctx, src, *ins): what a PlainStep of these does when called."},
     {"first_run", (PyCFunction)(void (*)(void))first_run, METH_FASTCALL,
-     "first_run(op, plan, values, set_handler, capsule): a live formula op's first run in one "
-     "call; the seconds it took, or None when the op is not this path's."},
+     "first_run(op, plan, values, set_handler, capsule): a live op's first run in one call; "
+     "the seconds it took, or None when the op is not this path's."},
     {"fast_run", (PyCFunction)(void (*)(void))fast_run, METH_FASTCALL,
      "fast_run(last, executor, program, feed, fetch_list, scope, return_numpy, feed_var_name, "
      "fetch_var_name, use_prune): the run ``last`` describes again, in one call; "
@@ -2108,7 +2402,7 @@ PyMODINIT_FUNC PyInit__steps(void) {
     static struct { PyObject **name; const char *text; } const names[] = {
         {&str_value, "value"},     {&str_array, "array"},       {&str_lod, "_lod"},
         {&str_inputs, "inputs"},   {&str_outputs, "outputs"},   {&str_attrs, "attrs"},
-        {&str_block, "block"},     {&str_program, "program"},   {&str_op, "op"},
+        {&str_block, "block"},     {&str_program, "program"},
         {&empty_var_name, "@EMPTY@"}, {&str_version, "_version"},
         {&str_recording, "recording"}, {&str_trace, "trace"},      {&str_watch, "watch"},
         {&str_run_token, "run_token"}, {&str_kids, "kids"},        {&str_fast, "fast"},

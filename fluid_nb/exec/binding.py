@@ -448,15 +448,14 @@ def _lod_sources(op, opdef, holder):
     in their shape inference), each input's gradient takes that input's LoD."""
     sources = {}
     if opdef.share_lod is not None:
-        source_slot, targets = opdef.share_lod
+        source_slot = opdef.share_lod[0]
         args = op.inputs.get(source_slot)
         if args:
             source = holder(args[0])
-            for index, slot in enumerate(opdef.outputs):
-                if slot.name in targets:
-                    sources[index] = source
+            for index in shared_lod_outputs(opdef):
+                sources[index] = source
         return sources
-    if not opdef.type.endswith("_grad") or opdef.lod_aware:
+    if not takes_grad_lod(opdef):
         return sources
     for index, slot in enumerate(opdef.outputs):
         if not slot.name.endswith(GRAD_SUFFIX):
@@ -467,6 +466,19 @@ def _lod_sources(op, opdef, holder):
         holders = [holder(name) for name in forward]
         sources[index] = holders if slot.duplicable else holders[0]
     return sources
+
+
+def shared_lod_outputs(opdef):
+    """The positions of the outputs that take the LoD of the input the op's ``share_lod``
+    names (its first argument's, in a duplicable slot)."""
+    targets = opdef.share_lod[1] if opdef.share_lod is not None else ()
+    return [index for index, slot in enumerate(opdef.outputs) if slot.name in targets]
+
+
+def takes_grad_lod(opdef):
+    """Whether each ``<input>@GRAD`` output of the op takes its input's LoD (a grad op of
+    array kernels without a ``share_lod``)."""
+    return opdef.share_lod is None and opdef.type.endswith("_grad") and not opdef.lod_aware
 
 
 # --- in-place updates ----------------------------------------------------------------------

@@ -160,9 +160,10 @@ def plain(fn, ctx, ins, out, src, dead):
 plain_step = _steps.plain_step
 fast_run, configure_fetches = _steps.fast_run, _steps.configure_fetches
 
-#: ``first_run(op, plan, values, set_handler, capsule)``: a live formula op's first run in
-#: one call, its holders found by name in ``values`` (``exec/_steps.c``): the seconds the
-#: kernel took, or None when an input has no value or the output is left out
+#: ``first_run(op, plan, values, set_handler, capsule)``: a live op's first run in one
+#: call, its holders found by name in ``values``, through the plain step or the general one
+#: (``exec/_steps.c``): the seconds the kernel took, or None when an input holds no
+#: LoDTensor or an output is not the plan's
 first_run = _steps.first_run
 
 #: ``drop_unreachable(ops, block_vars, values, kinds, kind_of, tensors_only, dropped, order,

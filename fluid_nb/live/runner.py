@@ -2,10 +2,11 @@
 
 The executor's binder is reused for a single op: ``exec.binding.bind_op`` resolves the op's
 definition and kernel and binds its arguments to the scope's holders. An op's first run calls
-the executor's plain step with its holders and keeps nothing (most live ops run once; a
-formula op's first run, the elementwise and activation ops cells append most, is one C call,
-``steps.first_run``); an op that runs again (re-feeding, ``live_step``) is bound and its step
-cached, so each later run costs one Python call plus its kernel. A failure becomes the
+the executor's plain or general step with its holders and keeps nothing (most live ops run
+once; a first run is one C call, ``steps.first_run``, over a plan made once per op type,
+unless it hands the op back to the Python steps); an op that runs again (re-feeding,
+``live_step``) is bound and its step cached, so each later run costs one Python call plus
+its kernel. A failure becomes the
 executor's typed error naming the op (``exec.run_loop.op_error``).
 Every variable of a live program, temporaries included, lives in the session scope, so
 values stay visible after the op ran.
@@ -14,7 +15,8 @@ from functools import partial
 from time import perf_counter
 
 from ..errors import PreconditionNotMet
-from ..exec.binding import KernelContext, bind_op, once_step, prepare_op
+from ..exec.binding import (KernelContext, bind_op, once_step, prepare_op,
+                             shared_lod_outputs, takes_grad_lod)
 from ..exec.feed_fetch import feed_tensor
 from ..exec.scope import ScopeVariable
 from ..exec.steps import drop_unreachable, first_run, plain_step
@@ -25,6 +27,9 @@ from ..memory import arena as _arena
 from ..memory.places import host_arena
 from ..ops import registry
 from ..tensor.dtypes import VarType
+
+#: the most input or output slots ``steps.first_run`` takes (its arguments on the C stack)
+FIRST_RUN_SLOTS = 8
 
 class OpRunner:
     """Runs ops over one scope: an op's first run directly, later runs through the step
@@ -58,7 +63,7 @@ class OpRunner:
         self.last_run.clear()
         self.dropped.clear()
         self._dropped_order.clear()
-        self._first_plans.clear()  # (each context points at the last op of its type)
+        self._first_plans.clear()  # (each context points at an op of its type)
 
     def drop_unreachable(self, ops, block):
         """Let go of the values of ``ops``' outputs (ops of ``block`` that ran, in program
@@ -205,27 +210,55 @@ class OpRunner:
 
     def _first_plan(self, op):
         """The plan of ``steps.first_run`` for ``op``'s type, worked out once per type:
-        ``(kernel, input slots, output slot, index of the LoD source or None, context)``
-        for a formula op with a plain binding, whose kernel is a pure function of its
-        inputs, attributes and array module, so its first runs share one context pointed at
-        each op in turn (a context costs as much as the rest of the binding); the same for
-        an op with a plain kernel, a LoD-aware one's over its required inputs
+        ``(kernel, input slots, output slot, index of the LoD source or None, context,
+        shared)`` for an op with a plain binding (one output, one or two inputs); the same
+        for an op with a plain kernel, a LoD-aware one's over its required inputs
         (``first_run`` takes an op only when it has no other input and its inputs hold
-        LoDTensors); False for any other op."""
+        LoDTensors); on the host, the general plan (:meth:`_general_plan`) for an op of any
+        other shape; False for an op without a kernel, or one the general plan does not
+        take. A formula op's kernel, or a plain one, is a pure function of its inputs,
+        attributes and array module: its first runs share the plan's context (``shared``),
+        pointed at each op in turn. Any other kernel may keep something in its context
+        (``ctx.cache``): each of its first runs copies the plan's for its op."""
         fn, binding = self._by_type.get(op.type) or self._resolved(op.type)
         opdef = None if fn is None else registry.find(op.type)
         plain = None if opdef is None else opdef.plain_kernel
         plan = False
-        if binding is not None and (binding[4] or plain is not None):
-            in_slots, out_slot, src_index, wanted, _ = binding
+        if binding is not None:
+            in_slots, out_slot, src_index, wanted, formula = binding
             plan = (plain or fn, in_slots, out_slot, src_index,
-                    KernelContext(op, self.place, self.executor, self.scope, wanted))
+                    KernelContext(op, self.place, self.executor, self.scope, wanted),
+                    formula or plain is not None)
         elif plain is not None:  # a LoD-aware op's dense case: Out keeps X's LoD
             plan = (plain, tuple(opdef._required_inputs), "Out", 0,
                     KernelContext(op, self.place, self.executor, self.scope,
-                                  frozenset(("Out",))))
+                                  frozenset(("Out",))), True)
+        elif fn is not None and self.on_host:
+            plan = self._general_plan(op, opdef, fn)
         self._first_plans[op.type] = plan
         return plan
+
+    def _general_plan(self, op, opdef, fn):
+        """``steps.first_run``'s general plan for ``op``'s type: ``(kernel, (input slot,
+        duplicable) pairs, output slots, per output the index of its LoD source among the
+        inputs or None, context, whether the kernel takes runtime values)``, as
+        ``binding.once_step`` binds the op; False for an op with a duplicable output slot,
+        more slots than the C call takes, or gradients taking their inputs' LoD."""
+        if any(slot.duplicable for slot in opdef.outputs) or takes_grad_lod(opdef) or \
+                len(opdef.inputs) > FIRST_RUN_SLOTS or len(opdef.outputs) > FIRST_RUN_SLOTS:
+            return False
+        in_slots = tuple((slot.name, slot.duplicable) for slot in opdef.inputs)
+        out_slots = tuple(slot.name for slot in opdef.outputs)
+        source = None
+        if opdef.share_lod is not None:
+            names = [name for name, _ in in_slots]
+            if opdef.share_lod[0] not in names:
+                return False
+            source = names.index(opdef.share_lod[0])
+        shared = set(shared_lod_outputs(opdef))
+        sources = tuple(source if index in shared else None for index in range(len(out_slots)))
+        ctx = KernelContext(op, self.place, self.executor, self.scope, frozenset(out_slots))
+        return (fn, in_slots, out_slots, sources, ctx, opdef.lod_aware)
 
     def _once(self, op):
         """The step of ``op``'s first run when the plain one does not fit (several
