@@ -306,8 +306,18 @@ static PyObject *numbered(PyObject *a, PyObject *b, PyObject *n, const char *suf
     return joined;
 }
 
-/* The completed attributes and their types (new references in *attrs_out, *types_out): 1;
- * 0 when the memo has no answer (or the values are not scalars); -1 on error. */
+/* whether ``value`` is of a class OpDef.complete_attrs keys its memo by (registry._SCALARS) */
+static int is_scalar(PyObject *value) {
+    PyTypeObject *kind = Py_TYPE(value);
+    return kind == &PyLong_Type || kind == &PyFloat_Type || kind == &PyBool_Type ||
+           kind == &PyUnicode_Type || value == Py_None;
+}
+
+/* OpDef.complete_attrs's answer from its memo: the completed attributes and their types
+ * (new references in *attrs_out, *types_out), 1; 0 when the memo has no answer (or a value
+ * is not a scalar or a list or tuple of them); -1 on error. The key is the one the Python
+ * builds: (name, class, value) for a scalar, (name, class, tuple(value), the items'
+ * classes) for a list or tuple. */
 static int completed_attrs(PyObject *spec, PyObject *given, PyObject **attrs_out,
                            PyObject **types_out) {
     PyObject *attrs = NULL, *types = NULL, *lists = NULL, *memo_attrs = NULL,
@@ -328,12 +338,33 @@ static int completed_attrs(PyObject *spec, PyObject *given, PyObject **attrs_out
         PyObject *name, *value;
         while (PyDict_Next(given, &pos, &name, &value)) {
             PyTypeObject *kind = Py_TYPE(value);
-            if (kind != &PyLong_Type && kind != &PyFloat_Type && kind != &PyBool_Type &&
-                kind != &PyUnicode_Type && value != Py_None) {
-                found = 0; /* (lists and other values: the Python way) */
+            PyObject *item;
+            if (is_scalar(value)) {
+                item = PyTuple_Pack(3, name, (PyObject *)kind, value);
+            } else if (kind == &PyList_Type || kind == &PyTuple_Type) {
+                /* (name, kind, tuple(value), tuple(map(type, value))), scalars only */
+                PyObject *items = PySequence_Tuple(value), *classes = NULL;
+                if (items == NULL ||
+                    (classes = PyTuple_New(PyTuple_GET_SIZE(items))) == NULL) {
+                    Py_XDECREF(items);
+                    goto done;
+                }
+                for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(items); ++i) {
+                    PyObject *one_item = PyTuple_GET_ITEM(items, i);
+                    if (!is_scalar(one_item)) {
+                        Py_DECREF(items), Py_DECREF(classes);
+                        found = 0;
+                        goto done;
+                    }
+                    Py_INCREF(Py_TYPE(one_item));
+                    PyTuple_SET_ITEM(classes, i, (PyObject *)Py_TYPE(one_item));
+                }
+                item = PyTuple_Pack(4, name, (PyObject *)kind, items, classes);
+                Py_DECREF(items), Py_DECREF(classes);
+            } else {
+                found = 0; /* (other values: the Python way) */
                 goto done;
             }
-            PyObject *item = PyTuple_Pack(3, name, (PyObject *)kind, value);
             if (item == NULL)
                 goto done;
             PyTuple_SET_ITEM(key, at++, item);
@@ -386,6 +417,22 @@ done:
     Py_XDECREF(attrs), Py_XDECREF(types), Py_XDECREF(lists), Py_XDECREF(memo_attrs);
     Py_XDECREF(memo_types), Py_XDECREF(completed), Py_XDECREF(key);
     return found;
+}
+
+static PyObject *completed(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || (args[1] != Py_None && !PyDict_Check(args[1])))
+        return PyErr_Format(PyExc_TypeError, "completed expected an op definition and a "
+                            "dict of attributes (or None)");
+    PyObject *attrs, *types;
+    int found = completed_attrs(args[0], args[1], &attrs, &types);
+    if (found <= 0) {
+        if (found < 0)
+            return NULL;
+        Py_RETURN_NONE;
+    }
+    PyObject *pair = PyTuple_Pack(2, attrs, types);
+    Py_DECREF(attrs), Py_DECREF(types);
+    return pair;
 }
 
 /* `dict`'s keys (values with `values`) into `tuple` from index `at` on (new references) */
@@ -802,6 +849,9 @@ static PyMethodDef methods[] = {
      "append_one_op(block, op_type, inputs, attrs, dtype, layer_type=None): append op_type "
      "with its Out a fresh temporary of dtype, and return the temporary (see "
      "framework.transaction.append_one_op; its common case is C)"},
+    {"completed", (PyCFunction)(void (*)(void))completed, METH_FASTCALL,
+     "completed(opdef, attrs): OpDef.complete_attrs(attrs) from its memo, (attributes, their "
+     "types), or None when the memo has no answer"},
     {"configure_one_op", configure_one_op, METH_VARARGS,
      "configure_one_op(fallback, take_back, program, transaction, unique_name, annotations): "
      "the Python way of append_one_op, its take-back of a failed hook, and the modules whose "

@@ -16,6 +16,7 @@ from ..errors import (InvalidArgument, InvalidType, NotFound, OutOfRange, Precon
                       expected)
 from . import callstack as _callstack
 from .callstack import capture as _capture_stack, untrack_arguments as _untrack_arguments
+from .callstack import _op_record
 from . import annotations as _annotations
 from . import transaction as _transaction
 from . import unique_name
@@ -531,6 +532,9 @@ class Block:
                     in_args[slot] = (value,)
                 elif isinstance(value, Variable):
                     in_args[slot] = (value.name,)
+                elif value.__class__ is list and len(value) == 1 and isinstance(value[0],
+                                                                                 Variable):
+                    in_args[slot] = (value[0].name,)  # (the layers' usual form)
                 elif value is not None:
                     names = in_args[slot] = _names(type, "input", slot, value)
                     single = single and len(names) == 1
@@ -541,6 +545,9 @@ class Block:
                     out_args[slot] = (value,)
                 elif isinstance(value, Variable):
                     out_args[slot] = (value.name,)
+                elif value.__class__ is list and len(value) == 1 and isinstance(value[0],
+                                                                                 Variable):
+                    out_args[slot] = (value[0].name,)
                 elif value is not None:
                     names = out_args[slot] = _names(type, "output", slot, value)
                     single = single and len(names) == 1
@@ -564,7 +571,10 @@ class Block:
         stack's capture and the code the op's stack starts at."""
         try:
             if spec is not None:
-                attrs, attr_types = spec.complete_attrs(attrs or {}, self.program)
+                # (what a layer gives again, completed from the definition's memo in C)
+                completed = _completed_attrs(spec, attrs)
+                attrs, attr_types = completed if completed is not None else \
+                    spec.complete_attrs(attrs or {}, self.program)
                 if single:
                     key = (spec, *in_args, None, *out_args)  # (one tuple: made per op)
                     if key not in _single_slots_passed:
@@ -634,6 +644,10 @@ class Block:
 
     __str__ = to_string
 
+
+#: ``completed(opdef, attrs)``: ``opdef.complete_attrs(attrs)``'s answer from its memo, or
+#: None when the memo has none (``_op_record.c``)
+_completed_attrs = _op_record.completed
 
 #: (op definition, input slots..., None, output slots...) that passed ``check_slots`` with one argument
 #: per slot: whether they pass depends on nothing else, and layers repeat a few of them

@@ -109,3 +109,33 @@ def test_a_list_given_again_completes_alike_and_its_items_classes_count():
         == [2, 3]
     with pytest.raises(InvalidArgument, match="attribute 'shape' expected"):
         spec.complete_attrs({"shape": [2.0, 3], "dtype": 5, "value": 1.0})
+
+
+def test_append_op_completes_attributes_given_again_as_complete_attrs_does():
+    """An op appended with attributes given before takes them from the definition's memo
+    in C (``_op_record.completed``): what ``complete_attrs`` gives, a list a copy of each
+    op's own, a tuple keyed apart from a list, a float in an int list refused each time."""
+    from fluid_nb.framework.program import _completed_attrs
+    block = _block()
+    spec = registry.find("fill_constant")
+    given = {"shape": [2, 3], "dtype": 5, "value": 1.0}
+    ops = [block.append_op(type="fill_constant", outputs={"Out": name}, attrs=dict(given))
+           for name in ("a", "b", "c")]
+    expected, types = spec.complete_attrs(dict(given))
+    assert _completed_attrs(spec, dict(given)) == (expected, types)
+    assert all(op.attrs == expected for op in ops)
+    assert ops[0].attrs["shape"] is not ops[1].attrs["shape"]
+    ops[0].attrs["shape"].append(9)
+    assert ops[2].attrs["shape"] == [2, 3] and spec.complete_attrs(dict(given))[0] == expected
+    as_tuple = {**given, "shape": (2, 3)}
+    assert block.append_op(type="fill_constant", outputs={"Out": "d"},
+                           attrs=as_tuple).attrs["shape"] == [2, 3]
+    assert _completed_attrs(spec, as_tuple)[0]["shape"] == [2, 3]
+    for name in ("e", "f"):
+        with pytest.raises(InvalidArgument, match="attribute 'shape' expected"):
+            block.append_op(type="fill_constant", outputs={"Out": name},
+                            attrs={**given, "shape": [2.0, 3]})
+    assert _completed_attrs(spec, {**given, "shape": [2.0, 3]}) is None  # never kept
+    assert _completed_attrs(spec, {**given, "shape": [2, [3]]}) is None  # no scalar: afresh
+    assert _completed_attrs(spec, {**given, "value": 7.5}) is None  # not given before
+    assert [op.type for op in block.ops] == ["fill_constant"] * 4
