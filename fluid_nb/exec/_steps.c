@@ -560,6 +560,30 @@ static PyObject *field_of(PyObject *obj, int known, Py_ssize_t at, PyObject *nam
     return value;
 }
 
+/* The context ``op``'s first run calls its kernel with (a new reference): ``ctx`` pointed
+ * at the op (ctx.op, ctx.attrs, ctx.program) when the type's first runs share it, else
+ * context_for's copy. ``op_known``: its slots are read by offset. */
+static PyObject *run_context(PyObject *op, int op_known, PyObject *ctx, int shared) {
+    PyObject *attrs = NULL, *block = NULL, *program = NULL, *run_ctx = NULL;
+    if ((attrs = field_of(op, op_known, op_attrs_at, str_attrs)) == NULL ||
+        (block = field_of(op, op_known, op_block_at, str_block)) == NULL ||
+        (program = PyObject_GetAttr(block, str_program)) == NULL)
+        goto done;
+    if (!shared) {
+        run_ctx = context_for(ctx, op, attrs, program);
+        goto done;
+    }
+    Py_INCREF(op), Py_INCREF(attrs), Py_INCREF(program);
+    Py_XSETREF(SLOT(ctx, ctx_op_at), op);
+    Py_XSETREF(SLOT(ctx, ctx_attrs_at), attrs);
+    Py_XSETREF(SLOT(ctx, ctx_program_at), program);
+    Py_INCREF(ctx);
+    run_ctx = ctx;
+done:
+    Py_XDECREF(attrs), Py_XDECREF(block), Py_XDECREF(program);
+    return run_ctx;
+}
+
 /* first_run(op, plan, values, set_handler, capsule): the first run of a live op, or None
  * when it is not this path's: an input without a LoDTensor (the caller provides a missing
  * value, the kernel takes other kinds), an input besides the plan's, an output left out.
@@ -601,7 +625,7 @@ static PyObject *first_run(PyObject *module, PyObject *const *args, Py_ssize_t n
         return PyErr_Format(PyExc_ValueError, "first_run expected at most %d input slots, "
                             "got %zd", FEW_ARGUMENTS, count);
     PyObject *ins[FEW_ARGUMENTS], *inputs = NULL, *outputs = NULL, *out = NULL,
-             *attrs = NULL, *block = NULL, *program = NULL, *own_ctx = NULL, *result = NULL;
+             *run_ctx = NULL, *result = NULL;
     Py_ssize_t held = 0;
     int op_known = op_slots_known(op);
     if (!ctx_slots_known(ctx))
@@ -649,23 +673,14 @@ static PyObject *first_run(PyObject *module, PyObject *const *args, Py_ssize_t n
         }
         src = ins[at];
     }
-    if ((attrs = field_of(op, op_known, op_attrs_at, str_attrs)) == NULL ||
-        (block = field_of(op, op_known, op_block_at, str_block)) == NULL ||
-        (program = PyObject_GetAttr(block, str_program)) == NULL)
+    /* (a context's copy costs a pure kernel's first run 2% of its time: shared) */
+    if ((run_ctx = run_context(op, op_known, ctx, shared)) == NULL)
         goto done;
-    if (shared) { /* (a context's copy costs a pure kernel's first run 2% of its time) */
-        Py_INCREF(op), Py_INCREF(attrs), Py_INCREF(program);
-        Py_XSETREF(SLOT(ctx, ctx_op_at), op);
-        Py_XSETREF(SLOT(ctx, ctx_attrs_at), attrs);
-        Py_XSETREF(SLOT(ctx, ctx_program_at), program);
-    } else if ((own_ctx = context_for(ctx, op, attrs, program)) == NULL) {
-        goto done;
-    }
     Allocating allocating;
     if (start_allocating(set_handler, capsule, &allocating) < 0)
         goto done;
     double start = seconds_now();
-    PyObject *ran = run_plain(out, fn, shared ? ctx : own_ctx, src, ins, count, 0, NULL);
+    PyObject *ran = run_plain(out, fn, run_ctx, src, ins, count, 0, NULL);
     double took = seconds_now() - start;
     if (stop_allocating(set_handler, &allocating) < 0)
         Py_CLEAR(ran);
@@ -682,8 +697,7 @@ not_this_path:
 done:
     for (Py_ssize_t i = 0; i < held; ++i)
         Py_DECREF(ins[i]);
-    Py_XDECREF(inputs), Py_XDECREF(outputs), Py_XDECREF(out);
-    Py_XDECREF(attrs), Py_XDECREF(block), Py_XDECREF(program), Py_XDECREF(own_ctx);
+    Py_XDECREF(inputs), Py_XDECREF(outputs), Py_XDECREF(out), Py_XDECREF(run_ctx);
     return result;
 }
 
@@ -752,8 +766,8 @@ static PyObject *general_first_run(PyObject *op, PyObject *plan, PyObject *value
      * NULL (the slot names no variable) */
     PyObject *ins[FEW_ARGUMENTS], *out_names[FEW_ARGUMENTS], *outs[FEW_ARGUMENTS] = {NULL};
     PyObject *call[1 + FEW_ARGUMENTS] = {NULL};
-    PyObject *inputs = NULL, *outputs = NULL, *attrs = NULL, *block = NULL, *program = NULL,
-             *own_ctx = NULL, *result = NULL, *ran = NULL, *wanted = NULL;
+    PyObject *inputs = NULL, *outputs = NULL, *run_ctx = NULL, *result = NULL, *ran = NULL,
+             *wanted = NULL;
     Py_ssize_t held = 0, made = 0, named = 0, read = 0, given = 0;
     int op_known = op_slots_known(op);
     if (!ctx_slots_known(ctx))
@@ -846,10 +860,7 @@ static PyObject *general_first_run(PyObject *op, PyObject *plan, PyObject *value
         }
         outs[made] = holder;
     }
-    if ((attrs = field_of(op, op_known, op_attrs_at, str_attrs)) == NULL ||
-        (block = field_of(op, op_known, op_block_at, str_block)) == NULL ||
-        (program = PyObject_GetAttr(block, str_program)) == NULL ||
-        (own_ctx = context_for(ctx, op, attrs, program)) == NULL)
+    if ((run_ctx = run_context(op, op_known, ctx, 0)) == NULL)
         goto done;
     if (named != n_out) { /* the outputs the op names: the plan's context wants them all */
         if ((wanted = PyFrozenSet_New(NULL)) == NULL)
@@ -858,9 +869,9 @@ static PyObject *general_first_run(PyObject *op, PyObject *plan, PyObject *value
             if (out_names[k] != NULL && PySet_Add(wanted, PyTuple_GET_ITEM(out_slots, k)) < 0)
                 goto done;
         Py_INCREF(wanted);
-        Py_XSETREF(SLOT(own_ctx, ctx_wanted_at), wanted);
+        Py_XSETREF(SLOT(run_ctx, ctx_wanted_at), wanted);
     }
-    call[0] = own_ctx;
+    call[0] = run_ctx;
     for (; read < n_in; ++read) {
         PyObject *in = ins[read];
         if (in == Py_None) {
@@ -915,8 +926,8 @@ done:
         Py_XDECREF(outs[k]);
     for (Py_ssize_t i = 0; i < read; ++i)
         Py_DECREF(call[1 + i]);
-    Py_XDECREF(inputs), Py_XDECREF(outputs), Py_XDECREF(attrs), Py_XDECREF(block);
-    Py_XDECREF(program), Py_XDECREF(own_ctx), Py_XDECREF(ran), Py_XDECREF(wanted);
+    Py_XDECREF(inputs), Py_XDECREF(outputs), Py_XDECREF(run_ctx), Py_XDECREF(ran);
+    Py_XDECREF(wanted);
     return result;
 }
 
