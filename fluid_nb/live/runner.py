@@ -31,6 +31,7 @@ from ..tensor.dtypes import VarType
 #: the most input or output slots ``steps.first_run`` takes (its arguments on the C stack)
 FIRST_RUN_SLOTS = 8
 
+
 class OpRunner:
     """Runs ops over one scope: an op's first run directly, later runs through the step
     it then binds and caches."""
