@@ -410,10 +410,12 @@ def _simple_binding(opdef):
     """For ops with one or two plain input slots and one plain output (run by
     ``steps.plain_step``): ``(input slots, output slot, index of the LoD source among the
     inputs or None, wanted outputs, whether the op is a formula op)``; None for ops that
-    need the general binder."""
+    need the general binder (as the executor's binder says: a kernel that returns runtime
+    values, such as a detection op's LoDTensor with its own LoD, is stored as it is)."""
     binding = None
     in_slots = tuple(s.name for s in opdef.inputs)
-    if not opdef.lod_aware and len(opdef.outputs) == 1 and not opdef.outputs[0].duplicable \
+    if not opdef.lod_aware and "runtime_outputs" not in opdef.traits \
+            and len(opdef.outputs) == 1 and not opdef.outputs[0].duplicable \
             and not any(s.duplicable for s in opdef.inputs) and 0 < len(in_slots) <= 2:
         out = opdef.outputs[0].name
         src = None

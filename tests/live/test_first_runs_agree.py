@@ -1,0 +1,66 @@
+"""Every op table case appended as a live op gives the executor's values.
+
+The op families' tables (each tests/ops module's CASES) are the cases: each is appended,
+with its inputs fed, to a live session's program, whose hook runs it at once, its first
+run in the one C call (``steps.first_run``) where that call takes it; the values it leaves
+in the session's scope agree with the executor's run of the case's one-op program as
+tests/targets/agreement.py says (dtype, shape, LoD, NaN and inf, finite values to the
+type's tolerance). Ops that draw random numbers (the ``stateful`` trait) are left out: a
+live op and a run draw apart."""
+import warnings
+
+import numpy as np
+
+import fluid_nb as fluid
+from fluid_nb.exec.steps import first_run
+from fluid_nb.live import live, runner
+from fluid_nb.ops import registry
+from tests.ops.op_test import all_table_cases
+from tests.targets.agreement import assert_agree
+from tests.targets.targets import _interpreted, forward_program
+
+CASES = [case for case in all_table_cases() if "stateful" not in registry.get(case.op).traits]
+
+
+def _live_values(case, program, feed, fetch, name):
+    """The case's op appended to a live session's program, its inputs fed first: the
+    values its outputs hold in the session's scope."""
+    op = program.global_block().ops[-1]
+    with live(name) as session:
+        session.program.version = program.version  # (0-D scalars, as the case's program)
+        block = session.program.global_block()
+        for var_name, var in program.global_block().vars.items():
+            block.create_var(name=var_name, shape=var.shape, dtype=var.dtype,
+                             lod_level=var.lod_level, type=var.type)
+        for var_name, value in feed.items():
+            fluid.feed(var_name, value)
+        block.append_op(type=op.type, inputs={k: list(v) for k, v in op.inputs.items()},
+                        outputs={k: list(v) for k, v in op.outputs.items()},
+                        attrs=dict(op.attrs))
+        return [session.scope.find_var(var_name).value for var_name in fetch]
+
+
+def test_every_table_case_run_live_gives_the_executors_values(session_name, monkeypatch):
+    taken = []  # per first run asked: whether the C call took it
+
+    def counted(*args):
+        took = first_run(*args)
+        taken.append(took is not None)
+        return took
+    monkeypatch.setattr(runner, "first_run", counted)
+    disagreeing, in_c = [], 0
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")  # (edge values warn in NumPy, as they are meant to)
+        for index, case in enumerate(CASES):
+            program, feed, fetch = forward_program(case)
+            want = _interpreted(program, feed, fetch)
+            taken_before = len(taken)
+            try:
+                got = _live_values(case, program, feed, fetch, f"{session_name}_{index}")
+                for var_name, expected, value in zip(fetch, want, got):
+                    assert_agree(f"{case.id} {var_name}", expected, value)
+            except Exception as exc:  # (noted with the case, all reported at the end)
+                disagreeing.append(f"{case.id}: {type(exc).__name__}: {exc}"[:300])
+            in_c += any(taken[taken_before:])
+    assert not disagreeing, f"{len(disagreeing)} of {len(CASES)}:\n" + "\n".join(disagreeing)
+    assert len(CASES) > 900 and in_c >= 0.9 * len(CASES), (in_c, len(CASES))
