@@ -584,6 +584,24 @@ done:
     return run_ctx;
 }
 
+/* A first run's answer once its kernel ran (``ran``: it and the stores succeeded): the
+ * allocator switched back, then the seconds since ``start`` (a float), or NULL with the
+ * error */
+static PyObject *ran_for(PyObject *set_handler, Allocating *allocating, int ran,
+                         double start) {
+    double took = seconds_now() - start;
+    if (stop_allocating(set_handler, allocating) < 0 || !ran)
+        return NULL;
+    return PyFloat_FromDouble(took);
+}
+
+/* A first run's answer for an op it hands back: None, unless an error was raised */
+static PyObject *handed_back(void) {
+    if (PyErr_Occurred())
+        return NULL;
+    Py_RETURN_NONE;
+}
+
 /* first_run(op, plan, values, set_handler, capsule): the first run of a live op, or None
  * when it is not this path's: an input without a LoDTensor (the caller provides a missing
  * value, the kernel takes other kinds), an input besides the plan's, an output left out.
@@ -681,19 +699,11 @@ static PyObject *first_run(PyObject *module, PyObject *const *args, Py_ssize_t n
         goto done;
     double start = seconds_now();
     PyObject *ran = run_plain(out, fn, run_ctx, src, ins, count, 0, NULL);
-    double took = seconds_now() - start;
-    if (stop_allocating(set_handler, &allocating) < 0)
-        Py_CLEAR(ran);
-    if (ran != NULL) {
-        Py_DECREF(ran);
-        result = PyFloat_FromDouble(took);
-    }
+    result = ran_for(set_handler, &allocating, ran != NULL, start);
+    Py_XDECREF(ran);
     goto done;
 not_this_path:
-    if (!PyErr_Occurred()) {
-        Py_INCREF(Py_None);
-        result = Py_None;
-    }
+    result = handed_back();
 done:
     for (Py_ssize_t i = 0; i < held; ++i)
         Py_DECREF(ins[i]);
@@ -908,17 +918,10 @@ static PyObject *general_first_run(PyObject *op, PyObject *plan, PyObject *value
         if (store_output(ran, k, n_out == 1, outs[k], source) < 0)
             Py_CLEAR(ran);
     }
-    double took = seconds_now() - start;
-    if (stop_allocating(set_handler, &allocating) < 0)
-        Py_CLEAR(ran);
-    if (ran != NULL)
-        result = PyFloat_FromDouble(took);
+    result = ran_for(set_handler, &allocating, ran != NULL, start);
     goto done;
 not_this_path:
-    if (!PyErr_Occurred()) {
-        Py_INCREF(Py_None);
-        result = Py_None;
-    }
+    result = handed_back();
 done:
     for (Py_ssize_t i = 0; i < held; ++i)
         Py_DECREF(ins[i]);
