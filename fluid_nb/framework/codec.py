@@ -6,6 +6,8 @@ types (INT vs LONG, FLOAT vs FLOAT64), optional fields written at their default 
 model (kept as their serialized ``VarType``). So ``encode(decode(b))`` parses to the same
 message as ``b``.
 """
+from operator import attrgetter
+
 from google.protobuf.message import DecodeError
 
 from ..errors import InvalidArgument, InvalidType, expected
@@ -190,6 +192,7 @@ def check_structure(msg, root, where="ProgramDesc"):
         fail(0, "ProgramDesc", "at least one block", "none")
     from . import registry
     attributes = []
+    fitting = set()  # (see _check_op)
     for i, b in enumerate(msg.blocks):
         node = root.at("blocks", i)
         if b.idx != i:
@@ -210,39 +213,65 @@ def check_structure(msg, root, where="ProgramDesc"):
                      "a name not declared earlier in the block", repr(v.name))
             names.add(v.name)
         attributes.append([_check_op(o, i, j, count, node.at("ops", j),
-                                     registry.find(o.type), fail)
+                                     registry.find(o.type), fail, fitting)
                            for j, o in enumerate(b.ops)])
     return attributes
 
 
-def _check_op(o, block_idx, op_idx, count, node, opdef, fail):
-    label = f"block {block_idx} op {op_idx} '{o.type}'"
+def _check_op(o, block_idx, op_idx, count, node, opdef, fail, fitting):
+    """Each attribute of OpDesc ``o`` read once, and checked against ``opdef``: ``(values,
+    types)``. ``fitting`` holds the attribute keys (:func:`_fit_key`) already found to fit
+    their definitions in this file: one check serves every op that repeats them."""
     # an attribute written twice is read as Paddle's OpDesc reads it: the later value wins
     # (Paddle 2.6 itself saves reshape2 with mkldnn_data_type twice)
-    attrs, types, positions = {}, {}, {}
+    attrs, types = {}, {}
     for k, a in enumerate(o.attrs):
-        positions[a.name] = k
-        if a.type in (AttrType.BLOCK, AttrType.BLOCKS):
-            targets = [a.block_idx] if a.type == AttrType.BLOCK else list(a.blocks_idx)
+        wire_type, name = a.type, a.name
+        attr_type = types[name] = _ATTR_TYPES[wire_type]
+        if attr_type is AttrType.BLOCK or attr_type is AttrType.BLOCKS:
+            targets = [a.block_idx] if attr_type is AttrType.BLOCK else list(a.blocks_idx)
             for target in targets:
                 if not block_idx < target < count:
-                    fail(node.at("attrs", k).offset(), f"{label}: attribute '{a.name}'",
+                    fail(node.at("attrs", k).offset(),
+                         f"block {block_idx} op {op_idx} '{o.type}': attribute '{name}'",
                          f"a later block in ({block_idx}, {count})", target)
-        attr_type = types[a.name] = _ATTR_TYPES[a.type]
-        attrs[a.name] = _attr_value(a, attr_type)
+        attrs[name] = _READ_ATTR[wire_type](a)
     if opdef is not None:  # (unknown op types are kept; running one reports it)
-        for name, message in attr_problems(o.type, attrs, types, opdef.attrs):
-            offset = node.at("attrs", positions[name]).offset() if name in positions \
-                else node.offset()
-            fail(offset, label, "attributes that fit the op's definition", message)
+        key = _fit_key(o.type, attrs, types, opdef.attrs)
+        if key is None or key not in fitting:
+            for name, message in attr_problems(o.type, attrs, types, opdef.attrs):
+                positions = {a.name: k for k, a in enumerate(o.attrs)}
+                offset = node.at("attrs", positions[name]).offset() if name in positions \
+                    else node.offset()
+                fail(offset, f"block {block_idx} op {op_idx} '{o.type}'",
+                     "attributes that fit the op's definition", message)
+            if key is not None:
+                fitting.add(key)
     return attrs, types
+
+
+def _fit_key(op_type, attrs, types, specs):
+    """What :func:`.attrs.attr_problems` answers from, as a key: the op type and, for each
+    attribute the definition declares, its name, wire type and value (a list as a tuple).
+    Within a wire type a file's values have one Python type (the wire type decides it), so
+    equal keys get equal answers. None for a SCALAR attribute, whose value's type varies."""
+    key = [op_type]
+    for name, value in attrs.items():
+        if name in specs:
+            attr_type = types[name]
+            if attr_type is AttrType.SCALAR or attr_type is AttrType.SCALARS:
+                return None
+            key.append((name, attr_type, tuple(value) if value.__class__ is list else value))
+    return tuple(key)
 
 
 def message_to_program(msg, attributes):
     """The Program of a ``ProgramDesc`` message that :func:`check_structure` accepted;
     ``attributes`` is what it returned (each op's attributes, read once)."""
+    from . import registry
     program = Program()
-    program.blocks = [_decode_block(program, b, attributes[i])
+    defaults = {}  # op type -> its definition's defaults (see _decode_op)
+    program.blocks = [_decode_block(program, b, attributes[i], registry.find, defaults)
                       for i, b in enumerate(msg.blocks)]
     if msg.HasField("version"):
         program.version = msg.version.version
@@ -252,7 +281,7 @@ def message_to_program(msg, attributes):
     return program
 
 
-def _decode_block(program, b, attributes):
+def _decode_block(program, b, attributes, find, defaults):
     block = Block(program, b.idx, b.parent_idx, b.forward_block_idx)
     if b.HasField("forward_block_idx"):
         block._presence = {"forward_block_idx"}
@@ -260,53 +289,77 @@ def _decode_block(program, b, attributes):
         var = _decode_var(block, v)
         block.vars[var.name] = var
     for j, o in enumerate(b.ops):
-        block.ops.append(_decode_op(block, o, attributes[j]))
+        block.ops.append(_decode_op(block, o, attributes[j], find, defaults))
     return block
 
 
+#: the VarDesc flags a file may write at their default value (kept in ``_presence``)
+_VAR_FLAGS = frozenset(("persistable", "need_check_feed", "is_parameter", "stop_gradient"))
+#: wire number of a modeled variable kind -> the VarType field that describes it
+_KIND_FIELDS = {int(kind): field for kind, field in _TENSOR_KINDS.items()}
+#: the presence sets variables share (at most one per combination of the five fields): each
+#: one apart would be a set the cyclic collector walks for as long as the program lives
+_PRESENCES = {}
+
+
 def _decode_var(block, v):
-    kind = _VAR_TYPES[v.type.type]
+    # (each field set is listed once by ListFields: a file of thousands of variables spends
+    # its decode in the calls into the parsed message, one per field asked for)
+    flags, var_name, var_type = {}, None, None
+    for field, value in v.ListFields():
+        name = field.name
+        if name == "type":
+            var_type = value
+        elif name == "name":
+            var_name = value
+        elif name in _VAR_FLAGS:
+            flags[name] = value
+    type_fields = var_type.ListFields()  # (its required kind, field 1, comes first)
+    kind_number = type_fields[0][1]
+    kind = _VAR_TYPES[kind_number]
     shape, dtype, lod_level = (), VarType.FP32, 0
-    presence = {f for f in ("persistable", "need_check_feed", "is_parameter", "stop_gradient")
-                if v.HasField(f)}
-    modeled = kind in _TENSOR_KINDS and _only_kind_fields(v.type, _TENSOR_KINDS[kind])
+    presence = set(flags)
+    # modeled: a tensor kind whose VarType holds that kind's description and nothing else
+    modeled = len(type_fields) == 2 and type_fields[1][0].name == _KIND_FIELDS.get(kind_number)
     if modeled:
-        name = _TENSOR_KINDS[kind]
-        if name == "selected_rows":
-            tensor = v.type.selected_rows
-        else:
-            desc = getattr(v.type, name)
+        tensor = desc = type_fields[1][1]
+        if kind != VarType.SELECTED_ROWS:
             tensor = desc.tensor
-            lod_level = desc.lod_level
             if desc.HasField("lod_level"):
+                lod_level = desc.lod_level
                 presence.add("lod_level")
         shape, dtype = tuple(tensor.dims), _VAR_TYPES[tensor.data_type]
-    cls = Parameter if v.is_parameter else Variable
-    var = object.__new__(cls)
-    Variable.__init__(var, block, name=v.name, type=kind, shape=shape, dtype=dtype,
-                      lod_level=lod_level, persistable=v.persistable,
-                      stop_gradient=v.stop_gradient, need_check_feed=v.need_check_feed)
-    if cls is Parameter:
-        var.trainable = not v.stop_gradient
+    persistable = flags.get("persistable", False)
+    stop_gradient = flags.get("stop_gradient", False)
+    need_check_feed = flags.get("need_check_feed", False)
+    if flags.get("is_parameter", False):
+        var = object.__new__(Parameter)
+        Variable.__init__(var, block, name=var_name, type=kind, shape=shape, dtype=dtype,
+                          lod_level=lod_level, persistable=persistable,
+                          stop_gradient=stop_gradient, need_check_feed=need_check_feed)
+        var.trainable = not stop_gradient
         var.optimize_attr = {"learning_rate": 1.0}
         var.regularizer = var.do_model_average = var.initializer = None
         var.need_clip = True
-    var._presence = frozenset(presence)
+    else:  # (Variable.__init__'s work for values already in canonical form)
+        var = Variable._output(block, var_name)
+        var.type, var.shape, var.dtype, var.lod_level = kind, shape, dtype, lod_level
+        var.persistable, var.stop_gradient = persistable, stop_gradient
+        var.need_check_feed = need_check_feed
+    presence = frozenset(presence)
+    var._presence = _PRESENCES.setdefault(presence, presence)
     if not modeled:
-        var._type_extra = v.type.SerializeToString()
+        var._type_extra = var_type.SerializeToString()
     if v.attrs:
         var._attrs = [a.SerializeToString() for a in v.attrs]
     return var
 
 
-def _only_kind_fields(var_type, field):
-    return [f.name for f, _ in var_type.ListFields() if f.name != "type"] == [field]
-
-
-def _decode_op(block, o, attributes):
+def _decode_op(block, o, attributes, find, defaults):
     """The Operator of OpDesc ``o``; ``attributes``: its ``(values, types)`` as
-    ``_check_op`` read them."""
-    from . import registry
+    ``_check_op`` read them; ``find``: the registry's lookup of a definition; ``defaults``:
+    op type -> ``[(name, default)]`` of its definition, filled as types are met."""
+    op_type = o.type
     inputs = {item.parameter: tuple(item.arguments) for item in o.inputs}
     outputs = {item.parameter: tuple(item.arguments) for item in o.outputs}
     callstack = ()
@@ -316,25 +369,30 @@ def _decode_op(block, o, attributes):
         position = list(attrs).index("op_callstack")
         callstack = SavedCallstack(attrs.pop("op_callstack"), position)
         del attr_types["op_callstack"]
-    opdef = registry.find(o.type)
-    if opdef is not None:  # as Paddle's attribute checker does when it creates the op
-        for name, spec in opdef.attrs.items():
-            if name not in attrs and spec.default is not None:
-                attrs[name] = list(spec.default) if isinstance(spec.default, list) else spec.default
-    op = Operator(block, o.type, inputs, outputs, attrs, attr_types, o.is_target)
+    given = defaults.get(op_type)
+    if given is None:
+        opdef = find(op_type)
+        given = defaults[op_type] = [] if opdef is None else [
+            (name, spec.default) for name, spec in opdef.attrs.items()
+            if spec.default is not None]
+    # as Paddle's attribute checker does when it creates the op (a list default copied)
+    for name, default in given:
+        if name not in attrs:
+            attrs[name] = list(default) if isinstance(default, list) else default
+    op = Operator(block, op_type, inputs, outputs, attrs, attr_types, o.is_target)
     op.callstack = callstack
     return op
 
 
-def _attr_value(a, attr_type):
-    field = _ATTR_FIELD[attr_type]
-    if attr_type == AttrType.SCALAR:
-        return _decode_scalar(a.scalar)
-    if attr_type == AttrType.SCALARS:
-        return [_decode_scalar(s) for s in a.scalars]
-    if attr_type in _REPEATED:
-        return list(getattr(a, field))
-    return getattr(a, field)
+def _repeated_reader(field):
+    return lambda a: list(getattr(a, field))
+
+
+#: wire number of an attribute type -> the function reading an Attr message's value
+_READ_ATTR = {int(attr_type): _repeated_reader(field) if attr_type in _REPEATED
+              else attrgetter(field) for attr_type, field in _ATTR_FIELD.items()}
+_READ_ATTR[int(AttrType.SCALAR)] = lambda a: _decode_scalar(a.scalar)
+_READ_ATTR[int(AttrType.SCALARS)] = lambda a: [_decode_scalar(s) for s in a.scalars]
 
 
 def _decode_scalar(s):

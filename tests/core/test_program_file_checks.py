@@ -118,6 +118,44 @@ def test_an_attribute_written_twice_is_read_as_paddle_reads_it_the_later_value_w
     _refused(msg.SerializeToString(), "mul", "x_num_col_dims", "INT")
 
 
+def _comparisons(count):
+    """A ProgramDesc of ``count`` less_than ops alike (``axis`` -1 each, checked to be >= -1)."""
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = layers.data("x", [4], dtype="float32")
+        for _ in range(count):
+            layers.less_than(x, x)
+    return pb.ProgramDesc.FromString(main.serialize_to_string())
+
+
+def _axis(op):
+    return next(a for a in op.attrs if a.name == "axis")
+
+
+def test_each_op_is_checked_though_earlier_ops_of_its_type_repeat_its_attributes():
+    """One check serves the ops of a file whose attributes repeat an earlier op's (name, wire
+    type and value alike): an op that differs in any of them is checked for itself."""
+    msg = _comparisons(3)
+    ops = [o for o in msg.blocks[0].ops if o.type == "less_than"]
+    program = fluid.Program.parse_from_string(msg.SerializeToString())
+    assert [op.attrs["axis"] for op in program.global_block().ops
+            if op.type == "less_than"] == [-1, -1, -1]
+    _axis(ops[2]).i = -2  # the same name and wire type, a value the checker refuses
+    assert "op 2 'less_than'" in _refused(msg.SerializeToString(), "axis", ">= -1")
+    _axis(ops[2]).i = -1
+    _axis(ops[2]).type, _axis(ops[2]).l = AttrType.LONG, -1  # an int written as LONG: fits
+    program = fluid.Program.parse_from_string(msg.SerializeToString())
+    assert program.global_block().ops[-1].attr_type("axis") == AttrType.LONG
+    _axis(ops[1]).type, _axis(ops[1]).f = AttrType.FLOAT, -1.0  # the same value as a float
+    assert "op 1 'less_than'" in _refused(msg.SerializeToString(), "axis", "INT")
+    _axis(ops[1]).type = AttrType.INT
+    keep = [a for a in ops[1].attrs if a.name != "axis"]  # required? (no: it has a default)
+    del ops[1].attrs[:]
+    ops[1].attrs.extend(keep)
+    program = fluid.Program.parse_from_string(msg.SerializeToString())
+    assert program.global_block().ops[1].attrs["axis"] == -1
+
+
 def test_non_utf8_variable_name_is_refused_with_its_offset():
     msg = pb.ProgramDesc.FromString((MLP / "separate" / "__model__").read_bytes())
     msg.blocks[0].vars[0].name = "zz_marker"
