@@ -16,6 +16,7 @@ from ..tensor.dtypes import VarType
 from .program import Block, Operator, Parameter, Program, Variable
 from ..proto import framework_pb2 as pb
 from ..proto import wire
+from .. import c_parts
 from .callstack import SavedCallstack, paddle_strings
 
 _TENSOR_KINDS = {VarType.LOD_TENSOR: "lod_tensor", VarType.LOD_TENSOR_ARRAY: "tensor_array",
@@ -36,6 +37,7 @@ _REPEATED = {AttrType.INTS, AttrType.FLOATS, AttrType.STRINGS, AttrType.BOOLEANS
 # the enum class is a lookup of its own each time (the wire check admits defined values only)
 _ATTR_TYPES = {int(member): member for member in AttrType}
 _VAR_TYPES = {int(member): member for member in VarType}
+_reader = c_parts.load("fluid_nb.proto._program_reader", "the program file reader")
 
 
 # --- encode ---------------------------------------------------------------------------
@@ -150,6 +152,15 @@ def _encode_scalar(value, s):
 
 
 # --- decode ---------------------------------------------------------------------------
+# A file is read into records (plain tuples: see _program_reader.c), checked, then built:
+#   program (blocks, version or None, op_version_map pairs or None)
+#   block   (idx, parent_idx, forward_block_idx or None, vars, ops)
+#   var     (name, {flag: bool} of the flags written, (kind, modeled, data_type, dims,
+#            lod_level or None, the VarType's bytes unless modeled), [VarDesc.Attr bytes])
+#   op      (type, [(slot, (argument, ...))] inputs, outputs, [(name, AttrType, value)],
+#            is_target)
+# The C reader reads them from the bytes; the few files it leaves to protobuf's parser
+# (see _program_reader.c) are read from the parsed message by _records_of.
 def decode_program(data, where="ProgramDesc"):
     """A Program from ``ProgramDesc`` bytes.
 
@@ -163,17 +174,20 @@ def decode_program(data, where="ProgramDesc"):
         raise InvalidType(expected(where, "ProgramDesc", "bytes", type(data).__name__))
     data = bytes(data)
     root = wire.check_file(data, pb.ProgramDesc.DESCRIPTOR, where)
-    msg = pb.ProgramDesc()
-    try:
-        msg.ParseFromString(data)
-    except DecodeError as exc:  # the walk accepted it, so this is the runtime's own limit
-        raise InvalidArgument(expected(f"{where}: byte 0", "a ProgramDesc the protobuf "
-                                       "runtime parses", "bytes it refuses", exc)) from None
-    return message_to_program(msg, check_structure(msg, root, where))
+    records = _reader.read_program(data)
+    if records is None:  # (bytes the C reader leaves to protobuf's parser)
+        msg = pb.ProgramDesc()
+        try:
+            msg.ParseFromString(data)
+        except DecodeError as exc:  # the walk accepted it, so this is the runtime's own limit
+            raise InvalidArgument(expected(f"{where}: byte 0", "a ProgramDesc the protobuf "
+                                           "runtime parses", "bytes it refuses", exc)) from None
+        records = _records_of(msg)
+    return records_to_program(records, check_structure(records, root, where))
 
 
-def check_structure(msg, root, where="ProgramDesc"):
-    """Refuse a parsed ``ProgramDesc`` that no program can be: ``root`` (from
+def check_structure(records, root, where="ProgramDesc"):
+    """Refuse a file's records (see above) that no program can be: ``root`` (from
     :func:`.wire.check_message`) gives the byte offsets the errors name.
 
     Paddle creates a block after its parent, so block 0's parent is -1 and every other
@@ -182,68 +196,68 @@ def check_structure(msg, root, where="ProgramDesc"):
     ancestor); a grad block's forward block is another, earlier block.
 
     Returns each op's attributes as it read them to check them, ``(values, types)`` per
-    op per block, which :func:`message_to_program` keeps instead of reading them again.
+    op per block, which :func:`records_to_program` keeps.
     """
     def fail(offset, what, want, got):
         raise InvalidArgument(expected(f"{where}: byte {offset}", what, want, got))
 
-    count = len(msg.blocks)
+    blocks = records[0]
+    count = len(blocks)
     if not count:
         fail(0, "ProgramDesc", "at least one block", "none")
     from . import registry
     attributes = []
     fitting = set()  # (see _check_op)
-    for i, b in enumerate(msg.blocks):
+    for i, (idx, parent_idx, forward_block_idx, variables, ops) in enumerate(blocks):
         node = root.at("blocks", i)
-        if b.idx != i:
-            fail(node.offset("idx"), f"block {i} idx", i, b.idx)
-        if i == 0 and b.parent_idx != -1:
-            fail(node.offset("parent_idx"), "block 0 parent_idx", "-1", b.parent_idx)
-        if i > 0 and not 0 <= b.parent_idx < i:
+        if idx != i:
+            fail(node.offset("idx"), f"block {i} idx", i, idx)
+        if i == 0 and parent_idx != -1:
+            fail(node.offset("parent_idx"), "block 0 parent_idx", "-1", parent_idx)
+        if i > 0 and not 0 <= parent_idx < i:
             fail(node.offset("parent_idx"), f"block {i} parent_idx",
-                 f"an earlier block in [0, {i})", b.parent_idx)
-        if b.HasField("forward_block_idx") and b.forward_block_idx != -1 \
-                and not 0 <= b.forward_block_idx < i:
+                 f"an earlier block in [0, {i})", parent_idx)
+        if forward_block_idx is not None and forward_block_idx != -1 \
+                and not 0 <= forward_block_idx < i:
             fail(node.offset("forward_block_idx"), f"block {i} forward_block_idx",
-                 f"-1 or an earlier block in [0, {i})", b.forward_block_idx)
+                 f"-1 or an earlier block in [0, {i})", forward_block_idx)
         names = set()
-        for k, v in enumerate(b.vars):
-            if v.name in names:
+        for k, var in enumerate(variables):
+            if var[0] in names:
                 fail(node.at("vars", k).offset("name"), f"block {i} variable name",
-                     "a name not declared earlier in the block", repr(v.name))
-            names.add(v.name)
-        attributes.append([_check_op(o, i, j, count, node.at("ops", j),
-                                     registry.find(o.type), fail, fitting)
-                           for j, o in enumerate(b.ops)])
+                     "a name not declared earlier in the block", repr(var[0]))
+            names.add(var[0])
+        attributes.append([_check_op(op, i, j, count, node.at("ops", j),
+                                     registry.find(op[0]), fail, fitting)
+                           for j, op in enumerate(ops)])
     return attributes
 
 
-def _check_op(o, block_idx, op_idx, count, node, opdef, fail, fitting):
-    """Each attribute of OpDesc ``o`` read once, and checked against ``opdef``: ``(values,
+def _check_op(op, block_idx, op_idx, count, node, opdef, fail, fitting):
+    """The attributes of op record ``op`` as a dict, checked against ``opdef``: ``(values,
     types)``. ``fitting`` holds the attribute keys (:func:`_fit_key`) already found to fit
     their definitions in this file: one check serves every op that repeats them."""
     # an attribute written twice is read as Paddle's OpDesc reads it: the later value wins
     # (Paddle 2.6 itself saves reshape2 with mkldnn_data_type twice)
+    op_type = op[0]
     attrs, types = {}, {}
-    for k, a in enumerate(o.attrs):
-        wire_type, name = a.type, a.name
+    for k, (name, wire_type, value) in enumerate(op[3]):
         attr_type = types[name] = _ATTR_TYPES[wire_type]
         if attr_type is AttrType.BLOCK or attr_type is AttrType.BLOCKS:
-            targets = [a.block_idx] if attr_type is AttrType.BLOCK else list(a.blocks_idx)
-            for target in targets:
+            for target in [value] if attr_type is AttrType.BLOCK else value:
                 if not block_idx < target < count:
                     fail(node.at("attrs", k).offset(),
-                         f"block {block_idx} op {op_idx} '{o.type}': attribute '{name}'",
+                         f"block {block_idx} op {op_idx} '{op_type}': attribute '{name}'",
                          f"a later block in ({block_idx}, {count})", target)
-        attrs[name] = _READ_ATTR[wire_type](a)
+        attrs[name] = value
     if opdef is not None:  # (unknown op types are kept; running one reports it)
-        key = _fit_key(o.type, attrs, types, opdef.attrs)
+        key = _fit_key(op_type, attrs, types, opdef.attrs)
         if key is None or key not in fitting:
-            for name, message in attr_problems(o.type, attrs, types, opdef.attrs):
-                positions = {a.name: k for k, a in enumerate(o.attrs)}
+            for name, message in attr_problems(op_type, attrs, types, opdef.attrs):
+                positions = {attr[0]: k for k, attr in enumerate(op[3])}
                 offset = node.at("attrs", positions[name]).offset() if name in positions \
                     else node.offset()
-                fail(offset, f"block {block_idx} op {op_idx} '{o.type}'",
+                fail(offset, f"block {block_idx} op {op_idx} '{op_type}'",
                      "attributes that fit the op's definition", message)
             if key is not None:
                 fitting.add(key)
@@ -265,76 +279,60 @@ def _fit_key(op_type, attrs, types, specs):
     return tuple(key)
 
 
-def message_to_program(msg, attributes):
-    """The Program of a ``ProgramDesc`` message that :func:`check_structure` accepted;
+def records_to_program(records, attributes):
+    """The Program of a file's records that :func:`check_structure` accepted;
     ``attributes`` is what it returned (each op's attributes, read once)."""
     from . import registry
+    blocks, version, op_versions = records
     program = Program()
     defaults = {}  # op type -> its definition's defaults (see _decode_op)
-    program.blocks = [_decode_block(program, b, attributes[i], registry.find, defaults)
-                      for i, b in enumerate(msg.blocks)]
-    if msg.HasField("version"):
-        program.version = msg.version.version
-    if msg.HasField("op_version_map"):
+    program.blocks = [_decode_block(program, block, attributes[i], registry.find, defaults)
+                      for i, block in enumerate(blocks)]
+    if version is not None:
+        program.version = version
+    if op_versions is not None:
         program._presence = {"op_version_map"}
-        program.op_version_map = {p.op_name: p.op_version.version for p in msg.op_version_map.pair}
+        program.op_version_map = dict(op_versions)
     return program
 
 
-def _decode_block(program, b, attributes, find, defaults):
-    block = Block(program, b.idx, b.parent_idx, b.forward_block_idx)
-    if b.HasField("forward_block_idx"):
+def _decode_block(program, record, attributes, find, defaults):
+    idx, parent_idx, forward_block_idx, variables, ops = record
+    block = Block(program, idx, parent_idx, -1 if forward_block_idx is None
+                  else forward_block_idx)
+    if forward_block_idx is not None:
         block._presence = {"forward_block_idx"}
-    for v in b.vars:
-        var = _decode_var(block, v)
+    for var in variables:
+        var = _decode_var(block, var)
         block.vars[var.name] = var
-    for j, o in enumerate(b.ops):
-        block.ops.append(_decode_op(block, o, attributes[j], find, defaults))
+    for j, op in enumerate(ops):
+        block.ops.append(_decode_op(block, op, attributes[j], find, defaults))
     return block
 
 
-#: the VarDesc flags a file may write at their default value (kept in ``_presence``)
-_VAR_FLAGS = frozenset(("persistable", "need_check_feed", "is_parameter", "stop_gradient"))
-#: wire number of a modeled variable kind -> the VarType field that describes it
-_KIND_FIELDS = {int(kind): field for kind, field in _TENSOR_KINDS.items()}
 #: the presence sets variables share (at most one per combination of the five fields): each
 #: one apart would be a set the cyclic collector walks for as long as the program lives
 _PRESENCES = {}
 
 
-def _decode_var(block, v):
-    # (each field set is listed once by ListFields: a file of thousands of variables spends
-    # its decode in the calls into the parsed message, one per field asked for)
-    flags, var_name, var_type = {}, None, None
-    for field, value in v.ListFields():
-        name = field.name
-        if name == "type":
-            var_type = value
-        elif name == "name":
-            var_name = value
-        elif name in _VAR_FLAGS:
-            flags[name] = value
-    type_fields = var_type.ListFields()  # (its required kind, field 1, comes first)
-    kind_number = type_fields[0][1]
-    kind = _VAR_TYPES[kind_number]
-    shape, dtype, lod_level = (), VarType.FP32, 0
+def _decode_var(block, record):
+    name, flags, (kind, modeled, data_type, dims, lod_level, type_bytes), attrs = record
+    kind = _VAR_TYPES[kind]
     presence = set(flags)
-    # modeled: a tensor kind whose VarType holds that kind's description and nothing else
-    modeled = len(type_fields) == 2 and type_fields[1][0].name == _KIND_FIELDS.get(kind_number)
     if modeled:
-        tensor = desc = type_fields[1][1]
-        if kind != VarType.SELECTED_ROWS:
-            tensor = desc.tensor
-            if desc.HasField("lod_level"):
-                lod_level = desc.lod_level
-                presence.add("lod_level")
-        shape, dtype = tuple(tensor.dims), _VAR_TYPES[tensor.data_type]
+        shape, dtype = dims, _VAR_TYPES[data_type]
+        if lod_level is not None:
+            presence.add("lod_level")
+        else:
+            lod_level = 0
+    else:
+        shape, dtype, lod_level = (), VarType.FP32, 0
     persistable = flags.get("persistable", False)
     stop_gradient = flags.get("stop_gradient", False)
     need_check_feed = flags.get("need_check_feed", False)
     if flags.get("is_parameter", False):
         var = object.__new__(Parameter)
-        Variable.__init__(var, block, name=var_name, type=kind, shape=shape, dtype=dtype,
+        Variable.__init__(var, block, name=name, type=kind, shape=shape, dtype=dtype,
                           lod_level=lod_level, persistable=persistable,
                           stop_gradient=stop_gradient, need_check_feed=need_check_feed)
         var.trainable = not stop_gradient
@@ -342,26 +340,24 @@ def _decode_var(block, v):
         var.regularizer = var.do_model_average = var.initializer = None
         var.need_clip = True
     else:  # (Variable.__init__'s work for values already in canonical form)
-        var = Variable._output(block, var_name)
+        var = Variable._output(block, name)
         var.type, var.shape, var.dtype, var.lod_level = kind, shape, dtype, lod_level
         var.persistable, var.stop_gradient = persistable, stop_gradient
         var.need_check_feed = need_check_feed
     presence = frozenset(presence)
     var._presence = _PRESENCES.setdefault(presence, presence)
     if not modeled:
-        var._type_extra = var_type.SerializeToString()
-    if v.attrs:
-        var._attrs = [a.SerializeToString() for a in v.attrs]
+        var._type_extra = type_bytes
+    if attrs:
+        var._attrs = list(attrs)
     return var
 
 
-def _decode_op(block, o, attributes, find, defaults):
-    """The Operator of OpDesc ``o``; ``attributes``: its ``(values, types)`` as
+def _decode_op(block, record, attributes, find, defaults):
+    """The Operator of op record ``record``; ``attributes``: its ``(values, types)`` as
     ``_check_op`` read them; ``find``: the registry's lookup of a definition; ``defaults``:
     op type -> ``[(name, default)]`` of its definition, filled as types are met."""
-    op_type = o.type
-    inputs = {item.parameter: tuple(item.arguments) for item in o.inputs}
-    outputs = {item.parameter: tuple(item.arguments) for item in o.outputs}
+    op_type, inputs, outputs, _, is_target = record
     callstack = ()
     attrs, attr_types = attributes
     if attr_types.get("op_callstack") == AttrType.STRINGS:
@@ -379,9 +375,50 @@ def _decode_op(block, o, attributes, find, defaults):
     for name, default in given:
         if name not in attrs:
             attrs[name] = list(default) if isinstance(default, list) else default
-    op = Operator(block, op_type, inputs, outputs, attrs, attr_types, o.is_target)
+    op = Operator(block, op_type, dict(inputs), dict(outputs), attrs, attr_types, is_target)
     op.callstack = callstack
     return op
+
+
+# --- records from a parsed message (files the C reader leaves to protobuf's parser) ------
+_VAR_FLAGS = ("persistable", "need_check_feed", "is_parameter", "stop_gradient")
+
+
+def _records_of(msg):
+    blocks = [(b.idx, b.parent_idx,
+               b.forward_block_idx if b.HasField("forward_block_idx") else None,
+               [_var_record(v) for v in b.vars], [_op_record(o) for o in b.ops])
+              for b in msg.blocks]
+    version = msg.version.version if msg.HasField("version") else None
+    op_versions = [(pair.op_name, pair.op_version.version)
+                   for pair in msg.op_version_map.pair] \
+        if msg.HasField("op_version_map") else None
+    return blocks, version, op_versions
+
+
+def _var_record(v):
+    var_type = v.type
+    field = _TENSOR_KINDS.get(_VAR_TYPES[var_type.type])
+    # modeled: a tensor kind whose VarType holds that kind's description and nothing else
+    modeled = field is not None and \
+        [f.name for f, _ in var_type.ListFields() if f.name != "type"] == [field]
+    data_type, dims, lod_level = None, (), None
+    if modeled:
+        tensor = desc = getattr(var_type, field)
+        if field != "selected_rows":
+            tensor = desc.tensor
+            lod_level = desc.lod_level if desc.HasField("lod_level") else None
+        data_type, dims = tensor.data_type, tuple(tensor.dims)
+    return (v.name, {flag: getattr(v, flag) for flag in _VAR_FLAGS if v.HasField(flag)},
+            (var_type.type, modeled, data_type, dims, lod_level,
+             None if modeled else var_type.SerializeToString()),
+            [a.SerializeToString() for a in v.attrs])
+
+
+def _op_record(o):
+    return (o.type, [(item.parameter, tuple(item.arguments)) for item in o.inputs],
+            [(item.parameter, tuple(item.arguments)) for item in o.outputs],
+            [(a.name, a.type, _READ_ATTR[a.type](a)) for a in o.attrs], o.is_target)
 
 
 def _repeated_reader(field):
@@ -403,5 +440,3 @@ def _decode_scalar(s):
     if s.type == pb.Scalar.COMPLEX128:
         return complex(s.c.r, s.c.i)
     return s.r
-
-
