@@ -10,6 +10,7 @@
  * field numbers are framework.proto's.
  *
  *   read_program(data) -> (blocks, version or None, op_version_map pairs or None) | None
+ *   read_tensor_desc(data) -> (data_type, dims) | None: a parameter file's tensor header
  *   block: (idx, parent_idx, forward_block_idx or None, vars, ops)
  *   var:   (name, {flag: bool} of the flags written, (kind, modeled, data_type, dims,
  *           lod_level or None, the VarType's bytes unless modeled), [VarDesc.Attr bytes])
@@ -622,7 +623,32 @@ static PyObject *read_program(PyObject *module, PyObject *arg) {
     return out;
 }
 
+/* read_tensor_desc(data) -> (data_type, dims) | None: a VarType.TensorDesc alone (the
+ * header of each tensor in a parameter file) */
+static PyObject *read_tensor_desc(PyObject *module, PyObject *arg) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    Span s = {(const unsigned char *)view.buf, 0, view.len};
+    PyObject *data_type = NULL, *dims = PyList_New(0), *out = NULL;
+    int result = dims == NULL ? -1 : read_tensor(s, &data_type, dims);
+    if (result == 1) {
+        PyObject *shape = PyList_AsTuple(dims);
+        out = shape == NULL ? NULL : PyTuple_Pack(2, data_type, shape);
+        Py_XDECREF(shape);
+    } else if (result == 0) {
+        Py_INCREF(Py_None);
+        out = Py_None;
+    }
+    Py_XDECREF(data_type), Py_XDECREF(dims);
+    PyBuffer_Release(&view);
+    return out;
+}
+
 static PyMethodDef methods[] = {
+    {"read_tensor_desc", read_tensor_desc, METH_O,
+     "read_tensor_desc(data): a TensorDesc's (data_type, dims), or None for bytes left to "
+     "protobuf's parser"},
     {"read_program", read_program, METH_O,
      "read_program(data): a ProgramDesc's records read from its bytes, or None for bytes "
      "left to protobuf's parser (see _program_reader.c)"},

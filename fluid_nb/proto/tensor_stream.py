@@ -20,8 +20,12 @@ import numpy as np
 
 from ..errors import InvalidArgument, expected
 from ..tensor.dtypes import VarType, dtype_size, to_numpy_dtype
+from .. import c_parts
 from . import framework_pb2 as pb
 from . import wire
+
+_program_reader = c_parts.load("fluid_nb.proto._program_reader", "the program file reader")
+_VAR_TYPES = {int(member): member for member in VarType}
 
 
 def write_lod_tensor(out, array, lod=()):
@@ -110,6 +114,25 @@ def read_lod_tensor(reader):
         reader.fail(at, "TensorDesc size", "a non-negative byte count", desc_size)
     desc_at = reader.pos
     raw = bytes(reader.take(desc_size, "TensorDesc"))
+    # a file holds hundreds of these: read in C, and checked by the wire walk only when the
+    # C reader leaves it or the header is not one to read (which the walk then words)
+    desc = _program_reader.read_tensor_desc(raw)
+    if desc is None or desc[0] not in _ELEMENT_TYPES or any(d < 0 for d in desc[1]):
+        desc = _checked_desc(reader, raw, desc_at)
+    data_type, shape = desc
+    numel = 1
+    for d in shape:  # Python ints: a product past int64 is just a size no file holds
+        numel *= d
+    dtype = _VAR_TYPES[data_type]
+    _check_lod(reader, lod, lod_at, shape)
+    raw = reader.take(numel * dtype_size(dtype), f"data of a {list(shape)} {dtype.name} tensor")
+    array = np.frombuffer(raw, dtype=to_numpy_dtype(dtype).newbyteorder("<")).reshape(shape)
+    return array.astype(array.dtype.newbyteorder("="), copy=True), lod
+
+
+def _checked_desc(reader, raw, desc_at):
+    """The ``(data_type, shape)`` of TensorDesc bytes ``raw`` (at ``desc_at``), walked and
+    checked, or the refusal naming its byte offset."""
     desc_where = f"{reader.where}: TensorDesc at byte {desc_at}"
     node = wire.check_message(raw, pb.VarType.TensorDesc.DESCRIPTOR, desc_where)
     desc = pb.VarType.TensorDesc.FromString(raw)
@@ -121,14 +144,7 @@ def read_lod_tensor(reader):
     if any(d < 0 for d in shape):
         reader.fail(desc_at + node.offset("dims"), "TensorDesc dims",
                     "non-negative sizes", list(shape))
-    numel = 1
-    for d in shape:  # Python ints: a product past int64 is just a size no file holds
-        numel *= d
-    dtype = VarType(desc.data_type)
-    _check_lod(reader, lod, lod_at, shape)
-    raw = reader.take(numel * dtype_size(dtype), f"data of a {list(shape)} {dtype.name} tensor")
-    array = np.frombuffer(raw, dtype=to_numpy_dtype(dtype).newbyteorder("<")).reshape(shape)
-    return array.astype(array.dtype.newbyteorder("="), copy=True), lod
+    return desc.data_type, shape
 
 
 def _check_lod(reader, lod, lod_at, shape):

@@ -261,3 +261,19 @@ def test_bytes_that_are_no_program_never_crash_the_reader():
         assert records is None or isinstance(records, tuple)
     with pytest.raises(TypeError):
         _program_reader.read_program("not bytes")
+
+
+def test_a_parameter_files_tensor_headers_read_as_protobuf_parses_them():
+    """Each tensor of a parameter file starts with a TensorDesc (data type, dims): read in
+    C whichever way its dims are written; bytes it leaves are walked and checked."""
+    rng = random.Random(3)
+    for data_type, dims in ((5, []), (5, [3, 4]), (3, [1 << 40, 0, 7]), (6, [-1, 2]),
+                            (20, [2] * 9)):
+        raw = pb.VarType.TensorDesc(data_type=data_type, dims=dims).SerializeToString()
+        for change in (_repacked, _shuffled, _with_unknown_fields):
+            for data in (raw, _rewrite(raw, pb.VarType.TensorDesc.DESCRIPTOR, change, rng)):
+                parsed = pb.VarType.TensorDesc.FromString(data)
+                assert _program_reader.read_tensor_desc(data) == (parsed.data_type,
+                                                                  tuple(parsed.dims))
+    assert _program_reader.read_tensor_desc(b"") is None  # (no data type: left to the walk)
+    assert _program_reader.read_tensor_desc(b"\x08") is None  # (truncated)
