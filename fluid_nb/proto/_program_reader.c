@@ -190,6 +190,33 @@ static int singular(Span *s, int wire, int type, PyObject **out) {
     return wire == wire_of(type) ? read_scalar(s, type, out) : 0;
 }
 
+/* Each message is read field by field: `each_field` hands every field to its message's
+ * reader, which reads the fields it knows into its record and skips the others. */
+typedef int (*FieldReader)(void *record, Span *s, uint64_t number, int wire);
+
+static int each_field(Span s, FieldReader read, void *record) {
+    uint64_t number;
+    int wire;
+    while (s.pos < s.end) {
+        TRY(tag(&s, &number, &wire));
+        TRY(read(record, &s, number, wire));
+    }
+    return 1;
+}
+
+/* a message field's bytes (anything else where a message is due: left to protobuf) */
+static int message_bytes(Span *s, int wire, Span *out) {
+    return wire == LEN ? sub(s, out) : 0;
+}
+
+static int append_record(PyObject *list, PyObject *record) {
+    if (record == NULL)
+        return -1;
+    int failed = PyList_Append(list, record);
+    Py_DECREF(record);
+    return failed ? -1 : 1;
+}
+
 /* --- OpDesc.Attr ------------------------------------------------------------------------
  * AttrType -> (field number, protobuf type, repeated); SCALAR (16) and SCALARS (17) are
  * left to protobuf's parser. */
@@ -213,153 +240,161 @@ static PyObject *default_value(int type) {
     }
 }
 
-static int read_attr(Span s, PyObject **out) {
-    /* first its name and type, then the one field its type says holds the value */
-    PyObject *name = NULL, *type_value = NULL, *value = NULL;
-    Span walk = s;
-    uint64_t number;
-    int wire, result = 0;
-    while (walk.pos < walk.end) {
-        if ((result = tag(&walk, &number, &wire)) != 1)
-            goto done;
-        if (number == 1)
-            result = wire == LEN ? text(&walk, &name) : 0;
-        else if (number == 2)
-            result = singular(&walk, wire, T_INT64, &type_value);
-        else
-            result = skip(&walk, wire);
-        if (result != 1)
-            goto done;
+typedef struct {
+    PyObject *name, *type;
+} AttrHead;
+
+static int attr_head_field(void *record, Span *s, uint64_t number, int wire) {
+    AttrHead *head = record;
+    if (number == 1)
+        return singular(s, wire, T_STRING, &head->name);
+    if (number == 2)
+        return singular(s, wire, T_INT64, &head->type);
+    return skip(s, wire);
+}
+
+typedef struct {
+    int number, type, repeated;
+    PyObject *value;
+} AttrValue;
+
+static int attr_value_field(void *record, Span *s, uint64_t number, int wire) {
+    AttrValue *value = record;
+    if ((int)number != value->number)
+        return skip(s, wire);
+    return value->repeated ? append_scalars(s, wire, value->type, value->value)
+                           : singular(s, wire, value->type, &value->value);
+}
+
+/* (name, AttrType, value) appended to `attrs`: first its name and type, then the one field
+ * its type says holds the value (absent: the field's default) */
+static int read_attr(Span s, PyObject *attrs) {
+    AttrHead head = {NULL, NULL};
+    AttrValue value = {0, 0, 0, NULL};
+    int result = each_field(s, attr_head_field, &head);
+    if (result == 1 && (head.name == NULL || head.type == NULL))
+        result = 0;
+    if (result == 1) {
+        long long attr_type = PyLong_AsLongLong(head.type);
+        if (attr_type < 0 || attr_type >= N_ATTR_TYPES) {
+            result = 0; /* (SCALAR, SCALARS, or a value nobody defined) */
+        } else {
+            value.number = ATTR_FIELDS[attr_type].number;
+            value.type = ATTR_FIELDS[attr_type].type;
+            value.repeated = ATTR_FIELDS[attr_type].repeated;
+            if (value.repeated && (value.value = PyList_New(0)) == NULL)
+                result = -1;
+        }
     }
-    result = 0;
-    if (name == NULL || type_value == NULL)
-        goto done;
-    long long attr_type = PyLong_AsLongLong(type_value);
-    if (attr_type < 0 || attr_type >= N_ATTR_TYPES)
-        goto done; /* (SCALAR, SCALARS, or a value nobody defined) */
-    int field = ATTR_FIELDS[attr_type].number, type = ATTR_FIELDS[attr_type].type;
-    int repeated = ATTR_FIELDS[attr_type].repeated;
-    if (repeated && (value = PyList_New(0)) == NULL) {
+    if (result == 1)
+        result = each_field(s, attr_value_field, &value);
+    if (result == 1 && value.value == NULL && (value.value = default_value(value.type)) == NULL)
         result = -1;
-        goto done;
-    }
-    walk = s;
-    while (walk.pos < walk.end) {
-        if ((result = tag(&walk, &number, &wire)) != 1)
-            goto done;
-        if ((int)number != field)
-            result = skip(&walk, wire);
-        else if (repeated)
-            result = append_scalars(&walk, wire, type, value);
-        else
-            result = singular(&walk, wire, type, &value);
-        if (result != 1)
-            goto done;
-    }
-    if (value == NULL && (value = default_value(type)) == NULL) {
-        result = -1;
-        goto done;
-    }
-    *out = Py_BuildValue("(OOO)", name, type_value, value);
-    result = *out == NULL ? -1 : 1;
-done:
-    Py_XDECREF(name), Py_XDECREF(type_value), Py_XDECREF(value);
+    if (result == 1)
+        result = append_record(attrs, PyTuple_Pack(3, head.name, head.type, value.value));
+    Py_XDECREF(head.name), Py_XDECREF(head.type), Py_XDECREF(value.value);
     return result;
 }
 
 /* --- OpDesc -------------------------------------------------------------------------- */
+typedef struct {
+    PyObject *parameter, *arguments;
+} Slot;
+
+static int slot_field(void *record, Span *s, uint64_t number, int wire) {
+    Slot *slot = record;
+    if (number == 1)
+        return singular(s, wire, T_STRING, &slot->parameter);
+    if (number == 2)
+        return append_scalars(s, wire, T_STRING, slot->arguments);
+    return skip(s, wire);
+}
+
 /* an OpDesc.Var appended to `slots` as (parameter, (argument, ...)) */
 static int read_slot(Span s, PyObject *slots) {
-    PyObject *parameter = NULL, *arguments = PyList_New(0), *item = NULL;
-    int result = arguments == NULL ? -1 : 1;
-    uint64_t number;
-    int wire;
-    while (result == 1 && s.pos < s.end) {
-        if ((result = tag(&s, &number, &wire)) != 1)
-            break;
-        if (number == 1)
-            result = singular(&s, wire, T_STRING, &parameter);
-        else if (number == 2)
-            result = append_scalars(&s, wire, T_STRING, arguments);
-        else
-            result = skip(&s, wire);
-    }
-    if (result == 1 && parameter == NULL)
+    Slot slot = {NULL, PyList_New(0)};
+    int result = slot.arguments == NULL ? -1 : each_field(s, slot_field, &slot);
+    if (result == 1 && slot.parameter == NULL)
         result = 0;
     if (result == 1) {
-        PyObject *names = PyList_AsTuple(arguments);
-        item = names == NULL ? NULL : PyTuple_Pack(2, parameter, names);
+        PyObject *names = PyList_AsTuple(slot.arguments);
+        result = names == NULL ? -1 : append_record(slots, PyTuple_Pack(2, slot.parameter, names));
         Py_XDECREF(names);
-        result = item == NULL || PyList_Append(slots, item) < 0 ? -1 : 1;
     }
-    Py_XDECREF(parameter), Py_XDECREF(arguments), Py_XDECREF(item);
+    Py_XDECREF(slot.parameter), Py_XDECREF(slot.arguments);
     return result;
 }
 
-static int append_record(PyObject *list, PyObject *record) {
-    if (record == NULL)
-        return -1;
-    int failed = PyList_Append(list, record);
-    Py_DECREF(record);
-    return failed ? -1 : 1;
+typedef struct {
+    PyObject *type, *inputs, *outputs, *attrs, *is_target;
+} Op;
+
+static int op_field(void *record, Span *s, uint64_t number, int wire) {
+    Op *op = record;
+    Span inner;
+    switch (number) {
+    case 1:
+    case 2:
+    case 4:
+        TRY(message_bytes(s, wire, &inner));
+        return number == 4 ? read_attr(inner, op->attrs)
+                           : read_slot(inner, number == 1 ? op->inputs : op->outputs);
+    case 3: return singular(s, wire, T_STRING, &op->type);
+    case 5: return singular(s, wire, T_BOOL, &op->is_target);
+    default: return skip(s, wire);
+    }
 }
 
 static int read_op(Span s, PyObject *ops) {
-    PyObject *type = NULL, *inputs = PyList_New(0), *outputs = PyList_New(0),
-             *attrs = PyList_New(0), *is_target = NULL;
-    int result = inputs && outputs && attrs ? 1 : -1;
-    uint64_t number;
-    int wire;
-    while (result == 1 && s.pos < s.end) {
-        if ((result = tag(&s, &number, &wire)) != 1)
-            break;
-        Span inner;
-        if (number == 1 || number == 2 || number == 4) {
-            if (wire != LEN) {
-                result = 0;
-            } else if ((result = sub(&s, &inner)) == 1) {
-                if (number == 4) {
-                    PyObject *attr = NULL;
-                    result = read_attr(inner, &attr);
-                    if (result == 1)
-                        result = append_record(attrs, attr);
-                } else {
-                    result = read_slot(inner, number == 1 ? inputs : outputs);
-                }
-            }
-        } else if (number == 3) {
-            result = singular(&s, wire, T_STRING, &type);
-        } else if (number == 5) {
-            result = singular(&s, wire, T_BOOL, &is_target);
-        } else {
-            result = skip(&s, wire);
-        }
-    }
-    if (result == 1 && type == NULL)
+    Op op = {NULL, PyList_New(0), PyList_New(0), PyList_New(0), NULL};
+    int result = op.inputs && op.outputs && op.attrs ? each_field(s, op_field, &op) : -1;
+    if (result == 1 && op.type == NULL)
         result = 0;
     if (result == 1)
-        result = append_record(ops, Py_BuildValue("(OOOOO)", type, inputs, outputs, attrs,
-                                                  is_target ? is_target : Py_False));
-    Py_XDECREF(type), Py_XDECREF(inputs), Py_XDECREF(outputs), Py_XDECREF(attrs);
-    Py_XDECREF(is_target);
+        result = append_record(ops, Py_BuildValue("(OOOOO)", op.type, op.inputs, op.outputs,
+                                                  op.attrs, op.is_target ? op.is_target
+                                                                         : Py_False));
+    Py_XDECREF(op.type), Py_XDECREF(op.inputs), Py_XDECREF(op.outputs), Py_XDECREF(op.attrs);
+    Py_XDECREF(op.is_target);
     return result;
 }
 
 /* --- VarDesc ------------------------------------------------------------------------- */
+typedef struct {
+    PyObject *data_type, *dims;
+} Tensor;
+
+static int tensor_field(void *record, Span *s, uint64_t number, int wire) {
+    Tensor *tensor = record;
+    if (number == 1)
+        return singular(s, wire, T_INT64, &tensor->data_type);
+    if (number == 2)
+        return append_scalars(s, wire, T_INT64, tensor->dims);
+    return skip(s, wire);
+}
+
 /* VarType.TensorDesc: its data type and dims */
-static int read_tensor(Span s, PyObject **data_type, PyObject *dims) {
-    uint64_t number;
-    int wire;
-    while (s.pos < s.end) {
-        TRY(tag(&s, &number, &wire));
-        if (number == 1)
-            TRY(singular(&s, wire, T_INT64, data_type));
-        else if (number == 2)
-            TRY(append_scalars(&s, wire, T_INT64, dims));
-        else
-            TRY(skip(&s, wire));
+static int read_tensor(Span s, Tensor *tensor) {
+    TRY(each_field(s, tensor_field, tensor));
+    return tensor->data_type == NULL ? 0 : 1;
+}
+
+typedef struct {
+    Tensor tensor;
+    int tensors;
+    PyObject *lod_level;
+} LoDTensorDesc; /* (and LoDTensorArrayDesc: the same fields) */
+
+static int lod_tensor_field(void *record, Span *s, uint64_t number, int wire) {
+    LoDTensorDesc *desc = record;
+    Span inner;
+    if (number == 1) {
+        TRY(message_bytes(s, wire, &inner));
+        return desc->tensors++ ? 0 : read_tensor(inner, &desc->tensor); /* (twice: merged) */
     }
-    return *data_type == NULL ? 0 : 1;
+    if (number == 2)
+        return singular(s, wire, T_INT32, &desc->lod_level);
+    return skip(s, wire);
 }
 
 /* the VarType fields framework.proto defines, and the one describing each modeled kind */
@@ -371,213 +406,220 @@ static int kind_field(long long kind) {
     return kind == 7 ? 3 : kind == 13 ? 4 : kind == 8 ? 2 : 0; /* LOD_TENSOR, ARRAY, ROWS */
 }
 
-/* (kind, modeled, data_type, dims, lod_level or None, bytes) of a VarType */
+typedef struct {
+    PyObject *kind;
+    Span description;
+    int described, others; /* (described: a bit per description field given) */
+} VarTypeHead;
+
+static int var_type_field(void *record, Span *s, uint64_t number, int wire) {
+    VarTypeHead *head = record;
+    if (number == 1)
+        return singular(s, wire, T_INT64, &head->kind);
+    if (number >= 2 && number <= 4) {
+        Span inner;
+        TRY(message_bytes(s, wire, &inner));
+        if (head->described & (1 << number))
+            return 0; /* (given twice: protobuf merges them) */
+        if (head->described)
+            head->others = 1; /* (two kinds' descriptions: not a variable this module models) */
+        head->described |= 1 << number;
+        head->description = inner;
+        return 1;
+    }
+    if (known_var_type_field(number))
+        head->others = 1;
+    return skip(s, wire);
+}
+
+/* (kind, modeled, data_type, dims, lod_level or None, the bytes unless modeled) */
 static int read_var_type(Span s, PyObject **out) {
-    PyObject *kind = NULL, *data_type = NULL, *dims = PyList_New(0), *lod_level = NULL,
-             *dims_tuple = NULL;
-    if (dims == NULL)
-        return -1;
-    Span walk = s, description = {NULL, 0, 0};
-    uint64_t number;
-    int wire, result = 1, others = 0, described = 0;
-    /* first the kind, then its description (a field given twice: left to protobuf) */
-    while (result == 1 && walk.pos < walk.end) {
-        if ((result = tag(&walk, &number, &wire)) != 1)
-            break;
-        if (number == 1) {
-            result = singular(&walk, wire, T_INT64, &kind);
-        } else if (number >= 2 && number <= 4) {
-            Span inner;
-            if (wire != LEN || (result = sub(&walk, &inner)) != 1 || (described & (1 << number))) {
-                result = result == -1 ? -1 : 0; /* (given twice: protobuf merges them) */
-                break;
-            }
-            if (described)
-                others = 1; /* (two kinds' descriptions: not a variable this module models) */
-            described |= 1 << number;
-            description = inner;
-        } else {
-            if (known_var_type_field(number))
-                others = 1;
-            result = skip(&walk, wire);
-        }
-    }
-    if (result == 1 && kind == NULL)
-        result = 0;
+    VarTypeHead head = {NULL, {NULL, 0, 0}, 0, 0};
+    LoDTensorDesc desc = {{NULL, PyList_New(0)}, 0, NULL};
+    PyObject *dims = NULL, *raw = NULL;
     int modeled = 0;
-    if (result == 1 && !others && described) {
-        long long kind_number = PyLong_AsLongLong(kind);
-        modeled = described == (1 << kind_field(kind_number));
-    }
+    int result = desc.tensor.dims == NULL ? -1 : each_field(s, var_type_field, &head);
+    if (result == 1 && head.kind == NULL)
+        result = 0;
+    if (result == 1 && !head.others)
+        modeled = head.described == 1 << kind_field(PyLong_AsLongLong(head.kind));
     if (result == 1 && modeled) {
-        if (described == (1 << 2)) {
-            result = read_tensor(description, &data_type, dims);
-        } else { /* LoDTensorDesc / LoDTensorArrayDesc: tensor = 1, lod_level = 2 */
-            int tensors = 0;
-            while (result == 1 && description.pos < description.end) {
-                if ((result = tag(&description, &number, &wire)) != 1)
-                    break;
-                Span inner;
-                if (number == 1) {
-                    result = wire == LEN ? sub(&description, &inner) : 0;
-                    if (result == 1 && tensors++)
-                        result = 0; /* (given twice: protobuf merges them) */
-                    if (result == 1)
-                        result = read_tensor(inner, &data_type, dims);
-                } else if (number == 2) {
-                    result = singular(&description, wire, T_INT32, &lod_level);
-                } else {
-                    result = skip(&description, wire);
-                }
-            }
-            if (result == 1 && !tensors)
+        if (head.described == 1 << 2) { /* selected_rows: a TensorDesc itself */
+            result = read_tensor(head.description, &desc.tensor);
+        } else {
+            result = each_field(head.description, lod_tensor_field, &desc);
+            if (result == 1 && !desc.tensors)
                 result = 0;
         }
     }
-    if (result == 1 && (dims_tuple = PyList_AsTuple(dims)) == NULL)
+    if (result == 1 && (dims = PyList_AsTuple(desc.tensor.dims)) == NULL)
         result = -1;
     if (result == 1) {
-        PyObject *raw = Py_None;
-        if (modeled)
-            Py_INCREF(raw);
-        else
-            raw = PyBytes_FromStringAndSize((const char *)s.data + s.pos, s.end - s.pos);
-        *out = raw == NULL ? NULL : Py_BuildValue("(OOOOON)", kind, modeled ? Py_True : Py_False,
-                                                  data_type ? data_type : Py_None, dims_tuple,
-                                                  lod_level ? lod_level : Py_None, raw);
+        raw = modeled ? (Py_INCREF(Py_None), Py_None)
+                      : PyBytes_FromStringAndSize((const char *)s.data + s.pos, s.end - s.pos);
+        *out = raw == NULL ? NULL : Py_BuildValue(
+            "(OOOOOO)", head.kind, modeled ? Py_True : Py_False,
+            desc.tensor.data_type ? desc.tensor.data_type : Py_None, dims,
+            desc.lod_level ? desc.lod_level : Py_None, raw);
         result = *out == NULL ? -1 : 1;
     }
-    Py_XDECREF(kind), Py_XDECREF(data_type), Py_XDECREF(dims), Py_XDECREF(lod_level);
-    Py_XDECREF(dims_tuple);
+    Py_XDECREF(head.kind), Py_XDECREF(desc.tensor.data_type), Py_XDECREF(desc.tensor.dims);
+    Py_XDECREF(desc.lod_level), Py_XDECREF(dims), Py_XDECREF(raw);
     return result;
 }
 
 static const char *VAR_FLAGS[] = {"persistable", "need_check_feed", "is_parameter",
                                   "stop_gradient"}; /* fields 3-6 */
 
-static int read_var(Span s, PyObject *vars) {
-    PyObject *name = NULL, *var_type = NULL, *flags = PyDict_New(), *attrs = PyList_New(0);
-    int result = flags && attrs ? 1 : -1;
-    uint64_t number;
-    int wire;
-    while (result == 1 && s.pos < s.end) {
-        if ((result = tag(&s, &number, &wire)) != 1)
-            break;
-        Span inner;
-        if (number == 1) {
-            result = singular(&s, wire, T_STRING, &name);
-        } else if (number == 2) {
-            result = wire == LEN && var_type == NULL ? sub(&s, &inner) : 0;
-            if (result == 1)
-                result = read_var_type(inner, &var_type);
-        } else if (number >= 3 && number <= 6) {
-            PyObject *flag = NULL;
-            result = singular(&s, wire, T_BOOL, &flag);
-            if (result == 1 && PyDict_SetItemString(flags, VAR_FLAGS[number - 3], flag) < 0)
-                result = -1;
-            Py_XDECREF(flag);
-        } else if (number == 7) {
-            result = wire == LEN ? sub(&s, &inner) : 0;
-            if (result == 1)
-                result = append_record(attrs, PyBytes_FromStringAndSize(
-                    (const char *)inner.data + inner.pos, inner.end - inner.pos));
-        } else {
-            result = skip(&s, wire);
-        }
+typedef struct {
+    PyObject *name, *var_type, *flags, *attrs;
+} Var;
+
+static int var_field(void *record, Span *s, uint64_t number, int wire) {
+    Var *var = record;
+    Span inner;
+    if (number == 1)
+        return singular(s, wire, T_STRING, &var->name);
+    if (number == 2) {
+        TRY(message_bytes(s, wire, &inner));
+        return var->var_type ? 0 : read_var_type(inner, &var->var_type); /* (twice: merged) */
     }
-    if (result == 1 && (name == NULL || var_type == NULL))
+    if (number >= 3 && number <= 6) {
+        PyObject *flag = NULL;
+        TRY(singular(s, wire, T_BOOL, &flag));
+        int failed = PyDict_SetItemString(var->flags, VAR_FLAGS[number - 3], flag);
+        Py_DECREF(flag);
+        return failed ? -1 : 1;
+    }
+    if (number == 7) {
+        TRY(message_bytes(s, wire, &inner));
+        return append_record(var->attrs, PyBytes_FromStringAndSize(
+            (const char *)inner.data + inner.pos, inner.end - inner.pos));
+    }
+    return skip(s, wire);
+}
+
+static int read_var(Span s, PyObject *vars) {
+    Var var = {NULL, NULL, PyDict_New(), PyList_New(0)};
+    int result = var.flags && var.attrs ? each_field(s, var_field, &var) : -1;
+    if (result == 1 && (var.name == NULL || var.var_type == NULL))
         result = 0;
     if (result == 1)
-        result = append_record(vars, PyTuple_Pack(4, name, flags, var_type, attrs));
-    Py_XDECREF(name), Py_XDECREF(var_type), Py_XDECREF(flags), Py_XDECREF(attrs);
+        result = append_record(vars, PyTuple_Pack(4, var.name, var.flags, var.var_type,
+                                                  var.attrs));
+    Py_XDECREF(var.name), Py_XDECREF(var.var_type), Py_XDECREF(var.flags);
+    Py_XDECREF(var.attrs);
     return result;
 }
 
 /* --- BlockDesc, ProgramDesc ---------------------------------------------------------- */
-static int read_block(Span s, PyObject *blocks) {
-    PyObject *idx = NULL, *parent = NULL, *forward = NULL, *vars = PyList_New(0),
-             *ops = PyList_New(0);
-    int result = vars && ops ? 1 : -1;
-    uint64_t number;
-    int wire;
-    while (result == 1 && s.pos < s.end) {
-        if ((result = tag(&s, &number, &wire)) != 1)
-            break;
-        Span inner;
-        if (number == 1)
-            result = singular(&s, wire, T_INT32, &idx);
-        else if (number == 2)
-            result = singular(&s, wire, T_INT32, &parent);
-        else if (number == 5)
-            result = singular(&s, wire, T_INT32, &forward);
-        else if (number == 3 || number == 4) {
-            result = wire == LEN ? sub(&s, &inner) : 0;
-            if (result == 1)
-                result = number == 3 ? read_var(inner, vars) : read_op(inner, ops);
-        } else
-            result = skip(&s, wire);
+typedef struct {
+    PyObject *idx, *parent, *forward, *vars, *ops;
+} Block;
+
+static int block_field(void *record, Span *s, uint64_t number, int wire) {
+    Block *block = record;
+    Span inner;
+    switch (number) {
+    case 1: return singular(s, wire, T_INT32, &block->idx);
+    case 2: return singular(s, wire, T_INT32, &block->parent);
+    case 5: return singular(s, wire, T_INT32, &block->forward);
+    case 3:
+    case 4:
+        TRY(message_bytes(s, wire, &inner));
+        return number == 3 ? read_var(inner, block->vars) : read_op(inner, block->ops);
+    default: return skip(s, wire);
     }
-    if (result == 1 && (idx == NULL || parent == NULL))
+}
+
+static int read_block(Span s, PyObject *blocks) {
+    Block block = {NULL, NULL, NULL, PyList_New(0), PyList_New(0)};
+    int result = block.vars && block.ops ? each_field(s, block_field, &block) : -1;
+    if (result == 1 && (block.idx == NULL || block.parent == NULL))
         result = 0;
     if (result == 1)
-        result = append_record(blocks, Py_BuildValue("(OOOOO)", idx, parent,
-                                                     forward ? forward : Py_None, vars, ops));
-    Py_XDECREF(idx), Py_XDECREF(parent), Py_XDECREF(forward), Py_XDECREF(vars);
-    Py_XDECREF(ops);
+        result = append_record(blocks, Py_BuildValue(
+            "(OOOOO)", block.idx, block.parent, block.forward ? block.forward : Py_None,
+            block.vars, block.ops));
+    Py_XDECREF(block.idx), Py_XDECREF(block.parent), Py_XDECREF(block.forward);
+    Py_XDECREF(block.vars), Py_XDECREF(block.ops);
     return result;
 }
 
-/* a message holding one int `field` (Version: int64 1; OpVersion: int32 1) */
-static int read_version(Span s, int type, PyObject **out) {
-    uint64_t number;
-    int wire;
-    while (s.pos < s.end) {
-        TRY(tag(&s, &number, &wire));
-        TRY(number == 1 ? singular(&s, wire, type, out) : skip(&s, wire));
-    }
-    if (*out == NULL && (*out = PyLong_FromLong(0)) == NULL)
-        return -1;
-    return 1;
+/* Version (int64 version = 1) and OpVersion (int32 version = 1) */
+typedef struct {
+    int type;
+    PyObject *version;
+} Version;
+
+static int version_field(void *record, Span *s, uint64_t number, int wire) {
+    Version *version = record;
+    return number == 1 ? singular(s, wire, version->type, &version->version) : skip(s, wire);
 }
 
-/* OpVersionMap: its pairs (op_name, version) appended to `pairs` */
-static int read_op_versions(Span s, PyObject *pairs) {
-    uint64_t number;
-    int wire;
-    while (s.pos < s.end) {
-        TRY(tag(&s, &number, &wire));
-        if (number != 1) {
-            TRY(skip(&s, wire));
-            continue;
-        }
-        Span pair;
-        if (wire != LEN)
-            return 0;
-        TRY(sub(&s, &pair));
-        PyObject *name = NULL, *version = NULL;
-        int result = 1, versions = 0;
-        while (result == 1 && pair.pos < pair.end) {
-            if ((result = tag(&pair, &number, &wire)) != 1)
-                break;
-            Span inner;
-            if (number == 1)
-                result = singular(&pair, wire, T_STRING, &name);
-            else if (number == 2) {
-                result = wire == LEN && !versions++ ? sub(&pair, &inner) : 0;
-                if (result == 1)
-                    result = read_version(inner, T_INT32, &version);
-            } else
-                result = skip(&pair, wire);
-        }
-        if (result == 1 && (name == NULL || version == NULL))
-            result = 0;
-        if (result == 1)
-            result = append_record(pairs, PyTuple_Pack(2, name, version));
-        Py_XDECREF(name), Py_XDECREF(version);
-        if (result != 1)
-            return result;
+static int read_version(Span s, int type, PyObject **out) {
+    Version version = {type, NULL};
+    int result = each_field(s, version_field, &version);
+    if (result == 1 && version.version == NULL && (version.version = PyLong_FromLong(0)) == NULL)
+        result = -1;
+    if (result == 1)
+        *out = version.version;
+    else
+        Py_XDECREF(version.version);
+    return result;
+}
+
+typedef struct {
+    PyObject *name, *version;
+} OpVersionPair;
+
+static int op_version_pair_field(void *record, Span *s, uint64_t number, int wire) {
+    OpVersionPair *pair = record;
+    Span inner;
+    if (number == 1)
+        return singular(s, wire, T_STRING, &pair->name);
+    if (number == 2) {
+        TRY(message_bytes(s, wire, &inner));
+        return pair->version ? 0 : read_version(inner, T_INT32, &pair->version); /* (merged) */
     }
-    return 1;
+    return skip(s, wire);
+}
+
+/* an OpVersionMap's pairs: (op_name, version) appended to the list `record` */
+static int op_version_map_field(void *record, Span *s, uint64_t number, int wire) {
+    Span inner;
+    if (number != 1)
+        return skip(s, wire);
+    TRY(message_bytes(s, wire, &inner));
+    OpVersionPair pair = {NULL, NULL};
+    int result = each_field(inner, op_version_pair_field, &pair);
+    if (result == 1 && (pair.name == NULL || pair.version == NULL))
+        result = 0;
+    if (result == 1)
+        result = append_record(record, PyTuple_Pack(2, pair.name, pair.version));
+    Py_XDECREF(pair.name), Py_XDECREF(pair.version);
+    return result;
+}
+
+typedef struct {
+    PyObject *blocks, *version, *op_versions;
+} ProgramRecord;
+
+static int program_field(void *record, Span *s, uint64_t number, int wire) {
+    ProgramRecord *program = record;
+    Span inner;
+    if (number != 1 && number != 4 && number != 5)
+        return skip(s, wire);
+    TRY(message_bytes(s, wire, &inner));
+    if (number == 1)
+        return read_block(inner, program->blocks);
+    if (number == 4) /* (given twice: protobuf merges them) */
+        return program->version ? 0 : read_version(inner, T_INT64, &program->version);
+    if (program->op_versions)
+        return 0;
+    if ((program->op_versions = PyList_New(0)) == NULL)
+        return -1;
+    return each_field(inner, op_version_map_field, program->op_versions);
 }
 
 static PyObject *read_program(PyObject *module, PyObject *arg) {
@@ -585,40 +627,17 @@ static PyObject *read_program(PyObject *module, PyObject *arg) {
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
         return NULL;
     Span s = {(const unsigned char *)view.buf, 0, view.len};
-    PyObject *blocks = PyList_New(0), *version = NULL, *op_versions = NULL, *out = NULL;
-    int result = blocks ? 1 : -1;
-    uint64_t number;
-    int wire;
-    while (result == 1 && s.pos < s.end) {
-        if ((result = tag(&s, &number, &wire)) != 1)
-            break;
-        Span inner;
-        if (number == 1 || number == 4 || number == 5) {
-            result = wire == LEN ? sub(&s, &inner) : 0;
-            if (result != 1)
-                break;
-            if (number == 1) {
-                result = read_block(inner, blocks);
-            } else if (number == 4) { /* (given twice: protobuf merges them) */
-                result = version == NULL ? read_version(inner, T_INT64, &version) : 0;
-            } else if (op_versions == NULL) {
-                result = (op_versions = PyList_New(0)) == NULL
-                             ? -1 : read_op_versions(inner, op_versions);
-            } else {
-                result = 0;
-            }
-        } else {
-            result = skip(&s, wire);
-        }
-    }
-    if (result == 1)
-        out = Py_BuildValue("(OOO)", blocks, version ? version : Py_None,
-                            op_versions ? op_versions : Py_None);
-    else if (result == 0) {
+    ProgramRecord program = {PyList_New(0), NULL, NULL};
+    PyObject *out = NULL;
+    int result = program.blocks ? each_field(s, program_field, &program) : -1;
+    if (result == 1) {
+        out = Py_BuildValue("(OOO)", program.blocks, program.version ? program.version : Py_None,
+                            program.op_versions ? program.op_versions : Py_None);
+    } else if (result == 0) {
         Py_INCREF(Py_None);
         out = Py_None;
     }
-    Py_XDECREF(blocks), Py_XDECREF(version), Py_XDECREF(op_versions);
+    Py_XDECREF(program.blocks), Py_XDECREF(program.version), Py_XDECREF(program.op_versions);
     PyBuffer_Release(&view);
     return out;
 }
@@ -630,17 +649,18 @@ static PyObject *read_tensor_desc(PyObject *module, PyObject *arg) {
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
         return NULL;
     Span s = {(const unsigned char *)view.buf, 0, view.len};
-    PyObject *data_type = NULL, *dims = PyList_New(0), *out = NULL;
-    int result = dims == NULL ? -1 : read_tensor(s, &data_type, dims);
+    Tensor tensor = {NULL, PyList_New(0)};
+    PyObject *out = NULL;
+    int result = tensor.dims == NULL ? -1 : read_tensor(s, &tensor);
     if (result == 1) {
-        PyObject *shape = PyList_AsTuple(dims);
-        out = shape == NULL ? NULL : PyTuple_Pack(2, data_type, shape);
-        Py_XDECREF(shape);
+        PyObject *dims = PyList_AsTuple(tensor.dims);
+        out = dims == NULL ? NULL : PyTuple_Pack(2, tensor.data_type, dims);
+        Py_XDECREF(dims);
     } else if (result == 0) {
         Py_INCREF(Py_None);
         out = Py_None;
     }
-    Py_XDECREF(data_type), Py_XDECREF(dims);
+    Py_XDECREF(tensor.data_type), Py_XDECREF(tensor.dims);
     PyBuffer_Release(&view);
     return out;
 }
