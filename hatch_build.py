@@ -4,8 +4,8 @@ sources, for wheels and editable installs alike: the memory arena's core
 (fluid_nb/tensor/_tensor.c), the parts of every appended op's record
 (fluid_nb/framework/_op_record.c), the interpreter's commonest steps
 (fluid_nb/exec/_steps.c), the check of a program file's bytes
-(fluid_nb/proto/_wire.c) and the reading of its records (fluid_nb/proto/_program_reader.c),
-the call of a compiled program's step
+(fluid_nb/proto/_wire.c) and the reading and writing of its records
+(fluid_nb/proto/_program_records.c), the call of a compiled program's step
 (fluid_nb/rewriters/native/_bound_step.c) and the interpreter's fused optimizer updates
 (fluid_nb/ops/_fused_updates.cc, C++: it runs the element update compiled programs run,
 from the native code generator's runtime headers)."""
@@ -22,8 +22,8 @@ SOURCES = ((os.path.join("fluid_nb", "memory", "_arena.c"), "the memory arena", 
            (os.path.join("fluid_nb", "framework", "_op_record.c"), "an op record's C parts", False),
            (os.path.join("fluid_nb", "exec", "_steps.c"), "the interpreter's steps", True),
            (os.path.join("fluid_nb", "proto", "_wire.c"), "the wire walk's check", False),
-           (os.path.join("fluid_nb", "proto", "_program_reader.c"), "the program file reader",
-            False),
+           (os.path.join("fluid_nb", "proto", "_program_records.c"),
+            "the program file reader and writer", False),
            (os.path.join("fluid_nb", "rewriters", "native", "_bound_step.c"),
             "a compiled program's step call", True),
            (os.path.join("fluid_nb", "ops", "_fused_updates.cc"),

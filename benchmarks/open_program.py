@@ -9,7 +9,9 @@ bytes, which refuses what protobuf's parser lets through and names the byte offs
 protobuf's parse, the structure's checks and the decode into Blocks, Operators and
 Variables); of it, the check (``wire.check_file``: in C, walking in Python only bytes the C
 check is unsure of); the Python walk a damaged file gets; and protobuf's ``ParseFromString``
-of the same bytes (upb, in C: the floor). Then a saved model as a user opens one:
+of the same bytes (upb, in C: the floor); and writing the opened program back
+(``serialize_to_string``) against protobuf's ``SerializeToString`` of the parsed message.
+Then a saved model as a user opens one:
 ``fluid.io.load_inference_model`` of the book's ResNet-56 for inference, its parameters in a
 file each and in one file, against NumPy's ``np.load`` of the same arrays from an ``.npz``.
 Best of ``ROUNDS`` interleaved rounds.
@@ -40,8 +42,11 @@ def main():
     for label, program in programs.items():
         data = program.desc.serialize_to_string()
         ops = sum(len(block.ops) for block in program.blocks)
+        opened, parsed = fluid.Program.parse_from_string(data), pb.ProgramDesc.FromString(data)
         best = interleaved_best({
             "parse_from_string": lambda: fluid.Program.parse_from_string(data),
+            "serialize_to_string": opened.serialize_to_string,
+            "protobuf serialize": parsed.SerializeToString,
             "check": lambda: wire.check_file(data, pb.ProgramDesc.DESCRIPTOR, "bench"),
             "walk": lambda: wire.check_message(data, pb.ProgramDesc.DESCRIPTOR, "bench"),
             "protobuf": lambda: pb.ProgramDesc.FromString(data),
@@ -52,6 +57,9 @@ def main():
         row("  of which the check of the bytes", best["check"] * 1e3, "ms")
         row("  the Python walk (a file the check is unsure of)", best["walk"] * 1e3, "ms")
         row("  protobuf ParseFromString", best["protobuf"] * 1e3, "ms")
+        row("  writing it again: serialize_to_string", best["serialize_to_string"] * 1e3, "ms",
+            best["protobuf serialize"] * 1e3, "protobuf")
+        row("  protobuf SerializeToString", best["protobuf serialize"] * 1e3, "ms")
     with tempfile.TemporaryDirectory() as folder:
         opening_a_saved_model(folder)
 

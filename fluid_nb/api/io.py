@@ -23,7 +23,7 @@ from .io_state import (is_belong_to_optimizer, load, load_program_state, save,  
 from ..tensor.dtypes import VarType, dtype_name
 from ..framework.program import Parameter, Program, Variable, default_main_program
 from ..proto import tensor_stream
-from ..framework.codec import decode_program, program_to_message
+from ..framework.codec import decode_program, encode_program
 from ..proto.paddle_versions import OP_VERSIONS, PADDLE_VERSION
 from .reader.decorator import (ComposeNotAligned, batch, buffered, cache, chain,  # noqa: F401
                                compose, firstn, map_readers, multiprocess_reader, shuffle,
@@ -306,15 +306,7 @@ def _file_bytes(program):
     """``ProgramDesc`` bytes for a file: a program that does not say which Paddle format it
     holds (one built here) gets the version and op versions Paddle 2.6 writes; a decoded one
     keeps its own."""
-    msg = program_to_message(program)
-    if not msg.HasField("version"):
-        msg.version.version = PADDLE_VERSION
-    if not msg.HasField("op_version_map"):
-        for name, version in OP_VERSIONS.items():
-            pair = msg.op_version_map.pair.add()
-            pair.op_name = name
-            pair.op_version.version = version
-    return msg.SerializeToString()
+    return encode_program(program, PADDLE_VERSION, OP_VERSIONS)
 
 
 def _model_paths(dirname, model_filename, params_filename):

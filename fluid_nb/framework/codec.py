@@ -37,27 +37,95 @@ _REPEATED = {AttrType.INTS, AttrType.FLOATS, AttrType.STRINGS, AttrType.BOOLEANS
 # the enum class is a lookup of its own each time (the wire check admits defined values only)
 _ATTR_TYPES = {int(member): member for member in AttrType}
 _VAR_TYPES = {int(member): member for member in VarType}
-_reader = c_parts.load("fluid_nb.proto._program_reader", "the program file reader")
+_records = c_parts.load("fluid_nb.proto._program_records",
+                        "the program file reader and writer")
 
 
 # --- encode ---------------------------------------------------------------------------
-def encode_program(program):
-    """``ProgramDesc`` bytes of ``program``."""
-    return program_to_message(program).SerializeToString()
+def encode_program(program, version=None, op_versions=None):
+    """``ProgramDesc`` bytes of ``program``; ``version`` and ``op_versions`` (op name ->
+    version) are written for a program that holds none of its own (a file's format stamp).
+
+    Written from the program's records (the decode's records, see below) in C; records the
+    writer leaves (SCALAR attributes, a value not of its field's type or range) are written
+    by protobuf, which says what is wrong with a value it refuses."""
+    data = _records.write_program(_program_records(program, version, op_versions))
+    if data is None:
+        data = program_to_message(program, version, op_versions).SerializeToString()
+    return data
 
 
-def program_to_message(program):
+def _program_records(program, version, op_versions):
+    blocks = []
+    for block in program.blocks:
+        forward = block.forward_block_idx
+        if forward == -1 and "forward_block_idx" not in (getattr(block, "_presence", None) or ()):
+            forward = None
+        blocks.append((block.idx, block.parent_idx, forward,
+                       [_var_out(var) for var in block.vars.values()],
+                       [_op_out(op) for op in block.ops]))
+    if program.version is not None:
+        version = program.version
+    if program.op_version_map or "op_version_map" in (getattr(program, "_presence", None) or ()):
+        op_versions = program.op_version_map
+    return (blocks, version,
+            None if op_versions is None else [(name, v) for name, v in op_versions.items()])
+
+
+def _var_out(var):
+    presence = var._presence or ()
+    flags = {}
+    for field in _VAR_FLAGS:
+        value = var.is_parameter if field == "is_parameter" else getattr(var, field)
+        if value or field in presence:
+            flags[field] = bool(value)
+    if var._type_extra is not None:  # (as protobuf writes it again: a file's may differ)
+        var_type = (int(var.type), False, None, (), None,
+                    pb.VarType.FromString(var._type_extra).SerializeToString())
+    else:
+        modeled = var.type in _TENSOR_KINDS
+        lod_level = var.lod_level if modeled and var.type != VarType.SELECTED_ROWS and (
+            var.lod_level or "lod_level" in presence) else None
+        var_type = (int(var.type), modeled, int(var.dtype), tuple(var.shape), lod_level, None)
+    return (var.name, flags, var_type,
+            [pb.VarDesc.Attr.FromString(raw).SerializeToString() for raw in var._attrs])
+
+
+def _op_out(op):
+    stack = op.callstack
+    saved_at = stack.position if isinstance(stack, SavedCallstack) else None
+    attrs = []
+    for position, (name, value) in enumerate(op.attrs.items()):
+        if position == saved_at:
+            attrs.append(_callstack_out(stack))
+        attrs.append((name, int(op.attr_type(name)), value))
+    if stack and (saved_at is None or saved_at >= len(op.attrs)):
+        attrs.append(_callstack_out(stack))  # Fluid saves where each op was built
+    return (op.type, list(op.inputs.items()), list(op.outputs.items()), attrs,
+            bool(op.is_target))
+
+
+def _callstack_out(stack):
+    return ("op_callstack", int(AttrType.STRINGS), paddle_strings(stack))
+
+
+def program_to_message(program, version=None, op_versions=None):
+    """The ``ProgramDesc`` message of ``program`` (see :func:`encode_program`)."""
     msg = pb.ProgramDesc()
     for block in program.blocks:
         _encode_block(block, msg.blocks.add())
     if program.version is not None:
         msg.version.version = program.version
+    elif version is not None:
+        msg.version.version = version
     if program.op_version_map or "op_version_map" in (getattr(program, "_presence", None) or ()):
+        op_versions = program.op_version_map
+    if op_versions is not None:
         msg.op_version_map.SetInParent()
-        for name, version in program.op_version_map.items():
+        for name, number in op_versions.items():
             pair = msg.op_version_map.pair.add()
             pair.op_name = name
-            pair.op_version.version = version
+            pair.op_version.version = number
     return msg
 
 
@@ -152,7 +220,7 @@ def _encode_scalar(value, s):
 
 
 # --- decode ---------------------------------------------------------------------------
-# A file is read into records (plain tuples: see _program_reader.c), checked, then built:
+# A file is read into records (plain tuples: see _program_records.c), checked, then built:
 #   program (blocks, version or None, op_version_map pairs or None)
 #   block   (idx, parent_idx, forward_block_idx or None, vars, ops)
 #   var     (name, {flag: bool} of the flags written, (kind, modeled, data_type, dims,
@@ -160,7 +228,7 @@ def _encode_scalar(value, s):
 #   op      (type, [(slot, (argument, ...))] inputs, outputs, [(name, AttrType, value)],
 #            is_target)
 # The C reader reads them from the bytes; the few files it leaves to protobuf's parser
-# (see _program_reader.c) are read from the parsed message by _records_of.
+# (see _program_records.c) are read from the parsed message by _records_of.
 def decode_program(data, where="ProgramDesc"):
     """A Program from ``ProgramDesc`` bytes.
 
@@ -174,7 +242,7 @@ def decode_program(data, where="ProgramDesc"):
         raise InvalidType(expected(where, "ProgramDesc", "bytes", type(data).__name__))
     data = bytes(data)
     root = wire.check_file(data, pb.ProgramDesc.DESCRIPTOR, where)
-    records = _reader.read_program(data)
+    records = _records.read_program(data)
     if records is None:  # (bytes the C reader leaves to protobuf's parser)
         msg = pb.ProgramDesc()
         try:

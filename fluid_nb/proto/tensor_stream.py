@@ -24,7 +24,8 @@ from .. import c_parts
 from . import framework_pb2 as pb
 from . import wire
 
-_program_reader = c_parts.load("fluid_nb.proto._program_reader", "the program file reader")
+_records = c_parts.load("fluid_nb.proto._program_records",
+                        "the program file reader and writer")
 _VAR_TYPES = {int(member): member for member in VarType}
 
 
@@ -116,7 +117,7 @@ def read_lod_tensor(reader):
     raw = bytes(reader.take(desc_size, "TensorDesc"))
     # a file holds hundreds of these: read in C, and checked by the wire walk only when the
     # C reader leaves it or the header is not one to read (which the walk then words)
-    desc = _program_reader.read_tensor_desc(raw)
+    desc = _records.read_tensor_desc(raw)
     if desc is None or desc[0] not in _ELEMENT_TYPES or any(d < 0 for d in desc[1]):
         desc = _checked_desc(reader, raw, desc_at)
     data_type, shape = desc

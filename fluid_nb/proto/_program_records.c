@@ -1,16 +1,23 @@
-/* A ProgramDesc's records read straight from its wire bytes (fluid_nb/framework/codec.py
- * builds the Program from them).
+/* A ProgramDesc's records read straight from its wire bytes, and written back to them
+ * (fluid_nb/framework/codec.py builds the Program from the records, and the records from
+ * the Program).
  *
- * Reading a parsed protobuf message from Python costs a call into the parser's objects for
- * every field asked for: a 5,000-op program spent most of its opening there. This reader
- * walks the bytes once and hands back plain tuples, lists and values. It reads only files
- * the wire check (wire.py) accepted, and answers None for anything it leaves to protobuf's
- * parser: a singular message field given twice (protobuf merges the two), a SCALAR
- * attribute, a group, a wire type other than the field's, bytes it cannot read. The
- * field numbers are framework.proto's.
+ * Reading or writing a protobuf message from Python costs a call into the parser's objects
+ * for every field: a 5,000-op program spent most of its opening and its saving there. These
+ * walk the bytes once and take or hand back plain tuples, lists and values.
+ *
+ * The reader reads only files the wire check (wire.py) accepted, and answers None for
+ * anything it leaves to protobuf's parser: a singular message field given twice (protobuf
+ * merges the two), a SCALAR attribute, a group, a wire type other than the field's, bytes
+ * it cannot read. The writer writes what protobuf's serializer writes for the same message
+ * (fields in number order, repeated numbers one by one, as proto2 does), and answers None
+ * for a record it leaves to protobuf (a SCALAR attribute, a value not of its field's Python
+ * type or out of its range), which then writes it or says what is wrong. The field numbers
+ * are framework.proto's.
  *
  *   read_program(data) -> (blocks, version or None, op_version_map pairs or None) | None
  *   read_tensor_desc(data) -> (data_type, dims) | None: a parameter file's tensor header
+ *   write_program(records) -> bytes | None
  *   block: (idx, parent_idx, forward_block_idx or None, vars, ops)
  *   var:   (name, {flag: bool} of the flags written, (kind, modeled, data_type, dims,
  *           lod_level or None, the VarType's bytes unless modeled), [VarDesc.Attr bytes])
@@ -22,6 +29,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <float.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -665,17 +673,334 @@ static PyObject *read_tensor_desc(PyObject *module, PyObject *arg) {
     return out;
 }
 
+
+/* --- writing ------------------------------------------------------------------------- */
+typedef struct {
+    char *data;
+    Py_ssize_t size, capacity;
+} Buffer;
+
+static int grow(Buffer *b, Py_ssize_t more) {
+    if (b->size + more <= b->capacity)
+        return 1;
+    Py_ssize_t capacity = b->capacity ? b->capacity : 4096;
+    while (capacity < b->size + more)
+        capacity *= 2;
+    char *data = PyMem_Realloc(b->data, capacity);
+    if (data == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    b->data = data, b->capacity = capacity;
+    return 1;
+}
+
+static int put(Buffer *b, const void *bytes, Py_ssize_t size) {
+    TRY(grow(b, size));
+    memcpy(b->data + b->size, bytes, size);
+    b->size += size;
+    return 1;
+}
+
+static int put_varint(Buffer *b, uint64_t value) {
+    unsigned char bytes[10];
+    int n = 0;
+    do {
+        bytes[n] = value & 0x7F;
+        value >>= 7;
+        bytes[n++] |= value ? 0x80 : 0;
+    } while (value);
+    return put(b, bytes, n);
+}
+
+static int put_tag(Buffer *b, int number, int wire) {
+    return put_varint(b, (uint64_t)number << 3 | wire);
+}
+
+/* a message field: begin_message writes its tag and makes room for a one-byte length;
+ * end_message writes the length, moving the body when it needs more bytes */
+static int begin_message(Buffer *b, int number, Py_ssize_t *body) {
+    TRY(put_tag(b, number, LEN));
+    TRY(grow(b, 1));
+    *body = ++b->size;
+    return 1;
+}
+
+static int end_message(Buffer *b, Py_ssize_t body) {
+    uint64_t length = (uint64_t)(b->size - body);
+    int extra = 0;
+    for (uint64_t rest = length >> 7; rest; rest >>= 7)
+        extra++;
+    if (extra) {
+        TRY(grow(b, extra));
+        memmove(b->data + body + extra, b->data + body, (size_t)length);
+        b->size += extra;
+    }
+    Py_ssize_t at = body - 1;
+    do {
+        unsigned char byte = length & 0x7F;
+        length >>= 7;
+        b->data[at++] = (char)(byte | (length ? 0x80 : 0));
+    } while (length);
+    return 1;
+}
+
+static int put_text(Buffer *b, int number, PyObject *text) {
+    Py_ssize_t size;
+    const char *utf8 = PyUnicode_CheckExact(text) ? PyUnicode_AsUTF8AndSize(text, &size) : NULL;
+    if (utf8 == NULL) {
+        PyErr_Clear(); /* (not a str, or one with lone surrogates: protobuf says which) */
+        return 0;
+    }
+    TRY(put_tag(b, number, LEN));
+    TRY(put_varint(b, (uint64_t)size));
+    return put(b, utf8, size);
+}
+
+/* one value of protobuf type `type` as field `number`; 0 for a value protobuf should judge */
+static int put_scalar(Buffer *b, int number, int type, PyObject *value) {
+    if (type == T_STRING)
+        return put_text(b, number, value);
+    if (type == T_BOOL) {
+        if (value != Py_True && value != Py_False)
+            return 0;
+        TRY(put_tag(b, number, VARINT));
+        return put_varint(b, value == Py_True);
+    }
+    if (type == T_FLOAT || type == T_DOUBLE) {
+        if (!PyFloat_CheckExact(value))
+            return 0;
+        double real = PyFloat_AS_DOUBLE(value);
+        uint64_t bits = 0;
+        if (type == T_FLOAT) {
+            if (real == real && (real > FLT_MAX || real < -FLT_MAX) && real - real == 0)
+                return 0; /* (a finite double past float's range) */
+            float single = (float)real;
+            uint32_t word;
+            memcpy(&word, &single, sizeof word);
+            bits = word;
+        } else {
+            memcpy(&bits, &real, sizeof bits);
+        }
+        TRY(put_tag(b, number, type == T_FLOAT ? I32 : I64));
+        unsigned char bytes[8];
+        for (int i = 0; i < 8; i++)
+            bytes[i] = (unsigned char)(bits >> (8 * i));
+        return put(b, bytes, type == T_FLOAT ? 4 : 8);
+    }
+    if (!PyLong_Check(value))
+        return 0;
+    int overflow;
+    long long integer = PyLong_AsLongLongAndOverflow(value, &overflow);
+    if (integer == -1 && PyErr_Occurred())
+        return -1;
+    if (overflow || (type == T_INT32 && (integer < INT32_MIN || integer > INT32_MAX)))
+        return 0;
+    TRY(put_tag(b, number, VARINT));
+    return put_varint(b, (uint64_t)integer);
+}
+
+/* each item of a list or tuple as field `number` (proto2: one field per value) */
+static int put_each(Buffer *b, int number, int type, PyObject *values) {
+    if (!PyList_CheckExact(values) && !PyTuple_CheckExact(values))
+        return 0;
+    PyObject *items = PySequence_Fast(values, "");
+    if (items == NULL)
+        return -1;
+    int result = 1;
+    for (Py_ssize_t i = 0; result == 1 && i < PySequence_Fast_GET_SIZE(items); i++)
+        result = put_scalar(b, number, type, PySequence_Fast_ITEMS(items)[i]);
+    Py_DECREF(items);
+    return result;
+}
+
+/* `record` as a tuple of `size` items into `items` (0 for another shape) */
+static int unpack(PyObject *record, Py_ssize_t size, PyObject ***items) {
+    if (!PyTuple_CheckExact(record) || PyTuple_GET_SIZE(record) != size)
+        return 0;
+    *items = &PyTuple_GET_ITEM(record, 0);
+    return 1;
+}
+
+static int put_list(Buffer *b, int number, PyObject *records,
+                    int (*put_record)(Buffer *, PyObject *)) {
+    if (!PyList_CheckExact(records))
+        return 0;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(records); i++) {
+        Py_ssize_t body;
+        TRY(begin_message(b, number, &body));
+        TRY(put_record(b, PyList_GET_ITEM(records, i)));
+        TRY(end_message(b, body));
+    }
+    return 1;
+}
+
+static int put_attr(Buffer *b, PyObject *record) {
+    PyObject **item;
+    TRY(unpack(record, 3, &item)); /* (name, AttrType, value) */
+    TRY(put_text(b, 1, item[0]));
+    if (!PyLong_CheckExact(item[1]))
+        return 0;
+    long attr_type = PyLong_AsLong(item[1]);
+    if (attr_type < 0 || attr_type >= N_ATTR_TYPES) {
+        PyErr_Clear();
+        return 0; /* (SCALAR, SCALARS: left to protobuf) */
+    }
+    TRY(put_tag(b, 2, VARINT));
+    TRY(put_varint(b, (uint64_t)attr_type));
+    int number = ATTR_FIELDS[attr_type].number, type = ATTR_FIELDS[attr_type].type;
+    return ATTR_FIELDS[attr_type].repeated ? put_each(b, number, type, item[2])
+                                           : put_scalar(b, number, type, item[2]);
+}
+
+static int put_slot(Buffer *b, PyObject *record) {
+    PyObject **item;
+    TRY(unpack(record, 2, &item)); /* (parameter, arguments) */
+    TRY(put_text(b, 1, item[0]));
+    return put_each(b, 2, T_STRING, item[1]);
+}
+
+static int put_op(Buffer *b, PyObject *record) {
+    PyObject **item;
+    TRY(unpack(record, 5, &item)); /* (type, inputs, outputs, attrs, is_target) */
+    TRY(put_list(b, 1, item[1], put_slot));
+    TRY(put_list(b, 2, item[2], put_slot));
+    TRY(put_text(b, 3, item[0]));
+    TRY(put_list(b, 4, item[3], put_attr));
+    if (item[4] == Py_True)
+        TRY(put_scalar(b, 5, T_BOOL, item[4]));
+    else if (item[4] != Py_False)
+        return 0;
+    return 1;
+}
+
+static int put_raw(Buffer *b, int number, PyObject *raw) {
+    if (!PyBytes_CheckExact(raw))
+        return 0;
+    TRY(put_tag(b, number, LEN));
+    TRY(put_varint(b, (uint64_t)PyBytes_GET_SIZE(raw)));
+    return put(b, PyBytes_AS_STRING(raw), PyBytes_GET_SIZE(raw));
+}
+
+/* TensorDesc: data_type = 1, dims = 2 */
+static int put_tensor(Buffer *b, PyObject *data_type, PyObject *dims) {
+    TRY(put_scalar(b, 1, T_INT64, data_type));
+    return put_each(b, 2, T_INT64, dims);
+}
+
+static int put_var_type(Buffer *b, PyObject *record) {
+    PyObject **item;
+    Py_ssize_t body, inner;
+    TRY(unpack(record, 6, &item)); /* (kind, modeled, data_type, dims, lod_level, bytes) */
+    if (item[5] != Py_None)
+        return put_raw(b, 2, item[5]);
+    TRY(begin_message(b, 2, &body));
+    TRY(put_scalar(b, 1, T_INT64, item[0]));
+    if (item[1] == Py_True) {
+        int field = kind_field(PyLong_AsLongLong(item[0]));
+        if (field == 0)
+            return PyErr_Occurred() ? -1 : 0;
+        TRY(begin_message(b, field, &inner));
+        if (field == 2) {
+            TRY(put_tensor(b, item[2], item[3]));
+        } else { /* LoDTensorDesc: tensor = 1, lod_level = 2 */
+            Py_ssize_t tensor;
+            TRY(begin_message(b, 1, &tensor));
+            TRY(put_tensor(b, item[2], item[3]));
+            TRY(end_message(b, tensor));
+            if (item[4] != Py_None)
+                TRY(put_scalar(b, 2, T_INT32, item[4]));
+        }
+        TRY(end_message(b, inner));
+    } else if (item[1] != Py_False) {
+        return 0;
+    }
+    return end_message(b, body);
+}
+
+static int put_var(Buffer *b, PyObject *record) {
+    PyObject **item;
+    TRY(unpack(record, 4, &item)); /* (name, flags, var_type, attrs) */
+    TRY(put_text(b, 1, item[0]));
+    TRY(put_var_type(b, item[2]));
+    if (!PyDict_CheckExact(item[1]) || !PyList_CheckExact(item[3]))
+        return 0;
+    for (int number = 3; number <= 6; number++) {
+        PyObject *flag = PyDict_GetItemString(item[1], VAR_FLAGS[number - 3]);
+        if (flag != NULL)
+            TRY(put_scalar(b, number, T_BOOL, flag));
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(item[3]); i++)
+        TRY(put_raw(b, 7, PyList_GET_ITEM(item[3], i)));
+    return 1;
+}
+
+static int put_block(Buffer *b, PyObject *record) {
+    PyObject **item;
+    TRY(unpack(record, 5, &item)); /* (idx, parent_idx, forward_block_idx, vars, ops) */
+    TRY(put_scalar(b, 1, T_INT32, item[0]));
+    TRY(put_scalar(b, 2, T_INT32, item[1]));
+    TRY(put_list(b, 3, item[3], put_var));
+    TRY(put_list(b, 4, item[4], put_op));
+    return item[2] == Py_None ? 1 : put_scalar(b, 5, T_INT32, item[2]);
+}
+
+static int put_op_version(Buffer *b, PyObject *record) {
+    PyObject **item;
+    Py_ssize_t body;
+    TRY(unpack(record, 2, &item)); /* (op_name, version) */
+    TRY(put_text(b, 1, item[0]));
+    TRY(begin_message(b, 2, &body));
+    TRY(put_scalar(b, 1, T_INT32, item[1]));
+    return end_message(b, body);
+}
+
+static int put_program(Buffer *b, PyObject *record) {
+    PyObject **item;
+    Py_ssize_t body;
+    TRY(unpack(record, 3, &item)); /* (blocks, version, op_version_map pairs) */
+    TRY(put_list(b, 1, item[0], put_block));
+    if (item[1] != Py_None) {
+        TRY(begin_message(b, 4, &body));
+        TRY(put_scalar(b, 1, T_INT64, item[1]));
+        TRY(end_message(b, body));
+    }
+    if (item[2] != Py_None) {
+        TRY(begin_message(b, 5, &body));
+        TRY(put_list(b, 1, item[2], put_op_version));
+        TRY(end_message(b, body));
+    }
+    return 1;
+}
+
+static PyObject *write_program(PyObject *module, PyObject *records) {
+    Buffer b = {NULL, 0, 0};
+    PyObject *out = NULL;
+    int result = put_program(&b, records);
+    if (result == 1) {
+        out = PyBytes_FromStringAndSize(b.data, b.size);
+    } else if (result == 0) {
+        Py_INCREF(Py_None);
+        out = Py_None;
+    }
+    PyMem_Free(b.data);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"read_tensor_desc", read_tensor_desc, METH_O,
      "read_tensor_desc(data): a TensorDesc's (data_type, dims), or None for bytes left to "
      "protobuf's parser"},
+    {"write_program", write_program, METH_O,
+     "write_program(records): a ProgramDesc's bytes written from its records, or None for "
+     "records left to protobuf (see _program_records.c)"},
     {"read_program", read_program, METH_O,
      "read_program(data): a ProgramDesc's records read from its bytes, or None for bytes "
-     "left to protobuf's parser (see _program_reader.c)"},
+     "left to protobuf's parser (see _program_records.c)"},
     {NULL, NULL, 0, NULL}};
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_program_reader",
-                                    "A ProgramDesc's records read from its wire bytes.", -1,
-                                    methods};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_program_records",
+                                    "A ProgramDesc's records read from and written to its "
+                                    "wire bytes.", -1, methods};
 
-PyMODINIT_FUNC PyInit__program_reader(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__program_records(void) { return PyModule_Create(&module); }

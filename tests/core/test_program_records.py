@@ -1,8 +1,10 @@
-"""A program file's records are read from its bytes in C (``proto/_program_reader.c``), and
-read exactly as protobuf's parser reads them: whatever order the fields come in, packed or
-not, with fields nobody defined among them. The few files whose reading protobuf defines
-by merging (a singular message given twice) or that hold SCALAR attributes are left to
-protobuf's parser; bytes that are no program never crash the reader."""
+"""A program file's records are read from its bytes in C (``proto/_program_records.c``),
+exactly as protobuf's parser reads them: whatever order the fields come in, packed or not,
+with fields nobody defined among them; and written back byte for byte as protobuf's
+serializer writes the same program. The few files whose reading protobuf defines by merging
+(a singular message given twice) or that hold SCALAR attributes are left to protobuf's
+parser, and values protobuf must judge to its serializer; bytes that are no program never
+crash the reader."""
 import pathlib
 import random
 
@@ -12,7 +14,7 @@ import fluid_nb as fluid
 from fluid_nb.framework import codec
 from fluid_nb.framework.attrs import AttrType
 from fluid_nb.proto import framework_pb2 as pb
-from fluid_nb.proto import _program_reader
+from fluid_nb.proto import _program_records
 
 FIXTURES = pathlib.Path(__file__).resolve().parent.parent / "fixtures" / "paddle"
 PROGRAMS = sorted([*FIXTURES.rglob("*.pb"), *FIXTURES.rglob("*.pdmodel"),
@@ -26,7 +28,7 @@ def _protobuf_records(data):
 
 
 def _read(data):
-    records = _program_reader.read_program(data)
+    records = _program_records.read_program(data)
     return records if records is None else _comparable(records)
 
 
@@ -222,7 +224,7 @@ def _twice(data, number):
 
 def test_a_singular_message_given_twice_is_left_to_protobuf_which_merges_it():
     data = _twice(PROGRAMS[0].read_bytes(), 2)  # each VarDesc's VarType twice
-    assert _program_reader.read_program(data) is None
+    assert _program_records.read_program(data) is None
     program = fluid.Program.parse_from_string(data)
     merged = pb.ProgramDesc.FromString(data).blocks[0].vars[0]
     var = program.global_block().vars[merged.name]
@@ -236,7 +238,7 @@ def test_scalar_attributes_are_left_to_protobuf():
     attr.name, attr.type = "a_scalar", AttrType.SCALAR
     attr.scalar.type, attr.scalar.i = pb.Scalar.LONG, 3
     data = msg.SerializeToString()
-    assert _program_reader.read_program(data) is None
+    assert _program_records.read_program(data) is None
     program = fluid.Program.parse_from_string(data)
     assert program.global_block().ops[0].attrs["a_scalar"] == 3
 
@@ -257,10 +259,10 @@ def test_bytes_that_are_no_program_never_crash_the_reader():
                 data[rng.randrange(len(data))] = rng.randrange(256)
         else:
             data = data[:cut] + bytes(rng.randrange(256) for _ in range(16)) + data[cut:]
-        records = _program_reader.read_program(bytes(data))
+        records = _program_records.read_program(bytes(data))
         assert records is None or isinstance(records, tuple)
     with pytest.raises(TypeError):
-        _program_reader.read_program("not bytes")
+        _program_records.read_program("not bytes")
 
 
 def test_a_parameter_files_tensor_headers_read_as_protobuf_parses_them():
@@ -273,7 +275,70 @@ def test_a_parameter_files_tensor_headers_read_as_protobuf_parses_them():
         for change in (_repacked, _shuffled, _with_unknown_fields):
             for data in (raw, _rewrite(raw, pb.VarType.TensorDesc.DESCRIPTOR, change, rng)):
                 parsed = pb.VarType.TensorDesc.FromString(data)
-                assert _program_reader.read_tensor_desc(data) == (parsed.data_type,
+                assert _program_records.read_tensor_desc(data) == (parsed.data_type,
                                                                   tuple(parsed.dims))
-    assert _program_reader.read_tensor_desc(b"") is None  # (no data type: left to the walk)
-    assert _program_reader.read_tensor_desc(b"\x08") is None  # (truncated)
+    assert _program_records.read_tensor_desc(b"") is None  # (no data type: left to the walk)
+    assert _program_records.read_tensor_desc(b"\x08") is None  # (truncated)
+
+
+# --- writing -----------------------------------------------------------------------------
+def _protobuf_bytes(program, *stamp):
+    return codec.program_to_message(program, *stamp).SerializeToString()
+
+
+@pytest.mark.parametrize("path", PROGRAMS, ids=lambda p: str(p.relative_to(FIXTURES)))
+def test_every_fixture_program_is_written_as_protobuf_writes_it(path):
+    program = fluid.Program.parse_from_string(path.read_bytes())
+    for stamp in ((), (2006000, {"conv2d": 1, "matmul": 2})):  # (a file's own stamp wins)
+        records = codec._program_records(program, *stamp) if stamp else \
+            codec._program_records(program, None, None)
+        assert _program_records.write_program(records) == _protobuf_bytes(program, *stamp)
+
+
+def _built_program():
+    """A program built here (no format stamp), with values at the edges of their types:
+    negative int32s, floats float32 rounds, int64s past 32 bits, texts long enough for two-
+    and three-byte lengths, lists empty and long."""
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.layers.data(name="x", shape=[-1, 3], dtype="float32")
+        y = fluid.layers.fc(x, 4, act="relu")
+        fluid.layers.reshape(y, [-1, 2, 2])
+        fluid.layers.scale(y, scale=0.1, bias=-(2.0 ** 40))
+        fluid.optimizer.Adam(0.001).minimize(fluid.layers.mean(y))
+    op = main.global_block().ops[0]
+    op.attr_types.update({"long_text": AttrType.STRING, "big": AttrType.LONG,
+                          "many": AttrType.INTS, "none": AttrType.FLOATS})
+    op.attrs.update({"long_text": "é" * 9000, "big": -(1 << 40), "many": list(range(-300, 300)),
+                     "none": []})
+    return main
+
+
+def test_values_at_the_edges_of_their_types_are_written_as_protobuf_writes_them():
+    program = _built_program()
+    records = codec._program_records(program, 2006000, {"scale": 1})
+    data = _program_records.write_program(records)
+    assert data == _protobuf_bytes(program, 2006000, {"scale": 1})
+    assert fluid.Program.parse_from_string(data).global_block().ops[0].attrs["big"] == -(1 << 40)
+
+
+@pytest.mark.parametrize("attr_type, value", [
+    (AttrType.INT, 1.5),  # a float where an int is due
+    (AttrType.INT, 1 << 31),  # past int32
+    (AttrType.FLOAT, 1e39),  # past float32
+    (AttrType.STRING, "\ud800"),  # a lone surrogate: no UTF-8 for it
+    (AttrType.BOOLEAN, 1),  # an int where a bool is due
+    (AttrType.INTS, (1, "2")),
+    (AttrType.SCALAR, 3)])
+def test_values_protobuf_must_judge_are_left_to_it(attr_type, value):
+    program = _built_program()
+    op = program.global_block().ops[0]
+    op.attr_types["odd"], op.attrs["odd"] = attr_type, value
+    assert _program_records.write_program(codec._program_records(program, None, None)) is None
+    try:
+        expected = _protobuf_bytes(program)
+    except Exception as refused:  # what protobuf says of the value is what the save says
+        with pytest.raises(type(refused)):
+            program.serialize_to_string()
+    else:
+        assert program.serialize_to_string() == expected
