@@ -49,27 +49,41 @@ def encode_program(program, version=None, op_versions=None):
     Written from the program's records (the decode's records, see below) in C; records the
     writer leaves (SCALAR attributes, a value not of its field's type or range) are written
     by protobuf, which says what is wrong with a value it refuses."""
-    data = _records.write_program(_program_records(program, version, op_versions))
-    if data is None:
-        data = program_to_message(program, version, op_versions).SerializeToString()
-    return data
+    records = _program_records(program, version, op_versions)
+    data = _records.write_program(records)
+    return data if data is not None else _message_of(records).SerializeToString()
+
+
+def encode_block(block):
+    """``BlockDesc`` bytes of ``block`` (Fluid's ``block.desc.serialize_to_string()``)."""
+    message = pb.BlockDesc()
+    _block_message(_block_out(block), message)
+    return message.SerializeToString()
+
+
+def encode_op(op):
+    """``OpDesc`` bytes of ``op`` (Fluid's ``op.desc.serialize_to_string()``)."""
+    message = pb.OpDesc()
+    _op_message(_op_out(op), message)
+    return message.SerializeToString()
 
 
 def _program_records(program, version, op_versions):
-    blocks = []
-    for block in program.blocks:
-        forward = block.forward_block_idx
-        if forward == -1 and "forward_block_idx" not in (getattr(block, "_presence", None) or ()):
-            forward = None
-        blocks.append((block.idx, block.parent_idx, forward,
-                       [_var_out(var) for var in block.vars.values()],
-                       [_op_out(op) for op in block.ops]))
+    blocks = [_block_out(block) for block in program.blocks]
     if program.version is not None:
         version = program.version
     if program.op_version_map or "op_version_map" in (getattr(program, "_presence", None) or ()):
         op_versions = program.op_version_map
     return (blocks, version,
             None if op_versions is None else [(name, v) for name, v in op_versions.items()])
+
+
+def _block_out(block):
+    forward = block.forward_block_idx
+    if forward == -1 and "forward_block_idx" not in (getattr(block, "_presence", None) or ()):
+        forward = None
+    return (block.idx, block.parent_idx, forward,
+            [_var_out(var) for var in block.vars.values()], [_op_out(op) for op in block.ops])
 
 
 def _var_out(var):
@@ -111,100 +125,82 @@ def _callstack_out(stack):
 
 def program_to_message(program, version=None, op_versions=None):
     """The ``ProgramDesc`` message of ``program`` (see :func:`encode_program`)."""
+    return _message_of(_program_records(program, version, op_versions))
+
+
+def _message_of(records):
+    """The ``ProgramDesc`` message of a program's records, built through protobuf's objects
+    (for records the C writer leaves: protobuf judges their values)."""
+    blocks, version, op_versions = records
     msg = pb.ProgramDesc()
-    for block in program.blocks:
-        _encode_block(block, msg.blocks.add())
-    if program.version is not None:
-        msg.version.version = program.version
-    elif version is not None:
+    for block in blocks:
+        _block_message(block, msg.blocks.add())
+    if version is not None:
         msg.version.version = version
-    if program.op_version_map or "op_version_map" in (getattr(program, "_presence", None) or ()):
-        op_versions = program.op_version_map
     if op_versions is not None:
         msg.op_version_map.SetInParent()
-        for name, number in op_versions.items():
+        for name, number in op_versions:
             pair = msg.op_version_map.pair.add()
             pair.op_name = name
             pair.op_version.version = number
     return msg
 
 
-def _encode_block(block, b):
-    b.idx = block.idx
-    b.parent_idx = block.parent_idx
-    if block.forward_block_idx != -1 or "forward_block_idx" in (getattr(block, "_presence", None) or ()):
-        b.forward_block_idx = block.forward_block_idx
-    for var in block.vars.values():
-        _encode_var(var, b.vars.add())
-    for op in block.ops:
-        _encode_op(op, b.ops.add())
+def _block_message(record, b):
+    idx, parent_idx, forward_block_idx, variables, ops = record
+    b.idx, b.parent_idx = idx, parent_idx
+    if forward_block_idx is not None:
+        b.forward_block_idx = forward_block_idx
+    for var in variables:
+        _var_message(var, b.vars.add())
+    for op in ops:
+        _op_message(op, b.ops.add())
 
 
-def _encode_var(var, v):
-    v.name = var.name
-    if var._type_extra is not None:
-        v.type.ParseFromString(var._type_extra)
+def _var_message(record, v):
+    name, flags, (kind, modeled, data_type, dims, lod_level, type_bytes), attrs = record
+    v.name = name
+    if type_bytes is not None:
+        v.type.ParseFromString(type_bytes)
     else:
-        v.type.type = int(var.type)
-        kind = _TENSOR_KINDS.get(var.type)
-        if kind == "selected_rows":
-            v.type.selected_rows.data_type = int(var.dtype)
-            v.type.selected_rows.dims.extend(var.shape)
-        elif kind is not None:
-            desc = getattr(v.type, kind)
-            desc.tensor.data_type = int(var.dtype)
-            desc.tensor.dims.extend(var.shape)
-            if var.lod_level or "lod_level" in (var._presence or ()):
-                desc.lod_level = var.lod_level
-    presence = var._presence
-    for field in ("persistable", "need_check_feed", "is_parameter", "stop_gradient"):
-        value = var.is_parameter if field == "is_parameter" else getattr(var, field)
-        if value or (presence is not None and field in presence):
-            setattr(v, field, bool(value))
-    for raw in var._attrs:
+        v.type.type = kind
+        field = _TENSOR_KINDS.get(_VAR_TYPES[kind]) if modeled else None
+        if field is not None:
+            tensor = desc = getattr(v.type, field)
+            if field != "selected_rows":
+                tensor = desc.tensor
+                if lod_level is not None:
+                    desc.lod_level = lod_level
+            tensor.data_type = data_type
+            tensor.dims.extend(dims)
+    for flag, value in flags.items():
+        setattr(v, flag, value)
+    for raw in attrs:
         v.attrs.add().ParseFromString(raw)
 
 
-def _encode_op(op, o):
-    o.type = op.type
-    for slot, args in op.inputs.items():
-        item = o.inputs.add()
-        item.parameter = slot
-        item.arguments.extend(args)
-    for slot, args in op.outputs.items():
-        item = o.outputs.add()
-        item.parameter = slot
-        item.arguments.extend(args)
-    stack = op.callstack
-    saved_at = stack.position if isinstance(stack, SavedCallstack) else None
-    for position, (name, value) in enumerate(op.attrs.items()):
-        if position == saved_at:
-            _encode_callstack(stack, o)
-        attr_type = op.attr_type(name)
+def _op_message(record, o):
+    op_type, inputs, outputs, attrs, is_target = record
+    o.type = op_type
+    for slots, args_of in ((o.inputs, inputs), (o.outputs, outputs)):
+        for slot, args in args_of:
+            item = slots.add()
+            item.parameter = slot
+            item.arguments.extend(args)
+    for name, attr_type, value in attrs:
         a = o.attrs.add()
-        a.name = name
-        a.type = int(attr_type)
-        field = _ATTR_FIELD[attr_type]
+        a.name, a.type = name, attr_type
         if attr_type == AttrType.SCALAR:
             _encode_scalar(value, a.scalar)
         elif attr_type == AttrType.SCALARS:
             for x in value:
                 _encode_scalar(x, a.scalars.add())
         elif attr_type in _REPEATED:
-            getattr(a, field).extend(value)
+            getattr(a, _ATTR_FIELD[attr_type]).extend(value)
         else:
-            setattr(a, field, value)
-    if stack and (saved_at is None or saved_at >= len(op.attrs)):
-        _encode_callstack(stack, o)  # Fluid saves where each op was built
-    if op.is_target:
+            setattr(a, _ATTR_FIELD[attr_type], value)
+    if is_target:
         o.is_target = True
-
-
-def _encode_callstack(stack, o):
-    a = o.attrs.add()
-    a.name = "op_callstack"
-    a.type = int(AttrType.STRINGS)
-    a.strings.extend(paddle_strings(stack))
 
 
 def _encode_scalar(value, s):

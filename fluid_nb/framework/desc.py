@@ -260,10 +260,7 @@ class OpDesc:
     def serialize_to_string(self):
         """The op's ``OpDesc`` protobuf bytes."""
         from . import codec
-        from ..proto import framework_pb2
-        message = framework_pb2.OpDesc()
-        codec._encode_op(self._op, message)
-        return message.SerializeToString()
+        return codec.encode_op(self._op)
 
     def set_is_target(self, is_target):
         self._op.is_target = bool(is_target)
@@ -448,10 +445,7 @@ class BlockDesc:
     def serialize_to_string(self):
         """The block's ``BlockDesc`` protobuf bytes."""
         from . import codec
-        from ..proto import framework_pb2
-        message = framework_pb2.BlockDesc()
-        codec._encode_block(self._block, message)
-        return message.SerializeToString()
+        return codec.encode_block(self._block)
 
 
 def get_grad_op_desc(op_desc, no_grad_set, grad_sub_block):
