@@ -177,10 +177,12 @@ def load_vars(executor, dirname, main_program=None, vars=None, predicate=None, f
     if filename is None:
         for var in selected:
             path = paths[var.name] = os.path.join(folder, var.name)
-            loaded[var.name] = tensor_stream.read_one(_read(path, "load_vars"), path)
+            # (views of the files' bytes: staging copies each onto the place)
+            loaded[var.name] = tensor_stream.read_one(_read(path, "load_vars"), path,
+                                                      copy=False)
     else:
         path = os.path.join(folder, filename)
-        records = tensor_stream.read_lod_tensors(_read(path, "load_vars"), path)
+        records = tensor_stream.read_lod_tensors(_read(path, "load_vars"), path, copy=False)
         ordered = sorted(selected, key=lambda v: v.name)
         if len(records) != len(ordered):
             raise InvalidArgument(expected(f"load_vars: '{path}'", "tensors",

@@ -84,9 +84,11 @@ _ELEMENT_TYPES = frozenset(t for t in VarType if t <= VarType.FP64 or t in (
     VarType.UINT8, VarType.INT8, VarType.COMPLEX64, VarType.COMPLEX128))
 
 
-def read_lod_tensor(reader):
+def read_lod_tensor(reader, copy=True):
     """Read one record; returns (array, lod). The one validation point for the stream:
-    nothing is built from a record before all of its header has been checked."""
+    nothing is built from a record before all of its header has been checked. ``copy``
+    false: the array may be a read-only view of the file's bytes (for a caller that copies
+    it anyway)."""
     at = reader.pos
     version = reader.unpack("<I", "LoDTensor version")
     if version != 0:
@@ -128,7 +130,7 @@ def read_lod_tensor(reader):
     _check_lod(reader, lod, lod_at, shape)
     raw = reader.take(numel * dtype_size(dtype), f"data of a {list(shape)} {dtype.name} tensor")
     array = np.frombuffer(raw, dtype=to_numpy_dtype(dtype).newbyteorder("<")).reshape(shape)
-    return array.astype(array.dtype.newbyteorder("="), copy=True), lod
+    return array.astype(array.dtype.newbyteorder("="), copy=copy), lod
 
 
 def _checked_desc(reader, raw, desc_at):
@@ -165,19 +167,21 @@ def _check_lod(reader, lod, lod_at, shape):
                         f"an end at {offsets[-1]}")
 
 
-def read_lod_tensors(data, where):
-    """Every record in ``data`` (a combined file), in order."""
+def read_lod_tensors(data, where, copy=True):
+    """Every record in ``data`` (a combined file), in order (``copy``: see
+    :func:`read_lod_tensor`)."""
     reader = _Reader(data, where)
     records = []
     while not reader.done:
-        records.append(read_lod_tensor(reader))
+        records.append(read_lod_tensor(reader, copy))
     return records
 
 
-def read_one(data, where):
-    """The one record of a per-variable file; trailing bytes are refused."""
+def read_one(data, where, copy=True):
+    """The one record of a per-variable file; trailing bytes are refused (``copy``: see
+    :func:`read_lod_tensor`)."""
     reader = _Reader(data, where)
-    record = read_lod_tensor(reader)
+    record = read_lod_tensor(reader, copy)
     if not reader.done:
         reader.fail(reader.pos, "end of file", "the end after one tensor",
                     f"{len(reader.data) - reader.pos} more bytes")

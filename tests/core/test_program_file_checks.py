@@ -307,6 +307,29 @@ def test_failed_load_leaves_the_scope_as_it_was(tmp_path):
     np.testing.assert_array_equal(np.asarray(scope.vars[bias].value), before[bias])
 
 
+def test_loaded_parameters_are_the_scopes_own_arrays_not_the_files_bytes(tmp_path):
+    """A parameter file is read as views of its bytes; the scope gets copies it may write."""
+    main, exe = _two_params(tmp_path)
+    names = sorted(p.name for p in main.all_parameters())
+    for folder, filename in ((tmp_path, None), (tmp_path / "one", "params")):
+        scope = fluid.Scope()
+        fluid.io.load_vars(exe, str(folder), main, predicate=fluid.io.is_parameter,
+                           filename=filename, scope=scope)
+        saved = {name: np.asarray(scope.vars[name].value).copy() for name in names}
+        with fluid.scope_guard(scope):  # (the next round loads these from one file)
+            fluid.io.save_params(exe, str(tmp_path / "one"), main, filename="params")
+        for name in names:
+            value = np.asarray(scope.vars[name].value)
+            assert value.flags.writeable, name
+            value[...] = 5.0
+            np.testing.assert_array_equal(np.asarray(scope.vars[name].value), 5.0)
+        reloaded = fluid.Scope()
+        fluid.io.load_vars(exe, str(tmp_path / "one"), main, predicate=fluid.io.is_parameter,
+                           filename="params", scope=reloaded)
+        for name in names:  # (the writes above reached neither the files nor their reading)
+            np.testing.assert_array_equal(np.asarray(reloaded.vars[name].value), saved[name])
+
+
 def test_directory_where_a_parameter_file_is_expected_names_the_path(tmp_path):
     main, exe = _two_params(tmp_path)
     name = main.all_parameters()[0].name
