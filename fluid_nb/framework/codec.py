@@ -123,11 +123,6 @@ def _callstack_out(stack):
     return ("op_callstack", int(AttrType.STRINGS), paddle_strings(stack))
 
 
-def program_to_message(program, version=None, op_versions=None):
-    """The ``ProgramDesc`` message of ``program`` (see :func:`encode_program`)."""
-    return _message_of(_program_records(program, version, op_versions))
-
-
 def _message_of(records):
     """The ``ProgramDesc`` message of a program's records, built through protobuf's objects
     (for records the C writer leaves: protobuf judges their values)."""

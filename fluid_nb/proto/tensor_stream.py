@@ -26,7 +26,6 @@ from . import wire
 
 _records = c_parts.load("fluid_nb.proto._program_records",
                         "the program file reader and writer")
-_VAR_TYPES = {int(member): member for member in VarType}
 
 
 def write_lod_tensor(out, array, lod=()):
@@ -126,7 +125,7 @@ def read_lod_tensor(reader, copy=True):
     numel = 1
     for d in shape:  # Python ints: a product past int64 is just a size no file holds
         numel *= d
-    dtype = _VAR_TYPES[data_type]
+    dtype = VarType(data_type)
     _check_lod(reader, lod, lod_at, shape)
     raw = reader.take(numel * dtype_size(dtype), f"data of a {list(shape)} {dtype.name} tensor")
     array = np.frombuffer(raw, dtype=to_numpy_dtype(dtype).newbyteorder("<")).reshape(shape)

@@ -283,7 +283,8 @@ def test_a_parameter_files_tensor_headers_read_as_protobuf_parses_them():
 
 # --- writing -----------------------------------------------------------------------------
 def _protobuf_bytes(program, *stamp):
-    return codec.program_to_message(program, *stamp).SerializeToString()
+    records = codec._program_records(program, *(stamp or (None, None)))
+    return codec._message_of(records).SerializeToString()
 
 
 @pytest.mark.parametrize("path", PROGRAMS, ids=lambda p: str(p.relative_to(FIXTURES)))
