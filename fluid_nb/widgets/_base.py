@@ -51,10 +51,11 @@ class ViewWidget(anywidget.AnyWidget):
         from a delta message. Keeping the kernel's copy current matters when a page reloads
         and asks the kernel for the widget's state again.
 
-        ipywidgets skips sending a property while a lock with its equal JSON value is held
-        (the mechanism it uses itself for values that came from the front end)."""
-        with self._lock_property(_model=model):
-            self._model = model
+        The value is written where traitlets keeps it, past the trait's notification: a
+        notified change would have ipywidgets compare the old and the new model as JSON
+        (under a property lock) and traitlets compare them as dicts, each a walk of the
+        whole program's model on every live cell, costlier than building the model."""
+        self._trait_values["_model"] = model
 
     # --- display ------------------------------------------------------------------------
     def _fallback_bundle(self):

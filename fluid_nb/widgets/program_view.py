@@ -154,7 +154,7 @@ class ProgramView(ViewWidget):
         program = self.program
         if title is None:
             title = f"live program '{self._session.name}'" if self._session else "program"
-        model = json_clean(program_model(program, title=title))
+        model = program_model(program, title=title)  # (plain JSON types already)
         self._shown = program  # the program the front end's model describes
         self._mark = program_mark(program)
         self._last_delta = None
@@ -190,7 +190,7 @@ class ProgramView(ViewWidget):
         nothing changed."""
         program = self.program
         mark = self._mark if program is self._shown else None
-        new = json_clean(program_model(program, mark=mark, title=self.title))
+        new = program_model(program, mark=mark, title=self.title)
         if program is not self._shown:
             message = {"type": "model", "model": new}
             self._last_delta = None

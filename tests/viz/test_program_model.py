@@ -193,6 +193,41 @@ def test_model_is_plain_json_even_with_numpy_and_non_finite_attrs():
     assert model["ops"][0]["role"] == "forward"
 
 
+def _json_types_only(value, where="model"):
+    """Every value one JSON reads back as itself: str, int, finite float, bool, None, list
+    and dict with str keys (no tuples, NumPy scalars or enums)."""
+    kind = type(value)
+    if kind is list:
+        for i, item in enumerate(value):
+            _json_types_only(item, f"{where}[{i}]")
+    elif kind is dict:
+        for key, item in value.items():
+            assert type(key) is str, (where, key)
+            _json_types_only(item, f"{where}.{key}")
+    else:
+        assert value is None or kind in (str, int, bool, float), (where, kind)
+        assert kind is not float or np.isfinite(value), (where, value)
+
+
+def test_models_hold_json_types_only_so_views_send_them_as_built():
+    # a ProgramView compares and sends the models as program_model builds them, with no
+    # JSON round trip between: a tuple or a NumPy scalar would read as a change every cell
+    programs = [_fc_net(), _while_program()]
+    for path in sorted(FIXTURES.glob("**/*.pdmodel"))[:12]:
+        programs.append(fluid.Program.parse_from_string(path.read_bytes()))
+    odd = fluid.Program()
+    odd.global_block().create_var(name="a", shape=(2,), dtype="float32")
+    odd.global_block().append_op(type="some_unknown_op", inputs={"X": ["a"]}, outputs={},
+                                 attrs={"scale": np.float32(0.5), "ids": (np.int64(2), 3),
+                                        "limit": float("-inf"), "names": ["a", "b"]})
+    programs.append(odd)
+    for program in programs:
+        mark = viz.program_mark(program)
+        for model in (viz.program_model(program), viz.program_model(program, mark=mark)):
+            _json_types_only(model)
+            assert json.loads(json.dumps(model, allow_nan=False)) == model
+
+
 def test_loaded_paddle_program_models_with_its_control_flow():
     data = (FIXTURES / "control_flow" / "while_grad" / "main.pdmodel").read_bytes()
     program = fluid.Program.parse_from_string(data)
