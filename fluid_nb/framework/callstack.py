@@ -144,16 +144,26 @@ class SavedCallstack:
         return f"SavedCallstack({len(self.strings)} frames)"
 
 
-def frames(op):
+def frames(op, memo=None):
     """``[(filename, line, function), ...]`` outermost first: where ``op`` was built, from
     the stack taken when it was appended or the ``op_callstack`` attribute a file gave it;
-    empty when neither is there."""
+    empty when neither is there. ``memo`` (a dict the caller keeps while the stacks it
+    reads are alive) keeps each frame's tuple: a program's ops share most of their frames."""
     stack = getattr(op, "callstack", None)
     if not stack:
         return []
     if not isinstance(stack, SavedCallstack):
-        return [(code.co_filename, line_of(code, offset), code.co_name)
-                for code, offset in reversed(list(pairs(stack)))]
+        if memo is None:
+            return [(code.co_filename, line_of(code, offset), code.co_name)
+                    for code, offset in reversed(list(pairs(stack)))]
+        found = []
+        for code, offset in reversed(list(pairs(stack))):
+            key = (id(code), offset)  # (a code object hashes its bytecode: its id is cheap)
+            frame = memo.get(key)
+            if frame is None:
+                frame = memo[key] = (code.co_filename, line_of(code, offset), code.co_name)
+            found.append(frame)
+        return found
     strings = stack.strings
     found = []
     for text in strings:

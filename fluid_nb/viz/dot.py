@@ -52,16 +52,24 @@ VARIABLE_FILL = "#ffffff"
 
 def quote(text):
     """``text`` as a DOT double-quoted string (backslashes and quotes escaped)."""
-    return '"' + str(text).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+    if text.__class__ is not str:
+        text = str(text)
+    if "\\" in text or '"' in text or "\n" in text:  # (rare: most names need nothing)
+        text = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return '"' + text + '"'
 
 
 def _lines(*parts):
     """Quoted DOT string whose parts are separated by DOT's ``\\n`` line break."""
-    return '"' + "\\n".join(p.replace("\\", "\\\\").replace('"', '\\"') for p in parts) + '"'
+    return '"' + "\\n".join(p.replace("\\", "\\\\").replace('"', '\\"') if "\\" in p or '"' in p
+                           else p for p in parts) + '"'
 
 
 def _html(text):
-    return (str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    text = str(text)
+    if "&" not in text and "<" not in text and ">" not in text and '"' not in text:
+        return text  # (names and shapes: nothing to escape)
+    return (text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
             .replace('"', "&quot;"))
 
 
@@ -88,7 +96,8 @@ def op_statement(op_id, op_type, role, tooltip, has_sub_blocks=False, rows=()):
     if has_sub_blocks:
         extra += ", peripheries=2"
     label = _rows_label(op_type, rows) if rows else quote(op_type)
-    return (f'{quote(op_id)} [id={quote(op_id)}, class="op role-{role}", label={label}'
+    quoted_id = quote(op_id)
+    return (f'{quoted_id} [id={quoted_id}, class="op role-{role}", label={label}'
             f'{extra}, tooltip={quote(tooltip)}];')
 
 
@@ -101,14 +110,21 @@ def var_statement(var_id, name, shape_text, parameter, persistable, tooltip):
         kind, style, fill = "persistable", "", PERSISTABLE_FILL
     else:
         kind, style, fill = "temporary", "", VARIABLE_FILL
-    return (f'{quote(var_id)} [id={quote(var_id)}, class="var {kind}", '
+    quoted_id = quote(var_id)
+    return (f'{quoted_id} [id={quoted_id}, class="var {kind}", '
             f'label={_lines(name, shape_text)}, shape=ellipse{style}, fillcolor="{fill}", '
             f'tooltip={quote(tooltip)}];')
 
 
 def edge_statement(edge_id, src, dst, slot):
     """The statement of a data edge; its tooltip is the op's slot."""
-    return f'{quote(src)} -> {quote(dst)} [id={quote(edge_id)}, tooltip={quote(slot)}];'
+    return quoted_edge_statement(edge_id, quote(src), quote(dst), slot)
+
+
+def quoted_edge_statement(edge_id, quoted_src, quoted_dst, slot):
+    """:func:`edge_statement` with its ends already quoted (a model quotes each variable's
+    id once for all the edges that name it)."""
+    return f'{quoted_src} -> {quoted_dst} [id={quote(edge_id)}, tooltip={quote(slot)}];'
 
 
 def visible_statements(model, params_as_nodes=False, hidden_roles=()):

@@ -96,26 +96,28 @@ def _frame_kind(filename):
     return "user"
 
 
-def _call_levels(op, kinds):
+def _call_levels(op, kinds, frames_seen=None):
     """An op's call levels, outermost first: ``(key, label, source, line)`` per call, where
     ``key`` names the call site (the caller's frames and the called function), ``line`` is
     the line reached inside the called function (what tells a second call from the same
-    site), ``source`` the call's ``file:line``."""
+    site), ``source`` the call's ``file:line``. ``kinds`` and ``frames_seen`` are the
+    caller's memos (file name -> its kind and base name; see ``callstack.frames``)."""
     kept = []
-    for filename, line, function in _callstack.frames(op):
+    for frame in _callstack.frames(op, frames_seen):
+        filename = frame[0]
         kind = kinds.get(filename)
         if kind is None:
-            kind = kinds[filename] = _frame_kind(filename)
-        if kind == "user" or (kind == "public" and not function.startswith("_")
-                              and function not in _WRAPPERS):
-            kept.append((filename, line, function))
+            kind = kinds[filename] = (_frame_kind(filename), os.path.basename(filename))
+        if kind[0] == "user" or (kind[0] == "public" and not frame[2].startswith("_")
+                                 and frame[2] not in _WRAPPERS):
+            kept.append(frame)
     levels = []
     site = ()
     for depth in range(1, len(kept)):
         caller, callee = kept[depth - 1], kept[depth]
         site = site + (caller,)
         levels.append(((site, callee[2]), callee[2],
-                       f"{os.path.basename(caller[0])}:{caller[1]}", callee[1]))
+                       f"{kinds[caller[0]][1]}:{caller[1]}", callee[1]))
     return levels
 
 
@@ -401,8 +403,10 @@ def program_hierarchy(program, op_ids, roles, pairs):
     forward_ops = [r for kind, rs in sections if kind == "forward" for r in rs]
     has_stacks = any(op.callstack for _, _, op in forward_ops)
     if has_stacks:
+        frames_seen = {}
+
         def levels_of(op):
-            return _scope_levels(op) + _call_levels(op, kinds)
+            return _scope_levels(op) + _call_levels(op, kinds, frames_seen)
     else:
         def levels_of(op):
             return _scope_levels(op)

@@ -18,6 +18,7 @@ ops by (block index, index in block); variables by (block index, name); edges by
 """
 import enum
 import math
+import operator
 import re
 import sys
 import weakref
@@ -193,7 +194,7 @@ def _source_text(source):
 
 
 def _shape_text(shape):
-    return "[" + ", ".join(str(d) for d in shape) + "]"
+    return "[" + ", ".join(map(str, shape)) + "]"
 
 
 def _dtype_text(var):
@@ -254,34 +255,43 @@ def program_model(program, mark=None, title=None):
     variables = []
     inline_rows = {}  # variable id -> the text of its row inside an op's box
     persistable_ids = set()
+    quoted = {}  # variable id -> its DOT string (edges name each variable many times)
+    kinds = {}  # VarType -> (name, holds a tensor)
+    dtypes = {}  # the var's dtype -> its text
     for block in program.blocks:
         bid = f"b{block.idx}"
-        for name in sorted(block.vars):
-            var = block.vars[name]
+        block_vars = block.vars
+        for name in sorted(block_vars):
+            var = block_vars[name]
             vid = f"v:{block.idx}:{name}"
-            shape = [int(d) for d in var.shape]
-            dtype = _dtype_text(var)
-            kind = var.type.name
+            shape = list(map(int, var.shape))
+            kind, tensor = kinds.get(var.type) or kinds.setdefault(
+                var.type, (var.type.name, holds_tensor(var)))
+            dtype = dtypes.get(var.dtype)
+            if dtype is None:
+                dtype = dtypes[var.dtype] = _dtype_text(var)
             parameter = bool(var.is_parameter)
+            persistable = bool(var.persistable)
+            lod_level = var.lod_level
+            shape_text = _shape_text(shape)
             # a LOD_RANK_TABLE or STEP_SCOPES has no shape or dtype to show: its kind instead
-            label = _shape_text(shape) if holds_tensor(var) else f"({kind.lower()})"
-            tooltip = (f"{kind} {dtype} {_shape_text(shape)}" if holds_tensor(var) else kind) + (
-                f" lod_level {var.lod_level}" if var.lod_level else "") + (
-                ", parameter" if parameter else ", persistable" if var.persistable else "")
+            label = shape_text if tensor else f"({kind.lower()})"
+            tooltip = (f"{kind} {dtype} {shape_text}" if tensor else kind) + (
+                f" lod_level {lod_level}" if lod_level else "") + (
+                ", parameter" if parameter else ", persistable" if persistable else "")
             # parameters and other persistable variables (learning rates, moments) are read by
             # ops all over the program: drawn inside those ops, they add no long edges
-            inline = bool(var.persistable)
-            if inline:
+            if persistable:
                 persistable_ids.add(vid)
             inline_rows[vid] = f"{name} {label}"
+            quoted[vid] = _dot.quote(vid)
             variables.append({
                 "id": vid, "block": bid, "name": name, "type": kind, "dtype": dtype,
-                "shape": shape, "lod_level": int(var.lod_level), "inline": inline,
-                "persistable": bool(var.persistable), "parameter": parameter,
+                "shape": shape, "lod_level": int(lod_level), "inline": persistable,
+                "persistable": persistable, "parameter": parameter,
                 "stop_gradient": bool(var.stop_gradient),
                 "new": since is not None and _serial(program, var) > since,
-                "dot": _dot.var_statement(vid, name, label, parameter,
-                                          var.persistable, tooltip)})
+                "dot": _dot.var_statement(vid, name, label, parameter, persistable, tooltip)})
 
     # the names each block's ops write: a sub-block's input that none of them does comes
     # from outside the block, and is drawn inside the op that reads it
@@ -294,8 +304,10 @@ def program_model(program, mark=None, title=None):
     ops = []
     edges = []
     seen_edges = set()
+    sources = {}  # an op's source -> its text
     for op, oid, serial, bidx, index in op_records:
         block = op.block
+        block_vars = block.vars
         block_names = block_indices[id(op)]
         attrs = {}
         sub_blocks = []
@@ -309,32 +321,48 @@ def program_model(program, mark=None, title=None):
                 else:
                     attrs[name] = f"b{value}"
                     sub_blocks.append(attrs[name])
+            elif value.__class__ in _PLAIN_JSON:  # (most attributes: as they are)
+                attrs[name] = value
             else:
                 attrs[name] = json_value(value)
         role = op_role_name(op.attrs.get("op_role"))
-        source = _source_text(op.source)
+        source = op.source
+        if source is not None:
+            key = source if source.__class__ is tuple else id(source)
+            text = sources.get(key)
+            if text is None:
+                text = sources[key] = _source_text(source)
+            source = text
+        quoted_op = _dot.quote(oid)
         op_edges = []
         for direction, args in ((0, op.inputs), (1, op.outputs)):
             for slot, names in args.items():
                 for name in names:
                     if name == EMPTY_VAR_NAME:
                         continue
-                    var = block._find_var_recursive(name)
-                    if var is None:  # named but declared nowhere (a loaded file may do this)
-                        continue
-                    vid = f"v:{var.block.idx}:{name}"
-                    src, dst = (vid, oid) if direction == 0 else (oid, vid)
+                    var = block_vars.get(name)
+                    if var is None:
+                        var = block._find_var_recursive(name)
+                        if var is None:  # named but declared nowhere (a loaded file may)
+                            continue
+                    var_block = var.block.idx
+                    vid = f"v:{var_block}:{name}"
+                    if direction == 0:
+                        src, dst, quoted_src, quoted_dst = vid, oid, quoted[vid], quoted_op
+                    else:
+                        src, dst, quoted_src, quoted_dst = oid, vid, quoted_op, quoted[vid]
                     eid = f"e|{src}|{dst}|{slot}"
                     if eid in seen_edges:
                         continue
                     seen_edges.add(eid)
                     edge = {"id": eid, "src": src, "dst": dst, "slot": slot,
-                            "dot": _dot.edge_statement(eid, src, dst, slot)}
+                            "dot": _dot.quoted_edge_statement(eid, quoted_src, quoted_dst,
+                                                              slot)}
                     if vid in persistable_ids or (direction == 0 and _read_inside(
-                            role, name, var.block.idx, bidx, written)):
+                            role, name, var_block, bidx, written)):
                         edge["inline"] = True
                     op_edges.append((direction, slot, vid, edge))
-        op_edges.sort(key=lambda e: e[:3])
+        op_edges.sort(key=_EDGE_ORDER)
         edges.extend(e[3] for e in op_edges)
         tooltip = f"{op.type} ({role})" + (f"\n{source}" if source is not None else "")
         rows = _inline_rows(op_edges, inline_rows, persistable_ids)
@@ -362,6 +390,12 @@ def program_model(program, mark=None, title=None):
     }
 
 
+#: attribute values the model holds as they are (a float only when finite: see json_value)
+_PLAIN_JSON = frozenset((str, int, bool))
+#: an op's edges in canonical order: inputs before outputs, then slot, then variable id
+_EDGE_ORDER = operator.itemgetter(0, 1, 2)
+
+
 def _read_inside(role, name, var_block, op_block, written):
     """Whether an op draws its input ``name`` as a row of its box instead of an edge: a
     gradient op reading a forward value (the edge would run back across the whole forward
@@ -383,8 +417,13 @@ def _inline_rows(op_edges, inline_rows, persistable_ids):
     row says how many more there are (the details panel lists every input)."""
     slots = {}
     for direction, slot, vid, edge in op_edges:
-        if edge.get("inline"):
-            slots.setdefault(vid, ([], []))[direction].append(slot)
+        if "inline" in edge:
+            found = slots.get(vid)
+            if found is None:
+                found = slots[vid] = ([], [])
+            found[direction].append(slot)
+    if not slots:
+        return []
     rows = []
     for vid, (reads, writes) in slots.items():
         text = "/".join(reads)
@@ -414,11 +453,16 @@ def _pair_grad_ops(op_records):
     producers = {}  # (type, output name) -> [(order, op id)]
     consumers = {}  # (type, input name) -> [(order, op id)]
     pairs = {}
+    forward_types = {}  # op type -> the type it is the gradient of, or None
     for order, (op, oid, _, _, _) in enumerate(op_records):
         op_type = op.type
-        grad = _GRAD_TYPE.match(op_type)
-        if grad is not None:  # conv2d_grad -> conv2d, cross_entropy_grad2 -> cross_entropy2
-            forward_type = grad.group(1) + grad.group(2)
+        forward_type = forward_types.get(op_type, False)
+        if forward_type is False:
+            grad = _GRAD_TYPE.match(op_type)
+            # conv2d_grad -> conv2d, cross_entropy_grad2 -> cross_entropy2
+            forward_type = forward_types[op_type] = None if grad is None else \
+                grad.group(1) + grad.group(2)
+        if forward_type is not None:
             found = _candidates(op.inputs, forward_type, producers)
             if not found:
                 found = _candidates(op.outputs, forward_type, consumers)
