@@ -11,8 +11,11 @@ Rules of the format (``"fluid-nb.program-delta"``, version 1):
   ``inline`` flag, once its sub-block writes the variable too); apply removes first.
 - ``new`` flags: ops and variables in ``add`` are new, every other element is not (the front
   end highlights exactly the added ops). ``new`` alone never makes an element an update.
-- ``hierarchy`` (the ops' groups, :mod:`fluid_nb.viz.groups`) is carried whole, and only
-  when it changed.
+- ``groups``: the ops' groups (the model's ``hierarchy``, :mod:`fluid_nb.viz.groups`),
+  only when they changed: ``root`` whole, ``remove`` the ids of groups gone or changed,
+  ``add`` the groups new or changed, whole. A cell that appends one op changes the groups
+  on its path from the top (a section's children, a series' count), not the hundreds
+  beside them.
 - After applying, lists are put back into the model's canonical order (see
   :mod:`fluid_nb.viz.program_model`), so ``apply_delta(old, program_delta(old, new))``
   equals ``new`` up to the ``new`` flags, and assembles to the same DOT text.
@@ -69,9 +72,44 @@ def program_delta(old, new):
     delta = {"format": DELTA_FORMAT, "version": VERSION, "base": old["revision"],
              "revision": new["revision"], "title": new["title"],
              "add": add, "remove": remove, "update": update}
-    if old.get("hierarchy") != new.get("hierarchy"):  # small: sent whole when it changed
-        delta["hierarchy"] = new.get("hierarchy")
+    if old.get("hierarchy") != new.get("hierarchy"):
+        delta["groups"] = _groups_delta(old.get("hierarchy"), new.get("hierarchy"))
     return delta
+
+
+_NO_GROUPS = {"root": [], "groups": []}
+
+
+def _groups_delta(old, new):
+    before = {group["id"]: group for group in (old or _NO_GROUPS)["groups"]}
+    new = new or _NO_GROUPS
+    after, add = set(), []
+    for group in new["groups"]:
+        after.add(group["id"])
+        if before.get(group["id"]) != group:
+            add.append(group)
+    remove = [gid for gid in before if gid not in after]
+    remove.extend(group["id"] for group in add if group["id"] in before)
+    return {"root": list(new["root"]), "remove": remove, "add": add}
+
+
+def _apply_groups(hierarchy, change):
+    """The hierarchy after a delta's ``groups``, in the pre-order ``program_hierarchy``
+    lists its groups in (each group, then the groups among its children)."""
+    gone = set(change["remove"])
+    groups = {group["id"]: group for group in (hierarchy or _NO_GROUPS)["groups"]
+              if group["id"] not in gone}
+    groups.update((group["id"], group) for group in change["add"])
+    ordered = []
+
+    def visit(ids):
+        for gid in ids:
+            group = groups.get(gid)
+            if group is not None:  # (an op id)
+                ordered.append(group)
+                visit(group["children"])
+    visit(change["root"])
+    return {"root": list(change["root"]), "groups": ordered}
 
 
 def apply_delta(model, delta):
@@ -101,8 +139,8 @@ def apply_delta(model, delta):
         elements.extend(delta["add"].get(kind, ()))
         result[kind] = elements
     _canonical_order(result)
-    if "hierarchy" in delta:
-        result["hierarchy"] = delta["hierarchy"]
+    if "groups" in delta:
+        result["hierarchy"] = _apply_groups(model.get("hierarchy"), delta["groups"])
     result["revision"] = delta["revision"]
     result["title"] = delta.get("title", model["title"])
     result["stats"] = {"blocks": len(result["blocks"]), "ops": len(result["ops"]),

@@ -1,7 +1,8 @@
 /**
  * Applying a delta to a model: the TypeScript twin of `fluid_nb.viz.apply_delta`.
  */
-import { IEdge, IProgramDelta, IProgramModel } from './model';
+import { IGroup, IHierarchy } from './hierarchy';
+import { IEdge, IGroupsDelta, IProgramDelta, IProgramModel } from './model';
 
 /** Raised when a delta does not start from the model's revision (the caller then needs the
  * full model again). */
@@ -27,6 +28,33 @@ function blockIdx(blockId: string): number {
 
 function compareText(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** The groups after a delta's `groups`, in the pre-order the Python side lists them in
+ * (each group, then the groups among its children). */
+function applyGroups(hierarchy: IHierarchy | undefined, change: IGroupsDelta): IHierarchy {
+  const gone = new Set(change.remove);
+  const groups = new Map<string, IGroup>();
+  for (const group of hierarchy?.groups ?? []) {
+    if (!gone.has(group.id)) {
+      groups.set(group.id, group);
+    }
+  }
+  for (const group of change.add as IGroup[]) {
+    groups.set(group.id, group);
+  }
+  const ordered: IGroup[] = [];
+  const visit = (ids: string[]): void => {
+    for (const id of ids) {
+      const group = groups.get(id);
+      if (group) {
+        ordered.push(group);
+        visit(group.children);
+      }
+    }
+  };
+  visit(change.root);
+  return { root: [...change.root], groups: ordered };
 }
 
 /**
@@ -82,8 +110,11 @@ export function applyDelta(model: IProgramModel, delta: IProgramDelta): IProgram
     ops,
     vars,
     edges,
-    // the groups are sent whole when they changed (they are small)
-    hierarchy: delta.hierarchy !== undefined ? delta.hierarchy : model.hierarchy,
+    // only the groups that changed come (on the path from the top to the added ops)
+    hierarchy:
+      delta.groups !== undefined
+        ? applyGroups(model.hierarchy as IHierarchy | undefined, delta.groups)
+        : model.hierarchy,
     stats: { blocks: blocks.length, ops: ops.length, vars: vars.length }
   };
 }

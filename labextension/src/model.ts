@@ -146,6 +146,14 @@ export interface IElementIds {
   edges?: string[];
 }
 
+/** The ops' groups that changed: the top's ids whole, the groups gone or changed, the
+ * groups new or changed (whole; see `fluid_nb.viz.delta`). */
+export interface IGroupsDelta {
+  root: string[];
+  remove: string[];
+  add: unknown[];
+}
+
 /** What changed from model revision `base` to `revision`. */
 export interface IProgramDelta {
   format: 'fluid-nb.program-delta';
@@ -155,6 +163,7 @@ export interface IProgramDelta {
   add: IElements;
   remove: IElementIds;
   update: { ops?: IOp[]; vars?: IVar[] };
+  groups?: IGroupsDelta;
   [extra: string]: unknown;
 }
 

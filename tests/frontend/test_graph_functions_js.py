@@ -10,9 +10,12 @@ from pathlib import Path
 
 import pytest
 
+import fluid_nb as fluid
 from fluid_nb.framework.program import Program
 from fluid_nb.viz import apply_delta, assemble_dot, program_delta, program_model
 from fluid_nb.viz.dot import visible_statements
+
+from tests.browser.study_models import resnet_training
 
 from .programs import deep_mlp
 
@@ -84,6 +87,22 @@ def test_front_end_apply_delta_equals_python_apply_delta(harness):
     new = program_model(program)
     delta = program_delta(old, new)
     assert harness("apply", {"model": old, "delta": delta}) == apply_delta(old, delta)
+
+
+def test_front_end_applies_changed_groups_as_python_does(harness):
+    # a ResNet's groups after a cell appended to it, and back (a rolled-back cell): groups
+    # replaced, added and gone, put back in the order the full model lists them
+    program = resnet_training(20)
+    old = program_model(program)
+    with fluid.program_guard(program):
+        fluid.layers.scale(program.global_block().var("pixel"), 2.0)
+    new = program_model(program)
+    for before, after in ((old, new), (new, old)):
+        delta = program_delta(before, after)
+        assert delta["groups"]["add"] and delta["groups"]["remove"]
+        applied = harness("apply", {"model": before, "delta": delta})
+        assert applied["hierarchy"] == after["hierarchy"] == \
+            apply_delta(before, delta)["hierarchy"]
 
 
 def _drawn(segments):
