@@ -206,10 +206,13 @@ def holds_tensor(var):
     return var.type in TENSOR_KINDS
 
 
+_TENSOR_KIND_NAMES = {VarType.LOD_TENSOR: "LOD_TENSOR", VarType.SELECTED_ROWS: "SELECTED_ROWS",
+                      VarType.LOD_TENSOR_ARRAY: "LOD_TENSOR_ARRAY"}
+
+
 def _type_text(var):
     if var.type in TENSOR_KINDS:
-        kind = {VarType.LOD_TENSOR: "LOD_TENSOR", VarType.SELECTED_ROWS: "SELECTED_ROWS",
-                VarType.LOD_TENSOR_ARRAY: "LOD_TENSOR_ARRAY"}[var.type]
+        kind = _TENSOR_KIND_NAMES[var.type]
         text = f"{kind}.shape{var.shape}.dtype({dtype_name(var.dtype)})"
         if var.type != VarType.SELECTED_ROWS:
             text += f".lod_level({var.lod_level})"
@@ -368,11 +371,17 @@ def _op_line(op):
     return f"{{{outs}}} = {op.type}(inputs={{{ins}}}, {attrs})"
 
 
+#: attribute values that are never a block's index (a BLOCK attribute holds an int): their
+#: text needs no look-up of the attribute's type
+_NOT_A_BLOCK = frozenset((str, float, bool, list))
+
+
 def _attr_text(op, name, value):
-    if op.attr_type(name) == AttrType.BLOCK:
-        return f"block[{value}]"
-    if isinstance(value, str):
+    kind = value.__class__
+    if kind is str:
         return f'"{value}"'
+    if kind not in _NOT_A_BLOCK and op.attr_type(name) == AttrType.BLOCK:
+        return f"block[{value}]"
     return str(value)
 
 
@@ -697,7 +706,7 @@ def _block_lines(block, indent, with_details):
     for op in block.ops:
         lines.append(f"{indent}    {_op_line(op)}")
         for name, value in op.attrs.items():
-            if op.attr_type(name) == AttrType.BLOCK:
+            if value.__class__ not in _NOT_A_BLOCK and op.attr_type(name) == AttrType.BLOCK:
                 lines.extend(_block_lines(block.program.block(value), indent + "        ",
                                           with_details))
     lines.append(f"{indent}}}")

@@ -29,7 +29,7 @@ def holds_nothing(names):
 def _args(args):
     """``X=[x], Y=[w]``; a slot that holds nothing is left out."""
     return ", ".join(f"{slot}=[{', '.join(names)}]" for slot, names in args.items()
-                     if not holds_nothing(names))
+                     if names and EMPTY_VAR_NAME not in names or not holds_nothing(names))
 
 
 def op_line(op_type, inputs, outputs, attr_texts):

@@ -7,6 +7,7 @@ answer. It must make the record the Python way
 handed out, the same program version, a stack that starts at the layer; a hook that raises
 leaves nothing behind. Every other call goes the Python way before anything changes."""
 import gc
+import re
 import tracemalloc
 import weakref
 
@@ -197,7 +198,8 @@ def test_calls_the_memos_cannot_answer_go_the_python_way(fallbacks, case):
         elif case == "name_scope":
             with fluid.name_scope("encoder"):
                 out = fluid.layers.sigmoid(x)
-            assert out.block.ops[-1].attrs["op_namescope"] == "/encoder/"
+            # ("encoder_1" and on where an earlier test of this process took "encoder")
+            assert re.fullmatch(r"/encoder(_\d+)?/", out.block.ops[-1].attrs["op_namescope"])
         elif case == "op_role":
             with _role(block.program, 2):
                 fluid.layers.sigmoid(x)
