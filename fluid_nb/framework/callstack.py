@@ -153,9 +153,7 @@ def frames(op, memo=None):
     if not stack:
         return []
     if not isinstance(stack, SavedCallstack):
-        if memo is None:
-            return [(code.co_filename, line_of(code, offset), code.co_name)
-                    for code, offset in reversed(list(pairs(stack)))]
+        memo = {} if memo is None else memo
         found = []
         for code, offset in reversed(list(pairs(stack))):
             key = (id(code), offset)  # (a code object hashes its bytecode: its id is cheap)
