@@ -11,7 +11,9 @@ forward and backward, fetching the loss and the three parameters' gradients; com
 (its sizes are read at run time) and checked against the NumPy loop, also on a batch of
 other lengths. Each step is one ``Executor.run`` of the program (interpreted) or of the
 NativeProgram (compiled). The build time is that of a cold build (an empty cache
-directory).
+directory). Last, the cold builds of two study programs, ResNet-56 + Momentum and a
+12-layer Transformer encoder + Adam (batch 32), with the distinct bodies their ops compile
+to.
 """
 import os
 import sys
@@ -21,6 +23,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import fluid_nb as fluid  # noqa: E402
 from fluid_nb.rewriters import native  # noqa: E402
 from _timing import interleaved_best, row, torch_or_none  # noqa: E402
@@ -210,6 +213,33 @@ def main():
     report(f"W3 DynamicRNN forward + backward (32 sequences, 5..50 steps, 64 -> 128 tanh; "
            f"{ops} ops in 3 blocks, one build for every LoD)", candidates, build_seconds, 10,
            1e3, "ms/batch")
+    study_builds()
+
+
+def study_builds():
+    """The cold build of the study programs (a ResNet and a Transformer as the graph view
+    opens them, their training steps whole): seconds, and what the source holds."""
+    from tests.browser.study_models import resnet_training, transformer_training
+    rng = np.random.RandomState(0)
+    for name, made, feed in [
+            ("ResNet-56 + Momentum", resnet_training(56, with_startup=True),
+             {"pixel": rng.rand(32, 3, 32, 32).astype("float32"),
+              "label": rng.randint(0, 10, (32, 1)).astype("int64")}),
+            ("Transformer-12 + Adam", transformer_training(12, with_startup=True),
+             {"words": rng.randint(0, 1000, (32, 16, 1)).astype("int64"),
+              "label": rng.randint(0, 2, (32, 1)).astype("int64")})]:
+        main, startup, loss = made
+        scope = fluid.Scope()
+        fluid.Executor(fluid.CPUPlace()).run(startup, scope=scope)
+        program, seconds = cold_compile(main, feed, [loss], scope)
+        source = program.source
+        bodies = len(set(source.shared_bodies.values()))
+        alone = len(source.functions) - len(source.shared_bodies)
+        print(f"{name} ({len(main.global_block().ops)} ops): cold build {seconds:.2f} s; "
+              f"{len(source.functions)} ops compiled as {alone + bodies} distinct bodies "
+              f"({len(source.shared_bodies)} ops share {bodies}), "
+              f"{len(source.fallbacks)} in the interpreter; "
+              f"{len(source.source.splitlines())} source lines")
 
 
 def report(name, candidates, build_seconds, number, scale, unit):

@@ -17,9 +17,9 @@ def _book_example(name):
     return module
 
 
-def resnet_training(depth=56):
+def resnet_training(depth=56, with_startup=False):
     """The book's ``resnet_cifar10`` (``examples/book/image_classification.py``) trained
-    with Momentum."""
+    with Momentum: the main program (``with_startup``: main, startup and the loss)."""
     book = _book_example("image_classification")
     main, startup = fluid.Program(), fluid.Program()
     with fluid.program_guard(main, startup):
@@ -30,7 +30,7 @@ def resnet_training(depth=56):
         avg_cost = fluid.layers.mean(cost)
         fluid.layers.accuracy(input=predict, label=label)
         fluid.optimizer.Momentum(learning_rate=0.001, momentum=0.9).minimize(avg_cost)
-    return main
+    return (main, startup, avg_cost) if with_startup else main
 
 
 # --- Transformer encoder -------------------------------------------------------------------
@@ -77,7 +77,9 @@ def encoder(x, n_layer, d_model, n_head, d_inner, dropout):
 
 
 def transformer_training(n_layer=12, d_model=64, n_head=4, d_inner=128, seq_len=16,
-                         vocab=1000):
+                         vocab=1000, with_startup=False):
+    """A Transformer encoder classifier trained with Adam: the main program
+    (``with_startup``: main, startup and the loss)."""
     main, startup = fluid.Program(), fluid.Program()
     with fluid.program_guard(main, startup):
         words = fluid.layers.data(name="words", shape=[seq_len, 1], dtype="int64")
@@ -89,7 +91,7 @@ def transformer_training(n_layer=12, d_model=64, n_head=4, d_inner=128, seq_len=
         predict = fluid.layers.fc(input=pooled, size=2, act="softmax")
         avg_cost = fluid.layers.mean(fluid.layers.cross_entropy(input=predict, label=label))
         fluid.optimizer.Adam(learning_rate=0.001).minimize(avg_cost)
-    return main
+    return (main, startup, avg_cost) if with_startup else main
 
 
 # --- DynamicRNN text classifier ---------------------------------------------------------------
