@@ -8,7 +8,10 @@ sources, for wheels and editable installs alike: the memory arena's core
 (fluid_nb/proto/_program_records.c), the call of a compiled program's step
 (fluid_nb/rewriters/native/_bound_step.c) and the interpreter's fused optimizer updates
 (fluid_nb/ops/_fused_updates.cc, C++: it runs the element update compiled programs run,
-from the native code generator's runtime headers)."""
+from the native code generator's runtime headers); and the runtime library compiled
+programs link (fluid_nb/rewriters/native/runtime/fluid_native_runtime.cc, built as a build
+of a program would build it: fluid_nb/rewriters/native/runtime_library.py says how)."""
+import importlib.util
 import os
 import shlex
 import subprocess
@@ -68,10 +71,37 @@ def compile_extension(root, source, what, with_numpy):
     return target
 
 
+def compile_runtime_library(root):
+    """Build the native code generator's runtime library with the compiler and flags a
+    program's build uses, under the name a build looks for; returns the paths written
+    (the library and the file holding its name)."""
+    path = os.path.join(root, "fluid_nb", "rewriters", "native", "runtime_library.py")
+    spec = importlib.util.spec_from_file_location("fluid_nb_runtime_library", path)
+    runtime = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(runtime)
+    command = runtime.compiler_command()
+    try:
+        name = runtime.file_name(runtime.identity(command, runtime.version_line(command)))
+        subprocess.run([command, *runtime.arguments(runtime.PACKAGED, name)], check=True,
+                       capture_output=True, text=True)
+    except FileNotFoundError:
+        raise RuntimeError(
+            f"fluid_nb: building the native runtime library needs a C++ compiler, and "
+            f"{command!r} was not found; install one (Debian/Ubuntu: apt-get install g++) "
+            f"or name it in the CXX environment variable") from None
+    except subprocess.CalledProcessError as failed:
+        raise RuntimeError(f"fluid_nb: compiling the native runtime library failed:\n"
+                           f"{failed.stderr}") from None
+    with open(runtime.PACKAGED_NAME, "w") as file:
+        file.write(name + "\n")
+    return [os.path.relpath(str(p), root) for p in (runtime.PACKAGED, runtime.PACKAGED_NAME)]
+
+
 class CustomBuildHook(BuildHookInterface):
     def initialize(self, version, build_data):
         for source, what, with_numpy in SOURCES:
             build_data["artifacts"].append(compile_extension(self.root, source, what,
                                                              with_numpy))
+        build_data["artifacts"] += compile_runtime_library(self.root)
         build_data["pure_python"] = False
         build_data["infer_tag"] = True

@@ -41,18 +41,24 @@ CORRUPTIONS = {
 }
 
 
+@pytest.mark.parametrize("entry", ["program", "runtime"])
 @pytest.mark.parametrize("damage", sorted(CORRUPTIONS))
-def test_a_damaged_cache_entry_is_built_again_not_loaded(damage, tmp_path, monkeypatch):
+def test_a_damaged_cache_entry_is_built_again_not_loaded(damage, entry, tmp_path,
+                                                         monkeypatch):
+    """The program's library, or the runtime library it links (beside it in the cache)."""
     monkeypatch.setenv("FLUID_NB_CACHE", str(tmp_path))
     scale = 1.0 + sorted(CORRUPTIONS).index(damage) / 8
     library, was_cached = build(_source(scale))  # built, never loaded in this process
-    assert not was_cached and cached(library)
-    CORRUPTIONS[damage](library)
-    assert not cached(library)
+    runtime, = library.parent.glob("fluid_runtime_*.so")
+    assert not was_cached and cached(library) and cached(runtime)
+    damaged = library if entry == "program" else runtime
+    CORRUPTIONS[damage](damaged)
+    assert not cached(damaged)
     compiled_agrees(*mul_scale({}, scale=scale))
-    assert cached(library) and library.is_file() and not library.is_symlink()
-    assert sorted(p.name for p in library.parent.iterdir()) == [library.name,
-                                                                library.name + ".sha256"]
+    for intact in (library, runtime):
+        assert cached(intact) and intact.is_file() and not intact.is_symlink()
+    assert sorted(p.name for p in library.parent.iterdir()) == sorted(
+        [library.name, library.name + ".sha256", runtime.name, runtime.name + ".sha256"])
 
 
 def test_a_damaged_entry_does_not_crash_the_next_process(tmp_path):
@@ -65,8 +71,8 @@ def test_a_damaged_entry_does_not_crash_the_next_process(tmp_path):
     env = dict(os.environ, FLUID_NB_CACHE=str(tmp_path))
     first = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True)
     assert first.returncode == 0, first.stderr.decode()[-2000:]
-    library, = (tmp_path / "native").glob("*.so")
-    library.write_bytes(library.read_bytes()[:4096])
+    for library in (tmp_path / "native").glob("*.so"):  # the program's and the runtime's
+        library.write_bytes(library.read_bytes()[:4096])
     second = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True)
     assert second.returncode == 0, second.stderr.decode()[-2000:]
 
@@ -83,7 +89,8 @@ def test_two_processes_compiling_one_program_at_once_both_succeed(tmp_path):
     for process in runs:
         _, err = process.communicate(timeout=300)
         assert process.returncode == 0, err.decode()[-2000:]
-    assert sorted(p.suffix for p in (tmp_path / "native").iterdir()) == [".sha256", ".so"]
+    assert sorted(p.suffix for p in (tmp_path / "native").iterdir()) == [".sha256", ".sha256",
+                                                                        ".so", ".so"]
 
 
 @pytest.mark.parametrize("where", ["a-file", "under-proc", "name-too-long"])

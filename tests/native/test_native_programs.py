@@ -311,8 +311,12 @@ def test_builds_are_cached_by_their_source(monkeypatch, tmp_path):
     spec_a, spec_b = (next(iter(p._built.values())) for p in (first, again))
     assert (spec_a.cached, spec_b.cached) == (False, True)
     assert spec_a.library == spec_b.library
-    # the library, and the SHA-256 of its bytes it is checked against before it is loaded
-    assert sorted(p.suffix for p in (tmp_path / "native").iterdir()) == [".sha256", ".so"]
+    # the library and the runtime library it links, each with the SHA-256 of its bytes it
+    # is checked against before it is loaded
+    runtime, = (tmp_path / "native").glob("fluid_runtime_*.so")
+    assert sorted(p.name for p in (tmp_path / "native").iterdir()) == sorted(
+        [spec_a.library.name, spec_a.library.name + ".sha256", runtime.name,
+         runtime.name + ".sha256"])
 
 
 def test_bad_arguments_are_named():

@@ -24,6 +24,10 @@ import tempfile
 import numpy as np
 
 from ...errors import PreconditionNotMet, expected
+from .runtime_library import PACKAGED, PACKAGED_NAME, compiler_command, version_line
+from .runtime_library import arguments as runtime_library_arguments
+from .runtime_library import file_name as runtime_library_file_name
+from .runtime_library import identity as runtime_library_identity
 
 RUNTIME = pathlib.Path(__file__).parent / "runtime"
 BUILD_TIMEOUT_S = 300
@@ -37,14 +41,12 @@ def cache_dir():
 
 def compiler():
     """The C++ compiler's command and its version line."""
-    command = os.environ.get("CXX") or "c++"
+    command = compiler_command()
     if shutil.which(command) is None:
         raise PreconditionNotMet(expected("the native compiler", "a C++ compiler",
                                           "$CXX or c++ on the PATH (apt install g++)",
                                           f"{command!r} not found"))
-    version = subprocess.run([command, "--version"], capture_output=True, text=True,
-                             timeout=30).stdout.splitlines()[:1]
-    return command, version[0] if version else command
+    return command, version_line(command)
 
 
 #: (sgemm symbol, dgemm symbol, integer width) of the CBLAS builds NumPy bundles: NumPy 2's
@@ -244,19 +246,51 @@ def _install(built, library):
     os.replace(built, library)
 
 
+def runtime_library(command, version):
+    """The runtime library (runtime_library.py) for the compiler ``command`` (whose
+    version line is ``version``) in the build cache, checked as a program's library is:
+    the install's build copied there when it was made by this compiler from these
+    sources, else built there (once)."""
+    name = runtime_library_file_name(runtime_library_identity(command, version))
+    directory = cache_dir()
+    library = directory / name
+    if cached(library):
+        return library
+    with workspace(directory) as work:
+        out = pathlib.Path(work) / name
+        packaged = _regular_bytes(PACKAGED_NAME)
+        if packaged is not None and packaged.decode("utf-8", "replace").strip() == name and \
+                _regular_bytes(PACKAGED) is not None:
+            shutil.copyfile(PACKAGED, out)
+        else:
+            run_build(command, runtime_library_arguments(out, name),
+                      "the native compiler on the runtime library")
+        try:
+            _install(out, library)
+        except OSError as exc:
+            raise PreconditionNotMet(expected(
+                "the native build cache", str(library)[:200], "a place for the build",
+                exc.strerror or type(exc).__name__)) from None
+    return library
+
+
 def build(source, march_native=False, target="cpp"):
     """The path of the shared library built from ``source`` (from the cache when the same
     source, header, compiler and flags were built before and the cached file is intact)
-    and whether it was cached. ``target="cuda"`` builds a ``.cu`` with nvcc."""
+    and whether it was cached. ``target="cuda"`` builds a ``.cu`` with nvcc. A C++ build
+    links the runtime library (:func:`runtime_library`), found beside it in the cache."""
     if target == "cuda":
         command, version = nvcc()
         compile_flags, link_flags = cuda_flags()
     else:
         command, version = compiler()
         compile_flags, link_flags = flags(march_native)
+        runtime = runtime_library(command, version)
+        compile_flags = [*compile_flags, "-DFLUID_NATIVE_PRECOMPILED"]
+        link_flags = [*link_flags, str(runtime), "-Wl,-rpath,$ORIGIN"]
     # every runtime header (one includes another), in a fixed order
     header = b"".join(path.read_bytes() for path in sorted(RUNTIME.iterdir())
-                      if path.suffix in (".h", ".cuh"))
+                      if path.suffix in (".h", ".cuh", ".cc"))
     machine = native_machine(command) if march_native and target != "cuda" else ""
     key = hashlib.sha256("\0".join([source, version, " ".join(compile_flags + link_flags),
                                     machine])

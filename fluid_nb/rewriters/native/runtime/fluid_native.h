@@ -49,9 +49,15 @@ typedef void (*dgemm_fn)(int, int, int, blas_int, blas_int, blas_int, double, co
 }  // namespace fluid_native
 
 extern "C" {
-// set by the loader before fluid_run is called
+// set by the loader before fluid_run is called: each program's own (the runtime library
+// makes no BLAS call)
+#ifndef FLUID_NATIVE_RUNTIME_LIBRARY
 __attribute__((visibility("default"))) fluid_native::sgemm_fn fluid_sgemm = nullptr;
 __attribute__((visibility("default"))) fluid_native::dgemm_fn fluid_dgemm = nullptr;
+#else
+extern fluid_native::sgemm_fn fluid_sgemm;
+extern fluid_native::dgemm_fn fluid_dgemm;
+#endif
 }
 
 namespace fluid_native {

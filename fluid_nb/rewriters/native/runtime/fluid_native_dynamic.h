@@ -139,3 +139,7 @@ void sequence_pool_grad(const Tensor<T>& x, const Tensor<int32_t>* max_index,
 }
 
 }  // namespace fluid_native
+
+#if defined(FLUID_NATIVE_PRECOMPILED) || defined(FLUID_NATIVE_RUNTIME_LIBRARY)
+#include "fluid_native_instances.h"
+#endif

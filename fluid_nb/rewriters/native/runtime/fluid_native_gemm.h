@@ -28,6 +28,14 @@
 #define FLUID_GEMM_X86 1
 #endif
 
+// the runtime library defines sgemm for the programs that link it; a program built alone
+// (a standalone binary, the CUDA host code) has its own inline copy
+#ifdef FLUID_NATIVE_RUNTIME_LIBRARY
+#define FLUID_GEMM_ENTRY __attribute__((visibility("default")))
+#else
+#define FLUID_GEMM_ENTRY inline
+#endif
+
 namespace fluid_native {
 namespace own_gemm {
 
@@ -39,6 +47,11 @@ constexpr int64_t kTiny = 4096;
 // step's [32, 128] x [128, 128] is half of it; a [64, 784] x [784, 200] ten times)
 constexpr int64_t kOwnGemmLimit = int64_t(1) << 20;
 
+#if defined(FLUID_NATIVE_PRECOMPILED) && !defined(FLUID_NATIVE_RUNTIME_LIBRARY)
+// compiled once, in the runtime library the program links (fluid_native_runtime.cc)
+void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A,
+           const float* B, float* C, bool accumulate);
+#else
 // a growing buffer whose data starts on a cache line, so that a 16-float panel row is one
 // line and no load of the kernel splits across two
 struct Scratch {
@@ -194,7 +207,7 @@ inline bool has_fma() {
 #endif
 
 // C[M, N] = op(A) op(B) (+ C when accumulate), row-major, on the calling thread
-inline void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+FLUID_GEMM_ENTRY void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
                   const float* A, const float* B, float* C, bool accumulate) {
   if (M <= 0 || N <= 0) return;
   if (K <= 0) {
@@ -258,6 +271,8 @@ inline void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
     }
   }
 }
+
+#endif
 
 }  // namespace own_gemm
 }  // namespace fluid_native
