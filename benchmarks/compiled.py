@@ -13,7 +13,8 @@ other lengths. Each step is one ``Executor.run`` of the program (interpreted) or
 NativeProgram (compiled). The build time is that of a cold build (an empty cache
 directory). Last, the cold builds of two study programs, ResNet-56 + Momentum and a
 12-layer Transformer encoder + Adam (batch 32), with the distinct bodies their ops compile
-to.
+to, and a training step of each compiled (the ops without native code run in the
+interpreter between the compiled runs) against the interpreter's.
 """
 import os
 import sys
@@ -229,8 +230,10 @@ def study_builds():
              {"words": rng.randint(0, 1000, (32, 16, 1)).astype("int64"),
               "label": rng.randint(0, 2, (32, 1)).astype("int64")})]:
         main, startup, loss = made
-        scope = fluid.Scope()
-        fluid.Executor(fluid.CPUPlace()).run(startup, scope=scope)
+        exe = fluid.Executor(fluid.CPUPlace())
+        scope, interpreted = fluid.Scope(), fluid.Scope()
+        exe.run(startup, scope=scope)
+        exe.run(startup, scope=interpreted)
         program, seconds = cold_compile(main, feed, [loss], scope)
         source = program.source
         bodies = len(set(source.shared_bodies.values()))
@@ -240,6 +243,18 @@ def study_builds():
               f"({len(source.shared_bodies)} ops share {bodies}), "
               f"{len(source.fallbacks)} in the interpreter; "
               f"{len(source.source.splitlines())} source lines")
+        # a training step of each (the ops that fall back run in the interpreter between
+        # the compiled runs)
+        steps = {"compiled": lambda: exe.run(program, feed=feed, fetch_list=[loss],
+                                             scope=scope),
+                 "interpreter": lambda: exe.run(main, feed=feed, fetch_list=[loss],
+                                                scope=interpreted)}
+        for step in steps.values():
+            step()
+        times = interleaved_best(steps, rounds=3, number=2)
+        print(f"  a step: compiled {times['compiled'] * 1e3:.1f} ms, interpreter "
+              f"{times['interpreter'] * 1e3:.1f} ms "
+              f"({times['compiled'] / times['interpreter']:.2f}x the interpreter)")
 
 
 def report(name, candidates, build_seconds, number, scale, unit):

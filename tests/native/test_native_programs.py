@@ -277,6 +277,40 @@ def test_ops_without_native_code_run_in_the_interpreter_between_compiled_ones():
     np.testing.assert_allclose(np.concatenate(got), np.concatenate(want), rtol=1e-5)
 
 
+def test_many_interpreted_runs_keep_their_plans_from_step_to_step():
+    """A network whose ops fall back in many places (a ResNet's batch norms, a
+    Transformer's layer norms) runs dozens of interpreted runs a step, more than the plans
+    a scope keeps one by one: each keeps its plan all the same, so a step builds none."""
+    from fluid_nb.exec.binding import stats
+    from fluid_nb.exec.executor import SCOPE_PLANS
+    main, startup = fluid.Program(), fluid.Program()
+    main.random_seed = startup.random_seed = 3
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        h = fluid.layers.data(name="x", shape=[4], dtype="float32")
+        for _ in range(SCOPE_PLANS + 4):  # a compiled relu, then a cumsum that falls back
+            h = fluid.layers.cumsum(fluid.layers.relu(h), axis=1)
+        loss = fluid.layers.mean(h)
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    exe.run(startup, scope=scope)
+    feed = {"x": np.random.RandomState(0).rand(5, 4).astype("float32")}
+    program = native.compile(main, feed, [loss], scope=scope)
+    runs = [kind for kind, _, _ in program.source.segments].count("interpreter")
+    assert runs == SCOPE_PLANS + 4
+    want = exe.run(main, feed=feed, fetch_list=[loss], scope=fluid.Scope())[0]
+    first = exe.run(program, feed=feed, fetch_list=[loss], scope=scope)[0]
+    built = stats["plans_built"]
+    again = [exe.run(program, feed=feed, fetch_list=[loss], scope=scope)[0] for _ in range(3)]
+    assert stats["plans_built"] == built
+    for got in [first] + again:
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+    # another scope gets plans of its own, and the first scope's stay
+    other = fluid.Scope()
+    exe.run(program, feed=feed, fetch_list=[loss], scope=other)
+    assert stats["plans_built"] == built + runs
+    exe.run(program, feed=feed, fetch_list=[loss], scope=scope)
+    assert stats["plans_built"] == built + runs
+
+
 def test_a_standalone_program_cannot_fall_back():
     from fluid_nb.rewriters.native.standalone import standalone_source
     main, startup = fluid.Program(), fluid.Program()

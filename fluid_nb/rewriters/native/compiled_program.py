@@ -13,7 +13,7 @@ import ctypes
 import numpy as np
 
 from ...errors import InvalidArgument, NotFound, Unimplemented, expected
-from ...exec.executor import Executor, FetchedArray, feed_tensor
+from ...exec.executor import SCOPE_PLANS, Executor, FetchedArray, feed_tensor
 from ...exec.scope import Scope, global_scope
 from ...framework.program import EMPTY_VAR_NAME, Block, Program, without_feed_fetch_ops
 from ...tensor.place import CPUPlace
@@ -58,6 +58,8 @@ class _Specialisation:
         self.written = {n for op in program.global_block().ops
                         for args in op.outputs.values() for n in args}
         self._slots = {}  # (feed name, alias) -> FeedSlot
+        #: the key of the scope's plans entry holding the interpreted runs' plans
+        self.plans_key = ("native interpreted runs", object())
 
     def bind(self, scope):
         """Point at the scope's arrays of the persistables (again only where one changed)."""
@@ -128,16 +130,30 @@ def bind_persistable(scope, v, xp):
 
 class _Interpreted:
     """A run of ops that fell back: a program of just those ops, run by the interpreter
-    on the compiled program's buffers (fed without a copy) and the scope's parameters."""
+    on the compiled program's buffers (fed without a copy) and the scope's parameters.
+
+    Its run plan is built once per scope and kept with the plans of the build's other
+    runs in one entry of the scope's plans (``Scope.plans``, which the scope bounds and
+    drops with itself): a ResNet's or a Transformer's step has dozens of such runs, more
+    than the plans a scope keeps one by one, so through ``Executor.run`` each rebuilt its
+    plan every step."""
 
     def __init__(self, program, inputs, outputs):
         self.program, self.inputs, self.outputs = program, inputs, outputs
         self.executor = Executor(CPUPlace())
 
     def run(self, spec, scope):
+        plans = scope.plans.get(spec.plans_key)
+        if plans is None:
+            if len(scope.plans) >= SCOPE_PLANS:
+                scope.plans.clear()
+            plans = scope.plans[spec.plans_key] = {}
+        plan = plans.get(self)
+        if plan is None:
+            plan = plans[self] = self.executor._build_plan(
+                self.program, scope, tuple(self.inputs), tuple(self.outputs), "feed", "fetch")
         feed = {name: spec.owned[name] for name in self.inputs}
-        values = self.executor.run(self.program, feed=feed, fetch_list=self.outputs,
-                                   scope=scope)
+        values = self.executor._run_plan(plan, feed, True)
         for name, value in zip(self.outputs, values):
             np.copyto(spec.owned[name], value.reshape(spec.owned[name].shape))
 
