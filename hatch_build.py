@@ -58,17 +58,23 @@ def compile_extension(root, source, what, with_numpy):
     command = compiler[:1] + [*flags, "-shared", "-fPIC", *includes,
                               os.path.join(root, source), "-o", os.path.join(root, target),
                               "-lpthread"]
+    run_compiler(command, f"{what} ({source})", kind, install, variable)
+    return target
+
+
+def run_compiler(command, what, kind="a C++ compiler", install="g++", variable="CXX"):
+    """Run ``command``, a compiler building ``what``: a compiler that is missing or fails
+    is a RuntimeError saying what to install or showing what it said."""
     try:
         subprocess.run(command, check=True, capture_output=True, text=True)
     except FileNotFoundError:
         raise RuntimeError(
-            f"fluid_nb: building {what} ({source}) needs {kind}, and {compiler[0]!r} was not "
+            f"fluid_nb: building {what} needs {kind}, and {command[0]!r} was not "
             f"found; install one (Debian/Ubuntu: apt-get install {install}) or name it in the "
             f"{variable} environment variable") from None
     except subprocess.CalledProcessError as failed:
         raise RuntimeError(f"fluid_nb: compiling {what} failed:\n"
                            f"{' '.join(command)}\n{failed.stderr}") from None
-    return target
 
 
 def compile_runtime_library(root):
@@ -80,18 +86,10 @@ def compile_runtime_library(root):
     runtime = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(runtime)
     command = runtime.compiler_command()
-    try:
-        name = runtime.file_name(runtime.identity(command, runtime.version_line(command)))
-        subprocess.run([command, *runtime.arguments(runtime.PACKAGED, name)], check=True,
-                       capture_output=True, text=True)
-    except FileNotFoundError:
-        raise RuntimeError(
-            f"fluid_nb: building the native runtime library needs a C++ compiler, and "
-            f"{command!r} was not found; install one (Debian/Ubuntu: apt-get install g++) "
-            f"or name it in the CXX environment variable") from None
-    except subprocess.CalledProcessError as failed:
-        raise RuntimeError(f"fluid_nb: compiling the native runtime library failed:\n"
-                           f"{failed.stderr}") from None
+    what = f"the native runtime library ({os.path.relpath(str(runtime.SOURCE), root)})"
+    run_compiler([command, "--version"], what)  # a missing compiler, said as for the others
+    name = runtime.file_name(runtime.identity(command, runtime.version_line(command)))
+    run_compiler([command, *runtime.arguments(runtime.PACKAGED, name)], what)
     with open(runtime.PACKAGED_NAME, "w") as file:
         file.write(name + "\n")
     return [os.path.relpath(str(p), root) for p in (runtime.PACKAGED, runtime.PACKAGED_NAME)]

@@ -265,13 +265,19 @@ def runtime_library(command, version):
         else:
             run_build(command, runtime_library_arguments(out, name),
                       "the native compiler on the runtime library")
-        try:
-            _install(out, library)
-        except OSError as exc:
-            raise PreconditionNotMet(expected(
-                "the native build cache", str(library)[:200], "a place for the build",
-                exc.strerror or type(exc).__name__)) from None
+        _install_in_cache(out, library)
     return library
+
+
+def _install_in_cache(built, library):
+    """:func:`_install`, a file system that refuses it a PreconditionNotMet naming the
+    cache entry."""
+    try:
+        _install(built, library)
+    except OSError as exc:
+        raise PreconditionNotMet(expected(
+            "the native build cache", str(library)[:200], "a place for the build",
+            exc.strerror or type(exc).__name__)) from None
 
 
 def build(source, march_native=False, target="cpp"):
@@ -305,12 +311,7 @@ def build(source, march_native=False, target="cpp"):
         out = pathlib.Path(work) / library.name
         run_build(command, [*compile_flags, str(cc), "-o", str(out), *link_flags],
                   "the native compiler on the generated source")
-        try:
-            _install(out, library)
-        except OSError as exc:
-            raise PreconditionNotMet(expected(
-                "the native build cache", str(library)[:200], "a place for the build",
-                exc.strerror or type(exc).__name__)) from None
+        _install_in_cache(out, library)
     return library, False
 
 
