@@ -13,6 +13,7 @@ import ctypes
 import numpy as np
 
 from ...errors import InvalidArgument, NotFound, Unimplemented, expected
+from ...exec.binding import memory_policy
 from ...exec.executor import SCOPE_PLANS, Executor, FetchedArray, feed_tensor
 from ...exec.scope import Scope, global_scope
 from ...framework.program import EMPTY_VAR_NAME, Block, Program, without_feed_fetch_ops
@@ -148,9 +149,10 @@ class _Interpreted:
             if len(scope.plans) >= SCOPE_PLANS:
                 scope.plans.clear()
             plans = scope.plans[spec.plans_key] = {}
-        plan = plans.get(self)
+        key = (self, memory_policy())  # a plan is shaped by the memory flags, as the executor's
+        plan = plans.get(key)
         if plan is None:
-            plan = plans[self] = self.executor._build_plan(
+            plan = plans[key] = self.executor._build_plan(
                 self.program, scope, tuple(self.inputs), tuple(self.outputs), "feed", "fetch")
         feed = {name: spec.owned[name] for name in self.inputs}
         values = self.executor._run_plan(plan, feed, True)
