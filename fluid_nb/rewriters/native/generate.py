@@ -315,8 +315,8 @@ def _source(program, target, variables, bodies, fallbacks, segments, keys, share
     lines.append("")
     for (ctypes, body), (name, users) in shared.items():
         ops = ", ".join(str(index) for index, _ in users)
-        types = "/".join(dict.fromkeys(op_type for _, op_type in users))
-        lines.append(f"// ops {ops} ({types}): one body, their tensors as its arguments")
+        types = " or ".join(dict.fromkeys(op_type for _, op_type in users))
+        lines.append(comment(f"ops {ops} ({types}): one body, their tensors as its arguments"))
         arguments = ", ".join(f"{ctype}* a{k}" for k, ctype in enumerate(ctypes))
         lines.append(f"__attribute__((noinline)) static void {name}({arguments}) {{")
         lines += ["  " + line for line in body]
