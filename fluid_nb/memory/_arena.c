@@ -593,40 +593,61 @@ static PyObject *Arena_reset_peak(ArenaObject *self, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
+/* The readers below copy what they need under the lock and make Python objects after it:
+   making a list or a tuple may run the cyclic collector, whose frees of arrays come back
+   to this arena (NumPy's handler) and would wait on the lock this thread holds. */
 static PyObject *Arena_chunks(ArenaObject *self, PyObject *unused) {
     Arena *a = &self->arena;
     pthread_mutex_lock(&a->lock);
-    PyObject *out = PyList_New((Py_ssize_t)a->n_chunks);
-    for (size_t i = 0; out && i < a->n_chunks; i++)
-        PyList_SET_ITEM(out, (Py_ssize_t)i, PyLong_FromVoidPtr(a->chunks[i].base));
+    size_t n = a->n_chunks;
+    void **bases = malloc((n ? n : 1) * sizeof(void *));
+    for (size_t i = 0; bases && i < n; i++) bases[i] = a->chunks[i].base;
     pthread_mutex_unlock(&a->lock);
+    if (!bases) return PyErr_NoMemory();
+    PyObject *out = PyList_New((Py_ssize_t)n);
+    for (size_t i = 0; out && i < n; i++) {
+        PyObject *base = PyLong_FromVoidPtr(bases[i]);
+        if (!base) { Py_CLEAR(out); break; }
+        PyList_SET_ITEM(out, (Py_ssize_t)i, base);
+    }
+    free(bases);
     return out;
 }
 
 /* (address, size) of the free (used=0) or handed-out (used=1) blocks, by address */
+typedef struct { char *address; size_t size; } BlockRecord;
+
 static PyObject *blocks(ArenaObject *self, int used) {
     Arena *a = &self->arena;
     pthread_mutex_lock(&a->lock);
-    PyObject *out = PyList_New(0);
-    for (size_t i = 0; out && i < a->n_chunks; i++) {
+    size_t n = 0, capacity = a->n_chunks * a->units;
+    if (used)
+        for (Huge *h = a->huge; h; h = h->next) capacity++;
+    BlockRecord *records = malloc((capacity ? capacity : 1) * sizeof(BlockRecord));
+    for (size_t i = 0; records && i < a->n_chunks; i++) {
         Chunk *c = &a->chunks[i];
         for (size_t u = 0; u < a->units; u++) {
             int level = (used ? c->used_order[u] : c->free_order[u]) - 1;
             if (level < 0) continue;
-            PyObject *item = Py_BuildValue("(Nn)", PyLong_FromVoidPtr(c->base + u * a->min_block),
-                                           (Py_ssize_t)((size_t)1 << (level + a->min_order)));
-            if (!item || PyList_Append(out, item) < 0) { Py_XDECREF(item); Py_CLEAR(out); }
-            else Py_DECREF(item);
+            records[n].address = c->base + u * a->min_block;
+            records[n++].size = (size_t)1 << (level + a->min_order);
         }
     }
-    if (used && out)
+    if (used && records)
         for (Huge *h = a->huge; h; h = h->next) {
-            PyObject *item = Py_BuildValue("(Nn)", PyLong_FromVoidPtr(h->ptr),
-                                           (Py_ssize_t)h->size);
-            if (!item || PyList_Append(out, item) < 0) { Py_XDECREF(item); Py_CLEAR(out); break; }
-            Py_DECREF(item);
+            records[n].address = h->ptr;
+            records[n++].size = h->size;
         }
     pthread_mutex_unlock(&a->lock);
+    if (!records) return PyErr_NoMemory();
+    PyObject *out = PyList_New((Py_ssize_t)n);
+    for (size_t i = 0; out && i < n; i++) {
+        PyObject *item = Py_BuildValue("(Nn)", PyLong_FromVoidPtr(records[i].address),
+                                       (Py_ssize_t)records[i].size);
+        if (!item) { Py_CLEAR(out); break; }
+        PyList_SET_ITEM(out, (Py_ssize_t)i, item);
+    }
+    free(records);
     if (out && PyList_Sort(out) < 0) Py_CLEAR(out);
     return out;
 }
@@ -636,12 +657,13 @@ static PyObject *blocks(ArenaObject *self, int used) {
 static PyObject *Arena_take_events(ArenaObject *self, PyObject *unused) {
     Arena *a = &self->arena;
     pthread_mutex_lock(&a->lock);
+    /* (a bytes object is not one the collector tracks: making it runs no collection) */
     PyObject *raw = PyBytes_FromStringAndSize((const char *)a->events,
                                               (Py_ssize_t)(a->n_events * sizeof(Event)));
-    PyObject *out = raw ? Py_BuildValue("(NK)", raw, (unsigned long long)a->dropped) : NULL;
-    if (out) { a->n_events = 0; a->dropped = 0; }
+    unsigned long long dropped = a->dropped;
+    if (raw) { a->n_events = 0; a->dropped = 0; }
     pthread_mutex_unlock(&a->lock);
-    return out;
+    return raw ? Py_BuildValue("(NK)", raw, dropped) : NULL;
 }
 
 /* (free bytes in chunks, largest free block): from the free lists' heads, without a scan */

@@ -334,3 +334,36 @@ def test_hypothesis_sequences_keep_the_invariants_and_the_c_core_agrees(ops):
         c_arena.free(address)
     assert c_arena.used == 0
     assert [size for _, size in c_arena.free_blocks()] == [chunk_size] * c_arena.n_chunks
+
+
+_READ_WHILE_GARBAGE_WAITS = """
+import gc
+import numpy as np
+from fluid_nb.memory.arena import Arena, allocating_from
+
+arena = Arena(chunk_size=1 << 16, min_block=64)
+readers = (arena.used_blocks, arena.free_blocks, arena.chunks, arena.take_events)
+gc.set_threshold(1)  # (a subprocess of its own: the next tracked object made collects)
+for reader in readers:
+    gc.disable()  # (no collection until the reader makes its objects)
+    with allocating_from(arena):
+        cycle = [np.ones(100)]
+    cycle.append(cycle)  # freed by the collector alone, its array with it
+    del cycle
+    # CPython reuses freed lists and pairs without asking the collector: hold enough of
+    # them that the reader's own are new objects, each of which may start a collection
+    held = [[(k, -k)] for k in range(5000)]
+    gc.enable()
+    reader()
+    del held
+print("read", arena.used)
+"""
+
+
+def test_reading_the_arena_while_the_collector_frees_its_arrays_does_not_deadlock():
+    # the readers make Python objects, which may run the cyclic collector, whose frees of
+    # the arena's arrays come back to the arena's lock: they make them after releasing it
+    done = subprocess.run([sys.executable, "-c", _READ_WHILE_GARBAGE_WAITS],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["read", "0"]
