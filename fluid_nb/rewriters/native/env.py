@@ -101,11 +101,20 @@ class StaticEnv:
         self._index = index
         self.used = []
 
-    def scratch(self, count_, dtype):
-        """A work buffer of ``count_`` elements for this op (the compiled program owns it)."""
-        name = scratch_key(self._index)
-        self._shapes[name] = ((int(count_),), np.dtype(dtype))
-        self._identifiers[name] = f"scratch_{self._index}"
+    def scratch(self, count_, dtype, shared=False):
+        """A work buffer of ``count_`` elements for this op (the compiled program owns it).
+        ``shared``: one buffer of the type for every op that asks so, as large as the
+        largest asks (the ops run one after another, and none keeps anything there)."""
+        dtype = np.dtype(dtype)
+        if shared:
+            name = scratch_key("shared", dtype.name)
+            held = self._shapes.get(name)
+            count_ = max(int(count_), held[0][0] if held else 0)
+            self._identifiers[name] = f"scratch_{dtype.name}"
+        else:
+            name = scratch_key(self._index)
+            self._identifiers[name] = f"scratch_{self._index}"
+        self._shapes[name] = ((int(count_),), dtype)
         return self.ptr(name)
 
     def shape(self, name):
@@ -202,7 +211,8 @@ class DynamicEnv:
             self.used.append(name)
         return slot
 
-    def scratch(self, count_, dtype):
+    def scratch(self, count_, dtype, shared=False):
+        """(Each op's own buffer, ``shared`` or not: sized at run time.)"""
         name = scratch_key(self.block, self.index)
         slot = self.program.scratch_slot(name, self.block, np.dtype(dtype))
         self._slots[name] = slot

@@ -98,15 +98,16 @@ def standalone_source(program, feed, fetch, scope, target="cpp"):
         var.name for var in without_feed_fetch_ops(program).global_block().vars.values()
         if var.persistable and var.type == VarType.LOD_TENSOR)
     if target == "cuda":
-        runtime = [_inlined("fluid_native_maps.h"), _inlined("fluid_native_cuda.cuh"),
-                   _inlined("fluid_native_main.h"), _inlined("fluid_native_cuda_main.cuh")]
+        runtime = [_inlined(header) for header in (
+            "fluid_native_maps.h", "fluid_native_rows.h", "fluid_native_cuda.cuh",
+            "fluid_native_products.h", "fluid_native_main.h", "fluid_native_cuda_main.cuh")]
         prologue, entry = [], "standalone_cuda_main"
     else:
         width = blas()[2]
         sgemm, dgemm = _blas_symbols()
-        runtime = [f"#define FLUID_BLAS_INT {width}", _inlined("fluid_native_maps.h"),
-                   _inlined("fluid_native_gemm.h"), _inlined("fluid_native.h"),
-                   _inlined("fluid_native_main.h")]
+        runtime = [f"#define FLUID_BLAS_INT {width}"] + [_inlined(header) for header in (
+            "fluid_native_maps.h", "fluid_native_rows.h", "fluid_native_gemm.h",
+            "fluid_native.h", "fluid_native_products.h", "fluid_native_main.h")]
         prologue = [f"  fluid_sgemm = reinterpret_cast<fluid_native::sgemm_fn>(&{sgemm});",
                     f"  fluid_dgemm = reinterpret_cast<fluid_native::dgemm_fn>(&{dgemm});"]
         entry = "standalone_main"

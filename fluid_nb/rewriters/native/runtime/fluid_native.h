@@ -18,9 +18,11 @@
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
+#include <vector>
 
 #include "fluid_native_gemm.h"
 #include "fluid_native_maps.h"
+#include "fluid_native_rows.h"
 
 #ifndef FLUID_BLAS_INT
 #define FLUID_BLAS_INT int64_t
@@ -92,6 +94,149 @@ void mul_grad(const T* x, const T* y, const T* dout, T* dx, T* dy, int64_t M, in
               int64_t N) {
   if (dx) gemm(false, true, M, K, N, dout, y, dx);
   if (dy) gemm(true, false, K, N, M, x, dout, dy);
+}
+
+// the dims of a tensor of rank <= 8, passed by value (a CUDA kernel's argument too)
+struct Dims8 {
+  int64_t v[8];
+};
+
+// transpose: Out[i_0, .., i_r-1] = X[j] with j_perm[k] = i_k, Out walked in order
+template <class T>
+void transpose(const T* x, T* out, int64_t rank, Dims8 dims, Dims8 perm) {
+  int64_t x_strides[8], step[8], out_dims[8], index[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t count = 1;
+  for (int64_t k = rank - 1, stride = 1; k >= 0; --k) {
+    x_strides[k] = stride;
+    stride *= dims.v[k];
+  }
+  for (int64_t k = 0; k < rank; ++k) {
+    out_dims[k] = dims.v[perm.v[k]];
+    step[k] = x_strides[perm.v[k]];
+    count *= out_dims[k];
+  }
+  if (count == 0) return;
+  const int64_t inner = out_dims[rank - 1], inner_step = step[rank - 1];
+  for (int64_t o = 0; o < count; o += inner) {
+    int64_t at = 0;
+    for (int64_t k = 0; k < rank - 1; ++k) at += index[k] * step[k];
+    for (int64_t j = 0; j < inner; ++j) out[o + j] = x[at + j * inner_step];
+    for (int64_t k = rank - 2; k >= 0; --k) {  // the next index of the outer dims
+      if (++index[k] < out_dims[k]) break;
+      index[k] = 0;
+    }
+  }
+}
+
+// sum of X over the dims marked in `reduced` (rank <= 8) into Out (of X's type or another:
+// int32 sums to int64), times scale; a float sum is kept in double (a float running sum
+// of many values drifts)
+template <class T, class O>
+void reduce_sum(const T* x, O* out, int64_t rank, Dims8 dims, Dims8 reduced, int64_t out_count,
+                O scale) {
+  typedef typename std::conditional<std::is_floating_point<O>::value, double, O>::type Total;
+  int64_t out_strides[8], index[8] = {0, 0, 0, 0, 0, 0, 0, 0}, count = 1;
+  for (int64_t k = rank - 1, stride = 1; k >= 0; --k) {
+    out_strides[k] = reduced.v[k] ? 0 : stride;
+    if (!reduced.v[k]) stride *= dims.v[k];
+    count *= dims.v[k];
+  }
+  std::vector<Total> totals(out_count, Total(0));
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t at = 0;
+    for (int64_t k = 0; k < rank; ++k) at += index[k] * out_strides[k];
+    totals[at] += Total(x[i]);
+    for (int64_t k = rank - 1; k >= 0; --k) {
+      if (++index[k] < dims.v[k]) break;
+      index[k] = 0;
+    }
+  }
+  for (int64_t i = 0; i < out_count; ++i)
+    out[i] = scale == O(1) ? O(totals[i]) : O(totals[i]) * scale;
+}
+
+// its gradient: dX[i] = dOut[the place i was summed into] * scale
+template <class T>
+void reduce_sum_grad(const T* dout, T* dx, int64_t rank, Dims8 dims, Dims8 reduced, T scale) {
+  int64_t out_strides[8], index[8] = {0, 0, 0, 0, 0, 0, 0, 0}, count = 1;
+  for (int64_t k = rank - 1, stride = 1; k >= 0; --k) {
+    out_strides[k] = reduced.v[k] ? 0 : stride;
+    if (!reduced.v[k]) stride *= dims.v[k];
+    count *= dims.v[k];
+  }
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t at = 0;
+    for (int64_t k = 0; k < rank; ++k) at += index[k] * out_strides[k];
+    dx[i] = dout[at] * scale;
+    for (int64_t k = rank - 1; k >= 0; --k) {
+      if (++index[k] < dims.v[k]) break;
+      index[k] = 0;
+    }
+  }
+}
+
+// layer_norm over the rows of X [left, right] (layer_norm_row)
+template <class T>
+void layer_norm(const T* x, const T* scale, const T* bias, T* y, T* mean, T* variance,
+                int64_t left, int64_t right, T epsilon) {
+  for (int64_t r = 0; r < left; ++r)
+    layer_norm_row(x + r * right, scale, bias, y + r * right, right, epsilon,
+                   mean ? mean + r : mean, variance ? variance + r : variance);
+}
+
+// its gradient: dX row by row (layer_norm_dx_row); Scale@GRAD = sum over rows of
+// dY x_hat, Bias@GRAD = sum over rows of dY
+template <class T>
+void layer_norm_grad(const T* x, const T* scale, const T* mean, const T* variance, const T* dy,
+                     T* dx, T* dscale, T* dbias, int64_t left, int64_t right, T epsilon) {
+  if (dscale) std::fill(dscale, dscale + right, T(0));
+  if (dbias) std::fill(dbias, dbias + right, T(0));
+  for (int64_t r = 0; r < left; ++r) {
+    const T* in = x + r * right;
+    const T* d = dy + r * right;
+    const T inv_std = T(1) / std::sqrt(variance[r] + epsilon), mu = mean[r];
+    for (int64_t j = 0; j < right; ++j) {
+      if (dscale) dscale[j] += d[j] * ((in[j] - mu) * inv_std);
+      if (dbias) dbias[j] += d[j];
+    }
+    if (dx) layer_norm_dx_row(in, d, scale, mu, variance[r], epsilon, dx + r * right, right);
+  }
+}
+
+// lookup_table: Out[i] = W[Ids[i]] (rows of D values), 0 for padding_idx, and for an id
+// outside [0, V) (compiled code has no host copy to check ids against, and must not read
+// outside W)
+template <class T, class I>
+void lookup_table(const T* w, const I* ids, T* out, int64_t count, int64_t V, int64_t D,
+                  int64_t padding_idx) {
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t id = int64_t(ids[i]);
+    T* o = out + i * D;
+    if (id == padding_idx || id < 0 || id >= V)
+      std::fill(o, o + D, T(0));
+    else
+      std::copy(w + id * D, w + (id + 1) * D, o);
+  }
+}
+
+// its dense gradient: W@GRAD[Ids[i]] += dOut[i] (padding_idx and ids out of range add none)
+template <class T, class I>
+void lookup_table_grad(const I* ids, const T* dout, T* dw, int64_t count, int64_t V, int64_t D,
+                       int64_t padding_idx) {
+  std::fill(dw, dw + V * D, T(0));
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t id = int64_t(ids[i]);
+    if (id == padding_idx || id < 0 || id >= V) continue;
+    for (int64_t j = 0; j < D; ++j) dw[id * D + j] += dout[i * D + j];
+  }
+}
+
+// dropout_grad in training: dX = dOut * Mask * factor (1, or 1 / (1 - p) upscaled)
+template <class T>
+void dropout_grad(const uint8_t* mask, const T* dout, T* dx, int64_t count, T factor,
+                  bool upscale) {
+  for (int64_t i = 0; i < count; ++i)
+    dx[i] = upscale ? dout[i] * T(mask[i]) / factor : dout[i] * T(mask[i]);
 }
 
 // --- elementwise with Paddle's axis broadcast: X viewed as [pre, n, post], Y as [n] --------------
@@ -284,6 +429,14 @@ void softmax(const T* x, T* out, int64_t rows, int64_t classes) {
                                                  &top, &total);
 }
 
+// softmax along the middle dim of [pre, n, post] (an axis other than the last)
+template <class T>
+void softmax_axis(const T* x, T* out, int64_t pre, int64_t n, int64_t post) {
+  for (int64_t p = 0; p < pre; ++p)
+    for (int64_t s = 0; s < post; ++s)
+      softmax_line(x + p * n * post + s, out + p * n * post + s, n, post);
+}
+
 // softmax_with_cross_entropy, hard labels: Softmax as above, Loss[r] = -log(Softmax[r, label])
 // (0 for ignore_index); log-softmax computed as x - max - log(sum) for accuracy
 template <class T>
@@ -294,7 +447,7 @@ void softmax_cross_entropy(const T* logits, const int64_t* label, T* softmax_out
     const T* in = logits + r * classes;
     softmax_row(in, softmax_out + r * classes, classes, &top, &total);
     const int64_t k = label[r];
-    loss[r] = k == ignore_index ? T(0) : -(in[k] - top - std::log(total));
+    loss[r] = !counts(k, classes, ignore_index) ? T(0) : -(in[k] - top - std::log(total));
   }
 }
 
@@ -307,7 +460,7 @@ void softmax_cross_entropy_grad(const T* softmax_in, const int64_t* label, const
     const T* s = softmax_in + r * classes;
     T* d = dlogits + r * classes;
     const int64_t k = label[r];
-    if (k == ignore_index) {
+    if (!counts(k, classes, ignore_index)) {
       for (int64_t c = 0; c < classes; ++c) d[c] = 0;
       continue;
     }
@@ -317,7 +470,161 @@ void softmax_cross_entropy_grad(const T* softmax_in, const int64_t* label, const
   }
 }
 
-// --- convolution, pooling, batch norm (NCHW, inference) -----------------------------------------
+// softmax_grad along the middle dim of [pre, n, post]: dX = Out * (dOut - sum(dOut * Out))
+template <class T>
+void softmax_grad(const T* out, const T* dout, T* dx, int64_t pre, int64_t n, int64_t post) {
+  for (int64_t p = 0; p < pre; ++p)
+    for (int64_t s = 0; s < post; ++s) {
+      const int64_t at = p * n * post + s;
+      softmax_grad_line(out + at, dout + at, dx + at, n, post);
+    }
+}
+
+// cross_entropy2 on probabilities with hard labels (cross_entropy2_row, per row)
+template <class T, class L>
+void cross_entropy2(const T* x, const L* label, T* y, T* match, int64_t rows, int64_t classes,
+                    int64_t ignore_index) {
+  for (int64_t r = 0; r < rows; ++r)
+    cross_entropy2_row(x + r * classes, label[r], classes, ignore_index, y + r,
+                       match ? match + r : match);
+}
+
+// its gradient: dX[r, Label[r]] = -dY[r] / MatchX[r], 0 elsewhere
+template <class T, class L>
+void cross_entropy_grad2(const L* label, const T* match, const T* dy, T* dx, int64_t rows,
+                         int64_t classes, int64_t ignore_index) {
+  std::fill(dx, dx + rows * classes, T(0));
+  for (int64_t r = 0; r < rows; ++r) {
+    const L k = label[r];
+    if (counts(k, classes, ignore_index)) dx[r * classes + int64_t(k)] = -dy[r] / match[r];
+  }
+}
+
+// top_k over the last dim: the k largest of each row, best first, with their indices
+template <class T>
+void top_k(const T* x, T* out, int64_t* indices, int64_t rows, int64_t size, int64_t k) {
+  for (int64_t r = 0; r < rows; ++r) top_k_row(x + r * size, size, k, out + r * k, indices + r * k);
+}
+
+// accuracy: Correct = the rows whose label is among their k indices, Total = rows,
+// Accuracy = Correct / Total
+template <class L>
+void accuracy(const int64_t* indices, const L* label, float* accuracy_out, int32_t* correct,
+              int32_t* total, int64_t rows, int64_t k) {
+  const int64_t hits = accuracy_hits(indices, label, rows, k);
+  if (correct) correct[0] = int32_t(hits);
+  if (total) total[0] = int32_t(rows);
+  accuracy_out[0] = float(int32_t(hits)) / float(rows > 0 ? rows : 1);
+}
+
+// --- convolution, pooling, batch norm (NCHW) --------------------------------------------------------
+// The output columns [lo, hi) whose tap at input column ox*sw + x0 lies inside [0, W).
+inline void tap_range(int64_t x0, int64_t sw, int64_t W, int64_t ow, int64_t& lo, int64_t& hi) {
+  lo = x0 >= 0 ? 0 : std::min(ow, (-x0 + sw - 1) / sw);
+  hi = W - x0 > 0 ? std::min(ow, (W - x0 + sw - 1) / sw) : 0;
+  hi = std::max(lo, hi);
+}
+
+// im2col of one image's C channels: cols[(c kh + i) kw + j][oy ow + ox] =
+// X[c, oy*sh - pt + i*dh, ox*sw - pl + j*dw], 0 outside X, row r at cols + r ld. A row of
+// taps inside X is one copy at stride 1; the parts outside are filled, so no element tests
+// its bounds.
+template <class T>
+void im2col(const T* x, T* cols, int64_t ld, int64_t C, int64_t H, int64_t W, int64_t kh,
+            int64_t kw, int64_t oh, int64_t ow, int64_t sh, int64_t sw, int64_t pt, int64_t pl,
+            int64_t dh, int64_t dw) {
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t i = 0; i < kh; ++i)
+      for (int64_t j = 0; j < kw; ++j) {
+        T* col = cols + ((c * kh + i) * kw + j) * ld;
+        const int64_t x0 = j * dw - pl;
+        int64_t lo, hi;
+        tap_range(x0, sw, W, ow, lo, hi);
+        for (int64_t oy = 0; oy < oh; ++oy) {
+          T* row = col + oy * ow;
+          const int64_t y = oy * sh - pt + i * dh;
+          if (y < 0 || y >= H) {
+            std::fill(row, row + ow, T(0));
+            continue;
+          }
+          const T* line = x + (c * H + y) * W;
+          std::fill(row, row + lo, T(0));
+          if (sw == 1)
+            std::copy(line + lo + x0, line + hi + x0, row + lo);
+          else
+            for (int64_t ox = lo; ox < hi; ++ox) row[ox] = line[ox * sw + x0];
+          std::fill(row + hi, row + ow, T(0));
+        }
+      }
+}
+
+// The adjoint of im2col: each column entry added onto the input pixel it was taken from.
+template <class T>
+void col2im_add(const T* cols, int64_t ld, T* x, int64_t C, int64_t H, int64_t W, int64_t kh,
+                int64_t kw, int64_t oh, int64_t ow, int64_t sh, int64_t sw, int64_t pt,
+                int64_t pl, int64_t dh, int64_t dw) {
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t i = 0; i < kh; ++i)
+      for (int64_t j = 0; j < kw; ++j) {
+        const T* col = cols + ((c * kh + i) * kw + j) * ld;
+        const int64_t x0 = j * dw - pl;
+        int64_t lo, hi;
+        tap_range(x0, sw, W, ow, lo, hi);
+        for (int64_t oy = 0; oy < oh; ++oy) {
+          const int64_t y = oy * sh - pt + i * dh;
+          if (y < 0 || y >= H) continue;
+          const T* row = col + oy * ow;
+          T* line = x + (c * H + y) * W;
+          for (int64_t ox = lo; ox < hi; ++ox) line[ox * sw + x0] += row[ox];
+        }
+      }
+}
+
+// NHWC <-> NCHW, an image's [spots, C] and [C, spots] swapped
+template <class T>
+void to_channels_first(const T* x, T* out, int64_t N, int64_t spots, int64_t C) {
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t s = 0; s < spots; ++s)
+      for (int64_t c = 0; c < C; ++c) out[(n * C + c) * spots + s] = x[(n * spots + s) * C + c];
+}
+
+template <class T>
+void to_channels_last(const T* x, T* out, int64_t N, int64_t C, int64_t spots) {
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t s = 0; s < spots; ++s)
+      for (int64_t c = 0; c < C; ++c) out[(n * spots + s) * C + c] = x[(n * C + c) * spots + s];
+}
+
+// out[n, c, s] += bias[c] over [N, C, spots]
+template <class T>
+void add_channel_bias(T* out, const T* bias, int64_t N, int64_t C, int64_t spots) {
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c) {
+      T* o = out + (n * C + c) * spots;
+      const T b = bias[c];
+      for (int64_t s = 0; s < spots; ++s) o[s] += b;
+    }
+}
+
+// out[c] = sum over n and s of x[n, c, s]
+template <class T>
+void channel_sums(const T* x, T* out, int64_t N, int64_t C, int64_t spots) {
+  for (int64_t c = 0; c < C; ++c) {
+    T total = 0;
+    for (int64_t n = 0; n < N; ++n) {
+      const T* in = x + (n * C + c) * spots;
+      for (int64_t s = 0; s < spots; ++s) total += in[s];
+    }
+    out[c] = total;
+  }
+}
+
+// out += x (also a while_grad's step adding into its total)
+template <class T>
+void add_into(T* out, const T* x, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) out[i] += x[i];
+}
+
 // conv2d: Out[n, m] = sum over the group's channels and taps of W[m, c, i, j] *
 // X[n, c, oy*sh - pt + i*dh, ox*sw - pl + j*dw] (zero outside X), as im2col columns per
 // sample and group times the group's filters. cols: a scratch of (C/g) kh kw * oh ow values.
@@ -328,68 +635,214 @@ void conv2d(const T* x, const T* w, T* out, T* cols, int64_t N, int64_t C, int64
   const int64_t cg = C / groups, mg = M / groups, rows = cg * kh * kw, spots = oh * ow;
   for (int64_t n = 0; n < N; ++n)
     for (int64_t g = 0; g < groups; ++g) {
-      const T* xg = x + (n * C + g * cg) * H * W;
-      for (int64_t c = 0; c < cg; ++c)
-        for (int64_t i = 0; i < kh; ++i)
-          for (int64_t j = 0; j < kw; ++j) {
-            T* col = cols + ((c * kh + i) * kw + j) * spots;
-            for (int64_t oy = 0; oy < oh; ++oy) {
-              const int64_t y = oy * sh - pt + i * dh;
-              for (int64_t ox = 0; ox < ow; ++ox) {
-                const int64_t xx = ox * sw - pl + j * dw;
-                col[oy * ow + ox] = (y >= 0 && y < H && xx >= 0 && xx < W)
-                                        ? xg[(c * H + y) * W + xx] : T(0);
-              }
-            }
-          }
+      im2col(x + (n * C + g * cg) * H * W, cols, spots, cg, H, W, kh, kw, oh, ow, sh, sw, pt,
+             pl, dh, dw);
       gemm(false, false, mg, spots, rows, w + g * mg * rows, cols,
            out + (n * M + g * mg) * spots);
     }
 }
 
-// pool2d, max or average over kh x kw windows starting at o*s - pad_before (Paddle's
-// windows; positions outside X are skipped). Average divides by the positions inside X
-// (exclusive) or by the whole kh x kw window (not exclusive), as Fluid 1.8 does.
+// conv2d_grad, per sample and group, with the same columns as the forward:
+//   dW_g += dOut_{n,g} [mg, spots] @ cols(X_{n,g})^T,  dX_{n,g} = col2im(W_g^T @ dOut_{n,g})
+// (either may be absent). cols: a scratch of (C/g) kh kw * oh ow values.
+template <class T>
+void conv2d_grad(const T* x, const T* w, const T* dout, T* dx, T* dw, T* cols, int64_t N,
+                 int64_t C, int64_t H, int64_t W, int64_t M, int64_t kh, int64_t kw, int64_t oh,
+                 int64_t ow, int64_t sh, int64_t sw, int64_t pt, int64_t pl, int64_t dh,
+                 int64_t dwid, int64_t groups) {
+  const int64_t cg = C / groups, mg = M / groups, rows = cg * kh * kw, spots = oh * ow;
+  if (dx) std::fill(dx, dx + N * C * H * W, T(0));
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t g = 0; g < groups; ++g) {
+      const T* d = dout + (n * M + g * mg) * spots;
+      if (dw) {
+        im2col(x + (n * C + g * cg) * H * W, cols, spots, cg, H, W, kh, kw, oh, ow, sh, sw, pt,
+               pl, dh, dwid);
+        gemm(false, true, mg, rows, spots, d, cols, dw + g * mg * rows, T(n == 0 ? 0 : 1));
+      }
+      if (dx) {
+        gemm(true, false, rows, spots, mg, w + g * mg * rows, d, cols);
+        col2im_add(cols, spots, dx + (n * C + g * cg) * H * W, cg, H, W, kh, kw, oh, ow, sh, sw,
+                   pt, pl, dh, dwid);
+      }
+    }
+}
+
+// pool2d, max or average over each window (pool_window, pool_value)
 template <class T>
 void pool2d(const T* x, T* out, int64_t NC, int64_t H, int64_t W, int64_t kh, int64_t kw,
             int64_t oh, int64_t ow, int64_t sh, int64_t sw, int64_t pt, int64_t pl, bool is_max,
-            bool exclusive) {
-  for (int64_t p = 0; p < NC; ++p) {
-    const T* plane = x + p * H * W;
+            bool exclusive, bool adaptive) {
+  for (int64_t p = 0; p < NC; ++p)
     for (int64_t oy = 0; oy < oh; ++oy) {
-      const int64_t y0 = oy * sh - pt, y1 = std::min(y0 + kh, H + pt);
+      int64_t ya, yb;
+      pool_window(oy, H, kh, sh, pt, oh, adaptive, ya, yb);
       for (int64_t ox = 0; ox < ow; ++ox) {
-        const int64_t x0 = ox * sw - pl, x1 = std::min(x0 + kw, W + pl);
-        T best = -INFINITY, total = 0;
-        for (int64_t y = std::max(y0, int64_t(0)); y < std::min(y1, H); ++y)
-          for (int64_t xx = std::max(x0, int64_t(0)); xx < std::min(x1, W); ++xx) {
-            const T v = plane[y * W + xx];
-            best = v > best ? v : best;
-            total += v;
-          }
-        T count = exclusive ? T((std::min(y1, H) - std::max(y0, int64_t(0))) *
-                                (std::min(x1, W) - std::max(x0, int64_t(0))))
-                            : T(kh * kw);
-        out[(p * oh + oy) * ow + ox] = is_max ? best : total / count;
+        int64_t xa, xb;
+        pool_window(ox, W, kw, sw, pl, ow, adaptive, xa, xb);
+        out[(p * oh + oy) * ow + ox] =
+            pool_value(x + p * H * W, W, ya, yb, xa, xb, is_max,
+                       pool_count<T>(ya, yb, xa, xb, kh, kw, exclusive, adaptive));
+      }
+    }
+}
+
+// pool2d_grad over pool2d's windows: average spreads each dOut over its window's positions
+// (divided as the forward divides); max routes it to the window's first maximum
+template <class T>
+void pool2d_grad(const T* x, const T* dout, T* dx, int64_t NC, int64_t H, int64_t W, int64_t kh,
+                 int64_t kw, int64_t oh, int64_t ow, int64_t sh, int64_t sw, int64_t pt,
+                 int64_t pl, bool is_max, bool exclusive, bool adaptive) {
+  std::fill(dx, dx + NC * H * W, T(0));
+  for (int64_t p = 0; p < NC; ++p) {
+    T* grad = dx + p * H * W;
+    for (int64_t oy = 0; oy < oh; ++oy) {
+      int64_t ya, yb;
+      pool_window(oy, H, kh, sh, pt, oh, adaptive, ya, yb);
+      for (int64_t ox = 0; ox < ow; ++ox) {
+        int64_t xa, xb;
+        pool_window(ox, W, kw, sw, pl, ow, adaptive, xa, xb);
+        const T d = dout[(p * oh + oy) * ow + ox];
+        if (is_max) {
+          const int64_t best = pool_first_max(x + p * H * W, W, ya, yb, xa, xb);
+          if (best >= 0) grad[best] += d;
+          continue;
+        }
+        const T share = d / pool_count<T>(ya, yb, xa, xb, kh, kw, exclusive, adaptive);
+        for (int64_t y = ya; y < yb; ++y)
+          for (int64_t xx = xa; xx < xb; ++xx) grad[y * W + xx] += share;
       }
     }
   }
 }
 
-// batch_norm with the running statistics: Y = (X - Mean) * (Scale / sqrt(Variance + eps))
-// + Bias per channel of [N, C, spots]
+// batch_norm, X viewed as [pre, C, post] (NCHW: [N, C, H W]; NHWC: [N H W, C, 1]); a
+// channel's values are pre runs of post. relu: Y = max(Y, 0) after (NaN kept).
+// Y = (X - mu) k + b over channel c, then the relu
+template <class T>
+void normalise_channel(const T* x, T* y, int64_t pre, int64_t C, int64_t post, int64_t c, T mu,
+                       T k, T b, bool relu) {
+  for (int64_t p = 0; p < pre; ++p) {
+    const T* in = x + (p * C + c) * post;
+    T* o = y + (p * C + c) * post;
+    for (int64_t i = 0; i < post; ++i) {
+      const T v = (in[i] - mu) * k + b;
+      o[i] = relu && v < T(0) ? T(0) : v;
+    }
+  }
+}
+
+// Sums of a channel's run in double, kept as eight partial sums: one running sum would wait
+// on each add before the next (and a float sum may not be reordered into vectors).
+template <class T, class F>
+double sum_in_double(int64_t count, F term) {
+  double part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 8 <= count; i += 8)
+    for (int j = 0; j < 8; ++j) part[j] += term(i + j);
+  for (; i < count; ++i) part[0] += term(i);
+  return ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
+}
+
+// With the running statistics: Y = (X - Mean) * (Scale / sqrt(Variance + eps)) + Bias.
 template <class T>
 void batch_norm_inference(const T* x, const T* scale, const T* bias, const T* mean,
-                          const T* variance, T* y, int64_t N, int64_t C, int64_t spots,
-                          T epsilon) {
+                          const T* variance, T* y, int64_t pre, int64_t C, int64_t post,
+                          T epsilon, bool relu) {
   for (int64_t c = 0; c < C; ++c) {
     const T inv_std = T(1) / std::sqrt(variance[c] + epsilon);
-    const T k = inv_std * (scale ? scale[c] : T(1)), b = bias ? bias[c] : T(0), mu = mean[c];
-    for (int64_t n = 0; n < N; ++n) {
-      const T* in = x + (n * C + c) * spots;
-      T* o = y + (n * C + c) * spots;
-      for (int64_t i = 0; i < spots; ++i) o[i] = (in[i] - mu) * k + b;
+    normalise_channel(x, y, pre, C, post, c, mean[c], inv_std * (scale ? scale[c] : T(1)),
+                      bias ? bias[c] : T(0), relu);
+  }
+}
+
+// With the batch's statistics (training): mu, var = the mean and biased variance of the
+// channel's pre * post values (summed in double); Y = (X - mu) * Scale / sqrt(var + eps) +
+// Bias; MeanOut = Mean momentum + mu keep, VarianceOut likewise with var (keep = 1 -
+// momentum); SavedMean = mu, SavedVariance = 1 / sqrt(var + eps). One value per channel:
+// Y = X, the statistics pass through and the saved ones are 0, as Paddle. MeanOut may be
+// Mean itself (read first).
+template <class T>
+void batch_norm_training(const T* x, const T* scale, const T* bias, const T* mean,
+                         const T* variance, T* y, T* mean_out, T* variance_out, T* saved_mean,
+                         T* saved_inv_std, int64_t pre, int64_t C, int64_t post, T epsilon,
+                         T momentum, T keep, bool relu) {
+  const int64_t m = pre * post;
+  for (int64_t c = 0; c < C; ++c) {
+    const T mean_c = mean[c], variance_c = variance[c];
+    T mu = 0, inv_std = 0;
+    if (m == 1) {
+      y[c] = x[c];
+      mean_out[c] = mean_c;
+      variance_out[c] = variance_c;
+    } else {
+      double total = 0, squares = 0;
+      for (int64_t p = 0; p < pre; ++p) {
+        const T* in = x + (p * C + c) * post;
+        total += sum_in_double<T>(post, [in](int64_t i) { return double(in[i]); });
+      }
+      mu = T(total / double(m));
+      for (int64_t p = 0; p < pre; ++p) {
+        const T* in = x + (p * C + c) * post;
+        squares += sum_in_double<T>(post, [in, mu](int64_t i) {
+          const double d = double(in[i] - mu);
+          return d * d;
+        });
+      }
+      const T var = T(squares / double(m));
+      inv_std = T(1) / std::sqrt(var + epsilon);
+      normalise_channel(x, y, pre, C, post, c, mu, inv_std * (scale ? scale[c] : T(1)),
+                        bias ? bias[c] : T(0), relu);
+      mean_out[c] = mean_c * momentum + mu * keep;
+      variance_out[c] = variance_c * momentum + var * keep;
     }
+    if (saved_mean) saved_mean[c] = mu;
+    if (saved_inv_std) saved_inv_std[c] = inv_std;
+  }
+}
+
+// batch_norm_grad, x_hat = (X - mu) * inv_std: Bias@GRAD = sum(dY), Scale@GRAD =
+// sum(dY x_hat) per channel (in double); X@GRAD = k dY with the running statistics
+// (global: mu = Mean, inv_std = 1 / sqrt(Variance + eps)), k (dY - (Bias@GRAD + x_hat
+// Scale@GRAD) / m) with the batch's (mu = SavedMean, inv_std = SavedVariance), k = Scale
+// inv_std. One value per channel with the batch's: dX = dY and no Scale or Bias gradient.
+// stat: SavedVariance (batch) or the running Variance (global).
+template <class T>
+void batch_norm_grad(const T* x, const T* scale, const T* mean, const T* stat, const T* dy,
+                     T* dx, T* dscale, T* dbias, int64_t pre, int64_t C, int64_t post,
+                     bool global_stats, T epsilon) {
+  const int64_t m = pre * post;
+  for (int64_t c = 0; c < C; ++c) {
+    if (!global_stats && m == 1) {
+      if (dx) dx[c] = dy[c];
+      if (dscale) dscale[c] = T(0);
+      if (dbias) dbias[c] = T(0);
+      continue;
+    }
+    const T mu = mean[c];
+    const T inv_std = global_stats ? T(1) / std::sqrt(stat[c] + epsilon) : stat[c];
+    double total = 0, weighted = 0;
+    for (int64_t p = 0; p < pre; ++p) {
+      const T* in = x + (p * C + c) * post;
+      const T* d = dy + (p * C + c) * post;
+      total += sum_in_double<T>(post, [d](int64_t i) { return double(d[i]); });
+      weighted += sum_in_double<T>(post, [d, in, mu, inv_std](int64_t i) {
+        return double(d[i]) * double((in[i] - mu) * inv_std);
+      });
+    }
+    const T d_bias = T(total), d_scale = T(weighted);
+    if (dx) {
+      const T k = scale ? scale[c] * inv_std : inv_std;
+      for (int64_t p = 0; p < pre; ++p) {
+        const T* in = x + (p * C + c) * post;
+        const T* d = dy + (p * C + c) * post;
+        T* o = dx + (p * C + c) * post;
+        for (int64_t i = 0; i < post; ++i)
+          o[i] = batch_norm_dx(d[i], in[i], mu, inv_std, k, d_bias, d_scale, m, global_stats);
+      }
+    }
+    if (dscale) dscale[c] = d_scale;
+    if (dbias) dbias[c] = d_bias;
   }
 }
 
@@ -433,3 +886,5 @@ FLUID_VECTOR_CLONES void adam(T* __restrict__ param, const T* __restrict__ grad,
 }
 
 }  // namespace fluid_native
+
+#include "fluid_native_products.h"

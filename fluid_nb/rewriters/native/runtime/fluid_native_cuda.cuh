@@ -10,8 +10,10 @@
 #include <stdint.h>
 
 #include <algorithm>
+#include <type_traits>
 
 #include "fluid_native_maps.h"
+#include "fluid_native_rows.h"
 
 namespace fluid_native {
 
@@ -224,7 +226,7 @@ __global__ void softmax_kernel(const T* x, T* out, const int64_t* label, T* loss
     for (int64_t c = 0; c < classes; ++c) o[c] /= total;
     if (loss) {
       const int64_t k = label[r];
-      loss[r] = k == ignore_index ? T(0) : -(in[k] - top - log(total));
+      loss[r] = !counts(k, classes, ignore_index) ? T(0) : -(in[k] - top - log(total));
     }
   }
 }
@@ -248,7 +250,7 @@ __global__ void softmax_xent_grad_kernel(const T* s, const int64_t* label, const
                                          int64_t ignore_index) {
   FLUID_GRID_STRIDE(i, rows * classes) {
     const int64_t r = i / classes, c = i % classes, k = label[r];
-    d[i] = k == ignore_index ? T(0) : (s[i] - (c == k ? T(1) : T(0))) * dloss[r];
+    d[i] = !counts(k, classes, ignore_index) ? T(0) : (s[i] - (c == k ? T(1) : T(0))) * dloss[r];
   }
 }
 
@@ -258,6 +260,276 @@ void softmax_cross_entropy_grad(const T* softmax_in, const int64_t* label, const
                                 int64_t ignore_index) {
   softmax_xent_grad_kernel<<<blocks_for(rows * classes), kThreads>>>(
       softmax_in, label, dloss, dlogits, rows, classes, ignore_index);
+}
+
+// one thread per line along the middle dim of [pre, n, post]
+template <class T>
+__global__ void softmax_axis_kernel(const T* x, T* out, int64_t pre, int64_t n, int64_t post) {
+  FLUID_GRID_STRIDE(line, pre * post) {
+    const int64_t at = (line / post) * n * post + line % post;
+    softmax_line(x + at, out + at, n, post);
+  }
+}
+
+template <class T>
+void softmax_axis(const T* x, T* out, int64_t pre, int64_t n, int64_t post) {
+  softmax_axis_kernel<<<blocks_for(pre * post), kThreads>>>(x, out, pre, n, post);
+}
+
+template <class T>
+__global__ void softmax_grad_kernel(const T* out, const T* dout, T* dx, int64_t pre, int64_t n,
+                                    int64_t post) {
+  FLUID_GRID_STRIDE(line, pre * post) {
+    const int64_t at = (line / post) * n * post + line % post;
+    softmax_grad_line(out + at, dout + at, dx + at, n, post);
+  }
+}
+
+template <class T>
+void softmax_grad(const T* out, const T* dout, T* dx, int64_t pre, int64_t n, int64_t post) {
+  softmax_grad_kernel<<<blocks_for(pre * post), kThreads>>>(out, dout, dx, pre, n, post);
+}
+
+template <class T, class L>
+__global__ void cross_entropy2_kernel(const T* x, const L* label, T* y, T* match, int64_t rows,
+                                      int64_t classes, int64_t ignore_index) {
+  FLUID_GRID_STRIDE(r, rows) {
+    cross_entropy2_row(x + r * classes, label[r], classes, ignore_index, y + r,
+                       match ? match + r : match);
+  }
+}
+
+template <class T, class L>
+void cross_entropy2(const T* x, const L* label, T* y, T* match, int64_t rows, int64_t classes,
+                    int64_t ignore_index) {
+  cross_entropy2_kernel<<<blocks_for(rows), kThreads>>>(x, label, y, match, rows, classes,
+                                                        ignore_index);
+}
+
+template <class T, class L>
+__global__ void cross_entropy_grad2_kernel(const L* label, const T* match, const T* dy, T* dx,
+                                           int64_t rows, int64_t classes,
+                                           int64_t ignore_index) {
+  FLUID_GRID_STRIDE(i, rows * classes) {
+    const int64_t r = i / classes, k = int64_t(label[r]);
+    dx[i] = counts(label[r], classes, ignore_index) && i % classes == k ? -dy[r] / match[r]
+                                                                         : T(0);
+  }
+}
+
+template <class T, class L>
+void cross_entropy_grad2(const L* label, const T* match, const T* dy, T* dx, int64_t rows,
+                         int64_t classes, int64_t ignore_index) {
+  cross_entropy_grad2_kernel<<<blocks_for(rows * classes), kThreads>>>(
+      label, match, dy, dx, rows, classes, ignore_index);
+}
+
+// one thread per row (top_k_row)
+template <class T>
+__global__ void top_k_kernel(const T* x, T* out, int64_t* indices, int64_t rows, int64_t size,
+                             int64_t k) {
+  FLUID_GRID_STRIDE(r, rows) top_k_row(x + r * size, size, k, out + r * k, indices + r * k);
+}
+
+template <class T>
+void top_k(const T* x, T* out, int64_t* indices, int64_t rows, int64_t size, int64_t k) {
+  top_k_kernel<<<blocks_for(rows), kThreads>>>(x, out, indices, rows, size, k);
+}
+
+template <class L>
+__global__ void accuracy_kernel(const int64_t* indices, const L* label, float* accuracy_out,
+                                int32_t* correct, int32_t* total, int64_t rows, int64_t k) {
+  if (blockIdx.x != 0 || threadIdx.x != 0) return;  // (a metric of a batch: one thread)
+  const int64_t hits = accuracy_hits(indices, label, rows, k);
+  if (correct) correct[0] = int32_t(hits);
+  if (total) total[0] = int32_t(rows);
+  accuracy_out[0] = float(int32_t(hits)) / float(rows > 0 ? rows : 1);
+}
+
+template <class L>
+void accuracy(const int64_t* indices, const L* label, float* accuracy_out, int32_t* correct,
+              int32_t* total, int64_t rows, int64_t k) {
+  accuracy_kernel<<<1, 1>>>(indices, label, accuracy_out, correct, total, rows, k);
+}
+
+struct Dims8 {
+  int64_t v[8];
+};
+
+// one thread per output element, its input offset from its index
+template <class T>
+__global__ void transpose_kernel(const T* x, T* out, int64_t rank, Dims8 dims, Dims8 perm,
+                                 int64_t count) {
+  FLUID_GRID_STRIDE(i, count) {
+    int64_t rest = i, at = 0;
+    for (int64_t k = rank - 1; k >= 0; --k) {
+      const int64_t d = perm.v[k], size = dims.v[d];
+      int64_t stride = 1;
+      for (int64_t q = d + 1; q < rank; ++q) stride *= dims.v[q];
+      at += (rest % size) * stride;
+      rest /= size;
+    }
+    out[i] = x[at];
+  }
+}
+
+template <class T>
+void transpose(const T* x, T* out, int64_t rank, Dims8 dims, Dims8 perm) {
+  int64_t count = 1;
+  for (int64_t k = 0; k < rank; ++k) count *= dims.v[k];
+  if (count) transpose_kernel<<<blocks_for(count), kThreads>>>(x, out, rank, dims, perm, count);
+}
+
+// the place of X's element i in the reduction's output
+inline __device__ int64_t reduced_at(int64_t i, int64_t rank, const Dims8& dims,
+                                     const Dims8& reduced) {
+  int64_t at = 0, stride = 1;
+  for (int64_t k = rank - 1; k >= 0; --k) {
+    const int64_t index = i % dims.v[k];
+    i /= dims.v[k];
+    if (!reduced.v[k]) {
+      at += index * stride;
+      stride *= dims.v[k];
+    }
+  }
+  return at;
+}
+
+// one thread per output element, summing the elements that reduce into it
+template <class T, class O>
+__global__ void reduce_sum_kernel(const T* x, O* out, int64_t rank, Dims8 dims, Dims8 reduced,
+                                  int64_t count, int64_t out_count, O factor) {
+  typedef typename std::conditional<std::is_floating_point<O>::value, double, O>::type Total;
+  FLUID_GRID_STRIDE(o, out_count) {
+    Total total = 0;
+    for (int64_t i = 0; i < count; ++i)
+      if (reduced_at(i, rank, dims, reduced) == o) total += Total(x[i]);
+    out[o] = factor == O(1) ? O(total) : O(total) * factor;
+  }
+}
+
+template <class T, class O>
+void reduce_sum(const T* x, O* out, int64_t rank, Dims8 dims, Dims8 reduced, int64_t out_count,
+                O factor) {
+  int64_t count = 1;
+  for (int64_t k = 0; k < rank; ++k) count *= dims.v[k];
+  reduce_sum_kernel<<<blocks_for(out_count), kThreads>>>(x, out, rank, dims, reduced, count,
+                                                         out_count, factor);
+}
+
+template <class T>
+__global__ void reduce_sum_grad_kernel(const T* dout, T* dx, int64_t rank, Dims8 dims,
+                                       Dims8 reduced, int64_t count, T factor) {
+  FLUID_GRID_STRIDE(i, count) dx[i] = dout[reduced_at(i, rank, dims, reduced)] * factor;
+}
+
+template <class T>
+void reduce_sum_grad(const T* dout, T* dx, int64_t rank, Dims8 dims, Dims8 reduced, T factor) {
+  int64_t count = 1;
+  for (int64_t k = 0; k < rank; ++k) count *= dims.v[k];
+  if (count) reduce_sum_grad_kernel<<<blocks_for(count), kThreads>>>(dout, dx, rank, dims,
+                                                                     reduced, count, factor);
+}
+
+// one thread per row (layer_norm_row)
+template <class T>
+__global__ void layer_norm_kernel(const T* x, const T* scale, const T* bias, T* y, T* mean,
+                                  T* variance, int64_t left, int64_t right, T epsilon) {
+  FLUID_GRID_STRIDE(r, left) {
+    layer_norm_row(x + r * right, scale, bias, y + r * right, right, epsilon,
+                   mean ? mean + r : mean, variance ? variance + r : variance);
+  }
+}
+
+template <class T>
+void layer_norm(const T* x, const T* scale, const T* bias, T* y, T* mean, T* variance,
+                int64_t left, int64_t right, T epsilon) {
+  layer_norm_kernel<<<blocks_for(left), kThreads>>>(x, scale, bias, y, mean, variance, left,
+                                                    right, epsilon);
+}
+
+template <class T>
+__global__ void layer_norm_dx_kernel(const T* x, const T* scale, const T* mean,
+                                     const T* variance, const T* dy, T* dx, int64_t left,
+                                     int64_t right, T epsilon) {
+  FLUID_GRID_STRIDE(r, left) {
+    layer_norm_dx_row(x + r * right, dy + r * right, scale, mean[r], variance[r], epsilon,
+                      dx + r * right, right);
+  }
+}
+
+// one thread per column: the sums over the rows
+template <class T>
+__global__ void layer_norm_params_kernel(const T* x, const T* mean, const T* variance,
+                                         const T* dy, T* dscale, T* dbias, int64_t left,
+                                         int64_t right, T epsilon) {
+  FLUID_GRID_STRIDE(j, right) {
+    T s = 0, b = 0;
+    for (int64_t r = 0; r < left; ++r) {
+      const T inv_std = T(1) / sqrt(variance[r] + epsilon);
+      s += dy[r * right + j] * ((x[r * right + j] - mean[r]) * inv_std);
+      b += dy[r * right + j];
+    }
+    if (dscale) dscale[j] = s;
+    if (dbias) dbias[j] = b;
+  }
+}
+
+template <class T>
+void layer_norm_grad(const T* x, const T* scale, const T* mean, const T* variance, const T* dy,
+                     T* dx, T* dscale, T* dbias, int64_t left, int64_t right, T epsilon) {
+  if (dx) layer_norm_dx_kernel<<<blocks_for(left), kThreads>>>(x, scale, mean, variance, dy,
+                                                              dx, left, right, epsilon);
+  if (dscale || dbias)
+    layer_norm_params_kernel<<<blocks_for(right), kThreads>>>(x, mean, variance, dy, dscale,
+                                                              dbias, left, right, epsilon);
+}
+
+template <class T, class I>
+__global__ void lookup_table_kernel(const T* w, const I* ids, T* out, int64_t count, int64_t V,
+                                    int64_t D, int64_t padding_idx) {
+  FLUID_GRID_STRIDE(i, count * D) {
+    const int64_t id = int64_t(ids[i / D]);
+    out[i] = id == padding_idx || id < 0 || id >= V ? T(0) : w[id * D + i % D];
+  }
+}
+
+template <class T, class I>
+void lookup_table(const T* w, const I* ids, T* out, int64_t count, int64_t V, int64_t D,
+                  int64_t padding_idx) {
+  if (count * D) lookup_table_kernel<<<blocks_for(count * D), kThreads>>>(w, ids, out, count, V,
+                                                                         D, padding_idx);
+}
+
+template <class T, class I>
+__global__ void lookup_table_grad_kernel(const I* ids, const T* dout, T* dw, int64_t count,
+                                         int64_t V, int64_t D, int64_t padding_idx) {
+  FLUID_GRID_STRIDE(i, count * D) {
+    const int64_t id = int64_t(ids[i / D]);
+    if (id != padding_idx && id >= 0 && id < V) atomicAdd(dw + id * D + i % D, dout[i]);
+  }
+}
+
+template <class T, class I>
+void lookup_table_grad(const I* ids, const T* dout, T* dw, int64_t count, int64_t V, int64_t D,
+                       int64_t padding_idx) {
+  fill(dw, V * D, T(0));
+  if (count * D) lookup_table_grad_kernel<<<blocks_for(count * D), kThreads>>>(
+      ids, dout, dw, count, V, D, padding_idx);
+}
+
+template <class T>
+__global__ void dropout_grad_kernel(const uint8_t* mask, const T* dout, T* dx, int64_t count,
+                                    T factor, bool upscale) {
+  FLUID_GRID_STRIDE(i, count) dx[i] = upscale ? dout[i] * T(mask[i]) / factor
+                                               : dout[i] * T(mask[i]);
+}
+
+template <class T>
+void dropout_grad(const uint8_t* mask, const T* dout, T* dx, int64_t count, T factor,
+                  bool upscale) {
+  if (count) dropout_grad_kernel<<<blocks_for(count), kThreads>>>(mask, dout, dx, count, factor,
+                                                                 upscale);
 }
 
 // --- convolution, pooling, batch norm (NCHW, inference) -------------------------------------------------
@@ -288,54 +560,313 @@ void conv2d(const T* x, const T* w, T* out, T* cols, int64_t N, int64_t C, int64
     }
 }
 
+// NHWC <-> NCHW, an image's [spots, C] and [C, spots] swapped
+template <class T>
+__global__ void channels_first_kernel(const T* x, T* out, int64_t N, int64_t spots, int64_t C) {
+  FLUID_GRID_STRIDE(i, N * spots * C) {
+    const int64_t c = i % C, s = (i / C) % spots, n = i / (C * spots);
+    out[(n * C + c) * spots + s] = x[i];
+  }
+}
+
+template <class T>
+void to_channels_first(const T* x, T* out, int64_t N, int64_t spots, int64_t C) {
+  channels_first_kernel<<<blocks_for(N * spots * C), kThreads>>>(x, out, N, spots, C);
+}
+
+template <class T>
+__global__ void channels_last_kernel(const T* x, T* out, int64_t N, int64_t C, int64_t spots) {
+  FLUID_GRID_STRIDE(i, N * C * spots) {
+    const int64_t s = i % spots, c = (i / spots) % C, n = i / (spots * C);
+    out[(n * spots + s) * C + c] = x[i];
+  }
+}
+
+template <class T>
+void to_channels_last(const T* x, T* out, int64_t N, int64_t C, int64_t spots) {
+  channels_last_kernel<<<blocks_for(N * C * spots), kThreads>>>(x, out, N, C, spots);
+}
+
+template <class T>
+__global__ void channel_bias_kernel(T* out, const T* bias, int64_t N, int64_t C,
+                                    int64_t spots) {
+  FLUID_GRID_STRIDE(i, N * C * spots) out[i] += bias[(i / spots) % C];
+}
+
+template <class T>
+void add_channel_bias(T* out, const T* bias, int64_t N, int64_t C, int64_t spots) {
+  channel_bias_kernel<<<blocks_for(N * C * spots), kThreads>>>(out, bias, N, C, spots);
+}
+
+// one block per channel, its threads' partial sums added in shared memory
+template <class T>
+__global__ void channel_sums_kernel(const T* x, T* out, int64_t N, int64_t C, int64_t spots) {
+  __shared__ T part[kThreads];
+  const int64_t c = blockIdx.x;
+  T total = 0;
+  for (int64_t i = threadIdx.x; i < N * spots; i += blockDim.x)
+    total += x[((i / spots) * C + c) * spots + i % spots];
+  part[threadIdx.x] = total;
+  __syncthreads();
+  for (int half = blockDim.x / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half) part[threadIdx.x] += part[threadIdx.x + half];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) out[c] = part[0];
+}
+
+template <class T>
+void channel_sums(const T* x, T* out, int64_t N, int64_t C, int64_t spots) {
+  channel_sums_kernel<<<(unsigned)C, kThreads>>>(x, out, N, C, spots);
+}
+
+template <class T>
+__global__ void add_into_kernel(T* out, const T* x, int64_t count) {
+  FLUID_GRID_STRIDE(i, count) out[i] += x[i];
+}
+
+template <class T>
+void add_into(T* out, const T* x, int64_t count) {
+  if (count) add_into_kernel<<<blocks_for(count), kThreads>>>(out, x, count);
+}
+
+// the adjoint of im2col_kernel, one thread per input pixel of the image's group: the sum of
+// the column entries taken from it (each pixel written once, so no atomics)
+template <class T>
+__global__ void col2im_kernel(const T* cols, T* xg, int64_t cg, int64_t H, int64_t W,
+                              int64_t kh, int64_t kw, int64_t oh, int64_t ow, int64_t sh,
+                              int64_t sw, int64_t pt, int64_t pl, int64_t dh, int64_t dw) {
+  const int64_t spots = oh * ow;
+  FLUID_GRID_STRIDE(p, cg * H * W) {
+    const int64_t x = p % W, y = (p / W) % H, c = p / (W * H);
+    T total = 0;
+    for (int64_t ii = 0; ii < kh; ++ii) {
+      const int64_t ry = y + pt - ii * dh;
+      if (ry < 0 || ry % sh != 0 || ry / sh >= oh) continue;
+      for (int64_t j = 0; j < kw; ++j) {
+        const int64_t rx = x + pl - j * dw;
+        if (rx < 0 || rx % sw != 0 || rx / sw >= ow) continue;
+        total += cols[((c * kh + ii) * kw + j) * spots + (ry / sh) * ow + rx / sw];
+      }
+    }
+    xg[p] = total;
+  }
+}
+
+template <class T>
+void conv2d_grad(const T* x, const T* w, const T* dout, T* dx, T* dw, T* cols, int64_t N,
+                 int64_t C, int64_t H, int64_t W, int64_t M, int64_t kh, int64_t kw, int64_t oh,
+                 int64_t ow, int64_t sh, int64_t sw, int64_t pt, int64_t pl, int64_t dh,
+                 int64_t dwid, int64_t groups) {
+  const int64_t cg = C / groups, mg = M / groups, rows = cg * kh * kw, spots = oh * ow;
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t g = 0; g < groups; ++g) {
+      const T* d = dout + (n * M + g * mg) * spots;
+      if (dw) {
+        im2col_kernel<<<blocks_for(rows * spots), kThreads>>>(
+            x + (n * C + g * cg) * H * W, cols, cg, H, W, kh, kw, oh, ow, sh, sw, pt, pl, dh,
+            dwid);
+        gemm(false, true, mg, rows, spots, d, cols, dw + g * mg * rows, T(n == 0 ? 0 : 1));
+      }
+      if (dx) {
+        gemm(true, false, rows, spots, mg, w + g * mg * rows, d, cols);
+        col2im_kernel<<<blocks_for(cg * H * W), kThreads>>>(
+            cols, dx + (n * C + g * cg) * H * W, cg, H, W, kh, kw, oh, ow, sh, sw, pt, pl, dh,
+            dwid);
+      }
+    }
+}
+
+// one thread per output window (pool_window, pool_value)
 template <class T>
 __global__ void pool2d_kernel(const T* x, T* out, int64_t NC, int64_t H, int64_t W,
                               int64_t kh, int64_t kw, int64_t oh, int64_t ow, int64_t sh,
-                              int64_t sw, int64_t pt, int64_t pl, bool is_max, bool exclusive) {
+                              int64_t sw, int64_t pt, int64_t pl, bool is_max, bool exclusive,
+                              bool adaptive) {
   FLUID_GRID_STRIDE(i, NC * oh * ow) {
     const int64_t ox = i % ow, oy = (i / ow) % oh, p = i / (ow * oh);
-    const T* plane = x + p * H * W;
-    const int64_t y0 = oy * sh - pt, y1 = min(y0 + kh, H + pt);
-    const int64_t x0 = ox * sw - pl, x1 = min(x0 + kw, W + pl);
-    T best = -INFINITY, total = 0;
-    for (int64_t y = max(y0, int64_t(0)); y < min(y1, H); ++y)
-      for (int64_t xx = max(x0, int64_t(0)); xx < min(x1, W); ++xx) {
-        const T v = plane[y * W + xx];
-        best = v > best ? v : best;
-        total += v;
-      }
-    const T count = exclusive ? T((min(y1, H) - max(y0, int64_t(0))) *
-                                  (min(x1, W) - max(x0, int64_t(0))))
-                              : T(kh * kw);
-    out[i] = is_max ? best : total / count;
+    int64_t ya, yb, xa, xb;
+    pool_window(oy, H, kh, sh, pt, oh, adaptive, ya, yb);
+    pool_window(ox, W, kw, sw, pl, ow, adaptive, xa, xb);
+    out[i] = pool_value(x + p * H * W, W, ya, yb, xa, xb, is_max,
+                        pool_count<T>(ya, yb, xa, xb, kh, kw, exclusive, adaptive));
   }
 }
 
 template <class T>
 void pool2d(const T* x, T* out, int64_t NC, int64_t H, int64_t W, int64_t kh, int64_t kw,
             int64_t oh, int64_t ow, int64_t sh, int64_t sw, int64_t pt, int64_t pl, bool is_max,
-            bool exclusive) {
+            bool exclusive, bool adaptive) {
   pool2d_kernel<<<blocks_for(NC * oh * ow), kThreads>>>(x, out, NC, H, W, kh, kw, oh, ow, sh,
-                                                        sw, pt, pl, is_max, exclusive);
+                                                        sw, pt, pl, is_max, exclusive, adaptive);
+}
+
+// one thread per output window, each adding its share into dX (windows overlap: atomics)
+template <class T>
+__global__ void pool2d_grad_kernel(const T* x, const T* dout, T* dx, int64_t NC, int64_t H,
+                                   int64_t W, int64_t kh, int64_t kw, int64_t oh, int64_t ow,
+                                   int64_t sh, int64_t sw, int64_t pt, int64_t pl, bool is_max,
+                                   bool exclusive, bool adaptive) {
+  FLUID_GRID_STRIDE(i, NC * oh * ow) {
+    const int64_t ox = i % ow, oy = (i / ow) % oh, p = i / (ow * oh);
+    T* grad = dx + p * H * W;
+    int64_t ya, yb, xa, xb;
+    pool_window(oy, H, kh, sh, pt, oh, adaptive, ya, yb);
+    pool_window(ox, W, kw, sw, pl, ow, adaptive, xa, xb);
+    if (is_max) {
+      const int64_t best = pool_first_max(x + p * H * W, W, ya, yb, xa, xb);
+      if (best >= 0) atomicAdd(grad + best, dout[i]);
+      continue;
+    }
+    const T share = dout[i] / pool_count<T>(ya, yb, xa, xb, kh, kw, exclusive, adaptive);
+    for (int64_t y = ya; y < yb; ++y)
+      for (int64_t xx = xa; xx < xb; ++xx) atomicAdd(grad + y * W + xx, share);
+  }
+}
+
+template <class T>
+void pool2d_grad(const T* x, const T* dout, T* dx, int64_t NC, int64_t H, int64_t W, int64_t kh,
+                 int64_t kw, int64_t oh, int64_t ow, int64_t sh, int64_t sw, int64_t pt,
+                 int64_t pl, bool is_max, bool exclusive, bool adaptive) {
+  fill(dx, NC * H * W, T(0));
+  pool2d_grad_kernel<<<blocks_for(NC * oh * ow), kThreads>>>(
+      x, dout, dx, NC, H, W, kh, kw, oh, ow, sh, sw, pt, pl, is_max, exclusive, adaptive);
+}
+
+inline __device__ int64_t channel_at(int64_t i, int64_t C, int64_t post, int64_t c) {
+  return ((i / post) * C + c) * post + i % post;
 }
 
 template <class T>
 __global__ void batch_norm_kernel(const T* x, const T* scale, const T* bias, const T* mean,
-                                  const T* variance, T* y, int64_t N, int64_t C,
-                                  int64_t spots, T epsilon) {
-  FLUID_GRID_STRIDE(i, N * C * spots) {
-    const int64_t c = (i / spots) % C;
+                                  const T* variance, T* y, int64_t pre, int64_t C,
+                                  int64_t post, T epsilon, bool relu) {
+  FLUID_GRID_STRIDE(i, pre * C * post) {
+    const int64_t c = (i / post) % C;
     const T k = (T(1) / sqrt(variance[c] + epsilon)) * (scale ? scale[c] : T(1));
-    y[i] = (x[i] - mean[c]) * k + (bias ? bias[c] : T(0));
+    const T v = (x[i] - mean[c]) * k + (bias ? bias[c] : T(0));
+    y[i] = relu && v < T(0) ? T(0) : v;
   }
 }
 
 template <class T>
 void batch_norm_inference(const T* x, const T* scale, const T* bias, const T* mean,
-                          const T* variance, T* y, int64_t N, int64_t C, int64_t spots,
-                          T epsilon) {
-  batch_norm_kernel<<<blocks_for(N * C * spots), kThreads>>>(x, scale, bias, mean, variance, y,
-                                                             N, C, spots, epsilon);
+                          const T* variance, T* y, int64_t pre, int64_t C, int64_t post,
+                          T epsilon, bool relu) {
+  batch_norm_kernel<<<blocks_for(pre * C * post), kThreads>>>(x, scale, bias, mean, variance,
+                                                              y, pre, C, post, epsilon, relu);
+}
+
+// the sum of the block's values v (every thread gets it)
+inline __device__ double block_sum(double v, double* part) {
+  part[threadIdx.x] = v;
+  __syncthreads();
+  for (int half = blockDim.x / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half) part[threadIdx.x] += part[threadIdx.x + half];
+    __syncthreads();
+  }
+  const double total = part[0];
+  __syncthreads();
+  return total;
+}
+
+// one block per channel (fluid_native.h's batch_norm_training says what it computes)
+template <class T>
+__global__ void batch_norm_training_kernel(const T* x, const T* scale, const T* bias,
+                                           const T* mean, const T* variance, T* y,
+                                           T* mean_out, T* variance_out, T* saved_mean,
+                                           T* saved_inv_std, int64_t pre, int64_t C,
+                                           int64_t post, T epsilon, T momentum, T keep,
+                                           bool relu) {
+  __shared__ double part[kThreads];
+  const int64_t c = blockIdx.x, m = pre * post;
+  T mu = 0, inv_std = 0, var = 0;
+  if (m > 1) {
+    double total = 0;
+    for (int64_t i = threadIdx.x; i < m; i += blockDim.x) total += x[channel_at(i, C, post, c)];
+    mu = T(block_sum(total, part) / double(m));
+    double squares = 0;
+    for (int64_t i = threadIdx.x; i < m; i += blockDim.x) {
+      const double d = double(x[channel_at(i, C, post, c)] - mu);
+      squares += d * d;
+    }
+    var = T(block_sum(squares, part) / double(m));
+    inv_std = T(1) / sqrt(var + epsilon);
+    const T k = inv_std * (scale ? scale[c] : T(1)), b = bias ? bias[c] : T(0);
+    for (int64_t i = threadIdx.x; i < m; i += blockDim.x) {
+      const int64_t at = channel_at(i, C, post, c);
+      const T v = (x[at] - mu) * k + b;
+      y[at] = relu && v < T(0) ? T(0) : v;
+    }
+  }
+  if (threadIdx.x == 0) {
+    const T mean_c = mean[c], variance_c = variance[c];
+    if (m == 1) {
+      y[c] = x[c];
+      mean_out[c] = mean_c;
+      variance_out[c] = variance_c;
+    } else {
+      mean_out[c] = mean_c * momentum + mu * keep;
+      variance_out[c] = variance_c * momentum + var * keep;
+    }
+    if (saved_mean) saved_mean[c] = mu;
+    if (saved_inv_std) saved_inv_std[c] = inv_std;
+  }
+}
+
+template <class T>
+void batch_norm_training(const T* x, const T* scale, const T* bias, const T* mean,
+                         const T* variance, T* y, T* mean_out, T* variance_out, T* saved_mean,
+                         T* saved_inv_std, int64_t pre, int64_t C, int64_t post, T epsilon,
+                         T momentum, T keep, bool relu) {
+  if (C) batch_norm_training_kernel<<<(unsigned)C, kThreads>>>(
+      x, scale, bias, mean, variance, y, mean_out, variance_out, saved_mean, saved_inv_std, pre,
+      C, post, epsilon, momentum, keep, relu);
+}
+
+template <class T>
+__global__ void batch_norm_grad_kernel(const T* x, const T* scale, const T* mean,
+                                       const T* stat, const T* dy, T* dx, T* dscale, T* dbias,
+                                       int64_t pre, int64_t C, int64_t post, bool global_stats,
+                                       T epsilon) {
+  __shared__ double part[kThreads];
+  const int64_t c = blockIdx.x, m = pre * post;
+  if (!global_stats && m == 1) {
+    if (threadIdx.x == 0) {
+      if (dx) dx[c] = dy[c];
+      if (dscale) dscale[c] = T(0);
+      if (dbias) dbias[c] = T(0);
+    }
+    return;
+  }
+  const T mu = mean[c];
+  const T inv_std = global_stats ? T(1) / sqrt(stat[c] + epsilon) : stat[c];
+  double total = 0, weighted = 0;
+  for (int64_t i = threadIdx.x; i < m; i += blockDim.x) {
+    const int64_t at = channel_at(i, C, post, c);
+    total += dy[at];
+    weighted += double(dy[at]) * double((x[at] - mu) * inv_std);
+  }
+  const T d_bias = T(block_sum(total, part)), d_scale = T(block_sum(weighted, part));
+  if (dx) {
+    const T k = scale ? scale[c] * inv_std : inv_std;
+    for (int64_t i = threadIdx.x; i < m; i += blockDim.x) {
+      const int64_t at = channel_at(i, C, post, c);
+      dx[at] = batch_norm_dx(dy[at], x[at], mu, inv_std, k, d_bias, d_scale, m, global_stats);
+    }
+  }
+  if (threadIdx.x == 0) {
+    if (dscale) dscale[c] = d_scale;
+    if (dbias) dbias[c] = d_bias;
+  }
+}
+
+template <class T>
+void batch_norm_grad(const T* x, const T* scale, const T* mean, const T* stat, const T* dy,
+                     T* dx, T* dscale, T* dbias, int64_t pre, int64_t C, int64_t post,
+                     bool global_stats, T epsilon) {
+  if (C) batch_norm_grad_kernel<<<(unsigned)C, kThreads>>>(
+      x, scale, mean, stat, dy, dx, dscale, dbias, pre, C, post, global_stats, epsilon);
 }
 
 // --- optimizers ------------------------------------------------------------------------------------------
@@ -423,3 +954,5 @@ void compare(const T* x, const T* y, bool* out, int64_t pre, int64_t n, int64_t 
 }
 
 }  // namespace fluid_native
+
+#include "fluid_native_products.h"

@@ -47,15 +47,6 @@ void write_value(T* p, T value) {
 }
 
 template <class T>
-__global__ void add_into_kernel(T* out, const T* x, int64_t count) {
-  FLUID_GRID_STRIDE(i, count) out[i] += x[i];
-}
-template <class T>
-void add_into(T* out, const T* x, int64_t count) {
-  if (count) add_into_kernel<<<blocks_for(count), kThreads>>>(out, x, count);
-}
-
-template <class T>
 __global__ void transpose_kernel(const T* x, int64_t rows, int64_t cols, T* out) {
   FLUID_GRID_STRIDE(i, rows * cols) out[(i % cols) * rows + i / cols] = x[i];
 }

@@ -29,10 +29,6 @@ template <class T>
 T read_value(const T* p) { return *p; }
 template <class T>
 void write_value(T* p, T value) { *p = value; }
-template <class T>
-void add_into(T* out, const T* x, int64_t count) {
-  for (int64_t i = 0; i < count; ++i) out[i] += x[i];
-}
 // out [cols, rows] = the transpose of x [rows, cols]
 template <class T>
 void transpose_matrix(const T* x, int64_t rows, int64_t cols, T* out) {

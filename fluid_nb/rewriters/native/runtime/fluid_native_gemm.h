@@ -217,14 +217,26 @@ FLUID_GEMM_ENTRY void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, in
   }
   const int64_t lda = trans_a ? M : K, ldb = trans_b ? K : N;
   if (M * N * K <= kTiny) {  // packing would cost more than the products
-    for (int64_t i = 0; i < M; ++i)
-      for (int64_t j = 0; j < N; ++j) {
-        float total = 0.0f;
-        for (int64_t p = 0; p < K; ++p)
-          total += (trans_a ? A[p * lda + i] : A[i * lda + p]) *
-                   (trans_b ? B[j * ldb + p] : B[p * ldb + j]);
-        C[i * N + j] = accumulate ? C[i * N + j] + total : total;
+    // row i of C built as sum over p of A[i, p] B[p, :], a loop over B's rows that
+    // vectorises; a transposed B (an attention's Q K^T) is turned into rows first
+    float rows_b[kTiny], row[kTiny];
+    const float* b = B;
+    int64_t b_step = ldb;
+    if (trans_b) {
+      for (int64_t p = 0; p < K; ++p)
+        for (int64_t j = 0; j < N; ++j) rows_b[p * N + j] = B[j * ldb + p];
+      b = rows_b, b_step = N;
+    }
+    for (int64_t i = 0; i < M; ++i) {
+      for (int64_t j = 0; j < N; ++j) row[j] = 0.0f;
+      for (int64_t p = 0; p < K; ++p) {
+        const float a = trans_a ? A[p * lda + i] : A[i * lda + p];
+        const float* bp = b + p * b_step;
+        for (int64_t j = 0; j < N; ++j) row[j] += a * bp[j];
       }
+      float* c = C + i * N;
+      for (int64_t j = 0; j < N; ++j) c[j] = accumulate ? c[j] + row[j] : row[j];
+    }
     return;
   }
   void (*kernel)(int64_t, const float*, int64_t, const float*, int64_t, float*, int64_t,

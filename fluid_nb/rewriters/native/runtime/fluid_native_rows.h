@@ -1,0 +1,194 @@
+// The per-row and per-window pieces of the kernels, written once for both targets: the host
+// loops of fluid_native.h call them row by row, the CUDA kernels of fluid_native_cuda.cuh
+// one row (or window) a thread. Math is called unqualified, as in fluid_native_maps.h.
+#pragma once
+
+#include <stdint.h>
+
+#include "fluid_native_maps.h"
+
+namespace fluid_native {
+
+// whether hard label k counts: not ignore_index and a class id. A label out of range
+// counts as ignored (loss and gradient 0), as on a GPU: compiled code has no host copy to
+// check it against, and must not read outside the row.
+template <class L>
+FLUID_HD inline bool counts(L k, int64_t classes, int64_t ignore_index) {
+  return int64_t(k) != ignore_index && k >= 0 && int64_t(k) < classes;
+}
+
+// cross_entropy2 of one row of probabilities: MatchX = the label's probability, Y =
+// -log(MatchX) (log 0 taken as -1e20, as Paddle), both 0 where the label does not count
+template <class T, class L>
+FLUID_HD inline void cross_entropy2_row(const T* x, L k, int64_t classes, int64_t ignore_index,
+                                        T* y, T* match) {
+  const bool keep = counts(k, classes, ignore_index);
+  const T p = keep ? x[int64_t(k)] : T(0);
+  if (match) *match = p;
+  *y = !keep ? T(0) : p > T(0) ? -log(p) : T(1e20);
+}
+
+// softmax of n values `step` apart: exp(x - max) / sum
+template <class T>
+FLUID_HD inline void softmax_line(const T* in, T* o, int64_t n, int64_t step) {
+  T top = in[0];
+  for (int64_t c = 1; c < n; ++c) top = in[c * step] > top ? in[c * step] : top;
+  T total = 0;
+  for (int64_t c = 0; c < n; ++c) {
+    o[c * step] = exp(in[c * step] - top);
+    total += o[c * step];
+  }
+  for (int64_t c = 0; c < n; ++c) o[c * step] /= total;
+}
+
+// its gradient on one line: dX = Out * (dOut - sum(dOut * Out))
+template <class T>
+FLUID_HD inline void softmax_grad_line(const T* out, const T* dout, T* dx, int64_t n,
+                                       int64_t step) {
+  T dot = 0;
+  for (int64_t c = 0; c < n; ++c) dot += dout[c * step] * out[c * step];
+  for (int64_t c = 0; c < n; ++c) dx[c * step] = out[c * step] * (dout[c * step] - dot);
+}
+
+// whether value a at index i comes before value b at index j in a top-k: larger first,
+// NaN largest, ties by the lower index
+template <class T>
+FLUID_HD inline bool ranks_before(T a, int64_t i, T b, int64_t j) {
+  const bool a_nan = a != a, b_nan = b != b;
+  if (a_nan || b_nan) return a_nan && (!b_nan || i < j);
+  return a > b || (a == b && i < j);
+}
+
+// the k best of a row of `size`, best first, with their indices: k passes, each the best
+// not yet taken (k is small)
+template <class T>
+FLUID_HD inline void top_k_row(const T* in, int64_t size, int64_t k, T* out, int64_t* idx) {
+  for (int64_t q = 0; q < k; ++q) {
+    int64_t best = -1;
+    for (int64_t i = 0; i < size; ++i) {
+      bool taken = false;
+      for (int64_t t = 0; t < q && !taken; ++t) taken = idx[t] == i;
+      if (!taken && (best < 0 || ranks_before(in[i], i, in[best], best))) best = i;
+    }
+    idx[q] = best;
+    out[q] = in[best];
+  }
+}
+
+// the rows whose label is among their k indices
+template <class L>
+FLUID_HD inline int64_t accuracy_hits(const int64_t* indices, const L* label, int64_t rows,
+                                      int64_t k) {
+  int64_t hits = 0;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t q = 0; q < k; ++q)
+      if (indices[r * k + q] == int64_t(label[r])) {
+        ++hits;
+        break;
+      }
+  return hits;
+}
+
+// pool2d's window along one dim for output o: [a, b) inside [0, size). Paddle's windows
+// start at o*s - pad_before and reach k on (clipped to size + pad, then to X); adaptive
+// ones are the bins [floor(o size / out), ceil((o + 1) size / out)).
+FLUID_HD inline void pool_window(int64_t o, int64_t size, int64_t k, int64_t s, int64_t pad,
+                                 int64_t out, bool adaptive, int64_t& a, int64_t& b) {
+  if (adaptive) {
+    a = o * size / out;
+    b = ((o + 1) * size + out - 1) / out;
+    return;
+  }
+  const int64_t start = o * s - pad, stop = start + k < size + pad ? start + k : size + pad;
+  a = start > 0 ? start : 0;
+  b = stop < size ? stop : size;
+}
+
+// the value of one window of a plane [H, W]: max (NaN kept, as NumPy's maximum) or the
+// sum over its positions divided by `count`
+template <class T>
+FLUID_HD inline T pool_value(const T* plane, int64_t W, int64_t ya, int64_t yb, int64_t xa,
+                             int64_t xb, bool is_max, T count) {
+  T best = -INFINITY, total = 0;
+  for (int64_t y = ya; y < yb; ++y)
+    for (int64_t xx = xa; xx < xb; ++xx) {
+      const T v = plane[y * W + xx];
+      best = v != v || v > best ? (best != best ? best : v) : best;
+      total += v;
+    }
+  return is_max ? best : total / count;
+}
+
+// the place of a window's first maximum (NaN the largest, as NumPy's argmax); -1 when empty
+template <class T>
+FLUID_HD inline int64_t pool_first_max(const T* plane, int64_t W, int64_t ya, int64_t yb,
+                                       int64_t xa, int64_t xb) {
+  int64_t best = -1;
+  for (int64_t y = ya; y < yb; ++y)
+    for (int64_t xx = xa; xx < xb; ++xx) {
+      const T v = plane[y * W + xx];
+      if (best < 0 || (v != v ? plane[best] == plane[best] : v > plane[best])) best = y * W + xx;
+    }
+  return best;
+}
+
+// the divisor of an average window: its positions inside X (exclusive, and adaptive bins)
+// or the whole kh x kw window, as Fluid 1.8
+template <class T>
+FLUID_HD inline T pool_count(int64_t ya, int64_t yb, int64_t xa, int64_t xb, int64_t kh,
+                             int64_t kw, bool exclusive, bool adaptive) {
+  return exclusive || adaptive ? T((yb - ya) * (xb - xa)) : T(kh * kw);
+}
+
+// layer_norm of one row of `right` values: its mean and biased variance (summed in double);
+// Y = (X - mean) / sqrt(variance + eps) * Scale + Bias
+template <class T>
+FLUID_HD inline void layer_norm_row(const T* in, const T* scale, const T* bias, T* o,
+                                    int64_t right, T epsilon, T* mean, T* variance) {
+  double total = 0, squares = 0;
+  for (int64_t j = 0; j < right; ++j) total += in[j];
+  const T mu = T(total / double(right));
+  for (int64_t j = 0; j < right; ++j) {
+    const double d = double(in[j] - mu);
+    squares += d * d;
+  }
+  const T var = T(squares / double(right));
+  const T std_dev = sqrt(var + epsilon);
+  for (int64_t j = 0; j < right; ++j) {
+    T v = (in[j] - mu) / std_dev;
+    if (scale) v = v * scale[j];
+    if (bias) v = v + bias[j];
+    o[j] = v;
+  }
+  if (mean) *mean = mu;
+  if (variance) *variance = var;
+}
+
+// its X gradient on one row, x_hat = (X - mean) / sqrt(variance + eps), g = dY * Scale:
+// dX = (g - mean(g) - x_hat mean(g x_hat)) / sqrt(variance + eps)
+template <class T>
+FLUID_HD inline void layer_norm_dx_row(const T* in, const T* d, const T* scale, T mu, T var,
+                                       T epsilon, T* o, int64_t right) {
+  const T inv_std = T(1) / sqrt(var + epsilon);
+  double g_total = 0, gx_total = 0;
+  for (int64_t j = 0; j < right; ++j) {
+    const T g = scale ? d[j] * scale[j] : d[j];
+    g_total += g;
+    gx_total += double(g * ((in[j] - mu) * inv_std));
+  }
+  const T g_mean = T(g_total / double(right)), gx_mean = T(gx_total / double(right));
+  for (int64_t j = 0; j < right; ++j) {
+    const T g = scale ? d[j] * scale[j] : d[j];
+    o[j] = inv_std * (g - g_mean - (in[j] - mu) * inv_std * gx_mean);
+  }
+}
+
+// batch_norm_grad's X gradient of one value: k dY with the running statistics (global),
+// k (dY - (Bias@GRAD + x_hat Scale@GRAD) / m) with the batch's; k = Scale inv_std
+template <class T>
+FLUID_HD inline T batch_norm_dx(T d, T x, T mu, T inv_std, T k, T d_bias, T d_scale, int64_t m,
+                                bool global_stats) {
+  return global_stats ? d * k : k * (d - (d_bias + (x - mu) * inv_std * d_scale) / T(m));
+}
+
+}  // namespace fluid_native
