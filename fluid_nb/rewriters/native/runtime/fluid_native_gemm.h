@@ -216,9 +216,21 @@ FLUID_GEMM_ENTRY void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, in
     return;
   }
   const int64_t lda = trans_a ? M : K, ldb = trans_b ? K : N;
-  if (M * N * K <= kTiny) {  // packing would cost more than the products
-    // row i of C built as sum over p of A[i, p] B[p, :], a loop over B's rows that
-    // vectorises; a transposed B (an attention's Q K^T) is turned into rows first
+  if (M * N * K <= kTiny && N < kNr) {  // packing would cost more than the products
+    for (int64_t i = 0; i < M; ++i)        // (a few columns: a dot product each)
+      for (int64_t j = 0; j < N; ++j) {
+        float total = 0.0f;
+        for (int64_t p = 0; p < K; ++p)
+          total += (trans_a ? A[p * lda + i] : A[i * lda + p]) *
+                   (trans_b ? B[j * ldb + p] : B[p * ldb + j]);
+        C[i * N + j] = accumulate ? C[i * N + j] + total : total;
+      }
+    return;
+  }
+  if (M * N * K <= kTiny) {
+    // a row of C at a time, as the sum over p of A[i, p] B[p, :]: a loop along B's rows
+    // that vectorises (an attention's [16, 16] products); a transposed B is turned into
+    // rows first
     float rows_b[kTiny], row[kTiny];
     const float* b = B;
     int64_t b_step = ldb;
