@@ -606,16 +606,28 @@ void add_channel_bias(T* out, const T* bias, int64_t N, int64_t C, int64_t spots
     }
 }
 
-// out[c] = sum over n and s of x[n, c, s]
+// Sums of a channel's run in double, kept as eight partial sums: one running sum would wait
+// on each add before the next (and a float sum may not be reordered into vectors).
+template <class T, class F>
+double sum_in_double(int64_t count, F term) {
+  double part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 8 <= count; i += 8)
+    for (int j = 0; j < 8; ++j) part[j] += term(i + j);
+  for (; i < count; ++i) part[0] += term(i);
+  return ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
+}
+
+// out[c] = sum over n and s of x[n, c, s] (in double)
 template <class T>
 void channel_sums(const T* x, T* out, int64_t N, int64_t C, int64_t spots) {
   for (int64_t c = 0; c < C; ++c) {
-    T total = 0;
+    double total = 0;
     for (int64_t n = 0; n < N; ++n) {
       const T* in = x + (n * C + c) * spots;
-      for (int64_t s = 0; s < spots; ++s) total += in[s];
+      total += sum_in_double<T>(spots, [in](int64_t s) { return double(in[s]); });
     }
-    out[c] = total;
+    out[c] = T(total);
   }
 }
 
@@ -730,18 +742,6 @@ void normalise_channel(const T* x, T* y, int64_t pre, int64_t C, int64_t post, i
       o[i] = relu && v < T(0) ? T(0) : v;
     }
   }
-}
-
-// Sums of a channel's run in double, kept as eight partial sums: one running sum would wait
-// on each add before the next (and a float sum may not be reordered into vectors).
-template <class T, class F>
-double sum_in_double(int64_t count, F term) {
-  double part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  int64_t i = 0;
-  for (; i + 8 <= count; i += 8)
-    for (int j = 0; j < 8; ++j) part[j] += term(i + j);
-  for (; i < count; ++i) part[0] += term(i);
-  return ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
 }
 
 // With the running statistics: Y = (X - Mean) * (Scale / sqrt(Variance + eps)) + Bias.

@@ -598,21 +598,29 @@ void add_channel_bias(T* out, const T* bias, int64_t N, int64_t C, int64_t spots
   channel_bias_kernel<<<blocks_for(N * C * spots), kThreads>>>(out, bias, N, C, spots);
 }
 
-// one block per channel, its threads' partial sums added in shared memory
-template <class T>
-__global__ void channel_sums_kernel(const T* x, T* out, int64_t N, int64_t C, int64_t spots) {
-  __shared__ T part[kThreads];
-  const int64_t c = blockIdx.x;
-  T total = 0;
-  for (int64_t i = threadIdx.x; i < N * spots; i += blockDim.x)
-    total += x[((i / spots) * C + c) * spots + i % spots];
-  part[threadIdx.x] = total;
+// the sum of the block's values v (every thread gets it)
+inline __device__ double block_sum(double v, double* part) {
+  part[threadIdx.x] = v;
   __syncthreads();
   for (int half = blockDim.x / 2; half > 0; half /= 2) {
     if (threadIdx.x < half) part[threadIdx.x] += part[threadIdx.x + half];
     __syncthreads();
   }
-  if (threadIdx.x == 0) out[c] = part[0];
+  const double total = part[0];
+  __syncthreads();
+  return total;
+}
+
+// one block per channel, its sum in double (fluid_native.h's channel_sums)
+template <class T>
+__global__ void channel_sums_kernel(const T* x, T* out, int64_t N, int64_t C, int64_t spots) {
+  __shared__ double part[kThreads];
+  const int64_t c = blockIdx.x;
+  double total = 0;
+  for (int64_t i = threadIdx.x; i < N * spots; i += blockDim.x)
+    total += x[((i / spots) * C + c) * spots + i % spots];
+  total = block_sum(total, part);
+  if (threadIdx.x == 0) out[c] = T(total);
 }
 
 template <class T>
@@ -755,19 +763,6 @@ void batch_norm_inference(const T* x, const T* scale, const T* bias, const T* me
                           T epsilon, bool relu) {
   batch_norm_kernel<<<blocks_for(pre * C * post), kThreads>>>(x, scale, bias, mean, variance,
                                                               y, pre, C, post, epsilon, relu);
-}
-
-// the sum of the block's values v (every thread gets it)
-inline __device__ double block_sum(double v, double* part) {
-  part[threadIdx.x] = v;
-  __syncthreads();
-  for (int half = blockDim.x / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) part[threadIdx.x] += part[threadIdx.x + half];
-    __syncthreads();
-  }
-  const double total = part[0];
-  __syncthreads();
-  return total;
 }
 
 // one block per channel (fluid_native.h's batch_norm_training says what it computes)
