@@ -14,7 +14,8 @@ NativeProgram (compiled). The build time is that of a cold build (an empty cache
 directory). Last, the cold builds of two study programs, ResNet-56 + Momentum and a
 12-layer Transformer encoder + Adam (batch 32), with the distinct bodies their ops compile
 to, and a training step of each compiled (the ops without native code run in the
-interpreter between the compiled runs) against the interpreter's.
+interpreter between the compiled runs) against the interpreter's. W2 also times its eight
+matrix products alone through NumPy's BLAS: the floor of any W2 step on that BLAS.
 """
 import os
 import sys
@@ -140,6 +141,22 @@ def cold_compile(main, feed, fetch, scope):
             del os.environ["FLUID_NB_CACHE"]
 
 
+def w2_products(x, label):
+    """W2's eight matrix products alone (forward, input and weight gradients, as the step
+    by hand makes them) through NumPy's BLAS: what no W2 step on this BLAS can go below."""
+    rng = np.random.RandomState(0)
+    w1, w2, w3 = (rng.uniform(-0.1, 0.1, shape).astype("float32")
+                  for shape in [(784, 200), (200, 200), (200, 10)])
+    h1, h2, dz = (rng.uniform(-1, 1, shape).astype("float32")
+                  for shape in [(64, 200), (64, 200), (64, 10)])
+
+    def products():
+        x @ w1, h1 @ w2, h2 @ w3
+        dh2, dh1 = dz @ w3.T, h2 @ w2.T
+        return x.T @ dh1, h1.T @ dh2, h2.T @ dz
+    return products
+
+
 def steps(build, feed):
     """(interpreted step, compiled step, cold build seconds)."""
     main, startup = fluid.Program(), fluid.Program()
@@ -205,6 +222,8 @@ def main():
             candidates["PyTorch torch.compile"] = by_torch_compiled(torch, *data)
         if jax is not None:
             candidates["JAX jax.jit"] = by_jax(jax, *data)
+        if by_numpy is w2_numpy:
+            candidates["NumPy, the 8 matrix products alone"] = w2_products(*data)
         report(name, candidates, build_seconds, number, 1e6, "µs/step")
     if torch is None:
         print("PyTorch is not installed: no PyTorch eager or torch.compile rows")

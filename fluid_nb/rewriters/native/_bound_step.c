@@ -5,8 +5,8 @@
  * build owns, NumPy results). Called with (feed, fetch_list, scope), it checks that the
  * arguments are the layout's: the feed a dict of exactly its names in its order, each an
  * ndarray of the shape and type the build was specialised on; the fetch list the very
- * items it was bound with; the scope a Scope. Anything else returns None before anything
- * has run, and the caller takes the Python path, which converts, specialises and raises
+ * items it was bound with; the scope a Scope; a feed of ids (id_ranges.py) holding only
+ * ids in its range. Anything else returns None before anything has run, and the caller takes the Python path, which converts, specialises and raises
  * the typed errors. Otherwise it points the feed slots at the arrays (a new array, or one
  * a slot must copy, goes through the slot's own `take`), rebinds the parameters where the
  * scope holds new arrays (`Parameters.bind`), calls the compiled entry with the build's
@@ -26,6 +26,9 @@ typedef struct {
     npy_intp strides[NPY_MAXDIMS]; /* the slot's buffer's: an array of them is pointed at */
     PyArray_Descr *descr; /* the type the build was specialised on */
     PyObject *slot;       /* its bound_call.FeedSlot */
+    long long id_size;    /* ids: each in [0, id_size) or equal to `also`; -1: unchecked */
+    int has_also;
+    long long also;
 } Feed;
 
 typedef struct {
@@ -65,8 +68,9 @@ static void BoundStep_dealloc(BoundStep *self) {
 }
 
 /* BoundStep(function, pointers, owner, feeds, parameters, param_names, fetch_items,
- *           buffers, fetched_type, scope_type); feeds: (name, shape, dtype, strides, slot)
- * per fed name in the feed dict's order */
+ *           buffers, fetched_type, scope_type); feeds: (name, shape, dtype, strides, slot,
+ * id_size, also) per fed name in the feed dict's order (id_size -1: no ids to check; also:
+ * None or the one id allowed outside [0, id_size)) */
 static int BoundStep_init(BoundStep *self, PyObject *args, PyObject *kwds) {
     unsigned long long function, pointers;
     PyObject *owner, *feeds, *parameters, *param_names, *fetch_items, *buffers;
@@ -91,14 +95,18 @@ static int BoundStep_init(BoundStep *self, PyObject *args, PyObject *kwds) {
         return -1;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *name, *shape, *dtype, *strides, *slot;
-        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(feed_list, i), "UO!OO!O", &name,
+        PyObject *name, *shape, *dtype, *strides, *slot, *also;
+        long long id_size;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(feed_list, i), "UO!OO!OLO", &name,
                               &PyTuple_Type, &shape, &dtype, &PyTuple_Type, &strides,
-                              &slot)) {
+                              &slot, &id_size, &also)) {
             Py_DECREF(feed_list);
             return -1;
         }
         Feed *f = &self->feeds[i];
+        f->id_size = id_size;
+        f->has_also = also != Py_None;
+        f->also = f->has_also ? PyLong_AsLongLong(also) : 0;
         f->ndim = (int)PyTuple_GET_SIZE(shape);
         if (f->ndim > NPY_MAXDIMS || PyTuple_GET_SIZE(strides) != f->ndim) {
             Py_DECREF(feed_list);
@@ -189,6 +197,32 @@ static int parameters_current(BoundStep *self, PyObject *scope) {
     return current;
 }
 
+/* 1: every id of `array` lies in [0, f->id_size) or equals f->also; 0: one does not, or
+ * the array is not a C-ordered one of 32- or 64-bit integers (the Python path checks) */
+static int ids_in_range(PyArrayObject *array, const Feed *f) {
+    if (!PyArray_IS_C_CONTIGUOUS(array) || PyArray_DESCR(array)->kind != 'i')
+        return 0;
+    const npy_intp n = PyArray_SIZE(array);
+    const long long size = f->id_size, also = f->has_also ? f->also : -1;
+    const int has_also = f->has_also;
+#define FLUID_IDS_IN_RANGE(T)                                              \
+    {                                                                     \
+        const T *ids = (const T *)PyArray_DATA(array);                     \
+        for (npy_intp i = 0; i < n; i++) {                                 \
+            const long long id = ids[i];                                   \
+            if ((id < 0 || id >= size) && !(has_also && id == also))       \
+                return 0;                                                  \
+        }                                                                 \
+        return 1;                                                          \
+    }
+    if (PyArray_ITEMSIZE(array) == 8)
+        FLUID_IDS_IN_RANGE(int64_t)
+    if (PyArray_ITEMSIZE(array) == 4)
+        FLUID_IDS_IN_RANGE(int32_t)
+#undef FLUID_IDS_IN_RANGE
+    return 0;
+}
+
 static PyObject *BoundStep_call(BoundStep *self, PyObject *args, PyObject *kwds) {
     PyObject *feed, *fetch_list, *scope;
     if (!PyArg_ParseTuple(args, "OOO", &feed, &fetch_list, &scope))
@@ -226,7 +260,8 @@ static PyObject *BoundStep_call(BoundStep *self, PyObject *args, PyObject *kwds)
         if (PyArray_NDIM(array) != f->ndim
                 || memcmp(PyArray_DIMS(array), f->dims, f->ndim * sizeof(npy_intp)) != 0
                 || (PyArray_DESCR(array) != f->descr
-                    && !PyArray_EquivTypes(PyArray_DESCR(array), f->descr)))
+                    && !PyArray_EquivTypes(PyArray_DESCR(array), f->descr))
+                || (f->id_size >= 0 && !ids_in_range(array, f)))
             Py_RETURN_NONE;
     }
     /* each slot points at its array: the one of the last step needs nothing */

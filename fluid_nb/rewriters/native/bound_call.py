@@ -107,6 +107,10 @@ class BoundCall:
                 alias = aliasing and name not in spec.written
                 slot = spec.feed_slot(name, alias)
             self.layout.append((value.shape, value.dtype, slot))
+        #: (position in the feed, IdRange) of each range a fed name's ids are checked for
+        position = {name: k for k, name in enumerate(feed)}
+        self.ranges = [(position[ids.name], ids) for ids in spec.source.id_ranges
+                       if ids.name in position]
         #: per fetched name: ("buffer", array) | ("feed", slot) | ("scope", name)
         self.fetches = []
         for name in fetch_names:
@@ -129,13 +133,24 @@ class BoundCall:
                 or any(slot is None for _, _, slot in self.layout) \
                 or any(kind != "buffer" for kind, _ in self.fetches):
             return None
-        feeds = [(slot.name, shape, dtype, slot.strides, slot)
-                 for shape, dtype, slot in self.layout]
+        feeds = [(slot.name, shape, dtype, slot.strides, slot) + self._c_range(k)
+                 for k, (shape, dtype, slot) in enumerate(self.layout)]
         parameters = spec.parameters
         return _bound_step().BoundStep(
             ctypes.cast(spec.whole, ctypes.c_void_p).value, spec.address, spec, feeds,
             parameters, tuple(v.name for v in parameters.variables), tuple(fetch_list),
             tuple(array for _, array in self.fetches), FetchedArray, Scope)
+
+    def _c_range(self, k):
+        """(size, also) of feed ``k`` for the C step: ids in [0, size) or equal to also
+        (None: no such value; size -1: unchecked). Where two ops read the feed, the range
+        both accept (an id only one refuses sends the step to the Python path, which
+        checks each)."""
+        ranges = [ids for position, ids in self.ranges if position == k]
+        if not ranges:
+            return -1, None
+        alsos = {ids.also for ids in ranges}
+        return min(ids.size for ids in ranges), alsos.pop() if len(alsos) == 1 else None
 
     def run(self, feed, scope, return_numpy):
         """The fetched values after one step, or None when ``feed`` does not fit the
@@ -145,6 +160,11 @@ class BoundCall:
             return None
         spec = self.spec
         parameters = spec.parameters
+        if self.ranges:  # an id out of range: the general path raises the typed error
+            values = list(feed.values())
+            if any(values[k].__class__ is np.ndarray and ids.first_bad(values[k]) is not None
+                   for k, ids in self.ranges):
+                return None
         for value, (shape, dtype, slot) in zip(feed.values(), layout):
             if value.__class__ is not np.ndarray or value.shape != shape or (
                     value.dtype is not dtype and value.dtype != dtype):

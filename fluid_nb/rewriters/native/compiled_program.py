@@ -302,6 +302,8 @@ class NativeProgram:
             return self._dynamic_build(feed or {}, scope).run(feed or {}, fetch_names, scope,
                                                               return_numpy)
         spec = self._specialised(arrays, scope)
+        for ids in spec.source.id_ranges:  # before anything runs (id_ranges.py)
+            ids.check(arrays[ids.name])
         spec.copy_feeds(arrays)
         spec.bind(scope)
         if spec.whole is not None:  # the usual case: one compiled entry

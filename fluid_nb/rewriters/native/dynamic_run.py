@@ -86,6 +86,8 @@ class DynamicBuild:
                                         f"a value for {v.name!r} (the program reads it)",
                                         sorted(feed)))
             self._feed(v, feed[v.name], kept)
+        for ids in self.source.id_ranges:  # before anything runs (id_ranges.py)
+            ids.check(kept_feed(kept, ids.name).array)
         self.bind(scope)
         wanted = []
         for name in fetch_names:

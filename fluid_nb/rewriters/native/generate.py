@@ -32,6 +32,7 @@ from .dynamic import DynamicGenerator
 from .emitters import EMITTERS, NoEmitter
 from .env import CTYPES as _CTYPES
 from .env import StaticEnv
+from .id_ranges import fed_id_ranges
 from .names import comment, escape, identifier
 
 #: each target's runtime header (the emitters write one set of kernel calls for both)
@@ -79,6 +80,9 @@ class NativeSource:
     #: (a program specialised on its shapes) the op functions that call a body other ops
     #: share: {op function: body function}
     shared_bodies: dict = dataclasses.field(default_factory=dict)
+    #: (a host build) the fed ids checked before each step, as the interpreter checks
+    #: them (id_ranges.py)
+    id_ranges: tuple = ()
 
     def __str__(self):
         return self.source
@@ -226,7 +230,9 @@ def generate(program, target="cpp", feed=None, fetch=None, scope=None):
     return NativeSource(source, target, variables, functions, fallbacks, sorted(feed),
                         fetch_names, segments,
                         op_types={index: op.type for index, op, *_ in bodies},
-                        shared_bodies=calls)
+                        shared_bodies=calls,
+                        id_ranges=fed_id_ranges(block, feed, shapes) if target == "cpp"
+                        else ())
 
 
 def check_attributes(program):
@@ -273,7 +279,9 @@ def _generate_dynamic(program, target, feed, fetch_names, shapes, kinds):
     return NativeSource(source, target, variables, [(f.key, f.name) for f in compiled],
                         fallbacks, sorted(feed), fetch_names, segments, dynamic=True,
                         op_types={f.key: f.op.type for f in compiled}, dropped=dropped,
-                        not_computed=frozenset(gen.dead))
+                        not_computed=frozenset(gen.dead),
+                        id_ranges=fed_id_ranges(block, feed, shapes, dynamic=True)
+                        if target == "cpp" else ())
 
 
 def _segments(block, bodies, fallbacks):
