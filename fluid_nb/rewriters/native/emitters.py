@@ -447,36 +447,68 @@ def _softmax_grad(op, env):
         f"softmax_grad({env.ptr(out)}, {env.ptr(dout)}, {env.ptr(dx)}, {pre}, {n}, {post});"]
 
 
-def _hard_labels(op, env, label):
-    a = op.attrs
-    if a.get("soft_label") or not a.get("use_softmax", True):
-        raise NoEmitter("soft labels or use_softmax=False")
-    if env.ctype(label) != "int64_t":
-        raise NoEmitter(f"Label is {env.ctype(label)}, int64 expected")
+def _plain_xent(op, env, label, values):
+    """Whether a softmax_with_cross_entropy (or its gradient) is the common case the row
+    kernels take: the last axis, the softmax on, int64 hard labels."""
+    a, shape = op.attrs, env.shape(values)
+    return (not a.get("soft_label") and a.get("use_softmax", True)
+            and env.ctype(label) == "int64_t"
+            and a.get("axis", -1) in (-1, len(shape) - 1))
+
+
+def _xent_labels(op, env, label, values):
+    """(hard labels' pointer, soft labels' pointer) for the general kernels, one null."""
+    if op.attrs.get("soft_label"):
+        if env.ctype(label) != env.ctype(values) or env.shape(label) != env.shape(values):
+            raise NoEmitter("soft labels expected of the logits' type and shape")
+        return "static_cast<const int64_t*>(nullptr)", env.ptr(label)
+    if env.ctype(label) not in ("int64_t", "int32_t"):
+        raise NoEmitter(f"Label is {env.ctype(label)}, int64 or int32 expected")
+    return env.ptr(label), f"static_cast<const {env.ctype(values)}*>(nullptr)"
+
+
+def _xent_flags(op):
+    return (f"{int(op.attrs.get('ignore_index', -100))}, "
+            f"{'true' if op.attrs.get('use_softmax', True) else 'false'}")
 
 
 @emitter("softmax_with_cross_entropy")
 def _softmax_xent(op, env):
     logits, label = _one(op, "Logits"), _one(op, "Label")
     softmax, loss = _one(op, "Softmax", "outputs"), _one(op, "Loss", "outputs")
-    _hard_labels(op, env, label)
-    rows, classes = _rows_classes(op, env, logits)
-    loss_dims = list(env.shape(logits)[:-1]) + [1]
-    return env.resize_like(softmax, logits) + env.resize(loss, loss_dims) + [
+    _require_float(op, env, logits)
+    if _plain_xent(op, env, label, logits):  # (sizes may be read at run time here)
+        rows, classes = _rows_classes(op, env, logits)
+        loss_dims = list(env.shape(logits)[:-1]) + [1]
+        return env.resize_like(softmax, logits) + env.resize(loss, loss_dims) + [
             f"softmax_cross_entropy({env.ptr(logits)}, {env.ptr(label)}, {env.ptr(softmax)}, "
             f"{env.ptr(loss)}, {rows}, {classes}, {int(op.attrs.get('ignore_index', -100))});"]
+    pre, n, post = _around_axis(op, env, logits)
+    hard, soft = _xent_labels(op, env, label, logits)
+    shape = list(env.shape(logits))
+    axis = op.attrs.get("axis", -1) % len(shape)
+    loss_dims = shape[:axis] + [1] + shape[axis + 1:]
+    return env.resize_like(softmax, logits) + env.resize(loss, loss_dims) + [
+        f"softmax_cross_entropy_axis({env.ptr(logits)}, {hard}, {soft}, {env.ptr(softmax)}, "
+        f"{env.ptr(loss)}, {pre}, {n}, {post}, {_xent_flags(op)});"]
 
 
 @emitter("softmax_with_cross_entropy_grad")
 def _softmax_xent_grad(op, env):
     softmax, label = _one(op, "Softmax"), _one(op, "Label")
     dloss, dlogits = _one(op, "Loss@GRAD"), _one(op, "Logits@GRAD", "outputs")
-    _hard_labels(op, env, label)
-    rows, classes = _rows_classes(op, env, softmax)
+    _require_float(op, env, softmax)
     sizes = env.resize_like(dlogits, softmax)
-    return sizes + [f"softmax_cross_entropy_grad({env.ptr(softmax)}, {env.ptr(label)}, "
-            f"{env.ptr(dloss)}, {env.ptr(dlogits)}, {rows}, {classes}, "
-            f"{int(op.attrs.get('ignore_index', -100))});"]
+    if _plain_xent(op, env, label, softmax):
+        rows, classes = _rows_classes(op, env, softmax)
+        return sizes + [f"softmax_cross_entropy_grad({env.ptr(softmax)}, {env.ptr(label)}, "
+                        f"{env.ptr(dloss)}, {env.ptr(dlogits)}, {rows}, {classes}, "
+                        f"{int(op.attrs.get('ignore_index', -100))});"]
+    pre, n, post = _around_axis(op, env, softmax)
+    hard, soft = _xent_labels(op, env, label, softmax)
+    return sizes + [
+        f"softmax_cross_entropy_axis_grad({env.ptr(softmax)}, {hard}, {soft}, "
+        f"{env.ptr(dloss)}, {env.ptr(dlogits)}, {pre}, {n}, {post}, {_xent_flags(op)});"]
 
 
 def _class_rows(op, env, x, label):

@@ -451,6 +451,34 @@ void softmax_cross_entropy(const T* logits, const int64_t* label, T* softmax_out
   }
 }
 
+// softmax_with_cross_entropy's general form along the middle dim of [pre, n, post]
+// (softmax_xent_line per line): hard labels [pre, 1, post] or soft ones shaped as the
+// logits (the other pointer null); Loss is [pre, 1, post]
+template <class T, class L>
+void softmax_cross_entropy_axis(const T* logits, const L* hard, const T* soft, T* softmax_out,
+                                T* loss, int64_t pre, int64_t n, int64_t post,
+                                int64_t ignore_index, bool use_softmax) {
+  for (int64_t p = 0; p < pre; ++p)
+    for (int64_t s = 0; s < post; ++s) {
+      const int64_t at = p * n * post + s, line = p * post + s;
+      softmax_xent_line(logits + at, hard ? hard + line : hard, soft ? soft + at : soft,
+                        softmax_out + at, loss + line, n, post, ignore_index, use_softmax);
+    }
+}
+
+template <class T, class L>
+void softmax_cross_entropy_axis_grad(const T* softmax_in, const L* hard, const T* soft,
+                                     const T* dloss, T* dlogits, int64_t pre, int64_t n,
+                                     int64_t post, int64_t ignore_index, bool use_softmax) {
+  for (int64_t p = 0; p < pre; ++p)
+    for (int64_t s = 0; s < post; ++s) {
+      const int64_t at = p * n * post + s, line = p * post + s;
+      softmax_xent_grad_line(softmax_in + at, hard ? hard + line : hard,
+                             soft ? soft + at : soft, dloss[line], dlogits + at, n, post,
+                             ignore_index, use_softmax);
+    }
+}
+
 // its gradient: dLogits[r] = (Softmax[r] - onehot(label[r])) * dLoss[r]
 template <class T>
 void softmax_cross_entropy_grad(const T* softmax_in, const int64_t* label, const T* dloss,

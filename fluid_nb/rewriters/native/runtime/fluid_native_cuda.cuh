@@ -262,6 +262,46 @@ void softmax_cross_entropy_grad(const T* softmax_in, const int64_t* label, const
       softmax_in, label, dloss, dlogits, rows, classes, ignore_index);
 }
 
+// softmax_with_cross_entropy's general form: one thread per line of [pre, n, post]
+template <class T, class L>
+__global__ void softmax_xent_axis_kernel(const T* x, const L* hard, const T* soft, T* out,
+                                         T* loss, int64_t pre, int64_t n, int64_t post,
+                                         int64_t ignore_index, bool use_softmax) {
+  FLUID_GRID_STRIDE(line, pre * post) {
+    const int64_t at = (line / post) * n * post + line % post;
+    softmax_xent_line(x + at, hard ? hard + line : hard, soft ? soft + at : soft, out + at,
+                      loss + line, n, post, ignore_index, use_softmax);
+  }
+}
+
+template <class T, class L>
+void softmax_cross_entropy_axis(const T* logits, const L* hard, const T* soft, T* softmax_out,
+                                T* loss, int64_t pre, int64_t n, int64_t post,
+                                int64_t ignore_index, bool use_softmax) {
+  softmax_xent_axis_kernel<<<blocks_for(pre * post), kThreads>>>(
+      logits, hard, soft, softmax_out, loss, pre, n, post, ignore_index, use_softmax);
+}
+
+template <class T, class L>
+__global__ void softmax_xent_axis_grad_kernel(const T* s, const L* hard, const T* soft,
+                                              const T* dloss, T* d, int64_t pre, int64_t n,
+                                              int64_t post, int64_t ignore_index,
+                                              bool use_softmax) {
+  FLUID_GRID_STRIDE(line, pre * post) {
+    const int64_t at = (line / post) * n * post + line % post;
+    softmax_xent_grad_line(s + at, hard ? hard + line : hard, soft ? soft + at : soft,
+                           dloss[line], d + at, n, post, ignore_index, use_softmax);
+  }
+}
+
+template <class T, class L>
+void softmax_cross_entropy_axis_grad(const T* softmax_in, const L* hard, const T* soft,
+                                     const T* dloss, T* dlogits, int64_t pre, int64_t n,
+                                     int64_t post, int64_t ignore_index, bool use_softmax) {
+  softmax_xent_axis_grad_kernel<<<blocks_for(pre * post), kThreads>>>(
+      softmax_in, hard, soft, dloss, dlogits, pre, n, post, ignore_index, use_softmax);
+}
+
 // one thread per line along the middle dim of [pre, n, post]
 template <class T>
 __global__ void softmax_axis_kernel(const T* x, T* out, int64_t pre, int64_t n, int64_t post) {

@@ -50,6 +50,65 @@ FLUID_HD inline void softmax_grad_line(const T* out, const T* dout, T* dx, int64
   for (int64_t c = 0; c < n; ++c) dx[c * step] = out[c * step] * (dout[c * step] - dot);
 }
 
+// softmax_with_cross_entropy on one line of n logits `step` apart (the general form: any
+// axis, hard or soft labels, with or without the softmax). Softmax is exp(x - max) / sum,
+// or the logits themselves without it; log p is x - max - log(sum), or log x (log 0 taken
+// as -1e20, as Paddle). Loss: -log p[k] for the hard label k at *hard (0 where it does not
+// count), else -sum(label * log p) over the soft label line `soft` (as the logits, `step`
+// apart).
+template <class T, class L>
+FLUID_HD inline void softmax_xent_line(const T* x, const L* hard, const T* soft, T* out,
+                                       T* loss, int64_t n, int64_t step, int64_t ignore_index,
+                                       bool use_softmax) {
+  T top = 0, log_total = 0;
+  if (use_softmax) {
+    top = x[0];
+    for (int64_t c = 1; c < n; ++c) top = x[c * step] > top ? x[c * step] : top;
+    T total = 0;
+    for (int64_t c = 0; c < n; ++c) {
+      out[c * step] = exp(x[c * step] - top);
+      total += out[c * step];
+    }
+    for (int64_t c = 0; c < n; ++c) out[c * step] /= total;
+    log_total = log(total);
+  } else {
+    for (int64_t c = 0; c < n; ++c) out[c * step] = x[c * step];
+  }
+  const auto log_p = [&](int64_t c) -> T {
+    const T v = x[c * step];
+    return use_softmax ? v - top - log_total : v > T(0) ? T(log(v)) : T(-1e20);
+  };
+  if (hard) {
+    *loss = counts(*hard, n, ignore_index) ? -log_p(int64_t(*hard)) : T(0);
+    return;
+  }
+  T sum = 0;
+  for (int64_t c = 0; c < n; ++c) sum += soft[c * step] * log_p(c);
+  *loss = -sum;
+}
+
+// its gradient on one line, g the line's dLoss: with the softmax g * (Softmax - onehot(k))
+// (soft: Softmax - label), without it -g / p at k (soft: g * -label / p); a hard label
+// that does not count gets 0
+template <class T, class L>
+FLUID_HD inline void softmax_xent_grad_line(const T* s, const L* hard, const T* soft, T g,
+                                            T* d, int64_t n, int64_t step,
+                                            int64_t ignore_index, bool use_softmax) {
+  if (hard && !counts(*hard, n, ignore_index)) {
+    for (int64_t c = 0; c < n; ++c) d[c * step] = T(0);
+    return;
+  }
+  for (int64_t c = 0; c < n; ++c) {
+    const T p = s[c * step];
+    if (hard) {
+      const bool hit = c == int64_t(*hard);
+      d[c * step] = use_softmax ? g * (p - (hit ? T(1) : T(0))) : hit ? -g / p : T(0);
+    } else {
+      d[c * step] = use_softmax ? g * (p - soft[c * step]) : g * (-soft[c * step] / p);
+    }
+  }
+}
+
 // whether value a at index i comes before value b at index j in a top-k: larger first,
 // NaN largest, ties by the lower index
 template <class T>
