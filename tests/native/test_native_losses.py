@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import fluid_nb as fluid
+from fluid_nb.errors import InvalidArgument
 from fluid_nb.rewriters import native
 
 STEPS, CLASSES, POSITIONS = 4, 5, 3
@@ -56,6 +57,7 @@ def test_the_loss_compiles_and_trains_as_the_interpreter(build, labels_shape):
     program = native.compile(main, feed=feeds[0], fetch_list=[loss], scope=compiled)
     types = set(program.source.op_types.values())
     assert {"softmax_with_cross_entropy", "softmax_with_cross_entropy_grad"} <= types
+    assert program.source.fallbacks == []  # (one_hot and label_smooth too)
     want = [exe.run(main, feed=f, fetch_list=[loss], scope=interpreted)[0] for f in feeds]
     got = [exe.run(program, feed=f, fetch_list=[loss], scope=compiled)[0] for f in feeds]
     np.testing.assert_allclose(np.ravel(got), np.ravel(want), rtol=1e-10)
@@ -65,3 +67,22 @@ def test_the_loss_compiles_and_trains_as_the_interpreter(build, labels_shape):
             np.testing.assert_allclose(np.asarray(compiled.find_var(v.name).get_tensor()),
                                        np.asarray(interpreted.find_var(v.name).get_tensor()),
                                        rtol=1e-9, atol=1e-12, err_msg=v.name)
+
+
+def test_a_smoothed_label_out_of_range_raises_one_hots_error_before_the_step_runs():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        loss = _smoothed_labels()
+        fluid.optimizer.SGD(learning_rate=0.1).minimize(loss)
+    exe = fluid.Executor(fluid.CPUPlace())
+    scope = fluid.Scope()
+    exe.run(startup, scope=scope)
+    feed = _feeds((4, 1))[0]
+    program = native.compile(main, feed=feed, fetch_list=[loss], scope=scope)
+    weights = np.array(scope.find_var("fc_0.w_0").get_tensor())
+    feed["label"][2, 0] = CLASSES
+    for run in (program, main):  # compiled, then the interpreter: one error
+        with pytest.raises(InvalidArgument, match=r"^one_hot_v2: X expected values in "
+                                                  r"\[0, 5\), but received 5$"):
+            exe.run(run, feed=feed, fetch_list=[loss], scope=scope)
+    np.testing.assert_array_equal(np.array(scope.find_var("fc_0.w_0").get_tensor()), weights)

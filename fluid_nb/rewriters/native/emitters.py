@@ -15,6 +15,7 @@ loop ops, ``loop_emitters.py`` ``while`` and ``while_grad``.
 """
 import math
 
+from ...framework.program import EMPTY_VAR_NAME
 from ...ops.creation import fill_value
 from .emitter_table import EMITTERS, NoEmitter, emitter  # noqa: F401  (the table's home)
 from .env import count as _count, is_static
@@ -293,7 +294,9 @@ def _broadcast(op, env, x, y):
     if env.same_shape(x, y):
         return 1, _count(xs), 1
     axis = op.attrs.get("axis", -1)
-    while len(ys) > 1 and ys[-1] == 1:  # Paddle trims Y's trailing 1s
+    if is_static(ys) and _count(ys) == 1:  # Paddle trims Y's trailing 1s: all, a scalar
+        return _count(xs), 1, 1
+    while len(ys) > 1 and ys[-1] == 1:
         ys.pop()
     if axis == -1:
         axis = len(xs) - len(ys)
@@ -341,6 +344,67 @@ def _elementwise_mul_grad(op, env):
 
 
 # --- activations and other maps ----------------------------------------------------------------------
+@emitter("cast")
+def _cast(op, env):
+    x, out = _one(op, "X"), _one(op, "Out", "outputs")
+    env.ctype(x), env.ctype(out)  # (types the runtime has kernels for, or NoEmitter)
+    return env.resize_like(out, x) + [
+        f"convert({env.ptr(x)}, {env.ptr(out)}, {_count(env.shape(x))});"]
+
+
+def _concat_parts(op, env):
+    """(the inputs, their sizes along the axis, pre, post, total, Out's dims) of a concat
+    (or its gradient) of static, dense tensors of one type whose other dims agree."""
+    if op.inputs.get("AxisTensor"):
+        raise NoEmitter("AxisTensor: the axis read at run time")
+    if env.dynamic:
+        raise NoEmitter("a program with LoD (Out's LoD joins the inputs')")
+    xs = list(op.inputs.get("X") or [])
+    if not xs or any(env.kind(x) != "dense" for x in xs):
+        raise NoEmitter("X expected as one or more dense tensors")
+    shapes = [list(env.shape(x)) for x in xs]
+    first = shapes[0]
+    if not first or not all(is_static(s) for s in shapes):
+        raise NoEmitter("sizes known only at run time" if first else "0-D inputs")
+    if len({env.ctype(x) for x in xs}) != 1:
+        raise NoEmitter("inputs of different types")
+    axis = op.attrs.get("axis", 0) % len(first)
+    if any(len(s) != len(first) or s[:axis] != first[:axis] or s[axis + 1:] != first[axis + 1:]
+           for s in shapes):
+        raise NoEmitter("inputs whose other dims differ")
+    sizes = [s[axis] for s in shapes]
+    dims = first[:axis] + [sum(sizes)] + first[axis + 1:]
+    return xs, sizes, _count(first[:axis]), _count(first[axis + 1:]), sum(sizes), dims
+
+
+@emitter("concat")
+def _concat(op, env):
+    xs, sizes, pre, post, total, dims = _concat_parts(op, env)
+    out = _one(op, "Out", "outputs")
+    lines, offset = env.resize(out, dims), 0
+    for x, n in zip(xs, sizes):
+        lines.append(f"concat_part({env.ptr(x)}, {env.ptr(out)}, {pre}, {n}, {post}, "
+                     f"{total}, {offset});")
+        offset += n
+    return lines
+
+
+@emitter("concat_grad")
+def _concat_grad(op, env):
+    xs, sizes, pre, post, total, _ = _concat_parts(op, env)
+    dout = _one(op, "Out@GRAD")
+    grads = list(op.outputs.get("X@GRAD") or [])
+    lines, offset = [], 0
+    for k, (x, n) in enumerate(zip(xs, sizes)):
+        dx = grads[k] if k < len(grads) else None
+        if dx and dx != EMPTY_VAR_NAME and not env.dead(dx):
+            lines += env.resize_like(dx, x) + [
+                f"split_part({env.ptr(dout)}, {env.ptr(dx)}, {pre}, {n}, {post}, {total}, "
+                f"{offset});"]
+        offset += n
+    return lines
+
+
 @emitter("assign")
 def _assign(op, env):
     x, out = _one(op, "X"), _one(op, "Out", "outputs")
@@ -417,12 +481,15 @@ def _rows_classes(op, env, name):
 
 
 def _around_axis(op, env, name):
-    """(pre, n, post): ``name`` viewed around the op's ``axis``."""
+    """(pre, n, post): ``name`` viewed around the op's ``axis``; the sizes before the axis
+    may be read at run time (a LoD batch's rows), the rest are known."""
     shape = env.shape(name)
-    if not is_static(shape) or not shape:
-        raise NoEmitter("sizes known only at run time" if shape else "a 0-D tensor")
+    if not shape:
+        raise NoEmitter("a 0-D tensor")
     axis = op.attrs.get("axis", -1)
     axis = axis + len(shape) if axis < 0 else axis
+    if not is_static(shape[axis:]):
+        raise NoEmitter("sizes known only at run time")
     return _count(shape[:axis]), shape[axis], _count(shape[axis + 1:])
 
 
@@ -517,8 +584,8 @@ def _class_rows(op, env, x, label):
     if env.ctype(label) not in ("int64_t", "int32_t"):
         raise NoEmitter(f"Label is {env.ctype(label)}, int64 or int32 expected")
     xs = env.shape(x)
-    if not is_static(xs) or not xs:
-        raise NoEmitter("sizes known only at run time" if xs else "a 0-D X")
+    if not xs or not is_static(xs[-1:]):
+        raise NoEmitter("the class count known only at run time" if xs else "a 0-D X")
     return _count(xs[:-1]), xs[-1]
 
 
@@ -543,9 +610,13 @@ def _cross_entropy_grad2(op, env):
     _require_float(op, env, dy)
     if env.ctype(label) not in ("int64_t", "int32_t"):
         raise NoEmitter(f"Label is {env.ctype(label)}, int64 or int32 expected")
-    dims = list(env.shape(xshape))[:-1]
-    if not is_static(dims) or not dims:
-        raise NoEmitter("sizes known only at run time" if dims else "a 0-D X")
+    # X's dims: MatchX's ([..., 1], sizes of a LoD batch read at run time) with the class
+    # count XShape keeps (X's dims + [0]) last
+    kept = list(env.shape(xshape))
+    classes, rows = kept[-2:-1], list(env.shape(match))[:-1]
+    if not is_static(classes) or len(kept) < 2:
+        raise NoEmitter("the class count known only at run time")
+    dims = rows + classes
     return env.resize(dx, dims) + [
         f"cross_entropy_grad2({env.ptr(label)}, {env.ptr(match)}, {env.ptr(dy)}, "
         f"{env.ptr(dx)}, {_count(dims[:-1])}, {dims[-1]}, "
@@ -953,8 +1024,10 @@ def _lookup_sizes(op, env, w, ids):
 def _lookup_table(op, env):
     w, ids, out = _one(op, "W"), _one(op, "Ids"), _one(op, "Out", "outputs")
     _require_float(op, env, w)
-    if op.attrs.get("remote_prefetch") or op.attrs.get("is_distributed"):
+    if op.attrs.get("is_distributed"):
         raise NoEmitter("a distributed table")
+    # (remote_prefetch, which the layers set on every sparse table, matters only to the
+    # distributed transpiler: untranspiled, the lookup is local)
     count_, V, D, padding = _lookup_sizes(op, env, w, ids)
     return [f"lookup_table({env.ptr(w)}, {env.ptr(ids)}, {env.ptr(out)}, {count_}, {V}, {D}, "
             f"{padding});"]
@@ -973,6 +1046,63 @@ def _lookup_table_grad(op, env):
     return env.resize_like(dw, w) + [
         f"lookup_table_grad({env.ptr(ids)}, {env.ptr(dout)}, {env.ptr(dw)}, {count_}, {V}, "
         f"{D}, {padding});"]
+
+
+@emitter("one_hot", "one_hot_v2")
+def _one_hot(op, env):
+    if op.inputs.get("depth_tensor"):
+        raise NoEmitter("depth_tensor: a depth read at run time (it decides Out's shape)")
+    ids, out = _one(op, "X"), _one(op, "Out", "outputs")
+    if env.ctype(ids) not in ("int64_t", "int32_t"):
+        raise NoEmitter(f"X is {env.ctype(ids)}, int64 or int32 expected")
+    shape = env.shape(ids)
+    if not shape or (op.type == "one_hot" and shape[-1] != 1):
+        raise NoEmitter("ids of shape [..., 1] expected" if shape else "0-D ids")
+    depth = int(op.attrs.get("depth", -1))
+    rows = list(shape[:-1]) if op.type == "one_hot" else list(shape)
+    # (an id out of range: the row stays zeros; a fed one is checked first, id_ranges.py)
+    return env.resize(out, rows + [depth]) + [
+        f"one_hot({env.ptr(ids)}, {env.ptr(out)}, {_count(rows)}, {depth});"]
+
+
+def _exactly(value, ctype):
+    """A C literal of ``value`` rounded to ``ctype`` as NumPy rounds a Python float to it."""
+    return f"{ctype}({float(value)!r})"
+
+
+@emitter("label_smooth")
+def _label_smooth(op, env):
+    x, out = _one(op, "X"), _one(op, "Out", "outputs")
+    _require_float(op, env, x)
+    shape, ctype = env.shape(x), env.ctype(x)
+    if not shape or not is_static(shape[-1:]):
+        raise NoEmitter("the class count known only at run time" if shape else "a 0-D X")
+    eps, prior = float(op.attrs.get("epsilon", 0.0)), _one(op, "PriorDist")
+    keep = _exactly(1.0 - eps, ctype)
+    sizes = env.resize_like(out, x)
+    if prior is None:  # Out = (1 - eps) X + eps / K
+        smooth = (f"FLUID_LAMBDA({ctype} v) -> {ctype} {{ return {keep} * v + "
+                  f"{_exactly(eps / shape[-1], ctype)}; }}")
+        return sizes + [f"map1({env.ptr(x)}, {env.ptr(out)}, {_count(shape)}, {smooth});"]
+    if _count(env.shape(prior)) != shape[-1] or env.ctype(prior) != ctype:
+        raise NoEmitter("PriorDist expected of X's type with a value per class")
+    smooth = (f"FLUID_LAMBDA({ctype} v, {ctype} p) -> {ctype} {{ return {keep} * v + "
+              f"{_exactly(eps, ctype)} * p; }}")
+    return sizes + [f"broadcast({env.ptr(x)}, {env.ptr(prior)}, {env.ptr(out)}, "
+                    f"{_count(shape[:-1])}, {shape[-1]}, 1, {smooth});"]
+
+
+@emitter("label_smooth_grad")
+def _label_smooth_grad(op, env):
+    dout, dx = _one(op, "Out@GRAD"), _live(op, env, "X@GRAD")
+    _require_float(op, env, dout)
+    if not dx:
+        return []
+    ctype = env.ctype(dout)
+    keep = _exactly(1.0 - float(op.attrs.get("epsilon", 0.0)), ctype)
+    return env.resize_like(dx, dout) + [
+        f"map1({env.ptr(dout)}, {env.ptr(dx)}, {_count(env.shape(dout))}, "
+        f"FLUID_LAMBDA({ctype} v) -> {ctype} {{ return {keep} * v; }});"]
 
 
 @emitter("dropout_grad")
@@ -1049,6 +1179,21 @@ def _momentum(op, env):
                     f"{ctype}({_float(a.get('rescale_grad', 1.0), ctype)}), {flag(l2)}, "
                     f"{ctype}({_float(a.get('regularization_coeff', 0.0), ctype)}), "
                     f"{flag(a.get('use_nesterov'))});"]
+
+
+@emitter("adagrad")
+def _adagrad(op, env):
+    if op.inputs.get("MasterParam") or op.attrs.get("multi_precision"):
+        raise NoEmitter("MasterParam or multi_precision")
+    grad = _one(op, "Grad")
+    if env.kind(grad) != "dense":
+        raise NoEmitter("a sparse gradient")
+    lines, target = _updated(op, env, [("ParamOut", "Param"), ("MomentOut", "Moment")])
+    param = target["Param"]
+    pointers = ", ".join(env.ptr(n) for n in (param, grad, target["Moment"],
+                                              _one(op, "LearningRate")))
+    return lines + [f"adagrad({pointers}, {_count(env.shape(param))}, "
+                    f"{_exactly(op.attrs.get('epsilon', 1e-6), env.ctype(param))});"]
 
 
 @emitter("adam")

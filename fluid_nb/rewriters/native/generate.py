@@ -203,6 +203,8 @@ def generate(program, target="cpp", feed=None, fetch=None, scope=None):
         functions.append((index, function))
         bodies.append((index, op, function, env.used, lines))
         used_order += [n for n in env.used if n not in used_order]
+    moved = _fall_back_between(block, bodies, fallbacks, shapes, kinds)
+    functions = [(index, name) for index, name in functions if index not in moved]
     segments = _segments(block, bodies, fallbacks)
     for kind, _, indices in segments:  # values crossing into or out of the interpreter
         if kind == "interpreter":
@@ -282,6 +284,35 @@ def _generate_dynamic(program, target, feed, fetch_names, shapes, kinds):
                         not_computed=frozenset(gen.dead),
                         id_ranges=fed_id_ranges(block, feed, shapes, dynamic=True)
                         if target == "cpp" else ())
+
+
+def _fall_back_between(block, bodies, fallbacks, shapes, kinds):
+    """Compiled ops between an op that fell back and writes a value no buffer holds (a
+    SelectedRows: a sparse gradient) and a later one that falls back and reads it fall back
+    too, so that the value passes within one interpreted run (each run keeps its
+    temporaries to itself). Moves them from ``bodies`` to ``fallbacks`` in place; returns
+    their indices."""
+    fallen = {index for index, _, _ in fallbacks}
+    first_writer = {}  # a value no buffer holds -> the first fallen-back op writing it
+    span = set()
+    for index, op in enumerate(block.ops):
+        if index not in fallen:
+            continue
+        for name in (n for args in op.inputs.values() for n in args):
+            start = first_writer.get(name)
+            if start is not None:
+                span.update(range(start + 1, index))
+        for name in (n for args in op.outputs.values() for n in args):
+            if name != EMPTY_VAR_NAME and (name not in shapes or kinds.get(name, "dense")
+                                           != "dense"):
+                first_writer.setdefault(name, index)
+    moved = [body for body in bodies if body[0] in span]
+    for body in moved:
+        bodies.remove(body)
+        fallbacks.append((body[0], body[1].type, "between interpreted runs that pass on a "
+                          "value no buffer holds (a sparse gradient)"))
+    fallbacks.sort(key=lambda fallback: fallback[0])
+    return {body[0] for body in moved}
 
 
 def _segments(block, bodies, fallbacks):

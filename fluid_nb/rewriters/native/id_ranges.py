@@ -5,9 +5,10 @@ batch norm's running statistics, or a parameter an earlier run of ops updated, w
 changed), and a static build has no error channel, so they treat an id out of range as a
 device does: a label is ignored, an embedding row is zeros. The interpreter on the host
 refuses such an id with a typed error instead. For ids fed straight to an op that reads
-them (the usual case: the ``label`` and ``words`` of a training step), a host build checks
-the feed before anything runs and raises the interpreter's error, naming the first op in
-block order that would have raised it; ids a program computes keep the device behaviour.
+them (the usual case: the ``label`` and ``words`` of a training step, read by a loss,
+``lookup_table`` or ``one_hot``), a host build checks the feed before anything runs and
+raises the interpreter's error, naming the first op in block order that would have raised
+it; ids a program computes keep the device behaviour.
 """
 import dataclasses
 from typing import Optional
@@ -22,8 +23,9 @@ _NO_PADDING = -1
 
 @dataclasses.dataclass(frozen=True)
 class IdRange:
-    """Feed ``name`` holds ids that op ``op_type`` reads in slot ``slot``: each must lie in
-    ``[0, size)`` or equal ``also`` (an ignore_index or padding_idx; None: no such value)."""
+    """Feed ``name`` holds ids an op reads in slot ``slot``: each must lie in ``[0, size)``
+    or equal ``also`` (an ignore_index or padding_idx; None: no such value). ``op_type``:
+    the op the interpreter's error names."""
     name: str
     op_type: str
     slot: str
@@ -56,7 +58,8 @@ def _cross_entropy(op, size_of, probabilities):
         int(op.attrs.get("ignore_index", -100))
     if classes is None:
         return None
-    return "Label", classes, ignore, f"class ids in [0, {classes}) or ignore_index {ignore}"
+    return ("Label", classes, ignore, f"class ids in [0, {classes}) or ignore_index {ignore}",
+            op.type)
 
 
 def _lookup(op, size_of):
@@ -64,17 +67,27 @@ def _lookup(op, size_of):
     if rows is None:
         return None
     padding = int(op.attrs.get("padding_idx", _NO_PADDING))
-    return "Ids", rows, None if padding == _NO_PADDING else padding, \
-        f"values in [0, {rows})"
+    return ("Ids", rows, None if padding == _NO_PADDING else padding,
+            f"values in [0, {rows})", op.type)
 
 
-#: op type -> (op, size_of) -> (slot, size, also, wanted) or None
+def _one_hot(op, size_of):
+    depth = int(op.attrs.get("depth", -1))
+    if op.attrs.get("allow_out_of_range") or op.inputs.get("depth_tensor") or depth <= 0:
+        return None
+    # (both versions' kernel is one_hot_v2's, and its error names it)
+    return "X", depth, None, f"values in [0, {depth})", "one_hot_v2"
+
+
+#: op type -> (op, size_of) -> (slot, size, also, wanted, the op the error names) or None
 _READERS = {
     "softmax_with_cross_entropy": lambda op, size_of: _cross_entropy(op, size_of, "Logits"),
     "cross_entropy": lambda op, size_of: _cross_entropy(op, size_of, "X"),
     "cross_entropy2": lambda op, size_of: _cross_entropy(op, size_of, "X"),
     "lookup_table": _lookup,
     "lookup_table_v2": _lookup,
+    "one_hot": _one_hot,
+    "one_hot_v2": _one_hot,
 }
 
 
@@ -102,12 +115,12 @@ def fed_id_ranges(block, feed_names, shapes, dynamic=False):
         found = reader(op, size_of) if reader is not None else None
         if found is None:
             continue
-        slot, size, also, wanted = found
+        slot, size, also, wanted, where = found
         names = op.inputs.get(slot) or ()
         name = names[0] if len(names) == 1 else None
         if name is None or name not in fed or name in written:
             continue
         if np.dtype(shapes[name][1]).kind not in "iu":
             continue  # the op's own checks refuse it
-        ranges.append(IdRange(name, op.type, slot, size, also, wanted))
+        ranges.append(IdRange(name, where, slot, size, also, wanted))
     return tuple(ranges)

@@ -219,6 +219,16 @@ void lookup_table(const T* w, const I* ids, T* out, int64_t count, int64_t V, in
   }
 }
 
+// one_hot: Out[i, j] = 1 where ids[i] == j; the row of an id outside [0, depth) is zeros
+template <class T, class I>
+void one_hot(const I* ids, T* out, int64_t count, int64_t depth) {
+  for (int64_t i = 0; i < count; ++i) {
+    T* o = out + i * depth;
+    const int64_t id = int64_t(ids[i]);
+    for (int64_t j = 0; j < depth; ++j) o[j] = T(j == id);
+  }
+}
+
 // its dense gradient: W@GRAD[Ids[i]] += dOut[i] (padding_idx and ids out of range add none)
 template <class T, class I>
 void lookup_table_grad(const I* ids, const T* dout, T* dw, int64_t count, int64_t V, int64_t D,
@@ -280,6 +290,33 @@ void mul_reduce_to_y(const T* dout, const T* x, T* dy, int64_t pre, int64_t n, i
 template <class T>
 void copy(const T* x, T* out, int64_t count) {
   if (x != out) memcpy(out, x, sizeof(T) * count);
+}
+
+// concat: X, viewed as [pre, n, post], into Out's [pre, total, post] at `offset` along the
+// middle dim; split_part is its gradient, the same slice of dOut back into dX
+template <class T>
+void concat_part(const T* x, T* out, int64_t pre, int64_t n, int64_t post, int64_t total,
+                 int64_t offset) {
+  const int64_t width = n * post;
+  if (width)
+    for (int64_t p = 0; p < pre; ++p)
+      memcpy(out + (p * total + offset) * post, x + p * width, sizeof(T) * width);
+}
+
+template <class T>
+void split_part(const T* dout, T* dx, int64_t pre, int64_t n, int64_t post, int64_t total,
+                int64_t offset) {
+  const int64_t width = n * post;
+  if (width)
+    for (int64_t p = 0; p < pre; ++p)
+      memcpy(dx + p * width, dout + (p * total + offset) * post, sizeof(T) * width);
+}
+
+// cast: each value converted as C converts it (floats to ints truncate toward zero, to
+// bool x != 0), which is what NumPy's astype does
+template <class S, class D>
+void convert(const S* x, D* out, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) out[i] = D(x[i]);
 }
 
 template <class T>
@@ -892,6 +929,14 @@ FLUID_VECTOR_CLONES void momentum(T* __restrict__ param, const T* __restrict__ g
   const T rate = static_cast<T>(lr[0]);
   for (int64_t i = 0; i < count; ++i)
     momentum_step(param[i], grad[i], velocity[i], rate, mu, rescale, l2_decay, l2, nesterov);
+}
+
+// adagrad, one pass over the three arrays (adagrad_step, fluid_native_maps.h)
+template <class T, class L>
+FLUID_VECTOR_CLONES void adagrad(T* __restrict__ param, const T* __restrict__ grad,
+                                 T* __restrict__ moment, const L* lr, int64_t count, T eps) {
+  const T rate = static_cast<T>(lr[0]);
+  for (int64_t i = 0; i < count; ++i) adagrad_step(param[i], grad[i], moment[i], rate, eps);
 }
 
 // adam, one pass over the four arrays (adam_step, fluid_native_maps.h), with

@@ -148,6 +148,45 @@ void copy(const T* x, T* out, int64_t count) {
   if (x != out && count) cudaMemcpyAsync(out, x, sizeof(T) * count, cudaMemcpyDeviceToDevice);
 }
 
+// concat's part and its gradient (fluid_native.h says what they do): a thread an element
+template <class T>
+__global__ void concat_part_kernel(const T* x, T* out, int64_t pre, int64_t width,
+                                   int64_t total, int64_t post, int64_t offset, bool split) {
+  FLUID_GRID_STRIDE(i, pre * width) {
+    const int64_t at = (i / width * total + offset) * post + i % width;
+    if (split)
+      out[i] = x[at];
+    else
+      out[at] = x[i];
+  }
+}
+
+template <class T>
+void concat_part(const T* x, T* out, int64_t pre, int64_t n, int64_t post, int64_t total,
+                 int64_t offset) {
+  if (pre * n * post)
+    concat_part_kernel<<<blocks_for(pre * n * post), kThreads>>>(x, out, pre, n * post, total,
+                                                                  post, offset, false);
+}
+
+template <class T>
+void split_part(const T* dout, T* dx, int64_t pre, int64_t n, int64_t post, int64_t total,
+                int64_t offset) {
+  if (pre * n * post)
+    concat_part_kernel<<<blocks_for(pre * n * post), kThreads>>>(dout, dx, pre, n * post,
+                                                                  total, post, offset, true);
+}
+
+template <class S, class D>
+__global__ void convert_kernel(const S* x, D* out, int64_t count) {
+  FLUID_GRID_STRIDE(i, count) out[i] = D(x[i]);
+}
+
+template <class S, class D>
+void convert(const S* x, D* out, int64_t count) {
+  if (count) convert_kernel<<<blocks_for(count), kThreads>>>(x, out, count);
+}
+
 struct Negate { template <class T> __device__ T operator()(T a) const { return -a; } };
 template <class T> void negate(const T* x, T* out, int64_t n) { map1(x, out, n, Negate()); }
 
@@ -542,6 +581,17 @@ void lookup_table(const T* w, const I* ids, T* out, int64_t count, int64_t V, in
 }
 
 template <class T, class I>
+__global__ void one_hot_kernel(const I* ids, T* out, int64_t count, int64_t depth) {
+  FLUID_GRID_STRIDE(i, count * depth) out[i] = T(int64_t(ids[i / depth]) == i % depth);
+}
+
+template <class T, class I>
+void one_hot(const I* ids, T* out, int64_t count, int64_t depth) {
+  if (count * depth) one_hot_kernel<<<blocks_for(count * depth), kThreads>>>(ids, out, count,
+                                                                             depth);
+}
+
+template <class T, class I>
 __global__ void lookup_table_grad_kernel(const I* ids, const T* dout, T* dw, int64_t count,
                                          int64_t V, int64_t D, int64_t padding_idx) {
   FLUID_GRID_STRIDE(i, count * D) {
@@ -933,6 +983,19 @@ void momentum(T* param, const T* grad, T* velocity, const L* lr, int64_t count, 
   if (count)
     momentum_kernel<<<blocks_for(count), kThreads>>>(param, grad, velocity, lr, count, mu,
                                                       rescale, l2_decay, l2, nesterov);
+}
+
+template <class T, class L>
+__global__ void adagrad_kernel(T* param, const T* grad, T* moment, const L* lr, int64_t count,
+                               T eps) {
+  const T rate = static_cast<T>(lr[0]);
+  FLUID_GRID_STRIDE(i, count) adagrad_step(param[i], grad[i], moment[i], rate, eps);
+}
+
+template <class T, class L>
+void adagrad(T* param, const T* grad, T* moment, const L* lr, int64_t count, T eps) {
+  if (count)
+    adagrad_kernel<<<blocks_for(count), kThreads>>>(param, grad, moment, lr, count, eps);
 }
 
 template <class T, class L, class P>

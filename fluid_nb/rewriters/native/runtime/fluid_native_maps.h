@@ -72,6 +72,14 @@ FLUID_HD inline void momentum_step(T& param, T grad, T& velocity, T rate, T mu, 
   param -= nesterov ? (g + v * mu) * rate : rate * v;
 }
 
+// adagrad on one element (the interpreter's formula and order; the host loop and the CUDA
+// kernel both call it): Moment += g^2;  Param -= rate * g / (sqrt(Moment) + eps)
+template <class T>
+FLUID_HD inline void adagrad_step(T& param, T grad, T& moment, T rate, T eps) {
+  moment = moment + grad * grad;
+  param -= rate * grad / (sqrt(moment) + eps);
+}
+
 // adam on one element, Paddle's formula in the parameter's type and the interpreter's
 // order of operations (the host loop, the CUDA kernel and the interpreter's fused host
 // step, ops/_fused_updates.cc, all call it; rate and eps_hat are worked out once per op):
