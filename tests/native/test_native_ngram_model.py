@@ -5,7 +5,9 @@ book's sparse table the lookups (whose layer marks them remote_prefetch, which o
 distributed transpiler reads), the join and its gradient and the losses are native code;
 the sparse gradients (SelectedRows), their sum and the table's update run in the
 interpreter, and so do the dense updates between the sum and the table's update: a
-sparse gradient passes from one interpreted op to another only within one run of them."""
+sparse gradient passes from one interpreted op to another only within one run of them.
+With the book's L2 decay the table's gradient name holds the sparse sum, then the sum
+plus the decay, dense: the compiled ops take it dense, and every update compiles."""
 import numpy as np
 import pytest
 
@@ -16,7 +18,7 @@ WORDS, EMBED, HIDDEN, STEPS = 30, 8, 16, 4
 CONTEXT = ["firstw", "secondw", "thirdw", "fourthw"]
 
 
-def _ngram_model(is_sparse):
+def _ngram_model(is_sparse, decay):
     words = [fluid.data(name=name, shape=[-1, 1], dtype="int64") for name in CONTEXT]
     next_word = fluid.data(name="nextw", shape=[-1, 1], dtype="int64")
     embeddings = [fluid.layers.embedding(input=w, size=[WORDS, EMBED], dtype="float64",
@@ -26,7 +28,8 @@ def _ngram_model(is_sparse):
                              size=HIDDEN, act="sigmoid")
     predict = fluid.layers.fc(input=hidden, size=WORDS, act="softmax")
     loss = fluid.layers.mean(fluid.layers.cross_entropy(input=predict, label=next_word))
-    fluid.optimizer.Adagrad(learning_rate=0.5).minimize(loss)
+    regularizer = fluid.regularizer.L2DecayRegularizer(8e-4) if decay else None
+    fluid.optimizer.Adagrad(learning_rate=0.5, regularization=regularizer).minimize(loss)
     return loss
 
 
@@ -36,12 +39,13 @@ def _feeds():
             for _ in range(STEPS)]
 
 
-@pytest.mark.parametrize("is_sparse", [False, True], ids=["dense table", "sparse table"])
-def test_the_ngram_model_compiles_and_trains_as_the_interpreter(is_sparse):
+@pytest.mark.parametrize("is_sparse, decay", [(False, False), (True, False), (True, True)],
+                         ids=["dense table", "sparse table", "sparse table, L2 decay"])
+def test_the_ngram_model_compiles_and_trains_as_the_interpreter(is_sparse, decay):
     main, startup = fluid.Program(), fluid.Program()
     main.random_seed = startup.random_seed = 11
     with fluid.program_guard(main, startup), fluid.unique_name.guard():
-        loss = _ngram_model(is_sparse)
+        loss = _ngram_model(is_sparse, decay)
     feeds = _feeds()
     exe = fluid.Executor(fluid.CPUPlace())
     interpreted, compiled = fluid.Scope(), fluid.Scope()
@@ -59,7 +63,7 @@ def test_the_ngram_model_compiles_and_trains_as_the_interpreter(is_sparse):
     fallen = {index: (op_type, why) for index, op_type, why in program.source.fallbacks}
     if not is_sparse:
         assert fallen == {} and "adagrad" in types
-    else:
+    elif not decay:
         table_update = next(i for i, op in enumerate(ops) if op.type == "adagrad"
                             and list(op.inputs["Param"]) == ["shared_w"])
         total = next(i for i, op in enumerate(ops) if op.type == "sum")
@@ -67,6 +71,10 @@ def test_the_ngram_model_compiles_and_trains_as_the_interpreter(is_sparse):
         assert fallen[table_update][1] == "a sparse gradient"
         assert all(fallen[i][0] == "adagrad" and fallen[i][1].startswith("between interpreted")
                    for i in range(total + 1, table_update))
+    else:  # the book's: the decay is added to the table's summed sparse gradient under its
+        # own name, which the program then holds dense, and every update compiles
+        assert {fallen[i][0] for i in fallen} == {lookups[0].type + "_grad", "sum"}
+        assert "adagrad" in types
     want = [exe.run(main, feed=f, fetch_list=[loss], scope=interpreted)[0] for f in feeds]
     got = [exe.run(program, feed=f, fetch_list=[loss], scope=compiled)[0] for f in feeds]
     np.testing.assert_allclose(np.ravel(got), np.ravel(want), rtol=1e-10)

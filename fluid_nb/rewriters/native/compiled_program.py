@@ -19,7 +19,7 @@ from ...exec.scope import Scope, global_scope
 from ...framework.program import EMPTY_VAR_NAME, Block, Program, without_feed_fetch_ops
 from ...tensor.place import CPUPlace
 from ...tensor.dtypes import VarType, to_numpy_dtype
-from ...tensor.tensor import LoDTensor, lossless_cast, value_array
+from ...tensor.tensor import LoDTensor, SelectedRows, lossless_cast, value_array
 from ...tensor.transfer import to_host
 from .arguments import check
 from .bound_call import BoundCall, FeedSlot, Parameters
@@ -157,6 +157,11 @@ class _Interpreted:
         feed = {name: spec.owned[name] for name in self.inputs}
         values = self.executor._run_plan(plan, feed, True)
         for name, value in zip(self.outputs, values):
+            if isinstance(value, SelectedRows):
+                # a name the program writes as a sparse gradient here and as a dense value
+                # later (a table's summed gradient, then that plus its weight decay): the
+                # trace saw the last, and the compiled ops reading it take it dense
+                value = value.to_dense()
             np.copyto(spec.owned[name], value.reshape(spec.owned[name].shape))
 
 

@@ -13,7 +13,7 @@ from .emitters import _broadcast, _float, _one
 from .env import count
 
 #: how each function is spelled in the generated code (both targets: see the maps header)
-_CALLS = {"exp": "exp", "log": "log", "log1p": "log1p", "sqrt": "sqrt", "abs": "fabs",
+_CALLS = {"exp": "exp_value", "log": "log", "log1p": "log1p", "sqrt": "sqrt", "abs": "fabs",
           "tanh": "tanh_value", "sin": "sin", "cos": "cos", "atan": "atan", "acos": "acos",
           "asin": "asin", "floor": "floor", "ceil": "ceil", "round": "rint",
           "sign": "sign_value", "erf": "erf", "softplus": "softplus_value"}

@@ -443,16 +443,45 @@ void fill(T* out, int64_t count, T value) {
 }
 
 // --- softmax and cross-entropy ----------------------------------------------------------------------
-// one row's softmax into o: exp(x - max) / sum; returns (max, sum) for a log-softmax
+// A row's largest value and its sum, kept in 16 lanes (value c goes to lane c % 16) that
+// are then folded in halves: loops that vectorise, and a sum whose rounding depends on the
+// row alone, not on the machine's vector width. A NaN is the largest only as the first
+// value (std::max's rule, as a single running maximum).
+constexpr int kLanes = 16;
+
 template <class T>
-void softmax_row(const T* in, T* o, int64_t classes, T* top_out, T* total_out) {
-  T top = in[0];
-  for (int64_t c = 1; c < classes; ++c) top = std::max(top, in[c]);
-  T total = 0;
-  for (int64_t c = 0; c < classes; ++c) {
-    o[c] = std::exp(in[c] - top);
-    total += o[c];
-  }
+__attribute__((always_inline)) inline T row_max(const T* v, int64_t n) {
+  T lane[kLanes];
+  for (int l = 0; l < kLanes; ++l) lane[l] = v[0];
+  int64_t c = 0;
+  for (; c + kLanes <= n; c += kLanes)
+    for (int l = 0; l < kLanes; ++l) lane[l] = std::max(lane[l], v[c + l]);
+  for (; c < n; ++c) lane[c % kLanes] = std::max(lane[c % kLanes], v[c]);
+  for (int width = kLanes / 2; width; width /= 2)
+    for (int l = 0; l < width; ++l) lane[l] = std::max(lane[l], lane[l + width]);
+  return lane[0];
+}
+
+template <class T>
+__attribute__((always_inline)) inline T row_sum(const T* v, int64_t n) {
+  T lane[kLanes] = {};
+  int64_t c = 0;
+  for (; c + kLanes <= n; c += kLanes)
+    for (int l = 0; l < kLanes; ++l) lane[l] += v[c + l];
+  for (; c < n; ++c) lane[c % kLanes] += v[c];
+  for (int width = kLanes / 2; width; width /= 2)
+    for (int l = 0; l < width; ++l) lane[l] += lane[l + width];
+  return lane[0];
+}
+
+// one row's softmax into o: exp(x - max) / sum; returns (max, sum) for a log-softmax.
+// Inlined into its callers, so that each of their clones vectorises it for its machine.
+template <class T>
+__attribute__((always_inline)) inline void softmax_row(const T* in, T* o, int64_t classes,
+                                                       T* top_out, T* total_out) {
+  const T top = row_max(in, classes);
+  for (int64_t c = 0; c < classes; ++c) o[c] = exp_value(in[c] - top);
+  const T total = row_sum(o, classes);
   for (int64_t c = 0; c < classes; ++c) o[c] /= total;
   *top_out = top;
   *total_out = total;
@@ -460,7 +489,7 @@ void softmax_row(const T* in, T* o, int64_t classes, T* top_out, T* total_out) {
 
 // softmax over the last dim of [rows, classes]
 template <class T>
-void softmax(const T* x, T* out, int64_t rows, int64_t classes) {
+FLUID_WIDE_CLONES void softmax(const T* x, T* out, int64_t rows, int64_t classes) {
   T top, total;
   for (int64_t r = 0; r < rows; ++r) softmax_row(x + r * classes, out + r * classes, classes,
                                                  &top, &total);
@@ -477,8 +506,9 @@ void softmax_axis(const T* x, T* out, int64_t pre, int64_t n, int64_t post) {
 // softmax_with_cross_entropy, hard labels: Softmax as above, Loss[r] = -log(Softmax[r, label])
 // (0 for ignore_index); log-softmax computed as x - max - log(sum) for accuracy
 template <class T>
-void softmax_cross_entropy(const T* logits, const int64_t* label, T* softmax_out, T* loss,
-                           int64_t rows, int64_t classes, int64_t ignore_index) {
+FLUID_WIDE_CLONES void softmax_cross_entropy(const T* logits, const int64_t* label,
+                                             T* softmax_out, T* loss, int64_t rows,
+                                             int64_t classes, int64_t ignore_index) {
   T top, total;
   for (int64_t r = 0; r < rows; ++r) {
     const T* in = logits + r * classes;

@@ -33,11 +33,9 @@ template <class T>
 FLUID_HD inline void softmax_line(const T* in, T* o, int64_t n, int64_t step) {
   T top = in[0];
   for (int64_t c = 1; c < n; ++c) top = in[c * step] > top ? in[c * step] : top;
+  for (int64_t c = 0; c < n; ++c) o[c * step] = exp_value(in[c * step] - top);
   T total = 0;
-  for (int64_t c = 0; c < n; ++c) {
-    o[c * step] = exp(in[c * step] - top);
-    total += o[c * step];
-  }
+  for (int64_t c = 0; c < n; ++c) total += o[c * step];
   for (int64_t c = 0; c < n; ++c) o[c * step] /= total;
 }
 
@@ -64,11 +62,9 @@ FLUID_HD inline void softmax_xent_line(const T* x, const L* hard, const T* soft,
   if (use_softmax) {
     top = x[0];
     for (int64_t c = 1; c < n; ++c) top = x[c * step] > top ? x[c * step] : top;
+    for (int64_t c = 0; c < n; ++c) out[c * step] = exp_value(x[c * step] - top);
     T total = 0;
-    for (int64_t c = 0; c < n; ++c) {
-      out[c * step] = exp(x[c * step] - top);
-      total += out[c * step];
-    }
+    for (int64_t c = 0; c < n; ++c) total += out[c * step];
     for (int64_t c = 0; c < n; ++c) out[c * step] /= total;
     log_total = log(total);
   } else {
