@@ -1196,6 +1196,30 @@ def _adagrad(op, env):
                     f"{_exactly(op.attrs.get('epsilon', 1e-6), env.ctype(param))});"]
 
 
+@emitter("rmsprop")
+def _rmsprop(op, env):
+    a, grad = op.attrs, _one(op, "Grad")
+    if env.kind(grad) != "dense":
+        raise NoEmitter("a sparse gradient")
+    centered = bool(a.get("centered"))
+    if centered and not (_one(op, "MeanGrad") and _one(op, "MeanGradOut", "outputs")):
+        raise NoEmitter("centered without MeanGrad and MeanGradOut")
+    pairs = [("ParamOut", "Param"), ("MomentOut", "Moment"), ("MeanSquareOut", "MeanSquare")]
+    if _one(op, "MeanGrad") and _one(op, "MeanGradOut", "outputs"):
+        pairs.append(("MeanGradOut", "MeanGrad"))  # (kept as it was when not centered)
+    lines, target = _updated(op, env, pairs)
+    param = target["Param"]
+    ctype = env.ctype(param)
+    mean_grad = env.ptr(target["MeanGrad"]) if centered else f"static_cast<{ctype}*>(nullptr)"
+    decay = float(a.get("decay", 0.9))
+    pointers = ", ".join([env.ptr(param), env.ptr(grad), env.ptr(target["MeanSquare"]),
+                          mean_grad, env.ptr(target["Moment"]), env.ptr(_one(op, "LearningRate"))])
+    return lines + [f"rmsprop({pointers}, {_count(env.shape(param))}, "
+                    f"{_exactly(decay, ctype)}, {_exactly(1.0 - decay, ctype)}, "
+                    f"{_exactly(a.get('epsilon', 1e-10), ctype)}, "
+                    f"{_exactly(a.get('momentum', 0.0), ctype)});"]
+
+
 @emitter("adam")
 def _adam(op, env):
     pows = [("Beta1PowOut", "Beta1Pow"), ("Beta2PowOut", "Beta2Pow")]

@@ -969,6 +969,23 @@ FLUID_VECTOR_CLONES void adagrad(T* __restrict__ param, const T* __restrict__ gr
   for (int64_t i = 0; i < count; ++i) adagrad_step(param[i], grad[i], moment[i], rate, eps);
 }
 
+// rmsprop, one pass (rmsprop_step, fluid_native_maps.h); mean_grad null when not centered
+template <class T, class L>
+FLUID_VECTOR_CLONES void rmsprop(T* __restrict__ param, const T* __restrict__ grad,
+                                 T* __restrict__ mean_square, T* __restrict__ mean_grad,
+                                 T* __restrict__ moment, const L* lr, int64_t count, T decay,
+                                 T keep, T eps, T momentum) {
+  const T rate = static_cast<T>(lr[0]);
+  if (mean_grad)
+    for (int64_t i = 0; i < count; ++i)
+      rmsprop_step(param[i], grad[i], mean_square[i], mean_grad + i, moment[i], rate, decay,
+                   keep, eps, momentum);
+  else
+    for (int64_t i = 0; i < count; ++i)
+      rmsprop_step(param[i], grad[i], mean_square[i], static_cast<T*>(nullptr), moment[i],
+                   rate, decay, keep, eps, momentum);
+}
+
 // adam, one pass over the four arrays (adam_step, fluid_native_maps.h), with
 //   rate = lr sqrt(1 - beta2^t) / (1 - beta1^t), eps_hat = eps sqrt(1 - beta2^t);
 //   beta1^t *= beta1, beta2^t *= beta2 when the op has Beta1PowOut and Beta2PowOut

@@ -998,6 +998,26 @@ void adagrad(T* param, const T* grad, T* moment, const L* lr, int64_t count, T e
     adagrad_kernel<<<blocks_for(count), kThreads>>>(param, grad, moment, lr, count, eps);
 }
 
+template <class T, class L>
+__global__ void rmsprop_kernel(T* param, const T* grad, T* mean_square, T* mean_grad,
+                               T* moment, const L* lr, int64_t count, T decay, T keep, T eps,
+                               T momentum) {
+  const T rate = static_cast<T>(lr[0]);
+  FLUID_GRID_STRIDE(i, count) {
+    rmsprop_step(param[i], grad[i], mean_square[i], mean_grad ? mean_grad + i : mean_grad,
+                 moment[i], rate, decay, keep, eps, momentum);
+  }
+}
+
+template <class T, class L>
+void rmsprop(T* param, const T* grad, T* mean_square, T* mean_grad, T* moment, const L* lr,
+             int64_t count, T decay, T keep, T eps, T momentum) {
+  if (count)
+    rmsprop_kernel<<<blocks_for(count), kThreads>>>(param, grad, mean_square, mean_grad,
+                                                    moment, lr, count, decay, keep, eps,
+                                                    momentum);
+}
+
 template <class T, class L, class P>
 __global__ void adam_kernel(T* param, const T* grad, const L* lr, T* m1, T* m2,
                             const P* beta1_pow, const P* beta2_pow, int64_t count, T beta1,

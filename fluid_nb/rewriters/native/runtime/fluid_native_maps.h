@@ -112,6 +112,30 @@ FLUID_HD inline void adagrad_step(T& param, T grad, T& moment, T rate, T eps) {
   param -= rate * grad / (sqrt(moment) + eps);
 }
 
+// rmsprop on one element (the interpreter's formula and order; the host loop and the CUDA
+// kernel both call it), with keep = 1 - decay:
+//   MeanSquare = decay * MeanSquare + keep * g^2
+//   centered:   MeanGrad = decay * MeanGrad + keep * g;  d = sqrt(MeanSquare - MeanGrad^2 + eps)
+//   otherwise:  d = sqrt(MeanSquare + eps)
+//   Moment = momentum * Moment + rate * g / d;  Param -= Moment
+template <class T>
+FLUID_HD inline void rmsprop_step(T& param, T grad, T& mean_square, T* mean_grad, T& moment,
+                                  T rate, T decay, T keep, T eps, T momentum) {
+  const T ms = decay * mean_square + keep * grad * grad;
+  mean_square = ms;
+  T d;
+  if (mean_grad) {
+    const T mg = decay * *mean_grad + keep * grad;
+    *mean_grad = mg;
+    d = sqrt(ms - mg * mg + eps);
+  } else {
+    d = sqrt(ms + eps);
+  }
+  const T m = momentum * moment + rate * grad / d;
+  moment = m;
+  param -= m;
+}
+
 // adam on one element, Paddle's formula in the parameter's type and the interpreter's
 // order of operations (the host loop, the CUDA kernel and the interpreter's fused host
 // step, ops/_fused_updates.cc, all call it; rate and eps_hat are worked out once per op):
