@@ -117,7 +117,7 @@ def recommender_epoch():
     """The book's loop over recommender_system's first 40 batches (or its whole epoch, when
     shorter): the reader shuffled and batched as the book does it, DataFeeder, then
     ``Executor.run``; and the same batches read and fed without running. Seconds a batch."""
-    run, feeder, _ = trained(recommender)
+    run, feeder = trained(recommender)[:2]
     reader = fluid_paddle.batch(fluid_paddle.reader.shuffle(
         fluid_paddle.dataset.movielens.train(), buf_size=8192), batch_size=256)
 
@@ -134,9 +134,10 @@ def recommender_epoch():
                                 "reading and feeding alone": lambda: loop(False)}, rounds=5)
 
 
-def trained(build):
-    """(run, feeder, batch) of the program ``build`` makes, its startup run in a scope of its
-    own: ``run(feed)`` is one training step, fetching the cost."""
+def trained(build, compiled=False):
+    """(run, feeder, batch, ops compiled, ops in all) of the program ``build`` makes, its
+    startup run in a scope of its own: ``run(feed)`` is one training step, fetching the
+    cost; ``compiled``: of the program compiled to native code (on the batch it gives)."""
     main, startup = fluid.Program(), fluid.Program()
     main.random_seed = startup.random_seed = 90
     with fluid.program_guard(main, startup), fluid.unique_name.guard():
@@ -145,32 +146,19 @@ def trained(build):
     feeder = fluid.DataFeeder(feed_list=feed_order, place=place, program=main)
     exe, scope = fluid.Executor(place), fluid.Scope()
     exe.run(startup, scope=scope)
-    return (lambda feed: exe.run(main, feed=feed, fetch_list=[avg_cost], scope=scope)[0],
-            feeder, batch)
+    program, ops = main, len(main.global_block().ops)
+    if compiled:
+        from fluid_nb.rewriters import native
+        program = native.compile(main, feeder.feed(batch), [avg_cost], scope=scope)
+    return (lambda feed: exe.run(program, feed=feed, fetch_list=[avg_cost], scope=scope)[0],
+            feeder, batch, len(program.source.functions) if compiled else ops, ops)
 
 
-def fluid_model(build):
-    """A training step of the program ``build`` makes, on the batch it gives."""
-    run, feeder, batch = trained(build)
-    return lambda: run(feeder.feed(batch))
-
-
-def compiled_model(build):
-    """(a training step of the program ``build`` makes, compiled to native code, on the
-    batch it gives; the ops compiled; the ops in all)."""
-    from fluid_nb.rewriters import native
-    main, startup = fluid.Program(), fluid.Program()
-    main.random_seed = startup.random_seed = 90
-    with fluid.program_guard(main, startup), fluid.unique_name.guard():
-        avg_cost, feed_order, batch = build()
-    place = fluid.CPUPlace()
-    feeder = fluid.DataFeeder(feed_list=feed_order, place=place, program=main)
-    exe, scope = fluid.Executor(place), fluid.Scope()
-    exe.run(startup, scope=scope)
-    program = native.compile(main, feeder.feed(batch), [avg_cost], scope=scope)
-    return (lambda: exe.run(program, feed=feeder.feed(batch), fetch_list=[avg_cost],
-                            scope=scope)[0],
-            len(program.source.functions), len(main.global_block().ops))
+def fluid_model(build, compiled=False):
+    """A training step of the program ``build`` makes (compiled to native code with
+    ``compiled``), on the batch it gives; with the ops compiled and the ops in all."""
+    run, feeder, batch, compiled_ops, ops = trained(build, compiled)
+    return (lambda: run(feeder.feed(batch))), compiled_ops, ops
 
 
 def scatter_rows(torch):
@@ -198,13 +186,13 @@ def main():
     print("The book's models, one training step (feed + Executor.run), ms per batch")
     steps = {}
     for title, build in MODELS.items():
-        step = fluid_model(build)
+        step = fluid_model(build)[0]
         for _ in range(3):  # plans, caches, the allocator
             step()
         steps[title] = step
     # word2vec's step compiled (its sizes fixed by the batch, no LoD): the sparse gradients
     # run in the interpreter between the compiled runs
-    compiled, ops, total = compiled_model(word2vec)
+    compiled, ops, total = fluid_model(word2vec, compiled=True)
     compiled_title = f"word2vec (100 5-grams), compiled ({ops} of {total} ops)"
     steps[compiled_title] = compiled
     times = interleaved_best(steps, rounds=7, number=3)
