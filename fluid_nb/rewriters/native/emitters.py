@@ -325,6 +325,41 @@ def _elementwise_grad(op, env):
     return lines
 
 
+@emitter("elementwise_div")
+def _elementwise_div(op, env):
+    x, y, out = _one(op, "X"), _one(op, "Y"), _one(op, "Out", "outputs")
+    _require_float(op, env, x)  # (integers divide toward zero: the interpreter's)
+    ctype = env.ctype(x)
+    divide = f"FLUID_LAMBDA({ctype} a, {ctype} b) -> {ctype} {{ return a / b; }}"
+    lines = env.resize_like(out, x)
+    if env.same_shape(x, y):
+        return lines + [f"map2({env.ptr(x)}, {env.ptr(y)}, {env.ptr(out)}, "
+                        f"{_count(env.shape(x))}, {divide});"]
+    pre, n, post = _broadcast(op, env, x, y)
+    return lines + [f"broadcast({env.ptr(x)}, {env.ptr(y)}, {env.ptr(out)}, {pre}, {n}, "
+                    f"{post}, {divide});"]
+
+
+@emitter("elementwise_div_grad")
+def _elementwise_div_grad(op, env):
+    y, out, dout = _one(op, "Y"), _one(op, "Out"), _one(op, "Out@GRAD")
+    dx, dy = _live(op, env, "X@GRAD"), _live(op, env, "Y@GRAD")
+    if out is None:
+        raise NoEmitter("no Out (dY needs it)")
+    _require_float(op, env, dout)
+    pre, n, post = _broadcast(op, env, out, y)
+    lines = (env.resize_like(dx, out) if dx else []) + (env.resize_like(dy, y) if dy else [])
+    if dx:  # dX = dOut / Y (Y broadcast as in the forward op)
+        ctype = env.ctype(dout)
+        divide = f"FLUID_LAMBDA({ctype} a, {ctype} b) -> {ctype} {{ return a / b; }}"
+        lines.append(f"broadcast({env.ptr(dout)}, {env.ptr(y)}, {env.ptr(dx)}, {pre}, {n}, "
+                     f"{post}, {divide});")
+    if dy:  # dY = -dOut * Out / Y, summed over what Y was broadcast across
+        lines.append(f"div_reduce_to_y({env.ptr(dout)}, {env.ptr(out)}, {env.ptr(y)}, "
+                     f"{env.ptr(dy)}, {pre}, {n}, {post});")
+    return lines
+
+
 @emitter("elementwise_mul_grad")
 def _elementwise_mul_grad(op, env):
     x, y, dout = _one(op, "X"), _one(op, "Y"), _one(op, "Out@GRAD")

@@ -287,6 +287,21 @@ void mul_reduce_to_y(const T* dout, const T* x, T* dy, int64_t pre, int64_t n, i
     }
 }
 
+// the gradient reaching Y of a broadcast div: -dOut * Out / Y summed over the pre and post
+// dims (each term in the interpreter's order: (-dOut * Out) / Y)
+template <class T>
+void div_reduce_to_y(const T* dout, const T* out, const T* y, T* dy, int64_t pre, int64_t n,
+                     int64_t post) {
+  for (int64_t j = 0; j < n; ++j) dy[j] = 0;
+  for (int64_t i = 0; i < pre; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      const int64_t at = (i * n + j) * post;
+      T total = 0;
+      for (int64_t k = 0; k < post; ++k) total += -dout[at + k] * out[at + k] / y[j];
+      dy[j] += total;
+    }
+}
+
 template <class T>
 void copy(const T* x, T* out, int64_t count) {
   if (x != out) memcpy(out, x, sizeof(T) * count);

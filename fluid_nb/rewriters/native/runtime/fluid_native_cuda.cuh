@@ -144,6 +144,26 @@ void mul_reduce_to_y(const T* dout, const T* x, T* dy, int64_t pre, int64_t n, i
 }
 
 template <class T>
+__global__ void div_reduce_to_y_kernel(const T* dout, const T* out, const T* y, T* dy,
+                                       int64_t pre, int64_t n, int64_t post) {
+  FLUID_GRID_STRIDE(j, n) {
+    T total = 0;
+    for (int64_t i = 0; i < pre; ++i)
+      for (int64_t k = 0; k < post; ++k) {
+        const int64_t at = (i * n + j) * post + k;
+        total += -dout[at] * out[at] / y[j];
+      }
+    dy[j] = total;
+  }
+}
+
+template <class T>
+void div_reduce_to_y(const T* dout, const T* out, const T* y, T* dy, int64_t pre, int64_t n,
+                     int64_t post) {
+  if (n) div_reduce_to_y_kernel<<<blocks_for(n), kThreads>>>(dout, out, y, dy, pre, n, post);
+}
+
+template <class T>
 void copy(const T* x, T* out, int64_t count) {
   if (x != out && count) cudaMemcpyAsync(out, x, sizeof(T) * count, cudaMemcpyDeviceToDevice);
 }
