@@ -12,6 +12,8 @@ import pytest
 import fluid_nb as fluid
 from fluid_nb.rewriters import native
 
+from tests.native.same_steps import assert_same_persistables
+
 BOOK = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "book")
 
 
@@ -93,9 +95,5 @@ def test_a_book_model_compiles_and_takes_the_interpreters_steps(book, model, net
         np.testing.assert_array_equal(got[1], want[1])
     if not same_parameters:
         return
-    for v in main.list_vars():  # (float32: to rounding, which three steps grow)
-        if v.persistable and v.name not in ("feed", "fetch"):
-            np.testing.assert_allclose(
-                np.asarray(compiled_scope.find_var(v.name).get_tensor()),
-                np.asarray(interpreter_scope.find_var(v.name).get_tensor()),
-                rtol=1e-3, atol=1e-4, err_msg=v.name)
+    # (float32: to rounding, which three steps grow)
+    assert_same_persistables(main, compiled_scope, interpreter_scope, rtol=1e-3, atol=1e-4)

@@ -10,6 +10,8 @@ import fluid_nb as fluid
 from fluid_nb.errors import InvalidArgument
 from fluid_nb.rewriters import native
 
+from tests.native.same_steps import assert_same_losses, assert_same_persistables
+
 STEPS, CLASSES, POSITIONS = 4, 5, 3
 
 
@@ -58,15 +60,8 @@ def test_the_loss_compiles_and_trains_as_the_interpreter(build, labels_shape):
     types = set(program.source.op_types.values())
     assert {"softmax_with_cross_entropy", "softmax_with_cross_entropy_grad"} <= types
     assert program.source.fallbacks == []  # (one_hot and label_smooth too)
-    want = [exe.run(main, feed=f, fetch_list=[loss], scope=interpreted)[0] for f in feeds]
-    got = [exe.run(program, feed=f, fetch_list=[loss], scope=compiled)[0] for f in feeds]
-    np.testing.assert_allclose(np.ravel(got), np.ravel(want), rtol=1e-10)
-    assert not np.allclose(want[0], want[-1])  # (the weights moved)
-    for v in main.list_vars():
-        if v.persistable and v.name not in ("feed", "fetch"):
-            np.testing.assert_allclose(np.asarray(compiled.find_var(v.name).get_tensor()),
-                                       np.asarray(interpreted.find_var(v.name).get_tensor()),
-                                       rtol=1e-9, atol=1e-12, err_msg=v.name)
+    assert_same_losses(exe, main, program, loss, feeds, interpreted, compiled, rtol=1e-10)
+    assert_same_persistables(main, compiled, interpreted, rtol=1e-9, atol=1e-12)
 
 
 def test_a_smoothed_label_out_of_range_raises_one_hots_error_before_the_step_runs():

@@ -14,6 +14,8 @@ import pytest
 import fluid_nb as fluid
 from fluid_nb.rewriters import native
 
+from tests.native.same_steps import assert_same_losses, assert_same_persistables
+
 WORDS, EMBED, HIDDEN, STEPS = 30, 8, 16, 4
 CONTEXT = ["firstw", "secondw", "thirdw", "fourthw"]
 
@@ -75,12 +77,5 @@ def test_the_ngram_model_compiles_and_trains_as_the_interpreter(is_sparse, decay
         # own name, which the program then holds dense, and every update compiles
         assert {fallen[i][0] for i in fallen} == {lookups[0].type + "_grad", "sum"}
         assert "adagrad" in types
-    want = [exe.run(main, feed=f, fetch_list=[loss], scope=interpreted)[0] for f in feeds]
-    got = [exe.run(program, feed=f, fetch_list=[loss], scope=compiled)[0] for f in feeds]
-    np.testing.assert_allclose(np.ravel(got), np.ravel(want), rtol=1e-10)
-    assert not np.allclose(want[0], want[-1])  # (the weights moved)
-    for v in main.list_vars():
-        if v.persistable and v.name not in ("feed", "fetch"):
-            np.testing.assert_allclose(np.asarray(compiled.find_var(v.name).get_tensor()),
-                                       np.asarray(interpreted.find_var(v.name).get_tensor()),
-                                       rtol=1e-9, atol=1e-12, err_msg=v.name)
+    assert_same_losses(exe, main, program, loss, feeds, interpreted, compiled, rtol=1e-10)
+    assert_same_persistables(main, compiled, interpreted, rtol=1e-9, atol=1e-12)
