@@ -49,3 +49,67 @@ def test_a_compiled_mul_and_its_gradient_give_numpys_products(shape):
         scale = np.abs(x64) @ np.abs(w64) if name == "Out" else np.max(np.abs(r)) + 1
         np.testing.assert_allclose(g, r, rtol=0, atol=float(np.max(scale)) * k * 2e-7,
                                    err_msg=name)
+
+
+# A driver that multiplies with the header's sgemm and checks each product against a
+# double-precision triple loop: (M, N, K) over every path a product can take (a dot product
+# per value, the portable loop along B's rows, packed 6 x 16 tiles with B in place, packed
+# last panels, K past one block), each transposition, written or added to C.
+_DRIVER = r"""
+#include <math.h>
+#include <stdio.h>
+#include <vector>
+#include "fluid_native_gemm.h"
+
+int main() {
+  const int64_t shapes[][3] = {{16, 16, 16}, {16, 8, 16}, {16, 4, 16}, {20, 1, 13},
+                               {4, 16, 4}, {2, 16, 2}, {1, 64, 16}, {16, 20, 12},
+                               {7, 33, 300}, {13, 48, 70}, {75, 37, 300}, {6, 16, 1}};
+  uint32_t seed = 12345;
+  auto next = [&seed] { seed = seed * 1664525u + 1013904223u; return (seed >> 8) / 16777216.0f - 0.5f; };
+  int cases = 0;
+  double worst = 0;
+  for (auto& s : shapes)
+    for (int ta = 0; ta < 2; ++ta)
+      for (int tb = 0; tb < 2; ++tb)
+        for (int acc = 0; acc < 2; ++acc) {
+          const int64_t M = s[0], N = s[1], K = s[2];
+          std::vector<float> A(M * K), B(K * N), C(M * N), C0(M * N);
+          for (auto& v : A) v = next();
+          for (auto& v : B) v = next();
+          for (auto& v : C0) v = next();
+          C = C0;
+          fluid_native::own_gemm::sgemm(ta, tb, M, N, K, A.data(), B.data(), C.data(), acc);
+          for (int64_t i = 0; i < M; ++i)
+            for (int64_t j = 0; j < N; ++j) {
+              double want = acc ? C0[i * N + j] : 0.0, size = fabs(want);
+              for (int64_t p = 0; p < K; ++p) {
+                const double a = ta ? A[p * M + i] : A[i * K + p];
+                const double b = tb ? B[j * K + p] : B[p * N + j];
+                want += a * b, size += fabs(a * b);
+              }
+              // float32 rounding of a sum of K + 1 terms: at most about (K + 1) eps |terms|
+              const double bound = (K + 1) * 1.2e-7 * size + 1e-30;
+              worst = fmax(worst, fabs(C[i * N + j] - want) / bound);
+            }
+          ++cases;
+        }
+  printf("%d %.6f\n", cases, worst);
+}
+"""
+
+
+@pytest.mark.parametrize("kernels", ["as this CPU chooses", "portable"])
+def test_every_path_of_the_products_gives_the_reference_values(kernels, tmp_path):
+    from fluid_nb.rewriters.native import build as build_module
+    from fluid_nb.rewriters.native.runtime_library import RUNTIME
+    import subprocess
+    (tmp_path / "driver.cc").write_text(_DRIVER)
+    portable = ["-DFLUID_GEMM_PORTABLE"] if kernels == "portable" else []
+    subprocess.run([build_module.compiler_command(), "-O2", "-std=c++17", *portable,
+                    f"-I{RUNTIME}", str(tmp_path / "driver.cc"), "-o",
+                    str(tmp_path / "driver")], check=True, timeout=120)
+    cases, worst = subprocess.run([str(tmp_path / "driver")], check=True, capture_output=True,
+                                  text=True, timeout=60).stdout.split()
+    assert int(cases) == 12 * 8
+    assert float(worst) <= 1.0, f"a product off by {worst} times float32 rounding"
