@@ -3,6 +3,7 @@ pooling are in ``conv``, batch_norm and layer_norm in ``norm``: the op index loa
 module for its own ops)."""
 import numpy as np
 
+from .. import c_parts
 from ..errors import PreconditionNotMet, expected
 from ..tensor.dtypes import VarType
 from ..framework.registry import def_op, grad_maker, same_shape
@@ -75,6 +76,28 @@ def _dropout_random_state(ctx, seed_tensor):
     return ctx.random_state(seed_attr="")  # no op seed: the program's seed or entropy
 
 
+_DRAWN_IN_ONE_PASS = (np.dtype("float32"), np.dtype("float64"))
+_draws_module = None
+#: whether ops/_draws.c reads an MT19937's state as NumPy lays it out (found on first use)
+_own_generator = None
+
+
+def _draws():
+    """ops/_draws.c, loaded on the first training dropout; and whether it draws from an
+    MT19937's state itself (NumPy's layout of that state is not its public API: a
+    generator advanced to the middle of its words is compared with its own account)."""
+    global _draws_module, _own_generator
+    if _draws_module is None:
+        module = c_parts.load("fluid_nb.ops._draws", "dropout's draw in one pass")
+        probe = np.random.MT19937(20260515)
+        probe.random_raw(3)
+        state = probe.state["state"]
+        _own_generator = bool(module.layout_agrees(
+            probe.capsule, np.ascontiguousarray(state["key"], np.uint32), int(state["pos"])))
+        _draws_module = module
+    return _draws_module
+
+
 def _dropout(ctx, x, seed_tensor):
     xp, attrs = ctx.xp, ctx.attrs
     p = float(attrs.get("dropout_prob", 0.5))
@@ -85,7 +108,15 @@ def _dropout(ctx, x, seed_tensor):
     if p == 1.0:
         return xp.zeros_like(x), xp.zeros(x.shape, dtype=xp.uint8)
     # a unit is dropped when its uniform draw falls below p (Paddle's rule)
-    keep = _dropout_random_state(ctx, seed_tensor).uniform(0.0, 1.0, x.shape) >= p
+    random_state = _dropout_random_state(ctx, seed_tensor)
+    generator = getattr(random_state, "_bit_generator", None)
+    if (xp is np and x.dtype in _DRAWN_IN_ONE_PASS and x.flags.c_contiguous
+            and isinstance(generator, np.random.MT19937)):
+        # the same draws, mask and values in one pass, without an array of doubles
+        draws = _draws()
+        with generator.lock:
+            return draws.dropout_draw(generator.capsule, x, p, upscale, _own_generator)
+    keep = random_state.uniform(0.0, 1.0, x.shape) >= p
     mask = xp.asarray(keep.astype(np.uint8))
     out = x * mask
     if upscale:
