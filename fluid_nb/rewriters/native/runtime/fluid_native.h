@@ -177,8 +177,8 @@ void reduce_sum_grad(const T* dout, T* dx, int64_t rank, Dims8 dims, Dims8 reduc
 
 // layer_norm over the rows of X [left, right] (layer_norm_row)
 template <class T>
-void layer_norm(const T* x, const T* scale, const T* bias, T* y, T* mean, T* variance,
-                int64_t left, int64_t right, T epsilon) {
+FLUID_WIDE_CLONES void layer_norm(const T* x, const T* scale, const T* bias, T* y, T* mean,
+                                  T* variance, int64_t left, int64_t right, T epsilon) {
   for (int64_t r = 0; r < left; ++r)
     layer_norm_row(x + r * right, scale, bias, y + r * right, right, epsilon,
                    mean ? mean + r : mean, variance ? variance + r : variance);
@@ -187,8 +187,9 @@ void layer_norm(const T* x, const T* scale, const T* bias, T* y, T* mean, T* var
 // its gradient: dX row by row (layer_norm_dx_row); Scale@GRAD = sum over rows of
 // dY x_hat, Bias@GRAD = sum over rows of dY
 template <class T>
-void layer_norm_grad(const T* x, const T* scale, const T* mean, const T* variance, const T* dy,
-                     T* dx, T* dscale, T* dbias, int64_t left, int64_t right, T epsilon) {
+FLUID_WIDE_CLONES void layer_norm_grad(const T* x, const T* scale, const T* mean,
+                                       const T* variance, const T* dy, T* dx, T* dscale,
+                                       T* dbias, int64_t left, int64_t right, T epsilon) {
   if (dscale) std::fill(dscale, dscale + right, T(0));
   if (dbias) std::fill(dbias, dbias + right, T(0));
   for (int64_t r = 0; r < left; ++r) {
@@ -458,12 +459,10 @@ void fill(T* out, int64_t count, T value) {
 }
 
 // --- softmax and cross-entropy ----------------------------------------------------------------------
-// A row's largest value and its sum, kept in 16 lanes (value c goes to lane c % 16) that
-// are then folded in halves: loops that vectorise, and a sum whose rounding depends on the
-// row alone, not on the machine's vector width. A NaN is the largest only as the first
-// value (std::max's rule, as a single running maximum).
-constexpr int kLanes = 16;
-
+// A row's largest value and its sum, kept in kLanes lanes (fluid_native_rows.h) that are
+// then folded in halves: loops that vectorise, and a sum whose rounding depends on the row
+// alone, not on the machine's vector width. A NaN is the largest only as the first value
+// (std::max's rule, as a single running maximum).
 template <class T>
 __attribute__((always_inline)) inline T row_max(const T* v, int64_t n) {
   T lane[kLanes];
@@ -479,14 +478,7 @@ __attribute__((always_inline)) inline T row_max(const T* v, int64_t n) {
 
 template <class T>
 __attribute__((always_inline)) inline T row_sum(const T* v, int64_t n) {
-  T lane[kLanes] = {};
-  int64_t c = 0;
-  for (; c + kLanes <= n; c += kLanes)
-    for (int l = 0; l < kLanes; ++l) lane[l] += v[c + l];
-  for (; c < n; ++c) lane[c % kLanes] += v[c];
-  for (int width = kLanes / 2; width; width /= 2)
-    for (int l = 0; l < width; ++l) lane[l] += lane[l + width];
-  return lane[0];
+  return lane_sum<T>(n, [v](int64_t c) { return v[c]; });
 }
 
 // one row's softmax into o: exp(x - max) / sum; returns (max, sum) for a log-softmax.

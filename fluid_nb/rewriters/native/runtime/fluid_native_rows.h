@@ -9,6 +9,38 @@
 
 namespace fluid_native {
 
+// (inlined into each caller, so that each of a host kernel's clones vectorises its rows for
+// its machine)
+#ifdef __CUDACC__
+#define FLUID_ROW_INLINE __forceinline__
+#else
+#define FLUID_ROW_INLINE __attribute__((always_inline)) inline
+#endif
+
+// A sum over a row kept in kLanes lanes (term c in lane c % kLanes), folded in halves at
+// the end: a loop that vectorises on the host and stays in a GPU thread's registers, and
+// a sum whose rounding depends on the row alone, not on the machine's vector width.
+constexpr int kLanes = 16;
+
+template <class A>
+FLUID_HD FLUID_ROW_INLINE A fold_lanes(A* lane) {
+  for (int width = kLanes / 2; width; width /= 2)
+    for (int l = 0; l < width; ++l) lane[l] += lane[l + width];
+  return lane[0];
+}
+
+// the sum of term(c) for c < n, in type A
+template <class A, class F>
+FLUID_HD FLUID_ROW_INLINE A lane_sum(int64_t n, F term) {
+  A lane[kLanes] = {};
+  int64_t c = 0;
+  for (; c + kLanes <= n; c += kLanes)
+    for (int l = 0; l < kLanes; ++l) lane[l] += term(c + l);
+  for (int l = 0; l < kLanes; ++l)
+    if (c + l < n) lane[l] += term(c + l);
+  return fold_lanes(lane);
+}
+
 // whether hard label k counts: not ignore_index and a class id. A label out of range
 // counts as ignored (loss and gradient 0), as on a GPU: compiled code has no host copy to
 // check it against, and must not read outside the row.
@@ -195,19 +227,17 @@ FLUID_HD inline T pool_count(int64_t ya, int64_t yb, int64_t xa, int64_t xb, int
   return exclusive || adaptive ? T((yb - ya) * (xb - xa)) : T(kh * kw);
 }
 
-// layer_norm of one row of `right` values: its mean and biased variance (summed in double);
-// Y = (X - mean) / sqrt(variance + eps) * Scale + Bias
+// layer_norm of one row of `right` values: its mean and biased variance (summed in double,
+// in lanes); Y = (X - mean) / sqrt(variance + eps) * Scale + Bias
 template <class T>
-FLUID_HD inline void layer_norm_row(const T* in, const T* scale, const T* bias, T* o,
-                                    int64_t right, T epsilon, T* mean, T* variance) {
-  double total = 0, squares = 0;
-  for (int64_t j = 0; j < right; ++j) total += in[j];
-  const T mu = T(total / double(right));
-  for (int64_t j = 0; j < right; ++j) {
-    const double d = double(in[j] - mu);
-    squares += d * d;
-  }
-  const T var = T(squares / double(right));
+FLUID_HD FLUID_ROW_INLINE void layer_norm_row(const T* in, const T* scale, const T* bias, T* o,
+                                              int64_t right, T epsilon, T* mean, T* variance) {
+  const T mu = T(lane_sum<double>(right, [&](int64_t j) { return double(in[j]); }) /
+                 double(right));
+  const T var = T(lane_sum<double>(right, [&](int64_t j) {
+                    const double d = double(in[j] - mu);
+                    return d * d;
+                  }) / double(right));
   const T std_dev = sqrt(var + epsilon);
   for (int64_t j = 0; j < right; ++j) {
     T v = (in[j] - mu) / std_dev;
@@ -222,15 +252,16 @@ FLUID_HD inline void layer_norm_row(const T* in, const T* scale, const T* bias, 
 // its X gradient on one row, x_hat = (X - mean) / sqrt(variance + eps), g = dY * Scale:
 // dX = (g - mean(g) - x_hat mean(g x_hat)) / sqrt(variance + eps)
 template <class T>
-FLUID_HD inline void layer_norm_dx_row(const T* in, const T* d, const T* scale, T mu, T var,
-                                       T epsilon, T* o, int64_t right) {
+FLUID_HD FLUID_ROW_INLINE void layer_norm_dx_row(const T* in, const T* d, const T* scale, T mu,
+                                                 T var, T epsilon, T* o, int64_t right) {
   const T inv_std = T(1) / sqrt(var + epsilon);
-  double g_total = 0, gx_total = 0;
-  for (int64_t j = 0; j < right; ++j) {
+  const double g_total = lane_sum<double>(right, [&](int64_t j) {
+    return double(scale ? d[j] * scale[j] : d[j]);
+  });
+  const double gx_total = lane_sum<double>(right, [&](int64_t j) {
     const T g = scale ? d[j] * scale[j] : d[j];
-    g_total += g;
-    gx_total += double(g * ((in[j] - mu) * inv_std));
-  }
+    return double(g * ((in[j] - mu) * inv_std));
+  });
   const T g_mean = T(g_total / double(right)), gx_mean = T(gx_total / double(right));
   for (int64_t j = 0; j < right; ++j) {
     const T g = scale ? d[j] * scale[j] : d[j];
