@@ -311,6 +311,33 @@ def test_many_interpreted_runs_keep_their_plans_from_step_to_step():
     assert stats["plans_built"] == built + runs
 
 
+def test_compiled_ops_read_the_array_an_interpreted_run_puts_in_a_persistables_place():
+    """An op that falls back may give a persistable a new array (uniform_random draws one):
+    the compiled ops after it read that array, not the one before it."""
+    main, startup = fluid.Program(), fluid.Program()
+    main.random_seed = 5
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.layers.data(name="x", shape=[4], dtype="float32", append_batch_size=False)
+        noise = fluid.layers.create_global_var([4], 0.0, "float32", persistable=True,
+                                               name="noise")
+        doubled = fluid.layers.scale(x, 2.0)
+        main.global_block().append_op(type="uniform_random", outputs={"Out": [noise]},
+                                      attrs={"shape": [4], "min": -1.0, "max": 1.0,
+                                             "seed": 0, "dtype": noise.dtype})
+        out = fluid.layers.elementwise_add(doubled, noise)
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    exe.run(startup, scope=scope)
+    x = np.arange(4, dtype="float32")
+    program = native.compile(main, {"x": x}, [out], scope=scope)
+    assert [t for _, t, _ in program.source.fallbacks] == ["uniform_random"]
+    drawn = []
+    for _ in range(3):
+        got, = exe.run(program, feed={"x": x}, fetch_list=[out], scope=scope)
+        drawn.append(np.array(scope.find_var("noise").get_tensor()))
+        np.testing.assert_array_equal(got, 2 * x + drawn[-1])
+    assert not np.array_equal(drawn[0], drawn[1])  # a new draw each step
+
+
 def test_a_standalone_program_cannot_fall_back():
     from fluid_nb.rewriters.native.standalone import standalone_source
     main, startup = fluid.Program(), fluid.Program()

@@ -91,7 +91,8 @@ class _Specialisation:
         for step in self.steps:
             if isinstance(step, _Interpreted):
                 step.run(self, scope)
-                self.bind(scope)  # the interpreter may have replaced a parameter's array
+                if step.writes_persistables:  # (it may have replaced a parameter's array)
+                    self.bind(scope)
             else:
                 step(self.address)
 
@@ -139,8 +140,11 @@ class _Interpreted:
     than the plans a scope keeps one by one, so through ``Executor.run`` each rebuilt its
     plan every step."""
 
-    def __init__(self, program, inputs, outputs):
+    def __init__(self, program, inputs, outputs, writes_persistables):
         self.program, self.inputs, self.outputs = program, inputs, outputs
+        #: whether its ops write a persistable (the compiled code then binds the scope's
+        #: arrays again: a run of dropouts leaves every parameter where it was)
+        self.writes_persistables = writes_persistables
         self.executor = Executor(CPUPlace())
 
     def run(self, spec, scope):
@@ -191,7 +195,8 @@ def _interpreted(program, indices, source):
     for op in ops:
         part_block.append_op(type=op.type, inputs=dict(op.inputs), outputs=dict(op.outputs),
                              attrs=dict(op.attrs))
-    return _Interpreted(part, inputs, outputs)
+    persistables = {v.name for v in source.variables if v.role == "persistable"}
+    return _Interpreted(part, inputs, outputs, not written.isdisjoint(persistables))
 
 
 def _address(array):
