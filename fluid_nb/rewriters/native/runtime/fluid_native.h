@@ -175,33 +175,18 @@ void reduce_sum_grad(const T* dout, T* dx, int64_t rank, Dims8 dims, Dims8 reduc
   }
 }
 
-// layer_norm over the rows of X [left, right] (layer_norm_row)
+// layer_norm over the rows of X [left, right], and its gradient (fluid_native_rows.h)
 template <class T>
 FLUID_WIDE_CLONES void layer_norm(const T* x, const T* scale, const T* bias, T* y, T* mean,
                                   T* variance, int64_t left, int64_t right, T epsilon) {
-  for (int64_t r = 0; r < left; ++r)
-    layer_norm_row(x + r * right, scale, bias, y + r * right, right, epsilon,
-                   mean ? mean + r : mean, variance ? variance + r : variance);
+  layer_norm_rows(x, scale, bias, y, mean, variance, left, right, epsilon);
 }
 
-// its gradient: dX row by row (layer_norm_dx_row); Scale@GRAD = sum over rows of
-// dY x_hat, Bias@GRAD = sum over rows of dY
 template <class T>
 FLUID_WIDE_CLONES void layer_norm_grad(const T* x, const T* scale, const T* mean,
                                        const T* variance, const T* dy, T* dx, T* dscale,
                                        T* dbias, int64_t left, int64_t right, T epsilon) {
-  if (dscale) std::fill(dscale, dscale + right, T(0));
-  if (dbias) std::fill(dbias, dbias + right, T(0));
-  for (int64_t r = 0; r < left; ++r) {
-    const T* in = x + r * right;
-    const T* d = dy + r * right;
-    const T inv_std = T(1) / std::sqrt(variance[r] + epsilon), mu = mean[r];
-    for (int64_t j = 0; j < right; ++j) {
-      if (dscale) dscale[j] += d[j] * ((in[j] - mu) * inv_std);
-      if (dbias) dbias[j] += d[j];
-    }
-    if (dx) layer_norm_dx_row(in, d, scale, mu, variance[r], epsilon, dx + r * right, right);
-  }
+  layer_norm_grad_rows(x, scale, mean, variance, dy, dx, dscale, dbias, left, right, epsilon);
 }
 
 // lookup_table: Out[i] = W[Ids[i]] (rows of D values), 0 for padding_idx, and for an id

@@ -269,6 +269,39 @@ FLUID_HD FLUID_ROW_INLINE void layer_norm_dx_row(const T* in, const T* d, const 
   }
 }
 
+#ifndef __CUDACC__
+// layer_norm over the rows of X [left, right] (layer_norm_row) on the host: the compiled
+// code's kernel (fluid_native.h, in clones for the machine) and the interpreter's
+// (ops/_norms.cc). A GPU runs a row a thread (fluid_native_cuda.cuh).
+template <class T>
+FLUID_ROW_INLINE void layer_norm_rows(const T* x, const T* scale, const T* bias, T* y, T* mean,
+                                      T* variance, int64_t left, int64_t right, T epsilon) {
+  for (int64_t r = 0; r < left; ++r)
+    layer_norm_row(x + r * right, scale, bias, y + r * right, right, epsilon,
+                   mean ? mean + r : mean, variance ? variance + r : variance);
+}
+
+// its gradient: dX row by row (layer_norm_dx_row); Scale@GRAD = sum over rows of
+// dY x_hat, Bias@GRAD = sum over rows of dY (each absent where its pointer is null)
+template <class T>
+FLUID_ROW_INLINE void layer_norm_grad_rows(const T* x, const T* scale, const T* mean,
+                                           const T* variance, const T* dy, T* dx, T* dscale,
+                                           T* dbias, int64_t left, int64_t right, T epsilon) {
+  for (int64_t j = 0; dscale && j < right; ++j) dscale[j] = T(0);
+  for (int64_t j = 0; dbias && j < right; ++j) dbias[j] = T(0);
+  for (int64_t r = 0; r < left; ++r) {
+    const T* in = x + r * right;
+    const T* d = dy + r * right;
+    const T inv_std = T(1) / sqrt(variance[r] + epsilon), mu = mean[r];
+    if (dscale)
+      for (int64_t j = 0; j < right; ++j) dscale[j] += d[j] * ((in[j] - mu) * inv_std);
+    if (dbias)
+      for (int64_t j = 0; j < right; ++j) dbias[j] += d[j];
+    if (dx) layer_norm_dx_row(in, d, scale, mu, variance[r], epsilon, dx + r * right, right);
+  }
+}
+#endif
+
 // batch_norm_grad's X gradient of one value: k dY with the running statistics (global),
 // k (dY - (Bias@GRAD + x_hat Scale@GRAD) / m) with the batch's; k = Scale inv_std
 template <class T>
