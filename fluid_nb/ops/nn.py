@@ -78,12 +78,12 @@ def _dropout_random_state(ctx, seed_tensor):
 
 _DRAWN_IN_ONE_PASS = (np.dtype("float32"), np.dtype("float64"))
 _draws_module = None
-#: whether ops/_draws.c reads an MT19937's state as NumPy lays it out (found on first use)
+#: whether ops/_draws.cc reads an MT19937's state as NumPy lays it out (found on first use)
 _own_generator = None
 
 
 def _draws():
-    """ops/_draws.c, loaded on the first training dropout; and whether it draws from an
+    """ops/_draws.cc, loaded on the first training dropout; and whether it draws from an
     MT19937's state itself (NumPy's layout of that state is not its public API: a
     generator advanced to the middle of its words is compared with its own account)."""
     global _draws_module, _own_generator

@@ -66,7 +66,10 @@ int main() {
                                {4, 16, 4}, {2, 16, 2}, {1, 64, 16}, {16, 20, 12},
                                {7, 33, 300}, {13, 48, 70}, {75, 37, 300}, {6, 16, 1}};
   uint32_t seed = 12345;
-  auto next = [&seed] { seed = seed * 1664525u + 1013904223u; return (seed >> 8) / 16777216.0f - 0.5f; };
+  auto next = [&seed] {
+    seed = seed * 1664525u + 1013904223u;
+    return (seed >> 8) / 16777216.0f - 0.5f;
+  };
   int cases = 0;
   double worst = 0;
   for (auto& s : shapes)
