@@ -62,10 +62,13 @@ const T* data_of(PyArrayObject* array) {
              : static_cast<const T*>(PyArray_DATA(array));
 }
 
-PyObject* new_array(npy_intp rows, npy_intp columns, int type, bool matrix) {
+// new C-ordered arrays of `type`: [rows, columns] and [size]
+PyObject* new_matrix(npy_intp rows, npy_intp columns, int type) {
   npy_intp dims[2] = {rows, columns};
-  return matrix ? PyArray_SimpleNew(2, dims, type) : PyArray_SimpleNew(1, dims + 1, type);
+  return PyArray_SimpleNew(2, dims, type);
 }
+
+PyObject* new_vector(npy_intp size, int type) { return PyArray_SimpleNew(1, &size, type); }
 
 // (left, right, type) of x viewed as [left, right], or false
 bool rows_of(PyObject* value, npy_intp* left, npy_intp* right, int* type) {
@@ -92,9 +95,9 @@ PyObject* layer_norm(PyObject*, PyObject* args) {
   PyArrayObject* scale = taken(scale_value, type, right, true);
   PyArrayObject* bias = taken(bias_value, type, right, true);
   if (scale == nullptr || bias == nullptr) Py_RETURN_NOTIMPLEMENTED;
-  PyObject* y = new_array(left, right, type, true);
-  PyObject* mean = y ? new_array(0, left, type, false) : nullptr;
-  PyObject* variance = mean ? new_array(0, left, type, false) : nullptr;
+  PyObject* y = new_matrix(left, right, type);
+  PyObject* mean = y ? new_vector(left, type) : nullptr;
+  PyObject* variance = mean ? new_vector(left, type) : nullptr;
   if (variance == nullptr) {
     Py_XDECREF(y), Py_XDECREF(mean);
     return nullptr;
@@ -137,7 +140,7 @@ PyObject* layer_norm_grad(PyObject*, PyObject* args) {
   const bool wanted[3] = {bool(want_dx), bool(want_dscale), bool(want_dbias)};
   for (int k = 0; k < 3; ++k) {
     if (!wanted[k]) continue;
-    made[k] = k == 0 ? new_array(left, right, type, true) : new_array(0, right, type, false);
+    made[k] = k == 0 ? new_matrix(left, right, type) : new_vector(right, type);
     if (made[k] == nullptr) {
       for (int j = 0; j < k; ++j) Py_XDECREF(made[j]);
       return nullptr;

@@ -77,25 +77,22 @@ def _dropout_random_state(ctx, seed_tensor):
 
 
 _DRAWN_IN_ONE_PASS = (np.dtype("float32"), np.dtype("float64"))
-_draws_module = None
-#: whether ops/_draws.cc reads an MT19937's state as NumPy lays it out (found on first use)
-_own_generator = None
+#: dropout's draw in one pass (ops/_draws.cc)
+_draws = c_parts.load("fluid_nb.ops._draws", "dropout's draw in one pass")
 
 
-def _draws():
-    """ops/_draws.cc, loaded on the first training dropout; and whether it draws from an
-    MT19937's state itself (NumPy's layout of that state is not its public API: a
-    generator advanced to the middle of its words is compared with its own account)."""
-    global _draws_module, _own_generator
-    if _draws_module is None:
-        module = c_parts.load("fluid_nb.ops._draws", "dropout's draw in one pass")
-        probe = np.random.MT19937(20260515)
-        probe.random_raw(3)
-        state = probe.state["state"]
-        _own_generator = bool(module.layout_agrees(
-            probe.capsule, np.ascontiguousarray(state["key"], np.uint32), int(state["pos"])))
-        _draws_module = module
-    return _draws_module
+def _layout_agrees():
+    """Whether ops/_draws.cc may read an MT19937's words itself: NumPy's layout of the
+    generator's state is not its public API, so a generator advanced into its words is
+    compared with its own account of them."""
+    probe = np.random.MT19937(20260515)
+    probe.random_raw(3)
+    state = probe.state["state"]
+    return bool(_draws.layout_agrees(probe.capsule, np.ascontiguousarray(state["key"], np.uint32),
+                                     int(state["pos"])))
+
+
+_own_generator = _layout_agrees()
 
 
 def _dropout(ctx, x, seed_tensor):
@@ -113,9 +110,8 @@ def _dropout(ctx, x, seed_tensor):
     if (xp is np and x.dtype in _DRAWN_IN_ONE_PASS and x.flags.c_contiguous
             and isinstance(generator, np.random.MT19937)):
         # the same draws, mask and values in one pass, without an array of doubles
-        draws = _draws()
         with generator.lock:
-            return draws.dropout_draw(generator.capsule, x, p, upscale, _own_generator)
+            return _draws.dropout_draw(generator.capsule, x, p, upscale, _own_generator)
     keep = random_state.uniform(0.0, 1.0, x.shape) >= p
     mask = xp.asarray(keep.astype(np.uint8))
     out = x * mask

@@ -221,15 +221,8 @@ def _ln_infer_shape(ctx):
     ctx.set_output("Variance", x_shape[:begin], _stat_dtype(dtype))
 
 
-_norms_module = None
-
-
-def _norms():
-    """ops/_norms.cc (the runtime's layer norm rows), loaded on the first layer norm."""
-    global _norms_module
-    if _norms_module is None:
-        _norms_module = c_parts.load("fluid_nb.ops._norms", "the interpreter's layer norm")
-    return _norms_module
+#: the host layer norm compiled code runs (ops/_norms.cc over the runtime's rows)
+_norms = c_parts.load("fluid_nb.ops._norms", "the interpreter's layer norm")
 
 
 def _ln_forward(ctx, x, scale, bias):
@@ -242,7 +235,7 @@ def _ln_forward(ctx, x, scale, bias):
     rows = x.reshape(left, -1)
     lead = x.shape[:begin]
     if xp is np:  # the rows compiled code runs (float32/float64, contiguous; else NotImplemented)
-        done = _norms().layer_norm(rows, scale, bias, eps)
+        done = _norms.layer_norm(rows, scale, bias, eps)
         if done is not NotImplemented:
             y, mean, var = done
             return y.reshape(x.shape), mean.reshape(lead), var.reshape(lead)
@@ -264,10 +257,11 @@ def _ln_backward(ctx, x, scale, bias, mean, variance, dy):
     eps = ctx.attrs.get("epsilon", 1e-5)
     left = mean.size
     rows, drows = x.reshape(left, -1), dy.reshape(left, -1)
-    wants = (ctx.wants("X@GRAD"), scale is not None and ctx.wants("Scale@GRAD"),
-             bias is not None and ctx.wants("Bias@GRAD"))
+    want_dx, want_dscale, want_dbias = wants = (
+        ctx.wants("X@GRAD"), scale is not None and ctx.wants("Scale@GRAD"),
+        bias is not None and ctx.wants("Bias@GRAD"))
     if xp is np:
-        done = _norms().layer_norm_grad(rows, scale, mean.reshape(-1), variance.reshape(-1),
+        done = _norms.layer_norm_grad(rows, scale, mean.reshape(-1), variance.reshape(-1),
                                         drows, eps, *wants)
         if done is not NotImplemented:
             dx, d_scale, d_bias = done
@@ -277,12 +271,12 @@ def _ln_backward(ctx, x, scale, bias, mean, variance, dy):
     inv_std = (1.0 / xp.sqrt(variance.reshape(-1) + eps))[:, None]
     x_hat = (rows - mean.reshape(-1, 1)) * inv_std
     dx = d_scale = d_bias = None
-    if scale is not None and ctx.wants("Scale@GRAD"):
+    if want_dscale:
         d_scale = (drows * x_hat).sum(axis=0).reshape(scale.shape).astype(scale.dtype,
                                                                            copy=False)
-    if bias is not None and ctx.wants("Bias@GRAD"):
+    if want_dbias:
         d_bias = drows.sum(axis=0).reshape(bias.shape).astype(bias.dtype, copy=False)
-    if ctx.wants("X@GRAD"):
+    if want_dx:
         g = drows * scale.reshape(1, -1) if scale is not None else drows
         dx = inv_std * (g - g.mean(axis=1, keepdims=True)
                         - x_hat * (g * x_hat).mean(axis=1, keepdims=True))

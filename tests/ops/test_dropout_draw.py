@@ -23,11 +23,10 @@ def by_numpy(random_state, x, p, upscale):
 def in_one_pass(random_state, x, p, upscale, own):
     generator = random_state._bit_generator
     with np.errstate(invalid="ignore", divide="ignore"), generator.lock:
-        return nn._draws().dropout_draw(generator.capsule, x, p, upscale, own)
+        return nn._draws.dropout_draw(generator.capsule, x, p, upscale, own)
 
 
 def test_the_module_reads_this_numpys_generator_state_itself():
-    nn._draws()
     assert nn._own_generator is True
 
 
@@ -74,7 +73,7 @@ def test_a_state_laid_out_otherwise_is_not_read_as_words():
     generator.random_raw(10)
     state = generator.state["state"]
     key = np.ascontiguousarray(state["key"], np.uint32)
-    module = nn._draws()
+    module = nn._draws
     assert module.layout_agrees(generator.capsule, key, int(state["pos"]))
     assert not module.layout_agrees(generator.capsule, key, int(state["pos"]) + 1)
     changed = key.copy()
@@ -104,7 +103,6 @@ def _dropout_program(dtype, seed, upscale):
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("upscale", [False, True], ids=["downgrade", "upscale"])
 def test_a_seeded_dropout_run_draws_numpys_mask(own, dtype, upscale, monkeypatch):
-    nn._draws()
     monkeypatch.setattr(nn, "_own_generator", own)
     main, out, mask = _dropout_program(dtype, 7, upscale)
     x = np.random.RandomState(0).uniform(-2, 2, (4, 6, 50)).astype(dtype)

@@ -38,9 +38,9 @@ def test_rows_of_any_width_give_the_formulas_values(dtype, right, affine):
         dy = rng.randn(left, right).astype(dtype)
         scale = rng.uniform(0.5, 1.5, right).astype(dtype) if affine else None
         bias = rng.randn(right).astype(dtype) if affine else None
-        y, mean, variance = norm._norms().layer_norm(x, scale, bias, EPSILON)
+        y, mean, variance = norm._norms.layer_norm(x, scale, bias, EPSILON)
         assert y.dtype == mean.dtype == variance.dtype == np.dtype(dtype)
-        dx, d_scale, d_bias = norm._norms().layer_norm_grad(
+        dx, d_scale, d_bias = norm._norms.layer_norm_grad(
             x, scale, mean, variance, dy, EPSILON, True, affine, affine)
         want = formula(x, scale, bias, dy)
         got = [y, mean, variance, dx] + ([d_scale, d_bias] if affine else [])
@@ -55,15 +55,15 @@ def test_rows_of_any_width_give_the_formulas_values(dtype, right, affine):
 
 def test_a_gradient_not_wanted_is_not_made():
     x = np.random.RandomState(0).randn(4, 8).astype("float32")
-    y, mean, variance = norm._norms().layer_norm(x, None, None, EPSILON)
-    dx, d_scale, d_bias = norm._norms().layer_norm_grad(x, np.ones(8, "float32"), mean,
+    y, mean, variance = norm._norms.layer_norm(x, None, None, EPSILON)
+    dx, d_scale, d_bias = norm._norms.layer_norm_grad(x, np.ones(8, "float32"), mean,
                                                         variance, x, EPSILON, False, True,
                                                         False)
     assert dx is None and d_bias is None and d_scale.shape == (8,)
 
 
 def test_what_the_rows_do_not_take_is_answered_not_implemented():
-    module = norm._norms()
+    module = norm._norms
     half = np.ones((4, 8), "float16")
     strided = np.ones((4, 16), "float32")[:, ::2]
     assert module.layer_norm(half, None, None, EPSILON) is NotImplemented
@@ -80,13 +80,13 @@ def test_what_the_rows_do_not_take_is_answered_not_implemented():
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_a_layer_norm_program_trains_with_the_formulas_gradients(dtype, monkeypatch):
-    module, called = norm._norms(), []
+    module, called = norm._norms, []
 
     class Counted:  # the rows module, each call counted
         def __getattr__(self, name):
             called.append(name)
             return getattr(module, name)
-    monkeypatch.setattr(norm, "_norms", Counted)
+    monkeypatch.setattr(norm, "_norms", Counted())
     main, startup = fluid.Program(), fluid.Program()
     with fluid.program_guard(main, startup), fluid.unique_name.guard():
         x = fluid.layers.data(name="x", shape=[6, 20], dtype=dtype)
