@@ -92,7 +92,9 @@ def _layout_agrees():
                                      int(state["pos"])))
 
 
-_own_generator = _layout_agrees()
+#: _layout_agrees(), asked at the first draw (None until then): importing numpy.random here
+#: would put it and the hashing modules it loads, 6 MB, in every process that runs a relu
+_own_generator = None
 
 
 def _dropout(ctx, x, seed_tensor):
@@ -110,6 +112,9 @@ def _dropout(ctx, x, seed_tensor):
     if (xp is np and x.dtype in _DRAWN_IN_ONE_PASS and x.flags.c_contiguous
             and isinstance(generator, np.random.MT19937)):
         # the same draws, mask and values in one pass, without an array of doubles
+        global _own_generator
+        if _own_generator is None:
+            _own_generator = _layout_agrees()
         with generator.lock:
             return _draws.dropout_draw(generator.capsule, x, p, upscale, _own_generator)
     keep = random_state.uniform(0.0, 1.0, x.shape) >= p

@@ -19,7 +19,7 @@ update runs on MasterParam; ParamOut is its cast to Param's dtype and MasterPara
 new master copy.
 """
 
-import pathlib
+import os
 
 import numpy as np
 
@@ -264,7 +264,9 @@ _ADAM_SCRATCH = 1 << 16
 #: the element types of the fused update (one pass instead of the formula's twelve)
 _FUSED_TYPES = (np.dtype("float32"), np.dtype("float64"))
 #: the runtime header whose adam_step a device's fused update compiles (the host's too)
-_RUNTIME_HEADERS = pathlib.Path(__file__).parents[1] / "rewriters" / "native" / "runtime"
+#: (os.path: pathlib would bring urllib and ipaddress into every training process)
+_RUNTIME_HEADERS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "rewriters", "native", "runtime")
 
 
 def _device_adam(xp):

@@ -95,6 +95,19 @@ def test_an_mlp_trained_with_adam_defines_no_convolution_or_normalization_op():
     assert loaded == []
 
 
+def test_the_ops_a_network_runs_load_neither_numpys_random_draws_nor_pathlib():
+    """numpy.random (with the hashing modules it brings) and pathlib (with urllib and
+    ipaddress) hold some 7 MB of a process between them: defining relu, softmax, dropout and
+    Adam loads neither. A dropout's first draw, or an initializer's, loads numpy.random."""
+    loaded = fresh(
+        "import json, sys\n"
+        "from fluid_nb.framework import registry\n"
+        "for op in ('relu', 'softmax', 'dropout', 'mul', 'adam', 'momentum', 'sgd'):\n"
+        "    registry.get(op)\n"
+        "print(json.dumps([m for m in ('numpy.random', 'pathlib') if m in sys.modules]))\n")
+    assert loaded == []
+
+
 def test_every_name_of_the_namespace_is_reachable_by_every_path():
     found = fresh(
         "import json, types\n"

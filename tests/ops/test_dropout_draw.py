@@ -27,7 +27,7 @@ def in_one_pass(random_state, x, p, upscale, own):
 
 
 def test_the_module_reads_this_numpys_generator_state_itself():
-    assert nn._own_generator is True
+    assert nn._layout_agrees() is True
 
 
 @pytest.mark.parametrize("own", [True, False], ids=["own words", "next_double"])
