@@ -114,7 +114,6 @@ def _lstm_grad(ctx, x, h0, c0, weight, bias, cell_out, hidden_out, dhidden, gate
     # as in Paddle, Cell's own gradient is not an input: the cell gradient starts at zero
     dc_all = xp.zeros_like(cell)
     dgates = xp.empty_like(gates)
-    dw = xp.zeros_like(w)
     dpeep = [xp.zeros(d, dtype=w.dtype) for _ in range(3)]
     h0o = layout.reorder(xp, h0.array) if h0 is not None else None
     c0o = layout.reorder(xp, c0.array) if c0 is not None else None
@@ -132,12 +131,15 @@ def _lstm_grad(ctx, x, h0, c0, weight, bias, cell_out, hidden_out, dhidden, gate
         if prev is not None:
             dh_all[prev:prev + n] += dz @ w.T
             dc_all[prev:prev + n] += dc_prev
-            dw += hidden[prev:prev + n].T @ dz
         else:
             if h0o is not None:
-                dw += h0o.T @ dz
                 dh0o = dz @ w.T
             dc0o = dc_prev
+    # Weight's gradient summed over the steps: one product over every row
+    first = layout.first_rows()
+    dw = layout.previous(xp, hidden).T @ dgates[first:]
+    if h0o is not None:
+        dw += h0o.T @ dgates[:first]
     dx = layout.to_seq(xp, dgates) if ctx.wants("Input@GRAD") else None
     db = None
     if ctx.wants("Bias@GRAD"):
@@ -252,7 +254,6 @@ def _gru_grad(ctx, x, h0, weight, bias, gates, reset_h, batch_hidden, hidden, dh
     gates, reset_h, batch_hidden = gates.array, reset_h.array, batch_hidden.array
     dh_all = layout.to_batch(xp, dhidden.array).copy()
     dgates = xp.empty_like(gates)
-    d_gate_w, d_state_w = xp.zeros_like(gate_w), xp.zeros_like(state_w)
     h0o = layout.reorder(xp, h0.array) if h0 is not None else None
     dh0o = None
     for t, start, end, prev in reversed(list(layout.steps())):
@@ -261,16 +262,21 @@ def _gru_grad(ctx, x, h0, weight, bias, gates, reset_h, batch_hidden, hidden, dh
             h_prev = batch_hidden[prev:prev + n]
         else:
             h_prev = h0o if h0o is not None else xp.zeros((n, d), dtype=gates.dtype)
-        dz, dh_prev, dgw, dsw = gru_step_grad(
+        dz, dh_prev, _, _ = gru_step_grad(
             xp, gates[start:end], reset_h[start:end], h_prev, dh_all[start:end], gate_w,
-            state_w, attrs["activation"], attrs["gate_activation"], attrs["origin_mode"])
+            state_w, attrs["activation"], attrs["gate_activation"], attrs["origin_mode"],
+            weight_grads=False)
         dgates[start:end] = dz
-        d_gate_w += dgw
-        d_state_w += dsw
         if prev is not None:
             dh_all[prev:prev + n] += dh_prev
         else:
             dh0o = dh_prev
+    # the weights' gradients summed over the steps, each one product over every row
+    first = layout.first_rows()
+    d_gate_w = layout.previous(xp, batch_hidden).T @ dgates[first:, :2 * d]
+    if h0o is not None:
+        d_gate_w += h0o.T @ dgates[:first, :2 * d]
+    d_state_w = reset_h.T @ dgates[:, 2 * d:]
     dx = layout.to_seq(xp, dgates) if ctx.wants("Input@GRAD") else None
     db = dgates.sum(axis=0).reshape(1, -1) if bias is not None and ctx.wants("Bias@GRAD") \
         else None

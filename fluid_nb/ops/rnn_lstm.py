@@ -110,7 +110,7 @@ def _lstmp_grad(ctx, x, h0, c0, weight, proj_weight, bias, projection_out, cell_
     gates, cell_act = gates.array, cell_act.array
     dc_all = xp.zeros_like(cell)
     dgates = xp.empty_like(gates)
-    dw, dproj = xp.zeros_like(w), xp.zeros_like(proj)
+    dhp_all = xp.empty((hidden.shape[0], proj.shape[1]), dtype=hidden.dtype)
     dpeep = [xp.zeros(d, dtype=w.dtype) for _ in range(3)]
     r0 = _initial_projection(xp, layout, h0)
     c0o = layout.reorder(xp, c0.array) if c0 is not None else None
@@ -123,8 +123,7 @@ def _lstmp_grad(ctx, x, h0, c0, weight, proj_weight, bias, projection_out, cell_
         dr = dr_all[start:end]
         if clip > 0:
             dr = dr * ((activated > -clip) & (activated < clip))
-        dhp = activate_grad(xp, attrs["proj_activation"], dr, activated)
-        dproj += h.T @ dhp
+        dhp = dhp_all[start:end] = activate_grad(xp, attrs["proj_activation"], dr, activated)
         dh = dhp @ proj.T
         c_prev = cell[prev:prev + n] if prev is not None else c0o
         dz, dc_prev, dp = lstm_step_grad(xp, gates[start:end], cell[start:end],
@@ -137,12 +136,16 @@ def _lstmp_grad(ctx, x, h0, c0, weight, proj_weight, bias, projection_out, cell_
         if prev is not None:
             dr_all[prev:prev + n] += dz @ w.T
             dc_all[prev:prev + n] += dc_prev
-            dw += projection[prev:prev + n].T @ dz
         else:
             if r0 is not None:
-                dw += r0.T @ dz
                 dh0o = dz @ w.T
             dc0o = dc_prev
+    # the weights' gradients summed over the steps, each one product over every row
+    first = layout.first_rows()
+    dw = layout.previous(xp, projection).T @ dgates[first:]
+    if r0 is not None:
+        dw += r0.T @ dgates[:first]
+    dproj = hidden.T @ dhp_all
     dx = layout.to_seq(xp, dgates) if ctx.wants("Input@GRAD") else None
     db = None
     if ctx.wants("Bias@GRAD"):

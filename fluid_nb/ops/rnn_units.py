@@ -90,6 +90,23 @@ class BatchLayout:
         out[xp.asarray(self.rows)] = batch
         return out
 
+    def first_rows(self):
+        """Rows of the first step: ``[0, first_rows())``; every later row reads a state row."""
+        return self.starts[1] if len(self.starts) > 1 else 0
+
+    def previous(self, xp, batch):
+        """The row of ``batch`` (batch order) that each row of the steps after the first
+        reads as its previous state: row ``start + i`` of step t reads ``prev + i``. A
+        weight's gradient, summed over the steps, is then one product: ``previous(states).T
+        @ grads[first_rows():]`` (plus the first step's initial states')."""
+        starts = self.starts
+        if len(starts) < 3:
+            index = np.zeros(0, dtype="int64")
+        else:
+            index = np.concatenate([np.arange(starts[t - 1], starts[t - 1] + starts[t + 1] -
+                                              starts[t]) for t in range(1, len(starts) - 1)])
+        return xp.take(batch, xp.asarray(index), axis=0)
+
     def reorder(self, xp, state):
         """The initial states (one row per sequence) of the sequences of the first step, in
         batch order."""
@@ -148,8 +165,10 @@ def gru_step(xp, pre, h_prev, gate_w, state_w, act, gate_act, origin_mode, clip=
 
 
 def gru_step_grad(xp, gates, reset_h, h_prev, dh, gate_w, state_w, act, gate_act,
-                  origin_mode):
-    """Gradients of one GRU step: (d pre [n, 3D], d h_prev, d gate_w, d state_w)."""
+                  origin_mode, weight_grads=True):
+    """Gradients of one GRU step: (d pre [n, 3D], d h_prev, d gate_w, d state_w); the
+    weights' are None without ``weight_grads`` (a sequence's are one product each over all
+    its steps: ``h_prev.T @ d pre[:, :2D]``, ``reset_h.T @ d pre[:, 2D:]``)."""
     d = h_prev.shape[1]
     u, r, c = gates[:, :d], gates[:, d:2 * d], gates[:, 2 * d:]
     if origin_mode:
@@ -166,6 +185,8 @@ def gru_step_grad(xp, gates, reset_h, h_prev, dh, gate_w, state_w, act, gate_act
     dh_prev = dh_prev + d_reset_h * r
     dur = xp.concatenate([du, dr], axis=1)
     dh_prev = dh_prev + dur @ gate_w.T
+    if not weight_grads:
+        return xp.concatenate([dur, dc], axis=1), dh_prev, None, None
     return (xp.concatenate([dur, dc], axis=1), dh_prev, h_prev.T @ dur, reset_h.T @ dc)
 
 

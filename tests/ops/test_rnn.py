@@ -171,6 +171,10 @@ CASES = [
              grad=["Input", "Weight", "Bias", "H0"]),
     lstm_case(LOD_EMPTY, 2, "grad_empty_sequences_h0_c0", h0=True, c0=True,
               grad=ALL_LSTM + ["H0", "C0"]),
+    # one step: every weight gradient comes from the initial states alone
+    gru_case([[0, 1, 2, 3]], 2, "grad_one_step_h0", h0=True, grad=["Input", "Weight", "H0"]),
+    lstm_case([[0, 1, 2]], 2, "grad_one_step_h0_c0", h0=True, c0=True,
+              grad=ALL_LSTM + ["H0", "C0"]),
     # gru_unit
     OpCase("gru_unit", {"Input": r(4, 9), "HiddenPrev": r(4, 3), "Weight": r(3, 9),
                         "Bias": r(1, 9)}, ref=gru_unit_ref, name="basic"),
