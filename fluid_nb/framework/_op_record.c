@@ -436,14 +436,22 @@ static PyObject *completed(PyObject *self, PyObject *const *args, Py_ssize_t nar
 }
 
 /* `dict`'s keys (values with `values`) into `tuple` from index `at` on (new references) */
-static void put_items(PyObject *tuple, Py_ssize_t at, PyObject *dict, int values) {
+static int put_items(PyObject *tuple, Py_ssize_t at, PyObject *dict, int values) {
     Py_ssize_t pos = 0;
     PyObject *key, *value;
     while (PyDict_Next(dict, &pos, &key, &value)) {
         PyObject *item = values ? value : key;
-        Py_INCREF(item);
+        if (values && PyList_CheckExact(item)) {
+            /* a list attribute (a reduction's dims) keyed as a tuple, as
+             * OpDef.run_infer_shape keys it */
+            if ((item = PyList_AsTuple(item)) == NULL)
+                return -1;
+        } else {
+            Py_INCREF(item);
+        }
         PyTuple_SET_ITEM(tuple, at++, item);
     }
+    return 0;
 }
 
 /* (variable.shape, variable.dtype, variable.lod_level) into items[0..2] (new references) */
@@ -680,7 +688,8 @@ static PyObject *append_one_op(PyObject *self, PyObject *const *args, size_t nar
         }
         Py_INCREF(desc_version);
         PyTuple_SET_ITEM(infer_key, 6, desc_version);
-        put_items(infer_key, 7, attrs, 1);
+        if (put_items(infer_key, 7, attrs, 1) < 0)
+            goto done_spec;
     }
     PyObject *known = PyDict_GetItemWithError(inferred, infer_key);
     if (known == NULL) {

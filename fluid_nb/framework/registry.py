@@ -353,9 +353,13 @@ class OpDef:
             key = (x.shape, x.dtype, x.lod_level, y.shape, y.dtype, y.lod_level,
                    block.program.version, *op.attrs.values())
             out = found(op.outputs["Out"][0])
-            known = inferred.get(key) if out is not None else None
+            try:
+                known = inferred.get(key) if out is not None else None
+            except TypeError:  # a list attribute (a reduction's dims): as a tuple, as C keys it
+                key = key[:7] + tuple(tuple(v) if v.__class__ is list else v for v in key[7:])
+                known = inferred.get(key) if out is not None else None
         except (KeyError, IndexError, AttributeError, TypeError):  # (a parent block's input,
-            return self._infer(op)                                   # a list attribute)
+            return self._infer(op)                                   # an unhashable attribute)
         if known is not None:
             if transaction.journal is None:  # (set_fields' common case, inline: every op)
                 out.shape, out.dtype, out.lod_level = known

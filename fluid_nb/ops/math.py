@@ -376,7 +376,8 @@ def _reduce_op(type, forward, backward, grad_needs_out, doc):
     grad_type = type + "_grad"
     fwd_out = ["Out"] if grad_needs_out else []
     def_op(type, inputs=["X"], outputs=["Out"], attrs=_REDUCE_ATTRS, infer_shape=infer,
-           grad=grad_maker(grad_type, inputs=["X"], outputs=fwd_out), kernel=kernel, doc=doc)
+           grad=grad_maker(grad_type, inputs=["X"], outputs=fwd_out), kernel=kernel,
+           plain_kernel=kernel, doc=doc)
     def_op(grad_type, inputs=["X"] + fwd_out + ["Out@GRAD"], outputs=["X@GRAD"],
            attrs=_REDUCE_ATTRS, infer_shape=grads_like(**{"X@GRAD": "X"}),
            share_lod=("X", ["X@GRAD"]), kernel=grad_kernel, doc=f"Gradient of {type}.")
@@ -544,7 +545,7 @@ _MUL_ATTRS = {"x_num_col_dims": ("int", 1), "y_num_col_dims": ("int", 1)}
 def_op("mul", inputs=["X", "Y"], outputs=["Out"], attrs=_MUL_ATTRS, infer_shape=_mul_infer,
        share_lod=("X", ["Out"]),
        grad=grad_maker("mul_grad", inputs=["X", "Y"], in_grads=["X", "Y"]),
-       kernel=_mul_kernel,
+       kernel=_mul_kernel, plain_kernel=_mul_kernel,
        doc="Out = flatten(X, x_num_col_dims) @ flatten(Y, y_num_col_dims), shaped "
            "X.shape[:x_num_col_dims] + Y.shape[y_num_col_dims:].")
 def_op("mul_grad", inputs=["X", "Y", "Out@GRAD"], outputs=["X@GRAD?", "Y@GRAD?"],
@@ -673,7 +674,7 @@ _MATMUL_ATTRS = {"transpose_X": ("bool", False), "transpose_Y": ("bool", False),
 def_op("matmul", inputs=["X", "Y"], outputs=["Out"], attrs=_MATMUL_ATTRS,
        infer_shape=_matmul_infer, share_lod=("X", ["Out"]),
        grad=grad_maker("matmul_grad", inputs=["X", "Y"], in_grads=["X", "Y"]),
-       kernel=_matmul_kernel,
+       kernel=_matmul_kernel, plain_kernel=_matmul_kernel,
        doc="Out = alpha * op(X) @ op(Y), batched over the leading dims (equal batch sizes, or "
            "one operand 2-D). A vector X is [1, K] and a vector Y is [K, 1] before the "
            "transposes; the vector's dim is dropped from Out again (two vectors give []). "

@@ -443,6 +443,77 @@ def test_layers_softmax_appends_through_the_c_path_from_its_second_call(fallback
     assert len(main.global_block().vars) == 6  # x and the five outputs: no refused one
 
 
+def test_layers_matmul_appends_through_the_c_path_from_its_second_call(fallbacks):
+    """matmul (mul and matmul have plain kernels) unnamed is one append_one_op, C from the
+    second call of a signature, named as LayerHelper names it; a product whose dims do not
+    meet is refused with nothing left of it; a named one is a transaction of its own."""
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()), fluid.unique_name.guard():
+        x = fluid.data(name="x", shape=[3, 47], dtype="float32")
+        w = fluid.data(name="w", shape=[47, 5], dtype="float32")
+        del fallbacks.calls[:]
+        outs = [fluid.layers.matmul(x, w) for _ in range(3)]
+        outs += [fluid.layers.matmul(x, x, transpose_y=True, alpha=0.5) for _ in range(2)]
+        for _ in range(2):
+            with pytest.raises(InvalidArgument, match="matmul"):
+                fluid.layers.matmul(x, x)  # [3, 47] x [3, 47]
+        named = fluid.layers.matmul(x, w, name="product")
+    assert [v.name for v in outs] == [f"matmul_{i}.tmp_0" for i in range(5)]
+    assert [v.shape for v in outs] == [(3, 5)] * 3 + [(3, 3)] * 2
+    assert named.name == "product.tmp_0" and named.shape == (3, 5)
+    # the first call of each signature fills the memos; a refused one never does
+    assert fallbacks.calls == ["matmul", "matmul", "matmul", "matmul"]
+    ops = main.global_block().ops
+    assert [op.type for op in ops] == ["matmul"] * 6
+    assert [(op.attrs["transpose_Y"], op.attrs["alpha"]) for op in ops] == \
+        [(False, 1.0)] * 3 + [(True, 0.5)] * 2 + [(False, 1.0)]
+    assert len(main.global_block().vars) == 8  # x, w and the six products
+
+
+def test_layers_reductions_append_through_the_c_path_their_dims_in_the_memo(fallbacks):
+    """reduce_sum/mean/max/min/prod unnamed are one append_one_op each; their list
+    attribute ``dim`` keys shape inference's memo as a tuple, in C and in Python alike, so
+    each call after the first of a signature is C's and each dims' shape its own."""
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()), fluid.unique_name.guard():
+        x = fluid.data(name="x", shape=[3, 53], dtype="float32")
+        del fallbacks.calls[:]
+        outs = [fluid.layers.reduce_mean(x, dim=d) for d in (0, 1, 0, 1, [0, 1], -1)]
+        outs += [fluid.layers.reduce_sum(x, dim=[1], keep_dim=True) for _ in range(2)]
+        outs += [layer(x) for layer in (fluid.layers.reduce_max, fluid.layers.reduce_min,
+                                        fluid.layers.reduce_prod)]
+        named = fluid.layers.reduce_mean(x, dim=1, name="row_means")
+        with pytest.raises(InvalidArgument, match="dim"):
+            fluid.layers.reduce_mean(x, dim=2)
+    assert [v.shape for v in outs] == [(53,), (3,), (53,), (3,), (1,), (3,), (3, 1), (3, 1),
+                                      (1,), (1,), (1,)]
+    assert [v.name for v in outs[:6]] == [f"reduce_mean_{i}.tmp_0" for i in range(6)]
+    assert named.name == "row_means.tmp_0" and named.shape == (3,)
+    # the first call of each signature fills the memos (dim 0, dim 1, both, -1, sum, max,
+    # min, prod); the repeated ones are C's
+    assert fallbacks.calls == ["reduce_mean"] * 4 + ["reduce_sum", "reduce_max",
+                                                     "reduce_min", "reduce_prod"]
+    assert [op.attrs["dim"] for op in main.global_block().ops[:6]] == \
+        [[0], [1], [0], [1], [0, 1], [-1]]
+    assert len(main.global_block().vars) == 13  # x, the eleven outputs and the named one
+
+
+def test_live_matmul_multiplies_as_numpy_does():
+    main, startup, scope = fluid.Program(), fluid.Program(), fluid.Scope()
+    a = np.random.RandomState(3).uniform(-1, 1, (4, 6)).astype("float32")
+    b = np.random.RandomState(4).uniform(-1, 1, (5, 6)).astype("float32")
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        with fluid.live(program=main, startup_program=startup, scope=scope):
+            x, y = fluid.layers.assign(a), fluid.layers.assign(b)
+            products = [fluid.layers.matmul(x, y, transpose_y=True, alpha=2.0)
+                        for _ in range(3)]
+            for product in products:
+                np.testing.assert_allclose(product.numpy(), 2.0 * a @ b.T, rtol=1e-6)
+            with pytest.raises(InvalidArgument, match="matmul"):
+                fluid.layers.matmul(x, y)
+            assert [op.type for op in main.global_block().ops].count("matmul") == 3
+
+
 def test_layers_scale_names_its_output_as_layer_helper_does(fallbacks):
     """layers.scale without a name, an activation or a ScaleTensor is one op through
     append_one_op (C from its second call), named as LayerHelper names it; the other forms

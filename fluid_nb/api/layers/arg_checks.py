@@ -24,6 +24,7 @@ import numpy as np
 
 from ...errors import InvalidArgument, InvalidType, expected
 from ...framework.program import Variable
+from ...tensor.dtypes import DATA_TYPES, convert_dtype
 
 
 class Refused(Exception):
@@ -332,7 +333,6 @@ def variable_list(value):
 
 def dtype(value):
     """A data type Fluid knows: a name ('float32'), a NumPy dtype or a VarType."""
-    from ...tensor.dtypes import DATA_TYPES, convert_dtype
     try:
         known = value is not None and not isinstance(value, (bool, float)) \
             and convert_dtype(value) in DATA_TYPES

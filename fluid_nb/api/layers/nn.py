@@ -339,17 +339,23 @@ def softmax(input, use_cudnn=False, name=None, axis=-1):
     return out
 
 
+@lean  # (one op through append_one_op, or a transaction of its own)
 @checks(x=variable, y=variable, transpose_x=boolean, transpose_y=boolean, alpha=NUMBER,
         name=NAME)
 def matmul(x, y, transpose_x=False, transpose_y=False, alpha=1.0, name=None):
     """``alpha * op(x) @ op(y)`` (``matmul``), batched over leading dims."""
     _check_variable("matmul", "x", x)
     _check_variable("matmul", "y", y)
-    helper = LayerHelper("matmul", name=name)
-    out = helper.create_variable_for_type_inference(dtype=x.dtype)
-    helper.append_op(type="matmul", inputs={"X": [x], "Y": [y]}, outputs={"Out": [out]},
-                     attrs={"transpose_X": transpose_x, "transpose_Y": transpose_y,
-                            "alpha": float(alpha)})
+    attrs = {"transpose_X": transpose_x, "transpose_Y": transpose_y, "alpha": float(alpha)}
+    if name is None:  # one op to a fresh temporary, all or nothing itself
+        program = _fw._main_program
+        return append_one_op(program.blocks[program.current_block_idx], "matmul",
+                             {"X": (x.name,), "Y": (y.name,)}, attrs, x.dtype, "matmul")
+    with atomic():
+        helper = LayerHelper("matmul", name=name)
+        out = helper.create_variable_for_type_inference(dtype=x.dtype)
+        helper.append_op(type="matmul", inputs={"X": [x], "Y": [y]}, outputs={"Out": [out]},
+                         attrs=attrs)
     return out
 
 
@@ -504,37 +510,48 @@ def _reduce(op_type, input, dim, keep_dim, name):
     if dim and any(d >= rank for d in dim):
         raise InvalidArgument(f"{op_type}: dim expected values in [{-rank}, {rank}), but "
                               f"received {list(dim)}")
-    helper = LayerHelper(op_type, input=input, name=name)
-    out = helper.create_variable_for_type_inference(dtype=helper.input_dtype())
     reduce_all = not dim or len(dim) == len(input.shape)
     attrs = {"dim": list(dim) if dim else [0], "keep_dim": keep_dim, "reduce_all": reduce_all}
     if op_type == "reduce_sum" and input.dtype in (VarType.BOOL, VarType.INT32):
         # Fluid 1.8 sums in X's dtype; the op's default (Paddle 2's) would widen to int64
         attrs["out_dtype"] = int(input.dtype)
-    helper.append_op(type=op_type, inputs={"X": [input]}, outputs={"Out": [out]}, attrs=attrs)
+    if name is None:  # one op to a fresh temporary, all or nothing itself
+        program = _fw._main_program
+        return append_one_op(program.blocks[program.current_block_idx], op_type,
+                             {"X": (input.name,)}, attrs, input.dtype, op_type)
+    with atomic():
+        helper = LayerHelper(op_type, input=input, name=name)
+        out = helper.create_variable_for_type_inference(dtype=helper.input_dtype())
+        helper.append_op(type=op_type, inputs={"X": [input]}, outputs={"Out": [out]},
+                         attrs=attrs)
     return out
 
 
+@lean  # (one op through append_one_op, or a transaction of its own)
 @checks(input=variable, dim=optional(int_or_ints(None)), keep_dim=boolean, name=NAME)
 def reduce_sum(input, dim=None, keep_dim=False, name=None):
     return _reduce("reduce_sum", input, dim, keep_dim, name)
 
 
+@lean  # (one op through append_one_op, or a transaction of its own)
 @checks(input=variable, dim=optional(int_or_ints(None)), keep_dim=boolean, name=NAME)
 def reduce_mean(input, dim=None, keep_dim=False, name=None):
     return _reduce("reduce_mean", input, dim, keep_dim, name)
 
 
+@lean  # (one op through append_one_op, or a transaction of its own)
 @checks(input=variable, dim=optional(int_or_ints(None)), keep_dim=boolean, name=NAME)
 def reduce_max(input, dim=None, keep_dim=False, name=None):
     return _reduce("reduce_max", input, dim, keep_dim, name)
 
 
+@lean  # (one op through append_one_op, or a transaction of its own)
 @checks(input=variable, dim=optional(int_or_ints(None)), keep_dim=boolean, name=NAME)
 def reduce_min(input, dim=None, keep_dim=False, name=None):
     return _reduce("reduce_min", input, dim, keep_dim, name)
 
 
+@lean  # (one op through append_one_op, or a transaction of its own)
 @checks(input=variable, dim=optional(int_or_ints(None)), keep_dim=boolean, name=NAME)
 def reduce_prod(input, dim=None, keep_dim=False, name=None):
     return _reduce("reduce_prod", input, dim, keep_dim, name)
