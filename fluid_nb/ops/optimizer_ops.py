@@ -124,24 +124,28 @@ def _update_infer(state, scalars=("LearningRate",), required=(), scalar_at_least
     def infer(ctx):
         attrs = ctx.attrs()
         for name in required:
-            ctx.check(name in attrs, f"attribute '{name}'", "a float", "none")
+            if name not in attrs:
+                ctx.fail(f"attribute '{name}'", "a float", "none")
         shape = ctx.input_shape("Param")
         like = list(state)
         if ctx.has_input("Grad") and ctx.input_var_type("Grad") != VarType.SELECTED_ROWS:
             like.insert(0, "Grad")
+        # (the messages formatted only for a failure: every update op of a program passes)
         for slot in like:
             if not ctx.has_input(slot):
                 continue
             got = ctx.input_shape(slot)
-            ctx.check(len(got) == len(shape) and all(dims_match(a, b) for a, b in zip(got, shape)),
-                      f"shape of input '{slot}'", f"{list(shape)} (the shape of Param)", list(got))
+            if got != shape and not (len(got) == len(shape) and
+                                     all(dims_match(a, b) for a, b in zip(got, shape))):
+                ctx.fail(f"shape of input '{slot}'", f"{list(shape)} (the shape of Param)",
+                         list(got))
         for slot in scalars:
             if not ctx.has_input(slot):
                 continue
             n = _numel(ctx.input_shape(slot))
-            ok = n < 0 or (n >= 1 if scalar_at_least else n == 1)
-            ctx.check(ok, f"input '{slot}'", "a tensor of one element",
-                      f"shape {list(ctx.input_shape(slot))}")
+            if not (n < 0 or (n >= 1 if scalar_at_least else n == 1)):
+                ctx.fail(f"input '{slot}'", "a tensor of one element",
+                         f"shape {list(ctx.input_shape(slot))}")
         ctx.set_output("ParamOut", shape, ctx.input_dtype("Param"))
         for slot in list(state) + list(scalars):
             if ctx.has_input(slot):

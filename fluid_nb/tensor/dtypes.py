@@ -63,18 +63,22 @@ _ALIASES = {"float": VarType.FP32, "double": VarType.FP64, "int": VarType.INT32,
 DATA_TYPES = frozenset(_NUMPY_OF) | {VarType.BF16, VarType.FP8_E4M3FN, VarType.FP8_E5M2}
 
 
-#: convert_dtype's answers to the names and NumPy dtypes it has been asked about, each kind
-#: in a map of its own: a name and a dtype may compare equal and mean different types
-#: (``np.dtype('float64') == 'float'``, Fluid's float32)
-_BY_NAME, _BY_NUMPY = {}, {}
+#: convert_dtype's answers to the names, numbers (an op's dtype attribute) and NumPy dtypes
+#: it has been asked about, each kind in a map of its own: a name and a dtype may compare
+#: equal and mean different types (``np.dtype('float64') == 'float'``, Fluid's float32)
+_BY_NAME, _BY_NUMBER, _BY_NUMPY = {}, {}, {}
 
 
 def convert_dtype(dtype):
     """Return the ``VarType`` member for any spelling of a data type."""
-    if dtype.__class__ is str:
-        vt = _BY_NAME.get(dtype)
+    kind = dtype.__class__
+    if kind is VarType:
+        return dtype
+    if kind is str or kind is int:  # (exactly: True is no number here)
+        known = _BY_NAME if kind is str else _BY_NUMBER
+        vt = known.get(dtype)
         if vt is None:
-            vt = _BY_NAME[dtype] = _convert(dtype)
+            vt = known[dtype] = _convert(dtype)
         return vt
     if isinstance(dtype, VarType):
         return dtype

@@ -29,7 +29,7 @@ def test_every_spelling_gives_its_type_each_time(spelling, want):
 
 @pytest.mark.parametrize("spelling, error", [
     ("float31", InvalidType), (np.dtype("datetime64[s]"), InvalidArgument),
-    (True, InvalidType), (1.0, InvalidType)])
+    (True, InvalidType), (1.0, InvalidType), (99, InvalidType)])
 def test_a_refused_spelling_is_refused_every_time(spelling, error):
     for _ in range(2):
         with pytest.raises(error, match="dtype"):

@@ -472,6 +472,7 @@ def _bad(op, inputs, attrs, outputs=None):
     ("fill_constant", {}, {"shape": [2], "dtype": 7}, None, "data type"),
     ("increment", {"X": ints(1, 2)}, {}, None, "one element"),
     ("uniform_random", {}, {"shape": [2], "min": 1.0, "max": 1.0}, None, "less than max"),
+    ("uniform_random", {}, {"shape": [2], "diag_num": -1}, None, "attribute 'diag_num'"),
 ])
 def test_errors_name_the_op(op, inputs, attrs, outputs, words):
     assert words in _bad(op, inputs, attrs, outputs)
