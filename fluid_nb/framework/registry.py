@@ -68,6 +68,11 @@ whether or not anything reads its outputs. Any other op is a function of its inp
 gradient op whose outputs nothing reads may be left out of a run, and a live session may let
 go of an op's outputs and compute them again when they are read.
 
+An op with the ``infer_from_x`` trait (reshape2, transpose2, squeeze2, unsqueeze2, flatten2)
+infers its outputs from X's shape, dtype and LoD level and its attributes alone when X is
+its only input: what inference said is remembered per such signature, for every output,
+as a formula op's is for Out (a Transformer appends dozens of alike reshapes).
+
 Registering a type twice is an error; a missing op names the op and what to add.
 
 The table fills as it is asked: the ops package hands over an index (op type -> the module
@@ -215,6 +220,8 @@ class OpDef:
             set(formula.inputs.values()) <= {"X", "Y"} or
             plain_kernel is not None and [s.name for s in self.outputs] == ["Out"] and
             self.inputs[:1] and self.inputs[0].name == "X") else None
+        #: an ``infer_from_x`` op's memo: its outputs' fields (slot order) per signature
+        self._inferred_from_x = {} if "infer_from_x" in self.traits else None
         #: facts the layers API reads from the op (``layer``, ``act``, ``dtypes``,
         #: ``arguments``: see ``ops.common.unary_op``); empty for most ops
         self.api = dict(api or {})
@@ -340,6 +347,8 @@ class OpDef:
     def run_infer_shape(self, op):
         inferred = self._inferred
         if inferred is None:
+            if self._inferred_from_x is not None:
+                return self._infer_from_x(op)
             return self._infer(op)
         # a formula op: inferred once per signature (live cells append thousands alike)
         block = op.block
@@ -370,6 +379,41 @@ class OpDef:
         if len(inferred) >= 256:  # (shapes a long session went through: keep a few)
             inferred.clear()
         inferred[key] = (out.shape, out.dtype, out.lod_level)
+
+    def _infer_from_x(self, op):
+        """run_infer_shape of an ``infer_from_x`` op: remembered per X's fields, the
+        program's version, the output slots and the attributes (lists as tuples), when X is
+        the op's only input and each output slot names one variable of the block."""
+        inferred = self._inferred_from_x
+        block = op.block
+        found = block.vars.get
+        inputs, outputs = op.inputs, op.outputs
+        try:
+            x = found(inputs["X"][0]) if len(inputs) == 1 else None
+            if x is None or x.type is not _LOD_TENSOR:
+                return self._infer(op)  # (a shape tensor given, a parent block's input)
+            outs = [found(names[0]) for names in outputs.values()]
+            # (``is``: a Variable's == appends an op)
+            missing = any(out is None for out in outs)
+            key = (x.shape, x.dtype, x.lod_level, block.program.version, *outputs,
+                   *(v if v.__class__ is not list else tuple(v) for v in op.attrs.values()))
+            known = inferred.get(key) if not missing else None
+        except (KeyError, IndexError, AttributeError, TypeError):  # (an empty slot, an
+            return self._infer(op)                                 # unhashable attribute)
+        if known is not None:
+            if transaction.journal is None:
+                for out, (shape, dtype, lod_level) in zip(outs, known):
+                    out.shape, out.dtype, out.lod_level = shape, dtype, lod_level
+            else:
+                for out, fields in zip(outs, known):
+                    set_fields(out, *fields)
+            return
+        self._infer(op)
+        if missing:
+            return
+        if len(inferred) >= 256:  # (shapes a long session went through: keep a few)
+            inferred.clear()
+        inferred[key] = tuple((out.shape, out.dtype, out.lod_level) for out in outs)
 
     def _infer(self, op):
         ctx = InferShapeContext(op, self)

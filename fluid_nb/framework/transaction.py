@@ -173,6 +173,39 @@ def _append_one_op(block, op_type, inputs, attrs, dtype, layer_type=None):
     return out
 
 
+def append_with_xshape(block, op_type, x, attrs, layer_type):
+    """Append ``op_type`` (reshape2, transpose2, squeeze2, unsqueeze2, flatten2: X in, Out
+    and the XShape its gradient reads out) on the variable ``x`` with ``attrs``; its outputs
+    two fresh temporaries of ``x``'s dtype named as ``LayerHelper(layer_type)`` names them,
+    ``<layer_type>_<n>.tmp_0`` and ``.tmp_1``; returns Out. All or nothing as
+    :func:`_append_one_op` is, without a transaction's snapshot of both programs: the
+    layers that reshape a value (a Transformer appends dozens) are lean layers."""
+    generate = unique_name._generator
+    ids = generate.ids
+    n = ids.get(layer_type, 0)
+    key = f"{generate.prefix}{layer_type}_{n}.tmp"
+    m = ids.get(key, 0)
+    names = (generate.temporary(layer_type), generate(key))
+    made = [name for name in names if name not in block.vars]
+    out = block._create_temporary(names[0], x.dtype)
+    block._create_temporary(names[1], x.dtype)
+    spec = _fw._op_defs.get(op_type)
+    inputs, outputs = {"X": (x.name,)}, {"Out": names[:1], "XShape": names[1:]}
+    try:
+        if spec is None:  # (not loaded yet: append_op's own lookup decides)
+            block.append_op(type=op_type, inputs=inputs, outputs=outputs, attrs=attrs)
+        else:
+            block._append_args(spec, op_type, inputs, outputs, attrs, True, (), None, True, 3)
+    except BaseException:
+        if not _depth:  # (an open transaction undoes all of it itself)
+            for name in made:
+                block._remove_var(name)
+            _forget_in_live_session(block.program, (), tuple(made))
+            generate.take_back([(layer_type, n), (key, m)])
+        raise
+    return out
+
+
 def _take_back_temporary(block, name, made, layer_type, generator):
     # no undo log while a one-op append succeeds: a failure takes back the temporary (when
     # it made it) and the name it took

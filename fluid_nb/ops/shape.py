@@ -159,7 +159,7 @@ def_op("reshape2", inputs=["X", "Shape?", "ShapeTensor[]?"], outputs=["Out", "XS
        attrs=_FORWARD_ATTRS["reshape2"], infer_shape=_reshape2_infer,
        grad=_with_xshape_grad("reshape2", "X@GRAD = Out@GRAD reshaped to X's shape "
                               "(XShape[1:])."),
-       kernel=_reshape2, lod_aware=True,
+       kernel=_reshape2, lod_aware=True, traits=("infer_from_x",),
        host_reads="ShapeTensor / Shape: Out's shape",
        doc="Out = X reshaped to ShapeTensor (one int per dim), else Shape (an int tensor), "
            "else Attr(shape); in the shape, 0 copies X's dim at that index and one -1 is "
@@ -195,7 +195,7 @@ def _flatten(ctx, x):
 def_op("flatten2", inputs=["X"], outputs=["Out", "XShape!"], attrs=_FORWARD_ATTRS["flatten2"],
        infer_shape=_flatten_infer,
        grad=_with_xshape_grad("flatten2", "X@GRAD = Out@GRAD reshaped to XShape[1:]."),
-       kernel=_flatten, lod_aware=True,
+       kernel=_flatten, lod_aware=True, traits=("infer_from_x",),
        doc="Out = X as a matrix: Out.shape = [prod(X.shape[:axis]), prod(X.shape[axis:])], "
            "axis in [0, rank] (axis 0 gives [1, numel]). XShape = [0] + X.shape.")
 def_op("flatten", inputs=["X"], outputs=["Out"], attrs={"axis": ("int", 1)},
@@ -300,7 +300,7 @@ def_op("transpose2", inputs=["X"], outputs=["Out", "XShape!"], attrs={"axis": ("
        infer_shape=_transpose2_infer,
        grad=grad_maker("transpose2_grad", outputs=["XShape"], out_grads=["Out"],
                        in_grads=["X"]),
-       kernel=_transpose2, lod_aware=True,
+       kernel=_transpose2, lod_aware=True, traits=("infer_from_x",),
        doc="Out = X with its dims permuted: Out.shape[i] = X.shape[axis[i]]. "
            "XShape = [0] + X.shape.")
 def_op("transpose2_grad", inputs=["XShape?", "Out@GRAD"], outputs=["X@GRAD"],
@@ -357,7 +357,7 @@ def _squeeze2(ctx, x):
 def_op("squeeze2", inputs=["X"], outputs=["Out", "XShape!"], attrs=_FORWARD_ATTRS["squeeze2"],
        infer_shape=_squeeze2_infer,
        grad=_with_xshape_grad("squeeze2", "X@GRAD = Out@GRAD reshaped to XShape[1:]."),
-       kernel=_squeeze2, lod_aware=True,
+       kernel=_squeeze2, lod_aware=True, traits=("infer_from_x",),
        doc="Out = X without the size-1 dims listed in axes (all size-1 dims when axes is "
            "empty); listed dims of another size are kept. XShape = [0] + X.shape.")
 
@@ -402,7 +402,7 @@ def_op("unsqueeze2", inputs=["X", "AxesTensor?", "AxesTensorList[]?"],
        outputs=["Out", "XShape!"], attrs=_FORWARD_ATTRS["unsqueeze2"],
        infer_shape=_unsqueeze2_infer,
        grad=_with_xshape_grad("unsqueeze2", "X@GRAD = Out@GRAD reshaped to XShape[1:]."),
-       kernel=_unsqueeze2, lod_aware=True,
+       kernel=_unsqueeze2, lod_aware=True, traits=("infer_from_x",),
        host_reads="AxesTensor / AxesTensorList: where Out's dims go",
        doc="Out = X with a size-1 dim inserted at each of axes (AxesTensor / AxesTensorList "
            "first), in order. XShape = [0] + X.shape.")

@@ -9,7 +9,9 @@ Variables among ints, each int then becoming a ``fill_constant`` of shape [1].""
 from ...errors import InvalidArgument, InvalidAssertion, InvalidType
 from ...tensor.dtypes import VarType
 from ...framework.type_checks import require_variable
+from ...framework import program as _fw
 from ...framework.program import Variable
+from ...framework.transaction import append_with_xshape, atomic, lean
 from ..layer_helper import LayerHelper
 from .arg_checks import (INT, NAME, NUMBER, Refused, _is_int, activation, boolean, checks,
                          dims, int_in, int_typed, ints, one_of, optional, or_variable, sections,
@@ -48,13 +50,29 @@ def _assert_reshape_dims(x, shape):
         raise InvalidAssertion(f"reshape: shape expected {bad}, but received {list(shape)}")
 
 
+def _current_block():
+    program = _fw._main_program
+    return program.blocks[program.current_block_idx]
+
+
+@lean  # (one op through append_with_xshape, or a transaction of its own)
 @checks(x=variable, shape=_shape_list, actual_shape=optional(variable), act=activation,
         inplace=boolean, name=NAME)
 def reshape(x, shape, actual_shape=None, act=None, inplace=False, name=None):
     """``x`` with a new shape (``reshape2``): one dim may be -1 (inferred), 0 copies the
     input's dim. ``shape`` may be a Variable or hold Variables (run-time dims)."""
-    from .tensor import cast, fill_constant
     _check_variable("reshape", "x", x)
+    if name is None and act is None and not inplace and actual_shape is None and \
+            isinstance(shape, (list, tuple)) and not any(isinstance(d, Variable) for d in shape):
+        _assert_reshape_dims(x, shape)
+        return append_with_xshape(_current_block(), "reshape2", x,
+                                  {"shape": [int(d) for d in shape]}, "reshape2")
+    with atomic():
+        return _reshape(x, shape, actual_shape, act, inplace, name)
+
+
+def _reshape(x, shape, actual_shape, act, inplace, name):
+    from .tensor import cast, fill_constant
     helper = LayerHelper("reshape2", act=act, name=name)
     inputs = {"X": [x]}
     attrs = {}
@@ -81,6 +99,7 @@ def reshape(x, shape, actual_shape=None, act=None, inplace=False, name=None):
     return helper.append_activation(out)
 
 
+@lean  # (one op through append_with_xshape, or a transaction of its own)
 @checks(x=variable, perm=ints(None, 0), name=NAME)
 def transpose(x, perm, name=None):
     """Dims permuted by ``perm`` (``transpose2``)."""
@@ -88,23 +107,34 @@ def transpose(x, perm, name=None):
     if len(perm) != len(x.shape):
         raise InvalidArgument(f"transpose: perm expected {len(x.shape)} dims (the input's "
                               f"rank), but received {list(perm)}")
-    helper = LayerHelper("transpose", name=name)
-    out = helper.create_variable_for_type_inference(x.dtype)
-    x_shape = helper.create_variable_for_type_inference(x.dtype)
-    helper.append_op(type="transpose2", inputs={"X": [x]},
-                     outputs={"Out": [out], "XShape": [x_shape]}, attrs={"axis": list(perm)})
+    if name is None:
+        return append_with_xshape(_current_block(), "transpose2", x, {"axis": list(perm)},
+                                  "transpose")
+    with atomic():
+        helper = LayerHelper("transpose", name=name)
+        out = helper.create_variable_for_type_inference(x.dtype)
+        x_shape = helper.create_variable_for_type_inference(x.dtype)
+        helper.append_op(type="transpose2", inputs={"X": [x]},
+                         outputs={"Out": [out], "XShape": [x_shape]},
+                         attrs={"axis": list(perm)})
     return out
 
 
+@lean  # (one op through append_with_xshape, or a transaction of its own)
 @checks(input=variable, axes=or_variable(ints()), name=NAME)
 def squeeze(input, axes, name=None):
     """Size-1 dims ``axes`` removed (``squeeze2``)."""
     _check_variable("squeeze", "input", input)
-    helper = LayerHelper("squeeze", name=name)
-    out = helper.create_variable_for_type_inference(dtype=input.dtype)
-    x_shape = helper.create_variable_for_type_inference(dtype=input.dtype)
-    helper.append_op(type="squeeze2", inputs={"X": [input]},
-                     outputs={"Out": [out], "XShape": [x_shape]}, attrs={"axes": list(axes)})
+    if name is None and not isinstance(axes, Variable):
+        return append_with_xshape(_current_block(), "squeeze2", input, {"axes": list(axes)},
+                                  "squeeze")
+    with atomic():
+        helper = LayerHelper("squeeze", name=name)
+        out = helper.create_variable_for_type_inference(dtype=input.dtype)
+        x_shape = helper.create_variable_for_type_inference(dtype=input.dtype)
+        helper.append_op(type="squeeze2", inputs={"X": [input]},
+                         outputs={"Out": [out], "XShape": [x_shape]},
+                         attrs={"axes": list(axes)})
     return out
 
 
@@ -151,14 +181,23 @@ def int_list_or_variable(low=None, one_int=False):
     return rule
 
 
+@lean  # (one op through append_with_xshape, or a transaction of its own)
 @checks(input=variable, axes=int_list_or_variable(one_int=True), name=NAME)
 def unsqueeze(input, axes, name=None):
     """Size-1 dims inserted at ``axes`` (``unsqueeze2``), one after the other. ``axes`` may
     be an int, a list holding ints and Variables (AxesTensorList) or a Variable
     (AxesTensor)."""
-    helper = LayerHelper("unsqueeze2", name=name)
     if _is_int(axes):
         axes = [axes]
+    if name is None and not isinstance(axes, Variable) and not _holds_variable(axes):
+        return append_with_xshape(_current_block(), "unsqueeze2", input,
+                                  {"axes": [int(a) for a in axes]}, "unsqueeze2")
+    with atomic():
+        return _unsqueeze(input, axes, name)
+
+
+def _unsqueeze(input, axes, name):
+    helper = LayerHelper("unsqueeze2", name=name)
     inputs = {"X": [input]}
     attrs = {}
     if isinstance(axes, Variable):
@@ -350,6 +389,7 @@ def expand_as(x, target_tensor, name=None):
     return out
 
 
+@lean  # (one op through append_with_xshape, or a transaction of its own)
 @checks(x=variable, axis=INT, name=NAME)
 def flatten(x, axis=1, name=None):
     """``x`` as a matrix (``flatten2``): [prod(x.shape[:axis]), prod(x.shape[axis:])],
@@ -357,11 +397,14 @@ def flatten(x, axis=1, name=None):
     if not 0 <= axis <= len(x.shape):
         raise InvalidArgument(f"flatten: axis expected in [0, {len(x.shape)}] (x's rank), but "
                               f"received {axis}")
-    helper = LayerHelper("flatten", name=name)
-    out = helper.create_variable_for_type_inference(x.dtype)
-    x_shape = helper.create_variable_for_type_inference(x.dtype)
-    helper.append_op(type="flatten2", inputs={"X": [x]},
-                     outputs={"Out": [out], "XShape": [x_shape]}, attrs={"axis": axis})
+    if name is None:
+        return append_with_xshape(_current_block(), "flatten2", x, {"axis": axis}, "flatten")
+    with atomic():
+        helper = LayerHelper("flatten", name=name)
+        out = helper.create_variable_for_type_inference(x.dtype)
+        x_shape = helper.create_variable_for_type_inference(x.dtype)
+        helper.append_op(type="flatten2", inputs={"X": [x]},
+                         outputs={"Out": [out], "XShape": [x_shape]}, attrs={"axis": axis})
     return out
 
 
