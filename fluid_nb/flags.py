@@ -9,7 +9,8 @@ memory arena reads ``FLAGS_use_system_allocator``, ``FLAGS_initial_cpu_memory_in
 0: temporaries live to the end of a run) and ``FLAGS_inplace_update`` (off: update ops make
 new arrays instead of writing parameters in place; not one of Paddle's flags, whose updates
 are always in place; ``Executor.run`` keeps the values a step started from until the step
-ends, so there it writes only values made during the same run in place); the parameter
+ends, so there a step's trailing updates are written in place at once, after everything
+that can fail: ``exec/update_commit.py``); the parameter
 server runtime (:mod:`fluid_nb.distributed`) reads ``FLAGS_rpc_deadline`` (ms an RPC may
 take, retries included), ``FLAGS_rpc_retry_times``, ``FLAGS_rpc_round_deadline`` (ms a
 sync-mode server waits for the trainers of a round once it has begun; not one of Paddle's

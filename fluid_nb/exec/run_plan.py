@@ -6,8 +6,10 @@ fetch list. Before the steps run it takes the values of the holders outside the 
 they write (persistables, the feed and fetch lists: references, not copies); if anything
 fails (an op's error, memory running out, a KeyboardInterrupt) they are put back, so every
 persistable is as it was before the run. Holding the old values is also what keeps update
-ops from writing them in place (``steps.sole_owner`` sees the extra holder): they write
-new arrays, and the old ones go when the run ends.
+ops from writing them in place (``steps.sole_owner`` sees the extra holder): the run's
+trailing updates are committed at once instead, after everything that can fail
+(:mod:`.update_commit`), and any other update writes new arrays, the old ones going when
+the run ends.
 
 On the host the same run is also C (``_steps.fast_run``, which Executor.run calls for a run
 that repeats the last one): it reads the plan's parts in ``fast``, and a step that fails
@@ -24,6 +26,7 @@ from .feed_fetch import (FetchedArray, as_declared_scalar, declared_scalar, feed
                          fetched, shape_fits)
 from .run_loop import op_error, run_steps, with_holders
 from .steps import configure_fetches
+from .update_commit import committing
 
 configure_fetches(FetchedArray, as_declared_scalar, fetched)
 
@@ -47,6 +50,8 @@ class RunPlan:
         #: that fails
         self.written = written_outside(prepared, scope, local,
                                        (self.feed_holder, self.fetch_holder))
+        if executor.place.device == "cpu":  # the trailing updates written in place at once
+            self.steps = committing(self.steps, prepared, local, self.written, executor)
         self.feed_checks = []
         block = run_program.global_block()
         for name in feed_names:

@@ -222,6 +222,18 @@ def donating(inner, ctx, donors):
     return donating_step
 
 
+def owned_but_for_the_undo_log(holder):
+    """``sole_owner``'s test for a holder whose value a run's undo log holds as well (one
+    more reference to the tensor): writing its array changes nothing anyone but the run
+    can see, once the run can no longer fail (``update_commit``)."""
+    value = holder.value
+    if value.__class__ is not LoDTensor or sys.getrefcount(value) != 4:
+        return False
+    array = value.array
+    return (array is not None and array.base is None and sys.getrefcount(array) == 3
+            and array.flags.writeable)
+
+
 def sole_owner(holder):
     """True when the holder's tensor and its array are held by nothing else (no other
     holder, view, fetched result or user reference; counted by reference counts: the

@@ -234,6 +234,14 @@ class OpDef:
         self._required_outputs = [] if "optional_outputs" in self.traits else [
             s.name for s in self.outputs if not s.dispensable and not s.intermediate]
 
+    #: an update op's part in a run's trailing updates written in place at once
+    #: (exec/update_commit.py): ``commit(attrs, values, writes) -> (apply, update) or
+    #: None``, ``values`` the inputs' values in slot order, ``writes`` the input slots
+    #: whose outputs name the same variable; ``apply(updates)`` checks all of them before
+    #: it writes any, then writes them with no Python code run in between. None: the op's
+    #: kernel always runs it
+    commit = None
+
     def __repr__(self):
         return f"OpDef({self.type}: {list(self.inputs)} -> {list(self.outputs)})"
 
@@ -571,6 +579,11 @@ def attach_host_step(op_type, wrap):
         _HOST_STEPS_FROM_ABOVE[op_type] = wrap
     else:
         opdef.host_step = wrap(opdef.host_step)
+
+
+def attach_commit(op_type, commit):
+    """Give the update op ``op_type`` its in-place commit (see ``OpDef.commit``)."""
+    get(op_type).commit = commit
 
 
 def attach_kernels_on_demand(loaders):

@@ -14,7 +14,7 @@ import contextlib
 
 from .. import c_parts
 
-__all__ = ["Arena", "allocating_from", "set_handler"]
+__all__ = ["Arena", "allocating_from", "outside_the_arena", "set_handler"]
 
 
 _loaded = []  # the C module once imported (an import statement per call costs a lookup)
@@ -55,5 +55,16 @@ def allocating_from(arena):
     previous = module.set_handler(arena.handler)
     try:
         yield arena
+    finally:
+        module.set_handler(previous)
+
+
+def outside_the_arena(make):
+    """``make()`` with NumPy's default allocator (an array made for good, as a kernel's
+    cached constant: a block held for the process would split the arena around it)."""
+    module = _module()
+    previous = module.set_handler(None)
+    try:
+        return make()
     finally:
         module.set_handler(previous)

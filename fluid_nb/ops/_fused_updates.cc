@@ -8,6 +8,7 @@
 //   adam(param, grad, moment1, moment2, param_out, moment1_out, moment2_out,
 //        beta1, beta2, rate, eps_hat)
 //   sgd(param, rate, grad, in_place)
+//   commit(updates)
 //
 // adam's inputs and outputs are C-contiguous arrays of one size and one type (float32 or
 // float64), rate and eps_hat worked out by the caller. Either every output is its input
@@ -22,6 +23,18 @@
 // type, or float32) and writes Param - rate * Grad over Param (in_place: the parameter is
 // donated) or into a new array from NumPy's current allocator; anything else is answered
 // NotImplemented, and the caller runs the NumPy formula, which gives the same values.
+//
+// commit writes a run's trailing updates (exec/update_commit.py), every one in place, in one
+// call: each item of ``updates`` is one op's update as ops/optimizer_ops.py prepares it,
+//   (0, param, grad, moment1, moment2, beta1_pow, beta2_pow, beta1, beta2, rate, eps_hat)
+//   (1, param, grad, learning_rate)
+//   (2, param, grad, velocity, learning_rate, mu, rescale, l2, nesterov)
+// adam (the powers None under use_global_beta_pow, else each times its beta), sgd and
+// momentum (l2 None without l2_decay), over plain arrays of one type, float32 or float64, the
+// rate an array of one element of that type (sgd's and momentum's: or float32). Every item
+// is checked before anything is written: a TypeError or ValueError names the item and
+// what was expected. Then all of them are written with no Python code run in between, so
+// no exception (a KeyboardInterrupt included) can leave some written and others not.
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -275,6 +288,216 @@ PyObject* sgd(PyObject*, PyObject* args) {
   return out;
 }
 
+// --- commit: a run's trailing updates, all in place, in one call ---------------------------
+enum Kind { kAdam = 0, kSgd = 1, kMomentum = 2 };
+
+// one checked update: its arrays (borrowed: the updates tuple holds them) and scalars
+struct Update {
+  int kind;
+  char type;                     // 'f' or 'd'
+  Py_ssize_t count;              // elements of param
+  PyArrayObject* arrays[6];      // adam: param, grad, m1, m2, pow1, pow2 (pows may be null)
+                                 // sgd: param, grad, rate; momentum: param, grad, velocity, rate
+  double scalar[4];              // adam: beta1, beta2, rate, eps_hat; sgd: [2] rate;
+                                 // momentum: mu, rescale, rate, l2
+  bool l2_decay, nesterov;
+};
+
+char array_type(PyArrayObject* array) {
+  const int type = PyArray_TYPE(array);
+  return type == NPY_FLOAT ? 'f' : type == NPY_DOUBLE ? 'd' : 0;
+}
+
+bool apart(PyArrayObject* a, PyArrayObject* b) {
+  const char* x = static_cast<const char*>(PyArray_DATA(a));
+  const char* y = static_cast<const char*>(PyArray_DATA(b));
+  const Py_ssize_t m = PyArray_NBYTES(a), n = PyArray_NBYTES(b);
+  return !(m && n && x < y + n && y < x + m);
+}
+
+// the rate of sgd or momentum: one element of the parameter's type or float32, as a double
+bool read_rate(PyArrayObject* rate, char type, double* value) {
+  const char rate_type = array_type(rate);
+  if (PyArray_SIZE(rate) != 1 || (rate_type != 'f' && rate_type != type)) return false;
+  const char* data = static_cast<const char*>(PyArray_DATA(rate));
+  if (rate_type == 'f') {
+    float single;
+    memcpy(&single, data, sizeof single);
+    *value = single;
+  } else {
+    memcpy(value, data, sizeof *value);
+  }
+  return true;
+}
+
+const char* kUpdateNames[] = {"adam", "sgd", "momentum"};
+const char* kAdamArrays[] = {"param", "grad", "moment1", "moment2", "beta1_pow", "beta2_pow"};
+const char* kSgdArrays[] = {"param", "grad", "learning_rate"};
+const char* kMomentumArrays[] = {"param", "grad", "velocity", "learning_rate"};
+
+// checks item `index` of the updates and fills `update`; -1 with an exception set
+int check_update(PyObject* item, Py_ssize_t index, Update* update) {
+  if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) < 1) {
+    PyErr_Format(PyExc_TypeError, "commit: update %zd expected a tuple (kind, ...), but got "
+                 "%R", index, Py_TYPE(item));
+    return -1;
+  }
+  const long kind = PyLong_AsLong(PyTuple_GET_ITEM(item, 0));
+  if (kind == -1 && PyErr_Occurred()) return -1;
+  static const Py_ssize_t kSizes[] = {11, 4, 9};
+  static const int kArrayCounts[] = {6, 3, 4};
+  if (kind < kAdam || kind > kMomentum || PyTuple_GET_SIZE(item) != kSizes[kind]) {
+    PyErr_Format(PyExc_ValueError, "commit: update %zd expected kind 0 (adam, 11 items), 1 "
+                 "(sgd, 4) or 2 (momentum, 9), but got kind %ld with %zd items", index, kind,
+                 PyTuple_GET_SIZE(item));
+    return -1;
+  }
+  update->kind = static_cast<int>(kind);
+  const char** names = kind == kAdam ? kAdamArrays : kind == kSgd ? kSgdArrays : kMomentumArrays;
+  const int arrays = kArrayCounts[kind];
+  const int rate_at = kind == kSgd ? 2 : kind == kMomentum ? 3 : -1;
+  for (int k = 0; k < arrays; ++k) {
+    PyObject* object = PyTuple_GET_ITEM(item, k + 1);
+    update->arrays[k] = nullptr;
+    if (object == Py_None && kind == kAdam && k >= 4) continue;  // (use_global_beta_pow)
+    if (!plain(object)) {
+      PyErr_Format(PyExc_TypeError, "commit: %s %zd's %s expected a C-contiguous, aligned "
+                   "NumPy array in native order, but got %R", kUpdateNames[kind], index,
+                   names[k], Py_TYPE(object));
+      return -1;
+    }
+    update->arrays[k] = reinterpret_cast<PyArrayObject*>(object);
+  }
+  PyArrayObject* param = update->arrays[0];
+  update->type = array_type(param);
+  update->count = PyArray_SIZE(param);
+  if (!update->type) {
+    PyErr_Format(PyExc_TypeError, "commit: %s %zd's param expected float32 or float64 "
+                 "elements, but got %S", kUpdateNames[kind], index,
+                 reinterpret_cast<PyObject*>(PyArray_DESCR(param)));
+    return -1;
+  }
+  for (int k = 1; k < arrays; ++k) {
+    PyArrayObject* array = update->arrays[k];
+    if (array == nullptr || k == rate_at) continue;
+    const bool one = kind == kAdam && k >= 4;  // the powers: one element
+    if (array_type(array) != update->type || PyArray_SIZE(array) != (one ? 1 : update->count)) {
+      PyErr_Format(PyExc_ValueError, "commit: %s %zd's %s expected %zd element(s) of param's "
+                   "type, %S, but got %zd of %S", kUpdateNames[kind], index, names[k],
+                   one ? Py_ssize_t(1) : update->count,
+                   reinterpret_cast<PyObject*>(PyArray_DESCR(param)),
+                   Py_ssize_t(PyArray_SIZE(array)),
+                   reinterpret_cast<PyObject*>(PyArray_DESCR(array)));
+      return -1;
+    }
+  }
+  if (rate_at >= 0 && !read_rate(update->arrays[rate_at], update->type, &update->scalar[2])) {
+    PyErr_Format(PyExc_ValueError, "commit: %s %zd's learning_rate expected one element of "
+                 "param's type or float32", kUpdateNames[kind], index);
+    return -1;
+  }
+  // what the update writes (all but the gradient and the rate): writable, and apart from
+  // every other array of the update
+  for (int k = 0; k < arrays; ++k) {
+    PyArrayObject* array = update->arrays[k];
+    if (array == nullptr || k == 1 || k == rate_at) continue;
+    if (!PyArray_ISWRITEABLE(array)) {
+      PyErr_Format(PyExc_ValueError, "commit: %s %zd's %s expected a writable array",
+                   kUpdateNames[kind], index, names[k]);
+      return -1;
+    }
+    for (int j = 0; j < arrays; ++j)
+      if (j != k && update->arrays[j] != nullptr && !apart(array, update->arrays[j])) {
+        PyErr_Format(PyExc_ValueError, "commit: %s %zd's %s and %s expected separate memory, "
+                     "but they overlap", kUpdateNames[kind], index, names[k], names[j]);
+        return -1;
+      }
+  }
+  if (kind == kAdam) {
+    for (int k = 0; k < 4; ++k)
+      if ((update->scalar[k] = PyFloat_AsDouble(PyTuple_GET_ITEM(item, 7 + k))) == -1.0 &&
+          PyErr_Occurred())
+        return -1;
+  } else if (kind == kMomentum) {
+    for (int k = 0; k < 2; ++k)  // mu, rescale (the rate is scalar[2])
+      if ((update->scalar[k] = PyFloat_AsDouble(PyTuple_GET_ITEM(item, 5 + k))) == -1.0 &&
+          PyErr_Occurred())
+        return -1;
+    PyObject* l2 = PyTuple_GET_ITEM(item, 7);  // None: no l2_decay
+    update->l2_decay = l2 != Py_None;
+    update->scalar[3] = 0.0;
+    if (update->l2_decay && (update->scalar[3] = PyFloat_AsDouble(l2)) == -1.0 && PyErr_Occurred())
+      return -1;
+    const int nesterov = PyObject_IsTrue(PyTuple_GET_ITEM(item, 8));
+    if (nesterov < 0) return -1;
+    update->nesterov = nesterov;
+  }
+  return 0;
+}
+
+template <class T>
+T* data_of(PyArrayObject* array) {
+  return array == nullptr ? nullptr : static_cast<T*>(PyArray_DATA(array));
+}
+
+template <class T>
+FLUID_UPDATE_CLONES void momentum_in_place(T* __restrict__ param, const T* __restrict__ grad,
+                                           T* __restrict__ velocity, Py_ssize_t count,
+                                           T rate, T mu, T rescale, bool l2_decay, T l2,
+                                           bool nesterov) {
+  for (Py_ssize_t i = 0; i < count; ++i)
+    fluid_native::momentum_step(param[i], grad[i], velocity[i], rate, mu, rescale, l2_decay,
+                                l2, nesterov);
+}
+
+template <class T>
+void apply(const Update& u) {
+  if (u.kind == kAdam) {
+    const T beta1 = T(u.scalar[0]), beta2 = T(u.scalar[1]);
+    adam_in_place<T>(data_of<T>(u.arrays[0]), data_of<T>(u.arrays[1]), data_of<T>(u.arrays[2]),
+                     data_of<T>(u.arrays[3]), u.count, beta1, beta2, T(u.scalar[2]),
+                     T(u.scalar[3]));
+    // Beta{1,2}PowOut = Beta{1,2}Pow * beta{1,2}, in the powers' (the parameter's) type
+    if (T* pow1 = data_of<T>(u.arrays[4])) *pow1 = *pow1 * beta1;
+    if (T* pow2 = data_of<T>(u.arrays[5])) *pow2 = *pow2 * beta2;
+  } else if (u.kind == kSgd) {
+    sgd_in_place<T>(data_of<T>(u.arrays[0]), data_of<T>(u.arrays[1]), u.count, T(u.scalar[2]));
+  } else {
+    momentum_in_place<T>(data_of<T>(u.arrays[0]), data_of<T>(u.arrays[1]),
+                         data_of<T>(u.arrays[2]), u.count, T(u.scalar[2]), T(u.scalar[0]),
+                         T(u.scalar[1]), u.l2_decay, T(u.scalar[3]), u.nesterov);
+  }
+}
+
+PyObject* commit(PyObject*, PyObject* updates) {
+  PyObject* items = PySequence_Fast(updates, "commit: updates expected a sequence of tuples");
+  if (items == nullptr) return nullptr;
+  const Py_ssize_t n = PySequence_Fast_GET_SIZE(items);
+  Update* checked = static_cast<Update*>(PyMem_Malloc(sizeof(Update) * (n ? n : 1)));
+  if (checked == nullptr) {
+    Py_DECREF(items);
+    return PyErr_NoMemory();
+  }
+  for (Py_ssize_t i = 0; i < n; ++i)
+    if (check_update(PySequence_Fast_GET_ITEM(items, i), i, &checked[i]) < 0) {
+      PyMem_Free(checked);
+      Py_DECREF(items);
+      return nullptr;
+    }
+  // nothing below can fail, and no Python code runs until every update is written
+  Py_BEGIN_ALLOW_THREADS
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    if (checked[i].type == 'f')
+      apply<float>(checked[i]);
+    else
+      apply<double>(checked[i]);
+  }
+  Py_END_ALLOW_THREADS
+  PyMem_Free(checked);
+  Py_DECREF(items);
+  Py_RETURN_NONE;
+}
+
 PyMethodDef kMethods[] = {
     {"adam", adam, METH_VARARGS,
      "adam(param, grad, moment1, moment2, param_out, moment1_out, moment2_out, beta1, "
@@ -286,6 +509,10 @@ PyMethodDef kMethods[] = {
      "sgd(param, rate, grad, in_place): param - rate * grad, written over param (in_place) "
      "or into a new array; NotImplemented for arrays the loop does not take (see the "
      "module's comment)"},
+    {"commit", commit, METH_O,
+     "commit(updates): adam, sgd and momentum updates (tuples: see the module's comment) "
+     "written in place, all of them, after every one is checked; a TypeError or ValueError "
+     "before anything is written"},
     {nullptr, nullptr, 0, nullptr}};
 
 PyModuleDef kModule = {PyModuleDef_HEAD_INIT, "_fused_updates",

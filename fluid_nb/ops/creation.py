@@ -17,6 +17,7 @@ from ..tensor.transfer import host_list
 from ..tensor.dtypes import DATA_TYPES, VarType, convert_dtype, to_numpy_dtype
 from ..framework.program import EMPTY_VAR_NAME
 from ..framework.registry import def_op, grad_maker, no_gradient, same_shape
+from ..memory.arena import outside_the_arena
 
 
 # --- helpers shared with shape.py ------------------------------------------------------
@@ -196,12 +197,29 @@ def _constant(ctx, value_tensor, shape_tensor, shape_list, from_attrs):
         return array
     value = fill_value("fill_constant", attrs)
     array = ctx.xp.full(shape, value, dtype=dtype)
-    if from_attrs and array.size <= 4096 and hasattr(array, "flags"):
-        # the same small constant every run (a loss gradient's 1.0): made once, read-only,
-        # since values are never written in place
+    if from_attrs and array.size <= 4096 and hasattr(array, "flags") and \
+            not _out_persistable(ctx):
+        # the same small constant every run (a loss gradient's 1.0): kept, read-only (a
+        # run's temporaries are never written in place), for the runs after this one, and
+        # outside the arena: a block kept for good, wherever this run's tensors left room
+        # for it, would keep the blocks around it from merging again
         array.flags.writeable = False
-        ctx.cache["constant"] = array
+        kept = outside_the_arena(array.copy)
+        kept.flags.writeable = False
+        ctx.cache["constant"] = kept
     return array
+
+
+def _out_persistable(ctx):
+    """Whether Out names a persistable variable (a bias or an optimizer's accumulator that
+    a startup program fills once, and that updates may write in place): its array is its
+    own, not a constant the op keeps."""
+    persistable = ctx.cache.get("out_persistable")
+    if persistable is None:
+        names = ctx.output_names("Out")
+        var = ctx.op.block._find_var_recursive(names[0]) if names else None
+        persistable = ctx.cache["out_persistable"] = var is not None and var.persistable
+    return persistable
 
 
 def_op("fill_constant",

@@ -4,6 +4,8 @@ Shapes follow Paddle 2.6, where reductions to a single value are 0-D: ``mean``, 
 ``reduce_*`` over every dim without ``keep_dim``, and ``matmul``/``matmul_v2`` of two
 vectors all give shape ``[]``.
 """
+import weakref
+
 import numpy as np
 
 from ..errors import InvalidArgument, Unimplemented, expected
@@ -15,6 +17,7 @@ from .clip_ops import merge_add
 from .common import elementwise_op, unbroadcast
 from .expr import X, Y, maximum, minimum
 from ..framework.registry import def_op, grad_maker, grads_like
+from ..memory.arena import outside_the_arena
 
 
 def _prod(dims):
@@ -517,18 +520,28 @@ def _mul_kernel(ctx, x, y):
 
 
 def _transposed_weight(ctx, y):
-    """Y^T laid out row-major, kept while Y is the same array: BLAS multiplies by a
-    row-major matrix up to twice as fast as by a transposed view, and a weight is the same
-    array for every step of a loop (values are never changed in place)."""
-    if y.size > (1 << 20):  # no second copy of a big weight
+    """Y^T laid out row-major, kept for the rest of the run while Y is the same array: BLAS
+    multiplies by a row-major matrix up to twice as fast as by a transposed view, and a
+    loop's weight is the same array for each of its steps. Not past the run, whose updates
+    may write the weight in place as it ends (exec/update_commit.py), and through a weak
+    reference, which does not keep them from it."""
+    executor = getattr(ctx, "executor", None)
+    run = None if executor is None else executor.run_token
+    if y.size > (1 << 20) or run is None:  # (no second copy of a big weight; no run)
         return y.T
     held = ctx.cache.get("y_t")
-    if held is None or held[0] is not y:  # first sight of this Y (a training step's
-        ctx.cache["y_t"] = (y, None)      # weight is new every step): no copy
+    if held is None or held[1] is not run or held[0]() is not y:
+        try:  # first sight of this Y in the run (a training step's weight): no copy
+            ctx.cache["y_t"] = (weakref.ref(y), run, None)
+        except TypeError:  # (an array type without weak references)
+            pass
         return y.T
-    if held[1] is None:  # seen again: a loop's weight, worth laying out once
-        ctx.cache["y_t"] = held = (y, ctx.xp.ascontiguousarray(y.T))
-    return held[1]
+    if held[2] is None:  # seen again: a loop's weight, worth laying out once (a copy,
+        # outside the arena on the host: kept past the run, it would split the arena)
+        copy = y.T.copy if ctx.xp is np else None
+        ctx.cache["y_t"] = held = (held[0], run, outside_the_arena(copy) if copy else
+                                   y.T.copy())
+    return held[2]
 
 
 def _mul_grad_kernel(ctx, x, y, dout):

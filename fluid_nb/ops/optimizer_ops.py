@@ -30,7 +30,7 @@ from ..tensor.dtypes import VarType
 from ..framework.infer import dims_match
 from .clip_ops import merged_rows
 from .common import compiled_elementwise
-from ..framework.registry import def_op, grad_maker, same_shape
+from ..framework.registry import attach_commit, def_op, grad_maker, same_shape
 
 
 # --- reading runtime inputs -----------------------------------------------------------------
@@ -295,6 +295,12 @@ def _device_adam(xp):
         options=(f"-I{_RUNTIME_HEADERS}", "--fmad=false"))
 
 
+def _adam_rate(xp, lr, pow1, pow2, eps, one):
+    """(lr_t, eps_hat) of Paddle's kernel, in the type of its scalars: lr * sqrt(1 -
+    Beta2Pow) / (1 - Beta1Pow) and epsilon * sqrt(1 - Beta2Pow)."""
+    return lr * xp.sqrt(one - pow2) / (one - pow1), eps * xp.sqrt(one - pow2)
+
+
 def _held_output(ctx, out_slot, in_slot, like):
     """What a lazy sparse update starts ``out_slot`` from: Fluid writes only the gradient's
     rows into the output's own buffer, so an output bound to another variable than its
@@ -346,8 +352,7 @@ def _adam_kernel(ctx, param, grad, lr, m1, m2, b1p, b2p, beta1_t, beta2_t, eps_t
         base.dtype in _FUSED_TYPES and all(isinstance(v, xp.ndarray) and v.dtype == base.dtype
                                            for v in (lr, pow1, pow2)) else None
     if one_kernel is None:
-        rate = lr * xp.sqrt(one - pow2) / (one - pow1)
-        eps_hat = eps * xp.sqrt(one - pow2)
+        rate, eps_hat = _adam_rate(xp, lr, pow1, pow2, eps, one)
 
     def step(pv, gv, m1v, m2v, donated=frozenset()):
         # Paddle's formula term by term, worked in buffers this kernel owns (the outputs and
@@ -463,6 +468,89 @@ def_op("adam",
            "rows 0), or only its rows with lazy_mode (outputs bound to other variables than "
            "their inputs keep their other rows). Beta1PowOut/Beta2PowOut may be left "
            "out (as programs from before Paddle 1.7 do).")
+
+
+# --- a run's committed updates -------------------------------------------------------------
+# An update op of a run's trailing updates (exec/update_commit.py) is written in place by one
+# C call for all of them (``_fused.commit``), which checks every update before it writes any.
+# ``commit(attrs, values, writes)`` gives the op's update as that call takes it, with the
+# kernel's scalars, or None where the kernel must run the op (a sparse gradient, a master
+# copy, SkipUpdate, arrays of other types or shapes): ``values`` are its inputs' values in
+# slot order (None where absent), ``writes`` the input slots whose outputs name the same
+# variable (the arrays the update may write).
+
+def _dense_host(value, dtype, size):
+    """The array of a LoDTensor ``value`` when it is a host array of ``dtype`` and ``size``
+    elements, else None."""
+    if value.__class__ is not LoDTensor:
+        return None
+    array = value.array
+    return array if array.__class__ is np.ndarray and array.dtype == dtype and \
+        array.size == size else None
+
+
+def _adam_commit(attrs, values, writes):
+    param, grad, lr, m1, m2, b1p, b2p, beta1_t, beta2_t, eps_t, master, skip = values
+    if master is not None or skip is not None or param.__class__ is not LoDTensor or \
+            not writes >= _ADAM_STATE:
+        return None
+    p = param.array
+    if p.__class__ is not np.ndarray or p.dtype not in _FUSED_TYPES:
+        return None
+    arrays = [_dense_host(v, p.dtype, p.size) for v in (grad, m1, m2)]
+    if any(a is None for a in arrays):  # (``is``: an array's == compares elements)
+        return None
+    pows = [None, None]
+    if not attrs["use_global_beta_pow"]:  # written in place: the parameter's type
+        if not writes >= {"Beta1Pow", "Beta2Pow"}:
+            return None
+        pows = [_dense_host(v, p.dtype, 1) for v in (b1p, b2p)]
+        if pows[0] is None or pows[1] is None:
+            return None
+    real = p.dtype.type
+    one = real(1)
+    beta1 = real(attrs["beta1"] if beta1_t is None else _value(beta1_t))
+    beta2 = real(attrs["beta2"] if beta2_t is None else _value(beta2_t))
+    eps = real(attrs["epsilon"] if eps_t is None else _value(eps_t))
+    rate, eps_hat = _adam_rate(np, real(_value(lr)), real(_value(b1p)), real(_value(b2p)),
+                               eps, one)
+    return _fused.commit, (0, p, *arrays, *pows, beta1, beta2, rate, eps_hat)
+
+
+def _sgd_commit(attrs, values, writes):
+    param, lr, grad, master = values
+    if master is not None or param.__class__ is not LoDTensor or "Param" not in writes:
+        return None
+    p = param.array
+    if p.__class__ is not np.ndarray or p.dtype not in _FUSED_TYPES:
+        return None
+    g = _dense_host(grad, p.dtype, p.size)
+    if g is None or lr.__class__ is not LoDTensor or lr.array.__class__ is not np.ndarray:
+        return None
+    return _fused.commit, (1, p, g, lr.array)
+
+
+def _momentum_commit(attrs, values, writes):
+    param, grad, velocity, lr, master = values
+    if master is not None or param.__class__ is not LoDTensor or \
+            not writes >= {"Param", "Velocity"}:
+        return None
+    p = param.array
+    if p.__class__ is not np.ndarray or p.dtype not in _FUSED_TYPES:
+        return None
+    g, v = (_dense_host(value, p.dtype, p.size) for value in (grad, velocity))
+    if g is None or v is None or lr.__class__ is not LoDTensor or \
+            lr.array.__class__ is not np.ndarray:
+        return None
+    l2 = attrs["regularization_coeff"] if attrs["regularization_method"] == "l2_decay" \
+        else None
+    return _fused.commit, (2, p, g, v, lr.array, attrs["mu"], attrs["rescale_grad"], l2,
+                           attrs["use_nesterov"])
+
+
+attach_commit("sgd", _sgd_commit)
+attach_commit("momentum", _momentum_commit)
+attach_commit("adam", _adam_commit)
 
 
 # --- adamax -----------------------------------------------------------------------------------

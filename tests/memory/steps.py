@@ -80,7 +80,9 @@ def restore_flags(saved):
 
 def exhaust(room=0):
     """Allocate every block the arena can give, then give back the smallest one of at
-    least ``room`` bytes; returns the addresses still held (for :func:`give_back`)."""
+    least ``room`` bytes (a power of two) and take all of it again but ``room`` bytes, so
+    that exactly ``room`` bytes are free; returns the addresses still held (for
+    :func:`give_back`)."""
     held = []
     size = places.host_arena().arena.chunk_size
     while size >= places.MIN_BLOCK:
@@ -94,6 +96,10 @@ def exhaust(room=0):
             smallest = min(fitting, key=lambda entry: entry[1])
             held.remove(smallest)
             fluid.memory.free(CPU, smallest[0])
+            size = smallest[1] // 2  # (its halves, quarters, ... down to room)
+            while size >= room:
+                held.append((fluid.memory.alloc(CPU, size), size))
+                size //= 2
     return [address for address, _ in held]
 
 

@@ -163,11 +163,8 @@ def test_the_event_log_names_the_op_and_the_variable_of_each_block(own_arena):
     named = {e.variable: e for e in allocs if e.variable is not None}
     assert named["fc_0.tmp_0"].op[0] == "mul"
     assert named["fc_0.w_0@GRAD"].op[0] == "mul_grad"
-    # the updates go to new blocks (the old ones are the step's undo log until it ends),
-    # but the weight's new value takes over its gradient's, a temporary that dies there
-    assert named["fc_0.w_0_moment1_0"].op[0] == "adam"
-    assert "fc_0.w_0" not in named
-    assert named["fc_0.b_0"].op[0] == "adam"  # under DONATE_MIN_BYTES: a block of its own
+    # the updates, which come last, are written in place all at once: no new blocks
+    assert not {"fc_0.w_0", "fc_0.w_0_moment1_0", "fc_0.b_0"} & set(named)
     assert named["fc_0.tmp_0"].requested == 8 * 1024 * 4
     assert named["fc_0.tmp_0"].size == 32768
     # used after each event is the running total of alloc minus free
@@ -329,11 +326,12 @@ def test_turning_the_system_allocator_on_and_off_keeps_the_same_arena(own_arena)
                                                                         use_nesterov=True),
                                        lambda: fluid.optimizer.Adam(0.01)],
                          ids=["sgd", "momentum", "nesterov", "adam"])
-def test_a_step_never_writes_the_arrays_it_started_from_and_holding_them_changes_nothing(
+def test_a_step_writes_in_place_only_the_arrays_nobody_else_holds_and_holding_them_changes_nothing(
         optimizer):
-    """Parameters and optimizer state get new arrays in a step (the old ones are what a
-    failed step puts back), whether or not anyone else holds them, and the values are bit
-    for bit the same either way."""
+    """A step's trailing updates write parameters and optimizer state in place when nothing
+    but the scope (and the run's undo log) holds them; an array someone holds is never
+    written (the step gives new ones), and the values are bit for bit the same either
+    way."""
     def train(hold):
         main, startup = fluid.Program(), fluid.Program()
         main.random_seed = startup.random_seed = 5
@@ -366,7 +364,7 @@ def test_a_step_never_writes_the_arrays_it_started_from_and_holding_them_changes
 
     free_losses, free_state, in_place = train(hold=False)
     held_losses, held_state, held_in_place = train(hold=True)
-    assert not in_place and not held_in_place
+    assert in_place and not held_in_place
     for a, b in zip(free_losses, held_losses):
         np.testing.assert_array_equal(a, b)
     assert free_state.keys() == held_state.keys()
@@ -386,7 +384,8 @@ def test_a_view_of_a_parameter_keeps_its_values():
 
 
 @pytest.mark.parametrize("in_place", [False, True])
-def test_a_run_keeps_the_parameters_it_started_from_whatever_the_inplace_flag(in_place):
+def test_the_inplace_flag_decides_whether_a_steps_updates_keep_the_parameters_arrays(
+        in_place):
     main, startup, loss = mlp(hidden=1024)
     scope, exe = fluid.Scope(), fluid.Executor(CPU)
     exe.run(startup, scope=scope)
@@ -395,8 +394,10 @@ def test_a_run_keeps_the_parameters_it_started_from_whatever_the_inplace_flag(in
     before = weights.copy()
     del weights  # nothing but the scope holds the array
     address = data_address(scope.find_var("fc_0.w_0").value.array)
-    exe.run(main, feed=feed(), fetch_list=[loss], scope=scope)
-    assert data_address(scope.find_var("fc_0.w_0").value.array) != address  # a new array
+    for seed in range(3):  # (the first step through Python, the next ones through C)
+        exe.run(main, feed=feed(seed=seed), fetch_list=[loss], scope=scope)
+        kept = data_address(scope.find_var("fc_0.w_0").value.array) == address
+        assert kept == in_place
     assert not np.array_equal(scope.find_var("fc_0.w_0").value.array, before)
 
 
@@ -419,11 +420,42 @@ def adam_step_log(in_place_flag=True, fetch=()):
 WEIGHT_BYTES = 16 * 1024 * 4
 
 
-def test_an_adam_step_under_the_undo_log_allocates_only_the_new_moments(own_arena):
-    # Executor.run keeps the old parameter and moments until the step ends, so adam writes
-    # new moments; the new weight goes over its gradient, which dies with the update, so a
-    # 64 KiB weight costs two blocks of its size a step (Moment1Out, Moment2Out), not three
-    log, scope, _ = adam_step_log()
+def test_an_adam_step_commits_its_updates_in_place_and_allocates_nothing_for_them(own_arena):
+    # the step's adam ops come last: each one's update is prepared, then all are written
+    # in place at once, so the 64 KiB weight and its moments keep their blocks
+    log, scope, _ = adam_step_log()  # (the second step: the first made the state)
+    by_adam = [e for e in log if e.kind == "alloc" and e.op is not None and e.op[0] == "adam"]
+    assert all(e.requested < 64 for e in by_adam)  # (only the scalars it works out)
+    assert not {e.variable for e in by_adam} - {None}
+    freed = {e.address for e in log if e.kind == "free"}
+    for name in ("fc_0.w_0", "fc_0.w_0_moment1_0", "fc_0.w_0_moment2_0"):
+        assert data_address(scope.find_var(name).value.array) not in freed
+
+
+def test_a_timed_adam_step_runs_each_update_as_itself(own_arena):
+    # an executor timing its ops sees each adam op run: under the undo log it writes new
+    # moments, and the new weight goes over its gradient, which dies with the update, so
+    # a 64 KiB weight costs two blocks of its size a step (Moment1Out, Moment2Out)
+    seen = []
+
+    class Trace(list):
+        def append(self, entry):
+            seen.append(entry)
+
+    main, startup, loss = mlp(hidden=1024)
+    scope, exe = fluid.Scope(), fluid.Executor(CPU)
+    exe.run(startup, scope=scope)
+    exe.run(main, feed=feed(), fetch_list=[loss], scope=scope)
+    fluid.memory.record_events(CPU)
+    fluid.memory.events(CPU)
+    exe.trace = Trace()
+    try:
+        exe.run(main, feed=feed(seed=1), fetch_list=[loss], scope=scope)
+    finally:
+        exe.trace = None
+    log = fluid.memory.events(CPU)
+    fluid.memory.record_events(CPU, False)
+    assert len(seen) == len(main.global_block().ops) + 3  # (two feeds and a fetch)
     by_adam = [e for e in log if e.kind == "alloc" and e.op is not None
                and e.op[0] == "adam" and e.requested == WEIGHT_BYTES]
     assert sorted(e.variable for e in by_adam) == ["fc_0.w_0_moment1_0",
@@ -440,12 +472,9 @@ def test_the_weight_takes_its_gradients_block_only_while_in_place_updates_are_on
 
 
 def test_a_gradient_read_after_the_update_keeps_its_block_and_its_values(own_arena):
-    # fetched after the step, the gradient lives past adam: the weight gets a block of its
-    # own, and what is fetched is the gradient, not the new weight
+    # fetched after the step, the gradient lives past adam, which only reads it: what is
+    # fetched is the gradient, not the new weight
     log, scope, fetched = adam_step_log(fetch=["fc_0.w_0@GRAD"])
-    by_adam = [e.variable for e in log if e.kind == "alloc" and e.op is not None
-               and e.op[0] == "adam" and e.requested == WEIGHT_BYTES]
-    assert "fc_0.w_0" in by_adam
     _, reference_scope, reference = adam_step_log(in_place_flag=False,
                                                   fetch=["fc_0.w_0@GRAD"])
     np.testing.assert_array_equal(fetched[1], reference[1])

@@ -16,7 +16,8 @@ ATTRS = dict(beta1=0.9, beta2=0.999, epsilon=1e-8, lazy_mode=False, use_global_b
 
 
 class FusedCalls:
-    """The fused update, counting its calls."""
+    """The fused update, counting its calls (one per update committed with a run's
+    others)."""
 
     def __init__(self):
         self.calls = 0
@@ -24,6 +25,10 @@ class FusedCalls:
     def adam(self, *args):
         self.calls += 1
         return _fused_updates.adam(*args)
+
+    def commit(self, updates):  # (a run's trailing updates: each one an adam update)
+        self.calls += len(updates)
+        return _fused_updates.commit(updates)
 
 
 @pytest.fixture

@@ -25,6 +25,9 @@ class FormulaOnly:
         self.calls += 1
         return NotImplemented
 
+    def commit(self, updates):  # (a run's trailing updates: refused before any is written)
+        raise ValueError("commit: the formula's way")
+
     def __getattr__(self, name):
         return getattr(_fused_updates, name)
 
