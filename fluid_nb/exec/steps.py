@@ -222,25 +222,14 @@ def donating(inner, ctx, donors):
     return donating_step
 
 
-def owned_but_for_the_undo_log(holder):
-    """``sole_owner``'s test for a holder whose value a run's undo log holds as well (one
-    more reference to the tensor): writing its array changes nothing anyone but the run
-    can see, once the run can no longer fail (``update_commit``)."""
-    value = holder.value
-    if value.__class__ is not LoDTensor or sys.getrefcount(value) != 4:
-        return False
-    array = value.array
-    return (array is not None and array.base is None and sys.getrefcount(array) == 3
-            and array.flags.writeable)
-
-
-def sole_owner(holder):
+def sole_owner(holder, also_held=0):
     """True when the holder's tensor and its array are held by nothing else (no other
     holder, view, fetched result or user reference; counted by reference counts: the
-    holder's and this frame's for the tensor, the tensor's for the array), so writing the
-    array changes nothing anyone else can see."""
+    holder's and this frame's for the tensor, the tensor's for the array) but the
+    ``also_held`` references to the tensor the caller knows of (a run's undo log: one,
+    for ``update_commit``), so writing the array changes nothing anyone else can see."""
     value = holder.value
-    if value.__class__ is not LoDTensor or sys.getrefcount(value) != 3:
+    if value.__class__ is not LoDTensor or sys.getrefcount(value) != 3 + also_held:
         return False
     array = value.array
     return (array is not None and array.base is None and sys.getrefcount(array) == 3

@@ -11,7 +11,7 @@ its update as data for one call that checks every update before it writes any an
 writes all of them with no Python code run in between. The step of the first of the
 trailing updates becomes one that prepares every op's update (the values its kernel would
 read and the scalars it would work out; nothing written) and, when each op's state is
-the run's alone to write (:func:`.steps.owned_but_for_the_undo_log`), commits them in
+the run's alone to write (:func:`.steps.sole_owner` but for the undo log), commits them in
 that one call: no error can come between the first write and the last, so the old values
 need no copies. The other ops' steps do nothing in such a run. An op whose update cannot
 be committed (a parameter's array held by the user, a sparse gradient, a master copy) runs
@@ -27,7 +27,7 @@ the updates made: the undo log holds the very tensors that were written.
 """
 from ..framework.program import EMPTY_VAR_NAME
 from .binding import DONATE_MIN_BYTES, _declared_bytes, memory_policy
-from .steps import owned_but_for_the_undo_log
+from .steps import sole_owner
 
 
 def committing(steps, prepared, local, written, executor):
@@ -125,8 +125,9 @@ def _commit_step(parts, own_steps, done, executor):
             return
         apply, updates, chosen, others = None, [], [], []
         for i, (commit, attrs, holders, written, writes) in enumerate(parts):
+            owned = all(sole_owner(holder, 1) for holder in written)  # (and the undo log)
             prepared = commit(attrs, [h.value if h is not None else None for h in holders],
-                              writes) if all(map(owned_but_for_the_undo_log, written)) else None
+                              writes) if owned else None
             if prepared is None or (apply is not None and prepared[0] != apply):
                 others.append(i)
                 continue
