@@ -13,16 +13,17 @@ a small CNN (conv 3x3x16, pool, conv 3x3x32, pool, fc 10; batch 32 of 1x28x28, S
   (``FLAGS_eager_delete_tensor_gb=-1``) and update ops making new parameter arrays
   (``FLAGS_inplace_update=False``);
 - in place: ``FLAGS_inplace_update`` on; an ``Executor.run`` keeps the values its step
-  started from until the step ends (a failed step puts them back), so its update ops
-  write new arrays either way and this row equals the first (the transaction's cost
-  against the in-place updates of before is measured on its own, below);
+  started from until the step ends (a failed step puts them back), and its trailing
+  update ops are committed in place at once after everything that can fail
+  (``exec/update_commit.py``), where they write 64 KiB or more in all;
 - memory_optimize: the program rewritten by ``fluid.memory_optimize`` (and then
   ``fluid.release_memory``), with in-place updates, temporaries otherwise kept to the end
   (and once alone, without in-place updates);
 - eager: the executor's defaults, each temporary freed after its last use and in-place
   updates;
-- transaction: W2's step time and peak with the step transaction and with the undo log
-  emptied (updates in place, as before the transaction);
+- transaction: W2's step time and peak with the step transaction (its updates committed
+  in place) and with the undo log emptied (each update op writing in place as it runs, as
+  before the transaction);
 - lower bound: the largest total of simultaneously live variables' blocks (each from its
   alloc to the end of its last use, read from the eager run's event log), in block bytes
   (what this allocator must hold) and in the bytes the tensors need.
@@ -212,8 +213,8 @@ def _step_without_undo(build_step):
 
 def transaction_cost():
     """W2 (MLP + Adam) with the step transaction (old values kept until the step ends;
-    update ops write new arrays) and without it (updates in place): time per step and
-    the arena's peak during a step, each in a fresh arena."""
+    the updates committed in place at its end) and without it (each update in place as
+    it runs): time per step and the arena's peak during a step, each in a fresh arena."""
     rng = np.random.RandomState(1)
     x = rng.uniform(-1, 1, (64, 784)).astype("float32")
     label = rng.randint(0, 10, (64, 1)).astype("int64")
