@@ -94,6 +94,31 @@ def test_every_parameter_and_accumulator_keeps_its_array_and_the_values_are_new_
     assert_same_values(persistables(main, scope), persistables(twin_main, twin))
 
 
+def test_an_interrupt_while_the_updates_are_prepared_leaves_every_persistable_as_it_was(
+        monkeypatch):
+    from fluid_nb.framework import registry
+    exe, main, scope, loss = mlp("adam")
+    exe.run(main, feed=batch(0), fetch_list=[loss], scope=scope)
+    before, start = copies(main, scope), addresses(main, scope)
+    adam = registry.get("adam")
+    prepare, seen = adam.commit, []
+
+    def interrupted_on_the_third(attrs, values, writes):
+        seen.append(1)
+        if len(seen) == 3:
+            raise KeyboardInterrupt
+        return prepare(attrs, values, writes)
+
+    monkeypatch.setattr(adam, "commit", interrupted_on_the_third)
+    # (the plan is bound afresh: the commit is read when a plan binds its steps)
+    exe2 = fluid.Executor(CPU)
+    with pytest.raises(KeyboardInterrupt):
+        exe2.run(main.clone(), feed=batch(1), fetch_list=[loss.name], scope=scope)
+    assert len(seen) == 3
+    assert_same_values(persistables(main, scope), before)
+    assert addresses(main, scope) == start
+
+
 def test_updates_writing_a_few_kilobytes_in_all_take_new_arrays():
     assert DONATE_MIN_BYTES > (12 * 16 + 16 * 3) * 4
     exe, main, scope, loss = mlp("adam", hidden=16)
