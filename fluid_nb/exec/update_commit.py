@@ -6,9 +6,10 @@ an update op (sgd, momentum, adam) may not write its parameter and state in plac
 writes new arrays, and a training step holds its optimizer state twice at its peak.
 
 The update ops of a training program come last, after the backward pass; only fetches
-follow them. Each of those ops has a ``commit`` (``OpDef.commit``, ops/optimizer_ops.py):
-its update as data for one call that checks every update before it writes any and then
-writes all of them with no Python code run in between. The step of the first of the
+follow them. Each of them (sgd, momentum, adam, adagrad, rmsprop) has a ``commit``
+(``OpDef.commit``, ops/optimizer_ops.py): its update as data for one call that checks
+every update before it writes any and then writes all of them with no Python code run in
+between. The step of the first of the
 trailing updates becomes one that prepares every op's update (the values its kernel would
 read and the scalars it would work out; nothing written) and, when each op's state is
 the run's alone to write (:func:`.steps.sole_owner` but for the undo log), commits them in

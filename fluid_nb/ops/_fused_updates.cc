@@ -29,9 +29,14 @@
 //   (0, param, grad, moment1, moment2, beta1_pow, beta2_pow, beta1, beta2, rate, eps_hat)
 //   (1, param, grad, learning_rate)
 //   (2, param, grad, velocity, learning_rate, mu, rescale, l2, nesterov)
-// adam (the powers None under use_global_beta_pow, else each times its beta), sgd and
-// momentum (l2 None without l2_decay), over plain arrays of one type, float32 or float64, the
-// rate an array of one element of that type (sgd's and momentum's: or float32). Every item
+//   (3, param, grad, moment, learning_rate, epsilon)
+//   (4, param, grad, mean_square, mean_grad, moment, learning_rate, decay, 1 - decay,
+//    epsilon, momentum)
+// adam (the powers None under use_global_beta_pow, else each times its beta), sgd,
+// momentum (l2 None without l2_decay), adagrad and rmsprop (mean_grad None unless
+// centered), over plain arrays of one type, float32 or float64, a learning-rate array of
+// one element of that type or float32 (adam's rate a scalar worked out by the caller),
+// each element update the one compiled programs run (fluid_native_maps.h). Every item
 // is checked before anything is written: a TypeError or ValueError names the item and
 // what was expected. Then all of them are written with no Python code run in between, so
 // no exception (a KeyboardInterrupt included) can leave some written and others not.
@@ -289,18 +294,41 @@ PyObject* sgd(PyObject*, PyObject* args) {
 }
 
 // --- commit: a run's trailing updates, all in place, in one call ---------------------------
-enum Kind { kAdam = 0, kSgd = 1, kMomentum = 2 };
+enum Kind { kAdam = 0, kSgd = 1, kMomentum = 2, kAdagrad = 3, kRmsprop = 4, kKinds = 5 };
+
+// what an update's tuple holds after its kind: its arrays, then its scalars
+struct Layout {
+  const char* name;
+  int arrays;
+  const char* array_names[6];
+  int rate;       // the learning-rate array's index, or -1 (adam's rate is a scalar)
+  int optional;   // bit k: array k may be None
+  int single;     // bit k: array k holds one element
+  int read_only;  // bit k: array k is only read
+  int scalars;
+};
+
+const Layout kLayouts[kKinds] = {
+    {"adam", 6, {"param", "grad", "moment1", "moment2", "beta1_pow", "beta2_pow"}, -1,
+     0b110000, 0b110000, 0b000010, 4},  // beta1, beta2, rate, eps_hat
+    {"sgd", 3, {"param", "grad", "learning_rate"}, 2, 0, 0b100, 0b110, 0},
+    {"momentum", 4, {"param", "grad", "velocity", "learning_rate"}, 3, 0, 0b1000, 0b1010,
+     4},  // mu, rescale, l2 (None: no l2_decay), nesterov
+    {"adagrad", 4, {"param", "grad", "moment", "learning_rate"}, 3, 0, 0b1000, 0b1010,
+     1},  // epsilon
+    {"rmsprop", 6, {"param", "grad", "mean_square", "mean_grad", "moment", "learning_rate"}, 5,
+     0b001000, 0b100000, 0b100010, 4},  // decay, 1 - decay, epsilon, momentum
+};
 
 // one checked update: its arrays (borrowed: the updates tuple holds them) and scalars
 struct Update {
   int kind;
-  char type;                     // 'f' or 'd'
-  Py_ssize_t count;              // elements of param
-  PyArrayObject* arrays[6];      // adam: param, grad, m1, m2, pow1, pow2 (pows may be null)
-                                 // sgd: param, grad, rate; momentum: param, grad, velocity, rate
-  double scalar[4];              // adam: beta1, beta2, rate, eps_hat; sgd: [2] rate;
-                                 // momentum: mu, rescale, rate, l2
-  bool l2_decay, nesterov;
+  char type;                 // 'f' or 'd'
+  Py_ssize_t count;          // elements of param
+  PyArrayObject* arrays[6];  // in the layout's order; null for an absent optional one
+  double scalar[4];          // the layout's scalars (momentum's l2 0 without l2_decay)
+  double rate;               // the learning rate, from its array (or adam's scalar)
+  bool flag[2];              // momentum: l2_decay, nesterov
 };
 
 char array_type(PyArrayObject* array) {
@@ -315,7 +343,7 @@ bool apart(PyArrayObject* a, PyArrayObject* b) {
   return !(m && n && x < y + n && y < x + m);
 }
 
-// the rate of sgd or momentum: one element of the parameter's type or float32, as a double
+// a learning rate: one element of the parameter's type or float32, as a double
 bool read_rate(PyArrayObject* rate, char type, double* value) {
   const char rate_type = array_type(rate);
   if (PyArray_SIZE(rate) != 1 || (rate_type != 'f' && rate_type != type)) return false;
@@ -330,11 +358,6 @@ bool read_rate(PyArrayObject* rate, char type, double* value) {
   return true;
 }
 
-const char* kUpdateNames[] = {"adam", "sgd", "momentum"};
-const char* kAdamArrays[] = {"param", "grad", "moment1", "moment2", "beta1_pow", "beta2_pow"};
-const char* kSgdArrays[] = {"param", "grad", "learning_rate"};
-const char* kMomentumArrays[] = {"param", "grad", "velocity", "learning_rate"};
-
 // checks item `index` of the updates and fills `update`; -1 with an exception set
 int check_update(PyObject* item, Py_ssize_t index, Update* update) {
   if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) < 1) {
@@ -344,26 +367,23 @@ int check_update(PyObject* item, Py_ssize_t index, Update* update) {
   }
   const long kind = PyLong_AsLong(PyTuple_GET_ITEM(item, 0));
   if (kind == -1 && PyErr_Occurred()) return -1;
-  static const Py_ssize_t kSizes[] = {11, 4, 9};
-  static const int kArrayCounts[] = {6, 3, 4};
-  if (kind < kAdam || kind > kMomentum || PyTuple_GET_SIZE(item) != kSizes[kind]) {
+  if (kind < 0 || kind >= kKinds ||
+      PyTuple_GET_SIZE(item) != 1 + kLayouts[kind].arrays + kLayouts[kind].scalars) {
     PyErr_Format(PyExc_ValueError, "commit: update %zd expected kind 0 (adam, 11 items), 1 "
-                 "(sgd, 4) or 2 (momentum, 9), but got kind %ld with %zd items", index, kind,
-                 PyTuple_GET_SIZE(item));
+                 "(sgd, 4), 2 (momentum, 9), 3 (adagrad, 6) or 4 (rmsprop, 11), but got kind "
+                 "%ld with %zd items", index, kind, PyTuple_GET_SIZE(item));
     return -1;
   }
+  const Layout& layout = kLayouts[kind];
   update->kind = static_cast<int>(kind);
-  const char** names = kind == kAdam ? kAdamArrays : kind == kSgd ? kSgdArrays : kMomentumArrays;
-  const int arrays = kArrayCounts[kind];
-  const int rate_at = kind == kSgd ? 2 : kind == kMomentum ? 3 : -1;
-  for (int k = 0; k < arrays; ++k) {
+  for (int k = 0; k < layout.arrays; ++k) {
     PyObject* object = PyTuple_GET_ITEM(item, k + 1);
     update->arrays[k] = nullptr;
-    if (object == Py_None && kind == kAdam && k >= 4) continue;  // (use_global_beta_pow)
+    if (object == Py_None && (layout.optional >> k & 1)) continue;
     if (!plain(object)) {
       PyErr_Format(PyExc_TypeError, "commit: %s %zd's %s expected a C-contiguous, aligned "
-                   "NumPy array in native order, but got %R", kUpdateNames[kind], index,
-                   names[k], Py_TYPE(object));
+                   "NumPy array in native order, but got %R", layout.name, index,
+                   layout.array_names[k], Py_TYPE(object));
       return -1;
     }
     update->arrays[k] = reinterpret_cast<PyArrayObject*>(object);
@@ -373,65 +393,60 @@ int check_update(PyObject* item, Py_ssize_t index, Update* update) {
   update->count = PyArray_SIZE(param);
   if (!update->type) {
     PyErr_Format(PyExc_TypeError, "commit: %s %zd's param expected float32 or float64 "
-                 "elements, but got %S", kUpdateNames[kind], index,
+                 "elements, but got %S", layout.name, index,
                  reinterpret_cast<PyObject*>(PyArray_DESCR(param)));
     return -1;
   }
-  for (int k = 1; k < arrays; ++k) {
+  for (int k = 1; k < layout.arrays; ++k) {
     PyArrayObject* array = update->arrays[k];
-    if (array == nullptr || k == rate_at) continue;
-    const bool one = kind == kAdam && k >= 4;  // the powers: one element
-    if (array_type(array) != update->type || PyArray_SIZE(array) != (one ? 1 : update->count)) {
+    if (array == nullptr || k == layout.rate) continue;
+    const Py_ssize_t want = (layout.single >> k & 1) ? 1 : update->count;
+    if (array_type(array) != update->type || PyArray_SIZE(array) != want) {
       PyErr_Format(PyExc_ValueError, "commit: %s %zd's %s expected %zd element(s) of param's "
-                   "type, %S, but got %zd of %S", kUpdateNames[kind], index, names[k],
-                   one ? Py_ssize_t(1) : update->count,
-                   reinterpret_cast<PyObject*>(PyArray_DESCR(param)),
+                   "type, %S, but got %zd of %S", layout.name, index, layout.array_names[k],
+                   want, reinterpret_cast<PyObject*>(PyArray_DESCR(param)),
                    Py_ssize_t(PyArray_SIZE(array)),
                    reinterpret_cast<PyObject*>(PyArray_DESCR(array)));
       return -1;
     }
   }
-  if (rate_at >= 0 && !read_rate(update->arrays[rate_at], update->type, &update->scalar[2])) {
+  if (layout.rate >= 0 && !read_rate(update->arrays[layout.rate], update->type, &update->rate)) {
     PyErr_Format(PyExc_ValueError, "commit: %s %zd's learning_rate expected one element of "
-                 "param's type or float32", kUpdateNames[kind], index);
+                 "param's type or float32", layout.name, index);
     return -1;
   }
-  // what the update writes (all but the gradient and the rate): writable, and apart from
-  // every other array of the update
-  for (int k = 0; k < arrays; ++k) {
+  // what the update writes: writable, and apart from every other array of the update
+  for (int k = 0; k < layout.arrays; ++k) {
     PyArrayObject* array = update->arrays[k];
-    if (array == nullptr || k == 1 || k == rate_at) continue;
+    if (array == nullptr || (layout.read_only >> k & 1)) continue;
     if (!PyArray_ISWRITEABLE(array)) {
       PyErr_Format(PyExc_ValueError, "commit: %s %zd's %s expected a writable array",
-                   kUpdateNames[kind], index, names[k]);
+                   layout.name, index, layout.array_names[k]);
       return -1;
     }
-    for (int j = 0; j < arrays; ++j)
+    for (int j = 0; j < layout.arrays; ++j)
       if (j != k && update->arrays[j] != nullptr && !apart(array, update->arrays[j])) {
         PyErr_Format(PyExc_ValueError, "commit: %s %zd's %s and %s expected separate memory, "
-                     "but they overlap", kUpdateNames[kind], index, names[k], names[j]);
+                     "but they overlap", layout.name, index, layout.array_names[k],
+                     layout.array_names[j]);
         return -1;
       }
   }
-  if (kind == kAdam) {
-    for (int k = 0; k < 4; ++k)
-      if ((update->scalar[k] = PyFloat_AsDouble(PyTuple_GET_ITEM(item, 7 + k))) == -1.0 &&
-          PyErr_Occurred())
-        return -1;
-  } else if (kind == kMomentum) {
-    for (int k = 0; k < 2; ++k)  // mu, rescale (the rate is scalar[2])
-      if ((update->scalar[k] = PyFloat_AsDouble(PyTuple_GET_ITEM(item, 5 + k))) == -1.0 &&
-          PyErr_Occurred())
-        return -1;
-    PyObject* l2 = PyTuple_GET_ITEM(item, 7);  // None: no l2_decay
-    update->l2_decay = l2 != Py_None;
-    update->scalar[3] = 0.0;
-    if (update->l2_decay && (update->scalar[3] = PyFloat_AsDouble(l2)) == -1.0 && PyErr_Occurred())
-      return -1;
-    const int nesterov = PyObject_IsTrue(PyTuple_GET_ITEM(item, 8));
-    if (nesterov < 0) return -1;
-    update->nesterov = nesterov;
+  update->flag[0] = update->flag[1] = false;
+  for (int k = 0; k < layout.scalars; ++k) {
+    PyObject* object = PyTuple_GET_ITEM(item, 1 + layout.arrays + k);
+    update->scalar[k] = 0.0;
+    if (kind == kMomentum && k == 2) {  // l2: None without l2_decay
+      if ((update->flag[0] = object != Py_None) == false) continue;
+    } else if (kind == kMomentum && k == 3) {  // nesterov
+      const int truth = PyObject_IsTrue(object);
+      if (truth < 0) return -1;
+      update->flag[1] = truth;
+      continue;
+    }
+    if ((update->scalar[k] = PyFloat_AsDouble(object)) == -1.0 && PyErr_Occurred()) return -1;
   }
+  if (kind == kAdam) update->rate = update->scalar[2];
   return 0;
 }
 
@@ -451,21 +466,54 @@ FLUID_UPDATE_CLONES void momentum_in_place(T* __restrict__ param, const T* __res
 }
 
 template <class T>
+FLUID_UPDATE_CLONES void adagrad_in_place(T* __restrict__ param, const T* __restrict__ grad,
+                                          T* __restrict__ moment, Py_ssize_t count, T rate,
+                                          T eps) {
+  for (Py_ssize_t i = 0; i < count; ++i)
+    fluid_native::adagrad_step(param[i], grad[i], moment[i], rate, eps);
+}
+
+template <class T>
+FLUID_UPDATE_CLONES void rmsprop_in_place(T* __restrict__ param, const T* __restrict__ grad,
+                                          T* __restrict__ mean_square, T* __restrict__ mean_grad,
+                                          T* __restrict__ moment, Py_ssize_t count, T rate,
+                                          T decay, T keep, T eps, T momentum) {
+  for (Py_ssize_t i = 0; i < count; ++i)
+    fluid_native::rmsprop_step(param[i], grad[i], mean_square[i],
+                               mean_grad ? mean_grad + i : nullptr, moment[i], rate, decay,
+                               keep, eps, momentum);
+}
+
+template <class T>
 void apply(const Update& u) {
-  if (u.kind == kAdam) {
-    const T beta1 = T(u.scalar[0]), beta2 = T(u.scalar[1]);
-    adam_in_place<T>(data_of<T>(u.arrays[0]), data_of<T>(u.arrays[1]), data_of<T>(u.arrays[2]),
-                     data_of<T>(u.arrays[3]), u.count, beta1, beta2, T(u.scalar[2]),
-                     T(u.scalar[3]));
-    // Beta{1,2}PowOut = Beta{1,2}Pow * beta{1,2}, in the powers' (the parameter's) type
-    if (T* pow1 = data_of<T>(u.arrays[4])) *pow1 = *pow1 * beta1;
-    if (T* pow2 = data_of<T>(u.arrays[5])) *pow2 = *pow2 * beta2;
-  } else if (u.kind == kSgd) {
-    sgd_in_place<T>(data_of<T>(u.arrays[0]), data_of<T>(u.arrays[1]), u.count, T(u.scalar[2]));
-  } else {
-    momentum_in_place<T>(data_of<T>(u.arrays[0]), data_of<T>(u.arrays[1]),
-                         data_of<T>(u.arrays[2]), u.count, T(u.scalar[2]), T(u.scalar[0]),
-                         T(u.scalar[1]), u.l2_decay, T(u.scalar[3]), u.nesterov);
+  T* const param = data_of<T>(u.arrays[0]);
+  const T* const grad = data_of<T>(u.arrays[1]);
+  const T rate = T(u.rate);
+  switch (u.kind) {
+    case kAdam: {
+      const T beta1 = T(u.scalar[0]), beta2 = T(u.scalar[1]);
+      adam_in_place<T>(param, grad, data_of<T>(u.arrays[2]), data_of<T>(u.arrays[3]), u.count,
+                       beta1, beta2, rate, T(u.scalar[3]));
+      // Beta{1,2}PowOut = Beta{1,2}Pow * beta{1,2}, in the powers' (the parameter's) type
+      if (T* pow1 = data_of<T>(u.arrays[4])) *pow1 = *pow1 * beta1;
+      if (T* pow2 = data_of<T>(u.arrays[5])) *pow2 = *pow2 * beta2;
+      break;
+    }
+    case kSgd:
+      sgd_in_place<T>(param, grad, u.count, rate);
+      break;
+    case kMomentum:
+      momentum_in_place<T>(param, grad, data_of<T>(u.arrays[2]), u.count, rate,
+                           T(u.scalar[0]), T(u.scalar[1]), u.flag[0], T(u.scalar[2]),
+                           u.flag[1]);
+      break;
+    case kAdagrad:
+      adagrad_in_place<T>(param, grad, data_of<T>(u.arrays[2]), u.count, rate, T(u.scalar[0]));
+      break;
+    default:  // kRmsprop
+      rmsprop_in_place<T>(param, grad, data_of<T>(u.arrays[2]), data_of<T>(u.arrays[3]),
+                          data_of<T>(u.arrays[4]), u.count, rate, T(u.scalar[0]),
+                          T(u.scalar[1]), T(u.scalar[2]), T(u.scalar[3]));
   }
 }
 
@@ -510,7 +558,8 @@ PyMethodDef kMethods[] = {
      "or into a new array; NotImplemented for arrays the loop does not take (see the "
      "module's comment)"},
     {"commit", commit, METH_O,
-     "commit(updates): adam, sgd and momentum updates (tuples: see the module's comment) "
+     "commit(updates): adam, sgd, momentum, adagrad and rmsprop updates (tuples: see the "
+     "module's comment) "
      "written in place, all of them, after every one is checked; a TypeError or ValueError "
      "before anything is written"},
     {nullptr, nullptr, 0, nullptr}};

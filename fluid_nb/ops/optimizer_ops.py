@@ -548,6 +548,47 @@ def _momentum_commit(attrs, values, writes):
                            attrs["use_nesterov"])
 
 
+def _host_rate(lr):
+    """The learning rate's host array, or None."""
+    return lr.array if lr.__class__ is LoDTensor and lr.array.__class__ is np.ndarray else None
+
+
+def _adagrad_commit(attrs, values, writes):
+    param, grad, moment, lr, master = values
+    if master is not None or param.__class__ is not LoDTensor or \
+            not writes >= {"Param", "Moment"}:
+        return None
+    p = param.array
+    if p.__class__ is not np.ndarray or p.dtype not in _FUSED_TYPES:
+        return None
+    g, m = (_dense_host(value, p.dtype, p.size) for value in (grad, moment))
+    rate = _host_rate(lr)
+    if g is None or m is None or rate is None:
+        return None
+    return _fused.commit, (3, p, g, m, rate, attrs["epsilon"])
+
+
+def _rmsprop_commit(attrs, values, writes):
+    param, mean_square, mean_grad, lr, grad, moment = values
+    if param.__class__ is not LoDTensor or not writes >= {"Param", "MeanSquare", "Moment"}:
+        return None
+    p = param.array
+    if p.__class__ is not np.ndarray or p.dtype not in _FUSED_TYPES:
+        return None
+    g, ms, mom = (_dense_host(value, p.dtype, p.size) for value in (grad, mean_square, moment))
+    mg = None
+    if attrs["centered"]:  # (without MeanGrad the kernel's error is the op's)
+        mg = _dense_host(mean_grad, p.dtype, p.size) if "MeanGrad" in writes else None
+        if mg is None:
+            return None
+    rate = _host_rate(lr)
+    if g is None or ms is None or mom is None or rate is None:
+        return None
+    decay = attrs["decay"]
+    return _fused.commit, (4, p, g, ms, mg, mom, rate, decay, 1 - decay, attrs["epsilon"],
+                           attrs["momentum"])
+
+
 attach_commit("sgd", _sgd_commit)
 attach_commit("momentum", _momentum_commit)
 attach_commit("adam", _adam_commit)
@@ -620,6 +661,7 @@ def_op("adagrad", inputs=["Param", "Grad", "Moment", "LearningRate", "MasterPara
        kernel=_adagrad_kernel, lod_aware=True,
        doc="MomentOut = Moment + g^2; ParamOut = Param - lr * g / (sqrt(MomentOut) + "
            "epsilon). A SelectedRows Grad updates only its rows.")
+attach_commit("adagrad", _adagrad_commit)
 
 
 def _decayed_adagrad_kernel(ctx, param, grad, moment, lr):
@@ -685,6 +727,7 @@ def_op("rmsprop",
            "sqrt(MeanSquareOut - MeanGradOut^2 + epsilon); else MomentOut = momentum * Moment "
            "+ lr * g / sqrt(MeanSquareOut + epsilon); ParamOut = Param - MomentOut. A "
            "SelectedRows Grad updates every row (missing rows 0).")
+attach_commit("rmsprop", _rmsprop_commit)
 
 
 # --- adadelta ---------------------------------------------------------------------------------

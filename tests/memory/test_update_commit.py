@@ -1,8 +1,9 @@
-"""A training step's trailing updates are written in place, all at once, after everything
-that can fail (exec/update_commit.py): parameters and optimizer state keep their arrays
-when nothing else holds them, a step that fails leaves every persistable as it was, an
-array the user holds is never written, and the values are bit for bit those of new arrays.
-The one C call (``_fused_updates.commit``) checks every update before it writes any."""
+"""A training step's trailing updates (sgd, momentum, adam, adagrad, rmsprop) are written in
+place, all at once, after everything that can fail (exec/update_commit.py): parameters and
+optimizer state keep their arrays when nothing else holds them, a step that fails leaves
+every persistable as it was, an array the user holds is never written, and the values are
+bit for bit those of new arrays. The one C call (``_fused_updates.commit``) checks every
+update before it writes any."""
 import numpy as np
 import pytest
 
@@ -22,6 +23,9 @@ OPTIMIZERS = {
     "nesterov_l2": lambda: fluid.optimizer.Momentum(
         0.1, 0.9, use_nesterov=True, regularization=fluid.regularizer.L2Decay(1e-3)),
     "adam": lambda: fluid.optimizer.Adam(0.01),
+    "adagrad": lambda: fluid.optimizer.Adagrad(0.05),
+    "rmsprop": lambda: fluid.optimizer.RMSProp(0.01, momentum=0.5),
+    "rmsprop_centered": lambda: fluid.optimizer.RMSProp(0.01, centered=True),
 }
 
 
@@ -262,13 +266,27 @@ def test_commit_gives_the_separate_updates_values_bit_for_bit(dtype):
     sp, sg = (np.random.RandomState(2).uniform(-1, 1, 40).astype(dtype) for _ in range(2))
     lr = np.array([0.05], "float32")
     want_sgd = _fused_updates.sgd(sp, lr, sg, False)
+    # adagrad's and rmsprop's formulas as their kernels work them
+    ap, ag, am = (np.random.RandomState(k).uniform(0, 1, 11).astype(dtype) for k in (6, 7, 8))
+    am_out = am + ag * ag
+    want_ap = ap - real(lr[0]) * ag / (np.sqrt(am_out) + real(1e-6))
+    rp, rg, rmg, rmom = (np.random.RandomState(k).uniform(0, 1, 13).astype(dtype)
+                         for k in (9, 10, 12, 13))
+    rms = np.random.RandomState(11).uniform(1, 2, 13).astype(dtype)  # (above MeanGrad^2)
+    rms_out = real(0.9) * rms + real(1 - 0.9) * rg * rg
+    rmg_out = real(0.9) * rmg + real(1 - 0.9) * rg
+    rmom_out = real(0.5) * rmom + real(lr[0]) * rg / np.sqrt(rms_out - rmg_out * rmg_out
+                                                           + real(1e-6))
+    want_rp = rp - rmom_out
     mp, mg, mv = (np.random.RandomState(k).uniform(-1, 1, 9).astype(dtype) for k in (3, 4, 5))
     # (momentum's formula as its kernel works it: the rate is the float32 array's value)
     v_out = mv * real(0.9) + (mg * real(2.0) + real(1e-3) * mp)
     want_p = mp - ((mg * real(2.0) + real(1e-3) * mp) + v_out * real(0.9)) * real(lr[0])
     _fused_updates.commit([(0, p, g, m1, m2, pow1, pow2, beta1, beta2, rate, eps_hat),
                            (1, sp, sg, lr),
-                           (2, mp, mg, mv, lr, 0.9, 2.0, 1e-3, True)])
+                           (2, mp, mg, mv, lr, 0.9, 2.0, 1e-3, True),
+                           (3, ap, ag, am, lr, 1e-6),
+                           (4, rp, rg, rms, rmg, rmom, lr, 0.9, 1 - 0.9, 1e-6, 0.5)])
     for got, expected in zip((p, m1, m2), want):
         np.testing.assert_array_equal(got, expected)
     np.testing.assert_array_equal(pow1, np.array([0.9 ** 3], dtype) * beta1)
@@ -276,6 +294,10 @@ def test_commit_gives_the_separate_updates_values_bit_for_bit(dtype):
     np.testing.assert_array_equal(sp, want_sgd)
     np.testing.assert_array_equal(mv, v_out)
     np.testing.assert_array_equal(mp, want_p)
+    np.testing.assert_array_equal(am, am_out)
+    np.testing.assert_array_equal(ap, want_ap)
+    for got, want in ((rms, rms_out), (rmg, rmg_out), (rmom, rmom_out), (rp, want_rp)):
+        np.testing.assert_array_equal(got, want)
 
 
 @pytest.mark.parametrize("bad, message", [
