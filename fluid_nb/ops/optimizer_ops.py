@@ -489,17 +489,33 @@ def _dense_host(value, dtype, size):
         array.size == size else None
 
 
-def _adam_commit(attrs, values, writes):
-    param, grad, lr, m1, m2, b1p, b2p, beta1_t, beta2_t, eps_t, master, skip = values
-    if master is not None or skip is not None or param.__class__ is not LoDTensor or \
-            not writes >= _ADAM_STATE:
+def _host_arrays(param, writes, slots, values):
+    """``(Param's array, the arrays of values)`` when the op writes each of ``slots``,
+    Param is a host array of a fused type and each of ``values`` a LoDTensor of a host
+    array of its type and size; else None."""
+    if param.__class__ is not LoDTensor or not writes >= slots:
         return None
     p = param.array
     if p.__class__ is not np.ndarray or p.dtype not in _FUSED_TYPES:
         return None
-    arrays = [_dense_host(v, p.dtype, p.size) for v in (grad, m1, m2)]
+    arrays = [_dense_host(v, p.dtype, p.size) for v in values]
     if any(a is None for a in arrays):  # (``is``: an array's == compares elements)
         return None
+    return p, arrays
+
+
+def _host_rate(lr):
+    """The learning rate's host array, or None."""
+    return lr.array if lr.__class__ is LoDTensor and lr.array.__class__ is np.ndarray else None
+
+
+def _adam_commit(attrs, values, writes):
+    param, grad, lr, m1, m2, b1p, b2p, beta1_t, beta2_t, eps_t, master, skip = values
+    found = _host_arrays(param, writes, _ADAM_STATE, (grad, m1, m2)) \
+        if master is None and skip is None else None
+    if found is None:
+        return None
+    p, arrays = found
     pows = [None, None]
     if not attrs["use_global_beta_pow"]:  # written in place: the parameter's type
         if not writes >= {"Beta1Pow", "Beta2Pow"}:
@@ -519,71 +535,49 @@ def _adam_commit(attrs, values, writes):
 
 def _sgd_commit(attrs, values, writes):
     param, lr, grad, master = values
-    if master is not None or param.__class__ is not LoDTensor or "Param" not in writes:
+    found = _host_arrays(param, writes, {"Param"}, (grad,)) if master is None else None
+    rate = _host_rate(lr)
+    if found is None or rate is None:
         return None
-    p = param.array
-    if p.__class__ is not np.ndarray or p.dtype not in _FUSED_TYPES:
-        return None
-    g = _dense_host(grad, p.dtype, p.size)
-    if g is None or lr.__class__ is not LoDTensor or lr.array.__class__ is not np.ndarray:
-        return None
-    return _fused.commit, (1, p, g, lr.array)
+    return _fused.commit, (1, found[0], *found[1], rate)
 
 
 def _momentum_commit(attrs, values, writes):
     param, grad, velocity, lr, master = values
-    if master is not None or param.__class__ is not LoDTensor or \
-            not writes >= {"Param", "Velocity"}:
-        return None
-    p = param.array
-    if p.__class__ is not np.ndarray or p.dtype not in _FUSED_TYPES:
-        return None
-    g, v = (_dense_host(value, p.dtype, p.size) for value in (grad, velocity))
-    if g is None or v is None or lr.__class__ is not LoDTensor or \
-            lr.array.__class__ is not np.ndarray:
+    found = _host_arrays(param, writes, {"Param", "Velocity"}, (grad, velocity)) \
+        if master is None else None
+    rate = _host_rate(lr)
+    if found is None or rate is None:
         return None
     l2 = attrs["regularization_coeff"] if attrs["regularization_method"] == "l2_decay" \
         else None
-    return _fused.commit, (2, p, g, v, lr.array, attrs["mu"], attrs["rescale_grad"], l2,
-                           attrs["use_nesterov"])
-
-
-def _host_rate(lr):
-    """The learning rate's host array, or None."""
-    return lr.array if lr.__class__ is LoDTensor and lr.array.__class__ is np.ndarray else None
+    return _fused.commit, (2, found[0], *found[1], rate, attrs["mu"], attrs["rescale_grad"],
+                           l2, attrs["use_nesterov"])
 
 
 def _adagrad_commit(attrs, values, writes):
     param, grad, moment, lr, master = values
-    if master is not None or param.__class__ is not LoDTensor or \
-            not writes >= {"Param", "Moment"}:
-        return None
-    p = param.array
-    if p.__class__ is not np.ndarray or p.dtype not in _FUSED_TYPES:
-        return None
-    g, m = (_dense_host(value, p.dtype, p.size) for value in (grad, moment))
+    found = _host_arrays(param, writes, {"Param", "Moment"}, (grad, moment)) \
+        if master is None else None
     rate = _host_rate(lr)
-    if g is None or m is None or rate is None:
+    if found is None or rate is None:
         return None
-    return _fused.commit, (3, p, g, m, rate, attrs["epsilon"])
+    return _fused.commit, (3, found[0], *found[1], rate, attrs["epsilon"])
 
 
 def _rmsprop_commit(attrs, values, writes):
     param, mean_square, mean_grad, lr, grad, moment = values
-    if param.__class__ is not LoDTensor or not writes >= {"Param", "MeanSquare", "Moment"}:
+    found = _host_arrays(param, writes, {"Param", "MeanSquare", "Moment"},
+                         (grad, mean_square, moment))
+    rate = _host_rate(lr)
+    if found is None or rate is None:
         return None
-    p = param.array
-    if p.__class__ is not np.ndarray or p.dtype not in _FUSED_TYPES:
-        return None
-    g, ms, mom = (_dense_host(value, p.dtype, p.size) for value in (grad, mean_square, moment))
+    p, (g, ms, mom) = found
     mg = None
     if attrs["centered"]:  # (without MeanGrad the kernel's error is the op's)
         mg = _dense_host(mean_grad, p.dtype, p.size) if "MeanGrad" in writes else None
         if mg is None:
             return None
-    rate = _host_rate(lr)
-    if g is None or ms is None or mom is None or rate is None:
-        return None
     decay = attrs["decay"]
     return _fused.commit, (4, p, g, ms, mg, mom, rate, decay, 1 - decay, attrs["epsilon"],
                            attrs["momentum"])
