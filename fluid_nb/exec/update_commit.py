@@ -48,7 +48,7 @@ def committing(steps, prepared, local, written, executor):
     while start and ops[start - 1].opdef is not None and ops[start - 1].opdef.commit is not None:
         start -= 1
     tail = [p.op for p in ops[start:end]]
-    if not tail or not _independent(tail) or _bytes_written(tail) < DONATE_MIN_BYTES:
+    if not tail or not _writes_at_least(tail, DONATE_MIN_BYTES) or not _independent(tail):
         return steps  # (a few small updates: new arrays cost less than preparing them)
     in_undo_log = {id(holder) for holder in written}
     parts = []
@@ -65,22 +65,30 @@ def committing(steps, prepared, local, written, executor):
     return steps
 
 
-def _bytes_written(ops):
-    """The declared bytes of the variables ``ops`` write."""
-    return sum(_declared_bytes(op.block._find_var_recursive(name)) for op in ops
-               for name in set(op.output_arg_names) if name != EMPTY_VAR_NAME)
+def _writes_at_least(ops, least):
+    """Whether the variables ``ops`` write are declared ``least`` bytes or more in all."""
+    total = 0
+    for op in ops:
+        for name in set(op.output_arg_names):
+            total += _declared_bytes(op.block._find_var_recursive(name))
+            if total >= least:
+                return True
+    return False
 
 
 def _independent(ops):
     """Whether no op of ``ops`` reads or writes a variable another of them writes: then
     they may run in any order (an update op writes its own parameter and state)."""
-    seen_reads, seen_writes = set(), set()
+    seen, seen_writes = set(), set()  # (every name seen; the names written)
     for op in ops:
-        writes = {n for n in op.output_arg_names if n != EMPTY_VAR_NAME}
-        reads = {n for n in op.input_arg_names if n != EMPTY_VAR_NAME}
-        if writes & (seen_reads | seen_writes) or (reads | writes) & seen_writes:
+        writes = set(op.output_arg_names)
+        reads = set(op.input_arg_names)
+        writes.discard(EMPTY_VAR_NAME)
+        reads.discard(EMPTY_VAR_NAME)
+        if not writes.isdisjoint(seen) or not reads.isdisjoint(seen_writes):
             return False
-        seen_reads |= reads
+        seen |= reads
+        seen |= writes
         seen_writes |= writes
     return True
 
@@ -89,27 +97,25 @@ def _commit_part(op, opdef, local, in_undo_log):
     """``(commit, attrs, input holders, holders written, slots written)`` of one update
     op, or None when an output names another variable than its input, a slot holds more
     than one variable, or a holder written is not in the undo log."""
-    holders = []
-    for slot in opdef.inputs:
-        args = [a for a in op.inputs.get(slot.name, ()) if a != EMPTY_VAR_NAME]
+    inputs = op.inputs
+    found = {}
+    for slot, args in inputs.items():
         if len(args) > 1:
             return None
-        holders.append(local.find_var(args[0]) if args else None)
-    position = {slot.name: i for i, slot in enumerate(opdef.inputs)}
+        if args and args[0] != EMPTY_VAR_NAME:
+            found[slot] = local.find_var(args[0])
     written, writes = [], set()
-    for slot in opdef.outputs:
-        args = [a for a in op.outputs.get(slot.name, ()) if a != EMPTY_VAR_NAME]
-        if not args:
+    for slot, args in op.outputs.items():
+        if not args or args[0] == EMPTY_VAR_NAME:
             continue
-        source = slot.name[:-3] if slot.name.endswith("Out") else None
-        if source not in position or list(op.inputs.get(source, ())) != args:
-            return None
-        holder = holders[position[source]]
-        if holder is None or id(holder) not in in_undo_log:
+        source = slot[:-3] if slot.endswith("Out") else None
+        holder = found.get(source)
+        if holder is None or inputs[source] != args or id(holder) not in in_undo_log:
             return None
         written.append(holder)
         writes.add(source)
-    return opdef.commit, op.attrs, tuple(holders), tuple(written), frozenset(writes)
+    holders = tuple(found.get(slot.name) for slot in opdef.inputs)
+    return opdef.commit, op.attrs, holders, tuple(written), frozenset(writes)
 
 
 def _commit_step(parts, own_steps, done, executor):

@@ -391,7 +391,9 @@ class OpDef:
     def _infer_from_x(self, op):
         """run_infer_shape of an ``infer_from_x`` op: remembered per X's fields, the
         program's version, the output slots and the attributes (lists as tuples), when X is
-        the op's only input and each output slot names one variable of the block."""
+        the op's only input and each output slot names one variable of the block. (A memo
+        of its own: ``_inferred``'s keys are also the C one-op path's, which knows X and Y
+        and one Out.)"""
         inferred = self._inferred_from_x
         block = op.block
         found = block.vars.get

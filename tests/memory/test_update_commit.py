@@ -253,10 +253,20 @@ def adam_arrays(dtype, size, seed):
             np.array([0.9 ** 3], dtype), np.array([0.999 ** 3], dtype)]
 
 
+def with_specials(*arrays):
+    """The arrays with NaN, infinities and a signed zero among their first elements."""
+    for array in arrays:
+        flat = array.reshape(-1)
+        flat[:4] = np.array([np.nan, np.inf, -np.inf, -0.0], array.dtype)
+    return arrays
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # (NumPy's, on the NaN and infinities)
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_commit_gives_the_separate_updates_values_bit_for_bit(dtype):
     real = np.dtype(dtype).type
     p, g, m1, m2, pow1, pow2 = adam_arrays(dtype, (17, 5), 1)
+    with_specials(g)
     beta1, beta2 = real(0.9), real(0.999)
     rate, eps_hat = optimizer_ops._adam_rate(np, real(0.01), pow1[0], pow2[0], real(1e-8),
                                              real(1))
@@ -264,21 +274,25 @@ def test_commit_gives_the_separate_updates_values_bit_for_bit(dtype):
     _fused_updates.adam(want[0], g, want[1], want[2], want[0], want[1], want[2], beta1, beta2,
                         rate, eps_hat)
     sp, sg = (np.random.RandomState(2).uniform(-1, 1, 40).astype(dtype) for _ in range(2))
+    with_specials(sg)
     lr = np.array([0.05], "float32")
     want_sgd = _fused_updates.sgd(sp, lr, sg, False)
     # adagrad's and rmsprop's formulas as their kernels work them
-    ap, ag, am = (np.random.RandomState(k).uniform(0, 1, 11).astype(dtype) for k in (6, 7, 8))
+    ap, ag, am = with_specials(*(np.random.RandomState(k).uniform(0, 1, 11).astype(dtype)
+                                 for k in (6, 7, 8)))
     am_out = am + ag * ag
     want_ap = ap - real(lr[0]) * ag / (np.sqrt(am_out) + real(1e-6))
     rp, rg, rmg, rmom = (np.random.RandomState(k).uniform(0, 1, 13).astype(dtype)
                          for k in (9, 10, 12, 13))
     rms = np.random.RandomState(11).uniform(1, 2, 13).astype(dtype)  # (above MeanGrad^2)
+    with_specials(rg)
     rms_out = real(0.9) * rms + real(1 - 0.9) * rg * rg
     rmg_out = real(0.9) * rmg + real(1 - 0.9) * rg
     rmom_out = real(0.5) * rmom + real(lr[0]) * rg / np.sqrt(rms_out - rmg_out * rmg_out
                                                            + real(1e-6))
     want_rp = rp - rmom_out
-    mp, mg, mv = (np.random.RandomState(k).uniform(-1, 1, 9).astype(dtype) for k in (3, 4, 5))
+    mp, mg, mv = with_specials(*(np.random.RandomState(k).uniform(-1, 1, 9).astype(dtype)
+                                 for k in (3, 4, 5)))
     # (momentum's formula as its kernel works it: the rate is the float32 array's value)
     v_out = mv * real(0.9) + (mg * real(2.0) + real(1e-3) * mp)
     want_p = mp - ((mg * real(2.0) + real(1e-3) * mp) + v_out * real(0.9)) * real(lr[0])

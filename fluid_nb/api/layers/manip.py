@@ -50,11 +50,6 @@ def _assert_reshape_dims(x, shape):
         raise InvalidAssertion(f"reshape: shape expected {bad}, but received {list(shape)}")
 
 
-def _current_block():
-    program = _fw._main_program
-    return program.blocks[program.current_block_idx]
-
-
 @lean  # (one op through append_with_xshape, or a transaction of its own)
 @checks(x=variable, shape=_shape_list, actual_shape=optional(variable), act=activation,
         inplace=boolean, name=NAME)
@@ -65,7 +60,7 @@ def reshape(x, shape, actual_shape=None, act=None, inplace=False, name=None):
     if name is None and act is None and not inplace and actual_shape is None and \
             isinstance(shape, (list, tuple)) and not any(isinstance(d, Variable) for d in shape):
         _assert_reshape_dims(x, shape)
-        return append_with_xshape(_current_block(), "reshape2", x,
+        return append_with_xshape(_fw._main_program.current_block(), "reshape2", x,
                                   {"shape": [int(d) for d in shape]}, "reshape2")
     with atomic():
         return _reshape(x, shape, actual_shape, act, inplace, name)
@@ -108,8 +103,8 @@ def transpose(x, perm, name=None):
         raise InvalidArgument(f"transpose: perm expected {len(x.shape)} dims (the input's "
                               f"rank), but received {list(perm)}")
     if name is None:
-        return append_with_xshape(_current_block(), "transpose2", x, {"axis": list(perm)},
-                                  "transpose")
+        return append_with_xshape(_fw._main_program.current_block(), "transpose2", x,
+                                  {"axis": list(perm)}, "transpose")
     with atomic():
         helper = LayerHelper("transpose", name=name)
         out = helper.create_variable_for_type_inference(x.dtype)
@@ -126,8 +121,8 @@ def squeeze(input, axes, name=None):
     """Size-1 dims ``axes`` removed (``squeeze2``)."""
     _check_variable("squeeze", "input", input)
     if name is None and not isinstance(axes, Variable):
-        return append_with_xshape(_current_block(), "squeeze2", input, {"axes": list(axes)},
-                                  "squeeze")
+        return append_with_xshape(_fw._main_program.current_block(), "squeeze2", input,
+                                  {"axes": list(axes)}, "squeeze")
     with atomic():
         helper = LayerHelper("squeeze", name=name)
         out = helper.create_variable_for_type_inference(dtype=input.dtype)
@@ -190,7 +185,7 @@ def unsqueeze(input, axes, name=None):
     if _is_int(axes):
         axes = [axes]
     if name is None and not isinstance(axes, Variable) and not _holds_variable(axes):
-        return append_with_xshape(_current_block(), "unsqueeze2", input,
+        return append_with_xshape(_fw._main_program.current_block(), "unsqueeze2", input,
                                   {"axes": [int(a) for a in axes]}, "unsqueeze2")
     with atomic():
         return _unsqueeze(input, axes, name)
@@ -398,7 +393,8 @@ def flatten(x, axis=1, name=None):
         raise InvalidArgument(f"flatten: axis expected in [0, {len(x.shape)}] (x's rank), but "
                               f"received {axis}")
     if name is None:
-        return append_with_xshape(_current_block(), "flatten2", x, {"axis": axis}, "flatten")
+        return append_with_xshape(_fw._main_program.current_block(), "flatten2", x,
+                                  {"axis": axis}, "flatten")
     with atomic():
         helper = LayerHelper("flatten", name=name)
         out = helper.create_variable_for_type_inference(x.dtype)

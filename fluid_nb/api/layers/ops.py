@@ -60,11 +60,6 @@ def _check_dtype(op_type, x, arg="x"):
                                    dtype_name(x.dtype)))
 
 
-def _current_block():
-    program = _fw._main_program
-    return program.blocks[program.current_block_idx]
-
-
 def _activation_layer(op_type):
     @lean  # all or nothing by itself: one op, or a transaction where it does more
     def layer(x, name=None, **attrs):
@@ -77,8 +72,8 @@ def _activation_layer(op_type):
             raise Unimplemented(expected(op_type, "an op definition", f"one for '{op_type}'",
                                          "none: fluid_nb does not define this op yet"))
         if name is None:
-            return append_one_op(_current_block(), op_type, {"X": (x.name,)}, attrs, x.dtype,
-                                 op_type)
+            return append_one_op(_fw._main_program.current_block(), op_type,
+                                 {"X": (x.name,)}, attrs, x.dtype, op_type)
         with atomic():
             out = _output(LayerHelper(op_type, name=name), x.dtype, name)
             out.block.append_op(type=op_type, inputs={"X": x}, outputs={"Out": out},
@@ -108,7 +103,7 @@ def _elementwise_layer(op_type):
         # the default axis left to the op's definition: completing defaults is its fast path
         attrs = None if axis == -1 else {"axis": axis}
         if act is None and name is None:  # the common call: one op, no helper object
-            program = _fw._main_program  # (_current_block(), inline)
+            program = _fw._main_program  # (its current_block(), inline)
             return append_one_op(program.blocks[program.current_block_idx], op_type,
                                  {"X": (x.name,), "Y": (y.name,)}, attrs, x.dtype, op_type)
         if act is not None:
