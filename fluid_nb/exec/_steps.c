@@ -2107,14 +2107,17 @@ static PyTypeObject LiveHookType = {
 /* OpRunner.drop_unreachable's walk (fluid_nb/live/runner.py says what it lets go and
  * why), last op first:
  *
- *   drop_unreachable(ops, block_vars, values, kinds, kind_of, tensors_only, dropped, order,
+ *   drop_unreachable(ops, block_vars, values, kinds, kind_of, lod_tensor, dropped, order,
  *                    first) -> the ops whose outputs someone still holds, in program order
  *
  * kinds[op.type] (kind_of(op.type) when missing) is False (keep the outputs), an output slot
  * (a formula op: one output, a function of its tensor inputs) or True (another recomputable
- * op, whose variables tensors_only(op, names, block_vars) must still check). A value let go
- * leaves ``values``; dropped[name] is its op and order[name] ``first`` + the op's index. A
- * Variable that the block's dict alone holds is one nobody can reach. */
+ * op, let go of only when its inputs and the outputs that hold values are variables of the
+ * block whose type is ``lod_tensor``, VarType.LOD_TENSOR, and none of those outputs is an
+ * input: no tensor array, rank table or SelectedRows, which later ops may change or which
+ * are not one value). A value let go leaves ``values``; dropped[name] is its op and
+ * order[name] ``first`` + the op's index. A Variable that the block's dict alone holds is
+ * one nobody can reach. */
 static PyObject *str_type, *str_persistable, *str_is_data;
 
 static int flag(PyObject *var, PyObject *name) {
@@ -2160,8 +2163,55 @@ static int reads(PyObject *inputs, PyObject *name) {
 }
 
 typedef struct {
-    PyObject *block_vars, *values, *tensors_only, *dropped, *order, *written_later, *still;
+    PyObject *block_vars, *values, *lod_tensor, *dropped, *order, *written_later, *still;
 } Sweep;
+
+/* 1 when ``name`` is a variable of the block whose type is a LoD tensor's, 0 when not, -1 */
+static int dense_variable(Sweep *s, PyObject *name) {
+    PyObject *var = PyDict_GetItemWithError(s->block_vars, name);
+    if (var == NULL)
+        return PyErr_Occurred() ? -1 : 0;
+    Py_INCREF(var);
+    PyObject *kind = PyObject_GetAttr(var, str_type);
+    Py_DECREF(var);
+    if (kind == NULL)
+        return -1;
+    int same = kind == s->lod_tensor ? 1 : PyObject_RichCompareBool(kind, s->lod_tensor, Py_EQ);
+    Py_DECREF(kind);
+    return same;
+}
+
+/* 1 when ``op``'s inputs and ``names`` (its outputs that hold values) are all dense
+ * variables (dense_variable) and no input is among ``names``; 0 when not, -1 on error */
+static int tensors_only(Sweep *s, PyObject *op, int known, PyObject *names) {
+    PyObject *inputs = field_of(op, known, op_inputs_at, str_inputs), *slot, *args;
+    if (inputs == NULL)
+        return -1;
+    int only = PyDict_Check(inputs);
+    Py_ssize_t pos = 0;
+    while (only == 1 && PyDict_Next(inputs, &pos, &slot, &args)) {
+        PyObject *iter = PyObject_GetIter(args), *name;
+        if (iter == NULL) {
+            only = -1;
+            break;
+        }
+        while (only == 1 && (name = PyIter_Next(iter)) != NULL) {
+            only = dense_variable(s, name);
+            if (only == 1) {
+                int written = PySequence_Contains(names, name);
+                only = written < 0 ? -1 : !written;
+            }
+            Py_DECREF(name);
+        }
+        Py_DECREF(iter);
+        if (only == 1 && PyErr_Occurred())
+            only = -1;
+    }
+    Py_DECREF(inputs);
+    for (Py_ssize_t i = 0; only == 1 && i < PyList_GET_SIZE(names); ++i)
+        only = dense_variable(s, PyList_GET_ITEM(names, i));
+    return only;
+}
 
 /* whether nobody but the block holds the variable of each of ``names``, when none is a
  * parameter, persistable or data: 1 (let them go), 0 (keep them; the op is looked at again
@@ -2273,12 +2323,7 @@ static int look_at(Sweep *s, PyObject *op, PyObject *kind, Py_ssize_t at) {
                 goto done;
         }
         if (droppable && PyList_GET_SIZE(names) > 0) {
-            PyObject *call[3] = {op, names, s->block_vars};
-            PyObject *only = PyObject_Vectorcall(s->tensors_only, call, 3, NULL);
-            if (only == NULL)
-                goto done;
-            droppable = PyObject_IsTrue(only);
-            Py_DECREF(only);
+            droppable = tensors_only(s, op, known, names);
         } else {
             droppable = 0;
         }

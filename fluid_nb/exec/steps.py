@@ -166,7 +166,7 @@ fast_run, configure_fetches = _steps.fast_run, _steps.configure_fetches
 #: LoDTensor or an output is not the plan's
 first_run = _steps.first_run
 
-#: ``drop_unreachable(ops, block_vars, values, kinds, kind_of, tensors_only, dropped, order,
+#: ``drop_unreachable(ops, block_vars, values, kinds, kind_of, lod_tensor, dropped, order,
 #: first)``: a live session's look for values nobody holds, the walk of
 #: ``OpRunner.drop_unreachable`` (``exec/_steps.c``)
 drop_unreachable = _steps.drop_unreachable

@@ -83,7 +83,7 @@ class OpRunner:
         self._dropped_count += len(ops)
         # (the walk is C: a live loop looks at every op it appends once)
         return drop_unreachable(ops, block.vars, self.scope.vars, self._recompute_kinds,
-                                _recompute_kind, _tensors_only, self.dropped,
+                                _recompute_kind, VarType.LOD_TENSOR, self.dropped,
                                 self._dropped_order, first)
 
     def compute_dropped(self, name):
@@ -367,7 +367,7 @@ def _recomputable(opdef):
     """Whether a live session may let go of an op's outputs and run the op again for them:
     a formula op's output slot (a pure function of its tensor inputs); True for another op
     that is a function of its inputs (no state, no sub-block, no in-place update, no
-    outputs decided at run time), whose variables :func:`_tensors_only` must still check;
+    outputs decided at run time), let go of only when its variables are all dense tensors;
     False otherwise."""
     if opdef is None:
         return False
@@ -379,23 +379,6 @@ def _recomputable(opdef):
 
 def _recompute_kind(op_type):
     return _recomputable(registry.find(op_type))
-
-
-def _tensors_only(op, outputs, block_vars):
-    """Whether ``op``'s inputs and ``outputs`` (variables of ``block_vars``) are all dense
-    tensors (no tensor array, rank table or SelectedRows, which later ops may change or which
-    are not one value) and it writes none of its inputs."""
-    found = block_vars.get
-    for args in op.inputs.values():
-        for name in args:
-            var = found(name)
-            if var is None or var.type != VarType.LOD_TENSOR or name in outputs:
-                return False
-    for name in outputs:
-        var = found(name)
-        if var is None or var.type != VarType.LOD_TENSOR:
-            return False
-    return True
 
 
 def _set_handler(capsule):

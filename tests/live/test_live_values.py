@@ -249,3 +249,29 @@ def test_refeeding_again_after_more_values_were_let_go_gives_the_new_values(swee
         fluid.feed(x, np.full((1, 2), 3.0, "float32"))
         np.testing.assert_array_equal(c.numpy(), np.full((1, 2), 3.0 * (2 * sweep_every + 1)))
         np.testing.assert_array_equal(d.numpy(), c.numpy())
+
+
+def test_values_read_from_or_written_as_no_dense_tensor_are_kept(sweep_every):
+    """An op that is a function of its inputs is let go of only when its inputs and outputs
+    are all dense tensors: a read of a tensor array (a later write changes what it read), a
+    rank table, and an op writing over its own input keep their values; the dense ops
+    around them still let go of theirs."""
+    main, scope, session = _live()
+    with session as s, fluid.unique_name.guard():
+        x = L.data(name="x", shape=[2], dtype="float32", lod_level=1, value=fluid.create_lod_tensor(
+            np.arange(6, dtype="float32").reshape(3, 2), [[1, 2]], fluid.CPUPlace()))
+        zero = L.fill_constant([1], "int64", 0)
+        array = L.create_array("float32")
+        L.array_write(L.scale(x, 2.0), zero, array=array)
+        for _ in range(2 * sweep_every):
+            length = L.array_length(array)  # reads a tensor array
+            table = L.lod_rank_table(x)  # writes a rank table
+            read = L.array_read(array, zero)  # reads a tensor array
+            doubled = L.scale(read, 2.0)  # dense in and out: let go
+            del length, table, read, doubled
+        kinds = {op.type for op in s.runner.dropped.values()}
+        assert "scale" in kinds
+        assert not {"array_length", "lod_rank_table", "read_from_array"} & kinds
+        for op in main.global_block().ops:
+            if op.type in ("array_length", "lod_rank_table", "read_from_array"):
+                assert scope.find_var(op.output_arg_names[0]) is not None, op.type
