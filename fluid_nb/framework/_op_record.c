@@ -16,7 +16,9 @@
  * would do later (a dict is tracked again if a container is put in it).
  *
  * append_one_op: transaction.append_one_op's common case (a one-op layer's call, a
- * Variable's `+`) in one call; see append_one_op below.
+ * Variable's `+`) in one call; see append_one_op below. append_with_xshape: the same for
+ * transaction.append_with_xshape (reshape, transpose, squeeze, unsqueeze, flatten: Out and
+ * XShape).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -155,13 +157,19 @@ static PyObject *untrack_arguments(PyObject *self, PyObject *const *args, Py_ssi
  * append hook (a live session runs the op there). A hook that raises has the op, the
  * temporary and its name taken back by transaction._take_back_one_op.
  *
+ * append_with_xshape(block, op_type, x, attrs, layer_type) is the same walk for an op of
+ * the infer_from_x trait on X = x (a Variable) alone, with two temporaries, Out
+ * `<prefix><layer_type>_<n>.tmp_<m>` and XShape `..._<m + 1>`, and inference's memo
+ * spec._inferred_from_x[(x.shape, x.dtype, x.lod_level, program.version, "Out", "XShape",
+ * *attrs.values())] (a pair of fields); the slot check's key ends "Out", "XShape".
+ *
  * Any other call, or one whose answer a memo lacks, goes to the fallback before anything
  * is changed: the Python way is the definition, this its common case without the frames
  * (it was a third of a live op). configure_one_op names the fallback and the modules whose
  * globals are read at each call (a generator, a transaction or the registry may change
  * between calls).
  */
-static PyObject *fallback_fn, *take_back_fn;
+static PyObject *fallback_fn, *take_back_fn, *xshape_fallback_fn, *xshape_take_back_fn;
 static PyObject *program_globals, *transaction_globals, *unique_name_globals,
     *annotations_globals;
 /* found at the first call: the classes made here, and the ones whose methods this path
@@ -180,7 +188,7 @@ static PyObject *str_vars, *str_ops, *str_program, *str_version_counter, *str_ap
     *str_lod_level, *str_block, *str_name, *str_op_defs, *str_slots_passed, *str_depth,
     *str_journal, *str_generator, *str_current, *str_x, *str_y, *str_out, *str_tmp,
     *str_variable, *str_operator, *str_block_class, *str_generator_class, *str_type,
-    *str_program_class;
+    *str_program_class, *str_xshape, *str_inferred_from_x;
 /* Variable.type, the kind a variable has unless it says otherwise (VarType.LOD_TENSOR) */
 static PyObject *lod_tensor_kind;
 
@@ -245,11 +253,17 @@ static int find_classes(void) {
     return 1;
 }
 
-static PyObject *call_fallback(PyObject *const *args, size_t nargsf, PyObject *kwnames) {
-    if (fallback_fn == NULL)
+/* the two appends this file makes: append_one_op's (the inputs given, one Out) and
+ * append_with_xshape's (X given, Out and the XShape its gradient reads) */
+enum form { ONE_OUT, WITH_XSHAPE };
+
+static PyObject *call_fallback(enum form form, PyObject *const *args, size_t nargsf,
+                               PyObject *kwnames) {
+    PyObject *fallback = form == ONE_OUT ? fallback_fn : xshape_fallback_fn;
+    if (fallback == NULL)
         return PyErr_Format(PyExc_RuntimeError, "append_one_op: configure_one_op() was not "
                                                 "called");
-    return PyObject_Vectorcall(fallback_fn, args, nargsf, kwnames);
+    return PyObject_Vectorcall(fallback, args, nargsf, kwnames);
 }
 
 /* `value`'s single name when it is a 1-tuple of str (borrowed), else NULL */
@@ -508,18 +522,55 @@ static PyObject *global(PyObject *globals, PyObject *name) {
     return value;
 }
 
-static PyObject *append_one_op(PyObject *self, PyObject *const *args, size_t nargsf,
+/* A fresh Variable of `block` named `name` with (shape, dtype, lod_level) `fields`, its
+ * instance fields in the order the Python way writes them: block, name, dtype, shape,
+ * lod_level (a new reference, or NULL) */
+static PyObject *new_variable(PyObject *block, PyObject *name, PyObject *fields) {
+    PyObject *var = PyBaseObject_Type.tp_new(variable_type, empty_tuple, NULL);
+    if (var == NULL || PyObject_SetAttr(var, str_block, block) < 0 ||
+        PyObject_SetAttr(var, str_name, name) < 0 ||
+        PyObject_SetAttr(var, str_dtype, PyTuple_GET_ITEM(fields, 1)) < 0 ||
+        PyObject_SetAttr(var, str_shape, PyTuple_GET_ITEM(fields, 0)) < 0 ||
+        PyObject_SetAttr(var, str_lod_level, PyTuple_GET_ITEM(fields, 2)) < 0)
+        Py_CLEAR(var);
+    return var;
+}
+
+static PyObject *append_record(enum form form, PyObject *const *args, size_t nargsf,
                                PyObject *kwnames) {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    if (program_globals == NULL || kwnames != NULL || nargs < 5 || nargs > 6)
-        return call_fallback(args, nargsf, kwnames);
+    if (program_globals == NULL || kwnames != NULL ||
+        (form == ONE_OUT ? nargs < 5 || nargs > 6 : nargs != 5))
+        return call_fallback(form, args, nargsf, kwnames);
     int classes = find_classes();
     if (classes <= 0)
-        return classes < 0 ? NULL : call_fallback(args, nargsf, kwnames);
-    /* (args[4], the dtype, is not read: the temporary takes inference's, which the Python
-     * way writes over it) */
+        return classes < 0 ? NULL : call_fallback(form, args, nargsf, kwnames);
+    /* append_one_op(block, op_type, inputs, attrs, dtype, layer_type=None): (args[4], the
+     * dtype, is not read: the temporary takes inference's, which the Python way writes over
+     * it); append_with_xshape(block, op_type, x, attrs, layer_type): inputs {"X": (x.name,)} */
     PyObject *block = args[0], *op_type = args[1], *inputs = args[2], *given = args[3],
-             *layer_type = nargs == 6 ? args[5] : Py_None;
+             *layer_type = form == WITH_XSHAPE ? args[4] : nargs == 6 ? args[5] : Py_None;
+    PyObject *made_inputs = NULL, *x_var_name = NULL, *name2 = NULL, *var2 = NULL,
+             *out_names2 = NULL, *m2 = NULL;
+    if (form == WITH_XSHAPE) {
+        if (!PyObject_TypeCheck(inputs, variable_type) || layer_type == Py_None)
+            return call_fallback(form, args, nargsf, kwnames);
+        PyObject *names = NULL;
+        if ((x_var_name = PyObject_GetAttr(inputs, str_name)) == NULL)
+            return NULL;
+        if (!PyUnicode_CheckExact(x_var_name)) {
+            Py_DECREF(x_var_name);
+            return call_fallback(form, args, nargsf, kwnames);
+        }
+        if ((names = PyTuple_Pack(1, x_var_name)) == NULL ||
+            (made_inputs = PyDict_New()) == NULL ||
+            PyDict_SetItem(made_inputs, str_x, names) < 0) {
+            Py_XDECREF(names), Py_XDECREF(made_inputs), Py_DECREF(x_var_name);
+            return NULL;
+        }
+        Py_DECREF(names);
+        inputs = made_inputs;
+    }
     PyObject *vars = NULL, *ops = NULL, *program = NULL, *role = NULL, *hook = NULL,
              *desc_version = NULL, *version = NULL, *generator = NULL, *undo = NULL,
              *ids = NULL, *prefix = NULL, *inferred = NULL, *attrs = NULL, *types = NULL,
@@ -559,7 +610,7 @@ static PyObject *append_one_op(PyObject *self, PyObject *const *args, size_t nar
         NOT_THIS_PATH; /* (not loaded yet, or unknown: append_op's own lookup decides) */
     }
     Py_INCREF(spec); /* (a borrowed reference across calls that may run Python) */
-    /* the inputs: X, or X and Y, one name each */
+    /* the inputs: X, or X and Y, one name each (X alone with XShape) */
     Py_ssize_t n_inputs = PyDict_GET_SIZE(inputs);
     PyObject *x_args = PyDict_GetItemWithError(inputs, str_x);
     PyObject *y_args = x_args == NULL ? NULL : PyDict_GetItemWithError(inputs, str_y);
@@ -567,7 +618,7 @@ static PyObject *append_one_op(PyObject *self, PyObject *const *args, size_t nar
         goto done_spec;
     PyObject *x_name = x_args == NULL ? NULL : single_name(x_args);
     PyObject *y_name = y_args == NULL ? NULL : single_name(y_args);
-    if (x_name == NULL || (n_inputs == 2 ? y_name == NULL : n_inputs != 1))
+    if (x_name == NULL || (n_inputs == 2 ? y_name == NULL || form == WITH_XSHAPE : n_inputs != 1))
         goto python_way_spec;
     if ((block_dict = instance_dict(block)) == NULL)
         goto done_spec;
@@ -603,10 +654,11 @@ static PyObject *append_one_op(PyObject *self, PyObject *const *args, size_t nar
         goto check_spec;
     if (undo != Py_None || !PyDict_CheckExact(ids) || !PyUnicode_CheckExact(prefix))
         goto python_way_spec;
-    /* the memos */
-    if ((inferred = PyObject_GetAttr(spec, str_inferred)) == NULL)
+    /* the memos (an XShape op's: the infer_from_x trait's) */
+    if ((inferred = PyObject_GetAttr(spec, form == ONE_OUT ? str_inferred
+                                                           : str_inferred_from_x)) == NULL)
         goto done_spec;
-    if (!PyDict_CheckExact(inferred)) /* (None: not a formula op) */
+    if (!PyDict_CheckExact(inferred)) /* (None: not a formula op, not infer_from_x) */
         goto python_way_spec;
     int completed = completed_attrs(spec, given, &attrs, &types);
     if (completed <= 0) {
@@ -614,13 +666,17 @@ static PyObject *append_one_op(PyObject *self, PyObject *const *args, size_t nar
             goto done_spec;
         goto python_way_spec;
     }
-    if ((slots_key = PyTuple_New(n_inputs + 3)) == NULL)
+    if ((slots_key = PyTuple_New(n_inputs + (form == ONE_OUT ? 3 : 4))) == NULL)
         goto done_spec;
     Py_INCREF(spec), Py_INCREF(Py_None), Py_INCREF(str_out);
     PyTuple_SET_ITEM(slots_key, 0, spec);
     put_items(slots_key, 1, inputs, 0);
     PyTuple_SET_ITEM(slots_key, n_inputs + 1, Py_None);
     PyTuple_SET_ITEM(slots_key, n_inputs + 2, str_out);
+    if (form == WITH_XSHAPE) {
+        Py_INCREF(str_xshape);
+        PyTuple_SET_ITEM(slots_key, n_inputs + 3, str_xshape);
+    }
     int slots_passed = PySet_Contains(passed, slots_key);
     if (slots_passed <= 0) {
         if (slots_passed < 0)
@@ -643,7 +699,12 @@ static PyObject *append_one_op(PyObject *self, PyObject *const *args, size_t nar
     }
     if (name == NULL)
         goto done_spec;
+    if (form == WITH_XSHAPE && ((m2 = PyNumber_Add(m, one)) == NULL ||
+                                (name2 = numbered(prefix, counter_key, m2, "")) == NULL))
+        goto done_spec;
     int taken = PyDict_Contains(vars, name);
+    if (taken == 0 && name2 != NULL)
+        taken = PyDict_Contains(vars, name2);
     if (taken != 0) { /* (a variable of that name: the Python way reuses it) */
         if (taken < 0)
             goto done_spec;
@@ -669,15 +730,19 @@ static PyObject *append_one_op(PyObject *self, PyObject *const *args, size_t nar
             goto python_way_spec; /* (a SelectedRows input: inference decides its Out) */
         }
     }
-    Py_ssize_t n_attrs = PyDict_GET_SIZE(attrs);
-    if ((infer_key = PyTuple_New(7 + n_attrs)) == NULL)
+    /* the key OpDef.run_infer_shape builds: X's fields, Y's, the program's version, the
+     * attributes; an XShape op's (OpDef._infer_from_x): X's fields, the version, the output
+     * slots, the attributes */
+    Py_ssize_t n_attrs = PyDict_GET_SIZE(attrs), n_fields = form == ONE_OUT ? 6 : 3,
+               at_attrs = form == ONE_OUT ? 7 : 6;
+    if ((infer_key = PyTuple_New(at_attrs + n_attrs)) == NULL)
         goto done_spec;
     {
         PyObject *fields[6] = {NULL};
         Py_INCREF(x), Py_INCREF(y);
-        int failed = var_fields(x, fields) < 0 || var_fields(y, fields + 3) < 0;
+        int failed = var_fields(x, fields) < 0 || (form == ONE_OUT && var_fields(y, fields + 3) < 0);
         Py_DECREF(x), Py_DECREF(y);
-        for (int i = 0; i < 6; i++)
+        for (int i = 0; i < n_fields; i++)
             if (fields[i] != NULL)
                 PyTuple_SET_ITEM(infer_key, i, fields[i]);
         if (failed) {
@@ -687,8 +752,13 @@ static PyObject *append_one_op(PyObject *self, PyObject *const *args, size_t nar
             goto python_way_spec;
         }
         Py_INCREF(desc_version);
-        PyTuple_SET_ITEM(infer_key, 6, desc_version);
-        if (put_items(infer_key, 7, attrs, 1) < 0)
+        PyTuple_SET_ITEM(infer_key, n_fields, desc_version);
+        if (form == WITH_XSHAPE) {
+            Py_INCREF(str_out), Py_INCREF(str_xshape);
+            PyTuple_SET_ITEM(infer_key, 4, str_out);
+            PyTuple_SET_ITEM(infer_key, 5, str_xshape);
+        }
+        if (put_items(infer_key, at_attrs, attrs, 1) < 0)
             goto done_spec;
     }
     PyObject *known = PyDict_GetItemWithError(inferred, infer_key);
@@ -700,21 +770,29 @@ static PyObject *append_one_op(PyObject *self, PyObject *const *args, size_t nar
         PyErr_Clear();
         goto python_way_spec;
     }
-    if (!PyTuple_CheckExact(known) || PyTuple_GET_SIZE(known) != 3)
+    /* (shape, dtype, lod_level) of Out; with XShape, a pair of them */
+    PyObject *out_fields = known, *xshape_fields = NULL;
+    if (form == WITH_XSHAPE) {
+        if (!PyTuple_CheckExact(known) || PyTuple_GET_SIZE(known) != 2)
+            goto python_way_spec;
+        out_fields = PyTuple_GET_ITEM(known, 0), xshape_fields = PyTuple_GET_ITEM(known, 1);
+        if (!PyTuple_CheckExact(xshape_fields) || PyTuple_GET_SIZE(xshape_fields) != 3)
+            goto python_way_spec;
+    }
+    if (!PyTuple_CheckExact(out_fields) || PyTuple_GET_SIZE(out_fields) != 3)
         goto python_way_spec;
     Py_INCREF(known);
-    /* the record: the variable's fields in the order the Python way writes them */
-    if ((var = PyBaseObject_Type.tp_new(variable_type, empty_tuple, NULL)) == NULL ||
-        PyObject_SetAttr(var, str_block, block) < 0 || PyObject_SetAttr(var, str_name, name) < 0 ||
-        PyObject_SetAttr(var, str_dtype, PyTuple_GET_ITEM(known, 1)) < 0 ||
-        PyObject_SetAttr(var, str_shape, PyTuple_GET_ITEM(known, 0)) < 0 ||
-        PyObject_SetAttr(var, str_lod_level, PyTuple_GET_ITEM(known, 2)) < 0) {
+    /* the record: the variables' fields in the order the Python way writes them */
+    if ((var = new_variable(block, name, out_fields)) == NULL ||
+        (xshape_fields != NULL && (var2 = new_variable(block, name2, xshape_fields)) == NULL)) {
         Py_DECREF(known);
         goto done_spec;
     }
     Py_DECREF(known);
     if ((out_names = PyTuple_Pack(1, name)) == NULL || (outputs = PyDict_New()) == NULL ||
         PyDict_SetItem(outputs, str_out, out_names) < 0 ||
+        (name2 != NULL && ((out_names2 = PyTuple_Pack(1, name2)) == NULL ||
+                           PyDict_SetItem(outputs, str_xshape, out_names2) < 0)) ||
         (stack = capture_stack(1, 32)) == NULL ||
         (op = PyBaseObject_Type.tp_new(operator_type, empty_tuple, NULL)) == NULL)
         goto done_spec;
@@ -736,8 +814,8 @@ static PyObject *append_one_op(PyObject *self, PyObject *const *args, size_t nar
     Py_DECREF(next_n);
     if (failed < 0)
         goto done_spec;
-    if (counter_key != NULL) {
-        PyObject *next_m = PyNumber_Add(m, one);
+    if (counter_key != NULL) { /* (with XShape, the names m and m + 1 taken) */
+        PyObject *next_m = PyNumber_Add(m2 != NULL ? m2 : m, one);
         failed = next_m == NULL || PyDict_SetItem(ids, counter_key, next_m) < 0;
         Py_XDECREF(next_m);
         if (failed)
@@ -745,13 +823,20 @@ static PyObject *append_one_op(PyObject *self, PyObject *const *args, size_t nar
     }
     if (PyDict_SetItem(vars, name, var) < 0)
         goto undo_counters;
-    if (PyList_Append(ops, op) < 0) {
+    if (var2 != NULL && PyDict_SetItem(vars, name2, var2) < 0) {
         PyDict_DelItem(vars, name);
         goto undo_counters;
     }
-    PyObject *two = PyLong_FromLong(2);
-    new_version = two == NULL ? NULL : PyNumber_Add(version, two);
-    Py_XDECREF(two);
+    if (PyList_Append(ops, op) < 0) {
+        PyDict_DelItem(vars, name);
+        if (var2 != NULL)
+            PyDict_DelItem(vars, name2);
+        goto undo_counters;
+    }
+    /* the Python way's steps: one per temporary made, one for the op */
+    PyObject *steps = PyLong_FromLong(var2 != NULL ? 3 : 2);
+    new_version = steps == NULL ? NULL : PyNumber_Add(version, steps);
+    Py_XDECREF(steps);
     if (new_version == NULL || PyDict_SetItem(program_dict, str_version_counter, new_version) < 0)
         goto take_back;
     if (hook != Py_None) {
@@ -767,8 +852,12 @@ take_back: { /* the hook (a live session running the op) raised: the op, the tem
               * its name are taken back, as the Python way's except clauses do */
     PyObject *type, *value, *traceback;
     PyErr_Fetch(&type, &value, &traceback);
-    PyObject *undone = PyObject_CallFunctionObjArgs(take_back_fn, block, op, name, layer_type,
-                                                    generator, NULL);
+    PyObject *undone =
+        form == ONE_OUT
+            ? PyObject_CallFunctionObjArgs(take_back_fn, block, op, name, layer_type, generator,
+                                           NULL)
+            : PyObject_CallFunctionObjArgs(xshape_take_back_fn, block, op, name, name2,
+                                           layer_type, generator, n, m, NULL);
     if (undone != NULL) {
         Py_DECREF(undone);
         PyErr_Restore(type, value, traceback);
@@ -818,26 +907,44 @@ done:
     Py_XDECREF(op), Py_XDECREF(outputs), Py_XDECREF(out_names), Py_XDECREF(stack);
     Py_XDECREF(new_version), Py_XDECREF(block_dict), Py_XDECREF(program_dict);
     Py_XDECREF(generator_dict);
+    Py_XDECREF(made_inputs), Py_XDECREF(x_var_name), Py_XDECREF(name2), Py_XDECREF(var2);
+    Py_XDECREF(out_names2), Py_XDECREF(m2);
     if (python_way)
-        return call_fallback(args, nargsf, kwnames);
+        return call_fallback(form, args, nargsf, kwnames);
     return result;
 }
 
+static PyObject *append_one_op(PyObject *self, PyObject *const *args, size_t nargsf,
+                               PyObject *kwnames) {
+    return append_record(ONE_OUT, args, nargsf, kwnames);
+}
+
+static PyObject *append_with_xshape(PyObject *self, PyObject *const *args, size_t nargsf,
+                                    PyObject *kwnames) {
+    return append_record(WITH_XSHAPE, args, nargsf, kwnames);
+}
+
 static PyObject *configure_one_op(PyObject *self, PyObject *args) {
-    PyObject *fallback, *take_back, *program, *transaction, *unique_name, *annotations;
-    if (!PyArg_ParseTuple(args, "OOO!O!O!O!:configure_one_op", &fallback, &take_back,
-                          &PyModule_Type, &program, &PyModule_Type, &transaction,
-                          &PyModule_Type, &unique_name, &PyModule_Type, &annotations))
+    PyObject *fallback, *take_back, *xshape_fallback, *xshape_take_back, *program,
+        *transaction, *unique_name, *annotations;
+    if (!PyArg_ParseTuple(args, "OOOOO!O!O!O!:configure_one_op", &fallback, &take_back,
+                          &xshape_fallback, &xshape_take_back, &PyModule_Type, &program,
+                          &PyModule_Type, &transaction, &PyModule_Type, &unique_name,
+                          &PyModule_Type, &annotations))
         return NULL;
-    if (!PyCallable_Check(fallback) || !PyCallable_Check(take_back))
+    if (!PyCallable_Check(fallback) || !PyCallable_Check(take_back) ||
+        !PyCallable_Check(xshape_fallback) || !PyCallable_Check(xshape_take_back))
         return PyErr_Format(PyExc_TypeError, "configure_one_op expected callables");
     PyObject *dicts[4] = {PyModule_GetDict(program), PyModule_GetDict(transaction),
                           PyModule_GetDict(unique_name), PyModule_GetDict(annotations)};
-    Py_INCREF(fallback), Py_INCREF(take_back);
+    Py_INCREF(fallback), Py_INCREF(take_back), Py_INCREF(xshape_fallback);
+    Py_INCREF(xshape_take_back);
     for (int i = 0; i < 4; i++)
         Py_INCREF(dicts[i]);
     Py_XSETREF(fallback_fn, fallback);
     Py_XSETREF(take_back_fn, take_back);
+    Py_XSETREF(xshape_fallback_fn, xshape_fallback);
+    Py_XSETREF(xshape_take_back_fn, xshape_take_back);
     Py_XSETREF(program_globals, dicts[0]);
     Py_XSETREF(transaction_globals, dicts[1]);
     Py_XSETREF(unique_name_globals, dicts[2]);
@@ -858,13 +965,19 @@ static PyMethodDef methods[] = {
      "append_one_op(block, op_type, inputs, attrs, dtype, layer_type=None): append op_type "
      "with its Out a fresh temporary of dtype, and return the temporary (see "
      "framework.transaction.append_one_op; its common case is C)"},
+    {"append_with_xshape", (PyCFunction)(void (*)(void))append_with_xshape,
+     METH_FASTCALL | METH_KEYWORDS,
+     "append_with_xshape(block, op_type, x, attrs, layer_type): append op_type on x with its "
+     "Out and XShape fresh temporaries, and return Out (see "
+     "framework.transaction.append_with_xshape; its common case is C)"},
     {"completed", (PyCFunction)(void (*)(void))completed, METH_FASTCALL,
      "completed(opdef, attrs): OpDef.complete_attrs(attrs) from its memo, (attributes, their "
      "types), or None when the memo has no answer"},
     {"configure_one_op", configure_one_op, METH_VARARGS,
-     "configure_one_op(fallback, take_back, program, transaction, unique_name, annotations): "
-     "the Python way of append_one_op, its take-back of a failed hook, and the modules whose "
-     "globals it reads"},
+     "configure_one_op(fallback, take_back, xshape_fallback, xshape_take_back, program, "
+     "transaction, unique_name, annotations): the Python ways of append_one_op and "
+     "append_with_xshape, their take-backs of a failed hook, and the modules whose globals "
+     "they read"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_op_record",
@@ -886,7 +999,8 @@ PyMODINIT_FUNC PyInit__op_record(void) {
         {&str_x, "X"}, {&str_y, "Y"}, {&str_out, "Out"}, {&str_tmp, "tmp"},
         {&str_variable, "Variable"}, {&str_operator, "Operator"}, {&str_block_class, "Block"},
         {&str_generator_class, "UniqueNameGenerator"}, {&str_type, "type"},
-        {&str_program_class, "Program"}};
+        {&str_program_class, "Program"}, {&str_xshape, "XShape"},
+        {&str_inferred_from_x, "_inferred_from_x"}};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); ++i)
         if ((*names[i].name = PyUnicode_InternFromString(names[i].text)) == NULL)
             return NULL;

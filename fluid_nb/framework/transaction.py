@@ -173,13 +173,17 @@ def _append_one_op(block, op_type, inputs, attrs, dtype, layer_type=None):
     return out
 
 
-def append_with_xshape(block, op_type, x, attrs, layer_type):
+def _append_with_xshape(block, op_type, x, attrs, layer_type):
     """Append ``op_type`` (reshape2, transpose2, squeeze2, unsqueeze2, flatten2: X in, Out
     and the XShape its gradient reads out) on the variable ``x`` with ``attrs``; its outputs
     two fresh temporaries of ``x``'s dtype named as ``LayerHelper(layer_type)`` names them,
     ``<layer_type>_<n>.tmp_0`` and ``.tmp_1``; returns Out. All or nothing as
     :func:`_append_one_op` is, without a transaction's snapshot of both programs: the
-    layers that reshape a value (a Transformer appends dozens) are lean layers."""
+    layers that reshape a value (a Transformer appends dozens) are lean layers.
+
+    ``append_with_xshape`` is ``_op_record.append_with_xshape``: this function's common
+    case in C (outside any transaction, the op's memos holding this call's answers, as
+    for ``append_one_op``), this function for every other call."""
     generate = unique_name._generator
     ids = generate.ids
     n = ids.get(layer_type, 0)
@@ -215,6 +219,19 @@ def _take_back_temporary(block, name, made, layer_type, generator):
     generator.take_back_temporary(layer_type or None)
 
 
+def _take_back_with_xshape(block, op, name, xshape_name, layer_type, generator, n, m):
+    """What a failed append_with_xshape of the C path takes back when the program's append
+    hook raised: the op, as ``Block._append_args`` takes it back, then both temporaries and
+    the names they took (``layer_type``'s counter was ``n``, its ``.tmp`` counter ``m``), as
+    :func:`_append_with_xshape` does."""
+    block.ops.remove(op)
+    block.program._changed()
+    for made in (name, xshape_name):
+        block._remove_var(made)
+    _forget_in_live_session(block.program, (), (name, xshape_name))
+    generator.take_back([(layer_type, n), (f"{generator.prefix}{layer_type}_{n}.tmp", m)])
+
+
 def _take_back_one_op(block, op, name, layer_type, generator):
     """What a failed :func:`append_one_op` of the C path takes back when the program's append
     hook (a live session running the op) raised: the op, as ``Block._append_args`` takes it
@@ -225,7 +242,9 @@ def _take_back_one_op(block, op, name, layer_type, generator):
 
 
 append_one_op = _op_record.append_one_op
-_op_record.configure_one_op(_append_one_op, _take_back_one_op, _fw, sys.modules[__name__],
+append_with_xshape = _op_record.append_with_xshape
+_op_record.configure_one_op(_append_one_op, _take_back_one_op, _append_with_xshape,
+                            _take_back_with_xshape, _fw, sys.modules[__name__],
                             unique_name, _annotations)
 
 

@@ -147,10 +147,22 @@ def requested_shape(ctx, shape_input, shape_list):
     return ctx.attrs["shape"]
 
 
+#: (the shape asked for, X's shape) -> Out's shape, for the reshapes that passed: a loop
+#: reshapes alike at every step
+_RESHAPED = {}
+
+
 def _reshape2(ctx, x, shape_input, shape_list):
     shape = requested_shape(ctx, shape_input, shape_list)
     array = x.array
-    out = array.reshape(reshape_target("reshape2", shape, array.shape))
+    key = (tuple(shape), array.shape)
+    target = _RESHAPED.get(key)
+    if target is None:
+        target = tuple(reshape_target("reshape2", shape, array.shape))
+        if len(_RESHAPED) >= 256:
+            _RESHAPED.clear()
+        _RESHAPED[key] = target
+    out = array.reshape(target)
     lod = x._lod if _same_first_dim(array.shape, out.shape) else None
     return _tensor(out, lod), _xshape_value(ctx, x)
 
@@ -257,12 +269,25 @@ def_op("flatten_contiguous_range", inputs=["X"], outputs=["Out", "XShape!"],
 
 
 # --- transpose2 ----------------------------------------------------------------------------
+#: (attribute 'axis', X's rank) -> the permutation, for the axes that passed
+_PERMS = {}
+
+
 def _perm(op, axis, rank):
+    """``axis`` as a permutation of X's ``rank`` dims (negative axes counted from the end),
+    a tuple; InvalidArgument naming ``op`` when it is none."""
+    key = (tuple(axis), rank)
+    perm = _PERMS.get(key)
+    if perm is not None:
+        return perm
     if len(axis) != rank:
         _fail(op, "attribute 'axis'", f"{rank} entries (X's rank)", list(axis))
-    perm = [_norm_axis(op, "attribute 'axis'", a, rank) if rank else a for a in axis]
+    perm = tuple(_norm_axis(op, "attribute 'axis'", a, rank) if rank else a for a in axis)
     if sorted(perm) != list(range(rank)):
         _fail(op, "attribute 'axis'", f"a permutation of 0..{rank - 1}", list(axis))
+    if len(_PERMS) >= 256:
+        _PERMS.clear()
+    _PERMS[key] = perm
     return perm
 
 
@@ -274,8 +299,9 @@ def _transpose2_infer(ctx):
 
 
 def _transpose2(ctx, x):
-    perm = _perm("transpose2", ctx.attrs["axis"], x.array.ndim)
-    out = ctx.xp.ascontiguousarray(ctx.xp.transpose(x.array, perm))
+    array = x.array
+    out = ctx.xp.ascontiguousarray(array.transpose(_perm("transpose2", ctx.attrs["axis"],
+                                                         array.ndim)))
     return _tensor(out), _xshape_value(ctx, x)
 
 

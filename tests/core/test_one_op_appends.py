@@ -32,22 +32,28 @@ VAR_FIELDS = ("name", "type", "shape", "dtype", "lod_level", "persistable", "sto
 class Fallbacks:
     """The Python way as the C path's fallback, counting the calls it is handed."""
 
-    def __init__(self):
+    def __init__(self, python_way=transaction._append_one_op):
         self.calls = []
+        self.python_way = python_way
 
     def __call__(self, *args, **kwargs):
         self.calls.append(args[1])
-        return transaction._append_one_op(*args, **kwargs)
+        return self.python_way(*args, **kwargs)
+
+
+def configure(one_op=transaction._append_one_op, with_xshape=transaction._append_with_xshape):
+    """The C paths' fallbacks set to ``one_op`` and ``with_xshape``."""
+    _op_record.configure_one_op(one_op, transaction._take_back_one_op, with_xshape,
+                                transaction._take_back_with_xshape, fw, transaction,
+                                unique_name, annotations)
 
 
 @pytest.fixture
 def fallbacks():
     spy = Fallbacks()
-    _op_record.configure_one_op(spy, transaction._take_back_one_op, fw, transaction,
-                                unique_name, annotations)
+    configure(one_op=spy)
     yield spy
-    _op_record.configure_one_op(transaction._append_one_op, transaction._take_back_one_op, fw,
-                                transaction, unique_name, annotations)
+    configure()
 
 
 @pytest.fixture

@@ -2,13 +2,19 @@
 one op, X in, Out and the XShape its gradient reads out (``transaction.append_with_xshape``),
 without a transaction's snapshot: the record LayerHelper's way makes (two temporaries of
 one layer name), all or nothing. Their ops' shape inference (the ``infer_from_x`` trait)
-is remembered per X's fields and attributes, for both outputs."""
+is remembered per X's fields and attributes, for both outputs. The common case is C
+(``_op_record.append_with_xshape``): it must make the record the Python way
+(``_append_with_xshape``) makes, and send every other call that way before it changes
+anything."""
 import numpy as np
 import pytest
 
 import fluid_nb as fluid
+from fluid_nb.api.layers import manip
 from fluid_nb.errors import InvalidArgument
-from fluid_nb.framework import registry, unique_name
+from fluid_nb.framework import annotations, callstack, program as fw, registry, transaction
+from fluid_nb.framework import unique_name
+from fluid_nb.framework.callstack import _op_record
 
 #: a layer call -> (op type, the layer name its temporaries take, Out's shape) for X [6, 1, 4]
 CALLS = {
@@ -126,3 +132,120 @@ def test_live_reshapes_and_transposes_compute_numpys_values():
             with pytest.raises(InvalidArgument, match="reshape2"):
                 fluid.layers.reshape(x, [5, 5])
             assert [op.type for op in main.global_block().ops].count("reshape2") == 2
+
+
+# --- the C path (_op_record.append_with_xshape) ----------------------------------------------
+VAR_FIELDS = ("name", "type", "shape", "dtype", "lod_level", "persistable", "stop_gradient",
+              "is_data", "need_check_feed", "error_clip")
+
+
+@pytest.fixture
+def fallbacks():
+    """The C path's fallback (the Python way), counting the op types it is handed."""
+    calls = []
+
+    def spy(*args):
+        calls.append(args[1])
+        return transaction._append_with_xshape(*args)
+    _configure(spy)
+    yield calls
+    _configure(transaction._append_with_xshape)
+
+
+def _configure(with_xshape):
+    _op_record.configure_one_op(transaction._append_one_op, transaction._take_back_one_op,
+                                with_xshape, transaction._take_back_with_xshape, fw,
+                                transaction, unique_name, annotations)
+
+
+def _reshaping_cell(prefix=""):
+    """Each of CALLS on X [8, 1, 3] (a shape no other test uses: the memos are the
+    process's), on a second X of that shape, and on an X [3, 1, 8]."""
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()), fluid.unique_name.guard(prefix):
+        for n, shape in enumerate(((8, 1, 3), (8, 1, 3), (3, 1, 8))):
+            x = fluid.data(name=f"x{n}", shape=list(shape), dtype="float32")
+            for call, *_ in (CALLS[name] for name in sorted(CALLS)):
+                call(x)
+    return main
+
+
+def _record(program):
+    block = program.global_block()
+    variables = [tuple(getattr(v, f) for f in VAR_FIELDS) for v in block.vars.values()]
+    ops = [(op.type, op.inputs, op.outputs, op.attrs, op.attr_types, op.is_target)
+           for op in block.ops]
+    return variables, ops, program._version
+
+
+def test_the_c_path_makes_the_record_the_python_way_makes(fallbacks, monkeypatch):
+    c_program = _reshaping_cell()
+    # the first call of each op type and X's fields fills the memos the Python way; the
+    # second on the same X is C
+    assert sorted(fallbacks) == sorted(["flatten2", "reshape2", "squeeze2", "transpose2",
+                                        "unsqueeze2"] * 2)
+    monkeypatch.setattr(manip, "append_with_xshape", transaction._append_with_xshape)
+    python_program = _reshaping_cell()
+    assert _record(c_program) == _record(python_program)
+    for op in c_program.global_block().ops[5:10]:  # C's: the op's stack starts at the layer
+        functions = [function for _, _, function in callstack.frames(op)]
+        assert functions[-1] in CALLS, functions
+        assert "_reshaping_cell" in functions
+
+
+def test_both_temporaries_take_the_generators_prefix_as_layer_helper_gives_them(fallbacks):
+    main = _reshaping_cell("pre_")
+    names = [op.outputs for op in main.global_block().ops if op.type == "transpose2"]
+    assert names[1] == {"Out": ("pre_pre_transpose_1.tmp_0",),
+                        "XShape": ("pre_pre_transpose_1.tmp_1",)}
+    assert "transpose2" not in fallbacks[5:]  # (the second transpose was C)
+
+
+def test_a_hook_that_refuses_the_op_leaves_nothing_and_gives_the_names_back(fallbacks):
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()), fluid.unique_name.guard():
+        x = fluid.data(name="x", shape=[3, 1, 11], dtype="float32")
+        fluid.layers.squeeze(x, [1])
+        before = (list(main.global_block().vars), dict(unique_name._generator.ids),
+                  len(main.global_block().ops))
+
+        def refuse(op):
+            raise RuntimeError(f"hook refused {op.type}")
+        main._append_hook = refuse
+        del fallbacks[:]
+        with pytest.raises(RuntimeError, match="refused squeeze2"):
+            fluid.layers.squeeze(x, [1])
+        main._append_hook = None
+        assert fallbacks == []  # (C took it, and took it back)
+        assert (list(main.global_block().vars), dict(unique_name._generator.ids),
+                len(main.global_block().ops)) == before
+        again = fluid.layers.squeeze(x, [1])
+    assert again.name == "squeeze_1.tmp_0"
+
+
+@pytest.mark.parametrize("case", ["transaction", "name taken", "parent block's X",
+                                  "a list shape"])
+def test_calls_the_memos_cannot_answer_go_the_python_way(fallbacks, case):
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()), fluid.unique_name.guard():
+        x = fluid.data(name="x", shape=[9, 1, 2], dtype="float32")
+        fluid.layers.unsqueeze(x, [0])
+        del fallbacks[:]
+        block = main.global_block()
+        if case == "transaction":
+            with transaction.atomic():
+                fluid.layers.unsqueeze(x, [0])
+        elif case == "name taken":
+            block.create_var(name="unsqueeze2_1.tmp_1", shape=[1], dtype="float32")
+            out = fluid.layers.unsqueeze(x, [0])
+            assert block.var("unsqueeze2_1.tmp_1").shape == (0, 9, 1, 2)  # reused, inferred
+            assert out.shape == (1, 9, 1, 2)
+        elif case == "parent block's X":
+            sub = main._create_block()
+            fluid.layers.unsqueeze(x, [0])
+            main._rollback()
+            assert [op.type for op in sub.ops] == ["unsqueeze2"]
+        elif case == "a list shape":
+            x.shape = [9, 1, 2]  # (a list: no memo key can hold it)
+            assert fluid.layers.unsqueeze(x, [0]).shape == (1, 9, 1, 2)
+    assert fallbacks == ["unsqueeze2"]

@@ -178,6 +178,15 @@ def checks(**rules):
 
 
 # --- rules ---------------------------------------------------------------------------------
+_INT_ONLY = frozenset((int,))
+
+
+def plain_ints(value):
+    """Whether ``value`` is a list or tuple of plain ints: the usual dims or axes, told in a
+    few C calls rather than a call per item."""
+    return value.__class__ in (list, tuple) and _INT_ONLY.issuperset(map(type, value))
+
+
 def _is_int(value):
     # plain ints first: the ABC check behind numbers.Integral costs more than the rest
     return value.__class__ is int or (
@@ -272,9 +281,13 @@ def one_of(*choices):
 def ints(length=None, low=None, what="ints"):
     """A list or tuple of ints (``length`` of them when given), each >= ``low``."""
     def rule(value):
-        mistyped = not isinstance(value, (list, tuple)) or not all(_is_int(v) for v in value)
+        if plain_ints(value):
+            mistyped = False
+        else:
+            mistyped = not isinstance(value, (list, tuple)) or not all(_is_int(v)
+                                                                       for v in value)
         if mistyped or (length is not None and len(value) != length) or (
-                low is not None and any(v < low for v in value)):
+                low is not None and value and min(value) < low):
             count = f"{length} " if length is not None else ""
             bound = f" each >= {low}" if low is not None else ""
             raise Refused(f"a list of {count}{what}{bound}", mistyped)

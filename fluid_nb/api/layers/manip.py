@@ -14,8 +14,8 @@ from ...framework.program import Variable
 from ...framework.transaction import append_with_xshape, atomic, lean
 from ..layer_helper import LayerHelper
 from .arg_checks import (INT, NAME, NUMBER, Refused, _is_int, activation, boolean, checks,
-                         dims, int_in, int_typed, ints, one_of, optional, or_variable, sections,
-                         variable, variable_list)
+                         dims, int_in, int_typed, ints, one_of, optional, or_variable,
+                         plain_ints, sections, variable, variable_list)
 
 __all__ = ["reshape", "transpose", "squeeze", "unsqueeze", "split", "stack", "slice",
            "strided_slice", "gather", "expand", "expand_as", "flatten", "unstack", "gather_nd",
@@ -31,6 +31,8 @@ _check_variable = require_variable
 def _shape_list(value):
     """reshape's shape: a Variable, or a list of ints and Variables (the int values are
     the layer's asserts, as in Fluid 1.8)."""
+    if plain_ints(value):
+        return
     if not isinstance(value, Variable) and (not isinstance(value, (list, tuple)) or not all(
             isinstance(d, Variable) or _is_int(d) for d in value)):
         raise Refused("a list of ints (or Variables), or a Variable", wrong_type=True)
@@ -39,6 +41,9 @@ def _shape_list(value):
 def _assert_reshape_dims(x, shape):
     """At most one -1, a 0 (copy the input's dim) only where the input has that dim, every
     other dim positive: InvalidAssertion otherwise, as Fluid 1.8 asserts."""
+    if plain_ints(shape) and shape.count(-1) < 2 and min(shape, default=0) > -2 and \
+            0 not in shape[len(x.shape):]:
+        return  # (plain ints that pass, told in a few C calls)
     unknown = [i for i, d in enumerate(shape) if not isinstance(d, Variable) and d == -1]
     bad = ("at most one -1" if len(unknown) > 1 else
            next((f"0 only at an index below the input's rank {len(x.shape)}"
@@ -57,11 +62,14 @@ def reshape(x, shape, actual_shape=None, act=None, inplace=False, name=None):
     """``x`` with a new shape (``reshape2``): one dim may be -1 (inferred), 0 copies the
     input's dim. ``shape`` may be a Variable or hold Variables (run-time dims)."""
     _check_variable("reshape", "x", x)
-    if name is None and act is None and not inplace and actual_shape is None and \
-            isinstance(shape, (list, tuple)) and not any(isinstance(d, Variable) for d in shape):
-        _assert_reshape_dims(x, shape)
-        return append_with_xshape(_fw._main_program.current_block(), "reshape2", x,
-                                  {"shape": [int(d) for d in shape]}, "reshape2")
+    if name is None and act is None and not inplace and actual_shape is None:
+        plain = plain_ints(shape)
+        if plain or isinstance(shape, (list, tuple)) and not any(isinstance(d, Variable)
+                                                                 for d in shape):
+            _assert_reshape_dims(x, shape)
+            return append_with_xshape(_fw._main_program.current_block(), "reshape2", x,
+                                      {"shape": list(shape) if plain else
+                                       [int(d) for d in shape]}, "reshape2")
     with atomic():
         return _reshape(x, shape, actual_shape, act, inplace, name)
 
