@@ -44,6 +44,8 @@ def check_type(input, input_name, expected_type, op_name, extra_message=""):
 def check_dtype(input_dtype, input_name, expected_dtype, op_name, extra_message=""):
     """The dtype's name must be one of ``expected_dtype`` (names like ``'float32'``)."""
     allowed = (expected_dtype,) if isinstance(expected_dtype, str) else tuple(expected_dtype)
+    if input_dtype.__class__ is str and input_dtype in allowed:
+        return  # (an allowed name as given: the usual call)
     got = _dtype_text(input_dtype)
     if got not in allowed:
         shown = got + (f" ({extra_message})" if extra_message else "")

@@ -546,3 +546,79 @@ def test_layers_scale_names_its_output_as_layer_helper_does(fallbacks):
     assert activated.block.ops[5].outputs["Out"] == (activated.name,)
     assert len(main.global_block().ops) == count  # the refused scale + relu: both gone
     assert main.global_block().ops[-1].inputs["ScaleTensor"] == ("f",)
+
+
+# --- fill_constant: its usual call appends as one op --------------------------------------
+def _constants(fill_constant):
+    """The constants a program makes, through ``fill_constant`` (the layer, or its
+    transaction's way): several dtypes, values and shapes, the second of each alike."""
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard("c_"):
+        outs = []
+        for _ in range(2):
+            outs += [fill_constant([2, 3], "float32", 1.5), fill_constant((4,), "int64", 7),
+                     fill_constant([1], "bool", True), fill_constant([2], "float64", -0.25,
+                                                                     force_cpu=True)]
+    return main, outs
+
+
+def test_a_usual_fill_constant_makes_the_record_its_transaction_makes():
+    from fluid_nb.api.layers import tensor as tensor_layers
+    one_op, _ = _constants(fluid.layers.fill_constant)
+
+    def through_the_transaction(shape, dtype, value, force_cpu=False, out=None):
+        with transaction.atomic():
+            return tensor_layers._fill_constant(shape, value, force_cpu, out,
+                                                tensor_layers.convert_dtype(dtype))
+    helper_way, outs = _constants(through_the_transaction)
+    assert _record(one_op) == _record(helper_way)
+    assert [list(op.attrs.items()) for op in one_op.global_block().ops] == [
+        list(op.attrs.items()) for op in helper_way.global_block().ops]  # (in Fluid's order)
+    assert all(out.stop_gradient for out in outs)
+    assert [out.name for out in outs[:2]] == ["c_c_fill_constant_0.tmp_0",
+                                              "c_c_fill_constant_1.tmp_0"]
+
+
+def test_a_refused_fill_constant_leaves_nothing_and_gives_its_name_back():
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()), fluid.unique_name.guard():
+        fluid.layers.fill_constant([2], "int32", 1)
+        before = (list(main.global_block().vars), dict(unique_name._generator.ids),
+                  len(main.global_block().ops))
+
+        def refuse(op):
+            raise RuntimeError(f"hook refused {op.type}")
+        main._append_hook = refuse
+        with pytest.raises(RuntimeError, match="refused fill_constant"):
+            fluid.layers.fill_constant([2], "int32", 2)
+        main._append_hook = None
+        assert (list(main.global_block().vars), dict(unique_name._generator.ids),
+                len(main.global_block().ops)) == before
+        again = fluid.layers.fill_constant([2], "int32", 3)
+    assert again.name == "fill_constant_1.tmp_0" and again.op.attrs["str_value"] == "3"
+
+
+def test_the_other_fill_constants_keep_their_transactions():
+    """A Variable value, a shape holding a Variable, an ``out`` given: a transaction each,
+    all or nothing (the shape's own constants go with a refused call)."""
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()), fluid.unique_name.guard():
+        n = fluid.layers.fill_constant([1], "int32", 3)
+        value = fluid.layers.fill_constant([1], "float32", 2.0)
+        by_value = fluid.layers.fill_constant([2], "float32", value)
+        by_dim = fluid.layers.fill_constant([n, 2], "float32", 1.0)
+        out = main.global_block().create_var(name="out", dtype="float32")
+        given = fluid.layers.fill_constant([3], "float32", 4.0, out=out)
+        count, names = len(main.global_block().ops), list(main.global_block().vars)
+
+        def refuse(op):
+            if op.type == "fill_constant" and op.inputs.get("ShapeTensorList"):
+                raise RuntimeError("hook refused the constant")
+        main._append_hook = refuse
+        with pytest.raises(RuntimeError, match="refused the constant"):
+            fluid.layers.fill_constant([n, 5], "float32", 1.0)  # ([5] is a constant first)
+        main._append_hook = None
+    assert by_value.op.inputs["ValueTensor"] == (value.name,)
+    assert by_dim.op.inputs["ShapeTensorList"][0] == n.name and by_dim.shape == (-1, 2)
+    assert given is out and out.shape == (3,)
+    assert len(main.global_block().ops) == count and list(main.global_block().vars) == names

@@ -5,13 +5,15 @@ import numpy as np
 
 from ...errors import InvalidArgument, InvalidAssertion, InvalidType, expected
 from ...tensor.dtypes import VarType, convert_dtype, dtype_name
+from ...framework import program as _fw
 from ...framework.type_checks import check_dtype, require_variable
 from ...framework.program import Variable
+from ...framework.transaction import append_one_op, atomic, lean
 from ..initializer import ConstantInitializer, assign_value_op, force_init_on_cpu
 from ..layer_helper import LayerHelper
 from ..param_attr import ParamAttr
 from .arg_checks import (INT, NAME, NON_NEGATIVE_INT, NUMBER, boolean, checks, dims, dtype,
-                         int_typed, ints, optional, or_variable, real_in, variable,
+                         int_typed, ints, optional, or_variable, plain_ints, real_in, variable,
                          variables)
 
 __all__ = ["create_tensor", "create_parameter", "create_global_var", "cast", "concat", "sums",
@@ -186,25 +188,46 @@ def _fill_value(value):
 _FILL_DTYPES = ("bool", "float16", "float32", "float64", "int32", "int64")
 
 
+@lean  # (one op through append_one_op, or a transaction of its own)
 @checks(shape=dims(0), dtype=dtype, value=or_variable(_fill_value),
         force_cpu=boolean, out=optional(variable))
 def fill_constant(shape, dtype, value, force_cpu=False, out=None):
     """A tensor of ``shape`` filled with ``value`` (``fill_constant``); no gradient."""
     check_dtype(dtype, "dtype", _FILL_DTYPES, "fill_constant")
     vt = convert_dtype(dtype)
+    if out is None and shape and plain_ints(shape) and not isinstance(value, Variable):
+        # (the usual call: a number over plain dims, appended as the transaction below would)
+        out = append_one_op(_fw._main_program.current_block(), "fill_constant", {},
+                            _fill_attrs(force_cpu, value, vt, list(shape)), vt, "fill_constant")
+        out.stop_gradient = True
+        return out
+    with atomic():
+        return _fill_constant(shape, value, force_cpu, out, vt)
+
+
+def _fill_attrs(force_cpu, value, vt, shape=None):
+    """fill_constant's attributes for a number ``value`` of VarType ``vt``, the ``shape``
+    list when given, in the order Fluid's layer writes them (the dtype comes last)."""
+    integral = vt in (VarType.INT32, VarType.INT64, VarType.INT16, VarType.INT8, VarType.UINT8)
+    attrs = {"force_cpu": force_cpu or force_init_on_cpu(), "value": float(value),
+             "str_value": str(int(value)) if integral else str(float(value))}
+    if shape is not None:
+        attrs["shape"] = shape
+        attrs["dtype"] = int(vt)
+    return attrs
+
+
+def _fill_constant(shape, value, force_cpu, out, vt):
     if out is not None and out.dtype != vt:
         raise InvalidType(expected("fill_constant", "out's dtype", dtype_name(vt),
                                    dtype_name(out.dtype)))
     helper = LayerHelper("fill_constant")
     inputs = {}
-    attrs = {"force_cpu": force_cpu or force_init_on_cpu()}
     if isinstance(value, Variable):
+        attrs = {"force_cpu": force_cpu or force_init_on_cpu()}
         inputs["ValueTensor"] = [value]
     else:
-        attrs["value"] = float(value)
-        integral = vt in (VarType.INT32, VarType.INT64, VarType.INT16, VarType.INT8,
-                          VarType.UINT8)
-        attrs["str_value"] = str(int(value)) if integral else str(float(value))
+        attrs = _fill_attrs(force_cpu, value, vt)
     _shape_inputs(shape, inputs, attrs, "fill_constant")
     if out is None:
         out = helper.create_variable_for_type_inference(dtype=vt)
