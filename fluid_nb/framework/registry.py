@@ -68,10 +68,11 @@ whether or not anything reads its outputs. Any other op is a function of its inp
 gradient op whose outputs nothing reads may be left out of a run, and a live session may let
 go of an op's outputs and compute them again when they are read.
 
-An op with the ``infer_from_x`` trait (reshape2, transpose2, squeeze2, unsqueeze2, flatten2)
-infers its outputs from X's shape, dtype and LoD level and its attributes alone when X is
-its only input: what inference said is remembered per such signature, for every output,
-as a formula op's is for Out (a Transformer appends dozens of alike reshapes).
+An op with the ``infer_from_x`` trait (reshape2, transpose2, squeeze2, unsqueeze2, flatten2,
+concat) infers its outputs from X's shape, dtype and LoD level (each X's, for an X of several
+variables) and its attributes alone when X is its only input: what inference said is
+remembered per such signature, for every output, as a formula op's is for Out (a
+Transformer appends dozens of alike reshapes).
 
 Registering a type twice is an error; a missing op names the op and what to add.
 
@@ -82,6 +83,7 @@ that defines it, see :func:`define_on_demand`), and a lookup of an op not define
 ``fluid_nb`` defines none it does not use.
 """
 import functools
+import operator
 import sys
 
 from ..errors import InvalidArgument, NotFound, Unimplemented, expected
@@ -91,6 +93,9 @@ from . import transaction
 from .infer import InferShapeContext, set_fields
 
 _LOD_TENSOR = VarType.LOD_TENSOR
+_LOD_TENSORS_ONLY = {_LOD_TENSOR}
+_type_of = operator.attrgetter("type")
+_fields_of = operator.attrgetter("shape", "dtype", "lod_level")  # (what inference writes)
 
 #: the classes of attribute values (and of list items) ``OpDef.complete_attrs`` remembers
 #: completing
@@ -391,21 +396,30 @@ class OpDef:
     def _infer_from_x(self, op):
         """run_infer_shape of an ``infer_from_x`` op: remembered per X's fields, the
         program's version, the output slots and the attributes (lists as tuples), when X is
-        the op's only input and each output slot names one variable of the block. (A memo
-        of its own: ``_inferred``'s keys are also the C one-op path's, which knows X and Y
-        and one Out.)"""
+        the op's only input and each output slot names one variable of the block; for an X
+        of several variables (concat's), per their number and each one's fields. (A memo of
+        its own: ``_inferred``'s keys are also the C one-op path's, which knows X and Y and
+        one Out; the C path of ``append_with_xshape`` reads this one's, for one X.)"""
         inferred = self._inferred_from_x
         block = op.block
         found = block.vars.get
         inputs, outputs = op.inputs, op.outputs
         try:
-            x = found(inputs["X"][0]) if len(inputs) == 1 else None
-            if x is None or x.type is not _LOD_TENSOR:
-                return self._infer(op)  # (a shape tensor given, a parent block's input)
+            x_names = inputs["X"] if len(inputs) == 1 else ()
+            if len(x_names) == 1:
+                x = found(x_names[0])
+                if x is None or x.type is not _LOD_TENSOR:
+                    return self._infer(op)  # (a parent block's input)
+                fields = (x.shape, x.dtype, x.lod_level)
+            else:  # (a missing variable has no type: the AttributeError below)
+                xs = list(map(found, x_names))
+                if not xs or set(map(_type_of, xs)) != _LOD_TENSORS_ONLY:
+                    return self._infer(op)  # (a shape tensor given, a tensor array)
+                fields = (len(xs), *map(_fields_of, xs))
             outs = [found(names[0]) for names in outputs.values()]
             # (``is``: a Variable's == appends an op)
             missing = any(out is None for out in outs)
-            key = (x.shape, x.dtype, x.lod_level, block.program.version, *outputs,
+            key = (*fields, block.program.version, *outputs,
                    *(v if v.__class__ is not list else tuple(v) for v in op.attrs.values()))
             known = inferred.get(key) if not missing else None
         except (KeyError, IndexError, AttributeError, TypeError):  # (an empty slot, an

@@ -138,9 +138,12 @@ def _forget_in_live_session(program, removed_ops, removed_vars):
     session.forget_ops(kept)
 
 
+_ONE = frozenset((1,))
+
+
 def _append_one_op(block, op_type, inputs, attrs, dtype, layer_type=None):
-    """Append ``op_type`` with ``inputs`` (slot -> a tuple of one variable name, the form an
-    op keeps) and ``attrs``, its ``Out`` a fresh temporary of ``dtype`` named
+    """Append ``op_type`` with ``inputs`` (slot -> a tuple of variable names, the form an
+    op keeps: one each, but for a layer joining several, as concat) and ``attrs``, its ``Out`` a fresh temporary of ``dtype`` named
     ``<layer_type>_<n>.tmp_<m>`` (``tmp_<n>`` without ``layer_type``), and return the
     temporary: all or nothing, as a transaction would make it, without taking a
     transaction's snapshot of both programs.
@@ -164,8 +167,8 @@ def _append_one_op(block, op_type, inputs, attrs, dtype, layer_type=None):
             block.append_op(type=op_type, inputs=inputs, outputs={"Out": out}, attrs=attrs)
         else:
             # (the op's stack starts at the layer, as the C path's does)
-            block._append_args(spec, op_type, inputs, {"Out": (name,)}, attrs, True, (), None,
-                               True, 3)
+            block._append_args(spec, op_type, inputs, {"Out": (name,)}, attrs,
+                               _ONE.issuperset(map(len, inputs.values())), (), None, True, 3)
     except BaseException:
         if not _depth:  # (an open transaction undoes all of it itself)
             _take_back_temporary(block, name, made, layer_type, generate)

@@ -541,6 +541,7 @@ def_op("concat", inputs=["X[]", "AxisTensor?"], outputs=["Out"], attrs={"axis": 
        grad=grad_maker("concat_grad", inputs=["X", "AxisTensor"], out_grads=["Out"],
                        in_grads=["X"]),
        kernel=_concat, lod_aware=True, host_reads="AxisTensor: the axis to join on",
+       traits=("infer_from_x",),
        doc="Out = the X tensors (a tensor array: its items) joined along axis (AxisTensor "
            "first; negative counts from the end); all other dims must agree. Joined on axis "
            "0, inputs that all carry LoD give Out their LoDs one after another; otherwise Out "

@@ -18,7 +18,7 @@ import fluid_nb as fluid
 from fluid_nb.errors import InvalidArgument
 from fluid_nb.api.layers import math_op_patch, nn as nn_layers, ops as layer_ops
 from fluid_nb.framework import annotations, callstack, program as fw, transaction
-from fluid_nb.framework import unique_name
+from fluid_nb.framework import registry, unique_name
 from fluid_nb.framework.callstack import _op_record
 
 #: the modules whose layers append through append_one_op (the one-op layers, a Variable's
@@ -622,3 +622,70 @@ def test_the_other_fill_constants_keep_their_transactions():
     assert by_dim.op.inputs["ShapeTensorList"][0] == n.name and by_dim.shape == (-1, 2)
     assert given is out and out.shape == (3,)
     assert len(main.global_block().ops) == count and list(main.global_block().vars) == names
+
+
+# --- concat: its usual call appends as one op, its inference remembered --------------------
+def _joins(concat):
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()), fluid.unique_name.guard():
+        a = fluid.data(name="a", shape=[-1, 3, 13], dtype="float32", lod_level=1)
+        b = fluid.data(name="b", shape=[-1, 5, 13], dtype="float32")
+        c = fluid.data(name="c", shape=[2, 3, 13], dtype="float32")
+        outs = [concat([a, b], 1), concat([a, b, a], 1), concat([a, c], 0), concat([a], 2),
+                concat([b, a], -2), concat([a, b], 1), concat([c, c, c], 0)]
+    return main, outs
+
+
+def test_a_usual_concat_makes_the_record_its_transaction_makes(inferences):
+    from fluid_nb.api.layers import tensor as tensor_layers
+    one_op, outs = _joins(fluid.layers.concat)
+
+    def through_the_transaction(input, axis=0, name=None):
+        with transaction.atomic():
+            return tensor_layers._concat(input, axis, name)
+    helper_way, _ = _joins(through_the_transaction)
+    assert _record(one_op) == _record(helper_way)
+    assert [out.shape for out in outs] == [(-1, 8, 13), (-1, 11, 13), (-1, 3, 13),
+                                           (-1, 3, 13), (-1, 8, 13), (-1, 8, 13), (6, 3, 13)]
+    assert [out.lod_level for out in outs] == [1, 1, 1, 1, 0, 1, 0]  # (X[0]'s)
+    # each signature inferred once (the memo is the op's, for every program): the sixth
+    # call is the first's again
+    assert inferences == ["concat"] * 6
+
+
+def test_a_refused_concat_leaves_nothing_and_mixed_dtypes_are_refused():
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()), fluid.unique_name.guard():
+        a = fluid.data(name="a", shape=[2, 3], dtype="float32")
+        b = fluid.data(name="b", shape=[2, 3], dtype="float64")
+        fluid.layers.concat([a, a])
+        before = (list(main.global_block().vars), dict(unique_name._generator.ids),
+                  len(main.global_block().ops))
+        with pytest.raises(InvalidArgument, match="one data type"):
+            fluid.layers.concat([a, b])
+        with pytest.raises(InvalidArgument, match="concat"):
+            fluid.layers.concat([a, a], 2)  # (no axis 2 in rank 2)
+
+        def refuse(op):
+            raise RuntimeError(f"hook refused {op.type}")
+        main._append_hook = refuse
+        with pytest.raises(RuntimeError, match="refused concat"):
+            fluid.layers.concat([a, a])
+        main._append_hook = None
+        assert (list(main.global_block().vars), dict(unique_name._generator.ids),
+                len(main.global_block().ops)) == before
+        again = fluid.layers.concat([a, a], 1)
+    assert again.name == "concat_1.tmp_0" and again.shape == (2, 6)
+
+
+@pytest.fixture
+def inferences(monkeypatch):
+    """The op types whose shape inference ran (not answered from a memo)."""
+    ran = []
+    infer = registry.OpDef._infer
+
+    def counted(self, op):
+        ran.append(op.type)
+        return infer(self, op)
+    monkeypatch.setattr(registry.OpDef, "_infer", counted)
+    return ran

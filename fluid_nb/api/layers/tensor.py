@@ -66,12 +66,30 @@ def cast(x, dtype):
     return out
 
 
+_CONCAT_DTYPES = frozenset((VarType.FP16, VarType.FP32, VarType.FP64, VarType.INT32,
+                            VarType.INT64))
+
+
+@lean  # (one op through append_one_op, or a transaction of its own)
 @checks(input=variables, axis=int_typed(or_variable(INT)), name=NAME)
 def concat(input, axis=0, name=None):
     """Join a list of tensors along ``axis`` (``concat``); a tensor array given alone is
     joined by ``tensor_array_to_tensor``, and a single tensor is taken as a list of one."""
     if isinstance(input, Variable):
         input = [input]
+    if name is None and axis.__class__ is int and input:
+        dtype = input[0].dtype
+        if dtype in _CONCAT_DTYPES and all(x.type == VarType.LOD_TENSOR and x.dtype == dtype
+                                           for x in input):
+            # (the usual call: dense tensors of one allowed dtype, an int axis)
+            return append_one_op(_fw._main_program.current_block(), "concat",
+                                 {"X": tuple(x.name for x in input)}, {"axis": axis}, dtype,
+                                 "concat")
+    with atomic():
+        return _concat(input, axis, name)
+
+
+def _concat(input, axis, name):
     for i, x in enumerate(input):
         if x.type != VarType.LOD_TENSOR_ARRAY:
             check_dtype(x.dtype, f"input[{i}]", ("float16", "float32", "float64", "int32",
