@@ -249,3 +249,27 @@ def test_calls_the_memos_cannot_answer_go_the_python_way(fallbacks, case):
             x.shape = [9, 1, 2]  # (a list: no memo key can hold it)
             assert fluid.layers.unsqueeze(x, [0]).shape == (1, 9, 1, 2)
     assert fallbacks == ["unsqueeze2"]
+
+
+def test_a_live_reshape_whose_run_fails_leaves_nothing_behind(fallbacks):
+    """X of an unknown batch: inference cannot refuse [5, -1], the run does (32 elements
+    in 5 rows); the C path takes back the op, both temporaries, their holders and their
+    names."""
+    main, startup, scope = fluid.Program(), fluid.Program(), fluid.Scope()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard(), \
+            fluid.live(program=main, startup_program=startup, scope=scope):
+        x = fluid.layers.data(name="x", shape=[8], dtype="float32",
+                              value=np.ones((4, 8), "float32"))
+        first = fluid.layers.reshape(x, [2, -1])  # (the memos filled the Python way)
+        before = (list(main.global_block().vars), dict(unique_name._generator.ids),
+                  len(main.global_block().ops), sorted(scope.vars))
+        for _ in range(2):  # (the first fills inference's memo for [5, -1])
+            del fallbacks[:]
+            with pytest.raises(InvalidArgument, match="reshape2"):
+                fluid.layers.reshape(x, [5, -1])
+            assert (list(main.global_block().vars), dict(unique_name._generator.ids),
+                    len(main.global_block().ops), sorted(scope.vars)) == before
+        assert fallbacks == []  # (the second went C, and was taken back by it)
+        again = fluid.layers.reshape(x, [2, -1])
+        assert again.name == "reshape2_1.tmp_0"
+        np.testing.assert_array_equal(again.numpy(), first.numpy())
