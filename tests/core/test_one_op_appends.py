@@ -18,15 +18,13 @@ import fluid_nb as fluid
 from fluid_nb.errors import InvalidArgument
 from fluid_nb.api.layers import math_op_patch, nn as nn_layers, ops as layer_ops
 from fluid_nb.framework import annotations, callstack, program as fw, transaction
-from fluid_nb.framework import registry, unique_name
+from fluid_nb.framework import unique_name
 from fluid_nb.framework.callstack import _op_record
+from tests.core.op_records import inferences, record  # noqa: F401 (a fixture)
 
 #: the modules whose layers append through append_one_op (the one-op layers, a Variable's
 #: operators, relu, leaky_relu and log)
 LAYER_MODULES = (layer_ops, math_op_patch, nn_layers)
-
-VAR_FIELDS = ("name", "type", "shape", "dtype", "lod_level", "persistable", "stop_gradient",
-              "is_data", "need_check_feed", "error_clip")
 
 
 class Fallbacks:
@@ -81,14 +79,6 @@ def _cell(kind):
     return main, out
 
 
-def _record(program):
-    block = program.global_block()
-    variables = [tuple(getattr(v, f) for f in VAR_FIELDS) for v in block.vars.values()]
-    ops = [(op.type, op.inputs, op.outputs, op.attrs, op.attr_types, op.is_target)
-           for op in block.ops]
-    return variables, ops, program._version
-
-
 def test_the_c_path_makes_the_record_the_python_way_makes(fallbacks, python_way,
                                                           monkeypatch):
     entries = []
@@ -111,7 +101,7 @@ def test_the_c_path_makes_the_record_the_python_way_makes(fallbacks, python_way,
         "scale", "scale"]
     python_way()
     python_program, _ = _cell("python")
-    assert _record(c_program) == _record(python_program)
+    assert record(c_program) == record(python_program)
 
 
 def test_each_new_op_records_its_field_values_not_the_memos(fallbacks):
@@ -571,7 +561,7 @@ def test_a_usual_fill_constant_makes_the_record_its_transaction_makes():
             return tensor_layers._fill_constant(shape, value, force_cpu, out,
                                                 tensor_layers.convert_dtype(dtype))
     helper_way, outs = _constants(through_the_transaction)
-    assert _record(one_op) == _record(helper_way)
+    assert record(one_op) == record(helper_way)
     assert [list(op.attrs.items()) for op in one_op.global_block().ops] == [
         list(op.attrs.items()) for op in helper_way.global_block().ops]  # (in Fluid's order)
     assert all(out.stop_gradient for out in outs)
@@ -644,7 +634,7 @@ def test_a_usual_concat_makes_the_record_its_transaction_makes(inferences):
         with transaction.atomic():
             return tensor_layers._concat(input, axis, name)
     helper_way, _ = _joins(through_the_transaction)
-    assert _record(one_op) == _record(helper_way)
+    assert record(one_op) == record(helper_way)
     assert [out.shape for out in outs] == [(-1, 8, 13), (-1, 11, 13), (-1, 3, 13),
                                            (-1, 3, 13), (-1, 8, 13), (-1, 8, 13), (6, 3, 13)]
     assert [out.lod_level for out in outs] == [1, 1, 1, 1, 0, 1, 0]  # (X[0]'s)
@@ -676,16 +666,3 @@ def test_a_refused_concat_leaves_nothing_and_mixed_dtypes_are_refused():
                 len(main.global_block().ops)) == before
         again = fluid.layers.concat([a, a], 1)
     assert again.name == "concat_1.tmp_0" and again.shape == (2, 6)
-
-
-@pytest.fixture
-def inferences(monkeypatch):
-    """The op types whose shape inference ran (not answered from a memo)."""
-    ran = []
-    infer = registry.OpDef._infer
-
-    def counted(self, op):
-        ran.append(op.type)
-        return infer(self, op)
-    monkeypatch.setattr(registry.OpDef, "_infer", counted)
-    return ran

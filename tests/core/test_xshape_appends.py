@@ -12,9 +12,10 @@ import pytest
 import fluid_nb as fluid
 from fluid_nb.api.layers import manip
 from fluid_nb.errors import InvalidArgument
-from fluid_nb.framework import annotations, callstack, program as fw, registry, transaction
+from fluid_nb.framework import annotations, callstack, program as fw, transaction
 from fluid_nb.framework import unique_name
 from fluid_nb.framework.callstack import _op_record
+from tests.core.op_records import inferences, record  # noqa: F401 (a fixture)
 
 #: a layer call -> (op type, the layer name its temporaries take, Out's shape) for X [6, 1, 4]
 CALLS = {
@@ -26,19 +27,6 @@ CALLS = {
                   (1, 6, 1, 4)),
     "flatten": (lambda x: fluid.layers.flatten(x, 2), "flatten2", "flatten", (6, 4)),
 }
-
-
-@pytest.fixture
-def inferences(monkeypatch):
-    """The op types whose shape inference ran (not answered from the memo)."""
-    ran = []
-    infer = registry.OpDef._infer
-
-    def counted(self, op):
-        ran.append(op.type)
-        return infer(self, op)
-    monkeypatch.setattr(registry.OpDef, "_infer", counted)
-    return ran
 
 
 @pytest.mark.parametrize("layer", sorted(CALLS))
@@ -135,10 +123,6 @@ def test_live_reshapes_and_transposes_compute_numpys_values():
 
 
 # --- the C path (_op_record.append_with_xshape) ----------------------------------------------
-VAR_FIELDS = ("name", "type", "shape", "dtype", "lod_level", "persistable", "stop_gradient",
-              "is_data", "need_check_feed", "error_clip")
-
-
 @pytest.fixture
 def fallbacks():
     """The C path's fallback (the Python way), counting the op types it is handed."""
@@ -170,14 +154,6 @@ def _reshaping_cell(prefix=""):
     return main
 
 
-def _record(program):
-    block = program.global_block()
-    variables = [tuple(getattr(v, f) for f in VAR_FIELDS) for v in block.vars.values()]
-    ops = [(op.type, op.inputs, op.outputs, op.attrs, op.attr_types, op.is_target)
-           for op in block.ops]
-    return variables, ops, program._version
-
-
 def test_the_c_path_makes_the_record_the_python_way_makes(fallbacks, monkeypatch):
     c_program = _reshaping_cell()
     # the first call of each op type and X's fields fills the memos the Python way; the
@@ -186,7 +162,7 @@ def test_the_c_path_makes_the_record_the_python_way_makes(fallbacks, monkeypatch
                                         "unsqueeze2"] * 2)
     monkeypatch.setattr(manip, "append_with_xshape", transaction._append_with_xshape)
     python_program = _reshaping_cell()
-    assert _record(c_program) == _record(python_program)
+    assert record(c_program) == record(python_program)
     for op in c_program.global_block().ops[5:10]:  # C's: the op's stack starts at the layer
         functions = [function for _, _, function in callstack.frames(op)]
         assert functions[-1] in CALLS, functions
