@@ -618,7 +618,8 @@ static PyObject *append_record(enum form form, PyObject *const *args, size_t nar
         goto done_spec;
     PyObject *x_name = x_args == NULL ? NULL : single_name(x_args);
     PyObject *y_name = y_args == NULL ? NULL : single_name(y_args);
-    if (x_name == NULL || (n_inputs == 2 ? y_name == NULL || form == WITH_XSHAPE : n_inputs != 1))
+    if (x_name == NULL ||
+        (n_inputs == 2 ? y_name == NULL || form == WITH_XSHAPE : n_inputs != 1))
         goto python_way_spec;
     if ((block_dict = instance_dict(block)) == NULL)
         goto done_spec;
@@ -740,7 +741,8 @@ static PyObject *append_record(enum form form, PyObject *const *args, size_t nar
     {
         PyObject *fields[6] = {NULL};
         Py_INCREF(x), Py_INCREF(y);
-        int failed = var_fields(x, fields) < 0 || (form == ONE_OUT && var_fields(y, fields + 3) < 0);
+        int failed = var_fields(x, fields) < 0 ||
+                     (form == ONE_OUT && var_fields(y, fields + 3) < 0);
         Py_DECREF(x), Py_DECREF(y);
         for (int i = 0; i < n_fields; i++)
             if (fields[i] != NULL)
