@@ -406,7 +406,7 @@ def dims(low):
     """A shape given as a Variable, or a list whose dims are ints >= ``low`` or Variables
     (dims known only at run time)."""
     def rule(value):
-        if isinstance(value, Variable):
+        if isinstance(value, Variable) or plain_ints(value) and min(value, default=low) >= low:
             return
         if not isinstance(value, (list, tuple)) or not all(
                 isinstance(d, Variable) or (_is_int(d) and d >= low) for d in value):
