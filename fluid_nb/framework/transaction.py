@@ -161,14 +161,13 @@ def _append_one_op(block, op_type, inputs, attrs, dtype, layer_type=None):
     name = generate.temporary(layer_type) if layer_type else generate("tmp")
     made = name not in block.vars
     out = block._create_temporary(name, dtype)
-    spec = _fw._op_defs.get(op_type)
+    # (a type not loaded yet is loaded here; an unknown one appends untyped, as append_op
+    # would)
+    spec = _fw._op_defs.get(op_type) or _fw._op_registry().find(op_type)
     try:
-        if spec is None:  # (not loaded yet, or unknown: append_op's own lookup decides)
-            block.append_op(type=op_type, inputs=inputs, outputs={"Out": out}, attrs=attrs)
-        else:
-            # (the op's stack starts at the layer, as the C path's does)
-            block._append_args(spec, op_type, inputs, {"Out": (name,)}, attrs,
-                               _ONE.issuperset(map(len, inputs.values())), (), None, True, 3)
+        # (the op's stack starts at the layer, as the C path's does)
+        block._append_args(spec, op_type, inputs, {"Out": (name,)}, attrs,
+                           _ONE.issuperset(map(len, inputs.values())), (), None, True, 3)
     except BaseException:
         if not _depth:  # (an open transaction undoes all of it itself)
             _take_back_temporary(block, name, made, layer_type, generate)
@@ -196,13 +195,11 @@ def _append_with_xshape(block, op_type, x, attrs, layer_type):
     made = [name for name in names if name not in block.vars]
     out = block._create_temporary(names[0], x.dtype)
     block._create_temporary(names[1], x.dtype)
-    spec = _fw._op_defs.get(op_type)
+    spec = _fw._op_defs.get(op_type) or _fw._op_registry().find(op_type)
     inputs, outputs = {"X": (x.name,)}, {"Out": names[:1], "XShape": names[1:]}
     try:
-        if spec is None:  # (not loaded yet: append_op's own lookup decides)
-            block.append_op(type=op_type, inputs=inputs, outputs=outputs, attrs=attrs)
-        else:
-            block._append_args(spec, op_type, inputs, outputs, attrs, True, (), None, True, 3)
+        # (the op's stack starts at the layer, as the C path's does)
+        block._append_args(spec, op_type, inputs, outputs, attrs, True, (), None, True, 3)
     except BaseException:
         if not _depth:  # (an open transaction undoes all of it itself)
             for name in made:

@@ -172,6 +172,21 @@ def test_the_op_stack_starts_at_the_layer_whichever_way_it_went():
         assert "test_the_op_stack_starts_at_the_layer_whichever_way_it_went" in functions
 
 
+def test_the_op_stack_starts_at_the_layer_for_a_type_not_loaded_yet(monkeypatch):
+    """The first op of a type whose module is not loaded yet (the append looks it up): the
+    same stack, from the layer on."""
+    monkeypatch.setattr(fw, "_op_defs", {})  # (every type looked up as if not loaded)
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        x = fluid.data(name="x", shape=[-1, 19], dtype="float32")
+        fluid.layers.softsign(x)
+        fluid.layers.reshape(x, [19, -1])
+    for op in main.global_block().ops:
+        functions = [function for _, _, function in callstack.frames(op)]
+        assert functions[-1] in ("layer", "reshape"), functions
+        assert "test_the_op_stack_starts_at_the_layer_for_a_type_not_loaded_yet" in functions
+
+
 def _two_calls_then(fallbacks, appended):
     """Fill the memos with one call, forget the fallbacks seen, run ``appended``."""
     main = fluid.Program()

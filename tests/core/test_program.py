@@ -210,6 +210,26 @@ def test_a_captured_stack_is_the_frames_above_the_caller_up_to_the_first_module_
         capture(1, 2, 3)
 
 
+def test_a_captured_stack_walks_through_c_calls_generators_and_comprehensions():
+    """The frames above a C call (``map``), a generator's and a comprehension's are the
+    ones Python's own frames list, at the same instructions."""
+    from fluid_nb.framework.callstack import capture, MAX_FRAMES
+
+    def both(skip):
+        return capture(skip, MAX_FRAMES), _python_walk(skip, MAX_FRAMES)
+
+    def through_map(skip):
+        return list(map(both, [skip]))[0]
+
+    def from_generator(skip):
+        yield both(skip)
+
+    for skip in (2, 3, 4):  # (frame 1 is both's own, at two different instructions)
+        for captured, walked in (through_map(skip), next(from_generator(skip)),
+                                 [both(skip) for _ in range(1)][0]):
+            assert captured == walked
+
+
 def test_argument_records_holding_only_names_are_untracked_and_tracked_again_if_that_changes():
     import gc
     from fluid_nb.framework.callstack import untrack_arguments
