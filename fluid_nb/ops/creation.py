@@ -197,16 +197,19 @@ def _constant(ctx, value_tensor, shape_tensor, shape_list, from_attrs):
         return array
     value = fill_value("fill_constant", attrs)
     array = ctx.xp.full(shape, value, dtype=dtype)
-    if from_attrs and array.size <= 4096 and hasattr(array, "flags") and \
-            not _out_persistable(ctx):
+    if from_attrs and array.size <= 4096 and hasattr(array, "flags"):
         # the same small constant every run (a loss gradient's 1.0): kept, read-only (a
-        # run's temporaries are never written in place), for the runs after this one, and
-        # outside the arena: a block kept for good, wherever this run's tensors left room
-        # for it, would keep the blocks around it from merging again
-        array.flags.writeable = False
-        kept = outside_the_arena(array.copy)
-        kept.flags.writeable = False
-        ctx.cache["constant"] = kept
+        # run's temporaries are never written in place), for the runs after the second,
+        # and outside the arena: a block kept for good, wherever this run's tensors left
+        # room for it, would keep the blocks around it from merging again. Not at the
+        # first run: a live op runs once, and the copy would be for nothing
+        if "ran" not in ctx.cache:
+            ctx.cache["ran"] = True
+        elif not _out_persistable(ctx):
+            array.flags.writeable = False
+            kept = outside_the_arena(array.copy)
+            kept.flags.writeable = False
+            ctx.cache["constant"] = kept
     return array
 
 

@@ -501,3 +501,34 @@ def test_training_over_the_gradients_blocks_gives_the_same_values_bit_for_bit():
     assert over_gradients[1].keys() == new_blocks[1].keys()
     for name, value in over_gradients[1].items():
         np.testing.assert_array_equal(value, new_blocks[1][name], err_msg=name)
+
+
+def test_a_small_constant_is_kept_outside_the_arena_from_its_ops_second_run_on(monkeypatch):
+    """A constant the same every run (a loss gradient's 1.0) is kept, copied outside the
+    arena, once its op runs a second time, and handed out from then on; a live op, which
+    runs once, copies nothing."""
+    from fluid_nb.ops import creation
+    copies = []
+    keep = creation.outside_the_arena
+
+    def counted(make):
+        copies.append(make)
+        return keep(make)
+    monkeypatch.setattr(creation, "outside_the_arena", counted)
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        one = fluid.layers.fill_constant([2, 3], "float32", 1.5)
+        two = one * 2.0
+    exe, scope = fluid.Executor(CPU), fluid.Scope()
+    kept = []
+    for _ in range(4):
+        np.testing.assert_array_equal(exe.run(main, scope=scope, fetch_list=[two])[0],
+                                      np.full((2, 3), 3.0, "float32"))
+        kept.append(len(copies))
+    assert kept == [0, 1, 1, 1]
+    main, startup, live_scope = fluid.Program(), fluid.Program(), fluid.Scope()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard(), \
+            fluid.live(program=main, startup_program=startup, scope=live_scope):
+        values = [fluid.layers.fill_constant([2], "float32", float(v)) for v in range(5)]
+        assert [float(v.numpy()[0]) for v in values] == [0.0, 1.0, 2.0, 3.0, 4.0]
+    assert len(copies) == 1  # (the live ops' first runs copied nothing)
