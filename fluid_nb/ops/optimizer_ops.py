@@ -509,6 +509,15 @@ def _host_rate(lr):
     return lr.array if lr.__class__ is LoDTensor and lr.array.__class__ is np.ndarray else None
 
 
+def _host_state(param, writes, slots, values, lr, master=None):
+    """``(Param's array, the arrays of values, the learning rate's array)`` as
+    :func:`_host_arrays` and :func:`_host_rate` find them, for an op without a master
+    weight; else None."""
+    found = _host_arrays(param, writes, slots, values) if master is None else None
+    rate = _host_rate(lr)
+    return None if found is None or rate is None else (*found, rate)
+
+
 def _adam_commit(attrs, values, writes):
     param, grad, lr, m1, m2, b1p, b2p, beta1_t, beta2_t, eps_t, master, skip = values
     found = _host_arrays(param, writes, _ADAM_STATE, (grad, m1, m2)) \
@@ -535,44 +544,41 @@ def _adam_commit(attrs, values, writes):
 
 def _sgd_commit(attrs, values, writes):
     param, lr, grad, master = values
-    found = _host_arrays(param, writes, {"Param"}, (grad,)) if master is None else None
-    rate = _host_rate(lr)
-    if found is None or rate is None:
+    state = _host_state(param, writes, {"Param"}, (grad,), lr, master)
+    if state is None:
         return None
-    return _fused.commit, (1, found[0], *found[1], rate)
+    p, arrays, rate = state
+    return _fused.commit, (1, p, *arrays, rate)
 
 
 def _momentum_commit(attrs, values, writes):
     param, grad, velocity, lr, master = values
-    found = _host_arrays(param, writes, {"Param", "Velocity"}, (grad, velocity)) \
-        if master is None else None
-    rate = _host_rate(lr)
-    if found is None or rate is None:
+    state = _host_state(param, writes, {"Param", "Velocity"}, (grad, velocity), lr, master)
+    if state is None:
         return None
+    p, arrays, rate = state
     l2 = attrs["regularization_coeff"] if attrs["regularization_method"] == "l2_decay" \
         else None
-    return _fused.commit, (2, found[0], *found[1], rate, attrs["mu"], attrs["rescale_grad"],
-                           l2, attrs["use_nesterov"])
+    return _fused.commit, (2, p, *arrays, rate, attrs["mu"], attrs["rescale_grad"], l2,
+                           attrs["use_nesterov"])
 
 
 def _adagrad_commit(attrs, values, writes):
     param, grad, moment, lr, master = values
-    found = _host_arrays(param, writes, {"Param", "Moment"}, (grad, moment)) \
-        if master is None else None
-    rate = _host_rate(lr)
-    if found is None or rate is None:
+    state = _host_state(param, writes, {"Param", "Moment"}, (grad, moment), lr, master)
+    if state is None:
         return None
-    return _fused.commit, (3, found[0], *found[1], rate, attrs["epsilon"])
+    p, arrays, rate = state
+    return _fused.commit, (3, p, *arrays, rate, attrs["epsilon"])
 
 
 def _rmsprop_commit(attrs, values, writes):
     param, mean_square, mean_grad, lr, grad, moment = values
-    found = _host_arrays(param, writes, {"Param", "MeanSquare", "Moment"},
-                         (grad, mean_square, moment))
-    rate = _host_rate(lr)
-    if found is None or rate is None:
+    state = _host_state(param, writes, {"Param", "MeanSquare", "Moment"},
+                        (grad, mean_square, moment), lr)
+    if state is None:
         return None
-    p, (g, ms, mom) = found
+    p, (g, ms, mom), rate = state
     mg = None
     if attrs["centered"]:  # (without MeanGrad the kernel's error is the op's)
         mg = _dense_host(mean_grad, p.dtype, p.size) if "MeanGrad" in writes else None

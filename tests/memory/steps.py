@@ -44,6 +44,21 @@ def model(optimizer, seed=3):
     return main, startup, loss
 
 
+def classifier(width, hidden, classes, optimizer, seed):
+    """(main, startup, loss) of a two-layer classifier's training step: fc ``width`` ->
+    ``hidden`` (relu) -> ``classes``, softmax cross entropy, minimized by ``optimizer()``."""
+    main, startup = fluid.Program(), fluid.Program()
+    main.random_seed = startup.random_seed = seed
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.data("x", [None, width], "float32")
+        label = fluid.data("label", [None, 1], "int64")
+        h = fluid.layers.fc(x, hidden, act="relu")
+        logits = fluid.layers.fc(h, classes)
+        loss = fluid.layers.mean(fluid.layers.softmax_with_cross_entropy(logits, label))
+        optimizer().minimize(loss)
+    return main, startup, loss
+
+
 def batch(seed):
     rng = np.random.RandomState(seed)
     return {"x": rng.uniform(-1, 1, (16, WIDTH)).astype("float32"),

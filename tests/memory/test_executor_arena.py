@@ -12,6 +12,7 @@ from fluid_nb import flags
 from fluid_nb.memory import places
 from fluid_nb.memory.arena import Arena, allocating_from
 from fluid_nb.memory.events import data_address
+from tests.memory.steps import classifier
 
 try:
     from numpy._core.multiarray import get_handler_name
@@ -39,16 +40,7 @@ def own_arena():
 
 
 def mlp(hidden=32, seed=1):
-    main, startup = fluid.Program(), fluid.Program()
-    main.random_seed = startup.random_seed = seed
-    with fluid.program_guard(main, startup), fluid.unique_name.guard():
-        x = fluid.data("x", [None, 16], "float32")
-        label = fluid.data("label", [None, 1], "int64")
-        h = fluid.layers.fc(x, hidden, act="relu")
-        logits = fluid.layers.fc(h, 4)
-        loss = fluid.layers.mean(fluid.layers.softmax_with_cross_entropy(logits, label))
-        fluid.optimizer.Adam(0.01).minimize(loss)
-    return main, startup, loss
+    return classifier(16, hidden, 4, lambda: fluid.optimizer.Adam(0.01), seed)
 
 
 def feed(batch=8, seed=0):

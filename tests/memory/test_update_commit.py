@@ -14,6 +14,7 @@ from fluid_nb.exec.binding import DONATE_MIN_BYTES
 from fluid_nb.memory import places
 from fluid_nb.memory.events import data_address
 from fluid_nb.ops import _fused_updates, optimizer_ops
+from tests.memory.steps import classifier
 
 CPU = fluid.CPUPlace()
 
@@ -41,15 +42,7 @@ def flags_as_they_were():
 def mlp(optimizer, seed=2, hidden=2048):
     """A two-layer net: its first weight, 12 x 2048 floats, is 96 KiB (updates writing less
     than DONATE_MIN_BYTES in all are not committed)."""
-    main, startup = fluid.Program(), fluid.Program()
-    main.random_seed = startup.random_seed = seed
-    with fluid.program_guard(main, startup), fluid.unique_name.guard():
-        x = fluid.data("x", [None, 12], "float32")
-        label = fluid.data("label", [None, 1], "int64")
-        h = fluid.layers.fc(x, hidden, act="relu")
-        logits = fluid.layers.fc(h, 3)
-        loss = fluid.layers.mean(fluid.layers.softmax_with_cross_entropy(logits, label))
-        OPTIMIZERS[optimizer]().minimize(loss)
+    main, startup, loss = classifier(12, hidden, 3, OPTIMIZERS[optimizer], seed)
     exe, scope = fluid.Executor(CPU), fluid.Scope()
     exe.run(startup, scope=scope)
     return exe, main, scope, loss

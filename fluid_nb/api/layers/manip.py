@@ -38,10 +38,11 @@ def _shape_list(value):
         raise Refused("a list of ints (or Variables), or a Variable", wrong_type=True)
 
 
-def _assert_reshape_dims(x, shape):
+def _assert_reshape_dims(x, shape, plain=False):
     """At most one -1, a 0 (copy the input's dim) only where the input has that dim, every
-    other dim positive: InvalidAssertion otherwise, as Fluid 1.8 asserts."""
-    if plain_ints(shape) and shape.count(-1) < 2 and min(shape, default=0) > -2 and \
+    other dim positive: InvalidAssertion otherwise, as Fluid 1.8 asserts. (``plain``: the
+    caller found ``shape`` to be plain ints.)"""
+    if plain and shape.count(-1) < 2 and min(shape, default=0) > -2 and \
             0 not in shape[len(x.shape):]:
         return  # (plain ints that pass, told in a few C calls)
     unknown = [i for i, d in enumerate(shape) if not isinstance(d, Variable) and d == -1]
@@ -66,7 +67,7 @@ def reshape(x, shape, actual_shape=None, act=None, inplace=False, name=None):
         plain = plain_ints(shape)
         if plain or isinstance(shape, (list, tuple)) and not any(isinstance(d, Variable)
                                                                  for d in shape):
-            _assert_reshape_dims(x, shape)
+            _assert_reshape_dims(x, shape, plain)
             return append_with_xshape(_fw._main_program.current_block(), "reshape2", x,
                                       {"shape": list(shape) if plain else
                                        [int(d) for d in shape]}, "reshape2")
