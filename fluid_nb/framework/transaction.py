@@ -143,7 +143,8 @@ _ONE = frozenset((1,))
 
 def _append_one_op(block, op_type, inputs, attrs, dtype, layer_type=None):
     """Append ``op_type`` with ``inputs`` (slot -> a tuple of variable names, the form an
-    op keeps: one each, but for a layer joining several, as concat) and ``attrs``, its ``Out`` a fresh temporary of ``dtype`` named
+    op keeps: one each, but for a layer joining several, as concat) and ``attrs``, its
+    ``Out`` a fresh temporary of ``dtype`` named
     ``<layer_type>_<n>.tmp_<m>`` (``tmp_<n>`` without ``layer_type``), and return the
     temporary: all or nothing, as a transaction would make it, without taking a
     transaction's snapshot of both programs.
@@ -202,12 +203,18 @@ def _append_with_xshape(block, op_type, x, attrs, layer_type):
         block._append_args(spec, op_type, inputs, outputs, attrs, True, (), None, True, 3)
     except BaseException:
         if not _depth:  # (an open transaction undoes all of it itself)
-            for name in made:
-                block._remove_var(name)
-            _forget_in_live_session(block.program, (), tuple(made))
-            generate.take_back([(layer_type, n), (key, m)])
+            _take_back_temporaries(block, made, layer_type, generate, n, m)
         raise
     return out
+
+
+def _take_back_temporaries(block, made, layer_type, generator, n, m):
+    """Remove the temporaries ``made`` of a failed append_with_xshape and give back the
+    names it took (``layer_type``'s counter was ``n``, its ``.tmp`` counter ``m``)."""
+    for name in made:
+        block._remove_var(name)
+    _forget_in_live_session(block.program, (), tuple(made))
+    generator.take_back([(layer_type, n), (f"{generator.prefix}{layer_type}_{n}.tmp", m)])
 
 
 def _take_back_temporary(block, name, made, layer_type, generator):
@@ -222,14 +229,10 @@ def _take_back_temporary(block, name, made, layer_type, generator):
 def _take_back_with_xshape(block, op, name, xshape_name, layer_type, generator, n, m):
     """What a failed append_with_xshape of the C path takes back when the program's append
     hook raised: the op, as ``Block._append_args`` takes it back, then both temporaries and
-    the names they took (``layer_type``'s counter was ``n``, its ``.tmp`` counter ``m``), as
-    :func:`_append_with_xshape` does."""
+    their names, as :func:`_append_with_xshape` does."""
     block.ops.remove(op)
     block.program._changed()
-    for made in (name, xshape_name):
-        block._remove_var(made)
-    _forget_in_live_session(block.program, (), (name, xshape_name))
-    generator.take_back([(layer_type, n), (f"{generator.prefix}{layer_type}_{n}.tmp", m)])
+    _take_back_temporaries(block, (name, xshape_name), layer_type, generator, n, m)
 
 
 def _take_back_one_op(block, op, name, layer_type, generator):
