@@ -253,6 +253,113 @@ static int find_classes(void) {
     return 1;
 }
 
+/* --- op_arguments ---------------------------------------------------------------------
+ *
+ * op_arguments(inputs, outputs, Variable): Block.append_op's arguments in the form an op
+ * keeps them, (slot -> tuple of names for the inputs, the same for the outputs, whether
+ * every slot holds one name), where each slot holds a name, a Variable, or a list or tuple
+ * of them (None: no argument; a falsy `inputs` or `outputs`: no slots). None when an
+ * argument is of any other kind, or a slot map is no dict: the Python way
+ * (program._slot_arguments) is the definition, and names the error. Every op appended
+ * through append_op passes here; the loop over slots in Python was a tenth of building a
+ * Transformer.
+ */
+
+/* `item`'s name as an argument (a new reference): a str itself, a Variable's name; NULL
+ * without an error for anything else */
+static PyObject *argument_name(PyObject *item, PyTypeObject *variable) {
+    if (PyUnicode_Check(item)) {
+        Py_INCREF(item);
+        return item;
+    }
+    if (PyObject_TypeCheck(item, variable))
+        return PyObject_GetAttr(item, str_name);
+    return NULL;
+}
+
+/* slot -> tuple of names of `slots` into *args (a new dict), *single cleared when a slot
+ * holds another number of names than one; 1, or 0 (not this path), or -1 (an error) */
+static int slot_arguments(PyObject *slots, PyTypeObject *variable, PyObject **args,
+                          int *single) {
+    *args = NULL;
+    int truth = slots == Py_None ? 0 : PyObject_IsTrue(slots);
+    if (truth < 0)
+        return -1;
+    if (truth && !PyDict_Check(slots))
+        return 0;
+    PyObject *made = PyDict_New();
+    if (made == NULL)
+        return -1;
+    Py_ssize_t at = 0;
+    PyObject *slot, *value;
+    while (truth && PyDict_Next(slots, &at, &slot, &value)) {
+        if (value == Py_None)
+            continue;
+        PyObject *names;
+        if (PyList_Check(value) || PyTuple_Check(value)) {
+            PyObject *items = PySequence_Fast(value, ""); /* (the list or tuple itself) */
+            if (items == NULL)
+                goto failed;
+            Py_ssize_t n = PySequence_Fast_GET_SIZE(items);
+            names = PyTuple_New(n);
+            for (Py_ssize_t i = 0; names != NULL && i < n; i++) {
+                /* (a name read through a subclass's property may change the list: then
+                 * the Python way) */
+                PyObject *item = PySequence_Fast_GET_SIZE(items) != n ? NULL :
+                    PySequence_Fast_GET_ITEM(items, i);
+                Py_XINCREF(item);
+                PyObject *name = item == NULL ? NULL : argument_name(item, variable);
+                Py_XDECREF(item);
+                if (name == NULL)
+                    Py_CLEAR(names);
+                else
+                    PyTuple_SET_ITEM(names, i, name);
+            }
+            Py_DECREF(items);
+            if (n != 1)
+                *single = 0;
+        } else {
+            PyObject *name = argument_name(value, variable);
+            names = name == NULL ? NULL : PyTuple_Pack(1, name);
+            Py_XDECREF(name);
+        }
+        if (names == NULL)
+            goto failed;
+        int set = PyDict_SetItem(made, slot, names);
+        Py_DECREF(names);
+        if (set < 0)
+            goto failed;
+    }
+    *args = made;
+    return 1;
+failed:
+    Py_DECREF(made);
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+static PyObject *op_arguments(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3 || !PyType_Check(args[2]))
+        return PyErr_Format(PyExc_TypeError, "op_arguments expected inputs, outputs and the "
+                                             "Variable class");
+    PyTypeObject *variable = (PyTypeObject *)args[2];
+    int single = 1;
+    PyObject *in_args, *out_args;
+    int found = slot_arguments(args[0], variable, &in_args, &single);
+    if (found == 1) {
+        found = slot_arguments(args[1], variable, &out_args, &single);
+        if (found != 1)
+            Py_DECREF(in_args);
+    }
+    if (found < 0)
+        return NULL;
+    if (found == 0)
+        Py_RETURN_NONE;
+    PyObject *result = PyTuple_Pack(3, in_args, out_args, single ? Py_True : Py_False);
+    Py_DECREF(in_args);
+    Py_DECREF(out_args);
+    return result;
+}
+
 /* the two appends this file makes: append_one_op's (the inputs given, one Out) and
  * append_with_xshape's (X given, Out and the XShape its gradient reads) */
 enum form { ONE_OUT, WITH_XSHAPE };
@@ -972,6 +1079,10 @@ static PyMethodDef methods[] = {
      "append_with_xshape(block, op_type, x, attrs, layer_type): append op_type on x with its "
      "Out and XShape fresh temporaries, and return Out (see "
      "framework.transaction.append_with_xshape; its common case is C)"},
+    {"op_arguments", (PyCFunction)(void (*)(void))op_arguments, METH_FASTCALL,
+     "op_arguments(inputs, outputs, Variable): (inputs, outputs, every slot one name) as "
+     "an op keeps them, slot -> tuple of names, or None where the Python way must name "
+     "them (see Block.append_op)"},
     {"completed", (PyCFunction)(void (*)(void))completed, METH_FASTCALL,
      "completed(opdef, attrs): OpDef.complete_attrs(attrs) from its memo, (attributes, their "
      "types), or None when the memo has no answer"},

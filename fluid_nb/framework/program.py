@@ -67,7 +67,7 @@ class Variable:
         self.block = block
         self.name = name if name is not None else unique_name.generate("_generated_var")
         self.type = type if type.__class__ is VarType else VarType(type)
-        self.shape = tuple(int(d) for d in shape) if shape else ()
+        self.shape = tuple(map(int, shape)) if shape else ()
         self.dtype = VarType.FP32 if dtype is None else (
             dtype if dtype.__class__ is VarType else convert_dtype(dtype))
         self.lod_level = int(lod_level) if lod_level is not None else 0
@@ -182,11 +182,12 @@ class Parameter(Variable):
     def __init__(self, block, shape, dtype, name=None, trainable=True, optimize_attr=None,
                  regularizer=None, do_model_average=None, need_clip=True, initializer=None,
                  **kwargs):
-        if shape is None or any(int(d) < 0 for d in shape):
+        dims = tuple(map(int, shape)) if shape is not None else ()
+        if shape is None or (dims and min(dims) < 0):
             raise InvalidArgument(f"create_parameter: shape expected all dims >= 0, "
                                   f"but received {shape} for parameter '{name}'")
         kwargs.setdefault("persistable", True)
-        super().__init__(block, name=name, shape=shape, dtype=dtype, **kwargs)
+        super().__init__(block, name=name, shape=dims, dtype=dtype, **kwargs)
         self.trainable = trainable
         self.stop_gradient = not trainable
         self.optimize_attr = optimize_attr if optimize_attr is not None else {"learning_rate": 1.0}
@@ -525,41 +526,21 @@ class Block:
         On any error nothing is appended and no output variable is left behind.
         (``_index``, ``_infer``: the internal insert and no-inference variants.)
         """
-        # every layer passes here: the registry's dict is read directly, and the common
-        # argument forms (one Variable or one name per slot) are normalised inline
+        # every layer passes here: the registry's dict is read directly, and the arguments
+        # are put in the form an op keeps them in one C call
         spec = _op_defs.get(type) if type.__class__ is str else None
         if spec is None:
             if not isinstance(type, str) or not type:
                 raise InvalidArgument(f"append_op: type expected a non-empty op type "
                                       f"string, but received {type!r}")
             spec = _op_registry().find(type)
-        single = True  # every slot holds one name: check_slots' verdict is remembered
-        in_args = {}
-        if inputs:
-            for slot, value in inputs.items():
-                if value.__class__ is str:
-                    in_args[slot] = (value,)
-                elif isinstance(value, Variable):
-                    in_args[slot] = (value.name,)
-                elif value.__class__ is list and len(value) == 1 and isinstance(value[0],
-                                                                                 Variable):
-                    in_args[slot] = (value[0].name,)  # (the layers' usual form)
-                elif value is not None:
-                    names = in_args[slot] = _names(type, "input", slot, value)
-                    single = single and len(names) == 1
-        out_args = {}
-        if outputs:
-            for slot, value in outputs.items():
-                if value.__class__ is str:
-                    out_args[slot] = (value,)
-                elif isinstance(value, Variable):
-                    out_args[slot] = (value.name,)
-                elif value.__class__ is list and len(value) == 1 and isinstance(value[0],
-                                                                                 Variable):
-                    out_args[slot] = (value[0].name,)
-                elif value is not None:
-                    names = out_args[slot] = _names(type, "output", slot, value)
-                    single = single and len(names) == 1
+        arguments = _op_arguments(inputs, outputs, Variable)
+        if arguments is None:  # (an argument of another kind: the Python way names it)
+            in_args, single_in = _slot_arguments(type, "input", inputs)
+            out_args, single = _slot_arguments(type, "output", outputs)
+            single = single and single_in
+        else:
+            in_args, out_args, single = arguments
         own_vars = self.vars
         created = []
         for args in out_args.values():
@@ -661,6 +642,25 @@ _completed_attrs = _op_record.completed
 #: (op definition, input slots..., None, output slots...) that passed ``check_slots`` with one argument
 #: per slot: whether they pass depends on nothing else, and layers repeat a few of them
 _single_slots_passed = set()
+
+
+def _slot_arguments(op_type, kind, slots):
+    """(slot -> tuple of names, whether each slot holds one name) of append_op's ``inputs``
+    or ``outputs`` (``kind``): each slot a name, a Variable, or a list or tuple of them;
+    None for no argument. The definition of ``_op_record.op_arguments``, which answers for
+    both in C and leaves to this function the arguments whose error it raises."""
+    args, single = {}, True
+    if slots:
+        for slot, value in slots.items():
+            if value is not None:
+                names = args[slot] = _names(op_type, kind, slot, value)
+                single = single and len(names) == 1
+    return args, single
+
+
+#: ``op_arguments(inputs, outputs, Variable)``: (:func:`_slot_arguments` of both, whether
+#: every slot holds one name), or None where that function must name an argument's error
+_op_arguments = _op_record.op_arguments
 
 
 def _names(op_type, kind, slot, value):
