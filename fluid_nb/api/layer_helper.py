@@ -101,19 +101,18 @@ class LayerHelper:
                          stop_gradient=False, type=VarType.LOD_TENSOR):
         """A Parameter named by ``attr`` (or ``<layer>.w_<n>``/``<layer>.b_<n>``), with its
         initializer appended to the startup program. Returns None when ``attr`` is False."""
+        attr = ParamAttr._to_attr(attr)
         if attr is False:
             return None
-        attr = copy.deepcopy(ParamAttr._to_attr(attr))
-        if attr is False:
-            return None
+        # (copy.deepcopy's dispatch, without its generic steps: a ParamAttr copies itself)
+        attr = attr.__deepcopy__({}) if isinstance(attr, ParamAttr) else copy.deepcopy(attr)
         if dtype is None:
             dtype = VarType.FP32
         dtype = convert_dtype(dtype)
-        shape = [int(d) for d in shape]
-        for d in shape:
-            if d < 0:
-                raise InvalidArgument(f"{self.layer_type}: parameter shape expected dims no "
-                                      f"less than 0, but received {shape}")
+        shape = list(map(int, shape))
+        if shape and min(shape) < 0:
+            raise InvalidArgument(f"{self.layer_type}: parameter shape expected dims no "
+                                  f"less than 0, but received {shape}")
         if default_initializer is None and attr.initializer is None:
             if is_bias:
                 attr._set_default_bias_initializer()

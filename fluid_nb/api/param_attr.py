@@ -26,13 +26,18 @@ def _copy_of(value, memo):
 
 
 def _fields_copied(value, memo):
-    """A new object of ``value``'s class whose fields are copies of its fields."""
+    """A new object of ``value``'s class whose fields are copies of its fields (a plain
+    value's copy is the value itself: only the others are copied)."""
     new = memo.get(id(value))
     if new is None:
         kind = value.__class__
         new = memo[id(value)] = kind.__new__(kind)
-        new.__dict__.update({name: _copy_of(field, memo)
-                             for name, field in value.__dict__.items()})
+        fields = new.__dict__
+        fields.update(value.__dict__)
+        if not _VALUES.issuperset(map(type, fields.values())):
+            for name, field in fields.items():
+                if field.__class__ not in _VALUES:
+                    fields[name] = _copy_of(field, memo)
     return new
 
 

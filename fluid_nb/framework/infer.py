@@ -151,7 +151,7 @@ def _set_var(var: Variable, shape, dtype, lod_level, type):
         transaction.note_change(var)  # a layer may yet fail: keep what the var said
     if shape is not None and len(shape) == 0 and fluid1_shapes(var.block.program):
         shape = (1,)  # a scalar of Fluid 1.x (a mean, a full reduction) has shape [1]
-    var.shape = shape if shape.__class__ is tuple else tuple(int(d) for d in shape)
+    var.shape = shape if shape.__class__ is tuple else tuple(map(int, shape))
     if dtype is not None:
         var.dtype = dtype if dtype.__class__ is VarType else convert_dtype(dtype)
     if lod_level is not None:
