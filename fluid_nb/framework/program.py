@@ -64,18 +64,28 @@ class Variable:
     def __init__(self, block, name=None, type=VarType.LOD_TENSOR, shape=None, dtype=None,
                  lod_level=None, persistable=None, stop_gradient=False, need_check_feed=False,
                  is_data=False, error_clip=None, **kwargs):
+        # (a field given its default is left to the class attribute: a variable holds the
+        # others; programs make thousands, most of them plain temporaries)
         self.block = block
         self.name = name if name is not None else unique_name.generate("_generated_var")
-        self.type = type if type.__class__ is VarType else VarType(type)
-        self.shape = tuple(map(int, shape)) if shape else ()
-        self.dtype = VarType.FP32 if dtype is None else (
-            dtype if dtype.__class__ is VarType else convert_dtype(dtype))
-        self.lod_level = int(lod_level) if lod_level is not None else 0
-        self.persistable = bool(persistable) if persistable is not None else False
-        self.stop_gradient = bool(stop_gradient)
-        self.need_check_feed = bool(need_check_feed)
-        self.is_data = bool(is_data)
-        self.error_clip = error_clip
+        if type is not VarType.LOD_TENSOR:
+            self.type = type if type.__class__ is VarType else VarType(type)
+        if shape:
+            self.shape = tuple(map(int, shape))
+        if dtype is not None:
+            self.dtype = dtype if dtype.__class__ is VarType else convert_dtype(dtype)
+        if lod_level:
+            self.lod_level = int(lod_level)
+        if persistable:
+            self.persistable = True
+        if stop_gradient:
+            self.stop_gradient = True
+        if need_check_feed:
+            self.need_check_feed = True
+        if is_data:
+            self.is_data = True
+        if error_clip is not None:
+            self.error_clip = error_clip
         if _transaction.journal is not None:  # new in the open transaction: nothing to keep
             _transaction.journal[id(self)] = None
 
