@@ -277,3 +277,28 @@ def test_unique_names_count_per_key_and_guard_restarts():
         assert fluid.unique_name.generate("conv") == "conv_0"
     with fluid.unique_name.guard():
         assert fluid.unique_name.generate("fc") == "fc_0"
+
+
+def test_a_variable_holds_only_the_fields_it_was_given_and_reads_fluids_defaults_for_the_rest():
+    """Programs make thousands of temporaries: a field left at its default is the class's,
+    read the same, and a failed layer that changed such a variable gives it back."""
+    program = fluid.Program()
+    block = program.global_block()
+    plain = block.create_var(name="plain")
+    assert set(vars(plain)) == {"block", "name"}
+    assert (plain.type, plain.shape, plain.dtype, plain.lod_level, plain.persistable,
+            plain.stop_gradient, plain.need_check_feed, plain.is_data, plain.error_clip) == (
+        fluid.core.VarDesc.VarType.LOD_TENSOR, (), fluid.core.VarDesc.VarType.FP32, 0,
+        False, False, False, False, None)
+    given = block.create_var(name="given", shape=[2, 3], dtype="int64", lod_level=1,
+                             persistable=True, stop_gradient=True)
+    assert (given.shape, given.dtype, given.lod_level, given.persistable,
+            given.stop_gradient) == ((2, 3), fluid.core.VarDesc.VarType.INT64, 1, True, True)
+    with fluid.program_guard(program, fluid.Program()):
+        x = fluid.layers.data(name="x", shape=[4], dtype="float32")
+        with pytest.raises(InvalidArgument):
+            with fluid.framework.transaction.atomic(program):
+                block.append_op(type="scale", inputs={"X": x}, outputs={"Out": plain})
+                assert plain.shape == (-1, 4)  # (inference wrote it)
+                fluid.layers.fc(x, size=-2)
+    assert set(vars(plain)) == {"block", "name"} and plain.shape == ()
