@@ -91,7 +91,7 @@ from .attrs import ATTR_TYPE_NAMES, AttrType, normalize_attr
 from ..tensor.dtypes import VarType
 from . import transaction
 from .infer import InferShapeContext, set_fields
-from .program import EMPTY_VAR_NAME, GRAD_SUFFIX
+from .program import EMPTY_VAR_NAME, grad_var_name
 
 _LOD_TENSOR = VarType.LOD_TENSOR
 _LOD_TENSORS_ONLY = {_LOD_TENSOR}
@@ -641,11 +641,11 @@ class GradContext:
         return list(self.fwd.outputs.get(slot, ()))
 
     def input_grad(self, slot):
-        return [EMPTY_VAR_NAME if n in self.no_grad_set else n + GRAD_SUFFIX
+        return [EMPTY_VAR_NAME if n in self.no_grad_set else grad_var_name(n)
                 for n in self.fwd.inputs.get(slot, ())]
 
     def output_grad(self, slot):
-        return [n + GRAD_SUFFIX for n in self.fwd.outputs.get(slot, ())]
+        return [grad_var_name(n) for n in self.fwd.outputs.get(slot, ())]
 
     def has_input(self, slot):
         return bool(self.fwd.inputs.get(slot))
