@@ -257,6 +257,18 @@ class Operator:
         # op_callstack); empty for ops read from a file, whose attribute holds it
         self.callstack = ()
 
+    def _copy(self, block):
+        """This op as an op of ``block``: argument and attribute dicts of its own (list
+        attributes copied), the same stack, and its source line found from it when asked
+        (a clone of a live session's program searches no stack)."""
+        copy = Operator(block, self.type, dict(self.inputs), dict(self.outputs),
+                        {k: (list(v) if isinstance(v, list) else v)
+                         for k, v in self.attrs.items()},
+                        dict(self.attr_types), self.is_target)
+        copy._source = self._source
+        copy.callstack = self.callstack
+        return copy
+
     @property
     def source(self):
         """``(filename, lineno, line)`` of the user's code that added the op (a live
@@ -906,12 +918,7 @@ class Program:
                 copy_var.block = copy_block
                 copy_block.vars[var.name] = copy_var
             for op in block.ops:
-                copy_op = Operator(copy_block, op.type, dict(op.inputs), dict(op.outputs),
-                                   {k: (list(v) if isinstance(v, list) else v)
-                                    for k, v in op.attrs.items()},
-                                   dict(op.attr_types), op.is_target)
-                copy_op.source = op.source
-                copy_op.callstack = op.callstack
+                copy_op = op._copy(copy_block)
                 if for_test and "is_test" in copy_op.attrs:
                     copy_op.attrs["is_test"] = True
                 copy_block.ops.append(copy_op)

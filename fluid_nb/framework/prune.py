@@ -140,7 +140,7 @@ def prune_backward(program):
         moved[block.idx] = new.idx
         named = set()
         for op in keep:
-            new.ops.append(_copy_op(op, new))
+            new.ops.append(op._copy(new))
             named.update(op.input_arg_names)
             named.update(op.output_arg_names)
         for name, var in block.vars.items():
@@ -203,7 +203,7 @@ def _prune_block(source, pruned, idx, parent_idx, needed, feeds, chosen, moved):
     pruned.blocks.append(new)
     moved.setdefault(idx, new.idx)
     for op in keep:
-        copy = _copy_op(op, new)
+        copy = op._copy(new)
         new.ops.append(copy)
         for name, indices, many in _block_indices(op):
             inner = {n for n in op.input_arg_names + op.output_arg_names if n not in feeds}
@@ -223,14 +223,6 @@ def _prune_block(source, pruned, idx, parent_idx, needed, feeds, chosen, moved):
     return new.idx
 
 
-def _copy_op(op, block):
-    from .program import Operator
-    copy = Operator(block, op.type, dict(op.inputs), dict(op.outputs),
-                    {k: (list(v) if isinstance(v, list) else v) for k, v in op.attrs.items()},
-                    dict(op.attr_types), op.is_target)
-    copy.source = op.source
-    copy.callstack = op.callstack
-    return copy
 
 
 def _copy_var(var, block):
