@@ -115,6 +115,14 @@ class Variable:
         return var
 
     # --- Fluid 1.x surface -------------------------------------------------------------
+    def _copy(self, block):
+        """This variable as one of ``block``: the same fields (a Parameter stays one, as
+        Paddle copies a parameter's information)."""
+        copy = object.__new__(type(self))
+        copy.__dict__.update(self.__dict__)
+        copy.block = block
+        return copy
+
     @property
     def program(self):
         return self.block.program
@@ -913,10 +921,7 @@ class Program:
             if hasattr(block, "_presence"):
                 copy_block._presence = set(block._presence)
             for var in block.vars.values():
-                copy_var = object.__new__(type(var))
-                copy_var.__dict__.update(var.__dict__)
-                copy_var.block = copy_block
-                copy_block.vars[var.name] = copy_var
+                copy_block.vars[var.name] = var._copy(copy_block)
             for op in block.ops:
                 copy_op = op._copy(copy_block)
                 if for_test and "is_test" in copy_op.attrs:

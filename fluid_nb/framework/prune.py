@@ -84,7 +84,7 @@ def prune_with_input(program, feeded_var_names, targets):
     for name in fed_targets:
         var = source.vars.get(name)
         if var is not None and name not in glob.vars:
-            glob.vars[name] = _copy_var(var, glob)
+            glob.vars[name] = var._copy(glob)
     for block in pruned.blocks:  # a grad block names its forward block by index
         if block.forward_block_idx >= 0:
             block.forward_block_idx = moved.get(block.forward_block_idx, -1)
@@ -145,7 +145,7 @@ def prune_backward(program):
             named.update(op.output_arg_names)
         for name, var in block.vars.items():
             if name in named:
-                new.vars[name] = _copy_var(var, new)
+                new.vars[name] = var._copy(new)
     for block in pruned.blocks:
         block.forward_block_idx = moved.get(block.forward_block_idx, -1)
         for op in block.ops:
@@ -219,17 +219,10 @@ def _prune_block(source, pruned, idx, parent_idx, needed, feeds, chosen, moved):
         named.update(op.output_arg_names)
     for name, var in block.vars.items():
         if name in named:
-            new.vars[name] = _copy_var(var, new)
+            new.vars[name] = var._copy(new)
     return new.idx
 
 
-
-
-def _copy_var(var, block):
-    copy = object.__new__(type(var))  # a Parameter stays one, as Paddle copies param info
-    copy.__dict__.update(var.__dict__)
-    copy.block = block
-    return copy
 
 
 # --- the executor's side ----------------------------------------------------------------
