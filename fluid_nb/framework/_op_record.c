@@ -18,11 +18,13 @@
  * append_one_op: transaction.append_one_op's common case (a one-op layer's call, a
  * Variable's `+`) in one call; see append_one_op below. append_with_xshape: the same for
  * transaction.append_with_xshape (reshape, transpose, squeeze, unsqueeze, flatten: Out and
- * XShape).
+ * XShape). VariableOperator: a Variable's `+`, `*`, `<`, ... whose common operands append
+ * through the same walk with no Python frame of their own; see VariableOperator below.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <frameobject.h>
+#include <structmember.h>
 
 #include "../tensor/_slots.h"
 
@@ -1033,6 +1035,317 @@ static PyObject *append_with_xshape(PyObject *self, PyObject *const *args, size_
     return append_record(WITH_XSHAPE, args, nargsf, kwnames);
 }
 
+/* --- a Variable's Python operators ----------------------------------------------------
+ *
+ * VariableOperator(python_way, op_type, reverse, scalar, out_dtype, layers_globals) is what
+ * math_op_patch attaches as Variable.__add__ and the other operators: python_way (its
+ * _binary's impl) called as a method, with its two commonest cases appended through
+ * append_record without a Python frame. python_way stays the definition: these are its
+ * first two tests, in its order, and every other call is its own.
+ *
+ *   two Variables     other's class exactly Variable, of self's dtype, the operator not
+ *                     reversed, other not batch-leading (shape[0] == -1) with fewer dims
+ *                     than self: op_type on {"X": (self.name,), "Y": (other.name,)}, no
+ *                     attributes, its Out of out_dtype (None: self's);
+ *   a plain number    (an operator a number turns into a scale; other an int or float, not
+ *                     a bool or a subclass) s: `scale` on {"X": (self.name,)} with
+ *                     {"scale": a, "bias": b} by `scalar` (math_op_patch._SCALARS):
+ *                     PLUS 1, s; MINUS 1, -s; MINUS_FROM -1, s; TIMES s, 0; DIVIDED 1 / s, 0
+ *                     (s == 0 raises the Python way's error).
+ *
+ * Both append on self.block.program.current_block(), as append_one_op with self's dtype,
+ * while layers_globals' append_one_op is this module's (a test or a user that swaps it for
+ * another has every call go python_way). The frames were a tenth of a live `c + one` and a
+ * sixth of a live `c * 0.999`.
+ */
+enum scalar_form { NO_SCALAR, PLUS, MINUS, MINUS_FROM, TIMES, DIVIDED };
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *python_way, *op_type, *out_dtype, *layers_globals;
+    int reverse, scalar;
+    vectorcallfunc vectorcall;
+} VariableOperator;
+
+static PyObject *str_append_one_op, *str_scale, *str_bias, *str_blocks,
+    *str_current_block_idx, *str_current_block;
+
+/* var.block.program.current_block() (a new reference), or NULL with an error */
+static PyObject *current_block_of(PyObject *var) {
+    PyObject *block = PyObject_GetAttr(var, str_block);
+    if (block == NULL)
+        return NULL;
+    PyObject *program = PyObject_GetAttr(block, str_program), *found = NULL;
+    Py_DECREF(block);
+    if (program == NULL)
+        return NULL;
+    if (Py_IS_TYPE(program, program_type)) { /* Program's own: blocks[current_block_idx] */
+        PyObject *d = instance_dict(program);
+        if (d == NULL) {
+            Py_DECREF(program);
+            return NULL;
+        }
+        PyObject *blocks = PyDict_GetItemWithError(d, str_blocks);
+        PyObject *index = blocks == NULL ? NULL : PyDict_GetItemWithError(d, str_current_block_idx);
+        if (index != NULL && PyList_CheckExact(blocks) && PyLong_CheckExact(index)) {
+            Py_ssize_t at = PyLong_AsSsize_t(index);
+            if (at >= 0 && at < PyList_GET_SIZE(blocks)) {
+                found = PyList_GET_ITEM(blocks, at);
+                Py_INCREF(found);
+            }
+        }
+        Py_DECREF(d);
+        if (found == NULL && PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_OverflowError)) {
+            Py_DECREF(program);
+            return NULL;
+        }
+        PyErr_Clear(); /* (an index past a C long: the method answers) */
+    }
+    if (found == NULL) /* (a subclass, or anything unusual: the method) */
+        found = PyObject_CallMethodNoArgs(program, str_current_block);
+    Py_DECREF(program);
+    return found;
+}
+
+/* {"X": (x.name,)}, with "Y": (y.name,) when y is not NULL (a new reference, or NULL) */
+static PyObject *operand_slots(PyObject *x, PyObject *y) {
+    PyObject *slots = PyDict_New(), *name = NULL, *names = NULL;
+    PyObject *const operands[2] = {x, y}, *const keys[2] = {str_x, str_y};
+    for (int i = 0; slots != NULL && i < 2 && operands[i] != NULL; i++) {
+        if ((name = PyObject_GetAttr(operands[i], str_name)) == NULL ||
+            (names = PyTuple_Pack(1, name)) == NULL || PyDict_SetItem(slots, keys[i], names) < 0)
+            Py_CLEAR(slots);
+        Py_CLEAR(name);
+        Py_CLEAR(names);
+    }
+    return slots;
+}
+
+/* 1 when the Python way aligns `other` with `var`'s batch dim (other.shape[0] == -1 and
+ * fewer dims than var), 0 when it does not, -1 with an error or for a shape not a tuple (the
+ * Python way decides) */
+static int batch_leading(PyObject *var, PyObject *other) {
+    PyObject *shape = PyObject_GetAttr(other, str_shape), *own = NULL;
+    int leading = -1;
+    if (shape == NULL || !PyTuple_CheckExact(shape))
+        goto done;
+    if (PyTuple_GET_SIZE(shape) == 0) {
+        leading = 0;
+        goto done;
+    }
+    PyObject *first = PyTuple_GET_ITEM(shape, 0);
+    if (!PyLong_CheckExact(first))
+        goto done;
+    int overflow;
+    if (PyLong_AsLongAndOverflow(first, &overflow) != -1 || overflow) {
+        leading = 0;
+        goto done;
+    }
+    if ((own = PyObject_GetAttr(var, str_shape)) != NULL && PyTuple_CheckExact(own))
+        leading = PyTuple_GET_SIZE(shape) < PyTuple_GET_SIZE(own);
+done:
+    Py_XDECREF(shape), Py_XDECREF(own);
+    return leading;
+}
+
+/* The appended record's arguments for `var` OP `other`, record[0..4] = (block, op type,
+ * inputs, attributes, dtype) as new references: 1, 0 for the Python way, -1 with an error */
+static int operator_record(VariableOperator *op, PyObject *var, PyObject *other,
+                           PyObject **record) {
+    PyObject *dtype = PyObject_GetAttr(var, str_dtype), *other_dtype = NULL;
+    int found = -1;
+    if (dtype == NULL)
+        goto done;
+    if (Py_IS_TYPE(other, variable_type)) {
+        if (op->reverse) {
+            found = 0;
+            goto done;
+        }
+        if ((other_dtype = PyObject_GetAttr(other, str_dtype)) == NULL)
+            goto done;
+        int same = PyObject_RichCompareBool(other_dtype, dtype, Py_EQ);
+        if (same <= 0) {
+            found = same;
+            goto done;
+        }
+        int leading = batch_leading(var, other);
+        if (leading != 0) {
+            found = leading > 0 ? 0 : -1;
+            if (leading < 0 && !PyErr_Occurred())
+                found = 0;
+            goto done;
+        }
+        if ((record[2] = operand_slots(var, other)) == NULL)
+            goto done;
+        record[1] = op->op_type;
+        record[3] = Py_None;
+        record[4] = op->out_dtype != Py_None ? op->out_dtype : dtype;
+        Py_INCREF(record[1]), Py_INCREF(record[3]), Py_INCREF(record[4]);
+    } else if (op->scalar != NO_SCALAR &&
+               (PyFloat_CheckExact(other) || PyLong_CheckExact(other))) {
+        double s = PyFloat_CheckExact(other) ? PyFloat_AS_DOUBLE(other) : PyLong_AsDouble(other);
+        if (s == -1.0 && PyErr_Occurred())
+            goto done; /* (an int past a double: the Python way's float() raises) */
+        double scale = 1.0, bias = 0.0;
+        switch (op->scalar) {
+        case PLUS: bias = s; break;
+        case MINUS: bias = -s; break;
+        case MINUS_FROM: scale = -1.0, bias = s; break;
+        case TIMES: scale = s; break;
+        default: /* DIVIDED */
+            if (s == 0.0) { /* (the Python way's ZeroDivisionError) */
+                found = 0;
+                goto done;
+            }
+            scale = 1.0 / s;
+        }
+        PyObject *a = PyFloat_FromDouble(scale), *b = PyFloat_FromDouble(bias);
+        PyObject *attrs = a == NULL || b == NULL ? NULL : PyDict_New();
+        if (attrs == NULL || PyDict_SetItem(attrs, str_scale, a) < 0 ||
+            PyDict_SetItem(attrs, str_bias, b) < 0 ||
+            (record[2] = operand_slots(var, NULL)) == NULL) {
+            Py_XDECREF(a), Py_XDECREF(b), Py_XDECREF(attrs);
+            goto done;
+        }
+        Py_DECREF(a), Py_DECREF(b);
+        record[1] = str_scale, record[3] = attrs, record[4] = dtype;
+        Py_INCREF(record[1]), Py_INCREF(record[4]);
+    } else {
+        found = 0;
+        goto done;
+    }
+    if ((record[0] = current_block_of(var)) != NULL)
+        found = 1;
+done:
+    Py_XDECREF(dtype), Py_XDECREF(other_dtype);
+    if (found != 1)
+        for (int i = 0; i < 5; i++)
+            Py_CLEAR(record[i]);
+    if (found < 0 && PyErr_ExceptionMatches(PyExc_Exception) &&
+        !PyErr_ExceptionMatches(PyExc_MemoryError)) {
+        PyErr_Clear(); /* (the Python way reads the same and raises its own error) */
+        found = 0;
+    }
+    return found;
+}
+
+static PyObject *operator_call(PyObject *callable, PyObject *const *args, size_t nargsf,
+                               PyObject *kwnames) {
+    VariableOperator *op = (VariableOperator *)callable;
+    if (PyVectorcall_NARGS(nargsf) != 2 || kwnames != NULL || program_globals == NULL)
+        return PyObject_Vectorcall(op->python_way, args, nargsf, kwnames);
+    PyObject *appender = PyDict_GetItemWithError(op->layers_globals, str_append_one_op);
+    if (appender == NULL && PyErr_Occurred())
+        return NULL;
+    int classes = appender != NULL && PyCFunction_Check(appender) &&
+                  PyCFunction_GET_FUNCTION(appender) == (PyCFunction)(void (*)(void))append_one_op
+                  ? find_classes() : 0;
+    if (classes < 0)
+        return NULL;
+    PyObject *record[5] = {NULL};
+    int found = classes && PyObject_TypeCheck(args[0], variable_type)
+                ? operator_record(op, args[0], args[1], record) : 0;
+    if (found < 0)
+        return NULL;
+    if (!found)
+        return PyObject_Vectorcall(op->python_way, args, nargsf, kwnames);
+    PyObject *result = append_record(ONE_OUT, record, 5, NULL);
+    for (int i = 0; i < 5; i++)
+        Py_DECREF(record[i]);
+    return result;
+}
+
+static PyObject *operator_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    PyObject *python_way, *op_type, *out_dtype, *layers_globals;
+    int reverse, scalar;
+    if (!PyArg_ParseTuple(args, "OUpiOO!:VariableOperator", &python_way, &op_type, &reverse,
+                          &scalar, &out_dtype, &PyDict_Type, &layers_globals))
+        return NULL;
+    if (!PyCallable_Check(python_way) || scalar < NO_SCALAR || scalar > DIVIDED)
+        return PyErr_Format(PyExc_ValueError, "VariableOperator expected a callable and a "
+                            "scalar form in [%d, %d], got %R and %d", NO_SCALAR, DIVIDED,
+                            python_way, scalar);
+    VariableOperator *self = (VariableOperator *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    Py_INCREF(python_way), Py_INCREF(op_type), Py_INCREF(out_dtype), Py_INCREF(layers_globals);
+    self->python_way = python_way, self->op_type = op_type, self->out_dtype = out_dtype;
+    self->layers_globals = layers_globals;
+    self->reverse = reverse, self->scalar = scalar;
+    self->vectorcall = operator_call;
+    return (PyObject *)self;
+}
+
+/* an attribute of python_way's, as the function it stands for answers (__name__, ...) */
+static PyObject *operator_forwarded(VariableOperator *self, void *name) {
+    return PyObject_GetAttrString(self->python_way, (const char *)name);
+}
+
+static PyObject *operator_get(PyObject *self, PyObject *instance, PyObject *owner) {
+    if (instance == NULL || instance == Py_None) {
+        Py_INCREF(self);
+        return self;
+    }
+    return PyMethod_New(self, instance);
+}
+
+static PyObject *operator_repr(VariableOperator *self) {
+    return PyUnicode_FromFormat("<Variable operator %R: %U>", self->python_way, self->op_type);
+}
+
+static int operator_traverse(VariableOperator *self, visitproc visit, void *arg) {
+    Py_VISIT(self->python_way);
+    Py_VISIT(self->op_type);
+    Py_VISIT(self->out_dtype);
+    Py_VISIT(self->layers_globals);
+    return 0;
+}
+
+static int operator_clear(VariableOperator *self) {
+    Py_CLEAR(self->python_way);
+    Py_CLEAR(self->op_type);
+    Py_CLEAR(self->out_dtype);
+    Py_CLEAR(self->layers_globals);
+    return 0;
+}
+
+static void operator_dealloc(VariableOperator *self) {
+    PyObject_GC_UnTrack(self);
+    operator_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyMemberDef operator_members[] = {
+    {"__wrapped__", T_OBJECT, offsetof(VariableOperator, python_way), READONLY,
+     "the Python way, which defines the operator"},
+    {"op_type", T_OBJECT, offsetof(VariableOperator, op_type), READONLY,
+     "the op two Variables append"},
+    {NULL}};
+
+static PyGetSetDef operator_getset[] = {
+    {"__name__", (getter)operator_forwarded, NULL, NULL, "__name__"},
+    {"__qualname__", (getter)operator_forwarded, NULL, NULL, "__qualname__"},
+    {"__doc__", (getter)operator_forwarded, NULL, NULL, "__doc__"},
+    {"__module__", (getter)operator_forwarded, NULL, NULL, "__module__"},
+    {NULL}};
+
+static PyTypeObject VariableOperatorType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "fluid_nb.framework._op_record.VariableOperator",
+    .tp_basicsize = sizeof(VariableOperator),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |
+                Py_TPFLAGS_METHOD_DESCRIPTOR,
+    .tp_new = operator_new,
+    .tp_traverse = (traverseproc)operator_traverse,
+    .tp_clear = (inquiry)operator_clear,
+    .tp_dealloc = (destructor)operator_dealloc,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(VariableOperator, vectorcall),
+    .tp_descr_get = operator_get,
+    .tp_repr = (reprfunc)operator_repr,
+    .tp_members = operator_members,
+    .tp_getset = operator_getset,
+};
+
 static PyObject *configure_one_op(PyObject *self, PyObject *args) {
     PyObject *fallback, *take_back, *xshape_fallback, *xshape_take_back, *program,
         *transaction, *unique_name, *annotations;
@@ -1113,11 +1426,18 @@ PyMODINIT_FUNC PyInit__op_record(void) {
         {&str_variable, "Variable"}, {&str_operator, "Operator"}, {&str_block_class, "Block"},
         {&str_generator_class, "UniqueNameGenerator"}, {&str_type, "type"},
         {&str_program_class, "Program"}, {&str_xshape, "XShape"},
-        {&str_inferred_from_x, "_inferred_from_x"}};
+        {&str_inferred_from_x, "_inferred_from_x"}, {&str_append_one_op, "append_one_op"},
+        {&str_scale, "scale"}, {&str_bias, "bias"}, {&str_blocks, "blocks"},
+        {&str_current_block_idx, "current_block_idx"}, {&str_current_block, "current_block"}};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); ++i)
         if ((*names[i].name = PyUnicode_InternFromString(names[i].text)) == NULL)
             return NULL;
-    if ((empty_tuple = PyTuple_New(0)) == NULL || (one = PyLong_FromLong(1)) == NULL)
+    if ((empty_tuple = PyTuple_New(0)) == NULL || (one = PyLong_FromLong(1)) == NULL ||
+        PyType_Ready(&VariableOperatorType) < 0)
         return NULL;
-    return PyModule_Create(&module);
+    PyObject *m = PyModule_Create(&module);
+    if (m != NULL && PyModule_AddObjectRef(m, "VariableOperator",
+                                           (PyObject *)&VariableOperatorType) < 0)
+        Py_CLEAR(m);
+    return m;
 }

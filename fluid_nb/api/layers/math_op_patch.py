@@ -52,10 +52,13 @@ def _is_number(value):
         type(value).__module__ == "numpy" and getattr(value, "ndim", None) == 0
 
 
+from ...framework.callstack import _op_record  # noqa: E402
 from ...framework.transaction import append_one_op, atomic, lean, transactional  # noqa: E402,E501
 
 
-def _binary(method, op_type, reverse, scalar_method):
+def _binary(method, op_type, reverse, scalar):
+    scalar_form, scalar_method = _SCALARS[scalar] if scalar else (0, None)
+
     def impl(self, other):
         if other.__class__ is Variable and other.dtype == self.dtype and not reverse and \
                 not (other.shape and other.shape[0] == -1 and len(other.shape) < len(self.shape)):
@@ -86,9 +89,11 @@ def _binary(method, op_type, reverse, scalar_method):
         block.append_op(type=op_type, inputs={"X": x, "Y": y}, outputs={"Out": out},
                         attrs=None if axis == -1 else {"axis": axis})
         return out
-    impl.__name__ = method
+    impl.__name__, impl.__qualname__ = method, f"Variable.{method}"
     impl.__doc__ = f"``{op_type}`` of the operands{' (reversed)' if reverse else ''}."
-    return lean(impl)
+    # its two common cases (two Variables, a Variable and a plain number) in C, impl the rest
+    return _op_record.VariableOperator(lean(impl), op_type, reverse, scalar_form,
+                                       VarType.BOOL if op_type in _COMPARE else None, globals())
 
 
 def _matmul(self, other):
@@ -101,15 +106,24 @@ def _matmul(self, other):
     return out
 
 
+#: how an operator with a plain number s appends a scale op (Fluid's), by name: the form's
+#: number in ``_op_record.VariableOperator`` (which appends the same op in C) and the Python
+#: way
+_SCALARS = {"plus": (1, lambda v, s: _scale(v, 1.0, s)),
+            "minus": (2, lambda v, s: _scale(v, 1.0, -s)),
+            "minus_from": (3, lambda v, s: _scale(v, -1.0, s)),
+            "times": (4, lambda v, s: _scale(v, s, 0.0)),
+            "divided": (5, lambda v, s: _scale(v, 1.0 / s, 0.0))}
+
 _TABLE = (
-    ("__add__", "elementwise_add", False, lambda v, s: _scale(v, 1.0, s)),
-    ("__radd__", "elementwise_add", False, lambda v, s: _scale(v, 1.0, s)),
-    ("__sub__", "elementwise_sub", False, lambda v, s: _scale(v, 1.0, -s)),
-    ("__rsub__", "elementwise_sub", True, lambda v, s: _scale(v, -1.0, s)),
-    ("__mul__", "elementwise_mul", False, lambda v, s: _scale(v, s, 0.0)),
-    ("__rmul__", "elementwise_mul", False, lambda v, s: _scale(v, s, 0.0)),
-    ("__div__", "elementwise_div", False, lambda v, s: _scale(v, 1.0 / s, 0.0)),
-    ("__truediv__", "elementwise_div", False, lambda v, s: _scale(v, 1.0 / s, 0.0)),
+    ("__add__", "elementwise_add", False, "plus"),
+    ("__radd__", "elementwise_add", False, "plus"),
+    ("__sub__", "elementwise_sub", False, "minus"),
+    ("__rsub__", "elementwise_sub", True, "minus_from"),
+    ("__mul__", "elementwise_mul", False, "times"),
+    ("__rmul__", "elementwise_mul", False, "times"),
+    ("__div__", "elementwise_div", False, "divided"),
+    ("__truediv__", "elementwise_div", False, "divided"),
     ("__rdiv__", "elementwise_div", True, None),
     ("__rtruediv__", "elementwise_div", True, None),
     ("__pow__", "elementwise_pow", False, None),
