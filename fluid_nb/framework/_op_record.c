@@ -18,8 +18,8 @@
  * append_one_op: transaction.append_one_op's common case (a one-op layer's call, a
  * Variable's `+`) in one call; see append_one_op below. append_with_xshape: the same for
  * transaction.append_with_xshape (reshape, transpose, squeeze, unsqueeze, flatten: Out and
- * XShape). VariableOperator: a Variable's `+`, `*`, `<`, ... whose common operands append
- * through the same walk with no Python frame of their own; see VariableOperator below.
+ * XShape). OneOpCall: a Variable's `+`, `*`, `<`, ... and the one-op layers, whose common
+ * calls append through the same walk with no Python frame of their own; see OneOpCall.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -1035,14 +1035,18 @@ static PyObject *append_with_xshape(PyObject *self, PyObject *const *args, size_
     return append_record(WITH_XSHAPE, args, nargsf, kwnames);
 }
 
-/* --- a Variable's Python operators ----------------------------------------------------
+/* --- one-op calls: a Variable's operators, the one-op layers --------------------------
  *
- * VariableOperator(python_way, op_type, reverse, scalar, out_dtype, layers_globals) is what
- * math_op_patch attaches as Variable.__add__ and the other operators: python_way (its
- * _binary's impl) called as a method, with its two commonest cases appended through
- * append_record without a Python frame. python_way stays the definition: these are its
- * first two tests, in its order, and every other call is its own.
+ * OneOpCall(python_way, form, op_type, layers_globals, allowed=None, reverse=False,
+ * scalar=0, out_dtype=None) stands for the Python function python_way (a Variable's
+ * operator that math_op_patch defines, or an elementwise or activation layer of
+ * api/layers/ops.py): called as that function is (and bound as a method, as a function
+ * is), with its commonest calls appended through append_record without a Python frame.
+ * python_way stays the definition: what is taken here are its own first tests, in its
+ * order, and every other call is its own. Nothing is taken while layers_globals'
+ * append_one_op is not this module's (a test or a user that swaps it sees every call).
  *
+ * OPERATOR (self, other):
  *   two Variables     other's class exactly Variable, of self's dtype, the operator not
  *                     reversed, other not batch-leading (shape[0] == -1) with fewer dims
  *                     than self: op_type on {"X": (self.name,), "Y": (other.name,)}, no
@@ -1052,56 +1056,45 @@ static PyObject *append_with_xshape(PyObject *self, PyObject *const *args, size_
  *                     {"scale": a, "bias": b} by `scalar` (math_op_patch._SCALARS):
  *                     PLUS 1, s; MINUS 1, -s; MINUS_FROM -1, s; TIMES s, 0; DIVIDED 1 / s, 0
  *                     (s == 0 raises the Python way's error).
+ *   Both on self.block.program.current_block(), as append_one_op with self's dtype.
+ * ELEMENTWISE (x, y, axis=-1, act=None, name=None): Variables x and y of dtypes in
+ *   `allowed`, axis an int, no act, no name: op_type on {"X": (x.name,), "Y": (y.name,)},
+ *   attributes None for axis -1, else {"axis": axis}, its Out named for op_type.
+ * ACTIVATION (x, name=None, **attrs): a Variable x of a dtype in `allowed`, no name, an op
+ *   type already defined: op_type on {"X": (x.name,)} with the other keywords as its
+ *   attributes, its Out named for op_type.
+ *   Both on the default main program's current block, with x's dtype.
  *
- * Both append on self.block.program.current_block(), as append_one_op with self's dtype,
- * while layers_globals' append_one_op is this module's (a test or a user that swaps it for
- * another has every call go python_way). The frames were a tenth of a live `c + one` and a
+ * The frames were a tenth of a live `c + one` and of a live layers.elementwise_add, and a
  * sixth of a live `c * 0.999`.
  */
+enum call_form { OPERATOR, ELEMENTWISE, ACTIVATION };
 enum scalar_form { NO_SCALAR, PLUS, MINUS, MINUS_FROM, TIMES, DIVIDED };
 
 typedef struct {
     PyObject_HEAD
-    PyObject *python_way, *op_type, *out_dtype, *layers_globals;
-    int reverse, scalar;
+    PyObject *python_way, *op_type, *out_dtype, *layers_globals, *allowed;
+    int form, reverse, scalar;
     vectorcallfunc vectorcall;
-} VariableOperator;
+} OneOpCall;
 
 static PyObject *str_append_one_op, *str_scale, *str_bias, *str_blocks,
-    *str_current_block_idx, *str_current_block;
+    *str_current_block_idx, *str_current_block, *str_main_program, *str_axis, *str_act,
+    *str_x_argument;
 
 /* var.block.program.current_block() (a new reference), or NULL with an error */
+static PyObject *indexed_block(PyObject *program);
+
 static PyObject *current_block_of(PyObject *var) {
     PyObject *block = PyObject_GetAttr(var, str_block);
     if (block == NULL)
         return NULL;
-    PyObject *program = PyObject_GetAttr(block, str_program), *found = NULL;
+    PyObject *program = PyObject_GetAttr(block, str_program), *found;
     Py_DECREF(block);
     if (program == NULL)
         return NULL;
-    if (Py_IS_TYPE(program, program_type)) { /* Program's own: blocks[current_block_idx] */
-        PyObject *d = instance_dict(program);
-        if (d == NULL) {
-            Py_DECREF(program);
-            return NULL;
-        }
-        PyObject *blocks = PyDict_GetItemWithError(d, str_blocks);
-        PyObject *index = blocks == NULL ? NULL : PyDict_GetItemWithError(d, str_current_block_idx);
-        if (index != NULL && PyList_CheckExact(blocks) && PyLong_CheckExact(index)) {
-            Py_ssize_t at = PyLong_AsSsize_t(index);
-            if (at >= 0 && at < PyList_GET_SIZE(blocks)) {
-                found = PyList_GET_ITEM(blocks, at);
-                Py_INCREF(found);
-            }
-        }
-        Py_DECREF(d);
-        if (found == NULL && PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_OverflowError)) {
-            Py_DECREF(program);
-            return NULL;
-        }
-        PyErr_Clear(); /* (an index past a C long: the method answers) */
-    }
-    if (found == NULL) /* (a subclass, or anything unusual: the method) */
+    found = indexed_block(program); /* (Program's own method, read) */
+    if (found == NULL && !PyErr_Occurred()) /* (a subclass, or anything unusual: the method) */
         found = PyObject_CallMethodNoArgs(program, str_current_block);
     Py_DECREF(program);
     return found;
@@ -1148,10 +1141,32 @@ done:
     return leading;
 }
 
-/* The appended record's arguments for `var` OP `other`, record[0..4] = (block, op type,
- * inputs, attributes, dtype) as new references: 1, 0 for the Python way, -1 with an error */
-static int operator_record(VariableOperator *op, PyObject *var, PyObject *other,
-                           PyObject **record) {
+/* program.blocks[program.current_block_idx] of a Program of the exact class (a new
+ * reference), or NULL: with an error, or without one for any other program */
+static PyObject *indexed_block(PyObject *program) {
+    if (!Py_IS_TYPE(program, program_type))
+        return NULL;
+    PyObject *d = instance_dict(program), *found = NULL;
+    if (d == NULL)
+        return NULL;
+    PyObject *blocks = PyDict_GetItemWithError(d, str_blocks);
+    PyObject *index = blocks == NULL ? NULL : PyDict_GetItemWithError(d, str_current_block_idx);
+    if (index != NULL && PyList_CheckExact(blocks) && PyLong_CheckExact(index)) {
+        Py_ssize_t at = PyLong_AsSsize_t(index);
+        if (at >= 0 && at < PyList_GET_SIZE(blocks)) {
+            found = PyList_GET_ITEM(blocks, at);
+            Py_INCREF(found);
+        } else if (at == -1 && PyErr_ExceptionMatches(PyExc_OverflowError)) {
+            PyErr_Clear();
+        }
+    }
+    Py_DECREF(d);
+    return found;
+}
+
+/* The record an OPERATOR call appends, record[0..4] = (block, op type, inputs, attributes,
+ * dtype) as new references: 1, 0 for the Python way, -1 with an error */
+static int operator_record(OneOpCall *op, PyObject *var, PyObject *other, PyObject **record) {
     PyObject *dtype = PyObject_GetAttr(var, str_dtype), *other_dtype = NULL;
     int found = -1;
     if (dtype == NULL)
@@ -1170,9 +1185,7 @@ static int operator_record(VariableOperator *op, PyObject *var, PyObject *other,
         }
         int leading = batch_leading(var, other);
         if (leading != 0) {
-            found = leading > 0 ? 0 : -1;
-            if (leading < 0 && !PyErr_Occurred())
-                found = 0;
+            found = leading > 0 || !PyErr_Occurred() ? 0 : -1;
             goto done;
         }
         if ((record[2] = operand_slots(var, other)) == NULL)
@@ -1218,21 +1231,132 @@ static int operator_record(VariableOperator *op, PyObject *var, PyObject *other,
         found = 1;
 done:
     Py_XDECREF(dtype), Py_XDECREF(other_dtype);
-    if (found != 1)
-        for (int i = 0; i < 5; i++)
-            Py_CLEAR(record[i]);
-    if (found < 0 && PyErr_ExceptionMatches(PyExc_Exception) &&
-        !PyErr_ExceptionMatches(PyExc_MemoryError)) {
-        PyErr_Clear(); /* (the Python way reads the same and raises its own error) */
-        found = 0;
-    }
     return found;
 }
 
-static PyObject *operator_call(PyObject *callable, PyObject *const *args, size_t nargsf,
-                               PyObject *kwnames) {
-    VariableOperator *op = (VariableOperator *)callable;
-    if (PyVectorcall_NARGS(nargsf) != 2 || kwnames != NULL || program_globals == NULL)
+/* 1 when `var` is a Variable whose dtype is one of `allowed`, 0 when not (the Python way
+ * words the refusal), -1 with an error; *dtype its dtype (a new reference) when 1 */
+static int allowed_variable(PyObject *var, PyObject *allowed, PyObject **dtype) {
+    *dtype = NULL;
+    if (!PyObject_TypeCheck(var, variable_type))
+        return 0;
+    PyObject *found = PyObject_GetAttr(var, str_dtype);
+    if (found == NULL)
+        return -1;
+    int in = PySet_Contains(allowed, found);
+    if (in == 1)
+        *dtype = found;
+    else
+        Py_DECREF(found);
+    return in;
+}
+
+/* The record a layer call appends (ELEMENTWISE, ACTIVATION), record[0..5] = (block, op
+ * type, inputs, attributes, dtype, the layer type) as new references: 1, 0 for the Python
+ * way, -1 with an error */
+static int layer_record(OneOpCall *op, PyObject *const *args, Py_ssize_t nargs,
+                        PyObject *kwnames, PyObject **record) {
+    PyObject *x, *y = NULL, *x_dtype = NULL, *y_dtype = NULL, *attrs = NULL, *axis = NULL;
+    Py_ssize_t n_keywords = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    int found = 0, in;
+    if (op->form == ELEMENTWISE) { /* (x, y, axis=-1, act=None, name=None) */
+        PyObject *given[5] = {NULL, NULL, NULL, Py_None, Py_None};
+        static PyObject **const names[5] = {NULL, NULL, &str_axis, &str_act, &str_name};
+        if (nargs < 2 || nargs > 5)
+            return 0;
+        for (Py_ssize_t i = 0; i < nargs; i++)
+            given[i] = args[i];
+        for (Py_ssize_t k = 0; k < n_keywords; k++) {
+            PyObject *key = PyTuple_GET_ITEM(kwnames, k);
+            int at = 2;
+            while (at < 5 && key != *names[at])
+                at++;
+            if (at == 5 || at < nargs) /* (a name spelt otherwise, or given twice) */
+                return 0;
+            given[at] = args[nargs + k];
+        }
+        x = given[0], y = given[1], axis = given[2];
+        if (given[3] != Py_None || given[4] != Py_None ||
+            (axis != NULL && !PyLong_CheckExact(axis)))
+            return 0;
+        if ((in = allowed_variable(x, op->allowed, &x_dtype)) != 1 ||
+            (in = allowed_variable(y, op->allowed, &y_dtype)) != 1) {
+            found = in;
+            goto done;
+        }
+        if (axis != NULL) {
+            int overflow;
+            long value = PyLong_AsLongAndOverflow(axis, &overflow);
+            if (value != -1 || overflow) {
+                if ((attrs = PyDict_New()) == NULL || PyDict_SetItem(attrs, str_axis, axis) < 0) {
+                    found = -1;
+                    goto done;
+                }
+            }
+        }
+        if (attrs == NULL) {
+            attrs = Py_None;
+            Py_INCREF(attrs);
+        }
+    } else { /* ACTIVATION: (x, name=None, **attrs) */
+        if (nargs < 1 || nargs > 2 || (nargs == 2 && args[1] != Py_None))
+            return 0;
+        x = args[0];
+        if ((attrs = PyDict_New()) == NULL)
+            return -1;
+        for (Py_ssize_t k = 0; k < n_keywords; k++) {
+            PyObject *key = PyTuple_GET_ITEM(kwnames, k), *value = args[nargs + k];
+            if (PyUnicode_Compare(key, str_name) == 0) {
+                if (nargs == 2 || value != Py_None)
+                    goto done;
+            } else if (PyUnicode_Compare(key, str_x_argument) == 0) { /* (x twice) */
+                goto done;
+            } else if (PyDict_SetItem(attrs, key, value) < 0) {
+                found = -1;
+                goto done;
+            }
+        }
+        if ((in = allowed_variable(x, op->allowed, &x_dtype)) != 1) {
+            found = in;
+            goto done;
+        }
+        PyObject *op_defs = PyDict_GetItemWithError(program_globals, str_op_defs);
+        if (op_defs == NULL || !PyDict_Check(op_defs)) {
+            found = PyErr_Occurred() ? -1 : 0;
+            goto done;
+        }
+        if ((in = PyDict_Contains(op_defs, op->op_type)) != 1) { /* (not loaded: the Python way) */
+            found = in;
+            goto done;
+        }
+    }
+    PyObject *program = PyDict_GetItemWithError(program_globals, str_main_program);
+    if (program == NULL) {
+        found = PyErr_Occurred() ? -1 : 0;
+        goto done;
+    }
+    if ((record[0] = indexed_block(program)) == NULL) {
+        found = PyErr_Occurred() ? -1 : 0;
+        goto done;
+    }
+    if ((record[2] = operand_slots(x, y)) == NULL) {
+        found = -1;
+        goto done;
+    }
+    record[1] = op->op_type, record[3] = attrs, record[4] = x_dtype, record[5] = op->op_type;
+    Py_INCREF(record[1]), Py_INCREF(record[5]);
+    Py_XDECREF(y_dtype);
+    return 1;
+done:
+    Py_XDECREF(x_dtype), Py_XDECREF(y_dtype), Py_XDECREF(attrs);
+    return found;
+}
+
+static PyObject *one_op_call(PyObject *callable, PyObject *const *args, size_t nargsf,
+                             PyObject *kwnames) {
+    OneOpCall *op = (OneOpCall *)callable;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (program_globals == NULL || (op->form == OPERATOR && (nargs != 2 || kwnames != NULL)))
         return PyObject_Vectorcall(op->python_way, args, nargsf, kwnames);
     PyObject *appender = PyDict_GetItemWithError(op->layers_globals, str_append_one_op);
     if (appender == NULL && PyErr_Occurred())
@@ -1242,46 +1366,73 @@ static PyObject *operator_call(PyObject *callable, PyObject *const *args, size_t
                   ? find_classes() : 0;
     if (classes < 0)
         return NULL;
-    PyObject *record[5] = {NULL};
-    int found = classes && PyObject_TypeCheck(args[0], variable_type)
-                ? operator_record(op, args[0], args[1], record) : 0;
-    if (found < 0)
-        return NULL;
-    if (!found)
+    PyObject *record[6] = {NULL};
+    int found = !classes ? 0
+                : op->form != OPERATOR ? layer_record(op, args, nargs, kwnames, record)
+                : PyObject_TypeCheck(args[0], variable_type)
+                    ? operator_record(op, args[0], args[1], record) : 0;
+    int fields = op->form == OPERATOR ? 5 : 6;
+    if (found != 1) {
+        for (int i = 0; i < fields; i++)
+            Py_CLEAR(record[i]);
+        if (found < 0 && PyErr_ExceptionMatches(PyExc_Exception) &&
+            !PyErr_ExceptionMatches(PyExc_MemoryError)) {
+            PyErr_Clear(); /* (the Python way reads the same and raises its own error) */
+            found = 0;
+        }
+        if (found < 0)
+            return NULL;
         return PyObject_Vectorcall(op->python_way, args, nargsf, kwnames);
-    PyObject *result = append_record(ONE_OUT, record, 5, NULL);
-    for (int i = 0; i < 5; i++)
+    }
+    PyObject *result = append_record(ONE_OUT, record, fields, NULL);
+    for (int i = 0; i < fields; i++)
         Py_DECREF(record[i]);
     return result;
 }
 
-static PyObject *operator_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
-    PyObject *python_way, *op_type, *out_dtype, *layers_globals;
-    int reverse, scalar;
-    if (!PyArg_ParseTuple(args, "OUpiOO!:VariableOperator", &python_way, &op_type, &reverse,
-                          &scalar, &out_dtype, &PyDict_Type, &layers_globals))
+static PyObject *one_op_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    static char *keywords[] = {"python_way", "form", "op_type", "layers_globals", "allowed",
+                               "reverse", "scalar", "out_dtype", NULL};
+    PyObject *python_way, *op_type, *layers_globals, *allowed = Py_None, *out_dtype = Py_None;
+    int form, reverse = 0, scalar = NO_SCALAR;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OiUO!|OpiO:OneOpCall", keywords,
+                                     &python_way, &form, &op_type, &PyDict_Type,
+                                     &layers_globals, &allowed, &reverse, &scalar, &out_dtype))
         return NULL;
-    if (!PyCallable_Check(python_way) || scalar < NO_SCALAR || scalar > DIVIDED)
-        return PyErr_Format(PyExc_ValueError, "VariableOperator expected a callable and a "
-                            "scalar form in [%d, %d], got %R and %d", NO_SCALAR, DIVIDED,
-                            python_way, scalar);
-    VariableOperator *self = (VariableOperator *)type->tp_alloc(type, 0);
+    if (!PyCallable_Check(python_way) || form < OPERATOR || form > ACTIVATION ||
+        scalar < NO_SCALAR || scalar > DIVIDED ||
+        (form != OPERATOR && !PyAnySet_Check(allowed)))
+        return PyErr_Format(PyExc_ValueError, "OneOpCall expected a callable, a form in "
+                            "[%d, %d], a scalar form in [%d, %d] and a layer's allowed dtypes "
+                            "as a set, got %R, %d, %d and %R", OPERATOR, ACTIVATION, NO_SCALAR,
+                            DIVIDED, python_way, form, scalar, allowed);
+    OneOpCall *self = (OneOpCall *)type->tp_alloc(type, 0);
     if (self == NULL)
         return NULL;
     Py_INCREF(python_way), Py_INCREF(op_type), Py_INCREF(out_dtype), Py_INCREF(layers_globals);
+    Py_INCREF(allowed);
     self->python_way = python_way, self->op_type = op_type, self->out_dtype = out_dtype;
-    self->layers_globals = layers_globals;
-    self->reverse = reverse, self->scalar = scalar;
-    self->vectorcall = operator_call;
+    self->layers_globals = layers_globals, self->allowed = allowed;
+    self->form = form, self->reverse = reverse, self->scalar = scalar;
+    self->vectorcall = one_op_call;
     return (PyObject *)self;
 }
 
 /* an attribute of python_way's, as the function it stands for answers (__name__, ...) */
-static PyObject *operator_forwarded(VariableOperator *self, void *name) {
+static PyObject *one_op_forwarded(OneOpCall *self, void *name) {
     return PyObject_GetAttrString(self->python_way, (const char *)name);
 }
 
-static PyObject *operator_get(PyObject *self, PyObject *instance, PyObject *owner) {
+/* its own attributes, else python_way's (the marks a module's wrapping reads, its code) */
+static PyObject *one_op_getattro(PyObject *self, PyObject *name) {
+    PyObject *found = PyObject_GenericGetAttr(self, name);
+    if (found != NULL || !PyErr_ExceptionMatches(PyExc_AttributeError))
+        return found;
+    PyErr_Clear();
+    return PyObject_GetAttr(((OneOpCall *)self)->python_way, name);
+}
+
+static PyObject *one_op_get(PyObject *self, PyObject *instance, PyObject *owner) {
     if (instance == NULL || instance == Py_None) {
         Py_INCREF(self);
         return self;
@@ -1289,61 +1440,63 @@ static PyObject *operator_get(PyObject *self, PyObject *instance, PyObject *owne
     return PyMethod_New(self, instance);
 }
 
-static PyObject *operator_repr(VariableOperator *self) {
-    return PyUnicode_FromFormat("<Variable operator %R: %U>", self->python_way, self->op_type);
+static PyObject *one_op_repr(OneOpCall *self) {
+    return PyUnicode_FromFormat("<one-op call %R: %U>", self->python_way, self->op_type);
 }
 
-static int operator_traverse(VariableOperator *self, visitproc visit, void *arg) {
+static int one_op_traverse(OneOpCall *self, visitproc visit, void *arg) {
     Py_VISIT(self->python_way);
     Py_VISIT(self->op_type);
     Py_VISIT(self->out_dtype);
     Py_VISIT(self->layers_globals);
+    Py_VISIT(self->allowed);
     return 0;
 }
 
-static int operator_clear(VariableOperator *self) {
+static int one_op_clear(OneOpCall *self) {
     Py_CLEAR(self->python_way);
     Py_CLEAR(self->op_type);
     Py_CLEAR(self->out_dtype);
     Py_CLEAR(self->layers_globals);
+    Py_CLEAR(self->allowed);
     return 0;
 }
 
-static void operator_dealloc(VariableOperator *self) {
+static void one_op_dealloc(OneOpCall *self) {
     PyObject_GC_UnTrack(self);
-    operator_clear(self);
+    one_op_clear(self);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-static PyMemberDef operator_members[] = {
-    {"__wrapped__", T_OBJECT, offsetof(VariableOperator, python_way), READONLY,
-     "the Python way, which defines the operator"},
-    {"op_type", T_OBJECT, offsetof(VariableOperator, op_type), READONLY,
-     "the op two Variables append"},
+static PyMemberDef one_op_members[] = {
+    {"__wrapped__", T_OBJECT, offsetof(OneOpCall, python_way), READONLY,
+     "the Python way, which defines the call"},
+    {"op_type", T_OBJECT, offsetof(OneOpCall, op_type), READONLY, "the op it appends"},
     {NULL}};
 
-static PyGetSetDef operator_getset[] = {
-    {"__name__", (getter)operator_forwarded, NULL, NULL, "__name__"},
-    {"__qualname__", (getter)operator_forwarded, NULL, NULL, "__qualname__"},
-    {"__doc__", (getter)operator_forwarded, NULL, NULL, "__doc__"},
-    {"__module__", (getter)operator_forwarded, NULL, NULL, "__module__"},
+static PyGetSetDef one_op_getset[] = {
+    {"__name__", (getter)one_op_forwarded, NULL, NULL, "__name__"},
+    {"__qualname__", (getter)one_op_forwarded, NULL, NULL, "__qualname__"},
+    {"__doc__", (getter)one_op_forwarded, NULL, NULL, "__doc__"},
+    {"__module__", (getter)one_op_forwarded, NULL, NULL, "__module__"},
     {NULL}};
 
-static PyTypeObject VariableOperatorType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "fluid_nb.framework._op_record.VariableOperator",
-    .tp_basicsize = sizeof(VariableOperator),
+static PyTypeObject OneOpCallType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "fluid_nb.framework._op_record.OneOpCall",
+    .tp_basicsize = sizeof(OneOpCall),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |
                 Py_TPFLAGS_METHOD_DESCRIPTOR,
-    .tp_new = operator_new,
-    .tp_traverse = (traverseproc)operator_traverse,
-    .tp_clear = (inquiry)operator_clear,
-    .tp_dealloc = (destructor)operator_dealloc,
+    .tp_new = one_op_new,
+    .tp_traverse = (traverseproc)one_op_traverse,
+    .tp_clear = (inquiry)one_op_clear,
+    .tp_dealloc = (destructor)one_op_dealloc,
     .tp_call = PyVectorcall_Call,
-    .tp_vectorcall_offset = offsetof(VariableOperator, vectorcall),
-    .tp_descr_get = operator_get,
-    .tp_repr = (reprfunc)operator_repr,
-    .tp_members = operator_members,
-    .tp_getset = operator_getset,
+    .tp_vectorcall_offset = offsetof(OneOpCall, vectorcall),
+    .tp_descr_get = one_op_get,
+    .tp_getattro = one_op_getattro,
+    .tp_repr = (reprfunc)one_op_repr,
+    .tp_members = one_op_members,
+    .tp_getset = one_op_getset,
 };
 
 static PyObject *configure_one_op(PyObject *self, PyObject *args) {
@@ -1428,16 +1581,20 @@ PyMODINIT_FUNC PyInit__op_record(void) {
         {&str_program_class, "Program"}, {&str_xshape, "XShape"},
         {&str_inferred_from_x, "_inferred_from_x"}, {&str_append_one_op, "append_one_op"},
         {&str_scale, "scale"}, {&str_bias, "bias"}, {&str_blocks, "blocks"},
-        {&str_current_block_idx, "current_block_idx"}, {&str_current_block, "current_block"}};
+        {&str_current_block_idx, "current_block_idx"}, {&str_current_block, "current_block"},
+        {&str_main_program, "_main_program"}, {&str_axis, "axis"}, {&str_act, "act"},
+        {&str_x_argument, "x"}};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); ++i)
         if ((*names[i].name = PyUnicode_InternFromString(names[i].text)) == NULL)
             return NULL;
     if ((empty_tuple = PyTuple_New(0)) == NULL || (one = PyLong_FromLong(1)) == NULL ||
-        PyType_Ready(&VariableOperatorType) < 0)
+        PyType_Ready(&OneOpCallType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
-    if (m != NULL && PyModule_AddObjectRef(m, "VariableOperator",
-                                           (PyObject *)&VariableOperatorType) < 0)
+    if (m != NULL && (PyModule_AddObjectRef(m, "OneOpCall", (PyObject *)&OneOpCallType) < 0 ||
+                      PyModule_AddIntConstant(m, "OPERATOR", OPERATOR) < 0 ||
+                      PyModule_AddIntConstant(m, "ELEMENTWISE", ELEMENTWISE) < 0 ||
+                      PyModule_AddIntConstant(m, "ACTIVATION", ACTIVATION) < 0))
         Py_CLEAR(m);
     return m;
 }

@@ -160,16 +160,19 @@ def test_a_variable_whose_shape_is_a_list_is_inferred_the_python_way(fallbacks):
     assert fallbacks.calls == ["sigmoid"] and tuple(out.shape) == (2, 3)
 
 
-def test_the_op_stack_starts_at_the_layer_whichever_way_it_went():
+def test_the_op_stack_starts_at_the_layers_caller_whichever_way_it_went():
+    """An activation layer's common call is C (a one-op call, no frame of its own): its op's
+    stack starts at the line that called the layer, whether the append was C or (the first
+    call of a signature) Python; a call the layer's Python function takes starts at it."""
     main = fluid.Program()
+    this_test = "test_the_op_stack_starts_at_the_layers_caller_whichever_way_it_went"
     with fluid.program_guard(main, fluid.Program()):
         x = fluid.data(name="x", shape=[-1, 23], dtype="float32")  # (a shape no test used)
         for _ in range(2):
             fluid.layers.tanh(x)  # the first the Python way (memos empty), the second C
-    for op in main.global_block().ops:
-        functions = [function for _, _, function in callstack.frames(op)]
-        assert functions[-1] == "layer"  # innermost
-        assert "test_the_op_stack_starts_at_the_layer_whichever_way_it_went" in functions
+        fluid.layers.tanh(x, name="named")  # (a name: the layer's Python function)
+    innermost = [callstack.frames(op)[-1][2] for op in main.global_block().ops]
+    assert innermost == [this_test, this_test, "layer"]
 
 
 def test_the_op_stack_starts_at_the_layer_for_a_type_not_loaded_yet(monkeypatch):

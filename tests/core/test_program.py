@@ -169,11 +169,10 @@ def test_an_ops_stack_starts_at_the_code_that_asked_its_block_for_it():
     assert all(not block_methods & set(functions) for functions in stacks)
     this_test = "test_an_ops_stack_starts_at_the_code_that_asked_its_block_for_it"
     layer, operator, raw = (functions[::-1] for functions in stacks)  # innermost first
-    # a one-op layer's stack starts at the layer, whichever way append_one_op took (its
-    # common case is C, which has no frame; the first call of a signature is Python); a
-    # Variable operator's two-Variable case is C too, with no frame: at the line using it
-    assert layer[0] == "layer" and operator[0] == this_test
-    assert this_test in layer
+    # a one-op layer's common call and a Variable operator's two-Variable case are C, with
+    # no frame of their own: their ops' stacks start at the line using them, whichever way
+    # append_one_op then took (the first call of a signature is Python)
+    assert layer[0] == operator[0] == this_test
     assert raw[0] == this_test
 
 

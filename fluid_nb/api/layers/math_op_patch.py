@@ -92,8 +92,9 @@ def _binary(method, op_type, reverse, scalar):
     impl.__name__, impl.__qualname__ = method, f"Variable.{method}"
     impl.__doc__ = f"``{op_type}`` of the operands{' (reversed)' if reverse else ''}."
     # its two common cases (two Variables, a Variable and a plain number) in C, impl the rest
-    return _op_record.VariableOperator(lean(impl), op_type, reverse, scalar_form,
-                                       VarType.BOOL if op_type in _COMPARE else None, globals())
+    return _op_record.OneOpCall(lean(impl), _op_record.OPERATOR, op_type, globals(),
+                                reverse=reverse, scalar=scalar_form,
+                                out_dtype=VarType.BOOL if op_type in _COMPARE else None)
 
 
 def _matmul(self, other):
@@ -107,7 +108,7 @@ def _matmul(self, other):
 
 
 #: how an operator with a plain number s appends a scale op (Fluid's), by name: the form's
-#: number in ``_op_record.VariableOperator`` (which appends the same op in C) and the Python
+#: number in ``_op_record.OneOpCall`` (which appends the same op in C) and the Python
 #: way
 _SCALARS = {"plus": (1, lambda v, s: _scale(v, 1.0, s)),
             "minus": (2, lambda v, s: _scale(v, 1.0, -s)),

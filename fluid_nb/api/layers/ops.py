@@ -6,6 +6,7 @@ As in Fluid, ``name=`` names the output variable itself for these layers.
 from ...errors import InvalidArgument, InvalidType, Unimplemented, expected
 from ...tensor.dtypes import convert_dtype, dtype_name
 from ...framework import program as _fw
+from ...framework.callstack import _op_record
 from ...framework.program import Variable
 from ...framework.transaction import append_one_op, atomic, lean
 from ..layer_helper import LayerHelper
@@ -79,9 +80,11 @@ def _activation_layer(op_type):
             out.block.append_op(type=op_type, inputs={"X": x}, outputs={"Out": out},
                                 attrs=attrs)
         return out
-    layer.__name__ = op_type
+    layer.__name__ = layer.__qualname__ = op_type
     layer.__doc__ = f"Appends a ``{op_type}`` op: Out = {op_type}(X), elementwise."
-    return layer
+    # its common call (x alone, no name) in C, the function for the rest
+    return _op_record.OneOpCall(layer, _op_record.ACTIVATION, op_type, globals(),
+                                allowed=_allowed_types(op_type))
 
 
 def _elementwise_layer(op_type):
@@ -116,10 +119,12 @@ def _elementwise_layer(op_type):
             out.block.append_op(type=op_type, inputs={"X": x, "Y": y}, outputs={"Out": out},
                                 attrs=attrs)
             return out if act is None else helper.append_activation(out)
-    layer.__name__ = op_type
+    layer.__name__ = layer.__qualname__ = op_type
     layer.__doc__ = (f"Appends ``{op_type}`` (Y broadcast onto X from dim ``axis``; -1 "
                      f"aligns the trailing dims), then ``act``.")
-    return layer
+    # its common call (x, y, an int axis, no act, no name) in C, the function for the rest
+    return _op_record.OneOpCall(layer, _op_record.ELEMENTWISE, op_type, globals(),
+                                allowed=allowed)
 
 
 for _op in _ACTIVATIONS:

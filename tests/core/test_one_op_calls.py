@@ -1,15 +1,16 @@
-"""A Variable's Python operators (``x + y``, ``x * 2``, ``x < y``, ...) are
-``_op_record.VariableOperator`` objects: the Python function ``math_op_patch`` defines
-(``__wrapped__``, the definition) with its two commonest cases, two Variables of one dtype and
-a Variable and a plain number, appended in C without its frames. Whatever the operands, an
-operator must append what its Python way appends, name for name and field for field, and
-return or raise what it returns or raises."""
+"""A Variable's Python operators (``x + y``, ``x * 2``, ``x < y``, ...) and the elementwise
+and activation layers (``fluid.layers.elementwise_add``, ``sigmoid``, ...) are
+``_op_record.OneOpCall`` objects: the Python function that defines each (``__wrapped__``)
+with its commonest calls (two Variables of one dtype, a Variable and a plain number; a
+layer's Variables with no name or act) appended in C without its frames. Whatever the
+arguments, a call must append what its Python function appends, name for name and field
+for field, and return or raise what it returns or raises."""
 import numpy as np
 import pytest
 
 import fluid_nb as fluid
 from fluid_nb.errors import InvalidArgument
-from fluid_nb.api.layers import math_op_patch
+from fluid_nb.api.layers import math_op_patch, ops as layer_ops
 from fluid_nb.framework import callstack, transaction
 from fluid_nb.framework.callstack import _op_record
 from fluid_nb.framework.program import Program, Variable
@@ -158,7 +159,7 @@ def test_another_append_one_op_has_every_call_go_the_python_way(monkeypatch):
 
 def test_the_operator_is_a_method_with_its_python_ways_name_and_doc():
     operator = Variable.__add__
-    assert isinstance(operator, _op_record.VariableOperator)
+    assert isinstance(operator, _op_record.OneOpCall)
     assert operator.__name__ == "__add__" and operator.__qualname__ == "Variable.__add__"
     assert "elementwise_add" in operator.__doc__ and operator.op_type == "elementwise_add"
     assert operator.__wrapped__.__name__ == "__add__"
@@ -181,10 +182,123 @@ def test_an_operator_failing_in_a_live_op_leaves_nothing_behind():
         assert float((a * 3).numpy().sum()) == 18.0
 
 
-def test_operators_are_collectable_objects():
-    operator = _op_record.VariableOperator(lambda self, other: None, "elementwise_add",
-                                           False, 0, None, {})
-    assert "elementwise_add" in repr(operator)
-    with pytest.raises(ValueError):
-        _op_record.VariableOperator(lambda self, other: None, "elementwise_add", False, 9,
-                                    None, {})
+def test_a_one_op_call_refuses_forms_it_does_not_know():
+    def python_way(self, other):
+        return None
+    operator = _op_record.OneOpCall(python_way, _op_record.OPERATOR, "elementwise_add", {})
+    assert "elementwise_add" in repr(operator) and operator(1, 2) is None
+    for form, scalar, allowed in [(9, 0, None), (_op_record.OPERATOR, 9, None),
+                                  (_op_record.ELEMENTWISE, 0, None)]:
+        with pytest.raises(ValueError):
+            _op_record.OneOpCall(python_way, form, "elementwise_add", {}, allowed=allowed,
+                                 scalar=scalar)
+
+
+#: a layer call's arguments, by what they are: (positional, keywords) from the variables
+ELEMENTWISE_CALLS = {
+    "x, y": lambda v: ((v["x"], v["y"]), {}),
+    "an int axis": lambda v: ((v["x"], v["y"], 1), {}),
+    "axis=0": lambda v: ((v["x"], v["row"]), {"axis": 0}),
+    "axis=-1 given": lambda v: ((v["x"], v["y"]), {"axis": -1}),
+    "every argument by position": lambda v: ((v["x"], v["y"], -1, None, None), {}),
+    "a bool axis": lambda v: ((v["x"], v["y"], True), {}),
+    "a float axis": lambda v: ((v["x"], v["y"], 1.5), {}),
+    "an act": lambda v: ((v["x"], v["y"]), {"act": "relu"}),
+    "a name": lambda v: ((v["x"], v["y"]), {"name": "named"}),
+    "x and y by keyword": lambda v: ((), {"x": v["x"], "y": v["y"]}),
+    "axis twice": lambda v: ((v["x"], v["y"], 1), {"axis": 1}),
+    "an unknown keyword": lambda v: ((v["x"], v["y"]), {"scale": 2}),
+    "ints and floats": lambda v: ((v["x"], v["ints"]), {}),
+    "ints": lambda v: ((v["ints"], v["ints"]), {}),
+    "bools": lambda v: ((v["bools"], v["bools"]), {}),
+    "a number for y": lambda v: ((v["x"], 3.0), {}),
+    "a Parameter": lambda v: ((v["w"], v["w"]), {}),
+    "too few": lambda v: ((v["x"],), {}),
+}
+
+ACTIVATION_CALLS = {
+    "x": lambda v: ((v["x"],), {}),
+    "name=None by position": lambda v: ((v["x"], None), {}),
+    "name=None": lambda v: ((v["x"],), {"name": None}),
+    "a name": lambda v: ((v["x"],), {"name": "named"}),
+    "an attribute": lambda v: ((v["x"],), {"use_mkldnn": False}),
+    "a list attribute": lambda v: ((v["x"],), {"op_callstack": ["a"]}),
+    "name twice": lambda v: ((v["x"], None), {"name": None}),
+    "x twice": lambda v: ((v["x"],), {"x": v["x"]}),
+    "x by keyword": lambda v: ((), {"x": v["x"]}),
+    "ints": lambda v: ((v["ints"],), {}),
+    "a number": lambda v: ((3.0,), {}),
+    "a Parameter": lambda v: ((v["w"],), {}),
+}
+
+
+def _layer_variables():
+    found = _variables()
+    found["row"] = fluid.data(name="row", shape=[-1], dtype="float32")
+    found["bools"] = fluid.data(name="bools", shape=[-1, 3], dtype="bool")
+    return found
+
+
+def _layer_outcome(call):
+    main, startup = Program(), Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        variables = _layer_variables()
+        try:
+            result = call(variables)
+            answer = result.name if isinstance(result, Variable) else ("returned", result)
+        except Exception as error:
+            answer = ("raised", type(error), str(error))
+    return record(main), answer, main
+
+
+def _same_as_python_way(layer, arguments):
+    c_record, c_answer, c_main = _layer_outcome(
+        lambda v: layer(*arguments(v)[0], **arguments(v)[1]))
+    python_record, python_answer, _ = _layer_outcome(
+        lambda v: layer.__wrapped__(*arguments(v)[0], **arguments(v)[1]))
+    assert c_answer == python_answer
+    assert c_record == python_record
+    return c_main
+
+
+@pytest.mark.parametrize("arguments", list(ELEMENTWISE_CALLS))
+@pytest.mark.parametrize("op_type", layer_ops._ELEMENTWISE)
+def test_an_elementwise_layer_appends_what_its_python_way_appends(op_type, arguments):
+    _same_as_python_way(getattr(fluid.layers, op_type), ELEMENTWISE_CALLS[arguments])
+
+
+@pytest.mark.parametrize("arguments", list(ACTIVATION_CALLS))
+@pytest.mark.parametrize("op_type", layer_ops._ACTIVATIONS)
+def test_an_activation_layer_appends_what_its_python_way_appends(op_type, arguments):
+    layer = getattr(layer_ops, op_type)
+    if not isinstance(layer, _op_record.OneOpCall):  # (one taking its attributes in order)
+        layer = layer_ops._activation_layer(op_type)
+    _same_as_python_way(layer, ACTIVATION_CALLS[arguments])
+
+
+def test_a_layers_common_call_appends_without_its_python_function():
+    def cell(v):
+        x, y = v["x"], v["y"]
+        return [fluid.layers.elementwise_add(x, y), fluid.layers.elementwise_mul(x, y, axis=1),
+                fluid.layers.sigmoid(x), fluid.layers.exp(x, name=None),
+                fluid.layers.elementwise_sub(x, y, name="named")]
+    _, _, main = _layer_outcome(cell)
+    # the fifth (a name) is the layer's Python function's
+    assert _innermost(main) == ["cell"] * 4 + ["layer"]
+
+
+def test_a_layer_of_an_op_not_defined_yet_goes_the_python_way(monkeypatch):
+    from fluid_nb.framework import program as fw
+    monkeypatch.setattr(fw, "_op_defs", {})  # (every type looked up as if not loaded)
+    _, _, main = _layer_outcome(lambda v: fluid.layers.softsign(v["x"]))
+    assert _innermost(main) == ["layer"]
+
+
+def test_a_layer_is_its_python_functions_stand_in():
+    import inspect
+    layer = fluid.layers.elementwise_add
+    assert isinstance(layer, _op_record.OneOpCall) and layer.__name__ == "elementwise_add"
+    assert str(inspect.signature(layer)) == "(x, y, axis=-1, act=None, name=None)"
+    assert str(inspect.signature(fluid.layers.sigmoid)) == "(x, name=None, **attrs)"
+    assert layer.__wrapped_transaction__  # (all or nothing itself: no wrapper around it)
+    assert "axis" in layer.__doc__ and layer.__module__ == layer_ops.__name__
