@@ -92,7 +92,8 @@ def _requests(endpoints, sync):
 
 def _attack(requests, job):
     """Send every malformed request to every server until it stops serving or the job
-    ends: {endpoint: [(label, expected code, code, details)]} in the order sent."""
+    ends: {endpoint: [(label, expected code, code, details)]} in the order sent; None when
+    the job ended before its servers could be reached (a loaded machine: try again)."""
     endpoints = list(requests)
     # "serving" is printed just before the server binds: a connection refused then is
     # tried again within milliseconds, not after gRPC's default 1 s backoff (the job may
@@ -102,8 +103,15 @@ def _attack(requests, job):
     answers = {ep: [] for ep in endpoints}
     serving = set(endpoints)
     try:
-        for channel in channels.values():  # each server listens
-            grpc.channel_ready_future(channel).result(timeout=60)
+        for channel in channels.values():  # each server listens (or the job is over)
+            ready, end = grpc.channel_ready_future(channel), time.monotonic() + 60
+            while not ready.done() and job.poll() is None and time.monotonic() < end:
+                time.sleep(0.005)
+            if not ready.done():
+                ready.cancel()
+                if job.poll() is None:
+                    raise AssertionError("a server of the running job never listened")
+                return None
         while serving and job.poll() is None:
             for ep in sorted(serving):
                 for label, method, payload, want in requests[ep]:
@@ -120,7 +128,8 @@ def _attack(requests, job):
 
 def _refused_until_it_ended(ep, answers):
     """Check that the server at ``ep`` answered each request with its status until it ended
-    (then only as an ended server does); the time it had refused every kind once."""
+    (then only as an ended server does); the time it had refused every kind once, None
+    when it ended before it had been sent each kind."""
     served = [a for a in answers if a[2] not in STOPPED]
     ended = answers[len(served):]
     for label, want, code, details, _ in served:
@@ -135,12 +144,14 @@ def _refused_until_it_ended(ep, answers):
         seen.add(label)
         if seen == labels:
             return at
-    raise AssertionError(f"{ep} ended before it had been sent every malformed request once")
+    return None  # (it ended before it had been sent every malformed request once)
 
 
-@pytest.mark.parametrize("sync", [True, False], ids=["sync", "async"])
-def test_malformed_messages_are_refused_while_the_job_trains_on(tmp_path, sync):
-    args = ["--optimizer", "sgd", "--steps", "40"] + ([] if sync else ["--async"])
+def _attacked_job(tmp_path, args, sync):
+    """Run the job and attack its servers while it trains: the job's output text, or None
+    when the job ended (its trainers done) before the servers had refused every kind of
+    malformed request during training, which a loaded machine can make happen; every other
+    outcome is checked here."""
     job = subprocess.Popen([sys.executable, "-m", "fluid_nb.cli", "launch", "--pservers", "2",
                             "--trainers", "2", str(SCRIPT), *args, "--save", str(tmp_path)],
                            env=_environment(), stdout=subprocess.PIPE,
@@ -160,9 +171,29 @@ def test_malformed_messages_are_refused_while_the_job_trains_on(tmp_path, sync):
         job.wait()
     text = out.text()
     assert text.count("all trainers done") == 2, text
-    refused_all = max(_refused_until_it_ended(ep, answers[ep]) for ep in endpoints)
+    if answers is None:
+        return None
+    refused = [_refused_until_it_ended(ep, answers[ep]) for ep in endpoints]
+    if None in refused:
+        return None
     # the servers refused every kind while the trainers were still training
-    assert any(t > refused_all and "] step " in line for t, line in out.lines), text
+    if not any(t > max(refused) and "] step " in line for t, line in out.lines):
+        return None
+    return text
+
+
+@pytest.mark.parametrize("sync", [True, False], ids=["sync", "async"])
+def test_malformed_messages_are_refused_while_the_job_trains_on(tmp_path, sync):
+    args = ["--optimizer", "sgd", "--steps", "40"] + ([] if sync else ["--async"])
+    # (a 40-step job can end within a second of serving: on a loaded machine it may be over
+    # before the attack has sent every kind; such a run says nothing and is run again, while
+    # a server that answers wrongly or stops fails every run)
+    for _ in range(3):
+        if _attacked_job(tmp_path, args, sync) is not None:
+            break
+    else:
+        pytest.fail("three jobs ended before their servers had been sent every malformed "
+                    "request while training")
     saved = [np.load(tmp_path / f"trainer.{t}.npz") for t in range(2)]
     if not sync:
         for trained in saved:
