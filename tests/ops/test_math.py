@@ -502,3 +502,31 @@ def test_mul_of_plain_matrices_is_the_matrix_product_for_any_layout(dtype):
     np.testing.assert_allclose(dx, np.matmul(dout, y.T), rtol=1e-6)
     np.testing.assert_allclose(dy, np.matmul(x.T, dout), rtol=1e-6)
     assert dx.dtype == dy.dtype == np.dtype(dtype)
+
+
+def test_matmuls_kernel_remembers_out_shapes_per_signature_and_refuses_each_time():
+    """The kernel answers Paddle's shape rules from a memo per (X's shape, Y's shape, the
+    transposes, head_number): the same arrays transposed otherwise get their own shape, and
+    operands the rules refuse are refused at every run, not remembered."""
+    from fluid_nb.ops import math as math_ops
+    kernel = registry.get("matmul").kernel_for("cpu")
+
+    class Context:
+        xp = np
+
+        def __init__(self, **attrs):
+            self.attrs = {"transpose_X": False, "transpose_Y": False, "alpha": 1.0,
+                          "head_number": 1, **attrs}
+    x, y = r(3, 3), r(3, 3)
+    plain = kernel(Context(), x, y)
+    flipped = kernel(Context(transpose_X=True), x, y)
+    np.testing.assert_allclose(plain, x @ y, rtol=1e-6)
+    np.testing.assert_allclose(flipped, x.T @ y, rtol=1e-6)
+    assert ((3, 3), (3, 3), True, False, 1) in math_ops._MATMUL_SHAPES
+    wide = r(3, 5)
+    for _ in range(2):
+        with pytest.raises(InvalidArgument, match="X's width equal to Y's height"):
+            kernel(Context(), wide, y)
+    assert ((3, 5), (3, 3), False, False, 1) not in math_ops._MATMUL_SHAPES
+    np.testing.assert_allclose(kernel(Context(transpose_X=True), wide, y), wide.T @ y,
+                               rtol=1e-6)
