@@ -52,12 +52,13 @@ def _variables():
     return {"x": x, "y": y, "ints": ints, "bias": bias, "w": w}
 
 
-def _outcome(apply):
-    """What one operator call leaves: the program's record, and its result's name (or what it
-    returned, or the error it raised, as type and text)."""
+def _outcome(apply, made=None):
+    """What one call leaves: the program's record, and its result's name (or what it
+    returned, or the error it raised, as type and text); ``apply`` is given the variables
+    ``made()`` (default: :func:`_variables`) makes in a fresh program."""
     main, startup = Program(), Program()
     with fluid.program_guard(main, startup), fluid.unique_name.guard():
-        variables = _variables()
+        variables = (made or _variables)()
         try:
             result = apply(variables)
             answer = result.name if isinstance(result, Variable) else ("returned", result)
@@ -240,15 +241,7 @@ def _layer_variables():
 
 
 def _layer_outcome(call):
-    main, startup = Program(), Program()
-    with fluid.program_guard(main, startup), fluid.unique_name.guard():
-        variables = _layer_variables()
-        try:
-            result = call(variables)
-            answer = result.name if isinstance(result, Variable) else ("returned", result)
-        except Exception as error:
-            answer = ("raised", type(error), str(error))
-    return record(main), answer, main
+    return _outcome(call, _layer_variables)
 
 
 def _same_as_python_way(layer, arguments):
