@@ -1063,12 +1063,14 @@ static PyObject *append_with_xshape(PyObject *self, PyObject *const *args, size_
  * ACTIVATION (x, name=None, **attrs): a Variable x of a dtype in `allowed`, no name, an op
  *   type already defined: op_type on {"X": (x.name,)} with the other keywords as its
  *   attributes, its Out named for op_type.
+ * UNARY (x, name=None), a layer whose argument checks python_way runs (nn's relu, log): the
+ *   same for x of Variable's own class, no other keyword, attributes None.
  *   Both on the default main program's current block, with x's dtype.
  *
  * The frames were a tenth of a live `c + one` and of a live layers.elementwise_add, and a
  * sixth of a live `c * 0.999`.
  */
-enum call_form { OPERATOR, ELEMENTWISE, ACTIVATION };
+enum call_form { OPERATOR, ELEMENTWISE, ACTIVATION, UNARY };
 enum scalar_form { NO_SCALAR, PLUS, MINUS, MINUS_FROM, TIMES, DIVIDED };
 
 typedef struct {
@@ -1251,7 +1253,7 @@ static int allowed_variable(PyObject *var, PyObject *allowed, PyObject **dtype) 
     return in;
 }
 
-/* The record a layer call appends (ELEMENTWISE, ACTIVATION), record[0..5] = (block, op
+/* The record a layer call appends (ELEMENTWISE, ACTIVATION, UNARY), record[0..5] = (block, op
  * type, inputs, attributes, dtype, the layer type) as new references: 1, 0 for the Python
  * way, -1 with an error */
 static int layer_record(OneOpCall *op, PyObject *const *args, Py_ssize_t nargs,
@@ -1298,7 +1300,7 @@ static int layer_record(OneOpCall *op, PyObject *const *args, Py_ssize_t nargs,
             attrs = Py_None;
             Py_INCREF(attrs);
         }
-    } else { /* ACTIVATION: (x, name=None, **attrs) */
+    } else { /* ACTIVATION: (x, name=None, **attrs); UNARY: (x, name=None) */
         if (nargs < 1 || nargs > 2 || (nargs == 2 && args[1] != Py_None))
             return 0;
         x = args[0];
@@ -1309,12 +1311,18 @@ static int layer_record(OneOpCall *op, PyObject *const *args, Py_ssize_t nargs,
             if (PyUnicode_Compare(key, str_name) == 0) {
                 if (nargs == 2 || value != Py_None)
                     goto done;
-            } else if (PyUnicode_Compare(key, str_x_argument) == 0) { /* (x twice) */
-                goto done;
+            } else if (op->form == UNARY || PyUnicode_Compare(key, str_x_argument) == 0) {
+                goto done; /* (no attributes taken; x twice) */
             } else if (PyDict_SetItem(attrs, key, value) < 0) {
                 found = -1;
                 goto done;
             }
+        }
+        if (op->form == UNARY) { /* (checked: an argument of Variable's own class, no attributes) */
+            if (!Py_IS_TYPE(x, variable_type))
+                goto done;
+            Py_SETREF(attrs, Py_None);
+            Py_INCREF(attrs);
         }
         if ((in = allowed_variable(x, op->allowed, &x_dtype)) != 1) {
             found = in;
@@ -1399,12 +1407,12 @@ static PyObject *one_op_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
                                      &python_way, &form, &op_type, &PyDict_Type,
                                      &layers_globals, &allowed, &reverse, &scalar, &out_dtype))
         return NULL;
-    if (!PyCallable_Check(python_way) || form < OPERATOR || form > ACTIVATION ||
+    if (!PyCallable_Check(python_way) || form < OPERATOR || form > UNARY ||
         scalar < NO_SCALAR || scalar > DIVIDED ||
         (form != OPERATOR && !PyAnySet_Check(allowed)))
         return PyErr_Format(PyExc_ValueError, "OneOpCall expected a callable, a form in "
                             "[%d, %d], a scalar form in [%d, %d] and a layer's allowed dtypes "
-                            "as a set, got %R, %d, %d and %R", OPERATOR, ACTIVATION, NO_SCALAR,
+                            "as a set, got %R, %d, %d and %R", OPERATOR, UNARY, NO_SCALAR,
                             DIVIDED, python_way, form, scalar, allowed);
     OneOpCall *self = (OneOpCall *)type->tp_alloc(type, 0);
     if (self == NULL)
@@ -1430,6 +1438,11 @@ static PyObject *one_op_getattro(PyObject *self, PyObject *name) {
         return found;
     PyErr_Clear();
     return PyObject_GetAttr(((OneOpCall *)self)->python_way, name);
+}
+
+/* an attribute set on it is set on python_way (a mark a module's wrapping leaves) */
+static int one_op_setattro(PyObject *self, PyObject *name, PyObject *value) {
+    return PyObject_SetAttr(((OneOpCall *)self)->python_way, name, value);
 }
 
 static PyObject *one_op_get(PyObject *self, PyObject *instance, PyObject *owner) {
@@ -1494,6 +1507,7 @@ static PyTypeObject OneOpCallType = {
     .tp_vectorcall_offset = offsetof(OneOpCall, vectorcall),
     .tp_descr_get = one_op_get,
     .tp_getattro = one_op_getattro,
+    .tp_setattro = one_op_setattro,
     .tp_repr = (reprfunc)one_op_repr,
     .tp_members = one_op_members,
     .tp_getset = one_op_getset,
@@ -1594,7 +1608,8 @@ PyMODINIT_FUNC PyInit__op_record(void) {
     if (m != NULL && (PyModule_AddObjectRef(m, "OneOpCall", (PyObject *)&OneOpCallType) < 0 ||
                       PyModule_AddIntConstant(m, "OPERATOR", OPERATOR) < 0 ||
                       PyModule_AddIntConstant(m, "ELEMENTWISE", ELEMENTWISE) < 0 ||
-                      PyModule_AddIntConstant(m, "ACTIVATION", ACTIVATION) < 0))
+                      PyModule_AddIntConstant(m, "ACTIVATION", ACTIVATION) < 0 ||
+                      PyModule_AddIntConstant(m, "UNARY", UNARY) < 0))
         Py_CLEAR(m);
     return m;
 }

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import fluid_nb as fluid
-from fluid_nb.errors import InvalidArgument
+from fluid_nb.errors import InvalidArgument, InvalidType
 from fluid_nb.api.layers import math_op_patch, ops as layer_ops
 from fluid_nb.framework import callstack, transaction
 from fluid_nb.framework.callstack import _op_record
@@ -269,15 +269,35 @@ def test_an_activation_layer_appends_what_its_python_way_appends(op_type, argume
     _same_as_python_way(layer, ACTIVATION_CALLS[arguments])
 
 
+@pytest.mark.parametrize("arguments", list(ACTIVATION_CALLS))
+@pytest.mark.parametrize("op_type", ["relu", "log"])
+def test_a_checked_unary_layer_appends_what_its_python_way_appends(op_type, arguments):
+    layer = getattr(fluid.layers, op_type)
+    assert isinstance(layer, _op_record.OneOpCall)
+    _same_as_python_way(layer, ACTIVATION_CALLS[arguments])
+
+
+def test_a_checked_unary_layer_refuses_the_dtypes_fluid_refuses():
+    from fluid_nb.api.layers.dtype_rules import FLUID18_DTYPES
+    assert FLUID18_DTYPES["log"]["x"] == ("float32", "float64")
+    main = Program()
+    with fluid.program_guard(main, Program()):
+        half = fluid.data(name="half", shape=[2], dtype="float16")
+        fluid.layers.relu(half)  # (relu takes float16, log does not)
+        with pytest.raises(InvalidType, match="log: x's dtype expected one of float32"):
+            fluid.layers.log(half)
+    assert [op.type for op in main.global_block().ops] == ["relu"]
+
+
 def test_a_layers_common_call_appends_without_its_python_function():
     def cell(v):
         x, y = v["x"], v["y"]
         return [fluid.layers.elementwise_add(x, y), fluid.layers.elementwise_mul(x, y, axis=1),
-                fluid.layers.sigmoid(x), fluid.layers.exp(x, name=None),
-                fluid.layers.elementwise_sub(x, y, name="named")]
+                fluid.layers.sigmoid(x), fluid.layers.exp(x, name=None), fluid.layers.relu(x),
+                fluid.layers.log(x, None), fluid.layers.elementwise_sub(x, y, name="named")]
     _, _, main = _layer_outcome(cell)
-    # the fifth (a name) is the layer's Python function's
-    assert _innermost(main) == ["cell"] * 4 + ["layer"]
+    # the last (a name) is the layer's Python function's
+    assert _innermost(main) == ["cell"] * 6 + ["layer"]
 
 
 def test_a_layer_of_an_op_not_defined_yet_goes_the_python_way(monkeypatch):

@@ -8,14 +8,16 @@ Fluid 1.8 function of that name.
 import functools
 
 from ...errors import InvalidArgument
-from ...tensor.dtypes import VarType
+from ...tensor.dtypes import VarType, convert_dtype
 from ...framework.type_checks import check_dtype, require_variable
 from ...framework import program as _fw
+from ...framework.callstack import _op_record
 from ...framework.program import Variable
 from ...framework.transaction import append_one_op, atomic, lean
 from ..initializer import ConstantInitializer, NormalInitializer
 from ..layer_helper import LayerHelper
 from ..param_attr import ParamAttr
+from .dtype_rules import FLUID18_DTYPES
 from .arg_checks import (INT, NAME, NON_NEGATIVE_INT, NUMBER, POSITIVE_INT, PROBABILITY,
                          activation, boolean, check, checks, dtype, int_or_ints, int_typed, ints,
                          one_of, optional, or_variable, real_in, variable, variables)
@@ -483,10 +485,21 @@ def _unary(op_type, x, attrs=None, name=None):
     return out
 
 
+def _unary_call(layer, op_type):
+    """``layer`` (checked, appending one ``op_type`` op through :func:`_unary`) with its
+    common call, a Variable of a dtype Fluid 1.8 takes and no name, in C
+    (``_op_record.OneOpCall``); ``layer`` for every other call."""
+    allowed = frozenset(map(convert_dtype, FLUID18_DTYPES[op_type]["x"]))
+    return _op_record.OneOpCall(layer, _op_record.UNARY, op_type, globals(), allowed=allowed)
+
+
 @lean  # (_unary keeps itself all or nothing)
 @checks(x=variable, name=NAME)
 def relu(x, name=None):
     return _unary("relu", x, name=name)
+
+
+relu = _unary_call(relu, "relu")
 
 
 @lean
@@ -499,6 +512,9 @@ def leaky_relu(x, alpha=0.02, name=None):
 @checks(x=variable, name=NAME)
 def log(x, name=None):
     return _unary("log", x, name=name)
+
+
+log = _unary_call(log, "log")
 
 
 def _reduce(op_type, input, dim, keep_dim, name):
