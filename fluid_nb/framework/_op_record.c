@@ -1038,7 +1038,7 @@ static PyObject *append_with_xshape(PyObject *self, PyObject *const *args, size_
 /* --- one-op calls: a Variable's operators, the one-op layers --------------------------
  *
  * OneOpCall(python_way, form, op_type, layers_globals, allowed=None, reverse=False,
- * scalar=0, out_dtype=None) stands for the Python function python_way (a Variable's
+ * scalar=0, out_dtype=None, attrs=None) stands for the Python function python_way (a Variable's
  * operator that math_op_patch defines, or an elementwise or activation layer of
  * api/layers/ops.py): called as that function is (and bound as a method, as a function
  * is), with its commonest calls appended through append_record without a Python frame.
@@ -1063,19 +1063,23 @@ static PyObject *append_with_xshape(PyObject *self, PyObject *const *args, size_
  * ACTIVATION (x, name=None, **attrs): a Variable x of a dtype in `allowed`, no name, an op
  *   type already defined: op_type on {"X": (x.name,)} with the other keywords as its
  *   attributes, its Out named for op_type.
- * UNARY (x, name=None), a layer whose argument checks python_way runs (nn's relu, log): the
- *   same for x of Variable's own class, no other keyword, attributes None.
+ * UNARY (x, ..., name=None, ...), a layer whose argument checks python_way runs (nn's relu,
+ *   log, softmax): the same for x alone (name=None by keyword), of Variable's own class, its
+ *   attributes a copy of `attrs` (None: none).
+ * PAIR (x, y, name=None, ...), such a layer of two inputs (nn's matmul): x and y alone, both
+ *   of Variable's own class and of dtypes in `allowed`: op_type on {"X": (x.name,), "Y":
+ *   (y.name,)} with a copy of `attrs`, its Out named for op_type.
  *   Both on the default main program's current block, with x's dtype.
  *
  * The frames were a tenth of a live `c + one` and of a live layers.elementwise_add, and a
  * sixth of a live `c * 0.999`.
  */
-enum call_form { OPERATOR, ELEMENTWISE, ACTIVATION, UNARY };
+enum call_form { OPERATOR, ELEMENTWISE, ACTIVATION, UNARY, PAIR };
 enum scalar_form { NO_SCALAR, PLUS, MINUS, MINUS_FROM, TIMES, DIVIDED };
 
 typedef struct {
     PyObject_HEAD
-    PyObject *python_way, *op_type, *out_dtype, *layers_globals, *allowed;
+    PyObject *python_way, *op_type, *out_dtype, *layers_globals, *allowed, *attrs;
     int form, reverse, scalar;
     vectorcallfunc vectorcall;
 } OneOpCall;
@@ -1253,7 +1257,7 @@ static int allowed_variable(PyObject *var, PyObject *allowed, PyObject **dtype) 
     return in;
 }
 
-/* The record a layer call appends (ELEMENTWISE, ACTIVATION, UNARY), record[0..5] = (block, op
+/* The record a layer call appends (ELEMENTWISE, ACTIVATION, UNARY, PAIR), record[0..5] = (block, op
  * type, inputs, attributes, dtype, the layer type) as new references: 1, 0 for the Python
  * way, -1 with an error */
 static int layer_record(OneOpCall *op, PyObject *const *args, Py_ssize_t nargs,
@@ -1300,8 +1304,28 @@ static int layer_record(OneOpCall *op, PyObject *const *args, Py_ssize_t nargs,
             attrs = Py_None;
             Py_INCREF(attrs);
         }
-    } else { /* ACTIVATION: (x, name=None, **attrs); UNARY: (x, name=None) */
-        if (nargs < 1 || nargs > 2 || (nargs == 2 && args[1] != Py_None))
+    } else if (op->form == PAIR) { /* (x, y, ..., name=None, ...): x and y alone */
+        if (nargs != 2)
+            return 0;
+        for (Py_ssize_t k = 0; k < n_keywords; k++)
+            if (PyUnicode_Compare(PyTuple_GET_ITEM(kwnames, k), str_name) != 0 ||
+                args[nargs + k] != Py_None)
+                return 0;
+        x = args[0], y = args[1];
+        if (!Py_IS_TYPE(x, variable_type) || !Py_IS_TYPE(y, variable_type))
+            return 0;
+        if ((in = allowed_variable(x, op->allowed, &x_dtype)) != 1 ||
+            (in = allowed_variable(y, op->allowed, &y_dtype)) != 1) {
+            found = in;
+            goto done;
+        }
+        if ((attrs = PyDict_Copy(op->attrs)) == NULL) {
+            found = -1;
+            goto done;
+        }
+    } else { /* ACTIVATION: (x, name=None, **attrs); UNARY: (x, ..., name=None, ...) */
+        if (nargs < 1 || nargs > (op->form == UNARY ? 1 : 2) ||
+            (nargs == 2 && args[1] != Py_None))
             return 0;
         x = args[0];
         if ((attrs = PyDict_New()) == NULL)
@@ -1318,11 +1342,16 @@ static int layer_record(OneOpCall *op, PyObject *const *args, Py_ssize_t nargs,
                 goto done;
             }
         }
-        if (op->form == UNARY) { /* (checked: an argument of Variable's own class, no attributes) */
+        if (op->form == UNARY) { /* (checked: an argument of Variable's own class) */
             if (!Py_IS_TYPE(x, variable_type))
                 goto done;
-            Py_SETREF(attrs, Py_None);
-            Py_INCREF(attrs);
+            if (op->attrs == Py_None) {
+                Py_SETREF(attrs, Py_None);
+                Py_INCREF(attrs);
+            } else if (PyDict_Update(attrs, op->attrs) < 0) {
+                found = -1;
+                goto done;
+            }
         }
         if ((in = allowed_variable(x, op->allowed, &x_dtype)) != 1) {
             found = in;
@@ -1400,27 +1429,31 @@ static PyObject *one_op_call(PyObject *callable, PyObject *const *args, size_t n
 
 static PyObject *one_op_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
     static char *keywords[] = {"python_way", "form", "op_type", "layers_globals", "allowed",
-                               "reverse", "scalar", "out_dtype", NULL};
-    PyObject *python_way, *op_type, *layers_globals, *allowed = Py_None, *out_dtype = Py_None;
+                               "reverse", "scalar", "out_dtype", "attrs", NULL};
+    PyObject *python_way, *op_type, *layers_globals, *allowed = Py_None, *out_dtype = Py_None,
+             *attrs = Py_None;
     int form, reverse = 0, scalar = NO_SCALAR;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OiUO!|OpiO:OneOpCall", keywords,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OiUO!|OpiOO:OneOpCall", keywords,
                                      &python_way, &form, &op_type, &PyDict_Type,
-                                     &layers_globals, &allowed, &reverse, &scalar, &out_dtype))
+                                     &layers_globals, &allowed, &reverse, &scalar, &out_dtype,
+                                     &attrs))
         return NULL;
-    if (!PyCallable_Check(python_way) || form < OPERATOR || form > UNARY ||
+    if (!PyCallable_Check(python_way) || form < OPERATOR || form > PAIR ||
         scalar < NO_SCALAR || scalar > DIVIDED ||
-        (form != OPERATOR && !PyAnySet_Check(allowed)))
+        (form != OPERATOR && !PyAnySet_Check(allowed)) ||
+        (attrs != Py_None && !PyDict_CheckExact(attrs)) || (form == PAIR && attrs == Py_None))
         return PyErr_Format(PyExc_ValueError, "OneOpCall expected a callable, a form in "
-                            "[%d, %d], a scalar form in [%d, %d] and a layer's allowed dtypes "
-                            "as a set, got %R, %d, %d and %R", OPERATOR, UNARY, NO_SCALAR,
-                            DIVIDED, python_way, form, scalar, allowed);
+                            "[%d, %d], a scalar form in [%d, %d], a layer's allowed dtypes "
+                            "as a set and its attributes as a dict (a PAIR's given), got %R, "
+                            "%d, %d, %R and %R", OPERATOR, PAIR, NO_SCALAR, DIVIDED,
+                            python_way, form, scalar, allowed, attrs);
     OneOpCall *self = (OneOpCall *)type->tp_alloc(type, 0);
     if (self == NULL)
         return NULL;
     Py_INCREF(python_way), Py_INCREF(op_type), Py_INCREF(out_dtype), Py_INCREF(layers_globals);
-    Py_INCREF(allowed);
+    Py_INCREF(allowed), Py_INCREF(attrs);
     self->python_way = python_way, self->op_type = op_type, self->out_dtype = out_dtype;
-    self->layers_globals = layers_globals, self->allowed = allowed;
+    self->layers_globals = layers_globals, self->allowed = allowed, self->attrs = attrs;
     self->form = form, self->reverse = reverse, self->scalar = scalar;
     self->vectorcall = one_op_call;
     return (PyObject *)self;
@@ -1463,6 +1496,7 @@ static int one_op_traverse(OneOpCall *self, visitproc visit, void *arg) {
     Py_VISIT(self->out_dtype);
     Py_VISIT(self->layers_globals);
     Py_VISIT(self->allowed);
+    Py_VISIT(self->attrs);
     return 0;
 }
 
@@ -1472,6 +1506,7 @@ static int one_op_clear(OneOpCall *self) {
     Py_CLEAR(self->out_dtype);
     Py_CLEAR(self->layers_globals);
     Py_CLEAR(self->allowed);
+    Py_CLEAR(self->attrs);
     return 0;
 }
 
@@ -1609,7 +1644,8 @@ PyMODINIT_FUNC PyInit__op_record(void) {
                       PyModule_AddIntConstant(m, "OPERATOR", OPERATOR) < 0 ||
                       PyModule_AddIntConstant(m, "ELEMENTWISE", ELEMENTWISE) < 0 ||
                       PyModule_AddIntConstant(m, "ACTIVATION", ACTIVATION) < 0 ||
-                      PyModule_AddIntConstant(m, "UNARY", UNARY) < 0))
+                      PyModule_AddIntConstant(m, "UNARY", UNARY) < 0 ||
+                      PyModule_AddIntConstant(m, "PAIR", PAIR) < 0))
         Py_CLEAR(m);
     return m;
 }

@@ -237,6 +237,7 @@ def _layer_variables():
     found = _variables()
     found["row"] = fluid.data(name="row", shape=[-1], dtype="float32")
     found["bools"] = fluid.data(name="bools", shape=[-1, 3], dtype="bool")
+    found["square"] = fluid.data(name="square", shape=[3, 3], dtype="float32")
     return found
 
 
@@ -269,12 +270,40 @@ def test_an_activation_layer_appends_what_its_python_way_appends(op_type, argume
     _same_as_python_way(layer, ACTIVATION_CALLS[arguments])
 
 
-@pytest.mark.parametrize("arguments", list(ACTIVATION_CALLS))
-@pytest.mark.parametrize("op_type", ["relu", "log"])
+#: a checked layer's calls besides the activation's: its own arguments given
+CHECKED_CALLS = dict(ACTIVATION_CALLS, **{
+    "softmax's axis": lambda v: ((v["x"],), {"axis": 0}),
+    "softmax's use_cudnn by position": lambda v: ((v["x"], True), {}),
+})
+
+PAIR_CALLS = {
+    "x, y": lambda v: ((v["x"], v["square"]), {}),
+    "name=None": lambda v: ((v["x"], v["square"]), {"name": None}),
+    "a name": lambda v: ((v["x"], v["square"]), {"name": "named"}),
+    "a transpose by position": lambda v: ((v["x"], v["square"], True), {}),
+    "alpha": lambda v: ((v["x"], v["square"]), {"alpha": 2}),
+    "x and y by keyword": lambda v: ((), {"x": v["x"], "y": v["square"]}),
+    "shapes that do not multiply": lambda v: ((v["x"], v["y"]), {}),
+    "ints": lambda v: ((v["ints"], v["ints"]), {}),
+    "a Parameter": lambda v: ((v["x"], v["w"]), {}),
+    "a number": lambda v: ((v["x"], 2.0), {}),
+    "an unknown keyword": lambda v: ((v["x"], v["square"]), {"axis": 1}),
+    "too few": lambda v: ((v["x"],), {}),
+}
+
+
+@pytest.mark.parametrize("arguments", list(CHECKED_CALLS))
+@pytest.mark.parametrize("op_type", ["relu", "log", "softmax"])
 def test_a_checked_unary_layer_appends_what_its_python_way_appends(op_type, arguments):
     layer = getattr(fluid.layers, op_type)
     assert isinstance(layer, _op_record.OneOpCall)
-    _same_as_python_way(layer, ACTIVATION_CALLS[arguments])
+    _same_as_python_way(layer, CHECKED_CALLS[arguments])
+
+
+@pytest.mark.parametrize("arguments", list(PAIR_CALLS))
+def test_matmul_appends_what_its_python_way_appends(arguments):
+    assert isinstance(fluid.layers.matmul, _op_record.OneOpCall)
+    _same_as_python_way(fluid.layers.matmul, PAIR_CALLS[arguments])
 
 
 def test_a_checked_unary_layer_refuses_the_dtypes_fluid_refuses():
@@ -294,10 +323,12 @@ def test_a_layers_common_call_appends_without_its_python_function():
         x, y = v["x"], v["y"]
         return [fluid.layers.elementwise_add(x, y), fluid.layers.elementwise_mul(x, y, axis=1),
                 fluid.layers.sigmoid(x), fluid.layers.exp(x, name=None), fluid.layers.relu(x),
-                fluid.layers.log(x, None), fluid.layers.elementwise_sub(x, y, name="named")]
+                fluid.layers.log(x, name=None), fluid.layers.softmax(x),
+                fluid.layers.matmul(x, v["square"]),
+                fluid.layers.elementwise_sub(x, y, name="named")]
     _, _, main = _layer_outcome(cell)
     # the last (a name) is the layer's Python function's
-    assert _innermost(main) == ["cell"] * 6 + ["layer"]
+    assert _innermost(main) == ["cell"] * 8 + ["layer"]
 
 
 def test_a_layer_of_an_op_not_defined_yet_goes_the_python_way(monkeypatch):

@@ -6,6 +6,7 @@ Each function appends the same ops, with the same slot names and variable names,
 Fluid 1.8 function of that name.
 """
 import functools
+import inspect
 
 from ...errors import InvalidArgument
 from ...tensor.dtypes import VarType, convert_dtype
@@ -324,6 +325,20 @@ def dropout(x, dropout_prob, is_test=False, seed=None, name=None,
     return out
 
 
+def _one_op_call(layer, op_type, inputs=("x",), attrs=None):
+    """``layer`` (checked, appending one ``op_type`` op) with its common call in C
+    (``_op_record.OneOpCall``): its ``inputs`` arguments alone, Variables of a dtype Fluid
+    1.8's table gives them, no name; the op's attributes ``attrs`` (op attribute -> the
+    layer argument whose default it takes). ``layer`` answers every other call."""
+    allowed = {frozenset(map(convert_dtype, FLUID18_DTYPES[op_type][arg])) for arg in inputs}
+    (allowed,) = allowed  # (the inputs share their dtypes' rule)
+    parameters = inspect.signature(layer).parameters
+    template = None if attrs is None else {
+        attr: parameters[argument].default for attr, argument in attrs.items()}
+    return _op_record.OneOpCall(layer, _op_record.UNARY if len(inputs) == 1 else _op_record.PAIR,
+                                op_type, globals(), allowed=allowed, attrs=template)
+
+
 @lean  # (one op through append_one_op, or a transaction of its own)
 @checks(input=variable, use_cudnn=boolean, name=NAME, axis=INT)
 def softmax(input, use_cudnn=False, name=None, axis=-1):
@@ -339,6 +354,10 @@ def softmax(input, use_cudnn=False, name=None, axis=-1):
         helper.append_op(type="softmax", inputs={"X": [input]}, outputs={"Out": [out]},
                          attrs=attrs)
     return out
+
+
+softmax = _one_op_call(softmax, "softmax", ("input",),
+                       {"axis": "axis", "use_cudnn": "use_cudnn"})
 
 
 @lean  # (one op through append_one_op, or a transaction of its own)
@@ -359,6 +378,11 @@ def matmul(x, y, transpose_x=False, transpose_y=False, alpha=1.0, name=None):
         helper.append_op(type="matmul", inputs={"X": [x], "Y": [y]}, outputs={"Out": [out]},
                          attrs=attrs)
     return out
+
+
+matmul = _one_op_call(matmul, "matmul", ("x", "y"), {"transpose_X": "transpose_x",
+                                                      "transpose_Y": "transpose_y",
+                                                      "alpha": "alpha"})
 
 
 @checks(x=variable, y=variable, x_num_col_dims=POSITIVE_INT, y_num_col_dims=POSITIVE_INT,
@@ -485,21 +509,13 @@ def _unary(op_type, x, attrs=None, name=None):
     return out
 
 
-def _unary_call(layer, op_type):
-    """``layer`` (checked, appending one ``op_type`` op through :func:`_unary`) with its
-    common call, a Variable of a dtype Fluid 1.8 takes and no name, in C
-    (``_op_record.OneOpCall``); ``layer`` for every other call."""
-    allowed = frozenset(map(convert_dtype, FLUID18_DTYPES[op_type]["x"]))
-    return _op_record.OneOpCall(layer, _op_record.UNARY, op_type, globals(), allowed=allowed)
-
-
 @lean  # (_unary keeps itself all or nothing)
 @checks(x=variable, name=NAME)
 def relu(x, name=None):
     return _unary("relu", x, name=name)
 
 
-relu = _unary_call(relu, "relu")
+relu = _one_op_call(relu, "relu")
 
 
 @lean
@@ -514,7 +530,7 @@ def log(x, name=None):
     return _unary("log", x, name=name)
 
 
-log = _unary_call(log, "log")
+log = _one_op_call(log, "log")
 
 
 def _reduce(op_type, input, dim, keep_dim, name):
