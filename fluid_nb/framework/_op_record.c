@@ -1516,6 +1516,16 @@ static void one_op_dealloc(OneOpCall *self) {
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
+/* pickled as the function it stands for is: by its module and qualified name */
+static PyObject *one_op_reduce(OneOpCall *self, PyObject *unused) {
+    return PyObject_GetAttrString(self->python_way, "__qualname__");
+}
+
+static PyMethodDef one_op_methods[] = {
+    {"__reduce__", (PyCFunction)one_op_reduce, METH_NOARGS,
+     "pickled by reference, as a function is"},
+    {NULL}};
+
 static PyMemberDef one_op_members[] = {
     {"__wrapped__", T_OBJECT, offsetof(OneOpCall, python_way), READONLY,
      "the Python way, which defines the call"},
@@ -1544,6 +1554,7 @@ static PyTypeObject OneOpCallType = {
     .tp_getattro = one_op_getattro,
     .tp_setattro = one_op_setattro,
     .tp_repr = (reprfunc)one_op_repr,
+    .tp_methods = one_op_methods,
     .tp_members = one_op_members,
     .tp_getset = one_op_getset,
 };

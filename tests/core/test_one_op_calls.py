@@ -5,6 +5,8 @@ with its commonest calls (two Variables of one dtype, a Variable and a plain num
 layer's Variables with no name or act) appended in C without its frames. Whatever the
 arguments, a call must append what its Python function appends, name for name and field
 for field, and return or raise what it returns or raises."""
+import pickle
+
 import numpy as np
 import pytest
 
@@ -346,3 +348,10 @@ def test_a_layer_is_its_python_functions_stand_in():
     assert str(inspect.signature(fluid.layers.sigmoid)) == "(x, name=None, **attrs)"
     assert layer.__wrapped_transaction__  # (all or nothing itself: no wrapper around it)
     assert "axis" in layer.__doc__ and layer.__module__ == layer_ops.__name__
+
+
+@pytest.mark.parametrize("protocol", [2, pickle.HIGHEST_PROTOCOL])
+def test_one_op_calls_pickle_by_reference_as_functions_do(protocol):
+    for call in [fluid.layers.elementwise_add, fluid.layers.sigmoid, fluid.layers.relu,
+                 fluid.layers.matmul, Variable.__add__, Variable.__rtruediv__]:
+        assert pickle.loads(pickle.dumps(call, protocol=protocol)) is call

@@ -43,7 +43,7 @@ def _output(helper, dtype, name):
     return helper.create_variable(name=name, dtype=dtype, persistable=False)
 
 
-_ALLOWED_TYPES = {}  # op type -> the VarTypes its layer takes (worked out at first use)
+_ALLOWED_TYPES = {}  # op type -> the VarTypes its layer takes (worked out as the layer is made)
 
 
 def _allowed_types(op_type):
