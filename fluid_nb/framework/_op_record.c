@@ -1038,9 +1038,9 @@ static PyObject *append_with_xshape(PyObject *self, PyObject *const *args, size_
 /* --- one-op calls: a Variable's operators, the one-op layers --------------------------
  *
  * OneOpCall(python_way, form, op_type, layers_globals, allowed=None, reverse=False,
- * scalar=0, out_dtype=None, attrs=None) stands for the Python function python_way (a Variable's
- * operator that math_op_patch defines, or an elementwise or activation layer of
- * api/layers/ops.py): called as that function is (and bound as a method, as a function
+ * scalar=0, out_dtype=None, attrs=None) stands for the Python function python_way (a
+ * Variable's operator that math_op_patch defines, an elementwise or activation layer of
+ * api/layers/ops.py, or one of nn's checked one-op layers): called as that function is (and bound as a method, as a function
  * is), with its commonest calls appended through append_record without a Python frame.
  * python_way stays the definition: what is taken here are its own first tests, in its
  * order, and every other call is its own. Nothing is taken while layers_globals'
@@ -1088,9 +1088,30 @@ static PyObject *str_append_one_op, *str_scale, *str_bias, *str_blocks,
     *str_current_block_idx, *str_current_block, *str_main_program, *str_axis, *str_act,
     *str_x_argument;
 
-/* var.block.program.current_block() (a new reference), or NULL with an error */
-static PyObject *indexed_block(PyObject *program);
+/* program.blocks[program.current_block_idx] of a Program of the exact class (a new
+ * reference), or NULL: with an error, or without one for any other program */
+static PyObject *indexed_block(PyObject *program) {
+    if (!Py_IS_TYPE(program, program_type))
+        return NULL;
+    PyObject *d = instance_dict(program), *found = NULL;
+    if (d == NULL)
+        return NULL;
+    PyObject *blocks = PyDict_GetItemWithError(d, str_blocks);
+    PyObject *index = blocks == NULL ? NULL : PyDict_GetItemWithError(d, str_current_block_idx);
+    if (index != NULL && PyList_CheckExact(blocks) && PyLong_CheckExact(index)) {
+        Py_ssize_t at = PyLong_AsSsize_t(index);
+        if (at >= 0 && at < PyList_GET_SIZE(blocks)) {
+            found = PyList_GET_ITEM(blocks, at);
+            Py_INCREF(found);
+        } else if (at == -1 && PyErr_ExceptionMatches(PyExc_OverflowError)) {
+            PyErr_Clear();
+        }
+    }
+    Py_DECREF(d);
+    return found;
+}
 
+/* var.block.program.current_block() (a new reference), or NULL with an error */
 static PyObject *current_block_of(PyObject *var) {
     PyObject *block = PyObject_GetAttr(var, str_block);
     if (block == NULL)
@@ -1145,29 +1166,6 @@ static int batch_leading(PyObject *var, PyObject *other) {
 done:
     Py_XDECREF(shape), Py_XDECREF(own);
     return leading;
-}
-
-/* program.blocks[program.current_block_idx] of a Program of the exact class (a new
- * reference), or NULL: with an error, or without one for any other program */
-static PyObject *indexed_block(PyObject *program) {
-    if (!Py_IS_TYPE(program, program_type))
-        return NULL;
-    PyObject *d = instance_dict(program), *found = NULL;
-    if (d == NULL)
-        return NULL;
-    PyObject *blocks = PyDict_GetItemWithError(d, str_blocks);
-    PyObject *index = blocks == NULL ? NULL : PyDict_GetItemWithError(d, str_current_block_idx);
-    if (index != NULL && PyList_CheckExact(blocks) && PyLong_CheckExact(index)) {
-        Py_ssize_t at = PyLong_AsSsize_t(index);
-        if (at >= 0 && at < PyList_GET_SIZE(blocks)) {
-            found = PyList_GET_ITEM(blocks, at);
-            Py_INCREF(found);
-        } else if (at == -1 && PyErr_ExceptionMatches(PyExc_OverflowError)) {
-            PyErr_Clear();
-        }
-    }
-    Py_DECREF(d);
-    return found;
 }
 
 /* The record an OPERATOR call appends, record[0..4] = (block, op type, inputs, attributes,
@@ -1257,9 +1255,9 @@ static int allowed_variable(PyObject *var, PyObject *allowed, PyObject **dtype) 
     return in;
 }
 
-/* The record a layer call appends (ELEMENTWISE, ACTIVATION, UNARY, PAIR), record[0..5] = (block, op
- * type, inputs, attributes, dtype, the layer type) as new references: 1, 0 for the Python
- * way, -1 with an error */
+/* The record a layer call appends (ELEMENTWISE, ACTIVATION, UNARY, PAIR), record[0..5] =
+ * (block, op type, inputs, attributes, dtype, the layer type) as new references: 1, 0 for
+ * the Python way, -1 with an error */
 static int layer_record(OneOpCall *op, PyObject *const *args, Py_ssize_t nargs,
                         PyObject *kwnames, PyObject **record) {
     PyObject *x, *y = NULL, *x_dtype = NULL, *y_dtype = NULL, *attrs = NULL, *axis = NULL;
