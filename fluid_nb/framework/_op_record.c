@@ -1025,8 +1025,13 @@ done:
     return result;
 }
 
+static PyObject *recorded_append(PyObject *const *args, size_t nargsf, PyObject *kwnames);
+static void *recorder; /* the REPEATED layer whose Python way runs now (see repeated_call) */
+
 static PyObject *append_one_op(PyObject *self, PyObject *const *args, size_t nargsf,
                                PyObject *kwnames) {
+    if (recorder != NULL)
+        return recorded_append(args, nargsf, kwnames);
     return append_record(ONE_OUT, args, nargsf, kwnames);
 }
 
@@ -1070,16 +1075,29 @@ static PyObject *append_with_xshape(PyObject *self, PyObject *const *args, size_
  *   of Variable's own class and of dtypes in `allowed`: op_type on {"X": (x.name,), "Y":
  *   (y.name,)} with a copy of `attrs`, its Out named for op_type.
  *   Both on the default main program's current block, with x's dtype.
+ * REPEATED (x, ...), a checked layer whose every call with the same arguments appends the
+ *   same one op through append_one_op on {"X": (x.name,)} (nn's reductions, scale, mean,
+ *   cast, clip, leaky_relu, ...): a call of a Variable x of Variable's own class, its other
+ *   arguments scalars or lists or tuples of them, replays what its Python way appended for
+ *   the same arguments and the same x's (shape, dtype, LoD level, type): the op type, a
+ *   fresh copy of the attributes, the dtype and layer type it gave append_one_op. The
+ *   Python way is recorded at a call without an answer: taken when it made exactly that
+ *   one call, whose temporary it returned, and the current block gained that op alone
+ *   (else the arguments are marked as the Python way's for good). Its checks are a
+ *   function of what the key holds, so a replay passes them as the recorded call did; a
+ *   call that raised is never recorded.
  *
  * The frames were a tenth of a live `c + one` and of a live layers.elementwise_add, and a
  * sixth of a live `c * 0.999`.
  */
-enum call_form { OPERATOR, ELEMENTWISE, ACTIVATION, UNARY, PAIR };
+enum call_form { OPERATOR, ELEMENTWISE, ACTIVATION, UNARY, PAIR, REPEATED };
 enum scalar_form { NO_SCALAR, PLUS, MINUS, MINUS_FROM, TIMES, DIVIDED };
 
 typedef struct {
     PyObject_HEAD
     PyObject *python_way, *op_type, *out_dtype, *layers_globals, *allowed, *attrs;
+    PyObject *replays; /* REPEATED: call key -> (op type, attributes, dtype, layer type), or
+                        * None for arguments the Python way answers */
     int form, reverse, scalar;
     vectorcallfunc vectorcall;
 } OneOpCall;
@@ -1387,6 +1405,242 @@ done:
     return found;
 }
 
+/* --- REPEATED: a checked layer's call replayed ----------------------------------------- */
+
+/* what the recorder's Python way gave append_one_op first: (block, op type, inputs,
+ * attributes (a copy), dtype, layer type), what that call returned, and the calls made */
+static PyObject *recorded_call, *recorded_result;
+static Py_ssize_t recorded_appends;
+
+/* 1 when value is a scalar or a list or tuple of scalars, the kinds of value a replay keys
+ * and copies */
+static int plain_value(PyObject *value) {
+    if (is_scalar(value))
+        return 1;
+    if (!PyList_CheckExact(value) && !PyTuple_CheckExact(value))
+        return 0;
+    PyObject **items = PySequence_Fast_ITEMS(value);
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(value); i++)
+        if (!is_scalar(items[i]))
+            return 0;
+    return 1;
+}
+
+/* a copy of attributes (None, or a dict of plain values) whose lists are fresh too, as a
+ * replay keeps them (a new reference); NULL without an error for other attributes */
+static PyObject *attrs_copy(PyObject *attrs) {
+    if (attrs == Py_None)
+        return Py_NewRef(Py_None);
+    if (!PyDict_CheckExact(attrs))
+        return NULL;
+    PyObject *copy = PyDict_Copy(attrs), *name, *value;
+    Py_ssize_t pos = 0;
+    while (copy != NULL && PyDict_Next(attrs, &pos, &name, &value)) {
+        if (!plain_value(value)) {
+            Py_CLEAR(copy);
+        } else if (PyList_CheckExact(value)) {
+            PyObject *list = PyList_GetSlice(value, 0, PyList_GET_SIZE(value));
+            if (list == NULL || PyDict_SetItem(copy, name, list) < 0)
+                Py_CLEAR(copy);
+            Py_XDECREF(list);
+        }
+    }
+    return copy;
+}
+
+/* append_one_op while a REPEATED layer's Python way runs: the first call's arguments kept */
+static PyObject *recorded_append(PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    PyObject *call = NULL;
+    if (recorded_appends++ == 0 && kwnames == NULL && (nargs == 5 || nargs == 6)) {
+        PyObject *attrs = attrs_copy(args[3]);
+        if (attrs == NULL && PyErr_Occurred())
+            return NULL;
+        if (attrs != NULL) {
+            call = PyTuple_Pack(6, args[0], args[1], args[2], attrs, args[4],
+                                nargs == 6 ? args[5] : Py_None);
+            Py_DECREF(attrs);
+            if (call == NULL)
+                return NULL;
+        }
+    }
+    PyObject *result = append_record(ONE_OUT, args, nargsf, kwnames);
+    if (call != NULL && result != NULL) {
+        Py_XSETREF(recorded_call, call);
+        Py_XSETREF(recorded_result, Py_NewRef(result));
+    } else {
+        Py_XDECREF(call);
+    }
+    return result;
+}
+
+/* the key of a call: x's (shape, dtype, lod_level, type), the positional count, the keyword
+ * names, and each other argument's class and value (a list's or tuple's as a tuple, with
+ * its items' classes: 1, 1.0 and True are equal keys); NULL without an error for a call
+ * of other arguments (a new reference) */
+static PyObject *call_key(PyObject *x, PyObject *const *args, Py_ssize_t nargs,
+                          PyObject *kwnames) {
+    Py_ssize_t n_keywords = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    Py_ssize_t n_values = nargs - 1 + n_keywords;
+    PyObject *key = PyTuple_New(6 + 3 * n_values);
+    if (key == NULL || var_fields(x, &PyTuple_GET_ITEM(key, 0)) < 0 ||
+        (PyTuple_GET_ITEM(key, 3) = PyObject_GetAttr(x, str_type)) == NULL ||
+        (PyTuple_GET_ITEM(key, 4) = PyLong_FromSsize_t(nargs)) == NULL) {
+        Py_XDECREF(key);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(key, 5, Py_NewRef(kwnames == NULL ? Py_None : kwnames));
+    for (Py_ssize_t i = 0; i < n_values; i++) {
+        PyObject *value = args[1 + i], *classes = Py_None;
+        if (!plain_value(value)) {
+            Py_DECREF(key);
+            return NULL;
+        }
+        Py_INCREF(value);
+        if (!is_scalar(value)) { /* (a list or tuple: its items and their classes) */
+            Py_ssize_t n = PySequence_Fast_GET_SIZE(value);
+            PyObject *items = PySequence_Tuple(value);
+            Py_SETREF(value, items);
+            if (value == NULL || (classes = PyTuple_New(n)) == NULL) {
+                Py_XDECREF(value);
+                Py_DECREF(key);
+                return NULL;
+            }
+            for (Py_ssize_t j = 0; j < n; j++)
+                PyTuple_SET_ITEM(classes, j,
+                                 Py_NewRef((PyObject *)Py_TYPE(PyTuple_GET_ITEM(value, j))));
+        } else {
+            Py_INCREF(classes);
+        }
+        PyTuple_SET_ITEM(key, 6 + 3 * i, Py_NewRef((PyObject *)Py_TYPE(args[1 + i])));
+        PyTuple_SET_ITEM(key, 7 + 3 * i, value);
+        PyTuple_SET_ITEM(key, 8 + 3 * i, classes);
+    }
+    return key;
+}
+
+/* the block a layer appends to: the default main program's current block (a new
+ * reference), or NULL (with an error, or without one for a program of another class) */
+static PyObject *layers_block(void) {
+    PyObject *program = PyDict_GetItemWithError(program_globals, str_main_program);
+    return program == NULL ? NULL : indexed_block(program);
+}
+
+static Py_ssize_t ops_count(PyObject *block) {
+    PyObject *d = instance_dict(block);
+    if (d == NULL)
+        return -1;
+    PyObject *ops = PyDict_GetItemWithError(d, str_ops);
+    Py_ssize_t n = ops != NULL && PyList_CheckExact(ops) ? PyList_GET_SIZE(ops) : -1;
+    Py_DECREF(d);
+    return n;
+}
+
+/* whether inputs is {"X": (x.name,)}: 1, 0 or -1 */
+static int x_alone(PyObject *inputs, PyObject *x) {
+    if (!PyDict_CheckExact(inputs) || PyDict_GET_SIZE(inputs) != 1)
+        return 0;
+    PyObject *names = PyDict_GetItemWithError(inputs, str_x);
+    if (names == NULL)
+        return PyErr_Occurred() ? -1 : 0;
+    if (!PyTuple_CheckExact(names) || PyTuple_GET_SIZE(names) != 1)
+        return 0;
+    PyObject *name = PyObject_GetAttr(x, str_name);
+    if (name == NULL)
+        return -1;
+    int same = PyUnicode_CheckExact(name) &&
+               PyUnicode_Compare(name, PyTuple_GET_ITEM(names, 0)) == 0;
+    Py_DECREF(name);
+    return same;
+}
+
+/* the Python way, recorded: what it appended kept as the replay of `key` when it is one
+ * append_one_op call on x alone (see the comment above OneOpCall) */
+static PyObject *recorded_call_of(OneOpCall *op, PyObject *key, PyObject *const *args,
+                                  size_t nargsf, PyObject *kwnames) {
+    PyObject *block = layers_block(), *replay = NULL;
+    Py_ssize_t before = block == NULL ? -1 : ops_count(block);
+    if (before < 0) {
+        Py_XDECREF(block);
+        if (PyErr_Occurred())
+            return NULL;
+        return PyObject_Vectorcall(op->python_way, args, nargsf, kwnames);
+    }
+    recorder = op, recorded_appends = 0;
+    PyObject *result = PyObject_Vectorcall(op->python_way, args, nargsf, kwnames);
+    recorder = NULL;
+    PyObject *call = recorded_call, *returned = recorded_result;
+    recorded_call = recorded_result = NULL;
+    if (result != NULL) {
+        if (recorded_appends != 1 || call == NULL || returned != result) {
+            replay = Py_NewRef(Py_None); /* (these arguments: more, or other, than one op) */
+        } else {
+            PyObject *now = layers_block();
+            int alone = now == NULL ? -1 : x_alone(PyTuple_GET_ITEM(call, 2), args[0]);
+            if (alone == 1 && now == block && PyTuple_GET_ITEM(call, 0) == block &&
+                ops_count(block) == before + 1)
+                replay = PyTuple_Pack(4, PyTuple_GET_ITEM(call, 1), PyTuple_GET_ITEM(call, 3),
+                                      PyTuple_GET_ITEM(call, 4), PyTuple_GET_ITEM(call, 5));
+            Py_XDECREF(now);
+        }
+        if (replay != NULL) {
+            if (PyDict_GET_SIZE(op->replays) >= 256) /* (ever new arguments: keep a few) */
+                PyDict_Clear(op->replays);
+            if (PyDict_SetItem(op->replays, key, replay) < 0)
+                PyErr_Clear(); /* (the call is made: only its replay is not kept) */
+            Py_DECREF(replay);
+        }
+        if (PyErr_Occurred()) /* (a check that could not read: no replay) */
+            PyErr_Clear();
+    }
+    Py_XDECREF(call), Py_XDECREF(returned), Py_DECREF(block);
+    return result;
+}
+
+static PyObject *repeated_call(OneOpCall *op, PyObject *const *args, size_t nargsf,
+                               PyObject *kwnames) {
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    PyObject *key = nargs >= 1 && Py_IS_TYPE(args[0], variable_type) && recorder == NULL
+                    ? call_key(args[0], args, nargs, kwnames) : NULL;
+    if (key == NULL) {
+        if (PyErr_Occurred()) {
+            if (!PyErr_ExceptionMatches(PyExc_Exception) ||
+                PyErr_ExceptionMatches(PyExc_MemoryError))
+                return NULL;
+            PyErr_Clear(); /* (the Python way reads the same and raises its own error) */
+        }
+        return PyObject_Vectorcall(op->python_way, args, nargsf, kwnames);
+    }
+    PyObject *replay = PyDict_GetItemWithError(op->replays, key);
+    if (replay == NULL) {
+        PyObject *result = PyErr_Occurred() ? NULL
+                           : recorded_call_of(op, key, args, nargsf, kwnames);
+        Py_DECREF(key);
+        return result;
+    }
+    Py_DECREF(key);
+    if (replay == Py_None)
+        return PyObject_Vectorcall(op->python_way, args, nargsf, kwnames);
+    Py_INCREF(replay); /* (held across the append, which runs the op in a live session) */
+    PyObject *record[6] = {NULL}, *result = NULL;
+    /* (the attributes as recorded: append_one_op completes a copy of those it is given, and
+     * neither keeps nor changes them) */
+    if ((record[0] = layers_block()) != NULL &&
+        (record[2] = operand_slots(args[0], NULL)) != NULL) {
+        record[1] = Py_NewRef(PyTuple_GET_ITEM(replay, 0));
+        record[3] = Py_NewRef(PyTuple_GET_ITEM(replay, 1));
+        record[4] = Py_NewRef(PyTuple_GET_ITEM(replay, 2));
+        record[5] = Py_NewRef(PyTuple_GET_ITEM(replay, 3));
+        result = append_record(ONE_OUT, record, 6, NULL);
+    } else if (!PyErr_Occurred()) { /* (a program of another class: its own methods) */
+        result = PyObject_Vectorcall(op->python_way, args, nargsf, kwnames);
+    }
+    for (int i = 0; i < 6; i++)
+        Py_XDECREF(record[i]);
+    Py_DECREF(replay);
+    return result;
+}
+
 static PyObject *one_op_call(PyObject *callable, PyObject *const *args, size_t nargsf,
                              PyObject *kwnames) {
     OneOpCall *op = (OneOpCall *)callable;
@@ -1401,6 +1655,9 @@ static PyObject *one_op_call(PyObject *callable, PyObject *const *args, size_t n
                   ? find_classes() : 0;
     if (classes < 0)
         return NULL;
+    if (op->form == REPEATED)
+        return classes ? repeated_call(op, args, nargsf, kwnames)
+                       : PyObject_Vectorcall(op->python_way, args, nargsf, kwnames);
     PyObject *record[6] = {NULL};
     int found = !classes ? 0
                 : op->form != OPERATOR ? layer_record(op, args, nargs, kwnames, record)
@@ -1436,18 +1693,22 @@ static PyObject *one_op_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
                                      &layers_globals, &allowed, &reverse, &scalar, &out_dtype,
                                      &attrs))
         return NULL;
-    if (!PyCallable_Check(python_way) || form < OPERATOR || form > PAIR ||
+    if (!PyCallable_Check(python_way) || form < OPERATOR || form > REPEATED ||
         scalar < NO_SCALAR || scalar > DIVIDED ||
-        (form != OPERATOR && !PyAnySet_Check(allowed)) ||
+        (form != OPERATOR && form != REPEATED && !PyAnySet_Check(allowed)) ||
         (attrs != Py_None && !PyDict_CheckExact(attrs)) || (form == PAIR && attrs == Py_None))
         return PyErr_Format(PyExc_ValueError, "OneOpCall expected a callable, a form in "
                             "[%d, %d], a scalar form in [%d, %d], a layer's allowed dtypes "
                             "as a set and its attributes as a dict (a PAIR's given), got %R, "
-                            "%d, %d, %R and %R", OPERATOR, PAIR, NO_SCALAR, DIVIDED,
+                            "%d, %d, %R and %R", OPERATOR, REPEATED, NO_SCALAR, DIVIDED,
                             python_way, form, scalar, allowed, attrs);
     OneOpCall *self = (OneOpCall *)type->tp_alloc(type, 0);
     if (self == NULL)
         return NULL;
+    if (form == REPEATED && (self->replays = PyDict_New()) == NULL) {
+        Py_DECREF(self);
+        return NULL;
+    }
     Py_INCREF(python_way), Py_INCREF(op_type), Py_INCREF(out_dtype), Py_INCREF(layers_globals);
     Py_INCREF(allowed), Py_INCREF(attrs);
     self->python_way = python_way, self->op_type = op_type, self->out_dtype = out_dtype;
@@ -1495,6 +1756,7 @@ static int one_op_traverse(OneOpCall *self, visitproc visit, void *arg) {
     Py_VISIT(self->layers_globals);
     Py_VISIT(self->allowed);
     Py_VISIT(self->attrs);
+    Py_VISIT(self->replays);
     return 0;
 }
 
@@ -1505,6 +1767,7 @@ static int one_op_clear(OneOpCall *self) {
     Py_CLEAR(self->layers_globals);
     Py_CLEAR(self->allowed);
     Py_CLEAR(self->attrs);
+    Py_CLEAR(self->replays);
     return 0;
 }
 
@@ -1654,7 +1917,8 @@ PyMODINIT_FUNC PyInit__op_record(void) {
                       PyModule_AddIntConstant(m, "ELEMENTWISE", ELEMENTWISE) < 0 ||
                       PyModule_AddIntConstant(m, "ACTIVATION", ACTIVATION) < 0 ||
                       PyModule_AddIntConstant(m, "UNARY", UNARY) < 0 ||
-                      PyModule_AddIntConstant(m, "PAIR", PAIR) < 0))
+                      PyModule_AddIntConstant(m, "PAIR", PAIR) < 0 ||
+                      PyModule_AddIntConstant(m, "REPEATED", REPEATED) < 0))
         Py_CLEAR(m);
     return m;
 }

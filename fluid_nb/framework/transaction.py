@@ -246,6 +246,17 @@ def _take_back_one_op(block, op, name, layer_type, generator):
 
 append_one_op = _op_record.append_one_op
 append_with_xshape = _op_record.append_with_xshape
+
+
+def replayed(layer, layers_globals):
+    """``layer`` with its repeated calls replayed in C (``_op_record.OneOpCall``'s
+    REPEATED): for a checked layer that appends one op on its first argument through
+    ``append_one_op`` (of ``layers_globals``, its module's), the same op for the same
+    arguments, or raises. A call whose arguments (scalars, or lists or tuples of them) and
+    first argument's shape, dtype, LoD level and type equal an earlier call's appends what
+    that call gave ``append_one_op``, without the checks it passed or the layer's frames;
+    ``layer`` answers every other call, and stays the definition."""
+    return _op_record.OneOpCall(layer, _op_record.REPEATED, layer.__name__, layers_globals)
 _op_record.configure_one_op(_append_one_op, _take_back_one_op, _append_with_xshape,
                             _take_back_with_xshape, _fw, sys.modules[__name__],
                             unique_name, _annotations)

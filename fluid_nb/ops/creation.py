@@ -421,10 +421,14 @@ def _cast_grad(g):
     return [g.op("cast", {"X": g.output_grad("Out")}, {"Out": dx}, attrs)]
 
 
+def _cast(ctx, x):
+    return x.astype(to_numpy_dtype(ctx.attrs["out_dtype"]))
+
+
 def_op("cast", inputs=["X"], outputs=["Out"],
        attrs={"in_dtype": ("int", None), "out_dtype": ("int", None)},
        infer_shape=_cast_infer, share_lod=("X", ["Out"]), grad=_cast_grad,
-       kernel=lambda ctx, x: x.astype(to_numpy_dtype(ctx.attrs["out_dtype"])),
+       kernel=_cast, plain_kernel=_cast,
        doc="Out = X converted to out_dtype (floats to ints truncate toward zero; non-zero "
            "to bool is true). The gradient is cast(Out@GRAD) back to in_dtype.")
 

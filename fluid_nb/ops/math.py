@@ -296,10 +296,13 @@ def _filled(xp, shape, dtype, value):
     return array
 
 
+def _mean(ctx, x):
+    return ctx.xp.asarray(x.sum() / x.size, dtype=x.dtype)
+
+
 def_op("mean", inputs=["X"], outputs=["Out"],
        infer_shape=lambda ctx: ctx.set_output("Out", (), ctx.input_dtype("X")),
-       grad=grad_maker("mean_grad", inputs=["X"]),
-       kernel=lambda ctx, x: ctx.xp.asarray(x.sum() / x.size, dtype=x.dtype),
+       grad=grad_maker("mean_grad", inputs=["X"]), kernel=_mean, plain_kernel=_mean,
        doc="Out = sum(X) / numel(X), a 0-D tensor (shape [] as in Paddle 2.6; [1] before).")
 
 

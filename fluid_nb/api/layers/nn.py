@@ -14,7 +14,7 @@ from ...framework.type_checks import check_dtype, require_variable
 from ...framework import program as _fw
 from ...framework.callstack import _op_record
 from ...framework.program import Variable
-from ...framework.transaction import append_one_op, atomic, lean
+from ...framework.transaction import append_one_op, atomic, lean, replayed
 from ..initializer import ConstantInitializer, NormalInitializer
 from ..layer_helper import LayerHelper
 from ..param_attr import ParamAttr
@@ -450,14 +450,15 @@ def one_hot(input, depth, allow_out_of_range=False):
     return out
 
 
+@lean  # (_unary keeps itself all or nothing)
 @checks(x=variable, name=NAME)
 def mean(x, name=None):
     """The mean of all elements, a one-element tensor (``mean``)."""
     _check_variable("mean", "x", x)
-    helper = LayerHelper("mean", name=name)
-    out = helper.create_variable_for_type_inference(dtype=x.dtype)
-    helper.append_op(type="mean", inputs={"X": [x]}, outputs={"Out": [out]})
-    return out
+    return _unary("mean", x, name=name)
+
+
+mean = replayed(mean, globals())
 
 
 @lean  # (one op through append_one_op, or a transaction of its own)
@@ -484,15 +485,15 @@ def scale(x, scale=1.0, bias=0.0, bias_after_scale=True, act=None, name=None):
         return helper.append_activation(out)
 
 
+scale = replayed(scale, globals())
+
+
+@lean  # (_unary keeps itself all or nothing)
 @checks(x=variable, min=NUMBER, max=NUMBER, name=NAME)
 def clip(x, min, max, name=None):
     """Elements limited to [min, max] (``clip``)."""
     _check_variable("clip", "x", x)
-    helper = LayerHelper("clip", name=name)
-    out = helper.create_variable_for_type_inference(dtype=x.dtype)
-    helper.append_op(type="clip", inputs={"X": [x]}, outputs={"Out": [out]},
-                     attrs={"min": float(min), "max": float(max)})
-    return out
+    return _unary("clip", x, {"min": float(min), "max": float(max)}, name=name)
 
 
 def _unary(op_type, x, attrs=None, name=None):
@@ -524,6 +525,9 @@ def leaky_relu(x, alpha=0.02, name=None):
     return _unary("leaky_relu", x, {"alpha": float(alpha)}, name=name)
 
 
+leaky_relu = replayed(leaky_relu, globals())
+
+
 @lean
 @checks(x=variable, name=NAME)
 def log(x, name=None):
@@ -531,6 +535,7 @@ def log(x, name=None):
 
 
 log = _one_op_call(log, "log")
+clip = replayed(clip, globals())
 
 
 def _reduce(op_type, input, dim, keep_dim, name):
@@ -565,10 +570,16 @@ def reduce_sum(input, dim=None, keep_dim=False, name=None):
     return _reduce("reduce_sum", input, dim, keep_dim, name)
 
 
+reduce_sum = replayed(reduce_sum, globals())
+
+
 @lean  # (one op through append_one_op, or a transaction of its own)
 @checks(input=variable, dim=optional(int_or_ints(None)), keep_dim=boolean, name=NAME)
 def reduce_mean(input, dim=None, keep_dim=False, name=None):
     return _reduce("reduce_mean", input, dim, keep_dim, name)
+
+
+reduce_mean = replayed(reduce_mean, globals())
 
 
 @lean  # (one op through append_one_op, or a transaction of its own)
@@ -577,16 +588,25 @@ def reduce_max(input, dim=None, keep_dim=False, name=None):
     return _reduce("reduce_max", input, dim, keep_dim, name)
 
 
+reduce_max = replayed(reduce_max, globals())
+
+
 @lean  # (one op through append_one_op, or a transaction of its own)
 @checks(input=variable, dim=optional(int_or_ints(None)), keep_dim=boolean, name=NAME)
 def reduce_min(input, dim=None, keep_dim=False, name=None):
     return _reduce("reduce_min", input, dim, keep_dim, name)
 
 
+reduce_min = replayed(reduce_min, globals())
+
+
 @lean  # (one op through append_one_op, or a transaction of its own)
 @checks(input=variable, dim=optional(int_or_ints(None)), keep_dim=boolean, name=NAME)
 def reduce_prod(input, dim=None, keep_dim=False, name=None):
     return _reduce("reduce_prod", input, dim, keep_dim, name)
+
+
+reduce_prod = replayed(reduce_prod, globals())
 
 
 @checks(x=variable, axis=INT, epsilon=real_in(0.0), name=NAME)

@@ -8,7 +8,7 @@ from ...tensor.dtypes import VarType, convert_dtype, dtype_name
 from ...framework import program as _fw
 from ...framework.type_checks import check_dtype, require_variable
 from ...framework.program import Variable
-from ...framework.transaction import append_one_op, atomic, lean
+from ...framework.transaction import append_one_op, atomic, lean, replayed
 from ..initializer import ConstantInitializer, assign_value_op, force_init_on_cpu
 from ..layer_helper import LayerHelper
 from ..param_attr import ParamAttr
@@ -53,17 +53,21 @@ def create_global_var(shape, value, dtype, persistable=False, force_cpu=False, n
     return var
 
 
+@lean  # (one op through append_one_op)
 @checks(x=variable, dtype=dtype)
 def cast(x, dtype):
     """``x`` converted to ``dtype`` (``cast``)."""
     _check_variable("cast", "x", x)
     check_dtype(dtype, "dtype", ("bool", "float16", "float32", "float64", "int8", "int32",
                                  "int64", "uint8"), "cast")
-    helper = LayerHelper("cast")
-    out = helper.create_variable_for_type_inference(dtype=dtype)
-    helper.append_op(type="cast", inputs={"X": [x]}, outputs={"Out": [out]},
-                     attrs={"in_dtype": int(x.dtype), "out_dtype": int(out.dtype)})
-    return out
+    out_dtype = convert_dtype(dtype)
+    program = _fw._main_program
+    return append_one_op(program.blocks[program.current_block_idx], "cast", {"X": (x.name,)},
+                         {"in_dtype": int(x.dtype), "out_dtype": int(out_dtype)}, out_dtype,
+                         "cast")
+
+
+cast = replayed(cast, globals())
 
 
 _CONCAT_DTYPES = frozenset((VarType.FP16, VarType.FP32, VarType.FP64, VarType.INT32,
