@@ -436,11 +436,22 @@ static int is_scalar(PyObject *value) {
            kind == &PyUnicode_Type || value == Py_None;
 }
 
+static PyObject *str_negative_zero; /* registry.NEGATIVE_ZERO */
+
+/* value's class in a memo's key (borrowed): a negative zero's is "-0.0", as
+ * registry._key_class gives it (-0.0 == 0.0, but a scale by one is not the other's) */
+static PyObject *key_class(PyObject *value) {
+    if (PyFloat_CheckExact(value) && PyFloat_AS_DOUBLE(value) == 0.0 &&
+        signbit(PyFloat_AS_DOUBLE(value)))
+        return str_negative_zero;
+    return (PyObject *)Py_TYPE(value);
+}
+
 /* OpDef.complete_attrs's answer from its memo: the completed attributes and their types
  * (new references in *attrs_out, *types_out), 1; 0 when the memo has no answer (or a value
  * is not a scalar or a list or tuple of them); -1 on error. The key is the one the Python
  * builds: (name, class, value) for a scalar, (name, class, tuple(value), the items'
- * classes) for a list or tuple. */
+ * classes) for a list or tuple, a negative zero's class "-0.0" (key_class). */
 static int completed_attrs(PyObject *spec, PyObject *given, PyObject **attrs_out,
                            PyObject **types_out) {
     PyObject *attrs = NULL, *types = NULL, *lists = NULL, *memo_attrs = NULL,
@@ -463,7 +474,7 @@ static int completed_attrs(PyObject *spec, PyObject *given, PyObject **attrs_out
             PyTypeObject *kind = Py_TYPE(value);
             PyObject *item;
             if (is_scalar(value)) {
-                item = PyTuple_Pack(3, name, (PyObject *)kind, value);
+                item = PyTuple_Pack(3, name, key_class(value), value);
             } else if (kind == &PyList_Type || kind == &PyTuple_Type) {
                 /* (name, kind, tuple(value), tuple(map(type, value))), scalars only */
                 PyObject *items = PySequence_Tuple(value), *classes = NULL;
@@ -479,8 +490,7 @@ static int completed_attrs(PyObject *spec, PyObject *given, PyObject **attrs_out
                         found = 0;
                         goto done;
                     }
-                    Py_INCREF(Py_TYPE(one_item));
-                    PyTuple_SET_ITEM(classes, i, (PyObject *)Py_TYPE(one_item));
+                    PyTuple_SET_ITEM(classes, i, Py_NewRef(key_class(one_item)));
                 }
                 item = PyTuple_Pack(4, name, (PyObject *)kind, items, classes);
                 Py_DECREF(items), Py_DECREF(classes);
@@ -1507,12 +1517,11 @@ static PyObject *call_key(PyObject *x, PyObject *const *args, Py_ssize_t nargs,
                 return NULL;
             }
             for (Py_ssize_t j = 0; j < n; j++)
-                PyTuple_SET_ITEM(classes, j,
-                                 Py_NewRef((PyObject *)Py_TYPE(PyTuple_GET_ITEM(value, j))));
+                PyTuple_SET_ITEM(classes, j, Py_NewRef(key_class(PyTuple_GET_ITEM(value, j))));
         } else {
             Py_INCREF(classes);
         }
-        PyTuple_SET_ITEM(key, 6 + 3 * i, Py_NewRef((PyObject *)Py_TYPE(args[1 + i])));
+        PyTuple_SET_ITEM(key, 6 + 3 * i, Py_NewRef(key_class(args[1 + i])));
         PyTuple_SET_ITEM(key, 7 + 3 * i, value);
         PyTuple_SET_ITEM(key, 8 + 3 * i, classes);
     }
@@ -1904,7 +1913,7 @@ PyMODINIT_FUNC PyInit__op_record(void) {
         {&str_scale, "scale"}, {&str_bias, "bias"}, {&str_blocks, "blocks"},
         {&str_current_block_idx, "current_block_idx"}, {&str_current_block, "current_block"},
         {&str_main_program, "_main_program"}, {&str_axis, "axis"}, {&str_act, "act"},
-        {&str_x_argument, "x"}};
+        {&str_x_argument, "x"}, {&str_negative_zero, "-0.0"}};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); ++i)
         if ((*names[i].name = PyUnicode_InternFromString(names[i].text)) == NULL)
             return NULL;

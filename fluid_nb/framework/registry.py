@@ -102,6 +102,15 @@ _fields_of = operator.attrgetter("shape", "dtype", "lod_level")  # (what inferen
 #: completing
 _SCALARS = frozenset((int, float, bool, str, type(None)))
 
+#: a negative zero's class in a memo's key (``-0.0 == 0.0``, but a scale by one is not the
+#: other's); ``_op_record.c`` keys by the same string
+NEGATIVE_ZERO = "-0.0"
+
+
+def _key_class(value):
+    kind = value.__class__
+    return NEGATIVE_ZERO if kind is float and not value and str(value)[0] == "-" else kind
+
 _OPS = {}
 
 #: api key -> (ops defined when ops_with_api last read it, what it found)
@@ -275,11 +284,13 @@ class OpDef:
         for name, value in given.items():
             kind = value.__class__
             if kind in _SCALARS:
-                key.append((name, kind, value))
+                key.append((name, _key_class(value) if kind is float else kind, value))
                 continue
             if kind is list or kind is tuple:
                 classes = tuple(map(type, value))
                 if _SCALARS.issuperset(classes):
+                    if float in classes:
+                        classes = tuple(map(_key_class, value))
                     key.append((name, kind, tuple(value), classes))
                     continue
             key = None

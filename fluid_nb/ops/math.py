@@ -121,6 +121,26 @@ def _scale_kernel(ctx, x, scale_tensor):
     return x if out is x.array else LoDTensor(out, x._lod)
 
 
+#: (a float, a float dtype) -> a read-only 0-d array of it, which a host X of that dtype is
+#: scaled by: NumPy takes a Python float as a value of X's type, as it takes such an array,
+#: but converts the float again at every call (half a 1x1 product's time). A float that is
+#: zero (0.0 and -0.0 are one key) or not finite in the dtype keeps its float.
+_FLOAT_OPERANDS = {}
+
+
+def _float_operand(value, dtype):
+    operand = _FLOAT_OPERANDS.get((value, dtype))
+    if operand is None:
+        operand = np.array(value, dtype)
+        if not operand or not np.isfinite(operand):  # (kept as the float it is)
+            return value
+        operand.flags.writeable = False
+        if len(_FLOAT_OPERANDS) >= 256:  # (ever new scales: keep a few)
+            _FLOAT_OPERANDS.clear()
+        _FLOAT_OPERANDS[value, dtype] = operand
+    return operand
+
+
 def _scaled(ctx, x, scale_tensor):
     attrs = ctx.attrs
     bias = attrs["bias"]
@@ -132,7 +152,13 @@ def _scaled(ctx, x, scale_tensor):
         scale = attrs["scale"]
         if scale == 1 and not bias:  # sum's gradient: the same values (never changed in place)
             return x
-        if x.dtype.kind in "iu":  # Paddle casts scale and bias to the tensor's type
+        if x.__class__ is np.ndarray and x.dtype.kind == "f":  # (see _FLOAT_OPERANDS)
+            if bias:
+                bias = _float_operand(bias, x.dtype)
+                if scale == 1 and attrs["bias_after_scale"]:  # (x * 1 is x, exactly)
+                    return (x + bias).astype(x.dtype, copy=False)
+            scale = _float_operand(scale, x.dtype)
+        elif x.dtype.kind in "iu":  # Paddle casts scale and bias to the tensor's type
             scale = int(scale)
     if x.dtype.kind in "iu":
         bias = int(bias)
