@@ -94,6 +94,10 @@ def _clip_kernel(ctx, x, min_t, max_t):
     return ctx.xp.clip(x, lo, hi).astype(x.dtype, copy=False)
 
 
+def _clip_plain(ctx, x):
+    return _clip_kernel(ctx, x, None, None)
+
+
 def _clip_grad_kernel(ctx, x, min_t, max_t, dout):
     lo, hi = _clip_bounds(ctx, x, min_t, max_t)
     return (dout * ((x > lo) & (x < hi))).astype(dout.dtype, copy=False)
@@ -103,7 +107,7 @@ _CLIP_ATTRS = {"min": ("float", None), "max": ("float", None)}
 def_op("clip", inputs=["X", "Min?", "Max?"], outputs=["Out"], attrs=_CLIP_ATTRS,
        infer_shape=_clip_infer, share_lod=("X", ["Out"]),
        grad=grad_maker("clip_grad", inputs=["X", "Min", "Max"]),
-       kernel=_clip_kernel,
+       kernel=_clip_kernel, plain_kernel=_clip_plain,
        doc="Out = min(max(X, min), max); the Min / Max tensors (one element), when given, "
            "replace the attributes, which Paddle still requires. dX = dOut where "
            "min < X < max, else 0.")

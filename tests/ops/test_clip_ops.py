@@ -188,3 +188,23 @@ def test_global_norm_clip_chain():
     want_norm = np.sqrt((dense.astype("float64") ** 2).sum() + (sp.to_dense() ** 2).sum())
     np.testing.assert_allclose(np.asarray(norm), [want_norm], rtol=1e-5)
     np.testing.assert_allclose(np.asarray(clipped), dense * 0.5 / want_norm, rtol=1e-5)
+
+
+def test_clips_bounds_are_checked_whether_or_not_a_bound_tensor_came_first():
+    # (clip's inference is remembered per X's fields and attributes: a call with a Min
+    # tensor, which skips the attributes' order check, must not answer one without)
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        x = fluid.data(name="x", shape=[2, 3], dtype="float32")
+        low = fluid.data(name="low", shape=[1], dtype="float32")
+        block = main.global_block()
+        for _ in range(2):
+            out = block.create_var(name=fluid.unique_name.generate("out"), dtype="float32")
+            block.append_op(type="clip", inputs={"X": x, "Min": low}, outputs={"Out": out},
+                            attrs={"min": 0.8, "max": 0.2})
+        with pytest.raises(InvalidArgument, match="at most max"):
+            fluid.layers.clip(x, 0.8, 0.2)
+        with pytest.raises(InvalidArgument, match="at most max"):
+            block.append_op(type="clip", inputs={"X": x}, outputs={"Out": out},
+                            attrs={"min": 0.8, "max": 0.2})
+    assert [op.type for op in block.ops] == ["clip", "clip"]
