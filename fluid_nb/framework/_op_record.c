@@ -1035,18 +1035,21 @@ done:
     return result;
 }
 
-static PyObject *recorded_append(PyObject *const *args, size_t nargsf, PyObject *kwnames);
+static PyObject *recorded_append(enum form form, PyObject *const *args, size_t nargsf,
+                                 PyObject *kwnames);
 static void *recorder; /* the REPEATED layer whose Python way runs now (see repeated_call) */
 
 static PyObject *append_one_op(PyObject *self, PyObject *const *args, size_t nargsf,
                                PyObject *kwnames) {
     if (recorder != NULL)
-        return recorded_append(args, nargsf, kwnames);
+        return recorded_append(ONE_OUT, args, nargsf, kwnames);
     return append_record(ONE_OUT, args, nargsf, kwnames);
 }
 
 static PyObject *append_with_xshape(PyObject *self, PyObject *const *args, size_t nargsf,
                                     PyObject *kwnames) {
+    if (recorder != NULL)
+        return recorded_append(WITH_XSHAPE, args, nargsf, kwnames);
     return append_record(WITH_XSHAPE, args, nargsf, kwnames);
 }
 
@@ -1059,7 +1062,8 @@ static PyObject *append_with_xshape(PyObject *self, PyObject *const *args, size_
  * is), with its commonest calls appended through append_record without a Python frame.
  * python_way stays the definition: what is taken here are its own first tests, in its
  * order, and every other call is its own. Nothing is taken while layers_globals'
- * append_one_op is not this module's (a test or a user that swaps it sees every call).
+ * append_one_op (a REPEATED layer's append_with_xshape too) is not this module's (a test
+ * or a user that swaps it sees every call).
  *
  * OPERATOR (self, other):
  *   two Variables     other's class exactly Variable, of self's dtype, the operator not
@@ -1087,10 +1091,11 @@ static PyObject *append_with_xshape(PyObject *self, PyObject *const *args, size_
  *   Both on the default main program's current block, with x's dtype.
  * REPEATED (x, ...), a checked layer whose every call with the same arguments appends the
  *   same one op through append_one_op on {"X": (x.name,)} (nn's reductions, scale, mean,
- *   cast, clip, leaky_relu, ...): a call of a Variable x of Variable's own class, its other
- *   arguments scalars or lists or tuples of them, replays what its Python way appended for
- *   the same arguments and the same x's (shape, dtype, LoD level, type): the op type, a
- *   fresh copy of the attributes, the dtype and layer type it gave append_one_op. The
+ *   cast, clip, leaky_relu, ...) or through append_with_xshape on x (the reshape family): a
+ *   call of a Variable x of Variable's own class, its other arguments scalars or lists or
+ *   tuples of them, replays what its Python way appended for the same arguments and the
+ *   same x's (shape, dtype, LoD level, type): the op type, the attributes, the dtype and
+ *   layer type it gave append_one_op (append_with_xshape). The
  *   Python way is recorded at a call without an answer: taken when it made exactly that
  *   one call, whose temporary it returned, and the current block gained that op alone
  *   (else the arguments are marked as the Python way's for good). Its checks are a
@@ -1112,7 +1117,7 @@ typedef struct {
     vectorcallfunc vectorcall;
 } OneOpCall;
 
-static PyObject *str_append_one_op, *str_scale, *str_bias, *str_blocks,
+static PyObject *str_append_one_op, *str_append_with_xshape, *str_scale, *str_bias, *str_blocks,
     *str_current_block_idx, *str_current_block, *str_main_program, *str_axis, *str_act,
     *str_x_argument;
 
@@ -1417,8 +1422,9 @@ done:
 
 /* --- REPEATED: a checked layer's call replayed ----------------------------------------- */
 
-/* what the recorder's Python way gave append_one_op first: (block, op type, inputs,
- * attributes (a copy), dtype, layer type), what that call returned, and the calls made */
+/* what the recorder's Python way gave append_one_op or append_with_xshape first: (block,
+ * op type, inputs (the Variable x with XShape), attributes (a copy), dtype (None with
+ * XShape), layer type, form), what that call returned, and the calls made */
 static PyObject *recorded_call, *recorded_result;
 static Py_ssize_t recorded_appends;
 
@@ -1458,23 +1464,25 @@ static PyObject *attrs_copy(PyObject *attrs) {
     return copy;
 }
 
-/* append_one_op while a REPEATED layer's Python way runs: the first call's arguments kept */
-static PyObject *recorded_append(PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+/* append_one_op (append_with_xshape) while a REPEATED layer's Python way runs: the first
+ * call's arguments kept */
+static PyObject *recorded_append(enum form form, PyObject *const *args, size_t nargsf,
+                                 PyObject *kwnames) {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     PyObject *call = NULL;
-    if (recorded_appends++ == 0 && kwnames == NULL && (nargs == 5 || nargs == 6)) {
-        PyObject *attrs = attrs_copy(args[3]);
-        if (attrs == NULL && PyErr_Occurred())
+    if (recorded_appends++ == 0 && kwnames == NULL &&
+        (form == ONE_OUT ? nargs == 5 || nargs == 6 : nargs == 5)) {
+        PyObject *attrs = attrs_copy(args[3]), *kind = PyLong_FromLong(form);
+        if (attrs != NULL && kind != NULL)
+            call = form == ONE_OUT ? PyTuple_Pack(7, args[0], args[1], args[2], attrs, args[4],
+                                                  nargs == 6 ? args[5] : Py_None, kind)
+                                   : PyTuple_Pack(7, args[0], args[1], args[2], attrs, Py_None,
+                                                  args[4], kind);
+        Py_XDECREF(attrs), Py_XDECREF(kind);
+        if (call == NULL && PyErr_Occurred())
             return NULL;
-        if (attrs != NULL) {
-            call = PyTuple_Pack(6, args[0], args[1], args[2], attrs, args[4],
-                                nargs == 6 ? args[5] : Py_None);
-            Py_DECREF(attrs);
-            if (call == NULL)
-                return NULL;
-        }
     }
-    PyObject *result = append_record(ONE_OUT, args, nargsf, kwnames);
+    PyObject *result = append_record(form, args, nargsf, kwnames);
     if (call != NULL && result != NULL) {
         Py_XSETREF(recorded_call, call);
         Py_XSETREF(recorded_result, Py_NewRef(result));
@@ -1563,8 +1571,9 @@ static int x_alone(PyObject *inputs, PyObject *x) {
     return same;
 }
 
-/* the Python way, recorded: what it appended kept as the replay of `key` when it is one
- * append_one_op call on x alone (see the comment above OneOpCall) */
+/* the Python way, recorded: what it appended kept as the replay of `key`, (op type,
+ * attributes, dtype, layer type, form), when it is one append_one_op call on x alone or
+ * one append_with_xshape call on x (see the comment above OneOpCall) */
 static PyObject *recorded_call_of(OneOpCall *op, PyObject *key, PyObject *const *args,
                                   size_t nargsf, PyObject *kwnames) {
     PyObject *block = layers_block(), *replay = NULL;
@@ -1584,12 +1593,15 @@ static PyObject *recorded_call_of(OneOpCall *op, PyObject *key, PyObject *const 
         if (recorded_appends != 1 || call == NULL || returned != result) {
             replay = Py_NewRef(Py_None); /* (these arguments: more, or other, than one op) */
         } else {
-            PyObject *now = layers_block();
-            int alone = now == NULL ? -1 : x_alone(PyTuple_GET_ITEM(call, 2), args[0]);
+            PyObject *now = layers_block(), *inputs = PyTuple_GET_ITEM(call, 2);
+            int alone = now == NULL ? -1
+                        : PyLong_AsLong(PyTuple_GET_ITEM(call, 6)) == WITH_XSHAPE
+                        ? inputs == args[0] : x_alone(inputs, args[0]);
             if (alone == 1 && now == block && PyTuple_GET_ITEM(call, 0) == block &&
                 ops_count(block) == before + 1)
-                replay = PyTuple_Pack(4, PyTuple_GET_ITEM(call, 1), PyTuple_GET_ITEM(call, 3),
-                                      PyTuple_GET_ITEM(call, 4), PyTuple_GET_ITEM(call, 5));
+                replay = PyTuple_Pack(5, PyTuple_GET_ITEM(call, 1), PyTuple_GET_ITEM(call, 3),
+                                      PyTuple_GET_ITEM(call, 4), PyTuple_GET_ITEM(call, 5),
+                                      PyTuple_GET_ITEM(call, 6));
             Py_XDECREF(now);
         }
         if (replay != NULL) {
@@ -1632,15 +1644,21 @@ static PyObject *repeated_call(OneOpCall *op, PyObject *const *args, size_t narg
         return PyObject_Vectorcall(op->python_way, args, nargsf, kwnames);
     Py_INCREF(replay); /* (held across the append, which runs the op in a live session) */
     PyObject *record[6] = {NULL}, *result = NULL;
+    int one_out = PyLong_AsLong(PyTuple_GET_ITEM(replay, 4)) == ONE_OUT;
     /* (the attributes as recorded: append_one_op completes a copy of those it is given, and
-     * neither keeps nor changes them) */
+     * neither keeps nor changes them; so does append_with_xshape) */
     if ((record[0] = layers_block()) != NULL &&
-        (record[2] = operand_slots(args[0], NULL)) != NULL) {
+        (record[2] = one_out ? operand_slots(args[0], NULL) : Py_NewRef(args[0])) != NULL) {
         record[1] = Py_NewRef(PyTuple_GET_ITEM(replay, 0));
         record[3] = Py_NewRef(PyTuple_GET_ITEM(replay, 1));
-        record[4] = Py_NewRef(PyTuple_GET_ITEM(replay, 2));
-        record[5] = Py_NewRef(PyTuple_GET_ITEM(replay, 3));
-        result = append_record(ONE_OUT, record, 6, NULL);
+        if (one_out) {
+            record[4] = Py_NewRef(PyTuple_GET_ITEM(replay, 2));
+            record[5] = Py_NewRef(PyTuple_GET_ITEM(replay, 3));
+            result = append_record(ONE_OUT, record, 6, NULL);
+        } else { /* (block, op type, x, attributes, layer type) */
+            record[4] = Py_NewRef(PyTuple_GET_ITEM(replay, 3));
+            result = append_record(WITH_XSHAPE, record, 5, NULL);
+        }
     } else if (!PyErr_Occurred()) { /* (a program of another class: its own methods) */
         result = PyObject_Vectorcall(op->python_way, args, nargsf, kwnames);
     }
@@ -1650,18 +1668,36 @@ static PyObject *repeated_call(OneOpCall *op, PyObject *const *args, size_t narg
     return result;
 }
 
+/* whether the module of globals `layers` appends through this module: 1 when its
+ * append_one_op is this module's (with `either`, its append_one_op or append_with_xshape,
+ * each it has this module's); 0 when not (a swapped one sees every call); -1 on error */
+static int our_appenders(PyObject *layers, int either) {
+    PyObject *const names[2] = {str_append_one_op, str_append_with_xshape};
+    PyCFunction const ours[2] = {(PyCFunction)(void (*)(void))append_one_op,
+                                 (PyCFunction)(void (*)(void))append_with_xshape};
+    int found = 0;
+    for (int i = 0; i < (either ? 2 : 1); i++) {
+        PyObject *appender = PyDict_GetItemWithError(layers, names[i]);
+        if (appender == NULL) {
+            if (PyErr_Occurred())
+                return -1;
+            continue;
+        }
+        if (!PyCFunction_Check(appender) || PyCFunction_GET_FUNCTION(appender) != ours[i])
+            return 0;
+        found = 1;
+    }
+    return found;
+}
+
 static PyObject *one_op_call(PyObject *callable, PyObject *const *args, size_t nargsf,
                              PyObject *kwnames) {
     OneOpCall *op = (OneOpCall *)callable;
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     if (program_globals == NULL || (op->form == OPERATOR && (nargs != 2 || kwnames != NULL)))
         return PyObject_Vectorcall(op->python_way, args, nargsf, kwnames);
-    PyObject *appender = PyDict_GetItemWithError(op->layers_globals, str_append_one_op);
-    if (appender == NULL && PyErr_Occurred())
-        return NULL;
-    int classes = appender != NULL && PyCFunction_Check(appender) &&
-                  PyCFunction_GET_FUNCTION(appender) == (PyCFunction)(void (*)(void))append_one_op
-                  ? find_classes() : 0;
+    int ours = our_appenders(op->layers_globals, op->form == REPEATED);
+    int classes = ours > 0 ? find_classes() : ours;
     if (classes < 0)
         return NULL;
     if (op->form == REPEATED)
@@ -1910,6 +1946,7 @@ PyMODINIT_FUNC PyInit__op_record(void) {
         {&str_generator_class, "UniqueNameGenerator"}, {&str_type, "type"},
         {&str_program_class, "Program"}, {&str_xshape, "XShape"},
         {&str_inferred_from_x, "_inferred_from_x"}, {&str_append_one_op, "append_one_op"},
+        {&str_append_with_xshape, "append_with_xshape"},
         {&str_scale, "scale"}, {&str_bias, "bias"}, {&str_blocks, "blocks"},
         {&str_current_block_idx, "current_block_idx"}, {&str_current_block, "current_block"},
         {&str_main_program, "_main_program"}, {&str_axis, "axis"}, {&str_act, "act"},

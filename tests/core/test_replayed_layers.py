@@ -1,5 +1,5 @@
 """The checked layers that append one op on their first argument (``scale``, ``mean``,
-``cast``, ``clip``, ``leaky_relu``, the reductions) replay their repeated calls in C
+``cast``, ``clip``, ``leaky_relu``, the reductions, the reshape family) replay their repeated calls in C
 (``transaction.replayed``): a call whose other arguments and first argument's shape, dtype,
 LoD level and type equal an earlier call's appends what that call gave ``append_one_op``,
 without running the layer's checks again. The layer's Python function stays the
@@ -22,6 +22,7 @@ def _variables():
             "row": fluid.data(name="row", shape=[-1], dtype="float32"),
             "ints": fluid.data(name="ints", shape=[-1, 3], dtype="int64"),
             "bools": fluid.data(name="bools", shape=[-1, 3], dtype="bool"),
+            "unit": fluid.data(name="unit", shape=[-1, 1, 3], dtype="float32"),
             "w": fluid.layers.create_parameter([2, 3], "float32", name="w")}
 
 
@@ -116,6 +117,58 @@ CALLS = {
         lambda v: ((v["ints"], 0.1), {}),
     ],
 }
+CALLS.update({
+    "reshape": [
+        lambda v: ((v["x"], [-1]), {}),
+        lambda v: ((v["x"], [0, 3]), {}),
+        lambda v: ((v["x"], (3, -1)), {}),
+        lambda v: ((v["x"],), {"shape": [-1, 1, 3]}),
+        lambda v: ((v["x"], [-1, -1]), {}),
+        lambda v: ((v["x"], [3.0]), {}),
+        lambda v: ((v["x"], [-1, 3]), {"act": "relu"}),
+        lambda v: ((v["x"], [-1, 3]), {"inplace": True}),
+        lambda v: ((v["x"], [-1, 3]), {"name": "named"}),
+        lambda v: ((v["x"], v["ints"]), {}),
+        lambda v: ((v["row"], [-1, 1]), {}),
+    ],
+    "transpose": [
+        lambda v: ((v["x"], [1, 0]), {}),
+        lambda v: ((v["x"], [0, 1]), {}),
+        lambda v: ((v["x"], (1, 0)), {}),
+        lambda v: ((v["x"],), {"perm": [1, 0]}),
+        lambda v: ((v["x"], [1]), {}),
+        lambda v: ((v["x"], [1, 0], "named"), {}),
+        lambda v: ((v["row"], [0]), {}),
+        lambda v: ((v["row"], [1, 0]), {}),
+    ],
+    "squeeze": [
+        lambda v: ((v["unit"], [1]), {}),
+        lambda v: ((v["unit"], [-1]), {}),
+        lambda v: ((v["unit"], (1,)), {}),
+        lambda v: ((v["unit"], [1]), {"name": "named"}),
+        lambda v: ((v["x"], [1]), {}),
+        lambda v: ((v["x"], []), {}),
+    ],
+    "unsqueeze": [
+        lambda v: ((v["x"], 0), {}),
+        lambda v: ((v["x"], [0]), {}),
+        lambda v: ((v["x"], [0, 3]), {}),
+        lambda v: ((v["x"], [-1]), {}),
+        lambda v: ((v["x"], [9]), {}),
+        lambda v: ((v["x"], True), {}),
+        lambda v: ((v["x"], [0]), {"name": "named"}),
+        lambda v: ((v["row"], [1]), {}),
+    ],
+    "flatten": [
+        lambda v: ((v["x"],), {}),
+        lambda v: ((v["x"], 0), {}),
+        lambda v: ((v["x"], 2), {}),
+        lambda v: ((v["x"], 3), {}),
+        lambda v: ((v["x"],), {"axis": 1}),
+        lambda v: ((v["x"], 1, "named"), {}),
+        lambda v: ((v["row"], 1), {}),
+    ],
+})
 _REDUCE_CALLS = [
     lambda v: ((v["x"],), {}),
     lambda v: ((v["x"], 1), {}),
@@ -173,12 +226,17 @@ def test_a_repeated_call_appends_without_the_layers_frames():
             fluid.layers.mean(x)
             fluid.layers.clip(x, -1.0, 1.0)
             fluid.layers.leaky_relu(x, alpha=0.3)
+            fluid.layers.reshape(x, [-1])
+            fluid.layers.transpose(x, [1, 0])
+            fluid.layers.unsqueeze(x, [0])
+            fluid.layers.squeeze(v["unit"], [1])
+            fluid.layers.flatten(x)
 
     main, startup = Program(), Program()
     with fluid.program_guard(main, startup), fluid.unique_name.guard():
         cell(_variables())
     # (the first of each may be the Python way's, recording it: other tests call them too)
-    assert _innermost(main)[6:] == ["cell"] * 6
+    assert _innermost(main)[11:] == ["cell"] * 11
 
 
 def test_a_call_appending_more_than_one_op_is_never_replayed():
@@ -220,6 +278,24 @@ def test_another_append_one_op_has_every_call_go_the_python_way(monkeypatch):
     assert seen == ["reduce_mean", "leaky_relu"] * 3
 
 
+def test_another_append_with_xshape_has_every_call_go_the_python_way(monkeypatch):
+    from fluid_nb.api.layers import manip
+    seen = []
+    real = manip.append_with_xshape
+
+    def spy(*args):
+        seen.append(args[1])
+        return real(*args)
+    monkeypatch.setattr(manip, "append_with_xshape", spy)
+    main, startup = Program(), Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = _variables()["x"]
+        for _ in range(3):
+            fluid.layers.reshape(x, [-1])
+            fluid.layers.transpose(x, [1, 0])
+    assert seen == ["reshape2", "transpose2"] * 3
+
+
 def test_a_layer_is_its_python_functions_stand_in():
     import inspect
     layer = fluid.layers.reduce_sum
@@ -239,12 +315,15 @@ def test_a_replayed_live_op_runs_as_the_python_ways_does():
             outs = [fluid.layers.reduce_sum(x, dim=1), fluid.layers.scale(x, 2.0, 1.0),
                     fluid.layers.cast(x, "int32"), fluid.layers.mean(x),
                     fluid.layers.clip(x, -2.0, 3.0), fluid.layers.leaky_relu(x, 0.5),
-                    fluid.layers.reduce_max(x, dim=[0], keep_dim=True)]
+                    fluid.layers.reduce_max(x, dim=[0], keep_dim=True),
+                    fluid.layers.reshape(x, [3, 4]), fluid.layers.transpose(x, [1, 0]),
+                    fluid.layers.unsqueeze(x, [1]), fluid.layers.flatten(x, 0)]
             got = [out.numpy() for out in outs]
             expected = [values.sum(1), values * 2 + 1, values.astype("int32"),
                         values.mean(), np.clip(values, -2, 3),
                         np.where(values > 0, values, values * 0.5),
-                        values.max(0, keepdims=True)]
+                        values.max(0, keepdims=True), values.reshape(3, 4), values.T,
+                        values[:, None], values.reshape(1, 12)]
             for answer, want in zip(got, expected):
                 np.testing.assert_allclose(answer, want, rtol=1e-6)
                 assert answer.dtype == want.dtype
@@ -276,6 +355,12 @@ def _another_result(x):
     return x
 
 
+def _with_xshape_on_another(x):
+    from fluid_nb.framework.transaction import append_with_xshape
+    other = _block().var("x2")
+    return append_with_xshape(_block(), "reshape2", other, {"shape": [-1]}, "reshape2")
+
+
 def _x_twice(x):
     return append_one_op(_block(), "elementwise_add", {"X": (x.name,), "Y": (x.name,)}, None,
                          x.dtype, "elementwise_add")
@@ -301,7 +386,7 @@ def _an_append_elsewhere_and_an_op_here(x):
 
 LAYERS = {_an_append_elsewhere_and_an_op_here: ["relu"], _two_appends: ["scale", "relu"], _an_append_and_another_op: ["scale", "relu"],
           _another_result: ["scale"], _x_twice: ["elementwise_add"],
-          _an_append_to_another_program: ["scale"]}
+          _an_append_to_another_program: ["scale"], _with_xshape_on_another: ["reshape2"]}
 
 
 @pytest.mark.parametrize("layer", list(LAYERS), ids=lambda layer: layer.__name__)

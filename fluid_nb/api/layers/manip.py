@@ -11,7 +11,7 @@ from ...tensor.dtypes import VarType
 from ...framework.type_checks import require_variable
 from ...framework import program as _fw
 from ...framework.program import Variable
-from ...framework.transaction import append_with_xshape, atomic, lean
+from ...framework.transaction import append_with_xshape, atomic, lean, replayed
 from ..layer_helper import LayerHelper
 from .arg_checks import (INT, NAME, NUMBER, Refused, _is_int, activation, boolean, checks,
                          dims, int_in, int_typed, ints, one_of, optional, or_variable,
@@ -75,6 +75,9 @@ def reshape(x, shape, actual_shape=None, act=None, inplace=False, name=None):
         return _reshape(x, shape, actual_shape, act, inplace, name)
 
 
+reshape = replayed(reshape, globals())
+
+
 def _reshape(x, shape, actual_shape, act, inplace, name):
     from .tensor import cast, fill_constant
     helper = LayerHelper("reshape2", act=act, name=name)
@@ -124,6 +127,9 @@ def transpose(x, perm, name=None):
     return out
 
 
+transpose = replayed(transpose, globals())
+
+
 @lean  # (one op through append_with_xshape, or a transaction of its own)
 @checks(input=variable, axes=or_variable(ints()), name=NAME)
 def squeeze(input, axes, name=None):
@@ -140,6 +146,9 @@ def squeeze(input, axes, name=None):
                          outputs={"Out": [out], "XShape": [x_shape]},
                          attrs={"axes": list(axes)})
     return out
+
+
+squeeze = replayed(squeeze, globals())
 
 
 def _int_tensor_list(helper, values):
@@ -198,6 +207,9 @@ def unsqueeze(input, axes, name=None):
                                   {"axes": [int(a) for a in axes]}, "unsqueeze2")
     with atomic():
         return _unsqueeze(input, axes, name)
+
+
+unsqueeze = replayed(unsqueeze, globals())
 
 
 def _unsqueeze(input, axes, name):
@@ -411,6 +423,9 @@ def flatten(x, axis=1, name=None):
         helper.append_op(type="flatten2", inputs={"X": [x]},
                          outputs={"Out": [out], "XShape": [x_shape]}, attrs={"axis": axis})
     return out
+
+
+flatten = replayed(flatten, globals())
 
 
 @checks(x=variable, axis=INT, num=optional(int_in(1, want="a positive int")))
