@@ -1503,7 +1503,8 @@ static PyObject *call_key(PyObject *x, PyObject *const *args, Py_ssize_t nargs,
     PyObject *key = PyTuple_New(6 + 3 * n_values);
     if (key == NULL || var_fields(x, &PyTuple_GET_ITEM(key, 0)) < 0 ||
         (PyTuple_GET_ITEM(key, 3) = PyObject_GetAttr(x, str_type)) == NULL ||
-        (PyTuple_GET_ITEM(key, 4) = PyLong_FromSsize_t(nargs)) == NULL) {
+        (PyTuple_GET_ITEM(key, 4) = PyLong_FromSsize_t(nargs)) == NULL ||
+        !PyTuple_CheckExact(PyTuple_GET_ITEM(key, 0))) { /* (a shape set as a list: no key) */
         Py_XDECREF(key);
         return NULL;
     }
@@ -1634,8 +1635,13 @@ static PyObject *repeated_call(OneOpCall *op, PyObject *const *args, size_t narg
     }
     PyObject *replay = PyDict_GetItemWithError(op->replays, key);
     if (replay == NULL) {
-        PyObject *result = PyErr_Occurred() ? NULL
-                           : recorded_call_of(op, key, args, nargsf, kwnames);
+        PyObject *result = NULL;
+        if (!PyErr_Occurred()) {
+            result = recorded_call_of(op, key, args, nargsf, kwnames);
+        } else if (PyErr_ExceptionMatches(PyExc_TypeError)) { /* (an unhashable field) */
+            PyErr_Clear();
+            result = PyObject_Vectorcall(op->python_way, args, nargsf, kwnames);
+        }
         Py_DECREF(key);
         return result;
     }

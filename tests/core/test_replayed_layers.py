@@ -403,3 +403,17 @@ def test_a_layer_doing_other_than_one_append_on_x_is_never_replayed(layer):
     assert got[:2] == python_way[:2]
     assert [op.type for op in got[2].global_block().ops] == LAYERS[layer] * 3
     assert len(got_other.global_block().ops) == len(python_other.global_block().ops)
+
+
+@pytest.mark.parametrize("field, value", [("shape", [-1, 3]), ("lod_level", [0])])
+def test_a_variable_whose_fields_make_no_key_goes_the_python_way(field, value):
+    def calls(layer):
+        main, startup = Program(), Program()
+        with fluid.program_guard(main, startup), fluid.unique_name.guard():
+            x = _variables()["x"]
+            setattr(x, field, value)  # (an unhashable field: a list set by hand)
+            answers = [_answer(lambda: layer(x, dim=1)) for _ in range(2)]
+        return record(main), answers
+    replayed_way, python_way = calls(fluid.layers.reduce_sum), \
+        calls(fluid.layers.reduce_sum.__wrapped__)
+    assert replayed_way == python_way
