@@ -1,6 +1,6 @@
 """Live-mode overhead: µs per op to record + infer shape + run one op, against NumPy.
 
-    python benchmarks/live_overhead.py [--bytecodes]
+    python benchmarks/live_overhead.py [--bytecodes | --layers]
 
 Builds 1,000-op elementwise_add chains (1x1 and 64x64 float32) in live mode, where each
 op is checked, its shape inferred and run at once, two ways: through the layers API as
@@ -16,9 +16,10 @@ values the session keeps and how much memory it grows by; the same for 20,000 ``
 the arena grows (a look for values nobody holds every 64 MB, not only every 1,024 ops);
 and a live loop of 20,000 ops that keeps every value it makes, as a loop collecting its
 losses does; and the live cost of the layers users write besides ``+`` and ``relu``
-(``softmax``, ``matmul``, ``reduce_mean``, ``reshape``, ``transpose``, ``concat``,
-``fill_constant``, ``fc``) beside NumPy doing the same. ``--bytecodes`` prints the Python
-bytecodes a live op executes instead (a count the machine's load does not move). The
+(``softmax``, ``matmul``, the reductions, ``mean``, ``scale``, ``cast``, ``clip``,
+``leaky_relu``, the reshape family, ``concat``, ``fill_constant``, ``fc``) beside NumPy
+doing the same. ``--bytecodes`` prints the Python bytecodes a live op executes instead (a
+count the machine's load does not move); ``--layers`` the layers' costs alone. The
 candidates take turns over interleaved rounds, so that a busy machine slows them alike:
 each line gives the best round, its ratio to NumPy's best and how far the median round
 lies above the best.
@@ -125,6 +126,14 @@ LAYERS = {
     "softmax": (lambda L, v: L.softmax(v["x"]), lambda a: _softmax(a["x"])),
     "matmul": (lambda L, v: L.matmul(v["x"], v["w"]), lambda a: a["x"] @ a["w"]),
     "reduce_mean": (lambda L, v: L.reduce_mean(v["x"]), lambda a: a["x"].mean()),
+    "reduce_sum, dim 1": (lambda L, v: L.reduce_sum(v["x"], dim=1), lambda a: a["x"].sum(1)),
+    "mean": (lambda L, v: L.mean(v["x"]), lambda a: a["x"].mean()),
+    "scale": (lambda L, v: L.scale(v["x"], 2.0, 1.0), lambda a: a["x"] * 2.0 + 1.0),
+    "cast": (lambda L, v: L.cast(v["x"], "float64"), lambda a: a["x"].astype("float64")),
+    "clip": (lambda L, v: L.clip(v["x"], 0.2, 0.8), lambda a: np.clip(a["x"], 0.2, 0.8)),
+    "leaky_relu": (lambda L, v: L.leaky_relu(v["x"], 0.1),
+                   lambda a: np.where(a["x"] > 0, a["x"], a["x"] * 0.1)),
+    "unsqueeze": (lambda L, v: L.unsqueeze(v["x"], [0]), lambda a: a["x"][None]),
     "reshape": (lambda L, v: L.reshape(v["x"], [8, 4]), lambda a: a["x"].reshape(8, 4)),
     "transpose": (lambda L, v: L.transpose(v["x"], [1, 0]),
                   lambda a: np.ascontiguousarray(a["x"].T)),
@@ -317,6 +326,9 @@ def main():
     if "--bytecodes" in sys.argv:
         bytecodes_per_op()
         bytecodes_per_op(operator=True)
+        return
+    if "--layers" in sys.argv:
+        live_layers()
         return
     torch = torch_or_none()
     gc.collect()
