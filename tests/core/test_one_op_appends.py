@@ -684,3 +684,64 @@ def test_a_refused_concat_leaves_nothing_and_mixed_dtypes_are_refused():
                 len(main.global_block().ops)) == before
         again = fluid.layers.concat([a, a], 1)
     assert again.name == "concat_1.tmp_0" and again.shape == (2, 6)
+
+
+# -x, x.astype(...) and x @ y: one op each through append_one_op, all or nothing without a
+# transaction's snapshot of the programs; their record is the one a transaction around
+# LayerHelper-style appends made
+def _transacted_cast(x, dtype):
+    block = x.block.program.current_block()
+    out = math_op_patch._tmp(block, dtype)
+    block.append_op(type="cast", inputs={"X": [x]}, outputs={"Out": [out]},
+                    attrs={"in_dtype": int(x.dtype), "out_dtype": int(out.dtype)})
+    return out
+
+
+def _transacted_matmul(x, y):
+    block = x.block.program.current_block()
+    out = math_op_patch._tmp(block, x.dtype)
+    block.append_op(type="matmul", inputs={"X": [x], "Y": [y]}, outputs={"Out": [out]},
+                    attrs={"transpose_X": False, "transpose_Y": False, "alpha": 1.0})
+    return out
+
+
+def _transacted_neg(x):
+    block = x.block.program.current_block()
+    out = math_op_patch._tmp(block, x.dtype)
+    block.append_op(type="scale", inputs={"X": [x]}, outputs={"Out": [out]},
+                    attrs={"scale": -1.0, "bias": 0.0})
+    return out
+
+
+OPERATOR_CALLS = {
+    "-x": (lambda v: -v["x"], lambda v: _transacted_neg(v["x"])),
+    "x.astype('float64')": (lambda v: v["x"].astype("float64"),
+                            lambda v: _transacted_cast(v["x"], "float64")),
+    "x.astype(VarType.INT32)": (lambda v: v["x"].astype(fluid.core.VarDesc.VarType.INT32),
+                                lambda v: _transacted_cast(v["x"],
+                                                           fluid.core.VarDesc.VarType.INT32)),
+    "x @ w": (lambda v: v["x"] @ v["w"], lambda v: _transacted_matmul(v["x"], v["w"])),
+    "x @ z, refused": (lambda v: v["x"] @ v["z"], lambda v: _transacted_matmul(v["x"], v["z"])),
+    "x.astype('float33'), refused": (lambda v: v["x"].astype("float33"),
+                                     lambda v: _transacted_cast(v["x"], "float33")),
+}
+
+
+@pytest.mark.parametrize("call", list(OPERATOR_CALLS))
+def test_an_operators_one_op_is_the_record_a_transaction_made(call):
+    def outcome(apply):
+        main = fluid.Program()
+        with fluid.program_guard(main, fluid.Program()), fluid.unique_name.guard():
+            v = {"x": fluid.data(name="x", shape=[-1, 3], dtype="float32"),
+                 "w": fluid.data(name="w", shape=[3, 2], dtype="float32"),
+                 "z": fluid.data(name="z", shape=[2, 5], dtype="float32")}
+            answers = []
+            for _ in range(2):  # (the second from the memos)
+                try:
+                    answers.append(apply(v).name)
+                except Exception as error:
+                    answers.append((type(error), str(error)))
+            answers.append((v["x"] + v["x"]).name)  # (the names handed out after)
+        return record(main), answers
+    operator, transacted = OPERATOR_CALLS[call]
+    assert outcome(operator) == outcome(transaction.transactional(transacted))

@@ -40,11 +40,10 @@ def _scalar_tensor(block, value, dtype):
 
 def astype(self, dtype):
     """This variable cast to ``dtype`` (``cast``)."""
-    block = _block(self)
-    out = _tmp(block, dtype)
-    block.append_op(type="cast", inputs={"X": [self]}, outputs={"Out": [out]},
-                    attrs={"in_dtype": int(self.dtype), "out_dtype": int(out.dtype)})
-    return out
+    out_dtype = dtype if dtype.__class__ is VarType else convert_dtype(dtype)
+    # (one op, all or nothing itself: no transaction around it)
+    return append_one_op(_block(self), "cast", {"X": (self.name,)},
+                         {"in_dtype": int(self.dtype), "out_dtype": int(out_dtype)}, out_dtype)
 
 
 def _is_number(value):
@@ -100,11 +99,14 @@ def _binary(method, op_type, reverse, scalar):
 def _matmul(self, other):
     if not isinstance(other, Variable):
         return NotImplemented
-    block = _block(self)
-    out = _tmp(block, self.dtype)
-    block.append_op(type="matmul", inputs={"X": [self], "Y": [other]}, outputs={"Out": [out]},
-                    attrs={"transpose_X": False, "transpose_Y": False, "alpha": 1.0})
-    return out
+    # (one op, all or nothing itself: no transaction around it)
+    return append_one_op(_block(self), "matmul", {"X": (self.name,), "Y": (other.name,)},
+                         {"transpose_X": False, "transpose_Y": False, "alpha": 1.0},
+                         self.dtype)
+
+
+def _neg(self):
+    return _scale(self, -1.0, 0.0)
 
 
 #: how an operator with a plain number s appends a scale op (Fluid's), by name: the form's
@@ -243,9 +245,9 @@ def monkey_patch_variable():
     # temporary): the binary ones keep themselves so, the others through a transaction
     for method, op_type, reverse, scalar_method in _TABLE:
         setattr(Variable, method, _binary(method, op_type, reverse, scalar_method))
-    Variable.__neg__ = transactional(lambda self: _scale(self, -1.0, 0.0))
-    Variable.__matmul__ = transactional(_matmul)
-    Variable.astype = transactional(astype)
+    Variable.__neg__ = _neg  # (these three: one op each, all or nothing itself)
+    Variable.__matmul__ = _matmul
+    Variable.astype = astype
     Variable.__getitem__ = transactional(_getitem)
     Variable.__hash__ = object.__hash__
     # numpy scalars on the left (np.float32(2) * x) defer to Variable.__rmul__
