@@ -17,8 +17,8 @@ the arena grows (a look for values nobody holds every 64 MB, not only every 1,02
 and a live loop of 20,000 ops that keeps every value it makes, as a loop collecting its
 losses does; and the live cost of the layers users write besides ``+`` and ``relu``
 (``softmax``, ``matmul``, the reductions, ``mean``, ``scale``, ``cast``, ``clip``,
-``leaky_relu``, the reshape family, ``concat``, ``fill_constant``, ``fc``) beside NumPy
-doing the same. ``--bytecodes`` prints the Python bytecodes a live op executes instead (a
+``leaky_relu``, the reshape family, ``-x``, ``x.astype``, ``x @ w``, ``concat``,
+``fill_constant``, ``fc``) beside NumPy doing the same. ``--bytecodes`` prints the Python bytecodes a live op executes instead (a
 count the machine's load does not move); ``--layers`` the layers' costs alone. The
 candidates take turns over interleaved rounds, so that a busy machine slows them alike:
 each line gives the best round, its ratio to NumPy's best and how far the median round
@@ -134,6 +134,9 @@ LAYERS = {
     "leaky_relu": (lambda L, v: L.leaky_relu(v["x"], 0.1),
                    lambda a: np.where(a["x"] > 0, a["x"], a["x"] * 0.1)),
     "unsqueeze": (lambda L, v: L.unsqueeze(v["x"], [0]), lambda a: a["x"][None]),
+    "-x": (lambda L, v: -v["x"], lambda a: -a["x"]),
+    "x.astype": (lambda L, v: v["x"].astype("float64"), lambda a: a["x"].astype("float64")),
+    "x @ w": (lambda L, v: v["x"] @ v["w"], lambda a: a["x"] @ a["w"]),
     "reshape": (lambda L, v: L.reshape(v["x"], [8, 4]), lambda a: a["x"].reshape(8, 4)),
     "transpose": (lambda L, v: L.transpose(v["x"], [1, 0]),
                   lambda a: np.ascontiguousarray(a["x"].T)),
