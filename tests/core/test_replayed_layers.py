@@ -417,3 +417,34 @@ def test_a_variable_whose_fields_make_no_key_goes_the_python_way(field, value):
     replayed_way, python_way = calls(fluid.layers.reduce_sum), \
         calls(fluid.layers.reduce_sum.__wrapped__)
     assert replayed_way == python_way
+
+
+def test_a_replayed_live_op_whose_run_fails_leaves_nothing_behind():
+    """Inference cannot refuse reshape to [16, -1] of an unknown batch; the run of a second
+    value with the same fields but 24 elements does: the replay takes back the op, both
+    temporaries, their holders and their names, and raises the Python way's error."""
+    from fluid_nb.framework import unique_name
+
+    def session(layer):
+        main, startup, scope = fluid.Program(), fluid.Program(), fluid.Scope()
+        with fluid.program_guard(main, startup), fluid.unique_name.guard(), \
+                fluid.live(program=main, startup_program=startup, scope=scope):
+            a = fluid.layers.data(name="a", shape=[8], dtype="float32",
+                                  value=np.ones((4, 8), "float32"))
+            b = fluid.layers.data(name="b", shape=[8], dtype="float32",
+                                  value=np.ones((3, 8), "float32"))
+            layer(a, [16, -1])
+            layer(a, [16, -1])  # (a replay from here on)
+            layer(b, [12, -1])  # (b's value in the scope before the failing run)
+            before = (list(main.global_block().vars), dict(unique_name._generator.ids),
+                      len(main.global_block().ops), sorted(scope.vars))
+            with pytest.raises(Exception) as raised:
+                layer(b, [16, -1])
+            after = (list(main.global_block().vars), dict(unique_name._generator.ids),
+                     len(main.global_block().ops), sorted(scope.vars))
+            again = layer(a, [16, -1]).name
+        return before == after, type(raised.value), str(raised.value), again
+
+    replayed_way = session(fluid.layers.reshape)
+    assert replayed_way[0]
+    assert replayed_way == session(fluid.layers.reshape.__wrapped__)
