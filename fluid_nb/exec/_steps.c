@@ -651,10 +651,13 @@ static PyObject *first_run(PyObject *module, PyObject *const *args, Py_ssize_t n
     if ((inputs = field_of(op, op_known, op_inputs_at, str_inputs)) == NULL ||
         (outputs = field_of(op, op_known, op_outputs_at, str_outputs)) == NULL)
         goto done;
-    /* (an op with inputs besides the plan's: scale's ScaleTensor is its kernel's case) */
-    if (!PyDict_Check(inputs) || PyDict_GET_SIZE(inputs) != count)
+    /* (an op with inputs besides the plan's: scale's ScaleTensor is its kernel's case; the
+     * plan's last slots may be left out, optional ones the kernel is given None for, as
+     * the general binder gives it: one_hot's depth_tensor) */
+    if (!PyDict_Check(inputs) || PyDict_GET_SIZE(inputs) > count || PyDict_GET_SIZE(inputs) == 0)
         goto not_this_path;
-    for (; held < count; ++held) {
+    Py_ssize_t given = PyDict_GET_SIZE(inputs);
+    for (; held < given; ++held) {
         PyObject *name = first_name(inputs, PyTuple_GET_ITEM(in_slots, held));
         PyObject *holder = name == NULL ? NULL : holder_with_tensor(values, name);
         if (holder == NULL)
@@ -689,6 +692,8 @@ static PyObject *first_run(PyObject *module, PyObject *const *args, Py_ssize_t n
                          count);
             goto done;
         }
+        if (at >= given)
+            goto not_this_path; /* (the LoD source left out) */
         src = ins[at];
     }
     /* (a context's copy costs a pure kernel's first run 2% of its time: shared) */
@@ -698,7 +703,7 @@ static PyObject *first_run(PyObject *module, PyObject *const *args, Py_ssize_t n
     if (start_allocating(set_handler, capsule, &allocating) < 0)
         goto done;
     double start = seconds_now();
-    PyObject *ran = run_plain(out, fn, run_ctx, src, ins, count, 0, NULL);
+    PyObject *ran = run_plain(out, fn, run_ctx, src, ins, given, count - given, NULL);
     result = ran_for(set_handler, &allocating, ran != NULL, start);
     Py_XDECREF(ran);
     goto done;

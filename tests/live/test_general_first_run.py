@@ -75,6 +75,7 @@ def _layers(seq):
         L.argmax(seq, 1),
         L.pool2d(image, 2),
         L.conv2d(image, 2, 1, param_attr=constant),
+        L.one_hot(L.fill_constant([5, 1], "int64", 2), 4),  # an optional input left out
         L.split(seq, 2, dim=1)[1],            # duplicable outputs: the Python path
     ]
 
@@ -91,7 +92,7 @@ def test_ops_of_every_shape_store_in_one_call_what_the_python_path_stores(sessio
     assert {"reshape2", "transpose2", "concat", "stack", "sum", "fill_constant", "mean",
             "reduce_mean", "top_k", "squeeze2", "unsqueeze2", "dropout", "cast",
             "layer_norm", "mul", "slice", "softmax_with_cross_entropy", "arg_max", "pool2d",
-            "conv2d"} <= took
+            "conv2d", "one_hot"} <= took
     assert "split" not in {op_type for op_type, _ in taken}  # (no plan: its Out[])
     count = len(taken)
     general = cell(session_name + "_watched", True)
@@ -115,6 +116,7 @@ def test_ops_of_every_shape_store_in_one_call_what_the_python_path_stores(sessio
     assert lean[11][0].dtype == np.int64
     np.testing.assert_allclose(lean[16][0], WORDS @ np.full((2, 3), 0.5, "float32"),
                                rtol=1e-6)
+    np.testing.assert_array_equal(lean[-2][0], np.eye(4, dtype="float32")[[2] * 5])
 
 
 def test_each_first_run_keeps_its_own_context(session_name, taken):
