@@ -1095,7 +1095,8 @@ static PyObject *append_with_xshape(PyObject *self, PyObject *const *args, size_
  *   call of a Variable x of Variable's own class, its other arguments scalars or lists or
  *   tuples of them, replays what its Python way appended for the same arguments and the
  *   same x's (shape, dtype, LoD level, type): the op type, the attributes, the dtype and
- *   layer type it gave append_one_op (append_with_xshape). The
+ *   layer type it gave append_one_op (append_with_xshape), and its output's stop_gradient
+ *   as the layer left it (argmax stops its output's gradient). The
  *   Python way is recorded at a call without an answer: taken when it made exactly that
  *   one call, whose temporary it returned, and the current block gained that op alone
  *   (else the arguments are marked as the Python way's for good). Its checks are a
@@ -1117,7 +1118,7 @@ typedef struct {
     vectorcallfunc vectorcall;
 } OneOpCall;
 
-static PyObject *str_append_one_op, *str_append_with_xshape, *str_scale, *str_bias, *str_blocks,
+static PyObject *str_append_one_op, *str_append_with_xshape, *str_stop_gradient, *str_scale, *str_bias, *str_blocks,
     *str_current_block_idx, *str_current_block, *str_main_program, *str_axis, *str_act,
     *str_x_argument;
 
@@ -1573,8 +1574,9 @@ static int x_alone(PyObject *inputs, PyObject *x) {
 }
 
 /* the Python way, recorded: what it appended kept as the replay of `key`, (op type,
- * attributes, dtype, layer type, form), when it is one append_one_op call on x alone or
- * one append_with_xshape call on x (see the comment above OneOpCall) */
+ * attributes, dtype, layer type, form, its output's stop_gradient), when it is one
+ * append_one_op call on x alone or one append_with_xshape call on x (see the comment
+ * above OneOpCall) */
 static PyObject *recorded_call_of(OneOpCall *op, PyObject *key, PyObject *const *args,
                                   size_t nargsf, PyObject *kwnames) {
     PyObject *block = layers_block(), *replay = NULL;
@@ -1598,12 +1600,14 @@ static PyObject *recorded_call_of(OneOpCall *op, PyObject *key, PyObject *const 
             int alone = now == NULL ? -1
                         : PyLong_AsLong(PyTuple_GET_ITEM(call, 6)) == WITH_XSHAPE
                         ? inputs == args[0] : x_alone(inputs, args[0]);
-            if (alone == 1 && now == block && PyTuple_GET_ITEM(call, 0) == block &&
-                ops_count(block) == before + 1)
-                replay = PyTuple_Pack(5, PyTuple_GET_ITEM(call, 1), PyTuple_GET_ITEM(call, 3),
+            /* (a layer may mark its output, as argmax's stops its gradient) */
+            PyObject *stops = alone == 1 ? PyObject_GetAttr(result, str_stop_gradient) : NULL;
+            if (stops != NULL && (stops == Py_True || stops == Py_False) && now == block &&
+                PyTuple_GET_ITEM(call, 0) == block && ops_count(block) == before + 1)
+                replay = PyTuple_Pack(6, PyTuple_GET_ITEM(call, 1), PyTuple_GET_ITEM(call, 3),
                                       PyTuple_GET_ITEM(call, 4), PyTuple_GET_ITEM(call, 5),
-                                      PyTuple_GET_ITEM(call, 6));
-            Py_XDECREF(now);
+                                      PyTuple_GET_ITEM(call, 6), stops);
+            Py_XDECREF(stops), Py_XDECREF(now);
         }
         if (replay != NULL) {
             if (PyDict_GET_SIZE(op->replays) >= 256) /* (ever new arguments: keep a few) */
@@ -1665,6 +1669,9 @@ static PyObject *repeated_call(OneOpCall *op, PyObject *const *args, size_t narg
             record[4] = Py_NewRef(PyTuple_GET_ITEM(replay, 3));
             result = append_record(WITH_XSHAPE, record, 5, NULL);
         }
+        if (result != NULL && PyTuple_GET_ITEM(replay, 5) == Py_True &&
+            PyObject_SetAttr(result, str_stop_gradient, Py_True) < 0)
+            Py_CLEAR(result);
     } else if (!PyErr_Occurred()) { /* (a program of another class: its own methods) */
         result = PyObject_Vectorcall(op->python_way, args, nargsf, kwnames);
     }
@@ -1952,7 +1959,7 @@ PyMODINIT_FUNC PyInit__op_record(void) {
         {&str_generator_class, "UniqueNameGenerator"}, {&str_type, "type"},
         {&str_program_class, "Program"}, {&str_xshape, "XShape"},
         {&str_inferred_from_x, "_inferred_from_x"}, {&str_append_one_op, "append_one_op"},
-        {&str_append_with_xshape, "append_with_xshape"},
+        {&str_append_with_xshape, "append_with_xshape"}, {&str_stop_gradient, "stop_gradient"},
         {&str_scale, "scale"}, {&str_bias, "bias"}, {&str_blocks, "blocks"},
         {&str_current_block_idx, "current_block_idx"}, {&str_current_block, "current_block"},
         {&str_main_program, "_main_program"}, {&str_axis, "axis"}, {&str_act, "act"},

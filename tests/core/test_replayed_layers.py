@@ -1,5 +1,6 @@
 """The checked layers that append one op on their first argument (``scale``, ``mean``,
-``cast``, ``clip``, ``leaky_relu``, the reductions, the reshape family) replay their repeated calls in C
+``cast``, ``clip``, ``leaky_relu``, the reductions, the reshape family, ``argmax``,
+``argmin``, ``zeros_like``, ``ones_like``) replay their repeated calls in C
 (``transaction.replayed``): a call whose other arguments and first argument's shape, dtype,
 LoD level and type equal an earlier call's appends what that call gave ``append_one_op``,
 without running the layer's checks again. The layer's Python function stays the
@@ -169,6 +170,32 @@ CALLS.update({
         lambda v: ((v["row"], 1), {}),
     ],
 })
+CALLS.update({
+    "argmax": [
+        lambda v: ((v["x"],), {}),
+        lambda v: ((v["x"], 1), {}),
+        lambda v: ((v["x"],), {"axis": -1}),
+        lambda v: ((v["x"], 2), {}),
+        lambda v: ((v["x"], 1.0), {}),
+        lambda v: ((v["ints"], 1), {}),
+        lambda v: ((v["bools"], 1), {}),
+    ],
+    "argmin": [
+        lambda v: ((v["x"], 1), {}),
+        lambda v: ((v["row"], 0), {}),
+    ],
+    "zeros_like": [
+        lambda v: ((v["x"],), {}),
+        lambda v: ((v["x"],), {"out": None}),
+        lambda v: ((v["x"],), {"out": v["x2"]}),
+        lambda v: ((v["ints"],), {}),
+    ],
+    "ones_like": [
+        lambda v: ((v["x"],), {}),
+        lambda v: ((v["x"], v["x2"]), {}),
+        lambda v: ((v["bools"],), {}),
+    ],
+})
 _REDUCE_CALLS = [
     lambda v: ((v["x"],), {}),
     lambda v: ((v["x"], 1), {}),
@@ -231,12 +258,14 @@ def test_a_repeated_call_appends_without_the_layers_frames():
             fluid.layers.unsqueeze(x, [0])
             fluid.layers.squeeze(v["unit"], [1])
             fluid.layers.flatten(x)
+            fluid.layers.argmax(x, 1)
+            fluid.layers.zeros_like(x)
 
     main, startup = Program(), Program()
     with fluid.program_guard(main, startup), fluid.unique_name.guard():
         cell(_variables())
     # (the first of each may be the Python way's, recording it: other tests call them too)
-    assert _innermost(main)[11:] == ["cell"] * 11
+    assert _innermost(main)[13:] == ["cell"] * 13
 
 
 def test_a_call_appending_more_than_one_op_is_never_replayed():

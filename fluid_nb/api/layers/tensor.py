@@ -291,49 +291,73 @@ def ones(shape, dtype, force_cpu=False):
     return fill_constant(shape, dtype, 1.0, force_cpu)
 
 
+def _one_op(op_type, x, attrs, dtype, layer_type):
+    """One ``op_type`` op on ``x`` to a fresh temporary named for ``layer_type``, all or
+    nothing itself."""
+    program = _fw._main_program
+    return append_one_op(program.blocks[program.current_block_idx], op_type,
+                         {"X": (x.name,)}, attrs, dtype, layer_type)
+
+
+@lean  # (one op through append_one_op, or a transaction of its own)
 @checks(x=variable, out=optional(variable))
 def zeros_like(x, out=None):
     """Zeros shaped like ``x`` (``fill_zeros_like``)."""
     _check_variable("zeros_like", "x", x)
-    helper = LayerHelper("zeros_like")
     if out is None:
-        out = helper.create_variable_for_type_inference(dtype=x.dtype)
-    helper.append_op(type="fill_zeros_like", inputs={"X": [x]}, outputs={"Out": [out]})
+        out = _one_op("fill_zeros_like", x, None, x.dtype, "zeros_like")
+        out.stop_gradient = True
+        return out
+    with atomic():
+        LayerHelper("zeros_like").append_op(type="fill_zeros_like", inputs={"X": [x]},
+                                            outputs={"Out": [out]})
     out.stop_gradient = True
     return out
 
 
+zeros_like = replayed(zeros_like, globals())
+
+
+@lean  # (one op through append_one_op, or a transaction of its own)
 @checks(x=variable, out=optional(variable))
 def ones_like(x, out=None):
     """Ones shaped like ``x`` (``fill_any_like`` with value 1)."""
     _check_variable("ones_like", "x", x)
-    helper = LayerHelper("ones_like")
     if out is None:
-        out = helper.create_variable_for_type_inference(dtype=x.dtype)
-    helper.append_op(type="fill_any_like", inputs={"X": [x]}, outputs={"Out": [out]},
-                     attrs={"value": 1.0})
+        return _one_op("fill_any_like", x, {"value": 1.0}, x.dtype, "ones_like")
+    with atomic():
+        LayerHelper("ones_like").append_op(type="fill_any_like", inputs={"X": [x]},
+                                           outputs={"Out": [out]}, attrs={"value": 1.0})
     return out
+
+
+ones_like = replayed(ones_like, globals())
 
 
 def _arg(op_type, x, axis):
     _check_variable(op_type, "x", x)
-    helper = LayerHelper(op_type)
-    out = helper.create_variable_for_type_inference(VarType.INT64)
-    helper.append_op(type=op_type, inputs={"X": [x]}, outputs={"Out": [out]},
-                     attrs={"axis": axis})
+    out = _one_op(op_type, x, {"axis": axis}, VarType.INT64, op_type)
     out.stop_gradient = True
     return out
 
 
+@lean  # (one op through append_one_op)
 @checks(x=variable, axis=INT)
 def argmax(x, axis=0):
     """int64 index of the largest element along ``axis`` (``arg_max``)."""
     return _arg("arg_max", x, axis)
 
 
+argmax = replayed(argmax, globals())
+
+
+@lean  # (one op through append_one_op)
 @checks(x=variable, axis=INT)
 def argmin(x, axis=0):
     return _arg("arg_min", x, axis)
+
+
+argmin = replayed(argmin, globals())
 
 
 @checks(shape=dims(1), dtype=dtype, min=NUMBER, max=NUMBER, seed=NON_NEGATIVE_INT)
