@@ -273,6 +273,7 @@ def _fill_any_like(ctx, x):
 def_op("fill_any_like", inputs=["X"], outputs=["Out"],
        attrs={"value": ("float", 0.0), "dtype": ("int", -1)},
        infer_shape=_fill_any_like_infer, share_lod=("X", ["Out"]), kernel=_fill_any_like,
+       plain_kernel=_fill_any_like,
        grad=no_gradient,
        doc="Out = a tensor shaped like X, every element ``value``, of type ``dtype`` "
            "(-1: X's type).")
@@ -288,6 +289,11 @@ def _zeros_like(ctx, x):
     return LoDTensor(ctx.xp.zeros_like(array), x._lod)
 
 
+def _zeros_like_plain(ctx, x):
+    # (a dense X: its LoD is kept for Out by the plain run)
+    return ctx.xp.zeros(x.shape, x.dtype)
+
+
 def _zeros_like_infer(ctx):
     same_shape("X", "Out")(ctx)
     ctx.output_var("Out").type = ctx.input_var_type("X")
@@ -295,7 +301,7 @@ def _zeros_like_infer(ctx):
 
 def_op("fill_zeros_like", inputs=["X"], outputs=["Out"],
        infer_shape=_zeros_like_infer, share_lod=("X", ["Out"]), kernel=_zeros_like,
-       lod_aware=True, traits=("runtime_outputs",),
+       plain_kernel=_zeros_like_plain, lod_aware=True, traits=("runtime_outputs",),
        grad=no_gradient,
        doc="Out = zeros shaped and typed like X (for a tensor array, like each of its "
            "tensors).")

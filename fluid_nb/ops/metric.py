@@ -193,13 +193,16 @@ def _arg_kernel(find):
     return kernel
 
 
+_argmax_kernel = _arg_kernel(lambda x, axis=None: x.argmax(axis=axis))
+_argmin_kernel = _arg_kernel(lambda x, axis=None: x.argmin(axis=axis))
+
 _ARG_ATTRS = {"axis": ("long", None), "keepdims": ("bool", False), "flatten": ("bool", False),
               "dtype": ("int", 3, lambda v: None if v in (2, 3) else "2 (int32) or 3 (int64)")}
 
 def_op("arg_max",
        inputs=["X"], outputs=["Out"], attrs=_ARG_ATTRS,
        infer_shape=_arg_infer,
-       kernel=_arg_kernel(lambda x, axis=None: x.argmax(axis=axis)),
+       kernel=_argmax_kernel, plain_kernel=_argmax_kernel,
        doc="Out = the index of the first largest entry of X along ``axis`` (of the flattened X "
            "when flatten=True, giving shape [1]); int64 (dtype=3) or int32 (dtype=2). No "
            "gradient.")
@@ -207,7 +210,7 @@ def_op("arg_max",
 def_op("arg_min",
        inputs=["X"], outputs=["Out"], attrs=_ARG_ATTRS,
        infer_shape=_arg_infer,
-       kernel=_arg_kernel(lambda x, axis=None: x.argmin(axis=axis)),
+       kernel=_argmin_kernel, plain_kernel=_argmin_kernel,
        doc="Out = the index of the first smallest entry of X along ``axis``, as arg_max "
            "finds the largest. No gradient.")
 
