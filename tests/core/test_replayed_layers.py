@@ -290,39 +290,33 @@ def test_a_replayed_ops_lists_are_its_own():
     assert second.op.attrs["dim"] is not third.op.attrs["dim"]
 
 
-def test_another_append_one_op_has_every_call_go_the_python_way(monkeypatch):
-    seen = []
-    real = layer_nn.append_one_op
-
-    def spy(*args):
-        seen.append(args[1])
-        return real(*args)
-    monkeypatch.setattr(layer_nn, "append_one_op", spy)
-    main, startup = Program(), Program()
-    with fluid.program_guard(main, startup), fluid.unique_name.guard():
-        x = _variables()["x"]
-        for _ in range(3):
-            fluid.layers.reduce_mean(x, dim=1)
-            fluid.layers.leaky_relu(x, 0.2)
-    assert seen == ["reduce_mean", "leaky_relu"] * 3
+SWAPPED = {
+    "append_one_op": (lambda x: [fluid.layers.reduce_mean(x, dim=1),
+                                 fluid.layers.leaky_relu(x, 0.2)], ["reduce_mean", "leaky_relu"]),
+    "append_with_xshape": (lambda x: [fluid.layers.reshape(x, [-1]),
+                                      fluid.layers.transpose(x, [1, 0])],
+                           ["reshape2", "transpose2"]),
+}
 
 
-def test_another_append_with_xshape_has_every_call_go_the_python_way(monkeypatch):
+@pytest.mark.parametrize("appender", list(SWAPPED))
+def test_another_appender_has_every_call_go_the_python_way(appender, monkeypatch):
     from fluid_nb.api.layers import manip
+    module = layer_nn if appender == "append_one_op" else manip
     seen = []
-    real = manip.append_with_xshape
+    real = getattr(module, appender)
 
     def spy(*args):
         seen.append(args[1])
         return real(*args)
-    monkeypatch.setattr(manip, "append_with_xshape", spy)
+    monkeypatch.setattr(module, appender, spy)
+    calls, op_types = SWAPPED[appender]
     main, startup = Program(), Program()
     with fluid.program_guard(main, startup), fluid.unique_name.guard():
         x = _variables()["x"]
         for _ in range(3):
-            fluid.layers.reshape(x, [-1])
-            fluid.layers.transpose(x, [1, 0])
-    assert seen == ["reshape2", "transpose2"] * 3
+            calls(x)
+    assert seen == op_types * 3
 
 
 def test_a_layer_is_its_python_functions_stand_in():
