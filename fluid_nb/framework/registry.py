@@ -380,7 +380,7 @@ class OpDef:
         found = block.vars.get
         inputs = op.inputs
         if len(inputs) > 1 and ("Y" not in inputs or len(inputs) > 2):
-            return self._infer(op)  # (an optional input given: clip's Min, scale's Scale)
+            return self._infer(op)  # (an optional input given: clip's Min, ScaleTensor)
         try:
             x = found(inputs["X"][0])
             y = found(inputs["Y"][0]) if "Y" in inputs else x

@@ -496,6 +496,9 @@ def clip(x, min, max, name=None):
     return _unary("clip", x, {"min": float(min), "max": float(max)}, name=name)
 
 
+clip = replayed(clip, globals())
+
+
 def _unary(op_type, x, attrs=None, name=None):
     # (x is a Variable: each caller's checks say so, x=variable)
     if name is None:  # one op to a fresh temporary, all or nothing itself
@@ -535,7 +538,6 @@ def log(x, name=None):
 
 
 log = _one_op_call(log, "log")
-clip = replayed(clip, globals())
 
 
 def _reduce(op_type, input, dim, keep_dim, name):

@@ -53,6 +53,14 @@ def create_global_var(shape, value, dtype, persistable=False, force_cpu=False, n
     return var
 
 
+def _one_op(op_type, x, attrs, dtype, layer_type):
+    """One ``op_type`` op on ``x`` to a fresh temporary named for ``layer_type``, all or
+    nothing itself."""
+    program = _fw._main_program
+    return append_one_op(program.blocks[program.current_block_idx], op_type,
+                         {"X": (x.name,)}, attrs, dtype, layer_type)
+
+
 @lean  # (one op through append_one_op)
 @checks(x=variable, dtype=dtype)
 def cast(x, dtype):
@@ -61,10 +69,8 @@ def cast(x, dtype):
     check_dtype(dtype, "dtype", ("bool", "float16", "float32", "float64", "int8", "int32",
                                  "int64", "uint8"), "cast")
     out_dtype = convert_dtype(dtype)
-    program = _fw._main_program
-    return append_one_op(program.blocks[program.current_block_idx], "cast", {"X": (x.name,)},
-                         {"in_dtype": int(x.dtype), "out_dtype": int(out_dtype)}, out_dtype,
-                         "cast")
+    return _one_op("cast", x, {"in_dtype": int(x.dtype), "out_dtype": int(out_dtype)},
+                   out_dtype, "cast")
 
 
 cast = replayed(cast, globals())
@@ -289,14 +295,6 @@ def zeros(shape, dtype, force_cpu=False):
 @checks(shape=dims(0), dtype=dtype, force_cpu=boolean)
 def ones(shape, dtype, force_cpu=False):
     return fill_constant(shape, dtype, 1.0, force_cpu)
-
-
-def _one_op(op_type, x, attrs, dtype, layer_type):
-    """One ``op_type`` op on ``x`` to a fresh temporary named for ``layer_type``, all or
-    nothing itself."""
-    program = _fw._main_program
-    return append_one_op(program.blocks[program.current_block_idx], op_type,
-                         {"X": (x.name,)}, attrs, dtype, layer_type)
 
 
 @lean  # (one op through append_one_op, or a transaction of its own)
