@@ -471,3 +471,10 @@ def test_a_replayed_live_op_whose_run_fails_leaves_nothing_behind():
     replayed_way = session(fluid.layers.reshape)
     assert replayed_way[0]
     assert replayed_way == session(fluid.layers.reshape.__wrapped__)
+
+
+@pytest.mark.parametrize("name", ["reduce_sum", "reshape", "cast", "argmax", "zeros_like"])
+def test_a_replayed_layer_pickles_by_reference_as_its_function_does(name):
+    import pickle
+    layer = getattr(fluid.layers, name)
+    assert pickle.loads(pickle.dumps(layer, protocol=pickle.HIGHEST_PROTOCOL)) is layer
