@@ -17,8 +17,8 @@ the arena grows (a look for values nobody holds every 64 MB, not only every 1,02
 and a live loop of 20,000 ops that keeps every value it makes, as a loop collecting its
 losses does; and the live cost of the layers users write besides ``+`` and ``relu``
 (``softmax``, ``matmul``, the reductions, ``mean``, ``scale``, ``cast``, ``clip``,
-``leaky_relu``, the reshape family, ``-x``, ``x.astype``, ``x @ w``, ``concat``,
-``fill_constant``, ``fc``) beside NumPy doing the same. ``--bytecodes`` prints the Python bytecodes a live op executes instead (a
+``leaky_relu``, the reshape family, ``argmax``, ``zeros_like``, ``one_hot``, ``-x``,
+``x.astype``, ``x @ w``, ``concat``, ``fill_constant``, ``fc``) beside NumPy doing the same. ``--bytecodes`` prints the Python bytecodes a live op executes instead (a
 count the machine's load does not move); ``--layers`` the layers' costs alone. The
 candidates take turns over interleaved rounds, so that a busy machine slows them alike:
 each line gives the best round, its ratio to NumPy's best and how far the median round
@@ -134,6 +134,10 @@ LAYERS = {
     "leaky_relu": (lambda L, v: L.leaky_relu(v["x"], 0.1),
                    lambda a: np.where(a["x"] > 0, a["x"], a["x"] * 0.1)),
     "unsqueeze": (lambda L, v: L.unsqueeze(v["x"], [0]), lambda a: a["x"][None]),
+    "argmax": (lambda L, v: L.argmax(v["x"], 1), lambda a: a["x"].argmax(1)),
+    "zeros_like": (lambda L, v: L.zeros_like(v["x"]), lambda a: np.zeros_like(a["x"])),
+    "one_hot": (lambda L, v: L.one_hot(v["ids"], 8),
+                lambda a: np.eye(8, dtype="float32")[a["ids"][:, 0]]),
     "-x": (lambda L, v: -v["x"], lambda a: -a["x"]),
     "x.astype": (lambda L, v: v["x"].astype("float64"), lambda a: a["x"].astype("float64")),
     "x @ w": (lambda L, v: v["x"] @ v["w"], lambda a: a["x"] @ a["w"]),
@@ -161,7 +165,8 @@ def live_layers():
     """µs per live call of each of LAYERS (a new session per round, the calls on one
     input), beside NumPy's same operation; best of ROUNDS interleaved rounds."""
     rng = np.random.RandomState(0)
-    arrays = {"x": rng.rand(4, 8).astype("float32"), "w": rng.rand(8, 4).astype("float32")}
+    arrays = {"x": rng.rand(4, 8).astype("float32"), "w": rng.rand(8, 4).astype("float32"),
+              "ids": rng.randint(0, 8, (4, 1)).astype("int64")}
 
     def live(layer):
         def timed():
@@ -169,7 +174,7 @@ def live_layers():
             with fluid.program_guard(main, startup), fluid.unique_name.guard(), \
                     fluid.live(program=main, startup_program=startup, scope=scope):
                 values = {name: fluid.layers.data(name=name, shape=list(a.shape),
-                                                  dtype="float32", append_batch_size=False,
+                                                  dtype=str(a.dtype), append_batch_size=False,
                                                   value=a) for name, a in arrays.items()}
                 layer(fluid.layers, values)  # the op type's first call: its plans made
                 start = _clean_start()
