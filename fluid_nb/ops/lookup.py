@@ -301,7 +301,7 @@ def_op("one_hot",
        inputs=["X", "depth_tensor?"], outputs=["Out"],
        attrs=_ONE_HOT_ATTRS,
        infer_shape=_one_hot_v1_infer, share_lod=("X", ["Out"]),
-       kernel=_one_hot_v1,
+       kernel=_one_hot_v1, plain_kernel=_one_hot_v1,
        host_reads="depth_tensor: the depth decides the output's shape",
        doc="one_hot_v2 of ids with a trailing dim of 1: X [..., 1] -> Out [..., depth], "
            "Out[..., j] = 1 if X[..., 0] == j else 0 (the first version of the op, which "

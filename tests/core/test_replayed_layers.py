@@ -1,6 +1,6 @@
 """The checked layers that append one op on their first argument (``scale``, ``mean``,
 ``cast``, ``clip``, ``leaky_relu``, the reductions, the reshape family, ``argmax``,
-``argmin``, ``zeros_like``, ``ones_like``) replay their repeated calls in C
+``argmin``, ``zeros_like``, ``ones_like``, ``one_hot``) replay their repeated calls in C
 (``transaction.replayed``): a call whose other arguments and first argument's shape, dtype,
 LoD level and type equal an earlier call's appends what that call gave ``append_one_op``,
 without running the layer's checks again. The layer's Python function stays the
@@ -24,6 +24,8 @@ def _variables():
             "ints": fluid.data(name="ints", shape=[-1, 3], dtype="int64"),
             "bools": fluid.data(name="bools", shape=[-1, 3], dtype="bool"),
             "unit": fluid.data(name="unit", shape=[-1, 1, 3], dtype="float32"),
+            "ids": fluid.data(name="ids", shape=[-1, 1], dtype="int64"),
+            "depth": fluid.data(name="depth", shape=[1], dtype="int32"),
             "w": fluid.layers.create_parameter([2, 3], "float32", name="w")}
 
 
@@ -196,6 +198,16 @@ CALLS.update({
         lambda v: ((v["bools"],), {}),
     ],
 })
+CALLS["one_hot"] = [
+    lambda v: ((v["ids"], 8), {}),
+    lambda v: ((v["ids"], 8, True), {}),
+    lambda v: ((v["ids"],), {"depth": 8}),
+    lambda v: ((v["ids"], v["depth"]), {}),
+    lambda v: ((v["ids"], 0), {}),
+    lambda v: ((v["ids"], 8.0), {}),
+    lambda v: ((v["x"], 8), {}),
+    lambda v: ((v["unit"], 8), {}),
+]
 _REDUCE_CALLS = [
     lambda v: ((v["x"],), {}),
     lambda v: ((v["x"], 1), {}),
@@ -334,6 +346,9 @@ def test_a_replayed_live_op_runs_as_the_python_ways_does():
             fluid.live(program=main, startup_program=startup, scope=scope):
         x = fluid.layers.data(name="x", shape=[4, 3], dtype="float32",
                               append_batch_size=False, value=values)
+        ids = fluid.layers.data(name="ids", shape=[3, 1], dtype="int64",
+                                append_batch_size=False,
+                                value=np.array([[1], [3], [0]], "int64"))
         for _ in range(3):
             outs = [fluid.layers.reduce_sum(x, dim=1), fluid.layers.scale(x, 2.0, 1.0),
                     fluid.layers.cast(x, "int32"), fluid.layers.mean(x),
@@ -350,6 +365,8 @@ def test_a_replayed_live_op_runs_as_the_python_ways_does():
             for answer, want in zip(got, expected):
                 np.testing.assert_allclose(answer, want, rtol=1e-6)
                 assert answer.dtype == want.dtype
+            hot = fluid.layers.one_hot(ids, 4).numpy()
+            np.testing.assert_array_equal(hot, np.eye(4, dtype="float32")[[1, 3, 0]])
 
 
 # layers of other shapes, made replayed as the layers modules make theirs: none of their

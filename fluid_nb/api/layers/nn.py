@@ -418,6 +418,7 @@ def topk(input, k, name=None):
     return values, indices
 
 
+@lean  # (one op through append_one_op, or a transaction of its own)
 @checks(input=variable, depth=or_variable(int_typed(POSITIVE_INT)), allow_out_of_range=boolean)
 def one_hot(input, depth, allow_out_of_range=False):
     """Fluid 1.x one_hot: int ids of shape [..., 1] -> float32 [..., depth].
@@ -426,6 +427,20 @@ def one_hot(input, depth, allow_out_of_range=False):
     ``one_hot_v2`` (same values and shape)."""
     _check_variable("one_hot", "input", input)
     from ...ops import registry
+    defined = registry.find("one_hot") is not None
+    if defined and not isinstance(depth, Variable):  # the usual call: one op
+        program = _fw._main_program
+        out = append_one_op(program.blocks[program.current_block_idx], "one_hot",
+                            {"X": (input.name,)},
+                            {"allow_out_of_range": allow_out_of_range, "depth": depth},
+                            VarType.FP32, "one_hot")
+        out.stop_gradient = True
+        return out
+    with atomic():
+        return _one_hot(input, depth, allow_out_of_range, defined)
+
+
+def _one_hot(input, depth, allow_out_of_range, defined):
     helper = LayerHelper("one_hot")
     attrs = {"allow_out_of_range": allow_out_of_range}
     inputs = {"X": [input]}
@@ -433,7 +448,7 @@ def one_hot(input, depth, allow_out_of_range=False):
         inputs["depth_tensor"] = [depth]
     else:
         attrs["depth"] = depth
-    if registry.find("one_hot") is not None:
+    if defined:
         out = helper.create_variable_for_type_inference(dtype=VarType.FP32)
         helper.append_op(type="one_hot", inputs=inputs, outputs={"Out": [out]}, attrs=attrs)
     else:
@@ -448,6 +463,9 @@ def one_hot(input, depth, allow_out_of_range=False):
         helper.append_op(type="one_hot_v2", inputs=inputs, outputs={"Out": [out]}, attrs=attrs)
     out.stop_gradient = True
     return out
+
+
+one_hot = replayed(one_hot, globals())
 
 
 @lean  # (_unary keeps itself all or nothing)
