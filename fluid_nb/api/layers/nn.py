@@ -429,11 +429,9 @@ def one_hot(input, depth, allow_out_of_range=False):
     from ...ops import registry
     defined = registry.find("one_hot") is not None
     if defined and not isinstance(depth, Variable):  # the usual call: one op
-        program = _fw._main_program
-        out = append_one_op(program.blocks[program.current_block_idx], "one_hot",
-                            {"X": (input.name,)},
-                            {"allow_out_of_range": allow_out_of_range, "depth": depth},
-                            VarType.FP32, "one_hot")
+        out = _unary("one_hot", input,
+                     {"allow_out_of_range": allow_out_of_range, "depth": depth},
+                     dtype=VarType.FP32)
         out.stop_gradient = True
         return out
     with atomic():
@@ -517,15 +515,16 @@ def clip(x, min, max, name=None):
 clip = replayed(clip, globals())
 
 
-def _unary(op_type, x, attrs=None, name=None):
-    # (x is a Variable: each caller's checks say so, x=variable)
+def _unary(op_type, x, attrs=None, name=None, dtype=None):
+    # (x is a Variable: each caller's checks say so, x=variable; Out of dtype, x's if None)
+    dtype = x.dtype if dtype is None else dtype
     if name is None:  # one op to a fresh temporary, all or nothing itself
         program = _fw._main_program
         return append_one_op(program.blocks[program.current_block_idx], op_type,
-                             {"X": (x.name,)}, attrs, x.dtype, op_type)
+                             {"X": (x.name,)}, attrs, dtype, op_type)
     with atomic():
         helper = LayerHelper(op_type, name=name)
-        out = helper.create_variable_for_type_inference(dtype=x.dtype)
+        out = helper.create_variable_for_type_inference(dtype=dtype)
         helper.append_op(type=op_type, inputs={"X": [x]}, outputs={"Out": [out]},
                          attrs=attrs or {})
     return out
