@@ -146,6 +146,11 @@ LAYERS = {
                   lambda a: np.ascontiguousarray(a["x"].T)),
     "concat": (lambda L, v: L.concat([v["x"], v["x"]], axis=1),
                lambda a: np.concatenate([a["x"], a["x"]], axis=1)),
+    "x[:, 0:4]": (lambda L, v: v["x"][:, 0:4], lambda a: a["x"][:, 0:4]),
+    "x[1]": (lambda L, v: v["x"][1], lambda a: a["x"][1]),
+    "x[::2]": (lambda L, v: v["x"][::2], lambda a: a["x"][::2]),
+    "slice": (lambda L, v: L.slice(v["x"], axes=[1], starts=[0], ends=[4]),
+              lambda a: a["x"][:, 0:4]),
     "fill_constant": (lambda L, v: L.fill_constant([4, 8], "float32", 1.0),
                       lambda a: np.full((4, 8), 1.0, "float32")),
     # (a live fc makes its parameters and runs their initializers: so does NumPy's)

@@ -163,7 +163,8 @@ static PyObject *untrack_arguments(PyObject *self, PyObject *const *args, Py_ssi
  * the infer_from_x trait on X = x (a Variable) alone, with two temporaries, Out
  * `<prefix><layer_type>_<n>.tmp_<m>` and XShape `..._<m + 1>`, and inference's memo
  * spec._inferred_from_x[(x.shape, x.dtype, x.lod_level, program.version, "Out", "XShape",
- * *attrs.values())] (a pair of fields); the slot check's key ends "Out", "XShape".
+ * *attrs.values(), 0, 0)] (a pair of fields; the zeros: the fresh temporaries' LoD levels);
+ * the slot check's key ends "Out", "XShape".
  *
  * Any other call, or one whose answer a memo lacks, goes to the fallback before anything
  * is changed: the Python way is the definition, this its common case without the frames
@@ -855,7 +856,8 @@ static PyObject *append_record(enum form form, PyObject *const *args, size_t nar
      * slots, the attributes */
     Py_ssize_t n_attrs = PyDict_GET_SIZE(attrs), n_fields = form == ONE_OUT ? 6 : 3,
                at_attrs = form == ONE_OUT ? 7 : 6;
-    if ((infer_key = PyTuple_New(at_attrs + n_attrs)) == NULL)
+    /* (an XShape op's key ends with its outputs' LoD levels: the fresh temporaries' 0s) */
+    if ((infer_key = PyTuple_New(at_attrs + n_attrs + (form == ONE_OUT ? 0 : 2))) == NULL)
         goto done_spec;
     {
         PyObject *fields[6] = {NULL};
@@ -881,6 +883,13 @@ static PyObject *append_record(enum form form, PyObject *const *args, size_t nar
         }
         if (put_items(infer_key, at_attrs, attrs, 1) < 0)
             goto done_spec;
+        if (form == WITH_XSHAPE) {
+            PyObject *zero = PyLong_FromLong(0);
+            if (zero == NULL)
+                goto done_spec;
+            PyTuple_SET_ITEM(infer_key, at_attrs + n_attrs, Py_NewRef(zero));
+            PyTuple_SET_ITEM(infer_key, at_attrs + n_attrs + 1, zero);
+        }
     }
     PyObject *known = PyDict_GetItemWithError(inferred, infer_key);
     if (known == NULL) {

@@ -69,8 +69,9 @@ gradient op whose outputs nothing reads may be left out of a run, and a live ses
 go of an op's outputs and compute them again when they are read.
 
 An op with the ``infer_from_x`` trait (reshape2, transpose2, squeeze2, unsqueeze2, flatten2,
-concat) infers its outputs from X's shape, dtype and LoD level (each X's, for an X of several
-variables) and its attributes alone when X is its only input: what inference said is
+concat, slice, strided_slice: X is its first input slot, slice's Input) infers its outputs
+from X's shape, dtype and LoD level (each X's, for an X of several variables) and its
+attributes alone when X is its only input: what inference said is
 remembered per such signature, for every output, as a formula op's is for Out (a
 Transformer appends dozens of alike reshapes).
 
@@ -97,6 +98,7 @@ _LOD_TENSOR = VarType.LOD_TENSOR
 _LOD_TENSORS_ONLY = {_LOD_TENSOR}
 _type_of = operator.attrgetter("type")
 _fields_of = operator.attrgetter("shape", "dtype", "lod_level")  # (what inference writes)
+_lod_level_of = operator.attrgetter("lod_level")
 
 #: the classes of attribute values (and of list items) ``OpDef.complete_attrs`` remembers
 #: completing
@@ -411,7 +413,9 @@ class OpDef:
         """run_infer_shape of an ``infer_from_x`` op: remembered per X's fields, the
         program's version, the output slots and the attributes (lists as tuples), when X is
         the op's only input and each output slot names one variable of the block; for an X
-        of several variables (concat's), per their number and each one's fields. (A memo of
+        of several variables (concat's), per their number and each one's fields; and per
+        the outputs' LoD levels before (slice's leaves Out's as it was). X is the op's first
+        input slot (slice's Input). (A memo of
         its own: ``_inferred``'s keys are also the C one-op path's, which knows X and Y and
         one Out; the C path of ``append_with_xshape`` reads this one's, for one X.)"""
         inferred = self._inferred_from_x
@@ -419,7 +423,7 @@ class OpDef:
         found = block.vars.get
         inputs, outputs = op.inputs, op.outputs
         try:
-            x_names = inputs["X"] if len(inputs) == 1 else ()
+            x_names = inputs[self.inputs[0].name] if len(inputs) == 1 else ()
             if len(x_names) == 1:
                 x = found(x_names[0])
                 if x is None or x.type is not _LOD_TENSOR:
@@ -433,8 +437,10 @@ class OpDef:
             outs = [found(names[0]) for names in outputs.values()]
             # (``is``: a Variable's == appends an op)
             missing = any(out is None for out in outs)
+            # (the outputs' LoD levels: an inference may leave one as it was)
             key = (*fields, block.program.version, *outputs,
-                   *(v if v.__class__ is not list else tuple(v) for v in op.attrs.values()))
+                   *(v if v.__class__ is not list else tuple(v) for v in op.attrs.values()),
+                   *map(_lod_level_of, outs)) if not missing else None
             known = inferred.get(key) if not missing else None
         except (KeyError, IndexError, AttributeError, TypeError):  # (an empty slot, an
             return self._infer(op)                                 # unhashable attribute)

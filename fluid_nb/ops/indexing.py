@@ -377,9 +377,16 @@ def _strided_infer(ctx):
 
 
 def _strided_index(ctx, shape, tensors):
+    attrs = ctx.attrs
+    if not any(t is not None and (t.__class__ is not list or t) for t in tensors) and \
+            -1 not in attrs["infer_flags"]:
+        # the bounds in the attributes alone (an index of ints: no tensor to read, no
+        # run-time -1 to tell from the last item)
+        ranges = strided_ranges(ctx.op.type, shape, attrs["axes"], attrs["starts"],
+                                attrs["ends"], attrs["strides"])
+        return _strided_slices(shape, ranges), _strided_shape(shape, ranges)
     # every bound tensor read at once (one copy from a device; the op declares host_reads)
     starts_t, ends_t, strides_t, starts_l, ends_l, strides_l = host_int_lists(*tensors)
-    attrs = ctx.attrs
 
     def pick(tensor, tensor_list, name):
         return next(v for v in (tensor, tensor_list, attrs[name]) if v is not None)
@@ -390,10 +397,14 @@ def _strided_index(ctx, shape, tensors):
     ends = [(2 ** 31 - 1 if stride > 0 else -2) if picks_last else end for end, stride, picks_last
             in zip(ends, strides, last_item_picks(starts, ends, attrs))]
     ranges = strided_ranges(ctx.op.type, shape, attrs["axes"], starts, ends, strides)
+    return _strided_slices(shape, ranges), _strided_shape(shape, ranges)
+
+
+def _strided_slices(shape, ranges):
     index = [slice(None)] * len(shape)
     for axis, start, end, stride in ranges:
         index[axis] = slice(start, end, stride)
-    return tuple(index), _strided_shape(shape, ranges)
+    return tuple(index)
 
 
 def _strided_slice(ctx, x, *tensors):
@@ -415,7 +426,7 @@ _STRIDED_ATTRS = {"axes": ("ints", []), "starts": ("ints", []), "ends": ("ints",
                   "decrease_axis": ("ints", [])}
 
 def_op("strided_slice", inputs=["Input"] + _STRIDED_TENSORS, outputs=["Out"],
-       attrs=_STRIDED_ATTRS, infer_shape=_strided_infer,
+       attrs=_STRIDED_ATTRS, infer_shape=_strided_infer, traits=("infer_from_x",),
        grad=grad_maker("strided_slice_grad",
                        inputs=["Input"] + [s.rstrip("?[]") for s in _STRIDED_TENSORS],
                        out_grads=["Out"], in_grads=["Input"]),

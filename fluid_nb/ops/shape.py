@@ -841,12 +841,20 @@ def last_item_picks(starts, ends, attrs):
 def _slice_index(ctx, shape, starts_t, ends_t, starts_l, ends_l):
     """The runtime index tuple and the un-decreased slice shape."""
     attrs = ctx.attrs
-    # every bound tensor read at once: one copy from a device; a whole tensor overrides a list
-    starts_t, ends_t, starts_l, ends_l = host_int_lists(starts_t, ends_t, starts_l, ends_l)
-    starts = next(b for b in (starts_t, starts_l, attrs["starts"]) if b is not None)
-    ends = next(b for b in (ends_t, ends_l, attrs["ends"]) if b is not None)
-    ends = [2 ** 31 - 1 if picks_last else end for end, picks_last in
-            zip(ends, last_item_picks(starts, ends, attrs))]
+    if starts_t is None is ends_t and not starts_l and not ends_l and \
+            -1 not in attrs["infer_flags"]:
+        # the bounds in the attributes alone (an index of ints: no tensor to read, no
+        # run-time -1 to tell from the last item)
+        starts, ends = attrs["starts"], attrs["ends"]
+    else:
+        # every bound tensor read at once: one copy from a device; a whole tensor overrides
+        # a list
+        starts_t, ends_t, starts_l, ends_l = host_int_lists(starts_t, ends_t, starts_l,
+                                                            ends_l)
+        starts = next(b for b in (starts_t, starts_l, attrs["starts"]) if b is not None)
+        ends = next(b for b in (ends_t, ends_l, attrs["ends"]) if b is not None)
+        ends = [2 ** 31 - 1 if picks_last else end for end, picks_last in
+                zip(ends, last_item_picks(starts, ends, attrs))]
     index = [slice(None)] * len(shape)
     sliced = list(shape)
     for axis, start, end in slice_bounds(ctx.op.type, shape, attrs["axes"], starts, ends):
@@ -888,7 +896,7 @@ def_op("slice", inputs=["Input"] + _SLICE_TENSORS, outputs=["Out"], attrs=_SLICE
        grad=grad_maker("slice_grad", inputs=["Input", "StartsTensor", "EndsTensor",
                                              "StartsTensorList", "EndsTensorList"],
                        out_grads=["Out"], in_grads=["Input"]),
-       kernel=_slice, lod_aware=True,
+       kernel=_slice, lod_aware=True, traits=("infer_from_x",),
        host_reads="StartsTensor(List) / EndsTensor(List): the bounds of the slice",
        doc="Out = Input[starts[i]:ends[i]] along each axes[i] (tensor inputs override the "
            "attributes; negative indices count from the end; both are clipped to [0, dim]), "

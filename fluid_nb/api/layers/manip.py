@@ -11,7 +11,8 @@ from ...tensor.dtypes import VarType
 from ...framework.type_checks import require_variable
 from ...framework import program as _fw
 from ...framework.program import Variable
-from ...framework.transaction import append_with_xshape, atomic, lean, replayed
+from ...framework.transaction import append_one_op, append_with_xshape, atomic, lean, \
+    replayed
 from ..layer_helper import LayerHelper
 from .arg_checks import (INT, NAME, NUMBER, Refused, _is_int, activation, boolean, checks,
                          dims, int_in, int_typed, ints, one_of, optional, or_variable,
@@ -317,6 +318,7 @@ def _one_per_axis(layer, axes, **named):
                                   f"axis), but received {list(values)}")
 
 
+@lean  # (ints: one op through append_one_op; bounds in Variables: a transaction of its own)
 @checks(input=variable, axes=ints(None, 0), starts=int_list_or_variable(),
         ends=int_list_or_variable())
 def slice(input, axes, starts, ends):
@@ -324,6 +326,20 @@ def slice(input, axes, starts, ends):
     Variables (StartsTensor / EndsTensor) or lists holding Variables (StartsTensorList /
     EndsTensorList)."""
     _one_per_axis("slice", axes, starts=starts, ends=ends)
+    if isinstance(starts, Variable) or isinstance(ends, Variable) or \
+            _holds_variable(starts) or _holds_variable(ends):
+        with atomic():
+            return _slice_of_tensors(input, axes, starts, ends)
+    program = _fw._main_program  # (the block a LayerHelper appends to)
+    return append_one_op(program.blocks[program.current_block_idx], "slice",
+                         {"Input": (input.name,)},
+                         {"axes": list(axes), "starts": list(map(int, starts)),
+                          "ends": list(map(int, ends)), "infer_flags": [1] * len(axes)},
+                         input.dtype, "slice")
+
+
+def _slice_of_tensors(input, axes, starts, ends):
+    """``slice`` whose bounds Variables give, in part or whole."""
     helper = LayerHelper("slice")
     inputs = {"Input": [input]}
     attrs = {"axes": list(axes)}

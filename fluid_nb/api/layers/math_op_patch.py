@@ -7,6 +7,8 @@ friends append the comparison ops (bool output); ``-x`` is ``scale(-1)``; ``x @ 
 
 ``==`` builds an ``equal`` op as in Fluid; Variables stay hashable by identity.
 """
+from ...errors import InvalidType, expected
+from ...framework import program as _fw
 from ...framework import unique_name
 from ...tensor.dtypes import VarType, convert_dtype
 from ...framework.program import Variable
@@ -53,6 +55,7 @@ def _is_number(value):
 
 from ...framework.callstack import _op_record  # noqa: E402
 from ...framework.transaction import append_one_op, atomic, lean, transactional  # noqa: E402,E501
+from ..layer_helper import LayerHelper  # noqa: E402
 
 
 def _binary(method, op_type, reverse, scalar):
@@ -142,11 +145,11 @@ _TABLE = (
 )
 
 
-def _getitem(var, item):
+def _getitem(var, item, lean=True):
     """``x[i]``, ``x[a:b]``, ``x[:, i]``, ``x[::-1]``: a ``slice`` op (``strided_slice`` when
-    a step is not 1), an int index dropping its dim (``decrease_axis``), as Fluid slices."""
-    from ...errors import InvalidType, expected
-    from ..layer_helper import LayerHelper
+    a step is not 1), an int index dropping its dim (``decrease_axis``), as Fluid slices.
+    ``lean`` (``Variable.__getitem__``): an item of ints and slices of ints appends its op
+    alone, and one holding a Variable is indexed again in a transaction."""
     items = item if isinstance(item, tuple) else (item,)
     if len(items) > len(var.shape):
         raise InvalidType(expected("Variable.__getitem__", "index",
@@ -155,6 +158,9 @@ def _getitem(var, item):
     axes, starts, ends, steps, decrease = [], [], [], [], []
     for axis, index in enumerate(items):
         if isinstance(index, slice):
+            if lean and (isinstance(index.start, Variable) or isinstance(index.stop, Variable)
+                         or isinstance(index.step, Variable)):
+                return _getitem_in_transaction(var, item)
             step = 1 if index.step is None else index.step
             # (a Variable's == builds an op: bounds are compared only when they are ints)
             known = not isinstance(step, Variable)
@@ -172,6 +178,8 @@ def _getitem(var, item):
             ends.append(_bound(stop))
             steps.append(_bound(step))
         elif isinstance(index, Variable):  # x[i] for a run-time i: the range [i, i + 1)
+            if lean:
+                return _getitem_in_transaction(var, item)
             axes.append(axis)
             starts.append(index)
             ends.append(_plus_one(index))
@@ -188,6 +196,13 @@ def _getitem(var, item):
                                        "ints and slices", repr(index)))
     if not axes:
         return var
+    if lean:  # (ints and slices of ints: one op, all or nothing itself, as NumPy-like
+        # cells index often)
+        program = _fw._main_program  # (the block a LayerHelper appends to)
+        return append_one_op(program.blocks[program.current_block_idx],
+                             "strided_slice" if steps.count(1) != len(steps) else "slice",
+                             {"Input": (var.name,)}, _index_attrs(axes, starts, ends, steps,
+                                                                  decrease), var.dtype, "slice")
     helper = LayerHelper("slice")
     out = helper.create_variable_for_type_inference(var.dtype)
     strided = any(isinstance(step, Variable) or step != 1 for step in steps)
@@ -208,6 +223,16 @@ def _getitem(var, item):
     helper.append_op(type="strided_slice" if strided else "slice", inputs=inputs,
                      outputs={"Out": [out]}, attrs=attrs)
     return out
+
+
+def _index_attrs(axes, starts, ends, steps, decrease):
+    """The attributes of an index's op whose bounds are all ints (``strides`` for a step
+    other than 1), in the order ``_getitem``'s general path writes them."""
+    attrs = {"axes": axes, "decrease_axis": decrease, "infer_flags": [1] * len(axes),
+             "starts": starts, "ends": ends}
+    if steps.count(1) != len(steps):
+        attrs["strides"] = steps
+    return attrs
 
 
 def _bound(value):
@@ -239,6 +264,15 @@ def _plus_one(index):
     return end
 
 
+def _runtime_index(var, item):
+    """``x[item]`` for an item holding a Variable (a bound read at run time): its bound
+    tensors and ops appended in a transaction, all or nothing."""
+    return _getitem(var, item, lean=False)
+
+
+_getitem_in_transaction = transactional(_runtime_index)
+
+
 def monkey_patch_variable():
     """Attach the operators to Variable (fluid_nb.api.layers calls this on import)."""
     # each operator is a layer call, so all or nothing (a failed `a + b` leaves no
@@ -248,7 +282,7 @@ def monkey_patch_variable():
     Variable.__neg__ = _neg  # (these three: one op each, all or nothing itself)
     Variable.__matmul__ = _matmul
     Variable.astype = astype
-    Variable.__getitem__ = transactional(_getitem)
+    Variable.__getitem__ = _getitem
     Variable.__hash__ = object.__hash__
     # numpy scalars on the left (np.float32(2) * x) defer to Variable.__rmul__
     Variable.__array_ufunc__ = None

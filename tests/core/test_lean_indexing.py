@@ -1,0 +1,227 @@
+"""``x[...]`` and ``layers.slice`` of int bounds append their one op through
+``append_one_op``: all or nothing without a transaction's snapshot of both programs, the
+record the transaction's general path makes (the same temporary, op and names, refusals
+included). An index or bound holding a Variable still appends its tensors and ops in a
+transaction. slice's and strided_slice's inference is remembered per Input's fields, the
+attributes and Out's LoD level before; their kernels read bounds from the attributes
+without reading tensors when no tensor gives them."""
+import numpy as np
+import pytest
+
+import fluid_nb as fluid
+from fluid_nb.api.layers import manip, math_op_patch
+from fluid_nb.framework import transaction, unique_name
+from tests.core.op_records import inferences, record  # noqa: F401 (a fixture)
+
+#: each index on a [4, 8, 3] float32 x (``i``: an int64 [1] Variable), twice in a cell
+INDEXES = {
+    "x[0]": lambda x, i: x[0],
+    "x[-1]": lambda x, i: x[-1],
+    "x[:, 1:3]": lambda x, i: x[:, 1:3],
+    "x[1:3, 2]": lambda x, i: x[1:3, 2],
+    "x[:, -3:-1]": lambda x, i: x[:, -3:-1],
+    "x[:, 2:100]": lambda x, i: x[:, 2:100],
+    "x[::2]": lambda x, i: x[::2],
+    "x[:, ::-1, 1]": lambda x, i: x[:, ::-1, 1],
+    "x[:]": lambda x, i: x[:],
+    "x[i]": lambda x, i: x[i],
+    "x[1:i]": lambda x, i: x[1:i],
+    "x[3:1], refused": lambda x, i: x[3:1],
+    "x[0, 0, 0, 0], refused": lambda x, i: x[0, 0, 0, 0],
+    "x['a'], refused": lambda x, i: x["a"],
+    "x[::0], refused": lambda x, i: x[::0],
+}
+
+
+def _general_way(var, item):
+    """The transaction's general path of an index, whatever it holds."""
+    return transaction.transactional(math_op_patch._getitem)(var, item, lean=False)
+
+
+class GeneralIndex:
+    """``x[item]`` the general way (Variable's own ``__getitem__`` swapped for it)."""
+
+    def __init__(self, var):
+        self.var = var
+
+    def __getitem__(self, item):
+        return _general_way(self.var, item)
+
+
+def _outcome(index, general=False):
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()), fluid.unique_name.guard():
+        x = fluid.data(name="x", shape=[4, 8, 3], dtype="float32")
+        i = fluid.layers.fill_constant([1], "int64", 2)
+        answers = []
+        for _ in range(2):  # (the second from the memos)
+            try:
+                answers.append(index(GeneralIndex(x) if general else x, i).name)
+            except Exception as error:
+                answers.append((type(error), str(error)))
+        answers.append((x + x).name)  # (the names handed out after)
+    return record(main), answers
+
+
+@pytest.mark.parametrize("index", list(INDEXES))
+def test_an_index_makes_the_record_the_general_way_makes(index):
+    assert _outcome(INDEXES[index]) == _outcome(INDEXES[index], general=True)
+
+
+@pytest.fixture
+def transactions(monkeypatch):
+    """The transactions opened (each ``transaction._open``)."""
+    opened = []
+    open_ = transaction._open
+
+    def counted(programs):
+        opened.append(programs)
+        return open_(programs)
+    monkeypatch.setattr(transaction, "_open", counted)
+    return opened
+
+
+def test_an_index_of_ints_opens_no_transaction_and_one_of_variables_one(transactions):
+    with fluid.program_guard(fluid.Program(), fluid.Program()), fluid.unique_name.guard():
+        x = fluid.data(name="x", shape=[4, 8, 3], dtype="float32")
+        i = fluid.layers.fill_constant([1], "int64", 2)
+        del transactions[:]
+        x[0], x[1:3, ::-1], x[:, 2, 0:1]
+        fluid.layers.slice(x, axes=[0, 2], starts=[1, 0], ends=[3, 2])
+        assert transactions == []
+        x[i]
+        assert len(transactions) == 1
+        x[0:i, 1]
+        assert len(transactions) == 2
+        fluid.layers.slice(x, axes=[1], starts=[i], ends=[5])
+        assert len(transactions) == 3
+
+
+SLICES = {
+    "ints": dict(axes=[1], starts=[0], ends=[4]),
+    "tuples, negative": dict(axes=(0, 2), starts=(1, -2), ends=(3, 10)),
+    "a Variable start": dict(axes=[1], starts="i", ends=[5]),
+    "a list holding a Variable": dict(axes=[0, 1], starts=[0, "i"], ends=[2, 6]),
+    "refused: end before start": dict(axes=[1], starts=[5], ends=[2]),
+    "refused: two starts for one axis": dict(axes=[1], starts=[0, 1], ends=[2]),
+}
+
+
+def _bounds(value, i):
+    if value == "i":
+        return i
+    if isinstance(value, list):
+        return [i if v == "i" else v for v in value]
+    return value
+
+
+def _sliced(layer, case):
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()), fluid.unique_name.guard():
+        x = fluid.data(name="x", shape=[-1, 8, 3], dtype="float32", lod_level=1)
+        i = fluid.layers.fill_constant([1], "int64", 2)
+        kwargs = {k: _bounds(v, i) for k, v in SLICES[case].items()}
+        answers = []
+        for _ in range(2):
+            try:
+                answers.append(layer(x, **kwargs).name)
+            except Exception as error:
+                answers.append((type(error), str(error)))
+        answers.append((x + x).name)
+    return record(main), answers
+
+
+@pytest.mark.parametrize("case", list(SLICES))
+def test_layers_slice_makes_the_record_its_transaction_makes(case):
+    def through_the_transaction(input, axes, starts, ends):
+        with transaction.atomic():
+            manip._one_per_axis("slice", axes, starts=starts, ends=ends)
+            return manip._slice_of_tensors(input, axes, starts, ends)
+    assert _sliced(fluid.layers.slice, case) == _sliced(through_the_transaction, case)
+
+
+def test_a_refused_index_leaves_nothing_and_gives_its_name_back():
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()), fluid.unique_name.guard():
+        x = fluid.data(name="x", shape=[4, 8], dtype="float32")
+        x[0]
+        before = (list(main.global_block().vars), dict(unique_name._generator.ids),
+                  len(main.global_block().ops), main._version)
+        with pytest.raises(fluid.errors.InvalidArgument, match="end >= start"):
+            x[3:1]
+
+        def refuse(op):
+            raise RuntimeError(f"hook refused {op.type}")
+        main._append_hook = refuse
+        with pytest.raises(RuntimeError, match="refused strided_slice"):
+            x[::2]
+        main._append_hook = None
+        assert (list(main.global_block().vars), dict(unique_name._generator.ids),
+                len(main.global_block().ops)) == before[:3]
+        assert x[1].name == "slice_1.tmp_0"
+
+
+@pytest.mark.parametrize("op_type", ["slice", "strided_slice"])
+def test_slice_inference_is_remembered_per_signature(inferences, op_type):
+    strides = {"strides": [1]} if op_type == "strided_slice" else {}
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()), fluid.unique_name.guard():
+        # (a shape no other test slices: the memo is the op's, for every program)
+        x = fluid.data(name="x", shape=[7, 5, 11], dtype="float32")
+        block = main.global_block()
+
+        def sliced(attrs, out=None):
+            out = out or block.create_var(name=unique_name.generate("out"), dtype="float32")
+            block.append_op(type=op_type, inputs={"Input": x}, outputs={"Out": out},
+                            attrs={**attrs, **strides})
+            return out
+        first = sliced({"axes": [0], "starts": [1], "ends": [3]})
+        again = sliced({"axes": [0], "starts": [1], "ends": [3]})
+        other = sliced({"axes": [0], "starts": [1], "ends": [4]})
+        assert (first.shape, again.shape, other.shape) == ((2, 5, 11), (2, 5, 11), (3, 5, 11))
+        assert inferences == [op_type, op_type]
+        # an Out that already holds a LoD level keeps it, as inference leaves it: the memo's
+        # answer for a fresh Out (level 0) is not its answer
+        held = block.create_var(name="held", dtype="float32", lod_level=1)
+        sliced({"axes": [0], "starts": [1], "ends": [3]}, out=held)
+        assert (held.shape, held.lod_level) == ((2, 5, 11), 1)
+
+
+def test_live_indexes_give_numpy_values():
+    a = np.arange(96, dtype="float32").reshape(4, 8, 3)
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard(), \
+            fluid.live(program=main, startup_program=startup, scope=fluid.Scope()):
+        x = fluid.layers.data(name="x", shape=[4, 8, 3], dtype="float32",
+                              append_batch_size=False, value=a)
+        i = fluid.layers.fill_constant([1], "int64", 2)
+        cases = [(x[0], a[0]), (x[-1], a[-1]), (x[:, 1:3], a[:, 1:3]),
+                 (x[1:3, 2], a[1:3, 2]), (x[:, -3:-1], a[:, -3:-1]),
+                 (x[:, 2:100], a[:, 2:100]), (x[::2], a[::2]), (x[:, ::-1, 1], a[:, ::-1, 1]),
+                 (x[-3:, :, -1], a[-3:, :, -1]), (x[i], a[2]), (x[1:i], a[1:2]),
+                 (fluid.layers.slice(x, axes=[0, 2], starts=[1, -2], ends=[3, 10]),
+                  a[1:3, :, -2:])]
+        for got, want in cases:
+            # (a bound read at run time leaves its dim to run time, as in Fluid)
+            assert all(d in (-1, w) for d, w in zip(got.shape, want.shape))
+            assert len(got.shape) == want.ndim
+            np.testing.assert_array_equal(got.numpy(), want, strict=True)
+
+
+def test_a_last_item_pick_recorded_without_its_tensor_still_picks_the_last_item():
+    """Fluid records ``x[i]`` for a run-time i of -1 as start -1, end 0 with infer_flags
+    -1: the kernels read that pair as the last item. A program that keeps the flags but
+    gives the bounds in attributes (no tensor) is read the same way."""
+    a = np.arange(12, dtype="float32").reshape(4, 3)
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard(), \
+            fluid.live(program=main, startup_program=startup, scope=fluid.Scope()):
+        x = fluid.layers.data(name="x", shape=[4, 3], dtype="float32",
+                              append_batch_size=False, value=a)
+        block = main.global_block()
+        for op_type, strides in (("slice", {}), ("strided_slice", {"strides": [1]})):
+            out = block.create_var(name=f"last_{op_type}", dtype="float32")
+            block.append_op(type=op_type, inputs={"Input": x}, outputs={"Out": out},
+                            attrs={"axes": [0], "starts": [-1], "ends": [0],
+                                   "infer_flags": [-1], "decrease_axis": [0], **strides})
+            np.testing.assert_array_equal(out.numpy(), a[-1])
