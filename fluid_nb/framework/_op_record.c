@@ -1044,6 +1044,234 @@ done:
     return result;
 }
 
+/* --- append_args ------------------------------------------------------------------------
+ *
+ * append_args(block, spec, op_type, in_args, out_args, attrs, single, created, index,
+ * infer, skip): Block._append_args (program.py, the definition) in one call for its common
+ * case: an op of a defined type appended at the end of a Block (of that exact class, its
+ * program a Program) outside a name_scope or device_guard, whose attributes the
+ * definition's memo completes; the slot check remembered for one name per slot (else the
+ * definition's check_slots called), shape inference the definition's run_infer_shape,
+ * the stack taken from the caller of the Python function calling this one (`skip` counts
+ * as the Python method's does: one frame fewer here, which has none), the op_role of an
+ * op_role guard stamped, the op appended, the program's version advanced and its append
+ * hook called; a failure takes back what the Python way's except clauses take back. Any
+ * other call is block._append_args(...) itself, before anything changed. Every op a layer
+ * or append_op appends the Python way passes here: its bytecodes were a tenth of a live
+ * fc's or an index's.
+ */
+static PyObject *str_append_args, *str_check_slots, *str_infer_shape, *str_run_infer_shape,
+    *str_changed, *str_remove, *str_op_role;
+
+/* vars.pop(name, None) for each name of `created` (a list or tuple of str) */
+static int pop_created(PyObject *vars, PyObject *created) {
+    PyObject *names = PySequence_Fast(created, "append_args: created expected a sequence");
+    if (names == NULL)
+        return -1;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(names); i++) {
+        if (PyDict_DelItem(vars, PySequence_Fast_GET_ITEM(names, i)) < 0) {
+            if (!PyErr_ExceptionMatches(PyExc_KeyError)) {
+                Py_DECREF(names);
+                return -1;
+            }
+            PyErr_Clear();
+        }
+    }
+    Py_DECREF(names);
+    return 0;
+}
+
+/* the error set now, with what `undo` (0 or -1 with its own error) did about it: the
+ * first error stays, or the undo's error raises with the first as its context */
+static void undone(int (*undo)(PyObject *, PyObject *, PyObject *, PyObject *), PyObject *a,
+                   PyObject *b, PyObject *c, PyObject *d) {
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    PyErr_NormalizeException(&type, &value, &traceback);
+    if (traceback != NULL && value != NULL)
+        PyException_SetTraceback(value, traceback);
+    if (undo(a, b, c, d) == 0) {
+        PyErr_Restore(type, value, traceback);
+        return;
+    }
+    PyObject *t2, *v2, *tb2;
+    PyErr_Fetch(&t2, &v2, &tb2);
+    PyErr_NormalizeException(&t2, &v2, &tb2);
+    if (v2 != NULL && value != NULL)
+        PyException_SetContext(v2, value); /* (steals value) */
+    else
+        Py_XDECREF(value);
+    Py_XDECREF(type), Py_XDECREF(traceback);
+    PyErr_Restore(t2, v2, tb2);
+}
+
+static int undo_created(PyObject *vars, PyObject *created, PyObject *unused1,
+                        PyObject *unused2) {
+    return pop_created(vars, created);
+}
+
+/* the hook raised: block.ops.remove(op), the created variables, program._changed() */
+static int undo_appended(PyObject *ops, PyObject *op, PyObject *vars, PyObject *rest) {
+    PyObject *created = PyTuple_GET_ITEM(rest, 0), *program = PyTuple_GET_ITEM(rest, 1);
+    PyObject *removed = PyObject_CallMethodOneArg(ops, str_remove, op);
+    if (removed == NULL)
+        return -1;
+    Py_DECREF(removed);
+    if (pop_created(vars, created) < 0)
+        return -1;
+    PyObject *changed = PyObject_CallMethodNoArgs(program, str_changed);
+    Py_XDECREF(changed);
+    return changed == NULL ? -1 : 0;
+}
+
+static PyObject *append_args(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 11)
+        return PyErr_Format(PyExc_TypeError, "append_args expected 11 arguments, got %zd",
+                            nargs);
+    PyObject *block = args[0], *spec = args[1], *op_type = args[2], *in_args = args[3],
+             *out_args = args[4], *given = args[5], *created = args[7];
+    PyObject *block_dict = NULL, *program_dict = NULL, *vars = NULL, *ops = NULL,
+             *program = NULL, *role = NULL, *hook = NULL, *version = NULL, *attrs = NULL,
+             *types = NULL, *slots_key = NULL, *op = NULL, *stack = NULL, *result = NULL;
+    int python_way = 1, single = args[6] == Py_True;
+    long skip = PyLong_Check(args[10]) ? PyLong_AsLong(args[10]) : -1;
+    if (skip == -1 && PyErr_Occurred())
+        return NULL;
+    int classes = program_globals == NULL ? 0 : find_classes();
+    if (classes < 0)
+        return NULL;
+    if (classes == 0 || skip < 1 || !Py_IS_TYPE(block, block_type) || spec == Py_None ||
+        args[8] != Py_None || !PyUnicode_CheckExact(op_type) || !PyDict_CheckExact(in_args) ||
+        !PyDict_CheckExact(out_args) || (given != Py_None && !PyDict_CheckExact(given)))
+        goto done;
+    PyObject *current = global(annotations_globals, str_current), *passed;
+    if (current == NULL || (passed = global(program_globals, str_slots_passed)) == NULL)
+        goto fail;
+    if (!PyDict_CheckExact(current) || PyDict_GET_SIZE(current) != 0 ||
+        !PyAnySet_CheckExact(passed))
+        goto done;
+    if ((block_dict = instance_dict(block)) == NULL)
+        goto fail;
+    if ((vars = entry(block_dict, str_vars)) == NULL || (ops = entry(block_dict, str_ops)) == NULL ||
+        (program = entry(block_dict, str_program)) == NULL)
+        goto check;
+    if (!PyDict_CheckExact(vars) || !PyList_CheckExact(ops) || !Py_IS_TYPE(program, program_type))
+        goto done;
+    if ((program_dict = instance_dict(program)) == NULL)
+        goto fail;
+    if ((role = entry(program_dict, str_current_role)) == NULL ||
+        (hook = entry(program_dict, str_append_hook)) == NULL ||
+        (version = entry(program_dict, str_version_counter)) == NULL)
+        goto check;
+    if (!PyLong_CheckExact(version))
+        goto done;
+    int completed = completed_attrs(spec, given, &attrs, &types);
+    if (completed <= 0) {
+        if (completed < 0)
+            goto fail;
+        goto done; /* (the definition completes them, and fills the memo) */
+    }
+    if (single) { /* (spec, input slots..., None, output slots...) passed before */
+        Py_ssize_t n_in = PyDict_GET_SIZE(in_args), n_out = PyDict_GET_SIZE(out_args);
+        if ((slots_key = PyTuple_New(2 + n_in + n_out)) == NULL)
+            goto fail;
+        PyTuple_SET_ITEM(slots_key, 0, Py_NewRef(spec));
+        put_items(slots_key, 1, in_args, 0);
+        PyTuple_SET_ITEM(slots_key, 1 + n_in, Py_NewRef(Py_None));
+        put_items(slots_key, 2 + n_in, out_args, 0);
+        int slots_passed = PySet_Contains(passed, slots_key);
+        if (slots_passed <= 0) {
+            if (slots_passed < 0)
+                goto fail;
+            goto done; /* (the definition checks them, and remembers) */
+        }
+    }
+    python_way = 0;
+    /* from here on, as the definition's try clause: a failure takes the created back */
+    if (!single) {
+        PyObject *checked = PyObject_CallMethodObjArgs(spec, str_check_slots, in_args, out_args,
+                                                       NULL);
+        if (checked == NULL)
+            goto fail_created;
+        Py_DECREF(checked);
+    }
+    if ((op = PyBaseObject_Type.tp_new(operator_type, empty_tuple, NULL)) == NULL)
+        goto fail_created;
+    {
+        PyObject *fields[OPERATOR_SLOTS] = {block, op_type, in_args, out_args, attrs, types,
+                                            Py_False, Py_None, empty_tuple};
+        for (size_t i = 0; i < OPERATOR_SLOTS; i++)
+            Py_XSETREF(SLOT(op, operator_slots[i]), Py_NewRef(fields[i]));
+    }
+    int infer = PyObject_IsTrue(args[9]);
+    if (infer < 0)
+        goto fail_created;
+    if (infer) {
+        PyObject *infer_shape = PyObject_GetAttr(spec, str_infer_shape);
+        if (infer_shape == NULL)
+            goto fail_created;
+        int has = infer_shape != Py_None;
+        Py_DECREF(infer_shape);
+        if (has) {
+            PyObject *inferred = PyObject_CallMethodOneArg(spec, str_run_infer_shape, op);
+            if (inferred == NULL)
+                goto fail_created;
+            Py_DECREF(inferred);
+        }
+    }
+    /* the rest, as the definition's: no take-back until the hook */
+    if ((stack = capture_stack(skip - 1, 32)) == NULL)
+        goto fail;
+    Py_XSETREF(SLOT(op, operator_slots[OPERATOR_SLOTS - 1]), Py_NewRef(stack));
+    untrack_slots(in_args);
+    untrack_slots(out_args);
+    int has_role = PyObject_IsTrue(role);
+    if (has_role < 0)
+        goto fail;
+    if (has_role) { /* (an op_role guard: its role, unless the op names one) */
+        int named = PyDict_Contains(attrs, str_op_role);
+        if (named < 0 || (!named && PyDict_SetItem(attrs, str_op_role, role) < 0))
+            goto fail;
+    }
+    if (PyList_Append(ops, op) < 0)
+        goto fail;
+    PyObject *next = PyNumber_Add(version, one);
+    int failed = next == NULL || PyDict_SetItem(program_dict, str_version_counter, next) < 0;
+    Py_XDECREF(next);
+    if (failed)
+        goto fail;
+    if (hook != Py_None) {
+        PyObject *ran = PyObject_CallOneArg(hook, op);
+        if (ran == NULL) {
+            PyObject *rest = PyTuple_Pack(2, created, program);
+            if (rest == NULL)
+                goto fail;
+            undone(undo_appended, ops, op, vars, rest);
+            Py_DECREF(rest);
+            goto fail;
+        }
+        Py_DECREF(ran);
+    }
+    result = Py_NewRef(op);
+    goto done;
+fail_created:
+    undone(undo_created, vars, created, NULL, NULL);
+    goto fail;
+check:
+    if (!PyErr_Occurred())
+        goto done;
+fail:
+    python_way = 0;
+done:
+    Py_XDECREF(block_dict), Py_XDECREF(program_dict), Py_XDECREF(vars), Py_XDECREF(ops);
+    Py_XDECREF(program), Py_XDECREF(role), Py_XDECREF(hook), Py_XDECREF(version);
+    Py_XDECREF(attrs), Py_XDECREF(types), Py_XDECREF(slots_key), Py_XDECREF(op);
+    Py_XDECREF(stack);
+    if (python_way)
+        return PyObject_VectorcallMethod(str_append_args, args, 11, NULL);
+    return result;
+}
+
 static PyObject *recorded_append(enum form form, PyObject *const *args, size_t nargsf,
                                  PyObject *kwnames);
 static void *recorder; /* the REPEATED layer whose Python way runs now (see repeated_call) */
@@ -1937,6 +2165,9 @@ static PyMethodDef methods[] = {
      "op_arguments(inputs, outputs, Variable): (inputs, outputs, every slot one name) as "
      "an op keeps them, slot -> tuple of names, or None where the Python way must name "
      "them (see Block.append_op)"},
+    {"append_args", (PyCFunction)(void (*)(void))append_args, METH_FASTCALL,
+     "append_args(block, spec, op_type, in_args, out_args, attrs, single, created, index, "
+     "infer, skip): Block._append_args, its common case in C (see there)"},
     {"completed", (PyCFunction)(void (*)(void))completed, METH_FASTCALL,
      "completed(opdef, attrs): OpDef.complete_attrs(attrs) from its memo, (attributes, their "
      "types), or None when the memo has no answer"},
@@ -1972,7 +2203,10 @@ PyMODINIT_FUNC PyInit__op_record(void) {
         {&str_scale, "scale"}, {&str_bias, "bias"}, {&str_blocks, "blocks"},
         {&str_current_block_idx, "current_block_idx"}, {&str_current_block, "current_block"},
         {&str_main_program, "_main_program"}, {&str_axis, "axis"}, {&str_act, "act"},
-        {&str_x_argument, "x"}, {&str_negative_zero, "-0.0"}};
+        {&str_x_argument, "x"}, {&str_negative_zero, "-0.0"},
+        {&str_append_args, "_append_args"}, {&str_check_slots, "check_slots"},
+        {&str_infer_shape, "infer_shape"}, {&str_run_infer_shape, "run_infer_shape"},
+        {&str_changed, "_changed"}, {&str_remove, "remove"}, {&str_op_role, "op_role"}};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); ++i)
         if ((*names[i].name = PyUnicode_InternFromString(names[i].text)) == NULL)
             return NULL;
