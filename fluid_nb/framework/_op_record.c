@@ -191,7 +191,7 @@ static PyObject *str_vars, *str_ops, *str_program, *str_version_counter, *str_ap
     *str_lod_level, *str_block, *str_name, *str_op_defs, *str_slots_passed, *str_depth,
     *str_journal, *str_generator, *str_current, *str_x, *str_y, *str_out, *str_tmp,
     *str_variable, *str_operator, *str_block_class, *str_generator_class, *str_type,
-    *str_program_class, *str_xshape, *str_inferred_from_x;
+    *str_program_class, *str_xshape, *str_inferred_from_x, *str_first_input;
 /* Variable.type, the kind a variable has unless it says otherwise (VarType.LOD_TENSOR) */
 static PyObject *lod_tensor_kind;
 
@@ -671,7 +671,7 @@ static PyObject *append_record(enum form form, PyObject *const *args, size_t nar
     PyObject *block = args[0], *op_type = args[1], *inputs = args[2], *given = args[3],
              *layer_type = form == WITH_XSHAPE ? args[4] : nargs == 6 ? args[5] : Py_None;
     PyObject *made_inputs = NULL, *x_var_name = NULL, *name2 = NULL, *var2 = NULL,
-             *out_names2 = NULL, *m2 = NULL;
+             *out_names2 = NULL, *m2 = NULL, *first_slot = NULL;
     if (form == WITH_XSHAPE) {
         if (!PyObject_TypeCheck(inputs, variable_type) || layer_type == Py_None)
             return call_fallback(form, args, nargsf, kwnames);
@@ -730,12 +730,24 @@ static PyObject *append_record(enum form form, PyObject *const *args, size_t nar
         NOT_THIS_PATH; /* (not loaded yet, or unknown: append_op's own lookup decides) */
     }
     Py_INCREF(spec); /* (a borrowed reference across calls that may run Python) */
-    /* the inputs: X, or X and Y, one name each (X alone with XShape) */
+    /* the inputs: X, or X and Y, one name each (X alone with XShape); one input of the
+     * op's first slot for an infer_from_x op (slice's Input) */
     Py_ssize_t n_inputs = PyDict_GET_SIZE(inputs);
     PyObject *x_args = PyDict_GetItemWithError(inputs, str_x);
     PyObject *y_args = x_args == NULL ? NULL : PyDict_GetItemWithError(inputs, str_y);
     if (PyErr_Occurred())
         goto done_spec;
+    /* from_x: inference's memo is _inferred_from_x (the one input's fields, the output
+     * slots, the attributes, the outputs' LoD levels), not _inferred (X's and Y's fields) */
+    int from_x = form == WITH_XSHAPE;
+    if (x_args == NULL && form == ONE_OUT && n_inputs == 1) {
+        if ((first_slot = PyObject_GetAttr(spec, str_first_input)) == NULL)
+            goto done_spec;
+        if (PyUnicode_CheckExact(first_slot) &&
+            (x_args = PyDict_GetItemWithError(inputs, first_slot)) == NULL && PyErr_Occurred())
+            goto done_spec;
+        from_x = 1;
+    }
     PyObject *x_name = x_args == NULL ? NULL : single_name(x_args);
     PyObject *y_name = y_args == NULL ? NULL : single_name(y_args);
     if (x_name == NULL ||
@@ -775,10 +787,21 @@ static PyObject *append_record(enum form form, PyObject *const *args, size_t nar
         goto check_spec;
     if (undo != Py_None || !PyDict_CheckExact(ids) || !PyUnicode_CheckExact(prefix))
         goto python_way_spec;
-    /* the memos (an XShape op's: the infer_from_x trait's) */
-    if ((inferred = PyObject_GetAttr(spec, form == ONE_OUT ? str_inferred
-                                                           : str_inferred_from_x)) == NULL)
+    /* the memos (an XShape op's: the infer_from_x trait's; so is an op's of X alone that
+     * is no formula op, as concat of one X) */
+    if ((inferred = PyObject_GetAttr(spec, from_x ? str_inferred_from_x : str_inferred)) == NULL)
         goto done_spec;
+    if (inferred == Py_None && !from_x && n_inputs == 1) { /* (X must be the first slot) */
+        if ((first_slot = PyObject_GetAttr(spec, str_first_input)) == NULL)
+            goto done_spec;
+        if (first_slot != str_x && (!PyUnicode_CheckExact(first_slot) ||
+                                    PyUnicode_Compare(first_slot, str_x) != 0))
+            goto python_way_spec;
+        Py_DECREF(inferred);
+        if ((inferred = PyObject_GetAttr(spec, str_inferred_from_x)) == NULL)
+            goto done_spec;
+        from_x = 1;
+    }
     if (!PyDict_CheckExact(inferred)) /* (None: not a formula op, not infer_from_x) */
         goto python_way_spec;
     int completed = completed_attrs(spec, given, &attrs, &types);
@@ -852,18 +875,16 @@ static PyObject *append_record(enum form form, PyObject *const *args, size_t nar
         }
     }
     /* the key OpDef.run_infer_shape builds: X's fields, Y's, the program's version, the
-     * attributes; an XShape op's (OpDef._infer_from_x): X's fields, the version, the output
-     * slots, the attributes */
-    Py_ssize_t n_attrs = PyDict_GET_SIZE(attrs), n_fields = form == ONE_OUT ? 6 : 3,
-               at_attrs = form == ONE_OUT ? 7 : 6;
-    /* (an XShape op's key ends with its outputs' LoD levels: the fresh temporaries' 0s) */
-    if ((infer_key = PyTuple_New(at_attrs + n_attrs + (form == ONE_OUT ? 0 : 2))) == NULL)
+     * attributes; from X alone (OpDef._infer_from_x): X's fields, the version, the output
+     * slots, the attributes, the outputs' LoD levels (the fresh temporaries' 0s) */
+    Py_ssize_t n_outs = form == WITH_XSHAPE ? 2 : 1, n_attrs = PyDict_GET_SIZE(attrs),
+               n_fields = from_x ? 3 : 6, at_attrs = from_x ? 4 + n_outs : 7;
+    if ((infer_key = PyTuple_New(at_attrs + n_attrs + (from_x ? n_outs : 0))) == NULL)
         goto done_spec;
     {
         PyObject *fields[6] = {NULL};
         Py_INCREF(x), Py_INCREF(y);
-        int failed = var_fields(x, fields) < 0 ||
-                     (form == ONE_OUT && var_fields(y, fields + 3) < 0);
+        int failed = var_fields(x, fields) < 0 || (!from_x && var_fields(y, fields + 3) < 0);
         Py_DECREF(x), Py_DECREF(y);
         for (int i = 0; i < n_fields; i++)
             if (fields[i] != NULL)
@@ -876,19 +897,18 @@ static PyObject *append_record(enum form form, PyObject *const *args, size_t nar
         }
         Py_INCREF(desc_version);
         PyTuple_SET_ITEM(infer_key, n_fields, desc_version);
-        if (form == WITH_XSHAPE) {
-            Py_INCREF(str_out), Py_INCREF(str_xshape);
-            PyTuple_SET_ITEM(infer_key, 4, str_out);
-            PyTuple_SET_ITEM(infer_key, 5, str_xshape);
+        if (from_x) {
+            PyTuple_SET_ITEM(infer_key, 4, Py_NewRef(str_out));
+            if (form == WITH_XSHAPE)
+                PyTuple_SET_ITEM(infer_key, 5, Py_NewRef(str_xshape));
         }
         if (put_items(infer_key, at_attrs, attrs, 1) < 0)
             goto done_spec;
-        if (form == WITH_XSHAPE) {
+        for (Py_ssize_t i = 0; from_x && i < n_outs; i++) {
             PyObject *zero = PyLong_FromLong(0);
             if (zero == NULL)
                 goto done_spec;
-            PyTuple_SET_ITEM(infer_key, at_attrs + n_attrs, Py_NewRef(zero));
-            PyTuple_SET_ITEM(infer_key, at_attrs + n_attrs + 1, zero);
+            PyTuple_SET_ITEM(infer_key, at_attrs + n_attrs + i, zero);
         }
     }
     PyObject *known = PyDict_GetItemWithError(inferred, infer_key);
@@ -900,11 +920,14 @@ static PyObject *append_record(enum form form, PyObject *const *args, size_t nar
         PyErr_Clear();
         goto python_way_spec;
     }
-    /* (shape, dtype, lod_level) of Out; with XShape, a pair of them */
+    /* (shape, dtype, lod_level) of Out; from X alone, a tuple of them, one per output */
     PyObject *out_fields = known, *xshape_fields = NULL;
-    if (form == WITH_XSHAPE) {
-        if (!PyTuple_CheckExact(known) || PyTuple_GET_SIZE(known) != 2)
+    if (from_x) {
+        if (!PyTuple_CheckExact(known) || PyTuple_GET_SIZE(known) != n_outs)
             goto python_way_spec;
+        out_fields = PyTuple_GET_ITEM(known, 0);
+    }
+    if (form == WITH_XSHAPE) {
         out_fields = PyTuple_GET_ITEM(known, 0), xshape_fields = PyTuple_GET_ITEM(known, 1);
         if (!PyTuple_CheckExact(xshape_fields) || PyTuple_GET_SIZE(xshape_fields) != 3)
             goto python_way_spec;
@@ -1038,7 +1061,7 @@ done:
     Py_XDECREF(new_version), Py_XDECREF(block_dict), Py_XDECREF(program_dict);
     Py_XDECREF(generator_dict);
     Py_XDECREF(made_inputs), Py_XDECREF(x_var_name), Py_XDECREF(name2), Py_XDECREF(var2);
-    Py_XDECREF(out_names2), Py_XDECREF(m2);
+    Py_XDECREF(out_names2), Py_XDECREF(m2), Py_XDECREF(first_slot);
     if (python_way)
         return call_fallback(form, args, nargsf, kwnames);
     return result;
@@ -2206,7 +2229,8 @@ PyMODINIT_FUNC PyInit__op_record(void) {
         {&str_x_argument, "x"}, {&str_negative_zero, "-0.0"},
         {&str_append_args, "_append_args"}, {&str_check_slots, "check_slots"},
         {&str_infer_shape, "infer_shape"}, {&str_run_infer_shape, "run_infer_shape"},
-        {&str_changed, "_changed"}, {&str_remove, "remove"}, {&str_op_role, "op_role"}};
+        {&str_changed, "_changed"}, {&str_remove, "remove"}, {&str_op_role, "op_role"},
+        {&str_first_input, "_first_input"}};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); ++i)
         if ((*names[i].name = PyUnicode_InternFromString(names[i].text)) == NULL)
             return NULL;

@@ -239,6 +239,9 @@ class OpDef:
             self.inputs[:1] and self.inputs[0].name == "X") else None
         #: an ``infer_from_x`` op's memo: its outputs' fields (slot order) per signature
         self._inferred_from_x = {} if "infer_from_x" in self.traits else None
+        #: the name of the op's first input slot (X for most; slice's Input), which an
+        #: ``infer_from_x`` op's memo keys by
+        self._first_input = self.inputs[0].name if self.inputs else None
         #: facts the layers API reads from the op (``layer``, ``act``, ``dtypes``,
         #: ``arguments``: see ``ops.common.unary_op``); empty for most ops
         self.api = dict(api or {})
@@ -423,7 +426,7 @@ class OpDef:
         found = block.vars.get
         inputs, outputs = op.inputs, op.outputs
         try:
-            x_names = inputs[self.inputs[0].name] if len(inputs) == 1 else ()
+            x_names = inputs[self._first_input] if len(inputs) == 1 else ()
             if len(x_names) == 1:
                 x = found(x_names[0])
                 if x is None or x.type is not _LOD_TENSOR:

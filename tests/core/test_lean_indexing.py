@@ -225,3 +225,66 @@ def test_a_last_item_pick_recorded_without_its_tensor_still_picks_the_last_item(
                             attrs={"axes": [0], "starts": [-1], "ends": [0],
                                    "infer_flags": [-1], "decrease_axis": [0], **strides})
             np.testing.assert_array_equal(out.numpy(), a[-1])
+
+
+@pytest.fixture
+def fallbacks():
+    """The op types the C append handed to its Python way (``_append_one_op``)."""
+    from fluid_nb.framework import annotations, program as fw
+    from fluid_nb.framework.callstack import _op_record
+    handed = []
+
+    def counted(*args, **kwargs):
+        handed.append(args[1])
+        return transaction._append_one_op(*args, **kwargs)
+
+    def configure(one_op):
+        _op_record.configure_one_op(one_op, transaction._take_back_one_op,
+                                    transaction._append_with_xshape,
+                                    transaction._take_back_with_xshape, fw, transaction,
+                                    unique_name, annotations)
+    configure(counted)
+    yield handed
+    configure(transaction._append_one_op)
+
+
+def test_a_repeated_index_appends_in_c_from_its_inputs_memo(fallbacks, inferences):
+    """An op of one input that is no formula op (slice's Input, concat's one X) appends in
+    C once its inference's memo (``_inferred_from_x``) holds the call's answer."""
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()), fluid.unique_name.guard():
+        # (a shape no other test indexes: the memos are the process's)
+        x = fluid.data(name="x", shape=[9, 7, 5], dtype="float32")
+        firsts = [x[2, 1:3], x[::2], fluid.layers.concat([x], axis=1)]
+        assert fallbacks == ["slice", "strided_slice", "concat"]
+        again = [x[2, 1:3], x[::2], fluid.layers.concat([x], axis=1), x[3, 1:3]]
+        assert fallbacks == ["slice", "strided_slice", "concat", "slice"]  # (x[3]: new)
+        assert inferences == ["slice", "strided_slice", "concat", "slice"]
+    assert [v.shape for v in firsts + again] == [(2, 5), (5, 7, 5), (9, 7, 5), (2, 5),
+                                                 (5, 7, 5), (9, 7, 5), (2, 5)]
+    assert [v.name for v in again] == ["slice_2.tmp_0", "slice_3.tmp_0", "concat_1.tmp_0",
+                                       "slice_4.tmp_0"]
+
+
+def test_the_c_append_reads_an_inputs_memo_only_for_the_ops_first_slot(fallbacks):
+    """An op given X alone where X is not its first input slot is inferred afresh: the
+    memo (of the first slot's calls) does not answer for it."""
+    from fluid_nb.framework.registry import def_op, find
+
+    def infer(ctx):  # (Out's rank says which slot was given)
+        given = "Input" if ctx.has_input("Input") else "X"
+        shape = ctx.input_shape(given)
+        ctx.set_output("Out", shape if given == "Input" else list(shape) + [1],
+                       ctx.input_dtype(given))
+    if find("test_first_slot") is None:
+        def_op("test_first_slot", inputs=["Input?", "X?"], outputs=["Out"],
+               infer_shape=infer, traits=("infer_from_x",), kernel=lambda ctx, a, b: a)
+    with fluid.program_guard(fluid.Program(), fluid.Program()), fluid.unique_name.guard():
+        x = fluid.data(name="x", shape=[3, 2], dtype="float32")
+        block = x.block
+        by_input = [transaction.append_one_op(block, "test_first_slot", {"Input": (x.name,)},
+                                              None, x.dtype) for _ in range(2)]
+        by_x = [transaction.append_one_op(block, "test_first_slot", {"X": (x.name,)}, None,
+                                          x.dtype) for _ in range(2)]
+    assert [v.shape for v in by_input + by_x] == [(3, 2), (3, 2), (3, 2, 1), (3, 2, 1)]
+    assert fallbacks == ["test_first_slot", "test_first_slot", "test_first_slot"]
