@@ -579,8 +579,8 @@ class Block:
                         self.parent_idx < 0 or self._find_var_recursive(name) is None):
                     own_vars[name] = Variable._output(self, name)
                     created.append(name)
-        return _append_args(self, spec, type, in_args, out_args, attrs, single, created,
-                            _index, _infer, 3)
+        return self._append_args(spec, type, in_args, out_args, attrs, single, created,
+                                 _index, _infer, 3)
 
     def _append_args(self, spec, type, in_args, out_args, attrs, single=True, created=(),
                      _index=None, _infer=True, skip=2):
@@ -664,11 +664,6 @@ class Block:
 
     __str__ = to_string
 
-
-#: ``append_args(block, spec, ...)``: ``block._append_args(spec, ...)``, its common case in
-#: C (a defined op at the block's end, outside a name_scope or device_guard, its attributes
-#: and slot layout in the memos: ``_op_record.c``), every other call that method itself
-_append_args = _op_record.append_args
 
 #: ``completed(opdef, attrs)``: ``opdef.complete_attrs(attrs)``'s answer from its memo, or
 #: None when the memo has none (``_op_record.c``)

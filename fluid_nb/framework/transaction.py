@@ -167,8 +167,8 @@ def _append_one_op(block, op_type, inputs, attrs, dtype, layer_type=None):
     spec = _fw._op_defs.get(op_type) or _fw._op_registry().find(op_type)
     try:
         # (the op's stack starts at the layer, as the C path's does)
-        _fw._append_args(block, spec, op_type, inputs, {"Out": (name,)}, attrs,
-                         _ONE.issuperset(map(len, inputs.values())), (), None, True, 3)
+        block._append_args(spec, op_type, inputs, {"Out": (name,)}, attrs,
+                           _ONE.issuperset(map(len, inputs.values())), (), None, True, 3)
     except BaseException:
         if not _depth:  # (an open transaction undoes all of it itself)
             _take_back_temporary(block, name, made, layer_type, generate)
@@ -200,7 +200,7 @@ def _append_with_xshape(block, op_type, x, attrs, layer_type):
     inputs, outputs = {"X": (x.name,)}, {"Out": names[:1], "XShape": names[1:]}
     try:
         # (the op's stack starts at the layer, as the C path's does)
-        _fw._append_args(block, spec, op_type, inputs, outputs, attrs, True, (), None, True, 3)
+        block._append_args(spec, op_type, inputs, outputs, attrs, True, (), None, True, 3)
     except BaseException:
         if not _depth:  # (an open transaction undoes all of it itself)
             _take_back_temporaries(block, made, layer_type, generate, n, m)
