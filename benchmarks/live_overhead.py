@@ -146,6 +146,11 @@ LAYERS = {
                   lambda a: np.ascontiguousarray(a["x"].T)),
     "concat": (lambda L, v: L.concat([v["x"], v["x"]], axis=1),
                lambda a: np.concatenate([a["x"], a["x"]], axis=1)),
+    "x < x": (lambda L, v: v["x"] < v["x"], lambda a: a["x"] < a["x"]),
+    "x ** x": (lambda L, v: v["x"] ** v["x"], lambda a: a["x"] ** a["x"]),
+    # (a number on the other side: Fluid puts it in a [1] tensor first, two ops)
+    "x > 0.5": (lambda L, v: v["x"] > 0.5, lambda a: a["x"] > 0.5),
+    "x ** 2": (lambda L, v: v["x"] ** 2, lambda a: a["x"] ** 2),
     "x[:, 0:4]": (lambda L, v: v["x"][:, 0:4], lambda a: a["x"][:, 0:4]),
     "x[1]": (lambda L, v: v["x"][1], lambda a: a["x"][1]),
     "x[::2]": (lambda L, v: v["x"][::2], lambda a: a["x"][::2]),

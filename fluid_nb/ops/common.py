@@ -214,10 +214,14 @@ def elementwise_op(type, forward, backward, needs=("X", "Y"), doc=None, needs_ou
         return (_operand_grad(xp, dx, x, y, dout, axis) if want_x else None,
                 _operand_grad(xp, dy, y, x, dout, axis) if want_y else None)
 
+    # (a forward without a formula: the kernel, a pure function of the arrays, is the plain
+    # one, so a live op's inference is remembered and its first run is plain)
+    plain = kernel if formula is None else None
     if backward is None:  # integer-valued ops (floordiv, mod): the gradient stops here
         def_op(type, inputs=["X", "Y"], outputs=["Out"], attrs={"axis": ("int", -1)},
                infer_shape=binary_infer_shape, share_lod=("X", ["Out"]), grad=no_gradient,
-               kernel=kernel, doc=doc, traits=("elementwise",), formula=formula)
+               kernel=kernel, doc=doc, traits=("elementwise",), formula=formula,
+               plain_kernel=plain)
         return
     grad_type = type + "_grad"
     grad_inputs = ["X", "Y", "Out?", "Out@GRAD"]
@@ -226,7 +230,7 @@ def elementwise_op(type, forward, backward, needs=("X", "Y"), doc=None, needs_ou
            infer_shape=binary_infer_shape, share_lod=("X", ["Out"]),
            grad=grad_maker(grad_type, inputs=["X", "Y"], outputs=fwd_outputs, out_grads=["Out"],
                            in_grads=["X", "Y"]),
-           kernel=kernel, doc=doc, traits=("elementwise",), formula=formula)
+           kernel=kernel, doc=doc, traits=("elementwise",), formula=formula, plain_kernel=plain)
     def_op(grad_type, inputs=grad_inputs, outputs=["X@GRAD?", "Y@GRAD?"],
            attrs={"axis": ("int", -1)}, infer_shape=grads_like(**{"X@GRAD": "X", "Y@GRAD": "Y"}),
            kernel=grad_kernel, doc=f"Gradient of {type}.")

@@ -1,7 +1,9 @@
 """Comparison and logical ops: elementwise, bool output, no gradient.
 
 Comparisons broadcast Y into X with Paddle's elementwise ``axis`` rule; logical ops broadcast
-NumPy-style and treat any nonzero input as true.
+NumPy-style and treat any nonzero input as true. Each kernel is a pure function of its arrays
+and attributes, so it is the op's plain kernel too (a live ``x < y`` appends and first runs
+in C).
 """
 import numpy as np
 
@@ -69,7 +71,7 @@ def _comparison(type, formula, fn):
            attrs={"axis": ("int", -1, lambda v: None if v >= -1 else "an int >= -1"),
                   "force_cpu": ("bool", False)},
            infer_shape=_binary_bool_infer(axis_attr=True), share_lod=("X", ["Out"]),
-           kernel=kernel, host_step=host_step,
+           kernel=kernel, plain_kernel=kernel, host_step=host_step,
            doc=f"Out = {formula}, elementwise (bool); Y broadcasts into X from dim ``axis`` "
                f"(-1 aligns the trailing dims). force_cpu only chooses the output's place in "
                f"Paddle. No gradient.")
@@ -80,10 +82,13 @@ for _type, (_formula, _fn) in _COMPARISONS.items():
 
 
 def _logical(type, formula, fn):
+    def kernel(ctx, x, y):
+        return fn(ctx.xp, x, y)
+
     def_op(type,
            inputs=["X", "Y"], outputs=["Out"],
            infer_shape=_binary_bool_infer(axis_attr=False), share_lod=("X", ["Out"]),
-           kernel=lambda ctx, x, y: fn(ctx.xp, x, y),
+           kernel=kernel, plain_kernel=kernel,
            doc=f"Out = {formula}, elementwise with NumPy broadcasting (bool; nonzero inputs "
                f"count as true). No gradient.")
 
@@ -92,9 +97,13 @@ _logical("logical_and", "X and Y", lambda xp, x, y: xp.logical_and(x, y))
 _logical("logical_or", "X or Y", lambda xp, x, y: xp.logical_or(x, y))
 _logical("logical_xor", "X xor Y", lambda xp, x, y: xp.logical_xor(x, y))
 
+def _logical_not(ctx, x):
+    return ctx.xp.logical_not(x)
+
+
 def_op("logical_not",
        inputs=["X"], outputs=["Out"],
        infer_shape=lambda ctx: ctx.set_output("Out", ctx.input_shape("X"), VarType.BOOL),
        share_lod=("X", ["Out"]),
-       kernel=lambda ctx, x: ctx.xp.logical_not(x),
+       kernel=_logical_not, plain_kernel=_logical_not,
        doc="Out = not X, elementwise (bool; nonzero counts as true). No gradient.")

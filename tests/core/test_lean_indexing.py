@@ -60,7 +60,8 @@ def _outcome(index, general=False):
             except Exception as error:
                 answers.append((type(error), str(error)))
         answers.append((x + x).name)  # (the names handed out after)
-    return record(main), answers
+    # (the attributes' order too: a program's text and views show it)
+    return record(main), answers, [list(op.attrs) for op in main.global_block().ops]
 
 
 @pytest.mark.parametrize("index", list(INDEXES))
@@ -128,7 +129,7 @@ def _sliced(layer, case):
             except Exception as error:
                 answers.append((type(error), str(error)))
         answers.append((x + x).name)
-    return record(main), answers
+    return record(main), answers, [list(op.attrs) for op in main.global_block().ops]
 
 
 @pytest.mark.parametrize("case", list(SLICES))

@@ -89,16 +89,14 @@ def test_the_c_path_makes_the_record_the_python_way_makes(fallbacks, python_way,
     for module in LAYER_MODULES:
         monkeypatch.setattr(module, "append_one_op", counted)
     c_program, _ = _cell("c")
-    # each of the nine calls appends through append_one_op. less_than is not a formula op
-    # (its shapes are not remembered): the Python way's each time; of the formula ops and
-    # scale (a plain kernel's), only the first call of each signature (the layer's
-    # elementwise_add and x + y share one; x * 0.5 and x - 1.0 are two scales)
+    # each of the nine calls appends through append_one_op; of the formula ops and those
+    # with a plain kernel (scale, less_than), only the first call of each signature goes the
+    # Python way (the layer's elementwise_add and x + y share one; x * 0.5 and x - 1.0 are
+    # two scales)
     assert len(entries) == 18
-    not_formula = [op for op in fallbacks.calls if op == "less_than"]
-    assert len(not_formula) == 2
-    assert sorted(op for op in fallbacks.calls if op not in not_formula) == [
-        "elementwise_add", "elementwise_max", "elementwise_mul", "leaky_relu", "relu",
-        "scale", "scale"]
+    assert sorted(fallbacks.calls) == [
+        "elementwise_add", "elementwise_max", "elementwise_mul", "leaky_relu", "less_than",
+        "relu", "scale", "scale"]
     python_way()
     python_program, _ = _cell("python")
     assert record(c_program) == record(python_program)
@@ -713,7 +711,28 @@ def _transacted_neg(x):
     return out
 
 
+def _transacted_scalar(x, value, op_type, reverse=False):
+    """``x <op> value`` as the transaction's way appends it: the number's [1] tensor, then
+    the op."""
+    block = x.block.program.current_block()
+    scalar = math_op_patch._scalar_tensor(block, value, x.dtype)
+    a, b = (scalar, x) if reverse else (x, scalar)
+    out = math_op_patch._tmp(block, "bool" if op_type in math_op_patch._COMPARE else x.dtype)
+    block.append_op(type=op_type, inputs={"X": a, "Y": b}, outputs={"Out": out})
+    return out
+
+
 OPERATOR_CALLS = {
+    "x > 0.5": (lambda v: v["x"] > 0.5,
+                lambda v: _transacted_scalar(v["x"], 0.5, "greater_than")),
+    "1 < x": (lambda v: 1 < v["x"], lambda v: _transacted_scalar(v["x"], 1, "greater_than")),
+    "x == 2.0": (lambda v: v["x"] == 2.0, lambda v: _transacted_scalar(v["x"], 2.0, "equal")),
+    "x ** 2": (lambda v: v["x"] ** 2, lambda v: _transacted_scalar(v["x"], 2, "elementwise_pow")),
+    "2 ** x": (lambda v: 2 ** v["x"],
+               lambda v: _transacted_scalar(v["x"], 2, "elementwise_pow", reverse=True)),
+    "x % 3": (lambda v: v["x"] % 3, lambda v: _transacted_scalar(v["x"], 3, "elementwise_mod")),
+    "n // np.int64(2)": (lambda v: v["n"] // np.int64(2),
+                         lambda v: _transacted_scalar(v["n"], 2, "elementwise_floordiv")),
     "-x": (lambda v: -v["x"], lambda v: _transacted_neg(v["x"])),
     "x.astype('float64')": (lambda v: v["x"].astype("float64"),
                             lambda v: _transacted_cast(v["x"], "float64")),
@@ -733,6 +752,7 @@ def test_an_operators_one_op_is_the_record_a_transaction_made(call):
         main = fluid.Program()
         with fluid.program_guard(main, fluid.Program()), fluid.unique_name.guard():
             v = {"x": fluid.data(name="x", shape=[-1, 3], dtype="float32"),
+                 "n": fluid.data(name="n", shape=[-1, 3], dtype="int64"),
                  "w": fluid.data(name="w", shape=[3, 2], dtype="float32"),
                  "z": fluid.data(name="z", shape=[2, 5], dtype="float32")}
             answers = []
@@ -742,6 +762,48 @@ def test_an_operators_one_op_is_the_record_a_transaction_made(call):
                 except Exception as error:
                     answers.append((type(error), str(error)))
             answers.append((v["x"] + v["x"]).name)  # (the names handed out after)
-        return record(main), answers
+        # (the attributes' order too: a program's text and views show it)
+        return record(main), answers, [list(op.attrs) for op in main.global_block().ops]
     operator, transacted = OPERATOR_CALLS[call]
     assert outcome(operator) == outcome(transaction.transactional(transacted))
+
+
+def test_an_operator_with_a_number_refused_takes_its_tensor_back():
+    """``x > 0.5``: the number's tensor and then the comparison, each all or nothing; a
+    refused comparison takes the tensor, its holder and its name back too."""
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()), fluid.unique_name.guard():
+        x = fluid.data(name="x", shape=[2, 3], dtype="float32")
+        x > 0.5
+        before = (list(main.global_block().vars), dict(unique_name._generator.ids),
+                  len(main.global_block().ops))
+
+        def refuse(op):
+            if op.type == "greater_than":
+                raise RuntimeError("hook refused greater_than")
+        main._append_hook = refuse
+        for _ in range(2):  # (the second from the memos: the C path's refusal)
+            with pytest.raises(RuntimeError, match="refused greater_than"):
+                x > 0.5
+            assert (list(main.global_block().vars), dict(unique_name._generator.ids),
+                    len(main.global_block().ops)) == before
+        main._append_hook = None
+        assert (x > 0.5).name == "tmp_3"
+
+
+def test_live_operators_with_numbers_give_numpy_values():
+    a = (np.arange(12, dtype="float32").reshape(3, 4) - 4) / 3
+    n = np.arange(12, dtype="int64").reshape(3, 4) - 3
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard(), \
+            fluid.live(program=main, startup_program=startup, scope=fluid.Scope()):
+        x = fluid.layers.data(name="x", shape=[3, 4], dtype="float32", append_batch_size=False,
+                              value=a)
+        i = fluid.layers.data(name="i", shape=[3, 4], dtype="int64", append_batch_size=False,
+                              value=n)
+        for _ in range(2):  # (the second from the memos: the C paths)
+            for got, want in [(x > 0.5, a > 0.5), (1 < x, 1 < a), (x == 1.0, a == 1.0),
+                              (x ** 2, a ** 2), (2 ** x, 2 ** a), (x % 3, a % 3),
+                              (i // 2, n // 2), (i % 3, n % 3), (i ** 2, n ** 2),
+                              (x < x * 2, a < a * 2), (i >= i, n >= n)]:
+                np.testing.assert_array_equal(got.numpy(), want, strict=True)

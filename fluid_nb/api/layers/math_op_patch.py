@@ -55,6 +55,7 @@ def _is_number(value):
 
 from ...framework.callstack import _op_record  # noqa: E402
 from ...framework.transaction import append_one_op, atomic, lean, transactional  # noqa: E402,E501
+from ...framework.transaction import _take_back_one_op  # noqa: E402
 from ..layer_helper import LayerHelper  # noqa: E402
 
 
@@ -69,6 +70,8 @@ def _binary(method, op_type, reverse, scalar):
                                  None, VarType.BOOL if op_type in _COMPARE else self.dtype)
         if scalar_method is not None and _is_number(other):  # a scale op: one op too
             return scalar_method(self, float(other))
+        if _is_number(other):  # (x > 0.5, x ** 2: NumPy-like cells write them often)
+            return _with_scalar(self, other, op_type, reverse)
         with atomic():
             return _binary_appended(self, other)
 
@@ -97,6 +100,28 @@ def _binary(method, op_type, reverse, scalar):
     return _op_record.OneOpCall(lean(impl), _op_record.OPERATOR, op_type, globals(),
                                 reverse=reverse, scalar=scalar_form,
                                 out_dtype=VarType.BOOL if op_type in _COMPARE else None)
+
+
+def _with_scalar(var, value, op_type, reverse):
+    """``var <op> value`` for a plain number ``value``, as Fluid appends it: the number in a
+    [1] ``fill_constant`` tensor of var's dtype, then the op on the two; each op through
+    ``append_one_op`` (all or nothing itself), the tensor taken back when the op is refused,
+    without a transaction's snapshot of both programs. The record the transaction's way
+    (``_binary_appended``) makes."""
+    block = _block(var)
+    scalar = append_one_op(block, "fill_constant", {},
+                           {"dtype": int(var.dtype), "shape": [1], "value": float(value),
+                            "force_cpu": True}, var.dtype)
+    scalar.stop_gradient = True
+    filled = block.ops[-1]
+    x, y = (scalar, var) if reverse else (var, scalar)
+    try:
+        return append_one_op(block, op_type, {"X": (x.name,), "Y": (y.name,)}, None,
+                             VarType.BOOL if op_type in _COMPARE else var.dtype)
+    except BaseException:
+        # (the op took back its own temporary and name: the tensor's name is the last)
+        _take_back_one_op(block, filled, scalar.name, None, unique_name._generator)
+        raise
 
 
 def _matmul(self, other):
