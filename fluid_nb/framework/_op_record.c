@@ -748,10 +748,13 @@ static PyObject *append_record(enum form form, PyObject *const *args, size_t nar
             goto done_spec;
         from_x = 1;
     }
+    if (form == ONE_OUT && n_inputs == 0) /* (no input: an infer_from_attrs op's memo) */
+        from_x = 1;
     PyObject *x_name = x_args == NULL ? NULL : single_name(x_args);
     PyObject *y_name = y_args == NULL ? NULL : single_name(y_args);
-    if (x_name == NULL ||
-        (n_inputs == 2 ? y_name == NULL || form == WITH_XSHAPE : n_inputs != 1))
+    if (n_inputs == 0 ? !from_x
+                      : x_name == NULL ||
+                        (n_inputs == 2 ? y_name == NULL || form == WITH_XSHAPE : n_inputs != 1))
         goto python_way_spec;
     if ((block_dict = instance_dict(block)) == NULL)
         goto done_spec;
@@ -854,8 +857,8 @@ static PyObject *append_record(enum form form, PyObject *const *args, size_t nar
             goto done_spec;
         goto python_way_spec;
     }
-    /* shape inference's memo */
-    PyObject *x = PyDict_GetItemWithError(vars, x_name);
+    /* shape inference's memo (x, y: None for an op of no input) */
+    PyObject *x = x_name == NULL ? Py_None : PyDict_GetItemWithError(vars, x_name);
     PyObject *y = x == NULL ? NULL : y_name == NULL ? x : PyDict_GetItemWithError(vars, y_name);
     if (y == NULL) {
         if (PyErr_Occurred())
@@ -864,7 +867,7 @@ static PyObject *append_record(enum form form, PyObject *const *args, size_t nar
     }
     {
         Py_INCREF(x), Py_INCREF(y);
-        int dense = holds_lod_tensor(x);
+        int dense = x == Py_None ? 1 : holds_lod_tensor(x);
         if (dense > 0 && y != x)
             dense = holds_lod_tensor(y);
         Py_DECREF(x), Py_DECREF(y);
@@ -875,16 +878,19 @@ static PyObject *append_record(enum form form, PyObject *const *args, size_t nar
         }
     }
     /* the key OpDef.run_infer_shape builds: X's fields, Y's, the program's version, the
-     * attributes; from X alone (OpDef._infer_from_x): X's fields, the version, the output
-     * slots, the attributes, the outputs' LoD levels (the fresh temporaries' 0s) */
+     * attributes; from X alone (OpDef._infer_from_x): X's fields (none without an input),
+     * the version, the output slots, the attributes, the outputs' LoD levels (the fresh
+     * temporaries' 0s) */
     Py_ssize_t n_outs = form == WITH_XSHAPE ? 2 : 1, n_attrs = PyDict_GET_SIZE(attrs),
-               n_fields = from_x ? 3 : 6, at_attrs = from_x ? 4 + n_outs : 7;
+               n_fields = !from_x ? 6 : x == Py_None ? 0 : 3,
+               at_attrs = from_x ? n_fields + 1 + n_outs : 7;
     if ((infer_key = PyTuple_New(at_attrs + n_attrs + (from_x ? n_outs : 0))) == NULL)
         goto done_spec;
     {
         PyObject *fields[6] = {NULL};
         Py_INCREF(x), Py_INCREF(y);
-        int failed = var_fields(x, fields) < 0 || (!from_x && var_fields(y, fields + 3) < 0);
+        int failed = n_fields > 0 && (var_fields(x, fields) < 0 ||
+                                      (!from_x && var_fields(y, fields + 3) < 0));
         Py_DECREF(x), Py_DECREF(y);
         for (int i = 0; i < n_fields; i++)
             if (fields[i] != NULL)
@@ -898,9 +904,9 @@ static PyObject *append_record(enum form form, PyObject *const *args, size_t nar
         Py_INCREF(desc_version);
         PyTuple_SET_ITEM(infer_key, n_fields, desc_version);
         if (from_x) {
-            PyTuple_SET_ITEM(infer_key, 4, Py_NewRef(str_out));
+            PyTuple_SET_ITEM(infer_key, n_fields + 1, Py_NewRef(str_out));
             if (form == WITH_XSHAPE)
-                PyTuple_SET_ITEM(infer_key, 5, Py_NewRef(str_xshape));
+                PyTuple_SET_ITEM(infer_key, n_fields + 2, Py_NewRef(str_xshape));
         }
         if (put_items(infer_key, at_attrs, attrs, 1) < 0)
             goto done_spec;

@@ -73,7 +73,10 @@ concat, slice, strided_slice: X is its first input slot, slice's Input) infers i
 from X's shape, dtype and LoD level (each X's, for an X of several variables) and its
 attributes alone when X is its only input: what inference said is
 remembered per such signature, for every output, as a formula op's is for Out (a
-Transformer appends dozens of alike reshapes).
+Transformer appends dozens of alike reshapes). One with the ``infer_from_attrs`` trait
+(fill_constant) infers its outputs from its attributes alone when given no input: what it
+said is remembered per the attributes and the outputs' LoD levels (``x > 0.5`` appends one
+for its number).
 
 Registering a type twice is an error; a missing op names the op and what to add.
 
@@ -99,6 +102,8 @@ _LOD_TENSORS_ONLY = {_LOD_TENSOR}
 _type_of = operator.attrgetter("type")
 _fields_of = operator.attrgetter("shape", "dtype", "lod_level")  # (what inference writes)
 _lod_level_of = operator.attrgetter("lod_level")
+#: the traits whose ops' inference is remembered per signature (``OpDef._infer_from_x``)
+_REMEMBERED_INFERENCE = frozenset(("infer_from_x", "infer_from_attrs"))
 
 #: the classes of attribute values (and of list items) ``OpDef.complete_attrs`` remembers
 #: completing
@@ -238,7 +243,7 @@ class OpDef:
             plain_kernel is not None and [s.name for s in self.outputs] == ["Out"] and
             self.inputs[:1] and self.inputs[0].name == "X") else None
         #: an ``infer_from_x`` op's memo: its outputs' fields (slot order) per signature
-        self._inferred_from_x = {} if "infer_from_x" in self.traits else None
+        self._inferred_from_x = {} if self.traits & _REMEMBERED_INFERENCE else None
         #: the name of the op's first input slot (X for most; slice's Input), which an
         #: ``infer_from_x`` op's memo keys by
         self._first_input = self.inputs[0].name if self.inputs else None
@@ -408,6 +413,8 @@ class OpDef:
                 set_fields(out, *known)
             return
         self._infer(op)
+        if out is None:  # (Out a parent block's: a loop's condition, written in its body)
+            return
         if len(inferred) >= 256:  # (shapes a long session went through: keep a few)
             inferred.clear()
         inferred[key] = (out.shape, out.dtype, out.lod_level)
@@ -427,7 +434,9 @@ class OpDef:
         inputs, outputs = op.inputs, op.outputs
         try:
             x_names = inputs[self._first_input] if len(inputs) == 1 else ()
-            if len(x_names) == 1:
+            if not inputs:  # (an infer_from_attrs op given no tensor)
+                fields = ()
+            elif len(x_names) == 1:
                 x = found(x_names[0])
                 if x is None or x.type is not _LOD_TENSOR:
                     return self._infer(op)  # (a parent block's input)

@@ -229,7 +229,8 @@ def_op("fill_constant",
        inputs=["ValueTensor?", "ShapeTensor?", "ShapeTensorList[]?"], outputs=["Out"],
        attrs={**_CREATION_ATTRS, "value": ("float", 0.0), "str_value": ("string", ""),
               "force_cpu": ("bool", False), "place_type": ("int", -1)},
-       infer_shape=_fill_constant_infer, kernel=_fill_constant, traits=("runtime_outputs",),
+       infer_shape=_fill_constant_infer, kernel=_fill_constant,
+       traits=("runtime_outputs", "infer_from_attrs"),
        host_reads="ShapeTensor / ShapeTensorList: Out's shape",
        doc="Out = a tensor of shape ``shape`` (or ShapeTensor / ShapeTensorList) and type "
            "``dtype``, every element equal to ValueTensor, else float(str_value) when "

@@ -289,3 +289,28 @@ def test_the_c_append_reads_an_inputs_memo_only_for_the_ops_first_slot(fallbacks
                                           x.dtype) for _ in range(2)]
     assert [v.shape for v in by_input + by_x] == [(3, 2), (3, 2), (3, 2, 1), (3, 2, 1)]
     assert fallbacks == ["test_first_slot", "test_first_slot", "test_first_slot"]
+
+
+def test_a_repeated_fill_constant_appends_in_c_from_its_attributes_memo(fallbacks, inferences):
+    """fill_constant of no tensor (``infer_from_attrs``): its inference is remembered per
+    its attributes and Out's LoD level, and a repeated call appends in C, as a number on
+    an operator's other side does (``x > 0.5``)."""
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()), fluid.unique_name.guard():
+        # (shapes and values no other test fills: the memos are the process's)
+        ones = [fluid.layers.fill_constant([3, 17], "float32", 1.0) for _ in range(2)]
+        x = fluid.data(name="x", shape=[3, 17], dtype="float32")
+        masks = [x > 0.125 for _ in range(2)]
+        assert fallbacks == ["fill_constant", "fill_constant", "greater_than"]
+        assert inferences == ["fill_constant", "fill_constant", "greater_than"]
+        # a raw fill_constant into a variable of LoD level 1 keeps the level (the memo's
+        # answer for a fresh Out is not its answer)
+        block = main.global_block()
+        held = block.create_var(name="held", dtype="float32", lod_level=1)
+        block.append_op(type="fill_constant", outputs={"Out": held},
+                        attrs={"shape": [3, 17], "dtype": 5, "value": 1.0})
+        assert (held.shape, held.lod_level) == ((3, 17), 1)
+    assert [v.shape for v in ones] == [(3, 17)] * 2
+    assert [v.shape for v in masks] == [(3, 17)] * 2
+    assert [v.name for v in ones + masks] == ["fill_constant_0.tmp_0", "fill_constant_1.tmp_0",
+                                              "tmp_1", "tmp_3"]

@@ -807,3 +807,28 @@ def test_live_operators_with_numbers_give_numpy_values():
                               (i // 2, n // 2), (i % 3, n % 3), (i ** 2, n ** 2),
                               (x < x * 2, a < a * 2), (i >= i, n >= n)]:
                 np.testing.assert_array_equal(got.numpy(), want, strict=True)
+
+
+def test_a_comparison_writing_a_loops_condition_in_its_body_is_inferred_each_time():
+    """less_than's inference is remembered per signature; one whose Out is a parent block's
+    variable (a While loop's condition, updated in its body) has no Out in its own block to
+    remember it by: inferred, not remembered."""
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        i = fluid.layers.fill_constant([1], "int64", 0)
+        n = fluid.layers.fill_constant([1], "int64", 5)
+        total = fluid.layers.fill_constant([1], "int64", 0)
+        cond = fluid.layers.less_than(i, n)
+        loop = fluid.layers.While(cond)
+        with loop.block():
+            fluid.layers.assign(total + i, total)
+            fluid.layers.increment(i, in_place=True)
+            # (the operands this block's, Out the parent's; twice: the second call has the
+            # memo's signature)
+            step, limit = i * 1, n * 1
+            fluid.layers.less_than(step, limit, cond=cond)
+            fluid.layers.less_than(step, limit, cond=cond)
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(startup)
+    got, = exe.run(main, fetch_list=[total])
+    assert got.tolist() == [10]
