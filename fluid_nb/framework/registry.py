@@ -242,7 +242,8 @@ class OpDef:
             set(formula.inputs.values()) <= {"X", "Y"} or
             plain_kernel is not None and [s.name for s in self.outputs] == ["Out"] and
             self.inputs[:1] and self.inputs[0].name == "X") else None
-        #: an ``infer_from_x`` op's memo: its outputs' fields (slot order) per signature
+        #: an ``infer_from_x`` (``infer_from_attrs``) op's memo: its outputs' fields (slot
+        #: order) per signature
         self._inferred_from_x = {} if self.traits & _REMEMBERED_INFERENCE else None
         #: the name of the op's first input slot (X for most; slice's Input), which an
         #: ``infer_from_x`` op's memo keys by
@@ -423,9 +424,10 @@ class OpDef:
         """run_infer_shape of an ``infer_from_x`` op: remembered per X's fields, the
         program's version, the output slots and the attributes (lists as tuples), when X is
         the op's only input and each output slot names one variable of the block; for an X
-        of several variables (concat's), per their number and each one's fields; and per
-        the outputs' LoD levels before (slice's leaves Out's as it was). X is the op's first
-        input slot (slice's Input). (A memo of
+        of several variables (concat's), per their number and each one's fields; for an
+        ``infer_from_attrs`` op given no input, per the rest alone; and per the outputs' LoD
+        levels before (slice's leaves Out's as it was). X is the op's first input slot
+        (slice's Input). (A memo of
         its own: ``_inferred``'s keys are also the C one-op path's, which knows X and Y and
         one Out; the C path of ``append_with_xshape`` reads this one's, for one X.)"""
         inferred = self._inferred_from_x
