@@ -585,6 +585,36 @@ def test_a_usual_fill_constant_makes_the_record_its_transaction_makes():
                                               "c_c_fill_constant_1.tmp_0"]
 
 
+def test_zeros_and_ones_are_fill_constants_checked_once_without_a_transaction(monkeypatch):
+    """``zeros`` and ``ones`` check their arguments and append fill_constant's one op (its
+    body, not its checks again): the record fill_constant makes, no transaction opened."""
+    from fluid_nb.api.layers import tensor as tensor_layers
+
+    def through_fill_constant(shape, dtype, value, force_cpu=False):
+        return tensor_layers.fill_constant(shape, dtype, value, force_cpu)
+
+    def through_zeros_and_ones(shape, dtype, value, force_cpu=False):
+        layer = {0.0: fluid.layers.zeros, 1.0: fluid.layers.ones}[value]
+        return layer(shape, dtype, force_cpu)
+
+    def constants(make):
+        main = fluid.Program()
+        with fluid.program_guard(main, fluid.Program()), fluid.unique_name.guard():
+            outs = [make([2, 3], "float32", 0.0), make((4,), "int64", 1.0),
+                    make([1], "bool", 1.0, True), make([2], "float64", 0.0)]
+            outs += [make([2, 3], "float32", 0.0)]
+        return record(main), [list(op.attrs.items()) for op in main.global_block().ops], \
+            [out.name for out in outs], all(out.stop_gradient for out in outs)
+    opened = []
+    open_ = transaction._open
+    monkeypatch.setattr(transaction, "_open", lambda programs: opened.append(1) or
+                        open_(programs))
+    assert constants(through_zeros_and_ones) == constants(through_fill_constant)
+    assert opened == []
+    with pytest.raises(InvalidArgument, match="zeros: shape"):
+        fluid.layers.zeros([-2], "float32")
+
+
 def test_a_refused_fill_constant_leaves_nothing_and_gives_its_name_back():
     main = fluid.Program()
     with fluid.program_guard(main, fluid.Program()), fluid.unique_name.guard():

@@ -287,14 +287,20 @@ def fill_constant_batch_size_like(input, shape, dtype, value, input_dim_idx=0,
     return out
 
 
+#: fill_constant's body, its arguments checked by the caller (zeros and ones check theirs)
+_filled = fill_constant.__wrapped__
+
+
+@lean  # (fill_constant's body: one op, all or nothing itself)
 @checks(shape=dims(0), dtype=dtype, force_cpu=boolean)
 def zeros(shape, dtype, force_cpu=False):
-    return fill_constant(shape, dtype, 0.0, force_cpu)
+    return _filled(shape, dtype, 0.0, force_cpu)
 
 
+@lean  # (the same)
 @checks(shape=dims(0), dtype=dtype, force_cpu=boolean)
 def ones(shape, dtype, force_cpu=False):
-    return fill_constant(shape, dtype, 1.0, force_cpu)
+    return _filled(shape, dtype, 1.0, force_cpu)
 
 
 @lean  # (one op through append_one_op, or a transaction of its own)
