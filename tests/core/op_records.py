@@ -1,9 +1,11 @@
 """What two ways of appending ops must agree on: a program's record (every variable's fields,
-every op's type, arguments and attributes, the program's version), and which op types had
-their shape inference run rather than answered from a memo."""
+every op's type, arguments and attributes, the program's version), which op types had
+their shape inference run rather than answered from a memo, and which appends the C path
+handed to its Python way."""
 import pytest
 
-from fluid_nb.framework import registry
+from fluid_nb.framework import annotations, program as fw, registry, transaction, unique_name
+from fluid_nb.framework.callstack import _op_record
 
 VAR_FIELDS = ("name", "type", "shape", "dtype", "lod_level", "persistable", "stop_gradient",
               "is_data", "need_check_feed", "error_clip")
@@ -29,3 +31,32 @@ def inferences(monkeypatch):
         return infer(self, op)
     monkeypatch.setattr(registry.OpDef, "_infer", counted)
     return ran
+
+
+class Fallbacks:
+    """The Python way as the C path's fallback, counting the calls it is handed."""
+
+    def __init__(self, python_way=transaction._append_one_op):
+        self.calls = []
+        self.python_way = python_way
+
+    def __call__(self, *args, **kwargs):
+        self.calls.append(args[1])
+        return self.python_way(*args, **kwargs)
+
+
+def configure(one_op=transaction._append_one_op, with_xshape=transaction._append_with_xshape):
+    """The C paths' fallbacks set to ``one_op`` and ``with_xshape``."""
+    _op_record.configure_one_op(one_op, transaction._take_back_one_op, with_xshape,
+                                transaction._take_back_with_xshape, fw, transaction,
+                                unique_name, annotations)
+
+
+@pytest.fixture
+def fallbacks():
+    """The appends ``append_one_op``'s C path handed to its Python way (``.calls``: their op
+    types)."""
+    spy = Fallbacks()
+    configure(one_op=spy)
+    yield spy
+    configure()

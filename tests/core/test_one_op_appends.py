@@ -17,41 +17,13 @@ import pytest
 import fluid_nb as fluid
 from fluid_nb.errors import InvalidArgument
 from fluid_nb.api.layers import math_op_patch, nn as nn_layers, ops as layer_ops
-from fluid_nb.framework import annotations, callstack, program as fw, transaction
+from fluid_nb.framework import callstack, program as fw, transaction
 from fluid_nb.framework import unique_name
-from fluid_nb.framework.callstack import _op_record
-from tests.core.op_records import inferences, record  # noqa: F401 (a fixture)
+from tests.core.op_records import fallbacks, inferences, record  # noqa: F401 (fixtures)
 
 #: the modules whose layers append through append_one_op (the one-op layers, a Variable's
 #: operators, relu, leaky_relu and log)
 LAYER_MODULES = (layer_ops, math_op_patch, nn_layers)
-
-
-class Fallbacks:
-    """The Python way as the C path's fallback, counting the calls it is handed."""
-
-    def __init__(self, python_way=transaction._append_one_op):
-        self.calls = []
-        self.python_way = python_way
-
-    def __call__(self, *args, **kwargs):
-        self.calls.append(args[1])
-        return self.python_way(*args, **kwargs)
-
-
-def configure(one_op=transaction._append_one_op, with_xshape=transaction._append_with_xshape):
-    """The C paths' fallbacks set to ``one_op`` and ``with_xshape``."""
-    _op_record.configure_one_op(one_op, transaction._take_back_one_op, with_xshape,
-                                transaction._take_back_with_xshape, fw, transaction,
-                                unique_name, annotations)
-
-
-@pytest.fixture
-def fallbacks():
-    spy = Fallbacks()
-    configure(one_op=spy)
-    yield spy
-    configure()
 
 
 @pytest.fixture

@@ -224,10 +224,9 @@ def _getitem(var, item, lean=True):
     if lean:  # (ints and slices of ints: one op, all or nothing itself, as NumPy-like
         # cells index often)
         program = _fw._main_program  # (the block a LayerHelper appends to)
-        return append_one_op(program.blocks[program.current_block_idx],
-                             "strided_slice" if steps.count(1) != len(steps) else "slice",
-                             {"Input": (var.name,)}, _index_attrs(axes, starts, ends, steps,
-                                                                  decrease), var.dtype, "slice")
+        op_type, attrs = _index_op(axes, starts, ends, steps, decrease)
+        return append_one_op(program.blocks[program.current_block_idx], op_type,
+                             {"Input": (var.name,)}, attrs, var.dtype, "slice")
     helper = LayerHelper("slice")
     out = helper.create_variable_for_type_inference(var.dtype)
     strided = any(isinstance(step, Variable) or step != 1 for step in steps)
@@ -250,14 +249,16 @@ def _getitem(var, item, lean=True):
     return out
 
 
-def _index_attrs(axes, starts, ends, steps, decrease):
-    """The attributes of an index's op whose bounds are all ints (``strides`` for a step
-    other than 1), in the order ``_getitem``'s general path writes them."""
+def _index_op(axes, starts, ends, steps, decrease):
+    """(op type, attributes) of an index whose bounds are all ints: ``strided_slice`` with
+    ``strides`` for a step other than 1, else ``slice``; the attributes in the order
+    ``_getitem``'s general path writes them."""
     attrs = {"axes": axes, "decrease_axis": decrease, "infer_flags": [1] * len(axes),
              "starts": starts, "ends": ends}
-    if steps.count(1) != len(steps):
-        attrs["strides"] = steps
-    return attrs
+    if steps.count(1) == len(steps):
+        return "slice", attrs
+    attrs["strides"] = steps
+    return "strided_slice", attrs
 
 
 def _bound(value):
