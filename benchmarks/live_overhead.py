@@ -120,8 +120,8 @@ def layers_chain(shape, live_mode, operator=False, relu=False):
 
 
 #: layers users write besides ``+`` and ``relu``, each called live on a [4, 8] float32 value
-#: ``x`` (``x``, ``ids``: a [4, 1] int64; ``w``: an [8, 4] float32), and NumPy doing the
-#: same on arrays, which the ratio is to
+#: ``x`` (``x``, ``ids``: a [4, 1] int64; ``w``: an [8, 4] float32; ``index``: a [2]
+#: int64), and NumPy doing the same on arrays, which the ratio is to
 LAYERS = {
     "softmax": (lambda L, v: L.softmax(v["x"]), lambda a: _softmax(a["x"])),
     "matmul": (lambda L, v: L.matmul(v["x"], v["w"]), lambda a: a["x"] @ a["w"]),
@@ -158,6 +158,16 @@ LAYERS = {
               lambda a: a["x"][:, 0:4]),
     "fill_constant": (lambda L, v: L.fill_constant([4, 8], "float32", 1.0),
                       lambda a: np.full((4, 8), 1.0, "float32")),
+    "pow": (lambda L, v: L.pow(v["x"], 2.0), lambda a: a["x"] ** 2.0),
+    "sum": (lambda L, v: L.sum([v["x"], v["x"]]), lambda a: a["x"] + a["x"]),
+    "assign": (lambda L, v: L.assign(v["x"]), lambda a: a["x"].copy()),
+    "expand": (lambda L, v: L.expand(v["x"], [2, 1]), lambda a: np.tile(a["x"], (2, 1))),
+    "cumsum": (lambda L, v: L.cumsum(v["x"], axis=1), lambda a: np.cumsum(a["x"], axis=1)),
+    "isfinite": (lambda L, v: L.isfinite(v["x"]), lambda a: np.isfinite(a["x"]).all()),
+    "less_than": (lambda L, v: L.less_than(v["x"], v["x"]), lambda a: a["x"] < a["x"]),
+    "gather": (lambda L, v: L.gather(v["x"], v["index"]), lambda a: a["x"][a["index"]]),
+    "uniform_random": (lambda L, v: L.uniform_random([4, 8]),
+                       lambda a: np.random.uniform(-1, 1, (4, 8)).astype("float32")),
     # (a live fc makes its parameters and runs their initializers: so does NumPy's)
     "fc": (lambda L, v: L.fc(v["x"], 4, act="relu"),
            lambda a: np.maximum(a["x"] @ np.random.uniform(-0.6, 0.6, (8, 4)).astype(
@@ -176,7 +186,8 @@ def live_layers():
     input), beside NumPy's same operation; best of ROUNDS interleaved rounds."""
     rng = np.random.RandomState(0)
     arrays = {"x": rng.rand(4, 8).astype("float32"), "w": rng.rand(8, 4).astype("float32"),
-              "ids": rng.randint(0, 8, (4, 1)).astype("int64")}
+              "ids": rng.randint(0, 8, (4, 1)).astype("int64"),
+              "index": np.array([3, 0], "int64")}
 
     def live(layer):
         def timed():

@@ -149,8 +149,8 @@ static PyObject *untrack_arguments(PyObject *self, PyObject *const *args, Py_ssi
  *                         builds it;
  *   the slot check        (spec, *inputs, None, "Out") in program._single_slots_passed;
  *   shape inference       spec._inferred[(x.shape, x.dtype, x.lod_level, y.shape, y.dtype,
- *                         y.lod_level, program.version, *attrs.values())], as
- *                         OpDef.run_infer_shape builds it.
+ *                         y.lod_level, program.version, *attrs.values(), 0)] (the 0: the fresh
+ *                         temporary's LoD level), as OpDef.run_infer_shape builds it.
  *
  * It then makes the temporary `<prefix><layer_type>_<n>.tmp_<m>` (`<prefix>tmp_<n>` without
  * a layer type) and the Operator as the Python way would (the same fields, the same order
@@ -878,13 +878,13 @@ static PyObject *append_record(enum form form, PyObject *const *args, size_t nar
         }
     }
     /* the key OpDef.run_infer_shape builds: X's fields, Y's, the program's version, the
-     * attributes; from X alone (OpDef._infer_from_x): X's fields (none without an input),
-     * the version, the output slots, the attributes, the outputs' LoD levels (the fresh
-     * temporaries' 0s) */
+     * attributes, Out's LoD level (the fresh temporary's 0); from X alone
+     * (OpDef._infer_from_x): X's fields (none without an input), the version, the output
+     * slots, the attributes, the outputs' LoD levels (the fresh temporaries' 0s) */
     Py_ssize_t n_outs = form == WITH_XSHAPE ? 2 : 1, n_attrs = PyDict_GET_SIZE(attrs),
                n_fields = !from_x ? 6 : x == Py_None ? 0 : 3,
                at_attrs = from_x ? n_fields + 1 + n_outs : 7;
-    if ((infer_key = PyTuple_New(at_attrs + n_attrs + (from_x ? n_outs : 0))) == NULL)
+    if ((infer_key = PyTuple_New(at_attrs + n_attrs + n_outs)) == NULL)
         goto done_spec;
     {
         PyObject *fields[6] = {NULL};
@@ -910,7 +910,7 @@ static PyObject *append_record(enum form form, PyObject *const *args, size_t nar
         }
         if (put_items(infer_key, at_attrs, attrs, 1) < 0)
             goto done_spec;
-        for (Py_ssize_t i = 0; from_x && i < n_outs; i++) {
+        for (Py_ssize_t i = 0; i < n_outs; i++) {
             PyObject *zero = PyLong_FromLong(0);
             if (zero == NULL)
                 goto done_spec;

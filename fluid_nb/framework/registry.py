@@ -69,11 +69,12 @@ gradient op whose outputs nothing reads may be left out of a run, and a live ses
 go of an op's outputs and compute them again when they are read.
 
 An op with the ``infer_from_x`` trait (reshape2, transpose2, squeeze2, unsqueeze2, flatten2,
-concat, slice, strided_slice: X is its first input slot, slice's Input) infers its outputs
-from X's shape, dtype and LoD level (each X's, for an X of several variables) and its
-attributes alone when X is its only input: what inference said is
-remembered per such signature, for every output, as a formula op's is for Out (a
-Transformer appends dozens of alike reshapes). One with the ``infer_from_attrs`` trait
+concat, slice, strided_slice, expand, cumsum, reverse, flip, isinf, isnan, isfinite,
+where_index, shape, size: X is its first input slot, slice's and shape's Input) infers its
+outputs from X's shape, dtype and LoD level (each X's, for an X of several variables) and
+its attributes alone when X is its only input: what inference said is remembered per such
+signature and the outputs' LoD levels before, for every output (a Transformer appends
+dozens of alike reshapes). One with the ``infer_from_attrs`` trait
 (fill_constant) infers its outputs from its attributes alone when given no input: what it
 said is remembered per the attributes and the outputs' LoD levels (``x > 0.5`` appends one
 for its number).
@@ -235,8 +236,8 @@ class OpDef:
         #: given attribute values -> what complete_attrs made of them (see there)
         self._completed = {}
         #: a formula op's output (or a plain kernel's) follows from its LoD-tensor inputs'
-        #: shapes, dtypes and LoD levels and its attributes alone: what inference said for
-        #: each of them (``run_infer_shape``)
+        #: shapes, dtypes and LoD levels, its attributes and Out's LoD level before alone:
+        #: what inference said for each of them (``run_infer_shape``)
         self._inferred = {} if infer_var_type is None and (
             formula is not None and formula.output == "Out" and
             set(formula.inputs.values()) <= {"X", "Y"} or
@@ -397,9 +398,12 @@ class OpDef:
             y = found(inputs["Y"][0]) if "Y" in inputs else x
             if x.type is not _LOD_TENSOR or y.type is not _LOD_TENSOR:
                 return self._infer(op)  # (a SelectedRows X: scale's Out is one too)
-            key = (x.shape, x.dtype, x.lod_level, y.shape, y.dtype, y.lod_level,
-                   block.program.version, *op.attrs.values())
             out = found(op.outputs["Out"][0])
+            # (Out's LoD level last: an inference that does not share X's, a reduction's,
+            # leaves Out's as it was, so the answer depends on it too)
+            key = (x.shape, x.dtype, x.lod_level, y.shape, y.dtype, y.lod_level,
+                   block.program.version, *op.attrs.values(),
+                   out.lod_level if out is not None else None)
             try:
                 known = inferred.get(key) if out is not None else None
             except TypeError:  # a list attribute (a reduction's dims): as a tuple, as C keys it

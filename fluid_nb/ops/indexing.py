@@ -96,6 +96,7 @@ def_op("expand", inputs=["X", "ExpandTimes?", "expand_times_tensor[]?"], outputs
        grad=grad_maker("expand_grad", inputs=["X", "ExpandTimes", "expand_times_tensor"],
                        out_grads=["Out"], in_grads=["X"]),
        kernel=_expand, host_reads="ExpandTimes / expand_times_tensor: Out's shape",
+       traits=("infer_from_x",),
        doc="Out = X tiled expand_times[i] times along each dim i: Out.shape[i] = "
            "X.shape[i] * expand_times[i]. ExpandTimes (one int tensor) or "
            "expand_times_tensor (one single-int tensor per dim) override the attribute.")

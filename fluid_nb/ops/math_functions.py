@@ -33,12 +33,12 @@ def_op("shape", inputs=["Input"], outputs=["Out"],
        infer_shape=lambda ctx: ctx.set_output("Out", (len(ctx.input_shape("Input")),),
                                               VarType.INT32),
        kernel=lambda ctx, x: ctx.xp.asarray(np.array(x.shape, dtype=np.int32)),
-       grad=no_gradient, doc="Out = the dims of Input, an int32 vector of its rank.")
+       grad=no_gradient, traits=("infer_from_x",), doc="Out = the dims of Input, an int32 vector of its rank.")
 
 def_op("size", inputs=["Input"], outputs=["Out"],
        infer_shape=lambda ctx: ctx.set_output("Out", (1,), VarType.INT64),
        kernel=lambda ctx, x: ctx.xp.asarray(np.array([x.size], dtype=np.int64)),
-       grad=no_gradient, doc="Out = [the number of elements of Input] (int64).")
+       grad=no_gradient, traits=("infer_from_x",), doc="Out = [the number of elements of Input] (int64).")
 
 
 # --- where_index: coordinates of the true elements -----------------------------------------------
@@ -50,7 +50,7 @@ def _where_index(ctx, cond):
 def_op("where_index", inputs=["Condition"], outputs=["Out"],
        infer_shape=lambda ctx: ctx.set_output("Out", (-1, len(ctx.input_shape("Condition"))),
                                               VarType.INT64),
-       kernel=_where_index, grad=no_gradient,
+       kernel=_where_index, grad=no_gradient, traits=("infer_from_x",),
        host_reads="Condition: the number of true elements is Out's length",
        doc="Out = the coordinates of the non-zero (true) elements of Condition, one int64 row "
            "of rank entries each, in row-major order: shape [count, rank].")
@@ -93,7 +93,7 @@ def_op("cumsum", inputs=["X"], outputs=["Out"],
        # Paddle 2's flatten stays undeclared: read when a program has it, never added to a
        # Fluid 1.x program (whose cumsum has no such attribute)
        attrs={"axis": ("int", -1), "exclusive": ("bool", False), "reverse": ("bool", False)},
-       infer_shape=_cumsum_infer, kernel=_cumsum, grad=_cumsum_grad,
+       infer_shape=_cumsum_infer, kernel=_cumsum, grad=_cumsum_grad, traits=("infer_from_x",),
        doc="Out[.., i, ..] = sum of X[.., j, ..] for j <= i along ``axis`` (j < i when "
            "exclusive; from the end when reverse; over X flattened when flatten). "
            "dX = cumsum of dOut in the opposite direction (a cumsum op).")
@@ -193,7 +193,7 @@ def _overflow_op(type, test, doc):
 
     def_op(type, inputs=["X"], outputs=["Out"],
            infer_shape=lambda ctx: ctx.set_output("Out", (1,), VarType.BOOL),
-           kernel=kernel, grad=no_gradient, doc=doc)
+           kernel=kernel, grad=no_gradient, doc=doc, traits=("infer_from_x",))
 
 
 _overflow_op("isinf", lambda xp, x: xp.isinf(x).any(),
@@ -234,7 +234,7 @@ def _flipping_op(type, attr_name, doc, alias=None):
     # the alias stays undeclared: it rides along as an extra attribute when a program has
     # it, and a Fluid 1.x program never gains it
     def_op(type, inputs=["X"], outputs=["Out"], attrs={attr_name: ("ints", [])},
-           infer_shape=infer, kernel=kernel, grad=grad, doc=doc)
+           infer_shape=infer, kernel=kernel, grad=grad, doc=doc, traits=("infer_from_x",))
 
 
 _flipping_op("reverse", "axis", "Out = X reversed along each dim in ``axis``; dX = dOut "

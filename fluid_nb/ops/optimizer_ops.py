@@ -825,7 +825,7 @@ def _pow_factor(ctx, factor_t):
     return ctx.attrs["factor"] if factor_t is None else _scalar(ctx, factor_t)
 
 
-def _pow_kernel(ctx, x, factor_t):
+def _pow_kernel(ctx, x, factor_t=None):
     return ctx.xp.power(x, _as(_pow_factor(ctx, factor_t), x.dtype)).astype(x.dtype, copy=False)
 
 
@@ -840,7 +840,7 @@ def_op("pow", inputs=["X", "FactorTensor?"], outputs=["Out"], attrs=_POW_ATTRS,
        infer_shape=same_shape("X", "Out"), share_lod=("X", ["Out"]),
        grad=grad_maker("pow_grad", inputs=["X", "FactorTensor"], out_grads=["Out"],
                        in_grads=["X"]),
-       kernel=_pow_kernel,
+       kernel=_pow_kernel, plain_kernel=_pow_kernel,
        doc="Out = X ^ factor (FactorTensor, when given, replaces the attribute); "
            "dX = dOut * factor * X^(factor - 1).")
 def_op("pow_grad", inputs=["X", "FactorTensor?", "Out@GRAD"], outputs=["X@GRAD"],

@@ -200,12 +200,12 @@ def test_calls_the_memos_cannot_answer_go_the_python_way(fallbacks, case):
             block.create_var(name=f"sigmoid_{n}.tmp_0", shape=[7], dtype="float32")
             out = fluid.layers.sigmoid(x)
             assert out.shape == (2, 3)  # the variable reused, its fields inferred again
-        elif case == "not a formula op":  # (nor one with a plain kernel)
+        elif case == "not a formula op":  # (nor one with a plain kernel, nor infer_from_x)
             for _ in range(2):
-                transaction.append_one_op(block, "cumsum", {"X": (x.name,)}, None, x.dtype,
-                                          "cumsum")
+                transaction.append_one_op(block, "squared_l2_norm", {"X": (x.name,)}, None,
+                                          x.dtype, "squared_l2_norm")
     main = _two_calls_then(fallbacks, appended)
-    second = "cumsum" if case == "not a formula op" else "sigmoid"
+    second = "squared_l2_norm" if case == "not a formula op" else "sigmoid"
     assert fallbacks.calls == [second] * (2 if case == "not a formula op" else 1)
     assert [op.type for op in main.global_block().ops][:2] == ["sigmoid", second]
 

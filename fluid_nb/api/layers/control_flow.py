@@ -12,11 +12,11 @@ import functools
 
 from ...errors import InvalidArgument, InvalidType, expected
 from ...framework.type_checks import check_type, check_variable_and_dtype, require_variable
-from ...framework import unique_name
+from ...framework import program as _fw, unique_name
 from ...framework.attrs import AttrType
 from ...tensor.dtypes import VarType
 from ...framework.program import Variable
-from ...framework.transaction import atomic
+from ...framework.transaction import append_one_op, atomic, lean
 from ..layer_helper import LayerHelper
 
 __all__ = ["increment", "less_than", "less_equal", "greater_than", "greater_equal", "equal",
@@ -49,38 +49,48 @@ def _compare(op_type, x, y, cond, force_cpu=None):
         check_type(cond, "cond", Variable, op_type)
     if force_cpu is not None:
         check_type(force_cpu, "force_cpu", bool, op_type)
-    helper = LayerHelper(op_type)
-    if cond is None:
-        cond = helper.create_variable_for_type_inference(dtype=VarType.BOOL)
-        cond.stop_gradient = True
     attrs = {}
     if force_cpu is not None:
         attrs["force_cpu"] = force_cpu
-    helper.append_op(type=op_type, inputs={"X": [x], "Y": [y]}, outputs={"Out": [cond]},
-                     attrs=attrs)
+    inputs = {"X": (x.name,), "Y": (y.name,)}
+    if cond is None:  # (the usual call: a fresh bool, one op)
+        program = _fw._main_program
+        cond = append_one_op(program.blocks[program.current_block_idx], op_type, inputs,
+                             attrs, VarType.BOOL, op_type)
+        cond.stop_gradient = True
+        return cond
+    with atomic():
+        LayerHelper(op_type).append_op(type=op_type, inputs=inputs, outputs={"Out": [cond]},
+                                       attrs=attrs)
     return cond
 
 
+@lean  # (one op through append_one_op, or a transaction of its own)
 def less_than(x, y, force_cpu=None, cond=None):
     return _compare("less_than", x, y, cond, force_cpu)
 
 
+@lean  # (the same)
 def less_equal(x, y, cond=None):
     return _compare("less_equal", x, y, cond)
 
 
+@lean  # (the same)
 def greater_than(x, y, cond=None):
     return _compare("greater_than", x, y, cond)
 
 
+@lean  # (the same)
 def greater_equal(x, y, cond=None):
     return _compare("greater_equal", x, y, cond)
 
 
+@lean  # (the same)
 def equal(x, y, cond=None):
     return _compare("equal", x, y, cond)
 
 
+@lean  # (the same)
 def not_equal(x, y, cond=None):
     return _compare("not_equal", x, y, cond)
 
@@ -91,26 +101,35 @@ def _logical(op_type, x, y=None, out=None, name=None):
         check_variable_and_dtype(y, "y", ("bool",), op_type)
     if out is not None:
         check_type(out, "out", Variable, op_type)
-    helper = LayerHelper(op_type, name=name)
-    if out is None:
-        out = helper.create_variable_for_type_inference(dtype=x.dtype)
-    inputs = {"X": [x]} if y is None else {"X": [x], "Y": [y]}
-    helper.append_op(type=op_type, inputs=inputs, outputs={"Out": [out]})
+    inputs = {"X": (x.name,)} if y is None else {"X": (x.name,), "Y": (y.name,)}
+    if out is None and name is None:  # (the usual call: a fresh output, one op)
+        program = _fw._main_program
+        return append_one_op(program.blocks[program.current_block_idx], op_type, inputs,
+                             None, x.dtype, op_type)
+    with atomic():
+        helper = LayerHelper(op_type, name=name)
+        if out is None:
+            out = helper.create_variable_for_type_inference(dtype=x.dtype)
+        helper.append_op(type=op_type, inputs=inputs, outputs={"Out": [out]})
     return out
 
 
+@lean  # (one op through append_one_op, or a transaction of its own)
 def logical_and(x, y, out=None, name=None):
     return _logical("logical_and", x, y, out, name)
 
 
+@lean  # (the same)
 def logical_or(x, y, out=None, name=None):
     return _logical("logical_or", x, y, out, name)
 
 
+@lean  # (the same)
 def logical_xor(x, y, out=None, name=None):
     return _logical("logical_xor", x, y, out, name)
 
 
+@lean  # (the same)
 def logical_not(x, out=None, name=None):
     return _logical("logical_not", x, None, out, name)
 

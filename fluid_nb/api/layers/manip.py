@@ -374,19 +374,20 @@ def strided_slice(input, axes, starts, ends, strides):
     return out
 
 
+@lean  # (one op through append_one_op)
 @checks(input=variable, index=variable, overwrite=boolean)
 def gather(input, index, overwrite=True):
     """Rows of ``input`` picked by ``index`` (``gather``)."""
     _check_variable("gather", "input", input)
     _check_variable("gather", "index", index)
-    helper = LayerHelper("gather")
-    out = helper.create_variable_for_type_inference(dtype=input.dtype)
-    helper.append_op(type="gather", inputs={"X": [input], "Index": [index]},
-                     outputs={"Out": [out]}, attrs={"overwrite": overwrite})
-    return out
+    program = _fw._main_program
+    return append_one_op(program.blocks[program.current_block_idx], "gather",
+                         {"X": (input.name,), "Index": (index.name,)},
+                         {"overwrite": overwrite}, input.dtype, "gather")
 
 
 # --- repeat, flatten, unstack ----------------------------------------------------------------
+@lean  # (one op through append_one_op, or a transaction of its own)
 @checks(x=variable, expand_times=int_list_or_variable(1), name=NAME)
 def expand(x, expand_times, name=None):
     """``x`` tiled ``expand_times[i]`` times along each dim i (``expand``):
@@ -395,6 +396,22 @@ def expand(x, expand_times, name=None):
     if x.dtype == VarType.BOOL and x.stop_gradient:
         raise InvalidArgument("expand: x of dtype bool expected stop_gradient=False, but "
                               "received stop_gradient=True")
+    if name is None and x.dtype != VarType.BOOL and not isinstance(expand_times, Variable) \
+            and not _holds_variable(expand_times):
+        # (the usual call: ints, no name; a bool x, whose check reads its stop_gradient,
+        # goes the general way every time: a replay's key does not hold that field)
+        program = _fw._main_program
+        return append_one_op(program.blocks[program.current_block_idx], "expand",
+                             {"X": (x.name,)}, {"expand_times": [int(t) for t in expand_times]},
+                             x.dtype, "expand")
+    with atomic():
+        return _expand(x, expand_times, name)
+
+
+expand = replayed(expand, globals())
+
+
+def _expand(x, expand_times, name):
     helper = LayerHelper("expand", name=name)
     inputs = {"X": [x]}
     attrs = {}

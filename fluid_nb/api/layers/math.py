@@ -3,8 +3,11 @@ parameters (selu, stanh, brelu, soft_relu, hard_swish, mish, hard_shrink,
 thresholded_relu), elementwise functions (log1p, erf, atan, acos, asin, sign, pow), and
 ``sum`` / ``clip_by_norm``. Each appends one op of the same name (``sum``: the op ``sum``)
 with Paddle's attributes."""
-from ...errors import InvalidArgument
+from ...errors import InvalidArgument, InvalidType, expected
+from ...framework import program as _fw
 from ...framework.program import Variable
+from ...framework.transaction import append_one_op, atomic, lean, replayed
+from ...tensor.dtypes import VarType, dtype_name
 from ..layer_helper import LayerHelper
 import builtins
 
@@ -27,8 +30,6 @@ _FLOATS = ("float16", "float32", "float64")
 
 def _float_input(where, x):
     """Fluid's check: these layers take float tensors only."""
-    from ...tensor.dtypes import dtype_name
-    from ...errors import InvalidType, expected
     check(where, "x", x, variable)
     if dtype_name(x.dtype) not in _FLOATS:
         raise InvalidType(expected(where, "x's dtype", "float16, float32 or float64",
@@ -128,34 +129,40 @@ def mish(x, threshold=20, name=None):
     return _unary("mish", x, {"threshold": threshold}, name)
 
 
+@lean  # (one op through append_one_op, or a transaction of its own)
 def pow(x, factor=1.0, name=None):
     """Out = X ^ factor; ``factor`` a number or a Variable of one value (FactorTensor)."""
     check("pow", "x", x, variable)
     _dtype_among("pow", "x", x, ("int32", "int64", "float32", "float64"))
     check("pow", "name", name, NAME)
-    helper = LayerHelper("pow", name=name)
-    out = helper.create_variable_for_type_inference(x.dtype)
-    inputs, attrs = {"X": [x]}, {}
-    if isinstance(factor, Variable):
-        inputs["FactorTensor"] = [factor]
-    else:
+    if not isinstance(factor, Variable):
         check("pow", "factor", factor, NUMBER)
-        attrs["factor"] = float(factor)
-    helper.append_op(type="pow", inputs=inputs, outputs={"Out": [out]}, attrs=attrs)
-    return out
+        if name is None:  # (the usual call: a number, no name)
+            return _appended("pow", {"X": (x.name,)}, x.dtype, {"factor": float(factor)})
+    with atomic():
+        helper = LayerHelper("pow", name=name)
+        out = helper.create_variable_for_type_inference(x.dtype)
+        inputs, attrs = {"X": [x]}, {}
+        if isinstance(factor, Variable):
+            inputs["FactorTensor"] = [factor]
+        else:
+            attrs["factor"] = float(factor)
+        helper.append_op(type="pow", inputs=inputs, outputs={"Out": [out]}, attrs=attrs)
+        return out
 
 
+pow = replayed(pow, globals())
+
+
+@lean  # (one op through append_one_op)
 @checks(x=variables)
 def sum(x):
     """Out = x[0] + x[1] + ... (a Variable or a list of them, LoD from the first)."""
     xs = [x] if isinstance(x, Variable) else list(x)
     for var in xs:
         _dtype_among("sum", "x", var, ("float32", "float64", "int32", "int64"))
-    helper = LayerHelper("sum")
-    out = helper.create_variable_for_type_inference(xs[0].dtype)
-    helper.append_op(type="sum", inputs={"X": xs}, outputs={"Out": [out]},
-                     attrs={"use_mkldnn": False})
-    return out
+    return _appended("sum", {"X": tuple(var.name for var in xs)}, xs[0].dtype,
+                     {"use_mkldnn": False})
 
 
 def sign(x):
@@ -185,28 +192,34 @@ def clip_by_norm(x, max_norm, name=None):
 # --- shapes, searching and sorting ----------------------------------------------------------
 def _dtype_among(where, name, var, allowed):
     """Fluid's check_variable_and_dtype: ``var``'s type is one of ``allowed``."""
-    from ...errors import InvalidType, expected
-    from ...tensor.dtypes import dtype_name
     got = dtype_name(var.dtype)
     if got not in allowed:
         raise InvalidType(expected(where, f"{name}'s dtype", "one of " + ", ".join(allowed),
                                    got))
 
 
+def _appended(op_type, inputs, out_dtype, attrs=None, layer=None):
+    """One ``op_type`` op (``inputs``: slot -> tuple of names) writing a fresh temporary
+    named for ``layer`` (``op_type`` by default), all or nothing itself."""
+    program = _fw._main_program
+    return append_one_op(program.blocks[program.current_block_idx], op_type, inputs, attrs,
+                         out_dtype, layer or op_type)
+
+
 def _one_op(op_type, inputs, out_dtype, attrs=None, layer=None, stop_gradient=False):
-    helper = LayerHelper(layer or op_type)
-    out = helper.create_variable_for_type_inference(out_dtype)
-    helper.append_op(type=op_type, inputs=inputs, outputs={"Out": [out]}, attrs=attrs or {})
+    """:func:`_appended` of ``inputs`` given as slot -> list of Variables."""
+    out = _appended(op_type, {slot: tuple(var.name for var in variables)
+                              for slot, variables in inputs.items()}, out_dtype, attrs, layer)
     if stop_gradient:
         out.stop_gradient = True
     return out
 
 
+@lean  # (one op through append_one_op)
 @checks(input=variable)
 def shape(input):
     """The dims of ``input`` as an int32 tensor of its rank (``shape``); dims unknown when
     the program was built (-1) are the real ones at run time."""
-    from ...tensor.dtypes import VarType
     _dtype_among("shape", "input", input, ("float32", "float64", "int32", "int64"))
     return _one_op("shape", {"Input": [input]}, VarType.INT32)
 
@@ -219,18 +232,18 @@ def rank(input):
     return assign(np.array(len(input.shape), "int32"))
 
 
+@lean  # (one op through append_one_op)
 @checks(input=variable)
 def size(input):
     """The number of elements of ``input``, an int64 tensor of shape [1] (``size``)."""
-    from ...tensor.dtypes import VarType
     return _one_op("size", {"Input": [input]}, VarType.INT64)
 
 
+@lean  # (one op through append_one_op)
 @checks(condition=variable)
 def where(condition):
     """The coordinates of the true elements of ``condition``: an int64 tensor [count, rank]
     (Fluid 1.8's one-argument ``where`` is the ``where_index`` op)."""
-    from ...tensor.dtypes import VarType
     return _one_op("where_index", {"Condition": [condition]}, VarType.INT64)
 
 
@@ -252,7 +265,6 @@ def nonzero(input, as_tuple=False):
 def argsort(input, axis=-1, descending=False, name=None):
     """``input`` sorted along ``axis`` and the int64 indices of the sorted values:
     returns (out, indices) (``argsort``)."""
-    from ...tensor.dtypes import VarType
     _dtype_among("argsort", "input", input,
                  ("float32", "float64", "int16", "int32", "int64", "uint8"))
     rank_ = len(input.shape)
@@ -292,32 +304,47 @@ def reduce_any(input, dim=None, keep_dim=False, name=None):
     return _logical_reduce("reduce_any", input, dim, keep_dim, name)
 
 
+@lean  # (one op through append_one_op)
 @checks(x=variable)
 def has_inf(x):
     """[True] when any element of ``x`` is infinite (``isinf``, a bool of shape [1])."""
     return _one_op("isinf", {"X": [x]}, x.dtype)
 
 
+has_inf = replayed(has_inf, globals())
+
+
+@lean  # (one op through append_one_op)
 @checks(x=variable)
 def has_nan(x):
     """[True] when any element of ``x`` is NaN (``isnan``, a bool of shape [1])."""
     return _one_op("isnan", {"X": [x]}, x.dtype)
 
 
+has_nan = replayed(has_nan, globals())
+
+
+@lean  # (one op through append_one_op)
 @checks(x=variable)
 def isfinite(x):
     """[True] when every element of ``x`` is finite (``isfinite``, a bool of shape [1])."""
-    from ...tensor.dtypes import VarType
     _dtype_among("isfinite", "x", x, ("float32", "float64", "int32", "int64"))
     return _one_op("isfinite", {"X": [x]}, VarType.BOOL)
 
 
+isfinite = replayed(isfinite, globals())
+
+
+@lean  # (one op through append_one_op)
 @checks(x=variable, axis=int_or_ints(None))
 def reverse(x, axis):
     """``x`` reversed along ``axis`` (an int or a list of them) (``reverse``)."""
     _dtype_among("reverse", "x", x, ("float32", "float64", "int32", "int64", "uint8"))
     axis = [axis] if not isinstance(axis, (list, tuple)) else list(axis)
     return _one_op("reverse", {"X": [x]}, x.dtype, {"axis": axis})
+
+
+reverse = replayed(reverse, globals())
 
 
 @checks(input=variable, dims=ints(), name=NAME)
@@ -349,6 +376,7 @@ def roll(input, shifts, dims=None):
     return reshape(out, shape=origin, inplace=True)
 
 
+@lean  # (one op through append_one_op)
 @checks(input=variable, index=variable, dim=INT)
 def index_select(input, index, dim=0):
     """The slices of ``input`` at ``index`` (int32/int64, 1-D) along ``dim``
@@ -358,6 +386,7 @@ def index_select(input, index, dim=0):
     return _one_op("index_select", {"X": [input], "Index": [index]}, input.dtype, {"dim": dim})
 
 
+@lean  # (one op through append_one_op)
 @checks(x=variable, index=variable)
 def index_sample(x, index):
     """Out[i, j] = x[i, index[i, j]] (``index_sample``)."""
@@ -468,7 +497,6 @@ def clamp(input, min=None, max=None, output=None, name=None):
 @checks(x=variable, y=variable, name=NAME)
 def elementwise_equal(x, y, name=None):
     """x == y elementwise, a bool tensor (the ``equal`` op)."""
-    from ...tensor.dtypes import VarType
     helper = LayerHelper("elementwise_equal", name=name)
     out = helper.create_variable_for_type_inference(VarType.BOOL)
     out.stop_gradient = True
@@ -521,6 +549,7 @@ def _named_out(helper, dtype, name):
     return helper.create_variable(name=name, dtype=dtype, persistable=False)
 
 
+@lean  # (one op through append_one_op)
 @checks(input=variable, x=variable, y=variable, alpha=NUMBER, beta=NUMBER, name=NAME)
 def addmm(input, x, y, alpha=1.0, beta=1.0, name=None):
     """beta * input + alpha * (x @ y) for matrices x [M, K], y [K, N], input broadcast to
@@ -531,6 +560,7 @@ def addmm(input, x, y, alpha=1.0, beta=1.0, name=None):
                    {"Alpha": float(alpha), "Beta": float(beta)})
 
 
+@lean  # (one op through append_one_op)
 @checks(x=variable, y=variable, name=NAME)
 def bmm(x, y, name=None):
     """The batched matrix product out[b] = x[b] @ y[b] of [B, M, K] and [B, K, N]
@@ -553,6 +583,7 @@ def dot(x, y, name=None):
     return out
 
 
+@lean  # (one op through append_one_op)
 @checks(x=variable, y=variable, p=real_in(finite=False))
 def dist(x, y, p=2):
     """The p-norm of x - y over every element (x and y broadcast), shape [1] (``dist``):
@@ -562,6 +593,7 @@ def dist(x, y, p=2):
     return _one_op("dist", {"X": [x], "Y": [y]}, x.dtype, {"p": float(p)})
 
 
+@lean  # (one op through append_one_op)
 @checks(input=variable, other=variable, dim=optional(INT))
 def cross(input, other, dim=None):
     """The cross product of the 3-vectors along ``dim`` (the first dim of size 3 when None)
@@ -570,6 +602,7 @@ def cross(input, other, dim=None):
                    {"dim": dim} if dim else None)
 
 
+@lean  # (one op through append_one_op)
 @checks(input=variable, offset=INT, dim1=INT, dim2=INT)
 def diag_embed(input, offset=0, dim1=-2, dim2=-1):
     """Each vector of ``input``'s last dim placed on diagonal ``offset`` of a square matrix
@@ -639,7 +672,6 @@ def trace(input, offset=0, dim1=0, dim2=1, out=None, name=None):
         name=NAME)
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False, name=None):
     """[True] when every |input - other| <= atol + rtol * |other| (``allclose``)."""
-    from ...tensor.dtypes import VarType
     return _one_op("allclose", {"Input": [input], "Other": [other]}, VarType.BOOL,
                    {"rtol": float(rtol), "atol": float(atol), "equal_nan": equal_nan})
 

@@ -8,7 +8,7 @@ from ...tensor.dtypes import convert_dtype, dtype_name
 from ...framework import program as _fw
 from ...framework.callstack import _op_record
 from ...framework.program import Variable
-from ...framework.transaction import append_one_op, atomic, lean
+from ...framework.transaction import append_one_op, atomic, lean, replayed
 from ..layer_helper import LayerHelper
 from ...ops import registry
 from .arg_checks import INT, NAME, activation, boolean, check, checks, optional, variable
@@ -169,6 +169,7 @@ for _op, _params in _PARAMETERS.items():
 del _op, _params
 
 
+@lean  # (one op through append_one_op)
 @checks(x=variable, axis=optional(INT), exclusive=optional(boolean),
         reverse=optional(boolean))
 def cumsum(x, axis=None, exclusive=None, reverse=None):
@@ -177,7 +178,9 @@ def cumsum(x, axis=None, exclusive=None, reverse=None):
     sums from the end."""
     attrs = {key: value for key, value in
              (("axis", axis), ("exclusive", exclusive), ("reverse", reverse)) if value is not None}
-    helper = LayerHelper("cumsum")
-    out = helper.create_variable_for_type_inference(x.dtype)
-    helper.append_op(type="cumsum", inputs={"X": [x]}, outputs={"Out": [out]}, attrs=attrs)
-    return out
+    program = _fw._main_program
+    return append_one_op(program.blocks[program.current_block_idx], "cumsum",
+                         {"X": (x.name,)}, attrs, x.dtype, "cumsum")
+
+
+cumsum = replayed(cumsum, globals())

@@ -54,11 +54,12 @@ def create_global_var(shape, value, dtype, persistable=False, force_cpu=False, n
 
 
 def _one_op(op_type, x, attrs, dtype, layer_type):
-    """One ``op_type`` op on ``x`` to a fresh temporary named for ``layer_type``, all or
-    nothing itself."""
+    """One ``op_type`` op on ``x`` (a Variable, or slot -> tuple of names) to a fresh
+    temporary named for ``layer_type``, all or nothing itself."""
     program = _fw._main_program
     return append_one_op(program.blocks[program.current_block_idx], op_type,
-                         {"X": (x.name,)}, attrs, dtype, layer_type)
+                         {"X": (x.name,)} if x.__class__ is not dict else x, attrs, dtype,
+                         layer_type)
 
 
 @lean  # (one op through append_one_op)
@@ -126,28 +127,48 @@ def _concat(input, axis, name):
     return out
 
 
+@lean  # (one op through append_one_op, or a transaction of its own)
 @checks(input=variables, out=optional(variable))
 def sums(input, out=None):
     """The elementwise sum of a list of tensors (``sum``)."""
-    helper = LayerHelper("sum", input=input)
-    inputs = helper.multiple_input()
     if out is None:
-        out = helper.create_variable_for_type_inference(dtype=helper.input_dtype())
-    helper.append_op(type="sum", inputs={"X": inputs}, outputs={"Out": [out]},
-                     attrs={"use_mkldnn": False})
-    return out
+        xs = [input] if isinstance(input, Variable) else list(input)
+        dtype = xs[0].dtype
+        if all(x.dtype == dtype for x in xs):  # (the usual call: a fresh output, one op)
+            return _one_op("sum", {"X": tuple(x.name for x in xs)}, {"use_mkldnn": False},
+                           dtype, "sum")
+    with atomic():
+        helper = LayerHelper("sum", input=input)
+        inputs = helper.multiple_input()
+        if out is None:
+            out = helper.create_variable_for_type_inference(dtype=helper.input_dtype())
+        helper.append_op(type="sum", inputs={"X": inputs}, outputs={"Out": [out]},
+                         attrs={"use_mkldnn": False})
+        return out
 
 
 _ASSIGN_VALUE_DTYPES = ("bool", "float32", "int32", "int64")
 
 
+@lean  # (one op through append_one_op, or a transaction of its own)
 def assign(input, output=None):
     """Copy a Variable (``assign``) or a NumPy array / list (``assign_value``) into
     ``output`` (a new variable when None)."""
-    helper = LayerHelper("assign")
     if isinstance(input, Variable):
         check_dtype(input.dtype, "input", ("float32", "float64", "int32", "int64", "bool"),
                     "assign")
+        if output is None:  # (the usual call: a copy into a fresh temporary, one op)
+            return _one_op("assign", input, None, input.dtype, "assign")
+    with atomic():
+        return _assign(input, output)
+
+
+assign = replayed(assign, globals())
+
+
+def _assign(input, output):
+    helper = LayerHelper("assign")
+    if isinstance(input, Variable):
         if output is None:
             output = helper.create_variable_for_type_inference(dtype=input.dtype)
         helper.append_op(type="assign", inputs={"X": [input]}, outputs={"Out": [output]})
@@ -364,29 +385,36 @@ def argmin(x, axis=0):
 argmin = replayed(argmin, globals())
 
 
+@lean  # (one op through append_one_op, or a transaction of its own)
 @checks(shape=dims(1), dtype=dtype, min=NUMBER, max=NUMBER, seed=NON_NEGATIVE_INT)
 def uniform_random(shape, dtype="float32", min=-1.0, max=1.0, seed=0):
     """U[min, max) of ``shape`` (``uniform_random``)."""
     check_dtype(dtype, "dtype", ("float32", "float64"), "uniform_random")
-    helper = LayerHelper("uniform_random")
-    inputs = {}
     attrs = {"seed": seed, "min": float(min), "max": float(max),
              "dtype": int(convert_dtype(dtype))}
-    _shape_inputs(shape, inputs, attrs, "uniform_random")
-    out = helper.create_variable_for_type_inference(dtype)
-    helper.append_op(type="uniform_random", inputs=inputs, outputs={"Out": [out]}, attrs=attrs)
-    return out
+    return _random("uniform_random", shape, attrs, dtype)
 
 
+def _random(op_type, shape, attrs, dtype):
+    """``op_type`` (a random tensor of ``shape``) writing a fresh temporary: one op when the
+    shape is ints, a transaction where it holds Variables (ShapeTensor, ShapeTensorList)."""
+    if isinstance(shape, (list, tuple)) and shape and \
+            not any(isinstance(d, Variable) for d in shape):
+        attrs["shape"] = [int(d) for d in shape]
+        return _one_op(op_type, {}, attrs, convert_dtype(dtype), op_type)
+    with atomic():
+        helper = LayerHelper(op_type)
+        inputs = {}
+        _shape_inputs(shape, inputs, attrs, op_type)
+        out = helper.create_variable_for_type_inference(dtype)
+        helper.append_op(type=op_type, inputs=inputs, outputs={"Out": [out]}, attrs=attrs)
+        return out
+
+
+@lean  # (one op through append_one_op, or a transaction of its own)
 @checks(shape=dims(1), mean=NUMBER, std=real_in(0.0), seed=NON_NEGATIVE_INT, dtype=dtype)
 def gaussian_random(shape, mean=0.0, std=1.0, seed=0, dtype="float32"):
     """N(mean, std^2) of ``shape`` (``gaussian_random``)."""
-    helper = LayerHelper("gaussian_random")
-    inputs = {}
     attrs = {"mean": float(mean), "std": float(std), "seed": seed,
              "dtype": int(convert_dtype(dtype))}
-    _shape_inputs(shape, inputs, attrs, "gaussian_random")
-    out = helper.create_variable_for_type_inference(dtype)
-    helper.append_op(type="gaussian_random", inputs=inputs, outputs={"Out": [out]},
-                     attrs=attrs)
-    return out
+    return _random("gaussian_random", shape, attrs, dtype)

@@ -1,0 +1,242 @@
+"""Layers of one op on fresh outputs (``pow``, ``sum``, ``sums``, ``assign``, ``expand``,
+``cumsum``, ``isfinite``, ``has_inf``, ``has_nan``, ``where``, ``reverse``, ``size``,
+``shape``, the comparisons, the logical ops, ``gather``, ``uniform_random``,
+``gaussian_random``) append it through ``append_one_op``: all or nothing without a
+transaction's snapshot, the record Fluid's way makes (a ``LayerHelper`` naming a temporary,
+then ``append_op``), refusals leaving nothing behind. A call given an output, a name or a
+Variable where a number goes still appends in a transaction of its own.
+
+An inference remembered per signature answers for the same LoD level of Out before only:
+an op that does not share X's LoD (a reduction, cumsum) leaves Out's level as it was."""
+import numpy as np
+import pytest
+
+import fluid_nb as fluid
+from fluid_nb.api.layer_helper import LayerHelper
+from fluid_nb.framework import transaction
+from fluid_nb.framework.transaction import atomic
+from fluid_nb.tensor.dtypes import VarType
+from tests.core.op_records import fallbacks, record  # noqa: F401 (fixtures)
+
+L = fluid.layers
+
+
+def _by_helper(op_type, inputs, attrs, dtype, stop_gradient=False):
+    """Fluid 1.8's way of a one-op layer: a helper names the temporary, append_op adds the
+    op (in a transaction, as the general path runs it)."""
+    with atomic():
+        helper = LayerHelper(op_type)
+        out = helper.create_variable_for_type_inference(dtype)
+        if stop_gradient:
+            out.stop_gradient = True
+        helper.append_op(type=op_type, inputs=inputs, outputs={"Out": [out]}, attrs=attrs)
+    return out
+
+
+F32, BOOL, I64 = VarType.FP32, VarType.BOOL, VarType.INT64
+
+#: each layer's call on x (float32 [3, 4]), i (int64 [3, 4]), b (bool [3, 4]) and idx
+#: (int64 [2]), and the same op the helper's way
+LAYERS = {
+    "pow": (lambda v: L.pow(v.x, 2.0),
+            lambda v: _by_helper("pow", {"X": [v.x]}, {"factor": 2.0}, F32)),
+    "pow of an int": (lambda v: L.pow(v.i, 3),
+                      lambda v: _by_helper("pow", {"X": [v.i]}, {"factor": 3.0}, I64)),
+    "sum": (lambda v: L.sum([v.x, v.x]),
+            lambda v: _by_helper("sum", {"X": [v.x, v.x]}, {"use_mkldnn": False}, F32)),
+    "sum of one": (lambda v: L.sum(v.x),
+                   lambda v: _by_helper("sum", {"X": [v.x]}, {"use_mkldnn": False}, F32)),
+    "sums": (lambda v: L.sums([v.i, v.i, v.i]),
+             lambda v: _by_helper("sum", {"X": [v.i] * 3}, {"use_mkldnn": False}, I64)),
+    "assign": (lambda v: L.assign(v.b), lambda v: _by_helper("assign", {"X": [v.b]}, {}, BOOL)),
+    "expand": (lambda v: L.expand(v.x, [2, 1]),
+               lambda v: _by_helper("expand", {"X": [v.x]}, {"expand_times": [2, 1]}, F32)),
+    "cumsum": (lambda v: L.cumsum(v.x, axis=1, reverse=True),
+               lambda v: _by_helper("cumsum", {"X": [v.x]}, {"axis": 1, "reverse": True}, F32)),
+    "isfinite": (lambda v: L.isfinite(v.x),
+                 lambda v: _by_helper("isfinite", {"X": [v.x]}, {}, BOOL)),
+    "has_nan": (lambda v: L.has_nan(v.x), lambda v: _by_helper("isnan", {"X": [v.x]}, {}, F32)),
+    "where": (lambda v: L.where(v.b),
+              lambda v: _by_helper("where_index", {"Condition": [v.b]}, {}, I64)),
+    "reverse": (lambda v: L.reverse(v.x, 0),
+                lambda v: _by_helper("reverse", {"X": [v.x]}, {"axis": [0]}, F32)),
+    "size": (lambda v: L.size(v.x), lambda v: _by_helper("size", {"Input": [v.x]}, {}, I64)),
+    "shape": (lambda v: L.shape(v.x),
+              lambda v: _by_helper("shape", {"Input": [v.x]}, {}, VarType.INT32)),
+    "less_than": (lambda v: L.less_than(v.x, v.x),
+                  lambda v: _by_helper("less_than", {"X": [v.x], "Y": [v.x]}, {}, BOOL, True)),
+    "equal, force_cpu": (lambda v: L.less_than(v.i, v.i, force_cpu=True),
+                         lambda v: _by_helper("less_than", {"X": [v.i], "Y": [v.i]},
+                                              {"force_cpu": True}, BOOL, True)),
+    "logical_and": (lambda v: L.logical_and(v.b, v.b),
+                    lambda v: _by_helper("logical_and", {"X": [v.b], "Y": [v.b]}, {}, BOOL)),
+    "logical_not": (lambda v: L.logical_not(v.b),
+                    lambda v: _by_helper("logical_not", {"X": [v.b]}, {}, BOOL)),
+    "gather": (lambda v: L.gather(v.x, v.idx),
+               lambda v: _by_helper("gather", {"X": [v.x], "Index": [v.idx]},
+                                    {"overwrite": True}, F32)),
+    "uniform_random": (lambda v: L.uniform_random([2, 3], seed=3),
+                       lambda v: _by_helper("uniform_random", {}, {
+                           "seed": 3, "min": -1.0, "max": 1.0, "dtype": int(F32),
+                           "shape": [2, 3]}, F32)),
+    "gaussian_random": (lambda v: L.gaussian_random([2, 2], std=2.0),
+                        lambda v: _by_helper("gaussian_random", {}, {
+                            "mean": 0.0, "std": 2.0, "seed": 0, "dtype": int(F32),
+                            "shape": [2, 2]}, F32)),
+}
+
+
+class Values:
+    """The layers' inputs, data variables of a fresh program (live ones with ``arrays``)."""
+
+    def __init__(self, arrays=None):
+        def data(name, shape, dtype):
+            kwargs = {} if arrays is None else {"value": arrays[name]}
+            return fluid.layers.data(name, shape, dtype=dtype, append_batch_size=False,
+                                     **kwargs)
+        self.x = data("x", [3, 4], "float32")
+        self.i = data("i", [3, 4], "int64")
+        self.b = data("b", [3, 4], "bool")
+        self.idx = data("idx", [2], "int64")
+
+
+def _outcome(call):
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()), fluid.unique_name.guard():
+        values = Values()
+        names = [call(values).name for _ in range(2)]  # (the second from the memos)
+        names.append((values.x + values.x).name)  # (the names handed out after)
+    return record(main), names, [list(op.attrs) for op in main.global_block().ops]
+
+
+@pytest.mark.parametrize("layer", list(LAYERS))
+def test_a_layer_makes_the_record_fluids_way_makes(layer):
+    call, by_helper = LAYERS[layer]
+    assert _outcome(call) == _outcome(by_helper)
+
+
+@pytest.fixture
+def transactions(monkeypatch):
+    """The transactions opened (each ``transaction._open``)."""
+    opened = []
+    open_ = transaction._open
+
+    def counted(programs):
+        opened.append(programs)
+        return open_(programs)
+    monkeypatch.setattr(transaction, "_open", counted)
+    return opened
+
+
+def test_the_usual_calls_open_no_transaction(transactions):
+    with fluid.program_guard(fluid.Program(), fluid.Program()), fluid.unique_name.guard():
+        values = Values()
+        transactions.clear()  # (the data layers')
+        for call, _ in LAYERS.values():
+            call(values)
+    assert transactions == []
+
+
+def test_a_call_given_an_output_a_name_or_a_tensor_still_opens_one(transactions):
+    with fluid.program_guard(fluid.Program(), fluid.Program()), fluid.unique_name.guard():
+        v = Values()
+        transactions.clear()  # (the data layers')
+        cond = L.fill_constant([3, 4], "bool", False)
+        made = [L.less_than(v.x, v.x, cond=cond), L.logical_and(v.b, v.b, out=cond),
+                L.pow(v.x, 2.0, name="p"), L.expand(v.x, [2, 1], name="e"),
+                L.sums([v.x, v.x], out=L.fill_constant([3, 4], "float32", 0.0)),
+                L.assign(v.x, output=L.fill_constant([3, 4], "float32", 0.0)),
+                L.uniform_random(L.fill_constant([2], "int64", 2))]
+    assert len(transactions) == len(made)
+    assert made[0] is cond and made[2].name == "p.tmp_0" and made[3].name == "e.tmp_0"
+
+
+#: calls each layer refuses, and the error's type
+REFUSED = {
+    "pow of a bool": lambda v: L.pow(v.b, 2.0),
+    "pow of a str": lambda v: L.pow(v.x, "a"),
+    "sum of mixed dtypes": lambda v: L.sum([v.x, v.b]),
+    "sums of mixed dtypes": lambda v: L.sums([v.x, v.i]),
+    "expand of the wrong rank": lambda v: L.expand(v.x, [2]),
+    "cumsum past the rank": lambda v: L.cumsum(v.x, axis=5),
+    "isfinite of a bool": lambda v: L.isfinite(v.b),
+    "reverse past the rank": lambda v: L.reverse(v.x, 5),
+    "less_than of a number": lambda v: L.less_than(v.x, 1),
+    "logical_and of floats": lambda v: L.logical_and(v.x, v.b),
+    "gather by floats": lambda v: L.gather(v.x, v.x),
+    "uniform_random of ints": lambda v: L.uniform_random([2], dtype="int32"),
+}
+
+
+@pytest.mark.parametrize("refused", list(REFUSED))
+def test_a_refused_call_leaves_the_program_and_its_names_as_they_were(refused):
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()), fluid.unique_name.guard():
+        v = Values()
+        L.pow(v.x, 2.0), L.cumsum(v.x)  # (memos filled: the C path's refusals too)
+        before = record(main)
+        with pytest.raises(fluid.errors.FluidError):
+            REFUSED[refused](v)
+        after = record(main)
+        name = L.pow(v.x, 2.0).name
+    assert after[:2] == before[:2]
+    assert name == "pow_1.tmp_0"
+
+
+ARRAYS = {"x": (np.arange(12, dtype="float32").reshape(3, 4) - 4) / 3,
+          "i": np.arange(12, dtype="int64").reshape(3, 4) % 3,
+          "b": np.arange(12).reshape(3, 4) % 2 == 0, "idx": np.array([2, 0], "int64")}
+
+#: each layer's live value against NumPy's
+NUMPY = {
+    "pow": (lambda v: L.pow(v.x, 2.0), lambda a: a["x"] ** 2),
+    "sum": (lambda v: L.sum([v.x, v.x, v.x]), lambda a: 3 * a["x"]),
+    "assign": (lambda v: L.assign(v.i), lambda a: a["i"]),
+    "expand": (lambda v: L.expand(v.x, [2, 1]), lambda a: np.tile(a["x"], (2, 1))),
+    "cumsum": (lambda v: L.cumsum(v.x, axis=0), lambda a: np.cumsum(a["x"], axis=0)),
+    "cumsum reversed": (lambda v: L.cumsum(v.i, axis=1, reverse=True),
+                        lambda a: np.cumsum(a["i"][:, ::-1], axis=1)[:, ::-1]),
+    "isfinite": (lambda v: L.isfinite(v.x), lambda a: np.array([True])),
+    "where": (lambda v: L.where(v.b), lambda a: np.argwhere(a["b"])),
+    "reverse": (lambda v: L.reverse(v.x, [0, 1]), lambda a: a["x"][::-1, ::-1]),
+    "shape": (lambda v: L.shape(v.x), lambda a: np.array([3, 4], "int32")),
+    "less_than": (lambda v: L.less_than(v.i, v.i), lambda a: np.zeros((3, 4), bool)),
+    "logical_not": (lambda v: L.logical_not(v.b), lambda a: ~a["b"]),
+    "gather": (lambda v: L.gather(v.x, v.idx), lambda a: a["x"][[2, 0]]),
+}
+
+#: the layers whose repeated call appends in C (their inference remembered)
+IN_C = {"pow", "expand", "cumsum", "cumsum reversed", "isfinite", "where", "reverse",
+        "shape", "less_than", "logical_not"}
+
+
+@pytest.mark.parametrize("layer", list(NUMPY))
+def test_a_live_layer_computes_numpys_value_each_call(layer, fallbacks):
+    call, expected = NUMPY[layer]
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard(), \
+            fluid.live(program=main, startup_program=startup, scope=fluid.Scope()):
+        v = Values(ARRAYS)
+        first = call(v).numpy()
+        handed = len(fallbacks.calls)
+        second = call(v).numpy()
+    np.testing.assert_array_equal(first, expected(ARRAYS))
+    np.testing.assert_array_equal(second, expected(ARRAYS))
+    assert (len(fallbacks.calls) == handed) == (layer in IN_C)
+
+
+@pytest.mark.parametrize("op_type, attrs, layer", [
+    ("reduce_sum", {"dim": [1]}, lambda x: L.reduce_sum(x, dim=1)),
+    ("cumsum", {"axis": 1}, lambda x: L.cumsum(x, axis=1)),
+])
+def test_a_remembered_inference_answers_for_outs_lod_level_before(op_type, attrs, layer):
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        x = fluid.data("x", [3, 4], "float32")
+        block = main.global_block()
+        # (an op writing a variable of a LoD level its inference leaves as it was)
+        held = block.create_var(name="held", shape=[3], dtype="float32", lod_level=1)
+        block.append_op(type=op_type, inputs={"X": x}, outputs={"Out": held}, attrs=attrs)
+        fresh = [layer(x) for _ in range(2)]
+    assert held.lod_level == 1
+    assert [out.lod_level for out in fresh] == [0, 0]
