@@ -211,6 +211,20 @@ static int store_output(PyObject *result, Py_ssize_t index, int single, PyObject
     return done;
 }
 
+/* values[name], made where missing as Scope.var makes it (a new reference) */
+static PyObject *named_holder(PyObject *values, PyObject *name) {
+    PyObject *holder = PyDict_GetItemWithError(values, name);
+    if (holder != NULL)
+        return Py_NewRef(holder);
+    if (PyErr_Occurred() || (holder = new_holder(name)) == NULL)
+        return NULL;
+    if (PyDict_SetItem(values, name, holder) < 0) {
+        Py_DECREF(holder);
+        return NULL;
+    }
+    return holder;
+}
+
 static int empty_all(PyObject *dead) {
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(dead); ++i)
         if (set_holder_value(PyTuple_GET_ITEM(dead, i), Py_None) < 0)
@@ -745,11 +759,10 @@ static PyObject *read_list(PyObject *holders, int read_values) {
 }
 
 /* first_run's general case, plan (fn, in_slots, out_slots, lod_sources, ctx, read_values):
- * any op whose output slots take one variable each (binding.once_step is the definition:
- * the general step over the op's holders, nothing kept). in_slots: (slot, duplicable)
- * pairs in the definition's order; out_slots: the output slots in order; lod_sources: per
- * output, the index among in_slots of the input whose LoD it takes (a duplicable slot's
- * first), or None;
+ * any op (binding.once_step is the definition: the general step over the op's holders,
+ * nothing kept). in_slots and out_slots: (slot, duplicable) pairs in the definition's
+ * order; lod_sources: per output, the index among in_slots of the input whose LoD it takes
+ * (a duplicable slot's first), or None;
  * ctx: the context each run copies for its op (its _wanted the slots out_slots names);
  * read_values: the kernel takes runtime values (LoDTensors), not arrays.
  *
@@ -757,10 +770,44 @@ static PyObject *read_list(PyObject *holders, int read_values) {
  *                      holder's value or array]), (result,) for one output slot;
  *   for each output named: if result[k] is not None:
  *       holder.value = stored(result[k], lod_of(its LoD source's holder))
+ *   (a duplicable output slot: result[k] a sequence, its i-th item stored so in the
+ *   holder of the slot's i-th name, an empty name's left out)
  *
  * None, before anything was changed, when an input or output is not this path's: an input
  * whose holder holds no LoDTensor (the caller provides a missing value; the kernel takes
- * other kinds), a slot the plan does not name, an output slot of several names. */
+ * other kinds), a slot the plan does not name, a slot of one variable given several. */
+static int store_outputs(PyObject *result, Py_ssize_t index, int single, PyObject *holders,
+                         PyObject *source) {
+    PyObject *items = single ? Py_NewRef(result) : PySequence_GetItem(result, index);
+    if (items == NULL)
+        return -1;
+    if (items == Py_None) {
+        Py_DECREF(items);
+        return 0;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(holders);
+    PyObject *seq = PySequence_Fast(items, "a duplicable output expected a sequence");
+    Py_DECREF(items);
+    if (seq == NULL)
+        return -1;
+    if (PySequence_Fast_GET_SIZE(seq) < n) {
+        PyErr_Format(PyExc_ValueError, "first_run: a duplicable output of %zd names given "
+                     "%zd values", n, PySequence_Fast_GET_SIZE(seq));
+        Py_DECREF(seq);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; ++i) {
+        PyObject *holder = PyList_GET_ITEM(holders, i);
+        if (holder != Py_None &&
+            store_output(PySequence_Fast_GET_ITEM(seq, i), 0, 1, holder, source) < 0) {
+            Py_DECREF(seq);
+            return -1;
+        }
+    }
+    Py_DECREF(seq);
+    return 0;
+}
+
 static PyObject *general_first_run(PyObject *op, PyObject *plan, PyObject *values,
                                    PyObject *set_handler, PyObject *capsule) {
     PyObject *fn = PyTuple_GET_ITEM(plan, 0), *in_slots = PyTuple_GET_ITEM(plan, 1),
@@ -839,40 +886,66 @@ static PyObject *general_first_run(PyObject *op, PyObject *plan, PyObject *value
         goto not_this_path; /* (a slot the plan does not name) */
     given = 0;
     for (Py_ssize_t k = 0; k < n_out; ++k) {
-        PyObject *names;
-        int found = slot_names(outputs, PyTuple_GET_ITEM(out_slots, k), &names);
+        PyObject *spec = PyTuple_GET_ITEM(out_slots, k), *names;
+        if (!PyTuple_Check(spec) || PyTuple_GET_SIZE(spec) != 2) {
+            PyErr_Format(PyExc_TypeError, "first_run expected (slot, duplicable) pairs, "
+                         "got %R", spec);
+            goto done;
+        }
+        int found = slot_names(outputs, PyTuple_GET_ITEM(spec, 0), &names);
         if (found < 0)
             goto done;
         out_names[k] = NULL;
         if (!found)
             continue;
         ++given;
-        if (!PyTuple_Check(names) || PyTuple_GET_SIZE(names) > 1)
+        if (!PyTuple_Check(names))
             goto not_this_path;
-        if (PyTuple_GET_SIZE(names) == 0)
-            continue;
-        PyObject *name = PyTuple_GET_ITEM(names, 0);
-        int empty = PyUnicode_Compare(name, empty_var_name);
-        if (empty == -1 && PyErr_Occurred())
-            goto done;
-        if (empty != 0)
-            out_names[k] = name, ++named;
+        int duplicable = PyTuple_GET_ITEM(spec, 1) == Py_True;
+        if (PyTuple_GET_SIZE(names) > 1 && !duplicable)
+            goto not_this_path;
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(names); ++i) {
+            int empty = PyUnicode_Compare(PyTuple_GET_ITEM(names, i), empty_var_name);
+            if (empty == -1 && PyErr_Occurred())
+                goto done;
+            if (empty != 0) { /* (a slot naming a variable: a duplicable one, its names) */
+                out_names[k] = duplicable ? names : PyTuple_GET_ITEM(names, 0), ++named;
+                break;
+            }
+        }
     }
     if (given != PyDict_GET_SIZE(outputs))
         goto not_this_path;
-    /* the op is this path's: its output holders, made where missing as Scope.var makes them */
+    /* the op is this path's: its output holders, made where missing as Scope.var makes them
+     * (a duplicable slot's: a list, None for an empty name) */
     for (; made < n_out; ++made) {
         PyObject *name = out_names[made], *holder;
         if (name == NULL)
             continue;
-        holder = PyDict_GetItemWithError(values, name);
-        if (holder != NULL) {
-            Py_INCREF(holder);
-        } else if (PyErr_Occurred() || (holder = new_holder(name)) == NULL ||
-                   PyDict_SetItem(values, name, holder) < 0) {
-            Py_XDECREF(holder);
-            goto done;
+        if (PyTuple_Check(name)) {
+            Py_ssize_t n = PyTuple_GET_SIZE(name);
+            PyObject *holders = PyList_New(n);
+            if (holders == NULL)
+                goto done;
+            outs[made] = holders;
+            for (Py_ssize_t i = 0; i < n; ++i) {
+                PyObject *each = PyTuple_GET_ITEM(name, i);
+                int empty = PyUnicode_Compare(each, empty_var_name);
+                if (empty == -1 && PyErr_Occurred()) {
+                    ++made; /* (the list is let go below) */
+                    goto done;
+                }
+                holder = empty == 0 ? Py_NewRef(Py_None) : named_holder(values, each);
+                if (holder == NULL) {
+                    ++made;
+                    goto done;
+                }
+                PyList_SET_ITEM(holders, i, holder);
+            }
+            continue;
         }
+        if ((holder = named_holder(values, name)) == NULL)
+            goto done;
         outs[made] = holder;
     }
     if ((run_ctx = run_context(op, op_known, ctx, 0)) == NULL)
@@ -881,7 +954,8 @@ static PyObject *general_first_run(PyObject *op, PyObject *plan, PyObject *value
         if ((wanted = PyFrozenSet_New(NULL)) == NULL)
             goto done;
         for (Py_ssize_t k = 0; k < n_out; ++k)
-            if (out_names[k] != NULL && PySet_Add(wanted, PyTuple_GET_ITEM(out_slots, k)) < 0)
+            if (out_names[k] != NULL &&
+                PySet_Add(wanted, PyTuple_GET_ITEM(PyTuple_GET_ITEM(out_slots, k), 0)) < 0)
                 goto done;
         Py_INCREF(wanted);
         Py_XSETREF(SLOT(run_ctx, ctx_wanted_at), wanted);
@@ -920,7 +994,9 @@ static PyObject *general_first_run(PyObject *op, PyObject *plan, PyObject *value
             if (PyList_Check(source))
                 source = PyList_GET_SIZE(source) ? PyList_GET_ITEM(source, 0) : Py_None;
         }
-        if (store_output(ran, k, n_out == 1, outs[k], source) < 0)
+        if ((PyList_Check(outs[k])
+                 ? store_outputs(ran, k, n_out == 1, outs[k], source)
+                 : store_output(ran, k, n_out == 1, outs[k], source)) < 0)
             Py_CLEAR(ran);
     }
     result = ran_for(set_handler, &allocating, ran != NULL, start);

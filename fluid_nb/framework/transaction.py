@@ -208,6 +208,49 @@ def _append_with_xshape(block, op_type, x, attrs, layer_type):
     return out
 
 
+def append_fresh(block, op_type, inputs, outputs, attrs, layer_type, slot_order=None):
+    """Append ``op_type`` with ``inputs`` (slot -> tuple of names) and ``attrs``, its
+    ``outputs`` fresh temporaries, ``outputs`` mapping each slot to a list of ``(dtype,
+    stop_gradient)``, one per variable (a duplicable slot, ``split``'s, several): named in
+    that order as ``LayerHelper(layer_type)`` names them (``<layer_type>_<n>.tmp_<m>``,
+    ``.tmp_<m + 1>``, ...), the op's output slots in ``slot_order`` (``outputs``' order by
+    default); returns slot -> the list of its variables. All or nothing as
+    :func:`_append_one_op` is, without a transaction's snapshot of both programs: the
+    layers of one op of several outputs (``split``, ``topk``, ``dropout``, ...)."""
+    generate = unique_name._generator
+    ids = generate.ids
+    n = ids.get(layer_type, 0)
+    key = f"{generate.prefix}{layer_type}_{n}.tmp"
+    m = ids.get(key, 0)
+    made, variables, names = [], {}, {}
+    first = True
+    for slot, specs in outputs.items():
+        slot_vars = variables[slot] = []
+        for dtype, stop_gradient in specs:
+            name = generate.temporary(layer_type) if first else generate(key)
+            first = False
+            if name not in block.vars:
+                made.append(name)
+            var = block._create_temporary(name, dtype)
+            if stop_gradient:
+                var.stop_gradient = True
+            slot_vars.append(var)
+        names[slot] = tuple(var.name for var in slot_vars)
+    if slot_order is not None:
+        names = {slot: names[slot] for slot in slot_order}
+    spec = _fw._op_defs.get(op_type) or _fw._op_registry().find(op_type)
+    try:
+        # (the op's stack starts at the layer, as the C path's does)
+        single = _ONE.issuperset(map(len, inputs.values())) and \
+            _ONE.issuperset(map(len, names.values()))
+        block._append_args(spec, op_type, inputs, names, attrs, single, (), None, True, 3)
+    except BaseException:
+        if not _depth:  # (an open transaction undoes all of it itself)
+            _take_back_temporaries(block, made, layer_type, generate, n, m)
+        raise
+    return variables
+
+
 def _take_back_temporaries(block, made, layer_type, generator, n, m):
     """Remove the temporaries ``made`` of a failed append_with_xshape and give back the
     names it took (``layer_type``'s counter was ``n``, its ``.tmp`` counter ``m``)."""

@@ -241,15 +241,16 @@ class OpRunner:
 
     def _general_plan(self, op, opdef, fn):
         """``steps.first_run``'s general plan for ``op``'s type: ``(kernel, (input slot,
-        duplicable) pairs, output slots, per output the index of its LoD source among the
-        inputs or None, context, whether the kernel takes runtime values)``, as
-        ``binding.once_step`` binds the op; False for an op with a duplicable output slot,
-        more slots than the C call takes, or gradients taking their inputs' LoD."""
-        if any(slot.duplicable for slot in opdef.outputs) or takes_grad_lod(opdef) or \
+        duplicable) pairs, (output slot, duplicable) pairs, per output the index of its LoD
+        source among the inputs or None, context, whether the kernel takes runtime
+        values)``, as ``binding.once_step`` binds the op (a duplicable output, ``split``'s,
+        stored item by item); False for an op of more slots than the C call takes, or
+        gradients taking their inputs' LoD."""
+        if takes_grad_lod(opdef) or \
                 len(opdef.inputs) > FIRST_RUN_SLOTS or len(opdef.outputs) > FIRST_RUN_SLOTS:
             return False
         in_slots = tuple((slot.name, slot.duplicable) for slot in opdef.inputs)
-        out_slots = tuple(slot.name for slot in opdef.outputs)
+        out_slots = tuple((slot.name, slot.duplicable) for slot in opdef.outputs)
         source = None
         if opdef.share_lod is not None:
             names = [name for name, _ in in_slots]
@@ -258,7 +259,8 @@ class OpRunner:
             source = names.index(opdef.share_lod[0])
         shared = set(shared_lod_outputs(opdef))
         sources = tuple(source if index in shared else None for index in range(len(out_slots)))
-        ctx = KernelContext(op, self.place, self.executor, self.scope, frozenset(out_slots))
+        ctx = KernelContext(op, self.place, self.executor, self.scope,
+                            frozenset(slot.name for slot in opdef.outputs))
         return (fn, in_slots, out_slots, sources, ctx, opdef.lod_aware)
 
     def _once(self, op):

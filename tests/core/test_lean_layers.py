@@ -1,9 +1,11 @@
 """Layers of one op on fresh outputs (``pow``, ``sum``, ``sums``, ``assign``, ``expand``,
 ``cumsum``, ``isfinite``, ``has_inf``, ``has_nan``, ``where``, ``reverse``, ``size``,
 ``shape``, the comparisons, the logical ops, ``gather``, ``uniform_random``,
-``gaussian_random``) append it through ``append_one_op``: all or nothing without a
-transaction's snapshot, the record Fluid's way makes (a ``LayerHelper`` naming a temporary,
-then ``append_op``), refusals leaving nothing behind. A call given an output, a name or a
+``gaussian_random`` through ``append_one_op``; ``split``, ``unstack``, ``stack``, ``topk``,
+``argsort``, ``dropout``, ``cross_entropy``, ``softmax_with_cross_entropy``, ops of other or
+several outputs, through ``append_fresh``) append it all or nothing without a transaction's
+snapshot, the record Fluid's way makes (a ``LayerHelper`` naming the temporaries, then
+``append_op``), refusals leaving nothing behind. A call given an output, a name or a
 Variable where a number goes still appends in a transaction of its own.
 
 An inference remembered per signature answers for the same LoD level of Out before only:
@@ -34,6 +36,73 @@ def _by_helper(op_type, inputs, attrs, dtype, stop_gradient=False):
 
 
 F32, BOOL, I64 = VarType.FP32, VarType.BOOL, VarType.INT64
+
+
+def _fresh_by_helper(op_type, inputs, made, attrs, returns, slot_order=None):
+    """Fluid 1.8's way of a layer of one op of several outputs: ``made``, (slot, dtype,
+    stop_gradient) in the order the helper names them; the op's slots in ``slot_order``;
+    returns the variables of slot ``returns``."""
+    with atomic():
+        helper = LayerHelper(op_type)
+        outputs = {}
+        for slot, dtype, stop_gradient in made:
+            outputs.setdefault(slot, []).append(
+                helper.create_variable_for_type_inference(dtype, stop_gradient))
+        if slot_order is not None:
+            outputs = {slot: outputs[slot] for slot in slot_order}
+        helper.append_op(type=op_type, inputs=inputs, outputs=outputs, attrs=attrs)
+    return outputs[returns]
+
+
+#: each layer of one op of other or several outputs, and the same op the helper's way (the
+#: variables the layer returns)
+FRESH = {
+    "split": (lambda v: L.split(v.x, 2, dim=1),
+              lambda v: _fresh_by_helper("split", {"X": [v.x]}, [("Out", F32, False)] * 2,
+                                         {"num": 2, "axis": 1}, "Out")),
+    "split of sections": (lambda v: L.split(v.x, [1, -1, 2], dim=-1),
+                          lambda v: _fresh_by_helper(
+                              "split", {"X": [v.x]}, [("Out", F32, False)] * 3,
+                              {"num": 0, "axis": 1, "sections": [1, -1, 2]}, "Out")),
+    "unstack": (lambda v: L.unstack(v.i),
+                lambda v: _fresh_by_helper("unstack", {"X": [v.i]}, [("Y", I64, False)] * 3,
+                                           {"axis": 0, "num": 3}, "Y")),
+    "stack": (lambda v: [L.stack([v.x, v.x], axis=1)],
+              lambda v: _fresh_by_helper("stack", {"X": [v.x, v.x]}, [("Y", F32, False)],
+                                         {"axis": 1}, "Y")),
+    "topk": (lambda v: L.topk(v.x, 2)[1:],
+             lambda v: _fresh_by_helper("top_k", {"X": [v.x]},
+                                        [("Out", F32, True), ("Indices", I64, True)],
+                                        {"k": 2}, "Indices")),
+    "argsort": (lambda v: L.argsort(v.x, axis=0, descending=True)[:1],
+                lambda v: _fresh_by_helper("argsort", {"X": [v.x]},
+                                           [("Out", F32, True), ("Indices", I64, True)],
+                                           {"axis": 0, "descending": True}, "Out")),
+    "dropout": (lambda v: [L.dropout(v.x, 0.5, seed=1)],
+                lambda v: _fresh_by_helper("dropout", {"X": [v.x]},
+                                           [("Out", F32, False), ("Mask", VarType.UINT8, True)],
+                                           {"dropout_prob": 0.5, "is_test": False,
+                                            "fix_seed": True, "seed": 1,
+                                            "dropout_implementation": "downgrade_in_infer"},
+                                           "Out")),
+    "cross_entropy": (lambda v: [L.cross_entropy(v.x, v.idx2)],
+                      lambda v: _fresh_by_helper(
+                          "cross_entropy2", {"X": [v.x], "Label": [v.idx2]},
+                          [("Y", F32, False), ("XShape", F32, False), ("MatchX", F32, False)],
+                          {"ignore_index": -100}, "Y", ("Y", "MatchX", "XShape"))),
+    "cross_entropy, soft": (lambda v: [L.cross_entropy(v.x, v.x, soft_label=True)],
+                            lambda v: _fresh_by_helper(
+                                "cross_entropy", {"X": [v.x], "Label": [v.x]},
+                                [("Y", F32, False)], {"soft_label": True, "ignore_index": -100},
+                                "Y")),
+    "softmax_with_cross_entropy": (
+        lambda v: [L.softmax_with_cross_entropy(v.x, v.idx2)],
+        lambda v: _fresh_by_helper(
+            "softmax_with_cross_entropy", {"Logits": [v.x], "Label": [v.idx2]},
+            [("Softmax", F32, False), ("Loss", F32, False)],
+            {"soft_label": False, "ignore_index": -100, "numeric_stable_mode": True,
+             "axis": -1}, "Loss")),
+}
 
 #: each layer's call on x (float32 [3, 4]), i (int64 [3, 4]), b (bool [3, 4]) and idx
 #: (int64 [2]), and the same op the helper's way
@@ -98,20 +167,27 @@ class Values:
         self.i = data("i", [3, 4], "int64")
         self.b = data("b", [3, 4], "bool")
         self.idx = data("idx", [2], "int64")
+        self.idx2 = data("idx2", [3, 1], "int64")
+
+
+def _names(made):
+    return [var.name for var in made] if isinstance(made, (list, tuple)) else made.name
 
 
 def _outcome(call):
     main = fluid.Program()
     with fluid.program_guard(main, fluid.Program()), fluid.unique_name.guard():
         values = Values()
-        names = [call(values).name for _ in range(2)]  # (the second from the memos)
+        names = [_names(call(values)) for _ in range(2)]  # (the second from the memos)
         names.append((values.x + values.x).name)  # (the names handed out after)
-    return record(main), names, [list(op.attrs) for op in main.global_block().ops]
+    block = main.global_block()
+    # (the attributes' and the output slots' order too: a program's text and views show it)
+    return record(main), names, [(list(op.attrs), list(op.outputs)) for op in block.ops]
 
 
-@pytest.mark.parametrize("layer", list(LAYERS))
+@pytest.mark.parametrize("layer", list(LAYERS) + list(FRESH))
 def test_a_layer_makes_the_record_fluids_way_makes(layer):
-    call, by_helper = LAYERS[layer]
+    call, by_helper = LAYERS[layer] if layer in LAYERS else FRESH[layer]
     assert _outcome(call) == _outcome(by_helper)
 
 
@@ -132,7 +208,7 @@ def test_the_usual_calls_open_no_transaction(transactions):
     with fluid.program_guard(fluid.Program(), fluid.Program()), fluid.unique_name.guard():
         values = Values()
         transactions.clear()  # (the data layers')
-        for call, _ in LAYERS.values():
+        for call, _ in [*LAYERS.values(), *FRESH.values()]:
             call(values)
     assert transactions == []
 
@@ -146,7 +222,10 @@ def test_a_call_given_an_output_a_name_or_a_tensor_still_opens_one(transactions)
                 L.pow(v.x, 2.0, name="p"), L.expand(v.x, [2, 1], name="e"),
                 L.sums([v.x, v.x], out=L.fill_constant([3, 4], "float32", 0.0)),
                 L.assign(v.x, output=L.fill_constant([3, 4], "float32", 0.0)),
-                L.uniform_random(L.fill_constant([2], "int64", 2))]
+                L.uniform_random(L.fill_constant([2], "int64", 2)),
+                L.split(v.x, 2, dim=1, name="s"), L.topk(v.x, L.fill_constant([1], "int32", 1)),
+                L.argsort(v.x, name="a"), L.dropout(v.x, 0.5, name="d"),
+                L.split(v.x, 2, dim=L.fill_constant([1], "int32", 1))]
     assert len(transactions) == len(made)
     assert made[0] is cond and made[2].name == "p.tmp_0" and made[3].name == "e.tmp_0"
 
@@ -165,6 +244,16 @@ REFUSED = {
     "logical_and of floats": lambda v: L.logical_and(v.x, v.b),
     "gather by floats": lambda v: L.gather(v.x, v.x),
     "uniform_random of ints": lambda v: L.uniform_random([2], dtype="int32"),
+    "split of sizes not adding up": lambda v: L.split(v.x, [2, 3], dim=1),
+    "unstack past the rank": lambda v: L.unstack(v.x, axis=3),
+    "stack of two shapes": lambda v: L.stack([v.x, v.idx]),
+    "topk past the dim": lambda v: L.topk(v.x, 7),
+    "argsort past the rank": lambda v: L.argsort(v.x, axis=2),
+    "dropout of a probability above 1": lambda v: L.dropout(v.x, 1.5),
+    "cross_entropy of soft labels as ids": lambda v: L.cross_entropy(v.x, v.idx2,
+                                                                     soft_label=True),
+    "softmax_with_cross_entropy of other rows": lambda v: L.softmax_with_cross_entropy(
+        v.x, v.idx),
 }
 
 
@@ -185,7 +274,13 @@ def test_a_refused_call_leaves_the_program_and_its_names_as_they_were(refused):
 
 ARRAYS = {"x": (np.arange(12, dtype="float32").reshape(3, 4) - 4) / 3,
           "i": np.arange(12, dtype="int64").reshape(3, 4) % 3,
-          "b": np.arange(12).reshape(3, 4) % 2 == 0, "idx": np.array([2, 0], "int64")}
+          "b": np.arange(12).reshape(3, 4) % 2 == 0, "idx": np.array([2, 0], "int64"),
+          "idx2": np.array([[1], [3], [0]], "int64")}
+
+
+def _softmax(a):
+    e = np.exp(a - a.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
 
 #: each layer's live value against NumPy's
 NUMPY = {
@@ -203,6 +298,14 @@ NUMPY = {
     "less_than": (lambda v: L.less_than(v.i, v.i), lambda a: np.zeros((3, 4), bool)),
     "logical_not": (lambda v: L.logical_not(v.b), lambda a: ~a["b"]),
     "gather": (lambda v: L.gather(v.x, v.idx), lambda a: a["x"][[2, 0]]),
+    "split": (lambda v: L.split(v.x, [1, 3], dim=1)[1], lambda a: a["x"][:, 1:]),
+    "unstack": (lambda v: L.unstack(v.x)[2], lambda a: a["x"][2]),
+    "stack": (lambda v: L.stack([v.x, v.x], axis=1), lambda a: np.stack([a["x"]] * 2, 1)),
+    "topk": (lambda v: L.topk(v.x, 2)[1], lambda a: np.argsort(-a["x"], 1)[:, :2]),
+    "argsort": (lambda v: L.argsort(v.x, axis=0)[0], lambda a: np.sort(a["x"], 0)),
+    "softmax_with_cross_entropy": (
+        lambda v: L.softmax_with_cross_entropy(v.x, v.idx2),
+        lambda a: -np.log(np.take_along_axis(_softmax(a["x"]), a["idx2"], 1))),
 }
 
 #: the layers whose repeated call appends in C (their inference remembered)
@@ -220,9 +323,10 @@ def test_a_live_layer_computes_numpys_value_each_call(layer, fallbacks):
         first = call(v).numpy()
         handed = len(fallbacks.calls)
         second = call(v).numpy()
-    np.testing.assert_array_equal(first, expected(ARRAYS))
-    np.testing.assert_array_equal(second, expected(ARRAYS))
-    assert (len(fallbacks.calls) == handed) == (layer in IN_C)
+    np.testing.assert_allclose(first, expected(ARRAYS), rtol=1e-6)
+    np.testing.assert_allclose(second, expected(ARRAYS), rtol=1e-6)
+    if layer not in FRESH:  # (an append_one_op layer: the C path's or the Python way's)
+        assert (len(fallbacks.calls) == handed) == (layer in IN_C)
 
 
 @pytest.mark.parametrize("op_type, attrs, layer", [

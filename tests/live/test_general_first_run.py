@@ -1,6 +1,6 @@
 """A live op of any shape runs its first run in one C call (``steps.first_run`` with the
-runner's general plan): several outputs, optional and duplicable inputs, kernels that
-keep something in their context. It stores what the Python path (``binding.once_step``,
+runner's general plan): several outputs, optional and duplicable inputs and outputs,
+kernels that keep something in their context. It stores what the Python path (``binding.once_step``,
 taken while the arena's event log is on) stores, and hands back every op it does not
 take before it changes anything."""
 import contextlib
@@ -76,7 +76,9 @@ def _layers(seq):
         L.pool2d(image, 2),
         L.conv2d(image, 2, 1, param_attr=constant),
         L.one_hot(L.fill_constant([5, 1], "int64", 2), 4),  # an optional input left out
-        L.split(seq, 2, dim=1)[1],            # duplicable outputs: the Python path
+        *L.split(seq, 2, dim=1),              # a duplicable output, stored item by item
+        *L.unstack(seq, axis=1),
+        L.split(seq, [2, -1], dim=0)[1],      # (a piece along the sequences: X's LoD kept)
     ]
 
 
@@ -92,8 +94,7 @@ def test_ops_of_every_shape_store_in_one_call_what_the_python_path_stores(sessio
     assert {"reshape2", "transpose2", "concat", "stack", "sum", "fill_constant", "mean",
             "reduce_mean", "top_k", "squeeze2", "unsqueeze2", "dropout", "cast",
             "layer_norm", "mul", "slice", "softmax_with_cross_entropy", "arg_max", "pool2d",
-            "conv2d", "one_hot"} <= took
-    assert "split" not in {op_type for op_type, _ in taken}  # (no plan: its Out[])
+            "conv2d", "one_hot", "split", "unstack"} <= took
     count = len(taken)
     general = cell(session_name + "_watched", True)
     assert len(taken) == count  # the event log on: no first run through the C call
@@ -116,7 +117,10 @@ def test_ops_of_every_shape_store_in_one_call_what_the_python_path_stores(sessio
     assert lean[11][0].dtype == np.int64
     np.testing.assert_allclose(lean[16][0], WORDS @ np.full((2, 3), 0.5, "float32"),
                                rtol=1e-6)
-    np.testing.assert_array_equal(lean[-2][0], np.eye(4, dtype="float32")[[2] * 5])
+    np.testing.assert_array_equal(lean[-6][0], np.eye(4, dtype="float32")[[2] * 5])
+    for piece, column in zip(lean[-5:-3] + lean[-3:-1], [WORDS[:, :1], WORDS[:, 1:]] * 2):
+        np.testing.assert_array_equal(piece[0], column.reshape(piece[0].shape))
+    np.testing.assert_array_equal(lean[-1][0], WORDS[2:])
 
 
 def test_each_first_run_keeps_its_own_context(session_name, taken):

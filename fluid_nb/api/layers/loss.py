@@ -2,6 +2,8 @@
 further losses of Fluid 1.8 (sigmoid cross entropy, Huber, smooth L1, log, KL divergence,
 ranking, BPR, MSE, Dice, N-pair)."""
 from ...errors import InvalidArgument, expected
+from ...framework import program as _fw
+from ...framework.transaction import append_fresh, lean
 from ...framework.type_checks import require_variable
 from ..layer_helper import LayerHelper
 from .arg_checks import INT, NUMBER, boolean, checks, optional, real_in, variable
@@ -19,6 +21,11 @@ kIgnoreIndex = -100
 _check_variable = require_variable
 
 
+def _block():
+    program = _fw._main_program
+    return program.blocks[program.current_block_idx]
+
+
 @checks(input=variable, label=variable)
 def square_error_cost(input, label):
     """``(input - label)^2`` elementwise: ``elementwise_sub`` then ``square``."""
@@ -33,6 +40,7 @@ def square_error_cost(input, label):
     return out
 
 
+@lean  # (one op through append_fresh)
 @checks(input=variable, label=variable, soft_label=boolean, ignore_index=INT)
 def cross_entropy(input, label, soft_label=False, ignore_index=kIgnoreIndex):
     """``-log(input[label])`` per row, ``input`` already a probability distribution.
@@ -41,23 +49,19 @@ def cross_entropy(input, label, soft_label=False, ignore_index=kIgnoreIndex):
     ``soft_label=True`` uses ``cross_entropy`` (``-sum(label * log(input))``)."""
     _check_variable("cross_entropy", "input", input)
     _check_variable("cross_entropy", "label", label)
-    if not soft_label:
-        helper = LayerHelper("cross_entropy2")
-        out = helper.create_variable_for_type_inference(dtype=input.dtype)
-        xshape = helper.create_variable_for_type_inference(dtype=input.dtype)
-        match_x = helper.create_variable_for_type_inference(dtype=input.dtype)
-        helper.append_op(type="cross_entropy2", inputs={"X": [input], "Label": [label]},
-                         outputs={"Y": [out], "MatchX": [match_x], "XShape": [xshape]},
-                         attrs={"ignore_index": ignore_index})
-        return out
-    helper = LayerHelper("cross_entropy")
-    out = helper.create_variable_for_type_inference(dtype=input.dtype)
-    helper.append_op(type="cross_entropy", inputs={"X": [input], "Label": [label]},
-                     outputs={"Y": [out]},
-                     attrs={"soft_label": soft_label, "ignore_index": ignore_index})
-    return out
+    inputs = {"X": (input.name,), "Label": (label.name,)}
+    if not soft_label:  # (Y, XShape and MatchX named in that order, as Fluid makes them)
+        fresh = [(input.dtype, False)]
+        return append_fresh(_block(), "cross_entropy2", inputs,
+                            {"Y": fresh, "XShape": fresh, "MatchX": fresh},
+                            {"ignore_index": ignore_index}, "cross_entropy2",
+                            ("Y", "MatchX", "XShape"))["Y"][0]
+    return append_fresh(_block(), "cross_entropy", inputs, {"Y": [(input.dtype, False)]},
+                        {"soft_label": soft_label, "ignore_index": ignore_index},
+                        "cross_entropy")["Y"][0]
 
 
+@lean  # (one op through append_fresh)
 @checks(logits=variable, label=variable, soft_label=boolean, ignore_index=INT,
         numeric_stable_mode=boolean, return_softmax=boolean, axis=INT)
 def softmax_with_cross_entropy(logits, label, soft_label=False, ignore_index=kIgnoreIndex,
@@ -66,14 +70,14 @@ def softmax_with_cross_entropy(logits, label, soft_label=False, ignore_index=kIg
     (and the softmax when ``return_softmax``)."""
     _check_variable("softmax_with_cross_entropy", "logits", logits)
     _check_variable("softmax_with_cross_entropy", "label", label)
-    helper = LayerHelper("softmax_with_cross_entropy")
-    softmax = helper.create_variable_for_type_inference(dtype=logits.dtype)
-    loss = helper.create_variable_for_type_inference(dtype=logits.dtype)
-    helper.append_op(type="softmax_with_cross_entropy",
-                     inputs={"Logits": [logits], "Label": [label]},
-                     outputs={"Softmax": [softmax], "Loss": [loss]},
-                     attrs={"soft_label": soft_label, "ignore_index": ignore_index,
-                            "numeric_stable_mode": numeric_stable_mode, "axis": axis})
+    fresh = [(logits.dtype, False)]
+    made = append_fresh(_block(), "softmax_with_cross_entropy",
+                        {"Logits": (logits.name,), "Label": (label.name,)},
+                        {"Softmax": fresh, "Loss": fresh},
+                        {"soft_label": soft_label, "ignore_index": ignore_index,
+                         "numeric_stable_mode": numeric_stable_mode, "axis": axis},
+                        "softmax_with_cross_entropy")
+    softmax, loss = made["Softmax"][0], made["Loss"][0]
     if return_softmax:
         return loss, softmax
     return loss

@@ -11,8 +11,8 @@ from ...tensor.dtypes import VarType
 from ...framework.type_checks import require_variable
 from ...framework import program as _fw
 from ...framework.program import Variable
-from ...framework.transaction import append_one_op, append_with_xshape, atomic, lean, \
-    replayed
+from ...framework.transaction import append_fresh, append_one_op, append_with_xshape, \
+    atomic, lean, replayed
 from ..layer_helper import LayerHelper
 from .arg_checks import (INT, NAME, NUMBER, Refused, _is_int, activation, boolean, checks,
                          dims, int_in, int_typed, ints, one_of, optional, or_variable,
@@ -231,24 +231,21 @@ def _unsqueeze(input, axes, name):
     return out
 
 
+@lean  # (one op through append_fresh, or a transaction of its own)
 @checks(input=variable, num_or_sections=sections, dim=or_variable(int_typed(INT)), name=NAME)
 def split(input, num_or_sections, dim=-1, name=None):
     """A list of pieces along ``dim``: ``num`` equal ones, or the given section sizes (one
     may be -1). Sections may hold Variables (SectionsTensorList) and ``dim`` may be a
     Variable (AxisTensor)."""
-    helper = LayerHelper("split", name=name)
     shape = input.shape
-    inputs = {"X": [input]}
     attrs = {"num": num_or_sections if _is_int(num_or_sections) else 0}
-    if isinstance(dim, Variable):
-        dim.stop_gradient = True
-        inputs["AxisTensor"] = [dim]
-    else:
+    if not isinstance(dim, Variable):
         if not -len(shape) <= dim < len(shape):
             raise InvalidArgument(f"split: dim expected in [{-len(shape)}, {len(shape)}), but "
                                   f"received {dim}")
         dim = dim + len(shape) if dim < 0 else dim
         attrs["axis"] = dim
+    sections = None
     if _is_int(num_or_sections):
         if _is_int(dim) and shape[dim] > 0 and shape[dim] % num_or_sections:
             raise InvalidArgument(f"split: num_or_sections expected to divide dim {dim} of "
@@ -261,11 +258,23 @@ def split(input, num_or_sections, dim=-1, name=None):
                                   f"received {sections}")
         num = len(sections)
         attrs["sections"] = [-1 if isinstance(s, Variable) else int(s) for s in sections]
+    if name is None and not isinstance(dim, Variable) and not _holds_variable(sections):
+        program = _fw._main_program  # (the usual call: ints, no name)
+        return append_fresh(program.blocks[program.current_block_idx], "split",
+                            {"X": (input.name,)}, {"Out": [(input.dtype, False)] * num},
+                            attrs, "split")["Out"]
+    with atomic():
+        helper = LayerHelper("split", name=name)
+        inputs = {"X": [input]}
+        if isinstance(dim, Variable):
+            dim.stop_gradient = True
+            inputs["AxisTensor"] = [dim]
         if _holds_variable(sections):
             inputs["SectionsTensorList"] = _int_tensor_list(helper, sections)
-    outs = [helper.create_variable_for_type_inference(dtype=input.dtype) for _ in range(num)]
-    helper.append_op(type="split", inputs=inputs, outputs={"Out": outs}, attrs=attrs)
-    return outs
+        outs = [helper.create_variable_for_type_inference(dtype=input.dtype)
+                for _ in range(num)]
+        helper.append_op(type="split", inputs=inputs, outputs={"Out": outs}, attrs=attrs)
+        return outs
 
 
 def _stack_input(value):
@@ -273,24 +282,32 @@ def _stack_input(value):
         variable_list(value)
 
 
+@lean  # (one op through append_fresh, or a transaction of its own)
 @checks(x=_stack_input, axis=INT)
 def stack(x, axis=0):
     """Tensors of one shape stacked along a new dim ``axis`` (``stack``). A single Variable
     is a list of one; a tensor array (alone) has its items stacked by
     ``tensor_array_to_tensor`` with use_stack, as Fluid 1.8 does."""
-    helper = LayerHelper("stack", x=x)
     xs = [x] if isinstance(x, Variable) else list(x)
+    if xs[0].type != VarType.LOD_TENSOR_ARRAY:  # (the usual call: tensors)
+        program = _fw._main_program
+        return append_fresh(program.blocks[program.current_block_idx], "stack",
+                            {"X": tuple(var.name for var in xs)}, {"Y": [(xs[0].dtype, False)]},
+                            {"axis": axis}, "stack")["Y"][0]
+    with atomic():
+        return _stack_array(x, xs, axis)
+
+
+def _stack_array(x, xs, axis):
+    helper = LayerHelper("stack", x=x)
     out = helper.create_variable_for_type_inference(xs[0].dtype)
-    if xs[0].type == VarType.LOD_TENSOR_ARRAY:
-        if len(xs) != 1:
-            raise InvalidArgument(f"stack: x expected one LoDTensorArray alone, but received "
-                                  f"{len(xs)} Variables")
-        index = helper.create_variable_for_type_inference("int32")
-        helper.append_op(type="tensor_array_to_tensor", inputs={"X": xs},
-                         outputs={"Out": [out], "OutIndex": [index]},
-                         attrs={"axis": axis, "use_stack": True})
-        return out
-    helper.append_op(type="stack", inputs={"X": xs}, outputs={"Y": [out]}, attrs={"axis": axis})
+    if len(xs) != 1:
+        raise InvalidArgument(f"stack: x expected one LoDTensorArray alone, but received "
+                              f"{len(xs)} Variables")
+    index = helper.create_variable_for_type_inference("int32")
+    helper.append_op(type="tensor_array_to_tensor", inputs={"X": xs},
+                     outputs={"Out": [out], "OutIndex": [index]},
+                     attrs={"axis": axis, "use_stack": True})
     return out
 
 
@@ -461,6 +478,7 @@ def flatten(x, axis=1, name=None):
 flatten = replayed(flatten, globals())
 
 
+@lean  # (one op through append_fresh)
 @checks(x=variable, axis=INT, num=optional(int_in(1, want="a positive int")))
 def unstack(x, axis=0, num=None):
     """The list of ``x`` taken at each index of dim ``axis`` (``unstack``); ``num``
@@ -474,11 +492,10 @@ def unstack(x, axis=0, num=None):
             raise InvalidArgument(f"unstack: num expected when dim {axis} of x is unknown, "
                                   f"but received None (x's shape {list(x.shape)})")
         num = x.shape[axis]
-    helper = LayerHelper("unstack")
-    outs = [helper.create_variable_for_type_inference(x.dtype) for _ in range(num)]
-    helper.append_op(type="unstack", inputs={"X": [x]}, outputs={"Y": outs},
-                     attrs={"axis": axis, "num": num})
-    return outs
+    program = _fw._main_program
+    return append_fresh(program.blocks[program.current_block_idx], "unstack", {"X": (x.name,)},
+                        {"Y": [(x.dtype, False)] * num}, {"axis": axis, "num": num},
+                        "unstack")["Y"]
 
 
 # --- gather and scatter by coordinates -------------------------------------------------------

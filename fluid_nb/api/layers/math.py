@@ -6,7 +6,7 @@ with Paddle's attributes."""
 from ...errors import InvalidArgument, InvalidType, expected
 from ...framework import program as _fw
 from ...framework.program import Variable
-from ...framework.transaction import append_one_op, atomic, lean, replayed
+from ...framework.transaction import append_fresh, append_one_op, atomic, lean, replayed
 from ...tensor.dtypes import VarType, dtype_name
 from ..layer_helper import LayerHelper
 import builtins
@@ -261,6 +261,7 @@ def nonzero(input, as_tuple=False):
     return tuple(slice(coords, axes=[1], starts=[i], ends=[i + 1]) for i in builtins_range(rank_))
 
 
+@lean  # (one op through append_fresh, or a transaction of its own)
 @checks(input=variable, axis=INT, descending=boolean, name=NAME)
 def argsort(input, axis=-1, descending=False, name=None):
     """``input`` sorted along ``axis`` and the int64 indices of the sorted values:
@@ -271,13 +272,21 @@ def argsort(input, axis=-1, descending=False, name=None):
     if not -rank_ <= axis < max(rank_, 1):
         raise InvalidArgument(f"argsort: axis expected in [{-rank_}, {rank_}), but received "
                               f"{axis}")
-    helper = LayerHelper("argsort", name=name)
-    out = helper.create_variable_for_type_inference(input.dtype, stop_gradient=True)
-    ids = helper.create_variable_for_type_inference(VarType.INT64, stop_gradient=True)
-    helper.append_op(type="argsort", inputs={"X": [input]},
-                     outputs={"Out": [out], "Indices": [ids]},
-                     attrs={"axis": axis, "descending": descending})
-    return out, ids
+    attrs = {"axis": axis, "descending": descending}
+    if name is None:  # (the usual call)
+        program = _fw._main_program
+        made = append_fresh(program.blocks[program.current_block_idx], "argsort",
+                            {"X": (input.name,)},
+                            {"Out": [(input.dtype, True)], "Indices": [(VarType.INT64, True)]},
+                            attrs, "argsort")
+        return made["Out"][0], made["Indices"][0]
+    with atomic():
+        helper = LayerHelper("argsort", name=name)
+        out = helper.create_variable_for_type_inference(input.dtype, stop_gradient=True)
+        ids = helper.create_variable_for_type_inference(VarType.INT64, stop_gradient=True)
+        helper.append_op(type="argsort", inputs={"X": [input]},
+                         outputs={"Out": [out], "Indices": [ids]}, attrs=attrs)
+        return out, ids
 
 
 def _logical_reduce(op_type, input, dim, keep_dim, name):

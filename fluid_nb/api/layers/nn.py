@@ -14,7 +14,7 @@ from ...framework.type_checks import check_dtype, require_variable
 from ...framework import program as _fw
 from ...framework.callstack import _op_record
 from ...framework.program import Variable
-from ...framework.transaction import append_one_op, atomic, lean, replayed
+from ...framework.transaction import append_fresh, append_one_op, atomic, lean, replayed
 from ..initializer import ConstantInitializer, NormalInitializer
 from ..layer_helper import LayerHelper
 from ..param_attr import ParamAttr
@@ -304,6 +304,7 @@ def layer_norm(input, scale=True, shift=True, begin_norm_axis=1, epsilon=1e-05,
 
 
 # --- transforms ---------------------------------------------------------------------------
+@lean  # (one op through append_fresh, or a transaction of its own)
 @checks(x=variable, dropout_prob=PROBABILITY, is_test=boolean, seed=optional(NON_NEGATIVE_INT),
         name=NAME, dropout_implementation=one_of('downgrade_in_infer', 'upscale_in_train'))
 def dropout(x, dropout_prob, is_test=False, seed=None, name=None,
@@ -313,16 +314,25 @@ def dropout(x, dropout_prob, is_test=False, seed=None, name=None,
     if dropout_implementation not in ("downgrade_in_infer", "upscale_in_train"):
         raise InvalidArgument(f"dropout: dropout_implementation expected 'downgrade_in_infer' "
                               f"or 'upscale_in_train', but received '{dropout_implementation}'")
-    helper = LayerHelper("dropout", name=name)
-    out = helper.create_variable_for_type_inference(dtype=x.dtype)
-    mask = helper.create_variable_for_type_inference(dtype=VarType.UINT8, stop_gradient=True)
-    if not seed and helper.main_program.random_seed != 0:
-        seed = helper.main_program.random_seed
-    helper.append_op(type="dropout", inputs={"X": [x]}, outputs={"Out": [out], "Mask": [mask]},
-                     attrs={"dropout_prob": float(dropout_prob), "is_test": is_test,
-                            "fix_seed": seed is not None, "seed": seed if seed is not None else 0,
-                            "dropout_implementation": dropout_implementation})
-    return out
+    program = _fw._main_program
+    if not seed and program.random_seed != 0:
+        seed = program.random_seed
+    attrs = {"dropout_prob": float(dropout_prob), "is_test": is_test,
+             "fix_seed": seed is not None, "seed": seed if seed is not None else 0,
+             "dropout_implementation": dropout_implementation}
+    if name is None:  # (the usual call)
+        return append_fresh(program.blocks[program.current_block_idx], "dropout",
+                            {"X": (x.name,)},
+                            {"Out": [(x.dtype, False)], "Mask": [(VarType.UINT8, True)]},
+                            attrs, "dropout")["Out"][0]
+    with atomic():
+        helper = LayerHelper("dropout", name=name)
+        out = helper.create_variable_for_type_inference(dtype=x.dtype)
+        mask = helper.create_variable_for_type_inference(dtype=VarType.UINT8,
+                                                         stop_gradient=True)
+        helper.append_op(type="dropout", inputs={"X": [x]},
+                         outputs={"Out": [out], "Mask": [mask]}, attrs=attrs)
+        return out
 
 
 def _one_op_call(layer, op_type, inputs=("x",), attrs=None):
@@ -398,10 +408,23 @@ def mul(x, y, x_num_col_dims=1, y_num_col_dims=1, name=None):
     return out
 
 
+@lean  # (one op through append_fresh, or a transaction of its own)
 @checks(input=variable, k=or_variable(POSITIVE_INT), name=NAME)
 def topk(input, k, name=None):
     """(values, int64 indices) of the ``k`` largest along the last dim (``top_k``)."""
     _check_variable("topk", "input", input)
+    if name is None and not isinstance(k, Variable):  # (the usual call)
+        program = _fw._main_program
+        made = append_fresh(program.blocks[program.current_block_idx], "top_k",
+                            {"X": (input.name,)},
+                            {"Out": [(input.dtype, True)], "Indices": [(VarType.INT64, True)]},
+                            {"k": k}, "top_k")
+        return made["Out"][0], made["Indices"][0]
+    with atomic():
+        return _topk(input, k, name)
+
+
+def _topk(input, k, name):
     helper = LayerHelper("top_k", name=name)
     values = helper.create_variable_for_type_inference(dtype=input.dtype)
     indices = helper.create_variable_for_type_inference(dtype=VarType.INT64)
