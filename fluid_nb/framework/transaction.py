@@ -187,25 +187,9 @@ def _append_with_xshape(block, op_type, x, attrs, layer_type):
     ``append_with_xshape`` is ``_op_record.append_with_xshape``: this function's common
     case in C (outside any transaction, the op's memos holding this call's answers, as
     for ``append_one_op``), this function for every other call."""
-    generate = unique_name._generator
-    ids = generate.ids
-    n = ids.get(layer_type, 0)
-    key = f"{generate.prefix}{layer_type}_{n}.tmp"
-    m = ids.get(key, 0)
-    names = (generate.temporary(layer_type), generate(key))
-    made = [name for name in names if name not in block.vars]
-    out = block._create_temporary(names[0], x.dtype)
-    block._create_temporary(names[1], x.dtype)
-    spec = _fw._op_defs.get(op_type) or _fw._op_registry().find(op_type)
-    inputs, outputs = {"X": (x.name,)}, {"Out": names[:1], "XShape": names[1:]}
-    try:
-        # (the op's stack starts at the layer, as the C path's does)
-        block._append_args(spec, op_type, inputs, outputs, attrs, True, (), None, True, 3)
-    except BaseException:
-        if not _depth:  # (an open transaction undoes all of it itself)
-            _take_back_temporaries(block, made, layer_type, generate, n, m)
-        raise
-    return out
+    fresh = [(x.dtype, False)]
+    return _fresh(block, op_type, {"X": (x.name,)}, {"Out": fresh, "XShape": fresh}, attrs,
+                  layer_type)["Out"][0]
 
 
 def append_fresh(block, op_type, inputs, outputs, attrs, layer_type, slot_order=None):
@@ -217,6 +201,12 @@ def append_fresh(block, op_type, inputs, outputs, attrs, layer_type, slot_order=
     default); returns slot -> the list of its variables. All or nothing as
     :func:`_append_one_op` is, without a transaction's snapshot of both programs: the
     layers of one op of several outputs (``split``, ``topk``, ``dropout``, ...)."""
+    return _fresh(block, op_type, inputs, outputs, attrs, layer_type, slot_order)
+
+
+def _fresh(block, op_type, inputs, outputs, attrs, layer_type, slot_order=None):
+    """:func:`append_fresh`, called by it or by :func:`_append_with_xshape` (the op's stack
+    starts at their caller, the layer)."""
     generate = unique_name._generator
     ids = generate.ids
     n = ids.get(layer_type, 0)
@@ -239,11 +229,11 @@ def append_fresh(block, op_type, inputs, outputs, attrs, layer_type, slot_order=
     if slot_order is not None:
         names = {slot: names[slot] for slot in slot_order}
     spec = _fw._op_defs.get(op_type) or _fw._op_registry().find(op_type)
+    single = _ONE.issuperset(map(len, inputs.values())) and \
+        _ONE.issuperset(map(len, names.values()))
     try:
         # (the op's stack starts at the layer, as the C path's does)
-        single = _ONE.issuperset(map(len, inputs.values())) and \
-            _ONE.issuperset(map(len, names.values()))
-        block._append_args(spec, op_type, inputs, names, attrs, single, (), None, True, 3)
+        block._append_args(spec, op_type, inputs, names, attrs, single, (), None, True, 4)
     except BaseException:
         if not _depth:  # (an open transaction undoes all of it itself)
             _take_back_temporaries(block, made, layer_type, generate, n, m)
@@ -252,8 +242,8 @@ def append_fresh(block, op_type, inputs, outputs, attrs, layer_type, slot_order=
 
 
 def _take_back_temporaries(block, made, layer_type, generator, n, m):
-    """Remove the temporaries ``made`` of a failed append_with_xshape and give back the
-    names it took (``layer_type``'s counter was ``n``, its ``.tmp`` counter ``m``)."""
+    """Remove the temporaries ``made`` of a failed append_with_xshape (append_fresh) and
+    give back the names it took (``layer_type``'s counter was ``n``, its ``.tmp`` counter ``m``)."""
     for name in made:
         block._remove_var(name)
     _forget_in_live_session(block.program, (), tuple(made))

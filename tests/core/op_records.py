@@ -1,7 +1,7 @@
 """What two ways of appending ops must agree on: a program's record (every variable's fields,
 every op's type, arguments and attributes, the program's version), which op types had
-their shape inference run rather than answered from a memo, and which appends the C path
-handed to its Python way."""
+their shape inference run rather than answered from a memo, which appends the C path
+handed to its Python way, and the transactions opened."""
 import pytest
 
 from fluid_nb.framework import annotations, program as fw, registry, transaction, unique_name
@@ -60,3 +60,16 @@ def fallbacks():
     configure(one_op=spy)
     yield spy
     configure()
+
+
+@pytest.fixture
+def transactions(monkeypatch):
+    """The transactions opened (each ``transaction._open``)."""
+    opened = []
+    open_ = transaction._open
+
+    def counted(programs):
+        opened.append(programs)
+        return open_(programs)
+    monkeypatch.setattr(transaction, "_open", counted)
+    return opened

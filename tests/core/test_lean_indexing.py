@@ -11,7 +11,8 @@ import pytest
 import fluid_nb as fluid
 from fluid_nb.api.layers import manip, math_op_patch
 from fluid_nb.framework import transaction, unique_name
-from tests.core.op_records import fallbacks, inferences, record  # noqa: F401 (fixtures)
+from tests.core.op_records import (  # noqa: F401 (fixtures)
+    fallbacks, inferences, record, transactions)
 
 #: each index on a [4, 8, 3] float32 x (``i``: an int64 [1] Variable), twice in a cell
 INDEXES = {
@@ -67,19 +68,6 @@ def _outcome(index, general=False):
 @pytest.mark.parametrize("index", list(INDEXES))
 def test_an_index_makes_the_record_the_general_way_makes(index):
     assert _outcome(INDEXES[index]) == _outcome(INDEXES[index], general=True)
-
-
-@pytest.fixture
-def transactions(monkeypatch):
-    """The transactions opened (each ``transaction._open``)."""
-    opened = []
-    open_ = transaction._open
-
-    def counted(programs):
-        opened.append(programs)
-        return open_(programs)
-    monkeypatch.setattr(transaction, "_open", counted)
-    return opened
 
 
 def test_an_index_of_ints_opens_no_transaction_and_one_of_variables_one(transactions):

@@ -15,10 +15,9 @@ import pytest
 
 import fluid_nb as fluid
 from fluid_nb.api.layer_helper import LayerHelper
-from fluid_nb.framework import transaction
 from fluid_nb.framework.transaction import atomic
 from fluid_nb.tensor.dtypes import VarType
-from tests.core.op_records import fallbacks, record  # noqa: F401 (fixtures)
+from tests.core.op_records import fallbacks, record, transactions  # noqa: F401 (fixtures)
 
 L = fluid.layers
 
@@ -189,19 +188,6 @@ def _outcome(call):
 def test_a_layer_makes_the_record_fluids_way_makes(layer):
     call, by_helper = LAYERS[layer] if layer in LAYERS else FRESH[layer]
     assert _outcome(call) == _outcome(by_helper)
-
-
-@pytest.fixture
-def transactions(monkeypatch):
-    """The transactions opened (each ``transaction._open``)."""
-    opened = []
-    open_ = transaction._open
-
-    def counted(programs):
-        opened.append(programs)
-        return open_(programs)
-    monkeypatch.setattr(transaction, "_open", counted)
-    return opened
 
 
 def test_the_usual_calls_open_no_transaction(transactions):
