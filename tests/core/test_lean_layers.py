@@ -227,6 +227,9 @@ REFUSED = {
     "isfinite of a bool": lambda v: L.isfinite(v.b),
     "reverse past the rank": lambda v: L.reverse(v.x, 5),
     "less_than of a number": lambda v: L.less_than(v.x, 1),
+    "less_than of bools": lambda v: L.less_than(v.b, v.b),  # (Fluid 1.8's dtype table)
+    "equal of a bool y": lambda v: L.equal(v.x, v.b),
+    "pow of an int factor tensor": lambda v: L.pow(v.x, v.idx),
     "logical_and of floats": lambda v: L.logical_and(v.x, v.b),
     "gather by floats": lambda v: L.gather(v.x, v.x),
     "uniform_random of ints": lambda v: L.uniform_random([2], dtype="int32"),

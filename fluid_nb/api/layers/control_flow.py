@@ -18,6 +18,7 @@ from ...tensor.dtypes import VarType
 from ...framework.program import Variable
 from ...framework.transaction import append_one_op, atomic, lean
 from ..layer_helper import LayerHelper
+from .arg_checks import checks
 
 __all__ = ["increment", "less_than", "less_equal", "greater_than", "greater_equal", "equal",
            "not_equal", "logical_and", "logical_or", "logical_xor", "logical_not",
@@ -66,31 +67,37 @@ def _compare(op_type, x, y, cond, force_cpu=None):
 
 
 @lean  # (one op through append_one_op, or a transaction of its own)
+@checks()  # (Fluid 1.8's dtypes of x and y, in the call's own frame)
 def less_than(x, y, force_cpu=None, cond=None):
     return _compare("less_than", x, y, cond, force_cpu)
 
 
 @lean  # (the same)
+@checks()
 def less_equal(x, y, cond=None):
     return _compare("less_equal", x, y, cond)
 
 
 @lean  # (the same)
+@checks()
 def greater_than(x, y, cond=None):
     return _compare("greater_than", x, y, cond)
 
 
 @lean  # (the same)
+@checks()
 def greater_equal(x, y, cond=None):
     return _compare("greater_equal", x, y, cond)
 
 
 @lean  # (the same)
+@checks()
 def equal(x, y, cond=None):
     return _compare("equal", x, y, cond)
 
 
 @lean  # (the same)
+@checks()
 def not_equal(x, y, cond=None):
     return _compare("not_equal", x, y, cond)
 

@@ -130,11 +130,9 @@ def mish(x, threshold=20, name=None):
 
 
 @lean  # (one op through append_one_op, or a transaction of its own)
+@checks(x=variable, name=NAME)  # (and Fluid 1.8's dtypes of x and a factor tensor)
 def pow(x, factor=1.0, name=None):
     """Out = X ^ factor; ``factor`` a number or a Variable of one value (FactorTensor)."""
-    check("pow", "x", x, variable)
-    _dtype_among("pow", "x", x, ("int32", "int64", "float32", "float64"))
-    check("pow", "name", name, NAME)
     if not isinstance(factor, Variable):
         check("pow", "factor", factor, NUMBER)
         if name is None:  # (the usual call: a number, no name)
