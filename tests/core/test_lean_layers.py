@@ -1,7 +1,8 @@
 """Layers of one op on fresh outputs (``pow``, ``sum``, ``sums``, ``assign``, ``expand``,
 ``cumsum``, ``isfinite``, ``has_inf``, ``has_nan``, ``where``, ``reverse``, ``size``,
 ``shape``, the comparisons, the logical ops, ``gather``, ``uniform_random``,
-``gaussian_random`` through ``append_one_op``; ``split``, ``unstack``, ``stack``, ``topk``,
+``gaussian_random``, the float functions and parametrised activations of ``math``
+(``log1p``, ``erf``, ``selu``, ``stanh``, ``brelu``, ...) through ``append_one_op``; ``split``, ``unstack``, ``stack``, ``topk``,
 ``argsort``, ``dropout``, ``cross_entropy``, ``softmax_with_cross_entropy``, ops of other or
 several outputs, through ``append_fresh``) append it all or nothing without a transaction's
 snapshot, the record Fluid's way makes (a ``LayerHelper`` naming the temporaries, then
@@ -143,6 +144,14 @@ LAYERS = {
     "gather": (lambda v: L.gather(v.x, v.idx),
                lambda v: _by_helper("gather", {"X": [v.x], "Index": [v.idx]},
                                     {"overwrite": True}, F32)),
+    "log1p": (lambda v: L.log1p(v.x), lambda v: _by_helper("log1p", {"X": [v.x]}, {}, F32)),
+    "selu": (lambda v: L.selu(v.x, 1.5, 0.5),
+             lambda v: _by_helper("selu", {"X": [v.x]}, {"scale": 1.5, "alpha": 0.5}, F32)),
+    "stanh": (lambda v: L.stanh(v.x),
+              lambda v: _by_helper("stanh", {"X": [v.x]}, {"scale_a": 0.67, "scale_b": 1.7159},
+                                   F32)),
+    "brelu": (lambda v: L.brelu(v.x, 1, 2),
+              lambda v: _by_helper("brelu", {"X": [v.x]}, {"t_min": 1.0, "t_max": 2.0}, F32)),
     "uniform_random": (lambda v: L.uniform_random([2, 3], seed=3),
                        lambda v: _by_helper("uniform_random", {}, {
                            "seed": 3, "min": -1.0, "max": 1.0, "dtype": int(F32),
@@ -230,6 +239,8 @@ REFUSED = {
     "less_than of bools": lambda v: L.less_than(v.b, v.b),  # (Fluid 1.8's dtype table)
     "equal of a bool y": lambda v: L.equal(v.x, v.b),
     "pow of an int factor tensor": lambda v: L.pow(v.x, v.idx),
+    "log1p of ints": lambda v: L.log1p(v.i),
+    "brelu of crossed bounds": lambda v: L.brelu(v.x, 2, 1),
     "logical_and of floats": lambda v: L.logical_and(v.x, v.b),
     "gather by floats": lambda v: L.gather(v.x, v.x),
     "uniform_random of ints": lambda v: L.uniform_random([2], dtype="int32"),
@@ -287,6 +298,9 @@ NUMPY = {
     "less_than": (lambda v: L.less_than(v.i, v.i), lambda a: np.zeros((3, 4), bool)),
     "logical_not": (lambda v: L.logical_not(v.b), lambda a: ~a["b"]),
     "gather": (lambda v: L.gather(v.x, v.idx), lambda a: a["x"][[2, 0]]),
+    "atan": (lambda v: L.atan(v.x), lambda a: np.arctan(a["x"])),
+    "brelu": (lambda v: L.brelu(v.x, 0.1, 0.5), lambda a: np.clip(a["x"], 0.1, 0.5)),
+    "stanh": (lambda v: L.stanh(v.x, 0.5, 2.0), lambda a: 2.0 * np.tanh(0.5 * a["x"])),
     "split": (lambda v: L.split(v.x, [1, 3], dim=1)[1], lambda a: a["x"][:, 1:]),
     "unstack": (lambda v: L.unstack(v.x)[2], lambda a: a["x"][2]),
     "stack": (lambda v: L.stack([v.x, v.x], axis=1), lambda a: np.stack([a["x"]] * 2, 1)),
@@ -299,7 +313,7 @@ NUMPY = {
 
 #: the layers whose repeated call appends in C (their inference remembered)
 IN_C = {"pow", "expand", "cumsum", "cumsum reversed", "isfinite", "where", "reverse",
-        "shape", "less_than", "logical_not"}
+        "shape", "less_than", "logical_not", "atan", "brelu", "stanh"}
 
 
 @pytest.mark.parametrize("layer", list(NUMPY))

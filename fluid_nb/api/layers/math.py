@@ -37,53 +37,86 @@ def _float_input(where, x):
 
 
 def _unary(op_type, x, attrs=None, name=None):
+    """One ``op_type`` op on the float tensor ``x``, its attributes as floats: through
+    ``append_one_op`` for a fresh output, in a transaction for a named one."""
     _float_input(op_type, x)
     check(op_type, "name", name, NAME)
-    helper = LayerHelper(op_type, name=name)
-    out = helper.create_variable_for_type_inference(x.dtype) if name is None else \
-        helper.create_variable(name=name, dtype=x.dtype, persistable=False)
-    helper.append_op(type=op_type, inputs={"X": [x]}, outputs={"Out": [out]},
-                     attrs={k: float(v) for k, v in (attrs or {}).items()})
-    return out
+    attrs = {k: float(v) for k, v in (attrs or {}).items()}
+    if name is None:
+        return _appended(op_type, {"X": (x.name,)}, x.dtype, attrs)
+    with atomic():
+        helper = LayerHelper(op_type, name=name)
+        out = helper.create_variable(name=name, dtype=x.dtype, persistable=False)
+        helper.append_op(type=op_type, inputs={"X": [x]}, outputs={"Out": [out]}, attrs=attrs)
+        return out
 
 
+@lean  # (one op through append_one_op, or a transaction of its own)
 def log1p(x, name=None):
     """Out = ln(1 + X)."""
     return _unary("log1p", x, name=name)
 
 
+log1p = replayed(log1p, globals())
+
+
+@lean  # (one op through append_one_op, or a transaction of its own)
 def erf(x, name=None):
     """Out = erf(X)."""
     return _unary("erf", x, name=name)
 
 
+erf = replayed(erf, globals())
+
+
+@lean  # (one op through append_one_op, or a transaction of its own)
 def atan(x, name=None):
     """Out = atan(X)."""
     return _unary("atan", x, name=name)
 
 
+atan = replayed(atan, globals())
+
+
+@lean  # (one op through append_one_op, or a transaction of its own)
 def acos(x, name=None):
     """Out = acos(X)."""
     return _unary("acos", x, name=name)
 
 
+acos = replayed(acos, globals())
+
+
+@lean  # (one op through append_one_op, or a transaction of its own)
 def asin(x, name=None):
     """Out = asin(X)."""
     return _unary("asin", x, name=name)
 
 
+asin = replayed(asin, globals())
+
+
+@lean  # (one op through append_one_op, or a transaction of its own)
 @checks(threshold=optional(real_in(0.0)))
 def hard_shrink(x, threshold=None):
     """Out = X where |X| > threshold (default 0.5), else 0."""
     return _unary("hard_shrink", x, {"threshold": 0.5 if threshold is None else threshold})
 
 
+hard_shrink = replayed(hard_shrink, globals())
+
+
+@lean  # (one op through append_one_op, or a transaction of its own)
 @checks(threshold=optional(NUMBER))
 def thresholded_relu(x, threshold=None):
     """Out = X where X > threshold (default 1.0), else 0."""
     return _unary("thresholded_relu", x, {"threshold": 1.0 if threshold is None else threshold})
 
 
+thresholded_relu = replayed(thresholded_relu, globals())
+
+
+@lean  # (one op through append_one_op, or a transaction of its own)
 @checks(scale=optional(real_in(1.0)), alpha=optional(real_in(0.0)))
 def selu(x, scale=None, alpha=None, name=None):
     """Out = scale * (X where X > 0, else alpha (e^X - 1)); the defaults keep the
@@ -96,12 +129,20 @@ def selu(x, scale=None, alpha=None, name=None):
     return _unary("selu", x, attrs, name)
 
 
+selu = replayed(selu, globals())
+
+
+@lean  # (one op through append_one_op, or a transaction of its own)
 @checks(scale_a=NUMBER, scale_b=NUMBER)
 def stanh(x, scale_a=0.67, scale_b=1.7159, name=None):
     """Out = scale_b * tanh(scale_a * X)."""
     return _unary("stanh", x, {"scale_a": scale_a, "scale_b": scale_b}, name)
 
 
+stanh = replayed(stanh, globals())
+
+
+@lean  # (one op through append_one_op, or a transaction of its own)
 @checks(t_min=NUMBER, t_max=NUMBER)
 def brelu(x, t_min=0.0, t_max=24.0, name=None):
     """Out = min(max(X, t_min), t_max)."""
@@ -110,12 +151,20 @@ def brelu(x, t_min=0.0, t_max=24.0, name=None):
     return _unary("brelu", x, {"t_min": t_min, "t_max": t_max}, name)
 
 
+brelu = replayed(brelu, globals())
+
+
+@lean  # (one op through append_one_op, or a transaction of its own)
 @checks(threshold=real_in(0.0))
 def soft_relu(x, threshold=40.0, name=None):
     """Out = ln(1 + e^clip(X, -threshold, threshold))."""
     return _unary("soft_relu", x, {"threshold": threshold}, name)
 
 
+soft_relu = replayed(soft_relu, globals())
+
+
+@lean  # (one op through append_one_op, or a transaction of its own)
 @checks(threshold=NUMBER, scale=real_in(0.0), offset=NUMBER)
 def hard_swish(x, threshold=6.0, scale=6.0, offset=3.0, name=None):
     """Out = X * min(max(X + offset, 0), threshold) / scale (Howard et al.)."""
@@ -123,10 +172,17 @@ def hard_swish(x, threshold=6.0, scale=6.0, offset=3.0, name=None):
                   name)
 
 
+hard_swish = replayed(hard_swish, globals())
+
+
+@lean  # (one op through append_one_op, or a transaction of its own)
 @checks(threshold=NUMBER)
 def mish(x, threshold=20, name=None):
     """Out = X * tanh(softplus(X)) (Misra)."""
     return _unary("mish", x, {"threshold": threshold}, name)
+
+
+mish = replayed(mish, globals())
 
 
 @lean  # (one op through append_one_op, or a transaction of its own)
