@@ -1,8 +1,9 @@
 """Layers of one op on fresh outputs (``pow``, ``sum``, ``sums``, ``assign``, ``expand``,
 ``cumsum``, ``isfinite``, ``has_inf``, ``has_nan``, ``where``, ``reverse``, ``size``,
 ``shape``, the comparisons, the logical ops, ``gather``, ``uniform_random``,
-``gaussian_random``, the float functions and parametrised activations of ``math``
-(``log1p``, ``erf``, ``selu``, ``stanh``, ``brelu``, ...) through ``append_one_op``; ``split``, ``unstack``, ``stack``, ``topk``,
+``gaussian_random``, ``mul``, ``sign``, ``clip_by_norm``, ``flip``, the float functions
+and parametrised activations of ``math`` (``log1p``, ``erf``, ``selu``, ``stanh``,
+``brelu``, ...) through ``append_one_op``; ``split``, ``unstack``, ``stack``, ``topk``,
 ``argsort``, ``dropout``, ``cross_entropy``, ``softmax_with_cross_entropy``, ops of other or
 several outputs, through ``append_fresh``) append it all or nothing without a transaction's
 snapshot, the record Fluid's way makes (a ``LayerHelper`` naming the temporaries, then
@@ -152,6 +153,14 @@ LAYERS = {
                                    F32)),
     "brelu": (lambda v: L.brelu(v.x, 1, 2),
               lambda v: _by_helper("brelu", {"X": [v.x]}, {"t_min": 1.0, "t_max": 2.0}, F32)),
+    "mul": (lambda v: L.mul(v.x, v.x4, y_num_col_dims=1),
+            lambda v: _by_helper("mul", {"X": [v.x], "Y": [v.x4]},
+                                 {"x_num_col_dims": 1, "y_num_col_dims": 1}, F32)),
+    "sign": (lambda v: L.sign(v.x), lambda v: _by_helper("sign", {"X": [v.x]}, {}, F32)),
+    "clip_by_norm": (lambda v: L.clip_by_norm(v.x, 2),
+                     lambda v: _by_helper("clip_by_norm", {"X": [v.x]}, {"max_norm": 2.0}, F32)),
+    "flip": (lambda v: L.flip(v.i, [1]),
+             lambda v: _by_helper("flip", {"X": [v.i]}, {"dims": [1]}, I64)),
     "uniform_random": (lambda v: L.uniform_random([2, 3], seed=3),
                        lambda v: _by_helper("uniform_random", {}, {
                            "seed": 3, "min": -1.0, "max": 1.0, "dtype": int(F32),
@@ -176,6 +185,7 @@ class Values:
         self.b = data("b", [3, 4], "bool")
         self.idx = data("idx", [2], "int64")
         self.idx2 = data("idx2", [3, 1], "int64")
+        self.x4 = data("x4", [4, 3], "float32")
 
 
 def _names(made):
@@ -275,7 +285,8 @@ def test_a_refused_call_leaves_the_program_and_its_names_as_they_were(refused):
 ARRAYS = {"x": (np.arange(12, dtype="float32").reshape(3, 4) - 4) / 3,
           "i": np.arange(12, dtype="int64").reshape(3, 4) % 3,
           "b": np.arange(12).reshape(3, 4) % 2 == 0, "idx": np.array([2, 0], "int64"),
-          "idx2": np.array([[1], [3], [0]], "int64")}
+          "idx2": np.array([[1], [3], [0]], "int64"),
+          "x4": np.arange(12, dtype="float32").reshape(4, 3) / 6}
 
 
 def _softmax(a):
@@ -301,6 +312,8 @@ NUMPY = {
     "atan": (lambda v: L.atan(v.x), lambda a: np.arctan(a["x"])),
     "brelu": (lambda v: L.brelu(v.x, 0.1, 0.5), lambda a: np.clip(a["x"], 0.1, 0.5)),
     "stanh": (lambda v: L.stanh(v.x, 0.5, 2.0), lambda a: 2.0 * np.tanh(0.5 * a["x"])),
+    "mul": (lambda v: L.mul(v.x, v.x4), lambda a: a["x"] @ a["x4"]),
+    "flip": (lambda v: L.flip(v.x, [0]), lambda a: a["x"][::-1]),
     "split": (lambda v: L.split(v.x, [1, 3], dim=1)[1], lambda a: a["x"][:, 1:]),
     "unstack": (lambda v: L.unstack(v.x)[2], lambda a: a["x"][2]),
     "stack": (lambda v: L.stack([v.x, v.x], axis=1), lambda a: np.stack([a["x"]] * 2, 1)),
@@ -313,7 +326,7 @@ NUMPY = {
 
 #: the layers whose repeated call appends in C (their inference remembered)
 IN_C = {"pow", "expand", "cumsum", "cumsum reversed", "isfinite", "where", "reverse",
-        "shape", "less_than", "logical_not", "atan", "brelu", "stanh"}
+        "shape", "less_than", "logical_not", "atan", "brelu", "stanh", "mul", "flip"}
 
 
 @pytest.mark.parametrize("layer", list(NUMPY))

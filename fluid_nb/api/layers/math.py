@@ -219,28 +219,38 @@ def sum(x):
                      {"use_mkldnn": False})
 
 
+@lean  # (one op through append_one_op, or a transaction of its own)
 def sign(x):
     """Out = -1, 0 or 1 by the sign of X (a NumPy array is assigned to a variable first)."""
     import numpy as np
     if isinstance(x, np.ndarray):
-        from .tensor import assign
-        x = assign(x)
+        with atomic():  # (two ops: the array's assign_value, then sign)
+            from .tensor import assign
+            return sign(assign(x))
     check("sign", "x", x, variable)
     _dtype_among("sign", "x", x, _FLOATS)
-    helper = LayerHelper("sign")
-    out = helper.create_variable_for_type_inference(x.dtype)
-    helper.append_op(type="sign", inputs={"X": [x]}, outputs={"Out": [out]})
-    return out
+    return _appended("sign", {"X": (x.name,)}, x.dtype)
 
 
+sign = replayed(sign, globals())
+
+
+@lean  # (one op through append_one_op, or a transaction of its own)
 @checks(x=variable, max_norm=real_in(0.0))
 def clip_by_norm(x, max_norm, name=None):
     """Out = X * max_norm / ||X||_2 where ||X||_2 > max_norm, else X."""
-    helper = LayerHelper("clip_by_norm", name=name)
-    out = helper.create_variable_for_type_inference(x.dtype)
-    helper.append_op(type="clip_by_norm", inputs={"X": [x]}, outputs={"Out": [out]},
-                     attrs={"max_norm": float(max_norm)})
-    return out
+    attrs = {"max_norm": float(max_norm)}
+    if name is None:  # (the usual call)
+        return _appended("clip_by_norm", {"X": (x.name,)}, x.dtype, attrs)
+    with atomic():
+        helper = LayerHelper("clip_by_norm", name=name)
+        out = helper.create_variable_for_type_inference(x.dtype)
+        helper.append_op(type="clip_by_norm", inputs={"X": [x]}, outputs={"Out": [out]},
+                         attrs=attrs)
+        return out
+
+
+clip_by_norm = replayed(clip_by_norm, globals())
 
 
 # --- shapes, searching and sorting ----------------------------------------------------------
@@ -410,6 +420,7 @@ def reverse(x, axis):
 reverse = replayed(reverse, globals())
 
 
+@lean  # (one op through append_one_op, or a transaction of its own)
 @checks(input=variable, dims=ints(), name=NAME)
 def flip(input, dims, name=None):
     """``input`` reversed along each dim in ``dims`` (``flip``)."""
@@ -417,12 +428,17 @@ def flip(input, dims, name=None):
                  ("float16", "float32", "float64", "int32", "int64", "bool"))
     if not dims:
         raise InvalidArgument(f"flip: dims expected at least one dim, but received {dims}")
-    helper = LayerHelper("flip", name=name)
-    out = helper.create_variable_for_type_inference(input.dtype) if name is None else \
-        helper.create_variable(name=name, dtype=input.dtype, persistable=False)
-    helper.append_op(type="flip", inputs={"X": [input]}, outputs={"Out": [out]},
-                     attrs={"dims": list(dims)})
-    return out
+    if name is None:  # (the usual call)
+        return _appended("flip", {"X": (input.name,)}, input.dtype, {"dims": list(dims)})
+    with atomic():
+        helper = LayerHelper("flip", name=name)
+        out = helper.create_variable(name=name, dtype=input.dtype, persistable=False)
+        helper.append_op(type="flip", inputs={"X": [input]}, outputs={"Out": [out]},
+                         attrs={"dims": list(dims)})
+        return out
+
+
+flip = replayed(flip, globals())
 
 
 @checks(input=variable, shifts=int_or_ints(None), dims=optional(int_or_ints(None)))

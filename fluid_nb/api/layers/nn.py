@@ -395,17 +395,24 @@ matmul = _one_op_call(matmul, "matmul", ("x", "y"), {"transpose_X": "transpose_x
                                                       "alpha": "alpha"})
 
 
+@lean  # (one op through append_one_op, or a transaction of its own)
 @checks(x=variable, y=variable, x_num_col_dims=POSITIVE_INT, y_num_col_dims=POSITIVE_INT,
         name=NAME)
 def mul(x, y, x_num_col_dims=1, y_num_col_dims=1, name=None):
     """``flatten(x, x_num_col_dims) @ flatten(y, y_num_col_dims)`` (``mul``)."""
     _check_variable("mul", "x", x)
     _check_variable("mul", "y", y)
-    helper = LayerHelper("mul", name=name)
-    out = helper.create_variable_for_type_inference(dtype=x.dtype)
-    helper.append_op(type="mul", inputs={"X": [x], "Y": [y]}, outputs={"Out": [out]},
-                     attrs={"x_num_col_dims": x_num_col_dims, "y_num_col_dims": y_num_col_dims})
-    return out
+    attrs = {"x_num_col_dims": x_num_col_dims, "y_num_col_dims": y_num_col_dims}
+    if name is None:  # (the usual call)
+        program = _fw._main_program
+        return append_one_op(program.blocks[program.current_block_idx], "mul",
+                             {"X": (x.name,), "Y": (y.name,)}, attrs, x.dtype, "mul")
+    with atomic():
+        helper = LayerHelper("mul", name=name)
+        out = helper.create_variable_for_type_inference(dtype=x.dtype)
+        helper.append_op(type="mul", inputs={"X": [x], "Y": [y]}, outputs={"Out": [out]},
+                         attrs=attrs)
+        return out
 
 
 @lean  # (one op through append_fresh, or a transaction of its own)
