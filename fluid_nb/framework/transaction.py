@@ -277,6 +277,18 @@ def _take_back_one_op(block, op, name, layer_type, generator):
     _take_back_temporary(block, name, True, layer_type, generator)
 
 
+def take_back_appended(block, appended):
+    """Take back ``appended``: (op, its output's name, the layer type it was named for) of
+    one-op appends a layer made in a row (``append_one_op``'s, oldest first), newest first,
+    as each would take itself back: a layer of several such appends whose last was
+    refused. Inside a transaction, which undoes all of it itself, nothing."""
+    if _depth:
+        return
+    generator = unique_name._generator
+    for op, name, layer_type in reversed(appended):
+        _take_back_one_op(block, op, name, layer_type, generator)
+
+
 append_one_op = _op_record.append_one_op
 append_with_xshape = _op_record.append_with_xshape
 

@@ -273,7 +273,7 @@ def_op("fill_constant_batch_size_like", inputs=["Input"], outputs=["Out"],
               "input_dim_idx": ("int", 0), "output_dim_idx": ("int", 0),
               "force_cpu": ("bool", False)},
        infer_shape=_batch_like_infer, kernel=_fill_batch_like, lod_aware=True,
-       grad=no_gradient,
+       grad=no_gradient, traits=("infer_from_x",),
        doc="Out = full(shape, value) with shape[output_dim_idx] = "
            "Input.dims[input_dim_idx] (the number of sequences when Input has LoD and "
            "input_dim_idx is 0).")

@@ -39,6 +39,13 @@ def _by_helper(op_type, inputs, attrs, dtype, stop_gradient=False):
 F32, BOOL, I64 = VarType.FP32, VarType.BOOL, VarType.INT64
 
 
+def _sequence_by_helper(op_type, bounds, dtype):
+    """Fluid 1.8's range and linspace: each number a [1] fill_constant, then the op."""
+    with atomic():
+        slots = {slot: [L.fill_constant([1], vt, n)] for slot, n, vt in bounds}
+        return _by_helper(op_type, slots, {}, dtype, stop_gradient=True)
+
+
 def _fresh_by_helper(op_type, inputs, made, attrs, returns, slot_order=None):
     """Fluid 1.8's way of a layer of one op of several outputs: ``made``, (slot, dtype,
     stop_gradient) in the order the helper names them; the op's slots in ``slot_order``;
@@ -153,6 +160,19 @@ LAYERS = {
                                    F32)),
     "brelu": (lambda v: L.brelu(v.x, 1, 2),
               lambda v: _by_helper("brelu", {"X": [v.x]}, {"t_min": 1.0, "t_max": 2.0}, F32)),
+    "range": (lambda v: L.range(0, 8, 2, "int64"),
+              lambda v: _sequence_by_helper("range", [("Start", 0, "int64"),
+                                                      ("End", 8, "int64"),
+                                                      ("Step", 2, "int64")], I64)),
+    "linspace": (lambda v: L.linspace(0, 1, 5, "float32"),
+                 lambda v: _sequence_by_helper("linspace", [("Start", 0, "float32"),
+                                                            ("Stop", 1, "float32"),
+                                                            ("Num", 5, "int32")], F32)),
+    "fill_constant_batch_size_like": (
+        lambda v: L.fill_constant_batch_size_like(v.x, [1, 5], "float32", 2.0),
+        lambda v: _by_helper("fill_constant_batch_size_like", {"Input": [v.x]}, {
+            "shape": [1, 5], "dtype": int(F32), "value": 2.0, "str_value": "2.0",
+            "input_dim_idx": 0, "output_dim_idx": 0, "force_cpu": False}, F32, True)),
     "mul": (lambda v: L.mul(v.x, v.x4, y_num_col_dims=1),
             lambda v: _by_helper("mul", {"X": [v.x], "Y": [v.x4]},
                                  {"x_num_col_dims": 1, "y_num_col_dims": 1}, F32)),
@@ -314,6 +334,8 @@ NUMPY = {
     "stanh": (lambda v: L.stanh(v.x, 0.5, 2.0), lambda a: 2.0 * np.tanh(0.5 * a["x"])),
     "mul": (lambda v: L.mul(v.x, v.x4), lambda a: a["x"] @ a["x4"]),
     "flip": (lambda v: L.flip(v.x, [0]), lambda a: a["x"][::-1]),
+    "range": (lambda v: L.range(1, 8, 3, "int64"), lambda a: np.arange(1, 8, 3)),
+    "linspace": (lambda v: L.linspace(0, 1, 5, "float64"), lambda a: np.linspace(0, 1, 5)),
     "split": (lambda v: L.split(v.x, [1, 3], dim=1)[1], lambda a: a["x"][:, 1:]),
     "unstack": (lambda v: L.unstack(v.x)[2], lambda a: a["x"][2]),
     "stack": (lambda v: L.stack([v.x, v.x], axis=1), lambda a: np.stack([a["x"]] * 2, 1)),
@@ -360,3 +382,18 @@ def test_a_remembered_inference_answers_for_outs_lod_level_before(op_type, attrs
         fresh = [layer(x) for _ in range(2)]
     assert held.lod_level == 1
     assert [out.lod_level for out in fresh] == [0, 0]
+
+
+def test_a_sequence_refused_when_it_runs_takes_back_its_bound_tensors():
+    """A live range of step 0 (refused by its op's first run) leaves neither its op nor the
+    fill_constant tensors made for its bounds, nor their names."""
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard(), \
+            fluid.live(program=main, startup_program=startup, scope=fluid.Scope()):
+        before = record(main)
+        with pytest.raises(fluid.errors.FluidError, match="Step"):
+            L.range(0, 8, 0, "int64")
+        after = record(main)
+        names = [L.range(0, 8, 1, "int64").name, main.global_block().ops[0].outputs["Out"][0]]
+    assert after[:2] == before[:2]
+    assert names == ["range_0.tmp_0", "fill_constant_0.tmp_0"]

@@ -12,7 +12,10 @@ import numpy as np
 
 from ...errors import InvalidArgument, InvalidAssertion, InvalidType, expected
 from ...tensor.dtypes import convert_dtype, dtype_name
+from ...framework import program as _fw
 from ...framework.program import Variable
+from ...framework.transaction import append_one_op, lean, take_back_appended
+from ...tensor.dtypes import VarType
 from ..layer_helper import LayerHelper
 from .arg_checks import (INT, NAME, NON_NEGATIVE_INT, NUMBER, Refused, boolean, check,
                          checks, dims, dtype, int_in, ints, one_of, optional, or_variable,
@@ -42,19 +45,31 @@ def _variable_dtype(where, name, var, allowed):
                                    got))
 
 
-def _one_element(value, vt):
-    """A Variable as it is (cast to ``vt`` when its type differs), a number as a
-    ``fill_constant`` of shape [1]."""
-    if isinstance(value, Variable):
-        return value if value.dtype == vt else cast(value, vt)
-    return fill_constant([1], vt, value)
-
-
-def _sequence(op_type, slots):
-    helper = LayerHelper(op_type)
-    out = helper.create_variable_for_type_inference(dtype=slots[next(iter(slots))].dtype)
-    helper.append_op(type=op_type, inputs={k: [v] for k, v in slots.items()},
-                     outputs={"Out": [out]})
+def _sequence(op_type, bounds):
+    """``op_type`` (range, linspace) on its bounds, ``(slot, value, vt, cast)`` each: a
+    Variable as it is (cast to ``vt`` when ``cast`` and its type differs), a number as a
+    ``fill_constant`` of shape [1] and type ``vt``; Out (no gradient) of the first bound's
+    type. Each tensor and the op append all or nothing (``append_one_op``), without a
+    transaction's snapshot of both programs: a refused op takes back the tensors made for
+    it, newest first."""
+    program = _fw._main_program
+    block = program.blocks[program.current_block_idx]
+    slots, appended = {}, []
+    try:
+        for slot, value, vt, cast_to in bounds:
+            if isinstance(value, Variable) and (value.dtype == vt or not cast_to):
+                slots[slot] = value
+                continue
+            made = cast(value, vt) if isinstance(value, Variable) else fill_constant([1], vt,
+                                                                                    value)
+            appended.append((block.ops[-1], made.name,
+                             "cast" if isinstance(value, Variable) else "fill_constant"))
+            slots[slot] = made
+        out = append_one_op(block, op_type, {slot: (var.name,) for slot, var in slots.items()},
+                            None, slots[bounds[0][0]].dtype, op_type)
+    except BaseException:
+        take_back_appended(block, appended)
+        raise
     out.stop_gradient = True
     return out
 
@@ -62,6 +77,7 @@ def _sequence(op_type, slots):
 _BOUND = or_variable(NUMBER)
 
 
+@lean  # (its tensors and op each through append_one_op, taken back together)
 @checks(start=_BOUND, end=_BOUND, step=_BOUND)
 def range(start, end, step, dtype):
     """The 1-D tensor ``start, start + step, ...`` up to but excluding ``end``
@@ -69,21 +85,21 @@ def range(start, end, step, dtype):
     Numbers become one-element ``fill_constant`` tensors of ``dtype``, Variables of another
     type are cast to it."""
     vt = _dtype_among("range", "dtype", dtype, _NUMERIC)
-    slots = {"Start": _one_element(start, vt), "End": _one_element(end, vt),
-             "Step": _one_element(step, vt)}
-    return _sequence("range", slots)
+    return _sequence("range", (("Start", start, vt, True), ("End", end, vt, True),
+                               ("Step", step, vt, True)))
 
 
+@lean  # (the same)
 @checks(start=_BOUND, end=_BOUND, step=_BOUND, name=NAME)
 def arange(start, end, step=1, dtype=None, name=None):
     """``range`` with a default step of 1 and dtype float32 (``range`` op): the values of
     [start, end) spaced by ``step``."""
     vt = _dtype_among("arange", "dtype", "float32" if dtype is None else dtype, _NUMERIC)
-    slots = {"Start": _one_element(start, vt),
-             "End": _one_element(end, vt), "Step": _one_element(step, vt)}
-    return _sequence("range", slots)
+    return _sequence("range", (("Start", start, vt, True), ("End", end, vt, True),
+                               ("Step", step, vt, True)))
 
 
+@lean  # (the same)
 @checks(start=_BOUND, stop=_BOUND, num=or_variable(int_in(1, want="an int >= 1")))
 def linspace(start, stop, num, dtype):
     """``num`` evenly spaced values from ``start`` to ``stop`` inclusive (``linspace`` op:
@@ -94,10 +110,8 @@ def linspace(start, stop, num, dtype):
             _variable_dtype("linspace", name, value, ("float32", "float64"))
     if isinstance(num, Variable):
         _variable_dtype("linspace", "num", num, ("int32",))
-    slots = {"Start": start if isinstance(start, Variable) else fill_constant([1], vt, start),
-             "Stop": stop if isinstance(stop, Variable) else fill_constant([1], vt, stop),
-             "Num": num if isinstance(num, Variable) else fill_constant([1], "int32", num)}
-    return _sequence("linspace", slots)
+    return _sequence("linspace", (("Start", start, vt, False), ("Stop", stop, vt, False),
+                                  ("Num", num, VarType.INT32, False)))
 
 
 _FILL_DTYPES = ("bool", "float16", "float32", "float64", "int32", "int64")

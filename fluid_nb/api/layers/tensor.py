@@ -286,6 +286,7 @@ def _fill_constant(shape, value, force_cpu, out, vt):
     return out
 
 
+@lean  # (one op through append_one_op)
 @checks(input=variable, shape=ints(None, -1, 'dims'), dtype=dtype, value=_fill_value,
         input_dim_idx=NON_NEGATIVE_INT, output_dim_idx=NON_NEGATIVE_INT, force_cpu=boolean)
 def fill_constant_batch_size_like(input, shape, dtype, value, input_dim_idx=0,
@@ -293,17 +294,13 @@ def fill_constant_batch_size_like(input, shape, dtype, value, input_dim_idx=0,
     """A tensor of ``shape`` filled with ``value`` whose dim ``output_dim_idx`` is, at run
     time, ``input``'s dim ``input_dim_idx`` (the batch size); no gradient."""
     _check_variable("fill_constant_batch_size_like", "input", input)
-    helper = LayerHelper("fill_constant_batch_size_like")
     vt = convert_dtype(dtype)
-    out = helper.create_variable_for_type_inference(dtype=vt)
     integral = vt in (VarType.INT32, VarType.INT64, VarType.INT16, VarType.INT8, VarType.UINT8)
-    helper.append_op(type="fill_constant_batch_size_like", inputs={"Input": [input]},
-                     outputs={"Out": [out]},
-                     attrs={"shape": [int(d) for d in shape], "dtype": int(vt),
-                            "value": float(value),
-                            "str_value": str(int(value)) if integral else str(float(value)),
-                            "input_dim_idx": input_dim_idx, "output_dim_idx": output_dim_idx,
-                            "force_cpu": force_cpu})
+    out = _one_op("fill_constant_batch_size_like", {"Input": (input.name,)},
+                  {"shape": [int(d) for d in shape], "dtype": int(vt), "value": float(value),
+                   "str_value": str(int(value)) if integral else str(float(value)),
+                   "input_dim_idx": input_dim_idx, "output_dim_idx": output_dim_idx,
+                   "force_cpu": force_cpu}, vt, "fill_constant_batch_size_like")
     out.stop_gradient = True
     return out
 
