@@ -204,16 +204,33 @@ def append_fresh(block, op_type, inputs, outputs, attrs, layer_type, slot_order=
     return _fresh(block, op_type, inputs, outputs, attrs, layer_type, slot_order)
 
 
-def _fresh(block, op_type, inputs, outputs, attrs, layer_type, slot_order=None):
-    """:func:`append_fresh`, called by it or by :func:`_append_with_xshape` (the op's stack
-    starts at their caller, the layer)."""
+def append_after(block, appended, op_type, inputs, out_dtype, attrs, layer_type):
+    """Append ``op_type`` after a layer's one-op appends ``appended`` (as
+    :func:`take_back_appended` takes them), its Out a fresh temporary of ``out_dtype`` named
+    as the same ``LayerHelper(layer_type)`` names its next one (``<layer_type>_<n>.tmp_<m>``
+    of the helper's ``n``): a layer's second op (an ``act=`` after an elementwise op,
+    ``square`` after ``elementwise_sub``). All or nothing with the appends before it: a
+    refused op takes back its temporary and theirs. Returns Out."""
+    helper = unique_name._generator.ids[layer_type] - 1
+    try:
+        return _fresh(block, op_type, inputs, {"Out": [(out_dtype, False)]}, attrs, layer_type,
+                      None, helper)["Out"][0]
+    except BaseException:
+        take_back_appended(block, appended)
+        raise
+
+
+def _fresh(block, op_type, inputs, outputs, attrs, layer_type, slot_order=None, helper=None):
+    """:func:`append_fresh`, called by it, :func:`_append_with_xshape` or
+    :func:`append_after` (the op's stack starts at their caller, the layer); ``helper``: the
+    number of the layer's helper whose temporaries these continue (None: a new helper's)."""
     generate = unique_name._generator
     ids = generate.ids
-    n = ids.get(layer_type, 0)
-    key = f"{generate.prefix}{layer_type}_{n}.tmp"
+    n = ids.get(layer_type, 0)  # (a helper's own: its counter stays, and is restored as is)
+    key = f"{generate.prefix}{layer_type}_{n if helper is None else helper}.tmp"
     m = ids.get(key, 0)
     made, variables, names = [], {}, {}
-    first = True
+    first = helper is None
     for slot, specs in outputs.items():
         slot_vars = variables[slot] = []
         for dtype, stop_gradient in specs:
@@ -236,18 +253,21 @@ def _fresh(block, op_type, inputs, outputs, attrs, layer_type, slot_order=None):
         block._append_args(spec, op_type, inputs, names, attrs, single, (), None, True, 4)
     except BaseException:
         if not _depth:  # (an open transaction undoes all of it itself)
-            _take_back_temporaries(block, made, layer_type, generate, n, m)
+            _take_back_temporaries(block, made, layer_type, generate, n, m, key)
         raise
     return variables
 
 
-def _take_back_temporaries(block, made, layer_type, generator, n, m):
+def _take_back_temporaries(block, made, layer_type, generator, n, m, key=None):
     """Remove the temporaries ``made`` of a failed append_with_xshape (append_fresh) and
-    give back the names it took (``layer_type``'s counter was ``n``, its ``.tmp`` counter ``m``)."""
+    give back the names it took (``layer_type``'s counter was ``n``, its ``.tmp`` counter,
+    ``key``, ``m``; ``key`` by default that of helper ``n``)."""
     for name in made:
         block._remove_var(name)
     _forget_in_live_session(block.program, (), tuple(made))
-    generator.take_back([(layer_type, n), (f"{generator.prefix}{layer_type}_{n}.tmp", m)])
+    if key is None:
+        key = f"{generator.prefix}{layer_type}_{n}.tmp"
+    generator.take_back([(layer_type, n), (key, m)])
 
 
 def _take_back_temporary(block, name, made, layer_type, generator):

@@ -39,6 +39,20 @@ def _by_helper(op_type, inputs, attrs, dtype, stop_gradient=False):
 F32, BOOL, I64 = VarType.FP32, VarType.BOOL, VarType.INT64
 
 
+def _two_ops_by_helper(layer_type, op_type, inputs, attrs, then, x_dtype, act=None):
+    """Fluid 1.8's layer of two ops under one helper: ``op_type`` into ``<layer>_<n>.tmp_0``,
+    then ``then`` (an activation, or square_error_cost's square) into ``.tmp_1``."""
+    with atomic():
+        helper = LayerHelper(layer_type, act=act)
+        out = helper.create_variable_for_type_inference(x_dtype)
+        helper.append_op(type=op_type, inputs=inputs, outputs={"Out": [out]}, attrs=attrs)
+        if act is not None:
+            return helper.append_activation(out)
+        second = helper.create_variable_for_type_inference(x_dtype)
+        helper.append_op(type=then, inputs={"X": [out]}, outputs={"Out": [second]})
+        return second
+
+
 def _sequence_by_helper(op_type, bounds, dtype):
     """Fluid 1.8's range and linspace: each number a [1] fill_constant, then the op."""
     with atomic():
@@ -173,6 +187,19 @@ LAYERS = {
         lambda v: _by_helper("fill_constant_batch_size_like", {"Input": [v.x]}, {
             "shape": [1, 5], "dtype": int(F32), "value": 2.0, "str_value": "2.0",
             "input_dim_idx": 0, "output_dim_idx": 0, "force_cpu": False}, F32, True)),
+    "elementwise_add, act": (
+        lambda v: L.elementwise_add(v.x, v.x, act="relu"),
+        lambda v: _two_ops_by_helper("elementwise_add", "elementwise_add",
+                                     {"X": [v.x], "Y": [v.x]}, None, None, F32, act="relu")),
+    "elementwise_mul, axis and act": (
+        lambda v: L.elementwise_mul(v.x, v.x, axis=0, act="tanh"),
+        lambda v: _two_ops_by_helper("elementwise_mul", "elementwise_mul",
+                                     {"X": [v.x], "Y": [v.x]}, {"axis": 0}, None, F32,
+                                     act="tanh")),
+    "square_error_cost": (
+        lambda v: L.square_error_cost(v.x, v.x),
+        lambda v: _two_ops_by_helper("square_error_cost", "elementwise_sub",
+                                     {"X": [v.x], "Y": [v.x]}, {}, "square", F32)),
     "mul": (lambda v: L.mul(v.x, v.x4, y_num_col_dims=1),
             lambda v: _by_helper("mul", {"X": [v.x], "Y": [v.x4]},
                                  {"x_num_col_dims": 1, "y_num_col_dims": 1}, F32)),
@@ -271,6 +298,8 @@ REFUSED = {
     "pow of an int factor tensor": lambda v: L.pow(v.x, v.idx),
     "log1p of ints": lambda v: L.log1p(v.i),
     "brelu of crossed bounds": lambda v: L.brelu(v.x, 2, 1),
+    "an activation refused after its op": lambda v: L.elementwise_add(v.i, v.i, act="sigmoid"),
+    "square_error_cost of two shapes": lambda v: L.square_error_cost(v.x, v.x4),
     "logical_and of floats": lambda v: L.logical_and(v.x, v.b),
     "gather by floats": lambda v: L.gather(v.x, v.x),
     "uniform_random of ints": lambda v: L.uniform_random([2], dtype="int32"),
@@ -297,9 +326,11 @@ def test_a_refused_call_leaves_the_program_and_its_names_as_they_were(refused):
         with pytest.raises(fluid.errors.FluidError):
             REFUSED[refused](v)
         after = record(main)
+        names = dict(fluid.unique_name._generator.ids)
         name = L.pow(v.x, 2.0).name
     assert after[:2] == before[:2]
     assert name == "pow_1.tmp_0"
+    assert not any(key.startswith(("elementwise_add", "square_error_cost")) for key in names)
 
 
 ARRAYS = {"x": (np.arange(12, dtype="float32").reshape(3, 4) - 4) / 3,

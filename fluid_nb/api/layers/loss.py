@@ -3,7 +3,7 @@ further losses of Fluid 1.8 (sigmoid cross entropy, Huber, smooth L1, log, KL di
 ranking, BPR, MSE, Dice, N-pair)."""
 from ...errors import InvalidArgument, expected
 from ...framework import program as _fw
-from ...framework.transaction import append_fresh, lean
+from ...framework.transaction import append_after, append_fresh, append_one_op, lean
 from ...framework.type_checks import require_variable
 from ..layer_helper import LayerHelper
 from .arg_checks import INT, NUMBER, boolean, checks, optional, real_in, variable
@@ -26,18 +26,17 @@ def _block():
     return program.blocks[program.current_block_idx]
 
 
+@lean  # (its two ops through append_one_op and append_after, taken back together)
 @checks(input=variable, label=variable)
 def square_error_cost(input, label):
     """``(input - label)^2`` elementwise: ``elementwise_sub`` then ``square``."""
     _check_variable("square_error_cost", "input", input)
     _check_variable("square_error_cost", "label", label)
-    helper = LayerHelper("square_error_cost")
-    minus = helper.create_variable_for_type_inference(dtype=input.dtype)
-    helper.append_op(type="elementwise_sub", inputs={"X": [input], "Y": [label]},
-                     outputs={"Out": [minus]})
-    out = helper.create_variable_for_type_inference(dtype=input.dtype)
-    helper.append_op(type="square", inputs={"X": [minus]}, outputs={"Out": [out]})
-    return out
+    block = _block()
+    minus = append_one_op(block, "elementwise_sub", {"X": (input.name,), "Y": (label.name,)},
+                          None, input.dtype, "square_error_cost")
+    return append_after(block, [(block.ops[-1], minus.name, "square_error_cost")], "square",
+                        {"X": (minus.name,)}, input.dtype, None, "square_error_cost")
 
 
 @lean  # (one op through append_fresh)

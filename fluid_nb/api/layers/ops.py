@@ -8,7 +8,7 @@ from ...tensor.dtypes import convert_dtype, dtype_name
 from ...framework import program as _fw
 from ...framework.callstack import _op_record
 from ...framework.program import Variable
-from ...framework.transaction import append_one_op, atomic, lean, replayed
+from ...framework.transaction import append_after, append_one_op, atomic, lean, replayed
 from ..layer_helper import LayerHelper
 from ...ops import registry
 from .arg_checks import INT, NAME, activation, boolean, check, checks, optional, variable
@@ -111,6 +111,12 @@ def _elementwise_layer(op_type):
                                  {"X": (x.name,), "Y": (y.name,)}, attrs, x.dtype, op_type)
         if act is not None:
             check(op_type, "act", act, activation)
+            if name is None and act.__class__ is str:  # (the op, then its activation)
+                block = _fw._main_program.current_block()
+                out = append_one_op(block, op_type, {"X": (x.name,), "Y": (y.name,)}, attrs,
+                                    x.dtype, op_type)
+                return append_after(block, [(block.ops[-1], out.name, op_type)], act,
+                                    {"X": (out.name,)}, out.dtype, {}, op_type)
         if name is not None:
             check(op_type, "name", name, NAME)
         with atomic():
