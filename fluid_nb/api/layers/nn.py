@@ -377,17 +377,24 @@ def matmul(x, y, transpose_x=False, transpose_y=False, alpha=1.0, name=None):
     """``alpha * op(x) @ op(y)`` (``matmul``), batched over leading dims."""
     _check_variable("matmul", "x", x)
     _check_variable("matmul", "y", y)
-    attrs = {"transpose_X": transpose_x, "transpose_Y": transpose_y, "alpha": float(alpha)}
-    if name is None:  # one op to a fresh temporary, all or nothing itself
+    return _pair_op("matmul", x, y, {"transpose_X": transpose_x, "transpose_Y": transpose_y,
+                                     "alpha": float(alpha)}, name)
+
+
+def _pair_op(op_type, x, y, attrs, name):
+    """One ``op_type`` op on X = ``x`` and Y = ``y``: to a fresh temporary through
+    ``append_one_op`` (all or nothing itself), to the variable ``name`` names in a
+    transaction of its own."""
+    if name is None:
         program = _fw._main_program
-        return append_one_op(program.blocks[program.current_block_idx], "matmul",
-                             {"X": (x.name,), "Y": (y.name,)}, attrs, x.dtype, "matmul")
+        return append_one_op(program.blocks[program.current_block_idx], op_type,
+                             {"X": (x.name,), "Y": (y.name,)}, attrs, x.dtype, op_type)
     with atomic():
-        helper = LayerHelper("matmul", name=name)
+        helper = LayerHelper(op_type, name=name)
         out = helper.create_variable_for_type_inference(dtype=x.dtype)
-        helper.append_op(type="matmul", inputs={"X": [x], "Y": [y]}, outputs={"Out": [out]},
+        helper.append_op(type=op_type, inputs={"X": [x], "Y": [y]}, outputs={"Out": [out]},
                          attrs=attrs)
-    return out
+        return out
 
 
 matmul = _one_op_call(matmul, "matmul", ("x", "y"), {"transpose_X": "transpose_x",
@@ -402,17 +409,8 @@ def mul(x, y, x_num_col_dims=1, y_num_col_dims=1, name=None):
     """``flatten(x, x_num_col_dims) @ flatten(y, y_num_col_dims)`` (``mul``)."""
     _check_variable("mul", "x", x)
     _check_variable("mul", "y", y)
-    attrs = {"x_num_col_dims": x_num_col_dims, "y_num_col_dims": y_num_col_dims}
-    if name is None:  # (the usual call)
-        program = _fw._main_program
-        return append_one_op(program.blocks[program.current_block_idx], "mul",
-                             {"X": (x.name,), "Y": (y.name,)}, attrs, x.dtype, "mul")
-    with atomic():
-        helper = LayerHelper("mul", name=name)
-        out = helper.create_variable_for_type_inference(dtype=x.dtype)
-        helper.append_op(type="mul", inputs={"X": [x], "Y": [y]}, outputs={"Out": [out]},
-                         attrs=attrs)
-        return out
+    return _pair_op("mul", x, y, {"x_num_col_dims": x_num_col_dims,
+                                  "y_num_col_dims": y_num_col_dims}, name)
 
 
 @lean  # (one op through append_fresh, or a transaction of its own)
