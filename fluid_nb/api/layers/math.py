@@ -9,12 +9,14 @@ from ...framework.program import Variable
 from ...framework.transaction import append_fresh, append_one_op, atomic, lean, replayed
 from ...tensor.dtypes import VarType, dtype_name
 from ..layer_helper import LayerHelper
+from .tensor import _one_op as _appended_op  # (one op to a fresh temporary)
 import builtins
 
 from .arg_checks import (INT, NAME, NUMBER, boolean, check, checks, dtype, int_or_ints, ints,
                          optional, real_in, variable, variables)
 
 builtins_range = builtins.range  # this module's own names shadow a few built-ins
+
 
 __all__ = ["log1p", "erf", "atan", "acos", "asin", "hard_shrink", "thresholded_relu", "selu",
            "stanh", "brelu", "soft_relu", "hard_swish", "mish", "pow", "sum", "sign",
@@ -43,7 +45,7 @@ def _unary(op_type, x, attrs=None, name=None):
     check(op_type, "name", name, NAME)
     attrs = {k: float(v) for k, v in (attrs or {}).items()}
     if name is None:
-        return _appended(op_type, {"X": (x.name,)}, x.dtype, attrs)
+        return _appended_op(op_type, {"X": (x.name,)}, attrs, x.dtype, op_type)
     with atomic():
         helper = LayerHelper(op_type, name=name)
         out = helper.create_variable(name=name, dtype=x.dtype, persistable=False)
@@ -192,7 +194,8 @@ def pow(x, factor=1.0, name=None):
     if not isinstance(factor, Variable):
         check("pow", "factor", factor, NUMBER)
         if name is None:  # (the usual call: a number, no name)
-            return _appended("pow", {"X": (x.name,)}, x.dtype, {"factor": float(factor)})
+            return _appended_op("pow", {"X": (x.name,)}, {"factor": float(factor)}, x.dtype,
+                                "pow")
     with atomic():
         helper = LayerHelper("pow", name=name)
         out = helper.create_variable_for_type_inference(x.dtype)
@@ -215,8 +218,8 @@ def sum(x):
     xs = [x] if isinstance(x, Variable) else list(x)
     for var in xs:
         _dtype_among("sum", "x", var, ("float32", "float64", "int32", "int64"))
-    return _appended("sum", {"X": tuple(var.name for var in xs)}, xs[0].dtype,
-                     {"use_mkldnn": False})
+    return _appended_op("sum", {"X": tuple(var.name for var in xs)}, {"use_mkldnn": False},
+                        xs[0].dtype, "sum")
 
 
 @lean  # (one op through append_one_op, or a transaction of its own)
@@ -229,7 +232,7 @@ def sign(x):
             return sign(assign(x))
     check("sign", "x", x, variable)
     _dtype_among("sign", "x", x, _FLOATS)
-    return _appended("sign", {"X": (x.name,)}, x.dtype)
+    return _appended_op("sign", {"X": (x.name,)}, None, x.dtype, "sign")
 
 
 sign = replayed(sign, globals())
@@ -241,7 +244,8 @@ def clip_by_norm(x, max_norm, name=None):
     """Out = X * max_norm / ||X||_2 where ||X||_2 > max_norm, else X."""
     attrs = {"max_norm": float(max_norm)}
     if name is None:  # (the usual call)
-        return _appended("clip_by_norm", {"X": (x.name,)}, x.dtype, attrs)
+        return _appended_op("clip_by_norm", {"X": (x.name,)}, attrs, x.dtype,
+                            "clip_by_norm")
     with atomic():
         helper = LayerHelper("clip_by_norm", name=name)
         out = helper.create_variable_for_type_inference(x.dtype)
@@ -262,18 +266,12 @@ def _dtype_among(where, name, var, allowed):
                                    got))
 
 
-def _appended(op_type, inputs, out_dtype, attrs=None, layer=None):
-    """One ``op_type`` op (``inputs``: slot -> tuple of names) writing a fresh temporary
-    named for ``layer`` (``op_type`` by default), all or nothing itself."""
-    program = _fw._main_program
-    return append_one_op(program.blocks[program.current_block_idx], op_type, inputs, attrs,
-                         out_dtype, layer or op_type)
-
-
 def _one_op(op_type, inputs, out_dtype, attrs=None, layer=None, stop_gradient=False):
-    """:func:`_appended` of ``inputs`` given as slot -> list of Variables."""
-    out = _appended(op_type, {slot: tuple(var.name for var in variables)
-                              for slot, variables in inputs.items()}, out_dtype, attrs, layer)
+    """One ``op_type`` op on ``inputs`` (slot -> list of Variables) to a fresh temporary
+    named for ``layer`` (``op_type`` by default), all or nothing itself."""
+    out = _appended_op(op_type, {slot: tuple(var.name for var in variables)
+                                 for slot, variables in inputs.items()}, attrs, out_dtype,
+                       layer or op_type)
     if stop_gradient:
         out.stop_gradient = True
     return out
@@ -429,7 +427,8 @@ def flip(input, dims, name=None):
     if not dims:
         raise InvalidArgument(f"flip: dims expected at least one dim, but received {dims}")
     if name is None:  # (the usual call)
-        return _appended("flip", {"X": (input.name,)}, input.dtype, {"dims": list(dims)})
+        return _appended_op("flip", {"X": (input.name,)}, {"dims": list(dims)}, input.dtype,
+                            "flip")
     with atomic():
         helper = LayerHelper("flip", name=name)
         out = helper.create_variable(name=name, dtype=input.dtype, persistable=False)
