@@ -102,10 +102,18 @@ static PyObject *new_holder(PyObject *name) {
     return holder;
 }
 
-/* holder.value = value */
+/* holder.value = value. A holder given an untracked LoDTensor (an array and its LoD) is
+ * left out of the cyclic collector's passes, which would otherwise walk each of a live
+ * loop's holders until its value is let go: a name and a tensor close no cycle, nor do
+ * the other values this file stores (tensor arrays, feed and fetch lists). Only a list of
+ * step scopes refers back to a scope, and a loop's step scopes go to a holder of their
+ * own (a STEP_SCOPES variable), which no tensor is stored in. */
 static int set_holder_value(PyObject *holder, PyObject *value) {
     if (Py_IS_TYPE(holder, holder_type)) {
         PyObject *old = SLOT(holder, value_offset);
+        if (Py_IS_TYPE(value, tensor_type) && !PyObject_GC_IsTracked(value) &&
+            PyObject_GC_IsTracked(holder))
+            PyObject_GC_UnTrack(holder);
         Py_INCREF(value);
         SLOT(holder, value_offset) = value;
         Py_XDECREF(old); /* last: freeing the old value may run any code */

@@ -120,10 +120,11 @@ def test_a_loop_over_large_values_lets_them_go_as_the_arena_grows(monkeypatch):
         np.testing.assert_allclose(held[1].numpy(), np.full((128, 128), 2 - 0.5 ** 101))
 
 
-def test_an_ops_argument_names_are_not_tracked_by_the_cyclic_collector():
+def test_an_ops_argument_names_and_its_values_holder_are_not_tracked_by_the_collector():
     """An op's arguments (slot -> tuple of names) and its call stack hold no container, so
     they are made untracked: the collector passes over them from the start, instead of
-    walking them until its next pass finds them untrackable."""
+    walking them until its next pass finds them untrackable. So is the scope's holder of
+    its output's value (a name and a tensor of an array)."""
     main, scope, session = _live()
     with session, fluid.unique_name.guard():
         c = L.fill_constant([2], "float32", 0.0)
@@ -136,9 +137,39 @@ def test_an_ops_argument_names_are_not_tracked_by_the_cyclic_collector():
                            *op.outputs.values(), op.callstack):
                 assert not gc.is_tracked(record), record
             assert gc.is_tracked(op) and gc.is_tracked(main.global_block().var(c.name))
+            assert not gc.is_tracked(scope.find_var(c.name))
         finally:
             gc.enable()
         np.testing.assert_array_equal(c.numpy(), [1.0, 1.0])
+
+
+def test_a_live_program_let_go_is_collected_with_its_values_step_scopes_and_session():
+    """A value's holder is left out of the cyclic collector's passes only while it holds a
+    tensor: the holder of a while loop's step scopes, which refer back to their scope, is
+    walked, so a program nobody holds any more is collected whole, with its scope, the step
+    scopes of its loop and its session (ops appended in C, through the Python way, and in
+    a loop's sub-block alike)."""
+    import weakref
+    main, scope, session = _live()
+    with session, fluid.unique_name.guard():
+        c = L.fill_constant([2, 3], "float32", 1.0)
+        for _ in range(5):
+            c = c + c
+        c = L.fc(L.relu(c), 4, act="tanh")
+        i = L.fill_constant([1], "int64", 0)
+        limit = L.fill_constant([1], "int64", 3)
+        cond = L.less_than(i, limit)
+        loop = L.While(cond)
+        with loop.block():
+            L.increment(i, in_place=True)
+            L.less_than(i, limit, cond=cond)
+        assert int(i.numpy()[0]) == 3 and c.numpy().shape == (2, 4)
+        assert scope.kids  # (the loop's step scopes, held by a holder in scope)
+    gone = [weakref.ref(x) for x in (main, main.global_block(), main.block(1), scope,
+                                     scope.kids[0], session)]
+    del main, scope, session, c, i, limit, cond, loop
+    gc.collect()
+    assert [ref() for ref in gone] == [None] * len(gone)
 
 
 def test_a_dropped_value_read_by_name_is_computed_again(sweep_every):
