@@ -13,7 +13,7 @@ raw one split into its parts; then a live loop of 100,000 ops (1x1 and 64x64): Â
 and how much of it the cyclic collector takes (with the objects per op it tracks), the
 values the session keeps and how much memory it grows by; the same for 20,000 ``c = c *
 0.999`` ops (scale) at 64x64 and for 1,000 at 1000x1000, whose 4 MB values are let go as
-the arena grows (a look for values nobody holds every 64 MB, not only every 1,024 ops);
+the arena grows (a look for values nobody holds every 1 MB, not only every 1,024 ops);
 and a live loop of 20,000 ops that keeps every value it makes, as a loop collecting its
 losses does; and the live cost of the layers users write besides ``+`` and ``relu``
 (``softmax``, ``matmul``, the reductions, ``mean``, ``scale``, ``cast``, ``clip``,

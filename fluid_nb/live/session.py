@@ -55,9 +55,11 @@ OP_ROLE_OPTIMIZE = 2
 #: (``losses.append(loss)``), each op costs a bounded number of checks.
 SWEEP_EVERY = 1024
 #: bytes the host arena may grow by, looked at every SWEEP_WEIGH_EVERY live ops, before
-#: the ops run since the last look are looked at too: a loop over large values (a 1000 x
-#: 1000 ``c = c * 0.99``) would otherwise hold a thousand of them, 4 GB, between looks
-SWEEP_BYTES = 64 << 20
+#: the ops run since the last full look are looked at too: a loop over large values (a
+#: 1000 x 1000 ``c = c * 0.99``) would otherwise hold a thousand of them, 4 GB, between
+#: looks, and one over 64 x 64 values a thousand of 16 KiB, 16 MB its arena writes anew
+#: where NumPy's loop reuses two blocks the cache still holds (a core's L2 is about this)
+SWEEP_BYTES = 1 << 20
 SWEEP_WEIGH_EVERY = 16
 
 _sessions = {}  # name -> LiveSession
@@ -97,7 +99,10 @@ class LiveSession:
         self._since_sweep = []
         self._sweep_at = SWEEP_EVERY
         self._full_held = 0  # how many of _since_sweep's first ops the last full look kept
-        self._arena_mark = 0  # the host arena's bytes in use after the last look
+        #: the host arena's bytes in use after the last look (None: not weighed yet) and
+        #: after the last full one, and how many more bytes make a look due (_look_if_grown)
+        self._arena_mark = self._full_mark = None
+        self._grown_by = SWEEP_BYTES
         self._saved = None  # what activation replaced, restored on deactivation
         self._memory_watchers = weakref.WeakSet()  # see watch_memory
         self._arena_was_recording = None
@@ -220,21 +225,32 @@ class LiveSession:
         raise exc
 
     def _mark_arena(self):
+        """The host arena's bytes in use after a full look."""
         arena = host_arena() if self.runner.on_host else None
         if arena is not None:
-            self._arena_mark = arena.arena.used
+            self._arena_mark = self._full_mark = arena.arena.used
+            self._grown_by = SWEEP_BYTES
 
     def _look_if_grown(self, block):
         """Let go of the unreachable values of the ops run since the last full look when the
-        host arena has grown by SWEEP_BYTES since the last look (the ops the full look kept
-        wait for the next one, whose spacing their number sets: this look costs at most the
-        ops of that spacing, however many values a user keeps)."""
+        host arena has grown by ``_grown_by`` since the last look: SWEEP_BYTES, or the bytes
+        the values this look kept hold (the arena's growth since the full look), if more.
+        A loop that keeps its values (``losses.append(loss)``) makes the looks grow apart
+        as it keeps more, so each op costs a bounded number of checks; one that lets them
+        go looks every SWEEP_BYTES, and reuses the memory of the values it let go while
+        the cache still holds it."""
         arena = host_arena()
-        if arena is None or arena.arena.used - self._arena_mark < SWEEP_BYTES:
+        if arena is None:
+            return
+        used = arena.arena.used
+        if self._arena_mark is None:  # (the first weighing: what the arena held before)
+            self._arena_mark = self._full_mark = used
+        if used - self._arena_mark < self._grown_by:
             return
         swept, held = self._since_sweep, self._full_held
-        self._since_sweep = swept[:held] + self.runner.drop_unreachable(swept[held:], block)
-        self._arena_mark = arena.arena.used
+        swept[held:] = self.runner.drop_unreachable(swept[held:], block)
+        self._arena_mark = used = arena.arena.used
+        self._grown_by = max(SWEEP_BYTES, used - self._full_mark)
 
     def _drop_empty_holders(self, op):
         """Remove the scope holders of ``op``'s outputs that hold no value: the ones its
@@ -369,6 +385,8 @@ class LiveSession:
         self.update_ops, self.pending, self._since_sweep = [], [], []
         self._sweep_at = SWEEP_EVERY
         self._full_held = 0
+        self._arena_mark = self._full_mark = None
+        self._grown_by = SWEEP_BYTES
         self.stats["ops_run"] = 0
         _tag(self)
         if was_active:

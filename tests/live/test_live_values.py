@@ -120,6 +120,42 @@ def test_a_loop_over_large_values_lets_them_go_as_the_arena_grows(monkeypatch):
         np.testing.assert_allclose(held[1].numpy(), np.full((128, 128), 2 - 0.5 ** 101))
 
 
+def test_a_loop_over_64x64_values_holds_about_a_cache_of_them():
+    """SWEEP_BYTES is about a core's L2 cache: a loop over 64 x 64 values (16 KiB each)
+    lets them go once a megabyte of them is made, long before the look every SWEEP_EVERY
+    ops, so its arena hands out again blocks the cache still holds."""
+    assert live_session_module.SWEEP_BYTES == 1 << 20
+    main, scope, session = _live()
+    with session as s, fluid.unique_name.guard():
+        c = L.fill_constant([64, 64], "float32", 0.0)
+        one = L.fill_constant([64, 64], "float32", 1.0)
+        for _ in range(400):
+            c = c + one
+        per_megabyte = (1 << 20) // (64 * 64 * 4)
+        assert len(scope.vars) <= per_megabyte + 2 * live_session_module.SWEEP_WEIGH_EVERY + 4
+        assert len(s.runner.dropped) >= 400 - len(scope.vars)
+        np.testing.assert_array_equal(c.numpy(), np.full((64, 64), 400.0))
+
+
+def test_a_loop_that_keeps_its_large_values_looks_less_often_as_it_keeps_more(monkeypatch):
+    """A loop over large values that keeps every one: the arena grows at every op, and each
+    look it makes due checks again the ops since the last full look, so the looks grow
+    apart as the values kept grow (each op checked a bounded number of times, not once per
+    look: a look every SWEEP_BYTES would check them quadratically often)."""
+    monkeypatch.setattr(live_session_module, "SWEEP_BYTES", 64 << 10)  # one value's bytes
+    main, scope, session = _live()
+    with session as s, fluid.unique_name.guard():
+        checked = _looks(monkeypatch, s)
+        c = L.fill_constant([128, 128], "float32", 0.0)  # 64 KiB a value
+        held, n_ops = [], 600
+        for _ in range(n_ops):
+            c = c + 1.0
+            held.append(c)
+        assert len(checked) >= 4 and sum(checked) <= 3 * n_ops
+        assert all(scope.find_var(v.name).value is not None for v in held[::50])
+        np.testing.assert_array_equal(held[99].numpy(), np.full((128, 128), 100.0))
+
+
 def test_an_ops_argument_names_and_its_values_holder_are_not_tracked_by_the_collector():
     """An op's arguments (slot -> tuple of names) and its call stack hold no container, so
     they are made untracked: the collector passes over them from the start, instead of
