@@ -15,6 +15,9 @@
  * next full collection. Untracking them when the op is made is what CPython's own check
  * would do later (a dict is tracked again if a container is put in it).
  *
+ * walk_block_only: the collector's walk of an op (program.Operator) visits its block and
+ * class alone; see walk_block_only below.
+ *
  * append_one_op: transaction.append_one_op's common case (a one-op layer's call, a
  * Variable's `+`) in one call; see append_one_op below. append_with_xshape: the same for
  * transaction.append_with_xshape (reshape, transpose, squeeze, unsqueeze, flatten: Out and
@@ -132,6 +135,48 @@ static void untrack_slots(PyObject *slots) {
 static PyObject *untrack_arguments(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     for (Py_ssize_t a = 0; a < nargs; a++)
         untrack_slots(args[a]);
+    Py_RETURN_NONE;
+}
+
+/* --- walk_block_only --------------------------------------------------------------------
+ *
+ * walk_block_only(Operator): the cyclic collector's walk of an op visits its class and its
+ * block, not its other fields. Those hold names (str, tuples and dicts of them), plain
+ * attribute values (numbers, str, lists of them: a block as its index), its call stack
+ * (code objects and ints) and its source line, none of which can refer back to the op; its
+ * block is the one way back (the block's ops hold the op), so every cycle through an op is
+ * still found. A live loop keeps every op it appends, and walking each field of each op
+ * was a cache miss per field at every pass of the collector over it. Leaving a reference
+ * unvisited can only keep something alive, never free what is in use. An instance of a
+ * subclass has its own fields walked first (CPython's walk of a class made in Python),
+ * which leaves its class to this walk, as it would leave it to its base's own.
+ */
+static PyTypeObject *walked_operator_type;
+static Py_ssize_t walked_block_offset;
+
+static int walk_op_block(PyObject *op, visitproc visit, void *arg) {
+    Py_VISIT(Py_TYPE(op)); /* (an instance of a class made in Python holds its class) */
+    Py_VISIT(SLOT(op, walked_block_offset));
+    return 0;
+}
+
+static PyObject *walk_block_only(PyObject *self, PyObject *type) {
+    if (!PyType_Check(type) || !PyType_HasFeature((PyTypeObject *)type, Py_TPFLAGS_HEAPTYPE) ||
+        !PyType_IS_GC((PyTypeObject *)type))
+        return PyErr_Format(PyExc_TypeError, "walk_block_only: a class made in Python "
+                                             "expected, not %.100s", Py_TYPE(type)->tp_name);
+    if (walked_operator_type != NULL && walked_operator_type != (PyTypeObject *)type)
+        return PyErr_Format(PyExc_TypeError, "walk_block_only: %.100s is the op class already",
+                            walked_operator_type->tp_name);
+    Py_ssize_t offset;
+    if (slot_offset((PyTypeObject *)type, "block", &offset) < 0)
+        return NULL;
+    if (walked_operator_type == NULL) {
+        Py_INCREF(type);
+        walked_operator_type = (PyTypeObject *)type;
+    }
+    walked_block_offset = offset;
+    walked_operator_type->tp_traverse = walk_op_block;
     Py_RETURN_NONE;
 }
 
@@ -1945,6 +1990,9 @@ static PyObject *configure_one_op(PyObject *self, PyObject *args) {
 }
 
 static PyMethodDef methods[] = {
+    {"walk_block_only", walk_block_only, METH_O,
+     "walk_block_only(Operator): the cyclic collector's walk of an op visits its block and "
+     "class alone (its other fields hold nothing that refers back to it)"},
     {"untrack_arguments", (PyCFunction)(void (*)(void))untrack_arguments, METH_FASTCALL,
      "untrack_arguments(*slots): untrack each dict of slot -> name or tuple of names (str), "
      "and its tuples: they hold no container for the cyclic collector to walk"},

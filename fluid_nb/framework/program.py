@@ -247,6 +247,9 @@ class Operator:
     stops walking, where lists stay in its way for the op's life); ``attrs`` maps attribute
     name -> canonical Python value (a block as its index). ``attr_types`` holds the wire type
     of attributes whose type the op's definition does not fix (unknown ops, loaded files).
+    None of these refers back to the op, so the cyclic collector's walk of an op visits its
+    block alone, the one way back (``_op_record.walk_block_only``): a live loop keeps every
+    op, and each pass of the collector walked every field of every op.
     """
 
     __slots__ = ("block", "type", "inputs", "outputs", "attrs", "attr_types", "is_target",
@@ -393,6 +396,9 @@ class Operator:
         """Fluid's ``op.desc``: an OpDesc view of this op (see ``framework.desc``)."""
         from .desc import OpDesc
         return OpDesc(self)
+
+
+_op_record.walk_block_only(Operator)
 
 
 def _op_line(op):

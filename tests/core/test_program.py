@@ -302,3 +302,31 @@ def test_a_variable_holds_only_the_fields_it_was_given_and_reads_fluids_defaults
                 assert plain.shape == (-1, 4)  # (inference wrote it)
                 fluid.layers.fc(x, size=-2)
     assert set(vars(plain)) == {"block", "name"} and plain.shape == ()
+
+
+def test_the_collectors_walk_of_an_op_visits_its_block_alone_and_still_finds_its_cycles():
+    """An op's fields besides its block hold names and plain values, nothing that refers
+    back to it, so the cyclic collector's walk of an op visits its class and block alone
+    (a live loop keeps every op, and each pass walked each field of each); the cycle
+    through the block (its ops hold the op) is still found, and so is one through a
+    subclass's own field."""
+    import gc
+    import weakref
+    from fluid_nb.framework.program import Operator
+    program = fluid.Program()
+    block = program.global_block()
+    x = block.create_var(name="x", shape=[2], dtype="float32")
+    op = block.append_op(type="scale", inputs={"X": x}, outputs={"Out": "y"},
+                         attrs={"scale": 2.0})
+    assert gc.get_referents(op) == [Operator, block]
+
+    class NotedOp(Operator):
+        __slots__ = ("note",)
+    noted = NotedOp(block, "scale", {"X": ("x",)}, {"Out": ("z",)}, {"scale": 3.0})
+    noted.note = [noted]  # a cycle of its own, through the subclass's field
+    assert gc.get_referents(noted) == [noted.note, NotedOp, block]
+    block.ops.append(noted)
+    gone = [weakref.ref(v) for v in (program, block, op, noted)]
+    del program, block, x, op, noted
+    gc.collect()
+    assert [ref() for ref in gone] == [None] * 4
