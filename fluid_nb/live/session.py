@@ -206,10 +206,15 @@ class LiveSession:
     def _look_due(self, op):
         """After ``op`` ran: the look for values nobody can reach that the ops run since the
         last one make due (every ``_sweep_at`` ops; every SWEEP_WEIGH_EVERY, on the host,
-        when the arena has grown by SWEEP_BYTES)."""
+        when the arena has grown by SWEEP_BYTES). ``op`` itself, the last of them, waits
+        for the next look: the next op may read what it wrote by name (ops appended by
+        name, ``block.append_op``, leave no Variable a user holds), and letting that go
+        would make it computed again from the values before it, let go too."""
         swept = self._since_sweep
         if len(swept) >= self._sweep_at:
-            held = self._since_sweep = self.runner.drop_unreachable(swept, op.block)
+            held = self.runner.drop_unreachable(swept[:-1], op.block)
+            held.append(swept[-1])
+            self._since_sweep = held
             self._sweep_at = len(held) + max(SWEEP_EVERY, len(held))
             self._full_held = len(held)
             self._mark_arena()
@@ -248,7 +253,7 @@ class LiveSession:
         if used - self._arena_mark < self._grown_by:
             return
         swept, held = self._since_sweep, self._full_held
-        swept[held:] = self.runner.drop_unreachable(swept[held:], block)
+        swept[held:-1] = self.runner.drop_unreachable(swept[held:-1], block)  # (see _look_due)
         self._arena_mark = used = arena.arena.used
         self._grown_by = max(SWEEP_BYTES, used - self._full_mark)
 

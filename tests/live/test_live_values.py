@@ -120,6 +120,32 @@ def test_a_loop_over_large_values_lets_them_go_as_the_arena_grows(monkeypatch):
         np.testing.assert_allclose(held[1].numpy(), np.full((128, 128), 2 - 0.5 ** 101))
 
 
+def test_a_chain_appended_by_name_never_computes_a_value_again(sweep_every, monkeypatch):
+    """Ops appended by name (``block.append_op``, as Paddle's own tests do) leave no
+    Variable a user holds, so a look lets go of every value but the one the last op wrote,
+    which the next op reads: a chain across many looks computes nothing twice (letting
+    the last one go had the next op compute it again from the values before it, all let
+    go: the whole chain again at every look)."""
+    main, scope, session = _live()
+    with session as s, fluid.unique_name.guard():
+        block = main.global_block()
+        L.fill_constant([2], "float32", 1.0, out=block.create_var(
+            name="x0", shape=[2], dtype="float32"))
+        L.fill_constant([2], "float32", 0.5, out=block.create_var(
+            name="half", shape=[2], dtype="float32"))
+        computed = []
+        again = s.runner.compute_dropped
+        monkeypatch.setattr(s.runner, "compute_dropped",
+                            lambda name: computed.append(name) or again(name))
+        n_ops = 5 * sweep_every
+        for i in range(n_ops):
+            block.append_op(type="elementwise_add", inputs={"X": f"x{i}", "Y": "half"},
+                            outputs={"Out": f"x{i + 1}"})
+        assert computed == [] and len(s.runner.dropped) >= 3 * sweep_every
+        np.testing.assert_array_equal(scope.find_var(f"x{n_ops}").get_tensor().numpy(),
+                                      [1.0 + 0.5 * n_ops] * 2)
+
+
 def test_a_loop_over_64x64_values_holds_about_a_cache_of_them():
     """SWEEP_BYTES is about a core's L2 cache: a loop over 64 x 64 values (16 KiB each)
     lets them go once a megabyte of them is made, long before the look every SWEEP_EVERY
