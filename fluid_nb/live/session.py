@@ -213,10 +213,10 @@ class LiveSession:
         swept = self._since_sweep
         if len(swept) >= self._sweep_at:
             held = self.runner.drop_unreachable(swept[:-1], op.block)
+            self._full_held = len(held)  # (the last op is the next look's, full or not)
             held.append(swept[-1])
             self._since_sweep = held
             self._sweep_at = len(held) + max(SWEEP_EVERY, len(held))
-            self._full_held = len(held)
             self._mark_arena()
         elif not len(swept) % SWEEP_WEIGH_EVERY and self.runner.on_host:
             self._look_if_grown(op.block)
