@@ -117,7 +117,7 @@ def _runtime_shape(op, shape_tensor, shape_list, attr_shape):
         shape = host_ints(shape_list)
     else:
         shape = list(attr_shape)
-    if any(d < 0 for d in shape):
+    if shape and min(shape) < 0:
         raise InvalidArgument(expected(op, "shape", "dims no less than 0", shape))
     return tuple(shape)
 
@@ -196,7 +196,11 @@ def _constant(ctx, value_tensor, shape_tensor, shape_list, from_attrs):
         array[...] = value_tensor.reshape(-1)[0]
         return array
     value = fill_value("fill_constant", attrs)
-    array = ctx.xp.full(shape, value, dtype=dtype)
+    if dtype.kind == "f":  # (NumPy's full is these two steps behind a Python frame)
+        array = ctx.xp.empty(shape, dtype=dtype)
+        array.fill(value)
+    else:  # (full's cast: fill refuses a value out of an integer type's range)
+        array = ctx.xp.full(shape, value, dtype=dtype)
     if from_attrs and array.size <= 4096 and hasattr(array, "flags"):
         # the same small constant every run (a loss gradient's 1.0): kept, read-only (a
         # run's temporaries are never written in place), for the runs after the second,

@@ -12,7 +12,7 @@ from .op_test import EachLoD, OpCase, build, check_output, run_case, table_tests
 
 rng = np.random.RandomState(0)
 
-FP32, FP64, INT32, INT64, BOOL = 5, 6, 2, 3, 0
+FP32, FP64, INT32, INT64, BOOL, FP16 = 5, 6, 2, 3, 0, 4
 
 
 def r(*shape, dtype="float32"):
@@ -61,6 +61,18 @@ CREATION_CASES = [
            ref=lambda i, a: {"Out": np.full((3,), 7, "int64")}, name="int64"),
     OpCase("fill_constant", {}, attrs={"shape": [], "value": 2.0, "dtype": FP64},
            ref=lambda i, a: {"Out": np.array(2.0)}, name="zero_dim"),
+    OpCase("fill_constant", {}, attrs={"shape": [3], "value": 0.1, "dtype": FP16},
+           ref=lambda i, a: {"Out": np.full((3,), 0.1, "float16")}, name="float16_rounds"),
+    OpCase("fill_constant", {}, attrs={"shape": [2], "value": -0.0, "dtype": FP64},
+           ref=lambda i, a: {"Out": np.array([-0.0, -0.0])}, name="negative_zero",
+           check=lambda outs, inputs, attrs: np.testing.assert_array_equal(
+               np.signbit(outs["Out"]), [True, True])),
+    OpCase("fill_constant", {}, attrs={"shape": [2], "str_value": "nan"},
+           ref=lambda i, a: {"Out": np.full((2,), np.nan, "float32")}, name="nan"),
+    OpCase("fill_constant", {}, attrs={"shape": [3], "value": -2.7, "dtype": INT32},
+           ref=lambda i, a: {"Out": np.full((3,), -2, "int32")}, name="int_truncates"),
+    OpCase("fill_constant", {}, attrs={"shape": [2], "value": 0.5, "dtype": BOOL},
+           ref=lambda i, a: {"Out": np.ones((2,), bool)}, name="bool"),
     OpCase("fill_constant", {"ValueTensor": ints(4.5, dtype="float32")},
            attrs={"shape": [2, 2], "value": 1.0, "str_value": "1.0"},
            ref=lambda i, a: {"Out": np.full((2, 2), 4.5, "float32")}, name="value_tensor"),
