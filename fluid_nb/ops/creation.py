@@ -357,7 +357,7 @@ def_op("uniform_random", inputs=["ShapeTensor?", "ShapeTensorList[]?"], outputs=
               "diag_val": ("float", 1.0)},
        infer_shape=_uniform_infer, kernel=_uniform_random,
        host_reads="ShapeTensor / ShapeTensorList: Out's shape",
-       traits=("stateful", "runtime_outputs"),
+       traits=("stateful", "runtime_outputs", "infer_from_attrs"),
        doc="Out ~ U[min, max) of shape ``shape`` (or the shape tensors); then, when "
            "diag_num > 0, Out.flat[i * (diag_step + 1)] = diag_val for i < diag_num. "
            "seed != 0 fixes the stream; 0 uses the program's random_seed. An Out declared "
@@ -374,7 +374,8 @@ def _gaussian_random(ctx, shape_tensor, shape_list):
 def_op("gaussian_random", inputs=["ShapeTensor?", "ShapeTensorList[]?"], outputs=["Out"],
        attrs={**_CREATION_ATTRS, "mean": ("float", 0.0), "std": ("float", 1.0),
               "seed": ("int", 0)},
-       infer_shape=_random_infer, kernel=_gaussian_random, traits=("stateful",),
+       infer_shape=_random_infer, kernel=_gaussian_random,
+       traits=("stateful", "infer_from_attrs"),
        host_reads="ShapeTensor / ShapeTensorList: Out's shape",
        doc="Out ~ N(mean, std^2) of shape ``shape`` (or the shape tensors).")
 

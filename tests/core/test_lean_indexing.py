@@ -281,3 +281,32 @@ def test_a_repeated_fill_constant_appends_in_c_from_its_attributes_memo(fallback
     assert [v.shape for v in masks] == [(3, 17)] * 2
     assert [v.name for v in ones + masks] == ["fill_constant_0.tmp_0", "fill_constant_1.tmp_0",
                                               "tmp_1", "tmp_3"]
+
+
+def test_a_repeated_random_initialiser_appends_in_c_and_draws_its_own_numbers(
+        fallbacks, inferences):
+    """uniform_random and gaussian_random of no shape tensor (``infer_from_attrs``): their
+    inference is remembered per their attributes, so a repeated call appends in C; an
+    attribute inference refuses is refused at every call (a refusal is not remembered);
+    each op still draws afresh from the program's stream."""
+    main, startup, scope = fluid.Program(), fluid.Program(), fluid.Scope()
+    main.random_seed = 3
+    with fluid.program_guard(main, startup), fluid.unique_name.guard(), \
+            fluid.live(program=main, startup_program=startup, scope=scope):
+        # (shapes no other test draws: the memos are the process's)
+        uniform = [fluid.layers.uniform_random([5, 13], min=-0.25, max=0.25)
+                   for _ in range(3)]
+        normal = [fluid.layers.gaussian_random([13, 5], std=0.5) for _ in range(3)]
+        for _ in range(2):
+            with pytest.raises(fluid.errors.InvalidArgument, match="'min' expected less"):
+                fluid.layers.uniform_random([5, 13], min=0.25, max=-0.25)
+        assert fallbacks.calls == ["uniform_random", "gaussian_random", "uniform_random",
+                                   "uniform_random"]
+        assert inferences == ["uniform_random", "gaussian_random", "uniform_random",
+                              "uniform_random"]
+        draws = [v.numpy() for v in uniform + normal]
+    assert [v.shape for v in uniform + normal] == [(5, 13)] * 3 + [(13, 5)] * 3
+    assert all(np.abs(d).max() <= 0.25 for d in draws[:3])
+    assert not np.array_equal(draws[0], draws[1]) and not np.array_equal(draws[3], draws[4])
+    assert [op.type for op in main.global_block().ops] == ["uniform_random"] * 3 + \
+        ["gaussian_random"] * 3
