@@ -75,9 +75,10 @@ slice's and shape's Input) infers its outputs from X's shape, dtype and LoD leve
 X's, for an X of several variables) and its attributes alone when X is its only input:
 what inference said is remembered per such signature and the outputs' LoD levels before,
 for every output (a Transformer appends dozens of alike reshapes). One with the ``infer_from_attrs`` trait
-(fill_constant) infers its outputs from its attributes alone when given no input: what it
-said is remembered per the attributes and the outputs' LoD levels (``x > 0.5`` appends one
-for its number).
+(fill_constant, uniform_random, gaussian_random) infers its outputs from its attributes
+alone when given no input: what it said is remembered per the attributes and the outputs'
+LoD levels (``x > 0.5`` appends a fill_constant for its number; a refusal is not
+remembered).
 
 Registering a type twice is an error; a missing op names the op and what to add.
 
