@@ -70,7 +70,7 @@ go of an op's outputs and compute them again when they are read.
 
 An op with the ``infer_from_x`` trait (reshape2, transpose2, squeeze2, unsqueeze2, flatten2,
 concat, slice, strided_slice, expand, cumsum, reverse, flip, isinf, isnan, isfinite,
-where_index, shape, size, fill_constant_batch_size_like: X is its first input slot,
+where_index, shape, size, fill_constant_batch_size_like, sum: X is its first input slot,
 slice's and shape's Input) infers its outputs from X's shape, dtype and LoD level (each
 X's, for an X of several variables) and its attributes alone when X is its only input:
 what inference said is remembered per such signature and the outputs' LoD levels before,

@@ -308,7 +308,7 @@ def _sum_grad(g):
 
 
 def_op("sum", inputs=["X[]"], outputs=["Out"], infer_shape=_sum_infer, grad=_sum_grad,
-       kernel=_sum_kernel, lod_aware=True,
+       kernel=_sum_kernel, lod_aware=True, traits=("infer_from_x",),
        doc="Out = X[0] + X[1] + ... (uninitialised inputs skipped; SelectedRows inputs add "
            "their rows; all-SelectedRows inputs give a SelectedRows, merged as Fluid's "
            "MergeAdd: the rows concatenated when no row id repeats, else the distinct ids "

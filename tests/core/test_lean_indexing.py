@@ -310,3 +310,20 @@ def test_a_repeated_random_initialiser_appends_in_c_and_draws_its_own_numbers(
     assert not np.array_equal(draws[0], draws[1]) and not np.array_equal(draws[3], draws[4])
     assert [op.type for op in main.global_block().ops] == ["uniform_random"] * 3 + \
         ["gaussian_random"] * 3
+
+
+def test_a_repeated_sum_infers_once_per_its_inputs_fields(inferences):
+    """sum of several tensors (``infer_from_x`` over its X of several variables): its
+    inference is remembered per their number and each one's shape, dtype and LoD level, as
+    concat's is; a sum of other inputs, or of inputs inference refuses, infers again."""
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()), fluid.unique_name.guard():
+        # (shapes no other test sums: the memos are the process's)
+        x = fluid.data(name="x", shape=[7, 19], dtype="float32")
+        y = fluid.data(name="y", shape=[-1, 19], dtype="float32")
+        sums = [fluid.layers.sum([x, y]) for _ in range(3)] + [fluid.layers.sum([x, y, x])]
+        for _ in range(2):
+            with pytest.raises(fluid.errors.InvalidArgument, match="shape of X"):
+                fluid.layers.sum([x, fluid.data(name="z", shape=[3, 19], dtype="float32")])
+    assert inferences == ["sum", "sum", "sum", "sum"]
+    assert [v.shape for v in sums] == [(7, 19)] * 4
