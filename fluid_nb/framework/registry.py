@@ -74,7 +74,11 @@ where_index, shape, size, fill_constant_batch_size_like, sum: X is its first inp
 slice's and shape's Input) infers its outputs from X's shape, dtype and LoD level (each
 X's, for an X of several variables) and its attributes alone when X is its only input:
 what inference said is remembered per such signature and the outputs' LoD levels before,
-for every output (a Transformer appends dozens of alike reshapes). One with the ``infer_from_attrs`` trait
+for every output (a Transformer appends dozens of alike reshapes). One with the
+``infer_from_inputs`` trait (cross_entropy2, softmax_with_cross_entropy) infers its outputs
+from every input's fields and its attributes: what it said is remembered per the slots,
+their variables' fields and the outputs' LoD levels (an op whose inference costs less than
+the memo's key, gather's, has none). One with the ``infer_from_attrs`` trait
 (fill_constant, uniform_random, gaussian_random) infers its outputs from its attributes
 alone when given no input: what it said is remembered per the attributes and the outputs'
 LoD levels (``x > 0.5`` appends a fill_constant for its number; a refusal is not
@@ -105,7 +109,7 @@ _type_of = operator.attrgetter("type")
 _fields_of = operator.attrgetter("shape", "dtype", "lod_level")  # (what inference writes)
 _lod_level_of = operator.attrgetter("lod_level")
 #: the traits whose ops' inference is remembered per signature (``OpDef._infer_from_x``)
-_REMEMBERED_INFERENCE = frozenset(("infer_from_x", "infer_from_attrs"))
+_REMEMBERED_INFERENCE = frozenset(("infer_from_x", "infer_from_attrs", "infer_from_inputs"))
 
 #: the classes of attribute values (and of list items) ``OpDef.complete_attrs`` remembers
 #: completing
@@ -246,7 +250,10 @@ class OpDef:
             self.inputs[:1] and self.inputs[0].name == "X") else None
         #: an ``infer_from_x`` (``infer_from_attrs``) op's memo: its outputs' fields (slot
         #: order) per signature
-        self._inferred_from_x = {} if self.traits & _REMEMBERED_INFERENCE else None
+        self._inferred_from_x = {} if self.traits & _REMEMBERED_INFERENCE and \
+            infer_var_type is None else None
+        #: an ``infer_from_inputs`` op's memo keys by every input slot's variables
+        self._every_input = "infer_from_inputs" in self.traits
         #: the name of the op's first input slot (X for most; slice's Input), which an
         #: ``infer_from_x`` op's memo keys by
         self._first_input = self.inputs[0].name if self.inputs else None
@@ -441,7 +448,12 @@ class OpDef:
         inputs, outputs = op.inputs, op.outputs
         try:
             x_names = inputs[self._first_input] if len(inputs) == 1 else ()
-            if not inputs:  # (an infer_from_attrs op given no tensor)
+            if self._every_input:  # (the slots, their numbers of variables, their fields)
+                xs = [found(name) for names in inputs.values() for name in names]
+                if not xs or set(map(_type_of, xs)) != _LOD_TENSORS_ONLY:
+                    return self._infer(op)  # (a parent block's input, a tensor array)
+                fields = (*inputs, *map(len, inputs.values()), *map(_fields_of, xs))
+            elif not inputs:  # (an infer_from_attrs op given no tensor)
                 fields = ()
             elif len(x_names) == 1:
                 x = found(x_names[0])

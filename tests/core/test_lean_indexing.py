@@ -327,3 +327,26 @@ def test_a_repeated_sum_infers_once_per_its_inputs_fields(inferences):
                 fluid.layers.sum([x, fluid.data(name="z", shape=[3, 19], dtype="float32")])
     assert inferences == ["sum", "sum", "sum", "sum"]
     assert [v.shape for v in sums] == [(7, 19)] * 4
+
+
+def test_a_repeated_loss_infers_once_per_every_inputs_fields(inferences):
+    """softmax_with_cross_entropy and cross_entropy2 (``infer_from_inputs``): inference is
+    remembered per every input slot's variables' fields and the attributes, so a repeated
+    loss infers once; other labels, other attributes or a refused label infer again."""
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()), fluid.unique_name.guard():
+        # (shapes no other test fills: the memos are the process's)
+        x = fluid.data(name="x", shape=[11, 23], dtype="float32")
+        label = fluid.data(name="label", shape=[11, 1], dtype="int64")
+        soft = fluid.data(name="soft", shape=[11, 23], dtype="float32")
+        losses = [fluid.layers.softmax_with_cross_entropy(x, label) for _ in range(3)]
+        losses += [fluid.layers.softmax_with_cross_entropy(x, soft, soft_label=True)
+                   for _ in range(2)]
+        losses += [fluid.layers.cross_entropy(x, label) for _ in range(2)]
+        for _ in range(2):
+            with pytest.raises(fluid.errors.InvalidArgument, match="input 'Label' expected"):
+                fluid.layers.softmax_with_cross_entropy(x, soft)
+    assert inferences == ["softmax_with_cross_entropy", "softmax_with_cross_entropy",
+                          "cross_entropy2", "softmax_with_cross_entropy",
+                          "softmax_with_cross_entropy"]
+    assert [v.shape for v in losses] == [(11, 1)] * 7
