@@ -437,11 +437,12 @@ class OpDef:
         program's version, the output slots and the attributes (lists as tuples), when X is
         the op's only input and each output slot names one variable of the block; for an X
         of several variables (concat's), per their number and each one's fields; for an
-        ``infer_from_attrs`` op given no input, per the rest alone; and per the outputs' LoD
-        levels before (slice's leaves Out's as it was). X is the op's first input slot
-        (slice's Input). (A memo of
-        its own: ``_inferred``'s keys are also the C one-op path's, which knows X and Y and
-        one Out; the C path of ``append_with_xshape`` reads this one's, for one X.)"""
+        ``infer_from_inputs`` op, per every slot, its number of variables and their fields;
+        for an ``infer_from_attrs`` op given no input, per the rest alone; and per the
+        outputs' LoD levels before (slice's leaves Out's as it was). X is the op's first
+        input slot (slice's Input). (A memo of its own: ``_inferred``'s keys are also the C
+        one-op path's, which knows X and Y and one Out; the C path of
+        ``append_with_xshape`` reads this one's, for one X.)"""
         inferred = self._inferred_from_x
         block = op.block
         found = block.vars.get
