@@ -471,7 +471,10 @@ def _fill_constant(op, env):
     floating = ctype in ("float", "double")
     if not floating and not math.isfinite(value):
         raise NoEmitter(f"value {value} for an integer tensor")
-    literal = _float(value, ctype) if floating else str(int(value))
+    # (a bool is the value's truth, as NumPy's cast and Paddle's static_cast make it: 0.5
+    # is true; an integer type truncates it)
+    literal = _float(value, ctype) if floating else \
+        ("true" if value else "false") if ctype == "bool" else str(int(value))
     return [f"fill({env.ptr(out)}, {_count(env.shape(out))}, {ctype}({literal}));"]
 
 
