@@ -350,3 +350,21 @@ def test_a_repeated_loss_infers_once_per_every_inputs_fields(inferences):
                           "cross_entropy2", "softmax_with_cross_entropy",
                           "softmax_with_cross_entropy"]
     assert [v.shape for v in losses] == [(11, 1)] * 7
+
+
+def test_a_repeated_topk_infers_once_per_its_inputs_fields(inferences):
+    """top_k (``infer_from_x``, two outputs): its inference is remembered per X's fields and
+    k, so a repeated topk infers once; a K tensor, another k or a refused k infer again."""
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()), fluid.unique_name.guard():
+        # (shapes no other test ranks: the memos are the process's)
+        x = fluid.data(name="x", shape=[9, 29], dtype="float32")
+        ranked = [fluid.layers.topk(x, 3) for _ in range(3)] + [fluid.layers.topk(x, 4)]
+        k = fluid.layers.fill_constant([1], "int32", 2)
+        by_tensor = [fluid.layers.topk(x, k) for _ in range(2)]
+        for _ in range(2):
+            with pytest.raises(fluid.errors.InvalidArgument, match="attribute 'k'"):
+                fluid.layers.topk(x, 30)
+    assert inferences.count("top_k") == 6
+    assert [values.shape for values, _ in ranked] == [(9, 3)] * 3 + [(9, 4)]
+    assert [indices.shape for _, indices in by_tensor] == [(9, -1)] * 2
