@@ -34,6 +34,18 @@ def _float(value, ctype):
     return f"{text}f" if ctype == "float" else text
 
 
+def _fill_literal(value, ctype):
+    """The C++ literal a filling op writes ``value`` as in a ``ctype`` tensor: a float as
+    itself (inf and nan spelled out), a bool as the value's truth (0.5 is true, as NumPy's
+    cast and Paddle's static_cast make it), an integer type truncated; NoEmitter for a value
+    no integer holds (inf, nan)."""
+    if ctype in ("float", "double"):
+        return _float(value, ctype)
+    if not math.isfinite(value):
+        raise NoEmitter(f"value {value} for an integer tensor")
+    return ("true" if value else "false") if ctype == "bool" else str(int(value))
+
+
 def _require_float(op, env, name):
     if env.ctype(name) not in ("float", "double"):
         raise NoEmitter(f"{name} is {env.ctype(name)}, a float type expected")
@@ -467,14 +479,7 @@ def _fill_constant(op, env):
         raise NoEmitter("a value or shape read at run time")
     out = _one(op, "Out", "outputs")
     ctype = env.ctype(out)
-    value = fill_value(op.type, op.attrs)
-    floating = ctype in ("float", "double")
-    if not floating and not math.isfinite(value):
-        raise NoEmitter(f"value {value} for an integer tensor")
-    # (a bool is the value's truth, as NumPy's cast and Paddle's static_cast make it: 0.5
-    # is true; an integer type truncates it)
-    literal = _float(value, ctype) if floating else \
-        ("true" if value else "false") if ctype == "bool" else str(int(value))
+    literal = _fill_literal(fill_value(op.type, op.attrs), ctype)
     return [f"fill({env.ptr(out)}, {_count(env.shape(out))}, {ctype}({literal}));"]
 
 

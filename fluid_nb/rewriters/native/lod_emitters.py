@@ -10,7 +10,7 @@ also compile in a program specialised on its feed shapes, on plain pointers.
 """
 from ...ops.creation import fill_value
 from .emitter_table import NoEmitter, emitter
-from .emitters import _broadcast, _float, _one, _require_float
+from .emitters import _broadcast, _fill_literal, _float, _one, _require_float
 from .env import count
 
 
@@ -214,8 +214,7 @@ def _fill_constant_batch_size_like(op, env):
     source, out = _one(op, "Input"), _out(op)
     a = op.attrs
     ctype = env.ctype(out)
-    value = fill_value(op.type, a)
-    literal = _float(value, ctype) if ctype in ("float", "double") else str(int(value))
+    literal = _fill_literal(fill_value(op.type, a), ctype)
     if not env.dynamic:
         return [f"fill({env.ptr(out)}, {count(env.shape(out))}, {ctype}({literal}));"]
     dims = [int(d) for d in a["shape"]]
