@@ -18,7 +18,8 @@ and a live loop of 20,000 ops that keeps every value it makes, as a loop collect
 losses does; and the live cost of the layers users write besides ``+`` and ``relu``
 (``softmax``, ``matmul``, the reductions, ``mean``, ``scale``, ``cast``, ``clip``,
 ``leaky_relu``, the reshape family, ``argmax``, ``zeros_like``, ``one_hot``, ``-x``,
-``x.astype``, ``x @ w``, ``concat``, ``fill_constant``, ``fc``) beside NumPy doing the same. ``--bytecodes`` prints the Python bytecodes a live op executes instead (a
+``x.astype``, ``x @ w``, ``concat``, ``fill_constant``, the losses and metrics a
+classifier ends with, ``fc``) beside NumPy doing the same. ``--bytecodes`` prints the Python bytecodes a live op executes instead (a
 count the machine's load does not move); ``--layers`` the layers' costs alone. The
 candidates take turns over interleaved rounds, so that a busy machine slows them alike:
 each line gives the best round, its ratio to NumPy's best and how far the median round
@@ -168,6 +169,14 @@ LAYERS = {
     "gather": (lambda L, v: L.gather(v["x"], v["index"]), lambda a: a["x"][a["index"]]),
     "uniform_random": (lambda L, v: L.uniform_random([4, 8]),
                        lambda a: np.random.uniform(-1, 1, (4, 8)).astype("float32")),
+    # (the layers a classifier ends with; ``p``: softmax(x), the probabilities they read)
+    "cross_entropy": (lambda L, v: L.cross_entropy(v["p"], v["ids"]),
+                      lambda a: -np.log(a["p"][np.arange(4), a["ids"][:, 0]])[:, None]),
+    "softmax_with_xe": (lambda L, v: L.softmax_with_cross_entropy(v["x"], v["ids"]),
+                        lambda a: _softmax_with_xe(a["x"], a["ids"])),
+    "topk": (lambda L, v: L.topk(v["x"], 2), lambda a: _topk(a["x"], 2)),
+    "accuracy": (lambda L, v: L.accuracy(v["p"], v["ids"]),
+                 lambda a: (_topk(a["p"], 1)[1] == a["ids"]).any(1).mean()),
     # (a live fc makes its parameters and runs their initializers: so does NumPy's)
     "fc": (lambda L, v: L.fc(v["x"], 4, act="relu"),
            lambda a: np.maximum(a["x"] @ np.random.uniform(-0.6, 0.6, (8, 4)).astype(
@@ -178,6 +187,19 @@ LAYERS = {
 def _softmax(a):
     e = np.exp(a - a.max(axis=1, keepdims=True))
     return e / e.sum(axis=1, keepdims=True)
+
+
+def _softmax_with_xe(a, ids):
+    shifted = a - a.max(axis=1, keepdims=True)
+    e = np.exp(shifted)
+    total = e.sum(axis=1, keepdims=True)
+    return e / total, np.log(total) - shifted[np.arange(len(a)), ids[:, 0]][:, None]
+
+
+def _topk(a, k):
+    indices = np.argsort(-a, axis=1, kind="stable")[:, :k]
+    return np.take_along_axis(a, indices, axis=1), indices
+
 LAYER_CALLS = 300
 
 
@@ -188,6 +210,7 @@ def live_layers():
     arrays = {"x": rng.rand(4, 8).astype("float32"), "w": rng.rand(8, 4).astype("float32"),
               "ids": rng.randint(0, 8, (4, 1)).astype("int64"),
               "index": np.array([3, 0], "int64")}
+    arrays["p"] = _softmax(arrays["x"])
 
     def live(layer):
         def timed():

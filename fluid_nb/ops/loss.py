@@ -49,6 +49,18 @@ def _hard_rows(op, xp, label, classes, ignore_index):
     return keep, xp.where(keep, label, 0)
 
 
+def _ids_in_range(xp, label, classes, ignore_index):
+    """The labels as flat int64 ids when every one is a class id, in ``[0, classes)``, and
+    ``ignore_index`` is none (so no sample is ignored): the usual batch, which needs no
+    masks; None for any other, and on a device (a check there would copy the ids to the
+    host). One comparison checks both bounds: a negative id read unsigned is past any
+    class count."""
+    if xp is not np or 0 <= ignore_index < classes:
+        return None
+    ids = label.reshape(-1).astype(np.int64, copy=False)
+    return ids if (ids.view(np.uint64) < classes).all() else None
+
+
 def _check_label_dtype(ctx, soft):
     dtype = ctx.input_dtype("Label")
     if soft:
@@ -102,7 +114,14 @@ def _hard_xe(ctx, op, x, label):
     xp = ctx.xp
     classes = x.shape[-1]
     probs = x.reshape(-1, classes)
-    keep, safe = _hard_rows(op, xp, label, classes, ctx.attrs["ignore_index"])
+    ignore_index = ctx.attrs["ignore_index"]
+    ids = _ids_in_range(xp, label, classes, ignore_index)
+    if ids is not None:  # (no sample ignored: no masks)
+        match = probs[np.arange(probs.shape[0]), ids]
+        # (-log of a positive probability; a zero or NaN one takes _log's -1e20 rule)
+        y = -np.log(match) if match.size and match.min() > 0 else -_log(xp, match)
+        return y.reshape(_y_shape(x, label)), match
+    keep, safe = _hard_rows(op, xp, label, classes, ignore_index)
     match = xp.where(keep, probs[xp.arange(probs.shape[0]), safe], 0).astype(x.dtype)
     y = xp.where(keep, -_log(xp, match), 0).astype(x.dtype)
     return y.reshape(_y_shape(x, label)), match
@@ -256,6 +275,9 @@ def _plain_hard_labels(attrs, logits, label):
 
 
 def _rows_and_ids(op, xp, label, classes, ignore_index):
+    plain = _ids_in_range(xp, label, classes, ignore_index)
+    if plain is not None:
+        return np.arange(plain.shape[0]), plain, None
     ids = label.reshape(-1)
     keep = None
     # a device always masks (testing the ids for ignore_index would copy them to the host)
