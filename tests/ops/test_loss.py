@@ -473,3 +473,34 @@ def test_cross_entropy2_grad_op_slots():
     assert sorted(spec.inputs) == ["Label", "MatchX", "XShape", "Y@GRAD"]
     assert list(spec.outputs) == ["X@GRAD"]
     assert op.block.var("xshape_out").shape == (4, 5, 0)
+
+
+# --- the usual batch: every label a class id, none ignored ------------------------------
+def test_cross_entropy_negative_label_is_refused_not_read_as_the_last_class():
+    # (an id read unsigned past the class count: -1 must not pick the last column)
+    case = OpCase("cross_entropy2", {"X": probs(2, 3), "Label": np.array([[0], [-1]])})
+    with pytest.raises(InvalidArgument, match=r"class ids in \[0, 3\).*-1"):
+        check_output(case)
+
+
+def test_cross_entropy_of_a_zero_probability_is_1e20():
+    x = np.array([[0.0, 1.0], [0.25, 0.75]], "float32")
+    out = check_output(OpCase("cross_entropy2", {"X": x, "Label": np.array([[0], [1]])}))
+    assert np.asarray(out["Y"]).tolist() == [[np.float32(1e20)], [-np.log(np.float32(0.75))]]
+    assert np.asarray(out["MatchX"]).ravel().tolist() == [0.0, 0.75]
+
+
+def test_cross_entropy_int32_labels_reach_the_first_and_last_class():
+    x = probs(3, 4)
+    label = np.array([[0], [3], [3]], "int32")
+    out = check_output(OpCase("cross_entropy", {"X": x, "Label": label}))
+    np.testing.assert_array_equal(np.asarray(out["Y"])[:, 0],
+                                  -np.log(x[[0, 1, 2], [0, 3, 3]]))
+
+
+def test_softmax_with_cross_entropy_ignores_only_the_ignored_rows():
+    logits = np.array([[1.0, 2.0, 3.0], [3.0, 2.0, 1.0]], "float32")
+    out = check_output(OpCase("softmax_with_cross_entropy",
+                              {"Logits": logits, "Label": np.array([[2], [-100]])}))
+    loss = np.asarray(out["Loss"])[:, 0]
+    assert loss[1] == 0 and np.isclose(loss[0], -np.log(softmax(logits)[0, 2]))

@@ -221,3 +221,23 @@ def test_accuracy_and_arg_max_have_no_gradient():
     from fluid_nb.ops import registry
     assert registry.get("accuracy").grad is None
     assert registry.get("arg_max").grad is None
+
+
+def test_top_k_along_the_last_axis_of_a_3d_input_keeps_ties_in_order():
+    x = np.array([[[1, 3, 3, 0], [2, 2, 2, 2]], [[np.nan, 5, np.inf, 5], [-0.0, 0.0, -1, 1]]],
+                 "float32")
+    out = check_output(OpCase("top_k", {"X": x}, attrs={"k": 3}))
+    np.testing.assert_array_equal(np.asarray(out["Indices"]),
+                                  [[[1, 2, 0], [0, 1, 2]], [[0, 2, 1], [3, 0, 1]]])
+    np.testing.assert_array_equal(np.asarray(out["Out"]),
+                                  np.take_along_axis(x, np.asarray(out["Indices"]), -1))
+
+
+def test_accuracy_counts_a_row_once_however_many_of_its_k_hit():
+    out = check_output(OpCase("accuracy", {"Out": np.zeros((3, 2), "float32"),
+                                           "Indices": np.array([[1, 1], [0, 2], [2, 1]]),
+                                           "Label": np.array([[1], [2], [0]])}))
+    assert np.asarray(out["Correct"]).tolist() == [2]
+    assert np.asarray(out["Total"]).tolist() == [3]
+    assert np.asarray(out["Accuracy"]).dtype == np.float32
+    assert np.asarray(out["Accuracy"]).tolist() == [np.float32(2) / np.float32(3)]
