@@ -1136,6 +1136,466 @@ static PyObject *append_with_xshape(PyObject *self, PyObject *const *args, size_
     return append_record(WITH_XSHAPE, args, nargsf, kwnames);
 }
 
+/* --- append_fresh ------------------------------------------------------------------------
+ *
+ * append_fresh(block, op_type, inputs, outputs, attrs, layer_type, slot_order=None) does what
+ * transaction.append_fresh's Python (`_append_fresh`, the fallback) does for the call a live
+ * cell repeats: outside any transaction, annotation or op-role guard, each input slot one
+ * name of the block's own LoD-tensor variables, each output slot one fresh temporary
+ * (`outputs`: slot -> [(dtype, stop_gradient)]), an op whose inference is remembered per
+ * its first input (the infer_from_x trait, that input alone given) or per every input
+ * (infer_from_inputs), and each memo the Python way fills holding this call's answer: the
+ * completed attributes, the slot check (spec, *inputs, None, *output slots), and
+ *
+ *   shape inference   spec._inferred_from_x[key], key as OpDef._infer_from_x builds it:
+ *                     X's shape, dtype and LoD level (infer_from_x) or every slot, a 1 per
+ *                     slot and each variable's (shape, dtype, lod_level) (infer_from_inputs);
+ *                     the program's version, the output slots, the attributes (lists as
+ *                     tuples), a 0 per output (the fresh temporaries' LoD levels).
+ *
+ * The temporaries are named as LayerHelper(layer_type) names them, <prefix><layer_type>_<n>
+ * .tmp_<m>, _<m + 1>, ... in `outputs`' order, their fields in the order the Python way
+ * writes them (block, name, dtype, stop_gradient when true, shape, lod_level); the op's
+ * output slots are in `slot_order` (`outputs`' order by default); the version advances by a
+ * step per temporary and one for the op, and the program's append hook runs the op. A hook
+ * that raises has the op, the temporaries and their names taken back by
+ * transaction._take_back_fresh. Returns slot -> [variable] in `outputs`' order. Any other
+ * call, or one a memo has no answer for, goes to the fallback before anything is changed.
+ */
+static PyObject *fresh_fallback_fn, *fresh_take_back_fn;
+static PyObject *str_every_input, *str_stop_gradient;
+
+#define MOST_FRESH 8 /* output slots this path makes at most */
+
+static PyObject *fresh_fallback(PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    if (fresh_fallback_fn == NULL)
+        return PyErr_Format(PyExc_RuntimeError, "append_fresh: configure_one_op() was not "
+                                                "called");
+    return PyObject_Vectorcall(fresh_fallback_fn, args, nargsf, kwnames);
+}
+
+/* A fresh Variable as new_variable makes it, `stop_gradient` written after its dtype when
+ * true (the Python way sets it before inference writes the shape) */
+static PyObject *fresh_variable(PyObject *block, PyObject *name, PyObject *fields,
+                                int stop_gradient) {
+    PyObject *var = PyBaseObject_Type.tp_new(variable_type, empty_tuple, NULL);
+    if (var == NULL || PyObject_SetAttr(var, str_block, block) < 0 ||
+        PyObject_SetAttr(var, str_name, name) < 0 ||
+        PyObject_SetAttr(var, str_dtype, PyTuple_GET_ITEM(fields, 1)) < 0 ||
+        (stop_gradient && PyObject_SetAttr(var, str_stop_gradient, Py_True) < 0) ||
+        PyObject_SetAttr(var, str_shape, PyTuple_GET_ITEM(fields, 0)) < 0 ||
+        PyObject_SetAttr(var, str_lod_level, PyTuple_GET_ITEM(fields, 2)) < 0)
+        Py_CLEAR(var);
+    return var;
+}
+
+static PyObject *append_fresh(PyObject *self, PyObject *const *args, size_t nargsf,
+                              PyObject *kwnames) {
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (recorder != NULL || program_globals == NULL || kwnames != NULL || nargs < 6 ||
+        nargs > 7)
+        return fresh_fallback(args, nargsf, kwnames);
+    int classes = find_classes();
+    if (classes <= 0)
+        return classes < 0 ? NULL : fresh_fallback(args, nargsf, kwnames);
+    PyObject *block = args[0], *op_type = args[1], *inputs = args[2], *outputs = args[3],
+             *given = args[4], *layer_type = args[5], *slot_order = nargs == 7 ? args[6]
+                                                                               : Py_None;
+    if (!Py_IS_TYPE(block, block_type) || !PyUnicode_CheckExact(op_type) ||
+        !PyDict_CheckExact(inputs) || !PyDict_CheckExact(outputs) ||
+        (given != Py_None && !PyDict_CheckExact(given)) || !PyUnicode_CheckExact(layer_type) ||
+        PyUnicode_GET_LENGTH(layer_type) == 0 ||
+        (slot_order != Py_None && !PyTuple_CheckExact(slot_order)))
+        return fresh_fallback(args, nargsf, kwnames);
+    Py_ssize_t n_inputs = PyDict_GET_SIZE(inputs), n_outs = PyDict_GET_SIZE(outputs);
+    if (n_inputs < 1 || n_outs < 1 || n_outs > MOST_FRESH ||
+        (slot_order != Py_None && PyTuple_GET_SIZE(slot_order) != n_outs))
+        return fresh_fallback(args, nargsf, kwnames);
+    /* the output slots (borrowed): in `outputs`' order, whether each temporary stops the
+     * gradient, and at_op[i]: slot i's place among the op's output slots */
+    PyObject *out_slots[MOST_FRESH];
+    int stops[MOST_FRESH];
+    Py_ssize_t at_op[MOST_FRESH], pos = 0, i = 0;
+    PyObject *slot, *value;
+    while (PyDict_Next(outputs, &pos, &slot, &value)) {
+        PyObject *spec_item;
+        if (!PyUnicode_CheckExact(slot) || !PyList_CheckExact(value) ||
+            PyList_GET_SIZE(value) != 1 ||
+            !PyTuple_CheckExact(spec_item = PyList_GET_ITEM(value, 0)) ||
+            PyTuple_GET_SIZE(spec_item) != 2 ||
+            (PyTuple_GET_ITEM(spec_item, 1) != Py_True &&
+             PyTuple_GET_ITEM(spec_item, 1) != Py_False))
+            return fresh_fallback(args, nargsf, kwnames);
+        out_slots[i] = slot, stops[i] = PyTuple_GET_ITEM(spec_item, 1) == Py_True;
+        at_op[i] = slot_order == Py_None ? i : -1;
+        i++;
+    }
+    if (slot_order != Py_None) { /* (a permutation of the slots, or the Python way) */
+        for (Py_ssize_t j = 0; j < n_outs; j++) {
+            PyObject *named = PyTuple_GET_ITEM(slot_order, j);
+            Py_ssize_t found = -1;
+            for (Py_ssize_t k = 0; k < n_outs && found < 0; k++) {
+                if (!PyUnicode_CheckExact(named))
+                    break;
+                if (named == out_slots[k] || PyUnicode_Compare(named, out_slots[k]) == 0)
+                    found = k;
+            }
+            if (found < 0 || at_op[found] >= 0)
+                return PyErr_Occurred() ? NULL : fresh_fallback(args, nargsf, kwnames);
+            at_op[found] = j;
+        }
+    }
+    for (pos = 0; PyDict_Next(inputs, &pos, &slot, &value);)
+        if (!PyUnicode_CheckExact(slot) || single_name(value) == NULL)
+            return fresh_fallback(args, nargsf, kwnames);
+    PyObject *vars = NULL, *ops = NULL, *program = NULL, *role = NULL, *hook = NULL,
+             *desc_version = NULL, *version = NULL, *generator = NULL, *undo = NULL,
+             *ids = NULL, *prefix = NULL, *inferred = NULL, *attrs = NULL, *types = NULL,
+             *slots_key = NULL, *n = NULL, *m = NULL, *counter_key = NULL, *infer_key = NULL,
+             *op = NULL, *op_outputs = NULL, *stack = NULL, *new_version = NULL,
+             *result = NULL, *block_dict = NULL, *program_dict = NULL, *generator_dict = NULL,
+             *spec = NULL, *every = NULL, *first_slot = NULL, *made = NULL, *known = NULL;
+    PyObject *names[MOST_FRESH] = {NULL}, *made_vars[MOST_FRESH] = {NULL};
+    int python_way = 0, counted = 0;
+#define FRESH_PYTHON_WAY                                                                       \
+    do {                                                                                       \
+        python_way = 1;                                                                        \
+        goto done;                                                                             \
+    } while (0)
+#define FRESH_NONE_OR_FAIL                                                                     \
+    do {                                                                                       \
+        if (!PyErr_Occurred())                                                                 \
+            python_way = 1;                                                                    \
+        goto done;                                                                             \
+    } while (0)
+    PyObject *depth = global(transaction_globals, str_depth), *journal, *current;
+    if (depth == NULL || (journal = global(transaction_globals, str_journal)) == NULL ||
+        (current = global(annotations_globals, str_current)) == NULL)
+        goto done;
+    if (!PyLong_CheckExact(depth) || PyLong_AsLong(depth) != 0 || journal != Py_None ||
+        !PyDict_CheckExact(current) || PyDict_GET_SIZE(current) != 0)
+        FRESH_PYTHON_WAY;
+    PyObject *op_defs = global(program_globals, str_op_defs), *passed;
+    if (op_defs == NULL || (passed = global(program_globals, str_slots_passed)) == NULL)
+        goto done;
+    if (!PyDict_CheckExact(op_defs) || !PyAnySet_CheckExact(passed))
+        FRESH_PYTHON_WAY;
+    if ((spec = PyDict_GetItemWithError(op_defs, op_type)) == NULL)
+        FRESH_NONE_OR_FAIL; /* (not loaded yet, or unknown: the Python way decides) */
+    Py_INCREF(spec);
+    /* the memo: an infer_from_x or infer_from_inputs op's (no formula op's) */
+    PyObject *formula_memo = PyObject_GetAttr(spec, str_inferred);
+    if (formula_memo == NULL)
+        goto done;
+    Py_DECREF(formula_memo); /* (compared, not read) */
+    if (formula_memo != Py_None)
+        FRESH_PYTHON_WAY;
+    if ((inferred = PyObject_GetAttr(spec, str_inferred_from_x)) == NULL ||
+        (every = PyObject_GetAttr(spec, str_every_input)) == NULL)
+        goto done;
+    if (!PyDict_CheckExact(inferred) || (every != Py_True && every != Py_False))
+        FRESH_PYTHON_WAY;
+    if (every == Py_False) { /* (X alone, the op's first slot) */
+        if ((first_slot = PyObject_GetAttr(spec, str_first_input)) == NULL)
+            goto done;
+        pos = 0;
+        PyDict_Next(inputs, &pos, &slot, &value);
+        if (n_inputs != 1 || !PyUnicode_CheckExact(first_slot) ||
+            (slot != first_slot && PyUnicode_Compare(slot, first_slot) != 0))
+            FRESH_PYTHON_WAY;
+    }
+    if ((block_dict = instance_dict(block)) == NULL)
+        goto done;
+    if ((vars = entry(block_dict, str_vars)) == NULL ||
+        (ops = entry(block_dict, str_ops)) == NULL ||
+        (program = entry(block_dict, str_program)) == NULL)
+        FRESH_NONE_OR_FAIL;
+    if (!PyDict_CheckExact(vars) || !PyList_CheckExact(ops) || !Py_IS_TYPE(program, program_type))
+        FRESH_PYTHON_WAY;
+    if ((program_dict = instance_dict(program)) == NULL)
+        goto done;
+    if ((role = entry(program_dict, str_current_role)) == NULL ||
+        (hook = entry(program_dict, str_append_hook)) == NULL ||
+        (desc_version = entry(program_dict, str_version)) == NULL ||
+        (version = entry(program_dict, str_version_counter)) == NULL)
+        FRESH_NONE_OR_FAIL;
+    int has_role = PyObject_IsTrue(role);
+    if (has_role < 0)
+        goto done;
+    if (has_role || !PyLong_CheckExact(version))
+        FRESH_PYTHON_WAY;
+    if ((generator = global(unique_name_globals, str_generator)) == NULL)
+        goto done;
+    Py_INCREF(generator);
+    if (!Py_IS_TYPE(generator, generator_type))
+        FRESH_PYTHON_WAY;
+    if ((generator_dict = instance_dict(generator)) == NULL)
+        goto done;
+    if ((undo = entry(generator_dict, str_undo)) == NULL ||
+        (ids = entry(generator_dict, str_ids)) == NULL ||
+        (prefix = entry(generator_dict, str_prefix)) == NULL)
+        FRESH_NONE_OR_FAIL;
+    if (undo != Py_None || !PyDict_CheckExact(ids) || !PyUnicode_CheckExact(prefix))
+        FRESH_PYTHON_WAY;
+    int completed = completed_attrs(spec, given, &attrs, &types);
+    if (completed <= 0) {
+        if (completed < 0)
+            goto done;
+        FRESH_PYTHON_WAY;
+    }
+    /* the op's output slots, in its order */
+    if ((op_outputs = PyDict_New()) == NULL)
+        goto done;
+    PyObject *op_slots[MOST_FRESH];
+    for (i = 0; i < n_outs; i++)
+        op_slots[at_op[i]] = out_slots[i];
+    if ((slots_key = PyTuple_New(n_inputs + 2 + n_outs)) == NULL)
+        goto done;
+    PyTuple_SET_ITEM(slots_key, 0, Py_NewRef(spec));
+    put_items(slots_key, 1, inputs, 0);
+    PyTuple_SET_ITEM(slots_key, n_inputs + 1, Py_NewRef(Py_None));
+    for (i = 0; i < n_outs; i++)
+        PyTuple_SET_ITEM(slots_key, n_inputs + 2 + i, Py_NewRef(op_slots[i]));
+    int slots_passed = PySet_Contains(passed, slots_key);
+    if (slots_passed <= 0) {
+        if (slots_passed < 0)
+            goto done;
+        FRESH_PYTHON_WAY;
+    }
+    /* the temporaries' names, the counters not advanced yet */
+    if ((n = counter(ids, layer_type)) == NULL)
+        FRESH_NONE_OR_FAIL;
+    if ((counter_key = numbered(prefix, layer_type, n, ".tmp")) == NULL)
+        goto done;
+    if ((m = counter(ids, counter_key)) == NULL)
+        FRESH_NONE_OR_FAIL;
+    for (i = 0; i < n_outs; i++) {
+        PyObject *offset = PyLong_FromSsize_t(i), *m_i;
+        m_i = offset == NULL ? NULL : PyNumber_Add(m, offset);
+        Py_XDECREF(offset);
+        if (m_i == NULL)
+            goto done;
+        names[i] = numbered(prefix, counter_key, m_i, "");
+        Py_DECREF(m_i);
+        if (names[i] == NULL)
+            goto done;
+        int taken = PyDict_Contains(vars, names[i]);
+        if (taken != 0) { /* (a variable of that name: the Python way reuses it) */
+            if (taken < 0)
+                goto done;
+            FRESH_PYTHON_WAY;
+        }
+    }
+    /* shape inference's memo */
+    Py_ssize_t n_attrs = PyDict_GET_SIZE(attrs),
+               n_fields = every == Py_True ? 3 * n_inputs : 3, at_attrs = n_fields + 1 + n_outs;
+    if ((infer_key = PyTuple_New(at_attrs + n_attrs + n_outs)) == NULL)
+        goto done;
+    Py_ssize_t at = 0; /* (each item set once below; a key left unfilled is only freed) */
+    for (pos = 0; PyDict_Next(inputs, &pos, &slot, &value); at++) {
+        PyObject *var = PyDict_GetItemWithError(vars, PyTuple_GET_ITEM(value, 0));
+        if (var == NULL)
+            FRESH_NONE_OR_FAIL; /* (a parent block's variable) */
+        Py_INCREF(var);
+        int dense = holds_lod_tensor(var);
+        PyObject *fields[3] = {NULL};
+        int failed = dense <= 0 || var_fields(var, fields) < 0;
+        Py_DECREF(var);
+        if (failed) {
+            if (dense == 0 || (dense > 0 && PyErr_ExceptionMatches(PyExc_AttributeError))) {
+                PyErr_Clear();
+                FRESH_PYTHON_WAY;
+            }
+            goto done;
+        }
+        if (every == Py_False) {
+            for (int f = 0; f < 3; f++)
+                PyTuple_SET_ITEM(infer_key, f, fields[f]);
+        } else {
+            PyObject *triple = PyTuple_New(3);
+            if (triple == NULL) {
+                Py_DECREF(fields[0]), Py_DECREF(fields[1]), Py_DECREF(fields[2]);
+                goto done;
+            }
+            for (int f = 0; f < 3; f++)
+                PyTuple_SET_ITEM(triple, f, fields[f]);
+            /* (*slots, *their counts, *each variable's fields) */
+            PyTuple_SET_ITEM(infer_key, at, Py_NewRef(slot));
+            PyTuple_SET_ITEM(infer_key, n_inputs + at, Py_NewRef(one));
+            PyTuple_SET_ITEM(infer_key, 2 * n_inputs + at, triple);
+        }
+    }
+    PyTuple_SET_ITEM(infer_key, n_fields, Py_NewRef(desc_version));
+    for (i = 0; i < n_outs; i++)
+        PyTuple_SET_ITEM(infer_key, n_fields + 1 + i, Py_NewRef(op_slots[i]));
+    if (put_items(infer_key, at_attrs, attrs, 1) < 0)
+        goto done;
+    for (i = 0; i < n_outs; i++) {
+        PyObject *zero = PyLong_FromLong(0);
+        if (zero == NULL)
+            goto done;
+        PyTuple_SET_ITEM(infer_key, at_attrs + n_attrs + i, zero);
+    }
+    known = PyDict_GetItemWithError(inferred, infer_key);
+    if (known == NULL) {
+        if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_TypeError))
+            goto done;
+        PyErr_Clear(); /* (no answer, or an unhashable attribute value) */
+        FRESH_PYTHON_WAY;
+    }
+    Py_INCREF(known);
+    if (!PyTuple_CheckExact(known) || PyTuple_GET_SIZE(known) != n_outs)
+        FRESH_PYTHON_WAY;
+    for (i = 0; i < n_outs; i++) {
+        PyObject *fields = PyTuple_GET_ITEM(known, i);
+        if (!PyTuple_CheckExact(fields) || PyTuple_GET_SIZE(fields) != 3)
+            FRESH_PYTHON_WAY;
+    }
+    /* the record: the temporaries (named in `outputs`' order), the op */
+    if ((made = PyTuple_New(n_outs)) == NULL)
+        goto done;
+    for (i = 0; i < n_outs; i++) {
+        PyTuple_SET_ITEM(made, i, Py_NewRef(names[i]));
+        made_vars[i] = fresh_variable(block, names[i], PyTuple_GET_ITEM(known, at_op[i]),
+                                      stops[i]);
+        if (made_vars[i] == NULL)
+            goto done;
+    }
+    for (Py_ssize_t j = 0; j < n_outs; j++) {
+        for (i = 0; at_op[i] != j; i++)
+            ;
+        PyObject *one_name = PyTuple_Pack(1, names[i]);
+        int failed = one_name == NULL || PyDict_SetItem(op_outputs, op_slots[j], one_name) < 0;
+        Py_XDECREF(one_name);
+        if (failed)
+            goto done;
+    }
+    if ((stack = capture_stack(1, 32)) == NULL ||
+        (op = PyBaseObject_Type.tp_new(operator_type, empty_tuple, NULL)) == NULL)
+        goto done;
+    {
+        PyObject *fields[OPERATOR_SLOTS] = {block, op_type, inputs, op_outputs, attrs, types,
+                                            Py_False, Py_None, stack};
+        for (size_t f = 0; f < OPERATOR_SLOTS; f++) {
+            Py_INCREF(fields[f]);
+            Py_XSETREF(SLOT(op, operator_slots[f]), fields[f]);
+        }
+    }
+    untrack_slots(inputs);
+    untrack_slots(op_outputs);
+    /* the changes: the counters, the variables, the op, the version */
+    {
+        PyObject *next_n = PyNumber_Add(n, one), *count = PyLong_FromSsize_t(n_outs);
+        PyObject *next_m = count == NULL ? NULL : PyNumber_Add(m, count);
+        int failed = next_n == NULL || next_m == NULL ||
+                     PyDict_SetItem(ids, layer_type, next_n) < 0;
+        if (!failed) {
+            counted = 1;
+            failed = PyDict_SetItem(ids, counter_key, next_m) < 0;
+        }
+        Py_XDECREF(next_n), Py_XDECREF(count), Py_XDECREF(next_m);
+        if (failed)
+            goto undo_counters;
+        counted = 2;
+    }
+    for (i = 0; i < n_outs; i++)
+        if (PyDict_SetItem(vars, names[i], made_vars[i]) < 0) {
+            while (i-- > 0)
+                PyDict_DelItem(vars, names[i]);
+            goto undo_counters;
+        }
+    if (PyList_Append(ops, op) < 0) {
+        for (i = 0; i < n_outs; i++)
+            PyDict_DelItem(vars, names[i]);
+        goto undo_counters;
+    }
+    /* the Python way's steps: one per temporary made, one for the op */
+    {
+        PyObject *steps = PyLong_FromSsize_t(n_outs + 1);
+        new_version = steps == NULL ? NULL : PyNumber_Add(version, steps);
+        Py_XDECREF(steps);
+    }
+    if (new_version == NULL || PyDict_SetItem(program_dict, str_version_counter, new_version) < 0)
+        goto take_back;
+    if (hook != Py_None) {
+        PyObject *ran = PyObject_CallOneArg(hook, op);
+        if (ran == NULL)
+            goto take_back;
+        Py_DECREF(ran);
+    }
+    if ((result = PyDict_New()) == NULL)
+        goto done; /* (the op stands: only memory running out gets here) */
+    for (i = 0; i < n_outs; i++) {
+        PyObject *list = PyList_New(1);
+        if (list == NULL) {
+            Py_CLEAR(result);
+            goto done;
+        }
+        PyList_SET_ITEM(list, 0, Py_NewRef(made_vars[i]));
+        int failed = PyDict_SetItem(result, out_slots[i], list);
+        Py_DECREF(list);
+        if (failed) {
+            Py_CLEAR(result);
+            goto done;
+        }
+    }
+    goto done;
+take_back: { /* the hook (a live session running the op) raised: the op, the temporaries and
+              * their names are taken back, as the Python way's except clauses do */
+    PyObject *type, *value_raised, *traceback;
+    PyErr_Fetch(&type, &value_raised, &traceback);
+    PyObject *undone = PyObject_CallFunctionObjArgs(fresh_take_back_fn, block, op, made,
+                                                    layer_type, generator, n, m, NULL);
+    if (undone != NULL) {
+        Py_DECREF(undone);
+        PyErr_Restore(type, value_raised, traceback);
+    } else { /* (the take-back's own error, the hook's as its context) */
+        PyErr_NormalizeException(&type, &value_raised, &traceback);
+        if (traceback != NULL && value_raised != NULL)
+            PyException_SetTraceback(value_raised, traceback);
+        PyObject *t2, *v2, *tb2;
+        PyErr_Fetch(&t2, &v2, &tb2);
+        PyErr_NormalizeException(&t2, &v2, &tb2);
+        if (v2 != NULL && value_raised != NULL)
+            PyException_SetContext(v2, value_raised); /* (steals value_raised) */
+        else
+            Py_XDECREF(value_raised);
+        Py_XDECREF(type), Py_XDECREF(traceback);
+        PyErr_Restore(t2, v2, tb2);
+    }
+    goto done;
+}
+undo_counters: { /* (only memory running out gets here) */
+    PyObject *type, *value_raised, *traceback;
+    PyErr_Fetch(&type, &value_raised, &traceback);
+    if (counted >= 1 &&
+        (PyObject_Not(n) == 1 ? PyDict_DelItem(ids, layer_type) : PyDict_SetItem(ids, layer_type, n)))
+        PyErr_Clear();
+    if (counted >= 2 &&
+        (PyObject_Not(m) == 1 ? PyDict_DelItem(ids, counter_key)
+                              : PyDict_SetItem(ids, counter_key, m)))
+        PyErr_Clear();
+    PyErr_Restore(type, value_raised, traceback);
+    goto done;
+}
+done:
+#undef FRESH_PYTHON_WAY
+#undef FRESH_NONE_OR_FAIL
+    for (i = 0; i < n_outs; i++)
+        Py_XDECREF(names[i]), Py_XDECREF(made_vars[i]);
+    Py_XDECREF(vars), Py_XDECREF(ops), Py_XDECREF(program), Py_XDECREF(role);
+    Py_XDECREF(hook), Py_XDECREF(desc_version), Py_XDECREF(version), Py_XDECREF(generator);
+    Py_XDECREF(undo), Py_XDECREF(ids), Py_XDECREF(prefix), Py_XDECREF(inferred);
+    Py_XDECREF(attrs), Py_XDECREF(types), Py_XDECREF(slots_key), Py_XDECREF(n), Py_XDECREF(m);
+    Py_XDECREF(counter_key), Py_XDECREF(infer_key), Py_XDECREF(op), Py_XDECREF(op_outputs);
+    Py_XDECREF(stack), Py_XDECREF(new_version), Py_XDECREF(block_dict);
+    Py_XDECREF(program_dict), Py_XDECREF(generator_dict), Py_XDECREF(spec), Py_XDECREF(every);
+    Py_XDECREF(first_slot), Py_XDECREF(made), Py_XDECREF(known);
+    if (python_way)
+        return fresh_fallback(args, nargsf, kwnames);
+    return result;
+}
+
 /* --- one-op calls: a Variable's operators, the one-op layers --------------------------
  *
  * OneOpCall(python_way, form, op_type, layers_globals, allowed=None, reverse=False,
@@ -1962,20 +2422,24 @@ static PyTypeObject OneOpCallType = {
 };
 
 static PyObject *configure_one_op(PyObject *self, PyObject *args) {
-    PyObject *fallback, *take_back, *xshape_fallback, *xshape_take_back, *program,
-        *transaction, *unique_name, *annotations;
-    if (!PyArg_ParseTuple(args, "OOOOO!O!O!O!:configure_one_op", &fallback, &take_back,
-                          &xshape_fallback, &xshape_take_back, &PyModule_Type, &program,
+    PyObject *fallback, *take_back, *xshape_fallback, *xshape_take_back, *fresh_fallback,
+        *fresh_take_back, *program, *transaction, *unique_name, *annotations;
+    if (!PyArg_ParseTuple(args, "OOOOOOO!O!O!O!:configure_one_op", &fallback, &take_back,
+                          &xshape_fallback, &xshape_take_back, &fresh_fallback,
+                          &fresh_take_back, &PyModule_Type, &program,
                           &PyModule_Type, &transaction, &PyModule_Type, &unique_name,
                           &PyModule_Type, &annotations))
         return NULL;
     if (!PyCallable_Check(fallback) || !PyCallable_Check(take_back) ||
-        !PyCallable_Check(xshape_fallback) || !PyCallable_Check(xshape_take_back))
+        !PyCallable_Check(xshape_fallback) || !PyCallable_Check(xshape_take_back) ||
+        !PyCallable_Check(fresh_fallback) || !PyCallable_Check(fresh_take_back))
         return PyErr_Format(PyExc_TypeError, "configure_one_op expected callables");
     PyObject *dicts[4] = {PyModule_GetDict(program), PyModule_GetDict(transaction),
                           PyModule_GetDict(unique_name), PyModule_GetDict(annotations)};
     Py_INCREF(fallback), Py_INCREF(take_back), Py_INCREF(xshape_fallback);
-    Py_INCREF(xshape_take_back);
+    Py_INCREF(xshape_take_back), Py_INCREF(fresh_fallback), Py_INCREF(fresh_take_back);
+    Py_XSETREF(fresh_fallback_fn, fresh_fallback);
+    Py_XSETREF(fresh_take_back_fn, fresh_take_back);
     for (int i = 0; i < 4; i++)
         Py_INCREF(dicts[i]);
     Py_XSETREF(fallback_fn, fallback);
@@ -2010,6 +2474,11 @@ static PyMethodDef methods[] = {
      "append_with_xshape(block, op_type, x, attrs, layer_type): append op_type on x with its "
      "Out and XShape fresh temporaries, and return Out (see "
      "framework.transaction.append_with_xshape; its common case is C)"},
+    {"append_fresh", (PyCFunction)(void (*)(void))append_fresh,
+     METH_FASTCALL | METH_KEYWORDS,
+     "append_fresh(block, op_type, inputs, outputs, attrs, layer_type, slot_order=None): "
+     "append op_type with its outputs fresh temporaries, and return slot -> [variable] (see "
+     "framework.transaction.append_fresh; its common case is C)"},
     {"op_arguments", (PyCFunction)(void (*)(void))op_arguments, METH_FASTCALL,
      "op_arguments(inputs, outputs, Variable): (inputs, outputs, every slot one name) as "
      "an op keeps them, slot -> tuple of names, or None where the Python way must name "
@@ -2018,10 +2487,10 @@ static PyMethodDef methods[] = {
      "completed(opdef, attrs): OpDef.complete_attrs(attrs) from its memo, (attributes, their "
      "types), or None when the memo has no answer"},
     {"configure_one_op", configure_one_op, METH_VARARGS,
-     "configure_one_op(fallback, take_back, xshape_fallback, xshape_take_back, program, "
-     "transaction, unique_name, annotations): the Python ways of append_one_op and "
-     "append_with_xshape, their take-backs of a failed hook, and the modules whose globals "
-     "they read"},
+     "configure_one_op(fallback, take_back, xshape_fallback, xshape_take_back, "
+     "fresh_fallback, fresh_take_back, program, transaction, unique_name, annotations): the "
+     "Python ways of append_one_op, append_with_xshape and append_fresh, their take-backs of "
+     "a failed hook, and the modules whose globals they read"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_op_record",
@@ -2050,7 +2519,7 @@ PyMODINIT_FUNC PyInit__op_record(void) {
         {&str_current_block_idx, "current_block_idx"}, {&str_current_block, "current_block"},
         {&str_main_program, "_main_program"}, {&str_axis, "axis"}, {&str_act, "act"},
         {&str_x_argument, "x"}, {&str_negative_zero, "-0.0"},
-        {&str_first_input, "_first_input"}};
+        {&str_first_input, "_first_input"}, {&str_every_input, "_every_input"}};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); ++i)
         if ((*names[i].name = PyUnicode_InternFromString(names[i].text)) == NULL)
             return NULL;

@@ -70,16 +70,18 @@ go of an op's outputs and compute them again when they are read.
 
 An op with the ``infer_from_x`` trait (reshape2, transpose2, squeeze2, unsqueeze2, flatten2,
 concat, slice, strided_slice, expand, cumsum, reverse, flip, isinf, isnan, isfinite,
-where_index, shape, size, fill_constant_batch_size_like, sum, top_k, top_k_v2: X is its
+where_index, shape, size, fill_constant_batch_size_like, sum, top_k, top_k_v2, argsort,
+dropout: X is its
 first input slot, slice's and shape's Input) infers its outputs from X's shape, dtype and
 LoD level (each X's, for an X of several variables) and its attributes alone when X is its
 only input:
 what inference said is remembered per such signature and the outputs' LoD levels before,
 for every output (a Transformer appends dozens of alike reshapes). One with the
-``infer_from_inputs`` trait (cross_entropy2, softmax_with_cross_entropy) infers its outputs
-from every input's fields and its attributes: what it said is remembered per the slots,
-their variables' fields and the outputs' LoD levels (an op whose inference costs less than
-the memo's key, gather's or accuracy's, has none). One with the ``infer_from_attrs`` trait
+``infer_from_inputs`` trait (cross_entropy2, softmax_with_cross_entropy, accuracy) infers
+its outputs from every input's fields and its attributes: what it said is remembered per the
+slots, their variables' fields and the outputs' LoD levels (gather, whose inference costs
+less than the memo's key in Python, has none; a layer appending through
+``transaction.append_fresh`` reads the memo in C). One with the ``infer_from_attrs`` trait
 (fill_constant, uniform_random, gaussian_random) infers its outputs from its attributes
 alone when given no input: what it said is remembered per the attributes and the outputs'
 LoD levels (``x > 0.5`` appends a fill_constant for its number; a refusal is not

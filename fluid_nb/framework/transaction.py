@@ -283,9 +283,16 @@ def _take_back_with_xshape(block, op, name, xshape_name, layer_type, generator, 
     """What a failed append_with_xshape of the C path takes back when the program's append
     hook raised: the op, as ``Block._append_args`` takes it back, then both temporaries and
     their names, as :func:`_append_with_xshape` does."""
+    _take_back_fresh(block, op, (name, xshape_name), layer_type, generator, n, m)
+
+
+def _take_back_fresh(block, op, made, layer_type, generator, n, m):
+    """What a failed append_fresh (append_with_xshape) of the C path takes back when the
+    program's append hook raised: the op, as ``Block._append_args`` takes it back, then the
+    temporaries ``made`` and their names, as :func:`_fresh` does."""
     block.ops.remove(op)
     block.program._changed()
-    _take_back_temporaries(block, (name, xshape_name), layer_type, generator, n, m)
+    _take_back_temporaries(block, made, layer_type, generator, n, m)
 
 
 def _take_back_one_op(block, op, name, layer_type, generator):
@@ -295,6 +302,32 @@ def _take_back_one_op(block, op, name, layer_type, generator):
     block.ops.remove(op)
     block.program._changed()
     _take_back_temporary(block, name, True, layer_type, generator)
+
+
+def fresh_names(block, layer_type, count):
+    """The names the next ``append_fresh`` of ``layer_type`` gives its ``count`` temporaries
+    that no variable of ``block`` holds yet (the ones it will make): what a layer passes to
+    :func:`take_back_fresh` when its next op may be refused."""
+    generator = unique_name._generator
+    key = f"{generator.prefix}{layer_type}_{generator.ids.get(layer_type, 0)}.tmp"
+    m = generator.ids.get(key, 0)
+    return tuple(name for name in (f"{generator.prefix}{key}_{m + i}" for i in range(count))
+                 if name not in block.vars)
+
+
+def take_back_fresh(block, made, layer_type, count):
+    """Take back the last :func:`append_fresh` of ``block`` (of ``layer_type``, ``count``
+    temporaries, ``made`` the ones it made: :func:`fresh_names` before it): its op, the
+    block's last, the temporaries it made and its names. A layer whose next op was refused
+    (``accuracy``'s after its ``top_k``). Inside a transaction, which undoes all of it
+    itself, nothing."""
+    if _depth:
+        return
+    generator = unique_name._generator
+    n = generator.ids[layer_type] - 1
+    key = f"{generator.prefix}{layer_type}_{n}.tmp"
+    _take_back_fresh(block, block.ops[-1], made, layer_type, generator, n,
+                     generator.ids[key] - count)
 
 
 def take_back_appended(block, appended):
@@ -311,6 +344,10 @@ def take_back_appended(block, appended):
 
 append_one_op = _op_record.append_one_op
 append_with_xshape = _op_record.append_with_xshape
+#: ``append_fresh``'s common case in C (no transaction, one name a slot, its inference
+#: remembered: see ``_op_record.c``); the function above, kept as ``_append_fresh``, for
+#: every other call, and the definition
+_append_fresh, append_fresh = append_fresh, _op_record.append_fresh
 
 
 def replayed(layer, layers_globals):
@@ -323,7 +360,8 @@ def replayed(layer, layers_globals):
     ``layer`` answers every other call, and stays the definition."""
     return _op_record.OneOpCall(layer, _op_record.REPEATED, layer.__name__, layers_globals)
 _op_record.configure_one_op(_append_one_op, _take_back_one_op, _append_with_xshape,
-                            _take_back_with_xshape, _fw, sys.modules[__name__],
+                            _take_back_with_xshape, _append_fresh, _take_back_fresh, _fw,
+                            sys.modules[__name__],
                             unique_name, _annotations)
 
 

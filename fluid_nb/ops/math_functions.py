@@ -137,7 +137,7 @@ def _argsort_grad(ctx, indices, x, dout):
 
 _ARGSORT_ATTRS = {"axis": ("int", -1), "descending": ("bool", False)}
 def_op("argsort", inputs=["X"], outputs=["Out", "Indices"], attrs=_ARGSORT_ATTRS,
-       infer_shape=_argsort_infer, kernel=_argsort,
+       infer_shape=_argsort_infer, kernel=_argsort, traits=("infer_from_x",),
        grad=grad_maker("argsort_grad", inputs=["X"], outputs=["Indices"], out_grads=["Out"]),
        doc="Out = X sorted along ``axis`` (ascending, or descending), Indices = where each "
            "sorted value was (int64; equal values keep their order; NaN is the largest "

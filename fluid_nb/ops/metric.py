@@ -40,7 +40,7 @@ def _accuracy(ctx, out, indices, label):
 def_op("accuracy",
        inputs=["Out", "Indices", "Label"], outputs=["Accuracy", "Correct", "Total"],
        infer_shape=_accuracy_infer, share_lod=("Out", ["Accuracy"]),
-       kernel=_accuracy,
+       traits=("infer_from_inputs",), kernel=_accuracy,
        doc="Correct = number of rows i where Label[i] is among Indices[i, :] (the top-k "
            "predictions); Total = rows; Accuracy = Correct / Total (float32 [1]). No gradient.")
 

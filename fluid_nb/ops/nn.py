@@ -159,7 +159,7 @@ _DROPOUT_ATTRS = {
 def_op("dropout", inputs=["X", "Seed?"], outputs=["Out", "Mask!"], attrs=_DROPOUT_ATTRS,
        infer_shape=_dropout_infer_shape, share_lod=("X", ["Out"]),
        grad=grad_maker("dropout_grad", outputs=["Mask"], out_grads=["Out"], in_grads=["X"]),
-       kernel=_dropout, traits=("stateful",),  # (the mask is drawn)
+       kernel=_dropout, traits=("stateful", "infer_from_x"),  # (the mask is drawn)
        doc="""dropout: Mask[i] = 0 with probability dropout_prob (uniform draw < p), else 1
 (uint8). Training: Out = X * Mask ("downgrade_in_infer", the default) or
 X * Mask / (1 - p) ("upscale_in_train"). is_test: Out = X * (1 - p), or X when

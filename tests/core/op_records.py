@@ -45,11 +45,13 @@ class Fallbacks:
         return self.python_way(*args, **kwargs)
 
 
-def configure(one_op=transaction._append_one_op, with_xshape=transaction._append_with_xshape):
-    """The C paths' fallbacks set to ``one_op`` and ``with_xshape``."""
+def configure(one_op=transaction._append_one_op, with_xshape=transaction._append_with_xshape,
+              fresh=transaction._append_fresh):
+    """The C paths' fallbacks set to ``one_op``, ``with_xshape`` and ``fresh``."""
     _op_record.configure_one_op(one_op, transaction._take_back_one_op, with_xshape,
-                                transaction._take_back_with_xshape, fw, transaction,
-                                unique_name, annotations)
+                                transaction._take_back_with_xshape, fresh,
+                                transaction._take_back_fresh, fw, transaction, unique_name,
+                                annotations)
 
 
 @pytest.fixture
@@ -58,6 +60,16 @@ def fallbacks():
     types)."""
     spy = Fallbacks()
     configure(one_op=spy)
+    yield spy
+    configure()
+
+
+@pytest.fixture
+def fresh_fallbacks():
+    """The appends ``append_fresh``'s C path handed to its Python way (``.calls``: their op
+    types)."""
+    spy = Fallbacks(transaction._append_fresh)
+    configure(fresh=spy)
     yield spy
     configure()
 

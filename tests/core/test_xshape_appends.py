@@ -138,7 +138,8 @@ def fallbacks():
 
 def _configure(with_xshape):
     _op_record.configure_one_op(transaction._append_one_op, transaction._take_back_one_op,
-                                with_xshape, transaction._take_back_with_xshape, fw,
+                                with_xshape, transaction._take_back_with_xshape,
+                                transaction._append_fresh, transaction._take_back_fresh, fw,
                                 transaction, unique_name, annotations)
 
 

@@ -1,7 +1,10 @@
 """Metric layers: accuracy (top_k + accuracy ops)."""
 from ...errors import InvalidType
 from ...tensor.dtypes import VarType
+from ...framework import program as _fw
 from ...framework.program import Variable
+from ...framework.transaction import (append_fresh, atomic, fresh_names, lean,
+                                      take_back_fresh)
 from ..layer_helper import LayerHelper
 from .nn import topk
 from .arg_checks import POSITIVE_INT, checks, optional, variable
@@ -9,6 +12,7 @@ from .arg_checks import POSITIVE_INT, checks, optional, variable
 __all__ = ["accuracy", "mean_iou", "auc"]
 
 
+@lean  # (the usual call: top_k and the accuracy op, a refused op taking top_k back)
 @checks(input=variable, label=variable, k=POSITIVE_INT, correct=optional(variable),
         total=optional(variable))
 def accuracy(input, label, k=1, correct=None, total=None):
@@ -17,6 +21,26 @@ def accuracy(input, label, k=1, correct=None, total=None):
         if not isinstance(value, Variable):
             raise InvalidType(f"accuracy: {name} expected Variable, but received "
                               f"{type(value).__name__}")
+    if correct is not None or total is not None:
+        with atomic():
+            return _accuracy(input, label, k, correct, total)
+    program = _fw._main_program
+    block = program.blocks[program.current_block_idx]
+    made = fresh_names(block, "top_k", 2)
+    topk_out, topk_indices = topk(input, k=k)
+    counts = [(VarType.FP32, False)], [(VarType.INT32, False)]
+    try:
+        return append_fresh(block, "accuracy", {"Out": (topk_out.name,),
+                                                "Indices": (topk_indices.name,),
+                                                "Label": (label.name,)},
+                            {"Accuracy": counts[0], "Correct": counts[1], "Total": counts[1]},
+                            None, "accuracy")["Accuracy"][0]
+    except BaseException:
+        take_back_fresh(block, made, "top_k", 2)
+        raise
+
+
+def _accuracy(input, label, k, correct, total):
     helper = LayerHelper("accuracy")
     topk_out, topk_indices = topk(input, k=k)
     acc_out = helper.create_variable_for_type_inference(dtype=VarType.FP32)
