@@ -1140,18 +1140,22 @@ static PyObject *append_with_xshape(PyObject *self, PyObject *const *args, size_
  *
  * append_fresh(block, op_type, inputs, outputs, attrs, layer_type, slot_order=None) does what
  * transaction.append_fresh's Python (`_append_fresh`, the fallback) does for the call a live
- * cell repeats: outside any transaction, annotation or op-role guard, each input slot one
- * name of the block's own LoD-tensor variables, each output slot one fresh temporary
+ * cell repeats: outside any transaction, annotation or op-role guard, each input slot names
+ * of the block's own LoD-tensor variables, each output slot one fresh temporary
  * (`outputs`: slot -> [(dtype, stop_gradient)]), an op whose inference is remembered per
  * its first input (the infer_from_x trait, that input alone given) or per every input
  * (infer_from_inputs), and each memo the Python way fills holding this call's answer: the
- * completed attributes, the slot check (spec, *inputs, None, *output slots), and
+ * completed attributes, the slot check (spec, *inputs, None, *output slots; a slot of
+ * several names is checked by spec.check_slots each time, as the Python way checks it),
+ * and
  *
  *   shape inference   spec._inferred_from_x[key], key as OpDef._infer_from_x builds it:
- *                     X's shape, dtype and LoD level (infer_from_x) or every slot, a 1 per
- *                     slot and each variable's (shape, dtype, lod_level) (infer_from_inputs);
- *                     the program's version, the output slots, the attributes (lists as
- *                     tuples), a 0 per output (the fresh temporaries' LoD levels).
+ *                     X's shape, dtype and LoD level (infer_from_x, X one name), or its
+ *                     number of names and each one's (shape, dtype, lod_level) (X of
+ *                     several: concat's, stack's), or every slot, its number of names and
+ *                     each name's fields (infer_from_inputs); the program's version, the
+ *                     output slots, the attributes (lists as tuples), a 0 per output (the
+ *                     fresh temporaries' LoD levels).
  *
  * The temporaries are named as LayerHelper(layer_type) names them, <prefix><layer_type>_<n>
  * .tmp_<m>, _<m + 1>, ... in `outputs`' order, their fields in the order the Python way
@@ -1245,9 +1249,18 @@ static PyObject *append_fresh(PyObject *self, PyObject *const *args, size_t narg
             at_op[found] = j;
         }
     }
-    for (pos = 0; PyDict_Next(inputs, &pos, &slot, &value);)
-        if (!PyUnicode_CheckExact(slot) || single_name(value) == NULL)
+    /* the inputs: each slot a tuple of names (n_names in all; single: one name each) */
+    Py_ssize_t n_names = 0;
+    for (pos = 0; PyDict_Next(inputs, &pos, &slot, &value);) {
+        if (!PyUnicode_CheckExact(slot) || !PyTuple_CheckExact(value) ||
+            PyTuple_GET_SIZE(value) == 0)
             return fresh_fallback(args, nargsf, kwnames);
+        for (i = 0; i < PyTuple_GET_SIZE(value); i++)
+            if (!PyUnicode_CheckExact(PyTuple_GET_ITEM(value, i)))
+                return fresh_fallback(args, nargsf, kwnames);
+        n_names += PyTuple_GET_SIZE(value);
+    }
+    int single = n_names == n_inputs;
     PyObject *vars = NULL, *ops = NULL, *program = NULL, *role = NULL, *hook = NULL,
              *desc_version = NULL, *version = NULL, *generator = NULL, *undo = NULL,
              *ids = NULL, *prefix = NULL, *inferred = NULL, *attrs = NULL, *types = NULL,
@@ -1349,18 +1362,20 @@ static PyObject *append_fresh(PyObject *self, PyObject *const *args, size_t narg
     PyObject *op_slots[MOST_FRESH];
     for (i = 0; i < n_outs; i++)
         op_slots[at_op[i]] = out_slots[i];
-    if ((slots_key = PyTuple_New(n_inputs + 2 + n_outs)) == NULL)
-        goto done;
-    PyTuple_SET_ITEM(slots_key, 0, Py_NewRef(spec));
-    put_items(slots_key, 1, inputs, 0);
-    PyTuple_SET_ITEM(slots_key, n_inputs + 1, Py_NewRef(Py_None));
-    for (i = 0; i < n_outs; i++)
-        PyTuple_SET_ITEM(slots_key, n_inputs + 2 + i, Py_NewRef(op_slots[i]));
-    int slots_passed = PySet_Contains(passed, slots_key);
-    if (slots_passed <= 0) {
-        if (slots_passed < 0)
+    if (single) { /* (the slot check's memo; slots of several names are checked each time) */
+        if ((slots_key = PyTuple_New(n_inputs + 2 + n_outs)) == NULL)
             goto done;
-        FRESH_PYTHON_WAY;
+        PyTuple_SET_ITEM(slots_key, 0, Py_NewRef(spec));
+        put_items(slots_key, 1, inputs, 0);
+        PyTuple_SET_ITEM(slots_key, n_inputs + 1, Py_NewRef(Py_None));
+        for (i = 0; i < n_outs; i++)
+            PyTuple_SET_ITEM(slots_key, n_inputs + 2 + i, Py_NewRef(op_slots[i]));
+        int slots_passed = PySet_Contains(passed, slots_key);
+        if (slots_passed <= 0) {
+            if (slots_passed < 0)
+                goto done;
+            FRESH_PYTHON_WAY;
+        }
     }
     /* the temporaries' names, the counters not advanced yet */
     if ((n = counter(ids, layer_type)) == NULL)
@@ -1386,32 +1401,65 @@ static PyObject *append_fresh(PyObject *self, PyObject *const *args, size_t narg
             FRESH_PYTHON_WAY;
         }
     }
-    /* shape inference's memo */
+    /* the op's outputs, in its order (one fresh name a slot) */
+    for (Py_ssize_t j = 0; j < n_outs; j++) {
+        for (i = 0; at_op[i] != j; i++)
+            ;
+        PyObject *one_name = PyTuple_Pack(1, names[i]);
+        int failed = one_name == NULL || PyDict_SetItem(op_outputs, op_slots[j], one_name) < 0;
+        Py_XDECREF(one_name);
+        if (failed)
+            goto done;
+    }
+    if (!single) { /* (a refusal is the Python way's to raise) */
+        PyObject *checked = PyObject_CallMethod(spec, "check_slots", "OO", inputs, op_outputs);
+        if (checked == NULL) {
+            PyErr_Clear();
+            FRESH_PYTHON_WAY;
+        }
+        Py_DECREF(checked);
+    }
+    /* shape inference's memo: from X alone, its fields (X of one name) or its number of
+     * names and each one's (shape, dtype, lod_level); from every input, the slots, their
+     * numbers of names and each name's fields */
     Py_ssize_t n_attrs = PyDict_GET_SIZE(attrs),
-               n_fields = every == Py_True ? 3 * n_inputs : 3, at_attrs = n_fields + 1 + n_outs;
+               n_fields = every == Py_True ? 2 * n_inputs + n_names
+                          : single ? 3 : 1 + n_names,
+               at_attrs = n_fields + 1 + n_outs;
     if ((infer_key = PyTuple_New(at_attrs + n_attrs + n_outs)) == NULL)
         goto done;
-    Py_ssize_t at = 0; /* (each item set once below; a key left unfilled is only freed) */
+    Py_ssize_t at = 0, at_var = every == Py_True ? 2 * n_inputs : single ? 0 : 1;
+    /* (each item set once below; a key left unfilled is only freed) */
+    if (every == Py_False && !single)
+        PyTuple_SET_ITEM(infer_key, 0, PyLong_FromSsize_t(n_names));
     for (pos = 0; PyDict_Next(inputs, &pos, &slot, &value); at++) {
-        PyObject *var = PyDict_GetItemWithError(vars, PyTuple_GET_ITEM(value, 0));
-        if (var == NULL)
-            FRESH_NONE_OR_FAIL; /* (a parent block's variable) */
-        Py_INCREF(var);
-        int dense = holds_lod_tensor(var);
-        PyObject *fields[3] = {NULL};
-        int failed = dense <= 0 || var_fields(var, fields) < 0;
-        Py_DECREF(var);
-        if (failed) {
-            if (dense == 0 || (dense > 0 && PyErr_ExceptionMatches(PyExc_AttributeError))) {
-                PyErr_Clear();
-                FRESH_PYTHON_WAY;
-            }
-            goto done;
+        if (every == Py_True) { /* (*slots, *their counts, *each variable's fields) */
+            PyTuple_SET_ITEM(infer_key, at, Py_NewRef(slot));
+            PyTuple_SET_ITEM(infer_key, n_inputs + at,
+                             PyLong_FromSsize_t(PyTuple_GET_SIZE(value)));
         }
-        if (every == Py_False) {
-            for (int f = 0; f < 3; f++)
-                PyTuple_SET_ITEM(infer_key, f, fields[f]);
-        } else {
+        for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(value); k++) {
+            PyObject *var = PyDict_GetItemWithError(vars, PyTuple_GET_ITEM(value, k));
+            if (var == NULL)
+                FRESH_NONE_OR_FAIL; /* (a parent block's variable) */
+            Py_INCREF(var);
+            int dense = holds_lod_tensor(var);
+            PyObject *fields[3] = {NULL};
+            int failed = dense <= 0 || var_fields(var, fields) < 0;
+            Py_DECREF(var);
+            if (failed) {
+                if (dense == 0 ||
+                    (dense > 0 && PyErr_ExceptionMatches(PyExc_AttributeError))) {
+                    PyErr_Clear();
+                    FRESH_PYTHON_WAY;
+                }
+                goto done;
+            }
+            if (every == Py_False && single) {
+                for (int f = 0; f < 3; f++)
+                    PyTuple_SET_ITEM(infer_key, f, fields[f]);
+                continue;
+            }
             PyObject *triple = PyTuple_New(3);
             if (triple == NULL) {
                 Py_DECREF(fields[0]), Py_DECREF(fields[1]), Py_DECREF(fields[2]);
@@ -1419,12 +1467,12 @@ static PyObject *append_fresh(PyObject *self, PyObject *const *args, size_t narg
             }
             for (int f = 0; f < 3; f++)
                 PyTuple_SET_ITEM(triple, f, fields[f]);
-            /* (*slots, *their counts, *each variable's fields) */
-            PyTuple_SET_ITEM(infer_key, at, Py_NewRef(slot));
-            PyTuple_SET_ITEM(infer_key, n_inputs + at, Py_NewRef(one));
-            PyTuple_SET_ITEM(infer_key, 2 * n_inputs + at, triple);
+            PyTuple_SET_ITEM(infer_key, at_var++, triple);
         }
     }
+    for (i = 0; i < n_fields; i++) /* (a count PyLong_FromSsize_t could not make) */
+        if (PyTuple_GET_ITEM(infer_key, i) == NULL)
+            goto done;
     PyTuple_SET_ITEM(infer_key, n_fields, Py_NewRef(desc_version));
     for (i = 0; i < n_outs; i++)
         PyTuple_SET_ITEM(infer_key, n_fields + 1 + i, Py_NewRef(op_slots[i]));
@@ -1459,15 +1507,6 @@ static PyObject *append_fresh(PyObject *self, PyObject *const *args, size_t narg
         made_vars[i] = fresh_variable(block, names[i], PyTuple_GET_ITEM(known, at_op[i]),
                                       stops[i]);
         if (made_vars[i] == NULL)
-            goto done;
-    }
-    for (Py_ssize_t j = 0; j < n_outs; j++) {
-        for (i = 0; at_op[i] != j; i++)
-            ;
-        PyObject *one_name = PyTuple_Pack(1, names[i]);
-        int failed = one_name == NULL || PyDict_SetItem(op_outputs, op_slots[j], one_name) < 0;
-        Py_XDECREF(one_name);
-        if (failed)
             goto done;
     }
     if ((stack = capture_stack(1, 32)) == NULL ||

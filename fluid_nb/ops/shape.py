@@ -620,7 +620,7 @@ def _stack(ctx, xs):
 
 
 def_op("stack", inputs=["X[]"], outputs=["Y"], attrs={"axis": ("int", 0)},
-       infer_shape=_stack_infer,
+       infer_shape=_stack_infer, traits=("infer_from_x",),
        grad=_stack_grad_maker,
        kernel=_stack, lod_aware=True,
        doc="Y = the equally shaped X tensors (a tensor array: its items) stacked along a new "

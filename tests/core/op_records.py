@@ -45,33 +45,40 @@ class Fallbacks:
         return self.python_way(*args, **kwargs)
 
 
-def configure(one_op=transaction._append_one_op, with_xshape=transaction._append_with_xshape,
-              fresh=transaction._append_fresh):
-    """The C paths' fallbacks set to ``one_op``, ``with_xshape`` and ``fresh``."""
-    _op_record.configure_one_op(one_op, transaction._take_back_one_op, with_xshape,
-                                transaction._take_back_with_xshape, fresh,
-                                transaction._take_back_fresh, fw, transaction, unique_name,
-                                annotations)
+#: the C paths' fallbacks now (a fixture replaces one and puts it back)
+_FALLBACKS = {"one_op": transaction._append_one_op, "with_xshape": transaction._append_with_xshape,
+              "fresh": transaction._append_fresh}
+
+
+def configure(**fallbacks):
+    """The C paths' fallbacks (``one_op``, ``with_xshape``, ``fresh``) set to those given,
+    the others left as they are."""
+    _FALLBACKS.update(fallbacks)
+    _op_record.configure_one_op(_FALLBACKS["one_op"], transaction._take_back_one_op,
+                                _FALLBACKS["with_xshape"], transaction._take_back_with_xshape,
+                                _FALLBACKS["fresh"], transaction._take_back_fresh, fw,
+                                transaction, unique_name, annotations)
+
+
+def _spying(path, python_way):
+    spy = Fallbacks(python_way)
+    configure(**{path: spy})
+    yield spy
+    configure(**{path: python_way})
 
 
 @pytest.fixture
 def fallbacks():
     """The appends ``append_one_op``'s C path handed to its Python way (``.calls``: their op
     types)."""
-    spy = Fallbacks()
-    configure(one_op=spy)
-    yield spy
-    configure()
+    yield from _spying("one_op", transaction._append_one_op)
 
 
 @pytest.fixture
 def fresh_fallbacks():
     """The appends ``append_fresh``'s C path handed to its Python way (``.calls``: their op
     types)."""
-    spy = Fallbacks(transaction._append_fresh)
-    configure(fresh=spy)
-    yield spy
-    configure()
+    yield from _spying("fresh", transaction._append_fresh)
 
 
 @pytest.fixture

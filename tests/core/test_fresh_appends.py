@@ -1,5 +1,6 @@
 """The layers of one op with several fresh outputs (``topk``, ``argsort``, ``cross_entropy``,
-``softmax_with_cross_entropy``, ``dropout``, and ``accuracy``'s second op) append through
+``softmax_with_cross_entropy``, ``dropout``, and ``accuracy``'s second op) or an input of
+several variables (``concat``, ``sum``, ``stack``) append through
 ``transaction.append_fresh``: the record LayerHelper's way makes, all or nothing, without a
 transaction's snapshot. The common case is C (``_op_record.append_fresh``, from a call whose
 memos hold its answer on): it must make the record the Python way (``_append_fresh``) makes,
@@ -23,6 +24,10 @@ LAYERS = {
         v["x"], v["label"]),
     "dropout": lambda v: fluid.layers.dropout(v["x"], 0.25, seed=3),
     "accuracy": lambda v: fluid.layers.accuracy(v["p"], v["label"], k=2),
+    # (an X of several names)
+    "concat": lambda v: fluid.layers.concat([v["x"], v["p"], v["x"]], axis=1),
+    "sum": lambda v: fluid.layers.sum([v["x"], v["p"]]),
+    "stack": lambda v: fluid.layers.stack([v["p"], v["x"]], axis=2),
 }
 
 
@@ -49,7 +54,7 @@ def test_a_repeated_layer_appends_in_c_from_its_second_call(fresh_fallbacks):
     # (accuracy's top_k is the first top_k of its signature: the Python way once)
     assert fresh_fallbacks.calls == ["top_k", "argsort", "cross_entropy2",
                                      "softmax_with_cross_entropy", "dropout", "top_k",
-                                     "accuracy"]
+                                     "accuracy", "concat", "sum", "stack"]
 
 
 def test_the_c_path_makes_the_record_the_python_way_makes(monkeypatch):
@@ -83,6 +88,25 @@ def test_calls_the_c_path_leaves_to_the_python_way(fresh_fallbacks):
         fluid.layers.topk(x, 3)  # (a k not seen yet)
     assert fresh_fallbacks.calls == ["top_k"] * 5
     assert taken.name == "top_k_4.tmp_0" and taken.shape == (17, 2)
+
+
+def test_a_refused_input_of_several_names_leaves_nothing(fresh_fallbacks):
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()), fluid.unique_name.guard():
+        x = fluid.data(name="x", shape=[29, 3], dtype="float32")
+        fluid.layers.concat([x, x], axis=0)
+        block = main.global_block()
+        names, ops = list(block.vars), list(block.ops)
+        for _ in range(2):  # (top_k's X takes one variable: the slot check refuses two)
+            with pytest.raises(InvalidArgument, match="top_k: input 'X' expected one"):
+                transaction.append_fresh(block, "top_k", {"X": ("x", "x")},
+                                         {"Out": [(x.dtype, True)],
+                                          "Indices": [(x.dtype, True)]}, {"k": 1}, "top_k")
+        assert list(block.vars) == names and block.ops == ops
+        assert "top_k" not in unique_name._generator.ids
+        joined = fluid.layers.concat([x, x], axis=0)  # (C)
+    assert fresh_fallbacks.calls == ["concat", "top_k", "top_k"]
+    assert joined.shape == (58, 3) and joined.name == "concat_1.tmp_0"
 
 
 def _live_cell(scope):

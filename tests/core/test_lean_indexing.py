@@ -12,7 +12,7 @@ import fluid_nb as fluid
 from fluid_nb.api.layers import manip, math_op_patch
 from fluid_nb.framework import transaction, unique_name
 from tests.core.op_records import (  # noqa: F401 (fixtures)
-    fallbacks, inferences, record, transactions)
+    fallbacks, fresh_fallbacks, inferences, record, transactions)
 
 #: each index on a [4, 8, 3] float32 x (``i``: an int64 [1] Variable), twice in a cell
 INDEXES = {
@@ -216,17 +216,20 @@ def test_a_last_item_pick_recorded_without_its_tensor_still_picks_the_last_item(
             np.testing.assert_array_equal(out.numpy(), a[-1])
 
 
-def test_a_repeated_index_appends_in_c_from_its_inputs_memo(fallbacks, inferences):
+def test_a_repeated_index_appends_in_c_from_its_inputs_memo(fallbacks, fresh_fallbacks,
+                                                             inferences):
     """An op of one input that is no formula op (slice's Input, concat's one X) appends in
-    C once its inference's memo (``_inferred_from_x``) holds the call's answer."""
+    C once its inference's memo (``_inferred_from_x``) holds the call's answer (concat's
+    through ``append_fresh``)."""
     main = fluid.Program()
     with fluid.program_guard(main, fluid.Program()), fluid.unique_name.guard():
         # (a shape no other test indexes: the memos are the process's)
         x = fluid.data(name="x", shape=[9, 7, 5], dtype="float32")
         firsts = [x[2, 1:3], x[::2], fluid.layers.concat([x], axis=1)]
-        assert fallbacks.calls == ["slice", "strided_slice", "concat"]
+        assert fallbacks.calls + fresh_fallbacks.calls == ["slice", "strided_slice", "concat"]
         again = [x[2, 1:3], x[::2], fluid.layers.concat([x], axis=1), x[3, 1:3]]
-        assert fallbacks.calls == ["slice", "strided_slice", "concat", "slice"]  # (x[3]: new)
+        assert fallbacks.calls == ["slice", "strided_slice", "slice"]  # (x[3]: new)
+        assert fresh_fallbacks.calls == ["concat"]
         assert inferences == ["slice", "strided_slice", "concat", "slice"]
     assert [v.shape for v in firsts + again] == [(2, 5), (5, 7, 5), (9, 7, 5), (2, 5),
                                                  (5, 7, 5), (9, 7, 5), (2, 5)]

@@ -12,10 +12,8 @@ import pytest
 import fluid_nb as fluid
 from fluid_nb.api.layers import manip
 from fluid_nb.errors import InvalidArgument
-from fluid_nb.framework import annotations, callstack, program as fw, transaction
-from fluid_nb.framework import unique_name
-from fluid_nb.framework.callstack import _op_record
-from tests.core.op_records import inferences, record  # noqa: F401 (a fixture)
+from fluid_nb.framework import callstack, transaction, unique_name
+from tests.core.op_records import configure, inferences, record  # noqa: F401 (a fixture)
 
 #: a layer call -> (op type, the layer name its temporaries take, Out's shape) for X [6, 1, 4]
 CALLS = {
@@ -131,16 +129,9 @@ def fallbacks():
     def spy(*args):
         calls.append(args[1])
         return transaction._append_with_xshape(*args)
-    _configure(spy)
+    configure(with_xshape=spy)
     yield calls
-    _configure(transaction._append_with_xshape)
-
-
-def _configure(with_xshape):
-    _op_record.configure_one_op(transaction._append_one_op, transaction._take_back_one_op,
-                                with_xshape, transaction._take_back_with_xshape,
-                                transaction._append_fresh, transaction._take_back_fresh, fw,
-                                transaction, unique_name, annotations)
+    configure(with_xshape=transaction._append_with_xshape)
 
 
 def _reshaping_cell(prefix=""):

@@ -211,15 +211,17 @@ def pow(x, factor=1.0, name=None):
 pow = replayed(pow, globals())
 
 
-@lean  # (one op through append_one_op)
+@lean  # (one op through append_fresh, which takes an X of several names in C)
 @checks(x=variables)
 def sum(x):
     """Out = x[0] + x[1] + ... (a Variable or a list of them, LoD from the first)."""
     xs = [x] if isinstance(x, Variable) else list(x)
     for var in xs:
         _dtype_among("sum", "x", var, ("float32", "float64", "int32", "int64"))
-    return _appended_op("sum", {"X": tuple(var.name for var in xs)}, {"use_mkldnn": False},
-                        xs[0].dtype, "sum")
+    program = _fw._main_program
+    return append_fresh(program.blocks[program.current_block_idx], "sum",
+                        {"X": tuple(var.name for var in xs)}, {"Out": [(xs[0].dtype, False)]},
+                        {"use_mkldnn": False}, "sum")["Out"][0]
 
 
 @lean  # (one op through append_one_op, or a transaction of its own)

@@ -8,7 +8,7 @@ from ...tensor.dtypes import VarType, convert_dtype, dtype_name
 from ...framework import program as _fw
 from ...framework.type_checks import check_dtype, require_variable
 from ...framework.program import Variable
-from ...framework.transaction import append_one_op, atomic, lean, replayed
+from ...framework.transaction import append_fresh, append_one_op, atomic, lean, replayed
 from ..initializer import ConstantInitializer, assign_value_op, force_init_on_cpu
 from ..layer_helper import LayerHelper
 from ..param_attr import ParamAttr
@@ -81,7 +81,7 @@ _CONCAT_DTYPES = frozenset((VarType.FP16, VarType.FP32, VarType.FP64, VarType.IN
                             VarType.INT64))
 
 
-@lean  # (one op through append_one_op, or a transaction of its own)
+@lean  # (one op through append_fresh, or a transaction of its own)
 @checks(input=variables, axis=int_typed(or_variable(INT)), name=NAME)
 def concat(input, axis=0, name=None):
     """Join a list of tensors along ``axis`` (``concat``); a tensor array given alone is
@@ -92,10 +92,11 @@ def concat(input, axis=0, name=None):
         dtype = input[0].dtype
         if dtype in _CONCAT_DTYPES and all(x.type == VarType.LOD_TENSOR and x.dtype == dtype
                                            for x in input):
-            # (the usual call: dense tensors of one allowed dtype, an int axis)
-            return append_one_op(_fw._main_program.current_block(), "concat",
-                                 {"X": tuple(x.name for x in input)}, {"axis": axis}, dtype,
-                                 "concat")
+            # (the usual call: dense tensors of one allowed dtype, an int axis; its X of
+            # several names, which append_fresh's C path takes)
+            return append_fresh(_fw._main_program.current_block(), "concat",
+                                {"X": tuple(x.name for x in input)}, {"Out": [(dtype, False)]},
+                                {"axis": axis}, "concat")["Out"][0]
     with atomic():
         return _concat(input, axis, name)
 
