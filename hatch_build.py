@@ -10,7 +10,8 @@ sources, for wheels and editable installs alike: the memory arena's core
 (fluid_nb/ops/_fused_updates.cc, C++: it runs the element update compiled programs run,
 from the native code generator's runtime headers), dropout's draw in one pass
 (fluid_nb/ops/_draws.cc, C++ for the -O3 its loops vectorise with), the interpreter's
-layer norm (fluid_nb/ops/_norms.cc, C++: the runtime headers' rows); and the runtime library
+layer norm (fluid_nb/ops/_norms.cc, C++: the runtime headers' rows), the special functions
+NumPy lacks (fluid_nb/ops/_special.c); and the runtime library
 compiled programs link (fluid_nb/rewriters/native/runtime/fluid_native_runtime.cc, built as a build
 of a program would build it: fluid_nb/rewriters/native/runtime_library.py says how)."""
 import importlib.util
@@ -34,7 +35,8 @@ SOURCES = ((os.path.join("fluid_nb", "memory", "_arena.c"), "the memory arena", 
            (os.path.join("fluid_nb", "ops", "_fused_updates.cc"),
             "the interpreter's fused optimizer updates", True),
            (os.path.join("fluid_nb", "ops", "_draws.cc"), "dropout's draw in one pass", True),
-           (os.path.join("fluid_nb", "ops", "_norms.cc"), "the interpreter's layer norm", True))
+           (os.path.join("fluid_nb", "ops", "_norms.cc"), "the interpreter's layer norm", True),
+           (os.path.join("fluid_nb", "ops", "_special.c"), "the special functions", True))
 #: the native code generator's runtime headers, which a C++ part includes
 RUNTIME = os.path.join("fluid_nb", "rewriters", "native", "runtime")
 
@@ -61,7 +63,7 @@ def compile_extension(root, source, what, with_numpy):
                            or ("c++" if variable == "CXX" else "cc"))
     command = compiler[:1] + [*flags, "-shared", "-fPIC", *includes,
                               os.path.join(root, source), "-o", os.path.join(root, target),
-                              "-lpthread"]
+                              "-lpthread", "-lm"]
     run_compiler(command, f"{what} ({source})", kind, install, variable)
     return target
 

@@ -17,7 +17,7 @@ the arena grows (a look for values nobody holds every 1 MB, not only every 1,024
 and a live loop of 20,000 ops that keeps every value it makes, as a loop collecting its
 losses does; and the live cost of the layers users write besides ``+`` and ``relu``
 (``softmax``, ``matmul``, the reductions, ``mean``, ``scale``, ``cast``, ``clip``,
-``leaky_relu``, the reshape family, ``argmax``, ``zeros_like``, ``one_hot``, ``-x``,
+``leaky_relu``, ``gelu``, the reshape family, ``argmax``, ``zeros_like``, ``one_hot``, ``-x``,
 ``x.astype``, ``x @ w``, ``concat``, ``fill_constant``, the losses and metrics a
 classifier ends with, ``fc``) beside NumPy doing the same. ``--bytecodes`` prints the Python bytecodes a live op executes instead (a
 count the machine's load does not move); ``--layers`` the layers' costs alone. The
@@ -26,6 +26,7 @@ each line gives the best round, its ratio to NumPy's best and how far the median
 lies above the best.
 """
 import gc
+import math
 import os
 import sys
 import time
@@ -134,6 +135,9 @@ LAYERS = {
     "clip": (lambda L, v: L.clip(v["x"], 0.2, 0.8), lambda a: np.clip(a["x"], 0.2, 0.8)),
     "leaky_relu": (lambda L, v: L.leaky_relu(v["x"], 0.1),
                    lambda a: np.where(a["x"] > 0, a["x"], a["x"] * 0.1)),
+    # (NumPy has no erf: math.erf over the elements, as a NumPy user writes it)
+    "gelu": (lambda L, v: L.gelu(v["x"]),
+             lambda a: 0.5 * a["x"] * (1 + _ERF(a["x"] * np.float32(0.7071067811865476)))),
     "unsqueeze": (lambda L, v: L.unsqueeze(v["x"], [0]), lambda a: a["x"][None]),
     "argmax": (lambda L, v: L.argmax(v["x"], 1), lambda a: a["x"].argmax(1)),
     "zeros_like": (lambda L, v: L.zeros_like(v["x"]), lambda a: np.zeros_like(a["x"])),
@@ -182,6 +186,9 @@ LAYERS = {
            lambda a: np.maximum(a["x"] @ np.random.uniform(-0.6, 0.6, (8, 4)).astype(
                "float32") + np.zeros(4, "float32"), 0)),
 }
+
+
+_ERF = np.vectorize(math.erf, otypes=[np.float32])
 
 
 def _softmax(a):

@@ -285,11 +285,22 @@ def _has_choice(expr):
     return any(e.kind == "choose" for e in walk(expr))
 
 
+_special = None  # ops/_special.c, loaded at the first erf
+
+
 def _erf(xp, x):
-    """The error function elementwise (NumPy has none: math.erf per element on the host,
-    CuPy's own on the device: cupyx.scipy.special's, which the strict device stands in for
-    as its module's ``scipy_special``)."""
+    """The error function elementwise (NumPy has none: the C library's per element on the
+    host, ``ops/_special.c``, as math.erf gives it, which a half-precision or strided array
+    takes per element; CuPy's own on the device: cupyx.scipy.special's, which the strict
+    device stands in for as its module's ``scipy_special``)."""
     if xp.__name__ == "numpy":
+        global _special
+        if _special is None:
+            from .. import c_parts
+            _special = c_parts.load("fluid_nb.ops._special", "the special functions")
+        done = _special.erf(x)
+        if done is not NotImplemented:
+            return done
         import math
         return xp.vectorize(math.erf, otypes=[x.dtype])(x) if x.size else x.copy()
     special = getattr(xp, "scipy_special", None)
