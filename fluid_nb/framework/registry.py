@@ -71,17 +71,18 @@ go of an op's outputs and compute them again when they are read.
 An op with the ``infer_from_x`` trait (reshape2, transpose2, squeeze2, unsqueeze2, flatten2,
 concat, slice, strided_slice, expand, cumsum, reverse, flip, isinf, isnan, isfinite,
 where_index, shape, size, fill_constant_batch_size_like, sum, top_k, top_k_v2, argsort,
-dropout: X is its
+dropout, stack, assign: X is its
 first input slot, slice's and shape's Input) infers its outputs from X's shape, dtype and
 LoD level (each X's, for an X of several variables) and its attributes alone when X is its
 only input:
 what inference said is remembered per such signature and the outputs' LoD levels before,
 for every output (a Transformer appends dozens of alike reshapes). One with the
-``infer_from_inputs`` trait (cross_entropy2, softmax_with_cross_entropy, accuracy) infers
-its outputs from every input's fields and its attributes: what it said is remembered per the
-slots, their variables' fields and the outputs' LoD levels (gather, whose inference costs
-less than the memo's key in Python, has none; a layer appending through
-``transaction.append_fresh`` reads the memo in C). One with the ``infer_from_attrs`` trait
+``infer_from_inputs`` trait (cross_entropy2, softmax_with_cross_entropy, accuracy, gather)
+infers its outputs from every input's fields and its attributes: what it said is remembered
+per the slots, their variables' fields and the outputs' LoD levels (a layer appending
+through ``transaction.append_fresh`` reads the memo in C). An output of another kind than
+a LoD tensor is inferred each time (the memo holds fields, not kinds: assign's inference
+gives Out X's). One with the ``infer_from_attrs`` trait
 (fill_constant, uniform_random, gaussian_random) infers its outputs from its attributes
 alone when given no input: what it said is remembered per the attributes and the outputs'
 LoD levels (``x > 0.5`` appends a fill_constant for its number; a refusal is not
@@ -472,6 +473,8 @@ class OpDef:
             outs = [found(names[0]) for names in outputs.values()]
             # (``is``: a Variable's == appends an op)
             missing = any(out is None for out in outs)
+            if not missing and set(map(_type_of, outs)) != _LOD_TENSORS_ONLY:
+                return self._infer(op)  # (an Out of another kind, which assign's sets)
             # (the outputs' LoD levels: an inference may leave one as it was)
             key = (*fields, block.program.version, *outputs,
                    *(v if v.__class__ is not list else tuple(v) for v in op.attrs.values()),

@@ -411,6 +411,7 @@ def _assign_grad(g):
 
 def_op("assign", inputs=["X?"], outputs=["Out"], infer_shape=_assign_infer,
        share_lod=("X", ["Out"]), grad=_assign_grad, kernel=_assign, lod_aware=True,
+       traits=("infer_from_x",),
        doc="Out = copy of X (a LoDTensor with its LoD, a LoDTensorArray or SelectedRows); "
            "the gradient is assign(Out@GRAD).")
 

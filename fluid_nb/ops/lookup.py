@@ -366,7 +366,7 @@ def _gather_grad(ctx, x, index, axis_tensor, dout):
 def_op("gather",
        inputs=["X", "Index", "Axis?"], outputs=["Out"],
        attrs={"axis": ("int", 0)},
-       infer_shape=_gather_infer,
+       infer_shape=_gather_infer, traits=("infer_from_inputs",),
        grad=grad_maker("gather_grad", inputs=["X", "Index", "Axis"], out_grads=["Out"],
                        in_grads=["X"]),
        kernel=_gather,

@@ -171,3 +171,17 @@ def test_a_refused_accuracy_takes_back_its_top_k(live):
     assert accuracy.name == "accuracy_0.tmp_0"
     if live:
         assert accuracy.numpy().tolist() == [1.0]
+
+
+def test_a_remembered_inference_is_not_given_to_an_out_of_another_kind():
+    """assign's inference gives Out X's kind; its memo holds shapes, dtypes and LoD levels
+    alone, so an Out of another kind (a SelectedRows declared before) is inferred."""
+    from fluid_nb.tensor.dtypes import VarType
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()), fluid.unique_name.guard():
+        x = fluid.data(name="x", shape=[31, 2], dtype="float32")
+        block = main.global_block()
+        for name, kind in (("dense", VarType.LOD_TENSOR), ("sparse", VarType.SELECTED_ROWS)):
+            out = block.create_var(name=name, shape=[31, 2], dtype="float32", type=kind)
+            block.append_op(type="assign", inputs={"X": [x]}, outputs={"Out": [out]})
+    assert block.var("sparse").type == VarType.LOD_TENSOR

@@ -391,16 +391,17 @@ def strided_slice(input, axes, starts, ends, strides):
     return out
 
 
-@lean  # (one op through append_one_op)
+@lean  # (one op through append_fresh)
 @checks(input=variable, index=variable, overwrite=boolean)
 def gather(input, index, overwrite=True):
     """Rows of ``input`` picked by ``index`` (``gather``)."""
     _check_variable("gather", "input", input)
     _check_variable("gather", "index", index)
     program = _fw._main_program
-    return append_one_op(program.blocks[program.current_block_idx], "gather",
-                         {"X": (input.name,), "Index": (index.name,)},
-                         {"overwrite": overwrite}, input.dtype, "gather")
+    return append_fresh(program.blocks[program.current_block_idx], "gather",
+                        {"X": (input.name,), "Index": (index.name,)},
+                        {"Out": [(input.dtype, False)]}, {"overwrite": overwrite},
+                        "gather")["Out"][0]
 
 
 # --- repeat, flatten, unstack ----------------------------------------------------------------
