@@ -67,14 +67,43 @@ def _top_k_along(ctx, op, x, k, axis, largest):
         key = ~x if largest else x
     else:
         key = -x.astype("int64") if largest else x
-    order = xp.argsort(key, axis=axis, kind="stable")
+    # (key ascending is the order wanted: the first k of its stable sort are the answer)
     if x.ndim and axis == x.ndim - 1:  # (the usual axis: rows of a matrix, indexed at once)
-        indices = order[..., :k].astype("int64")
         rows = x.reshape(-1, size)
+        if k == 1:  # (accuracy's: the first smallest key of each row, no sort)
+            indices = xp.argmin(key, axis=-1)[..., None].astype("int64")
+        elif xp is np and size >= _PARTITION_FROM and 4 * k <= size:
+            indices = _first_k(key.reshape(-1, size), k).reshape(x.shape[:-1] + (k,))
+        else:
+            indices = xp.argsort(key, axis=-1, kind="stable")[..., :k].astype("int64")
         picked = rows[xp.arange(rows.shape[0])[:, None], indices.reshape(-1, k)]
         return picked.reshape(indices.shape), indices
+    order = xp.argsort(key, axis=axis, kind="stable")
     indices = xp.take(order, xp.arange(k), axis=axis).astype("int64")
     return xp.take_along_axis(x, indices, axis=axis), indices
+
+
+#: the row length from which a host top-k partitions each row before sorting its k
+_PARTITION_FROM = 64
+
+
+def _first_k(keys, k):
+    """The first ``k`` columns of each row of ``keys`` in the order a stable sort puts
+    them (int64 [rows, k]): the row's k-th smallest key found by a partition, every column
+    below it and the lowest ones equal to it taken (a stable sort keeps ties in column
+    order), then those k sorted. A row of n keys costs about n, not n log n."""
+    kth = np.partition(keys, k - 1, axis=1)[:, k - 1:k]
+    below = keys < kth
+    equal = keys == kth
+    wanted = k - np.count_nonzero(below, axis=1)
+    taken = below | equal
+    tied = np.nonzero(np.count_nonzero(equal, axis=1) > wanted)[0]
+    if tied.size:  # (rows with more keys equal to the k-th than places left: the first ones)
+        ranks = np.cumsum(equal[tied], axis=1)
+        taken[tied] = below[tied] | (equal[tied] & (ranks <= wanted[tied, None]))
+    columns = np.nonzero(taken)[1].reshape(-1, k)  # (ascending within each row)
+    chosen = np.take_along_axis(keys, columns, axis=1)
+    return np.take_along_axis(columns, np.argsort(chosen, axis=1, kind="stable"), axis=1)
 
 
 def _scatter_along(xp, shape, dtype, indices, values, axis):

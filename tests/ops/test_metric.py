@@ -241,3 +241,23 @@ def test_accuracy_counts_a_row_once_however_many_of_its_k_hit():
     assert np.asarray(out["Total"]).tolist() == [3]
     assert np.asarray(out["Accuracy"]).dtype == np.float32
     assert np.asarray(out["Accuracy"]).tolist() == [np.float32(2) / np.float32(3)]
+
+
+def test_top_k_of_long_rows_takes_the_lowest_columns_among_ties():
+    # (rows of 300: each partitioned before its k are sorted; many values equal the k-th)
+    x = np.random.RandomState(3).randint(0, 6, (4, 300)).astype("float32")
+    x[1, ::17] = np.nan
+    x[2] = 2.0
+    for k in (7, 40, 75):
+        out = check_output(OpCase("top_k", {"X": x}, attrs={"k": k}))
+        wanted = topk_ref(np.where(np.isnan(x), np.inf, x), k)["Indices"]
+        np.testing.assert_array_equal(np.asarray(out["Indices"]), wanted)
+        np.testing.assert_array_equal(np.asarray(out["Out"]),
+                                      np.take_along_axis(x, wanted, 1))
+
+
+@pytest.mark.parametrize("largest", [True, False])
+def test_top_k_of_one_is_the_first_best_of_each_row(largest):
+    x = np.array([[1.0, 3.0, 3.0, np.nan, 0.0], [2.0, -1.0, -1.0, 5.0, 5.0]], "float32")
+    out = check_output(OpCase("top_k_v2", {"X": x}, attrs={"k": 1, "largest": largest}))
+    assert np.asarray(out["Indices"]).tolist() == ([[3], [3]] if largest else [[4], [1]])
