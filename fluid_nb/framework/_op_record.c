@@ -701,6 +701,94 @@ static PyObject *new_variable(PyObject *block, PyObject *name, PyObject *fields)
     return var;
 }
 
+/* An Operator of `block` with these fields, as Operator.__init__ sets them, and the call
+ * stack from the calling Python frame on; its argument dicts untracked (a new reference,
+ * or NULL) */
+static PyObject *new_operator(PyObject *block, PyObject *op_type, PyObject *inputs,
+                              PyObject *outputs, PyObject *attrs, PyObject *types) {
+    PyObject *stack = capture_stack(1, 32), *op;
+    if (stack == NULL)
+        return NULL;
+    if ((op = PyBaseObject_Type.tp_new(operator_type, empty_tuple, NULL)) == NULL) {
+        Py_DECREF(stack);
+        return NULL;
+    }
+    PyObject *fields[OPERATOR_SLOTS] = {block, op_type, inputs, outputs, attrs, types,
+                                        Py_False, Py_None, stack};
+    for (size_t i = 0; i < OPERATOR_SLOTS; i++) {
+        Py_INCREF(fields[i]);
+        Py_XSETREF(SLOT(op, operator_slots[i]), fields[i]);
+    }
+    Py_DECREF(stack);
+    untrack_slots(inputs);
+    untrack_slots(outputs);
+    return op;
+}
+
+/* The program's version advanced by the Python way's `steps` (one per temporary made, one
+ * for the op), then its append hook (a live session) called with the appended `op`: 0, or
+ * -1 with the error (the caller takes the op back) */
+static int advance_and_run(PyObject *program_dict, PyObject *version, Py_ssize_t steps,
+                           PyObject *hook, PyObject *op) {
+    PyObject *count = PyLong_FromSsize_t(steps);
+    PyObject *advanced = count == NULL ? NULL : PyNumber_Add(version, count);
+    Py_XDECREF(count);
+    int failed = advanced == NULL ||
+                 PyDict_SetItem(program_dict, str_version_counter, advanced) < 0;
+    Py_XDECREF(advanced);
+    if (failed)
+        return -1;
+    if (hook != Py_None) {
+        PyObject *ran = PyObject_CallOneArg(hook, op);
+        if (ran == NULL)
+            return -1;
+        Py_DECREF(ran);
+    }
+    return 0;
+}
+
+/* 1 when no transaction is open and no name_scope or device_guard annotates ops, with the
+ * registry's op definitions and the slot check's memo (borrowed) in *op_defs and *passed;
+ * 0 when one is (the Python way), -1 with an error. */
+static int plain_append(PyObject **op_defs, PyObject **passed) {
+    PyObject *depth = global(transaction_globals, str_depth), *journal, *current;
+    if (depth == NULL || (journal = global(transaction_globals, str_journal)) == NULL ||
+        (current = global(annotations_globals, str_current)) == NULL)
+        return -1;
+    if (!PyLong_CheckExact(depth) || PyLong_AsLong(depth) != 0 || journal != Py_None ||
+        !PyDict_CheckExact(current) || PyDict_GET_SIZE(current) != 0)
+        return 0;
+    if ((*op_defs = global(program_globals, str_op_defs)) == NULL ||
+        (*passed = global(program_globals, str_slots_passed)) == NULL)
+        return -1;
+    return PyDict_CheckExact(*op_defs) && PyAnySet_CheckExact(*passed);
+}
+
+/* Call `take_back(*args)` with the error set now (a hook's) kept: raised again after it, or,
+ * when the take-back fails, its own error raised with the hook's as its context. */
+static void take_back_raising(PyObject *take_back, PyObject *const *args, size_t nargs) {
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    PyObject *undone = PyObject_Vectorcall(take_back, args, nargs, NULL);
+    if (undone != NULL) {
+        Py_DECREF(undone);
+        PyErr_Restore(type, value, traceback);
+        return;
+    }
+    PyErr_NormalizeException(&type, &value, &traceback);
+    if (traceback != NULL && value != NULL)
+        PyException_SetTraceback(value, traceback);
+    PyObject *t2, *v2, *tb2;
+    PyErr_Fetch(&t2, &v2, &tb2);
+    PyErr_NormalizeException(&t2, &v2, &tb2);
+    if (v2 != NULL && value != NULL)
+        PyException_SetContext(v2, value); /* (steals value) */
+    else
+        Py_XDECREF(value);
+    Py_XDECREF(type), Py_XDECREF(traceback);
+    PyErr_Restore(t2, v2, tb2);
+}
+
 static PyObject *append_record(enum form form, PyObject *const *args, size_t nargsf,
                                PyObject *kwnames) {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
@@ -741,7 +829,7 @@ static PyObject *append_record(enum form form, PyObject *const *args, size_t nar
              *ids = NULL, *prefix = NULL, *inferred = NULL, *attrs = NULL, *types = NULL,
              *slots_key = NULL, *n = NULL, *m = NULL, *counter_key = NULL, *name = NULL,
              *infer_key = NULL, *var = NULL, *op = NULL, *outputs = NULL, *out_names = NULL,
-             *stack = NULL, *new_version = NULL, *result = NULL, *block_dict = NULL,
+             *result = NULL, *block_dict = NULL,
              *program_dict = NULL, *generator_dict = NULL;
     int python_way = 0;
 #define NOT_THIS_PATH                                                                          \
@@ -755,19 +843,13 @@ static PyObject *append_record(enum form form, PyObject *const *args, size_t nar
         (layer_type != Py_None &&
          (!PyUnicode_CheckExact(layer_type) || PyUnicode_GET_LENGTH(layer_type) == 0)))
         NOT_THIS_PATH;
-    /* no transaction open, no name_scope or device_guard annotating ops */
-    PyObject *depth = global(transaction_globals, str_depth), *journal, *current;
-    if (depth == NULL || (journal = global(transaction_globals, str_journal)) == NULL ||
-        (current = global(annotations_globals, str_current)) == NULL)
-        goto done;
-    if (!PyLong_CheckExact(depth) || PyLong_AsLong(depth) != 0 || journal != Py_None ||
-        !PyDict_CheckExact(current) || PyDict_GET_SIZE(current) != 0)
+    PyObject *op_defs, *passed;
+    int plain = plain_append(&op_defs, &passed);
+    if (plain <= 0) {
+        if (plain < 0)
+            goto done;
         NOT_THIS_PATH;
-    PyObject *op_defs = global(program_globals, str_op_defs), *passed;
-    if (op_defs == NULL || (passed = global(program_globals, str_slots_passed)) == NULL)
-        goto done;
-    if (!PyDict_CheckExact(op_defs) || !PyAnySet_CheckExact(passed))
-        NOT_THIS_PATH;
+    }
     PyObject *spec = PyDict_GetItemWithError(op_defs, op_type);
     if (spec == NULL) {
         if (PyErr_Occurred())
@@ -997,19 +1079,8 @@ static PyObject *append_record(enum form form, PyObject *const *args, size_t nar
         PyDict_SetItem(outputs, str_out, out_names) < 0 ||
         (name2 != NULL && ((out_names2 = PyTuple_Pack(1, name2)) == NULL ||
                            PyDict_SetItem(outputs, str_xshape, out_names2) < 0)) ||
-        (stack = capture_stack(1, 32)) == NULL ||
-        (op = PyBaseObject_Type.tp_new(operator_type, empty_tuple, NULL)) == NULL)
+        (op = new_operator(block, op_type, inputs, outputs, attrs, types)) == NULL)
         goto done_spec;
-    {
-        PyObject *fields[OPERATOR_SLOTS] = {block, op_type, inputs, outputs, attrs, types,
-                                            Py_False, Py_None, stack};
-        for (size_t i = 0; i < OPERATOR_SLOTS; i++) {
-            Py_INCREF(fields[i]);
-            Py_XSETREF(SLOT(op, operator_slots[i]), fields[i]);
-        }
-    }
-    untrack_slots(inputs);
-    untrack_slots(outputs);
     /* the changes: the counters, the variable, the op, the version */
     PyObject *next_n = PyNumber_Add(n, one);
     if (next_n == NULL)
@@ -1037,47 +1108,19 @@ static PyObject *append_record(enum form form, PyObject *const *args, size_t nar
             PyDict_DelItem(vars, name2);
         goto undo_counters;
     }
-    /* the Python way's steps: one per temporary made, one for the op */
-    PyObject *steps = PyLong_FromLong(var2 != NULL ? 3 : 2);
-    new_version = steps == NULL ? NULL : PyNumber_Add(version, steps);
-    Py_XDECREF(steps);
-    if (new_version == NULL || PyDict_SetItem(program_dict, str_version_counter, new_version) < 0)
+    if (advance_and_run(program_dict, version, var2 != NULL ? 3 : 2, hook, op) < 0)
         goto take_back;
-    if (hook != Py_None) {
-        PyObject *ran = PyObject_CallOneArg(hook, op);
-        if (ran == NULL)
-            goto take_back;
-        Py_DECREF(ran);
-    }
     Py_INCREF(var);
     result = var;
     goto done_spec;
 take_back: { /* the hook (a live session running the op) raised: the op, the temporary and
               * its name are taken back, as the Python way's except clauses do */
-    PyObject *type, *value, *traceback;
-    PyErr_Fetch(&type, &value, &traceback);
-    PyObject *undone =
-        form == ONE_OUT
-            ? PyObject_CallFunctionObjArgs(take_back_fn, block, op, name, layer_type, generator,
-                                           NULL)
-            : PyObject_CallFunctionObjArgs(xshape_take_back_fn, block, op, name, name2,
-                                           layer_type, generator, n, m, NULL);
-    if (undone != NULL) {
-        Py_DECREF(undone);
-        PyErr_Restore(type, value, traceback);
-    } else { /* (the take-back's own error, the hook's as its context) */
-        PyErr_NormalizeException(&type, &value, &traceback);
-        if (traceback != NULL && value != NULL)
-            PyException_SetTraceback(value, traceback);
-        PyObject *t2, *v2, *tb2;
-        PyErr_Fetch(&t2, &v2, &tb2);
-        PyErr_NormalizeException(&t2, &v2, &tb2);
-        if (v2 != NULL && value != NULL)
-            PyException_SetContext(v2, value); /* (steals value) */
-        else
-            Py_XDECREF(value);
-        Py_XDECREF(type), Py_XDECREF(traceback);
-        PyErr_Restore(t2, v2, tb2);
+    if (form == ONE_OUT) {
+        PyObject *undo_args[] = {block, op, name, layer_type, generator};
+        take_back_raising(take_back_fn, undo_args, 5);
+    } else {
+        PyObject *undo_args[] = {block, op, name, name2, layer_type, generator, n, m};
+        take_back_raising(xshape_take_back_fn, undo_args, 8);
     }
     goto done_spec;
 }
@@ -1108,8 +1151,8 @@ done:
     Py_XDECREF(undo), Py_XDECREF(ids), Py_XDECREF(prefix), Py_XDECREF(inferred);
     Py_XDECREF(attrs), Py_XDECREF(types), Py_XDECREF(slots_key), Py_XDECREF(n), Py_XDECREF(m);
     Py_XDECREF(counter_key), Py_XDECREF(name), Py_XDECREF(infer_key), Py_XDECREF(var);
-    Py_XDECREF(op), Py_XDECREF(outputs), Py_XDECREF(out_names), Py_XDECREF(stack);
-    Py_XDECREF(new_version), Py_XDECREF(block_dict), Py_XDECREF(program_dict);
+    Py_XDECREF(op), Py_XDECREF(outputs), Py_XDECREF(out_names);
+    Py_XDECREF(block_dict), Py_XDECREF(program_dict);
     Py_XDECREF(generator_dict);
     Py_XDECREF(made_inputs), Py_XDECREF(x_var_name), Py_XDECREF(name2), Py_XDECREF(var2);
     Py_XDECREF(out_names2), Py_XDECREF(m2), Py_XDECREF(first_slot);
@@ -1265,7 +1308,7 @@ static PyObject *append_fresh(PyObject *self, PyObject *const *args, size_t narg
              *desc_version = NULL, *version = NULL, *generator = NULL, *undo = NULL,
              *ids = NULL, *prefix = NULL, *inferred = NULL, *attrs = NULL, *types = NULL,
              *slots_key = NULL, *n = NULL, *m = NULL, *counter_key = NULL, *infer_key = NULL,
-             *op = NULL, *op_outputs = NULL, *stack = NULL, *new_version = NULL,
+             *op = NULL, *op_outputs = NULL,
              *result = NULL, *block_dict = NULL, *program_dict = NULL, *generator_dict = NULL,
              *spec = NULL, *every = NULL, *first_slot = NULL, *made = NULL, *known = NULL;
     PyObject *names[MOST_FRESH] = {NULL}, *made_vars[MOST_FRESH] = {NULL};
@@ -1281,18 +1324,13 @@ static PyObject *append_fresh(PyObject *self, PyObject *const *args, size_t narg
             python_way = 1;                                                                    \
         goto done;                                                                             \
     } while (0)
-    PyObject *depth = global(transaction_globals, str_depth), *journal, *current;
-    if (depth == NULL || (journal = global(transaction_globals, str_journal)) == NULL ||
-        (current = global(annotations_globals, str_current)) == NULL)
-        goto done;
-    if (!PyLong_CheckExact(depth) || PyLong_AsLong(depth) != 0 || journal != Py_None ||
-        !PyDict_CheckExact(current) || PyDict_GET_SIZE(current) != 0)
+    PyObject *op_defs, *passed;
+    int plain = plain_append(&op_defs, &passed);
+    if (plain <= 0) {
+        if (plain < 0)
+            goto done;
         FRESH_PYTHON_WAY;
-    PyObject *op_defs = global(program_globals, str_op_defs), *passed;
-    if (op_defs == NULL || (passed = global(program_globals, str_slots_passed)) == NULL)
-        goto done;
-    if (!PyDict_CheckExact(op_defs) || !PyAnySet_CheckExact(passed))
-        FRESH_PYTHON_WAY;
+    }
     if ((spec = PyDict_GetItemWithError(op_defs, op_type)) == NULL)
         FRESH_NONE_OR_FAIL; /* (not loaded yet, or unknown: the Python way decides) */
     Py_INCREF(spec);
@@ -1509,19 +1547,8 @@ static PyObject *append_fresh(PyObject *self, PyObject *const *args, size_t narg
         if (made_vars[i] == NULL)
             goto done;
     }
-    if ((stack = capture_stack(1, 32)) == NULL ||
-        (op = PyBaseObject_Type.tp_new(operator_type, empty_tuple, NULL)) == NULL)
+    if ((op = new_operator(block, op_type, inputs, op_outputs, attrs, types)) == NULL)
         goto done;
-    {
-        PyObject *fields[OPERATOR_SLOTS] = {block, op_type, inputs, op_outputs, attrs, types,
-                                            Py_False, Py_None, stack};
-        for (size_t f = 0; f < OPERATOR_SLOTS; f++) {
-            Py_INCREF(fields[f]);
-            Py_XSETREF(SLOT(op, operator_slots[f]), fields[f]);
-        }
-    }
-    untrack_slots(inputs);
-    untrack_slots(op_outputs);
     /* the changes: the counters, the variables, the op, the version */
     {
         PyObject *next_n = PyNumber_Add(n, one), *count = PyLong_FromSsize_t(n_outs);
@@ -1548,20 +1575,8 @@ static PyObject *append_fresh(PyObject *self, PyObject *const *args, size_t narg
             PyDict_DelItem(vars, names[i]);
         goto undo_counters;
     }
-    /* the Python way's steps: one per temporary made, one for the op */
-    {
-        PyObject *steps = PyLong_FromSsize_t(n_outs + 1);
-        new_version = steps == NULL ? NULL : PyNumber_Add(version, steps);
-        Py_XDECREF(steps);
-    }
-    if (new_version == NULL || PyDict_SetItem(program_dict, str_version_counter, new_version) < 0)
+    if (advance_and_run(program_dict, version, n_outs + 1, hook, op) < 0)
         goto take_back;
-    if (hook != Py_None) {
-        PyObject *ran = PyObject_CallOneArg(hook, op);
-        if (ran == NULL)
-            goto take_back;
-        Py_DECREF(ran);
-    }
     if ((result = PyDict_New()) == NULL)
         goto done; /* (the op stands: only memory running out gets here) */
     for (i = 0; i < n_outs; i++) {
@@ -1581,27 +1596,8 @@ static PyObject *append_fresh(PyObject *self, PyObject *const *args, size_t narg
     goto done;
 take_back: { /* the hook (a live session running the op) raised: the op, the temporaries and
               * their names are taken back, as the Python way's except clauses do */
-    PyObject *type, *value_raised, *traceback;
-    PyErr_Fetch(&type, &value_raised, &traceback);
-    PyObject *undone = PyObject_CallFunctionObjArgs(fresh_take_back_fn, block, op, made,
-                                                    layer_type, generator, n, m, NULL);
-    if (undone != NULL) {
-        Py_DECREF(undone);
-        PyErr_Restore(type, value_raised, traceback);
-    } else { /* (the take-back's own error, the hook's as its context) */
-        PyErr_NormalizeException(&type, &value_raised, &traceback);
-        if (traceback != NULL && value_raised != NULL)
-            PyException_SetTraceback(value_raised, traceback);
-        PyObject *t2, *v2, *tb2;
-        PyErr_Fetch(&t2, &v2, &tb2);
-        PyErr_NormalizeException(&t2, &v2, &tb2);
-        if (v2 != NULL && value_raised != NULL)
-            PyException_SetContext(v2, value_raised); /* (steals value_raised) */
-        else
-            Py_XDECREF(value_raised);
-        Py_XDECREF(type), Py_XDECREF(traceback);
-        PyErr_Restore(t2, v2, tb2);
-    }
+    PyObject *undo_args[] = {block, op, made, layer_type, generator, n, m};
+    take_back_raising(fresh_take_back_fn, undo_args, 7);
     goto done;
 }
 undo_counters: { /* (only memory running out gets here) */
@@ -1627,7 +1623,7 @@ done:
     Py_XDECREF(undo), Py_XDECREF(ids), Py_XDECREF(prefix), Py_XDECREF(inferred);
     Py_XDECREF(attrs), Py_XDECREF(types), Py_XDECREF(slots_key), Py_XDECREF(n), Py_XDECREF(m);
     Py_XDECREF(counter_key), Py_XDECREF(infer_key), Py_XDECREF(op), Py_XDECREF(op_outputs);
-    Py_XDECREF(stack), Py_XDECREF(new_version), Py_XDECREF(block_dict);
+    Py_XDECREF(block_dict);
     Py_XDECREF(program_dict), Py_XDECREF(generator_dict), Py_XDECREF(spec), Py_XDECREF(every);
     Py_XDECREF(first_slot), Py_XDECREF(made), Py_XDECREF(known);
     if (python_way)

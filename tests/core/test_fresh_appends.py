@@ -65,6 +65,8 @@ def test_the_c_path_makes_the_record_the_python_way_makes(monkeypatch):
     assert record(made) == record(python)
     for ours, theirs in zip(made.global_block().ops, python.global_block().ops):
         assert list(ours.outputs) == list(theirs.outputs)  # (cross_entropy2: Y, MatchX, XShape)
+        # (the same frames, the layer's first; its offset is at the call or past its cache)
+        assert ours.callstack[::2] == theirs.callstack[::2]
         assert ours.callstack[-2:] == theirs.callstack[-2:]  # (the cell's line)
     for name, var in made.global_block().vars.items():
         theirs = python.global_block().vars[name]
