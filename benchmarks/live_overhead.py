@@ -18,7 +18,7 @@ and a live loop of 20,000 ops that keeps every value it makes, as a loop collect
 losses does; and the live cost of the layers users write besides ``+`` and ``relu``
 (``softmax``, ``matmul``, the reductions, ``mean``, ``scale``, ``cast``, ``clip``,
 ``leaky_relu``, ``gelu``, the reshape family, ``argmax``, ``zeros_like``, ``one_hot``, ``-x``,
-``x.astype``, ``x @ w``, ``concat``, ``fill_constant``, the losses and metrics a
+``x.astype``, ``x @ w``, ``concat``, ``split``, ``unstack``, ``fill_constant``, the losses and metrics a
 classifier ends with, ``fc``) beside NumPy doing the same. ``--bytecodes`` prints the Python bytecodes a live op executes instead (a
 count the machine's load does not move); ``--layers`` the layers' costs alone. The
 candidates take turns over interleaved rounds, so that a busy machine slows them alike:
@@ -151,6 +151,9 @@ LAYERS = {
                   lambda a: np.ascontiguousarray(a["x"].T)),
     "concat": (lambda L, v: L.concat([v["x"], v["x"]], axis=1),
                lambda a: np.concatenate([a["x"], a["x"]], axis=1)),
+    "split": (lambda L, v: L.split(v["x"], 2, dim=1),
+              lambda a: [np.ascontiguousarray(p) for p in np.split(a["x"], 2, axis=1)]),
+    "unstack": (lambda L, v: L.unstack(v["x"]), lambda a: [a["x"][i].copy() for i in range(4)]),
     "x < x": (lambda L, v: v["x"] < v["x"], lambda a: a["x"] < a["x"]),
     "x ** x": (lambda L, v: v["x"] ** v["x"], lambda a: a["x"] ** a["x"]),
     # (a number on the other side: Fluid puts it in a [1] tensor first, two ops)

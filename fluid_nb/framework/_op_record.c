@@ -1213,6 +1213,7 @@ static PyObject *fresh_fallback_fn, *fresh_take_back_fn;
 static PyObject *str_every_input, *str_stop_gradient;
 
 #define MOST_FRESH 8 /* output slots this path makes at most */
+#define MOST_FRESH_VARS 16 /* and temporaries (split's pieces) */
 
 static PyObject *fresh_fallback(PyObject *const *args, size_t nargsf, PyObject *kwnames) {
     if (fresh_fallback_fn == NULL)
@@ -1258,22 +1259,27 @@ static PyObject *append_fresh(PyObject *self, PyObject *const *args, size_t narg
     if (n_inputs < 1 || n_outs < 1 || n_outs > MOST_FRESH ||
         (slot_order != Py_None && PyTuple_GET_SIZE(slot_order) != n_outs))
         return fresh_fallback(args, nargsf, kwnames);
-    /* the output slots (borrowed): in `outputs`' order, whether each temporary stops the
-     * gradient, and at_op[i]: slot i's place among the op's output slots */
+    /* the output slots (borrowed): in `outputs`' order, their numbers of temporaries and
+     * at_op[i], slot i's place among the op's output slots; whether each temporary (in
+     * `outputs`' order, n_vars in all) stops the gradient */
     PyObject *out_slots[MOST_FRESH];
-    int stops[MOST_FRESH];
-    Py_ssize_t at_op[MOST_FRESH], pos = 0, i = 0;
+    int stops[MOST_FRESH_VARS];
+    Py_ssize_t at_op[MOST_FRESH], counts[MOST_FRESH], pos = 0, i = 0, n_vars = 0;
     PyObject *slot, *value;
     while (PyDict_Next(outputs, &pos, &slot, &value)) {
-        PyObject *spec_item;
         if (!PyUnicode_CheckExact(slot) || !PyList_CheckExact(value) ||
-            PyList_GET_SIZE(value) != 1 ||
-            !PyTuple_CheckExact(spec_item = PyList_GET_ITEM(value, 0)) ||
-            PyTuple_GET_SIZE(spec_item) != 2 ||
-            (PyTuple_GET_ITEM(spec_item, 1) != Py_True &&
-             PyTuple_GET_ITEM(spec_item, 1) != Py_False))
+            PyList_GET_SIZE(value) < 1 ||
+            n_vars + PyList_GET_SIZE(value) > MOST_FRESH_VARS)
             return fresh_fallback(args, nargsf, kwnames);
-        out_slots[i] = slot, stops[i] = PyTuple_GET_ITEM(spec_item, 1) == Py_True;
+        for (Py_ssize_t k = 0; k < PyList_GET_SIZE(value); k++) {
+            PyObject *spec_item = PyList_GET_ITEM(value, k);
+            if (!PyTuple_CheckExact(spec_item) || PyTuple_GET_SIZE(spec_item) != 2 ||
+                (PyTuple_GET_ITEM(spec_item, 1) != Py_True &&
+                 PyTuple_GET_ITEM(spec_item, 1) != Py_False))
+                return fresh_fallback(args, nargsf, kwnames);
+            stops[n_vars++] = PyTuple_GET_ITEM(spec_item, 1) == Py_True;
+        }
+        out_slots[i] = slot, counts[i] = PyList_GET_SIZE(value);
         at_op[i] = slot_order == Py_None ? i : -1;
         i++;
     }
@@ -1303,7 +1309,8 @@ static PyObject *append_fresh(PyObject *self, PyObject *const *args, size_t narg
                 return fresh_fallback(args, nargsf, kwnames);
         n_names += PyTuple_GET_SIZE(value);
     }
-    int single = n_names == n_inputs;
+    /* single: one name each slot; several: an output slot of several temporaries */
+    int several = n_vars != n_outs, single = n_names == n_inputs && !several;
     PyObject *vars = NULL, *ops = NULL, *program = NULL, *role = NULL, *hook = NULL,
              *desc_version = NULL, *version = NULL, *generator = NULL, *undo = NULL,
              *ids = NULL, *prefix = NULL, *inferred = NULL, *attrs = NULL, *types = NULL,
@@ -1311,7 +1318,7 @@ static PyObject *append_fresh(PyObject *self, PyObject *const *args, size_t narg
              *op = NULL, *op_outputs = NULL,
              *result = NULL, *block_dict = NULL, *program_dict = NULL, *generator_dict = NULL,
              *spec = NULL, *every = NULL, *first_slot = NULL, *made = NULL, *known = NULL;
-    PyObject *names[MOST_FRESH] = {NULL}, *made_vars[MOST_FRESH] = {NULL};
+    PyObject *names[MOST_FRESH_VARS] = {NULL}, *made_vars[MOST_FRESH_VARS] = {NULL};
     int python_way = 0, counted = 0;
 #define FRESH_PYTHON_WAY                                                                       \
     do {                                                                                       \
@@ -1397,9 +1404,16 @@ static PyObject *append_fresh(PyObject *self, PyObject *const *args, size_t narg
     /* the op's output slots, in its order */
     if ((op_outputs = PyDict_New()) == NULL)
         goto done;
+    /* the op's slots and their numbers of temporaries; a slot's first temporary, in
+     * `outputs`' order (first[i]) and in the op's (op_first[i]) */
     PyObject *op_slots[MOST_FRESH];
+    Py_ssize_t op_counts[MOST_FRESH], first[MOST_FRESH], op_first[MOST_FRESH];
     for (i = 0; i < n_outs; i++)
-        op_slots[at_op[i]] = out_slots[i];
+        op_slots[at_op[i]] = out_slots[i], op_counts[at_op[i]] = counts[i];
+    for (i = 0; i < n_outs; i++) {
+        first[i] = i ? first[i - 1] + counts[i - 1] : 0;
+        op_first[i] = i ? op_first[i - 1] + op_counts[i - 1] : 0;
+    }
     if (single) { /* (the slot check's memo; slots of several names are checked each time) */
         if ((slots_key = PyTuple_New(n_inputs + 2 + n_outs)) == NULL)
             goto done;
@@ -1422,7 +1436,7 @@ static PyObject *append_fresh(PyObject *self, PyObject *const *args, size_t narg
         goto done;
     if ((m = counter(ids, counter_key)) == NULL)
         FRESH_NONE_OR_FAIL;
-    for (i = 0; i < n_outs; i++) {
+    for (i = 0; i < n_vars; i++) {
         PyObject *offset = PyLong_FromSsize_t(i), *m_i;
         m_i = offset == NULL ? NULL : PyNumber_Add(m, offset);
         Py_XDECREF(offset);
@@ -1439,13 +1453,17 @@ static PyObject *append_fresh(PyObject *self, PyObject *const *args, size_t narg
             FRESH_PYTHON_WAY;
         }
     }
-    /* the op's outputs, in its order (one fresh name a slot) */
+    /* the op's outputs, in its order (each slot its run of fresh names) */
     for (Py_ssize_t j = 0; j < n_outs; j++) {
         for (i = 0; at_op[i] != j; i++)
             ;
-        PyObject *one_name = PyTuple_Pack(1, names[i]);
-        int failed = one_name == NULL || PyDict_SetItem(op_outputs, op_slots[j], one_name) < 0;
-        Py_XDECREF(one_name);
+        PyObject *slot_names = PyTuple_New(counts[i]);
+        if (slot_names == NULL)
+            goto done;
+        for (Py_ssize_t k = 0; k < counts[i]; k++)
+            PyTuple_SET_ITEM(slot_names, k, Py_NewRef(names[first[i] + k]));
+        int failed = PyDict_SetItem(op_outputs, op_slots[j], slot_names) < 0;
+        Py_DECREF(slot_names);
         if (failed)
             goto done;
     }
@@ -1459,16 +1477,17 @@ static PyObject *append_fresh(PyObject *self, PyObject *const *args, size_t narg
     }
     /* shape inference's memo: from X alone, its fields (X of one name) or its number of
      * names and each one's (shape, dtype, lod_level); from every input, the slots, their
-     * numbers of names and each name's fields */
-    Py_ssize_t n_attrs = PyDict_GET_SIZE(attrs),
-               n_fields = every == Py_True ? 2 * n_inputs + n_names
-                          : single ? 3 : 1 + n_names,
-               at_attrs = n_fields + 1 + n_outs;
-    if ((infer_key = PyTuple_New(at_attrs + n_attrs + n_outs)) == NULL)
+     * numbers of names and each name's fields; then the version, the output slots (and
+     * their numbers of temporaries when one holds several), the attributes, a 0 for each
+     * temporary */
+    Py_ssize_t n_attrs = PyDict_GET_SIZE(attrs), one_x = every == Py_False && n_names == 1,
+               n_fields = every == Py_True ? 2 * n_inputs + n_names : one_x ? 3 : 1 + n_names,
+               at_attrs = n_fields + 1 + n_outs + (several ? n_outs : 0);
+    if ((infer_key = PyTuple_New(at_attrs + n_attrs + n_vars)) == NULL)
         goto done;
-    Py_ssize_t at = 0, at_var = every == Py_True ? 2 * n_inputs : single ? 0 : 1;
+    Py_ssize_t at = 0, at_var = every == Py_True ? 2 * n_inputs : one_x ? 0 : 1;
     /* (each item set once below; a key left unfilled is only freed) */
-    if (every == Py_False && !single)
+    if (every == Py_False && !one_x)
         PyTuple_SET_ITEM(infer_key, 0, PyLong_FromSsize_t(n_names));
     for (pos = 0; PyDict_Next(inputs, &pos, &slot, &value); at++) {
         if (every == Py_True) { /* (*slots, *their counts, *each variable's fields) */
@@ -1493,7 +1512,7 @@ static PyObject *append_fresh(PyObject *self, PyObject *const *args, size_t narg
                 }
                 goto done;
             }
-            if (every == Py_False && single) {
+            if (one_x) {
                 for (int f = 0; f < 3; f++)
                     PyTuple_SET_ITEM(infer_key, f, fields[f]);
                 continue;
@@ -1512,16 +1531,19 @@ static PyObject *append_fresh(PyObject *self, PyObject *const *args, size_t narg
         if (PyTuple_GET_ITEM(infer_key, i) == NULL)
             goto done;
     PyTuple_SET_ITEM(infer_key, n_fields, Py_NewRef(desc_version));
-    for (i = 0; i < n_outs; i++)
+    for (i = 0; i < n_outs; i++) {
         PyTuple_SET_ITEM(infer_key, n_fields + 1 + i, Py_NewRef(op_slots[i]));
+        if (several)
+            PyTuple_SET_ITEM(infer_key, n_fields + 1 + n_outs + i,
+                             PyLong_FromSsize_t(op_counts[i]));
+    }
     if (put_items(infer_key, at_attrs, attrs, 1) < 0)
         goto done;
-    for (i = 0; i < n_outs; i++) {
-        PyObject *zero = PyLong_FromLong(0);
-        if (zero == NULL)
-            goto done;
-        PyTuple_SET_ITEM(infer_key, at_attrs + n_attrs + i, zero);
-    }
+    for (i = 0; i < n_vars; i++)
+        PyTuple_SET_ITEM(infer_key, at_attrs + n_attrs + i, PyLong_FromLong(0));
+    for (i = n_fields + 1 + n_outs; i < PyTuple_GET_SIZE(infer_key); i++)
+        if (PyTuple_GET_ITEM(infer_key, i) == NULL)
+            goto done; /* (a number PyLong_From... could not make) */
     known = PyDict_GetItemWithError(inferred, infer_key);
     if (known == NULL) {
         if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_TypeError))
@@ -1530,28 +1552,32 @@ static PyObject *append_fresh(PyObject *self, PyObject *const *args, size_t narg
         FRESH_PYTHON_WAY;
     }
     Py_INCREF(known);
-    if (!PyTuple_CheckExact(known) || PyTuple_GET_SIZE(known) != n_outs)
+    if (!PyTuple_CheckExact(known) || PyTuple_GET_SIZE(known) != n_vars)
         FRESH_PYTHON_WAY;
-    for (i = 0; i < n_outs; i++) {
+    for (i = 0; i < n_vars; i++) {
         PyObject *fields = PyTuple_GET_ITEM(known, i);
         if (!PyTuple_CheckExact(fields) || PyTuple_GET_SIZE(fields) != 3)
             FRESH_PYTHON_WAY;
     }
-    /* the record: the temporaries (named in `outputs`' order), the op */
-    if ((made = PyTuple_New(n_outs)) == NULL)
+    /* the record: the temporaries (named in `outputs`' order; their fields in `known` in
+     * the op's), the op */
+    if ((made = PyTuple_New(n_vars)) == NULL)
         goto done;
-    for (i = 0; i < n_outs; i++) {
-        PyTuple_SET_ITEM(made, i, Py_NewRef(names[i]));
-        made_vars[i] = fresh_variable(block, names[i], PyTuple_GET_ITEM(known, at_op[i]),
-                                      stops[i]);
-        if (made_vars[i] == NULL)
-            goto done;
-    }
+    for (i = 0; i < n_outs; i++)
+        for (Py_ssize_t k = 0; k < counts[i]; k++) {
+            Py_ssize_t v = first[i] + k;
+            PyTuple_SET_ITEM(made, v, Py_NewRef(names[v]));
+            made_vars[v] = fresh_variable(block, names[v],
+                                          PyTuple_GET_ITEM(known, op_first[at_op[i]] + k),
+                                          stops[v]);
+            if (made_vars[v] == NULL)
+                goto done;
+        }
     if ((op = new_operator(block, op_type, inputs, op_outputs, attrs, types)) == NULL)
         goto done;
     /* the changes: the counters, the variables, the op, the version */
     {
-        PyObject *next_n = PyNumber_Add(n, one), *count = PyLong_FromSsize_t(n_outs);
+        PyObject *next_n = PyNumber_Add(n, one), *count = PyLong_FromSsize_t(n_vars);
         PyObject *next_m = count == NULL ? NULL : PyNumber_Add(m, count);
         int failed = next_n == NULL || next_m == NULL ||
                      PyDict_SetItem(ids, layer_type, next_n) < 0;
@@ -1564,28 +1590,29 @@ static PyObject *append_fresh(PyObject *self, PyObject *const *args, size_t narg
             goto undo_counters;
         counted = 2;
     }
-    for (i = 0; i < n_outs; i++)
+    for (i = 0; i < n_vars; i++)
         if (PyDict_SetItem(vars, names[i], made_vars[i]) < 0) {
             while (i-- > 0)
                 PyDict_DelItem(vars, names[i]);
             goto undo_counters;
         }
     if (PyList_Append(ops, op) < 0) {
-        for (i = 0; i < n_outs; i++)
+        for (i = 0; i < n_vars; i++)
             PyDict_DelItem(vars, names[i]);
         goto undo_counters;
     }
-    if (advance_and_run(program_dict, version, n_outs + 1, hook, op) < 0)
+    if (advance_and_run(program_dict, version, n_vars + 1, hook, op) < 0)
         goto take_back;
     if ((result = PyDict_New()) == NULL)
         goto done; /* (the op stands: only memory running out gets here) */
     for (i = 0; i < n_outs; i++) {
-        PyObject *list = PyList_New(1);
+        PyObject *list = PyList_New(counts[i]);
         if (list == NULL) {
             Py_CLEAR(result);
             goto done;
         }
-        PyList_SET_ITEM(list, 0, Py_NewRef(made_vars[i]));
+        for (Py_ssize_t k = 0; k < counts[i]; k++)
+            PyList_SET_ITEM(list, k, Py_NewRef(made_vars[first[i] + k]));
         int failed = PyDict_SetItem(result, out_slots[i], list);
         Py_DECREF(list);
         if (failed) {
@@ -1616,7 +1643,7 @@ undo_counters: { /* (only memory running out gets here) */
 done:
 #undef FRESH_PYTHON_WAY
 #undef FRESH_NONE_OR_FAIL
-    for (i = 0; i < n_outs; i++)
+    for (i = 0; i < n_vars; i++)
         Py_XDECREF(names[i]), Py_XDECREF(made_vars[i]);
     Py_XDECREF(vars), Py_XDECREF(ops), Py_XDECREF(program), Py_XDECREF(role);
     Py_XDECREF(hook), Py_XDECREF(desc_version), Py_XDECREF(version), Py_XDECREF(generator);

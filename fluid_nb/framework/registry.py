@@ -71,12 +71,13 @@ go of an op's outputs and compute them again when they are read.
 An op with the ``infer_from_x`` trait (reshape2, transpose2, squeeze2, unsqueeze2, flatten2,
 concat, slice, strided_slice, expand, cumsum, reverse, flip, isinf, isnan, isfinite,
 where_index, shape, size, fill_constant_batch_size_like, sum, top_k, top_k_v2, argsort,
-dropout, stack, assign: X is its
+dropout, stack, assign, split, unstack: X is its
 first input slot, slice's and shape's Input) infers its outputs from X's shape, dtype and
 LoD level (each X's, for an X of several variables) and its attributes alone when X is its
 only input:
 what inference said is remembered per such signature and the outputs' LoD levels before,
-for every output (a Transformer appends dozens of alike reshapes). One with the
+for every output (a Transformer appends dozens of alike reshapes; for an output slot of
+several variables, split's, per the slots' numbers of variables too). One with the
 ``infer_from_inputs`` trait (cross_entropy2, softmax_with_cross_entropy, accuracy, gather)
 infers its outputs from every input's fields and its attributes: what it said is remembered
 per the slots, their variables' fields and the outputs' LoD levels (a layer appending
@@ -111,6 +112,7 @@ _LOD_TENSOR = VarType.LOD_TENSOR
 _LOD_TENSORS_ONLY = {_LOD_TENSOR}
 _type_of = operator.attrgetter("type")
 _fields_of = operator.attrgetter("shape", "dtype", "lod_level")  # (what inference writes)
+_ONE_EACH = frozenset((1,))
 _lod_level_of = operator.attrgetter("lod_level")
 #: the traits whose ops' inference is remembered per signature (``OpDef._infer_from_x``)
 _REMEMBERED_INFERENCE = frozenset(("infer_from_x", "infer_from_attrs", "infer_from_inputs"))
@@ -439,7 +441,9 @@ class OpDef:
     def _infer_from_x(self, op):
         """run_infer_shape of an ``infer_from_x`` op: remembered per X's fields, the
         program's version, the output slots and the attributes (lists as tuples), when X is
-        the op's only input and each output slot names one variable of the block; for an X
+        the op's only input and each output slot names variables of the block (for a slot
+        of several, split's, the slots' numbers of variables too, and every one's fields
+        remembered; one each is the usual key, which the C paths build); for an X
         of several variables (concat's), per their number and each one's fields; for an
         ``infer_from_inputs`` op, per every slot, its number of variables and their fields;
         for an ``infer_from_attrs`` op given no input, per the rest alone; and per the
@@ -470,13 +474,20 @@ class OpDef:
                 if not xs or set(map(_type_of, xs)) != _LOD_TENSORS_ONLY:
                     return self._infer(op)  # (a shape tensor given, a tensor array)
                 fields = (len(xs), *map(_fields_of, xs))
-            outs = [found(names[0]) for names in outputs.values()]
+            counts = ()
+            if _ONE_EACH.issuperset(map(len, outputs.values())):
+                outs = [found(names[0]) for names in outputs.values()]
+            else:  # (a slot of several, split's: every variable, the numbers in the key)
+                counts = tuple(map(len, outputs.values()))
+                if not all(counts):
+                    return self._infer(op)
+                outs = [found(name) for names in outputs.values() for name in names]
             # (``is``: a Variable's == appends an op)
             missing = any(out is None for out in outs)
             if not missing and set(map(_type_of, outs)) != _LOD_TENSORS_ONLY:
                 return self._infer(op)  # (an Out of another kind, which assign's sets)
             # (the outputs' LoD levels: an inference may leave one as it was)
-            key = (*fields, block.program.version, *outputs,
+            key = (*fields, block.program.version, *outputs, *counts,
                    *(v if v.__class__ is not list else tuple(v) for v in op.attrs.values()),
                    *map(_lod_level_of, outs)) if not missing else None
             known = inferred.get(key) if not missing else None

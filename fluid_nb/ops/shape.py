@@ -669,7 +669,7 @@ def _unstack_grad(ctx, dys):
 _UNSTACK_ATTRS = {"axis": ("int", 0), "num": ("int", 0)}
 
 def_op("unstack", inputs=["X"], outputs=["Y[]"], attrs=_UNSTACK_ATTRS,
-       infer_shape=_unstack_infer,
+       infer_shape=_unstack_infer, traits=("infer_from_x",),
        grad=grad_maker("unstack_grad", out_grads=["Y"], in_grads=["X"]),
        kernel=_unstack,
        doc="Y[k] = X taken at index k of axis, for k < num = X.shape[axis]: the inverse of "
@@ -764,6 +764,7 @@ def _split_grad(g):
 def_op("split", inputs=["X", "AxisTensor?", "SectionsTensorList[]?"], outputs=["Out[]"],
        attrs={"axis": ("int", 0), "num": ("int", 0), "sections": ("ints", [])},
        infer_shape=_split_infer, grad=_split_grad, kernel=_split, lod_aware=True,
+       traits=("infer_from_x",),
        host_reads="AxisTensor, SectionsTensorList: the axis and Out's sizes",
        doc="Out = X cut along axis into num equal pieces, or pieces of the given sections "
            "(one -1 takes the rest); AxisTensor and SectionsTensorList override the "

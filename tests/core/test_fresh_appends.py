@@ -1,6 +1,7 @@
 """The layers of one op with several fresh outputs (``topk``, ``argsort``, ``cross_entropy``,
 ``softmax_with_cross_entropy``, ``dropout``, and ``accuracy``'s second op) or an input of
-several variables (``concat``, ``sum``, ``stack``) append through
+several variables (``concat``, ``sum``, ``stack``) or an output slot of several
+(``split``, ``unstack``) append through
 ``transaction.append_fresh``: the record LayerHelper's way makes, all or nothing, without a
 transaction's snapshot. The common case is C (``_op_record.append_fresh``, from a call whose
 memos hold its answer on): it must make the record the Python way (``_append_fresh``) makes,
@@ -28,6 +29,9 @@ LAYERS = {
     "concat": lambda v: fluid.layers.concat([v["x"], v["p"], v["x"]], axis=1),
     "sum": lambda v: fluid.layers.sum([v["x"], v["p"]]),
     "stack": lambda v: fluid.layers.stack([v["p"], v["x"]], axis=2),
+    # (an output slot of several temporaries)
+    "split": lambda v: fluid.layers.split(v["x"], [2, 4, 1], dim=1)[1],
+    "unstack": lambda v: fluid.layers.unstack(v["p"], axis=1)[3],
 }
 
 
@@ -54,7 +58,8 @@ def test_a_repeated_layer_appends_in_c_from_its_second_call(fresh_fallbacks):
     # (accuracy's top_k is the first top_k of its signature: the Python way once)
     assert fresh_fallbacks.calls == ["top_k", "argsort", "cross_entropy2",
                                      "softmax_with_cross_entropy", "dropout", "top_k",
-                                     "accuracy", "concat", "sum", "stack"]
+                                     "accuracy", "concat", "sum", "stack", "split",
+                                     "unstack"]
 
 
 def test_the_c_path_makes_the_record_the_python_way_makes(monkeypatch):
@@ -90,6 +95,24 @@ def test_calls_the_c_path_leaves_to_the_python_way(fresh_fallbacks):
         fluid.layers.topk(x, 3)  # (a k not seen yet)
     assert fresh_fallbacks.calls == ["top_k"] * 5
     assert taken.name == "top_k_4.tmp_0" and taken.shape == (17, 2)
+
+
+def test_a_slot_of_several_outputs_names_them_in_a_run_and_infers_each(fresh_fallbacks):
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()), fluid.unique_name.guard():
+        x = fluid.data(name="x", shape=[37, 9], dtype="float32")
+        pieces = [fluid.layers.split(x, [2, -1, 3], dim=1) for _ in range(3)]
+        thirds = [fluid.layers.split(x, 3, dim=1) for _ in range(2)]  # (another count)
+        with pytest.raises(InvalidArgument, match="divide dim 1"):
+            fluid.layers.split(x, 4, dim=1)
+    assert fresh_fallbacks.calls == ["split", "split"]  # (each count's first call)
+    for n, made in enumerate(pieces):
+        assert [v.name for v in made] == [f"split_{n}.tmp_{k}" for k in range(3)]
+        assert [v.shape for v in made] == [(37, 2), (37, 4), (37, 3)]
+        assert main.global_block().ops[n].outputs == {"Out": tuple(v.name for v in made)}
+    assert [v.shape for v in thirds[1]] == [(37, 3)] * 3
+    assert [v.name for v in thirds[1]] == [f"split_4.tmp_{k}" for k in range(3)]
+    assert "split_5.tmp_0" not in main.global_block().vars  # (the refused call made none)
 
 
 def test_a_refused_input_of_several_names_leaves_nothing(fresh_fallbacks):

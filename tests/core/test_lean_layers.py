@@ -381,7 +381,8 @@ NUMPY = {
 #: the layers whose repeated call appends in C (their inference remembered)
 IN_C = {"pow", "expand", "cumsum", "cumsum reversed", "isfinite", "where", "reverse",
         "shape", "less_than", "logical_not", "atan", "brelu", "stanh", "mul", "flip", "sum",
-        "stack", "topk", "argsort", "softmax_with_cross_entropy", "assign", "gather"}
+        "stack", "topk", "argsort", "softmax_with_cross_entropy", "assign", "gather", "split",
+        "unstack"}
 
 
 @pytest.mark.parametrize("layer", list(NUMPY))
