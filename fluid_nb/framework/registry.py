@@ -112,7 +112,6 @@ _LOD_TENSOR = VarType.LOD_TENSOR
 _LOD_TENSORS_ONLY = {_LOD_TENSOR}
 _type_of = operator.attrgetter("type")
 _fields_of = operator.attrgetter("shape", "dtype", "lod_level")  # (what inference writes)
-_ONE_EACH = frozenset((1,))
 _lod_level_of = operator.attrgetter("lod_level")
 #: the traits whose ops' inference is remembered per signature (``OpDef._infer_from_x``)
 _REMEMBERED_INFERENCE = frozenset(("infer_from_x", "infer_from_attrs", "infer_from_inputs"))
@@ -474,18 +473,20 @@ class OpDef:
                 if not xs or set(map(_type_of, xs)) != _LOD_TENSORS_ONLY:
                     return self._infer(op)  # (a shape tensor given, a tensor array)
                 fields = (len(xs), *map(_fields_of, xs))
+            slots = outputs.values()
+            outs = [found(names[0]) for names in slots]  # (IndexError: an empty slot)
             counts = ()
-            if _ONE_EACH.issuperset(map(len, outputs.values())):
-                outs = [found(names[0]) for names in outputs.values()]
-            else:  # (a slot of several, split's: every variable, the numbers in the key)
-                counts = tuple(map(len, outputs.values()))
-                if not all(counts):
-                    return self._infer(op)
-                outs = [found(name) for names in outputs.values() for name in names]
+            for names in slots:
+                if len(names) != 1:  # (a slot of several, split's: every variable, and
+                    counts = tuple(map(len, slots))  # the numbers in the key)
+                    outs = [found(name) for names in slots for name in names]
+                    break
             # (``is``: a Variable's == appends an op)
             missing = any(out is None for out in outs)
-            if not missing and set(map(_type_of, outs)) != _LOD_TENSORS_ONLY:
-                return self._infer(op)  # (an Out of another kind, which assign's sets)
+            if not missing:
+                for out in outs:  # (an Out of another kind, which assign's inference sets)
+                    if out.type is not _LOD_TENSOR:
+                        return self._infer(op)
             # (the outputs' LoD levels: an inference may leave one as it was)
             key = (*fields, block.program.version, *outputs, *counts,
                    *(v if v.__class__ is not list else tuple(v) for v in op.attrs.values()),
