@@ -28,12 +28,12 @@ def accuracy(input, label, k=1, correct=None, total=None):
     block = program.blocks[program.current_block_idx]
     made = fresh_names(block, "top_k", 2)
     topk_out, topk_indices = topk(input, k=k)
-    counts = [(VarType.FP32, False)], [(VarType.INT32, False)]
+    fraction, count = [(VarType.FP32, False)], [(VarType.INT32, False)]
     try:
         return append_fresh(block, "accuracy", {"Out": (topk_out.name,),
                                                 "Indices": (topk_indices.name,),
                                                 "Label": (label.name,)},
-                            {"Accuracy": counts[0], "Correct": counts[1], "Total": counts[1]},
+                            {"Accuracy": fraction, "Correct": count, "Total": count},
                             None, "accuracy")["Accuracy"][0]
     except BaseException:
         take_back_fresh(block, made, "top_k", 2)
