@@ -747,6 +747,63 @@ static int advance_and_run(PyObject *program_dict, PyObject *version, Py_ssize_t
     return 0;
 }
 
+/* What an append in C reads of its block, the block's program and the name generator (new
+ * references) */
+typedef struct {
+    PyObject *block_dict, *vars, *ops, *program, *program_dict, *hook, *desc_version,
+        *version, *generator, *generator_dict, *ids, *prefix;
+} AppendState;
+
+/* 1 with `state` filled when the block, its program and the generator are as this path
+ * knows them: the block's vars a dict and its ops a list, its program a Program with no op
+ * role guard (which stamps its ops) and an int version, the name generator with no undo
+ * log (only a transaction keeps one); 0 when not (the Python way), -1 with an error; `state`
+ * holds nothing unless 1 */
+static int read_append_state(PyObject *block, AppendState *state) {
+    PyObject *role = NULL, *undo = NULL, **fields = &state->block_dict;
+    int found = -1;
+    *state = (AppendState){NULL};
+    if ((state->block_dict = instance_dict(block)) == NULL)
+        goto done;
+    found = 0;
+    if ((state->vars = entry(state->block_dict, str_vars)) == NULL ||
+        (state->ops = entry(state->block_dict, str_ops)) == NULL ||
+        (state->program = entry(state->block_dict, str_program)) == NULL ||
+        !PyDict_CheckExact(state->vars) || !PyList_CheckExact(state->ops) ||
+        !Py_IS_TYPE(state->program, program_type))
+        goto done;
+    if ((state->program_dict = instance_dict(state->program)) == NULL ||
+        (role = entry(state->program_dict, str_current_role)) == NULL ||
+        (state->hook = entry(state->program_dict, str_append_hook)) == NULL ||
+        (state->desc_version = entry(state->program_dict, str_version)) == NULL ||
+        (state->version = entry(state->program_dict, str_version_counter)) == NULL)
+        goto done;
+    int has_role = PyObject_IsTrue(role);
+    if (has_role != 0 || !PyLong_CheckExact(state->version))
+        goto done;
+    if ((state->generator = global(unique_name_globals, str_generator)) == NULL)
+        goto done;
+    Py_INCREF(state->generator);
+    if (!Py_IS_TYPE(state->generator, generator_type) ||
+        (state->generator_dict = instance_dict(state->generator)) == NULL ||
+        (undo = entry(state->generator_dict, str_undo)) == NULL ||
+        (state->ids = entry(state->generator_dict, str_ids)) == NULL ||
+        (state->prefix = entry(state->generator_dict, str_prefix)) == NULL ||
+        undo != Py_None || !PyDict_CheckExact(state->ids) ||
+        !PyUnicode_CheckExact(state->prefix))
+        goto done;
+    found = 1;
+done:
+    Py_XDECREF(role), Py_XDECREF(undo);
+    if (found != 1) {
+        if (PyErr_Occurred())
+            found = -1; /* (an error reading them; none: the Python way) */
+        for (size_t i = 0; i < sizeof(AppendState) / sizeof(PyObject *); i++)
+            Py_CLEAR(fields[i]);
+    }
+    return found;
+}
+
 /* 1 when no transaction is open and no name_scope or device_guard annotates ops, with the
  * registry's op definitions and the slot check's memo (borrowed) in *op_defs and *passed;
  * 0 when one is (the Python way), -1 with an error. */
@@ -824,8 +881,8 @@ static PyObject *append_record(enum form form, PyObject *const *args, size_t nar
         Py_DECREF(names);
         inputs = made_inputs;
     }
-    PyObject *vars = NULL, *ops = NULL, *program = NULL, *role = NULL, *hook = NULL,
-             *desc_version = NULL, *version = NULL, *generator = NULL, *undo = NULL,
+    PyObject *vars = NULL, *ops = NULL, *program = NULL, *hook = NULL,
+             *desc_version = NULL, *version = NULL, *generator = NULL,
              *ids = NULL, *prefix = NULL, *inferred = NULL, *attrs = NULL, *types = NULL,
              *slots_key = NULL, *n = NULL, *m = NULL, *counter_key = NULL, *name = NULL,
              *infer_key = NULL, *var = NULL, *op = NULL, *outputs = NULL, *out_names = NULL,
@@ -883,40 +940,17 @@ static PyObject *append_record(enum form form, PyObject *const *args, size_t nar
                       : x_name == NULL ||
                         (n_inputs == 2 ? y_name == NULL || form == WITH_XSHAPE : n_inputs != 1))
         goto python_way_spec;
-    if ((block_dict = instance_dict(block)) == NULL)
-        goto done_spec;
-    if ((vars = entry(block_dict, str_vars)) == NULL ||
-        (ops = entry(block_dict, str_ops)) == NULL ||
-        (program = entry(block_dict, str_program)) == NULL)
-        goto check_spec;
-    if (!PyDict_CheckExact(vars) || !PyList_CheckExact(ops) || !Py_IS_TYPE(program, program_type))
+    AppendState state;
+    int usable = read_append_state(block, &state);
+    if (usable <= 0) {
+        if (usable < 0)
+            goto done_spec;
         goto python_way_spec;
-    if ((program_dict = instance_dict(program)) == NULL)
-        goto done_spec;
-    if ((role = entry(program_dict, str_current_role)) == NULL ||
-        (hook = entry(program_dict, str_append_hook)) == NULL ||
-        (desc_version = entry(program_dict, str_version)) == NULL ||
-        (version = entry(program_dict, str_version_counter)) == NULL)
-        goto check_spec;
-    int has_role = PyObject_IsTrue(role);
-    if (has_role < 0)
-        goto done_spec;
-    if (has_role || !PyLong_CheckExact(version)) /* (an op_role guard stamps its ops) */
-        goto python_way_spec;
-    /* the generator: no undo log (only a transaction keeps one) */
-    if ((generator = global(unique_name_globals, str_generator)) == NULL)
-        goto done_spec;
-    Py_INCREF(generator);
-    if (!Py_IS_TYPE(generator, generator_type))
-        goto python_way_spec;
-    if ((generator_dict = instance_dict(generator)) == NULL)
-        goto done_spec;
-    if ((undo = entry(generator_dict, str_undo)) == NULL ||
-        (ids = entry(generator_dict, str_ids)) == NULL ||
-        (prefix = entry(generator_dict, str_prefix)) == NULL)
-        goto check_spec;
-    if (undo != Py_None || !PyDict_CheckExact(ids) || !PyUnicode_CheckExact(prefix))
-        goto python_way_spec;
+    }
+    block_dict = state.block_dict, vars = state.vars, ops = state.ops, program = state.program;
+    program_dict = state.program_dict, hook = state.hook, desc_version = state.desc_version;
+    version = state.version, generator = state.generator, generator_dict = state.generator_dict;
+    ids = state.ids, prefix = state.prefix;
     /* the memos (an XShape op's: the infer_from_x trait's; so is an op's of X alone that
      * is no formula op, as concat of one X) */
     if ((inferred = PyObject_GetAttr(spec, from_x ? str_inferred_from_x : str_inferred)) == NULL)
@@ -1146,9 +1180,9 @@ done_spec:
     Py_DECREF(spec);
 done:
 #undef NOT_THIS_PATH
-    Py_XDECREF(vars), Py_XDECREF(ops), Py_XDECREF(program), Py_XDECREF(role);
+    Py_XDECREF(vars), Py_XDECREF(ops), Py_XDECREF(program);
     Py_XDECREF(hook), Py_XDECREF(desc_version), Py_XDECREF(version), Py_XDECREF(generator);
-    Py_XDECREF(undo), Py_XDECREF(ids), Py_XDECREF(prefix), Py_XDECREF(inferred);
+    Py_XDECREF(ids), Py_XDECREF(prefix), Py_XDECREF(inferred);
     Py_XDECREF(attrs), Py_XDECREF(types), Py_XDECREF(slots_key), Py_XDECREF(n), Py_XDECREF(m);
     Py_XDECREF(counter_key), Py_XDECREF(name), Py_XDECREF(infer_key), Py_XDECREF(var);
     Py_XDECREF(op), Py_XDECREF(outputs), Py_XDECREF(out_names);
@@ -1311,8 +1345,8 @@ static PyObject *append_fresh(PyObject *self, PyObject *const *args, size_t narg
     }
     /* single: one name each slot; several: an output slot of several temporaries */
     int several = n_vars != n_outs, single = n_names == n_inputs && !several;
-    PyObject *vars = NULL, *ops = NULL, *program = NULL, *role = NULL, *hook = NULL,
-             *desc_version = NULL, *version = NULL, *generator = NULL, *undo = NULL,
+    PyObject *vars = NULL, *ops = NULL, *program = NULL, *hook = NULL,
+             *desc_version = NULL, *version = NULL, *generator = NULL,
              *ids = NULL, *prefix = NULL, *inferred = NULL, *attrs = NULL, *types = NULL,
              *slots_key = NULL, *n = NULL, *m = NULL, *counter_key = NULL, *infer_key = NULL,
              *op = NULL, *op_outputs = NULL,
@@ -1362,39 +1396,17 @@ static PyObject *append_fresh(PyObject *self, PyObject *const *args, size_t narg
             (slot != first_slot && PyUnicode_Compare(slot, first_slot) != 0))
             FRESH_PYTHON_WAY;
     }
-    if ((block_dict = instance_dict(block)) == NULL)
-        goto done;
-    if ((vars = entry(block_dict, str_vars)) == NULL ||
-        (ops = entry(block_dict, str_ops)) == NULL ||
-        (program = entry(block_dict, str_program)) == NULL)
-        FRESH_NONE_OR_FAIL;
-    if (!PyDict_CheckExact(vars) || !PyList_CheckExact(ops) || !Py_IS_TYPE(program, program_type))
+    AppendState state;
+    int usable = read_append_state(block, &state);
+    if (usable <= 0) {
+        if (usable < 0)
+            goto done;
         FRESH_PYTHON_WAY;
-    if ((program_dict = instance_dict(program)) == NULL)
-        goto done;
-    if ((role = entry(program_dict, str_current_role)) == NULL ||
-        (hook = entry(program_dict, str_append_hook)) == NULL ||
-        (desc_version = entry(program_dict, str_version)) == NULL ||
-        (version = entry(program_dict, str_version_counter)) == NULL)
-        FRESH_NONE_OR_FAIL;
-    int has_role = PyObject_IsTrue(role);
-    if (has_role < 0)
-        goto done;
-    if (has_role || !PyLong_CheckExact(version))
-        FRESH_PYTHON_WAY;
-    if ((generator = global(unique_name_globals, str_generator)) == NULL)
-        goto done;
-    Py_INCREF(generator);
-    if (!Py_IS_TYPE(generator, generator_type))
-        FRESH_PYTHON_WAY;
-    if ((generator_dict = instance_dict(generator)) == NULL)
-        goto done;
-    if ((undo = entry(generator_dict, str_undo)) == NULL ||
-        (ids = entry(generator_dict, str_ids)) == NULL ||
-        (prefix = entry(generator_dict, str_prefix)) == NULL)
-        FRESH_NONE_OR_FAIL;
-    if (undo != Py_None || !PyDict_CheckExact(ids) || !PyUnicode_CheckExact(prefix))
-        FRESH_PYTHON_WAY;
+    }
+    block_dict = state.block_dict, vars = state.vars, ops = state.ops, program = state.program;
+    program_dict = state.program_dict, hook = state.hook, desc_version = state.desc_version;
+    version = state.version, generator = state.generator, generator_dict = state.generator_dict;
+    ids = state.ids, prefix = state.prefix;
     int completed = completed_attrs(spec, given, &attrs, &types);
     if (completed <= 0) {
         if (completed < 0)
@@ -1645,9 +1657,9 @@ done:
 #undef FRESH_NONE_OR_FAIL
     for (i = 0; i < n_vars; i++)
         Py_XDECREF(names[i]), Py_XDECREF(made_vars[i]);
-    Py_XDECREF(vars), Py_XDECREF(ops), Py_XDECREF(program), Py_XDECREF(role);
+    Py_XDECREF(vars), Py_XDECREF(ops), Py_XDECREF(program);
     Py_XDECREF(hook), Py_XDECREF(desc_version), Py_XDECREF(version), Py_XDECREF(generator);
-    Py_XDECREF(undo), Py_XDECREF(ids), Py_XDECREF(prefix), Py_XDECREF(inferred);
+    Py_XDECREF(ids), Py_XDECREF(prefix), Py_XDECREF(inferred);
     Py_XDECREF(attrs), Py_XDECREF(types), Py_XDECREF(slots_key), Py_XDECREF(n), Py_XDECREF(m);
     Py_XDECREF(counter_key), Py_XDECREF(infer_key), Py_XDECREF(op), Py_XDECREF(op_outputs);
     Py_XDECREF(block_dict);
