@@ -434,9 +434,25 @@ _reduce_op(
     doc="Out = sum of X over ``dim`` (all dims when ``reduce_all``); int32/bool sum to int64 "
         "unless ``out_dtype`` says otherwise (``in_dtype`` is accepted and ignored).")
 
+def _reduce_mean(xp, x, axes, keep, attrs):
+    """NumPy's ``mean`` without its Python steps on the host: the sum in X's float type
+    (float32 for float16, float64 for integers and bools, as ``mean`` sums), divided by
+    the count in float64 and cast to X's dtype, bit for bit ``x.mean(...).astype(x.dtype)``
+    (a live reduction's cost was a third ``mean``'s frames); an empty reduction, whose
+    mean warns and is NaN, is left to ``mean``."""
+    count = _count(x, axes) if x.size else 0
+    if xp is not np or not count:
+        return x.mean(axis=axes, keepdims=keep).astype(x.dtype)
+    kind = x.dtype.kind
+    total = np.add.reduce(x, axes, None if kind == "f" and x.itemsize >= 4 else
+                          np.float32 if kind == "f" else np.float64, None, keep)
+    if kind == "f" and total.__class__ is not np.ndarray:  # (one number: divided as one)
+        return x.dtype.type(float(total) / count)
+    return np.true_divide(total, count, dtype=np.float64).astype(x.dtype)
+
+
 _reduce_op(
-    "reduce_mean",
-    lambda xp, x, axes, keep, attrs: x.mean(axis=axes, keepdims=keep).astype(x.dtype),
+    "reduce_mean", _reduce_mean,
     lambda xp, x, out, dout, axes: xp.broadcast_to(dout / _count(x, axes), x.shape),
     grad_needs_out=False,
     doc="Out = mean of X over ``dim``; dX = dOut / (number of reduced elements).")
