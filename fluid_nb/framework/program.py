@@ -199,13 +199,25 @@ class Parameter(Variable):
 
     def __init__(self, block, shape, dtype, name=None, trainable=True, optimize_attr=None,
                  regularizer=None, do_model_average=None, need_clip=True, initializer=None,
-                 **kwargs):
+                 type=VarType.LOD_TENSOR, **kwargs):
         dims = tuple(map(int, shape)) if shape is not None else ()
         if shape is None or (dims and min(dims) < 0):
             raise InvalidArgument(f"create_parameter: shape expected all dims >= 0, "
                                   f"but received {shape} for parameter '{name}'")
-        kwargs.setdefault("persistable", True)
-        super().__init__(block, name=name, shape=dims, dtype=dtype, **kwargs)
+        if kwargs or type is not VarType.LOD_TENSOR or name is None or dtype is None:
+            kwargs.setdefault("persistable", True)
+            super().__init__(block, name=name, type=type, shape=dims, dtype=dtype, **kwargs)
+        else:
+            # (the usual parameter's fields as Variable.__init__ writes them, without its
+            # keywords: a model makes hundreds, each in two programs)
+            self.block = block
+            self.name = name
+            if dims:
+                self.shape = dims
+            self.dtype = dtype if dtype.__class__ is VarType else convert_dtype(dtype)
+            self.persistable = True
+            if _transaction.journal is not None:
+                _transaction.journal[id(self)] = None
         self.trainable = trainable
         self.stop_gradient = not trainable
         self.optimize_attr = optimize_attr if optimize_attr is not None else {"learning_rate": 1.0}

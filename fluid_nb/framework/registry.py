@@ -105,6 +105,7 @@ from ..errors import InvalidArgument, NotFound, Unimplemented, expected
 from .attrs import ATTR_TYPE_NAMES, AttrType, normalize_attr
 from ..tensor.dtypes import VarType
 from . import transaction
+from ._op_record import attr_values
 from .infer import InferShapeContext, set_fields
 from .program import EMPTY_VAR_NAME, grad_var_name
 
@@ -415,13 +416,9 @@ class OpDef:
             # (Out's LoD level last: an inference that does not share X's, a reduction's,
             # leaves Out's as it was, so the answer depends on it too)
             key = (x.shape, x.dtype, x.lod_level, y.shape, y.dtype, y.lod_level,
-                   block.program.version, *op.attrs.values(),
+                   block.program.version, *attr_values(op.attrs),
                    out.lod_level if out is not None else None)
-            try:
-                known = inferred.get(key) if out is not None else None
-            except TypeError:  # a list attribute (a reduction's dims): as a tuple, as C keys it
-                key = key[:7] + tuple(tuple(v) if v.__class__ is list else v for v in key[7:])
-                known = inferred.get(key) if out is not None else None
+            known = inferred.get(key) if out is not None else None
         except (KeyError, IndexError, AttributeError, TypeError):  # (a parent block's input,
             return self._infer(op)                                   # an unhashable attribute)
         if known is not None:
@@ -454,6 +451,32 @@ class OpDef:
         block = op.block
         found = block.vars.get
         inputs, outputs = op.inputs, op.outputs
+        if len(outputs) == 1 and len(inputs) <= 1 and not self._every_input:
+            # the usual call (an initializer's op, an op of one X), its key built at once:
+            # every other goes the way below
+            x_names = inputs.get(self._first_input, ()) if inputs else ("",)
+            for slot, names in outputs.items():
+                out = found(names[0]) if len(names) == 1 else None
+                x = found(x_names[0]) if len(x_names) == 1 else None
+                if out is None or out.type is not _LOD_TENSOR or (
+                        inputs and (x is None or x.type is not _LOD_TENSOR)):
+                    break
+                try:
+                    key = (*((x.shape, x.dtype, x.lod_level) if inputs else ()),
+                           block.program.version, slot, *attr_values(op.attrs), out.lod_level)
+                    known = inferred.get(key)
+                except TypeError:  # (an unhashable attribute)
+                    break
+                if known is None:
+                    self._infer(op)
+                    if len(inferred) >= 256:  # (shapes a long session went through)
+                        inferred.clear()
+                    inferred[key] = ((out.shape, out.dtype, out.lod_level),)
+                elif transaction.journal is None:
+                    out.shape, out.dtype, out.lod_level = known[0]
+                else:
+                    set_fields(out, *known[0])
+                return
         try:
             x_names = inputs[self._first_input] if len(inputs) == 1 else ()
             if self._every_input:  # (the slots, their numbers of variables, their fields)
@@ -488,8 +511,7 @@ class OpDef:
                     if out.type is not _LOD_TENSOR:
                         return self._infer(op)
             # (the outputs' LoD levels: an inference may leave one as it was)
-            key = (*fields, block.program.version, *outputs, *counts,
-                   *(v if v.__class__ is not list else tuple(v) for v in op.attrs.values()),
+            key = (*fields, block.program.version, *outputs, *counts, *attr_values(op.attrs),
                    *map(_lod_level_of, outs)) if not missing else None
             known = inferred.get(key) if not missing else None
         except (KeyError, IndexError, AttributeError, TypeError):  # (an empty slot, an
