@@ -633,6 +633,19 @@ static int put_items(PyObject *tuple, Py_ssize_t at, PyObject *dict, int values)
     return 0;
 }
 
+/* attr_values(attrs): the values of a dict of attributes in its order, a list as a tuple:
+ * the part of each inference memo's key the attributes give (OpDef.run_infer_shape's,
+ * OpDef._infer_from_x's and this module's keys) */
+static PyObject *attr_values(PyObject *module, PyObject *attrs) {
+    if (!PyDict_CheckExact(attrs))
+        return PyErr_Format(PyExc_TypeError, "attr_values expected a dict, but received %s",
+                            Py_TYPE(attrs)->tp_name);
+    PyObject *values = PyTuple_New(PyDict_GET_SIZE(attrs));
+    if (values != NULL && put_items(values, 0, attrs, 1) < 0)
+        Py_CLEAR(values);
+    return values;
+}
+
 /* (variable.shape, variable.dtype, variable.lod_level) into items[0..2] (new references) */
 static int var_fields(PyObject *var, PyObject **items) {
     if ((items[0] = PyObject_GetAttr(var, str_shape)) == NULL)
@@ -1719,18 +1732,25 @@ done:
  *   (else the arguments are marked as the Python way's for good). Its checks are a
  *   function of what the key holds, so a replay passes them as the recorded call did; a
  *   call that raised is never recorded.
+ * CREATED (...), a checked layer whose every call with the same arguments appends the same
+ *   one op of no input through append_one_op (fill_constant, zeros, ones, uniform_random,
+ *   gaussian_random): REPEATED's replay for a call of no Variable, every argument a scalar
+ *   or a list or tuple of them, keyed by the arguments and by what `state()` returns (the
+ *   one thing outside its arguments such a layer reads: fill_constant's force_cpu under
+ *   init_on_cpu()); taken when the Python way appended that one op on no input.
  *
  * The frames were a tenth of a live `c + one` and of a live layers.elementwise_add, and a
  * sixth of a live `c * 0.999`.
  */
-enum call_form { OPERATOR, ELEMENTWISE, ACTIVATION, UNARY, PAIR, REPEATED };
+enum call_form { OPERATOR, ELEMENTWISE, ACTIVATION, UNARY, PAIR, REPEATED, CREATED };
 enum scalar_form { NO_SCALAR, PLUS, MINUS, MINUS_FROM, TIMES, DIVIDED };
 
 typedef struct {
     PyObject_HEAD
     PyObject *python_way, *op_type, *out_dtype, *layers_globals, *allowed, *attrs;
-    PyObject *replays; /* REPEATED: call key -> (op type, attributes, dtype, layer type), or
-                        * None for arguments the Python way answers */
+    PyObject *replays; /* REPEATED, CREATED: call key -> (op type, attributes, dtype, layer
+                        * type), or None for arguments the Python way answers */
+    PyObject *state; /* CREATED: what else the key holds, state() (NULL: nothing) */
     int form, reverse, scalar;
     vectorcallfunc vectorcall;
 } OneOpCall;
@@ -2113,22 +2133,30 @@ static PyObject *recorded_append(enum form form, PyObject *const *args, size_t n
 /* the key of a call: x's (shape, dtype, lod_level, type), the positional count, the keyword
  * names, and each other argument's class and value (a list's or tuple's as a tuple, with
  * its items' classes: 1, 1.0 and True are equal keys); NULL without an error for a call
- * of other arguments (a new reference) */
-static PyObject *call_key(PyObject *x, PyObject *const *args, Py_ssize_t nargs,
-                          PyObject *kwnames) {
+ * of other arguments (a new reference). With x NULL (CREATED), `state` and three Nones
+ * in x's place, and every argument keyed. */
+static PyObject *call_key(PyObject *x, PyObject *state, PyObject *const *args,
+                          Py_ssize_t nargs, PyObject *kwnames) {
     Py_ssize_t n_keywords = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
-    Py_ssize_t n_values = nargs - 1 + n_keywords;
+    Py_ssize_t first = x == NULL ? 0 : 1, n_values = nargs - first + n_keywords;
     PyObject *key = PyTuple_New(6 + 3 * n_values);
-    if (key == NULL || var_fields(x, &PyTuple_GET_ITEM(key, 0)) < 0 ||
-        (PyTuple_GET_ITEM(key, 3) = PyObject_GetAttr(x, str_type)) == NULL ||
+    if (key != NULL && x == NULL) {
+        PyTuple_SET_ITEM(key, 0, Py_NewRef(state));
+        for (int i = 1; i < 4; i++)
+            PyTuple_SET_ITEM(key, i, Py_NewRef(Py_None));
+    }
+    if (key == NULL ||
+        (x != NULL && (var_fields(x, &PyTuple_GET_ITEM(key, 0)) < 0 ||
+                       (PyTuple_GET_ITEM(key, 3) = PyObject_GetAttr(x, str_type)) == NULL)) ||
         (PyTuple_GET_ITEM(key, 4) = PyLong_FromSsize_t(nargs)) == NULL ||
-        !PyTuple_CheckExact(PyTuple_GET_ITEM(key, 0))) { /* (a shape set as a list: no key) */
+        (x != NULL && !PyTuple_CheckExact(PyTuple_GET_ITEM(key, 0)))) {
+        /* (a shape set as a list: no key) */
         Py_XDECREF(key);
         return NULL;
     }
     PyTuple_SET_ITEM(key, 5, Py_NewRef(kwnames == NULL ? Py_None : kwnames));
     for (Py_ssize_t i = 0; i < n_values; i++) {
-        PyObject *value = args[1 + i], *classes = Py_None;
+        PyObject *value = args[first + i], *classes = Py_None;
         if (!plain_value(value)) {
             Py_DECREF(key);
             return NULL;
@@ -2148,7 +2176,7 @@ static PyObject *call_key(PyObject *x, PyObject *const *args, Py_ssize_t nargs,
         } else {
             Py_INCREF(classes);
         }
-        PyTuple_SET_ITEM(key, 6 + 3 * i, Py_NewRef(key_class(args[1 + i])));
+        PyTuple_SET_ITEM(key, 6 + 3 * i, Py_NewRef(key_class(args[first + i])));
         PyTuple_SET_ITEM(key, 7 + 3 * i, value);
         PyTuple_SET_ITEM(key, 8 + 3 * i, classes);
     }
@@ -2214,9 +2242,11 @@ static PyObject *recorded_call_of(OneOpCall *op, PyObject *key, PyObject *const 
             replay = Py_NewRef(Py_None); /* (these arguments: more, or other, than one op) */
         } else {
             PyObject *now = layers_block(), *inputs = PyTuple_GET_ITEM(call, 2);
+            int with_xshape = PyLong_AsLong(PyTuple_GET_ITEM(call, 6)) == WITH_XSHAPE;
             int alone = now == NULL ? -1
-                        : PyLong_AsLong(PyTuple_GET_ITEM(call, 6)) == WITH_XSHAPE
-                        ? inputs == args[0] : x_alone(inputs, args[0]);
+                        : op->form == CREATED
+                        ? !with_xshape && PyDict_CheckExact(inputs) && !PyDict_GET_SIZE(inputs)
+                        : with_xshape ? inputs == args[0] : x_alone(inputs, args[0]);
             /* (a layer may mark its output, as argmax's stops its gradient) */
             PyObject *stops = alone == 1 ? PyObject_GetAttr(result, str_stop_gradient) : NULL;
             if (stops != NULL && (stops == Py_True || stops == Py_False) && now == block &&
@@ -2243,8 +2273,16 @@ static PyObject *recorded_call_of(OneOpCall *op, PyObject *key, PyObject *const 
 static PyObject *repeated_call(OneOpCall *op, PyObject *const *args, size_t nargsf,
                                PyObject *kwnames) {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    PyObject *key = nargs >= 1 && Py_IS_TYPE(args[0], variable_type) && recorder == NULL
-                    ? call_key(args[0], args, nargs, kwnames) : NULL;
+    PyObject *key = NULL;
+    if (op->form == CREATED && recorder == NULL) {
+        PyObject *state = op->state == NULL ? Py_NewRef(Py_None) : PyObject_CallNoArgs(op->state);
+        if (state != NULL) {
+            key = call_key(NULL, state, args, nargs, kwnames);
+            Py_DECREF(state);
+        }
+    } else if (nargs >= 1 && Py_IS_TYPE(args[0], variable_type) && recorder == NULL) {
+        key = call_key(args[0], NULL, args, nargs, kwnames);
+    }
     if (key == NULL) {
         if (PyErr_Occurred()) {
             if (!PyErr_ExceptionMatches(PyExc_Exception) ||
@@ -2275,7 +2313,8 @@ static PyObject *repeated_call(OneOpCall *op, PyObject *const *args, size_t narg
     /* (the attributes as recorded: append_one_op completes a copy of those it is given, and
      * neither keeps nor changes them; so does append_with_xshape) */
     if ((record[0] = layers_block()) != NULL &&
-        (record[2] = one_out ? operand_slots(args[0], NULL) : Py_NewRef(args[0])) != NULL) {
+        (record[2] = op->form == CREATED ? PyDict_New()
+                     : one_out ? operand_slots(args[0], NULL) : Py_NewRef(args[0])) != NULL) {
         record[1] = Py_NewRef(PyTuple_GET_ITEM(replay, 0));
         record[3] = Py_NewRef(PyTuple_GET_ITEM(replay, 1));
         if (one_out) {
@@ -2330,7 +2369,7 @@ static PyObject *one_op_call(PyObject *callable, PyObject *const *args, size_t n
     int classes = ours > 0 ? find_classes() : ours;
     if (classes < 0)
         return NULL;
-    if (op->form == REPEATED)
+    if (op->form == REPEATED || op->form == CREATED)
         return classes ? repeated_call(op, args, nargsf, kwnames)
                        : PyObject_Vectorcall(op->python_way, args, nargsf, kwnames);
     PyObject *record[6] = {NULL};
@@ -2359,31 +2398,36 @@ static PyObject *one_op_call(PyObject *callable, PyObject *const *args, size_t n
 
 static PyObject *one_op_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
     static char *keywords[] = {"python_way", "form", "op_type", "layers_globals", "allowed",
-                               "reverse", "scalar", "out_dtype", "attrs", NULL};
+                               "reverse", "scalar", "out_dtype", "attrs", "state", NULL};
     PyObject *python_way, *op_type, *layers_globals, *allowed = Py_None, *out_dtype = Py_None,
-             *attrs = Py_None;
+             *attrs = Py_None, *state = Py_None;
     int form, reverse = 0, scalar = NO_SCALAR;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OiUO!|OpiOO:OneOpCall", keywords,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OiUO!|OpiOOO:OneOpCall", keywords,
                                      &python_way, &form, &op_type, &PyDict_Type,
                                      &layers_globals, &allowed, &reverse, &scalar, &out_dtype,
-                                     &attrs))
+                                     &attrs, &state))
         return NULL;
-    if (!PyCallable_Check(python_way) || form < OPERATOR || form > REPEATED ||
+    int replayed = form == REPEATED || form == CREATED;
+    if (!PyCallable_Check(python_way) || form < OPERATOR || form > CREATED ||
         scalar < NO_SCALAR || scalar > DIVIDED ||
-        (form != OPERATOR && form != REPEATED && !PyAnySet_Check(allowed)) ||
-        (attrs != Py_None && !PyDict_CheckExact(attrs)) || (form == PAIR && attrs == Py_None))
+        (form != OPERATOR && !replayed && !PyAnySet_Check(allowed)) ||
+        (attrs != Py_None && !PyDict_CheckExact(attrs)) || (form == PAIR && attrs == Py_None) ||
+        (state != Py_None && (form != CREATED || !PyCallable_Check(state))))
         return PyErr_Format(PyExc_ValueError, "OneOpCall expected a callable, a form in "
                             "[%d, %d], a scalar form in [%d, %d], a layer's allowed dtypes "
-                            "as a set and its attributes as a dict (a PAIR's given), got %R, "
-                            "%d, %d, %R and %R", OPERATOR, REPEATED, NO_SCALAR, DIVIDED,
-                            python_way, form, scalar, allowed, attrs);
+                            "as a set, its attributes as a dict (a PAIR's given) and a "
+                            "CREATED's state as a callable, got %R, %d, %d, %R, %R and %R",
+                            OPERATOR, CREATED, NO_SCALAR, DIVIDED, python_way, form, scalar,
+                            allowed, attrs, state);
     OneOpCall *self = (OneOpCall *)type->tp_alloc(type, 0);
     if (self == NULL)
         return NULL;
-    if (form == REPEATED && (self->replays = PyDict_New()) == NULL) {
+    if (replayed && (self->replays = PyDict_New()) == NULL) {
         Py_DECREF(self);
         return NULL;
     }
+    if (state != Py_None)
+        self->state = Py_NewRef(state);
     Py_INCREF(python_way), Py_INCREF(op_type), Py_INCREF(out_dtype), Py_INCREF(layers_globals);
     Py_INCREF(allowed), Py_INCREF(attrs);
     self->python_way = python_way, self->op_type = op_type, self->out_dtype = out_dtype;
@@ -2432,6 +2476,7 @@ static int one_op_traverse(OneOpCall *self, visitproc visit, void *arg) {
     Py_VISIT(self->allowed);
     Py_VISIT(self->attrs);
     Py_VISIT(self->replays);
+    Py_VISIT(self->state);
     return 0;
 }
 
@@ -2443,6 +2488,7 @@ static int one_op_clear(OneOpCall *self) {
     Py_CLEAR(self->allowed);
     Py_CLEAR(self->attrs);
     Py_CLEAR(self->replays);
+    Py_CLEAR(self->state);
     return 0;
 }
 
@@ -2557,6 +2603,9 @@ static PyMethodDef methods[] = {
      "op_arguments(inputs, outputs, Variable): (inputs, outputs, every slot one name) as "
      "an op keeps them, slot -> tuple of names, or None where the Python way must name "
      "them (see Block.append_op)"},
+    {"attr_values", attr_values, METH_O,
+     "attr_values(attrs): the attributes' values in order, each list as a tuple, as the "
+     "inference memos key them"},
     {"completed", (PyCFunction)(void (*)(void))completed, METH_FASTCALL,
      "completed(opdef, attrs): OpDef.complete_attrs(attrs) from its memo, (attributes, their "
      "types), or None when the memo has no answer"},
@@ -2607,7 +2656,8 @@ PyMODINIT_FUNC PyInit__op_record(void) {
                       PyModule_AddIntConstant(m, "ACTIVATION", ACTIVATION) < 0 ||
                       PyModule_AddIntConstant(m, "UNARY", UNARY) < 0 ||
                       PyModule_AddIntConstant(m, "PAIR", PAIR) < 0 ||
-                      PyModule_AddIntConstant(m, "REPEATED", REPEATED) < 0))
+                      PyModule_AddIntConstant(m, "REPEATED", REPEATED) < 0 ||
+                      PyModule_AddIntConstant(m, "CREATED", CREATED) < 0))
         Py_CLEAR(m);
     return m;
 }

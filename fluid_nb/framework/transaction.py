@@ -359,6 +359,15 @@ def replayed(layer, layers_globals):
     that call gave ``append_one_op``, without the checks it passed or the layer's frames;
     ``layer`` answers every other call, and stays the definition."""
     return _op_record.OneOpCall(layer, _op_record.REPEATED, layer.__name__, layers_globals)
+
+
+def created(layer, layers_globals, state=None):
+    """``layer`` with its repeated calls replayed in C (``_op_record.OneOpCall``'s CREATED):
+    :func:`replayed` for a checked layer that appends one op of no input through
+    ``append_one_op`` (``fill_constant``, ``uniform_random``), keyed by its arguments and
+    by ``state()``, what else its record reads (None: nothing)."""
+    return _op_record.OneOpCall(layer, _op_record.CREATED, layer.__name__, layers_globals,
+                                state=state)
 _op_record.configure_one_op(_append_one_op, _take_back_one_op, _append_with_xshape,
                             _take_back_with_xshape, _append_fresh, _take_back_fresh, _fw,
                             sys.modules[__name__],

@@ -8,7 +8,8 @@ from ...tensor.dtypes import VarType, convert_dtype, dtype_name
 from ...framework import program as _fw
 from ...framework.type_checks import check_dtype, require_variable
 from ...framework.program import Variable
-from ...framework.transaction import append_fresh, append_one_op, atomic, lean, replayed
+from ...framework.transaction import (append_fresh, append_one_op, atomic, created, lean,
+                                      replayed)
 from ..initializer import ConstantInitializer, assign_value_op, force_init_on_cpu
 from ..layer_helper import LayerHelper
 from ..param_attr import ParamAttr
@@ -308,6 +309,9 @@ def fill_constant_batch_size_like(input, shape, dtype, value, input_dim_idx=0,
 
 #: fill_constant's body, its arguments checked by the caller (zeros and ones check theirs)
 _filled = fill_constant.__wrapped__
+# (the commonest layer of a cell's constants: its repeated calls replayed, keyed also by
+# init_on_cpu(), which sets force_cpu)
+fill_constant = created(fill_constant, globals(), force_init_on_cpu)
 
 
 @lean  # (fill_constant's body: one op, all or nothing itself)
@@ -320,6 +324,10 @@ def zeros(shape, dtype, force_cpu=False):
 @checks(shape=dims(0), dtype=dtype, force_cpu=boolean)
 def ones(shape, dtype, force_cpu=False):
     return _filled(shape, dtype, 1.0, force_cpu)
+
+
+zeros = created(zeros, globals(), force_init_on_cpu)
+ones = created(ones, globals(), force_init_on_cpu)
 
 
 @lean  # (one op through append_one_op, or a transaction of its own)
@@ -416,3 +424,7 @@ def gaussian_random(shape, mean=0.0, std=1.0, seed=0, dtype="float32"):
     attrs = {"mean": float(mean), "std": float(std), "seed": seed,
              "dtype": int(convert_dtype(dtype))}
     return _random("gaussian_random", shape, attrs, dtype)
+
+
+uniform_random = created(uniform_random, globals())
+gaussian_random = created(gaussian_random, globals())
