@@ -116,36 +116,26 @@ def _runtime_shape(op, shape_tensor, shape_list, attr_shape):
     elif shape_list:
         shape = host_ints(shape_list)
     else:
-        shape = list(attr_shape)
+        shape = attr_shape
     if shape and min(shape) < 0:
-        raise InvalidArgument(expected(op, "shape", "dims no less than 0", shape))
+        raise InvalidArgument(expected(op, "shape", "dims no less than 0", list(shape)))
     return tuple(shape)
 
 
 def fill_value(op_type, attrs):
     """The value a filling op writes: ``str_value`` when given (Paddle reads it as a
-    double, "inf", "-inf" and "nan" spelled out), else ``value``. The kernels, the native
-    code generator and the ONNX exporter all read it here."""
-    text = attrs.get("str_value") or ""
+    double, "inf", "-inf" and "nan" spelled out: Python's ``float`` reads them so, in any
+    case, with a sign and spaces around), else ``value``. The kernels, the native code
+    generator and the ONNX exporter all read it here."""
+    text = attrs.get("str_value")
     if not text:
         return attrs.get("value", 0.0)
     try:
-        return _parse_str_value(text)
+        return float(text)
     except ValueError:
         raise InvalidArgument(expected(op_type, "attribute 'str_value'",
                                        "a number, 'inf', '-inf' or 'nan'", repr(text))) \
             from None
-
-
-def _parse_str_value(text):
-    low = text.strip().lower()
-    if low in ("inf", "+inf"):
-        return math.inf
-    if low == "-inf":
-        return -math.inf
-    if low == "nan":
-        return math.nan
-    return float(text)
 
 
 _CREATION_ATTRS = {"shape": ("longs", []), "dtype": ("int", int(VarType.FP32))}
