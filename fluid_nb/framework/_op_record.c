@@ -1704,8 +1704,12 @@ done:
  *                     a bool or a subclass) s: `scale` on {"X": (self.name,)} with
  *                     {"scale": a, "bias": b} by `scalar` (math_op_patch._SCALARS):
  *                     PLUS 1, s; MINUS 1, -s; MINUS_FROM -1, s; TIMES s, 0; DIVIDED 1 / s, 0
- *                     (s == 0 raises the Python way's error).
- *   Both on self.block.program.current_block(), as append_one_op with self's dtype.
+ *                     (s == 0 raises the Python way's error);
+ *   a number, no scale  (x > 0.5, x ** 2, 2 / x; other an int or float) v: a [1]
+ *                     fill_constant of self's dtype and value float(v), its gradient
+ *                     stopped, then op_type on it and self (math_op_patch._with_scalar:
+ *                     with_scalar below), the tensor taken back when the op is refused.
+ *   All on self.block.program.current_block(), as append_one_op with self's dtype.
  * ELEMENTWISE (x, y, axis=-1, act=None, name=None): Variables x and y of dtypes in
  *   `allowed`, axis an int, no act, no name: op_type on {"X": (x.name,), "Y": (y.name,)},
  *   attributes None for axis -1, else {"axis": axis}, its Out named for op_type.
@@ -1906,6 +1910,76 @@ static int operator_record(OneOpCall *op, PyObject *var, PyObject *other, PyObje
         found = 1;
 done:
     Py_XDECREF(dtype), Py_XDECREF(other_dtype);
+    return found;
+}
+
+/* `var <op> value` for a plain number `value` and an op of no scale form (x > 0.5, x ** 2,
+ * 2 / x), as math_op_patch._with_scalar appends it: the number in a [1] fill_constant tensor
+ * of var's dtype whose gradient stops, then the op on the two, each through append_record;
+ * the tensor taken back (transaction._take_back_one_op) when the op is refused. *appended
+ * the op's output, 1; 0 for the Python way (nothing appended); -1 with an error. */
+static PyObject *str_value, *str_force_cpu, *str_fill_constant;
+
+static int with_scalar(OneOpCall *op, PyObject *var, PyObject *number, PyObject **appended) {
+    PyObject *dtype = NULL, *dtype_int = NULL, *value = NULL, *shape = NULL, *attrs = NULL,
+             *block = NULL, *no_inputs = NULL, *scalar = NULL, *filled = NULL, *name = NULL,
+             *slots = NULL;
+    int found = -1;
+    *appended = NULL;
+    if ((dtype = PyObject_GetAttr(var, str_dtype)) == NULL ||
+        (dtype_int = PyNumber_Long(dtype)) == NULL ||
+        (value = PyNumber_Float(number)) == NULL || (shape = Py_BuildValue("[i]", 1)) == NULL ||
+        (attrs = PyDict_New()) == NULL || PyDict_SetItem(attrs, str_dtype, dtype_int) < 0 ||
+        PyDict_SetItem(attrs, str_shape, shape) < 0 ||
+        PyDict_SetItem(attrs, str_value, value) < 0 ||
+        PyDict_SetItem(attrs, str_force_cpu, Py_True) < 0 ||
+        (no_inputs = PyDict_New()) == NULL || (block = current_block_of(var)) == NULL) {
+        /* (nothing appended: the Python way reads the same and raises its own error, an
+         * int past a double's float() or a dtype of no int) */
+        if (!PyErr_Occurred() || (PyErr_ExceptionMatches(PyExc_Exception) &&
+                                  !PyErr_ExceptionMatches(PyExc_MemoryError))) {
+            PyErr_Clear();
+            found = 0;
+        }
+        goto done;
+    }
+    PyObject *fill[5] = {block, str_fill_constant, no_inputs, attrs, dtype};
+    if ((scalar = append_record(ONE_OUT, fill, 5, NULL)) == NULL ||
+        PyObject_SetAttr(scalar, str_stop_gradient, Py_True) < 0)
+        goto done;
+    PyObject *ops = PyObject_GetAttr(block, str_ops);
+    if (ops == NULL)
+        goto done;
+    filled = PyList_Check(ops) && PyList_GET_SIZE(ops) > 0
+             ? Py_NewRef(PyList_GET_ITEM(ops, PyList_GET_SIZE(ops) - 1)) : NULL;
+    Py_DECREF(ops);
+    if (filled == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "Variable operator: the scalar's fill_constant "
+                                            "expected last in its block");
+        goto done;
+    }
+    if ((name = PyObject_GetAttr(scalar, str_name)) == NULL ||
+        (slots = op->reverse ? operand_slots(scalar, var) : operand_slots(var, scalar)) == NULL)
+        goto done;
+    PyObject *record[5] = {block, op->op_type, slots, Py_None,
+                           op->out_dtype != Py_None ? op->out_dtype : dtype};
+    if ((*appended = append_record(ONE_OUT, record, 5, NULL)) != NULL) {
+        found = 1;
+        goto done;
+    }
+    PyObject *generator = PyDict_GetItemWithError(unique_name_globals, str_generator);
+    if (generator == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_RuntimeError, "unique_name._generator expected");
+        goto done;
+    }
+    /* (the op took back its own temporary and name: the tensor's name is the last) */
+    PyObject *undo_args[] = {block, filled, name, Py_None, generator};
+    take_back_raising(take_back_fn, undo_args, 5);
+done:
+    Py_XDECREF(dtype), Py_XDECREF(dtype_int), Py_XDECREF(value), Py_XDECREF(shape);
+    Py_XDECREF(attrs), Py_XDECREF(block), Py_XDECREF(no_inputs), Py_XDECREF(scalar);
+    Py_XDECREF(filled), Py_XDECREF(name), Py_XDECREF(slots);
     return found;
 }
 
@@ -2372,6 +2446,15 @@ static PyObject *one_op_call(PyObject *callable, PyObject *const *args, size_t n
     if (op->form == REPEATED || op->form == CREATED)
         return classes ? repeated_call(op, args, nargsf, kwnames)
                        : PyObject_Vectorcall(op->python_way, args, nargsf, kwnames);
+    if (classes && op->form == OPERATOR && op->scalar == NO_SCALAR &&
+        (PyFloat_CheckExact(args[1]) || PyLong_CheckExact(args[1])) &&
+        PyObject_TypeCheck(args[0], variable_type)) { /* (x > 0.5, x ** 2: two ops) */
+        PyObject *appended;
+        int done = with_scalar(op, args[0], args[1], &appended);
+        if (done == 0)
+            return PyObject_Vectorcall(op->python_way, args, nargsf, kwnames);
+        return done > 0 ? appended : NULL;
+    }
     PyObject *record[6] = {NULL};
     int found = !classes ? 0
                 : op->form != OPERATOR ? layer_record(op, args, nargs, kwnames, record)
@@ -2632,6 +2715,8 @@ PyMODINIT_FUNC PyInit__op_record(void) {
         {&str_block, "block"}, {&str_name, "name"}, {&str_op_defs, "_op_defs"},
         {&str_slots_passed, "_single_slots_passed"}, {&str_depth, "_depth"},
         {&str_journal, "journal"}, {&str_generator, "_generator"}, {&str_current, "current"},
+        {&str_value, "value"}, {&str_force_cpu, "force_cpu"},
+        {&str_fill_constant, "fill_constant"},
         {&str_x, "X"}, {&str_y, "Y"}, {&str_out, "Out"}, {&str_tmp, "tmp"},
         {&str_variable, "Variable"}, {&str_operator, "Operator"}, {&str_block_class, "Block"},
         {&str_generator_class, "UniqueNameGenerator"}, {&str_type, "type"},

@@ -733,6 +733,11 @@ OPERATOR_CALLS = {
     "2 ** x": (lambda v: 2 ** v["x"],
                lambda v: _transacted_scalar(v["x"], 2, "elementwise_pow", reverse=True)),
     "x % 3": (lambda v: v["x"] % 3, lambda v: _transacted_scalar(v["x"], 3, "elementwise_mod")),
+    "2 / x": (lambda v: 2 / v["x"],
+              lambda v: _transacted_scalar(v["x"], 2, "elementwise_div", reverse=True)),
+    "x ** 2.5": (lambda v: v["x"] ** 2.5,
+                 lambda v: _transacted_scalar(v["x"], 2.5, "elementwise_pow")),
+    "n > -3": (lambda v: v["n"] > -3, lambda v: _transacted_scalar(v["n"], -3, "greater_than")),
     "n // np.int64(2)": (lambda v: v["n"] // np.int64(2),
                          lambda v: _transacted_scalar(v["n"], 2, "elementwise_floordiv")),
     "-x": (lambda v: -v["x"], lambda v: _transacted_neg(v["x"])),
@@ -791,6 +796,55 @@ def test_an_operator_with_a_number_refused_takes_its_tensor_back():
                     len(main.global_block().ops)) == before
         main._append_hook = None
         assert (x > 0.5).name == "tmp_3"
+
+
+def test_an_operator_with_a_number_appends_its_two_ops_in_c(monkeypatch):
+    """``x > 0.5``, ``x ** 2``, ``2 / x``: the number's tensor and the op appended in one C
+    call, math_op_patch._with_scalar (the definition) not called; a number C does not read
+    (a bool, a NumPy scalar) goes that Python way."""
+    ways = []
+    python_way = math_op_patch._with_scalar
+    monkeypatch.setattr(math_op_patch, "_with_scalar",
+                        lambda *args: ways.append(args[2]) or python_way(*args))
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()), fluid.unique_name.guard():
+        x = fluid.data(name="x", shape=[-1, 3], dtype="float32")
+        outs = [x > 0.5, x ** 2, 2 / x, x == -1]
+        assert ways == []
+        x > np.float32(0.5)
+        assert ways == ["greater_than"]
+        version = main._version
+        with pytest.raises(OverflowError):  # (the Python way's float() refuses it)
+            x > 2 ** 2000
+        assert ways[-1] == "greater_than" and main._version == version
+    assert [op.type for op in main.global_block().ops] == \
+        ["fill_constant", "greater_than", "fill_constant", "elementwise_pow", "fill_constant",
+         "elementwise_div", "fill_constant", "equal", "fill_constant", "greater_than"]
+    assert [out.dtype for out in outs] == [fluid.core.VarDesc.VarType.BOOL,
+                                           fluid.core.VarDesc.VarType.FP32,
+                                           fluid.core.VarDesc.VarType.FP32,
+                                           fluid.core.VarDesc.VarType.BOOL]
+    assert all(v.stop_gradient for name, v in main.global_block().vars.items()
+               if name in {op.outputs["Out"][0] for op in main.global_block().ops
+                           if op.type == "fill_constant"})
+
+
+def test_a_replayed_layer_whose_python_way_compares_with_a_number_is_never_replayed():
+    """A replayed layer is recorded by counting its Python way's appends: an operator's two
+    ops must be counted, not appended past the count (the layer would replay one op)."""
+    def compared_then_scaled(x, value):
+        x > value
+        return transaction.append_one_op(x.block, "scale", {"X": (x.name,)}, {"scale": 2.0},
+                                         x.dtype, "scale")
+    layer = transaction.replayed(compared_then_scaled,
+                                 {"append_one_op": transaction.append_one_op})
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()), fluid.unique_name.guard():
+        x = fluid.data(name="x", shape=[-1, 3], dtype="float32")
+        for _ in range(3):
+            layer(x, 0.5)
+    assert [op.type for op in main.global_block().ops] == \
+        ["fill_constant", "greater_than", "scale"] * 3
 
 
 def test_live_operators_with_numbers_give_numpy_values():
