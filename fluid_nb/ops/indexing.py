@@ -408,9 +408,28 @@ def _strided_slices(shape, ranges):
     return tuple(index)
 
 
+#: (X's shape, axes, starts, ends, strides, decrease_axis) -> (index, Out's shape) of the
+#: strided slices whose bounds are attributes alone: worked out once (as shape's
+#: _ATTR_SLICES keeps slice's)
+_ATTR_STRIDED = {}
+
+
 def _strided_slice(ctx, x, *tensors):
+    attrs = ctx.attrs
+    if not any(t is not None and (t.__class__ is not list or t) for t in tensors) and \
+            -1 not in attrs["infer_flags"]:
+        key = (x.shape, *attrs["axes"], None, *attrs["starts"], None, *attrs["ends"], None,
+               *attrs["strides"], None, *attrs["decrease_axis"])
+        found = _ATTR_STRIDED.get(key)
+        if found is None:
+            index, sliced = _strided_index(ctx, x.shape, tensors)
+            found = index, tuple(_decrease("strided_slice", sliced, attrs["decrease_axis"]))
+            if len(_ATTR_STRIDED) >= 256:  # (slices a long session went through: a few)
+                _ATTR_STRIDED.clear()
+            _ATTR_STRIDED[key] = found
+        return ctx.xp.ascontiguousarray(x[found[0]].reshape(found[1]))
     index, sliced = _strided_index(ctx, x.shape, tensors)
-    out = x[index].reshape(_decrease("strided_slice", sliced, ctx.attrs["decrease_axis"]))
+    out = x[index].reshape(_decrease("strided_slice", sliced, attrs["decrease_axis"]))
     return ctx.xp.ascontiguousarray(out)
 
 

@@ -864,12 +864,31 @@ def _slice_index(ctx, shape, starts_t, ends_t, starts_l, ends_l):
     return tuple(index), sliced
 
 
+#: (X's shape, axes, starts, ends, decrease_axis) -> (index, Out's shape) of the slices
+#: whose bounds are attributes alone: worked out once (a live x[i] or a loop's step slices
+#: alike each time, and the bounds' checks cost ten times NumPy's slicing)
+_ATTR_SLICES = {}
+
+
 def _slice(ctx, x, starts_t, ends_t, starts_l, ends_l):
-    array = x.array
-    index, sliced = _slice_index(ctx, array.shape, _arr(starts_t), _arr(ends_t),
-                                 _arrs(starts_l), _arrs(ends_l))
-    out = array[index].reshape(_decrease("slice", sliced, ctx.attrs["decrease_axis"], True))
-    axes = ctx.attrs["axes"]
+    array, attrs = x.array, ctx.attrs
+    axes = attrs["axes"]
+    if starts_t is None is ends_t and not starts_l and not ends_l and \
+            -1 not in attrs["infer_flags"]:
+        key = (array.shape, *axes, None, *attrs["starts"], None, *attrs["ends"], None,
+               *attrs["decrease_axis"])
+        found = _ATTR_SLICES.get(key)
+        if found is None:
+            index, sliced = _slice_index(ctx, array.shape, None, None, None, None)
+            found = index, tuple(_decrease("slice", sliced, attrs["decrease_axis"], True))
+            if len(_ATTR_SLICES) >= 256:  # (slices a long session went through: a few)
+                _ATTR_SLICES.clear()
+            _ATTR_SLICES[key] = found
+        out = array[found[0]].reshape(found[1])
+    else:
+        index, sliced = _slice_index(ctx, array.shape, _arr(starts_t), _arr(ends_t),
+                                     _arrs(starts_l), _arrs(ends_l))
+        out = array[index].reshape(_decrease("slice", sliced, attrs["decrease_axis"], True))
     return _tensor(out, x._lod if axes and axes[0] != 0 else None)
 
 
