@@ -33,7 +33,7 @@ def _attrs(axes, starts, ends, decrease=()):
             "decrease_axis": list(decrease), "infer_flags": [1] * len(axes)}
 
 
-CASES = [
+SLICES = [
     (_attrs([1], [0], [4]), lambda a: a[:, 0:4]),
     (_attrs([0], [1], [2], [0]), lambda a: a[1]),
     (_attrs([0], [-1], [10 ** 9], [0]), lambda a: a[-1]),
@@ -49,8 +49,8 @@ CASES = [
 @pytest.mark.parametrize("shape", [(4, 8), (3, 5), (6, 3)])
 def test_remembered_slices_give_numpys_slices_for_every_shape(shape):
     x = np.arange(np.prod(shape), dtype="float32").reshape(shape)
-    for run in _run_slices(x, [attrs for attrs, _ in CASES]):
-        for got, (_, numpy_slice) in zip(run, CASES):
+    for run in _run_slices(x, [attrs for attrs, _ in SLICES]):
+        for got, (_, numpy_slice) in zip(run, SLICES):
             np.testing.assert_array_equal(got, numpy_slice(x), strict=True)
 
 
