@@ -31,6 +31,13 @@ INDEXES = {
     "x[0, 0, 0, 0], refused": lambda x, i: x[0, 0, 0, 0],
     "x['a'], refused": lambda x, i: x["a"],
     "x[::0], refused": lambda x, i: x[::0],
+    "x[(1,)]": lambda x, i: x[(1,)],
+    "x[-1, ::-1]": lambda x, i: x[-1, ::-1],
+    "x[0, 0, 0]": lambda x, i: x[0, 0, 0],
+    "x[np.int64(1)]": lambda x, i: x[np.int64(1)],
+    "x[1:np.int64(3)]": lambda x, i: x[1:np.int64(3)],
+    "x[True], refused": lambda x, i: x[True],
+    "x[:, 1:3][0]": lambda x, i: x[:, 1:3][0],
 }
 
 
@@ -68,6 +75,34 @@ def _outcome(index, general=False):
 @pytest.mark.parametrize("index", list(INDEXES))
 def test_an_index_makes_the_record_the_general_way_makes(index):
     assert _outcome(INDEXES[index]) == _outcome(INDEXES[index], general=True)
+
+
+def test_an_index_is_remembered_per_the_variables_rank():
+    """What an item of ints and slices appends is remembered per x's rank and the item:
+    the same item on a variable of fewer dims is refused there, and one of the same rank
+    and other dims appends its own record."""
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()), fluid.unique_name.guard():
+        x = fluid.data(name="x", shape=[4, 8, 3], dtype="float32")
+        y = fluid.data(name="y", shape=[5, 2], dtype="int64")
+        z = fluid.data(name="z", shape=[2, 2, 9], dtype="float64")
+        a, b = x[1, 2, 0], z[1, 2, 0]
+        with pytest.raises(fluid.errors.InvalidType, match="at most 2 items"):
+            y[1, 2, 0]
+        c = y[1:, 0]
+    ops = main.global_block().ops
+    assert [op.inputs["Input"] for op in ops] == [("x",), ("z",), ("y",)]
+    assert (a.shape, b.shape, c.shape, b.dtype) == ((1,), (1,), (4,), z.dtype)
+
+
+def test_the_indexes_memo_keeps_a_few():
+    math_op_patch._INDEXES.clear()
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()), fluid.unique_name.guard():
+        x = fluid.data(name="x", shape=[400], dtype="float32")
+        for i in range(300):
+            x[i:i + 1]
+    assert 0 < len(math_op_patch._INDEXES) <= 256
 
 
 def test_an_index_of_ints_opens_no_transaction_and_one_of_variables_one(transactions):

@@ -170,11 +170,56 @@ _TABLE = (
 )
 
 
-def _getitem(var, item, lean=True):
-    """``x[i]``, ``x[a:b]``, ``x[:, i]``, ``x[::-1]``: a ``slice`` op (``strided_slice`` when
-    a step is not 1), an int index dropping its dim (``decrease_axis``), as Fluid slices.
-    ``lean`` (``Variable.__getitem__``): an item of ints and slices of ints appends its op
-    alone, and one holding a Variable is indexed again in a transaction."""
+#: what ``x[item]`` appends for an item of ints and slices whose bounds are ints or None
+#: (``_index_key``), per x's rank and that key: (op type, attributes), or None for nothing
+#: (``x[:]`` is x). The bounds' checks cost a cell's index more than its op's record
+_INDEXES = {}
+
+
+def _index_key(item):
+    """``item`` as a key of ``_INDEXES``: each int itself, each slice its bounds; None for
+    an item holding anything else (a Variable, a NumPy int: the general way reads it)."""
+    key = []
+    for index in (item if item.__class__ is tuple else (item,)):
+        if index.__class__ is int:
+            key.append(index)
+        elif index.__class__ is slice:
+            start, stop, step = bounds = index.start, index.stop, index.step
+            if not ((start is None or start.__class__ is int) and
+                    (stop is None or stop.__class__ is int) and
+                    (step is None or step.__class__ is int)):
+                return None
+            key.append(bounds)
+        else:
+            return None
+    return key
+
+
+def _indexed(var, item):
+    """``Variable.__getitem__``: :func:`_getitem`, with what an item of ints and slices of
+    ints appends remembered per x's rank and the item (the op appended alone, all or
+    nothing itself)."""
+    key = _index_key(item)
+    if key is None:
+        return _getitem(var, item)
+    key = (len(var.shape), *key)
+    found = _INDEXES.get(key, _INDEXES)
+    if found is _INDEXES:  # (not seen: worked out, or refused, as _getitem does)
+        parts = _index_parts(var, item, True)
+        found = _index_op(*parts) if parts[0] else None
+        if len(_INDEXES) >= 256:  # (indexes a long session went through: keep a few)
+            _INDEXES.clear()
+        _INDEXES[key] = found
+    if found is None:
+        return var
+    program = _fw._main_program  # (the block a LayerHelper appends to)
+    return append_one_op(program.blocks[program.current_block_idx], found[0],
+                         {"Input": (var.name,)}, found[1], var.dtype, "slice")
+
+
+def _index_parts(var, item, lean):
+    """(axes, starts, ends, steps, decrease_axis) of ``x[item]``, as Fluid slices; None
+    when ``lean`` and the item holds a Variable (indexed again in a transaction)."""
     items = item if isinstance(item, tuple) else (item,)
     if len(items) > len(var.shape):
         raise InvalidType(expected("Variable.__getitem__", "index",
@@ -185,7 +230,7 @@ def _getitem(var, item, lean=True):
         if isinstance(index, slice):
             if lean and (isinstance(index.start, Variable) or isinstance(index.stop, Variable)
                          or isinstance(index.step, Variable)):
-                return _getitem_in_transaction(var, item)
+                return None
             step = 1 if index.step is None else index.step
             # (a Variable's == builds an op: bounds are compared only when they are ints)
             known = not isinstance(step, Variable)
@@ -204,7 +249,7 @@ def _getitem(var, item, lean=True):
             steps.append(_bound(step))
         elif isinstance(index, Variable):  # x[i] for a run-time i: the range [i, i + 1)
             if lean:
-                return _getitem_in_transaction(var, item)
+                return None
             axes.append(axis)
             starts.append(index)
             ends.append(_plus_one(index))
@@ -219,6 +264,18 @@ def _getitem(var, item, lean=True):
         else:
             raise InvalidType(expected("Variable.__getitem__", "index",
                                        "ints and slices", repr(index)))
+    return axes, starts, ends, steps, decrease
+
+
+def _getitem(var, item, lean=True):
+    """``x[i]``, ``x[a:b]``, ``x[:, i]``, ``x[::-1]``: a ``slice`` op (``strided_slice`` when
+    a step is not 1), an int index dropping its dim (``decrease_axis``), as Fluid slices.
+    ``lean``: an item of ints and slices of ints appends its op alone, and one holding a
+    Variable is indexed again in a transaction."""
+    parts = _index_parts(var, item, lean)
+    if parts is None:
+        return _getitem_in_transaction(var, item)
+    axes, starts, ends, steps, decrease = parts
     if not axes:
         return var
     if lean:  # (ints and slices of ints: one op, all or nothing itself, as NumPy-like
@@ -308,7 +365,7 @@ def monkey_patch_variable():
     Variable.__neg__ = _neg  # (these three: one op each, all or nothing itself)
     Variable.__matmul__ = _matmul
     Variable.astype = astype
-    Variable.__getitem__ = _getitem
+    Variable.__getitem__ = _indexed
     Variable.__hash__ = object.__hash__
     # numpy scalars on the left (np.float32(2) * x) defer to Variable.__rmul__
     Variable.__array_ufunc__ = None
