@@ -1724,7 +1724,8 @@ done:
  *   (y.name,)} with a copy of `attrs`, its Out named for op_type.
  *   Both on the default main program's current block, with x's dtype.
  * REPEATED (x, ...), a checked layer whose every call with the same arguments appends the
- *   same one op through append_one_op on {"X": (x.name,)} (nn's reductions, scale, mean,
+ *   same one op through append_one_op on one slot naming x alone ({"X": (x.name,)}; slice's
+ *   {"Input": (x.name,)}) (nn's reductions, scale, mean,
  *   cast, clip, leaky_relu, ...) or through append_with_xshape on x (the reshape family): a
  *   call of a Variable x of Variable's own class, its other arguments scalars or lists or
  *   tuples of them, replays what its Python way appended for the same arguments and the
@@ -1813,6 +1814,16 @@ static PyObject *operand_slots(PyObject *x, PyObject *y) {
         Py_CLEAR(name);
         Py_CLEAR(names);
     }
+    return slots;
+}
+
+/* {slot: (x.name,)} (a new reference, or NULL) */
+static PyObject *one_slot(PyObject *slot, PyObject *x) {
+    PyObject *name = PyObject_GetAttr(x, str_name), *slots = NULL;
+    PyObject *names = name == NULL ? NULL : PyTuple_Pack(1, name);
+    if (names != NULL && (slots = PyDict_New()) != NULL && PyDict_SetItem(slots, slot, names) < 0)
+        Py_CLEAR(slots);
+    Py_XDECREF(name), Py_XDECREF(names);
     return slots;
 }
 
@@ -2274,14 +2285,14 @@ static Py_ssize_t ops_count(PyObject *block) {
     return n;
 }
 
-/* whether inputs is {"X": (x.name,)}: 1, 0 or -1 */
-static int x_alone(PyObject *inputs, PyObject *x) {
-    if (!PyDict_CheckExact(inputs) || PyDict_GET_SIZE(inputs) != 1)
-        return 0;
-    PyObject *names = PyDict_GetItemWithError(inputs, str_x);
-    if (names == NULL)
-        return PyErr_Occurred() ? -1 : 0;
-    if (!PyTuple_CheckExact(names) || PyTuple_GET_SIZE(names) != 1)
+/* whether inputs is {slot: (x.name,)}, one slot naming x alone (X for most; slice's
+ * Input): 1 with *slot that slot (borrowed), 0 or -1 */
+static int x_alone(PyObject *inputs, PyObject *x, PyObject **slot) {
+    Py_ssize_t pos = 0;
+    PyObject *names;
+    if (!PyDict_CheckExact(inputs) || PyDict_GET_SIZE(inputs) != 1 ||
+        !PyDict_Next(inputs, &pos, slot, &names) || !PyUnicode_CheckExact(*slot) ||
+        !PyTuple_CheckExact(names) || PyTuple_GET_SIZE(names) != 1)
         return 0;
     PyObject *name = PyObject_GetAttr(x, str_name);
     if (name == NULL)
@@ -2293,8 +2304,9 @@ static int x_alone(PyObject *inputs, PyObject *x) {
 }
 
 /* the Python way, recorded: what it appended kept as the replay of `key`, (op type,
- * attributes, dtype, layer type, form, its output's stop_gradient), when it is one
- * append_one_op call on x alone or one append_with_xshape call on x (see the comment
+ * attributes, dtype, layer type, form, its output's stop_gradient, the slot naming x or
+ * None), when it is one append_one_op call on x alone or one append_with_xshape call on x
+ * (see the comment
  * above OneOpCall) */
 static PyObject *recorded_call_of(OneOpCall *op, PyObject *key, PyObject *const *args,
                                   size_t nargsf, PyObject *kwnames) {
@@ -2315,19 +2327,20 @@ static PyObject *recorded_call_of(OneOpCall *op, PyObject *key, PyObject *const 
         if (recorded_appends != 1 || call == NULL || returned != result) {
             replay = Py_NewRef(Py_None); /* (these arguments: more, or other, than one op) */
         } else {
-            PyObject *now = layers_block(), *inputs = PyTuple_GET_ITEM(call, 2);
+            PyObject *now = layers_block(), *inputs = PyTuple_GET_ITEM(call, 2),
+                     *slot = Py_None;
             int with_xshape = PyLong_AsLong(PyTuple_GET_ITEM(call, 6)) == WITH_XSHAPE;
             int alone = now == NULL ? -1
                         : op->form == CREATED
                         ? !with_xshape && PyDict_CheckExact(inputs) && !PyDict_GET_SIZE(inputs)
-                        : with_xshape ? inputs == args[0] : x_alone(inputs, args[0]);
+                        : with_xshape ? inputs == args[0] : x_alone(inputs, args[0], &slot);
             /* (a layer may mark its output, as argmax's stops its gradient) */
             PyObject *stops = alone == 1 ? PyObject_GetAttr(result, str_stop_gradient) : NULL;
             if (stops != NULL && (stops == Py_True || stops == Py_False) && now == block &&
                 PyTuple_GET_ITEM(call, 0) == block && ops_count(block) == before + 1)
-                replay = PyTuple_Pack(6, PyTuple_GET_ITEM(call, 1), PyTuple_GET_ITEM(call, 3),
+                replay = PyTuple_Pack(7, PyTuple_GET_ITEM(call, 1), PyTuple_GET_ITEM(call, 3),
                                       PyTuple_GET_ITEM(call, 4), PyTuple_GET_ITEM(call, 5),
-                                      PyTuple_GET_ITEM(call, 6), stops);
+                                      PyTuple_GET_ITEM(call, 6), stops, slot);
             Py_XDECREF(stops), Py_XDECREF(now);
         }
         if (replay != NULL) {
@@ -2388,7 +2401,8 @@ static PyObject *repeated_call(OneOpCall *op, PyObject *const *args, size_t narg
      * neither keeps nor changes them; so does append_with_xshape) */
     if ((record[0] = layers_block()) != NULL &&
         (record[2] = op->form == CREATED ? PyDict_New()
-                     : one_out ? operand_slots(args[0], NULL) : Py_NewRef(args[0])) != NULL) {
+                     : one_out ? one_slot(PyTuple_GET_ITEM(replay, 6), args[0])
+                     : Py_NewRef(args[0])) != NULL) {
         record[1] = Py_NewRef(PyTuple_GET_ITEM(replay, 0));
         record[3] = Py_NewRef(PyTuple_GET_ITEM(replay, 1));
         if (one_out) {

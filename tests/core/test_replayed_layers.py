@@ -228,6 +228,22 @@ _REDUCE_CALLS = [
     lambda v: ((v["ints"], 1), {}),
     lambda v: ((v["bools"], 1), {}),
 ]
+CALLS["slice"] = [
+    lambda v: ((v["x"], [1], [0], [2]), {}),
+    lambda v: ((v["x"],), {"axes": [1], "starts": [0], "ends": [2]}),
+    lambda v: ((v["x"], [1], [-2], [100]), {}),
+    lambda v: ((v["x"], [0, 1], [0, 1], [1, 3]), {}),
+    lambda v: ((v["x"], (1,), (0,), (2,)), {}),
+    lambda v: ((v["x"], [1], [2], [1]), {}),
+    lambda v: ((v["x"], [1], [0], [2, 3]), {}),
+    lambda v: ((v["x"], [5], [0], [2]), {}),
+    lambda v: ((v["x"], [1], [0.0], [2]), {}),
+    lambda v: ((v["x"], [1], v["depth"], [2]), {}),
+    lambda v: ((v["x"], [1], [v["depth"]], [2]), {}),
+    lambda v: ((v["row"], [0], [1], [2]), {}),
+    lambda v: ((v["w"], [1], [0], [2]), {}),
+    lambda v: ((v["ints"], [1], [0], [2]), {}),
+]
 for _reduction in ("reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod"):
     CALLS[_reduction] = _REDUCE_CALLS
 

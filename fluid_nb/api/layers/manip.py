@@ -355,6 +355,9 @@ def slice(input, axes, starts, ends):
                          input.dtype, "slice")
 
 
+slice = replayed(slice, globals())
+
+
 def _slice_of_tensors(input, axes, starts, ends):
     """``slice`` whose bounds Variables give, in part or whole."""
     helper = LayerHelper("slice")
