@@ -27,6 +27,22 @@ def compiled_elementwise(xp, name, params, outputs, body, preamble="", options=(
     return kernel
 
 
+def first_out_of_range(ids, size):
+    """The first id of the host array ``ids`` outside [0, size) (in C order), or None: for
+    integer ids one comparison, a negative id read unsigned being past any size, and a
+    count in C (the check a lookup, one_hot or gather makes of its ids every run cost
+    more than the op itself on a live batch)."""
+    if not ids.size:
+        return None
+    if ids.dtype.kind in "iu":
+        bad = ids.astype(np.int64, copy=False).view(np.uint64) >= size
+    else:
+        bad = (ids < 0) | (ids >= size)
+    if not np.count_nonzero(bad):
+        return None
+    return ids[bad][0]
+
+
 def kept_plan(ctx, name, key, make):
     """``make()``, kept in the op's cache under ``name`` with ``key`` and returned again
     while the key is equal: the row plans that depend on a LoD, a rank table or step sizes

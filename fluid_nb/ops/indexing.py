@@ -11,6 +11,7 @@ import numpy as np
 
 from ..errors import InvalidArgument, expected
 from ..tensor.dtypes import VarType
+from .common import first_out_of_range
 from .creation import host_int_lists
 from .shape import last_item_picks
 from ..tensor.tensor import index_add
@@ -33,11 +34,9 @@ def _check_ids(op, what, ids, size):
     """Refuse index values outside [0, size), on the host only: on a device the check would
     copy the indices over and wait for them every run (Paddle's CUDA kernels do not check
     them either), so there an index out of range is the program's error."""
-    if not isinstance(ids, np.ndarray) or not ids.size:
-        return
-    bad = (ids < 0) | (ids >= size)
-    if bad.any():
-        _fail(op, what, f"values in [0, {size})", int(ids[bad][0]))
+    bad = first_out_of_range(ids, size) if isinstance(ids, np.ndarray) else None
+    if bad is not None:
+        _fail(op, what, f"values in [0, {size})", int(bad))
 
 
 # --- expand / expand_as ----------------------------------------------------------------------

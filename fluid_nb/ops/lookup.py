@@ -12,6 +12,7 @@ from ..tensor.tensor import LoDTensor, SelectedRows, index_add
 from ..tensor.dtypes import VarType, convert_dtype, to_numpy_dtype
 from ..framework.infer import dims_match
 from ..framework.registry import def_op, grad_maker, grads_like
+from .common import first_out_of_range
 from ..tensor.transfer import host_scalar, to_host
 
 _INT_TYPES = (VarType.INT32, VarType.INT64)
@@ -19,9 +20,9 @@ NO_PADDING = -1  # Paddle's kNoPadding
 
 
 def _check_ids(op, slot, ids, size):
-    if ids.size and bool(((ids < 0) | (ids >= size)).any()):
-        bad = ids[(ids < 0) | (ids >= size)]
-        raise InvalidArgument(expected(op, slot, f"values in [0, {size})", int(bad[0])))
+    bad = first_out_of_range(ids, size)
+    if bad is not None:
+        raise InvalidArgument(expected(op, slot, f"values in [0, {size})", int(bad)))
 
 
 def _ids_in_range(xp, op, slot, ids, size):
