@@ -1,6 +1,6 @@
 """The checked layers that append one op on their first argument (``scale``, ``mean``,
 ``cast``, ``clip``, ``leaky_relu``, the reductions, the reshape family, ``argmax``,
-``argmin``, ``zeros_like``, ``ones_like``, ``one_hot``) replay their repeated calls in C
+``argmin``, ``zeros_like``, ``ones_like``, ``one_hot``, ``slice``) replay their repeated calls in C
 (``transaction.replayed``): a call whose other arguments and first argument's shape, dtype,
 LoD level and type equal an earlier call's appends what that call gave ``append_one_op``,
 without running the layer's checks again. The layer's Python function stays the
