@@ -39,7 +39,10 @@ def host_int_lists(*values):
         else:
             groups.append([t.array if isinstance(t, LoDTensor) else t for t in
                            (value if isinstance(value, list) else [value])])
-    flats = iter(_host_lists([a for g in groups if g is not None for a in g]))
+    arrays = [a for g in groups if g is not None for a in g]
+    if not arrays:  # (the usual op: its attributes say it all, no tensor to read)
+        return groups
+    flats = iter(_host_lists(arrays))
     lists = []
     for g in groups:
         # one flat list per array of the group, in order
