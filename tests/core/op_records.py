@@ -20,6 +20,30 @@ def record(program):
     return variables, ops, program._version
 
 
+def answer(call):
+    """What ``call()`` answers, as two ways of appending must agree on it: its Variable's
+    name, another value, or the error it raised (its class and words)."""
+    try:
+        result = call()
+        return result.name if isinstance(result, fw.Variable) else ("returned", result)
+    except Exception as error:
+        return ("raised", type(error), str(error))
+
+
+def replays_as_its_python_way(layer, calls, session):
+    """Whether the replayed ``layer`` (a ``OneOpCall``) appends and answers what its Python
+    way does: ``calls`` made in turn by ``session(layer, calls)`` (a record and answers,
+    compared answers first), then each call alone after another program's calls (the
+    replays a key that differs by a class or a value could wrongly find)."""
+    assert isinstance(layer, _op_record.OneOpCall)
+    replayed, python_way = session(layer, calls), session(layer.__wrapped__, calls)
+    assert replayed[1] == python_way[1]
+    assert replayed[0] == python_way[0]
+    for call in calls:
+        assert session(layer, [call])[:2] == session(layer.__wrapped__, [call])[:2]
+    return True
+
+
 @pytest.fixture
 def inferences(monkeypatch):
     """The op types whose shape inference ran (not answered from a memo)."""

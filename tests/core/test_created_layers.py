@@ -11,17 +11,8 @@ import pytest
 import fluid_nb as fluid
 from fluid_nb.api.initializer import init_on_cpu
 from fluid_nb.framework import callstack
-from fluid_nb.framework.callstack import _op_record
-from fluid_nb.framework.program import Program, Variable
-from tests.core.op_records import record
-
-
-def _answer(call):
-    try:
-        result = call()
-        return result.name if isinstance(result, Variable) else ("returned", result)
-    except Exception as error:  # (the same error either way is part of the contract)
-        return ("raised", type(error), str(error))
+from fluid_nb.framework.program import Program
+from tests.core.op_records import answer, record, replays_as_its_python_way
 
 
 def _session(layer, calls):
@@ -34,7 +25,7 @@ def _session(layer, calls):
         for arguments in calls:
             for _ in range(2):
                 args, kwargs = arguments(x)
-                answers.append(_answer(lambda: layer(*args, **kwargs)))
+                answers.append(answer(lambda: layer(*args, **kwargs)))
     return record(main), answers
 
 
@@ -110,21 +101,7 @@ CALLS = {
 
 @pytest.mark.parametrize("name", list(CALLS))
 def test_a_created_layer_appends_what_its_python_way_appends(name):
-    layer = getattr(fluid.layers, name)
-    assert isinstance(layer, _op_record.OneOpCall)
-    replayed = _session(layer, CALLS[name])
-    python_way = _session(layer.__wrapped__, CALLS[name])
-    assert replayed[1] == python_way[1]
-    assert replayed[0] == python_way[0]
-
-
-@pytest.mark.parametrize("name", list(CALLS))
-def test_each_call_alone_appends_what_its_python_way_appends(name):
-    # (every call first after another program's calls of its neighbours: the replays a
-    # key that differs by a class or a value could wrongly find)
-    layer = getattr(fluid.layers, name)
-    for calls in ([call] for call in CALLS[name]):
-        assert _session(layer, calls) == _session(layer.__wrapped__, calls)
+    assert replays_as_its_python_way(getattr(fluid.layers, name), CALLS[name], _session)
 
 
 @pytest.mark.parametrize("name", ["fill_constant", "zeros", "ones"])

@@ -12,9 +12,8 @@ import pytest
 import fluid_nb as fluid
 from fluid_nb.api.layers import nn as layer_nn
 from fluid_nb.framework import callstack
-from fluid_nb.framework.callstack import _op_record
-from fluid_nb.framework.program import Program, Variable
-from tests.core.op_records import record
+from fluid_nb.framework.program import Program
+from tests.core.op_records import answer, record, replays_as_its_python_way
 
 
 def _variables():
@@ -29,14 +28,6 @@ def _variables():
             "w": fluid.layers.create_parameter([2, 3], "float32", name="w")}
 
 
-def _answer(call):
-    try:
-        result = call()
-        return result.name if isinstance(result, Variable) else ("returned", result)
-    except Exception as error:  # (the same error either way is part of the contract)
-        return ("raised", type(error), str(error))
-
-
 def _session(layer, calls):
     """The record and answers of ``calls`` (each (argument maker, keywords)) made in turn,
     each twice and then on ``x2`` for ``x`` (a first argument of the same fields), in a
@@ -48,7 +39,7 @@ def _session(layer, calls):
         for arguments in calls:
             for given in (v, v, dict(v, x=v["x2"])):
                 args, kwargs = arguments(given)
-                answers.append(_answer(lambda: layer(*args, **kwargs)))
+                answers.append(answer(lambda: layer(*args, **kwargs)))
     return record(main), answers, main
 
 
@@ -250,21 +241,7 @@ for _reduction in ("reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "red
 
 @pytest.mark.parametrize("name", list(CALLS))
 def test_a_replayed_layer_appends_what_its_python_way_appends(name):
-    layer = getattr(fluid.layers, name)
-    assert isinstance(layer, _op_record.OneOpCall)
-    replayed = _session(layer, CALLS[name])
-    python_way = _session(layer.__wrapped__, CALLS[name])
-    assert replayed[1] == python_way[1]
-    assert replayed[0] == python_way[0]
-
-
-@pytest.mark.parametrize("name", list(CALLS))
-def test_each_call_alone_appends_what_its_python_way_appends(name):
-    # (every call first after another program's calls of its neighbours: the replays a
-    # key that differs by a class, a value or x's fields could wrongly find)
-    layer = getattr(fluid.layers, name)
-    for calls in ([call] for call in CALLS[name]):
-        assert _session(layer, calls)[:2] == _session(layer.__wrapped__, calls)[:2]
+    assert replays_as_its_python_way(getattr(fluid.layers, name), CALLS[name], _session)
 
 
 def _innermost(program):
@@ -378,9 +355,9 @@ def test_a_replayed_live_op_runs_as_the_python_ways_does():
                         np.where(values > 0, values, values * 0.5),
                         values.max(0, keepdims=True), values.reshape(3, 4), values.T,
                         values[:, None], values.reshape(1, 12)]
-            for answer, want in zip(got, expected):
-                np.testing.assert_allclose(answer, want, rtol=1e-6)
-                assert answer.dtype == want.dtype
+            for value, want in zip(got, expected):
+                np.testing.assert_allclose(value, want, rtol=1e-6)
+                assert value.dtype == want.dtype
             hot = fluid.layers.one_hot(ids, 4).numpy()
             np.testing.assert_array_equal(hot, np.eye(4, dtype="float32")[[1, 3, 0]])
 
@@ -468,7 +445,7 @@ def test_a_variable_whose_fields_make_no_key_goes_the_python_way(field, value):
         with fluid.program_guard(main, startup), fluid.unique_name.guard():
             x = _variables()["x"]
             setattr(x, field, value)  # (an unhashable field: a list set by hand)
-            answers = [_answer(lambda: layer(x, dim=1)) for _ in range(2)]
+            answers = [answer(lambda: layer(x, dim=1)) for _ in range(2)]
         return record(main), answers
     replayed_way, python_way = calls(fluid.layers.reduce_sum), \
         calls(fluid.layers.reduce_sum.__wrapped__)
