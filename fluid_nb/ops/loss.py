@@ -15,7 +15,7 @@ from ..tensor.dtypes import VarType
 from ..framework.infer import dims_match
 from ..framework.registry import def_op, grad_maker
 from ..tensor.transfer import host_list, host_scalar, to_host
-from .common import compiled_elementwise
+from .common import compiled_elementwise, first_out_of_range
 
 _INT_TYPES = (VarType.INT32, VarType.INT64)
 
@@ -58,7 +58,7 @@ def _ids_in_range(xp, label, classes, ignore_index):
     if xp is not np or 0 <= ignore_index < classes:
         return None
     ids = label.reshape(-1).astype(np.int64, copy=False)
-    return ids if (ids.view(np.uint64) < classes).all() else None
+    return ids if first_out_of_range(ids, classes) is None else None
 
 
 def _check_label_dtype(ctx, soft):
@@ -119,7 +119,8 @@ def _hard_xe(ctx, op, x, label):
     if ids is not None:  # (no sample ignored: no masks)
         match = probs[np.arange(probs.shape[0]), ids]
         # (-log of a positive probability; a zero or NaN one takes _log's -1e20 rule)
-        y = -np.log(match) if match.size and match.min() > 0 else -_log(xp, match)
+        y = -np.log(match) if match.size and np.minimum.reduce(match) > 0 \
+            else -_log(xp, match)
         return y.reshape(_y_shape(x, label)), match
     keep, safe = _hard_rows(op, xp, label, classes, ignore_index)
     match = xp.where(keep, probs[xp.arange(probs.shape[0]), safe], 0).astype(x.dtype)
