@@ -451,32 +451,6 @@ class OpDef:
         block = op.block
         found = block.vars.get
         inputs, outputs = op.inputs, op.outputs
-        if len(outputs) == 1 and len(inputs) <= 1 and not self._every_input:
-            # the usual call (an initializer's op, an op of one X), its key built at once:
-            # every other goes the way below
-            x_names = inputs.get(self._first_input, ()) if inputs else ("",)
-            for slot, names in outputs.items():
-                out = found(names[0]) if len(names) == 1 else None
-                x = found(x_names[0]) if len(x_names) == 1 else None
-                if out is None or out.type is not _LOD_TENSOR or (
-                        inputs and (x is None or x.type is not _LOD_TENSOR)):
-                    break
-                try:
-                    key = (*((x.shape, x.dtype, x.lod_level) if inputs else ()),
-                           block.program.version, slot, *attr_values(op.attrs), out.lod_level)
-                    known = inferred.get(key)
-                except TypeError:  # (an unhashable attribute)
-                    break
-                if known is None:
-                    self._infer(op)
-                    if len(inferred) >= 256:  # (shapes a long session went through)
-                        inferred.clear()
-                    inferred[key] = ((out.shape, out.dtype, out.lod_level),)
-                elif transaction.journal is None:
-                    out.shape, out.dtype, out.lod_level = known[0]
-                else:
-                    set_fields(out, *known[0])
-                return
         try:
             x_names = inputs[self._first_input] if len(inputs) == 1 else ()
             if self._every_input:  # (the slots, their numbers of variables, their fields)
