@@ -106,6 +106,7 @@ from .attrs import ATTR_TYPE_NAMES, AttrType, normalize_attr
 from ..tensor.dtypes import VarType
 from . import transaction
 from ._op_record import attr_values
+from .memo import remember
 from .infer import InferShapeContext, set_fields
 from .program import EMPTY_VAR_NAME, grad_var_name
 
@@ -330,13 +331,11 @@ class OpDef:
             return attrs, dict(attr_types) if attr_types else {}
         attrs, attr_types = self._complete(given)
         if key is not None:
-            if len(self._completed) >= 256:  # (a loop giving ever new values: keep a few)
-                self._completed.clear()
             lists = [name for name, value in attrs.items() if value.__class__ is list]
             kept = dict(attrs)
             for name in lists:  # (the op's own lists are not the memo's)
                 kept[name] = list(kept[name])
-            self._completed[tuple(key)] = (kept, dict(attr_types), lists)
+            remember(self._completed, tuple(key), (kept, dict(attr_types), lists))
         return attrs, attr_types
 
     def _complete(self, given):
@@ -430,9 +429,7 @@ class OpDef:
         self._infer(op)
         if out is None:  # (Out a parent block's: a loop's condition, written in its body)
             return
-        if len(inferred) >= 256:  # (shapes a long session went through: keep a few)
-            inferred.clear()
-        inferred[key] = (out.shape, out.dtype, out.lod_level)
+        remember(inferred, key, (out.shape, out.dtype, out.lod_level))
 
     def _infer_from_x(self, op):
         """run_infer_shape of an ``infer_from_x`` op: remembered per X's fields, the
@@ -501,9 +498,7 @@ class OpDef:
         self._infer(op)
         if missing:
             return
-        if len(inferred) >= 256:  # (shapes a long session went through: keep a few)
-            inferred.clear()
-        inferred[key] = tuple((out.shape, out.dtype, out.lod_level) for out in outs)
+        remember(inferred, key, tuple((out.shape, out.dtype, out.lod_level) for out in outs))
 
     def _infer(self, op):
         ctx = InferShapeContext(op, self)

@@ -16,6 +16,7 @@ from .creation import host_int_lists
 from .shape import last_item_picks
 from ..tensor.tensor import index_add
 from ..framework.registry import def_op, grad_maker, grads_like, no_gradient
+from ..framework.memo import remember
 
 _INT_TYPES = (VarType.INT32, VarType.INT64)
 
@@ -422,10 +423,8 @@ def _strided_slice(ctx, x, *tensors):
         found = _ATTR_STRIDED.get(key)
         if found is None:
             index, sliced = _strided_index(ctx, x.shape, tensors)
-            found = index, tuple(_decrease("strided_slice", sliced, attrs["decrease_axis"]))
-            if len(_ATTR_STRIDED) >= 256:  # (slices a long session went through: a few)
-                _ATTR_STRIDED.clear()
-            _ATTR_STRIDED[key] = found
+            found = remember(_ATTR_STRIDED, key, (index, tuple(
+                _decrease("strided_slice", sliced, attrs["decrease_axis"]))))
         return ctx.xp.ascontiguousarray(x[found[0]].reshape(found[1]))
     index, sliced = _strided_index(ctx, x.shape, tensors)
     out = x[index].reshape(_decrease("strided_slice", sliced, attrs["decrease_axis"]))

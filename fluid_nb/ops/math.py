@@ -18,6 +18,7 @@ from .common import elementwise_op, unbroadcast
 from .expr import X, Y, maximum, minimum
 from ..framework.registry import def_op, grad_maker, grads_like
 from ..memory.arena import outside_the_arena
+from ..framework.memo import remember
 
 
 def _prod(dims):
@@ -135,9 +136,7 @@ def _float_operand(value, dtype):
         if not operand or not np.isfinite(operand):  # (kept as the float it is)
             return value
         operand.flags.writeable = False
-        if len(_FLOAT_OPERANDS) >= 256:  # (ever new scales: keep a few)
-            _FLOAT_OPERANDS.clear()
-        _FLOAT_OPERANDS[value, dtype] = operand
+        remember(_FLOAT_OPERANDS, (value, dtype), operand)
     return operand
 
 

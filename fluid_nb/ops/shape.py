@@ -18,6 +18,7 @@ from ..tensor.dtypes import VarType
 from ..framework.program import EMPTY_VAR_NAME
 from .creation import host_int_lists, host_ints, numel_of
 from ..framework.registry import def_op, grad_maker, grads_like
+from ..framework.memo import remember
 
 
 def _fail(op, what, want, got):
@@ -158,10 +159,8 @@ def _reshape2(ctx, x, shape_input, shape_list):
     key = (tuple(shape), array.shape)
     target = _RESHAPED.get(key)
     if target is None:
-        target = tuple(reshape_target("reshape2", shape, array.shape))
-        if len(_RESHAPED) >= 256:
-            _RESHAPED.clear()
-        _RESHAPED[key] = target
+        target = remember(_RESHAPED, key,
+                          tuple(reshape_target("reshape2", shape, array.shape)))
     out = array.reshape(target)
     lod = x._lod if _same_first_dim(array.shape, out.shape) else None
     return _tensor(out, lod), _xshape_value(ctx, x)
@@ -285,10 +284,7 @@ def _perm(op, axis, rank):
     perm = tuple(_norm_axis(op, "attribute 'axis'", a, rank) if rank else a for a in axis)
     if sorted(perm) != list(range(rank)):
         _fail(op, "attribute 'axis'", f"a permutation of 0..{rank - 1}", list(axis))
-    if len(_PERMS) >= 256:
-        _PERMS.clear()
-    _PERMS[key] = perm
-    return perm
+    return remember(_PERMS, key, perm)
 
 
 def _transpose2_infer(ctx):
@@ -880,10 +876,8 @@ def _slice(ctx, x, starts_t, ends_t, starts_l, ends_l):
         found = _ATTR_SLICES.get(key)
         if found is None:
             index, sliced = _slice_index(ctx, array.shape, None, None, None, None)
-            found = index, tuple(_decrease("slice", sliced, attrs["decrease_axis"], True))
-            if len(_ATTR_SLICES) >= 256:  # (slices a long session went through: a few)
-                _ATTR_SLICES.clear()
-            _ATTR_SLICES[key] = found
+            found = remember(_ATTR_SLICES, key, (index, tuple(
+                _decrease("slice", sliced, attrs["decrease_axis"], True))))
         out = array[found[0]].reshape(found[1])
     else:
         index, sliced = _slice_index(ctx, array.shape, _arr(starts_t), _arr(ends_t),

@@ -10,6 +10,7 @@ friends append the comparison ops (bool output); ``-x`` is ``scale(-1)``; ``x @ 
 from ...errors import InvalidType, expected
 from ...framework import program as _fw
 from ...framework import unique_name
+from ...framework.memo import remember
 from ...tensor.dtypes import VarType, convert_dtype
 from ...framework.program import Variable
 
@@ -206,10 +207,7 @@ def _indexed(var, item):
     found = _INDEXES.get(key, _INDEXES)
     if found is _INDEXES:  # (not seen: worked out, or refused, as _getitem does)
         parts = _index_parts(var, item, True)
-        found = _index_op(*parts) if parts[0] else None
-        if len(_INDEXES) >= 256:  # (indexes a long session went through: keep a few)
-            _INDEXES.clear()
-        _INDEXES[key] = found
+        found = remember(_INDEXES, key, _index_op(*parts) if parts[0] else None)
     if found is None:
         return var
     program = _fw._main_program  # (the block a LayerHelper appends to)
