@@ -207,6 +207,8 @@ def elementwise_op(type, forward, backward, needs=("X", "Y"), doc=None, needs_ou
             return forward(ctx.xp, x, y)  # NumPy's trailing broadcast is Paddle's rule here
         xa, ya = aligned(ctx.xp, x, y, axis)
         return forward(ctx.xp, xa, ya)
+    if formula is not None:
+        kernel = ex.host_kernel(formula.expr, ["x", "y"], kernel, axis_rule=True)
 
     def grad_kernel(ctx, x, y, out, dout):
         xp, axis = ctx.xp, ctx.attrs["axis"]
@@ -288,6 +290,7 @@ def unary_op(type, forward, backward, uses=None, attrs=None, doc=None, float_onl
 
     def kernel(ctx, x):
         return (forward_kernel or compiled_forward())(ctx.xp, x, ctx.attrs)
+    kernel = ex.host_kernel(forward, ["x"], kernel, cast_like="x")
 
     def compiled_backward():
         nonlocal backward_kernel

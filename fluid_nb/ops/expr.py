@@ -285,7 +285,15 @@ def _has_choice(expr):
     return any(e.kind == "choose" for e in walk(expr))
 
 
-_special = None  # ops/_special.c, loaded at the first erf
+_special = None  # ops/_special.c, loaded when first needed
+
+
+def _special_part():
+    global _special
+    if _special is None:
+        from .. import c_parts
+        _special = c_parts.load("fluid_nb.ops._special", "the kernels' C parts")
+    return _special
 
 
 def _erf(xp, x):
@@ -294,11 +302,7 @@ def _erf(xp, x):
     takes per element; CuPy's own on the device: cupyx.scipy.special's, which the strict
     device stands in for as its module's ``scipy_special``)."""
     if xp.__name__ == "numpy":
-        global _special
-        if _special is None:
-            from .. import c_parts
-            _special = c_parts.load("fluid_nb.ops._special", "the special functions")
-        done = _special.erf(x)
+        done = _special_part().erf(x)
         if done is not NotImplemented:
             return done
         import math
@@ -358,6 +362,28 @@ def numpy_function(expr, params, cast_like, attrs=True, in_place=False):
     kernel = namespace["kernel"]
     kernel.source = source
     return kernel
+
+
+def host_kernel(expr, params, kernel, cast_like=None, axis_rule=False):
+    """``kernel`` (``kernel(ctx, *arrays)``, the Python one generated from ``expr`` over
+    ``params``) run from C when ``expr`` is one NumPy ufunc over the parameters and
+    constants (relu's ``maximum(X, 0)``, ``X + Y``): ``ops/_special.c``'s UfuncKernel
+    calls the ufunc itself for NumPy arrays, and ``kernel`` for any other call. The same
+    formula, so the same result: ``cast_like`` names the parameter whose dtype the result
+    is cast to (as :func:`numpy_function`'s), ``axis_rule`` that ``kernel`` first applies
+    Paddle's ``axis`` broadcast of X and Y, which the C kernel leaves to ``kernel`` unless
+    NumPy's broadcast is the same. Any other formula: ``kernel`` itself."""
+    ufunc = _UFUNCS.get(expr.kind)
+    if ufunc is None or not all(isinstance(a, Expr) and a.kind in ("var", "const")
+                                for a in expr.args):
+        return kernel
+    operands = tuple(params.index(a.args[0]) if a.kind == "var" else float(a.args[0])
+                     for a in expr.args)
+    import numpy
+    reads_xp = "xp." in _python(expr, {p: p for p in params})
+    return _special_part().UfuncKernel(
+        getattr(numpy, ufunc), operands, kernel,
+        -1 if cast_like is None else params.index(cast_like), axis_rule, reads_xp)
 
 
 class Formula:
