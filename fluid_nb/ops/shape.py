@@ -33,7 +33,7 @@ def _norm_axis(op, what, axis, rank):
 
 
 def _tensor(array, lod=None):
-    return LoDTensor(array, [list(level) for level in lod] if lod else [])
+    return LoDTensor(array, [list(level) for level in lod] if lod else ())
 
 
 def _same_first_dim(a, b):

@@ -89,7 +89,7 @@ def test_an_elementwise_op_gives_its_python_kernels_result(op_type, dtype, x_sha
         _same(expected, kernel(_ctx(axis), x, y))
 
 
-def test_pauls_axis_rule_is_the_python_kernels():
+def test_paddles_axis_rule_is_the_python_kernels():
     """Y of dims 1..1 of X (axis 1): NumPy's trailing broadcast would refuse it or pair
     the wrong dims, so the Python kernel aligns them."""
     add = UFUNC_OPS["elementwise_add"]
