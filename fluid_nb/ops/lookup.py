@@ -79,7 +79,7 @@ def _lookup(ctx, op, w, ids, out_shape):
         flat = xp.where(pad, 0, flat)
     flat, bad = _ids_in_range(xp, op, "Ids", flat, w.shape[0])
     pad = _either(pad, bad)
-    rows = xp.take(w, flat, axis=0)
+    rows = w.take(flat, axis=0)  # (the method: xp.take's Python passed)
     if pad is not None:
         rows = xp.where(pad[:, None], 0, rows).astype(w.dtype)
     return rows.reshape(tuple(out_shape) + (w.shape[1],))
@@ -343,7 +343,7 @@ def _gather(ctx, x, index, axis_tensor):
     xp = ctx.xp
     axis = _gather_axis(ctx, x, axis_tensor)
     flat, bad = _gather_index(xp, "gather", index, x.shape[axis])
-    out = xp.take(x, flat, axis=axis)
+    out = x.take(flat, axis=axis)
     if bad is not None:  # an index out of range reads zeros (module doc)
         out = xp.where(bad.reshape((1,) * axis + bad.shape + (1,) * (x.ndim - axis - 1)),
                        0, out).astype(x.dtype, copy=False)

@@ -647,7 +647,7 @@ def _unstack(ctx, x):
     n = len(ctx.output_names("Y"))
     if x.shape[axis] != n:
         _fail("unstack", "output 'Y'", f"{x.shape[axis]} variables (X's dim {axis})", n)
-    return [ctx.xp.ascontiguousarray(ctx.xp.take(x, i, axis=axis)) for i in range(n)]
+    return [ctx.xp.ascontiguousarray(x.take(i, axis=axis)) for i in range(n)]
 
 
 def _unstack_grad_infer(ctx):
@@ -741,12 +741,14 @@ def _split(ctx, x, axis_tensor, sections_list):
     sections = sections if sections is not None else ctx.attrs["sections"]
     n_out = len(ctx.output_names("Out"))
     sizes = split_sizes("split", array.shape[axis], ctx.attrs["num"], sections, n_out)
-    bounds, at = [], 0
-    for size in sizes[:-1]:
-        at += size
-        bounds.append(at)
     lod = x._lod if axis == 0 else None
-    return [_tensor(piece, lod) for piece in ctx.xp.split(array, bounds, axis=axis)]
+    # the pieces as views of X, as np.split cuts them (its Python swaps the axes twice a
+    # piece: more than the views cost at this size)
+    before, pieces, at = (slice(None),) * axis, [], 0
+    for size in sizes:
+        pieces.append(_tensor(array[before + (slice(at, at + size),)], lod))
+        at += size
+    return pieces
 
 
 def _split_grad(g):
