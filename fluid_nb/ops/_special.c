@@ -20,7 +20,7 @@
  *
  *   when every array is an exact NumPy ndarray, ctx.xp is NumPy where the formula's Python
  *   reads it (``reads_xp``) and, with ``axis_rule`` (an elementwise op of X and Y),
- *   ctx.attrs["axis"] is an int that is -1 or X's rank less Y's, or X and Y have one shape
+ *   ctx.attrs["axis"] is an int that is -1 or X's rank less Y's, or X and Y have one rank
  *   (NumPy's broadcast is then Paddle's). Any other call is fallback(ctx, *arrays), the
  *   Python kernel generated from the same formula, which computes the same thing these
  *   cases compute. A formula's kernel run from C spares two Python frames per run: a
@@ -95,13 +95,7 @@ static int broadcasts_alike(PyObject *ctx, PyArrayObject *x, PyArrayObject *y) {
         int overflow;
         long at = PyLong_AsLongAndOverflow(axis, &overflow);
         int nx = PyArray_NDIM(x), ny = PyArray_NDIM(y);
-        if (!overflow && (at == -1 || at == nx - ny))
-            alike = 1;
-        else if (nx == ny) {
-            alike = 1;
-            for (int i = 0; i < nx && alike; i++)
-                alike = PyArray_DIM(x, i) == PyArray_DIM(y, i);
-        }
+        alike = nx == ny || (!overflow && (at == -1 || at == nx - ny));
     }
     Py_DECREF(attrs);
     return PyErr_Occurred() ? -1 : alike;

@@ -49,6 +49,10 @@ def _values(shape, dtype):
     return x.astype(dtype)
 
 
+def _not_asked(ctx, *arrays):
+    raise AssertionError("the Python kernel was asked for NumPy arrays")
+
+
 def test_the_one_ufunc_formulas_run_from_c():
     assert {"relu", "exp", "tanh", "sqrt", "square", "reciprocal"} <= set(UNARY)
     assert {"elementwise_add", "elementwise_sub", "elementwise_mul", "elementwise_max",
@@ -87,6 +91,15 @@ def test_an_elementwise_op_gives_its_python_kernels_result(op_type, dtype, x_sha
                 kernel(_ctx(axis), x, y)
             return
         _same(expected, kernel(_ctx(axis), x, y))
+
+
+def test_operands_of_one_rank_broadcast_as_numpy_does_whatever_the_axis():
+    """(The Python kernel aligns nothing then: the C kernel takes them all.)"""
+    kernel = expr.host_kernel(X + Y, ["x", "y"], _not_asked, axis_rule=True)
+    x, y = np.arange(6.0).reshape(2, 3), np.array([[2.0, 2.0, 2.0]])
+    for axis in (-1, 0, 1):
+        assert kernel(_ctx(axis), x, y).tolist() == (x + y).tolist()
+    assert kernel(_ctx(2), np.zeros((2, 3, 4)), np.ones(4)).shape == (2, 3, 4)  # (rank less)
 
 
 def test_paddles_axis_rule_is_the_python_kernels():
@@ -163,10 +176,6 @@ def test_a_formula_of_more_than_one_ufunc_keeps_its_python_kernel():
     assert expr.host_kernel(maximum(X, 0) * 2, ["x"], python_kernel) is python_kernel
     assert expr.host_kernel(expr.attr("alpha") * X, ["x"], python_kernel) is python_kernel
     assert expr.host_kernel(expr.erf(X), ["x"], python_kernel) is python_kernel
-
-
-def _not_asked(ctx, *arrays):
-    raise AssertionError("the Python kernel was asked for NumPy arrays")
 
 
 @pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
