@@ -385,7 +385,7 @@ def _assign(ctx, x):
     if x is None:
         return None
     if isinstance(x, LoDTensor):
-        return LoDTensor(x.array.copy() if x.array is not None else None, x.lod())
+        return LoDTensor(x.array.copy() if x.array is not None else None, x._lod)
     if isinstance(x, LoDTensorArray):
         return LoDTensorArray(LoDTensor(t.array.copy(), t.lod()) for t in x)
     if isinstance(x, SelectedRows):
