@@ -1,6 +1,7 @@
 """The checked layers that append one op on their first argument (``scale``, ``mean``,
 ``cast``, ``clip``, ``leaky_relu``, the reductions, the reshape family, ``argmax``,
-``argmin``, ``zeros_like``, ``ones_like``, ``one_hot``, ``slice``) replay their repeated calls in C
+``argmin``, ``zeros_like``, ``ones_like``, ``one_hot``, ``slice``; a Variable's ``-x`` and
+``x.astype``) replay their repeated calls in C
 (``transaction.replayed``): a call whose other arguments and first argument's shape, dtype,
 LoD level and type equal an earlier call's appends what that call gave ``append_one_op``,
 without running the layer's checks again. The layer's Python function stays the
@@ -242,6 +243,40 @@ for _reduction in ("reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "red
 @pytest.mark.parametrize("name", list(CALLS))
 def test_a_replayed_layer_appends_what_its_python_way_appends(name):
     assert replays_as_its_python_way(getattr(fluid.layers, name), CALLS[name], _session)
+
+
+#: a Variable's methods of one op replayed as the layers above: -x, x.astype(dtype)
+METHOD_CALLS = {
+    "__neg__": [
+        lambda v: ((v["x"],), {}),
+        lambda v: ((v["row"],), {}),
+        lambda v: ((v["ints"],), {}),
+        lambda v: ((v["bools"],), {}),
+        lambda v: ((v["w"],), {}),
+        lambda v: ((v["unit"],), {}),
+    ],
+    "astype": [
+        lambda v: ((v["x"], "float64"), {}),
+        lambda v: ((v["x"], "float32"), {}),
+        lambda v: ((v["x"], "int64"), {}),
+        lambda v: ((v["x"],), {"dtype": "float64"}),
+        lambda v: ((v["x"], np.float64), {}),
+        lambda v: ((v["x"], np.dtype("float16")), {}),
+        lambda v: ((v["x"], fluid.core.VarDesc.VarType.FP64), {}),
+        lambda v: ((v["x"], "float33"), {}),
+        lambda v: ((v["x"], 5), {}),
+        lambda v: ((v["ints"], "float32"), {}),
+        lambda v: ((v["bools"], "int32"), {}),
+        lambda v: ((v["w"], "float64"), {}),
+    ],
+}
+
+
+@pytest.mark.parametrize("method", list(METHOD_CALLS))
+def test_a_variables_replayed_method_appends_what_its_python_way_appends(method):
+    from fluid_nb.framework.program import Variable
+    assert replays_as_its_python_way(getattr(Variable, method), METHOD_CALLS[method],
+                                     _session)
 
 
 def _innermost(program):

@@ -56,7 +56,7 @@ def _is_number(value):
 
 from ...framework.callstack import _op_record  # noqa: E402
 from ...framework.transaction import append_one_op, atomic, lean, transactional  # noqa: E402,E501
-from ...framework.transaction import _take_back_one_op  # noqa: E402
+from ...framework.transaction import _take_back_one_op, replayed  # noqa: E402
 from ..layer_helper import LayerHelper  # noqa: E402
 
 
@@ -360,9 +360,11 @@ def monkey_patch_variable():
     # temporary): the binary ones keep themselves so, the others through a transaction
     for method, op_type, reverse, scalar_method in _TABLE:
         setattr(Variable, method, _binary(method, op_type, reverse, scalar_method))
-    Variable.__neg__ = _neg  # (these three: one op each, all or nothing itself)
+    # (these three: one op each, all or nothing itself; -x and x.astype(...) replay a
+    # repeated call in C, keyed by x's fields and the dtype asked for)
+    Variable.__neg__ = replayed(_neg, globals())
     Variable.__matmul__ = _matmul
-    Variable.astype = astype
+    Variable.astype = replayed(astype, globals())
     Variable.__getitem__ = _indexed
     Variable.__hash__ = object.__hash__
     # numpy scalars on the left (np.float32(2) * x) defer to Variable.__rmul__
