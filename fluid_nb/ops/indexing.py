@@ -262,8 +262,7 @@ def _scatter_ids(op, ids, rows):
 
 
 def _scatter_infer(ctx):
-    x_shape, ids, updates = (ctx.input_shape("X"), ctx.input_shape("Ids"),
-                             ctx.input_shape("Updates"))
+    x_shape, updates = ctx.input_shape("X"), ctx.input_shape("Updates")
     ctx.check(ctx.input_dtype("Ids") in _INT_TYPES, "input 'Ids' dtype", "int32 or int64",
               ctx.input_dtype("Ids").name)
     ctx.check(len(updates) == len(x_shape) and all(
