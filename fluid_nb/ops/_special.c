@@ -216,8 +216,12 @@ static PyObject *ufunc_kernel_call(PyObject *callable, PyObject *const *args, si
         operands[i] = PyLong_CheckExact(operand) ? args[1 + PyLong_AsSsize_t(operand)]
                       : float_type >= 0 && self->typed[i] != NULL ? self->typed[i]
                                                                  : operand;
+        Py_INCREF(operands[i]); /* (the ufunc may run Python: a warning's filter, which may
+                                 * run this kernel on another type and retype its constants) */
     }
     PyObject *result = PyObject_Vectorcall(self->ufunc, operands, n, NULL);
+    for (Py_ssize_t i = 0; i < n; i++)
+        Py_DECREF(operands[i]);
     if (result == NULL || self->cast_like < 0)
         return result;
     return cast_to(result, (PyArrayObject *)args[1 + self->cast_like]);
