@@ -79,7 +79,7 @@ def _lookup(ctx, op, w, ids, out_shape):
         flat = xp.where(pad, 0, flat)
     flat, bad = _ids_in_range(xp, op, "Ids", flat, w.shape[0])
     pad = _either(pad, bad)
-    rows = w.take(flat, axis=0)  # (the method: xp.take's Python passed)
+    rows = w.take(flat, axis=0)  # (the array's method: xp.take is Python around it)
     if pad is not None:
         rows = xp.where(pad[:, None], 0, rows).astype(w.dtype)
     return rows.reshape(tuple(out_shape) + (w.shape[1],))

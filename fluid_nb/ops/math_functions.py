@@ -64,7 +64,7 @@ def _cumsum(ctx, x):
     axis = _axis("cumsum", attrs["axis"], x.ndim)
     if attrs["reverse"]:
         x = xp.flip(x, axis)
-    out = x.cumsum(axis=axis, dtype=x.dtype)  # (the method: xp.cumsum's Python passed)
+    out = x.cumsum(axis=axis, dtype=x.dtype)  # (the method: xp.cumsum is Python around it)
     if attrs["exclusive"]:  # shift by one: the first sum is 0
         out = out - x
     if attrs["reverse"]:
