@@ -71,7 +71,7 @@ static PyObject *elementwise_erf(PyObject *self, PyObject *value) {
 typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
-    PyObject *ufunc, *operands, *fallback, *numpy;
+    PyObject *ufunc, *operands, *fallback;
     Py_ssize_t cast_like, n_arrays;
     int axis_rule, reads_xp;
     /* each constant as a 0-d array of the float type the arrays last had (NULL: none yet,
@@ -81,6 +81,7 @@ typedef struct {
 } UfuncKernel;
 
 static PyObject *str_attrs, *str_axis, *str_xp, *str_astype, *str_dtype;
+static PyObject *numpy_module; /* what ctx.xp is for the C path */
 
 /* 1 when ctx.attrs["axis"] lets NumPy's broadcast of x and y stand for Paddle's (the
  * Python kernel's test), 0 when not (the fallback aligns them), -1 with an error */
@@ -194,7 +195,7 @@ static PyObject *ufunc_kernel_call(PyObject *callable, PyObject *const *args, si
         if (xp == NULL)
             return NULL;
         Py_DECREF(xp);
-        if (xp != self->numpy)
+        if (xp != numpy_module)
             goto fallback;
     }
     if (self->axis_rule) {
@@ -263,17 +264,11 @@ static PyObject *ufunc_kernel_new(PyTypeObject *type, PyObject *args, PyObject *
         return PyErr_Format(PyExc_ValueError, "UfuncKernel expected callables, cast_like "
                             "-1 or an array position below %zd and, with the axis rule, "
                             "two arrays", n_arrays);
-    PyObject *numpy = PyImport_ImportModule("numpy");
-    if (numpy == NULL)
-        return NULL;
     UfuncKernel *self = (UfuncKernel *)type->tp_alloc(type, 0);
-    if (self == NULL) {
-        Py_DECREF(numpy);
+    if (self == NULL)
         return NULL;
-    }
     Py_INCREF(ufunc), Py_INCREF(operands), Py_INCREF(fallback);
     self->ufunc = ufunc, self->operands = operands, self->fallback = fallback;
-    self->numpy = numpy;
     self->cast_like = cast_like, self->n_arrays = n_arrays;
     self->axis_rule = axis_rule, self->reads_xp = reads_xp;
     self->typed_as = -1;
@@ -285,7 +280,6 @@ static int ufunc_kernel_traverse(UfuncKernel *self, visitproc visit, void *arg) 
     Py_VISIT(self->ufunc);
     Py_VISIT(self->operands);
     Py_VISIT(self->fallback);
-    Py_VISIT(self->numpy);
     for (int i = 0; i < MOST_OPERANDS; i++)
         Py_VISIT(self->typed[i]);
     return 0;
@@ -295,7 +289,6 @@ static int ufunc_kernel_clear(UfuncKernel *self) {
     Py_CLEAR(self->ufunc);
     Py_CLEAR(self->operands);
     Py_CLEAR(self->fallback);
-    Py_CLEAR(self->numpy);
     for (int i = 0; i < MOST_OPERANDS; i++)
         Py_CLEAR(self->typed[i]);
     self->typed_as = -1;
@@ -348,7 +341,8 @@ PyMODINIT_FUNC PyInit__special(void) {
         (str_axis = PyUnicode_InternFromString("axis")) == NULL ||
         (str_xp = PyUnicode_InternFromString("xp")) == NULL ||
         (str_astype = PyUnicode_InternFromString("astype")) == NULL ||
-        (str_dtype = PyUnicode_InternFromString("dtype")) == NULL)
+        (str_dtype = PyUnicode_InternFromString("dtype")) == NULL ||
+        (numpy_module = PyImport_ImportModule("numpy")) == NULL)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL)
