@@ -46,6 +46,7 @@
 #include <numpy/arrayobject.h>
 
 #include "../tensor/_slots.h"
+#include "../tensor/_kept.h"
 
 static PyTypeObject *tensor_type;       /* LoDTensor */
 static PyTypeObject *tensor_array_type; /* LoDTensorArray */
@@ -1917,6 +1918,10 @@ typedef struct {
     PyObject *arena_entry, *arena_version, *arena_core, *capsule;
     long optimize_role;
     Py_ssize_t weigh_every;
+    /* what each op reads of the block's, the session's and the runner's dicts and the
+     * runner module's globals, read again only when one changed (see SESSION_READS ...) */
+    KeptDict kept_block, kept_session, kept_runner, kept_globals;
+    PyObject *block_reads[1], *session_reads[6], *runner_reads[5], *globals_reads[2];
 } LiveHook;
 
 static PyObject *str_record_only, *str_pending, *str_runner, *str_stats, *str_ops_run,
@@ -1930,6 +1935,42 @@ static PyObject *state(PyObject *d, PyObject *key) {
     if (value == NULL && !PyErr_Occurred())
         PyErr_Format(PyExc_KeyError, "LiveHook: attribute %R expected", key);
     return value;
+}
+
+/* read_kept's reads, each one there: 0, or -1 with an error (a KeyError naming the first
+ * key missing: then nothing is kept) */
+static int kept_state(KeptDict *kept, PyObject *d, PyObject **const *keys, PyObject **values,
+                      int n) {
+    int read = read_kept(kept, d, keys, values, n);
+    for (int i = 0; read == 1 && i < n; i++)
+        if (values[i] == NULL) {
+            kept->tag = 0;
+            PyErr_Format(PyExc_KeyError, "LiveHook: attribute %R expected", *keys[i]);
+            return -1;
+        }
+    return read < 0 ? -1 : 0;
+}
+
+/* the session's, the runner's and the runner module's state each op reads */
+enum { RUNNER, RECORD_ONLY, PENDING, STATS, SINCE_SWEEP, SWEEP_AT };
+enum { FIRST_PLANS, STEPS, LAST_RUN, ROOT_SCOPE, ON_HOST };
+enum { FIRST_RUN, SET_HANDLER };
+
+static PyObject **const session_keys[] = {&str_runner, &str_record_only, &str_pending,
+                                           &str_stats, &str_since_sweep, &str_sweep_at},
+                **const runner_keys[] = {&str_first_plans, &str_steps, &str_last_run,
+                                         &str_root_scope, &str_on_host},
+                **const block_keys[] = {&str_ops},
+                **const globals_keys[] = {&str_first_run, &str_set_handler};
+
+static int session_state(LiveHook *self) {
+    return kept_state(&self->kept_session, self->session_dict, session_keys,
+                      self->session_reads, KEPT_COUNT(session_keys));
+}
+
+static int runner_state(LiveHook *self) {
+    return kept_state(&self->kept_runner, self->runner_dict, runner_keys, self->runner_reads,
+                      KEPT_COUNT(runner_keys));
 }
 
 /* the capsule NumPy's allocator switches to for this op (borrowed; Py_None: no switch), or
@@ -1977,16 +2018,16 @@ static PyObject *host_capsule(LiveHook *self) {
 static PyObject *live_op(LiveHook *self, PyObject *op) {
     if (!Py_IS_TYPE(op, operator_class) || SLOT(op, op_block_at) != self->block)
         return NOT_THIS_OP;
-    PyObject *session = self->session_dict, *runner_dict = self->runner_dict;
-    PyObject *ops = state(self->block_dict, str_ops), *runner, *plans, *plan, *record_only,
-             *pending, *steps, *last_run, *root_scope, *on_host;
-    if (ops == NULL)
+    if (kept_state(&self->kept_block, self->block_dict, block_keys, self->block_reads,
+                   KEPT_COUNT(block_keys)) < 0)
         return NULL;
+    PyObject *ops = self->block_reads[0], *plan;
     if (!PyList_Check(ops) || PyList_GET_SIZE(ops) == 0 ||
         PyList_GET_ITEM(ops, PyList_GET_SIZE(ops) - 1) != op)
         return NOT_THIS_OP; /* (inserted before ops that ran: they run again) */
-    if ((plans = state(runner_dict, str_first_plans)) == NULL)
+    if (runner_state(self) < 0)
         return NULL;
+    PyObject *plans = self->runner_reads[FIRST_PLANS];
     plan = PyDict_Check(plans) ? PyDict_GetItemWithError(plans, SLOT(op, op_type_at)) : NULL;
     if (plan == NULL || !PyTuple_Check(plan))
         return PyErr_Occurred() ? NULL : NOT_THIS_OP; /* (no plan yet, or none: False) */
@@ -2002,30 +2043,33 @@ static PyObject *live_op(LiveHook *self, PyObject *op) {
     } else if (PyErr_Occurred()) {
         return NULL;
     }
-    if ((runner = state(session, str_runner)) == NULL ||
-        (record_only = state(session, str_record_only)) == NULL ||
-        (pending = state(session, str_pending)) == NULL ||
-        (steps = state(runner_dict, str_steps)) == NULL ||
-        (last_run = state(runner_dict, str_last_run)) == NULL ||
-        (root_scope = state(runner_dict, str_root_scope)) == NULL ||
-        (on_host = state(runner_dict, str_on_host)) == NULL)
+    /* (read again: a plan's lookup may run code) */
+    if (session_state(self) < 0 || runner_state(self) < 0)
         return NULL;
-    if (runner != self->runner || record_only != Py_False || !PyList_Check(pending) ||
-        PyList_GET_SIZE(pending) != 0 || root_scope != Py_True || !PyDict_Check(steps) ||
-        !PyDict_Check(last_run))
+    PyObject *pending = self->session_reads[PENDING], *steps = self->runner_reads[STEPS],
+             *last_run = self->runner_reads[LAST_RUN];
+    if (self->session_reads[RUNNER] != self->runner ||
+        self->session_reads[RECORD_ONLY] != Py_False || !PyList_Check(pending) ||
+        PyList_GET_SIZE(pending) != 0 || self->runner_reads[ROOT_SCOPE] != Py_True ||
+        !PyDict_Check(steps) || !PyDict_Check(last_run))
         return NOT_THIS_OP;
+    int on_host = self->runner_reads[ON_HOST] == Py_True;
+    Py_INCREF(steps), Py_INCREF(last_run); /* (a key's __eq__ may run code) */
     int ran = PyDict_Contains(steps, op);
     if (ran == 0)
         ran = PyDict_Contains(last_run, op);
+    Py_DECREF(steps), Py_DECREF(last_run);
     if (ran != 0)
         return ran < 0 ? NULL : NOT_THIS_OP;
     PyObject *capsule = Py_None;
-    if (on_host == Py_True && (capsule = host_capsule(self)) == NULL)
+    if (on_host && (capsule = host_capsule(self)) == NULL)
         return PyErr_Occurred() ? NULL : NOT_THIS_OP;
     /* (the runner module's first_run and _set_handler, as the runner calls them) */
-    PyObject *run = state(self->runner_globals, str_first_run), *set_handler;
-    if (run == NULL || (set_handler = state(self->runner_globals, str_set_handler)) == NULL)
+    if (kept_state(&self->kept_globals, self->runner_globals, globals_keys,
+                   self->globals_reads, KEPT_COUNT(globals_keys)) < 0)
         return NULL;
+    PyObject *run = self->globals_reads[FIRST_RUN], *set_handler =
+        self->globals_reads[SET_HANDLER];
     /* the op's user line, found if someone asks (as _on_main_op marks it) */
     Py_INCREF(self->source);
     Py_XSETREF(SLOT(op, op_source_at), self->source);
@@ -2061,9 +2105,11 @@ static PyObject *live_op(LiveHook *self, PyObject *op) {
         return done;
     }
     PyObject *stats, *count, *swept, *sweep_at, *result = NULL;
-    if ((last_run = state(runner_dict, str_last_run)) == NULL || /* (read again: see above) */
-        PyDict_SetItem(last_run, op, took) < 0 || (stats = state(session, str_stats)) == NULL)
+    /* (read again: the kernel may have run any code) */
+    if (runner_state(self) < 0 ||
+        PyDict_SetItem(self->runner_reads[LAST_RUN], op, took) < 0 || session_state(self) < 0)
         goto done;
+    stats = self->session_reads[STATS];
     if ((count = PyDict_GetItemWithError(stats, str_ops_run)) == NULL) {
         if (!PyErr_Occurred())
             PyErr_Format(PyExc_KeyError, "LiveHook: stats[%R] expected", str_ops_run);
@@ -2073,8 +2119,15 @@ static PyObject *live_op(LiveHook *self, PyObject *op) {
         goto done;
     int counted = PyDict_SetItem(stats, str_ops_run, count);
     Py_DECREF(count);
-    if (counted < 0 || (swept = state(session, str_since_sweep)) == NULL ||
-        (sweep_at = state(session, str_sweep_at)) == NULL || PyList_Append(swept, op) < 0)
+    if (counted < 0 || session_state(self) < 0) /* (the count's hash: see above) */
+        goto done;
+    swept = self->session_reads[SINCE_SWEEP], sweep_at = self->session_reads[SWEEP_AT];
+    if (!PyList_Check(swept)) {
+        PyErr_Format(PyExc_TypeError, "LiveHook: a list of the ops since the last sweep "
+                     "expected, got %R", swept);
+        goto done;
+    }
+    if (PyList_Append(swept, op) < 0)
         goto done;
     Py_ssize_t n = PyList_GET_SIZE(swept), due = PyLong_AsSsize_t(sweep_at);
     if (due == -1 && PyErr_Occurred())

@@ -30,6 +30,7 @@
 #include <structmember.h>
 
 #include "../tensor/_slots.h"
+#include "../tensor/_kept.h"
 
 static PyObject *module_name; /* "<module>", interned */
 static PyObject *empty_tuple, *one;
@@ -685,21 +686,6 @@ static PyObject *instance_dict(PyObject *obj) {
     return d;
 }
 
-/* d[key] (a new reference), or NULL: an error, or none (not this path) */
-static PyObject *entry(PyObject *d, PyObject *key) {
-    PyObject *value = PyDict_GetItemWithError(d, key);
-    Py_XINCREF(value);
-    return value;
-}
-
-/* A global of a module (borrowed), or NULL with a KeyError naming it. */
-static PyObject *global(PyObject *globals, PyObject *name) {
-    PyObject *value = PyDict_GetItemWithError(globals, name);
-    if (value == NULL && !PyErr_Occurred())
-        PyErr_Format(PyExc_KeyError, "append_one_op: module global %R expected", name);
-    return value;
-}
-
 /* A fresh Variable of `block` named `name` with (shape, dtype, lod_level) `fields`, its
  * instance fields in the order the Python way writes them: block, name, dtype, shape,
  * lod_level (a new reference, or NULL) */
@@ -738,6 +724,13 @@ static PyObject *new_operator(PyObject *block, PyObject *op_type, PyObject *inpu
     return op;
 }
 
+/* what each append reads of its program's dict (kept_program's): its op role guard, append
+ * hook, desc version and version counter, the last kept current through the writes below */
+static KeptDict kept_program;
+static PyObject **const program_keys[] = {&str_current_role, &str_append_hook, &str_version,
+                                          &str_version_counter};
+static PyObject *program_reads[4];
+
 /* The program's version advanced by the Python way's `steps` (one per temporary made, one
  * for the op), then its append hook (a live session) called with the appended `op`: 0, or
  * -1 with the error (the caller takes the op back) */
@@ -746,11 +739,20 @@ static int advance_and_run(PyObject *program_dict, PyObject *version, Py_ssize_t
     PyObject *count = PyLong_FromSsize_t(steps);
     PyObject *advanced = count == NULL ? NULL : PyNumber_Add(version, count);
     Py_XDECREF(count);
-    int failed = advanced == NULL ||
-                 PyDict_SetItem(program_dict, str_version_counter, advanced) < 0;
-    Py_XDECREF(advanced);
-    if (failed)
+    if (advanced == NULL)
         return -1;
+    /* (the counter kept is an exact int, whose replacing runs no code) */
+    int current = kept_current(&kept_program, program_dict) &&
+                  PyLong_CheckExact(program_reads[3]);
+    if (PyDict_SetItem(program_dict, str_version_counter, advanced) < 0) {
+        Py_DECREF(advanced);
+        return -1;
+    }
+    if (current) {
+        kept_written(&kept_program, program_dict);
+        program_reads[3] = advanced; /* (borrowed: the dict holds it) */
+    }
+    Py_DECREF(advanced);
     if (hook != Py_None) {
         PyObject *ran = PyObject_CallOneArg(hook, op);
         if (ran == NULL)
@@ -773,44 +775,72 @@ typedef struct {
  * log (only a transaction keeps one); 0 when not (the Python way), -1 with an error; `state`
  * holds nothing unless 1 */
 static int read_append_state(PyObject *block, AppendState *state) {
-    PyObject *role = NULL, *undo = NULL, **fields = &state->block_dict;
+    /* (what each call reads of the four dicts, read again only when one changed) */
+    static KeptDict kept_block, kept_names, kept_generator;
+    static PyObject **const block_keys[] = {&str_vars, &str_ops, &str_program},
+                    **const names_keys[] = {&str_generator},
+                    **const generator_keys[] = {&str_undo, &str_ids, &str_prefix};
+    static PyObject *block_reads[3], *names_reads[1], *generator_reads[3];
+    PyObject *undo, **fields = &state->block_dict;
     int found = -1;
     *state = (AppendState){NULL};
     if ((state->block_dict = instance_dict(block)) == NULL)
         goto done;
+    if (read_kept(&kept_block, state->block_dict, block_keys, block_reads,
+                  KEPT_COUNT(block_keys)) < 0)
+        goto done;
     found = 0;
-    if ((state->vars = entry(state->block_dict, str_vars)) == NULL ||
-        (state->ops = entry(state->block_dict, str_ops)) == NULL ||
-        (state->program = entry(state->block_dict, str_program)) == NULL ||
+    state->vars = Py_XNewRef(block_reads[0]), state->ops = Py_XNewRef(block_reads[1]);
+    state->program = Py_XNewRef(block_reads[2]);
+    if (state->vars == NULL || state->ops == NULL || state->program == NULL ||
         !PyDict_CheckExact(state->vars) || !PyList_CheckExact(state->ops) ||
         !Py_IS_TYPE(state->program, program_type))
         goto done;
     if ((state->program_dict = instance_dict(state->program)) == NULL ||
-        (role = entry(state->program_dict, str_current_role)) == NULL ||
-        (state->hook = entry(state->program_dict, str_append_hook)) == NULL ||
-        (state->desc_version = entry(state->program_dict, str_version)) == NULL ||
-        (state->version = entry(state->program_dict, str_version_counter)) == NULL)
+        read_kept(&kept_program, state->program_dict, program_keys, program_reads,
+                  KEPT_COUNT(program_keys)) < 0) {
+        found = -1;
         goto done;
-    int has_role = PyObject_IsTrue(role);
-    if (has_role != 0 || !PyLong_CheckExact(state->version))
+    }
+    PyObject *role = program_reads[0];
+    state->hook = Py_XNewRef(program_reads[1]), state->desc_version = Py_XNewRef(program_reads[2]);
+    state->version = Py_XNewRef(program_reads[3]);
+    if (role == NULL || state->hook == NULL || state->desc_version == NULL ||
+        state->version == NULL || !PyLong_CheckExact(state->version))
         goto done;
-    if ((state->generator = global(unique_name_globals, str_generator)) == NULL)
+    Py_INCREF(role); /* (its truth may run any code) */
+    int has_role = role == Py_None ? 0 : PyObject_IsTrue(role);
+    Py_DECREF(role);
+    if (has_role != 0) {
+        found = has_role < 0 ? -1 : 0;
         goto done;
-    Py_INCREF(state->generator);
-    if (!Py_IS_TYPE(state->generator, generator_type) ||
-        (state->generator_dict = instance_dict(state->generator)) == NULL ||
-        (undo = entry(state->generator_dict, str_undo)) == NULL ||
-        (state->ids = entry(state->generator_dict, str_ids)) == NULL ||
-        (state->prefix = entry(state->generator_dict, str_prefix)) == NULL ||
-        undo != Py_None || !PyDict_CheckExact(state->ids) ||
-        !PyUnicode_CheckExact(state->prefix))
+    }
+    if (read_kept(&kept_names, unique_name_globals, names_keys, names_reads,
+                  KEPT_COUNT(names_keys)) < 0) {
+        found = -1;
+        goto done;
+    }
+    if ((state->generator = Py_XNewRef(names_reads[0])) == NULL) {
+        PyErr_Format(PyExc_KeyError, "append_one_op: module global %R expected", str_generator);
+        found = -1;
+        goto done;
+    }
+    if (!Py_IS_TYPE(state->generator, generator_type))
+        goto done;
+    if ((state->generator_dict = instance_dict(state->generator)) == NULL ||
+        read_kept(&kept_generator, state->generator_dict, generator_keys, generator_reads,
+                  KEPT_COUNT(generator_keys)) < 0) {
+        found = -1;
+        goto done;
+    }
+    undo = generator_reads[0];
+    state->ids = Py_XNewRef(generator_reads[1]), state->prefix = Py_XNewRef(generator_reads[2]);
+    if (undo != Py_None || state->ids == NULL || state->prefix == NULL ||
+        !PyDict_CheckExact(state->ids) || !PyUnicode_CheckExact(state->prefix))
         goto done;
     found = 1;
 done:
-    Py_XDECREF(role), Py_XDECREF(undo);
     if (found != 1) {
-        if (PyErr_Occurred())
-            found = -1; /* (an error reading them; none: the Python way) */
         for (size_t i = 0; i < sizeof(AppendState) / sizeof(PyObject *); i++)
             Py_CLEAR(fields[i]);
     }
@@ -821,16 +851,31 @@ done:
  * registry's op definitions and the slot check's memo (borrowed) in *op_defs and *passed;
  * 0 when one is (the Python way), -1 with an error. */
 static int plain_append(PyObject **op_defs, PyObject **passed) {
-    PyObject *depth = global(transaction_globals, str_depth), *journal, *current;
-    if (depth == NULL || (journal = global(transaction_globals, str_journal)) == NULL ||
-        (current = global(annotations_globals, str_current)) == NULL)
+    static KeptDict kept_transaction, kept_annotations, kept_registry;
+    static PyObject **const transaction_keys[] = {&str_depth, &str_journal},
+                    **const annotations_keys[] = {&str_current},
+                    **const registry_keys[] = {&str_op_defs, &str_slots_passed};
+    static PyObject *transaction_reads[2], *annotations_reads[1], *registry_reads[2];
+    if (read_kept(&kept_transaction, transaction_globals, transaction_keys,
+                  transaction_reads, KEPT_COUNT(transaction_keys)) < 0 ||
+        read_kept(&kept_annotations, annotations_globals, annotations_keys,
+                  annotations_reads, KEPT_COUNT(annotations_keys)) < 0 ||
+        read_kept(&kept_registry, program_globals, registry_keys, registry_reads,
+                  KEPT_COUNT(registry_keys)) < 0)
         return -1;
+    PyObject *depth = transaction_reads[0], *journal = transaction_reads[1],
+             *current = annotations_reads[0];
+    *op_defs = registry_reads[0], *passed = registry_reads[1];
+    if (depth == NULL || journal == NULL || current == NULL || *op_defs == NULL ||
+        *passed == NULL) {
+        PyErr_SetString(PyExc_KeyError, "append_one_op: the transaction's depth and journal, "
+                        "the annotations' current and the registry's op definitions and "
+                        "slot memo expected as module globals");
+        return -1;
+    }
     if (!PyLong_CheckExact(depth) || PyLong_AsLong(depth) != 0 || journal != Py_None ||
         !PyDict_CheckExact(current) || PyDict_GET_SIZE(current) != 0)
         return 0;
-    if ((*op_defs = global(program_globals, str_op_defs)) == NULL ||
-        (*passed = global(program_globals, str_slots_passed)) == NULL)
-        return -1;
     return PyDict_CheckExact(*op_defs) && PyAnySet_CheckExact(*passed);
 }
 
