@@ -103,6 +103,15 @@ static PyObject *capture_stack(long skip, long max_frames) {
     return stack;
 }
 
+/* (name,) (a new reference, or NULL), untracked when `name` is a str: a dict of such
+ * tuples is never tracked, and an op's slots need no untrack_slots walk */
+static PyObject *one_name(PyObject *name) {
+    PyObject *names = PyTuple_Pack(1, name);
+    if (names != NULL && PyUnicode_CheckExact(name))
+        PyObject_GC_UnTrack(names);
+    return names;
+}
+
 /* Whether `value` holds no container: a str, or a tuple of str. */
 static int holds_no_container(PyObject *value) {
     if (PyUnicode_CheckExact(value))
@@ -116,9 +125,10 @@ static int holds_no_container(PyObject *value) {
 }
 
 /* Untrack `slots` and its tuples when it is a dict whose keys are str and whose values are str
- * or tuples of str; anything else is left as it is. */
+ * or tuples of str; anything else is left as it is. (An untracked dict holds no tracked
+ * tuple: inserting one tracks the dict.) */
 static void untrack_slots(PyObject *slots) {
-    if (!PyDict_CheckExact(slots))
+    if (!PyDict_CheckExact(slots) || !PyObject_GC_IsTracked(slots))
         return;
     Py_ssize_t pos = 0;
     PyObject *slot, *names;
@@ -237,7 +247,8 @@ static PyObject *str_vars, *str_ops, *str_program, *str_version_counter, *str_ap
     *str_lod_level, *str_block, *str_name, *str_op_defs, *str_slots_passed, *str_depth,
     *str_journal, *str_generator, *str_current, *str_x, *str_y, *str_out, *str_tmp,
     *str_variable, *str_operator, *str_block_class, *str_generator_class, *str_type,
-    *str_program_class, *str_xshape, *str_inferred_from_x, *str_first_input;
+    *str_program_class, *str_xshape, *str_inferred_from_x, *str_first_input, *str_every_input,
+    *str_registry, *str_opdef_class, *str_blocks, *str_current_block_idx;
 /* Variable.type, the kind a variable has unless it says otherwise (VarType.LOD_TENSOR) */
 static PyObject *lod_tensor_kind;
 
@@ -494,6 +505,150 @@ static PyObject *key_class(PyObject *value) {
     return (PyObject *)Py_TYPE(value);
 }
 
+/* --- what an append asks its op's definition and memos -----------------------------------
+ *
+ * spec_field(spec, field): an OpDef's field as getattr reads it (a new reference, or NULL
+ * with an error): its memos, its attribute defaults, its first input slot. They are the
+ * definition's instance dict's entries (set in OpDef.__init__; the class defines none of
+ * those names), read from the dict and kept per definition while it is unchanged; a
+ * definition of another class, or a field its dict lacks, is read by getattr.
+ *
+ * A live loop asks the same memo the same key op after op (inference's, of X's and Y's
+ * fields; the slot check's): the last key a memo answered is kept as its parts, held (so
+ * an address is still that object's), with the answer. Parts identical to those make an
+ * equal key; the memo, unchanged since (its version tag), gives the same answer; the slot
+ * check's answer depends on its key alone. */
+enum spec_field { INFERRED, INFERRED_FROM_X, FIRST_INPUT, DEFAULT_ATTRS, LIST_DEFAULTS,
+                  COMPLETED, EVERY_INPUT, SPEC_FIELDS };
+static PyObject **const spec_keys[SPEC_FIELDS] = {
+    &str_inferred, &str_inferred_from_x, &str_first_input, &str_default_attrs,
+    &str_list_defaults, &str_completed, &str_every_input};
+static PyTypeObject *opdef_type; /* registry.OpDef, found at the first definition read */
+#define KEPT_SPECS 32
+static struct {
+    KeptDict kept;
+    PyObject *reads[SPEC_FIELDS];
+} kept_specs[KEPT_SPECS];
+
+/* a table's place for an object's address (objects are 16-byte aligned) */
+#define PLACE_OF(address, places) ((((uintptr_t)(address) >> 4) ^ ((uintptr_t)(address) >> 10)) % (places))
+
+/* 1 when `type` is registry.OpDef, whose fields are plain instance attributes */
+static int is_opdef(PyTypeObject *type) {
+    if (opdef_type != NULL)
+        return type == opdef_type;
+    PyObject *registry = PyDict_GetItemWithError(program_globals, str_registry), *found;
+    if (registry == NULL || registry == Py_None || !PyModule_Check(registry)) {
+        PyErr_Clear();
+        return 0; /* (not loaded yet) */
+    }
+    if ((found = PyObject_GetAttr(registry, str_opdef_class)) == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    int plain = PyType_Check(found) &&
+                ((PyTypeObject *)found)->tp_getattro == PyObject_GenericGetAttr;
+    for (int i = 0; plain && i < SPEC_FIELDS; i++)
+        plain = _PyType_Lookup((PyTypeObject *)found, *spec_keys[i]) == NULL;
+    if (!plain) {
+        Py_DECREF(found);
+        return 0;
+    }
+    opdef_type = (PyTypeObject *)found;
+    return type == opdef_type;
+}
+
+static PyObject *spec_field(PyObject *spec, enum spec_field field) {
+    if (DICT_TAGS && is_opdef(Py_TYPE(spec))) { /* (without tags: getattr's one read) */
+        PyObject *d = PyObject_GenericGetDict(spec, NULL), *value = NULL;
+        if (d == NULL)
+            return NULL;
+        if (PyDict_CheckExact(d)) {
+            size_t at = PLACE_OF(d, KEPT_SPECS);
+            if (read_kept(&kept_specs[at].kept, d, spec_keys, kept_specs[at].reads,
+                          SPEC_FIELDS) < 0) {
+                Py_DECREF(d);
+                return NULL;
+            }
+            value = Py_XNewRef(kept_specs[at].reads[field]);
+        }
+        Py_DECREF(d);
+        if (value != NULL)
+            return value;
+    }
+    return PyObject_GetAttr(spec, *spec_keys[field]);
+}
+
+#define MOST_PARTS 16
+#define RECENT_KEYS 64
+typedef struct {
+    PyObject *memo; /* (its address alone) */
+    uint64_t tag;   /* 0: nothing kept */
+    Py_ssize_t n;
+    PyObject *parts[MOST_PARTS], *answer;
+} RecentKey;
+/* inference's memos' (by memo), the slot check's (by op definition) */
+static RecentKey recent_inferred[RECENT_KEYS], recent_slots[RECENT_KEYS];
+
+/* `memo`'s answer for `key` when its parts are the ones kept (borrowed: the table holds
+ * it), else NULL; `tag`: the memo's state (DICT_TAG; 1 for a memo whose answer depends on
+ * the key alone) */
+static PyObject *recent_answer(RecentKey *table, PyObject *memo, uint64_t tag, PyObject *key) {
+    RecentKey *recent = &table[PLACE_OF(memo, RECENT_KEYS)];
+    Py_ssize_t n = PyTuple_GET_SIZE(key);
+    if (tag == 0 || recent->tag != tag || recent->memo != memo || recent->n != n)
+        return NULL;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (recent->parts[i] != PyTuple_GET_ITEM(key, i))
+            return NULL;
+    return recent->answer;
+}
+
+/* `answer`, given by `memo` in state `tag` for `key`, kept (the old parts let go after the
+ * new ones are in place: letting go may run code that asks again) */
+static void keep_answer(RecentKey *table, PyObject *memo, uint64_t tag, PyObject *key,
+                        PyObject *answer) {
+    Py_ssize_t n = PyTuple_GET_SIZE(key);
+    if (tag == 0 || n > MOST_PARTS)
+        return;
+    RecentKey *recent = &table[PLACE_OF(memo, RECENT_KEYS)];
+    PyObject *old[MOST_PARTS + 1];
+    Py_ssize_t n_old = recent->tag == 0 ? 0 : recent->n;
+    for (Py_ssize_t i = 0; i < n_old; i++)
+        old[i] = recent->parts[i];
+    old[n_old] = recent->tag == 0 ? NULL : recent->answer;
+    for (Py_ssize_t i = 0; i < n; i++)
+        recent->parts[i] = Py_NewRef(PyTuple_GET_ITEM(key, i));
+    recent->answer = Py_NewRef(answer);
+    recent->memo = memo, recent->tag = tag, recent->n = n;
+    for (Py_ssize_t i = 0; i <= n_old; i++)
+        Py_XDECREF(old[i]);
+}
+
+/* memo[key] (a new reference), or NULL: with an error, or none; the last answer kept */
+static PyObject *memo_answer(RecentKey *table, PyObject *memo, PyObject *key) {
+    uint64_t tag = DICT_TAG(memo); /* (before the lookup, whose __eq__ may change it) */
+    PyObject *answer = recent_answer(table, memo, tag, key);
+    if (answer != NULL)
+        return Py_NewRef(answer);
+    if ((answer = PyDict_GetItemWithError(memo, key)) == NULL)
+        return NULL;
+    Py_INCREF(answer);
+    keep_answer(table, memo, tag, key, answer);
+    return answer;
+}
+
+/* whether `key` passed the slot check (in `passed`, the memo of those that did): 1, 0, or
+ * -1 with an error */
+static int slots_passed_before(PyObject *passed, PyObject *spec, PyObject *key) {
+    if (recent_answer(recent_slots, spec, 1, key) != NULL)
+        return 1;
+    int found = PySet_Contains(passed, key);
+    if (found == 1)
+        keep_answer(recent_slots, spec, 1, key, Py_True);
+    return found;
+}
+
 /* OpDef.complete_attrs's answer from its memo: the completed attributes and their types
  * (new references in *attrs_out, *types_out), 1; 0 when the memo has no answer (or a value
  * is not a scalar or a list or tuple of them); -1 on error. The key is the one the Python
@@ -505,8 +660,8 @@ static int completed_attrs(PyObject *spec, PyObject *given, PyObject **attrs_out
              *memo_types = NULL, *completed = NULL, *key = NULL;
     int found = -1;
     if (given == Py_None || PyDict_GET_SIZE(given) == 0) {
-        if ((memo_attrs = PyObject_GetAttr(spec, str_default_attrs)) == NULL ||
-            (lists = PyObject_GetAttr(spec, str_list_defaults)) == NULL)
+        if ((memo_attrs = spec_field(spec, DEFAULT_ATTRS)) == NULL ||
+            (lists = spec_field(spec, LIST_DEFAULTS)) == NULL)
             goto done;
         if (!PyDict_CheckExact(memo_attrs) || !PyList_CheckExact(lists)) {
             found = 0;
@@ -549,7 +704,7 @@ static int completed_attrs(PyObject *spec, PyObject *given, PyObject **attrs_out
                 goto done;
             PyTuple_SET_ITEM(key, at++, item);
         }
-        if ((completed = PyObject_GetAttr(spec, str_completed)) == NULL)
+        if ((completed = spec_field(spec, COMPLETED)) == NULL)
             goto done;
         if (!PyDict_CheckExact(completed)) {
             found = 0;
@@ -728,8 +883,9 @@ static PyObject *new_operator(PyObject *block, PyObject *op_type, PyObject *inpu
  * hook, desc version and version counter, the last kept current through the writes below */
 static KeptDict kept_program;
 static PyObject **const program_keys[] = {&str_current_role, &str_append_hook, &str_version,
-                                          &str_version_counter};
-static PyObject *program_reads[4];
+                                          &str_version_counter, &str_blocks,
+                                          &str_current_block_idx};
+static PyObject *program_reads[6];
 
 /* The program's version advanced by the Python way's `steps` (one per temporary made, one
  * for the op), then its append hook (a live session) called with the appended `op`: 0, or
@@ -930,7 +1086,7 @@ static PyObject *append_record(enum form form, PyObject *const *args, size_t nar
             Py_DECREF(x_var_name);
             return call_fallback(form, args, nargsf, kwnames);
         }
-        if ((names = PyTuple_Pack(1, x_var_name)) == NULL ||
+        if ((names = one_name(x_var_name)) == NULL ||
             (made_inputs = PyDict_New()) == NULL ||
             PyDict_SetItem(made_inputs, str_x, names) < 0) {
             Py_XDECREF(names), Py_XDECREF(made_inputs), Py_DECREF(x_var_name);
@@ -944,7 +1100,7 @@ static PyObject *append_record(enum form form, PyObject *const *args, size_t nar
              *ids = NULL, *prefix = NULL, *inferred = NULL, *attrs = NULL, *types = NULL,
              *slots_key = NULL, *n = NULL, *m = NULL, *counter_key = NULL, *name = NULL,
              *infer_key = NULL, *var = NULL, *op = NULL, *outputs = NULL, *out_names = NULL,
-             *result = NULL, *block_dict = NULL,
+             *result = NULL, *block_dict = NULL, *known = NULL,
              *program_dict = NULL, *generator_dict = NULL;
     int python_way = 0;
 #define NOT_THIS_PATH                                                                          \
@@ -983,7 +1139,7 @@ static PyObject *append_record(enum form form, PyObject *const *args, size_t nar
      * slots, the attributes, the outputs' LoD levels), not _inferred (X's and Y's fields) */
     int from_x = form == WITH_XSHAPE;
     if (x_args == NULL && form == ONE_OUT && n_inputs == 1) {
-        if ((first_slot = PyObject_GetAttr(spec, str_first_input)) == NULL)
+        if ((first_slot = spec_field(spec, FIRST_INPUT)) == NULL)
             goto done_spec;
         if (PyUnicode_CheckExact(first_slot) &&
             (x_args = PyDict_GetItemWithError(inputs, first_slot)) == NULL && PyErr_Occurred())
@@ -1011,16 +1167,16 @@ static PyObject *append_record(enum form form, PyObject *const *args, size_t nar
     ids = state.ids, prefix = state.prefix;
     /* the memos (an XShape op's: the infer_from_x trait's; so is an op's of X alone that
      * is no formula op, as concat of one X) */
-    if ((inferred = PyObject_GetAttr(spec, from_x ? str_inferred_from_x : str_inferred)) == NULL)
+    if ((inferred = spec_field(spec, from_x ? INFERRED_FROM_X : INFERRED)) == NULL)
         goto done_spec;
     if (inferred == Py_None && !from_x && n_inputs == 1) { /* (X must be the first slot) */
-        if ((first_slot = PyObject_GetAttr(spec, str_first_input)) == NULL)
+        if ((first_slot = spec_field(spec, FIRST_INPUT)) == NULL)
             goto done_spec;
         if (first_slot != str_x && (!PyUnicode_CheckExact(first_slot) ||
                                     PyUnicode_Compare(first_slot, str_x) != 0))
             goto python_way_spec;
         Py_DECREF(inferred);
-        if ((inferred = PyObject_GetAttr(spec, str_inferred_from_x)) == NULL)
+        if ((inferred = spec_field(spec, INFERRED_FROM_X)) == NULL)
             goto done_spec;
         from_x = 1;
     }
@@ -1043,7 +1199,7 @@ static PyObject *append_record(enum form form, PyObject *const *args, size_t nar
         Py_INCREF(str_xshape);
         PyTuple_SET_ITEM(slots_key, n_inputs + 3, str_xshape);
     }
-    int slots_passed = PySet_Contains(passed, slots_key);
+    int slots_passed = slots_passed_before(passed, spec, slots_key);
     if (slots_passed <= 0) {
         if (slots_passed < 0)
             goto done_spec;
@@ -1136,7 +1292,7 @@ static PyObject *append_record(enum form form, PyObject *const *args, size_t nar
             PyTuple_SET_ITEM(infer_key, at_attrs + n_attrs + i, zero);
         }
     }
-    PyObject *known = PyDict_GetItemWithError(inferred, infer_key);
+    known = memo_answer(recent_inferred, inferred, infer_key);
     if (known == NULL) {
         if (!PyErr_Occurred())
             goto python_way_spec;
@@ -1159,17 +1315,13 @@ static PyObject *append_record(enum form form, PyObject *const *args, size_t nar
     }
     if (!PyTuple_CheckExact(out_fields) || PyTuple_GET_SIZE(out_fields) != 3)
         goto python_way_spec;
-    Py_INCREF(known);
     /* the record: the variables' fields in the order the Python way writes them */
     if ((var = new_variable(block, name, out_fields)) == NULL ||
-        (xshape_fields != NULL && (var2 = new_variable(block, name2, xshape_fields)) == NULL)) {
-        Py_DECREF(known);
+        (xshape_fields != NULL && (var2 = new_variable(block, name2, xshape_fields)) == NULL))
         goto done_spec;
-    }
-    Py_DECREF(known);
-    if ((out_names = PyTuple_Pack(1, name)) == NULL || (outputs = PyDict_New()) == NULL ||
+    if ((out_names = one_name(name)) == NULL || (outputs = PyDict_New()) == NULL ||
         PyDict_SetItem(outputs, str_out, out_names) < 0 ||
-        (name2 != NULL && ((out_names2 = PyTuple_Pack(1, name2)) == NULL ||
+        (name2 != NULL && ((out_names2 = one_name(name2)) == NULL ||
                            PyDict_SetItem(outputs, str_xshape, out_names2) < 0)) ||
         (op = new_operator(block, op_type, inputs, outputs, attrs, types)) == NULL)
         goto done_spec;
@@ -1245,7 +1397,7 @@ done:
     Py_XDECREF(counter_key), Py_XDECREF(name), Py_XDECREF(infer_key), Py_XDECREF(var);
     Py_XDECREF(op), Py_XDECREF(outputs), Py_XDECREF(out_names);
     Py_XDECREF(block_dict), Py_XDECREF(program_dict);
-    Py_XDECREF(generator_dict);
+    Py_XDECREF(generator_dict), Py_XDECREF(known);
     Py_XDECREF(made_inputs), Py_XDECREF(x_var_name), Py_XDECREF(name2), Py_XDECREF(var2);
     Py_XDECREF(out_names2), Py_XDECREF(m2), Py_XDECREF(first_slot);
     if (python_way)
@@ -1302,7 +1454,7 @@ static PyObject *append_with_xshape(PyObject *self, PyObject *const *args, size_
  * call, or one a memo has no answer for, goes to the fallback before anything is changed.
  */
 static PyObject *fresh_fallback_fn, *fresh_take_back_fn;
-static PyObject *str_every_input, *str_stop_gradient;
+static PyObject *str_stop_gradient;
 
 #define MOST_FRESH 8 /* output slots this path makes at most */
 #define MOST_FRESH_VARS 16 /* and temporaries (split's pieces) */
@@ -1434,19 +1586,19 @@ static PyObject *append_fresh(PyObject *self, PyObject *const *args, size_t narg
         FRESH_NONE_OR_FAIL; /* (not loaded yet, or unknown: the Python way decides) */
     Py_INCREF(spec);
     /* the memo: an infer_from_x or infer_from_inputs op's (no formula op's) */
-    PyObject *formula_memo = PyObject_GetAttr(spec, str_inferred);
+    PyObject *formula_memo = spec_field(spec, INFERRED);
     if (formula_memo == NULL)
         goto done;
     Py_DECREF(formula_memo); /* (compared, not read) */
     if (formula_memo != Py_None)
         FRESH_PYTHON_WAY;
-    if ((inferred = PyObject_GetAttr(spec, str_inferred_from_x)) == NULL ||
-        (every = PyObject_GetAttr(spec, str_every_input)) == NULL)
+    if ((inferred = spec_field(spec, INFERRED_FROM_X)) == NULL ||
+        (every = spec_field(spec, EVERY_INPUT)) == NULL)
         goto done;
     if (!PyDict_CheckExact(inferred) || (every != Py_True && every != Py_False))
         FRESH_PYTHON_WAY;
     if (every == Py_False) { /* (X alone, the op's first slot) */
-        if ((first_slot = PyObject_GetAttr(spec, str_first_input)) == NULL)
+        if ((first_slot = spec_field(spec, FIRST_INPUT)) == NULL)
             goto done;
         pos = 0;
         PyDict_Next(inputs, &pos, &slot, &value);
@@ -1492,7 +1644,7 @@ static PyObject *append_fresh(PyObject *self, PyObject *const *args, size_t narg
         PyTuple_SET_ITEM(slots_key, n_inputs + 1, Py_NewRef(Py_None));
         for (i = 0; i < n_outs; i++)
             PyTuple_SET_ITEM(slots_key, n_inputs + 2 + i, Py_NewRef(op_slots[i]));
-        int slots_passed = PySet_Contains(passed, slots_key);
+        int slots_passed = slots_passed_before(passed, spec, slots_key);
         if (slots_passed <= 0) {
             if (slots_passed < 0)
                 goto done;
@@ -1614,14 +1766,13 @@ static PyObject *append_fresh(PyObject *self, PyObject *const *args, size_t narg
     for (i = n_fields + 1 + n_outs; i < PyTuple_GET_SIZE(infer_key); i++)
         if (PyTuple_GET_ITEM(infer_key, i) == NULL)
             goto done; /* (a number PyLong_From... could not make) */
-    known = PyDict_GetItemWithError(inferred, infer_key);
+    known = memo_answer(recent_inferred, inferred, infer_key);
     if (known == NULL) {
         if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_TypeError))
             goto done;
         PyErr_Clear(); /* (no answer, or an unhashable attribute value) */
         FRESH_PYTHON_WAY;
     }
-    Py_INCREF(known);
     if (!PyTuple_CheckExact(known) || PyTuple_GET_SIZE(known) != n_vars)
         FRESH_PYTHON_WAY;
     for (i = 0; i < n_vars; i++) {
@@ -1817,9 +1968,13 @@ static PyObject *indexed_block(PyObject *program) {
     PyObject *d = instance_dict(program), *found = NULL;
     if (d == NULL)
         return NULL;
-    PyObject *blocks = PyDict_GetItemWithError(d, str_blocks);
-    PyObject *index = blocks == NULL ? NULL : PyDict_GetItemWithError(d, str_current_block_idx);
-    if (index != NULL && PyList_CheckExact(blocks) && PyLong_CheckExact(index)) {
+    if (read_kept(&kept_program, d, program_keys, program_reads, KEPT_COUNT(program_keys)) < 0) {
+        Py_DECREF(d);
+        return NULL;
+    }
+    PyObject *blocks = program_reads[4], *index = program_reads[5];
+    if (blocks != NULL && index != NULL && PyList_CheckExact(blocks) &&
+        PyLong_CheckExact(index)) {
         Py_ssize_t at = PyLong_AsSsize_t(index);
         if (at >= 0 && at < PyList_GET_SIZE(blocks)) {
             found = PyList_GET_ITEM(blocks, at);
@@ -1854,7 +2009,7 @@ static PyObject *operand_slots(PyObject *x, PyObject *y) {
     PyObject *const operands[2] = {x, y}, *const keys[2] = {str_x, str_y};
     for (int i = 0; slots != NULL && i < 2 && operands[i] != NULL; i++) {
         if ((name = PyObject_GetAttr(operands[i], str_name)) == NULL ||
-            (names = PyTuple_Pack(1, name)) == NULL || PyDict_SetItem(slots, keys[i], names) < 0)
+            (names = one_name(name)) == NULL || PyDict_SetItem(slots, keys[i], names) < 0)
             Py_CLEAR(slots);
         Py_CLEAR(name);
         Py_CLEAR(names);
@@ -1865,7 +2020,7 @@ static PyObject *operand_slots(PyObject *x, PyObject *y) {
 /* {slot: (x.name,)} (a new reference, or NULL) */
 static PyObject *one_slot(PyObject *slot, PyObject *x) {
     PyObject *name = PyObject_GetAttr(x, str_name), *slots = NULL;
-    PyObject *names = name == NULL ? NULL : PyTuple_Pack(1, name);
+    PyObject *names = name == NULL ? NULL : one_name(name);
     if (names != NULL && (slots = PyDict_New()) != NULL && PyDict_SetItem(slots, slot, names) < 0)
         Py_CLEAR(slots);
     Py_XDECREF(name), Py_XDECREF(names);
@@ -2786,7 +2941,8 @@ PyMODINIT_FUNC PyInit__op_record(void) {
         {&str_current_block_idx, "current_block_idx"}, {&str_current_block, "current_block"},
         {&str_main_program, "_main_program"}, {&str_axis, "axis"}, {&str_act, "act"},
         {&str_x_argument, "x"}, {&str_negative_zero, "-0.0"},
-        {&str_first_input, "_first_input"}, {&str_every_input, "_every_input"}};
+        {&str_first_input, "_first_input"}, {&str_every_input, "_every_input"},
+        {&str_registry, "_registry"}, {&str_opdef_class, "OpDef"}};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); ++i)
         if ((*names[i].name = PyUnicode_InternFromString(names[i].text)) == NULL)
             return NULL;

@@ -11,8 +11,10 @@
 #include <stdint.h>
 
 #if PY_VERSION_HEX < 0x030C0000 && !defined(PYPY_VERSION)
+#define DICT_TAGS 1
 #define DICT_TAG(d) (((PyDictObject *)(d))->ma_version_tag)
 #else
+#define DICT_TAGS 0
 #define DICT_TAG(d) ((uint64_t)0)
 #endif
 

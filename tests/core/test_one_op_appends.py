@@ -888,3 +888,53 @@ def test_a_comparison_writing_a_loops_condition_in_its_body_is_inferred_each_tim
     exe.run(startup)
     got, = exe.run(main, fetch_list=[total])
     assert got.tolist() == [10]
+
+
+def _spec(op_type):
+    return fw._op_defs[op_type]
+
+
+def test_a_memo_s_answer_changed_between_appends_is_the_next_append_s():
+    """The C path keeps the last key each inference memo answered and its answer, for as
+    long as the memo is unchanged: an answer put in its place between two appends (or the
+    memo cleared, as a full one is) is the next append's."""
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        c = fluid.data(name="c", shape=[5, 31], dtype="float32")
+        one = fluid.data(name="one", shape=[5, 31], dtype="float32")
+        for _ in range(3):
+            c = c + one
+        memo = _spec("elementwise_add")._inferred
+        key = next(k for k in memo if k[:6] == ((5, 31), c.dtype, 0, (5, 31), c.dtype, 0))
+        answered = memo[key]
+        try:
+            memo[key] = ((5, 7), answered[1], 0)
+            assert (c + one).shape == (5, 7)
+            memo[key] = answered
+            assert (c + one).shape == (5, 31)
+            memo.clear()
+            assert (c + one).shape == (5, 31) and memo[key] == answered  # (inferred again)
+        finally:
+            memo[key] = answered
+
+
+def test_a_definition_s_memo_replaced_between_appends_is_the_one_read(inferences):
+    """What an append reads of its op's definition (its memos, its attribute defaults) is
+    kept while the definition is unchanged: a memo replaced between two appends is read,
+    and filled, by the next."""
+    main, startup = fluid.Program(), fluid.Program()
+    spec = _spec("elementwise_sub")
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        c = fluid.data(name="c", shape=[5, 37], dtype="float32")
+        one = fluid.data(name="one", shape=[5, 37], dtype="float32")
+        for _ in range(3):
+            c = c - one
+        kept = spec._inferred
+        try:
+            del inferences[:]
+            spec._inferred = {}
+            assert (c - one).shape == (5, 37) and inferences == ["elementwise_sub"]
+            assert len(spec._inferred) == 1
+            assert (c - one).shape == (5, 37) and inferences == ["elementwise_sub"]
+        finally:
+            spec._inferred = kept
