@@ -1920,8 +1920,10 @@ typedef struct {
     Py_ssize_t weigh_every;
     /* what each op reads of the block's, the session's and the runner's dicts and the
      * runner module's globals, read again only when one changed (see SESSION_READS ...) */
-    KeptDict kept_block, kept_session, kept_runner, kept_globals;
-    PyObject *block_reads[1], *session_reads[6], *runner_reads[5], *globals_reads[2];
+    KeptDict kept_block, kept_session, kept_session_after, kept_runner, kept_runner_after,
+        kept_globals;
+    PyObject *block_reads[1], *session_reads[3], *session_after_reads[3], *runner_reads[5],
+        *runner_after_reads[1], *globals_reads[2];
 } LiveHook;
 
 static PyObject *str_record_only, *str_pending, *str_runner, *str_stats, *str_ops_run,
@@ -1951,27 +1953,22 @@ static int kept_state(KeptDict *kept, PyObject *d, PyObject **const *keys, PyObj
     return read < 0 ? -1 : 0;
 }
 
-/* the session's, the runner's and the runner module's state each op reads */
-enum { RUNNER, RECORD_ONLY, PENDING, STATS, SINCE_SWEEP, SWEEP_AT };
+/* the session's, the runner's and the runner module's state each op reads: before its run
+ * and after it (each group a key read where it is used, as a call without dict tags reads
+ * them all) */
+enum { RUNNER, RECORD_ONLY, PENDING };
+enum { STATS, SINCE_SWEEP, SWEEP_AT };
 enum { FIRST_PLANS, STEPS, LAST_RUN, ROOT_SCOPE, ON_HOST };
 enum { FIRST_RUN, SET_HANDLER };
-
-static PyObject **const session_keys[] = {&str_runner, &str_record_only, &str_pending,
-                                           &str_stats, &str_since_sweep, &str_sweep_at},
+static PyObject **const session_keys[] = {&str_runner, &str_record_only, &str_pending},
+                **const session_after_keys[] = {&str_stats, &str_since_sweep, &str_sweep_at},
                 **const runner_keys[] = {&str_first_plans, &str_steps, &str_last_run,
                                          &str_root_scope, &str_on_host},
+                **const runner_after_keys[] = {&str_last_run},
                 **const block_keys[] = {&str_ops},
                 **const globals_keys[] = {&str_first_run, &str_set_handler};
-
-static int session_state(LiveHook *self) {
-    return kept_state(&self->kept_session, self->session_dict, session_keys,
-                      self->session_reads, KEPT_COUNT(session_keys));
-}
-
-static int runner_state(LiveHook *self) {
-    return kept_state(&self->kept_runner, self->runner_dict, runner_keys, self->runner_reads,
-                      KEPT_COUNT(runner_keys));
-}
+#define KEPT_STATE(self, group, d, keys)                                                   \
+    kept_state(&(self)->kept_##group, (self)->d, keys, (self)->group##_reads, KEPT_COUNT(keys))
 
 /* the capsule NumPy's allocator switches to for this op (borrowed; Py_None: no switch), or
  * NULL: not this path (the event log is on), or NULL with an error */
@@ -2018,19 +2015,34 @@ static PyObject *host_capsule(LiveHook *self) {
 static PyObject *live_op(LiveHook *self, PyObject *op) {
     if (!Py_IS_TYPE(op, operator_class) || SLOT(op, op_block_at) != self->block)
         return NOT_THIS_OP;
-    if (kept_state(&self->kept_block, self->block_dict, block_keys, self->block_reads,
-                   KEPT_COUNT(block_keys)) < 0)
+    if (KEPT_STATE(self, block, block_dict, block_keys) < 0)
         return NULL;
     PyObject *ops = self->block_reads[0], *plan;
     if (!PyList_Check(ops) || PyList_GET_SIZE(ops) == 0 ||
         PyList_GET_ITEM(ops, PyList_GET_SIZE(ops) - 1) != op)
         return NOT_THIS_OP; /* (inserted before ops that ran: they run again) */
-    if (runner_state(self) < 0)
+    if (KEPT_STATE(self, runner, runner_dict, runner_keys) < 0 ||
+        KEPT_STATE(self, session, session_dict, session_keys) < 0)
         return NULL;
-    PyObject *plans = self->runner_reads[FIRST_PLANS];
-    plan = PyDict_Check(plans) ? PyDict_GetItemWithError(plans, SLOT(op, op_type_at)) : NULL;
-    if (plan == NULL || !PyTuple_Check(plan))
-        return PyErr_Occurred() ? NULL : NOT_THIS_OP; /* (no plan yet, or none: False) */
+    PyObject *plans = self->runner_reads[FIRST_PLANS], *pending = self->session_reads[PENDING],
+             *steps = self->runner_reads[STEPS], *last_run = self->runner_reads[LAST_RUN];
+    if (self->session_reads[RUNNER] != self->runner ||
+        self->session_reads[RECORD_ONLY] != Py_False || !PyList_Check(pending) ||
+        PyList_GET_SIZE(pending) != 0 || self->runner_reads[ROOT_SCOPE] != Py_True ||
+        !PyDict_Check(plans) || !PyDict_Check(steps) || !PyDict_Check(last_run))
+        return NOT_THIS_OP;
+    int on_host = self->runner_reads[ON_HOST] == Py_True;
+    /* (held: a key's __eq__ may run code that changes what the dicts hold) */
+    Py_INCREF(plans), Py_INCREF(steps), Py_INCREF(last_run);
+    plan = Py_XNewRef(PyDict_GetItemWithError(plans, SLOT(op, op_type_at)));
+    int ran = plan == NULL || !PyTuple_Check(plan) ? -2 : PyDict_Contains(steps, op);
+    if (ran == 0)
+        ran = PyDict_Contains(last_run, op);
+    Py_DECREF(plans), Py_DECREF(steps), Py_DECREF(last_run);
+    if (ran != 0) { /* (no plan yet, or none (False); or it ran: the fallback's) */
+        Py_XDECREF(plan);
+        return PyErr_Occurred() ? NULL : NOT_THIS_OP;
+    }
     PyObject *attrs = SLOT(op, op_attrs_at);
     PyObject *role = attrs != NULL && PyDict_Check(attrs) ?
                      PyDict_GetItemWithError(attrs, str_op_role) : NULL;
@@ -2038,36 +2050,23 @@ static PyObject *live_op(LiveHook *self, PyObject *op) {
         long bits = PyLong_CheckExact(role) ? PyLong_AsLong(role) : -1;
         if (bits == -1 || bits & self->optimize_role) {
             PyErr_Clear(); /* (a role that is no plain int: the fallback reads it) */
+            Py_DECREF(plan);
             return NOT_THIS_OP;
         }
     } else if (PyErr_Occurred()) {
+        Py_DECREF(plan);
         return NULL;
     }
-    /* (read again: a plan's lookup may run code) */
-    if (session_state(self) < 0 || runner_state(self) < 0)
-        return NULL;
-    PyObject *pending = self->session_reads[PENDING], *steps = self->runner_reads[STEPS],
-             *last_run = self->runner_reads[LAST_RUN];
-    if (self->session_reads[RUNNER] != self->runner ||
-        self->session_reads[RECORD_ONLY] != Py_False || !PyList_Check(pending) ||
-        PyList_GET_SIZE(pending) != 0 || self->runner_reads[ROOT_SCOPE] != Py_True ||
-        !PyDict_Check(steps) || !PyDict_Check(last_run))
-        return NOT_THIS_OP;
-    int on_host = self->runner_reads[ON_HOST] == Py_True;
-    Py_INCREF(steps), Py_INCREF(last_run); /* (a key's __eq__ may run code) */
-    int ran = PyDict_Contains(steps, op);
-    if (ran == 0)
-        ran = PyDict_Contains(last_run, op);
-    Py_DECREF(steps), Py_DECREF(last_run);
-    if (ran != 0)
-        return ran < 0 ? NULL : NOT_THIS_OP;
     PyObject *capsule = Py_None;
-    if (on_host && (capsule = host_capsule(self)) == NULL)
+    if (on_host && (capsule = host_capsule(self)) == NULL) {
+        Py_DECREF(plan);
         return PyErr_Occurred() ? NULL : NOT_THIS_OP;
+    }
     /* (the runner module's first_run and _set_handler, as the runner calls them) */
-    if (kept_state(&self->kept_globals, self->runner_globals, globals_keys,
-                   self->globals_reads, KEPT_COUNT(globals_keys)) < 0)
+    if (KEPT_STATE(self, globals, runner_globals, globals_keys) < 0) {
+        Py_DECREF(plan);
         return NULL;
+    }
     PyObject *run = self->globals_reads[FIRST_RUN], *set_handler =
         self->globals_reads[SET_HANDLER];
     /* the op's user line, found if someone asks (as _on_main_op marks it) */
@@ -2076,7 +2075,8 @@ static PyObject *live_op(LiveHook *self, PyObject *op) {
     /* (what the call reads, held across the kernel, which may run any code) */
     PyObject *call[5] = {op, plan, self->values, set_handler, capsule};
     for (int i = 0; i < 5; ++i)
-        Py_INCREF(call[i]);
+        if (i != 1) /* (the plan is held already) */
+            Py_INCREF(call[i]);
     Py_INCREF(run);
     PyObject *took = PyObject_Vectorcall(run, call, 5, NULL);
     Py_DECREF(run);
@@ -2104,12 +2104,15 @@ static PyObject *live_op(LiveHook *self, PyObject *op) {
         Py_DECREF(op);
         return done;
     }
-    PyObject *stats, *count, *swept, *sweep_at, *result = NULL;
-    /* (read again: the kernel may have run any code) */
-    if (runner_state(self) < 0 ||
-        PyDict_SetItem(self->runner_reads[LAST_RUN], op, took) < 0 || session_state(self) < 0)
+    PyObject *stats, *count, *swept = NULL, *sweep_at = NULL, *result = NULL;
+    /* (read now: the kernel may have run any code) */
+    if (KEPT_STATE(self, runner_after, runner_dict, runner_after_keys) < 0 ||
+        PyDict_SetItem(self->runner_after_reads[0], op, took) < 0 ||
+        KEPT_STATE(self, session_after, session_dict, session_after_keys) < 0)
         goto done;
-    stats = self->session_reads[STATS];
+    stats = self->session_after_reads[STATS];
+    swept = Py_NewRef(self->session_after_reads[SINCE_SWEEP]); /* (held across the count) */
+    sweep_at = Py_NewRef(self->session_after_reads[SWEEP_AT]);
     if ((count = PyDict_GetItemWithError(stats, str_ops_run)) == NULL) {
         if (!PyErr_Occurred())
             PyErr_Format(PyExc_KeyError, "LiveHook: stats[%R] expected", str_ops_run);
@@ -2119,9 +2122,8 @@ static PyObject *live_op(LiveHook *self, PyObject *op) {
         goto done;
     int counted = PyDict_SetItem(stats, str_ops_run, count);
     Py_DECREF(count);
-    if (counted < 0 || session_state(self) < 0) /* (the count's hash: see above) */
+    if (counted < 0)
         goto done;
-    swept = self->session_reads[SINCE_SWEEP], sweep_at = self->session_reads[SWEEP_AT];
     if (!PyList_Check(swept)) {
         PyErr_Format(PyExc_TypeError, "LiveHook: a list of the ops since the last sweep "
                      "expected, got %R", swept);
@@ -2141,6 +2143,7 @@ static PyObject *live_op(LiveHook *self, PyObject *op) {
     Py_INCREF(Py_None);
     result = Py_None;
 done:
+    Py_XDECREF(swept), Py_XDECREF(sweep_at);
     Py_DECREF(took);
     Py_DECREF(op);
     return result;

@@ -523,15 +523,16 @@ enum spec_field { INFERRED, INFERRED_FROM_X, FIRST_INPUT, DEFAULT_ATTRS, LIST_DE
 static PyObject **const spec_keys[SPEC_FIELDS] = {
     &str_inferred, &str_inferred_from_x, &str_first_input, &str_default_attrs,
     &str_list_defaults, &str_completed, &str_every_input};
+/* a table's place for an object's address (objects are 16-byte aligned) */
+#define PLACE_OF(address, places) ((((uintptr_t)(address) >> 4) ^ ((uintptr_t)(address) >> 10)) % (places))
+
+#if DICT_TAGS /* (without tags nothing would be kept: getattr's one read is cheaper) */
 static PyTypeObject *opdef_type; /* registry.OpDef, found at the first definition read */
 #define KEPT_SPECS 32
 static struct {
     KeptDict kept;
     PyObject *reads[SPEC_FIELDS];
 } kept_specs[KEPT_SPECS];
-
-/* a table's place for an object's address (objects are 16-byte aligned) */
-#define PLACE_OF(address, places) ((((uintptr_t)(address) >> 4) ^ ((uintptr_t)(address) >> 10)) % (places))
 
 /* 1 when `type` is registry.OpDef, whose fields are plain instance attributes */
 static int is_opdef(PyTypeObject *type) {
@@ -558,8 +559,11 @@ static int is_opdef(PyTypeObject *type) {
     return type == opdef_type;
 }
 
+#endif
+
 static PyObject *spec_field(PyObject *spec, enum spec_field field) {
-    if (DICT_TAGS && is_opdef(Py_TYPE(spec))) { /* (without tags: getattr's one read) */
+#if DICT_TAGS
+    if (is_opdef(Py_TYPE(spec))) {
         PyObject *d = PyObject_GenericGetDict(spec, NULL), *value = NULL;
         if (d == NULL)
             return NULL;
@@ -576,6 +580,7 @@ static PyObject *spec_field(PyObject *spec, enum spec_field field) {
         if (value != NULL)
             return value;
     }
+#endif
     return PyObject_GetAttr(spec, *spec_keys[field]);
 }
 
@@ -883,9 +888,13 @@ static PyObject *new_operator(PyObject *block, PyObject *op_type, PyObject *inpu
  * hook, desc version and version counter, the last kept current through the writes below */
 static KeptDict kept_program;
 static PyObject **const program_keys[] = {&str_current_role, &str_append_hook, &str_version,
-                                          &str_version_counter, &str_blocks,
-                                          &str_current_block_idx};
-static PyObject *program_reads[6];
+                                          &str_version_counter};
+static PyObject *program_reads[4];
+/* and what a layer reads of its default program's (kept_blocks'): its blocks and current
+ * block's index */
+static KeptDict kept_blocks;
+static PyObject **const blocks_keys[] = {&str_blocks, &str_current_block_idx};
+static PyObject *blocks_reads[2];
 
 /* The program's version advanced by the Python way's `steps` (one per temporary made, one
  * for the op), then its append hook (a live session) called with the appended `op`: 0, or
@@ -899,7 +908,8 @@ static int advance_and_run(PyObject *program_dict, PyObject *version, Py_ssize_t
         return -1;
     /* (the counter kept is an exact int, whose replacing runs no code) */
     int current = kept_current(&kept_program, program_dict) &&
-                  PyLong_CheckExact(program_reads[3]);
+                  PyLong_CheckExact(program_reads[3]),
+        blocks_current = current && kept_current(&kept_blocks, program_dict);
     if (PyDict_SetItem(program_dict, str_version_counter, advanced) < 0) {
         Py_DECREF(advanced);
         return -1;
@@ -908,6 +918,8 @@ static int advance_and_run(PyObject *program_dict, PyObject *version, Py_ssize_t
         kept_written(&kept_program, program_dict);
         program_reads[3] = advanced; /* (borrowed: the dict holds it) */
     }
+    if (blocks_current)
+        kept_written(&kept_blocks, program_dict);
     Py_DECREF(advanced);
     if (hook != Py_None) {
         PyObject *ran = PyObject_CallOneArg(hook, op);
@@ -1968,11 +1980,11 @@ static PyObject *indexed_block(PyObject *program) {
     PyObject *d = instance_dict(program), *found = NULL;
     if (d == NULL)
         return NULL;
-    if (read_kept(&kept_program, d, program_keys, program_reads, KEPT_COUNT(program_keys)) < 0) {
+    if (read_kept(&kept_blocks, d, blocks_keys, blocks_reads, KEPT_COUNT(blocks_keys)) < 0) {
         Py_DECREF(d);
         return NULL;
     }
-    PyObject *blocks = program_reads[4], *index = program_reads[5];
+    PyObject *blocks = blocks_reads[0], *index = blocks_reads[1];
     if (blocks != NULL && index != NULL && PyList_CheckExact(blocks) &&
         PyLong_CheckExact(index)) {
         Py_ssize_t at = PyLong_AsSsize_t(index);

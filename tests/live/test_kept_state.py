@@ -97,10 +97,13 @@ def test_a_block_s_ops_and_vars_replaced_between_ops_take_the_next_op(session_na
     with live(session_name) as s:
         c, one = _chain()
         block = s.program.global_block()
+        replaced = []  # (the old ones held: a stale read would find them alive)
         for i in range(ROUNDS):
             if i % 4 == 0:
+                replaced.append(block.ops)
                 block.ops = list(block.ops)
             if i % 4 == 2:
+                replaced.append(block.vars)
                 block.vars = dict(block.vars)
             out = c + one
             assert block.ops[-1].output("Out") == [out.name] and block.vars[out.name] is out, i
@@ -112,8 +115,10 @@ def test_the_session_s_and_runner_s_records_replaced_between_ops(session_name):
     and lists the session and runner hold at that op."""
     with live(session_name) as s:
         c, one = _chain()
+        replaced = []  # (the old ones held: a stale read would find them alive)
         for i in range(ROUNDS):
             if i % 5 == 0:
+                replaced += [s.stats, s.runner.last_run, s._since_sweep]
                 s.stats = dict(s.stats)
                 s.runner.last_run = dict(s.runner.last_run)
                 s._since_sweep = list(s._since_sweep)
@@ -139,3 +144,18 @@ def test_a_transaction_opened_between_ops_takes_its_ops_back(session_name):
             assert len(block.ops) == ops, i
             out = c + one
             assert _ran(s, out) and block.ops[-1].output("Out") == [out.name], i
+
+
+def test_the_runner_s_plans_replaced_between_ops_are_the_next_op_s(session_name):
+    """The runner's first-run plans replaced by an empty dict between two ops (the old ones
+    still held): the next op goes the Python way, which works its type's plan out again
+    into the new dict."""
+    with live(session_name) as s:
+        c, one = _chain()
+        replaced = []
+        for i in range(ROUNDS):
+            if i % 3 == 0:
+                replaced.append(s.runner._first_plans)
+                s.runner._first_plans = {}
+            out = c + one
+            assert "elementwise_add" in s.runner._first_plans and _ran(s, out), i
