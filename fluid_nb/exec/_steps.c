@@ -1902,9 +1902,9 @@ static PyObject *configure_fetches(PyObject *module, PyObject *args) {
  * and the op added to the ops since the last look for values nobody holds (look(op) when
  * one may be due). Anything else is fallback(op), before anything was changed, and an op
  * first_run said None to is fallback(op, True); a failed first run is failed(op,
- * exception). The session's and the runner's state is read from their __dict__ at each
- * call (a user or a view may change it between two ops: a dict lookup, where an attribute
- * read from C cost as much as the bytecode it replaced), the host arena through
+ * exception). The session's and the runner's state is read from their __dict__s, kept
+ * while each is unchanged (tensor/_kept.h: a user or a view may change it between two ops;
+ * an attribute read from C cost as much as the bytecode it replaced), the host arena through
  * places._host and flags.version as places.host_arena reads them. As a Python hook the
  * common case was about 170 bytecodes and 8% of a live op's instructions. */
 typedef struct {
@@ -1919,7 +1919,7 @@ typedef struct {
     long optimize_role;
     Py_ssize_t weigh_every;
     /* what each op reads of the block's, the session's and the runner's dicts and the
-     * runner module's globals, read again only when one changed (see SESSION_READS ...) */
+     * runner module's globals, read again only when one changed (the groups' keys below) */
     KeptDict kept_block, kept_session, kept_session_after, kept_runner, kept_runner_after,
         kept_globals;
     PyObject *block_reads[1], *session_reads[3], *session_after_reads[3], *runner_reads[5],
