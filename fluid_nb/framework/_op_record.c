@@ -380,7 +380,7 @@ static int slot_arguments(PyObject *slots, PyTypeObject *variable, PyObject **ar
                 *single = 0;
         } else {
             PyObject *name = argument_name(value, variable);
-            names = name == NULL ? NULL : PyTuple_Pack(1, name);
+            names = name == NULL ? NULL : one_name(name);
             Py_XDECREF(name);
         }
         if (names == NULL)
@@ -846,6 +846,15 @@ static PyObject *instance_dict(PyObject *obj) {
     return d;
 }
 
+/* `obj`'s instance dict (a new reference in *d) and read_kept's reads of it: 0, or -1 with
+ * an error */
+static int read_instance(PyObject *obj, PyObject **d, KeptDict *kept, PyObject **const *keys,
+                         PyObject **values, int n) {
+    if ((*d = instance_dict(obj)) == NULL)
+        return -1;
+    return read_kept(kept, *d, keys, values, n) < 0 ? -1 : 0;
+}
+
 /* A fresh Variable of `block` named `name` with (shape, dtype, lod_level) `fields`, its
  * instance fields in the order the Python way writes them: block, name, dtype, shape,
  * lod_level (a new reference, or NULL) */
@@ -949,66 +958,45 @@ static int read_append_state(PyObject *block, AppendState *state) {
                     **const names_keys[] = {&str_generator},
                     **const generator_keys[] = {&str_undo, &str_ids, &str_prefix};
     static PyObject *block_reads[3], *names_reads[1], *generator_reads[3];
-    PyObject *undo, **fields = &state->block_dict;
-    int found = -1;
+    PyObject **fields = &state->block_dict;
+    int found = 0;
     *state = (AppendState){NULL};
-    if ((state->block_dict = instance_dict(block)) == NULL)
+    if (read_instance(block, &state->block_dict, &kept_block, block_keys, block_reads,
+                      KEPT_COUNT(block_keys)) < 0)
         goto done;
-    if (read_kept(&kept_block, state->block_dict, block_keys, block_reads,
-                  KEPT_COUNT(block_keys)) < 0)
-        goto done;
-    found = 0;
     state->vars = Py_XNewRef(block_reads[0]), state->ops = Py_XNewRef(block_reads[1]);
     state->program = Py_XNewRef(block_reads[2]);
     if (state->vars == NULL || state->ops == NULL || state->program == NULL ||
         !PyDict_CheckExact(state->vars) || !PyList_CheckExact(state->ops) ||
-        !Py_IS_TYPE(state->program, program_type))
+        !Py_IS_TYPE(state->program, program_type) ||
+        read_instance(state->program, &state->program_dict, &kept_program, program_keys,
+                      program_reads, KEPT_COUNT(program_keys)) < 0)
         goto done;
-    if ((state->program_dict = instance_dict(state->program)) == NULL ||
-        read_kept(&kept_program, state->program_dict, program_keys, program_reads,
-                  KEPT_COUNT(program_keys)) < 0) {
-        found = -1;
-        goto done;
-    }
-    PyObject *role = program_reads[0];
+    PyObject *role = Py_XNewRef(program_reads[0]); /* (its truth may run any code) */
     state->hook = Py_XNewRef(program_reads[1]), state->desc_version = Py_XNewRef(program_reads[2]);
     state->version = Py_XNewRef(program_reads[3]);
-    if (role == NULL || state->hook == NULL || state->desc_version == NULL ||
-        state->version == NULL || !PyLong_CheckExact(state->version))
+    int has_role = role == NULL ? 1 : role == Py_None ? 0 : PyObject_IsTrue(role);
+    Py_XDECREF(role);
+    if (has_role != 0 || state->hook == NULL || state->desc_version == NULL ||
+        state->version == NULL || !PyLong_CheckExact(state->version) ||
+        read_kept(&kept_names, unique_name_globals, names_keys, names_reads,
+                  KEPT_COUNT(names_keys)) < 0)
         goto done;
-    Py_INCREF(role); /* (its truth may run any code) */
-    int has_role = role == Py_None ? 0 : PyObject_IsTrue(role);
-    Py_DECREF(role);
-    if (has_role != 0) {
-        found = has_role < 0 ? -1 : 0;
-        goto done;
-    }
-    if (read_kept(&kept_names, unique_name_globals, names_keys, names_reads,
-                  KEPT_COUNT(names_keys)) < 0) {
-        found = -1;
-        goto done;
-    }
     if ((state->generator = Py_XNewRef(names_reads[0])) == NULL) {
         PyErr_Format(PyExc_KeyError, "append_one_op: module global %R expected", str_generator);
-        found = -1;
         goto done;
     }
-    if (!Py_IS_TYPE(state->generator, generator_type))
+    if (!Py_IS_TYPE(state->generator, generator_type) ||
+        read_instance(state->generator, &state->generator_dict, &kept_generator,
+                      generator_keys, generator_reads, KEPT_COUNT(generator_keys)) < 0)
         goto done;
-    if ((state->generator_dict = instance_dict(state->generator)) == NULL ||
-        read_kept(&kept_generator, state->generator_dict, generator_keys, generator_reads,
-                  KEPT_COUNT(generator_keys)) < 0) {
-        found = -1;
-        goto done;
-    }
-    undo = generator_reads[0];
     state->ids = Py_XNewRef(generator_reads[1]), state->prefix = Py_XNewRef(generator_reads[2]);
-    if (undo != Py_None || state->ids == NULL || state->prefix == NULL ||
-        !PyDict_CheckExact(state->ids) || !PyUnicode_CheckExact(state->prefix))
-        goto done;
-    found = 1;
+    found = generator_reads[0] == Py_None && state->ids != NULL && state->prefix != NULL &&
+            PyDict_CheckExact(state->ids) && PyUnicode_CheckExact(state->prefix);
 done:
     if (found != 1) {
+        if (PyErr_Occurred())
+            found = -1; /* (an error reading them; none: the Python way) */
         for (size_t i = 0; i < sizeof(AppendState) / sizeof(PyObject *); i++)
             Py_CLEAR(fields[i]);
     }
@@ -1977,11 +1965,10 @@ static PyObject *str_append_one_op, *str_append_with_xshape, *str_stop_gradient,
 static PyObject *indexed_block(PyObject *program) {
     if (!Py_IS_TYPE(program, program_type))
         return NULL;
-    PyObject *d = instance_dict(program), *found = NULL;
-    if (d == NULL)
-        return NULL;
-    if (read_kept(&kept_blocks, d, blocks_keys, blocks_reads, KEPT_COUNT(blocks_keys)) < 0) {
-        Py_DECREF(d);
+    PyObject *d, *found = NULL;
+    if (read_instance(program, &d, &kept_blocks, blocks_keys, blocks_reads,
+                      KEPT_COUNT(blocks_keys)) < 0) {
+        Py_XDECREF(d);
         return NULL;
     }
     PyObject *blocks = blocks_reads[0], *index = blocks_reads[1];

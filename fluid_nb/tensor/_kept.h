@@ -30,6 +30,10 @@ static inline int kept_current(const KeptDict *kept, PyObject *d) {
     return kept->tag != 0 && kept->dict == d && kept->tag == DICT_TAG(d);
 }
 
+static inline void kept_written(KeptDict *kept, PyObject *d) {
+    kept->tag = DICT_TAG(d);
+}
+
 #define MOST_KEPT 8 /* reads kept from one dict at most */
 
 /* `values[i]` = `d[*keys[i]]` (borrowed, NULL where missing) for i < n (the keys: the
@@ -45,17 +49,18 @@ static inline int read_kept(KeptDict *kept, PyObject *d, PyObject **const *keys,
     uint64_t tag = DICT_TAG(d);
     PyObject *read[MOST_KEPT];
     kept->tag = 0;
-    for (int i = 0; i < n && i < MOST_KEPT; i++)
+    if (n > MOST_KEPT) {
+        PyErr_Format(PyExc_SystemError, "read_kept: at most %d keys, not %d", MOST_KEPT, n);
+        return -1;
+    }
+    for (int i = 0; i < n; i++)
         if ((read[i] = PyDict_GetItemWithError(d, *keys[i])) == NULL && PyErr_Occurred())
             return -1;
-    for (int i = 0; i < n && i < MOST_KEPT; i++)
+    for (int i = 0; i < n; i++)
         values[i] = read[i];
     kept->dict = d, kept->tag = tag;
     return 1;
 }
 
-static inline void kept_written(KeptDict *kept, PyObject *d) {
-    kept->tag = DICT_TAG(d);
-}
 
 #define KEPT_COUNT(keys) ((int)(sizeof(keys) / sizeof((keys)[0])))

@@ -70,8 +70,10 @@ def test_a_unique_name_guard_between_ops_names_the_next_temporary(session_name):
     with live(session_name) as s:
         c, one = _chain()
         outside = [(c + one).name for _ in range(3)]
+        guards = []  # (each guard's generator held: a stale read would find it alive)
         for i in range(ROUNDS // 4):
-            with unique_name.guard(f"g{i}_"):
+            guards.append(unique_name.UniqueNameGenerator(f"g{i}_"))
+            with unique_name.guard(guards[-1]):
                 inside = [fluid.layers.elementwise_add(c, one).name for _ in range(2)]
             # (the layer's name and its temporary's each take the prefix, as Paddle's do)
             assert inside == [f"g{i}_g{i}_elementwise_add_{k}.tmp_0" for k in range(2)]
