@@ -16,10 +16,8 @@
 // thread. Sharing is asked for, not assumed: it pays where the cores share a cache (a
 // chunk's output reaches the caller in tens of nanoseconds), and costs where they do not.
 // On a two-CPU virtual machine whose CPUs share a cache one minute and sit on two chips
-// the next (a cache line's round trip 90-190 ns, then about 420), W3's compiled batch took
-// 1.40-1.41 ms alone, 1.16-1.19 shared in the first case and 2.4-2.5 in the second (timing
-// each product both ways and taking the faster did not catch it: the cost is in the ops
-// after, reading the lines a helper wrote). The helpers
+// the next (a cache line's round trip 80-130 ns, then 360-430), W3's compiled batch took
+// 1.42 ms alone, 1.15-1.32 shared in the first case and 1.60 in the second. The helpers
 // block every signal (the process's handlers run on its own threads), start on the first
 // call that can use them, and are forgotten by a forked child, which starts its own. A
 // result never depends on the number of threads: each chunk is written by one thread, as
