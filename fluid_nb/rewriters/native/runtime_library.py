@@ -26,7 +26,7 @@ PACKAGED_NAME = HERE / "_fluid_native_runtime.name"
 #: the flags of the programs that link it (build.flags; the BLAS integer is one it never
 #: uses), and the headers' folder
 FLAGS = ["-O3", "-fno-math-errno", "-fno-trapping-math", "-std=c++17", "-shared", "-fPIC",
-         "-DFLUID_BLAS_INT=int64_t", "-pthread"]
+         "-DFLUID_BLAS_INT=int64_t"]
 
 
 def compiler_command():

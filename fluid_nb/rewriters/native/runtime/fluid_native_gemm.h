@@ -25,11 +25,6 @@
 #include <stdlib.h>
 
 #include <algorithm>
-#include <atomic>
-
-#ifdef FLUID_NATIVE_RUNTIME_LIBRARY
-#include "fluid_native_workers.h"
-#endif
 
 // (FLUID_GEMM_PORTABLE: the portable kernels only, as a CPU without AVX2 and FMA runs them)
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(FLUID_GEMM_PORTABLE)
@@ -214,146 +209,7 @@ inline bool has_fma() {
 }
 #endif
 
-// the slivers of a whole untransposed A, block of K by block (block pc's at pc times M
-// rounded up to whole slivers), as packed_product reads them
-inline void pack_whole_a(const float* A, int64_t M, int64_t K, float* out) {
-  const int64_t rows = (M + kMr - 1) / kMr * kMr;
-  for (int64_t pc = 0; pc < K; pc += kKc) pack_a(A, K, 0, M, pc, std::min(kKc, K - pc), out + pc * rows);
-}
-
-// C[M, N] (rows ldc apart) = op(A) op(B) (+ C when accumulate), in packed tiles on the
-// calling thread; lda and ldb are A's and B's row lengths as stored. An untransposed A is
-// packed block by block, or read from `whole_a` (pack_whole_a's) when given.
-inline void packed_product(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
-                           const float* A, int64_t lda, const float* B, int64_t ldb,
-                           float* C, int64_t ldc, bool accumulate, bool fma,
-                           const float* whole_a = nullptr) {
-  void (*kernel)(int64_t, const float*, int64_t, const float*, int64_t, float*, int64_t,
-                 int64_t, int64_t, bool) = kernel_plain;
-#ifdef FLUID_GEMM_X86
-  if (fma) kernel = kernel_fma_rows;
-#endif
-  thread_local Scratch scratch_a, scratch_b;
-  for (int64_t jc = 0; jc < N; jc += kNc) {
-    const int64_t nc = std::min(kNc, N - jc);
-    // B's whole 16-column panels are read in place when its rows run along N (the
-    // kernel's loads are rows of B): only a transposed B and a last, partial panel are
-    // packed. A product of a few rows, as a recurrent step's, would otherwise spend
-    // longer packing B than multiplying.
-    const int64_t in_place = trans_b ? 0 : nc / kNr * kNr;
-    for (int64_t pc = 0; pc < K; pc += kKc) {
-      const int64_t kc = std::min(kKc, K - pc);
-      const bool add = accumulate || pc > 0;
-      float* packed_b = nullptr;
-      if (in_place < nc) {
-        packed_b = scratch_b.take((nc - in_place + kNr - 1) / kNr * kNr * kc);
-        pack_b(trans_b, B, ldb, pc, kc, jc + in_place, nc - in_place, packed_b);
-      }
-      for (int64_t ic = 0; ic < M; ic += kMc) {
-        const int64_t mc = std::min(kMc, M - ic);
-        // a transposed A is read in place (a sliver's step p is kMr values side by side,
-        // the next step lda further on); otherwise its slivers are packed
-        const float* a = A + pc * lda + ic;
-        int64_t a_step = lda, sliver = 1;
-        if (whole_a) {
-          a = whole_a + pc * ((M + kMr - 1) / kMr * kMr) + ic * kc, a_step = kMr, sliver = kc;
-        } else if (!trans_a) {
-          float* packed_a = scratch_a.take((mc + kMr - 1) / kMr * kMr * kc);
-          pack_a(A, lda, ic, mc, pc, kc, packed_a);
-          a = packed_a, a_step = kMr, sliver = kc;
-        }
-        for (int64_t jr = 0; jr < nc; jr += kNr) {
-          const float* b = jr < in_place ? B + pc * ldb + jc + jr
-                                         : packed_b + (jr - in_place) * kc;
-          const int64_t b_step = jr < in_place ? ldb : kNr;
-          for (int64_t ir = 0; ir < mc; ir += kMr)
-            kernel(kc, a + ir * sliver, a_step, b, b_step, C + (ic + ir) * ldc + jc + jr, ldc,
-                   std::min(kMr, mc - ir), std::min(kNr, nc - jr), add);
-        }
-      }
-    }
-  }
-}
-
-#ifdef FLUID_NATIVE_RUNTIME_LIBRARY
-// A product is shared between the runtime's threads (fluid_native_workers.h) in chunks of
-// at least this many multiply-adds: about 0.7 us of one core's work, where taking a chunk
-// costs a fraction of a microsecond (a W3 batch's products: 2^14 and 2^15 alike, 2^16 4%
-// slower, 2^17 14%).
-constexpr int64_t kChunkWork = int64_t(1) << 15;
-
-// A product in chunks of whole 16-column panels where it has two or more panels, else of
-// 6-row slivers; each thread takes the next chunk until none is left. Over columns, each
-// thread packs an untransposed A once, at its first chunk.
-struct ProductChunks {
-  bool trans_a, trans_b;
-  int64_t M, N, K;
-  const float *A, *B;
-  float* C;
-  bool accumulate, fma;
-  bool by_columns = false;
-  int64_t chunk = 0, chunks = 0;  // panels or slivers a chunk, and the chunks (plan_chunks)
-  std::atomic<int64_t> next{0};
-};
-
-inline void take_chunks(void* context) {
-  ProductChunks& p = *static_cast<ProductChunks*>(context);
-  const int64_t lda = p.trans_a ? p.M : p.K, ldb = p.trans_b ? p.K : p.N;
-  thread_local Scratch whole;
-  const float* whole_a = nullptr;
-  for (int64_t c; (c = p.next.fetch_add(1, std::memory_order_relaxed)) < p.chunks;) {
-    if (p.by_columns) {
-      const int64_t first = c * p.chunk * kNr,
-                    end = c + 1 == p.chunks ? p.N : (c + 1) * p.chunk * kNr;
-      if (!p.trans_a && !whole_a) {
-        float* packed = whole.take((p.M + kMr - 1) / kMr * kMr * p.K);
-        pack_whole_a(p.A, p.M, p.K, packed);
-        whole_a = packed;
-      }
-      packed_product(p.trans_a, p.trans_b, p.M, end - first, p.K, p.A, lda,
-                     p.trans_b ? p.B + first * ldb : p.B + first, ldb, p.C + first, p.N,
-                     p.accumulate, p.fma, whole_a);
-    } else {
-      const int64_t first = c * p.chunk * kMr,
-                    end = c + 1 == p.chunks ? p.M : (c + 1) * p.chunk * kMr;
-      packed_product(p.trans_a, p.trans_b, end - first, p.N, p.K,
-                     p.trans_a ? p.A + first : p.A + first * lda, lda, p.B, ldb,
-                     p.C + first * p.N, p.N, p.accumulate, p.fma);
-    }
-  }
-}
-
-// the chunks of `product` for `threads` threads: one a thread, of at least kChunkWork
-// (more, smaller chunks balance a slow helper's share but cost more than they save: a W3
-// batch's products 3-8% slower in two chunks a thread than in one); false where fewer
-// than two
-inline bool plan_chunks(ProductChunks& product, int threads) {
-  const int64_t work = product.M * product.N * product.K;
-  if (threads < 2 || work < 2 * kChunkWork) return false;
-  product.by_columns = product.N >= 2 * kNr;
-  const int64_t units = product.by_columns ? product.N / kNr : product.M / kMr;
-  if (units < 2) return false;
-  const int64_t unit_work = work / units;
-  product.chunk = std::max({(kChunkWork + unit_work - 1) / unit_work,
-                            (units + threads - 1) / threads, int64_t(1)});
-  product.chunks = units / product.chunk;
-  return product.chunks >= 2;
-}
-
-// whether the product was shared between the threads (false: too small, or one thread)
-inline bool shared_product(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
-                           const float* A, const float* B, float* C, bool accumulate,
-                           bool fma) {
-  if (M * N * K < 2 * kChunkWork) return false;
-  ProductChunks product{trans_a, trans_b, M, N, K, A, B, C, accumulate, fma};
-  if (!plan_chunks(product, workers::threads())) return false;
-  workers::run(take_chunks, &product);
-  return true;
-}
-#endif
-
-// C[M, N] = op(A) op(B) (+ C when accumulate), row-major, split between the
-// runtime library's threads where it is large enough (one thread elsewhere)
+// C[M, N] = op(A) op(B) (+ C when accumulate), row-major, on the calling thread
 FLUID_GEMM_ENTRY void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
                   const float* A, const float* B, float* C, bool accumulate) {
   if (M <= 0 || N <= 0) return;
@@ -406,10 +262,49 @@ FLUID_GEMM_ENTRY void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, in
     }
     return;
   }
-#ifdef FLUID_NATIVE_RUNTIME_LIBRARY
-  if (shared_product(trans_a, trans_b, M, N, K, A, B, C, accumulate, fma)) return;
+  void (*kernel)(int64_t, const float*, int64_t, const float*, int64_t, float*, int64_t,
+                 int64_t, int64_t, bool) = kernel_plain;
+#ifdef FLUID_GEMM_X86
+  if (fma) kernel = kernel_fma_rows;
 #endif
-  packed_product(trans_a, trans_b, M, N, K, A, lda, B, ldb, C, N, accumulate, fma);
+  thread_local Scratch scratch_a, scratch_b;
+  for (int64_t jc = 0; jc < N; jc += kNc) {
+    const int64_t nc = std::min(kNc, N - jc);
+    // B's whole 16-column panels are read in place when its rows run along N (the
+    // kernel's loads are rows of B): only a transposed B and a last, partial panel are
+    // packed. A product of a few rows, as a recurrent step's, would otherwise spend
+    // longer packing B than multiplying.
+    const int64_t in_place = trans_b ? 0 : nc / kNr * kNr;
+    for (int64_t pc = 0; pc < K; pc += kKc) {
+      const int64_t kc = std::min(kKc, K - pc);
+      const bool add = accumulate || pc > 0;
+      float* packed_b = nullptr;
+      if (in_place < nc) {
+        packed_b = scratch_b.take((nc - in_place + kNr - 1) / kNr * kNr * kc);
+        pack_b(trans_b, B, ldb, pc, kc, jc + in_place, nc - in_place, packed_b);
+      }
+      for (int64_t ic = 0; ic < M; ic += kMc) {
+        const int64_t mc = std::min(kMc, M - ic);
+        // a transposed A is read in place (a sliver's step p is kMr values side by side,
+        // the next step lda further on); otherwise its slivers are packed
+        const float* a = A + pc * lda + ic;
+        int64_t a_step = lda, sliver = 1;
+        if (!trans_a) {
+          float* packed_a = scratch_a.take((mc + kMr - 1) / kMr * kMr * kc);
+          pack_a(A, lda, ic, mc, pc, kc, packed_a);
+          a = packed_a, a_step = kMr, sliver = kc;
+        }
+        for (int64_t jr = 0; jr < nc; jr += kNr) {
+          const float* b = jr < in_place ? B + pc * ldb + jc + jr
+                                         : packed_b + (jr - in_place) * kc;
+          const int64_t b_step = jr < in_place ? ldb : kNr;
+          for (int64_t ir = 0; ir < mc; ir += kMr)
+            kernel(kc, a + ir * sliver, a_step, b, b_step, C + (ic + ir) * N + jc + jr, N,
+                   std::min(kMr, mc - ir), std::min(kNr, nc - jr), add);
+        }
+      }
+    }
+  }
 }
 
 #endif
