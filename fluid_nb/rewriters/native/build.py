@@ -340,6 +340,30 @@ def _cublas_library(cupy):
                                       "none in this process"))
 
 
+#: the process's choice for small float products (FLUID_NB_SMALL_GEMM, else timed)
+_small_gemm = []
+
+
+def small_products_by_blas(lib):
+    """Whether a compiled program's small float products (the runtime's own product's
+    range) go to the BLAS: ``FLUID_NB_SMALL_GEMM`` (``blas`` or ``own``), else the runtime
+    library's timing of both on this machine (``fluid_small_gemm_choice``, reached through
+    the program ``lib`` that links it), once a process. A library without the runtime
+    library (a CUDA build's host code) keeps its own."""
+    if not _small_gemm:
+        forced = os.environ.get("FLUID_NB_SMALL_GEMM", "").strip().lower()
+        if forced in ("blas", "own"):
+            _small_gemm.append(forced == "blas")
+        else:
+            try:
+                choose = lib.fluid_small_gemm_choice
+            except AttributeError:
+                return False
+            choose.argtypes, choose.restype = [ctypes.c_void_p], ctypes.c_int
+            _small_gemm.append(bool(choose(blas()[0])))
+    return _small_gemm[0]
+
+
 def load(library):
     """The loaded library, its BLAS pointers set (:func:`entry` gives its functions)."""
     sgemm, dgemm = blas()[:2]
@@ -347,6 +371,7 @@ def load(library):
         lib = ctypes.CDLL(str(library))
         ctypes.c_void_p.in_dll(lib, "fluid_sgemm").value = sgemm
         ctypes.c_void_p.in_dll(lib, "fluid_dgemm").value = dgemm
+        ctypes.c_int.in_dll(lib, "fluid_small_gemm_by_blas").value = small_products_by_blas(lib)
     except (OSError, ValueError) as exc:
         raise PreconditionNotMet(expected("the native loader", str(library)[:200],
                                           "a library the native compiler built",

@@ -8,7 +8,9 @@
 // loaded, so compiled code and NumPy share one BLAS and one thread pool. FLUID_BLAS_INT is
 // that library's integer (int64_t for an ILP64 build, int otherwise). A float product of
 // at most kOwnGemmLimit multiply-adds runs on the calling thread instead
-// (fluid_native_gemm.h): handing it to BLAS's threads costs more than it saves.
+// (fluid_native_gemm.h): handing it to BLAS's threads costs more than it saves; unless the
+// loader found the BLAS faster at such products on this machine (fluid_small_gemm_by_blas:
+// an OpenBLAS with small-matrix kernels for the core runs them on the calling thread too).
 #pragma once
 
 #include <math.h>
@@ -56,9 +58,13 @@ extern "C" {
 #ifndef FLUID_NATIVE_RUNTIME_LIBRARY
 __attribute__((visibility("default"))) fluid_native::sgemm_fn fluid_sgemm = nullptr;
 __attribute__((visibility("default"))) fluid_native::dgemm_fn fluid_dgemm = nullptr;
+// 1: small float products go to fluid_sgemm too (the loader's choice, timed once a
+// process: fluid_small_gemm_choice in fluid_native_runtime.cc)
+__attribute__((visibility("default"))) int fluid_small_gemm_by_blas = 0;
 #else
 extern fluid_native::sgemm_fn fluid_sgemm;
 extern fluid_native::dgemm_fn fluid_dgemm;
+extern int fluid_small_gemm_by_blas;
 #endif
 }
 
@@ -68,7 +74,8 @@ namespace fluid_native {
 // C[M, N] = beta * C + op(A) @ op(B), op(A) [M, K], op(B) [K, N], all row-major
 inline void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A,
                  const float* B, float* C, float beta = 0.0f) {
-  if (M * N * K <= own_gemm::kOwnGemmLimit && (beta == 0.0f || beta == 1.0f)) {
+  if (M * N * K <= own_gemm::kOwnGemmLimit && !fluid_small_gemm_by_blas &&
+      (beta == 0.0f || beta == 1.0f)) {
     own_gemm::sgemm(trans_a, trans_b, M, N, K, A, B, C, beta == 1.0f);
     return;
   }

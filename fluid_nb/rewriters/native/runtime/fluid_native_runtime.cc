@@ -6,3 +6,48 @@
 #define FLUID_NATIVE_RUNTIME_LIBRARY 1
 
 #include "fluid_native_dynamic.h"
+
+#include <chrono>
+#include <vector>
+
+// 1 where the BLAS `blas` multiplies this machine's small products faster than the
+// product of fluid_native_gemm.h, by 5% or more: an OpenBLAS with small-matrix kernels for
+// its core (AVX-512's) runs them unpacked on the calling thread, which the packed 6 x 16
+// tiles here do not beat; without them, a small product to BLAS is packed or handed to its
+// threads, and the product here wins. Timed once a process, by the loader (build.py), on a
+// recurrent step's product, a weight gradient added in, and a middling square, each way in
+// turn, the best of nine; about half a millisecond.
+extern "C" __attribute__((visibility("default"))) int fluid_small_gemm_choice(
+    fluid_native::sgemm_fn blas) {
+  using fluid_native::kNoTrans;
+  using fluid_native::kRowMajor;
+  using fluid_native::kTrans;
+  struct Shape {
+    bool trans_a;
+    int64_t M, N, K;
+    bool accumulate;
+  };
+  const Shape shapes[] = {{false, 32, 128, 128, false}, {true, 128, 128, 32, true},
+                          {false, 64, 96, 96, false}};
+  std::vector<float> A(128 * 128, 0.25f), B(128 * 128, 0.5f), C(128 * 128, 0.0f);
+  double own = 0, by_blas = 0;
+  for (const Shape& s : shapes) {
+    double best[2] = {1e30, 1e30};
+    for (int round = 0; round < 11; ++round)
+      for (int way = 0; way < 2; ++way) {
+        const auto start = std::chrono::steady_clock::now();
+        if (way == 0)
+          fluid_native::own_gemm::sgemm(s.trans_a, false, s.M, s.N, s.K, A.data(), B.data(),
+                                        C.data(), s.accumulate);
+        else
+          blas(kRowMajor, s.trans_a ? kTrans : kNoTrans, kNoTrans, s.M, s.N, s.K, 1.0f,
+               A.data(), s.trans_a ? s.M : s.K, B.data(), s.N, s.accumulate ? 1.0f : 0.0f,
+               C.data(), s.N);
+        const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                                          start).count();
+        if (round >= 2) best[way] = std::min(best[way], took);  // two rounds to warm up
+      }
+    own += best[0], by_blas += best[1];
+  }
+  return by_blas < 0.95 * own ? 1 : 0;
+}
