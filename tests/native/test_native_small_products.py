@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import fluid_nb as fluid
+from fluid_nb.errors import PreconditionNotMet
 from fluid_nb.rewriters import native
 from fluid_nb.rewriters.native import build as build_module
 
@@ -49,6 +50,16 @@ def test_a_compiled_product_goes_the_way_chosen_with_numpys_values(choice, monke
     for g, want, name in zip(got, [product, dout @ w.T, x.T @ dout], ["Out", "X@GRAD", "Y@GRAD"]):
         np.testing.assert_allclose(g, want, rtol=0, atol=np.max(np.abs(want)) * 128 * 2e-7 + 1e-7,
                                    err_msg=name)
+
+
+def test_an_unknown_choice_is_refused_by_name(monkeypatch):
+    monkeypatch.setenv("FLUID_NB_SMALL_GEMM", "fastest")
+    monkeypatch.setattr(build_module, "_small_gemm", [])
+    with pytest.raises(PreconditionNotMet) as refused:
+        _compiled_mul(4, 8, 8)
+    message = str(refused.value)
+    assert "FLUID_NB_SMALL_GEMM" in message and "'own' or 'blas'" in message
+    assert "'fastest'" in message
 
 
 # the BLAS's sgemm as the runtime calls it (ILP64 sizes: NumPy's scipy-openblas64)

@@ -352,7 +352,11 @@ def small_products_by_blas(lib):
     library (a CUDA build's host code) keeps its own."""
     if not _small_gemm:
         forced = os.environ.get("FLUID_NB_SMALL_GEMM", "").strip().lower()
-        if forced in ("blas", "own"):
+        if forced not in ("", "blas", "own"):
+            raise PreconditionNotMet(expected(
+                "the native loader", "FLUID_NB_SMALL_GEMM", "'own' or 'blas' (or unset)",
+                repr(os.environ["FLUID_NB_SMALL_GEMM"])[:80]))
+        if forced:
             _small_gemm.append(forced == "blas")
         else:
             try:
