@@ -20,35 +20,45 @@ SHAPES = [(7, 5, 3), (75, 300, 37), (12, 300, 32), (80, 520, 20), (1, 1, 1), (5,
           (13, 70, 48), (17, 40, 33), (1, 128, 64)]
 
 
-@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
-def test_a_compiled_mul_and_its_gradient_give_numpys_products(shape):
-    m, k, n = shape
+def compiled_mul(rows, inner, columns):
+    """(the compiled program, its feed, fetch list, executor, scope) of Out = X W, the mean
+    of its square, and the gradients of X and W; X drawn from a seed of the shape."""
     main, startup = fluid.Program(), fluid.Program()
     with fluid.program_guard(main, startup), fluid.unique_name.guard():
-        x = fluid.layers.data(name="x", shape=[k], dtype="float32")
+        x = fluid.layers.data(name="x", shape=[inner], dtype="float32")
         x.stop_gradient = False
-        w = fluid.layers.create_parameter([k, n], "float32", name="w")
+        w = fluid.layers.create_parameter([inner, columns], "float32", name="w")
         out = fluid.layers.mul(x, w)
         loss = fluid.layers.mean(fluid.layers.square(out))
         fluid.backward.append_backward(loss)
-    rng = np.random.RandomState(m + k + n)
-    xv = rng.uniform(-1, 1, (m, k)).astype("float32")
+    rng = np.random.RandomState(rows + inner + columns)
+    feed = {"x": rng.uniform(-1, 1, (rows, inner)).astype("float32")}
     exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
     exe.run(startup, scope=scope)
-    wv = np.array(scope.find_var("w").get_tensor())
     fetch = [out, "x@GRAD", "w@GRAD"]
-    program = native.compile(main, {"x": xv}, fetch, scope=scope)
-    assert program.source.fallbacks == []
-    got = exe.run(program, feed={"x": xv}, fetch_list=fetch, scope=scope)
-    x64, w64 = xv.astype("float64"), wv.astype("float64")
+    return native.compile(main, feed, fetch, scope=scope), feed, fetch, exe, scope
+
+
+def assert_numpys_products(got, x, w):
+    """The fetched Out, X@GRAD and W@GRAD are the float64 products to float32 rounding."""
+    x64, w64 = x.astype("float64"), np.asarray(w).astype("float64")
     product = x64 @ w64
     dout = 2 * product / product.size
     want = [product, dout @ w64.T, x64.T @ dout]
     for g, r, name in zip(got, want, ["Out", "X@GRAD", "Y@GRAD"]):
         # float32 products of k terms of magnitude up to |r| + k: rounding of that size
         scale = np.abs(x64) @ np.abs(w64) if name == "Out" else np.max(np.abs(r)) + 1
-        np.testing.assert_allclose(g, r, rtol=0, atol=float(np.max(scale)) * k * 2e-7,
-                                   err_msg=name)
+        np.testing.assert_allclose(g, r, rtol=0,
+                                   atol=float(np.max(scale)) * x.shape[1] * 2e-7, err_msg=name)
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_a_compiled_mul_and_its_gradient_give_numpys_products(shape):
+    program, feed, fetch, exe, scope = compiled_mul(*shape)
+    assert program.source.fallbacks == []
+    w = np.array(scope.find_var("w").get_tensor())
+    got = exe.run(program, feed=feed, fetch_list=fetch, scope=scope)
+    assert_numpys_products(got, feed["x"], w)
 
 
 # A driver that multiplies with the header's sgemm and checks each product against a
