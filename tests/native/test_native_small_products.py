@@ -42,27 +42,28 @@ def test_an_unknown_choice_is_refused_by_name(monkeypatch):
     assert "'fastest'" in message
 
 
-# the BLAS's sgemm as the runtime calls it (ILP64 sizes: NumPy's scipy-openblas64)
-_SGEMM = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int64,
-                          ctypes.c_int64, ctypes.c_int64, ctypes.c_float, ctypes.c_void_p,
-                          ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_float,
-                          ctypes.c_void_p, ctypes.c_int64)
+def _sgemm_type(size):
+    """CBLAS's sgemm with sizes of the C type ``size``."""
+    return ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_int, ctypes.c_int, size, size, size,
+                            ctypes.c_float, ctypes.c_void_p, size, ctypes.c_void_p, size,
+                            ctypes.c_float, ctypes.c_void_p, size)
 
 
-def test_the_runtime_chooses_the_blas_where_it_is_faster_and_only_there(monkeypatch):
-    assert build_module.blas()[2] == "int64_t", "this test's sgemm type is ILP64's"
+@pytest.mark.parametrize("size", [ctypes.c_int64, ctypes.c_int], ids=["ILP64", "LP64"])
+def test_the_runtime_chooses_the_blas_where_it_is_faster_and_only_there(size, monkeypatch):
     monkeypatch.setenv("FLUID_NB_SMALL_GEMM", "own")
     monkeypatch.setattr(build_module, "_small_gemm", [])
     program = compiled_mul(8, 16, 16)[0]
     (spec,) = program._built.values()
     choose = ctypes.CDLL(str(spec.library)).fluid_small_gemm_choice
-    choose.argtypes, choose.restype = [ctypes.c_void_p], ctypes.c_int
+    choose.argtypes, choose.restype = [ctypes.c_void_p, ctypes.c_int], ctypes.c_int
+    wide = size is ctypes.c_int64
     calls = []
     # a "BLAS" that returns at once beats any product; one that takes a millisecond loses
-    instant = _SGEMM(lambda *arguments: calls.append(arguments[3:6]))
-    slow = _SGEMM(lambda *arguments: time.sleep(0.001))
-    assert choose(ctypes.cast(instant, ctypes.c_void_p).value) == 1
-    assert choose(ctypes.cast(slow, ctypes.c_void_p).value) == 0
-    # each timed shape, nine times after two to warm up
+    instant = _sgemm_type(size)(lambda *arguments: calls.append(arguments[3:6]))
+    slow = _sgemm_type(size)(lambda *arguments: time.sleep(0.001))
+    assert choose(ctypes.cast(instant, ctypes.c_void_p).value, wide) == 1
+    assert choose(ctypes.cast(slow, ctypes.c_void_p).value, wide) == 0
+    # each timed shape, nine times after two to warm up, its sizes as that BLAS takes them
     assert sorted(set(calls)) == [(32, 128, 128), (64, 96, 96), (128, 128, 32)]
     assert len(calls) == 3 * 11

@@ -363,8 +363,9 @@ def small_products_by_blas(lib):
                 choose = lib.fluid_small_gemm_choice
             except AttributeError:
                 return False
-            choose.argtypes, choose.restype = [ctypes.c_void_p], ctypes.c_int
-            _small_gemm.append(bool(choose(blas()[0])))
+            choose.argtypes, choose.restype = [ctypes.c_void_p, ctypes.c_int], ctypes.c_int
+            sgemm, _, width = blas()[:3]
+            _small_gemm.append(bool(choose(sgemm, width == "int64_t")))
     return _small_gemm[0]
 
 

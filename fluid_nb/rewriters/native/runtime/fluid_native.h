@@ -54,7 +54,7 @@ typedef void (*dgemm_fn)(int, int, int, blas_int, blas_int, blas_int, double, co
 
 extern "C" {
 // set by the loader before fluid_run is called: each program's own (the runtime library
-// makes no BLAS call)
+// calls a BLAS only through the pointer its caller passes: fluid_small_gemm_choice)
 #ifndef FLUID_NATIVE_RUNTIME_LIBRARY
 __attribute__((visibility("default"))) fluid_native::sgemm_fn fluid_sgemm = nullptr;
 __attribute__((visibility("default"))) fluid_native::dgemm_fn fluid_dgemm = nullptr;

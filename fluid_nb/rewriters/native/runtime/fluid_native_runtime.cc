@@ -10,21 +10,35 @@
 #include <chrono>
 #include <vector>
 
-// 1 where the BLAS `blas` multiplies this machine's small products faster than the
-// product of fluid_native_gemm.h, by 5% or more: an OpenBLAS with small-matrix kernels for
-// its core (AVX-512's) runs them unpacked on the calling thread, which the packed 6 x 16
+// 1 where the BLAS sgemm at `blas` multiplies this machine's small products faster than
+// the product of fluid_native_gemm.h, by 5% or more: an OpenBLAS with small-matrix kernels
+// for its core (AVX-512's) runs them unpacked on the calling thread, which the packed 6 x 16
 // tiles here do not beat; without them, a small product to BLAS is packed or handed to its
-// threads, and the product here wins. Timed once a process, by the loader (build.py), on a
-// recurrent step's product, a weight gradient added in, and a middling square, each way in
-// turn, the best of nine; about half a millisecond.
-extern "C" __attribute__((visibility("default"))) int fluid_small_gemm_choice(
-    fluid_native::sgemm_fn blas) {
-  using fluid_native::kNoTrans;
-  using fluid_native::kRowMajor;
-  using fluid_native::kTrans;
+// threads, and the product here wins. `wide_sizes`: the BLAS takes 64-bit sizes (ILP64),
+// else int (this library is built for one width; the BLAS NumPy loaded may have the
+// other). Timed once a process, by the loader (build.py), on a recurrent step's product, a
+// weight gradient added in, and a middling square, each way in turn, the best of nine;
+// about half a millisecond.
+namespace {
+
+template <class Int>
+void call_sgemm(void* blas, bool trans_a, Int M, Int N, Int K, const float* A, const float* B,
+                float beta, float* C) {
+  typedef void (*sgemm)(int, int, int, Int, Int, Int, float, const float*, Int, const float*,
+                        Int, float, float*, Int);
+  reinterpret_cast<sgemm>(blas)(fluid_native::kRowMajor,
+                                trans_a ? fluid_native::kTrans : fluid_native::kNoTrans,
+                                fluid_native::kNoTrans, M, N, K, 1.0f, A, trans_a ? M : K, B, N,
+                                beta, C, N);
+}
+
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) int fluid_small_gemm_choice(void* blas,
+                                                                              int wide_sizes) {
   struct Shape {
     bool trans_a;
-    int64_t M, N, K;
+    int M, N, K;
     bool accumulate;
   };
   const Shape shapes[] = {{false, 32, 128, 128, false}, {true, 128, 128, 32, true},
@@ -35,14 +49,16 @@ extern "C" __attribute__((visibility("default"))) int fluid_small_gemm_choice(
     double best[2] = {1e30, 1e30};
     for (int round = 0; round < 11; ++round)
       for (int way = 0; way < 2; ++way) {
+        const float beta = s.accumulate ? 1.0f : 0.0f;
         const auto start = std::chrono::steady_clock::now();
         if (way == 0)
           fluid_native::own_gemm::sgemm(s.trans_a, false, s.M, s.N, s.K, A.data(), B.data(),
                                         C.data(), s.accumulate);
+        else if (wide_sizes)
+          call_sgemm<int64_t>(blas, s.trans_a, s.M, s.N, s.K, A.data(), B.data(), beta,
+                              C.data());
         else
-          blas(kRowMajor, s.trans_a ? kTrans : kNoTrans, kNoTrans, s.M, s.N, s.K, 1.0f,
-               A.data(), s.trans_a ? s.M : s.K, B.data(), s.N, s.accumulate ? 1.0f : 0.0f,
-               C.data(), s.N);
+          call_sgemm<int>(blas, s.trans_a, s.M, s.N, s.K, A.data(), B.data(), beta, C.data());
         const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() -
                                                           start).count();
         if (round >= 2) best[way] = std::min(best[way], took);  // two rounds to warm up
