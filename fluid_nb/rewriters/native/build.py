@@ -348,8 +348,7 @@ def small_products_by_blas(lib):
     """Whether a compiled program's small float products (the runtime's own product's
     range) go to the BLAS: ``FLUID_NB_SMALL_GEMM`` (``blas`` or ``own``), else the runtime
     library's timing of both on this machine (``fluid_small_gemm_choice``, reached through
-    the program ``lib`` that links it), once a process. A library without the runtime
-    library (a CUDA build's host code) keeps its own."""
+    the program ``lib`` that links it, as every C++ build does), once a process."""
     if not _small_gemm:
         forced = os.environ.get("FLUID_NB_SMALL_GEMM", "").strip().lower()
         if forced not in ("", "blas", "own"):
@@ -359,10 +358,7 @@ def small_products_by_blas(lib):
         if forced:
             _small_gemm.append(forced == "blas")
         else:
-            try:
-                choose = lib.fluid_small_gemm_choice
-            except AttributeError:
-                return False
+            choose = lib.fluid_small_gemm_choice
             choose.argtypes, choose.restype = [ctypes.c_void_p, ctypes.c_int], ctypes.c_int
             sgemm, _, width = blas()[:3]
             _small_gemm.append(bool(choose(sgemm, width == "int64_t")))
