@@ -10,7 +10,9 @@ import time
 import numpy as np
 import pytest
 
+import fluid_nb as fluid
 from fluid_nb.errors import PreconditionNotMet
+from fluid_nb.rewriters import native
 from fluid_nb.rewriters.native import build as build_module
 
 from .test_native_gemm import assert_numpys_products, compiled_mul
@@ -40,6 +42,23 @@ def test_an_unknown_choice_is_refused_by_name(monkeypatch):
     message = str(refused.value)
     assert "FLUID_NB_SMALL_GEMM" in message and "'own' or 'blas'" in message
     assert "'fastest'" in message
+
+
+def test_a_first_program_without_products_still_finds_the_runtimes_timing(monkeypatch):
+    # (its code calls nothing of the runtime library: the build names it all the same)
+    monkeypatch.delenv("FLUID_NB_SMALL_GEMM", raising=False)
+    monkeypatch.setattr(build_module, "_small_gemm", [])
+    program = fluid.Program()
+    block = program.global_block()
+    for name in ("x", "y"):
+        block.create_var(name=name, shape=[2, 3], dtype="float32")
+    block.append_op(type="relu", inputs={"X": "x"}, outputs={"Out": "y"})
+    feed = {"x": np.array([[-1, 2, -3], [4, -5, 6]], "float32")}
+    compiled = native.compile(program, feed, ["y"], scope=fluid.Scope())
+    (got,) = fluid.Executor(fluid.CPUPlace()).run(compiled, feed=feed, fetch_list=["y"],
+                                                  scope=fluid.Scope())
+    np.testing.assert_array_equal(got, np.maximum(feed["x"], 0))
+    assert build_module._small_gemm in ([True], [False])  # the timing ran
 
 
 def _sgemm_type(size):

@@ -293,7 +293,9 @@ def build(source, march_native=False, target="cpp"):
         compile_flags, link_flags = flags(march_native)
         runtime = runtime_library(command, version)
         compile_flags = [*compile_flags, "-DFLUID_NATIVE_PRECOMPILED"]
-        link_flags = [*link_flags, str(runtime), "-Wl,-rpath,$ORIGIN"]
+        # (--no-as-needed: the build names the runtime library even when its code calls
+        # none of it, so what the loader asks of the runtime is found through any program)
+        link_flags = [*link_flags, "-Wl,--no-as-needed", str(runtime), "-Wl,-rpath,$ORIGIN"]
     # every runtime header (one includes another), in a fixed order
     header = b"".join(path.read_bytes() for path in sorted(RUNTIME.iterdir())
                       if path.suffix in (".h", ".cuh", ".cc"))
