@@ -46,11 +46,13 @@ class _Specialisation:
         self.pointers = (ctypes.c_void_p * max(len(variables), 1))()
         self.address = ctypes.addressof(self.pointers)
         self.owned = {}
-        for v in variables:
-            if v.role != "persistable":
-                array = xp.zeros(v.shape, v.dtype)
-                self.owned[v.name] = array
-                self.pointers[v.index] = _address(array)
+        for sharing in (False, True):  # (the buffers, then the variables sharing one)
+            for v in variables:
+                if v.role != "persistable" and (v.shares is not None) == sharing:
+                    array = self.owned[v.shares].reshape(v.shape) if sharing \
+                        else xp.zeros(v.shape, v.dtype)
+                    self.owned[v.name] = array
+                    self.pointers[v.index] = _address(array)
         self.persistables = [v for v in variables if v.role == "persistable"]
         self.parameters = Parameters(self.persistables, self.pointers,
                                      lambda scope, v: bind_persistable(scope, v, xp))

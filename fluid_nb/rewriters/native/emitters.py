@@ -191,7 +191,7 @@ def _reshape(op, env):
     count_ = _count(_static(env, x))
     if out == x:
         return []
-    lines = [f"copy({env.ptr(x)}, {env.ptr(out)}, {count_});"]
+    lines = [env.copy_of(x, out, count_)]
     if env.dynamic:
         # XShape holds no values, only its dims (the generator gives them to what the op
         # touches) and X's LoD; Out keeps X's LoD where its first dim is X's, as the
@@ -215,7 +215,7 @@ def _reshape_grad(op, env):
     if not dx:
         return []
     count_ = _count(_static(env, dout, "Out@GRAD"))
-    return [] if dx == dout else [f"copy({env.ptr(dout)}, {env.ptr(dx)}, {count_});"]
+    return [] if dx == dout else [env.copy_of(dout, dx, count_)]
 
 
 def _permutation(op, rank):
@@ -325,12 +325,12 @@ def _elementwise_grad(op, env):
     pre, n, post = _broadcast(op, env, x, y)
     lines = (env.resize_like(dx, x) if dx else []) + (env.resize_like(dy, y) if dy else [])
     if dx:
-        lines.append(f"copy({env.ptr(dout)}, {env.ptr(dx)}, {pre * n * post});")
+        lines.append(env.copy_of(dout, dx, pre * n * post))
     if dy:
         sign = "1" if op.type == "elementwise_add_grad" else "-1"
         if (pre, post) == (1, 1):
-            call = "copy" if sign == "1" else "negate"
-            lines.append(f"{call}({env.ptr(dout)}, {env.ptr(dy)}, {n});")
+            lines.append(env.copy_of(dout, dy, n) if sign == "1"
+                         else f"negate({env.ptr(dout)}, {env.ptr(dy)}, {n});")
         else:
             lines.append(f"reduce_to_y({env.ptr(dout)}, {env.ptr(dy)}, {pre}, {n}, {post}, "
                          f"{env.ctype(dy)}({sign}));")
@@ -455,8 +455,7 @@ def _concat_grad(op, env):
 @emitter("assign")
 def _assign(op, env):
     x, out = _one(op, "X"), _one(op, "Out", "outputs")
-    return env.resize_like(out, x) + [
-        f"copy({env.ptr(x)}, {env.ptr(out)}, {_count(env.shape(x))});"]
+    return env.resize_like(out, x) + [env.copy_of(x, out, _count(env.shape(x)))]
 
 
 @emitter("scale")

@@ -100,6 +100,8 @@ class StaticEnv:
         self._shapes, self._kinds, self._identifiers = shapes, kinds, identifiers
         self._index = index
         self.used = []
+        #: (source, out) of each copy_of line: out a copy of source and nothing more
+        self.copies = []
 
     def scratch(self, count_, dtype, shared=False):
         """A work buffer of ``count_`` elements for this op (the compiled program owns it).
@@ -146,6 +148,14 @@ class StaticEnv:
     def resize(self, name, dims):
         """The lines that give ``name`` the dims ``dims`` (none: the buffer has them)."""
         return []
+
+    def copy_of(self, source, out, count_):
+        """The line writing ``out`` as a copy of ``source``'s ``count_`` elements, for an
+        op whose other lines leave ``out`` as it is. The generator may give ``out`` the
+        buffer of ``source`` where nothing tells them apart (``generate.shared_buffers``);
+        the runtime's copy of a buffer onto itself does nothing."""
+        self.copies.append((source, out))
+        return f"copy({self.ptr(source)}, {self.ptr(out)}, {count_});"
 
     def same_shape(self, x, y):
         """Whether ``x`` and ``y`` have one shape."""
@@ -238,6 +248,10 @@ class DynamicEnv:
         if slot.kind != "dense":
             raise NoEmitter(f"{name} is a {slot.kind}, not a dense tensor")
         return f"{slot.identifier}.data"
+
+    def copy_of(self, source, out, count_):
+        """(Every tensor its own buffer here: the copy line alone.)"""
+        return f"copy({self.ptr(source)}, {self.ptr(out)}, {count_});"
 
     def tensor(self, name):
         """The run-time object's expression (a Tensor, TensorArray or RankTable)."""

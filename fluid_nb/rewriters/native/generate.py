@@ -51,6 +51,9 @@ class Variable:
     identifier: str
     #: dense, or (in a program whose sizes are read at run time) array or rank_table
     kind: str = "dense"
+    #: (a temporary) the variable whose buffer it is given, being a copy of it in every
+    #: value anyone reads (:func:`shared_buffers`); None: a buffer of its own
+    shares: str = None
 
 
 @dataclasses.dataclass
@@ -187,7 +190,7 @@ def generate(program, target="cpp", feed=None, fetch=None, scope=None):
     taken = set()
     identifiers = {name: identifier(name, taken) for name in sorted(shapes)}
     functions, fallbacks, bodies = [], [], []
-    used_order = []
+    used_order, copies = [], {}
     for index, op in enumerate(block.ops):
         emit = EMITTERS.get(op.type)
         if emit is None:
@@ -202,8 +205,11 @@ def generate(program, target="cpp", feed=None, fetch=None, scope=None):
         function = f"fluid_{target}_{op.type}_{index}"
         functions.append((index, function))
         bodies.append((index, op, function, env.used, lines))
+        copies[index] = env.copies
         used_order += [n for n in env.used if n not in used_order]
     moved = _fall_back_between(block, bodies, fallbacks, shapes, kinds)
+    for index in moved:
+        copies.pop(index, None)
     functions = [(index, name) for index, name in functions if index not in moved]
     segments = _segments(block, bodies, fallbacks)
     for kind, _, indices in segments:  # values crossing into or out of the interpreter
@@ -224,6 +230,9 @@ def generate(program, target="cpp", feed=None, fetch=None, scope=None):
         variables.append(Variable(name, len(variables), role, shapes[name][0], shapes[name][1],
                                   identifiers[name]))
     by_name = {v.name: v for v in variables}
+    temporaries = {v.name for v in variables if v.role == "temporary"}
+    for name, root in shared_buffers(block.ops, copies, temporaries, shapes).items():
+        by_name[name].shares = root
     keys = [_body_key(used, body, by_name) for _, _, _, used, body in bodies]
     shared = _shared_bodies(bodies, keys, target)
     source = _source(program, target, variables, bodies, fallbacks, segments, keys, shared)
@@ -235,6 +244,37 @@ def generate(program, target="cpp", feed=None, fetch=None, scope=None):
                         shared_bodies=calls,
                         id_ranges=fed_id_ranges(block, feed, shapes) if target == "cpp"
                         else ())
+
+
+def shared_buffers(ops, copies, temporaries, shapes):
+    """{variable: the variable whose buffer it takes} for the copies the compiled ops make
+    (``copies``: op index -> [(source, out)] of lines writing ``out`` as a copy of
+    ``source`` and nothing else: a reshape, a gradient passed through, an assign) where one
+    buffer gives every reader the value it reads. The reader of ``out`` then finds it in
+    ``source``'s buffer and the copy, of a buffer onto itself, does nothing. That holds when
+    both are temporaries of one type and size, ``out`` is written by that op alone and read
+    by none before it, and nothing writes ``source``'s buffer again after the copy (the
+    first variable of a chain of copies is the buffer's owner)."""
+    writers, first_read = {}, {}
+    for index, op in enumerate(ops):
+        for names in op.outputs.values():
+            for name in names:
+                writers.setdefault(name, []).append(index)
+        for names in op.inputs.values():
+            for name in names:
+                first_read.setdefault(name, index)
+    owner_of = {}
+    for index in sorted(copies):
+        for source, out in copies[index]:
+            owner = owner_of.get(source, source)
+            if (owner == out or out in owner_of or owner not in temporaries
+                    or out not in temporaries or shapes[owner][1] != shapes[out][1]
+                    or np.prod(shapes[owner][0]) != np.prod(shapes[out][0])
+                    or writers.get(out) != [index] or first_read.get(out, index + 1) <= index
+                    or any(later > index for later in writers.get(owner, ()))):
+                continue
+            owner_of[out] = owner
+    return owner_of
 
 
 def check_attributes(program):
@@ -347,8 +387,9 @@ def _source(program, target, variables, bodies, fallbacks, segments, keys, share
              f'#include "{header}"', "", "using namespace fluid_native;", "",
              "// the variables, in the order of fluid_run's pointer array"]
     for v in variables:
+        role = v.role if v.shares is None else f"{v.role}, in {v.shares}'s buffer"
         lines.append(f"//   v[{v.index}] " + escape(
-            f"{v.name}: {_CTYPES.get(v.dtype, v.dtype)} {list(v.shape)} ({v.role})"))
+            f"{v.name}: {_CTYPES.get(v.dtype, v.dtype)} {list(v.shape)} ({role})"))
     for index, op_type, why in fallbacks:
         lines.append(comment(f"not compiled: op {index} {op_type} ({why})"))
     lines.append("")
