@@ -52,3 +52,30 @@ def test_a_softmax_over_a_vocabulary_agrees_with_the_interpreter():
                           {"x": x})
     np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-12)
     np.testing.assert_allclose(np.asarray(got).sum(axis=1), 1.0, rtol=1e-5)
+
+
+def test_softmax_rows_of_every_tail_length_find_their_maximum():
+    # rows of 1 to 40 classes: no lane, part of the 16 lanes, whole lanes and a tail; each
+    # row's largest value put in turn at every position, 100 where the rest are at most 4:
+    # a maximum that missed it would leave e^(100 - 4) to overflow to inf
+    widths = [1, 2, 5, 15, 16, 17, 31, 32, 33, 40]
+    rng = np.random.RandomState(1)
+    feed = {}
+    for n in widths:
+        x = rng.uniform(-4, 4, (n, n)).astype("float32")
+        x[np.arange(n), np.arange(n)] = 100.0
+        feed[f"x{n}"] = x
+
+    def build():
+        return fluid.layers.concat([fluid.layers.reshape(fluid.layers.softmax(
+            fluid.data(f"x{n}", [-1, n], "float32")), [-1]) for n in widths], axis=0)
+
+    got, want = _compiled(build, feed)
+    assert np.isfinite(got).all()
+    np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-30)
+    start = 0
+    for n in widths:
+        rows = np.asarray(got)[start:start + n * n].reshape(n, n)
+        np.testing.assert_allclose(rows.sum(axis=1), 1.0, rtol=1e-5)
+        np.testing.assert_allclose(np.diag(rows), 1.0, rtol=1e-5)
+        start += n * n

@@ -462,8 +462,11 @@ __attribute__((always_inline)) inline T row_max(const T* v, int64_t n) {
   int64_t c = 0;
   for (; c + kLanes <= n; c += kLanes)
     for (int l = 0; l < kLanes; ++l) lane[l] = std::max(lane[l], v[c + l]);
-  for (; c < n; ++c) lane[c % kLanes] = std::max(lane[c % kLanes], v[c]);
+  for (int l = 0; l < kLanes; ++l)  // (lane l's tail: its index fixed, the lanes stay in registers)
+    if (c + l < n) lane[l] = std::max(lane[l], v[c + l]);
+  FLUID_LANES_UNROLLED
   for (int width = kLanes / 2; width; width /= 2)
+    FLUID_LANES_UNROLLED
     for (int l = 0; l < width; ++l) lane[l] = std::max(lane[l], lane[l + width]);
   return lane[0];
 }
