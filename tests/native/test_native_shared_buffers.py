@@ -7,6 +7,7 @@ both are temporaries of one type and size, the copy is written by its op alone a
 no op before it, and nothing writes the source again after the copy. Anything else keeps a
 buffer of its own, and the compiled step gives the interpreter's values either way."""
 import numpy as np
+import pytest
 
 import fluid_nb as fluid
 from fluid_nb.rewriters import native
@@ -47,6 +48,12 @@ def _compiled_and_interpreted(program, feeds, fetch, scope_values=None):
     return got, want, compiled.source
 
 
+def _assert_the_interpreters(got, want):
+    for got_step, want_step in zip(got, want):
+        for value, expected in zip(got_step, want_step):
+            np.testing.assert_array_equal(value, expected)
+
+
 def _feeds(shape=(4, 6)):
     rng = np.random.RandomState(0)
     return [{"x": rng.uniform(-1, 1, shape).astype("float32")} for _ in range(2)]
@@ -61,10 +68,8 @@ def test_a_reshape_reads_the_buffer_of_what_it_reshapes():
     assert _shares(source) == {"b": "a"}
     assert "b: float [6, 4] (temporary, in a's buffer)" in source.source
     # each step's values, the reshaped shape among them, as the interpreter's
-    for got_step, want_step in zip(got, want):
-        for value, expected in zip(got_step, want_step):
-            assert value.shape == (6, 4)
-            np.testing.assert_array_equal(value, expected)
+    _assert_the_interpreters(got, want)
+    assert all(value.shape == (6, 4) for step in got for value in step)
     assert not np.array_equal(got[0][0], got[1][0])
 
 
@@ -80,31 +85,19 @@ def test_a_chain_of_copies_shares_the_first_buffer():
         np.testing.assert_array_equal(got_step[1], np.maximum(got_step[0], 0).ravel())
 
 
-def test_a_source_written_again_after_the_copy_keeps_the_copy_apart():
-    # one buffer for a and b would hand b the second value of a
+@pytest.mark.parametrize("rewritten", ["a", "b"])
+def test_a_copy_or_its_source_written_again_keeps_a_buffer_of_its_own(rewritten):
+    # one buffer for a and b would hand b the second value of a, or let the second write
+    # of b change a
     program = _program({"x": [4, 6], "a": [4, 6], "b": [4, 6]}, [
         ("relu", {"X": "x"}, {"Out": "a"}, {}),
         ("assign", {"X": "a"}, {"Out": "b"}, {}),
-        ("scale", {"X": "x"}, {"Out": "a"}, {"scale": 3.0})])
+        ("scale", {"X": "x"}, {"Out": rewritten}, {"scale": 3.0})])
     got, want, source = _compiled_and_interpreted(program, _feeds(), ["a", "b"])
     assert _shares(source) == {}
-    for (a, b), (want_a, want_b) in zip(got, want):
-        np.testing.assert_array_equal(b, want_b)
-        np.testing.assert_array_equal(a, want_a)
+    _assert_the_interpreters(got, want)
+    for a, b in got:
         assert not np.array_equal(a, b)
-
-
-def test_a_copy_written_again_later_keeps_a_buffer_of_its_own():
-    # one buffer for a and b would let the second write of b change a
-    program = _program({"x": [4, 6], "a": [4, 6], "b": [4, 6]}, [
-        ("relu", {"X": "x"}, {"Out": "a"}, {}),
-        ("assign", {"X": "a"}, {"Out": "b"}, {}),
-        ("scale", {"X": "x"}, {"Out": "b"}, {"scale": 3.0})])
-    got, want, source = _compiled_and_interpreted(program, _feeds(), ["a", "b"])
-    assert _shares(source) == {}
-    for got_step, want_step in zip(got, want):
-        for value, expected in zip(got_step, want_step):
-            np.testing.assert_array_equal(value, expected)
 
 
 def test_a_copy_read_before_its_op_keeps_a_buffer_of_its_own():
@@ -135,9 +128,7 @@ def test_feeds_and_parameters_keep_their_buffers():
     got, want, source = _compiled_and_interpreted(program, _feeds(), ["fx", "fw", "s"],
                                                   {"w": weight})
     assert _shares(source) == {}
-    for got_step, want_step in zip(got, want):
-        for value, expected in zip(got_step, want_step):
-            np.testing.assert_array_equal(value, expected)
+    _assert_the_interpreters(got, want)
 
 
 def test_a_transformer_step_passes_its_reshapes_and_gradients_on_in_place():
