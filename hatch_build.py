@@ -10,7 +10,7 @@ sources, for wheels and editable installs alike: the memory arena's core
 (fluid_nb/ops/_fused_updates.cc, C++: it runs the element update compiled programs run,
 from the native code generator's runtime headers), dropout's draw in one pass
 (fluid_nb/ops/_draws.cc, C++ for the -O3 its loops vectorise with), the interpreter's
-layer norm (fluid_nb/ops/_norms.cc, C++: the runtime headers' rows), the kernels' C parts
+layer norm and softmax (fluid_nb/ops/_norms.cc, C++: the runtime headers' rows), the kernels' C parts
 (fluid_nb/ops/_special.c: the special functions NumPy lacks, a formula of one ufunc run
 from C); and the runtime library
 compiled programs link (fluid_nb/rewriters/native/runtime/fluid_native_runtime.cc, built as a build
@@ -36,7 +36,8 @@ SOURCES = ((os.path.join("fluid_nb", "memory", "_arena.c"), "the memory arena", 
            (os.path.join("fluid_nb", "ops", "_fused_updates.cc"),
             "the interpreter's fused optimizer updates", True),
            (os.path.join("fluid_nb", "ops", "_draws.cc"), "dropout's draw in one pass", True),
-           (os.path.join("fluid_nb", "ops", "_norms.cc"), "the interpreter's layer norm", True),
+           (os.path.join("fluid_nb", "ops", "_norms.cc"),
+            "the interpreter's layer norm and softmax", True),
            (os.path.join("fluid_nb", "ops", "_special.c"), "the kernels' C parts", True))
 #: the native code generator's runtime headers, which a C++ part includes
 RUNTIME = os.path.join("fluid_nb", "rewriters", "native", "runtime")

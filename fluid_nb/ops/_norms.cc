@@ -1,11 +1,13 @@
-// The interpreter's host layer norm: the row pieces compiled code and the CUDA kernels run
-// (layer_norm_rows, layer_norm_grad_rows: fluid_native_rows.h), so the three share one
-// definition of the op, where the NumPy formula in ops/norm.py makes a dozen passes over
-// the rows.
+// The interpreter's host layer norm and softmax over rows: the row pieces compiled code (and
+// for the layer norm the CUDA kernels) run (layer_norm_rows, layer_norm_grad_rows,
+// softmax_row, softmax_grad_line: fluid_native_rows.h), so they share one definition of
+// the op, where the NumPy formulas in ops/norm.py and ops/nn.py make a dozen and four
+// passes over the rows (and a reduction along a short last axis costs NumPy a loop a row).
 //
 //   layer_norm(x, scale, bias, epsilon) -> (y, mean, variance)
 //   layer_norm_grad(x, scale, mean, variance, dy, epsilon, want_dx, want_dscale,
 //                   want_dbias) -> (dx, dscale, dbias)
+//   softmax(x) -> out;  softmax_grad(out, dout) -> dx  (along the last axis of x, [left, right])
 //
 // x and dy are C-contiguous [left, right] arrays of one type, float32 or float64; scale
 // and bias None or [right] of that type; mean and variance [left] of it. y, mean and
@@ -41,6 +43,21 @@ FLUID_NORM_CLONES void backward(const T* x, const T* scale, const T* mean, const
                                 int64_t right, T epsilon) {
   fluid_native::layer_norm_grad_rows(x, scale, mean, variance, dy, dx, dscale, dbias, left,
                                      right, epsilon);
+}
+
+template <class T>
+FLUID_NORM_CLONES void softmax_rows(const T* x, T* out, int64_t left, int64_t right) {
+  T top, total;
+  for (int64_t r = 0; r < left; ++r)
+    fluid_native::softmax_row(x + r * right, out + r * right, right, &top, &total);
+}
+
+template <class T>
+FLUID_NORM_CLONES void softmax_grad_rows(const T* out, const T* dout, T* dx, int64_t left,
+                                         int64_t right) {
+  for (int64_t r = 0; r < left; ++r)
+    fluid_native::softmax_grad_line(out + r * right, dout + r * right, dx + r * right, right,
+                                    1);
 }
 
 // `value` as an array of `type` and `size` elements, C-contiguous (None allowed where
@@ -169,6 +186,50 @@ PyObject* layer_norm_grad(PyObject*, PyObject* args) {
   return Py_BuildValue("(NNN)", made[0], made[1], made[2]);
 }
 
+PyObject* softmax(PyObject*, PyObject* args) {
+  PyObject* x_value;
+  if (!PyArg_ParseTuple(args, "O:softmax", &x_value)) return nullptr;
+  npy_intp left, right;
+  int type;
+  if (!rows_of(x_value, &left, &right, &type) || right == 0) Py_RETURN_NOTIMPLEMENTED;
+  PyArrayObject* x = reinterpret_cast<PyArrayObject*>(x_value);
+  PyObject* out = new_matrix(left, right, type);
+  if (out == nullptr) return nullptr;
+  void* data = PyArray_DATA(reinterpret_cast<PyArrayObject*>(out));
+  Py_BEGIN_ALLOW_THREADS
+  if (type == NPY_FLOAT32)
+    softmax_rows<float>(data_of<float>(x), static_cast<float*>(data), left, right);
+  else
+    softmax_rows<double>(data_of<double>(x), static_cast<double*>(data), left, right);
+  Py_END_ALLOW_THREADS
+  return out;
+}
+
+PyObject* softmax_grad(PyObject*, PyObject* args) {
+  PyObject *out_value, *dout_value;
+  if (!PyArg_ParseTuple(args, "OO:softmax_grad", &out_value, &dout_value)) return nullptr;
+  npy_intp left, right, dout_left, dout_right;
+  int type, dout_type;
+  if (!rows_of(out_value, &left, &right, &type) ||
+      !rows_of(dout_value, &dout_left, &dout_right, &dout_type) || dout_type != type ||
+      dout_left != left || dout_right != right)
+    Py_RETURN_NOTIMPLEMENTED;
+  PyArrayObject* out = reinterpret_cast<PyArrayObject*>(out_value);
+  PyArrayObject* dout = reinterpret_cast<PyArrayObject*>(dout_value);
+  PyObject* dx = new_matrix(left, right, type);
+  if (dx == nullptr) return nullptr;
+  void* data = PyArray_DATA(reinterpret_cast<PyArrayObject*>(dx));
+  Py_BEGIN_ALLOW_THREADS
+  if (type == NPY_FLOAT32)
+    softmax_grad_rows<float>(data_of<float>(out), data_of<float>(dout),
+                             static_cast<float*>(data), left, right);
+  else
+    softmax_grad_rows<double>(data_of<double>(out), data_of<double>(dout),
+                              static_cast<double*>(data), left, right);
+  Py_END_ALLOW_THREADS
+  return dx;
+}
+
 PyMethodDef methods[] = {
     {"layer_norm", layer_norm, METH_VARARGS,
      "layer_norm(x, scale, bias, epsilon) -> (y, mean, variance) over the rows of a "
@@ -176,10 +237,14 @@ PyMethodDef methods[] = {
     {"layer_norm_grad", layer_norm_grad, METH_VARARGS,
      "layer_norm_grad(x, scale, mean, variance, dy, epsilon, want_dx, want_dscale, "
      "want_dbias) -> (dx, dscale, dbias), or NotImplemented"},
+    {"softmax", softmax, METH_VARARGS,
+     "softmax(x) -> out along the rows of a [left, right] array, or NotImplemented"},
+    {"softmax_grad", softmax_grad, METH_VARARGS,
+     "softmax_grad(out, dout) -> dx along the rows of [left, right] arrays, or NotImplemented"},
     {nullptr, nullptr, 0, nullptr}};
 
 PyModuleDef module = {PyModuleDef_HEAD_INIT, "_norms",
-                      "The interpreter's host layer norm, from the native runtime's rows.", -1,
+                      "The interpreter's host layer norm and softmax, from the native runtime's rows.", -1,
                       methods};
 
 }  // namespace

@@ -19,11 +19,29 @@ def _softmax_infer_shape(ctx):
     ctx.set_output("Out", shape, ctx.input_dtype("X"))
 
 
+#: the host softmax over rows compiled code runs (ops/_norms.cc over the runtime's rows)
+_rows = c_parts.load("fluid_nb.ops._norms", "the interpreter's layer norm and softmax")
+
+
+def _along_rows(x, axis):
+    """``x`` as [rows, its last dim] for the rows' C kernels, or None: another axis, a
+    CuPy array (the NumPy formula then; the kernels take only contiguous float32 and float64
+    rows, and answer NotImplemented otherwise)."""
+    if axis not in (-1, x.ndim - 1) or not isinstance(x, np.ndarray):
+        return None
+    return x.reshape(-1, x.shape[-1]) if x.shape[-1] else None
+
+
 def _softmax(ctx, x):
     xp = ctx.xp
     if x.ndim == 0:
         return xp.ones_like(x)
     axis = ctx.attrs.get("axis", -1)
+    rows = _along_rows(x, axis)
+    if rows is not None:
+        done = _rows.softmax(rows)
+        if done is not NotImplemented:
+            return done.reshape(x.shape)
     e = xp.exp(x - x.max(axis=axis, keepdims=True))
     return (e / e.sum(axis=axis, keepdims=True)).astype(x.dtype, copy=False)
 
@@ -32,6 +50,11 @@ def _softmax_grad(ctx, out, dout):
     if out.ndim == 0:
         return ctx.xp.zeros_like(dout)
     axis = ctx.attrs.get("axis", -1)
+    rows = _along_rows(out, axis)
+    if rows is not None and dout.shape == out.shape:
+        done = _rows.softmax_grad(rows, dout.reshape(rows.shape))
+        if done is not NotImplemented:
+            return done.reshape(out.shape)
     dx = out * (dout - (dout * out).sum(axis=axis, keepdims=True))
     return dx.astype(dout.dtype, copy=False)
 

@@ -222,7 +222,7 @@ def _ln_infer_shape(ctx):
 
 
 #: the host layer norm compiled code runs (ops/_norms.cc over the runtime's rows)
-_norms = c_parts.load("fluid_nb.ops._norms", "the interpreter's layer norm")
+_norms = c_parts.load("fluid_nb.ops._norms", "the interpreter's layer norm and softmax")
 
 
 def _ln_forward(ctx, x, scale, bias):

@@ -43,6 +43,11 @@ CASES = [
     OpCase("softmax", {"X": r(4, 5)}, ref=ref_softmax, grad=["X"], name="grad"),
     OpCase("softmax", {"X": r(2, 3, 4)}, attrs={"axis": 1}, ref=ref_softmax, grad=["X"],
            name="grad_axis1"),
+    # rows past the 16 lanes the host kernel keeps, values whose exp overflows unless the
+    # row's maximum is taken first
+    OpCase("softmax", {"X": r(3, 2, 37) * 120}, ref=ref_softmax, name="wide_rows_large"),
+    OpCase("softmax", {"X": r(5, 19, dtype="float64")}, ref=ref_softmax, grad=["X"],
+           name="grad_float64_rows"),
     dropout("downgrade", r(6, 7), {"dropout_prob": 0.4}),
     dropout("upscale", r(5, 4, 3), {"dropout_prob": 0.3,
                                     "dropout_implementation": "upscale_in_train"}),

@@ -451,44 +451,6 @@ void fill(T* out, int64_t count, T value) {
 }
 
 // --- softmax and cross-entropy ----------------------------------------------------------------------
-// A row's largest value and its sum, kept in kLanes lanes (fluid_native_rows.h) that are
-// then folded in halves: loops that vectorise, and a sum whose rounding depends on the row
-// alone, not on the machine's vector width. A NaN is the largest only as the first value
-// (std::max's rule, as a single running maximum).
-template <class T>
-__attribute__((always_inline)) inline T row_max(const T* v, int64_t n) {
-  T lane[kLanes];
-  for (int l = 0; l < kLanes; ++l) lane[l] = v[0];
-  int64_t c = 0;
-  for (; c + kLanes <= n; c += kLanes)
-    for (int l = 0; l < kLanes; ++l) lane[l] = std::max(lane[l], v[c + l]);
-  for (int l = 0; l < kLanes; ++l)  // (lane l's tail: its index fixed, the lanes stay in registers)
-    if (c + l < n) lane[l] = std::max(lane[l], v[c + l]);
-  FLUID_LANES_UNROLLED
-  for (int width = kLanes / 2; width; width /= 2)
-    FLUID_LANES_UNROLLED
-    for (int l = 0; l < width; ++l) lane[l] = std::max(lane[l], lane[l + width]);
-  return lane[0];
-}
-
-template <class T>
-__attribute__((always_inline)) inline T row_sum(const T* v, int64_t n) {
-  return lane_sum<T>(n, [v](int64_t c) { return v[c]; });
-}
-
-// one row's softmax into o: exp(x - max) / sum; returns (max, sum) for a log-softmax.
-// Inlined into its callers, so that each of their clones vectorises it for its machine.
-template <class T>
-__attribute__((always_inline)) inline void softmax_row(const T* in, T* o, int64_t classes,
-                                                       T* top_out, T* total_out) {
-  const T top = row_max(in, classes);
-  for (int64_t c = 0; c < classes; ++c) o[c] = exp_value(in[c] - top);
-  const T total = row_sum(o, classes);
-  for (int64_t c = 0; c < classes; ++c) o[c] /= total;
-  *top_out = top;
-  *total_out = total;
-}
-
 // softmax over the last dim of [rows, classes]
 template <class T>
 FLUID_WIDE_CLONES void softmax(const T* x, T* out, int64_t rows, int64_t classes) {

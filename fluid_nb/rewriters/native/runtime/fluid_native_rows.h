@@ -5,6 +5,8 @@
 
 #include <stdint.h>
 
+#include <algorithm>
+
 #include "fluid_native_maps.h"
 
 namespace fluid_native {
@@ -51,6 +53,48 @@ FLUID_HD FLUID_ROW_INLINE A lane_sum(int64_t n, F term) {
     if (c + l < n) lane[l] += term(c + l);
   return fold_lanes(lane);
 }
+
+#ifndef __CUDACC__
+// (host code: a CUDA kernel takes a line a thread, softmax_line below)
+// A row's largest value and its sum, kept in kLanes lanes that are then folded in halves:
+// loops that vectorise, and a sum whose rounding depends on the row alone, not on the
+// machine's vector width. A NaN is the largest only as the first value (std::max's rule,
+// as a single running maximum).
+template <class T>
+FLUID_ROW_INLINE T row_max(const T* v, int64_t n) {
+  T lane[kLanes];
+  for (int l = 0; l < kLanes; ++l) lane[l] = v[0];
+  int64_t c = 0;
+  for (; c + kLanes <= n; c += kLanes)
+    for (int l = 0; l < kLanes; ++l) lane[l] = std::max(lane[l], v[c + l]);
+  for (int l = 0; l < kLanes; ++l)  // (lane l's tail: its index fixed, the lanes stay in registers)
+    if (c + l < n) lane[l] = std::max(lane[l], v[c + l]);
+  FLUID_LANES_UNROLLED
+  for (int width = kLanes / 2; width; width /= 2)
+    FLUID_LANES_UNROLLED
+    for (int l = 0; l < width; ++l) lane[l] = std::max(lane[l], lane[l + width]);
+  return lane[0];
+}
+
+template <class T>
+FLUID_ROW_INLINE T row_sum(const T* v, int64_t n) {
+  return lane_sum<T>(n, [v](int64_t c) { return v[c]; });
+}
+
+// one row's softmax into o: exp(x - max) / sum; returns (max, sum) for a log-softmax.
+// Inlined into its callers, so that each of their clones vectorises it for its machine
+// (compiled code's softmax and losses, and the interpreter's softmax: ops/_norms.cc).
+template <class T>
+FLUID_ROW_INLINE void softmax_row(const T* in, T* o, int64_t classes, T* top_out,
+                                  T* total_out) {
+  const T top = row_max(in, classes);
+  for (int64_t c = 0; c < classes; ++c) o[c] = exp_value(in[c] - top);
+  const T total = row_sum(o, classes);
+  for (int64_t c = 0; c < classes; ++c) o[c] /= total;
+  *top_out = top;
+  *total_out = total;
+}
+#endif
 
 // whether hard label k counts: not ignore_index and a class id. A label out of range
 // counts as ignored (loss and gradient 0), as on a GPU: compiled code has no host copy to
