@@ -67,7 +67,8 @@ FLUID_ROW_INLINE T row_max(const T* v, int64_t n) {
   int64_t c = 0;
   for (; c + kLanes <= n; c += kLanes)
     for (int l = 0; l < kLanes; ++l) lane[l] = std::max(lane[l], v[c + l]);
-  for (int l = 0; l < kLanes; ++l)  // (lane l's tail: its index fixed, the lanes stay in registers)
+  // the tail, lane l at a fixed index (so that the lanes stay in registers)
+  for (int l = 0; l < kLanes; ++l)
     if (c + l < n) lane[l] = std::max(lane[l], v[c + l]);
   FLUID_LANES_UNROLLED
   for (int width = kLanes / 2; width; width /= 2)
