@@ -244,8 +244,9 @@ PyMethodDef methods[] = {
     {nullptr, nullptr, 0, nullptr}};
 
 PyModuleDef module = {PyModuleDef_HEAD_INIT, "_norms",
-                      "The interpreter's host layer norm and softmax, from the native runtime's rows.", -1,
-                      methods};
+                      "The interpreter's host layer norm and softmax, from the native "
+                      "runtime's rows.",
+                      -1, methods};
 
 }  // namespace
 
