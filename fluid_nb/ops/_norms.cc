@@ -20,6 +20,8 @@
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #include <numpy/arrayobject.h>
 
+#include <type_traits>
+
 #include "fluid_native_rows.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
@@ -99,6 +101,15 @@ bool rows_of(PyObject* value, npy_intp* left, npy_intp* right, int* type) {
   return true;
 }
 
+// (left, right, type) of two arrays viewed as [left, right] rows of one shape and type, or
+// false
+bool same_rows(PyObject* a, PyObject* b, npy_intp* left, npy_intp* right, int* type) {
+  npy_intp b_left, b_right;
+  int b_type;
+  return rows_of(a, left, right, type) && rows_of(b, &b_left, &b_right, &b_type) &&
+         b_type == *type && b_left == *left && b_right == *right;
+}
+
 PyObject* layer_norm(PyObject*, PyObject* args) {
   PyObject *x_value, *scale_value, *bias_value;
   double epsilon;
@@ -141,12 +152,9 @@ PyObject* layer_norm_grad(PyObject*, PyObject* args) {
                         &mean_value, &variance_value, &dy_value, &epsilon, &want_dx,
                         &want_dscale, &want_dbias))
     return nullptr;
-  npy_intp left, right, dy_left, dy_right;
-  int type, dy_type;
-  if (!rows_of(x_value, &left, &right, &type) ||
-      !rows_of(dy_value, &dy_left, &dy_right, &dy_type) || dy_type != type ||
-      dy_left != left || dy_right != right)
-    Py_RETURN_NOTIMPLEMENTED;
+  npy_intp left, right;
+  int type;
+  if (!same_rows(x_value, dy_value, &left, &right, &type)) Py_RETURN_NOTIMPLEMENTED;
   PyArrayObject* x = reinterpret_cast<PyArrayObject*>(x_value);
   PyArrayObject* dy = reinterpret_cast<PyArrayObject*>(dy_value);
   PyArrayObject* scale = taken(scale_value, type, right, true);
@@ -186,6 +194,22 @@ PyObject* layer_norm_grad(PyObject*, PyObject* args) {
   return Py_BuildValue("(NNN)", made[0], made[1], made[2]);
 }
 
+// a new [left, right] array of `type` that fill(T* data) writes (T float or double, as
+// `type`; the GIL released meanwhile), or nullptr
+template <class Fill>
+PyObject* filled_rows(npy_intp left, npy_intp right, int type, Fill fill) {
+  PyObject* made = new_matrix(left, right, type);
+  if (made == nullptr) return nullptr;
+  void* data = PyArray_DATA(reinterpret_cast<PyArrayObject*>(made));
+  Py_BEGIN_ALLOW_THREADS
+  if (type == NPY_FLOAT32)
+    fill(static_cast<float*>(data));
+  else
+    fill(static_cast<double*>(data));
+  Py_END_ALLOW_THREADS
+  return made;
+}
+
 PyObject* softmax(PyObject*, PyObject* args) {
   PyObject* x_value;
   if (!PyArg_ParseTuple(args, "O:softmax", &x_value)) return nullptr;
@@ -193,41 +217,24 @@ PyObject* softmax(PyObject*, PyObject* args) {
   int type;
   if (!rows_of(x_value, &left, &right, &type) || right == 0) Py_RETURN_NOTIMPLEMENTED;
   PyArrayObject* x = reinterpret_cast<PyArrayObject*>(x_value);
-  PyObject* out = new_matrix(left, right, type);
-  if (out == nullptr) return nullptr;
-  void* data = PyArray_DATA(reinterpret_cast<PyArrayObject*>(out));
-  Py_BEGIN_ALLOW_THREADS
-  if (type == NPY_FLOAT32)
-    softmax_rows<float>(data_of<float>(x), static_cast<float*>(data), left, right);
-  else
-    softmax_rows<double>(data_of<double>(x), static_cast<double*>(data), left, right);
-  Py_END_ALLOW_THREADS
-  return out;
+  return filled_rows(left, right, type, [&](auto* out) {
+    using T = std::remove_pointer_t<decltype(out)>;
+    softmax_rows<T>(data_of<T>(x), out, left, right);
+  });
 }
 
 PyObject* softmax_grad(PyObject*, PyObject* args) {
   PyObject *out_value, *dout_value;
   if (!PyArg_ParseTuple(args, "OO:softmax_grad", &out_value, &dout_value)) return nullptr;
-  npy_intp left, right, dout_left, dout_right;
-  int type, dout_type;
-  if (!rows_of(out_value, &left, &right, &type) ||
-      !rows_of(dout_value, &dout_left, &dout_right, &dout_type) || dout_type != type ||
-      dout_left != left || dout_right != right)
-    Py_RETURN_NOTIMPLEMENTED;
+  npy_intp left, right;
+  int type;
+  if (!same_rows(out_value, dout_value, &left, &right, &type)) Py_RETURN_NOTIMPLEMENTED;
   PyArrayObject* out = reinterpret_cast<PyArrayObject*>(out_value);
   PyArrayObject* dout = reinterpret_cast<PyArrayObject*>(dout_value);
-  PyObject* dx = new_matrix(left, right, type);
-  if (dx == nullptr) return nullptr;
-  void* data = PyArray_DATA(reinterpret_cast<PyArrayObject*>(dx));
-  Py_BEGIN_ALLOW_THREADS
-  if (type == NPY_FLOAT32)
-    softmax_grad_rows<float>(data_of<float>(out), data_of<float>(dout),
-                             static_cast<float*>(data), left, right);
-  else
-    softmax_grad_rows<double>(data_of<double>(out), data_of<double>(dout),
-                              static_cast<double*>(data), left, right);
-  Py_END_ALLOW_THREADS
-  return dx;
+  return filled_rows(left, right, type, [&](auto* dx) {
+    using T = std::remove_pointer_t<decltype(dx)>;
+    softmax_grad_rows<T>(data_of<T>(out), data_of<T>(dout), dx, left, right);
+  });
 }
 
 PyMethodDef methods[] = {
