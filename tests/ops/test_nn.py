@@ -214,3 +214,17 @@ def test_errors_name_op_and_attribute():
     _fails("dropout", {"X": r(2, 3)}, {"dropout_prob": 1.5}, "dropout_prob")
     _fails("dropout", {"X": r(2, 3)}, {"dropout_implementation": "scale"},
            "dropout_implementation")
+
+
+def test_softmax_rows_holding_nan_or_infinities_come_out_as_numpys_formula():
+    # a NaN or +inf anywhere in a row makes the whole row NaN; -inf gives that class 0, and
+    # a row of -inf alone is NaN
+    x = np.array([[np.nan, 1, 2], [1, np.nan, 2], [np.inf, 1, 2], [1, 2, np.inf],
+                  [-np.inf, 1, 2], [-np.inf] * 3, [1, 2, 3]], "float32")
+    _, _, result = run_case(OpCase("softmax", {"X": x}))
+    got = np.asarray(result["Out"])
+    with np.errstate(invalid="ignore"):
+        want = ref_softmax({"X": x}, {})["Out"]
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    assert np.isnan(got[:4]).all() and np.isnan(got[5]).all()
+    np.testing.assert_allclose(got[[4, 6]], want[[4, 6]], rtol=1e-6)
