@@ -10,9 +10,9 @@ sources, for wheels and editable installs alike: the memory arena's core
 (fluid_nb/ops/_fused_updates.cc, C++: it runs the element update compiled programs run,
 from the native code generator's runtime headers), dropout's draw in one pass
 (fluid_nb/ops/_draws.cc, C++ for the -O3 its loops vectorise with), the interpreter's
-layer norm and softmax (fluid_nb/ops/_norms.cc, C++: the runtime headers' rows), the kernels' C parts
-(fluid_nb/ops/_special.c: the special functions NumPy lacks, a formula of one ufunc run
-from C); and the runtime library
+layer norm and softmax (fluid_nb/ops/_norms.cc, C++: the runtime headers' rows), the
+kernels' C parts (fluid_nb/ops/_special.c: the special functions NumPy lacks, a formula of
+one ufunc run from C); and the runtime library
 compiled programs link (fluid_nb/rewriters/native/runtime/fluid_native_runtime.cc, built as a build
 of a program would build it: fluid_nb/rewriters/native/runtime_library.py says how)."""
 import importlib.util

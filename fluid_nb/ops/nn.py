@@ -20,7 +20,7 @@ def _softmax_infer_shape(ctx):
 
 
 #: the host softmax over rows compiled code runs (ops/_norms.cc over the runtime's rows)
-_rows = c_parts.load("fluid_nb.ops._norms", "the interpreter's layer norm and softmax")
+_norms = c_parts.load("fluid_nb.ops._norms", "the interpreter's layer norm and softmax")
 
 
 def _along_rows(x, axis):
@@ -39,7 +39,7 @@ def _softmax(ctx, x):
     axis = ctx.attrs.get("axis", -1)
     rows = _along_rows(x, axis)
     if rows is not None:
-        done = _rows.softmax(rows)
+        done = _norms.softmax(rows)
         if done is not NotImplemented:
             return done.reshape(x.shape)
     e = xp.exp(x - x.max(axis=axis, keepdims=True))
@@ -52,7 +52,7 @@ def _softmax_grad(ctx, out, dout):
     axis = ctx.attrs.get("axis", -1)
     rows = _along_rows(out, axis)
     if rows is not None and dout.shape == out.shape:
-        done = _rows.softmax_grad(rows, dout.reshape(rows.shape))
+        done = _norms.softmax_grad(rows, dout.reshape(rows.shape))
         if done is not NotImplemented:
             return done.reshape(out.shape)
     dx = out * (dout - (dout * out).sum(axis=axis, keepdims=True))
