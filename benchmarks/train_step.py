@@ -107,15 +107,20 @@ def w1_torch(torch, x, y, compiled=False):
 
 
 # --- W2 -----------------------------------------------------------------------------------
-def w2_program():
-    """W2's layers (inside a program_guard): returns the loss."""
+def w2_program(update="adam"):
+    """W2's layers (inside a program_guard) and their ``update`` ('adam', 'sgd', or None:
+    the gradients alone): returns the loss."""
     img = fluid.layers.data(name="img", shape=[784], dtype="float32")
     lab = fluid.layers.data(name="label", shape=[1], dtype="int64")
     h = fluid.layers.fc(input=img, size=200, act="relu")
     h = fluid.layers.fc(input=h, size=200, act="relu")
     logits = fluid.layers.fc(input=h, size=10)
     loss = fluid.layers.mean(fluid.layers.softmax_with_cross_entropy(logits, lab))
-    fluid.optimizer.Adam(learning_rate=0.001).minimize(loss)
+    if update is None:
+        fluid.backward.append_backward(loss)
+    else:
+        optimizer = {"adam": fluid.optimizer.Adam, "sgd": fluid.optimizer.SGD}[update]
+        optimizer(learning_rate=0.001).minimize(loss)
     return loss
 
 
