@@ -23,9 +23,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from fluid_nb.rewriters import native  # noqa: E402
 from _timing import interleaved_best, row  # noqa: E402
-from compiled import steps, w2_products  # noqa: E402
+from compiled import steps, w2_products, w3  # noqa: E402
 from train_step import w2_numpy, w2_program  # noqa: E402
 import dynamic_rnn  # noqa: E402
 
@@ -58,9 +57,7 @@ def product_peak(threads):
 def w3_multiply_adds(lengths, inputs, hidden):
     """The multiply-adds of W3's products: forward x_t W and h U, backward dz's products
     with x_t (W's gradient), h (U's) and U (the state's gradient), over every row."""
-    rows = sum(lengths)
-    return rows * (inputs * hidden + hidden * hidden) + \
-        rows * (inputs * hidden + 2 * hidden * hidden)
+    return sum(lengths) * (2 * inputs * hidden + 3 * hidden * hidden)
 
 
 def w2_multiply_adds(batch=64, sizes=(784, 200, 200, 10)):
@@ -90,25 +87,22 @@ def main():
     x = rng.uniform(-1, 1, (64, 784)).astype("float32")
     label = rng.randint(0, 10, (64, 1)).astype("int64")
     feed = {"img": x, "label": label}
-    candidates = {f"compiled, {name}": steps(lambda update=update: w2_program(update), feed)[1]
-                  for name, update in (("Adam", "adam"), ("SGD", "sgd"), ("no update", None))}
-    candidates.update({
-        "NumPy (hand-written)": w2_numpy(x, label),
-        "NumPy, the 8 matrix products alone": w2_products(x, label)})
+    candidates = {}
+    for name, update in (("Adam", "adam"), ("SGD", "sgd"), ("no update", None)):
+        candidates[f"fluid_nb compiled, {name}"] = steps(lambda: w2_program(update), feed)[1]
+    candidates["NumPy (hand-written)"] = w2_numpy(x, label)
+    candidates["NumPy, the 8 matrix products alone"] = w2_products(x, label)
     for fn in candidates.values():
         fn()
     peaks = (("one core's", one_core), ("all cores'", all_cores))
     report("W2 MLP step (784-200-200-10, batch 64)", interleaved_best(candidates, 15, 20),
            2 * w2_multiply_adds(), peaks)
-    data, lengths = dynamic_rnn.make_batch()
-    w, u, b = dynamic_rnn.make_params()
-    main_program, feed, fetch, scope, exe = dynamic_rnn.fluid_program(data, lengths, w, u, b)
-    program = native.compile(main_program, feed, fetch, scope=scope)
-    candidates = {"compiled": lambda: exe.run(program, feed=feed, fetch_list=fetch,
-                                              scope=scope),
-                  "NumPy (hand-written)": dynamic_rnn.numpy_step(data, lengths, w, u, b)}
+    candidates = w3(None)[0]  # (its values checked against the NumPy loop's)
+    del candidates["fluid_nb interpreter"]
     for fn in candidates.values():
         fn()
+    _, lengths = dynamic_rnn.make_batch()
+    w, u, _ = dynamic_rnn.make_params()
     report("W3 DynamicRNN batch (forward + backward)", interleaved_best(candidates, 15, 10),
            2 * w3_multiply_adds(lengths, w.shape[0], u.shape[0]), peaks)
 
