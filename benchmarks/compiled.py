@@ -277,6 +277,8 @@ def study_builds():
 
 
 def report(name, candidates, build_seconds, number, scale, unit):
+    """Each candidate warmed, timed in interleaved rounds and printed as a ratio to NumPy's
+    step; returns {label: seconds per call}."""
     for fn in candidates.values():
         for _ in range(5):
             fn()
@@ -285,6 +287,7 @@ def report(name, candidates, build_seconds, number, scale, unit):
     base = times["NumPy (hand-written)"]
     for label, seconds in times.items():
         row(f"  {label}", seconds * scale, unit, base * scale, "NumPy")
+    return times
 
 
 if __name__ == "__main__":

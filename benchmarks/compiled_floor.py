@@ -15,6 +15,7 @@ W3 (compiled.py's DynamicRNN batch) compiled, beside NumPy's loop, and the time 
 products' multiply-adds take at one core's peak and at all cores' peak. Every ratio is to
 NumPy's step in the same run (interleaved rounds, best of each).
 """
+import functools
 import os
 import subprocess
 import sys
@@ -23,8 +24,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from _timing import interleaved_best, row  # noqa: E402
-from compiled import steps, w2_products, w3  # noqa: E402
+from _timing import row  # noqa: E402
+from compiled import report, steps, w2_products, w3  # noqa: E402
 from train_step import w2_numpy, w2_program  # noqa: E402
 import dynamic_rnn  # noqa: E402
 
@@ -68,15 +69,12 @@ def w2_multiply_adds(batch=64, sizes=(784, 200, 200, 10)):
         sum(batch * m * n for m, n in layers[1:])
 
 
-def report(title, times, flops, peaks):
-    """The times as ratios to NumPy's step, then ``flops`` at each of ``peaks``."""
-    print(title)
-    base = times["NumPy (hand-written)"]
-    for label, seconds in times.items():
-        row(f"  {label}", seconds * 1e6, "µs/step", base * 1e6, "NumPy")
+def at_peaks(flops, peaks, base, unit):
+    """The time ``flops`` take at each of ``peaks`` (label, FLOP a second), in µs ``unit``
+    and as a ratio to NumPy's step (``base`` seconds)."""
     for where, peak in peaks:
         row(f"  its products ({flops / 1e6:.0f} MFLOP) at {where} peak", flops / peak * 1e6,
-            "µs/step", base * 1e6, "NumPy")
+            unit, base * 1e6, "NumPy")
 
 
 def main():
@@ -87,25 +85,25 @@ def main():
     x = rng.uniform(-1, 1, (64, 784)).astype("float32")
     label = rng.randint(0, 10, (64, 1)).astype("int64")
     feed = {"img": x, "label": label}
-    candidates = {}
+    candidates, build_seconds = {}, 0.0
     for name, update in (("Adam", "adam"), ("SGD", "sgd"), ("no update", None)):
-        candidates[f"fluid_nb compiled, {name}"] = steps(lambda: w2_program(update), feed)[1]
+        _, candidates[f"fluid_nb compiled, {name}"], seconds = steps(
+            functools.partial(w2_program, update), feed)
+        build_seconds = max(build_seconds, seconds)
     candidates["NumPy (hand-written)"] = w2_numpy(x, label)
     candidates["NumPy, the 8 matrix products alone"] = w2_products(x, label)
-    for fn in candidates.values():
-        fn()
     peaks = (("one core's", one_core), ("all cores'", all_cores))
-    report("W2 MLP step (784-200-200-10, batch 64)", interleaved_best(candidates, 15, 20),
-           2 * w2_multiply_adds(), peaks)
-    candidates = w3(None)[0]  # (its values checked against the NumPy loop's)
+    times = report("W2 MLP step (784-200-200-10, batch 64)", candidates, build_seconds, 20,
+                   1e6, "µs/step")
+    at_peaks(2 * w2_multiply_adds(), peaks, times["NumPy (hand-written)"], "µs/step")
+    candidates, build_seconds, _ = w3(None)  # (their values checked against NumPy's loop)
     del candidates["fluid_nb interpreter"]
-    for fn in candidates.values():
-        fn()
+    times = report("W3 DynamicRNN batch (forward + backward)", candidates, build_seconds, 10,
+                   1e6, "µs/batch")
     _, lengths = dynamic_rnn.make_batch()
     w, u, _ = dynamic_rnn.make_params()
-    report("W3 DynamicRNN batch (forward + backward)", interleaved_best(candidates, 15, 10),
-           2 * w3_multiply_adds(lengths, w.shape[0], u.shape[0]), peaks)
-
+    at_peaks(2 * w3_multiply_adds(lengths, w.shape[0], u.shape[0]), peaks,
+             times["NumPy (hand-written)"], "µs/batch")
 
 if __name__ == "__main__":
     main()
